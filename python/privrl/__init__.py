@@ -1,0 +1,22 @@
+"""privrl: privacy-preserving exploration in RL with linear representations.
+
+Implements Luyo, Garcelon, Lazaric & Pirotta, "Differentially Private Exploration in
+RL with Linear Representation": (JDP / LDP / pure-DP) UCRL-VTR and UCRL-VTR+ for
+linear-mixture MDPs, JDP LSVI-UCB with static batching for linear MDPs, the DP tools
+of the appendix, and an exact-regret experiment harness. The numeric core is Rust.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "run"]
+
+
+def __getattr__(name: str):
+    # Lazy so that importing a light submodule (privrl.envs, privrl.privacy) never pays
+    # for the agents or the harness.
+    if name == "run":
+        from privrl.runner import run
+
+        return run
+    raise AttributeError(f"module 'privrl' has no attribute {name!r}")

@@ -1,0 +1,41 @@
+"""The privrl exception family, defined once and raised from Python and from the Rust core.
+
+Every error privrl raises on bad input derives from PrivrlError and, where it fits, from the
+builtin / numpy class a user would catch anyway (ValueError, numpy.linalg.LinAlgError).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+class PrivrlError(Exception):
+    """Base class of every privrl error."""
+
+
+class ShapeError(PrivrlError, ValueError):
+    """An array has the wrong number of dimensions or the wrong size."""
+
+
+class NonFiniteError(PrivrlError, ValueError):
+    """An input contains NaN or +-inf."""
+
+
+class PrivacyParameterError(PrivrlError, ValueError):
+    """epsilon, delta, sigma, K ... outside the range the mechanism is defined on."""
+
+
+class AssumptionError(PrivrlError, ValueError):
+    """An environment or a user input violates an assumption the guarantees rely on
+    (Asm. 1 / Asm. 2, ||phi|| <= 1, values in [0, H], rewards in [0, 1])."""
+
+
+class NotPositiveDefiniteError(PrivrlError, np.linalg.LinAlgError):
+    """A (noisy) design matrix is not positive definite, so it cannot be factorized."""
+
+
+class CapacityError(PrivrlError, ValueError):
+    """A continual-release mechanism was asked for more releases than it was built for."""
+
+
+class AssumptionWarning(UserWarning):
+    """An environment is outside an assumption of the paper that does not affect privacy."""
