@@ -1,0 +1,300 @@
+"""Exact finite-horizon, time-inhomogeneous finite MDPs: sampling, backward induction, exact values.
+Sec. 2 (Preliminaries) of the paper: M = (S, A, H, {r_h}, {p_h}), deterministic rewards in [0, 1].
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from privrl.exceptions import AssumptionError, NonFiniteError, ShapeError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from privrl.envs.linear import LinearMDP
+
+__all__ = ["FiniteMDP", "Trajectory"]
+
+#: Tolerance on sums of probabilities (rows of P, init_dist) and on the [0, 1] range of rewards.
+PROB_TOL = 1e-9
+#: Negative probabilities above -NEG_TOL are treated as round-off (e.g. from phi^T w) and
+#: clipped to 0; anything more negative is an error.
+NEG_TOL = 1e-12
+
+
+# --------------------------------------------------------------------------------------------
+# small validation helpers (shared by the subclasses)
+# --------------------------------------------------------------------------------------------
+def _freeze(x: np.ndarray) -> np.ndarray:
+    x = np.ascontiguousarray(x)
+    x.flags.writeable = False
+    return x
+
+
+def _as_array(x: Any, name: str, ndim: int, what: str) -> np.ndarray:
+    """Copy `x` to a fresh C-contiguous float64 array with `ndim` dimensions."""
+    try:
+        arr = np.array(x, dtype=np.float64, order="C", copy=True)
+    except (TypeError, ValueError) as exc:
+        raise ShapeError(f"{name} must be a numeric array of shape {what}: {exc}") from exc
+    if arr.ndim != ndim:
+        raise ShapeError(f"{name} must have shape {what} ({ndim} dims), got shape {arr.shape}")
+    if arr.size == 0:
+        raise ShapeError(f"{name} must be non-empty, got shape {arr.shape}")
+    return arr
+
+
+def _check_finite(arr: np.ndarray, name: str) -> None:
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise NonFiniteError(f"{name} contains a non-finite value {arr[idx]!r} at index {idx}")
+
+
+def _check_shape(arr: np.ndarray, name: str, shape: tuple[int, ...], what: str) -> None:
+    if arr.shape != shape:
+        raise ShapeError(f"{name} must have shape {what} = {shape}, got {arr.shape}")
+
+
+def _check_kernel(P: np.ndarray, name: str = "P") -> np.ndarray:
+    """Check that the last axis of P holds probability distributions; clip round-off negatives."""
+    neg = P < -NEG_TOL
+    if neg.any():
+        idx = tuple(int(i) for i in np.argwhere(neg)[0])
+        raise AssumptionError(
+            f"{name}[h={idx[0]}, s={idx[1]}, a={idx[2]}, s'={idx[3]}] = {P[idx]:.6g} is negative: "
+            "transition probabilities must be >= 0"
+        )
+    sums = P.sum(axis=-1)
+    bad = np.abs(sums - 1.0) > PROB_TOL
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise AssumptionError(
+            f"{name}[h={idx[0]}, s={idx[1]}, a={idx[2]}, :] sums to {sums[idx]:.12g}, not 1 "
+            f"(tolerance {PROB_TOL:g}): rows of the transition kernel must be distributions"
+        )
+    return np.maximum(P, 0.0, out=P)
+
+
+def _check_rewards(R: np.ndarray, name: str = "R") -> np.ndarray:
+    bad = (R < -PROB_TOL) | (R > 1.0 + PROB_TOL)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise AssumptionError(
+            f"{name}[h={idx[0]}, s={idx[1]}, a={idx[2]}] = {R[idx]:.6g} is outside [0, 1]: "
+            "rewards must lie in [0, 1]"
+        )
+    return np.clip(R, 0.0, 1.0, out=R)
+
+
+def _check_distribution(p: np.ndarray, name: str) -> np.ndarray:
+    neg = p < -NEG_TOL
+    if neg.any():
+        i = int(np.argmax(neg))
+        raise AssumptionError(f"{name}[{i}] = {p[i]:.6g} is negative: {name} must be a distribution")
+    total = float(p.sum())
+    if abs(total - 1.0) > PROB_TOL:
+        raise AssumptionError(f"{name} sums to {total:.12g}, not 1: {name} must be a distribution")
+    return np.maximum(p, 0.0, out=p)
+
+
+def _cdf(p: np.ndarray) -> np.ndarray:
+    """Cumulative sums along the last axis, with every entry from the last positive-probability
+    index on set to exactly 1.0 (so u in [0, 1) never selects a zero-probability trailing state,
+    whatever the round-off of the cumulative sum)."""
+    c = np.cumsum(p, axis=-1)
+    n = p.shape[-1]
+    last = n - 1 - np.argmax(p[..., ::-1] > 0.0, axis=-1)  # index of the last positive entry
+    c[np.arange(n) >= last[..., None]] = 1.0
+    return c
+
+
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Trajectory:
+    """One episode: states s_0..s_H (H+1,), actions a_0..a_{H-1} (H,), rewards r_0..r_{H-1} (H,).
+
+    rewards[h] = r_h(states[h], actions[h]); states[H] is the state reached after the last step.
+    """
+
+    states: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+
+    @property
+    def step_rewards(self) -> np.ndarray:
+        """Alias of `rewards`: the per-step rewards r_h(s_h, a_h), shape (H,)."""
+        return self.rewards
+
+    @property
+    def total_reward(self) -> float:
+        """The return sum_h r_h(s_h, a_h) of the episode."""
+        return float(self.rewards.sum())
+
+    @property
+    def H(self) -> int:
+        return int(self.actions.shape[0])
+
+
+class FiniteMDP:
+    """A finite-horizon, time-inhomogeneous MDP with S states, A actions and horizon H.
+
+    Parameters
+    ----------
+    P : array (H, S, A, S)
+        P[h, s, a, s'] = p_h(s'|s,a), steps h = 0..H-1 (0-based). Rows must be distributions
+        (entries >= 0, sum 1 within 1e-9); negative round-off above -1e-12 is clipped to 0.
+    R : array (H, S, A)
+        Deterministic rewards r_h(s,a) in [0, 1] (round-off within 1e-9 is clipped).
+    init_dist : array (S,)
+        Distribution of the initial state s_0.
+    name : str, optional
+
+    All stored arrays are float64, C-contiguous copies with ``writeable = False``.
+    """
+
+    def __init__(self, P: Any, R: Any, init_dist: Any, name: str | None = None) -> None:
+        P = _as_array(P, "P", 4, "(H, S, A, S)")
+        H, S, A, S2 = P.shape
+        if S2 != S:
+            raise ShapeError(f"P must have shape (H, S, A, S) with matching S axes, got {P.shape}")
+        R = _as_array(R, "R", 3, "(H, S, A)")
+        _check_shape(R, "R", (H, S, A), "(H, S, A)")
+        init_dist = _as_array(init_dist, "init_dist", 1, "(S,)")
+        _check_shape(init_dist, "init_dist", (S,), "(S,)")
+        _check_finite(P, "P")
+        _check_finite(R, "R")
+        _check_finite(init_dist, "init_dist")
+        P = _check_kernel(P, "P")
+        R = _check_rewards(R, "R")
+        init_dist = _check_distribution(init_dist, "init_dist")
+
+        self.H: int = int(H)
+        self.S: int = int(S)
+        self.A: int = int(A)
+        self.P: np.ndarray = _freeze(P)
+        self.R: np.ndarray = _freeze(R)
+        self.init_dist: np.ndarray = _freeze(init_dist)
+        self.name: str = name if name is not None else type(self).__name__
+        # Sampling tables: cumulative rows, last positive entry forced to 1.
+        self._cdf = _freeze(_cdf(self.P))
+        self._init_cdf = _freeze(_cdf(self.init_dist))
+        self._Qstar: np.ndarray | None = None
+        self._Vstar: np.ndarray | None = None
+        self._pistar: np.ndarray | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, S={self.S}, A={self.A}, H={self.H})"
+
+    # ---------------------------------------------------------------- sampling
+    def sample_initial_state(self, rng: np.random.Generator) -> int:
+        """Draw s_0 ~ init_dist with one uniform."""
+        return int(np.searchsorted(self._init_cdf, rng.random(), side="right"))
+
+    def sample_next_state(self, h: int, s: int, a: int, rng: np.random.Generator) -> int:
+        """Draw s' ~ p_h(.|s,a) with one uniform (inverse-cdf on the precomputed row)."""
+        if not (0 <= h < self.H and 0 <= s < self.S and 0 <= a < self.A):
+            raise IndexError(f"(h, s, a) = ({h}, {s}, {a}) out of range for H={self.H}, S={self.S}, A={self.A}")
+        return int(np.searchsorted(self._cdf[h, s, a], rng.random(), side="right"))
+
+    def sample_episode(self, policy: Any, rng: np.random.Generator) -> Trajectory:
+        """Roll out the deterministic time-dependent policy `policy` (int array (H, S)).
+
+        All H+1 uniforms of the episode are drawn with a single ``rng.random(H + 1)`` call:
+        u[0] for s_0 and u[h+1] for the transition at step h.
+        """
+        pol = self._check_policy(policy)
+        H = self.H
+        u = rng.random(H + 1)
+        states = np.empty(H + 1, dtype=np.int64)
+        actions = np.empty(H, dtype=np.int64)
+        rewards = np.empty(H, dtype=np.float64)
+        cdf, R = self._cdf, self.R
+        s = int(np.searchsorted(self._init_cdf, u[0], side="right"))
+        states[0] = s
+        for h in range(H):
+            a = int(pol[h, s])
+            actions[h] = a
+            rewards[h] = R[h, s, a]
+            s = int(np.searchsorted(cdf[h, s, a], u[h + 1], side="right"))
+            states[h + 1] = s
+        return Trajectory(states=states, actions=actions, rewards=rewards)
+
+    # ---------------------------------------------------------------- exact values
+    def _check_policy(self, policy: Any) -> np.ndarray:
+        pol = np.asarray(policy)
+        if pol.shape != (self.H, self.S):
+            raise ShapeError(f"policy must be an int array of shape (H, S) = {(self.H, self.S)}, got {pol.shape}")
+        if not np.issubdtype(pol.dtype, np.integer):
+            if np.issubdtype(pol.dtype, np.floating) and np.all(pol == np.round(pol)):
+                pol = pol.astype(np.int64)
+            else:
+                raise ShapeError(f"policy must hold integer action indices, got dtype {pol.dtype}")
+        if pol.size and (pol.min() < 0 or pol.max() >= self.A):
+            bad = tuple(int(i) for i in np.argwhere((pol < 0) | (pol >= self.A))[0])
+            raise AssumptionError(f"policy[h={bad[0]}, s={bad[1]}] = {pol[bad]} is not an action in 0..{self.A - 1}")
+        return pol
+
+    def policy_q(self, policy: Any) -> np.ndarray:
+        """Q^pi_h(s,a), shape (H, S, A), by backward induction (vectorized over S and A)."""
+        pol = self._check_policy(policy)
+        Q = np.empty((self.H, self.S, self.A))
+        v = np.zeros(self.S)
+        idx = np.arange(self.S)
+        for h in range(self.H - 1, -1, -1):
+            Q[h] = self.R[h] + self.P[h] @ v
+            v = Q[h][idx, pol[h]]
+        return _freeze(Q)
+
+    def policy_values(self, policy: Any) -> np.ndarray:
+        """V^pi_h(s), shape (H+1, S), with V[H] = 0, by backward induction on P[h, s, pi_h(s), :]."""
+        pol = self._check_policy(policy)
+        V = np.zeros((self.H + 1, self.S))
+        idx = np.arange(self.S)
+        for h in range(self.H - 1, -1, -1):
+            a = pol[h]
+            V[h] = self.R[h][idx, a] + self.P[h][idx, a] @ V[h + 1]
+        return _freeze(V)
+
+    def _solve_optimal(self) -> None:
+        Q = np.empty((self.H, self.S, self.A))
+        V = np.zeros((self.H + 1, self.S))
+        for h in range(self.H - 1, -1, -1):
+            Q[h] = self.R[h] + self.P[h] @ V[h + 1]
+            V[h] = Q[h].max(axis=1)
+        self._Qstar = _freeze(Q)
+        self._Vstar = _freeze(V)
+        self._pistar = _freeze(Q.argmax(axis=2).astype(np.int64))
+
+    def optimal_q(self) -> np.ndarray:
+        """Q*_h(s,a), shape (H, S, A) (cached)."""
+        if self._Qstar is None:
+            self._solve_optimal()
+        return self._Qstar  # type: ignore[return-value]
+
+    def optimal_values(self) -> np.ndarray:
+        """V*_h(s), shape (H+1, S), V*[H] = 0 (cached)."""
+        if self._Vstar is None:
+            self._solve_optimal()
+        return self._Vstar  # type: ignore[return-value]
+
+    def optimal_policy(self) -> np.ndarray:
+        """A greedy optimal policy, int array (H, S) (ties broken towards the smallest action; cached)."""
+        if self._pistar is None:
+            self._solve_optimal()
+        return self._pistar  # type: ignore[return-value]
+
+    def initial_value(self, V: Any) -> float:
+        """Expected value at the start, init_dist @ V[0]; V is (H+1, S) (or a single (S,) vector)."""
+        V = np.asarray(V, dtype=np.float64)
+        v0 = V if V.ndim == 1 else V[0]
+        if v0.shape != (self.S,):
+            raise ShapeError(f"V must have shape (H+1, S) or (S,) with S={self.S}, got {V.shape}")
+        return float(self.init_dist @ v0)
+
+    # ---------------------------------------------------------------- views
+    def to_linear_mdp(self) -> "LinearMDP":
+        """This MDP as a linear MDP with one-hot features phi(s,a) = e_{s*A+a} in R^(S*A)."""
+        from privrl.envs.linear import tabular_linear_mdp
+
+        return tabular_linear_mdp(self.P, self.R, self.init_dist, name=self.name)

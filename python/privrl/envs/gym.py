@@ -1,0 +1,164 @@
+"""Bridges to gymnasium: tabular toy-text envs as finite-horizon linear MDPs, and any FiniteMDP as a gymnasium Env.
+Sec. 2 (a tabular MDP is a linear MDP with one-hot features, Asm. 1); optional extra (pip install privrl[gym]).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from privrl.envs.finite import FiniteMDP
+from privrl.envs.linear import LinearMDP, tabular_linear_mdp
+from privrl.exceptions import AssumptionError, ShapeError
+
+__all__ = ["from_gymnasium", "frozen_lake", "as_gymnasium"]
+
+_HINT = "gymnasium is required for this function: pip install privrl[gym]"
+
+
+def _import_gymnasium() -> Any:
+    try:
+        import gymnasium
+    except ImportError as exc:  # pragma: no cover - exercised only without gymnasium
+        raise ImportError(_HINT) from exc
+    return gymnasium
+
+
+def from_gymnasium(env: Any, H: int, name: str | None = None, init_dist: Any = None) -> LinearMDP:
+    """A finite-horizon (H steps, time-homogeneous) tabular linear MDP built from a gymnasium
+    toy-text env's own transition table ``env.unwrapped.P`` (dict s -> a -> list of
+    (prob, next_state, reward, terminated)); `env` may also be an env id string.
+
+    * r_h(s,a) = sum over the listed transitions of prob * reward; it must lie in [0, 1]
+      (AssumptionError otherwise, e.g. for CliffWalking or Taxi with negative rewards).
+    * A terminated transition goes to its listed next state, as in the table; every state that
+      is the target of some terminated transition is then made absorbing (p(s|s,a) = 1 for all a)
+      with zero reward, which reproduces "the episode has ended" inside a fixed horizon H.
+    * init_dist: the argument if given, else ``env.unwrapped.initial_state_distrib`` if the env
+      has it (FrozenLake, Taxi, CliffWalking), else uniform over the non-absorbing states (over
+      all states if every state is absorbing).
+    """
+    gymnasium = _import_gymnasium()
+    if isinstance(env, str):
+        env = gymnasium.make(env)
+    base = env.unwrapped
+    table = getattr(base, "P", None)
+    if not isinstance(table, dict):
+        raise ShapeError("env.unwrapped.P must be a dict s -> a -> [(prob, next_state, reward, terminated)]")
+    if int(H) != H or H < 1:
+        raise AssumptionError(f"the horizon H must be a positive integer, got {H}")
+    S = int(getattr(getattr(base, "observation_space", None), "n", len(table)))
+    A = int(getattr(getattr(base, "action_space", None), "n", max(len(v) for v in table.values())))
+    P = np.zeros((S, A, S))
+    R = np.zeros((S, A))
+    terminal = np.zeros(S, dtype=bool)
+    for s, acts in table.items():
+        for a, transitions in acts.items():
+            for prob, ns, rew, term in transitions:
+                P[int(s), int(a), int(ns)] += float(prob)
+                R[int(s), int(a)] += float(prob) * float(rew)
+                if term:
+                    terminal[int(ns)] = True
+    bad = (R < -1e-9) | (R > 1.0 + 1e-9)
+    if bad.any():
+        s, a = (int(i) for i in np.argwhere(bad)[0])
+        raise AssumptionError(
+            f"expected reward r(s={s}, a={a}) = {R[s, a]:.6g} of the gymnasium env is outside [0, 1]"
+        )
+    for s in np.nonzero(terminal)[0]:
+        P[s] = 0.0
+        P[s, :, s] = 1.0
+        R[s] = 0.0
+    if init_dist is None:
+        init_dist = getattr(base, "initial_state_distrib", None)
+    if init_dist is None:
+        mask = ~terminal if (~terminal).any() else np.ones(S, dtype=bool)
+        init_dist = mask / mask.sum()
+    init_dist = np.asarray(init_dist, dtype=np.float64)
+    spec = getattr(env, "spec", None)
+    env_name = getattr(spec, "id", None) or type(base).__name__
+    H = int(H)
+    return tabular_linear_mdp(
+        np.broadcast_to(P, (H, S, A, S)), np.broadcast_to(R, (H, S, A)), init_dist,
+        name=name or f"{env_name}(H={H})",
+    )
+
+
+def frozen_lake(H: int = 20, map_name: str = "4x4", is_slippery: bool = True) -> LinearMDP:
+    """FrozenLake-v1 (gymnasium.make("FrozenLake-v1", map_name=..., is_slippery=...)) as a
+    finite-horizon tabular linear MDP (see from_gymnasium): reward 1 on entering the goal, holes
+    and goal absorbing with zero reward, start state from the env's initial distribution."""
+    gymnasium = _import_gymnasium()
+    env = gymnasium.make("FrozenLake-v1", map_name=map_name, is_slippery=is_slippery)
+    try:
+        return from_gymnasium(
+            env, H, name=f"FrozenLake-v1(map={map_name}, slippery={is_slippery}, H={int(H)})"
+        )
+    finally:
+        env.close()
+
+
+_ADAPTER_CLASS: Any = None
+
+
+def _adapter_class() -> Any:
+    """Create (once) the gymnasium.Env subclass wrapping a FiniteMDP."""
+    global _ADAPTER_CLASS
+    if _ADAPTER_CLASS is not None:
+        return _ADAPTER_CLASS
+    gymnasium = _import_gymnasium()
+    from gymnasium import spaces
+
+    class GymnasiumAdapter(gymnasium.Env):
+        """A FiniteMDP as a gymnasium Env: obs = state index, episodes truncated after H steps
+        (terminated is always False: the finite-horizon MDP has no terminal states), info["h"] =
+        number of steps taken so far (0-based index of the next step). Sampling uses the Env's
+        ``np_random`` generator, seeded by ``reset(seed=...)``."""
+
+        metadata: dict[str, Any] = {"render_modes": []}
+
+        def __init__(self, mdp: FiniteMDP) -> None:
+            super().__init__()
+            self.mdp = mdp
+            self.observation_space = spaces.Discrete(mdp.S)
+            self.action_space = spaces.Discrete(mdp.A)
+            self._h = -1  # not reset yet
+            self._s = -1
+
+        def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+            super().reset(seed=seed)
+            self._h = 0
+            self._s = self.mdp.sample_initial_state(self.np_random)
+            return self._s, {"h": 0}
+
+        def step(self, action: Any) -> tuple[int, float, bool, bool, dict[str, Any]]:
+            if self._h < 0:
+                raise RuntimeError("call reset() before step()")
+            if self._h >= self.mdp.H:
+                raise RuntimeError("the episode is over (horizon reached): call reset()")
+            a = int(action)
+            if not 0 <= a < self.mdp.A:
+                raise AssumptionError(f"action {action} is not in 0..{self.mdp.A - 1}")
+            h, s = self._h, self._s
+            reward = float(self.mdp.R[h, s, a])
+            self._s = self.mdp.sample_next_state(h, s, a, self.np_random)
+            self._h = h + 1
+            truncated = self._h >= self.mdp.H
+            return self._s, reward, False, truncated, {"h": self._h}
+
+    _ADAPTER_CLASS = GymnasiumAdapter
+    return GymnasiumAdapter
+
+
+def as_gymnasium(mdp: FiniteMDP) -> Any:
+    """Wrap a FiniteMDP as a gymnasium.Env: reset(seed=None, options=None) -> (obs, info),
+    step(action) -> (obs, reward, terminated, truncated, info), truncated at the horizon H."""
+    if not isinstance(mdp, FiniteMDP):
+        raise TypeError(f"as_gymnasium expects a FiniteMDP, got {type(mdp).__name__}")
+    return _adapter_class()(mdp)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "GymnasiumAdapter":
+        return _adapter_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
