@@ -1,0 +1,452 @@
+//! The one PyO3 binding module: converts numpy views to slices (no copy), calls the pure
+//! kernels, returns owned arrays, and maps `CoreError` onto `privrl.exceptions`.
+//! Calls that may run longer than ~100 us release the GIL.
+
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyUntypedArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+use crate::errors::CoreError;
+use crate::mixture::MixtureFeatures as CoreMixture;
+use crate::qeval::{group_max as core_group_max, OptimisticQ, TieBreak};
+use crate::rank_one::{self, ShermanMorrison as CoreSM};
+use crate::tree::{NodeNoise, NodeShape, TreeAggregator as CoreTree};
+
+/// Work (in multiply-adds) above which a kernel releases the GIL.
+const DETACH_WORK: usize = 50_000;
+
+fn to_pyerr(py: Python<'_>, e: CoreError) -> PyErr {
+    let (class, msg) = match &e {
+        CoreError::Shape(m) => ("ShapeError", m),
+        CoreError::NonFinite(m) => ("NonFiniteError", m),
+        CoreError::NotPositiveDefinite(m) => ("NotPositiveDefiniteError", m),
+        CoreError::InvalidParameter(m) => ("PrivacyParameterError", m),
+        CoreError::Capacity(m) => ("CapacityError", m),
+    };
+    let built = py
+        .import("privrl.exceptions")
+        .and_then(|m| m.getattr(class))
+        .and_then(|c| c.call1((msg.clone(),)));
+    match built {
+        Ok(obj) => PyErr::from_value(obj),
+        Err(_) => PyValueError::new_err(msg.clone()),
+    }
+}
+
+trait IntoPy<T> {
+    fn py_ok(self, py: Python<'_>) -> PyResult<T>;
+}
+
+impl<T> IntoPy<T> for Result<T, CoreError> {
+    fn py_ok(self, py: Python<'_>) -> PyResult<T> {
+        self.map_err(|e| to_pyerr(py, e))
+    }
+}
+
+fn contiguous<'a>(what: &str, s: Result<&'a [f64], numpy::AsSliceError>) -> PyResult<&'a [f64]> {
+    s.map_err(|_| PyValueError::new_err(format!("{what} must be a C-contiguous float64 array")))
+}
+
+fn seed32(seed: Vec<u8>) -> PyResult<[u8; 32]> {
+    seed.try_into()
+        .map_err(|v: Vec<u8>| PyValueError::new_err(format!("seed must be 32 bytes, got {}", v.len())))
+}
+
+// ---------------------------------------------------------------- tree
+
+/// Tree-based continual release (binary mechanism). Use privrl.kernels.TreeAggregator.
+#[pyclass(module = "privrl._core", name = "TreeAggregator")]
+pub struct PyTree {
+    inner: CoreTree,
+    d_matrix: Option<usize>,
+}
+
+#[pymethods]
+impl PyTree {
+    #[new]
+    #[pyo3(signature = (symmetric, size, capacity, noise, scale, seed, divisor=std::f64::consts::SQRT_2, keep_last_node=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        symmetric: bool,
+        size: usize,
+        capacity: u64,
+        noise: &str,
+        scale: f64,
+        seed: Vec<u8>,
+        divisor: f64,
+        keep_last_node: bool,
+    ) -> PyResult<Self> {
+        let noise = match noise {
+            "gaussian" => NodeNoise::Gaussian { sigma: scale },
+            "laplace" => NodeNoise::Laplace { scale },
+            "none" => NodeNoise::Zero,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "noise must be 'gaussian', 'laplace' or 'none', got {other:?}"
+                )))
+            }
+        };
+        let shape = if symmetric {
+            NodeShape::SymMatrix { d: size, divisor }
+        } else {
+            NodeShape::Vector(size)
+        };
+        let mut inner = CoreTree::new(shape, noise, capacity, seed32(seed)?).py_ok(py)?;
+        inner.set_keep_last_node(keep_last_node);
+        Ok(PyTree { inner, d_matrix: symmetric.then_some(size) })
+    }
+
+    /// Add one leaf (flat values, row-major for matrices).
+    fn push(&mut self, py: Python<'_>, leaf: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
+        let s = contiguous("leaf", leaf.as_slice())?;
+        self.inner.push(s).py_ok(py)
+    }
+
+    fn push_zero(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.inner.push_zero().py_ok(py)
+    }
+
+    fn release<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        self.inner.release().into_pyarray(py)
+    }
+
+    fn noise<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let mut out = vec![0.0; self.inner.len()];
+        self.inner.noise_into(&mut out).py_ok(py)?;
+        Ok(out.into_pyarray(py))
+    }
+
+    fn exact_sum<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        self.inner.exact_sum().to_vec().into_pyarray(py)
+    }
+
+    fn last_node_noise<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        self.inner.last_node_noise().to_vec().into_pyarray(py)
+    }
+
+    fn release_variance(&self) -> (f64, f64) {
+        self.inner.release_variance()
+    }
+
+    #[getter]
+    fn steps(&self) -> u64 {
+        self.inner.steps()
+    }
+    #[getter]
+    fn capacity(&self) -> u64 {
+        self.inner.capacity()
+    }
+    #[getter]
+    fn nodes_used(&self) -> usize {
+        self.inner.nodes_used()
+    }
+    #[getter]
+    fn max_nodes(&self) -> usize {
+        self.inner.max_nodes()
+    }
+    #[getter]
+    fn live_nodes(&self) -> usize {
+        self.inner.live_nodes()
+    }
+    #[getter]
+    fn nodes_drawn(&self) -> u64 {
+        self.inner.nodes_drawn()
+    }
+    #[getter]
+    fn size(&self) -> usize {
+        self.inner.len()
+    }
+    #[getter]
+    fn matrix_dim(&self) -> Option<usize> {
+        self.d_matrix
+    }
+}
+
+// ---------------------------------------------------------------- rank-one updates
+
+/// Lambda = lam I + sum x x^T with its Sherman–Morrison inverse.
+#[pyclass(module = "privrl._core", name = "ShermanMorrison")]
+pub struct PySM {
+    inner: CoreSM,
+}
+
+#[pymethods]
+impl PySM {
+    #[new]
+    #[pyo3(signature = (d, lam, refactor_every=1024))]
+    fn new(py: Python<'_>, d: usize, lam: f64, refactor_every: usize) -> PyResult<Self> {
+        Ok(PySM { inner: CoreSM::new(d, lam, refactor_every).py_ok(py)? })
+    }
+
+    fn update(&mut self, py: Python<'_>, x: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
+        let s = contiguous("x", x.as_slice())?;
+        self.inner.update(s).py_ok(py)
+    }
+
+    /// Rows of a (n, d) block.
+    fn update_batch(&mut self, py: Python<'_>, xs: PyReadonlyArray2<'_, f64>) -> PyResult<()> {
+        let shape = xs.shape();
+        if shape[1] != self.inner.dim() {
+            return Err(to_pyerr(
+                py,
+                CoreError::Shape(format!(
+                    "update_batch: expected (n, {}) features, got {:?}",
+                    self.inner.dim(),
+                    shape
+                )),
+            ));
+        }
+        let s = contiguous("xs", xs.as_slice())?;
+        let work = s.len() * self.inner.dim();
+        let inner = &mut self.inner;
+        let r = if work > DETACH_WORK { py.detach(|| inner.update_batch(s)) } else { inner.update_batch(s) };
+        r.py_ok(py)
+    }
+
+    fn refactorize(&mut self) {
+        self.inner.refactorize()
+    }
+
+    fn matrix<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let d = self.inner.dim();
+        self.inner.matrix().to_vec().into_pyarray(py).reshape([d, d])
+    }
+
+    fn inverse<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let d = self.inner.dim();
+        self.inner.inverse().to_vec().into_pyarray(py).reshape([d, d])
+    }
+
+    fn solve<'py>(&self, py: Python<'py>, u: PyReadonlyArray1<'_, f64>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let s = contiguous("u", u.as_slice())?;
+        Ok(self.inner.solve(s).py_ok(py)?.into_pyarray(py))
+    }
+
+    fn inverse_error(&self) -> f64 {
+        self.inner.inverse_error()
+    }
+
+    #[getter]
+    fn updates(&self) -> u64 {
+        self.inner.updates()
+    }
+    #[getter]
+    fn d(&self) -> usize {
+        self.inner.dim()
+    }
+    #[getter]
+    fn lam(&self) -> f64 {
+        self.inner.lam()
+    }
+}
+
+fn square(py: Python<'_>, what: &str, a: &PyReadonlyArray2<'_, f64>) -> PyResult<usize> {
+    let sh = a.shape();
+    if sh[0] != sh[1] || sh[0] == 0 {
+        return Err(to_pyerr(py, CoreError::Shape(format!("{what} must be a square (d, d) matrix, got {sh:?}"))));
+    }
+    Ok(sh[0])
+}
+
+#[pyfunction]
+fn spd_inverse<'py>(py: Python<'py>, a: PyReadonlyArray2<'_, f64>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let d = square(py, "matrix", &a)?;
+    let s = contiguous("matrix", a.as_slice())?;
+    let inv = if d > 40 { py.detach(|| rank_one::spd_inverse(s, d)) } else { rank_one::spd_inverse(s, d) };
+    inv.py_ok(py)?.into_pyarray(py).reshape([d, d])
+}
+
+#[pyfunction]
+fn spd_solve<'py>(py: Python<'py>, a: PyReadonlyArray2<'_, f64>, b: PyReadonlyArray1<'_, f64>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let d = square(py, "matrix", &a)?;
+    let s = contiguous("matrix", a.as_slice())?;
+    let bs = contiguous("b", b.as_slice())?;
+    Ok(rank_one::spd_solve(s, d, bs).py_ok(py)?.into_pyarray(py))
+}
+
+#[pyfunction]
+fn min_eigenvalue(py: Python<'_>, a: PyReadonlyArray2<'_, f64>) -> PyResult<f64> {
+    let d = square(py, "matrix", &a)?;
+    let s = contiguous("matrix", a.as_slice())?;
+    rank_one::min_eigenvalue(s, d).py_ok(py)
+}
+
+// ---------------------------------------------------------------- batched Q
+
+#[allow(clippy::too_many_arguments)]
+fn eval_q(
+    py: Python<'_>,
+    phi: &PyReadonlyArray2<'_, f64>,
+    w: &PyReadonlyArray1<'_, f64>,
+    inv: &PyReadonlyArray2<'_, f64>,
+    beta: f64,
+    lower: f64,
+    upper: f64,
+    offset: &Option<PyReadonlyArray1<'_, f64>>,
+) -> PyResult<Vec<f64>> {
+    let sh = phi.shape();
+    let (n, d) = (sh[0], sh[1]);
+    let ish = inv.shape();
+    if ish != [d, d] {
+        return Err(to_pyerr(py, CoreError::Shape(format!("inverse must be ({d}, {d}) to match phi {sh:?}, got {ish:?}"))));
+    }
+    let phis = contiguous("phi", phi.as_slice())?;
+    let ws = contiguous("w", w.as_slice())?;
+    let invs = contiguous("inverse", inv.as_slice())?;
+    let off = match offset {
+        Some(o) => Some(contiguous("offset", o.as_slice())?),
+        None => None,
+    };
+    let q = OptimisticQ { d, w: ws, inv: invs, beta, lower, upper };
+    let mut out = vec![0.0; n];
+    let r = if n * d * d > DETACH_WORK {
+        py.detach(|| q.evaluate(phis, off, &mut out))
+    } else {
+        q.evaluate(phis, off, &mut out)
+    };
+    r.py_ok(py)?;
+    Ok(out)
+}
+
+fn tie_rule(seed: Option<u64>) -> TieBreak {
+    seed.map_or(TieBreak::Lowest, TieBreak::Random)
+}
+
+/// clip_[lower, upper](offset + phi w + beta ||phi||_{inv}) for every row of phi (n, d).
+#[pyfunction]
+#[pyo3(signature = (phi, w, inv, beta, lower, upper, offset=None))]
+#[allow(clippy::too_many_arguments)]
+fn optimistic_q<'py>(
+    py: Python<'py>,
+    phi: PyReadonlyArray2<'_, f64>,
+    w: PyReadonlyArray1<'_, f64>,
+    inv: PyReadonlyArray2<'_, f64>,
+    beta: f64,
+    lower: f64,
+    upper: f64,
+    offset: Option<PyReadonlyArray1<'_, f64>>,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    Ok(eval_q(py, &phi, &w, &inv, beta, lower, upper, &offset)?.into_pyarray(py))
+}
+
+/// Row-wise max and argmax of q (n_states, n_actions); random ties from tie_seed, else lowest.
+#[pyfunction]
+#[pyo3(signature = (q, tie_seed=None))]
+fn group_max<'py>(
+    py: Python<'py>,
+    q: PyReadonlyArray2<'_, f64>,
+    tie_seed: Option<u64>,
+) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<i64>>)> {
+    let sh = q.shape();
+    let qs = contiguous("q", q.as_slice())?;
+    let (v, a) = run_group_max(py, qs, sh[0], sh[1], tie_seed)?;
+    Ok((v.into_pyarray(py), a.into_pyarray(py)))
+}
+
+fn run_group_max(py: Python<'_>, q: &[f64], n: usize, a: usize, seed: Option<u64>) -> PyResult<(Vec<f64>, Vec<i64>)> {
+    let mut v = vec![0.0; n];
+    let mut arg = vec![0usize; n];
+    core_group_max(q, a, tie_rule(seed), &mut v, &mut arg).py_ok(py)?;
+    Ok((v, arg.into_iter().map(|x| x as i64).collect()))
+}
+
+/// Fused: Q for all rows of phi (n_states * n_actions, d), then per-state max / argmax.
+/// Returns (Q (n_states, n_actions), V (n_states,), greedy action (n_states,)).
+#[pyfunction]
+#[pyo3(signature = (phi, w, inv, beta, n_actions, lower, upper, offset=None, tie_seed=None))]
+#[allow(clippy::too_many_arguments)]
+fn optimistic_values<'py>(
+    py: Python<'py>,
+    phi: PyReadonlyArray2<'_, f64>,
+    w: PyReadonlyArray1<'_, f64>,
+    inv: PyReadonlyArray2<'_, f64>,
+    beta: f64,
+    n_actions: usize,
+    lower: f64,
+    upper: f64,
+    offset: Option<PyReadonlyArray1<'_, f64>>,
+    tie_seed: Option<u64>,
+) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<i64>>)> {
+    let q = eval_q(py, &phi, &w, &inv, beta, lower, upper, &offset)?;
+    if n_actions == 0 || q.len() % n_actions != 0 {
+        return Err(to_pyerr(py, CoreError::Shape(format!("{} rows do not split into groups of {n_actions} actions", q.len()))));
+    }
+    let n = q.len() / n_actions;
+    let (v, a) = run_group_max(py, &q, n, n_actions, tie_seed)?;
+    Ok((q.into_pyarray(py).reshape([n, n_actions])?, v.into_pyarray(py), a.into_pyarray(py)))
+}
+
+// ---------------------------------------------------------------- mixture features
+
+/// Sparse linear-mixture features phi(s'|s,a); phi_v(v) for all (s,a) rows.
+#[pyclass(module = "privrl._core", name = "MixtureFeatures")]
+pub struct PyMixture {
+    inner: CoreMixture,
+}
+
+#[pymethods]
+impl PyMixture {
+    /// dense: (S*A, S, d) float64.
+    #[new]
+    fn new(py: Python<'_>, dense: PyReadonlyArray3<'_, f64>) -> PyResult<Self> {
+        let sh = dense.shape();
+        let s = contiguous("features", dense.as_slice())?;
+        Ok(PyMixture { inner: CoreMixture::from_dense(s, sh[0], sh[1], sh[2]).py_ok(py)? })
+    }
+
+    /// (S*A, d) array of phi_v(s, a).
+    fn phi_v<'py>(&self, py: Python<'py>, v: PyReadonlyArray1<'_, f64>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let vs = contiguous("v", v.as_slice())?;
+        let mut out = vec![0.0; self.inner.n_rows() * self.inner.dim()];
+        self.inner.phi_v(vs, &mut out).py_ok(py)?;
+        out.into_pyarray(py).reshape([self.inner.n_rows(), self.inner.dim()])
+    }
+
+    fn feature<'py>(&self, py: Python<'py>, row: usize, next_state: usize) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        Ok(self.inner.feature(row, next_state).py_ok(py)?.into_pyarray(py))
+    }
+
+    #[getter]
+    fn nnz(&self) -> usize {
+        self.inner.nnz()
+    }
+    #[getter]
+    fn n_rows(&self) -> usize {
+        self.inner.n_rows()
+    }
+    #[getter]
+    fn n_states(&self) -> usize {
+        self.inner.n_states()
+    }
+    #[getter]
+    fn d(&self) -> usize {
+        self.inner.dim()
+    }
+}
+
+/// Deliberately panics: used by the test that a Rust panic surfaces as a Python exception.
+#[pyfunction]
+fn _panic_for_test() -> PyResult<()> {
+    let v: Vec<u8> = Vec::new();
+    if v.is_empty() {
+        panic!("deliberate panic from privrl._core");
+    }
+    Err(PyRuntimeError::new_err("unreachable"))
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyTree>()?;
+    m.add_class::<PySM>()?;
+    m.add_class::<PyMixture>()?;
+    m.add_function(wrap_pyfunction!(spd_inverse, m)?)?;
+    m.add_function(wrap_pyfunction!(spd_solve, m)?)?;
+    m.add_function(wrap_pyfunction!(min_eigenvalue, m)?)?;
+    m.add_function(wrap_pyfunction!(optimistic_q, m)?)?;
+    m.add_function(wrap_pyfunction!(group_max, m)?)?;
+    m.add_function(wrap_pyfunction!(optimistic_values, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,55 @@
+//! Error type of the numeric core. Every fallible kernel returns `CoreResult`; the
+//! binding layer maps each variant to one class of `privrl.exceptions`.
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum CoreError {
+    /// Wrong array length or dimension.
+    Shape(String),
+    /// NaN or infinity in an input.
+    NonFinite(String),
+    /// A matrix that must be positive definite is not.
+    NotPositiveDefinite(String),
+    /// A parameter outside its domain (sigma <= 0, capacity 0, ...).
+    InvalidParameter(String),
+    /// More releases requested than the mechanism was built for.
+    Capacity(String),
+}
+
+impl fmt::Display for CoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CoreError::Shape(m)
+            | CoreError::NonFinite(m)
+            | CoreError::NotPositiveDefinite(m)
+            | CoreError::InvalidParameter(m)
+            | CoreError::Capacity(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for CoreError {}
+
+pub type CoreResult<T> = Result<T, CoreError>;
+
+/// Fail with `Shape` unless `got == want`.
+pub fn check_len(what: &str, got: usize, want: usize) -> CoreResult<()> {
+    if got != want {
+        return Err(CoreError::Shape(format!(
+            "{what}: expected {want} values, got {got}"
+        )));
+    }
+    Ok(())
+}
+
+/// Fail with `NonFinite` if any value is NaN or infinite.
+pub fn check_finite(what: &str, xs: &[f64]) -> CoreResult<()> {
+    if let Some(i) = xs.iter().position(|x| !x.is_finite()) {
+        return Err(CoreError::NonFinite(format!(
+            "{what}: non-finite value {} at flat index {i}",
+            xs[i]
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,23 @@
+//! privrl numeric core: the performance-critical kernels of privacy-preserving
+//! exploration with linear representations (Luyo et al.), free of any Python.
+//!
+//! * [`tree`]: tree-based (binary-mechanism) continual release of prefix sums with
+//!   Gaussian or Laplace node noise (App. "Tree-based method").
+//! * [`rank_one`]: Sherman–Morrison maintained inverses of `lambda I + sum x x^T` and
+//!   Cholesky inverses/solves of noisy design matrices.
+//! * [`qeval`]: batched optimistic Q evaluation `clip(r + Phi w + beta ||phi||_{Lambda^-1})`
+//!   with per-state max / argmax and seeded tie-breaking.
+//! * [`mixture`]: sparse linear-mixture features and `phi_V(s, a)` for all pairs at once.
+//!
+//! The PyO3 binding module is compiled only with the `python` feature.
+
+pub mod errors;
+pub mod mixture;
+pub mod qeval;
+pub mod rank_one;
+pub mod tree;
+
+#[cfg(feature = "python")]
+mod bindings;
+
+pub use errors::{CoreError, CoreResult};

@@ -1,0 +1,116 @@
+//! Linear-mixture features phi(s'|s,a) (Asm. 2) stored sparsely over next states, and the
+//! value-targeted features phi_V(s,a) = sum_{s'} phi(s'|s,a) V(s') for all (s,a) at once.
+
+use crate::errors::{check_finite, check_len, CoreError, CoreResult};
+
+/// CSR over the rows (s, a): for each row the next states with a nonzero feature vector.
+#[derive(Clone, Debug)]
+pub struct MixtureFeatures {
+    n_rows: usize,
+    n_states: usize,
+    d: usize,
+    indptr: Vec<usize>,
+    next_state: Vec<usize>,
+    /// nnz x d, row-major.
+    values: Vec<f64>,
+}
+
+impl MixtureFeatures {
+    /// From a dense row-major array of shape (n_rows, n_states, d) (n_rows = S*A).
+    pub fn from_dense(dense: &[f64], n_rows: usize, n_states: usize, d: usize) -> CoreResult<Self> {
+        if n_rows == 0 || n_states == 0 || d == 0 {
+            return Err(CoreError::Shape("features need S, A, d >= 1".into()));
+        }
+        check_len("mixture features", dense.len(), n_rows * n_states * d)?;
+        check_finite("mixture features", dense)?;
+        let mut indptr = Vec::with_capacity(n_rows + 1);
+        let mut next_state = Vec::new();
+        let mut values = Vec::new();
+        indptr.push(0);
+        for r in 0..n_rows {
+            for s in 0..n_states {
+                let f = &dense[(r * n_states + s) * d..(r * n_states + s + 1) * d];
+                if f.iter().any(|&x| x != 0.0) {
+                    next_state.push(s);
+                    values.extend_from_slice(f);
+                }
+            }
+            indptr.push(next_state.len());
+        }
+        Ok(MixtureFeatures { n_rows, n_states, d, indptr, next_state, values })
+    }
+
+    pub fn n_rows(&self) -> usize {
+        self.n_rows
+    }
+    pub fn n_states(&self) -> usize {
+        self.n_states
+    }
+    pub fn dim(&self) -> usize {
+        self.d
+    }
+    pub fn nnz(&self) -> usize {
+        self.next_state.len()
+    }
+
+    /// `out[(r, :)] = sum_{s'} phi(s'|r) v(s')`, out row-major (n_rows, d).
+    pub fn phi_v(&self, v: &[f64], out: &mut [f64]) -> CoreResult<()> {
+        check_len("value vector", v.len(), self.n_states)?;
+        check_finite("value vector", v)?;
+        check_len("phi_v output", out.len(), self.n_rows * self.d)?;
+        let d = self.d;
+        for r in 0..self.n_rows {
+            let o = &mut out[r * d..(r + 1) * d];
+            o.iter_mut().for_each(|x| *x = 0.0);
+            for k in self.indptr[r]..self.indptr[r + 1] {
+                let vs = v[self.next_state[k]];
+                if vs != 0.0 {
+                    let f = &self.values[k * d..(k + 1) * d];
+                    for (oi, fi) in o.iter_mut().zip(f) {
+                        *oi += vs * fi;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The features of one row (s, a) against one next state, d values (zeros if absent).
+    pub fn feature(&self, row: usize, next: usize) -> CoreResult<Vec<f64>> {
+        if row >= self.n_rows || next >= self.n_states {
+            return Err(CoreError::Shape(format!(
+                "feature index ({row}, {next}) out of range ({}, {})",
+                self.n_rows, self.n_states
+            )));
+        }
+        for k in self.indptr[row]..self.indptr[row + 1] {
+            if self.next_state[k] == next {
+                return Ok(self.values[k * self.d..(k + 1) * self.d].to_vec());
+            }
+        }
+        Ok(vec![0.0; self.d])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phi_v_matches_dense() {
+        let (rows, s, d) = (3, 4, 2);
+        let dense: Vec<f64> = (0..rows * s * d)
+            .map(|i| if i % 3 == 0 { 0.0 } else { i as f64 * 0.1 })
+            .collect();
+        let f = MixtureFeatures::from_dense(&dense, rows, s, d).unwrap();
+        let v = [1.0, -2.0, 0.5, 3.0];
+        let mut out = vec![0.0; rows * d];
+        f.phi_v(&v, &mut out).unwrap();
+        for r in 0..rows {
+            for k in 0..d {
+                let want: f64 = (0..s).map(|sp| dense[(r * s + sp) * d + k] * v[sp]).sum();
+                assert!((out[r * d + k] - want).abs() < 1e-12);
+            }
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! Design matrices `Lambda = lambda I + sum_i x_i x_i^T` and their inverses.
+//!
+//! `ShermanMorrison` keeps the exact `Lambda` and its inverse, updated in O(d^2) per
+//! rank-one term and re-factorized (Cholesky) every `refactor_every` updates so that
+//! rounding never accumulates. `spd_inverse` / `spd_solve` handle the noisy case of the
+//! private algorithms (`Lambda + tree noise + shift`), which changes wholesale at each
+//! release and is therefore factorized from scratch, with a named error when it is not
+//! positive definite.
+
+use nalgebra::{DMatrix, DVector};
+
+use crate::errors::{check_finite, check_len, CoreError, CoreResult};
+
+/// Inverse of a symmetric positive-definite matrix given row-major (symmetric, so
+/// row- and column-major agree). The input is symmetrized first, so rounding
+/// asymmetry in a noisy sum never breaks the factorization.
+pub fn spd_inverse(a: &[f64], d: usize) -> CoreResult<Vec<f64>> {
+    let chol = cholesky(a, d)?;
+    let inv = chol.inverse();
+    Ok(symmetrized(&inv).as_slice().to_vec())
+}
+
+/// Solve `A x = b` for symmetric positive-definite `A` (row-major, d x d).
+pub fn spd_solve(a: &[f64], d: usize, b: &[f64]) -> CoreResult<Vec<f64>> {
+    check_len("right-hand side", b.len(), d)?;
+    check_finite("right-hand side", b)?;
+    let chol = cholesky(a, d)?;
+    let x = chol.solve(&DVector::from_column_slice(b));
+    Ok(x.as_slice().to_vec())
+}
+
+/// Smallest eigenvalue of a symmetric matrix (for diagnostics and tests).
+pub fn min_eigenvalue(a: &[f64], d: usize) -> CoreResult<f64> {
+    check_len("matrix", a.len(), d * d)?;
+    check_finite("matrix", a)?;
+    let m = symmetrized(&DMatrix::from_column_slice(d, d, a));
+    let ev = m.symmetric_eigenvalues();
+    Ok(ev.iter().cloned().fold(f64::INFINITY, f64::min))
+}
+
+fn cholesky(a: &[f64], d: usize) -> CoreResult<nalgebra::Cholesky<f64, nalgebra::Dyn>> {
+    if d == 0 {
+        return Err(CoreError::Shape("matrix dimension must be >= 1".into()));
+    }
+    check_len("matrix", a.len(), d * d)?;
+    check_finite("matrix", a)?;
+    let m = symmetrized(&DMatrix::from_column_slice(d, d, a));
+    m.cholesky().ok_or_else(|| {
+        CoreError::NotPositiveDefinite(format!(
+            "the {d}x{d} (noisy) design matrix is not positive definite; \
+             the privacy noise exceeded the regularization shift"
+        ))
+    })
+}
+
+fn symmetrized(m: &DMatrix<f64>) -> DMatrix<f64> {
+    (m + m.transpose()) * 0.5
+}
+
+/// `Lambda = lambda I + sum x x^T` and `Lambda^{-1}`, maintained by Sherman–Morrison.
+#[derive(Clone, Debug)]
+pub struct ShermanMorrison {
+    d: usize,
+    lam: f64,
+    matrix: DMatrix<f64>,
+    inverse: DMatrix<f64>,
+    since_refactor: usize,
+    refactor_every: usize,
+    updates: u64,
+    work: DVector<f64>,
+}
+
+impl ShermanMorrison {
+    pub fn new(d: usize, lam: f64, refactor_every: usize) -> CoreResult<Self> {
+        if d == 0 {
+            return Err(CoreError::Shape("dimension d must be >= 1".into()));
+        }
+        if !(lam.is_finite() && lam > 0.0) {
+            return Err(CoreError::InvalidParameter(format!(
+                "regularization lambda must be finite and > 0, got {lam}"
+            )));
+        }
+        if refactor_every == 0 {
+            return Err(CoreError::InvalidParameter(
+                "refactor_every must be >= 1".into(),
+            ));
+        }
+        Ok(ShermanMorrison {
+            d,
+            lam,
+            matrix: DMatrix::identity(d, d) * lam,
+            inverse: DMatrix::identity(d, d) / lam,
+            since_refactor: 0,
+            refactor_every,
+            updates: 0,
+            work: DVector::zeros(d),
+        })
+    }
+
+    pub fn dim(&self) -> usize {
+        self.d
+    }
+    pub fn lam(&self) -> f64 {
+        self.lam
+    }
+    pub fn updates(&self) -> u64 {
+        self.updates
+    }
+    /// Row-major (= column-major, symmetric) copy of Lambda.
+    pub fn matrix(&self) -> &[f64] {
+        self.matrix.as_slice()
+    }
+    pub fn inverse(&self) -> &[f64] {
+        self.inverse.as_slice()
+    }
+
+    /// One rank-one update `Lambda += x x^T` (O(d^2)).
+    pub fn update(&mut self, x: &[f64]) -> CoreResult<()> {
+        check_len("feature vector", x.len(), self.d)?;
+        check_finite("feature vector", x)?;
+        self.update_unchecked(x);
+        Ok(())
+    }
+
+    /// `Lambda += sum_i x_i x_i^T` for the rows of a row-major (n, d) block.
+    pub fn update_batch(&mut self, xs: &[f64]) -> CoreResult<()> {
+        if xs.len() % self.d != 0 {
+            return Err(CoreError::Shape(format!(
+                "batch of features: length {} is not a multiple of d = {}",
+                xs.len(),
+                self.d
+            )));
+        }
+        check_finite("batch of features", xs)?;
+        for x in xs.chunks_exact(self.d) {
+            self.update_unchecked(x);
+        }
+        Ok(())
+    }
+
+    fn update_unchecked(&mut self, x: &[f64]) {
+        let d = self.d;
+        // u = Lambda^{-1} x (column-major symmetric: column j scaled by x_j).
+        let inv = self.inverse.as_slice();
+        let u = self.work.as_mut_slice();
+        u.iter_mut().for_each(|v| *v = 0.0);
+        for (j, &xj) in x.iter().enumerate() {
+            if xj != 0.0 {
+                let col = &inv[j * d..(j + 1) * d];
+                for (ui, ci) in u.iter_mut().zip(col) {
+                    *ui += xj * ci;
+                }
+            }
+        }
+        let denom = 1.0 + x.iter().zip(u.iter()).map(|(a, b)| a * b).sum::<f64>();
+        let scale = 1.0 / denom;
+        // Lambda^{-1} -= u u^T / (1 + x^T u); Lambda += x x^T. u u^T is exactly symmetric,
+        // so both matrices stay exactly symmetric.
+        let inv = self.inverse.as_mut_slice();
+        let m = self.matrix.as_mut_slice();
+        for j in 0..d {
+            let uj = u[j] * scale;
+            let xj = x[j];
+            let icol = &mut inv[j * d..(j + 1) * d];
+            for (c, ui) in icol.iter_mut().zip(u.iter()) {
+                *c -= uj * ui;
+            }
+            if xj != 0.0 {
+                let mcol = &mut m[j * d..(j + 1) * d];
+                for (c, xi) in mcol.iter_mut().zip(x) {
+                    *c += xj * xi;
+                }
+            }
+        }
+        self.updates += 1;
+        self.since_refactor += 1;
+        if self.since_refactor >= self.refactor_every {
+            self.refactorize();
+        }
+    }
+
+    /// Recompute the inverse from the exact matrix by Cholesky (the exact Lambda is PD
+    /// by construction, lambda > 0, so this cannot fail; if rounding ever made it so,
+    /// the Sherman–Morrison inverse is kept).
+    pub fn refactorize(&mut self) {
+        self.since_refactor = 0;
+        let m = symmetrized(&self.matrix);
+        if let Some(ch) = m.cholesky() {
+            self.inverse = symmetrized(&ch.inverse());
+        }
+    }
+
+    /// Lambda^{-1} u (uses the maintained inverse: O(d^2)).
+    pub fn solve(&self, u: &[f64]) -> CoreResult<Vec<f64>> {
+        check_len("right-hand side", u.len(), self.d)?;
+        check_finite("right-hand side", u)?;
+        let v = &self.inverse * DVector::from_column_slice(u);
+        Ok(v.as_slice().to_vec())
+    }
+
+    /// max |Lambda Lambda^{-1} - I| (entrywise), the drift diagnostic.
+    pub fn inverse_error(&self) -> f64 {
+        let p = &self.matrix * &self.inverse;
+        let mut err: f64 = 0.0;
+        for i in 0..self.d {
+            for j in 0..self.d {
+                let e = p[(i, j)] - if i == j { 1.0 } else { 0.0 };
+                err = err.max(e.abs());
+            }
+        }
+        err
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn sherman_morrison_matches_direct_inverse() {
+        let d = 7;
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut sm = ShermanMorrison::new(d, 2.0, 1_000_000).unwrap();
+        let mut direct = DMatrix::<f64>::identity(d, d) * 2.0;
+        for _ in 0..300 {
+            let x: Vec<f64> = (0..d).map(|_| rng.random::<f64>() - 0.5).collect();
+            sm.update(&x).unwrap();
+            let xv = DVector::from_column_slice(&x);
+            direct += &xv * xv.transpose();
+        }
+        let inv = direct.clone().try_inverse().unwrap();
+        for (a, b) in sm.inverse().iter().zip(inv.as_slice()) {
+            assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+        }
+        for (a, b) in sm.matrix().iter().zip(direct.as_slice()) {
+            assert!((a - b).abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn long_run_stays_accurate() {
+        let d = 50;
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let mut sm = ShermanMorrison::new(d, 1.0, 1024).unwrap();
+        let mut batch = vec![0.0; 1000 * d];
+        for _ in 0..100 {
+            for v in batch.iter_mut() {
+                *v = rng.random::<f64>() * 2.0 - 1.0;
+            }
+            // rows with ||x|| <= 1
+            for row in batch.chunks_exact_mut(d) {
+                let n = row.iter().map(|v| v * v).sum::<f64>().sqrt();
+                row.iter_mut().for_each(|v| *v /= n.max(1.0));
+            }
+            sm.update_batch(&batch).unwrap();
+        }
+        assert_eq!(sm.updates(), 100_000);
+        assert!(sm.inverse_error() <= 1e-8, "error {}", sm.inverse_error());
+    }
+
+    #[test]
+    fn not_pd_is_named_error() {
+        let a = [1.0, 2.0, 2.0, 1.0];
+        assert!(matches!(spd_inverse(&a, 2), Err(CoreError::NotPositiveDefinite(_))));
+        let a = [4.0, 1.0, 1.0, 3.0];
+        let x = spd_solve(&a, 2, &[1.0, 2.0]).unwrap();
+        assert!((4.0 * x[0] + x[1] - 1.0).abs() < 1e-12);
+        assert!((x[0] + 3.0 * x[1] - 2.0).abs() < 1e-12);
+    }
+}
