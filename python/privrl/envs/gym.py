@@ -19,7 +19,7 @@ _HINT = "gymnasium is required for this function: pip install privrl[gym]"
 def _import_gymnasium() -> Any:
     try:
         import gymnasium
-    except ImportError as exc:  # pragma: no cover - exercised only without gymnasium
+    except ImportError as exc:
         raise ImportError(_HINT) from exc
     return gymnasium
 

@@ -1,0 +1,765 @@
+"""Tests of privrl.envs: exact models against their defining probabilities, Asm. 1 / Asm. 2 checks,
+backward induction against brute force, sampling against P, seeding, and the gymnasium bridge."""
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+
+from privrl.envs import (
+    FiniteMDP,
+    HardToLearn,
+    LinearMDP,
+    LinearMixtureMDP,
+    RandomLinearMDP,
+    RandomLinearMixtureMDP,
+    RiverSwim,
+    RiverSwimMixture,
+    SyntheticLinearMDP,
+    Trajectory,
+    tabular_linear_mdp,
+)
+from privrl.exceptions import AssumptionError, AssumptionWarning, NonFiniteError, ShapeError
+
+
+# ------------------------------------------------------------------------------------------------
+# helpers
+# ------------------------------------------------------------------------------------------------
+def random_tabular(S, A, H, seed=0, sparse=False):
+    rng = np.random.default_rng(seed)
+    P = rng.dirichlet(np.ones(S), size=(H, S, A))
+    if sparse:  # zero out some next states (keep at least one)
+        mask = rng.random((H, S, A, S)) < 0.4
+        mask[..., 0] = False
+        P = np.where(mask, 0.0, P)
+        P /= P.sum(-1, keepdims=True)
+    R = rng.random((H, S, A))
+    init = rng.dirichlet(np.ones(S))
+    return P, R, init
+
+
+def chi2_threshold(df, z=3.72):
+    """Wilson-Hilferty upper quantile of chi^2(df) at about 1e-4."""
+    return df * (1.0 - 2.0 / (9 * df) + z * np.sqrt(2.0 / (9 * df))) ** 3
+
+
+def chi2_stat(counts, probs):
+    n = counts.sum()
+    keep = probs > 0
+    assert counts[~keep].sum() == 0, "a zero-probability outcome was sampled"
+    exp = n * probs[keep]
+    return float(((counts[keep] - exp) ** 2 / exp).sum()), int(keep.sum()) - 1
+
+
+def brute_value(P, R, pi, h, s):
+    H = P.shape[0]
+    if h == H:
+        return 0.0
+    a = pi[h][s]
+    return R[h, s, a] + sum(P[h, s, a, t] * brute_value(P, R, pi, h + 1, t) for t in range(P.shape[1]))
+
+
+def brute_qstar(P, R, h, s, a):
+    H, S, A, _ = P.shape
+    if h == H:
+        return 0.0
+    nxt = 0.0
+    for t in range(S):
+        nxt += P[h, s, a, t] * (max(brute_qstar(P, R, h + 1, t, b) for b in range(A)) if h + 1 < H else 0.0)
+    return R[h, s, a] + nxt
+
+
+# ------------------------------------------------------------------------------------------------
+# FiniteMDP
+# ------------------------------------------------------------------------------------------------
+def test_finite_arrays_are_float64_contiguous_readonly_copies():
+    P, R, init = random_tabular(3, 2, 4)
+    m = FiniteMDP(P, R, init, name="t")
+    for arr in (m.P, m.R, m.init_dist):
+        assert arr.dtype == np.float64 and arr.flags.c_contiguous and not arr.flags.writeable
+    assert (m.S, m.A, m.H, m.name) == (3, 2, 4, "t")
+    P[0, 0, 0, 0] = 7.0  # the model holds a copy
+    assert m.P[0, 0, 0, 0] != 7.0
+    with pytest.raises(ValueError):
+        m.P[0, 0, 0, 0] = 0.0
+    for arr in (m.optimal_q(), m.optimal_values(), m.optimal_policy()):
+        assert not arr.flags.writeable
+
+
+def test_finite_validation_errors_name_array_and_index():
+    P, R, init = random_tabular(3, 2, 4)
+    with pytest.raises(ShapeError, match="P"):
+        FiniteMDP(P[..., :2], R, init)
+    with pytest.raises(ShapeError, match="R"):
+        FiniteMDP(P, R[:, :, :1], init)
+    with pytest.raises(ShapeError, match="init_dist"):
+        FiniteMDP(P, R, init[:2])
+    bad = P.copy()
+    bad[1, 2, 0, 1] = np.nan
+    with pytest.raises(NonFiniteError, match=r"P.*\(1, 2, 0, 1\)"):
+        FiniteMDP(bad, R, init)
+    badR = R.copy()
+    badR[0, 1, 1] = np.inf
+    with pytest.raises(NonFiniteError, match="R"):
+        FiniteMDP(P, badR, init)
+    bad = P.copy()
+    bad[2, 1, 1, 0] += 0.01
+    with pytest.raises(AssumptionError, match=r"P\[h=2, s=1, a=1"):
+        FiniteMDP(bad, R, init)
+    bad = P.copy()
+    bad[0, 0, 0] = [1.5, -0.25, -0.25]
+    with pytest.raises(AssumptionError, match="negative"):
+        FiniteMDP(bad, R, init)
+    badR = R.copy()
+    badR[3, 0, 1] = 1.2
+    with pytest.raises(AssumptionError, match=r"R\[h=3, s=0, a=1\]"):
+        FiniteMDP(P, badR, init)
+    badR[3, 0, 1] = -0.1
+    with pytest.raises(AssumptionError, match="outside"):
+        FiniteMDP(P, badR, init)
+    with pytest.raises(AssumptionError, match="init_dist"):
+        FiniteMDP(P, R, init * 0.5)
+
+
+def test_backward_induction_matches_brute_force_over_all_policies():
+    S, A, H = 2, 2, 3
+    P, R, init = random_tabular(S, A, H, seed=3)
+    m = FiniteMDP(P, R, init)
+    best = np.full(S, -np.inf)
+    for flat in itertools.product(range(A), repeat=H * S):
+        pi = np.array(flat, dtype=np.int64).reshape(H, S)
+        V = m.policy_values(pi)
+        assert V.shape == (H + 1, S) and np.all(V[H] == 0)
+        for h in range(H + 1):
+            for s in range(S):
+                assert V[h, s] == pytest.approx(brute_value(P, R, pi, h, s), abs=1e-12)
+        Q = m.policy_q(pi)
+        assert Q.shape == (H, S, A)
+        np.testing.assert_allclose(Q[np.arange(H)[:, None], np.arange(S)[None], pi], V[:H], atol=1e-12)
+        best = np.maximum(best, V[0])
+    Vstar = m.optimal_values()
+    np.testing.assert_allclose(Vstar[0], best, atol=1e-12)
+    Qstar = m.optimal_q()
+    for h, s, a in itertools.product(range(H), range(S), range(A)):
+        assert Qstar[h, s, a] == pytest.approx(brute_qstar(P, R, h, s, a), abs=1e-12)
+    np.testing.assert_allclose(m.policy_values(m.optimal_policy()), Vstar, atol=1e-12)
+    assert m.initial_value(Vstar) == pytest.approx(float(init @ best))
+    assert m.initial_value(Vstar[0]) == m.initial_value(Vstar)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: FiniteMDP(*random_tabular(5, 3, 6, seed=1)),
+        lambda: RandomLinearMixtureMDP(S=8, A=3, d=4, H=5, seed=2),
+        lambda: RandomLinearMDP(S=10, A=4, d=5, H=6, seed=3),
+        lambda: HardToLearn(4, 5, 1000),
+        lambda: RiverSwimMixture(),
+        lambda: RiverSwim(),
+    ],
+)
+def test_optimal_value_dominates_random_policies(make):
+    m = make()
+    rng = np.random.default_rng(0)
+    Vstar = m.optimal_values()
+    for _ in range(30):
+        pi = rng.integers(0, m.A, size=(m.H, m.S))
+        assert np.all(Vstar >= m.policy_values(pi) - 1e-12)
+    assert np.all(Vstar[:-1] <= np.arange(m.H, 0, -1)[:, None] + 1e-12)  # V*_h <= H - h
+
+
+def test_policy_validation():
+    m = FiniteMDP(*random_tabular(3, 2, 4))
+    with pytest.raises(ShapeError):
+        m.policy_values(np.zeros((4, 2), dtype=int))
+    with pytest.raises(ShapeError):
+        m.policy_values(np.full((4, 3), 0.5))
+    with pytest.raises(AssumptionError, match="policy"):
+        m.policy_values(np.full((4, 3), 2))
+    np.testing.assert_allclose(m.policy_values(np.zeros((4, 3))), m.policy_values(np.zeros((4, 3), dtype=int)))
+
+
+def test_sample_next_state_frequencies_match_P():
+    P, R, init = random_tabular(6, 2, 3, seed=5, sparse=True)
+    m = FiniteMDP(P, R, init)
+    rng = np.random.default_rng(123)
+    n = 20000
+    for h, s, a in [(0, 0, 0), (1, 3, 1), (2, 5, 0)]:
+        counts = np.bincount([m.sample_next_state(h, s, a, rng) for _ in range(n)], minlength=m.S)
+        stat, df = chi2_stat(counts, m.P[h, s, a])
+        assert stat < chi2_threshold(df)
+    counts = np.bincount([m.sample_initial_state(rng) for _ in range(n)], minlength=m.S)
+    stat, df = chi2_stat(counts, m.init_dist)
+    assert stat < chi2_threshold(df)
+    with pytest.raises(IndexError):
+        m.sample_next_state(3, 0, 0, rng)
+
+
+def test_zero_probability_states_are_never_sampled():
+    # Leading, middle and trailing zeros, and a row whose float cumsum falls short of 1.
+    P = np.zeros((1, 1, 1, 6))
+    P[0, 0, 0, 1] = 0.1
+    P[0, 0, 0, 3] = 0.9
+    R = np.zeros((1, 1, 1))
+    init = np.array([0, 0, 0.3, 0, 0.7, 0.0])
+    m = FiniteMDP(np.broadcast_to(P, (1, 6, 1, 6)), np.zeros((1, 6, 1)), init)
+    rng = np.random.default_rng(0)
+    ns = {m.sample_next_state(0, 0, 0, rng) for _ in range(2000)}
+    s0 = {m.sample_initial_state(rng) for _ in range(2000)}
+    assert ns == {1, 3} and s0 == {2, 4}
+    assert m._cdf[0, 0, 0, -1] == 1.0 and m._cdf[0, 0, 0, 3] == 1.0
+
+
+def test_sample_episode_state_distribution_matches_exact_occupancy():
+    S, A, H = 4, 3, 4
+    P, R, init = random_tabular(S, A, H, seed=9)
+    m = FiniteMDP(P, R, init)
+    rng = np.random.default_rng(7)
+    pi = rng.integers(0, A, size=(H, S))
+    n = 10000
+    counts = np.zeros((H + 1, S))
+    returns = np.empty(n)
+    for k in range(n):
+        tr = m.sample_episode(pi, rng)
+        counts[np.arange(H + 1), tr.states] += 1
+        returns[k] = tr.total_reward
+    # exact occupancy d_h by forward propagation
+    d = init.copy()
+    for h in range(H + 1):
+        stat, df = chi2_stat(counts[h], d)
+        assert stat < chi2_threshold(df)
+        if h < H:
+            d = d @ m.P[h][np.arange(S), pi[h]]
+    V = m.policy_values(pi)
+    assert abs(returns.mean() - m.initial_value(V)) < 4 * returns.std() / np.sqrt(n)
+
+
+def test_trajectory_fields_and_consistency():
+    m = RiverSwim(S=5, H=7)
+    pi = np.ones((7, 5), dtype=np.int64)
+    tr = m.sample_episode(pi, np.random.default_rng(0))
+    assert isinstance(tr, Trajectory)
+    assert tr.states.shape == (8,) and tr.actions.shape == (7,) and tr.rewards.shape == (7,)
+    assert tr.states.dtype.kind == "i" and tr.actions.dtype.kind == "i" and tr.rewards.dtype == np.float64
+    assert tr.H == 7 and tr.step_rewards is tr.rewards
+    np.testing.assert_array_equal(tr.rewards, m.R[np.arange(7), tr.states[:-1], tr.actions])
+    assert tr.states[0] == 0 and np.all(tr.actions == 1)
+    assert tr.total_reward == pytest.approx(tr.rewards.sum())
+
+
+def test_sample_episode_draws_one_uniform_block():
+    # An episode consumes exactly rng.random(H + 1): the generator state after it is the same.
+    m = FiniteMDP(*random_tabular(4, 2, 5, seed=1))
+    pi = np.zeros((5, 4), dtype=int)
+    r1, r2 = np.random.default_rng(11), np.random.default_rng(11)
+    m.sample_episode(pi, r1)
+    r2.random(6)
+    assert r1.random() == r2.random()
+
+
+def test_seeding_reproducibility():
+    for cls, kw in [
+        (RandomLinearMixtureMDP, dict(S=8, A=3, d=4, H=5)),
+        (RandomLinearMDP, dict(S=10, A=4, d=5, H=6)),
+        (HardToLearn, dict(d=5, H=6, K=10000)),
+        (SyntheticLinearMDP, dict(H=12, n_actions=8)),
+    ]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", AssumptionWarning)
+            a, b, c = cls(seed=4, **kw), cls(seed=4, **kw), cls(seed=5, **kw)
+        np.testing.assert_array_equal(a.P, b.P)
+        np.testing.assert_array_equal(a.R, b.R)
+        assert not (np.array_equal(a.P, c.P) and np.array_equal(a.R, c.R)), cls.__name__
+    m = RandomLinearMixtureMDP(S=8, A=3, d=4, H=5, seed=1)
+    pi = np.zeros((5, 8), dtype=int)
+    t1 = [m.sample_episode(pi, np.random.default_rng(3)).states for _ in range(2)]
+    t2 = m.sample_episode(pi, np.random.default_rng(3)).states
+    np.testing.assert_array_equal(t1[0], t2)
+    np.testing.assert_array_equal(t1[0], t1[1])
+
+
+# ------------------------------------------------------------------------------------------------
+# one-hot linear view
+# ------------------------------------------------------------------------------------------------
+def test_one_hot_linear_view_reproduces_P_and_R():
+    P, R, init = random_tabular(4, 3, 5, seed=2)
+    m = FiniteMDP(P, R, init, name="tab")
+    lin = m.to_linear_mdp()
+    assert isinstance(lin, LinearMDP) and lin.d == 12 and lin.name == "tab"
+    np.testing.assert_array_equal(lin.P, m.P)
+    np.testing.assert_array_equal(lin.R, m.R)
+    np.testing.assert_array_equal(lin.init_dist, m.init_dist)
+    for s, a in itertools.product(range(4), range(3)):
+        e = np.zeros(12)
+        e[s * 3 + a] = 1.0
+        np.testing.assert_array_equal(lin.features[s, a], e)
+        np.testing.assert_array_equal(lin.features_flat[s * 3 + a], e)
+        for h in range(5):
+            assert lin.features[s, a] @ lin.theta[h] == R[h, s, a]
+            np.testing.assert_array_equal(lin.mu[h] @ lin.features[s, a], P[h, s, a])
+    assert lin.features_flat.shape == (12, 12) and lin.features_flat.flags.c_contiguous
+    assert lin.assumption_report["mu_ok"] and lin.assumption_report["theta_ok"]
+    np.testing.assert_allclose(lin.optimal_values(), m.optimal_values(), atol=1e-12)
+    lin2 = tabular_linear_mdp(P, R, init)
+    np.testing.assert_array_equal(lin2.P, lin.P)
+
+
+# ------------------------------------------------------------------------------------------------
+# Linear MDPs (Asm. 1)
+# ------------------------------------------------------------------------------------------------
+def test_linear_mdp_asm1_phi_norm_is_an_error():
+    S, A, d, H = 3, 2, 2, 2
+    phi = np.zeros((S, A, d))
+    phi[..., 0] = 1.0
+    mu = np.zeros((H, S, d))
+    mu[:, :, 0] = 1.0 / S
+    theta = np.zeros((H, d))
+    m = LinearMDP(phi, mu, theta, np.full(S, 1 / S))
+    assert m.assumption_report["phi_norm_max"] == 1.0
+    bad = phi.copy()
+    bad[2, 1, 1] = 0.1
+    with pytest.raises(AssumptionError, match=r"phi\(s=2, a=1\)"):
+        LinearMDP(bad, mu, theta, np.full(S, 1 / S))
+
+
+def test_linear_mdp_asm1_rewards_and_rows():
+    S, A, d, H = 3, 2, 2, 2
+    phi = np.zeros((S, A, d))
+    phi[..., 0] = 1.0
+    mu = np.zeros((H, S, d))
+    mu[:, :, 0] = 1.0 / S
+    theta = np.zeros((H, d))
+    theta[1, 0] = 1.5  # r > 1
+    with pytest.raises(AssumptionError, match="outside"):
+        LinearMDP(phi, mu, theta, np.full(S, 1 / S))
+    mu_bad = mu.copy()
+    mu_bad[0, 0, 0] = 0.5  # rows sum to 1.1667
+    with pytest.raises(AssumptionError, match="sums to"):
+        LinearMDP(phi, mu_bad, np.zeros((H, d)), np.full(S, 1 / S))
+    with pytest.raises(ShapeError):
+        LinearMDP(phi, mu[:, :2], np.zeros((H, d)), np.full(S, 1 / S))
+    with pytest.raises(ShapeError):
+        LinearMDP(phi, mu, None, np.full(S, 1 / S))
+
+
+def test_linear_mdp_asm1_theta_and_mu_bounds_only_warn():
+    # d = 1, phi = 1: theta_h = 1 <= sqrt(1) fine; r = theta.
+    S, A, H = 2, 1, 1
+    phi = np.ones((S, A, 1))
+    mu = np.full((H, S, 1), 0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ok = LinearMDP(phi, mu, np.ones((H, 1)), [1.0, 0.0])
+    assert ok.assumption_report["theta_ok"] and ok.assumption_report["mu_ok"]
+    # ||theta|| > sqrt(d) with rewards still in [0, 1]: phi = (0.1, 0), theta = (5, 0), d = 2.
+    phi2 = np.zeros((S, A, 2))
+    phi2[..., 0] = 0.1
+    mu2 = np.zeros((H, S, 2))
+    mu2[:, :, 0] = 5.0  # p = 0.5 each; sum_s' |mu| = 10 > sqrt(2): mu bound also fails
+    with pytest.warns(AssumptionWarning) as rec:
+        m = LinearMDP(phi2, mu2, np.array([[5.0, 0.0]]), [0.5, 0.5])
+    msgs = " ".join(str(w.message) for w in rec)
+    assert "theta" in msgs and "mu" in msgs
+    rep = m.assumption_report
+    assert rep["theta_ok"] is False and rep["mu_ok"] is False
+    assert rep["mu_bound_exact"] == pytest.approx(10.0)  # v = (1, 1)
+    np.testing.assert_allclose(m.R, 0.5)
+
+
+def test_linear_mdp_mu_exact_vertex_check_can_pass_when_sufficient_bound_fails():
+    # d = 2: mu_h(s')_0 = 1/2 (p uniform), mu_h(s')_1 = +-c alternating.
+    # sufficient bound sqrt(1 + (2c)^2) > sqrt 2 for c > 1/2; exact max over signs is
+    # sqrt(1 + 0) or sqrt(0 + (2c)^2) -> <= sqrt 2 iff 2c <= sqrt 2.
+    S, H, c = 2, 1, 0.6
+    phi = np.zeros((S, 1, 2))
+    phi[..., 0] = 1.0
+    mu = np.zeros((H, S, 2))
+    mu[:, :, 0] = 0.5
+    mu[0, :, 1] = [c, -c]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = LinearMDP(phi, mu, np.zeros((H, 2)), [1.0, 0.0])
+    rep = m.assumption_report
+    assert rep["mu_bound_sufficient"] > np.sqrt(2)
+    assert rep["mu_bound_exact"] == pytest.approx(2 * c)  # v = (1, -1); v = (1, 1) gives 1
+    assert rep["mu_ok"] is True
+
+
+def test_linear_mdp_reward_given_directly():
+    P, R, init = random_tabular(3, 2, 2, seed=4)
+    lin = tabular_linear_mdp(P, R, init)
+    m = LinearMDP(lin.features, lin.mu, None, init, R=R)
+    np.testing.assert_allclose(m.theta, lin.theta, atol=1e-12)
+    assert m.assumption_report["reward_linear"]
+    with pytest.raises(AssumptionError, match="inconsistent"):
+        LinearMDP(lin.features, lin.mu, lin.theta, init, R=np.clip(R + 0.01, 0, 1))
+    # R not linear in phi: warns, R used as given.
+    phi = np.ones((3, 2, 1))
+    mu = np.full((2, 3, 1), 1 / 3)
+    with pytest.warns(AssumptionWarning, match="not linear"):
+        m2 = LinearMDP(phi, mu, None, init, R=R)
+    np.testing.assert_array_equal(m2.R, R)
+    assert m2.assumption_report["reward_linear"] is False
+
+
+def test_random_linear_mdp_structure():
+    S, A, d, H = 12, 3, 4, 5
+    m = RandomLinearMDP(S=S, A=A, d=d, H=H, seed=1)
+    assert m.features.shape == (S, A, d) and m.mu.shape == (H, S, d) and m.theta.shape == (H, d)
+    np.testing.assert_allclose(m.features.sum(-1), 1.0)  # phi in the simplex
+    assert np.all(m.features >= 0)
+    np.testing.assert_allclose(m.mu.sum(axis=1), 1.0)  # each mu_h,i a distribution over S
+    assert np.all((m.theta >= 0) & (m.theta <= 1))
+    np.testing.assert_allclose(m.P, np.einsum("sad,htd->hsat", m.features, m.mu), atol=1e-15)
+    np.testing.assert_allclose(m.R, np.einsum("sad,hd->hsa", m.features, m.theta), atol=1e-15)
+    np.testing.assert_allclose(m.init_dist, 1 / S)
+    np.testing.assert_array_equal(m.features_flat, m.features.reshape(S * A, d))
+    assert m.features_flat.flags.c_contiguous and not m.features_flat.flags.writeable
+    rep = m.assumption_report
+    assert rep["theta_ok"] and rep["mu_ok"] and rep["phi_norm_max"] <= 1
+
+
+def test_random_linear_mdp_default_size_builds():
+    m = RandomLinearMDP()
+    assert (m.S, m.A, m.d, m.H) == (100, 10, 16, 20)
+
+
+def test_synthetic_linear_mdp():
+    H, A = 15, 100
+    with pytest.warns(AssumptionWarning, match="mu"):
+        m = SyntheticLinearMDP(H, n_actions=A, seed=0)
+    assert (m.S, m.A, m.d, m.H) == (2, A, 10, H)
+    np.testing.assert_allclose(np.linalg.norm(m.features, axis=-1), 1.0)
+    # u_a: 8-bit code, most significant first, bit 1 -> +1
+    np.testing.assert_array_equal(m.features[0, 5, :8] * 3, [-1, -1, -1, -1, -1, 1, -1, 1])
+    np.testing.assert_array_equal(m.features[1, 0, 8:] * 3, [0, 1])
+    np.testing.assert_array_equal(m.features[0, 0, 8:] * 3, [1, 0])
+    for h in range(H):
+        al = int(m.alpha[h])
+        # (s=0, a=0) moves to state alpha_h; every other pair to 1 - alpha_h
+        assert m.P[h, 0, 0, al] == pytest.approx(1.0)
+        for s, a in [(0, 1), (0, 99), (1, 0), (1, 57)]:
+            assert m.P[h, s, a, 1 - al] == pytest.approx(1.0)
+        assert m.R[h, 0, 0] == pytest.approx(0.99) and m.R[h, 1, 0] == pytest.approx(0.01)
+    assert not np.allclose(m.P[:, 0, 0], m.P[:, 0, 1])  # transitions depend on the action
+    assert set(np.unique(m.alpha)) <= {0, 1}
+    np.testing.assert_allclose(m.init_dist, 0.5)
+    rep = m.assumption_report
+    assert rep["mu_ok"] is False and rep["mu_bound_exact"] == pytest.approx(3 * np.sqrt(2))
+    assert rep["theta_ok"]
+    with pytest.raises(AssumptionError, match="d = 10"):
+        SyntheticLinearMDP(H, d=12)
+    with pytest.raises(AssumptionError, match="n_actions"):
+        SyntheticLinearMDP(H, n_actions=300)
+
+
+def test_river_swim_tabular_probabilities():
+    S, H = 6, 20
+    m = RiverSwim(S=S, H=H)
+    assert (m.S, m.A, m.H, m.d) == (S, 2, H, 2 * S)
+    for h in (0, H - 1):
+        P = m.P[h]
+        for s in range(S):
+            assert P[s, 0, max(s - 1, 0)] == 1.0  # left: deterministic
+        for s in range(1, S - 1):
+            assert (P[s, 1, s], P[s, 1, s + 1], P[s, 1, s - 1]) == (0.6, 0.3, 0.1)
+        assert (P[0, 1, 0], P[0, 1, 1]) == (0.3, 0.7)
+        assert (P[S - 1, 1, S - 1], P[S - 1, 1, S - 2]) == (0.9, 0.1)
+        np.testing.assert_allclose(P.sum(-1), 1.0)
+    expected_R = np.zeros((S, 2))
+    expected_R[0, 0] = 0.005
+    expected_R[S - 1, 1] = 1.0
+    np.testing.assert_array_equal(m.R, np.broadcast_to(expected_R, (H, S, 2)))
+    assert m.init_dist[0] == 1.0
+    np.testing.assert_array_equal(m.features_flat, np.eye(2 * S))
+
+
+# ------------------------------------------------------------------------------------------------
+# Linear-mixture MDPs (Asm. 2)
+# ------------------------------------------------------------------------------------------------
+def test_phi_v_matches_explicit_loop_and_matrix():
+    m = RandomLinearMixtureMDP(S=7, A=3, d=4, H=2, seed=3)
+    rng = np.random.default_rng(0)
+    v = rng.random(7)
+    ref = np.zeros((7, 3, 4))
+    for s in range(7):
+        for a in range(3):
+            for t in range(7):
+                ref[s, a] += m.features[s, a, t] * v[t]
+    np.testing.assert_allclose(m.phi_v(v), ref, atol=1e-14)
+    assert m.phi_v_matrix.shape == (7 * 3 * 4, 7) and m.phi_v_matrix.flags.c_contiguous
+    np.testing.assert_allclose((m.phi_v_matrix @ v).reshape(7, 3, 4), ref, atol=1e-14)
+    vs = rng.random((5, 7))
+    batch = m.phi_v(vs)
+    assert batch.shape == (5, 7, 3, 4)
+    for i in range(5):
+        np.testing.assert_allclose(batch[i], m.phi_v(vs[i]), atol=1e-14)
+    # phi_v(V)^T w_h = P_h V
+    for h in range(2):
+        np.testing.assert_allclose(m.phi_v(v) @ m.weights[h], m.P[h] @ v, atol=1e-14)
+    with pytest.raises(ShapeError):
+        m.phi_v(np.ones(6))
+
+
+def test_mixture_asm2_w_norm_above_C_w_raises():
+    m = RiverSwimMixture(S=4, H=3)
+    with pytest.raises(AssumptionError, match="C_w"):
+        LinearMixtureMDP(m.features, m.weights, m.R, m.init_dist, C_w=1.0)
+    LinearMixtureMDP(m.features, m.weights, m.R, m.init_dist, C_w=m.C_w)
+
+
+def test_mixture_asm2_rows_and_rewards_raise():
+    m = RiverSwimMixture(S=4, H=3)
+    with pytest.raises(AssumptionError, match="sums to"):
+        LinearMixtureMDP(m.features, 1.1 * m.weights, m.R, m.init_dist)
+    R = np.array(m.R)
+    R[1, 2, 0] = 1.01
+    with pytest.raises(AssumptionError, match=r"R\[h=1, s=2, a=0\]"):
+        LinearMixtureMDP(m.features, m.weights, R, m.init_dist)
+
+
+def _alternating_mixture(S, c):
+    """phi(s'|0,0) = (1/S, +-c) alternating; w = (1, 0): p uniform. Sufficient bound always fails;
+    max ||phi_v|| over vertices = max(1, sqrt((k/S)^2 + (k c)^2)) with k = #plus states."""
+    f = np.zeros((S, 1, S, 2))
+    f[:, :, :, 0] = 1.0 / S
+    f[:, :, :, 1] = c * np.where(np.arange(S) % 2 == 0, 1.0, -1.0)
+    return f, np.array([[1.0, 0.0]]), np.zeros((1, S, 1)), np.full(S, 1.0 / S)
+
+
+def test_mixture_asm2_phi_v_exact_vertex_check():
+    # S = 10 <= 16: exact enumeration. k = 5 plus states: 0.25 + 25 c^2.
+    f, w, R, init = _alternating_mixture(10, 0.1)  # 0.25 + 0.25 -> fine (max is 1 at v = 1)
+    m = LinearMixtureMDP(f, w, R, init)
+    assert m.assumption_report["phi_v_sufficient_max"] > 1
+    assert m.assumption_report["phi_v_exact_max"] == pytest.approx(1.0)
+    f, w, R, init = _alternating_mixture(10, 0.2)  # 0.25 + 1 > 1
+    with pytest.raises(AssumptionError, match=r"phi_v\(s=0, a=0\)"):
+        LinearMixtureMDP(f, w, R, init)
+
+
+def test_mixture_asm2_phi_v_randomized_check_for_large_supports():
+    f, w, R, init = _alternating_mixture(20, 0.1)  # k = 10: 0.25 + 1 > 1 -> found by the search
+    with pytest.raises(AssumptionError, match="phi_v"):
+        LinearMixtureMDP(f, w, R, init)
+    f, w, R, init = _alternating_mixture(20, 0.04)  # max is 1 (v = 1): cannot be proven -> warning
+    with pytest.warns(AssumptionWarning, match="randomized"):
+        m = LinearMixtureMDP(f, w, R, init)
+    assert len(m.assumption_report["phi_v_unverified"]) == 20
+
+
+def _hard_value(p, H):
+    """Value from x_1 when the jump to x_{H+2} at step h has probability p[h] (reward 1 per step there)."""
+    v, surv = 0.0, 1.0
+    for h in range(H):
+        v += surv * p[h] * (H - 1 - h)
+        surv *= 1.0 - p[h]
+    return v
+
+
+def test_hard_to_learn_structure():
+    d, H, K = 5, 6, 10000
+    m = HardToLearn(d, H, K, seed=0)
+    assert (m.S, m.A, m.H, m.d) == (H + 2, 2 ** (d - 1), H, d)
+    delta = 1 / H
+    Delta = np.sqrt(delta / K) / (4 * np.sqrt(2))
+    assert m.delta == delta and m.Delta == pytest.approx(Delta)
+    assert m.alpha == pytest.approx(np.sqrt(1 / (1 + Delta * (d - 1))))
+    assert m.beta == pytest.approx(np.sqrt(Delta / (1 + Delta * (d - 1))))
+    np.testing.assert_array_equal(m.action_vectors[0], [-1, -1, -1, -1])
+    np.testing.assert_array_equal(m.action_vectors[1], [-1, -1, -1, 1])
+    np.testing.assert_array_equal(m.action_vectors[8], [1, -1, -1, -1])
+    np.testing.assert_array_equal(m.action_vectors[15], [1, 1, 1, 1])
+    assert m.mu.shape == (H, d - 1)
+    np.testing.assert_allclose(np.abs(m.mu), Delta)
+    np.testing.assert_allclose(m.weights[:, 0], 1 / m.alpha)
+    np.testing.assert_allclose(m.weights[:, 1:], m.mu / m.beta)
+    # C_w = ||w_h|| = 1 + (d-1) Delta for every h
+    np.testing.assert_allclose(np.linalg.norm(m.weights, axis=1), 1 + (d - 1) * Delta, rtol=1e-12)
+    assert m.C_w == pytest.approx(1 + (d - 1) * Delta, rel=1e-12)
+    good = H + 1
+    for h in range(H):
+        for a in range(m.A):
+            inner = m.mu[h] @ m.action_vectors[a]
+            for s in range(H):
+                assert m.P[h, s, a, s + 1] == pytest.approx(1 - delta - inner, abs=1e-14)
+                assert m.P[h, s, a, good] == pytest.approx(delta + inner, abs=1e-14)
+            assert m.P[h, H, a, H] == pytest.approx(1.0) and m.P[h, good, a, good] == pytest.approx(1.0)
+    np.testing.assert_array_equal(m.R[:, good, :], 1.0)
+    assert m.R.sum() == H * m.A
+    assert m.init_dist[0] == 1.0
+    # features as given
+    np.testing.assert_allclose(m.features[2, 3, 3], np.r_[m.alpha * (1 - delta), -m.beta * m.action_vectors[3]])
+    np.testing.assert_allclose(m.features[2, 3, good], np.r_[m.alpha * delta, m.beta * m.action_vectors[3]])
+    np.testing.assert_allclose(m.features[H, 3, H], [m.alpha, 0, 0, 0, 0])
+    # the sufficient phi_v bound fails here; the exact vertex check passes
+    assert m.assumption_report["phi_v_sufficient_max"] > 1 >= m.assumption_report["phi_v_exact_max"]
+
+
+def test_hard_to_learn_values_analytic():
+    d, H, K = 5, 6, 10000
+    m = HardToLearn(d, H, K, seed=0)
+    delta, Delta = m.delta, m.Delta
+    p_star = delta + (d - 1) * Delta
+    v_star = _hard_value([p_star] * H, H)
+    Vs = m.initial_value(m.optimal_values())
+    assert Vs == pytest.approx(v_star, abs=1e-12)
+    assert Vs == pytest.approx(2.04, abs=0.01)  # BENCHMARKS.md reference
+    # optimal action at step h = sign(mu_h) (at the last step every action is optimal)
+    pi = m.optimal_policy()
+    for h in range(H - 1):
+        np.testing.assert_array_equal(m.action_vectors[pi[h, h]], np.sign(m.mu[h]))
+    # constant actions: value from the time-varying jump probabilities
+    gaps = []
+    for a in range(m.A):
+        V = m.policy_values(np.full((H, m.S), a))
+        p = delta + m.mu @ m.action_vectors[a]
+        assert m.initial_value(V) == pytest.approx(_hard_value(p, H), abs=1e-12)
+        gaps.append(Vs - m.initial_value(V))
+    gaps = np.array(gaps)
+    max_gap = v_star - _hard_value([delta - (d - 1) * Delta] * H, H)
+    assert np.all(gaps >= -1e-12) and np.all(gaps <= max_gap + 1e-12)
+    # the mean over constant actions is V(p*) - V(delta) to first order (~0.027); the reference
+    # "gap of a constant action ~0.035" lies in [0, max_gap ~ 0.055].
+    assert gaps.mean() == pytest.approx(v_star - _hard_value([delta] * H, H), abs=1e-3)
+    assert 0.01 < gaps.mean() < 0.06 and 0.0 < 0.035 < max_gap
+
+
+def test_hard_to_learn_rejects_invalid():
+    with pytest.raises(AssumptionError, match="Delta"):
+        HardToLearn(d=30, H=50, K=1)
+    with pytest.raises(AssumptionError):
+        HardToLearn(d=1, H=5, K=100)
+
+
+def test_random_linear_mixture_structure():
+    S, A, d, H = 20, 4, 5, 10
+    m = RandomLinearMixtureMDP(S=S, A=A, d=d, H=H, seed=0)
+    assert m.features.shape == (S, A, S, d) and m.weights.shape == (H, d)
+    assert m.C_w == pytest.approx(np.sqrt(d))
+    assert np.all(np.linalg.norm(m.weights, axis=1) <= m.C_w + 1e-12)
+    q = m.weights / np.sqrt(d)
+    np.testing.assert_allclose(q.sum(1), 1.0)
+    np.testing.assert_allclose(m.basis.sum(-1), 1.0)
+    assert np.all((m.basis > 0).sum(-1) <= 5)
+    np.testing.assert_allclose(m.features * np.sqrt(d), m.basis.transpose(1, 2, 3, 0))
+    np.testing.assert_allclose(m.P, np.einsum("hi,isat->hsat", q, m.basis), atol=1e-14)
+    assert np.all((m.R >= 0) & (m.R <= 1)) and m.R.std() > 0.2
+    np.testing.assert_allclose(m.init_dist, 1 / S)
+    assert m.assumption_report["phi_v_sufficient_max"] <= 1 + 1e-9
+    small = RandomLinearMixtureMDP(S=3, A=2, d=2, H=2, seed=0)  # support min(S, 5) = 3
+    np.testing.assert_allclose(small.basis.sum(-1), 1.0)
+
+
+def test_river_swim_mixture_probabilities():
+    S, H = 6, 20
+    m = RiverSwimMixture(S=S, H=H)
+    assert (m.S, m.A, m.d, m.H) == (S, 2, 3, H)
+    np.testing.assert_allclose(m.weights, np.tile(np.sqrt(3) * np.array([0.9, 0.05, 0.05]), (H, 1)))
+    assert m.C_w == pytest.approx(np.sqrt(3) * np.linalg.norm([0.9, 0.05, 0.05]))
+    for h in (0, 7, H - 1):
+        P = m.P[h]
+        for s in range(1, S - 1):  # right in the middle
+            assert P[s, 1, s + 1] == pytest.approx(0.9)
+            assert P[s, 1, s] == pytest.approx(0.05)
+            assert P[s, 1, s - 1] == pytest.approx(0.05)
+        assert P[0, 1, 1] == pytest.approx(0.9) and P[0, 1, 0] == pytest.approx(0.1)
+        assert P[S - 1, 1, S - 2] == pytest.approx(0.9) and P[S - 1, 1, S - 1] == pytest.approx(0.1)
+        for s in range(S):  # left moves left surely
+            assert P[s, 0, max(0, s - 1)] == pytest.approx(1.0)
+    # unscaled features
+    np.testing.assert_allclose(m.features[2, 1, 3] * np.sqrt(3), [1, 0, 0])
+    np.testing.assert_allclose(m.features[2, 1, 2] * np.sqrt(3), [0, 1, 0])
+    np.testing.assert_allclose(m.features[2, 1, 1] * np.sqrt(3), [0, 0, 1])
+    np.testing.assert_allclose(m.features[0, 1, 0] * np.sqrt(3), [0, 1, 1])
+    np.testing.assert_allclose(m.features[S - 1, 1, S - 1] * np.sqrt(3), [0, 1, 1])
+    np.testing.assert_allclose(m.features[S - 1, 1, S - 2] * np.sqrt(3), [1, 0, 0])
+    np.testing.assert_allclose(m.features[3, 0, 2] * np.sqrt(3), [1, 1, 1])
+    np.testing.assert_allclose(m.features[0, 0, 0] * np.sqrt(3), [1, 1, 1])
+    assert m.R[0, 0, 0] == 0.005 and m.R[0, S - 1, 1] == 1.0 and m.R.sum() == pytest.approx(H * 1.005)
+    assert m.init_dist[0] == 1.0
+    # ||phi_v|| <= 1 on the box: max at v = 1 is exactly 1
+    assert np.linalg.norm(m.phi_v(np.ones(S)), axis=-1).max() == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------------------------------------
+# gymnasium (optional)
+# ------------------------------------------------------------------------------------------------
+def test_from_gymnasium_frozen_lake():
+    gymnasium = pytest.importorskip("gymnasium")
+    from privrl.envs import from_gymnasium, frozen_lake
+
+    m = frozen_lake(H=20)
+    assert isinstance(m, LinearMDP) and (m.S, m.A, m.H, m.d) == (16, 4, 20, 64)
+    env = gymnasium.make("FrozenLake-v1", map_name="4x4", is_slippery=True)
+    table = env.unwrapped.P
+    desc = env.unwrapped.desc.astype(str).ravel()
+    terminal = {s for s in range(16) if desc[s] in "HG"}
+    for s in range(16):
+        for a in range(4):
+            if s in terminal:
+                assert m.P[0, s, a, s] == 1.0 and m.R[0, s, a] == 0.0
+                continue
+            p = np.zeros(16)
+            r = 0.0
+            for prob, ns, rew, _ in table[s][a]:
+                p[ns] += prob
+                r += prob * rew
+            np.testing.assert_allclose(m.P[0, s, a], p)
+            np.testing.assert_allclose(m.P[19, s, a], p)
+            assert m.R[0, s, a] == pytest.approx(r)
+    # reward 1 on entering the goal (state 15) from 14 moving right (slippery: w.p. 1/3)
+    assert m.R[0, 14, 2] == pytest.approx(1 / 3)
+    np.testing.assert_allclose(m.init_dist, env.unwrapped.initial_state_distrib)
+    assert m.init_dist[0] == 1.0
+    assert 0.0 < m.initial_value(m.optimal_values()) < 1.0
+    m2 = from_gymnasium(env, H=5, name="fl")
+    assert m2.name == "fl" and m2.H == 5
+    with pytest.raises(AssumptionError, match="outside"):
+        from_gymnasium(gymnasium.make("CliffWalking-v1" if "CliffWalking-v1" in gymnasium.registry else "CliffWalking-v0"), H=5)
+    env.close()
+
+
+def test_as_gymnasium_adapter():
+    gymnasium = pytest.importorskip("gymnasium")
+    from privrl.envs import as_gymnasium
+
+    m = RiverSwim(S=4, H=5)
+    env = as_gymnasium(m)
+    assert isinstance(env, gymnasium.Env)
+    assert env.observation_space.n == 4 and env.action_space.n == 2
+    with pytest.raises(RuntimeError):
+        env.step(0)
+    obs, info = env.reset(seed=3)
+    assert obs == 0 and info == {"h": 0}
+    states, total = [obs], 0.0
+    for h in range(5):
+        obs, r, term, trunc, info = env.step(1)
+        states.append(obs)
+        total += r
+        assert term is False and trunc == (h == 4) and info["h"] == h + 1
+        assert env.observation_space.contains(obs)
+    with pytest.raises(RuntimeError):
+        env.step(1)
+    # seeded resets reproduce the episode
+    obs, _ = env.reset(seed=3)
+    again = [obs] + [env.step(1)[0] for _ in range(5)]
+    assert again == states
+    from privrl.envs import gym as gym_mod
+
+    assert isinstance(env, gym_mod.GymnasiumAdapter)
+
+
+def test_gym_helpers_raise_a_hint_without_gymnasium(monkeypatch):
+    import sys
+
+    from privrl.envs import gym as gym_mod
+
+    monkeypatch.setitem(sys.modules, "gymnasium", None)  # makes `import gymnasium` fail
+    monkeypatch.setattr(gym_mod, "_ADAPTER_CLASS", None)
+    with pytest.raises(ImportError, match=r"pip install privrl\[gym\]"):
+        gym_mod.frozen_lake()
+    with pytest.raises(ImportError, match=r"privrl\[gym\]"):
+        gym_mod.as_gymnasium(RiverSwim())
