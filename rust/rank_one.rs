@@ -159,11 +159,13 @@ impl ShermanMorrison {
         let inv = self.inverse.as_mut_slice();
         let m = self.matrix.as_mut_slice();
         for j in 0..d {
-            let uj = u[j] * scale;
+            let uj = u[j];
             let xj = x[j];
             let icol = &mut inv[j * d..(j + 1) * d];
+            // (u_i u_j) * scale: IEEE products commute, so entries (i,j) and (j,i) get
+            // bit-identical updates.
             for (c, ui) in icol.iter_mut().zip(u.iter()) {
-                *c -= uj * ui;
+                *c -= (uj * ui) * scale;
             }
             if xj != 0.0 {
                 let mcol = &mut m[j * d..(j + 1) * d];

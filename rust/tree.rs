@@ -115,8 +115,8 @@ pub fn draw_node_noise<R: Rng + ?Sized>(
         }
         (NodeNoise::Laplace { scale }, NodeShape::SymMatrix { d, divisor }) => {
             for i in 0..d {
-                let z = standard_laplace(rng) + standard_laplace(rng);
-                out[i * d + i] = scale * z / divisor;
+                // (Z' + Z'^T)_ii = 2 Z'_ii: one draw, doubled.
+                out[i * d + i] = 2.0 * scale * standard_laplace(rng) / divisor;
                 for j in (i + 1)..d {
                     let v = scale * (standard_laplace(rng) + standard_laplace(rng)) / divisor;
                     out[i * d + j] = v;

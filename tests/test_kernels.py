@@ -1,0 +1,313 @@
+"""Rust kernels against their numpy references, noise statistics, and error handling."""
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from privrl import kernels as K
+from privrl.exceptions import (CapacityError, NonFiniteError, NotPositiveDefiniteError,
+                               PrivacyParameterError, PrivrlError, ShapeError)
+from privrl.kernels import reference as R
+
+
+def rel_close(a, b, tol=1e-10):
+    a, b = np.asarray(a), np.asarray(b)
+    scale = max(1.0, float(np.abs(b).max()) if b.size else 1.0)
+    return float(np.abs(a - b).max()) <= tol * scale
+
+
+def spd(rng, d, ridge=1.0):
+    m = rng.standard_normal((d, d))
+    return m @ m.T / d + ridge * np.eye(d)
+
+
+# ---------------------------------------------------------------- batched Q
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("d", [1, 5, 16, 33])
+def test_optimistic_q_matches_reference(seed, d):
+    rng = np.random.default_rng(seed * 100 + d)
+    n = int(rng.integers(1, 700))
+    phi = rng.standard_normal((n, d))
+    w = rng.standard_normal(d)
+    inv = np.linalg.inv(spd(rng, d))
+    beta = float(rng.uniform(0, 3))
+    off = rng.uniform(0, 1, n)
+    for upper, lower in [(math.inf, -math.inf), (2.0, 0.0)]:
+        got = K.optimistic_q(phi, w, inv, beta, upper=upper, lower=lower, offset=off)
+        want = R.optimistic_q_ref(phi, w, inv, beta, upper=upper, lower=lower, offset=off)
+        assert rel_close(got, want)
+
+
+def test_optimistic_values_lowest_ties_match_reference():
+    rng = np.random.default_rng(3)
+    A, S, d = 7, 300, 9
+    phi = rng.standard_normal((S * A, d))
+    inv = np.linalg.inv(spd(rng, d))
+    w = rng.standard_normal(d)
+    q, v, a = K.optimistic_values(phi, w, inv, 0.3, A, upper=1.0, lower=0.0, ties="lowest")
+    qr, vr, ar = R.optimistic_values_ref(phi, w, inv, 0.3, A, upper=1.0, lower=0.0, ties="lowest")
+    assert rel_close(q, qr) and rel_close(v, vr)
+    assert np.array_equal(a, ar)
+
+
+def test_random_ties_uniform_and_reproducible():
+    q = np.array([[1.0, 1.0, 0.0, 1.0]] * 6000)
+    v, a = K.greedy(q, ties="random", rng=np.random.default_rng(0))
+    assert set(np.unique(a)) == {0, 1, 3}
+    counts = np.bincount(a, minlength=4)
+    assert counts[2] == 0
+    # each of 3 maximizers w.p. 1/3: binomial sd = sqrt(6000 * 2/9) ~ 36.5
+    assert np.all(np.abs(counts[[0, 1, 3]] - 2000) < 5 * 36.5)
+    _, a2 = K.greedy(q, ties="random", rng=np.random.default_rng(0))
+    assert np.array_equal(a, a2)
+    _, low = K.greedy(q, ties="lowest")
+    assert np.all(low == 0)
+
+
+def test_q_bad_inputs():
+    phi = np.ones((4, 3))
+    inv = np.eye(3)
+    with pytest.raises(ShapeError):
+        K.optimistic_q(phi, np.ones(2), inv, 1.0)
+    with pytest.raises(ShapeError):
+        K.optimistic_q(phi, np.ones(3), np.eye(2), 1.0)
+    with pytest.raises(NonFiniteError):
+        K.optimistic_q(np.full((4, 3), np.nan), np.ones(3), inv, 1.0)
+    with pytest.raises(PrivacyParameterError):
+        K.optimistic_q(phi, np.ones(3), inv, -1.0)
+    with pytest.raises(ShapeError):
+        K.optimistic_values(phi, np.ones(3), inv, 1.0, n_actions=3)
+
+
+# ---------------------------------------------------------------- rank-one updates
+
+@pytest.mark.parametrize("d", [1, 4, 16])
+def test_sherman_morrison_matches_reference(d):
+    rng = np.random.default_rng(d)
+    xs = rng.standard_normal((500, d)) / math.sqrt(d)
+    sm = K.RankOneInverse(d, lam=1.5, refactor_every=10**9)
+    sm.update_batch(xs[:250])
+    for x in xs[250:]:
+        sm.update(x)
+    ref = R.ShermanMorrisonRef(d, 1.5)
+    ref.update_batch(xs)
+    assert rel_close(sm.matrix(), ref.matrix)
+    assert rel_close(sm.inverse(), ref.inverse)
+    assert rel_close(sm.inverse(), np.linalg.inv(ref.matrix))
+    u = rng.standard_normal(d)
+    assert rel_close(sm.solve(u), np.linalg.solve(ref.matrix, u))
+    # exactly symmetric
+    assert np.array_equal(sm.inverse(), sm.inverse().T)
+
+
+def test_sherman_morrison_long_run_accuracy():
+    d = 50
+    rng = np.random.default_rng(7)
+    sm = K.RankOneInverse(d, lam=1.0)
+    for _ in range(100):
+        xs = rng.uniform(-1, 1, (1000, d))
+        xs /= np.maximum(1.0, np.linalg.norm(xs, axis=1, keepdims=True))
+        sm.update_batch(xs)
+    assert sm.updates == 100_000
+    err = np.abs(sm.matrix() @ sm.inverse() - np.eye(d)).max()
+    assert err <= 1e-8
+    assert sm.inverse_error() <= 1e-8
+
+
+def test_spd_inverse_and_not_pd():
+    rng = np.random.default_rng(1)
+    a = spd(rng, 6)
+    assert rel_close(K.spd_inverse(a), np.linalg.inv(a))
+    b = rng.standard_normal(6)
+    assert rel_close(K.spd_solve(a, b), np.linalg.solve(a, b))
+    indefinite = np.diag([1.0, -0.5, 2.0])
+    with pytest.raises(NotPositiveDefiniteError) as ei:
+        K.spd_inverse(indefinite)
+    assert isinstance(ei.value, np.linalg.LinAlgError)
+    assert K.min_eigenvalue(indefinite) == pytest.approx(-0.5)
+
+
+def test_rank_one_bad_inputs():
+    with pytest.raises(PrivacyParameterError):
+        K.RankOneInverse(3, lam=0.0)
+    with pytest.raises(PrivacyParameterError):
+        K.RankOneInverse(0, lam=1.0)
+    sm = K.RankOneInverse(3, lam=1.0)
+    with pytest.raises(ShapeError):
+        sm.update(np.ones(4))
+    with pytest.raises(NonFiniteError):
+        sm.update(np.array([1.0, np.inf, 0.0]))
+    with pytest.raises(ShapeError):
+        sm.update_batch(np.ones((2, 2)))
+
+
+# ---------------------------------------------------------------- tree-based mechanism
+
+def test_tree_zero_noise_exact_prefix_and_node_counts():
+    rng = np.random.default_rng(0)
+    T = 300
+    tr = K.TreeAggregator(3, T, noise="none", seed=0)
+    total = np.zeros(3)
+    for t in range(1, T + 1):
+        x = rng.standard_normal(3)
+        total += x
+        tr.push(x)
+        assert np.allclose(tr.release(), total, atol=1e-12)
+        assert tr.nodes_used == bin(t).count("1")
+        assert tr.nodes_used <= tr.max_nodes == math.ceil(math.log2(T) + 1)
+    with pytest.raises(CapacityError):
+        tr.push(np.zeros(3))
+
+
+@pytest.mark.parametrize("shape", [4, (3, 3)])
+def test_tree_aggregation_matches_reference_bit_for_bit(shape):
+    """Feed the reference the node noises the Rust tree drew: same releases exactly."""
+    rng = np.random.default_rng(5)
+    tr = K.TreeAggregator(shape, 200, noise="gaussian", scale=3.0, seed=11, keep_last_node=True)
+    ref = R.TreeAggregatorRef(shape, 200)
+    for _ in range(200):
+        x = rng.standard_normal(tr.shape)
+        if tr.symmetric:
+            x = x + x.T
+        tr.push(x)
+        ref.push(x, node_noise=tr.last_node_noise())
+        assert tr.nodes_used == ref.nodes_used
+        assert np.allclose(tr.release(), ref.release(), rtol=1e-12, atol=1e-9)
+
+
+def test_tree_live_memory_is_logarithmic():
+    T = 10**6
+    tr = K.TreeAggregator((2, 2), T, noise="gaussian", scale=1.0, seed=0)
+    peak = 0
+    for _ in range(2**14 - 1):  # step count with popcount 14
+        tr.push_zero()
+        peak = max(peak, tr.live_nodes)
+    assert tr.nodes_used == 14
+    assert peak <= math.ceil(math.log2(T) + 1)
+    assert tr.nodes_drawn == 2**14 - 1  # exactly one node noise per step, drawn lazily
+
+
+def test_tree_same_seed_same_stream():
+    def stream(seed):
+        tr = K.TreeAggregator((5, 5), 64, scale=2.0, seed=seed)
+        out = []
+        for _ in range(64):
+            tr.push_zero()
+            out.append(tr.release())
+        return np.array(out)
+    a, b = stream(123), stream(123)
+    assert np.array_equal(a, b)
+    assert not np.array_equal(a, stream(124))
+    # no seed: OS entropy, different streams
+    assert not np.array_equal(stream(None), stream(None))
+
+
+@pytest.mark.parametrize("t", [1, 6, 7, 13, 64])
+def test_tree_gaussian_vector_variance(t):
+    sigma, reps = 2.5, 2500
+    vals = np.empty((reps, 8))
+    for r in range(reps):
+        tr = K.TreeAggregator(8, 64, noise="gaussian", scale=sigma, seed=r)
+        for _ in range(t):
+            tr.push_zero()
+        vals[r] = tr.noise()
+    nodes = bin(t).count("1")
+    want = nodes * sigma**2
+    assert tr.release_variance() == (pytest.approx(want), pytest.approx(want))
+    # 20000 draws: the variance estimate has relative sd sqrt(2/20000) = 1%
+    assert abs(vals.var() / want - 1) < 0.05
+    assert abs(vals.mean()) < 5 * math.sqrt(want / vals.size)
+
+
+@pytest.mark.parametrize("noise,divisor", [("gaussian", math.sqrt(2)), ("gaussian", 2.0),
+                                           ("laplace", 2.0)])
+def test_tree_symmetric_matrix_variance(noise, divisor):
+    scale, reps, d, t = 1.7, 2000, 4, 11  # popcount(11) = 3
+    vals = np.empty((reps, d, d))
+    for r in range(reps):
+        tr = K.TreeAggregator((d, d), 32, noise=noise, scale=scale, seed=1000 + r, divisor=divisor)
+        for _ in range(t):
+            tr.push_zero()
+        vals[r] = tr.noise()
+        assert np.array_equal(vals[r], vals[r].T)
+    entry_var = scale**2 if noise == "gaussian" else 2 * scale**2
+    off_want = 3 * 2 * entry_var / divisor**2  # (Z'_ij + Z'_ji)/c
+    diag_want = 3 * 4 * entry_var / divisor**2  # 2 Z'_ii / c
+    off, diag = tr.release_variance()
+    assert off == pytest.approx(off_want) and diag == pytest.approx(diag_want)
+    iu = np.triu_indices(d, 1)
+    off_emp = vals[:, iu[0], iu[1]].var()
+    diag_emp = vals[:, np.arange(d), np.arange(d)].var()
+    # 12000 off-diagonal draws (rel. sd 1.3% Gaussian, ~2.5% Laplace sums); 8000 diagonal
+    assert abs(off_emp / off_want - 1) < 0.05 + (0.03 if noise == "laplace" else 0)
+    assert abs(diag_emp / diag_want - 1) < 0.05 + (0.03 if noise == "laplace" else 0)
+
+
+def test_laplace_scale_single_node():
+    b, reps = 0.8, 4000
+    vals = np.array([K.TreeAggregator(16, 4, noise="laplace", scale=b, seed=r).__class__ and
+                     _one_release(b, r) for r in range(reps)])
+    # Laplace(b): var 2b^2, E|x| = b
+    assert abs(vals.var() / (2 * b * b) - 1) < 0.05
+    assert abs(np.abs(vals).mean() / b - 1) < 0.03
+
+
+def _one_release(b, seed):
+    tr = K.TreeAggregator(16, 4, noise="laplace", scale=b, seed=seed)
+    tr.push_zero()
+    return tr.noise()
+
+
+def test_tree_bad_inputs():
+    with pytest.raises(PrivacyParameterError):
+        K.TreeAggregator(3, 10, scale=0.0)
+    with pytest.raises(PrivacyParameterError):
+        K.TreeAggregator(3, 10, scale=-1.0)
+    with pytest.raises(PrivacyParameterError):
+        K.TreeAggregator(3, 10, scale=float("nan"))
+    with pytest.raises(PrivacyParameterError):
+        K.TreeAggregator(3, 0)
+    with pytest.raises(ShapeError):
+        K.TreeAggregator((3, 4), 10)
+    tr = K.TreeAggregator((2, 2), 10, seed=0)
+    with pytest.raises(ShapeError):
+        tr.push(np.ones(4))
+    with pytest.raises(NonFiniteError):
+        tr.push(np.array([[1.0, np.nan], [0.0, 1.0]]))
+    with pytest.raises(ValueError):
+        K.TreeAggregator(3, 10, noise="cauchy", seed=0)
+
+
+# ---------------------------------------------------------------- mixture features
+
+def test_mixture_phi_v_matches_reference():
+    rng = np.random.default_rng(2)
+    S, A, d = 9, 3, 4
+    f = rng.standard_normal((S, A, S, d)) * (rng.random((S, A, S, 1)) < 0.3)
+    mf = K.MixtureFeatures(f)
+    assert mf.nnz == int((np.abs(f).sum(-1) > 0).sum())
+    for _ in range(5):
+        v = rng.uniform(0, 5, S)
+        assert rel_close(mf.phi_v(v), R.phi_v_ref(f, v))
+    with pytest.raises(ShapeError):
+        mf.phi_v(np.ones(S + 1))
+
+
+# ---------------------------------------------------------------- panics and the exception family
+
+def test_rust_panic_is_a_python_exception_not_an_abort():
+    code = ("import privrl._core as c\n"
+            "try:\n    c._panic_for_test()\n"
+            "except BaseException as e:\n    print('caught', type(e).__name__)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "caught PanicException" in out.stdout
+
+
+def test_exception_family():
+    for cls in (ShapeError, NonFiniteError, PrivacyParameterError, CapacityError):
+        assert issubclass(cls, PrivrlError) and issubclass(cls, ValueError)
+    assert issubclass(NotPositiveDefiniteError, np.linalg.LinAlgError)
