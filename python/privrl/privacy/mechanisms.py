@@ -1,0 +1,261 @@
+"""The differential-privacy tools (noise scales, mechanisms, composition rules, tree method).
+
+Paper: Luyo et al., App. "Differential Privacy Tools" (Laplace / Gaussian mechanism, tree-based
+method, simple and advanced composition).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Iterable, Tuple
+
+import numpy as np
+
+from privrl.exceptions import NonFiniteError, PrivacyParameterError
+
+__all__ = [
+    "gaussian_sigma",
+    "laplace_scale",
+    "gaussian_mechanism",
+    "laplace_mechanism",
+    "simple_composition",
+    "simple_composition_budget",
+    "advanced_composition",
+    "advanced_composition_budget",
+    "tree_depth",
+    "tree_node_budget",
+]
+
+Budget = Tuple[float, float]
+
+
+# --------------------------------------------------------------------------------------------
+# Input validation, shared by calibration.py and models.py (private helpers).
+# --------------------------------------------------------------------------------------------
+def _real(name: str, value) -> float:
+    """``value`` as a float; bool / str / complex / None are rejected."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise PrivacyParameterError(f"{name} must be a real number, got {value!r}")
+    return float(value)
+
+
+def _check_epsilon(value, name: str = "epsilon") -> float:
+    x = _real(name, value)
+    if not (math.isfinite(x) and x > 0.0):
+        raise PrivacyParameterError(f"{name} must be finite and > 0, got {value!r}")
+    return x
+
+
+def _check_delta_open(value, name: str = "delta") -> float:
+    """delta in the open interval (0, 1) (approximate DP)."""
+    x = _real(name, value)
+    if not (0.0 < x < 1.0):
+        raise PrivacyParameterError(f"{name} must be in (0, 1), got {value!r}")
+    return x
+
+
+def _check_delta_pure_ok(value, name: str = "delta") -> float:
+    """delta in [0, 1): 0 selects pure DP."""
+    x = _real(name, value)
+    if not (0.0 <= x < 1.0):
+        raise PrivacyParameterError(
+            f"{name} must be in [0, 1) (0 means pure DP), got {value!r}"
+        )
+    return x
+
+
+def _check_probability(value, name: str = "p") -> float:
+    x = _real(name, value)
+    if not (0.0 < x < 1.0):
+        raise PrivacyParameterError(f"{name} must be in (0, 1), got {value!r}")
+    return x
+
+
+def _check_sensitivity(value, name: str) -> float:
+    x = _real(name, value)
+    if not (math.isfinite(x) and x >= 0.0):
+        raise PrivacyParameterError(f"{name} must be finite and >= 0, got {value!r}")
+    return x
+
+
+def _check_positive_real(value, name: str) -> float:
+    x = _real(name, value)
+    if not (math.isfinite(x) and x > 0.0):
+        raise PrivacyParameterError(f"{name} must be finite and > 0, got {value!r}")
+    return x
+
+
+def _check_nonneg_real(value, name: str) -> float:
+    return _check_sensitivity(value, name)
+
+
+def _check_pos_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise PrivacyParameterError(f"{name} must be an integer >= 1, got {value!r}")
+    v = int(value)
+    if v < 1:
+        raise PrivacyParameterError(f"{name} must be an integer >= 1, got {value!r}")
+    return v
+
+
+def _check_rng(rng) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise PrivacyParameterError(
+            f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), got {rng!r}"
+        )
+    return rng
+
+
+def _as_finite_array(value) -> np.ndarray:
+    arr = np.asarray(value, dtype=float)
+    if not np.all(np.isfinite(arr)):
+        raise NonFiniteError("value contains NaN or +-inf")
+    return arr
+
+
+# --------------------------------------------------------------------------------------------
+# Noise scales and mechanisms.
+# --------------------------------------------------------------------------------------------
+def gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float) -> float:
+    """Standard deviation of the Gaussian mechanism, App. "Gaussian Mechanism".
+
+    ``sigma = Delta_2 * sqrt(2 log(2/delta)) / epsilon`` (note the ``2/delta`` of the paper, not
+    the ``1.25/delta`` of Dwork & Roth). The paper states the guarantee for ``epsilon in (0, 1)``;
+    larger epsilons are accepted here, the caller is responsible for the regime.
+    """
+    s = _check_sensitivity(l2_sensitivity, "l2_sensitivity")
+    eps = _check_epsilon(epsilon)
+    dlt = _check_delta_open(delta)
+    return s * math.sqrt(2.0 * math.log(2.0 / dlt)) / eps
+
+
+def laplace_scale(l1_sensitivity: float, epsilon: float) -> float:
+    """Scale ``b`` of the Laplace mechanism, App. "Laplace Mechanism": ``b = Delta_1 / epsilon``.
+
+    Adding i.i.d. ``Lap(b)`` noise to every coordinate of ``f(x)`` is ``(epsilon, 0)``-DP.
+    """
+    s = _check_sensitivity(l1_sensitivity, "l1_sensitivity")
+    eps = _check_epsilon(epsilon)
+    return s / eps
+
+
+def _return_like(value, out: np.ndarray):
+    if np.ndim(value) == 0 and not isinstance(value, np.ndarray):
+        return float(out)
+    return out
+
+
+def gaussian_mechanism(value, l2_sensitivity: float, epsilon: float, delta: float,
+                       rng: np.random.Generator):
+    """``value + N(0, sigma^2 I)`` with ``sigma = gaussian_sigma(...)``, App. "Gaussian Mechanism".
+
+    ``value`` is a scalar or an array (returned as float / float ndarray of the same shape);
+    ``rng`` must be a ``numpy.random.Generator``.
+    """
+    sigma = gaussian_sigma(l2_sensitivity, epsilon, delta)
+    rng = _check_rng(rng)
+    arr = _as_finite_array(value)
+    out = arr + rng.normal(0.0, sigma, size=arr.shape)
+    return _return_like(value, out)
+
+
+def laplace_mechanism(value, l1_sensitivity: float, epsilon: float, rng: np.random.Generator):
+    """``value + Lap(b)^{shape}`` with ``b = laplace_scale(...)``, App. "Laplace Mechanism".
+
+    ``value`` is a scalar or an array; ``rng`` must be a ``numpy.random.Generator``.
+    """
+    b = laplace_scale(l1_sensitivity, epsilon)
+    rng = _check_rng(rng)
+    arr = _as_finite_array(value)
+    out = arr + rng.laplace(0.0, b, size=arr.shape) if b > 0 else arr.copy()
+    return _return_like(value, out)
+
+
+# --------------------------------------------------------------------------------------------
+# Composition.
+# --------------------------------------------------------------------------------------------
+def simple_composition(budgets: Iterable[Budget]) -> Budget:
+    """App. "Simple Composition": mechanisms that are ``(eps_i, delta_i)``-DP compose to
+    ``(sum eps_i, sum delta_i)``-DP. ``budgets`` is an iterable of ``(eps_i, delta_i)`` pairs
+    (``eps_i >= 0``, ``delta_i >= 0``; an empty iterable gives ``(0, 0)``).
+    """
+    if isinstance(budgets, (str, bytes)):
+        raise PrivacyParameterError(f"budgets must be an iterable of (eps, delta) pairs, got {budgets!r}")
+    total_eps = 0.0
+    total_delta = 0.0
+    for i, pair in enumerate(budgets):
+        try:
+            e, dl = pair
+        except (TypeError, ValueError):
+            raise PrivacyParameterError(
+                f"budgets[{i}] must be an (epsilon, delta) pair, got {pair!r}"
+            ) from None
+        total_eps += _check_nonneg_real(e, f"budgets[{i}].epsilon")
+        d = _check_nonneg_real(dl, f"budgets[{i}].delta")
+        if d > 1.0:
+            raise PrivacyParameterError(f"budgets[{i}].delta must be in [0, 1], got {dl!r}")
+        total_delta += d
+    return total_eps, total_delta
+
+
+def simple_composition_budget(epsilon: float, delta: float, k: int) -> Budget:
+    """Inverse of App. "Simple Composition": the per-mechanism budget ``(epsilon/k, delta/k)``
+    such that ``k`` such mechanisms compose to ``(epsilon, delta)``. ``delta = 0`` (pure DP) is
+    allowed.
+    """
+    eps = _check_epsilon(epsilon)
+    dlt = _check_nonneg_real(delta, "delta")
+    if dlt >= 1.0:
+        raise PrivacyParameterError(f"delta must be in [0, 1), got {delta!r}")
+    k = _check_pos_int(k, "k")
+    return eps / k, dlt / k
+
+
+def advanced_composition(eps0: float, delta0: float, k: int, delta_prime: float) -> Budget:
+    """App. "Advanced composition", first form: ``k``-fold (adaptive) composition of
+    ``(eps0, delta0)``-DP mechanisms is ``(eps', k delta0 + delta')``-DP with
+    ``eps' = sqrt(2 k log(1/delta')) eps0 + k eps0 (e^{eps0} - 1)``.
+    """
+    e0 = _check_epsilon(eps0, "eps0")
+    d0 = _check_nonneg_real(delta0, "delta0")
+    if d0 >= 1.0:
+        raise PrivacyParameterError(f"delta0 must be in [0, 1), got {delta0!r}")
+    k = _check_pos_int(k, "k")
+    dp = _check_delta_open(delta_prime, "delta_prime")
+    eps_total = math.sqrt(2.0 * k * math.log(1.0 / dp)) * e0 + k * e0 * math.expm1(e0)
+    return eps_total, k * d0 + dp
+
+
+def advanced_composition_budget(epsilon: float, delta: float, k: int) -> Budget:
+    """App. "Advanced composition", second form: ``k`` (adaptive) mechanisms, each
+    ``(epsilon / sqrt(8 k log(2/delta)), delta / (2k))``-DP, compose to ``(epsilon, delta)``-DP
+    (the paper states it for target ``0 < epsilon < 1``; it uses ``delta' = delta/2``).
+    """
+    eps = _check_epsilon(epsilon)
+    dlt = _check_delta_open(delta)
+    k = _check_pos_int(k, "k")
+    return eps / math.sqrt(8.0 * k * math.log(2.0 / dlt)), dlt / (2.0 * k)
+
+
+# --------------------------------------------------------------------------------------------
+# Tree-based method.
+# --------------------------------------------------------------------------------------------
+def tree_depth(n: int) -> int:
+    """App. "Tree-based method": ``m = ceil(log2(n) + 1)``, the largest number of tree nodes a
+    prefix sum over ``n`` leaves uses (also the number of nodes one leaf belongs to). This is the
+    paper's ``K0`` (UCRL-VTR, ``n = K``) and ``B0`` (LSVI-UCB, ``n = B``).
+
+    Computed exactly with integers: ``ceil(log2 n) + 1 = (n - 1).bit_length() + 1``.
+    """
+    n = _check_pos_int(n, "n")
+    return (n - 1).bit_length() + 1
+
+
+def tree_node_budget(epsilon: float, delta: float, n_leaves: int) -> Budget:
+    """App. "Tree-based method": the per-node budget ``(eps0, delta0)`` that makes every prefix
+    sum of a tree over ``n_leaves`` leaves ``(epsilon, delta)``-DP, i.e.
+    ``advanced_composition_budget(epsilon, delta, tree_depth(n_leaves))``
+    ``= (epsilon / sqrt(8 m log(2/delta)), delta / (2m))``.
+    """
+    n = _check_pos_int(n_leaves, "n_leaves")
+    return advanced_composition_budget(epsilon, delta, tree_depth(n))
