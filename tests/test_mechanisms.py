@@ -1,0 +1,252 @@
+"""Tests of privrl.privacy.mechanisms: the App. "Differential Privacy Tools" of Luyo et al.
+
+Expected values are computed by hand from the printed formulas (arithmetic in the comments).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from privrl.exceptions import NonFiniteError, PrivacyParameterError
+from privrl.privacy import mechanisms as m
+
+
+# --------------------------------------------------------------------------------------------
+# Gaussian / Laplace scales
+# --------------------------------------------------------------------------------------------
+def test_gaussian_sigma_hand_values():
+    # Delta=1, eps=1, delta=0.5: sqrt(2 log(2/0.5)) = sqrt(2 * 1.386294) = sqrt(2.772589) = 1.665109
+    assert m.gaussian_sigma(1.0, 1.0, 0.5) == pytest.approx(1.665109, rel=1e-6)
+    # Delta=2, eps=0.5, delta=1e-5: 2 * sqrt(2 log(2e5)) / 0.5 = 4 * sqrt(2 * 12.206073)
+    #   = 4 * sqrt(24.412145) = 4 * 4.940865 = 19.763460
+    assert m.gaussian_sigma(2.0, 0.5, 1e-5) == pytest.approx(19.763460, rel=1e-6)
+    # zero sensitivity -> no noise
+    assert m.gaussian_sigma(0.0, 1.0, 0.1) == 0.0
+
+
+def test_gaussian_sigma_uses_two_over_delta():
+    # the paper's 2/delta, not Dwork-Roth's 1.25/delta
+    for delta in (1e-2, 1e-5, 0.3):
+        assert m.gaussian_sigma(1.0, 1.0, delta) == pytest.approx(
+            math.sqrt(2.0 * math.log(2.0 / delta)), rel=1e-14)
+
+
+def test_gaussian_sigma_monotone():
+    # decreasing in epsilon and delta, linear in the sensitivity
+    assert m.gaussian_sigma(1, 0.1, 1e-5) > m.gaussian_sigma(1, 0.5, 1e-5) > m.gaussian_sigma(1, 0.9, 1e-5)
+    assert m.gaussian_sigma(1, 0.5, 1e-8) > m.gaussian_sigma(1, 0.5, 1e-3)
+    assert m.gaussian_sigma(3, 0.5, 1e-5) == pytest.approx(3 * m.gaussian_sigma(1, 0.5, 1e-5), rel=1e-14)
+
+
+def test_laplace_scale_hand_values():
+    # b = Delta_1 / eps: 3 / 0.5 = 6, 2 / 4 = 0.5
+    assert m.laplace_scale(3.0, 0.5) == 6.0
+    assert m.laplace_scale(2, 4) == 0.5
+    assert m.laplace_scale(0.0, 1.0) == 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# Mechanisms
+# --------------------------------------------------------------------------------------------
+def test_gaussian_mechanism_is_value_plus_exact_noise():
+    value = np.arange(12.0).reshape(3, 4)
+    out = m.gaussian_mechanism(value, 1.0, 1.0, 0.5, np.random.default_rng(7))
+    sigma = math.sqrt(2.0 * math.log(4.0))  # 1.665109, see test above
+    expected = value + np.random.default_rng(7).normal(0.0, sigma, size=(3, 4))
+    assert out.shape == (3, 4)
+    np.testing.assert_allclose(out, expected, rtol=0, atol=1e-12)
+
+
+def test_laplace_mechanism_is_value_plus_exact_noise():
+    value = np.linspace(-1.0, 1.0, 5)
+    out = m.laplace_mechanism(value, 3.0, 0.5, np.random.default_rng(3))
+    expected = value + np.random.default_rng(3).laplace(0.0, 6.0, size=5)  # b = 3/0.5 = 6
+    np.testing.assert_allclose(out, expected, rtol=0, atol=1e-12)
+
+
+def test_mechanisms_scalar_in_scalar_out():
+    g = m.gaussian_mechanism(1.5, 1.0, 1.0, 0.5, np.random.default_rng(0))
+    lap = m.laplace_mechanism(1.5, 1.0, 1.0, np.random.default_rng(0))
+    assert isinstance(g, float) and isinstance(lap, float)
+
+
+def test_mechanism_noise_statistics():
+    rng = np.random.default_rng(12345)
+    n = 200_000
+    g = m.gaussian_mechanism(np.zeros(n), 1.0, 1.0, 0.5, rng)
+    # std must be sigma = 1.665109 (standard error of the sample std ~ sigma / sqrt(2n) ~ 0.3%)
+    assert np.std(g) == pytest.approx(1.665109, rel=0.01)
+    assert abs(np.mean(g)) < 0.02
+    lap = m.laplace_mechanism(np.zeros(n), 3.0, 0.5, rng)
+    # Lap(b=6): E|x| = b = 6, std = b sqrt 2 = 8.485281
+    assert np.mean(np.abs(lap)) == pytest.approx(6.0, rel=0.01)
+    assert np.std(lap) == pytest.approx(8.485281, rel=0.01)
+
+
+def test_zero_sensitivity_adds_no_noise():
+    v = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(m.laplace_mechanism(v, 0.0, 1.0, np.random.default_rng(0)), v)
+    np.testing.assert_array_equal(m.gaussian_mechanism(v, 0.0, 1.0, 0.1, np.random.default_rng(0)), v)
+
+
+def test_mechanisms_reject_bad_rng_and_nonfinite_values():
+    with pytest.raises(PrivacyParameterError, match="rng"):
+        m.gaussian_mechanism(1.0, 1.0, 1.0, 0.5, rng=np.random.RandomState(0))
+    with pytest.raises(PrivacyParameterError, match="rng"):
+        m.laplace_mechanism(1.0, 1.0, 1.0, rng=0)
+    with pytest.raises(NonFiniteError):
+        m.laplace_mechanism(np.array([1.0, np.nan]), 1.0, 1.0, np.random.default_rng(0))
+    with pytest.raises(NonFiniteError):
+        m.gaussian_mechanism(np.inf, 1.0, 1.0, 0.5, np.random.default_rng(0))
+
+
+# --------------------------------------------------------------------------------------------
+# Composition
+# --------------------------------------------------------------------------------------------
+def test_simple_composition_sums():
+    # (0.1 + 0.2 + 0.3, 1e-6 + 0 + 2e-6) = (0.6, 3e-6)
+    eps, delta = m.simple_composition([(0.1, 1e-6), (0.2, 0.0), (0.3, 2e-6)])
+    assert eps == pytest.approx(0.6, rel=1e-14)
+    assert delta == pytest.approx(3e-6, rel=1e-14)
+    assert m.simple_composition([]) == (0.0, 0.0)
+    # generators are accepted; (0, 0)-DP mechanisms are allowed
+    assert m.simple_composition((0.25, 0.0) for _ in range(4)) == (1.0, 0.0)
+
+
+def test_simple_composition_budget_inverts_simple_composition():
+    # (1, 1e-5) split over 20 mechanisms: (0.05, 5e-7)
+    e, d = m.simple_composition_budget(1.0, 1e-5, 20)
+    assert (e, d) == (pytest.approx(0.05), pytest.approx(5e-7))
+    total = m.simple_composition([(e, d)] * 20)
+    assert total[0] == pytest.approx(1.0, rel=1e-12) and total[1] == pytest.approx(1e-5, rel=1e-12)
+    assert m.simple_composition_budget(0.6, 0.0, 3) == (pytest.approx(0.2), 0.0)
+
+
+def test_advanced_composition_hand_value():
+    # eps0 = 0.1, delta0 = 1e-6, k = 10, delta' = 1e-5:
+    #   sqrt(2 * 10 * log(1e5)) * 0.1 = sqrt(20 * 11.512925) * 0.1 = sqrt(230.258509) * 0.1
+    #                                  = 15.174271 * 0.1 = 1.517427
+    #   k eps0 (e^eps0 - 1) = 10 * 0.1 * 0.105171 = 0.105171          -> eps' = 1.622598
+    #   delta = 10 * 1e-6 + 1e-5 = 2e-5
+    eps, delta = m.advanced_composition(0.1, 1e-6, 10, 1e-5)
+    assert eps == pytest.approx(1.622598, rel=1e-6)
+    assert delta == pytest.approx(2e-5, rel=1e-12)
+
+
+def test_advanced_composition_budget_hand_value():
+    # eps = 1, delta = 1e-5, k = 15: 1 / sqrt(8 * 15 * log(2e5)) = 1 / sqrt(120 * 12.206073)
+    #   = 1 / sqrt(1464.7287) = 1 / 38.271775 = 0.0261288 ; delta / 2k = 1e-5 / 30 = 3.333333e-7
+    e0, d0 = m.advanced_composition_budget(1.0, 1e-5, 15)
+    assert e0 == pytest.approx(0.0261288, rel=1e-5)
+    assert d0 == pytest.approx(3.333333e-7, rel=1e-6)
+
+
+@pytest.mark.parametrize("eps", [0.05, 0.3, 0.7, 0.99])
+@pytest.mark.parametrize("delta", [1e-8, 1e-5, 0.01])
+@pytest.mark.parametrize("k", [1, 2, 7, 15, 100, 10_000])
+def test_advanced_budget_composes_back_within_target(eps, delta, k):
+    # second form -> first form with delta' = delta/2 must give at most (eps, delta)
+    e0, d0 = m.advanced_composition_budget(eps, delta, k)
+    e_tot, d_tot = m.advanced_composition(e0, d0, k, delta / 2.0)
+    assert e_tot <= eps * (1 + 1e-12)
+    assert d_tot == pytest.approx(delta, rel=1e-12)
+
+
+def test_advanced_composition_budget_monotone():
+    # per-mechanism budget shrinks with k and grows with the target epsilon
+    assert m.advanced_composition_budget(1, 1e-5, 10)[0] > m.advanced_composition_budget(1, 1e-5, 100)[0]
+    assert m.advanced_composition_budget(0.5, 1e-5, 10)[0] < m.advanced_composition_budget(0.9, 1e-5, 10)[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Tree method
+# --------------------------------------------------------------------------------------------
+def test_tree_depth_hand_values():
+    # ceil(log2 n + 1): n=1 -> ceil(0+1)=1; n=2 -> 2; n=3 -> ceil(2.585)=3; n=4 -> 3; n=5 -> ceil(3.32)=4
+    # n=8 -> 4; n=7 -> ceil(3.807)=4; n=1e4 -> ceil(13.2877+1)=15; n=2^20 -> 21; n=2^20+1 -> 22
+    expected = {1: 1, 2: 2, 3: 3, 4: 3, 5: 4, 7: 4, 8: 4, 10_000: 15, 2 ** 20: 21, 2 ** 20 + 1: 22}
+    for n, depth in expected.items():
+        assert m.tree_depth(n) == depth, n
+
+
+def test_tree_depth_matches_float_formula():
+    for n in range(1, 5000):
+        assert m.tree_depth(n) == math.ceil(math.log2(n) + 1)
+    assert m.tree_depth(np.int64(10_000)) == 15
+
+
+def test_tree_node_budget_is_advanced_budget_over_depth():
+    # K = 1e4 leaves -> m = 15, per node (1/sqrt(8*15*log(2e5)), 1e-5/30) as computed above
+    assert m.tree_node_budget(1.0, 1e-5, 10_000) == m.advanced_composition_budget(1.0, 1e-5, 15)
+    e0, d0 = m.tree_node_budget(1.0, 1e-5, 10_000)
+    assert e0 == pytest.approx(0.0261288, rel=1e-5) and d0 == pytest.approx(1e-5 / 30)
+
+
+# --------------------------------------------------------------------------------------------
+# Bad inputs
+# --------------------------------------------------------------------------------------------
+BAD_EPS = [0, -1.0, math.nan, math.inf, "1", None, True, 1j]
+
+
+@pytest.mark.parametrize("eps", BAD_EPS)
+def test_bad_epsilon(eps):
+    with pytest.raises(PrivacyParameterError, match="epsilon"):
+        m.gaussian_sigma(1.0, eps, 1e-5)
+    with pytest.raises(PrivacyParameterError, match="epsilon"):
+        m.laplace_scale(1.0, eps)
+    with pytest.raises(PrivacyParameterError, match="epsilon"):
+        m.advanced_composition_budget(eps, 1e-5, 3)
+
+
+@pytest.mark.parametrize("delta", [0, 0.0, 1, 1.5, -1e-9, math.nan, None, "x"])
+def test_bad_delta(delta):
+    with pytest.raises(PrivacyParameterError, match="delta"):
+        m.gaussian_sigma(1.0, 1.0, delta)
+    with pytest.raises(PrivacyParameterError, match="delta"):
+        m.advanced_composition_budget(1.0, delta, 3)
+    with pytest.raises(PrivacyParameterError, match="delta_prime"):
+        m.advanced_composition(0.1, 0.0, 3, delta)
+
+
+@pytest.mark.parametrize("s", [-1.0, math.inf, math.nan, "2"])
+def test_bad_sensitivity(s):
+    with pytest.raises(PrivacyParameterError, match="l2_sensitivity"):
+        m.gaussian_sigma(s, 1.0, 0.1)
+    with pytest.raises(PrivacyParameterError, match="l1_sensitivity"):
+        m.laplace_scale(s, 1.0)
+
+
+@pytest.mark.parametrize("k", [0, -3, 1.5, 2.0, True, "3", None])
+def test_bad_counts(k):
+    with pytest.raises(PrivacyParameterError, match="k"):
+        m.advanced_composition_budget(1.0, 1e-5, k)
+    with pytest.raises(PrivacyParameterError, match="k"):
+        m.advanced_composition(0.1, 1e-6, k, 1e-5)
+    with pytest.raises(PrivacyParameterError, match=r"\bn\b"):
+        m.tree_depth(k)
+    with pytest.raises(PrivacyParameterError, match="n_leaves"):
+        m.tree_node_budget(1.0, 1e-5, k)
+
+
+def test_error_message_names_argument_and_value():
+    with pytest.raises(PrivacyParameterError) as info:
+        m.gaussian_sigma(1.0, -0.5, 1e-5)
+    assert "epsilon" in str(info.value) and "-0.5" in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_bad_composition_budgets():
+    with pytest.raises(PrivacyParameterError, match=r"budgets\[1\]"):
+        m.simple_composition([(0.1, 0.0), (-0.1, 0.0)])
+    with pytest.raises(PrivacyParameterError, match=r"budgets\[0\]"):
+        m.simple_composition([(0.1, 1.5)])
+    with pytest.raises(PrivacyParameterError, match=r"budgets\[0\]"):
+        m.simple_composition([0.1])
+    with pytest.raises(PrivacyParameterError, match="budgets"):
+        m.simple_composition("ab")
+    with pytest.raises(PrivacyParameterError, match="delta0"):
+        m.advanced_composition(0.1, 1.0, 3, 1e-5)
+    with pytest.raises(PrivacyParameterError, match="delta"):
+        m.simple_composition_budget(1.0, 1.0, 3)
