@@ -93,6 +93,7 @@ __all__ = [
     "lsvi_ucb_num_batches_pure",
     "lsvi_ucb_laplace_scales",
     "lsvi_ucb_upsilon_pure",
+    "lsvi_ucb_c_K_pure",
     "lsvi_ucb_C_pure",
     # (e) UCRL-VTR+
     "ucrl_vtr_plus_lambda",
@@ -186,7 +187,8 @@ def laplace_matrix_sum_bound(b: float, n: int, d: int, alpha: float) -> float:
        ``(b/2) chi^2(2m)``. Laurent-Massart (Clm. "bound.gauss.vector") with ``L = log(d/alpha)``
        and a union bound over the ``d`` rows give
        ``||S|| <= (b/2)(2m + 2 sqrt(2m L) + 2L) <= b (2nd + 2 sqrt(n d L) + L)``.
-       This is also ``<= n * laplace_matrix_bound(b, d, alpha)`` (the naive triangle bound).
+       This is ``<= n * laplace_matrix_bound(b, d, alpha)``, hence also below the triangle + union
+       bound ``n * laplace_matrix_bound(b, d, alpha/n)``.
     2. Sub-exponential bound (grows like ``sqrt(n)``, the rate the paper's Rem./App. on pure DP
        assume for LDP). ``Lap(b)`` has MGF ``1/(1 - b^2 t^2)``; for ``|t| <= 1/(2b)``,
        ``-log(1 - x) <= 4x/3`` gives ``log E e^{tX} <= (4/3) b^2 t^2``. For a sum of ``n``,
@@ -212,7 +214,9 @@ def laplace_vector_sum_bound(b: float, n: int, d: int, alpha: float) -> float:
     ``||v||_2 <= sqrt(d) max_j |v_j|`` and each coordinate is bounded, with a union over the ``d``
     coordinates, by the smallest of the valid per-coordinate bounds (each at failure ``alpha/d``):
 
-    * ``n = 1``: exact Laplace tail ``P(|z| > t) = e^{-t/b}``: ``t = b log(d/alpha)`` (the claim);
+    * triangle + union: ``|sum_i z_i| <= n max_i |z_i|`` and the exact Laplace tail
+      ``P(|z| > t) = e^{-t/b}`` over the ``n d`` variables: ``t = n b log(n d/alpha)`` (at ``n = 1``
+      this is the claim's ``b log(d/alpha)``);
     * chi-square: ``|sum_i z_i| <= sum_i |z_i| ~ (b/2) chi^2(2n)``, Laurent-Massart:
       ``t = b (n + sqrt(2 n L) + L)``, ``L = log(d/alpha)``;
     * sub-exponential (see :func:`laplace_matrix_sum_bound`):
@@ -223,12 +227,11 @@ def laplace_vector_sum_bound(b: float, n: int, d: int, alpha: float) -> float:
     d = _check_pos_int(d, "d")
     a = _check_probability(alpha, "alpha")
     L = math.log(d / a)
-    cands = [
+    cands = (
+        n * b * math.log(n * d / a),
         b * (n + math.sqrt(2.0 * n * L) + L),
         _laplace_sum_subexp_tail(b, n, math.log(2.0 * d / a)),
-    ]
-    if n == 1:
-        cands.append(b * L)
+    )
     return math.sqrt(d) * min(cands)
 
 
@@ -686,7 +689,8 @@ def lsvi_ucb_laplace_scales(epsilon: float, H: int, B: int, d: int) -> Tuple[flo
 
     The tree makes ``sigma_Lambda`` scale with ``B0 ~ log B`` rather than the paper's ``B``; the
     ``d`` and ``sqrt(d)`` factors come from L1 (not L2) sensitivities, absent from the paper's
-    orders.
+    orders. Because ``sigma_Lambda`` is smaller than the paper's, ``c_K`` is taken from
+    :func:`lsvi_ucb_c_K_pure`.
     """
     eps = _check_epsilon(epsilon)
     H = _check_pos_int(H, "H")
@@ -713,6 +717,25 @@ def lsvi_ucb_upsilon_pure(sigma_lambda: float, B0: int, d: int, K: int, H: int,
     H = _check_pos_int(H, "H")
     pp = _check_probability(p, "p")
     return B0 * laplace_matrix_bound(sigma_lambda, d, pp / (6.0 * K * H))
+
+
+def lsvi_ucb_c_K_pure(Upsilon: float, C: float, lam: float, d: int, H: int) -> float:
+    """Pure-JDP regularizer (derived): ``c_K = max(d Upsilon, C/H - lam)``.
+
+    App. D's regret proof needs only ``c_K >= d Upsilon`` (Lem. "Adapted from Lem.4.4") and,
+    in Lem. "Lem.B.4", ``C / (lam + c_K) <= H`` (third term of the condition on ``beta``). For the
+    Gaussian closed forms the latter follows from ``sigma_u / sigma_Lambda <= H / sqrt(B0)``, so
+    ``c_K = d Upsilon`` suffices (:func:`lsvi_ucb_c_K`). With the Laplace scales of
+    :func:`lsvi_ucb_laplace_scales` (tree: ``sigma_Lambda ~ B0``, not ``~ B``) the ratio
+    ``C / (lam + d Upsilon)`` grows like ``(H+1) B / B0^2`` and can exceed ``H`` (e.g. the
+    non-batched ``B = K`` with small ``d``), so ``c_K`` is raised to keep ``C <= H (lam + c_K)``;
+    otherwise it equals the paper's ``d Upsilon``."""
+    ups = _check_nonneg_real(Upsilon, "Upsilon")
+    c = _check_nonneg_real(C, "C")
+    lam = _check_nonneg_real(lam, "lam")
+    d = _check_pos_int(d, "d")
+    H = _check_pos_int(H, "H")
+    return max(d * ups, c / H - lam)
 
 
 def lsvi_ucb_C_pure(sigma_u: float, d: int, K: int, H: int, p: float) -> float:
@@ -1081,7 +1104,7 @@ def calibrate_lsvi_ucb(kind: str, epsilon: Optional[float], delta: Optional[floa
     Keys: ``kind, pure, noise, epsilon, delta, p, H, K, d, batches, lam (= d), B, B0,
     batch_length (ceil(K/B)), alpha (p/6KH), sigma_Lambda, sigma_u (noise scales: Gaussian std,
     or Laplace b when pure; None non-private), Upsilon, c_K, C, shift (the multiple of I added to
-    Lambda~: c_K + Upsilon), U_K, chi, log_chi, beta, sym_divisor (2: Alg. 2 uses
+    Lambda~: c_K + Upsilon; c_K = d Upsilon, pure: lsvi_ucb_c_K_pure), U_K, chi, log_chi, beta, sym_divisor (2: Alg. 2 uses
     Z = (Z' + Z'^T)/2; None non-private), in_theorem_regime``.
     """
     kind = _check_kind(kind, ("none", "jdp"))
@@ -1109,7 +1132,7 @@ def calibrate_lsvi_ucb(kind: str, epsilon: Optional[float], delta: Optional[floa
         C = lsvi_ucb_C_pure(su, d, K, H, pp)
         noise, sym = "laplace", 2.0
     if kind != "none":
-        cK = lsvi_ucb_c_K(ups, d)
+        cK = lsvi_ucb_c_K_pure(ups, C, lam, d, H) if pure else lsvi_ucb_c_K(ups, d)
     U_K = lsvi_ucb_U_K(lam, cK, C, H, K, d)
     log_chi = lsvi_ucb_log_chi(U_K, H, K, d, pp)
     return {
