@@ -45,6 +45,14 @@ pub fn check_len(what: &str, got: usize, want: usize) -> CoreResult<()> {
 
 /// Fail with `NonFinite` if any value is NaN or infinite.
 pub fn check_finite(what: &str, xs: &[f64]) -> CoreResult<()> {
+    // Branch-free scan (vectorizes): a value is non-finite iff its exponent bits are all 1.
+    const EXP: u64 = 0x7ff0_0000_0000_0000;
+    let any_bad = xs
+        .chunks(64)
+        .any(|c| c.iter().fold(false, |acc, x| acc | (x.to_bits() & EXP == EXP)));
+    if !any_bad {
+        return Ok(());
+    }
     if let Some(i) = xs.iter().position(|x| !x.is_finite()) {
         return Err(CoreError::NonFinite(format!(
             "{what}: non-finite value {} at flat index {i}",

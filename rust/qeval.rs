@@ -4,7 +4,6 @@
 //! in one call, then per state (rows grouped by the number of actions) the max and a
 //! greedy action, ties broken uniformly at random from a seed or by lowest index.
 
-use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -32,8 +31,6 @@ pub struct OptimisticQ<'a> {
     pub upper: f64,
 }
 
-const BLOCK: usize = 256;
-
 impl<'a> OptimisticQ<'a> {
     pub fn validate(&self) -> CoreResult<()> {
         if self.d == 0 {
@@ -59,6 +56,10 @@ impl<'a> OptimisticQ<'a> {
     }
 
     /// `out[i] = clip(offset[i] + phi_i . w + beta ||phi_i||_{inv})`, `phi` row-major (n, d).
+    ///
+    /// The quadratic form uses the symmetric upper triangle (d(d+1)/2 multiply-adds per
+    /// row) and is clamped at 0 before the square root, so an indefinite `inv` cannot
+    /// produce NaN. Rows are processed 32 at a time in SIMD lanes (AVX2+FMA when present).
     pub fn evaluate(&self, phi: &[f64], offset: Option<&[f64]>, out: &mut [f64]) -> CoreResult<()> {
         self.validate()?;
         let d = self.d;
@@ -75,33 +76,93 @@ impl<'a> OptimisticQ<'a> {
             check_len("reward offset", r.len(), n)?;
             check_finite("reward offset", r)?;
         }
-        let inv = DMatrix::from_column_slice(d, d, self.inv);
-        let mut y = vec![0.0; d * BLOCK];
-        let mut start = 0;
-        while start < n {
-            let nb = BLOCK.min(n - start);
-            let block = &phi[start * d..(start + nb) * d];
-            // A C-contiguous (nb, d) block is a column-major d x nb matrix: Phi^T, no copy.
-            let phit = DMatrixView::from_slice(block, d, nb);
-            let mut yv = DMatrixViewMut::from_slice(&mut y[..d * nb], d, nb);
-            // Y = Lambda^{-1} Phi^T (inv symmetric), one gemm per block.
-            yv.gemm(1.0, &inv, &phit, 0.0);
-            for j in 0..nb {
-                let p = &block[j * d..(j + 1) * d];
-                let yj = &y[j * d..(j + 1) * d];
-                let mut lin = 0.0;
-                let mut quad = 0.0;
-                for k in 0..d {
-                    lin += p[k] * self.w[k];
-                    quad += p[k] * yj[k];
-                }
-                let r = offset.map_or(0.0, |o| o[start + j]);
-                let q = r + lin + self.beta * quad.max(0.0).sqrt();
-                out[start + j] = q.min(self.upper).max(self.lower);
+        // Doubled upper triangle of the symmetrized inverse: phi^T M phi =
+        // sum_i phi_i (M_ii phi_i + sum_{j>i} 2 M_ij phi_j), d(d+1)/2 multiply-adds per row.
+        let mut upper = Vec::with_capacity(d * (d + 1) / 2);
+        for i in 0..d {
+            for j in i..d {
+                let m = 0.5 * (self.inv[i * d + j] + self.inv[j * d + i]);
+                upper.push(if i == j { m } else { 2.0 * m });
             }
-            start += nb;
         }
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+                // SAFETY: only taken when the CPU reports AVX2 and FMA.
+                unsafe { eval_fma(self, &upper, phi, offset, out) };
+                return Ok(());
+            }
+        }
+        eval_impl::<false>(self, &upper, phi, offset, out);
         Ok(())
+    }
+}
+
+/// Rows handled per SIMD sweep: 32 lanes = 8 independent AVX2 accumulators, enough to
+/// hide the FMA latency.
+const CHUNK: usize = 32;
+
+#[inline(always)]
+fn madd<const FMA: bool>(a: f64, b: f64, c: f64) -> f64 {
+    if FMA {
+        a.mul_add(b, c)
+    } else {
+        a * b + c
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn eval_fma(q: &OptimisticQ<'_>, upper: &[f64], phi: &[f64], offset: Option<&[f64]>, out: &mut [f64]) {
+    eval_impl::<true>(q, upper, phi, offset, out)
+}
+
+/// The rows of a chunk are transposed into `pt[j][lane]` so that every multiply-add runs
+/// across 32 rows at once: no horizontal reductions, no dependency chain longer than d.
+#[inline(always)]
+fn eval_impl<const FMA: bool>(q: &OptimisticQ<'_>, upper: &[f64], phi: &[f64], offset: Option<&[f64]>, out: &mut [f64]) {
+    let d = q.d;
+    let n = phi.len() / d;
+    let mut pt = vec![[0.0f64; CHUNK]; d];
+    let mut start = 0;
+    while start < n {
+        let m = CHUNK.min(n - start);
+        for (lane, p) in phi[start * d..(start + m) * d].chunks_exact(d).enumerate() {
+            for (j, &v) in p.iter().enumerate() {
+                pt[j][lane] = v;
+            }
+        }
+        if m < CHUNK {
+            for row in pt.iter_mut() {
+                row[m..].iter_mut().for_each(|v| *v = 0.0);
+            }
+        }
+        let mut lin = [0.0f64; CHUNK];
+        let mut quad = [0.0f64; CHUNK];
+        let mut k = 0;
+        for i in 0..d {
+            let wi = q.w[i];
+            let pi = &pt[i];
+            let mut acc = [0.0f64; CHUNK];
+            for j in i..d {
+                let mij = upper[k];
+                k += 1;
+                let pj = &pt[j];
+                for l in 0..CHUNK {
+                    acc[l] = madd::<FMA>(mij, pj[l], acc[l]);
+                }
+            }
+            for l in 0..CHUNK {
+                quad[l] = madd::<FMA>(pi[l], acc[l], quad[l]);
+                lin[l] = madd::<FMA>(wi, pi[l], lin[l]);
+            }
+        }
+        for l in 0..m {
+            let base = offset.map_or(0.0, |o| o[start + l]);
+            let v = base + lin[l] + q.beta * quad[l].max(0.0).sqrt();
+            out[start + l] = v.min(q.upper).max(q.lower);
+        }
+        start += m;
     }
 }
 
@@ -193,6 +254,15 @@ mod tests {
             let want = (r[i] + lin + 0.7 * quad.sqrt()).min(10.0);
             assert!((out[i] - want).abs() < 1e-14);
         }
+    }
+
+    #[test]
+    fn indefinite_inverse_uses_full_form_clamped() {
+        let inv = [1.0, 0.0, 0.0, -4.0];
+        let q = OptimisticQ { d: 2, w: &[0.0, 0.0], inv: &inv, beta: 1.0, lower: f64::NEG_INFINITY, upper: f64::INFINITY };
+        let mut out = [0.0; 2];
+        q.evaluate(&[2.0, 0.0, 0.0, 1.0], None, &mut out).unwrap();
+        assert_eq!(out, [2.0, 0.0]);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! prefix per level: O(log T) vectors, never O(T).
 
 use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha20Rng;
+use rand_chacha::ChaCha12Rng;
 use rand_distr::{Distribution, StandardNormal};
 
 use crate::errors::{check_finite, check_len, CoreError, CoreResult};
@@ -144,7 +144,7 @@ pub struct TreeAggregator {
     noise: NodeNoise,
     capacity: u64,
     t: u64,
-    rng: ChaCha20Rng,
+    rng: ChaCha12Rng,
     exact_sum: Vec<f64>,
     /// Level of each live node, bottom (largest, oldest) first; strictly decreasing.
     levels: Vec<u32>,
@@ -188,7 +188,7 @@ impl TreeAggregator {
             noise,
             capacity,
             t: 0,
-            rng: ChaCha20Rng::from_seed(seed),
+            rng: ChaCha12Rng::from_seed(seed),
             exact_sum: vec![0.0; n],
             levels: Vec::with_capacity(65),
             prefix: Vec::with_capacity(65),

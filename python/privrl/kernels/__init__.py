@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from privrl import _core
-from privrl.exceptions import CapacityError, PrivacyParameterError, ShapeError
+from privrl.exceptions import PrivacyParameterError, ShapeError
 from privrl.kernels._validate import as_f64, seed_bytes, tie_seed
 
 __all__ = [
@@ -83,10 +83,10 @@ class TreeAggregator:
 
     def push(self, leaf: Any) -> None:
         """Add one leaf (the statistic of one episode or one batch)."""
-        if self._tree.steps >= self._tree.capacity:
-            raise CapacityError(f"tree built for T = {self._tree.capacity} leaves is full")
-        a = as_f64(leaf, "leaf", len(self.shape), self.shape)
-        self._tree.push(a.reshape(-1))
+        a = np.ascontiguousarray(leaf, dtype=np.float64)
+        if a.shape != self.shape:
+            raise ShapeError(f"leaf must have shape {self.shape}, got {a.shape}")
+        self._tree.push(a.reshape(-1))  # Rust checks finiteness and capacity
 
     def push_zero(self) -> None:
         """Add an all-zero leaf (a step without data)."""
@@ -221,7 +221,7 @@ def optimistic_q(phi: Any, w: Any, inv: Any, beta: float, upper: float = math.in
 def greedy(q: Any, ties: str = "random", rng: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """Row-wise (max, argmax) of q (n_states, n_actions); ties uniformly at random from rng
     (a Generator or an int seed) or by lowest index (ties="lowest")."""
-    q = as_f64(q, "q", 2, finite=False)
+    q = as_f64(q, "q", 2)
     return _core.group_max(q, tie_seed(ties, rng))
 
 

@@ -79,7 +79,7 @@ class ShermanMorrisonRef:
 
 
 def optimistic_q_ref(phi, w, inv, beta, upper=math.inf, lower=-math.inf, offset=None):
-    quad = np.einsum("ij,jk,ik->i", phi, inv, phi)
+    quad = ((phi @ inv) * phi).sum(axis=1)  # BLAS matmul, then row-wise dot
     q = phi @ w + beta * np.sqrt(np.maximum(quad, 0.0))
     if offset is not None:
         q = q + offset
