@@ -180,14 +180,14 @@ def test_ucrl_vtr_sigma_monotone():
 
 def test_ucrl_vtr_upsilon_and_C_hand_values():
     # sigma = 1: Upsilon^J = sqrt(15)(4 sqrt 10 + 2 log(1.2e7)) = 175.252284 (see above)
-    assert c.ucrl_vtr_upsilon_jdp(1.0, K, H, D, P) == pytest.approx(175.252284, rel=1e-6)
+    assert c.ucrl_vtr_upsilon_jdp(1.0, D, K, H, P) == pytest.approx(175.252284, rel=1e-6)
     # Upsilon^L = sqrt(1e4) * 45.249945 = 4524.9945
-    assert c.ucrl_vtr_upsilon_ldp(1.0, K, H, D, P) == pytest.approx(4524.9945, rel=1e-6)
+    assert c.ucrl_vtr_upsilon_ldp(1.0, D, K, H, P) == pytest.approx(4524.9945, rel=1e-6)
     # C^J = sqrt(15) * 11.237033 = 43.520840 ; C^L = 100 * 11.237033 = 1123.7033
-    assert c.ucrl_vtr_C_jdp(1.0, K, H, D, P) == pytest.approx(43.520840, rel=1e-6)
-    assert c.ucrl_vtr_C_ldp(1.0, K, H, D, P) == pytest.approx(1123.7033, rel=1e-6)
+    assert c.ucrl_vtr_C_jdp(1.0, D, K, H, P) == pytest.approx(43.520840, rel=1e-6)
+    assert c.ucrl_vtr_C_ldp(1.0, D, K, H, P) == pytest.approx(1123.7033, rel=1e-6)
     # linear in sigma
-    assert c.ucrl_vtr_upsilon_jdp(7.0, K, H, D, P) == pytest.approx(7 * 175.252284, rel=1e-6)
+    assert c.ucrl_vtr_upsilon_jdp(7.0, D, K, H, P) == pytest.approx(7 * 175.252284, rel=1e-6)
     # shift = 2 Upsilon
     assert c.ucrl_vtr_shift(175.25) == 350.5
 
@@ -715,3 +715,72 @@ def test_helper_bad_inputs():
         c.lsvi_ucb_sigma_u(0.5, 0.0, H, 7)
     with pytest.raises(PrivacyParameterError, match=r"\bk\b"):
         c.ucrl_vtr_plus_betas(1.0, 1.0, 1.0, 1.0, H, K, D, P, k=0)
+
+
+# ------------------------------------------------------------------ distinct H, K, d (no aliasing)
+def test_upsilon_argument_order_with_distinct_values():
+    # d = 4, K = 100, H = 3, p = 0.05: K0 = ceil(log2 100 + 1) = ceil(7.644) = 8 ;
+    #   log(6 * 100 * 3 / 0.05) = log(36000) = 10.491274 ; sqrt(8) (4*2 + 2*10.491274) = 2.828427 * 28.982548
+    #   = 81.975026
+    assert c.ucrl_vtr_upsilon_jdp(1.0, 4, 100, 3, 0.05) == pytest.approx(81.975026, rel=1e-7)
+
+
+def test_entry_points_against_inline_formulas_distinct_values():
+    h, k, d, eps, dl, cw, p = 4, 300, 7, 0.3, 1e-4, 2.0, 0.1
+    lg, sq = math.log, math.sqrt
+    k0 = math.ceil(math.log2(k) + 1)  # ceil(8.2288 + 1) = 10
+    assert k0 == 10
+    width = sq(2 * h ** 2 * lg(3 * h * (1 + k * h) ** (d / 2) / p))
+    # Cor. 1
+    s = 32 * h ** 2 / eps * sq(2 * h * k0 * lg(8 * h / dl) * lg(4 / dl) * lg(16 * h * k0 / dl))
+    ups = s * sq(k0) * (4 * sq(d) + 2 * lg(6 * k * h / p))
+    C = s * sq(k0) * (sq(d) + 2 * sq(lg(6 * k * h / p)))
+    out = c.calibrate_ucrl_vtr("jdp", eps, dl, h, k, d, cw, p)
+    assert out["sigma_B"] == pytest.approx(s, rel=1e-12)
+    assert out["Upsilon"] == pytest.approx(ups, rel=1e-12) and out["C"] == pytest.approx(C, rel=1e-12)
+    assert out["beta"] == pytest.approx(3 * (cw + 1) * sq(h ** 2 + ups) + width, rel=1e-12)
+    # Cor. 2
+    s = 4 * h ** 3 / eps * sq(2 * lg(4 * h / dl))
+    ups = s * sq(k) * (4 * sq(d) + 2 * lg(6 * k * h / p))
+    out = c.calibrate_ucrl_vtr("ldp", eps, dl, h, k, d, cw, p)
+    assert out["sigma_B"] == pytest.approx(s, rel=1e-12) and out["Upsilon"] == pytest.approx(ups, rel=1e-12)
+    assert out["C"] == pytest.approx(s * sq(k) * (sq(d) + 2 * sq(lg(6 * k * h / p))), rel=1e-12)
+    # App. D (batches given explicitly: B = 5, B0 = ceil(log2 5 + 1) = 4)
+    B, B0 = 5, 4
+    sl = 128 / eps * sq(B * h * B0) * lg(32 * h * B0 * B / dl) ** 2
+    su = 128 / eps * h * sq(h * B) * lg(32 * h * B0 * B / dl) ** 2
+    ups = sl * B0 * (4 * sq(d) + 2 * lg(6 * k * h / p))
+    cK = d * ups
+    C = su * (sq(d) + 2 * sq(lg(6 * k * h * d / p)))
+    UK = max(1.0, 2 * h * sq(d * k / (d + cK)) + C / (d + cK))
+    chi = 24 ** 2 * 18 * k ** 2 * d * UK * h / p
+    out = c.calibrate_lsvi_ucb("jdp", eps, dl, h, k, d, p, batches=B)
+    assert (out["B"], out["B0"]) == (B, B0)
+    for key, val in [("sigma_Lambda", sl), ("sigma_u", su), ("Upsilon", ups), ("c_K", cK), ("C", C),
+                     ("U_K", UK), ("chi", chi), ("beta", 24 * h * sq(d * (d + cK)) * lg(chi))]:
+        assert out[key] == pytest.approx(val, rel=1e-12), key
+    # static B: ceil((300 * 0.3)^{0.4} / (7^{0.6} 4^{0.2})) = ceil(6.0492 / (3.2141 * 1.3195)) = ceil(1.4264) = 2
+    assert c.calibrate_lsvi_ucb("jdp", eps, dl, h, k, d, p)["B"] == 2
+    # Cor. JDP-UCRL-VTR+
+    S = sq(2 * h * k0 * lg(16 * h / dl) * lg(8 / dl) * lg(32 * h * k0 / dl))
+    s1, s2 = 64 * d * S / eps, 64 * h ** 4 * S / eps
+    u1 = s1 * sq(k0) * (4 * sq(d) + 2 * lg(24 * k * h / p))
+    u2 = s2 * sq(k0) * (4 * sq(d) + 2 * lg(24 * k * h / p))
+    ell = lg(24 * k ** 2 * h / p)
+    out = c.calibrate_ucrl_vtr_plus("jdp", eps, dl, h, k, d, cw, p)
+    assert out["sigma_B1"] == pytest.approx(s1, rel=1e-12) and out["sigma_B2"] == pytest.approx(s2, rel=1e-12)
+    assert out["Upsilon1"] == pytest.approx(u1, rel=1e-12) and out["Upsilon2"] == pytest.approx(u2, rel=1e-12)
+    assert out["C2"] == pytest.approx(s2 * sq(k0) * (sq(d) + 2 * sq(lg(24 * k * h / p))), rel=1e-12)
+    assert out["beta_check"] == pytest.approx(
+        3 * (cw + 1) * sq(1 + u1) + 8 * d * sq(lg(1 + k) * ell) + 4 * sq(d) * ell, rel=1e-12)
+    assert out["beta_tilde"] == pytest.approx(
+        3 * (cw + 1) * sq(1 + u2) + 8 * sq(d * h ** 4 * lg(1 + k * h ** 4 / d) * ell) + 4 * h ** 2 * ell, rel=1e-12)
+    # Cor. LDP-UCRL-VTR+
+    out = c.calibrate_ucrl_vtr_plus("ldp", eps, dl, h, k, d, cw, p)
+    assert out["sigma_B1"] == pytest.approx(8 * d * h / eps * sq(2 * lg(8 * h / dl)), rel=1e-12)
+    assert out["sigma_B2"] == pytest.approx(8 * h ** 5 / eps * sq(2 * lg(8 * h / dl)), rel=1e-12)
+    assert out["Upsilon1"] == pytest.approx(out["sigma_B1"] * sq(k) * (4 * sq(d) + 2 * lg(24 * k * h / p)), rel=1e-12)
+    # pure: Laplace scales with distinct values, JDP UCRL-VTR: 4 d H^3 K0 / eps
+    out = c.calibrate_ucrl_vtr("jdp", eps, 0.0, h, k, d, cw, p)
+    assert out["laplace_b"] == pytest.approx(4 * d * h ** 3 * k0 / eps, rel=1e-12)
+    assert out["laplace_b_vector"] == pytest.approx(4 * sq(d) * h ** 3 * k0 / eps, rel=1e-12)

@@ -1,22 +1,19 @@
 """Every formula that sets privacy noise or a confidence width, one small public function each.
 
-Paper: Luyo et al., Cor. 1-2 and Thm. 1 (UCRL-VTR, Alg. 1), App. C (UCRL-VTR+, Alg. 3), App. D
-(batched JDP LSVI-UCB, Alg. 2), App. "Pure DP ..." and App. "Auxiliary Results" (concentration claims).
-
-Conventions
------------
-* Natural logarithms everywhere.
-* Where the paper derives a noise scale by composing the tools of App. "Differential Privacy Tools",
-  the function is built from :mod:`privrl.privacy.mechanisms`; when the paper prints a closed form,
-  a ``*_composed`` twin rebuilds it from the tools so that tests can compare the two (they are equal
-  for UCRL-VTR and UCRL-VTR+; for LSVI-UCB the printed closed form is a looser upper bound, see
-  :func:`lsvi_ucb_sigma_lambda`).
-* "Scale" of a noise means its standard deviation for Gaussian noise and its Laplace parameter ``b``
-  (density ``exp(-|x|/b) / 2b``) for Laplace noise. The paper reuses the letter sigma for both.
-* ``alpha`` is a per-event failure probability of a concentration claim; the corollaries take
-  ``alpha = p / (6KH)`` (UCRL-VTR, LSVI-UCB) or ``p / (24KH)`` (UCRL-VTR+) and union-bound over
-  all ``(k, h)``.
+Paper: Luyo et al., Cor. 1-2 / Thm. 1 (UCRL-VTR), App. B-D (UCRL-VTR+, LSVI-UCB, pure DP), App. "Auxiliary Results".
 """
+# Conventions
+# -----------
+# * Natural logarithms everywhere.
+# * Where the paper derives a noise scale by composing the tools of App. "Differential Privacy
+#   Tools", the function is built from privrl.privacy.mechanisms; when the paper prints a closed
+#   form, a ``*_composed`` twin rebuilds it from the tools so that tests can compare the two (equal
+#   for UCRL-VTR and UCRL-VTR+; for LSVI-UCB the printed closed form is a looser upper bound, see
+#   lsvi_ucb_sigma_lambda).
+# * "Scale" of a noise means its standard deviation for Gaussian noise and its Laplace parameter b
+#   (density exp(-|x|/b) / 2b) for Laplace noise. The paper reuses the letter sigma for both.
+# * alpha is a per-event failure probability of a concentration claim; the corollaries take
+#   alpha = p/(6KH) (UCRL-VTR, LSVI-UCB) or p/(24KH) (UCRL-VTR+) and union-bound over all (k, h).
 from __future__ import annotations
 
 import math
@@ -318,12 +315,12 @@ def ucrl_vtr_upsilon(sigma_B: float, n_terms: int, d: int, K: int, H: int, p: fl
     return gaussian_matrix_bound(sigma_B, n_terms, d, pp / (6.0 * K * H))
 
 
-def ucrl_vtr_upsilon_jdp(sigma_B: float, K: int, H: int, d: int, p: float) -> float:
+def ucrl_vtr_upsilon_jdp(sigma_B: float, d: int, K: int, H: int, p: float) -> float:
     """Cor. 1: ``Upsilon^J_{p/6KH} = sigma_B sqrt(K0) (4 sqrt(d) + 2 log(6KH/p))``."""
     return ucrl_vtr_upsilon(sigma_B, ucrl_vtr_K0(K), d, K, H, p)
 
 
-def ucrl_vtr_upsilon_ldp(sigma_B: float, K: int, H: int, d: int, p: float) -> float:
+def ucrl_vtr_upsilon_ldp(sigma_B: float, d: int, K: int, H: int, p: float) -> float:
     """Cor. 2: ``Upsilon^L_{p/6KH} = sigma_B sqrt(K) (4 sqrt(d) + 2 log(6KH/p))``."""
     return ucrl_vtr_upsilon(sigma_B, _check_pos_int(K, "K"), d, K, H, p)
 
@@ -337,12 +334,12 @@ def ucrl_vtr_C(sigma_B: float, n_terms: int, d: int, K: int, H: int, p: float) -
     return gaussian_vector_bound(sigma_B, n_terms, d, pp / (6.0 * K * H))
 
 
-def ucrl_vtr_C_jdp(sigma_B: float, K: int, H: int, d: int, p: float) -> float:
+def ucrl_vtr_C_jdp(sigma_B: float, d: int, K: int, H: int, p: float) -> float:
     """App. B, proof of Cor. 1: ``C^J_{p/6KH} = sigma_B sqrt(K0) (sqrt(d) + 2 sqrt(log(6KH/p)))``."""
     return ucrl_vtr_C(sigma_B, ucrl_vtr_K0(K), d, K, H, p)
 
 
-def ucrl_vtr_C_ldp(sigma_B: float, K: int, H: int, d: int, p: float) -> float:
+def ucrl_vtr_C_ldp(sigma_B: float, d: int, K: int, H: int, p: float) -> float:
     """App. B, proof of Cor. 2: ``C^L_{p/6KH} = sigma_B sqrt(K) (sqrt(d) + 2 sqrt(log(6KH/p)))``."""
     return ucrl_vtr_C(sigma_B, _check_pos_int(K, "K"), d, K, H, p)
 

@@ -1,7 +1,6 @@
-"""The differential-privacy tools (noise scales, mechanisms, composition rules, tree method).
+"""The differential-privacy tools: noise scales, Gaussian/Laplace mechanisms, composition, tree method.
 
-Paper: Luyo et al., App. "Differential Privacy Tools" (Laplace / Gaussian mechanism, tree-based
-method, simple and advanced composition).
+Paper: Luyo et al., App. "Differential Privacy Tools" (post-processing, Laplace, Gaussian, tree, composition).
 """
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Privacy-model plug-ins (non-private, joint DP, local DP) as small validated value objects.
+"""Privacy-model plug-ins (NonPrivate, JointDP, LocalDP) as small validated frozen dataclasses.
 
-Paper: Luyo et al., Sec. 2.1 "Privacy-Preserving Exploration" (Def. Joint DP, Def. Local DP); delta = 0
-selects the pure-DP (Laplace) variants of Rem. "Pure DP" / App. "Pure DP in the UCRL-VTR Framework".
+Paper: Luyo et al., Sec. 2.1 (Def. Joint DP, Def. Local DP); delta = 0 selects pure DP (Rem. "Pure DP").
 """
 from __future__ import annotations
 
