@@ -10,7 +10,7 @@ use crate::errors::CoreError;
 use crate::mixture::MixtureFeatures as CoreMixture;
 use crate::qeval::{group_max as core_group_max, OptimisticQ, TieBreak};
 use crate::rank_one::{self, ShermanMorrison as CoreSM};
-use crate::tree::{NodeNoise, NodeShape, TreeAggregator as CoreTree};
+use crate::tree::{NodeNoise, NodeShape, NoiseStream as CoreStream, TreeAggregator as CoreTree};
 
 /// Work (in multiply-adds) above which a kernel releases the GIL.
 const DETACH_WORK: usize = 50_000;
@@ -77,16 +77,7 @@ impl PyTree {
         divisor: f64,
         keep_last_node: bool,
     ) -> PyResult<Self> {
-        let noise = match noise {
-            "gaussian" => NodeNoise::Gaussian { sigma: scale },
-            "laplace" => NodeNoise::Laplace { scale },
-            "none" => NodeNoise::Zero,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "noise must be 'gaussian', 'laplace' or 'none', got {other:?}"
-                )))
-            }
-        };
+        let noise = parse_noise(noise, scale)?;
         let shape = if symmetric {
             NodeShape::SymMatrix { d: size, divisor }
         } else {
@@ -160,6 +151,58 @@ impl PyTree {
     #[getter]
     fn matrix_dim(&self) -> Option<usize> {
         self.d_matrix
+    }
+}
+
+fn parse_noise(noise: &str, scale: f64) -> PyResult<NodeNoise> {
+    match noise {
+        "gaussian" => Ok(NodeNoise::Gaussian { sigma: scale }),
+        "laplace" => Ok(NodeNoise::Laplace { scale }),
+        "none" => Ok(NodeNoise::Zero),
+        other => Err(PyValueError::new_err(format!(
+            "noise must be 'gaussian', 'laplace' or 'none', got {other:?}"
+        ))),
+    }
+}
+
+/// A ChaCha12 privacy-noise stream of Gaussian / Laplace vectors and symmetric matrices.
+#[pyclass(module = "privrl._core", name = "NoiseStream")]
+pub struct PyNoiseStream {
+    inner: CoreStream,
+}
+
+#[pymethods]
+impl PyNoiseStream {
+    #[new]
+    fn new(py: Python<'_>, noise: &str, scale: f64, seed: Vec<u8>) -> PyResult<Self> {
+        let n = parse_noise(noise, scale)?;
+        Ok(PyNoiseStream { inner: CoreStream::new(n, seed32(seed)?).py_ok(py)? })
+    }
+
+    /// `count` independent noise vectors of length n, as a (count, n) array.
+    fn vectors<'py>(&mut self, py: Python<'py>, count: usize, n: usize) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let mut out = vec![0.0; count * n];
+        for c in out.chunks_exact_mut(n.max(1)).take(count) {
+            self.inner.fill(NodeShape::Vector(n), c).py_ok(py)?;
+        }
+        out.into_pyarray(py).reshape([count, n])
+    }
+
+    /// `count` independent symmetric (Z' + Z'^T)/divisor matrices, as a (count, d*d) array.
+    fn symmetric<'py>(&mut self, py: Python<'py>, count: usize, d: usize, divisor: f64) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        if !(divisor.is_finite() && divisor > 0.0) {
+            return Err(PyValueError::new_err(format!("divisor must be finite and > 0, got {divisor}")));
+        }
+        let mut out = vec![0.0; count * d * d];
+        for c in out.chunks_exact_mut((d * d).max(1)).take(count) {
+            self.inner.fill(NodeShape::SymMatrix { d, divisor }, c).py_ok(py)?;
+        }
+        out.into_pyarray(py).reshape([count, d * d])
+    }
+
+    #[getter]
+    fn draws(&self) -> u64 {
+        self.inner.draws()
     }
 }
 
@@ -440,6 +483,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTree>()?;
     m.add_class::<PySM>()?;
     m.add_class::<PyMixture>()?;
+    m.add_class::<PyNoiseStream>()?;
     m.add_function(wrap_pyfunction!(spd_inverse, m)?)?;
     m.add_function(wrap_pyfunction!(spd_solve, m)?)?;
     m.add_function(wrap_pyfunction!(min_eigenvalue, m)?)?;

@@ -512,3 +512,35 @@ mod tests {
         assert!((var / want - 1.0).abs() < 0.08, "var {var} want {want}");
     }
 }
+
+/// A stand-alone privacy-noise stream (ChaCha12): the user-side randomizer of LDP and the
+/// per-release Gaussian vectors of Alg. 2 draw from it.
+pub struct NoiseStream {
+    noise: NodeNoise,
+    rng: ChaCha12Rng,
+    draws: u64,
+}
+
+impl NoiseStream {
+    pub fn new(noise: NodeNoise, seed: [u8; 32]) -> CoreResult<Self> {
+        noise.validate()?;
+        Ok(NoiseStream { noise, rng: ChaCha12Rng::from_seed(seed), draws: 0 })
+    }
+
+    pub fn noise(&self) -> NodeNoise {
+        self.noise
+    }
+
+    /// Number of vectors / matrices drawn so far.
+    pub fn draws(&self) -> u64 {
+        self.draws
+    }
+
+    /// Fill `out` with a noise vector, or a symmetric `d x d` noise matrix when `shape` says so.
+    pub fn fill(&mut self, shape: NodeShape, out: &mut [f64]) -> CoreResult<()> {
+        check_len("noise buffer", out.len(), shape.len())?;
+        draw_node_noise(&mut self.rng, self.noise, shape, out);
+        self.draws += 1;
+        Ok(())
+    }
+}

@@ -17,6 +17,7 @@ from privrl.kernels._validate import as_f64, seed_bytes, tie_seed
 
 __all__ = [
     "TreeAggregator",
+    "NoiseStream",
     "RankOneInverse",
     "MixtureFeatures",
     "optimistic_q",
@@ -139,6 +140,30 @@ class TreeAggregator:
     @property
     def nodes_drawn(self) -> int:
         return self._tree.nodes_drawn
+
+
+class NoiseStream:
+    """A privacy-noise stream (ChaCha12) of i.i.d. Gaussian N(0, scale^2) or Laplace(scale)
+    vectors and symmetric (Z' + Z'^T)/divisor matrices. seed=None keys it from OS entropy."""
+
+    def __init__(self, noise: str = "gaussian", scale: float = 1.0, seed: Any = None):
+        scale = float(scale)
+        if noise != "none" and not (math.isfinite(scale) and scale > 0):
+            raise PrivacyParameterError(f"noise scale must be finite and > 0, got {scale}")
+        self.noise_kind, self.scale = noise, scale
+        self._s = _core.NoiseStream(noise, scale if noise != "none" else 0.0, seed_bytes(seed))
+
+    def vectors(self, count: int, n: int) -> np.ndarray:
+        """(count, n) i.i.d. entries."""
+        return self._s.vectors(int(count), int(n))
+
+    def symmetric(self, count: int, d: int, divisor: float = SQRT2) -> np.ndarray:
+        """(count, d, d) symmetric noise matrices."""
+        return self._s.symmetric(int(count), int(d), float(divisor)).reshape(int(count), int(d), int(d))
+
+    @property
+    def draws(self) -> int:
+        return self._s.draws
 
 
 class RankOneInverse:
