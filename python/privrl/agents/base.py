@@ -1,0 +1,161 @@
+"""The agent protocol shared by every algorithm, its seeded random streams, and the
+enforcement of the sensitivity bounds the privacy proofs assume (Sec. 2.1, App. B, App. D).
+
+An agent plays the paper's two roles. The *server* keeps the statistics and publishes a
+release (the billboard: the only thing users, and any observer, ever see). The *user* of
+episode k computes its policy from that release and its own data only (Billboard lemma,
+App. "Joint DP through DP"), runs it, and sends back its statistics (raw under JDP,
+randomized on the user side under LDP).
+"""
+from __future__ import annotations
+
+import abc
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from privrl.envs.finite import FiniteMDP, Trajectory
+from privrl.exceptions import AssumptionError, PrivacyParameterError, ShapeError
+from privrl.privacy.models import JointDP, LocalDP, NonPrivate
+
+PRIVACY_MODELS = (NonPrivate, JointDP, LocalDP)
+
+
+class SensitivityWarning(UserWarning):
+    """User data exceeded a bound the privacy calibration assumes and was clipped."""
+
+
+@dataclass
+class SensitivityGuard:
+    """Enforces `||x|| <= x_bound` and `y in [y_low, y_high]` where user data enters a mechanism.
+
+    mode="clip": project onto the bound, count it, and warn once per guard;
+    mode="reject": raise AssumptionError. The calibrated noise is only private for data inside
+    these bounds, so nothing reaches a mechanism unchecked.
+    """
+
+    x_bound: float
+    y_low: float = -math.inf
+    y_high: float = math.inf
+    mode: str = "clip"
+    clipped: int = 0
+    _warned: bool = field(default=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("clip", "reject"):
+            raise ValueError(f"sensitivity mode must be 'clip' or 'reject', got {self.mode!r}")
+
+    def apply(self, X: np.ndarray, y: np.ndarray | None = None, tol: float = 1e-9):
+        """Rows of X (n, d) and entries of y (n,), clipped (or rejected) to the bounds."""
+        norms = np.linalg.norm(X, axis=-1)
+        bad_x = norms > self.x_bound * (1 + tol)
+        bad_y = np.zeros_like(bad_x) if y is None else (y < self.y_low - tol) | (y > self.y_high + tol)
+        n_bad = int(bad_x.sum() + bad_y.sum())
+        if n_bad == 0:
+            return X, y
+        if self.mode == "reject":
+            raise AssumptionError(
+                f"user statistic outside the sensitivity bound (||x|| <= {self.x_bound:g}, "
+                f"y in [{self.y_low:g}, {self.y_high:g}]): max ||x|| = {norms.max():.6g}")
+        self.clipped += n_bad
+        if not self._warned:
+            warnings.warn(f"clipping user statistics to the sensitivity bound ||x|| <= {self.x_bound:g}"
+                          f", y in [{self.y_low:g}, {self.y_high:g}] (counted in agent.clip_count)",
+                          SensitivityWarning, stacklevel=3)
+            self._warned = True
+        X = np.where(bad_x[..., None], X * (self.x_bound / np.maximum(norms, 1e-300))[..., None], X)
+        if y is not None:
+            y = np.clip(y, self.y_low, self.y_high)
+        return X, y
+
+
+def check_privacy_model(privacy: Any, allowed: tuple = PRIVACY_MODELS) -> Any:
+    if not isinstance(privacy, allowed):
+        names = ", ".join(c.__name__ for c in allowed)
+        raise TypeError(f"privacy must be one of {names}; got {type(privacy).__name__}")
+    return privacy
+
+
+def check_episodes(episodes: Any) -> int:
+    if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)):
+        raise PrivacyParameterError(f"episodes (K) must be an integer >= 1, got {episodes!r}")
+    if int(episodes) < 1:
+        raise PrivacyParameterError(f"episodes (K) must be >= 1, got {episodes}")
+    return int(episodes)
+
+
+def check_beta_scale(beta_scale: Any) -> float:
+    b = float(beta_scale)
+    if not (math.isfinite(b) and b >= 0):
+        raise PrivacyParameterError(f"beta_scale must be finite and >= 0, got {beta_scale!r}")
+    return b
+
+
+class Agent(abc.ABC):
+    """An online agent for K users, one per episode, on a finite-horizon MDP.
+
+    The runner calls `policy()` (the deterministic (H, S) policy the arriving user will execute,
+    computed from the current release only) then `observe(trajectory)` (the user's data enters
+    the server through the privacy model). `seed` makes the tie-breaking stream and the privacy
+    noise reproducible; `seed=None` draws both from OS entropy.
+    """
+
+    name = "agent"
+
+    def __init__(self, env: FiniteMDP, privacy: Any, episodes: int, seed: Any = None,
+                 beta_scale: float = 1.0, beta: float | None = None, ties: str = "random"):
+        if not isinstance(env, FiniteMDP):
+            raise TypeError(f"env must be a privrl FiniteMDP, got {type(env).__name__}")
+        self.env = env
+        self.privacy = check_privacy_model(privacy)
+        self.K = check_episodes(episodes)
+        self.H, self.S, self.A = env.H, env.S, env.A
+        self.beta_scale = check_beta_scale(beta_scale)
+        if beta is not None:
+            beta = float(beta)
+            if not (math.isfinite(beta) and beta >= 0):
+                raise PrivacyParameterError(f"beta must be finite and >= 0, got {beta!r}")
+        self._beta_override = beta
+        if ties not in ("random", "lowest"):
+            raise ValueError(f"ties must be 'random' or 'lowest', got {ties!r}")
+        self.ties = ties
+        root = seed if isinstance(seed, np.random.SeedSequence) else (
+            None if seed is None else np.random.SeedSequence(seed))
+        self.seed = seed
+        if root is None:
+            self._tie_rng = np.random.default_rng()
+            self._noise_seq = None
+        else:
+            tie_seq, self._noise_seq = root.spawn(2)
+            self._tie_rng = np.random.default_rng(tie_seq)
+        self.k = 0  # episodes observed so far
+        self.policy_updates = 0
+
+    def noise_seeds(self, n: int) -> list:
+        """n independent seeds for privacy-noise streams (None -> each from OS entropy)."""
+        if self._noise_seq is None:
+            return [None] * n
+        return self._noise_seq.spawn(n)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}[{self.privacy.label}]"
+
+    @abc.abstractmethod
+    def policy(self) -> np.ndarray:
+        """The (H, S) int policy of the user arriving now (episode self.k + 1)."""
+
+    @abc.abstractmethod
+    def observe(self, trajectory: Trajectory) -> None:
+        """Feed the arriving user's trajectory through the privacy model to the server."""
+
+    def _check_trajectory(self, t: Trajectory) -> None:
+        if self.k >= self.K:
+            raise PrivacyParameterError(
+                f"{self.label} was calibrated for K = {self.K} episodes; episode {self.k + 1} would "
+                "exceed its privacy accounting")
+        if len(t.actions) != self.H or len(t.states) != self.H + 1:
+            raise ShapeError(f"trajectory must have H = {self.H} steps, got {len(t.actions)}")

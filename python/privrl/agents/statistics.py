@@ -1,0 +1,164 @@
+"""Server-side ridge-regression statistics under each privacy model, and the LDP user-side
+randomizer: Alg. 1's design matrix / target updates (Sec. 3) with B and g of Cor. 1, Cor. 2 and
+App. "Pure DP in the UCRL-VTR Framework"; reused twice by UCRL-VTR+ (App. C, Alg. 3).
+
+For each step h the server holds a stream of user statistics (X_{k,h} X_{k,h}^T, X_{k,h} y_{k,h})
+and publishes, after every user,
+    design_h = lam I + sum_k X_{k,h} X_{k,h}^T + B_{k,h}      (Lambda~ of the paper)
+    target_h = sum_k X_{k,h} y_{k,h} + g_{k,h}                (u~)
+    weights_h = design_h^{-1} target_h                        (w~)
+Non-private: B = g = 0. JDP (Cor. 1): B = tree prefix + 2 Upsilon I, g = tree prefix (2H trees).
+LDP (Cor. 2): each user adds B^1, g^1 before sending, the server only adds 2 Upsilon I.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from privrl import kernels as K
+from privrl.agents.base import SensitivityGuard
+from privrl.exceptions import NotPositiveDefiniteError
+
+
+@dataclass(frozen=True)
+class RawStatistics:
+    """A user's raw per-step regression data: X (H, d), y (H,), optional weights (H,)
+    (X X^T / weight and X y / weight enter the sums). Accepted by non-private and JDP servers."""
+
+    X: np.ndarray
+    y: np.ndarray
+
+
+@dataclass(frozen=True)
+class PrivatizedStatistics:
+    """What an LDP user sends: per step a noisy Gram matrix X X^T + B^1 (H, d, d) and a noisy
+    target X y + g^1 (H, d). The only message an LDP server accepts."""
+
+    gram: np.ndarray
+    target: np.ndarray
+
+
+@dataclass(frozen=True)
+class Release:
+    """The server's billboard after k users: per step h the design matrix Lambda~_{k+1,h}, its
+    inverse (post-processing of the design matrix) and w~_{k+1,h}; plus the user count k."""
+
+    design: np.ndarray   # (H, d, d)
+    inverse: np.ndarray  # (H, d, d)
+    weights: np.ndarray  # (H, d)
+    users: int
+
+
+class LocalRandomizer:
+    """User-side Gaussian / Laplace mechanism of LDP (Cor. 2, App. "Pure DP"): adds a symmetric
+    B^1_{k,h} and a vector g^1_{k,h} to every step's statistics before anything leaves the user."""
+
+    def __init__(self, H: int, d: int, noise: str, sigma_matrix: float, sigma_vector: float,
+                 sym_divisor: float, guard: SensitivityGuard, seeds: Sequence[Any] = (None, None)):
+        self.H, self.d, self.guard = H, d, guard
+        self.sym_divisor = sym_divisor
+        self._matrix_noise = K.NoiseStream(noise, sigma_matrix, seed=seeds[0])
+        self._vector_noise = K.NoiseStream(noise, sigma_vector, seed=seeds[1])
+
+    def privatize(self, X: np.ndarray, y: np.ndarray) -> PrivatizedStatistics:
+        X, y = self.guard.apply(X, y)
+        gram = np.einsum("hi,hj->hij", X, X) + self._matrix_noise.symmetric(self.H, self.d, self.sym_divisor)
+        target = X * y[:, None] + self._vector_noise.vectors(self.H, self.d)
+        return PrivatizedStatistics(gram, target)
+
+
+class RegressionServer:
+    """H ridge regressions under one privacy model (mode "exact", "tree" (JDP) or "local" (LDP)).
+
+    mode="exact": Lambda and Lambda^{-1} maintained by Sherman–Morrison (O(d^2) per user).
+    mode="tree": 2H tree mechanisms of capacity K (Cor. 1): one of symmetric matrices and one of
+        vectors per h; the released design adds `shift` I (= 2 Upsilon^J).
+    mode="local": sums of PrivatizedStatistics plus `shift` I (= 2 Upsilon^L); raw data is refused.
+    """
+
+    def __init__(self, H: int, d: int, lam: float, mode: str, capacity: int, *, noise: str = "none",
+                 sigma_matrix: float = 0.0, sigma_vector: float = 0.0, sym_divisor: float = 2 ** 0.5,
+                 shift: float = 0.0, guard: SensitivityGuard | None = None, seeds: Sequence[Any] = ()):
+        if mode not in ("exact", "tree", "local"):
+            raise ValueError(f"mode must be 'exact', 'tree' or 'local', got {mode!r}")
+        self.H, self.d, self.lam, self.mode, self.shift = H, d, float(lam), mode, float(shift)
+        self.guard = guard
+        self.users = 0
+        self.received_types: set[type] = set()
+        eye = np.eye(d)
+        if mode == "exact":
+            self._sm = [K.RankOneInverse(d, lam) for _ in range(H)]
+            self._target = np.zeros((H, d))
+        elif mode == "tree":
+            seeds = list(seeds) or [None] * (2 * H)
+            self._gram_trees = [K.TreeAggregator((d, d), capacity, noise=noise, scale=sigma_matrix,
+                                                 seed=seeds[h], divisor=sym_divisor) for h in range(H)]
+            self._target_trees = [K.TreeAggregator(d, capacity, noise=noise, scale=sigma_vector,
+                                                   seed=seeds[H + h]) for h in range(H)]
+        else:
+            self._gram = np.zeros((H, d, d))
+            self._target = np.zeros((H, d))
+        self._base = (self.lam + self.shift) * eye
+
+    def receive(self, message: RawStatistics | PrivatizedStatistics, weights: np.ndarray | None = None) -> None:
+        """One user's statistics for all H steps. `weights` (H,) divides X X^T and X y (the
+        variance weighting of Alg. 3); it is applied after the sensitivity guard."""
+        self.received_types.add(type(message))
+        if self.mode == "local":
+            if not isinstance(message, PrivatizedStatistics):
+                raise TypeError("an LDP server accepts only PrivatizedStatistics (randomized on the "
+                                "user's side); it never receives raw X, y")
+            self._gram += message.gram
+            self._target += message.target
+        else:
+            if not isinstance(message, RawStatistics):
+                raise TypeError(f"a {self.mode} server expects RawStatistics")
+            X, y = message.X, message.y
+            if self.guard is not None:
+                X, y = self.guard.apply(X, y)
+            if weights is not None:
+                X = X / np.sqrt(weights)[:, None]
+                y = y / np.sqrt(weights)
+            if self.mode == "exact":
+                for h in range(self.H):
+                    self._sm[h].update(X[h])
+                self._target += X * y[:, None]
+            else:
+                for h in range(self.H):
+                    self._gram_trees[h].push(np.outer(X[h], X[h]))
+                    self._target_trees[h].push(X[h] * y[h])
+        self.users += 1
+
+    def release(self) -> Release:
+        H, d = self.H, self.d
+        if self.mode == "exact":
+            design = np.stack([sm.matrix() for sm in self._sm])
+            inverse = np.stack([sm.inverse() for sm in self._sm])
+            weights = np.einsum("hij,hj->hi", inverse, self._target)
+            return Release(design, inverse, weights, self.users)
+        if self.mode == "tree":
+            design = np.stack([t.release() for t in self._gram_trees]) + self._base
+            target = np.stack([t.release() for t in self._target_trees])
+        else:
+            design = self._gram + self._base
+            target = self._target
+        inverse = np.empty((H, d, d))
+        for h in range(H):
+            try:
+                inverse[h] = K.spd_inverse(design[h])
+            except NotPositiveDefiniteError as e:
+                raise NotPositiveDefiniteError(
+                    f"released design matrix of step h={h + 1} after {self.users} users is not "
+                    f"positive definite (min eigenvalue {K.min_eigenvalue(design[h]):.4g}); the noise "
+                    "exceeded the shift 2*Upsilon, an event of probability <= p/3 under the "
+                    "paper's calibration") from e
+        weights = np.einsum("hij,hj->hi", inverse, target)
+        return Release(design, inverse, weights, self.users)
+
+    def noise_sum_matrix(self) -> np.ndarray:
+        """B_{k,h} minus the shift: the accumulated matrix noise (tests, privacy reports)."""
+        if self.mode == "tree":
+            return np.stack([t.noise() for t in self._gram_trees])
+        raise ValueError("only tree servers separate noise from data")

@@ -1,0 +1,122 @@
+"""Privacy-Preserving UCRL-VTR (Alg. 1, Sec. 3): value-targeted regression on a linear-mixture
+MDP with optimistic planning on the user's side; non-private, JDP (Cor. 1), LDP (Cor. 2) and
+pure DP (Rem. "Pure DP", App. "Pure DP in the UCRL-VTR Framework") through the privacy plug-in.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from privrl import kernels as K
+from privrl.agents.base import Agent, SensitivityGuard
+from privrl.agents.statistics import LocalRandomizer, RawStatistics, RegressionServer
+from privrl.envs.finite import Trajectory
+from privrl.envs.mixture import LinearMixtureMDP
+from privrl.privacy.calibration import calibrate_ucrl_vtr
+from privrl.privacy.models import NonPrivate
+
+
+class UCRLVTR(Agent):
+    """Alg. 1. Per episode k:
+
+    user side  — receive (Lambda~_{k,h}, w~_{k,h})_h; for h = H..1 compute
+                 Q~_{k,h}(s,a) = min{H, r_h(s,a) + <phi_{V~_{k,h+1}}(s,a), w~_{k,h}>
+                                      + beta_k ||phi_{V~_{k,h+1}}(s,a)||_{Lambda~^{-1}_{k,h}}}
+                 and V~_{k,h} = max_a Q~_{k,h} for every state (one Rust call per h), act greedily;
+                 then send X_{k,h} = phi_{V~_{k,h+1}}(s_h, a_h), y_{k,h} = V~_{k,h+1}(s_{h+1}) —
+                 raw under JDP, randomized (B^1, g^1) under LDP;
+    server     — add the statistics and publish Lambda~_{k+1,h}, w~_{k+1,h} (see RegressionServer).
+
+    Parameters
+    ----------
+    env : LinearMixtureMDP (Asm. 2 is checked when it is built).
+    privacy : NonPrivate() | JointDP(eps, delta) | LocalDP(eps, delta); delta = 0 selects pure DP.
+    episodes : K, the number of users the privacy noise is calibrated for.
+    beta_scale : multiplies the theoretical beta_k (exploration only: the privacy noise depends only
+        on (eps, delta, H, K, d)). `beta` overrides the radius altogether.
+    sensitivity : "clip" or "reject" user statistics outside ||X|| <= H, y in [0, H].
+
+    V~ is projected on [0, H] (not only min{H, .}): with noisy w~ the paper's Q~ can go negative,
+    which would break the sensitivity bound ||X_{k,h}|| <= H that the calibration assumes; optimism
+    is unaffected because Q* >= 0.
+    """
+
+    name = "UCRL-VTR"
+
+    def __init__(self, env: LinearMixtureMDP, privacy: Any = None, episodes: int = 1000,
+                 seed: Any = None, beta_scale: float = 1.0, beta: float | None = None,
+                 ties: str = "random", sensitivity: str = "clip"):
+        if not isinstance(env, LinearMixtureMDP):
+            raise TypeError(f"UCRL-VTR needs a LinearMixtureMDP (Asm. 2), got {type(env).__name__}")
+        super().__init__(env, privacy if privacy is not None else NonPrivate(), episodes, seed,
+                         beta_scale, beta, ties)
+        self.d = env.d
+        cal = calibrate_ucrl_vtr(**self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d, C_w=env.C_w)
+        self.calibration = dict(cal)
+        self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * cal["beta"]
+        self.calibration.update(beta_used=self.beta, beta_scale=self.beta_scale)
+        self.features = K.MixtureFeatures(env.features)
+        self._rewards = [np.ascontiguousarray(env.R[h].reshape(-1)) for h in range(self.H)]
+        self.guard = SensitivityGuard(x_bound=float(self.H), y_low=0.0, y_high=float(self.H), mode=sensitivity)
+        self.server, self.randomizer = self._build_privacy(cal)
+        self._release = self.server.release()
+        self._plan: tuple | None = None
+
+    def _build_privacy(self, cal: dict):
+        H, d, kind = self.H, self.d, cal["kind"]
+        if kind == "none":
+            return RegressionServer(H, d, cal["lam"], "exact", self.K), None
+        if kind == "jdp":
+            server = RegressionServer(H, d, cal["lam"], "tree", self.K, noise=cal["noise"],
+                                      sigma_matrix=cal["sigma_B"], sigma_vector=cal["sigma_g"],
+                                      sym_divisor=cal["sym_divisor"], shift=cal["shift"],
+                                      guard=self.guard, seeds=self.noise_seeds(2 * H))
+            return server, None
+        server = RegressionServer(H, d, cal["lam"], "local", self.K, shift=cal["shift"])
+        randomizer = LocalRandomizer(H, d, cal["noise"], cal["sigma_B"], cal["sigma_g"],
+                                     cal["sym_divisor"], self.guard, seeds=self.noise_seeds(2))
+        return server, randomizer
+
+    @property
+    def clip_count(self) -> int:
+        return self.guard.clipped
+
+    def release(self):
+        """The current billboard (Lambda~_{k,h}, Lambda~^{-1}_{k,h}, w~_{k,h})_h."""
+        return self._release
+
+    def policy(self) -> np.ndarray:
+        rel = self._release
+        H, S, A = self.H, self.S, self.A
+        V = np.zeros((H + 1, S))
+        phis = [None] * H
+        pi = np.empty((H, S), dtype=np.int64)
+        for h in range(H - 1, -1, -1):
+            phi_v = self.features.phi_v(V[h + 1])  # phi_{V~_{k,h+1}}(s, a), (S*A, d)
+            _, V[h], pi[h] = K.optimistic_values(
+                phi_v, rel.weights[h], rel.inverse[h], self.beta, A, upper=float(H), lower=0.0,
+                offset=self._rewards[h], ties=self.ties, rng=self._tie_rng)
+            phis[h] = phi_v
+        self._plan = (V, phis)
+        self.policy_updates += 1
+        return pi
+
+    def user_statistics(self, trajectory: Trajectory) -> RawStatistics:
+        """X_{k,h} = phi_{V~_{k,h+1}}(s_h, a_h), y_{k,h} = V~_{k,h+1}(s_{h+1}) (user side)."""
+        if self._plan is None:
+            raise RuntimeError("policy() must be called before observe()")
+        V, phis = self._plan
+        s, a = trajectory.states, trajectory.actions
+        X = np.stack([phis[h][s[h] * self.A + a[h]] for h in range(self.H)])
+        y = V[np.arange(1, self.H + 1), s[1:]]
+        return RawStatistics(X, y)
+
+    def observe(self, trajectory: Trajectory) -> None:
+        self._check_trajectory(trajectory)
+        raw = self.user_statistics(trajectory)
+        message = raw if self.randomizer is None else self.randomizer.privatize(raw.X, raw.y)
+        self.server.receive(message)
+        self._release = self.server.release()
+        self._plan = None
+        self.k += 1

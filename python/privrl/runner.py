@@ -1,0 +1,90 @@
+"""Run an agent against an environment with exact regret (Sec. 2.1):
+R(K) = sum_k V*_1(s_1^k) - V^{pi_k}_1(s_1^k), pi_k the policy the user of episode k executes."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from privrl.agents.base import Agent, check_episodes
+from privrl.envs.finite import FiniteMDP
+
+
+@dataclass
+class RunResult:
+    """Per-episode exact regret and returns of one run.
+
+    regret: cumulative exact regret after each episode (K,); gaps: per-episode exact regret
+    V*_1(s_1^k) - V^{pi_k}_1(s_1^k) (K,); returns: realized returns (K,); initial_states (K,);
+    calibration: the paper's quantities the agent used; wall_time in seconds.
+    """
+
+    regret: np.ndarray
+    gaps: np.ndarray
+    returns: np.ndarray
+    initial_states: np.ndarray
+    calibration: dict
+    wall_time: float
+    agent: str
+    env: str
+    seed: Any
+    policy_changes: int
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def episodes(self) -> int:
+        return len(self.regret)
+
+    @property
+    def final_regret(self) -> float:
+        return float(self.regret[-1]) if len(self.regret) else 0.0
+
+
+def run(agent: Agent, env: FiniteMDP, episodes: int | None = None, seed: Any = None,
+        callback: Callable[[int, float], None] | None = None) -> RunResult:
+    """Run `agent` for `episodes` users (default: the K it was calibrated for) on `env`.
+
+    `seed` drives the environment's stream only (initial states and transitions); the agent's
+    tie-breaking and privacy noise come from the agent's own seed. `callback(k, cum_regret)` is
+    called after every episode (progress bars).
+    """
+    if not isinstance(agent, Agent):
+        raise TypeError(f"agent must be a privrl Agent, got {type(agent).__name__}")
+    if agent.env is not env:
+        raise ValueError("the agent was built for a different environment object")
+    K = agent.K if episodes is None else check_episodes(episodes)
+    if K > agent.K - agent.k:
+        raise ValueError(f"{agent.label} is calibrated for {agent.K} episodes and has run {agent.k}; "
+                         f"cannot run {K} more")
+    rng = np.random.default_rng(seed if isinstance(seed, np.random.SeedSequence) else
+                                np.random.SeedSequence(seed) if seed is not None else None)
+    v_star = env.optimal_values()[0]
+    gaps = np.empty(K)
+    returns = np.empty(K)
+    starts = np.empty(K, dtype=np.int64)
+    last_pi, last_v = None, None
+    changes = 0
+    t0 = time.perf_counter()
+    cum = 0.0
+    for k in range(K):
+        pi = agent.policy()
+        if last_pi is None or not np.array_equal(pi, last_pi):
+            last_v = env.policy_values(pi)[0]
+            last_pi = pi
+            changes += 1
+        traj = env.sample_episode(pi, rng)
+        s1 = int(traj.states[0])
+        gaps[k] = v_star[s1] - last_v[s1]
+        returns[k] = float(traj.rewards.sum())
+        starts[k] = s1
+        agent.observe(traj)
+        if callback is not None:
+            cum += gaps[k]
+            callback(k + 1, cum)
+    wall = time.perf_counter() - t0
+    return RunResult(regret=np.cumsum(gaps), gaps=gaps, returns=returns, initial_states=starts,
+                     calibration=dict(getattr(agent, "calibration", {})), wall_time=wall,
+                     agent=agent.label, env=getattr(env, "name", None) or type(env).__name__,
+                     seed=seed, policy_changes=changes)
