@@ -157,8 +157,14 @@ class RegressionServer:
         weights = np.einsum("hij,hj->hi", inverse, target)
         return Release(design, inverse, weights, self.users)
 
-    def noise_sum_matrix(self) -> np.ndarray:
-        """B_{k,h} minus the shift: the accumulated matrix noise (tests, privacy reports)."""
-        if self.mode == "tree":
-            return np.stack([t.noise() for t in self._gram_trees])
-        raise ValueError("only tree servers separate noise from data")
+    def tree_noise(self) -> tuple[np.ndarray, np.ndarray]:
+        """(matrix noise (H, d, d), vector noise (H, d)) of the current JDP release: B_{k,h}
+        minus the shift, and g_{k,h}. Server-internal; for tests and privacy reports."""
+        if self.mode != "tree":
+            raise ValueError("only tree (JDP) servers keep noise apart from data")
+        return (np.stack([t.noise() for t in self._gram_trees]),
+                np.stack([t.noise() for t in self._target_trees]))
+
+    def nodes_used(self) -> int:
+        """Tree nodes summed in the current release (JDP), else 0."""
+        return self._gram_trees[0].nodes_used if self.mode == "tree" else 0
