@@ -3,5 +3,6 @@ batching (Alg. 2) for linear MDPs, each with a privacy model plugged in (see doc
 """
 from privrl.agents.base import Agent, SensitivityGuard, SensitivityWarning
 from privrl.agents.ucrl_vtr import UCRLVTR
+from privrl.agents.ucrl_vtr_plus import UCRLVTRPlus
 
-__all__ = ["Agent", "SensitivityGuard", "SensitivityWarning", "UCRLVTR"]
+__all__ = ["Agent", "SensitivityGuard", "SensitivityWarning", "UCRLVTR", "UCRLVTRPlus"]

@@ -24,8 +24,8 @@ from privrl.exceptions import NotPositiveDefiniteError
 
 @dataclass(frozen=True)
 class RawStatistics:
-    """A user's raw per-step regression data: X (H, d), y (H,), optional weights (H,)
-    (X X^T / weight and X y / weight enter the sums). Accepted by non-private and JDP servers."""
+    """A user's raw per-step regression data: X (H, d), y (H,); X X^T and X y enter the sums.
+    Accepted by non-private and JDP servers."""
 
     X: np.ndarray
     y: np.ndarray
@@ -102,9 +102,8 @@ class RegressionServer:
             self._target = np.zeros((H, d))
         self._base = (self.lam + self.shift) * eye
 
-    def receive(self, message: RawStatistics | PrivatizedStatistics, weights: np.ndarray | None = None) -> None:
-        """One user's statistics for all H steps. `weights` (H,) divides X X^T and X y (the
-        variance weighting of Alg. 3); it is applied after the sensitivity guard."""
+    def receive(self, message: RawStatistics | PrivatizedStatistics) -> None:
+        """One user's statistics for all H steps (X X^T and X y enter the sums)."""
         self.received_types.add(type(message))
         if self.mode == "local":
             if not isinstance(message, PrivatizedStatistics):
@@ -118,9 +117,6 @@ class RegressionServer:
             X, y = message.X, message.y
             if self.guard is not None:
                 X, y = self.guard.apply(X, y)
-            if weights is not None:
-                X = X / np.sqrt(weights)[:, None]
-                y = y / np.sqrt(weights)
             if self.mode == "exact":
                 for h in range(self.H):
                     self._sm[h].update(X[h])

@@ -52,30 +52,41 @@ class UCRLVTR(Agent):
         super().__init__(env, privacy if privacy is not None else NonPrivate(), episodes, seed,
                          beta_scale, beta, ties)
         self.d = env.d
-        cal = calibrate_ucrl_vtr(**self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d, C_w=env.C_w)
+        self.sensitivity = sensitivity
+        cal = self._calibrate()
         self.calibration = dict(cal)
-        self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * cal["beta"]
+        self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * cal[self._radius_key]
         self.calibration.update(beta_used=self.beta, beta_scale=self.beta_scale)
         self.features = K.MixtureFeatures(env.features)
         self._rewards = [np.ascontiguousarray(env.R[h].reshape(-1)) for h in range(self.H)]
-        self.guard = SensitivityGuard(x_bound=float(self.H), y_low=0.0, y_high=float(self.H), mode=sensitivity)
-        self.server, self.randomizer = self._build_privacy(cal)
+        self._build_statistics(cal)
         self._release = self.server.release()
         self._plan: tuple | None = None
 
-    def _build_privacy(self, cal: dict):
+    _radius_key = "beta"
+
+    def _calibrate(self) -> dict:
+        return calibrate_ucrl_vtr(**self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d, C_w=self.env.C_w)
+
+    def _build_statistics(self, cal: dict) -> None:
+        self.guard = SensitivityGuard(x_bound=float(self.H), y_low=0.0, y_high=float(self.H), mode=self.sensitivity)
+        self.server, self.randomizer = self._build_privacy(
+            cal, cal.get("sigma_B"), cal.get("sigma_g"), cal["shift"], self.guard, self.noise_seeds(2 * self.H))
+
+    def _build_privacy(self, cal: dict, sigma_matrix, sigma_vector, shift, guard, seeds):
+        """One RegressionServer (and, under LDP, the user's LocalRandomizer) per the privacy model:
+        exact for NonPrivate, 2H trees for JDP (Cor. 1), user-side noise + shift for LDP (Cor. 2)."""
         H, d, kind = self.H, self.d, cal["kind"]
         if kind == "none":
             return RegressionServer(H, d, cal["lam"], "exact", self.K), None
         if kind == "jdp":
             server = RegressionServer(H, d, cal["lam"], "tree", self.K, noise=cal["noise"],
-                                      sigma_matrix=cal["sigma_B"], sigma_vector=cal["sigma_g"],
-                                      sym_divisor=cal["sym_divisor"], shift=cal["shift"],
-                                      guard=self.guard, seeds=self.noise_seeds(2 * H))
+                                      sigma_matrix=sigma_matrix, sigma_vector=sigma_vector,
+                                      sym_divisor=cal["sym_divisor"], shift=shift, guard=guard, seeds=seeds)
             return server, None
-        server = RegressionServer(H, d, cal["lam"], "local", self.K, shift=cal["shift"])
-        randomizer = LocalRandomizer(H, d, cal["noise"], cal["sigma_B"], cal["sigma_g"],
-                                     cal["sym_divisor"], self.guard, seeds=self.noise_seeds(2))
+        server = RegressionServer(H, d, cal["lam"], "local", self.K, shift=shift)
+        randomizer = LocalRandomizer(H, d, cal["noise"], sigma_matrix, sigma_vector,
+                                     cal["sym_divisor"], guard, seeds=seeds[:2])
         return server, randomizer
 
     @property

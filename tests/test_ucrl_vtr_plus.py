@@ -1,0 +1,105 @@
+"""Privacy-Preserving UCRL-VTR+ (Alg. 3): learning, sigma-bar bounds, calibrated noise of both
+regressions, JDP ~ non-private at huge epsilon, reproducibility, bad inputs."""
+import math
+
+import numpy as np
+import pytest
+
+import privrl
+from privrl.agents import UCRLVTR, UCRLVTRPlus
+from privrl.agents.statistics import PrivatizedStatistics
+from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP, RiverSwimMixture
+from privrl.exceptions import PrivacyParameterError
+from privrl.privacy import JointDP, LocalDP, NonPrivate
+
+
+def uniform_policy_gap(env):
+    V = np.zeros(env.S)
+    for h in range(env.H - 1, -1, -1):
+        V = (env.R[h] + env.P[h] @ V).mean(axis=1)
+    return float(env.init_dist @ (env.optimal_values()[0] - V))
+
+
+def test_nonprivate_learns_riverswim_mixture():
+    env, K = RiverSwimMixture(), 2000
+    # the theory radii (beta^ ~ 360, beta~ ~ 1.6e5 here) make every bonus saturate at H; a small
+    # beta_scale (exploration only) lets the agent learn within K = 2000
+    agent = UCRLVTRPlus(env, privacy=NonPrivate(), episodes=K, seed=1, beta_scale=0.003)
+    res = privrl.run(agent, env, seed=2)
+    assert res.final_regret < K * uniform_policy_gap(env) / 3
+    q = K // 4
+    assert res.regret[-1] - res.regret[-q - 1] < res.regret[q - 1] / 2
+
+
+def test_sigma_bar_in_bounds():
+    env = RandomLinearMixtureMDP(S=8, A=3, d=4, H=5, seed=1)
+    H, d = env.H, env.d
+    for priv in (NonPrivate(), JointDP(1.0, 1e-5)):
+        agent = UCRLVTRPlus(env, privacy=priv, episodes=300, seed=3, beta_scale=0.01)
+        rng = np.random.default_rng(0)
+        for _ in range(300):
+            traj = env.sample_episode(agent.policy(), rng)
+            agent.observe(traj)
+            sig = agent.last_sigma_bar
+            # sigma-bar^2 = max{H^2/d, V-bar + E}, V-bar <= H^2 and E <= 2 H^2
+            assert np.all(sig >= H / math.sqrt(d) - 1e-12)
+            assert np.all(sig <= math.sqrt(3) * H + 1e-12)
+
+
+def test_jdp_both_regressions_have_calibrated_noise():
+    env, K, k = RiverSwimMixture(S=3, H=3), 64, 6  # popcount(6) = 2
+    first, second = [], []
+    for seed in range(250):
+        agent = UCRLVTRPlus(env, privacy=JointDP(1.0, 1e-5), episodes=K, seed=seed)
+        privrl.run(agent, env, episodes=k, seed=seed)
+        first.append(agent.server.tree_noise())
+        second.append(agent.server2.tree_noise())
+    cal = agent.calibration
+    d = env.d
+    iu = np.triu_indices(d, 1)
+    for noise, sigma in ((first, cal["sigma_B1"]), (second, cal["sigma_B2"])):
+        mats = np.array([m for m, _ in noise])
+        vecs = np.array([v for _, v in noise])
+        assert abs(mats[:, :, iu[0], iu[1]].var() / (2 * sigma**2) - 1) < 0.12
+        assert abs(mats[:, :, np.arange(d), np.arange(d)].var() / (2 * 2 * sigma**2) - 1) < 0.12
+        assert abs(vecs.var() / (2 * sigma**2) - 1) < 0.12
+
+
+def test_ldp_sends_only_randomized_statistics():
+    env = RiverSwimMixture(S=3, H=3)
+    agent = UCRLVTRPlus(env, privacy=LocalDP(1.0, 1e-5), episodes=50, seed=0)
+    privrl.run(agent, env, episodes=20, seed=0)
+    assert agent.server.received_types == {PrivatizedStatistics}
+    assert agent.server2.received_types == {PrivatizedStatistics}
+    cal = agent.calibration
+    # Cor. LDP-UCRL-VTR+: sigma_B,1 = 8dH/eps sqrt(2 log(8H/delta)), sigma_B,2 = 8H^5/eps sqrt(...)
+    root = math.sqrt(2 * math.log(8 * 3 / 1e-5))
+    assert cal["sigma_B1"] == pytest.approx(8 * env.d * 3 * root)
+    assert cal["sigma_B2"] == pytest.approx(8 * 3**5 * root)
+
+
+def test_huge_epsilon_jdp_matches_nonprivate():
+    env = RandomLinearMixtureMDP(S=10, A=3, d=4, H=5, seed=3)
+    K = 1200
+    regs = [privrl.run(UCRLVTRPlus(env, privacy=p, episodes=K, seed=4, beta=2.0), env, seed=5).final_regret
+            for p in (NonPrivate(), JointDP(1e13, 1e-5))]
+    assert abs(regs[1] - regs[0]) <= 0.05 * regs[0]
+
+
+def test_reproducible():
+    env = RiverSwimMixture(S=4, H=4)
+    runs = [privrl.run(UCRLVTRPlus(env, privacy=LocalDP(2.0, 1e-5), episodes=100, seed=7), env, seed=1)
+            for _ in range(2)]
+    assert np.array_equal(runs[0].regret, runs[1].regret)
+
+
+def test_bad_inputs():
+    env = RiverSwimMixture(S=3, H=3)
+    with pytest.raises(PrivacyParameterError):
+        UCRLVTRPlus(env, privacy=NonPrivate(), episodes=0)
+    with pytest.raises(PrivacyParameterError):
+        JointDP(float("nan"), 1e-5)
+    with pytest.raises(TypeError):
+        UCRLVTRPlus(RandomLinearMDP(S=4, A=2, d=3, H=2), privacy=NonPrivate(), episodes=10)
+    with pytest.raises(PrivacyParameterError):
+        UCRLVTRPlus(env, privacy=NonPrivate(), episodes=10, beta_scale=float("inf"))
