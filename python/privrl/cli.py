@@ -1,12 +1,19 @@
-"""The `privrl` command line: the demo (main job) and, later, experiment sweeps.
-Sec. 3-4 of the paper are exercised through privrl.experiment; this module only parses."""
+"""The `privrl` command line (console script and `python -m privrl`): run / plot / report sweeps and
+the demo, the main job comparing non-private, JDP and LDP regret (Sec. 3-5); it only parses and prints."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from privrl.exceptions import PrivrlError
+
+DEMO_CONFIG = "demo.toml"
 
 
 def kernel_demo() -> None:
@@ -38,17 +45,244 @@ def kernel_demo() -> None:
           f"(<= ceil(log2 T + 1) = {tree.max_nodes}); per-entry noise variance {off:.1f} off-diagonal, {diag:.1f} diagonal")
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="privrl", description="Privacy-preserving exploration in linear RL")
-    sub = ap.add_subparsers(dest="command")
-    sub.add_parser("demo", help="run the demo (main job)")
-    sub.add_parser("kernels", help="a short tour of the Rust kernels")
-    args = ap.parse_args(argv)
-    if args.command in (None, "demo", "kernels"):
-        kernel_demo()
+def _literal(text: str) -> Any:
+    """A flag value as a TOML literal (1e-5, inf, true, [1, 2], "x"), else the raw string."""
+    from privrl.experiment.config import _tomllib
+
+    try:
+        return _tomllib().loads(f"v = {text}")["v"]
+    except Exception:  # not a TOML literal: a bare word such as jdp or UCRL-VTR
+        return text
+
+
+def _list(text: str) -> list:
+    text = text.strip()
+    if text.startswith("["):
+        return _literal(text)
+    return [_literal(t.strip()) for t in text.split(",") if t.strip()]
+
+
+def _pairs(text: str, flag: str) -> dict:
+    out = {}
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        if "=" not in item:
+            raise PrivrlError(f"{flag}: expected key=value, got {item!r}")
+        k, v = item.split("=", 1)
+        out[k.strip()] = _literal(v.strip())
+    return out
+
+
+def _raw_config(args: argparse.Namespace) -> dict:
+    """The config mapping: the TOML file (if any) with the command-line flags on top."""
+    from privrl.experiment.config import ConfigError, _tomllib
+
+    raw: dict[str, Any] = {}
+    if args.config is not None:
+        path = Path(args.config)
+        if not path.exists():
+            raise ConfigError("CONFIG", f"config file not found: {path}")
+        tomllib = _tomllib()
+        try:
+            raw = tomllib.loads(path.read_text())
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError("CONFIG", f"{path} is not valid TOML: {exc}") from exc
+        raw.setdefault("name", path.stem)
+    flags = {"episodes": args.episodes, "delta": args.delta, "log_every": args.log_every, "n_jobs": args.n_jobs,
+             "root_seed": args.root_seed, "format": args.format, "scheduler": args.scheduler}
+    raw.update({k: v for k, v in flags.items() if v is not None})
+    if args.seeds is not None:
+        seeds = _list(args.seeds)
+        raw["seeds"] = seeds[0] if len(seeds) == 1 and "," not in args.seeds and not args.seeds.startswith("[") else seeds
+    if args.epsilons is not None:
+        raw["epsilons"] = _list(args.epsilons)
+    if args.env is not None or args.env_arg or args.agent:
+        if "study" in raw:
+            raise ConfigError("--env/--agent", "the config has [[study]] tables; edit them instead of using flags")
+    if args.env is not None:
+        raw["env"] = {"name": args.env}
+    if args.env_arg:
+        if not isinstance(raw.get("env"), dict):
+            raise ConfigError("--env-arg", "give --env NAME (or env in the config) first")
+        for item in args.env_arg:
+            raw["env"].update(_pairs(item, "--env-arg"))
+    if args.agent:
+        agents = {}
+        for item in args.agent:
+            name, _, rest = item.partition(":")
+            if not name or not rest:
+                raise ConfigError("--agent", f"expected NAME:algorithm=...,privacy=...; got {item!r}")
+            agents[name] = _pairs(rest, f"--agent {name}")
+        raw["agents"] = agents
+    return raw
+
+
+def _default_outdir(raw: dict) -> str:
+    return str(raw.get("outdir") or Path("privrl-results") / str(raw.get("name", "sweep")))
+
+
+def _run_and_show(raw: dict, outdir: str, args: argparse.Namespace, plot: bool, report: bool,
+                  plot_output: str | None = None) -> int:
+    from privrl.experiment import build_config, run_sweep
+    from privrl.experiment.plots import plot as draw
+    from privrl.experiment.report import report as show
+
+    config = build_config(raw)
+    runs = config.runs()
+    where = config.scheduler or f"{config.n_jobs} process{'es' if config.n_jobs > 1 else ''}"
+    print(f"privrl: {len(runs)} runs ({sum(r.episodes for r in runs):,} episodes) on {where} -> {outdir}",
+          file=sys.stderr)
+    t0 = time.perf_counter()
+    try:
+        _, manifest = run_sweep(config, outdir, progress=not args.no_progress, resume=not args.fresh)
+    except KeyboardInterrupt:
+        print(f"\nprivrl: interrupted; finished runs are saved in {outdir}; rerun the same command to resume",
+              file=sys.stderr)
+        return 130
+    took = time.perf_counter() - t0
+    print(f"privrl: {manifest['n_computed']} runs computed, {manifest['n_resumed']} resumed, in {took:.1f} s; "
+          f"results in {outdir}/{manifest['results_file']}", file=sys.stderr)
+    if report:
+        show(outdir)
+    if plot:
+        out = draw(outdir, output=plot_output or Path(outdir) / "regret")
+        print(f"privrl: plot written to {out['png']} and {out['svg']}", file=sys.stderr)
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    raw = _raw_config(args)
+    if not raw:
+        raise PrivrlError("give a CONFIG.toml or --env and --agent flags (see `privrl run --help`)")
+    outdir = args.out or _default_outdir(raw)
+    return _run_and_show(raw, outdir, args, plot=args.plot, report=args.report)
+
+
+def demo_config_text() -> str:
+    from importlib.resources import files
+
+    return (files("privrl") / "configs" / DEMO_CONFIG).read_text()
+
+
+def _drop_unavailable(raw: dict) -> dict:
+    """The demo config without agents whose algorithm this install lacks (each skip is announced)."""
+    from privrl.experiment.config import ConfigError, resolve_algorithm
+
+    studies = []
+    for study in raw.get("study", []):
+        agents = {}
+        for name, spec in study["agents"].items():
+            try:
+                resolve_algorithm(spec["algorithm"])
+                agents[name] = spec
+            except ConfigError as exc:
+                print(f"privrl: demo: skipping {name!r} ({exc})", file=sys.stderr)
+        if agents:
+            studies.append({**study, "agents": agents})
+    return {**raw, "study": studies}
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    if args.print_config:
+        print(demo_config_text(), end="")
         return 0
-    ap.print_help()
-    return 2
+    from privrl.experiment.config import _tomllib
+
+    raw = _drop_unavailable(_tomllib().loads(demo_config_text()))
+    raw["n_jobs"] = args.n_jobs or min(os.cpu_count() or 1, 8)
+    if args.scheduler:
+        raw["scheduler"] = args.scheduler
+    outdir = args.out or raw.pop("outdir", "privrl-demo")
+    raw.pop("outdir", None)
+    t0 = time.perf_counter()
+    code = _run_and_show(raw, outdir, args, plot=True, report=True, plot_output=args.plot_output)
+    if code == 0:
+        print(f"privrl: demo finished in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return code
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from privrl.experiment.plots import plot
+
+    out = plot(args.outdir, output=args.output, band=args.band)
+    counts = ", ".join(f"{k}: {v} curves" for k, v in out["curves"].items())
+    print(f"{out['png']}\n{out['svg']}\n({counts})")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from privrl.experiment.report import report
+
+    summary = report(args.outdir)
+    if args.csv:
+        summary.to_csv(args.csv, index=False)
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="privrl", description="Differentially private exploration in linear RL: "
+                                 "regret sweeps, plots and reports (see docs/harness.md)")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+
+    def sweep_flags(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--out", "-o", help="results folder (default: outdir of the config, else privrl-results/NAME)")
+        p.add_argument("--n-jobs", "-j", type=int, help="local worker processes (-1: all cores)")
+        p.add_argument("--scheduler", help="run on a Dask cluster, e.g. tcp://host:8786 (pip install privrl[dask])")
+        p.add_argument("--no-progress", action="store_true", help="no progress bars")
+        p.add_argument("--fresh", action="store_true", help="recompute every run instead of resuming")
+
+    run = sub.add_parser("run", help="run a sweep from a TOML config and/or flags (resumable)")
+    run.add_argument("config", nargs="?", help="sweep config (TOML); flags below override its top-level keys")
+    sweep_flags(run)
+    run.add_argument("--episodes", "-K", type=int, help="episodes K per run")
+    run.add_argument("--seeds", help="a count (5) or a list (0,1,2)")
+    run.add_argument("--epsilons", help="comma list, inf = non-private (inf,10,1)")
+    run.add_argument("--delta", type=float, help="delta of (eps, delta)-DP; 0 = pure DP")
+    run.add_argument("--log-every", type=int, help="keep one row every N episodes (and the last)")
+    run.add_argument("--root-seed", type=int, help="root of every run's SeedSequence (default 0)")
+    run.add_argument("--format", choices=["auto", "parquet", "csv"], help="results file format (auto: parquet "
+                     "if pyarrow is installed)")
+    run.add_argument("--env", help="environment name (RiverSwimMixture, RandomLinearMDP, ...)")
+    run.add_argument("--env-arg", action="append", metavar="K=V,...", help="environment keyword arguments")
+    run.add_argument("--agent", action="append", metavar="NAME:K=V,...",
+                     help="an agent, e.g. 'LDP-UCRL-VTR:algorithm=UCRL-VTR,privacy=ldp,beta_scale=0.1' (repeatable)")
+    run.add_argument("--plot", action="store_true", help="also draw OUT/regret.png and .svg")
+    run.add_argument("--report", action="store_true", help="also print the report table")
+    run.set_defaults(func=cmd_run)
+
+    demo = sub.add_parser("demo", help="the main job: non-private vs JDP vs LDP regret (bundled config)")
+    sweep_flags(demo)
+    demo.add_argument("--plot-output", help="where to write the plot (default OUT/regret.png)")
+    demo.add_argument("--print-config", action="store_true", help="print the bundled demo config and exit")
+    demo.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("plot", help="draw regret curves of a results folder (PNG + SVG)")
+    p.add_argument("outdir")
+    p.add_argument("--output", "-o", help="file stem or .png path (default OUTDIR/regret)")
+    p.add_argument("--band", choices=["std", "ci95"], default="std", help="band across seeds")
+    p.set_defaults(func=cmd_plot)
+
+    r = sub.add_parser("report", help="print the summary table of a results folder")
+    r.add_argument("outdir")
+    r.add_argument("--csv", help="also write the table to this CSV file")
+    r.set_defaults(func=cmd_report)
+
+    k = sub.add_parser("kernels", help="a short tour of the Rust kernels")
+    k.set_defaults(func=lambda args: (kernel_demo(), 0)[1])
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = _parser()
+    args = ap.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        ap.print_help()
+        return 2
+    try:
+        return int(args.func(args))
+    except (PrivrlError, ImportError, FileNotFoundError) as exc:
+        # Bad input is the user's to fix: one line, argparse's convention and exit status.
+        print(f"privrl: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,0 +1,484 @@
+"""Sweep configuration: validated studies (environment x agents x epsilons x seeds), the algorithm and
+environment registries resolved lazily by name, and the run keys every result is filed under (Sec. 5)."""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from privrl.exceptions import PrivrlError
+
+__all__ = [
+    "ConfigError", "ALGORITHMS", "ENVIRONMENTS", "PRIVACY_KINDS", "AgentSpec", "Study", "RunSpec",
+    "SweepConfig", "build_config", "load_config", "resolve_algorithm", "make_env", "make_privacy",
+]
+
+
+class ConfigError(PrivrlError, ValueError):
+    """A sweep configuration is invalid; the message starts with the offending key."""
+
+    def __init__(self, key: str, message: str):
+        self.key = key
+        super().__init__(f"{key}: {message}" if key else message)
+
+
+# Algorithms by canonical name -> (module, class). Resolved on first use, so an algorithm whose
+# module is not installed (yet) only fails a config that asks for it.
+ALGORITHMS: dict[str, tuple[str, str]] = {
+    "UCRL-VTR": ("privrl.agents.ucrl_vtr", "UCRLVTR"),
+    "UCRL-VTR+": ("privrl.agents.ucrl_vtr_plus", "UCRLVTRPlus"),
+    "LSVI-UCB": ("privrl.agents.lsvi_ucb", "LSVIUCB"),
+}
+
+# Environments by canonical name -> (module, callable); kwargs are checked against its signature.
+ENVIRONMENTS: dict[str, tuple[str, str]] = {
+    "HardToLearn": ("privrl.envs.mixture", "HardToLearn"),
+    "RandomLinearMixtureMDP": ("privrl.envs.mixture", "RandomLinearMixtureMDP"),
+    "RiverSwimMixture": ("privrl.envs.mixture", "RiverSwimMixture"),
+    "RandomLinearMDP": ("privrl.envs.linear", "RandomLinearMDP"),
+    "SyntheticLinearMDP": ("privrl.envs.linear", "SyntheticLinearMDP"),
+    "RiverSwim": ("privrl.envs.linear", "RiverSwim"),
+    "FrozenLake": ("privrl.envs.gym", "frozen_lake"),
+    "gymnasium": ("privrl.experiment.environments", "gymnasium_linear_mdp"),
+}
+
+PRIVACY_KINDS = {"none": "none", "nonprivate": "none", "non-private": "none", "jdp": "jdp",
+                 "joint": "jdp", "ldp": "ldp", "local": "ldp"}
+
+# Keys of an agent spec that the harness consumes; every other key is a constructor option.
+_SPEC_KEYS = {"algorithm", "privacy", "delta", "epsilons", "p"}
+_GLOBAL_KEYS = {"name", "episodes", "seeds", "epsilons", "delta", "log_every", "n_jobs", "root_seed",
+                "outdir", "scheduler", "format", "env", "agents", "study", "band", "description"}
+_STUDY_KEYS = {"name", "env", "agents", "episodes", "seeds", "epsilons", "delta", "log_every"}
+
+
+def _canon(name: str) -> str:
+    return re.sub(r"[^a-z0-9+]", "", name.lower())
+
+
+def _lookup(registry: Mapping[str, Any], name: Any, key: str, what: str) -> str:
+    if not isinstance(name, str) or not name:
+        raise ConfigError(key, f"{what} must be a non-empty string, got {name!r}")
+    table = {_canon(k): k for k in registry}
+    if _canon(name) not in table:
+        raise ConfigError(key, f"unknown {what} {name!r}; known: {', '.join(registry)}")
+    return table[_canon(name)]
+
+
+def _import(registry: Mapping[str, tuple[str, str]], name: str, key: str, what: str) -> Any:
+    module, attr = registry[name]
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(key, f"{what} {name!r} is not available in this privrl install "
+                               f"({module}.{attr}: {exc})") from exc
+
+
+def resolve_algorithm(name: str, key: str = "algorithm") -> type:
+    """The agent class registered under `name` (case and punctuation insensitive)."""
+    return _import(ALGORITHMS, _lookup(ALGORITHMS, name, key, "algorithm"), key, "algorithm")
+
+
+def _check_kwargs(fn: Any, kwargs: Mapping[str, Any], key: str, reserved: set[str]) -> None:
+    params = inspect.signature(fn).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return
+    for k in kwargs:
+        if k in reserved or k not in params:
+            allowed = sorted(set(params) - reserved - {"self"})
+            raise ConfigError(f"{key}.{k}", f"unknown option; {getattr(fn, '__name__', fn)} accepts "
+                                            f"{', '.join(allowed) or 'no options'}")
+
+
+def _number(value: Any, key: str, *, integer: bool = False, low: float | None = None,
+            low_open: bool = False, high: float | None = None, high_open: bool = False,
+            allow_inf: bool = False) -> Any:
+    if isinstance(value, str) and value.strip().lower() in ("inf", "+inf", "infinity"):
+        value = math.inf
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not float(value).is_integer()):
+        raise ConfigError(key, f"expected {'an integer' if integer else 'a number'}, got {value!r}")
+    x = float(value)
+    if math.isnan(x) or (math.isinf(x) and not allow_inf):
+        raise ConfigError(key, f"expected a finite number, got {value!r}")
+    if low is not None and (x < low or (low_open and x == low)):
+        raise ConfigError(key, f"must be {'>' if low_open else '>='} {low:g}, got {value!r}")
+    if high is not None and (x > high or (high_open and x == high)):
+        raise ConfigError(key, f"must be {'<' if high_open else '<='} {high:g}, got {value!r}")
+    return int(x) if integer else x
+
+
+def _epsilons(value: Any, key: str) -> tuple[float, ...]:
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ConfigError(key, f"expected a non-empty list of epsilons (> 0, inf = non-private), got {value!r}")
+    out = tuple(_number(e, f"{key}[{i}]", low=0.0, low_open=True, allow_inf=True) for i, e in enumerate(value))
+    if len(set(out)) != len(out):
+        raise ConfigError(key, f"repeated epsilon in {list(value)!r}")
+    return out
+
+
+def _seeds(value: Any, key: str) -> tuple[int, ...]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 1:
+            raise ConfigError(key, f"a seed count must be >= 1, got {value}")
+        return tuple(range(value))
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ConfigError(key, f"expected a seed count or a non-empty list of integer seeds, got {value!r}")
+    out = tuple(_number(s, f"{key}[{i}]", integer=True, low=0) for i, s in enumerate(value))
+    if len(set(out)) != len(out):
+        raise ConfigError(key, f"repeated seed in {list(value)!r}")
+    return out
+
+
+def _json_safe(x: Any) -> Any:
+    """Plain JSON values (inf/nan as strings, tuples as lists, numpy scalars as Python numbers)."""
+    if isinstance(x, Mapping):
+        return {str(k): _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    if hasattr(x, "tolist") and not isinstance(x, (str, bytes)):
+        return _json_safe(x.tolist())
+    if isinstance(x, float) and not math.isfinite(x):
+        return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return x
+    return repr(x)
+
+
+def _digest(obj: Any, n: int = 10) -> str:
+    blob = json.dumps(_json_safe(obj), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:n]
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """One entry of `agents`: its display name, algorithm, privacy kind and constructor options."""
+
+    name: str
+    algorithm: str
+    privacy: str
+    options: dict = field(default_factory=dict)
+    delta: float | None = None
+    p: float | None = None
+    epsilons: tuple[float, ...] | None = None
+
+    def to_dict(self) -> dict:
+        d: dict[str, Any] = {"algorithm": self.algorithm, "privacy": self.privacy, **self.options}
+        for k in ("delta", "p", "epsilons"):
+            if getattr(self, k) is not None:
+                d[k] = list(getattr(self, k)) if k == "epsilons" else getattr(self, k)
+        return d
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything one run needs, picklable: it is the unit sent to a process or a Dask worker."""
+
+    run_id: str
+    study: str
+    agent: str
+    algorithm: str
+    privacy: str
+    epsilon: float
+    delta: float
+    p: float | None
+    seed: int
+    root_seed: int
+    episodes: int
+    log_every: int
+    options: tuple
+    env_spec: Any  # dict (name + kwargs) or None when the study's env is an object
+
+    @property
+    def key(self) -> tuple:
+        """The run key the SeedSequence child is derived from (never n_jobs, never finishing order)."""
+        return (self.study, self.agent, self.epsilon, self.seed)
+
+    def describe(self) -> dict:
+        return {"run_id": self.run_id, "study": self.study, "agent": self.agent, "algorithm": self.algorithm,
+                "privacy": self.privacy, "epsilon": self.epsilon, "delta": self.delta, "seed": self.seed,
+                "episodes": self.episodes, "log_every": self.log_every, "options": dict(self.options)}
+
+
+@dataclass
+class Study:
+    """One environment with its agents; the sweep-level settings may be overridden per study."""
+
+    name: str
+    env: Any  # {"name": ..., **kwargs} or a FiniteMDP
+    agents: dict[str, AgentSpec]
+    episodes: int
+    seeds: tuple[int, ...]
+    epsilons: tuple[float, ...]
+    delta: float
+    log_every: int
+
+    @property
+    def env_spec(self) -> dict | None:
+        return dict(self.env) if isinstance(self.env, Mapping) else None
+
+    def env_fingerprint(self) -> Any:
+        if self.env_spec is not None:
+            return self.env_spec
+        import numpy as np
+
+        h = hashlib.sha256()
+        for arr in (self.env.P, self.env.R, self.env.init_dist):
+            h.update(np.ascontiguousarray(arr).tobytes())
+        return {"object": repr(self.env), "sha256": h.hexdigest()[:16]}
+
+    def env_label(self) -> str:
+        if self.env_spec is None:
+            return getattr(self.env, "name", type(self.env).__name__)
+        kw = {k: v for k, v in self.env_spec.items() if k != "name"}
+        return self.env_spec["name"] + ("(" + ", ".join(f"{k}={v}" for k, v in kw.items()) + ")" if kw else "")
+
+    def runs(self, root_seed: int) -> list[RunSpec]:
+        out = []
+        for spec in self.agents.values():
+            eps_list = (math.inf,) if spec.privacy == "none" else (spec.epsilons or self.epsilons)
+            for eps in eps_list:
+                private = spec.privacy != "none" and math.isfinite(eps)
+                privacy = spec.privacy if private else "none"
+                delta = (spec.delta if spec.delta is not None else self.delta) if private else math.nan
+                for seed in self.seeds:
+                    ident = {"study": self.name, "env": self.env_fingerprint(), "agent": spec.name,
+                             "algorithm": spec.algorithm, "privacy": privacy, "epsilon": eps, "delta": delta,
+                             "p": spec.p, "seed": seed, "root_seed": root_seed, "episodes": self.episodes,
+                             "log_every": self.log_every, "options": spec.options}
+                    eps_tag = "inf" if math.isinf(eps) else f"{eps:g}"
+                    run_id = (f"{_slug(self.name)}__{_slug(spec.name)}__eps{eps_tag}__seed{seed}__"
+                              f"{_digest(ident, 8)}")
+                    out.append(RunSpec(run_id=run_id, study=self.name, agent=spec.name, algorithm=spec.algorithm,
+                                       privacy=privacy, epsilon=eps, delta=delta, p=spec.p, seed=seed,
+                                       root_seed=root_seed, episodes=self.episodes, log_every=self.log_every,
+                                       options=tuple(sorted(spec.options.items())), env_spec=self.env_spec))
+        return out
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "env": self.env_spec if self.env_spec is not None else self.env_fingerprint(),
+                "agents": {k: v.to_dict() for k, v in self.agents.items()}, "episodes": self.episodes,
+                "seeds": list(self.seeds), "epsilons": list(self.epsilons), "delta": self.delta,
+                "log_every": self.log_every}
+
+
+def _slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.+-]+", "-", s).strip("-") or "x"
+
+
+@dataclass
+class SweepConfig:
+    """A validated sweep: studies plus execution settings (n_jobs, scheduler, output format)."""
+
+    studies: list[Study]
+    root_seed: int = 0
+    n_jobs: int = 1
+    scheduler: str | None = None
+    outdir: str | None = None
+    format: str = "auto"
+    name: str = "sweep"
+    raw: dict = field(default_factory=dict)
+
+    def runs(self) -> list[RunSpec]:
+        out = [r for s in self.studies for r in s.runs(self.root_seed)]
+        seen: dict[str, RunSpec] = {}
+        for r in out:
+            if r.run_id in seen:
+                raise ConfigError(f"study.{r.study}", f"two runs share the id {r.run_id}")
+            seen[r.run_id] = r
+        return out
+
+    def to_dict(self) -> dict:
+        return _json_safe({"name": self.name, "root_seed": self.root_seed, "n_jobs": self.n_jobs,
+                           "scheduler": self.scheduler, "format": self.format,
+                           "studies": [s.to_dict() for s in self.studies]})
+
+
+def _agent_spec(name: Any, spec: Any, key: str) -> AgentSpec:
+    if not isinstance(name, str) or not name:
+        raise ConfigError(key, f"agent names must be non-empty strings, got {name!r}")
+    if isinstance(spec, str):
+        spec = {"algorithm": spec}
+    if not isinstance(spec, Mapping):
+        raise ConfigError(key, f"expected a table with at least 'algorithm', got {spec!r}")
+    spec = dict(spec)
+    if "algorithm" not in spec:
+        raise ConfigError(f"{key}.algorithm", "missing (one of " + ", ".join(ALGORITHMS) + ")")
+    algo = _lookup(ALGORITHMS, spec.pop("algorithm"), f"{key}.algorithm", "algorithm")
+    cls = _import(ALGORITHMS, algo, f"{key}.algorithm", "algorithm")
+    kind = spec.pop("privacy", "jdp")
+    if not isinstance(kind, str) or kind.lower() not in PRIVACY_KINDS:
+        raise ConfigError(f"{key}.privacy", f"unknown privacy model {kind!r}; use none, jdp or ldp")
+    kind = PRIVACY_KINDS[kind.lower()]
+    delta = spec.pop("delta", None)
+    if delta is not None:
+        delta = _number(delta, f"{key}.delta", low=0.0, high=1.0, high_open=True)
+    p = spec.pop("p", None)
+    if p is not None:
+        p = _number(p, f"{key}.p", low=0.0, low_open=True, high=1.0, high_open=True)
+    eps = spec.pop("epsilons", None)
+    if eps is not None:
+        eps = _epsilons(eps, f"{key}.epsilons")
+    _check_kwargs(cls.__init__, spec, key, reserved={"self", "env", "privacy", "episodes", "seed"})
+    return AgentSpec(name=name, algorithm=algo, privacy=kind, options=spec, delta=delta, p=p, epsilons=eps)
+
+
+def _env(value: Any, key: str) -> Any:
+    from privrl.envs.finite import FiniteMDP
+
+    if isinstance(value, FiniteMDP):
+        return value
+    if isinstance(value, str):
+        value = {"name": value}
+    if not isinstance(value, Mapping) or "name" not in value:
+        raise ConfigError(key, f"expected an environment name, a table with 'name' and its keyword "
+                               f"arguments, or a privrl FiniteMDP; got {value!r}")
+    spec = dict(value)
+    name = _lookup(ENVIRONMENTS, spec.pop("name"), f"{key}.name", "environment")
+    fn = _import(ENVIRONMENTS, name, f"{key}.name", "environment")
+    _check_kwargs(fn, spec, key, reserved=set())
+    return {"name": name, **spec}
+
+
+def _study(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str, index: int) -> Study:
+    unknown = set(raw) - _STUDY_KEYS
+    if unknown:
+        raise ConfigError(f"{key}.{sorted(unknown)[0]}", f"unknown key; a study takes {', '.join(sorted(_STUDY_KEYS))}")
+    merged = {**defaults, **raw}
+    if "env" not in merged:
+        raise ConfigError(f"{key}.env", "missing: every study needs an environment")
+    env = _env(merged["env"], f"{key}.env")
+    agents = merged.get("agents")
+    if not isinstance(agents, Mapping) or not agents:
+        raise ConfigError(f"{key}.agents", f"expected a non-empty table of name -> agent spec, got {agents!r}")
+    specs = {n: _agent_spec(n, s, f"{key}.agents.{n}") for n, s in agents.items()}
+    episodes = _number(merged.get("episodes", 1000), f"{key}.episodes", integer=True, low=1)
+    log_every = merged.get("log_every")
+    log_every = max(1, episodes // 100) if log_every is None else _number(log_every, f"{key}.log_every",
+                                                                          integer=True, low=1)
+    name = merged.get("name")
+    if name is None:
+        name = env["name"] if isinstance(env, Mapping) else getattr(env, "name", f"study{index}")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{key}.name", f"expected a non-empty string, got {name!r}")
+    return Study(name=name, env=env, agents=specs, episodes=episodes,
+                 seeds=_seeds(merged.get("seeds", [0]), f"{key}.seeds"),
+                 epsilons=_epsilons(merged.get("epsilons", [math.inf]), f"{key}.epsilons"),
+                 delta=_number(merged.get("delta", 1e-5), f"{key}.delta", low=0.0, high=1.0, high_open=True),
+                 log_every=log_every)
+
+
+_GLOBAL_CHECKS = {
+    "episodes": lambda v, k: _number(v, k, integer=True, low=1),
+    "seeds": _seeds,
+    "epsilons": _epsilons,
+    "delta": lambda v, k: _number(v, k, low=0.0, high=1.0, high_open=True),
+    "log_every": lambda v, k: _number(v, k, integer=True, low=1),
+}
+
+
+def build_config(raw: Mapping[str, Any]) -> SweepConfig:
+    """Validate a config mapping (the parsed TOML, or sweep()'s arguments) into a SweepConfig.
+
+    Top level: episodes, seeds (count or list), epsilons (inf = non-private), delta, log_every,
+    n_jobs, root_seed, outdir, scheduler, format ("auto" | "parquet" | "csv"), and either
+    env + agents (one study) or [[study]] tables (name, env, agents, and any of the sweep-level
+    keys as per-study overrides). Raises ConfigError naming the offending key.
+    """
+    if not isinstance(raw, Mapping):
+        raise ConfigError("", f"a config must be a table, got {type(raw).__name__}")
+    unknown = set(raw) - _GLOBAL_KEYS
+    if unknown:
+        raise ConfigError(sorted(unknown)[0], "unknown key; the top level takes " + ", ".join(sorted(_GLOBAL_KEYS)))
+    defaults = {k: raw[k] for k in ("episodes", "seeds", "epsilons", "delta", "log_every") if k in raw}
+    for k, check in _GLOBAL_CHECKS.items():
+        if k in raw:  # reported under the top-level key rather than under the first study's
+            check(raw[k], k)
+    if "study" in raw:
+        if "env" in raw or "agents" in raw:
+            raise ConfigError("study", "give either top-level env + agents or [[study]] tables, not both")
+        studies_raw = raw["study"]
+        if isinstance(studies_raw, Mapping):
+            studies_raw = [studies_raw]
+        if not isinstance(studies_raw, list) or not studies_raw:
+            raise ConfigError("study", "expected a non-empty array of tables ([[study]])")
+        studies = []
+        for i, s in enumerate(studies_raw):
+            if not isinstance(s, Mapping):
+                raise ConfigError(f"study[{i}]", f"expected a table, got {s!r}")
+            studies.append(_study(s, defaults, f"study[{i}]", i))
+    else:
+        studies = [_study({k: raw[k] for k in ("env", "agents") if k in raw}, defaults, "", 0)
+                   if "env" in raw else _missing_env()]
+    names = [s.name for s in studies]
+    for n in names:
+        if names.count(n) > 1:
+            raise ConfigError("study", f"two studies are named {n!r}; give each a distinct name")
+    n_jobs = raw.get("n_jobs", 1)
+    if n_jobs == -1:
+        import os
+
+        n_jobs = os.cpu_count() or 1
+    n_jobs = _number(n_jobs, "n_jobs", integer=True, low=1)
+    fmt = raw.get("format", "auto")
+    if fmt not in ("auto", "parquet", "csv"):
+        raise ConfigError("format", f"must be 'auto', 'parquet' or 'csv', got {fmt!r}")
+    scheduler = raw.get("scheduler")
+    if scheduler is not None and not isinstance(scheduler, str):
+        raise ConfigError("scheduler", f"expected an address like tcp://host:8786, got {scheduler!r}")
+    outdir = raw.get("outdir")
+    if outdir is not None and not isinstance(outdir, str):
+        raise ConfigError("outdir", f"expected a path, got {outdir!r}")
+    cfg = SweepConfig(studies=studies, root_seed=_number(raw.get("root_seed", 0), "root_seed", integer=True, low=0),
+                      n_jobs=n_jobs, scheduler=scheduler, outdir=outdir, format=fmt,
+                      name=str(raw.get("name", "sweep")), raw=dict(raw))
+    cfg.runs()  # duplicate run ids are a config error, raised now rather than mid-sweep
+    return cfg
+
+
+def _missing_env() -> Study:
+    raise ConfigError("env", "missing: give env + agents, or [[study]] tables")
+
+
+def _tomllib() -> Any:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: the same parser, packaged as tomli
+        import tomli as tomllib  # type: ignore[no-redef]
+    return tomllib
+
+
+def load_config(path: str) -> SweepConfig:
+    """Read and validate a TOML sweep config (see build_config for the keys)."""
+    tomllib = _tomllib()
+    try:
+        with open(path, "rb") as f:
+            raw = tomllib.load(f)
+    except FileNotFoundError as exc:
+        raise ConfigError("", f"config file not found: {path}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("", f"{path} is not valid TOML: {exc}") from exc
+    return build_config(raw)
+
+
+def make_env(spec: Mapping[str, Any]) -> Any:
+    """Build the environment a spec names (runs inside workers, so specs must be plain data)."""
+    spec = dict(spec)
+    name = spec.pop("name")
+    return _import(ENVIRONMENTS, name, "env.name", "environment")(**spec)
+
+
+def make_privacy(kind: str, epsilon: float, delta: float, p: float | None = None) -> Any:
+    """The privacy model of a run: epsilon = inf (or kind none) is NonPrivate."""
+    from privrl.privacy import JointDP, LocalDP, NonPrivate
+
+    extra = {} if p is None else {"p": p}
+    if kind == "none" or math.isinf(epsilon):
+        return NonPrivate(**extra)
+    return (JointDP if kind == "jdp" else LocalDP)(epsilon, delta, **extra)

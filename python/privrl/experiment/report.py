@@ -1,0 +1,128 @@
+"""Summaries of a sweep: per (study, agent, epsilon) final regret mean +- std across seeds, the fitted
+slope of log R(K) vs log K, wall time and the noise scale actually used (the privacy cost of Sec. 5)."""
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["summarize", "report", "fit_slope", "curves", "GROUP"]
+
+# One curve / table row per (study, agent, privacy model, epsilon); seeds are aggregated.
+GROUP = ["study", "agent", "privacy", "epsilon"]
+# The noise scale each algorithm reports in its calibration, by preference.
+_SIGMA_KEYS = ("sigma_B", "sigma_Lambda", "sigma_lambda", "sigma_u", "sigma_g", "laplace_b")
+
+
+def fit_slope(episodes: np.ndarray, regret: np.ndarray, start_fraction: float = 0.1) -> float:
+    """Least-squares slope of log R(k) vs log k over the logged k >= start_fraction * K with R > 0
+    (1 = linear regret, 0.5 = sqrt(K)); NaN with fewer than two such points."""
+    k = np.asarray(episodes, dtype=float)
+    r = np.asarray(regret, dtype=float)
+    if len(k) == 0:
+        return math.nan
+    keep = (k >= start_fraction * k.max()) & (r > 0) & np.isfinite(r)
+    if keep.sum() < 2 or np.ptp(np.log(k[keep])) == 0:
+        return math.nan
+    return float(np.polyfit(np.log(k[keep]), np.log(r[keep]), 1)[0])
+
+
+_T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+         2.045, 2.042]
+
+
+def curves(df: pd.DataFrame, band: str = "std") -> pd.DataFrame:
+    """Mean cumulative regret across seeds per group and logged episode, with band half-width
+    (`band` = "std": one standard deviation; "ci95": Student-t 95% confidence interval)."""
+    if band not in ("std", "ci95"):
+        raise ValueError(f"band must be 'std' or 'ci95', got {band!r}")
+    g = df.groupby(GROUP + ["episode"], sort=False, dropna=False)["regret"]
+    out = g.agg(mean="mean", std=lambda x: float(np.std(x, ddof=1)) if len(x) > 1 else 0.0, n="count").reset_index()
+    if band == "ci95":
+        t = out["n"].map(lambda n: _T975[n - 2] if 2 <= n <= len(_T975) + 1 else (1.96 if n > 1 else 0.0))
+        out["half"] = t * out["std"] / np.sqrt(out["n"].clip(lower=1))
+    else:
+        out["half"] = out["std"]
+    return out
+
+
+def _sigma(calibrations: list[dict]) -> tuple[str, float]:
+    for key in _SIGMA_KEYS:
+        vals = [c.get(key) for c in calibrations if isinstance(c.get(key), (int, float))]
+        if vals:
+            return key, float(np.mean(vals))
+    return "", math.nan
+
+
+def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
+    """One row per (study, agent, privacy, epsilon): algorithm, seeds, K, final regret mean and std,
+    slope of log R vs log K (of the seed-mean curve), mean wall time per run, the noise scale used
+    (sigma_B for UCRL-VTR, sigma_Lambda for LSVI-UCB, ...) and the beta used."""
+    runs = (manifest or {}).get("runs", {})
+    rows = []
+    for key, part in df.groupby(GROUP, sort=False, dropna=False):
+        K = int(part["episode"].max())
+        last = part[part["episode"] == K]
+        mean_curve = part.groupby("episode", sort=True)["regret"].mean()
+        run_ids = list(dict.fromkeys(part["run_id"]))
+        cals = [runs.get(r, {}).get("calibration") or {} for r in run_ids]
+        walls = [runs.get(r, {}).get("wall_time") for r in run_ids]
+        walls = [w for w in walls if isinstance(w, (int, float))] or list(
+            part.groupby("run_id")["wall_time"].max())
+        sigma_name, sigma = _sigma(cals)
+        betas = [c.get("beta_used") for c in cals if isinstance(c.get("beta_used"), (int, float))]
+        rows.append({**dict(zip(GROUP, key)), "algorithm": part["algorithm"].iloc[0], "seeds": last["seed"].nunique(),
+                     "K": K, "regret_mean": float(last["regret"].mean()),
+                     "regret_std": float(last["regret"].std(ddof=1)) if len(last) > 1 else 0.0,
+                     "slope": fit_slope(mean_curve.index.to_numpy(), mean_curve.to_numpy()),
+                     "wall_time": float(np.mean(walls)) if walls else math.nan,
+                     "sigma_name": sigma_name, "sigma": sigma,
+                     "beta": float(np.mean(betas)) if betas else math.nan})
+    return pd.DataFrame(rows)
+
+
+def _eps(x: float) -> str:
+    return "inf" if math.isinf(x) else f"{x:g}"
+
+
+def _num(x: float, fmt: str = ".3g") -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+
+
+def format_table(summary: pd.DataFrame) -> str:
+    """A fixed-width text table of summarize()'s output."""
+    header = ["study", "agent", "privacy", "eps", "seeds", "K", "final regret (mean +- std)", "slope",
+              "wall s/run", "sigma used", "beta used"]
+    lines = []
+    for r in summary.itertuples(index=False):
+        sigma = "-" if not r.sigma_name else f"{r.sigma_name}={r.sigma:.3g}"
+        lines.append([r.study, r.agent, r.privacy, _eps(r.epsilon), str(r.seeds), str(r.K),
+                      f"{r.regret_mean:.1f} +- {r.regret_std:.1f}", _num(r.slope, ".2f"), _num(r.wall_time, ".2f"),
+                      sigma, _num(r.beta)])
+    widths = [max(len(h), *(len(line[i]) for line in lines)) if lines else len(h) for i, h in enumerate(header)]
+    right = {3, 4, 5, 6, 7, 8, 10}
+
+    def fmt(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    return "\n".join([fmt(header), fmt(["-" * w for w in widths])] + [fmt(line) for line in lines])
+
+
+def report(outdir: str | os.PathLike, file: Any = None) -> pd.DataFrame:
+    """Print the summary table of a results folder (to `file`, default stdout) and return it."""
+    from privrl.experiment.results import load_manifest, load_results, load_run_records
+
+    total = len(load_manifest(outdir).get("runs", {}))
+    records = load_run_records(outdir)
+    df = load_results(outdir)
+    summary = summarize(df, {"runs": records})
+    done = len(records)
+    text = format_table(summary)
+    if done < total:
+        text += f"\n({done} of {total} runs finished: rerun `privrl run` on the same config to complete)"
+    print(text, file=file)
+    return summary

@@ -1,0 +1,215 @@
+"""The results folder of a sweep: one atomically written file per finished run, manifest.json
+(versions, git commit, config, each run's calibration), and loading them back as one tidy table."""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+from privrl.experiment.config import ConfigError, RunSpec, _json_safe
+
+__all__ = ["COLUMNS", "ResultStore", "load_results", "load_manifest", "atomic_write", "environment_info",
+           "normalize_frame", "parquet_available",
+           "load_run_records"]
+
+# The tidy results schema: one row per (run, logged episode). wall_time (seconds since the run
+# started) is the only column that differs between two runs of the same config.
+COLUMNS: dict[str, str] = {
+    "study": "object", "env": "object", "agent": "object", "algorithm": "object", "privacy": "object",
+    "epsilon": "float64", "delta": "float64", "seed": "int64", "episode": "int64", "regret": "float64",
+    "return": "float64", "cum_return": "float64", "wall_time": "float64", "run_id": "object",
+}
+STRING_COLUMNS = [c for c, t in COLUMNS.items() if t == "object"]
+
+
+def parquet_available() -> bool:
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def normalize_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """The schema's column order and dtypes, whatever file format or pandas version produced `df`."""
+    df = df.loc[:, list(COLUMNS)].copy()
+    for c, t in COLUMNS.items():
+        df[c] = df[c].astype(str).astype(object) if t == "object" else df[c].astype(t)
+    return df.reset_index(drop=True)
+
+
+def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    """Write through a temporary file in the same folder and os.replace it into place, so a reader
+    (or a rerun after kill -9) sees either the old file or the complete new one, never a torn one."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    text = json.dumps(_json_safe(obj), indent=2, sort_keys=False, allow_nan=False)
+    atomic_write(path, lambda p: p.write_text(text + "\n"))
+
+
+def _git_commit() -> str | None:
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5)
+        if out.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return out.stdout.strip() + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def environment_info() -> dict:
+    """privrl and dependency versions, Python, platform, and the git commit of the privrl source."""
+    import privrl
+
+    versions = {"privrl": privrl.__version__, "python": platform.python_version(), "numpy": np.__version__,
+                "pandas": pd.__version__}
+    for mod in ("pyarrow", "matplotlib", "dask", "distributed", "gymnasium"):
+        try:
+            versions[mod] = __import__(mod).__version__
+        except Exception:  # absent or broken optional dependency: just not recorded
+            pass
+    return {"versions": versions, "platform": platform.platform(), "git_commit": _git_commit()}
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    if path.suffix == ".parquet":
+        return pd.read_parquet(path)
+    # round_trip: the CSV holds repr() floats, so reading them back is exact
+    return pd.read_csv(path, float_precision="round_trip", keep_default_na=False,
+                       na_values={"delta": ["nan", "NaN"]})
+
+
+class ResultStore:
+    """outdir/manifest.json, outdir/runs/<run_id>.{parquet,csv} + <run_id>.json, outdir/results.*.
+
+    A run is finished once its <run_id>.json exists; it is written after the run's table, both
+    atomically, so a run interrupted at any point is simply absent and recomputed on resume.
+    """
+
+    def __init__(self, outdir: str | os.PathLike, fmt: str = "auto"):
+        self.root = Path(outdir)
+        self.runs_dir = self.root / "runs"
+        if fmt == "auto":
+            fmt = "parquet" if parquet_available() else "csv"
+        if fmt == "parquet" and not parquet_available():
+            raise ConfigError("format", "parquet needs pyarrow (pip install pyarrow), or use format = 'csv'")
+        self.fmt = fmt
+        self.ext = ".parquet" if fmt == "parquet" else ".csv"
+
+    def prepare(self) -> None:
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        for stale in self.runs_dir.glob(".*.tmp"):  # leftovers of a killed writer
+            stale.unlink(missing_ok=True)
+
+    def meta_path(self, run_id: str) -> Path:
+        return self.runs_dir / f"{run_id}.json"
+
+    def finished(self, run_id: str) -> bool:
+        meta = self.meta_path(run_id)
+        if not meta.exists():
+            return False
+        try:
+            table = json.loads(meta.read_text())["table"]
+        except (ValueError, KeyError):
+            return False
+        return (self.runs_dir / table).exists()
+
+    def write_run(self, frame: pd.DataFrame, meta: dict) -> None:
+        run_id = meta["run_id"]
+        table = self.runs_dir / f"{run_id}{self.ext}"
+        atomic_write(table, lambda p: _write_table_as(frame, p, self.fmt))
+        _write_json(self.meta_path(run_id), {**meta, "table": table.name})
+
+    def read_run(self, run_id: str) -> tuple[pd.DataFrame, dict]:
+        meta = json.loads(self.meta_path(run_id).read_text())
+        return normalize_frame(_read_table(self.runs_dir / meta["table"])), meta
+
+    def write_manifest(self, manifest: dict) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        _write_json(self.root / "manifest.json", manifest)
+
+    def write_merged(self, df: pd.DataFrame) -> Path:
+        path = self.root / f"results{self.ext}"
+        for other in (".parquet", ".csv"):  # never leave a stale merged file of the other format
+            if other != self.ext:
+                (self.root / f"results{other}").unlink(missing_ok=True)
+        atomic_write(path, lambda p: _write_table_as(df, p, self.fmt))
+        return path
+
+
+def _write_table_as(df: pd.DataFrame, path: Path, fmt: str) -> None:
+    # The temporary name does not end in .parquet/.csv, so the format is passed explicitly.
+    if fmt == "parquet":
+        df.to_parquet(path, index=False)
+    else:
+        df.to_csv(path, index=False)
+
+
+def load_manifest(outdir: str | os.PathLike) -> dict:
+    path = Path(outdir) / "manifest.json"
+    if not path.exists():
+        raise ConfigError("OUTDIR", f"{outdir} has no manifest.json: not a privrl results folder")
+    return json.loads(path.read_text())
+
+
+def load_results(outdir: str | os.PathLike, run_ids: Iterable[str] | None = None) -> pd.DataFrame:
+    """The tidy table of a results folder: every finished run the manifest lists, in the config's
+    run order (so the table is the same whatever order the runs finished in)."""
+    manifest = load_manifest(outdir)
+    store = ResultStore(outdir, "csv")
+    ids = list(run_ids) if run_ids is not None else list(manifest.get("runs", {}))
+    frames = [store.read_run(r)[0] for r in ids if store.finished(r)]
+    if not frames:
+        return normalize_frame(pd.DataFrame({c: pd.Series(dtype=t) for c, t in COLUMNS.items()}))
+    return normalize_frame(pd.concat(frames, ignore_index=True))
+
+
+def load_run_records(outdir: str | os.PathLike) -> dict[str, dict]:
+    """run_id -> the record of every finished run the manifest lists (calibration, wall time, ...),
+    read from the per-run files, so it is complete even after the sweep process was killed."""
+    manifest = load_manifest(outdir)
+    store = ResultStore(outdir, "csv")
+    return {r: json.loads(store.meta_path(r).read_text()) for r in manifest.get("runs", {}) if store.finished(r)}
+
+
+def run_frame(spec: RunSpec, env_name: str, episodes: np.ndarray, regret: np.ndarray, returns: np.ndarray,
+              cum_return: np.ndarray, wall: np.ndarray) -> pd.DataFrame:
+    n = len(episodes)
+    df = pd.DataFrame({
+        "study": [spec.study] * n, "env": [env_name] * n, "agent": [spec.agent] * n,
+        "algorithm": [spec.algorithm] * n, "privacy": [spec.privacy] * n,
+        "epsilon": np.full(n, spec.epsilon), "delta": np.full(n, spec.delta), "seed": np.full(n, spec.seed),
+        "episode": episodes, "regret": regret, "return": returns, "cum_return": cum_return, "wall_time": wall,
+        "run_id": [spec.run_id] * n,
+    })
+    return normalize_frame(df)
+
+
+def new_manifest(config_dict: dict, runs: list[RunSpec], fmt: str) -> dict:
+    info = environment_info()
+    return {"privrl": info["versions"]["privrl"], "created": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+            "format": fmt, **info, "config": config_dict,
+            "runs": {r.run_id: {**r.describe(), "status": "pending"} for r in runs}}

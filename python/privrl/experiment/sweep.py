@@ -1,0 +1,263 @@
+"""Regret sweeps over (algorithm, privacy model, epsilon, seed): one seeded run per key, executed
+inline, on local processes or on a Dask cluster, collected into a tidy table and a results folder."""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import json
+import math
+import multiprocessing as mp
+import os
+import queue as _queue
+import sys
+import time
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from privrl.experiment.config import (
+    ConfigError, RunSpec, SweepConfig, _json_safe, build_config, make_env, make_privacy, resolve_algorithm,
+)
+from privrl.experiment.results import (
+    COLUMNS, ResultStore, new_manifest, normalize_frame, run_frame,
+)
+
+__all__ = ["sweep", "run_sweep", "execute_run", "run_seed_sequence"]
+
+
+def run_seed_sequence(spec: RunSpec) -> np.random.SeedSequence:
+    """SeedSequence(root_seed) child keyed by a hash of the run key (study, agent, epsilon, seed):
+    the same run draws the same numbers whatever n_jobs, executor or finishing order."""
+    blob = json.dumps(_json_safe(spec.key), separators=(",", ":")).encode()
+    words = np.frombuffer(hashlib.sha256(blob).digest()[:16], dtype="<u4")
+    return np.random.SeedSequence(spec.root_seed, spawn_key=tuple(int(w) for w in words))
+
+
+# Environments rebuilt from specs, cached per process: a worker runs many seeds of one study.
+_ENV_CACHE: dict[str, Any] = {}
+# Environments given as objects, installed once per worker process (see _init_worker).
+_ENV_OBJECTS: dict[str, Any] = {}
+_PROGRESS_QUEUE: Any = None
+
+
+def _env_for(spec: RunSpec, env: Any = None) -> Any:
+    if env is not None:
+        return env
+    if spec.env_spec is None:
+        return _ENV_OBJECTS[spec.study]
+    key = json.dumps(_json_safe(spec.env_spec), sort_keys=True)
+    if key not in _ENV_CACHE:
+        _ENV_CACHE.clear()  # keep one: a big tabular env (P and its cdf) can take tens of MB
+        _ENV_CACHE[key] = make_env(spec.env_spec)
+    return _ENV_CACHE[key]
+
+
+def execute_run(spec: RunSpec, env: Any = None, progress: Callable[[int], None] | None = None) -> dict:
+    """Run one (study, agent, epsilon, seed) and return {"frame": tidy rows, "meta": run record}.
+
+    The agent's streams (ties, privacy noise) and the environment's stream are the two children of
+    run_seed_sequence(spec). `progress(n)` is told every few episodes how many more are done.
+    """
+    from privrl.runner import run
+
+    env = _env_for(spec, env)
+    agent_seq, env_seq = run_seed_sequence(spec).spawn(2)
+    cls = resolve_algorithm(spec.algorithm)
+    privacy = make_privacy(spec.privacy, spec.epsilon, spec.delta, spec.p)
+    t_build = time.perf_counter()
+    agent = cls(env, privacy, episodes=spec.episodes, seed=agent_seq, **dict(spec.options))
+    K, every = spec.episodes, spec.log_every
+    logged = np.unique(np.r_[np.arange(every, K + 1, every), K]).astype(np.int64)
+    stamps = np.empty(len(logged))
+    state = {"i": 0, "reported": 0}
+    step = max(1, K // 100)
+
+    def callback(k: int, _cum: float) -> None:
+        i = state["i"]
+        if i < len(logged) and k == logged[i]:
+            stamps[i] = time.perf_counter() - t_build
+            state["i"] = i + 1
+        if progress is not None and (k % step == 0 or k == K):
+            progress(k - state["reported"])
+            state["reported"] = k
+
+    res = run(agent, env, seed=env_seq, callback=callback)
+    idx = logged - 1
+    frame = run_frame(spec, res.env, logged, res.regret[idx], res.returns[idx], np.cumsum(res.returns)[idx],
+                      stamps)
+    meta = {**spec.describe(), "status": "done", "env": res.env, "label": res.agent,
+            "final_regret": res.final_regret, "wall_time": res.wall_time, "policy_changes": res.policy_changes,
+            "clip_count": getattr(agent, "clip_count", None), "calibration": _json_safe(res.calibration)}
+    return {"frame": frame, "meta": meta}
+
+
+def _init_worker(env_objects: dict, progress_queue: Any) -> None:
+    global _PROGRESS_QUEUE
+    _ENV_OBJECTS.update(env_objects)
+    _PROGRESS_QUEUE = progress_queue
+
+
+def _worker_run(spec: RunSpec) -> dict:
+    q = _PROGRESS_QUEUE
+    return execute_run(spec, progress=None if q is None else (lambda n: q.put(n)))
+
+
+class _Progress:
+    """Two tqdm bars: runs (finished / total, resumed ones counted) and episodes with episodes/s."""
+
+    def __init__(self, enabled: bool, n_runs: int, n_done: int, n_episodes: int):
+        self.bars = None
+        if not enabled:
+            return
+        from tqdm.auto import tqdm
+
+        self.bars = (tqdm(total=n_runs, initial=n_done, desc="runs", unit="run", position=0, file=sys.stderr),
+                     tqdm(total=n_episodes, desc="episodes", unit="ep", unit_scale=True, position=1,
+                          file=sys.stderr, smoothing=0.1))
+
+    def episodes(self, n: int) -> None:
+        if self.bars is not None and n:
+            self.bars[1].update(n)
+
+    def run_done(self, label: str) -> None:
+        if self.bars is not None:
+            self.bars[0].update(1)
+            self.bars[0].set_postfix_str(label, refresh=False)
+
+    def close(self) -> None:
+        if self.bars is not None:
+            for b in self.bars:
+                b.close()
+
+
+def _inline(specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: _Progress) -> Iterator[dict]:
+    for spec in specs:
+        yield execute_run(spec, envs.get(spec.study), progress=bar.episodes)
+
+
+def _processes(specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: _Progress, n_jobs: int) -> Iterator[dict]:
+    # spawn (or forkserver) rather than fork: the parent may hold threads (tqdm, Dask) and Rust state.
+    ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
+    q = ctx.Queue()
+    pool = cf.ProcessPoolExecutor(max_workers=min(n_jobs, len(specs)), mp_context=ctx,
+                                  initializer=_init_worker, initargs=(dict(envs), q))
+    try:
+        pending = {pool.submit(_worker_run, s) for s in specs}
+        while pending:
+            done, pending = cf.wait(pending, timeout=0.2, return_when=cf.FIRST_COMPLETED)
+            _drain(q, bar)
+            for fut in done:
+                yield fut.result()
+        _drain(q, bar)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        q.close()
+
+
+def _drain(q: Any, bar: _Progress) -> None:
+    while True:
+        try:
+            bar.episodes(q.get_nowait())
+        except (_queue.Empty, OSError, ValueError):
+            return
+
+
+def _executor(specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: _Progress, n_jobs: int,
+              scheduler: Any) -> Iterator[dict]:
+    if scheduler is not None:
+        from privrl.experiment.scaleout import dask_results
+
+        return dask_results(specs, envs, bar, scheduler)
+    if n_jobs > 1 and len(specs) > 1:
+        return _processes(specs, envs, bar, n_jobs)
+    return _inline(specs, envs, bar)
+
+
+def run_sweep(config: SweepConfig, outdir: str | os.PathLike | None = None, *, n_jobs: int | None = None,
+              scheduler: Any = None, progress: bool = False, resume: bool = True) -> tuple[pd.DataFrame, dict]:
+    """Execute every run of `config` and return (tidy DataFrame, manifest).
+
+    With an outdir, each finished run is written at once (atomically) and, when `resume` is true,
+    runs already finished there are loaded instead of recomputed. The DataFrame lists runs in the
+    config's order and episodes in increasing order, whatever order the runs finished in.
+    """
+    outdir = outdir if outdir is not None else config.outdir
+    n_jobs = config.n_jobs if n_jobs is None else int(n_jobs)
+    if n_jobs < 1:
+        raise ConfigError("n_jobs", f"must be >= 1, got {n_jobs}")
+    scheduler = scheduler if scheduler is not None else config.scheduler
+    specs = config.runs()
+    envs = {s.name: s.env for s in config.studies if s.env_spec is None}
+    store = ResultStore(outdir, config.format) if outdir is not None else None
+    fmt = store.fmt if store is not None else None
+    manifest = new_manifest(config.to_dict(), specs, fmt)
+    results: dict[str, pd.DataFrame] = {}
+    if store is not None:
+        store.prepare()
+        for spec in specs:
+            if resume and store.finished(spec.run_id):
+                frame, meta = store.read_run(spec.run_id)
+                results[spec.run_id] = frame
+                manifest["runs"][spec.run_id] = {**meta, "resumed": True}
+        store.write_manifest(manifest)
+    todo = [s for s in specs if s.run_id not in results]
+    n_resumed = len(specs) - len(todo)
+    bar = _Progress(progress, len(specs), len(specs) - len(todo), sum(s.episodes for s in todo))
+    t0 = time.perf_counter()
+    status = "interrupted"
+    try:
+        for payload in _executor(todo, envs, bar, n_jobs, scheduler):
+            meta = payload["meta"]
+            if store is not None:
+                store.write_run(payload["frame"], meta)
+            results[meta["run_id"]] = payload["frame"]
+            manifest["runs"][meta["run_id"]] = meta
+            bar.run_done(f"{meta['agent']} eps={meta['epsilon']:g} seed={meta['seed']}")
+        status = "complete"
+    finally:
+        bar.close()
+        manifest.update(status=status, n_runs=len(specs), n_computed=len(results) - n_resumed,
+                        n_resumed=n_resumed, sweep_wall_time=time.perf_counter() - t0)
+        if store is not None:
+            store.write_manifest(manifest)
+    frames = [results[s.run_id] for s in specs]
+    df = normalize_frame(pd.concat(frames, ignore_index=True)) if frames else _empty_frame()
+    if store is not None:
+        manifest["results_file"] = store.write_merged(df).name
+        store.write_manifest(manifest)
+    return df, manifest
+
+
+def _empty_frame() -> pd.DataFrame:
+    return normalize_frame(pd.DataFrame({c: pd.Series(dtype=t) for c, t in COLUMNS.items()}))
+
+
+def sweep(env: Any = None, agents: Mapping[str, Any] | None = None, epsilons: Sequence[float] = (math.inf,),
+          seeds: int | Sequence[int] = (0,), episodes: int = 1000, *, n_jobs: int = 1, log_every: int | None = None,
+          outdir: str | os.PathLike | None = None, delta: float = 1e-5, root_seed: int = 0,
+          studies: Sequence[Mapping[str, Any]] | None = None, scheduler: Any = None, progress: bool = False,
+          resume: bool = True, format: str = "auto") -> tuple[pd.DataFrame, dict]:
+    """Run every (agent, epsilon, seed) on `env` and return (tidy DataFrame, manifest).
+
+    env: a registered name, {"name": ..., **kwargs} (rebuilt inside each worker) or a FiniteMDP.
+    agents: {display name: {"algorithm": "UCRL-VTR" | "UCRL-VTR+" | "LSVI-UCB", "privacy": "none" |
+        "jdp" | "ldp", optional "delta", "p", "epsilons", and constructor options such as
+        "beta_scale" or "batches"}}. A "none" agent runs once (epsilon = inf); a jdp/ldp agent runs at
+        every epsilon, and at epsilon = inf it is the non-private algorithm.
+    seeds: a count (0..n-1) or a list. n_jobs > 1 runs on local processes; scheduler (a Dask address,
+        Client or cluster) runs each run as a Dask task. Results are identical either way (only the
+        wall_time column differs). outdir: write the results folder (see docs/harness.md) and
+        resume from it. studies: several [env + agents] tables in one sweep (the TOML [[study]]).
+    """
+    raw: dict[str, Any] = {"episodes": episodes, "seeds": list(seeds) if not isinstance(seeds, int) else seeds,
+                           "epsilons": list(epsilons), "delta": delta, "root_seed": root_seed,
+                           "n_jobs": n_jobs, "format": format}
+    if log_every is not None:
+        raw["log_every"] = log_every
+    if studies is not None:
+        raw["study"] = [dict(s) for s in studies]
+    else:
+        raw["env"], raw["agents"] = env, agents
+    config = build_config(raw)
+    return run_sweep(config, outdir, scheduler=scheduler, progress=progress, resume=resume)
