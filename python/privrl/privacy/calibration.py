@@ -21,6 +21,13 @@ import numbers
 from typing import Any, Dict, Optional, Tuple, Union
 
 from privrl.exceptions import PrivacyParameterError
+from privrl.privacy.accounting import (
+    analytic_gaussian_epsilon,
+    analytic_gaussian_sigma,
+    composed_l2_sensitivity,
+    gaussian_mu,
+    tree_nodes_per_leaf,
+)
 from privrl.privacy.mechanisms import (
     _check_delta_open,
     _check_delta_pure_ok,
@@ -107,6 +114,17 @@ __all__ = [
     "ucrl_vtr_plus_laplace_scales_ldp",
     "ucrl_vtr_plus_upsilon_pure",
     "ucrl_vtr_plus_C_pure",
+    # (g) tight calibration
+    "CALIBRATIONS",
+    "ucrl_vtr_sigma_jdp_tight",
+    "ucrl_vtr_sigma_ldp_tight",
+    "ucrl_vtr_laplace_scales_jdp_tight",
+    "lsvi_ucb_u_sensitivity",
+    "lsvi_ucb_sigmas_tight",
+    "lsvi_ucb_laplace_scales_tight",
+    "ucrl_vtr_plus_sigmas_jdp_tight",
+    "ucrl_vtr_plus_sigmas_ldp_tight",
+    "ucrl_vtr_plus_laplace_scales_jdp_tight",
     # (f) entry points
     "calibrate_ucrl_vtr",
     "calibrate_lsvi_ucb",
@@ -951,6 +969,168 @@ def ucrl_vtr_plus_C_pure(b: float, n_terms: int, d: int, K: int, H: int, p: floa
 
 
 # ============================================================================================
+# (g) Tight calibration (issue 6, item 2): the same releases, sigmas from the tight accountant
+# ============================================================================================
+# Every function below returns the smallest noise scale(s) for which the release the agents
+# actually make is (eps, delta)-DP under privrl.privacy.accounting, counting exactly the noise
+# draws one user's data enters:
+#   * a binary tree over n leaves: tree_nodes_per_leaf(n) = floor(log2 n) + 1 (<= the paper's
+#     K0 / B0 = ceil(log2 n) + 1) released nodes per user and tree;
+#   * Gaussian releases with a common noise level compose into ONE Gaussian with sensitivity
+#     sqrt(sum_i Delta_i^2) (Dong, Roth & Su 2019, Cor. 3.3), whose exact (eps, delta) curve is
+#     the analytic Gaussian mechanism (Balle & Wang 2018, Thm. 8);
+#   * with several noise levels the paper's ratio between them is kept (so every property the
+#     regret proofs draw from that ratio still holds) and one common multiplier is minimised;
+#   * pure DP (delta = 0): Laplace + simple composition as in the paper (a Gaussian accountant
+#     cannot improve a pure-DP guarantee); only the node count is made exact.
+# The sensitivities are the paper's (2 H^2 for both X X^T and X y in Alg. 1, 2 and 2(H+1) in
+# Alg. 2, 2d and 2 H^4 in Alg. 3), so "tight" changes the accountant, not the proof's bounds.
+CALIBRATIONS = ("paper", "tight")
+
+
+def _check_calibration(calibration) -> str:
+    if not isinstance(calibration, str) or calibration not in CALIBRATIONS:
+        raise PrivacyParameterError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
+    return calibration
+
+
+def ucrl_vtr_sigma_jdp_tight(epsilon: float, delta: float, H: int, K: int) -> float:
+    """Tight ``sigma_B`` of JDP UCRL-VTR (Alg. 1 / Cor. 1's release, tight accountant): ``2H``
+    trees (``H`` of ``X X^T``, ``H`` of ``X y``), one common ``sigma``, every node L2 sensitivity
+    ``2 H^2`` (App. B), ``n = tree_nodes_per_leaf(K)`` released nodes per user and tree. The whole
+    release is one Gaussian with sensitivity ``2 H^2 sqrt(2 H n)``:
+    ``sigma = analytic_gaussian_sigma(2 H^2 sqrt(2 H n), eps, delta)``."""
+    eps = _check_epsilon(epsilon)
+    dlt = _check_delta_open(delta)
+    H = _check_pos_int(H, "H")
+    n = tree_nodes_per_leaf(_check_pos_int(K, "K"))
+    sens = composed_l2_sensitivity([ucrl_vtr_l2_sensitivity(H)], [2 * H * n])
+    return analytic_gaussian_sigma(sens, eps, dlt)
+
+
+def ucrl_vtr_sigma_ldp_tight(epsilon: float, delta: float, H: int) -> float:
+    """Tight ``sigma_B`` of LDP UCRL-VTR (Cor. 2's randomizer): each user sends ``2H`` Gaussian
+    releases of L2 sensitivity ``2 H^2`` with one ``sigma``: one Gaussian with sensitivity
+    ``2 H^2 sqrt(2H)``, ``sigma = analytic_gaussian_sigma(2 H^2 sqrt(2H), eps, delta)``."""
+    eps = _check_epsilon(epsilon)
+    dlt = _check_delta_open(delta)
+    H = _check_pos_int(H, "H")
+    sens = composed_l2_sensitivity([ucrl_vtr_l2_sensitivity(H)], [2 * H])
+    return analytic_gaussian_sigma(sens, eps, dlt)
+
+
+def ucrl_vtr_laplace_scales_jdp_tight(epsilon: float, H: int, K: int, d: int) -> Tuple[float, float]:
+    """Pure JDP UCRL-VTR with exact node count: as :func:`ucrl_vtr_laplace_scales_jdp` (simple
+    composition, ``eps / (2 H n)`` per node) with ``n = tree_nodes_per_leaf(K)`` instead of
+    ``K0``; equal to it when ``K`` is a power of two."""
+    eps = _check_epsilon(epsilon)
+    H = _check_pos_int(H, "H")
+    n = tree_nodes_per_leaf(_check_pos_int(K, "K"))
+    eps_node, _ = simple_composition_budget(eps, 0.0, 2 * H * n)
+    s_mat, s_vec = ucrl_vtr_l1_sensitivities(H, d)
+    return laplace_scale(s_mat, eps_node), laplace_scale(s_vec, eps_node)
+
+
+def lsvi_ucb_u_sensitivity(H: int) -> float:
+    """App. D ("M^u_h is (eps', delta')-DP"): L2 sensitivity ``2(H + 1)`` of the protected sum
+    ``sum_j phi_j (r_j + V(s'_j))`` (``||phi|| <= 1``, ``r + V in [0, H + 1]``); the paper then
+    bounds it by ``4H`` for its closed form."""
+    H = _check_pos_int(H, "H")
+    return 2.0 * (H + 1)
+
+
+def lsvi_ucb_sigmas_tight(epsilon: float, delta: float, H: int, B: int,
+                          u_releases: Optional[int] = None) -> Tuple[float, float]:
+    """Tight ``(sigma_Lambda, sigma_u)`` of Alg. 2 (App. D's release, tight accountant).
+
+    Per user: ``H`` Lambda trees over the ``B`` batches, ``n = tree_nodes_per_leaf(B)`` released
+    nodes each, L2 sensitivity 2 (as the paper uses); ``H * u_releases`` releases of ``u`` (fresh
+    ``eta`` each, default ``u_releases = B``: every later batch re-sums the user's term), L2
+    sensitivity ``2(H + 1)`` (:func:`lsvi_ucb_u_sensitivity`). The paper's ratio
+    ``sigma_u / sigma_Lambda = H / sqrt(B0)`` (the two closed forms of App. D) is kept, so
+    Lem. "Lem.B.4"'s ``C / (lam + c_K) <= H`` holds as in the paper; with ``sigma_Lambda = t``:
+    ``mu^2 = (4 H n + 4 (H+1)^2 H u_releases B0 / H^2) / t^2``, and ``t`` is the smallest value
+    with ``mu <= gaussian_mu(eps, delta)``."""
+    eps = _check_epsilon(epsilon)
+    dlt = _check_delta_open(delta)
+    H = _check_pos_int(H, "H")
+    B = _check_pos_int(B, "B")
+    nu = B if u_releases is None else _check_pos_int(u_releases, "u_releases")
+    n = tree_nodes_per_leaf(B)
+    ratio = H / math.sqrt(lsvi_ucb_B0(B))
+    # sensitivity of the whole release measured in units of sigma_Lambda
+    sens = composed_l2_sensitivity([2.0, lsvi_ucb_u_sensitivity(H) / ratio], [H * n, H * nu])
+    t = analytic_gaussian_sigma(sens, eps, dlt)
+    return t, ratio * t
+
+
+def lsvi_ucb_laplace_scales_tight(epsilon: float, H: int, B: int, d: int) -> Tuple[float, float]:
+    """Pure JDP Alg. 2 with exact node count: as :func:`lsvi_ucb_laplace_scales` (simple
+    composition, ``eps/(2H)`` per family) with ``tree_nodes_per_leaf(B)`` Lambda nodes per user
+    instead of ``B0``; ``sigma_u`` is unchanged (``B`` releases)."""
+    eps = _check_epsilon(epsilon)
+    H = _check_pos_int(H, "H")
+    B = _check_pos_int(B, "B")
+    d = _check_pos_int(d, "d")
+    eps_node, _ = simple_composition_budget(eps, 0.0, 2 * H * tree_nodes_per_leaf(B))
+    eps_rel, _ = simple_composition_budget(eps, 0.0, 2 * H * B)
+    return (laplace_scale(2.0 * d, eps_node),
+            laplace_scale(2.0 * math.sqrt(d) * (H + 1), eps_rel))
+
+
+def ucrl_vtr_plus_sigmas_jdp_tight(epsilon: float, delta: float, H: int, K: int,
+                                   d: int) -> Tuple[float, float]:
+    """Tight ``(sigma_B1, sigma_B2)`` of JDP UCRL-VTR+ (Alg. 3): ``4H`` trees, ``n =
+    tree_nodes_per_leaf(K)`` nodes per user each; ``Lambda^``/``u^`` nodes sensitivity ``2d``
+    with ``sigma_B1`` (= ``sigma_f``), ``Lambda~``/``u~`` nodes ``2 H^4`` with ``sigma_B2``
+    (= ``sigma_g``). The paper's ratio ``sigma_B1 / sigma_B2 = d / H^4`` (equal per-node
+    ``Delta / sigma``) is kept, so the release is one Gaussian with ``mu = 2d sqrt(4 H n) /
+    sigma_B1``: ``sigma_B1 = analytic_gaussian_sigma(2d sqrt(4Hn), eps, delta)``,
+    ``sigma_B2 = analytic_gaussian_sigma(2 H^4 sqrt(4Hn), eps, delta)``."""
+    eps = _check_epsilon(epsilon)
+    dlt = _check_delta_open(delta)
+    H = _check_pos_int(H, "H")
+    d = _check_pos_int(d, "d")
+    n = tree_nodes_per_leaf(_check_pos_int(K, "K"))
+    mu = gaussian_mu(eps, dlt)
+    root = math.sqrt(4.0 * H * n)
+    return 2.0 * d * root / mu, 2.0 * H ** 4 * root / mu
+
+
+def ucrl_vtr_plus_sigmas_ldp_tight(epsilon: float, delta: float, H: int,
+                                   d: int) -> Tuple[float, float]:
+    """Tight ``(sigma_B1, sigma_B2)`` of LDP UCRL-VTR+: ``4H`` local releases per user (``2H``
+    of sensitivity ``2d``, ``2H`` of ``2 H^4``), ratio kept as in
+    :func:`ucrl_vtr_plus_sigmas_jdp_tight`: ``sigma_B1 = 2d sqrt(4H) / mu``,
+    ``sigma_B2 = 2 H^4 sqrt(4H) / mu`` with ``mu = gaussian_mu(eps, delta)``."""
+    eps = _check_epsilon(epsilon)
+    dlt = _check_delta_open(delta)
+    H = _check_pos_int(H, "H")
+    d = _check_pos_int(d, "d")
+    mu = gaussian_mu(eps, dlt)
+    root = math.sqrt(4.0 * H)
+    return 2.0 * d * root / mu, 2.0 * H ** 4 * root / mu
+
+
+def ucrl_vtr_plus_laplace_scales_jdp_tight(epsilon: float, H: int, K: int,
+                                           d: int) -> Tuple[float, float, float, float]:
+    """Pure JDP UCRL-VTR+ with exact node count: :func:`ucrl_vtr_plus_laplace_scales_jdp` with
+    ``tree_nodes_per_leaf(K)`` nodes per user instead of ``K0``."""
+    eps = _check_epsilon(epsilon)
+    H = _check_pos_int(H, "H")
+    d = _check_pos_int(d, "d")
+    n = tree_nodes_per_leaf(_check_pos_int(K, "K"))
+    e0, _ = simple_composition_budget(eps, 0.0, 4 * H * n)
+    return _vtr_plus_l1_scales(e0, H, d)
+
+
+def _tight_node_budget(l2_sensitivity: float, sigma: float, delta: float) -> Tuple[float, float]:
+    """Budget of ONE node under the analytic Gaussian at the target delta (informative only:
+    under the tight accountant per-node budgets are not added up)."""
+    return analytic_gaussian_epsilon(sigma, l2_sensitivity, delta), delta
+
+
+# ============================================================================================
 # (f) Entry points
 # ============================================================================================
 _KINDS = ("none", "jdp", "ldp")
@@ -989,7 +1169,8 @@ def _in_theorem_regime(kind: str, eps: Optional[float], dlt: Optional[float], pu
 
 
 def calibrate_ucrl_vtr(kind: str, epsilon: Optional[float], delta: Optional[float], H: int,
-                       K: int, d: int, C_w: float, p: float = 0.05) -> Dict[str, Any]:
+                       K: int, d: int, C_w: float, p: float = 0.05,
+                       calibration: str = "paper") -> Dict[str, Any]:
     """All parameters of Alg. 1 (Privacy-Preserving UCRL-VTR) for ``kind`` in
     ``{"none", "jdp", "ldp"}``; ``delta == 0`` selects pure DP (Laplace, App. "Pure DP in the
     UCRL-VTR Framework"). For ``"none"``, ``epsilon``/``delta`` are ignored (may be None).
@@ -1004,7 +1185,13 @@ def calibrate_ucrl_vtr(kind: str, epsilon: Optional[float], delta: Optional[floa
     (Z' + Z'^T)/sym_divisor: sqrt 2 Gaussian (App. B), 2 Laplace), Upsilon, C, shift (the
     deterministic multiple of I added to B_{k,h}: 2 Upsilon, 0 non-private), ups_low, ups_high,
     width (self-normalized term), beta (the radius to use), beta_condition (Thm. 1 right-hand
-    side, beta >= beta_condition), in_theorem_regime``.
+    side, beta >= beta_condition), in_theorem_regime, calibration``.
+
+    ``calibration="paper"`` (default) reproduces Cor. 1 / Cor. 2; ``"tight"`` takes the noise
+    scales of section (g) (:func:`ucrl_vtr_sigma_jdp_tight`, :func:`ucrl_vtr_sigma_ldp_tight`,
+    pure: :func:`ucrl_vtr_laplace_scales_jdp_tight`) and feeds them through the same Upsilon, C,
+    shift and beta formulas; ``node_budget`` is then the analytic-Gaussian ``(eps, delta)`` of one
+    node at the target delta (pure: ``eps / (2H n)``, exact node count ``n``).
     """
     kind = _check_kind(kind)
     eps, dlt, pure = _privacy_args(kind, epsilon, delta)
@@ -1013,10 +1200,12 @@ def calibrate_ucrl_vtr(kind: str, epsilon: Optional[float], delta: Optional[floa
     d = _check_pos_int(d, "d")
     cw = _check_positive_real(C_w, "C_w")
     pp = _check_probability(p, "p")
+    cal = _check_calibration(calibration)
+    tight = cal == "tight"
     lam = ucrl_vtr_lambda(H)
     K0 = ucrl_vtr_K0(K)
     out: Dict[str, Any] = {
-        "kind": kind, "pure": pure, "epsilon": eps, "delta": dlt, "p": pp,
+        "kind": kind, "pure": pure, "calibration": cal, "epsilon": eps, "delta": dlt, "p": pp,
         "H": H, "K": K, "d": d, "C_w": cw, "lam": lam, "K0": K0,
         "alpha": pp / (6.0 * K * H),
         "width": ucrl_vtr_self_normalized_width(H, K, d, pp),
@@ -1032,7 +1221,11 @@ def calibrate_ucrl_vtr(kind: str, epsilon: Optional[float], delta: Optional[floa
 
     n = K0 if kind == "jdp" else K
     if not pure:
-        if kind == "jdp":
+        if tight:
+            sigma = (ucrl_vtr_sigma_jdp_tight(eps, dlt, H, K) if kind == "jdp"
+                     else ucrl_vtr_sigma_ldp_tight(eps, dlt, H))
+            node_budget = _tight_node_budget(ucrl_vtr_l2_sensitivity(H), sigma, dlt)
+        elif kind == "jdp":
             sigma = ucrl_vtr_sigma_jdp(eps, dlt, H, K)
             node_budget = tree_node_budget(*advanced_composition_budget(eps / 2, dlt / 2, H), K)
         else:
@@ -1045,8 +1238,10 @@ def calibrate_ucrl_vtr(kind: str, epsilon: Optional[float], delta: Optional[floa
         noise, sym = "gaussian", _SQRT2
     else:
         if kind == "jdp":
-            sigma, sigma_g = ucrl_vtr_laplace_scales_jdp(eps, H, K, d)
-            node_budget = simple_composition_budget(eps, 0.0, 2 * H * K0)
+            n_nodes = tree_nodes_per_leaf(K) if tight else K0
+            sigma, sigma_g = (ucrl_vtr_laplace_scales_jdp_tight(eps, H, K, d) if tight
+                              else ucrl_vtr_laplace_scales_jdp(eps, H, K, d))
+            node_budget = simple_composition_budget(eps, 0.0, 2 * H * n_nodes)
         else:
             sigma, sigma_g = ucrl_vtr_laplace_scales_ldp(eps, H, d)
             node_budget = simple_composition_budget(eps, 0.0, 2 * H)
@@ -1088,7 +1283,8 @@ def _resolve_batches(batches: Union[str, int], kind: str, pure: bool, eps: Optio
 
 def calibrate_lsvi_ucb(kind: str, epsilon: Optional[float], delta: Optional[float], H: int,
                        K: int, d: int, p: float = 0.05,
-                       batches: Union[str, int] = "static") -> Dict[str, Any]:
+                       batches: Union[str, int] = "static",
+                       calibration: str = "paper") -> Dict[str, Any]:
     """All parameters of Alg. 2 (batched JDP LSVI-UCB, App. D "Initialization of the
     parameters") for ``kind`` in ``{"none", "jdp"}`` (the paper has no LDP algorithm for linear
     MDPs, Rem. "Local Differential Privacy"); ``delta == 0`` selects pure JDP (App. "Pure joint DP
@@ -1102,7 +1298,12 @@ def calibrate_lsvi_ucb(kind: str, epsilon: Optional[float], delta: Optional[floa
     batch_length (ceil(K/B)), alpha (p/6KH), sigma_Lambda, sigma_u (noise scales: Gaussian std,
     or Laplace b when pure; None non-private), Upsilon, c_K, C, shift (the multiple of I added to
     Lambda~: c_K + Upsilon; c_K = d Upsilon, pure: lsvi_ucb_c_K_pure), U_K, chi, log_chi, beta, sym_divisor (2: Alg. 2 uses
-    Z = (Z' + Z'^T)/2; None non-private), in_theorem_regime``.
+    Z = (Z' + Z'^T)/2; None non-private), in_theorem_regime, calibration``.
+
+    ``calibration="tight"``: ``(sigma_Lambda, sigma_u)`` from :func:`lsvi_ucb_sigmas_tight`
+    (``B`` u-releases per user and step, paper's ratio kept; pure:
+    :func:`lsvi_ucb_laplace_scales_tight`), then the same Upsilon, c_K, C, U_K, chi, beta; ``B``
+    is the paper's (it depends on eps only).
     """
     kind = _check_kind(kind, ("none", "jdp"))
     eps, dlt, pure = _privacy_args(kind, epsilon, delta)
@@ -1110,6 +1311,8 @@ def calibrate_lsvi_ucb(kind: str, epsilon: Optional[float], delta: Optional[floa
     K = _check_pos_int(K, "K")
     d = _check_pos_int(d, "d")
     pp = _check_probability(p, "p")
+    cal = _check_calibration(calibration)
+    tight = cal == "tight"
     B = _resolve_batches(batches, kind, pure, eps, H, K, d)
     B0 = lsvi_ucb_B0(B)
     lam = lsvi_ucb_lambda(d)
@@ -1118,13 +1321,17 @@ def calibrate_lsvi_ucb(kind: str, epsilon: Optional[float], delta: Optional[floa
         ups = cK = C = 0.0
         noise = sym = None
     elif not pure:
-        sl = lsvi_ucb_sigma_lambda(eps, dlt, H, B)
-        su = lsvi_ucb_sigma_u(eps, dlt, H, B)
+        if tight:
+            sl, su = lsvi_ucb_sigmas_tight(eps, dlt, H, B)
+        else:
+            sl = lsvi_ucb_sigma_lambda(eps, dlt, H, B)
+            su = lsvi_ucb_sigma_u(eps, dlt, H, B)
         ups = lsvi_ucb_upsilon(sl, B0, d, K, H, pp)
         C = lsvi_ucb_C(su, d, K, H, pp)
         noise, sym = "gaussian", 2.0
     else:
-        sl, su = lsvi_ucb_laplace_scales(eps, H, B, d)
+        sl, su = (lsvi_ucb_laplace_scales_tight(eps, H, B, d) if tight
+                  else lsvi_ucb_laplace_scales(eps, H, B, d))
         ups = lsvi_ucb_upsilon_pure(sl, B0, d, K, H, pp)
         C = lsvi_ucb_C_pure(su, d, K, H, pp)
         noise, sym = "laplace", 2.0
@@ -1133,8 +1340,8 @@ def calibrate_lsvi_ucb(kind: str, epsilon: Optional[float], delta: Optional[floa
     U_K = lsvi_ucb_U_K(lam, cK, C, H, K, d)
     log_chi = lsvi_ucb_log_chi(U_K, H, K, d, pp)
     return {
-        "kind": kind, "pure": pure, "noise": noise, "epsilon": eps, "delta": dlt, "p": pp,
-        "H": H, "K": K, "d": d, "batches": batches, "lam": lam, "B": B, "B0": B0,
+        "kind": kind, "pure": pure, "calibration": cal, "noise": noise, "epsilon": eps,
+        "delta": dlt, "p": pp, "H": H, "K": K, "d": d, "batches": batches, "lam": lam, "B": B, "B0": B0,
         "batch_length": -(-K // B), "alpha": pp / (6.0 * K * H),
         "sigma_Lambda": sl, "sigma_u": su, "Upsilon": ups, "c_K": cK, "C": C,
         "shift": cK + ups, "U_K": U_K, "chi": lsvi_ucb_chi(U_K, H, K, d, pp),
@@ -1144,7 +1351,8 @@ def calibrate_lsvi_ucb(kind: str, epsilon: Optional[float], delta: Optional[floa
 
 
 def calibrate_ucrl_vtr_plus(kind: str, epsilon: Optional[float], delta: Optional[float], H: int,
-                            K: int, d: int, C_w: float, p: float = 0.05) -> Dict[str, Any]:
+                            K: int, d: int, C_w: float, p: float = 0.05,
+                            calibration: str = "paper") -> Dict[str, Any]:
     """All parameters of Alg. 3 (Privacy-Preserving UCRL-VTR+, App. C) for ``kind`` in
     ``{"none", "jdp", "ldp"}``; ``delta == 0`` selects pure DP (remark after Cor.
     "LDP-UCRL-VTR+", derived as for UCRL-VTR). Radii are the constant values at ``k = K``
@@ -1157,7 +1365,9 @@ def calibrate_ucrl_vtr_plus(kind: str, epsilon: Optional[float], delta: Optional
     shift2 (2 Upsilon1, 2 Upsilon2), beta_hat, beta_check, beta_tilde, beta_hat_condition,
     beta_check_condition, beta_tilde_condition (Thm. right-hand sides), in_theorem_regime``.
     Non-private: all noise zero and the radii are Zhou et al. (2021)'s, i.e. the Thm. condition
-    with ``Upsilon = C = 0``.
+    with ``Upsilon = C = 0``. ``calibration="tight"`` takes the sigmas of
+    :func:`ucrl_vtr_plus_sigmas_jdp_tight` / :func:`ucrl_vtr_plus_sigmas_ldp_tight` (pure JDP:
+    :func:`ucrl_vtr_plus_laplace_scales_jdp_tight`) and the same Upsilon, C and radii formulas.
     """
     kind = _check_kind(kind)
     eps, dlt, pure = _privacy_args(kind, epsilon, delta)
@@ -1166,10 +1376,12 @@ def calibrate_ucrl_vtr_plus(kind: str, epsilon: Optional[float], delta: Optional
     d = _check_pos_int(d, "d")
     cw = _check_positive_real(C_w, "C_w")
     pp = _check_probability(p, "p")
+    cal = _check_calibration(calibration)
+    tight = cal == "tight"
     lam = ucrl_vtr_plus_lambda()
     K0 = ucrl_vtr_K0(K)
     out: Dict[str, Any] = {
-        "kind": kind, "pure": pure, "epsilon": eps, "delta": dlt, "p": pp,
+        "kind": kind, "pure": pure, "calibration": cal, "epsilon": eps, "delta": dlt, "p": pp,
         "H": H, "K": K, "d": d, "C_w": cw, "lam": lam, "K0": K0,
         "alpha": pp / (24.0 * K * H),
         "in_theorem_regime": _in_theorem_regime(kind, eps, dlt, pure),
@@ -1185,9 +1397,11 @@ def calibrate_ucrl_vtr_plus(kind: str, epsilon: Optional[float], delta: Optional
     n = K0 if kind == "jdp" else K
     if not pure:
         if kind == "jdp":
-            s1, s2 = ucrl_vtr_plus_sigmas_jdp(eps, dlt, H, K, d)
+            s1, s2 = (ucrl_vtr_plus_sigmas_jdp_tight(eps, dlt, H, K, d) if tight
+                      else ucrl_vtr_plus_sigmas_jdp(eps, dlt, H, K, d))
         else:
-            s1, s2 = ucrl_vtr_plus_sigmas_ldp(eps, dlt, H, d)
+            s1, s2 = (ucrl_vtr_plus_sigmas_ldp_tight(eps, dlt, H, d) if tight
+                      else ucrl_vtr_plus_sigmas_ldp(eps, dlt, H, d))
         sf, sg = s1, s2
         u1 = ucrl_vtr_plus_upsilon(s1, n, d, K, H, pp)
         u2 = ucrl_vtr_plus_upsilon(s2, n, d, K, H, pp)
@@ -1196,7 +1410,8 @@ def calibrate_ucrl_vtr_plus(kind: str, epsilon: Optional[float], delta: Optional
         noise, sym = "gaussian", _SQRT2
     else:
         if kind == "jdp":
-            s1, sf, s2, sg = ucrl_vtr_plus_laplace_scales_jdp(eps, H, K, d)
+            s1, sf, s2, sg = (ucrl_vtr_plus_laplace_scales_jdp_tight(eps, H, K, d) if tight
+                              else ucrl_vtr_plus_laplace_scales_jdp(eps, H, K, d))
         else:
             s1, sf, s2, sg = ucrl_vtr_plus_laplace_scales_ldp(eps, H, d)
         u1 = ucrl_vtr_plus_upsilon_pure(s1, n, d, K, H, pp)

@@ -7,13 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
+from privrl.exceptions import PrivacyParameterError
+from privrl.privacy.calibration import CALIBRATIONS
 from privrl.privacy.mechanisms import (
     _check_delta_pure_ok,
     _check_epsilon,
     _check_probability,
 )
 
-__all__ = ["NonPrivate", "JointDP", "LocalDP"]
+__all__ = ["NonPrivate", "JointDP", "LocalDP", "CALIBRATIONS"]
 
 
 @dataclass(frozen=True)
@@ -48,9 +50,16 @@ class NonPrivate:
     def label(self) -> str:
         return "NonPrivate"
 
+    @property
+    def calibration(self) -> str:
+        """Always "paper" (there is no noise to calibrate)."""
+        return "paper"
+
     def as_kwargs(self) -> Dict[str, Any]:
-        """``kind, epsilon, delta, p`` ready for ``privrl.privacy.calibration.calibrate_*``."""
-        return {"kind": "none", "epsilon": None, "delta": None, "p": self.p}
+        """``kind, epsilon, delta, p, calibration`` ready for
+        ``privrl.privacy.calibration.calibrate_*``."""
+        return {"kind": "none", "epsilon": None, "delta": None, "p": self.p,
+                "calibration": "paper"}
 
 
 @dataclass(frozen=True)
@@ -58,11 +67,15 @@ class _DPModel:
     epsilon: float
     delta: float = 0.0
     p: float = 0.05
+    calibration: str = "paper"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon, "epsilon"))
         object.__setattr__(self, "delta", _check_delta_pure_ok(self.delta, "delta"))
         object.__setattr__(self, "p", _check_probability(self.p, "p"))
+        if not isinstance(self.calibration, str) or self.calibration not in CALIBRATIONS:
+            raise PrivacyParameterError(
+                f"calibration must be one of {CALIBRATIONS}, got {self.calibration!r}")
 
     _KIND = ""
     _TAG = ""
@@ -78,11 +91,14 @@ class _DPModel:
 
     @property
     def label(self) -> str:
-        return f"{self._TAG}(eps={self.epsilon:g}, delta={self.delta:g})"
+        extra = "" if self.calibration == "paper" else f", {self.calibration}"
+        return f"{self._TAG}(eps={self.epsilon:g}, delta={self.delta:g}{extra})"
 
     def as_kwargs(self) -> Dict[str, Any]:
-        """``kind, epsilon, delta, p`` ready for ``privrl.privacy.calibration.calibrate_*``."""
-        return {"kind": self.kind, "epsilon": self.epsilon, "delta": self.delta, "p": self.p}
+        """``kind, epsilon, delta, p, calibration`` ready for
+        ``privrl.privacy.calibration.calibrate_*``."""
+        return {"kind": self.kind, "epsilon": self.epsilon, "delta": self.delta, "p": self.p,
+                "calibration": self.calibration}
 
 
 @dataclass(frozen=True)
@@ -90,6 +106,9 @@ class JointDP(_DPModel):
     """(epsilon, delta)-joint DP (Def. "Joint DP"); ``delta = 0`` means pure JDP (Laplace).
 
     ``epsilon`` finite and > 0, ``delta`` in [0, 1), ``p`` (regret failure probability) in (0, 1).
+    ``calibration``: ``"paper"`` (default, the noise of Cor. 1 / App. D / Cor. "JDP-UCRL-VTR+")
+    or ``"tight"`` (the smallest noise making the same release (eps, delta)-DP under the tight
+    accountant of ``privrl.privacy.accounting``; see ``calibration`` section (g)).
     """
 
     _KIND = "jdp"
@@ -101,6 +120,8 @@ class LocalDP(_DPModel):
     """(epsilon, delta)-local DP (Def. "Local DP"); ``delta = 0`` means pure LDP (Laplace).
 
     ``epsilon`` finite and > 0, ``delta`` in [0, 1), ``p`` (regret failure probability) in (0, 1).
+    ``calibration``: ``"paper"`` (default, Cor. 2) or ``"tight"`` (analytic Gaussian on the
+    user's ``2H`` composed releases).
     """
 
     _KIND = "ldp"

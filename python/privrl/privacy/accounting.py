@@ -1,0 +1,461 @@
+"""Tight privacy accounting: analytic Gaussian mechanism, Gaussian composition, zCDP, pure-DP sums.
+
+Paper: Luyo et al., App. "Differential Privacy Tools" (what it replaces); issue 6, items 1-2 (tight accountant).
+"""
+# Conventions
+# -----------
+# * A Gaussian release with L2 sensitivity Delta and noise N(0, sigma^2 I) is summarised by its
+#   noise multiplier ratio mu = Delta / sigma ("mu-GDP", Dong, Roth & Su 2019). Its exact
+#   (eps, delta) curve is the analytic Gaussian mechanism of Balle & Wang (2018, Thm. 8).
+# * Adaptive composition of Gaussian releases is again Gaussian: mu = sqrt(sum mu_i^2)
+#   (Dong, Roth & Su 2019, Cor. 3.3). With a common sigma this is one Gaussian with sensitivity
+#   sqrt(sum Delta_i^2): the per-user L2 sensitivity across every node / release the user touches.
+# * Every inverse (sigma from (eps, delta), eps from (mu, delta)) is computed by bisection and
+#   returns the end of the bracket on the private side (never a sigma below the exact one).
+# * Natural logarithms everywhere.
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterable, List, Optional, Tuple
+
+from privrl.exceptions import PrivacyParameterError
+from privrl.privacy.mechanisms import (
+    _check_delta_open,
+    _check_epsilon,
+    _check_nonneg_real,
+    _check_pos_int,
+    _check_positive_real,
+    _check_sensitivity,
+)
+
+__all__ = [
+    "normal_cdf",
+    "log_normal_cdf",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "gaussian_mu",
+    "analytic_gaussian_delta",
+    "analytic_gaussian_epsilon",
+    "analytic_gaussian_sigma",
+    "composed_l2_sensitivity",
+    "gaussian_composition_mu",
+    "zcdp_rho_gaussian",
+    "zcdp_rho_pure",
+    "zcdp_compose",
+    "zcdp_epsilon_simple",
+    "zcdp_delta",
+    "zcdp_epsilon",
+    "laplace_composition_epsilon",
+    "PrivacyAccountant",
+    "tree_nodes_per_leaf",
+]
+
+_SQRT2 = math.sqrt(2.0)
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+_BISECT_ITERS = 200
+
+
+# ============================================================================================
+# Standard normal CDF, accurate in both tails without scipy
+# ============================================================================================
+def normal_cdf(x: float) -> float:
+    """``Phi(x) = erfc(-x / sqrt 2) / 2`` (no cancellation in the lower tail)."""
+    return 0.5 * math.erfc(-float(x) / _SQRT2)
+
+
+def log_normal_cdf(x: float) -> float:
+    """``log Phi(x)`` for every real ``x``.
+
+    For ``x >= -30`` directly from ``erfc`` (no underflow there); below, the asymptotic series
+    ``log Phi(x) = log phi(x) - log(-x) + log(1 - 1/x^2 + 3/x^4 - 15/x^6 + 105/x^8 - 945/x^10)``
+    (Abramowitz & Stegun 26.2.12; truncation error < 1e-13 relative at ``x = -30``). For
+    ``x > 5``, ``log1p(-Phi(-x))``.
+    """
+    x = float(x)
+    if x > 5.0:
+        return math.log1p(-0.5 * math.erfc(x / _SQRT2))
+    if x >= -30.0:
+        return math.log(0.5 * math.erfc(-x / _SQRT2))
+    z = 1.0 / (x * x)
+    series = 1.0 - z + 3.0 * z * z - 15.0 * z ** 3 + 105.0 * z ** 4 - 945.0 * z ** 5
+    return -0.5 * x * x - _LOG_SQRT_2PI - math.log(-x) + math.log(series)
+
+
+# ============================================================================================
+# Analytic Gaussian mechanism (Balle & Wang 2018)
+# ============================================================================================
+def _check_mu(mu, name: str = "mu") -> float:
+    return _check_nonneg_real(mu, name)
+
+
+def gaussian_delta(epsilon: float, mu: float) -> float:
+    """Exact ``delta(eps)`` of a Gaussian release with ``mu = Delta / sigma`` (Balle & Wang 2018,
+    Thm. 8, "analytic Gaussian mechanism"):
+
+    ``delta(eps) = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu)``.
+
+    This is the smallest ``delta`` for which ``f(x) + N(0, sigma^2 I)`` with
+    ``||f(x) - f(x')||_2 <= Delta`` is ``(eps, delta)``-DP; it holds for every ``eps >= 0`` (no
+    ``eps < 1`` restriction). Computed as ``Phi(a) * (-expm1(eps + log Phi(b) - log Phi(a)))`` to
+    keep digits when the two terms are close.
+    """
+    eps = _check_nonneg_real(epsilon, "epsilon")
+    m = _check_mu(mu)
+    if m == 0.0:
+        return 0.0
+    if math.isinf(m):
+        return 1.0
+    a = 0.5 * m - eps / m
+    b = -0.5 * m - eps / m
+    la = log_normal_cdf(a)
+    lb = log_normal_cdf(b)
+    r = eps + lb - la
+    if r >= 0.0:  # only by rounding; the exact value is < 0 for mu > 0
+        return 0.0
+    return min(1.0, max(0.0, math.exp(la) * -math.expm1(r)))
+
+
+def gaussian_epsilon(mu: float, delta: float) -> float:
+    """Smallest ``eps >= 0`` with ``gaussian_delta(eps, mu) <= delta`` (bisection; ``delta(eps)``
+    is decreasing). Balle & Wang (2018), Thm. 8 read in ``eps``. The value returned is the upper
+    end of the final bracket, so it is a valid (never optimistic) epsilon."""
+    m = _check_mu(mu)
+    dlt = _check_delta_open(delta)
+    if m == 0.0 or gaussian_delta(0.0, m) <= dlt:
+        return 0.0
+    # Upper bracket: privacy loss ~ N(mu^2/2, mu^2) and Phi^{-1}(1 - delta) <= sqrt(2 log(1/delta)).
+    hi = 0.5 * m * m + m * math.sqrt(2.0 * math.log(1.0 / dlt)) + 1.0
+    while gaussian_delta(hi, m) > dlt:
+        hi *= 2.0
+    lo = 0.0
+    for _ in range(_BISECT_ITERS):
+        mid = 0.5 * (lo + hi)
+        if gaussian_delta(mid, m) <= dlt:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo <= 1e-15 * hi:
+            break
+    return hi
+
+
+def gaussian_mu(epsilon: float, delta: float) -> float:
+    """Largest ``mu = Delta / sigma`` with ``gaussian_delta(eps, mu) <= delta`` (bisection;
+    ``delta`` is increasing in ``mu``). Balle & Wang (2018), Thm. 8 / Alg. 1 read in ``mu``; the
+    lower end of the final bracket is returned (valid side)."""
+    eps = _check_epsilon(epsilon)
+    dlt = _check_delta_open(delta)
+    lo, hi = 0.0, 1.0
+    while gaussian_delta(eps, hi) <= dlt:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(_BISECT_ITERS):
+        mid = 0.5 * (lo + hi)
+        if gaussian_delta(eps, mid) <= dlt:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-15 * hi:
+            break
+    if lo == 0.0:  # pragma: no cover - delta(eps, mu) -> 0 as mu -> 0, so some mu > 0 works
+        raise PrivacyParameterError(f"no Gaussian noise level reaches (eps={eps}, delta={dlt})")
+    return lo
+
+
+def analytic_gaussian_delta(sigma: float, l2_sensitivity: float, epsilon: float) -> float:
+    """``delta(eps)`` of ``f(x) + N(0, sigma^2 I)`` with L2 sensitivity ``Delta`` (Balle & Wang
+    2018, Thm. 8): ``gaussian_delta(eps, Delta / sigma)``."""
+    s = _check_positive_real(sigma, "sigma")
+    d = _check_sensitivity(l2_sensitivity, "l2_sensitivity")
+    return gaussian_delta(epsilon, d / s)
+
+
+def analytic_gaussian_epsilon(sigma: float, l2_sensitivity: float, delta: float) -> float:
+    """Smallest ``eps`` for which ``f(x) + N(0, sigma^2 I)`` (L2 sensitivity ``Delta``) is
+    ``(eps, delta)``-DP (Balle & Wang 2018, Thm. 8)."""
+    s = _check_positive_real(sigma, "sigma")
+    d = _check_sensitivity(l2_sensitivity, "l2_sensitivity")
+    return gaussian_epsilon(d / s, delta)
+
+
+def analytic_gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float) -> float:
+    """Smallest ``sigma`` for which the Gaussian mechanism with L2 sensitivity ``Delta`` is
+    ``(eps, delta)``-DP (Balle & Wang 2018, Thm. 8 and their Alg. 1, by bisection):
+    ``sigma = Delta / gaussian_mu(eps, delta)``. Valid for every ``eps > 0`` (the classical
+    ``Delta sqrt(2 log(1.25/delta)) / eps`` needs ``eps < 1``)."""
+    d = _check_sensitivity(l2_sensitivity, "l2_sensitivity")
+    mu = gaussian_mu(epsilon, delta)
+    return d / mu
+
+
+# ============================================================================================
+# Composition
+# ============================================================================================
+def composed_l2_sensitivity(sensitivities: Iterable[float],
+                            counts: Optional[Iterable[int]] = None) -> float:
+    """``sqrt(sum_i c_i Delta_i^2)``: the L2 sensitivity of the concatenation of releases with
+    common noise ``sigma`` (each ``Delta_i`` repeated ``c_i`` times; ``counts`` default 1). A
+    composition of Gaussian mechanisms with one noise level is one Gaussian mechanism with this
+    sensitivity (Dong, Roth & Su 2019, Cor. 3.3; also exact for adaptive compositions)."""
+    sens = [_check_sensitivity(s, f"sensitivities[{i}]") for i, s in enumerate(sensitivities)]
+    if counts is None:
+        cnt = [1] * len(sens)
+    else:
+        cnt = [_check_pos_int(c, f"counts[{i}]") for i, c in enumerate(counts)]
+        if len(cnt) != len(sens):
+            raise PrivacyParameterError(
+                f"counts must match sensitivities in length, got {len(cnt)} != {len(sens)}")
+    return math.sqrt(sum(c * s * s for c, s in zip(cnt, sens)))
+
+
+def gaussian_composition_mu(terms: Iterable[Tuple[float, float, int]]) -> float:
+    """``mu = sqrt(sum_i c_i (Delta_i / sigma_i)^2)`` for ``terms`` of
+    ``(l2_sensitivity, sigma, count)``: the adaptive composition of Gaussian releases is
+    ``mu``-GDP (Dong, Roth & Su 2019, Cor. 3.3), i.e. exactly as private as one Gaussian
+    release with ``Delta / sigma = mu``."""
+    total = 0.0
+    for i, t in enumerate(terms):
+        try:
+            s, sg, c = t
+        except (TypeError, ValueError):
+            raise PrivacyParameterError(
+                f"terms[{i}] must be (l2_sensitivity, sigma, count), got {t!r}") from None
+        s = _check_sensitivity(s, f"terms[{i}].l2_sensitivity")
+        sg = _check_positive_real(sg, f"terms[{i}].sigma")
+        c = _check_pos_int(c, f"terms[{i}].count")
+        total += c * (s / sg) ** 2
+    return math.sqrt(total)
+
+
+def laplace_composition_epsilon(terms: Iterable[Tuple[float, float, int]]) -> float:
+    """Pure DP, App. "Simple Composition" applied to Laplace releases: ``sum_i c_i Delta1_i / b_i``
+    for ``terms`` of ``(l1_sensitivity, b, count)`` (App. "Laplace Mechanism": one release is
+    ``(Delta1 / b, 0)``-DP). No Gaussian-style accountant improves on this for delta = 0."""
+    total = 0.0
+    for i, t in enumerate(terms):
+        try:
+            s, b, c = t
+        except (TypeError, ValueError):
+            raise PrivacyParameterError(
+                f"terms[{i}] must be (l1_sensitivity, b, count), got {t!r}") from None
+        s = _check_sensitivity(s, f"terms[{i}].l1_sensitivity")
+        b = _check_positive_real(b, f"terms[{i}].b")
+        c = _check_pos_int(c, f"terms[{i}].count")
+        total += c * s / b
+    return total
+
+
+# ============================================================================================
+# zero-concentrated DP (Bun & Steinke 2016; Canonne, Kamath & Steinke 2020)
+# ============================================================================================
+def zcdp_rho_gaussian(l2_sensitivity: float, sigma: float) -> float:
+    """Bun & Steinke (2016), Prop. 1.6: the Gaussian mechanism is ``rho``-zCDP with
+    ``rho = Delta^2 / (2 sigma^2)``."""
+    d = _check_sensitivity(l2_sensitivity, "l2_sensitivity")
+    s = _check_positive_real(sigma, "sigma")
+    return d * d / (2.0 * s * s)
+
+
+def zcdp_rho_pure(epsilon: float) -> float:
+    """Bun & Steinke (2016), Prop. 1.4: ``(eps, 0)``-DP implies ``eps^2 / 2``-zCDP."""
+    e = _check_nonneg_real(epsilon, "epsilon")
+    return 0.5 * e * e
+
+
+def zcdp_compose(rhos: Iterable[float]) -> float:
+    """Bun & Steinke (2016), Lem. 2.3: (adaptive) composition adds the ``rho``s."""
+    return sum(_check_nonneg_real(r, f"rhos[{i}]") for i, r in enumerate(rhos))
+
+
+def zcdp_epsilon_simple(rho: float, delta: float) -> float:
+    """Bun & Steinke (2016), Prop. 1.3: ``rho``-zCDP implies ``(rho + 2 sqrt(rho log(1/delta)),
+    delta)``-DP for every ``delta > 0``."""
+    r = _check_nonneg_real(rho, "rho")
+    dlt = _check_delta_open(delta)
+    return r + 2.0 * math.sqrt(r * math.log(1.0 / dlt))
+
+
+def zcdp_delta(rho: float, epsilon: float) -> float:
+    """Canonne, Kamath & Steinke (2020), Prop. 12 / Cor. 13: ``rho``-zCDP (Renyi DP of order
+    ``alpha`` at ``alpha rho`` for every ``alpha > 1``) implies ``(eps, delta)``-DP with
+
+    ``delta = inf_{alpha > 1} exp((alpha - 1)(alpha rho - eps)) / (alpha - 1) * (1 - 1/alpha)^alpha``.
+
+    The log of the bracket is convex in ``alpha`` with derivative
+    ``(2 alpha - 1) rho - eps + log(1 - 1/alpha)``; its root is found by bisection. Any ``alpha``
+    gives a valid delta, so the bisection's accuracy only affects tightness."""
+    r = _check_nonneg_real(rho, "rho")
+    eps = _check_nonneg_real(epsilon, "epsilon")
+    if r == 0.0:
+        return 0.0
+
+    def log_delta(a: float) -> float:
+        return (a - 1.0) * (a * r - eps) + a * math.log1p(-1.0 / a) - math.log(a - 1.0)
+
+    def slope(a: float) -> float:
+        return (2.0 * a - 1.0) * r - eps + math.log1p(-1.0 / a)
+
+    lo = 1.0 + 1e-12
+    hi = max(2.0, (eps + 1.0) / (2.0 * r) + 2.0)
+    while slope(hi) < 0.0:
+        hi *= 2.0
+    for _ in range(_BISECT_ITERS):
+        mid = 0.5 * (lo + hi)
+        if slope(mid) < 0.0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-13 * hi:
+            break
+    best = min(log_delta(lo), log_delta(hi))
+    return min(1.0, math.exp(best)) if best < 709.0 else 1.0
+
+
+def zcdp_epsilon(rho: float, delta: float) -> float:
+    """Smallest ``eps`` with ``zcdp_delta(rho, eps) <= delta`` (Canonne, Kamath & Steinke 2020,
+    Cor. 13, inverted by bisection); never larger than :func:`zcdp_epsilon_simple`."""
+    r = _check_nonneg_real(rho, "rho")
+    dlt = _check_delta_open(delta)
+    if r == 0.0:
+        return 0.0
+    hi = zcdp_epsilon_simple(r, dlt)
+    if zcdp_delta(r, hi) > dlt:  # pragma: no cover - CKS is at least as tight as BS16
+        return hi
+    lo = 0.0
+    for _ in range(_BISECT_ITERS):
+        mid = 0.5 * (lo + hi)
+        if zcdp_delta(r, mid) <= dlt:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo <= 1e-13 * max(hi, 1e-300):
+            break
+    return hi
+
+
+# ============================================================================================
+# Tree counting
+# ============================================================================================
+def tree_nodes_per_leaf(n_leaves: int) -> int:
+    """Exact number of released nodes of a binary tree over ``n_leaves`` leaves that contain one
+    leaf, maximised over leaves: ``floor(log2 n) + 1`` (= ``n.bit_length()``).
+
+    Leaf 1 lies in the dyadic blocks ``[1, 2^l]`` for every ``2^l <= n``, each of which is a node
+    of the prefix ``t = 2^l``; a block ``[j 2^l + 1, (j+1) 2^l]`` with ``(j+1) 2^l > n`` is never
+    part of any released prefix (the Rust tree draws its noise lazily and never does). This is
+    ``<= K0 = ceil(log2 n) + 1`` of App. "Tree-based method" (equal when ``n`` is a power of 2).
+    """
+    n = _check_pos_int(n_leaves, "n_leaves")
+    return n.bit_length()
+
+
+# ============================================================================================
+# Accountant
+# ============================================================================================
+@dataclass
+class _Entry:
+    kind: str  # "gaussian" | "laplace"
+    sensitivity: float
+    scale: float
+    count: int
+    label: str
+
+
+@dataclass
+class PrivacyAccountant:
+    """Per-user privacy ledger of a composition of Gaussian and Laplace releases.
+
+    ``add_gaussian(Delta_2, sigma, count)`` / ``add_laplace(Delta_1, b, count)`` record ``count``
+    releases a user's data enters (adaptively chosen releases are allowed). Then:
+
+    * Gaussian only: ``mu = sqrt(sum c Delta^2 / sigma^2)`` (Dong, Roth & Su 2019, Cor. 3.3) and
+      the exact analytic Gaussian curve (Balle & Wang 2018, Thm. 8);
+    * Laplace only: simple composition ``eps = sum c Delta_1 / b`` (App. "Simple Composition");
+    * mixed: the better of (simple composition of the Laplace part with the analytic Gaussian
+      part) and (zCDP: ``rho = mu^2/2 + sum c eps_i^2 / 2``, Canonne-Kamath-Steinke conversion).
+    """
+
+    entries: List[_Entry] = field(default_factory=list)
+
+    def add_gaussian(self, l2_sensitivity: float, sigma: float, count: int = 1,
+                     label: str = "") -> "PrivacyAccountant":
+        s = _check_sensitivity(l2_sensitivity, "l2_sensitivity")
+        sg = _check_positive_real(sigma, "sigma")
+        c = _check_pos_int(count, "count")
+        self.entries.append(_Entry("gaussian", s, sg, c, str(label)))
+        return self
+
+    def add_laplace(self, l1_sensitivity: float, scale: float, count: int = 1,
+                    label: str = "") -> "PrivacyAccountant":
+        s = _check_sensitivity(l1_sensitivity, "l1_sensitivity")
+        b = _check_positive_real(scale, "scale")
+        c = _check_pos_int(count, "count")
+        self.entries.append(_Entry("laplace", s, b, c, str(label)))
+        return self
+
+    # --- summaries ----------------------------------------------------------------------
+    @property
+    def mu(self) -> float:
+        """GDP parameter of the Gaussian part (0 if none)."""
+        return math.sqrt(sum(e.count * (e.sensitivity / e.scale) ** 2
+                             for e in self.entries if e.kind == "gaussian"))
+
+    @property
+    def pure_epsilon(self) -> float:
+        """Simple-composition epsilon of the Laplace part (0 if none)."""
+        return sum(e.count * e.sensitivity / e.scale for e in self.entries if e.kind == "laplace")
+
+    @property
+    def rho(self) -> float:
+        """zCDP parameter of everything: ``mu^2 / 2 + sum_laplace c (Delta_1 / b)^2 / 2``."""
+        lap = sum(e.count * (e.sensitivity / e.scale) ** 2
+                  for e in self.entries if e.kind == "laplace")
+        return 0.5 * self.mu ** 2 + 0.5 * lap
+
+    @property
+    def has_gaussian(self) -> bool:
+        return any(e.kind == "gaussian" for e in self.entries)
+
+    @property
+    def has_laplace(self) -> bool:
+        return any(e.kind == "laplace" for e in self.entries)
+
+    # --- conversions ----------------------------------------------------------------------
+    def epsilon(self, delta: float) -> float:
+        """Smallest epsilon this accountant certifies at ``delta`` (see the class docstring)."""
+        if not self.has_gaussian:
+            if delta != 0.0:
+                _check_delta_open(delta)
+            return self.pure_epsilon
+        dlt = _check_delta_open(delta)
+        g = gaussian_epsilon(self.mu, dlt)
+        if not self.has_laplace:
+            return g
+        return min(self.pure_epsilon + g, zcdp_epsilon(self.rho, dlt))
+
+    def delta(self, epsilon: float) -> float:
+        """Smallest delta this accountant certifies at ``epsilon``."""
+        eps = _check_nonneg_real(epsilon, "epsilon")
+        pe = self.pure_epsilon
+        if not self.has_gaussian:
+            if eps >= pe:
+                return 0.0
+            return zcdp_delta(self.rho, eps)
+        cands = [zcdp_delta(self.rho, eps)] if self.has_laplace else []
+        if eps >= pe:
+            cands.append(gaussian_delta(eps - pe, self.mu))
+        return min(cands) if cands else 1.0
+
+    def method(self) -> str:
+        if not self.entries:
+            return "nothing released"
+        if not self.has_gaussian:
+            return "simple composition of Laplace releases (pure DP)"
+        if not self.has_laplace:
+            return ("analytic Gaussian mechanism (Balle & Wang 2018) on the composed Gaussian "
+                    "(mu = sqrt(sum Delta_i^2 / sigma_i^2), Dong-Roth-Su 2019)")
+        return "min(simple composition of Laplace + analytic Gaussian, zCDP with CKS conversion)"
+
+    def summary(self) -> List[dict]:
+        return [{"kind": e.kind, "sensitivity": e.sensitivity, "scale": e.scale,
+                 "count": e.count, "label": e.label} for e in self.entries]
