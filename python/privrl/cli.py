@@ -124,7 +124,7 @@ def _run_and_show(raw: dict, outdir: str, args: argparse.Namespace, plot: bool, 
                   plot_output: str | None = None) -> int:
     from privrl.experiment import build_config, run_sweep
     from privrl.experiment.plots import plot as draw
-    from privrl.experiment.report import report as show
+    from privrl.experiment.summary import report as show
 
     config = build_config(raw)
     runs = config.runs()
@@ -210,7 +210,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from privrl.experiment.report import report
+    from privrl.experiment.summary import report
 
     summary = report(args.outdir)
     if args.csv:

@@ -20,7 +20,7 @@ def __getattr__(name: str):
 
         return plot
     if name in ("report", "summarize"):
-        from privrl.experiment import report as _report
+        from privrl.experiment import summary as _summary
 
-        return getattr(_report, name)
+        return getattr(_summary, name)
     raise AttributeError(f"module 'privrl.experiment' has no attribute {name!r}")

@@ -347,30 +347,31 @@ def _env(value: Any, key: str) -> Any:
 
 
 def _study(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str, index: int) -> Study:
+    pre = f"{key}." if key else ""
     unknown = set(raw) - _STUDY_KEYS
     if unknown:
-        raise ConfigError(f"{key}.{sorted(unknown)[0]}", f"unknown key; a study takes {', '.join(sorted(_STUDY_KEYS))}")
+        raise ConfigError(f"{pre}{sorted(unknown)[0]}", f"unknown key; a study takes {', '.join(sorted(_STUDY_KEYS))}")
     merged = {**defaults, **raw}
     if "env" not in merged:
-        raise ConfigError(f"{key}.env", "missing: every study needs an environment")
-    env = _env(merged["env"], f"{key}.env")
+        raise ConfigError(f"{pre}env", "missing: every study needs an environment")
+    env = _env(merged["env"], f"{pre}env")
     agents = merged.get("agents")
     if not isinstance(agents, Mapping) or not agents:
-        raise ConfigError(f"{key}.agents", f"expected a non-empty table of name -> agent spec, got {agents!r}")
-    specs = {n: _agent_spec(n, s, f"{key}.agents.{n}") for n, s in agents.items()}
-    episodes = _number(merged.get("episodes", 1000), f"{key}.episodes", integer=True, low=1)
+        raise ConfigError(f"{pre}agents", f"expected a non-empty table of name -> agent spec, got {agents!r}")
+    specs = {n: _agent_spec(n, s, f"{pre}agents.{n}") for n, s in agents.items()}
+    episodes = _number(merged.get("episodes", 1000), f"{pre}episodes", integer=True, low=1)
     log_every = merged.get("log_every")
-    log_every = max(1, episodes // 100) if log_every is None else _number(log_every, f"{key}.log_every",
+    log_every = max(1, episodes // 100) if log_every is None else _number(log_every, f"{pre}log_every",
                                                                           integer=True, low=1)
     name = merged.get("name")
     if name is None:
         name = env["name"] if isinstance(env, Mapping) else getattr(env, "name", f"study{index}")
     if not isinstance(name, str) or not name:
-        raise ConfigError(f"{key}.name", f"expected a non-empty string, got {name!r}")
+        raise ConfigError(f"{pre}name", f"expected a non-empty string, got {name!r}")
     return Study(name=name, env=env, agents=specs, episodes=episodes,
-                 seeds=_seeds(merged.get("seeds", [0]), f"{key}.seeds"),
-                 epsilons=_epsilons(merged.get("epsilons", [math.inf]), f"{key}.epsilons"),
-                 delta=_number(merged.get("delta", 1e-5), f"{key}.delta", low=0.0, high=1.0, high_open=True),
+                 seeds=_seeds(merged.get("seeds", [0]), f"{pre}seeds"),
+                 epsilons=_epsilons(merged.get("epsilons", [math.inf]), f"{pre}epsilons"),
+                 delta=_number(merged.get("delta", 1e-5), f"{pre}delta", low=0.0, high=1.0, high_open=True),
                  log_every=log_every)
 
 

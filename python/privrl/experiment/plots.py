@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privrl.experiment.report import GROUP, curves, fit_slope
+from privrl.experiment.summary import GROUP, curves, fit_slope
 
 __all__ = ["plot"]
 

@@ -97,9 +97,12 @@ def environment_info() -> dict:
 def _read_table(path: Path) -> pd.DataFrame:
     if path.suffix == ".parquet":
         return pd.read_parquet(path)
-    # round_trip: the CSV holds repr() floats, so reading them back is exact
-    return pd.read_csv(path, float_precision="round_trip", keep_default_na=False,
-                       na_values={"delta": ["nan", "NaN"]})
+    # The CSV holds repr() floats; pandas < 3 parses them exactly only with "round_trip" (pandas 3
+    # does by default and deprecates the argument).
+    extra = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
+    floats = [c for c, t in COLUMNS.items() if t == "float64"]
+    return pd.read_csv(path, keep_default_na=False, na_values={c: ["nan"] for c in floats},
+                       dtype={c: str for c in STRING_COLUMNS}, **extra)
 
 
 class ResultStore:
@@ -165,7 +168,7 @@ def _write_table_as(df: pd.DataFrame, path: Path, fmt: str) -> None:
     if fmt == "parquet":
         df.to_parquet(path, index=False)
     else:
-        df.to_csv(path, index=False)
+        df.to_csv(path, index=False, na_rep="nan")
 
 
 def load_manifest(outdir: str | os.PathLike) -> dict:

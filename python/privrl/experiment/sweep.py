@@ -226,7 +226,8 @@ def run_sweep(config: SweepConfig, outdir: str | os.PathLike | None = None, *, n
     if store is not None:
         manifest["results_file"] = store.write_merged(df).name
         store.write_manifest(manifest)
-    return df, manifest
+    # the manifest as manifest.json holds it (inf/nan as strings), with or without an outdir
+    return df, _json_safe(manifest)
 
 
 def _empty_frame() -> pd.DataFrame:

@@ -1,0 +1,114 @@
+"""Gymnasium bridges for sweeps: tabular toy-text envs with rewards outside [0, 1] (CliffWalking, Taxi)
+as linear MDPs through an affine reward rescale, and privrl's environments registered with gymnasium.make."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+__all__ = ["gymnasium_linear_mdp", "reward_bounds", "register_gymnasium_envs", "GYM_IDS"]
+
+
+def reward_bounds(table: dict) -> tuple[float, float]:
+    """(lo, hi): the smallest and largest reward a transition table lists, widened to include 0, the
+    reward of every step after termination in the finite-horizon version (see gymnasium_linear_mdp)."""
+    rewards = [float(r) for acts in table.values() for trans in acts.values() for (_, _, r, _) in trans]
+    return min(rewards + [0.0]), max(rewards + [0.0])
+
+
+class _RescaledTable:
+    """Stands in for a gymnasium env in privrl.envs.from_gymnasium, with every listed reward r
+    replaced by (r - lo) / (hi - lo)."""
+
+    def __init__(self, env: Any, lo: float, hi: float):
+        base = env.unwrapped
+        scale = hi - lo
+        self.P = {s: {a: [(p, ns, (float(r) - lo) / scale, t) for (p, ns, r, t) in trans] for a, trans in acts.items()}
+                  for s, acts in base.P.items()}
+        self.observation_space = base.observation_space
+        self.action_space = base.action_space
+        self.initial_state_distrib = getattr(base, "initial_state_distrib", None)
+        self.spec = getattr(env, "spec", None)
+
+    @property
+    def unwrapped(self) -> "_RescaledTable":
+        return self
+
+
+def gymnasium_linear_mdp(id: str, H: int = 20, reward_range: str | Sequence[float] | None = None,
+                         init_dist: Any = None, **make_kwargs: Any) -> Any:
+    """A gymnasium toy-text env (gymnasium.make(id, **make_kwargs)) with a transition table
+    ``env.unwrapped.P`` as a finite-horizon tabular linear MDP (privrl.envs.from_gymnasium).
+
+    Rewards must lie in [0, 1]. reward_range=None keeps them as they are, so FrozenLake works and
+    CliffWalking-v1 / Taxi-v3 (negative rewards) raise AssumptionError. reward_range="auto" (or an
+    explicit [lo, hi]) maps every reward r to (r - lo) / (hi - lo), with [lo, hi] the range of the
+    table's rewards widened to include 0, and gives the absorbing post-termination steps the image
+    of 0, (0 - lo) / (hi - lo), instead of 0. Every one of the H steps is then mapped by the same
+    increasing affine map, so a policy's value is (V_original - H lo) / (hi - lo): the optimal policy
+    is unchanged and regret is the original regret divided by (hi - lo). CliffWalking-v1: lo = -100,
+    hi = 0 (a step is worth 0.99, the cliff 0, the goal's absorbing state 1). Taxi-v3: lo = -10,
+    hi = 20.
+    """
+    from privrl.envs import from_gymnasium, tabular_linear_mdp
+    from privrl.envs.gym import _import_gymnasium
+    from privrl.exceptions import AssumptionError
+
+    gymnasium = _import_gymnasium()
+    env = gymnasium.make(id, **make_kwargs)
+    try:
+        if reward_range is None:
+            return from_gymnasium(env, H, init_dist=init_dist)
+        table = env.unwrapped.P
+        if isinstance(reward_range, str):
+            if reward_range != "auto":
+                raise AssumptionError(f"reward_range must be None, 'auto' or [lo, hi], got {reward_range!r}")
+            lo, hi = reward_bounds(table)
+        else:
+            lo, hi = (float(x) for x in reward_range)
+            t_lo, t_hi = reward_bounds(table)
+            if lo > t_lo or hi < t_hi:
+                raise AssumptionError(f"reward_range [{lo:g}, {hi:g}] must contain the table's rewards and 0, "
+                                      f"i.e. [{t_lo:g}, {t_hi:g}]")
+        if not hi > lo:
+            raise AssumptionError(f"reward_range needs lo < hi, got [{lo:g}, {hi:g}]")
+        mdp = from_gymnasium(_RescaledTable(env, lo, hi), H, init_dist=init_dist)
+        # from_gymnasium gives terminal (absorbing) states reward 0: in rescaled units "no reward" is f(0).
+        terminal = sorted({int(ns) for acts in table.values() for trans in acts.values()
+                           for (_, ns, _, t) in trans if t})
+        R = np.array(mdp.R)
+        R[:, terminal, :] = (0.0 - lo) / (hi - lo)
+        return tabular_linear_mdp(mdp.P, R, mdp.init_dist,
+                                  name=f"{id}(H={int(H)}, rewards (r - {lo:g}) / {hi - lo:g})")
+    finally:
+        env.close()
+
+
+# privrl's environments under gymnasium ids, with their BENCHMARKS.md default sizes.
+GYM_IDS = {
+    "privrl/RiverSwimMixture-v0": {"name": "RiverSwimMixture"},
+    "privrl/RandomLinearMixtureMDP-v0": {"name": "RandomLinearMixtureMDP"},
+    "privrl/HardToLearn-v0": {"name": "HardToLearn", "d": 5, "H": 6, "K": 10000},
+    "privrl/RandomLinearMDP-v0": {"name": "RandomLinearMDP"},
+    "privrl/SyntheticLinearMDP-v0": {"name": "SyntheticLinearMDP", "H": 15},
+    "privrl/RiverSwim-v0": {"name": "RiverSwim"},
+}
+
+
+def _make_gym(**spec: Any) -> Any:
+    from privrl.envs import as_gymnasium
+    from privrl.experiment.config import make_env
+
+    return as_gymnasium(make_env(spec))
+
+
+def register_gymnasium_envs() -> list[str]:
+    """Register privrl's environments with gymnasium, so gymnasium.make("privrl/RiverSwim-v0", S=8)
+    returns the FiniteMDP wrapped by privrl.envs.as_gymnasium (kwargs go to the constructor)."""
+    from privrl.envs.gym import _import_gymnasium
+
+    gymnasium = _import_gymnasium()
+    for gym_id, spec in GYM_IDS.items():
+        if gym_id not in gymnasium.registry:
+            gymnasium.register(gym_id, entry_point=_make_gym, kwargs=dict(spec), disable_env_checker=False)
+    return list(GYM_IDS)

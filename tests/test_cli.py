@@ -1,0 +1,185 @@
+"""Tests of the `privrl` command line: run from a TOML config or flags, resume after SIGKILL, plot and
+report commands, the bundled demo config, and clear errors (exit status 2) for bad configs."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from privrl.cli import main
+from privrl.experiment import build_config, load_results, sweep
+
+CONFIG = """
+name = "tiny"
+episodes = 40
+log_every = 10
+seeds = [0, 1]
+epsilons = [inf, 5.0]
+delta = 1e-5
+
+[env]
+name = "RandomLinearMixtureMDP"
+S = 6
+A = 3
+d = 3
+H = 5
+seed = 1
+
+[agents."JDP-UCRL-VTR"]
+algorithm = "UCRL-VTR"
+privacy = "jdp"
+beta_scale = 0.1
+
+[agents."LDP-UCRL-VTR"]
+algorithm = "UCRL-VTR"
+privacy = "ldp"
+beta_scale = 0.1
+"""
+ENV = {"name": "RandomLinearMixtureMDP", "S": 6, "A": 3, "d": 3, "H": 5, "seed": 1}
+AGENTS = {"JDP-UCRL-VTR": {"algorithm": "UCRL-VTR", "privacy": "jdp", "beta_scale": 0.1},
+          "LDP-UCRL-VTR": {"algorithm": "UCRL-VTR", "privacy": "ldp", "beta_scale": 0.1}}
+
+
+def same(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(a.drop(columns="wall_time"), b.drop(columns="wall_time"), check_exact=True)
+
+
+@pytest.fixture
+def config(tmp_path) -> Path:
+    path = tmp_path / "tiny.toml"
+    path.write_text(CONFIG)
+    return path
+
+
+def test_run_config_writes_results_report_and_plot(config, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["run", str(config), "--out", str(out), "--report", "--plot"]) == 0
+    captured = capsys.readouterr()
+    assert "final regret" in captured.out and "LDP-UCRL-VTR" in captured.out
+    assert "ep/s" in captured.err  # the episodes progress bar reports its rate
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and len(manifest["runs"]) == 8
+    assert manifest["config"]["name"] == "tiny"
+    assert all(r["calibration"]["beta_used"] > 0 for r in manifest["runs"].values())
+    assert (out / "regret.png").stat().st_size > 0 and (out / "regret.svg").exists()
+    expected, _ = sweep(env=ENV, agents=AGENTS, epsilons=[float("inf"), 5.0], seeds=[0, 1], episodes=40, log_every=10)
+    same(load_results(out), expected)
+
+
+def test_flags_are_the_same_sweep_as_the_config(config, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["run", str(config), "--out", str(a), "--no-progress", "--seeds", "1", "--episodes", "20"]) == 0
+    flags = ["run", "--out", str(b), "--no-progress", "--env", "RandomLinearMixtureMDP",
+             "--env-arg", "S=6,A=3,d=3", "--env-arg", "H=5,seed=1", "--episodes", "20", "--log-every", "10",
+             "--seeds", "1", "--epsilons", "inf,5", "--delta", "1e-5",
+             "--agent", "JDP-UCRL-VTR:algorithm=UCRL-VTR,privacy=jdp,beta_scale=0.1",
+             "--agent", "LDP-UCRL-VTR:algorithm=UCRL-VTR,privacy=ldp,beta_scale=0.1"]
+    assert main(flags) == 0
+    same(load_results(a), load_results(b))
+    assert len(load_results(a)) == 4 * 2  # one seed (--seeds 1 is a count), 4 runs, 2 logged episodes
+
+
+def test_resume_after_sigkill_recomputes_only_unfinished_runs(tmp_path):
+    # Long enough runs (about 0.15 s each) that the kill lands mid-sweep.
+    cfg = tmp_path / "kill.toml"
+    cfg.write_text(CONFIG.replace("episodes = 40", "episodes = 400").replace("seeds = [0, 1]", "seeds = 4"))
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "privrl", "run", str(cfg), "--out", str(out), "--no-progress", "--n-jobs", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    runs = out / "runs"
+    deadline = time.monotonic() + 60
+    try:
+        while len(list(runs.glob("*.json"))) < 3:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the sweep never got going"
+            time.sleep(0.01)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finished = {p.name: p.stat().st_mtime_ns for p in runs.iterdir() if p.suffix == ".json"}
+    assert 3 <= len(finished) < 16, "the kill must land mid-sweep"
+    assert not (out / "results.parquet").exists() and not (out / "results.csv").exists()
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert f"{16 - len(finished)} runs computed, {len(finished)} resumed" in res.stderr
+    for name, mtime in finished.items():  # finished runs were not rewritten
+        assert (runs / name).stat().st_mtime_ns == mtime
+    assert not list(out.rglob("*.tmp"))
+    expected, _ = sweep(env=ENV, agents=AGENTS, epsilons=[float("inf"), 5.0], seeds=4, episodes=400, log_every=10)
+    same(load_results(out), expected)
+
+
+def test_plot_and_report_commands(config, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["run", str(config), "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["plot", str(out), "--output", str(tmp_path / "fig.png"), "--band", "ci95"]) == 0
+    assert (tmp_path / "fig.png").read_bytes()[:4] == b"\x89PNG" and (tmp_path / "fig.svg").exists()
+    # JDP and LDP at eps = inf are both the non-private algorithm, plus eps = 5: four curves
+    assert "4 curves" in capsys.readouterr().out
+    assert main(["report", str(out), "--csv", str(tmp_path / "t.csv")]) == 0
+    text = capsys.readouterr().out
+    assert "+-" in text and "sigma_B=" in text and "slope" in text
+    assert len(pd.read_csv(tmp_path / "t.csv")) == 4
+
+
+@pytest.mark.parametrize("edit, key", [
+    (('algorithm = "UCRL-VTR"\nprivacy = "jdp"', 'algorithm = "UCRL-VTZ"\nprivacy = "jdp"'), "agents.JDP-UCRL-VTR.algorithm"),
+    (("epsilons = [inf, 5.0]", "epsilons = [inf, -5.0]"), "epsilons[1]"),
+    (("epsilons = [inf, 5.0]", "epsilons = [inf, 0]"), "epsilons[1]"),
+    (('name = "RandomLinearMixtureMDP"', 'name = "RandomMixture"'), "env.name"),
+    (("S = 6", "SS = 6"), "env.SS"),
+    (('privacy = "ldp"', 'privacy = "cdp"'), "agents.LDP-UCRL-VTR.privacy"),
+    (("episodes = 40", "episodes = 4.5"), "episodes"),
+    (("delta = 1e-5", "delta = 2.0"), "delta"),
+])
+def test_bad_config_is_a_clear_error(config, tmp_path, capsys, edit, key):
+    config.write_text(CONFIG.replace(*edit, 1))
+    assert main(["run", str(config), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"privrl: error: {key}:"), err
+    assert "Traceback" not in err and not (tmp_path / "o").exists()
+
+
+def test_errors_exit_2_from_the_console(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(CONFIG.replace("epsilons = [inf, 5.0]", "epsilons = [inf, 0.0]"))
+    res = subprocess.run([sys.executable, "-m", "privrl", "run", str(bad)], capture_output=True, text=True,
+                         timeout=60, cwd=tmp_path)
+    assert res.returncode == 2 and res.stderr.startswith("privrl: error: epsilons[1]: must be > 0"), res.stderr
+    for argv, needle in ([["run", str(tmp_path / "missing.toml")], "config file not found"],
+                         [["report", str(tmp_path)], "no manifest.json"],
+                         [["run"], "give a CONFIG.toml"]):
+        res = subprocess.run([sys.executable, "-m", "privrl", *argv], capture_output=True, text=True, timeout=60,
+                             cwd=tmp_path)
+        assert res.returncode == 2 and needle in res.stderr, res.stderr
+    (tmp_path / "broken.toml").write_text("episodes = [")
+    assert main(["run", str(tmp_path / "broken.toml")]) == 2
+
+
+def test_bundled_demo_config_is_valid(capsys):
+    from privrl.cli import _drop_unavailable
+    from privrl.experiment.config import _tomllib
+
+    assert main(["demo", "--print-config"]) == 0
+    raw = _tomllib().loads(capsys.readouterr().out)
+    assert {s["env"]["name"] for s in raw["study"]} == {"RiverSwimMixture", "RandomLinearMDP"}
+    cfg = build_config(_drop_unavailable(raw))
+    runs = cfg.runs()
+    assert {r.seed for r in runs} == set(range(5))
+    assert {r.epsilon for r in runs} == {float("inf"), 10.0, 1.0}
+    assert {r.privacy for r in runs if r.study.startswith("UCRL-VTR")} == {"none", "jdp", "ldp"}
+
+
+def test_help_and_kernel_tour(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0 and "demo" in capsys.readouterr().out
+    assert main(["kernels"]) == 0 and "Sherman-Morrison" in capsys.readouterr().out

@@ -1,0 +1,395 @@
+"""Tests of the experiment harness: seeded sweeps independent of n_jobs and executor, the results folder
+(atomic per-run files, resume, formats), plots, the report, Dask scale-out and the gymnasium bridges."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privrl.experiment import ConfigError, build_config, load_manifest, load_results, sweep
+from privrl.experiment.results import atomic_write, parquet_available
+from privrl.experiment.sweep import run_seed_sequence
+
+INF = math.inf
+ENV = {"name": "RandomLinearMixtureMDP", "S": 6, "A": 3, "d": 3, "H": 5, "seed": 1}
+AGENTS = {
+    "UCRL-VTR": {"algorithm": "UCRL-VTR", "privacy": "none", "beta_scale": 0.1},
+    "JDP-UCRL-VTR": {"algorithm": "UCRL-VTR", "privacy": "jdp", "beta_scale": 0.1},
+    "LDP-UCRL-VTR": {"algorithm": "UCRL-VTR", "privacy": "ldp", "beta_scale": 0.1, "delta": 0.0},
+}
+SMALL = dict(env=ENV, agents=AGENTS, epsilons=[10.0, 1.0], seeds=[0, 1], episodes=40, log_every=10)
+
+
+def strip(df: pd.DataFrame) -> pd.DataFrame:
+    """Everything but wall_time, the one column that legitimately differs between identical runs."""
+    return df.drop(columns="wall_time")
+
+
+def assert_same(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(strip(a), strip(b), check_exact=True)
+
+
+@pytest.fixture(scope="module")
+def serial():
+    return sweep(**SMALL)
+
+
+def test_sweep_table_layout(serial):
+    df, manifest = serial
+    # none agent once (eps = inf), the two private agents at both epsilons; 2 seeds; K/log_every rows.
+    assert len(manifest["runs"]) == (1 + 2 + 2) * 2
+    assert len(df) == len(manifest["runs"]) * 4
+    assert list(df.columns) == ["study", "env", "agent", "algorithm", "privacy", "epsilon", "delta", "seed",
+                                "episode", "regret", "return", "cum_return", "wall_time", "run_id"]
+    none = df[df.agent == "UCRL-VTR"]
+    assert set(none.privacy) == {"none"} and np.isinf(none.epsilon).all() and none.delta.isna().all()
+    ldp = df[(df.agent == "LDP-UCRL-VTR")]
+    assert set(ldp.privacy) == {"ldp"} and set(ldp.epsilon) == {10.0, 1.0} and set(ldp.delta) == {0.0}
+    assert set(df[df.agent == "JDP-UCRL-VTR"].delta) == {1e-5}
+    for _, run in df.groupby("run_id"):
+        assert list(run.episode) == [10, 20, 30, 40]
+        assert (np.diff(run.regret) >= -1e-12).all()  # cumulative regret of exact gaps never decreases
+        assert (np.diff(run.wall_time) >= 0).all()
+    # calibration of every run in the manifest, JSON-safe, with the noise that was actually used
+    cal = {r["agent"] + str(r["epsilon"]): r["calibration"] for r in manifest["runs"].values()}
+    assert cal["UCRL-VTR" + "inf"]["sigma_B"] is None
+    assert cal["LDP-UCRL-VTR1.0"]["pure"] is True and cal["LDP-UCRL-VTR1.0"]["sigma_B"] > cal["LDP-UCRL-VTR10.0"]["sigma_B"]
+    json.dumps(manifest, allow_nan=False, default=str)
+
+
+def test_seeds_matter(serial):
+    df, _ = serial
+    last = df[(df.agent == "UCRL-VTR") & (df.episode == 40)]
+    assert last["cum_return"].nunique() == 2  # two seeds, two different environment streams
+
+
+def test_sweep_identical_for_n_jobs_1_and_2(serial):
+    df1, m1 = serial
+    df2, m2 = sweep(**SMALL, n_jobs=2)
+    assert_same(df1, df2)
+    assert {k: v["calibration"] for k, v in m1["runs"].items()} == {k: v["calibration"] for k, v in m2["runs"].items()}
+
+
+def test_run_does_not_depend_on_the_other_runs(serial):
+    df, _ = serial
+    alone, _ = sweep(**{**SMALL, "seeds": [1], "epsilons": [1.0]})
+    expected = df[(df.seed == 1) & ((df.epsilon == 1.0) | (df.privacy == "none"))].reset_index(drop=True)
+    assert_same(alone, expected)
+
+
+def test_root_seed_changes_every_run(serial):
+    df, _ = serial
+    other, _ = sweep(**SMALL, root_seed=7)
+    assert not np.array_equal(df.cum_return.to_numpy(), other.cum_return.to_numpy())
+
+
+def test_seed_sequence_is_a_function_of_the_run_key():
+    cfg = build_config({"env": ENV, "agents": AGENTS, "epsilons": [1.0], "seeds": 2, "episodes": 5})
+    runs = cfg.runs()
+    states = [run_seed_sequence(r).generate_state(4).tolist() for r in runs]
+    assert len({tuple(s) for s in states}) == len(runs)
+    assert states == [run_seed_sequence(r).generate_state(4).tolist() for r in build_config(
+        {"env": ENV, "agents": AGENTS, "epsilons": [1.0], "seeds": 2, "episodes": 5, "n_jobs": 2}).runs()]
+
+
+def test_env_object_runs_on_processes(serial):
+    from privrl.envs import RandomLinearMixtureMDP
+
+    env = RandomLinearMixtureMDP(S=6, A=3, d=3, H=5, seed=1)
+    kw = {**SMALL, "env": env, "agents": {"UCRL-VTR": AGENTS["UCRL-VTR"]}}
+    a, _ = sweep(**kw)
+    b, _ = sweep(**kw, n_jobs=2)
+    assert_same(a, b)
+    ref = serial[0][serial[0].agent == "UCRL-VTR"].reset_index(drop=True)
+    # same MDP as the spec, but a different study name / run key: same shape, own seeds
+    assert len(a) == len(ref) and set(a.env) == {env.name}
+
+
+def test_results_folder_and_resume(tmp_path, serial):
+    df, _ = serial
+    out = tmp_path / "sweep"
+    first, m1 = sweep(**SMALL, outdir=out)
+    assert_same(first, df)
+    assert m1["n_computed"] == 10 and m1["status"] == "complete"
+    assert_same(load_results(out), df)
+    runs = sorted((out / "runs").glob("*.json"))
+    assert len(runs) == 10 and not list(out.rglob("*.tmp"))
+    manifest = load_manifest(out)
+    assert manifest["versions"]["numpy"] == np.__version__ and "git_commit" in manifest
+    assert manifest["config"]["studies"][0]["agents"]["LDP-UCRL-VTR"]["beta_scale"] == 0.1
+    # drop two finished runs: the rerun recomputes exactly those and leaves the others untouched
+    gone = runs[:2]
+    for meta in gone:
+        meta.unlink()
+    stamps = {p.name: p.stat().st_mtime_ns for p in (out / "runs").iterdir()}
+    again, m2 = sweep(**SMALL, outdir=out)
+    assert (m2["n_computed"], m2["n_resumed"]) == (2, 8)
+    assert_same(again, df)
+    for p in (out / "runs").iterdir():
+        if p.suffix == ".json" and p not in gone:
+            assert p.stat().st_mtime_ns == stamps[p.name]
+
+
+def test_csv_and_parquet_round_trip_exactly(tmp_path, serial):
+    df, _ = serial
+    csv, _ = sweep(**SMALL, outdir=tmp_path / "csv", format="csv")
+    assert (tmp_path / "csv" / "results.csv").exists()
+    pd.testing.assert_frame_equal(load_results(tmp_path / "csv"), csv, check_exact=True)
+    assert_same(csv, df)
+    if parquet_available():
+        pq, _ = sweep(**SMALL, outdir=tmp_path / "pq", format="parquet")
+        pd.testing.assert_frame_equal(load_results(tmp_path / "pq"), pq, check_exact=True)
+
+
+def test_atomic_write_keeps_the_old_file_on_failure(tmp_path):
+    target = tmp_path / "x.txt"
+    target.write_text("old")
+
+    def broken(p: Path) -> None:
+        p.write_text("half")
+        raise RuntimeError("killed mid-write")
+
+    with pytest.raises(RuntimeError):
+        atomic_write(target, broken)
+    assert target.read_text() == "old" and list(tmp_path.iterdir()) == [target]
+    atomic_write(target, lambda p: p.write_text("new"))
+    assert target.read_text() == "new"
+
+
+def test_changing_an_option_makes_new_runs(tmp_path):
+    out = tmp_path / "s"
+    base = {**SMALL, "agents": {"UCRL-VTR": AGENTS["UCRL-VTR"]}, "seeds": [0]}
+    _, m1 = sweep(**base, outdir=out)
+    changed = {"UCRL-VTR": {**AGENTS["UCRL-VTR"], "beta_scale": 0.5}}
+    _, m2 = sweep(**{**base, "agents": changed}, outdir=out)
+    assert m2["n_computed"] == 1 and set(m1["runs"]).isdisjoint(m2["runs"])
+
+
+@pytest.mark.parametrize("band", ["std", "ci95"])
+def test_plot_draws_one_curve_per_algorithm_and_epsilon(tmp_path, band):
+    from privrl.experiment import plot
+
+    out = tmp_path / "p"
+    sweep(**SMALL, outdir=out)
+    res = plot(out, band=band)
+    png = Path(res["png"])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    svg = Path(res["svg"]).read_text()
+    # 1 non-private + 2 agents x 2 epsilons, on the linear and on the log-log panel
+    assert res["curves"] == {"RandomLinearMixtureMDP": 5}
+    assert svg.count('id="privrl-curve-lin-0-') == 5 and svg.count('id="privrl-curve-log-0-') == 5
+    assert "slope" in svg
+
+
+def test_report_table(tmp_path, capsys):
+    from privrl.experiment import report
+
+    out = tmp_path / "r"
+    df, _ = sweep(**SMALL, outdir=out)
+    summary = report(out)
+    text = capsys.readouterr().out
+    assert len(summary) == 5 and "final regret" in text and "sigma_B=" in text
+    row = summary[(summary.agent == "JDP-UCRL-VTR") & (summary.epsilon == 1.0)].iloc[0]
+    last = df[(df.agent == "JDP-UCRL-VTR") & (df.epsilon == 1.0) & (df.episode == 40)].regret
+    assert row.regret_mean == pytest.approx(last.mean()) and row.regret_std == pytest.approx(last.std())
+    assert row.seeds == 2 and row.sigma_name == "sigma_B" and row.sigma > 0
+
+
+def test_fit_slope():
+    from privrl.experiment.summary import fit_slope
+
+    k = np.arange(10, 1001, 10)
+    assert fit_slope(k, 3 * np.sqrt(k)) == pytest.approx(0.5)
+    assert fit_slope(k, 2.0 * k) == pytest.approx(1.0)
+    assert math.isnan(fit_slope(k, np.zeros_like(k, dtype=float)))
+
+
+@pytest.mark.parametrize("bad, key", [
+    ({"agents": {"A": {"algorithm": "UCRL-VTRX"}}}, "agents.A.algorithm"),
+    ({"agents": {"A": {"algorithm": "UCRL-VTR", "privacy": "gdp"}}}, "agents.A.privacy"),
+    ({"agents": {"A": {"algorithm": "UCRL-VTR", "beta_scal": 0.1}}}, "agents.A.beta_scal"),
+    ({"agents": {"A": {"privacy": "jdp"}}}, "agents.A.algorithm"),
+    ({"epsilons": [1.0, 0.0]}, "epsilons[1]"),
+    ({"epsilons": [-1.0]}, "epsilons[0]"),
+    ({"epsilons": [float("nan")]}, "epsilons[0]"),
+    ({"env": {"name": "NoSuchMDP"}}, "env.name"),
+    ({"env": {"name": "RiverSwimMixture", "SS": 6}}, "env.SS"),
+    ({"delta": 1.0}, "delta"),
+    ({"episodes": 0}, "episodes"),
+    ({"seeds": [0, -1]}, "seeds[1]"),
+    ({"seeds": [1, 1]}, "seeds"),
+    ({"log_every": 0}, "log_every"),
+    ({"agents": {"A": {"algorithm": "UCRL-VTR", "delta": -0.1}}}, "agents.A.delta"),
+    ({"colour": "red"}, "colour"),
+])
+def test_bad_configs_name_the_key(bad, key):
+    raw = {"env": {"name": "RiverSwimMixture"}, "agents": {"A": {"algorithm": "UCRL-VTR"}}, **bad}
+    with pytest.raises(ConfigError) as err:
+        build_config(raw)
+    assert str(err.value).startswith(key + ":") and err.value.key == key
+    assert isinstance(err.value, ValueError)
+
+
+def test_algorithm_names_are_resolved_leniently():
+    cfg = build_config({"env": "RiverSwimMixture", "agents": {"a": {"algorithm": "ucrl_vtr"},
+                                                             "b": {"algorithm": "UCRLVTR+", "privacy": "LDP"}}})
+    specs = cfg.studies[0].agents
+    assert specs["a"].algorithm == "UCRL-VTR" and specs["b"].algorithm == "UCRL-VTR+" and specs["b"].privacy == "ldp"
+
+
+def test_a_missing_algorithm_module_is_a_config_error(monkeypatch):
+    from privrl.experiment import config
+
+    monkeypatch.setitem(config.ALGORITHMS, "Ghost", ("privrl.agents.no_such_module", "Ghost"))
+    with pytest.raises(ConfigError, match=r"^agents\.g\.algorithm: algorithm 'Ghost' is not available"):
+        build_config({"env": "RiverSwimMixture", "agents": {"g": {"algorithm": "ghost"}}})
+
+
+def test_lsvi_ucb_variants_sweep():
+    pytest.importorskip("privrl.agents.lsvi_ucb", reason="LSVIUCB not merged yet")
+    agents = {"LSVI-UCB": {"algorithm": "LSVI-UCB", "privacy": "none", "batches": "every"},
+              "JDP-LSVI-UCB": {"algorithm": "LSVI-UCB", "privacy": "jdp", "batches": "static"}}
+    env = {"name": "RandomLinearMDP", "S": 8, "A": 3, "d": 4, "H": 4, "seed": 0}
+    df, manifest = sweep(env=env, agents=agents, epsilons=[1.0], seeds=[0], episodes=30, log_every=10)
+    assert set(df.agent) == {"LSVI-UCB", "JDP-LSVI-UCB"} and len(df) == 6
+    cal = next(r["calibration"] for r in manifest["runs"].values() if r["privacy"] == "jdp")
+    json.dumps(cal, allow_nan=False)
+
+
+# --------------------------------------------------------------------------------------- Dask
+def test_dask_cluster_results_equal_local_bit_for_bit(tmp_path, serial):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster:
+        df, manifest = sweep(**SMALL, outdir=tmp_path / "dask", scheduler=cluster.scheduler_address)
+    assert_same(df, serial[0])
+    assert_same(load_results(tmp_path / "dask"), serial[0])
+    assert manifest["n_computed"] == 10
+    assert sorted(p.name for p in (tmp_path / "dask").iterdir()) == sorted(
+        ["manifest.json", "runs", manifest["results_file"]])
+
+
+# ---------------------------------------------------------------------------------- gymnasium
+BUILT_INS = [
+    ("HardToLearn", {"d": 3, "H": 4, "K": 100}), ("RandomLinearMixtureMDP", {"S": 5, "A": 2, "d": 3, "H": 4}),
+    ("RiverSwimMixture", {"S": 4, "H": 5}), ("RandomLinearMDP", {"S": 6, "A": 3, "d": 4, "H": 4}),
+    ("SyntheticLinearMDP", {"H": 4, "n_actions": 8}), ("RiverSwim", {"S": 4, "H": 5}),
+]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name, kwargs", BUILT_INS, ids=[b[0] for b in BUILT_INS])
+def test_every_builtin_env_is_a_gymnasium_env(name, kwargs):
+    gymnasium = pytest.importorskip("gymnasium")
+    from gymnasium.utils.env_checker import check_env
+
+    from privrl.envs import as_gymnasium
+    from privrl.experiment.config import make_env
+
+    mdp = make_env({"name": name, **kwargs})
+    env = as_gymnasium(mdp)
+    assert isinstance(env, gymnasium.Env)
+    check_env(env, skip_render_check=True)
+
+    def episode(seed):
+        obs, info = env.reset(seed=seed)
+        states, rewards = [obs], []
+        for h in range(mdp.H):
+            a = h % mdp.A
+            obs, r, term, trunc, info = env.step(a)
+            assert env.observation_space.contains(obs) and not term and trunc == (h == mdp.H - 1)
+            assert r == mdp.R[h, states[-1], a] and 0.0 <= r <= 1.0
+            states.append(obs)
+            rewards.append(r)
+        return states, rewards
+
+    assert episode(3) == episode(3)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_privrl_envs_registered_with_gymnasium():
+    gymnasium = pytest.importorskip("gymnasium")
+    from privrl.experiment.environments import register_gymnasium_envs
+
+    ids = register_gymnasium_envs()
+    env = gymnasium.make("privrl/RiverSwim-v0", S=5, H=7)
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.n == 5 and obs == 0
+    for _ in range(7):
+        obs, r, term, trunc, _ = env.step(1)
+    assert trunc and "privrl/RandomLinearMDP-v0" in ids
+
+
+def _gym_id(prefix: str) -> str:
+    gymnasium = pytest.importorskip("gymnasium")
+    ids = sorted(k for k in gymnasium.registry if k.startswith(prefix + "-v"))
+    if not ids:
+        pytest.skip(f"no {prefix} in this gymnasium")
+    return ids[-1]
+
+
+def test_frozen_lake_table_as_linear_mdp():
+    from privrl.envs import LinearMDP
+    from privrl.experiment.environments import gymnasium_linear_mdp
+
+    mdp = gymnasium_linear_mdp(_gym_id("FrozenLake"), H=20)
+    assert isinstance(mdp, LinearMDP) and (mdp.S, mdp.A, mdp.d) == (16, 4, 64)
+    assert 0 < float(mdp.optimal_values()[0] @ mdp.init_dist) <= 1
+
+
+# Taxi's one-hot linear MDP has S*A = 3000 features per state: a short horizon keeps it small.
+@pytest.mark.parametrize("prefix, lo, hi, H", [("CliffWalking", -100.0, 0.0, 15), ("Taxi", -10.0, 20.0, 3)])
+def test_negative_reward_tables_need_a_rescale(prefix, lo, hi, H):
+    from privrl.exceptions import AssumptionError
+    from privrl.experiment.environments import gymnasium_linear_mdp, reward_bounds
+
+    gymnasium = pytest.importorskip("gymnasium")
+    gid = _gym_id(prefix)
+    with pytest.raises(AssumptionError, match="outside"):
+        gymnasium_linear_mdp(gid, H=15)
+    env = gymnasium.make(gid)
+    assert reward_bounds(env.unwrapped.P) == (lo, hi)
+    mdp = gymnasium_linear_mdp(gid, H=H, reward_range="auto")
+    assert mdp.R.min() >= 0 and mdp.R.max() <= 1
+    # the affine map preserves the optimal policy: brute-force the original MDP's optimal values
+    base = env.unwrapped
+    S, A = mdp.S, mdp.A
+    P, R = np.zeros((S, A, S)), np.zeros((S, A))
+    terminal = set()
+    for s, acts in base.P.items():
+        for a, trans in acts.items():
+            for p, ns, r, t in trans:
+                P[s, a, ns] += p
+                R[s, a] += p * r
+                terminal |= {ns} if t else set()
+    for s in terminal:
+        P[s], R[s] = 0.0, 0.0
+        P[s, :, s] = 1.0
+    V = np.zeros(S)
+    for _ in range(H):
+        V = (R + P @ V).max(axis=1)
+    v_scaled = mdp.optimal_values()[0]
+    np.testing.assert_allclose(v_scaled, (V - H * lo) / (hi - lo), atol=1e-9)
+    with pytest.raises(AssumptionError, match="must contain"):
+        gymnasium_linear_mdp(gid, H=2, reward_range=[lo + 1, hi])
+
+
+def test_gymnasium_env_in_a_sweep_config():
+    pytest.importorskip("gymnasium")
+    from privrl.envs import LinearMDP
+    from privrl.experiment.config import make_env
+
+    env = {"name": "gymnasium", "id": _gym_id("CliffWalking"), "H": 10, "reward_range": "auto"}
+    cfg = build_config({"env": env, "agents": {"A": {"algorithm": "UCRL-VTR"}}})
+    assert cfg.studies[0].env_spec == env
+    assert isinstance(make_env(env), LinearMDP)
+    if importlib.util.find_spec("privrl.agents.lsvi_ucb") is not None:
+        df, _ = sweep(env=env, agents={"LSVI-UCB": {"algorithm": "LSVI-UCB", "privacy": "none"}}, episodes=5,
+                      log_every=5)
+        assert len(df) == 1 and df.env.iloc[0].startswith("CliffWalking")
