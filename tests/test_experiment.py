@@ -236,6 +236,17 @@ def test_bad_configs_name_the_key(bad, key):
     assert isinstance(err.value, ValueError)
 
 
+def test_tight_calibration_option_reaches_the_privacy_model():
+    agents = {"paper": {"algorithm": "UCRL-VTR", "privacy": "jdp"},
+              "tight": {"algorithm": "UCRL-VTR", "privacy": "jdp", "calibration": "tight"}}
+    _, manifest = sweep(env=ENV, agents=agents, epsilons=[1.0, INF], episodes=5)
+    sigma = {(r["agent"], r["epsilon"]): r["calibration"]["sigma_B"] for r in manifest["runs"].values()}
+    assert 0 < sigma["tight", 1.0] < sigma["paper", 1.0]
+    assert sigma["tight", "inf"] is None  # eps = inf is non-private whatever the calibration
+    with pytest.raises(ConfigError, match=r"^agents\.x\.calibration:"):
+        build_config({"env": ENV, "agents": {"x": {"algorithm": "UCRL-VTR", "calibration": "loose"}}})
+
+
 def test_algorithm_names_are_resolved_leniently():
     cfg = build_config({"env": "RiverSwimMixture", "agents": {"a": {"algorithm": "ucrl_vtr"},
                                                              "b": {"algorithm": "UCRLVTR+", "privacy": "LDP"}}})

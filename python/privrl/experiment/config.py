@@ -51,7 +51,7 @@ PRIVACY_KINDS = {"none": "none", "nonprivate": "none", "non-private": "none", "j
                  "joint": "jdp", "ldp": "ldp", "local": "ldp"}
 
 # Keys of an agent spec that the harness consumes; every other key is a constructor option.
-_SPEC_KEYS = {"algorithm", "privacy", "delta", "epsilons", "p"}
+_SPEC_KEYS = {"algorithm", "privacy", "delta", "epsilons", "p", "calibration"}
 _GLOBAL_KEYS = {"name", "episodes", "seeds", "epsilons", "delta", "log_every", "n_jobs", "root_seed",
                 "outdir", "scheduler", "format", "env", "agents", "study", "band", "description"}
 _STUDY_KEYS = {"name", "env", "agents", "episodes", "seeds", "epsilons", "delta", "log_every"}
@@ -167,10 +167,11 @@ class AgentSpec:
     delta: float | None = None
     p: float | None = None
     epsilons: tuple[float, ...] | None = None
+    calibration: str | None = None
 
     def to_dict(self) -> dict:
         d: dict[str, Any] = {"algorithm": self.algorithm, "privacy": self.privacy, **self.options}
-        for k in ("delta", "p", "epsilons"):
+        for k in ("delta", "p", "epsilons", "calibration"):
             if getattr(self, k) is not None:
                 d[k] = list(getattr(self, k)) if k == "epsilons" else getattr(self, k)
         return d
@@ -188,6 +189,7 @@ class RunSpec:
     epsilon: float
     delta: float
     p: float | None
+    calibration: str | None
     seed: int
     root_seed: int
     episodes: int
@@ -202,7 +204,8 @@ class RunSpec:
 
     def describe(self) -> dict:
         return {"run_id": self.run_id, "study": self.study, "agent": self.agent, "algorithm": self.algorithm,
-                "privacy": self.privacy, "epsilon": self.epsilon, "delta": self.delta, "seed": self.seed,
+                "privacy": self.privacy, "calibration": self.calibration, "epsilon": self.epsilon,
+                "delta": self.delta, "seed": self.seed,
                 "episodes": self.episodes, "log_every": self.log_every, "options": dict(self.options)}
 
 
@@ -250,13 +253,14 @@ class Study:
                 for seed in self.seeds:
                     ident = {"study": self.name, "env": self.env_fingerprint(), "agent": spec.name,
                              "algorithm": spec.algorithm, "privacy": privacy, "epsilon": eps, "delta": delta,
-                             "p": spec.p, "seed": seed, "root_seed": root_seed, "episodes": self.episodes,
+                             "p": spec.p, "calibration": spec.calibration, "seed": seed, "root_seed": root_seed, "episodes": self.episodes,
                              "log_every": self.log_every, "options": spec.options}
                     eps_tag = "inf" if math.isinf(eps) else f"{eps:g}"
                     run_id = (f"{_slug(self.name)}__{_slug(spec.name)}__eps{eps_tag}__seed{seed}__"
                               f"{_digest(ident, 8)}")
                     out.append(RunSpec(run_id=run_id, study=self.name, agent=spec.name, algorithm=spec.algorithm,
-                                       privacy=privacy, epsilon=eps, delta=delta, p=spec.p, seed=seed,
+                                       privacy=privacy, epsilon=eps, delta=delta, p=spec.p,
+                                       calibration=spec.calibration if private else None, seed=seed,
                                        root_seed=root_seed, episodes=self.episodes, log_every=self.log_every,
                                        options=tuple(sorted(spec.options.items())), env_spec=self.env_spec))
         return out
@@ -322,11 +326,15 @@ def _agent_spec(name: Any, spec: Any, key: str) -> AgentSpec:
     p = spec.pop("p", None)
     if p is not None:
         p = _number(p, f"{key}.p", low=0.0, low_open=True, high=1.0, high_open=True)
+    calibration = spec.pop("calibration", None)
+    if calibration is not None and calibration not in ("paper", "tight"):
+        raise ConfigError(f"{key}.calibration", f"must be 'paper' or 'tight', got {calibration!r}")
     eps = spec.pop("epsilons", None)
     if eps is not None:
         eps = _epsilons(eps, f"{key}.epsilons")
     _check_kwargs(cls.__init__, spec, key, reserved={"self", "env", "privacy", "episodes", "seed"})
-    return AgentSpec(name=name, algorithm=algo, privacy=kind, options=spec, delta=delta, p=p, epsilons=eps)
+    return AgentSpec(name=name, algorithm=algo, privacy=kind, options=spec, delta=delta, p=p, epsilons=eps,
+                     calibration=calibration)
 
 
 def _env(value: Any, key: str) -> Any:
@@ -475,11 +483,15 @@ def make_env(spec: Mapping[str, Any]) -> Any:
     return _import(ENVIRONMENTS, name, "env.name", "environment")(**spec)
 
 
-def make_privacy(kind: str, epsilon: float, delta: float, p: float | None = None) -> Any:
-    """The privacy model of a run: epsilon = inf (or kind none) is NonPrivate."""
+def make_privacy(kind: str, epsilon: float, delta: float, p: float | None = None,
+                 calibration: str | None = None) -> Any:
+    """The privacy model of a run: epsilon = inf (or kind none) is NonPrivate; calibration "paper"
+    (the noise of the corollaries) or "tight" (privrl.privacy.accounting) for JDP / LDP."""
     from privrl.privacy import JointDP, LocalDP, NonPrivate
 
     extra = {} if p is None else {"p": p}
     if kind == "none" or math.isinf(epsilon):
         return NonPrivate(**extra)
+    if calibration is not None:
+        extra["calibration"] = calibration
     return (JointDP if kind == "jdp" else LocalDP)(epsilon, delta, **extra)
