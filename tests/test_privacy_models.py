@@ -16,7 +16,9 @@ def test_package_reexports():
     assert privacy.JointDP is JointDP and privacy.LocalDP is LocalDP
     assert privacy.calibration.calibrate_ucrl_vtr is calibration.calibrate_ucrl_vtr
     assert callable(privacy.mechanisms.gaussian_sigma)
-    assert set(privacy.__all__) == {"NonPrivate", "JointDP", "LocalDP", "calibration", "mechanisms"}
+    assert set(privacy.__all__) == {"NonPrivate", "JointDP", "LocalDP", "calibration", "mechanisms",
+                                    "accounting", "report", "PrivacyAccountant", "privacy_report",
+                                    "format_privacy_report"}
 
 
 def test_joint_dp_properties():

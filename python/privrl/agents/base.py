@@ -144,6 +144,12 @@ class Agent(abc.ABC):
     def label(self) -> str:
         return f"{self.name}[{self.privacy.label}]"
 
+    def privacy_report(self) -> dict:
+        """Every released mechanism and the (eps, delta) it yields under the paper's argument and
+        the tight accountant (privrl.privacy.report.privacy_report; text: format_privacy_report)."""
+        from privrl.privacy.report import privacy_report
+        return privacy_report(self)
+
     @abc.abstractmethod
     def policy(self) -> np.ndarray:
         """The (H, S) int policy of the user arriving now (episode self.k + 1)."""

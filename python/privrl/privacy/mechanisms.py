@@ -23,6 +23,11 @@ __all__ = [
     "advanced_composition_budget",
     "tree_depth",
     "tree_node_budget",
+    "tree_composition",
+    "gaussian_mechanism_epsilon",
+    "laplace_mechanism_epsilon",
+    "post_processing",
+    "billboard_jdp",
 ]
 
 Budget = Tuple[float, float]
@@ -258,3 +263,65 @@ def tree_node_budget(epsilon: float, delta: float, n_leaves: int) -> Budget:
     """
     n = _check_pos_int(n_leaves, "n_leaves")
     return advanced_composition_budget(epsilon, delta, tree_depth(n))
+
+
+def tree_composition(eps0: float, delta0: float, n_leaves: int, delta_prime: float) -> Budget:
+    """App. "Tree-based method", forward form as printed: if every node is ``(eps0, delta0)``-DP,
+    each prefix sum of a tree over ``n_leaves`` leaves (at most ``m = tree_depth(n_leaves)``
+    nodes) is ``(m eps0^2 + eps0 sqrt(2 m log(1/delta')), m delta0 + delta')``-DP.
+
+    The ``m eps0^2`` term is smaller than the ``m eps0 (e^eps0 - 1)`` of
+    :func:`advanced_composition`; it is still valid by Kairouz, Oh & Viswanath (2015, Thm. 3.5),
+    whose term ``m eps0 (e^eps0 - 1)/(e^eps0 + 1) <= m eps0^2 / 2``.
+    """
+    e0 = _check_nonneg_real(eps0, "eps0")
+    d0 = _check_nonneg_real(delta0, "delta0")
+    if d0 >= 1.0:
+        raise PrivacyParameterError(f"delta0 must be in [0, 1), got {delta0!r}")
+    m = tree_depth(n_leaves)
+    dp = _check_delta_open(delta_prime, "delta_prime")
+    return m * e0 * e0 + e0 * math.sqrt(2.0 * m * math.log(1.0 / dp)), m * d0 + dp
+
+
+def gaussian_mechanism_epsilon(l2_sensitivity: float, sigma: float, delta: float) -> float:
+    """App. "Gaussian Mechanism" solved for epsilon: noise ``sigma`` on a statistic of L2
+    sensitivity ``Delta`` gives ``eps = Delta sqrt(2 log(2/delta)) / sigma`` (the inverse of
+    :func:`gaussian_sigma`; the appendix states the guarantee for ``eps < 1``, so a larger value
+    certifies nothing by this tool)."""
+    s = _check_sensitivity(l2_sensitivity, "l2_sensitivity")
+    sg = _check_positive_real(sigma, "sigma")
+    dlt = _check_delta_open(delta)
+    return s * math.sqrt(2.0 * math.log(2.0 / dlt)) / sg
+
+
+def laplace_mechanism_epsilon(l1_sensitivity: float, b: float) -> float:
+    """App. "Laplace Mechanism" solved for epsilon: ``Lap(b)`` noise on a statistic of L1
+    sensitivity ``Delta_1`` is ``(Delta_1 / b, 0)``-DP (inverse of :func:`laplace_scale`)."""
+    s = _check_sensitivity(l1_sensitivity, "l1_sensitivity")
+    bb = _check_positive_real(b, "b")
+    return s / bb
+
+
+def post_processing(budget: Budget) -> Budget:
+    """App. "Post-processing property": any (randomized) map of an ``(eps, delta)``-DP output
+    is ``(eps, delta)``-DP, e.g. ``w~ = Lambda~^{-1} u~`` (Cor. 1, App. D). Returns ``budget``
+    unchanged after validating it."""
+    try:
+        e, dl = budget
+    except (TypeError, ValueError):
+        raise PrivacyParameterError(f"budget must be an (epsilon, delta) pair, got {budget!r}") from None
+    e = _check_nonneg_real(e, "epsilon")
+    dl = _check_nonneg_real(dl, "delta")
+    if dl > 1.0:
+        raise PrivacyParameterError(f"delta must be in [0, 1], got {dl!r}")
+    return e, dl
+
+
+def billboard_jdp(budget: Budget) -> Budget:
+    """App. "Joint DP through DP, Billboard Lemma" (Hsu et al. 2016): if the server's release
+    ``M(D)`` is ``(eps, delta)``-DP, then the outputs ``f_i(Pi_i D, M(D))`` of all users (each a
+    function of the release and of that user's own data only) are ``(eps, delta)``-JDP. The
+    agents follow this pattern: the server publishes a ``Release`` (``agent.release()``) and the
+    arriving user's policy is computed from it alone (``agent.policy()``), then combined with the
+    user's own trajectory. Returns the JDP budget (equal to ``budget``)."""
+    return post_processing(budget)
