@@ -120,6 +120,7 @@ __all__ = [
     "ucrl_vtr_sigma_ldp_tight",
     "ucrl_vtr_laplace_scales_jdp_tight",
     "lsvi_ucb_u_sensitivity",
+    "lsvi_ucb_releases",
     "lsvi_ucb_sigmas_tight",
     "lsvi_ucb_laplace_scales_tight",
     "ucrl_vtr_plus_sigmas_jdp_tight",
@@ -1039,24 +1040,39 @@ def lsvi_ucb_u_sensitivity(H: int) -> float:
     return 2.0 * (H + 1)
 
 
+def lsvi_ucb_releases(K: int, B: int) -> int:
+    """Number of perturbed releases of Alg. 2 with ``B`` static batches over ``K`` episodes: one
+    at the end of every batch that is followed by another (line 14, ``k = k_{b+1} - 1``), i.e.
+    ``len(k_i <= K) - 1`` with ``k_i = i ceil(K/B) + 1`` (Alg. 2, line 4); at least 1 (so a
+    degenerate ``B = 1`` still gets a positive noise scale). Every release sums all earlier
+    users, so a user enters at most this many u releases and the Lambda trees receive at most
+    this many leaves. Equals ``B - 1`` unless late batches never start."""
+    K = _check_pos_int(K, "K")
+    B = _check_pos_int(B, "B")
+    L = -(-K // B)
+    starts = min(B, (K - 1) // L + 1)
+    return max(1, starts - 1)
+
+
 def lsvi_ucb_sigmas_tight(epsilon: float, delta: float, H: int, B: int,
-                          u_releases: Optional[int] = None) -> Tuple[float, float]:
+                          K: Optional[int] = None) -> Tuple[float, float]:
     """Tight ``(sigma_Lambda, sigma_u)`` of Alg. 2 (App. D's release, tight accountant).
 
-    Per user: ``H`` Lambda trees over the ``B`` batches, ``n = tree_nodes_per_leaf(B)`` released
-    nodes each, L2 sensitivity 2 (as the paper uses); ``H * u_releases`` releases of ``u`` (fresh
-    ``eta`` each, default ``u_releases = B``: every later batch re-sums the user's term), L2
-    sensitivity ``2(H + 1)`` (:func:`lsvi_ucb_u_sensitivity`). The paper's ratio
+    ``R = lsvi_ucb_releases(K, B)`` releases (``R = B`` when ``K`` is not given: the paper's
+    count, conservative). Per user: ``H`` Lambda trees over at most ``R`` batch leaves,
+    ``n = tree_nodes_per_leaf(R)`` released nodes each, L2 sensitivity 2 (as the paper uses);
+    ``H R`` releases of ``u`` (fresh ``eta`` each: every later release re-sums the user's term),
+    L2 sensitivity ``2(H + 1)`` (:func:`lsvi_ucb_u_sensitivity`). The paper's ratio
     ``sigma_u / sigma_Lambda = H / sqrt(B0)`` (the two closed forms of App. D) is kept, so
     Lem. "Lem.B.4"'s ``C / (lam + c_K) <= H`` holds as in the paper; with ``sigma_Lambda = t``:
-    ``mu^2 = (4 H n + 4 (H+1)^2 H u_releases B0 / H^2) / t^2``, and ``t`` is the smallest value
-    with ``mu <= gaussian_mu(eps, delta)``."""
+    ``mu^2 = (4 H n + 4 (H+1)^2 H R B0 / H^2) / t^2``, and ``t`` is the smallest value with
+    ``mu <= gaussian_mu(eps, delta)``."""
     eps = _check_epsilon(epsilon)
     dlt = _check_delta_open(delta)
     H = _check_pos_int(H, "H")
     B = _check_pos_int(B, "B")
-    nu = B if u_releases is None else _check_pos_int(u_releases, "u_releases")
-    n = tree_nodes_per_leaf(B)
+    nu = B if K is None else lsvi_ucb_releases(K, B)
+    n = tree_nodes_per_leaf(nu)
     ratio = H / math.sqrt(lsvi_ucb_B0(B))
     # sensitivity of the whole release measured in units of sigma_Lambda
     sens = composed_l2_sensitivity([2.0, lsvi_ucb_u_sensitivity(H) / ratio], [H * n, H * nu])
@@ -1064,16 +1080,19 @@ def lsvi_ucb_sigmas_tight(epsilon: float, delta: float, H: int, B: int,
     return t, ratio * t
 
 
-def lsvi_ucb_laplace_scales_tight(epsilon: float, H: int, B: int, d: int) -> Tuple[float, float]:
-    """Pure JDP Alg. 2 with exact node count: as :func:`lsvi_ucb_laplace_scales` (simple
-    composition, ``eps/(2H)`` per family) with ``tree_nodes_per_leaf(B)`` Lambda nodes per user
-    instead of ``B0``; ``sigma_u`` is unchanged (``B`` releases)."""
+def lsvi_ucb_laplace_scales_tight(epsilon: float, H: int, B: int, d: int,
+                                  K: Optional[int] = None) -> Tuple[float, float]:
+    """Pure JDP Alg. 2 with exact counts: as :func:`lsvi_ucb_laplace_scales` (simple
+    composition, ``eps/(2H)`` per family) with ``R = lsvi_ucb_releases(K, B)`` (``B`` without
+    ``K``) u releases per user and step and ``tree_nodes_per_leaf(R)`` Lambda nodes per user and
+    tree instead of ``B`` and ``B0``."""
     eps = _check_epsilon(epsilon)
     H = _check_pos_int(H, "H")
     B = _check_pos_int(B, "B")
     d = _check_pos_int(d, "d")
-    eps_node, _ = simple_composition_budget(eps, 0.0, 2 * H * tree_nodes_per_leaf(B))
-    eps_rel, _ = simple_composition_budget(eps, 0.0, 2 * H * B)
+    R = B if K is None else lsvi_ucb_releases(K, B)
+    eps_node, _ = simple_composition_budget(eps, 0.0, 2 * H * tree_nodes_per_leaf(R))
+    eps_rel, _ = simple_composition_budget(eps, 0.0, 2 * H * R)
     return (laplace_scale(2.0 * d, eps_node),
             laplace_scale(2.0 * math.sqrt(d) * (H + 1), eps_rel))
 
@@ -1301,7 +1320,7 @@ def calibrate_lsvi_ucb(kind: str, epsilon: Optional[float], delta: Optional[floa
     Z = (Z' + Z'^T)/2; None non-private), in_theorem_regime, calibration``.
 
     ``calibration="tight"``: ``(sigma_Lambda, sigma_u)`` from :func:`lsvi_ucb_sigmas_tight`
-    (``B`` u-releases per user and step, paper's ratio kept; pure:
+    (``lsvi_ucb_releases(K, B)`` u releases per user and step, paper's ratio kept; pure:
     :func:`lsvi_ucb_laplace_scales_tight`), then the same Upsilon, c_K, C, U_K, chi, beta; ``B``
     is the paper's (it depends on eps only).
     """
@@ -1322,7 +1341,7 @@ def calibrate_lsvi_ucb(kind: str, epsilon: Optional[float], delta: Optional[floa
         noise = sym = None
     elif not pure:
         if tight:
-            sl, su = lsvi_ucb_sigmas_tight(eps, dlt, H, B)
+            sl, su = lsvi_ucb_sigmas_tight(eps, dlt, H, B, K)
         else:
             sl = lsvi_ucb_sigma_lambda(eps, dlt, H, B)
             su = lsvi_ucb_sigma_u(eps, dlt, H, B)
@@ -1330,7 +1349,7 @@ def calibrate_lsvi_ucb(kind: str, epsilon: Optional[float], delta: Optional[floa
         C = lsvi_ucb_C(su, d, K, H, pp)
         noise, sym = "gaussian", 2.0
     else:
-        sl, su = (lsvi_ucb_laplace_scales_tight(eps, H, B, d) if tight
+        sl, su = (lsvi_ucb_laplace_scales_tight(eps, H, B, d, K) if tight
                   else lsvi_ucb_laplace_scales(eps, H, B, d))
         ups = lsvi_ucb_upsilon_pure(sl, B0, d, K, H, pp)
         C = lsvi_ucb_C_pure(su, d, K, H, pp)

@@ -25,6 +25,7 @@ from privrl.privacy.calibration import (
     calibrate_lsvi_ucb,
     calibrate_ucrl_vtr,
     calibrate_ucrl_vtr_plus,
+    lsvi_ucb_releases,
     lsvi_ucb_u_sensitivity,
     ucrl_vtr_l1_sensitivities,
     ucrl_vtr_l2_sensitivity,
@@ -164,7 +165,7 @@ def _vtr_inventory(cal: Dict[str, Any], guard: Any, plus: bool, guard2: Any = No
 def _lsvi_inventory(cal: Dict[str, Any], guard_text: Optional[str],
                     u_releases: Optional[int]) -> List[Dict]:
     H, d, B, pure = cal["H"], cal["d"], cal["B"], cal["pure"]
-    nu = B if u_releases is None else int(u_releases)
+    nu = lsvi_ucb_releases(cal["K"], B) if u_releases is None else int(u_releases)
     enf = guard_text or ("||phi(s,a)|| <= 1 (Asm. 1, checked when the LinearMDP is built), "
                          "r in [0, 1], V projected on [0, H]")
     if pure:
@@ -180,14 +181,14 @@ def _lsvi_inventory(cal: Dict[str, Any], guard_text: Optional[str],
     lam = _entry(
         name="Lambda", paper="H^b_h (tree prefix in Lambda~_{b,h})", statistic="phi phi^T",
         site=f"server: {H} binary trees of symmetric d x d matrices over B = {B} batch leaves",
-        instances=H, per_instance=tree_nodes_per_leaf(B), per_instance_paper=cal["B0"],
+        instances=H, per_instance=tree_nodes_per_leaf(nu), per_instance_paper=cal["B0"],
         norm=norm_l, sensitivity=sl, sensitivity_source=srcl, enforced_by=enf, noise=cal["noise"],
         scale=cal["sigma_Lambda"], sym_divisor=cal["sym_divisor"])
     lam["counted_as"] = "nodes per user and tree"
     u = _entry(
         name="u", paper="eta^b_h (fresh per batch release of u~_{b,h})",
         statistic="sum_j phi_j (r_j + V_{b,h+1}(s'_j))",
-        site=f"server: {H} x B Gaussian vector releases (one per batch and step)",
+        site=f"server: {H} x {nu} vector releases (one per batch end and step, fresh noise)",
         instances=H, per_instance=nu, per_instance_paper=B, norm=norm_u, sensitivity=su,
         sensitivity_source=srcu, enforced_by=enf, noise=cal["noise"], scale=cal["sigma_u"],
         sym_divisor=None)
@@ -332,7 +333,8 @@ def privacy_report_from_calibration(algorithm: str, cal: Dict[str, Any], *, guar
     """The privacy report of ``algorithm`` in :data:`ALGORITHMS` for the calibration dict ``cal``
     of the matching ``calibrate_*`` (no agent needed). ``guard``/``guard2`` are the agent's
     :class:`~privrl.agents.base.SensitivityGuard` objects (to describe the enforcement);
-    ``u_releases`` overrides the number of u releases per user and step of Alg. 2 (default B).
+    ``u_releases`` overrides the number of u releases per user and step of Alg. 2 (default
+    ``lsvi_ucb_releases(K, B)``, the number of batch-end releases, each summing all earlier users).
 
     Keys: ``algorithm, title, agent, model, pure, calibration, target (epsilon, delta),
     neighbouring, mechanisms (list of dicts, see :func:`_entry`), paper (budget, steps,
@@ -396,7 +398,7 @@ def privacy_report(agent: Any) -> Dict[str, Any]:
     if name.startswith("LSVI"):
         return privacy_report_from_calibration(
             "lsvi_ucb", cal, guard_text=_lsvi_guard_text(agent),
-            u_releases=getattr(agent, "u_releases_per_user", None), label=label)
+            label=label)
     raise TypeError(f"no privacy report for agent {name!r} ({type(agent).__name__})")
 
 
