@@ -7,6 +7,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::errors::CoreError;
+use crate::lsvi;
 use crate::mixture::MixtureFeatures as CoreMixture;
 use crate::qeval::{group_max as core_group_max, OptimisticQ, TieBreak};
 use crate::rank_one::{self, ShermanMorrison as CoreSM};
@@ -420,6 +421,51 @@ fn optimistic_values<'py>(
     Ok((q.into_pyarray(py).reshape([n, n_actions])?, v.into_pyarray(py), a.into_pyarray(py)))
 }
 
+/// V(s) = clip(max_a phi(s,a) w + beta ||phi(s,a)||_{inv}) for the states listed in `states`
+/// (int64 indices into the table's groups of n_actions rows), or for every state if None.
+#[pyfunction]
+#[pyo3(signature = (table, w, inv, beta, n_actions, lower, upper, states=None))]
+#[allow(clippy::too_many_arguments)]
+fn state_values<'py>(
+    py: Python<'py>,
+    table: PyReadonlyArray2<'_, f64>,
+    w: PyReadonlyArray1<'_, f64>,
+    inv: PyReadonlyArray2<'_, f64>,
+    beta: f64,
+    n_actions: usize,
+    lower: f64,
+    upper: f64,
+    states: Option<PyReadonlyArray1<'_, i64>>,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let sh = table.shape();
+    let d = sh[1];
+    let ish = inv.shape();
+    if ish != [d, d] {
+        return Err(to_pyerr(py, CoreError::Shape(format!("inverse must be ({d}, {d}) to match the table {sh:?}, got {ish:?}"))));
+    }
+    let ts = contiguous("table", table.as_slice())?;
+    let ws = contiguous("w", w.as_slice())?;
+    let invs = contiguous("inverse", inv.as_slice())?;
+    let idx = match &states {
+        Some(s) => Some(s.as_slice().map_err(|_| PyValueError::new_err("states must be a C-contiguous int64 array"))?),
+        None => None,
+    };
+    let n = match idx {
+        Some(i) => i.len(),
+        None if n_actions > 0 => sh[0] / n_actions,
+        None => 0,
+    };
+    let q = OptimisticQ { d, w: ws, inv: invs, beta, lower, upper };
+    let mut out = vec![0.0; n];
+    let r = if n * n_actions.max(1) * d * d > DETACH_WORK {
+        py.detach(|| lsvi::state_values(&q, ts, n_actions, idx, &mut out))
+    } else {
+        lsvi::state_values(&q, ts, n_actions, idx, &mut out)
+    };
+    r.py_ok(py)?;
+    Ok(out.into_pyarray(py))
+}
+
 // ---------------------------------------------------------------- mixture features
 
 /// Sparse linear-mixture features phi(s'|s,a); phi_v(v) for all (s,a) rows.
@@ -490,6 +536,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(optimistic_q, m)?)?;
     m.add_function(wrap_pyfunction!(group_max, m)?)?;
     m.add_function(wrap_pyfunction!(optimistic_values, m)?)?;
+    m.add_function(wrap_pyfunction!(state_values, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -8,10 +8,13 @@
 //! * [`qeval`]: batched optimistic Q evaluation `clip(r + Phi w + beta ||phi||_{Lambda^-1})`
 //!   with per-state max / argmax and seeded tie-breaking.
 //! * [`mixture`]: sparse linear-mixture features and `phi_V(s, a)` for all pairs at once.
+//! * [`lsvi`]: optimistic state values at many (indexed) states for least-squares value
+//!   iteration (the response vector of Alg. 2).
 //!
 //! The PyO3 binding module is compiled only with the `python` feature.
 
 pub mod errors;
+pub mod lsvi;
 pub mod mixture;
 pub mod qeval;
 pub mod rank_one;

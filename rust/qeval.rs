@@ -59,9 +59,11 @@ impl<'a> OptimisticQ<'a> {
     ///
     /// The quadratic form uses the symmetric upper triangle (d(d+1)/2 multiply-adds per
     /// row) and is clamped at 0 before the square root, so an indefinite `inv` cannot
-    /// produce NaN. Rows are processed 32 at a time in SIMD lanes (AVX2+FMA when present).
+    /// produce NaN. Rows are processed 32 at a time in SIMD lanes (AVX-512 or AVX2+FMA
+    /// when present; every lane runs the same fused multiply-adds in the same order, so
+    /// the result does not depend on the instruction set).
     pub fn evaluate(&self, phi: &[f64], offset: Option<&[f64]>, out: &mut [f64]) -> CoreResult<()> {
-        self.validate()?;
+        let upper = self.prepare()?;
         let d = self.d;
         if phi.len() % d != 0 {
             return Err(CoreError::Shape(format!(
@@ -76,8 +78,16 @@ impl<'a> OptimisticQ<'a> {
             check_len("reward offset", r.len(), n)?;
             check_finite("reward offset", r)?;
         }
-        // Doubled upper triangle of the symmetrized inverse: phi^T M phi =
-        // sum_i phi_i (M_ii phi_i + sum_{j>i} 2 M_ij phi_j), d(d+1)/2 multiply-adds per row.
+        self.evaluate_prepared(&upper, phi, offset, out);
+        Ok(())
+    }
+
+    /// Validate and return the doubled upper triangle of the symmetrized inverse:
+    /// phi^T M phi = sum_i phi_i (M_ii phi_i + sum_{j>i} 2 M_ij phi_j), d(d+1)/2 multiply-adds
+    /// per row. Callers evaluating many blocks against one inverse prepare it once.
+    pub fn prepare(&self) -> CoreResult<Vec<f64>> {
+        self.validate()?;
+        let d = self.d;
         let mut upper = Vec::with_capacity(d * (d + 1) / 2);
         for i in 0..d {
             for j in i..d {
@@ -85,16 +95,26 @@ impl<'a> OptimisticQ<'a> {
                 upper.push(if i == j { m } else { 2.0 * m });
             }
         }
+        Ok(upper)
+    }
+
+    /// `evaluate` without the checks: `upper` from [`Self::prepare`], `phi` finite with a
+    /// multiple of d values, `out` (and `offset`) one value per row.
+    pub fn evaluate_prepared(&self, upper: &[f64], phi: &[f64], offset: Option<&[f64]>, out: &mut [f64]) {
         #[cfg(target_arch = "x86_64")]
         {
+            if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("fma") {
+                // SAFETY: only taken when the CPU reports AVX-512F and FMA.
+                unsafe { eval_avx512(self, upper, phi, offset, out) };
+                return;
+            }
             if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
                 // SAFETY: only taken when the CPU reports AVX2 and FMA.
-                unsafe { eval_fma(self, &upper, phi, offset, out) };
-                return Ok(());
+                unsafe { eval_fma(self, upper, phi, offset, out) };
+                return;
             }
         }
-        eval_impl::<false>(self, &upper, phi, offset, out);
-        Ok(())
+        eval_impl::<false>(self, upper, phi, offset, out);
     }
 }
 
@@ -109,6 +129,12 @@ fn madd<const FMA: bool>(a: f64, b: f64, c: f64) -> f64 {
     } else {
         a * b + c
     }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn eval_avx512(q: &OptimisticQ<'_>, upper: &[f64], phi: &[f64], offset: Option<&[f64]>, out: &mut [f64]) {
+    eval_impl::<true>(q, upper, phi, offset, out)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -128,8 +154,9 @@ fn eval_impl<const FMA: bool>(q: &OptimisticQ<'_>, upper: &[f64], phi: &[f64], o
     while start < n {
         let m = CHUNK.min(n - start);
         for (lane, p) in phi[start * d..(start + m) * d].chunks_exact(d).enumerate() {
-            for (j, &v) in p.iter().enumerate() {
-                pt[j][lane] = v;
+            let lane = lane % CHUNK; // lets the compiler drop the bounds check
+            for (dst, &v) in pt.iter_mut().zip(p) {
+                dst[lane] = v;
             }
         }
         if m < CHUNK {
@@ -141,17 +168,16 @@ fn eval_impl<const FMA: bool>(q: &OptimisticQ<'_>, upper: &[f64], phi: &[f64], o
         let mut quad = [0.0f64; CHUNK];
         let mut k = 0;
         for i in 0..d {
-            let wi = q.w[i];
-            let pi = &pt[i];
+            let row_m = &upper[k..k + (d - i)];
+            k += d - i;
             let mut acc = [0.0f64; CHUNK];
-            for j in i..d {
-                let mij = upper[k];
-                k += 1;
-                let pj = &pt[j];
+            for (mij, pj) in row_m.iter().zip(&pt[i..]) {
                 for l in 0..CHUNK {
-                    acc[l] = madd::<FMA>(mij, pj[l], acc[l]);
+                    acc[l] = madd::<FMA>(*mij, pj[l], acc[l]);
                 }
             }
+            let pi = &pt[i];
+            let wi = q.w[i];
             for l in 0..CHUNK {
                 quad[l] = madd::<FMA>(pi[l], acc[l], quad[l]);
                 lin[l] = madd::<FMA>(wi, pi[l], lin[l]);

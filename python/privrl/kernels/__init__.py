@@ -22,6 +22,7 @@ __all__ = [
     "MixtureFeatures",
     "optimistic_q",
     "optimistic_values",
+    "state_values",
     "greedy",
     "spd_inverse",
     "spd_solve",
@@ -261,6 +262,28 @@ def optimistic_values(phi: Any, w: Any, inv: Any, beta: float, n_actions: int,
         raise ShapeError(f"{phi.shape[0]} feature rows do not split into groups of {n_actions} actions")
     return _core.optimistic_values(phi, w, inv, float(beta), n_actions, float(lower), float(upper),
                                    offset, tie_seed(ties, rng))
+
+
+def state_values(table: Any, w: Any, inv: Any, beta: float, n_actions: int,
+                 upper: float = math.inf, lower: float = -math.inf, states: Any = None) -> np.ndarray:
+    """V(s) = clip_[lower, upper](max_a phi(s,a) w + beta ||phi(s,a)||_inv) in one Rust call.
+
+    table: (n_states * n_actions, d), rows grouped by state (row s * n_actions + a is phi(s,a)).
+    states: int indices into the table's states (repeats allowed: one value per entry), or None
+    for every state. The rows are read through the index, never copied into an (n * A, d) block.
+    """
+    table = as_f64(table, "table", 2)
+    d = table.shape[1]
+    w = as_f64(w, "w", 1, (d,))
+    inv = as_f64(inv, "inv", 2, (d, d))
+    n_actions = _positive_int(n_actions, "n_actions")
+    if table.shape[0] % n_actions:
+        raise ShapeError(f"{table.shape[0]} feature rows do not split into groups of {n_actions} actions")
+    if states is not None:
+        states = np.ascontiguousarray(states, dtype=np.int64)
+        if states.ndim != 1:
+            raise ShapeError(f"states must be a 1-d index array, got shape {states.shape}")
+    return _core.state_values(table, w, inv, float(beta), n_actions, float(lower), float(upper), states)
 
 
 class MixtureFeatures:

@@ -103,6 +103,15 @@ def optimistic_values_ref(phi, w, inv, beta, n_actions, upper=math.inf, lower=-m
     return q, v, a
 
 
+def state_values_ref(table, w, inv, beta, n_actions, upper=math.inf, lower=-math.inf, states=None):
+    """Max over each state's action rows of the clipped optimistic Q (gathers the rows)."""
+    table = np.asarray(table, dtype=np.float64)
+    groups = table.reshape(-1, n_actions, table.shape[1])
+    rows = groups if states is None else groups[np.asarray(states)]
+    q = optimistic_q_ref(rows.reshape(-1, table.shape[1]), w, inv, beta, upper, lower)
+    return q.reshape(-1, n_actions).max(axis=1)
+
+
 def phi_v_ref(features, v):
     """features (S, A, S, d), v (S,) -> (S*A, d)."""
     S, A, _, d = features.shape
