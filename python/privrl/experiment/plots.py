@@ -49,7 +49,7 @@ def plot(source: str | os.PathLike | pd.DataFrame, output: str | os.PathLike | N
         stem = stem.with_suffix("")
     stem.parent.mkdir(parents=True, exist_ok=True)
     studies = list(dict.fromkeys(df["study"]))
-    fig, axes = plt.subplots(len(studies), 2, figsize=(12, 4.2 * len(studies)), squeeze=False)
+    fig, axes = plt.subplots(len(studies), 2, figsize=(12, 4.6 * len(studies)), squeeze=False)
     counts: dict[str, int] = {}
     for row, study in enumerate(studies):
         part = df[df["study"] == study]
@@ -79,8 +79,8 @@ def plot(source: str | os.PathLike | pd.DataFrame, output: str | os.PathLike | N
         env = part["env"].iloc[0]
         K = int(part["episode"].max())
         band_txt = "+- 1 std" if band == "std" else "95% CI"
-        ax_lin.set_title(f"{study}: {env}, K={K} (mean {band_txt} over seeds)", fontsize=10)
-        ax_log.set_title(f"{study}: log-log, slope of log R(K) vs log K", fontsize=10)
+        ax_lin.set_title(f"{study}\n{env}, K={K}; mean {band_txt} over seeds", fontsize=9.5)
+        ax_log.set_title(f"{study}\nlog-log; legend: slope of log R(k) vs log k", fontsize=9.5)
         ax_log.set_xscale("log")
         ax_log.set_yscale("log")
         for ax in (ax_lin, ax_log):
