@@ -1,0 +1,359 @@
+"""LSVI-UCB / batched / JDP / pure-JDP LSVI-UCB (Alg. 2): planning against a numpy reference,
+learning, the batch schedule, calibrated noise, both planning paths, reproducibility, bad inputs."""
+import numpy as np
+import pytest
+
+import privrl
+from privrl import kernels as K
+from privrl.agents import LSVIUCB
+from privrl.agents.base import SensitivityWarning
+from privrl.agents.lsvi_ucb import (
+    batch_starts,
+    greedy_policy,
+    lsvi_release,
+    response_aggregated,
+    response_per_sample,
+)
+from privrl.envs import FiniteMDP, RandomLinearMDP, RiverSwim, RiverSwimMixture, Trajectory
+from privrl.exceptions import AssumptionError, PrivacyParameterError, ShapeError
+from privrl.kernels import reference as R
+from privrl.privacy import JointDP, LocalDP, NonPrivate
+
+
+def uniform_policy_gap(env):
+    """Exact per-episode regret of the uniformly random (stochastic) policy."""
+    V = np.zeros(env.S)
+    for h in range(env.H - 1, -1, -1):
+        V = (env.R[h] + env.P[h] @ V).mean(axis=1)
+    return float(env.init_dist @ (env.optimal_values()[0] - V))
+
+
+def _tiny_env():
+    return RandomLinearMDP(S=4, A=2, d=3, H=3, seed=0)
+
+
+def _play(agent, env, episodes, seed):
+    """Run `episodes` users through `agent`, returning their trajectories."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(episodes):
+        t = env.sample_episode(agent.policy(), rng)
+        agent.observe(t)
+        out.append(t)
+    return out
+
+
+# ------------------------------------------------------------------------------ kernel + pass
+def test_state_values_kernel_matches_reference():
+    rng = np.random.default_rng(0)
+    S, A, d = 37, 3, 6
+    table = rng.normal(size=(S * A, d)) / 3
+    w = rng.normal(size=d)
+    M = rng.normal(size=(d, d))
+    inv = np.linalg.inv(M @ M.T + np.eye(d))
+    states = rng.integers(0, S, 1000)
+    got = K.state_values(table, w, inv, 0.7, A, upper=2.0, lower=0.0, states=states)
+    want = R.state_values_ref(table, w, inv, 0.7, A, upper=2.0, lower=0.0, states=states)
+    assert np.abs(got - want).max() < 1e-13
+    every = K.state_values(table, w, inv, 0.7, A, upper=2.0, lower=0.0)
+    assert every.shape == (S,) and np.array_equal(every[states], got)  # same bits either way
+    with pytest.raises(ShapeError):
+        K.state_values(table, w, inv, 0.7, A, states=[S])
+    with pytest.raises(ShapeError):
+        K.state_values(table[:-1], w, inv, 0.7, A)
+
+
+def _numpy_lsvi(designs, phis, rewards, next_rows, beta, A, H):
+    """Plain numpy LSVI (Alg. 2, lines 15-21) on per-sample data: the reference."""
+    Hn, d, _ = designs.shape
+    w, inv = np.zeros((Hn + 1, d)), np.zeros((Hn + 1, d, d))
+    for h in range(Hn - 1, -1, -1):
+        inv[h] = np.linalg.inv(designs[h])
+        V = 0.0
+        if h < Hn - 1:
+            V = R.state_values_ref(next_rows[h], w[h + 1], inv[h + 1], beta, A, upper=H, lower=0.0)
+        w[h] = inv[h] @ (phis[h].T @ (rewards[h] + V))
+    return w[:Hn], inv[:Hn]
+
+
+def test_lsvi_pass_matches_numpy_reference_both_paths():
+    rng = np.random.default_rng(1)
+    H, S, A, d, n, beta = 4, 7, 3, 5, 60, 0.8
+    table = rng.dirichlet(np.full(d, 0.5), size=S * A)  # ||phi|| <= 1
+    s = rng.integers(0, S, (n, H + 1))
+    a = rng.integers(0, A, (n, H))
+    r = rng.random((n, H))
+    phis = [table[s[:, h] * A + a[:, h]] for h in range(H)]
+    designs = np.stack([d * np.eye(d) + p.T @ p for p in phis])
+    # continuous-state form: each sample carries its own (A, d) block of next-state features
+    next_rows = [table.reshape(S, A, d)[s[:, h + 1]].reshape(n * A, d) for h in range(H)]
+    w_ref, inv_ref = _numpy_lsvi(designs, phis, r.T, next_rows, beta, A, H)
+
+    def per_block(h, w_next, inv_next):
+        if w_next is None:
+            return phis[h].T @ r[:, h]
+        return response_per_sample(phis[h], r[:, h], next_rows[h], None, w_next, inv_next, beta, A, H)
+
+    def indexed(h, w_next, inv_next):
+        if w_next is None:
+            return phis[h].T @ r[:, h]
+        return response_per_sample(phis[h], r[:, h], table, s[:, h + 1], w_next, inv_next, beta, A, H)
+
+    next_sum = np.zeros((H, S, d))
+    for h in range(H):
+        np.add.at(next_sum[h], s[:, h + 1], phis[h])
+    reward_sum = np.stack([phis[h].T @ r[:, h] for h in range(H)])
+
+    def aggregated(h, w_next, inv_next):
+        if w_next is None:
+            return reward_sum[h]
+        return response_aggregated(reward_sum[h], next_sum[h], table, w_next, inv_next, beta, A, H)
+
+    for resp in (per_block, indexed, aggregated):
+        rel = lsvi_release(designs, resp, users=n)
+        assert np.abs(rel.weights - w_ref).max() <= 1e-9 * np.abs(w_ref).max()
+        assert np.abs(rel.inverse - inv_ref).max() <= 1e-9 * np.abs(inv_ref).max()
+        assert np.array_equal(rel.design, designs)
+
+
+def test_batch_schedule():
+    assert batch_starts(10, 4).tolist() == [1, 4, 7, 10]  # ceil(10/4) = 3
+    assert batch_starts(10, 6).tolist() == [1, 3, 5, 7, 9]  # k_5 = 11 > K: 5 batches start
+    assert batch_starts(5, 5).tolist() == [1, 2, 3, 4, 5]
+    assert batch_starts(7, 1).tolist() == [1]
+
+
+# ------------------------------------------------------------------------------ learning
+def test_nonprivate_learns_riverswim():
+    # Tabular RiverSwim, one-hot phi in R^(S A), lam = d. LSVI-UCB is optimistic at an unvisited
+    # (h, s, a) only if beta >= (H - h) sqrt(lam), and its bonuses then shrink like
+    # beta / sqrt(N): on the default S=6, H=20 no beta in [0.3, 200] learns within 2000 episodes
+    # (measured), so a 3-state river is used; beta_scale 2e-4 makes beta ~ 5.3.
+    env = RiverSwim(S=3, H=5)
+    K = 2000
+    agent = LSVIUCB(env, privacy=NonPrivate(), batches="every", episodes=K, seed=1, beta_scale=2e-4)
+    res = privrl.run(agent, env, seed=2)
+    assert agent.batch == K - 1  # one release after every episode but the last
+    random_regret = K * uniform_policy_gap(env)
+    assert res.final_regret < random_regret / 3
+    q = K // 4
+    first, last = res.regret[q - 1], res.regret[-1] - res.regret[-q - 1]
+    assert last < first / 2
+
+
+# ------------------------------------------------------------------------------ batching
+@pytest.mark.parametrize("privacy", [NonPrivate(), JointDP(1.0, 1e-5)])
+def test_static_batching_changes_policy_exactly_B_times(privacy):
+    env = RiverSwim(S=4, H=6)
+    K, B = 200, 10
+    agent = LSVIUCB(env, privacy=privacy, batches=B, episodes=K, seed=3, beta=3.0)
+    starts = batch_starts(K, B)
+    assert starts.tolist() == list(range(1, K, 20))
+    policies = []  # policies[j]: the policy handed to the user of episode j + 2 (after k = j + 1)
+    res = privrl.run(agent, env, seed=4, callback=lambda k, c: policies.append(agent.policy()))
+    # B distinct billboards (the initial one + one per batch end), each used by one batch
+    assert len(agent.releases) == B and agent.server.releases == B - 1
+    assert [rel.users for rel in agent.releases] == [k - 1 for k in starts]
+    assert len({id(rel) for rel in agent.releases}) == B
+    # the user of episode k (1-based) runs the policy of its batch: it can only change at k_i
+    changed = [j + 3 for j in range(K - 1) if not np.array_equal(policies[j], policies[j + 1])]
+    assert set(changed) <= set(starts.tolist())
+    assert res.policy_changes <= B
+
+
+def test_every_and_static_batch_counts():
+    env = _tiny_env()
+    assert len(privrl.run(agent := LSVIUCB(env, JointDP(1.0, 1e-5), batches="every", episodes=30,
+                                           seed=0), env, seed=0).regret) == 30
+    assert agent.calibration["B"] == 30 and len(agent.releases) == 30
+    jdp = LSVIUCB(env, JointDP(1.0, 1e-5), batches="static", episodes=10_000, seed=0)
+    # App. D: B = ceil((K eps)^{2/5} / (d^{3/5} H^{1/5})) = ceil(39.81 / (1.933 * 1.246)) = 17
+    assert jdp.calibration["B"] == 17 and jdp.calibration["B0"] == 6
+    pure = LSVIUCB(env, JointDP(1.0, 0.0), batches="static", episodes=10_000, seed=0)
+    # App. "Pure joint DP": B = ceil((K eps)^{1/3} / (d^{2/3} H^{1/3})) = ceil(21.54 / 3.0) = 8
+    assert pure.calibration["B"] == 8 and pure.calibration["noise"] == "laplace"
+    assert LSVIUCB(env, NonPrivate(), batches="static", episodes=50).calibration["B"] == 50
+
+
+# ------------------------------------------------------------------------------ calibrated noise
+@pytest.mark.parametrize("delta", [1e-5, 0.0])
+def test_released_noise_has_calibrated_variance_and_node_count(delta):
+    """Monte Carlo over seeds on a tiny instance: after 7 batch ends, Lambda~ - Lambda - shift I is
+    the sum of popcount(7) = 3 <= B0 = 4 tree nodes, and design @ w~ - u (u recomputed from the
+    users' raw data and the release itself) is eta ~ N(0, sigma_u^2 I) (Laplace: variance 2 b^2)."""
+    env, K = _tiny_env(), 8
+    H, d, A = env.H, env.d, env.A
+    mats, etas = [], []
+    for seed in range(300):
+        agent = LSVIUCB(env, privacy=JointDP(1.0, delta), batches=8, episodes=K, seed=seed)
+        trajs = _play(agent, env, 7, seed)
+        cal = agent.calibration
+        assert cal["B"] == 8 and cal["B0"] == 4
+        assert agent.server.nodes_history == [1, 1, 2, 1, 2, 2, 3]  # popcount(b) <= B0
+        rel = agent.release()
+        phi = np.stack([env.features_flat[t.states[:-1] * A + t.actions] for t in trajs])  # (n, H, d)
+        r = np.stack([t.rewards for t in trajs])
+        s_next = np.stack([t.states[1:] for t in trajs])
+        gram = np.einsum("nhi,nhj->hij", phi, phi)
+        mats.append(rel.design - gram - (cal["lam"] + cal["shift"]) * np.eye(d))
+        for h in range(H):
+            V = 0.0
+            if h < H - 1:
+                V = R.state_values_ref(env.features_flat, rel.weights[h + 1], rel.inverse[h + 1],
+                                       agent.beta, A, upper=H, lower=0.0, states=s_next[:, h])
+            u = phi[:, h].T @ (r[:, h] + V)
+            etas.append(rel.design[h] @ rel.weights[h] - u)
+    mats, etas = np.array(mats), np.array(etas)
+    iu = np.triu_indices(d, 1)
+    off, diag = mats[:, :, iu[0], iu[1]], mats[:, :, np.arange(d), np.arange(d)]
+    s_l, s_u = cal["sigma_Lambda"], cal["sigma_u"]
+    if delta > 0:  # Gaussian, Z = (Z' + Z'^T)/2: off-diagonal sigma^2/2, diagonal sigma^2 per node
+        off_var, diag_var, eta_var = s_l ** 2 / 2, s_l ** 2, s_u ** 2
+        tol = 0.12
+    else:  # Laplace b: off-diagonal b^2, diagonal 2 b^2 per node; eta 2 b^2
+        off_var, diag_var, eta_var = s_l ** 2, 2 * s_l ** 2, 2 * s_u ** 2
+        tol = 0.2
+    # 300 seeds x H=3 x 3 entries = 2700 draws each: relative sd of a variance estimate ~3-4%
+    assert abs(off.var() / (3 * off_var) - 1) < tol
+    assert abs(diag.var() / (3 * diag_var) - 1) < tol
+    assert abs(etas.var() / eta_var - 1) < tol
+    assert abs(etas.mean()) < 0.1 * np.sqrt(eta_var)
+    assert np.array_equal(mats, np.swapaxes(mats, -1, -2))
+
+
+def test_huge_epsilon_jdp_matches_nonprivate_static_batching():
+    # continuous random features: no exact ties for the negligible noise to break differently
+    # (on one-hot RiverSwim every unvisited pair ties exactly and 1e-12 noise reorders them)
+    env = RandomLinearMDP(S=10, A=3, d=4, H=5, seed=3)
+    K, B = 1500, 50
+    regrets = {}
+    for name, priv in [("np", NonPrivate()), ("jdp", JointDP(1e15, 1e-5))]:
+        agent = LSVIUCB(env, privacy=priv, batches=B, episodes=K, seed=4, beta=1.0)
+        regrets[name] = privrl.run(agent, env, seed=5).final_regret
+    assert abs(regrets["jdp"] - regrets["np"]) <= 0.05 * regrets["np"]
+
+
+# ------------------------------------------------------------------------------ planning paths
+@pytest.mark.parametrize("privacy", [NonPrivate(), JointDP(2.0, 1e-5), JointDP(2.0, 0.0)])
+def test_aggregated_equals_per_sample_planning(privacy):
+    env = RandomLinearMDP(S=5, A=3, d=4, H=4, seed=2)
+    K = 60
+    agents = {p: LSVIUCB(env, privacy=privacy, batches=12, episodes=K, seed=7, beta=2.0, planning=p)
+              for p in ("per_sample", "aggregated", "auto")}
+    rng = np.random.default_rng(0)
+    for _ in range(K - 1):  # the same users for every agent (random policies: no feedback)
+        t = env.sample_episode(rng.integers(0, env.A, (env.H, env.S)), rng)
+        for a in agents.values():
+            a.observe(t)
+    ps, ag, auto = (agents[p].releases for p in ("per_sample", "aggregated", "auto"))
+    assert len(ps) == len(ag) == 12
+    for x, y in zip(ps, ag):
+        assert np.array_equal(x.design, y.design)  # same data, same noise stream
+        assert np.abs(x.weights - y.weights).max() <= 1e-9 * max(1.0, np.abs(x.weights).max())
+        assert np.abs(x.inverse - y.inverse).max() <= 1e-9 * np.abs(x.inverse).max()
+    # auto switches to counts once S A = 15 < stored episodes
+    assert agents["auto"].server.paths == ["per_sample"] * 3 + ["aggregated"] * 8
+    assert all(np.abs(x.weights - y.weights).max() <= 1e-9 * max(1.0, np.abs(x.weights).max())
+               for x, y in zip(auto, ps))
+
+
+# ------------------------------------------------------------------------------ billboard
+def test_user_policy_is_a_function_of_the_release():
+    env = RandomLinearMDP(S=8, A=3, d=4, H=4, seed=1)
+    agent = LSVIUCB(env, JointDP(5.0, 1e-5), batches=5, episodes=50, seed=0, ties="lowest",
+                    beta_scale=1e-4)
+    _play(agent, env, 30, 0)
+    rel = agent.release()
+    assert set(vars(rel)) == {"design", "inverse", "weights", "users"}
+    pi = greedy_policy(rel, env.features, agent.beta, ties="lowest")
+    assert np.array_equal(pi, agent.policy())
+    Q = np.stack([R.optimistic_q_ref(env.features_flat, rel.weights[h], rel.inverse[h], agent.beta,
+                                     upper=env.H, lower=0.0).reshape(env.S, env.A) for h in range(env.H)])
+    assert np.array_equal(pi, Q.argmax(axis=2))
+
+
+# ------------------------------------------------------------------------------ API, seeds, errors
+def test_calibration_exposes_paper_quantities():
+    env = RandomLinearMDP(S=20, A=4, d=10, H=10, seed=0)
+    agent = LSVIUCB(env, privacy=JointDP(1.0, 1e-5), batches="static", episodes=10_000, seed=0)
+    cal = agent.calibration
+    # App. D with eps = 1, delta = 1e-5, H = 10, K = 1e4, d = 10 (hand values of the issue)
+    assert cal["B"] == 7 and cal["lam"] == 10.0
+    assert cal["sigma_Lambda"] == pytest.approx(9.1e5, rel=0.01)
+    assert cal["sigma_u"] == pytest.approx(4.55e6, rel=0.01)
+    assert cal["shift"] == pytest.approx(cal["c_K"] + cal["Upsilon"])
+    for key in ("B0", "Upsilon", "c_K", "C", "U_K", "chi", "beta", "beta_used"):
+        assert key in cal and cal[key] > 0
+    assert cal["beta_used"] == cal["beta"] == agent.beta
+    scaled = LSVIUCB(env, privacy=JointDP(1.0, 1e-5), episodes=10_000, seed=0, beta_scale=0.1)
+    assert scaled.beta == pytest.approx(0.1 * cal["beta"])  # exploration only:
+    assert scaled.calibration["sigma_Lambda"] == cal["sigma_Lambda"]  # the noise is unchanged
+    fixed = LSVIUCB(env, privacy=NonPrivate(), episodes=100, beta=2.5)
+    assert fixed.calibration["beta_used"] == 2.5 and fixed.calibration["shift"] == 0.0
+
+
+def test_issue_example_runs():
+    env = RandomLinearMDP(S=100, A=10, d=16, H=20, seed=0)
+    agent = LSVIUCB(env, privacy=JointDP(epsilon=1.0, delta=1e-5), batches="static",
+                    episodes=100_000, seed=1)
+    res = privrl.run(agent, env, episodes=300, seed=2)
+    assert res.regret.shape == (300,) and np.all(res.gaps >= -1e-12)
+    assert agent.calibration["B"] == 11 and len(agent.releases) == 1  # first batch: 9091 users
+
+
+def test_reproducible_and_entropy_seeded():
+    env = _tiny_env()
+    runs = [privrl.run(LSVIUCB(env, JointDP(0.5, 1e-5), batches=20, episodes=200, seed=9), env, seed=3)
+            for _ in range(2)]
+    assert np.array_equal(runs[0].regret, runs[1].regret)
+    assert np.array_equal(runs[0].returns, runs[1].returns)
+    # seed=None: privacy noise from OS entropy -> two agents release different noise
+    n1, n2 = (LSVIUCB(env, JointDP(0.5, 1e-5), batches=20, episodes=200, seed=None) for _ in range(2))
+    for a in (n1, n2):
+        privrl.run(a, env, episodes=11, seed=3)
+    assert not np.array_equal(n1.release().design, n2.release().design)
+    assert not np.array_equal(n1.server.last_eta, n2.server.last_eta)
+
+
+def test_bad_inputs():
+    env = _tiny_env()
+    for bad in (0.0, -1.0):
+        with pytest.raises(PrivacyParameterError):
+            JointDP(bad, 1e-5)
+    for bad in (1.0, -1e-3):
+        with pytest.raises(PrivacyParameterError):
+            JointDP(1.0, bad)
+    with pytest.raises(PrivacyParameterError):
+        LSVIUCB(env, privacy=NonPrivate(), episodes=0)
+    for bad in (0, 11, "weekly", 2.5, True):
+        with pytest.raises(PrivacyParameterError):
+            LSVIUCB(env, privacy=JointDP(1.0, 1e-5), batches=bad, episodes=10)
+    with pytest.raises(PrivacyParameterError, match="Local Differential Privacy"):
+        LSVIUCB(env, privacy=LocalDP(1.0, 1e-5), episodes=10)
+    with pytest.raises(TypeError):
+        LSVIUCB(RiverSwimMixture(), privacy=NonPrivate(), episodes=10)
+    with pytest.raises(TypeError):
+        LSVIUCB(FiniteMDP(env.P, env.R, env.init_dist), privacy=NonPrivate(), episodes=10)
+    with pytest.raises(ValueError):
+        LSVIUCB(env, episodes=10, planning="fast")
+    with pytest.raises(ValueError):
+        LSVIUCB(env, episodes=10, sensitivity="ignore")
+    with pytest.raises(PrivacyParameterError):
+        LSVIUCB(env, episodes=10, beta_scale=-1.0)
+    agent = LSVIUCB(env, privacy=NonPrivate(), episodes=2, seed=0)
+    privrl.run(agent, env, seed=0)
+    with pytest.raises(ValueError):
+        privrl.run(agent, env, episodes=1, seed=0)  # beyond the K it was calibrated for
+
+
+def test_sensitivity_guard_on_user_rewards():
+    env = _tiny_env()
+    forged = Trajectory(states=np.zeros(env.H + 1, dtype=np.int64), actions=np.zeros(env.H, dtype=np.int64),
+                        rewards=np.array([2.0, -1.0, 0.5]))
+    agent = LSVIUCB(env, privacy=JointDP(1.0, 1e-5), episodes=10, seed=0)
+    with pytest.warns(SensitivityWarning):
+        agent.observe(forged)
+    assert agent.clip_count == 2 and agent.server.rewards[0].tolist() == [1.0, 0.0, 0.5]
+    strict = LSVIUCB(env, privacy=JointDP(1.0, 1e-5), episodes=10, seed=0, sensitivity="reject")
+    with pytest.raises(AssumptionError):
+        strict.observe(forged)
