@@ -86,6 +86,9 @@ def log_normal_cdf(x: float) -> float:
 # Analytic Gaussian mechanism (Balle & Wang 2018)
 # ============================================================================================
 def _check_mu(mu, name: str = "mu") -> float:
+    """``mu >= 0``; ``+inf`` (no noise) is allowed and gives ``delta = 1``."""
+    if isinstance(mu, (int, float)) and not isinstance(mu, bool) and mu == math.inf:
+        return math.inf
     return _check_nonneg_real(mu, name)
 
 
@@ -122,6 +125,8 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
     end of the final bracket, so it is a valid (never optimistic) epsilon."""
     m = _check_mu(mu)
     dlt = _check_delta_open(delta)
+    if math.isinf(m):
+        return math.inf
     if m == 0.0 or gaussian_delta(0.0, m) <= dlt:
         return 0.0
     # Upper bracket: privacy loss ~ N(mu^2/2, mu^2) and Phi^{-1}(1 - delta) <= sqrt(2 log(1/delta)).

@@ -1,0 +1,416 @@
+"""Tests of privrl.privacy.accounting (tight accountant) and of the tight calibration built on it.
+
+Hand values are derived in the comments; the Gaussian results are cross-checked against Google's
+dp-accounting PLD accountant when it is installed.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from privrl.exceptions import PrivacyParameterError
+from privrl.privacy import JointDP, LocalDP, NonPrivate
+from privrl.privacy import accounting as a
+from privrl.privacy import calibration as c
+from privrl.privacy import mechanisms as m
+
+
+# ============================================================================================
+# Normal CDF
+# ============================================================================================
+def test_normal_cdf_hand_values():
+    assert a.normal_cdf(0.0) == 0.5
+    # Phi(1.959964) = 0.975 (the 97.5% quantile of N(0, 1))
+    assert a.normal_cdf(1.959963985) == pytest.approx(0.975, abs=1e-9)
+    assert a.log_normal_cdf(0.0) == pytest.approx(math.log(0.5), rel=1e-15)
+
+
+def test_log_normal_cdf_deep_tail():
+    # asymptotic series at x = -40: log phi(-40) = -800 - 0.5 log(2 pi) = -800.918939;
+    # - log 40 = -3.688879; log(1 - 1/1600 + 3/1600^2 - ...) = log(0.99937617) = -0.00062402
+    # sum: -804.608442
+    assert a.log_normal_cdf(-40.0) == pytest.approx(-804.608442, abs=1e-6)
+    # both branches agree at the switch point -30 (erfc is still accurate there)
+    below = a.log_normal_cdf(-30.0 - 1e-9)
+    above = a.log_normal_cdf(-30.0)
+    assert below == pytest.approx(above, abs=1e-7)
+
+
+def test_log_normal_cdf_against_scipy():
+    special = pytest.importorskip("scipy.special")
+    for x in (-200.0, -45.0, -31.0, -29.0, -5.0, -0.3, 0.7, 4.9, 5.1, 9.0, 40.0):
+        assert a.log_normal_cdf(x) == pytest.approx(float(special.log_ndtr(x)), rel=1e-12, abs=1e-15)
+
+
+# ============================================================================================
+# Analytic Gaussian mechanism
+# ============================================================================================
+def test_gaussian_delta_hand_values():
+    # eps = 0, mu = 1: Phi(1/2) - Phi(-1/2) = 2 Phi(0.5) - 1 = 2 * 0.6914625 - 1 = 0.3829249
+    assert a.gaussian_delta(0.0, 1.0) == pytest.approx(0.38292492, rel=1e-7)
+    # eps = 1, mu = 1: Phi(-1/2) - e Phi(-3/2) = 0.30853754 - 2.71828183 * 0.06680720
+    #   = 0.30853754 - 0.18160081 = 0.12693674
+    assert a.gaussian_delta(1.0, 1.0) == pytest.approx(0.12693674, rel=1e-7)
+    assert a.gaussian_delta(1.0, 0.0) == 0.0
+    assert a.gaussian_delta(5.0, math.inf) == 1.0
+
+
+def test_analytic_gaussian_sigma_eps1_delta1e5():
+    # Balle & Wang: smallest sigma with Phi(1/(2 s) - s) - e Phi(-1/(2 s) - s) <= 1e-5 (Delta = 1).
+    # At s = 3.7306: 1/(2s) = 0.134027, Phi(-3.596573) = 1.6123e-4, Phi(-3.864627) = 5.5637e-5,
+    # 1.6123e-4 - 2.718282 * 5.5637e-5 = 1.6123e-4 - 1.5124e-4 = 1.00e-5. So sigma ~ 3.7306.
+    s = a.analytic_gaussian_sigma(1.0, 1.0, 1e-5)
+    assert 3.7300 < s < 3.7312
+    # it is the threshold: private at s, not at s (1 - 1e-6)
+    assert a.analytic_gaussian_delta(s, 1.0, 1.0) <= 1e-5
+    assert a.analytic_gaussian_delta(s * (1 - 1e-6), 1.0, 1.0) > 1e-5
+    # independent check of the formula with scipy
+    stats = pytest.importorskip("scipy.stats")
+    mu = 1.0 / s
+    d = stats.norm.cdf(mu / 2 - 1 / mu) - math.e * stats.norm.cdf(-mu / 2 - 1 / mu)
+    assert d == pytest.approx(1e-5, rel=1e-6)
+
+
+def test_analytic_beats_classical_gaussian():
+    # the paper's sigma = Delta sqrt(2 log(2/delta)) / eps is valid (eps < 1) but loose
+    for eps in (0.1, 0.5, 0.9):
+        for dlt in (1e-3, 1e-5, 1e-9):
+            tight = a.analytic_gaussian_sigma(1.0, eps, dlt)
+            assert tight < m.gaussian_sigma(1.0, eps, dlt)
+            # and the paper's sigma does satisfy the exact condition
+            assert a.analytic_gaussian_delta(m.gaussian_sigma(1.0, eps, dlt), 1.0, eps) <= dlt
+
+
+def test_analytic_gaussian_monotonicity():
+    mus = [0.05, 0.3, 1.0, 3.0]
+    for e in (0.0, 0.5, 2.0):
+        ds = [a.gaussian_delta(e, mu) for mu in mus]
+        assert ds == sorted(ds) and len(set(ds)) == len(ds)
+    es = [0.0, 0.3, 1.0, 4.0]
+    ds = [a.gaussian_delta(e, 1.2) for e in es]
+    assert ds == sorted(ds, reverse=True)
+    # sigma: decreasing in eps and delta, linear in the sensitivity
+    assert a.analytic_gaussian_sigma(1, 0.5, 1e-5) > a.analytic_gaussian_sigma(1, 2.0, 1e-5)
+    assert a.analytic_gaussian_sigma(1, 1.0, 1e-8) > a.analytic_gaussian_sigma(1, 1.0, 1e-3)
+    assert a.analytic_gaussian_sigma(7.0, 1.0, 1e-5) == pytest.approx(
+        7.0 * a.analytic_gaussian_sigma(1.0, 1.0, 1e-5), rel=1e-14)
+
+
+def test_gaussian_epsilon_inverts_mu():
+    for eps in (0.05, 1.0, 6.0, 30.0):
+        for dlt in (1e-2, 1e-6, 1e-12):
+            mu = a.gaussian_mu(eps, dlt)
+            assert a.gaussian_delta(eps, mu) <= dlt
+            assert a.gaussian_epsilon(mu, dlt) == pytest.approx(eps, rel=1e-9)
+    assert a.gaussian_epsilon(0.0, 1e-5) == 0.0
+    # delta(0) = 2 Phi(mu/2) - 1 <= delta  =>  eps = 0
+    assert a.gaussian_epsilon(1e-6, 1e-3) == 0.0
+
+
+def test_analytic_gaussian_bad_inputs():
+    for bad in (dict(l2_sensitivity=-1, epsilon=1, delta=1e-5), dict(l2_sensitivity=1, epsilon=0, delta=1e-5),
+                dict(l2_sensitivity=1, epsilon=1, delta=0.0), dict(l2_sensitivity=1, epsilon=1, delta=1.0),
+                dict(l2_sensitivity=math.nan, epsilon=1, delta=1e-5)):
+        with pytest.raises(PrivacyParameterError):
+            a.analytic_gaussian_sigma(**bad)
+    with pytest.raises(PrivacyParameterError):
+        a.gaussian_delta(-0.1, 1.0)
+    with pytest.raises(PrivacyParameterError):
+        a.analytic_gaussian_delta(0.0, 1.0, 1.0)
+
+
+# ============================================================================================
+# Composition
+# ============================================================================================
+def test_composed_sensitivity_and_mu_hand_values():
+    assert a.composed_l2_sensitivity([3.0, 4.0]) == 5.0
+    # 2 releases of sensitivity 1 and 7 of sensitivity 2: sqrt(2 + 28) = sqrt(30)
+    assert a.composed_l2_sensitivity([1.0, 2.0], [2, 7]) == pytest.approx(math.sqrt(30.0), rel=1e-15)
+    # 4 releases Delta = 1 sigma = 2: mu = sqrt(4 / 4) = 1
+    assert a.gaussian_composition_mu([(1.0, 2.0, 4)]) == 1.0
+    # mixed noise levels: sqrt(1 * (3/1)^2 + 2 * (2/4)^2) = sqrt(9.5)
+    assert a.gaussian_composition_mu([(3.0, 1.0, 1), (2.0, 4.0, 2)]) == pytest.approx(math.sqrt(9.5))
+    with pytest.raises(PrivacyParameterError):
+        a.composed_l2_sensitivity([1.0], [1, 2])
+    with pytest.raises(PrivacyParameterError):
+        a.gaussian_composition_mu([(1.0, 0.0, 1)])
+    with pytest.raises(PrivacyParameterError):
+        a.gaussian_composition_mu([(1.0, 1.0)])
+
+
+def test_k_gaussians_compose_like_one():
+    # k releases with common sigma = one release with sensitivity sqrt(k) Delta
+    k, delta_, sigma = 50, 2.0, 40.0
+    acc = a.PrivacyAccountant().add_gaussian(delta_, sigma, k)
+    assert acc.mu == pytest.approx(math.sqrt(k) * delta_ / sigma, rel=1e-15)
+    assert acc.epsilon(1e-6) == pytest.approx(
+        a.analytic_gaussian_epsilon(sigma, math.sqrt(k) * delta_, 1e-6), rel=1e-12)
+
+
+def test_laplace_composition_hand_value():
+    # 3 releases Delta_1 = 2, b = 4 (0.5 each) + 1 release Delta_1 = 1, b = 10 (0.1): 1.6
+    assert a.laplace_composition_epsilon([(2.0, 4.0, 3), (1.0, 10.0, 1)]) == pytest.approx(1.6)
+    acc = a.PrivacyAccountant().add_laplace(2.0, 4.0, 3).add_laplace(1.0, 10.0)
+    assert acc.epsilon(0.0) == pytest.approx(1.6) and acc.pure_epsilon == pytest.approx(1.6)
+    assert acc.delta(1.6) == 0.0 and acc.delta(2.0) == 0.0
+    assert 0.0 < acc.delta(1.0) < 1.0  # zCDP bound below the pure epsilon
+
+
+def test_tree_nodes_per_leaf():
+    # floor(log2 n) + 1
+    for n, want in ((1, 1), (2, 2), (3, 2), (4, 3), (7, 3), (8, 4), (10_000, 14), (16_384, 15)):
+        assert a.tree_nodes_per_leaf(n) == want
+        assert want <= m.tree_depth(n)  # the paper's K0 = ceil(log2 n) + 1
+    assert a.tree_nodes_per_leaf(16_384) == m.tree_depth(16_384)  # equal at powers of two
+
+
+# ============================================================================================
+# zCDP
+# ============================================================================================
+def test_zcdp_hand_values():
+    # Gaussian Delta = 2, sigma = 4: rho = 4 / 32 = 0.125; pure eps = 0.5: rho = 0.125
+    assert a.zcdp_rho_gaussian(2.0, 4.0) == 0.125
+    assert a.zcdp_rho_pure(0.5) == 0.125
+    assert a.zcdp_compose([0.125, 0.125, 0.25]) == 0.5
+    # Bun-Steinke: 0.125 + 2 sqrt(0.125 log(1e5)) = 0.125 + 2 sqrt(1.439118) = 0.125 + 2.399265
+    assert a.zcdp_epsilon_simple(0.125, 1e-5) == pytest.approx(2.524265, rel=1e-6)
+
+
+def test_zcdp_cks_is_the_minimum_over_alpha():
+    # brute force over a fine alpha grid: delta = min exp((a-1)(a rho - eps)) / (a-1) (1-1/a)^a
+    for rho, eps in ((0.5, 2.0), (0.05, 0.8), (2.0, 6.0)):
+        grid = [1.0 + 10 ** (x / 2000.0) for x in range(-8000, 6000)]  # alpha - 1 in [1e-4, 1e3]
+        brute = math.exp(min((al - 1) * (al * rho - eps) + al * math.log1p(-1 / al) - math.log(al - 1)
+                             for al in grid))
+        assert a.zcdp_delta(rho, eps) == pytest.approx(brute, rel=1e-4)
+        assert a.zcdp_delta(rho, eps) <= brute * (1 + 1e-9)
+
+
+def test_zcdp_conversions_ordering():
+    for mu in (0.1, 0.5, 1.0, 3.0):
+        rho = mu * mu / 2
+        for dlt in (1e-3, 1e-6):
+            exact = a.gaussian_epsilon(mu, dlt)
+            cks = a.zcdp_epsilon(rho, dlt)
+            simple = a.zcdp_epsilon_simple(rho, dlt)
+            # the exact Gaussian curve <= CKS <= Bun-Steinke
+            assert exact <= cks * (1 + 1e-9) and cks <= simple * (1 + 1e-12)
+            assert a.zcdp_delta(rho, cks) <= dlt * (1 + 1e-9)
+
+
+def test_mixed_accountant_takes_the_better_bound():
+    acc = a.PrivacyAccountant().add_gaussian(1.0, 2.0, 8).add_laplace(1.0, 20.0, 2)
+    # mu = sqrt(8/4) = sqrt 2; pure part 0.1; rho = 1 + 2 * 0.05^2 / 2 = 1.0025
+    assert acc.mu == pytest.approx(math.sqrt(2.0)) and acc.pure_epsilon == pytest.approx(0.1)
+    assert acc.rho == pytest.approx(1.0025)
+    e = acc.epsilon(1e-5)
+    assert e == pytest.approx(min(0.1 + a.gaussian_epsilon(math.sqrt(2.0), 1e-5),
+                                  a.zcdp_epsilon(1.0025, 1e-5)), rel=1e-12)
+    assert acc.delta(e) <= 1e-5 * (1 + 1e-6)
+    assert "zCDP" in acc.method()
+
+
+# ============================================================================================
+# Cross-check with Google's dp-accounting (PLD accountant)
+# ============================================================================================
+def _pld():
+    return pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+
+
+def test_single_gaussian_against_pld():
+    pld = _pld()
+    s = a.analytic_gaussian_sigma(1.0, 1.0, 1e-5)
+    p = pld.from_gaussian_mechanism(standard_deviation=s, sensitivity=1.0,
+                                    value_discretization_interval=1e-4)
+    assert p.get_delta_for_epsilon(1.0) == pytest.approx(1e-5, rel=1e-3)
+
+
+@pytest.mark.parametrize("H,K,eps", [(2, 8, 1.0), (10, 10_000, 1.0), (3, 100, 4.0)])
+def test_tight_ucrl_vtr_release_is_private_under_pld(H, K, eps):
+    pld = _pld()
+    sigma = c.ucrl_vtr_sigma_jdp_tight(eps, 1e-5, H, K)
+    n = 2 * H * a.tree_nodes_per_leaf(K)  # every node a user enters, both families
+    comp = pld.from_gaussian_mechanism(standard_deviation=sigma, sensitivity=2.0 * H * H,
+                                       value_discretization_interval=1e-4).self_compose(n)
+    assert comp.get_delta_for_epsilon(eps) <= 1e-5 * (1 + 1e-3)
+    assert comp.get_epsilon_for_delta(1e-5) <= eps * (1 + 1e-4)
+    # ... and it is tight: 2% less noise breaks it
+    worse = pld.from_gaussian_mechanism(standard_deviation=0.98 * sigma, sensitivity=2.0 * H * H,
+                                        value_discretization_interval=1e-4).self_compose(n)
+    assert worse.get_delta_for_epsilon(eps) > 1.2e-5
+
+
+def test_tight_lsvi_release_is_private_under_pld():
+    pld = _pld()
+    H, K, d = 10, 10_000, 10
+    cal = c.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, K, d, calibration="tight")
+    R = c.lsvi_ucb_releases(K, cal["B"])
+    lam = pld.from_gaussian_mechanism(standard_deviation=cal["sigma_Lambda"], sensitivity=2.0,
+                                      value_discretization_interval=1e-4)
+    u = pld.from_gaussian_mechanism(standard_deviation=cal["sigma_u"], sensitivity=2.0 * (H + 1),
+                                    value_discretization_interval=1e-4)
+    comp = lam.self_compose(H * a.tree_nodes_per_leaf(R)).compose(u.self_compose(H * R))
+    assert comp.get_delta_for_epsilon(1.0) <= 1e-5 * (1 + 1e-3)
+
+
+def test_accountant_against_pld_heterogeneous():
+    pld = _pld()
+    acc = a.PrivacyAccountant().add_gaussian(2.0, 30.0, 12).add_gaussian(5.0, 90.0, 5)
+    comp = (pld.from_gaussian_mechanism(standard_deviation=30.0, sensitivity=2.0,
+                                        value_discretization_interval=1e-4).self_compose(12)
+            .compose(pld.from_gaussian_mechanism(standard_deviation=90.0, sensitivity=5.0,
+                                                 value_discretization_interval=1e-4).self_compose(5)))
+    for dlt in (1e-3, 1e-6):
+        assert acc.epsilon(dlt) == pytest.approx(comp.get_epsilon_for_delta(dlt), rel=2e-3)
+
+
+# ============================================================================================
+# Tight calibration
+# ============================================================================================
+H, K, D = 10, 10_000, 10
+
+
+def test_tight_sigma_ucrl_vtr_jdp_hand_value():
+    # n = floor(log2 1e4) + 1 = 14 nodes per user and tree, 2H = 20 trees, Delta = 2 H^2 = 200:
+    # composed sensitivity 200 sqrt(280) = 3346.64; mu(1, 1e-5) = 0.2680511 (test above:
+    # 1 / 3.730632) -> sigma = 3346.64 / 0.2680511 = 12485.08
+    assert c.ucrl_vtr_sigma_jdp_tight(1.0, 1e-5, H, K) == pytest.approx(12485.08, rel=1e-6)
+    # the paper's 3.486e6 (Cor. 1) is ~279x larger (~270x if the paper's K0 = 15 nodes were
+    # counted: 279.2 * sqrt(14/15) = 269.8)
+    ratio = c.ucrl_vtr_sigma_jdp(1.0, 1e-5, H, K) / c.ucrl_vtr_sigma_jdp_tight(1.0, 1e-5, H, K)
+    assert ratio == pytest.approx(279.23, rel=1e-4)
+
+
+def test_tight_sigma_ucrl_vtr_ldp_hand_value():
+    # 2H = 20 releases, Delta = 200: sensitivity 200 sqrt(20) = 894.427 / 0.2680511 = 3336.78
+    assert c.ucrl_vtr_sigma_ldp_tight(1.0, 1e-5, H) == pytest.approx(3336.78, rel=1e-6)
+
+
+def test_tight_lsvi_hand_value():
+    # B = 7 (App. D), releases R = 6 (batches start at 1, 1430, ..., 8575), n = 3 nodes per user,
+    # B0 = 4, ratio sigma_u / sigma_Lambda = H / sqrt(B0) = 5. Composed sensitivity in units of
+    # sigma_Lambda: sqrt(H n 2^2 + H R (22 / 5)^2) = sqrt(120 + 60 * 19.36) = sqrt(1281.6) = 35.7995
+    # sigma_Lambda = 35.7995 / 0.2680511 = 133.5545, sigma_u = 667.773
+    assert c.lsvi_ucb_releases(K, 7) == 6
+    sl, su = c.lsvi_ucb_sigmas_tight(1.0, 1e-5, H, 7, K)
+    assert sl == pytest.approx(133.5545, rel=1e-5) and su == pytest.approx(5 * sl, rel=1e-14)
+
+
+def test_tight_vtr_plus_hand_value():
+    # 4H = 40 trees x 14 nodes, per node Delta/sigma equal across families:
+    # sigma_B1 = 2d sqrt(4 H n) / mu = 20 sqrt(560) / 0.2680511 = 20 * 23.6643 / 0.2680511 = 1765.66
+    s1, s2 = c.ucrl_vtr_plus_sigmas_jdp_tight(1.0, 1e-5, H, K, D)
+    assert s1 == pytest.approx(1765.66, rel=1e-5)
+    assert s2 / s1 == pytest.approx(H ** 4 / D, rel=1e-14)
+
+
+def test_lsvi_releases_matches_the_schedule():
+    from privrl.agents.lsvi_ucb import batch_starts
+    for K_ in (1, 2, 9, 10, 11, 40, 1000, 10_000):
+        for B_ in range(1, min(K_, 12) + 1):
+            assert c.lsvi_ucb_releases(K_, B_) == max(1, len(batch_starts(K_, B_)) - 1)
+
+
+@pytest.mark.parametrize("eps", [0.1, 0.5, 1.0, 4.0])
+@pytest.mark.parametrize("delta", [1e-3, 1e-5, 1e-9])
+@pytest.mark.parametrize("HK", [(1, 1), (2, 8), (5, 100), (10, 10_000), (20, 1000)])
+def test_tight_never_exceeds_paper(eps, delta, HK):
+    H_, K_ = HK
+    pairs = [
+        (c.ucrl_vtr_sigma_jdp_tight(eps, delta, H_, K_), c.ucrl_vtr_sigma_jdp(eps, delta, H_, K_)),
+        (c.ucrl_vtr_sigma_ldp_tight(eps, delta, H_), c.ucrl_vtr_sigma_ldp(eps, delta, H_)),
+    ]
+    for t, p in zip(c.ucrl_vtr_plus_sigmas_jdp_tight(eps, delta, H_, K_, 3),
+                    c.ucrl_vtr_plus_sigmas_jdp(eps, delta, H_, K_, 3)):
+        pairs.append((t, p))
+    for t, p in zip(c.ucrl_vtr_plus_sigmas_ldp_tight(eps, delta, H_, 3),
+                    c.ucrl_vtr_plus_sigmas_ldp(eps, delta, H_, 3)):
+        pairs.append((t, p))
+    B_ = max(1, min(K_, 7))
+    for t, p in zip(c.lsvi_ucb_sigmas_tight(eps, delta, H_, B_, K_),
+                    (c.lsvi_ucb_sigma_lambda(eps, delta, H_, B_), c.lsvi_ucb_sigma_u(eps, delta, H_, B_))):
+        pairs.append((t, p))
+    for t, p in pairs:
+        assert 0 < t <= p
+
+
+@pytest.mark.parametrize("fn,args", [
+    ("calibrate_ucrl_vtr", dict(kind="jdp", epsilon=1.0, delta=1e-5, H=H, K=K, d=D, C_w=1.0)),
+    ("calibrate_ucrl_vtr", dict(kind="ldp", epsilon=1.0, delta=1e-5, H=H, K=K, d=D, C_w=1.0)),
+    ("calibrate_ucrl_vtr", dict(kind="jdp", epsilon=1.0, delta=0.0, H=H, K=K, d=D, C_w=1.0)),
+    ("calibrate_ucrl_vtr", dict(kind="none", epsilon=None, delta=None, H=H, K=K, d=D, C_w=1.0)),
+    ("calibrate_ucrl_vtr_plus", dict(kind="jdp", epsilon=1.0, delta=1e-5, H=H, K=K, d=D, C_w=1.0)),
+    ("calibrate_ucrl_vtr_plus", dict(kind="ldp", epsilon=1.0, delta=0.0, H=H, K=K, d=D, C_w=1.0)),
+    ("calibrate_lsvi_ucb", dict(kind="jdp", epsilon=1.0, delta=1e-5, H=H, K=K, d=D)),
+    ("calibrate_lsvi_ucb", dict(kind="jdp", epsilon=1.0, delta=0.0, H=H, K=K, d=D)),
+])
+def test_tight_dict_same_keys_smaller_noise(fn, args):
+    f = getattr(c, fn)
+    paper, tight = f(**args), f(**args, calibration="tight")
+    assert set(paper) == set(tight)
+    assert paper["calibration"] == "paper" and tight["calibration"] == "tight"
+    assert paper == f(**args, calibration="paper")  # "paper" is the default
+    for k in ("sigma_B", "sigma_g", "sigma_B1", "sigma_B2", "sigma_f", "sigma_Lambda", "sigma_u",
+              "Upsilon", "Upsilon1", "Upsilon2", "C", "shift", "beta", "beta_hat", "c_K"):
+        if k in paper and paper[k] is not None:
+            assert tight[k] <= paper[k] * (1 + 1e-12), k
+    # everything that does not depend on the noise is unchanged
+    for k in ("lam", "K0", "B", "B0", "alpha", "width", "noise", "sym_divisor", "kind", "pure"):
+        if k in paper:
+            assert tight[k] == paper[k], k
+
+
+def test_tight_calibration_feeds_the_same_formulas():
+    t = c.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K, D, 1.0, calibration="tight")
+    s = t["sigma_B"]
+    assert t["Upsilon"] == c.ucrl_vtr_upsilon_jdp(s, D, K, H, 0.05)
+    assert t["C"] == c.ucrl_vtr_C_jdp(s, D, K, H, 0.05)
+    assert t["shift"] == 2 * t["Upsilon"]
+    assert t["beta"] == c.ucrl_vtr_beta(t["lam"], t["Upsilon"], 1.0, H, K, D, 0.05)
+    # node budget: one node alone under the analytic Gaussian at the target delta
+    assert t["node_budget"] == (a.analytic_gaussian_epsilon(s, 200.0, 1e-5), 1e-5)
+    lt = c.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, K, D, calibration="tight")
+    assert lt["Upsilon"] == c.lsvi_ucb_upsilon(lt["sigma_Lambda"], lt["B0"], D, K, H, 0.05)
+    assert lt["C"] == c.lsvi_ucb_C(lt["sigma_u"], D, K, H, 0.05)
+
+
+def test_tight_pure_counts_nodes_exactly():
+    # Laplace: simple composition, eps / (2 H n) per node with n = 14 instead of K0 = 15
+    p = c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, K, D, 1.0)
+    t = c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, K, D, 1.0, calibration="tight")
+    assert p["laplace_b"] / t["laplace_b"] == pytest.approx(15 / 14, rel=1e-14)
+    assert t["node_budget"] == (1.0 / (2 * H * 14), 0.0)
+    # powers of two: identical
+    assert (c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, 1024, D, 1.0, calibration="tight")["laplace_b"]
+            == c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, 1024, D, 1.0)["laplace_b"])
+    # LDP: nothing to count, identical
+    assert (c.calibrate_ucrl_vtr("ldp", 1.0, 0.0, H, K, D, 1.0, calibration="tight")["laplace_b"]
+            == c.calibrate_ucrl_vtr("ldp", 1.0, 0.0, H, K, D, 1.0)["laplace_b"])
+
+
+@pytest.mark.parametrize("bad", ["Paper", "exact", None, 1, ""])
+def test_bad_calibration(bad):
+    with pytest.raises(PrivacyParameterError, match="calibration"):
+        c.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K, D, 1.0, calibration=bad)
+    with pytest.raises(PrivacyParameterError, match="calibration"):
+        c.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, K, D, calibration=bad)
+    with pytest.raises(PrivacyParameterError, match="calibration"):
+        c.calibrate_ucrl_vtr_plus("jdp", 1.0, 1e-5, H, K, D, 1.0, calibration=bad)
+    with pytest.raises(PrivacyParameterError, match="calibration"):
+        JointDP(1.0, 1e-5, calibration=bad)
+    with pytest.raises(PrivacyParameterError, match="calibration"):
+        LocalDP(1.0, 1e-5, calibration=bad)
+
+
+def test_models_carry_the_calibration():
+    j = JointDP(1.0, 1e-5, calibration="tight")
+    assert j.calibration == "tight" and j.as_kwargs()["calibration"] == "tight"
+    assert j.label == "JDP(eps=1, delta=1e-05, tight)"
+    assert JointDP(1.0, 1e-5).calibration == "paper" and JointDP(1.0, 1e-5).label == "JDP(eps=1, delta=1e-05)"
+    assert LocalDP(2.0, 1e-3, calibration="tight").as_kwargs()["calibration"] == "tight"
+    assert NonPrivate().as_kwargs()["calibration"] == "paper"
+    assert j != JointDP(1.0, 1e-5)
+    out = c.calibrate_ucrl_vtr(H=3, K=50, d=2, C_w=1.0, **j.as_kwargs())
+    assert out["calibration"] == "tight"
+    assert out["sigma_B"] == c.ucrl_vtr_sigma_jdp_tight(1.0, 1e-5, 3, 50)
