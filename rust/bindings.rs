@@ -11,6 +11,7 @@ use crate::lsvi;
 use crate::mixture::MixtureFeatures as CoreMixture;
 use crate::qeval::{group_max as core_group_max, OptimisticQ, TieBreak};
 use crate::rank_one::{self, ShermanMorrison as CoreSM};
+use crate::continual::{make_mechanism, MechanismKind, PrefixMechanism};
 use crate::tree::{NodeNoise, NodeShape, NoiseStream as CoreStream, TreeAggregator as CoreTree};
 
 /// Work (in multiply-adds) above which a kernel releases the GIL.
@@ -65,7 +66,7 @@ pub struct PyTree {
 #[pymethods]
 impl PyTree {
     #[new]
-    #[pyo3(signature = (symmetric, size, capacity, noise, scale, seed, divisor=std::f64::consts::SQRT_2, keep_last_node=false))]
+    #[pyo3(signature = (symmetric, size, capacity, noise, scale, seed, divisor=std::f64::consts::SQRT_2, keep_last_node=false, grid_bits=20))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -77,8 +78,9 @@ impl PyTree {
         seed: Vec<u8>,
         divisor: f64,
         keep_last_node: bool,
+        grid_bits: u32,
     ) -> PyResult<Self> {
-        let noise = parse_noise(noise, scale)?;
+        let noise = parse_noise(noise, scale, grid_bits)?;
         let shape = if symmetric {
             NodeShape::SymMatrix { d: size, divisor }
         } else {
@@ -110,7 +112,37 @@ impl PyTree {
     }
 
     fn exact_sum<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        self.inner.exact_sum().to_vec().into_pyarray(py)
+        self.inner.exact_sum().into_pyarray(py)
+    }
+
+    fn step_variance(&self, t: u64) -> (f64, f64) {
+        PrefixMechanism::step_variance(&self.inner, t)
+    }
+
+    fn variance_factor(&self, t: u64) -> f64 {
+        PrefixMechanism::variance_factor(&self.inner, t)
+    }
+
+    fn max_variance_factor(&self) -> f64 {
+        PrefixMechanism::max_variance_factor(&self.inner)
+    }
+
+    fn variance_profile<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        Ok(PrefixMechanism::variance_profile(&self.inner).py_ok(py)?.into_pyarray(py))
+    }
+
+    fn leaf_coefficients<'py>(&self, py: Python<'py>, leaf: u64) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        Ok(PrefixMechanism::leaf_coefficients(&self.inner, leaf).py_ok(py)?.into_pyarray(py))
+    }
+
+    #[getter]
+    fn l2_multiplier(&self) -> f64 {
+        PrefixMechanism::l2_multiplier(&self.inner)
+    }
+
+    #[getter]
+    fn l1_multiplier(&self) -> f64 {
+        PrefixMechanism::l1_multiplier(&self.inner)
     }
 
     fn last_node_noise<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
@@ -155,14 +187,27 @@ impl PyTree {
     }
 }
 
-fn parse_noise(noise: &str, scale: f64) -> PyResult<NodeNoise> {
+fn parse_noise(noise: &str, scale: f64, grid_bits: u32) -> PyResult<NodeNoise> {
     match noise {
         "gaussian" => Ok(NodeNoise::Gaussian { sigma: scale }),
         "laplace" => Ok(NodeNoise::Laplace { scale }),
+        "discrete_gaussian" => Ok(NodeNoise::DiscreteGaussian { sigma: scale, grid_bits }),
+        "discrete_laplace" => Ok(NodeNoise::DiscreteLaplace { scale, grid_bits }),
         "none" => Ok(NodeNoise::Zero),
         other => Err(PyValueError::new_err(format!(
-            "noise must be 'gaussian', 'laplace' or 'none', got {other:?}"
+            "noise must be 'gaussian', 'laplace', 'discrete_gaussian', 'discrete_laplace' or 'none', got {other:?}"
         ))),
+    }
+}
+
+/// Entries of a (count, n) noise batch, refused (not allocated) above 2^28: a wrapped product
+/// or an allocation failure would abort the interpreter.
+fn batch_len(py: Python<'_>, count: usize, n: usize) -> PyResult<usize> {
+    match count.checked_mul(n) {
+        Some(len) if len <= 1 << 28 => Ok(len),
+        _ => Err(to_pyerr(py, CoreError::Shape(format!(
+            "a batch of {count} noise draws of {n} entries exceeds the limit of 2^28 entries"
+        )))),
     }
 }
 
@@ -175,14 +220,16 @@ pub struct PyNoiseStream {
 #[pymethods]
 impl PyNoiseStream {
     #[new]
-    fn new(py: Python<'_>, noise: &str, scale: f64, seed: Vec<u8>) -> PyResult<Self> {
-        let n = parse_noise(noise, scale)?;
+    #[pyo3(signature = (noise, scale, seed, grid_bits=20))]
+    fn new(py: Python<'_>, noise: &str, scale: f64, seed: Vec<u8>, grid_bits: u32) -> PyResult<Self> {
+        let n = parse_noise(noise, scale, grid_bits)?;
         Ok(PyNoiseStream { inner: CoreStream::new(n, seed32(seed)?).py_ok(py)? })
     }
 
     /// `count` independent noise vectors of length n, as a (count, n) array.
     fn vectors<'py>(&mut self, py: Python<'py>, count: usize, n: usize) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let mut out = vec![0.0; count * n];
+        NodeShape::Vector(n).validate().py_ok(py)?;
+        let mut out = vec![0.0; batch_len(py, count, n)?];
         for c in out.chunks_exact_mut(n.max(1)).take(count) {
             self.inner.fill(NodeShape::Vector(n), c).py_ok(py)?;
         }
@@ -194,7 +241,9 @@ impl PyNoiseStream {
         if !(divisor.is_finite() && divisor > 0.0) {
             return Err(PyValueError::new_err(format!("divisor must be finite and > 0, got {divisor}")));
         }
-        let mut out = vec![0.0; count * d * d];
+        let shape = NodeShape::SymMatrix { d, divisor };
+        shape.validate().py_ok(py)?;
+        let mut out = vec![0.0; batch_len(py, count, d * d)?];
         for c in out.chunks_exact_mut((d * d).max(1)).take(count) {
             self.inner.fill(NodeShape::SymMatrix { d, divisor }, c).py_ok(py)?;
         }
@@ -514,6 +563,159 @@ impl PyMixture {
     }
 }
 
+// ---------------------------------------------------------------- continual release
+
+/// Any continual-release mechanism behind one interface. Use privrl.kernels.continual.
+#[pyclass(module = "privrl._core", name = "PrefixMechanism")]
+pub struct PyPrefix {
+    inner: Box<dyn PrefixMechanism>,
+    d_matrix: Option<usize>,
+}
+
+#[pymethods]
+impl PyPrefix {
+    #[new]
+    #[pyo3(signature = (kind, symmetric, size, capacity, noise, scale, seed, divisor=std::f64::consts::SQRT_2, grid_bits=20, buffers=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        kind: &str,
+        symmetric: bool,
+        size: usize,
+        capacity: u64,
+        noise: &str,
+        scale: f64,
+        seed: Vec<u8>,
+        divisor: f64,
+        grid_bits: u32,
+        buffers: usize,
+    ) -> PyResult<Self> {
+        let kind = MechanismKind::parse(kind, buffers).py_ok(py)?;
+        let noise = parse_noise(noise, scale, grid_bits)?;
+        let shape = if symmetric {
+            NodeShape::SymMatrix { d: size, divisor }
+        } else {
+            NodeShape::Vector(size)
+        };
+        let inner = make_mechanism(kind, shape, noise, capacity, seed32(seed)?).py_ok(py)?;
+        Ok(PyPrefix { inner, d_matrix: symmetric.then_some(size) })
+    }
+
+    fn push(&mut self, py: Python<'_>, leaf: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
+        let s = contiguous("leaf", leaf.as_slice())?;
+        let inner = &mut self.inner;
+        // The exact factorization does O(t) work per leaf: release the GIL when it is long.
+        if inner.nodes_used() as usize * s.len() > DETACH_WORK {
+            py.detach(|| inner.push(s)).py_ok(py)
+        } else {
+            inner.push(s).py_ok(py)
+        }
+    }
+
+    fn push_zero(&mut self, py: Python<'_>) -> PyResult<()> {
+        let inner = &mut self.inner;
+        if inner.nodes_used() as usize * inner.shape().len() > DETACH_WORK {
+            py.detach(|| inner.push_zero()).py_ok(py)
+        } else {
+            inner.push_zero().py_ok(py)
+        }
+    }
+
+    fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let mut out = vec![0.0; self.inner.shape().len()];
+        self.inner.release_into(&mut out).py_ok(py)?;
+        Ok(out.into_pyarray(py))
+    }
+
+    fn noise<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let mut out = vec![0.0; self.inner.shape().len()];
+        self.inner.noise_into(&mut out).py_ok(py)?;
+        Ok(out.into_pyarray(py))
+    }
+
+    fn exact_sum<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        self.inner.exact_sum().into_pyarray(py)
+    }
+
+    fn release_variance(&self) -> (f64, f64) {
+        self.inner.release_variance()
+    }
+
+    fn step_variance(&self, t: u64) -> (f64, f64) {
+        self.inner.step_variance(t)
+    }
+
+    fn variance_factor(&self, t: u64) -> f64 {
+        self.inner.variance_factor(t)
+    }
+
+    fn max_variance_factor(&self) -> f64 {
+        self.inner.max_variance_factor()
+    }
+
+    fn variance_profile<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        Ok(self.inner.variance_profile().py_ok(py)?.into_pyarray(py))
+    }
+
+    fn leaf_coefficients<'py>(&self, py: Python<'py>, leaf: u64) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        Ok(self.inner.leaf_coefficients(leaf).py_ok(py)?.into_pyarray(py))
+    }
+
+    #[getter]
+    fn l2_multiplier(&self) -> f64 {
+        self.inner.l2_multiplier()
+    }
+    #[getter]
+    fn l1_multiplier(&self) -> f64 {
+        self.inner.l1_multiplier()
+    }
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.inner.kind().name()
+    }
+    #[getter]
+    fn buffers(&self) -> usize {
+        match self.inner.kind() {
+            MechanismKind::Blt { buffers } => buffers,
+            _ => 0,
+        }
+    }
+    #[getter]
+    fn steps(&self) -> u64 {
+        self.inner.steps()
+    }
+    #[getter]
+    fn capacity(&self) -> u64 {
+        self.inner.capacity()
+    }
+    #[getter]
+    fn nodes_used(&self) -> u64 {
+        self.inner.nodes_used()
+    }
+    #[getter]
+    fn live_nodes(&self) -> usize {
+        self.inner.live_nodes()
+    }
+    #[getter]
+    fn nodes_drawn(&self) -> u64 {
+        self.inner.nodes_drawn()
+    }
+    #[getter]
+    fn size(&self) -> usize {
+        self.inner.shape().len()
+    }
+    #[getter]
+    fn matrix_dim(&self) -> Option<usize> {
+        self.d_matrix
+    }
+}
+
+/// The BLT parameters (theta, omega) used for horizon `capacity` with `buffers` buffers.
+#[pyfunction]
+fn blt_parameters(capacity: u64, buffers: usize) -> (Vec<f64>, Vec<f64>) {
+    crate::continual::blt_parameters(capacity, buffers)
+}
+
 /// Deliberately panics: used by the test that a Rust panic surfaces as a Python exception.
 #[pyfunction]
 fn _panic_for_test() -> PyResult<()> {
@@ -530,6 +732,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySM>()?;
     m.add_class::<PyMixture>()?;
     m.add_class::<PyNoiseStream>()?;
+    m.add_class::<PyPrefix>()?;
     m.add_function(wrap_pyfunction!(spd_inverse, m)?)?;
     m.add_function(wrap_pyfunction!(spd_solve, m)?)?;
     m.add_function(wrap_pyfunction!(min_eigenvalue, m)?)?;
@@ -537,6 +740,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(group_max, m)?)?;
     m.add_function(wrap_pyfunction!(optimistic_values, m)?)?;
     m.add_function(wrap_pyfunction!(state_values, m)?)?;
+    m.add_function(wrap_pyfunction!(blt_parameters, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

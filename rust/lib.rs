@@ -3,6 +3,10 @@
 //!
 //! * [`tree`]: tree-based (binary-mechanism) continual release of prefix sums with
 //!   Gaussian or Laplace node noise (App. "Tree-based method").
+//! * [`continual`]: one interface over continual-release mechanisms (binary tree, Honaker's
+//!   variance-reduced tree, square-root factorization, buffered-linear-Toeplitz) with their exact
+//!   per-step variance and per-user sensitivity multipliers.
+//! * [`secure`]: exact discrete Laplace / discrete Gaussian samplers (integer arithmetic only).
 //! * [`rank_one`]: Sherman–Morrison maintained inverses of `lambda I + sum x x^T` and
 //!   Cholesky inverses/solves of noisy design matrices.
 //! * [`qeval`]: batched optimistic Q evaluation `clip(r + Phi w + beta ||phi||_{Lambda^-1})`
@@ -13,11 +17,13 @@
 //!
 //! The PyO3 binding module is compiled only with the `python` feature.
 
+pub mod continual;
 pub mod errors;
 pub mod lsvi;
 pub mod mixture;
 pub mod qeval;
 pub mod rank_one;
+pub mod secure;
 pub mod tree;
 
 #[cfg(feature = "python")]
