@@ -1,0 +1,234 @@
+"""Tests of privrl.privacy.report: the privacy report of every agent family (paper argument vs
+tight accountant), its text form, and the paper-vs-tight comparison used by the demo."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from privrl.agents import UCRLVTR, UCRLVTRPlus
+from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP
+from privrl.privacy import JointDP, LocalDP, NonPrivate
+from privrl.privacy import accounting as a
+from privrl.privacy import calibration as c
+from privrl.privacy import mechanisms as m
+from privrl.privacy.report import (
+    calibration_comparison,
+    format_calibration_comparison,
+    format_privacy_report,
+    privacy_report,
+    privacy_report_from_calibration,
+)
+from privrl.runner import run
+
+REPORT_KEYS = {"algorithm", "title", "agent", "model", "pure", "calibration", "target",
+               "neighbouring", "mechanisms", "paper", "tight", "within_target"}
+MECH_KEYS = {"name", "paper", "site", "statistic", "instances", "draws_per_user",
+             "draws_per_user_paper", "total_draws_per_user", "norm", "sensitivity",
+             "sensitivity_source", "enforced_by", "noise", "scale", "sym_divisor", "counted_as"}
+
+
+@pytest.fixture(scope="module")
+def mix():
+    return RandomLinearMixtureMDP(S=6, A=3, d=3, H=4, seed=0)
+
+
+@pytest.fixture(scope="module")
+def lin():
+    return RandomLinearMDP(S=6, A=3, d=3, H=4, seed=0)
+
+
+def _lsvi():
+    mod = pytest.importorskip("privrl.agents.lsvi_ucb")
+    return mod.LSVIUCB
+
+
+def _check_report(rep, target_eps, target_delta, calibration):
+    assert REPORT_KEYS <= set(rep)
+    assert rep["calibration"] == calibration
+    assert rep["target"] == {"epsilon": target_eps, "delta": target_delta}
+    assert rep["mechanisms"]
+    for mech in rep["mechanisms"]:
+        assert MECH_KEYS <= set(mech)
+        assert mech["draws_per_user"] <= mech["draws_per_user_paper"]
+        assert mech["total_draws_per_user"] == mech["instances"] * mech["draws_per_user"]
+        assert mech["scale"] > 0 and mech["sensitivity"] > 0
+    te, td = rep["tight"]["budget"]
+    assert te <= target_eps * (1 + 1e-9) and td <= target_delta
+    assert rep["within_target"]["tight"] is True
+    if calibration == "paper":
+        pe, pd = rep["paper"]["budget"]
+        assert pe <= target_eps * (1 + 1e-9) and pd <= target_delta * (1 + 1e-9)
+        assert rep["within_target"]["paper"] is True
+    text = format_privacy_report(rep)
+    assert "(a) paper's composition argument" in text and "(b) tight accountant" in text
+    for mech in rep["mechanisms"]:
+        assert mech["name"] in text
+
+
+# ============================================================================================
+# Every agent family
+# ============================================================================================
+@pytest.mark.parametrize("model", [
+    JointDP(1.0, 1e-5), JointDP(1.0, 1e-5, calibration="tight"), LocalDP(1.0, 1e-5),
+    LocalDP(1.0, 1e-5, calibration="tight"), JointDP(0.5), JointDP(0.5, calibration="tight"),
+    LocalDP(0.5), JointDP(4.0, 1e-6),
+])
+@pytest.mark.parametrize("agent_cls", [UCRLVTR, UCRLVTRPlus])
+def test_ucrl_reports(mix, agent_cls, model):
+    agent = agent_cls(mix, model, episodes=200, seed=1)
+    rep = agent.privacy_report()
+    _check_report(rep, model.epsilon, model.delta, model.calibration)
+    assert rep == privacy_report(agent)
+    n_fam = 2 if agent_cls is UCRLVTR else 4
+    assert len(rep["mechanisms"]) == n_fam
+    for mech in rep["mechanisms"]:
+        assert mech["instances"] == mix.H
+        if model.kind == "jdp":
+            # K = 200: a user is in floor(log2 200) + 1 = 8 released nodes (K0 = 9)
+            assert mech["draws_per_user"] == 8 and mech["draws_per_user_paper"] == 9
+            assert "tree" in mech["site"]
+        else:
+            assert mech["draws_per_user"] == 1 and "LocalRandomizer" in mech["site"]
+        assert "SensitivityGuard(mode='clip')" in mech["enforced_by"]
+        assert mech["noise"] == ("laplace" if model.pure else "gaussian")
+    if model.calibration == "tight" and not (model.pure and model.kind == "ldp"):
+        # the paper's tools cannot certify the smaller noise
+        assert rep["within_target"]["paper"] is False
+
+
+def test_ucrl_vtr_paper_chain_hand_values():
+    # Cor. 1 at H = 10, K = 1e4, eps = 1, delta = 1e-5, paper sigma: the node budget recovered
+    # from sigma is the paper's eps0 = 1 / (16 sqrt(H K0 log(8H/delta) log(4/delta)))
+    #   = 1 / (16 sqrt(10 * 15 * 15.894952 * 12.899220)) = 1 / (16 * 175.40...) = 3.56388e-4
+    cal = c.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, 10, 10_000, 10, 1.0)
+    rep = privacy_report_from_calibration("ucrl_vtr", cal)
+    node = rep["paper"]["steps"][0]
+    assert node["epsilon"] == pytest.approx(3.56388e-4, rel=1e-5)
+    assert node["delta"] == pytest.approx(1e-5 / (8 * 10 * 15), rel=1e-12)
+    assert node["epsilon"] == pytest.approx(cal["node_budget"][0], rel=1e-12)
+    # tree (first form of advanced composition over K0 = 15 nodes, delta' = delta/(8H)):
+    #   sqrt(2 * 15 * log(8e6)) e0 + 15 e0 (e^e0 - 1) = 21.8376 * 3.56388e-4 + 1.9e-6 = 7.7845e-3
+    assert rep["paper"]["steps"][1]["epsilon"] == pytest.approx(7.7845e-3, rel=1e-4)
+    # the argument closes well below the target (the second form of advanced composition halves
+    # eps at each of its two uses): total = 0.2513
+    assert rep["paper"]["budget"][0] == pytest.approx(0.25128, rel=1e-4)
+    assert rep["paper"]["budget"][1] == pytest.approx(1e-5, rel=1e-9)
+    # tight accountant on the same release: mu = sqrt(280) * 200 / sigma
+    mu = math.sqrt(280) * 200 / cal["sigma_B"]
+    assert rep["tight"]["mu"] == pytest.approx(mu, rel=1e-12)
+    assert rep["tight"]["epsilon_at_target_delta"] == pytest.approx(a.gaussian_epsilon(mu, 1e-5))
+
+
+def test_ldp_paper_chain_is_exactly_the_target():
+    # Cor. 2: 2H releases at (eps/(2H), delta/(2H)) compose to exactly (eps, delta)
+    cal = c.calibrate_ucrl_vtr("ldp", 1.0, 1e-5, 10, 1000, 5, 1.0)
+    rep = privacy_report_from_calibration("ucrl_vtr", cal)
+    assert rep["paper"]["budget"][0] == pytest.approx(1.0, rel=1e-12)
+    assert rep["paper"]["budget"][1] == pytest.approx(1e-5, rel=1e-12)
+    # tight accountant: the same noise spends only eps = 0.127
+    assert rep["tight"]["budget"][0] == pytest.approx(0.12732, rel=1e-3)
+
+
+def test_pure_report_counts():
+    # pure JDP: paper counts 2 H K0 nodes at eps/(2 H K0) each -> exactly eps; exact count
+    # 2 H n with n = 14 < K0 = 15 -> 14/15 eps
+    cal = c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, 10, 10_000, 10, 1.0)
+    rep = privacy_report_from_calibration("ucrl_vtr", cal)
+    assert rep["paper"]["budget"] == (pytest.approx(1.0, rel=1e-12), 0.0)
+    assert rep["tight"]["budget"] == (pytest.approx(14 / 15, rel=1e-12), 0.0)
+    assert rep["mechanisms"][0]["norm"].startswith("L1")
+
+
+@pytest.mark.parametrize("model", [JointDP(1.0, 1e-5), JointDP(1.0, 1e-5, calibration="tight"),
+                                   JointDP(1.0), JointDP(1.0, calibration="tight")])
+def test_lsvi_reports(lin, model):
+    LSVIUCB = _lsvi()
+    agent = LSVIUCB(lin, model, episodes=300, seed=1)
+    rep = agent.privacy_report()
+    _check_report(rep, model.epsilon, model.delta, model.calibration)
+    lam, u = rep["mechanisms"]
+    B = agent.calibration["B"]
+    R = c.lsvi_ucb_releases(300, B)
+    assert u["draws_per_user"] == R and u["draws_per_user_paper"] == B
+    assert lam["draws_per_user"] == a.tree_nodes_per_leaf(R)
+    assert lam["draws_per_user_paper"] == agent.calibration["B0"]
+    if not model.pure:
+        assert u["sensitivity"] == 2 * (lin.H + 1) and lam["sensitivity"] == 2.0
+
+
+def test_lsvi_agent_releases_match_the_count(lin):
+    LSVIUCB = _lsvi()
+    agent = LSVIUCB(lin, JointDP(1.0, 1e-5, calibration="tight"), episodes=100, seed=3)
+    run(agent, lin, seed=4)
+    R = c.lsvi_ucb_releases(100, agent.calibration["B"])
+    assert agent.server.releases == R
+    assert max(agent.server.nodes_history) <= a.tree_nodes_per_leaf(R)
+
+
+def test_non_private_report(mix):
+    rep = UCRLVTR(mix, NonPrivate(), episodes=10).privacy_report()
+    assert rep["mechanisms"] == [] and rep["tight"]["budget"][0] == math.inf
+    assert "nothing is private" in format_privacy_report(rep)
+
+
+def test_report_of_unknown_agent():
+    class Dummy:
+        name = "other"
+        calibration = {}
+    with pytest.raises(TypeError):
+        privacy_report(Dummy())
+    with pytest.raises(TypeError):
+        privacy_report(object())
+    with pytest.raises(ValueError):
+        privacy_report_from_calibration("dqn", {})
+
+
+def test_tight_agent_runs_and_reports(mix):
+    agent = UCRLVTR(mix, JointDP(1.0, 1e-5, calibration="tight"), episodes=64, seed=2)
+    res = run(agent, mix, seed=3)
+    assert agent.k == 64
+    assert agent.calibration["sigma_B"] == c.ucrl_vtr_sigma_jdp_tight(1.0, 1e-5, mix.H, 64)
+    assert agent.privacy_report()["tight"]["budget"][0] == pytest.approx(1.0, rel=1e-9)
+    assert res is not None
+
+
+# ============================================================================================
+# Paper vs tight side by side
+# ============================================================================================
+def test_calibration_comparison_rows():
+    cmp = calibration_comparison("ucrl_vtr", "jdp", 1.0, 1e-5, 10, 10_000, 10)
+    rows = {r["quantity"]: r for r in cmp["rows"]}
+    assert rows["sigma_B"]["ratio"] == pytest.approx(279.23, rel=1e-4)
+    assert rows["beta"]["tight"] < rows["beta"]["paper"]
+    spent = rows["eps spent (tight accountant)"]
+    assert spent["tight"] == pytest.approx(1.0, rel=1e-9) and spent["paper"] < 0.01
+    text = format_calibration_comparison(cmp)
+    assert "sigma_B" in text and "279.2" in text
+    for alg, kind in (("ucrl_vtr", "ldp"), ("ucrl_vtr_plus", "jdp"), ("lsvi_ucb", "jdp")):
+        cmp = calibration_comparison(alg, kind, 1.0, 1e-5, 10, 10_000, 10)
+        for r in cmp["rows"]:
+            if r["ratio"] is not None:
+                assert r["ratio"] >= 1.0
+
+
+def test_dp_tools_completed():
+    # App. "Tree-based method", forward form: m e0^2 + e0 sqrt(2 m log(1/delta')), m d0 + delta'
+    # n = 8 leaves -> m = 4; e0 = 0.1, d0 = 1e-6, delta' = 1e-5:
+    #   4 * 0.01 + 0.1 sqrt(8 * 11.512925) = 0.04 + 0.1 sqrt(92.103404) = 0.04 + 0.9597052
+    #   = 0.9997052 ; delta = 4e-6 + 1e-5 = 1.4e-5
+    e, d = m.tree_composition(0.1, 1e-6, 8, 1e-5)
+    assert e == pytest.approx(0.9997052, rel=1e-6) and d == pytest.approx(1.4e-5)
+    # it is below the Dwork-Roth form (m e0 (e^e0 - 1) > m e0^2)
+    assert e < m.advanced_composition(0.1, 1e-6, 4, 1e-5)[0]
+    # inverses of the mechanisms' calibration
+    s = m.gaussian_sigma(3.0, 0.4, 1e-6)
+    assert m.gaussian_mechanism_epsilon(3.0, s, 1e-6) == pytest.approx(0.4, rel=1e-14)
+    assert m.laplace_mechanism_epsilon(3.0, m.laplace_scale(3.0, 0.25)) == pytest.approx(0.25)
+    assert m.post_processing((0.3, 1e-6)) == (0.3, 1e-6)
+    assert m.billboard_jdp((0.3, 1e-6)) == (0.3, 1e-6)
+    with pytest.raises(ValueError):
+        m.post_processing((0.3, 2.0))
+    with pytest.raises(ValueError):
+        m.billboard_jdp("eps")
