@@ -116,6 +116,25 @@ def test_resume_after_sigkill_recomputes_only_unfinished_runs(tmp_path):
     same(load_results(out), expected)
 
 
+def test_ctrl_c_saves_finished_runs_and_exits_130(tmp_path):
+    cfg = tmp_path / "int.toml"
+    cfg.write_text(CONFIG.replace("episodes = 40", "episodes = 400").replace("seeds = [0, 1]", "seeds = 4"))
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "privrl", "run", str(cfg), "--out", str(out), "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while len(list((out / "runs").glob("*.json"))) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    manifest = json.loads((out / "manifest.json").read_text())
+    done = len(list((out / "runs").glob("*.json")))
+    assert manifest["status"] == "interrupted" and 2 <= done < 16
+    assert not list(out.rglob("*.tmp"))
+
+
 def test_plot_and_report_commands(config, tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["run", str(config), "--out", str(out), "--no-progress"]) == 0

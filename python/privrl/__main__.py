@@ -1,4 +1,5 @@
-"""`python -m privrl` is the `privrl` command line (see privrl.cli)."""
+"""`python -m privrl`: the same command line as the `privrl` console script (privrl.cli),
+for environments where the script directory is not on PATH."""
 from privrl.cli import main
 
 raise SystemExit(main())
