@@ -1,0 +1,160 @@
+"""Tests of privrl.audit: Clopper-Pearson bounds, the distinguishing audit, and the audits of the
+shipped mechanisms (their lower bound stays below the claimed epsilon; a mechanism with 100x too
+little noise is flagged, so these tests can fail)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from privrl import audit as A
+from privrl.exceptions import PrivacyParameterError
+from privrl.privacy import accounting as acc
+
+
+# ============================================================================================
+# Clopper-Pearson
+# ============================================================================================
+def test_clopper_pearson_closed_forms():
+    # k = 0: upper = 1 - alpha^(1/n) = 1 - 0.05^0.1 = 1 - 0.741134 = 0.258866
+    lo, hi = A.clopper_pearson(0, 10, 0.05)
+    assert lo == 0.0 and hi == pytest.approx(0.2588655, rel=1e-6)
+    # k = n: lower = alpha^(1/n) = 0.741134
+    lo, hi = A.clopper_pearson(10, 10, 0.05)
+    assert lo == pytest.approx(0.7411345, rel=1e-6) and hi == 1.0
+
+
+def test_clopper_pearson_textbook_interval():
+    # the two-sided 95% Clopper-Pearson interval of 5/10 is [0.1871, 0.8129]
+    lo, hi = A.clopper_pearson(5, 10, 0.025)
+    assert lo == pytest.approx(0.187086, abs=2e-6) and hi == pytest.approx(0.812914, abs=2e-6)
+    # exact quantiles 0.18708602844739855, 0.8129139715526015: the conservative ends are returned
+    assert lo <= 0.1870860284473986 and hi >= 0.8129139715526014
+
+
+def test_clopper_pearson_against_scipy():
+    stats = pytest.importorskip("scipy.stats")
+    special = pytest.importorskip("scipy.special")
+    for k, n in ((1, 7), (3, 1000), (17, 20_000), (9_990, 10_000), (50, 100)):
+        lo, hi = A.clopper_pearson(k, n, 0.01)
+        assert lo == pytest.approx(stats.beta.ppf(0.01, k, n - k + 1), rel=1e-9)
+        assert hi == pytest.approx(stats.beta.ppf(0.99, k + 1, n - k), rel=1e-9)
+    for a_, b_, x in ((0.5, 0.5, 0.3), (5, 6, 0.187), (2_000, 8_000, 0.21), (1, 1e4, 1e-5)):
+        assert A.betainc(a_, b_, x) == pytest.approx(float(special.betainc(a_, b_, x)), rel=1e-10)
+
+
+def test_clopper_pearson_bad_inputs():
+    for k, n, al in ((-1, 10, 0.05), (11, 10, 0.05), (0, 0, 0.05), (1, 10, 0.0), (1, 10, 1.0)):
+        with pytest.raises(PrivacyParameterError):
+            A.clopper_pearson(k, n, al)
+
+
+# ============================================================================================
+# Generic audit
+# ============================================================================================
+def _gaussian_mech(sigma):
+    def mech(x, seed):
+        rng = np.random.default_rng(int.from_bytes(seed, "little"))
+        return np.asarray(x, dtype=float) + rng.normal(0.0, sigma, size=np.shape(x))
+    return mech
+
+
+def test_audit_mechanism_gaussian_below_its_exact_epsilon():
+    # Delta = 2 (x = +-1 e_1), sigma = 1: mu = 2, eps(delta = 1e-5) = 6.28; the audit with an
+    # estimated direction must stay below it and be informative
+    eps_true = acc.gaussian_epsilon(2.0, 1e-5)
+    res = A.audit_mechanism(_gaussian_mech(1.0), np.array([1.0, 0, 0]), np.array([-1.0, 0, 0]),
+                            6000, delta=1e-5, claimed_epsilon=eps_true, seed=1)
+    assert 1.5 < res.epsilon_lower_bound < eps_true
+    assert not res.flagged
+    assert res.n_test == 3000 and "training means" in res.statistic
+    assert set(res.as_dict()) >= {"epsilon_lower_bound", "flagged", "tpr_lower", "fpr_upper"}
+    assert "eps >=" in str(res)
+
+
+def test_audit_flags_a_noiseless_mechanism():
+    res = A.audit_mechanism(lambda x, seed: np.asarray(x, dtype=float), np.ones(2), -np.ones(2),
+                            2000, delta=1e-5, claimed_epsilon=1.0, seed=0)
+    # perfect separation on 1000 test runs: eps >= log(0.025^(1/1000) / (1 - 0.025^(1/1000)))
+    #   = log(0.996318 / 0.003682) = 5.60
+    assert res.epsilon_lower_bound == pytest.approx(5.60, abs=0.01)
+    assert res.flagged
+
+
+def test_audit_samples_bad_inputs():
+    x = np.zeros((10, 3))
+    with pytest.raises(PrivacyParameterError):
+        A.audit_samples(x, np.zeros((9, 3)))
+    with pytest.raises(PrivacyParameterError):
+        A.audit_samples(np.zeros((3, 2)), np.zeros((3, 2)))
+    with pytest.raises(PrivacyParameterError):
+        A.audit_samples(x, x, confidence=1.0)
+    with pytest.raises(PrivacyParameterError):
+        A.audit_samples(x, x, delta=1.0)
+    with pytest.raises(PrivacyParameterError):
+        A.audit_samples(x, x, direction=np.ones(2))
+    bad = x.copy()
+    bad[0, 0] = math.nan
+    with pytest.raises(PrivacyParameterError):
+        A.audit_samples(bad, x)
+    with pytest.raises(PrivacyParameterError):
+        A.audit_mechanism(lambda x, s: x, 1.0, 2.0, 3)
+
+
+# ============================================================================================
+# Shipped mechanisms (claimed eps = 4: large enough that the bound is informative)
+# ============================================================================================
+EPS = 4.0
+
+
+def test_audit_jdp_tree_release_below_claim():
+    res = A.audit_ucrl_vtr_tree(EPS, 1e-5, calibration="tight", n_trials=6000, seed=11)
+    assert res.epsilon_lower_bound < EPS and not res.flagged
+    assert res.epsilon_lower_bound < res.effective_epsilon
+    assert res.epsilon_lower_bound > 0.5  # informative: the audit sees the release
+    assert "likelihood-ratio" in res.statistic
+
+
+def test_audit_jdp_tree_release_flags_broken_noise():
+    res = A.audit_ucrl_vtr_tree(EPS, 1e-5, calibration="tight", n_trials=2000,
+                                noise_multiplier=0.01, seed=12)
+    assert res.flagged and res.epsilon_lower_bound > EPS
+
+
+def test_audit_ldp_randomizer_below_claim():
+    res = A.audit_ldp_randomizer(EPS, 1e-5, calibration="tight", n_trials=30_000, seed=21)
+    assert res.epsilon_lower_bound < EPS and not res.flagged
+    assert 0.5 < res.epsilon_lower_bound < res.effective_epsilon
+    # the paper's calibration is far more private than claimed: the audit sees (almost) nothing
+    res = A.audit_ldp_randomizer(EPS, 1e-5, calibration="paper", n_trials=10_000, seed=22)
+    assert res.epsilon_lower_bound < 1.0
+
+
+def test_audit_ldp_randomizer_flags_broken_noise():
+    res = A.audit_ldp_randomizer(EPS, 1e-5, calibration="tight", n_trials=4000,
+                                 noise_multiplier=0.01, seed=23)
+    assert res.flagged and res.epsilon_lower_bound > EPS
+
+
+def test_audit_lsvi_u_release_below_claim():
+    res = A.audit_lsvi_u_release(EPS, 1e-5, calibration="tight", n_trials=200_000, seed=31)
+    assert res.epsilon_lower_bound < EPS and not res.flagged
+    assert 1.5 < res.epsilon_lower_bound < res.effective_epsilon
+
+
+def test_audit_lsvi_u_release_flags_broken_noise():
+    res = A.audit_lsvi_u_release(EPS, 1e-5, calibration="tight", n_trials=4000,
+                                 noise_multiplier=0.01, seed=32)
+    assert res.flagged and res.epsilon_lower_bound > EPS
+
+
+def test_shipped_audits_refuse_pure_dp():
+    with pytest.raises(PrivacyParameterError):
+        A.audit_ucrl_vtr_tree(EPS, 0.0, n_trials=10)
+    with pytest.raises(PrivacyParameterError):
+        A.audit_ldp_randomizer(EPS, 0.0, n_trials=10)
+    with pytest.raises(PrivacyParameterError):
+        A.audit_lsvi_u_release(EPS, 0.0, n_trials=10)
+    with pytest.raises(PrivacyParameterError):
+        A.audit_ucrl_vtr_tree(EPS, 1e-5, n_trials=10, neighbours="far")
