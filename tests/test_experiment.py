@@ -136,6 +136,23 @@ def test_results_folder_and_resume(tmp_path, serial):
             assert p.stat().st_mtime_ns == stamps[p.name]
 
 
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_failing_run_is_recorded_and_the_others_are_saved(tmp_path, serial, n_jobs):
+    from privrl.experiment import SweepError
+
+    out = tmp_path / "f"
+    # beta = -1 passes config validation (a known option) and fails in the agent's constructor
+    agents = {**AGENTS, "broken": {"algorithm": "UCRL-VTR", "privacy": "none", "beta": -1.0}}
+    with pytest.raises(SweepError, match=r"2 of 12 runs failed .*broken.*PrivacyParameterError: beta") as err:
+        sweep(**{**SMALL, "agents": agents}, outdir=out, n_jobs=n_jobs)
+    assert len(err.value.failures) == 2
+    manifest = load_manifest(out)
+    assert manifest["status"] == "failed" and not (out / "results.parquet").exists()
+    failed = [r for r in manifest["runs"].values() if r["status"] == "failed"]
+    assert {r["agent"] for r in failed} == {"broken"} and "Traceback" in failed[0]["traceback"]
+    assert_same(load_results(out), serial[0])  # every other run finished and was saved
+
+
 def test_csv_and_parquet_round_trip_exactly(tmp_path, serial):
     df, _ = serial
     csv, _ = sweep(**SMALL, outdir=tmp_path / "csv", format="csv")

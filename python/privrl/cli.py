@@ -277,8 +277,14 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         ap.print_help()
         return 2
+    from privrl.experiment.config import SweepError
+
     try:
         return int(args.func(args))
+    except SweepError as exc:
+        # the config was fine; some runs raised (their tracebacks are in manifest.json)
+        print(f"privrl: error: {exc}", file=sys.stderr)
+        return 1
     except (PrivrlError, ImportError, FileNotFoundError) as exc:
         # Bad input is the user's to fix: one line, argparse's convention and exit status.
         print(f"privrl: error: {exc}", file=sys.stderr)

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from privrl.exceptions import PrivrlError
 
 __all__ = [
-    "ConfigError", "ALGORITHMS", "ENVIRONMENTS", "PRIVACY_KINDS", "AgentSpec", "Study", "RunSpec",
+    "ConfigError", "SweepError", "ALGORITHMS", "ENVIRONMENTS", "PRIVACY_KINDS", "AgentSpec", "Study", "RunSpec",
     "SweepConfig", "build_config", "load_config", "resolve_algorithm", "make_env", "make_privacy",
 ]
 
@@ -25,6 +25,15 @@ class ConfigError(PrivrlError, ValueError):
     def __init__(self, key: str, message: str):
         self.key = key
         super().__init__(f"{key}: {message}" if key else message)
+
+
+class SweepError(PrivrlError, RuntimeError):
+    """Some runs of a sweep raised; the others finished and were saved. `failures` maps run_id to
+    the error; rerunning the sweep retries exactly the failed runs."""
+
+    def __init__(self, message: str, failures: dict[str, str]):
+        super().__init__(message)
+        self.failures = failures
 
 
 # Algorithms by canonical name -> (module, class). Resolved on first use, so an algorithm whose

@@ -154,6 +154,10 @@ class ResultStore:
         self.root.mkdir(parents=True, exist_ok=True)
         _write_json(self.root / "manifest.json", manifest)
 
+    def remove_merged(self) -> None:
+        for ext in (".parquet", ".csv"):
+            (self.root / f"results{ext}").unlink(missing_ok=True)
+
     def write_merged(self, df: pd.DataFrame) -> Path:
         path = self.root / f"results{self.ext}"
         for other in (".parquet", ".csv"):  # never leave a stale merged file of the other format

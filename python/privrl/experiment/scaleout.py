@@ -32,9 +32,9 @@ def connect(scheduler: Any) -> tuple[Any, bool]:
 
 
 def _run_task(spec: RunSpec, env: Any) -> dict:
-    from privrl.experiment.sweep import execute_run
+    from privrl.experiment.sweep import guarded_run
 
-    return execute_run(spec, env)
+    return guarded_run(spec, env)
 
 
 def dask_results(specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: Any, scheduler: Any) -> Iterator[dict]:
@@ -53,7 +53,7 @@ def dask_results(specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: Any, sc
         try:
             for fut in as_completed(futures):
                 payload = fut.result()
-                bar.episodes(int(payload["meta"]["episodes"]))
+                bar.episodes(int(payload["spec"].episodes if "error" in payload else payload["meta"]["episodes"]))
                 yield payload
         finally:
             for fut in futures:

@@ -11,19 +11,20 @@ import os
 import queue as _queue
 import sys
 import time
+import traceback
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from privrl.experiment.config import (
-    ConfigError, RunSpec, SweepConfig, _json_safe, build_config, make_env, make_privacy, resolve_algorithm,
+    ConfigError, RunSpec, SweepConfig, SweepError, _json_safe, build_config, make_env, make_privacy, resolve_algorithm,
 )
 from privrl.experiment.results import (
     COLUMNS, ResultStore, new_manifest, normalize_frame, run_frame,
 )
 
-__all__ = ["sweep", "run_sweep", "execute_run", "run_seed_sequence"]
+__all__ = ["sweep", "run_sweep", "execute_run", "run_seed_sequence", "SweepError"]
 
 
 def run_seed_sequence(spec: RunSpec) -> np.random.SeedSequence:
@@ -92,6 +93,15 @@ def execute_run(spec: RunSpec, env: Any = None, progress: Callable[[int], None] 
     return {"frame": frame, "meta": meta}
 
 
+def guarded_run(spec: RunSpec, env: Any = None, progress: Callable[[int], None] | None = None) -> dict:
+    """execute_run, with an exception turned into {"error": ..., "spec": spec}: one failing run
+    (say, noise that made a design matrix indefinite) must not take the rest of the sweep down."""
+    try:
+        return execute_run(spec, env, progress)
+    except Exception as exc:  # noqa: BLE001 - reported per run, with its traceback, in the manifest
+        return {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(), "spec": spec}
+
+
 def _init_worker(env_objects: dict, progress_queue: Any) -> None:
     global _PROGRESS_QUEUE
     _ENV_OBJECTS.update(env_objects)
@@ -100,7 +110,7 @@ def _init_worker(env_objects: dict, progress_queue: Any) -> None:
 
 def _worker_run(spec: RunSpec) -> dict:
     q = _PROGRESS_QUEUE
-    return execute_run(spec, progress=None if q is None else (lambda n: q.put(n)))
+    return guarded_run(spec, progress=None if q is None else (lambda n: q.put(n)))
 
 
 class _Progress:
@@ -133,7 +143,7 @@ class _Progress:
 
 def _inline(specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: _Progress) -> Iterator[dict]:
     for spec in specs:
-        yield execute_run(spec, envs.get(spec.study), progress=bar.episodes)
+        yield guarded_run(spec, envs.get(spec.study), progress=bar.episodes)
 
 
 def _processes(specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: _Progress, n_jobs: int) -> Iterator[dict]:
@@ -206,21 +216,35 @@ def run_sweep(config: SweepConfig, outdir: str | os.PathLike | None = None, *, n
     bar = _Progress(progress, len(specs), len(specs) - len(todo), sum(s.episodes for s in todo))
     t0 = time.perf_counter()
     status = "interrupted"
+    failures: dict[str, str] = {}
+    if store is not None and todo:
+        store.remove_merged()  # it would no longer describe the folder until this sweep completes
     try:
         for payload in _executor(todo, envs, bar, n_jobs, scheduler):
+            if "error" in payload:
+                spec = payload["spec"]
+                failures[spec.run_id] = payload["error"]
+                manifest["runs"][spec.run_id] = {**spec.describe(), "status": "failed", "error": payload["error"],
+                                                 "traceback": payload["traceback"]}
+                bar.run_done(f"FAILED {spec.agent} eps={spec.epsilon:g} seed={spec.seed}")
+                continue
             meta = payload["meta"]
             if store is not None:
                 store.write_run(payload["frame"], meta)
             results[meta["run_id"]] = payload["frame"]
             manifest["runs"][meta["run_id"]] = meta
             bar.run_done(f"{meta['agent']} eps={meta['epsilon']:g} seed={meta['seed']}")
-        status = "complete"
+        status = "failed" if failures else "complete"
     finally:
         bar.close()
         manifest.update(status=status, n_runs=len(specs), n_computed=len(results) - n_resumed,
                         n_resumed=n_resumed, sweep_wall_time=time.perf_counter() - t0)
         if store is not None:
             store.write_manifest(manifest)
+    if failures:
+        first = next(iter(failures))
+        raise SweepError(f"{len(failures)} of {len(specs)} runs failed (the others are saved; rerun to retry "
+                         f"the failed ones): {first}: {failures[first]}", failures)
     frames = [results[s.run_id] for s in specs]
     df = normalize_frame(pd.concat(frames, ignore_index=True)) if frames else _empty_frame()
     if store is not None:
