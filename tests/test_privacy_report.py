@@ -19,6 +19,7 @@ from privrl.privacy.report import (
     format_privacy_report,
     privacy_report,
     privacy_report_from_calibration,
+    summarize_privacy_report,
 )
 from privrl.runner import run
 
@@ -171,6 +172,17 @@ def test_non_private_report(mix):
     rep = UCRLVTR(mix, NonPrivate(), episodes=10).privacy_report()
     assert rep["mechanisms"] == [] and rep["tight"]["budget"][0] == math.inf
     assert "nothing is private" in format_privacy_report(rep)
+    assert summarize_privacy_report(rep)["tight"]["epsilon"] == "inf"
+
+
+def test_summary_is_json_ready(mix):
+    import json
+    rep = UCRLVTRPlus(mix, JointDP(1.0, 1e-5, calibration="tight"), episodes=50).privacy_report()
+    summ = json.loads(json.dumps(summarize_privacy_report(rep)))
+    assert summ["calibration"] == "tight" and summ["within_target"]["tight"] is True
+    assert summ["tight"]["epsilon"] == pytest.approx(1.0, rel=1e-9)
+    assert [x["name"] for x in summ["mechanisms"]] == ["Lambda^", "u^", "Lambda~", "u~"]
+    assert summ["mechanisms"][0]["draws_per_user"] == 6  # K = 50: floor(log2 50) + 1
 
 
 def test_report_of_unknown_agent():

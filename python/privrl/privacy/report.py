@@ -44,6 +44,7 @@ __all__ = [
     "privacy_report",
     "privacy_report_from_calibration",
     "format_privacy_report",
+    "summarize_privacy_report",
     "calibration_comparison",
     "format_calibration_comparison",
 ]
@@ -406,7 +407,8 @@ def _lsvi_guard_text(agent: Any) -> Optional[str]:
     guard = getattr(agent, "guard", None)
     if guard is None:
         return None
-    return _guard_text(guard, "phi", "r + V", None)
+    return (_guard_text(guard, "phi(s_h, a_h)", "r_h", None)
+            + "; V_{h+1} projected on [0, H], so r + V in [0, H + 1]")
 
 
 # ============================================================================================
@@ -461,6 +463,31 @@ def format_privacy_report(report: Dict[str, Any]) -> str:
     lines.append(f"  within target: paper argument {'yes' if w['paper'] else 'NO'}, "
                  f"tight accountant {'yes' if w['tight'] else 'NO'}")
     return "\n".join(lines)
+
+
+def summarize_privacy_report(report: Dict[str, Any]) -> Dict[str, Any]:
+    """A compact, JSON-ready digest of :func:`privacy_report` (for run manifests): the target,
+    the calibration, the (eps, delta) of the paper's argument and of the tight accountant, the
+    tight accountant's ``mu``, and per mechanism its name, instances, draws per user, norm,
+    sensitivity, noise and scale. Infinite values become the string ``"inf"``."""
+    def num(x):
+        if isinstance(x, float) and math.isinf(x):
+            return "inf"
+        return x
+    return {
+        "algorithm": report["algorithm"], "model": report["model"], "pure": report["pure"],
+        "calibration": report["calibration"], "target": dict(report["target"]),
+        "paper": {"epsilon": num(report["paper"]["budget"][0]),
+                  "delta": num(report["paper"]["budget"][1]),
+                  "in_tool_regime": report["paper"]["in_tool_regime"]},
+        "tight": {"epsilon": num(report["tight"]["budget"][0]),
+                  "delta": num(report["tight"]["budget"][1]), "mu": report["tight"]["mu"],
+                  "method": report["tight"]["method"]},
+        "within_target": dict(report["within_target"]),
+        "mechanisms": [{k: mm[k] for k in ("name", "instances", "draws_per_user", "norm",
+                                            "sensitivity", "noise", "scale")}
+                       for mm in report["mechanisms"]],
+    }
 
 
 # ============================================================================================
