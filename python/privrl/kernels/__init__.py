@@ -13,10 +13,18 @@ import numpy as np
 
 from privrl import _core
 from privrl.exceptions import PrivacyParameterError, ShapeError
-from privrl.kernels._validate import as_f64, seed_bytes, tie_seed
+from privrl.kernels._validate import MAX_INT, as_f64, check_int, check_real, numeric_array, seed_bytes, tie_seed
+from privrl.kernels.continual import (DEFAULT_GRID_BITS, MAX_NODE_LEN, MECHANISMS, MechanismProfile,
+                                      PrefixMechanism, _PrefixBase, make_prefix_mechanism,
+                                      mechanism_profile, parse_noise, parse_shape)
 
 __all__ = [
     "TreeAggregator",
+    "PrefixMechanism",
+    "MechanismProfile",
+    "MECHANISMS",
+    "make_prefix_mechanism",
+    "mechanism_profile",
     "NoiseStream",
     "RankOneInverse",
     "MixtureFeatures",
@@ -33,21 +41,26 @@ SQRT2 = math.sqrt(2.0)
 
 
 def _positive_int(x: Any, name: str) -> int:
+    # Bounded above as well: a Python int beyond u64 would surface as OverflowError from PyO3.
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
         raise PrivacyParameterError(f"{name} must be an integer >= 1, got {x!r}")
-    if int(x) < 1:
-        raise PrivacyParameterError(f"{name} must be >= 1, got {x}")
+    if not (1 <= int(x) <= MAX_INT):
+        raise PrivacyParameterError(f"{name} must be an integer in [1, {MAX_INT}], got {x}")
     return int(x)
 
 
-class TreeAggregator:
+class TreeAggregator(_PrefixBase):
     """Continual release of prefix sums of d-vectors or symmetric d x d matrices through the
-    binary tree mechanism (App. "Tree-based method"; Shariff & Sheffet 2018, Sec. 4.2).
+    binary tree mechanism (App. "Tree-based method"; Shariff & Sheffet 2018, Sec. 4.2), the
+    "tree" kind of privrl.kernels.continual (same interface as every PrefixMechanism).
 
     shape: an int n (vectors of length n) or (d, d) (symmetric matrices).
     capacity: number of leaves T (episodes for Alg. 1, batches for Alg. 2); pushing leaf T+1
         raises CapacityError.
-    noise: "gaussian" (entries N(0, scale^2)), "laplace" (entries Laplace(scale)) or "none".
+    noise: "gaussian" (entries N(0, scale^2)), "laplace" (entries Laplace(scale)), the secure
+        samplers "discrete_gaussian" / "discrete_laplace" (exact integer-arithmetic samplers on
+        the grid scale * 2^-grid_bits; leaves are rounded to that grid, see docs/privacy.md),
+        or "none".
     divisor: matrix node noise is (Z' + Z'^T) / divisor; sqrt(2) in App. B (Alg. 1), 2 in Alg. 2
         and for Laplace nodes (App. "Pure DP").
     seed: None draws the noise stream's key from OS entropy (the default for real privacy);
@@ -57,110 +70,76 @@ class TreeAggregator:
     popcount(t) <= ceil(log2 T + 1) nodes covering [1, t]. Memory is O(log T) nodes.
     """
 
+    kind = "tree"
+    buffers = 0
+
     def __init__(self, shape: int | tuple[int, int], capacity: int, noise: str = "gaussian",
                  scale: float = 1.0, seed: Any = None, divisor: float = SQRT2,
-                 keep_last_node: bool = False):
-        if isinstance(shape, (tuple, list)):
-            if len(shape) != 2 or shape[0] != shape[1]:
-                raise ShapeError(f"matrix trees need a square shape (d, d), got {tuple(shape)}")
-            self.d = _positive_int(shape[0], "d")
-            self.symmetric = True
-            self.shape: tuple[int, ...] = (self.d, self.d)
-        else:
-            self.d = _positive_int(shape, "vector length")
-            self.symmetric = False
-            self.shape = (self.d,)
+                 keep_last_node: bool = False, grid_bits: int = DEFAULT_GRID_BITS):
+        self.shape, self.symmetric, self.d = parse_shape(shape)
         capacity = _positive_int(capacity, "capacity")
-        if noise != "none":
-            scale = float(scale)
-            if not (math.isfinite(scale) and scale > 0):
-                raise PrivacyParameterError(f"noise scale must be finite and > 0, got {scale}")
-        else:
-            scale = 0.0
-        self.noise_kind = noise
-        self.scale = scale
-        self.divisor = float(divisor)
-        self._tree = _core.TreeAggregator(self.symmetric, self.d, capacity, noise, scale,
-                                          seed_bytes(seed), self.divisor, keep_last_node)
-
-    def push(self, leaf: Any) -> None:
-        """Add one leaf (the statistic of one episode or one batch)."""
-        a = np.ascontiguousarray(leaf, dtype=np.float64)
-        if a.shape != self.shape:
-            raise ShapeError(f"leaf must have shape {self.shape}, got {a.shape}")
-        self._tree.push(a.reshape(-1))  # Rust checks finiteness and capacity
-
-    def push_zero(self) -> None:
-        """Add an all-zero leaf (a step without data)."""
-        self._tree.push_zero()
-
-    def _shaped(self, flat: np.ndarray) -> np.ndarray:
-        return flat.reshape(self.shape)
-
-    def release(self) -> np.ndarray:
-        """The private prefix sum: exact sum of the leaves so far + tree noise."""
-        return self._shaped(self._tree.release())
-
-    def noise(self) -> np.ndarray:
-        """Only the noise part of the current release."""
-        return self._shaped(self._tree.noise())
-
-    def exact_sum(self) -> np.ndarray:
-        """The exact prefix sum (server-internal, never released)."""
-        return self._shaped(self._tree.exact_sum())
+        self.noise_kind, self.scale, self.grid_bits = parse_noise(noise, scale, grid_bits)
+        self.divisor = check_real(divisor, "divisor")
+        self._m = _core.TreeAggregator(self.symmetric, self.d, capacity, self.noise_kind,
+                                       self.scale, seed_bytes(seed), self.divisor,
+                                       bool(keep_last_node), self.grid_bits)
 
     def last_node_noise(self) -> np.ndarray:
-        return self._shaped(self._tree.last_node_noise())
-
-    def release_variance(self) -> tuple[float, float]:
-        """Per-entry variance of the current release's noise: (off-diagonal, diagonal)."""
-        return self._tree.release_variance()
-
-    @property
-    def steps(self) -> int:
-        return self._tree.steps
-
-    @property
-    def capacity(self) -> int:
-        return self._tree.capacity
-
-    @property
-    def nodes_used(self) -> int:
-        """Nodes summed in the current release (popcount of the step count)."""
-        return self._tree.nodes_used
+        """The most recently drawn node noise (with keep_last_node=True)."""
+        z = self._m.last_node_noise()
+        return z.reshape(self.shape) if z.size else z
 
     @property
     def max_nodes(self) -> int:
         """ceil(log2 T + 1): the most nodes any release uses (K0 / B0 of the paper)."""
-        return self._tree.max_nodes
+        return self._m.max_nodes
 
-    @property
-    def live_nodes(self) -> int:
-        return self._tree.live_nodes
-
-    @property
-    def nodes_drawn(self) -> int:
-        return self._tree.nodes_drawn
+    def __repr__(self) -> str:
+        return (f"TreeAggregator(shape={self.shape}, capacity={self.capacity}, "
+                f"noise={self.noise_kind!r}, scale={self.scale:g}, steps={self.steps})")
 
 
 class NoiseStream:
     """A privacy-noise stream (ChaCha12) of i.i.d. Gaussian N(0, scale^2) or Laplace(scale)
-    vectors and symmetric (Z' + Z'^T)/divisor matrices. seed=None keys it from OS entropy."""
+    vectors and symmetric (Z' + Z'^T)/divisor matrices. seed=None keys it from OS entropy.
 
-    def __init__(self, noise: str = "gaussian", scale: float = 1.0, seed: Any = None):
-        scale = float(scale)
-        if noise != "none" and not (math.isfinite(scale) and scale > 0):
-            raise PrivacyParameterError(f"noise scale must be finite and > 0, got {scale}")
-        self.noise_kind, self.scale = noise, scale
-        self._s = _core.NoiseStream(noise, scale if noise != "none" else 0.0, seed_bytes(seed))
+    noise="discrete_gaussian" / "discrete_laplace" draw with the exact samplers on the grid
+    scale * 2^-grid_bits (for discrete Laplace matrices: grid / divisor); the values are exact
+    multiples of that lattice unit, and data they are added to must be rounded to it first
+    (`round_to_grid`), otherwise two neighbouring outputs have disjoint supports."""
+
+    def __init__(self, noise: str = "gaussian", scale: float = 1.0, seed: Any = None,
+                 grid_bits: int = DEFAULT_GRID_BITS):
+        self.noise_kind, self.scale, self.grid_bits = parse_noise(noise, scale, grid_bits)
+        self._s = _core.NoiseStream(self.noise_kind, self.scale, seed_bytes(seed), self.grid_bits)
 
     def vectors(self, count: int, n: int) -> np.ndarray:
         """(count, n) i.i.d. entries."""
-        return self._s.vectors(int(count), int(n))
+        count = check_int(count, "count", 0)
+        n = check_int(n, "n", 1, MAX_NODE_LEN)
+        return self._s.vectors(count, n)
 
     def symmetric(self, count: int, d: int, divisor: float = SQRT2) -> np.ndarray:
         """(count, d, d) symmetric noise matrices."""
-        return self._s.symmetric(int(count), int(d), float(divisor)).reshape(int(count), int(d), int(d))
+        count = check_int(count, "count", 0)
+        (d, _), _, _ = parse_shape((d, d))
+        divisor = check_real(divisor, "divisor")
+        return self._s.symmetric(count, d, divisor).reshape(count, d, d)
+
+    def lattice_unit(self, symmetric: bool = False, divisor: float = SQRT2) -> float | None:
+        """The lattice the discrete samplers' values live on (None for continuous noise)."""
+        if not self.noise_kind.startswith("discrete"):
+            return None
+        grid = self.scale * 2.0 ** -self.grid_bits
+        if symmetric and self.noise_kind == "discrete_laplace":
+            return grid / check_real(divisor, "divisor")
+        return grid
+
+    def round_to_grid(self, x: Any, symmetric: bool = False, divisor: float = SQRT2) -> np.ndarray:
+        """`x` rounded to the lattice of the discrete samplers (unchanged for continuous noise)."""
+        a = numeric_array(x, "x")
+        unit = self.lattice_unit(symmetric, divisor)
+        return a if unit is None else np.round(a / unit) * unit
 
     @property
     def draws(self) -> int:
@@ -265,12 +244,16 @@ def optimistic_values(phi: Any, w: Any, inv: Any, beta: float, n_actions: int,
 
 
 def state_values(table: Any, w: Any, inv: Any, beta: float, n_actions: int,
-                 upper: float = math.inf, lower: float = -math.inf, states: Any = None) -> np.ndarray:
+                 upper: float = math.inf, lower: float = -math.inf, states: Any = None,
+                 prune: bool | None = None) -> np.ndarray:
     """V(s) = clip_[lower, upper](max_a phi(s,a) w + beta ||phi(s,a)||_inv) in one Rust call.
 
     table: (n_states * n_actions, d), rows grouped by state (row s * n_actions + a is phi(s,a)).
     states: int indices into the table's states (repeats allowed: one value per entry), or None
     for every state. The rows are read through the index, never copied into an (n * A, d) block.
+    prune: large calls (rows >= 32 d) skip the quadratic form of actions that provably cannot
+    be the max (eigenvalue bounds of inv, exact branch and bound: the values are bit-identical);
+    None decides by size, True / False force it (tests, benchmarks).
     """
     table = as_f64(table, "table", 2)
     d = table.shape[1]
@@ -283,7 +266,8 @@ def state_values(table: Any, w: Any, inv: Any, beta: float, n_actions: int,
         states = np.ascontiguousarray(states, dtype=np.int64)
         if states.ndim != 1:
             raise ShapeError(f"states must be a 1-d index array, got shape {states.shape}")
-    return _core.state_values(table, w, inv, float(beta), n_actions, float(lower), float(upper), states)
+    return _core.state_values(table, w, inv, float(beta), n_actions, float(lower), float(upper), states,
+                              None if prune is None else bool(prune))
 
 
 class MixtureFeatures:

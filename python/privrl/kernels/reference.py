@@ -116,3 +116,77 @@ def phi_v_ref(features, v):
     """features (S, A, S, d), v (S,) -> (S*A, d)."""
     S, A, _, d = features.shape
     return np.einsum("sand,n->sad", features, v).reshape(S * A, d)
+
+
+# ---------------------------------------------------------------- continual-release references
+# Each takes the innovations in the Rust stream's draw order (a NoiseStream with the same seed
+# reproduces them) and returns the noise released at every step, computed the textbook way:
+# explicit matrices and least squares instead of the Rust recursions.
+
+def dyadic_nodes_in_draw_order(T: int) -> list[tuple[int, int]]:
+    """Every dyadic node [a, b] (1-based leaves) completed within T leaves, in the order the
+    Rust Honaker mechanism draws them: at step t the leaf [t, t], then each node ending at t,
+    bottom-up."""
+    nodes = []
+    for t in range(1, T + 1):
+        size = 1
+        while t % size == 0:
+            nodes.append((t - size + 1, t))
+            size *= 2
+    return nodes
+
+
+def honaker_noise_ref(z: np.ndarray, T: int) -> np.ndarray:
+    """Noise of the minimum-variance unbiased estimate of every prefix [1, t] from the noisy
+    dyadic nodes completed by t (ordinary least squares on the node-incidence matrix: the node
+    noises are i.i.d.), for innovations z (n_nodes, *shape) in draw order."""
+    nodes = dyadic_nodes_in_draw_order(T)
+    z = np.asarray(z, dtype=float)
+    flat = z.reshape(len(nodes), -1)
+    out = np.zeros((T, flat.shape[1]))
+    for t in range(1, T + 1):
+        idx = [k for k, (a, b) in enumerate(nodes) if b <= t]
+        X = np.zeros((len(idx), t))
+        for r, k in enumerate(idx):
+            a, b = nodes[k]
+            X[r, a - 1:b] = 1.0
+        # theta_hat = (X^T X)^{-1} X^T y; the prefix estimate's noise is 1^T theta_hat(z).
+        coef = np.linalg.solve(X.T @ X, np.ones(t)) @ X.T
+        out[t - 1] = coef @ flat[idx]
+    return out.reshape((T,) + z.shape[1:])
+
+
+def sqrt_factor_ref(T: int) -> np.ndarray:
+    """L, the lower-triangular Toeplitz square root of the T x T prefix-sum matrix."""
+    c = np.ones(T)
+    for j in range(1, T):
+        c[j] = c[j - 1] * (2 * j - 1) / (2 * j)
+    i, j = np.indices((T, T))
+    return np.where(i >= j, c[np.clip(i - j, 0, T - 1)], 0.0)
+
+
+def factorization_noise_ref(z: np.ndarray) -> np.ndarray:
+    """L z for innovations z (T, *shape)."""
+    z = np.asarray(z, dtype=float)
+    T = z.shape[0]
+    return (sqrt_factor_ref(T) @ z.reshape(T, -1)).reshape(z.shape)
+
+
+def blt_encoder_ref(T: int, theta, omega) -> np.ndarray:
+    """The T x T BLT encoder C: c_0 = 1, c_j = sum_i omega_i theta_i^(j-1)."""
+    theta, omega = np.asarray(theta, float), np.asarray(omega, float)
+    c = np.ones(T)
+    j = np.arange(1, T)
+    if T > 1:
+        c[1:] = (omega[None, :] * theta[None, :] ** (j[:, None] - 1)).sum(axis=1)
+    i, k = np.indices((T, T))
+    return np.where(i >= k, c[np.clip(i - k, 0, T - 1)], 0.0)
+
+
+def blt_noise_ref(z: np.ndarray, theta, omega) -> np.ndarray:
+    """A C^{-1} z (A the prefix-sum matrix) for innovations z (T, *shape)."""
+    z = np.asarray(z, dtype=float)
+    T = z.shape[0]
+    C = blt_encoder_ref(T, theta, omega)
+    x = np.linalg.solve(C, z.reshape(T, -1))
+    return np.cumsum(x, axis=0).reshape(z.shape)

@@ -1,0 +1,308 @@
+"""Continual release of prefix sums behind one interface: binary tree, Honaker's tree, square-root
+factorization and BLT, with exact per-step variance and per-user sensitivity (App. "Tree-based method").
+
+Every mechanism releases, after t leaves, ``S_t + N_t`` (``S_t`` the exact prefix sum) and is the
+post-processing of a noisy encoder release ``E x + z`` with i.i.d. Gaussian (or Laplace) node noise
+``z``; one leaf enters it through column i of ``E``. So a release with per-leaf L2 sensitivity
+``Delta`` and node std ``sigma`` is the Gaussian mechanism with noise multiplier
+``sigma / (Delta * sensitivity_multiplier)``, and two mechanisms with equal
+``sigma / sensitivity_multiplier`` have the same (eps, delta) curve. ``sensitivity_structure()``
+lists what an accountant needs; ``variance_factor(t)`` gives ``Var(N_t) / Var(node)`` exactly.
+
+=================  ===================================  ===============================  ==========
+kind               variance factor at step t            L2 multiplier (leaf 1 worst)     state
+=================  ===================================  ===============================  ==========
+``tree``           popcount(t)                          sqrt(floor(log2 T) + 1)          O(log T)
+``honaker``        sum_{bits l of t} 2^l/(2^(l+1)-1)    sqrt(floor(log2 T) + 1)          O(log T)
+``factorization``  sum_{j<t} c_j^2, c_j=C(2j,j)/4^j     sqrt(sum_{j<T} c_j^2)            O(T)
+``blt``            sum_{j<t} e_j^2 (decoder A C^-1)     sqrt(sum_{j<T} c_j^2) of its C   O(buffers)
+=================  ===================================  ===============================  ==========
+
+The exact estimators and derivations are in the docstring of ``rust/continual.rs`` and in
+docs/privacy.md.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from privrl import _core
+from privrl.exceptions import ShapeError
+from privrl.kernels._validate import check_int, check_real, numeric_array, seed_bytes
+
+__all__ = [
+    "MECHANISMS",
+    "NOISES",
+    "PrefixMechanism",
+    "MechanismProfile",
+    "make_prefix_mechanism",
+    "mechanism_profile",
+    "blt_parameters",
+]
+
+#: The continual-release mechanisms, "tree" being the paper's.
+MECHANISMS = ("tree", "honaker", "factorization", "blt")
+#: Node-noise laws: continuous, secure discrete (tree and NoiseStream only), or none.
+NOISES = ("gaussian", "laplace", "discrete_gaussian", "discrete_laplace", "none")
+#: Largest node (vector length or d * d) any mechanism accepts (rust/tree.rs MAX_NODE_LEN).
+MAX_NODE_LEN = 1 << 27
+#: Default 2^-k grid of the discrete samplers (docs/privacy.md: rounding cost ~ 2^-20).
+DEFAULT_GRID_BITS = 20
+MAX_GRID_BITS = 24
+SQRT2 = math.sqrt(2.0)
+
+
+def parse_shape(shape: Any) -> tuple[tuple[int, ...], bool, int]:
+    """(shape tuple, symmetric?, d) of an int n (vectors) or (d, d) (symmetric matrices)."""
+    if isinstance(shape, (tuple, list)):
+        if len(shape) != 2:
+            raise ShapeError(f"matrix mechanisms need a square shape (d, d), got {tuple(shape)!r}")
+        d = check_int(shape[0], "d", 1, MAX_NODE_LEN)
+        if check_int(shape[1], "d", 1, MAX_NODE_LEN) != d:
+            raise ShapeError(f"matrix mechanisms need a square shape (d, d), got {tuple(shape)!r}")
+        if d * d > MAX_NODE_LEN:
+            raise ShapeError(f"a ({d}, {d}) node exceeds the limit of {MAX_NODE_LEN} entries")
+        return (d, d), True, d
+    n = check_int(shape, "vector length", 1, MAX_NODE_LEN)
+    return (n,), False, n
+
+
+def parse_noise(noise: Any, scale: Any, grid_bits: Any) -> tuple[str, float, int]:
+    """Validated (noise, scale, grid_bits); scale is 0 for "none"."""
+    if not isinstance(noise, str) or noise not in NOISES:
+        raise ValueError(f"noise must be one of {NOISES}, got {noise!r}")
+    grid_bits = check_int(grid_bits, "grid_bits", 0, MAX_GRID_BITS)
+    if noise == "none":
+        return noise, 0.0, grid_bits
+    return noise, check_real(scale, "noise scale"), grid_bits
+
+
+class _PrefixBase:
+    """The interface every continual-release mechanism offers (methods on the Rust object `_m`)."""
+
+    _m: Any
+    shape: tuple[int, ...]
+    noise_kind: str
+    scale: float
+    grid_bits: int
+    divisor: float
+
+    def push(self, leaf: Any) -> None:
+        """Add one leaf (the statistic of one episode or one batch)."""
+        a = numeric_array(leaf, "leaf")
+        if a.shape != self.shape:
+            raise ShapeError(f"leaf must have shape {self.shape}, got {a.shape}")
+        self._m.push(a.reshape(-1))  # Rust checks finiteness and capacity
+
+    def push_zero(self) -> None:
+        """Add an all-zero leaf (a step without data)."""
+        self._m.push_zero()
+
+    def _shaped(self, flat: np.ndarray) -> np.ndarray:
+        return flat.reshape(self.shape)
+
+    def release(self) -> np.ndarray:
+        """The private prefix sum: exact sum of the leaves so far + the mechanism's noise."""
+        return self._shaped(self._m.release())
+
+    def noise(self) -> np.ndarray:
+        """Only the noise part of the current release."""
+        return self._shaped(self._m.noise())
+
+    def exact_sum(self) -> np.ndarray:
+        """The exact prefix sum (server-internal, never released); for discrete noise, the
+        sum of the leaves rounded to the noise lattice."""
+        return self._shaped(self._m.exact_sum())
+
+    def release_variance(self) -> tuple[float, float]:
+        """Per-entry variance of the current release's noise: (off-diagonal, diagonal)."""
+        return self._m.release_variance()
+
+    def step_variance(self, t: int) -> tuple[float, float]:
+        """Per-entry variance of the noise released at step t (0 <= t <= T)."""
+        return self._m.step_variance(check_int(t, "t", 0, self.capacity))
+
+    def variance_factor(self, t: int) -> float:
+        """Var(noise at step t) / Var(one node's noise entry), exactly."""
+        return self._m.variance_factor(check_int(t, "t", 0, self.capacity))
+
+    def max_variance_factor(self) -> float:
+        """max over t <= T of variance_factor(t) (what the noise bounds Upsilon / C need)."""
+        return self._m.max_variance_factor()
+
+    def variance_profile(self) -> np.ndarray:
+        """variance_factor(t) for t = 1..T (T <= 2^24)."""
+        return self._m.variance_profile()
+
+    def leaf_coefficients(self, leaf: int = 1) -> np.ndarray:
+        """Coefficients with which leaf `leaf` (1-based) enters the noisy encoder release E x + z
+        (column `leaf` of E, zeros dropped): all ones for the trees (one per node containing the
+        leaf), c_0..c_{T-leaf} for the factorizations. Leaf 1 is the worst case for every kind."""
+        return self._m.leaf_coefficients(check_int(leaf, "leaf", 1, self.capacity))
+
+    @property
+    def sensitivity_multiplier(self) -> float:
+        """max_i ||E e_i||_2: the per-user L2 sensitivity of the encoder release is the per-leaf
+        sensitivity times this (Gaussian noise)."""
+        return self._m.l2_multiplier
+
+    @property
+    def l1_sensitivity_multiplier(self) -> float:
+        """max_i ||E e_i||_1 (Laplace noise, pure DP)."""
+        return self._m.l1_multiplier
+
+    def sensitivity_structure(self) -> dict:
+        """What a privacy accountant needs about this mechanism.
+
+        A user's leaf enters ``len(coefficients)`` noise-carrying quantities (tree nodes or
+        encoder rows), each with i.i.d. noise of the node law, with the listed coefficients
+        (leaf 1, the worst case). For per-leaf L2 sensitivity Delta, the whole mechanism is one
+        Gaussian mechanism with sensitivity ``Delta * l2_multiplier`` at the node std."""
+        coeffs = self.leaf_coefficients(1) if self.capacity <= 1 << 24 else None
+        return {
+            "kind": self.kind,
+            "capacity": self.capacity,
+            "noise": self.noise_kind,
+            "node_scale": self.scale,
+            "quantities_per_leaf": None if coeffs is None else int(coeffs.size),
+            "coefficients": coeffs,
+            "l2_multiplier": self.sensitivity_multiplier,
+            "l1_multiplier": self.l1_sensitivity_multiplier,
+            "max_variance_factor": self.max_variance_factor(),
+        }
+
+    @property
+    def steps(self) -> int:
+        return self._m.steps
+
+    @property
+    def capacity(self) -> int:
+        return self._m.capacity
+
+    @property
+    def nodes_used(self) -> int:
+        """Node noises (innovations) combined in the current release."""
+        return self._m.nodes_used
+
+    @property
+    def live_nodes(self) -> int:
+        """Noise vectors held in memory."""
+        return self._m.live_nodes
+
+    @property
+    def nodes_drawn(self) -> int:
+        return self._m.nodes_drawn
+
+    @property
+    def grid(self) -> float | None:
+        """Grid spacing scale * 2^-grid_bits of the discrete samplers (None otherwise)."""
+        if not self.noise_kind.startswith("discrete"):
+            return None
+        return self.scale * 2.0 ** -self.grid_bits
+
+
+class PrefixMechanism(_PrefixBase):
+    """One continual-release mechanism of kind "tree", "honaker", "factorization" or "blt".
+
+    shape: an int n (vectors) or (d, d) (symmetric matrices, node noise (Z' + Z'^T)/divisor).
+    capacity: number of leaves T; pushing leaf T + 1 raises CapacityError.
+    noise / scale: node law; "gaussian" N(0, scale^2), "laplace" Lap(scale), "none" (the
+        discrete samplers are offered on the tree only, see privrl.kernels.TreeAggregator).
+    seed: None = OS entropy (real privacy); int / SeedSequence / 32 bytes = reproducible.
+    buffers: BLT only, number of buffers (default 8).
+    """
+
+    def __init__(self, kind: str, shape: Any, capacity: int, noise: str = "gaussian",
+                 scale: float = 1.0, seed: Any = None, divisor: float = SQRT2,
+                 grid_bits: int = DEFAULT_GRID_BITS, buffers: int | None = None):
+        if not isinstance(kind, str) or kind not in MECHANISMS:
+            raise ValueError(f"mechanism kind must be one of {MECHANISMS}, got {kind!r}")
+        self.shape, self.symmetric, self.d = parse_shape(shape)
+        capacity = check_int(capacity, "capacity")
+        self.noise_kind, self.scale, self.grid_bits = parse_noise(noise, scale, grid_bits)
+        self.divisor = check_real(divisor, "divisor")
+        if buffers is not None and kind != "blt":
+            raise ValueError(f"buffers only applies to kind 'blt', not {kind!r}")
+        nbuf = 0 if buffers is None else check_int(buffers, "buffers", 1, 64)
+        self._m = _core.PrefixMechanism(kind, self.symmetric, self.d, capacity, self.noise_kind,
+                                        self.scale, seed_bytes(seed), self.divisor,
+                                        self.grid_bits, nbuf)
+
+    @property
+    def kind(self) -> str:
+        return self._m.kind
+
+    @property
+    def buffers(self) -> int:
+        """BLT buffers (0 for the other kinds)."""
+        return self._m.buffers
+
+    def __repr__(self) -> str:
+        return (f"PrefixMechanism({self.kind!r}, shape={self.shape}, capacity={self.capacity}, "
+                f"noise={self.noise_kind!r}, scale={self.scale:g}, steps={self.steps})")
+
+
+def make_prefix_mechanism(kind: str, shape: Any, capacity: int, noise: str = "gaussian",
+                          scale: float = 1.0, seed: Any = None, divisor: float = SQRT2,
+                          **options: Any) -> _PrefixBase:
+    """The continual-release mechanism `kind` with the TreeAggregator API.
+
+    kind="tree" returns a privrl.kernels.TreeAggregator (the paper's binary mechanism, which
+    also takes grid_bits for the discrete samplers and keep_last_node); the other kinds a
+    PrefixMechanism (options: buffers for "blt", grid_bits)."""
+    if not isinstance(kind, str) or kind not in MECHANISMS:
+        raise ValueError(f"mechanism kind must be one of {MECHANISMS}, got {kind!r}")
+    if kind == "tree":
+        from privrl.kernels import TreeAggregator
+
+        return TreeAggregator(shape, capacity, noise=noise, scale=scale, seed=seed,
+                              divisor=divisor, **options)
+    return PrefixMechanism(kind, shape, capacity, noise=noise, scale=scale, seed=seed,
+                           divisor=divisor, **options)
+
+
+@dataclass(frozen=True)
+class MechanismProfile:
+    """The data-independent facts of a mechanism over T leaves (no noise drawn).
+
+    l2_multiplier / l1_multiplier: per-user sensitivity factors (see the module docstring);
+    max_variance_factor: max_t Var(noise_t) / Var(node); quantities_per_leaf: noise-carrying
+    quantities leaf 1 enters; paper_tree_nodes: K0 = ceil(log2 T) + 1 of App. "Tree-based
+    method" (what the paper's sigma is calibrated for)."""
+
+    kind: str
+    capacity: int
+    l2_multiplier: float
+    l1_multiplier: float
+    max_variance_factor: float
+    quantities_per_leaf: int
+    paper_tree_nodes: int
+
+
+def mechanism_profile(kind: str, capacity: int, buffers: int | None = None) -> MechanismProfile:
+    """MechanismProfile of `kind` over `capacity` leaves (factorization: T <= 2^22)."""
+    capacity = check_int(capacity, "capacity")
+    m = make_prefix_mechanism(kind, 1, capacity, noise="none", seed=b"\0" * 32,
+                              **({} if buffers is None else {"buffers": buffers}))
+    n_leaf = _quantities_per_leaf(m)
+    return MechanismProfile(kind, capacity, m.sensitivity_multiplier, m.l1_sensitivity_multiplier,
+                            m.max_variance_factor(), n_leaf, (capacity - 1).bit_length() + 1)
+
+
+def _quantities_per_leaf(m: _PrefixBase) -> int:
+    if m.kind in ("tree", "honaker"):
+        return m.capacity.bit_length()
+    return m.capacity  # leaf 1 enters every encoder row
+
+
+def blt_parameters(capacity: int, buffers: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """(theta, omega) of the BLT encoder C (c_0 = 1, c_j = sum_i omega_i theta_i^(j-1)) used for
+    horizon `capacity` with `buffers` buffers (quadrature of the arcsine-moment integral of
+    binom(2j, j)/4^j; see rust/continual.rs)."""
+    capacity = check_int(capacity, "capacity")
+    buffers = check_int(buffers, "buffers", 1, 64)
+    theta, omega = _core.blt_parameters(capacity, buffers)
+    return np.asarray(theta), np.asarray(omega)

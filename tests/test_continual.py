@@ -1,0 +1,338 @@
+"""Continual-release mechanisms (tree, Honaker, factorization, BLT) against explicit-matrix numpy
+references, their exact variance / sensitivity, the T = 10^4 error ratios, and the secure samplers."""
+import math
+
+import numpy as np
+import pytest
+
+from privrl import kernels as K
+from privrl.exceptions import CapacityError, NonFiniteError, PrivacyParameterError, ShapeError
+from privrl.kernels import continual as C
+from privrl.kernels import reference as R
+
+KINDS = ["tree", "honaker", "factorization", "blt"]
+
+
+def innovations(kind, T, shape, seed, sigma, divisor=math.sqrt(2)):
+    """The node noises a mechanism of `kind` draws, reproduced by a NoiseStream on the same seed."""
+    count = len(R.dyadic_nodes_in_draw_order(T)) if kind == "honaker" else T
+    st = K.NoiseStream("gaussian", sigma, seed=seed)
+    if isinstance(shape, tuple):
+        return st.symmetric(count, shape[0], divisor)
+    return st.vectors(count, shape)
+
+
+def reference_noise(kind, z, T, shape, blt_params=None):
+    if kind == "tree":
+        ref = R.TreeAggregatorRef(shape, T)
+        out = []
+        for t in range(T):
+            ref.push(np.zeros(ref.shape), node_noise=z[t])
+            out.append(ref.noise())
+        return np.array(out)
+    if kind == "honaker":
+        return R.honaker_noise_ref(z, T)
+    if kind == "factorization":
+        return R.factorization_noise_ref(z)
+    return R.blt_noise_ref(z, *blt_params)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", [5, (3, 3)])
+def test_noise_matches_explicit_reference(kind, shape):
+    T, seed, sigma = 13, 7, 1.3
+    m = K.make_prefix_mechanism(kind, shape, T, noise="gaussian", scale=sigma, seed=seed)
+    rng = np.random.default_rng(0)
+    leaves, got = [], []
+    for _ in range(T):
+        leaf = rng.standard_normal(m.shape)
+        if isinstance(shape, tuple):
+            leaf = leaf + leaf.T
+        leaves.append(leaf)
+        m.push(leaf)
+        got.append(m.noise())
+        np.testing.assert_allclose(m.release(), np.sum(leaves, axis=0) + got[-1], rtol=1e-13, atol=1e-12)
+    z = innovations(kind, T, shape, seed, sigma)
+    params = C.blt_parameters(T, 8) if kind == "blt" else None
+    want = reference_noise(kind, z, T, shape, params)
+    np.testing.assert_allclose(np.array(got), want, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(m.exact_sum(), np.sum(leaves, axis=0), rtol=1e-13)
+    assert m.nodes_drawn == len(z)
+
+
+def test_sqrt_factor_squares_to_prefix_sums():
+    L = R.sqrt_factor_ref(64)
+    np.testing.assert_allclose(L @ L, np.tril(np.ones((64, 64))), atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_variance_profile_and_multipliers_against_matrices(kind):
+    T = 37
+    m = K.make_prefix_mechanism(kind, 1, T, noise="none", seed=0)
+    prof = m.variance_profile()
+    t = np.arange(1, T + 1)
+    if kind == "tree":
+        want = np.array([bin(x).count("1") for x in t], float)
+        l2 = math.sqrt(T.bit_length())
+    elif kind == "honaker":
+        # Variance of the least-squares prefix estimate: 1^T (X^T X)^{-1} 1 (unit node variance).
+        nodes = R.dyadic_nodes_in_draw_order(T)
+        want = []
+        for s in t:
+            X = np.array([[1.0 if a <= i + 1 <= b else 0.0 for i in range(s)] for a, b in nodes if b <= s])
+            want.append(np.ones(s) @ np.linalg.solve(X.T @ X, np.ones(s)))
+        want = np.array(want)
+        l2 = math.sqrt(T.bit_length())
+    else:
+        E = R.sqrt_factor_ref(T) if kind == "factorization" else R.blt_encoder_ref(T, *C.blt_parameters(T, 8))
+        decoder = np.tril(np.ones((T, T))) @ np.linalg.inv(E)
+        want = (decoder ** 2).sum(axis=1)
+        l2 = np.sqrt((E ** 2).sum(axis=0)).max()
+        np.testing.assert_allclose(m.l1_sensitivity_multiplier, np.abs(E).sum(axis=0).max(), rtol=1e-10)
+        np.testing.assert_allclose(m.leaf_coefficients(5), E[4:, 4], rtol=1e-10)
+    np.testing.assert_allclose(prof, want, rtol=1e-9)
+    np.testing.assert_allclose([m.variance_factor(s) for s in t], want, rtol=1e-9)
+    assert m.variance_factor(0) == 0.0
+    assert m.max_variance_factor() == pytest.approx(want.max(), rel=1e-12)
+    assert m.sensitivity_multiplier == pytest.approx(l2, rel=1e-10)
+    assert np.linalg.norm(m.leaf_coefficients(1)) == pytest.approx(l2, rel=1e-10)
+    # Leaf 1 is the worst leaf.
+    norms = [np.linalg.norm(m.leaf_coefficients(i)) for i in range(1, T + 1)]
+    assert max(norms) == pytest.approx(norms[0])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_release_variance_matrix_entries(kind):
+    """Per-entry variance (off-diagonal, diagonal) of symmetric matrix releases, empirically."""
+    d, T, reps, sigma = 3, 6, 1500, 2.0
+    off, diag = [], []
+    for r in range(reps):
+        m = K.make_prefix_mechanism(kind, (d, d), T, scale=sigma, seed=r)
+        for _ in range(T):
+            m.push_zero()
+        z = m.noise()
+        off.append(z[np.triu_indices(d, 1)])
+        diag.append(np.diag(z))
+    want_off, want_diag = m.release_variance()
+    f = m.variance_factor(T)
+    assert want_off == pytest.approx(f * sigma ** 2) and want_diag == pytest.approx(2 * f * sigma ** 2)
+    assert np.var(off) == pytest.approx(want_off, rel=0.06)
+    assert np.var(diag) == pytest.approx(want_diag, rel=0.07)
+
+
+def normalized_std(kind, T):
+    """Per-step std of the released noise at equal privacy: sigma = sensitivity multiplier
+    (so sigma / multiplier = 1 for every kind)."""
+    m = K.make_prefix_mechanism(kind, 1, T, noise="none", seed=0)
+    return np.sqrt(m.variance_profile()) * m.sensitivity_multiplier
+
+
+def test_error_ratios_at_T_10000():
+    """At equal privacy and T = 10^4: factorization / BLT about 2.5x (mean over t) and 3.4x
+    (max over t) below the binary tree; Honaker between."""
+    T = 10_000
+    std = {k: normalized_std(k, T) for k in KINDS}
+    mean = {k: v.mean() for k, v in std.items()}
+    peak = {k: v.max() for k, v in std.items()}
+    ratio_mean = mean["tree"] / mean["factorization"]
+    ratio_max = peak["tree"] / peak["factorization"]
+    print(f"\nT = 10^4, equal privacy: mean std  tree {mean['tree']:.4f}  honaker {mean['honaker']:.4f}"
+          f"  factorization {mean['factorization']:.4f}  blt {mean['blt']:.4f}")
+    print(f"tree/factorization: mean {ratio_mean:.4f}, max {ratio_max:.4f}; tree/honaker: mean "
+          f"{mean['tree'] / mean['honaker']:.4f}; honaker/factorization: mean "
+          f"{mean['honaker'] / mean['factorization']:.4f}; blt/factorization: mean "
+          f"{mean['blt'] / mean['factorization']:.4f}, max {peak['blt'] / peak['factorization']:.4f}")
+    assert 2.4 < ratio_mean < 2.5
+    assert 3.3 < ratio_max < 3.45
+    assert mean["tree"] > mean["honaker"] > mean["factorization"]
+    assert peak["tree"] > peak["honaker"] > peak["factorization"]
+    assert abs(mean["blt"] / mean["factorization"] - 1) < 0.02
+    assert abs(peak["blt"] / peak["factorization"] - 1) < 0.02
+
+
+def test_error_ratio_empirical_at_T_10000():
+    """The same ratio measured on released prefix sums (128 independent coordinates)."""
+    T, n = 10_000, 128
+    emp = {}
+    for kind in ["tree", "honaker", "factorization", "blt"]:
+        prof = K.mechanism_profile(kind, T)
+        m = K.make_prefix_mechanism(kind, n, T, scale=prof.l2_multiplier, seed=3)
+        sq = np.empty(T)
+        for t in range(T):
+            m.push_zero()
+            sq[t] = np.mean(m.release() ** 2)
+        emp[kind] = np.sqrt(sq).mean()
+    exact = {k: normalized_std(k, T).mean() for k in emp}
+    for k in emp:
+        assert emp[k] == pytest.approx(exact[k], rel=0.04), k
+    assert emp["tree"] / emp["factorization"] == pytest.approx(exact["tree"] / exact["factorization"], rel=0.04)
+
+
+def test_mechanism_profile():
+    p = K.mechanism_profile("tree", 10_000)
+    assert (p.l2_multiplier, p.quantities_per_leaf, p.paper_tree_nodes) == (math.sqrt(14), 14, 15)
+    assert p.max_variance_factor == 13
+    f = K.mechanism_profile("factorization", 10_000)
+    assert f.l2_multiplier ** 2 == pytest.approx(f.max_variance_factor)
+    assert f.quantities_per_leaf == 10_000
+    b = K.mechanism_profile("blt", 10_000, buffers=4)
+    assert b.l2_multiplier == pytest.approx(f.l2_multiplier, rel=0.05)
+    # The tree profile is O(1) even for astronomically many leaves.
+    big = K.mechanism_profile("tree", 10 ** 18)
+    assert big.quantities_per_leaf == (10 ** 18).bit_length()
+    assert K.mechanism_profile("blt", 10 ** 12).max_variance_factor > 0
+
+
+def test_structure_for_the_accountant():
+    m = K.make_prefix_mechanism("factorization", 4, 100, scale=2.0, seed=0)
+    s = m.sensitivity_structure()
+    assert s["kind"] == "factorization" and s["quantities_per_leaf"] == 100
+    assert np.linalg.norm(s["coefficients"]) == pytest.approx(s["l2_multiplier"])
+    t = K.make_prefix_mechanism("tree", 4, 100, scale=2.0, seed=0).sensitivity_structure()
+    assert t["quantities_per_leaf"] == 7 and np.all(t["coefficients"] == 1.0)
+
+
+def test_tree_kind_is_the_tree_aggregator():
+    a = K.make_prefix_mechanism("tree", (2, 2), 20, scale=1.0, seed=5)
+    b = K.TreeAggregator((2, 2), 20, scale=1.0, seed=5)
+    assert isinstance(a, K.TreeAggregator) and a.kind == "tree"
+    for _ in range(11):
+        a.push(np.eye(2))
+        b.push(np.eye(2))
+    np.testing.assert_array_equal(a.release(), b.release())
+    assert a.nodes_used == 3
+
+
+def test_capacity_and_input_errors():
+    for kind in KINDS:
+        m = K.make_prefix_mechanism(kind, 2, 3, seed=0)
+        for _ in range(3):
+            m.push([1.0, 2.0])
+        with pytest.raises(CapacityError):
+            m.push([1.0, 2.0])
+        with pytest.raises(CapacityError):
+            m.push_zero()
+        m2 = K.make_prefix_mechanism(kind, 2, 3, seed=0)
+        with pytest.raises(NonFiniteError):
+            m2.push([1.0, np.inf])
+        with pytest.raises(ShapeError):
+            m2.push([1.0, 2.0, 3.0])
+        assert m2.steps == 0
+    with pytest.raises(ValueError):
+        K.make_prefix_mechanism("cauchy", 2, 3)
+    with pytest.raises(ValueError):
+        C.PrefixMechanism("honaker", 2, 3, buffers=4)
+    with pytest.raises(PrivacyParameterError):
+        C.PrefixMechanism("blt", 2, 3, buffers=65)
+    with pytest.raises(PrivacyParameterError):
+        C.PrefixMechanism("honaker", 2, 3, noise="discrete_gaussian")
+    with pytest.raises(CapacityError):
+        C.PrefixMechanism("factorization", 2, 2 ** 23)
+    # The BLT has O(1) state whatever the horizon.
+    big = C.PrefixMechanism("blt", (4, 4), 10 ** 15, seed=0)
+    big.push(np.eye(4))
+    assert big.live_nodes == 9
+
+
+# ---------------------------------------------------------------- secure samplers
+
+def lattice_draws(noise, grid_bits, n, seed=0):
+    st = K.NoiseStream(noise, 1.0, seed=seed, grid_bits=grid_bits)
+    x = st.vectors(1, n)[0] / st.lattice_unit()
+    assert np.all(x == np.round(x))
+    return x.astype(np.int64)
+
+
+def chi_square_against_pmf(x, logpmf, support):
+    """Pearson chi-square of the counts of x on `support` (+ one pooled tail bin)."""
+    from scipy import stats
+
+    w = np.exp(logpmf(support))
+    p = np.append(w, 0.0) / w.sum()
+    # The pooled tail's probability from the normalizing constant over a wide range.
+    wide = np.arange(-400, 401)
+    total = np.exp(logpmf(wide)).sum()
+    p = np.append(w / total, 1.0 - w.sum() / total)
+    counts = np.array([(x == s).sum() for s in support] + [(~np.isin(x, support)).sum()])
+    keep = p * len(x) >= 5
+    expected = p * len(x)
+    obs = np.append(counts[keep], counts[~keep].sum())
+    exp = np.append(expected[keep], expected[~keep].sum())
+    if exp[-1] == 0:
+        obs, exp = obs[:-1], exp[:-1]
+    return stats.chisquare(obs, exp).pvalue
+
+
+def test_discrete_gaussian_exact_pmf():
+    # grid_bits = 1: N_Z(0, 4) in lattice units, P(n) ~ exp(-n^2 / 8).
+    x = lattice_draws("discrete_gaussian", 1, 200_000)
+    support = np.arange(-9, 10)
+    pval = chi_square_against_pmf(x, lambda n: -(n.astype(float) ** 2) / 8.0, support)
+    assert pval > 1e-4, pval
+
+
+def test_discrete_laplace_exact_pmf():
+    # grid_bits = 1: discrete Laplace with scale 2, P(n) ~ exp(-|n| / 2).
+    x = lattice_draws("discrete_laplace", 1, 200_000, seed=1)
+    support = np.arange(-14, 15)
+    pval = chi_square_against_pmf(x, lambda n: -np.abs(n.astype(float)) / 2.0, support)
+    assert pval > 1e-4, pval
+
+
+@pytest.mark.parametrize("noise", ["discrete_gaussian", "discrete_laplace"])
+def test_discrete_samplers_variance_and_symmetry(noise):
+    scale, k, n = 3.0, 12, 200_000
+    st = K.NoiseStream(noise, scale, seed=4, grid_bits=k)
+    x = st.vectors(1, n)[0]
+    var = scale ** 2 if noise == "discrete_gaussian" else 2 * scale ** 2
+    assert np.var(x) == pytest.approx(var, rel=0.02)
+    assert abs(x.mean()) < 5 * math.sqrt(var / n)
+    # Symmetry: P(X > 0) = P(X < 0), and the third standardized moment vanishes.
+    pos, neg = (x > 0).sum(), (x < 0).sum()
+    assert abs(pos - neg) < 5 * math.sqrt(pos + neg)
+    assert abs(np.mean(x ** 3)) / var ** 1.5 < 5 * math.sqrt(15 / n)
+
+
+def test_discrete_symmetric_matrices():
+    st = K.NoiseStream("discrete_gaussian", 2.0, seed=0, grid_bits=6)
+    m = st.symmetric(4000, 3)
+    assert np.array_equal(m, m.transpose(0, 2, 1))
+    # Same per-entry variances as (Z' + Z'^T)/sqrt(2): sigma^2 off-diagonal, 2 sigma^2 diagonal.
+    assert np.var(m[:, 0, 1]) == pytest.approx(4.0, rel=0.07)
+    assert np.var(m[:, 1, 1]) == pytest.approx(8.0, rel=0.07)
+    lap = K.NoiseStream("discrete_laplace", 1.0, seed=0, grid_bits=4)
+    unit = lap.lattice_unit(symmetric=True, divisor=2.0)
+    ml = lap.symmetric(10, 3, divisor=2.0) / unit
+    assert np.array_equal(ml, np.round(ml)) and unit == 2 ** -4 / 2
+    with pytest.raises(PrivacyParameterError):
+        lap.symmetric(1, 3, divisor=math.sqrt(2))  # (Z'+Z'^T)/sqrt 2 is off any lattice
+
+
+def test_discrete_tree_release_on_lattice_with_rounded_data():
+    tr = K.TreeAggregator(3, 50, noise="discrete_gaussian", scale=2.0, seed=1, grid_bits=10)
+    assert tr.grid == 2.0 / 1024
+    leaf = np.array([0.3, -1.7, 1e-5])
+    for _ in range(21):
+        tr.push(leaf)
+    np.testing.assert_array_equal(tr.exact_sum(), 21 * np.round(leaf / tr.grid) * tr.grid)
+    k = tr.release() / tr.grid
+    np.testing.assert_array_equal(k, np.round(k))
+    off, diag = tr.release_variance()
+    assert off == pytest.approx(3 * 4.0)  # popcount(21) nodes of variance sigma^2
+    with pytest.raises(PrivacyParameterError):
+        tr.push(np.array([1e300, 0.0, 0.0]))
+    assert tr.steps == 21
+
+
+def test_discrete_rounding_moves_sensitivity_by_at_most_a_grid_step():
+    """Neighbouring leaves rounded to the grid differ by <= ||x - x'|| + grid * sqrt(n)."""
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n = int(rng.integers(1, 20))
+        a = K.TreeAggregator(n, 2, noise="discrete_laplace", scale=1.0, seed=0, grid_bits=3)
+        b = K.TreeAggregator(n, 2, noise="discrete_laplace", scale=1.0, seed=0, grid_bits=3)
+        x, y = rng.uniform(-3, 3, n), rng.uniform(-3, 3, n)
+        a.push(x)
+        b.push(y)
+        diff = np.linalg.norm(a.release() - b.release())  # same seed: the noise cancels
+        assert diff <= np.linalg.norm(x - y) + a.grid * math.sqrt(n) + 1e-12
