@@ -153,6 +153,20 @@ def test_a_failing_run_is_recorded_and_the_others_are_saved(tmp_path, serial, n_
     assert_same(load_results(out), serial[0])  # every other run finished and was saved
 
 
+def test_resuming_runs_of_another_commit_warns(tmp_path):
+    out = tmp_path / "w"
+    base = {**SMALL, "agents": {"UCRL-VTR": AGENTS["UCRL-VTR"]}, "seeds": [0]}
+    sweep(**base, outdir=out)
+    meta_path = next((out / "runs").glob("*.json"))
+    meta = json.loads(meta_path.read_text())
+    assert set(meta["producer"]) == {"privrl", "git_commit"}
+    meta["producer"]["git_commit"] = "0" * 40
+    meta_path.write_text(json.dumps(meta))
+    with pytest.warns(UserWarning, match="1 resumed runs .* another privrl version or commit"):
+        _, m = sweep(**base, outdir=out)
+    assert m["n_resumed"] == 1
+
+
 def test_csv_and_parquet_round_trip_exactly(tmp_path, serial):
     df, _ = serial
     csv, _ = sweep(**SMALL, outdir=tmp_path / "csv", format="csv")

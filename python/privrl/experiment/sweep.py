@@ -12,6 +12,7 @@ import queue as _queue
 import sys
 import time
 import traceback
+import warnings
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -203,13 +204,21 @@ def run_sweep(config: SweepConfig, outdir: str | os.PathLike | None = None, *, n
     fmt = store.fmt if store is not None else None
     manifest = new_manifest(config.to_dict(), specs, fmt)
     results: dict[str, pd.DataFrame] = {}
+    producer = {"privrl": manifest["privrl"], "git_commit": manifest["git_commit"]}
     if store is not None:
         store.prepare()
+        stale = 0
         for spec in specs:
             if resume and store.finished(spec.run_id):
                 frame, meta = store.read_run(spec.run_id)
                 results[spec.run_id] = frame
                 manifest["runs"][spec.run_id] = {**meta, "resumed": True}
+                stale += meta.get("producer", producer) != producer
+        if stale:
+            # The run id covers the config, not the code: say so when the code has changed.
+            warnings.warn(f"{stale} resumed runs in {outdir} were computed by another privrl version or commit "
+                          "(see their 'producer' in runs/*.json); use resume=False (privrl run --fresh) to "
+                          "recompute them", stacklevel=2)
         store.write_manifest(manifest)
     todo = [s for s in specs if s.run_id not in results]
     n_resumed = len(specs) - len(todo)
@@ -228,7 +237,7 @@ def run_sweep(config: SweepConfig, outdir: str | os.PathLike | None = None, *, n
                                                  "traceback": payload["traceback"]}
                 bar.run_done(f"FAILED {spec.agent} eps={spec.epsilon:g} seed={spec.seed}")
                 continue
-            meta = payload["meta"]
+            meta = {**payload["meta"], "producer": producer}
             if store is not None:
                 store.write_run(payload["frame"], meta)
             results[meta["run_id"]] = payload["frame"]
