@@ -244,16 +244,12 @@ def optimistic_values(phi: Any, w: Any, inv: Any, beta: float, n_actions: int,
 
 
 def state_values(table: Any, w: Any, inv: Any, beta: float, n_actions: int,
-                 upper: float = math.inf, lower: float = -math.inf, states: Any = None,
-                 prune: bool | None = None) -> np.ndarray:
+                 upper: float = math.inf, lower: float = -math.inf, states: Any = None) -> np.ndarray:
     """V(s) = clip_[lower, upper](max_a phi(s,a) w + beta ||phi(s,a)||_inv) in one Rust call.
 
     table: (n_states * n_actions, d), rows grouped by state (row s * n_actions + a is phi(s,a)).
     states: int indices into the table's states (repeats allowed: one value per entry), or None
     for every state. The rows are read through the index, never copied into an (n * A, d) block.
-    prune: large calls (rows >= 32 d) skip the quadratic form of actions that provably cannot
-    be the max (eigenvalue bounds of inv, exact branch and bound: the values are bit-identical);
-    None decides by size, True / False force it (tests, benchmarks).
     """
     table = as_f64(table, "table", 2)
     d = table.shape[1]
@@ -266,8 +262,7 @@ def state_values(table: Any, w: Any, inv: Any, beta: float, n_actions: int,
         states = np.ascontiguousarray(states, dtype=np.int64)
         if states.ndim != 1:
             raise ShapeError(f"states must be a 1-d index array, got shape {states.shape}")
-    return _core.state_values(table, w, inv, float(beta), n_actions, float(lower), float(upper), states,
-                              None if prune is None else bool(prune))
+    return _core.state_values(table, w, inv, float(beta), n_actions, float(lower), float(upper), states)
 
 
 class MixtureFeatures:
