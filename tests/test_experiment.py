@@ -293,6 +293,13 @@ def test_a_missing_algorithm_module_is_a_config_error(monkeypatch):
         build_config({"env": "RiverSwimMixture", "agents": {"g": {"algorithm": "ghost"}}})
 
 
+def test_ucrl_vtr_plus_through_the_harness():
+    agents = {"JDP-UCRL-VTR+": {"algorithm": "UCRL-VTR+", "privacy": "jdp", "beta_scale": 0.1}}
+    df, manifest = sweep(env=ENV, agents=agents, epsilons=[1.0], seeds=[0], episodes=10, log_every=5)
+    assert list(df.algorithm.unique()) == ["UCRL-VTR+"] and len(df) == 2
+    json.dumps(manifest, allow_nan=False)
+
+
 def test_lsvi_ucb_variants_sweep():
     pytest.importorskip("privrl.agents.lsvi_ucb", reason="LSVIUCB not merged yet")
     agents = {"LSVI-UCB": {"algorithm": "LSVI-UCB", "privacy": "none", "batches": "every"},
