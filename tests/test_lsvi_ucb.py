@@ -251,8 +251,8 @@ def test_aggregated_equals_per_sample_planning(privacy):
         assert np.array_equal(x.design, y.design)  # same data, same noise stream
         assert np.abs(x.weights - y.weights).max() <= 1e-9 * max(1.0, np.abs(x.weights).max())
         assert np.abs(x.inverse - y.inverse).max() <= 1e-9 * np.abs(x.inverse).max()
-    # auto switches to counts once S A = 15 < stored episodes
-    assert agents["auto"].server.paths == ["per_sample"] * 3 + ["aggregated"] * 8
+    # auto switches to counts once S = 5 < stored episodes (releases after 5, 10, ..., 55 users)
+    assert agents["auto"].server.paths == ["per_sample"] + ["aggregated"] * 10
     assert all(np.abs(x.weights - y.weights).max() <= 1e-9 * max(1.0, np.abs(x.weights).max())
                for x, y in zip(auto, ps))
 
