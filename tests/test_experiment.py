@@ -230,6 +230,9 @@ def test_report_table(tmp_path, capsys):
     last = df[(df.agent == "JDP-UCRL-VTR") & (df.epsilon == 1.0) & (df.episode == 40)].regret
     assert row.regret_mean == pytest.approx(last.mean()) and row.regret_std == pytest.approx(last.std())
     assert row.seeds == 2 and row.sigma_name == "sigma_B" and row.sigma > 0
+    # the releases spend at most the target epsilon, and the tight accountant never more than the paper
+    assert 0 < row.eps_tight <= row.eps_paper <= 1.0 + 1e-9 and "eps spent" in text
+    assert math.isnan(summary[summary.privacy == "none"].eps_paper.iloc[0])
 
 
 def test_fit_slope():

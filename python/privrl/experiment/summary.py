@@ -58,10 +58,18 @@ def _sigma(calibrations: list[dict]) -> tuple[str, float]:
     return "", math.nan
 
 
+def _first_number(values: Any) -> float:
+    for v in values:
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+    return math.nan
+
+
 def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
     """One row per (study, agent, privacy, epsilon): algorithm, seeds, K, final regret mean and std,
     slope of log R vs log K (of the seed-mean curve), mean wall time per run, the noise scale used
-    (sigma_B for UCRL-VTR, sigma_Lambda for LSVI-UCB, ...) and the beta used."""
+    (sigma_B for UCRL-VTR, sigma_Lambda for LSVI-UCB, ...), the beta used, and the epsilon the
+    releases spend under the paper's argument (eps_paper) and the tight accountant (eps_tight)."""
     runs = (manifest or {}).get("runs", {})
     rows = []
     for key, part in df.groupby(GROUP, sort=False, dropna=False):
@@ -75,13 +83,17 @@ def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
             part.groupby("run_id")["wall_time"].max())
         sigma_name, sigma = _sigma(cals)
         betas = [c.get("beta_used") for c in cals if isinstance(c.get("beta_used"), (int, float))]
+        spent = [(runs.get(r, {}).get("privacy_report") or {}) for r in run_ids]
+        eps_paper = _first_number(s.get("paper", {}).get("epsilon") for s in spent)
+        eps_tight = _first_number(s.get("tight", {}).get("epsilon") for s in spent)
         rows.append({**dict(zip(GROUP, key)), "algorithm": part["algorithm"].iloc[0], "seeds": last["seed"].nunique(),
                      "K": K, "regret_mean": float(last["regret"].mean()),
                      "regret_std": float(last["regret"].std(ddof=1)) if len(last) > 1 else 0.0,
                      "slope": fit_slope(mean_curve.index.to_numpy(), mean_curve.to_numpy()),
                      "wall_time": float(np.mean(walls)) if walls else math.nan,
                      "sigma_name": sigma_name, "sigma": sigma,
-                     "beta": float(np.mean(betas)) if betas else math.nan})
+                     "beta": float(np.mean(betas)) if betas else math.nan,
+                     "eps_paper": eps_paper, "eps_tight": eps_tight})
     return pd.DataFrame(rows)
 
 
@@ -96,15 +108,16 @@ def _num(x: float, fmt: str = ".3g") -> str:
 def format_table(summary: pd.DataFrame) -> str:
     """A fixed-width text table of summarize()'s output."""
     header = ["study", "agent", "privacy", "eps", "seeds", "K", "final regret (mean +- std)", "slope",
-              "wall s/run", "sigma used", "beta used"]
+              "wall s/run", "sigma used", "beta used", "eps spent paper/tight"]
     lines = []
     for r in summary.itertuples(index=False):
         sigma = "-" if not r.sigma_name else f"{r.sigma_name}={r.sigma:.3g}"
         lines.append([r.study, r.agent, r.privacy, _eps(r.epsilon), str(r.seeds), str(r.K),
                       f"{r.regret_mean:.1f} +- {r.regret_std:.1f}", _num(r.slope, ".2f"), _num(r.wall_time, ".2f"),
-                      sigma, _num(r.beta)])
+                      sigma, _num(r.beta),
+                      "-" if math.isnan(r.eps_paper) else f"{r.eps_paper:.3g} / {_num(r.eps_tight)}"])
     widths = [max(len(h), *(len(line[i]) for line in lines)) if lines else len(h) for i, h in enumerate(header)]
-    right = {3, 4, 5, 6, 7, 8, 10}
+    right = {3, 4, 5, 6, 7, 8, 10, 11}
 
     def fmt(cells: list[str]) -> str:
         return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()

@@ -90,8 +90,19 @@ def execute_run(spec: RunSpec, env: Any = None, progress: Callable[[int], None] 
                       stamps)
     meta = {**spec.describe(), "status": "done", "env": res.env, "label": res.agent,
             "final_regret": res.final_regret, "wall_time": res.wall_time, "policy_changes": res.policy_changes,
-            "clip_count": getattr(agent, "clip_count", None), "calibration": _json_safe(res.calibration)}
+            "clip_count": getattr(agent, "clip_count", None), "calibration": _json_safe(res.calibration),
+            "privacy_report": _privacy_digest(agent)}
     return {"frame": frame, "meta": meta}
+
+
+def _privacy_digest(agent: Any) -> Any:
+    """The (eps, delta) the run's releases spend under the paper's argument and under the tight
+    accountant (privrl.privacy.report), for the manifest; None for agents without a report."""
+    if not hasattr(agent, "privacy_report"):
+        return None
+    from privrl.privacy.report import summarize_privacy_report
+
+    return _json_safe(summarize_privacy_report(agent.privacy_report()))
 
 
 def guarded_run(spec: RunSpec, env: Any = None, progress: Callable[[int], None] | None = None) -> dict:
