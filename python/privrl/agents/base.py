@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from privrl.envs.finite import FiniteMDP, Trajectory
-from privrl.exceptions import AssumptionError, PrivacyParameterError, ShapeError
+from privrl.exceptions import AssumptionError, NonFiniteError, PrivacyParameterError, ShapeError
 from privrl.privacy.models import JointDP, LocalDP, NonPrivate
 
 PRIVACY_MODELS = (NonPrivate, JointDP, LocalDP)
@@ -34,7 +34,9 @@ class SensitivityGuard:
 
     mode="clip": project onto the bound, count it, and warn once per guard;
     mode="reject": raise AssumptionError. The calibrated noise is only private for data inside
-    these bounds, so nothing reaches a mechanism unchecked.
+    these bounds, so nothing reaches a mechanism unchecked. Excesses within a relative `tol`
+    (floating-point round-off of an in-bound computation) are projected silently in both modes;
+    NaN / inf cannot be projected and always raise NonFiniteError.
     """
 
     x_bound: float
@@ -47,27 +49,42 @@ class SensitivityGuard:
     def __post_init__(self) -> None:
         if self.mode not in ("clip", "reject"):
             raise ValueError(f"sensitivity mode must be 'clip' or 'reject', got {self.mode!r}")
+        if not (math.isfinite(self.x_bound) and self.x_bound > 0):
+            raise PrivacyParameterError(f"x_bound must be finite and > 0, got {self.x_bound!r}")
+        if not (self.y_low <= self.y_high):
+            raise PrivacyParameterError(f"need y_low <= y_high, got [{self.y_low!r}, {self.y_high!r}]")
 
     def apply(self, X: np.ndarray, y: np.ndarray | None = None, tol: float = 1e-9):
         """Rows of X (n, d) and entries of y (n,), clipped (or rejected) to the bounds."""
+        X = np.asarray(X, dtype=np.float64)
+        if not np.isfinite(X).all() or (y is not None and not np.isfinite(y).all()):
+            raise NonFiniteError("user statistic contains NaN or inf: it cannot be brought inside "
+                                 "the sensitivity bound the noise is calibrated for")
         norms = np.linalg.norm(X, axis=-1)
+        over_x = norms > self.x_bound
         bad_x = norms > self.x_bound * (1 + tol)
-        bad_y = np.zeros_like(bad_x) if y is None else (y < self.y_low - tol) | (y > self.y_high + tol)
+        if y is None:
+            over_y = bad_y = np.zeros_like(bad_x)
+        else:
+            y = np.asarray(y, dtype=np.float64)
+            over_y = (y < self.y_low) | (y > self.y_high)
+            bad_y = (y < self.y_low - tol * max(1.0, abs(self.y_low))) | (
+                y > self.y_high + tol * max(1.0, abs(self.y_high)))
         n_bad = int(bad_x.sum() + bad_y.sum())
-        if n_bad == 0:
-            return X, y
-        if self.mode == "reject":
+        if n_bad and self.mode == "reject":
             raise AssumptionError(
                 f"user statistic outside the sensitivity bound (||x|| <= {self.x_bound:g}, "
                 f"y in [{self.y_low:g}, {self.y_high:g}]): max ||x|| = {norms.max():.6g}")
-        self.clipped += n_bad
-        if not self._warned:
-            warnings.warn(f"clipping user statistics to the sensitivity bound ||x|| <= {self.x_bound:g}"
-                          f", y in [{self.y_low:g}, {self.y_high:g}] (counted in agent.clip_count)",
-                          SensitivityWarning, stacklevel=3)
-            self._warned = True
-        X = np.where(bad_x[..., None], X * (self.x_bound / np.maximum(norms, 1e-300))[..., None], X)
-        if y is not None:
+        if n_bad:
+            self.clipped += n_bad
+            if not self._warned:
+                warnings.warn(f"clipping user statistics to the sensitivity bound ||x|| <= {self.x_bound:g}"
+                              f", y in [{self.y_low:g}, {self.y_high:g}] (counted in agent.clip_count)",
+                              SensitivityWarning, stacklevel=3)
+                self._warned = True
+        if over_x.any():
+            X = np.where(over_x[..., None], X * (self.x_bound / np.maximum(norms, 1e-300))[..., None], X)
+        if y is not None and over_y.any():
             y = np.clip(y, self.y_low, self.y_high)
         return X, y
 

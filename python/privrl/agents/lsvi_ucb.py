@@ -14,6 +14,7 @@ from privrl.envs.finite import Trajectory
 from privrl.envs.linear import LinearMDP
 from privrl.exceptions import NotPositiveDefiniteError, PrivacyParameterError, ShapeError
 from privrl.privacy.calibration import calibrate_lsvi_ucb
+from privrl.privacy.continual import adapt_calibration
 from privrl.privacy.models import LocalDP, NonPrivate
 
 __all__ = [
@@ -182,8 +183,10 @@ class LSVIServer:
         self.last_eta: np.ndarray | None = None
         seeds = list(seeds) if seeds is not None else [None] * (H + 1)
         if self.private:
-            self.trees = [K.TreeAggregator((d, d), cal["B"], noise=cal["noise"], scale=cal["sigma_Lambda"],
-                                           seed=seeds[h], divisor=cal["sym_divisor"]) for h in range(H)]
+            self.trees = [K.make_prefix_mechanism(cal.get("mechanism", "tree"), (d, d), cal["B"],
+                                                  noise=cal["noise"], scale=cal["sigma_Lambda"],
+                                                  seed=seeds[h], divisor=cal["sym_divisor"])
+                          for h in range(H)]
             self.eta_stream = K.NoiseStream(cal["noise"], cal["sigma_u"], seed=seeds[H])
         else:
             self.trees, self.eta_stream = [], None
@@ -294,7 +297,8 @@ class LSVIUCB(Agent):
     ----------
     env : LinearMDP (Asm. 1; ||phi|| <= 1 is checked when it is built).
     privacy : NonPrivate() | JointDP(eps, delta). LocalDP is refused: the paper has no LDP
-        algorithm for linear MDPs (Rem. "Local Differential Privacy").
+        algorithm for linear MDPs (Rem. "Local Differential Privacy"). JointDP's `mechanism`
+        replaces the H binary trees of Lambda (privrl.privacy.continual).
     batches : "static" (default), "every" or an int B in [1, K]; batches start at
         k_i = i ceil(K/B) + 1, a schedule fixed in advance.
     episodes : K, the number of users the noise is calibrated for.
@@ -331,6 +335,7 @@ class LSVIUCB(Agent):
         super().__init__(env, privacy, episodes, seed, beta_scale, beta, ties)
         self.d = env.d
         cal = calibrate_lsvi_ucb(**self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d, batches=batches)
+        cal = adapt_calibration(cal, getattr(self.privacy, "mechanism", "tree"), "lsvi_ucb")
         self.calibration = dict(cal)
         self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * cal["beta"]
         self.calibration.update(beta_used=self.beta, beta_scale=self.beta_scale, planning=planning)

@@ -20,6 +20,7 @@ import numpy as np
 from privrl import kernels as K
 from privrl.agents.base import SensitivityGuard
 from privrl.exceptions import NotPositiveDefiniteError
+from privrl.kernels._validate import as_f64
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,11 @@ class Release:
     users: int
 
 
+def _checked(a: Any, name: str, shape: tuple) -> np.ndarray:
+    """`a` as a finite float array of exactly `shape` (ShapeError / NonFiniteError otherwise)."""
+    return as_f64(a, name, len(shape), shape, finite=True)
+
+
 class LocalRandomizer:
     """User-side Gaussian / Laplace mechanism of LDP (Cor. 2, App. "Pure DP"): adds a symmetric
     B^1_{k,h} and a vector g^1_{k,h} to every step's statistics before anything leaves the user."""
@@ -63,6 +69,8 @@ class LocalRandomizer:
         self._vector_noise = K.NoiseStream(noise, sigma_vector, seed=seeds[1])
 
     def privatize(self, X: np.ndarray, y: np.ndarray) -> PrivatizedStatistics:
+        X = _checked(X, "X", (self.H, self.d))
+        y = _checked(y, "y", (self.H,))
         X, y = self.guard.apply(X, y)
         gram = np.einsum("hi,hj->hij", X, X) + self._matrix_noise.symmetric(self.H, self.d, self.sym_divisor)
         target = X * y[:, None] + self._vector_noise.vectors(self.H, self.d)
@@ -73,18 +81,27 @@ class RegressionServer:
     """H ridge regressions under one privacy model (mode "exact", "tree" (JDP) or "local" (LDP)).
 
     mode="exact": Lambda and Lambda^{-1} maintained by Sherman–Morrison (O(d^2) per user).
-    mode="tree": 2H tree mechanisms of capacity K (Cor. 1): one of symmetric matrices and one of
-        vectors per h; the released design adds `shift` I (= 2 Upsilon^J).
+    mode="tree": 2H continual-release mechanisms of capacity K (Cor. 1): one of symmetric
+        matrices and one of vectors per h; the released design adds `shift` I (= 2 Upsilon^J).
+        `mechanism` picks the kind (privrl.kernels.continual: "tree", the paper's binary tree,
+        "honaker", "factorization" or "blt"); `sigma_*` must already be the mechanism's
+        (privrl.privacy.continual.adapt_calibration). A SensitivityGuard is required: it is
+        where the sensitivity the noise is calibrated for is enforced.
     mode="local": sums of PrivatizedStatistics plus `shift` I (= 2 Upsilon^L); raw data is refused.
     """
 
     def __init__(self, H: int, d: int, lam: float, mode: str, capacity: int, *, noise: str = "none",
                  sigma_matrix: float = 0.0, sigma_vector: float = 0.0, sym_divisor: float = 2 ** 0.5,
-                 shift: float = 0.0, guard: SensitivityGuard | None = None, seeds: Sequence[Any] = ()):
+                 shift: float = 0.0, guard: SensitivityGuard | None = None, seeds: Sequence[Any] = (),
+                 mechanism: str = "tree"):
         if mode not in ("exact", "tree", "local"):
             raise ValueError(f"mode must be 'exact', 'tree' or 'local', got {mode!r}")
+        if mode == "tree" and not isinstance(guard, SensitivityGuard):
+            raise TypeError("a tree (JDP) server needs a SensitivityGuard: raw user statistics may "
+                            "only enter the mechanisms inside the bounds their noise is calibrated for")
         self.H, self.d, self.lam, self.mode, self.shift = H, d, float(lam), mode, float(shift)
         self.guard = guard
+        self.mechanism = mechanism
         self.users = 0
         self.received_types: set[type] = set()
         eye = np.eye(d)
@@ -93,10 +110,12 @@ class RegressionServer:
             self._target = np.zeros((H, d))
         elif mode == "tree":
             seeds = list(seeds) or [None] * (2 * H)
-            self._gram_trees = [K.TreeAggregator((d, d), capacity, noise=noise, scale=sigma_matrix,
-                                                 seed=seeds[h], divisor=sym_divisor) for h in range(H)]
-            self._target_trees = [K.TreeAggregator(d, capacity, noise=noise, scale=sigma_vector,
-                                                   seed=seeds[H + h]) for h in range(H)]
+            self._gram_trees = [K.make_prefix_mechanism(mechanism, (d, d), capacity, noise=noise,
+                                                        scale=sigma_matrix, seed=seeds[h],
+                                                        divisor=sym_divisor) for h in range(H)]
+            self._target_trees = [K.make_prefix_mechanism(mechanism, d, capacity, noise=noise,
+                                                          scale=sigma_vector, seed=seeds[H + h])
+                                  for h in range(H)]
         else:
             self._gram = np.zeros((H, d, d))
             self._target = np.zeros((H, d))
@@ -104,17 +123,22 @@ class RegressionServer:
 
     def receive(self, message: RawStatistics | PrivatizedStatistics) -> None:
         """One user's statistics for all H steps (X X^T and X y enter the sums)."""
-        self.received_types.add(type(message))
+        H, d = self.H, self.d
         if self.mode == "local":
             if not isinstance(message, PrivatizedStatistics):
                 raise TypeError("an LDP server accepts only PrivatizedStatistics (randomized on the "
                                 "user's side); it never receives raw X, y")
-            self._gram += message.gram
-            self._target += message.target
+            # Checked whole before anything is added: numpy would broadcast a (d, d) gram over
+            # all H steps, and NaN would poison every later release.
+            gram = _checked(message.gram, "gram", (H, d, d))
+            target = _checked(message.target, "target", (H, d))
+            self._gram += gram
+            self._target += target
         else:
             if not isinstance(message, RawStatistics):
                 raise TypeError(f"a {self.mode} server expects RawStatistics")
-            X, y = message.X, message.y
+            X = _checked(message.X, "X", (H, d))
+            y = _checked(message.y, "y", (H,))
             if self.guard is not None:
                 X, y = self.guard.apply(X, y)
             if self.mode == "exact":
@@ -125,6 +149,7 @@ class RegressionServer:
                 for h in range(self.H):
                     self._gram_trees[h].push(np.outer(X[h], X[h]))
                     self._target_trees[h].push(X[h] * y[h])
+        self.received_types.add(type(message))
         self.users += 1
 
     def release(self) -> Release:

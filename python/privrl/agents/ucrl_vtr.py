@@ -14,6 +14,7 @@ from privrl.agents.statistics import LocalRandomizer, RawStatistics, RegressionS
 from privrl.envs.finite import Trajectory
 from privrl.envs.mixture import LinearMixtureMDP
 from privrl.privacy.calibration import calibrate_ucrl_vtr
+from privrl.privacy.continual import adapt_calibration
 from privrl.privacy.models import NonPrivate
 
 
@@ -32,6 +33,8 @@ class UCRLVTR(Agent):
     ----------
     env : LinearMixtureMDP (Asm. 2 is checked when it is built).
     privacy : NonPrivate() | JointDP(eps, delta) | LocalDP(eps, delta); delta = 0 selects pure DP.
+        JointDP(..., mechanism="honaker" | "factorization" | "blt") replaces the 2H binary trees
+        by that continual-release mechanism at the same (eps, delta) (privrl.privacy.continual).
     episodes : K, the number of users the privacy noise is calibrated for.
     beta_scale : multiplies the theoretical beta_k (exploration only: the privacy noise depends only
         on (eps, delta, H, K, d)). `beta` overrides the radius altogether.
@@ -66,7 +69,13 @@ class UCRLVTR(Agent):
     _radius_key = "beta"
 
     def _calibrate(self) -> dict:
-        return calibrate_ucrl_vtr(**self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d, C_w=self.env.C_w)
+        cal = calibrate_ucrl_vtr(**self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d, C_w=self.env.C_w)
+        return adapt_calibration(cal, self.mechanism, "ucrl_vtr")
+
+    @property
+    def mechanism(self) -> str:
+        """The continual-release mechanism of the JDP server ("tree" unless JointDP chose one)."""
+        return getattr(self.privacy, "mechanism", "tree")
 
     def _build_statistics(self, cal: dict) -> None:
         self.guard = SensitivityGuard(x_bound=float(self.H), y_low=0.0, y_high=float(self.H), mode=self.sensitivity)
@@ -82,7 +91,8 @@ class UCRLVTR(Agent):
         if kind == "jdp":
             server = RegressionServer(H, d, cal["lam"], "tree", self.K, noise=cal["noise"],
                                       sigma_matrix=sigma_matrix, sigma_vector=sigma_vector,
-                                      sym_divisor=cal["sym_divisor"], shift=shift, guard=guard, seeds=seeds)
+                                      sym_divisor=cal["sym_divisor"], shift=shift, guard=guard, seeds=seeds,
+                                      mechanism=self.mechanism)
             return server, None
         server = RegressionServer(H, d, cal["lam"], "local", self.K, shift=shift)
         randomizer = LocalRandomizer(H, d, cal["noise"], sigma_matrix, sigma_vector,

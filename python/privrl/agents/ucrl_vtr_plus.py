@@ -14,6 +14,7 @@ from privrl.agents.statistics import RawStatistics
 from privrl.agents.ucrl_vtr import UCRLVTR
 from privrl.envs.finite import Trajectory
 from privrl.privacy.calibration import calibrate_ucrl_vtr_plus
+from privrl.privacy.continual import adapt_calibration
 
 
 class UCRLVTRPlus(UCRLVTR):
@@ -39,8 +40,9 @@ class UCRLVTRPlus(UCRLVTR):
     _radius_key = "beta_hat"
 
     def _calibrate(self) -> dict:
-        return calibrate_ucrl_vtr_plus(**self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d,
-                                       C_w=self.env.C_w)
+        cal = calibrate_ucrl_vtr_plus(**self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d,
+                                      C_w=self.env.C_w)
+        return adapt_calibration(cal, self.mechanism, "ucrl_vtr_plus")
 
     def _build_statistics(self, cal: dict) -> None:
         H, d = self.H, self.d

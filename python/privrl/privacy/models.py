@@ -9,13 +9,14 @@ from typing import Any, Dict, Optional
 
 from privrl.exceptions import PrivacyParameterError
 from privrl.privacy.calibration import CALIBRATIONS
+from privrl.privacy.continual import MECHANISMS, check_mechanism
 from privrl.privacy.mechanisms import (
     _check_delta_pure_ok,
     _check_epsilon,
     _check_probability,
 )
 
-__all__ = ["NonPrivate", "JointDP", "LocalDP", "CALIBRATIONS"]
+__all__ = ["NonPrivate", "JointDP", "LocalDP", "CALIBRATIONS", "MECHANISMS"]
 
 
 @dataclass(frozen=True)
@@ -109,10 +110,27 @@ class JointDP(_DPModel):
     ``calibration``: ``"paper"`` (default, the noise of Cor. 1 / App. D / Cor. "JDP-UCRL-VTR+")
     or ``"tight"`` (the smallest noise making the same release (eps, delta)-DP under the tight
     accountant of ``privrl.privacy.accounting``; see ``calibration`` section (g)).
+    ``mechanism``: the continual release of the server's prefix sums, ``"tree"`` (default, the
+    paper's binary mechanism), ``"honaker"``, ``"factorization"`` or ``"blt"``; the others need
+    ``delta > 0`` and get the noise scale of the same (eps, delta) (privrl.privacy.continual).
     """
+
+    mechanism: str = "tree"
 
     _KIND = "jdp"
     _TAG = "JDP"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_mechanism(self.mechanism)
+        if self.mechanism != "tree" and self.delta == 0.0:
+            raise PrivacyParameterError(
+                f"mechanism {self.mechanism!r} needs Gaussian noise (delta > 0); pure JDP keeps the tree")
+
+    @property
+    def label(self) -> str:
+        base = super().label
+        return base if self.mechanism == "tree" else f"{base[:-1]}, {self.mechanism})"
 
 
 @dataclass(frozen=True)
