@@ -176,9 +176,24 @@ class Agent(abc.ABC):
         """Feed the arriving user's trajectory through the privacy model to the server."""
 
     def _check_trajectory(self, t: Trajectory) -> None:
+        """A user's trajectory must index this MDP: integer states in [0, S), actions in [0, A)
+        (a negative index would silently select another state's features), finite rewards."""
+        if not isinstance(t, Trajectory):
+            raise TypeError(f"observe() takes a privrl Trajectory, got {type(t).__name__}")
         if self.k >= self.K:
             raise PrivacyParameterError(
                 f"{self.label} was calibrated for K = {self.K} episodes; episode {self.k + 1} would "
                 "exceed its privacy accounting")
-        if len(t.actions) != self.H or len(t.states) != self.H + 1:
-            raise ShapeError(f"trajectory must have H = {self.H} steps, got {len(t.actions)}")
+        for name, arr, n, hi in (("states", t.states, self.H + 1, self.S), ("actions", t.actions, self.H, self.A)):
+            a = np.asarray(arr)
+            if a.shape != (n,):
+                raise ShapeError(f"trajectory {name} must have shape ({n},) for H = {self.H}, got {a.shape}")
+            if a.dtype.kind not in "iu":
+                raise TypeError(f"trajectory {name} must be integers, got dtype {a.dtype}")
+            if n and (a.min() < 0 or a.max() >= hi):
+                raise ShapeError(f"trajectory {name} must lie in [0, {hi}), got values in [{a.min()}, {a.max()}]")
+        r = np.asarray(t.rewards)
+        if r.shape != (self.H,) or r.dtype.kind not in "biuf":
+            raise ShapeError(f"trajectory rewards must be {self.H} real numbers, got shape {r.shape}, dtype {r.dtype}")
+        if not np.isfinite(r).all():
+            raise NonFiniteError("trajectory rewards contain NaN or inf")
