@@ -305,6 +305,25 @@ def test_tight_vtr_plus_hand_value():
     assert s2 / s1 == pytest.approx(H ** 4 / D, rel=1e-14)
 
 
+def test_tight_vtr_plus_ldp_hand_value():
+    # 4H = 40 local releases: sigma_B1 = 2d sqrt(4H) / mu = 20 * 6.324555 / 0.2680511 = 471.888
+    s1, s2 = c.ucrl_vtr_plus_sigmas_ldp_tight(1.0, 1e-5, H, D)
+    assert s1 == pytest.approx(471.888, rel=1e-5) and s2 / s1 == pytest.approx(H ** 4 / D)
+
+
+def test_tight_laplace_scales_hand_values():
+    # Alg. 2, B = 7, K = 1e4: R = 6 releases, n = 3 nodes; per node eps/(2 H n) = 1/60,
+    # per release eps/(2 H R) = 1/120: b_Lambda = 2d * 60 = 1200,
+    # b_u = 2 sqrt(10) * 11 * 120 = 69.570109 * 120 = 8348.413
+    bl, bu = c.lsvi_ucb_laplace_scales_tight(1.0, H, 7, D, K)
+    assert bl == pytest.approx(1200.0, rel=1e-12) and bu == pytest.approx(8348.413, rel=1e-6)
+    # UCRL-VTR+: 4 H n = 560 nodes per user, b_B1 = 2 d^2 * 560 = 112000
+    assert c.ucrl_vtr_plus_laplace_scales_jdp_tight(1.0, H, K, D)[0] == pytest.approx(112_000.0)
+    # UCRL-VTR: 2 H n = 280 nodes, b_matrix = 2 d H^2 * 280 = 560000 (paper: 300 nodes, 600000)
+    assert c.ucrl_vtr_laplace_scales_jdp_tight(1.0, H, K, D)[0] == pytest.approx(560_000.0)
+    assert c.ucrl_vtr_laplace_scales_jdp(1.0, H, K, D)[0] == pytest.approx(600_000.0)
+
+
 def test_lsvi_releases_matches_the_schedule():
     from privrl.agents.lsvi_ucb import batch_starts
     for K_ in (1, 2, 9, 10, 11, 40, 1000, 10_000):
