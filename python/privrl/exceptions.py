@@ -37,5 +37,22 @@ class CapacityError(PrivrlError, ValueError):
     """A continual-release mechanism was asked for more releases than it was built for."""
 
 
+class ConfigError(PrivrlError, ValueError):
+    """A sweep configuration is invalid; the message starts with the offending key."""
+
+    def __init__(self, key: str, message: str):
+        self.key = key
+        super().__init__(f"{key}: {message}" if key else message)
+
+
+class SweepError(PrivrlError, RuntimeError):
+    """Some runs of a sweep raised; the others finished and were saved. `failures` maps run_id to
+    the error; rerunning the sweep retries exactly the failed runs."""
+
+    def __init__(self, message: str, failures: dict[str, str]):
+        super().__init__(message)
+        self.failures = failures
+
+
 class AssumptionWarning(UserWarning):
     """An environment is outside an assumption of the paper that does not affect privacy."""

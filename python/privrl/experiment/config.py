@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from privrl.exceptions import PrivrlError
+from privrl.exceptions import ConfigError, PrivrlError, SweepError  # noqa: F401 (re-exported)
 
 __all__ = [
     "ConfigError", "SweepError", "ALGORITHMS", "ENVIRONMENTS", "PRIVACY_KINDS", "AgentSpec", "Study", "RunSpec",
@@ -19,21 +19,7 @@ __all__ = [
 ]
 
 
-class ConfigError(PrivrlError, ValueError):
-    """A sweep configuration is invalid; the message starts with the offending key."""
-
-    def __init__(self, key: str, message: str):
-        self.key = key
-        super().__init__(f"{key}: {message}" if key else message)
-
-
-class SweepError(PrivrlError, RuntimeError):
-    """Some runs of a sweep raised; the others finished and were saved. `failures` maps run_id to
-    the error; rerunning the sweep retries exactly the failed runs."""
-
-    def __init__(self, message: str, failures: dict[str, str]):
-        super().__init__(message)
-        self.failures = failures
+# Defined once in privrl.exceptions; re-exported here for the harness modules.
 
 
 # Algorithms by canonical name -> (module, class). Resolved on first use, so an algorithm whose
