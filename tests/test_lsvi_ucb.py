@@ -149,12 +149,14 @@ def test_static_batching_changes_policy_exactly_B_times(privacy):
     agent = LSVIUCB(env, privacy=privacy, batches=B, episodes=K, seed=3, beta=3.0)
     starts = batch_starts(K, B)
     assert starts.tolist() == list(range(1, K, 20))
-    policies = []  # policies[j]: the policy handed to the user of episode j + 2 (after k = j + 1)
-    res = privrl.run(agent, env, seed=4, callback=lambda k, c: policies.append(agent.policy()))
+    # policies[j], boards[j]: what the user of episode j + 2 receives (recorded after k = j + 1)
+    policies, boards = [], [agent.release()]
+    res = privrl.run(agent, env, seed=4, callback=lambda k, c: (policies.append(agent.policy()),
+                                                                 boards.append(agent.release())))
     # B distinct billboards (the initial one + one per batch end), each used by one batch
-    assert len(agent.releases) == B and agent.server.releases == B - 1
-    assert [rel.users for rel in agent.releases] == [k - 1 for k in starts]
-    assert len({id(rel) for rel in agent.releases}) == B
+    assert len({id(rel) for rel in boards[:K]}) == B and agent.server.releases == B - 1
+    assert agent.release_users == [k - 1 for k in starts]
+    assert [boards[k - 1].users for k in starts] == [k - 1 for k in starts]
     # the user of episode k (1-based) runs the policy of its batch: it can only change at k_i
     changed = [j + 3 for j in range(K - 1) if not np.array_equal(policies[j], policies[j + 1])]
     assert set(changed) <= set(starts.tolist())
@@ -165,7 +167,7 @@ def test_every_and_static_batch_counts():
     env = _tiny_env()
     assert len(privrl.run(agent := LSVIUCB(env, JointDP(1.0, 1e-5), batches="every", episodes=30,
                                            seed=0), env, seed=0).regret) == 30
-    assert agent.calibration["B"] == 30 and len(agent.releases) == 30
+    assert agent.calibration["B"] == 30 and agent.release_users == list(range(30))
     jdp = LSVIUCB(env, JointDP(1.0, 1e-5), batches="static", episodes=10_000, seed=0)
     # App. D: B = ceil((K eps)^{2/5} / (d^{3/5} H^{1/5})) = ceil(39.81 / (1.933 * 1.246)) = 17
     assert jdp.calibration["B"] == 17 and jdp.calibration["B0"] == 6
@@ -240,13 +242,16 @@ def test_aggregated_equals_per_sample_planning(privacy):
     K = 60
     agents = {p: LSVIUCB(env, privacy=privacy, batches=12, episodes=K, seed=7, beta=2.0, planning=p)
               for p in ("per_sample", "aggregated", "auto")}
+    boards = {p: [] for p in agents}
     rng = np.random.default_rng(0)
     for _ in range(K - 1):  # the same users for every agent (random policies: no feedback)
         t = env.sample_episode(rng.integers(0, env.A, (env.H, env.S)), rng)
-        for a in agents.values():
+        for p, a in agents.items():
             a.observe(t)
-    ps, ag, auto = (agents[p].releases for p in ("per_sample", "aggregated", "auto"))
-    assert len(ps) == len(ag) == 12
+            if not boards[p] or boards[p][-1] is not a.release():
+                boards[p].append(a.release())
+    ps, ag, auto = (boards[p] for p in ("per_sample", "aggregated", "auto"))
+    assert len(ps) == len(ag) == 12  # the initial billboard and the 11 batch-end releases
     for x, y in zip(ps, ag):
         assert np.array_equal(x.design, y.design)  # same data, same noise stream
         assert np.abs(x.weights - y.weights).max() <= 1e-9 * max(1.0, np.abs(x.weights).max())
@@ -298,7 +303,7 @@ def test_issue_example_runs():
                     episodes=100_000, seed=1)
     res = privrl.run(agent, env, episodes=300, seed=2)
     assert res.regret.shape == (300,) and np.all(res.gaps >= -1e-12)
-    assert agent.calibration["B"] == 11 and len(agent.releases) == 1  # first batch: 9091 users
+    assert agent.calibration["B"] == 11 and agent.release_users == [0]  # first batch: 9091 users
 
 
 def test_reproducible_and_entropy_seeded():

@@ -313,7 +313,8 @@ class LSVIUCB(Agent):
 
     Attributes: calibration (App. D's names: lam, B, B0, sigma_Lambda, sigma_u, Upsilon, c_K, C,
     U_K, chi, beta, plus beta_used), batch_starts (1-based k_i), server (LSVIServer),
-    releases (the billboards published so far, initial one included, in order).
+    release_users (the user count k of every billboard published so far, initial one included;
+    only the current billboard is kept: B = K releases of (H, d, d) matrices would not fit).
     """
 
     name = "LSVI-UCB"
@@ -349,7 +350,8 @@ class LSVIUCB(Agent):
         self.features = np.ascontiguousarray(table.reshape(self.S, self.A, self.d))
         self.server = LSVIServer(table, self.A, self.H, self.K, cal, self.beta, planning,
                                  seeds=self.noise_seeds(self.H + 1))
-        self.releases: list[Release] = [self.server.initial_release()]
+        self._release = self.server.initial_release()
+        self.release_users: list[int] = [0]
         self._policy: np.ndarray | None = None
 
     @property
@@ -359,11 +361,11 @@ class LSVIUCB(Agent):
     @property
     def batch(self) -> int:
         """Index b of the current batch (0-based) = releases published since the start."""
-        return len(self.releases) - 1
+        return len(self.release_users) - 1
 
     def release(self) -> Release:
         """The current billboard (Lambda~_{b,h}, Lambda~^{-1}_{b,h}, w~_{b,h})_h."""
-        return self.releases[-1]
+        return self._release
 
     def policy(self) -> np.ndarray:
         """The arriving user's policy: greedy_policy of the current release (computed once per
@@ -385,6 +387,7 @@ class LSVIUCB(Agent):
         self.server.receive(s, a, r, phi)
         self.k += 1
         if self.k in self._update_after:
-            self.releases.append(self.server.release_batch())
+            self._release = self.server.release_batch()
+            self.release_users.append(self._release.users)
             self._policy = None
 
