@@ -244,3 +244,27 @@ def test_dp_tools_completed():
         m.post_processing((0.3, 2.0))
     with pytest.raises(ValueError):
         m.billboard_jdp("eps")
+
+
+@pytest.mark.parametrize("mechanism", ["honaker", "factorization", "blt"])
+@pytest.mark.parametrize("calibration", ["paper", "tight"])
+def test_reports_of_other_continual_mechanisms(mix, lin, mechanism, calibration):
+    # the server's prefix sums through another mechanism at the same (eps, delta): the tight
+    # accountant uses its L2 multiplier m (mu = Delta m / sigma per user and mechanism), the
+    # paper's argument the binary tree with the same mu
+    model = JointDP(1.0, 1e-5, calibration=calibration, mechanism=mechanism)
+    agents = [UCRLVTR(mix, model, episodes=300, seed=0)]
+    try:
+        agents.append(_lsvi()(lin, model, episodes=300, seed=0))
+    except pytest.skip.Exception:
+        pass
+    for agent in agents:
+        rep = agent.privacy_report()
+        tree_mech = rep["mechanisms"][0]
+        assert tree_mech["mechanism"] == mechanism and tree_mech["draws_per_user"] is None
+        assert tree_mech["l2_multiplier"] == agent.calibration["mechanism_l2_multiplier"]
+        assert rep["within_target"]["tight"] is True
+        assert rep["tight"]["budget"][0] <= 1.0 * (1 + 1e-9)
+        if calibration == "paper":
+            assert rep["within_target"]["paper"] is True
+        assert mechanism in format_privacy_report(rep)

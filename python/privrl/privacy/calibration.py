@@ -1059,8 +1059,11 @@ def lsvi_ucb_sigmas_tight(epsilon: float, delta: float, H: int, B: int,
     """Tight ``(sigma_Lambda, sigma_u)`` of Alg. 2 (App. D's release, tight accountant).
 
     ``R = lsvi_ucb_releases(K, B)`` releases (``R = B`` when ``K`` is not given: the paper's
-    count, conservative). Per user: ``H`` Lambda trees over at most ``R`` batch leaves,
-    ``n = tree_nodes_per_leaf(R)`` released nodes each, L2 sensitivity 2 (as the paper uses);
+    count, conservative). Per user: ``H`` Lambda trees of capacity ``B``,
+    ``n = tree_nodes_per_leaf(B)`` released nodes each (at most ``tree_nodes_per_leaf(R)`` are
+    ever released; the capacity count is kept because privrl.privacy.continual rescales this
+    sigma for the other continual-release mechanisms relative to the capacity-``B`` tree),
+    L2 sensitivity 2 (as the paper uses);
     ``H R`` releases of ``u`` (fresh ``eta`` each: every later release re-sums the user's term),
     L2 sensitivity ``2(H + 1)`` (:func:`lsvi_ucb_u_sensitivity`). The paper's ratio
     ``sigma_u / sigma_Lambda = H / sqrt(B0)`` (the two closed forms of App. D) is kept, so
@@ -1072,7 +1075,7 @@ def lsvi_ucb_sigmas_tight(epsilon: float, delta: float, H: int, B: int,
     H = _check_pos_int(H, "H")
     B = _check_pos_int(B, "B")
     nu = B if K is None else lsvi_ucb_releases(K, B)
-    n = tree_nodes_per_leaf(nu)
+    n = tree_nodes_per_leaf(B)
     ratio = H / math.sqrt(lsvi_ucb_B0(B))
     # sensitivity of the whole release measured in units of sigma_Lambda
     sens = composed_l2_sensitivity([2.0, lsvi_ucb_u_sensitivity(H) / ratio], [H * n, H * nu])

@@ -69,21 +69,29 @@ def _guard_text(guard: Any, x: str, y: str, default: str) -> str:
 
 
 def _entry(name: str, paper: str, site: str, statistic: str, instances: int,
-           per_instance: int, per_instance_paper: int, norm: str, sensitivity: float,
+           per_instance: Optional[int], per_instance_paper: int, norm: str, sensitivity: float,
            sensitivity_source: str, enforced_by: str, noise: str, scale: float,
-           sym_divisor: Optional[float]) -> Dict[str, Any]:
+           sym_divisor: Optional[float], mechanism: str = "tree",
+           l2_multiplier: Optional[float] = None) -> Dict[str, Any]:
+    """One mechanism family. ``per_instance``: noise draws a user's data enters per instance
+    (tree nodes, releases); ``l2_multiplier``: the user's L2 sensitivity per instance in units
+    of ``sensitivity`` (``sqrt(per_instance)`` for trees and independent releases; the
+    continual-release mechanism's column-norm multiplier otherwise, ``per_instance`` None)."""
+    if l2_multiplier is None:
+        l2_multiplier = math.sqrt(per_instance)
     e: Dict[str, Any] = {
         "name": name, "paper": paper, "site": site, "statistic": statistic,
-        "instances": instances,
+        "instances": instances, "mechanism": mechanism,
         "draws_per_user": per_instance,            # nodes (trees) or releases per instance
         "draws_per_user_paper": per_instance_paper,  # the count the paper's argument uses
-        "total_draws_per_user": instances * per_instance,
+        "total_draws_per_user": None if per_instance is None else instances * per_instance,
+        "l2_multiplier": l2_multiplier,
         "norm": norm, "sensitivity": sensitivity, "sensitivity_source": sensitivity_source,
         "enforced_by": enforced_by, "noise": noise, "scale": scale, "sym_divisor": sym_divisor,
     }
     if noise == "gaussian":
         e["sigma"] = scale
-        e["mu_squared_per_user"] = instances * per_instance * (sensitivity / scale) ** 2
+        e["mu_squared_per_user"] = instances * (l2_multiplier * sensitivity / scale) ** 2
     else:
         e["laplace_b"] = scale
         e["epsilon_per_user"] = instances * per_instance * sensitivity / scale
@@ -151,16 +159,29 @@ def _vtr_inventory(cal: Dict[str, Any], guard: Any, plus: bool, guard2: Any = No
              l1[2], src[2], scales[2], t2),
             ("u~", "g (phi_{V^2} V^2)", "phi_{V^2} V^2", site_v, norm[3], l1[3], src[3], scales[3], t2),
         ]
+    mech, mult = _continual(cal, jdp)
     out = []
     for name, paper, stat, site, norm_, sens, src_, scale, enf in families:
         is_matrix = name.startswith("Lambda")
+        if mech != "tree":
+            site = site.replace("binary trees", f"{mech} continual-release mechanisms")
         out.append(_entry(
             name=name, paper=paper, site=site, statistic=stat, instances=H,
-            per_instance=n_exact, per_instance_paper=n_paper, norm=norm_, sensitivity=sens,
-            sensitivity_source=src_, enforced_by=enf, noise=noise, scale=scale,
-            sym_divisor=sym if is_matrix else None))
-        out[-1]["counted_as"] = what
+            per_instance=n_exact if mech == "tree" else None, per_instance_paper=n_paper,
+            norm=norm_, sensitivity=sens, sensitivity_source=src_, enforced_by=enf, noise=noise,
+            scale=scale, sym_divisor=sym if is_matrix else None,
+            mechanism=mech if jdp else "local randomizer", l2_multiplier=mult))
+        out[-1]["counted_as"] = what if mech == "tree" else (
+            f"one Gaussian per user and mechanism, L2 multiplier {mult:.4g}")
     return out
+
+
+def _continual(cal: Dict[str, Any], jdp: bool):
+    """(mechanism, l2 multiplier or None) of the JDP server's prefix-sum mechanism."""
+    mech = cal.get("mechanism", "tree") if jdp else "tree"
+    if mech == "tree":
+        return "tree", None
+    return mech, float(cal["mechanism_l2_multiplier"])
 
 
 def _lsvi_inventory(cal: Dict[str, Any], guard_text: Optional[str],
@@ -179,20 +200,24 @@ def _lsvi_inventory(cal: Dict[str, Any], guard_text: Optional[str],
         srcl = "App. D: ||phi phi^T||_F <= 1: 2 (the paper's 'L1' used as L2)"
         srcu = "App. D: ||phi (r + V)||_2 <= H + 1, only the changed user's term differs: 2(H + 1)"
         norm_l, norm_u = "L2 (Frobenius)", "L2"
+    mech, mult = _continual(cal, True)
+    kind_txt = "binary trees" if mech == "tree" else f"{mech} continual-release mechanisms"
     lam = _entry(
         name="Lambda", paper="H^b_h (tree prefix in Lambda~_{b,h})", statistic="phi phi^T",
-        site=f"server: {H} binary trees of symmetric d x d matrices over B = {B} batch leaves",
-        instances=H, per_instance=tree_nodes_per_leaf(nu), per_instance_paper=cal["B0"],
-        norm=norm_l, sensitivity=sl, sensitivity_source=srcl, enforced_by=enf, noise=cal["noise"],
-        scale=cal["sigma_Lambda"], sym_divisor=cal["sym_divisor"])
-    lam["counted_as"] = "nodes per user and tree"
+        site=f"server: {H} {kind_txt} of symmetric d x d matrices over B = {B} batch leaves",
+        instances=H, per_instance=tree_nodes_per_leaf(nu) if mech == "tree" else None,
+        per_instance_paper=cal["B0"], norm=norm_l, sensitivity=sl, sensitivity_source=srcl,
+        enforced_by=enf, noise=cal["noise"], scale=cal["sigma_Lambda"],
+        sym_divisor=cal["sym_divisor"], mechanism=mech, l2_multiplier=mult)
+    lam["counted_as"] = ("nodes per user and tree" if mech == "tree" else
+                         f"one Gaussian per user and mechanism, L2 multiplier {mult:.4g}")
     u = _entry(
         name="u", paper="eta^b_h (fresh per batch release of u~_{b,h})",
         statistic="sum_j phi_j (r_j + V_{b,h+1}(s'_j))",
         site=f"server: {H} x {nu} vector releases (one per batch end and step, fresh noise)",
         instances=H, per_instance=nu, per_instance_paper=B, norm=norm_u, sensitivity=su,
         sensitivity_source=srcu, enforced_by=enf, noise=cal["noise"], scale=cal["sigma_u"],
-        sym_divisor=None)
+        sym_divisor=None, mechanism="fresh noise per release")
     u["counted_as"] = "releases per user and step"
     return [lam, u]
 
@@ -202,6 +227,15 @@ def _lsvi_inventory(cal: Dict[str, Any], guard_text: Optional[str],
 # ============================================================================================
 def _step(what: str, budget, tool: str) -> Dict[str, Any]:
     return {"step": what, "epsilon": budget[0], "delta": budget[1], "tool": tool}
+
+
+def _tree_equivalent_sigma(m: Dict[str, Any], n_ref: int) -> float:
+    """The node sigma of the binary tree (``n_ref`` nodes per user, the paper's K0 / B0) whose
+    composition has the same GDP ``mu`` as mechanism ``m``: the paper's tree argument then
+    certifies ``m`` too (privrl.privacy.continual). The tree itself: its own sigma."""
+    if m.get("mechanism", "tree") == "tree":
+        return m["scale"]
+    return m["scale"] * math.sqrt(n_ref) / m["l2_multiplier"]
 
 
 def _paper_vtr(cal: Dict[str, Any], mechs: List[Dict]) -> Dict[str, Any]:
@@ -239,9 +273,11 @@ def _paper_vtr(cal: Dict[str, Any], mechs: List[Dict]) -> Dict[str, Any]:
     d0 = d_h / (2 * K0)
     fam_budgets, regime = [], True
     for m in mechs:
-        e0 = gaussian_mechanism_epsilon(m["sensitivity"], m["scale"], d0)
+        e0 = gaussian_mechanism_epsilon(m["sensitivity"], _tree_equivalent_sigma(m, K0), d0)
         regime &= e0 < 1.0
-        steps.append(_step(f"{m['name']}: one tree node", (e0, d0),
+        eq = "" if m.get("mechanism", "tree") == "tree" else (
+            f" of the binary tree with the same GDP mu as {m['mechanism']}")
+        steps.append(_step(f"{m['name']}: one tree node{eq}", (e0, d0),
                            "App. Gaussian Mechanism (delta/(2F H K0))"))
         tree = advanced_composition(e0, d0, K0, d_h / 2)
         steps.append(_step(f"{m['name']}: tree of step h ({K0} nodes per prefix)", tree,
@@ -275,8 +311,10 @@ def _paper_lsvi(cal: Dict[str, Any], mechs: List[Dict]) -> Dict[str, Any]:
     d_p = dlt / (4 * H)        # delta'  of M^Lambda_h and M^u_h
     d_1 = d_p / (2 * B)        # delta'_1 of one prefix / one u release
     d_0 = d_1 / (2 * B0)       # one node
-    e0 = gaussian_mechanism_epsilon(lam["sensitivity"], lam["scale"], d_0)
-    steps.append(_step("Lambda: one tree node", (e0, d_0), "App. Gaussian Mechanism"))
+    e0 = gaussian_mechanism_epsilon(lam["sensitivity"], _tree_equivalent_sigma(lam, B0), d_0)
+    eq = "" if lam.get("mechanism", "tree") == "tree" else (
+        f" of the binary tree with the same GDP mu as {lam['mechanism']}")
+    steps.append(_step(f"Lambda: one tree node{eq}", (e0, d_0), "App. Gaussian Mechanism"))
     pre = advanced_composition(e0, d_0, B0, d_1 / 2)
     steps.append(_step(f"Lambda: one prefix sum ({B0} nodes)", pre, "App. Tree-based method"))
     m_l = advanced_composition(pre[0], pre[1], B, d_p / 2)
@@ -302,11 +340,12 @@ def _paper_lsvi(cal: Dict[str, Any], mechs: List[Dict]) -> Dict[str, Any]:
 def _tight(cal: Dict[str, Any], mechs: List[Dict]) -> Dict[str, Any]:
     acc = PrivacyAccountant()
     for m in mechs:
-        n = m["total_draws_per_user"]
         if m["noise"] == "gaussian":
-            acc.add_gaussian(m["sensitivity"], m["scale"], n, m["name"])
+            # one Gaussian per instance with the user's whole L2 sensitivity on it
+            acc.add_gaussian(m["sensitivity"] * m["l2_multiplier"], m["scale"], m["instances"],
+                             m["name"])
         else:
-            acc.add_laplace(m["sensitivity"], m["scale"], n, m["name"])
+            acc.add_laplace(m["sensitivity"], m["scale"], m["total_draws_per_user"], m["name"])
     eps_t, dlt_t = cal["epsilon"], cal["delta"]
     if cal["pure"]:
         e = acc.epsilon(0.0)
@@ -441,8 +480,11 @@ def format_privacy_report(report: Dict[str, Any]) -> str:
         scale = f"sigma = {_fmt(m['scale'])}" if m["noise"] == "gaussian" else f"Laplace b = {_fmt(m['scale'])}"
         sym = f", matrix noise (Z' + Z'^T)/{_fmt(m['sym_divisor'])}" if m["sym_divisor"] else ""
         lines.append(f"   - {m['name']} [{m['paper']}]: {m['site']}")
-        lines.append(f"       statistic {m['statistic']}; {m['draws_per_user']} {m['counted_as']} "
-                     f"(paper counts {m['draws_per_user_paper']}), {m['total_draws_per_user']} in all")
+        if m["draws_per_user"] is not None:
+            lines.append(f"       statistic {m['statistic']}; {m['draws_per_user']} {m['counted_as']} "
+                         f"(paper counts {m['draws_per_user_paper']}), {m['total_draws_per_user']} in all")
+        else:
+            lines.append(f"       statistic {m['statistic']}; {m['counted_as']}")
         lines.append(f"       {m['norm']} sensitivity {_fmt(m['sensitivity'])} ({m['sensitivity_source']})")
         lines.append(f"       enforced by: {m['enforced_by']}")
         lines.append(f"       noise: {m['noise']}, {scale}{sym}")
