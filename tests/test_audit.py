@@ -123,7 +123,7 @@ def test_audit_jdp_tree_release_flags_broken_noise():
 
 
 def test_audit_ldp_randomizer_below_claim():
-    res = A.audit_ldp_randomizer(EPS, 1e-5, calibration="tight", n_trials=30_000, seed=21)
+    res = A.audit_ldp_randomizer(EPS, 1e-5, calibration="tight", n_trials=60_000, seed=21)
     assert res.epsilon_lower_bound < EPS and not res.flagged
     assert 0.5 < res.epsilon_lower_bound < res.effective_epsilon
     # the paper's calibration is far more private than claimed: the audit sees (almost) nothing
