@@ -33,6 +33,11 @@ class NotPositiveDefiniteError(PrivrlError, np.linalg.LinAlgError):
     """A (noisy) design matrix is not positive definite, so it cannot be factorized."""
 
 
+class IndexRangeError(ShapeError, IndexError):
+    """An index (state, action, step) outside the object it indexes; also an IndexError, as
+    Python's own out-of-range errors are."""
+
+
 class CapacityError(PrivrlError, ValueError):
     """A continual-release mechanism was asked for more releases than it was built for."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import math
+import numbers
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,19 +97,33 @@ def check_privacy_model(privacy: Any, allowed: tuple = PRIVACY_MODELS) -> Any:
     return privacy
 
 
+#: Largest K: the trees count leaves in 64 bits.
+MAX_EPISODES = 2 ** 63 - 1
+
+
 def check_episodes(episodes: Any) -> int:
     if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)):
         raise PrivacyParameterError(f"episodes (K) must be an integer >= 1, got {episodes!r}")
-    if int(episodes) < 1:
-        raise PrivacyParameterError(f"episodes (K) must be >= 1, got {episodes}")
+    if not (1 <= int(episodes) <= MAX_EPISODES):
+        raise PrivacyParameterError(f"episodes (K) must be in [1, 2^63 - 1], got {episodes}")
     return int(episodes)
 
 
-def check_beta_scale(beta_scale: Any) -> float:
-    b = float(beta_scale)
+def check_nonneg(x: Any, name: str) -> float:
+    """A finite real >= 0; strings, bools and complex numbers are refused (float() takes "1")."""
+    if isinstance(x, bool) or not isinstance(x, (numbers.Real, np.floating, np.integer)):
+        raise PrivacyParameterError(f"{name} must be a real number, got {x!r}")
+    try:
+        b = float(x)
+    except OverflowError:
+        b = math.inf
     if not (math.isfinite(b) and b >= 0):
-        raise PrivacyParameterError(f"beta_scale must be finite and >= 0, got {beta_scale!r}")
+        raise PrivacyParameterError(f"{name} must be finite and >= 0, got {x!r}")
     return b
+
+
+def check_beta_scale(beta_scale: Any) -> float:
+    return check_nonneg(beta_scale, "beta_scale")
 
 
 class Agent(abc.ABC):
@@ -132,9 +147,7 @@ class Agent(abc.ABC):
         self.H, self.S, self.A = env.H, env.S, env.A
         self.beta_scale = check_beta_scale(beta_scale)
         if beta is not None:
-            beta = float(beta)
-            if not (math.isfinite(beta) and beta >= 0):
-                raise PrivacyParameterError(f"beta must be finite and >= 0, got {beta!r}")
+            beta = check_nonneg(beta, "beta")
         self._beta_override = beta
         if ties not in ("random", "lowest"):
             raise ValueError(f"ties must be 'random' or 'lowest', got {ties!r}")

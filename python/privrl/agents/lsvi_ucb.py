@@ -271,6 +271,10 @@ class LSVIServer:
 
 
 # ============================================================================================
+#: Most (episode, step) records the LSVI server keeps (about 6 GiB of states, actions, rewards).
+MAX_STORED_STEPS = 1 << 28
+
+
 class LSVIUCB(Agent):
     """LSVI-UCB with a static batch schedule and a privacy plug-in (Alg. 2).
 
@@ -335,6 +339,12 @@ class LSVIUCB(Agent):
             raise ValueError(f"planning must be one of {PLANNING}, got {planning!r}")
         super().__init__(env, privacy, episodes, seed, beta_scale, beta, ties)
         self.d = env.d
+        if self.K * (self.H + 1) > MAX_STORED_STEPS:
+            # The server keeps every (s, a, r) for its regressions: refuse up front rather than
+            # fail (or crawl through a 10^12-batch schedule) halfway through construction.
+            raise PrivacyParameterError(
+                f"LSVI-UCB stores every episode: K (H + 1) = {self.K * (self.H + 1):.3g} steps exceed "
+                f"the limit of {MAX_STORED_STEPS}")
         cal = calibrate_lsvi_ucb(**self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d, batches=batches)
         cal = adapt_calibration(cal, getattr(self.privacy, "mechanism", "tree"), "lsvi_ucb")
         self.calibration = dict(cal)

@@ -3,12 +3,13 @@ Sec. 2 (Preliminaries) of the paper: M = (S, A, H, {r_h}, {p_h}), deterministic 
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from privrl.exceptions import AssumptionError, NonFiniteError, ShapeError
+from privrl.exceptions import AssumptionError, IndexRangeError, NonFiniteError, ShapeError
 
 if TYPE_CHECKING:  # pragma: no cover
     from privrl.envs.linear import LinearMDP
@@ -33,15 +34,40 @@ def _freeze(x: np.ndarray) -> np.ndarray:
 
 def _as_array(x: Any, name: str, ndim: int, what: str) -> np.ndarray:
     """Copy `x` to a fresh C-contiguous float64 array with `ndim` dimensions."""
+    kind = x.dtype.kind if isinstance(x, np.ndarray) else None
     try:
-        arr = np.array(x, dtype=np.float64, order="C", copy=True)
-    except (TypeError, ValueError) as exc:
+        if kind is None:
+            kind = np.asarray(x).dtype.kind
+        arr = np.array(x, dtype=np.float64, order="C", copy=True) if kind in "biuf" else None
+    except (TypeError, ValueError, OverflowError) as exc:
         raise ShapeError(f"{name} must be a numeric array of shape {what}: {exc}") from exc
+    if arr is None:
+        # numpy would parse strings and drop imaginary parts with a mere warning.
+        raise TypeError(f"{name} must be a real numeric array of shape {what}, got dtype kind {kind!r}")
     if arr.ndim != ndim:
         raise ShapeError(f"{name} must have shape {what} ({ndim} dims), got shape {arr.shape}")
     if arr.size == 0:
         raise ShapeError(f"{name} must be non-empty, got shape {arr.shape}")
     return arr
+
+
+def _check_rng(rng: Any) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
+    return rng
+
+
+#: Largest dense transition tensor (H S A S entries, 2 GiB of float64) an environment builds;
+#: beyond it construction fails with ShapeError instead of MemoryError or the OOM killer.
+MAX_DENSE_ENTRIES = 1 << 28
+
+
+def check_dense_size(name: str, H: int, S: int, A: int) -> None:
+    """Refuse (ShapeError) sizes whose dense (H, S, A, S) tensor is too large."""
+    n = H * S * A * S
+    if n > MAX_DENSE_ENTRIES:
+        raise ShapeError(f"{name}: a dense model with H={H}, S={S}, A={A} needs {n:.3g} entries, "
+                         f"above the limit of {MAX_DENSE_ENTRIES} (2 GiB)")
 
 
 def _check_finite(arr: np.ndarray, name: str) -> None:
@@ -189,13 +215,14 @@ class FiniteMDP:
     # ---------------------------------------------------------------- sampling
     def sample_initial_state(self, rng: np.random.Generator) -> int:
         """Draw s_0 ~ init_dist with one uniform."""
-        return int(np.searchsorted(self._init_cdf, rng.random(), side="right"))
+        return int(np.searchsorted(self._init_cdf, _check_rng(rng).random(), side="right"))
 
     def sample_next_state(self, h: int, s: int, a: int, rng: np.random.Generator) -> int:
         """Draw s' ~ p_h(.|s,a) with one uniform (inverse-cdf on the precomputed row)."""
+        h, s, a = (operator.index(v) for v in (h, s, a))  # TypeError for 1.5, "1", None
         if not (0 <= h < self.H and 0 <= s < self.S and 0 <= a < self.A):
-            raise IndexError(f"(h, s, a) = ({h}, {s}, {a}) out of range for H={self.H}, S={self.S}, A={self.A}")
-        return int(np.searchsorted(self._cdf[h, s, a], rng.random(), side="right"))
+            raise IndexRangeError(f"(h, s, a) = ({h}, {s}, {a}) out of range for H={self.H}, S={self.S}, A={self.A}")
+        return int(np.searchsorted(self._cdf[h, s, a], _check_rng(rng).random(), side="right"))
 
     def sample_episode(self, policy: Any, rng: np.random.Generator) -> Trajectory:
         """Roll out the deterministic time-dependent policy `policy` (int array (H, S)).
@@ -205,7 +232,7 @@ class FiniteMDP:
         """
         pol = self._check_policy(policy)
         H = self.H
-        u = rng.random(H + 1)
+        u = _check_rng(rng).random(H + 1)
         states = np.empty(H + 1, dtype=np.int64)
         actions = np.empty(H, dtype=np.int64)
         rewards = np.empty(H, dtype=np.float64)

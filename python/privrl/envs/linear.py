@@ -15,6 +15,7 @@ from privrl.envs.finite import (
     _check_finite,
     _check_shape,
     _freeze,
+    check_dense_size,
 )
 from privrl.exceptions import AssumptionError, AssumptionWarning, ShapeError
 
@@ -260,6 +261,7 @@ class RandomLinearMDP(LinearMDP):
             if int(v) != v or v < 1:
                 raise AssumptionError(f"RandomLinearMDP needs a positive integer {k}, got {v}")
         S, A, d, H = int(S), int(A), int(d), int(H)
+        check_dense_size("RandomLinearMDP", H, S, A)
         rng = np.random.default_rng(seed)
         phi = rng.dirichlet(np.full(d, 0.3), size=(S, A))  # (S, A, d)
         mu = rng.dirichlet(np.full(S, 0.5), size=(H, d)).transpose(0, 2, 1)  # (H, S, d)

@@ -15,6 +15,7 @@ from privrl.envs.finite import (
     _check_finite,
     _check_shape,
     _freeze,
+    check_dense_size,
 )
 from privrl.exceptions import AssumptionError, AssumptionWarning, ShapeError
 
@@ -272,6 +273,7 @@ class RandomLinearMixtureMDP(LinearMixtureMDP):
             if int(v) != v or v < 1:
                 raise AssumptionError(f"RandomLinearMixtureMDP needs a positive integer {k}, got {v}")
         S, A, d, H = int(S), int(A), int(d), int(H)
+        check_dense_size("RandomLinearMixtureMDP", max(H, d), S, A)
         m = min(S, self.SUPPORT)
         rng = np.random.default_rng(seed)
         support = np.argsort(rng.random((d, S, A, S)), axis=-1)[..., :m]  # (d, S, A, m)

@@ -7,6 +7,7 @@ values) and raises the privrl exception family; the Rust core re-checks lengths.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,17 @@ __all__ = [
 ]
 
 SQRT2 = math.sqrt(2.0)
+
+
+def _scalar(x: Any, name: str) -> float:
+    """A real scalar (inf allowed: clipping bounds); the Rust kernels check the ranges. float()
+    alone would also take "1.5" or True."""
+    if isinstance(x, bool) or not isinstance(x, (numbers.Real, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a real number, got {x!r}")
+    try:
+        return float(x)
+    except OverflowError:
+        raise PrivacyParameterError(f"{name} is too large for a double: {x!r}") from None
 
 
 def _positive_int(x: Any, name: str) -> int:
@@ -152,9 +164,7 @@ class RankOneInverse:
 
     def __init__(self, d: int, lam: float, refactor_every: int = 1024):
         d = _positive_int(d, "d")
-        lam = float(lam)
-        if not (math.isfinite(lam) and lam > 0):
-            raise PrivacyParameterError(f"lam must be finite and > 0, got {lam}")
+        lam = check_real(lam, "lam")
         self.d = d
         self._sm = _core.ShermanMorrison(d, lam, _positive_int(refactor_every, "refactor_every"))
 
@@ -220,7 +230,8 @@ def optimistic_q(phi: Any, w: Any, inv: Any, beta: float, upper: float = math.in
                  lower: float = -math.inf, offset: Any = None) -> np.ndarray:
     """clip_[lower, upper](offset + Phi w + beta sqrt(max(0, phi^T inv phi))) for every row."""
     phi, w, inv, offset = _q_inputs(phi, w, inv, offset)
-    return _core.optimistic_q(phi, w, inv, float(beta), float(lower), float(upper), offset)
+    return _core.optimistic_q(phi, w, inv, _scalar(beta, "beta"), _scalar(lower, "lower"),
+                              _scalar(upper, "upper"), offset)
 
 
 def greedy(q: Any, ties: str = "random", rng: Any = None) -> tuple[np.ndarray, np.ndarray]:
@@ -239,7 +250,8 @@ def optimistic_values(phi: Any, w: Any, inv: Any, beta: float, n_actions: int,
     n_actions = _positive_int(n_actions, "n_actions")
     if phi.shape[0] % n_actions:
         raise ShapeError(f"{phi.shape[0]} feature rows do not split into groups of {n_actions} actions")
-    return _core.optimistic_values(phi, w, inv, float(beta), n_actions, float(lower), float(upper),
+    return _core.optimistic_values(phi, w, inv, _scalar(beta, "beta"), n_actions, _scalar(lower, "lower"),
+                                   _scalar(upper, "upper"),
                                    offset, tie_seed(ties, rng))
 
 
@@ -259,10 +271,15 @@ def state_values(table: Any, w: Any, inv: Any, beta: float, n_actions: int,
     if table.shape[0] % n_actions:
         raise ShapeError(f"{table.shape[0]} feature rows do not split into groups of {n_actions} actions")
     if states is not None:
-        states = np.ascontiguousarray(states, dtype=np.int64)
+        raw = np.asarray(states)
+        # An int64 cast would truncate 0.5 to state 0 without a word.
+        if raw.dtype.kind not in "iu":
+            raise TypeError(f"states must be an integer index array, got dtype {raw.dtype}")
+        states = np.ascontiguousarray(raw, dtype=np.int64)
         if states.ndim != 1:
             raise ShapeError(f"states must be a 1-d index array, got shape {states.shape}")
-    return _core.state_values(table, w, inv, float(beta), n_actions, float(lower), float(upper), states)
+    return _core.state_values(table, w, inv, _scalar(beta, "beta"), n_actions, _scalar(lower, "lower"),
+                              _scalar(upper, "upper"), states)
 
 
 class MixtureFeatures:
