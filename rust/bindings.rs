@@ -605,7 +605,7 @@ impl PyPrefix {
         let s = contiguous("leaf", leaf.as_slice())?;
         let inner = &mut self.inner;
         // The exact factorization does O(t) work per leaf: release the GIL when it is long.
-        if inner.nodes_used() as usize * s.len() > DETACH_WORK {
+        if (inner.nodes_used() as usize).saturating_mul(s.len()) > DETACH_WORK {
             py.detach(|| inner.push(s)).py_ok(py)
         } else {
             inner.push(s).py_ok(py)
@@ -614,7 +614,7 @@ impl PyPrefix {
 
     fn push_zero(&mut self, py: Python<'_>) -> PyResult<()> {
         let inner = &mut self.inner;
-        if inner.nodes_used() as usize * inner.shape().len() > DETACH_WORK {
+        if (inner.nodes_used() as usize).saturating_mul(inner.shape().len()) > DETACH_WORK {
             py.detach(|| inner.push_zero()).py_ok(py)
         } else {
             inner.push_zero().py_ok(py)
