@@ -31,6 +31,7 @@
 # the Laplace noise bounds of App. "Pure DP" are stated for sums of equally weighted nodes.
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Dict
 
@@ -75,7 +76,9 @@ def reference_tree_nodes(capacity: int, calibration: str) -> int:
     return tree_depth(capacity)
 
 
+@functools.lru_cache(maxsize=256)
 def _profile(mechanism: str, capacity: int):
+    # Pure function of (kind, T); an agent asks for it several times while calibrating.
     from privrl.kernels.continual import mechanism_profile  # Rust only when a mechanism is built
 
     return mechanism_profile(mechanism, capacity)
