@@ -1,26 +1,21 @@
 """Continual release of prefix sums behind one interface: binary tree, Honaker's tree, square-root
 factorization and BLT, with exact per-step variance and per-user sensitivity (App. "Tree-based method").
-
-Every mechanism releases, after t leaves, ``S_t + N_t`` (``S_t`` the exact prefix sum) and is the
-post-processing of a noisy encoder release ``E x + z`` with i.i.d. Gaussian (or Laplace) node noise
-``z``; one leaf enters it through column i of ``E``. So a release with per-leaf L2 sensitivity
-``Delta`` and node std ``sigma`` is the Gaussian mechanism with noise multiplier
-``sigma / (Delta * sensitivity_multiplier)``, and two mechanisms with equal
-``sigma / sensitivity_multiplier`` have the same (eps, delta) curve. ``sensitivity_structure()``
-lists what an accountant needs; ``variance_factor(t)`` gives ``Var(N_t) / Var(node)`` exactly.
-
-=================  ===================================  ===============================  ==========
-kind               variance factor at step t            L2 multiplier (leaf 1 worst)     state
-=================  ===================================  ===============================  ==========
-``tree``           popcount(t)                          sqrt(floor(log2 T) + 1)          O(log T)
-``honaker``        sum_{bits l of t} 2^l/(2^(l+1)-1)    sqrt(floor(log2 T) + 1)          O(log T)
-``factorization``  sum_{j<t} c_j^2, c_j=C(2j,j)/4^j     sqrt(sum_{j<T} c_j^2)            O(T)
-``blt``            sum_{j<t} e_j^2 (decoder A C^-1)     sqrt(sum_{j<T} c_j^2) of its C   O(buffers)
-=================  ===================================  ===============================  ==========
-
-The exact estimators and derivations are in the docstring of ``rust/continual.rs`` and in
-docs/privacy.md.
 """
+# Every mechanism releases, after t leaves, S_t + N_t (S_t the exact prefix sum) and is the
+# post-processing of a noisy encoder release E x + z with i.i.d. Gaussian (or Laplace) node noise
+# z; one leaf enters it through column i of E. So a release with per-leaf L2 sensitivity Delta
+# and node std sigma is the Gaussian mechanism with noise multiplier
+# sigma / (Delta * sensitivity_multiplier), and two mechanisms with equal
+# sigma / sensitivity_multiplier have the same (eps, delta) curve. sensitivity_structure() lists
+# what an accountant needs; variance_factor(t) gives Var(N_t) / Var(node) exactly.
+#
+#   kind           variance factor at step t           L2 multiplier (leaf 1 worst)    state
+#   tree           popcount(t)                         sqrt(floor(log2 T) + 1)         O(log T)
+#   honaker        sum_{bits l of t} 2^l/(2^(l+1)-1)   sqrt(floor(log2 T) + 1)         O(log T)
+#   factorization  sum_{j<t} c_j^2, c_j=C(2j,j)/4^j    sqrt(sum_{j<T} c_j^2)           O(T)
+#   blt            sum_{j<t} e_j^2 (decoder A C^-1)    sqrt(sum_{j<T} c_j^2) of its C  O(buffers)
+#
+# Estimators and derivations: rust/continual.rs and docs/privacy.md.
 from __future__ import annotations
 
 import math
