@@ -250,3 +250,18 @@ def test_bad_composition_budgets():
         m.advanced_composition(0.1, 1.0, 3, 1e-5)
     with pytest.raises(PrivacyParameterError, match="delta"):
         m.simple_composition_budget(1.0, 1.0, 3)
+
+
+def test_advanced_composition_vacuous_for_huge_eps0_instead_of_overflow():
+    # e^{800} overflows a float: the composed epsilon is +inf, not an OverflowError
+    eps, dlt = m.advanced_composition(800.0, 0.0, 3, 1e-5)
+    assert eps == float("inf") and dlt == pytest.approx(1e-5)
+
+
+def test_post_processing_keeps_a_vacuous_infinite_epsilon():
+    assert m.post_processing((float("inf"), 1e-5)) == (float("inf"), 1e-5)
+    assert m.billboard_jdp((float("inf"), 0.0))[0] == float("inf")
+    with pytest.raises(PrivacyParameterError):
+        m.post_processing((float("nan"), 1e-5))
+    with pytest.raises(PrivacyParameterError):
+        m.post_processing((-1.0, 1e-5))

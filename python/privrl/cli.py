@@ -181,6 +181,27 @@ def _drop_unavailable(raw: dict) -> dict:
     return {**raw, "study": studies}
 
 
+def _print_calibration_comparison(raw: dict) -> None:
+    """Paper vs tight noise of the demo's private agents at eps = 1 (what the tight curves buy)."""
+    from privrl.experiment.config import make_env
+    from privrl.privacy.report import calibration_comparison, format_calibration_comparison
+
+    delta = float(raw.get("delta", 1e-5))
+    print("Privacy noise, paper calibration vs the tight accountant (same releases, same (eps, delta)):")
+    for study in raw.get("study", []):
+        env, K = make_env(study["env"]), int(study["episodes"])
+        private = {(spec["algorithm"], spec["privacy"]) for spec in study["agents"].values()
+                   if spec.get("privacy") != "none"}
+        for alg, kind in sorted(private):
+            key = {"UCRL-VTR": "ucrl_vtr", "UCRL-VTR+": "ucrl_vtr_plus", "LSVI-UCB": "lsvi_ucb"}.get(alg)
+            if key is None:
+                continue
+            extra = {"C_w": env.C_w} if key != "lsvi_ucb" else {}
+            cmp = calibration_comparison(key, kind, 1.0, delta, env.H, K, env.d, **extra)
+            print(format_calibration_comparison(cmp))
+    print()
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     if args.print_config:
         print(demo_config_text(), end="")
@@ -194,6 +215,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     outdir = args.out or raw.pop("outdir", "privrl-demo")
     raw.pop("outdir", None)
     t0 = time.perf_counter()
+    _print_calibration_comparison(raw)
     code = _run_and_show(raw, outdir, args, plot=True, report=True, plot_output=args.plot_output)
     if code == 0:
         print(f"privrl: demo finished in {time.perf_counter() - t0:.1f} s", file=sys.stderr)

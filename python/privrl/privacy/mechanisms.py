@@ -226,7 +226,10 @@ def advanced_composition(eps0: float, delta0: float, k: int, delta_prime: float)
         raise PrivacyParameterError(f"delta0 must be in [0, 1), got {delta0!r}")
     k = _check_pos_int(k, "k")
     dp = _check_delta_open(delta_prime, "delta_prime")
-    eps_total = math.sqrt(2.0 * k * math.log(1.0 / dp)) * e0 + k * e0 * math.expm1(e0)
+    # e^{eps0} overflows a float past eps0 ~ 709; the bound is then vacuous (eps' = inf), which
+    # is the honest answer for, e.g., a tight-calibrated release read through the paper's argument.
+    growth = math.expm1(e0) if e0 < 700.0 else math.inf
+    eps_total = math.sqrt(2.0 * k * math.log(1.0 / dp)) * e0 + k * e0 * growth
     return eps_total, k * d0 + dp
 
 
@@ -310,11 +313,20 @@ def post_processing(budget: Budget) -> Budget:
         e, dl = budget
     except (TypeError, ValueError):
         raise PrivacyParameterError(f"budget must be an (epsilon, delta) pair, got {budget!r}") from None
-    e = _check_nonneg_real(e, "epsilon")
+    # eps = +inf is a valid (vacuous) guarantee, e.g. a composition bound that blew up; NaN or
+    # negative values are not.
+    e = math.inf if _is_pos_inf(e) else _check_nonneg_real(e, "epsilon")
     dl = _check_nonneg_real(dl, "delta")
     if dl > 1.0:
         raise PrivacyParameterError(f"delta must be in [0, 1], got {dl!r}")
     return e, dl
+
+
+def _is_pos_inf(x) -> bool:
+    try:
+        return float(x) == math.inf
+    except (TypeError, ValueError):
+        return False
 
 
 def billboard_jdp(budget: Budget) -> Budget:
