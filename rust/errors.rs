@@ -45,11 +45,22 @@ pub fn check_len(what: &str, got: usize, want: usize) -> CoreResult<()> {
 
 /// Fail with `NonFinite` if any value is NaN or infinite.
 pub fn check_finite(what: &str, xs: &[f64]) -> CoreResult<()> {
-    // Branch-free scan (vectorizes): a value is non-finite iff its exponent bits are all 1.
+    // Branch-free scan that vectorizes (integer and/add/or only): the exponent field is all
+    // ones (NaN or inf) iff adding one exponent unit carries into bit 63.
     const EXP: u64 = 0x7ff0_0000_0000_0000;
-    let any_bad = xs
-        .chunks(64)
-        .any(|c| c.iter().fold(false, |acc, x| acc | (x.to_bits() & EXP == EXP)));
+    const ONE: u64 = 0x0010_0000_0000_0000;
+    let mut acc = [0u64; 8];
+    let chunks = xs.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for k in 0..8 {
+            acc[k] |= (c[k].to_bits() & EXP) + ONE;
+        }
+    }
+    for x in tail {
+        acc[0] |= (x.to_bits() & EXP) + ONE;
+    }
+    let any_bad = acc.iter().fold(0u64, |a, b| a | b) >> 63 != 0;
     if !any_bad {
         return Ok(());
     }
