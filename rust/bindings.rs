@@ -2,7 +2,7 @@
 //! kernels, returns owned arrays, and maps `CoreError` onto `privrl.exceptions`.
 //! Calls that may run longer than ~100 us release the GIL.
 
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyUntypedArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
@@ -99,6 +99,15 @@ impl PyTree {
 
     fn push_zero(&mut self, py: Python<'_>) -> PyResult<()> {
         self.inner.push_zero().py_ok(py)
+    }
+
+    /// Push one leaf (any C-contiguous float64 array of the tree's size, e.g. (d, d)) and return
+    /// the new release shaped like the leaf, in one call: the per-step use of continual release.
+    fn push_release<'py>(&mut self, py: Python<'py>, leaf: PyReadonlyArrayDyn<'_, f64>) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+        let s = contiguous("leaf", leaf.as_slice())?;
+        self.inner.push(s).py_ok(py)?;
+        let shape = leaf.shape().to_vec();
+        self.inner.release().into_pyarray(py).reshape(shape)
     }
 
     fn release<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
@@ -625,6 +634,12 @@ impl PyPrefix {
         let mut out = vec![0.0; self.inner.shape().len()];
         self.inner.release_into(&mut out).py_ok(py)?;
         Ok(out.into_pyarray(py))
+    }
+
+    /// Push one leaf and return the new release, in one call.
+    fn push_release<'py>(&mut self, py: Python<'py>, leaf: PyReadonlyArray1<'_, f64>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        self.push(py, leaf)?;
+        self.release(py)
     }
 
     fn noise<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {

@@ -311,3 +311,19 @@ def test_exception_family():
     for cls in (ShapeError, NonFiniteError, PrivacyParameterError, CapacityError):
         assert issubclass(cls, PrivrlError) and issubclass(cls, ValueError)
     assert issubclass(NotPositiveDefiniteError, np.linalg.LinAlgError)
+
+
+@pytest.mark.parametrize("kind", ["tree", "honaker", "factorization"])
+def test_push_release_equals_push_then_release(kind):
+    from privrl.kernels import make_prefix_mechanism
+    rng = np.random.default_rng(0)
+    a = make_prefix_mechanism(kind, (3, 3), 20, "gaussian", 1.5, 7, math.sqrt(2))
+    b = make_prefix_mechanism(kind, (3, 3), 20, "gaussian", 1.5, 7, math.sqrt(2))
+    for _ in range(20):
+        x = rng.standard_normal((3, 3))
+        x = x + x.T
+        got = a.push_release(x)
+        b.push(x)
+        assert np.array_equal(got, b.release())
+    with pytest.raises(ShapeError):
+        a.push_release(np.ones(3))

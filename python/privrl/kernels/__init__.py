@@ -96,6 +96,14 @@ class TreeAggregator(_PrefixBase):
                                        self.scale, seed_bytes(seed), self.divisor,
                                        bool(keep_last_node), self.grid_bits)
 
+    def push_release(self, leaf: Any) -> np.ndarray:
+        """`push(leaf)` then `release()` in one call into Rust (the per-step use)."""
+        if (type(leaf) is np.ndarray and leaf.dtype == np.float64 and leaf.shape == self.shape
+                and leaf.flags.c_contiguous):
+            # Fast path: nothing to convert; Rust checks finiteness and capacity.
+            return self._m.push_release(leaf)
+        return super().push_release(leaf)
+
     def last_node_noise(self) -> np.ndarray:
         """The most recently drawn node noise (with keep_last_node=True)."""
         z = self._m.last_node_noise()

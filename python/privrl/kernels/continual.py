@@ -96,6 +96,13 @@ class _PrefixBase:
         """Add an all-zero leaf (a step without data)."""
         self._m.push_zero()
 
+    def push_release(self, leaf: Any) -> np.ndarray:
+        """`push(leaf)` then `release()` in one call into Rust (the per-step use)."""
+        a = numeric_array(leaf, "leaf")
+        if a.shape != self.shape:
+            raise ShapeError(f"leaf must have shape {self.shape}, got {a.shape}")
+        return self._shaped(self._m.push_release(a.reshape(-1)))
+
     def _shaped(self, flat: np.ndarray) -> np.ndarray:
         return flat.reshape(self.shape)
 
