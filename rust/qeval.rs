@@ -179,21 +179,44 @@ fn eval_impl<const FMA: bool, const CHUNK: usize>(q: &OptimisticQ<'_>, upper: &[
         }
         let mut lin = [0.0f64; CHUNK];
         let mut quad = [0.0f64; CHUNK];
+        // Rows i and i+1 of the triangle share every load of pt[j] (j > i): two accumulators per
+        // loaded vector halves the loads, which bound the loop otherwise.
         let mut k = 0;
-        for i in 0..d {
-            let row_m = &upper[k..k + (d - i)];
-            k += d - i;
-            let mut acc = [0.0f64; CHUNK];
-            for (mij, pj) in row_m.iter().zip(&pt[i..]) {
-                for l in 0..CHUNK {
-                    acc[l] = madd::<FMA>(*mij, pj[l], acc[l]);
-                }
-            }
+        let mut i = 0;
+        while i < d {
+            let len_a = d - i;
+            let row_a = &upper[k..k + len_a];
             let pi = &pt[i];
-            let wi = q.w[i];
-            for l in 0..CHUNK {
-                quad[l] = madd::<FMA>(pi[l], acc[l], quad[l]);
-                lin[l] = madd::<FMA>(wi, pi[l], lin[l]);
+            if i + 1 < d {
+                let row_b = &upper[k + len_a..k + len_a + len_a - 1];
+                let pi1 = &pt[i + 1];
+                let mut acc_a = [0.0f64; CHUNK];
+                let mut acc_b = [0.0f64; CHUNK];
+                for l in 0..CHUNK {
+                    acc_a[l] = row_a[0] * pi[l];
+                }
+                for ((ma, mb), pj) in row_a[1..].iter().zip(row_b).zip(&pt[i + 1..]) {
+                    for l in 0..CHUNK {
+                        acc_a[l] = madd::<FMA>(*ma, pj[l], acc_a[l]);
+                        acc_b[l] = madd::<FMA>(*mb, pj[l], acc_b[l]);
+                    }
+                }
+                let (wa, wb) = (q.w[i], q.w[i + 1]);
+                for l in 0..CHUNK {
+                    quad[l] = madd::<FMA>(pi[l], acc_a[l], quad[l]);
+                    quad[l] = madd::<FMA>(pi1[l], acc_b[l], quad[l]);
+                    lin[l] = madd::<FMA>(wa, pi[l], lin[l]);
+                    lin[l] = madd::<FMA>(wb, pi1[l], lin[l]);
+                }
+                k += len_a + len_a - 1;
+                i += 2;
+            } else {
+                for l in 0..CHUNK {
+                    quad[l] = madd::<FMA>(pi[l], row_a[0] * pi[l], quad[l]);
+                    lin[l] = madd::<FMA>(q.w[i], pi[l], lin[l]);
+                }
+                k += len_a;
+                i += 1;
             }
         }
         for l in 0..m {
