@@ -12,14 +12,9 @@ from privrl.agents.statistics import PrivatizedStatistics, RawStatistics
 from privrl.envs import HardToLearn, LinearMixtureMDP, RandomLinearMixtureMDP, RiverSwimMixture, RandomLinearMDP
 from privrl.exceptions import AssumptionError, PrivacyParameterError
 from privrl.privacy import JointDP, LocalDP, NonPrivate
+from _helpers import uniform_policy_gap
 
 
-def uniform_policy_gap(env):
-    """Exact per-episode regret of the uniformly random (stochastic) policy."""
-    V = np.zeros(env.S)
-    for h in range(env.H - 1, -1, -1):
-        V = (env.R[h] + env.P[h] @ V).mean(axis=1)
-    return float(env.init_dist @ (env.optimal_values()[0] - V))
 
 
 def test_nonprivate_learns_riverswim_mixture():
