@@ -26,7 +26,7 @@ pub fn state_values(
         return Err(CoreError::Shape("number of actions must be >= 1".into()));
     }
     let group = n_actions * d;
-    if table.len() % group != 0 {
+    if !table.len().is_multiple_of(group) {
         return Err(CoreError::Shape(format!(
             "feature table: length {} is not a multiple of n_actions * d = {group}",
             table.len()

@@ -65,7 +65,7 @@ impl<'a> OptimisticQ<'a> {
     pub fn evaluate(&self, phi: &[f64], offset: Option<&[f64]>, out: &mut [f64]) -> CoreResult<()> {
         let upper = self.prepare()?;
         let d = self.d;
-        if phi.len() % d != 0 {
+        if !phi.len().is_multiple_of(d) {
             return Err(CoreError::Shape(format!(
                 "features: length {} is not a multiple of d = {d}",
                 phi.len()
@@ -288,7 +288,7 @@ pub fn group_max(
     if n_actions == 0 {
         return Err(CoreError::Shape("number of actions must be >= 1".into()));
     }
-    if q.len() % n_actions != 0 {
+    if !q.len().is_multiple_of(n_actions) {
         return Err(CoreError::Shape(format!(
             "{} Q values do not split into groups of {n_actions} actions",
             q.len()

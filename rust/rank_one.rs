@@ -124,7 +124,7 @@ impl ShermanMorrison {
 
     /// `Lambda += sum_i x_i x_i^T` for the rows of a row-major (n, d) block.
     pub fn update_batch(&mut self, xs: &[f64]) -> CoreResult<()> {
-        if xs.len() % self.d != 0 {
+        if !xs.len().is_multiple_of(self.d) {
             return Err(CoreError::Shape(format!(
                 "batch of features: length {} is not a multiple of d = {}",
                 xs.len(),

@@ -633,6 +633,45 @@ pub fn tree_depth(n: u64) -> usize {
     ceil_log2 + 1
 }
 
+/// A stand-alone privacy-noise stream (ChaCha12): the user-side randomizer of LDP and the
+/// per-release Gaussian vectors of Alg. 2 draw from it.
+pub struct NoiseStream {
+    noise: NodeNoise,
+    rng: ChaCha12Rng,
+    draws: u64,
+}
+
+impl NoiseStream {
+    pub fn new(noise: NodeNoise, seed: [u8; 32]) -> CoreResult<Self> {
+        noise.validate()?;
+        Ok(NoiseStream { noise, rng: ChaCha12Rng::from_seed(seed), draws: 0 })
+    }
+
+    pub fn noise(&self) -> NodeNoise {
+        self.noise
+    }
+
+    /// Number of vectors / matrices drawn so far.
+    pub fn draws(&self) -> u64 {
+        self.draws
+    }
+
+    /// Fill `out` with a noise vector, or a symmetric `d x d` noise matrix when `shape` says so.
+    /// Discrete samplers give exact multiples of the lattice unit (`NodeNoise::lattice_unit`);
+    /// data they are added to must be rounded to the same lattice (docs/privacy.md).
+    pub fn fill(&mut self, shape: NodeShape, out: &mut [f64]) -> CoreResult<()> {
+        shape.validate()?;
+        check_len("noise buffer", out.len(), shape.len())?;
+        let unit = self.noise.lattice_unit(shape)?;
+        draw_node_noise(&mut self.rng, self.noise, shape, out);
+        if let Some(u) = unit {
+            out.iter_mut().for_each(|x| *x *= u);
+        }
+        self.draws += 1;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -847,44 +886,5 @@ mod tests {
         let var = acc / reps as f64;
         let want = 3.0 * sigma * sigma;
         assert!((var / want - 1.0).abs() < 0.08, "var {var} want {want}");
-    }
-}
-
-/// A stand-alone privacy-noise stream (ChaCha12): the user-side randomizer of LDP and the
-/// per-release Gaussian vectors of Alg. 2 draw from it.
-pub struct NoiseStream {
-    noise: NodeNoise,
-    rng: ChaCha12Rng,
-    draws: u64,
-}
-
-impl NoiseStream {
-    pub fn new(noise: NodeNoise, seed: [u8; 32]) -> CoreResult<Self> {
-        noise.validate()?;
-        Ok(NoiseStream { noise, rng: ChaCha12Rng::from_seed(seed), draws: 0 })
-    }
-
-    pub fn noise(&self) -> NodeNoise {
-        self.noise
-    }
-
-    /// Number of vectors / matrices drawn so far.
-    pub fn draws(&self) -> u64 {
-        self.draws
-    }
-
-    /// Fill `out` with a noise vector, or a symmetric `d x d` noise matrix when `shape` says so.
-    /// Discrete samplers give exact multiples of the lattice unit (`NodeNoise::lattice_unit`);
-    /// data they are added to must be rounded to the same lattice (docs/privacy.md).
-    pub fn fill(&mut self, shape: NodeShape, out: &mut [f64]) -> CoreResult<()> {
-        shape.validate()?;
-        check_len("noise buffer", out.len(), shape.len())?;
-        let unit = self.noise.lattice_unit(shape)?;
-        draw_node_noise(&mut self.rng, self.noise, shape, out);
-        if let Some(u) = unit {
-            out.iter_mut().for_each(|x| *x *= u);
-        }
-        self.draws += 1;
-        Ok(())
     }
 }
