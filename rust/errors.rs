@@ -45,8 +45,40 @@ pub fn check_len(what: &str, got: usize, want: usize) -> CoreResult<()> {
 
 /// Fail with `NonFinite` if any value is NaN or infinite.
 pub fn check_finite(what: &str, xs: &[f64]) -> CoreResult<()> {
-    // Branch-free scan that vectorizes (integer and/add/or only): the exponent field is all
-    // ones (NaN or inf) iff adding one exponent unit carries into bit 63.
+    if !any_non_finite(xs) {
+        return Ok(());
+    }
+    if let Some(i) = xs.iter().position(|x| !x.is_finite()) {
+        return Err(CoreError::NonFinite(format!(
+            "{what}: non-finite value {} at flat index {i}",
+            xs[i]
+        )));
+    }
+    Ok(())
+}
+
+/// True iff some value is NaN or infinite: a branch-free scan (integer and/add/or only; the
+/// exponent field is all ones iff adding one exponent unit carries into bit 63), compiled a
+/// second time for AVX2 and picked at run time, since it reads every input the kernels take.
+pub fn any_non_finite(xs: &[f64]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: only taken when the CPU reports AVX2.
+            return unsafe { any_non_finite_avx2(xs) };
+        }
+    }
+    any_non_finite_impl(xs)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn any_non_finite_avx2(xs: &[f64]) -> bool {
+    any_non_finite_impl(xs)
+}
+
+#[inline(always)]
+fn any_non_finite_impl(xs: &[f64]) -> bool {
     const EXP: u64 = 0x7ff0_0000_0000_0000;
     const ONE: u64 = 0x0010_0000_0000_0000;
     let mut acc = [0u64; 8];
@@ -60,15 +92,5 @@ pub fn check_finite(what: &str, xs: &[f64]) -> CoreResult<()> {
     for x in tail {
         acc[0] |= (x.to_bits() & EXP) + ONE;
     }
-    let any_bad = acc.iter().fold(0u64, |a, b| a | b) >> 63 != 0;
-    if !any_bad {
-        return Ok(());
-    }
-    if let Some(i) = xs.iter().position(|x| !x.is_finite()) {
-        return Err(CoreError::NonFinite(format!(
-            "{what}: non-finite value {} at flat index {i}",
-            xs[i]
-        )));
-    }
-    Ok(())
+    acc.iter().fold(0u64, |a, b| a | b) >> 63 != 0
 }

@@ -219,10 +219,23 @@ fn eval_impl<const FMA: bool, const CHUNK: usize>(q: &OptimisticQ<'_>, upper: &[
                 i += 1;
             }
         }
-        for l in 0..m {
-            let base = offset.map_or(0.0, |o| o[start + l]);
-            let v = base + lin[l] + q.beta * quad[l].max(0.0).sqrt();
-            out[start + l] = v.min(q.upper).max(q.lower);
+        // Whole-chunk arithmetic first (vectorizes, vsqrtpd), then the m live lanes are stored.
+        let mut v = [0.0f64; CHUNK];
+        for l in 0..CHUNK {
+            v[l] = lin[l] + q.beta * quad[l].max(0.0).sqrt();
+        }
+        let dst = &mut out[start..start + m];
+        match offset {
+            Some(o) => {
+                for ((d, vl), b) in dst.iter_mut().zip(&v).zip(&o[start..start + m]) {
+                    *d = (b + vl).min(q.upper).max(q.lower);
+                }
+            }
+            None => {
+                for (d, vl) in dst.iter_mut().zip(&v) {
+                    *d = vl.min(q.upper).max(q.lower);
+                }
+            }
         }
         start += m;
     }
