@@ -134,9 +134,10 @@ fn madd<const FMA: bool>(a: f64, b: f64, c: f64) -> f64 {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn eval_avx512(q: &OptimisticQ<'_>, upper: &[f64], phi: &[f64], offset: Option<&[f64]>, out: &mut [f64]) {
-    // 64 lanes = 8 independent zmm accumulators hide the FMA latency at AVX-512 width, while the
-    // transposed chunk (64 d values) still fits in L1; beyond d ~ 48 it would not.
-    if q.d <= 48 {
+    // Small d: 64 lanes (8 independent zmm chains) hide the FMA latency. From d ~ 8 on, the two
+    // paired accumulators plus quad/lin of 64 lanes would spill the 32 zmm registers: 32 lanes
+    // (measured faster at d = 16, slower at d = 5).
+    if q.d <= 8 {
         eval_impl::<true, 64>(q, upper, phi, offset, out)
     } else {
         eval_impl::<true, CHUNK>(q, upper, phi, offset, out)
