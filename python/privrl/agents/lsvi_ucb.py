@@ -9,10 +9,10 @@ import numpy as np
 
 from privrl import kernels as K
 from privrl.agents.base import Agent, SensitivityGuard
-from privrl.agents.statistics import Release
+from privrl.agents.statistics import Release, released_inverse
 from privrl.envs.finite import Trajectory
 from privrl.envs.linear import LinearMDP
-from privrl.exceptions import NotPositiveDefiniteError, PrivacyParameterError, ShapeError
+from privrl.exceptions import PrivacyParameterError, ShapeError
 from privrl.privacy.calibration import calibrate_lsvi_ucb
 from privrl.privacy.continual import adapt_calibration
 from privrl.privacy.models import LocalDP, NonPrivate
@@ -116,14 +116,8 @@ def lsvi_release(designs: np.ndarray, response: Callable[[int, np.ndarray | None
     weights = np.zeros((H, d))
     for h in range(H - 1, -1, -1):
         if inverses is None:
-            try:
-                inverse[h] = K.spd_inverse(designs[h])
-            except NotPositiveDefiniteError as e:
-                raise NotPositiveDefiniteError(
-                    f"released design matrix Lambda~ of step h={h + 1} after {users} users is not "
-                    f"positive definite (min eigenvalue {K.min_eigenvalue(designs[h]):.4g}): the tree "
-                    "noise exceeded the shift c_K + Upsilon, an event of probability <= p/3 under "
-                    "App. D's calibration") from e
+            inverse[h] = released_inverse(designs[h], h, users, "the shift c_K + Upsilon",
+                                          "App. D's calibration")
         if h == H - 1:
             u = response(h, None, None)
         else:

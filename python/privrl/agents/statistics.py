@@ -52,6 +52,18 @@ class Release:
     users: int
 
 
+def released_inverse(design: np.ndarray, h: int, users: int, shift: str, calibration: str) -> np.ndarray:
+    """Inverse of a released (noisy) design matrix of step h (0-based), or a
+    NotPositiveDefiniteError saying which release failed and why that is a low-probability event."""
+    try:
+        return K.spd_inverse(design)
+    except NotPositiveDefiniteError as e:
+        raise NotPositiveDefiniteError(
+            f"released design matrix of step h={h + 1} after {users} users is not positive "
+            f"definite (min eigenvalue {K.min_eigenvalue(design):.4g}); the noise exceeded "
+            f"{shift}, an event of probability <= p/3 under {calibration}") from e
+
+
 def _checked(a: Any, name: str, shape: tuple) -> np.ndarray:
     """`a` as a finite float array of exactly `shape` (ShapeError / NonFiniteError otherwise)."""
     return as_f64(a, name, len(shape), shape, finite=True)
@@ -167,14 +179,8 @@ class RegressionServer:
             target = self._target
         inverse = np.empty((H, d, d))
         for h in range(H):
-            try:
-                inverse[h] = K.spd_inverse(design[h])
-            except NotPositiveDefiniteError as e:
-                raise NotPositiveDefiniteError(
-                    f"released design matrix of step h={h + 1} after {self.users} users is not "
-                    f"positive definite (min eigenvalue {K.min_eigenvalue(design[h]):.4g}); the noise "
-                    "exceeded the shift 2*Upsilon, an event of probability <= p/3 under the "
-                    "paper's calibration") from e
+            inverse[h] = released_inverse(design[h], h, self.users, "the shift 2*Upsilon",
+                                          "the paper's calibration")
         weights = np.einsum("hij,hj->hi", inverse, target)
         return Release(design, inverse, weights, self.users)
 

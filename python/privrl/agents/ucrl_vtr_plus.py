@@ -5,7 +5,6 @@ JDP (Cor. "JDP-UCRL-VTR+"), LDP (Cor. "LDP-UCRL-VTR+") and pure DP through the p
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 

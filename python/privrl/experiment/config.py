@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from privrl.exceptions import ConfigError, PrivrlError, SweepError  # noqa: F401 (re-exported)
+from privrl.exceptions import ConfigError, SweepError  # noqa: F401 (re-exported)
 
 __all__ = [
     "ConfigError", "SweepError", "ALGORITHMS", "ENVIRONMENTS", "PRIVACY_KINDS", "AgentSpec", "Study", "RunSpec",
