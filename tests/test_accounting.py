@@ -226,34 +226,6 @@ def test_single_gaussian_against_pld():
     assert p.get_delta_for_epsilon(1.0) == pytest.approx(1e-5, rel=1e-3)
 
 
-@pytest.mark.parametrize("H,K,eps", [(2, 8, 1.0), (10, 10_000, 1.0), (3, 100, 4.0)])
-def test_tight_ucrl_vtr_release_is_private_under_pld(H, K, eps):
-    pld = _pld()
-    sigma = c.ucrl_vtr_sigma_jdp_tight(eps, 1e-5, H, K)
-    n = 2 * H * a.tree_nodes_per_leaf(K)  # every node a user enters, both families
-    comp = pld.from_gaussian_mechanism(standard_deviation=sigma, sensitivity=2.0 * H * H,
-                                       value_discretization_interval=1e-4).self_compose(n)
-    assert comp.get_delta_for_epsilon(eps) <= 1e-5 * (1 + 1e-3)
-    assert comp.get_epsilon_for_delta(1e-5) <= eps * (1 + 1e-4)
-    # ... and it is tight: 2% less noise breaks it
-    worse = pld.from_gaussian_mechanism(standard_deviation=0.98 * sigma, sensitivity=2.0 * H * H,
-                                        value_discretization_interval=1e-4).self_compose(n)
-    assert worse.get_delta_for_epsilon(eps) > 1.2e-5
-
-
-def test_tight_lsvi_release_is_private_under_pld():
-    pld = _pld()
-    H, K, d = 10, 10_000, 10
-    cal = c.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, K, d, calibration="tight")
-    R = c.lsvi_ucb_releases(K, cal["B"])
-    lam = pld.from_gaussian_mechanism(standard_deviation=cal["sigma_Lambda"], sensitivity=2.0,
-                                      value_discretization_interval=1e-4)
-    u = pld.from_gaussian_mechanism(standard_deviation=cal["sigma_u"], sensitivity=2.0 * (H + 1),
-                                    value_discretization_interval=1e-4)
-    comp = lam.self_compose(H * a.tree_nodes_per_leaf(R)).compose(u.self_compose(H * R))
-    assert comp.get_delta_for_epsilon(1.0) <= 1e-5 * (1 + 1e-3)
-
-
 def test_accountant_against_pld_heterogeneous():
     pld = _pld()
     acc = a.PrivacyAccountant().add_gaussian(2.0, 30.0, 12).add_gaussian(5.0, 90.0, 5)
@@ -266,61 +238,77 @@ def test_accountant_against_pld_heterogeneous():
 
 
 # ============================================================================================
-# Tight calibration
+# Tight calibration (hand values; the PLD cross-checks of every plan are in test_plans.py)
 # ============================================================================================
 H, K, D = 10, 10_000, 10
+MU = 0.2680511  # gaussian_mu(1, 1e-5) (test above: 1 / 3.730632)
+
+
+def _tight(fn, kind, **kw):
+    return getattr(c, fn)(kind, kw.pop("epsilon", 1.0), kw.pop("delta", 1e-5), calibration="tight", **kw)
 
 
 def test_tight_sigma_ucrl_vtr_jdp_hand_value():
-    # n = floor(log2 1e4) + 1 = 14 nodes per user and tree, 2H = 20 trees, Delta = 2 H^2 = 200:
-    # composed sensitivity 200 sqrt(280) = 3346.64; mu(1, 1e-5) = 0.2680511 (test above:
-    # 1 / 3.730632) -> sigma = 3346.64 / 0.2680511 = 12485.08
-    assert c.ucrl_vtr_sigma_jdp_tight(1.0, 1e-5, H, K) == pytest.approx(12485.08, rel=1e-6)
-    # the paper's 3.486e6 (Cor. 1) is ~279x larger (~270x if the paper's K0 = 15 nodes were
-    # counted: 279.2 * sqrt(14/15) = 269.8)
-    ratio = c.ucrl_vtr_sigma_jdp(1.0, 1e-5, H, K) / c.ucrl_vtr_sigma_jdp_tight(1.0, 1e-5, H, K)
-    assert ratio == pytest.approx(279.23, rel=1e-4)
+    # n = floor(log2 1e4) + 1 = 14 nodes per user and tree, H = 10 steps. Per node the worst pair
+    # of users is X' = -X (||X|| = H, y = y' = H): the matrix X X^T does not move, the vector moves
+    # by 2 H^2 (privrl.privacy.plans), so per step mu^2 = n (2 H^2)^2 / sigma^2; composed
+    # sensitivity 2 H^2 sqrt(H n) = 200 sqrt(140) = 2366.432 -> sigma = 2366.432 / 0.2680511 = 8828.29
+    # (the issue's PLD figure: 8,828). Separate worst cases (2 H^2 for both families) gave 12485.08.
+    sigma = _tight("calibrate_ucrl_vtr", "jdp", H=H, K=K, d=5, C_w=1.0)["sigma_B"]
+    assert sigma == pytest.approx(8828.29, rel=1e-5)
+    assert sigma == pytest.approx(12485.08 / math.sqrt(2), rel=1e-6)
+    # the paper's 3.486e6 (Cor. 1) is ~395x larger
+    assert c.ucrl_vtr_sigma_jdp(1.0, 1e-5, H, K) / sigma == pytest.approx(394.894, rel=1e-4)
 
 
 def test_tight_sigma_ucrl_vtr_ldp_hand_value():
-    # 2H = 20 releases, Delta = 200: sensitivity 200 sqrt(20) = 894.427 / 0.2680511 = 3336.78
-    assert c.ucrl_vtr_sigma_ldp_tight(1.0, 1e-5, H) == pytest.approx(3336.78, rel=1e-6)
+    # 2H releases: per step the joint worst case 2 H^2: sensitivity 200 sqrt(10) = 632.456 / mu
+    s = _tight("calibrate_ucrl_vtr", "ldp", H=H, K=K, d=D, C_w=1.0)["sigma_B"]
+    assert s == pytest.approx(632.4555 / MU, rel=1e-5) and s == pytest.approx(2359.46, rel=1e-5)
 
 
 def test_tight_lsvi_hand_value():
-    # B = 7 (App. D), releases R = 6 (batches start at 1, 1430, ..., 8575), n = 3 nodes per user,
-    # B0 = 4, ratio sigma_u / sigma_Lambda = H / sqrt(B0) = 5. Composed sensitivity in units of
-    # sigma_Lambda: sqrt(H n 2^2 + H R (22 / 5)^2) = sqrt(120 + 60 * 19.36) = sqrt(1281.6) = 35.7995
-    # sigma_Lambda = 35.7995 / 0.2680511 = 133.5545, sigma_u = 667.773
+    # B = 7 (App. D), releases R = 6 (batches start at 1, 1430, ..., 8575): the Lambda mechanisms
+    # hold R = 6 leaves, n = bit_length(6) = 3 nodes per user; B0 = 4; ratio sigma_u / sigma_Lambda
+    # = H / sqrt(B0) = 5. In units of sigma_Lambda = t, per step (phi' = -phi, r + V = 11 on both):
+    # Lambda (law (Z'+Z'^T)/2: factor 1) moves by 0, u by 2 * 11 in each of the R releases:
+    # mu^2 t^2 = H * R * 22^2 / 25 = 10 * 6 * 19.36 = 1161.6 (the alternative phi' orthogonal to phi
+    # gives 10 * (3 * 2 + 6 * 2 * 121 / 25) = 640.8) -> t = 34.08225 / 0.2680511 = 127.1483
     assert c.lsvi_ucb_releases(K, 7) == 6
-    sl, su = c.lsvi_ucb_sigmas_tight(1.0, 1e-5, H, 7, K)
-    assert sl == pytest.approx(133.5545, rel=1e-5) and su == pytest.approx(5 * sl, rel=1e-14)
+    cal = _tight("calibrate_lsvi_ucb", "jdp", H=H, K=K, d=D, batches=7)
+    assert cal["sigma_Lambda"] == pytest.approx(127.1483, rel=1e-5)
+    assert cal["sigma_u"] == pytest.approx(5 * cal["sigma_Lambda"], rel=1e-14)
 
 
 def test_tight_vtr_plus_hand_value():
-    # 4H = 40 trees x 14 nodes, per node Delta/sigma equal across families:
-    # sigma_B1 = 2d sqrt(4 H n) / mu = 20 sqrt(560) / 0.2680511 = 20 * 23.6643 / 0.2680511 = 1765.66
-    s1, s2 = c.ucrl_vtr_plus_sigmas_jdp_tight(1.0, 1e-5, H, K, D)
-    assert s1 == pytest.approx(1765.66, rel=1e-5)
-    assert s2 / s1 == pytest.approx(H ** 4 / D, rel=1e-14)
+    # two statistics per step, each with the UCRL-VTR structure: (phi_V / sigma_bar, V / sigma_bar)
+    # with bounds sqrt(d) -> 2 d per node; (phi_{V^2}, V^2) -> 2 H^4; with sigma_B1 = 2d t and
+    # sigma_B2 = 2 H^4 t (the paper's ratio) each is n / t^2 per step: mu^2 t^2 = 2 H n = 280,
+    # t = sqrt(280) / mu = 62.42547, sigma_B1 = 20 t = 1248.51 (separate worst cases: 1765.66)
+    cal = _tight("calibrate_ucrl_vtr_plus", "jdp", H=H, K=K, d=D, C_w=1.0)
+    assert cal["sigma_B1"] == pytest.approx(1248.51, rel=1e-5)
+    assert cal["sigma_B2"] / cal["sigma_B1"] == pytest.approx(H ** 4 / D, rel=1e-14)
+    assert cal["sigma_f"] == cal["sigma_B1"] and cal["sigma_g"] == cal["sigma_B2"]
 
 
 def test_tight_vtr_plus_ldp_hand_value():
-    # 4H = 40 local releases: sigma_B1 = 2d sqrt(4H) / mu = 20 * 6.324555 / 0.2680511 = 471.888
-    s1, s2 = c.ucrl_vtr_plus_sigmas_ldp_tight(1.0, 1e-5, H, D)
-    assert s1 == pytest.approx(471.888, rel=1e-5) and s2 / s1 == pytest.approx(H ** 4 / D)
+    # n = 1: t = sqrt(20) / mu = 16.68376, sigma_B1 = 20 t = 333.675
+    cal = _tight("calibrate_ucrl_vtr_plus", "ldp", H=H, K=K, d=D, C_w=1.0)
+    assert cal["sigma_B1"] == pytest.approx(333.675, rel=1e-5)
+    assert cal["sigma_B2"] / cal["sigma_B1"] == pytest.approx(H ** 4 / D)
 
 
 def test_tight_laplace_scales_hand_values():
     # Alg. 2, B = 7, K = 1e4: R = 6 releases, n = 3 nodes; per node eps/(2 H n) = 1/60,
     # per release eps/(2 H R) = 1/120: b_Lambda = 2d * 60 = 1200,
     # b_u = 2 sqrt(10) * 11 * 120 = 69.570109 * 120 = 8348.413
-    bl, bu = c.lsvi_ucb_laplace_scales_tight(1.0, H, 7, D, K)
-    assert bl == pytest.approx(1200.0, rel=1e-12) and bu == pytest.approx(8348.413, rel=1e-6)
+    cal = _tight("calibrate_lsvi_ucb", "jdp", delta=0.0, H=H, K=K, d=D, batches=7)
+    assert cal["sigma_Lambda"] == pytest.approx(1200.0, rel=1e-12)
+    assert cal["sigma_u"] == pytest.approx(8348.413, rel=1e-6)
     # UCRL-VTR+: 4 H n = 560 nodes per user, b_B1 = 2 d^2 * 560 = 112000
-    assert c.ucrl_vtr_plus_laplace_scales_jdp_tight(1.0, H, K, D)[0] == pytest.approx(112_000.0)
+    assert _tight("calibrate_ucrl_vtr_plus", "jdp", delta=0.0, H=H, K=K, d=D, C_w=1.0)["sigma_B1"] == pytest.approx(112_000.0)
     # UCRL-VTR: 2 H n = 280 nodes, b_matrix = 2 d H^2 * 280 = 560000 (paper: 300 nodes, 600000)
-    assert c.ucrl_vtr_laplace_scales_jdp_tight(1.0, H, K, D)[0] == pytest.approx(560_000.0)
+    assert _tight("calibrate_ucrl_vtr", "jdp", delta=0.0, H=H, K=K, d=D, C_w=1.0)["laplace_b"] == pytest.approx(560_000.0)
     assert c.ucrl_vtr_laplace_scales_jdp(1.0, H, K, D)[0] == pytest.approx(600_000.0)
 
 
@@ -336,22 +324,16 @@ def test_lsvi_releases_matches_the_schedule():
 @pytest.mark.parametrize("HK", [(1, 1), (2, 8), (5, 100), (10, 10_000), (20, 1000)])
 def test_tight_never_exceeds_paper(eps, delta, HK):
     H_, K_ = HK
-    pairs = [
-        (c.ucrl_vtr_sigma_jdp_tight(eps, delta, H_, K_), c.ucrl_vtr_sigma_jdp(eps, delta, H_, K_)),
-        (c.ucrl_vtr_sigma_ldp_tight(eps, delta, H_), c.ucrl_vtr_sigma_ldp(eps, delta, H_)),
-    ]
-    for t, p in zip(c.ucrl_vtr_plus_sigmas_jdp_tight(eps, delta, H_, K_, 3),
-                    c.ucrl_vtr_plus_sigmas_jdp(eps, delta, H_, K_, 3)):
-        pairs.append((t, p))
-    for t, p in zip(c.ucrl_vtr_plus_sigmas_ldp_tight(eps, delta, H_, 3),
-                    c.ucrl_vtr_plus_sigmas_ldp(eps, delta, H_, 3)):
-        pairs.append((t, p))
-    B_ = max(1, min(K_, 7))
-    for t, p in zip(c.lsvi_ucb_sigmas_tight(eps, delta, H_, B_, K_),
-                    (c.lsvi_ucb_sigma_lambda(eps, delta, H_, B_), c.lsvi_ucb_sigma_u(eps, delta, H_, B_))):
-        pairs.append((t, p))
-    for t, p in pairs:
-        assert 0 < t <= p
+    for fn, kind, extra in (("calibrate_ucrl_vtr", "jdp", {"C_w": 1.0}), ("calibrate_ucrl_vtr", "ldp", {"C_w": 1.0}),
+                            ("calibrate_ucrl_vtr_plus", "jdp", {"C_w": 1.0}),
+                            ("calibrate_ucrl_vtr_plus", "ldp", {"C_w": 1.0}),
+                            ("calibrate_lsvi_ucb", "jdp", {"batches": max(1, min(K_, 7))})):
+        f = getattr(c, fn)
+        paper = f(kind, eps, delta, H=H_, K=K_, d=3, **extra)
+        tight = f(kind, eps, delta, H=H_, K=K_, d=3, calibration="tight", **extra)
+        for k in ("sigma_B", "sigma_g", "sigma_B1", "sigma_B2", "sigma_f", "sigma_Lambda", "sigma_u"):
+            if k in paper:
+                assert 0 < tight[k] <= paper[k], (fn, kind, k)
 
 
 @pytest.mark.parametrize("fn,args", [
@@ -387,8 +369,8 @@ def test_tight_calibration_feeds_the_same_formulas():
     assert t["C"] == c.ucrl_vtr_C_jdp(s, D, K, H, 0.05)
     assert t["shift"] == 2 * t["Upsilon"]
     assert t["beta"] == c.ucrl_vtr_beta(t["lam"], t["Upsilon"], 1.0, H, K, D, 0.05)
-    # node budget: one node alone under the analytic Gaussian at the target delta
-    assert t["node_budget"] == (a.analytic_gaussian_epsilon(s, 200.0, 1e-5), 1e-5)
+    # node budget: one node (the joint matrix-vector worst case, 2 H^2) under the analytic Gaussian
+    assert t["node_budget"][0] == pytest.approx(a.analytic_gaussian_epsilon(s, 200.0, 1e-5), rel=1e-9)
     lt = c.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, K, D, calibration="tight")
     assert lt["Upsilon"] == c.lsvi_ucb_upsilon(lt["sigma_Lambda"], lt["B0"], D, K, H, 0.05)
     assert lt["C"] == c.lsvi_ucb_C(lt["sigma_u"], D, K, H, 0.05)
@@ -432,4 +414,4 @@ def test_models_carry_the_calibration():
     assert j != JointDP(1.0, 1e-5)
     out = c.calibrate_ucrl_vtr(H=3, K=50, d=2, C_w=1.0, **j.as_kwargs())
     assert out["calibration"] == "tight"
-    assert out["sigma_B"] == c.ucrl_vtr_sigma_jdp_tight(1.0, 1e-5, 3, 50)
+    assert out["sigma_B"] == pytest.approx(2 * 9 * math.sqrt(3 * 6) / a.gaussian_mu(1.0, 1e-5), rel=1e-9)

@@ -48,7 +48,6 @@ def _calls():
     from privrl.privacy import accounting as acc
     from privrl.privacy import calibration as cal
     from privrl.privacy import mechanisms as mech
-    from privrl.privacy.continual import adapt_calibration
     from privrl.privacy.models import JointDP, LocalDP, NonPrivate
     from privrl.runner import run
 
@@ -217,11 +216,9 @@ def _calls():
         base = dict(kind="jdp", epsilon=1.0, delta=1e-5, H=3, K=100, d=4)
         base.update(kw)
         add(f"calibrate-lsvi-{i}", lambda b=base: cal.calibrate_lsvi_ucb(**b))
-    good_cal = cal.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, 3, 100, 4, 1.0)
-    add("adapt-calibration-mechanism", lambda: adapt_calibration(good_cal, "cauchy", "ucrl_vtr"))
-    add("adapt-calibration-algorithm", lambda: adapt_calibration(good_cal, "blt", "alg9"))
-    add("adapt-calibration-pure", lambda: adapt_calibration(cal.calibrate_ucrl_vtr("jdp", 1.0, 0.0, 3, 100, 4, 1.0),
-                                                            "factorization", "ucrl_vtr"))
+    add("calibrate-mechanism", lambda: cal.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, 3, 100, 4, 1.0, mechanism="cauchy"))
+    add("calibrate-mechanism-ldp", lambda: cal.calibrate_ucrl_vtr("ldp", 1.0, 1e-5, 3, 100, 4, 1.0, mechanism="blt"))
+    add("calibrate-mechanism-pure", lambda: cal.calibrate_lsvi_ucb("jdp", 1.0, 0.0, 3, 100, 4, mechanism="factorization"))
 
     # ------------------------------------------------ environments
     H, S, nA = 2, 3, 2

@@ -12,9 +12,9 @@ from privrl.envs.mixture import RandomLinearMixtureMDP
 from privrl.exceptions import PrivacyParameterError
 from privrl.privacy import calibration as C
 from privrl.privacy.accounting import PrivacyAccountant, tree_nodes_per_leaf
-from privrl.privacy.continual import (MECHANISMS, adapt_calibration, mechanism_sigma_factor,
-                                      reference_tree_nodes)
+from privrl.privacy.continual import MECHANISMS, user_entry
 from privrl.privacy.models import JointDP, LocalDP
+from privrl.privacy.plans import plan_mu
 
 OTHERS = ["honaker", "factorization", "blt"]
 
@@ -23,7 +23,8 @@ def test_jointdp_mechanism_field():
     assert JointDP(1.0, 1e-5).mechanism == "tree"
     p = JointDP(1.0, 1e-5, mechanism="factorization")
     assert p.label == "JDP(eps=1, delta=1e-05, factorization)"
-    assert "mechanism" not in p.as_kwargs()  # calibrate_* stay mechanism-agnostic
+    assert p.as_kwargs()["mechanism"] == "factorization"  # the choice travels with the model
+    assert LocalDP(1.0, 1e-5).as_kwargs()["mechanism"] == "tree"
     with pytest.raises(PrivacyParameterError):
         JointDP(1.0, 1e-5, mechanism="cauchy")
     with pytest.raises(PrivacyParameterError):
@@ -35,41 +36,53 @@ def test_jointdp_mechanism_field():
     assert set(MECHANISMS) == set(K.MECHANISMS)
 
 
-@pytest.mark.parametrize("calibration", ["paper", "tight"])
 @pytest.mark.parametrize("K_", [1, 7, 64, 1000])
-def test_sigma_factor_is_multiplier_ratio(calibration, K_):
-    n_ref = reference_tree_nodes(K_, calibration)
-    assert n_ref == (tree_nodes_per_leaf(K_) if calibration == "tight" else math.ceil(math.log2(K_)) + 1)
-    assert mechanism_sigma_factor("tree", K_, calibration) == 1.0
+def test_user_entry_counts(K_):
+    K0 = math.ceil(math.log2(K_)) + 1
+    t = user_entry("tree", K_)
+    assert (t.draws, t.draws_paper, t.paper_sigma_factor) == (tree_nodes_per_leaf(K_), K0, 1.0)
+    assert t.multiplier == pytest.approx(math.sqrt(tree_nodes_per_leaf(K_)))
     for m in OTHERS:
         prof = K.mechanism_profile(m, K_)
-        assert mechanism_sigma_factor(m, K_, calibration) == pytest.approx(prof.l2_multiplier / math.sqrt(n_ref))
+        e = user_entry(m, K_)
+        assert e.draws is None and e.multiplier == prof.l2_multiplier
+        assert e.paper_sigma_factor == pytest.approx(prof.l2_multiplier / math.sqrt(K0))
+        assert e.noise_terms == prof.max_variance_factor
 
 
-@pytest.mark.parametrize("calibration", ["paper", "tight"])
 @pytest.mark.parametrize("mech", OTHERS)
-def test_same_privacy_curve_as_the_tree(calibration, mech):
-    """Per user, the 2H mechanisms of JDP UCRL-VTR compose to one Gaussian; with the rescaled
-    sigma its mu equals the tree's (for the node count the calibration used): same (eps, delta)."""
+def test_paper_sigma_keeps_the_trees_privacy_curve(mech):
+    """Paper calibration: per user, each of the 2H mechanisms of JDP UCRL-VTR is one Gaussian; with
+    the rescaled sigma its mu equals the K0-node tree's that the paper's argument certifies."""
     H, K_, d, eps, dlt = 3, 500, 4, 1.0, 1e-5
-    cal = C.calibrate_ucrl_vtr("jdp", eps, dlt, H, K_, d, 1.0, calibration=calibration)
-    new = adapt_calibration(cal, mech, "ucrl_vtr")
+    tree_cal = C.calibrate_ucrl_vtr("jdp", eps, dlt, H, K_, d, 1.0)
+    new = C.calibrate_ucrl_vtr("jdp", eps, dlt, H, K_, d, 1.0, mechanism=mech)
     sens = C.ucrl_vtr_l2_sensitivity(H)
-    n_ref = reference_tree_nodes(K_, calibration)
-    tree = PrivacyAccountant().add_gaussian(sens, cal["sigma_B"], 2 * H * n_ref)
+    tree = PrivacyAccountant().add_gaussian(sens, tree_cal["sigma_B"], 2 * H * tree_cal["K0"])
     m = K.make_prefix_mechanism(mech, 1, K_, noise="none", seed=0)
     other = PrivacyAccountant().add_gaussian(sens * m.sensitivity_multiplier, new["sigma_B"], 2 * H)
     assert other.mu == pytest.approx(tree.mu, rel=1e-12)
-    assert other.epsilon(dlt) == pytest.approx(tree.epsilon(dlt), rel=1e-9)
-    if calibration == "tight":
-        assert other.epsilon(dlt) <= eps * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("mech", MECHANISMS)
+def test_tight_sigma_meets_the_target_on_every_mechanism(mech):
+    """Tight calibration: the plan's mu (with the mechanism's exact multiplier) is the target's."""
+    H, K_, d, eps, dlt = 3, 500, 4, 1.0, 1e-5
+    for calibrate, extra in ((C.calibrate_ucrl_vtr, {"C_w": 1.0}), (C.calibrate_ucrl_vtr_plus, {"C_w": 1.0}),
+                             (C.calibrate_lsvi_ucb, {})):
+        cal = calibrate("jdp", eps, dlt, H=H, K=K_, d=d, calibration="tight", mechanism=mech, **extra)
+        from privrl.privacy.report import plan_of
+        plan = plan_of(cal["algorithm"], cal)
+        scales = {k: cal[k] for k in plan.scale_keys}
+        from privrl.privacy.accounting import gaussian_mu
+        assert plan_mu(plan, scales) == pytest.approx(gaussian_mu(eps, dlt), rel=1e-9)
 
 
 @pytest.mark.parametrize("mech", OTHERS)
 def test_noise_bounds_follow_the_variance(mech):
     H, K_, d = 3, 500, 4
     cal = C.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K_, d, 1.0)
-    new = adapt_calibration(cal, mech, "ucrl_vtr")
+    new = C.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K_, d, 1.0, mechanism=mech)
     prof = K.mechanism_profile(mech, K_)
     # Upsilon is linear in (entry std of the released noise): sigma sqrt(K0) -> sigma_M sqrt(max v).
     want = cal["Upsilon"] * new["sigma_B"] * math.sqrt(prof.max_variance_factor) / (cal["sigma_B"] * math.sqrt(cal["K0"]))
@@ -80,33 +93,31 @@ def test_noise_bounds_follow_the_variance(mech):
     assert new["beta"] == pytest.approx(C.ucrl_vtr_beta(cal["lam"], new["Upsilon"], 1.0, H, K_, d, cal["p"]))
     assert new["beta"] >= new["beta_condition"]
     assert new["Upsilon"] < cal["Upsilon"]  # every alternative releases less noise than the tree
+    assert new["mechanism_l2_multiplier"] == prof.l2_multiplier and new["node_budget"] is None
 
 
-def test_alg3_and_alg2_adaptation():
+def test_alg3_and_alg2_mechanisms():
     H, K_, d = 3, 400, 4
     cal = C.calibrate_ucrl_vtr_plus("jdp", 1.0, 1e-5, H, K_, d, 1.0)
-    new = adapt_calibration(cal, "factorization", "ucrl_vtr_plus")
-    f = new["sigma_factor"]
+    new = C.calibrate_ucrl_vtr_plus("jdp", 1.0, 1e-5, H, K_, d, 1.0, mechanism="factorization")
+    f = user_entry("factorization", K_).paper_sigma_factor
     for k in ("sigma_B1", "sigma_B2", "sigma_f", "sigma_g"):
         assert new[k] == pytest.approx(cal[k] * f)
     assert new["beta_hat"] >= new["beta_hat_condition"] and new["beta_tilde"] >= new["beta_tilde_condition"]
     lcal = C.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, 4000, d)
-    lnew = adapt_calibration(lcal, "factorization", "lsvi_ucb")
+    lnew = C.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, 4000, d, mechanism="factorization")
     assert lnew["sigma_u"] == lcal["sigma_u"] and lnew["C"] == lcal["C"]  # u~ is not a tree
-    assert lnew["sigma_Lambda"] == pytest.approx(lcal["sigma_Lambda"] * lnew["sigma_factor"])
-    assert lnew["mechanism_capacity"] == lcal["B"]
+    R = C.lsvi_ucb_releases(4000, lcal["B"])
+    prof = K.mechanism_profile("factorization", R)
+    assert lnew["sigma_Lambda"] == pytest.approx(lcal["sigma_Lambda"] * prof.l2_multiplier / math.sqrt(lcal["B0"]))
+    assert lnew["mechanism_capacity"] == R == lnew["releases"]
     # App. D's two requirements on c_K.
     assert lnew["c_K"] >= d * lnew["Upsilon"] - 1e-9
     assert lnew["C"] <= H * (lnew["lam"] + lnew["c_K"]) * (1 + 1e-12)
-    # Non-JDP and tree calibrations come back unchanged.
-    assert adapt_calibration(lcal, "tree", "lsvi_ucb")["sigma_Lambda"] == lcal["sigma_Lambda"]
-    ldp = C.calibrate_ucrl_vtr("ldp", 1.0, 1e-5, H, K_, d, 1.0)
-    assert adapt_calibration(ldp, "factorization", "ucrl_vtr")["sigma_B"] == ldp["sigma_B"]
-    pure = C.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, K_, d, 1.0)
     with pytest.raises(PrivacyParameterError):
-        adapt_calibration(pure, "honaker", "ucrl_vtr")
-    with pytest.raises(ValueError):
-        adapt_calibration(cal, "honaker", "lsvi")
+        C.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, K_, d, 1.0, mechanism="honaker")
+    with pytest.raises(PrivacyParameterError):
+        C.calibrate_ucrl_vtr("ldp", 1.0, 1e-5, H, K_, d, 1.0, mechanism="honaker")
 
 
 @pytest.mark.parametrize("mech", MECHANISMS)

@@ -18,7 +18,8 @@ def test_package_reexports():
     assert callable(privacy.mechanisms.gaussian_sigma)
     assert set(privacy.__all__) == {"NonPrivate", "JointDP", "LocalDP", "calibration", "mechanisms",
                                     "accounting", "report", "PrivacyAccountant", "privacy_report",
-                                    "format_privacy_report"}
+                                    "format_privacy_report", "bounds", "plans", "Calibration", "ReleasePlan",
+                                    "ReleasedFamily", "UserStatistic"}
 
 
 def test_joint_dp_properties():

@@ -116,8 +116,9 @@ def test_ucrl_vtr_paper_chain_hand_values():
     # eps at each of its two uses): total = 0.2513
     assert rep["paper"]["budget"][0] == pytest.approx(0.25128, rel=1e-4)
     assert rep["paper"]["budget"][1] == pytest.approx(1e-5, rel=1e-9)
-    # tight accountant on the same release: mu = sqrt(280) * 200 / sigma
-    mu = math.sqrt(280) * 200 / cal["sigma_B"]
+    # tight accountant on the same release: per node the joint worst case of the (matrix, vector)
+    # pair is 2 H^2 = 200 (X' = -X), 14 nodes x H = 10 steps: mu = sqrt(140) * 200 / sigma
+    mu = math.sqrt(140) * 200 / cal["sigma_B"]
     assert rep["tight"]["mu"] == pytest.approx(mu, rel=1e-12)
     assert rep["tight"]["epsilon_at_target_delta"] == pytest.approx(a.gaussian_epsilon(mu, 1e-5))
 
@@ -128,8 +129,12 @@ def test_ldp_paper_chain_is_exactly_the_target():
     rep = privacy_report_from_calibration("ucrl_vtr", cal)
     assert rep["paper"]["budget"][0] == pytest.approx(1.0, rel=1e-12)
     assert rep["paper"]["budget"][1] == pytest.approx(1e-5, rel=1e-12)
-    # tight accountant: the same noise spends only eps = 0.127
-    assert rep["tight"]["budget"][0] == pytest.approx(0.12732, rel=1e-3)
+    # tight accountant: the same noise spends only eps = 0.0871 (per step the joint worst case
+    # 2 H^2 = 200 over H = 10 steps: mu = 200 sqrt(10) / sigma_B = 0.02868)
+    mu = 200 * math.sqrt(10) / cal["sigma_B"]
+    assert rep["tight"]["mu"] == pytest.approx(mu, rel=1e-12)
+    assert rep["tight"]["budget"][0] == pytest.approx(a.gaussian_epsilon(mu, 1e-5), rel=1e-12)
+    assert rep["tight"]["budget"][0] == pytest.approx(0.08712, rel=1e-3)
 
 
 def test_pure_report_counts():
@@ -201,7 +206,8 @@ def test_tight_agent_runs_and_reports(mix):
     agent = UCRLVTR(mix, JointDP(1.0, 1e-5, calibration="tight"), episodes=64, seed=2)
     res = run(agent, mix, seed=3)
     assert agent.k == 64
-    assert agent.calibration["sigma_B"] == c.ucrl_vtr_sigma_jdp_tight(1.0, 1e-5, mix.H, 64)
+    # 64 leaves: 7 nodes per user and tree; joint worst case 2 H^2 per node, H = 4 steps
+    assert agent.calibration["sigma_B"] == pytest.approx(2 * 16 * math.sqrt(4 * 7) / a.gaussian_mu(1.0, 1e-5), rel=1e-9)
     assert agent.privacy_report()["tight"]["budget"][0] == pytest.approx(1.0, rel=1e-9)
     assert res is not None
 
@@ -212,12 +218,12 @@ def test_tight_agent_runs_and_reports(mix):
 def test_calibration_comparison_rows():
     cmp = calibration_comparison("ucrl_vtr", "jdp", 1.0, 1e-5, 10, 10_000, 10)
     rows = {r["quantity"]: r for r in cmp["rows"]}
-    assert rows["sigma_B"]["ratio"] == pytest.approx(279.23, rel=1e-4)
+    assert rows["sigma_B"]["ratio"] == pytest.approx(394.894, rel=1e-4)
     assert rows["beta"]["tight"] < rows["beta"]["paper"]
     spent = rows["eps spent (tight accountant)"]
     assert spent["tight"] == pytest.approx(1.0, rel=1e-9) and spent["paper"] < 0.01
     text = format_calibration_comparison(cmp)
-    assert "sigma_B" in text and "279.2" in text
+    assert "sigma_B" in text and "394.9" in text
     for alg, kind in (("ucrl_vtr", "ldp"), ("ucrl_vtr_plus", "jdp"), ("lsvi_ucb", "jdp")):
         cmp = calibration_comparison(alg, kind, 1.0, 1e-5, 10, 10_000, 10)
         for r in cmp["rows"]:

@@ -174,6 +174,13 @@ class Agent(abc.ABC):
     def label(self) -> str:
         return f"{self.name}[{self.privacy.label}]"
 
+    #: One SensitivityGuard per statistic of the release plan (statistic name -> guard).
+    guards: dict[str, SensitivityGuard]
+
+    @abc.abstractmethod
+    def release_plan(self) -> Any:
+        """What the agent releases about one user, as data (a privrl.privacy.plans.ReleasePlan)."""
+
     def privacy_report(self) -> dict:
         """Every released mechanism and the (eps, delta) it yields under the paper's argument and
         the tight accountant (privrl.privacy.report.privacy_report; text: format_privacy_report)."""

@@ -7,22 +7,22 @@ from typing import Any, Callable
 
 import numpy as np
 
-from privrl import kernels as K
+from privrl import kernels
 from privrl.agents.base import Agent, SensitivityGuard
 from privrl.agents.statistics import Release, released_inverse
 from privrl.envs.finite import Trajectory
 from privrl.envs.linear import LinearMDP
 from privrl.exceptions import PrivacyParameterError, ShapeError
-from privrl.privacy.calibration import calibrate_lsvi_ucb
-from privrl.privacy.continual import adapt_calibration
+from privrl.privacy import lsvi_ucb as privacy_of
+from privrl.privacy.common import Calibration
 from privrl.privacy.models import LocalDP, NonPrivate
+from privrl.privacy.plans import ReleasePlan
 
 __all__ = [
     "LSVIUCB",
     "LSVIServer",
     "batch_starts",
     "greedy_policy",
-    "optimistic_q_values",
     "response_per_sample",
     "response_aggregated",
     "lsvi_release",
@@ -43,16 +43,6 @@ def batch_starts(K: int, B: int) -> np.ndarray:
 # ============================================================================================
 # User side: the billboard and the policy a user computes from it
 # ============================================================================================
-def optimistic_q_values(release: Release, features: np.ndarray, beta: float) -> np.ndarray:
-    """Q_{k,h}(s, a) = Pi_[0,H][w~_{b,h}^T phi(s,a) + beta ||phi(s,a)||_{Lambda~^{-1}_{b,h}}]
-    (Alg. 2, line 10) for every (h, s, a): shape (H, S, A). features: (S, A, d)."""
-    S, A, d = features.shape
-    flat = features.reshape(S * A, d)
-    H = release.weights.shape[0]
-    return np.stack([K.optimistic_q(flat, release.weights[h], release.inverse[h], beta,
-                                    upper=float(H), lower=0.0).reshape(S, A) for h in range(H)])
-
-
 def greedy_policy(release: Release, features: np.ndarray, beta: float, *, ties: str = "random",
                   rng: Any = None) -> np.ndarray:
     """The user's side of Alg. 2 (lines 7-11): a_h = argmax_a Q_{k,h}(s_h, a) with
@@ -70,7 +60,7 @@ def greedy_policy(release: Release, features: np.ndarray, beta: float, *, ties: 
     H = release.weights.shape[0]
     pi = np.empty((H, S), dtype=np.int64)
     for h in range(H):
-        _, _, pi[h] = K.optimistic_values(flat, release.weights[h], release.inverse[h], beta, A,
+        _, _, pi[h] = kernels.optimistic_values(flat, release.weights[h], release.inverse[h], beta, A,
                                           upper=float(H), lower=0.0, ties=ties, rng=rng)
     return pi
 
@@ -88,7 +78,7 @@ def response_per_sample(phi: np.ndarray, rewards: np.ndarray, next_table: np.nda
     with next_states=None it is the (n * A, d) block of the n next states (continuous-state
     features), otherwise an (S * A, d) table read through the int index next_states (n,).
     """
-    V = K.state_values(next_table, w_next, inv_next, beta, n_actions, upper=float(H), lower=0.0,
+    V = kernels.state_values(next_table, w_next, inv_next, beta, n_actions, upper=float(H), lower=0.0,
                        states=next_states)
     return phi.T @ (rewards + V)
 
@@ -100,7 +90,7 @@ def response_aggregated(reward_sum: np.ndarray, next_sum: np.ndarray, table: np.
     u = sum_i phi_i r_i + sum_s' (sum_{i: s'_i = s'} phi_i) V(s') = reward_sum + next_sum^T V,
     with reward_sum (d,) and next_sum (S, d) kept as data arrive. Cost O(S A d^2) instead of
     O(n A d^2); equal to response_per_sample up to the order of the floating-point sums."""
-    V = K.state_values(table, w_next, inv_next, beta, n_actions, upper=float(H), lower=0.0)
+    V = kernels.state_values(table, w_next, inv_next, beta, n_actions, upper=float(H), lower=0.0)
     return reward_sum + next_sum.T @ V
 
 
@@ -146,7 +136,7 @@ class LSVIServer:
     Lambda_{k+1,h} + (c_K + Upsilon) I + H^{b+1}_h. Non-private: no trees, no shift, no eta.
     """
 
-    def __init__(self, table: np.ndarray, n_actions: int, H: int, K_episodes: int, cal: dict,
+    def __init__(self, table: np.ndarray, n_actions: int, H: int, K_episodes: int, cal: Calibration,
                  beta: float, planning: str = "auto", seeds: list | None = None):
         if planning not in PLANNING:
             raise ValueError(f"planning must be one of {PLANNING}, got {planning!r}")
@@ -168,7 +158,7 @@ class LSVIServer:
         self.gram = np.zeros((H, d, d))
         self.batch_gram = np.zeros((H, d, d))
         self.batch_start = 0  # first stored episode of the running batch
-        self.exact = None if self.private else [K.RankOneInverse(d, self.lam) for _ in range(H)]
+        self.exact = None if self.private else [kernels.RankOneInverse(d, self.lam) for _ in range(H)]
         self.reward_sum = np.zeros((H, d))
         self.next_sum = np.zeros((H, S, d))
         self.releases = 0  # perturbed releases published (the initial one not counted)
@@ -177,11 +167,12 @@ class LSVIServer:
         self.last_eta: np.ndarray | None = None
         seeds = list(seeds) if seeds is not None else [None] * (H + 1)
         if self.private:
-            self.trees = [K.make_prefix_mechanism(cal.get("mechanism", "tree"), (d, d), cal["B"],
+            # one leaf per release: the mechanisms hold R = cal["releases"] leaves (release plan)
+            self.trees = [kernels.make_prefix_mechanism(cal["mechanism"], (d, d), cal["releases"],
                                                   noise=cal["noise"], scale=cal["sigma_Lambda"],
                                                   seed=seeds[h], divisor=cal["sym_divisor"])
                           for h in range(H)]
-            self.eta_stream = K.NoiseStream(cal["noise"], cal["sigma_u"], seed=seeds[H])
+            self.eta_stream = kernels.NoiseStream(cal["noise"], cal["sigma_u"], seed=seeds[H])
         else:
             self.trees, self.eta_stream = [], None
 
@@ -339,15 +330,21 @@ class LSVIUCB(Agent):
             raise PrivacyParameterError(
                 f"LSVI-UCB stores every episode: K (H + 1) = {self.K * (self.H + 1):.3g} steps exceed "
                 f"the limit of {MAX_STORED_STEPS}")
-        cal = calibrate_lsvi_ucb(**self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d, batches=batches)
-        cal = adapt_calibration(cal, getattr(self.privacy, "mechanism", "tree"), "lsvi_ucb")
-        self.calibration = dict(cal)
+        kw = self.privacy.as_kwargs()
+        self.B = privacy_of.resolve_batches(batches, kw["kind"], self.privacy.pure, kw["epsilon"], self.H, self.K,
+                                            self.d)
+        cal = privacy_of.calibrate_lsvi_ucb(**kw, H=self.H, K=self.K, d=self.d, batches=batches,
+                                            plan=self.release_plan())
         self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * cal["beta"]
-        self.calibration.update(beta_used=self.beta, beta_scale=self.beta_scale, planning=planning)
-        self.B = int(cal["B"])
+        self.calibration: Calibration = cal.replace(beta_used=self.beta, beta_scale=self.beta_scale,
+                                                    planning=planning)
         self.batch_starts = batch_starts(self.K, self.B)
         self._update_after = set(int(k) - 1 for k in self.batch_starts[1:])  # k = k_{b+1} - 1
-        self.guard = SensitivityGuard(x_bound=1.0, y_low=0.0, y_high=1.0, mode=sensitivity)
+        (stat,) = self.release_plan().statistics
+        # phi is guarded against the plan's x bound; the rewards against [0, 1] (the y bound r + V
+        # <= H + 1 of the plan then holds since V~ is projected on [0, H])
+        self.guard = SensitivityGuard(x_bound=stat.x_bound, y_low=0.0, y_high=1.0, mode=sensitivity)
+        self.guards = {stat.name: self.guard}
         # The feature map is public and fixed; clipping it once is clipping every row a user can
         # send (LinearMDP already rejects ||phi|| > 1, so this is a no-op on valid envs).
         table, _ = self.guard.apply(np.array(env.features_flat))
@@ -357,6 +354,13 @@ class LSVIUCB(Agent):
         self._release = self.server.initial_release()
         self.release_users: list[int] = [0]
         self._policy: np.ndarray | None = None
+
+    def release_plan(self) -> ReleasePlan:
+        """What this agent releases about one user, as data (privrl.privacy.plans): the statistic
+        phi_h, r_h + V_{h+1}(s'_h) with its bounds, the H Lambda mechanisms over the R released
+        batches and the H x R fresh u releases (App. D)."""
+        return privacy_of.release_plan(self.privacy.kind, self.privacy.pure, self.H, self.K, self.d, self.B,
+                                       self.privacy.mechanism)
 
     @property
     def clip_count(self) -> int:

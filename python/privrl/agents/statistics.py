@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from privrl import kernels as K
+from privrl import kernels
 from privrl.agents.base import SensitivityGuard
 from privrl.exceptions import NotPositiveDefiniteError
 from privrl.kernels._validate import as_f64
@@ -56,11 +56,11 @@ def released_inverse(design: np.ndarray, h: int, users: int, shift: str, calibra
     """Inverse of a released (noisy) design matrix of step h (0-based), or a
     NotPositiveDefiniteError saying which release failed and why that is a low-probability event."""
     try:
-        return K.spd_inverse(design)
+        return kernels.spd_inverse(design)
     except NotPositiveDefiniteError as e:
         raise NotPositiveDefiniteError(
             f"released design matrix of step h={h + 1} after {users} users is not positive "
-            f"definite (min eigenvalue {K.min_eigenvalue(design):.4g}); the noise exceeded "
+            f"definite (min eigenvalue {kernels.min_eigenvalue(design):.4g}); the noise exceeded "
             f"{shift}, an event of probability <= p/3 under {calibration}") from e
 
 
@@ -77,8 +77,8 @@ class LocalRandomizer:
                  sym_divisor: float, guard: SensitivityGuard, seeds: Sequence[Any] = (None, None)):
         self.H, self.d, self.guard = H, d, guard
         self.sym_divisor = sym_divisor
-        self._matrix_noise = K.NoiseStream(noise, sigma_matrix, seed=seeds[0])
-        self._vector_noise = K.NoiseStream(noise, sigma_vector, seed=seeds[1])
+        self._matrix_noise = kernels.NoiseStream(noise, sigma_matrix, seed=seeds[0])
+        self._vector_noise = kernels.NoiseStream(noise, sigma_vector, seed=seeds[1])
 
     def privatize(self, X: np.ndarray, y: np.ndarray) -> PrivatizedStatistics:
         X = _checked(X, "X", (self.H, self.d))
@@ -118,14 +118,14 @@ class RegressionServer:
         self.received_types: set[type] = set()
         eye = np.eye(d)
         if mode == "exact":
-            self._sm = [K.RankOneInverse(d, lam) for _ in range(H)]
+            self._sm = [kernels.RankOneInverse(d, lam) for _ in range(H)]
             self._target = np.zeros((H, d))
         elif mode == "tree":
             seeds = list(seeds) or [None] * (2 * H)
-            self._gram_trees = [K.make_prefix_mechanism(mechanism, (d, d), capacity, noise=noise,
+            self._gram_trees = [kernels.make_prefix_mechanism(mechanism, (d, d), capacity, noise=noise,
                                                         scale=sigma_matrix, seed=seeds[h],
                                                         divisor=sym_divisor) for h in range(H)]
-            self._target_trees = [K.make_prefix_mechanism(mechanism, d, capacity, noise=noise,
+            self._target_trees = [kernels.make_prefix_mechanism(mechanism, d, capacity, noise=noise,
                                                           scale=sigma_vector, seed=seeds[H + h])
                                   for h in range(H)]
         else:

@@ -8,14 +8,15 @@ from typing import Any
 
 import numpy as np
 
-from privrl import kernels as K
+from privrl import kernels
 from privrl.agents.base import Agent, SensitivityGuard
 from privrl.agents.statistics import LocalRandomizer, RawStatistics, RegressionServer
 from privrl.envs.finite import Trajectory
 from privrl.envs.mixture import LinearMixtureMDP
-from privrl.privacy.calibration import calibrate_ucrl_vtr
-from privrl.privacy.continual import adapt_calibration
+from privrl.privacy import ucrl_vtr as privacy_of
+from privrl.privacy.common import Calibration
 from privrl.privacy.models import NonPrivate
+from privrl.privacy.plans import ReleasePlan
 
 
 class UCRLVTR(Agent):
@@ -57,32 +58,41 @@ class UCRLVTR(Agent):
         self.d = env.d
         self.sensitivity = sensitivity
         cal = self._calibrate()
-        self.calibration = dict(cal)
         self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * cal[self._radius_key]
-        self.calibration.update(beta_used=self.beta, beta_scale=self.beta_scale)
-        self.features = K.MixtureFeatures(env.features)
+        self.calibration: Calibration = cal.replace(beta_used=self.beta, beta_scale=self.beta_scale)
+        self.features = kernels.MixtureFeatures(env.features)
         self._rewards = [np.ascontiguousarray(env.R[h].reshape(-1)) for h in range(self.H)]
+        self.guards = {s.name: SensitivityGuard(x_bound=s.x_bound, y_low=s.y_low, y_high=s.y_high, mode=sensitivity)
+                       for s in self.release_plan().statistics}
         self._build_statistics(cal)
         self._release = self.server.release()
         self._plan: tuple | None = None
 
     _radius_key = "beta"
+    _privacy_module: Any = privacy_of
 
-    def _calibrate(self) -> dict:
-        cal = calibrate_ucrl_vtr(**self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d, C_w=self.env.C_w)
-        return adapt_calibration(cal, self.mechanism, "ucrl_vtr")
+    def release_plan(self) -> ReleasePlan:
+        """What this agent releases about one user, as data (privrl.privacy.plans): the statistic
+        X_{k,h}, y_{k,h} with the bounds its SensitivityGuard enforces and the 2H released families
+        (App. B). The calibration, the privacy report, the summary and the audit all read it."""
+        return self._privacy_module.release_plan(self.privacy.kind, self.privacy.pure, self.H, self.K, self.d,
+                                                 self.mechanism)
+
+    def _calibrate(self) -> Calibration:
+        return privacy_of.calibrate_ucrl_vtr(**self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d,
+                                             C_w=self.env.C_w, plan=self.release_plan())
 
     @property
     def mechanism(self) -> str:
         """The continual-release mechanism of the JDP server ("tree" unless JointDP chose one)."""
-        return getattr(self.privacy, "mechanism", "tree")
+        return self.privacy.mechanism
 
-    def _build_statistics(self, cal: dict) -> None:
-        self.guard = SensitivityGuard(x_bound=float(self.H), y_low=0.0, y_high=float(self.H), mode=self.sensitivity)
+    def _build_statistics(self, cal: Calibration) -> None:
+        (self.guard,) = self.guards.values()
         self.server, self.randomizer = self._build_privacy(
             cal, cal.get("sigma_B"), cal.get("sigma_g"), cal["shift"], self.guard, self.noise_seeds(2 * self.H))
 
-    def _build_privacy(self, cal: dict, sigma_matrix, sigma_vector, shift, guard, seeds):
+    def _build_privacy(self, cal: Calibration, sigma_matrix, sigma_vector, shift, guard, seeds):
         """One RegressionServer (and, under LDP, the user's LocalRandomizer) per the privacy model:
         exact for NonPrivate, 2H trees for JDP (Cor. 1), user-side noise + shift for LDP (Cor. 2)."""
         H, d, kind = self.H, self.d, cal["kind"]
@@ -115,7 +125,7 @@ class UCRLVTR(Agent):
         pi = np.empty((H, S), dtype=np.int64)
         for h in range(H - 1, -1, -1):
             phi_v = self.features.phi_v(V[h + 1])  # phi_{V~_{k,h+1}}(s, a), (S*A, d)
-            _, V[h], pi[h] = K.optimistic_values(
+            _, V[h], pi[h] = kernels.optimistic_values(
                 phi_v, rel.weights[h], rel.inverse[h], self.beta, A, upper=float(H), lower=0.0,
                 offset=self._rewards[h], ties=self.ties, rng=self._tie_rng)
             phis[h] = phi_v

@@ -4,16 +4,16 @@ JDP (Cor. "JDP-UCRL-VTR+"), LDP (Cor. "LDP-UCRL-VTR+") and pure DP through the p
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
-from privrl.agents.base import SensitivityGuard
+from typing import Any
+
 from privrl.agents.statistics import RawStatistics
 from privrl.agents.ucrl_vtr import UCRLVTR
 from privrl.envs.finite import Trajectory
-from privrl.privacy.calibration import calibrate_ucrl_vtr_plus
-from privrl.privacy.continual import adapt_calibration
+from privrl.privacy import ucrl_vtr_plus as privacy_of
+from privrl.privacy.common import Calibration
 
 
 class UCRLVTRPlus(UCRLVTR):
@@ -37,21 +37,21 @@ class UCRLVTRPlus(UCRLVTR):
 
     name = "UCRL-VTR+"
     _radius_key = "beta_hat"
+    _privacy_module: Any = privacy_of
 
-    def _calibrate(self) -> dict:
-        cal = calibrate_ucrl_vtr_plus(**self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d,
-                                      C_w=self.env.C_w)
-        return adapt_calibration(cal, self.mechanism, "ucrl_vtr_plus")
+    def _calibrate(self) -> Calibration:
+        return privacy_of.calibrate_ucrl_vtr_plus(**self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d,
+                                                  C_w=self.env.C_w, plan=self.release_plan())
 
-    def _build_statistics(self, cal: dict) -> None:
-        H, d = self.H, self.d
+    def _build_statistics(self, cal: Calibration) -> None:
+        H = self.H
         scale = self.beta_scale if self._beta_override is None else self._beta_override / cal["beta_hat"]
         # The three radii move together under beta_scale (exploration only).
         self.beta_check = scale * cal["beta_check"]
         self.beta_tilde = scale * cal["beta_tilde"]
-        self.calibration.update(beta_check_used=self.beta_check, beta_tilde_used=self.beta_tilde)
-        self.guard = SensitivityGuard(x_bound=math.sqrt(d), y_low=0.0, y_high=math.sqrt(d), mode=self.sensitivity)
-        self.guard2 = SensitivityGuard(x_bound=float(H) ** 2, y_low=0.0, y_high=float(H) ** 2, mode=self.sensitivity)
+        self.calibration = self.calibration.replace(beta_check_used=self.beta_check, beta_tilde_used=self.beta_tilde)
+        # the weighted first moments and the second moments (release plan's two statistics)
+        self.guard, self.guard2 = self.guards.values()
         seeds = self.noise_seeds(4 * H)
         self.server, self.randomizer = self._build_privacy(
             cal, cal.get("sigma_B1"), cal.get("sigma_f"), cal["shift1"], self.guard, seeds[: 2 * H])

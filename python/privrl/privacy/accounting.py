@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, List, Optional, Tuple
+from typing import Any, Iterable, List, Optional, Tuple
 
 from privrl.exceptions import PrivacyParameterError
-from privrl.privacy.mechanisms import (
-    _check_delta_open,
-    _check_epsilon,
-    _check_nonneg_real,
-    _check_pos_int,
-    _check_positive_real,
-    _check_sensitivity,
+from privrl._checks import (
+    check_delta_open,
+    check_nonneg_real,
+    check_pos_int,
+    check_positive_real,
+    checked,
 )
 
 __all__ = [
@@ -85,13 +84,14 @@ def log_normal_cdf(x: float) -> float:
 # ============================================================================================
 # Analytic Gaussian mechanism (Balle & Wang 2018)
 # ============================================================================================
-def _check_mu(mu, name: str = "mu") -> float:
+def _check_mu(mu: Any, name: str = "mu") -> float:
     """``mu >= 0``; ``+inf`` (no noise) is allowed and gives ``delta = 1``."""
     if isinstance(mu, (int, float)) and not isinstance(mu, bool) and mu == math.inf:
         return math.inf
-    return _check_nonneg_real(mu, name)
+    return check_nonneg_real(mu, name)
 
 
+@checked(epsilon=check_nonneg_real, mu=_check_mu)
 def gaussian_delta(epsilon: float, mu: float) -> float:
     """Exact ``delta(eps)`` of a Gaussian release with ``mu = Delta / sigma`` (Balle & Wang 2018,
     Thm. 8, "analytic Gaussian mechanism"):
@@ -103,28 +103,26 @@ def gaussian_delta(epsilon: float, mu: float) -> float:
     ``eps < 1`` restriction). Computed as ``Phi(a) * (-expm1(eps + log Phi(b) - log Phi(a)))`` to
     keep digits when the two terms are close.
     """
-    eps = _check_nonneg_real(epsilon, "epsilon")
-    m = _check_mu(mu)
-    if m == 0.0:
+    if mu == 0.0:
         return 0.0
-    if math.isinf(m):
+    if math.isinf(mu):
         return 1.0
-    a = 0.5 * m - eps / m
-    b = -0.5 * m - eps / m
+    a = 0.5 * mu - epsilon / mu
+    b = -0.5 * mu - epsilon / mu
     la = log_normal_cdf(a)
     lb = log_normal_cdf(b)
-    r = eps + lb - la
+    r = epsilon + lb - la
     if r >= 0.0:  # only by rounding; the exact value is < 0 for mu > 0
         return 0.0
     return min(1.0, max(0.0, math.exp(la) * -math.expm1(r)))
 
 
+@checked(mu=_check_mu)
 def gaussian_epsilon(mu: float, delta: float) -> float:
     """Smallest ``eps >= 0`` with ``gaussian_delta(eps, mu) <= delta`` (bisection; ``delta(eps)``
     is decreasing). Balle & Wang (2018), Thm. 8 read in ``eps``. The value returned is the upper
     end of the final bracket, so it is a valid (never optimistic) epsilon."""
-    m = _check_mu(mu)
-    dlt = _check_delta_open(delta)
+    m, dlt = mu, delta
     if math.isinf(m):
         return math.inf
     if m == 0.0 or gaussian_delta(0.0, m) <= dlt:
@@ -145,12 +143,12 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
     return hi
 
 
+@checked()
 def gaussian_mu(epsilon: float, delta: float) -> float:
     """Largest ``mu = Delta / sigma`` with ``gaussian_delta(eps, mu) <= delta`` (bisection;
     ``delta`` is increasing in ``mu``). Balle & Wang (2018), Thm. 8 / Alg. 1 read in ``mu``; the
     lower end of the final bracket is returned (valid side)."""
-    eps = _check_epsilon(epsilon)
-    dlt = _check_delta_open(delta)
+    eps, dlt = epsilon, delta
     lo, hi = 0.0, 1.0
     while gaussian_delta(eps, hi) <= dlt:
         lo, hi = hi, 2.0 * hi
@@ -167,30 +165,27 @@ def gaussian_mu(epsilon: float, delta: float) -> float:
     return lo
 
 
+@checked(sigma=check_positive_real, epsilon=check_nonneg_real)
 def analytic_gaussian_delta(sigma: float, l2_sensitivity: float, epsilon: float) -> float:
     """``delta(eps)`` of ``f(x) + N(0, sigma^2 I)`` with L2 sensitivity ``Delta`` (Balle & Wang
     2018, Thm. 8): ``gaussian_delta(eps, Delta / sigma)``."""
-    s = _check_positive_real(sigma, "sigma")
-    d = _check_sensitivity(l2_sensitivity, "l2_sensitivity")
-    return gaussian_delta(epsilon, d / s)
+    return gaussian_delta(epsilon, l2_sensitivity / sigma)
 
 
+@checked(sigma=check_positive_real)
 def analytic_gaussian_epsilon(sigma: float, l2_sensitivity: float, delta: float) -> float:
     """Smallest ``eps`` for which ``f(x) + N(0, sigma^2 I)`` (L2 sensitivity ``Delta``) is
     ``(eps, delta)``-DP (Balle & Wang 2018, Thm. 8)."""
-    s = _check_positive_real(sigma, "sigma")
-    d = _check_sensitivity(l2_sensitivity, "l2_sensitivity")
-    return gaussian_epsilon(d / s, delta)
+    return gaussian_epsilon(l2_sensitivity / sigma, delta)
 
 
+@checked()
 def analytic_gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float) -> float:
     """Smallest ``sigma`` for which the Gaussian mechanism with L2 sensitivity ``Delta`` is
     ``(eps, delta)``-DP (Balle & Wang 2018, Thm. 8 and their Alg. 1, by bisection):
     ``sigma = Delta / gaussian_mu(eps, delta)``. Valid for every ``eps > 0`` (the classical
     ``Delta sqrt(2 log(1.25/delta)) / eps`` needs ``eps < 1``)."""
-    d = _check_sensitivity(l2_sensitivity, "l2_sensitivity")
-    mu = gaussian_mu(epsilon, delta)
-    return d / mu
+    return l2_sensitivity / gaussian_mu(epsilon, delta)
 
 
 # ============================================================================================
@@ -202,11 +197,11 @@ def composed_l2_sensitivity(sensitivities: Iterable[float],
     common noise ``sigma`` (each ``Delta_i`` repeated ``c_i`` times; ``counts`` default 1). A
     composition of Gaussian mechanisms with one noise level is one Gaussian mechanism with this
     sensitivity (Dong, Roth & Su 2019, Cor. 3.3; also exact for adaptive compositions)."""
-    sens = [_check_sensitivity(s, f"sensitivities[{i}]") for i, s in enumerate(sensitivities)]
+    sens = [check_nonneg_real(s, f"sensitivities[{i}]") for i, s in enumerate(sensitivities)]
     if counts is None:
         cnt = [1] * len(sens)
     else:
-        cnt = [_check_pos_int(c, f"counts[{i}]") for i, c in enumerate(counts)]
+        cnt = [check_pos_int(c, f"counts[{i}]") for i, c in enumerate(counts)]
         if len(cnt) != len(sens):
             raise PrivacyParameterError(
                 f"counts must match sensitivities in length, got {len(cnt)} != {len(sens)}")
@@ -225,9 +220,9 @@ def gaussian_composition_mu(terms: Iterable[Tuple[float, float, int]]) -> float:
         except (TypeError, ValueError):
             raise PrivacyParameterError(
                 f"terms[{i}] must be (l2_sensitivity, sigma, count), got {t!r}") from None
-        s = _check_sensitivity(s, f"terms[{i}].l2_sensitivity")
-        sg = _check_positive_real(sg, f"terms[{i}].sigma")
-        c = _check_pos_int(c, f"terms[{i}].count")
+        s = check_nonneg_real(s, f"terms[{i}].l2_sensitivity")
+        sg = check_positive_real(sg, f"terms[{i}].sigma")
+        c = check_pos_int(c, f"terms[{i}].count")
         total += c * (s / sg) ** 2
     return math.sqrt(total)
 
@@ -243,9 +238,9 @@ def laplace_composition_epsilon(terms: Iterable[Tuple[float, float, int]]) -> fl
         except (TypeError, ValueError):
             raise PrivacyParameterError(
                 f"terms[{i}] must be (l1_sensitivity, b, count), got {t!r}") from None
-        s = _check_sensitivity(s, f"terms[{i}].l1_sensitivity")
-        b = _check_positive_real(b, f"terms[{i}].b")
-        c = _check_pos_int(c, f"terms[{i}].count")
+        s = check_nonneg_real(s, f"terms[{i}].l1_sensitivity")
+        b = check_positive_real(b, f"terms[{i}].b")
+        c = check_pos_int(c, f"terms[{i}].count")
         total += c * s / b
     return total
 
@@ -253,33 +248,32 @@ def laplace_composition_epsilon(terms: Iterable[Tuple[float, float, int]]) -> fl
 # ============================================================================================
 # zero-concentrated DP (Bun & Steinke 2016; Canonne, Kamath & Steinke 2020)
 # ============================================================================================
+@checked(sigma=check_positive_real)
 def zcdp_rho_gaussian(l2_sensitivity: float, sigma: float) -> float:
     """Bun & Steinke (2016), Prop. 1.6: the Gaussian mechanism is ``rho``-zCDP with
     ``rho = Delta^2 / (2 sigma^2)``."""
-    d = _check_sensitivity(l2_sensitivity, "l2_sensitivity")
-    s = _check_positive_real(sigma, "sigma")
-    return d * d / (2.0 * s * s)
+    return l2_sensitivity * l2_sensitivity / (2.0 * sigma * sigma)
 
 
+@checked(epsilon=check_nonneg_real)
 def zcdp_rho_pure(epsilon: float) -> float:
     """Bun & Steinke (2016), Prop. 1.4: ``(eps, 0)``-DP implies ``eps^2 / 2``-zCDP."""
-    e = _check_nonneg_real(epsilon, "epsilon")
-    return 0.5 * e * e
+    return 0.5 * epsilon * epsilon
 
 
 def zcdp_compose(rhos: Iterable[float]) -> float:
     """Bun & Steinke (2016), Lem. 2.3: (adaptive) composition adds the ``rho``s."""
-    return sum(_check_nonneg_real(r, f"rhos[{i}]") for i, r in enumerate(rhos))
+    return sum(check_nonneg_real(r, f"rhos[{i}]") for i, r in enumerate(rhos))
 
 
+@checked(rho=check_nonneg_real)
 def zcdp_epsilon_simple(rho: float, delta: float) -> float:
     """Bun & Steinke (2016), Prop. 1.3: ``rho``-zCDP implies ``(rho + 2 sqrt(rho log(1/delta)),
     delta)``-DP for every ``delta > 0``."""
-    r = _check_nonneg_real(rho, "rho")
-    dlt = _check_delta_open(delta)
-    return r + 2.0 * math.sqrt(r * math.log(1.0 / dlt))
+    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
 
 
+@checked(rho=check_nonneg_real, epsilon=check_nonneg_real)
 def zcdp_delta(rho: float, epsilon: float) -> float:
     """Canonne, Kamath & Steinke (2020), Prop. 12 / Cor. 13: ``rho``-zCDP (Renyi DP of order
     ``alpha`` at ``alpha rho`` for every ``alpha > 1``) implies ``(eps, delta)``-DP with
@@ -289,8 +283,7 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
     The log of the bracket is convex in ``alpha`` with derivative
     ``(2 alpha - 1) rho - eps + log(1 - 1/alpha)``; its root is found by bisection. Any ``alpha``
     gives a valid delta, so the bisection's accuracy only affects tightness."""
-    r = _check_nonneg_real(rho, "rho")
-    eps = _check_nonneg_real(epsilon, "epsilon")
+    r, eps = rho, epsilon
     if r == 0.0:
         return 0.0
 
@@ -316,11 +309,11 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
     return min(1.0, math.exp(best)) if best < 709.0 else 1.0
 
 
+@checked(rho=check_nonneg_real)
 def zcdp_epsilon(rho: float, delta: float) -> float:
     """Smallest ``eps`` with ``zcdp_delta(rho, eps) <= delta`` (Canonne, Kamath & Steinke 2020,
     Cor. 13, inverted by bisection); never larger than :func:`zcdp_epsilon_simple`."""
-    r = _check_nonneg_real(rho, "rho")
-    dlt = _check_delta_open(delta)
+    r, dlt = rho, delta
     if r == 0.0:
         return 0.0
     hi = zcdp_epsilon_simple(r, dlt)
@@ -341,6 +334,7 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
 # ============================================================================================
 # Tree counting
 # ============================================================================================
+@checked()
 def tree_nodes_per_leaf(n_leaves: int) -> int:
     """Exact number of released nodes of a binary tree over ``n_leaves`` leaves that contain one
     leaf, maximised over leaves: ``floor(log2 n) + 1`` (= ``n.bit_length()``).
@@ -350,8 +344,7 @@ def tree_nodes_per_leaf(n_leaves: int) -> int:
     part of any released prefix (the Rust tree draws its noise lazily and never does). This is
     ``<= K0 = ceil(log2 n) + 1`` of App. "Tree-based method" (equal when ``n`` is a power of 2).
     """
-    n = _check_pos_int(n_leaves, "n_leaves")
-    return n.bit_length()
+    return n_leaves.bit_length()
 
 
 # ============================================================================================
@@ -384,17 +377,17 @@ class PrivacyAccountant:
 
     def add_gaussian(self, l2_sensitivity: float, sigma: float, count: int = 1,
                      label: str = "") -> "PrivacyAccountant":
-        s = _check_sensitivity(l2_sensitivity, "l2_sensitivity")
-        sg = _check_positive_real(sigma, "sigma")
-        c = _check_pos_int(count, "count")
+        s = check_nonneg_real(l2_sensitivity, "l2_sensitivity")
+        sg = check_positive_real(sigma, "sigma")
+        c = check_pos_int(count, "count")
         self.entries.append(_Entry("gaussian", s, sg, c, str(label)))
         return self
 
     def add_laplace(self, l1_sensitivity: float, scale: float, count: int = 1,
                     label: str = "") -> "PrivacyAccountant":
-        s = _check_sensitivity(l1_sensitivity, "l1_sensitivity")
-        b = _check_positive_real(scale, "scale")
-        c = _check_pos_int(count, "count")
+        s = check_nonneg_real(l1_sensitivity, "l1_sensitivity")
+        b = check_positive_real(scale, "scale")
+        c = check_pos_int(count, "count")
         self.entries.append(_Entry("laplace", s, b, c, str(label)))
         return self
 
@@ -430,9 +423,9 @@ class PrivacyAccountant:
         """Smallest epsilon this accountant certifies at ``delta`` (see the class docstring)."""
         if not self.has_gaussian:
             if delta != 0.0:
-                _check_delta_open(delta)
+                check_delta_open(delta, "delta")
             return self.pure_epsilon
-        dlt = _check_delta_open(delta)
+        dlt = check_delta_open(delta, "delta")
         g = gaussian_epsilon(self.mu, dlt)
         if not self.has_laplace:
             return g
@@ -440,7 +433,7 @@ class PrivacyAccountant:
 
     def delta(self, epsilon: float) -> float:
         """Smallest delta this accountant certifies at ``epsilon``."""
-        eps = _check_nonneg_real(epsilon, "epsilon")
+        eps = check_nonneg_real(epsilon, "epsilon")
         pe = self.pure_epsilon
         if not self.has_gaussian:
             if eps >= pe:

@@ -5,11 +5,11 @@ Paper: Luyo et al., App. "Differential Privacy Tools" (post-processing, Laplace,
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Iterable, Tuple
 
 import numpy as np
 
+from privrl._checks import check_nonneg_real, check_positive_real, checked
 from privrl.exceptions import NonFiniteError, PrivacyParameterError
 
 __all__ = [
@@ -33,75 +33,6 @@ __all__ = [
 Budget = Tuple[float, float]
 
 
-# --------------------------------------------------------------------------------------------
-# Input validation, shared by calibration.py and models.py (private helpers).
-# --------------------------------------------------------------------------------------------
-def _real(name: str, value) -> float:
-    """``value`` as a float; bool / str / complex / None are rejected."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise PrivacyParameterError(f"{name} must be a real number, got {value!r}")
-    return float(value)
-
-
-def _check_epsilon(value, name: str = "epsilon") -> float:
-    x = _real(name, value)
-    if not (math.isfinite(x) and x > 0.0):
-        raise PrivacyParameterError(f"{name} must be finite and > 0, got {value!r}")
-    return x
-
-
-def _check_delta_open(value, name: str = "delta") -> float:
-    """delta in the open interval (0, 1) (approximate DP)."""
-    x = _real(name, value)
-    if not (0.0 < x < 1.0):
-        raise PrivacyParameterError(f"{name} must be in (0, 1), got {value!r}")
-    return x
-
-
-def _check_delta_pure_ok(value, name: str = "delta") -> float:
-    """delta in [0, 1): 0 selects pure DP."""
-    x = _real(name, value)
-    if not (0.0 <= x < 1.0):
-        raise PrivacyParameterError(
-            f"{name} must be in [0, 1) (0 means pure DP), got {value!r}"
-        )
-    return x
-
-
-def _check_probability(value, name: str = "p") -> float:
-    x = _real(name, value)
-    if not (0.0 < x < 1.0):
-        raise PrivacyParameterError(f"{name} must be in (0, 1), got {value!r}")
-    return x
-
-
-def _check_sensitivity(value, name: str) -> float:
-    x = _real(name, value)
-    if not (math.isfinite(x) and x >= 0.0):
-        raise PrivacyParameterError(f"{name} must be finite and >= 0, got {value!r}")
-    return x
-
-
-def _check_positive_real(value, name: str) -> float:
-    x = _real(name, value)
-    if not (math.isfinite(x) and x > 0.0):
-        raise PrivacyParameterError(f"{name} must be finite and > 0, got {value!r}")
-    return x
-
-
-def _check_nonneg_real(value, name: str) -> float:
-    return _check_sensitivity(value, name)
-
-
-def _check_pos_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise PrivacyParameterError(f"{name} must be an integer >= 1, got {value!r}")
-    v = int(value)
-    if v < 1:
-        raise PrivacyParameterError(f"{name} must be an integer >= 1, got {value!r}")
-    return v
-
-
 def _check_rng(rng) -> np.random.Generator:
     if not isinstance(rng, np.random.Generator):
         raise PrivacyParameterError(
@@ -120,6 +51,7 @@ def _as_finite_array(value) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # Noise scales and mechanisms.
 # --------------------------------------------------------------------------------------------
+@checked()
 def gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float) -> float:
     """Standard deviation of the Gaussian mechanism, App. "Gaussian Mechanism".
 
@@ -127,20 +59,16 @@ def gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float) -> float
     the ``1.25/delta`` of Dwork & Roth). The paper states the guarantee for ``epsilon in (0, 1)``;
     larger epsilons are accepted here, the caller is responsible for the regime.
     """
-    s = _check_sensitivity(l2_sensitivity, "l2_sensitivity")
-    eps = _check_epsilon(epsilon)
-    dlt = _check_delta_open(delta)
-    return s * math.sqrt(2.0 * math.log(2.0 / dlt)) / eps
+    return l2_sensitivity * math.sqrt(2.0 * math.log(2.0 / delta)) / epsilon
 
 
+@checked()
 def laplace_scale(l1_sensitivity: float, epsilon: float) -> float:
     """Scale ``b`` of the Laplace mechanism, App. "Laplace Mechanism": ``b = Delta_1 / epsilon``.
 
     Adding i.i.d. ``Lap(b)`` noise to every coordinate of ``f(x)`` is ``(epsilon, 0)``-DP.
     """
-    s = _check_sensitivity(l1_sensitivity, "l1_sensitivity")
-    eps = _check_epsilon(epsilon)
-    return s / eps
+    return l1_sensitivity / epsilon
 
 
 def _return_like(value, out: np.ndarray):
@@ -194,59 +122,53 @@ def simple_composition(budgets: Iterable[Budget]) -> Budget:
             raise PrivacyParameterError(
                 f"budgets[{i}] must be an (epsilon, delta) pair, got {pair!r}"
             ) from None
-        total_eps += _check_nonneg_real(e, f"budgets[{i}].epsilon")
-        d = _check_nonneg_real(dl, f"budgets[{i}].delta")
+        total_eps += check_nonneg_real(e, f"budgets[{i}].epsilon")
+        d = check_nonneg_real(dl, f"budgets[{i}].delta")
         if d > 1.0:
             raise PrivacyParameterError(f"budgets[{i}].delta must be in [0, 1], got {dl!r}")
         total_delta += d
     return total_eps, total_delta
 
 
+@checked(delta=check_nonneg_real)
 def simple_composition_budget(epsilon: float, delta: float, k: int) -> Budget:
     """Inverse of App. "Simple Composition": the per-mechanism budget ``(epsilon/k, delta/k)``
     such that ``k`` such mechanisms compose to ``(epsilon, delta)``. ``delta = 0`` (pure DP) is
     allowed.
     """
-    eps = _check_epsilon(epsilon)
-    dlt = _check_nonneg_real(delta, "delta")
-    if dlt >= 1.0:
+    if delta >= 1.0:
         raise PrivacyParameterError(f"delta must be in [0, 1), got {delta!r}")
-    k = _check_pos_int(k, "k")
-    return eps / k, dlt / k
+    return epsilon / k, delta / k
 
 
+@checked(delta0=check_nonneg_real)
 def advanced_composition(eps0: float, delta0: float, k: int, delta_prime: float) -> Budget:
     """App. "Advanced composition", first form: ``k``-fold (adaptive) composition of
     ``(eps0, delta0)``-DP mechanisms is ``(eps', k delta0 + delta')``-DP with
     ``eps' = sqrt(2 k log(1/delta')) eps0 + k eps0 (e^{eps0} - 1)``.
     """
-    e0 = _check_epsilon(eps0, "eps0")
-    d0 = _check_nonneg_real(delta0, "delta0")
-    if d0 >= 1.0:
+    if delta0 >= 1.0:
         raise PrivacyParameterError(f"delta0 must be in [0, 1), got {delta0!r}")
-    k = _check_pos_int(k, "k")
-    dp = _check_delta_open(delta_prime, "delta_prime")
     # e^{eps0} overflows a float past eps0 ~ 709; the bound is then vacuous (eps' = inf), which
     # is the honest answer for, e.g., a tight-calibrated release read through the paper's argument.
-    growth = math.expm1(e0) if e0 < 700.0 else math.inf
-    eps_total = math.sqrt(2.0 * k * math.log(1.0 / dp)) * e0 + k * e0 * growth
-    return eps_total, k * d0 + dp
+    growth = math.expm1(eps0) if eps0 < 700.0 else math.inf
+    eps_total = math.sqrt(2.0 * k * math.log(1.0 / delta_prime)) * eps0 + k * eps0 * growth
+    return eps_total, k * delta0 + delta_prime
 
 
+@checked()
 def advanced_composition_budget(epsilon: float, delta: float, k: int) -> Budget:
     """App. "Advanced composition", second form: ``k`` (adaptive) mechanisms, each
     ``(epsilon / sqrt(8 k log(2/delta)), delta / (2k))``-DP, compose to ``(epsilon, delta)``-DP
     (the paper states it for target ``0 < epsilon < 1``; it uses ``delta' = delta/2``).
     """
-    eps = _check_epsilon(epsilon)
-    dlt = _check_delta_open(delta)
-    k = _check_pos_int(k, "k")
-    return eps / math.sqrt(8.0 * k * math.log(2.0 / dlt)), dlt / (2.0 * k)
+    return epsilon / math.sqrt(8.0 * k * math.log(2.0 / delta)), delta / (2.0 * k)
 
 
 # --------------------------------------------------------------------------------------------
 # Tree-based method.
 # --------------------------------------------------------------------------------------------
+@checked()
 def tree_depth(n: int) -> int:
     """App. "Tree-based method": ``m = ceil(log2(n) + 1)``, the largest number of tree nodes a
     prefix sum over ``n`` leaves uses (also the number of nodes one leaf belongs to). This is the
@@ -254,20 +176,20 @@ def tree_depth(n: int) -> int:
 
     Computed exactly with integers: ``ceil(log2 n) + 1 = (n - 1).bit_length() + 1``.
     """
-    n = _check_pos_int(n, "n")
     return (n - 1).bit_length() + 1
 
 
+@checked()
 def tree_node_budget(epsilon: float, delta: float, n_leaves: int) -> Budget:
     """App. "Tree-based method": the per-node budget ``(eps0, delta0)`` that makes every prefix
     sum of a tree over ``n_leaves`` leaves ``(epsilon, delta)``-DP, i.e.
     ``advanced_composition_budget(epsilon, delta, tree_depth(n_leaves))``
     ``= (epsilon / sqrt(8 m log(2/delta)), delta / (2m))``.
     """
-    n = _check_pos_int(n_leaves, "n_leaves")
-    return advanced_composition_budget(epsilon, delta, tree_depth(n))
+    return advanced_composition_budget(epsilon, delta, tree_depth(n_leaves))
 
 
+@checked(eps0=check_nonneg_real, delta0=check_nonneg_real)
 def tree_composition(eps0: float, delta0: float, n_leaves: int, delta_prime: float) -> Budget:
     """App. "Tree-based method", forward form as printed: if every node is ``(eps0, delta0)``-DP,
     each prefix sum of a tree over ``n_leaves`` leaves (at most ``m = tree_depth(n_leaves)``
@@ -277,32 +199,27 @@ def tree_composition(eps0: float, delta0: float, n_leaves: int, delta_prime: flo
     :func:`advanced_composition`; it is still valid by Kairouz, Oh & Viswanath (2015, Thm. 3.5),
     whose term ``m eps0 (e^eps0 - 1)/(e^eps0 + 1) <= m eps0^2 / 2``.
     """
-    e0 = _check_nonneg_real(eps0, "eps0")
-    d0 = _check_nonneg_real(delta0, "delta0")
-    if d0 >= 1.0:
+    if delta0 >= 1.0:
         raise PrivacyParameterError(f"delta0 must be in [0, 1), got {delta0!r}")
     m = tree_depth(n_leaves)
-    dp = _check_delta_open(delta_prime, "delta_prime")
-    return m * e0 * e0 + e0 * math.sqrt(2.0 * m * math.log(1.0 / dp)), m * d0 + dp
+    return (m * eps0 * eps0 + eps0 * math.sqrt(2.0 * m * math.log(1.0 / delta_prime)),
+            m * delta0 + delta_prime)
 
 
+@checked(sigma=check_positive_real)
 def gaussian_mechanism_epsilon(l2_sensitivity: float, sigma: float, delta: float) -> float:
     """App. "Gaussian Mechanism" solved for epsilon: noise ``sigma`` on a statistic of L2
     sensitivity ``Delta`` gives ``eps = Delta sqrt(2 log(2/delta)) / sigma`` (the inverse of
     :func:`gaussian_sigma`; the appendix states the guarantee for ``eps < 1``, so a larger value
     certifies nothing by this tool)."""
-    s = _check_sensitivity(l2_sensitivity, "l2_sensitivity")
-    sg = _check_positive_real(sigma, "sigma")
-    dlt = _check_delta_open(delta)
-    return s * math.sqrt(2.0 * math.log(2.0 / dlt)) / sg
+    return l2_sensitivity * math.sqrt(2.0 * math.log(2.0 / delta)) / sigma
 
 
+@checked(b=check_positive_real)
 def laplace_mechanism_epsilon(l1_sensitivity: float, b: float) -> float:
     """App. "Laplace Mechanism" solved for epsilon: ``Lap(b)`` noise on a statistic of L1
     sensitivity ``Delta_1`` is ``(Delta_1 / b, 0)``-DP (inverse of :func:`laplace_scale`)."""
-    s = _check_sensitivity(l1_sensitivity, "l1_sensitivity")
-    bb = _check_positive_real(b, "b")
-    return s / bb
+    return l1_sensitivity / b
 
 
 def post_processing(budget: Budget) -> Budget:
@@ -315,8 +232,8 @@ def post_processing(budget: Budget) -> Budget:
         raise PrivacyParameterError(f"budget must be an (epsilon, delta) pair, got {budget!r}") from None
     # eps = +inf is a valid (vacuous) guarantee, e.g. a composition bound that blew up; NaN or
     # negative values are not.
-    e = math.inf if _is_pos_inf(e) else _check_nonneg_real(e, "epsilon")
-    dl = _check_nonneg_real(dl, "delta")
+    e = math.inf if _is_pos_inf(e) else check_nonneg_real(e, "epsilon")
+    dl = check_nonneg_real(dl, "delta")
     if dl > 1.0:
         raise PrivacyParameterError(f"delta must be in [0, 1], got {dl!r}")
     return e, dl

@@ -7,14 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
+from privrl._checks import check_delta_pure_ok, check_epsilon, check_probability
 from privrl.exceptions import PrivacyParameterError
-from privrl.privacy.calibration import CALIBRATIONS
+from privrl.privacy.common import CALIBRATIONS
 from privrl.privacy.continual import MECHANISMS, check_mechanism
-from privrl.privacy.mechanisms import (
-    _check_delta_pure_ok,
-    _check_epsilon,
-    _check_probability,
-)
 
 __all__ = ["NonPrivate", "JointDP", "LocalDP", "CALIBRATIONS", "MECHANISMS"]
 
@@ -29,7 +25,7 @@ class NonPrivate:
     p: float = 0.05
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "p", _check_probability(self.p, "p"))
+        object.__setattr__(self, "p", check_probability(self.p, "p"))
 
     @property
     def kind(self) -> str:
@@ -56,11 +52,15 @@ class NonPrivate:
         """Always "paper" (there is no noise to calibrate)."""
         return "paper"
 
+    @property
+    def mechanism(self) -> str:
+        return "tree"
+
     def as_kwargs(self) -> Dict[str, Any]:
-        """``kind, epsilon, delta, p, calibration`` ready for
-        ``privrl.privacy.calibration.calibrate_*``."""
+        """``kind, epsilon, delta, p, calibration, mechanism`` ready for the ``calibrate_*``
+        functions of privrl.privacy."""
         return {"kind": "none", "epsilon": None, "delta": None, "p": self.p,
-                "calibration": "paper"}
+                "calibration": "paper", "mechanism": "tree"}
 
 
 @dataclass(frozen=True)
@@ -71,9 +71,9 @@ class _DPModel:
     calibration: str = "paper"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon, "epsilon"))
-        object.__setattr__(self, "delta", _check_delta_pure_ok(self.delta, "delta"))
-        object.__setattr__(self, "p", _check_probability(self.p, "p"))
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
+        object.__setattr__(self, "delta", check_delta_pure_ok(self.delta, "delta"))
+        object.__setattr__(self, "p", check_probability(self.p, "p"))
         if not isinstance(self.calibration, str) or self.calibration not in CALIBRATIONS:
             raise PrivacyParameterError(
                 f"calibration must be one of {CALIBRATIONS}, got {self.calibration!r}")
@@ -95,11 +95,16 @@ class _DPModel:
         extra = "" if self.calibration == "paper" else f", {self.calibration}"
         return f"{self._TAG}(eps={self.epsilon:g}, delta={self.delta:g}{extra})"
 
+    @property
+    def mechanism(self) -> str:
+        """The continual-release mechanism of the server ("tree" unless JointDP chose one)."""
+        return "tree"
+
     def as_kwargs(self) -> Dict[str, Any]:
-        """``kind, epsilon, delta, p, calibration`` ready for
-        ``privrl.privacy.calibration.calibrate_*``."""
+        """``kind, epsilon, delta, p, calibration, mechanism`` ready for the ``calibrate_*``
+        functions of privrl.privacy."""
         return {"kind": self.kind, "epsilon": self.epsilon, "delta": self.delta, "p": self.p,
-                "calibration": self.calibration}
+                "calibration": self.calibration, "mechanism": self.mechanism}
 
 
 @dataclass(frozen=True)

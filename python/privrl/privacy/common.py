@@ -1,0 +1,149 @@
+"""What every calibration shares: the typed result base class, the privacy-argument checks and the
+generic tight calibration of a release plan.
+
+Paper: Luyo et al., Cor. 1-2, App. C-D (the parameters each calibration returns); the tight calibration
+searches the one free noise multiplier of a plan until the accountant meets (eps, delta), as
+dp-accounting's `calibrate_dp_mechanism` does for a `DpEvent`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from privrl._checks import check_delta_pure_ok, check_epsilon
+from privrl.exceptions import PrivacyParameterError
+from privrl.privacy.accounting import gaussian_mu
+from privrl.privacy.plans import ReleasePlan, plan_mu, plan_pure_epsilon
+
+__all__ = [
+    "CALIBRATIONS",
+    "KINDS",
+    "Calibration",
+    "check_calibration",
+    "check_kind",
+    "in_theorem_regime",
+    "privacy_args",
+    "tight_scales",
+]
+
+#: "paper": the noise scales of the corollaries; "tight": the smallest noise of the same release
+#: plan for (eps, delta) under the tight accountant.
+CALIBRATIONS = ("paper", "tight")
+KINDS = ("none", "jdp", "ldp")
+
+T = TypeVar("T", bound="Calibration")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Calibration(Mapping[str, Any]):
+    """The parameters an algorithm runs with, under the paper's names (fields). Read access works
+    like a dict (``cal["sigma_B"]``, ``dict(cal)``, ``cal.get(...)``), so code written against the
+    earlier dict results keeps working; ``replace(**changes)`` returns a modified copy.
+
+    Shared fields: ``algorithm``, ``kind`` (none / jdp / ldp), ``pure`` (delta = 0: Laplace),
+    ``calibration`` (paper / tight), ``epsilon``, ``delta``, ``p`` (regret failure probability),
+    ``H``, ``K``, ``d``, ``noise`` (gaussian / laplace / None), ``sym_divisor`` (matrix noise
+    ``(Z' + Z'^T)/sym_divisor``), ``mechanism`` (continual release of the JDP server),
+    ``in_theorem_regime`` (eps, delta in the corollaries' range), the profile of a non-tree
+    mechanism (``mechanism_capacity``, ``mechanism_l2_multiplier``,
+    ``mechanism_max_variance_factor``) and, once an agent uses it, ``beta_used`` / ``beta_scale``.
+    """
+
+    algorithm: str
+    kind: str
+    pure: bool
+    calibration: str
+    epsilon: float | None
+    delta: float | None
+    p: float
+    H: int
+    K: int
+    d: int
+    noise: str | None = None
+    sym_divisor: float | None = None
+    mechanism: str = "tree"
+    in_theorem_regime: bool = True
+    mechanism_capacity: int | None = None
+    mechanism_l2_multiplier: float | None = None
+    mechanism_max_variance_factor: float | None = None
+    beta_used: float | None = None
+    beta_scale: float | None = None
+
+    # --- dict-like read access ------------------------------------------------------------
+    def __getitem__(self, key: str) -> Any:
+        if key in self._names():
+            return getattr(self, key)
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    @classmethod
+    def _names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    def replace(self: T, **changes: Any) -> T:
+        """A copy with ``changes`` applied (``dataclasses.replace``)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self._names()}
+
+
+def check_kind(kind: Any, allowed: tuple[str, ...] = KINDS) -> str:
+    if not isinstance(kind, str) or kind not in allowed:
+        raise PrivacyParameterError(f"kind must be one of {allowed}, got {kind!r}")
+    return kind
+
+
+def check_calibration(calibration: Any, allowed: tuple[str, ...] = CALIBRATIONS) -> str:
+    if not isinstance(calibration, str) or calibration not in allowed:
+        raise PrivacyParameterError(f"calibration must be one of {allowed}, got {calibration!r}")
+    return calibration
+
+
+def privacy_args(kind: str, epsilon: Any, delta: Any) -> tuple[float | None, float | None, bool]:
+    """Validate (epsilon, delta) for ``kind``; returns (epsilon, delta, pure)."""
+    if kind == "none":
+        eps = None if epsilon is None else check_epsilon(epsilon)
+        dlt = None if delta is None else check_delta_pure_ok(delta)
+        return eps, dlt, False
+    if epsilon is None:
+        raise PrivacyParameterError(f"epsilon is required for kind={kind!r}, got None")
+    eps = check_epsilon(epsilon)
+    if delta is None:
+        raise PrivacyParameterError(f"delta is required for kind={kind!r} (0 for pure DP), got None")
+    dlt = check_delta_pure_ok(delta)
+    return eps, dlt, dlt == 0.0
+
+
+def in_theorem_regime(kind: str, eps: float | None, dlt: float | None, pure: bool) -> bool:
+    """The corollaries / theorems are stated for ``eps, delta in (0, 1)``; the pure-DP variants
+    (delta = 0) are remarks built on the same corollaries, flagged on ``eps < 1`` only."""
+    if kind == "none" or eps is None:
+        return True
+    if pure:
+        return eps < 1.0
+    return eps < 1.0 and dlt is not None and 0.0 < dlt < 1.0
+
+
+def tight_scales(plan: ReleasePlan, epsilon: float, delta: float) -> dict[str, float]:
+    """The smallest noise scales of ``plan`` that make the whole release (eps, delta)-DP, with the
+    plan's ratios between families kept (one free multiplier t, scales = ratio * t).
+
+    Gaussian (delta > 0): the release is mu-GDP with mu proportional to 1/t (plans.plan_mu, the
+    exact joint worst case of every step); t is the value at which mu equals
+    ``gaussian_mu(eps, delta)`` (Balle & Wang 2018, Thm. 8: the exact (eps, delta) curve).
+    Laplace (delta = 0): simple composition, epsilon proportional to 1/t."""
+    ratios = plan.ratios()
+    if plan.noise == "laplace":
+        t = plan_pure_epsilon(plan, ratios) / epsilon
+    else:
+        t = plan_mu(plan, ratios) / gaussian_mu(epsilon, delta)
+    return {k: r * t for k, r in ratios.items()}

@@ -1,0 +1,276 @@
+"""Release plans: what an algorithm releases about one user, as data, and its exact worst case.
+
+Paper: Luyo et al., App. B-D (the privacy proofs list the released statistics and their sensitivities);
+the plan is what `agent.release_plan()` returns and what calibration, report, summary and audit read.
+"""
+# A plan lists, per step h of an episode, the user's statistic (a vector x with ||x|| <= x_bound
+# and a scalar y in [y_low, y_high], inside the bounds a SensitivityGuard enforces) and the
+# released families computed from it: the "outer" family x x^T (a symmetric matrix with noise
+# (Z' + Z'^T)/divisor) and the "scaled" family x y (a vector). Each family says how one user enters
+# it: a continual-release mechanism (tree nodes, or the mechanism's exact L2 multiplier), a
+# user-side randomizer (one release), or fresh noise at every server release (count releases).
+#
+# Gaussian accounting of one step (Dong, Roth & Su 2019): the release of a family is a Gaussian
+# mechanism; for the symmetric matrix law (Z' + Z'^T)/c with Z' i.i.d. N(0, s^2) the upper
+# triangle is independent with variance 2 s^2/c^2 off and 4 s^2/c^2 on the diagonal, so a change
+# D of the matrix has Mahalanobis norm (c/2) ||D||_F / s. Two neighbouring users (x, y) and
+# (x', y') change the step's families JOINTLY (the same x feeds the matrix and the vector), so
+#     mu_step^2 = max_{x, x', y, y'} sum_f m_f^2 l_f^2 ||T_f(x, y) - T_f(x', y')||^2 / s_f^2
+# with m_f the user's multiplier in f (sqrt(nodes) of a tree), l_f the law factor (c/2 for
+# matrices, 1 for vectors), s_f the family's noise scale. The max depends only on the norms
+# a = ||x||, b = ||x'||, the cosine c of their angle and y, y' (the terms are rotation invariant):
+#     ||x x^T - x' x'^T||_F^2 = a^4 + b^4 - 2 a^2 b^2 c^2,  ||x y - x' y'||^2 = a^2 y^2 + b^2 y'^2 - 2 a b c y y',
+# and the second is convex in (y, y'), so y, y' sit at the ends of their interval. The whole
+# release is mu-GDP with mu^2 = sum over steps and statistics (adaptive composition).
+# Pure DP (Laplace) keeps simple composition of the per-family L1 sensitivities (an upper bound
+# on the joint worst case, since |a| + |b| bounds any joint change family by family).
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+import numpy as np
+
+__all__ = [
+    "ReleasePlan",
+    "ReleasedFamily",
+    "UserStatistic",
+    "WorstCase",
+    "law_factor",
+    "plan_mu",
+    "plan_pure_epsilon",
+    "statistic_worst_case",
+]
+
+Form = Literal["outer", "scaled"]
+Site = Literal["tree", "user", "release"]
+
+
+@dataclass(frozen=True)
+class UserStatistic:
+    """What one user contributes at one step: a vector ``x`` in R^dim with ``||x||_2 <= x_bound``
+    and a scalar ``y`` in ``[y_low, y_high]``; ``enforced_by`` says where the bounds are enforced
+    (the agents' SensitivityGuards are built from these numbers)."""
+
+    name: str
+    x: str
+    y: str
+    dim: int
+    x_bound: float
+    y_low: float
+    y_high: float
+    source: str
+
+
+@dataclass(frozen=True)
+class ReleasedFamily:
+    """One released family, per step: its name and the paper's, the statistic it is computed from
+    (``form``: ``outer`` = x x^T, ``scaled`` = x y), how one user enters it (``site``: ``tree`` =
+    the server's continual-release mechanism, ``user`` = the user-side randomizer, ``release`` =
+    fresh noise at each server release; ``draws`` noise draws per user and instance, None for a
+    continual mechanism with a general encoder; ``multiplier`` the user's L2 multiplier, sqrt(draws)
+    for trees and fresh releases; ``draws_paper`` the count the paper's argument uses), the noise
+    scale's calibration key and its ratio to the common multiplier (the paper's ratios are kept),
+    the separate worst-case L2 / L1 sensitivities (what the paper's argument uses) and the matrix
+    noise law ``(Z' + Z'^T)/sym_divisor``."""
+
+    name: str
+    paper: str
+    statistic: str
+    form: Form
+    site: Site
+    scale_key: str
+    scale_ratio: float
+    draws: int | None
+    draws_paper: int
+    multiplier: float
+    l2_sensitivity: float
+    l2_source: str
+    l1_sensitivity: float
+    l1_source: str
+    sym_divisor: float | None
+    mechanism: str
+    instances: int
+
+    @property
+    def is_matrix(self) -> bool:
+        return self.form == "outer"
+
+    @property
+    def l1_multiplier(self) -> float:
+        """The user's L1 multiplier (pure DP): the number of draws it enters."""
+        return float(self.draws if self.draws is not None else self.multiplier**2)
+
+
+@dataclass(frozen=True)
+class ReleasePlan:
+    """Everything an algorithm releases about one user (see the module comment)."""
+
+    algorithm: str
+    title: str
+    model: str
+    noise: str | None
+    H: int
+    capacity: int
+    mechanism: str
+    statistics: tuple[UserStatistic, ...]
+    families: tuple[ReleasedFamily, ...] = field(default=())
+
+    def statistic(self, name: str) -> UserStatistic:
+        for s in self.statistics:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def family(self, name: str) -> ReleasedFamily:
+        for f in self.families:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    @property
+    def scale_keys(self) -> tuple[str, ...]:
+        """The calibration keys of the noise scales, in release order (no duplicates)."""
+        return tuple(dict.fromkeys(f.scale_key for f in self.families))
+
+    def ratios(self) -> dict[str, float]:
+        """The noise scales at a common multiplier of 1 (the paper's ratios between families)."""
+        return {f.scale_key: f.scale_ratio for f in self.families}
+
+    def with_statistic(self, name: str, **changes: float) -> ReleasePlan:
+        """A copy with one statistic's bounds changed (tests and what-if reports)."""
+        stats = tuple(replace(s, **changes) if s.name == name else s for s in self.statistics)
+        return replace(self, statistics=stats)
+
+
+def law_factor(f: ReleasedFamily) -> float:
+    """Mahalanobis factor of the noise law: ``c/2`` for the symmetric matrix law
+    ``(Z' + Z'^T)/c`` (``||D||_F`` in units of the entry scale becomes ``(c/2) ||D||_F``), 1 for
+    vectors (i.i.d. entries)."""
+    if f.is_matrix and f.sym_divisor is not None:
+        return f.sym_divisor / 2.0
+    return 1.0
+
+
+@dataclass(frozen=True)
+class WorstCase:
+    """The worst pair of neighbouring users for one statistic: ``value`` is mu^2 of one step
+    (``sum_f m_f^2 l_f^2 ||Delta_f||^2 / s_f^2``); ``x, y`` and ``x_prime, y_prime`` realise it."""
+
+    value: float
+    x: np.ndarray
+    y: float
+    x_prime: np.ndarray
+    y_prime: float
+
+
+def _weights(plan: ReleasePlan, stat: UserStatistic, scales: Mapping[str, float]) -> tuple[float, float]:
+    """(W_outer, W_scaled): the summed m^2 l^2 / s^2 of the statistic's outer and scaled families."""
+    wo = ws = 0.0
+    for f in plan.families:
+        if f.statistic != stat.name:
+            continue
+        w = (f.multiplier * law_factor(f)) ** 2 / float(scales[f.scale_key]) ** 2
+        if f.is_matrix:
+            wo += w
+        else:
+            ws += w
+    return wo, ws
+
+
+def statistic_worst_case(plan: ReleasePlan, name: str, scales: Mapping[str, float]) -> WorstCase:
+    """Exact worst case over neighbouring users of one step's joint release for statistic ``name``
+    (see the module comment), with the noise scales ``scales`` (calibration key -> scale)."""
+    stat = plan.statistic(name)
+    wo, ws = _weights(plan, stat, scales)
+    R = stat.x_bound
+    A, S = wo * R**4, ws * R**2
+    value, (a, b, c, y, yp) = _maximise(A, S, stat.y_low, stat.y_high, stat.dim >= 2)
+    x = np.zeros(stat.dim)
+    xp = np.zeros(stat.dim)
+    x[0] = a * R
+    xp[0] = b * R * c
+    if stat.dim >= 2:
+        xp[1] = b * R * math.sqrt(max(0.0, 1.0 - c * c))
+    return WorstCase(value, x, y, xp, yp)
+
+
+def plan_mu(plan: ReleasePlan, scales: Mapping[str, float]) -> float:
+    """The GDP parameter of the whole Gaussian release of one user: every step, every statistic."""
+    total = 0.0
+    for stat in plan.statistics:
+        fams = [f for f in plan.families if f.statistic == stat.name]
+        if fams:
+            total += fams[0].instances * statistic_worst_case(plan, stat.name, scales).value
+    return math.sqrt(total)
+
+
+def plan_pure_epsilon(plan: ReleasePlan, scales: Mapping[str, float]) -> float:
+    """Simple composition of the Laplace releases of one user: ``sum_f instances * draws * L1_f / b_f``."""
+    return sum(f.instances * f.l1_multiplier * f.l1_sensitivity / float(scales[f.scale_key])
+               for f in plan.families)
+
+
+# ------------------------------------------------------------------------------------------
+# The maximisation: g = A (a^4 + b^4 - 2 a^2 b^2 c^2) + S (a^2 y^2 + b^2 y'^2 - 2 a b c y y')
+# over a, b in [0, 1], c in [-1, 1] ({-1, 1} in one dimension), y, y' in {y_low, y_high}.
+# ------------------------------------------------------------------------------------------
+def _objective(A: float, S: float, a: np.ndarray, b: np.ndarray, c: np.ndarray, y: float,
+               yp: float) -> np.ndarray:
+    return A * (a**4 + b**4 - 2.0 * a * a * b * b * c * c) + S * (
+        a * a * y * y + b * b * yp * yp - 2.0 * a * b * c * y * yp)
+
+
+@functools.lru_cache(maxsize=1024)
+def _maximise(A: float, S: float, y_low: float, y_high: float,
+              free_angle: bool) -> tuple[float, tuple[float, float, float, float, float]]:
+    """Global maximum of the quartic above: a grid over (a, b, c) for each vertex (y, y'), then
+    successive local grids around the best candidates (the function is a polynomial of degree 4
+    on a box, so the coarse grid already lands in the basin of the maximum)."""
+    ys = sorted({float(y_low), float(y_high)})
+    best: tuple[float, tuple[float, float, float, float, float]] = (-math.inf, (0.0, 0.0, 1.0, 0.0, 0.0))
+    for y in ys:
+        for yp in ys:
+            cand = _maximise_vertex(A, S, y, yp, free_angle)
+            if cand[0] > best[0]:
+                best = (cand[0], (*cand[1], y, yp))
+    return best
+
+
+def _maximise_vertex(A: float, S: float, y: float, yp: float,
+                     free_angle: bool) -> tuple[float, tuple[float, float, float]]:
+    ab = np.linspace(0.0, 1.0, 41)
+    cs = np.linspace(-1.0, 1.0, 81) if free_angle else np.array([-1.0, 1.0])
+    a, b, c = np.meshgrid(ab, ab, cs, indexing="ij")
+    g = _objective(A, S, a, b, c, y, yp)
+    flat = np.argsort(g, axis=None)[::-1][:5]
+    best_val, best_pt = -math.inf, (0.0, 0.0, 1.0)
+    for idx in flat:
+        i, j, k = np.unravel_index(idx, g.shape)
+        pt = (float(ab[i]), float(ab[j]), float(cs[k]))
+        val, pt = _refine(A, S, y, yp, pt, 1.0 / 40, (1.0 / 40 if free_angle else 0.0))
+        if val > best_val:
+            best_val, best_pt = val, pt
+    return best_val, best_pt
+
+
+def _refine(A: float, S: float, y: float, yp: float, pt: tuple[float, float, float], h: float,
+            hc: float) -> tuple[float, tuple[float, float, float]]:
+    a0, b0, c0 = pt
+    val = float(_objective(A, S, np.array(a0), np.array(b0), np.array(c0), y, yp))
+    for _ in range(30):
+        a = np.clip(a0 + np.linspace(-h, h, 9), 0.0, 1.0)
+        b = np.clip(b0 + np.linspace(-h, h, 9), 0.0, 1.0)
+        c = np.clip(c0 + np.linspace(-hc, hc, 9), -1.0, 1.0)
+        aa, bb, cc = np.meshgrid(a, b, c, indexing="ij")
+        g = _objective(A, S, aa, bb, cc, y, yp)
+        i, j, k = np.unravel_index(int(np.argmax(g)), g.shape)
+        if g[i, j, k] >= val:
+            val, a0, b0, c0 = float(g[i, j, k]), float(a[i]), float(b[j]), float(c[k])
+        h, hc = h / 3.0, hc / 3.0
+        if h < 1e-12:
+            break
+    return val, (a0, b0, c0)
