@@ -29,13 +29,9 @@ from privrl.agents.base import SensitivityGuard
 from privrl.agents.statistics import LocalRandomizer, RawStatistics, RegressionServer
 from privrl.exceptions import PrivacyParameterError
 from privrl.kernels import NoiseStream
+from privrl.privacy import lsvi_ucb, ucrl_vtr
 from privrl.privacy.accounting import gaussian_epsilon, tree_nodes_per_leaf
-from privrl.privacy.calibration import (
-    calibrate_lsvi_ucb,
-    calibrate_ucrl_vtr,
-    lsvi_ucb_releases,
-    lsvi_ucb_u_sensitivity,
-)
+from privrl.privacy.plans import ReleasePlan, statistic_worst_case
 
 __all__ = [
     "AuditResult",
@@ -326,49 +322,55 @@ def audit_mechanism(mechanism_fn: Callable[[Any, Any], Any], neighbour_a: Any, n
 # ============================================================================================
 # Ready-made audits of the shipped mechanisms
 # ============================================================================================
-def _extremal_user(H: int, d: int, x_norm: float, y: float, sign: float) -> RawStatistics:
-    X = np.zeros((H, d))
-    X[:, 0] = sign * x_norm
-    return RawStatistics(X, np.full(H, y))
+def _neighbours(plan: ReleasePlan, scales: dict, kind: str) -> Tuple[RawStatistics, RawStatistics]:
+    """Two neighbouring users for every step, read from the release plan: ``"worst"`` (default)
+    the pair that realises the plan's joint worst case (privrl.privacy.plans), ``"zero"`` the
+    worst user against one who sends zeros."""
+    (stat,) = plan.statistics
+    w = statistic_worst_case(plan, stat.name, scales)
+    H = plan.H
+    a = RawStatistics(np.tile(w.x, (H, 1)), np.full(H, w.y))
+    if kind == "worst":
+        return a, RawStatistics(np.tile(w.x_prime, (H, 1)), np.full(H, w.y_prime))
+    if kind == "zero":
+        return a, RawStatistics(np.zeros((H, stat.dim)), np.zeros(H))
+    raise PrivacyParameterError(f"neighbours must be 'worst' or 'zero', got {kind!r}")
 
 
-def _neighbours(kind: str, H: int, d: int, x_norm: float, y: float):
-    a = _extremal_user(H, d, x_norm, y, 1.0)
-    if kind == "opposite":
-        b = _extremal_user(H, d, x_norm, y, -1.0)
-    elif kind == "zero":
-        b = RawStatistics(np.zeros((H, d)), np.zeros(H))
-    else:
-        raise PrivacyParameterError(f"neighbours must be 'opposite' or 'zero', got {kind!r}")
-    return a, b
+def _guard_of(plan: ReleasePlan) -> SensitivityGuard:
+    (stat,) = plan.statistics
+    return SensitivityGuard(stat.x_bound, stat.y_low, stat.y_high)
 
 
 def audit_ucrl_vtr_tree(epsilon: float = 4.0, delta: float = 1e-5, *, calibration: str = "tight",
                         H: int = 2, d: int = 2, K: int = 8, n_trials: int = 20_000,
-                        noise_multiplier: float = 1.0, neighbours: str = "opposite",
-                        confidence: float = 0.95, seed: Any = 0) -> AuditResult:
+                        noise_multiplier: float = 1.0, neighbours: str = "worst",
+                        confidence: float = 0.95, seed: Any = 0,
+                        plan: Optional[ReleasePlan] = None) -> AuditResult:
     """Audit the JDP UCRL-VTR release (Alg. 1 / Cor. 1): the shipped ``RegressionServer`` in tree
-    mode (``2H`` trees, ``SensitivityGuard``, the agent's calibration for ``(epsilon, delta, H,
-    K, d)``) receives user 1's statistics (neighbour a: ``X_h = H e_1``, ``y_h = H``; neighbour b:
-    ``X_h = -H e_1`` (``neighbours="opposite"``) or ``0`` (``"zero"``)) and zero statistics from
-    users 2..K. The output is the released ``(Lambda~_{t,h}, u~_{t,h} = Lambda~ w~)`` at
+    mode (``2H`` trees, a ``SensitivityGuard`` with the plan's bounds, the calibration for
+    ``(epsilon, delta, H, K, d)``) receives user 1's statistics and zero statistics from users
+    2..K. The neighbours are the release plan's worst pair (default: ``X_h = H e_1, y_h = H``
+    against ``-H e_1, H``) or the worst user against zeros (``neighbours="zero"``); ``plan``
+    (default ``privrl.privacy.ucrl_vtr.release_plan``) is what the calibration and the neighbours
+    are read from. The output is the released ``(Lambda~_{t,h}, u~_{t,h} = Lambda~ w~)`` at
     ``t = 1, 2, 4, ...``: exactly the ``tree_nodes_per_leaf(K)`` nodes containing user 1, hence
     everything the release says about user 1. ``noise_multiplier`` scales the calibrated sigma
     (0.01: a deliberately broken mechanism)."""
-    cal = calibrate_ucrl_vtr("jdp", epsilon, delta, H, K, d, 1.0, calibration=calibration)
+    plan = plan if plan is not None else ucrl_vtr.release_plan("jdp", delta == 0.0, H, K, d)
+    cal = ucrl_vtr.calibrate_ucrl_vtr("jdp", epsilon, delta, H, K, d, 1.0, calibration=calibration, plan=plan)
     if cal["noise"] != "gaussian":
         raise PrivacyParameterError("audit_ucrl_vtr_tree audits the Gaussian (delta > 0) release")
     sigma = cal["sigma_B"] * float(noise_multiplier)
     n_nodes = tree_nodes_per_leaf(K)
     times = [2 ** l for l in range(n_nodes)]
-    user_a, user_b = _neighbours(neighbours, H, d, float(H), float(H))
+    user_a, user_b = _neighbours(plan, {k: cal[k] for k in plan.scale_keys}, neighbours)
     zero = RawStatistics(np.zeros((H, d)), np.zeros(H))
 
     def run(user: RawStatistics, noise: str, seeds) -> np.ndarray:
         server = RegressionServer(H, d, cal["lam"], "tree", K, noise=noise, sigma_matrix=sigma,
                                   sigma_vector=sigma, sym_divisor=cal["sym_divisor"],
-                                  shift=cal["shift"], guard=SensitivityGuard(float(H), 0.0, float(H)),
-                                  seeds=seeds)
+                                  shift=cal["shift"], guard=_guard_of(plan), seeds=seeds)
         out = []
         for t in range(1, times[-1] + 1):
             server.receive(user if t == 1 else zero)
@@ -399,22 +401,23 @@ def audit_ucrl_vtr_tree(epsilon: float = 4.0, delta: float = 1e-5, *, calibratio
 
 def audit_ldp_randomizer(epsilon: float = 4.0, delta: float = 1e-5, *, calibration: str = "tight",
                          H: int = 2, d: int = 2, n_trials: int = 20_000,
-                         noise_multiplier: float = 1.0, neighbours: str = "opposite",
-                         confidence: float = 0.95, seed: Any = 0) -> AuditResult:
+                         noise_multiplier: float = 1.0, neighbours: str = "worst",
+                         confidence: float = 0.95, seed: Any = 0,
+                         plan: Optional[ReleasePlan] = None) -> AuditResult:
     """Audit the LDP UCRL-VTR user-side randomizer (Cor. 2): the shipped ``LocalRandomizer``
-    with the agent's calibration privatizes one user's statistics (``X_h = H e_1``, ``y_h = H``
-    vs ``-H e_1`` or 0); the output is everything the user sends, ``(X X^T + B^1, X y + g^1)``
-    for all ``h``."""
-    cal = calibrate_ucrl_vtr("ldp", epsilon, delta, H, 1, d, 1.0, calibration=calibration)
+    with the calibration of ``plan`` (default ``privrl.privacy.ucrl_vtr.release_plan``)
+    privatizes one user's statistics (the plan's worst pair, or the worst user against zeros);
+    the output is everything the user sends, ``(X X^T + B^1, X y + g^1)`` for all ``h``."""
+    plan = plan if plan is not None else ucrl_vtr.release_plan("ldp", delta == 0.0, H, 1, d)
+    cal = ucrl_vtr.calibrate_ucrl_vtr("ldp", epsilon, delta, H, 1, d, 1.0, calibration=calibration, plan=plan)
     if cal["noise"] != "gaussian":
         raise PrivacyParameterError("audit_ldp_randomizer audits the Gaussian (delta > 0) randomizer")
     sigma = cal["sigma_B"] * float(noise_multiplier)
-    user_a, user_b = _neighbours(neighbours, H, d, float(H), float(H))
+    user_a, user_b = _neighbours(plan, {k: cal[k] for k in plan.scale_keys}, neighbours)
     rng = _seed_stream(seed)
 
     def draws(user: RawStatistics) -> np.ndarray:
-        rnd = LocalRandomizer(H, d, "gaussian", sigma, sigma, cal["sym_divisor"],
-                              SensitivityGuard(float(H), 0.0, float(H)),
+        rnd = LocalRandomizer(H, d, "gaussian", sigma, sigma, cal["sym_divisor"], _guard_of(plan),
                               seeds=(rng.bytes(32), rng.bytes(32)))
         out = np.empty((int(n_trials), H * d * d + H * d))
         for i in range(int(n_trials)):
@@ -439,30 +442,34 @@ def audit_ldp_randomizer(epsilon: float = 4.0, delta: float = 1e-5, *, calibrati
 def audit_lsvi_u_release(epsilon: float = 4.0, delta: float = 1e-5, *, calibration: str = "tight",
                          H: int = 2, d: int = 2, K: int = 40, batches: int = 4,
                          n_trials: int = 20_000, noise_multiplier: float = 1.0,
-                         confidence: float = 0.95, seed: Any = 0) -> AuditResult:
+                         confidence: float = 0.95, seed: Any = 0,
+                         plan: Optional[ReleasePlan] = None) -> AuditResult:
     """Audit the u-release of Alg. 2 (App. D, "M^u_h"): with the value functions fixed (the
     proof's ``a_{h+1}``), release ``b`` of step ``h`` is ``u~_{b,h} = sum_j phi_j (r_j + V(s'_j)) +
     eta^b_h``, ``eta ~ N(0, sigma_u^2 I)`` fresh per release (a ``NoiseStream`` at the agent's
-    ``sigma_u``, as ``LSVIServer`` draws it). User 1 (in every one of the
-    ``lsvi_ucb_releases(K, B)`` releases) has ``phi = e_1``, ``r + V = H + 1`` (neighbour a) or
-    ``phi = -e_1`` (b): the sensitivity ``2(H + 1)`` of every release."""
-    cal = calibrate_lsvi_ucb("jdp", epsilon, delta, H, K, d, batches=batches, calibration=calibration)
+    ``sigma_u``, as ``LSVIServer`` draws it). User 1 enters every one of the R releases with the
+    plan's worst pair (default plan: ``phi = e_1``, ``r + V = H + 1`` against ``phi = -e_1``): the
+    sensitivity ``2(H + 1)`` of every release."""
+    cal = lsvi_ucb.calibrate_lsvi_ucb("jdp", epsilon, delta, H, K, d, batches=batches, calibration=calibration,
+                                      plan=plan)
     if cal["noise"] != "gaussian":
         raise PrivacyParameterError("audit_lsvi_u_release audits the Gaussian (delta > 0) release")
+    plan = plan if plan is not None else lsvi_ucb.release_plan("jdp", False, H, K, d, cal["B"])
     sigma = cal["sigma_u"] * float(noise_multiplier)
-    R = lsvi_ucb_releases(K, cal["B"])
-    term = np.zeros((R, H, d))
-    term[:, :, 0] = H + 1.0
+    R = cal["releases"]
+    user_a, user_b = _neighbours(plan, {k: cal[k] for k in plan.scale_keys}, "worst")
+    term_a = np.broadcast_to(user_a.X * user_a.y[:, None], (R, H, d)).reshape(-1)
+    term_b = np.broadcast_to(user_b.X * user_b.y[:, None], (R, H, d)).reshape(-1)
     rng = _seed_stream(seed)
 
-    def draws(sign: float) -> np.ndarray:
+    def draws(term: np.ndarray) -> np.ndarray:
         stream = NoiseStream("gaussian", sigma, seed=rng.bytes(32))
         eta = stream.vectors(int(n_trials) * R * H, d).reshape(int(n_trials), R * H * d)
-        return sign * term.reshape(-1) + eta
+        return term + eta
 
-    mu = math.sqrt(R * H) * lsvi_ucb_u_sensitivity(H) / sigma
-    return audit_samples(draws(1.0), draws(-1.0), delta=delta, confidence=confidence,
-                         direction=2.0 * term.reshape(-1), claimed_epsilon=float(epsilon),
+    mu = float(np.linalg.norm(term_a - term_b)) / sigma
+    return audit_samples(draws(term_a), draws(term_b), delta=delta, confidence=confidence,
+                         direction=term_a - term_b, claimed_epsilon=float(epsilon),
                          effective_epsilon=gaussian_epsilon(mu, delta),
                          name=f"LSVI-UCB u-release ({calibration}, x{noise_multiplier:g} noise)")
 

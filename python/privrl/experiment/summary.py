@@ -13,8 +13,6 @@ __all__ = ["summarize", "report", "fit_slope", "curves", "GROUP"]
 
 # One curve / table row per (study, agent, privacy model, epsilon); seeds are aggregated.
 GROUP = ["study", "agent", "privacy", "epsilon"]
-# The noise scale each algorithm reports in its calibration, by preference.
-_SIGMA_KEYS = ("sigma_B", "sigma_Lambda", "sigma_lambda", "sigma_u", "sigma_g", "laplace_b")
 
 
 def fit_slope(episodes: np.ndarray, regret: np.ndarray, start_fraction: float = 0.1) -> float:
@@ -50,12 +48,14 @@ def curves(df: pd.DataFrame, band: str = "std") -> pd.DataFrame:
     return out
 
 
-def _sigma(calibrations: list[dict]) -> tuple[str, float]:
-    for key in _SIGMA_KEYS:
-        vals = [c.get(key) for c in calibrations if isinstance(c.get(key), (int, float))]
-        if vals:
-            return key, float(np.mean(vals))
-    return "", math.nan
+def _sigma(digests: list[dict]) -> tuple[str, float]:
+    """The noise scale of the first family the agent's release plan lists (the run records'
+    privacy digests carry it, privrl.privacy.report.summarize_privacy_report)."""
+    firsts = [(d.get("mechanisms") or [{}])[0] for d in digests]
+    vals = [(m.get("scale_key"), m.get("scale")) for m in firsts if isinstance(m.get("scale"), (int, float))]
+    if not vals:
+        return "", math.nan
+    return str(vals[0][0]), float(np.mean([v for _, v in vals]))
 
 
 def _first_number(values: Any) -> float:
@@ -81,9 +81,9 @@ def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
         walls = [runs.get(r, {}).get("wall_time") for r in run_ids]
         walls = [w for w in walls if isinstance(w, (int, float))] or list(
             part.groupby("run_id")["wall_time"].max())
-        sigma_name, sigma = _sigma(cals)
-        betas = [c.get("beta_used") for c in cals if isinstance(c.get("beta_used"), (int, float))]
         spent = [(runs.get(r, {}).get("privacy_report") or {}) for r in run_ids]
+        sigma_name, sigma = _sigma(spent)
+        betas = [c.get("beta_used") for c in cals if isinstance(c.get("beta_used"), (int, float))]
         eps_paper = _first_number(s.get("paper", {}).get("epsilon") for s in spent)
         eps_tight = _first_number(s.get("tight", {}).get("epsilon") for s in spent)
         rows.append({**dict(zip(GROUP, key)), "algorithm": part["algorithm"].iloc[0], "seeds": last["seed"].nunique(),

@@ -273,4 +273,15 @@ def _refine(A: float, S: float, y: float, yp: float, pt: tuple[float, float, flo
         h, hc = h / 3.0, hc / 3.0
         if h < 1e-12:
             break
+    # snap each coordinate to the box's special values when that loses nothing (clean neighbours)
+    pt = [a0, b0, c0]
+    for i, special in enumerate(((0.0, 1.0), (0.0, 1.0), (-1.0, 0.0, 1.0))):
+        target = min(special, key=lambda t: abs(t - pt[i]))
+        if abs(target - pt[i]) < 1e-3:
+            trial = pt.copy()
+            trial[i] = target
+            sval = float(_objective(A, S, *(np.array(x) for x in trial), y, yp))
+            if sval >= val * (1 - 1e-12):
+                val, pt = max(val, sval), trial
+    a0, b0, c0 = pt
     return val, (a0, b0, c0)
