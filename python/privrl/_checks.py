@@ -30,6 +30,7 @@ __all__ = [
     "check_probability",
     "check_real",
     "checked",
+    "is_trusted",
     "trusted",
 ]
 
@@ -133,6 +134,11 @@ def trusted() -> Iterator[None]:
         yield
     finally:
         _TRUSTED.reset(token)
+
+
+def is_trusted() -> bool:
+    """True inside ``trusted()``: a public function called from privrl itself skips its checks."""
+    return _TRUSTED.get()
 
 
 def checked(**overrides: Checker | None) -> Callable[[F], F]:

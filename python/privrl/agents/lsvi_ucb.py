@@ -8,6 +8,7 @@ from typing import Any, Callable
 import numpy as np
 
 from privrl import kernels
+from privrl._checks import trusted
 from privrl.agents.base import Agent, SensitivityGuard
 from privrl.agents.statistics import Release, released_inverse
 from privrl.envs.finite import Trajectory
@@ -333,8 +334,9 @@ class LSVIUCB(Agent):
         kw = self.privacy.as_kwargs()
         self.B = privacy_of.resolve_batches(batches, kw["kind"], self.privacy.pure, kw["epsilon"], self.H, self.K,
                                             self.d)
-        cal = privacy_of.calibrate_lsvi_ucb(**kw, H=self.H, K=self.K, d=self.d, batches=batches,
-                                            plan=self.release_plan())
+        with trusted():  # the privacy model, K, the environment and B are validated above
+            cal = privacy_of.calibrate_lsvi_ucb(**kw, H=self.H, K=self.K, d=self.d, batches=batches,
+                                                plan=self.release_plan())
         self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * cal["beta"]
         self.calibration: Calibration = cal.replace(beta_used=self.beta, beta_scale=self.beta_scale,
                                                     planning=planning)

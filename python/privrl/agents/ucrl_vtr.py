@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from privrl import kernels
+from privrl._checks import trusted
 from privrl.agents.base import Agent, SensitivityGuard
 from privrl.agents.statistics import LocalRandomizer, RawStatistics, RegressionServer
 from privrl.envs.finite import Trajectory
@@ -79,8 +80,9 @@ class UCRLVTR(Agent):
                                                  self.mechanism)
 
     def _calibrate(self) -> Calibration:
-        return privacy_of.calibrate_ucrl_vtr(**self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d,
-                                             C_w=self.env.C_w, plan=self.release_plan())
+        with trusted():  # the privacy model, K and the environment were validated at construction
+            return privacy_of.calibrate_ucrl_vtr(**self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d,
+                                                 C_w=self.env.C_w, plan=self.release_plan())
 
     @property
     def mechanism(self) -> str:

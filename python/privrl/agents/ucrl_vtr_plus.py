@@ -9,6 +9,7 @@ import numpy as np
 
 from typing import Any
 
+from privrl._checks import trusted
 from privrl.agents.statistics import RawStatistics
 from privrl.agents.ucrl_vtr import UCRLVTR
 from privrl.envs.finite import Trajectory
@@ -40,8 +41,9 @@ class UCRLVTRPlus(UCRLVTR):
     _privacy_module: Any = privacy_of
 
     def _calibrate(self) -> Calibration:
-        return privacy_of.calibrate_ucrl_vtr_plus(**self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d,
-                                                  C_w=self.env.C_w, plan=self.release_plan())
+        with trusted():  # the privacy model, K and the environment were validated at construction
+            return privacy_of.calibrate_ucrl_vtr_plus(**self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d,
+                                                      C_w=self.env.C_w, plan=self.release_plan())
 
     def _build_statistics(self, cal: Calibration) -> None:
         H = self.H

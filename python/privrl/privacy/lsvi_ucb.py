@@ -11,7 +11,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, Optional, Tuple, Union
 
-from privrl._checks import check_nonneg_real, check_pos_int, check_probability, checked, trusted
+from privrl._checks import check_nonneg_real, check_pos_int, check_probability, checked, is_trusted, trusted
 from privrl.exceptions import PrivacyParameterError
 from privrl.privacy.bounds import gaussian_matrix_bound, gaussian_vector_bound, laplace_matrix_bound, laplace_vector_bound
 from privrl.privacy.common import (
@@ -402,12 +402,15 @@ def calibrate_lsvi_ucb(kind: str, epsilon: Optional[float], delta: Optional[floa
     ``mechanism`` gets sigma_Lambda times m_M / sqrt(B0)); ``"tight"``: the smallest noise of the
     release ``plan`` (default :func:`release_plan`) for (eps, delta), App. D's ratio kept; B is the
     paper's (it depends on eps only). Both feed the same Upsilon, c_K, C, U_K, chi, beta."""
-    kind = check_kind(kind, ("none", "jdp"))
-    eps, dlt, pure = privacy_args(kind, epsilon, delta)
-    H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
-    p = check_probability(p, "p")
-    calibration = check_calibration(calibration)
-    mechanism = _check_mechanism_for(kind, pure, mechanism)
+    if is_trusted():  # called by an agent: its privacy model and environment are validated
+        eps, dlt, pure = epsilon, delta, kind != "none" and delta == 0.0
+    else:
+        kind = check_kind(kind, ("none", "jdp"))
+        eps, dlt, pure = privacy_args(kind, epsilon, delta)
+        H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
+        p = check_probability(p, "p")
+        calibration = check_calibration(calibration)
+        mechanism = _check_mechanism_for(kind, pure, mechanism)
     B = resolve_batches(batches, kind, pure, eps, H, K, d)
     with trusted():
         if plan is None:

@@ -20,6 +20,7 @@ from privrl._checks import (
     check_positive_real,
     check_probability,
     checked,
+    is_trusted,
     trusted,
 )
 from privrl.exceptions import PrivacyParameterError
@@ -401,13 +402,16 @@ def calibrate_ucrl_vtr(kind: str, epsilon: Optional[float], delta: Optional[floa
     ``"tight"`` takes the smallest noise of the release ``plan`` (default :func:`release_plan`)
     for (eps, delta) under the tight accountant (:func:`privrl.privacy.common.tight_scales`). Both
     feed the same Upsilon, C, shift and beta formulas."""
-    kind = check_kind(kind)
-    eps, dlt, pure = privacy_args(kind, epsilon, delta)
-    H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
-    C_w = check_positive_real(C_w, "C_w")
-    p = check_probability(p, "p")
-    calibration = check_calibration(calibration)
-    mechanism = _check_mechanism_for(kind, pure, mechanism)
+    if is_trusted():  # called by an agent: its privacy model and environment are validated
+        eps, dlt, pure = epsilon, delta, kind != "none" and delta == 0.0
+    else:
+        kind = check_kind(kind)
+        eps, dlt, pure = privacy_args(kind, epsilon, delta)
+        H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
+        C_w = check_positive_real(C_w, "C_w")
+        p = check_probability(p, "p")
+        calibration = check_calibration(calibration)
+        mechanism = _check_mechanism_for(kind, pure, mechanism)
     with trusted():
         if plan is None:
             plan = release_plan(kind, pure, H, K, d, mechanism)

@@ -16,6 +16,7 @@ from privrl._checks import (
     check_positive_real,
     check_probability,
     checked,
+    is_trusted,
     trusted,
 )
 from privrl.exceptions import PrivacyParameterError
@@ -325,13 +326,16 @@ def calibrate_ucrl_vtr_plus(kind: str, epsilon: Optional[float], delta: Optional
     Non-private: Zhou et al. (2021)'s radii (the Thm. condition with ``Upsilon = C = 0``).
     ``"tight"``: the smallest noise of ``plan`` (default :func:`release_plan`) for (eps, delta),
     the paper's ratios between the four families kept; the same Upsilon, C and radii formulas."""
-    kind = check_kind(kind)
-    eps, dlt, pure = privacy_args(kind, epsilon, delta)
-    H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
-    C_w = check_positive_real(C_w, "C_w")
-    p = check_probability(p, "p")
-    calibration = check_calibration(calibration)
-    mechanism = _check_mechanism_for(kind, pure, mechanism)
+    if is_trusted():  # called by an agent: its privacy model and environment are validated
+        eps, dlt, pure = epsilon, delta, kind != "none" and delta == 0.0
+    else:
+        kind = check_kind(kind)
+        eps, dlt, pure = privacy_args(kind, epsilon, delta)
+        H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
+        C_w = check_positive_real(C_w, "C_w")
+        p = check_probability(p, "p")
+        calibration = check_calibration(calibration)
+        mechanism = _check_mechanism_for(kind, pure, mechanism)
     with trusted():
         if plan is None:
             plan = release_plan(kind, pure, H, K, d, mechanism)
