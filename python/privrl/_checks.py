@@ -44,8 +44,8 @@ def check_real(value: Any, name: str) -> float:
         raise PrivacyParameterError(f"{name} must be a real number, got {value!r}")
     try:
         return float(value)
-    except OverflowError:
-        return math.inf if value > 0 else -math.inf
+    except OverflowError:  # an int too large for a double
+        return math.inf if value > 0 else -math.inf  # type: ignore[operator]  # Real has no __gt__ in typeshed
 
 
 def check_epsilon(value: Any, name: str = "epsilon") -> float:

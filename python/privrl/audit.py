@@ -97,8 +97,9 @@ def betainc(a: float, b: float, x: float) -> float:
     return 1.0 - math.exp(log_front) * _betacf(b, a, 1.0 - x) / b
 
 
-def _beta_quantile(q: float, a: float, b: float) -> float:
-    """``x`` with ``I_x(a, b) = q`` (bisection; ``I_x`` increases in ``x``)."""
+def _beta_quantile(q: float, a: float, b: float) -> Tuple[float, float]:
+    """The final bracket ``(lo, hi)`` of ``x`` with ``I_x(a, b) = q`` (bisection; ``I_x`` increases
+    in ``x``)."""
     lo, hi = 0.0, 1.0
     for _ in range(200):
         mid = 0.5 * (lo + hi)

@@ -173,7 +173,8 @@ class LSVIServer:
                                                   noise=cal["noise"], scale=cal["sigma_Lambda"],
                                                   seed=seeds[h], divisor=cal["sym_divisor"])
                           for h in range(H)]
-            self.eta_stream = kernels.NoiseStream(cal["noise"], cal["sigma_u"], seed=seeds[H])
+            self.eta_stream: kernels.NoiseStream | None = kernels.NoiseStream(cal["noise"], cal["sigma_u"],
+                                                                              seed=seeds[H])
         else:
             self.trees, self.eta_stream = [], None
 
@@ -208,7 +209,7 @@ class LSVIServer:
         pushing the batch's Gram as the next leaf of tree h; returns (designs, inverses), the
         inverses only when maintained exactly (non-private). Consumes the batch."""
         H, d = self.H, self.d
-        if not self.private:
+        if self.exact is not None:
             b0, n, A = self.batch_start, self.n, self.A
             for h in range(H):
                 self.exact[h].update_batch(self.table[self.states[b0:n, h] * A + self.actions[b0:n, h]])
@@ -228,27 +229,24 @@ class LSVIServer:
     def response_function(self, path: str) -> Callable:
         """u_h(w~_{h+1}, Lambda~^{-1}_{h+1}) for lsvi_release, by the chosen path."""
         n, A, H, beta, table = self.n, self.A, self.H, self.beta, self.table
-        if path == "aggregated":
-            def response(h, w_next, inv_next):
-                if w_next is None:
-                    return self.reward_sum[h].copy()
-                return response_aggregated(self.reward_sum[h], self.next_sum[h], table, w_next, inv_next,
-                                           beta, A, H)
-            return response
+        def aggregated(h: int, w_next: np.ndarray | None, inv_next: np.ndarray | None) -> np.ndarray:
+            if w_next is None or inv_next is None:
+                return self.reward_sum[h].copy()
+            return response_aggregated(self.reward_sum[h], self.next_sum[h], table, w_next, inv_next, beta, A, H)
 
-        def response(h, w_next, inv_next):
+        def per_sample(h: int, w_next: np.ndarray | None, inv_next: np.ndarray | None) -> np.ndarray:
             phi = table[self.states[:n, h] * A + self.actions[:n, h]]
             r = self.rewards[:n, h]
-            if w_next is None:
+            if w_next is None or inv_next is None:
                 return phi.T @ r
             return response_per_sample(phi, r, table, self.states[:n, h + 1], w_next, inv_next, beta, A, H)
-        return response
+        return aggregated if path == "aggregated" else per_sample
 
     def release_batch(self, path: str | None = None) -> Release:
         """The end of a batch (Alg. 2, lines 14-23): the perturbed LSVI over all data so far."""
         path = path or self.path()
         designs, inverses = self.designs()
-        eta = self.eta_stream.vectors(self.H, self.d) if self.private else None
+        eta = self.eta_stream.vectors(self.H, self.d) if self.eta_stream is not None else None
         self.last_eta = eta
         rel = lsvi_release(designs, self.response_function(path), eta, users=self.n, inverses=inverses)
         self.releases += 1

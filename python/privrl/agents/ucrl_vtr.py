@@ -48,6 +48,7 @@ class UCRLVTR(Agent):
     """
 
     name = "UCRL-VTR"
+    env: LinearMixtureMDP
 
     def __init__(self, env: LinearMixtureMDP, privacy: Any = None, episodes: int = 1000,
                  seed: Any = None, beta_scale: float = 1.0, beta: float | None = None,
@@ -123,7 +124,7 @@ class UCRLVTR(Agent):
         rel = self._release
         H, S, A = self.H, self.S, self.A
         V = np.zeros((H + 1, S))
-        phis = [None] * H
+        phis: list[np.ndarray] = [np.empty(0)] * H
         pi = np.empty((H, S), dtype=np.int64)
         for h in range(H - 1, -1, -1):
             phi_v = self.features.phi_v(V[h + 1])  # phi_{V~_{k,h+1}}(s, a), (S*A, d)

@@ -30,13 +30,15 @@ import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 __all__ = [
+    "Form",
     "ReleasePlan",
     "ReleasedFamily",
+    "Site",
     "UserStatistic",
     "WorstCase",
     "law_factor",
@@ -140,7 +142,7 @@ class ReleasePlan:
         """The noise scales at a common multiplier of 1 (the paper's ratios between families)."""
         return {f.scale_key: f.scale_ratio for f in self.families}
 
-    def with_statistic(self, name: str, **changes: float) -> ReleasePlan:
+    def with_statistic(self, name: str, **changes: Any) -> ReleasePlan:
         """A copy with one statistic's bounds changed (tests and what-if reports)."""
         stats = tuple(replace(s, **changes) if s.name == name else s for s in self.statistics)
         return replace(self, statistics=stats)
@@ -267,21 +269,21 @@ def _refine(A: float, S: float, y: float, yp: float, pt: tuple[float, float, flo
         c = np.clip(c0 + np.linspace(-hc, hc, 9), -1.0, 1.0)
         aa, bb, cc = np.meshgrid(a, b, c, indexing="ij")
         g = _objective(A, S, aa, bb, cc, y, yp)
-        i, j, k = np.unravel_index(int(np.argmax(g)), g.shape)
+        i, j, k = (int(v) for v in np.unravel_index(int(np.argmax(g)), g.shape))
         if g[i, j, k] >= val:
             val, a0, b0, c0 = float(g[i, j, k]), float(a[i]), float(b[j]), float(c[k])
         h, hc = h / 3.0, hc / 3.0
         if h < 1e-12:
             break
     # snap each coordinate to the box's special values when that loses nothing (clean neighbours)
-    pt = [a0, b0, c0]
+    best = [a0, b0, c0]
     for i, special in enumerate(((0.0, 1.0), (0.0, 1.0), (-1.0, 0.0, 1.0))):
-        target = min(special, key=lambda t: abs(t - pt[i]))
-        if abs(target - pt[i]) < 1e-3:
-            trial = pt.copy()
+        target = min(special, key=lambda t: abs(t - best[i]))
+        if abs(target - best[i]) < 1e-3:
+            trial = list(best)
             trial[i] = target
-            sval = float(_objective(A, S, *(np.array(x) for x in trial), y, yp))
+            sval = float(_objective(A, S, np.array(trial[0]), np.array(trial[1]), np.array(trial[2]), y, yp))
             if sval >= val * (1 - 1e-12):
-                val, pt = max(val, sval), trial
-    a0, b0, c0 = pt
+                val, best = max(val, sval), trial
+    a0, b0, c0 = best
     return val, (a0, b0, c0)

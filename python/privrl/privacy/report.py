@@ -46,7 +46,7 @@ __all__ = [
 
 ALGORITHMS = ("ucrl_vtr", "ucrl_vtr_plus", "lsvi_ucb")
 _MODULES = {"ucrl_vtr": ucrl_vtr, "ucrl_vtr_plus": ucrl_vtr_plus, "lsvi_ucb": lsvi_ucb}
-_CALIBRATE = {"ucrl_vtr": ucrl_vtr.calibrate_ucrl_vtr, "ucrl_vtr_plus": ucrl_vtr_plus.calibrate_ucrl_vtr_plus,
+_CALIBRATE: Dict[str, Any] = {"ucrl_vtr": ucrl_vtr.calibrate_ucrl_vtr, "ucrl_vtr_plus": ucrl_vtr_plus.calibrate_ucrl_vtr_plus,
               "lsvi_ucb": lsvi_ucb.calibrate_lsvi_ucb}
 
 

@@ -42,7 +42,7 @@ from privrl.privacy.mechanisms import (
     simple_composition_budget,
     tree_node_budget,
 )
-from privrl.privacy.plans import ReleasedFamily, ReleasePlan, UserStatistic
+from privrl.privacy.plans import Form, ReleasedFamily, ReleasePlan, Site, UserStatistic
 from privrl.privacy.ucrl_vtr import _check_mechanism_for, _profile_fields, ucrl_vtr_K0
 
 __all__ = [
@@ -254,13 +254,14 @@ def release_plan(kind: str, pure: bool, H: int, K: int, d: int, mechanism: str =
         source="||phi_{V^2}|| <= ||V^2||_inf <= H^2, V^2 in [0, H^2]")
     if kind == "none":
         return ReleasePlan("ucrl_vtr_plus", TITLE, "none", None, H, K, "tree", (first, second))
+    site: Site
     if kind == "jdp":
         e = user_entry(mechanism, K)
         site, draws, draws_paper, mult, label = "tree", e.draws, e.draws_paper, e.multiplier, mechanism
     else:
         site, draws, draws_paper, mult, label = "user", 1, 1, 1.0, "local randomizer"
     h4 = float(H) ** 4
-    rows = (  # name, paper, statistic, form, scale key, L2, L2 source, L1, L1 source
+    rows: tuple[tuple[str, str, UserStatistic, Form, str, float, str, float, str], ...] = (  # name, paper, statistic, form, scale key, L2, L2 source, L1, L1 source
         ("Lambda^", "B^1 (weighted phi_V phi_V^T)", first, "outer", "sigma_B1", 2.0 * d,
          "App. C: ||sigma_bar^-2 phi phi^T||_F <= d: 2d", 2.0 * d * d, "2 ||x||_1^2 <= 2 d^2"),
         ("u^", "f (weighted phi_V V)", first, "scaled", "sigma_f", 2.0 * d,
