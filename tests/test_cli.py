@@ -102,7 +102,7 @@ def test_resume_after_sigkill_recomputes_only_unfinished_runs(tmp_path):
             time.sleep(0.01)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        proc.communicate()  # waits and closes the pipes (an unclosed pipe is a ResourceWarning)
     finished = {p.name: p.stat().st_mtime_ns for p in runs.iterdir() if p.suffix == ".json"}
     assert 3 <= len(finished) < 16, "the kill must land mid-sweep"
     assert not (out / "results.parquet").exists() and not (out / "results.csv").exists()
