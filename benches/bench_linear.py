@@ -19,6 +19,7 @@ Also: non-private design-matrix upkeep, Sherman-Morrison vs sums + Cholesky, per
 numpy's BLAS runs with --numpy-threads threads (default 1: the Rust kernels are single-threaded
 by design, seeds run in parallel at the harness level); the setting is printed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -85,7 +86,9 @@ def numpy_pass_aggregated(designs, reward_sum, next_sum, table, beta, A, H):
         inv[h] = np.linalg.inv(designs[h])
         u = reward_sum[h].copy()
         if h < Hn - 1:
-            q = table @ w[h + 1] + beta * np.sqrt(np.maximum(np.einsum("ij,ij->i", table @ inv[h + 1], table), 0.0))
+            q = table @ w[h + 1] + beta * np.sqrt(
+                np.maximum(np.einsum("ij,ij->i", table @ inv[h + 1], table), 0.0)
+            )
             u += next_sum[h].T @ np.clip(q, 0.0, H).reshape(-1, A).max(axis=1)
         w[h] = inv[h] @ u
     return w
@@ -115,6 +118,7 @@ def bench_pass(quick):
             if w_next is None:
                 return phis[h].T @ rewards[h]
             return response_per_sample(phis[h], rewards[h], next_rows[h], None, w_next, inv_next, beta, A, H)
+
         return lsvi_release(designs, resp).weights
 
     def np_per_sample():
@@ -123,8 +127,10 @@ def bench_pass(quick):
     wr, wn = rust_per_sample(), np_per_sample()
     assert np.abs(wr - wn).max() <= 1e-9 * np.abs(wn).max(), "Rust and numpy passes disagree"
     t_r, t_n = best_time(rust_per_sample, repeats), best_time(np_per_sample, repeats)
-    print(f"    per-sample (continuous states): Rust {t_r * 1e3:7.2f} ms   numpy {t_n * 1e3:7.2f} ms   "
-          f"ratio {t_n / t_r:5.2f}x")
+    print(
+        f"    per-sample (continuous states): Rust {t_r * 1e3:7.2f} ms   numpy {t_n * 1e3:7.2f} ms   "
+        f"ratio {t_n / t_r:5.2f}x"
+    )
 
     # finite state set: S states with random features, transitions between them
     table = random_unit_ball(rng, S * A, d)
@@ -144,6 +150,7 @@ def bench_pass(quick):
             if w_next is None:
                 return reward_sum[h]
             return response_aggregated(reward_sum[h], next_sum[h], table, w_next, inv_next, beta, A, H)
+
         return lsvi_release(designs, resp).weights
 
     def rust_indexed():
@@ -151,6 +158,7 @@ def bench_pass(quick):
             if w_next is None:
                 return phis[h].T @ rewards[h]
             return response_per_sample(phis[h], rewards[h], table, nexts[h], w_next, inv_next, beta, A, H)
+
         return lsvi_release(designs, resp).weights
 
     def np_per_sample_finite():
@@ -162,14 +170,20 @@ def bench_pass(quick):
     ref = np_per_sample_finite()
     for f in (rust_aggregated, rust_indexed, np_aggregated):
         assert np.abs(f() - ref).max() <= 1e-9 * np.abs(ref).max(), f.__name__
-    t = {f.__name__: best_time(f, repeats)
-         for f in (rust_aggregated, rust_indexed, np_per_sample_finite, np_aggregated)}
-    print(f"    finite S={S} (S A = {S * A} < T): Rust aggregated (default) {t['rust_aggregated'] * 1e3:6.2f} ms, "
-          f"Rust per-sample {t['rust_indexed'] * 1e3:6.2f} ms, numpy per-sample "
-          f"{t['np_per_sample_finite'] * 1e3:6.2f} ms, numpy aggregated {t['np_aggregated'] * 1e3:6.2f} ms")
-    print(f"      default pass vs numpy per-sample: {t['np_per_sample_finite'] / t['rust_aggregated']:5.1f}x; "
-          f"aggregated vs aggregated: {t['np_aggregated'] / t['rust_aggregated']:4.2f}x; "
-          f"per-sample vs per-sample: {t['np_per_sample_finite'] / t['rust_indexed']:4.2f}x")
+    t = {
+        f.__name__: best_time(f, repeats)
+        for f in (rust_aggregated, rust_indexed, np_per_sample_finite, np_aggregated)
+    }
+    print(
+        f"    finite S={S} (S A = {S * A} < T): Rust aggregated (default) {t['rust_aggregated'] * 1e3:6.2f} ms, "
+        f"Rust per-sample {t['rust_indexed'] * 1e3:6.2f} ms, numpy per-sample "
+        f"{t['np_per_sample_finite'] * 1e3:6.2f} ms, numpy aggregated {t['np_aggregated'] * 1e3:6.2f} ms"
+    )
+    print(
+        f"      default pass vs numpy per-sample: {t['np_per_sample_finite'] / t['rust_aggregated']:5.1f}x; "
+        f"aggregated vs aggregated: {t['np_aggregated'] / t['rust_aggregated']:4.2f}x; "
+        f"per-sample vs per-sample: {t['np_per_sample_finite'] / t['rust_indexed']:4.2f}x"
+    )
 
 
 # ------------------------------------------------------------------------------ (b), (c)
@@ -184,9 +198,11 @@ def bench_jdp(quick):
     K = 10_000 if quick else 100_000
     env = RandomLinearMDP()
     t, res, agent = timed_run(env, JointDP(1.0, 1e-5), K, batches="static")
-    print(f"(b) linear-jdp  JDP(eps=1, delta=1e-5) static B={agent.calibration['B']} on {env.name}, K={K}: "
-          f"{t:.2f} s ({t / K * 1e6:.0f} us/episode; target <= 60 s at K=100,000), "
-          f"final regret {res.final_regret:.1f}, paths {sorted(set(agent.server.paths))}")
+    print(
+        f"(b) linear-jdp  JDP(eps=1, delta=1e-5) static B={agent.calibration['B']} on {env.name}, K={K}: "
+        f"{t:.2f} s ({t / K * 1e6:.0f} us/episode; target <= 60 s at K=100,000), "
+        f"final regret {res.final_regret:.1f}, paths {sorted(set(agent.server.paths))}"
+    )
 
 
 def bench_full(quick):
@@ -196,8 +212,10 @@ def bench_full(quick):
     for planning in ("aggregated", "per_sample"):
         t, res, agent = timed_run(env, NonPrivate(), K, batches="every", beta_scale=1e-3, planning=planning)
         regrets[planning] = res.regret
-        print(f"(c) linear-full non-private LSVI-UCB every episode, {env.name}, K={K}, planning={planning:<10}: "
-              f"{t:7.2f} s ({t / K * 1e3:.2f} ms/episode), final regret {res.final_regret:.2f}")
+        print(
+            f"(c) linear-full non-private LSVI-UCB every episode, {env.name}, K={K}, planning={planning:<10}: "
+            f"{t:7.2f} s ({t / K * 1e3:.2f} ms/episode), final regret {res.final_regret:.2f}"
+        )
     diff = np.abs(regrets["aggregated"] - regrets["per_sample"]).max()
     print(f"    both paths: max |regret difference| = {diff:.3g}")
 
@@ -222,8 +240,10 @@ def bench_design_upkeep(quick):
             inv_s, _ = [sm.inverse() for sm in sms], [sm.matrix() for sm in sms]
         t_sm = (time.perf_counter() - t0) / n
         err = max(np.abs(a - b).max() for a, b in zip(inv_c, inv_s))
-        print(f"    Lambda upkeep d={d}, H={H}: sums + Cholesky {t_sum * 1e6:7.1f} us/release, "
-              f"Sherman-Morrison {t_sm * 1e6:7.1f} us/release (max |inverse difference| {err:.1e})")
+        print(
+            f"    Lambda upkeep d={d}, H={H}: sums + Cholesky {t_sum * 1e6:7.1f} us/release, "
+            f"Sherman-Morrison {t_sm * 1e6:7.1f} us/release (max |inverse difference| {err:.1e})"
+        )
 
 
 def main():

@@ -1,5 +1,6 @@
 """Tests of privrl.envs: exact models against their defining probabilities, Asm. 1 / Asm. 2 checks,
 backward induction against brute force, sampling against P, seeding, and the gymnasium bridge."""
+
 from __future__ import annotations
 
 import itertools
@@ -178,7 +179,9 @@ def test_policy_validation():
         m.policy_values(np.full((4, 3), 0.5))
     with pytest.raises(AssumptionError, match="policy"):
         m.policy_values(np.full((4, 3), 2))
-    np.testing.assert_allclose(m.policy_values(np.zeros((4, 3))), m.policy_values(np.zeros((4, 3), dtype=int)))
+    np.testing.assert_allclose(
+        m.policy_values(np.zeros((4, 3))), m.policy_values(np.zeros((4, 3), dtype=int))
+    )
 
 
 def test_sample_next_state_frequencies_match_P():
@@ -591,7 +594,9 @@ def test_hard_to_learn_structure():
     assert m.R.sum() == H * m.A
     assert m.init_dist[0] == 1.0
     # features as given
-    np.testing.assert_allclose(m.features[2, 3, 3], np.r_[m.alpha * (1 - delta), -m.beta * m.action_vectors[3]])
+    np.testing.assert_allclose(
+        m.features[2, 3, 3], np.r_[m.alpha * (1 - delta), -m.beta * m.action_vectors[3]]
+    )
     np.testing.assert_allclose(m.features[2, 3, good], np.r_[m.alpha * delta, m.beta * m.action_vectors[3]])
     np.testing.assert_allclose(m.features[H, 3, H], [m.alpha, 0, 0, 0, 0])
     # the sufficient phi_v bound fails here; the exact vertex check passes
@@ -718,7 +723,12 @@ def test_from_gymnasium_frozen_lake():
     m2 = from_gymnasium(env, H=5, name="fl")
     assert m2.name == "fl" and m2.H == 5
     with pytest.raises(AssumptionError, match="outside"):
-        from_gymnasium(gymnasium.make("CliffWalking-v1" if "CliffWalking-v1" in gymnasium.registry else "CliffWalking-v0"), H=5)
+        from_gymnasium(
+            gymnasium.make(
+                "CliffWalking-v1" if "CliffWalking-v1" in gymnasium.registry else "CliffWalking-v0"
+            ),
+            H=5,
+        )
     env.close()
 
 

@@ -1,11 +1,11 @@
 """Tests of the experiment harness: seeded sweeps independent of n_jobs and executor, the results folder
 (atomic per-run files, resume, formats), plots, the report, Dask scale-out and the gymnasium bridges."""
+
 from __future__ import annotations
 
 import importlib.util
 import json
 import math
-import os
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -47,8 +47,22 @@ def test_sweep_table_layout(serial):
     # none agent once (eps = inf), the two private agents at both epsilons; 2 seeds; K/log_every rows.
     assert len(manifest["runs"]) == (1 + 2 + 2) * 2
     assert len(df) == len(manifest["runs"]) * 4
-    assert list(df.columns) == ["study", "env", "agent", "algorithm", "privacy", "epsilon", "delta", "seed",
-                                "episode", "regret", "return", "cum_return", "wall_time", "run_id"]
+    assert list(df.columns) == [
+        "study",
+        "env",
+        "agent",
+        "algorithm",
+        "privacy",
+        "epsilon",
+        "delta",
+        "seed",
+        "episode",
+        "regret",
+        "return",
+        "cum_return",
+        "wall_time",
+        "run_id",
+    ]
     none = df[df.agent == "UCRL-VTR"]
     assert set(none.privacy) == {"none"} and np.isinf(none.epsilon).all() and none.delta.isna().all()
     ldp = df[(df.agent == "LDP-UCRL-VTR")]
@@ -61,7 +75,10 @@ def test_sweep_table_layout(serial):
     # calibration of every run in the manifest, JSON-safe, with the noise that was actually used
     cal = {r["agent"] + str(r["epsilon"]): r["calibration"] for r in manifest["runs"].values()}
     assert cal["UCRL-VTR" + "inf"]["sigma_B"] is None
-    assert cal["LDP-UCRL-VTR1.0"]["pure"] is True and cal["LDP-UCRL-VTR1.0"]["sigma_B"] > cal["LDP-UCRL-VTR10.0"]["sigma_B"]
+    assert (
+        cal["LDP-UCRL-VTR1.0"]["pure"] is True
+        and cal["LDP-UCRL-VTR1.0"]["sigma_B"] > cal["LDP-UCRL-VTR10.0"]["sigma_B"]
+    )
     json.dumps(manifest, allow_nan=False, default=str)
 
 
@@ -75,7 +92,9 @@ def test_sweep_identical_for_n_jobs_1_and_2(serial):
     df1, m1 = serial
     df2, m2 = sweep(**SMALL, n_jobs=2)
     assert_same(df1, df2)
-    assert {k: v["calibration"] for k, v in m1["runs"].items()} == {k: v["calibration"] for k, v in m2["runs"].items()}
+    assert {k: v["calibration"] for k, v in m1["runs"].items()} == {
+        k: v["calibration"] for k, v in m2["runs"].items()
+    }
 
 
 def test_run_does_not_depend_on_the_other_runs(serial):
@@ -96,8 +115,12 @@ def test_seed_sequence_is_a_function_of_the_run_key():
     runs = cfg.runs()
     states = [run_seed_sequence(r).generate_state(4).tolist() for r in runs]
     assert len({tuple(s) for s in states}) == len(runs)
-    assert states == [run_seed_sequence(r).generate_state(4).tolist() for r in build_config(
-        {"env": ENV, "agents": AGENTS, "epsilons": [1.0], "seeds": 2, "episodes": 5, "n_jobs": 2}).runs()]
+    assert states == [
+        run_seed_sequence(r).generate_state(4).tolist()
+        for r in build_config(
+            {"env": ENV, "agents": AGENTS, "epsilons": [1.0], "seeds": 2, "episodes": 5, "n_jobs": 2}
+        ).runs()
+    ]
 
 
 def test_env_object_runs_on_processes(serial):
@@ -246,24 +269,27 @@ def test_fit_slope():
     assert math.isnan(fit_slope(k, np.zeros_like(k, dtype=float)))
 
 
-@pytest.mark.parametrize("bad, key", [
-    ({"agents": {"A": {"algorithm": "UCRL-VTRX"}}}, "agents.A.algorithm"),
-    ({"agents": {"A": {"algorithm": "UCRL-VTR", "privacy": "gdp"}}}, "agents.A.privacy"),
-    ({"agents": {"A": {"algorithm": "UCRL-VTR", "beta_scal": 0.1}}}, "agents.A.beta_scal"),
-    ({"agents": {"A": {"privacy": "jdp"}}}, "agents.A.algorithm"),
-    ({"epsilons": [1.0, 0.0]}, "epsilons[1]"),
-    ({"epsilons": [-1.0]}, "epsilons[0]"),
-    ({"epsilons": [float("nan")]}, "epsilons[0]"),
-    ({"env": {"name": "NoSuchMDP"}}, "env.name"),
-    ({"env": {"name": "RiverSwimMixture", "SS": 6}}, "env.SS"),
-    ({"delta": 1.0}, "delta"),
-    ({"episodes": 0}, "episodes"),
-    ({"seeds": [0, -1]}, "seeds[1]"),
-    ({"seeds": [1, 1]}, "seeds"),
-    ({"log_every": 0}, "log_every"),
-    ({"agents": {"A": {"algorithm": "UCRL-VTR", "delta": -0.1}}}, "agents.A.delta"),
-    ({"colour": "red"}, "colour"),
-])
+@pytest.mark.parametrize(
+    "bad, key",
+    [
+        ({"agents": {"A": {"algorithm": "UCRL-VTRX"}}}, "agents.A.algorithm"),
+        ({"agents": {"A": {"algorithm": "UCRL-VTR", "privacy": "gdp"}}}, "agents.A.privacy"),
+        ({"agents": {"A": {"algorithm": "UCRL-VTR", "beta_scal": 0.1}}}, "agents.A.beta_scal"),
+        ({"agents": {"A": {"privacy": "jdp"}}}, "agents.A.algorithm"),
+        ({"epsilons": [1.0, 0.0]}, "epsilons[1]"),
+        ({"epsilons": [-1.0]}, "epsilons[0]"),
+        ({"epsilons": [float("nan")]}, "epsilons[0]"),
+        ({"env": {"name": "NoSuchMDP"}}, "env.name"),
+        ({"env": {"name": "RiverSwimMixture", "SS": 6}}, "env.SS"),
+        ({"delta": 1.0}, "delta"),
+        ({"episodes": 0}, "episodes"),
+        ({"seeds": [0, -1]}, "seeds[1]"),
+        ({"seeds": [1, 1]}, "seeds"),
+        ({"log_every": 0}, "log_every"),
+        ({"agents": {"A": {"algorithm": "UCRL-VTR", "delta": -0.1}}}, "agents.A.delta"),
+        ({"colour": "red"}, "colour"),
+    ],
+)
 def test_bad_configs_name_the_key(bad, key):
     raw = {"env": {"name": "RiverSwimMixture"}, "agents": {"A": {"algorithm": "UCRL-VTR"}}, **bad}
     with pytest.raises(ConfigError) as err:
@@ -273,8 +299,10 @@ def test_bad_configs_name_the_key(bad, key):
 
 
 def test_tight_calibration_option_reaches_the_privacy_model():
-    agents = {"paper": {"algorithm": "UCRL-VTR", "privacy": "jdp"},
-              "tight": {"algorithm": "UCRL-VTR", "privacy": "jdp", "calibration": "tight"}}
+    agents = {
+        "paper": {"algorithm": "UCRL-VTR", "privacy": "jdp"},
+        "tight": {"algorithm": "UCRL-VTR", "privacy": "jdp", "calibration": "tight"},
+    }
     _, manifest = sweep(env=ENV, agents=agents, epsilons=[1.0, INF], episodes=5)
     sigma = {(r["agent"], r["epsilon"]): r["calibration"]["sigma_B"] for r in manifest["runs"].values()}
     assert 0 < sigma["tight", 1.0] < sigma["paper", 1.0]
@@ -284,10 +312,18 @@ def test_tight_calibration_option_reaches_the_privacy_model():
 
 
 def test_algorithm_names_are_resolved_leniently():
-    cfg = build_config({"env": "RiverSwimMixture", "agents": {"a": {"algorithm": "ucrl_vtr"},
-                                                             "b": {"algorithm": "UCRLVTR+", "privacy": "LDP"}}})
+    cfg = build_config(
+        {
+            "env": "RiverSwimMixture",
+            "agents": {"a": {"algorithm": "ucrl_vtr"}, "b": {"algorithm": "UCRLVTR+", "privacy": "LDP"}},
+        }
+    )
     specs = cfg.studies[0].agents
-    assert specs["a"].algorithm == "UCRL-VTR" and specs["b"].algorithm == "UCRL-VTR+" and specs["b"].privacy == "ldp"
+    assert (
+        specs["a"].algorithm == "UCRL-VTR"
+        and specs["b"].algorithm == "UCRL-VTR+"
+        and specs["b"].privacy == "ldp"
+    )
 
 
 def test_a_missing_algorithm_module_is_a_config_error(monkeypatch):
@@ -307,8 +343,10 @@ def test_ucrl_vtr_plus_through_the_harness():
 
 def test_lsvi_ucb_variants_sweep():
     pytest.importorskip("privrl.agents.lsvi_ucb", reason="LSVIUCB not merged yet")
-    agents = {"LSVI-UCB": {"algorithm": "LSVI-UCB", "privacy": "none", "batches": "every"},
-              "JDP-LSVI-UCB": {"algorithm": "LSVI-UCB", "privacy": "jdp", "batches": "static"}}
+    agents = {
+        "LSVI-UCB": {"algorithm": "LSVI-UCB", "privacy": "none", "batches": "every"},
+        "JDP-LSVI-UCB": {"algorithm": "LSVI-UCB", "privacy": "jdp", "batches": "static"},
+    }
     env = {"name": "RandomLinearMDP", "S": 8, "A": 3, "d": 4, "H": 4, "seed": 0}
     df, manifest = sweep(env=env, agents=agents, epsilons=[1.0], seeds=[0], episodes=30, log_every=10)
     assert set(df.agent) == {"LSVI-UCB", "JDP-LSVI-UCB"} and len(df) == 6
@@ -319,21 +357,26 @@ def test_lsvi_ucb_variants_sweep():
 # --------------------------------------------------------------------------------------- Dask
 def test_dask_cluster_results_equal_local_bit_for_bit(tmp_path, serial):
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  silence_logs=40) as cluster:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+    ) as cluster:
         df, manifest = sweep(**SMALL, outdir=tmp_path / "dask", scheduler=cluster.scheduler_address)
     assert_same(df, serial[0])
     assert_same(load_results(tmp_path / "dask"), serial[0])
     assert manifest["n_computed"] == 10
     assert sorted(p.name for p in (tmp_path / "dask").iterdir()) == sorted(
-        ["manifest.json", "runs", manifest["results_file"]])
+        ["manifest.json", "runs", manifest["results_file"]]
+    )
 
 
 # ---------------------------------------------------------------------------------- gymnasium
 BUILT_INS = [
-    ("HardToLearn", {"d": 3, "H": 4, "K": 100}), ("RandomLinearMixtureMDP", {"S": 5, "A": 2, "d": 3, "H": 4}),
-    ("RiverSwimMixture", {"S": 4, "H": 5}), ("RandomLinearMDP", {"S": 6, "A": 3, "d": 4, "H": 4}),
-    ("SyntheticLinearMDP", {"H": 4, "n_actions": 8}), ("RiverSwim", {"S": 4, "H": 5}),
+    ("HardToLearn", {"d": 3, "H": 4, "K": 100}),
+    ("RandomLinearMixtureMDP", {"S": 5, "A": 2, "d": 3, "H": 4}),
+    ("RiverSwimMixture", {"S": 4, "H": 5}),
+    ("RandomLinearMDP", {"S": 6, "A": 3, "d": 4, "H": 4}),
+    ("SyntheticLinearMDP", {"H": 4, "n_actions": 8}),
+    ("RiverSwim", {"S": 4, "H": 5}),
 ]
 
 
@@ -346,7 +389,9 @@ def test_every_builtin_env_is_a_gymnasium_env(name, kwargs):
     from privrl.experiment.config import make_env
 
     # SyntheticLinearMDP is a published instance that exceeds Asm. 1's mu bound by a constant (it warns).
-    expect = pytest.warns(AssumptionWarning, match="Asm. 1") if name == "SyntheticLinearMDP" else nullcontext()
+    expect = (
+        pytest.warns(AssumptionWarning, match="Asm. 1") if name == "SyntheticLinearMDP" else nullcontext()
+    )
     with expect:
         mdp = make_env({"name": name, **kwargs})
     env = as_gymnasium(mdp)
@@ -445,6 +490,10 @@ def test_gymnasium_env_in_a_sweep_config():
     assert cfg.studies[0].env_spec == env
     assert isinstance(make_env(env), LinearMDP)
     if importlib.util.find_spec("privrl.agents.lsvi_ucb") is not None:
-        df, _ = sweep(env=env, agents={"LSVI-UCB": {"algorithm": "LSVI-UCB", "privacy": "none"}}, episodes=5,
-                      log_every=5)
+        df, _ = sweep(
+            env=env,
+            agents={"LSVI-UCB": {"algorithm": "LSVI-UCB", "privacy": "none"}},
+            episodes=5,
+            log_every=5,
+        )
         assert len(df) == 1 and df.env.iloc[0].startswith("CliffWalking")

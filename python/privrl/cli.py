@@ -1,5 +1,6 @@
 """The `privrl` command line (console script and `python -m privrl`): run / plot / report sweeps and
 the demo, the main job comparing non-private, JDP and LDP regret (Sec. 3-5); it only parses and prints."""
+
 from __future__ import annotations
 
 import argparse
@@ -30,19 +31,27 @@ def kernel_demo() -> None:
     t_sm = time.perf_counter() - t0
     w = sm.solve(rng.standard_normal(d))
     t0 = time.perf_counter()
-    q, v, a = K.optimistic_values(phi, w, sm.inverse(), beta=1.0, n_actions=n_actions, upper=10.0, lower=0.0, ties="lowest")
+    q, v, a = K.optimistic_values(
+        phi, w, sm.inverse(), beta=1.0, n_actions=n_actions, upper=10.0, lower=0.0, ties="lowest"
+    )
     t_q = time.perf_counter() - t0
     qr, vr, ar = R.optimistic_values_ref(phi, w, sm.inverse(), 1.0, n_actions, 10.0, 0.0, ties="lowest")
-    print(f"Sherman-Morrison: 1000 rank-one updates at d={d} in {t_sm * 1e3:.2f} ms, "
-          f"max|Lambda Lambda^-1 - I| = {sm.inverse_error():.1e}")
-    print(f"Optimistic Q over {n_states} states x {n_actions} actions in {t_q * 1e3:.2f} ms; "
-          f"max |Q - Q_numpy| = {np.abs(q - qr).max():.1e}, same greedy actions: {np.array_equal(a, ar)}")
+    print(
+        f"Sherman-Morrison: 1000 rank-one updates at d={d} in {t_sm * 1e3:.2f} ms, "
+        f"max|Lambda Lambda^-1 - I| = {sm.inverse_error():.1e}"
+    )
+    print(
+        f"Optimistic Q over {n_states} states x {n_actions} actions in {t_q * 1e3:.2f} ms; "
+        f"max |Q - Q_numpy| = {np.abs(q - qr).max():.1e}, same greedy actions: {np.array_equal(a, ar)}"
+    )
     tree = K.TreeAggregator((d, d), capacity=1000, scale=1.0, seed=0)
     for _ in range(13):
         tree.push(np.zeros((d, d)))
     off, diag = tree.release_variance()
-    print(f"Tree mechanism: after 13 leaves the release sums {tree.nodes_used} nodes "
-          f"(<= ceil(log2 T + 1) = {tree.max_nodes}); per-entry noise variance {off:.1f} off-diagonal, {diag:.1f} diagonal")
+    print(
+        f"Tree mechanism: after 13 leaves the release sums {tree.nodes_used} nodes "
+        f"(<= ceil(log2 T + 1) = {tree.max_nodes}); per-entry noise variance {off:.1f} off-diagonal, {diag:.1f} diagonal"
+    )
 
 
 def _literal(text: str) -> Any:
@@ -87,17 +96,30 @@ def _raw_config(args: argparse.Namespace) -> dict:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError("CONFIG", f"{path} is not valid TOML: {exc}") from exc
         raw.setdefault("name", path.stem)
-    flags = {"episodes": args.episodes, "delta": args.delta, "log_every": args.log_every, "n_jobs": args.n_jobs,
-             "root_seed": args.root_seed, "format": args.format, "scheduler": args.scheduler}
+    flags = {
+        "episodes": args.episodes,
+        "delta": args.delta,
+        "log_every": args.log_every,
+        "n_jobs": args.n_jobs,
+        "root_seed": args.root_seed,
+        "format": args.format,
+        "scheduler": args.scheduler,
+    }
     raw.update({k: v for k, v in flags.items() if v is not None})
     if args.seeds is not None:
         seeds = _list(args.seeds)
-        raw["seeds"] = seeds[0] if len(seeds) == 1 and "," not in args.seeds and not args.seeds.startswith("[") else seeds
+        raw["seeds"] = (
+            seeds[0]
+            if len(seeds) == 1 and "," not in args.seeds and not args.seeds.startswith("[")
+            else seeds
+        )
     if args.epsilons is not None:
         raw["epsilons"] = _list(args.epsilons)
     if args.env is not None or args.env_arg or args.agent:
         if "study" in raw:
-            raise ConfigError("--env/--agent", "the config has [[study]] tables; edit them instead of using flags")
+            raise ConfigError(
+                "--env/--agent", "the config has [[study]] tables; edit them instead of using flags"
+            )
     if args.env is not None:
         raw["env"] = {"name": args.env}
     if args.env_arg:
@@ -120,8 +142,9 @@ def _default_outdir(raw: dict) -> str:
     return str(raw.get("outdir") or Path("privrl-results") / str(raw.get("name", "sweep")))
 
 
-def _run_and_show(raw: dict, outdir: str, args: argparse.Namespace, plot: bool, report: bool,
-                  plot_output: str | None = None) -> int:
+def _run_and_show(
+    raw: dict, outdir: str, args: argparse.Namespace, plot: bool, report: bool, plot_output: str | None = None
+) -> int:
     from privrl.experiment import build_config, run_sweep
     from privrl.experiment.plots import plot as draw
     from privrl.experiment.summary import report as show
@@ -129,18 +152,25 @@ def _run_and_show(raw: dict, outdir: str, args: argparse.Namespace, plot: bool, 
     config = build_config(raw)
     runs = config.runs()
     where = config.scheduler or f"{config.n_jobs} process{'es' if config.n_jobs > 1 else ''}"
-    print(f"privrl: {len(runs)} runs ({sum(r.episodes for r in runs):,} episodes) on {where} -> {outdir}",
-          file=sys.stderr)
+    print(
+        f"privrl: {len(runs)} runs ({sum(r.episodes for r in runs):,} episodes) on {where} -> {outdir}",
+        file=sys.stderr,
+    )
     t0 = time.perf_counter()
     try:
         _, manifest = run_sweep(config, outdir, progress=not args.no_progress, resume=not args.fresh)
     except KeyboardInterrupt:
-        print(f"\nprivrl: interrupted; finished runs are saved in {outdir}; rerun the same command to resume",
-              file=sys.stderr)
+        print(
+            f"\nprivrl: interrupted; finished runs are saved in {outdir}; rerun the same command to resume",
+            file=sys.stderr,
+        )
         return 130
     took = time.perf_counter() - t0
-    print(f"privrl: {manifest['n_computed']} runs computed, {manifest['n_resumed']} resumed, in {took:.1f} s; "
-          f"results in {outdir}/{manifest['results_file']}", file=sys.stderr)
+    print(
+        f"privrl: {manifest['n_computed']} runs computed, {manifest['n_resumed']} resumed, in {took:.1f} s; "
+        f"results in {outdir}/{manifest['results_file']}",
+        file=sys.stderr,
+    )
     if report:
         show(outdir)
     if plot:
@@ -190,8 +220,11 @@ def _print_calibration_comparison(raw: dict) -> None:
     print("Privacy noise, paper calibration vs the tight accountant (same releases, same (eps, delta)):")
     for study in raw.get("study", []):
         env, K = make_env(study["env"]), int(study["episodes"])
-        private = {(spec["algorithm"], spec["privacy"]) for spec in study["agents"].values()
-                   if spec.get("privacy") != "none"}
+        private = {
+            (spec["algorithm"], spec["privacy"])
+            for spec in study["agents"].values()
+            if spec.get("privacy") != "none"
+        }
         for alg, kind in sorted(private):
             key = {"UCRL-VTR": "ucrl_vtr", "UCRL-VTR+": "ucrl_vtr_plus", "LSVI-UCB": "lsvi_ucb"}.get(alg)
             if key is None:
@@ -241,14 +274,21 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="privrl", description="Differentially private exploration in linear RL: "
-                                 "regret sweeps, plots and reports (see docs/harness.md)")
+    ap = argparse.ArgumentParser(
+        prog="privrl",
+        description="Differentially private exploration in linear RL: "
+        "regret sweeps, plots and reports (see docs/harness.md)",
+    )
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
     def sweep_flags(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--out", "-o", help="results folder (default: outdir of the config, else privrl-results/NAME)")
+        p.add_argument(
+            "--out", "-o", help="results folder (default: outdir of the config, else privrl-results/NAME)"
+        )
         p.add_argument("--n-jobs", "-j", type=int, help="local worker processes (-1: all cores)")
-        p.add_argument("--scheduler", help="run on a Dask cluster, e.g. tcp://host:8786 (pip install privrl[dask])")
+        p.add_argument(
+            "--scheduler", help="run on a Dask cluster, e.g. tcp://host:8786 (pip install privrl[dask])"
+        )
         p.add_argument("--no-progress", action="store_true", help="no progress bars")
         p.add_argument("--fresh", action="store_true", help="recompute every run instead of resuming")
 
@@ -261,12 +301,19 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--delta", type=float, help="delta of (eps, delta)-DP; 0 = pure DP")
     run.add_argument("--log-every", type=int, help="keep one row every N episodes (and the last)")
     run.add_argument("--root-seed", type=int, help="root of every run's SeedSequence (default 0)")
-    run.add_argument("--format", choices=["auto", "parquet", "csv"], help="results file format (auto: parquet "
-                     "if pyarrow is installed)")
+    run.add_argument(
+        "--format",
+        choices=["auto", "parquet", "csv"],
+        help="results file format (auto: parquet if pyarrow is installed)",
+    )
     run.add_argument("--env", help="environment name (RiverSwimMixture, RandomLinearMDP, ...)")
     run.add_argument("--env-arg", action="append", metavar="K=V,...", help="environment keyword arguments")
-    run.add_argument("--agent", action="append", metavar="NAME:K=V,...",
-                     help="an agent, e.g. 'LDP-UCRL-VTR:algorithm=UCRL-VTR,privacy=ldp,beta_scale=0.1' (repeatable)")
+    run.add_argument(
+        "--agent",
+        action="append",
+        metavar="NAME:K=V,...",
+        help="an agent, e.g. 'LDP-UCRL-VTR:algorithm=UCRL-VTR,privacy=ldp,beta_scale=0.1' (repeatable)",
+    )
     run.add_argument("--plot", action="store_true", help="also draw OUT/regret.png and .svg")
     run.add_argument("--report", action="store_true", help="also print the report table")
     run.set_defaults(func=cmd_run)

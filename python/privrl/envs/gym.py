@@ -1,6 +1,7 @@
 """Bridges to gymnasium: tabular toy-text envs as finite-horizon linear MDPs, and any FiniteMDP as a gymnasium Env.
 Sec. 2 (a tabular MDP is a linear MDP with one-hot features, Asm. 1); optional extra (pip install privrl[gym]).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -79,7 +80,9 @@ def from_gymnasium(env: Any, H: int, name: str | None = None, init_dist: Any = N
     env_name = getattr(spec, "id", None) or type(base).__name__
     H = int(H)
     return tabular_linear_mdp(
-        np.broadcast_to(P, (H, S, A, S)), np.broadcast_to(R, (H, S, A)), init_dist,
+        np.broadcast_to(P, (H, S, A, S)),
+        np.broadcast_to(R, (H, S, A)),
+        init_dist,
         name=name or f"{env_name}(H={H})",
     )
 
@@ -125,7 +128,9 @@ def _adapter_class() -> Any:
             self._h = -1  # not reset yet
             self._s = -1
 
-        def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+        def reset(
+            self, *, seed: int | None = None, options: dict[str, Any] | None = None
+        ) -> tuple[int, dict[str, Any]]:
             super().reset(seed=seed)
             self._h = 0
             self._s = self.mdp.sample_initial_state(self.np_random)

@@ -1,6 +1,7 @@
 """Linear MDPs p_h(s'|s,a) = phi(s,a)^T mu_h(s'), r_h(s,a) = phi(s,a)^T theta_h, and the benchmark instances.
 Sec. 2, Asm. 1 ("Linear MDP") of the paper; the environments used for Sec. 4 (JDP LSVI-UCB).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -177,7 +178,9 @@ class LinearMDP(FiniteMDP):
                 f"{sqrt_d:.6g} and S = {S} > {EXACT_MU_MAX_S} is too large for the exact vertex check)"
             )
         if not reward_linear:
-            msgs.append(f"the rewards R are not linear in phi (least-squares residual {report['reward_fit_residual']:.3g})")
+            msgs.append(
+                f"the rewards R are not linear in phi (least-squares residual {report['reward_fit_residual']:.3g})"
+            )
         for m in msgs:
             warnings.warn(f"{self.name}: Asm. 1 not satisfied: {m}", AssumptionWarning, stacklevel=2)
 
@@ -256,7 +259,9 @@ class RandomLinearMDP(LinearMDP):
     Draw order from ``np.random.default_rng(seed)``: phi (S, A, d), then mu (H, d, S), then theta (H, d).
     """
 
-    def __init__(self, S: int = 100, A: int = 10, d: int = 16, H: int = 20, seed: int = 0, name: str | None = None) -> None:
+    def __init__(
+        self, S: int = 100, A: int = 10, d: int = 16, H: int = 20, seed: int = 0, name: str | None = None
+    ) -> None:
         for k, v in (("S", S), ("A", A), ("d", d), ("H", H)):
             if int(v) != v or v < 1:
                 raise AssumptionError(f"RandomLinearMDP needs a positive integer {k}, got {v}")
@@ -268,7 +273,10 @@ class RandomLinearMDP(LinearMDP):
         theta = rng.random((H, d))
         self.seed = seed
         super().__init__(
-            phi, mu, theta, np.full(S, 1.0 / S),
+            phi,
+            mu,
+            theta,
+            np.full(S, 1.0 / S),
             name=name or f"RandomLinearMDP(S={S}, A={A}, d={d}, H={H}, seed={seed})",
         )
 
@@ -292,9 +300,13 @@ class SyntheticLinearMDP(LinearMDP):
     D = 10
     N_BITS = 8
 
-    def __init__(self, H: int, n_actions: int = 100, d: int = 10, seed: int = 0, name: str | None = None) -> None:
+    def __init__(
+        self, H: int, n_actions: int = 100, d: int = 10, seed: int = 0, name: str | None = None
+    ) -> None:
         if d != self.D:
-            raise AssumptionError(f"SyntheticLinearMDP is only defined for d = {self.D} (8 code bits + 2), got d={d}")
+            raise AssumptionError(
+                f"SyntheticLinearMDP is only defined for d = {self.D} (8 code bits + 2), got d={d}"
+            )
         if int(H) != H or H < 1:
             raise AssumptionError(f"SyntheticLinearMDP needs a horizon H >= 1, got H={H}")
         if int(n_actions) != n_actions or not (1 <= n_actions <= 2**self.N_BITS):
@@ -326,6 +338,9 @@ class SyntheticLinearMDP(LinearMDP):
         self.alpha = _freeze(alpha)
         self.action_codes = _freeze(u)
         super().__init__(
-            phi, mu, theta, np.array([0.5, 0.5]),
+            phi,
+            mu,
+            theta,
+            np.array([0.5, 0.5]),
             name=name or f"SyntheticLinearMDP(H={H}, n_actions={A}, seed={seed})",
         )

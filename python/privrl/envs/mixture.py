@@ -1,6 +1,7 @@
 """Linear-mixture MDPs p_h(s'|s,a) = phi(s'|s,a)^T w_h with the value-feature map phi_v, and the benchmark instances.
 Sec. 2, Asm. 2 ("Linear-Mixture MDP") of the paper; the environments used for Sec. 3 (JDP / LDP UCRL-VTR).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -250,7 +251,9 @@ class HardToLearn(LinearMixtureMDP):
         self.delta, self.Delta, self.alpha, self.beta = delta, float(Delta), alpha, beta
         self.action_vectors = _freeze(avec)
         self.mu = _freeze(mu)
-        super().__init__(feats, w, R, init, C_w=None, name=name or f"HardToLearn(d={d}, H={H}, K={K}, seed={seed})")
+        super().__init__(
+            feats, w, R, init, C_w=None, name=name or f"HardToLearn(d={d}, H={H}, K={K}, seed={seed})"
+        )
 
 
 class RandomLinearMixtureMDP(LinearMixtureMDP):
@@ -268,7 +271,9 @@ class RandomLinearMixtureMDP(LinearMixtureMDP):
 
     SUPPORT = 5
 
-    def __init__(self, S: int = 20, A: int = 4, d: int = 5, H: int = 10, seed: int = 0, name: str | None = None) -> None:
+    def __init__(
+        self, S: int = 20, A: int = 4, d: int = 5, H: int = 10, seed: int = 0, name: str | None = None
+    ) -> None:
         for k, v in (("S", S), ("A", A), ("d", d), ("H", H)):
             if int(v) != v or v < 1:
                 raise AssumptionError(f"RandomLinearMixtureMDP needs a positive integer {k}, got {v}")
@@ -286,7 +291,11 @@ class RandomLinearMixtureMDP(LinearMixtureMDP):
         self.seed = seed
         self.basis = _freeze(basis)
         super().__init__(
-            feats, np.sqrt(d) * q, R, np.full(S, 1.0 / S), C_w=float(np.sqrt(d)),
+            feats,
+            np.sqrt(d) * q,
+            R,
+            np.full(S, 1.0 / S),
+            C_w=float(np.sqrt(d)),
             name=name or f"RandomLinearMixtureMDP(S={S}, A={A}, d={d}, H={H}, seed={seed})",
         )
 
@@ -329,6 +338,10 @@ class RiverSwimMixture(LinearMixtureMDP):
         init = np.zeros(S)
         init[0] = 1.0
         super().__init__(
-            f, np.tile(w, (H, 1)), R, init, C_w=float(np.sqrt(3.0) * np.linalg.norm(self.W)),
+            f,
+            np.tile(w, (H, 1)),
+            R,
+            init,
+            C_w=float(np.sqrt(3.0) * np.linalg.norm(self.W)),
             name=name or f"RiverSwimMixture(S={S}, H={H})",
         )

@@ -1,5 +1,6 @@
 """Sweep configuration: validated studies (environment x agents x epsilons x seeds), the algorithm and
 environment registries resolved lazily by name, and the run keys every result is filed under (Sec. 5)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -8,14 +9,27 @@ import inspect
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
-from privrl.exceptions import ConfigError, SweepError  # noqa: F401 (re-exported)
+from privrl.exceptions import ConfigError, SweepError
 
 __all__ = [
-    "ConfigError", "SweepError", "ALGORITHMS", "ENVIRONMENTS", "PRIVACY_KINDS", "AgentSpec", "Study", "RunSpec",
-    "SweepConfig", "build_config", "load_config", "resolve_algorithm", "make_env", "make_privacy",
+    "ConfigError",
+    "SweepError",
+    "ALGORITHMS",
+    "ENVIRONMENTS",
+    "PRIVACY_KINDS",
+    "AgentSpec",
+    "Study",
+    "RunSpec",
+    "SweepConfig",
+    "build_config",
+    "load_config",
+    "resolve_algorithm",
+    "make_env",
+    "make_privacy",
 ]
 
 
@@ -42,13 +56,36 @@ ENVIRONMENTS: dict[str, tuple[str, str]] = {
     "gymnasium": ("privrl.experiment.environments", "gymnasium_linear_mdp"),
 }
 
-PRIVACY_KINDS = {"none": "none", "nonprivate": "none", "non-private": "none", "jdp": "jdp",
-                 "joint": "jdp", "ldp": "ldp", "local": "ldp"}
+PRIVACY_KINDS = {
+    "none": "none",
+    "nonprivate": "none",
+    "non-private": "none",
+    "jdp": "jdp",
+    "joint": "jdp",
+    "ldp": "ldp",
+    "local": "ldp",
+}
 
 # Keys of an agent spec that the harness consumes; every other key is a constructor option.
 _SPEC_KEYS = {"algorithm", "privacy", "delta", "epsilons", "p", "calibration"}
-_GLOBAL_KEYS = {"name", "episodes", "seeds", "epsilons", "delta", "log_every", "n_jobs", "root_seed",
-                "outdir", "scheduler", "format", "env", "agents", "study", "band", "description"}
+_GLOBAL_KEYS = {
+    "name",
+    "episodes",
+    "seeds",
+    "epsilons",
+    "delta",
+    "log_every",
+    "n_jobs",
+    "root_seed",
+    "outdir",
+    "scheduler",
+    "format",
+    "env",
+    "agents",
+    "study",
+    "band",
+    "description",
+}
 _STUDY_KEYS = {"name", "env", "agents", "episodes", "seeds", "epsilons", "delta", "log_every"}
 
 
@@ -70,8 +107,9 @@ def _import(registry: Mapping[str, tuple[str, str]], name: str, key: str, what: 
     try:
         return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as exc:
-        raise ConfigError(key, f"{what} {name!r} is not available in this privrl install "
-                               f"({module}.{attr}: {exc})") from exc
+        raise ConfigError(
+            key, f"{what} {name!r} is not available in this privrl install ({module}.{attr}: {exc})"
+        ) from exc
 
 
 def resolve_algorithm(name: str, key: str = "algorithm") -> type:
@@ -86,16 +124,30 @@ def _check_kwargs(fn: Any, kwargs: Mapping[str, Any], key: str, reserved: set[st
     for k in kwargs:
         if k in reserved or k not in params:
             allowed = sorted(set(params) - reserved - {"self"})
-            raise ConfigError(f"{key}.{k}", f"unknown option; {getattr(fn, '__name__', fn)} accepts "
-                                            f"{', '.join(allowed) or 'no options'}")
+            raise ConfigError(
+                f"{key}.{k}",
+                f"unknown option; {getattr(fn, '__name__', fn)} accepts {', '.join(allowed) or 'no options'}",
+            )
 
 
-def _number(value: Any, key: str, *, integer: bool = False, low: float | None = None,
-            low_open: bool = False, high: float | None = None, high_open: bool = False,
-            allow_inf: bool = False) -> Any:
+def _number(
+    value: Any,
+    key: str,
+    *,
+    integer: bool = False,
+    low: float | None = None,
+    low_open: bool = False,
+    high: float | None = None,
+    high_open: bool = False,
+    allow_inf: bool = False,
+) -> Any:
     if isinstance(value, str) and value.strip().lower() in ("inf", "+inf", "infinity"):
         value = math.inf
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not float(value).is_integer()):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or (integer and not float(value).is_integer())
+    ):
         raise ConfigError(key, f"expected {'an integer' if integer else 'a number'}, got {value!r}")
     x = float(value)
     if math.isnan(x) or (math.isinf(x) and not allow_inf):
@@ -111,8 +163,12 @@ def _epsilons(value: Any, key: str) -> tuple[float, ...]:
     if isinstance(value, (int, float, str)) and not isinstance(value, bool):
         value = [value]
     if not isinstance(value, (list, tuple)) or not value:
-        raise ConfigError(key, f"expected a non-empty list of epsilons (> 0, inf = non-private), got {value!r}")
-    out = tuple(_number(e, f"{key}[{i}]", low=0.0, low_open=True, allow_inf=True) for i, e in enumerate(value))
+        raise ConfigError(
+            key, f"expected a non-empty list of epsilons (> 0, inf = non-private), got {value!r}"
+        )
+    out = tuple(
+        _number(e, f"{key}[{i}]", low=0.0, low_open=True, allow_inf=True) for i, e in enumerate(value)
+    )
     if len(set(out)) != len(out):
         raise ConfigError(key, f"repeated epsilon in {list(value)!r}")
     return out
@@ -198,10 +254,20 @@ class RunSpec:
         return (self.study, self.agent, self.epsilon, self.seed)
 
     def describe(self) -> dict:
-        return {"run_id": self.run_id, "study": self.study, "agent": self.agent, "algorithm": self.algorithm,
-                "privacy": self.privacy, "calibration": self.calibration, "epsilon": self.epsilon,
-                "delta": self.delta, "seed": self.seed,
-                "episodes": self.episodes, "log_every": self.log_every, "options": dict(self.options)}
+        return {
+            "run_id": self.run_id,
+            "study": self.study,
+            "agent": self.agent,
+            "algorithm": self.algorithm,
+            "privacy": self.privacy,
+            "calibration": self.calibration,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "seed": self.seed,
+            "episodes": self.episodes,
+            "log_every": self.log_every,
+            "options": dict(self.options),
+        }
 
 
 @dataclass
@@ -235,7 +301,9 @@ class Study:
         if self.env_spec is None:
             return getattr(self.env, "name", type(self.env).__name__)
         kw = {k: v for k, v in self.env_spec.items() if k != "name"}
-        return self.env_spec["name"] + ("(" + ", ".join(f"{k}={v}" for k, v in kw.items()) + ")" if kw else "")
+        return self.env_spec["name"] + (
+            "(" + ", ".join(f"{k}={v}" for k, v in kw.items()) + ")" if kw else ""
+        )
 
     def runs(self, root_seed: int) -> list[RunSpec]:
         out = []
@@ -246,25 +314,59 @@ class Study:
                 privacy = spec.privacy if private else "none"
                 delta = (spec.delta if spec.delta is not None else self.delta) if private else math.nan
                 for seed in self.seeds:
-                    ident = {"study": self.name, "env": self.env_fingerprint(), "agent": spec.name,
-                             "algorithm": spec.algorithm, "privacy": privacy, "epsilon": eps, "delta": delta,
-                             "p": spec.p, "calibration": spec.calibration, "seed": seed, "root_seed": root_seed, "episodes": self.episodes,
-                             "log_every": self.log_every, "options": spec.options}
+                    ident = {
+                        "study": self.name,
+                        "env": self.env_fingerprint(),
+                        "agent": spec.name,
+                        "algorithm": spec.algorithm,
+                        "privacy": privacy,
+                        "epsilon": eps,
+                        "delta": delta,
+                        "p": spec.p,
+                        "calibration": spec.calibration,
+                        "seed": seed,
+                        "root_seed": root_seed,
+                        "episodes": self.episodes,
+                        "log_every": self.log_every,
+                        "options": spec.options,
+                    }
                     eps_tag = "inf" if math.isinf(eps) else f"{eps:g}"
-                    run_id = (f"{_slug(self.name)}__{_slug(spec.name)}__eps{eps_tag}__seed{seed}__"
-                              f"{_digest(ident, 8)}")
-                    out.append(RunSpec(run_id=run_id, study=self.name, agent=spec.name, algorithm=spec.algorithm,
-                                       privacy=privacy, epsilon=eps, delta=delta, p=spec.p,
-                                       calibration=spec.calibration if private else None, seed=seed,
-                                       root_seed=root_seed, episodes=self.episodes, log_every=self.log_every,
-                                       options=tuple(sorted(spec.options.items())), env_spec=self.env_spec))
+                    run_id = (
+                        f"{_slug(self.name)}__{_slug(spec.name)}__eps{eps_tag}__seed{seed}__"
+                        f"{_digest(ident, 8)}"
+                    )
+                    out.append(
+                        RunSpec(
+                            run_id=run_id,
+                            study=self.name,
+                            agent=spec.name,
+                            algorithm=spec.algorithm,
+                            privacy=privacy,
+                            epsilon=eps,
+                            delta=delta,
+                            p=spec.p,
+                            calibration=spec.calibration if private else None,
+                            seed=seed,
+                            root_seed=root_seed,
+                            episodes=self.episodes,
+                            log_every=self.log_every,
+                            options=tuple(sorted(spec.options.items())),
+                            env_spec=self.env_spec,
+                        )
+                    )
         return out
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "env": self.env_spec if self.env_spec is not None else self.env_fingerprint(),
-                "agents": {k: v.to_dict() for k, v in self.agents.items()}, "episodes": self.episodes,
-                "seeds": list(self.seeds), "epsilons": list(self.epsilons), "delta": self.delta,
-                "log_every": self.log_every}
+        return {
+            "name": self.name,
+            "env": self.env_spec if self.env_spec is not None else self.env_fingerprint(),
+            "agents": {k: v.to_dict() for k, v in self.agents.items()},
+            "episodes": self.episodes,
+            "seeds": list(self.seeds),
+            "epsilons": list(self.epsilons),
+            "delta": self.delta,
+            "log_every": self.log_every,
+        }
 
 
 def _slug(s: str) -> str:
@@ -294,9 +396,16 @@ class SweepConfig:
         return out
 
     def to_dict(self) -> dict:
-        return _json_safe({"name": self.name, "root_seed": self.root_seed, "n_jobs": self.n_jobs,
-                           "scheduler": self.scheduler, "format": self.format,
-                           "studies": [s.to_dict() for s in self.studies]})
+        return _json_safe(
+            {
+                "name": self.name,
+                "root_seed": self.root_seed,
+                "n_jobs": self.n_jobs,
+                "scheduler": self.scheduler,
+                "format": self.format,
+                "studies": [s.to_dict() for s in self.studies],
+            }
+        )
 
 
 def _agent_spec(name: Any, spec: Any, key: str) -> AgentSpec:
@@ -328,8 +437,16 @@ def _agent_spec(name: Any, spec: Any, key: str) -> AgentSpec:
     if eps is not None:
         eps = _epsilons(eps, f"{key}.epsilons")
     _check_kwargs(cls.__init__, spec, key, reserved={"self", "env", "privacy", "episodes", "seed"})
-    return AgentSpec(name=name, algorithm=algo, privacy=kind, options=spec, delta=delta, p=p, epsilons=eps,
-                     calibration=calibration)
+    return AgentSpec(
+        name=name,
+        algorithm=algo,
+        privacy=kind,
+        options=spec,
+        delta=delta,
+        p=p,
+        epsilons=eps,
+        calibration=calibration,
+    )
 
 
 def _env(value: Any, key: str) -> Any:
@@ -340,8 +457,11 @@ def _env(value: Any, key: str) -> Any:
     if isinstance(value, str):
         value = {"name": value}
     if not isinstance(value, Mapping) or "name" not in value:
-        raise ConfigError(key, f"expected an environment name, a table with 'name' and its keyword "
-                               f"arguments, or a privrl FiniteMDP; got {value!r}")
+        raise ConfigError(
+            key,
+            f"expected an environment name, a table with 'name' and its keyword "
+            f"arguments, or a privrl FiniteMDP; got {value!r}",
+        )
     spec = dict(value)
     name = _lookup(ENVIRONMENTS, spec.pop("name"), f"{key}.name", "environment")
     fn = _import(ENVIRONMENTS, name, f"{key}.name", "environment")
@@ -353,7 +473,9 @@ def _study(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str, index:
     pre = f"{key}." if key else ""
     unknown = set(raw) - _STUDY_KEYS
     if unknown:
-        raise ConfigError(f"{pre}{sorted(unknown)[0]}", f"unknown key; a study takes {', '.join(sorted(_STUDY_KEYS))}")
+        raise ConfigError(
+            f"{pre}{sorted(unknown)[0]}", f"unknown key; a study takes {', '.join(sorted(_STUDY_KEYS))}"
+        )
     merged = {**defaults, **raw}
     if "env" not in merged:
         raise ConfigError(f"{pre}env", "missing: every study needs an environment")
@@ -364,18 +486,26 @@ def _study(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str, index:
     specs = {n: _agent_spec(n, s, f"{pre}agents.{n}") for n, s in agents.items()}
     episodes = _number(merged.get("episodes", 1000), f"{pre}episodes", integer=True, low=1)
     log_every = merged.get("log_every")
-    log_every = max(1, episodes // 100) if log_every is None else _number(log_every, f"{pre}log_every",
-                                                                          integer=True, low=1)
+    log_every = (
+        max(1, episodes // 100)
+        if log_every is None
+        else _number(log_every, f"{pre}log_every", integer=True, low=1)
+    )
     name = merged.get("name")
     if name is None:
         name = env["name"] if isinstance(env, Mapping) else getattr(env, "name", f"study{index}")
     if not isinstance(name, str) or not name:
         raise ConfigError(f"{pre}name", f"expected a non-empty string, got {name!r}")
-    return Study(name=name, env=env, agents=specs, episodes=episodes,
-                 seeds=_seeds(merged.get("seeds", [0]), f"{pre}seeds"),
-                 epsilons=_epsilons(merged.get("epsilons", [math.inf]), f"{pre}epsilons"),
-                 delta=_number(merged.get("delta", 1e-5), f"{pre}delta", low=0.0, high=1.0, high_open=True),
-                 log_every=log_every)
+    return Study(
+        name=name,
+        env=env,
+        agents=specs,
+        episodes=episodes,
+        seeds=_seeds(merged.get("seeds", [0]), f"{pre}seeds"),
+        epsilons=_epsilons(merged.get("epsilons", [math.inf]), f"{pre}epsilons"),
+        delta=_number(merged.get("delta", 1e-5), f"{pre}delta", low=0.0, high=1.0, high_open=True),
+        log_every=log_every,
+    )
 
 
 _GLOBAL_CHECKS = {
@@ -399,7 +529,9 @@ def build_config(raw: Mapping[str, Any]) -> SweepConfig:
         raise ConfigError("", f"a config must be a table, got {type(raw).__name__}")
     unknown = set(raw) - _GLOBAL_KEYS
     if unknown:
-        raise ConfigError(sorted(unknown)[0], "unknown key; the top level takes " + ", ".join(sorted(_GLOBAL_KEYS)))
+        raise ConfigError(
+            sorted(unknown)[0], "unknown key; the top level takes " + ", ".join(sorted(_GLOBAL_KEYS))
+        )
     defaults = {k: raw[k] for k in ("episodes", "seeds", "epsilons", "delta", "log_every") if k in raw}
     for k, check in _GLOBAL_CHECKS.items():
         if k in raw:  # reported under the top-level key rather than under the first study's
@@ -418,8 +550,11 @@ def build_config(raw: Mapping[str, Any]) -> SweepConfig:
                 raise ConfigError(f"study[{i}]", f"expected a table, got {s!r}")
             studies.append(_study(s, defaults, f"study[{i}]", i))
     else:
-        studies = [_study({k: raw[k] for k in ("env", "agents") if k in raw}, defaults, "", 0)
-                   if "env" in raw else _missing_env()]
+        studies = [
+            _study({k: raw[k] for k in ("env", "agents") if k in raw}, defaults, "", 0)
+            if "env" in raw
+            else _missing_env()
+        ]
     names = [s.name for s in studies]
     for n in names:
         if names.count(n) > 1:
@@ -439,9 +574,16 @@ def build_config(raw: Mapping[str, Any]) -> SweepConfig:
     outdir = raw.get("outdir")
     if outdir is not None and not isinstance(outdir, str):
         raise ConfigError("outdir", f"expected a path, got {outdir!r}")
-    cfg = SweepConfig(studies=studies, root_seed=_number(raw.get("root_seed", 0), "root_seed", integer=True, low=0),
-                      n_jobs=n_jobs, scheduler=scheduler, outdir=outdir, format=fmt,
-                      name=str(raw.get("name", "sweep")), raw=dict(raw))
+    cfg = SweepConfig(
+        studies=studies,
+        root_seed=_number(raw.get("root_seed", 0), "root_seed", integer=True, low=0),
+        n_jobs=n_jobs,
+        scheduler=scheduler,
+        outdir=outdir,
+        format=fmt,
+        name=str(raw.get("name", "sweep")),
+        raw=dict(raw),
+    )
     cfg.runs()  # duplicate run ids are a config error, raised now rather than mid-sweep
     return cfg
 
@@ -478,8 +620,9 @@ def make_env(spec: Mapping[str, Any]) -> Any:
     return _import(ENVIRONMENTS, name, "env.name", "environment")(**spec)
 
 
-def make_privacy(kind: str, epsilon: float, delta: float, p: float | None = None,
-                 calibration: str | None = None) -> Any:
+def make_privacy(
+    kind: str, epsilon: float, delta: float, p: float | None = None, calibration: str | None = None
+) -> Any:
     """The privacy model of a run: epsilon = inf (or kind none) is NonPrivate; calibration "paper"
     (the noise of the corollaries) or "tight" (privrl.privacy.accounting) for JDP / LDP."""
     from privrl.privacy import JointDP, LocalDP, NonPrivate

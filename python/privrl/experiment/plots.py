@@ -1,5 +1,6 @@
 """Regret curves of a sweep: cumulative regret vs episode, mean over seeds with a band, one colour per
 (algorithm, epsilon), on linear and log-log axes with the fitted slope of log R(K) vs log K (Sec. 5)."""
+
 from __future__ import annotations
 
 import math
@@ -19,8 +20,12 @@ def _label(agent: str, privacy: str, eps: float) -> str:
     return f"{agent} (non-private)" if privacy == "none" else f"{agent} eps={eps:g}"
 
 
-def plot(source: str | os.PathLike | pd.DataFrame, output: str | os.PathLike | None = None, band: str = "std",
-         title: str | None = None) -> dict[str, Any]:
+def plot(
+    source: str | os.PathLike | pd.DataFrame,
+    output: str | os.PathLike | None = None,
+    band: str = "std",
+    title: str | None = None,
+) -> dict[str, Any]:
     """Draw the regret curves of a results folder (or of a sweep DataFrame) and save PNG + SVG.
 
     One row of two panels (linear, log-log) per study. `output` is the file stem or a .png/.svg path
@@ -58,8 +63,12 @@ def plot(source: str | os.PathLike | pd.DataFrame, output: str | os.PathLike | N
         cmap = plt.get_cmap("tab10" if len(groups) <= 10 else "tab20")
         ax_lin, ax_log = axes[row]
         for i, key in enumerate(groups):
-            g = cur[(cur[GROUP[0]] == key[0]) & (cur[GROUP[1]] == key[1]) & (cur[GROUP[2]] == key[2])
-                    & (cur[GROUP[3]] == key[3])].sort_values("episode")
+            g = cur[
+                (cur[GROUP[0]] == key[0])
+                & (cur[GROUP[1]] == key[1])
+                & (cur[GROUP[2]] == key[2])
+                & (cur[GROUP[3]] == key[3])
+            ].sort_values("episode")
             k, m, h = g["episode"].to_numpy(float), g["mean"].to_numpy(), g["half"].to_numpy()
             colour = cmap(i % cmap.N)
             label = _label(key[1], key[2], key[3])
