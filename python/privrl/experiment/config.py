@@ -297,14 +297,6 @@ class Study:
             h.update(np.ascontiguousarray(arr).tobytes())
         return {"object": repr(self.env), "sha256": h.hexdigest()[:16]}
 
-    def env_label(self) -> str:
-        if self.env_spec is None:
-            return getattr(self.env, "name", type(self.env).__name__)
-        kw = {k: v for k, v in self.env_spec.items() if k != "name"}
-        return self.env_spec["name"] + (
-            "(" + ", ".join(f"{k}={v}" for k, v in kw.items()) + ")" if kw else ""
-        )
-
     def runs(self, root_seed: int) -> list[RunSpec]:
         out = []
         for spec in self.agents.values():
