@@ -9,6 +9,7 @@ import inspect
 import json
 import math
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -585,10 +586,10 @@ def _missing_env() -> Study:
 
 
 def _tomllib() -> Any:
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10: the same parser, packaged as tomli
-        import tomli as tomllib  # type: ignore[no-redef]
+    else:  # Python 3.10: the same parser, packaged as tomli
+        import tomli as tomllib
     return tomllib
 
 
