@@ -399,11 +399,11 @@ def test_every_builtin_env_is_a_gymnasium_env(name, kwargs):
     check_env(env, skip_render_check=True)
 
     def episode(seed):
-        obs, info = env.reset(seed=seed)
+        obs, _ = env.reset(seed=seed)
         states, rewards = [obs], []
         for h in range(mdp.H):
             a = h % mdp.A
-            obs, r, term, trunc, info = env.step(a)
+            obs, r, term, trunc, _ = env.step(a)
             assert env.observation_space.contains(obs) and not term and trunc == (h == mdp.H - 1)
             assert r == mdp.R[h, states[-1], a] and 0.0 <= r <= 1.0
             states.append(obs)
@@ -422,7 +422,7 @@ def test_privrl_envs_registered_with_gymnasium():
     obs, _ = env.reset(seed=0)
     assert env.observation_space.n == 5 and obs == 0
     for _ in range(7):
-        obs, r, term, trunc, _ = env.step(1)
+        obs, _, _, trunc, _ = env.step(1)
     assert trunc and "privrl/RandomLinearMDP-v0" in ids
 
 

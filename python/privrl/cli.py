@@ -31,11 +31,11 @@ def kernel_demo() -> None:
     t_sm = time.perf_counter() - t0
     w = sm.solve(rng.standard_normal(d))
     t0 = time.perf_counter()
-    q, v, a = K.optimistic_values(
+    q, _, a = K.optimistic_values(
         phi, w, sm.inverse(), beta=1.0, n_actions=n_actions, upper=10.0, lower=0.0, ties="lowest"
     )
     t_q = time.perf_counter() - t0
-    qr, vr, ar = R.optimistic_values_ref(phi, w, sm.inverse(), 1.0, n_actions, 10.0, 0.0, ties="lowest")
+    qr, _, ar = R.optimistic_values_ref(phi, w, sm.inverse(), 1.0, n_actions, 10.0, 0.0, ties="lowest")
     print(
         f"Sherman-Morrison: 1000 rank-one updates at d={d} in {t_sm * 1e3:.2f} ms, "
         f"max|Lambda Lambda^-1 - I| = {sm.inverse_error():.1e}"
@@ -50,8 +50,14 @@ def kernel_demo() -> None:
     off, diag = tree.release_variance()
     print(
         f"Tree mechanism: after 13 leaves the release sums {tree.nodes_used} nodes "
-        f"(<= ceil(log2 T + 1) = {tree.max_nodes}); per-entry noise variance {off:.1f} off-diagonal, {diag:.1f} diagonal"
+        f"(<= ceil(log2 T + 1) = {tree.max_nodes}); per-entry noise variance {off:.1f} off-diagonal, "
+        f"{diag:.1f} diagonal"
     )
+
+
+def cmd_kernels(args: argparse.Namespace) -> int:
+    kernel_demo()
+    return 0
 
 
 def _literal(text: str) -> Any:
@@ -336,7 +342,7 @@ def _parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_report)
 
     k = sub.add_parser("kernels", help="a short tour of the Rust kernels")
-    k.set_defaults(func=lambda args: (kernel_demo(), 0)[1])
+    k.set_defaults(func=cmd_kernels)
     return ap
 
 
