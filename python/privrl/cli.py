@@ -87,21 +87,22 @@ def _pairs(text: str, flag: str) -> dict:
     return out
 
 
-def _raw_config(args: argparse.Namespace) -> dict:
-    """The config mapping: the TOML file (if any) with the command-line flags on top."""
+def _read_config(path: Path) -> dict[str, Any]:
     from privrl.experiment.config import ConfigError, _tomllib
 
-    raw: dict[str, Any] = {}
-    if args.config is not None:
-        path = Path(args.config)
-        if not path.exists():
-            raise ConfigError("CONFIG", f"config file not found: {path}")
-        tomllib = _tomllib()
-        try:
-            raw = tomllib.loads(path.read_text())
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError("CONFIG", f"{path} is not valid TOML: {exc}") from exc
-        raw.setdefault("name", path.stem)
+    if not path.exists():
+        raise ConfigError("CONFIG", f"config file not found: {path}")
+    tomllib = _tomllib()
+    try:
+        raw: dict[str, Any] = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("CONFIG", f"{path} is not valid TOML: {exc}") from exc
+    raw.setdefault("name", path.stem)
+    return raw
+
+
+def _sweep_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The top-level keys the flags set (a flag left out keeps the config's value)."""
     flags = {
         "episodes": args.episodes,
         "delta": args.delta,
@@ -111,21 +112,40 @@ def _raw_config(args: argparse.Namespace) -> dict:
         "format": args.format,
         "scheduler": args.scheduler,
     }
-    raw.update({k: v for k, v in flags.items() if v is not None})
+    out = {k: v for k, v in flags.items() if v is not None}
     if args.seeds is not None:
         seeds = _list(args.seeds)
-        raw["seeds"] = (
-            seeds[0]
-            if len(seeds) == 1 and "," not in args.seeds and not args.seeds.startswith("[")
-            else seeds
-        )
+        one_count = len(seeds) == 1 and "," not in args.seeds and not args.seeds.startswith("[")
+        out["seeds"] = seeds[0] if one_count else seeds
     if args.epsilons is not None:
-        raw["epsilons"] = _list(args.epsilons)
-    if args.env is not None or args.env_arg or args.agent:
-        if "study" in raw:
-            raise ConfigError(
-                "--env/--agent", "the config has [[study]] tables; edit them instead of using flags"
-            )
+        out["epsilons"] = _list(args.epsilons)
+    return out
+
+
+def _flag_agents(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """The agents given as --agent NAME:K=V,... flags."""
+    from privrl.experiment.config import ConfigError
+
+    agents = {}
+    for item in args.agent or ():
+        name, _, rest = item.partition(":")
+        if not name or not rest:
+            raise ConfigError("--agent", f"expected NAME:algorithm=...,privacy=...; got {item!r}")
+        agents[name] = _pairs(rest, f"--agent {name}")
+    return agents
+
+
+def _raw_config(args: argparse.Namespace) -> dict:
+    """The config mapping: the TOML file (if any) with the command-line flags on top."""
+    from privrl.experiment.config import ConfigError
+
+    raw = _read_config(Path(args.config)) if args.config is not None else {}
+    raw.update(_sweep_flags(args))
+    agents = _flag_agents(args)
+    if (args.env is not None or args.env_arg or agents) and "study" in raw:
+        raise ConfigError(
+            "--env/--agent", "the config has [[study]] tables; edit them instead of using flags"
+        )
     if args.env is not None:
         raw["env"] = {"name": args.env}
     if args.env_arg:
@@ -133,13 +153,7 @@ def _raw_config(args: argparse.Namespace) -> dict:
             raise ConfigError("--env-arg", "give --env NAME (or env in the config) first")
         for item in args.env_arg:
             raw["env"].update(_pairs(item, "--env-arg"))
-    if args.agent:
-        agents = {}
-        for item in args.agent:
-            name, _, rest = item.partition(":")
-            if not name or not rest:
-                raise ConfigError("--agent", f"expected NAME:algorithm=...,privacy=...; got {item!r}")
-            agents[name] = _pairs(rest, f"--agent {name}")
+    if agents:
         raw["agents"] = agents
     return raw
 

@@ -510,6 +510,56 @@ _GLOBAL_CHECKS = {
 }
 
 
+def _studies(raw: Mapping[str, Any], defaults: Mapping[str, Any]) -> list[Study]:
+    """The top-level env + agents as one study, or the [[study]] tables; distinct names."""
+    if "study" not in raw:
+        if "env" not in raw:
+            raise ConfigError("env", "missing: give env + agents, or [[study]] tables")
+        studies = [_study({k: raw[k] for k in ("env", "agents") if k in raw}, defaults, "", 0)]
+    elif "env" in raw or "agents" in raw:
+        raise ConfigError("study", "give either top-level env + agents or [[study]] tables, not both")
+    else:
+        tables = raw["study"]
+        if isinstance(tables, Mapping):
+            tables = [tables]
+        if not isinstance(tables, list) or not tables:
+            raise ConfigError("study", "expected a non-empty array of tables ([[study]])")
+        for i, s in enumerate(tables):
+            if not isinstance(s, Mapping):
+                raise ConfigError(f"study[{i}]", f"expected a table, got {s!r}")
+        studies = [_study(s, defaults, f"study[{i}]", i) for i, s in enumerate(tables)]
+    names = [s.name for s in studies]
+    for n in names:
+        if names.count(n) > 1:
+            raise ConfigError("study", f"two studies are named {n!r}; give each a distinct name")
+    return studies
+
+
+def _execution(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of how a sweep runs: n_jobs (-1 = all cores), scheduler, outdir, format, root_seed."""
+    n_jobs = raw.get("n_jobs", 1)
+    if n_jobs == -1:
+        import os
+
+        n_jobs = os.cpu_count() or 1
+    fmt = raw.get("format", "auto")
+    if fmt not in ("auto", "parquet", "csv"):
+        raise ConfigError("format", f"must be 'auto', 'parquet' or 'csv', got {fmt!r}")
+    scheduler = raw.get("scheduler")
+    if scheduler is not None and not isinstance(scheduler, str):
+        raise ConfigError("scheduler", f"expected an address like tcp://host:8786, got {scheduler!r}")
+    outdir = raw.get("outdir")
+    if outdir is not None and not isinstance(outdir, str):
+        raise ConfigError("outdir", f"expected a path, got {outdir!r}")
+    return {
+        "n_jobs": _number(n_jobs, "n_jobs", integer=True, low=1),
+        "scheduler": scheduler,
+        "outdir": outdir,
+        "format": fmt,
+        "root_seed": _number(raw.get("root_seed", 0), "root_seed", integer=True, low=0),
+    }
+
+
 def build_config(raw: Mapping[str, Any]) -> SweepConfig:
     """Validate a config mapping (the parsed TOML, or sweep()'s arguments) into a SweepConfig.
 
@@ -525,64 +575,15 @@ def build_config(raw: Mapping[str, Any]) -> SweepConfig:
         raise ConfigError(
             sorted(unknown)[0], "unknown key; the top level takes " + ", ".join(sorted(_GLOBAL_KEYS))
         )
-    defaults = {k: raw[k] for k in ("episodes", "seeds", "epsilons", "delta", "log_every") if k in raw}
     for k, check in _GLOBAL_CHECKS.items():
         if k in raw:  # reported under the top-level key rather than under the first study's
             check(raw[k], k)
-    if "study" in raw:
-        if "env" in raw or "agents" in raw:
-            raise ConfigError("study", "give either top-level env + agents or [[study]] tables, not both")
-        studies_raw = raw["study"]
-        if isinstance(studies_raw, Mapping):
-            studies_raw = [studies_raw]
-        if not isinstance(studies_raw, list) or not studies_raw:
-            raise ConfigError("study", "expected a non-empty array of tables ([[study]])")
-        studies = []
-        for i, s in enumerate(studies_raw):
-            if not isinstance(s, Mapping):
-                raise ConfigError(f"study[{i}]", f"expected a table, got {s!r}")
-            studies.append(_study(s, defaults, f"study[{i}]", i))
-    else:
-        studies = [
-            _study({k: raw[k] for k in ("env", "agents") if k in raw}, defaults, "", 0)
-            if "env" in raw
-            else _missing_env()
-        ]
-    names = [s.name for s in studies]
-    for n in names:
-        if names.count(n) > 1:
-            raise ConfigError("study", f"two studies are named {n!r}; give each a distinct name")
-    n_jobs = raw.get("n_jobs", 1)
-    if n_jobs == -1:
-        import os
-
-        n_jobs = os.cpu_count() or 1
-    n_jobs = _number(n_jobs, "n_jobs", integer=True, low=1)
-    fmt = raw.get("format", "auto")
-    if fmt not in ("auto", "parquet", "csv"):
-        raise ConfigError("format", f"must be 'auto', 'parquet' or 'csv', got {fmt!r}")
-    scheduler = raw.get("scheduler")
-    if scheduler is not None and not isinstance(scheduler, str):
-        raise ConfigError("scheduler", f"expected an address like tcp://host:8786, got {scheduler!r}")
-    outdir = raw.get("outdir")
-    if outdir is not None and not isinstance(outdir, str):
-        raise ConfigError("outdir", f"expected a path, got {outdir!r}")
+    defaults = {k: raw[k] for k in _GLOBAL_CHECKS if k in raw}
     cfg = SweepConfig(
-        studies=studies,
-        root_seed=_number(raw.get("root_seed", 0), "root_seed", integer=True, low=0),
-        n_jobs=n_jobs,
-        scheduler=scheduler,
-        outdir=outdir,
-        format=fmt,
-        name=str(raw.get("name", "sweep")),
-        raw=dict(raw),
+        studies=_studies(raw, defaults), name=str(raw.get("name", "sweep")), raw=dict(raw), **_execution(raw)
     )
     cfg.runs()  # duplicate run ids are a config error, raised now rather than mid-sweep
     return cfg
-
-
-def _missing_env() -> Study:
-    raise ConfigError("env", "missing: give env + agents, or [[study]] tables")
 
 
 def _tomllib() -> Any:
