@@ -114,6 +114,73 @@ def test_flags_are_the_same_sweep_as_the_config(config, tmp_path):
     assert len(load_results(a)) == 4 * 2  # one seed (--seeds 1 is a count), 4 runs, 2 logged episodes
 
 
+FLAG_SWEEP = ["run", "--no-progress", "--env", "RiverSwimMixture", "--episodes", "5", "--epsilons", "1"]
+
+
+def test_mechanism_and_calibration_flags_fill_in_the_agents(tmp_path):
+    out = tmp_path / "out"
+    argv = [
+        *FLAG_SWEEP,
+        "--out",
+        str(out),
+        "--agent",
+        "J:algorithm=UCRL-VTR",  # privacy defaults to jdp
+        "--agent",
+        "T:algorithm=UCRL-VTR,privacy=jdp,mechanism=tree,calibration=paper",  # its own keys win
+        "--agent",
+        "L:algorithm=UCRL-VTR,privacy=ldp",
+        "--agent",
+        "N:algorithm=UCRL-VTR,privacy=none",
+        "--mechanism",
+        "honaker",
+        "--calibration",
+        "tight",
+    ]
+    assert main(argv) == 0
+    runs = {r["agent"]: r for r in json.loads((out / "manifest.json").read_text())["runs"].values()}
+    assert {a: r["mechanism"] for a, r in runs.items()} == {"J": "honaker", "T": "tree", "L": None, "N": None}
+    assert (
+        runs["J"]["calibration"]["mechanism"] == "honaker" and runs["T"]["calibration"]["mechanism"] == "tree"
+    )
+    assert runs["J"]["label"] == "UCRL-VTR[JDP(eps=1, delta=1e-05, tight, honaker)]"
+    assert runs["L"]["label"] == "UCRL-VTR[LDP(eps=1, delta=1e-05, tight)]"
+    assert runs["T"]["label"] == "UCRL-VTR[JDP(eps=1, delta=1e-05)]"
+    assert runs["N"]["privacy"] == "none"
+
+
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["--agent", "L:algorithm=UCRL-VTR,privacy=ldp", "--mechanism", "blt"], "--mechanism: no jdp agent"),
+        (
+            ["--agent", "N:algorithm=UCRL-VTR,privacy=none", "--calibration", "tight"],
+            "--calibration: no jdp or ldp",
+        ),
+        (["--mechanism", "blt"], "--mechanism: applies to --agent agents"),
+        (
+            ["--agent", "J:algorithm=UCRL-VTR,mechanism=cauchy"],
+            "agents.J.mechanism: unknown mechanism 'cauchy'",
+        ),
+        (
+            ["--agent", "J:algorithm=UCRL-VTR", "--mechanism", "honaker", "--delta", "0"],
+            "agents.J.mechanism: 'honaker'",
+        ),
+    ],
+)
+def test_bad_mechanism_flags_are_a_clear_error(tmp_path, capsys, extra, needle):
+    assert main([*FLAG_SWEEP, "--out", str(tmp_path / "o"), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"privrl: error: {needle}"), err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("flag", ["--mechanism", "--calibration"])
+def test_unknown_flag_values_are_refused_by_the_parser(capsys, flag):
+    with pytest.raises(SystemExit) as exc:
+        main([*FLAG_SWEEP, "--agent", "J:algorithm=UCRL-VTR", flag, "cauchy"])
+    assert exc.value.code == 2 and "invalid choice: 'cauchy'" in capsys.readouterr().err
+
+
 def test_resume_after_sigkill_recomputes_only_unfinished_runs(tmp_path):
     # Long enough runs (about 0.15 s each) that the kill lands mid-sweep.
     cfg = tmp_path / "kill.toml"

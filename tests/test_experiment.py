@@ -311,6 +311,138 @@ def test_tight_calibration_option_reaches_the_privacy_model():
         build_config({"env": ENV, "agents": {"x": {"algorithm": "UCRL-VTR", "calibration": "loose"}}})
 
 
+def test_calibrations_are_the_privacy_models_list(monkeypatch):
+    # The config accepts exactly what privrl.privacy.models lists: a new calibration needs no harness change.
+    import privrl.privacy.models as models
+
+    agent = {"algorithm": "UCRL-VTR", "privacy": "jdp", "calibration": "practical"}
+    with pytest.raises(
+        ConfigError, match=r"^agents\.x\.calibration: unknown calibration 'practical'; use one of"
+    ):
+        build_config({"env": ENV, "agents": {"x": agent}})
+    monkeypatch.setattr(models, "CALIBRATIONS", (*models.CALIBRATIONS, "practical"))
+    assert (
+        build_config({"env": ENV, "agents": {"x": agent}}).studies[0].agents["x"].calibration == "practical"
+    )
+
+
+def test_mechanism_option_reaches_the_privacy_model():
+    agents = {
+        "tree": {"algorithm": "UCRL-VTR", "privacy": "jdp"},
+        "honaker": {"algorithm": "UCRL-VTR", "privacy": "jdp", "mechanism": "honaker"},
+    }
+    df, manifest = sweep(env=ENV, agents=agents, epsilons=[1.0, INF], episodes=5)
+    runs = {(r["agent"], r["epsilon"]): r for r in manifest["runs"].values()}
+    assert runs["honaker", 1.0]["mechanism"] == "honaker" and runs["tree", 1.0]["mechanism"] is None
+    assert runs["honaker", 1.0]["calibration"]["mechanism"] == "honaker"
+    assert runs["tree", 1.0]["calibration"]["mechanism"] == "tree"
+    assert runs["honaker", 1.0]["label"] == "UCRL-VTR[JDP(eps=1, delta=1e-05, honaker)]"
+    # eps = inf is non-private: no mechanism, like no calibration
+    assert (
+        runs["honaker", "inf"]["mechanism"] is None
+        and runs["honaker", "inf"]["calibration"]["sigma_B"] is None
+    )
+    assert set(df["agent"]) == {"tree", "honaker"}
+
+
+def test_mechanism_in_a_toml_config(tmp_path):
+    from privrl.experiment import load_config
+
+    path = tmp_path / "m.toml"
+    path.write_text(
+        'episodes = 5\nepsilons = [1.0]\n[[study]]\nenv = "RiverSwimMixture"\n'
+        '[study.agents.blt]\nalgorithm = "LSVI-UCB"\nprivacy = "jdp"\nmechanism = "blt"\n'
+    )
+    cfg = load_config(str(path))
+    assert cfg.studies[0].agents["blt"].mechanism == "blt"
+    assert cfg.studies[0].agents["blt"].to_dict()["mechanism"] == "blt"
+    (run,) = cfg.runs()
+    assert run.mechanism == "blt" and run.describe()["mechanism"] == "blt"
+
+
+def test_run_ids_without_a_mechanism_are_unchanged():
+    # Computed before `mechanism` existed: results folders written then still resume.
+    cfg = build_config(
+        {
+            "env": ENV,
+            "agents": {"t": {"algorithm": "UCRL-VTR", "privacy": "jdp"}},
+            "epsilons": [1.0],
+            "episodes": 5,
+        }
+    )
+    assert [r.run_id for r in cfg.runs()] == ["RandomLinearMixtureMDP__t__eps1__seed0__d89a9194"]
+
+
+def test_make_privacy_passes_the_mechanism_to_jdp_only():
+    from privrl.experiment.config import make_privacy
+    from privrl.privacy import JointDP, LocalDP, NonPrivate
+
+    assert make_privacy("jdp", 1.0, 1e-5, mechanism="blt") == JointDP(1.0, 1e-5, mechanism="blt")
+    assert make_privacy("jdp", 1.0, 1e-5, calibration="tight") == JointDP(1.0, 1e-5, calibration="tight")
+    assert make_privacy("ldp", 1.0, 1e-5, calibration="tight") == LocalDP(1.0, 1e-5, calibration="tight")
+    assert make_privacy("jdp", INF, 1e-5, mechanism="blt") == NonPrivate()
+
+
+JDP = {"algorithm": "UCRL-VTR", "privacy": "jdp"}
+
+
+@pytest.mark.parametrize(
+    "raw, key, message",
+    [
+        (
+            {"agents": {"x": {**JDP, "mechanism": "cauchy"}}},
+            "agents.x.mechanism",
+            "unknown mechanism 'cauchy'",
+        ),
+        ({"agents": {"x": {**JDP, "mechanism": "Tree"}}}, "agents.x.mechanism", "unknown mechanism 'Tree'"),
+        ({"agents": {"x": {**JDP, "mechanism": 3}}}, "agents.x.mechanism", "unknown mechanism 3"),
+        (
+            {"agents": {"x": {**JDP, "privacy": "ldp", "mechanism": "tree"}}},
+            "agents.x.mechanism",
+            "only jdp agents choose a continual-release mechanism; this one has privacy = 'ldp'",
+        ),
+        (
+            {"agents": {"x": {**JDP, "privacy": "none", "mechanism": "blt"}}},
+            "agents.x.mechanism",
+            "privacy = 'none'",
+        ),
+        (
+            {"agents": {"x": {**JDP, "delta": 0.0, "mechanism": "factorization"}}},
+            "agents.x.mechanism",
+            "'factorization' needs Gaussian noise (delta > 0)",
+        ),
+        ({"delta": 0, "agents": {"x": {**JDP, "mechanism": "honaker"}}}, "agents.x.mechanism", "delta > 0"),
+        (
+            {
+                "study": [
+                    {"name": "s", "env": ENV, "delta": 0.0, "agents": {"x": {**JDP, "mechanism": "blt"}}}
+                ]
+            },
+            "study[0].agents.x.mechanism",
+            "delta > 0",
+        ),
+        ({"agents": {"x": {**JDP, "mechansim": "blt"}}}, "agents.x.mechansim", "(besides algorithm, privacy"),
+    ],
+)
+def test_bad_mechanisms_name_the_key(raw, key, message):
+    raw = raw if "study" in raw else {"env": ENV, **raw}
+    with pytest.raises(ConfigError) as err:
+        build_config(raw)
+    assert err.value.key == key and str(err.value).startswith(f"{key}: ") and message in str(err.value)
+
+
+def test_pure_dp_keeps_the_tree_and_an_agent_delta_overrides_the_study():
+    agents = {
+        "pure": {**JDP, "delta": 0.0, "mechanism": "tree"},
+        "approx": {**JDP, "delta": 1e-6, "mechanism": "blt"},
+    }
+    cfg = build_config({"env": ENV, "delta": 0.0, "agents": agents, "epsilons": [1.0]})
+    assert {r.agent: (r.mechanism, r.delta) for r in cfg.runs()} == {
+        "pure": ("tree", 0.0),
+        "approx": ("blt", 1e-6),
+    }
+
+
 def test_algorithm_names_are_resolved_leniently():
     cfg = build_config(
         {

@@ -122,9 +122,14 @@ def _sweep_flags(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+# Agent keys that also have a flag: (flag, key, the privacy kinds it applies to).
+_AGENT_FLAGS = (("--calibration", "calibration", ("jdp", "ldp")), ("--mechanism", "mechanism", ("jdp",)))
+
+
 def _flag_agents(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    """The agents given as --agent NAME:K=V,... flags."""
-    from privrl.experiment.config import ConfigError
+    """The --agent agents, with --calibration / --mechanism filled in where an agent does not set
+    them itself (only for the privacy kinds they mean something to)."""
+    from privrl.experiment.config import PRIVACY_KINDS, ConfigError
 
     agents = {}
     for item in args.agent or ():
@@ -132,6 +137,21 @@ def _flag_agents(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         if not name or not rest:
             raise ConfigError("--agent", f"expected NAME:algorithm=...,privacy=...; got {item!r}")
         agents[name] = _pairs(rest, f"--agent {name}")
+    for flag, key, kinds in _AGENT_FLAGS:
+        value = getattr(args, key)
+        if value is None:
+            continue
+        if not agents:
+            raise ConfigError(
+                flag, f"applies to --agent agents; in a config file, set {key} in the agent's table"
+            )
+        targets = [
+            a for a in agents.values() if PRIVACY_KINDS.get(str(a.get("privacy", "jdp")).lower()) in kinds
+        ]
+        if not targets:
+            raise ConfigError(flag, f"no {' or '.join(kinds)} agent among the --agent agents to apply it to")
+        for agent in targets:
+            agent.setdefault(key, value)
     return agents
 
 
@@ -294,6 +314,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    # The privacy models list the calibrations and mechanisms they accept; the flags take exactly those.
+    from privrl.privacy.models import CALIBRATIONS, MECHANISMS
+
     ap = argparse.ArgumentParser(
         prog="privrl",
         description="Differentially private exploration in linear RL: "
@@ -333,6 +356,17 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         metavar="NAME:K=V,...",
         help="an agent, e.g. 'LDP-UCRL-VTR:algorithm=UCRL-VTR,privacy=ldp,beta_scale=0.1' (repeatable)",
+    )
+    run.add_argument(
+        "--calibration",
+        choices=CALIBRATIONS,
+        help="noise calibration of every jdp / ldp --agent that does not set its own (default: paper)",
+    )
+    run.add_argument(
+        "--mechanism",
+        choices=MECHANISMS,
+        help="continual-release mechanism of every jdp --agent that does not set its own (default: tree, "
+        "the paper's; the others need delta > 0)",
     )
     run.add_argument("--plot", action="store_true", help="also draw OUT/regret.png and .svg")
     run.add_argument("--report", action="store_true", help="also print the report table")

@@ -10,7 +10,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,9 +33,7 @@ __all__ = [
     "make_privacy",
 ]
 
-
-# Defined once in privrl.exceptions; re-exported here for the harness modules.
-
+# ConfigError and SweepError are defined once in privrl.exceptions and re-exported here for the harness.
 
 # Algorithms by canonical name -> (module, class). Resolved on first use, so an algorithm whose
 # module is not installed (yet) only fails a config that asks for it.
@@ -68,7 +66,7 @@ PRIVACY_KINDS = {
 }
 
 # Keys of an agent spec that the harness consumes; every other key is a constructor option.
-_SPEC_KEYS = {"algorithm", "privacy", "delta", "epsilons", "p", "calibration"}
+_SPEC_KEYS = ("algorithm", "privacy", "delta", "p", "calibration", "mechanism", "epsilons")
 _GLOBAL_KEYS = {
     "name",
     "episodes",
@@ -118,17 +116,28 @@ def resolve_algorithm(name: str, key: str = "algorithm") -> type:
     return _import(ALGORITHMS, _lookup(ALGORITHMS, name, key, "algorithm"), key, "algorithm")
 
 
-def _check_kwargs(fn: Any, kwargs: Mapping[str, Any], key: str, reserved: set[str]) -> None:
+def _check_kwargs(
+    fn: Any, kwargs: Mapping[str, Any], key: str, reserved: set[str], also: Sequence[str] = ()
+) -> None:
     params = inspect.signature(fn).parameters
     if any(p.kind is p.VAR_KEYWORD for p in params.values()):
         return
     for k in kwargs:
         if k in reserved or k not in params:
             allowed = sorted(set(params) - reserved - {"self"})
-            raise ConfigError(
-                f"{key}.{k}",
-                f"unknown option; {getattr(fn, '__name__', fn)} accepts {', '.join(allowed) or 'no options'}",
+            message = (
+                f"unknown option; {getattr(fn, '__name__', fn)} accepts {', '.join(allowed) or 'no options'}"
             )
+            if also:
+                message += f" (besides {', '.join(also)})"
+            raise ConfigError(f"{key}.{k}", message)
+
+
+def _choice(value: Any, allowed: Sequence[str], key: str, what: str) -> str | None:
+    """`value` if it is one of `allowed` (exact spelling), None if it is None."""
+    if value is not None and (not isinstance(value, str) or value not in allowed):
+        raise ConfigError(key, f"unknown {what} {value!r}; use one of {', '.join(allowed)}")
+    return value
 
 
 def _number(
@@ -220,10 +229,11 @@ class AgentSpec:
     p: float | None = None
     epsilons: tuple[float, ...] | None = None
     calibration: str | None = None
+    mechanism: str | None = None
 
     def to_dict(self) -> dict:
         d: dict[str, Any] = {"algorithm": self.algorithm, "privacy": self.privacy, **self.options}
-        for k in ("delta", "p", "epsilons", "calibration"):
+        for k in ("delta", "p", "epsilons", "calibration", "mechanism"):
             if getattr(self, k) is not None:
                 d[k] = list(getattr(self, k)) if k == "epsilons" else getattr(self, k)
         return d
@@ -242,6 +252,7 @@ class RunSpec:
     delta: float
     p: float | None
     calibration: str | None
+    mechanism: str | None
     seed: int
     root_seed: int
     episodes: int
@@ -262,6 +273,7 @@ class RunSpec:
             "algorithm": self.algorithm,
             "privacy": self.privacy,
             "calibration": self.calibration,
+            "mechanism": self.mechanism,
             "epsilon": self.epsilon,
             "delta": self.delta,
             "seed": self.seed,
@@ -323,6 +335,8 @@ class Study:
                         "log_every": self.log_every,
                         "options": spec.options,
                     }
+                    if spec.mechanism is not None:  # only when set: older run ids stay valid
+                        ident["mechanism"] = spec.mechanism
                     eps_tag = "inf" if math.isinf(eps) else f"{eps:g}"
                     run_id = (
                         f"{_slug(self.name)}__{_slug(spec.name)}__eps{eps_tag}__seed{seed}__"
@@ -339,6 +353,7 @@ class Study:
                             delta=delta,
                             p=spec.p,
                             calibration=spec.calibration if private else None,
+                            mechanism=spec.mechanism if private else None,
                             seed=seed,
                             root_seed=root_seed,
                             episodes=self.episodes,
@@ -401,45 +416,67 @@ class SweepConfig:
         )
 
 
-def _agent_spec(name: Any, spec: Any, key: str) -> AgentSpec:
+def _agent_table(name: Any, spec: Any, key: str) -> dict[str, Any]:
     if not isinstance(name, str) or not name:
         raise ConfigError(key, f"agent names must be non-empty strings, got {name!r}")
     if isinstance(spec, str):
         spec = {"algorithm": spec}
     if not isinstance(spec, Mapping):
         raise ConfigError(key, f"expected a table with at least 'algorithm', got {spec!r}")
-    spec = dict(spec)
     if "algorithm" not in spec:
         raise ConfigError(f"{key}.algorithm", "missing (one of " + ", ".join(ALGORITHMS) + ")")
+    return dict(spec)
+
+
+def _privacy_kind(kind: Any, key: str) -> str:
+    if not isinstance(kind, str) or kind.lower() not in PRIVACY_KINDS:
+        raise ConfigError(key, f"unknown privacy model {kind!r}; use none, jdp or ldp")
+    return PRIVACY_KINDS[kind.lower()]
+
+
+def _agent_spec(name: Any, raw: Any, key: str) -> AgentSpec:
+    # The privacy models list the calibrations and mechanisms they accept; imported here, as the
+    # algorithms are, so that importing the harness stays light.
+    from privrl.privacy.models import CALIBRATIONS, MECHANISMS
+
+    spec = _agent_table(name, raw, key)
     algo = _lookup(ALGORITHMS, spec.pop("algorithm"), f"{key}.algorithm", "algorithm")
     cls = _import(ALGORITHMS, algo, f"{key}.algorithm", "algorithm")
-    kind = spec.pop("privacy", "jdp")
-    if not isinstance(kind, str) or kind.lower() not in PRIVACY_KINDS:
-        raise ConfigError(f"{key}.privacy", f"unknown privacy model {kind!r}; use none, jdp or ldp")
-    kind = PRIVACY_KINDS[kind.lower()]
-    delta = spec.pop("delta", None)
-    if delta is not None:
-        delta = _number(delta, f"{key}.delta", low=0.0, high=1.0, high_open=True)
-    p = spec.pop("p", None)
-    if p is not None:
-        p = _number(p, f"{key}.p", low=0.0, low_open=True, high=1.0, high_open=True)
-    calibration = spec.pop("calibration", None)
-    if calibration is not None and calibration not in ("paper", "tight"):
-        raise ConfigError(f"{key}.calibration", f"must be 'paper' or 'tight', got {calibration!r}")
-    eps = spec.pop("epsilons", None)
-    if eps is not None:
-        eps = _epsilons(eps, f"{key}.epsilons")
-    _check_kwargs(cls.__init__, spec, key, reserved={"self", "env", "privacy", "episodes", "seed"})
+    kind = _privacy_kind(spec.pop("privacy", "jdp"), f"{key}.privacy")
+    delta, p, eps = spec.pop("delta", None), spec.pop("p", None), spec.pop("epsilons", None)
+    calibration = _choice(spec.pop("calibration", None), CALIBRATIONS, f"{key}.calibration", "calibration")
+    mechanism = _choice(spec.pop("mechanism", None), MECHANISMS, f"{key}.mechanism", "mechanism")
+    if mechanism is not None and kind != "jdp":
+        raise ConfigError(
+            f"{key}.mechanism",
+            f"only jdp agents choose a continual-release mechanism; this one has privacy = {kind!r}",
+        )
+    _check_kwargs(
+        cls.__init__, spec, key, reserved={"self", "env", "privacy", "episodes", "seed"}, also=_SPEC_KEYS
+    )
     return AgentSpec(
         name=name,
         algorithm=algo,
         privacy=kind,
         options=spec,
-        delta=delta,
-        p=p,
-        epsilons=eps,
+        delta=None if delta is None else _number(delta, f"{key}.delta", low=0.0, high=1.0, high_open=True),
+        p=None if p is None else _number(p, f"{key}.p", low=0.0, low_open=True, high=1.0, high_open=True),
+        epsilons=None if eps is None else _epsilons(eps, f"{key}.epsilons"),
         calibration=calibration,
+        mechanism=mechanism,
     )
+
+
+def _check_mechanisms(specs: Mapping[str, AgentSpec], delta: float, key: str) -> None:
+    """Only the tree has a pure-DP (Laplace) version: another mechanism needs delta > 0, whether
+    the agent sets delta itself or inherits the study's."""
+    for name, spec in specs.items():
+        agent_delta = spec.delta if spec.delta is not None else delta
+        if spec.mechanism not in (None, "tree") and agent_delta == 0.0:
+            raise ConfigError(
+                f"{key}{name}.mechanism",
+                f"{spec.mechanism!r} needs Gaussian noise (delta > 0); with delta = 0 (pure DP) use the tree",
+            )
 
 
 def _env(value: Any, key: str) -> Any:
@@ -477,6 +514,8 @@ def _study(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str, index:
     if not isinstance(agents, Mapping) or not agents:
         raise ConfigError(f"{pre}agents", f"expected a non-empty table of name -> agent spec, got {agents!r}")
     specs = {n: _agent_spec(n, s, f"{pre}agents.{n}") for n, s in agents.items()}
+    delta = _number(merged.get("delta", 1e-5), f"{pre}delta", low=0.0, high=1.0, high_open=True)
+    _check_mechanisms(specs, delta, f"{pre}agents.")
     episodes = _number(merged.get("episodes", 1000), f"{pre}episodes", integer=True, low=1)
     log_every = merged.get("log_every")
     log_every = (
@@ -496,7 +535,7 @@ def _study(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str, index:
         episodes=episodes,
         seeds=_seeds(merged.get("seeds", [0]), f"{pre}seeds"),
         epsilons=_epsilons(merged.get("epsilons", [math.inf]), f"{pre}epsilons"),
-        delta=_number(merged.get("delta", 1e-5), f"{pre}delta", low=0.0, high=1.0, high_open=True),
+        delta=delta,
         log_every=log_every,
     )
 
@@ -615,15 +654,25 @@ def make_env(spec: Mapping[str, Any]) -> Any:
 
 
 def make_privacy(
-    kind: str, epsilon: float, delta: float, p: float | None = None, calibration: str | None = None
+    kind: str,
+    epsilon: float,
+    delta: float,
+    p: float | None = None,
+    calibration: str | None = None,
+    mechanism: str | None = None,
 ) -> Any:
     """The privacy model of a run: epsilon = inf (or kind none) is NonPrivate; calibration "paper"
-    (the noise of the corollaries) or "tight" (privrl.privacy.accounting) for JDP / LDP."""
+    (the noise of the corollaries) or "tight" (privrl.privacy.accounting) for JDP / LDP; mechanism
+    (JDP only) the continual release of the server's sums ("tree" unless given)."""
     from privrl.privacy import JointDP, LocalDP, NonPrivate
 
-    extra = {} if p is None else {"p": p}
+    extra: dict[str, Any] = {} if p is None else {"p": p}
     if kind == "none" or math.isinf(epsilon):
         return NonPrivate(**extra)
     if calibration is not None:
         extra["calibration"] = calibration
-    return (JointDP if kind == "jdp" else LocalDP)(epsilon, delta, **extra)
+    if kind == "ldp":
+        return LocalDP(epsilon, delta, **extra)
+    if mechanism is not None:
+        extra["mechanism"] = mechanism
+    return JointDP(epsilon, delta, **extra)

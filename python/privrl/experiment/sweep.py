@@ -80,7 +80,7 @@ def execute_run(spec: RunSpec, env: Any = None, progress: Callable[[int], None] 
     env = _env_for(spec, env)
     agent_seq, env_seq = run_seed_sequence(spec).spawn(2)
     cls = resolve_algorithm(spec.algorithm)
-    privacy = make_privacy(spec.privacy, spec.epsilon, spec.delta, spec.p, spec.calibration)
+    privacy = make_privacy(spec.privacy, spec.epsilon, spec.delta, spec.p, spec.calibration, spec.mechanism)
     t_build = time.perf_counter()
     agent = cls(env, privacy, episodes=spec.episodes, seed=agent_seq, **dict(spec.options))
     K, every = spec.episodes, spec.log_every
@@ -361,8 +361,9 @@ def sweep(
 
     env: a registered name, {"name": ..., **kwargs} (rebuilt inside each worker) or a FiniteMDP.
     agents: {display name: {"algorithm": "UCRL-VTR" | "UCRL-VTR+" | "LSVI-UCB", "privacy": "none" |
-        "jdp" | "ldp", optional "delta", "p", "epsilons", and constructor options such as
-        "beta_scale" or "batches"}}. A "none" agent runs once (epsilon = inf); a jdp/ldp agent runs at
+        "jdp" | "ldp", optional "delta", "p", "epsilons", "calibration" ("paper" | "tight"),
+        "mechanism" (jdp only: "tree" | "honaker" | "factorization" | "blt"), and constructor options
+        such as "beta_scale" or "batches"}}. A "none" agent runs once (epsilon = inf); a jdp/ldp agent runs at
         every epsilon, and at epsilon = inf it is the non-private algorithm.
     seeds: a count (0..n-1) or a list. n_jobs > 1 runs on local processes; scheduler (a Dask address,
         Client or cluster) runs each run as a Dask task. Results are identical either way (only the
