@@ -1,5 +1,6 @@
-"""Linear-mixture MDPs p_h(s'|s,a) = phi(s'|s,a)^T w_h with the value-feature map phi_v, and the benchmark instances.
-Sec. 2, Asm. 2 ("Linear-Mixture MDP") of the paper; the environments used for Sec. 3 (JDP / LDP UCRL-VTR).
+"""Linear-mixture MDPs p_h(s'|s,a) = phi(s'|s,a)^T w_h with the value-feature map phi_v, and the
+benchmark instances. Sec. 2, Asm. 2 ("Linear-Mixture MDP") of the paper; the environments used for
+Sec. 3 (JDP / LDP UCRL-VTR).
 """
 
 from __future__ import annotations
