@@ -235,6 +235,43 @@ def _executor(
     return _inline(specs, envs, bar)
 
 
+def _load_finished(
+    store: ResultStore, specs: Sequence[RunSpec], results: dict, manifest: dict, producer: dict
+) -> int:
+    """Load the runs already finished in the folder into `results` and the manifest; returns how
+    many of them another privrl version or commit produced."""
+    stale = 0
+    for spec in specs:
+        if store.finished(spec.run_id):
+            frame, meta = store.read_run(spec.run_id)
+            results[spec.run_id] = frame
+            manifest["runs"][spec.run_id] = {**meta, "resumed": True}
+            stale += meta.get("producer", producer) != producer
+    return stale
+
+
+def _file_run(
+    payload: dict, store: ResultStore | None, results: dict, failures: dict, manifest: dict, producer: dict
+) -> str:
+    """Record one run's outcome (rows written at once, or the failure) and return its progress label."""
+    if "error" in payload:
+        spec = payload["spec"]
+        failures[spec.run_id] = payload["error"]
+        manifest["runs"][spec.run_id] = {
+            **spec.describe(),
+            "status": "failed",
+            "error": payload["error"],
+            "traceback": payload["traceback"],
+        }
+        return f"FAILED {spec.agent} eps={spec.epsilon:g} seed={spec.seed}"
+    meta = {**payload["meta"], "producer": producer}
+    if store is not None:
+        store.write_run(payload["frame"], meta)
+    results[meta["run_id"]] = payload["frame"]
+    manifest["runs"][meta["run_id"]] = meta
+    return f"{meta['agent']} eps={meta['epsilon']:g} seed={meta['seed']}"
+
+
 def run_sweep(
     config: SweepConfig,
     outdir: str | os.PathLike | None = None,
@@ -264,13 +301,7 @@ def run_sweep(
     producer = {"privrl": manifest["privrl"], "git_commit": manifest["git_commit"]}
     if store is not None:
         store.prepare()
-        stale = 0
-        for spec in specs:
-            if resume and store.finished(spec.run_id):
-                frame, meta = store.read_run(spec.run_id)
-                results[spec.run_id] = frame
-                manifest["runs"][spec.run_id] = {**meta, "resumed": True}
-                stale += meta.get("producer", producer) != producer
+        stale = _load_finished(store, specs, results, manifest, producer) if resume else 0
         if stale:
             # The run id covers the config, not the code: say so when the code has changed.
             warnings.warn(
@@ -290,23 +321,7 @@ def run_sweep(
         store.remove_merged()  # it would no longer describe the folder until this sweep completes
     try:
         for payload in _executor(todo, envs, bar, n_jobs, scheduler):
-            if "error" in payload:
-                spec = payload["spec"]
-                failures[spec.run_id] = payload["error"]
-                manifest["runs"][spec.run_id] = {
-                    **spec.describe(),
-                    "status": "failed",
-                    "error": payload["error"],
-                    "traceback": payload["traceback"],
-                }
-                bar.run_done(f"FAILED {spec.agent} eps={spec.epsilon:g} seed={spec.seed}")
-                continue
-            meta = {**payload["meta"], "producer": producer}
-            if store is not None:
-                store.write_run(payload["frame"], meta)
-            results[meta["run_id"]] = payload["frame"]
-            manifest["runs"][meta["run_id"]] = meta
-            bar.run_done(f"{meta['agent']} eps={meta['epsilon']:g} seed={meta['seed']}")
+            bar.run_done(_file_run(payload, store, results, failures, manifest, producer))
         status = "failed" if failures else "complete"
     finally:
         bar.close()
