@@ -77,7 +77,8 @@ def run(
     gaps = np.empty(K)
     returns = np.empty(K)
     starts = np.empty(K, dtype=np.int64)
-    last_pi, last_v = None, None
+    last_pi: np.ndarray | None = None
+    last_v = np.empty(0)  # V^{pi_k}_1 of the last distinct policy
     changes = 0
     t0 = time.perf_counter()
     cum = 0.0

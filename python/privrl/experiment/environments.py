@@ -15,7 +15,7 @@ def reward_bounds(table: dict) -> tuple[float, float]:
     """(lo, hi): the smallest and largest reward a transition table lists, widened to include 0, the
     reward of every step after termination in the finite-horizon version (see gymnasium_linear_mdp)."""
     rewards = [float(r) for acts in table.values() for trans in acts.values() for (_, _, r, _) in trans]
-    return min(rewards + [0.0]), max(rewards + [0.0])
+    return min([*rewards, 0.0]), max([*rewards, 0.0])
 
 
 class _RescaledTable:
@@ -101,7 +101,7 @@ def gymnasium_linear_mdp(
 
 
 # privrl's environments under gymnasium ids, with their BENCHMARKS.md default sizes.
-GYM_IDS = {
+GYM_IDS: dict[str, dict[str, Any]] = {
     "privrl/RiverSwimMixture-v0": {"name": "RiverSwimMixture"},
     "privrl/RandomLinearMixtureMDP-v0": {"name": "RandomLinearMixtureMDP"},
     "privrl/HardToLearn-v0": {"name": "HardToLearn", "d": 5, "H": 6, "K": 10000},

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -66,7 +67,7 @@ def normalize_frame(df: pd.DataFrame) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
-def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
     """Write through a temporary file in the same folder and os.replace it into place, so a reader
     (or a rerun after kill -9) sees either the old file or the complete new one, never a torn one."""
     path = Path(path)
@@ -116,10 +117,8 @@ def environment_info() -> dict:
         "pandas": pd.__version__,
     }
     for mod in ("pyarrow", "matplotlib", "dask", "distributed", "gymnasium"):
-        try:
+        with contextlib.suppress(Exception):  # absent or broken optional dependency: just not recorded
             versions[mod] = __import__(mod).__version__
-        except Exception:  # absent or broken optional dependency: just not recorded
-            pass
     return {"versions": versions, "platform": platform.platform(), "git_commit": _git_commit()}
 
 
@@ -269,7 +268,7 @@ def run_frame(
     return normalize_frame(df)
 
 
-def new_manifest(config_dict: dict, runs: list[RunSpec], fmt: str) -> dict:
+def new_manifest(config_dict: dict, runs: list[RunSpec], fmt: str | None) -> dict:
     info = environment_info()
     return {
         "privrl": info["versions"]["privrl"],
