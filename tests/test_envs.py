@@ -205,7 +205,6 @@ def test_zero_probability_states_are_never_sampled():
     P = np.zeros((1, 1, 1, 6))
     P[0, 0, 0, 1] = 0.1
     P[0, 0, 0, 3] = 0.9
-    R = np.zeros((1, 1, 1))
     init = np.array([0, 0, 0.3, 0, 0.7, 0.0])
     m = FiniteMDP(np.broadcast_to(P, (1, 6, 1, 6)), np.zeros((1, 6, 1)), init)
     rng = np.random.default_rng(0)

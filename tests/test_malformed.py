@@ -636,8 +636,8 @@ def test_corpus_in_a_subprocess_exits_normally():
     child process and require a normal exit with every call raising an accepted exception."""
     here = os.path.dirname(os.path.abspath(__file__))
     code = (
-        "import json, sys; sys.path.insert(0, %r); import test_malformed as t; "
-        "print('RESULT' + json.dumps(t.run_corpus()))" % here
+        f"import json, sys; sys.path.insert(0, {here!r}); import test_malformed as t; "
+        "print('RESULT' + json.dumps(t.run_corpus()))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])

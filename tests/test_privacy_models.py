@@ -49,8 +49,8 @@ def test_pure_defaults():
     j = JointDP(0.5)
     assert j.delta == 0.0 and j.pure is True
     assert j.label == "JDP(eps=0.5, delta=0)"
-    l = LocalDP(2.0)
-    assert l.kind == "ldp" and l.pure is True
+    ldp = LocalDP(2.0)
+    assert ldp.kind == "ldp" and ldp.pure is True
 
 
 def test_local_dp_properties():
