@@ -181,6 +181,7 @@ def test_unknown_flag_values_are_refused_by_the_parser(capsys, flag):
     assert exc.value.code == 2 and "invalid choice: 'cauchy'" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # two sweeps of 16 runs in subprocesses
 def test_resume_after_sigkill_recomputes_only_unfinished_runs(tmp_path):
     # Long enough runs (about 0.15 s each) that the kill lands mid-sweep.
     cfg = tmp_path / "kill.toml"

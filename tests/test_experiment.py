@@ -487,6 +487,7 @@ def test_lsvi_ucb_variants_sweep():
 
 
 # --------------------------------------------------------------------------------------- Dask
+@pytest.mark.slow  # starts a two-worker LocalCluster
 def test_dask_cluster_results_equal_local_bit_for_bit(tmp_path, serial):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(
@@ -576,7 +577,10 @@ def test_frozen_lake_table_as_linear_mdp():
 
 
 # Taxi's one-hot linear MDP has S*A = 3000 features per state: a short horizon keeps it small.
-@pytest.mark.parametrize("prefix, lo, hi, H", [("CliffWalking", -100.0, 0.0, 15), ("Taxi", -10.0, 20.0, 3)])
+@pytest.mark.parametrize(
+    "prefix, lo, hi, H",
+    [("CliffWalking", -100.0, 0.0, 15), pytest.param("Taxi", -10.0, 20.0, 3, marks=pytest.mark.slow)],
+)
 def test_negative_reward_tables_need_a_rescale(prefix, lo, hi, H):
     from privrl.exceptions import AssumptionError
     from privrl.experiment.environments import gymnasium_linear_mdp, reward_bounds

@@ -6,6 +6,7 @@ import sys
 import pytest
 
 
+@pytest.mark.slow  # mypy.stubtest in a subprocess
 def test_core_stub_matches_runtime():
     pytest.importorskip("mypy")
     out = subprocess.run(
