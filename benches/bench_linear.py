@@ -1,4 +1,4 @@
-"""Timings of LSVI-UCB planning and of the linear-MDP workloads of BENCHMARKS.md, measured in one run.
+"""Timings of LSVI-UCB planning and of the linear-MDP workloads of docs/benchmarks.md, in one run.
 
     python benches/bench_linear.py [--quick] [--numpy-threads N] [--only a,b,c]
 

@@ -1,4 +1,4 @@
-"""Timings and regret of Privacy-Preserving UCRL-VTR (Alg. 1) on the BENCHMARKS.md workloads.
+"""Timings and regret of Privacy-Preserving UCRL-VTR (Alg. 1) on the docs/benchmarks.md workloads.
 
     python benches/bench_mixture.py [--quick] [--regret] [--algorithm UCRL-VTR|UCRL-VTR+]
 

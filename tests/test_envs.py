@@ -610,7 +610,7 @@ def test_hard_to_learn_values_analytic():
     v_star = _hard_value([p_star] * H, H)
     Vs = m.initial_value(m.optimal_values())
     assert Vs == pytest.approx(v_star, abs=1e-12)
-    assert Vs == pytest.approx(2.04, abs=0.01)  # BENCHMARKS.md reference
+    assert Vs == pytest.approx(2.04, abs=0.01)  # docs/benchmarks.md reference
     # optimal action at step h = sign(mu_h) (at the last step every action is optimal)
     pi = m.optimal_policy()
     for h in range(H - 1):

@@ -256,7 +256,7 @@ def _river_swim_tabular(S: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 class RiverSwim(LinearMDP):
-    """Tabular RiverSwim (BENCHMARKS.md) as a linear MDP with one-hot features in R^(S*A), A = 2.
+    """Tabular RiverSwim (docs/benchmarks.md) as a linear MDP with one-hot features in R^(S*A), A = 2.
 
     Action 0 = left (moves left surely, stays at 0), 1 = right: middle states stay 0.6 / right 0.3 /
     left 0.1; state 0 stay 0.3 / right 0.7; state S-1 stay 0.9 / left 0.1. Rewards 0.005 for left
@@ -280,7 +280,7 @@ class RiverSwim(LinearMDP):
 
 # --------------------------------------------------------------------------------------------
 class RandomLinearMDP(LinearMDP):
-    """Random linear MDP (BENCHMARKS.md):
+    """Random linear MDP (docs/benchmarks.md):
     phi(s,a) ~ Dirichlet(0.3 * 1_d); mu_h,i ~ Dirichlet(0.5 * 1_S) for i = 1..d so that
     p_h(.|s,a) = sum_i phi_i(s,a) mu_h,i; theta_h ~ U[0,1]^d; s_1 uniform over S.
 
@@ -310,7 +310,7 @@ class RandomLinearMDP(LinearMDP):
 
 
 class SyntheticLinearMDP(LinearMDP):
-    """Min et al. style two-state linear MDP (BENCHMARKS.md), d = 10 only.
+    """Min et al. style two-state linear MDP (docs/benchmarks.md), d = 10 only.
 
     S = {0, 1}; u_a in {-1,+1}^8 is the 8-bit binary code of a, most significant bit first
     (bit 1 -> +1, 0 -> -1); phi(s,a) = [u_a, 1{s=0,a=0}, 1 - 1{s=0,a=0}] / 3;

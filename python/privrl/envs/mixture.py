@@ -193,7 +193,7 @@ class LinearMixtureMDP(FiniteMDP):
 
 # --------------------------------------------------------------------------------------------
 class HardToLearn(LinearMixtureMDP):
-    """The hard instance of Zhou, Gu & Szepesvari (2021) (BENCHMARKS.md).
+    """The hard instance of Zhou, Gu & Szepesvari (2021) (docs/benchmarks.md).
 
     States x_1..x_{H+2} are indices 0..H+1, start at 0; indices H (x_{H+1}) and H+1 (x_{H+2}) are
     absorbing. Actions 0..2^(d-1)-1, action a <-> a vector in {-1,+1}^(d-1) from its binary digits,
@@ -258,7 +258,7 @@ class HardToLearn(LinearMixtureMDP):
 
 
 class RandomLinearMixtureMDP(LinearMixtureMDP):
-    """Random linear mixture (BENCHMARKS.md).
+    """Random linear mixture (docs/benchmarks.md).
 
     d basis kernels P_i(.|s,a): every row (i, s, a) has its own random support of min(S, 5) next
     states (uniform without replacement) carrying Dirichlet(0.5) weights. w_h = sqrt(d) q_h with
@@ -302,7 +302,7 @@ class RandomLinearMixtureMDP(LinearMixtureMDP):
 
 
 class RiverSwimMixture(LinearMixtureMDP):
-    """RiverSwim as a 3-dimensional linear mixture (BENCHMARKS.md), exactly as specified there.
+    """RiverSwim as a 3-dimensional linear mixture (docs/benchmarks.md), exactly as specified there.
 
     Actions 0 = left, 1 = right; w_h = sqrt(3) (0.9, 0.05, 0.05) for every h; features scaled by
     1/sqrt(3). Unscaled: right at a middle state puts e_1 on s+1, e_2 on s, e_3 on s-1; right at 0

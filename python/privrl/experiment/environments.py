@@ -100,7 +100,7 @@ def gymnasium_linear_mdp(
         env.close()
 
 
-# privrl's environments under gymnasium ids, with their BENCHMARKS.md default sizes.
+# privrl's environments under gymnasium ids, with their docs/benchmarks.md default sizes.
 GYM_IDS: dict[str, dict[str, Any]] = {
     "privrl/RiverSwimMixture-v0": {"name": "RiverSwimMixture"},
     "privrl/RandomLinearMixtureMDP-v0": {"name": "RandomLinearMixtureMDP"},
