@@ -1,4 +1,4 @@
-"""Timings of LSVI-UCB planning and of the linear-MDP workloads of BENCHMARKS.md, measured in one run.
+"""Timings of LSVI-UCB planning and of the linear-MDP workloads of docs/benchmarks.md, in one run.
 
     python benches/bench_linear.py [--quick] [--numpy-threads N] [--only a,b,c]
 
@@ -19,6 +19,7 @@ Also: non-private design-matrix upkeep, Sherman-Morrison vs sums + Cholesky, per
 numpy's BLAS runs with --numpy-threads threads (default 1: the Rust kernels are single-threaded
 by design, seeds run in parallel at the harness level); the setting is printed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,6 +27,7 @@ import math
 import os
 import sys
 import time
+from dataclasses import dataclass
 
 
 def _parse(argv):
@@ -85,7 +87,9 @@ def numpy_pass_aggregated(designs, reward_sum, next_sum, table, beta, A, H):
         inv[h] = np.linalg.inv(designs[h])
         u = reward_sum[h].copy()
         if h < Hn - 1:
-            q = table @ w[h + 1] + beta * np.sqrt(np.maximum(np.einsum("ij,ij->i", table @ inv[h + 1], table), 0.0))
+            q = table @ w[h + 1] + beta * np.sqrt(
+                np.maximum(np.einsum("ij,ij->i", table @ inv[h + 1], table), 0.0)
+            )
             u += next_sum[h].T @ np.clip(q, 0.0, H).reshape(-1, A).max(axis=1)
         w[h] = inv[h] @ u
     return w
@@ -96,25 +100,44 @@ def random_unit_ball(rng, n, d):
     return x / np.linalg.norm(x, axis=1, keepdims=True) * rng.random((n, 1)) ** (1.0 / d)
 
 
-def bench_pass(quick):
-    T, d, A, H, S = 3000, 60, 4, 10, 250
-    beta = 2.0  # bonuses of the order of the values: Q is neither all clipped nor all greedy
-    repeats = 3 if quick else 10
-    rng = np.random.default_rng(0)
-    lam = float(d)
-    print(f"(a) one planning pass, T={T}, d={d}, A={A}, H={H} (numpy BLAS threads: {ARGS.numpy_threads})")
+@dataclass(frozen=True)
+class PassSetup:
+    T: int = 3000
+    d: int = 60
+    A: int = 4
+    H: int = 10
+    S: int = 250
+    beta: float = 2.0  # bonuses of the order of the values: Q is neither all clipped nor all greedy
+    repeats: int = 10
 
-    # continuous next states: each transition its own (A, d) block
+    @property
+    def lam(self) -> float:
+        return float(self.d)
+
+
+def bench_pass(quick):
+    setup = PassSetup(repeats=3 if quick else 10)
+    T, d, A, H = setup.T, setup.d, setup.A, setup.H
+    rng = np.random.default_rng(0)
+    print(f"(a) one planning pass, T={T}, d={d}, A={A}, H={H} (numpy BLAS threads: {ARGS.numpy_threads})")
+    rewards = bench_pass_continuous(setup, rng)
+    bench_pass_finite(setup, rng, rewards)
+
+
+def bench_pass_continuous(setup, rng):
+    """Continuous next states: each transition its own (A, d) block. Returns the rewards drawn."""
+    T, d, A, H, beta = setup.T, setup.d, setup.A, setup.H, setup.beta
     phis = [random_unit_ball(rng, T, d) for _ in range(H)]
     rewards = [rng.random(T) for _ in range(H)]
     next_rows = [random_unit_ball(rng, T * A, d) for _ in range(H)]
-    designs = np.stack([lam * np.eye(d) + p.T @ p for p in phis])
+    designs = np.stack([setup.lam * np.eye(d) + p.T @ p for p in phis])
 
     def rust_per_sample():
         def resp(h, w_next, inv_next):
             if w_next is None:
                 return phis[h].T @ rewards[h]
             return response_per_sample(phis[h], rewards[h], next_rows[h], None, w_next, inv_next, beta, A, H)
+
         return lsvi_release(designs, resp).weights
 
     def np_per_sample():
@@ -122,16 +145,30 @@ def bench_pass(quick):
 
     wr, wn = rust_per_sample(), np_per_sample()
     assert np.abs(wr - wn).max() <= 1e-9 * np.abs(wn).max(), "Rust and numpy passes disagree"
-    t_r, t_n = best_time(rust_per_sample, repeats), best_time(np_per_sample, repeats)
-    print(f"    per-sample (continuous states): Rust {t_r * 1e3:7.2f} ms   numpy {t_n * 1e3:7.2f} ms   "
-          f"ratio {t_n / t_r:5.2f}x")
+    t_r, t_n = best_time(rust_per_sample, setup.repeats), best_time(np_per_sample, setup.repeats)
+    print(
+        f"    per-sample (continuous states): Rust {t_r * 1e3:7.2f} ms   numpy {t_n * 1e3:7.2f} ms   "
+        f"ratio {t_n / t_r:5.2f}x"
+    )
+    return rewards
 
-    # finite state set: S states with random features, transitions between them
+
+def agreeing_times(reference, others, repeats):
+    """Best times of `reference` and `others` by name, after checking they agree to 1e-9."""
+    ref = reference()
+    for f in others:
+        assert np.abs(f() - ref).max() <= 1e-9 * np.abs(ref).max(), f.__name__
+    return {f.__name__: best_time(f, repeats) for f in (reference, *others)}
+
+
+def bench_pass_finite(setup, rng, rewards):
+    """A finite state set: S states with random features, the T transitions move between them."""
+    T, d, A, H, S, beta = setup.T, setup.d, setup.A, setup.H, setup.S, setup.beta
     table = random_unit_ball(rng, S * A, d)
     s = rng.integers(0, S, (T, H + 1))
     a = rng.integers(0, A, (T, H))
     phis = [table[s[:, h] * A + a[:, h]] for h in range(H)]
-    designs = np.stack([lam * np.eye(d) + p.T @ p for p in phis])
+    designs = np.stack([setup.lam * np.eye(d) + p.T @ p for p in phis])
     nexts = [s[:, h + 1] for h in range(H)]
     reward_sum = np.stack([phis[h].T @ rewards[h] for h in range(H)])
     next_sum = np.zeros((H, S, d))
@@ -144,6 +181,7 @@ def bench_pass(quick):
             if w_next is None:
                 return reward_sum[h]
             return response_aggregated(reward_sum[h], next_sum[h], table, w_next, inv_next, beta, A, H)
+
         return lsvi_release(designs, resp).weights
 
     def rust_indexed():
@@ -151,6 +189,7 @@ def bench_pass(quick):
             if w_next is None:
                 return phis[h].T @ rewards[h]
             return response_per_sample(phis[h], rewards[h], table, nexts[h], w_next, inv_next, beta, A, H)
+
         return lsvi_release(designs, resp).weights
 
     def np_per_sample_finite():
@@ -159,17 +198,18 @@ def bench_pass(quick):
     def np_aggregated():
         return numpy_pass_aggregated(designs, reward_sum, next_sum, table, beta, A, H)
 
-    ref = np_per_sample_finite()
-    for f in (rust_aggregated, rust_indexed, np_aggregated):
-        assert np.abs(f() - ref).max() <= 1e-9 * np.abs(ref).max(), f.__name__
-    t = {f.__name__: best_time(f, repeats)
-         for f in (rust_aggregated, rust_indexed, np_per_sample_finite, np_aggregated)}
-    print(f"    finite S={S} (S A = {S * A} < T): Rust aggregated (default) {t['rust_aggregated'] * 1e3:6.2f} ms, "
-          f"Rust per-sample {t['rust_indexed'] * 1e3:6.2f} ms, numpy per-sample "
-          f"{t['np_per_sample_finite'] * 1e3:6.2f} ms, numpy aggregated {t['np_aggregated'] * 1e3:6.2f} ms")
-    print(f"      default pass vs numpy per-sample: {t['np_per_sample_finite'] / t['rust_aggregated']:5.1f}x; "
-          f"aggregated vs aggregated: {t['np_aggregated'] / t['rust_aggregated']:4.2f}x; "
-          f"per-sample vs per-sample: {t['np_per_sample_finite'] / t['rust_indexed']:4.2f}x")
+    t = agreeing_times(np_per_sample_finite, (rust_aggregated, rust_indexed, np_aggregated), setup.repeats)
+    print(
+        f"    finite S={S} (S A = {S * A} < T): "
+        f"Rust aggregated (default) {t['rust_aggregated'] * 1e3:6.2f} ms, "
+        f"Rust per-sample {t['rust_indexed'] * 1e3:6.2f} ms, numpy per-sample "
+        f"{t['np_per_sample_finite'] * 1e3:6.2f} ms, numpy aggregated {t['np_aggregated'] * 1e3:6.2f} ms"
+    )
+    print(
+        f"      default pass vs numpy per-sample: {t['np_per_sample_finite'] / t['rust_aggregated']:5.1f}x; "
+        f"aggregated vs aggregated: {t['np_aggregated'] / t['rust_aggregated']:4.2f}x; "
+        f"per-sample vs per-sample: {t['np_per_sample_finite'] / t['rust_indexed']:4.2f}x"
+    )
 
 
 # ------------------------------------------------------------------------------ (b), (c)
@@ -184,9 +224,11 @@ def bench_jdp(quick):
     K = 10_000 if quick else 100_000
     env = RandomLinearMDP()
     t, res, agent = timed_run(env, JointDP(1.0, 1e-5), K, batches="static")
-    print(f"(b) linear-jdp  JDP(eps=1, delta=1e-5) static B={agent.calibration['B']} on {env.name}, K={K}: "
-          f"{t:.2f} s ({t / K * 1e6:.0f} us/episode; target <= 60 s at K=100,000), "
-          f"final regret {res.final_regret:.1f}, paths {sorted(set(agent.server.paths))}")
+    print(
+        f"(b) linear-jdp  JDP(eps=1, delta=1e-5) static B={agent.calibration['B']} on {env.name}, K={K}: "
+        f"{t:.2f} s ({t / K * 1e6:.0f} us/episode; target <= 60 s at K=100,000), "
+        f"final regret {res.final_regret:.1f}, paths {sorted(set(agent.server.paths))}"
+    )
 
 
 def bench_full(quick):
@@ -194,10 +236,13 @@ def bench_full(quick):
     env = SyntheticLinearMDP(H=15)
     regrets = {}
     for planning in ("aggregated", "per_sample"):
-        t, res, agent = timed_run(env, NonPrivate(), K, batches="every", beta_scale=1e-3, planning=planning)
+        t, res, _ = timed_run(env, NonPrivate(), K, batches="every", beta_scale=1e-3, planning=planning)
         regrets[planning] = res.regret
-        print(f"(c) linear-full non-private LSVI-UCB every episode, {env.name}, K={K}, planning={planning:<10}: "
-              f"{t:7.2f} s ({t / K * 1e3:.2f} ms/episode), final regret {res.final_regret:.2f}")
+        print(
+            f"(c) linear-full non-private LSVI-UCB every episode, {env.name}, K={K}, "
+            f"planning={planning:<10}: "
+            f"{t:7.2f} s ({t / K * 1e3:.2f} ms/episode), final regret {res.final_regret:.2f}"
+        )
     diff = np.abs(regrets["aggregated"] - regrets["per_sample"]).max()
     print(f"    both paths: max |regret difference| = {diff:.3g}")
 
@@ -221,9 +266,11 @@ def bench_design_upkeep(quick):
                 sms[h].update_batch(X[k, h][None])
             inv_s, _ = [sm.inverse() for sm in sms], [sm.matrix() for sm in sms]
         t_sm = (time.perf_counter() - t0) / n
-        err = max(np.abs(a - b).max() for a, b in zip(inv_c, inv_s))
-        print(f"    Lambda upkeep d={d}, H={H}: sums + Cholesky {t_sum * 1e6:7.1f} us/release, "
-              f"Sherman-Morrison {t_sm * 1e6:7.1f} us/release (max |inverse difference| {err:.1e})")
+        err = max(np.abs(a - b).max() for a, b in zip(inv_c, inv_s, strict=True))
+        print(
+            f"    Lambda upkeep d={d}, H={H}: sums + Cholesky {t_sum * 1e6:7.1f} us/release, "
+            f"Sherman-Morrison {t_sm * 1e6:7.1f} us/release (max |inverse difference| {err:.1e})"
+        )
 
 
 def main():

@@ -1,4 +1,4 @@
-"""Timings and regret of Privacy-Preserving UCRL-VTR (Alg. 1) on the BENCHMARKS.md workloads.
+"""Timings and regret of Privacy-Preserving UCRL-VTR (Alg. 1) on the docs/benchmarks.md workloads.
 
     python benches/bench_mixture.py [--quick] [--regret] [--algorithm UCRL-VTR|UCRL-VTR+]
 
@@ -7,6 +7,7 @@ mixture-jdp (JDP UCRL-VTR, RandomLinearMixtureMDP default, K=10,000) wall times;
 the final regret of non-private / JDP / LDP at eps in {10, 1, 0.1} on RandomLinearMixtureMDP at
 beta_scale = 1 and at a tuned beta_scale.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,10 @@ from privrl.privacy import JointDP, LocalDP, NonPrivate
 def agent_class(name):
     if name == "UCRL-VTR+":
         from privrl.agents import UCRLVTRPlus
+
         return UCRLVTRPlus
     from privrl.agents import UCRLVTR
+
     return UCRLVTR
 
 
@@ -45,12 +48,16 @@ def main(argv=None):
     K = args.episodes or (1000 if args.quick else 10_000)
     env = HardToLearn(d=5, H=6, K=10_000, seed=0)
     t, res = timed(cls, env, LocalDP(1.0, 1e-5), K)
-    print(f"mixture-ldp  {args.algorithm:<10} LDP(eps=1, delta=1e-5) HardToLearn(d=5, H=6)  K={K}: "
-          f"{t:.2f} s ({t / K * 1e3:.3f} ms/episode), final regret {res.final_regret:.1f}")
+    print(
+        f"mixture-ldp  {args.algorithm:<10} LDP(eps=1, delta=1e-5) HardToLearn(d=5, H=6)  K={K}: "
+        f"{t:.2f} s ({t / K * 1e3:.3f} ms/episode), final regret {res.final_regret:.1f}"
+    )
     env = RandomLinearMixtureMDP()
     t, res = timed(cls, env, JointDP(1.0, 1e-5), K)
-    print(f"mixture-jdp  {args.algorithm:<10} JDP(eps=1, delta=1e-5) RandomLinearMixtureMDP default K={K}: "
-          f"{t:.2f} s ({t / K * 1e3:.3f} ms/episode), final regret {res.final_regret:.1f}")
+    print(
+        f"mixture-jdp  {args.algorithm:<10} JDP(eps=1, delta=1e-5) RandomLinearMixtureMDP default K={K}: "
+        f"{t:.2f} s ({t / K * 1e3:.3f} ms/episode), final regret {res.final_regret:.1f}"
+    )
     if not args.regret:
         return
     models = [("non-private", NonPrivate())]

@@ -11,6 +11,7 @@ Prints a table of (kernel, d, n, rust_s, numpy_s, speedup); times are seconds pe
                 capacity T = n (averaged over the steps timed; Rust: the fused push_release
                 call, numpy: the reference's push then release)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -112,8 +113,14 @@ def main(argv=None):
                     continue  # the batch size is fixed at 1000 updates
                 rust, ref = KERNELS[name](rng, d, n, args.quick)
                 n_out = 1000 if name == "sherman_morrison_1000" else n
-                row = {"kernel": name, "d": d, "n": n_out, "rust_s": rust, "numpy_s": ref,
-                       "speedup": ref / rust}
+                row = {
+                    "kernel": name,
+                    "d": d,
+                    "n": n_out,
+                    "rust_s": rust,
+                    "numpy_s": ref,
+                    "speedup": ref / rust,
+                }
                 rows.append(row)
                 print(f"{name:<24}{d:>5}{n_out:>8}{rust:>13.3e}{ref:>13.3e}{ref / rust:>9.1f}x", flush=True)
     if args.json:

@@ -12,6 +12,7 @@ private rows (c_K enters beta), so the tuning grid is a grid of radii beta_used 
 beta_used / beta it corresponds to. Mean +- sd over seeds; the uniformly random policy's regret
 is printed for reference.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -73,9 +74,9 @@ def main(argv=None):
     t0 = time.perf_counter()
     rows = configs(K)
     jobs, keys = [], []
-    for r, (label, eps, priv, batches) in enumerate(rows):
+    for r, (_, _, priv, batches) in enumerate(rows):
         beta = calibrate_lsvi_ucb(**priv.as_kwargs(), H=env.H, K=K, d=env.d, batches=batches)["beta"]
-        for scale in (1.0,) + tuple(rad / beta for rad in RADII):
+        for scale in (1.0, *(rad / beta for rad in RADII)):
             for s in seeds:
                 jobs.append((priv, batches, K, s, scale))
                 keys.append((r, scale))
@@ -83,28 +84,40 @@ def main(argv=None):
         results = list(pool.map(one_run, jobs))
     table: dict = {}
     info: dict = {}
-    for (r, scale), (reg, B, beta) in zip(keys, results):
+    for (r, scale), (reg, B, beta) in zip(keys, results, strict=True):
         table.setdefault(r, {}).setdefault(scale, []).append(reg)
         info[r] = (B, beta)
-    print(f"final regret at K={K} on {env.name}, mean +- sd over seeds {seeds}; "
-          f"uniform random policy: {uniform_policy_regret(env, K):.0f}; delta = {DELTA:g} (pure: 0)")
-    head = f"{'algorithm':<26}{'eps':>5}{'B':>7}{'beta (App. D)':>15}{'beta_scale=1':>20}{'tuned':>20}  tuned beta_scale (beta_used)"
+    print(
+        f"final regret at K={K} on {env.name}, mean +- sd over seeds {seeds}; "
+        f"uniform random policy: {uniform_policy_regret(env, K):.0f}; delta = {DELTA:g} (pure: 0)"
+    )
+    head = (
+        f"{'algorithm':<26}{'eps':>5}{'B':>7}{'beta (App. D)':>15}{'beta_scale=1':>20}{'tuned':>20}"
+        "  tuned beta_scale (beta_used)"
+    )
     print(head)
     print("-" * len(head))
-    for r, (label, eps, priv, batches) in enumerate(rows):
+    for r, (label, eps, _, _) in enumerate(rows):
         B, beta = info[r]
         by_scale = {sc: (np.mean(v), np.std(v)) for sc, v in table[r].items()}
         best = min((sc for sc in by_scale if sc != 1.0), key=lambda sc: by_scale[sc][0])
         m1, s1 = by_scale[1.0]
         mt, st = by_scale[best]
-        print(f"{label:<26}{'-' if eps is None else f'{eps:g}':>5}{B:>7}{beta:>15.3g}"
-              f"{m1:>13.0f} +- {s1:<4.0f}{mt:>13.0f} +- {st:<4.0f}  {best:.2g} ({best * beta:.2g})")
+        print(
+            f"{label:<26}{'-' if eps is None else f'{eps:g}':>5}{B:>7}{beta:>15.3g}"
+            f"{m1:>13.0f} +- {s1:<4.0f}{mt:>13.0f} +- {st:<4.0f}  {best:.2g} ({best * beta:.2g})"
+        )
     grid = "  ".join(f"{rad:g}" for rad in RADII)
-    print(f"\ntuning grid (beta_used): {grid}; wall time {time.perf_counter() - t0:.0f} s with {args.jobs} processes")
+    print(
+        f"\ntuning grid (beta_used): {grid}; "
+        f"wall time {time.perf_counter() - t0:.0f} s with {args.jobs} processes"
+    )
     print("all tuned values (beta_used: mean regret):")
     for r, (label, eps, _, _) in enumerate(rows):
         beta = info[r][1]
-        cells = "  ".join(f"{sc * beta:.2g}: {np.mean(v):.0f}" for sc, v in sorted(table[r].items()) if sc != 1.0)
+        cells = "  ".join(
+            f"{sc * beta:.2g}: {np.mean(v):.0f}" for sc, v in sorted(table[r].items()) if sc != 1.0
+        )
         print(f"  {label:<26}{'-' if eps is None else f'{eps:g}':>5}  {cells}")
 
 

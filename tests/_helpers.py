@@ -1,4 +1,5 @@
 """Shared test helpers (exact reference quantities used by several test files)."""
+
 import numpy as np
 
 

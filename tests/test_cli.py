@@ -1,5 +1,6 @@
 """Tests of the `privrl` command line: run from a TOML config or flags, resume after SIGKILL, plot and
 report commands, the bundled demo config, and clear errors (exit status 2) for bad configs."""
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,10 @@ privacy = "ldp"
 beta_scale = 0.1
 """
 ENV = {"name": "RandomLinearMixtureMDP", "S": 6, "A": 3, "d": 3, "H": 5, "seed": 1}
-AGENTS = {"JDP-UCRL-VTR": {"algorithm": "UCRL-VTR", "privacy": "jdp", "beta_scale": 0.1},
-          "LDP-UCRL-VTR": {"algorithm": "UCRL-VTR", "privacy": "ldp", "beta_scale": 0.1}}
+AGENTS = {
+    "JDP-UCRL-VTR": {"algorithm": "UCRL-VTR", "privacy": "jdp", "beta_scale": 0.1},
+    "LDP-UCRL-VTR": {"algorithm": "UCRL-VTR", "privacy": "ldp", "beta_scale": 0.1},
+}
 
 
 def same(a: pd.DataFrame, b: pd.DataFrame) -> None:
@@ -69,29 +72,133 @@ def test_run_config_writes_results_report_and_plot(config, tmp_path, capsys):
     assert manifest["config"]["name"] == "tiny"
     assert all(r["calibration"]["beta_used"] > 0 for r in manifest["runs"].values())
     assert (out / "regret.png").stat().st_size > 0 and (out / "regret.svg").exists()
-    expected, _ = sweep(env=ENV, agents=AGENTS, epsilons=[float("inf"), 5.0], seeds=[0, 1], episodes=40, log_every=10)
+    expected, _ = sweep(
+        env=ENV, agents=AGENTS, epsilons=[float("inf"), 5.0], seeds=[0, 1], episodes=40, log_every=10
+    )
     same(load_results(out), expected)
 
 
 def test_flags_are_the_same_sweep_as_the_config(config, tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
-    assert main(["run", str(config), "--out", str(a), "--no-progress", "--seeds", "1", "--episodes", "20"]) == 0
-    flags = ["run", "--out", str(b), "--no-progress", "--env", "RandomLinearMixtureMDP",
-             "--env-arg", "S=6,A=3,d=3", "--env-arg", "H=5,seed=1", "--episodes", "20", "--log-every", "10",
-             "--seeds", "1", "--epsilons", "inf,5", "--delta", "1e-5",
-             "--agent", "JDP-UCRL-VTR:algorithm=UCRL-VTR,privacy=jdp,beta_scale=0.1",
-             "--agent", "LDP-UCRL-VTR:algorithm=UCRL-VTR,privacy=ldp,beta_scale=0.1"]
+    assert (
+        main(["run", str(config), "--out", str(a), "--no-progress", "--seeds", "1", "--episodes", "20"]) == 0
+    )
+    flags = [
+        "run",
+        "--out",
+        str(b),
+        "--no-progress",
+        "--env",
+        "RandomLinearMixtureMDP",
+        "--env-arg",
+        "S=6,A=3,d=3",
+        "--env-arg",
+        "H=5,seed=1",
+        "--episodes",
+        "20",
+        "--log-every",
+        "10",
+        "--seeds",
+        "1",
+        "--epsilons",
+        "inf,5",
+        "--delta",
+        "1e-5",
+        "--agent",
+        "JDP-UCRL-VTR:algorithm=UCRL-VTR,privacy=jdp,beta_scale=0.1",
+        "--agent",
+        "LDP-UCRL-VTR:algorithm=UCRL-VTR,privacy=ldp,beta_scale=0.1",
+    ]
     assert main(flags) == 0
     same(load_results(a), load_results(b))
     assert len(load_results(a)) == 4 * 2  # one seed (--seeds 1 is a count), 4 runs, 2 logged episodes
 
 
+FLAG_SWEEP = ["run", "--no-progress", "--env", "RiverSwimMixture", "--episodes", "5", "--epsilons", "1"]
+
+
+def test_mechanism_and_calibration_flags_fill_in_the_agents(tmp_path):
+    out = tmp_path / "out"
+    argv = [
+        *FLAG_SWEEP,
+        "--out",
+        str(out),
+        "--agent",
+        "J:algorithm=UCRL-VTR",  # privacy defaults to jdp
+        "--agent",
+        "T:algorithm=UCRL-VTR,privacy=jdp,mechanism=tree,calibration=paper",  # its own keys win
+        "--agent",
+        "L:algorithm=UCRL-VTR,privacy=ldp",
+        "--agent",
+        "N:algorithm=UCRL-VTR,privacy=none",
+        "--mechanism",
+        "honaker",
+        "--calibration",
+        "tight",
+    ]
+    assert main(argv) == 0
+    runs = {r["agent"]: r for r in json.loads((out / "manifest.json").read_text())["runs"].values()}
+    assert {a: r["mechanism"] for a, r in runs.items()} == {"J": "honaker", "T": "tree", "L": None, "N": None}
+    assert (
+        runs["J"]["calibration"]["mechanism"] == "honaker" and runs["T"]["calibration"]["mechanism"] == "tree"
+    )
+    assert runs["J"]["label"] == "UCRL-VTR[JDP(eps=1, delta=1e-05, tight, honaker)]"
+    assert runs["L"]["label"] == "UCRL-VTR[LDP(eps=1, delta=1e-05, tight)]"
+    assert runs["T"]["label"] == "UCRL-VTR[JDP(eps=1, delta=1e-05)]"
+    assert runs["N"]["privacy"] == "none"
+
+
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["--agent", "L:algorithm=UCRL-VTR,privacy=ldp", "--mechanism", "blt"], "--mechanism: no jdp agent"),
+        (
+            ["--agent", "N:algorithm=UCRL-VTR,privacy=none", "--calibration", "tight"],
+            "--calibration: no jdp or ldp",
+        ),
+        (["--mechanism", "blt"], "--mechanism: applies to --agent agents"),
+        (
+            ["--agent", "J:algorithm=UCRL-VTR,mechanism=cauchy"],
+            "agents.J.mechanism: unknown mechanism 'cauchy'",
+        ),
+        (
+            ["--agent", "J:algorithm=UCRL-VTR", "--mechanism", "honaker", "--delta", "0"],
+            "agents.J.mechanism: 'honaker'",
+        ),
+    ],
+)
+def test_bad_mechanism_flags_are_a_clear_error(tmp_path, capsys, extra, needle):
+    assert main([*FLAG_SWEEP, "--out", str(tmp_path / "o"), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"privrl: error: {needle}"), err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("flag", ["--mechanism", "--calibration"])
+def test_unknown_flag_values_are_refused_by_the_parser(capsys, flag):
+    with pytest.raises(SystemExit) as exc:
+        main([*FLAG_SWEEP, "--agent", "J:algorithm=UCRL-VTR", flag, "cauchy"])
+    assert exc.value.code == 2 and "invalid choice: 'cauchy'" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # two sweeps of 16 runs in subprocesses
 def test_resume_after_sigkill_recomputes_only_unfinished_runs(tmp_path):
     # Long enough runs (about 0.15 s each) that the kill lands mid-sweep.
     cfg = tmp_path / "kill.toml"
     cfg.write_text(CONFIG.replace("episodes = 40", "episodes = 400").replace("seeds = [0, 1]", "seeds = 4"))
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "privrl", "run", str(cfg), "--out", str(out), "--no-progress", "--n-jobs", "1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "privrl",
+        "run",
+        str(cfg),
+        "--out",
+        str(out),
+        "--no-progress",
+        "--n-jobs",
+        "1",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     runs = out / "runs"
     deadline = time.monotonic() + 60
@@ -102,7 +209,7 @@ def test_resume_after_sigkill_recomputes_only_unfinished_runs(tmp_path):
             time.sleep(0.01)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        proc.communicate()  # waits and closes the pipes (an unclosed pipe is a ResourceWarning)
     finished = {p.name: p.stat().st_mtime_ns for p in runs.iterdir() if p.suffix == ".json"}
     assert 3 <= len(finished) < 16, "the kill must land mid-sweep"
     assert not (out / "results.parquet").exists() and not (out / "results.csv").exists()
@@ -112,7 +219,9 @@ def test_resume_after_sigkill_recomputes_only_unfinished_runs(tmp_path):
     for name, mtime in finished.items():  # finished runs were not rewritten
         assert (runs / name).stat().st_mtime_ns == mtime
     assert not list(out.rglob("*.tmp"))
-    expected, _ = sweep(env=ENV, agents=AGENTS, epsilons=[float("inf"), 5.0], seeds=4, episodes=400, log_every=10)
+    expected, _ = sweep(
+        env=ENV, agents=AGENTS, epsilons=[float("inf"), 5.0], seeds=4, episodes=400, log_every=10
+    )
     same(load_results(out), expected)
 
 
@@ -149,16 +258,22 @@ def test_plot_and_report_commands(config, tmp_path, capsys):
     assert len(pd.read_csv(tmp_path / "t.csv")) == 4
 
 
-@pytest.mark.parametrize("edit, key", [
-    (('algorithm = "UCRL-VTR"\nprivacy = "jdp"', 'algorithm = "UCRL-VTZ"\nprivacy = "jdp"'), "agents.JDP-UCRL-VTR.algorithm"),
-    (("epsilons = [inf, 5.0]", "epsilons = [inf, -5.0]"), "epsilons[1]"),
-    (("epsilons = [inf, 5.0]", "epsilons = [inf, 0]"), "epsilons[1]"),
-    (('name = "RandomLinearMixtureMDP"', 'name = "RandomMixture"'), "env.name"),
-    (("S = 6", "SS = 6"), "env.SS"),
-    (('privacy = "ldp"', 'privacy = "cdp"'), "agents.LDP-UCRL-VTR.privacy"),
-    (("episodes = 40", "episodes = 4.5"), "episodes"),
-    (("delta = 1e-5", "delta = 2.0"), "delta"),
-])
+@pytest.mark.parametrize(
+    "edit, key",
+    [
+        (
+            ('algorithm = "UCRL-VTR"\nprivacy = "jdp"', 'algorithm = "UCRL-VTZ"\nprivacy = "jdp"'),
+            "agents.JDP-UCRL-VTR.algorithm",
+        ),
+        (("epsilons = [inf, 5.0]", "epsilons = [inf, -5.0]"), "epsilons[1]"),
+        (("epsilons = [inf, 5.0]", "epsilons = [inf, 0]"), "epsilons[1]"),
+        (('name = "RandomLinearMixtureMDP"', 'name = "RandomMixture"'), "env.name"),
+        (("S = 6", "SS = 6"), "env.SS"),
+        (('privacy = "ldp"', 'privacy = "cdp"'), "agents.LDP-UCRL-VTR.privacy"),
+        (("episodes = 40", "episodes = 4.5"), "episodes"),
+        (("delta = 1e-5", "delta = 2.0"), "delta"),
+    ],
+)
 def test_bad_config_is_a_clear_error(config, tmp_path, capsys, edit, key):
     config.write_text(CONFIG.replace(*edit, 1))
     assert main(["run", str(config), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
@@ -170,14 +285,24 @@ def test_bad_config_is_a_clear_error(config, tmp_path, capsys, edit, key):
 def test_errors_exit_2_from_the_console(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text(CONFIG.replace("epsilons = [inf, 5.0]", "epsilons = [inf, 0.0]"))
-    res = subprocess.run([sys.executable, "-m", "privrl", "run", str(bad)], capture_output=True, text=True,
-                         timeout=60, cwd=tmp_path)
-    assert res.returncode == 2 and res.stderr.startswith("privrl: error: epsilons[1]: must be > 0"), res.stderr
-    for argv, needle in ([["run", str(tmp_path / "missing.toml")], "config file not found"],
-                         [["report", str(tmp_path)], "no manifest.json"],
-                         [["run"], "give a CONFIG.toml"]):
-        res = subprocess.run([sys.executable, "-m", "privrl", *argv], capture_output=True, text=True, timeout=60,
-                             cwd=tmp_path)
+    res = subprocess.run(
+        [sys.executable, "-m", "privrl", "run", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert res.returncode == 2 and res.stderr.startswith("privrl: error: epsilons[1]: must be > 0"), (
+        res.stderr
+    )
+    for argv, needle in (
+        [["run", str(tmp_path / "missing.toml")], "config file not found"],
+        [["report", str(tmp_path)], "no manifest.json"],
+        [["run"], "give a CONFIG.toml"],
+    ):
+        res = subprocess.run(
+            [sys.executable, "-m", "privrl", *argv], capture_output=True, text=True, timeout=60, cwd=tmp_path
+        )
         assert res.returncode == 2 and needle in res.stderr, res.stderr
     (tmp_path / "broken.toml").write_text("episodes = [")
     assert main(["run", str(tmp_path / "broken.toml")]) == 2

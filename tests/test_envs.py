@@ -1,5 +1,6 @@
 """Tests of privrl.envs: exact models against their defining probabilities, Asm. 1 / Asm. 2 checks,
 backward induction against brute force, sampling against P, seeding, and the gymnasium bridge."""
+
 from __future__ import annotations
 
 import itertools
@@ -178,7 +179,9 @@ def test_policy_validation():
         m.policy_values(np.full((4, 3), 0.5))
     with pytest.raises(AssumptionError, match="policy"):
         m.policy_values(np.full((4, 3), 2))
-    np.testing.assert_allclose(m.policy_values(np.zeros((4, 3))), m.policy_values(np.zeros((4, 3), dtype=int)))
+    np.testing.assert_allclose(
+        m.policy_values(np.zeros((4, 3))), m.policy_values(np.zeros((4, 3), dtype=int))
+    )
 
 
 def test_sample_next_state_frequencies_match_P():
@@ -202,7 +205,6 @@ def test_zero_probability_states_are_never_sampled():
     P = np.zeros((1, 1, 1, 6))
     P[0, 0, 0, 1] = 0.1
     P[0, 0, 0, 3] = 0.9
-    R = np.zeros((1, 1, 1))
     init = np.array([0, 0, 0.3, 0, 0.7, 0.0])
     m = FiniteMDP(np.broadcast_to(P, (1, 6, 1, 6)), np.zeros((1, 6, 1)), init)
     rng = np.random.default_rng(0)
@@ -591,7 +593,9 @@ def test_hard_to_learn_structure():
     assert m.R.sum() == H * m.A
     assert m.init_dist[0] == 1.0
     # features as given
-    np.testing.assert_allclose(m.features[2, 3, 3], np.r_[m.alpha * (1 - delta), -m.beta * m.action_vectors[3]])
+    np.testing.assert_allclose(
+        m.features[2, 3, 3], np.r_[m.alpha * (1 - delta), -m.beta * m.action_vectors[3]]
+    )
     np.testing.assert_allclose(m.features[2, 3, good], np.r_[m.alpha * delta, m.beta * m.action_vectors[3]])
     np.testing.assert_allclose(m.features[H, 3, H], [m.alpha, 0, 0, 0, 0])
     # the sufficient phi_v bound fails here; the exact vertex check passes
@@ -606,7 +610,7 @@ def test_hard_to_learn_values_analytic():
     v_star = _hard_value([p_star] * H, H)
     Vs = m.initial_value(m.optimal_values())
     assert Vs == pytest.approx(v_star, abs=1e-12)
-    assert Vs == pytest.approx(2.04, abs=0.01)  # BENCHMARKS.md reference
+    assert Vs == pytest.approx(2.04, abs=0.01)  # docs/benchmarks.md reference
     # optimal action at step h = sign(mu_h) (at the last step every action is optimal)
     pi = m.optimal_policy()
     for h in range(H - 1):
@@ -718,7 +722,12 @@ def test_from_gymnasium_frozen_lake():
     m2 = from_gymnasium(env, H=5, name="fl")
     assert m2.name == "fl" and m2.H == 5
     with pytest.raises(AssumptionError, match="outside"):
-        from_gymnasium(gymnasium.make("CliffWalking-v1" if "CliffWalking-v1" in gymnasium.registry else "CliffWalking-v0"), H=5)
+        from_gymnasium(
+            gymnasium.make(
+                "CliffWalking-v1" if "CliffWalking-v1" in gymnasium.registry else "CliffWalking-v0"
+            ),
+            H=5,
+        )
     env.close()
 
 

@@ -1,5 +1,6 @@
 """Malformed-input corpus: hundreds of bad calls across the public API, each of which must raise a
 privrl exception, TypeError or ValueError, in-process and in a subprocess that must exit normally."""
+
 import json
 import math
 import os
@@ -15,21 +16,20 @@ ACCEPTED = (PrivrlError, TypeError, ValueError)
 
 # ---------------------------------------------------------------- bad values
 
-BAD_COUNTS = [0, -1, 10 ** 30, 2 ** 64, 1.5, "3", None, True, 3 + 0j, float("nan"), np.float64(2.0)]
-BAD_POSITIVE_REALS = [0.0, -1.0, float("nan"), float("inf"), -float("inf"), "1", None, 1j,
-                      10 ** 400, [1.0]]
+BAD_COUNTS = [0, -1, 10**30, 2**64, 1.5, "3", None, True, 3 + 0j, float("nan"), np.float64(2.0)]
+BAD_POSITIVE_REALS = [0.0, -1.0, float("nan"), float("inf"), -float("inf"), "1", None, 1j, 10**400, [1.0]]
 BAD_SEEDS = [-1, "abc", 1.5, b"short", object(), [1, 2], 1j]
 BAD_NOISES = ["cauchy", None, 5, "GAUSSIAN", ""]
 BAD_VECTORS_3 = [
-    [1.0, 2.0],                                   # wrong length
-    [[1.0, 2.0, 3.0]],                            # wrong ndim
+    [1.0, 2.0],  # wrong length
+    [[1.0, 2.0, 3.0]],  # wrong ndim
     [1.0, float("nan"), 0.0],
     [1.0, float("inf"), 0.0],
-    np.array([1 + 2j, 0, 0]),                     # complex: imaginary part would be dropped
-    np.array(["1", "2", "3"]),                    # strings: numpy would parse them
+    np.array([1 + 2j, 0, 0]),  # complex: imaginary part would be dropped
+    np.array(["1", "2", "3"]),  # strings: numpy would parse them
     np.array([1.0, None, 2.0], dtype=object),
-    [10 ** 30, 1, 2],                             # int beyond 64 bits
-    [[1.0], [2.0, 3.0]],                          # ragged
+    [10**30, 1, 2],  # int beyond 64 bits
+    [[1.0], [2.0, 3.0]],  # ragged
     "abc",
     None,
     np.zeros(0),
@@ -38,13 +38,23 @@ BAD_VECTORS_3 = [
 
 def _calls():
     """(id, thunk) pairs; each thunk builds what it needs, so one failure cannot mask another."""
+    from privrl import audit as A
     from privrl import kernels as K
     from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
     from privrl.agents.base import SensitivityGuard
     from privrl.agents.statistics import PrivatizedStatistics, RawStatistics, RegressionServer
-    from privrl.envs import (FiniteMDP, HardToLearn, LinearMDP, RandomLinearMDP, RandomLinearMixtureMDP,
-                             RiverSwim, RiverSwimMixture, SyntheticLinearMDP, Trajectory, tabular_linear_mdp)
-    from privrl import audit as A
+    from privrl.envs import (
+        FiniteMDP,
+        HardToLearn,
+        LinearMDP,
+        RandomLinearMDP,
+        RandomLinearMixtureMDP,
+        RiverSwim,
+        RiverSwimMixture,
+        SyntheticLinearMDP,
+        Trajectory,
+        tabular_linear_mdp,
+    )
     from privrl.privacy import accounting as acc
     from privrl.privacy import calibration as cal
     from privrl.privacy import mechanisms as mech
@@ -57,8 +67,9 @@ def _calls():
         calls.append((name, fn))
 
     # ------------------------------------------------ kernels: continual release
-    for i, v in enumerate([0, -1, (3, 4), (2, 2, 2), "3", 10 ** 30, (10 ** 5, 10 ** 5), 3.5, None,
-                           (0, 0), (2, -2), [], (1.5, 1.5)]):
+    for i, v in enumerate(
+        [0, -1, (3, 4), (2, 2, 2), "3", 10**30, (10**5, 10**5), 3.5, None, (0, 0), (2, -2), [], (1.5, 1.5)]
+    ):
         add(f"tree-shape-{i}", lambda v=v: K.TreeAggregator(v, 10, seed=0))
     for i, v in enumerate(BAD_COUNTS):
         add(f"tree-capacity-{i}", lambda v=v: K.TreeAggregator(3, v, seed=0))
@@ -70,47 +81,76 @@ def _calls():
         add(f"tree-seed-{i}", lambda v=v: K.TreeAggregator(3, 10, seed=v))
     for i, v in enumerate([0.0, -1.0, float("nan"), float("inf"), "2", None]):
         add(f"tree-divisor-{i}", lambda v=v: K.TreeAggregator((2, 2), 10, seed=0, divisor=v))
-    for i, v in enumerate([-1, 25, 1.5, None, 10 ** 20]):
-        add(f"tree-grid-bits-{i}", lambda v=v: K.TreeAggregator(3, 10, noise="discrete_gaussian", seed=0, grid_bits=v))
-    add("tree-discrete-laplace-sqrt2", lambda: K.TreeAggregator((2, 2), 10, noise="discrete_laplace", seed=0,
-                                                                 divisor=math.sqrt(2)))
-    add("tree-discrete-gaussian-odd-divisor", lambda: K.TreeAggregator((2, 2), 10, noise="discrete_gaussian",
-                                                                        seed=0, divisor=1.7))
-    add("tree-discrete-tiny-grid", lambda: K.TreeAggregator(2, 10, noise="discrete_gaussian", scale=1e-305,
-                                                             seed=0, grid_bits=24))
+    for i, v in enumerate([-1, 25, 1.5, None, 10**20]):
+        add(
+            f"tree-grid-bits-{i}",
+            lambda v=v: K.TreeAggregator(3, 10, noise="discrete_gaussian", seed=0, grid_bits=v),
+        )
+    add(
+        "tree-discrete-laplace-sqrt2",
+        lambda: K.TreeAggregator((2, 2), 10, noise="discrete_laplace", seed=0, divisor=math.sqrt(2)),
+    )
+    add(
+        "tree-discrete-gaussian-odd-divisor",
+        lambda: K.TreeAggregator((2, 2), 10, noise="discrete_gaussian", seed=0, divisor=1.7),
+    )
+    add(
+        "tree-discrete-tiny-grid",
+        lambda: K.TreeAggregator(2, 10, noise="discrete_gaussian", scale=1e-305, seed=0, grid_bits=24),
+    )
     for kind in K.MECHANISMS:
         for i, leaf in enumerate(BAD_VECTORS_3):
-            add(f"{kind}-push-{i}", lambda kind=kind, leaf=leaf: K.make_prefix_mechanism(kind, 3, 4, seed=0).push(leaf))
+            add(
+                f"{kind}-push-{i}",
+                lambda kind=kind, leaf=leaf: K.make_prefix_mechanism(kind, 3, 4, seed=0).push(leaf),
+            )
 
         def overflow(kind=kind):
             m = K.make_prefix_mechanism(kind, 2, 2, seed=0)
             m.push([1.0, 1.0])
             m.push_zero()
             m.push_zero()
+
         add(f"{kind}-capacity-exceeded", overflow)
-        for i, t in enumerate([-1, 5, 1.5, "2", None, 10 ** 30]):
-            add(f"{kind}-step-variance-{i}", lambda kind=kind, t=t: K.make_prefix_mechanism(kind, 2, 4, seed=0).step_variance(t))
+        for i, t in enumerate([-1, 5, 1.5, "2", None, 10**30]):
+            add(
+                f"{kind}-step-variance-{i}",
+                lambda kind=kind, t=t: K.make_prefix_mechanism(kind, 2, 4, seed=0).step_variance(t),
+            )
         for i, t in enumerate([0, 5, -3, 2.0]):
-            add(f"{kind}-leaf-coefficients-{i}",
-                lambda kind=kind, t=t: K.make_prefix_mechanism(kind, 2, 4, seed=0).leaf_coefficients(t))
-        add(f"{kind}-matrix-push-asymmetric-shape",
-            lambda kind=kind: K.make_prefix_mechanism(kind, (2, 2), 4, seed=0).push(np.ones((2, 3))))
-    add("tree-discrete-push-huge", lambda: K.TreeAggregator(2, 4, noise="discrete_gaussian", seed=0).push([1e300, 0.0]))
+            add(
+                f"{kind}-leaf-coefficients-{i}",
+                lambda kind=kind, t=t: K.make_prefix_mechanism(kind, 2, 4, seed=0).leaf_coefficients(t),
+            )
+        add(
+            f"{kind}-matrix-push-asymmetric-shape",
+            lambda kind=kind: K.make_prefix_mechanism(kind, (2, 2), 4, seed=0).push(np.ones((2, 3))),
+        )
+    add(
+        "tree-discrete-push-huge",
+        lambda: K.TreeAggregator(2, 4, noise="discrete_gaussian", seed=0).push([1e300, 0.0]),
+    )
     for i, v in enumerate(["cauchy", None, 3, "TREE"]):
         add(f"make-prefix-kind-{i}", lambda v=v: K.make_prefix_mechanism(v, 3, 10, seed=0))
     for i, v in enumerate([0, 65, -1, 1.5, "8"]):
         add(f"blt-buffers-{i}", lambda v=v: K.PrefixMechanism("blt", 3, 10, seed=0, buffers=v))
     add("honaker-buffers", lambda: K.PrefixMechanism("honaker", 3, 10, seed=0, buffers=4))
     add("honaker-discrete", lambda: K.PrefixMechanism("honaker", 3, 10, noise="discrete_gaussian", seed=0))
-    add("factorization-discrete", lambda: K.PrefixMechanism("factorization", 3, 10, noise="discrete_laplace", seed=0))
-    add("factorization-capacity-too-large", lambda: K.PrefixMechanism("factorization", 3, 2 ** 40, seed=0))
-    add("factorization-history-too-large", lambda: K.PrefixMechanism("factorization", (4000, 4000), 100, seed=0))
+    add(
+        "factorization-discrete",
+        lambda: K.PrefixMechanism("factorization", 3, 10, noise="discrete_laplace", seed=0),
+    )
+    add("factorization-capacity-too-large", lambda: K.PrefixMechanism("factorization", 3, 2**40, seed=0))
+    add(
+        "factorization-history-too-large",
+        lambda: K.PrefixMechanism("factorization", (4000, 4000), 100, seed=0),
+    )
     add("profile-kind", lambda: K.mechanism_profile("cauchy", 10))
     add("profile-capacity", lambda: K.mechanism_profile("tree", 0))
-    add("profile-capacity-huge", lambda: K.mechanism_profile("tree", 10 ** 30))
+    add("profile-capacity-huge", lambda: K.mechanism_profile("tree", 10**30))
     add("blt-parameters-capacity", lambda: K.continual.blt_parameters(0, 8))
     add("blt-parameters-buffers", lambda: K.continual.blt_parameters(10, 0))
-    add("variance-profile-too-long", lambda: K.PrefixMechanism("blt", 1, 2 ** 40, seed=0).variance_profile())
+    add("variance-profile-too-long", lambda: K.PrefixMechanism("blt", 1, 2**40, seed=0).variance_profile())
 
     # ------------------------------------------------ kernels: noise stream
     for i, v in enumerate(BAD_NOISES):
@@ -119,12 +159,25 @@ def _calls():
         add(f"stream-scale-{i}", lambda v=v: K.NoiseStream("gaussian", v, seed=0))
     for i, v in enumerate(BAD_SEEDS):
         add(f"stream-seed-{i}", lambda v=v: K.NoiseStream("gaussian", 1.0, seed=v))
-    for i, (c, n) in enumerate([(-1, 3), (3, 0), (3, -2), (10 ** 30, 3), (2 ** 40, 2 ** 40), (1.5, 3),
-                                ("2", 3), (None, 3), (2 ** 20, 2 ** 20)]):
+    for i, (c, n) in enumerate(
+        [(-1, 3), (3, 0), (3, -2), (10**30, 3), (2**40, 2**40), (1.5, 3), ("2", 3), (None, 3), (2**20, 2**20)]
+    ):
         add(f"stream-vectors-{i}", lambda c=c, n=n: K.NoiseStream("gaussian", 1.0, seed=0).vectors(c, n))
-    for i, (c, d, div) in enumerate([(1, 0, 2.0), (1, 10 ** 6, 2.0), (1, 3, 0.0), (1, 3, float("nan")),
-                                     (-1, 3, 2.0), (2 ** 30, 100, 2.0), (1, 3, "x")]):
-        add(f"stream-symmetric-{i}", lambda c=c, d=d, div=div: K.NoiseStream("gaussian", 1.0, seed=0).symmetric(c, d, div))
+    for i, (c, d, div) in enumerate(
+        [
+            (1, 0, 2.0),
+            (1, 10**6, 2.0),
+            (1, 3, 0.0),
+            (1, 3, float("nan")),
+            (-1, 3, 2.0),
+            (2**30, 100, 2.0),
+            (1, 3, "x"),
+        ]
+    ):
+        add(
+            f"stream-symmetric-{i}",
+            lambda c=c, d=d, div=div: K.NoiseStream("gaussian", 1.0, seed=0).symmetric(c, d, div),
+        )
 
     # ------------------------------------------------ kernels: linear algebra and Q
     for i, v in enumerate(BAD_COUNTS):
@@ -136,8 +189,18 @@ def _calls():
     for i, x in enumerate([np.ones((2, 4)), np.ones(3), np.full((2, 3), np.nan), np.ones((2, 3), complex)]):
         add(f"rank-one-update-batch-{i}", lambda x=x: K.RankOneInverse(3, 1.0).update_batch(x))
     add("rank-one-solve", lambda: K.RankOneInverse(3, 1.0).solve([1.0, 2.0]))
-    bad_mats = [np.ones((2, 3)), np.ones(3), np.full((2, 2), np.nan), -np.eye(3), np.zeros((0, 0)),
-                np.array([["a", "b"], ["c", "d"]]), np.eye(2) * 1j, [[1, 2], [3]], np.ones((2, 2, 2)), None]
+    bad_mats = [
+        np.ones((2, 3)),
+        np.ones(3),
+        np.full((2, 2), np.nan),
+        -np.eye(3),
+        np.zeros((0, 0)),
+        np.array([["a", "b"], ["c", "d"]]),
+        np.eye(2) * 1j,
+        [[1, 2], [3]],
+        np.ones((2, 2, 2)),
+        None,
+    ]
     for i, a in enumerate(bad_mats):
         add(f"spd-inverse-{i}", lambda a=a: K.spd_inverse(a))
         add(f"spd-solve-{i}", lambda a=a: K.spd_solve(a, np.ones(3)))
@@ -147,21 +210,40 @@ def _calls():
     add("spd-solve-nan-rhs", lambda: K.spd_solve(np.eye(2), [np.nan, 1.0]))
     phi, w, inv = np.ones((4, 3)) / 3, np.ones(3), np.eye(3)
     q_bad = [
-        (np.ones((4, 2)), w, inv, 1.0), (phi, np.ones(2), inv, 1.0), (phi, w, np.eye(2), 1.0),
-        (np.full((4, 3), np.nan), w, inv, 1.0), (phi, w, inv, float("nan")), (phi, w, inv, -1.0),
-        (phi.astype(complex), w, inv, 1.0), (np.ones(3), w, inv, 1.0), (phi, w, inv, "1"),
+        (np.ones((4, 2)), w, inv, 1.0),
+        (phi, np.ones(2), inv, 1.0),
+        (phi, w, np.eye(2), 1.0),
+        (np.full((4, 3), np.nan), w, inv, 1.0),
+        (phi, w, inv, float("nan")),
+        (phi, w, inv, -1.0),
+        (phi.astype(complex), w, inv, 1.0),
+        (np.ones(3), w, inv, 1.0),
+        (phi, w, inv, "1"),
     ]
     for i, (p, ww, iv, b) in enumerate(q_bad):
         add(f"optimistic-q-{i}", lambda p=p, ww=ww, iv=iv, b=b: K.optimistic_q(p, ww, iv, b))
     add("optimistic-q-offset", lambda: K.optimistic_q(phi, w, inv, 1.0, offset=np.ones(5)))
-    for i, n_actions in enumerate([0, 3, -1, 1.5, None, 10 ** 30]):
+    for i, n_actions in enumerate([0, 3, -1, 1.5, None, 10**30]):
         add(f"optimistic-values-actions-{i}", lambda n=n_actions: K.optimistic_values(phi, w, inv, 1.0, n))
-    for i, (q, ties) in enumerate([(np.ones(3), "random"), (np.ones((2, 2)), "first"), (np.ones((2, 0)), "lowest"),
-                                   (np.full((2, 2), np.nan), "lowest"), (np.ones((2, 2), complex), "lowest")]):
+    for i, (q, ties) in enumerate(
+        [
+            (np.ones(3), "random"),
+            (np.ones((2, 2)), "first"),
+            (np.ones((2, 0)), "lowest"),
+            (np.full((2, 2), np.nan), "lowest"),
+            (np.ones((2, 2), complex), "lowest"),
+        ]
+    ):
         add(f"greedy-{i}", lambda q=q, ties=ties: K.greedy(q, ties=ties, rng=0))
     table = np.ones((6, 3)) / 3
-    for i, kw in enumerate([dict(states=np.array([0, 7])), dict(states=np.array([-1])), dict(states=np.ones((2, 2), int)),
-                            dict(states=np.array([0.5]))]):
+    for i, kw in enumerate(
+        [
+            dict(states=np.array([0, 7])),
+            dict(states=np.array([-1])),
+            dict(states=np.ones((2, 2), int)),
+            dict(states=np.array([0.5])),
+        ]
+    ):
         add(f"state-values-{i}", lambda kw=kw: K.state_values(table, w, inv, 1.0, 2, **kw))
     add("state-values-actions", lambda: K.state_values(table, w, inv, 1.0, 4))
     for i, f in enumerate([np.ones((2, 2, 3, 1)), np.ones((2, 2, 2)), np.full((2, 1, 2, 1), np.nan), None]):
@@ -169,8 +251,18 @@ def _calls():
     add("mixture-phi-v", lambda: K.MixtureFeatures(np.ones((2, 1, 2, 1)) / 2).phi_v([1.0, 2.0, 3.0]))
 
     # ------------------------------------------------ privacy: tools, accounting, models
-    for i, args in enumerate([(-1, 1, 1e-5), (1, 0, 1e-5), (1, 1, 0), (1, 1, 1), ("1", 1, 1e-5),
-                              (1, float("nan"), 1e-5), (None, 1, 1e-5), (1, 1, 1j)]):
+    for i, args in enumerate(
+        [
+            (-1, 1, 1e-5),
+            (1, 0, 1e-5),
+            (1, 1, 0),
+            (1, 1, 1),
+            ("1", 1, 1e-5),
+            (1, float("nan"), 1e-5),
+            (None, 1, 1e-5),
+            (1, 1, 1j),
+        ]
+    ):
         add(f"gaussian-sigma-{i}", lambda a=args: mech.gaussian_sigma(*a))
     for i, args in enumerate([(-1, 1), (1, 0), (1, -1), (1, float("inf")), ("x", 1)]):
         add(f"laplace-scale-{i}", lambda a=args: mech.laplace_scale(*a))
@@ -181,7 +273,9 @@ def _calls():
     add("laplace-mechanism-str", lambda: mech.laplace_mechanism("abc", 1, 1, rng))
     for i, b in enumerate(["abc", [(1,)], [(-1, 0)], [(1, 2)], 5, [(1, "x")]]):
         add(f"simple-composition-{i}", lambda b=b: mech.simple_composition(b))
-    for i, args in enumerate([(0, 0, 1, 0.1), (1, 1.5, 1, 0.1), (1, 0, 0, 0.1), (1, 0, 1, 0), (1, 0, 1.5, 0.1)]):
+    for i, args in enumerate(
+        [(0, 0, 1, 0.1), (1, 1.5, 1, 0.1), (1, 0, 0, 0.1), (1, 0, 1, 0), (1, 0, 1.5, 0.1)]
+    ):
         add(f"advanced-composition-{i}", lambda a=args: mech.advanced_composition(*a))
     for i, n in enumerate([0, -1, 1.5, "4", None, True]):
         add(f"tree-depth-{i}", lambda n=n: mech.tree_depth(n))
@@ -193,32 +287,76 @@ def _calls():
     add("accountant-delta", lambda: acc.PrivacyAccountant().add_gaussian(1.0, 1.0).epsilon(0.0))
     add("zcdp-delta", lambda: acc.zcdp_delta(-1.0, 1.0))
     add("tree-nodes-per-leaf", lambda: acc.tree_nodes_per_leaf(0))
-    for i, kw in enumerate([dict(epsilon=0), dict(epsilon=-1), dict(epsilon=float("inf")), dict(epsilon="1"),
-                            dict(epsilon=1, delta=1), dict(epsilon=1, delta=-0.1), dict(epsilon=1, delta="0"),
-                            dict(epsilon=1, p=0), dict(epsilon=1, p=1.5), dict(epsilon=1, calibration="best"),
-                            dict(epsilon=1, calibration=None), dict(epsilon=1, delta=1e-5, mechanism="cauchy"),
-                            dict(epsilon=1, delta=0.0, mechanism="factorization"), dict(epsilon=None),
-                            dict(epsilon=1j), dict(epsilon=True)]):
+    for i, kw in enumerate(
+        [
+            dict(epsilon=0),
+            dict(epsilon=-1),
+            dict(epsilon=float("inf")),
+            dict(epsilon="1"),
+            dict(epsilon=1, delta=1),
+            dict(epsilon=1, delta=-0.1),
+            dict(epsilon=1, delta="0"),
+            dict(epsilon=1, p=0),
+            dict(epsilon=1, p=1.5),
+            dict(epsilon=1, calibration="best"),
+            dict(epsilon=1, calibration=None),
+            dict(epsilon=1, delta=1e-5, mechanism="cauchy"),
+            dict(epsilon=1, delta=0.0, mechanism="factorization"),
+            dict(epsilon=None),
+            dict(epsilon=1j),
+            dict(epsilon=True),
+        ]
+    ):
         add(f"jointdp-{i}", lambda kw=kw: JointDP(**kw))
     add("localdp-mechanism", lambda: LocalDP(1.0, 1e-5, mechanism="honaker"))
     add("localdp-delta", lambda: LocalDP(1.0, 2.0))
     add("nonprivate-p", lambda: NonPrivate(p=0))
     add("nonprivate-p-str", lambda: NonPrivate(p="0.1"))
-    for i, kw in enumerate([dict(kind="cdp"), dict(epsilon=None), dict(delta=None), dict(H=0), dict(K=0),
-                            dict(K=1.5), dict(d=0), dict(C_w=0), dict(C_w=float("nan")), dict(p=1),
-                            dict(calibration="x"), dict(H="3")]):
+    for i, kw in enumerate(
+        [
+            dict(kind="cdp"),
+            dict(epsilon=None),
+            dict(delta=None),
+            dict(H=0),
+            dict(K=0),
+            dict(K=1.5),
+            dict(d=0),
+            dict(C_w=0),
+            dict(C_w=float("nan")),
+            dict(p=1),
+            dict(calibration="x"),
+            dict(H="3"),
+        ]
+    ):
         base = dict(kind="jdp", epsilon=1.0, delta=1e-5, H=3, K=100, d=4, C_w=1.0)
         base.update(kw)
         add(f"calibrate-ucrl-vtr-{i}", lambda b=base: cal.calibrate_ucrl_vtr(**b))
         add(f"calibrate-ucrl-vtr-plus-{i}", lambda b=base: cal.calibrate_ucrl_vtr_plus(**b))
-    for i, kw in enumerate([dict(kind="ldp"), dict(batches=0), dict(batches=101), dict(batches="sometimes"),
-                            dict(batches=1.5), dict(d=-1)]):
+    for i, kw in enumerate(
+        [
+            dict(kind="ldp"),
+            dict(batches=0),
+            dict(batches=101),
+            dict(batches="sometimes"),
+            dict(batches=1.5),
+            dict(d=-1),
+        ]
+    ):
         base = dict(kind="jdp", epsilon=1.0, delta=1e-5, H=3, K=100, d=4)
         base.update(kw)
         add(f"calibrate-lsvi-{i}", lambda b=base: cal.calibrate_lsvi_ucb(**b))
-    add("calibrate-mechanism", lambda: cal.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, 3, 100, 4, 1.0, mechanism="cauchy"))
-    add("calibrate-mechanism-ldp", lambda: cal.calibrate_ucrl_vtr("ldp", 1.0, 1e-5, 3, 100, 4, 1.0, mechanism="blt"))
-    add("calibrate-mechanism-pure", lambda: cal.calibrate_lsvi_ucb("jdp", 1.0, 0.0, 3, 100, 4, mechanism="factorization"))
+    add(
+        "calibrate-mechanism",
+        lambda: cal.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, 3, 100, 4, 1.0, mechanism="cauchy"),
+    )
+    add(
+        "calibrate-mechanism-ldp",
+        lambda: cal.calibrate_ucrl_vtr("ldp", 1.0, 1e-5, 3, 100, 4, 1.0, mechanism="blt"),
+    )
+    add(
+        "calibrate-mechanism-pure",
+        lambda: cal.calibrate_lsvi_ucb("jdp", 1.0, 0.0, 3, 100, 4, mechanism="factorization"),
+    )
 
     # ------------------------------------------------ environments
     H, S, nA = 2, 3, 2
@@ -226,20 +364,45 @@ def _calls():
     R = np.full((H, S, nA), 0.5)
     mu0 = np.full(S, 1.0 / S)
     bad_mdps = [
-        (P[0], R, mu0), (P * 2, R, mu0), (np.where(P > 0, np.nan, P), R, mu0), (P, R + 1.0, mu0),
-        (P, R, np.ones(S)), (P, R[:, :, :1], mu0), (P, R, mu0[:2]), (P.astype(str), R, mu0),
-        (P.astype(complex), R, mu0), (-P, R, mu0), (np.zeros((H, 0, nA, 0)), R, mu0), (None, R, mu0),
+        (P[0], R, mu0),
+        (P * 2, R, mu0),
+        (np.where(P > 0, np.nan, P), R, mu0),
+        (P, R + 1.0, mu0),
+        (P, R, np.ones(S)),
+        (P, R[:, :, :1], mu0),
+        (P, R, mu0[:2]),
+        (P.astype(str), R, mu0),
+        (P.astype(complex), R, mu0),
+        (-P, R, mu0),
+        (np.zeros((H, 0, nA, 0)), R, mu0),
+        (None, R, mu0),
     ]
     for i, (p_, r_, m_) in enumerate(bad_mdps):
         add(f"finite-mdp-{i}", lambda p_=p_, r_=r_, m_=m_: FiniteMDP(p_, r_, m_))
     add("tabular-linear-mdp", lambda: tabular_linear_mdp(P * 2, R, mu0))
     feats = np.full((S, nA, 2), 0.9)  # ||phi|| > 1
     add("linear-mdp-norm", lambda: LinearMDP(feats, np.ones((H, S, 2)), np.zeros((H, 2)), mu0))
-    add("linear-mdp-no-reward", lambda: LinearMDP(np.full((S, nA, 1), 1.0), np.full((H, S, 1), 1 / S), None, mu0))
+    add(
+        "linear-mdp-no-reward",
+        lambda: LinearMDP(np.full((S, nA, 1), 1.0), np.full((H, S, 1), 1 / S), None, mu0),
+    )
     for cls in (RandomLinearMDP, RandomLinearMixtureMDP):
-        for i, kw in enumerate([dict(S=0), dict(S=-1), dict(S=1.5), dict(S="5"), dict(S=10 ** 30), dict(A=0),
-                                dict(d=0), dict(H=0), dict(H=None), dict(seed=-1), dict(seed="x"),
-                                dict(S=10 ** 6, A=10 ** 6)]):
+        for i, kw in enumerate(
+            [
+                dict(S=0),
+                dict(S=-1),
+                dict(S=1.5),
+                dict(S="5"),
+                dict(S=10**30),
+                dict(A=0),
+                dict(d=0),
+                dict(H=0),
+                dict(H=None),
+                dict(seed=-1),
+                dict(seed="x"),
+                dict(S=10**6, A=10**6),
+            ]
+        ):
             add(f"{cls.__name__}-{i}", lambda cls=cls, kw=kw: cls(**kw))
     add("riverswim-S", lambda: RiverSwim(S=1))
     add("riverswim-mixture-H", lambda: RiverSwimMixture(S=4, H=0))
@@ -249,8 +412,17 @@ def _calls():
     env = RandomLinearMixtureMDP(S=4, A=2, d=3, H=3, seed=0)
     lenv = RandomLinearMDP(S=4, A=2, d=3, H=3, seed=0)
     good_pi = np.zeros((3, 4), dtype=np.int64)
-    for i, pi in enumerate([np.zeros((3, 3), int), np.full((3, 4), 2), np.full((3, 4), -1), np.full((3, 4), 0.5),
-                            np.array([["a"] * 4] * 3), None, np.zeros((3, 4), complex)]):
+    for i, pi in enumerate(
+        [
+            np.zeros((3, 3), int),
+            np.full((3, 4), 2),
+            np.full((3, 4), -1),
+            np.full((3, 4), 0.5),
+            np.array([["a"] * 4] * 3),
+            None,
+            np.zeros((3, 4), complex),
+        ]
+    ):
         add(f"sample-episode-policy-{i}", lambda pi=pi: env.sample_episode(pi, np.random.default_rng(0)))
         add(f"policy-values-{i}", lambda pi=pi: env.policy_values(pi))
     add("sample-episode-rng", lambda: env.sample_episode(good_pi, 0))
@@ -269,13 +441,34 @@ def _calls():
             add(f"{cls.__name__}-episodes-{i}", lambda cls=cls, k=k: cls(env, jdp, episodes=k, seed=0))
         for i, s in enumerate(BAD_SEEDS[:4]):
             add(f"{cls.__name__}-seed-{i}", lambda cls=cls, s=s: cls(env, jdp, episodes=10, seed=s))
-        for i, kw in enumerate([dict(beta_scale=-1), dict(beta_scale=float("nan")), dict(beta_scale="1"),
-                                dict(beta=-1.0), dict(beta=float("inf")), dict(ties="first"),
-                                dict(sensitivity="ignore"), dict(sensitivity=None)]):
+        for i, kw in enumerate(
+            [
+                dict(beta_scale=-1),
+                dict(beta_scale=float("nan")),
+                dict(beta_scale="1"),
+                dict(beta=-1.0),
+                dict(beta=float("inf")),
+                dict(ties="first"),
+                dict(sensitivity="ignore"),
+                dict(sensitivity=None),
+            ]
+        ):
             add(f"{cls.__name__}-option-{i}", lambda cls=cls, kw=kw: cls(env, jdp, episodes=10, seed=0, **kw))
-    for i, kw in enumerate([dict(privacy=LocalDP(1.0, 1e-5)), dict(batches=0), dict(batches=11), dict(batches="x"),
-                            dict(batches=2.5), dict(planning="fast"), dict(episodes=0), dict(episodes=10 ** 30),
-                            dict(episodes=2 ** 62), dict(privacy="jdp"), dict(sensitivity="no")]):
+    for i, kw in enumerate(
+        [
+            dict(privacy=LocalDP(1.0, 1e-5)),
+            dict(batches=0),
+            dict(batches=11),
+            dict(batches="x"),
+            dict(batches=2.5),
+            dict(planning="fast"),
+            dict(episodes=0),
+            dict(episodes=10**30),
+            dict(episodes=2**62),
+            dict(privacy="jdp"),
+            dict(sensitivity="no"),
+        ]
+    ):
         base = dict(privacy=jdp, episodes=10, seed=0)
         base.update(kw)
         add(f"lsvi-{i}", lambda b=base: LSVIUCB(lenv, **b))
@@ -287,15 +480,18 @@ def _calls():
         t = e.sample_episode(pi, np.random.default_rng(0))
         a.observe(traj_fn(t))
 
-    for i, f in enumerate([
-        lambda t: "trajectory", lambda t: None,
-        lambda t: Trajectory(t.states[:-1], t.actions, t.rewards),
-        lambda t: Trajectory(t.states - 10, t.actions, t.rewards),
-        lambda t: Trajectory(t.states, t.actions + 7, t.rewards),
-        lambda t: Trajectory(t.states.astype(float), t.actions, t.rewards),
-        lambda t: Trajectory(t.states, t.actions, np.full(3, np.nan)),
-        lambda t: Trajectory(t.states, t.actions, np.array(["a"] * 3)),
-    ]):
+    for i, f in enumerate(
+        [
+            lambda t: "trajectory",
+            lambda t: None,
+            lambda t: Trajectory(t.states[:-1], t.actions, t.rewards),
+            lambda t: Trajectory(t.states - 10, t.actions, t.rewards),
+            lambda t: Trajectory(t.states, t.actions + 7, t.rewards),
+            lambda t: Trajectory(t.states.astype(float), t.actions, t.rewards),
+            lambda t: Trajectory(t.states, t.actions, np.full(3, np.nan)),
+            lambda t: Trajectory(t.states, t.actions, np.array(["a"] * 3)),
+        ]
+    ):
         add(f"observe-ucrl-{i}", lambda f=f: observe_bad(f))
         add(f"observe-lsvi-{i}", lambda f=f: observe_bad(f, LSVIUCB, lenv))
 
@@ -303,9 +499,13 @@ def _calls():
         a = UCRLVTR(env, jdp, episodes=1, seed=0)
         for k in range(2):
             a.observe(env.sample_episode(a.policy(), np.random.default_rng(k)))
+
     add("observe-beyond-K", observe_too_many)
     add("run-agent", lambda: run("agent", env))
-    add("run-env-mismatch", lambda: run(UCRLVTR(env, jdp, episodes=2, seed=0), RandomLinearMixtureMDP(S=4, A=2, d=3, H=3)))
+    add(
+        "run-env-mismatch",
+        lambda: run(UCRLVTR(env, jdp, episodes=2, seed=0), RandomLinearMixtureMDP(S=4, A=2, d=3, H=3)),
+    )
     add("run-episodes", lambda: run(UCRLVTR(env, jdp, episodes=2, seed=0), env, episodes=5))
     add("run-episodes-zero", lambda: run(UCRLVTR(env, jdp, episodes=2, seed=0), env, episodes=0))
     add("run-seed", lambda: run(UCRLVTR(env, jdp, episodes=2, seed=0), env, seed="x"))
@@ -315,15 +515,42 @@ def _calls():
     add("guard-range", lambda: SensitivityGuard(1.0, 1.0, 0.0))
     add("server-mode", lambda: RegressionServer(2, 2, 1.0, "central", 4))
     add("server-tree-unguarded", lambda: RegressionServer(2, 2, 1.0, "tree", 4, noise="none"))
-    add("server-raw-to-local", lambda: RegressionServer(2, 2, 1.0, "local", 4).receive(RawStatistics(np.ones((2, 2)), np.ones(2))))
-    add("server-private-to-tree", lambda: RegressionServer(2, 2, 1.0, "tree", 4, noise="none", guard=guard).receive(
-        PrivatizedStatistics(np.ones((2, 2, 2)), np.ones((2, 2)))))
-    add("server-broadcast-gram", lambda: RegressionServer(2, 2, 1.0, "local", 4).receive(
-        PrivatizedStatistics(np.eye(2), np.ones((2, 2)))))
-    add("server-raw-shape", lambda: RegressionServer(2, 2, 1.0, "exact", 4).receive(RawStatistics(np.ones((2, 3)), np.ones(2))))
-    add("server-raw-nan", lambda: RegressionServer(2, 2, 1.0, "exact", 4).receive(RawStatistics(np.ones((2, 2)), np.array([np.nan, 1]))))
-    add("server-raw-str", lambda: RegressionServer(2, 2, 1.0, "exact", 4).receive(RawStatistics(np.ones((2, 2)), np.array(["a", "b"]))))
-    add("server-message", lambda: RegressionServer(2, 2, 1.0, "exact", 4).receive((np.ones((2, 2)), np.ones(2))))
+    add(
+        "server-raw-to-local",
+        lambda: RegressionServer(2, 2, 1.0, "local", 4).receive(RawStatistics(np.ones((2, 2)), np.ones(2))),
+    )
+    add(
+        "server-private-to-tree",
+        lambda: RegressionServer(2, 2, 1.0, "tree", 4, noise="none", guard=guard).receive(
+            PrivatizedStatistics(np.ones((2, 2, 2)), np.ones((2, 2)))
+        ),
+    )
+    add(
+        "server-broadcast-gram",
+        lambda: RegressionServer(2, 2, 1.0, "local", 4).receive(
+            PrivatizedStatistics(np.eye(2), np.ones((2, 2)))
+        ),
+    )
+    add(
+        "server-raw-shape",
+        lambda: RegressionServer(2, 2, 1.0, "exact", 4).receive(RawStatistics(np.ones((2, 3)), np.ones(2))),
+    )
+    add(
+        "server-raw-nan",
+        lambda: RegressionServer(2, 2, 1.0, "exact", 4).receive(
+            RawStatistics(np.ones((2, 2)), np.array([np.nan, 1]))
+        ),
+    )
+    add(
+        "server-raw-str",
+        lambda: RegressionServer(2, 2, 1.0, "exact", 4).receive(
+            RawStatistics(np.ones((2, 2)), np.array(["a", "b"]))
+        ),
+    )
+    add(
+        "server-message",
+        lambda: RegressionServer(2, 2, 1.0, "exact", 4).receive((np.ones((2, 2)), np.ones(2))),
+    )
 
     # ------------------------------------------------ audit
     add("clopper-pearson-k", lambda: A.clopper_pearson(5, 3, 0.05))
@@ -397,7 +624,7 @@ def run_corpus() -> dict:
                 call()
         except ACCEPTED:
             continue
-        except BaseException as e:  # noqa: BLE001 - a PanicException is a BaseException
+        except BaseException as e:
             out["wrong_type"].append(f"{name}: {type(e).__name__}: {e}")
         else:
             out["no_error"].append(name)
@@ -408,11 +635,13 @@ def test_corpus_in_a_subprocess_exits_normally():
     """A Rust abort / panic-abort / segfault would kill the interpreter: run everything in a
     child process and require a normal exit with every call raising an accepted exception."""
     here = os.path.dirname(os.path.abspath(__file__))
-    code = ("import json, sys; sys.path.insert(0, %r); import test_malformed as t; "
-            "print('RESULT' + json.dumps(t.run_corpus()))" % here)
+    code = (
+        f"import json, sys; sys.path.insert(0, {here!r}); import test_malformed as t; "
+        "print('RESULT' + json.dumps(t.run_corpus()))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")][-1]
-    res = json.loads(line[len("RESULT"):])
+    res = json.loads(line[len("RESULT") :])
     assert res["n"] >= 200
     assert res["no_error"] == [] and res["wrong_type"] == [], res

@@ -1,4 +1,5 @@
 """Tests of privrl.privacy.models: NonPrivate / JointDP / LocalDP plug-ins (Luyo et al., Sec. 2.1)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -16,10 +17,24 @@ def test_package_reexports():
     assert privacy.JointDP is JointDP and privacy.LocalDP is LocalDP
     assert privacy.calibration.calibrate_ucrl_vtr is calibration.calibrate_ucrl_vtr
     assert callable(privacy.mechanisms.gaussian_sigma)
-    assert set(privacy.__all__) == {"NonPrivate", "JointDP", "LocalDP", "calibration", "mechanisms",
-                                    "accounting", "report", "PrivacyAccountant", "privacy_report",
-                                    "format_privacy_report", "bounds", "plans", "Calibration", "ReleasePlan",
-                                    "ReleasedFamily", "UserStatistic"}
+    assert set(privacy.__all__) == {
+        "NonPrivate",
+        "JointDP",
+        "LocalDP",
+        "calibration",
+        "mechanisms",
+        "accounting",
+        "report",
+        "PrivacyAccountant",
+        "privacy_report",
+        "format_privacy_report",
+        "bounds",
+        "plans",
+        "Calibration",
+        "ReleasePlan",
+        "ReleasedFamily",
+        "UserStatistic",
+    }
 
 
 def test_joint_dp_properties():
@@ -34,8 +49,8 @@ def test_pure_defaults():
     j = JointDP(0.5)
     assert j.delta == 0.0 and j.pure is True
     assert j.label == "JDP(eps=0.5, delta=0)"
-    l = LocalDP(2.0)
-    assert l.kind == "ldp" and l.pure is True
+    ldp = LocalDP(2.0)
+    assert ldp.kind == "ldp" and ldp.pure is True
 
 
 def test_local_dp_properties():

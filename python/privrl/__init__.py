@@ -5,6 +5,7 @@ RL with Linear Representation": (JDP / LDP / pure-DP) UCRL-VTR and UCRL-VTR+ for
 linear-mixture MDPs, JDP LSVI-UCB with static batching for linear MDPs, the DP tools
 of the appendix, and an exact-regret experiment harness. The numeric core is Rust.
 """
+
 from __future__ import annotations
 
 __version__ = "0.1.0"

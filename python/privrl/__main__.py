@@ -1,5 +1,6 @@
 """`python -m privrl`: the same command line as the `privrl` console script (privrl.cli),
 for environments where the script directory is not on PATH."""
+
 from privrl.cli import main
 
 raise SystemExit(main())

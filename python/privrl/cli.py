@@ -1,5 +1,6 @@
 """The `privrl` command line (console script and `python -m privrl`): run / plot / report sweeps and
 the demo, the main job comparing non-private, JDP and LDP regret (Sec. 3-5); it only parses and prints."""
+
 from __future__ import annotations
 
 import argparse
@@ -30,19 +31,33 @@ def kernel_demo() -> None:
     t_sm = time.perf_counter() - t0
     w = sm.solve(rng.standard_normal(d))
     t0 = time.perf_counter()
-    q, v, a = K.optimistic_values(phi, w, sm.inverse(), beta=1.0, n_actions=n_actions, upper=10.0, lower=0.0, ties="lowest")
+    q, _, a = K.optimistic_values(
+        phi, w, sm.inverse(), beta=1.0, n_actions=n_actions, upper=10.0, lower=0.0, ties="lowest"
+    )
     t_q = time.perf_counter() - t0
-    qr, vr, ar = R.optimistic_values_ref(phi, w, sm.inverse(), 1.0, n_actions, 10.0, 0.0, ties="lowest")
-    print(f"Sherman-Morrison: 1000 rank-one updates at d={d} in {t_sm * 1e3:.2f} ms, "
-          f"max|Lambda Lambda^-1 - I| = {sm.inverse_error():.1e}")
-    print(f"Optimistic Q over {n_states} states x {n_actions} actions in {t_q * 1e3:.2f} ms; "
-          f"max |Q - Q_numpy| = {np.abs(q - qr).max():.1e}, same greedy actions: {np.array_equal(a, ar)}")
+    qr, _, ar = R.optimistic_values_ref(phi, w, sm.inverse(), 1.0, n_actions, 10.0, 0.0, ties="lowest")
+    print(
+        f"Sherman-Morrison: 1000 rank-one updates at d={d} in {t_sm * 1e3:.2f} ms, "
+        f"max|Lambda Lambda^-1 - I| = {sm.inverse_error():.1e}"
+    )
+    print(
+        f"Optimistic Q over {n_states} states x {n_actions} actions in {t_q * 1e3:.2f} ms; "
+        f"max |Q - Q_numpy| = {np.abs(q - qr).max():.1e}, same greedy actions: {np.array_equal(a, ar)}"
+    )
     tree = K.TreeAggregator((d, d), capacity=1000, scale=1.0, seed=0)
     for _ in range(13):
         tree.push(np.zeros((d, d)))
     off, diag = tree.release_variance()
-    print(f"Tree mechanism: after 13 leaves the release sums {tree.nodes_used} nodes "
-          f"(<= ceil(log2 T + 1) = {tree.max_nodes}); per-entry noise variance {off:.1f} off-diagonal, {diag:.1f} diagonal")
+    print(
+        f"Tree mechanism: after 13 leaves the release sums {tree.nodes_used} nodes "
+        f"(<= ceil(log2 T + 1) = {tree.max_nodes}); per-entry noise variance {off:.1f} off-diagonal, "
+        f"{diag:.1f} diagonal"
+    )
+
+
+def cmd_kernels(args: argparse.Namespace) -> int:
+    kernel_demo()
+    return 0
 
 
 def _literal(text: str) -> Any:
@@ -72,32 +87,85 @@ def _pairs(text: str, flag: str) -> dict:
     return out
 
 
-def _raw_config(args: argparse.Namespace) -> dict:
-    """The config mapping: the TOML file (if any) with the command-line flags on top."""
+def _read_config(path: Path) -> dict[str, Any]:
     from privrl.experiment.config import ConfigError, _tomllib
 
-    raw: dict[str, Any] = {}
-    if args.config is not None:
-        path = Path(args.config)
-        if not path.exists():
-            raise ConfigError("CONFIG", f"config file not found: {path}")
-        tomllib = _tomllib()
-        try:
-            raw = tomllib.loads(path.read_text())
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError("CONFIG", f"{path} is not valid TOML: {exc}") from exc
-        raw.setdefault("name", path.stem)
-    flags = {"episodes": args.episodes, "delta": args.delta, "log_every": args.log_every, "n_jobs": args.n_jobs,
-             "root_seed": args.root_seed, "format": args.format, "scheduler": args.scheduler}
-    raw.update({k: v for k, v in flags.items() if v is not None})
+    if not path.exists():
+        raise ConfigError("CONFIG", f"config file not found: {path}")
+    tomllib = _tomllib()
+    try:
+        raw: dict[str, Any] = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("CONFIG", f"{path} is not valid TOML: {exc}") from exc
+    raw.setdefault("name", path.stem)
+    return raw
+
+
+def _sweep_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The top-level keys the flags set (a flag left out keeps the config's value)."""
+    flags = {
+        "episodes": args.episodes,
+        "delta": args.delta,
+        "log_every": args.log_every,
+        "n_jobs": args.n_jobs,
+        "root_seed": args.root_seed,
+        "format": args.format,
+        "scheduler": args.scheduler,
+    }
+    out = {k: v for k, v in flags.items() if v is not None}
     if args.seeds is not None:
         seeds = _list(args.seeds)
-        raw["seeds"] = seeds[0] if len(seeds) == 1 and "," not in args.seeds and not args.seeds.startswith("[") else seeds
+        one_count = len(seeds) == 1 and "," not in args.seeds and not args.seeds.startswith("[")
+        out["seeds"] = seeds[0] if one_count else seeds
     if args.epsilons is not None:
-        raw["epsilons"] = _list(args.epsilons)
-    if args.env is not None or args.env_arg or args.agent:
-        if "study" in raw:
-            raise ConfigError("--env/--agent", "the config has [[study]] tables; edit them instead of using flags")
+        out["epsilons"] = _list(args.epsilons)
+    return out
+
+
+# Agent keys that also have a flag: (flag, key, the privacy kinds it applies to).
+_AGENT_FLAGS = (("--calibration", "calibration", ("jdp", "ldp")), ("--mechanism", "mechanism", ("jdp",)))
+
+
+def _flag_agents(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """The --agent agents, with --calibration / --mechanism filled in where an agent does not set
+    them itself (only for the privacy kinds they mean something to)."""
+    from privrl.experiment.config import PRIVACY_KINDS, ConfigError
+
+    agents = {}
+    for item in args.agent or ():
+        name, _, rest = item.partition(":")
+        if not name or not rest:
+            raise ConfigError("--agent", f"expected NAME:algorithm=...,privacy=...; got {item!r}")
+        agents[name] = _pairs(rest, f"--agent {name}")
+    for flag, key, kinds in _AGENT_FLAGS:
+        value = getattr(args, key)
+        if value is None:
+            continue
+        if not agents:
+            raise ConfigError(
+                flag, f"applies to --agent agents; in a config file, set {key} in the agent's table"
+            )
+        targets = [
+            a for a in agents.values() if PRIVACY_KINDS.get(str(a.get("privacy", "jdp")).lower()) in kinds
+        ]
+        if not targets:
+            raise ConfigError(flag, f"no {' or '.join(kinds)} agent among the --agent agents to apply it to")
+        for agent in targets:
+            agent.setdefault(key, value)
+    return agents
+
+
+def _raw_config(args: argparse.Namespace) -> dict:
+    """The config mapping: the TOML file (if any) with the command-line flags on top."""
+    from privrl.experiment.config import ConfigError
+
+    raw = _read_config(Path(args.config)) if args.config is not None else {}
+    raw.update(_sweep_flags(args))
+    agents = _flag_agents(args)
+    if (args.env is not None or args.env_arg or agents) and "study" in raw:
+        raise ConfigError(
+            "--env/--agent", "the config has [[study]] tables; edit them instead of using flags"
+        )
     if args.env is not None:
         raw["env"] = {"name": args.env}
     if args.env_arg:
@@ -105,13 +173,7 @@ def _raw_config(args: argparse.Namespace) -> dict:
             raise ConfigError("--env-arg", "give --env NAME (or env in the config) first")
         for item in args.env_arg:
             raw["env"].update(_pairs(item, "--env-arg"))
-    if args.agent:
-        agents = {}
-        for item in args.agent:
-            name, _, rest = item.partition(":")
-            if not name or not rest:
-                raise ConfigError("--agent", f"expected NAME:algorithm=...,privacy=...; got {item!r}")
-            agents[name] = _pairs(rest, f"--agent {name}")
+    if agents:
         raw["agents"] = agents
     return raw
 
@@ -120,8 +182,9 @@ def _default_outdir(raw: dict) -> str:
     return str(raw.get("outdir") or Path("privrl-results") / str(raw.get("name", "sweep")))
 
 
-def _run_and_show(raw: dict, outdir: str, args: argparse.Namespace, plot: bool, report: bool,
-                  plot_output: str | None = None) -> int:
+def _run_and_show(
+    raw: dict, outdir: str, args: argparse.Namespace, plot: bool, report: bool, plot_output: str | None = None
+) -> int:
     from privrl.experiment import build_config, run_sweep
     from privrl.experiment.plots import plot as draw
     from privrl.experiment.summary import report as show
@@ -129,18 +192,25 @@ def _run_and_show(raw: dict, outdir: str, args: argparse.Namespace, plot: bool, 
     config = build_config(raw)
     runs = config.runs()
     where = config.scheduler or f"{config.n_jobs} process{'es' if config.n_jobs > 1 else ''}"
-    print(f"privrl: {len(runs)} runs ({sum(r.episodes for r in runs):,} episodes) on {where} -> {outdir}",
-          file=sys.stderr)
+    print(
+        f"privrl: {len(runs)} runs ({sum(r.episodes for r in runs):,} episodes) on {where} -> {outdir}",
+        file=sys.stderr,
+    )
     t0 = time.perf_counter()
     try:
         _, manifest = run_sweep(config, outdir, progress=not args.no_progress, resume=not args.fresh)
     except KeyboardInterrupt:
-        print(f"\nprivrl: interrupted; finished runs are saved in {outdir}; rerun the same command to resume",
-              file=sys.stderr)
+        print(
+            f"\nprivrl: interrupted; finished runs are saved in {outdir}; rerun the same command to resume",
+            file=sys.stderr,
+        )
         return 130
     took = time.perf_counter() - t0
-    print(f"privrl: {manifest['n_computed']} runs computed, {manifest['n_resumed']} resumed, in {took:.1f} s; "
-          f"results in {outdir}/{manifest['results_file']}", file=sys.stderr)
+    print(
+        f"privrl: {manifest['n_computed']} runs computed, {manifest['n_resumed']} resumed, in {took:.1f} s; "
+        f"results in {outdir}/{manifest['results_file']}",
+        file=sys.stderr,
+    )
     if report:
         show(outdir)
     if plot:
@@ -190,8 +260,11 @@ def _print_calibration_comparison(raw: dict) -> None:
     print("Privacy noise, paper calibration vs the tight accountant (same releases, same (eps, delta)):")
     for study in raw.get("study", []):
         env, K = make_env(study["env"]), int(study["episodes"])
-        private = {(spec["algorithm"], spec["privacy"]) for spec in study["agents"].values()
-                   if spec.get("privacy") != "none"}
+        private = {
+            (spec["algorithm"], spec["privacy"])
+            for spec in study["agents"].values()
+            if spec.get("privacy") != "none"
+        }
         for alg, kind in sorted(private):
             key = {"UCRL-VTR": "ucrl_vtr", "UCRL-VTR+": "ucrl_vtr_plus", "LSVI-UCB": "lsvi_ucb"}.get(alg)
             if key is None:
@@ -241,14 +314,24 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="privrl", description="Differentially private exploration in linear RL: "
-                                 "regret sweeps, plots and reports (see docs/harness.md)")
+    # The privacy models list the calibrations and mechanisms they accept; the flags take exactly those.
+    from privrl.privacy.models import CALIBRATIONS, MECHANISMS
+
+    ap = argparse.ArgumentParser(
+        prog="privrl",
+        description="Differentially private exploration in linear RL: "
+        "regret sweeps, plots and reports (see docs/harness.md)",
+    )
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
     def sweep_flags(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--out", "-o", help="results folder (default: outdir of the config, else privrl-results/NAME)")
+        p.add_argument(
+            "--out", "-o", help="results folder (default: outdir of the config, else privrl-results/NAME)"
+        )
         p.add_argument("--n-jobs", "-j", type=int, help="local worker processes (-1: all cores)")
-        p.add_argument("--scheduler", help="run on a Dask cluster, e.g. tcp://host:8786 (pip install privrl[dask])")
+        p.add_argument(
+            "--scheduler", help="run on a Dask cluster, e.g. tcp://host:8786 (pip install privrl[dask])"
+        )
         p.add_argument("--no-progress", action="store_true", help="no progress bars")
         p.add_argument("--fresh", action="store_true", help="recompute every run instead of resuming")
 
@@ -261,12 +344,30 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--delta", type=float, help="delta of (eps, delta)-DP; 0 = pure DP")
     run.add_argument("--log-every", type=int, help="keep one row every N episodes (and the last)")
     run.add_argument("--root-seed", type=int, help="root of every run's SeedSequence (default 0)")
-    run.add_argument("--format", choices=["auto", "parquet", "csv"], help="results file format (auto: parquet "
-                     "if pyarrow is installed)")
+    run.add_argument(
+        "--format",
+        choices=["auto", "parquet", "csv"],
+        help="results file format (auto: parquet if pyarrow is installed)",
+    )
     run.add_argument("--env", help="environment name (RiverSwimMixture, RandomLinearMDP, ...)")
     run.add_argument("--env-arg", action="append", metavar="K=V,...", help="environment keyword arguments")
-    run.add_argument("--agent", action="append", metavar="NAME:K=V,...",
-                     help="an agent, e.g. 'LDP-UCRL-VTR:algorithm=UCRL-VTR,privacy=ldp,beta_scale=0.1' (repeatable)")
+    run.add_argument(
+        "--agent",
+        action="append",
+        metavar="NAME:K=V,...",
+        help="an agent, e.g. 'LDP-UCRL-VTR:algorithm=UCRL-VTR,privacy=ldp,beta_scale=0.1' (repeatable)",
+    )
+    run.add_argument(
+        "--calibration",
+        choices=CALIBRATIONS,
+        help="noise calibration of every jdp / ldp --agent that does not set its own (default: paper)",
+    )
+    run.add_argument(
+        "--mechanism",
+        choices=MECHANISMS,
+        help="continual-release mechanism of every jdp --agent that does not set its own (default: tree, "
+        "the paper's; the others need delta > 0)",
+    )
     run.add_argument("--plot", action="store_true", help="also draw OUT/regret.png and .svg")
     run.add_argument("--report", action="store_true", help="also print the report table")
     run.set_defaults(func=cmd_run)
@@ -289,7 +390,7 @@ def _parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_report)
 
     k = sub.add_parser("kernels", help="a short tour of the Rust kernels")
-    k.set_defaults(func=lambda args: (kernel_demo(), 0)[1])
+    k.set_defaults(func=cmd_kernels)
     return ap
 
 

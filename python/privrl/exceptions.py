@@ -3,6 +3,7 @@
 Every error privrl raises on bad input derives from PrivrlError and, where it fits, from the
 builtin / numpy class a user would catch anyway (ValueError, numpy.linalg.LinAlgError).
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,10 +1,12 @@
 """Run an agent against an environment with exact regret (Sec. 2.1):
 R(K) = sum_k V*_1(s_1^k) - V^{pi_k}_1(s_1^k), pi_k the policy the user of episode k executes."""
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -42,8 +44,13 @@ class RunResult:
         return float(self.regret[-1]) if len(self.regret) else 0.0
 
 
-def run(agent: Agent, env: FiniteMDP, episodes: int | None = None, seed: Any = None,
-        callback: Callable[[int, float], None] | None = None) -> RunResult:
+def run(
+    agent: Agent,
+    env: FiniteMDP,
+    episodes: int | None = None,
+    seed: Any = None,
+    callback: Callable[[int, float], None] | None = None,
+) -> RunResult:
     """Run `agent` for `episodes` users (default: the K it was calibrated for) on `env`.
 
     `seed` drives the environment's stream only (initial states and transitions); the agent's
@@ -55,16 +62,23 @@ def run(agent: Agent, env: FiniteMDP, episodes: int | None = None, seed: Any = N
     if agent.env is not env:
         raise ValueError("the agent was built for a different environment object")
     K = agent.K if episodes is None else check_episodes(episodes)
-    if K > agent.K - agent.k:
-        raise ValueError(f"{agent.label} is calibrated for {agent.K} episodes and has run {agent.k}; "
-                         f"cannot run {K} more")
-    rng = np.random.default_rng(seed if isinstance(seed, np.random.SeedSequence) else
-                                np.random.SeedSequence(seed) if seed is not None else None)
+    if agent.K - agent.k < K:
+        raise ValueError(
+            f"{agent.label} is calibrated for {agent.K} episodes and has run {agent.k}; cannot run {K} more"
+        )
+    rng = np.random.default_rng(
+        seed
+        if isinstance(seed, np.random.SeedSequence)
+        else np.random.SeedSequence(seed)
+        if seed is not None
+        else None
+    )
     v_star = env.optimal_values()[0]
     gaps = np.empty(K)
     returns = np.empty(K)
     starts = np.empty(K, dtype=np.int64)
-    last_pi, last_v = None, None
+    last_pi: np.ndarray | None = None
+    last_v = np.empty(0)  # V^{pi_k}_1 of the last distinct policy
     changes = 0
     t0 = time.perf_counter()
     cum = 0.0
@@ -84,7 +98,15 @@ def run(agent: Agent, env: FiniteMDP, episodes: int | None = None, seed: Any = N
             cum += gaps[k]
             callback(k + 1, cum)
     wall = time.perf_counter() - t0
-    return RunResult(regret=np.cumsum(gaps), gaps=gaps, returns=returns, initial_states=starts,
-                     calibration=dict(getattr(agent, "calibration", {})), wall_time=wall,
-                     agent=agent.label, env=getattr(env, "name", None) or type(env).__name__,
-                     seed=seed, policy_changes=changes)
+    return RunResult(
+        regret=np.cumsum(gaps),
+        gaps=gaps,
+        returns=returns,
+        initial_states=starts,
+        calibration=dict(getattr(agent, "calibration", {})),
+        wall_time=wall,
+        agent=agent.label,
+        env=getattr(env, "name", None) or type(env).__name__,
+        seed=seed,
+        policy_changes=changes,
+    )

@@ -1,6 +1,7 @@
-"""Benchmark environments: exact finite-horizon MDPs, linear MDPs and linear-mixture MDPs (BENCHMARKS.md).
-Sec. 2 of the paper (Asm. 1 "Linear MDP", Asm. 2 "Linear-Mixture MDP"); exact values for exact regret.
+"""Benchmark environments (docs/benchmarks.md): exact finite-horizon MDPs, linear MDPs and linear-mixture
+MDPs. Sec. 2 of the paper (Asm. 1 "Linear MDP", Asm. 2 "Linear-Mixture MDP"); exact values for exact regret.
 """
+
 from __future__ import annotations
 
 from privrl.envs.finite import FiniteMDP, Trajectory

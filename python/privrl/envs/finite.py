@@ -1,6 +1,7 @@
 """Exact finite-horizon, time-inhomogeneous finite MDPs: sampling, backward induction, exact values.
 Sec. 2 (Preliminaries) of the paper: M = (S, A, H, {r_h}, {p_h}), deterministic rewards in [0, 1].
 """
+
 from __future__ import annotations
 
 import operator
@@ -53,7 +54,9 @@ def _as_array(x: Any, name: str, ndim: int, what: str) -> np.ndarray:
 
 def _check_rng(rng: Any) -> np.random.Generator:
     if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
+        raise TypeError(
+            f"rng must be a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}"
+        )
     return rng
 
 
@@ -66,8 +69,10 @@ def check_dense_size(name: str, H: int, S: int, A: int) -> None:
     """Refuse (ShapeError) sizes whose dense (H, S, A, S) tensor is too large."""
     n = H * S * A * S
     if n > MAX_DENSE_ENTRIES:
-        raise ShapeError(f"{name}: a dense model with H={H}, S={S}, A={A} needs {n:.3g} entries, "
-                         f"above the limit of {MAX_DENSE_ENTRIES} (2 GiB)")
+        raise ShapeError(
+            f"{name}: a dense model with H={H}, S={S}, A={A} needs {n:.3g} entries, "
+            f"above the limit of {MAX_DENSE_ENTRIES} (2 GiB)"
+        )
 
 
 def _check_finite(arr: np.ndarray, name: str) -> None:
@@ -221,7 +226,9 @@ class FiniteMDP:
         """Draw s' ~ p_h(.|s,a) with one uniform (inverse-cdf on the precomputed row)."""
         h, s, a = (operator.index(v) for v in (h, s, a))  # TypeError for 1.5, "1", None
         if not (0 <= h < self.H and 0 <= s < self.S and 0 <= a < self.A):
-            raise IndexRangeError(f"(h, s, a) = ({h}, {s}, {a}) out of range for H={self.H}, S={self.S}, A={self.A}")
+            raise IndexRangeError(
+                f"(h, s, a) = ({h}, {s}, {a}) out of range for H={self.H}, S={self.S}, A={self.A}"
+            )
         return int(np.searchsorted(self._cdf[h, s, a], _check_rng(rng).random(), side="right"))
 
     def sample_episode(self, policy: Any, rng: np.random.Generator) -> Trajectory:
@@ -251,7 +258,9 @@ class FiniteMDP:
     def _check_policy(self, policy: Any) -> np.ndarray:
         pol = np.asarray(policy)
         if pol.shape != (self.H, self.S):
-            raise ShapeError(f"policy must be an int array of shape (H, S) = {(self.H, self.S)}, got {pol.shape}")
+            raise ShapeError(
+                f"policy must be an int array of shape (H, S) = {(self.H, self.S)}, got {pol.shape}"
+            )
         if not np.issubdtype(pol.dtype, np.integer):
             if np.issubdtype(pol.dtype, np.floating) and np.all(pol == np.round(pol)):
                 pol = pol.astype(np.int64)
@@ -259,7 +268,9 @@ class FiniteMDP:
                 raise ShapeError(f"policy must hold integer action indices, got dtype {pol.dtype}")
         if pol.size and (pol.min() < 0 or pol.max() >= self.A):
             bad = tuple(int(i) for i in np.argwhere((pol < 0) | (pol >= self.A))[0])
-            raise AssumptionError(f"policy[h={bad[0]}, s={bad[1]}] = {pol[bad]} is not an action in 0..{self.A - 1}")
+            raise AssumptionError(
+                f"policy[h={bad[0]}, s={bad[1]}] = {pol[bad]} is not an action in 0..{self.A - 1}"
+            )
         return pol
 
     def policy_q(self, policy: Any) -> np.ndarray:
@@ -320,7 +331,7 @@ class FiniteMDP:
         return float(self.init_dist @ v0)
 
     # ---------------------------------------------------------------- views
-    def to_linear_mdp(self) -> "LinearMDP":
+    def to_linear_mdp(self) -> LinearMDP:
         """This MDP as a linear MDP with one-hot features phi(s,a) = e_{s*A+a} in R^(S*A)."""
         from privrl.envs.linear import tabular_linear_mdp
 

@@ -1,6 +1,8 @@
-"""Bridges to gymnasium: tabular toy-text envs as finite-horizon linear MDPs, and any FiniteMDP as a gymnasium Env.
-Sec. 2 (a tabular MDP is a linear MDP with one-hot features, Asm. 1); optional extra (pip install privrl[gym]).
+"""Bridges to gymnasium: tabular toy-text envs as finite-horizon linear MDPs, and any FiniteMDP as a
+gymnasium Env. Sec. 2 (a tabular MDP is a linear MDP with one-hot features, Asm. 1); optional extra
+(pip install privrl[gym]).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -49,6 +51,27 @@ def from_gymnasium(env: Any, H: int, name: str | None = None, init_dist: Any = N
         raise AssumptionError(f"the horizon H must be a positive integer, got {H}")
     S = int(getattr(getattr(base, "observation_space", None), "n", len(table)))
     A = int(getattr(getattr(base, "action_space", None), "n", max(len(v) for v in table.values())))
+    P, R, terminal = _table_arrays(table, S, A)
+    if init_dist is None:
+        init_dist = getattr(base, "initial_state_distrib", None)
+    if init_dist is None:
+        mask = ~terminal if (~terminal).any() else np.ones(S, dtype=bool)
+        init_dist = mask / mask.sum()
+    init_dist = np.asarray(init_dist, dtype=np.float64)
+    spec = getattr(env, "spec", None)
+    env_name = getattr(spec, "id", None) or type(base).__name__
+    H = int(H)
+    return tabular_linear_mdp(
+        np.broadcast_to(P, (H, S, A, S)),
+        np.broadcast_to(R, (H, S, A)),
+        init_dist,
+        name=name or f"{env_name}(H={H})",
+    )
+
+
+def _table_arrays(table: dict, S: int, A: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """P (S, A, S), expected rewards R (S, A) (checked to lie in [0, 1]) and the terminal states of a
+    transition table, each terminal state made absorbing with zero reward."""
     P = np.zeros((S, A, S))
     R = np.zeros((S, A))
     terminal = np.zeros(S, dtype=bool)
@@ -69,19 +92,7 @@ def from_gymnasium(env: Any, H: int, name: str | None = None, init_dist: Any = N
         P[s] = 0.0
         P[s, :, s] = 1.0
         R[s] = 0.0
-    if init_dist is None:
-        init_dist = getattr(base, "initial_state_distrib", None)
-    if init_dist is None:
-        mask = ~terminal if (~terminal).any() else np.ones(S, dtype=bool)
-        init_dist = mask / mask.sum()
-    init_dist = np.asarray(init_dist, dtype=np.float64)
-    spec = getattr(env, "spec", None)
-    env_name = getattr(spec, "id", None) or type(base).__name__
-    H = int(H)
-    return tabular_linear_mdp(
-        np.broadcast_to(P, (H, S, A, S)), np.broadcast_to(R, (H, S, A)), init_dist,
-        name=name or f"{env_name}(H={H})",
-    )
+    return P, R, terminal
 
 
 def frozen_lake(H: int = 20, map_name: str = "4x4", is_slippery: bool = True) -> LinearMDP:
@@ -106,16 +117,14 @@ def _adapter_class() -> Any:
     global _ADAPTER_CLASS
     if _ADAPTER_CLASS is not None:
         return _ADAPTER_CLASS
-    gymnasium = _import_gymnasium()
-    from gymnasium import spaces
+    _import_gymnasium()  # the install hint if it is missing
+    from gymnasium import Env, spaces
 
-    class GymnasiumAdapter(gymnasium.Env):
+    class GymnasiumAdapter(Env):
         """A FiniteMDP as a gymnasium Env: obs = state index, episodes truncated after H steps
         (terminated is always False: the finite-horizon MDP has no terminal states), info["h"] =
         number of steps taken so far (0-based index of the next step). Sampling uses the Env's
-        ``np_random`` generator, seeded by ``reset(seed=...)``."""
-
-        metadata: dict[str, Any] = {"render_modes": []}
+        ``np_random`` generator, seeded by ``reset(seed=...)``. No render modes (Env's metadata)."""
 
         def __init__(self, mdp: FiniteMDP) -> None:
             super().__init__()
@@ -125,7 +134,9 @@ def _adapter_class() -> Any:
             self._h = -1  # not reset yet
             self._s = -1
 
-        def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+        def reset(
+            self, *, seed: int | None = None, options: dict[str, Any] | None = None
+        ) -> tuple[int, dict[str, Any]]:
             super().reset(seed=seed)
             self._h = 0
             self._s = self.mdp.sample_initial_state(self.np_random)

@@ -1,6 +1,7 @@
-"""Linear MDPs p_h(s'|s,a) = phi(s,a)^T mu_h(s'), r_h(s,a) = phi(s,a)^T theta_h, and the benchmark instances.
-Sec. 2, Asm. 1 ("Linear MDP") of the paper; the environments used for Sec. 4 (JDP LSVI-UCB).
+"""Linear MDPs p_h(s'|s,a) = phi(s,a)^T mu_h(s'), r_h(s,a) = phi(s,a)^T theta_h, and the benchmark
+instances. Sec. 2, Asm. 1 ("Linear MDP") of the paper; the environments used for Sec. 4 (JDP LSVI-UCB).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -81,59 +82,13 @@ class LinearMDP(FiniteMDP):
         name: str | None = None,
         R: Any = None,
     ) -> None:
-        phi = _as_array(features, "features", 3, "(S, A, d)")
+        phi, mu, theta, R = _linear_parts(features, mu, theta, R)
         S, A, d = phi.shape
-        mu = _as_array(mu, "mu", 3, "(H, S, d)")
         H = mu.shape[0]
-        _check_shape(mu, "mu", (H, S, d), "(H, S, d)")
-        _check_finite(phi, "features")
-        _check_finite(mu, "mu")
-        if theta is None and R is None:
-            raise ShapeError("LinearMDP needs the reward parameters theta (H, d) or the rewards R (H, S, A)")
-        if theta is not None:
-            theta = _as_array(theta, "theta", 2, "(H, d)")
-            _check_shape(theta, "theta", (H, d), "(H, d)")
-            _check_finite(theta, "theta")
-        if R is not None:
-            R = _as_array(R, "R", 3, "(H, S, A)")
-            _check_shape(R, "R", (H, S, A), "(H, S, A)")
-            _check_finite(R, "R")
-
         # Asm. 1: ||phi(s,a)|| <= 1 -- an error, it bounds the sensitivity of the private statistics.
-        norms = np.linalg.norm(phi, axis=2)
-        phi_norm_max = float(norms.max())
-        if phi_norm_max > 1.0 + PROB_TOL:
-            s, a = (int(i) for i in np.unravel_index(int(np.argmax(norms)), norms.shape))
-            raise AssumptionError(
-                f"||phi(s={s}, a={a})||_2 = {norms[s, a]:.12g} > 1: Asm. 1 requires ||phi(s,a)|| <= 1 "
-                "(it bounds the privacy sensitivity)"
-            )
+        report: dict[str, Any] = {"phi_norm_max": _check_phi_norms(phi)}
         phi_flat = phi.reshape(S * A, d)
-        report: dict[str, Any] = {"phi_norm_max": phi_norm_max}
-
-        # Rewards.
-        reward_linear = True
-        if theta is not None:
-            R_lin = np.matmul(phi_flat, theta.T).T.reshape(H, S, A)
-            if R is not None:
-                diff = np.abs(R - R_lin)
-                if diff.max() > PROB_TOL:
-                    idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
-                    raise AssumptionError(
-                        f"R[h={idx[0]}, s={idx[1]}, a={idx[2]}] = {R[idx]:.6g} but phi^T theta_h = "
-                        f"{R_lin[idx]:.6g}: R and theta are inconsistent"
-                    )
-            else:
-                R = R_lin
-        else:
-            assert R is not None
-            theta, *_ = np.linalg.lstsq(phi_flat, R.reshape(H, S * A).T, rcond=None)
-            theta = np.ascontiguousarray(theta.T)
-            resid = float(np.abs(np.matmul(phi_flat, theta.T).T - R.reshape(H, S * A)).max())
-            reward_linear = resid <= 1e-8
-            report["reward_fit_residual"] = resid
-        report["reward_linear"] = reward_linear
-
+        theta, R = _linear_rewards(phi_flat, theta, R, (H, S, A), report)
         P = np.matmul(phi_flat, mu.transpose(0, 2, 1)).reshape(H, S, A, S)
         super().__init__(P, R, init_dist, name=name)
 
@@ -143,43 +98,119 @@ class LinearMDP(FiniteMDP):
         self.mu: np.ndarray = _freeze(mu)
         self.theta: np.ndarray = _freeze(np.asarray(theta, dtype=np.float64))
 
-        # Asm. 1, the two bounds that only warn.
-        sqrt_d = float(np.sqrt(d))
-        theta_norms = np.linalg.norm(self.theta, axis=1)
-        report["theta_norm_max"] = float(theta_norms.max())
-        report["theta_bound"] = sqrt_d
-        report["theta_ok"] = bool(theta_norms.max() <= sqrt_d + PROB_TOL)
-        suff = np.sqrt((np.abs(mu).sum(axis=1) ** 2).sum(axis=1))  # (H,)
-        report["mu_bound_sufficient"] = float(suff.max())
-        report["mu_bound_exact"] = None
-        if suff.max() <= sqrt_d + PROB_TOL:
-            report["mu_ok"] = True
-        elif S <= EXACT_MU_MAX_S:
-            verts = _sign_vertices(S)  # (2^(S-1), S)
-            exact = np.array([np.linalg.norm(verts @ mu[h], axis=1).max() for h in range(H)])
-            report["mu_bound_exact"] = float(exact.max())
-            report["mu_ok"] = bool(exact.max() <= sqrt_d + PROB_TOL)
-        else:
-            report["mu_ok"] = None  # could not be verified
+        # Asm. 1, the bounds that only warn.
+        msgs = _soft_bounds(self.theta, mu, report)
+        if not report["reward_linear"]:
+            msgs.append(
+                "the rewards R are not linear in phi (least-squares residual "
+                f"{report['reward_fit_residual']:.3g})"
+            )
         self.assumption_report: dict[str, Any] = report
-
-        msgs = []
-        if not report["theta_ok"]:
-            h = int(np.argmax(theta_norms))
-            msgs.append(f"||theta_h={h}|| = {theta_norms[h]:.6g} > sqrt(d) = {sqrt_d:.6g}")
-        if report["mu_ok"] is False:
-            msgs.append(
-                f"max_h,|v|<=1 ||sum_s' mu_h(s') v(s')|| = {report['mu_bound_exact']:.6g} > sqrt(d) = {sqrt_d:.6g}"
-            )
-        elif report["mu_ok"] is None:
-            msgs.append(
-                f"the mu bound could not be verified (sufficient bound {suff.max():.6g} > sqrt(d) = "
-                f"{sqrt_d:.6g} and S = {S} > {EXACT_MU_MAX_S} is too large for the exact vertex check)"
-            )
-        if not reward_linear:
-            msgs.append(f"the rewards R are not linear in phi (least-squares residual {report['reward_fit_residual']:.3g})")
         for m in msgs:
             warnings.warn(f"{self.name}: Asm. 1 not satisfied: {m}", AssumptionWarning, stacklevel=2)
+
+
+def _linear_parts(features: Any, mu: Any, theta: Any, R: Any) -> tuple[np.ndarray, np.ndarray, Any, Any]:
+    """features (S, A, d), mu (H, S, d), theta (H, d) or None, R (H, S, A) or None as checked
+    float arrays (at least one of theta and R)."""
+    phi = _as_array(features, "features", 3, "(S, A, d)")
+    S, A, d = phi.shape
+    mu = _as_array(mu, "mu", 3, "(H, S, d)")
+    H = mu.shape[0]
+    _check_shape(mu, "mu", (H, S, d), "(H, S, d)")
+    _check_finite(phi, "features")
+    _check_finite(mu, "mu")
+    if theta is None and R is None:
+        raise ShapeError("LinearMDP needs the reward parameters theta (H, d) or the rewards R (H, S, A)")
+    if theta is not None:
+        theta = _as_array(theta, "theta", 2, "(H, d)")
+        _check_shape(theta, "theta", (H, d), "(H, d)")
+        _check_finite(theta, "theta")
+    if R is not None:
+        R = _as_array(R, "R", 3, "(H, S, A)")
+        _check_shape(R, "R", (H, S, A), "(H, S, A)")
+        _check_finite(R, "R")
+    return phi, mu, theta, R
+
+
+def _check_phi_norms(phi: np.ndarray) -> float:
+    """max ||phi(s,a)||_2, which Asm. 1 requires to be <= 1 (AssumptionError otherwise)."""
+    norms = np.linalg.norm(phi, axis=2)
+    phi_norm_max = float(norms.max())
+    if phi_norm_max > 1.0 + PROB_TOL:
+        s, a = (int(i) for i in np.unravel_index(int(np.argmax(norms)), norms.shape))
+        raise AssumptionError(
+            f"||phi(s={s}, a={a})||_2 = {norms[s, a]:.12g} > 1: Asm. 1 requires ||phi(s,a)|| <= 1 "
+            "(it bounds the privacy sensitivity)"
+        )
+    return phi_norm_max
+
+
+def _linear_rewards(
+    phi_flat: np.ndarray, theta: Any, R: Any, shape: tuple[int, int, int], report: dict[str, Any]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(theta, R): R = phi theta when only theta is given (both must agree when both are), else
+    theta fitted to R by least squares per step; records reward_linear (and the fit residual)."""
+    H, S, A = shape
+    reward_linear = True
+    if theta is not None:
+        R_lin = np.matmul(phi_flat, theta.T).T.reshape(H, S, A)
+        if R is not None:
+            diff = np.abs(R - R_lin)
+            if diff.max() > PROB_TOL:
+                idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
+                raise AssumptionError(
+                    f"R[h={idx[0]}, s={idx[1]}, a={idx[2]}] = {R[idx]:.6g} but phi^T theta_h = "
+                    f"{R_lin[idx]:.6g}: R and theta are inconsistent"
+                )
+        else:
+            R = R_lin
+    else:
+        theta, *_ = np.linalg.lstsq(phi_flat, R.reshape(H, S * A).T, rcond=None)
+        theta = np.ascontiguousarray(theta.T)
+        resid = float(np.abs(np.matmul(phi_flat, theta.T).T - R.reshape(H, S * A)).max())
+        reward_linear = resid <= 1e-8
+        report["reward_fit_residual"] = resid
+    report["reward_linear"] = reward_linear
+    return theta, R
+
+
+def _soft_bounds(theta: np.ndarray, mu: np.ndarray, report: dict[str, Any]) -> list[str]:
+    """Asm. 1's ||theta_h|| <= sqrt(d) and mu bound (see LinearMDP): recorded in `report`; the
+    returned messages say which fail or could not be verified."""
+    S, d = mu.shape[1], mu.shape[2]
+    sqrt_d = float(np.sqrt(d))
+    theta_norms = np.linalg.norm(theta, axis=1)
+    report["theta_norm_max"] = float(theta_norms.max())
+    report["theta_bound"] = sqrt_d
+    report["theta_ok"] = bool(theta_norms.max() <= sqrt_d + PROB_TOL)
+    suff = np.sqrt((np.abs(mu).sum(axis=1) ** 2).sum(axis=1))  # (H,)
+    report["mu_bound_sufficient"] = float(suff.max())
+    report["mu_bound_exact"] = None
+    if suff.max() <= sqrt_d + PROB_TOL:
+        report["mu_ok"] = True
+    elif S <= EXACT_MU_MAX_S:
+        verts = _sign_vertices(S)  # (2^(S-1), S)
+        exact = np.array([np.linalg.norm(verts @ mu[h], axis=1).max() for h in range(mu.shape[0])])
+        report["mu_bound_exact"] = float(exact.max())
+        report["mu_ok"] = bool(exact.max() <= sqrt_d + PROB_TOL)
+    else:
+        report["mu_ok"] = None  # could not be verified
+    msgs = []
+    if not report["theta_ok"]:
+        h = int(np.argmax(theta_norms))
+        msgs.append(f"||theta_h={h}|| = {theta_norms[h]:.6g} > sqrt(d) = {sqrt_d:.6g}")
+    if report["mu_ok"] is False:
+        msgs.append(
+            f"max_h,|v|<=1 ||sum_s' mu_h(s') v(s')|| = {report['mu_bound_exact']:.6g} "
+            f"> sqrt(d) = {sqrt_d:.6g}"
+        )
+    elif report["mu_ok"] is None:
+        msgs.append(
+            f"the mu bound could not be verified (sufficient bound {suff.max():.6g} > sqrt(d) = "
+            f"{sqrt_d:.6g} and S = {S} > {EXACT_MU_MAX_S} is too large for the exact vertex check)"
+        )
+    return msgs
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,7 +256,7 @@ def _river_swim_tabular(S: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 class RiverSwim(LinearMDP):
-    """Tabular RiverSwim (BENCHMARKS.md) as a linear MDP with one-hot features in R^(S*A), A = 2.
+    """Tabular RiverSwim (docs/benchmarks.md) as a linear MDP with one-hot features in R^(S*A), A = 2.
 
     Action 0 = left (moves left surely, stays at 0), 1 = right: middle states stay 0.6 / right 0.3 /
     left 0.1; state 0 stay 0.3 / right 0.7; state S-1 stay 0.9 / left 0.1. Rewards 0.005 for left
@@ -249,14 +280,16 @@ class RiverSwim(LinearMDP):
 
 # --------------------------------------------------------------------------------------------
 class RandomLinearMDP(LinearMDP):
-    """Random linear MDP (BENCHMARKS.md):
+    """Random linear MDP (docs/benchmarks.md):
     phi(s,a) ~ Dirichlet(0.3 * 1_d); mu_h,i ~ Dirichlet(0.5 * 1_S) for i = 1..d so that
     p_h(.|s,a) = sum_i phi_i(s,a) mu_h,i; theta_h ~ U[0,1]^d; s_1 uniform over S.
 
     Draw order from ``np.random.default_rng(seed)``: phi (S, A, d), then mu (H, d, S), then theta (H, d).
     """
 
-    def __init__(self, S: int = 100, A: int = 10, d: int = 16, H: int = 20, seed: int = 0, name: str | None = None) -> None:
+    def __init__(
+        self, S: int = 100, A: int = 10, d: int = 16, H: int = 20, seed: int = 0, name: str | None = None
+    ) -> None:
         for k, v in (("S", S), ("A", A), ("d", d), ("H", H)):
             if int(v) != v or v < 1:
                 raise AssumptionError(f"RandomLinearMDP needs a positive integer {k}, got {v}")
@@ -268,13 +301,16 @@ class RandomLinearMDP(LinearMDP):
         theta = rng.random((H, d))
         self.seed = seed
         super().__init__(
-            phi, mu, theta, np.full(S, 1.0 / S),
+            phi,
+            mu,
+            theta,
+            np.full(S, 1.0 / S),
             name=name or f"RandomLinearMDP(S={S}, A={A}, d={d}, H={H}, seed={seed})",
         )
 
 
 class SyntheticLinearMDP(LinearMDP):
-    """Min et al. style two-state linear MDP (BENCHMARKS.md), d = 10 only.
+    """Min et al. style two-state linear MDP (docs/benchmarks.md), d = 10 only.
 
     S = {0, 1}; u_a in {-1,+1}^8 is the 8-bit binary code of a, most significant bit first
     (bit 1 -> +1, 0 -> -1); phi(s,a) = [u_a, 1{s=0,a=0}, 1 - 1{s=0,a=0}] / 3;
@@ -292,14 +328,19 @@ class SyntheticLinearMDP(LinearMDP):
     D = 10
     N_BITS = 8
 
-    def __init__(self, H: int, n_actions: int = 100, d: int = 10, seed: int = 0, name: str | None = None) -> None:
+    def __init__(
+        self, H: int, n_actions: int = 100, d: int = 10, seed: int = 0, name: str | None = None
+    ) -> None:
         if d != self.D:
-            raise AssumptionError(f"SyntheticLinearMDP is only defined for d = {self.D} (8 code bits + 2), got d={d}")
+            raise AssumptionError(
+                f"SyntheticLinearMDP is only defined for d = {self.D} (8 code bits + 2), got d={d}"
+            )
         if int(H) != H or H < 1:
             raise AssumptionError(f"SyntheticLinearMDP needs a horizon H >= 1, got H={H}")
         if int(n_actions) != n_actions or not (1 <= n_actions <= 2**self.N_BITS):
             raise AssumptionError(
-                f"SyntheticLinearMDP needs 1 <= n_actions <= {2**self.N_BITS} (8-bit action codes), got {n_actions}"
+                f"SyntheticLinearMDP needs 1 <= n_actions <= {2**self.N_BITS} (8-bit action codes), "
+                f"got {n_actions}"
             )
         H, A = int(H), int(n_actions)
         rng = np.random.default_rng(seed)
@@ -326,6 +367,9 @@ class SyntheticLinearMDP(LinearMDP):
         self.alpha = _freeze(alpha)
         self.action_codes = _freeze(u)
         super().__init__(
-            phi, mu, theta, np.array([0.5, 0.5]),
+            phi,
+            mu,
+            theta,
+            np.array([0.5, 0.5]),
             name=name or f"SyntheticLinearMDP(H={H}, n_actions={A}, seed={seed})",
         )

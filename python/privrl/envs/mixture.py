@@ -1,6 +1,8 @@
-"""Linear-mixture MDPs p_h(s'|s,a) = phi(s'|s,a)^T w_h with the value-feature map phi_v, and the benchmark instances.
-Sec. 2, Asm. 2 ("Linear-Mixture MDP") of the paper; the environments used for Sec. 3 (JDP / LDP UCRL-VTR).
+"""Linear-mixture MDPs p_h(s'|s,a) = phi(s'|s,a)^T w_h with the value-feature map phi_v, and the
+benchmark instances. Sec. 2, Asm. 2 ("Linear-Mixture MDP") of the paper; the environments used for
+Sec. 3 (JDP / LDP UCRL-VTR).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -191,7 +193,7 @@ class LinearMixtureMDP(FiniteMDP):
 
 # --------------------------------------------------------------------------------------------
 class HardToLearn(LinearMixtureMDP):
-    """The hard instance of Zhou, Gu & Szepesvari (2021) (BENCHMARKS.md).
+    """The hard instance of Zhou, Gu & Szepesvari (2021) (docs/benchmarks.md).
 
     States x_1..x_{H+2} are indices 0..H+1, start at 0; indices H (x_{H+1}) and H+1 (x_{H+2}) are
     absorbing. Actions 0..2^(d-1)-1, action a <-> a vector in {-1,+1}^(d-1) from its binary digits,
@@ -250,11 +252,13 @@ class HardToLearn(LinearMixtureMDP):
         self.delta, self.Delta, self.alpha, self.beta = delta, float(Delta), alpha, beta
         self.action_vectors = _freeze(avec)
         self.mu = _freeze(mu)
-        super().__init__(feats, w, R, init, C_w=None, name=name or f"HardToLearn(d={d}, H={H}, K={K}, seed={seed})")
+        super().__init__(
+            feats, w, R, init, C_w=None, name=name or f"HardToLearn(d={d}, H={H}, K={K}, seed={seed})"
+        )
 
 
 class RandomLinearMixtureMDP(LinearMixtureMDP):
-    """Random linear mixture (BENCHMARKS.md).
+    """Random linear mixture (docs/benchmarks.md).
 
     d basis kernels P_i(.|s,a): every row (i, s, a) has its own random support of min(S, 5) next
     states (uniform without replacement) carrying Dirichlet(0.5) weights. w_h = sqrt(d) q_h with
@@ -268,7 +272,9 @@ class RandomLinearMixtureMDP(LinearMixtureMDP):
 
     SUPPORT = 5
 
-    def __init__(self, S: int = 20, A: int = 4, d: int = 5, H: int = 10, seed: int = 0, name: str | None = None) -> None:
+    def __init__(
+        self, S: int = 20, A: int = 4, d: int = 5, H: int = 10, seed: int = 0, name: str | None = None
+    ) -> None:
         for k, v in (("S", S), ("A", A), ("d", d), ("H", H)):
             if int(v) != v or v < 1:
                 raise AssumptionError(f"RandomLinearMixtureMDP needs a positive integer {k}, got {v}")
@@ -286,13 +292,17 @@ class RandomLinearMixtureMDP(LinearMixtureMDP):
         self.seed = seed
         self.basis = _freeze(basis)
         super().__init__(
-            feats, np.sqrt(d) * q, R, np.full(S, 1.0 / S), C_w=float(np.sqrt(d)),
+            feats,
+            np.sqrt(d) * q,
+            R,
+            np.full(S, 1.0 / S),
+            C_w=float(np.sqrt(d)),
             name=name or f"RandomLinearMixtureMDP(S={S}, A={A}, d={d}, H={H}, seed={seed})",
         )
 
 
 class RiverSwimMixture(LinearMixtureMDP):
-    """RiverSwim as a 3-dimensional linear mixture (BENCHMARKS.md), exactly as specified there.
+    """RiverSwim as a 3-dimensional linear mixture (docs/benchmarks.md), exactly as specified there.
 
     Actions 0 = left, 1 = right; w_h = sqrt(3) (0.9, 0.05, 0.05) for every h; features scaled by
     1/sqrt(3). Unscaled: right at a middle state puts e_1 on s+1, e_2 on s, e_3 on s-1; right at 0
@@ -329,6 +339,10 @@ class RiverSwimMixture(LinearMixtureMDP):
         init = np.zeros(S)
         init[0] = 1.0
         super().__init__(
-            f, np.tile(w, (H, 1)), R, init, C_w=float(np.sqrt(3.0) * np.linalg.norm(self.W)),
+            f,
+            np.tile(w, (H, 1)),
+            R,
+            init,
+            C_w=float(np.sqrt(3.0) * np.linalg.norm(self.W)),
             name=name or f"RiverSwimMixture(S={S}, H={H})",
         )

@@ -1,17 +1,38 @@
 """The experiment harness: regret sweeps over algorithms, privacy models, epsilons and seeds, their
 results folders, plots and report tables (the regret comparisons of Sec. 5 of the paper)."""
+
 from __future__ import annotations
 
 from privrl.experiment.config import (
-    ALGORITHMS, ENVIRONMENTS, ConfigError, SweepConfig, SweepError, build_config, load_config,
+    ALGORITHMS,
+    ENVIRONMENTS,
+    ConfigError,
+    SweepConfig,
+    SweepError,
+    build_config,
+    load_config,
 )
 from privrl.experiment.results import COLUMNS, load_manifest, load_results
 from privrl.experiment.sweep import execute_run, run_seed_sequence, run_sweep, sweep
 
 __all__ = [
-    "sweep", "run_sweep", "execute_run", "run_seed_sequence", "build_config", "load_config", "SweepConfig",
-    "ConfigError", "SweepError", "ALGORITHMS", "ENVIRONMENTS", "COLUMNS", "load_results", "load_manifest", "plot",
-    "report", "summarize",
+    "sweep",
+    "run_sweep",
+    "execute_run",
+    "run_seed_sequence",
+    "build_config",
+    "load_config",
+    "SweepConfig",
+    "ConfigError",
+    "SweepError",
+    "ALGORITHMS",
+    "ENVIRONMENTS",
+    "COLUMNS",
+    "load_results",
+    "load_manifest",
+    "plot",
+    "report",
+    "summarize",
 ]
 
 

@@ -1,5 +1,6 @@
 """Sweep configuration: validated studies (environment x agents x epsilons x seeds), the algorithm and
 environment registries resolved lazily by name, and the run keys every result is filed under (Sec. 5)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -8,19 +9,31 @@ import inspect
 import json
 import math
 import re
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
-from privrl.exceptions import ConfigError, SweepError  # noqa: F401 (re-exported)
+from privrl.exceptions import ConfigError, SweepError
 
 __all__ = [
-    "ConfigError", "SweepError", "ALGORITHMS", "ENVIRONMENTS", "PRIVACY_KINDS", "AgentSpec", "Study", "RunSpec",
-    "SweepConfig", "build_config", "load_config", "resolve_algorithm", "make_env", "make_privacy",
+    "ConfigError",
+    "SweepError",
+    "ALGORITHMS",
+    "ENVIRONMENTS",
+    "PRIVACY_KINDS",
+    "AgentSpec",
+    "Study",
+    "RunSpec",
+    "SweepConfig",
+    "build_config",
+    "load_config",
+    "resolve_algorithm",
+    "make_env",
+    "make_privacy",
 ]
 
-
-# Defined once in privrl.exceptions; re-exported here for the harness modules.
-
+# ConfigError and SweepError are defined once in privrl.exceptions and re-exported here for the harness.
 
 # Algorithms by canonical name -> (module, class). Resolved on first use, so an algorithm whose
 # module is not installed (yet) only fails a config that asks for it.
@@ -42,13 +55,36 @@ ENVIRONMENTS: dict[str, tuple[str, str]] = {
     "gymnasium": ("privrl.experiment.environments", "gymnasium_linear_mdp"),
 }
 
-PRIVACY_KINDS = {"none": "none", "nonprivate": "none", "non-private": "none", "jdp": "jdp",
-                 "joint": "jdp", "ldp": "ldp", "local": "ldp"}
+PRIVACY_KINDS = {
+    "none": "none",
+    "nonprivate": "none",
+    "non-private": "none",
+    "jdp": "jdp",
+    "joint": "jdp",
+    "ldp": "ldp",
+    "local": "ldp",
+}
 
 # Keys of an agent spec that the harness consumes; every other key is a constructor option.
-_SPEC_KEYS = {"algorithm", "privacy", "delta", "epsilons", "p", "calibration"}
-_GLOBAL_KEYS = {"name", "episodes", "seeds", "epsilons", "delta", "log_every", "n_jobs", "root_seed",
-                "outdir", "scheduler", "format", "env", "agents", "study", "band", "description"}
+_SPEC_KEYS = ("algorithm", "privacy", "delta", "p", "calibration", "mechanism", "epsilons")
+_GLOBAL_KEYS = {
+    "name",
+    "episodes",
+    "seeds",
+    "epsilons",
+    "delta",
+    "log_every",
+    "n_jobs",
+    "root_seed",
+    "outdir",
+    "scheduler",
+    "format",
+    "env",
+    "agents",
+    "study",
+    "band",
+    "description",
+}
 _STUDY_KEYS = {"name", "env", "agents", "episodes", "seeds", "epsilons", "delta", "log_every"}
 
 
@@ -70,8 +106,9 @@ def _import(registry: Mapping[str, tuple[str, str]], name: str, key: str, what: 
     try:
         return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as exc:
-        raise ConfigError(key, f"{what} {name!r} is not available in this privrl install "
-                               f"({module}.{attr}: {exc})") from exc
+        raise ConfigError(
+            key, f"{what} {name!r} is not available in this privrl install ({module}.{attr}: {exc})"
+        ) from exc
 
 
 def resolve_algorithm(name: str, key: str = "algorithm") -> type:
@@ -79,23 +116,48 @@ def resolve_algorithm(name: str, key: str = "algorithm") -> type:
     return _import(ALGORITHMS, _lookup(ALGORITHMS, name, key, "algorithm"), key, "algorithm")
 
 
-def _check_kwargs(fn: Any, kwargs: Mapping[str, Any], key: str, reserved: set[str]) -> None:
+def _check_kwargs(
+    fn: Any, kwargs: Mapping[str, Any], key: str, reserved: set[str], also: Sequence[str] = ()
+) -> None:
     params = inspect.signature(fn).parameters
     if any(p.kind is p.VAR_KEYWORD for p in params.values()):
         return
     for k in kwargs:
         if k in reserved or k not in params:
             allowed = sorted(set(params) - reserved - {"self"})
-            raise ConfigError(f"{key}.{k}", f"unknown option; {getattr(fn, '__name__', fn)} accepts "
-                                            f"{', '.join(allowed) or 'no options'}")
+            message = (
+                f"unknown option; {getattr(fn, '__name__', fn)} accepts {', '.join(allowed) or 'no options'}"
+            )
+            if also:
+                message += f" (besides {', '.join(also)})"
+            raise ConfigError(f"{key}.{k}", message)
 
 
-def _number(value: Any, key: str, *, integer: bool = False, low: float | None = None,
-            low_open: bool = False, high: float | None = None, high_open: bool = False,
-            allow_inf: bool = False) -> Any:
+def _choice(value: Any, allowed: Sequence[str], key: str, what: str) -> str | None:
+    """`value` if it is one of `allowed` (exact spelling), None if it is None."""
+    if value is not None and (not isinstance(value, str) or value not in allowed):
+        raise ConfigError(key, f"unknown {what} {value!r}; use one of {', '.join(allowed)}")
+    return value
+
+
+def _number(
+    value: Any,
+    key: str,
+    *,
+    integer: bool = False,
+    low: float | None = None,
+    low_open: bool = False,
+    high: float | None = None,
+    high_open: bool = False,
+    allow_inf: bool = False,
+) -> Any:
     if isinstance(value, str) and value.strip().lower() in ("inf", "+inf", "infinity"):
         value = math.inf
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not float(value).is_integer()):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or (integer and not float(value).is_integer())
+    ):
         raise ConfigError(key, f"expected {'an integer' if integer else 'a number'}, got {value!r}")
     x = float(value)
     if math.isnan(x) or (math.isinf(x) and not allow_inf):
@@ -111,8 +173,12 @@ def _epsilons(value: Any, key: str) -> tuple[float, ...]:
     if isinstance(value, (int, float, str)) and not isinstance(value, bool):
         value = [value]
     if not isinstance(value, (list, tuple)) or not value:
-        raise ConfigError(key, f"expected a non-empty list of epsilons (> 0, inf = non-private), got {value!r}")
-    out = tuple(_number(e, f"{key}[{i}]", low=0.0, low_open=True, allow_inf=True) for i, e in enumerate(value))
+        raise ConfigError(
+            key, f"expected a non-empty list of epsilons (> 0, inf = non-private), got {value!r}"
+        )
+    out = tuple(
+        _number(e, f"{key}[{i}]", low=0.0, low_open=True, allow_inf=True) for i, e in enumerate(value)
+    )
     if len(set(out)) != len(out):
         raise ConfigError(key, f"repeated epsilon in {list(value)!r}")
     return out
@@ -163,10 +229,11 @@ class AgentSpec:
     p: float | None = None
     epsilons: tuple[float, ...] | None = None
     calibration: str | None = None
+    mechanism: str | None = None
 
     def to_dict(self) -> dict:
         d: dict[str, Any] = {"algorithm": self.algorithm, "privacy": self.privacy, **self.options}
-        for k in ("delta", "p", "epsilons", "calibration"):
+        for k in ("delta", "p", "epsilons", "calibration", "mechanism"):
             if getattr(self, k) is not None:
                 d[k] = list(getattr(self, k)) if k == "epsilons" else getattr(self, k)
         return d
@@ -185,6 +252,7 @@ class RunSpec:
     delta: float
     p: float | None
     calibration: str | None
+    mechanism: str | None
     seed: int
     root_seed: int
     episodes: int
@@ -198,10 +266,21 @@ class RunSpec:
         return (self.study, self.agent, self.epsilon, self.seed)
 
     def describe(self) -> dict:
-        return {"run_id": self.run_id, "study": self.study, "agent": self.agent, "algorithm": self.algorithm,
-                "privacy": self.privacy, "calibration": self.calibration, "epsilon": self.epsilon,
-                "delta": self.delta, "seed": self.seed,
-                "episodes": self.episodes, "log_every": self.log_every, "options": dict(self.options)}
+        return {
+            "run_id": self.run_id,
+            "study": self.study,
+            "agent": self.agent,
+            "algorithm": self.algorithm,
+            "privacy": self.privacy,
+            "calibration": self.calibration,
+            "mechanism": self.mechanism,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "seed": self.seed,
+            "episodes": self.episodes,
+            "log_every": self.log_every,
+            "options": dict(self.options),
+        }
 
 
 @dataclass
@@ -231,12 +310,6 @@ class Study:
             h.update(np.ascontiguousarray(arr).tobytes())
         return {"object": repr(self.env), "sha256": h.hexdigest()[:16]}
 
-    def env_label(self) -> str:
-        if self.env_spec is None:
-            return getattr(self.env, "name", type(self.env).__name__)
-        kw = {k: v for k, v in self.env_spec.items() if k != "name"}
-        return self.env_spec["name"] + ("(" + ", ".join(f"{k}={v}" for k, v in kw.items()) + ")" if kw else "")
-
     def runs(self, root_seed: int) -> list[RunSpec]:
         out = []
         for spec in self.agents.values():
@@ -246,25 +319,62 @@ class Study:
                 privacy = spec.privacy if private else "none"
                 delta = (spec.delta if spec.delta is not None else self.delta) if private else math.nan
                 for seed in self.seeds:
-                    ident = {"study": self.name, "env": self.env_fingerprint(), "agent": spec.name,
-                             "algorithm": spec.algorithm, "privacy": privacy, "epsilon": eps, "delta": delta,
-                             "p": spec.p, "calibration": spec.calibration, "seed": seed, "root_seed": root_seed, "episodes": self.episodes,
-                             "log_every": self.log_every, "options": spec.options}
+                    ident = {
+                        "study": self.name,
+                        "env": self.env_fingerprint(),
+                        "agent": spec.name,
+                        "algorithm": spec.algorithm,
+                        "privacy": privacy,
+                        "epsilon": eps,
+                        "delta": delta,
+                        "p": spec.p,
+                        "calibration": spec.calibration,
+                        "seed": seed,
+                        "root_seed": root_seed,
+                        "episodes": self.episodes,
+                        "log_every": self.log_every,
+                        "options": spec.options,
+                    }
+                    if spec.mechanism is not None:  # only when set: older run ids stay valid
+                        ident["mechanism"] = spec.mechanism
                     eps_tag = "inf" if math.isinf(eps) else f"{eps:g}"
-                    run_id = (f"{_slug(self.name)}__{_slug(spec.name)}__eps{eps_tag}__seed{seed}__"
-                              f"{_digest(ident, 8)}")
-                    out.append(RunSpec(run_id=run_id, study=self.name, agent=spec.name, algorithm=spec.algorithm,
-                                       privacy=privacy, epsilon=eps, delta=delta, p=spec.p,
-                                       calibration=spec.calibration if private else None, seed=seed,
-                                       root_seed=root_seed, episodes=self.episodes, log_every=self.log_every,
-                                       options=tuple(sorted(spec.options.items())), env_spec=self.env_spec))
+                    run_id = (
+                        f"{_slug(self.name)}__{_slug(spec.name)}__eps{eps_tag}__seed{seed}__"
+                        f"{_digest(ident, 8)}"
+                    )
+                    out.append(
+                        RunSpec(
+                            run_id=run_id,
+                            study=self.name,
+                            agent=spec.name,
+                            algorithm=spec.algorithm,
+                            privacy=privacy,
+                            epsilon=eps,
+                            delta=delta,
+                            p=spec.p,
+                            calibration=spec.calibration if private else None,
+                            mechanism=spec.mechanism if private else None,
+                            seed=seed,
+                            root_seed=root_seed,
+                            episodes=self.episodes,
+                            log_every=self.log_every,
+                            options=tuple(sorted(spec.options.items())),
+                            env_spec=self.env_spec,
+                        )
+                    )
         return out
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "env": self.env_spec if self.env_spec is not None else self.env_fingerprint(),
-                "agents": {k: v.to_dict() for k, v in self.agents.items()}, "episodes": self.episodes,
-                "seeds": list(self.seeds), "epsilons": list(self.epsilons), "delta": self.delta,
-                "log_every": self.log_every}
+        return {
+            "name": self.name,
+            "env": self.env_spec if self.env_spec is not None else self.env_fingerprint(),
+            "agents": {k: v.to_dict() for k, v in self.agents.items()},
+            "episodes": self.episodes,
+            "seeds": list(self.seeds),
+            "epsilons": list(self.epsilons),
+            "delta": self.delta,
+            "log_every": self.log_every,
+        }
 
 
 def _slug(s: str) -> str:
@@ -294,42 +404,79 @@ class SweepConfig:
         return out
 
     def to_dict(self) -> dict:
-        return _json_safe({"name": self.name, "root_seed": self.root_seed, "n_jobs": self.n_jobs,
-                           "scheduler": self.scheduler, "format": self.format,
-                           "studies": [s.to_dict() for s in self.studies]})
+        return _json_safe(
+            {
+                "name": self.name,
+                "root_seed": self.root_seed,
+                "n_jobs": self.n_jobs,
+                "scheduler": self.scheduler,
+                "format": self.format,
+                "studies": [s.to_dict() for s in self.studies],
+            }
+        )
 
 
-def _agent_spec(name: Any, spec: Any, key: str) -> AgentSpec:
+def _agent_table(name: Any, spec: Any, key: str) -> dict[str, Any]:
     if not isinstance(name, str) or not name:
         raise ConfigError(key, f"agent names must be non-empty strings, got {name!r}")
     if isinstance(spec, str):
         spec = {"algorithm": spec}
     if not isinstance(spec, Mapping):
         raise ConfigError(key, f"expected a table with at least 'algorithm', got {spec!r}")
-    spec = dict(spec)
     if "algorithm" not in spec:
         raise ConfigError(f"{key}.algorithm", "missing (one of " + ", ".join(ALGORITHMS) + ")")
+    return dict(spec)
+
+
+def _privacy_kind(kind: Any, key: str) -> str:
+    if not isinstance(kind, str) or kind.lower() not in PRIVACY_KINDS:
+        raise ConfigError(key, f"unknown privacy model {kind!r}; use none, jdp or ldp")
+    return PRIVACY_KINDS[kind.lower()]
+
+
+def _agent_spec(name: Any, raw: Any, key: str) -> AgentSpec:
+    # The privacy models list the calibrations and mechanisms they accept; imported here, as the
+    # algorithms are, so that importing the harness stays light.
+    from privrl.privacy.models import CALIBRATIONS, MECHANISMS
+
+    spec = _agent_table(name, raw, key)
     algo = _lookup(ALGORITHMS, spec.pop("algorithm"), f"{key}.algorithm", "algorithm")
     cls = _import(ALGORITHMS, algo, f"{key}.algorithm", "algorithm")
-    kind = spec.pop("privacy", "jdp")
-    if not isinstance(kind, str) or kind.lower() not in PRIVACY_KINDS:
-        raise ConfigError(f"{key}.privacy", f"unknown privacy model {kind!r}; use none, jdp or ldp")
-    kind = PRIVACY_KINDS[kind.lower()]
-    delta = spec.pop("delta", None)
-    if delta is not None:
-        delta = _number(delta, f"{key}.delta", low=0.0, high=1.0, high_open=True)
-    p = spec.pop("p", None)
-    if p is not None:
-        p = _number(p, f"{key}.p", low=0.0, low_open=True, high=1.0, high_open=True)
-    calibration = spec.pop("calibration", None)
-    if calibration is not None and calibration not in ("paper", "tight"):
-        raise ConfigError(f"{key}.calibration", f"must be 'paper' or 'tight', got {calibration!r}")
-    eps = spec.pop("epsilons", None)
-    if eps is not None:
-        eps = _epsilons(eps, f"{key}.epsilons")
-    _check_kwargs(cls.__init__, spec, key, reserved={"self", "env", "privacy", "episodes", "seed"})
-    return AgentSpec(name=name, algorithm=algo, privacy=kind, options=spec, delta=delta, p=p, epsilons=eps,
-                     calibration=calibration)
+    kind = _privacy_kind(spec.pop("privacy", "jdp"), f"{key}.privacy")
+    delta, p, eps = spec.pop("delta", None), spec.pop("p", None), spec.pop("epsilons", None)
+    calibration = _choice(spec.pop("calibration", None), CALIBRATIONS, f"{key}.calibration", "calibration")
+    mechanism = _choice(spec.pop("mechanism", None), MECHANISMS, f"{key}.mechanism", "mechanism")
+    if mechanism is not None and kind != "jdp":
+        raise ConfigError(
+            f"{key}.mechanism",
+            f"only jdp agents choose a continual-release mechanism; this one has privacy = {kind!r}",
+        )
+    _check_kwargs(
+        cls.__init__, spec, key, reserved={"self", "env", "privacy", "episodes", "seed"}, also=_SPEC_KEYS
+    )
+    return AgentSpec(
+        name=name,
+        algorithm=algo,
+        privacy=kind,
+        options=spec,
+        delta=None if delta is None else _number(delta, f"{key}.delta", low=0.0, high=1.0, high_open=True),
+        p=None if p is None else _number(p, f"{key}.p", low=0.0, low_open=True, high=1.0, high_open=True),
+        epsilons=None if eps is None else _epsilons(eps, f"{key}.epsilons"),
+        calibration=calibration,
+        mechanism=mechanism,
+    )
+
+
+def _check_mechanisms(specs: Mapping[str, AgentSpec], delta: float, key: str) -> None:
+    """Only the tree has a pure-DP (Laplace) version: another mechanism needs delta > 0, whether
+    the agent sets delta itself or inherits the study's."""
+    for name, spec in specs.items():
+        agent_delta = spec.delta if spec.delta is not None else delta
+        if spec.mechanism not in (None, "tree") and agent_delta == 0.0:
+            raise ConfigError(
+                f"{key}{name}.mechanism",
+                f"{spec.mechanism!r} needs Gaussian noise (delta > 0); with delta = 0 (pure DP) use the tree",
+            )
 
 
 def _env(value: Any, key: str) -> Any:
@@ -340,8 +487,11 @@ def _env(value: Any, key: str) -> Any:
     if isinstance(value, str):
         value = {"name": value}
     if not isinstance(value, Mapping) or "name" not in value:
-        raise ConfigError(key, f"expected an environment name, a table with 'name' and its keyword "
-                               f"arguments, or a privrl FiniteMDP; got {value!r}")
+        raise ConfigError(
+            key,
+            f"expected an environment name, a table with 'name' and its keyword "
+            f"arguments, or a privrl FiniteMDP; got {value!r}",
+        )
     spec = dict(value)
     name = _lookup(ENVIRONMENTS, spec.pop("name"), f"{key}.name", "environment")
     fn = _import(ENVIRONMENTS, name, f"{key}.name", "environment")
@@ -353,7 +503,9 @@ def _study(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str, index:
     pre = f"{key}." if key else ""
     unknown = set(raw) - _STUDY_KEYS
     if unknown:
-        raise ConfigError(f"{pre}{sorted(unknown)[0]}", f"unknown key; a study takes {', '.join(sorted(_STUDY_KEYS))}")
+        raise ConfigError(
+            f"{pre}{sorted(unknown)[0]}", f"unknown key; a study takes {', '.join(sorted(_STUDY_KEYS))}"
+        )
     merged = {**defaults, **raw}
     if "env" not in merged:
         raise ConfigError(f"{pre}env", "missing: every study needs an environment")
@@ -362,20 +514,30 @@ def _study(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str, index:
     if not isinstance(agents, Mapping) or not agents:
         raise ConfigError(f"{pre}agents", f"expected a non-empty table of name -> agent spec, got {agents!r}")
     specs = {n: _agent_spec(n, s, f"{pre}agents.{n}") for n, s in agents.items()}
+    delta = _number(merged.get("delta", 1e-5), f"{pre}delta", low=0.0, high=1.0, high_open=True)
+    _check_mechanisms(specs, delta, f"{pre}agents.")
     episodes = _number(merged.get("episodes", 1000), f"{pre}episodes", integer=True, low=1)
     log_every = merged.get("log_every")
-    log_every = max(1, episodes // 100) if log_every is None else _number(log_every, f"{pre}log_every",
-                                                                          integer=True, low=1)
+    log_every = (
+        max(1, episodes // 100)
+        if log_every is None
+        else _number(log_every, f"{pre}log_every", integer=True, low=1)
+    )
     name = merged.get("name")
     if name is None:
         name = env["name"] if isinstance(env, Mapping) else getattr(env, "name", f"study{index}")
     if not isinstance(name, str) or not name:
         raise ConfigError(f"{pre}name", f"expected a non-empty string, got {name!r}")
-    return Study(name=name, env=env, agents=specs, episodes=episodes,
-                 seeds=_seeds(merged.get("seeds", [0]), f"{pre}seeds"),
-                 epsilons=_epsilons(merged.get("epsilons", [math.inf]), f"{pre}epsilons"),
-                 delta=_number(merged.get("delta", 1e-5), f"{pre}delta", low=0.0, high=1.0, high_open=True),
-                 log_every=log_every)
+    return Study(
+        name=name,
+        env=env,
+        agents=specs,
+        episodes=episodes,
+        seeds=_seeds(merged.get("seeds", [0]), f"{pre}seeds"),
+        epsilons=_epsilons(merged.get("epsilons", [math.inf]), f"{pre}epsilons"),
+        delta=delta,
+        log_every=log_every,
+    )
 
 
 _GLOBAL_CHECKS = {
@@ -385,6 +547,56 @@ _GLOBAL_CHECKS = {
     "delta": lambda v, k: _number(v, k, low=0.0, high=1.0, high_open=True),
     "log_every": lambda v, k: _number(v, k, integer=True, low=1),
 }
+
+
+def _studies(raw: Mapping[str, Any], defaults: Mapping[str, Any]) -> list[Study]:
+    """The top-level env + agents as one study, or the [[study]] tables; distinct names."""
+    if "study" not in raw:
+        if "env" not in raw:
+            raise ConfigError("env", "missing: give env + agents, or [[study]] tables")
+        studies = [_study({k: raw[k] for k in ("env", "agents") if k in raw}, defaults, "", 0)]
+    elif "env" in raw or "agents" in raw:
+        raise ConfigError("study", "give either top-level env + agents or [[study]] tables, not both")
+    else:
+        tables = raw["study"]
+        if isinstance(tables, Mapping):
+            tables = [tables]
+        if not isinstance(tables, list) or not tables:
+            raise ConfigError("study", "expected a non-empty array of tables ([[study]])")
+        for i, s in enumerate(tables):
+            if not isinstance(s, Mapping):
+                raise ConfigError(f"study[{i}]", f"expected a table, got {s!r}")
+        studies = [_study(s, defaults, f"study[{i}]", i) for i, s in enumerate(tables)]
+    names = [s.name for s in studies]
+    for n in names:
+        if names.count(n) > 1:
+            raise ConfigError("study", f"two studies are named {n!r}; give each a distinct name")
+    return studies
+
+
+def _execution(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of how a sweep runs: n_jobs (-1 = all cores), scheduler, outdir, format, root_seed."""
+    n_jobs = raw.get("n_jobs", 1)
+    if n_jobs == -1:
+        import os
+
+        n_jobs = os.cpu_count() or 1
+    fmt = raw.get("format", "auto")
+    if fmt not in ("auto", "parquet", "csv"):
+        raise ConfigError("format", f"must be 'auto', 'parquet' or 'csv', got {fmt!r}")
+    scheduler = raw.get("scheduler")
+    if scheduler is not None and not isinstance(scheduler, str):
+        raise ConfigError("scheduler", f"expected an address like tcp://host:8786, got {scheduler!r}")
+    outdir = raw.get("outdir")
+    if outdir is not None and not isinstance(outdir, str):
+        raise ConfigError("outdir", f"expected a path, got {outdir!r}")
+    return {
+        "n_jobs": _number(n_jobs, "n_jobs", integer=True, low=1),
+        "scheduler": scheduler,
+        "outdir": outdir,
+        "format": fmt,
+        "root_seed": _number(raw.get("root_seed", 0), "root_seed", integer=True, low=0),
+    }
 
 
 def build_config(raw: Mapping[str, Any]) -> SweepConfig:
@@ -399,62 +611,25 @@ def build_config(raw: Mapping[str, Any]) -> SweepConfig:
         raise ConfigError("", f"a config must be a table, got {type(raw).__name__}")
     unknown = set(raw) - _GLOBAL_KEYS
     if unknown:
-        raise ConfigError(sorted(unknown)[0], "unknown key; the top level takes " + ", ".join(sorted(_GLOBAL_KEYS)))
-    defaults = {k: raw[k] for k in ("episodes", "seeds", "epsilons", "delta", "log_every") if k in raw}
+        raise ConfigError(
+            sorted(unknown)[0], "unknown key; the top level takes " + ", ".join(sorted(_GLOBAL_KEYS))
+        )
     for k, check in _GLOBAL_CHECKS.items():
         if k in raw:  # reported under the top-level key rather than under the first study's
             check(raw[k], k)
-    if "study" in raw:
-        if "env" in raw or "agents" in raw:
-            raise ConfigError("study", "give either top-level env + agents or [[study]] tables, not both")
-        studies_raw = raw["study"]
-        if isinstance(studies_raw, Mapping):
-            studies_raw = [studies_raw]
-        if not isinstance(studies_raw, list) or not studies_raw:
-            raise ConfigError("study", "expected a non-empty array of tables ([[study]])")
-        studies = []
-        for i, s in enumerate(studies_raw):
-            if not isinstance(s, Mapping):
-                raise ConfigError(f"study[{i}]", f"expected a table, got {s!r}")
-            studies.append(_study(s, defaults, f"study[{i}]", i))
-    else:
-        studies = [_study({k: raw[k] for k in ("env", "agents") if k in raw}, defaults, "", 0)
-                   if "env" in raw else _missing_env()]
-    names = [s.name for s in studies]
-    for n in names:
-        if names.count(n) > 1:
-            raise ConfigError("study", f"two studies are named {n!r}; give each a distinct name")
-    n_jobs = raw.get("n_jobs", 1)
-    if n_jobs == -1:
-        import os
-
-        n_jobs = os.cpu_count() or 1
-    n_jobs = _number(n_jobs, "n_jobs", integer=True, low=1)
-    fmt = raw.get("format", "auto")
-    if fmt not in ("auto", "parquet", "csv"):
-        raise ConfigError("format", f"must be 'auto', 'parquet' or 'csv', got {fmt!r}")
-    scheduler = raw.get("scheduler")
-    if scheduler is not None and not isinstance(scheduler, str):
-        raise ConfigError("scheduler", f"expected an address like tcp://host:8786, got {scheduler!r}")
-    outdir = raw.get("outdir")
-    if outdir is not None and not isinstance(outdir, str):
-        raise ConfigError("outdir", f"expected a path, got {outdir!r}")
-    cfg = SweepConfig(studies=studies, root_seed=_number(raw.get("root_seed", 0), "root_seed", integer=True, low=0),
-                      n_jobs=n_jobs, scheduler=scheduler, outdir=outdir, format=fmt,
-                      name=str(raw.get("name", "sweep")), raw=dict(raw))
+    defaults = {k: raw[k] for k in _GLOBAL_CHECKS if k in raw}
+    cfg = SweepConfig(
+        studies=_studies(raw, defaults), name=str(raw.get("name", "sweep")), raw=dict(raw), **_execution(raw)
+    )
     cfg.runs()  # duplicate run ids are a config error, raised now rather than mid-sweep
     return cfg
 
 
-def _missing_env() -> Study:
-    raise ConfigError("env", "missing: give env + agents, or [[study]] tables")
-
-
 def _tomllib() -> Any:
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10: the same parser, packaged as tomli
-        import tomli as tomllib  # type: ignore[no-redef]
+    else:  # Python 3.10: the same parser, packaged as tomli
+        import tomli as tomllib
     return tomllib
 
 
@@ -478,15 +653,26 @@ def make_env(spec: Mapping[str, Any]) -> Any:
     return _import(ENVIRONMENTS, name, "env.name", "environment")(**spec)
 
 
-def make_privacy(kind: str, epsilon: float, delta: float, p: float | None = None,
-                 calibration: str | None = None) -> Any:
+def make_privacy(
+    kind: str,
+    epsilon: float,
+    delta: float,
+    p: float | None = None,
+    calibration: str | None = None,
+    mechanism: str | None = None,
+) -> Any:
     """The privacy model of a run: epsilon = inf (or kind none) is NonPrivate; calibration "paper"
-    (the noise of the corollaries) or "tight" (privrl.privacy.accounting) for JDP / LDP."""
+    (the noise of the corollaries) or "tight" (privrl.privacy.accounting) for JDP / LDP; mechanism
+    (JDP only) the continual release of the server's sums ("tree" unless given)."""
     from privrl.privacy import JointDP, LocalDP, NonPrivate
 
-    extra = {} if p is None else {"p": p}
+    extra: dict[str, Any] = {} if p is None else {"p": p}
     if kind == "none" or math.isinf(epsilon):
         return NonPrivate(**extra)
     if calibration is not None:
         extra["calibration"] = calibration
-    return (JointDP if kind == "jdp" else LocalDP)(epsilon, delta, **extra)
+    if kind == "ldp":
+        return LocalDP(epsilon, delta, **extra)
+    if mechanism is not None:
+        extra["mechanism"] = mechanism
+    return JointDP(epsilon, delta, **extra)

@@ -1,8 +1,10 @@
 """Gymnasium bridges for sweeps: tabular toy-text envs with rewards outside [0, 1] (CliffWalking, Taxi)
 as linear MDPs through an affine reward rescale, and privrl's environments registered with gymnasium.make."""
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -13,7 +15,7 @@ def reward_bounds(table: dict) -> tuple[float, float]:
     """(lo, hi): the smallest and largest reward a transition table lists, widened to include 0, the
     reward of every step after termination in the finite-horizon version (see gymnasium_linear_mdp)."""
     rewards = [float(r) for acts in table.values() for trans in acts.values() for (_, _, r, _) in trans]
-    return min(rewards + [0.0]), max(rewards + [0.0])
+    return min([*rewards, 0.0]), max([*rewards, 0.0])
 
 
 class _RescaledTable:
@@ -23,20 +25,30 @@ class _RescaledTable:
     def __init__(self, env: Any, lo: float, hi: float):
         base = env.unwrapped
         scale = hi - lo
-        self.P = {s: {a: [(p, ns, (float(r) - lo) / scale, t) for (p, ns, r, t) in trans] for a, trans in acts.items()}
-                  for s, acts in base.P.items()}
+        self.P = {
+            s: {
+                a: [(p, ns, (float(r) - lo) / scale, t) for (p, ns, r, t) in trans]
+                for a, trans in acts.items()
+            }
+            for s, acts in base.P.items()
+        }
         self.observation_space = base.observation_space
         self.action_space = base.action_space
         self.initial_state_distrib = getattr(base, "initial_state_distrib", None)
         self.spec = getattr(env, "spec", None)
 
     @property
-    def unwrapped(self) -> "_RescaledTable":
+    def unwrapped(self) -> _RescaledTable:
         return self
 
 
-def gymnasium_linear_mdp(id: str, H: int = 20, reward_range: str | Sequence[float] | None = None,
-                         init_dist: Any = None, **make_kwargs: Any) -> Any:
+def gymnasium_linear_mdp(
+    id: str,
+    H: int = 20,
+    reward_range: str | Sequence[float] | None = None,
+    init_dist: Any = None,
+    **make_kwargs: Any,
+) -> Any:
     """A gymnasium toy-text env (gymnasium.make(id, **make_kwargs)) with a transition table
     ``env.unwrapped.P`` as a finite-horizon tabular linear MDP (privrl.envs.from_gymnasium).
 
@@ -68,24 +80,28 @@ def gymnasium_linear_mdp(id: str, H: int = 20, reward_range: str | Sequence[floa
             lo, hi = (float(x) for x in reward_range)
             t_lo, t_hi = reward_bounds(table)
             if lo > t_lo or hi < t_hi:
-                raise AssumptionError(f"reward_range [{lo:g}, {hi:g}] must contain the table's rewards and 0, "
-                                      f"i.e. [{t_lo:g}, {t_hi:g}]")
+                raise AssumptionError(
+                    f"reward_range [{lo:g}, {hi:g}] must contain the table's rewards and 0, "
+                    f"i.e. [{t_lo:g}, {t_hi:g}]"
+                )
         if not hi > lo:
             raise AssumptionError(f"reward_range needs lo < hi, got [{lo:g}, {hi:g}]")
         mdp = from_gymnasium(_RescaledTable(env, lo, hi), H, init_dist=init_dist)
         # from_gymnasium gives terminal (absorbing) states reward 0: in rescaled units "no reward" is f(0).
-        terminal = sorted({int(ns) for acts in table.values() for trans in acts.values()
-                           for (_, ns, _, t) in trans if t})
+        terminal = sorted(
+            {int(ns) for acts in table.values() for trans in acts.values() for (_, ns, _, t) in trans if t}
+        )
         R = np.array(mdp.R)
         R[:, terminal, :] = (0.0 - lo) / (hi - lo)
-        return tabular_linear_mdp(mdp.P, R, mdp.init_dist,
-                                  name=f"{id}(H={int(H)}, rewards (r - {lo:g}) / {hi - lo:g})")
+        return tabular_linear_mdp(
+            mdp.P, R, mdp.init_dist, name=f"{id}(H={int(H)}, rewards (r - {lo:g}) / {hi - lo:g})"
+        )
     finally:
         env.close()
 
 
-# privrl's environments under gymnasium ids, with their BENCHMARKS.md default sizes.
-GYM_IDS = {
+# privrl's environments under gymnasium ids, with their docs/benchmarks.md default sizes.
+GYM_IDS: dict[str, dict[str, Any]] = {
     "privrl/RiverSwimMixture-v0": {"name": "RiverSwimMixture"},
     "privrl/RandomLinearMixtureMDP-v0": {"name": "RandomLinearMixtureMDP"},
     "privrl/HardToLearn-v0": {"name": "HardToLearn", "d": 5, "H": 6, "K": 10000},

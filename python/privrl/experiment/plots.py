@@ -1,5 +1,6 @@
 """Regret curves of a sweep: cumulative regret vs episode, mean over seeds with a band, one colour per
 (algorithm, epsilon), on linear and log-log axes with the fitted slope of log R(K) vs log K (Sec. 5)."""
+
 from __future__ import annotations
 
 import math
@@ -19,8 +20,12 @@ def _label(agent: str, privacy: str, eps: float) -> str:
     return f"{agent} (non-private)" if privacy == "none" else f"{agent} eps={eps:g}"
 
 
-def plot(source: str | os.PathLike | pd.DataFrame, output: str | os.PathLike | None = None, band: str = "std",
-         title: str | None = None) -> dict[str, Any]:
+def plot(
+    source: str | os.PathLike | pd.DataFrame,
+    output: str | os.PathLike | None = None,
+    band: str = "std",
+    title: str | None = None,
+) -> dict[str, Any]:
     """Draw the regret curves of a results folder (or of a sweep DataFrame) and save PNG + SVG.
 
     One row of two panels (linear, log-log) per study. `output` is the file stem or a .png/.svg path
@@ -53,41 +58,7 @@ def plot(source: str | os.PathLike | pd.DataFrame, output: str | os.PathLike | N
     counts: dict[str, int] = {}
     for row, study in enumerate(studies):
         part = df[df["study"] == study]
-        cur = curves(part, band=band)
-        groups = list(dict.fromkeys(map(tuple, cur[GROUP].itertuples(index=False, name=None))))
-        cmap = plt.get_cmap("tab10" if len(groups) <= 10 else "tab20")
-        ax_lin, ax_log = axes[row]
-        for i, key in enumerate(groups):
-            g = cur[(cur[GROUP[0]] == key[0]) & (cur[GROUP[1]] == key[1]) & (cur[GROUP[2]] == key[2])
-                    & (cur[GROUP[3]] == key[3])].sort_values("episode")
-            k, m, h = g["episode"].to_numpy(float), g["mean"].to_numpy(), g["half"].to_numpy()
-            colour = cmap(i % cmap.N)
-            label = _label(key[1], key[2], key[3])
-            slope = fit_slope(k, m)
-            n = int(g["n"].max())
-            (line,) = ax_lin.plot(k, m, color=colour, lw=1.6, label=f"{label} (n={n})")
-            line.set_gid(f"privrl-curve-lin-{row}-{i}")
-            ax_lin.fill_between(k, m - h, m + h, color=colour, alpha=0.18, lw=0)
-            pos = m > 0
-            slope_txt = "n/a" if math.isnan(slope) else f"{slope:.2f}"
-            (line,) = ax_log.plot(k[pos], m[pos], color=colour, lw=1.6, label=f"{label}: slope {slope_txt}")
-            line.set_gid(f"privrl-curve-log-{row}-{i}")
-            if pos.any():
-                lo = np.maximum(m - h, m[pos].min() * 1e-2)
-                ax_log.fill_between(k[pos], lo[pos], (m + h)[pos], color=colour, alpha=0.18, lw=0)
-        counts[study] = len(groups)
-        env = part["env"].iloc[0]
-        K = int(part["episode"].max())
-        band_txt = "+- 1 std" if band == "std" else "95% CI"
-        ax_lin.set_title(f"{study}\n{env}, K={K}; mean {band_txt} over seeds", fontsize=9.5)
-        ax_log.set_title(f"{study}\nlog-log; legend: slope of log R(k) vs log k", fontsize=9.5)
-        ax_log.set_xscale("log")
-        ax_log.set_yscale("log")
-        for ax in (ax_lin, ax_log):
-            ax.set_xlabel("episode k")
-            ax.set_ylabel("cumulative regret R(k)")
-            ax.grid(True, alpha=0.3, which="both" if ax is ax_log else "major")
-            ax.legend(fontsize=7.5, loc="upper left")
+        counts[study] = _draw_study(axes[row], part, study, row, band, plt.get_cmap)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -96,3 +67,40 @@ def plot(source: str | os.PathLike | pd.DataFrame, output: str | os.PathLike | N
     fig.savefig(svg)
     plt.close(fig)
     return {"png": str(png), "svg": str(svg), "curves": counts}
+
+
+def _draw_study(axes: Any, part: pd.DataFrame, study: str, row: int, band: str, get_cmap: Any) -> int:
+    """One study's curves on its (linear, log-log) pair of axes; returns the number of curves."""
+    groups = list(curves(part, band=band).groupby(GROUP, sort=False, dropna=False))  # in order of appearance
+    cmap = get_cmap("tab10" if len(groups) <= 10 else "tab20")
+    ax_lin, ax_log = axes
+    for i, (key, g) in enumerate(groups):
+        g = g.sort_values("episode")
+        k, m, h = g["episode"].to_numpy(float), g["mean"].to_numpy(), g["half"].to_numpy()
+        colour = cmap(i % cmap.N)
+        label = _label(key[1], key[2], key[3])
+        slope = fit_slope(k, m)
+        n = int(g["n"].max())
+        (line,) = ax_lin.plot(k, m, color=colour, lw=1.6, label=f"{label} (n={n})")
+        line.set_gid(f"privrl-curve-lin-{row}-{i}")
+        ax_lin.fill_between(k, m - h, m + h, color=colour, alpha=0.18, lw=0)
+        pos = m > 0
+        slope_txt = "n/a" if math.isnan(slope) else f"{slope:.2f}"
+        (line,) = ax_log.plot(k[pos], m[pos], color=colour, lw=1.6, label=f"{label}: slope {slope_txt}")
+        line.set_gid(f"privrl-curve-log-{row}-{i}")
+        if pos.any():
+            lo = np.maximum(m - h, m[pos].min() * 1e-2)
+            ax_log.fill_between(k[pos], lo[pos], (m + h)[pos], color=colour, alpha=0.18, lw=0)
+    env = part["env"].iloc[0]
+    K = int(part["episode"].max())
+    band_txt = "+- 1 std" if band == "std" else "95% CI"
+    ax_lin.set_title(f"{study}\n{env}, K={K}; mean {band_txt} over seeds", fontsize=9.5)
+    ax_log.set_title(f"{study}\nlog-log; legend: slope of log R(k) vs log k", fontsize=9.5)
+    ax_log.set_xscale("log")
+    ax_log.set_yscale("log")
+    for ax in (ax_lin, ax_log):
+        ax.set_xlabel("episode k")
+        ax.set_ylabel("cumulative regret R(k)")
+        ax.grid(True, alpha=0.3, which="both" if ax is ax_log else "major")
+        ax.legend(fontsize=7.5, loc="upper left")
+    return len(groups)

@@ -1,30 +1,52 @@
 """The results folder of a sweep: one atomically written file per finished run, manifest.json
 (versions, git commit, config, each run's calibration), and loading them back as one tidy table."""
+
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
 import platform
 import subprocess
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from privrl.experiment.config import ConfigError, RunSpec, _json_safe
 
-__all__ = ["COLUMNS", "ResultStore", "load_results", "load_manifest", "atomic_write", "environment_info",
-           "normalize_frame", "parquet_available",
-           "load_run_records"]
+__all__ = [
+    "COLUMNS",
+    "ResultStore",
+    "load_results",
+    "load_manifest",
+    "atomic_write",
+    "environment_info",
+    "normalize_frame",
+    "parquet_available",
+    "load_run_records",
+]
 
 # The tidy results schema: one row per (run, logged episode). wall_time (seconds since the run
 # started) is the only column that differs between two runs of the same config.
 COLUMNS: dict[str, str] = {
-    "study": "object", "env": "object", "agent": "object", "algorithm": "object", "privacy": "object",
-    "epsilon": "float64", "delta": "float64", "seed": "int64", "episode": "int64", "regret": "float64",
-    "return": "float64", "cum_return": "float64", "wall_time": "float64", "run_id": "object",
+    "study": "object",
+    "env": "object",
+    "agent": "object",
+    "algorithm": "object",
+    "privacy": "object",
+    "epsilon": "float64",
+    "delta": "float64",
+    "seed": "int64",
+    "episode": "int64",
+    "regret": "float64",
+    "return": "float64",
+    "cum_return": "float64",
+    "wall_time": "float64",
+    "run_id": "object",
 }
 STRING_COLUMNS = [c for c, t in COLUMNS.items() if t == "object"]
 
@@ -45,7 +67,7 @@ def normalize_frame(df: pd.DataFrame) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
-def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
     """Write through a temporary file in the same folder and os.replace it into place, so a reader
     (or a rerun after kill -9) sees either the old file or the complete new one, never a torn one."""
     path = Path(path)
@@ -68,12 +90,17 @@ def _write_json(path: Path, obj: Any) -> None:
 def _git_commit() -> str | None:
     here = Path(__file__).resolve().parent
     try:
-        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5)
+        out = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+        )
         if out.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
         return out.stdout.strip() + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return None
@@ -83,13 +110,15 @@ def environment_info() -> dict:
     """privrl and dependency versions, Python, platform, and the git commit of the privrl source."""
     import privrl
 
-    versions = {"privrl": privrl.__version__, "python": platform.python_version(), "numpy": np.__version__,
-                "pandas": pd.__version__}
+    versions = {
+        "privrl": privrl.__version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "pandas": pd.__version__,
+    }
     for mod in ("pyarrow", "matplotlib", "dask", "distributed", "gymnasium"):
-        try:
+        with contextlib.suppress(Exception):  # absent or broken optional dependency: just not recorded
             versions[mod] = __import__(mod).__version__
-        except Exception:  # absent or broken optional dependency: just not recorded
-            pass
     return {"versions": versions, "platform": platform.platform(), "git_commit": _git_commit()}
 
 
@@ -100,8 +129,13 @@ def _read_table(path: Path) -> pd.DataFrame:
     # does by default and deprecates the argument).
     extra = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
     floats = [c for c, t in COLUMNS.items() if t == "float64"]
-    return pd.read_csv(path, keep_default_na=False, na_values={c: ["nan"] for c in floats},
-                       dtype={c: str for c in STRING_COLUMNS}, **extra)
+    return pd.read_csv(
+        path,
+        keep_default_na=False,
+        na_values={c: ["nan"] for c in floats},
+        dtype=dict.fromkeys(STRING_COLUMNS, str),
+        **extra,
+    )
 
 
 class ResultStore:
@@ -198,24 +232,49 @@ def load_run_records(outdir: str | os.PathLike) -> dict[str, dict]:
     read from the per-run files, so it is complete even after the sweep process was killed."""
     manifest = load_manifest(outdir)
     store = ResultStore(outdir, "csv")
-    return {r: json.loads(store.meta_path(r).read_text()) for r in manifest.get("runs", {}) if store.finished(r)}
+    return {
+        r: json.loads(store.meta_path(r).read_text()) for r in manifest.get("runs", {}) if store.finished(r)
+    }
 
 
-def run_frame(spec: RunSpec, env_name: str, episodes: np.ndarray, regret: np.ndarray, returns: np.ndarray,
-              cum_return: np.ndarray, wall: np.ndarray) -> pd.DataFrame:
+def run_frame(
+    spec: RunSpec,
+    env_name: str,
+    episodes: np.ndarray,
+    regret: np.ndarray,
+    returns: np.ndarray,
+    cum_return: np.ndarray,
+    wall: np.ndarray,
+) -> pd.DataFrame:
     n = len(episodes)
-    df = pd.DataFrame({
-        "study": [spec.study] * n, "env": [env_name] * n, "agent": [spec.agent] * n,
-        "algorithm": [spec.algorithm] * n, "privacy": [spec.privacy] * n,
-        "epsilon": np.full(n, spec.epsilon), "delta": np.full(n, spec.delta), "seed": np.full(n, spec.seed),
-        "episode": episodes, "regret": regret, "return": returns, "cum_return": cum_return, "wall_time": wall,
-        "run_id": [spec.run_id] * n,
-    })
+    df = pd.DataFrame(
+        {
+            "study": [spec.study] * n,
+            "env": [env_name] * n,
+            "agent": [spec.agent] * n,
+            "algorithm": [spec.algorithm] * n,
+            "privacy": [spec.privacy] * n,
+            "epsilon": np.full(n, spec.epsilon),
+            "delta": np.full(n, spec.delta),
+            "seed": np.full(n, spec.seed),
+            "episode": episodes,
+            "regret": regret,
+            "return": returns,
+            "cum_return": cum_return,
+            "wall_time": wall,
+            "run_id": [spec.run_id] * n,
+        }
+    )
     return normalize_frame(df)
 
 
-def new_manifest(config_dict: dict, runs: list[RunSpec], fmt: str) -> dict:
+def new_manifest(config_dict: dict, runs: list[RunSpec], fmt: str | None) -> dict:
     info = environment_info()
-    return {"privrl": info["versions"]["privrl"], "created": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-            "format": fmt, **info, "config": config_dict,
-            "runs": {r.run_id: {**r.describe(), "status": "pending"} for r in runs}}
+    return {
+        "privrl": info["versions"]["privrl"],
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+        "format": fmt,
+        **info,
+        "config": config_dict,
+        "runs": {r.run_id: {**r.describe(), "status": "pending"} for r in runs},
+    }

@@ -1,8 +1,10 @@
 """Scale-out of a sweep on a Dask distributed cluster (pip install privrl[dask]): each run is one task,
 results come back to the client, which files them exactly as a local sweep does."""
+
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from privrl.experiment.config import ConfigError, RunSpec
 
@@ -28,7 +30,9 @@ def connect(scheduler: Any) -> tuple[Any, bool]:
             raise ConfigError("scheduler", f"cannot reach the Dask scheduler at {scheduler}: {exc}") from exc
     if hasattr(scheduler, "scheduler_address"):
         return Client(scheduler), True
-    raise ConfigError("scheduler", f"expected an address, a Dask cluster or a Client, got {type(scheduler).__name__}")
+    raise ConfigError(
+        "scheduler", f"expected an address, a Dask cluster or a Client, got {type(scheduler).__name__}"
+    )
 
 
 def _run_task(spec: RunSpec, env: Any) -> dict:
@@ -37,7 +41,9 @@ def _run_task(spec: RunSpec, env: Any) -> dict:
     return guarded_run(spec, env)
 
 
-def dask_results(specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: Any, scheduler: Any) -> Iterator[dict]:
+def dask_results(
+    specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: Any, scheduler: Any
+) -> Iterator[dict]:
     """Submit one task per run and yield the results as they finish (the caller writes them)."""
     if not specs:
         return
@@ -47,13 +53,18 @@ def dask_results(specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: Any, sc
     try:
         # Environments given as objects go to every worker once, not once per task.
         scattered = {name: client.scatter(env, broadcast=True) for name, env in envs.items()}
-        futures = [client.submit(_run_task, s, scattered.get(s.study), key=f"privrl-run-{s.run_id}", pure=False,
-                                 retries=1)
-                   for s in specs]
+        futures = [
+            client.submit(
+                _run_task, s, scattered.get(s.study), key=f"privrl-run-{s.run_id}", pure=False, retries=1
+            )
+            for s in specs
+        ]
         try:
             for fut in as_completed(futures):
                 payload = fut.result()
-                bar.episodes(int(payload["spec"].episodes if "error" in payload else payload["meta"]["episodes"]))
+                bar.episodes(
+                    int(payload["spec"].episodes if "error" in payload else payload["meta"]["episodes"])
+                )
                 yield payload
         finally:
             for fut in futures:

@@ -1,9 +1,11 @@
 """Summaries of a sweep: per (study, agent, epsilon) final regret mean +- std across seeds, the fitted
 slope of log R(K) vs log K, wall time and the noise scale actually used (the privacy cost of Sec. 5)."""
+
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -28,9 +30,11 @@ def fit_slope(episodes: np.ndarray, regret: np.ndarray, start_fraction: float = 
     return float(np.polyfit(np.log(k[keep]), np.log(r[keep]), 1)[0])
 
 
+# fmt: off
 _T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
          2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
          2.045, 2.042]
+# fmt: on
 
 
 def curves(df: pd.DataFrame, band: str = "std") -> pd.DataFrame:
@@ -38,8 +42,10 @@ def curves(df: pd.DataFrame, band: str = "std") -> pd.DataFrame:
     (`band` = "std": one standard deviation; "ci95": Student-t 95% confidence interval)."""
     if band not in ("std", "ci95"):
         raise ValueError(f"band must be 'std' or 'ci95', got {band!r}")
-    g = df.groupby(GROUP + ["episode"], sort=False, dropna=False)["regret"]
-    out = g.agg(mean="mean", std=lambda x: float(np.std(x, ddof=1)) if len(x) > 1 else 0.0, n="count").reset_index()
+    g = df.groupby([*GROUP, "episode"], sort=False, dropna=False)["regret"]
+    out = g.agg(
+        mean="mean", std=lambda x: float(np.std(x, ddof=1)) if len(x) > 1 else 0.0, n="count"
+    ).reset_index()
     if band == "ci95":
         t = out["n"].map(lambda n: _T975[n - 2] if 2 <= n <= len(_T975) + 1 else (1.96 if n > 1 else 0.0))
         out["half"] = t * out["std"] / np.sqrt(out["n"].clip(lower=1))
@@ -48,14 +54,19 @@ def curves(df: pd.DataFrame, band: str = "std") -> pd.DataFrame:
     return out
 
 
+def _numbers(values: Iterable[Any]) -> list[float]:
+    """The numbers among `values` (a run record may lack a key, or hold None)."""
+    return [float(v) for v in values if isinstance(v, (int, float))]
+
+
 def _sigma(digests: list[dict]) -> tuple[str, float]:
     """The noise scale of the first family the agent's release plan lists (the run records'
     privacy digests carry it, privrl.privacy.report.summarize_privacy_report)."""
     firsts = [(d.get("mechanisms") or [{}])[0] for d in digests]
-    vals = [(m.get("scale_key"), m.get("scale")) for m in firsts if isinstance(m.get("scale"), (int, float))]
+    vals = _numbers(m.get("scale") for m in firsts)
     if not vals:
         return "", math.nan
-    return str(vals[0][0]), float(np.mean([v for _, v in vals]))
+    return str(firsts[0].get("scale_key", "")), float(np.mean(vals))
 
 
 def _first_number(values: Any) -> float:
@@ -80,20 +91,30 @@ def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
         cals = [runs.get(r, {}).get("calibration") or {} for r in run_ids]
         walls = [runs.get(r, {}).get("wall_time") for r in run_ids]
         walls = [w for w in walls if isinstance(w, (int, float))] or list(
-            part.groupby("run_id")["wall_time"].max())
+            part.groupby("run_id")["wall_time"].max()
+        )
         spent = [(runs.get(r, {}).get("privacy_report") or {}) for r in run_ids]
         sigma_name, sigma = _sigma(spent)
-        betas = [c.get("beta_used") for c in cals if isinstance(c.get("beta_used"), (int, float))]
+        betas = _numbers(c.get("beta_used") for c in cals)
         eps_paper = _first_number(s.get("paper", {}).get("epsilon") for s in spent)
         eps_tight = _first_number(s.get("tight", {}).get("epsilon") for s in spent)
-        rows.append({**dict(zip(GROUP, key)), "algorithm": part["algorithm"].iloc[0], "seeds": last["seed"].nunique(),
-                     "K": K, "regret_mean": float(last["regret"].mean()),
-                     "regret_std": float(last["regret"].std(ddof=1)) if len(last) > 1 else 0.0,
-                     "slope": fit_slope(mean_curve.index.to_numpy(), mean_curve.to_numpy()),
-                     "wall_time": float(np.mean(walls)) if walls else math.nan,
-                     "sigma_name": sigma_name, "sigma": sigma,
-                     "beta": float(np.mean(betas)) if betas else math.nan,
-                     "eps_paper": eps_paper, "eps_tight": eps_tight})
+        rows.append(
+            {
+                **dict(zip(GROUP, key, strict=True)),
+                "algorithm": part["algorithm"].iloc[0],
+                "seeds": last["seed"].nunique(),
+                "K": K,
+                "regret_mean": float(last["regret"].mean()),
+                "regret_std": float(last["regret"].std(ddof=1)) if len(last) > 1 else 0.0,
+                "slope": fit_slope(mean_curve.index.to_numpy(), mean_curve.to_numpy()),
+                "wall_time": float(np.mean(walls)) if walls else math.nan,
+                "sigma_name": sigma_name,
+                "sigma": sigma,
+                "beta": float(np.mean(betas)) if betas else math.nan,
+                "eps_paper": eps_paper,
+                "eps_tight": eps_tight,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -101,26 +122,55 @@ def _eps(x: float) -> str:
     return "inf" if math.isinf(x) else f"{x:g}"
 
 
-def _num(x: float, fmt: str = ".3g") -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+def _num(x: float | None, fmt: str = ".3g") -> str:
+    return "-" if x is None or math.isnan(x) else format(x, fmt)
 
 
 def format_table(summary: pd.DataFrame) -> str:
     """A fixed-width text table of summarize()'s output."""
-    header = ["study", "agent", "privacy", "eps", "seeds", "K", "final regret (mean +- std)", "slope",
-              "wall s/run", "sigma used", "beta used", "eps spent paper/tight"]
+    header = [
+        "study",
+        "agent",
+        "privacy",
+        "eps",
+        "seeds",
+        "K",
+        "final regret (mean +- std)",
+        "slope",
+        "wall s/run",
+        "sigma used",
+        "beta used",
+        "eps spent paper/tight",
+    ]
     lines = []
     for r in summary.itertuples(index=False):
         sigma = "-" if not r.sigma_name else f"{r.sigma_name}={r.sigma:.3g}"
-        lines.append([r.study, r.agent, r.privacy, _eps(r.epsilon), str(r.seeds), str(r.K),
-                      f"{r.regret_mean:.1f} +- {r.regret_std:.1f}", _num(r.slope, ".2f"), _num(r.wall_time, ".2f"),
-                      sigma, _num(r.beta),
-                      "-" if math.isnan(r.eps_paper) else f"{r.eps_paper:.3g} / {_num(r.eps_tight)}"])
-    widths = [max(len(h), *(len(line[i]) for line in lines)) if lines else len(h) for i, h in enumerate(header)]
+        lines.append(
+            [
+                r.study,
+                r.agent,
+                r.privacy,
+                _eps(r.epsilon),
+                str(r.seeds),
+                str(r.K),
+                f"{r.regret_mean:.1f} +- {r.regret_std:.1f}",
+                _num(r.slope, ".2f"),
+                _num(r.wall_time, ".2f"),
+                sigma,
+                _num(r.beta),
+                "-" if math.isnan(r.eps_paper) else f"{r.eps_paper:.3g} / {_num(r.eps_tight)}",
+            ]
+        )
+    widths = [
+        max(len(h), *(len(line[i]) for line in lines)) if lines else len(h) for i, h in enumerate(header)
+    ]
     right = {3, 4, 5, 6, 7, 8, 10, 11}
 
     def fmt(cells: list[str]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+        return "  ".join(
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
 
     return "\n".join([fmt(header), fmt(["-" * w for w in widths])] + [fmt(line) for line in lines])
 

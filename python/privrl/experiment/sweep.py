@@ -1,5 +1,6 @@
 """Regret sweeps over (algorithm, privacy model, epsilon, seed): one seeded run per key, executed
 inline, on local processes or on a Dask cluster, collected into a tidy table and a results folder."""
+
 from __future__ import annotations
 
 import concurrent.futures as cf
@@ -13,16 +14,29 @@ import sys
 import time
 import traceback
 import warnings
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from privrl.experiment.config import (
-    ConfigError, RunSpec, SweepConfig, SweepError, _json_safe, build_config, make_env, make_privacy, resolve_algorithm,
+    ConfigError,
+    RunSpec,
+    SweepConfig,
+    SweepError,
+    _json_safe,
+    build_config,
+    make_env,
+    make_privacy,
+    resolve_algorithm,
 )
 from privrl.experiment.results import (
-    COLUMNS, ResultStore, new_manifest, normalize_frame, run_frame,
+    COLUMNS,
+    ResultStore,
+    new_manifest,
+    normalize_frame,
+    run_frame,
 )
 
 __all__ = ["sweep", "run_sweep", "execute_run", "run_seed_sequence", "SweepError"]
@@ -66,7 +80,7 @@ def execute_run(spec: RunSpec, env: Any = None, progress: Callable[[int], None] 
     env = _env_for(spec, env)
     agent_seq, env_seq = run_seed_sequence(spec).spawn(2)
     cls = resolve_algorithm(spec.algorithm)
-    privacy = make_privacy(spec.privacy, spec.epsilon, spec.delta, spec.p, spec.calibration)
+    privacy = make_privacy(spec.privacy, spec.epsilon, spec.delta, spec.p, spec.calibration, spec.mechanism)
     t_build = time.perf_counter()
     agent = cls(env, privacy, episodes=spec.episodes, seed=agent_seq, **dict(spec.options))
     K, every = spec.episodes, spec.log_every
@@ -86,12 +100,21 @@ def execute_run(spec: RunSpec, env: Any = None, progress: Callable[[int], None] 
 
     res = run(agent, env, seed=env_seq, callback=callback)
     idx = logged - 1
-    frame = run_frame(spec, res.env, logged, res.regret[idx], res.returns[idx], np.cumsum(res.returns)[idx],
-                      stamps)
-    meta = {**spec.describe(), "status": "done", "env": res.env, "label": res.agent,
-            "final_regret": res.final_regret, "wall_time": res.wall_time, "policy_changes": res.policy_changes,
-            "clip_count": getattr(agent, "clip_count", None), "calibration": _json_safe(res.calibration),
-            "privacy_report": _privacy_digest(agent)}
+    frame = run_frame(
+        spec, res.env, logged, res.regret[idx], res.returns[idx], np.cumsum(res.returns)[idx], stamps
+    )
+    meta = {
+        **spec.describe(),
+        "status": "done",
+        "env": res.env,
+        "label": res.agent,
+        "final_regret": res.final_regret,
+        "wall_time": res.wall_time,
+        "policy_changes": res.policy_changes,
+        "clip_count": getattr(agent, "clip_count", None),
+        "calibration": _json_safe(res.calibration),
+        "privacy_report": _privacy_digest(agent),
+    }
     return {"frame": frame, "meta": meta}
 
 
@@ -110,7 +133,7 @@ def guarded_run(spec: RunSpec, env: Any = None, progress: Callable[[int], None] 
     (say, noise that made a design matrix indefinite) must not take the rest of the sweep down."""
     try:
         return execute_run(spec, env, progress)
-    except Exception as exc:  # noqa: BLE001 - reported per run, with its traceback, in the manifest
+    except Exception as exc:
         return {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(), "spec": spec}
 
 
@@ -134,9 +157,18 @@ class _Progress:
             return
         from tqdm.auto import tqdm
 
-        self.bars = (tqdm(total=n_runs, initial=n_done, desc="runs", unit="run", position=0, file=sys.stderr),
-                     tqdm(total=n_episodes, desc="episodes", unit="ep", unit_scale=True, position=1,
-                          file=sys.stderr, smoothing=0.1))
+        self.bars = (
+            tqdm(total=n_runs, initial=n_done, desc="runs", unit="run", position=0, file=sys.stderr),
+            tqdm(
+                total=n_episodes,
+                desc="episodes",
+                unit="ep",
+                unit_scale=True,
+                position=1,
+                file=sys.stderr,
+                smoothing=0.1,
+            ),
+        )
 
     def episodes(self, n: int) -> None:
         if self.bars is not None and n:
@@ -158,12 +190,18 @@ def _inline(specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: _Progress) -
         yield guarded_run(spec, envs.get(spec.study), progress=bar.episodes)
 
 
-def _processes(specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: _Progress, n_jobs: int) -> Iterator[dict]:
+def _processes(
+    specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: _Progress, n_jobs: int
+) -> Iterator[dict]:
     # spawn (or forkserver) rather than fork: the parent may hold threads (tqdm, Dask) and Rust state.
     ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
     q = ctx.Queue()
-    pool = cf.ProcessPoolExecutor(max_workers=min(n_jobs, len(specs)), mp_context=ctx,
-                                  initializer=_init_worker, initargs=(dict(envs), q))
+    pool = cf.ProcessPoolExecutor(
+        max_workers=min(n_jobs, len(specs)),
+        mp_context=ctx,
+        initializer=_init_worker,
+        initargs=(dict(envs), q),
+    )
     try:
         pending = {pool.submit(_worker_run, s) for s in specs}
         while pending:
@@ -185,8 +223,9 @@ def _drain(q: Any, bar: _Progress) -> None:
             return
 
 
-def _executor(specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: _Progress, n_jobs: int,
-              scheduler: Any) -> Iterator[dict]:
+def _executor(
+    specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: _Progress, n_jobs: int, scheduler: Any
+) -> Iterator[dict]:
     if scheduler is not None:
         from privrl.experiment.scaleout import dask_results
 
@@ -196,8 +235,52 @@ def _executor(specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: _Progress,
     return _inline(specs, envs, bar)
 
 
-def run_sweep(config: SweepConfig, outdir: str | os.PathLike | None = None, *, n_jobs: int | None = None,
-              scheduler: Any = None, progress: bool = False, resume: bool = True) -> tuple[pd.DataFrame, dict]:
+def _load_finished(
+    store: ResultStore, specs: Sequence[RunSpec], results: dict, manifest: dict, producer: dict
+) -> int:
+    """Load the runs already finished in the folder into `results` and the manifest; returns how
+    many of them another privrl version or commit produced."""
+    stale = 0
+    for spec in specs:
+        if store.finished(spec.run_id):
+            frame, meta = store.read_run(spec.run_id)
+            results[spec.run_id] = frame
+            manifest["runs"][spec.run_id] = {**meta, "resumed": True}
+            stale += meta.get("producer", producer) != producer
+    return stale
+
+
+def _file_run(
+    payload: dict, store: ResultStore | None, results: dict, failures: dict, manifest: dict, producer: dict
+) -> str:
+    """Record one run's outcome (rows written at once, or the failure) and return its progress label."""
+    if "error" in payload:
+        spec = payload["spec"]
+        failures[spec.run_id] = payload["error"]
+        manifest["runs"][spec.run_id] = {
+            **spec.describe(),
+            "status": "failed",
+            "error": payload["error"],
+            "traceback": payload["traceback"],
+        }
+        return f"FAILED {spec.agent} eps={spec.epsilon:g} seed={spec.seed}"
+    meta = {**payload["meta"], "producer": producer}
+    if store is not None:
+        store.write_run(payload["frame"], meta)
+    results[meta["run_id"]] = payload["frame"]
+    manifest["runs"][meta["run_id"]] = meta
+    return f"{meta['agent']} eps={meta['epsilon']:g} seed={meta['seed']}"
+
+
+def run_sweep(
+    config: SweepConfig,
+    outdir: str | os.PathLike | None = None,
+    *,
+    n_jobs: int | None = None,
+    scheduler: Any = None,
+    progress: bool = False,
+    resume: bool = True,
+) -> tuple[pd.DataFrame, dict]:
     """Execute every run of `config` and return (tidy DataFrame, manifest).
 
     With an outdir, each finished run is written at once (atomically) and, when `resume` is true,
@@ -218,18 +301,15 @@ def run_sweep(config: SweepConfig, outdir: str | os.PathLike | None = None, *, n
     producer = {"privrl": manifest["privrl"], "git_commit": manifest["git_commit"]}
     if store is not None:
         store.prepare()
-        stale = 0
-        for spec in specs:
-            if resume and store.finished(spec.run_id):
-                frame, meta = store.read_run(spec.run_id)
-                results[spec.run_id] = frame
-                manifest["runs"][spec.run_id] = {**meta, "resumed": True}
-                stale += meta.get("producer", producer) != producer
+        stale = _load_finished(store, specs, results, manifest, producer) if resume else 0
         if stale:
             # The run id covers the config, not the code: say so when the code has changed.
-            warnings.warn(f"{stale} resumed runs in {outdir} were computed by another privrl version or commit "
-                          "(see their 'producer' in runs/*.json); use resume=False (privrl run --fresh) to "
-                          "recompute them", stacklevel=2)
+            warnings.warn(
+                f"{stale} resumed runs in {outdir} were computed by another privrl version or commit "
+                "(see their 'producer' in runs/*.json); use resume=False (privrl run --fresh) to "
+                "recompute them",
+                stacklevel=2,
+            )
         store.write_manifest(manifest)
     todo = [s for s in specs if s.run_id not in results]
     n_resumed = len(specs) - len(todo)
@@ -241,30 +321,26 @@ def run_sweep(config: SweepConfig, outdir: str | os.PathLike | None = None, *, n
         store.remove_merged()  # it would no longer describe the folder until this sweep completes
     try:
         for payload in _executor(todo, envs, bar, n_jobs, scheduler):
-            if "error" in payload:
-                spec = payload["spec"]
-                failures[spec.run_id] = payload["error"]
-                manifest["runs"][spec.run_id] = {**spec.describe(), "status": "failed", "error": payload["error"],
-                                                 "traceback": payload["traceback"]}
-                bar.run_done(f"FAILED {spec.agent} eps={spec.epsilon:g} seed={spec.seed}")
-                continue
-            meta = {**payload["meta"], "producer": producer}
-            if store is not None:
-                store.write_run(payload["frame"], meta)
-            results[meta["run_id"]] = payload["frame"]
-            manifest["runs"][meta["run_id"]] = meta
-            bar.run_done(f"{meta['agent']} eps={meta['epsilon']:g} seed={meta['seed']}")
+            bar.run_done(_file_run(payload, store, results, failures, manifest, producer))
         status = "failed" if failures else "complete"
     finally:
         bar.close()
-        manifest.update(status=status, n_runs=len(specs), n_computed=len(results) - n_resumed,
-                        n_resumed=n_resumed, sweep_wall_time=time.perf_counter() - t0)
+        manifest.update(
+            status=status,
+            n_runs=len(specs),
+            n_computed=len(results) - n_resumed,
+            n_resumed=n_resumed,
+            sweep_wall_time=time.perf_counter() - t0,
+        )
         if store is not None:
             store.write_manifest(manifest)
     if failures:
         first = next(iter(failures))
-        raise SweepError(f"{len(failures)} of {len(specs)} runs failed (the others are saved; rerun to retry "
-                         f"the failed ones): {first}: {failures[first]}", failures)
+        raise SweepError(
+            f"{len(failures)} of {len(specs)} runs failed (the others are saved; rerun to retry "
+            f"the failed ones): {first}: {failures[first]}",
+            failures,
+        )
     frames = [results[s.run_id] for s in specs]
     df = normalize_frame(pd.concat(frames, ignore_index=True)) if frames else _empty_frame()
     if store is not None:
@@ -278,26 +354,46 @@ def _empty_frame() -> pd.DataFrame:
     return normalize_frame(pd.DataFrame({c: pd.Series(dtype=t) for c, t in COLUMNS.items()}))
 
 
-def sweep(env: Any = None, agents: Mapping[str, Any] | None = None, epsilons: Sequence[float] = (math.inf,),
-          seeds: int | Sequence[int] = (0,), episodes: int = 1000, *, n_jobs: int = 1, log_every: int | None = None,
-          outdir: str | os.PathLike | None = None, delta: float = 1e-5, root_seed: int = 0,
-          studies: Sequence[Mapping[str, Any]] | None = None, scheduler: Any = None, progress: bool = False,
-          resume: bool = True, format: str = "auto") -> tuple[pd.DataFrame, dict]:
+def sweep(
+    env: Any = None,
+    agents: Mapping[str, Any] | None = None,
+    epsilons: Sequence[float] = (math.inf,),
+    seeds: int | Sequence[int] = (0,),
+    episodes: int = 1000,
+    *,
+    n_jobs: int = 1,
+    log_every: int | None = None,
+    outdir: str | os.PathLike | None = None,
+    delta: float = 1e-5,
+    root_seed: int = 0,
+    studies: Sequence[Mapping[str, Any]] | None = None,
+    scheduler: Any = None,
+    progress: bool = False,
+    resume: bool = True,
+    format: str = "auto",
+) -> tuple[pd.DataFrame, dict]:
     """Run every (agent, epsilon, seed) on `env` and return (tidy DataFrame, manifest).
 
     env: a registered name, {"name": ..., **kwargs} (rebuilt inside each worker) or a FiniteMDP.
     agents: {display name: {"algorithm": "UCRL-VTR" | "UCRL-VTR+" | "LSVI-UCB", "privacy": "none" |
-        "jdp" | "ldp", optional "delta", "p", "epsilons", and constructor options such as
-        "beta_scale" or "batches"}}. A "none" agent runs once (epsilon = inf); a jdp/ldp agent runs at
+        "jdp" | "ldp", optional "delta", "p", "epsilons", "calibration" ("paper" | "tight"),
+        "mechanism" (jdp only: "tree" | "honaker" | "factorization" | "blt"), and constructor options
+        such as "beta_scale" or "batches"}}. A "none" agent runs once (epsilon = inf); a jdp/ldp agent runs at
         every epsilon, and at epsilon = inf it is the non-private algorithm.
     seeds: a count (0..n-1) or a list. n_jobs > 1 runs on local processes; scheduler (a Dask address,
         Client or cluster) runs each run as a Dask task. Results are identical either way (only the
         wall_time column differs). outdir: write the results folder (see docs/harness.md) and
         resume from it. studies: several [env + agents] tables in one sweep (the TOML [[study]]).
     """
-    raw: dict[str, Any] = {"episodes": episodes, "seeds": list(seeds) if not isinstance(seeds, int) else seeds,
-                           "epsilons": list(epsilons), "delta": delta, "root_seed": root_seed,
-                           "n_jobs": n_jobs, "format": format}
+    raw: dict[str, Any] = {
+        "episodes": episodes,
+        "seeds": list(seeds) if not isinstance(seeds, int) else seeds,
+        "epsilons": list(epsilons),
+        "delta": delta,
+        "root_seed": root_seed,
+        "n_jobs": n_jobs,
+        "format": format,
+    }
     if log_every is not None:
         raw["log_every"] = log_every
     if studies is not None:
