@@ -3,6 +3,7 @@
 Hand values are derived in the comments; the Gaussian results are cross-checked against Google's
 dp-accounting PLD accountant when it is installed.
 """
+
 from __future__ import annotations
 
 import math
@@ -94,7 +95,8 @@ def test_analytic_gaussian_monotonicity():
     assert a.analytic_gaussian_sigma(1, 0.5, 1e-5) > a.analytic_gaussian_sigma(1, 2.0, 1e-5)
     assert a.analytic_gaussian_sigma(1, 1.0, 1e-8) > a.analytic_gaussian_sigma(1, 1.0, 1e-3)
     assert a.analytic_gaussian_sigma(7.0, 1.0, 1e-5) == pytest.approx(
-        7.0 * a.analytic_gaussian_sigma(1.0, 1.0, 1e-5), rel=1e-14)
+        7.0 * a.analytic_gaussian_sigma(1.0, 1.0, 1e-5), rel=1e-14
+    )
 
 
 def test_gaussian_epsilon_inverts_mu():
@@ -109,9 +111,13 @@ def test_gaussian_epsilon_inverts_mu():
 
 
 def test_analytic_gaussian_bad_inputs():
-    for bad in (dict(l2_sensitivity=-1, epsilon=1, delta=1e-5), dict(l2_sensitivity=1, epsilon=0, delta=1e-5),
-                dict(l2_sensitivity=1, epsilon=1, delta=0.0), dict(l2_sensitivity=1, epsilon=1, delta=1.0),
-                dict(l2_sensitivity=math.nan, epsilon=1, delta=1e-5)):
+    for bad in (
+        dict(l2_sensitivity=-1, epsilon=1, delta=1e-5),
+        dict(l2_sensitivity=1, epsilon=0, delta=1e-5),
+        dict(l2_sensitivity=1, epsilon=1, delta=0.0),
+        dict(l2_sensitivity=1, epsilon=1, delta=1.0),
+        dict(l2_sensitivity=math.nan, epsilon=1, delta=1e-5),
+    ):
         with pytest.raises(PrivacyParameterError):
             a.analytic_gaussian_sigma(**bad)
     with pytest.raises(PrivacyParameterError):
@@ -145,7 +151,8 @@ def test_k_gaussians_compose_like_one():
     acc = a.PrivacyAccountant().add_gaussian(delta_, sigma, k)
     assert acc.mu == pytest.approx(math.sqrt(k) * delta_ / sigma, rel=1e-15)
     assert acc.epsilon(1e-6) == pytest.approx(
-        a.analytic_gaussian_epsilon(sigma, math.sqrt(k) * delta_, 1e-6), rel=1e-12)
+        a.analytic_gaussian_epsilon(sigma, math.sqrt(k) * delta_, 1e-6), rel=1e-12
+    )
 
 
 def test_laplace_composition_hand_value():
@@ -181,8 +188,9 @@ def test_zcdp_cks_is_the_minimum_over_alpha():
     # brute force over a fine alpha grid: delta = min exp((a-1)(a rho - eps)) / (a-1) (1-1/a)^a
     for rho, eps in ((0.5, 2.0), (0.05, 0.8), (2.0, 6.0)):
         grid = [1.0 + 10 ** (x / 2000.0) for x in range(-8000, 6000)]  # alpha - 1 in [1e-4, 1e3]
-        brute = math.exp(min((al - 1) * (al * rho - eps) + al * math.log1p(-1 / al) - math.log(al - 1)
-                             for al in grid))
+        brute = math.exp(
+            min((al - 1) * (al * rho - eps) + al * math.log1p(-1 / al) - math.log(al - 1) for al in grid)
+        )
         assert a.zcdp_delta(rho, eps) == pytest.approx(brute, rel=1e-4)
         assert a.zcdp_delta(rho, eps) <= brute * (1 + 1e-9)
 
@@ -205,8 +213,9 @@ def test_mixed_accountant_takes_the_better_bound():
     assert acc.mu == pytest.approx(math.sqrt(2.0)) and acc.pure_epsilon == pytest.approx(0.1)
     assert acc.rho == pytest.approx(1.0025)
     e = acc.epsilon(1e-5)
-    assert e == pytest.approx(min(0.1 + a.gaussian_epsilon(math.sqrt(2.0), 1e-5),
-                                  a.zcdp_epsilon(1.0025, 1e-5)), rel=1e-12)
+    assert e == pytest.approx(
+        min(0.1 + a.gaussian_epsilon(math.sqrt(2.0), 1e-5), a.zcdp_epsilon(1.0025, 1e-5)), rel=1e-12
+    )
     assert acc.delta(e) <= 1e-5 * (1 + 1e-6)
     assert "zCDP" in acc.method()
 
@@ -221,18 +230,24 @@ def _pld():
 def test_single_gaussian_against_pld():
     pld = _pld()
     s = a.analytic_gaussian_sigma(1.0, 1.0, 1e-5)
-    p = pld.from_gaussian_mechanism(standard_deviation=s, sensitivity=1.0,
-                                    value_discretization_interval=1e-4)
+    p = pld.from_gaussian_mechanism(standard_deviation=s, sensitivity=1.0, value_discretization_interval=1e-4)
     assert p.get_delta_for_epsilon(1.0) == pytest.approx(1e-5, rel=1e-3)
 
 
 def test_accountant_against_pld_heterogeneous():
     pld = _pld()
     acc = a.PrivacyAccountant().add_gaussian(2.0, 30.0, 12).add_gaussian(5.0, 90.0, 5)
-    comp = (pld.from_gaussian_mechanism(standard_deviation=30.0, sensitivity=2.0,
-                                        value_discretization_interval=1e-4).self_compose(12)
-            .compose(pld.from_gaussian_mechanism(standard_deviation=90.0, sensitivity=5.0,
-                                                 value_discretization_interval=1e-4).self_compose(5)))
+    comp = (
+        pld.from_gaussian_mechanism(
+            standard_deviation=30.0, sensitivity=2.0, value_discretization_interval=1e-4
+        )
+        .self_compose(12)
+        .compose(
+            pld.from_gaussian_mechanism(
+                standard_deviation=90.0, sensitivity=5.0, value_discretization_interval=1e-4
+            ).self_compose(5)
+        )
+    )
     for dlt in (1e-3, 1e-6):
         assert acc.epsilon(dlt) == pytest.approx(comp.get_epsilon_for_delta(dlt), rel=2e-3)
 
@@ -287,7 +302,7 @@ def test_tight_vtr_plus_hand_value():
     # t = sqrt(280) / mu = 62.42547, sigma_B1 = 20 t = 1248.51 (separate worst cases: 1765.66)
     cal = _tight("calibrate_ucrl_vtr_plus", "jdp", H=H, K=K, d=D, C_w=1.0)
     assert cal["sigma_B1"] == pytest.approx(1248.51, rel=1e-5)
-    assert cal["sigma_B2"] / cal["sigma_B1"] == pytest.approx(H ** 4 / D, rel=1e-14)
+    assert cal["sigma_B2"] / cal["sigma_B1"] == pytest.approx(H**4 / D, rel=1e-14)
     assert cal["sigma_f"] == cal["sigma_B1"] and cal["sigma_g"] == cal["sigma_B2"]
 
 
@@ -295,7 +310,7 @@ def test_tight_vtr_plus_ldp_hand_value():
     # n = 1: t = sqrt(20) / mu = 16.68376, sigma_B1 = 20 t = 333.675
     cal = _tight("calibrate_ucrl_vtr_plus", "ldp", H=H, K=K, d=D, C_w=1.0)
     assert cal["sigma_B1"] == pytest.approx(333.675, rel=1e-5)
-    assert cal["sigma_B2"] / cal["sigma_B1"] == pytest.approx(H ** 4 / D)
+    assert cal["sigma_B2"] / cal["sigma_B1"] == pytest.approx(H**4 / D)
 
 
 def test_tight_laplace_scales_hand_values():
@@ -306,14 +321,19 @@ def test_tight_laplace_scales_hand_values():
     assert cal["sigma_Lambda"] == pytest.approx(1200.0, rel=1e-12)
     assert cal["sigma_u"] == pytest.approx(8348.413, rel=1e-6)
     # UCRL-VTR+: 4 H n = 560 nodes per user, b_B1 = 2 d^2 * 560 = 112000
-    assert _tight("calibrate_ucrl_vtr_plus", "jdp", delta=0.0, H=H, K=K, d=D, C_w=1.0)["sigma_B1"] == pytest.approx(112_000.0)
+    assert _tight("calibrate_ucrl_vtr_plus", "jdp", delta=0.0, H=H, K=K, d=D, C_w=1.0)[
+        "sigma_B1"
+    ] == pytest.approx(112_000.0)
     # UCRL-VTR: 2 H n = 280 nodes, b_matrix = 2 d H^2 * 280 = 560000 (paper: 300 nodes, 600000)
-    assert _tight("calibrate_ucrl_vtr", "jdp", delta=0.0, H=H, K=K, d=D, C_w=1.0)["laplace_b"] == pytest.approx(560_000.0)
+    assert _tight("calibrate_ucrl_vtr", "jdp", delta=0.0, H=H, K=K, d=D, C_w=1.0)[
+        "laplace_b"
+    ] == pytest.approx(560_000.0)
     assert c.ucrl_vtr_laplace_scales_jdp(1.0, H, K, D)[0] == pytest.approx(600_000.0)
 
 
 def test_lsvi_releases_matches_the_schedule():
     from privrl.agents.lsvi_ucb import batch_starts
+
     for K_ in (1, 2, 9, 10, 11, 40, 1000, 10_000):
         for B_ in range(1, min(K_, 12) + 1):
             assert c.lsvi_ucb_releases(K_, B_) == max(1, len(batch_starts(K_, B_)) - 1)
@@ -324,10 +344,13 @@ def test_lsvi_releases_matches_the_schedule():
 @pytest.mark.parametrize("HK", [(1, 1), (2, 8), (5, 100), (10, 10_000), (20, 1000)])
 def test_tight_never_exceeds_paper(eps, delta, HK):
     H_, K_ = HK
-    for fn, kind, extra in (("calibrate_ucrl_vtr", "jdp", {"C_w": 1.0}), ("calibrate_ucrl_vtr", "ldp", {"C_w": 1.0}),
-                            ("calibrate_ucrl_vtr_plus", "jdp", {"C_w": 1.0}),
-                            ("calibrate_ucrl_vtr_plus", "ldp", {"C_w": 1.0}),
-                            ("calibrate_lsvi_ucb", "jdp", {"batches": max(1, min(K_, 7))})):
+    for fn, kind, extra in (
+        ("calibrate_ucrl_vtr", "jdp", {"C_w": 1.0}),
+        ("calibrate_ucrl_vtr", "ldp", {"C_w": 1.0}),
+        ("calibrate_ucrl_vtr_plus", "jdp", {"C_w": 1.0}),
+        ("calibrate_ucrl_vtr_plus", "ldp", {"C_w": 1.0}),
+        ("calibrate_lsvi_ucb", "jdp", {"batches": max(1, min(K_, 7))}),
+    ):
         f = getattr(c, fn)
         paper = f(kind, eps, delta, H=H_, K=K_, d=3, **extra)
         tight = f(kind, eps, delta, H=H_, K=K_, d=3, calibration="tight", **extra)
@@ -336,24 +359,42 @@ def test_tight_never_exceeds_paper(eps, delta, HK):
                 assert 0 < tight[k] <= paper[k], (fn, kind, k)
 
 
-@pytest.mark.parametrize("fn,args", [
-    ("calibrate_ucrl_vtr", dict(kind="jdp", epsilon=1.0, delta=1e-5, H=H, K=K, d=D, C_w=1.0)),
-    ("calibrate_ucrl_vtr", dict(kind="ldp", epsilon=1.0, delta=1e-5, H=H, K=K, d=D, C_w=1.0)),
-    ("calibrate_ucrl_vtr", dict(kind="jdp", epsilon=1.0, delta=0.0, H=H, K=K, d=D, C_w=1.0)),
-    ("calibrate_ucrl_vtr", dict(kind="none", epsilon=None, delta=None, H=H, K=K, d=D, C_w=1.0)),
-    ("calibrate_ucrl_vtr_plus", dict(kind="jdp", epsilon=1.0, delta=1e-5, H=H, K=K, d=D, C_w=1.0)),
-    ("calibrate_ucrl_vtr_plus", dict(kind="ldp", epsilon=1.0, delta=0.0, H=H, K=K, d=D, C_w=1.0)),
-    ("calibrate_lsvi_ucb", dict(kind="jdp", epsilon=1.0, delta=1e-5, H=H, K=K, d=D)),
-    ("calibrate_lsvi_ucb", dict(kind="jdp", epsilon=1.0, delta=0.0, H=H, K=K, d=D)),
-])
+@pytest.mark.parametrize(
+    "fn,args",
+    [
+        ("calibrate_ucrl_vtr", dict(kind="jdp", epsilon=1.0, delta=1e-5, H=H, K=K, d=D, C_w=1.0)),
+        ("calibrate_ucrl_vtr", dict(kind="ldp", epsilon=1.0, delta=1e-5, H=H, K=K, d=D, C_w=1.0)),
+        ("calibrate_ucrl_vtr", dict(kind="jdp", epsilon=1.0, delta=0.0, H=H, K=K, d=D, C_w=1.0)),
+        ("calibrate_ucrl_vtr", dict(kind="none", epsilon=None, delta=None, H=H, K=K, d=D, C_w=1.0)),
+        ("calibrate_ucrl_vtr_plus", dict(kind="jdp", epsilon=1.0, delta=1e-5, H=H, K=K, d=D, C_w=1.0)),
+        ("calibrate_ucrl_vtr_plus", dict(kind="ldp", epsilon=1.0, delta=0.0, H=H, K=K, d=D, C_w=1.0)),
+        ("calibrate_lsvi_ucb", dict(kind="jdp", epsilon=1.0, delta=1e-5, H=H, K=K, d=D)),
+        ("calibrate_lsvi_ucb", dict(kind="jdp", epsilon=1.0, delta=0.0, H=H, K=K, d=D)),
+    ],
+)
 def test_tight_dict_same_keys_smaller_noise(fn, args):
     f = getattr(c, fn)
     paper, tight = f(**args), f(**args, calibration="tight")
     assert set(paper) == set(tight)
     assert paper["calibration"] == "paper" and tight["calibration"] == "tight"
     assert paper == f(**args, calibration="paper")  # "paper" is the default
-    for k in ("sigma_B", "sigma_g", "sigma_B1", "sigma_B2", "sigma_f", "sigma_Lambda", "sigma_u",
-              "Upsilon", "Upsilon1", "Upsilon2", "C", "shift", "beta", "beta_hat", "c_K"):
+    for k in (
+        "sigma_B",
+        "sigma_g",
+        "sigma_B1",
+        "sigma_B2",
+        "sigma_f",
+        "sigma_Lambda",
+        "sigma_u",
+        "Upsilon",
+        "Upsilon1",
+        "Upsilon2",
+        "C",
+        "shift",
+        "beta",
+        "beta_hat",
+        "c_K",
+    ):
         if k in paper and paper[k] is not None:
             assert tight[k] <= paper[k] * (1 + 1e-12), k
     # everything that does not depend on the noise is unchanged
@@ -383,11 +424,15 @@ def test_tight_pure_counts_nodes_exactly():
     assert p["laplace_b"] / t["laplace_b"] == pytest.approx(15 / 14, rel=1e-14)
     assert t["node_budget"] == (1.0 / (2 * H * 14), 0.0)
     # powers of two: identical
-    assert (c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, 1024, D, 1.0, calibration="tight")["laplace_b"]
-            == c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, 1024, D, 1.0)["laplace_b"])
+    assert (
+        c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, 1024, D, 1.0, calibration="tight")["laplace_b"]
+        == c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, 1024, D, 1.0)["laplace_b"]
+    )
     # LDP: nothing to count, identical
-    assert (c.calibrate_ucrl_vtr("ldp", 1.0, 0.0, H, K, D, 1.0, calibration="tight")["laplace_b"]
-            == c.calibrate_ucrl_vtr("ldp", 1.0, 0.0, H, K, D, 1.0)["laplace_b"])
+    assert (
+        c.calibrate_ucrl_vtr("ldp", 1.0, 0.0, H, K, D, 1.0, calibration="tight")["laplace_b"]
+        == c.calibrate_ucrl_vtr("ldp", 1.0, 0.0, H, K, D, 1.0)["laplace_b"]
+    )
 
 
 @pytest.mark.parametrize("bad", ["Paper", "exact", None, 1, ""])

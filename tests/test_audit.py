@@ -1,6 +1,7 @@
 """Tests of privrl.audit: Clopper-Pearson bounds, the distinguishing audit, and the audits of the
 shipped mechanisms (their lower bound stays below the claimed epsilon; a mechanism with 100x too
 little noise is flagged, so these tests can fail)."""
+
 from __future__ import annotations
 
 import math
@@ -57,6 +58,7 @@ def _gaussian_mech(sigma):
     def mech(x, seed):
         rng = np.random.default_rng(int.from_bytes(seed, "little"))
         return np.asarray(x, dtype=float) + rng.normal(0.0, sigma, size=np.shape(x))
+
     return mech
 
 
@@ -64,8 +66,15 @@ def test_audit_mechanism_gaussian_below_its_exact_epsilon():
     # Delta = 2 (x = +-1 e_1), sigma = 1: mu = 2, eps(delta = 1e-5) = 6.28; the audit with an
     # estimated direction must stay below it and be informative
     eps_true = acc.gaussian_epsilon(2.0, 1e-5)
-    res = A.audit_mechanism(_gaussian_mech(1.0), np.array([1.0, 0, 0]), np.array([-1.0, 0, 0]),
-                            6000, delta=1e-5, claimed_epsilon=eps_true, seed=1)
+    res = A.audit_mechanism(
+        _gaussian_mech(1.0),
+        np.array([1.0, 0, 0]),
+        np.array([-1.0, 0, 0]),
+        6000,
+        delta=1e-5,
+        claimed_epsilon=eps_true,
+        seed=1,
+    )
     assert 1.5 < res.epsilon_lower_bound < eps_true
     assert not res.flagged
     assert res.n_test == 3000 and "training means" in res.statistic
@@ -74,8 +83,15 @@ def test_audit_mechanism_gaussian_below_its_exact_epsilon():
 
 
 def test_audit_flags_a_noiseless_mechanism():
-    res = A.audit_mechanism(lambda x, seed: np.asarray(x, dtype=float), np.ones(2), -np.ones(2),
-                            2000, delta=1e-5, claimed_epsilon=1.0, seed=0)
+    res = A.audit_mechanism(
+        lambda x, seed: np.asarray(x, dtype=float),
+        np.ones(2),
+        -np.ones(2),
+        2000,
+        delta=1e-5,
+        claimed_epsilon=1.0,
+        seed=0,
+    )
     # perfect separation on 1000 test runs: eps >= log(0.025^(1/1000) / (1 - 0.025^(1/1000)))
     #   = log(0.996318 / 0.003682) = 5.60
     assert res.epsilon_lower_bound == pytest.approx(5.60, abs=0.01)
@@ -108,6 +124,7 @@ def test_audit_samples_bad_inputs():
 EPS = 4.0
 
 
+@pytest.mark.slow
 def test_audit_jdp_tree_release_below_claim():
     res = A.audit_ucrl_vtr_tree(EPS, 1e-5, calibration="tight", n_trials=6000, seed=11)
     assert res.epsilon_lower_bound < EPS and not res.flagged
@@ -117,11 +134,11 @@ def test_audit_jdp_tree_release_below_claim():
 
 
 def test_audit_jdp_tree_release_flags_broken_noise():
-    res = A.audit_ucrl_vtr_tree(EPS, 1e-5, calibration="tight", n_trials=2000,
-                                noise_multiplier=0.01, seed=12)
+    res = A.audit_ucrl_vtr_tree(EPS, 1e-5, calibration="tight", n_trials=2000, noise_multiplier=0.01, seed=12)
     assert res.flagged and res.epsilon_lower_bound > EPS
 
 
+@pytest.mark.slow
 def test_audit_ldp_randomizer_below_claim():
     res = A.audit_ldp_randomizer(EPS, 1e-5, calibration="tight", n_trials=60_000, seed=21)
     assert res.epsilon_lower_bound < EPS and not res.flagged
@@ -132,8 +149,9 @@ def test_audit_ldp_randomizer_below_claim():
 
 
 def test_audit_ldp_randomizer_flags_broken_noise():
-    res = A.audit_ldp_randomizer(EPS, 1e-5, calibration="tight", n_trials=4000,
-                                 noise_multiplier=0.01, seed=23)
+    res = A.audit_ldp_randomizer(
+        EPS, 1e-5, calibration="tight", n_trials=4000, noise_multiplier=0.01, seed=23
+    )
     assert res.flagged and res.epsilon_lower_bound > EPS
 
 
@@ -144,8 +162,9 @@ def test_audit_lsvi_u_release_below_claim():
 
 
 def test_audit_lsvi_u_release_flags_broken_noise():
-    res = A.audit_lsvi_u_release(EPS, 1e-5, calibration="tight", n_trials=4000,
-                                 noise_multiplier=0.01, seed=32)
+    res = A.audit_lsvi_u_release(
+        EPS, 1e-5, calibration="tight", n_trials=4000, noise_multiplier=0.01, seed=32
+    )
     assert res.flagged and res.epsilon_lower_bound > EPS
 
 

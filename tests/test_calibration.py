@@ -3,6 +3,7 @@
 Expected numbers are derived by hand from the printed formulas (arithmetic in the comments);
 closed forms are also compared with the same quantity rebuilt from the DP tools.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -68,10 +69,14 @@ def test_laplace_sum_bounds_hand_values():
 def test_laplace_sum_bound_dominated_by_triangle_bounds():
     for n, d, alpha in itertools.product([1, 2, 15, 100, 10_000], [1, 3, 10, 50], [0.3, 1e-3, 1e-9]):
         # matrices: below n x (one-matrix claim at alpha), the form the paper prints for pure LSVI-UCB
-        assert c.laplace_matrix_sum_bound(1.0, n, d, alpha) <= n * c.laplace_matrix_bound(1.0, d, alpha) * (1 + 1e-12)
+        assert c.laplace_matrix_sum_bound(1.0, n, d, alpha) <= n * c.laplace_matrix_bound(1.0, d, alpha) * (
+            1 + 1e-12
+        )
         # vectors: below the triangle + union bound n b sqrt(d) log(n d / alpha) (each of the n d
         # coordinates at failure alpha/(n d)) = n x (one-vector claim at alpha/n)
-        assert c.laplace_vector_sum_bound(1.0, n, d, alpha) <= n * c.laplace_vector_bound(1.0, d, alpha / n) * (1 + 1e-12)
+        assert c.laplace_vector_sum_bound(1.0, n, d, alpha) <= n * c.laplace_vector_bound(
+            1.0, d, alpha / n
+        ) * (1 + 1e-12)
 
 
 def test_laplace_sum_bound_grows_like_sqrt_n():
@@ -142,15 +147,19 @@ def test_ucrl_vtr_sigma_ldp_reference():
     assert c.ucrl_vtr_sigma_ldp(1.0, 1e-5, H) == pytest.approx(22055.787, rel=1e-6)
 
 
-GRID = list(itertools.product([0.01, 0.3, 0.9, 2.5], [1e-9, 1e-5, 0.1], [1, 3, 10, 50], [1, 2, 37, 10_000, 10 ** 7]))
+GRID = list(
+    itertools.product([0.01, 0.3, 0.9, 2.5], [1e-9, 1e-5, 0.1], [1, 3, 10, 50], [1, 2, 37, 10_000, 10**7])
+)
 
 
 @pytest.mark.parametrize("eps,delta,h,k", GRID)
 def test_ucrl_vtr_closed_forms_equal_tool_composition(eps, delta, h, k):
     assert c.ucrl_vtr_sigma_jdp(eps, delta, h, k) == pytest.approx(
-        c.ucrl_vtr_sigma_jdp_composed(eps, delta, h, k), rel=1e-12)
+        c.ucrl_vtr_sigma_jdp_composed(eps, delta, h, k), rel=1e-12
+    )
     assert c.ucrl_vtr_sigma_ldp(eps, delta, h) == pytest.approx(
-        c.ucrl_vtr_sigma_ldp_composed(eps, delta, h), rel=1e-12)
+        c.ucrl_vtr_sigma_ldp_composed(eps, delta, h), rel=1e-12
+    )
 
 
 def test_ucrl_vtr_composition_steps_match_paper_budgets():
@@ -161,7 +170,9 @@ def test_ucrl_vtr_composition_steps_match_paper_budgets():
     assert eh == pytest.approx(eps / (2 * math.sqrt(8 * H * math.log(4 / delta))), rel=1e-14)
     assert dh == pytest.approx(delta / (4 * H), rel=1e-14)
     e0, d0 = m.tree_node_budget(eh, dh, K)
-    assert e0 == pytest.approx(eps / (16 * math.sqrt(H * K0 * math.log(8 * H / delta) * math.log(4 / delta))), rel=1e-12)
+    assert e0 == pytest.approx(
+        eps / (16 * math.sqrt(H * K0 * math.log(8 * H / delta) * math.log(4 / delta))), rel=1e-12
+    )
     assert d0 == pytest.approx(delta / (8 * H * K0), rel=1e-12)
 
 
@@ -169,10 +180,10 @@ def test_ucrl_vtr_sigma_monotone():
     eps_vals = [0.05, 0.2, 0.5, 0.99, 3.0]
     for f in (lambda e: c.ucrl_vtr_sigma_jdp(e, 1e-5, H, K), lambda e: c.ucrl_vtr_sigma_ldp(e, 1e-5, H)):
         vals = [f(e) for e in eps_vals]
-        assert all(a > b for a, b in zip(vals, vals[1:]))
+        assert all(a > b for a, b in itertools.pairwise(vals))
     for f in (lambda h: c.ucrl_vtr_sigma_jdp(0.5, 1e-5, h, K), lambda h: c.ucrl_vtr_sigma_ldp(0.5, 1e-5, h)):
         vals = [f(h) for h in (1, 2, 5, 10, 30)]
-        assert all(a < b for a, b in zip(vals, vals[1:]))
+        assert all(a < b for a, b in itertools.pairwise(vals))
     # more episodes -> deeper tree -> more JDP noise; smaller delta -> more noise
     assert c.ucrl_vtr_sigma_jdp(0.5, 1e-5, H, 100) < c.ucrl_vtr_sigma_jdp(0.5, 1e-5, H, K)
     assert c.ucrl_vtr_sigma_jdp(0.5, 1e-3, H, K) < c.ucrl_vtr_sigma_jdp(0.5, 1e-8, H, K)
@@ -199,7 +210,7 @@ def test_ucrl_vtr_width_and_nonprivate_beta():
     w = c.ucrl_vtr_self_normalized_width(H, K, D, P)
     assert w == pytest.approx(113.10314, rel=1e-6)
     # direct evaluation agrees where it does not overflow
-    assert w == pytest.approx(math.sqrt(2 * H ** 2 * math.log(3 * H * (1 + K * H) ** (D / 2) / P)), rel=1e-12)
+    assert w == pytest.approx(math.sqrt(2 * H**2 * math.log(3 * H * (1 + K * H) ** (D / 2) / P)), rel=1e-12)
     # non-private (Thm. 1 with Upsilon = C = 0): C_w sqrt(H^2) + width = 1 * 10 + 113.10314 = 123.10314
     assert c.ucrl_vtr_beta_nonprivate(1.0, H, K, D, P) == pytest.approx(123.10314, rel=1e-6)
     assert c.ucrl_vtr_beta_nonprivate(2.5, H, K, D, P) == pytest.approx(25 + 113.10314, rel=1e-6)
@@ -207,7 +218,7 @@ def test_ucrl_vtr_width_and_nonprivate_beta():
 
 def test_ucrl_vtr_width_never_overflows():
     # (1 + KH)^{d/2} = (1e13)^{5e5} overflows a float; its log does not
-    w = c.ucrl_vtr_self_normalized_width(1000, 10 ** 10, 10 ** 6, 1e-3)
+    w = c.ucrl_vtr_self_normalized_width(1000, 10**10, 10**6, 1e-3)
     assert math.isfinite(w) and w > 0
 
 
@@ -221,13 +232,19 @@ def test_ucrl_vtr_beta_hand_value_and_condition():
     # Thm. 1 condition with ups_low = Upsilon, ups_high = 3 Upsilon, C = C^J
     C = 3.4862398818721925e6 * 43.52084047856362
     cond = c.ucrl_vtr_beta_condition(100.0, ups, 3 * ups, C, 1.0, H, K, D, P)
-    assert cond == pytest.approx(((100 + 3 * ups) * 1.0 + C) / math.sqrt(100 + ups) + 113.10314494285055, rel=1e-12)
+    assert cond == pytest.approx(
+        ((100 + 3 * ups) * 1.0 + C) / math.sqrt(100 + ups) + 113.10314494285055, rel=1e-12
+    )
     assert b >= cond
 
 
 @pytest.mark.parametrize("kind", ["jdp", "ldp"])
-@pytest.mark.parametrize("eps,delta,h,k,d,cw", list(itertools.product(
-    [0.1, 0.9], [1e-6, 0.05], [1, 5, 20], [1, 50, 10 ** 5], [1, 4, 30], [0.1, 1.0, 10.0])))
+@pytest.mark.parametrize(
+    "eps,delta,h,k,d,cw",
+    list(
+        itertools.product([0.1, 0.9], [1e-6, 0.05], [1, 5, 20], [1, 50, 10**5], [1, 4, 30], [0.1, 1.0, 10.0])
+    ),
+)
 def test_ucrl_vtr_gaussian_beta_satisfies_theorem_1(kind, eps, delta, h, k, d, cw):
     out = c.calibrate_ucrl_vtr(kind, eps, delta, h, k, d, cw)
     assert out["Upsilon"] >= out["C"]  # the fact the corollaries' proofs rely on
@@ -239,8 +256,10 @@ def test_ucrl_vtr_beta_monotone():
     assert c.calibrate_ucrl_vtr("jdp", 0.5, 1e-5, H, K, D, 2.0)["beta"] > base  # in C_w
     assert c.calibrate_ucrl_vtr("jdp", 0.9, 1e-5, H, K, D, 1.0)["beta"] < base  # in eps
     assert c.calibrate_ucrl_vtr("jdp", 0.5, 1e-5, H, K, 20, 1.0)["beta"] > base  # in d
-    assert c.calibrate_ucrl_vtr("ldp", 0.5, 1e-5, H, K, D, 1.0)["beta"] < \
-        c.calibrate_ucrl_vtr("ldp", 0.5, 1e-5, H, 10 * K, D, 1.0)["beta"]  # LDP grows with K
+    assert (
+        c.calibrate_ucrl_vtr("ldp", 0.5, 1e-5, H, K, D, 1.0)["beta"]
+        < c.calibrate_ucrl_vtr("ldp", 0.5, 1e-5, H, 10 * K, D, 1.0)["beta"]
+    )  # LDP grows with K
 
 
 # ============================================================================================
@@ -261,13 +280,13 @@ def test_ucrl_vtr_pure_scales_hand_values():
 
 def test_ucrl_vtr_pure_scales_closed_forms():
     # b_matrix = 4 d H^3 K0 / eps (JDP), 4 d H^3 / eps (LDP); vectors with sqrt(d)
-    for eps, h, k, d in itertools.product([0.1, 1.0, 5.0], [1, 7], [1, 33, 10 ** 6], [1, 9]):
+    for eps, h, k, d in itertools.product([0.1, 1.0, 5.0], [1, 7], [1, 33, 10**6], [1, 9]):
         k0 = m.tree_depth(k)
         bm, bv = c.ucrl_vtr_laplace_scales_jdp(eps, h, k, d)
-        assert bm == pytest.approx(4 * d * h ** 3 * k0 / eps, rel=1e-12)
-        assert bv == pytest.approx(4 * math.sqrt(d) * h ** 3 * k0 / eps, rel=1e-12)
+        assert bm == pytest.approx(4 * d * h**3 * k0 / eps, rel=1e-12)
+        assert bv == pytest.approx(4 * math.sqrt(d) * h**3 * k0 / eps, rel=1e-12)
         bm, bv = c.ucrl_vtr_laplace_scales_ldp(eps, h, d)
-        assert bm == pytest.approx(4 * d * h ** 3 / eps, rel=1e-12)
+        assert bm == pytest.approx(4 * d * h**3 / eps, rel=1e-12)
 
 
 def test_ucrl_vtr_pure_budget_composes_to_epsilon():
@@ -276,7 +295,7 @@ def test_ucrl_vtr_pure_budget_composes_to_epsilon():
     eps_total, delta_total = m.simple_composition([out["node_budget"]] * (2 * H * K0))
     assert eps_total == pytest.approx(0.5, rel=1e-12) and delta_total == 0.0
     # b * eps_node = sensitivity
-    assert out["laplace_b"] * out["node_budget"][0] == pytest.approx(2 * D * H ** 2, rel=1e-12)
+    assert out["laplace_b"] * out["node_budget"][0] == pytest.approx(2 * D * H**2, rel=1e-12)
     out = c.calibrate_ucrl_vtr("ldp", 0.5, 0.0, H, K, D, 1.0)
     assert m.simple_composition([out["node_budget"]] * (2 * H))[0] == pytest.approx(0.5, rel=1e-12)
 
@@ -285,7 +304,9 @@ def test_ucrl_vtr_pure_upsilon_C_beta():
     out = c.calibrate_ucrl_vtr("jdp", 0.5, 0.0, H, K, D, 1.0)
     alpha = P / (6 * K * H)
     assert out["Upsilon"] == pytest.approx(c.laplace_matrix_sum_bound(1.2e6, K0, D, alpha), rel=1e-12)
-    assert out["C"] == pytest.approx(c.laplace_vector_sum_bound(out["laplace_b_vector"], K0, D, alpha), rel=1e-12)
+    assert out["C"] == pytest.approx(
+        c.laplace_vector_sum_bound(out["laplace_b_vector"], K0, D, alpha), rel=1e-12
+    )
     # row-sum branch for n = 15, d = 10: L = log(d/alpha) = log(1.2e8) = 18.603002
     #   2*15*10 + 2 sqrt(150 * 18.603002) + 18.603002 = 300 + 2 * 52.824713 + 18.603002 = 424.252428
     #   (x b = 1.2e6)
@@ -296,8 +317,10 @@ def test_ucrl_vtr_pure_upsilon_C_beta():
 
 
 @pytest.mark.parametrize("kind", ["jdp", "ldp"])
-@pytest.mark.parametrize("eps,h,k,d,cw", list(itertools.product(
-    [0.01, 0.5, 5.0], [1, 4, 20], [1, 60, 10 ** 5], [1, 3, 40], [0.1, 3.0])))
+@pytest.mark.parametrize(
+    "eps,h,k,d,cw",
+    list(itertools.product([0.01, 0.5, 5.0], [1, 4, 20], [1, 60, 10**5], [1, 3, 40], [0.1, 3.0])),
+)
 def test_ucrl_vtr_pure_beta_satisfies_theorem_1(kind, eps, h, k, d, cw):
     out = c.calibrate_ucrl_vtr(kind, eps, 0.0, h, k, d, cw)
     assert out["noise"] == "laplace" and out["sym_divisor"] == 2.0
@@ -305,9 +328,14 @@ def test_ucrl_vtr_pure_beta_satisfies_theorem_1(kind, eps, h, k, d, cw):
 
 
 def test_ucrl_vtr_pure_monotone():
-    f = lambda e: c.calibrate_ucrl_vtr("jdp", e, 0.0, H, K, D, 1.0)
+    def f(e):
+        return c.calibrate_ucrl_vtr("jdp", e, 0.0, H, K, D, 1.0)
+
     assert f(0.1)["laplace_b"] > f(0.5)["laplace_b"] > f(2.0)["laplace_b"]
-    g = lambda h: c.ucrl_vtr_laplace_scales_ldp(0.5, h, D)[0]
+
+    def g(h):
+        return c.ucrl_vtr_laplace_scales_ldp(0.5, h, D)[0]
+
     assert g(1) < g(2) < g(10)
 
 
@@ -332,7 +360,9 @@ def test_lsvi_ucb_reference_values():
     assert out["batch_length"] == 1429  # ceil(1e4 / 7)
 
 
-LSVI_GRID = list(itertools.product([0.05, 0.5, 0.99, 4.0], [1e-9, 1e-5, 0.1], [1, 3, 20], [1, 2, 7, 500, 10 ** 5]))
+LSVI_GRID = list(
+    itertools.product([0.05, 0.5, 0.99, 4.0], [1e-9, 1e-5, 0.1], [1, 3, 20], [1, 2, 7, 500, 10**5])
+)
 
 
 @pytest.mark.parametrize("eps,delta,h,b", LSVI_GRID)
@@ -347,20 +377,33 @@ def test_lsvi_composed_equals_paper_intermediate_expressions(eps, delta, h, b):
     b0 = m.tree_depth(b)
     lg = math.log
     # App. D: 128/eps sqrt(H B B0 log(4/delta) log(8H/delta) log(16HB/delta) log(32HBB0/delta))
-    expected_l = 128 / eps * math.sqrt(h * b * b0 * lg(4 / delta) * lg(8 * h / delta)
-                                       * lg(16 * h * b / delta) * lg(32 * h * b * b0 / delta))
+    expected_l = (
+        128
+        / eps
+        * math.sqrt(
+            h
+            * b
+            * b0
+            * lg(4 / delta)
+            * lg(8 * h / delta)
+            * lg(16 * h * b / delta)
+            * lg(32 * h * b * b0 / delta)
+        )
+    )
     assert c.lsvi_ucb_sigma_lambda_composed(eps, delta, h, b) == pytest.approx(expected_l, rel=1e-12)
     # App. D: 32 H sqrt(8 H B log(16HB/delta) log(8H/delta) log(4/delta)) / eps
-    expected_u = 32 * h * math.sqrt(8 * h * b * lg(16 * h * b / delta) * lg(8 * h / delta) * lg(4 / delta)) / eps
+    expected_u = (
+        32 * h * math.sqrt(8 * h * b * lg(16 * h * b / delta) * lg(8 * h / delta) * lg(4 / delta)) / eps
+    )
     assert c.lsvi_ucb_sigma_u_composed(eps, delta, h, b) == pytest.approx(expected_u, rel=1e-12)
 
 
 def test_lsvi_sigma_monotone():
     for f in (c.lsvi_ucb_sigma_lambda, c.lsvi_ucb_sigma_u):
         vals = [f(e, 1e-5, H, 7) for e in (0.1, 0.3, 0.9, 2.0)]
-        assert all(a > b for a, b in zip(vals, vals[1:]))
+        assert all(a > b for a, b in itertools.pairwise(vals))
         vals = [f(0.5, 1e-5, h, 7) for h in (1, 2, 10, 40)]
-        assert all(a < b for a, b in zip(vals, vals[1:]))
+        assert all(a < b for a, b in itertools.pairwise(vals))
         assert f(0.5, 1e-5, H, 7) < f(0.5, 1e-5, H, 70)  # more batches, more noise
 
 
@@ -408,13 +451,16 @@ def test_lsvi_ucb_non_batched_variant():
 
 def test_lsvi_ucb_calibration_composition():
     out = c.calibrate_lsvi_ucb("jdp", 0.7, 1e-6, H, K, D)
-    assert out["Upsilon"] == pytest.approx(c.lsvi_ucb_upsilon(out["sigma_Lambda"], out["B0"], D, K, H, P), rel=1e-12)
+    assert out["Upsilon"] == pytest.approx(
+        c.lsvi_ucb_upsilon(out["sigma_Lambda"], out["B0"], D, K, H, P), rel=1e-12
+    )
     assert out["c_K"] == pytest.approx(D * out["Upsilon"], rel=1e-12)
     assert out["shift"] == pytest.approx(out["c_K"] + out["Upsilon"], rel=1e-12)
     assert out["C"] == pytest.approx(c.lsvi_ucb_C(out["sigma_u"], D, K, H, P), rel=1e-12)
     assert out["U_K"] == c.lsvi_ucb_U_K(out["lam"], out["c_K"], out["C"], H, K, D)
     assert out["beta"] == pytest.approx(
-        24 * H * math.sqrt(D * (out["lam"] + out["c_K"])) * math.log(out["chi"]), rel=1e-12)
+        24 * H * math.sqrt(D * (out["lam"] + out["c_K"])) * math.log(out["chi"]), rel=1e-12
+    )
     assert out["sym_divisor"] == 2.0 and out["noise"] == "gaussian"
 
 
@@ -423,13 +469,18 @@ def _lemma_b4_rhs(out):
     #   + 6 d H sqrt(log chi) + C / sqrt(lam + c_K)
     h, d = out["H"], out["d"]
     r = out["lam"] + out["c_K"]
-    return (4 * h * math.sqrt(d) * (r + 3 * out["Upsilon"]) / math.sqrt(r)
-            + 6 * d * h * math.sqrt(out["log_chi"]) + out["C"] / math.sqrt(r))
+    return (
+        4 * h * math.sqrt(d) * (r + 3 * out["Upsilon"]) / math.sqrt(r)
+        + 6 * d * h * math.sqrt(out["log_chi"])
+        + out["C"] / math.sqrt(r)
+    )
 
 
 @pytest.mark.parametrize("kind,delta", [("none", None), ("jdp", 1e-5), ("jdp", 0.0)])
-@pytest.mark.parametrize("eps,h,k,d,batches", list(itertools.product(
-    [0.05, 0.9, 3.0], [1, 5, 20], [10, 5000, 10 ** 6], [1, 5, 30], ["static", "every"])))
+@pytest.mark.parametrize(
+    "eps,h,k,d,batches",
+    list(itertools.product([0.05, 0.9, 3.0], [1, 5, 20], [10, 5000, 10**6], [1, 5, 30], ["static", "every"])),
+)
 def test_lsvi_beta_satisfies_lemma_b4(kind, delta, eps, h, k, d, batches):
     out = c.calibrate_lsvi_ucb(kind, eps if kind != "none" else None, delta, h, k, d, batches=batches)
     assert out["beta"] >= _lemma_b4_rhs(out)
@@ -486,22 +537,27 @@ def test_lsvi_pure_c_K():
     out = c.calibrate_lsvi_ucb("jdp", 1.0, 0.0, H, K, D)
     assert out["c_K"] == pytest.approx(D * out["Upsilon"], rel=1e-12)
     # non-batched, d = 1: C / (lam + d Upsilon) > H, c_K is raised so that C = H (lam + c_K)
-    out = c.calibrate_lsvi_ucb("jdp", 0.5, 0.0, 5, 10 ** 6, 1, batches="every")
+    out = c.calibrate_lsvi_ucb("jdp", 0.5, 0.0, 5, 10**6, 1, batches="every")
     assert out["C"] > 5 * (out["lam"] + out["Upsilon"])
     assert out["c_K"] == pytest.approx(out["C"] / 5 - out["lam"], rel=1e-12)
 
 
 def test_lsvi_pure_printed_upsilon_dominates_sum_bound():
-    for b, b0, d, alpha in itertools.product([1.0, 3.5], [1, 3, 15], [1, 10, 100], [1e-3, 1e-9]):
-        k, h, p = 1000, 5, 0.05
+    for b, b0, d, p in itertools.product([1.0, 3.5], [1, 3, 15], [1, 10, 100], [1e-3, 0.05]):
+        k, h = 1000, 5
         printed = c.lsvi_ucb_upsilon_pure(b, b0, d, k, h, p)
         assert printed >= c.laplace_matrix_sum_bound(b, b0, d, p / (6 * k * h))
 
 
 def test_lsvi_pure_monotone():
-    f = lambda e: c.calibrate_lsvi_ucb("jdp", e, 0.0, H, K, D, batches=5)
+    def f(e):
+        return c.calibrate_lsvi_ucb("jdp", e, 0.0, H, K, D, batches=5)
+
     assert f(0.1)["sigma_u"] > f(1.0)["sigma_u"] > f(10.0)["sigma_u"]
-    g = lambda h: c.lsvi_ucb_laplace_scales(0.5, h, 5, D)
+
+    def g(h):
+        return c.lsvi_ucb_laplace_scales(0.5, h, 5, D)
+
     assert g(1)[0] < g(3)[0] and g(1)[1] < g(3)[1]
 
 
@@ -567,19 +623,29 @@ def test_vtr_plus_nonprivate_radii_hand_values():
 def test_vtr_plus_betas_formula_and_k_dependence():
     u1, u2 = 1234.5, 98765.4
     bh, bc, bt = c.ucrl_vtr_plus_betas(1.0, u1, u2, 2.0, H, K, D, P)
-    ell = math.log(24 * K ** 2 * H / P)
+    ell = math.log(24 * K**2 * H / P)
     n1 = 3 * 3.0 * math.sqrt(1 + u1)
-    assert bh == pytest.approx(n1 + 8 * math.sqrt(D * math.log(1 + K) * ell) + 4 * math.sqrt(D) * ell, rel=1e-12)
-    assert bc == pytest.approx(n1 + 8 * D * math.sqrt(math.log(1 + K) * ell) + 4 * math.sqrt(D) * ell, rel=1e-12)
-    assert bt == pytest.approx(3 * 3.0 * math.sqrt(1 + u2) + 8 * math.sqrt(D * H ** 4 * math.log(1 + K * H ** 4 / D) * ell)
-                               + 4 * H ** 2 * ell, rel=1e-12)
+    assert bh == pytest.approx(
+        n1 + 8 * math.sqrt(D * math.log(1 + K) * ell) + 4 * math.sqrt(D) * ell, rel=1e-12
+    )
+    assert bc == pytest.approx(
+        n1 + 8 * D * math.sqrt(math.log(1 + K) * ell) + 4 * math.sqrt(D) * ell, rel=1e-12
+    )
+    assert bt == pytest.approx(
+        3 * 3.0 * math.sqrt(1 + u2)
+        + 8 * math.sqrt(D * H**4 * math.log(1 + K * H**4 / D) * ell)
+        + 4 * H**2 * ell,
+        rel=1e-12,
+    )
     # non-decreasing in k; k = K is the default
     vals = [c.ucrl_vtr_plus_betas(1.0, u1, u2, 2.0, H, K, D, P, k=k)[0] for k in (1, 10, 1000, K)]
-    assert all(a <= b for a, b in zip(vals, vals[1:])) and vals[-1] == bh
+    assert all(a <= b for a, b in itertools.pairwise(vals)) and vals[-1] == bh
 
 
 @pytest.mark.parametrize("kind,delta", [("jdp", 1e-5), ("ldp", 1e-5), ("jdp", 0.0), ("ldp", 0.0)])
-@pytest.mark.parametrize("eps,h,k,d,cw", list(itertools.product([0.05, 0.9, 4.0], [1, 5], [1, 300, 10 ** 5], [1, 8], [0.2, 5.0])))
+@pytest.mark.parametrize(
+    "eps,h,k,d,cw", list(itertools.product([0.05, 0.9, 4.0], [1, 5], [1, 300, 10**5], [1, 8], [0.2, 5.0]))
+)
 def test_vtr_plus_radii_satisfy_theorem(kind, delta, eps, h, k, d, cw):
     out = c.calibrate_ucrl_vtr_plus(kind, eps, delta, h, k, d, cw)
     for name in ("beta_hat", "beta_check", "beta_tilde"):
@@ -599,23 +665,63 @@ def test_vtr_plus_pure_scales():
     assert b1 == pytest.approx(8000.0, rel=1e-12) and b2 == pytest.approx(8e6, rel=1e-12)
     out = c.calibrate_ucrl_vtr_plus("ldp", 1.0, 0.0, H, K, D, 1.0)
     assert out["sigma_B1"] == 8000.0 and out["noise"] == "laplace" and out["sym_divisor"] == 2.0
-    assert out["Upsilon1"] == pytest.approx(c.laplace_matrix_sum_bound(8000.0, K, D, P / (24 * K * H)), rel=1e-12)
+    assert out["Upsilon1"] == pytest.approx(
+        c.laplace_matrix_sum_bound(8000.0, K, D, P / (24 * K * H)), rel=1e-12
+    )
 
 
 # ============================================================================================
 # (f) Entry points
 # ============================================================================================
-UCRL_KEYS = {"kind", "pure", "lam", "K0", "sigma_B", "laplace_b", "Upsilon", "C", "shift", "beta",
-             "sym_divisor", "noise", "in_theorem_regime"}
-LSVI_KEYS = {"lam", "B", "B0", "sigma_Lambda", "sigma_u", "Upsilon", "c_K", "C", "U_K", "chi", "beta",
-             "sym_divisor", "noise", "pure"}
-PLUS_KEYS = {"lam", "K0", "sigma_B1", "sigma_B2", "Upsilon1", "Upsilon2", "C1", "C2", "beta_hat",
-             "beta_check", "beta_tilde"}
+UCRL_KEYS = {
+    "kind",
+    "pure",
+    "lam",
+    "K0",
+    "sigma_B",
+    "laplace_b",
+    "Upsilon",
+    "C",
+    "shift",
+    "beta",
+    "sym_divisor",
+    "noise",
+    "in_theorem_regime",
+}
+LSVI_KEYS = {
+    "lam",
+    "B",
+    "B0",
+    "sigma_Lambda",
+    "sigma_u",
+    "Upsilon",
+    "c_K",
+    "C",
+    "U_K",
+    "chi",
+    "beta",
+    "sym_divisor",
+    "noise",
+    "pure",
+}
+PLUS_KEYS = {
+    "lam",
+    "K0",
+    "sigma_B1",
+    "sigma_B2",
+    "Upsilon1",
+    "Upsilon2",
+    "C1",
+    "C2",
+    "beta_hat",
+    "beta_check",
+    "beta_tilde",
+}
 
 
 def test_calibrate_ucrl_vtr_jdp_reference_dict():
     out = c.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K, D, 1.0)
-    assert UCRL_KEYS <= set(out)
+    assert set(out) >= UCRL_KEYS
     assert out["lam"] == 100.0 and out["K0"] == 15
     assert sig3(out["sigma_B"]) == 3.49e6
     assert out["laplace_b"] is None and out["noise"] == "gaussian"
@@ -636,7 +742,7 @@ def test_calibrate_ucrl_vtr_ldp_and_none():
     assert out["Upsilon"] == pytest.approx(out["sigma_B"] * 4524.9945, rel=1e-6)  # sqrt(K) version
     assert out["noise_terms"] == K and out["noise_site"] == "user"
     none = c.calibrate_ucrl_vtr("none", None, None, H, K, D, 1.0)
-    assert UCRL_KEYS <= set(none)
+    assert set(none) >= UCRL_KEYS
     assert none["Upsilon"] == 0.0 and none["C"] == 0.0 and none["shift"] == 0.0
     assert none["noise"] is None and none["sigma_B"] is None and none["sym_divisor"] is None
     assert none["beta"] == pytest.approx(123.10314, rel=1e-6) and none["in_theorem_regime"] is True
@@ -646,19 +752,19 @@ def test_calibrate_ucrl_vtr_ldp_and_none():
 
 def test_calibrate_ucrl_vtr_pure_dict():
     out = c.calibrate_ucrl_vtr("jdp", 0.5, 0.0, H, K, D, 1.0)
-    assert UCRL_KEYS <= set(out)
+    assert set(out) >= UCRL_KEYS
     assert out["pure"] is True and out["noise"] == "laplace" and out["sym_divisor"] == 2.0
     assert out["laplace_b"] == pytest.approx(1.2e6) and out["sigma_B"] == out["laplace_b"]
     assert out["in_theorem_regime"] is True
 
 
 def test_calibrate_lsvi_and_plus_keys():
-    assert LSVI_KEYS <= set(c.calibrate_lsvi_ucb("jdp", 0.5, 1e-5, H, K, D))
-    assert LSVI_KEYS <= set(c.calibrate_lsvi_ucb("jdp", 0.5, 0.0, H, K, D))
-    assert LSVI_KEYS <= set(c.calibrate_lsvi_ucb("none", None, None, H, K, D))
+    assert set(c.calibrate_lsvi_ucb("jdp", 0.5, 1e-5, H, K, D)) >= LSVI_KEYS
+    assert set(c.calibrate_lsvi_ucb("jdp", 0.5, 0.0, H, K, D)) >= LSVI_KEYS
+    assert set(c.calibrate_lsvi_ucb("none", None, None, H, K, D)) >= LSVI_KEYS
     for kind, delta in [("none", None), ("jdp", 1e-5), ("ldp", 1e-5), ("jdp", 0.0), ("ldp", 0.0)]:
         out = c.calibrate_ucrl_vtr_plus(kind, 0.5 if kind != "none" else None, delta, H, K, D, 1.0)
-        assert PLUS_KEYS <= set(out)
+        assert set(out) >= PLUS_KEYS
         if kind != "none":
             assert out["shift1"] == 2 * out["Upsilon1"] and out["shift2"] == 2 * out["Upsilon2"]
     out = c.calibrate_ucrl_vtr_plus("jdp", 1.0, 1e-5, H, K, D, 1.0)
@@ -679,10 +785,27 @@ def test_entry_point_bad_inputs(fn):
     f = c.calibrate_ucrl_vtr if fn == "ucrl" else c.calibrate_ucrl_vtr_plus
     good = dict(kind="jdp", epsilon=0.5, delta=1e-5, H=H, K=K, d=D, C_w=1.0, p=P)
     cases = [
-        ("kind", "gdp"), ("kind", None), ("epsilon", 0.0), ("epsilon", -1.0), ("epsilon", math.inf),
-        ("epsilon", math.nan), ("epsilon", None), ("delta", 1.0), ("delta", -0.1), ("delta", None),
-        ("H", 0), ("H", 2.5), ("K", 0), ("K", "10"), ("d", -1), ("d", True), ("C_w", 0.0),
-        ("C_w", -2.0), ("C_w", math.inf), ("p", 0.0), ("p", 1.0),
+        ("kind", "gdp"),
+        ("kind", None),
+        ("epsilon", 0.0),
+        ("epsilon", -1.0),
+        ("epsilon", math.inf),
+        ("epsilon", math.nan),
+        ("epsilon", None),
+        ("delta", 1.0),
+        ("delta", -0.1),
+        ("delta", None),
+        ("H", 0),
+        ("H", 2.5),
+        ("K", 0),
+        ("K", "10"),
+        ("d", -1),
+        ("d", True),
+        ("C_w", 0.0),
+        ("C_w", -2.0),
+        ("C_w", math.inf),
+        ("p", 0.0),
+        ("p", 1.0),
     ]
     for name, value in cases:
         kw = dict(good, **{name: value})
@@ -692,9 +815,21 @@ def test_entry_point_bad_inputs(fn):
 
 def test_lsvi_bad_inputs():
     good = dict(kind="jdp", epsilon=0.5, delta=1e-5, H=H, K=K, d=D, p=P)
-    cases = [("kind", "ldp"), ("kind", "x"), ("epsilon", 0), ("delta", 1.0), ("H", 0), ("K", 1.5),
-             ("d", 0), ("p", 2.0), ("batches", "sometimes"), ("batches", 0), ("batches", K + 1),
-             ("batches", 2.0), ("batches", True)]
+    cases = [
+        ("kind", "ldp"),
+        ("kind", "x"),
+        ("epsilon", 0),
+        ("delta", 1.0),
+        ("H", 0),
+        ("K", 1.5),
+        ("d", 0),
+        ("p", 2.0),
+        ("batches", "sometimes"),
+        ("batches", 0),
+        ("batches", K + 1),
+        ("batches", 2.0),
+        ("batches", True),
+    ]
     for name, value in cases:
         with pytest.raises(PrivacyParameterError, match=rf"\b{name}\b"):
             c.calibrate_lsvi_ucb(**dict(good, **{name: value}))
@@ -730,17 +865,17 @@ def test_entry_points_against_inline_formulas_distinct_values():
     lg, sq = math.log, math.sqrt
     k0 = math.ceil(math.log2(k) + 1)  # ceil(8.2288 + 1) = 10
     assert k0 == 10
-    width = sq(2 * h ** 2 * lg(3 * h * (1 + k * h) ** (d / 2) / p))
+    width = sq(2 * h**2 * lg(3 * h * (1 + k * h) ** (d / 2) / p))
     # Cor. 1
-    s = 32 * h ** 2 / eps * sq(2 * h * k0 * lg(8 * h / dl) * lg(4 / dl) * lg(16 * h * k0 / dl))
+    s = 32 * h**2 / eps * sq(2 * h * k0 * lg(8 * h / dl) * lg(4 / dl) * lg(16 * h * k0 / dl))
     ups = s * sq(k0) * (4 * sq(d) + 2 * lg(6 * k * h / p))
     C = s * sq(k0) * (sq(d) + 2 * sq(lg(6 * k * h / p)))
     out = c.calibrate_ucrl_vtr("jdp", eps, dl, h, k, d, cw, p)
     assert out["sigma_B"] == pytest.approx(s, rel=1e-12)
     assert out["Upsilon"] == pytest.approx(ups, rel=1e-12) and out["C"] == pytest.approx(C, rel=1e-12)
-    assert out["beta"] == pytest.approx(3 * (cw + 1) * sq(h ** 2 + ups) + width, rel=1e-12)
+    assert out["beta"] == pytest.approx(3 * (cw + 1) * sq(h**2 + ups) + width, rel=1e-12)
     # Cor. 2
-    s = 4 * h ** 3 / eps * sq(2 * lg(4 * h / dl))
+    s = 4 * h**3 / eps * sq(2 * lg(4 * h / dl))
     ups = s * sq(k) * (4 * sq(d) + 2 * lg(6 * k * h / p))
     out = c.calibrate_ucrl_vtr("ldp", eps, dl, h, k, d, cw, p)
     assert out["sigma_B"] == pytest.approx(s, rel=1e-12) and out["Upsilon"] == pytest.approx(ups, rel=1e-12)
@@ -753,34 +888,47 @@ def test_entry_points_against_inline_formulas_distinct_values():
     cK = d * ups
     C = su * (sq(d) + 2 * sq(lg(6 * k * h * d / p)))
     UK = max(1.0, 2 * h * sq(d * k / (d + cK)) + C / (d + cK))
-    chi = 24 ** 2 * 18 * k ** 2 * d * UK * h / p
+    chi = 24**2 * 18 * k**2 * d * UK * h / p
     out = c.calibrate_lsvi_ucb("jdp", eps, dl, h, k, d, p, batches=B)
     assert (out["B"], out["B0"]) == (B, B0)
-    for key, val in [("sigma_Lambda", sl), ("sigma_u", su), ("Upsilon", ups), ("c_K", cK), ("C", C),
-                     ("U_K", UK), ("chi", chi), ("beta", 24 * h * sq(d * (d + cK)) * lg(chi))]:
+    for key, val in [
+        ("sigma_Lambda", sl),
+        ("sigma_u", su),
+        ("Upsilon", ups),
+        ("c_K", cK),
+        ("C", C),
+        ("U_K", UK),
+        ("chi", chi),
+        ("beta", 24 * h * sq(d * (d + cK)) * lg(chi)),
+    ]:
         assert out[key] == pytest.approx(val, rel=1e-12), key
-    # static B: ceil((300 * 0.3)^{0.4} / (7^{0.6} 4^{0.2})) = ceil(6.0492 / (3.2141 * 1.3195)) = ceil(1.4264) = 2
+    # static B: ceil((300 * 0.3)^{0.4} / (7^{0.6} 4^{0.2})) = ceil(6.0492 / (3.2141 * 1.3195))
+    #   = ceil(1.4264) = 2
     assert c.calibrate_lsvi_ucb("jdp", eps, dl, h, k, d, p)["B"] == 2
     # Cor. JDP-UCRL-VTR+
     S = sq(2 * h * k0 * lg(16 * h / dl) * lg(8 / dl) * lg(32 * h * k0 / dl))
-    s1, s2 = 64 * d * S / eps, 64 * h ** 4 * S / eps
+    s1, s2 = 64 * d * S / eps, 64 * h**4 * S / eps
     u1 = s1 * sq(k0) * (4 * sq(d) + 2 * lg(24 * k * h / p))
     u2 = s2 * sq(k0) * (4 * sq(d) + 2 * lg(24 * k * h / p))
-    ell = lg(24 * k ** 2 * h / p)
+    ell = lg(24 * k**2 * h / p)
     out = c.calibrate_ucrl_vtr_plus("jdp", eps, dl, h, k, d, cw, p)
     assert out["sigma_B1"] == pytest.approx(s1, rel=1e-12) and out["sigma_B2"] == pytest.approx(s2, rel=1e-12)
     assert out["Upsilon1"] == pytest.approx(u1, rel=1e-12) and out["Upsilon2"] == pytest.approx(u2, rel=1e-12)
     assert out["C2"] == pytest.approx(s2 * sq(k0) * (sq(d) + 2 * sq(lg(24 * k * h / p))), rel=1e-12)
     assert out["beta_check"] == pytest.approx(
-        3 * (cw + 1) * sq(1 + u1) + 8 * d * sq(lg(1 + k) * ell) + 4 * sq(d) * ell, rel=1e-12)
+        3 * (cw + 1) * sq(1 + u1) + 8 * d * sq(lg(1 + k) * ell) + 4 * sq(d) * ell, rel=1e-12
+    )
     assert out["beta_tilde"] == pytest.approx(
-        3 * (cw + 1) * sq(1 + u2) + 8 * sq(d * h ** 4 * lg(1 + k * h ** 4 / d) * ell) + 4 * h ** 2 * ell, rel=1e-12)
+        3 * (cw + 1) * sq(1 + u2) + 8 * sq(d * h**4 * lg(1 + k * h**4 / d) * ell) + 4 * h**2 * ell, rel=1e-12
+    )
     # Cor. LDP-UCRL-VTR+
     out = c.calibrate_ucrl_vtr_plus("ldp", eps, dl, h, k, d, cw, p)
     assert out["sigma_B1"] == pytest.approx(8 * d * h / eps * sq(2 * lg(8 * h / dl)), rel=1e-12)
-    assert out["sigma_B2"] == pytest.approx(8 * h ** 5 / eps * sq(2 * lg(8 * h / dl)), rel=1e-12)
-    assert out["Upsilon1"] == pytest.approx(out["sigma_B1"] * sq(k) * (4 * sq(d) + 2 * lg(24 * k * h / p)), rel=1e-12)
+    assert out["sigma_B2"] == pytest.approx(8 * h**5 / eps * sq(2 * lg(8 * h / dl)), rel=1e-12)
+    assert out["Upsilon1"] == pytest.approx(
+        out["sigma_B1"] * sq(k) * (4 * sq(d) + 2 * lg(24 * k * h / p)), rel=1e-12
+    )
     # pure: Laplace scales with distinct values, JDP UCRL-VTR: 4 d H^3 K0 / eps
     out = c.calibrate_ucrl_vtr("jdp", eps, 0.0, h, k, d, cw, p)
-    assert out["laplace_b"] == pytest.approx(4 * d * h ** 3 * k0 / eps, rel=1e-12)
-    assert out["laplace_b_vector"] == pytest.approx(4 * sq(d) * h ** 3 * k0 / eps, rel=1e-12)
+    assert out["laplace_b"] == pytest.approx(4 * d * h**3 * k0 / eps, rel=1e-12)
+    assert out["laplace_b_vector"] == pytest.approx(4 * sq(d) * h**3 * k0 / eps, rel=1e-12)

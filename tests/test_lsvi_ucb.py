@@ -1,9 +1,11 @@
 """LSVI-UCB / batched / JDP / pure-JDP LSVI-UCB (Alg. 2): planning against a numpy reference,
 learning, the batch schedule, calibrated noise, both planning paths, reproducibility, bad inputs."""
+
 import numpy as np
 import pytest
 
 import privrl
+from _helpers import uniform_policy_gap
 from privrl import kernels as K
 from privrl.agents import LSVIUCB
 from privrl.agents.base import SensitivityWarning
@@ -18,9 +20,6 @@ from privrl.envs import FiniteMDP, RandomLinearMDP, RiverSwim, RiverSwimMixture,
 from privrl.exceptions import AssumptionError, PrivacyParameterError, ShapeError
 from privrl.kernels import reference as R
 from privrl.privacy import JointDP, LocalDP, NonPrivate
-from _helpers import uniform_policy_gap
-
-
 
 
 def _tiny_env():
@@ -146,8 +145,12 @@ def test_static_batching_changes_policy_exactly_B_times(privacy):
     assert starts.tolist() == list(range(1, K, 20))
     # policies[j], boards[j]: what the user of episode j + 2 receives (recorded after k = j + 1)
     policies, boards = [], [agent.release()]
-    res = privrl.run(agent, env, seed=4, callback=lambda k, c: (policies.append(agent.policy()),
-                                                                 boards.append(agent.release())))
+    res = privrl.run(
+        agent,
+        env,
+        seed=4,
+        callback=lambda k, c: (policies.append(agent.policy()), boards.append(agent.release())),
+    )
     # B distinct billboards (the initial one + one per batch end), each used by one batch
     assert len({id(rel) for rel in boards[:K]}) == B and agent.server.releases == B - 1
     assert agent.release_users == [k - 1 for k in starts]
@@ -160,8 +163,14 @@ def test_static_batching_changes_policy_exactly_B_times(privacy):
 
 def test_every_and_static_batch_counts():
     env = _tiny_env()
-    assert len(privrl.run(agent := LSVIUCB(env, JointDP(1.0, 1e-5), batches="every", episodes=30,
-                                           seed=0), env, seed=0).regret) == 30
+    assert (
+        len(
+            privrl.run(
+                agent := LSVIUCB(env, JointDP(1.0, 1e-5), batches="every", episodes=30, seed=0), env, seed=0
+            ).regret
+        )
+        == 30
+    )
     assert agent.calibration["B"] == 30 and agent.release_users == list(range(30))
     jdp = LSVIUCB(env, JointDP(1.0, 1e-5), batches="static", episodes=10_000, seed=0)
     # App. D: B = ceil((K eps)^{2/5} / (d^{3/5} H^{1/5})) = ceil(39.81 / (1.933 * 1.246)) = 17
@@ -196,8 +205,16 @@ def test_released_noise_has_calibrated_variance_and_node_count(delta):
         for h in range(H):
             V = 0.0
             if h < H - 1:
-                V = R.state_values_ref(env.features_flat, rel.weights[h + 1], rel.inverse[h + 1],
-                                       agent.beta, A, upper=H, lower=0.0, states=s_next[:, h])
+                V = R.state_values_ref(
+                    env.features_flat,
+                    rel.weights[h + 1],
+                    rel.inverse[h + 1],
+                    agent.beta,
+                    A,
+                    upper=H,
+                    lower=0.0,
+                    states=s_next[:, h],
+                )
             u = phi[:, h].T @ (r[:, h] + V)
             etas.append(rel.design[h] @ rel.weights[h] - u)
     mats, etas = np.array(mats), np.array(etas)
@@ -205,10 +222,10 @@ def test_released_noise_has_calibrated_variance_and_node_count(delta):
     off, diag = mats[:, :, iu[0], iu[1]], mats[:, :, np.arange(d), np.arange(d)]
     s_l, s_u = cal["sigma_Lambda"], cal["sigma_u"]
     if delta > 0:  # Gaussian, Z = (Z' + Z'^T)/2: off-diagonal sigma^2/2, diagonal sigma^2 per node
-        off_var, diag_var, eta_var = s_l ** 2 / 2, s_l ** 2, s_u ** 2
+        off_var, diag_var, eta_var = s_l**2 / 2, s_l**2, s_u**2
         tol = 0.12
     else:  # Laplace b: off-diagonal b^2, diagonal 2 b^2 per node; eta 2 b^2
-        off_var, diag_var, eta_var = s_l ** 2, 2 * s_l ** 2, 2 * s_u ** 2
+        off_var, diag_var, eta_var = s_l**2, 2 * s_l**2, 2 * s_u**2
         tol = 0.2
     # 300 seeds x H=3 x 3 entries = 2700 draws each: relative sd of a variance estimate ~3-4%
     assert abs(off.var() / (3 * off_var) - 1) < tol
@@ -235,8 +252,10 @@ def test_huge_epsilon_jdp_matches_nonprivate_static_batching():
 def test_aggregated_equals_per_sample_planning(privacy):
     env = RandomLinearMDP(S=5, A=3, d=4, H=4, seed=2)
     K = 60
-    agents = {p: LSVIUCB(env, privacy=privacy, batches=12, episodes=K, seed=7, beta=2.0, planning=p)
-              for p in ("per_sample", "aggregated", "auto")}
+    agents = {
+        p: LSVIUCB(env, privacy=privacy, batches=12, episodes=K, seed=7, beta=2.0, planning=p)
+        for p in ("per_sample", "aggregated", "auto")
+    }
     boards = {p: [] for p in agents}
     rng = np.random.default_rng(0)
     for _ in range(K - 1):  # the same users for every agent (random policies: no feedback)
@@ -247,28 +266,35 @@ def test_aggregated_equals_per_sample_planning(privacy):
                 boards[p].append(a.release())
     ps, ag, auto = (boards[p] for p in ("per_sample", "aggregated", "auto"))
     assert len(ps) == len(ag) == 12  # the initial billboard and the 11 batch-end releases
-    for x, y in zip(ps, ag):
+    for x, y in zip(ps, ag, strict=True):
         assert np.array_equal(x.design, y.design)  # same data, same noise stream
         assert np.abs(x.weights - y.weights).max() <= 1e-9 * max(1.0, np.abs(x.weights).max())
         assert np.abs(x.inverse - y.inverse).max() <= 1e-9 * np.abs(x.inverse).max()
     # auto switches to counts once S = 5 < stored episodes (releases after 5, 10, ..., 55 users)
     assert agents["auto"].server.paths == ["per_sample"] + ["aggregated"] * 10
-    assert all(np.abs(x.weights - y.weights).max() <= 1e-9 * max(1.0, np.abs(x.weights).max())
-               for x, y in zip(auto, ps))
+    assert all(
+        np.abs(x.weights - y.weights).max() <= 1e-9 * max(1.0, np.abs(x.weights).max())
+        for x, y in zip(auto, ps, strict=True)
+    )
 
 
 # ------------------------------------------------------------------------------ billboard
 def test_user_policy_is_a_function_of_the_release():
     env = RandomLinearMDP(S=8, A=3, d=4, H=4, seed=1)
-    agent = LSVIUCB(env, JointDP(5.0, 1e-5), batches=5, episodes=50, seed=0, ties="lowest",
-                    beta_scale=1e-4)
+    agent = LSVIUCB(env, JointDP(5.0, 1e-5), batches=5, episodes=50, seed=0, ties="lowest", beta_scale=1e-4)
     _play(agent, env, 30, 0)
     rel = agent.release()
     assert set(vars(rel)) == {"design", "inverse", "weights", "users"}
     pi = greedy_policy(rel, env.features, agent.beta, ties="lowest")
     assert np.array_equal(pi, agent.policy())
-    Q = np.stack([R.optimistic_q_ref(env.features_flat, rel.weights[h], rel.inverse[h], agent.beta,
-                                     upper=env.H, lower=0.0).reshape(env.S, env.A) for h in range(env.H)])
+    Q = np.stack(
+        [
+            R.optimistic_q_ref(
+                env.features_flat, rel.weights[h], rel.inverse[h], agent.beta, upper=env.H, lower=0.0
+            ).reshape(env.S, env.A)
+            for h in range(env.H)
+        ]
+    )
     assert np.array_equal(pi, Q.argmax(axis=2))
 
 
@@ -294,8 +320,7 @@ def test_calibration_exposes_paper_quantities():
 
 def test_issue_example_runs():
     env = RandomLinearMDP(S=100, A=10, d=16, H=20, seed=0)
-    agent = LSVIUCB(env, privacy=JointDP(epsilon=1.0, delta=1e-5), batches="static",
-                    episodes=100_000, seed=1)
+    agent = LSVIUCB(env, privacy=JointDP(epsilon=1.0, delta=1e-5), batches="static", episodes=100_000, seed=1)
     res = privrl.run(agent, env, episodes=300, seed=2)
     assert res.regret.shape == (300,) and np.all(res.gaps >= -1e-12)
     assert agent.calibration["B"] == 11 and agent.release_users == [0]  # first batch: 9091 users
@@ -303,8 +328,10 @@ def test_issue_example_runs():
 
 def test_reproducible_and_entropy_seeded():
     env = _tiny_env()
-    runs = [privrl.run(LSVIUCB(env, JointDP(0.5, 1e-5), batches=20, episodes=200, seed=9), env, seed=3)
-            for _ in range(2)]
+    runs = [
+        privrl.run(LSVIUCB(env, JointDP(0.5, 1e-5), batches=20, episodes=200, seed=9), env, seed=3)
+        for _ in range(2)
+    ]
     assert np.array_equal(runs[0].regret, runs[1].regret)
     assert np.array_equal(runs[0].returns, runs[1].returns)
     # seed=None: privacy noise from OS entropy -> two agents release different noise
@@ -348,8 +375,11 @@ def test_bad_inputs():
 
 def test_sensitivity_guard_on_user_rewards():
     env = _tiny_env()
-    forged = Trajectory(states=np.zeros(env.H + 1, dtype=np.int64), actions=np.zeros(env.H, dtype=np.int64),
-                        rewards=np.array([2.0, -1.0, 0.5]))
+    forged = Trajectory(
+        states=np.zeros(env.H + 1, dtype=np.int64),
+        actions=np.zeros(env.H, dtype=np.int64),
+        rewards=np.array([2.0, -1.0, 0.5]),
+    )
     agent = LSVIUCB(env, privacy=JointDP(1.0, 1e-5), episodes=10, seed=0)
     with pytest.warns(SensitivityWarning):
         agent.observe(forged)

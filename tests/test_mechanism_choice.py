@@ -1,5 +1,6 @@
 """JointDP(mechanism=...): the rescaled noise keeps the (eps, delta) guarantee, the noise bounds
 follow the mechanism's exact variance, and every JDP agent runs on every mechanism."""
+
 import math
 
 import numpy as np
@@ -68,13 +69,18 @@ def test_paper_sigma_keeps_the_trees_privacy_curve(mech):
 def test_tight_sigma_meets_the_target_on_every_mechanism(mech):
     """Tight calibration: the plan's mu (with the mechanism's exact multiplier) is the target's."""
     H, K_, d, eps, dlt = 3, 500, 4, 1.0, 1e-5
-    for calibrate, extra in ((C.calibrate_ucrl_vtr, {"C_w": 1.0}), (C.calibrate_ucrl_vtr_plus, {"C_w": 1.0}),
-                             (C.calibrate_lsvi_ucb, {})):
+    for calibrate, extra in (
+        (C.calibrate_ucrl_vtr, {"C_w": 1.0}),
+        (C.calibrate_ucrl_vtr_plus, {"C_w": 1.0}),
+        (C.calibrate_lsvi_ucb, {}),
+    ):
         cal = calibrate("jdp", eps, dlt, H=H, K=K_, d=d, calibration="tight", mechanism=mech, **extra)
         from privrl.privacy.report import plan_of
+
         plan = plan_of(cal["algorithm"], cal)
         scales = {k: cal[k] for k in plan.scale_keys}
         from privrl.privacy.accounting import gaussian_mu
+
         assert plan_mu(plan, scales) == pytest.approx(gaussian_mu(eps, dlt), rel=1e-9)
 
 
@@ -85,10 +91,16 @@ def test_noise_bounds_follow_the_variance(mech):
     new = C.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K_, d, 1.0, mechanism=mech)
     prof = K.mechanism_profile(mech, K_)
     # Upsilon is linear in (entry std of the released noise): sigma sqrt(K0) -> sigma_M sqrt(max v).
-    want = cal["Upsilon"] * new["sigma_B"] * math.sqrt(prof.max_variance_factor) / (cal["sigma_B"] * math.sqrt(cal["K0"]))
+    want = (
+        cal["Upsilon"]
+        * new["sigma_B"]
+        * math.sqrt(prof.max_variance_factor)
+        / (cal["sigma_B"] * math.sqrt(cal["K0"]))
+    )
     assert new["Upsilon"] == pytest.approx(want)
-    assert new["Upsilon"] == pytest.approx(C.ucrl_vtr_upsilon(new["sigma_B"], 1, d, K_, H, cal["p"])
-                                           * math.sqrt(prof.max_variance_factor))
+    assert new["Upsilon"] == pytest.approx(
+        C.ucrl_vtr_upsilon(new["sigma_B"], 1, d, K_, H, cal["p"]) * math.sqrt(prof.max_variance_factor)
+    )
     assert new["shift"] == pytest.approx(2 * new["Upsilon"])
     assert new["beta"] == pytest.approx(C.ucrl_vtr_beta(cal["lam"], new["Upsilon"], 1.0, H, K_, d, cal["p"]))
     assert new["beta"] >= new["beta_condition"]
@@ -109,7 +121,9 @@ def test_alg3_and_alg2_mechanisms():
     assert lnew["sigma_u"] == lcal["sigma_u"] and lnew["C"] == lcal["C"]  # u~ is not a tree
     R = C.lsvi_ucb_releases(4000, lcal["B"])
     prof = K.mechanism_profile("factorization", R)
-    assert lnew["sigma_Lambda"] == pytest.approx(lcal["sigma_Lambda"] * prof.l2_multiplier / math.sqrt(lcal["B0"]))
+    assert lnew["sigma_Lambda"] == pytest.approx(
+        lcal["sigma_Lambda"] * prof.l2_multiplier / math.sqrt(lcal["B0"])
+    )
     assert lnew["mechanism_capacity"] == R == lnew["releases"]
     # App. D's two requirements on c_K.
     assert lnew["c_K"] >= d * lnew["Upsilon"] - 1e-9
@@ -125,8 +139,11 @@ def test_agents_run_on_every_mechanism(mech):
     env = RandomLinearMixtureMDP(S=6, A=2, d=3, H=3, seed=1)
     lenv = RandomLinearMDP(S=6, A=2, d=3, H=3, seed=1)
     p = JointDP(1.0, 1e-5, mechanism=mech, calibration="tight")
-    agents = [UCRLVTR(env, p, episodes=40, seed=0), UCRLVTRPlus(env, p, episodes=40, seed=0),
-              LSVIUCB(lenv, p, episodes=40, seed=0)]
+    agents = [
+        UCRLVTR(env, p, episodes=40, seed=0),
+        UCRLVTRPlus(env, p, episodes=40, seed=0),
+        LSVIUCB(lenv, p, episodes=40, seed=0),
+    ]
     for a in agents:
         e = lenv if isinstance(a, LSVIUCB) else env
         for k in range(25):
@@ -136,7 +153,9 @@ def test_agents_run_on_every_mechanism(mech):
     tree = vtr.server._gram_trees[0]
     assert tree.kind == mech and tree.steps == 25
     # Released noise variance per entry = sigma_M^2 v_M(t) (off-diagonal of (Z' + Z'^T)/sqrt 2).
-    assert tree.release_variance()[0] == pytest.approx(vtr.calibration["sigma_B"] ** 2 * tree.variance_factor(25))
+    assert tree.release_variance()[0] == pytest.approx(
+        vtr.calibration["sigma_B"] ** 2 * tree.variance_factor(25)
+    )
     lsvi = agents[2]
     assert lsvi.server.trees[0].kind == mech
 

@@ -2,6 +2,7 @@
 
 Expected values are computed by hand from the printed formulas (arithmetic in the comments).
 """
+
 from __future__ import annotations
 
 import math
@@ -30,7 +31,8 @@ def test_gaussian_sigma_uses_two_over_delta():
     # the paper's 2/delta, not Dwork-Roth's 1.25/delta
     for delta in (1e-2, 1e-5, 0.3):
         assert m.gaussian_sigma(1.0, 1.0, delta) == pytest.approx(
-            math.sqrt(2.0 * math.log(2.0 / delta)), rel=1e-14)
+            math.sqrt(2.0 * math.log(2.0 / delta)), rel=1e-14
+        )
 
 
 def test_gaussian_sigma_monotone():
@@ -166,7 +168,7 @@ def test_advanced_composition_budget_monotone():
 def test_tree_depth_hand_values():
     # ceil(log2 n + 1): n=1 -> ceil(0+1)=1; n=2 -> 2; n=3 -> ceil(2.585)=3; n=4 -> 3; n=5 -> ceil(3.32)=4
     # n=8 -> 4; n=7 -> ceil(3.807)=4; n=1e4 -> ceil(13.2877+1)=15; n=2^20 -> 21; n=2^20+1 -> 22
-    expected = {1: 1, 2: 2, 3: 3, 4: 3, 5: 4, 7: 4, 8: 4, 10_000: 15, 2 ** 20: 21, 2 ** 20 + 1: 22}
+    expected = {1: 1, 2: 2, 3: 3, 4: 3, 5: 4, 7: 4, 8: 4, 10_000: 15, 2**20: 21, 2**20 + 1: 22}
     for n, depth in expected.items():
         assert m.tree_depth(n) == depth, n
 

@@ -1,6 +1,7 @@
 """Release plans (privrl.privacy.plans): the exact joint worst case against hand values and an
 independent search, every tight sigma against dp-accounting's PLD accountant, and one source of
 truth: a changed plan moves the guards, the tight noise, the report, the summary and the audit."""
+
 import math
 
 import numpy as np
@@ -31,8 +32,11 @@ def _brute_force(plan, stat_name, scales, n=200_000, seed=0):
         x /= np.linalg.norm(x, axis=1, keepdims=True)
         r = np.where(rng.random(n) < 0.5, 1.0, rng.random(n)) * stat.x_bound
         ends = rng.random(n) < 0.5
-        y = np.where(ends, np.where(rng.random(n) < 0.5, stat.y_low, stat.y_high),
-                     rng.uniform(stat.y_low, stat.y_high, n))
+        y = np.where(
+            ends,
+            np.where(rng.random(n) < 0.5, stat.y_low, stat.y_high),
+            rng.uniform(stat.y_low, stat.y_high, n),
+        )
         return x * r[:, None], y
 
     (x, y), (xp, yp) = users(), users()
@@ -86,19 +90,20 @@ def test_worst_case_hand_values():
     H = 5
     plan = ucrl_vtr.release_plan("ldp", False, H, 10, 4)
     w = statistic_worst_case(plan, plan.statistics[0].name, {"sigma_B": 1.0, "sigma_g": 1.0})
-    assert w.value == pytest.approx(4 * H ** 4, rel=1e-9)
+    assert w.value == pytest.approx(4 * H**4, rel=1e-9)
     np.testing.assert_allclose(w.x_prime, -w.x, atol=1e-6)
     # matrix family alone: 2 H^4 / 2 = H^4 (orthogonal users)
     only_matrix = ucrl_vtr.release_plan("ldp", False, H, 10, 4)
     from dataclasses import replace
+
     only_matrix = replace(only_matrix, families=only_matrix.families[:1])
     w = statistic_worst_case(only_matrix, only_matrix.statistics[0].name, {"sigma_B": 1.0})
-    assert w.value == pytest.approx(H ** 4, rel=1e-9)
+    assert w.value == pytest.approx(H**4, rel=1e-9)
     assert abs(float(w.x @ w.x_prime)) < 1e-6 * H * H
     # one dimension: users are scalars, the angle is 0 or pi
     plan1 = ucrl_vtr.release_plan("ldp", False, H, 10, 1)
     w = statistic_worst_case(plan1, plan1.statistics[0].name, {"sigma_B": 1.0, "sigma_g": 1.0})
-    assert w.value == pytest.approx(4 * H ** 4, rel=1e-9)
+    assert w.value == pytest.approx(4 * H**4, rel=1e-9)
 
 
 @pytest.mark.parametrize("mech", ["tree", "honaker", "factorization", "blt"])
@@ -122,12 +127,18 @@ def _pld():
 
 CASES = []
 for _mech in ("tree", "honaker", "factorization", "blt"):
-    CASES += [("ucrl_vtr", "jdp", _mech, {}), ("ucrl_vtr_plus", "jdp", _mech, {}),
-              ("lsvi_ucb", "jdp", _mech, {"batches": "static"}), ("lsvi_ucb", "jdp", _mech, {"batches": "every"})]
+    CASES += [
+        ("ucrl_vtr", "jdp", _mech, {}),
+        ("ucrl_vtr_plus", "jdp", _mech, {}),
+        ("lsvi_ucb", "jdp", _mech, {"batches": "static"}),
+        ("lsvi_ucb", "jdp", _mech, {"batches": "every"}),
+    ]
 CASES += [("ucrl_vtr", "ldp", "tree", {}), ("ucrl_vtr_plus", "ldp", "tree", {})]
 
 
-@pytest.mark.parametrize("alg,kind,mech,extra", CASES, ids=[f"{a}-{k}-{m}-{e.get('batches', '')}" for a, k, m, e in CASES])
+@pytest.mark.parametrize(
+    "alg,kind,mech,extra", CASES, ids=[f"{a}-{k}-{m}-{e.get('batches', '')}" for a, k, m, e in CASES]
+)
 def test_tight_sigma_matches_pld(alg, kind, mech, extra):
     pld = _pld()
     eps, dlt = 1.0, 1e-5
@@ -138,6 +149,7 @@ def test_tight_sigma_matches_pld(alg, kind, mech, extra):
     cw = {} if alg == "lsvi_ucb" else {"C_w": 1.0}
     cal = calibrate(kind, eps, dlt, H=H, K=K, d=d, calibration="tight", mechanism=mech, **cw, **extra)
     from privrl.privacy.report import plan_of
+
     plan = plan_of(alg, cal)
     scales = {k: cal[k] for k in plan.scale_keys}
 
@@ -148,8 +160,9 @@ def test_tight_sigma_matches_pld(alg, kind, mech, extra):
         for stat in plan.statistics:
             s = {k: v * factor for k, v in scales.items()}
             step = math.sqrt(_brute_force(plan, stat.name, s, n=100_000))
-            p = pld.from_gaussian_mechanism(standard_deviation=1.0, sensitivity=step,
-                                            value_discretization_interval=1e-4).self_compose(H)
+            p = pld.from_gaussian_mechanism(
+                standard_deviation=1.0, sensitivity=step, value_discretization_interval=1e-4
+            ).self_compose(H)
             out = p if out is None else out.compose(p)
         return out
 
@@ -187,19 +200,37 @@ def test_a_changed_plan_moves_guard_noise_report_summary_and_audit():
     rb, rw = base.privacy_report(), wide.privacy_report()
     assert rb["tight"]["epsilon_at_target_delta"] == pytest.approx(1.0, rel=1e-6)
     assert rw["tight"]["epsilon_at_target_delta"] == pytest.approx(1.0, rel=1e-6)
-    assert rw["statistics"][0]["x_bound"] == 6.0 and np.linalg.norm(rw["statistics"][0]["worst_x"]) == pytest.approx(6.0)
+    assert rw["statistics"][0]["x_bound"] == 6.0 and np.linalg.norm(
+        rw["statistics"][0]["worst_x"]
+    ) == pytest.approx(6.0)
     # the base agent's noise read through the wide plan spends more than the target
     from privrl.privacy.report import privacy_report_from_calibration
+
     over = privacy_report_from_calibration("ucrl_vtr", base.calibration, plan=wide.release_plan())
     assert over["tight"]["epsilon_at_target_delta"] > 3.0
     # summary's "sigma used" column reads the digest of the plan's first family
     rows = []
-    for agent, name in ((base, "base"), (wide, "wide")):
-        rows.append(pd.DataFrame({"study": "s", "agent": name, "privacy": "jdp", "epsilon": 1.0, "episode": [64],
-                                  "regret": [1.0], "run_id": name, "algorithm": "UCRL-VTR", "seed": 0,
-                                  "wall_time": 0.1}))
-    runs = {"base": {"privacy_report": _privacy_digest(base), "calibration": {}},
-            "wide": {"privacy_report": _privacy_digest(wide), "calibration": {}}}
+    for name in ("base", "wide"):
+        rows.append(
+            pd.DataFrame(
+                {
+                    "study": "s",
+                    "agent": name,
+                    "privacy": "jdp",
+                    "epsilon": 1.0,
+                    "episode": [64],
+                    "regret": [1.0],
+                    "run_id": name,
+                    "algorithm": "UCRL-VTR",
+                    "seed": 0,
+                    "wall_time": 0.1,
+                }
+            )
+        )
+    runs = {
+        "base": {"privacy_report": _privacy_digest(base), "calibration": {}},
+        "wide": {"privacy_report": _privacy_digest(wide), "calibration": {}},
+    }
     summ = summarize(pd.concat(rows), {"runs": runs}).set_index("agent")
     assert summ.loc["base", "sigma_name"] == "sigma_B"
     assert summ.loc["wide", "sigma"] == pytest.approx(4 * summ.loc["base", "sigma"])
@@ -216,9 +247,13 @@ def test_a_changed_plan_moves_guard_noise_report_summary_and_audit():
 def test_release_plan_on_every_agent():
     mix = RandomLinearMixtureMDP(S=5, A=2, d=3, H=3, seed=0)
     lin = RandomLinearMDP(S=5, A=2, d=3, H=3, seed=0)
-    for agent in (UCRLVTR(mix, NonPrivate(), episodes=10), UCRLVTR(mix, LocalDP(1.0, 1e-5), episodes=10),
-                  UCRLVTRPlus(mix, JointDP(1.0, 1e-5), episodes=10), LSVIUCB(lin, JointDP(1.0, 0.0), episodes=10),
-                  LSVIUCB(lin, NonPrivate(), episodes=10)):
+    for agent in (
+        UCRLVTR(mix, NonPrivate(), episodes=10),
+        UCRLVTR(mix, LocalDP(1.0, 1e-5), episodes=10),
+        UCRLVTRPlus(mix, JointDP(1.0, 1e-5), episodes=10),
+        LSVIUCB(lin, JointDP(1.0, 0.0), episodes=10),
+        LSVIUCB(lin, NonPrivate(), episodes=10),
+    ):
         plan = agent.release_plan()
         assert plan.model == agent.privacy.kind
         assert set(agent.guards) == {s.name for s in plan.statistics}

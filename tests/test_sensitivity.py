@@ -1,12 +1,13 @@
 """Sensitivity enforcement: out-of-bound user data is clipped (counted) or rejected where it enters a
 mechanism, so neighbouring user sequences move every released statistic by at most the sensitivity."""
+
 import math
 import warnings
 
 import numpy as np
 import pytest
 
-from privrl.agents import LSVIUCB, SensitivityGuard, SensitivityWarning, UCRLVTR, UCRLVTRPlus
+from privrl.agents import LSVIUCB, UCRLVTR, SensitivityGuard, SensitivityWarning, UCRLVTRPlus
 from privrl.agents.statistics import LocalRandomizer, PrivatizedStatistics, RawStatistics, RegressionServer
 from privrl.envs.finite import Trajectory
 from privrl.envs.linear import RandomLinearMDP
@@ -30,9 +31,19 @@ def violating_user(rng, x_bound, y_high):
 
 
 def tree_server(mechanism, guard, seed=5):
-    return RegressionServer(H, D, 1.0, "tree", USERS, noise="gaussian", sigma_matrix=3.0,
-                            sigma_vector=3.0, guard=guard, seeds=[seed + i for i in range(2 * H)],
-                            mechanism=mechanism)
+    return RegressionServer(
+        H,
+        D,
+        1.0,
+        "tree",
+        USERS,
+        noise="gaussian",
+        sigma_matrix=3.0,
+        sigma_vector=3.0,
+        guard=guard,
+        seeds=[seed + i for i in range(2 * H)],
+        mechanism=mechanism,
+    )
 
 
 def releases(server, users):
@@ -40,8 +51,12 @@ def releases(server, users):
     out = []
     for u in users:
         server.receive(u)
-        out.append((np.stack([t.release() for t in server._gram_trees]),
-                    np.stack([t.release() for t in server._target_trees])))
+        out.append(
+            (
+                np.stack([t.release() for t in server._gram_trees]),
+                np.stack([t.release() for t in server._target_trees]),
+            )
+        )
     return out
 
 
@@ -60,15 +75,21 @@ def test_jdp_server_neighbours_move_releases_by_at_most_the_sensitivity(mechanis
         with pytest.warns(SensitivityWarning):
             b = releases(tree_server(mechanism, g), neigh)
         assert g.clipped == 2 * H  # every X row and every y of the violating user
-        sens = 2 * H ** 2
-        for t, ((ga, ta), (gb, tb)) in enumerate(zip(a, b)):
+        sens = 2 * H**2
+        for t, ((ga, ta), (gb, tb)) in enumerate(zip(a, b, strict=True)):
             dg = np.sqrt(((ga - gb) ** 2).sum(axis=(1, 2)))  # per step h, Frobenius
             dt = np.linalg.norm(ta - tb, axis=1)
             assert np.all(dg <= sens * (1 + REL)) and np.all(dt <= sens * (1 + REL)), (t, dg, dt)
             if t < j:
                 assert np.all(dg == 0) and np.all(dt == 0)
         # The bound is attained up to the data: the clipped user sits on the boundary.
-        assert max(np.sqrt(((ga - gb) ** 2).sum(axis=(1, 2))).max() for (ga, _), (gb, _) in zip(a, b)) > H ** 2 / 2
+        assert (
+            max(
+                np.sqrt(((ga - gb) ** 2).sum(axis=(1, 2))).max()
+                for (ga, _), (gb, _) in zip(a, b, strict=True)
+            )
+            > H**2 / 2
+        )
 
 
 def test_jdp_server_reject_mode_refuses_and_keeps_state():
@@ -108,16 +129,24 @@ def test_ldp_randomizer_neighbours():
     bound = float(H)
 
     def message(user, mode="clip"):
-        r = LocalRandomizer(H, D, "gaussian", 2.0, 2.0, math.sqrt(2), SensitivityGuard(bound, 0.0, bound, mode),
-                            seeds=(11, 12))
+        r = LocalRandomizer(
+            H,
+            D,
+            "gaussian",
+            2.0,
+            2.0,
+            math.sqrt(2),
+            SensitivityGuard(bound, 0.0, bound, mode),
+            seeds=(11, 12),
+        )
         return r.privatize(user.X, user.y)
 
     for _ in range(20):
         a = message(in_bound_user(rng, bound, bound))
         with pytest.warns(SensitivityWarning):
             b = message(violating_user(rng, bound, bound))
-        assert np.all(np.sqrt(((a.gram - b.gram) ** 2).sum(axis=(1, 2))) <= 2 * H ** 2 * (1 + REL))
-        assert np.all(np.linalg.norm(a.target - b.target, axis=1) <= 2 * H ** 2 * (1 + REL))
+        assert np.all(np.sqrt(((a.gram - b.gram) ** 2).sum(axis=(1, 2))) <= 2 * H**2 * (1 + REL))
+        assert np.all(np.linalg.norm(a.target - b.target, axis=1) <= 2 * H**2 * (1 + REL))
     with pytest.raises(AssumptionError):
         message(violating_user(rng, bound, bound), mode="reject")
     with pytest.raises(NonFiniteError):
@@ -140,7 +169,7 @@ def test_ucrl_vtr_plus_both_families():
     rng = np.random.default_rng(3)
     for mech in ["tree", "factorization"]:
         agents = [UCRLVTRPlus(env, JointDP(1.0, 1e-5, mechanism=mech), episodes=8, seed=1) for _ in range(2)]
-        for server_name, bound, sens in (("server", math.sqrt(D), 2 * D), ("server2", H ** 2, 2 * H ** 4)):
+        for server_name, bound, sens in (("server", math.sqrt(D), 2 * D), ("server2", H**2, 2 * H**4)):
             users = [in_bound_user(rng, bound, bound) for _ in range(4)]
             neigh = list(users)
             neigh[2] = violating_user(rng, bound, bound)
@@ -148,7 +177,7 @@ def test_ucrl_vtr_plus_both_families():
                 warnings.simplefilter("ignore", SensitivityWarning)
                 ra = releases(getattr(agents[0], server_name), users)
                 rb = releases(getattr(agents[1], server_name), neigh)
-            for (ga, ta), (gb, tb) in zip(ra, rb):
+            for (ga, ta), (gb, tb) in zip(ra, rb, strict=True):
                 assert np.all(np.sqrt(((ga - gb) ** 2).sum(axis=(1, 2))) <= sens * (1 + REL))
                 assert np.all(np.linalg.norm(ta - tb, axis=1) <= sens * (1 + REL))
         assert agents[1].clip_count == 4 * H
@@ -179,7 +208,9 @@ def test_ucrl_vtr_agent_counts_clips_and_rejects():
 def lsvi_pair(sensitivity="clip", mechanism="tree"):
     env = RandomLinearMDP(S=6, A=2, d=D, H=H, seed=0)
     p = JointDP(1.0, 1e-5, mechanism=mechanism)
-    return env, [LSVIUCB(env, p, episodes=USERS, batches=3, seed=4, sensitivity=sensitivity) for _ in range(2)]
+    return env, [
+        LSVIUCB(env, p, episodes=USERS, batches=3, seed=4, sensitivity=sensitivity) for _ in range(2)
+    ]
 
 
 @pytest.mark.parametrize("mechanism", ["tree", "blt"])
@@ -221,11 +252,13 @@ def test_observe_validates_trajectory_indices():
     a = UCRLVTR(env, JointDP(1.0, 1e-5), episodes=5, seed=0)
     a.policy()
     good = env.sample_episode(a.policy(), np.random.default_rng(0))
-    bad = [Trajectory(good.states - 100, good.actions, good.rewards),       # negative: would wrap
-           Trajectory(good.states, good.actions + 5, good.rewards),        # beyond A
-           Trajectory(good.states.astype(float), good.actions, good.rewards),
-           Trajectory(good.states[:-1], good.actions, good.rewards),
-           Trajectory(good.states, good.actions, np.full(H, np.nan))]
+    bad = [
+        Trajectory(good.states - 100, good.actions, good.rewards),  # negative: would wrap
+        Trajectory(good.states, good.actions + 5, good.rewards),  # beyond A
+        Trajectory(good.states.astype(float), good.actions, good.rewards),
+        Trajectory(good.states[:-1], good.actions, good.rewards),
+        Trajectory(good.states, good.actions, np.full(H, np.nan)),
+    ]
     for t in bad:
         with pytest.raises((ShapeError, TypeError, NonFiniteError)):
             a.observe(t)

@@ -1,20 +1,23 @@
 """Privacy-Preserving UCRL-VTR (Alg. 1): learning, calibrated noise, the LDP interface,
 reproducibility and bad inputs."""
-import math
 
 import numpy as np
 import pytest
 
 import privrl
+from _helpers import uniform_policy_gap
 from privrl.agents import UCRLVTR
 from privrl.agents.base import SensitivityGuard, SensitivityWarning
 from privrl.agents.statistics import PrivatizedStatistics, RawStatistics
-from privrl.envs import HardToLearn, LinearMixtureMDP, RandomLinearMixtureMDP, RiverSwimMixture, RandomLinearMDP
+from privrl.envs import (
+    HardToLearn,
+    LinearMixtureMDP,
+    RandomLinearMDP,
+    RandomLinearMixtureMDP,
+    RiverSwimMixture,
+)
 from privrl.exceptions import AssumptionError, PrivacyParameterError
 from privrl.privacy import JointDP, LocalDP, NonPrivate
-from _helpers import uniform_policy_gap
-
-
 
 
 def test_nonprivate_learns_riverswim_mixture():
@@ -58,7 +61,7 @@ def test_jdp_released_noise_has_calibrated_variance(delta):
     mats, vecs = [], []
     for seed in range(300):
         agent = UCRLVTR(env, privacy=JointDP(1.0, delta), episodes=K, seed=seed)
-        res = privrl.run(agent, env, episodes=k, seed=seed)
+        privrl.run(agent, env, episodes=k, seed=seed)
         assert agent.server.nodes_used() == 3 <= agent.calibration["K0"]
         m, v = agent.server.tree_noise()
         mats.append(m)
@@ -131,8 +134,14 @@ def test_private_costs_regret_ordering():
     K = 1500
 
     def mean_regret(priv):
-        return np.mean([privrl.run(UCRLVTR(env, privacy=priv, episodes=K, seed=s, beta_scale=0.05),
-                                   env, seed=100 + s).final_regret for s in range(3)])
+        return np.mean(
+            [
+                privrl.run(
+                    UCRLVTR(env, privacy=priv, episodes=K, seed=s, beta_scale=0.05), env, seed=100 + s
+                ).final_regret
+                for s in range(3)
+            ]
+        )
 
     np_reg = mean_regret(NonPrivate())
     ldp_reg = mean_regret(LocalDP(0.1, 1e-5))

@@ -1,19 +1,18 @@
 """Privacy-Preserving UCRL-VTR+ (Alg. 3): learning, sigma-bar bounds, calibrated noise of both
 regressions, JDP ~ non-private at huge epsilon, reproducibility, bad inputs."""
+
 import math
 
 import numpy as np
 import pytest
 
 import privrl
-from privrl.agents import UCRLVTR, UCRLVTRPlus
+from _helpers import uniform_policy_gap
+from privrl.agents import UCRLVTRPlus
 from privrl.agents.statistics import PrivatizedStatistics
 from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP, RiverSwimMixture
 from privrl.exceptions import PrivacyParameterError
 from privrl.privacy import JointDP, LocalDP, NonPrivate
-from _helpers import uniform_policy_gap
-
-
 
 
 def test_nonprivate_learns_riverswim_mixture():
@@ -77,15 +76,19 @@ def test_ldp_sends_only_randomized_statistics():
 def test_huge_epsilon_jdp_matches_nonprivate():
     env = RandomLinearMixtureMDP(S=10, A=3, d=4, H=5, seed=3)
     K = 1200
-    regs = [privrl.run(UCRLVTRPlus(env, privacy=p, episodes=K, seed=4, beta=2.0), env, seed=5).final_regret
-            for p in (NonPrivate(), JointDP(1e13, 1e-5))]
+    regs = [
+        privrl.run(UCRLVTRPlus(env, privacy=p, episodes=K, seed=4, beta=2.0), env, seed=5).final_regret
+        for p in (NonPrivate(), JointDP(1e13, 1e-5))
+    ]
     assert abs(regs[1] - regs[0]) <= 0.05 * regs[0]
 
 
 def test_reproducible():
     env = RiverSwimMixture(S=4, H=4)
-    runs = [privrl.run(UCRLVTRPlus(env, privacy=LocalDP(2.0, 1e-5), episodes=100, seed=7), env, seed=1)
-            for _ in range(2)]
+    runs = [
+        privrl.run(UCRLVTRPlus(env, privacy=LocalDP(2.0, 1e-5), episodes=100, seed=7), env, seed=1)
+        for _ in range(2)
+    ]
     assert np.array_equal(runs[0].regret, runs[1].regret)
 
 

@@ -1,7 +1,9 @@
 """Empirical privacy audit: a statistical lower bound on epsilon from two neighbouring inputs.
 
-Paper: Luyo et al., App. B / App. D (the mechanisms audited: tree release of Cor. 1, LDP randomizer of Cor. 2, u-release of Alg. 2); issue 6, item 5.
+Paper: Luyo et al., App. B / App. D (the mechanisms audited: tree release of Cor. 1, LDP randomizer of Cor. 2,
+u-release of Alg. 2); issue 6, item 5.
 """
+
 # Method (a distinguishing attack with a certified false-positive / true-positive rate):
 #   1. run the mechanism n times on neighbour a and n times on neighbour b, every run with its
 #      own independent noise seed;
@@ -20,11 +22,13 @@ Paper: Luyo et al., App. B / App. D (the mechanisms audited: tree release of Cor
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Tuple
+from typing import Any
 
 import numpy as np
 
+from privrl._checks import check_pos_int
 from privrl.agents.base import SensitivityGuard
 from privrl.agents.statistics import LocalRandomizer, RawStatistics, RegressionServer
 from privrl.exceptions import PrivacyParameterError
@@ -90,14 +94,13 @@ def betainc(a: float, b: float, x: float) -> float:
         return 0.0
     if x >= 1.0:
         return 1.0
-    log_front = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                 + a * math.log(x) + b * math.log1p(-x))
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
     if x < (a + 1.0) / (a + b + 2.0):
         return math.exp(log_front) * _betacf(a, b, x) / a
     return 1.0 - math.exp(log_front) * _betacf(b, a, 1.0 - x) / b
 
 
-def _beta_quantile(q: float, a: float, b: float) -> Tuple[float, float]:
+def _beta_quantile(q: float, a: float, b: float) -> tuple[float, float]:
     """The final bracket ``(lo, hi)`` of ``x`` with ``I_x(a, b) = q`` (bisection; ``I_x`` increases
     in ``x``)."""
     lo, hi = 0.0, 1.0
@@ -112,7 +115,7 @@ def _beta_quantile(q: float, a: float, b: float) -> Tuple[float, float]:
     return lo, hi
 
 
-def clopper_pearson(k: int, n: int, alpha: float) -> Tuple[float, float]:
+def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
     """One-sided Clopper & Pearson (1934) bounds at level ``alpha`` each for a binomial
     proportion with ``k`` successes in ``n`` trials: ``(lower, upper)`` with
     ``P(p < lower) <= alpha`` and ``P(p > upper) <= alpha``;
@@ -140,7 +143,7 @@ def clopper_pearson(k: int, n: int, alpha: float) -> Tuple[float, float]:
     return lower, upper
 
 
-def _wilson(k: int, n: int, z: float) -> Tuple[float, float]:
+def _wilson(k: int, n: int, z: float) -> tuple[float, float]:
     """Wilson score interval: a cheap approximation used only to CHOOSE the threshold."""
     p = k / n
     den = 1.0 + z * z / n
@@ -162,8 +165,8 @@ class AuditResult:
 
     name: str
     epsilon_lower_bound: float
-    claimed_epsilon: Optional[float]
-    effective_epsilon: Optional[float]
+    claimed_epsilon: float | None
+    effective_epsilon: float | None
     delta: float
     confidence: float
     n_trials: int
@@ -188,11 +191,13 @@ class AuditResult:
     def __str__(self) -> str:
         claim = "-" if self.claimed_epsilon is None else f"{self.claimed_epsilon:g}"
         eff = "-" if self.effective_epsilon is None else f"{self.effective_epsilon:.3g}"
-        return (f"{self.name}: eps >= {self.epsilon_lower_bound:.3f} (confidence "
-                f"{self.confidence:g}, {self.n_test} test runs per neighbour; TPR {self.tpr:.4f} "
-                f">= {self.tpr_lower:.4f}, FPR {self.fpr:.2e} <= {self.fpr_upper:.2e}); claimed "
-                f"eps = {claim}, effective eps of the audited part = {eff}"
-                + ("  ** FLAGGED **" if self.flagged else ""))
+        return (
+            f"{self.name}: eps >= {self.epsilon_lower_bound:.3f} (confidence "
+            f"{self.confidence:g}, {self.n_test} test runs per neighbour; TPR {self.tpr:.4f} "
+            f">= {self.tpr_lower:.4f}, FPR {self.fpr:.2e} <= {self.fpr_upper:.2e}); claimed "
+            f"eps = {claim}, effective eps of the audited part = {eff}"
+            + ("  ** FLAGGED **" if self.flagged else "")
+        )
 
 
 def _eps_lb(tpr_lb: float, fpr_ub: float, delta: float) -> float:
@@ -201,15 +206,10 @@ def _eps_lb(tpr_lb: float, fpr_ub: float, delta: float) -> float:
     return max(0.0, math.log((tpr_lb - delta) / fpr_ub))
 
 
-def audit_samples(samples_a: Any, samples_b: Any, *, delta: float = 0.0,
-                  confidence: float = 0.95, direction: Any = None,
-                  claimed_epsilon: Optional[float] = None,
-                  effective_epsilon: Optional[float] = None, name: str = "mechanism",
-                  n_candidates: int = 64) -> AuditResult:
-    """Audit from outputs already drawn: ``samples_a`` / ``samples_b`` of shape ``(n, ...)``
-    (run ``i`` on neighbour a / b, independent noise). ``direction``: the projection direction
-    (flattened output shape); ``None`` estimates it from the training halves. See the module
-    comment for the method; ``delta`` is the claimed delta, ``confidence = 1 - alpha``."""
+def _checked_samples(
+    samples_a: Any, samples_b: Any, delta: float, confidence: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The two sample sets as (n, outputs) float arrays, after checking shapes and parameters."""
     a = np.asarray(samples_a, dtype=float)
     b = np.asarray(samples_b, dtype=float)
     if a.ndim < 1 or b.ndim < 1 or a.shape[0] != b.shape[0] or a.shape[1:] != b.shape[1:]:
@@ -221,29 +221,21 @@ def audit_samples(samples_a: Any, samples_b: Any, *, delta: float = 0.0,
         raise PrivacyParameterError(f"confidence must be in (0, 1), got {confidence}")
     if not (0.0 <= delta < 1.0):
         raise PrivacyParameterError(f"delta must be in [0, 1), got {delta}")
-    a = a.reshape(n, -1)
-    b = b.reshape(n, -1)
+    a, b = a.reshape(n, -1), b.reshape(n, -1)
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         raise PrivacyParameterError("samples contain NaN or inf")
-    half = n // 2
-    if direction is None:
-        v = a[:half].mean(axis=0) - b[:half].mean(axis=0)
-        stat = "projection on the difference of the training means"
-    else:
-        v = np.asarray(direction, dtype=float).reshape(-1)
-        if v.shape[0] != a.shape[1]:
-            raise PrivacyParameterError(f"direction has {v.shape[0]} entries, outputs have {a.shape[1]}")
-        stat = "projection on the exact noiseless difference (likelihood-ratio statistic)"
-    sa, sb = a @ v, b @ v
-    train_a, test_a = sa[:half], sa[half:]
-    train_b, test_b = sb[:half], sb[half:]
-    alpha = 1.0 - confidence
-    z = _normal_quantile(1.0 - alpha / 2.0)
+    return a, b
 
-    # choose (orientation, threshold) on the training halves
+
+def _choose_threshold(
+    train_a: np.ndarray, train_b: np.ndarray, delta: float, z: float, n_candidates: int
+) -> tuple[str, float]:
+    """(orientation, threshold) with the best Wilson-bound epsilon on the training halves."""
+    half = train_a.shape[0]
     best = (-math.inf, "a>", 0.0)
-    ks = np.unique(np.concatenate([[0], np.round(np.geomspace(1, max(1, half // 2), n_candidates))])
-                   .astype(int))
+    ks = np.unique(
+        np.concatenate([[0], np.round(np.geomspace(1, max(1, half // 2), n_candidates))]).astype(int)
+    )
     ks = ks[ks < half]
     for orient, pos, neg in (("a>", train_a, train_b), ("b<", -train_b, -train_a)):
         neg_sorted = np.sort(neg)
@@ -262,7 +254,41 @@ def audit_samples(samples_a: Any, samples_b: Any, *, delta: float = 0.0,
             e = _eps_lb(lo, hi, delta)
             if e > best[0]:
                 best = (e, orient, float(t))
-    _, orient, t = best
+    return best[1], best[2]
+
+
+def audit_samples(
+    samples_a: Any,
+    samples_b: Any,
+    *,
+    delta: float = 0.0,
+    confidence: float = 0.95,
+    direction: Any = None,
+    claimed_epsilon: float | None = None,
+    effective_epsilon: float | None = None,
+    name: str = "mechanism",
+    n_candidates: int = 64,
+) -> AuditResult:
+    """Audit from outputs already drawn: ``samples_a`` / ``samples_b`` of shape ``(n, ...)``
+    (run ``i`` on neighbour a / b, independent noise). ``direction``: the projection direction
+    (flattened output shape); ``None`` estimates it from the training halves. See the module
+    comment for the method; ``delta`` is the claimed delta, ``confidence = 1 - alpha``."""
+    a, b = _checked_samples(samples_a, samples_b, delta, confidence)
+    n = a.shape[0]
+    half = n // 2
+    if direction is None:
+        v = a[:half].mean(axis=0) - b[:half].mean(axis=0)
+        stat = "projection on the difference of the training means"
+    else:
+        v = np.asarray(direction, dtype=float).reshape(-1)
+        if v.shape[0] != a.shape[1]:
+            raise PrivacyParameterError(f"direction has {v.shape[0]} entries, outputs have {a.shape[1]}")
+        stat = "projection on the exact noiseless difference (likelihood-ratio statistic)"
+    sa, sb = a @ v, b @ v
+    train_a, test_a = sa[:half], sa[half:]
+    train_b, test_b = sb[:half], sb[half:]
+    alpha = 1.0 - confidence
+    orient, t = _choose_threshold(train_a, train_b, delta, _normal_quantile(1.0 - alpha / 2.0), n_candidates)
     if orient == "a>":
         pos_test, neg_test = test_a, test_b
     else:
@@ -275,12 +301,22 @@ def audit_samples(samples_a: Any, samples_b: Any, *, delta: float = 0.0,
     eps_lb = _eps_lb(tpr_lb, fpr_ub, delta)
     threshold = t if orient == "a>" else -t
     return AuditResult(
-        name=name, epsilon_lower_bound=eps_lb, claimed_epsilon=claimed_epsilon,
-        effective_epsilon=effective_epsilon, delta=float(delta), confidence=float(confidence),
-        n_trials=n, n_test=m,
+        name=name,
+        epsilon_lower_bound=eps_lb,
+        claimed_epsilon=claimed_epsilon,
+        effective_epsilon=effective_epsilon,
+        delta=float(delta),
+        confidence=float(confidence),
+        n_trials=n,
+        n_test=m,
         orientation="score(a) > t" if orient == "a>" else "score(b) < t",
-        threshold=threshold, tpr=tp / m, fpr=fp / m, tpr_lower=tpr_lb, fpr_upper=fpr_ub,
-        statistic=stat)
+        threshold=threshold,
+        tpr=tp / m,
+        fpr=fp / m,
+        tpr_lower=tpr_lb,
+        fpr_upper=fpr_ub,
+        statistic=stat,
+    )
 
 
 def _normal_quantile(q: float) -> float:
@@ -299,31 +335,49 @@ def _seed_stream(seed: Any) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-def audit_mechanism(mechanism_fn: Callable[[Any, Any], Any], neighbour_a: Any, neighbour_b: Any,
-                    n_trials: int, *, delta: float = 0.0, confidence: float = 0.95,
-                    seed: Any = 0, direction: Any = None, claimed_epsilon: Optional[float] = None,
-                    effective_epsilon: Optional[float] = None,
-                    name: str = "mechanism") -> AuditResult:
+def audit_mechanism(
+    mechanism_fn: Callable[[Any, Any], Any],
+    neighbour_a: Any,
+    neighbour_b: Any,
+    n_trials: int,
+    *,
+    delta: float = 0.0,
+    confidence: float = 0.95,
+    seed: Any = 0,
+    direction: Any = None,
+    claimed_epsilon: float | None = None,
+    effective_epsilon: float | None = None,
+    name: str = "mechanism",
+) -> AuditResult:
     """Audit any mechanism: ``mechanism_fn(input, noise_seed)`` returns one output (array-like)
     and must draw its noise from ``noise_seed`` (32 random bytes, a fresh value for every run:
     the runs are independent). It is run ``n_trials`` times on each neighbour; then
     :func:`audit_samples`. ``seed`` makes the audit reproducible."""
-    if isinstance(n_trials, bool) or not isinstance(n_trials, (int, np.integer)) or n_trials < 4:
+    if check_pos_int(n_trials, "n_trials") < 4:
         raise PrivacyParameterError(f"n_trials must be an int >= 4, got {n_trials!r}")
     rng = _seed_stream(seed)
-    out_a = np.stack([np.asarray(mechanism_fn(neighbour_a, rng.bytes(32)), dtype=float)
-                      for _ in range(int(n_trials))])
-    out_b = np.stack([np.asarray(mechanism_fn(neighbour_b, rng.bytes(32)), dtype=float)
-                      for _ in range(int(n_trials))])
-    return audit_samples(out_a, out_b, delta=delta, confidence=confidence, direction=direction,
-                         claimed_epsilon=claimed_epsilon, effective_epsilon=effective_epsilon,
-                         name=name)
+    out_a = np.stack(
+        [np.asarray(mechanism_fn(neighbour_a, rng.bytes(32)), dtype=float) for _ in range(int(n_trials))]
+    )
+    out_b = np.stack(
+        [np.asarray(mechanism_fn(neighbour_b, rng.bytes(32)), dtype=float) for _ in range(int(n_trials))]
+    )
+    return audit_samples(
+        out_a,
+        out_b,
+        delta=delta,
+        confidence=confidence,
+        direction=direction,
+        claimed_epsilon=claimed_epsilon,
+        effective_epsilon=effective_epsilon,
+        name=name,
+    )
 
 
 # ============================================================================================
 # Ready-made audits of the shipped mechanisms
 # ============================================================================================
-def _neighbours(plan: ReleasePlan, scales: dict, kind: str) -> Tuple[RawStatistics, RawStatistics]:
+def _neighbours(plan: ReleasePlan, scales: dict, kind: str) -> tuple[RawStatistics, RawStatistics]:
     """Two neighbouring users for every step, read from the release plan: ``"worst"`` (default)
     the pair that realises the plan's joint worst case (privrl.privacy.plans), ``"zero"`` the
     worst user against one who sends zeros."""
@@ -343,11 +397,21 @@ def _guard_of(plan: ReleasePlan) -> SensitivityGuard:
     return SensitivityGuard(stat.x_bound, stat.y_low, stat.y_high)
 
 
-def audit_ucrl_vtr_tree(epsilon: float = 4.0, delta: float = 1e-5, *, calibration: str = "tight",
-                        H: int = 2, d: int = 2, K: int = 8, n_trials: int = 20_000,
-                        noise_multiplier: float = 1.0, neighbours: str = "worst",
-                        confidence: float = 0.95, seed: Any = 0,
-                        plan: Optional[ReleasePlan] = None) -> AuditResult:
+def audit_ucrl_vtr_tree(
+    epsilon: float = 4.0,
+    delta: float = 1e-5,
+    *,
+    calibration: str = "tight",
+    H: int = 2,
+    d: int = 2,
+    K: int = 8,
+    n_trials: int = 20_000,
+    noise_multiplier: float = 1.0,
+    neighbours: str = "worst",
+    confidence: float = 0.95,
+    seed: Any = 0,
+    plan: ReleasePlan | None = None,
+) -> AuditResult:
     """Audit the JDP UCRL-VTR release (Alg. 1 / Cor. 1): the shipped ``RegressionServer`` in tree
     mode (``2H`` trees, a ``SensitivityGuard`` with the plan's bounds, the calibration for
     ``(epsilon, delta, H, K, d)``) receives user 1's statistics and zero statistics from users
@@ -364,14 +428,25 @@ def audit_ucrl_vtr_tree(epsilon: float = 4.0, delta: float = 1e-5, *, calibratio
         raise PrivacyParameterError("audit_ucrl_vtr_tree audits the Gaussian (delta > 0) release")
     sigma = cal["sigma_B"] * float(noise_multiplier)
     n_nodes = tree_nodes_per_leaf(K)
-    times = [2 ** l for l in range(n_nodes)]
+    times = [2**level for level in range(n_nodes)]
     user_a, user_b = _neighbours(plan, {k: cal[k] for k in plan.scale_keys}, neighbours)
     zero = RawStatistics(np.zeros((H, d)), np.zeros(H))
 
     def run(user: RawStatistics, noise: str, seeds) -> np.ndarray:
-        server = RegressionServer(H, d, cal["lam"], "tree", K, noise=noise, sigma_matrix=sigma,
-                                  sigma_vector=sigma, sym_divisor=cal["sym_divisor"],
-                                  shift=cal["shift"], guard=_guard_of(plan), seeds=seeds)
+        server = RegressionServer(
+            H,
+            d,
+            cal["lam"],
+            "tree",
+            K,
+            noise=noise,
+            sigma_matrix=sigma,
+            sigma_vector=sigma,
+            sym_divisor=cal["sym_divisor"],
+            shift=cal["shift"],
+            guard=_guard_of(plan),
+            seeds=seeds,
+        )
         out = []
         for t in range(1, times[-1] + 1):
             server.receive(user if t == 1 else zero)
@@ -383,28 +458,48 @@ def audit_ucrl_vtr_tree(epsilon: float = 4.0, delta: float = 1e-5, *, calibratio
 
     exact = run(user_a, "none", ()) - run(user_b, "none", ())
     rng = _seed_stream(seed)
-    sa = np.stack([run(user_a, "gaussian", [rng.bytes(32) for _ in range(2 * H)])
-                   for _ in range(int(n_trials))])
-    sb = np.stack([run(user_b, "gaussian", [rng.bytes(32) for _ in range(2 * H)])
-                   for _ in range(int(n_trials))])
+    sa = np.stack(
+        [run(user_a, "gaussian", [rng.bytes(32) for _ in range(2 * H)]) for _ in range(int(n_trials))]
+    )
+    sb = np.stack(
+        [run(user_b, "gaussian", [rng.bytes(32) for _ in range(2 * H)]) for _ in range(int(n_trials))]
+    )
     # exact mu of what is audited: per released node the (whitened) difference; the matrix noise
     # (Z' + Z'^T)/sqrt 2 has variance sigma^2 off and 2 sigma^2 on the diagonal.
-    dm = (user_a.X[:, :, None] * user_a.X[:, None, :] - user_b.X[:, :, None] * user_b.X[:, None, :])
+    dm = user_a.X[:, :, None] * user_a.X[:, None, :] - user_b.X[:, :, None] * user_b.X[:, None, :]
     dv = user_a.X * user_a.y[:, None] - user_b.X * user_b.y[:, None]
     off = dm - np.einsum("hii->hi", dm)[..., None] * np.eye(d)
-    mu2 = (np.sum(np.triu(off, 1) ** 2) + np.sum(np.einsum("hii->hi", dm) ** 2) / 2.0
-           + np.sum(dv ** 2)) * n_nodes / sigma ** 2
-    return audit_samples(sa, sb, delta=delta, confidence=confidence, direction=exact,
-                         claimed_epsilon=float(epsilon),
-                         effective_epsilon=gaussian_epsilon(math.sqrt(mu2), delta),
-                         name=f"UCRL-VTR JDP tree release ({calibration}, x{noise_multiplier:g} noise)")
+    mu2 = (
+        (np.sum(np.triu(off, 1) ** 2) + np.sum(np.einsum("hii->hi", dm) ** 2) / 2.0 + np.sum(dv**2))
+        * n_nodes
+        / sigma**2
+    )
+    return audit_samples(
+        sa,
+        sb,
+        delta=delta,
+        confidence=confidence,
+        direction=exact,
+        claimed_epsilon=float(epsilon),
+        effective_epsilon=gaussian_epsilon(math.sqrt(mu2), delta),
+        name=f"UCRL-VTR JDP tree release ({calibration}, x{noise_multiplier:g} noise)",
+    )
 
 
-def audit_ldp_randomizer(epsilon: float = 4.0, delta: float = 1e-5, *, calibration: str = "tight",
-                         H: int = 2, d: int = 2, n_trials: int = 20_000,
-                         noise_multiplier: float = 1.0, neighbours: str = "worst",
-                         confidence: float = 0.95, seed: Any = 0,
-                         plan: Optional[ReleasePlan] = None) -> AuditResult:
+def audit_ldp_randomizer(
+    epsilon: float = 4.0,
+    delta: float = 1e-5,
+    *,
+    calibration: str = "tight",
+    H: int = 2,
+    d: int = 2,
+    n_trials: int = 20_000,
+    noise_multiplier: float = 1.0,
+    neighbours: str = "worst",
+    confidence: float = 0.95,
+    seed: Any = 0,
+    plan: ReleasePlan | None = None,
+) -> AuditResult:
     """Audit the LDP UCRL-VTR user-side randomizer (Cor. 2): the shipped ``LocalRandomizer``
     with the calibration of ``plan`` (default ``privrl.privacy.ucrl_vtr.release_plan``)
     privatizes one user's statistics (the plan's worst pair, or the worst user against zeros);
@@ -418,8 +513,16 @@ def audit_ldp_randomizer(epsilon: float = 4.0, delta: float = 1e-5, *, calibrati
     rng = _seed_stream(seed)
 
     def draws(user: RawStatistics) -> np.ndarray:
-        rnd = LocalRandomizer(H, d, "gaussian", sigma, sigma, cal["sym_divisor"], _guard_of(plan),
-                              seeds=(rng.bytes(32), rng.bytes(32)))
+        rnd = LocalRandomizer(
+            H,
+            d,
+            "gaussian",
+            sigma,
+            sigma,
+            cal["sym_divisor"],
+            _guard_of(plan),
+            seeds=(rng.bytes(32), rng.bytes(32)),
+        )
         out = np.empty((int(n_trials), H * d * d + H * d))
         for i in range(int(n_trials)):
             msg = rnd.privatize(user.X, user.y)
@@ -433,26 +536,43 @@ def audit_ldp_randomizer(epsilon: float = 4.0, delta: float = 1e-5, *, calibrati
     dm = np.einsum("hi,hj->hij", user_a.X, user_a.X) - np.einsum("hi,hj->hij", user_b.X, user_b.X)
     dv = user_a.X * user_a.y[:, None] - user_b.X * user_b.y[:, None]
     diag = np.einsum("hii->hi", dm)
-    mu2 = (np.sum(np.triu(dm, 1) ** 2) + np.sum(diag ** 2) / 2.0 + np.sum(dv ** 2)) / sigma ** 2
-    return audit_samples(draws(user_a), draws(user_b), delta=delta, confidence=confidence,
-                         direction=clean(user_a) - clean(user_b), claimed_epsilon=float(epsilon),
-                         effective_epsilon=gaussian_epsilon(math.sqrt(mu2), delta),
-                         name=f"UCRL-VTR LDP randomizer ({calibration}, x{noise_multiplier:g} noise)")
+    mu2 = (np.sum(np.triu(dm, 1) ** 2) + np.sum(diag**2) / 2.0 + np.sum(dv**2)) / sigma**2
+    return audit_samples(
+        draws(user_a),
+        draws(user_b),
+        delta=delta,
+        confidence=confidence,
+        direction=clean(user_a) - clean(user_b),
+        claimed_epsilon=float(epsilon),
+        effective_epsilon=gaussian_epsilon(math.sqrt(mu2), delta),
+        name=f"UCRL-VTR LDP randomizer ({calibration}, x{noise_multiplier:g} noise)",
+    )
 
 
-def audit_lsvi_u_release(epsilon: float = 4.0, delta: float = 1e-5, *, calibration: str = "tight",
-                         H: int = 2, d: int = 2, K: int = 40, batches: int = 4,
-                         n_trials: int = 20_000, noise_multiplier: float = 1.0,
-                         confidence: float = 0.95, seed: Any = 0,
-                         plan: Optional[ReleasePlan] = None) -> AuditResult:
+def audit_lsvi_u_release(
+    epsilon: float = 4.0,
+    delta: float = 1e-5,
+    *,
+    calibration: str = "tight",
+    H: int = 2,
+    d: int = 2,
+    K: int = 40,
+    batches: int = 4,
+    n_trials: int = 20_000,
+    noise_multiplier: float = 1.0,
+    confidence: float = 0.95,
+    seed: Any = 0,
+    plan: ReleasePlan | None = None,
+) -> AuditResult:
     """Audit the u-release of Alg. 2 (App. D, "M^u_h"): with the value functions fixed (the
     proof's ``a_{h+1}``), release ``b`` of step ``h`` is ``u~_{b,h} = sum_j phi_j (r_j + V(s'_j)) +
     eta^b_h``, ``eta ~ N(0, sigma_u^2 I)`` fresh per release (a ``NoiseStream`` at the agent's
     ``sigma_u``, as ``LSVIServer`` draws it). User 1 enters every one of the R releases with the
     plan's worst pair (default plan: ``phi = e_1``, ``r + V = H + 1`` against ``phi = -e_1``): the
     sensitivity ``2(H + 1)`` of every release."""
-    cal = lsvi_ucb.calibrate_lsvi_ucb("jdp", epsilon, delta, H, K, d, batches=batches, calibration=calibration,
-                                      plan=plan)
+    cal = lsvi_ucb.calibrate_lsvi_ucb(
+        "jdp", epsilon, delta, H, K, d, batches=batches, calibration=calibration, plan=plan
+    )
     if cal["noise"] != "gaussian":
         raise PrivacyParameterError("audit_lsvi_u_release audits the Gaussian (delta > 0) release")
     plan = plan if plan is not None else lsvi_ucb.release_plan("jdp", False, H, K, d, cal["B"])
@@ -469,8 +589,13 @@ def audit_lsvi_u_release(epsilon: float = 4.0, delta: float = 1e-5, *, calibrati
         return term + eta
 
     mu = float(np.linalg.norm(term_a - term_b)) / sigma
-    return audit_samples(draws(term_a), draws(term_b), delta=delta, confidence=confidence,
-                         direction=term_a - term_b, claimed_epsilon=float(epsilon),
-                         effective_epsilon=gaussian_epsilon(mu, delta),
-                         name=f"LSVI-UCB u-release ({calibration}, x{noise_multiplier:g} noise)")
-
+    return audit_samples(
+        draws(term_a),
+        draws(term_b),
+        delta=delta,
+        confidence=confidence,
+        direction=term_a - term_b,
+        claimed_epsilon=float(epsilon),
+        effective_epsilon=gaussian_epsilon(mu, delta),
+        name=f"LSVI-UCB u-release ({calibration}, x{noise_multiplier:g} noise)",
+    )

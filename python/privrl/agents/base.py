@@ -7,6 +7,7 @@ episode k computes its policy from that release and its own data only (Billboard
 App. "Joint DP through DP"), runs it, and sends back its statistics (raw under JDP,
 randomized on the user side under LDP).
 """
+
 from __future__ import annotations
 
 import abc
@@ -59,8 +60,10 @@ class SensitivityGuard:
         """Rows of X (n, d) and entries of y (n,), clipped (or rejected) to the bounds."""
         X = np.asarray(X, dtype=np.float64)
         if not np.isfinite(X).all() or (y is not None and not np.isfinite(y).all()):
-            raise NonFiniteError("user statistic contains NaN or inf: it cannot be brought inside "
-                                 "the sensitivity bound the noise is calibrated for")
+            raise NonFiniteError(
+                "user statistic contains NaN or inf: it cannot be brought inside "
+                "the sensitivity bound the noise is calibrated for"
+            )
         norms = np.linalg.norm(X, axis=-1)
         over_x = norms > self.x_bound
         bad_x = norms > self.x_bound * (1 + tol)
@@ -70,18 +73,23 @@ class SensitivityGuard:
             y = np.asarray(y, dtype=np.float64)
             over_y = (y < self.y_low) | (y > self.y_high)
             bad_y = (y < self.y_low - tol * max(1.0, abs(self.y_low))) | (
-                y > self.y_high + tol * max(1.0, abs(self.y_high)))
+                y > self.y_high + tol * max(1.0, abs(self.y_high))
+            )
         n_bad = int(bad_x.sum() + bad_y.sum())
         if n_bad and self.mode == "reject":
             raise AssumptionError(
                 f"user statistic outside the sensitivity bound (||x|| <= {self.x_bound:g}, "
-                f"y in [{self.y_low:g}, {self.y_high:g}]): max ||x|| = {norms.max():.6g}")
+                f"y in [{self.y_low:g}, {self.y_high:g}]): max ||x|| = {norms.max():.6g}"
+            )
         if n_bad:
             self.clipped += n_bad
             if not self._warned:
-                warnings.warn(f"clipping user statistics to the sensitivity bound ||x|| <= {self.x_bound:g}"
-                              f", y in [{self.y_low:g}, {self.y_high:g}] (counted in agent.clip_count)",
-                              SensitivityWarning, stacklevel=3)
+                warnings.warn(
+                    f"clipping user statistics to the sensitivity bound ||x|| <= {self.x_bound:g}"
+                    f", y in [{self.y_low:g}, {self.y_high:g}] (counted in agent.clip_count)",
+                    SensitivityWarning,
+                    stacklevel=3,
+                )
                 self._warned = True
         if over_x.any():
             X = np.where(over_x[..., None], X * (self.x_bound / np.maximum(norms, 1e-300))[..., None], X)
@@ -98,7 +106,7 @@ def check_privacy_model(privacy: Any, allowed: tuple = PRIVACY_MODELS) -> Any:
 
 
 #: Largest K: the trees count leaves in 64 bits.
-MAX_EPISODES = 2 ** 63 - 1
+MAX_EPISODES = 2**63 - 1
 
 
 def check_episodes(episodes: Any) -> int:
@@ -137,8 +145,16 @@ class Agent(abc.ABC):
 
     name = "agent"
 
-    def __init__(self, env: FiniteMDP, privacy: Any, episodes: int, seed: Any = None,
-                 beta_scale: float = 1.0, beta: float | None = None, ties: str = "random"):
+    def __init__(
+        self,
+        env: FiniteMDP,
+        privacy: Any,
+        episodes: int,
+        seed: Any = None,
+        beta_scale: float = 1.0,
+        beta: float | None = None,
+        ties: str = "random",
+    ):
         if not isinstance(env, FiniteMDP):
             raise TypeError(f"env must be a privrl FiniteMDP, got {type(env).__name__}")
         self.env = env
@@ -152,8 +168,11 @@ class Agent(abc.ABC):
         if ties not in ("random", "lowest"):
             raise ValueError(f"ties must be 'random' or 'lowest', got {ties!r}")
         self.ties = ties
-        root = seed if isinstance(seed, np.random.SeedSequence) else (
-            None if seed is None else np.random.SeedSequence(seed))
+        root = (
+            seed
+            if isinstance(seed, np.random.SeedSequence)
+            else (None if seed is None else np.random.SeedSequence(seed))
+        )
         self.seed = seed
         if root is None:
             self._tie_rng = np.random.default_rng()
@@ -185,6 +204,7 @@ class Agent(abc.ABC):
         """Every released mechanism and the (eps, delta) it yields under the paper's argument and
         the tight accountant (privrl.privacy.report.privacy_report; text: format_privacy_report)."""
         from privrl.privacy.report import privacy_report
+
         return privacy_report(self)
 
     @abc.abstractmethod
@@ -203,17 +223,25 @@ class Agent(abc.ABC):
         if self.k >= self.K:
             raise PrivacyParameterError(
                 f"{self.label} was calibrated for K = {self.K} episodes; episode {self.k + 1} would "
-                "exceed its privacy accounting")
-        for name, arr, n, hi in (("states", t.states, self.H + 1, self.S), ("actions", t.actions, self.H, self.A)):
+                "exceed its privacy accounting"
+            )
+        for name, arr, n, hi in (
+            ("states", t.states, self.H + 1, self.S),
+            ("actions", t.actions, self.H, self.A),
+        ):
             a = np.asarray(arr)
             if a.shape != (n,):
                 raise ShapeError(f"trajectory {name} must have shape ({n},) for H = {self.H}, got {a.shape}")
             if a.dtype.kind not in "iu":
                 raise TypeError(f"trajectory {name} must be integers, got dtype {a.dtype}")
             if n and (a.min() < 0 or a.max() >= hi):
-                raise ShapeError(f"trajectory {name} must lie in [0, {hi}), got values in [{a.min()}, {a.max()}]")
+                raise ShapeError(
+                    f"trajectory {name} must lie in [0, {hi}), got values in [{a.min()}, {a.max()}]"
+                )
         r = np.asarray(t.rewards)
         if r.shape != (self.H,) or r.dtype.kind not in "biuf":
-            raise ShapeError(f"trajectory rewards must be {self.H} real numbers, got shape {r.shape}, dtype {r.dtype}")
+            raise ShapeError(
+                f"trajectory rewards must be {self.H} real numbers, got shape {r.shape}, dtype {r.dtype}"
+            )
         if not np.isfinite(r).all():
             raise NonFiniteError("trajectory rewards contain NaN or inf")

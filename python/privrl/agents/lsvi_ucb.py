@@ -1,9 +1,11 @@
 """LSVI-UCB on linear MDPs with a static batch schedule and a privacy plug-in: LSVI-UCB (Jin et al. 2020),
 batched LSVI-UCB (Wang et al. 2021), JDP and pure-JDP LSVI-UCB (Sec. 4, Alg. 2, Rem. 2-4; App. D).
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -44,8 +46,9 @@ def batch_starts(K: int, B: int) -> np.ndarray:
 # ============================================================================================
 # User side: the billboard and the policy a user computes from it
 # ============================================================================================
-def greedy_policy(release: Release, features: np.ndarray, beta: float, *, ties: str = "random",
-                  rng: Any = None) -> np.ndarray:
+def greedy_policy(
+    release: Release, features: np.ndarray, beta: float, *, ties: str = "random", rng: Any = None
+) -> np.ndarray:
     """The user's side of Alg. 2 (lines 7-11): a_h = argmax_a Q_{k,h}(s_h, a) with
     Q_{k,h} = Pi_[0,H][w~_{b,h}^T phi + beta ||phi||_{Lambda~^{-1}_{b,h}}], for every state at
     once, as an (H, S) int policy.
@@ -61,17 +64,34 @@ def greedy_policy(release: Release, features: np.ndarray, beta: float, *, ties: 
     H = release.weights.shape[0]
     pi = np.empty((H, S), dtype=np.int64)
     for h in range(H):
-        _, _, pi[h] = kernels.optimistic_values(flat, release.weights[h], release.inverse[h], beta, A,
-                                          upper=float(H), lower=0.0, ties=ties, rng=rng)
+        _, _, pi[h] = kernels.optimistic_values(
+            flat,
+            release.weights[h],
+            release.inverse[h],
+            beta,
+            A,
+            upper=float(H),
+            lower=0.0,
+            ties=ties,
+            rng=rng,
+        )
     return pi
 
 
 # ============================================================================================
 # Server side: the response vector u and least-squares value iteration
 # ============================================================================================
-def response_per_sample(phi: np.ndarray, rewards: np.ndarray, next_table: np.ndarray,
-                        next_states: np.ndarray | None, w_next: np.ndarray, inv_next: np.ndarray,
-                        beta: float, n_actions: int, H: int) -> np.ndarray:
+def response_per_sample(
+    phi: np.ndarray,
+    rewards: np.ndarray,
+    next_table: np.ndarray,
+    next_states: np.ndarray | None,
+    w_next: np.ndarray,
+    inv_next: np.ndarray,
+    beta: float,
+    n_actions: int,
+    H: int,
+) -> np.ndarray:
     """u = sum_i phi_i [r_i + V_{h+1}(s'_i)] (Alg. 2, line 19) with V evaluated at every stored
     next state in one Rust call: V(s') = Pi_[0,H] max_a [w^T phi(s',a) + beta ||phi(s',a)||_{inv}].
 
@@ -79,14 +99,22 @@ def response_per_sample(phi: np.ndarray, rewards: np.ndarray, next_table: np.nda
     with next_states=None it is the (n * A, d) block of the n next states (continuous-state
     features), otherwise an (S * A, d) table read through the int index next_states (n,).
     """
-    V = kernels.state_values(next_table, w_next, inv_next, beta, n_actions, upper=float(H), lower=0.0,
-                       states=next_states)
+    V = kernels.state_values(
+        next_table, w_next, inv_next, beta, n_actions, upper=float(H), lower=0.0, states=next_states
+    )
     return phi.T @ (rewards + V)
 
 
-def response_aggregated(reward_sum: np.ndarray, next_sum: np.ndarray, table: np.ndarray,
-                        w_next: np.ndarray, inv_next: np.ndarray, beta: float, n_actions: int,
-                        H: int) -> np.ndarray:
+def response_aggregated(
+    reward_sum: np.ndarray,
+    next_sum: np.ndarray,
+    table: np.ndarray,
+    w_next: np.ndarray,
+    inv_next: np.ndarray,
+    beta: float,
+    n_actions: int,
+    H: int,
+) -> np.ndarray:
     """The same u for a finite state set, from counts: V is evaluated once per state and
     u = sum_i phi_i r_i + sum_s' (sum_{i: s'_i = s'} phi_i) V(s') = reward_sum + next_sum^T V,
     with reward_sum (d,) and next_sum (S, d) kept as data arrive. Cost O(S A d^2) instead of
@@ -95,9 +123,13 @@ def response_aggregated(reward_sum: np.ndarray, next_sum: np.ndarray, table: np.
     return reward_sum + next_sum.T @ V
 
 
-def lsvi_release(designs: np.ndarray, response: Callable[[int, np.ndarray | None, np.ndarray | None], np.ndarray],
-                 eta: np.ndarray | None = None, users: int = 0,
-                 inverses: np.ndarray | None = None) -> Release:
+def lsvi_release(
+    designs: np.ndarray,
+    response: Callable[[int, np.ndarray | None, np.ndarray | None], np.ndarray],
+    eta: np.ndarray | None = None,
+    users: int = 0,
+    inverses: np.ndarray | None = None,
+) -> Release:
     """Alg. 2, lines 15-22, for h = H..1: w~_{H+1} = 0; Lambda~^{-1}_h (Cholesky, a named error
     if the noise made Lambda~_h indefinite; or given in `inverses` when the caller maintains them);
     u~_h = u_h + eta_h with u_h = response(h, w~_{h+1}, Lambda~^{-1}_{h+1}) (None, None at the
@@ -107,12 +139,11 @@ def lsvi_release(designs: np.ndarray, response: Callable[[int, np.ndarray | None
     weights = np.zeros((H, d))
     for h in range(H - 1, -1, -1):
         if inverses is None:
-            inverse[h] = released_inverse(designs[h], h, users, "the shift c_K + Upsilon",
-                                          "App. D's calibration")
-        if h == H - 1:
-            u = response(h, None, None)
-        else:
-            u = response(h, weights[h + 1], inverse[h + 1])
+            inverse[h] = released_inverse(
+                designs[h], h, users, "the shift c_K + Upsilon", "App. D's calibration"
+            )
+        # V_{H+1} = 0: the last step's response has no next-step estimate
+        u = response(h, None, None) if h == H - 1 else response(h, weights[h + 1], inverse[h + 1])
         if eta is not None:
             u = u + eta[h]
         weights[h] = inverse[h] @ u
@@ -137,8 +168,17 @@ class LSVIServer:
     Lambda_{k+1,h} + (c_K + Upsilon) I + H^{b+1}_h. Non-private: no trees, no shift, no eta.
     """
 
-    def __init__(self, table: np.ndarray, n_actions: int, H: int, K_episodes: int, cal: Calibration,
-                 beta: float, planning: str = "auto", seeds: list | None = None):
+    def __init__(
+        self,
+        table: np.ndarray,
+        n_actions: int,
+        H: int,
+        K_episodes: int,
+        cal: Calibration,
+        beta: float,
+        planning: str = "auto",
+        seeds: list | None = None,
+    ):
         if planning not in PLANNING:
             raise ValueError(f"planning must be one of {PLANNING}, got {planning!r}")
         self.table = np.ascontiguousarray(table, dtype=np.float64)  # (S*A, d), row s*A + a
@@ -169,12 +209,21 @@ class LSVIServer:
         seeds = list(seeds) if seeds is not None else [None] * (H + 1)
         if self.private:
             # one leaf per release: the mechanisms hold R = cal["releases"] leaves (release plan)
-            self.trees = [kernels.make_prefix_mechanism(cal["mechanism"], (d, d), cal["releases"],
-                                                  noise=cal["noise"], scale=cal["sigma_Lambda"],
-                                                  seed=seeds[h], divisor=cal["sym_divisor"])
-                          for h in range(H)]
-            self.eta_stream: kernels.NoiseStream | None = kernels.NoiseStream(cal["noise"], cal["sigma_u"],
-                                                                              seed=seeds[H])
+            self.trees = [
+                kernels.make_prefix_mechanism(
+                    cal["mechanism"],
+                    (d, d),
+                    cal["releases"],
+                    noise=cal["noise"],
+                    scale=cal["sigma_Lambda"],
+                    seed=seeds[h],
+                    divisor=cal["sym_divisor"],
+                )
+                for h in range(H)
+            ]
+            self.eta_stream: kernels.NoiseStream | None = kernels.NoiseStream(
+                cal["noise"], cal["sigma_u"], seed=seeds[H]
+            )
         else:
             self.trees, self.eta_stream = [], None
 
@@ -202,7 +251,7 @@ class LSVIServer:
         threshold of S A, not S, would pay up to A times more between the two)."""
         if self.planning != "auto":
             return self.planning
-        return "aggregated" if self.S < self.n else "per_sample"
+        return "aggregated" if self.n > self.S else "per_sample"
 
     def designs(self) -> tuple[np.ndarray, np.ndarray | None]:
         """Alg. 2, lines 17-18, for every h: Lambda~ = Lambda_{k+1,h} + (c_K + Upsilon) I + H^{b+1}_h,
@@ -214,8 +263,10 @@ class LSVIServer:
             for h in range(H):
                 self.exact[h].update_batch(self.table[self.states[b0:n, h] * A + self.actions[b0:n, h]])
             self.batch_start = n
-            return (np.stack([sm.matrix() for sm in self.exact]),
-                    np.stack([sm.inverse() for sm in self.exact]))
+            return (
+                np.stack([sm.matrix() for sm in self.exact]),
+                np.stack([sm.inverse() for sm in self.exact]),
+            )
         self.gram += self.batch_gram
         designs = self.gram + (self.lam + self.shift) * np.eye(d)
         for h in range(H):
@@ -229,10 +280,13 @@ class LSVIServer:
     def response_function(self, path: str) -> Callable:
         """u_h(w~_{h+1}, Lambda~^{-1}_{h+1}) for lsvi_release, by the chosen path."""
         n, A, H, beta, table = self.n, self.A, self.H, self.beta, self.table
+
         def aggregated(h: int, w_next: np.ndarray | None, inv_next: np.ndarray | None) -> np.ndarray:
             if w_next is None or inv_next is None:
                 return self.reward_sum[h].copy()
-            return response_aggregated(self.reward_sum[h], self.next_sum[h], table, w_next, inv_next, beta, A, H)
+            return response_aggregated(
+                self.reward_sum[h], self.next_sum[h], table, w_next, inv_next, beta, A, H
+            )
 
         def per_sample(h: int, w_next: np.ndarray | None, inv_next: np.ndarray | None) -> np.ndarray:
             phi = table[self.states[:n, h] * A + self.actions[:n, h]]
@@ -240,6 +294,7 @@ class LSVIServer:
             if w_next is None or inv_next is None:
                 return phi.T @ r
             return response_per_sample(phi, r, table, self.states[:n, h + 1], w_next, inv_next, beta, A, H)
+
         return aggregated if path == "aggregated" else per_sample
 
     def release_batch(self, path: str | None = None) -> Release:
@@ -307,10 +362,19 @@ class LSVIUCB(Agent):
 
     name = "LSVI-UCB"
 
-    def __init__(self, env: LinearMDP, privacy: Any = None, batches: str | int = "static",
-                 episodes: int = 1000, seed: Any = None, beta_scale: float = 1.0,
-                 beta: float | None = None, ties: str = "random", sensitivity: str = "clip",
-                 planning: str = "auto"):
+    def __init__(
+        self,
+        env: LinearMDP,
+        privacy: Any = None,
+        batches: str | int = "static",
+        episodes: int = 1000,
+        seed: Any = None,
+        beta_scale: float = 1.0,
+        beta: float | None = None,
+        ties: str = "random",
+        sensitivity: str = "clip",
+        planning: str = "auto",
+    ):
         if not isinstance(env, LinearMDP):
             raise TypeError(f"LSVI-UCB needs a LinearMDP (Asm. 1), got {type(env).__name__}")
         privacy = privacy if privacy is not None else NonPrivate()
@@ -318,7 +382,8 @@ class LSVIUCB(Agent):
             raise PrivacyParameterError(
                 "LocalDP is not available for linear MDPs: the paper gives no LDP algorithm there "
                 "(Rem. 'Local Differential Privacy': LSVI needs the raw features on the server); "
-                "use JointDP(eps, delta) or NonPrivate()")
+                "use JointDP(eps, delta) or NonPrivate()"
+            )
         if planning not in PLANNING:
             raise ValueError(f"planning must be one of {PLANNING}, got {planning!r}")
         super().__init__(env, privacy, episodes, seed, beta_scale, beta, ties)
@@ -328,18 +393,22 @@ class LSVIUCB(Agent):
             # fail (or crawl through a 10^12-batch schedule) halfway through construction.
             raise PrivacyParameterError(
                 f"LSVI-UCB stores every episode: K (H + 1) = {self.K * (self.H + 1):.3g} steps exceed "
-                f"the limit of {MAX_STORED_STEPS}")
+                f"the limit of {MAX_STORED_STEPS}"
+            )
         kw = self.privacy.as_kwargs()
-        self.B = privacy_of.resolve_batches(batches, kw["kind"], self.privacy.pure, kw["epsilon"], self.H, self.K,
-                                            self.d)
+        self.B = privacy_of.resolve_batches(
+            batches, kw["kind"], self.privacy.pure, kw["epsilon"], self.H, self.K, self.d
+        )
         with trusted():  # the privacy model, K, the environment and B are validated above
-            cal = privacy_of.calibrate_lsvi_ucb(**kw, H=self.H, K=self.K, d=self.d, batches=batches,
-                                                plan=self.release_plan())
+            cal = privacy_of.calibrate_lsvi_ucb(
+                **kw, H=self.H, K=self.K, d=self.d, batches=batches, plan=self.release_plan()
+            )
         self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * cal["beta"]
-        self.calibration: Calibration = cal.replace(beta_used=self.beta, beta_scale=self.beta_scale,
-                                                    planning=planning)
+        self.calibration: Calibration = cal.replace(
+            beta_used=self.beta, beta_scale=self.beta_scale, planning=planning
+        )
         self.batch_starts = batch_starts(self.K, self.B)
-        self._update_after = set(int(k) - 1 for k in self.batch_starts[1:])  # k = k_{b+1} - 1
+        self._update_after = {int(k) - 1 for k in self.batch_starts[1:]}  # k = k_{b+1} - 1
         (stat,) = self.release_plan().statistics
         # phi is guarded against the plan's x bound; the rewards against [0, 1] (the y bound r + V
         # <= H + 1 of the plan then holds since V~ is projected on [0, H])
@@ -349,8 +418,9 @@ class LSVIUCB(Agent):
         # send (LinearMDP already rejects ||phi|| > 1, so this is a no-op on valid envs).
         table, _ = self.guard.apply(np.array(env.features_flat))
         self.features = np.ascontiguousarray(table.reshape(self.S, self.A, self.d))
-        self.server = LSVIServer(table, self.A, self.H, self.K, cal, self.beta, planning,
-                                 seeds=self.noise_seeds(self.H + 1))
+        self.server = LSVIServer(
+            table, self.A, self.H, self.K, cal, self.beta, planning, seeds=self.noise_seeds(self.H + 1)
+        )
         self._release = self.server.initial_release()
         self.release_users: list[int] = [0]
         self._policy: np.ndarray | None = None
@@ -359,8 +429,9 @@ class LSVIUCB(Agent):
         """What this agent releases about one user, as data (privrl.privacy.plans): the statistic
         phi_h, r_h + V_{h+1}(s'_h) with its bounds, the H Lambda mechanisms over the R released
         batches and the H x R fresh u releases (App. D)."""
-        return privacy_of.release_plan(self.privacy.kind, self.privacy.pure, self.H, self.K, self.d, self.B,
-                                       self.privacy.mechanism)
+        return privacy_of.release_plan(
+            self.privacy.kind, self.privacy.pure, self.H, self.K, self.d, self.B, self.privacy.mechanism
+        )
 
     @property
     def clip_count(self) -> int:
@@ -379,8 +450,9 @@ class LSVIUCB(Agent):
         """The arriving user's policy: greedy_policy of the current release (computed once per
         release, so every user of a batch runs the same policy and N_K <= B)."""
         if self._policy is None:
-            self._policy = greedy_policy(self.release(), self.features, self.beta, ties=self.ties,
-                                         rng=self._tie_rng)
+            self._policy = greedy_policy(
+                self.release(), self.features, self.beta, ties=self.ties, rng=self._tie_rng
+            )
             self.policy_updates += 1
         return self._policy
 
@@ -398,4 +470,3 @@ class LSVIUCB(Agent):
             self._release = self.server.release_batch()
             self.release_users.append(self._release.users)
             self._policy = None
-

@@ -10,10 +10,12 @@ and publishes, after every user,
 Non-private: B = g = 0. JDP (Cor. 1): B = tree prefix + 2 Upsilon I, g = tree prefix (2H trees).
 LDP (Cor. 2): each user adds B^1, g^1 before sending, the server only adds 2 Upsilon I.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +48,7 @@ class Release:
     """The server's billboard after k users: per step h the design matrix Lambda~_{k+1,h}, its
     inverse (post-processing of the design matrix) and w~_{k+1,h}; plus the user count k."""
 
-    design: np.ndarray   # (H, d, d)
+    design: np.ndarray  # (H, d, d)
     inverse: np.ndarray  # (H, d, d)
     weights: np.ndarray  # (H, d)
     users: int
@@ -61,7 +63,8 @@ def released_inverse(design: np.ndarray, h: int, users: int, shift: str, calibra
         raise NotPositiveDefiniteError(
             f"released design matrix of step h={h + 1} after {users} users is not positive "
             f"definite (min eigenvalue {kernels.min_eigenvalue(design):.4g}); the noise exceeded "
-            f"{shift}, an event of probability <= p/3 under {calibration}") from e
+            f"{shift}, an event of probability <= p/3 under {calibration}"
+        ) from e
 
 
 def _checked(a: Any, name: str, shape: tuple) -> np.ndarray:
@@ -73,8 +76,17 @@ class LocalRandomizer:
     """User-side Gaussian / Laplace mechanism of LDP (Cor. 2, App. "Pure DP"): adds a symmetric
     B^1_{k,h} and a vector g^1_{k,h} to every step's statistics before anything leaves the user."""
 
-    def __init__(self, H: int, d: int, noise: str, sigma_matrix: float, sigma_vector: float,
-                 sym_divisor: float, guard: SensitivityGuard, seeds: Sequence[Any] = (None, None)):
+    def __init__(
+        self,
+        H: int,
+        d: int,
+        noise: str,
+        sigma_matrix: float,
+        sigma_vector: float,
+        sym_divisor: float,
+        guard: SensitivityGuard,
+        seeds: Sequence[Any] = (None, None),
+    ):
         self.H, self.d, self.guard = H, d, guard
         self.sym_divisor = sym_divisor
         self._matrix_noise = kernels.NoiseStream(noise, sigma_matrix, seed=seeds[0])
@@ -92,7 +104,7 @@ class LocalRandomizer:
 class RegressionServer:
     """H ridge regressions under one privacy model (mode "exact", "tree" (JDP) or "local" (LDP)).
 
-    mode="exact": Lambda and Lambda^{-1} maintained by Sherman–Morrison (O(d^2) per user).
+    mode="exact": Lambda and Lambda^{-1} maintained by Sherman-Morrison (O(d^2) per user).
     mode="tree": 2H continual-release mechanisms of capacity K (Cor. 1): one of symmetric
         matrices and one of vectors per h; the released design adds `shift` I (= 2 Upsilon^J).
         `mechanism` picks the kind (privrl.kernels.continual: "tree", the paper's binary tree,
@@ -102,15 +114,30 @@ class RegressionServer:
     mode="local": sums of PrivatizedStatistics plus `shift` I (= 2 Upsilon^L); raw data is refused.
     """
 
-    def __init__(self, H: int, d: int, lam: float, mode: str, capacity: int, *, noise: str = "none",
-                 sigma_matrix: float = 0.0, sigma_vector: float = 0.0, sym_divisor: float = 2 ** 0.5,
-                 shift: float = 0.0, guard: SensitivityGuard | None = None, seeds: Sequence[Any] = (),
-                 mechanism: str = "tree"):
+    def __init__(
+        self,
+        H: int,
+        d: int,
+        lam: float,
+        mode: str,
+        capacity: int,
+        *,
+        noise: str = "none",
+        sigma_matrix: float = 0.0,
+        sigma_vector: float = 0.0,
+        sym_divisor: float = 2**0.5,
+        shift: float = 0.0,
+        guard: SensitivityGuard | None = None,
+        seeds: Sequence[Any] = (),
+        mechanism: str = "tree",
+    ):
         if mode not in ("exact", "tree", "local"):
             raise ValueError(f"mode must be 'exact', 'tree' or 'local', got {mode!r}")
         if mode == "tree" and not isinstance(guard, SensitivityGuard):
-            raise TypeError("a tree (JDP) server needs a SensitivityGuard: raw user statistics may "
-                            "only enter the mechanisms inside the bounds their noise is calibrated for")
+            raise TypeError(
+                "a tree (JDP) server needs a SensitivityGuard: raw user statistics may "
+                "only enter the mechanisms inside the bounds their noise is calibrated for"
+            )
         self.H, self.d, self.lam, self.mode, self.shift = H, d, float(lam), mode, float(shift)
         self.guard = guard
         self.mechanism = mechanism
@@ -122,12 +149,24 @@ class RegressionServer:
             self._target = np.zeros((H, d))
         elif mode == "tree":
             seeds = list(seeds) or [None] * (2 * H)
-            self._gram_trees = [kernels.make_prefix_mechanism(mechanism, (d, d), capacity, noise=noise,
-                                                        scale=sigma_matrix, seed=seeds[h],
-                                                        divisor=sym_divisor) for h in range(H)]
-            self._target_trees = [kernels.make_prefix_mechanism(mechanism, d, capacity, noise=noise,
-                                                          scale=sigma_vector, seed=seeds[H + h])
-                                  for h in range(H)]
+            self._gram_trees = [
+                kernels.make_prefix_mechanism(
+                    mechanism,
+                    (d, d),
+                    capacity,
+                    noise=noise,
+                    scale=sigma_matrix,
+                    seed=seeds[h],
+                    divisor=sym_divisor,
+                )
+                for h in range(H)
+            ]
+            self._target_trees = [
+                kernels.make_prefix_mechanism(
+                    mechanism, d, capacity, noise=noise, scale=sigma_vector, seed=seeds[H + h]
+                )
+                for h in range(H)
+            ]
         else:
             self._gram = np.zeros((H, d, d))
             self._target = np.zeros((H, d))
@@ -138,8 +177,10 @@ class RegressionServer:
         H, d = self.H, self.d
         if self.mode == "local":
             if not isinstance(message, PrivatizedStatistics):
-                raise TypeError("an LDP server accepts only PrivatizedStatistics (randomized on the "
-                                "user's side); it never receives raw X, y")
+                raise TypeError(
+                    "an LDP server accepts only PrivatizedStatistics (randomized on the "
+                    "user's side); it never receives raw X, y"
+                )
             # Checked whole before anything is added: numpy would broadcast a (d, d) gram over
             # all H steps, and NaN would poison every later release.
             gram = _checked(message.gram, "gram", (H, d, d))
@@ -179,8 +220,9 @@ class RegressionServer:
             target = self._target
         inverse = np.empty((H, d, d))
         for h in range(H):
-            inverse[h] = released_inverse(design[h], h, self.users, "the shift 2*Upsilon",
-                                          "the paper's calibration")
+            inverse[h] = released_inverse(
+                design[h], h, self.users, "the shift 2*Upsilon", "the paper's calibration"
+            )
         weights = np.einsum("hij,hj->hi", inverse, target)
         return Release(design, inverse, weights, self.users)
 
@@ -189,8 +231,10 @@ class RegressionServer:
         minus the shift, and g_{k,h}. Server-internal; for tests and privacy reports."""
         if self.mode != "tree":
             raise ValueError("only tree (JDP) servers keep noise apart from data")
-        return (np.stack([t.noise() for t in self._gram_trees]),
-                np.stack([t.noise() for t in self._target_trees]))
+        return (
+            np.stack([t.noise() for t in self._gram_trees]),
+            np.stack([t.noise() for t in self._target_trees]),
+        )
 
     def nodes_used(self) -> int:
         """Tree nodes summed in the current release (JDP), else 0."""

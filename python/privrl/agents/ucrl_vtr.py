@@ -2,6 +2,7 @@
 MDP with optimistic planning on the user's side; non-private, JDP (Cor. 1), LDP (Cor. 2) and
 pure DP (Rem. "Pure DP", App. "Pure DP in the UCRL-VTR Framework") through the privacy plug-in.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -50,22 +51,37 @@ class UCRLVTR(Agent):
     name = "UCRL-VTR"
     env: LinearMixtureMDP
 
-    def __init__(self, env: LinearMixtureMDP, privacy: Any = None, episodes: int = 1000,
-                 seed: Any = None, beta_scale: float = 1.0, beta: float | None = None,
-                 ties: str = "random", sensitivity: str = "clip"):
+    def __init__(
+        self,
+        env: LinearMixtureMDP,
+        privacy: Any = None,
+        episodes: int = 1000,
+        seed: Any = None,
+        beta_scale: float = 1.0,
+        beta: float | None = None,
+        ties: str = "random",
+        sensitivity: str = "clip",
+    ):
         if not isinstance(env, LinearMixtureMDP):
             raise TypeError(f"UCRL-VTR needs a LinearMixtureMDP (Asm. 2), got {type(env).__name__}")
-        super().__init__(env, privacy if privacy is not None else NonPrivate(), episodes, seed,
-                         beta_scale, beta, ties)
+        super().__init__(
+            env, privacy if privacy is not None else NonPrivate(), episodes, seed, beta_scale, beta, ties
+        )
         self.d = env.d
         self.sensitivity = sensitivity
         cal = self._calibrate()
-        self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * cal[self._radius_key]
+        self.beta = (
+            self._beta_override
+            if self._beta_override is not None
+            else self.beta_scale * cal[self._radius_key]
+        )
         self.calibration: Calibration = cal.replace(beta_used=self.beta, beta_scale=self.beta_scale)
         self.features = kernels.MixtureFeatures(env.features)
         self._rewards = [np.ascontiguousarray(env.R[h].reshape(-1)) for h in range(self.H)]
-        self.guards = {s.name: SensitivityGuard(x_bound=s.x_bound, y_low=s.y_low, y_high=s.y_high, mode=sensitivity)
-                       for s in self.release_plan().statistics}
+        self.guards = {
+            s.name: SensitivityGuard(x_bound=s.x_bound, y_low=s.y_low, y_high=s.y_high, mode=sensitivity)
+            for s in self.release_plan().statistics
+        }
         self._build_statistics(cal)
         self._release = self.server.release()
         self._plan: tuple | None = None
@@ -77,13 +93,20 @@ class UCRLVTR(Agent):
         """What this agent releases about one user, as data (privrl.privacy.plans): the statistic
         X_{k,h}, y_{k,h} with the bounds its SensitivityGuard enforces and the 2H released families
         (App. B). The calibration, the privacy report, the summary and the audit all read it."""
-        return self._privacy_module.release_plan(self.privacy.kind, self.privacy.pure, self.H, self.K, self.d,
-                                                 self.mechanism)
+        return self._privacy_module.release_plan(
+            self.privacy.kind, self.privacy.pure, self.H, self.K, self.d, self.mechanism
+        )
 
     def _calibrate(self) -> Calibration:
         with trusted():  # the privacy model, K and the environment were validated at construction
-            return privacy_of.calibrate_ucrl_vtr(**self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d,
-                                                 C_w=self.env.C_w, plan=self.release_plan())
+            return privacy_of.calibrate_ucrl_vtr(
+                **self.privacy.as_kwargs(),
+                H=self.H,
+                K=self.K,
+                d=self.d,
+                C_w=self.env.C_w,
+                plan=self.release_plan(),
+            )
 
     @property
     def mechanism(self) -> str:
@@ -93,7 +116,13 @@ class UCRLVTR(Agent):
     def _build_statistics(self, cal: Calibration) -> None:
         (self.guard,) = self.guards.values()
         self.server, self.randomizer = self._build_privacy(
-            cal, cal.get("sigma_B"), cal.get("sigma_g"), cal["shift"], self.guard, self.noise_seeds(2 * self.H))
+            cal,
+            cal.get("sigma_B"),
+            cal.get("sigma_g"),
+            cal["shift"],
+            self.guard,
+            self.noise_seeds(2 * self.H),
+        )
 
     def _build_privacy(self, cal: Calibration, sigma_matrix, sigma_vector, shift, guard, seeds):
         """One RegressionServer (and, under LDP, the user's LocalRandomizer) per the privacy model:
@@ -102,14 +131,26 @@ class UCRLVTR(Agent):
         if kind == "none":
             return RegressionServer(H, d, cal["lam"], "exact", self.K), None
         if kind == "jdp":
-            server = RegressionServer(H, d, cal["lam"], "tree", self.K, noise=cal["noise"],
-                                      sigma_matrix=sigma_matrix, sigma_vector=sigma_vector,
-                                      sym_divisor=cal["sym_divisor"], shift=shift, guard=guard, seeds=seeds,
-                                      mechanism=self.mechanism)
+            server = RegressionServer(
+                H,
+                d,
+                cal["lam"],
+                "tree",
+                self.K,
+                noise=cal["noise"],
+                sigma_matrix=sigma_matrix,
+                sigma_vector=sigma_vector,
+                sym_divisor=cal["sym_divisor"],
+                shift=shift,
+                guard=guard,
+                seeds=seeds,
+                mechanism=self.mechanism,
+            )
             return server, None
         server = RegressionServer(H, d, cal["lam"], "local", self.K, shift=shift)
-        randomizer = LocalRandomizer(H, d, cal["noise"], sigma_matrix, sigma_vector,
-                                     cal["sym_divisor"], guard, seeds=seeds[:2])
+        randomizer = LocalRandomizer(
+            H, d, cal["noise"], sigma_matrix, sigma_vector, cal["sym_divisor"], guard, seeds=seeds[:2]
+        )
         return server, randomizer
 
     @property
@@ -129,8 +170,17 @@ class UCRLVTR(Agent):
         for h in range(H - 1, -1, -1):
             phi_v = self.features.phi_v(V[h + 1])  # phi_{V~_{k,h+1}}(s, a), (S*A, d)
             _, V[h], pi[h] = kernels.optimistic_values(
-                phi_v, rel.weights[h], rel.inverse[h], self.beta, A, upper=float(H), lower=0.0,
-                offset=self._rewards[h], ties=self.ties, rng=self._tie_rng)
+                phi_v,
+                rel.weights[h],
+                rel.inverse[h],
+                self.beta,
+                A,
+                upper=float(H),
+                lower=0.0,
+                offset=self._rewards[h],
+                ties=self.ties,
+                rng=self._tie_rng,
+            )
             phis[h] = phi_v
         self._plan = (V, phis)
         self.policy_updates += 1

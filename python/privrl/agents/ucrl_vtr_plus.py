@@ -2,12 +2,12 @@
 two private regressions (weighted first moments, second moments); non-private (Zhou et al. 2021),
 JDP (Cor. "JDP-UCRL-VTR+"), LDP (Cor. "LDP-UCRL-VTR+") and pure DP through the privacy plug-in.
 """
+
 from __future__ import annotations
 
+from typing import Any
 
 import numpy as np
-
-from typing import Any
 
 from privrl._checks import trusted
 from privrl.agents.statistics import RawStatistics
@@ -42,8 +42,14 @@ class UCRLVTRPlus(UCRLVTR):
 
     def _calibrate(self) -> Calibration:
         with trusted():  # the privacy model, K and the environment were validated at construction
-            return privacy_of.calibrate_ucrl_vtr_plus(**self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d,
-                                                      C_w=self.env.C_w, plan=self.release_plan())
+            return privacy_of.calibrate_ucrl_vtr_plus(
+                **self.privacy.as_kwargs(),
+                H=self.H,
+                K=self.K,
+                d=self.d,
+                C_w=self.env.C_w,
+                plan=self.release_plan(),
+            )
 
     def _build_statistics(self, cal: Calibration) -> None:
         H = self.H
@@ -51,14 +57,18 @@ class UCRLVTRPlus(UCRLVTR):
         # The three radii move together under beta_scale (exploration only).
         self.beta_check = scale * cal["beta_check"]
         self.beta_tilde = scale * cal["beta_tilde"]
-        self.calibration = self.calibration.replace(beta_check_used=self.beta_check, beta_tilde_used=self.beta_tilde)
+        self.calibration = self.calibration.replace(
+            beta_check_used=self.beta_check, beta_tilde_used=self.beta_tilde
+        )
         # the weighted first moments and the second moments (release plan's two statistics)
         self.guard, self.guard2 = self.guards.values()
         seeds = self.noise_seeds(4 * H)
         self.server, self.randomizer = self._build_privacy(
-            cal, cal.get("sigma_B1"), cal.get("sigma_f"), cal["shift1"], self.guard, seeds[: 2 * H])
+            cal, cal.get("sigma_B1"), cal.get("sigma_f"), cal["shift1"], self.guard, seeds[: 2 * H]
+        )
         self.server2, self.randomizer2 = self._build_privacy(
-            cal, cal.get("sigma_B2"), cal.get("sigma_g"), cal["shift2"], self.guard2, seeds[2 * H:])
+            cal, cal.get("sigma_B2"), cal.get("sigma_g"), cal["shift2"], self.guard2, seeds[2 * H :]
+        )
         self._release2 = self.server2.release()
 
     @property
@@ -73,26 +83,30 @@ class UCRLVTRPlus(UCRLVTR):
         H, A, d = self.H, self.A, self.d
         s, a = trajectory.states, trajectory.actions
         rows = s[:H] * A + a
-        X = np.stack([phis[h][rows[h]] for h in range(H)])                                    # phi_V
+        X = np.stack([phis[h][rows[h]] for h in range(H)])  # phi_V
         # phi_{V^2}(s_h, a_h) only at the visited pairs: one gather + contraction for all h.
         X2 = np.einsum("hnd,hn->hd", self.env.features[s[:H], a], V[1:] ** 2)
         y = V[np.arange(1, H + 1), s[1:]]
         hat, tilde = self._release, self._release2
         first = np.clip(np.einsum("hd,hd->h", X, hat.weights), 0.0, H)
         second = np.clip(np.einsum("hd,hd->h", X2, tilde.weights), 0.0, H * H)
-        v_bar = second - first ** 2
+        v_bar = second - first**2
         norm_hat = np.sqrt(np.maximum(np.einsum("hi,hij,hj->h", X, hat.inverse, X), 0.0))
         norm_tilde = np.sqrt(np.maximum(np.einsum("hi,hij,hj->h", X2, tilde.inverse, X2), 0.0))
-        E = np.minimum(H * H, 2 * H * self.beta_check * norm_hat) + np.minimum(H * H, self.beta_tilde * norm_tilde)
+        E = np.minimum(H * H, 2 * H * self.beta_check * norm_hat) + np.minimum(
+            H * H, self.beta_tilde * norm_tilde
+        )
         sig = np.sqrt(np.maximum(H * H / d, v_bar + E))
-        return sig, RawStatistics(X / sig[:, None], y / sig), RawStatistics(X2, y ** 2)
+        return sig, RawStatistics(X / sig[:, None], y / sig), RawStatistics(X2, y**2)
 
     def observe(self, trajectory: Trajectory) -> None:
         self._check_trajectory(trajectory)
         sig, first, second = self.sigma_bar(trajectory)
         self.last_sigma_bar = sig
-        for server, randomizer, raw in ((self.server, self.randomizer, first),
-                                        (self.server2, self.randomizer2, second)):
+        for server, randomizer, raw in (
+            (self.server, self.randomizer, first),
+            (self.server2, self.randomizer2, second),
+        ):
             message = raw if randomizer is None else randomizer.privatize(raw.X, raw.y)
             server.receive(message)
         self._release = self.server.release()

@@ -1,8 +1,10 @@
 """Privacy layer of privrl: privacy models, DP tools, release plans, tight accounting, the calibration of
 every noise scale and width, privacy reports.
 
-Paper: Luyo et al., App. "Differential Privacy Tools" (mechanisms), Cor. 1-2 / App. B-D (calibration, privacy proofs).
+Paper: Luyo et al., App. "Differential Privacy Tools" (mechanisms), Cor. 1-2 / App. B-D (calibration, privacy
+proofs).
 """
+
 # Layout: mechanisms (the appendix's DP tools), accounting (tight accountant), bounds (noise
 # norm bounds), plans (what an algorithm releases, and its exact worst case), common (typed
 # calibration results, the generic tight calibration), ucrl_vtr / ucrl_vtr_plus / lsvi_ucb (each

@@ -1,7 +1,9 @@
 """Tight privacy accounting: analytic Gaussian mechanism, Gaussian composition, zCDP, pure-DP sums.
 
-Paper: Luyo et al., App. "Differential Privacy Tools" (what it replaces); issue 6, items 1-2 (tight accountant).
+Paper: Luyo et al., App. "Differential Privacy Tools" (what it replaces); issue 6, items 1-2 (tight
+accountant).
 """
+
 # Conventions
 # -----------
 # * A Gaussian release with L2 sensitivity Delta and noise N(0, sigma^2 I) is summarised by its
@@ -16,10 +18,10 @@ Paper: Luyo et al., App. "Differential Privacy Tools" (what it replaces); issue 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable, List, Optional, Tuple
+from typing import Any
 
-from privrl.exceptions import PrivacyParameterError
 from privrl._checks import (
     check_delta_open,
     check_nonneg_real,
@@ -27,6 +29,7 @@ from privrl._checks import (
     check_positive_real,
     checked,
 )
+from privrl.exceptions import PrivacyParameterError
 
 __all__ = [
     "normal_cdf",
@@ -77,7 +80,7 @@ def log_normal_cdf(x: float) -> float:
     if x >= -30.0:
         return math.log(0.5 * math.erfc(-x / _SQRT2))
     z = 1.0 / (x * x)
-    series = 1.0 - z + 3.0 * z * z - 15.0 * z ** 3 + 105.0 * z ** 4 - 945.0 * z ** 5
+    series = 1.0 - z + 3.0 * z * z - 15.0 * z**3 + 105.0 * z**4 - 945.0 * z**5
     return -0.5 * x * x - _LOG_SQRT_2PI - math.log(-x) + math.log(series)
 
 
@@ -191,8 +194,7 @@ def analytic_gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float)
 # ============================================================================================
 # Composition
 # ============================================================================================
-def composed_l2_sensitivity(sensitivities: Iterable[float],
-                            counts: Optional[Iterable[int]] = None) -> float:
+def composed_l2_sensitivity(sensitivities: Iterable[float], counts: Iterable[int] | None = None) -> float:
     """``sqrt(sum_i c_i Delta_i^2)``: the L2 sensitivity of the concatenation of releases with
     common noise ``sigma`` (each ``Delta_i`` repeated ``c_i`` times; ``counts`` default 1). A
     composition of Gaussian mechanisms with one noise level is one Gaussian mechanism with this
@@ -204,11 +206,12 @@ def composed_l2_sensitivity(sensitivities: Iterable[float],
         cnt = [check_pos_int(c, f"counts[{i}]") for i, c in enumerate(counts)]
         if len(cnt) != len(sens):
             raise PrivacyParameterError(
-                f"counts must match sensitivities in length, got {len(cnt)} != {len(sens)}")
-    return math.sqrt(sum(c * s * s for c, s in zip(cnt, sens)))
+                f"counts must match sensitivities in length, got {len(cnt)} != {len(sens)}"
+            )
+    return math.sqrt(sum(c * s * s for c, s in zip(cnt, sens, strict=True)))
 
 
-def gaussian_composition_mu(terms: Iterable[Tuple[float, float, int]]) -> float:
+def gaussian_composition_mu(terms: Iterable[tuple[float, float, int]]) -> float:
     """``mu = sqrt(sum_i c_i (Delta_i / sigma_i)^2)`` for ``terms`` of
     ``(l2_sensitivity, sigma, count)``: the adaptive composition of Gaussian releases is
     ``mu``-GDP (Dong, Roth & Su 2019, Cor. 3.3), i.e. exactly as private as one Gaussian
@@ -219,7 +222,8 @@ def gaussian_composition_mu(terms: Iterable[Tuple[float, float, int]]) -> float:
             s, sg, c = t
         except (TypeError, ValueError):
             raise PrivacyParameterError(
-                f"terms[{i}] must be (l2_sensitivity, sigma, count), got {t!r}") from None
+                f"terms[{i}] must be (l2_sensitivity, sigma, count), got {t!r}"
+            ) from None
         s = check_nonneg_real(s, f"terms[{i}].l2_sensitivity")
         sg = check_positive_real(sg, f"terms[{i}].sigma")
         c = check_pos_int(c, f"terms[{i}].count")
@@ -227,7 +231,7 @@ def gaussian_composition_mu(terms: Iterable[Tuple[float, float, int]]) -> float:
     return math.sqrt(total)
 
 
-def laplace_composition_epsilon(terms: Iterable[Tuple[float, float, int]]) -> float:
+def laplace_composition_epsilon(terms: Iterable[tuple[float, float, int]]) -> float:
     """Pure DP, App. "Simple Composition" applied to Laplace releases: ``sum_i c_i Delta1_i / b_i``
     for ``terms`` of ``(l1_sensitivity, b, count)`` (App. "Laplace Mechanism": one release is
     ``(Delta1 / b, 0)``-DP). No Gaussian-style accountant improves on this for delta = 0."""
@@ -236,8 +240,7 @@ def laplace_composition_epsilon(terms: Iterable[Tuple[float, float, int]]) -> fl
         try:
             s, b, c = t
         except (TypeError, ValueError):
-            raise PrivacyParameterError(
-                f"terms[{i}] must be (l1_sensitivity, b, count), got {t!r}") from None
+            raise PrivacyParameterError(f"terms[{i}] must be (l1_sensitivity, b, count), got {t!r}") from None
         s = check_nonneg_real(s, f"terms[{i}].l1_sensitivity")
         b = check_positive_real(b, f"terms[{i}].b")
         c = check_pos_int(c, f"terms[{i}].count")
@@ -373,18 +376,20 @@ class PrivacyAccountant:
       part) and (zCDP: ``rho = mu^2/2 + sum c eps_i^2 / 2``, Canonne-Kamath-Steinke conversion).
     """
 
-    entries: List[_Entry] = field(default_factory=list)
+    entries: list[_Entry] = field(default_factory=list)
 
-    def add_gaussian(self, l2_sensitivity: float, sigma: float, count: int = 1,
-                     label: str = "") -> "PrivacyAccountant":
+    def add_gaussian(
+        self, l2_sensitivity: float, sigma: float, count: int = 1, label: str = ""
+    ) -> PrivacyAccountant:
         s = check_nonneg_real(l2_sensitivity, "l2_sensitivity")
         sg = check_positive_real(sigma, "sigma")
         c = check_pos_int(count, "count")
         self.entries.append(_Entry("gaussian", s, sg, c, str(label)))
         return self
 
-    def add_laplace(self, l1_sensitivity: float, scale: float, count: int = 1,
-                    label: str = "") -> "PrivacyAccountant":
+    def add_laplace(
+        self, l1_sensitivity: float, scale: float, count: int = 1, label: str = ""
+    ) -> PrivacyAccountant:
         s = check_nonneg_real(l1_sensitivity, "l1_sensitivity")
         b = check_positive_real(scale, "scale")
         c = check_pos_int(count, "count")
@@ -395,8 +400,9 @@ class PrivacyAccountant:
     @property
     def mu(self) -> float:
         """GDP parameter of the Gaussian part (0 if none)."""
-        return math.sqrt(sum(e.count * (e.sensitivity / e.scale) ** 2
-                             for e in self.entries if e.kind == "gaussian"))
+        return math.sqrt(
+            sum(e.count * (e.sensitivity / e.scale) ** 2 for e in self.entries if e.kind == "gaussian")
+        )
 
     @property
     def pure_epsilon(self) -> float:
@@ -406,9 +412,8 @@ class PrivacyAccountant:
     @property
     def rho(self) -> float:
         """zCDP parameter of everything: ``mu^2 / 2 + sum_laplace c (Delta_1 / b)^2 / 2``."""
-        lap = sum(e.count * (e.sensitivity / e.scale) ** 2
-                  for e in self.entries if e.kind == "laplace")
-        return 0.5 * self.mu ** 2 + 0.5 * lap
+        lap = sum(e.count * (e.sensitivity / e.scale) ** 2 for e in self.entries if e.kind == "laplace")
+        return 0.5 * self.mu**2 + 0.5 * lap
 
     @property
     def has_gaussian(self) -> bool:
@@ -450,10 +455,20 @@ class PrivacyAccountant:
         if not self.has_gaussian:
             return "simple composition of Laplace releases (pure DP)"
         if not self.has_laplace:
-            return ("analytic Gaussian mechanism (Balle & Wang 2018) on the composed Gaussian "
-                    "(mu = sqrt(sum Delta_i^2 / sigma_i^2), Dong-Roth-Su 2019)")
+            return (
+                "analytic Gaussian mechanism (Balle & Wang 2018) on the composed Gaussian "
+                "(mu = sqrt(sum Delta_i^2 / sigma_i^2), Dong-Roth-Su 2019)"
+            )
         return "min(simple composition of Laplace + analytic Gaussian, zCDP with CKS conversion)"
 
-    def summary(self) -> List[dict]:
-        return [{"kind": e.kind, "sensitivity": e.sensitivity, "scale": e.scale,
-                 "count": e.count, "label": e.label} for e in self.entries]
+    def summary(self) -> list[dict]:
+        return [
+            {
+                "kind": e.kind,
+                "sensitivity": e.sensitivity,
+                "scale": e.scale,
+                "count": e.count,
+                "label": e.label,
+            }
+            for e in self.entries
+        ]

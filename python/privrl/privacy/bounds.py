@@ -1,7 +1,7 @@
 """High-probability bounds on the norm of the privacy noise: the concentration claims the radii use.
 
-Paper: Luyo et al., App. "Auxiliary Results" (Clm. "bounded.eigen", "bound.gauss.vector", "bound.laplace.eigen",
-"bound.laplace.vector") and their extensions to sums of noise draws.
+Paper: Luyo et al., App. "Auxiliary Results" (Clm. "bounded.eigen", "bound.gauss.vector",
+"bound.laplace.eigen", "bound.laplace.vector") and their extensions to sums of noise draws.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ BLT), and the noise scale under which another mechanism keeps the paper calibrat
 Paper: Luyo et al., App. "Tree-based method" (the binary tree of Cor. 1 and Alg. 2); the other mechanisms
 are drop-in replacements at the same privacy (docs/privacy.md).
 """
+
 # Each mechanism releases a post-processing of E x + z (E its encoder, z i.i.d. node noise of
 # scale sigma). One user's leaf x_i enters through column i of E, so the user's whole influence on
 # one mechanism is a Gaussian mechanism with L2 sensitivity Delta * m, m the mechanism's exact
@@ -78,5 +79,13 @@ def user_entry(mechanism: str, capacity: int) -> UserEntry:
         return UserEntry("tree", capacity, n, math.sqrt(n), K0, float(K0), 1.0, None)
     prof = mechanism_profile_cached(mechanism, capacity)
     m = float(prof.l2_multiplier)
-    return UserEntry(mechanism, capacity, None, m, K0, float(prof.max_variance_factor),
-                     m / math.sqrt(K0), float(prof.max_variance_factor))
+    return UserEntry(
+        mechanism,
+        capacity,
+        None,
+        m,
+        K0,
+        float(prof.max_variance_factor),
+        m / math.sqrt(K0),
+        float(prof.max_variance_factor),
+    )

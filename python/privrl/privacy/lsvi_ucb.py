@@ -3,17 +3,23 @@
 Paper: Luyo et al., Sec. 4, Alg. 2, App. D "Initialization of the parameters" (JDP), Rem. "Non-Batched
 Algorithm", App. "Pure joint DP in the linear setting" (constants derived in the docstrings).
 """
+
 # Conventions as in privrl.privacy.ucrl_vtr; the failure probability per event is p/(6KH).
 from __future__ import annotations
 
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple, Union
+from typing import Any
 
-from privrl._checks import check_nonneg_real, check_pos_int, check_probability, checked, is_trusted, trusted
+from privrl._checks import check_pos_int, check_probability, checked, is_trusted, trusted
 from privrl.exceptions import PrivacyParameterError
-from privrl.privacy.bounds import gaussian_matrix_bound, gaussian_vector_bound, laplace_matrix_bound, laplace_vector_bound
+from privrl.privacy.bounds import (
+    gaussian_matrix_bound,
+    gaussian_vector_bound,
+    laplace_matrix_bound,
+    laplace_vector_bound,
+)
 from privrl.privacy.common import (
     Calibration,
     check_calibration,
@@ -81,7 +87,7 @@ def lsvi_ucb_num_batches(epsilon: float, H: int, K: int, d: int) -> int:
     Clipped to ``K`` (only ``min(B, K)`` batches can start within ``K`` episodes, so the number
     of releases ``N_K <= min(B, K)`` and the composition stays valid); the clip is only active
     for very large ``eps``."""
-    B = math.ceil((K * epsilon) ** 0.4 / (d ** 0.6 * H ** 0.2))
+    B = math.ceil((K * epsilon) ** 0.4 / (d**0.6 * H**0.2))
     return int(min(max(B, 1), K))
 
 
@@ -179,8 +185,9 @@ def lsvi_ucb_U_K(lam: float, c_K: float, C: float, H: int, K: int, d: int) -> fl
 @checked()
 def lsvi_ucb_log_chi(U_K: float, H: int, K: int, d: int, p: float) -> float:
     """``log chi`` for App. D's ``chi = 24^2 * 18 * K^2 d U_K H / p``, computed as a sum of logs."""
-    return (math.log(24.0 ** 2 * 18.0) + 2.0 * math.log(K) + math.log(d) + math.log(U_K)
-            + math.log(H) - math.log(p))
+    return (
+        math.log(24.0**2 * 18.0) + 2.0 * math.log(K) + math.log(d) + math.log(U_K) + math.log(H) - math.log(p)
+    )
 
 
 @checked()
@@ -212,7 +219,7 @@ def lsvi_ucb_num_batches_pure(epsilon: float, H: int, K: int, d: int) -> int:
 
 
 @checked()
-def lsvi_ucb_laplace_scales(epsilon: float, H: int, B: int, d: int) -> Tuple[float, float]:
+def lsvi_ucb_laplace_scales(epsilon: float, H: int, B: int, d: int) -> tuple[float, float]:
     """Pure (eps, 0)-JDP LSVI-UCB Laplace scales ``(sigma_Lambda, sigma_u)`` (the paper only gives
     ``O~(BH/eps)`` and ``O~(H^2 B/eps)``); derived by simple composition:
 
@@ -235,13 +242,11 @@ def lsvi_ucb_laplace_scales(epsilon: float, H: int, B: int, d: int) -> Tuple[flo
     B0 = lsvi_ucb_B0(B)
     eps_node, _ = simple_composition_budget(epsilon, 0.0, 2 * H * B0)
     eps_rel, _ = simple_composition_budget(epsilon, 0.0, 2 * H * B)
-    return (laplace_scale(2.0 * d, eps_node),
-            laplace_scale(2.0 * math.sqrt(d) * (H + 1), eps_rel))
+    return (laplace_scale(2.0 * d, eps_node), laplace_scale(2.0 * math.sqrt(d) * (H + 1), eps_rel))
 
 
 @checked()
-def lsvi_ucb_upsilon_pure(sigma_lambda: float, B0: int, d: int, K: int, H: int,
-                          p: float) -> float:
+def lsvi_ucb_upsilon_pure(sigma_lambda: float, B0: int, d: int, K: int, H: int, p: float) -> float:
     """App. "Pure joint DP in the linear setting", as printed:
     ``Upsilon^J_{p/6KHd} = sigma_Lambda B0 (2d + 2 sqrt(d log(6KHd/p)) + log(6KHd/p))``, i.e.
     ``B0 * laplace_matrix_bound(sigma_Lambda, d, p/(6KH))`` with ``sigma_Lambda`` used as the
@@ -296,14 +301,12 @@ def lsvi_ucb_releases(K: int, B: int) -> int:
     return max(1, starts - 1)
 
 
-
-
-
 # ============================================================================================
 # (c) The release plan and the calibration entry point
 # ============================================================================================
-def resolve_batches(batches: Union[str, int], kind: str, pure: bool, eps: Optional[float], H: int, K: int,
-                    d: int) -> int:
+def resolve_batches(
+    batches: str | int, kind: str, pure: bool, eps: float | None, H: int, K: int, d: int
+) -> int:
     """The number of static batches B: ``"static"`` (App. D's formula; pure: the ``(K eps)^{1/3}``
     one; non-private: K), ``"every"`` (B = K, Rem. "Non-Batched Algorithm") or an int in [1, K]."""
     if isinstance(batches, str):
@@ -312,8 +315,7 @@ def resolve_batches(batches: Union[str, int], kind: str, pure: bool, eps: Option
         if batches == "static":
             if kind == "none" or eps is None:
                 return K
-            return (lsvi_ucb_num_batches_pure(eps, H, K, d) if pure
-                    else lsvi_ucb_num_batches(eps, H, K, d))
+            return lsvi_ucb_num_batches_pure(eps, H, K, d) if pure else lsvi_ucb_num_batches(eps, H, K, d)
         raise PrivacyParameterError(f"batches must be 'static', 'every' or an int in [1, K], got {batches!r}")
     if isinstance(batches, bool) or not isinstance(batches, numbers.Integral):
         raise PrivacyParameterError(f"batches must be 'static', 'every' or an int in [1, K], got {batches!r}")
@@ -323,8 +325,9 @@ def resolve_batches(batches: Union[str, int], kind: str, pure: bool, eps: Option
     return B
 
 
-def release_plan(kind: str, pure: bool, H: int, K: int, d: int, B: int,
-                 mechanism: str = "tree") -> ReleasePlan:
+def release_plan(
+    kind: str, pure: bool, H: int, K: int, d: int, B: int, mechanism: str = "tree"
+) -> ReleasePlan:
     """What Alg. 2 releases about one user (App. D, privacy part). Per step h the user's
     ``phi_h = phi(s_h, a_h)`` (``||phi|| <= 1``, Asm. 1) enters the Gram matrix of its batch, a leaf
     of the step's continual-release mechanism; the mechanism receives one leaf per release, i.e.
@@ -335,9 +338,16 @@ def release_plan(kind: str, pure: bool, H: int, K: int, d: int, B: int,
     ``2 sqrt(d)(H + 1)``. The paper's ratio ``sigma_u / sigma_Lambda = H / sqrt(B0)`` is kept
     (pure: equal budgets per family)."""
     stat = UserStatistic(
-        name="phi_h, r_h + V_{h+1}(s'_h)", x="phi(s_h, a_h)", y="r_h(s_h, a_h) + V_{b,h+1}(s_{h+1})",
-        dim=d, x_bound=1.0, y_low=0.0, y_high=float(H + 1),
-        source="Asm. 1: ||phi|| <= 1 (checked when the LinearMDP is built), r in [0, 1], V~ projected on [0, H]")
+        name="phi_h, r_h + V_{h+1}(s'_h)",
+        x="phi(s_h, a_h)",
+        y="r_h(s_h, a_h) + V_{b,h+1}(s_{h+1})",
+        dim=d,
+        x_bound=1.0,
+        y_low=0.0,
+        y_high=float(H + 1),
+        source="Asm. 1: ||phi|| <= 1 (checked when the LinearMDP is built), r in [0, 1], "
+        "V~ projected on [0, H]",
+    )
     R = lsvi_ucb_releases(K, B)
     if kind == "none":
         return ReleasePlan("lsvi_ucb", TITLE, "none", None, H, R, "tree", (stat,))
@@ -346,23 +356,48 @@ def release_plan(kind: str, pure: bool, H: int, K: int, d: int, B: int,
     lam_l1, u_l1 = 2.0 * d, 2.0 * math.sqrt(d) * (H + 1)
     lam_draws = e.draws if e.draws is not None else e.multiplier**2
     families = (
-        ReleasedFamily(name="Lambda", paper="H^b_h (tree prefix in Lambda~_{b,h})", statistic=stat.name,
-                       form="outer", site="tree", scale_key="sigma_Lambda",
-                       scale_ratio=lam_draws * lam_l1 if pure else 1.0, draws=e.draws, draws_paper=B0,
-                       multiplier=e.multiplier, l2_sensitivity=2.0,
-                       l2_source="App. D: ||phi phi^T||_F <= 1: 2 (the paper's 'L1' used as L2)",
-                       l1_sensitivity=lam_l1, l1_source="2 ||phi||_1^2 <= 2d", sym_divisor=2.0,
-                       mechanism=mechanism, instances=H),
-        ReleasedFamily(name="u", paper="eta^b_h (fresh per batch release of u~_{b,h})", statistic=stat.name,
-                       form="scaled", site="release", scale_key="sigma_u",
-                       scale_ratio=R * u_l1 if pure else H / math.sqrt(B0), draws=R, draws_paper=B,
-                       multiplier=math.sqrt(R), l2_sensitivity=lsvi_ucb_u_sensitivity(H),
-                       l2_source="App. D: ||phi (r + V)||_2 <= H + 1, only the changed user's term differs: 2(H + 1)",
-                       l1_sensitivity=u_l1, l1_source="2 ||phi||_1 (r + V) <= 2 sqrt(d) (H + 1)",
-                       sym_divisor=None, mechanism="fresh noise per release", instances=H),
+        ReleasedFamily(
+            name="Lambda",
+            paper="H^b_h (tree prefix in Lambda~_{b,h})",
+            statistic=stat.name,
+            form="outer",
+            site="tree",
+            scale_key="sigma_Lambda",
+            scale_ratio=lam_draws * lam_l1 if pure else 1.0,
+            draws=e.draws,
+            draws_paper=B0,
+            multiplier=e.multiplier,
+            l2_sensitivity=2.0,
+            l2_source="App. D: ||phi phi^T||_F <= 1: 2 (the paper's 'L1' used as L2)",
+            l1_sensitivity=lam_l1,
+            l1_source="2 ||phi||_1^2 <= 2d",
+            sym_divisor=2.0,
+            mechanism=mechanism,
+            instances=H,
+        ),
+        ReleasedFamily(
+            name="u",
+            paper="eta^b_h (fresh per batch release of u~_{b,h})",
+            statistic=stat.name,
+            form="scaled",
+            site="release",
+            scale_key="sigma_u",
+            scale_ratio=R * u_l1 if pure else H / math.sqrt(B0),
+            draws=R,
+            draws_paper=B,
+            multiplier=math.sqrt(R),
+            l2_sensitivity=lsvi_ucb_u_sensitivity(H),
+            l2_source="App. D: ||phi (r + V)||_2 <= H + 1, only the changed user's term differs: 2(H + 1)",
+            l1_sensitivity=u_l1,
+            l1_source="2 ||phi||_1 (r + V) <= 2 sqrt(d) (H + 1)",
+            sym_divisor=None,
+            mechanism="fresh noise per release",
+            instances=H,
+        ),
     )
-    return ReleasePlan("lsvi_ucb", TITLE, kind, "laplace" if pure else "gaussian", H, R, mechanism,
-                       (stat,), families)
+    return ReleasePlan(
+        "lsvi_ucb", TITLE, kind, "laplace" if pure else "gaussian", H, R, mechanism, (stat,), families
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -373,15 +408,15 @@ class LSVIUCBCalibration(Calibration):
     ``Upsilon``, ``c_K``, ``C``, ``shift`` (c_K + Upsilon, added to Lambda~), ``U_K``, ``chi``,
     ``log_chi``, ``beta``; ``planning`` once an agent runs it."""
 
-    batches: Union[str, int]
+    batches: str | int
     lam: float
     B: int
     B0: int
     batch_length: int
     releases: int
     alpha: float
-    sigma_Lambda: Optional[float] = None
-    sigma_u: Optional[float] = None
+    sigma_Lambda: float | None = None
+    sigma_u: float | None = None
     Upsilon: float = 0.0
     c_K: float = 0.0
     C: float = 0.0
@@ -390,12 +425,22 @@ class LSVIUCBCalibration(Calibration):
     chi: float = 0.0
     log_chi: float = 0.0
     beta: float = 0.0
-    planning: Optional[str] = None
+    planning: str | None = None
 
 
-def calibrate_lsvi_ucb(kind: str, epsilon: Optional[float], delta: Optional[float], H: int, K: int, d: int,
-                       p: float = 0.05, batches: Union[str, int] = "static", calibration: str = "paper",
-                       mechanism: str = "tree", plan: Optional[ReleasePlan] = None) -> LSVIUCBCalibration:
+def calibrate_lsvi_ucb(
+    kind: str,
+    epsilon: float | None,
+    delta: float | None,
+    H: int,
+    K: int,
+    d: int,
+    p: float = 0.05,
+    batches: str | int = "static",
+    calibration: str = "paper",
+    mechanism: str = "tree",
+    plan: ReleasePlan | None = None,
+) -> LSVIUCBCalibration:
     """All parameters of Alg. 2 for ``kind`` in ``{"none", "jdp"}`` (the paper has no LDP algorithm
     for linear MDPs, Rem. "Local Differential Privacy"); ``delta == 0`` selects pure JDP.
     ``batches``: see :func:`resolve_batches`. ``"paper"``: App. D's closed forms (a non-tree
@@ -418,22 +463,54 @@ def calibrate_lsvi_ucb(kind: str, epsilon: Optional[float], delta: Optional[floa
         return _calibrate(kind, eps, dlt, pure, H, K, d, p, batches, B, calibration, mechanism, plan)
 
 
-def _calibrate(kind: str, eps: Any, dlt: Any, pure: bool, H: int, K: int, d: int, p: float,
-               batches: Union[str, int], B: int, calibration: str, mechanism: str,
-               plan: ReleasePlan) -> LSVIUCBCalibration:
+def _calibrate(
+    kind: str,
+    eps: Any,
+    dlt: Any,
+    pure: bool,
+    H: int,
+    K: int,
+    d: int,
+    p: float,
+    batches: str | int,
+    B: int,
+    calibration: str,
+    mechanism: str,
+    plan: ReleasePlan,
+) -> LSVIUCBCalibration:
     B0 = lsvi_ucb_B0(B)
     lam = lsvi_ucb_lambda(d)
     R = lsvi_ucb_releases(K, B)
     base: dict[str, Any] = dict(
-        algorithm="lsvi_ucb", kind=kind, pure=pure, calibration=calibration, epsilon=eps, delta=dlt, p=p,
-        H=H, K=K, d=d, batches=batches, lam=lam, B=B, B0=B0, batch_length=-(-K // B), releases=R,
-        alpha=p / (6.0 * K * H), mechanism=mechanism,
-        in_theorem_regime=in_theorem_regime(kind, eps, dlt, pure))
+        algorithm="lsvi_ucb",
+        kind=kind,
+        pure=pure,
+        calibration=calibration,
+        epsilon=eps,
+        delta=dlt,
+        p=p,
+        H=H,
+        K=K,
+        d=d,
+        batches=batches,
+        lam=lam,
+        B=B,
+        B0=B0,
+        batch_length=-(-K // B),
+        releases=R,
+        alpha=p / (6.0 * K * H),
+        mechanism=mechanism,
+        in_theorem_regime=in_theorem_regime(kind, eps, dlt, pure),
+    )
     if kind == "none":
         U_K = lsvi_ucb_U_K(lam, 0.0, 0.0, H, K, d)
-        return LSVIUCBCalibration(**base, U_K=U_K, chi=lsvi_ucb_chi(U_K, H, K, d, p),
-                                  log_chi=lsvi_ucb_log_chi(U_K, H, K, d, p),
-                                  beta=lsvi_ucb_beta(lam, 0.0, U_K, H, K, d, p))
+        return LSVIUCBCalibration(
+            **base,
+            U_K=U_K,
+            chi=lsvi_ucb_chi(U_K, H, K, d, p),
+            log_chi=lsvi_ucb_log_chi(U_K, H, K, d, p),
+            beta=lsvi_ucb_beta(lam, 0.0, U_K, H, K, d, p),
+        )
     entry = user_entry(mechanism, R)
     tree = mechanism == "tree"
     if calibration == "tight":
@@ -452,15 +529,29 @@ def _calibrate(kind: str, eps: Any, dlt: Any, pure: bool, H: int, K: int, d: int
     else:
         # App. D's printed Upsilon (a factor B0) for the tree; a general mechanism: one draw of
         # std sigma sqrt(max_t v(t)).
-        ups = (lsvi_ucb_upsilon(sl, B0, d, K, H, p) if tree
-               else lsvi_ucb_upsilon(sl * math.sqrt(entry.noise_terms), 1, d, K, H, p))
+        ups = (
+            lsvi_ucb_upsilon(sl, B0, d, K, H, p)
+            if tree
+            else lsvi_ucb_upsilon(sl * math.sqrt(entry.noise_terms), 1, d, K, H, p)
+        )
         C = lsvi_ucb_C(su, d, K, H, p)
     # App. D needs c_K >= d Upsilon and C <= H (lam + c_K) (Lem. "Lem.B.4"); the paper's sigma ratio
     # gives the latter for the tree, pure DP and other mechanisms take both explicitly.
     cK = lsvi_ucb_c_K(ups, d) if (tree and not pure) else lsvi_ucb_c_K_pure(ups, C, lam, d, H)
     U_K = lsvi_ucb_U_K(lam, cK, C, H, K, d)
     return LSVIUCBCalibration(
-        **base, **_profile_fields(entry), noise="laplace" if pure else "gaussian", sym_divisor=2.0,
-        sigma_Lambda=sl, sigma_u=su, Upsilon=ups, c_K=cK, C=C, shift=cK + ups, U_K=U_K,
-        chi=lsvi_ucb_chi(U_K, H, K, d, p), log_chi=lsvi_ucb_log_chi(U_K, H, K, d, p),
-        beta=lsvi_ucb_beta(lam, cK, U_K, H, K, d, p))
+        **base,
+        **_profile_fields(entry),
+        noise="laplace" if pure else "gaussian",
+        sym_divisor=2.0,
+        sigma_Lambda=sl,
+        sigma_u=su,
+        Upsilon=ups,
+        c_K=cK,
+        C=C,
+        shift=cK + ups,
+        U_K=U_K,
+        chi=lsvi_ucb_chi(U_K, H, K, d, p),
+        log_chi=lsvi_ucb_log_chi(U_K, H, K, d, p),
+        beta=lsvi_ucb_beta(lam, cK, U_K, H, K, d, p),
+    )

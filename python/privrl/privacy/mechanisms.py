@@ -2,10 +2,11 @@
 
 Paper: Luyo et al., App. "Differential Privacy Tools" (post-processing, Laplace, Gaussian, tree, composition).
 """
+
 from __future__ import annotations
 
 import math
-from typing import Iterable, Tuple
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -30,7 +31,7 @@ __all__ = [
     "billboard_jdp",
 ]
 
-Budget = Tuple[float, float]
+Budget = tuple[float, float]
 
 
 def _check_rng(rng) -> np.random.Generator:
@@ -77,8 +78,7 @@ def _return_like(value, out: np.ndarray):
     return out
 
 
-def gaussian_mechanism(value, l2_sensitivity: float, epsilon: float, delta: float,
-                       rng: np.random.Generator):
+def gaussian_mechanism(value, l2_sensitivity: float, epsilon: float, delta: float, rng: np.random.Generator):
     """``value + N(0, sigma^2 I)`` with ``sigma = gaussian_sigma(...)``, App. "Gaussian Mechanism".
 
     ``value`` is a scalar or an array (returned as float / float ndarray of the same shape);
@@ -202,8 +202,10 @@ def tree_composition(eps0: float, delta0: float, n_leaves: int, delta_prime: flo
     if delta0 >= 1.0:
         raise PrivacyParameterError(f"delta0 must be in [0, 1), got {delta0!r}")
     m = tree_depth(n_leaves)
-    return (m * eps0 * eps0 + eps0 * math.sqrt(2.0 * m * math.log(1.0 / delta_prime)),
-            m * delta0 + delta_prime)
+    return (
+        m * eps0 * eps0 + eps0 * math.sqrt(2.0 * m * math.log(1.0 / delta_prime)),
+        m * delta0 + delta_prime,
+    )
 
 
 @checked(sigma=check_positive_real)

@@ -2,14 +2,15 @@
 
 Paper: Luyo et al., Sec. 2.1 (Def. Joint DP, Def. Local DP); delta = 0 selects pure DP (Rem. "Pure DP").
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any
 
 from privrl._checks import check_delta_pure_ok, check_epsilon, check_probability
 from privrl.exceptions import PrivacyParameterError
-from privrl.privacy.common import CALIBRATIONS
+from privrl.privacy.common import CALIBRATIONS, check_calibration
 from privrl.privacy.continual import MECHANISMS, check_mechanism
 
 __all__ = ["NonPrivate", "JointDP", "LocalDP", "CALIBRATIONS", "MECHANISMS"]
@@ -36,11 +37,11 @@ class NonPrivate:
         return False
 
     @property
-    def epsilon(self) -> Optional[float]:
+    def epsilon(self) -> float | None:
         return None
 
     @property
-    def delta(self) -> Optional[float]:
+    def delta(self) -> float | None:
         return None
 
     @property
@@ -56,11 +57,17 @@ class NonPrivate:
     def mechanism(self) -> str:
         return "tree"
 
-    def as_kwargs(self) -> Dict[str, Any]:
+    def as_kwargs(self) -> dict[str, Any]:
         """``kind, epsilon, delta, p, calibration, mechanism`` ready for the ``calibrate_*``
         functions of privrl.privacy."""
-        return {"kind": "none", "epsilon": None, "delta": None, "p": self.p,
-                "calibration": "paper", "mechanism": "tree"}
+        return {
+            "kind": "none",
+            "epsilon": None,
+            "delta": None,
+            "p": self.p,
+            "calibration": "paper",
+            "mechanism": "tree",
+        }
 
 
 @dataclass(frozen=True)
@@ -74,9 +81,7 @@ class _DPModel:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
         object.__setattr__(self, "delta", check_delta_pure_ok(self.delta, "delta"))
         object.__setattr__(self, "p", check_probability(self.p, "p"))
-        if not isinstance(self.calibration, str) or self.calibration not in CALIBRATIONS:
-            raise PrivacyParameterError(
-                f"calibration must be one of {CALIBRATIONS}, got {self.calibration!r}")
+        check_calibration(self.calibration)
 
     _KIND = ""
     _TAG = ""
@@ -100,11 +105,17 @@ class _DPModel:
         """The continual-release mechanism of the server ("tree" unless JointDP chose one)."""
         return "tree"
 
-    def as_kwargs(self) -> Dict[str, Any]:
+    def as_kwargs(self) -> dict[str, Any]:
         """``kind, epsilon, delta, p, calibration, mechanism`` ready for the ``calibrate_*``
         functions of privrl.privacy."""
-        return {"kind": self.kind, "epsilon": self.epsilon, "delta": self.delta, "p": self.p,
-                "calibration": self.calibration, "mechanism": self.mechanism}
+        return {
+            "kind": self.kind,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "p": self.p,
+            "calibration": self.calibration,
+            "mechanism": self.mechanism,
+        }
 
 
 @dataclass(frozen=True)
@@ -130,7 +141,8 @@ class JointDP(_DPModel):
         check_mechanism(self.mechanism)
         if self.mechanism != "tree" and self.delta == 0.0:
             raise PrivacyParameterError(
-                f"mechanism {self.mechanism!r} needs Gaussian noise (delta > 0); pure JDP keeps the tree")
+                f"mechanism {self.mechanism!r} needs Gaussian noise (delta > 0); pure JDP keeps the tree"
+            )
 
     @property
     def label(self) -> str:

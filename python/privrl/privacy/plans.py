@@ -3,6 +3,7 @@
 Paper: Luyo et al., App. B-D (the privacy proofs list the released statistics and their sensitivities);
 the plan is what `agent.release_plan()` returns and what calibration, report, summary and audit read.
 """
+
 # A plan lists, per step h of an episode, the user's statistic (a vector x with ||x|| <= x_bound
 # and a scalar y in [y_low, y_high], inside the bounds a SensitivityGuard enforces) and the
 # released families computed from it: the "outer" family x x^T (a symmetric matrix with noise
@@ -19,7 +20,8 @@ the plan is what `agent.release_plan()` returns and what calibration, report, su
 # with m_f the user's multiplier in f (sqrt(nodes) of a tree), l_f the law factor (c/2 for
 # matrices, 1 for vectors), s_f the family's noise scale. The max depends only on the norms
 # a = ||x||, b = ||x'||, the cosine c of their angle and y, y' (the terms are rotation invariant):
-#     ||x x^T - x' x'^T||_F^2 = a^4 + b^4 - 2 a^2 b^2 c^2,  ||x y - x' y'||^2 = a^2 y^2 + b^2 y'^2 - 2 a b c y y',
+#     ||x x^T - x' x'^T||_F^2 = a^4 + b^4 - 2 a^2 b^2 c^2,
+#     ||x y - x' y'||^2 = a^2 y^2 + b^2 y'^2 - 2 a b c y y',
 # and the second is convex in (y, y'), so y, y' sit at the ends of their interval. The whole
 # release is mu-GDP with mu^2 = sum over steps and statistics (adaptive composition).
 # Pure DP (Laplace) keeps simple composition of the per-family L1 sensitivities (an upper bound
@@ -212,23 +214,27 @@ def plan_mu(plan: ReleasePlan, scales: Mapping[str, float]) -> float:
 
 def plan_pure_epsilon(plan: ReleasePlan, scales: Mapping[str, float]) -> float:
     """Simple composition of the Laplace releases of one user: ``sum_f instances * draws * L1_f / b_f``."""
-    return sum(f.instances * f.l1_multiplier * f.l1_sensitivity / float(scales[f.scale_key])
-               for f in plan.families)
+    return sum(
+        f.instances * f.l1_multiplier * f.l1_sensitivity / float(scales[f.scale_key]) for f in plan.families
+    )
 
 
 # ------------------------------------------------------------------------------------------
 # The maximisation: g = A (a^4 + b^4 - 2 a^2 b^2 c^2) + S (a^2 y^2 + b^2 y'^2 - 2 a b c y y')
 # over a, b in [0, 1], c in [-1, 1] ({-1, 1} in one dimension), y, y' in {y_low, y_high}.
 # ------------------------------------------------------------------------------------------
-def _objective(A: float, S: float, a: np.ndarray, b: np.ndarray, c: np.ndarray, y: float,
-               yp: float) -> np.ndarray:
+def _objective(
+    A: float, S: float, a: np.ndarray, b: np.ndarray, c: np.ndarray, y: float, yp: float
+) -> np.ndarray:
     return A * (a**4 + b**4 - 2.0 * a * a * b * b * c * c) + S * (
-        a * a * y * y + b * b * yp * yp - 2.0 * a * b * c * y * yp)
+        a * a * y * y + b * b * yp * yp - 2.0 * a * b * c * y * yp
+    )
 
 
 @functools.lru_cache(maxsize=1024)
-def _maximise(A: float, S: float, y_low: float, y_high: float,
-              free_angle: bool) -> tuple[float, tuple[float, float, float, float, float]]:
+def _maximise(
+    A: float, S: float, y_low: float, y_high: float, free_angle: bool
+) -> tuple[float, tuple[float, float, float, float, float]]:
     """Global maximum of the quartic above: a grid over (a, b, c) for each vertex (y, y'), then
     successive local grids around the best candidates (the function is a polynomial of degree 4
     on a box, so the coarse grid already lands in the basin of the maximum)."""
@@ -242,8 +248,9 @@ def _maximise(A: float, S: float, y_low: float, y_high: float,
     return best
 
 
-def _maximise_vertex(A: float, S: float, y: float, yp: float,
-                     free_angle: bool) -> tuple[float, tuple[float, float, float]]:
+def _maximise_vertex(
+    A: float, S: float, y: float, yp: float, free_angle: bool
+) -> tuple[float, tuple[float, float, float]]:
     ab = np.linspace(0.0, 1.0, 41)
     cs = np.linspace(-1.0, 1.0, 81) if free_angle else np.array([-1.0, 1.0])
     a, b, c = np.meshgrid(ab, ab, cs, indexing="ij")
@@ -259,8 +266,9 @@ def _maximise_vertex(A: float, S: float, y: float, yp: float,
     return best_val, best_pt
 
 
-def _refine(A: float, S: float, y: float, yp: float, pt: tuple[float, float, float], h: float,
-            hc: float) -> tuple[float, tuple[float, float, float]]:
+def _refine(
+    A: float, S: float, y: float, yp: float, pt: tuple[float, float, float], h: float, hc: float
+) -> tuple[float, tuple[float, float, float]]:
     a0, b0, c0 = pt
     val = float(_objective(A, S, np.array(a0), np.array(b0), np.array(c0), y, yp))
     for _ in range(30):

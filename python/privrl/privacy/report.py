@@ -1,9 +1,10 @@
 """Privacy reports: every family an agent releases, read from its release plan, and the (eps, delta) it
 yields under the paper's composition argument and under the tight accountant.
 
-Paper: Luyo et al., App. B (privacy of Cor. 1-2), App. C (Alg. 3), App. D (privacy of Alg. 2), App. "Differential
-Privacy Tools".
+Paper: Luyo et al., App. B (privacy of Cor. 1-2), App. C (Alg. 3), App. D (privacy of Alg. 2),
+App. "Differential Privacy Tools".
 """
+
 # The report composes the plan's families twice:
 #   (a) "paper": the paper's own argument recomputed forward from the appendix's tools with the
 #       ACTUAL noise scales and the paper's delta split (per draw budget from the Gaussian or
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from privrl.privacy import lsvi_ucb, ucrl_vtr, ucrl_vtr_plus
 from privrl.privacy.accounting import PrivacyAccountant
@@ -46,8 +47,11 @@ __all__ = [
 
 ALGORITHMS = ("ucrl_vtr", "ucrl_vtr_plus", "lsvi_ucb")
 _MODULES = {"ucrl_vtr": ucrl_vtr, "ucrl_vtr_plus": ucrl_vtr_plus, "lsvi_ucb": lsvi_ucb}
-_CALIBRATE: Dict[str, Any] = {"ucrl_vtr": ucrl_vtr.calibrate_ucrl_vtr, "ucrl_vtr_plus": ucrl_vtr_plus.calibrate_ucrl_vtr_plus,
-              "lsvi_ucb": lsvi_ucb.calibrate_lsvi_ucb}
+_CALIBRATE: dict[str, Any] = {
+    "ucrl_vtr": ucrl_vtr.calibrate_ucrl_vtr,
+    "ucrl_vtr_plus": ucrl_vtr_plus.calibrate_ucrl_vtr_plus,
+    "lsvi_ucb": lsvi_ucb.calibrate_lsvi_ucb,
+}
 
 
 def plan_of(algorithm: str, cal: Mapping[str, Any]) -> ReleasePlan:
@@ -65,9 +69,11 @@ def plan_of(algorithm: str, cal: Mapping[str, Any]) -> ReleasePlan:
 def _guard_text(guard: Any, stat: Any) -> str:
     if guard is None:
         return f"{stat.source} (assumed)"
-    return (f"SensitivityGuard(mode={guard.mode!r}): ||{stat.x}|| <= {guard.x_bound:g}, guarded values in "
-            f"[{guard.y_low:g}, {guard.y_high:g}], checked where user data enters the mechanism "
-            f"({'clipped and counted' if guard.mode == 'clip' else 'rejected'}); {stat.source}")
+    return (
+        f"SensitivityGuard(mode={guard.mode!r}): ||{stat.x}|| <= {guard.x_bound:g}, guarded values in "
+        f"[{guard.y_low:g}, {guard.y_high:g}], checked where user data enters the mechanism "
+        f"({'clipped and counted' if guard.mode == 'clip' else 'rejected'}); {stat.source}"
+    )
 
 
 def _site_text(f: ReleasedFamily, plan: ReleasePlan) -> str:
@@ -80,24 +86,43 @@ def _site_text(f: ReleasedFamily, plan: ReleasePlan) -> str:
     return f"server: {f.instances} x {f.draws} {what} releases (one per release and step, fresh noise)"
 
 
-def _entry(f: ReleasedFamily, plan: ReleasePlan, cal: Mapping[str, Any], guards: Mapping[str, Any]) -> Dict[str, Any]:
+def _entry(
+    f: ReleasedFamily, plan: ReleasePlan, cal: Mapping[str, Any], guards: Mapping[str, Any]
+) -> dict[str, Any]:
     pure = plan.noise == "laplace"
     scale = float(cal[f.scale_key])
     stat = plan.statistic(f.statistic)
     sens = f.l1_sensitivity if pure else f.l2_sensitivity
-    e: Dict[str, Any] = {
-        "name": f.name, "paper": f.paper, "site": _site_text(f, plan), "statistic": stat.name,
-        "form": "x x^T" if f.is_matrix else "x y", "instances": f.instances, "mechanism": f.mechanism,
-        "draws_per_user": f.draws, "draws_per_user_paper": f.draws_paper,
+    e: dict[str, Any] = {
+        "name": f.name,
+        "paper": f.paper,
+        "site": _site_text(f, plan),
+        "statistic": stat.name,
+        "form": "x x^T" if f.is_matrix else "x y",
+        "instances": f.instances,
+        "mechanism": f.mechanism,
+        "draws_per_user": f.draws,
+        "draws_per_user_paper": f.draws_paper,
         "total_draws_per_user": None if f.draws is None else f.instances * f.draws,
-        "l2_multiplier": f.multiplier, "law_factor": law_factor(f),
-        "norm": ("L1 (entrywise)" if f.is_matrix else "L1") if pure else ("L2 (Frobenius)" if f.is_matrix else "L2"),
-        "sensitivity": sens, "sensitivity_source": f.l1_source if pure else f.l2_source,
-        "enforced_by": _guard_text(guards.get(stat.name), stat), "noise": plan.noise, "scale_key": f.scale_key,
-        "scale": scale, "sym_divisor": f.sym_divisor,
-        "counted_as": {"tree": "nodes per user and tree", "user": "releases per user and step",
-                       "release": "releases per user and step"}[f.site] if f.draws is not None else
-        f"one Gaussian per user and mechanism, L2 multiplier {f.multiplier:.4g}",
+        "l2_multiplier": f.multiplier,
+        "law_factor": law_factor(f),
+        "norm": ("L1 (entrywise)" if f.is_matrix else "L1")
+        if pure
+        else ("L2 (Frobenius)" if f.is_matrix else "L2"),
+        "sensitivity": sens,
+        "sensitivity_source": f.l1_source if pure else f.l2_source,
+        "enforced_by": _guard_text(guards.get(stat.name), stat),
+        "noise": plan.noise,
+        "scale_key": f.scale_key,
+        "scale": scale,
+        "sym_divisor": f.sym_divisor,
+        "counted_as": {
+            "tree": "nodes per user and tree",
+            "user": "releases per user and step",
+            "release": "releases per user and step",
+        }[f.site]
+        if f.draws is not None
+        else f"one Gaussian per user and mechanism, L2 multiplier {f.multiplier:.4g}",
     }
     if pure:
         e["laplace_b"] = scale
@@ -109,29 +134,39 @@ def _entry(f: ReleasedFamily, plan: ReleasePlan, cal: Mapping[str, Any], guards:
     return e
 
 
-def _statistics(plan: ReleasePlan, scales: Mapping[str, float]) -> List[Dict[str, Any]]:
+def _statistics(plan: ReleasePlan, scales: Mapping[str, float]) -> list[dict[str, Any]]:
     out = []
     for stat in plan.statistics:
         fams = [f for f in plan.families if f.statistic == stat.name]
         if not fams or plan.noise != "gaussian":
             continue
         w = statistic_worst_case(plan, stat.name, scales)
-        out.append({"statistic": stat.name, "families": [f.name for f in fams], "instances": fams[0].instances,
-                    "mu_squared_per_step": w.value, "mu_squared_per_user": fams[0].instances * w.value,
-                    "x_bound": stat.x_bound, "y_range": (stat.y_low, stat.y_high),
-                    "worst_x": w.x.tolist(), "worst_y": w.y, "worst_x_prime": w.x_prime.tolist(),
-                    "worst_y_prime": w.y_prime})
+        out.append(
+            {
+                "statistic": stat.name,
+                "families": [f.name for f in fams],
+                "instances": fams[0].instances,
+                "mu_squared_per_step": w.value,
+                "mu_squared_per_user": fams[0].instances * w.value,
+                "x_bound": stat.x_bound,
+                "y_range": (stat.y_low, stat.y_high),
+                "worst_x": w.x.tolist(),
+                "worst_y": w.y,
+                "worst_x_prime": w.x_prime.tolist(),
+                "worst_y_prime": w.y_prime,
+            }
+        )
     return out
 
 
 # ============================================================================================
 # (a) The paper's composition argument, recomputed forward
 # ============================================================================================
-def _step(what: str, budget: Any, tool: str) -> Dict[str, Any]:
+def _step(what: str, budget: Any, tool: str) -> dict[str, Any]:
     return {"step": what, "epsilon": budget[0], "delta": budget[1], "tool": tool}
 
 
-def _tree_equivalent_sigma(m: Dict[str, Any]) -> float:
+def _tree_equivalent_sigma(m: dict[str, Any]) -> float:
     """The node sigma of the binary tree (the paper's K0 / B0 nodes per user) whose composition has
     the same GDP ``mu`` as the family's mechanism: the paper's tree argument then certifies it too
     (privrl.privacy.continual). The tree itself: its own sigma."""
@@ -140,17 +175,22 @@ def _tree_equivalent_sigma(m: Dict[str, Any]) -> float:
     return float(m["scale"]) * math.sqrt(m["draws_per_user_paper"]) / float(m["l2_multiplier"])
 
 
-def _paper_vtr(cal: Mapping[str, Any], mechs: List[Dict]) -> Dict[str, Any]:
+def _paper_vtr(cal: Mapping[str, Any], mechs: list[dict]) -> dict[str, Any]:
     """Cor. 1 / Cor. 2 / App. C privacy proofs (and the pure-DP variants), forward."""
     dlt, H, kind = cal["delta"], cal["H"], cal["kind"]
     F = len(mechs)  # 2 families (Alg. 1) or 4 (Alg. 3)
-    steps: List[Dict[str, Any]] = []
+    steps: list[dict[str, Any]] = []
     if cal["pure"]:
         budgets = []
         for m in mechs:
             e = laplace_mechanism_epsilon(m["sensitivity"], m["scale"])
-            steps.append(_step(f"{m['name']}: one {'node' if kind == 'jdp' else 'release'}", (e, 0.0),
-                               "App. Laplace Mechanism"))
+            steps.append(
+                _step(
+                    f"{m['name']}: one {'node' if kind == 'jdp' else 'release'}",
+                    (e, 0.0),
+                    "App. Laplace Mechanism",
+                )
+            )
             budgets += [(e, 0.0)] * (m["instances"] * m["draws_per_user_paper"])
         total = simple_composition(budgets)
         steps.append(_step(f"all {len(budgets)} noise draws of a user", total, "App. Simple Composition"))
@@ -161,7 +201,9 @@ def _paper_vtr(cal: Mapping[str, Any], mechs: List[Dict]) -> Dict[str, Any]:
         for m in mechs:
             e1 = gaussian_mechanism_epsilon(m["sensitivity"], m["scale"], d1)
             regime &= e1 < 1.0
-            steps.append(_step(f"{m['name']}: one local release", (e1, d1), "App. Gaussian Mechanism (delta/(F H))"))
+            steps.append(
+                _step(f"{m['name']}: one local release", (e1, d1), "App. Gaussian Mechanism (delta/(F H))")
+            )
             budgets += [(e1, d1)] * H
         total = simple_composition(budgets)
         steps.append(_step(f"{F * H} local releases of a user", total, "App. Simple Composition"))
@@ -175,11 +217,22 @@ def _paper_vtr(cal: Mapping[str, Any], mechs: List[Dict]) -> Dict[str, Any]:
     for m in mechs:
         e0 = gaussian_mechanism_epsilon(m["sensitivity"], _tree_equivalent_sigma(m), d0)
         regime &= e0 < 1.0
-        eq = "" if m["draws_per_user"] is not None else f" of the binary tree with the same GDP mu as {m['mechanism']}"
-        steps.append(_step(f"{m['name']}: one tree node{eq}", (e0, d0), "App. Gaussian Mechanism (delta/(2F H K0))"))
+        eq = (
+            ""
+            if m["draws_per_user"] is not None
+            else f" of the binary tree with the same GDP mu as {m['mechanism']}"
+        )
+        steps.append(
+            _step(f"{m['name']}: one tree node{eq}", (e0, d0), "App. Gaussian Mechanism (delta/(2F H K0))")
+        )
         tree = advanced_composition(e0, d0, K0, d_h / 2)
-        steps.append(_step(f"{m['name']}: tree of step h ({K0} nodes per prefix)", tree,
-                           "App. Advanced composition / Tree-based method"))
+        steps.append(
+            _step(
+                f"{m['name']}: tree of step h ({K0} nodes per prefix)",
+                tree,
+                "App. Advanced composition / Tree-based method",
+            )
+        )
         fam = advanced_composition(tree[0], tree[1], H, d_fam / 2)
         steps.append(_step(f"{m['name']}: all H = {H} trees", fam, "App. Advanced composition"))
         fam_budgets.append(fam)
@@ -192,24 +245,30 @@ def _paper_vtr(cal: Mapping[str, Any], mechs: List[Dict]) -> Dict[str, Any]:
     return {"budget": total, "steps": steps, "in_tool_regime": regime}
 
 
-def _paper_lsvi(cal: Mapping[str, Any], mechs: List[Dict]) -> Dict[str, Any]:
+def _paper_lsvi(cal: Mapping[str, Any], mechs: list[dict]) -> dict[str, Any]:
     """App. D privacy proof of Alg. 2 (and App. "Pure joint DP in the linear setting"), forward."""
     dlt, H, B, B0 = cal["delta"], cal["H"], cal["B"], cal["B0"]
     lam, u = mechs
-    steps: List[Dict[str, Any]] = []
+    steps: list[dict[str, Any]] = []
     if cal["pure"]:
         el = laplace_mechanism_epsilon(lam["sensitivity"], lam["scale"])
         eu = laplace_mechanism_epsilon(u["sensitivity"], u["scale"])
         steps.append(_step("Lambda: one tree node", (el, 0.0), "App. Laplace Mechanism"))
         steps.append(_step("u: one release", (eu, 0.0), "App. Laplace Mechanism"))
         total = simple_composition([(el, 0.0)] * (H * B0) + [(eu, 0.0)] * (H * B))
-        steps.append(_step(f"H B0 = {H * B0} nodes + H B = {H * B} releases", total, "App. Simple Composition"))
+        steps.append(
+            _step(f"H B0 = {H * B0} nodes + H B = {H * B} releases", total, "App. Simple Composition")
+        )
         return {"budget": total, "steps": steps, "in_tool_regime": True}
-    d_p = dlt / (4 * H)        # delta'  of M^Lambda_h and M^u_h
-    d_1 = d_p / (2 * B)        # delta'_1 of one prefix / one u release
-    d_0 = d_1 / (2 * B0)       # one node
+    d_p = dlt / (4 * H)  # delta'  of M^Lambda_h and M^u_h
+    d_1 = d_p / (2 * B)  # delta'_1 of one prefix / one u release
+    d_0 = d_1 / (2 * B0)  # one node
     e0 = gaussian_mechanism_epsilon(lam["sensitivity"], _tree_equivalent_sigma(lam), d_0)
-    eq = "" if lam["draws_per_user"] is not None else f" of the binary tree with the same GDP mu as {lam['mechanism']}"
+    eq = (
+        ""
+        if lam["draws_per_user"] is not None
+        else f" of the binary tree with the same GDP mu as {lam['mechanism']}"
+    )
     steps.append(_step(f"Lambda: one tree node{eq}", (e0, d_0), "App. Gaussian Mechanism"))
     pre = advanced_composition(e0, d_0, B0, d_1 / 2)
     steps.append(_step(f"Lambda: one prefix sum ({B0} nodes)", pre, "App. Tree-based method"))
@@ -224,30 +283,48 @@ def _paper_lsvi(cal: Mapping[str, Any], mechs: List[Dict]) -> Dict[str, Any]:
     total = advanced_composition(per_h[0], per_h[1], H, dlt / 2)
     steps.append(_step(f"H = {H} adaptive steps", total, "App. Advanced composition"))
     total = billboard_jdp(post_processing(total))
-    steps.append(_step("(Lambda~, w~) and all users' policies", total, "App. Post-processing + Billboard Lemma"))
+    steps.append(
+        _step("(Lambda~, w~) and all users' policies", total, "App. Post-processing + Billboard Lemma")
+    )
     return {"budget": total, "steps": steps, "in_tool_regime": e0 < 1.0 and eu < 1.0}
 
 
 # ============================================================================================
 # (b) Tight accountant
 # ============================================================================================
-def _tight(cal: Mapping[str, Any], plan: ReleasePlan, stats: List[Dict[str, Any]],
-           mechs: List[Dict]) -> Dict[str, Any]:
+def _tight(
+    cal: Mapping[str, Any], plan: ReleasePlan, stats: list[dict[str, Any]], mechs: list[dict]
+) -> dict[str, Any]:
     acc = PrivacyAccountant()
     eps_t, dlt_t = cal["epsilon"], cal["delta"]
     if plan.noise == "laplace":
         for m in mechs:
-            acc.add_laplace(m["sensitivity"], m["scale"], int(m["instances"] * (m["draws_per_user"] or 1)), m["name"])
+            acc.add_laplace(
+                m["sensitivity"], m["scale"], int(m["instances"] * (m["draws_per_user"] or 1)), m["name"]
+            )
         e = acc.epsilon(0.0)
-        return {"budget": (e, 0.0), "epsilon_at_target_delta": e, "delta_at_target_epsilon": acc.delta(eps_t),
-                "mu": None, "rho": acc.rho, "composed_sensitivity_over_sigma": None, "method": acc.method()}
+        return {
+            "budget": (e, 0.0),
+            "epsilon_at_target_delta": e,
+            "delta_at_target_epsilon": acc.delta(eps_t),
+            "mu": None,
+            "rho": acc.rho,
+            "composed_sensitivity_over_sigma": None,
+            "method": acc.method(),
+        }
     for s in stats:
         # one Gaussian per step with the joint worst-case change of the statistic's families
         acc.add_gaussian(math.sqrt(s["mu_squared_per_step"]), 1.0, s["instances"], s["statistic"])
     e = acc.epsilon(dlt_t)
-    return {"budget": (e, dlt_t), "epsilon_at_target_delta": e, "delta_at_target_epsilon": acc.delta(eps_t),
-            "mu": acc.mu, "rho": acc.rho, "composed_sensitivity_over_sigma": acc.mu,
-            "method": acc.method() + "; joint worst case of each step's matrix and vector (privrl.privacy.plans)"}
+    return {
+        "budget": (e, dlt_t),
+        "epsilon_at_target_delta": e,
+        "delta_at_target_epsilon": acc.delta(eps_t),
+        "mu": acc.mu,
+        "rho": acc.rho,
+        "composed_sensitivity_over_sigma": acc.mu,
+        "method": acc.method() + "; joint worst case of each step's matrix and vector (privrl.privacy.plans)",
+    }
 
 
 # ============================================================================================
@@ -257,9 +334,14 @@ def _within(budget: Any, eps_t: float, dlt_t: float, rel: float = 1e-9) -> bool:
     return bool(budget[0] <= eps_t * (1 + rel) and budget[1] <= dlt_t * (1 + rel) + 1e-300)
 
 
-def privacy_report_from_calibration(algorithm: str, cal: Mapping[str, Any], *, plan: Optional[ReleasePlan] = None,
-                                    guards: Optional[Mapping[str, Any]] = None,
-                                    label: Optional[str] = None) -> Dict[str, Any]:
+def privacy_report_from_calibration(
+    algorithm: str,
+    cal: Mapping[str, Any],
+    *,
+    plan: ReleasePlan | None = None,
+    guards: Mapping[str, Any] | None = None,
+    label: str | None = None,
+) -> dict[str, Any]:
     """The privacy report of ``algorithm`` (one of :data:`ALGORITHMS`) for a calibration ``cal``
     and its release ``plan`` (default: :func:`plan_of`). ``guards`` maps a statistic's name to the
     agent's SensitivityGuard (to describe the enforcement).
@@ -274,22 +356,42 @@ def privacy_report_from_calibration(algorithm: str, cal: Mapping[str, Any], *, p
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
     kind = cal["kind"]
     plan = plan if plan is not None else plan_of(algorithm, cal)
-    rep: Dict[str, Any] = {
-        "algorithm": algorithm, "title": plan.title, "agent": label, "model": kind,
-        "pure": bool(cal.get("pure", False)), "calibration": cal.get("calibration", "paper"),
-        "mechanism": plan.mechanism, "target": {"epsilon": cal.get("epsilon"), "delta": cal.get("delta")},
-        "neighbouring": ("user-level: one user (a whole H-step trajectory) replaced; "
-                         + ("every later user's data may change adaptively through the releases (JDP, "
-                            "Billboard lemma)" if kind == "jdp" else
-                            "everything the user sends is randomized on the user's side (LDP)"
-                            if kind == "ldp" else "no privacy")),
+    rep: dict[str, Any] = {
+        "algorithm": algorithm,
+        "title": plan.title,
+        "agent": label,
+        "model": kind,
+        "pure": bool(cal.get("pure", False)),
+        "calibration": cal.get("calibration", "paper"),
+        "mechanism": plan.mechanism,
+        "target": {"epsilon": cal.get("epsilon"), "delta": cal.get("delta")},
+        "neighbouring": (
+            "user-level: one user (a whole H-step trajectory) replaced; "
+            + (
+                "every later user's data may change adaptively through the releases (JDP, Billboard lemma)"
+                if kind == "jdp"
+                else "everything the user sends is randomized on the user's side (LDP)"
+                if kind == "ldp"
+                else "no privacy"
+            )
+        ),
     }
     if kind == "none":
-        rep.update(mechanisms=[], statistics=[], paper={"budget": (math.inf, 0.0), "steps": [], "in_tool_regime": True},
-                   tight={"budget": (math.inf, 0.0), "epsilon_at_target_delta": math.inf,
-                          "delta_at_target_epsilon": 1.0, "mu": None, "rho": None,
-                          "composed_sensitivity_over_sigma": None, "method": "no noise"},
-                   within_target={"paper": False, "tight": False})
+        rep.update(
+            mechanisms=[],
+            statistics=[],
+            paper={"budget": (math.inf, 0.0), "steps": [], "in_tool_regime": True},
+            tight={
+                "budget": (math.inf, 0.0),
+                "epsilon_at_target_delta": math.inf,
+                "delta_at_target_epsilon": 1.0,
+                "mu": None,
+                "rho": None,
+                "composed_sensitivity_over_sigma": None,
+                "method": "no noise",
+            },
+            within_target={"paper": False, "tight": False},
+        )
         rep["target"] = {"epsilon": None, "delta": None}
         return rep
     guards = guards or {}
@@ -299,13 +401,20 @@ def privacy_report_from_calibration(algorithm: str, cal: Mapping[str, Any], *, p
     paper = _paper_lsvi(cal, mechs) if algorithm == "lsvi_ucb" else _paper_vtr(cal, mechs)
     tight = _tight(cal, plan, stats, mechs)
     eps_t, dlt_t = cal["epsilon"], cal["delta"]
-    rep.update(mechanisms=mechs, statistics=stats, paper=paper, tight=tight,
-               within_target={"paper": _within(paper["budget"], eps_t, dlt_t) and paper["in_tool_regime"],
-                              "tight": _within(tight["budget"], eps_t, dlt_t)})
+    rep.update(
+        mechanisms=mechs,
+        statistics=stats,
+        paper=paper,
+        tight=tight,
+        within_target={
+            "paper": _within(paper["budget"], eps_t, dlt_t) and paper["in_tool_regime"],
+            "tight": _within(tight["budget"], eps_t, dlt_t),
+        },
+    )
     return rep
 
 
-def privacy_report(agent: Any) -> Dict[str, Any]:
+def privacy_report(agent: Any) -> dict[str, Any]:
     """The privacy report of an agent: its ``release_plan()``, its ``calibration`` and its
     sensitivity guards (``agent.guards``); see :func:`privacy_report_from_calibration`.
     ``agent.privacy_report()`` calls this."""
@@ -313,8 +422,13 @@ def privacy_report(agent: Any) -> Dict[str, Any]:
     if not isinstance(cal, Mapping) or not hasattr(agent, "release_plan"):
         raise TypeError(f"{type(agent).__name__} has no calibration and release plan to report on")
     plan = agent.release_plan()
-    return privacy_report_from_calibration(plan.algorithm, cal, plan=plan, guards=getattr(agent, "guards", None),
-                                           label=getattr(agent, "label", None))
+    return privacy_report_from_calibration(
+        plan.algorithm,
+        cal,
+        plan=plan,
+        guards=getattr(agent, "guards", None),
+        label=getattr(agent, "label", None),
+    )
 
 
 # ============================================================================================
@@ -330,76 +444,119 @@ def _fmt(x: Any) -> str:
     return str(x)
 
 
-def format_privacy_report(report: Dict[str, Any]) -> str:
+def format_privacy_report(report: dict[str, Any]) -> str:
     """A printable text form of :func:`privacy_report`."""
     lines = []
     t = report["target"]
     lines.append(f"Privacy report: {report['title']}" + (f" - {report['agent']}" if report["agent"] else ""))
-    lines.append(f"  model: {report['model']}{' (pure)' if report['pure'] else ''}, "
-                 f"calibration: {report['calibration']}, target (eps, delta) = "
-                 f"({_fmt(t['epsilon'])}, {_fmt(t['delta'])})")
+    lines.append(
+        f"  model: {report['model']}{' (pure)' if report['pure'] else ''}, "
+        f"calibration: {report['calibration']}, target (eps, delta) = "
+        f"({_fmt(t['epsilon'])}, {_fmt(t['delta'])})"
+    )
     lines.append(f"  neighbouring: {report['neighbouring']}")
     if not report["mechanisms"]:
         lines.append("  no mechanism: nothing is private (epsilon = inf)")
         return "\n".join(lines)
     lines.append("  released families:")
     for m in report["mechanisms"]:
-        scale = f"sigma = {_fmt(m['scale'])}" if m["noise"] == "gaussian" else f"Laplace b = {_fmt(m['scale'])}"
+        scale = (
+            f"sigma = {_fmt(m['scale'])}" if m["noise"] == "gaussian" else f"Laplace b = {_fmt(m['scale'])}"
+        )
         sym = f", matrix noise (Z' + Z'^T)/{_fmt(m['sym_divisor'])}" if m["sym_divisor"] else ""
         lines.append(f"   - {m['name']} [{m['paper']}]: {m['site']}")
         if m["draws_per_user"] is not None:
-            lines.append(f"       statistic {m['statistic']} ({m['form']}); {m['draws_per_user']} {m['counted_as']} "
-                         f"(paper counts {m['draws_per_user_paper']}), {m['total_draws_per_user']} in all")
+            lines.append(
+                f"       statistic {m['statistic']} ({m['form']}); {m['draws_per_user']} {m['counted_as']} "
+                f"(paper counts {m['draws_per_user_paper']}), {m['total_draws_per_user']} in all"
+            )
         else:
             lines.append(f"       statistic {m['statistic']} ({m['form']}); {m['counted_as']}")
         lines.append(f"       {m['norm']} sensitivity {_fmt(m['sensitivity'])} ({m['sensitivity_source']})")
         lines.append(f"       enforced by: {m['enforced_by']}")
         lines.append(f"       noise: {m['noise']} ({m['scale_key']}), {scale}{sym}")
     for s in report["statistics"]:
-        lines.append(f"  joint worst case of {s['statistic']} ({', '.join(s['families'])}): mu^2 = "
-                     f"{_fmt(s['mu_squared_per_step'])} per step, x {s['instances']} steps; realised by "
-                     f"||x|| = {_fmt(float(sum(v * v for v in s['worst_x'])) ** 0.5)}, y = {_fmt(s['worst_y'])} vs "
-                     f"||x'|| = {_fmt(float(sum(v * v for v in s['worst_x_prime'])) ** 0.5)}, y' = {_fmt(s['worst_y_prime'])}")
+        lines.append(
+            f"  joint worst case of {s['statistic']} ({', '.join(s['families'])}): mu^2 = "
+            f"{_fmt(s['mu_squared_per_step'])} per step, x {s['instances']} steps; realised by "
+            f"||x|| = {_fmt(math.hypot(*s['worst_x']))}, y = {_fmt(s['worst_y'])} vs "
+            f"||x'|| = {_fmt(math.hypot(*s['worst_x_prime']))}, y' = {_fmt(s['worst_y_prime'])}"
+        )
     p = report["paper"]
-    lines.append(f"  (a) paper's composition argument (App. tools, paper's delta split): "
-                 f"(eps, delta) = ({_fmt(p['budget'][0])}, {_fmt(p['budget'][1])})"
-                 + ("" if p["in_tool_regime"] else "  [a per-draw eps >= 1: outside the Gaussian "
-                    "mechanism tool's regime, certifies nothing]"))
+    lines.append(
+        f"  (a) paper's composition argument (App. tools, paper's delta split): "
+        f"(eps, delta) = ({_fmt(p['budget'][0])}, {_fmt(p['budget'][1])})"
+        + (
+            ""
+            if p["in_tool_regime"]
+            else "  [a per-draw eps >= 1: outside the Gaussian mechanism tool's regime, certifies nothing]"
+        )
+    )
     for s in p["steps"]:
         lines.append(f"       {s['step']}: ({_fmt(s['epsilon'])}, {_fmt(s['delta'])})  <- {s['tool']}")
     tt = report["tight"]
     lines.append(f"  (b) tight accountant: {tt['method']}")
     if tt["mu"] is not None:
         lines.append(f"       mu = {_fmt(tt['mu'])}, rho (zCDP) = {_fmt(tt['rho'])}")
-    lines.append(f"       eps at target delta = {_fmt(tt['epsilon_at_target_delta'])}; "
-                 f"delta at target eps = {_fmt(tt['delta_at_target_epsilon'])}")
+    lines.append(
+        f"       eps at target delta = {_fmt(tt['epsilon_at_target_delta'])}; "
+        f"delta at target eps = {_fmt(tt['delta_at_target_epsilon'])}"
+    )
     w = report["within_target"]
-    lines.append(f"  within target: paper argument {'yes' if w['paper'] else 'NO'}, "
-                 f"tight accountant {'yes' if w['tight'] else 'NO'}")
+    lines.append(
+        f"  within target: paper argument {'yes' if w['paper'] else 'NO'}, "
+        f"tight accountant {'yes' if w['tight'] else 'NO'}"
+    )
     return "\n".join(lines)
 
 
-def summarize_privacy_report(report: Dict[str, Any]) -> Dict[str, Any]:
+def summarize_privacy_report(report: dict[str, Any]) -> dict[str, Any]:
     """A compact, JSON-ready digest of :func:`privacy_report` (for run manifests): the target, the
     calibration, the (eps, delta) of the paper's argument and of the tight accountant, the tight
     ``mu``, and per released family its name, scale key and scale, instances, draws, norm and
     sensitivity (the summary's "sigma used" reads the first family). Infinite values become the
     string ``"inf"``."""
+
     def num(x: Any) -> Any:
         if isinstance(x, float) and math.isinf(x):
             return "inf"
         return x
+
     return {
-        "algorithm": report["algorithm"], "model": report["model"], "pure": report["pure"],
-        "calibration": report["calibration"], "mechanism": report.get("mechanism"), "target": dict(report["target"]),
-        "paper": {"epsilon": num(report["paper"]["budget"][0]), "delta": num(report["paper"]["budget"][1]),
-                  "in_tool_regime": report["paper"]["in_tool_regime"]},
-        "tight": {"epsilon": num(report["tight"]["budget"][0]), "delta": num(report["tight"]["budget"][1]),
-                  "mu": report["tight"]["mu"], "method": report["tight"]["method"]},
+        "algorithm": report["algorithm"],
+        "model": report["model"],
+        "pure": report["pure"],
+        "calibration": report["calibration"],
+        "mechanism": report.get("mechanism"),
+        "target": dict(report["target"]),
+        "paper": {
+            "epsilon": num(report["paper"]["budget"][0]),
+            "delta": num(report["paper"]["budget"][1]),
+            "in_tool_regime": report["paper"]["in_tool_regime"],
+        },
+        "tight": {
+            "epsilon": num(report["tight"]["budget"][0]),
+            "delta": num(report["tight"]["budget"][1]),
+            "mu": report["tight"]["mu"],
+            "method": report["tight"]["method"],
+        },
         "within_target": dict(report["within_target"]),
-        "mechanisms": [{k: mm[k] for k in ("name", "scale_key", "scale", "instances", "draws_per_user", "norm",
-                                            "sensitivity", "noise")}
-                       for mm in report["mechanisms"]],
+        "mechanisms": [
+            {
+                k: mm[k]
+                for k in (
+                    "name",
+                    "scale_key",
+                    "scale",
+                    "instances",
+                    "draws_per_user",
+                    "norm",
+                    "sensitivity",
+                    "noise",
+                )
+            }
+            for mm in report["mechanisms"]
+        ],
     }
 
 
@@ -407,11 +564,25 @@ def summarize_privacy_report(report: Dict[str, Any]) -> Dict[str, Any]:
 # Paper vs tight side by side (for the demo / README)
 # ============================================================================================
 _RADIUS_KEYS = {"ucrl_vtr": "beta", "ucrl_vtr_plus": "beta_hat", "lsvi_ucb": "beta"}
-_REGULARIZER_KEYS = {"ucrl_vtr": ("Upsilon",), "ucrl_vtr_plus": ("Upsilon1", "Upsilon2"), "lsvi_ucb": ("c_K",)}
+_REGULARIZER_KEYS = {
+    "ucrl_vtr": ("Upsilon",),
+    "ucrl_vtr_plus": ("Upsilon1", "Upsilon2"),
+    "lsvi_ucb": ("c_K",),
+}
 
 
-def calibration_comparison(algorithm: str, kind: str, epsilon: float, delta: float, H: int, K: int, d: int,
-                           C_w: float = 1.0, p: float = 0.05, batches: Any = "static") -> Dict[str, Any]:
+def calibration_comparison(
+    algorithm: str,
+    kind: str,
+    epsilon: float,
+    delta: float,
+    H: int,
+    K: int,
+    d: int,
+    C_w: float = 1.0,
+    p: float = 0.05,
+    batches: Any = "static",
+) -> dict[str, Any]:
     """Paper vs tight calibration of one algorithm at one privacy level: the noise scales (the
     release plan's), their ratio paper / tight, the radius and the regularizer of both, and the
     epsilon each release actually spends under the tight accountant. Keys: ``algorithm, kind,
@@ -419,30 +590,56 @@ def calibration_comparison(algorithm: str, kind: str, epsilon: float, delta: flo
     tight, ratio})``."""
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
-    extra: Dict[str, Any] = {"batches": batches} if algorithm == "lsvi_ucb" else {"C_w": C_w}
-    cals = {c: _CALIBRATE[algorithm](kind, epsilon, delta, H=H, K=K, d=d, p=p, calibration=c, **extra)
-            for c in ("paper", "tight")}
+    extra: dict[str, Any] = {"batches": batches} if algorithm == "lsvi_ucb" else {"C_w": C_w}
+    cals = {
+        c: _CALIBRATE[algorithm](kind, epsilon, delta, H=H, K=K, d=d, p=p, calibration=c, **extra)
+        for c in ("paper", "tight")
+    }
     plan = plan_of(algorithm, cals["paper"])
     keys = tuple(k for k in plan.scale_keys if k not in ("sigma_g", "sigma_f")) or plan.scale_keys
     keys += (_RADIUS_KEYS[algorithm],) + _REGULARIZER_KEYS[algorithm]
     rows = []
     for k in keys:
         a, b = cals["paper"][k], cals["tight"][k]
-        rows.append({"quantity": k, "paper": a, "tight": b, "ratio": (a / b) if (a is not None and b) else None})
-    spent = {c: privacy_report_from_calibration(algorithm, cals[c])["tight"]["epsilon_at_target_delta"]
-             for c in ("paper", "tight")}
-    rows.append({"quantity": "eps spent (tight accountant)", "paper": spent["paper"], "tight": spent["tight"],
-                 "ratio": None})
-    return {"algorithm": algorithm, "kind": kind, "epsilon": epsilon, "delta": delta, "H": H, "K": K, "d": d,
-            "paper": cals["paper"], "tight": cals["tight"], "rows": rows}
+        rows.append(
+            {"quantity": k, "paper": a, "tight": b, "ratio": (a / b) if (a is not None and b) else None}
+        )
+    spent = {
+        c: privacy_report_from_calibration(algorithm, cals[c])["tight"]["epsilon_at_target_delta"]
+        for c in ("paper", "tight")
+    }
+    rows.append(
+        {
+            "quantity": "eps spent (tight accountant)",
+            "paper": spent["paper"],
+            "tight": spent["tight"],
+            "ratio": None,
+        }
+    )
+    return {
+        "algorithm": algorithm,
+        "kind": kind,
+        "epsilon": epsilon,
+        "delta": delta,
+        "H": H,
+        "K": K,
+        "d": d,
+        "paper": cals["paper"],
+        "tight": cals["tight"],
+        "rows": rows,
+    }
 
 
-def format_calibration_comparison(cmp: Dict[str, Any]) -> str:
+def format_calibration_comparison(cmp: dict[str, Any]) -> str:
     """Text table of :func:`calibration_comparison`."""
     title = cmp["paper"]["algorithm"]
-    head = (f"{_MODULES[title].TITLE} {cmp['kind'].upper()} eps={cmp['epsilon']:g} "
-            f"delta={cmp['delta']:g} H={cmp['H']} K={cmp['K']} d={cmp['d']}")
+    head = (
+        f"{_MODULES[title].TITLE} {cmp['kind'].upper()} eps={cmp['epsilon']:g} "
+        f"delta={cmp['delta']:g} H={cmp['H']} K={cmp['K']} d={cmp['d']}"
+    )
     lines = [head, f"  {'quantity':<30}{'paper':>14}{'tight':>14}{'paper/tight':>14}"]
     for r in cmp["rows"]:
-        lines.append(f"  {r['quantity']:<30}{_fmt(r['paper']):>14}{_fmt(r['tight']):>14}{_fmt(r['ratio']):>14}")
+        lines.append(
+            f"  {r['quantity']:<30}{_fmt(r['paper']):>14}{_fmt(r['tight']):>14}{_fmt(r['ratio']):>14}"
+        )
     return "\n".join(lines)

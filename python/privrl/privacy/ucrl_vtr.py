@@ -3,6 +3,7 @@
 Paper: Luyo et al., Sec. 3, Cor. 1 (JDP), Cor. 2 (LDP), Thm. 1, App. B; pure DP: Rem. "Pure DP" and
 App. "Pure DP in the UCRL-VTR Framework" (constants derived in the docstrings).
 """
+
 # Conventions: natural logarithms; the "scale" of a noise is its standard deviation (Gaussian) or
 # its Laplace parameter b (density exp(-|x|/b)/2b), the paper reuses sigma for both; alpha is a
 # per-event failure probability, the corollaries take alpha = p/(6KH) and union-bound over (k, h).
@@ -12,10 +13,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple
+from typing import Any
 
 from privrl._checks import (
-    check_nonneg_real,
     check_pos_int,
     check_positive_real,
     check_probability,
@@ -136,7 +136,7 @@ def ucrl_vtr_sigma_jdp_composed(epsilon: float, delta: float, H: int, K: int) ->
 @checked()
 def ucrl_vtr_sigma_ldp(epsilon: float, delta: float, H: int) -> float:
     """Cor. 2 (LDP-UCRL-VTR), printed closed form: ``sigma_B = 4 H^3/eps sqrt(2 log(4H/delta))``."""
-    return (4.0 * H ** 3 / epsilon) * math.sqrt(2.0 * math.log(4.0 * H / delta))
+    return (4.0 * H**3 / epsilon) * math.sqrt(2.0 * math.log(4.0 * H / delta))
 
 
 @checked()
@@ -205,8 +205,7 @@ def ucrl_vtr_self_normalized_width(H: int, K: int, d: int, p: float) -> float:
 
 
 @checked()
-def ucrl_vtr_beta(lam: float, Upsilon: float, C_w: float, H: int, K: int, d: int,
-                  p: float) -> float:
+def ucrl_vtr_beta(lam: float, Upsilon: float, C_w: float, H: int, K: int, d: int, p: float) -> float:
     """Cor. 1/2 (eq. beta_JDP-UCRL-VTR / beta_LDP-UCRL-VTR):
     ``beta_k = 3 (C_w + 1) sqrt(lam + Upsilon) + sqrt(2 H^2 log(3H (1+KH)^{d/2} / p))``
     (constant in ``k``). It satisfies Thm. 1's condition with ``Upsilon_low = Upsilon``,
@@ -216,8 +215,9 @@ def ucrl_vtr_beta(lam: float, Upsilon: float, C_w: float, H: int, K: int, d: int
 
 
 @checked()
-def ucrl_vtr_beta_condition(lam: float, ups_low: float, ups_high: float, C: float, C_w: float,
-                            H: int, K: int, d: int, p: float) -> float:
+def ucrl_vtr_beta_condition(
+    lam: float, ups_low: float, ups_high: float, C: float, C_w: float, H: int, K: int, d: int, p: float
+) -> float:
     """Thm. 1 ("regret_Private_UCRL-VTR"), eq. beta_ineq_UCRL-VTR, right-hand side (the smallest
     admissible ``beta_k``): ``((lam + ups_high) C_w + C) / sqrt(lam + ups_low)
     + sqrt(2 H^2 log(3H (1+KH)^{d/2} / p))``."""
@@ -225,7 +225,9 @@ def ucrl_vtr_beta_condition(lam: float, ups_low: float, ups_high: float, C: floa
         raise PrivacyParameterError(f"ups_high must be >= ups_low, got {ups_high!r} < {ups_low!r}")
     if lam + ups_low <= 0.0:
         raise PrivacyParameterError(f"lam + ups_low must be > 0, got lam={lam!r}, ups_low={ups_low!r}")
-    return ((lam + ups_high) * C_w + C) / math.sqrt(lam + ups_low) + ucrl_vtr_self_normalized_width(H, K, d, p)
+    return ((lam + ups_high) * C_w + C) / math.sqrt(lam + ups_low) + ucrl_vtr_self_normalized_width(
+        H, K, d, p
+    )
 
 
 @checked()
@@ -240,7 +242,7 @@ def ucrl_vtr_beta_nonprivate(C_w: float, H: int, K: int, d: int, p: float) -> fl
 # (b) Pure DP (App. "Pure DP in the UCRL-VTR Framework", Rem. "Pure DP")
 # ============================================================================================
 @checked()
-def ucrl_vtr_l1_sensitivities(H: int, d: int) -> Tuple[float, float]:
+def ucrl_vtr_l1_sensitivities(H: int, d: int) -> tuple[float, float]:
     """L1 sensitivities for the Laplace variants of Alg. 1 (derived; the appendix leaves them
     implicit): ``(2 d H^2, 2 sqrt(d) H^2)`` for the FULL matrix ``X X^T`` and the vector ``X y``.
 
@@ -252,7 +254,7 @@ def ucrl_vtr_l1_sensitivities(H: int, d: int) -> Tuple[float, float]:
 
 
 @checked()
-def ucrl_vtr_laplace_scales_jdp(epsilon: float, H: int, K: int, d: int) -> Tuple[float, float]:
+def ucrl_vtr_laplace_scales_jdp(epsilon: float, H: int, K: int, d: int) -> tuple[float, float]:
     """Pure (eps, 0)-JDP UCRL-VTR Laplace scales ``(b_matrix, b_vector)``, derived (App. "Pure DP
     in the UCRL-VTR Framework": Laplace noise, simple composition everywhere):
 
@@ -274,7 +276,7 @@ def ucrl_vtr_laplace_scales_jdp(epsilon: float, H: int, K: int, d: int) -> Tuple
 
 
 @checked()
-def ucrl_vtr_laplace_scales_ldp(epsilon: float, H: int, d: int) -> Tuple[float, float]:
+def ucrl_vtr_laplace_scales_ldp(epsilon: float, H: int, d: int) -> tuple[float, float]:
     """Pure (eps, 0)-LDP UCRL-VTR Laplace scales ``(b_matrix, b_vector)``, derived: each user
     sends ``2H`` Laplace releases (``X X^T + B^1``, ``X y + g^1`` for every ``h``), simple
     composition gives ``eps/(2H)`` each; L1 sensitivities as in :func:`ucrl_vtr_l1_sensitivities`
@@ -286,8 +288,7 @@ def ucrl_vtr_laplace_scales_ldp(epsilon: float, H: int, d: int) -> Tuple[float, 
 
 
 @checked()
-def ucrl_vtr_upsilon_pure(b_matrix: float, n_terms: int, d: int, K: int, H: int,
-                          p: float) -> float:
+def ucrl_vtr_upsilon_pure(b_matrix: float, n_terms: int, d: int, K: int, H: int, p: float) -> float:
     """Pure-DP replacement of ``Upsilon_{p/6KH}`` (App. "Pure DP in the UCRL-VTR Framework",
     which uses Clm. "bound.laplace.eigen" instead of Clm. "bounded.eigen"): the norm of the sum
     of ``n_terms`` symmetric Laplace matrices (``K0`` tree nodes for JDP, ``K`` user noises for
@@ -305,8 +306,9 @@ def ucrl_vtr_C_pure(b_vector: float, n_terms: int, d: int, K: int, H: int, p: fl
 
 
 @checked()
-def ucrl_vtr_beta_pure(lam: float, Upsilon: float, C: float, C_w: float, H: int, K: int,
-                       d: int, p: float) -> float:
+def ucrl_vtr_beta_pure(
+    lam: float, Upsilon: float, C: float, C_w: float, H: int, K: int, d: int, p: float
+) -> float:
     """Pure-DP radius: the corollary form ``3 (C_w + 1) sqrt(lam + Upsilon) + width`` when it
     satisfies Thm. 1's condition, else the condition itself; i.e. the max of
     :func:`ucrl_vtr_beta` and :func:`ucrl_vtr_beta_condition` with ``ups_low = Upsilon``,
@@ -330,9 +332,15 @@ def release_plan(kind: str, pure: bool, H: int, K: int, d: int, mechanism: str =
     randomizer (LDP: one release each). Separate worst cases (the paper's): ``2 H^2`` (L2, both),
     ``2 d H^2`` / ``2 sqrt(d) H^2`` (L1, :func:`ucrl_vtr_l1_sensitivities`)."""
     stat = UserStatistic(
-        name="X_{k,h}, y_{k,h}", x="X_{k,h} = phi_{V~_{k,h+1}}(s_h, a_h)",
-        y="y_{k,h} = V~_{k,h+1}(s_{h+1})", dim=d, x_bound=float(H), y_low=0.0, y_high=float(H),
-        source="||phi_V|| <= ||V||_inf (Asm. 2) with V~ projected on [0, H]: ||X|| <= H, y in [0, H]")
+        name="X_{k,h}, y_{k,h}",
+        x="X_{k,h} = phi_{V~_{k,h+1}}(s_h, a_h)",
+        y="y_{k,h} = V~_{k,h+1}(s_{h+1})",
+        dim=d,
+        x_bound=float(H),
+        y_low=0.0,
+        y_high=float(H),
+        source="||phi_V|| <= ||V||_inf (Asm. 2) with V~ projected on [0, H]: ||X|| <= H, y in [0, H]",
+    )
     if kind == "none":
         return ReleasePlan("ucrl_vtr", TITLE, "none", None, H, K, "tree", (stat,))
     with trusted():
@@ -343,21 +351,54 @@ def release_plan(kind: str, pure: bool, H: int, K: int, d: int, mechanism: str =
         site, draws, draws_paper, mult, label = "tree", e.draws, e.draws_paper, e.multiplier, mechanism
     else:
         site, draws, draws_paper, mult, label = "user", 1, 1, 1.0, "local randomizer"
-    common: dict[str, Any] = dict(statistic=stat.name, site=site, draws=draws, draws_paper=draws_paper,
-                                  multiplier=mult, mechanism=label, instances=H)
-    families = (
-        ReleasedFamily(name="Lambda", paper="B_{k,h} (X X^T)", form="outer", scale_key="sigma_B",
-                       scale_ratio=l1m if pure else 1.0, l2_sensitivity=l2,
-                       l2_source="App. B: ||X X^T||_F <= H^2, neighbours differ by both terms: 2 H^2",
-                       l1_sensitivity=l1m, l1_source="2 ||X||_1^2 <= 2 d H^2",
-                       sym_divisor=2.0 if pure else _SQRT2, **common),
-        ReleasedFamily(name="u", paper="g_{k,h} (X y)", form="scaled", scale_key="sigma_g",
-                       scale_ratio=l1v if pure else 1.0, l2_sensitivity=l2,
-                       l2_source="App. B: ||X y||_2 <= H^2: 2 H^2", l1_sensitivity=l1v,
-                       l1_source="2 ||X||_1 |y| <= 2 sqrt(d) H^2", sym_divisor=None, **common),
+    common: dict[str, Any] = dict(
+        statistic=stat.name,
+        site=site,
+        draws=draws,
+        draws_paper=draws_paper,
+        multiplier=mult,
+        mechanism=label,
+        instances=H,
     )
-    return ReleasePlan("ucrl_vtr", TITLE, kind, "laplace" if pure else "gaussian", H, K,
-                       mechanism if kind == "jdp" else "tree", (stat,), families)
+    families = (
+        ReleasedFamily(
+            name="Lambda",
+            paper="B_{k,h} (X X^T)",
+            form="outer",
+            scale_key="sigma_B",
+            scale_ratio=l1m if pure else 1.0,
+            l2_sensitivity=l2,
+            l2_source="App. B: ||X X^T||_F <= H^2, neighbours differ by both terms: 2 H^2",
+            l1_sensitivity=l1m,
+            l1_source="2 ||X||_1^2 <= 2 d H^2",
+            sym_divisor=2.0 if pure else _SQRT2,
+            **common,
+        ),
+        ReleasedFamily(
+            name="u",
+            paper="g_{k,h} (X y)",
+            form="scaled",
+            scale_key="sigma_g",
+            scale_ratio=l1v if pure else 1.0,
+            l2_sensitivity=l2,
+            l2_source="App. B: ||X y||_2 <= H^2: 2 H^2",
+            l1_sensitivity=l1v,
+            l1_source="2 ||X||_1 |y| <= 2 sqrt(d) H^2",
+            sym_divisor=None,
+            **common,
+        ),
+    )
+    return ReleasePlan(
+        "ucrl_vtr",
+        TITLE,
+        kind,
+        "laplace" if pure else "gaussian",
+        H,
+        K,
+        mechanism if kind == "jdp" else "tree",
+        (stat,),
+        families,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -378,12 +419,12 @@ class UCRLVTRCalibration(Calibration):
     alpha: float
     width: float
     noise_terms: float = 0
-    noise_site: Optional[str] = None
-    node_budget: Optional[Tuple[float, float]] = None
-    sigma_B: Optional[float] = None
-    sigma_g: Optional[float] = None
-    laplace_b: Optional[float] = None
-    laplace_b_vector: Optional[float] = None
+    noise_site: str | None = None
+    node_budget: tuple[float, float] | None = None
+    sigma_B: float | None = None
+    sigma_g: float | None = None
+    laplace_b: float | None = None
+    laplace_b_vector: float | None = None
     Upsilon: float = 0.0
     C: float = 0.0
     shift: float = 0.0
@@ -393,9 +434,19 @@ class UCRLVTRCalibration(Calibration):
     beta_condition: float = 0.0
 
 
-def calibrate_ucrl_vtr(kind: str, epsilon: Optional[float], delta: Optional[float], H: int, K: int,
-                       d: int, C_w: float, p: float = 0.05, calibration: str = "paper",
-                       mechanism: str = "tree", plan: Optional[ReleasePlan] = None) -> UCRLVTRCalibration:
+def calibrate_ucrl_vtr(
+    kind: str,
+    epsilon: float | None,
+    delta: float | None,
+    H: int,
+    K: int,
+    d: int,
+    C_w: float,
+    p: float = 0.05,
+    calibration: str = "paper",
+    mechanism: str = "tree",
+    plan: ReleasePlan | None = None,
+) -> UCRLVTRCalibration:
     """All parameters of Alg. 1 for ``kind`` in ``{"none", "jdp", "ldp"}``; ``delta == 0`` selects
     pure DP (Laplace). ``calibration="paper"`` reproduces Cor. 1 / Cor. 2 (a non-tree JDP
     ``mechanism`` gets the tree's sigma times m_M / sqrt(K0), privrl.privacy.continual);
@@ -423,19 +474,46 @@ def _check_mechanism_for(kind: str, pure: bool, mechanism: Any) -> str:
     if mechanism != "tree" and (kind != "jdp" or pure):
         raise PrivacyParameterError(
             f"mechanism {mechanism!r} needs JDP with Gaussian noise (delta > 0); pure DP (Laplace) keeps "
-            "the binary tree, whose L1 multiplier the paper's pure-DP analysis covers")
+            "the binary tree, whose L1 multiplier the paper's pure-DP analysis covers"
+        )
     return mechanism
 
 
-def _calibrate(kind: str, eps: Any, dlt: Any, pure: bool, H: int, K: int, d: int, C_w: float, p: float,
-               calibration: str, mechanism: str, plan: ReleasePlan) -> UCRLVTRCalibration:
+def _calibrate(
+    kind: str,
+    eps: Any,
+    dlt: Any,
+    pure: bool,
+    H: int,
+    K: int,
+    d: int,
+    C_w: float,
+    p: float,
+    calibration: str,
+    mechanism: str,
+    plan: ReleasePlan,
+) -> UCRLVTRCalibration:
     lam = ucrl_vtr_lambda(H)
     K0 = ucrl_vtr_K0(K)
     base: dict[str, Any] = dict(
-        algorithm="ucrl_vtr", kind=kind, pure=pure, calibration=calibration, epsilon=eps, delta=dlt,
-        p=p, H=H, K=K, d=d, C_w=C_w, lam=lam, K0=K0, alpha=p / (6.0 * K * H),
-        width=ucrl_vtr_self_normalized_width(H, K, d, p), mechanism=mechanism,
-        in_theorem_regime=in_theorem_regime(kind, eps, dlt, pure))
+        algorithm="ucrl_vtr",
+        kind=kind,
+        pure=pure,
+        calibration=calibration,
+        epsilon=eps,
+        delta=dlt,
+        p=p,
+        H=H,
+        K=K,
+        d=d,
+        C_w=C_w,
+        lam=lam,
+        K0=K0,
+        alpha=p / (6.0 * K * H),
+        width=ucrl_vtr_self_normalized_width(H, K, d, p),
+        mechanism=mechanism,
+        in_theorem_regime=in_theorem_regime(kind, eps, dlt, pure),
+    )
     if kind == "none":
         beta = ucrl_vtr_beta_nonprivate(C_w, H, K, d, p)
         return UCRLVTRCalibration(**base, beta=beta, beta_condition=beta)
@@ -448,14 +526,19 @@ def _calibrate(kind: str, eps: Any, dlt: Any, pure: bool, H: int, K: int, d: int
             scales = tight_scales(plan, eps, dlt)
             sigma, sigma_g = scales["sigma_B"], scales["sigma_g"]
         else:
-            sigma = (ucrl_vtr_sigma_jdp(eps, dlt, H, K) * entry.paper_sigma_factor if entry is not None
-                     else ucrl_vtr_sigma_ldp(eps, dlt, H))
+            sigma = (
+                ucrl_vtr_sigma_jdp(eps, dlt, H, K) * entry.paper_sigma_factor
+                if entry is not None
+                else ucrl_vtr_sigma_ldp(eps, dlt, H)
+            )
             sigma_g = sigma
-        node_budget = _gaussian_node_budget(plan, fam, {"sigma_B": sigma, "sigma_g": sigma_g}, eps, dlt,
-                                            tight, H, K)
+        node_budget = _gaussian_node_budget(
+            plan, fam, {"sigma_B": sigma, "sigma_g": sigma_g}, eps, dlt, tight, H, K
+        )
         # the bounds of a general mechanism: one draw of std sigma sqrt(max_t v(t))
-        s_eff, n_eff = (sigma, int(n)) if entry is None or entry.mechanism == "tree" else (
-            sigma * math.sqrt(n), 1)
+        s_eff, n_eff = (
+            (sigma, int(n)) if entry is None or entry.mechanism == "tree" else (sigma * math.sqrt(n), 1)
+        )
         ups = ucrl_vtr_upsilon(s_eff, n_eff, d, K, H, p)
         C = ucrl_vtr_C(s_eff * sigma_g / sigma, n_eff, d, K, H, p)
         beta = ucrl_vtr_beta(lam, ups, C_w, H, K, d, p)
@@ -476,23 +559,48 @@ def _calibrate(kind: str, eps: Any, dlt: Any, pure: bool, H: int, K: int, d: int
         noise, sym = "laplace", 2.0
     prof = _profile_fields(entry)
     return UCRLVTRCalibration(
-        **base, **prof, noise=noise, noise_terms=n, noise_site="tree" if kind == "jdp" else "user",
-        node_budget=node_budget, sigma_B=sigma, sigma_g=sigma_g,
-        laplace_b=sigma if pure else None, laplace_b_vector=sigma_g if pure else None,
-        sym_divisor=sym, Upsilon=ups, C=C, shift=ucrl_vtr_shift(ups), ups_low=ups, ups_high=3.0 * ups,
-        beta=beta, beta_condition=ucrl_vtr_beta_condition(lam, ups, 3.0 * ups, C, C_w, H, K, d, p))
+        **base,
+        **prof,
+        noise=noise,
+        noise_terms=n,
+        noise_site="tree" if kind == "jdp" else "user",
+        node_budget=node_budget,
+        sigma_B=sigma,
+        sigma_g=sigma_g,
+        laplace_b=sigma if pure else None,
+        laplace_b_vector=sigma_g if pure else None,
+        sym_divisor=sym,
+        Upsilon=ups,
+        C=C,
+        shift=ucrl_vtr_shift(ups),
+        ups_low=ups,
+        ups_high=3.0 * ups,
+        beta=beta,
+        beta_condition=ucrl_vtr_beta_condition(lam, ups, 3.0 * ups, C, C_w, H, K, d, p),
+    )
 
 
 def _profile_fields(entry: Any) -> dict[str, Any]:
     """The continual-release profile of a non-tree JDP mechanism (empty for the tree / LDP)."""
     if entry is None or entry.mechanism == "tree":
         return {}
-    return dict(mechanism_capacity=entry.capacity, mechanism_l2_multiplier=entry.multiplier,
-                mechanism_max_variance_factor=entry.max_variance_factor)
+    return dict(
+        mechanism_capacity=entry.capacity,
+        mechanism_l2_multiplier=entry.multiplier,
+        mechanism_max_variance_factor=entry.max_variance_factor,
+    )
 
 
-def _gaussian_node_budget(plan: ReleasePlan, fam: ReleasedFamily, scales: dict[str, float], eps: float,
-                          dlt: float, tight: bool, H: int, K: int) -> Optional[Tuple[float, float]]:
+def _gaussian_node_budget(
+    plan: ReleasePlan,
+    fam: ReleasedFamily,
+    scales: dict[str, float],
+    eps: float,
+    dlt: float,
+    tight: bool,
+    H: int,
+    K: int,
+) -> tuple[float, float] | None:
     """(eps0, delta0) of one noise draw: the paper's per-node budget (Cor. 1: advanced composition
     over H and over the tree; Cor. 2: simple composition over the 2H releases) or, under "tight",
     the analytic-Gaussian epsilon of one draw of the joint (matrix, vector) pair at the target delta

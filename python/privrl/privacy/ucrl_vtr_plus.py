@@ -3,15 +3,15 @@
 Paper: Luyo et al., App. C (Alg. 3, Cor. "JDP-UCRL-VTR+" / "LDP-UCRL-VTR+", Thm. "Regret bound of Alg. 3");
 pure DP as for UCRL-VTR (remark after Cor. "LDP-UCRL-VTR+", constants derived in the docstrings).
 """
+
 # Conventions as in privrl.privacy.ucrl_vtr; the failure probability per event is p/(24KH).
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple
+from typing import Any
 
 from privrl._checks import (
-    check_nonneg_real,
     check_pos_int,
     check_positive_real,
     check_probability,
@@ -76,20 +76,21 @@ def ucrl_vtr_plus_lambda() -> float:
 
 
 @checked()
-def ucrl_vtr_plus_sigmas_jdp(epsilon: float, delta: float, H: int, K: int,
-                             d: int) -> Tuple[float, float]:
+def ucrl_vtr_plus_sigmas_jdp(epsilon: float, delta: float, H: int, K: int, d: int) -> tuple[float, float]:
     """Cor. "JDP-UCRL-VTR+", printed: with ``S = sqrt(2 H K0 log(16H/delta) log(8/delta)
     log(32 H K0/delta))``, ``sigma_B1 = 64 d S / eps`` and ``sigma_B2 = 64 H^4 S / eps``.
     Equal to :func:`ucrl_vtr_plus_sigmas_jdp_composed`."""
     K0 = ucrl_vtr_K0(K)
-    S = math.sqrt(2.0 * H * K0 * math.log(16.0 * H / delta) * math.log(8.0 / delta)
-                  * math.log(32.0 * H * K0 / delta))
-    return 64.0 * d * S / epsilon, 64.0 * H ** 4 * S / epsilon
+    S = math.sqrt(
+        2.0 * H * K0 * math.log(16.0 * H / delta) * math.log(8.0 / delta) * math.log(32.0 * H * K0 / delta)
+    )
+    return 64.0 * d * S / epsilon, 64.0 * H**4 * S / epsilon
 
 
 @checked()
-def ucrl_vtr_plus_sigmas_jdp_composed(epsilon: float, delta: float, H: int, K: int,
-                                      d: int) -> Tuple[float, float]:
+def ucrl_vtr_plus_sigmas_jdp_composed(
+    epsilon: float, delta: float, H: int, K: int, d: int
+) -> tuple[float, float]:
     """Cor. "JDP-UCRL-VTR+" sigmas from the tools (App. C, privacy part of its proof): four
     families (``Lambda^``, ``u^``, ``Lambda~``, ``u~``) at ``(eps/4, delta/4)`` each (simple
     composition); advanced composition over ``H``:
@@ -99,26 +100,24 @@ def ucrl_vtr_plus_sigmas_jdp_composed(epsilon: float, delta: float, H: int, K: i
     ``2 H^4`` (``||phi_{V^2} phi_{V^2}^T||_F <= H^4``) for ``B2``/``g``."""
     eps_h, dlt_h = advanced_composition_budget(epsilon / 4.0, delta / 4.0, H)
     eps0, dlt0 = tree_node_budget(eps_h, dlt_h, K)
-    return gaussian_sigma(2.0 * d, eps0, dlt0), gaussian_sigma(2.0 * H ** 4, eps0, dlt0)
+    return gaussian_sigma(2.0 * d, eps0, dlt0), gaussian_sigma(2.0 * H**4, eps0, dlt0)
 
 
 @checked()
-def ucrl_vtr_plus_sigmas_ldp(epsilon: float, delta: float, H: int,
-                             d: int) -> Tuple[float, float]:
+def ucrl_vtr_plus_sigmas_ldp(epsilon: float, delta: float, H: int, d: int) -> tuple[float, float]:
     """Cor. "LDP-UCRL-VTR+", printed: ``sigma_B1 = 8 d H / eps sqrt(2 log(8H/delta))``,
     ``sigma_B2 = 8 H^5 / eps sqrt(2 log(8H/delta))``."""
     r = math.sqrt(2.0 * math.log(8.0 * H / delta))
-    return 8.0 * d * H / epsilon * r, 8.0 * H ** 5 / epsilon * r
+    return 8.0 * d * H / epsilon * r, 8.0 * H**5 / epsilon * r
 
 
 @checked()
-def ucrl_vtr_plus_sigmas_ldp_composed(epsilon: float, delta: float, H: int,
-                                      d: int) -> Tuple[float, float]:
+def ucrl_vtr_plus_sigmas_ldp_composed(epsilon: float, delta: float, H: int, d: int) -> tuple[float, float]:
     """Cor. "LDP-UCRL-VTR+" sigmas from the tools: ``4H`` local releases per user, simple
     composition ``(eps/(4H), delta/(4H))`` each, Gaussian mechanism with L2 sensitivity ``2d``
     (``B1``, ``f``) and ``2 H^4`` (``B2``, ``g``)."""
     e1, d1 = simple_composition_budget(epsilon, delta, 4 * H)
-    return gaussian_sigma(2.0 * d, e1, d1), gaussian_sigma(2.0 * H ** 4, e1, d1)
+    return gaussian_sigma(2.0 * d, e1, d1), gaussian_sigma(2.0 * H**4, e1, d1)
 
 
 @checked()
@@ -136,8 +135,9 @@ def ucrl_vtr_plus_C(sigma: float, n_terms: int, d: int, K: int, H: int, p: float
 
 
 @checked(lam=check_positive_real)
-def ucrl_vtr_plus_bernstein_terms(lam: float, H: int, K: int, d: int, p: float,
-                                  k: Optional[int] = None) -> Tuple[float, float, float]:
+def ucrl_vtr_plus_bernstein_terms(
+    lam: float, H: int, K: int, d: int, p: float, k: int | None = None
+) -> tuple[float, float, float]:
     """Thm. "Regret bound of Alg. 3" (eq. beta_ineq_UCRL-VTRPlus), noise-free parts of
     ``(beta_check, beta_hat, beta_tilde)`` at episode ``k`` (default ``K``), with
     ``l = log(24 k^2 H / p)``:
@@ -149,15 +149,22 @@ def ucrl_vtr_plus_bernstein_terms(lam: float, H: int, K: int, d: int, p: float,
     lK = math.log1p(K / lam)
     check = 8.0 * d * math.sqrt(lK * ell) + 4.0 * math.sqrt(d) * ell
     hat = 8.0 * math.sqrt(d * lK * ell) + 4.0 * math.sqrt(d) * ell
-    tilde = (8.0 * math.sqrt(d * H ** 4 * math.log1p(K * H ** 4 / (d * lam)) * ell)
-             + 4.0 * H * H * ell)
+    tilde = 8.0 * math.sqrt(d * H**4 * math.log1p(K * H**4 / (d * lam)) * ell) + 4.0 * H * H * ell
     return check, hat, tilde
 
 
 @checked(lam=check_positive_real)
-def ucrl_vtr_plus_betas(lam: float, Upsilon1: float, Upsilon2: float, C_w: float, H: int,
-                        K: int, d: int, p: float,
-                        k: Optional[int] = None) -> Tuple[float, float, float]:
+def ucrl_vtr_plus_betas(
+    lam: float,
+    Upsilon1: float,
+    Upsilon2: float,
+    C_w: float,
+    H: int,
+    K: int,
+    d: int,
+    p: float,
+    k: int | None = None,
+) -> tuple[float, float, float]:
     """Cor. "JDP/LDP-UCRL-VTR+" (eqs. beta_JDP-UCRL-VTRPlus / beta_LDP-UCRL-VTRPlus):
     ``(beta_hat, beta_check, beta_tilde)`` at episode ``k`` (default ``K``; the sequences are
     non-decreasing so the value at ``K`` is a valid constant choice):
@@ -172,10 +179,21 @@ def ucrl_vtr_plus_betas(lam: float, Upsilon1: float, Upsilon2: float, C_w: float
 
 
 @checked(lam=check_positive_real)
-def ucrl_vtr_plus_betas_condition(lam: float, ups1_low: float, ups1_high: float, C1: float,
-                                  ups2_low: float, ups2_high: float, C2: float, C_w: float,
-                                  H: int, K: int, d: int, p: float,
-                                  k: Optional[int] = None) -> Tuple[float, float, float]:
+def ucrl_vtr_plus_betas_condition(
+    lam: float,
+    ups1_low: float,
+    ups1_high: float,
+    C1: float,
+    ups2_low: float,
+    ups2_high: float,
+    C2: float,
+    C_w: float,
+    H: int,
+    K: int,
+    d: int,
+    p: float,
+    k: int | None = None,
+) -> tuple[float, float, float]:
     """Thm. "Regret bound of Alg. 3", eq. beta_ineq_UCRL-VTRPlus, right-hand sides (the smallest
     admissible radii) ``(beta_hat, beta_check, beta_tilde)``; the noise part is
     ``(C_w (lam + ups_high) + C) / sqrt(lam + ups_low)``. With all ``Upsilon, C = 0`` these are the
@@ -190,8 +208,9 @@ def ucrl_vtr_plus_betas_condition(lam: float, ups1_low: float, ups1_high: float,
 
 
 @checked()
-def ucrl_vtr_plus_laplace_scales_jdp(epsilon: float, H: int, K: int,
-                                     d: int) -> Tuple[float, float, float, float]:
+def ucrl_vtr_plus_laplace_scales_jdp(
+    epsilon: float, H: int, K: int, d: int
+) -> tuple[float, float, float, float]:
     """Pure (eps, 0)-JDP UCRL-VTR+ Laplace scales ``(b_B1, b_f, b_B2, b_g)``, derived as for
     UCRL-VTR (remark after Cor. "LDP-UCRL-VTR+"): ``4H`` trees, a user in ``K0`` nodes of each,
     simple composition: ``eps/(4 H K0)`` per node. L1 sensitivities (``||phi_V|| <= H``,
@@ -204,8 +223,7 @@ def ucrl_vtr_plus_laplace_scales_jdp(epsilon: float, H: int, K: int,
 
 
 @checked()
-def ucrl_vtr_plus_laplace_scales_ldp(epsilon: float, H: int,
-                                     d: int) -> Tuple[float, float, float, float]:
+def ucrl_vtr_plus_laplace_scales_ldp(epsilon: float, H: int, d: int) -> tuple[float, float, float, float]:
     """Pure (eps, 0)-LDP UCRL-VTR+ Laplace scales ``(b_B1, b_f, b_B2, b_g)``: ``4H`` local
     releases per user, ``eps/(4H)`` each (simple composition); L1 sensitivities as in
     :func:`ucrl_vtr_plus_laplace_scales_jdp`."""
@@ -213,16 +231,17 @@ def ucrl_vtr_plus_laplace_scales_ldp(epsilon: float, H: int,
     return _vtr_plus_l1_scales(e1, H, d)
 
 
-def _vtr_plus_l1_scales(eps_each: float, H: int, d: int) -> Tuple[float, float, float, float]:
-    return (laplace_scale(2.0 * d * d, eps_each),
-            laplace_scale(2.0 * d ** 1.5, eps_each),
-            laplace_scale(2.0 * d * H ** 4, eps_each),
-            laplace_scale(2.0 * math.sqrt(d) * H ** 4, eps_each))
+def _vtr_plus_l1_scales(eps_each: float, H: int, d: int) -> tuple[float, float, float, float]:
+    return (
+        laplace_scale(2.0 * d * d, eps_each),
+        laplace_scale(2.0 * d**1.5, eps_each),
+        laplace_scale(2.0 * d * H**4, eps_each),
+        laplace_scale(2.0 * math.sqrt(d) * H**4, eps_each),
+    )
 
 
 @checked()
-def ucrl_vtr_plus_upsilon_pure(b: float, n_terms: int, d: int, K: int, H: int,
-                               p: float) -> float:
+def ucrl_vtr_plus_upsilon_pure(b: float, n_terms: int, d: int, K: int, H: int, p: float) -> float:
     """Pure-DP ``Upsilon^{.,i}_{p/24KH}``: :func:`laplace_matrix_sum_bound` at ``alpha = p/(24KH)``."""
     return laplace_matrix_sum_bound(b, n_terms, d, p / (24.0 * K * H))
 
@@ -245,13 +264,25 @@ def release_plan(kind: str, pure: bool, H: int, K: int, d: int, mechanism: str =
     and ``2 H^4``; L1: ``2 d^2``, ``2 d^{3/2}``, ``2 d H^4``, ``2 sqrt(d) H^4``."""
     rd = math.sqrt(d)
     first = UserStatistic(
-        name="phi_V / sigma_bar, V / sigma_bar", x="phi_{V_{k,h+1}}(s_h, a_h) / sigma_bar_{k,h}",
-        y="V_{k,h+1}(s_{h+1}) / sigma_bar_{k,h}", dim=d, x_bound=rd, y_low=0.0, y_high=rd,
-        source="||phi_V|| <= H, V in [0, H] and sigma_bar^2 >= H^2/d")
+        name="phi_V / sigma_bar, V / sigma_bar",
+        x="phi_{V_{k,h+1}}(s_h, a_h) / sigma_bar_{k,h}",
+        y="V_{k,h+1}(s_{h+1}) / sigma_bar_{k,h}",
+        dim=d,
+        x_bound=rd,
+        y_low=0.0,
+        y_high=rd,
+        source="||phi_V|| <= H, V in [0, H] and sigma_bar^2 >= H^2/d",
+    )
     second = UserStatistic(
-        name="phi_{V^2}, V^2", x="phi_{V^2_{k,h+1}}(s_h, a_h)", y="V^2_{k,h+1}(s_{h+1})", dim=d,
-        x_bound=float(H) ** 2, y_low=0.0, y_high=float(H) ** 2,
-        source="||phi_{V^2}|| <= ||V^2||_inf <= H^2, V^2 in [0, H^2]")
+        name="phi_{V^2}, V^2",
+        x="phi_{V^2_{k,h+1}}(s_h, a_h)",
+        y="V^2_{k,h+1}(s_{h+1})",
+        dim=d,
+        x_bound=float(H) ** 2,
+        y_low=0.0,
+        y_high=float(H) ** 2,
+        source="||phi_{V^2}|| <= ||V^2||_inf <= H^2, V^2 in [0, H^2]",
+    )
     if kind == "none":
         return ReleasePlan("ucrl_vtr_plus", TITLE, "none", None, H, K, "tree", (first, second))
     site: Site
@@ -261,26 +292,87 @@ def release_plan(kind: str, pure: bool, H: int, K: int, d: int, mechanism: str =
     else:
         site, draws, draws_paper, mult, label = "user", 1, 1, 1.0, "local randomizer"
     h4 = float(H) ** 4
-    rows: tuple[tuple[str, str, UserStatistic, Form, str, float, str, float, str], ...] = (  # name, paper, statistic, form, scale key, L2, L2 source, L1, L1 source
-        ("Lambda^", "B^1 (weighted phi_V phi_V^T)", first, "outer", "sigma_B1", 2.0 * d,
-         "App. C: ||sigma_bar^-2 phi phi^T||_F <= d: 2d", 2.0 * d * d, "2 ||x||_1^2 <= 2 d^2"),
-        ("u^", "f (weighted phi_V V)", first, "scaled", "sigma_f", 2.0 * d,
-         "||sigma_bar^-2 phi V||_2 <= d: 2d", 2.0 * d**1.5, "2 ||x||_1 |y| <= 2 d^{3/2}"),
-        ("Lambda~", "B^2 (phi_{V^2} phi_{V^2}^T)", second, "outer", "sigma_B2", 2.0 * h4,
-         "||phi_{V^2} phi_{V^2}^T||_F <= H^4: 2 H^4", 2.0 * d * h4, "2 ||x||_1^2 <= 2 d H^4"),
-        ("u~", "g (phi_{V^2} V^2)", second, "scaled", "sigma_g", 2.0 * h4,
-         "||phi_{V^2} V^2||_2 <= H^4: 2 H^4", 2.0 * math.sqrt(d) * h4, "2 ||x||_1 |y| <= 2 sqrt(d) H^4"),
+    rows: tuple[
+        tuple[str, str, UserStatistic, Form, str, float, str, float, str], ...
+    ] = (  # name, paper, statistic, form, scale key, L2, L2 source, L1, L1 source
+        (
+            "Lambda^",
+            "B^1 (weighted phi_V phi_V^T)",
+            first,
+            "outer",
+            "sigma_B1",
+            2.0 * d,
+            "App. C: ||sigma_bar^-2 phi phi^T||_F <= d: 2d",
+            2.0 * d * d,
+            "2 ||x||_1^2 <= 2 d^2",
+        ),
+        (
+            "u^",
+            "f (weighted phi_V V)",
+            first,
+            "scaled",
+            "sigma_f",
+            2.0 * d,
+            "||sigma_bar^-2 phi V||_2 <= d: 2d",
+            2.0 * d**1.5,
+            "2 ||x||_1 |y| <= 2 d^{3/2}",
+        ),
+        (
+            "Lambda~",
+            "B^2 (phi_{V^2} phi_{V^2}^T)",
+            second,
+            "outer",
+            "sigma_B2",
+            2.0 * h4,
+            "||phi_{V^2} phi_{V^2}^T||_F <= H^4: 2 H^4",
+            2.0 * d * h4,
+            "2 ||x||_1^2 <= 2 d H^4",
+        ),
+        (
+            "u~",
+            "g (phi_{V^2} V^2)",
+            second,
+            "scaled",
+            "sigma_g",
+            2.0 * h4,
+            "||phi_{V^2} V^2||_2 <= H^4: 2 H^4",
+            2.0 * math.sqrt(d) * h4,
+            "2 ||x||_1 |y| <= 2 sqrt(d) H^4",
+        ),
     )
     families = tuple(
-        ReleasedFamily(name=name, paper=paper, statistic=stat.name, form=form, site=site,
-                       scale_key=key, scale_ratio=l1 if pure else l2, draws=draws,
-                       draws_paper=draws_paper, multiplier=mult, l2_sensitivity=l2, l2_source=l2s,
-                       l1_sensitivity=l1, l1_source=l1s,
-                       sym_divisor=(2.0 if pure else _SQRT2) if form == "outer" else None,
-                       mechanism=label, instances=H)
-        for name, paper, stat, form, key, l2, l2s, l1, l1s in rows)
-    return ReleasePlan("ucrl_vtr_plus", TITLE, kind, "laplace" if pure else "gaussian", H, K,
-                       mechanism if kind == "jdp" else "tree", (first, second), families)
+        ReleasedFamily(
+            name=name,
+            paper=paper,
+            statistic=stat.name,
+            form=form,
+            site=site,
+            scale_key=key,
+            scale_ratio=l1 if pure else l2,
+            draws=draws,
+            draws_paper=draws_paper,
+            multiplier=mult,
+            l2_sensitivity=l2,
+            l2_source=l2s,
+            l1_sensitivity=l1,
+            l1_source=l1s,
+            sym_divisor=(2.0 if pure else _SQRT2) if form == "outer" else None,
+            mechanism=label,
+            instances=H,
+        )
+        for name, paper, stat, form, key, l2, l2s, l1, l1s in rows
+    )
+    return ReleasePlan(
+        "ucrl_vtr_plus",
+        TITLE,
+        kind,
+        "laplace" if pure else "gaussian",
+        H,
+        K,
+        mechanism if kind == "jdp" else "tree",
+        (first, second),
+        families,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -297,11 +389,11 @@ class UCRLVTRPlusCalibration(Calibration):
     K0: int
     alpha: float
     noise_terms: float = 0
-    noise_site: Optional[str] = None
-    sigma_B1: Optional[float] = None
-    sigma_B2: Optional[float] = None
-    sigma_f: Optional[float] = None
-    sigma_g: Optional[float] = None
+    noise_site: str | None = None
+    sigma_B1: float | None = None
+    sigma_B2: float | None = None
+    sigma_f: float | None = None
+    sigma_g: float | None = None
     Upsilon1: float = 0.0
     Upsilon2: float = 0.0
     C1: float = 0.0
@@ -314,14 +406,23 @@ class UCRLVTRPlusCalibration(Calibration):
     beta_hat_condition: float = 0.0
     beta_check_condition: float = 0.0
     beta_tilde_condition: float = 0.0
-    beta_check_used: Optional[float] = None
-    beta_tilde_used: Optional[float] = None
+    beta_check_used: float | None = None
+    beta_tilde_used: float | None = None
 
 
-def calibrate_ucrl_vtr_plus(kind: str, epsilon: Optional[float], delta: Optional[float], H: int, K: int,
-                            d: int, C_w: float, p: float = 0.05, calibration: str = "paper",
-                            mechanism: str = "tree",
-                            plan: Optional[ReleasePlan] = None) -> UCRLVTRPlusCalibration:
+def calibrate_ucrl_vtr_plus(
+    kind: str,
+    epsilon: float | None,
+    delta: float | None,
+    H: int,
+    K: int,
+    d: int,
+    C_w: float,
+    p: float = 0.05,
+    calibration: str = "paper",
+    mechanism: str = "tree",
+    plan: ReleasePlan | None = None,
+) -> UCRLVTRPlusCalibration:
     """All parameters of Alg. 3 for ``kind`` in ``{"none", "jdp", "ldp"}``; ``delta == 0`` selects
     pure DP. Radii are the constant values at ``k = K`` (the paper's sequences are non-decreasing).
     Non-private: Zhou et al. (2021)'s radii (the Thm. condition with ``Upsilon = C = 0``).
@@ -343,29 +444,67 @@ def calibrate_ucrl_vtr_plus(kind: str, epsilon: Optional[float], delta: Optional
         return _calibrate(kind, eps, dlt, pure, H, K, d, C_w, p, calibration, mechanism, plan)
 
 
-def _calibrate(kind: str, eps: Any, dlt: Any, pure: bool, H: int, K: int, d: int, C_w: float, p: float,
-               calibration: str, mechanism: str, plan: ReleasePlan) -> UCRLVTRPlusCalibration:
+def _calibrate(
+    kind: str,
+    eps: Any,
+    dlt: Any,
+    pure: bool,
+    H: int,
+    K: int,
+    d: int,
+    C_w: float,
+    p: float,
+    calibration: str,
+    mechanism: str,
+    plan: ReleasePlan,
+) -> UCRLVTRPlusCalibration:
     lam = ucrl_vtr_plus_lambda()
     base: dict[str, Any] = dict(
-        algorithm="ucrl_vtr_plus", kind=kind, pure=pure, calibration=calibration, epsilon=eps,
-        delta=dlt, p=p, H=H, K=K, d=d, C_w=C_w, lam=lam, K0=ucrl_vtr_K0(K), alpha=p / (24.0 * K * H),
-        mechanism=mechanism, in_theorem_regime=in_theorem_regime(kind, eps, dlt, pure))
+        algorithm="ucrl_vtr_plus",
+        kind=kind,
+        pure=pure,
+        calibration=calibration,
+        epsilon=eps,
+        delta=dlt,
+        p=p,
+        H=H,
+        K=K,
+        d=d,
+        C_w=C_w,
+        lam=lam,
+        K0=ucrl_vtr_K0(K),
+        alpha=p / (24.0 * K * H),
+        mechanism=mechanism,
+        in_theorem_regime=in_theorem_regime(kind, eps, dlt, pure),
+    )
     if kind == "none":
         bh, bc, bt = ucrl_vtr_plus_betas_condition(lam, 0, 0, 0, 0, 0, 0, C_w, H, K, d, p)
-        return UCRLVTRPlusCalibration(**base, beta_hat=bh, beta_check=bc, beta_tilde=bt,
-                                      beta_hat_condition=bh, beta_check_condition=bc,
-                                      beta_tilde_condition=bt)
+        return UCRLVTRPlusCalibration(
+            **base,
+            beta_hat=bh,
+            beta_check=bc,
+            beta_tilde=bt,
+            beta_hat_condition=bh,
+            beta_check_condition=bc,
+            beta_tilde_condition=bt,
+        )
     entry = user_entry(mechanism, K) if kind == "jdp" else None
     n = K if entry is None else entry.noise_terms
     if calibration == "tight":
         sc = tight_scales(plan, eps, 0.0 if pure else dlt)
         s1, sf, s2, sg = sc["sigma_B1"], sc["sigma_f"], sc["sigma_B2"], sc["sigma_g"]
     elif pure:
-        s1, sf, s2, sg = (ucrl_vtr_plus_laplace_scales_jdp(eps, H, K, d) if kind == "jdp"
-                          else ucrl_vtr_plus_laplace_scales_ldp(eps, H, d))
+        s1, sf, s2, sg = (
+            ucrl_vtr_plus_laplace_scales_jdp(eps, H, K, d)
+            if kind == "jdp"
+            else ucrl_vtr_plus_laplace_scales_ldp(eps, H, d)
+        )
     else:
-        s1, s2 = (ucrl_vtr_plus_sigmas_jdp(eps, dlt, H, K, d) if kind == "jdp"
-                  else ucrl_vtr_plus_sigmas_ldp(eps, dlt, H, d))
+        s1, s2 = (
+            ucrl_vtr_plus_sigmas_jdp(eps, dlt, H, K, d)
+            if kind == "jdp"
+            else ucrl_vtr_plus_sigmas_ldp(eps, dlt, H, d)
+        )
         if entry is not None:
             s1, s2 = s1 * entry.paper_sigma_factor, s2 * entry.paper_sigma_factor
         sf, sg = s1, s2
@@ -387,10 +526,28 @@ def _calibrate(kind: str, eps: Any, dlt: Any, pure: bool, H: int, K: int, d: int
     cond = ucrl_vtr_plus_betas_condition(lam, u1, 3.0 * u1, c1, u2, 3.0 * u2, c2, C_w, H, K, d, p)
     # Gaussian: the corollary radii (Upsilon >= C makes them satisfy the condition). Pure: the
     # corollary form when valid, else the condition (see ucrl_vtr_beta_pure).
-    radii = cor if not pure else tuple(max(a, b) for a, b in zip(cor, cond))
+    radii = cor if not pure else tuple(max(a, b) for a, b in zip(cor, cond, strict=True))
     return UCRLVTRPlusCalibration(
-        **base, **_profile_fields(entry), noise=noise, noise_terms=n,
-        noise_site="tree" if kind == "jdp" else "user", sigma_B1=s1, sigma_B2=s2, sigma_f=sf, sigma_g=sg,
-        sym_divisor=sym, Upsilon1=u1, Upsilon2=u2, C1=c1, C2=c2, shift1=2.0 * u1, shift2=2.0 * u2,
-        beta_hat=radii[0], beta_check=radii[1], beta_tilde=radii[2], beta_hat_condition=cond[0],
-        beta_check_condition=cond[1], beta_tilde_condition=cond[2])
+        **base,
+        **_profile_fields(entry),
+        noise=noise,
+        noise_terms=n,
+        noise_site="tree" if kind == "jdp" else "user",
+        sigma_B1=s1,
+        sigma_B2=s2,
+        sigma_f=sf,
+        sigma_g=sg,
+        sym_divisor=sym,
+        Upsilon1=u1,
+        Upsilon2=u2,
+        C1=c1,
+        C2=c2,
+        shift1=2.0 * u1,
+        shift2=2.0 * u2,
+        beta_hat=radii[0],
+        beta_check=radii[1],
+        beta_tilde=radii[2],
+        beta_hat_condition=cond[0],
+        beta_check_condition=cond[1],
+        beta_tilde_condition=cond[2],
+    )
