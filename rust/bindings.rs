@@ -2,16 +2,19 @@
 //! kernels, returns owned arrays, and maps `CoreError` onto `privrl.exceptions`.
 //! Calls that may run longer than ~100 us release the GIL.
 
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyArrayDyn, PyArrayMethods, PyReadonlyArray1,
+    PyReadonlyArray2, PyReadonlyArray3, PyReadonlyArrayDyn, PyUntypedArrayMethods,
+};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
+use crate::continual::{make_mechanism, MechanismKind, PrefixMechanism};
 use crate::errors::CoreError;
 use crate::lsvi;
 use crate::mixture::MixtureFeatures as CoreMixture;
 use crate::qeval::{group_max as core_group_max, OptimisticQ, TieBreak};
 use crate::rank_one::{self, ShermanMorrison as CoreSM};
-use crate::continual::{make_mechanism, MechanismKind, PrefixMechanism};
 use crate::tree::{NodeNoise, NodeShape, NoiseStream as CoreStream, TreeAggregator as CoreTree};
 
 /// Work (in multiply-adds) above which a kernel releases the GIL.
@@ -50,8 +53,9 @@ fn contiguous<'a>(what: &str, s: Result<&'a [f64], numpy::AsSliceError>) -> PyRe
 }
 
 fn seed32(seed: Vec<u8>) -> PyResult<[u8; 32]> {
-    seed.try_into()
-        .map_err(|v: Vec<u8>| PyValueError::new_err(format!("seed must be 32 bytes, got {}", v.len())))
+    seed.try_into().map_err(|v: Vec<u8>| {
+        PyValueError::new_err(format!("seed must be 32 bytes, got {}", v.len()))
+    })
 }
 
 // ---------------------------------------------------------------- tree
@@ -88,7 +92,10 @@ impl PyTree {
         };
         let mut inner = CoreTree::new(shape, noise, capacity, seed32(seed)?).py_ok(py)?;
         inner.set_keep_last_node(keep_last_node);
-        Ok(PyTree { inner, d_matrix: symmetric.then_some(size) })
+        Ok(PyTree {
+            inner,
+            d_matrix: symmetric.then_some(size),
+        })
     }
 
     /// Add one leaf (flat values, row-major for matrices).
@@ -103,7 +110,11 @@ impl PyTree {
 
     /// Push one leaf (any C-contiguous float64 array of the tree's size, e.g. (d, d)) and return
     /// the new release shaped like the leaf, in one call: the per-step use of continual release.
-    fn push_release<'py>(&mut self, py: Python<'py>, leaf: PyReadonlyArrayDyn<'_, f64>) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+    fn push_release<'py>(
+        &mut self,
+        py: Python<'py>,
+        leaf: PyReadonlyArrayDyn<'_, f64>,
+    ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
         let s = contiguous("leaf", leaf.as_slice())?;
         self.inner.push(s).py_ok(py)?;
         let shape = leaf.shape().to_vec();
@@ -137,11 +148,19 @@ impl PyTree {
     }
 
     fn variance_profile<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        Ok(PrefixMechanism::variance_profile(&self.inner).py_ok(py)?.into_pyarray(py))
+        Ok(PrefixMechanism::variance_profile(&self.inner)
+            .py_ok(py)?
+            .into_pyarray(py))
     }
 
-    fn leaf_coefficients<'py>(&self, py: Python<'py>, leaf: u64) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        Ok(PrefixMechanism::leaf_coefficients(&self.inner, leaf).py_ok(py)?.into_pyarray(py))
+    fn leaf_coefficients<'py>(
+        &self,
+        py: Python<'py>,
+        leaf: u64,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        Ok(PrefixMechanism::leaf_coefficients(&self.inner, leaf)
+            .py_ok(py)?
+            .into_pyarray(py))
     }
 
     #[getter]
@@ -214,9 +233,12 @@ fn parse_noise(noise: &str, scale: f64, grid_bits: u32) -> PyResult<NodeNoise> {
 fn batch_len(py: Python<'_>, count: usize, n: usize) -> PyResult<usize> {
     match count.checked_mul(n) {
         Some(len) if len <= 1 << 28 => Ok(len),
-        _ => Err(to_pyerr(py, CoreError::Shape(format!(
-            "a batch of {count} noise draws of {n} entries exceeds the limit of 2^28 entries"
-        )))),
+        _ => Err(to_pyerr(
+            py,
+            CoreError::Shape(format!(
+                "a batch of {count} noise draws of {n} entries exceeds the limit of 2^28 entries"
+            )),
+        )),
     }
 }
 
@@ -230,13 +252,26 @@ pub struct PyNoiseStream {
 impl PyNoiseStream {
     #[new]
     #[pyo3(signature = (noise, scale, seed, grid_bits=20))]
-    fn new(py: Python<'_>, noise: &str, scale: f64, seed: Vec<u8>, grid_bits: u32) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        noise: &str,
+        scale: f64,
+        seed: Vec<u8>,
+        grid_bits: u32,
+    ) -> PyResult<Self> {
         let n = parse_noise(noise, scale, grid_bits)?;
-        Ok(PyNoiseStream { inner: CoreStream::new(n, seed32(seed)?).py_ok(py)? })
+        Ok(PyNoiseStream {
+            inner: CoreStream::new(n, seed32(seed)?).py_ok(py)?,
+        })
     }
 
     /// `count` independent noise vectors of length n, as a (count, n) array.
-    fn vectors<'py>(&mut self, py: Python<'py>, count: usize, n: usize) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    fn vectors<'py>(
+        &mut self,
+        py: Python<'py>,
+        count: usize,
+        n: usize,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         NodeShape::Vector(n).validate().py_ok(py)?;
         let mut out = vec![0.0; batch_len(py, count, n)?];
         for c in out.chunks_exact_mut(n.max(1)).take(count) {
@@ -246,15 +281,25 @@ impl PyNoiseStream {
     }
 
     /// `count` independent symmetric (Z' + Z'^T)/divisor matrices, as a (count, d*d) array.
-    fn symmetric<'py>(&mut self, py: Python<'py>, count: usize, d: usize, divisor: f64) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    fn symmetric<'py>(
+        &mut self,
+        py: Python<'py>,
+        count: usize,
+        d: usize,
+        divisor: f64,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         if !(divisor.is_finite() && divisor > 0.0) {
-            return Err(PyValueError::new_err(format!("divisor must be finite and > 0, got {divisor}")));
+            return Err(PyValueError::new_err(format!(
+                "divisor must be finite and > 0, got {divisor}"
+            )));
         }
         let shape = NodeShape::SymMatrix { d, divisor };
         shape.validate().py_ok(py)?;
         let mut out = vec![0.0; batch_len(py, count, d * d)?];
         for c in out.chunks_exact_mut((d * d).max(1)).take(count) {
-            self.inner.fill(NodeShape::SymMatrix { d, divisor }, c).py_ok(py)?;
+            self.inner
+                .fill(NodeShape::SymMatrix { d, divisor }, c)
+                .py_ok(py)?;
         }
         out.into_pyarray(py).reshape([count, d * d])
     }
@@ -278,7 +323,9 @@ impl PySM {
     #[new]
     #[pyo3(signature = (d, lam, refactor_every=1024))]
     fn new(py: Python<'_>, d: usize, lam: f64, refactor_every: usize) -> PyResult<Self> {
-        Ok(PySM { inner: CoreSM::new(d, lam, refactor_every).py_ok(py)? })
+        Ok(PySM {
+            inner: CoreSM::new(d, lam, refactor_every).py_ok(py)?,
+        })
     }
 
     fn update(&mut self, py: Python<'_>, x: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
@@ -302,7 +349,11 @@ impl PySM {
         let s = contiguous("xs", xs.as_slice())?;
         let work = s.len() * self.inner.dim();
         let inner = &mut self.inner;
-        let r = if work > DETACH_WORK { py.detach(|| inner.update_batch(s)) } else { inner.update_batch(s) };
+        let r = if work > DETACH_WORK {
+            py.detach(|| inner.update_batch(s))
+        } else {
+            inner.update_batch(s)
+        };
         r.py_ok(py)
     }
 
@@ -312,15 +363,27 @@ impl PySM {
 
     fn matrix<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let d = self.inner.dim();
-        self.inner.matrix().to_vec().into_pyarray(py).reshape([d, d])
+        self.inner
+            .matrix()
+            .to_vec()
+            .into_pyarray(py)
+            .reshape([d, d])
     }
 
     fn inverse<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let d = self.inner.dim();
-        self.inner.inverse().to_vec().into_pyarray(py).reshape([d, d])
+        self.inner
+            .inverse()
+            .to_vec()
+            .into_pyarray(py)
+            .reshape([d, d])
     }
 
-    fn solve<'py>(&self, py: Python<'py>, u: PyReadonlyArray1<'_, f64>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    fn solve<'py>(
+        &self,
+        py: Python<'py>,
+        u: PyReadonlyArray1<'_, f64>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let s = contiguous("u", u.as_slice())?;
         Ok(self.inner.solve(s).py_ok(py)?.into_pyarray(py))
     }
@@ -346,21 +409,35 @@ impl PySM {
 fn square(py: Python<'_>, what: &str, a: &PyReadonlyArray2<'_, f64>) -> PyResult<usize> {
     let sh = a.shape();
     if sh[0] != sh[1] || sh[0] == 0 {
-        return Err(to_pyerr(py, CoreError::Shape(format!("{what} must be a square (d, d) matrix, got {sh:?}"))));
+        return Err(to_pyerr(
+            py,
+            CoreError::Shape(format!("{what} must be a square (d, d) matrix, got {sh:?}")),
+        ));
     }
     Ok(sh[0])
 }
 
 #[pyfunction]
-fn spd_inverse<'py>(py: Python<'py>, a: PyReadonlyArray2<'_, f64>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+fn spd_inverse<'py>(
+    py: Python<'py>,
+    a: PyReadonlyArray2<'_, f64>,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let d = square(py, "matrix", &a)?;
     let s = contiguous("matrix", a.as_slice())?;
-    let inv = if d > 40 { py.detach(|| rank_one::spd_inverse(s, d)) } else { rank_one::spd_inverse(s, d) };
+    let inv = if d > 40 {
+        py.detach(|| rank_one::spd_inverse(s, d))
+    } else {
+        rank_one::spd_inverse(s, d)
+    };
     inv.py_ok(py)?.into_pyarray(py).reshape([d, d])
 }
 
 #[pyfunction]
-fn spd_solve<'py>(py: Python<'py>, a: PyReadonlyArray2<'_, f64>, b: PyReadonlyArray1<'_, f64>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+fn spd_solve<'py>(
+    py: Python<'py>,
+    a: PyReadonlyArray2<'_, f64>,
+    b: PyReadonlyArray1<'_, f64>,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
     let d = square(py, "matrix", &a)?;
     let s = contiguous("matrix", a.as_slice())?;
     let bs = contiguous("b", b.as_slice())?;
@@ -391,7 +468,12 @@ fn eval_q(
     let (n, d) = (sh[0], sh[1]);
     let ish = inv.shape();
     if ish != [d, d] {
-        return Err(to_pyerr(py, CoreError::Shape(format!("inverse must be ({d}, {d}) to match phi {sh:?}, got {ish:?}"))));
+        return Err(to_pyerr(
+            py,
+            CoreError::Shape(format!(
+                "inverse must be ({d}, {d}) to match phi {sh:?}, got {ish:?}"
+            )),
+        ));
     }
     let phis = contiguous("phi", phi.as_slice())?;
     let ws = contiguous("w", w.as_slice())?;
@@ -400,7 +482,14 @@ fn eval_q(
         Some(o) => Some(contiguous("offset", o.as_slice())?),
         None => None,
     };
-    let q = OptimisticQ { d, w: ws, inv: invs, beta, lower, upper };
+    let q = OptimisticQ {
+        d,
+        w: ws,
+        inv: invs,
+        beta,
+        lower,
+        upper,
+    };
     let mut out = vec![0.0; n];
     let r = if n * d * d > DETACH_WORK {
         py.detach(|| q.evaluate(phis, off, &mut out))
@@ -446,7 +535,13 @@ fn group_max<'py>(
     Ok((v.into_pyarray(py), a.into_pyarray(py)))
 }
 
-fn run_group_max(py: Python<'_>, q: &[f64], n: usize, a: usize, seed: Option<u64>) -> PyResult<(Vec<f64>, Vec<i64>)> {
+fn run_group_max(
+    py: Python<'_>,
+    q: &[f64],
+    n: usize,
+    a: usize,
+    seed: Option<u64>,
+) -> PyResult<(Vec<f64>, Vec<i64>)> {
     let mut v = vec![0.0; n];
     let mut arg = vec![0usize; n];
     core_group_max(q, a, tie_rule(seed), &mut v, &mut arg).py_ok(py)?;
@@ -469,14 +564,28 @@ fn optimistic_values<'py>(
     upper: f64,
     offset: Option<PyReadonlyArray1<'_, f64>>,
     tie_seed: Option<u64>,
-) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<i64>>)> {
+) -> PyResult<(
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<i64>>,
+)> {
     let q = eval_q(py, &phi, &w, &inv, beta, lower, upper, &offset)?;
     if n_actions == 0 || q.len() % n_actions != 0 {
-        return Err(to_pyerr(py, CoreError::Shape(format!("{} rows do not split into groups of {n_actions} actions", q.len()))));
+        return Err(to_pyerr(
+            py,
+            CoreError::Shape(format!(
+                "{} rows do not split into groups of {n_actions} actions",
+                q.len()
+            )),
+        ));
     }
     let n = q.len() / n_actions;
     let (v, a) = run_group_max(py, &q, n, n_actions, tie_seed)?;
-    Ok((q.into_pyarray(py).reshape([n, n_actions])?, v.into_pyarray(py), a.into_pyarray(py)))
+    Ok((
+        q.into_pyarray(py).reshape([n, n_actions])?,
+        v.into_pyarray(py),
+        a.into_pyarray(py),
+    ))
 }
 
 /// V(s) = clip(max_a phi(s,a) w + beta ||phi(s,a)||_{inv}) for the states listed in `states`
@@ -499,13 +608,21 @@ fn state_values<'py>(
     let d = sh[1];
     let ish = inv.shape();
     if ish != [d, d] {
-        return Err(to_pyerr(py, CoreError::Shape(format!("inverse must be ({d}, {d}) to match the table {sh:?}, got {ish:?}"))));
+        return Err(to_pyerr(
+            py,
+            CoreError::Shape(format!(
+                "inverse must be ({d}, {d}) to match the table {sh:?}, got {ish:?}"
+            )),
+        ));
     }
     let ts = contiguous("table", table.as_slice())?;
     let ws = contiguous("w", w.as_slice())?;
     let invs = contiguous("inverse", inv.as_slice())?;
     let idx = match &states {
-        Some(s) => Some(s.as_slice().map_err(|_| PyValueError::new_err("states must be a C-contiguous int64 array"))?),
+        Some(s) => Some(
+            s.as_slice()
+                .map_err(|_| PyValueError::new_err("states must be a C-contiguous int64 array"))?,
+        ),
         None => None,
     };
     let n = match idx {
@@ -513,7 +630,14 @@ fn state_values<'py>(
         None if n_actions > 0 => sh[0] / n_actions,
         None => 0,
     };
-    let q = OptimisticQ { d, w: ws, inv: invs, beta, lower, upper };
+    let q = OptimisticQ {
+        d,
+        w: ws,
+        inv: invs,
+        beta,
+        lower,
+        upper,
+    };
     let mut out = vec![0.0; n];
     let r = if n * n_actions.max(1) * d * d > DETACH_WORK {
         py.detach(|| lsvi::state_values(&q, ts, n_actions, idx, &mut out))
@@ -539,19 +663,35 @@ impl PyMixture {
     fn new(py: Python<'_>, dense: PyReadonlyArray3<'_, f64>) -> PyResult<Self> {
         let sh = dense.shape();
         let s = contiguous("features", dense.as_slice())?;
-        Ok(PyMixture { inner: CoreMixture::from_dense(s, sh[0], sh[1], sh[2]).py_ok(py)? })
+        Ok(PyMixture {
+            inner: CoreMixture::from_dense(s, sh[0], sh[1], sh[2]).py_ok(py)?,
+        })
     }
 
     /// (S*A, d) array of phi_v(s, a).
-    fn phi_v<'py>(&self, py: Python<'py>, v: PyReadonlyArray1<'_, f64>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    fn phi_v<'py>(
+        &self,
+        py: Python<'py>,
+        v: PyReadonlyArray1<'_, f64>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let vs = contiguous("v", v.as_slice())?;
         let mut out = vec![0.0; self.inner.n_rows() * self.inner.dim()];
         self.inner.phi_v(vs, &mut out).py_ok(py)?;
-        out.into_pyarray(py).reshape([self.inner.n_rows(), self.inner.dim()])
+        out.into_pyarray(py)
+            .reshape([self.inner.n_rows(), self.inner.dim()])
     }
 
-    fn feature<'py>(&self, py: Python<'py>, row: usize, next_state: usize) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        Ok(self.inner.feature(row, next_state).py_ok(py)?.into_pyarray(py))
+    fn feature<'py>(
+        &self,
+        py: Python<'py>,
+        row: usize,
+        next_state: usize,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        Ok(self
+            .inner
+            .feature(row, next_state)
+            .py_ok(py)?
+            .into_pyarray(py))
     }
 
     #[getter]
@@ -607,7 +747,10 @@ impl PyPrefix {
             NodeShape::Vector(size)
         };
         let inner = make_mechanism(kind, shape, noise, capacity, seed32(seed)?).py_ok(py)?;
-        Ok(PyPrefix { inner, d_matrix: symmetric.then_some(size) })
+        Ok(PyPrefix {
+            inner,
+            d_matrix: symmetric.then_some(size),
+        })
     }
 
     fn push(&mut self, py: Python<'_>, leaf: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
@@ -637,7 +780,11 @@ impl PyPrefix {
     }
 
     /// Push one leaf and return the new release, in one call.
-    fn push_release<'py>(&mut self, py: Python<'py>, leaf: PyReadonlyArray1<'_, f64>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    fn push_release<'py>(
+        &mut self,
+        py: Python<'py>,
+        leaf: PyReadonlyArray1<'_, f64>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
         self.push(py, leaf)?;
         self.release(py)
     }
@@ -672,8 +819,16 @@ impl PyPrefix {
         Ok(self.inner.variance_profile().py_ok(py)?.into_pyarray(py))
     }
 
-    fn leaf_coefficients<'py>(&self, py: Python<'py>, leaf: u64) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        Ok(self.inner.leaf_coefficients(leaf).py_ok(py)?.into_pyarray(py))
+    fn leaf_coefficients<'py>(
+        &self,
+        py: Python<'py>,
+        leaf: u64,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        Ok(self
+            .inner
+            .leaf_coefficients(leaf)
+            .py_ok(py)?
+            .into_pyarray(py))
     }
 
     #[getter]

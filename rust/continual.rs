@@ -69,7 +69,11 @@ impl MechanismKind {
             "honaker" => Ok(MechanismKind::Honaker),
             "factorization" => Ok(MechanismKind::Factorization),
             "blt" => {
-                let b = if buffers == 0 { DEFAULT_BLT_BUFFERS } else { buffers };
+                let b = if buffers == 0 {
+                    DEFAULT_BLT_BUFFERS
+                } else {
+                    buffers
+                };
                 if b > MAX_BLT_BUFFERS {
                     return Err(CoreError::InvalidParameter(format!(
                         "blt buffers must be in [1, {MAX_BLT_BUFFERS}], got {b}"
@@ -133,7 +137,9 @@ pub trait PrefixMechanism: Send + Sync {
     /// `variance_factor(t)` for t = 1..=T (at most MAX_COEFFICIENTS steps).
     fn variance_profile(&self) -> CoreResult<Vec<f64>> {
         check_profile_len(self.capacity())?;
-        Ok((1..=self.capacity()).map(|t| self.variance_factor(t)).collect())
+        Ok((1..=self.capacity())
+            .map(|t| self.variance_factor(t))
+            .collect())
     }
 
     /// Per-entry variance of the released noise at step t, (off-diagonal, diagonal).
@@ -168,7 +174,9 @@ pub fn make_mechanism(
         MechanismKind::Tree => Box::new(TreeAggregator::new(shape, noise, capacity, seed)?),
         MechanismKind::Honaker => Box::new(Honaker::new(shape, noise, capacity, seed)?),
         MechanismKind::Factorization => Box::new(Factorization::new(shape, noise, capacity, seed)?),
-        MechanismKind::Blt { buffers } => Box::new(Blt::new(shape, noise, capacity, seed, buffers)?),
+        MechanismKind::Blt { buffers } => {
+            Box::new(Blt::new(shape, noise, capacity, seed, buffers)?)
+        }
     })
 }
 
@@ -286,7 +294,12 @@ impl Innovations {
 
     /// Draw the next node noise (same law and stream order as `NoiseStream::fill`) into `out`.
     fn draw(&mut self, out: &mut [f64]) {
-        draw_node_noise(&mut self.rng, self.noise, self.packing.shape, &mut self.full);
+        draw_node_noise(
+            &mut self.rng,
+            self.noise,
+            self.packing.shape,
+            &mut self.full,
+        );
         self.packing.pack(&self.full, out);
         self.drawn += 1;
     }
@@ -382,7 +395,10 @@ pub fn honaker_level_variance(level: u32) -> f64 {
 
 /// Variance factor of Honaker's online estimate at step t.
 pub fn honaker_variance_factor(t: u64) -> f64 {
-    (0..64).filter(|l| (t >> l) & 1 == 1).map(honaker_level_variance).sum()
+    (0..64)
+        .filter(|l| (t >> l) & 1 == 1)
+        .map(honaker_level_variance)
+        .sum()
 }
 
 /// Honaker's variance-reduced tree (online: each prefix uses the nodes completed by then).
@@ -403,7 +419,12 @@ pub struct Honaker {
 }
 
 impl Honaker {
-    pub fn new(shape: NodeShape, noise: NodeNoise, capacity: u64, seed: [u8; 32]) -> CoreResult<Self> {
+    pub fn new(
+        shape: NodeShape,
+        noise: NodeNoise,
+        capacity: u64,
+        seed: [u8; 32],
+    ) -> CoreResult<Self> {
         check_common(shape, noise, capacity)?;
         let unit = noise.lattice_unit(shape)?;
         let innov = Innovations::new(shape, noise, seed);
@@ -525,7 +546,10 @@ impl PrefixMechanism for Honaker {
     }
     fn leaf_coefficients(&self, leaf: u64) -> CoreResult<Vec<f64>> {
         check_leaf_index(leaf, self.capacity)?;
-        Ok(vec![1.0; tree_leaf_count(leaf, self.capacity, false) as usize])
+        Ok(vec![
+            1.0;
+            tree_leaf_count(leaf, self.capacity, false) as usize
+        ])
     }
     fn l2_multiplier(&self) -> f64 {
         (bit_length(self.capacity) as f64).sqrt()
@@ -568,11 +592,18 @@ pub struct Factorization {
 }
 
 impl Factorization {
-    pub fn new(shape: NodeShape, noise: NodeNoise, capacity: u64, seed: [u8; 32]) -> CoreResult<Self> {
+    pub fn new(
+        shape: NodeShape,
+        noise: NodeNoise,
+        capacity: u64,
+        seed: [u8; 32],
+    ) -> CoreResult<Self> {
         check_common(shape, noise, capacity)?;
         let innov = Innovations::new(shape, noise, seed);
         let p = innov.packing.packed as u64;
-        if capacity > MAX_FACTORIZATION_CAPACITY || capacity.saturating_mul(p) > MAX_FACTORIZATION_HISTORY {
+        if capacity > MAX_FACTORIZATION_CAPACITY
+            || capacity.saturating_mul(p) > MAX_FACTORIZATION_HISTORY
+        {
             return Err(CoreError::Capacity(format!(
                 "the exact factorization keeps all T = {capacity} innovations of {p} entries; \
                  the limit is T <= {MAX_FACTORIZATION_CAPACITY} and T * entries <= \
@@ -717,7 +748,11 @@ pub fn blt_parameters(capacity: u64, buffers: usize) -> (Vec<f64>, Vec<f64>) {
     let m = buffers.max(1);
     let vmin = -(capacity.max(1) as f64).ln() - 1.5;
     let vmax = 1.5;
-    let h = if m > 1 { (vmax - vmin) / (m - 1) as f64 } else { vmax - vmin };
+    let h = if m > 1 {
+        (vmax - vmin) / (m - 1) as f64
+    } else {
+        vmax - vmin
+    };
     let mut theta = Vec::with_capacity(m);
     let mut omega = Vec::with_capacity(m);
     for i in 0..m {
@@ -956,7 +991,9 @@ fn identity(n: usize) -> Vec<f64> {
 
 impl PrefixMechanism for Blt {
     fn kind(&self) -> MechanismKind {
-        MechanismKind::Blt { buffers: self.theta.len() }
+        MechanismKind::Blt {
+            buffers: self.theta.len(),
+        }
     }
     fn shape(&self) -> NodeShape {
         self.shape
@@ -1067,13 +1104,16 @@ mod tests {
         MechanismKind::Tree,
         MechanismKind::Honaker,
         MechanismKind::Factorization,
-        MechanismKind::Blt { buffers: DEFAULT_BLT_BUFFERS },
+        MechanismKind::Blt {
+            buffers: DEFAULT_BLT_BUFFERS,
+        },
     ];
 
     #[test]
     fn zero_noise_releases_exact_prefix_for_every_kind() {
         for kind in KINDS {
-            let mut m = make_mechanism(kind, NodeShape::Vector(2), NodeNoise::Zero, 40, seed(0)).unwrap();
+            let mut m =
+                make_mechanism(kind, NodeShape::Vector(2), NodeNoise::Zero, 40, seed(0)).unwrap();
             let mut s = [0.0, 0.0];
             let mut out = [0.0; 2];
             for t in 0..40 {
@@ -1092,9 +1132,19 @@ mod tests {
     #[test]
     fn refused_leaf_leaves_state_unchanged() {
         for kind in KINDS {
-            let mut m = make_mechanism(kind, NodeShape::Vector(2), NodeNoise::Gaussian { sigma: 1.0 }, 8, seed(1)).unwrap();
+            let mut m = make_mechanism(
+                kind,
+                NodeShape::Vector(2),
+                NodeNoise::Gaussian { sigma: 1.0 },
+                8,
+                seed(1),
+            )
+            .unwrap();
             m.push(&[1.0, 2.0]).unwrap();
-            assert!(matches!(m.push(&[1.0, f64::NAN]), Err(CoreError::NonFinite(_))));
+            assert!(matches!(
+                m.push(&[1.0, f64::NAN]),
+                Err(CoreError::NonFinite(_))
+            ));
             assert!(matches!(m.push(&[1.0]), Err(CoreError::Shape(_))));
             assert_eq!(m.steps(), 1);
             assert_eq!(m.exact_sum(), vec![1.0, 2.0]);
@@ -1107,7 +1157,10 @@ mod tests {
             let d = 5;
             let mut m = make_mechanism(
                 kind,
-                NodeShape::SymMatrix { d, divisor: std::f64::consts::SQRT_2 },
+                NodeShape::SymMatrix {
+                    d,
+                    divisor: std::f64::consts::SQRT_2,
+                },
                 NodeNoise::Gaussian { sigma: 2.0 },
                 50,
                 seed(2),
@@ -1137,7 +1190,14 @@ mod tests {
             for r in 0..reps {
                 let mut s = [0u8; 32];
                 s[..8].copy_from_slice(&(r as u64).to_le_bytes());
-                let mut m = make_mechanism(kind, NodeShape::Vector(4), NodeNoise::Gaussian { sigma: 1.0 }, cap, s).unwrap();
+                let mut m = make_mechanism(
+                    kind,
+                    NodeShape::Vector(4),
+                    NodeNoise::Gaussian { sigma: 1.0 },
+                    cap,
+                    s,
+                )
+                .unwrap();
                 let mut out = [0.0; 4];
                 for t in 0..cap as usize {
                     m.push_zero().unwrap();
@@ -1145,12 +1205,16 @@ mod tests {
                     acc[t] += out.iter().map(|x| x * x).sum::<f64>() / 4.0;
                 }
             }
-            let m = make_mechanism(kind, NodeShape::Vector(4), NodeNoise::Zero, cap, seed(0)).unwrap();
+            let m =
+                make_mechanism(kind, NodeShape::Vector(4), NodeNoise::Zero, cap, seed(0)).unwrap();
             for t in [1u64, 2, 3, 7, 8, 21, 31, 40] {
                 let got = acc[t as usize - 1] / reps as f64;
                 let want = m.variance_factor(t);
                 // 12000 samples of a chi-square(1) mean: sd ~ sqrt(2/12000) ~ 1.3%.
-                assert!((got / want - 1.0).abs() < 0.06, "{kind:?} t={t}: {got} vs {want}");
+                assert!(
+                    (got / want - 1.0).abs() < 0.06,
+                    "{kind:?} t={t}: {got} vs {want}"
+                );
             }
         }
     }
@@ -1158,7 +1222,14 @@ mod tests {
     #[test]
     fn tree_profile_counts() {
         for cap in [1u64, 2, 3, 4, 7, 8, 9, 1000, 1024, 10_000] {
-            let m = make_mechanism(MechanismKind::Tree, NodeShape::Vector(1), NodeNoise::Zero, cap, seed(0)).unwrap();
+            let m = make_mechanism(
+                MechanismKind::Tree,
+                NodeShape::Vector(1),
+                NodeNoise::Zero,
+                cap,
+                seed(0),
+            )
+            .unwrap();
             let bl = 64 - cap.leading_zeros();
             assert_eq!(m.l2_multiplier(), (bl as f64).sqrt());
             assert_eq!(m.leaf_coefficients(1).unwrap().len() as u32, bl);
@@ -1179,7 +1250,11 @@ mod tests {
                 let mut worst = 0;
                 for i in 1..=cap {
                     let n = used.iter().filter(|(a, b)| *a <= i && i <= *b).count();
-                    assert_eq!(m.leaf_coefficients(i).unwrap().len(), n, "cap {cap} leaf {i}");
+                    assert_eq!(
+                        m.leaf_coefficients(i).unwrap().len(),
+                        n,
+                        "cap {cap} leaf {i}"
+                    );
                     worst = worst.max(n);
                 }
                 assert_eq!(worst as u32, bl);
@@ -1217,7 +1292,12 @@ mod tests {
         assert!((m.l2_multiplier() - want.sqrt()).abs() < 1e-12);
         assert!((m.variance_factor(300) - want).abs() < 1e-12);
         assert!(matches!(
-            Factorization::new(NodeShape::Vector(1), NodeNoise::Zero, MAX_FACTORIZATION_CAPACITY + 1, seed(0)),
+            Factorization::new(
+                NodeShape::Vector(1),
+                NodeNoise::Zero,
+                MAX_FACTORIZATION_CAPACITY + 1,
+                seed(0)
+            ),
             Err(CoreError::Capacity(_))
         ));
     }
@@ -1246,7 +1326,10 @@ mod tests {
                 var += e * e;
                 if t % 97 == 1 || t == cap {
                     let got = m.variance_factor(t);
-                    assert!((got / var - 1.0).abs() < 1e-9, "cap {cap} t {t}: {got} vs {var}");
+                    assert!(
+                        (got / var - 1.0).abs() < 1e-9,
+                        "cap {cap} t {t}: {got} vs {var}"
+                    );
                 }
             }
             assert!((m.max_variance_factor() / var - 1.0).abs() < 1e-9);
@@ -1259,9 +1342,13 @@ mod tests {
     fn normalized_error_ordering() {
         let cap = 10_000u64;
         let mean_std = |kind: MechanismKind| {
-            let m = make_mechanism(kind, NodeShape::Vector(1), NodeNoise::Zero, cap, seed(0)).unwrap();
+            let m =
+                make_mechanism(kind, NodeShape::Vector(1), NodeNoise::Zero, cap, seed(0)).unwrap();
             let mult = m.l2_multiplier();
-            (1..=cap).map(|t| (m.variance_factor(t)).sqrt() * mult).sum::<f64>() / cap as f64
+            (1..=cap)
+                .map(|t| (m.variance_factor(t)).sqrt() * mult)
+                .sum::<f64>()
+                / cap as f64
         };
         let tree = mean_std(MechanismKind::Tree);
         let hon = mean_std(MechanismKind::Honaker);
@@ -1274,7 +1361,10 @@ mod tests {
 
     #[test]
     fn discrete_noise_only_on_tree() {
-        let dg = NodeNoise::DiscreteGaussian { sigma: 1.0, grid_bits: 10 };
+        let dg = NodeNoise::DiscreteGaussian {
+            sigma: 1.0,
+            grid_bits: 10,
+        };
         assert!(make_mechanism(MechanismKind::Tree, NodeShape::Vector(2), dg, 4, seed(0)).is_ok());
         for kind in &KINDS[1..] {
             assert!(matches!(
@@ -1287,11 +1377,33 @@ mod tests {
     #[test]
     fn bad_parameters_rejected() {
         for kind in KINDS {
-            assert!(make_mechanism(kind, NodeShape::Vector(0), NodeNoise::Zero, 4, seed(0)).is_err());
-            assert!(make_mechanism(kind, NodeShape::Vector(2), NodeNoise::Zero, 0, seed(0)).is_err());
-            assert!(make_mechanism(kind, NodeShape::SymMatrix { d: 1 << 40, divisor: 2.0 }, NodeNoise::Zero, 4, seed(0)).is_err());
-            assert!(make_mechanism(kind, NodeShape::Vector(2), NodeNoise::Gaussian { sigma: f64::NAN }, 4, seed(0)).is_err());
-            let m = make_mechanism(kind, NodeShape::Vector(2), NodeNoise::Zero, 4, seed(0)).unwrap();
+            assert!(
+                make_mechanism(kind, NodeShape::Vector(0), NodeNoise::Zero, 4, seed(0)).is_err()
+            );
+            assert!(
+                make_mechanism(kind, NodeShape::Vector(2), NodeNoise::Zero, 0, seed(0)).is_err()
+            );
+            assert!(make_mechanism(
+                kind,
+                NodeShape::SymMatrix {
+                    d: 1 << 40,
+                    divisor: 2.0
+                },
+                NodeNoise::Zero,
+                4,
+                seed(0)
+            )
+            .is_err());
+            assert!(make_mechanism(
+                kind,
+                NodeShape::Vector(2),
+                NodeNoise::Gaussian { sigma: f64::NAN },
+                4,
+                seed(0)
+            )
+            .is_err());
+            let m =
+                make_mechanism(kind, NodeShape::Vector(2), NodeNoise::Zero, 4, seed(0)).unwrap();
             assert!(m.leaf_coefficients(0).is_err());
             assert!(m.leaf_coefficients(5).is_err());
         }

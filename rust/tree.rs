@@ -66,7 +66,10 @@ impl NodeNoise {
         let v = self.entry_variance();
         match (*self, shape) {
             (_, NodeShape::Vector(_)) => (v, v),
-            (NodeNoise::DiscreteGaussian { grid_bits, .. }, NodeShape::SymMatrix { divisor, .. }) => {
+            (
+                NodeNoise::DiscreteGaussian { grid_bits, .. },
+                NodeShape::SymMatrix { divisor, .. },
+            ) => {
                 // Off-diagonal and diagonal entries are drawn directly with the variances
                 // (Z' + Z'^T)/c has in the continuous case: 2 s^2 / c^2 and 4 s^2 / c^2.
                 let g = self.grid().unwrap_or(0.0);
@@ -86,14 +89,23 @@ impl NodeNoise {
 
     /// True for the secure (integer-lattice) samplers.
     pub fn is_discrete(&self) -> bool {
-        matches!(self, NodeNoise::DiscreteGaussian { .. } | NodeNoise::DiscreteLaplace { .. })
+        matches!(
+            self,
+            NodeNoise::DiscreteGaussian { .. } | NodeNoise::DiscreteLaplace { .. }
+        )
     }
 
     /// Grid spacing `scale * 2^-grid_bits` of a discrete sampler (None for continuous noise).
     pub fn grid(&self) -> Option<f64> {
         match *self {
-            NodeNoise::DiscreteGaussian { sigma: s, grid_bits: k }
-            | NodeNoise::DiscreteLaplace { scale: s, grid_bits: k } => Some(s * 0.5f64.powi(k as i32)),
+            NodeNoise::DiscreteGaussian {
+                sigma: s,
+                grid_bits: k,
+            }
+            | NodeNoise::DiscreteLaplace {
+                scale: s,
+                grid_bits: k,
+            } => Some(s * 0.5f64.powi(k as i32)),
             _ => None,
         }
     }
@@ -101,7 +113,9 @@ impl NodeNoise {
     /// The lattice unit the noise of a `shape` node lives on, in data units (None for continuous
     /// noise): the grid, divided by the symmetrization divisor for discrete Laplace matrices.
     pub fn lattice_unit(&self, shape: NodeShape) -> CoreResult<Option<f64>> {
-        let Some(g) = self.grid() else { return Ok(None) };
+        let Some(g) = self.grid() else {
+            return Ok(None);
+        };
         match (*self, shape) {
             (_, NodeShape::Vector(_)) => Ok(Some(g)),
             (NodeNoise::DiscreteGaussian { .. }, NodeShape::SymMatrix { divisor, .. }) => {
@@ -112,14 +126,14 @@ impl NodeNoise {
                     ))
                 })
             }
-            (_, NodeShape::SymMatrix { divisor, .. }) => {
-                sym_integer(divisor).map(|c| Some(g / c as f64)).ok_or_else(|| {
+            (_, NodeShape::SymMatrix { divisor, .. }) => sym_integer(divisor)
+                .map(|c| Some(g / c as f64))
+                .ok_or_else(|| {
                     CoreError::InvalidParameter(format!(
                         "discrete Laplace matrices need an integer divisor in [1, 64] \
                          (2 in the paper), got {divisor}"
                     ))
-                })
-            }
+                }),
         }
     }
 
@@ -136,7 +150,9 @@ impl NodeNoise {
                 "{name} must be finite and > 0, got {v}"
             )));
         }
-        if let NodeNoise::DiscreteGaussian { grid_bits, .. } | NodeNoise::DiscreteLaplace { grid_bits, .. } = *self {
+        if let NodeNoise::DiscreteGaussian { grid_bits, .. }
+        | NodeNoise::DiscreteLaplace { grid_bits, .. } = *self
+        {
             if grid_bits > MAX_GRID_BITS {
                 return Err(CoreError::InvalidParameter(format!(
                     "grid_bits must be in [0, {MAX_GRID_BITS}], got {grid_bits}"
@@ -203,7 +219,9 @@ impl NodeShape {
             }
         };
         match len {
-            Some(0) => Err(CoreError::Shape("nodes must have at least one entry".into())),
+            Some(0) => Err(CoreError::Shape(
+                "nodes must have at least one entry".into(),
+            )),
             Some(n) if n <= MAX_NODE_LEN => Ok(()),
             _ => Err(CoreError::Shape(format!(
                 "node size {self:?} exceeds the limit of {MAX_NODE_LEN} entries"
@@ -256,7 +274,8 @@ pub fn draw_node_noise<R: Rng + ?Sized>(
             for i in 0..d {
                 out[i * d + i] = 2.0 * secure::discrete_laplace(rng, t) as f64;
                 for j in (i + 1)..d {
-                    let v = (secure::discrete_laplace(rng, t) + secure::discrete_laplace(rng, t)) as f64;
+                    let v = (secure::discrete_laplace(rng, t) + secure::discrete_laplace(rng, t))
+                        as f64;
                     out[i * d + j] = v;
                     out[j * d + i] = v;
                 }
@@ -331,7 +350,11 @@ impl ExactSum {
         ExactSum {
             sum: vec![0.0; n],
             unit,
-            scratch: if unit.is_some() { vec![0.0; n] } else { Vec::new() },
+            scratch: if unit.is_some() {
+                vec![0.0; n]
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -593,7 +616,8 @@ impl TreeAggregator {
 
     /// Noise part of the current release (zeros before the first leaf).
     pub fn noise_into(&self, out: &mut [f64]) -> CoreResult<()> {
-        self.exact.noise_into(self.prefix.last().map(|p| p.as_slice()), out)
+        self.exact
+            .noise_into(self.prefix.last().map(|p| p.as_slice()), out)
     }
 
     /// Exact prefix sum of the data pushed so far (never released by the private algorithms);
@@ -604,7 +628,8 @@ impl TreeAggregator {
 
     /// The private release: exact prefix sum + tree noise.
     pub fn release_into(&self, out: &mut [f64]) -> CoreResult<()> {
-        self.exact.release_into(self.prefix.last().map(|p| p.as_slice()), out)
+        self.exact
+            .release_into(self.prefix.last().map(|p| p.as_slice()), out)
     }
 
     pub fn release(&self) -> Vec<f64> {
@@ -644,7 +669,11 @@ pub struct NoiseStream {
 impl NoiseStream {
     pub fn new(noise: NodeNoise, seed: [u8; 32]) -> CoreResult<Self> {
         noise.validate()?;
-        Ok(NoiseStream { noise, rng: ChaCha12Rng::from_seed(seed), draws: 0 })
+        Ok(NoiseStream {
+            noise,
+            rng: ChaCha12Rng::from_seed(seed),
+            draws: 0,
+        })
     }
 
     pub fn noise(&self) -> NodeNoise {
@@ -724,7 +753,10 @@ mod tests {
     fn same_seed_same_stream() {
         let run = |b| {
             let mut tr = TreeAggregator::new(
-                NodeShape::SymMatrix { d: 4, divisor: std::f64::consts::SQRT_2 },
+                NodeShape::SymMatrix {
+                    d: 4,
+                    divisor: std::f64::consts::SQRT_2,
+                },
                 NodeNoise::Gaussian { sigma: 2.0 },
                 64,
                 seed(b),
@@ -740,11 +772,18 @@ mod tests {
 
     #[test]
     fn matrix_noise_exactly_symmetric() {
-        for noise in [NodeNoise::Gaussian { sigma: 3.0 }, NodeNoise::Laplace { scale: 0.7 }] {
+        for noise in [
+            NodeNoise::Gaussian { sigma: 3.0 },
+            NodeNoise::Laplace { scale: 0.7 },
+        ] {
             let d = 6;
-            let mut tr =
-                TreeAggregator::new(NodeShape::SymMatrix { d, divisor: 2.0 }, noise, 100, seed(3))
-                    .unwrap();
+            let mut tr = TreeAggregator::new(
+                NodeShape::SymMatrix { d, divisor: 2.0 },
+                noise,
+                100,
+                seed(3),
+            )
+            .unwrap();
             for _ in 0..37 {
                 tr.push_zero().unwrap();
             }
@@ -768,18 +807,31 @@ mod tests {
         assert!(matches!(bad, Err(CoreError::InvalidParameter(_))));
         let bad = TreeAggregator::new(NodeShape::Vector(2), NodeNoise::Zero, 0, seed(0));
         assert!(matches!(bad, Err(CoreError::InvalidParameter(_))));
-        let mut tr = TreeAggregator::new(NodeShape::Vector(2), NodeNoise::Zero, 3, seed(0)).unwrap();
+        let mut tr =
+            TreeAggregator::new(NodeShape::Vector(2), NodeNoise::Zero, 3, seed(0)).unwrap();
         assert!(matches!(tr.push(&[1.0]), Err(CoreError::Shape(_))));
-        assert!(matches!(tr.push(&[1.0, f64::NAN]), Err(CoreError::NonFinite(_))));
+        assert!(matches!(
+            tr.push(&[1.0, f64::NAN]),
+            Err(CoreError::NonFinite(_))
+        ));
     }
 
     #[test]
     fn discrete_tree_lives_on_the_lattice() {
         for noise in [
-            NodeNoise::DiscreteGaussian { sigma: 3.0, grid_bits: 8 },
-            NodeNoise::DiscreteLaplace { scale: 3.0, grid_bits: 8 },
+            NodeNoise::DiscreteGaussian {
+                sigma: 3.0,
+                grid_bits: 8,
+            },
+            NodeNoise::DiscreteLaplace {
+                scale: 3.0,
+                grid_bits: 8,
+            },
         ] {
-            for shape in [NodeShape::Vector(4), NodeShape::SymMatrix { d: 2, divisor: 2.0 }] {
+            for shape in [
+                NodeShape::Vector(4),
+                NodeShape::SymMatrix { d: 2, divisor: 2.0 },
+            ] {
                 let mut tr = TreeAggregator::new(shape, noise, 20, seed(5)).unwrap();
                 let unit = noise.lattice_unit(shape).unwrap().unwrap();
                 let leaf = [0.1234567, -2.0, 5.5, 0.1234567];
@@ -792,7 +844,10 @@ mod tests {
                 }
                 for r in tr.release() {
                     let k = r / unit;
-                    assert!((k - k.round()).abs() < 1e-9, "{r} is not on the grid {unit}");
+                    assert!(
+                        (k - k.round()).abs() < 1e-9,
+                        "{r} is not on the grid {unit}"
+                    );
                 }
             }
         }
@@ -800,25 +855,73 @@ mod tests {
 
     #[test]
     fn discrete_tree_rejects_off_range_leaves_and_bad_grids() {
-        let noise = NodeNoise::DiscreteGaussian { sigma: 1.0, grid_bits: 24 };
+        let noise = NodeNoise::DiscreteGaussian {
+            sigma: 1.0,
+            grid_bits: 24,
+        };
         let mut tr = TreeAggregator::new(NodeShape::Vector(1), noise, 4, seed(0)).unwrap();
-        assert!(matches!(tr.push(&[1e300]), Err(CoreError::InvalidParameter(_))));
+        assert!(matches!(
+            tr.push(&[1e300]),
+            Err(CoreError::InvalidParameter(_))
+        ));
         assert_eq!(tr.steps(), 0);
-        let bad = NodeNoise::DiscreteGaussian { sigma: 1.0, grid_bits: 25 };
+        let bad = NodeNoise::DiscreteGaussian {
+            sigma: 1.0,
+            grid_bits: 25,
+        };
         assert!(TreeAggregator::new(NodeShape::Vector(1), bad, 4, seed(0)).is_err());
         let odd = NodeShape::SymMatrix { d: 2, divisor: 1.7 };
         assert!(TreeAggregator::new(odd, noise, 4, seed(0)).is_err());
-        let lap = NodeNoise::DiscreteLaplace { scale: 1.0, grid_bits: 4 };
-        assert!(TreeAggregator::new(NodeShape::SymMatrix { d: 2, divisor: std::f64::consts::SQRT_2 }, lap, 4, seed(0)).is_err());
+        let lap = NodeNoise::DiscreteLaplace {
+            scale: 1.0,
+            grid_bits: 4,
+        };
+        assert!(TreeAggregator::new(
+            NodeShape::SymMatrix {
+                d: 2,
+                divisor: std::f64::consts::SQRT_2
+            },
+            lap,
+            4,
+            seed(0)
+        )
+        .is_err());
     }
 
     #[test]
     fn discrete_node_variances_empirical() {
         let cases = [
-            (NodeNoise::DiscreteGaussian { sigma: 2.0, grid_bits: 3 }, NodeShape::Vector(6)),
-            (NodeNoise::DiscreteGaussian { sigma: 2.0, grid_bits: 3 }, NodeShape::SymMatrix { d: 3, divisor: std::f64::consts::SQRT_2 }),
-            (NodeNoise::DiscreteLaplace { scale: 1.5, grid_bits: 3 }, NodeShape::Vector(6)),
-            (NodeNoise::DiscreteLaplace { scale: 1.5, grid_bits: 3 }, NodeShape::SymMatrix { d: 3, divisor: 2.0 }),
+            (
+                NodeNoise::DiscreteGaussian {
+                    sigma: 2.0,
+                    grid_bits: 3,
+                },
+                NodeShape::Vector(6),
+            ),
+            (
+                NodeNoise::DiscreteGaussian {
+                    sigma: 2.0,
+                    grid_bits: 3,
+                },
+                NodeShape::SymMatrix {
+                    d: 3,
+                    divisor: std::f64::consts::SQRT_2,
+                },
+            ),
+            (
+                NodeNoise::DiscreteLaplace {
+                    scale: 1.5,
+                    grid_bits: 3,
+                },
+                NodeShape::Vector(6),
+            ),
+            (
+                NodeNoise::DiscreteLaplace {
+                    scale: 1.5,
+                    grid_bits: 3,
+                },
+                NodeShape::SymMatrix { d: 3, divisor: 2.0 },
+            ),
         ];
         for (noise, shape) in cases {
             let mut st = NoiseStream::new(noise, seed(9)).unwrap();
@@ -845,9 +948,15 @@ mod tests {
                 }
             }
             let (w_off, w_diag) = noise.node_variances(shape);
-            assert!((off / no / w_off - 1.0).abs() < 0.04, "{noise:?} {shape:?} off");
+            assert!(
+                (off / no / w_off - 1.0).abs() < 0.04,
+                "{noise:?} {shape:?} off"
+            );
             if nd > 0.0 {
-                assert!((diag / nd / w_diag - 1.0).abs() < 0.05, "{noise:?} {shape:?} diag");
+                assert!(
+                    (diag / nd / w_diag - 1.0).abs() < 0.05,
+                    "{noise:?} {shape:?} diag"
+                );
             }
             // Continuous counterpart has the same per-entry variances (to the grid's precision).
             let cont = match noise {
@@ -870,13 +979,9 @@ mod tests {
         for r in 0..reps {
             let mut s = [0u8; 32];
             s[..8].copy_from_slice(&(r as u64).to_le_bytes());
-            let mut tr = TreeAggregator::new(
-                NodeShape::Vector(1),
-                NodeNoise::Gaussian { sigma },
-                16,
-                s,
-            )
-            .unwrap();
+            let mut tr =
+                TreeAggregator::new(NodeShape::Vector(1), NodeNoise::Gaussian { sigma }, 16, s)
+                    .unwrap();
             for _ in 0..t_steps {
                 tr.push_zero().unwrap();
             }
