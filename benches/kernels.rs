@@ -6,9 +6,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::hint::black_box;
 
+use _core::noise::{NodeNoise, NodeShape};
 use _core::qeval::{group_max, OptimisticQ, TieBreak};
 use _core::rank_one::ShermanMorrison;
-use _core::tree::{NodeNoise, NodeShape, TreeAggregator};
+use _core::tree::TreeAggregator;
 
 const DIMS: [usize; 4] = [5, 16, 64, 200];
 const SIZES: [usize; 2] = [100, 10_000];

@@ -13,9 +13,10 @@ use crate::continual::{make_mechanism, MechanismKind, PrefixMechanism};
 use crate::errors::CoreError;
 use crate::lsvi;
 use crate::mixture::MixtureFeatures as CoreMixture;
+use crate::noise::{NodeNoise, NodeShape, NoiseStream as CoreStream};
 use crate::qeval::{group_max as core_group_max, OptimisticQ, TieBreak};
 use crate::rank_one::{self, ShermanMorrison as CoreSM};
-use crate::tree::{NodeNoise, NodeShape, NoiseStream as CoreStream, TreeAggregator as CoreTree};
+use crate::tree::TreeAggregator as CoreTree;
 
 /// Work (in multiply-adds) above which a kernel releases the GIL.
 const DETACH_WORK: usize = 50_000;
