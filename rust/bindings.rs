@@ -8,12 +8,19 @@ use numpy::{
 };
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 
-use crate::continual::{make_mechanism, MechanismKind, PrefixMechanism};
+use crate::continual::{
+    make_mechanism, MechanismKind, PrefixMechanism, DEFAULT_BLT_BUFFERS, MAX_BLT_BUFFERS,
+    MAX_COEFFICIENTS, MAX_FACTORIZATION_CAPACITY,
+};
 use crate::errors::CoreError;
 use crate::lsvi;
 use crate::mixture::MixtureFeatures as CoreMixture;
-use crate::noise::{NodeNoise, NodeShape, NoiseStream as CoreStream};
+use crate::noise::{
+    NodeNoise, NodeShape, NoiseStream as CoreStream, DEFAULT_GRID_BITS, MAX_GRID_BITS,
+    MAX_NODE_LEN, NOISE_NAMES,
+};
 use crate::qeval::{group_max as core_group_max, OptimisticQ, TieBreak};
 use crate::rank_one::{self, ShermanMorrison as CoreSM};
 use crate::tree::TreeAggregator as CoreTree;
@@ -59,181 +66,14 @@ fn seed32(seed: Vec<u8>) -> PyResult<[u8; 32]> {
     })
 }
 
-// ---------------------------------------------------------------- tree
+/// Largest (count, n) noise batch one NoiseStream call returns: 2^28 entries (2 GiB of f64).
+const MAX_BATCH_ENTRIES: usize = 1 << 28;
 
-/// Tree-based continual release (binary mechanism). Use privrl.kernels.TreeAggregator.
-#[pyclass(module = "privrl._core", name = "TreeAggregator")]
-pub struct PyTree {
-    inner: CoreTree,
-    d_matrix: Option<usize>,
-}
-
-#[pymethods]
-impl PyTree {
-    #[new]
-    #[pyo3(signature = (symmetric, size, capacity, noise, scale, seed, divisor=std::f64::consts::SQRT_2, keep_last_node=false, grid_bits=20))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        symmetric: bool,
-        size: usize,
-        capacity: u64,
-        noise: &str,
-        scale: f64,
-        seed: Vec<u8>,
-        divisor: f64,
-        keep_last_node: bool,
-        grid_bits: u32,
-    ) -> PyResult<Self> {
-        let noise = parse_noise(noise, scale, grid_bits)?;
-        let shape = if symmetric {
-            NodeShape::SymMatrix { d: size, divisor }
-        } else {
-            NodeShape::Vector(size)
-        };
-        let mut inner = CoreTree::new(shape, noise, capacity, seed32(seed)?).py_ok(py)?;
-        inner.set_keep_last_node(keep_last_node);
-        Ok(PyTree {
-            inner,
-            d_matrix: symmetric.then_some(size),
-        })
-    }
-
-    /// Add one leaf (flat values, row-major for matrices).
-    fn push(&mut self, py: Python<'_>, leaf: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
-        let s = contiguous("leaf", leaf.as_slice())?;
-        self.inner.push(s).py_ok(py)
-    }
-
-    fn push_zero(&mut self, py: Python<'_>) -> PyResult<()> {
-        self.inner.push_zero().py_ok(py)
-    }
-
-    /// Push one leaf (any C-contiguous float64 array of the tree's size, e.g. (d, d)) and return
-    /// the new release shaped like the leaf, in one call: the per-step use of continual release.
-    fn push_release<'py>(
-        &mut self,
-        py: Python<'py>,
-        leaf: PyReadonlyArrayDyn<'_, f64>,
-    ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
-        let s = contiguous("leaf", leaf.as_slice())?;
-        self.inner.push(s).py_ok(py)?;
-        let shape = leaf.shape().to_vec();
-        self.inner.release().into_pyarray(py).reshape(shape)
-    }
-
-    fn release<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        self.inner.release().into_pyarray(py)
-    }
-
-    fn noise<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let mut out = vec![0.0; self.inner.len()];
-        self.inner.noise_into(&mut out).py_ok(py)?;
-        Ok(out.into_pyarray(py))
-    }
-
-    fn exact_sum<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        self.inner.exact_sum().into_pyarray(py)
-    }
-
-    fn step_variance(&self, t: u64) -> (f64, f64) {
-        PrefixMechanism::step_variance(&self.inner, t)
-    }
-
-    fn variance_factor(&self, t: u64) -> f64 {
-        PrefixMechanism::variance_factor(&self.inner, t)
-    }
-
-    fn max_variance_factor(&self) -> f64 {
-        PrefixMechanism::max_variance_factor(&self.inner)
-    }
-
-    fn variance_profile<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        Ok(PrefixMechanism::variance_profile(&self.inner)
-            .py_ok(py)?
-            .into_pyarray(py))
-    }
-
-    fn leaf_coefficients<'py>(
-        &self,
-        py: Python<'py>,
-        leaf: u64,
-    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        Ok(PrefixMechanism::leaf_coefficients(&self.inner, leaf)
-            .py_ok(py)?
-            .into_pyarray(py))
-    }
-
-    #[getter]
-    fn l2_multiplier(&self) -> f64 {
-        PrefixMechanism::l2_multiplier(&self.inner)
-    }
-
-    #[getter]
-    fn l1_multiplier(&self) -> f64 {
-        PrefixMechanism::l1_multiplier(&self.inner)
-    }
-
-    fn last_node_noise<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        self.inner.last_node_noise().to_vec().into_pyarray(py)
-    }
-
-    fn release_variance(&self) -> (f64, f64) {
-        self.inner.release_variance()
-    }
-
-    #[getter]
-    fn steps(&self) -> u64 {
-        self.inner.steps()
-    }
-    #[getter]
-    fn capacity(&self) -> u64 {
-        self.inner.capacity()
-    }
-    #[getter]
-    fn nodes_used(&self) -> usize {
-        self.inner.nodes_used()
-    }
-    #[getter]
-    fn max_nodes(&self) -> usize {
-        self.inner.max_nodes()
-    }
-    #[getter]
-    fn live_nodes(&self) -> usize {
-        self.inner.live_nodes()
-    }
-    #[getter]
-    fn nodes_drawn(&self) -> u64 {
-        self.inner.nodes_drawn()
-    }
-    #[getter]
-    fn size(&self) -> usize {
-        self.inner.len()
-    }
-    #[getter]
-    fn matrix_dim(&self) -> Option<usize> {
-        self.d_matrix
-    }
-}
-
-fn parse_noise(noise: &str, scale: f64, grid_bits: u32) -> PyResult<NodeNoise> {
-    match noise {
-        "gaussian" => Ok(NodeNoise::Gaussian { sigma: scale }),
-        "laplace" => Ok(NodeNoise::Laplace { scale }),
-        "discrete_gaussian" => Ok(NodeNoise::DiscreteGaussian { sigma: scale, grid_bits }),
-        "discrete_laplace" => Ok(NodeNoise::DiscreteLaplace { scale, grid_bits }),
-        "none" => Ok(NodeNoise::Zero),
-        other => Err(PyValueError::new_err(format!(
-            "noise must be 'gaussian', 'laplace', 'discrete_gaussian', 'discrete_laplace' or 'none', got {other:?}"
-        ))),
-    }
-}
-
-/// Entries of a (count, n) noise batch, refused (not allocated) above 2^28: a wrapped product
-/// or an allocation failure would abort the interpreter.
+/// Entries of a (count, n) noise batch, refused (not allocated) above MAX_BATCH_ENTRIES: a
+/// wrapped product or an allocation failure would abort the interpreter.
 fn batch_len(py: Python<'_>, count: usize, n: usize) -> PyResult<usize> {
     match count.checked_mul(n) {
-        Some(len) if len <= 1 << 28 => Ok(len),
+        Some(len) if len <= MAX_BATCH_ENTRIES => Ok(len),
         _ => Err(to_pyerr(
             py,
             CoreError::Shape(format!(
@@ -252,7 +92,7 @@ pub struct PyNoiseStream {
 #[pymethods]
 impl PyNoiseStream {
     #[new]
-    #[pyo3(signature = (noise, scale, seed, grid_bits=20))]
+    #[pyo3(signature = (noise, scale, seed, grid_bits=DEFAULT_GRID_BITS))]
     fn new(
         py: Python<'_>,
         noise: &str,
@@ -396,10 +236,6 @@ impl PySM {
     #[getter]
     fn updates(&self) -> u64 {
         self.inner.updates()
-    }
-    #[getter]
-    fn d(&self) -> usize {
-        self.inner.dim()
     }
     #[getter]
     fn lam(&self) -> f64 {
@@ -682,50 +518,46 @@ impl PyMixture {
             .reshape([self.inner.n_rows(), self.inner.dim()])
     }
 
-    fn feature<'py>(
-        &self,
-        py: Python<'py>,
-        row: usize,
-        next_state: usize,
-    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        Ok(self
-            .inner
-            .feature(row, next_state)
-            .py_ok(py)?
-            .into_pyarray(py))
-    }
-
     #[getter]
     fn nnz(&self) -> usize {
         self.inner.nnz()
-    }
-    #[getter]
-    fn n_rows(&self) -> usize {
-        self.inner.n_rows()
-    }
-    #[getter]
-    fn n_states(&self) -> usize {
-        self.inner.n_states()
-    }
-    #[getter]
-    fn d(&self) -> usize {
-        self.inner.dim()
     }
 }
 
 // ---------------------------------------------------------------- continual release
 
-/// Any continual-release mechanism behind one interface. Use privrl.kernels.continual.
+/// Any continual-release mechanism ("tree", "honaker", "factorization", "blt") behind one
+/// interface. Use privrl.kernels.PrefixMechanism / TreeAggregator (the "tree" kind).
 #[pyclass(module = "privrl._core", name = "PrefixMechanism")]
 pub struct PyPrefix {
     inner: Box<dyn PrefixMechanism>,
-    d_matrix: Option<usize>,
+}
+
+impl PyPrefix {
+    /// Push with the GIL released when the step is long (the exact factorization does O(t)
+    /// work per leaf).
+    fn push_slice(&mut self, py: Python<'_>, leaf: Option<&[f64]>) -> PyResult<()> {
+        let long = self.inner.push_cost() > DETACH_WORK as u64;
+        let inner = &mut self.inner;
+        let mut step = || match leaf {
+            Some(s) => inner.push(s),
+            None => inner.push_zero(),
+        };
+        let r = if long { py.detach(step) } else { step() };
+        r.py_ok(py)
+    }
+
+    fn release_vec(&self, py: Python<'_>) -> PyResult<Vec<f64>> {
+        let mut out = vec![0.0; self.inner.shape().len()];
+        self.inner.release_into(&mut out).py_ok(py)?;
+        Ok(out)
+    }
 }
 
 #[pymethods]
 impl PyPrefix {
     #[new]
-    #[pyo3(signature = (kind, symmetric, size, capacity, noise, scale, seed, divisor=std::f64::consts::SQRT_2, grid_bits=20, buffers=0))]
+    #[pyo3(signature = (kind, symmetric, size, capacity, noise, scale, seed, divisor=std::f64::consts::SQRT_2, grid_bits=DEFAULT_GRID_BITS, buffers=0, keep_last_node=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -739,6 +571,7 @@ impl PyPrefix {
         divisor: f64,
         grid_bits: u32,
         buffers: usize,
+        keep_last_node: bool,
     ) -> PyResult<Self> {
         let kind = MechanismKind::parse(kind, buffers).py_ok(py)?;
         let noise = parse_noise(noise, scale, grid_bits)?;
@@ -747,47 +580,47 @@ impl PyPrefix {
         } else {
             NodeShape::Vector(size)
         };
-        let inner = make_mechanism(kind, shape, noise, capacity, seed32(seed)?).py_ok(py)?;
-        Ok(PyPrefix {
-            inner,
-            d_matrix: symmetric.then_some(size),
-        })
+        let seed = seed32(seed)?;
+        let inner: Box<dyn PrefixMechanism> = match kind {
+            MechanismKind::Tree => {
+                let mut tree = CoreTree::new(shape, noise, capacity, seed).py_ok(py)?;
+                tree.set_keep_last_node(keep_last_node);
+                Box::new(tree)
+            }
+            _ if keep_last_node => {
+                return Err(PyValueError::new_err(format!(
+                    "keep_last_node applies to kind 'tree' only, not {:?}",
+                    kind.name()
+                )))
+            }
+            _ => make_mechanism(kind, shape, noise, capacity, seed).py_ok(py)?,
+        };
+        Ok(PyPrefix { inner })
     }
 
+    /// Add one leaf (flat values, row-major for matrices).
     fn push(&mut self, py: Python<'_>, leaf: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
-        let s = contiguous("leaf", leaf.as_slice())?;
-        let inner = &mut self.inner;
-        // The exact factorization does O(t) work per leaf: release the GIL when it is long.
-        if (inner.nodes_used() as usize).saturating_mul(s.len()) > DETACH_WORK {
-            py.detach(|| inner.push(s)).py_ok(py)
-        } else {
-            inner.push(s).py_ok(py)
-        }
+        self.push_slice(py, Some(contiguous("leaf", leaf.as_slice())?))
     }
 
     fn push_zero(&mut self, py: Python<'_>) -> PyResult<()> {
-        let inner = &mut self.inner;
-        if (inner.nodes_used() as usize).saturating_mul(inner.shape().len()) > DETACH_WORK {
-            py.detach(|| inner.push_zero()).py_ok(py)
-        } else {
-            inner.push_zero().py_ok(py)
-        }
+        self.push_slice(py, None)
     }
 
-    fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let mut out = vec![0.0; self.inner.shape().len()];
-        self.inner.release_into(&mut out).py_ok(py)?;
-        Ok(out.into_pyarray(py))
-    }
-
-    /// Push one leaf and return the new release, in one call.
+    /// Push one leaf (any C-contiguous float64 array of the mechanism's size, e.g. (d, d)) and
+    /// return the new release shaped like the leaf, in one call: the per-step use.
     fn push_release<'py>(
         &mut self,
         py: Python<'py>,
-        leaf: PyReadonlyArray1<'_, f64>,
-    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        self.push(py, leaf)?;
-        self.release(py)
+        leaf: PyReadonlyArrayDyn<'_, f64>,
+    ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+        self.push_slice(py, Some(contiguous("leaf", leaf.as_slice())?))?;
+        let shape = leaf.shape().to_vec();
+        self.release_vec(py)?.into_pyarray(py).reshape(shape)
+    }
+
+    fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        Ok(self.release_vec(py)?.into_pyarray(py))
     }
 
     fn noise<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
@@ -832,6 +665,11 @@ impl PyPrefix {
             .into_pyarray(py))
     }
 
+    /// The most recently drawn node noise (kind "tree" built with keep_last_node), else empty.
+    fn last_node_noise<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        self.inner.last_node_noise().to_vec().into_pyarray(py)
+    }
+
     #[getter]
     fn l2_multiplier(&self) -> f64 {
         self.inner.l2_multiplier()
@@ -871,14 +709,21 @@ impl PyPrefix {
     fn nodes_drawn(&self) -> u64 {
         self.inner.nodes_drawn()
     }
-    #[getter]
-    fn size(&self) -> usize {
-        self.inner.shape().len()
-    }
-    #[getter]
-    fn matrix_dim(&self) -> Option<usize> {
-        self.d_matrix
-    }
+}
+
+/// ceil(log2 n + 1): the most nodes any release of an n-leaf binary tree uses (K0 / B0 of the
+/// paper).
+#[pyfunction]
+fn tree_depth(n: u64) -> usize {
+    crate::tree::tree_depth(n)
+}
+
+fn parse_noise(noise: &str, scale: f64, grid_bits: u32) -> PyResult<NodeNoise> {
+    NodeNoise::from_name(noise, scale, grid_bits).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "noise must be one of {NOISE_NAMES:?}, got {noise:?}"
+        ))
+    })
 }
 
 /// The BLT parameters (theta, omega) used for horizon `capacity` with `buffers` buffers.
@@ -899,7 +744,6 @@ fn _panic_for_test() -> PyResult<()> {
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PyTree>()?;
     m.add_class::<PySM>()?;
     m.add_class::<PyMixture>()?;
     m.add_class::<PyNoiseStream>()?;
@@ -912,7 +756,19 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(optimistic_values, m)?)?;
     m.add_function(wrap_pyfunction!(state_values, m)?)?;
     m.add_function(wrap_pyfunction!(blt_parameters, m)?)?;
+    m.add_function(wrap_pyfunction!(tree_depth, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The limits and defaults the Python wrappers validate against, read from here.
+    m.add("MECHANISMS", PyTuple::new(m.py(), MechanismKind::NAMES)?)?;
+    m.add("NOISES", PyTuple::new(m.py(), NOISE_NAMES)?)?;
+    m.add("MAX_NODE_LEN", MAX_NODE_LEN)?;
+    m.add("DEFAULT_GRID_BITS", DEFAULT_GRID_BITS)?;
+    m.add("MAX_GRID_BITS", MAX_GRID_BITS)?;
+    m.add("DEFAULT_BLT_BUFFERS", DEFAULT_BLT_BUFFERS)?;
+    m.add("MAX_BLT_BUFFERS", MAX_BLT_BUFFERS)?;
+    m.add("MAX_COEFFICIENTS", MAX_COEFFICIENTS)?;
+    m.add("MAX_FACTORIZATION_CAPACITY", MAX_FACTORIZATION_CAPACITY)?;
+    m.add("MAX_BATCH_ENTRIES", MAX_BATCH_ENTRIES)?;
     Ok(())
 }

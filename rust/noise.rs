@@ -21,6 +21,19 @@ pub const MAX_NODE_LEN: usize = 1 << 27;
 /// exact samplers inside u128 and every lattice noise value below 2^45.
 pub const MAX_GRID_BITS: u32 = 24;
 
+/// Default `k` of the 2^-k grid of the discrete samplers (rounding cost ~ 2^-20 of the scale,
+/// docs/privacy.md).
+pub const DEFAULT_GRID_BITS: u32 = 20;
+
+/// Names of the node-noise laws, in the order of [`NodeNoise::from_name`].
+pub const NOISE_NAMES: [&str; 5] = [
+    "gaussian",
+    "laplace",
+    "discrete_gaussian",
+    "discrete_laplace",
+    "none",
+];
+
 /// Lattice sums (data + noise, in grid units) stay below 2^52 so that f64 adds them exactly.
 pub const LATTICE_LIMIT: f64 = 4_503_599_627_370_496.0;
 
@@ -41,6 +54,22 @@ pub enum NodeNoise {
 }
 
 impl NodeNoise {
+    /// The law called `name` (one of [`NOISE_NAMES`]) with scale `scale` (sigma or b) and, for
+    /// the discrete samplers, the grid `scale * 2^-grid_bits`; None for an unknown name.
+    pub fn from_name(name: &str, scale: f64, grid_bits: u32) -> Option<Self> {
+        match name {
+            "gaussian" => Some(NodeNoise::Gaussian { sigma: scale }),
+            "laplace" => Some(NodeNoise::Laplace { scale }),
+            "discrete_gaussian" => Some(NodeNoise::DiscreteGaussian {
+                sigma: scale,
+                grid_bits,
+            }),
+            "discrete_laplace" => Some(NodeNoise::DiscreteLaplace { scale, grid_bits }),
+            "none" => Some(NodeNoise::Zero),
+            _ => None,
+        }
+    }
+
     /// Variance of one i.i.d. entry of a vector node.
     pub fn entry_variance(&self) -> f64 {
         match *self {

@@ -305,6 +305,9 @@ impl PrefixMechanism for TreeAggregator {
     fn l1_multiplier(&self) -> f64 {
         bit_length(TreeAggregator::capacity(self)) as f64
     }
+    fn last_node_noise(&self) -> &[f64] {
+        TreeAggregator::last_node_noise(self)
+    }
 }
 
 #[cfg(test)]

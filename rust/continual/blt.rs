@@ -305,6 +305,10 @@ impl PrefixMechanism for Blt {
     fn live_nodes(&self) -> usize {
         self.theta.len() + 1
     }
+    fn push_cost(&self) -> u64 {
+        // Every buffer is read and updated once.
+        (2 * self.theta.len() as u64 + 1) * self.innov.packing.packed as u64
+    }
     fn nodes_drawn(&self) -> u64 {
         self.innov.drawn
     }

@@ -151,6 +151,10 @@ impl PrefixMechanism for Factorization {
     fn live_nodes(&self) -> usize {
         self.t as usize
     }
+    fn push_cost(&self) -> u64 {
+        // The next noise sums all t + 1 innovations.
+        (self.t + 1).saturating_mul(self.innov.packing.packed as u64)
+    }
     fn nodes_drawn(&self) -> u64 {
         self.innov.drawn
     }

@@ -72,6 +72,9 @@ pub enum MechanismKind {
 }
 
 impl MechanismKind {
+    /// The kinds' names, the paper's binary tree first.
+    pub const NAMES: [&'static str; 4] = ["tree", "honaker", "factorization", "blt"];
+
     /// "tree" | "honaker" | "factorization" | "blt" (with `buffers`, 0 = default).
     pub fn parse(name: &str, buffers: usize) -> CoreResult<Self> {
         match name {
@@ -143,6 +146,18 @@ pub trait PrefixMechanism: Send + Sync {
     fn l2_multiplier(&self) -> f64;
     /// `max_i ||E e_i||_1`: the factor on the per-leaf L1 sensitivity (Laplace noise).
     fn l1_multiplier(&self) -> f64;
+
+    /// Entries the next `push` reads or writes, roughly (the bindings release the GIL above a
+    /// threshold): one node for the trees.
+    fn push_cost(&self) -> u64 {
+        self.shape().len() as u64
+    }
+
+    /// The most recently drawn node noise when the mechanism was asked to keep it (the binary
+    /// tree's `set_keep_last_node`, for tests against a reference), else empty.
+    fn last_node_noise(&self) -> &[f64] {
+        &[]
+    }
 
     /// `variance_factor(t)` for t = 1..=T (at most MAX_COEFFICIENTS steps).
     fn variance_profile(&self) -> CoreResult<Vec<f64>> {
