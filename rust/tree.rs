@@ -232,7 +232,7 @@ pub fn tree_depth(n: u64) -> usize {
 
 /// Released dyadic nodes containing leaf i: level l, index j = ceil(i / 2^l), used iff j is odd
 /// (a prefix decomposition only ever ends blocks at odd multiples of 2^l) and j 2^l <= T.
-pub(crate) fn tree_leaf_count(leaf: u64, capacity: u64, only_odd: bool) -> u64 {
+fn tree_leaf_count(leaf: u64, capacity: u64) -> u64 {
     let mut count = 0;
     for l in 0..64u32 {
         let size = 1u128 << l;
@@ -240,7 +240,7 @@ pub(crate) fn tree_leaf_count(leaf: u64, capacity: u64, only_odd: bool) -> u64 {
         if j * size > capacity as u128 {
             break;
         }
-        if !only_odd || j % 2 == 1 {
+        if j % 2 == 1 {
             count += 1;
         }
     }
@@ -297,7 +297,7 @@ impl PrefixMechanism for TreeAggregator {
     fn leaf_coefficients(&self, leaf: u64) -> CoreResult<Vec<f64>> {
         let cap = TreeAggregator::capacity(self);
         check_leaf_index(leaf, cap)?;
-        Ok(vec![1.0; tree_leaf_count(leaf, cap, true) as usize])
+        Ok(vec![1.0; tree_leaf_count(leaf, cap) as usize])
     }
     fn l2_multiplier(&self) -> f64 {
         (bit_length(TreeAggregator::capacity(self)) as f64).sqrt()

@@ -20,8 +20,10 @@
 //!   nodes is Honaker's bottom-up pass `est(v) = w_l y_v + (1 - w_l)(est(left) + est(right))`
 //!   with `V_l = 2^l / (2^(l+1) - 1)` node variances and `w_l = V_l` (inverse-variance weights),
 //!   and the subtrees are independent, so the sum of their estimates is the exact BLUE of the
-//!   prefix. Variance at step t: `sum over set bits l of t of 2^l / (2^(l+1) - 1)`; same
-//!   multiplier as the tree (leaf 1 lies in one node per level).
+//!   prefix. Variance at step t: `sum over set bits l of t of 2^l / (2^(l+1) - 1)`. The online
+//!   estimator releases one new value per step, which reveals less than all the nodes: its
+//!   exact L2 multiplier (derived in `honaker.rs`) is below the tree's `sqrt(bit_length(T))`,
+//!   e.g. sqrt(11.93) against sqrt(14) at T = 10^4; the L1 multiplier keeps the tree's bound.
 //! * [`MechanismKind::Factorization`]: the square-root factorization A = L L of the prefix-sum
 //!   matrix (Fichtenberger, Henzinger & Upadhyay 2023), L lower-triangular Toeplitz with
 //!   `c_j = binom(2j, j) / 4^j`; noise at step t is `sum_{j<t} c_j z_{t-j}`, variance
@@ -139,12 +141,18 @@ pub trait PrefixMechanism: Send + Sync {
     fn variance_factor(&self, t: u64) -> f64;
     /// `max_{t <= T} variance_factor(t)`.
     fn max_variance_factor(&self) -> f64;
-    /// Coefficients with which leaf `i` (1-based) enters the noisy encoder release `E x + z`
-    /// (column i of E, zero entries dropped).
+    /// Coefficients with which leaf `i` (1-based) enters a noisy encoder release `E x + z`
+    /// (i.i.d. node noise z) that the releases are an invertible post-processing of: column i of
+    /// E, zero entries dropped. Honaker: the whitened innovations (Gaussian noise).
     fn leaf_coefficients(&self, leaf: u64) -> CoreResult<Vec<f64>>;
     /// `max_i ||E e_i||_2`: the factor on the per-leaf L2 sensitivity (Gaussian noise).
     fn l2_multiplier(&self) -> f64;
-    /// `max_i ||E e_i||_1`: the factor on the per-leaf L1 sensitivity (Laplace noise).
+    /// A leaf attaining `l2_multiplier` (the smallest): leaf 1 for all but Honaker's tree.
+    fn worst_leaf(&self) -> u64 {
+        1
+    }
+    /// `max_i ||E e_i||_1`: the factor on the per-leaf L1 sensitivity (Laplace noise); for
+    /// Honaker's tree the post-processing bound over all dyadic nodes.
     fn l1_multiplier(&self) -> f64;
 
     /// Entries the next `push` reads or writes, roughly (the bindings release the GIL above a
