@@ -679,6 +679,10 @@ impl PyPrefix {
         self.inner.l1_multiplier()
     }
     #[getter]
+    fn worst_leaf(&self) -> u64 {
+        self.inner.worst_leaf()
+    }
+    #[getter]
     fn kind(&self) -> &'static str {
         self.inner.kind().name()
     }

@@ -9,11 +9,20 @@ factorization and BLT, with exact per-step variance and per-user sensitivity (Ap
 # sigma / sensitivity_multiplier have the same (eps, delta) curve. sensitivity_structure() lists
 # what an accountant needs; variance_factor(t) gives Var(N_t) / Var(node) exactly.
 #
-#   kind           variance factor at step t           L2 multiplier (leaf 1 worst)    state
+#   kind           variance factor at step t           L2 multiplier                   state
 #   tree           popcount(t)                         sqrt(floor(log2 T) + 1)         O(log T)
-#   honaker        sum_{bits l of t} 2^l/(2^(l+1)-1)   sqrt(floor(log2 T) + 1)         O(log T)
+#   honaker        sum_{bits l of t} 2^l/(2^(l+1)-1)   max_i m(i), exact (below)       O(log T)
 #   factorization  sum_{j<t} c_j^2, c_j=C(2j,j)/4^j    sqrt(sum_{j<T} c_j^2)           O(T)
 #   blt            sum_{j<t} e_j^2 (decoder A C^-1)    sqrt(sum_{j<T} c_j^2) of its C  O(buffers)
+#
+# Leaf 1 is the worst leaf for tree, factorization and BLT. Honaker's online estimator releases
+# one new value per step, the estimate of the subtree completed then, so it reveals less than
+# its nodes: the releases are an invertible map of independent innovations (one per released
+# subtree, i.e. level l, odd index j, j 2^l <= T), and m(i)^2 sums leaf i's squared whitened
+# coefficients in them (rust/continual/honaker.rs). m^2 = 4.403 / 8.557 / 11.932 at T = 16 /
+# 1000 / 10^4 against bit_length(T) = 5 / 10 / 14 for the tree bound; the worst leaf is not leaf
+# 1 (5461 at T = 10^4, `worst_leaf`). Its L1 multiplier stays the post-processing bound
+# floor(log2 T) + 1 (Laplace innovations are not Laplace).
 #
 # Estimators and derivations: rust/continual/ (one file per mechanism), rust/tree.rs and
 # docs/privacy.md.
@@ -187,35 +196,48 @@ class PrefixMechanism:
         return self._m.variance_profile()
 
     def leaf_coefficients(self, leaf: int = 1) -> np.ndarray:
-        """Coefficients with which leaf `leaf` (1-based) enters the noisy encoder release E x + z
-        (column `leaf` of E, zeros dropped): all ones for the trees (one per node containing the
-        leaf), c_0..c_{T-leaf} for the factorizations. Leaf 1 is the worst case for every kind."""
+        """Coefficients with which leaf `leaf` (1-based) enters a noisy encoder release E x + z
+        with i.i.d. node noise z, of which the releases are an invertible post-processing
+        (column `leaf` of E, zeros dropped): all ones for the binary tree (one per released node
+        containing the leaf), c_0..c_{T-leaf} for the factorizations, and for Honaker's tree the
+        whitened innovations of the released subtrees containing the leaf (Gaussian noise; see
+        the module comment). The worst leaf, whose column has norm `sensitivity_multiplier`, is
+        `worst_leaf`: leaf 1 except for Honaker's tree."""
         return self._m.leaf_coefficients(check_int(leaf, "leaf", 1, self.capacity))
+
+    @property
+    def worst_leaf(self) -> int:
+        """The (smallest) leaf whose coefficient column has the largest L2 norm."""
+        return self._m.worst_leaf
 
     @property
     def sensitivity_multiplier(self) -> float:
         """max_i ||E e_i||_2: the per-user L2 sensitivity of the encoder release is the per-leaf
-        sensitivity times this (Gaussian noise)."""
+        sensitivity times this (Gaussian noise). Exact for every kind, Honaker's included."""
         return self._m.l2_multiplier
 
     @property
     def l1_sensitivity_multiplier(self) -> float:
-        """max_i ||E e_i||_1 (Laplace noise, pure DP)."""
+        """max_i ||E e_i||_1 (Laplace noise, pure DP); for Honaker's tree the post-processing
+        bound floor(log2 T) + 1 of all dyadic nodes containing a leaf (no exact one derived)."""
         return self._m.l1_multiplier
 
     def sensitivity_structure(self) -> dict:
         """What a privacy accountant needs about this mechanism.
 
-        A user's leaf enters ``len(coefficients)`` noise-carrying quantities (tree nodes or
-        encoder rows), each with i.i.d. noise of the node law, with the listed coefficients
-        (leaf 1, the worst case). For per-leaf L2 sensitivity Delta, the whole mechanism is one
-        Gaussian mechanism with sensitivity ``Delta * l2_multiplier`` at the node std."""
-        coeffs = self.leaf_coefficients(1) if self.capacity <= MAX_COEFFICIENTS else None
+        A user's leaf enters ``len(coefficients)`` noise-carrying quantities (tree nodes, encoder
+        rows or Honaker innovations), each with i.i.d. noise of the node law, with the listed
+        coefficients (leaf ``worst_leaf``, the worst case). For per-leaf L2 sensitivity Delta,
+        the whole mechanism is one Gaussian mechanism with sensitivity ``Delta * l2_multiplier``
+        at the node std."""
+        coeffs = (self.leaf_coefficients(self.worst_leaf) if self.capacity <= MAX_COEFFICIENTS
+                  else None)
         return {
             "kind": self.kind,
             "capacity": self.capacity,
             "noise": self.noise_kind,
             "node_scale": self.scale,
+            "worst_leaf": self.worst_leaf,
             "quantities_per_leaf": None if coeffs is None else int(coeffs.size),
             "coefficients": coeffs,
             "l2_multiplier": self.sensitivity_multiplier,
@@ -331,10 +353,11 @@ def make_prefix_mechanism(kind: str, shape: Any, capacity: int, noise: str = "ga
 class MechanismProfile:
     """The data-independent facts of a mechanism over T leaves (no noise drawn).
 
-    l2_multiplier / l1_multiplier: per-user sensitivity factors (see the module docstring);
+    l2_multiplier / l1_multiplier: per-user sensitivity factors (see the module comment);
     max_variance_factor: max_t Var(noise_t) / Var(node); quantities_per_leaf: noise-carrying
     quantities leaf 1 enters; paper_tree_nodes: K0 = ceil(log2 T) + 1 of App. "Tree-based
-    method" (what the paper's sigma is calibrated for)."""
+    method" (what the paper's sigma is calibrated for); worst_leaf: a leaf attaining
+    l2_multiplier (1 except for Honaker's tree)."""
 
     kind: str
     capacity: int
@@ -343,6 +366,7 @@ class MechanismProfile:
     max_variance_factor: float
     quantities_per_leaf: int
     paper_tree_nodes: int
+    worst_leaf: int = 1
 
 
 def mechanism_profile(kind: str, capacity: int, buffers: int | None = None) -> MechanismProfile:
@@ -352,12 +376,13 @@ def mechanism_profile(kind: str, capacity: int, buffers: int | None = None) -> M
                               **({} if buffers is None else {"buffers": buffers}))
     n_leaf = _quantities_per_leaf(m)
     return MechanismProfile(kind, capacity, m.sensitivity_multiplier, m.l1_sensitivity_multiplier,
-                            m.max_variance_factor(), n_leaf, (capacity - 1).bit_length() + 1)
+                            m.max_variance_factor(), n_leaf, _core.tree_depth(capacity),
+                            m.worst_leaf)
 
 
 def _quantities_per_leaf(m: PrefixMechanism) -> int:
     if m.kind in ("tree", "honaker"):
-        return m.capacity.bit_length()
+        return m.capacity.bit_length()  # one node / released subtree per level
     return m.capacity  # leaf 1 enters every encoder row
 
 
