@@ -25,6 +25,9 @@ use crate::qeval::{group_max as core_group_max, OptimisticQ, TieBreak};
 use crate::rank_one::{self, ShermanMorrison as CoreSM};
 use crate::tree::TreeAggregator as CoreTree;
 
+type F64Array1<'py> = Bound<'py, PyArray1<f64>>;
+type I64Array1<'py> = Bound<'py, PyArray1<i64>>;
+
 /// Work (in multiply-adds) above which a kernel releases the GIL.
 const DETACH_WORK: usize = 50_000;
 
@@ -290,7 +293,6 @@ fn min_eigenvalue(py: Python<'_>, a: PyReadonlyArray2<'_, f64>) -> PyResult<f64>
 
 // ---------------------------------------------------------------- batched Q
 
-#[allow(clippy::too_many_arguments)]
 fn eval_q(
     py: Python<'_>,
     phi: &PyReadonlyArray2<'_, f64>,
@@ -344,7 +346,6 @@ fn tie_rule(seed: Option<u64>) -> TieBreak {
 /// clip_[lower, upper](offset + phi w + beta ||phi||_{inv}) for every row of phi (n, d).
 #[pyfunction]
 #[pyo3(signature = (phi, w, inv, beta, lower, upper, offset=None))]
-#[allow(clippy::too_many_arguments)]
 fn optimistic_q<'py>(
     py: Python<'py>,
     phi: PyReadonlyArray2<'_, f64>,
@@ -365,7 +366,7 @@ fn group_max<'py>(
     py: Python<'py>,
     q: PyReadonlyArray2<'_, f64>,
     tie_seed: Option<u64>,
-) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<i64>>)> {
+) -> PyResult<(F64Array1<'py>, I64Array1<'py>)> {
     let sh = q.shape();
     let qs = contiguous("q", q.as_slice())?;
     let (v, a) = run_group_max(py, qs, sh[0], sh[1], tie_seed)?;
@@ -389,7 +390,6 @@ fn run_group_max(
 /// Returns (Q (n_states, n_actions), V (n_states,), greedy action (n_states,)).
 #[pyfunction]
 #[pyo3(signature = (phi, w, inv, beta, n_actions, lower, upper, offset=None, tie_seed=None))]
-#[allow(clippy::too_many_arguments)]
 fn optimistic_values<'py>(
     py: Python<'py>,
     phi: PyReadonlyArray2<'_, f64>,
@@ -401,11 +401,7 @@ fn optimistic_values<'py>(
     upper: f64,
     offset: Option<PyReadonlyArray1<'_, f64>>,
     tie_seed: Option<u64>,
-) -> PyResult<(
-    Bound<'py, PyArray2<f64>>,
-    Bound<'py, PyArray1<f64>>,
-    Bound<'py, PyArray1<i64>>,
-)> {
+) -> PyResult<(Bound<'py, PyArray2<f64>>, F64Array1<'py>, I64Array1<'py>)> {
     let q = eval_q(py, &phi, &w, &inv, beta, lower, upper, &offset)?;
     if n_actions == 0 || q.len() % n_actions != 0 {
         return Err(to_pyerr(
@@ -429,7 +425,6 @@ fn optimistic_values<'py>(
 /// (int64 indices into the table's groups of n_actions rows), or for every state if None.
 #[pyfunction]
 #[pyo3(signature = (table, w, inv, beta, n_actions, lower, upper, states=None))]
-#[allow(clippy::too_many_arguments)]
 fn state_values<'py>(
     py: Python<'py>,
     table: PyReadonlyArray2<'_, f64>,
@@ -558,7 +553,6 @@ impl PyPrefix {
 impl PyPrefix {
     #[new]
     #[pyo3(signature = (kind, symmetric, size, capacity, noise, scale, seed, divisor=std::f64::consts::SQRT_2, grid_bits=DEFAULT_GRID_BITS, buffers=0, keep_last_node=false))]
-    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         kind: &str,

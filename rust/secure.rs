@@ -50,17 +50,12 @@ pub fn bernoulli_ratio<R: RngCore + ?Sized>(rng: &mut R, num: u128, den: u128) -
 /// parity of the first K with a failed Bernoulli(gamma / K) coin.
 fn bernoulli_exp_unit<R: RngCore + ?Sized>(rng: &mut R, num: u128, den: u128) -> bool {
     let mut k: u128 = 1;
-    loop {
-        let dk = match den.checked_mul(k) {
-            Some(v) => v,
-            // gamma / K < 2^-64 here: the coin fails (up to that probability).
-            None => break,
-        };
-        if bernoulli_ratio(rng, num, dk) {
-            k += 1;
-        } else {
+    // Once den * K overflows, gamma / K < 2^-64: the coin fails (up to that probability).
+    while let Some(dk) = den.checked_mul(k) {
+        if !bernoulli_ratio(rng, num, dk) {
             break;
         }
+        k += 1;
     }
     k % 2 == 1
 }

@@ -124,59 +124,55 @@ pub fn honaker_multiplier_sq(capacity: u64) -> (f64, u64) {
     }
     let top = bit_length(capacity);
     let table = InnovationTable::new(top - 1);
-    // best[less][pending + 1] = (accumulated sum, smallest prefix of x reaching it); pending -1 =
-    // none. Prefixes reaching one state have the same future, so the best one suffices.
-    const NONE: usize = 0;
+    // The pending level's term once the next zero bit below it is at position p (None: x has no
+    // zero below it, r = 0); pending slot 0 = none, slot L + 1 = level L.
+    let settle = |pend: usize, zero_at: Option<u32>| match pend {
+        0 => 0.0,
+        _ => {
+            let c = table.coef[pend - 1][zero_at.map_or(0, |p| p as usize + 1)];
+            c * c
+        }
+    };
+    // best[less][pending slot] = (accumulated sum, smallest prefix of x reaching the state):
+    // prefixes reaching one state have the same future, so the best one suffices.
     let slots = top as usize + 1;
-    let mut best: [Vec<Option<(f64, u64)>>; 2] = [vec![None; slots], vec![None; slots]];
-    best[0][NONE] = Some((0.0, 0));
+    let empty = || [vec![None; slots], vec![None; slots]];
+    let mut best: [Vec<Option<(f64, u64)>>; 2] = empty();
+    best[0][0] = Some((0.0, 0));
     for p in (0..top).rev() {
         let tb = (capacity >> p) & 1;
-        let mut next: [Vec<Option<(f64, u64)>>; 2] = [vec![None; slots], vec![None; slots]];
-        for less in 0..2usize {
-            for pend in 0..slots {
-                let Some((acc, prefix)) = best[less][pend] else {
+        let mut next = empty();
+        for (less, row) in best.iter().enumerate() {
+            for (pend, cell) in row.iter().enumerate() {
+                let Some((acc, prefix)) = *cell else {
                     continue;
                 };
-                // Bit 0 first: on equal sums the smaller x is kept.
-                for bit in 0..2u64 {
-                    if less == 0 && bit > tb {
-                        continue;
-                    }
+                // Bit 0 first: on equal sums the smaller x is kept. A prefix equal to T's so far
+                // cannot take a bit above T's.
+                for bit in 0..=(if less == 1 { 1 } else { tb }) {
                     let now_less = usize::from(less == 1 || bit < tb);
-                    let x = (prefix << 1) | bit;
                     let (val, new_pend) = if bit == 1 {
                         (acc, pend)
                     } else {
-                        // A zero at p settles the pending level L with bit_length(r_L) = p + 1.
-                        let val = if pend == NONE {
-                            acc
-                        } else {
-                            let c = table.coef[pend - 1][p as usize + 1];
-                            acc + c * c
-                        };
-                        // Level p is released iff (x >> p) < (T >> p).
-                        (val, if now_less == 1 { p as usize + 1 } else { NONE })
+                        // A zero at p settles the pending level, and level p is released iff
+                        // (x >> p) < (T >> p).
+                        let new_pend = if now_less == 1 { p as usize + 1 } else { 0 };
+                        (acc + settle(pend, Some(p)), new_pend)
                     };
                     let slot = &mut next[now_less][new_pend];
                     if slot.is_none_or(|(v, _)| val > v) {
-                        *slot = Some((val, x));
+                        *slot = Some((val, (prefix << 1) | bit));
                     }
                 }
             }
         }
         best = next;
     }
-    // Only x < T is a leaf; a level still pending ends at the subtree's last leaf (r = 0).
+    // Only x < T is a leaf; a level still pending ends at its subtree's last leaf (r = 0).
     let mut out = (f64::NEG_INFINITY, 0);
-    for pend in 0..slots {
-        if let Some((acc, x)) = best[1][pend] {
-            let val = if pend == NONE {
-                acc
-            } else {
-                let c = table.coef[pend - 1][0];
-                acc + c * c
-            };
+    for (pend, cell) in best[1].iter().enumerate() {
+        if let Some((acc, x)) = *cell {
+            let val = acc + settle(pend, None);
             if val > out.0 || (val == out.0 && x + 1 < out.1) {
                 out = (val, x + 1);
             }

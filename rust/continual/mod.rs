@@ -363,10 +363,10 @@ mod tests {
                 )
                 .unwrap();
                 let mut out = [0.0; 4];
-                for t in 0..cap as usize {
+                for a in acc.iter_mut() {
                     m.push_zero().unwrap();
                     m.noise_into(&mut out).unwrap();
-                    acc[t] += out.iter().map(|x| x * x).sum::<f64>() / 4.0;
+                    *a += out.iter().map(|x| x * x).sum::<f64>() / 4.0;
                 }
             }
             let m =
