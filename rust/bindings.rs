@@ -767,6 +767,5 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_BLT_BUFFERS", MAX_BLT_BUFFERS)?;
     m.add("MAX_COEFFICIENTS", MAX_COEFFICIENTS)?;
     m.add("MAX_FACTORIZATION_CAPACITY", MAX_FACTORIZATION_CAPACITY)?;
-    m.add("MAX_BATCH_ENTRIES", MAX_BATCH_ENTRIES)?;
     Ok(())
 }

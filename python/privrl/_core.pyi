@@ -21,8 +21,7 @@ DEFAULT_BLT_BUFFERS: int
 MAX_BLT_BUFFERS: int
 MAX_COEFFICIENTS: int
 MAX_FACTORIZATION_CAPACITY: int
-MAX_BATCH_ENTRIES: int
-__all__ = ["ShermanMorrison", "MixtureFeatures", "NoiseStream", "PrefixMechanism", "spd_inverse", "spd_solve", "min_eigenvalue", "optimistic_q", "group_max", "optimistic_values", "state_values", "blt_parameters", "tree_depth", "_panic_for_test", "__version__", "MECHANISMS", "NOISES", "MAX_NODE_LEN", "DEFAULT_GRID_BITS", "MAX_GRID_BITS", "DEFAULT_BLT_BUFFERS", "MAX_BLT_BUFFERS", "MAX_COEFFICIENTS", "MAX_FACTORIZATION_CAPACITY", "MAX_BATCH_ENTRIES"]
+__all__ = ["ShermanMorrison", "MixtureFeatures", "NoiseStream", "PrefixMechanism", "spd_inverse", "spd_solve", "min_eigenvalue", "optimistic_q", "group_max", "optimistic_values", "state_values", "blt_parameters", "tree_depth", "_panic_for_test", "__version__", "MECHANISMS", "NOISES", "MAX_NODE_LEN", "DEFAULT_GRID_BITS", "MAX_GRID_BITS", "DEFAULT_BLT_BUFFERS", "MAX_BLT_BUFFERS", "MAX_COEFFICIENTS", "MAX_FACTORIZATION_CAPACITY"]
 
 @final
 class PrefixMechanism:

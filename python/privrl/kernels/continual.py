@@ -370,7 +370,9 @@ class MechanismProfile:
 
 
 def mechanism_profile(kind: str, capacity: int, buffers: int | None = None) -> MechanismProfile:
-    """MechanismProfile of `kind` over `capacity` leaves (factorization: T <= 2^22)."""
+    """MechanismProfile of `kind` over `capacity` leaves (factorization: T <=
+    MAX_FACTORIZATION_CAPACITY = 2^22). No noise is drawn; Honaker's exact multiplier costs
+    O(log^2 T) whatever T."""
     capacity = check_int(capacity, "capacity")
     m = make_prefix_mechanism(kind, 1, capacity, noise="none", seed=b"\0" * 32,
                               **({} if buffers is None else {"buffers": buffers}))
