@@ -56,13 +56,13 @@ const MAX_LEVEL: u32 = 62;
 /// Whitened innovation coefficients of the released subtrees, per level (module docs):
 /// `coef[l][b] = c_l(r)` for a leaf with `bit_length(r) = b`, `0 <= b <= l`.
 #[derive(Debug, Clone)]
-pub struct InnovationTable {
+pub(crate) struct InnovationTable {
     coef: Vec<Vec<f64>>,
 }
 
 impl InnovationTable {
-    /// The table for levels `0..=max_level` (at most [`MAX_LEVEL`]).
-    pub fn new(max_level: u32) -> Self {
+    /// The table for levels `0..=max_level` (at most `MAX_LEVEL`).
+    pub(crate) fn new(max_level: u32) -> Self {
         let coef = (0..=max_level.min(MAX_LEVEL))
             .map(|l| {
                 // a_k = pi_k w_{l-k}, k = 0..=l, along the right spine.
@@ -89,14 +89,19 @@ impl InnovationTable {
     }
 
     /// `c_l(r)` for a leaf at distance `r < 2^l` before the last leaf of a level-l subtree.
-    pub fn coefficient(&self, level: u32, r: u64) -> f64 {
+    pub(crate) fn coefficient(&self, level: u32, r: u64) -> f64 {
         self.coef[level as usize][bit_length(r) as usize]
     }
 }
 
 /// Whitened innovation coefficients of leaf `leaf` (1-based) over a T-leaf Honaker tree: one per
 /// released subtree containing the leaf, lowest level first. Their squares sum to `m(leaf)^2`.
-pub fn honaker_leaf_coefficients(table: &InnovationTable, leaf: u64, capacity: u64) -> Vec<f64> {
+/// Needs `1 <= leaf <= capacity` and a table up to level `bit_length(capacity) - 1`.
+pub(crate) fn honaker_leaf_coefficients(
+    table: &InnovationTable,
+    leaf: u64,
+    capacity: u64,
+) -> Vec<f64> {
     let mut out = Vec::new();
     let x = leaf - 1;
     for l in 0..=MAX_LEVEL.min(bit_length(capacity)) {
