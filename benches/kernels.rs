@@ -6,9 +6,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::hint::black_box;
 
+use _core::noise::{NodeNoise, NodeShape};
 use _core::qeval::{group_max, OptimisticQ, TieBreak};
 use _core::rank_one::ShermanMorrison;
-use _core::tree::{NodeNoise, NodeShape, TreeAggregator};
+use _core::tree::TreeAggregator;
 
 const DIMS: [usize; 4] = [5, 16, 64, 200];
 const SIZES: [usize; 2] = [100, 10_000];
@@ -20,7 +21,10 @@ fn random(n: usize, rng: &mut ChaCha8Rng) -> Vec<f64> {
 fn spd_inverse(d: usize, rng: &mut ChaCha8Rng) -> Vec<f64> {
     let mut sm = ShermanMorrison::new(d, 1.0, 1024).unwrap();
     for _ in 0..(2 * d) {
-        let x: Vec<f64> = random(d, rng).iter().map(|v| v / (d as f64).sqrt()).collect();
+        let x: Vec<f64> = random(d, rng)
+            .iter()
+            .map(|v| v / (d as f64).sqrt())
+            .collect();
         sm.update(&x).unwrap();
     }
     sm.inverse().to_vec()
@@ -34,7 +38,14 @@ fn bench_q(c: &mut Criterion) {
             let phi = random(n * d, &mut rng);
             let w = random(d, &mut rng);
             let inv = spd_inverse(d, &mut rng);
-            let q = OptimisticQ { d, w: &w, inv: &inv, beta: 1.0, lower: 0.0, upper: 10.0 };
+            let q = OptimisticQ {
+                d,
+                w: &w,
+                inv: &inv,
+                beta: 1.0,
+                lower: 0.0,
+                upper: 10.0,
+            };
             let mut out = vec![0.0; n];
             let a = 10;
             let mut vmax = vec![0.0; n / a];
@@ -59,7 +70,10 @@ fn bench_sherman_morrison(c: &mut Criterion) {
             if d == 200 && n == 10_000 {
                 continue; // 0.4 G flop per iteration: too slow to sample usefully
             }
-            let xs: Vec<f64> = random(n * d, &mut rng).iter().map(|v| v / (d as f64).sqrt()).collect();
+            let xs: Vec<f64> = random(n * d, &mut rng)
+                .iter()
+                .map(|v| v / (d as f64).sqrt())
+                .collect();
             g.throughput(Throughput::Elements(n as u64));
             g.bench_with_input(BenchmarkId::new(format!("d{d}"), n), &n, |b, _| {
                 b.iter(|| {
@@ -87,7 +101,10 @@ fn bench_tree(c: &mut Criterion) {
             g.bench_with_input(BenchmarkId::new(format!("d{d}"), n), &n, |b, _| {
                 b.iter(|| {
                     let mut tr = TreeAggregator::new(
-                        NodeShape::SymMatrix { d, divisor: std::f64::consts::SQRT_2 },
+                        NodeShape::SymMatrix {
+                            d,
+                            divisor: std::f64::consts::SQRT_2,
+                        },
                         NodeNoise::Gaussian { sigma: 1.0 },
                         n as u64,
                         [3u8; 32],

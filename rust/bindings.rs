@@ -2,17 +2,31 @@
 //! kernels, returns owned arrays, and maps `CoreError` onto `privrl.exceptions`.
 //! Calls that may run longer than ~100 us release the GIL.
 
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyArrayDyn, PyArrayMethods, PyReadonlyArray1,
+    PyReadonlyArray2, PyReadonlyArray3, PyReadonlyArrayDyn, PyUntypedArrayMethods,
+};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 
+use crate::continual::{
+    make_mechanism, MechanismKind, PrefixMechanism, DEFAULT_BLT_BUFFERS, MAX_BLT_BUFFERS,
+    MAX_COEFFICIENTS, MAX_FACTORIZATION_CAPACITY,
+};
 use crate::errors::CoreError;
 use crate::lsvi;
 use crate::mixture::MixtureFeatures as CoreMixture;
+use crate::noise::{
+    NodeNoise, NodeShape, NoiseStream as CoreStream, DEFAULT_GRID_BITS, MAX_GRID_BITS,
+    MAX_NODE_LEN, NOISE_NAMES,
+};
 use crate::qeval::{group_max as core_group_max, OptimisticQ, TieBreak};
 use crate::rank_one::{self, ShermanMorrison as CoreSM};
-use crate::continual::{make_mechanism, MechanismKind, PrefixMechanism};
-use crate::tree::{NodeNoise, NodeShape, NoiseStream as CoreStream, TreeAggregator as CoreTree};
+use crate::tree::TreeAggregator as CoreTree;
+
+type F64Array1<'py> = Bound<'py, PyArray1<f64>>;
+type I64Array1<'py> = Bound<'py, PyArray1<i64>>;
 
 /// Work (in multiply-adds) above which a kernel releases the GIL.
 const DETACH_WORK: usize = 50_000;
@@ -50,173 +64,25 @@ fn contiguous<'a>(what: &str, s: Result<&'a [f64], numpy::AsSliceError>) -> PyRe
 }
 
 fn seed32(seed: Vec<u8>) -> PyResult<[u8; 32]> {
-    seed.try_into()
-        .map_err(|v: Vec<u8>| PyValueError::new_err(format!("seed must be 32 bytes, got {}", v.len())))
+    seed.try_into().map_err(|v: Vec<u8>| {
+        PyValueError::new_err(format!("seed must be 32 bytes, got {}", v.len()))
+    })
 }
 
-// ---------------------------------------------------------------- tree
+/// Largest (count, n) noise batch one NoiseStream call returns: 2^28 entries (2 GiB of f64).
+const MAX_BATCH_ENTRIES: usize = 1 << 28;
 
-/// Tree-based continual release (binary mechanism). Use privrl.kernels.TreeAggregator.
-#[pyclass(module = "privrl._core", name = "TreeAggregator")]
-pub struct PyTree {
-    inner: CoreTree,
-    d_matrix: Option<usize>,
-}
-
-#[pymethods]
-impl PyTree {
-    #[new]
-    #[pyo3(signature = (symmetric, size, capacity, noise, scale, seed, divisor=std::f64::consts::SQRT_2, keep_last_node=false, grid_bits=20))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        symmetric: bool,
-        size: usize,
-        capacity: u64,
-        noise: &str,
-        scale: f64,
-        seed: Vec<u8>,
-        divisor: f64,
-        keep_last_node: bool,
-        grid_bits: u32,
-    ) -> PyResult<Self> {
-        let noise = parse_noise(noise, scale, grid_bits)?;
-        let shape = if symmetric {
-            NodeShape::SymMatrix { d: size, divisor }
-        } else {
-            NodeShape::Vector(size)
-        };
-        let mut inner = CoreTree::new(shape, noise, capacity, seed32(seed)?).py_ok(py)?;
-        inner.set_keep_last_node(keep_last_node);
-        Ok(PyTree { inner, d_matrix: symmetric.then_some(size) })
-    }
-
-    /// Add one leaf (flat values, row-major for matrices).
-    fn push(&mut self, py: Python<'_>, leaf: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
-        let s = contiguous("leaf", leaf.as_slice())?;
-        self.inner.push(s).py_ok(py)
-    }
-
-    fn push_zero(&mut self, py: Python<'_>) -> PyResult<()> {
-        self.inner.push_zero().py_ok(py)
-    }
-
-    /// Push one leaf (any C-contiguous float64 array of the tree's size, e.g. (d, d)) and return
-    /// the new release shaped like the leaf, in one call: the per-step use of continual release.
-    fn push_release<'py>(&mut self, py: Python<'py>, leaf: PyReadonlyArrayDyn<'_, f64>) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
-        let s = contiguous("leaf", leaf.as_slice())?;
-        self.inner.push(s).py_ok(py)?;
-        let shape = leaf.shape().to_vec();
-        self.inner.release().into_pyarray(py).reshape(shape)
-    }
-
-    fn release<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        self.inner.release().into_pyarray(py)
-    }
-
-    fn noise<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let mut out = vec![0.0; self.inner.len()];
-        self.inner.noise_into(&mut out).py_ok(py)?;
-        Ok(out.into_pyarray(py))
-    }
-
-    fn exact_sum<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        self.inner.exact_sum().into_pyarray(py)
-    }
-
-    fn step_variance(&self, t: u64) -> (f64, f64) {
-        PrefixMechanism::step_variance(&self.inner, t)
-    }
-
-    fn variance_factor(&self, t: u64) -> f64 {
-        PrefixMechanism::variance_factor(&self.inner, t)
-    }
-
-    fn max_variance_factor(&self) -> f64 {
-        PrefixMechanism::max_variance_factor(&self.inner)
-    }
-
-    fn variance_profile<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        Ok(PrefixMechanism::variance_profile(&self.inner).py_ok(py)?.into_pyarray(py))
-    }
-
-    fn leaf_coefficients<'py>(&self, py: Python<'py>, leaf: u64) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        Ok(PrefixMechanism::leaf_coefficients(&self.inner, leaf).py_ok(py)?.into_pyarray(py))
-    }
-
-    #[getter]
-    fn l2_multiplier(&self) -> f64 {
-        PrefixMechanism::l2_multiplier(&self.inner)
-    }
-
-    #[getter]
-    fn l1_multiplier(&self) -> f64 {
-        PrefixMechanism::l1_multiplier(&self.inner)
-    }
-
-    fn last_node_noise<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        self.inner.last_node_noise().to_vec().into_pyarray(py)
-    }
-
-    fn release_variance(&self) -> (f64, f64) {
-        self.inner.release_variance()
-    }
-
-    #[getter]
-    fn steps(&self) -> u64 {
-        self.inner.steps()
-    }
-    #[getter]
-    fn capacity(&self) -> u64 {
-        self.inner.capacity()
-    }
-    #[getter]
-    fn nodes_used(&self) -> usize {
-        self.inner.nodes_used()
-    }
-    #[getter]
-    fn max_nodes(&self) -> usize {
-        self.inner.max_nodes()
-    }
-    #[getter]
-    fn live_nodes(&self) -> usize {
-        self.inner.live_nodes()
-    }
-    #[getter]
-    fn nodes_drawn(&self) -> u64 {
-        self.inner.nodes_drawn()
-    }
-    #[getter]
-    fn size(&self) -> usize {
-        self.inner.len()
-    }
-    #[getter]
-    fn matrix_dim(&self) -> Option<usize> {
-        self.d_matrix
-    }
-}
-
-fn parse_noise(noise: &str, scale: f64, grid_bits: u32) -> PyResult<NodeNoise> {
-    match noise {
-        "gaussian" => Ok(NodeNoise::Gaussian { sigma: scale }),
-        "laplace" => Ok(NodeNoise::Laplace { scale }),
-        "discrete_gaussian" => Ok(NodeNoise::DiscreteGaussian { sigma: scale, grid_bits }),
-        "discrete_laplace" => Ok(NodeNoise::DiscreteLaplace { scale, grid_bits }),
-        "none" => Ok(NodeNoise::Zero),
-        other => Err(PyValueError::new_err(format!(
-            "noise must be 'gaussian', 'laplace', 'discrete_gaussian', 'discrete_laplace' or 'none', got {other:?}"
-        ))),
-    }
-}
-
-/// Entries of a (count, n) noise batch, refused (not allocated) above 2^28: a wrapped product
-/// or an allocation failure would abort the interpreter.
+/// Entries of a (count, n) noise batch, refused (not allocated) above MAX_BATCH_ENTRIES: a
+/// wrapped product or an allocation failure would abort the interpreter.
 fn batch_len(py: Python<'_>, count: usize, n: usize) -> PyResult<usize> {
     match count.checked_mul(n) {
-        Some(len) if len <= 1 << 28 => Ok(len),
-        _ => Err(to_pyerr(py, CoreError::Shape(format!(
-            "a batch of {count} noise draws of {n} entries exceeds the limit of 2^28 entries"
-        )))),
+        Some(len) if len <= MAX_BATCH_ENTRIES => Ok(len),
+        _ => Err(to_pyerr(
+            py,
+            CoreError::Shape(format!(
+                "a batch of {count} noise draws of {n} entries exceeds the limit of 2^28 entries"
+            )),
+        )),
     }
 }
 
@@ -229,14 +95,27 @@ pub struct PyNoiseStream {
 #[pymethods]
 impl PyNoiseStream {
     #[new]
-    #[pyo3(signature = (noise, scale, seed, grid_bits=20))]
-    fn new(py: Python<'_>, noise: &str, scale: f64, seed: Vec<u8>, grid_bits: u32) -> PyResult<Self> {
+    #[pyo3(signature = (noise, scale, seed, grid_bits=DEFAULT_GRID_BITS))]
+    fn new(
+        py: Python<'_>,
+        noise: &str,
+        scale: f64,
+        seed: Vec<u8>,
+        grid_bits: u32,
+    ) -> PyResult<Self> {
         let n = parse_noise(noise, scale, grid_bits)?;
-        Ok(PyNoiseStream { inner: CoreStream::new(n, seed32(seed)?).py_ok(py)? })
+        Ok(PyNoiseStream {
+            inner: CoreStream::new(n, seed32(seed)?).py_ok(py)?,
+        })
     }
 
     /// `count` independent noise vectors of length n, as a (count, n) array.
-    fn vectors<'py>(&mut self, py: Python<'py>, count: usize, n: usize) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    fn vectors<'py>(
+        &mut self,
+        py: Python<'py>,
+        count: usize,
+        n: usize,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         NodeShape::Vector(n).validate().py_ok(py)?;
         let mut out = vec![0.0; batch_len(py, count, n)?];
         for c in out.chunks_exact_mut(n.max(1)).take(count) {
@@ -246,15 +125,25 @@ impl PyNoiseStream {
     }
 
     /// `count` independent symmetric (Z' + Z'^T)/divisor matrices, as a (count, d*d) array.
-    fn symmetric<'py>(&mut self, py: Python<'py>, count: usize, d: usize, divisor: f64) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    fn symmetric<'py>(
+        &mut self,
+        py: Python<'py>,
+        count: usize,
+        d: usize,
+        divisor: f64,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         if !(divisor.is_finite() && divisor > 0.0) {
-            return Err(PyValueError::new_err(format!("divisor must be finite and > 0, got {divisor}")));
+            return Err(PyValueError::new_err(format!(
+                "divisor must be finite and > 0, got {divisor}"
+            )));
         }
         let shape = NodeShape::SymMatrix { d, divisor };
         shape.validate().py_ok(py)?;
         let mut out = vec![0.0; batch_len(py, count, d * d)?];
         for c in out.chunks_exact_mut((d * d).max(1)).take(count) {
-            self.inner.fill(NodeShape::SymMatrix { d, divisor }, c).py_ok(py)?;
+            self.inner
+                .fill(NodeShape::SymMatrix { d, divisor }, c)
+                .py_ok(py)?;
         }
         out.into_pyarray(py).reshape([count, d * d])
     }
@@ -278,7 +167,9 @@ impl PySM {
     #[new]
     #[pyo3(signature = (d, lam, refactor_every=1024))]
     fn new(py: Python<'_>, d: usize, lam: f64, refactor_every: usize) -> PyResult<Self> {
-        Ok(PySM { inner: CoreSM::new(d, lam, refactor_every).py_ok(py)? })
+        Ok(PySM {
+            inner: CoreSM::new(d, lam, refactor_every).py_ok(py)?,
+        })
     }
 
     fn update(&mut self, py: Python<'_>, x: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
@@ -302,7 +193,11 @@ impl PySM {
         let s = contiguous("xs", xs.as_slice())?;
         let work = s.len() * self.inner.dim();
         let inner = &mut self.inner;
-        let r = if work > DETACH_WORK { py.detach(|| inner.update_batch(s)) } else { inner.update_batch(s) };
+        let r = if work > DETACH_WORK {
+            py.detach(|| inner.update_batch(s))
+        } else {
+            inner.update_batch(s)
+        };
         r.py_ok(py)
     }
 
@@ -312,15 +207,27 @@ impl PySM {
 
     fn matrix<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let d = self.inner.dim();
-        self.inner.matrix().to_vec().into_pyarray(py).reshape([d, d])
+        self.inner
+            .matrix()
+            .to_vec()
+            .into_pyarray(py)
+            .reshape([d, d])
     }
 
     fn inverse<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let d = self.inner.dim();
-        self.inner.inverse().to_vec().into_pyarray(py).reshape([d, d])
+        self.inner
+            .inverse()
+            .to_vec()
+            .into_pyarray(py)
+            .reshape([d, d])
     }
 
-    fn solve<'py>(&self, py: Python<'py>, u: PyReadonlyArray1<'_, f64>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    fn solve<'py>(
+        &self,
+        py: Python<'py>,
+        u: PyReadonlyArray1<'_, f64>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let s = contiguous("u", u.as_slice())?;
         Ok(self.inner.solve(s).py_ok(py)?.into_pyarray(py))
     }
@@ -334,10 +241,6 @@ impl PySM {
         self.inner.updates()
     }
     #[getter]
-    fn d(&self) -> usize {
-        self.inner.dim()
-    }
-    #[getter]
     fn lam(&self) -> f64 {
         self.inner.lam()
     }
@@ -346,21 +249,35 @@ impl PySM {
 fn square(py: Python<'_>, what: &str, a: &PyReadonlyArray2<'_, f64>) -> PyResult<usize> {
     let sh = a.shape();
     if sh[0] != sh[1] || sh[0] == 0 {
-        return Err(to_pyerr(py, CoreError::Shape(format!("{what} must be a square (d, d) matrix, got {sh:?}"))));
+        return Err(to_pyerr(
+            py,
+            CoreError::Shape(format!("{what} must be a square (d, d) matrix, got {sh:?}")),
+        ));
     }
     Ok(sh[0])
 }
 
 #[pyfunction]
-fn spd_inverse<'py>(py: Python<'py>, a: PyReadonlyArray2<'_, f64>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+fn spd_inverse<'py>(
+    py: Python<'py>,
+    a: PyReadonlyArray2<'_, f64>,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let d = square(py, "matrix", &a)?;
     let s = contiguous("matrix", a.as_slice())?;
-    let inv = if d > 40 { py.detach(|| rank_one::spd_inverse(s, d)) } else { rank_one::spd_inverse(s, d) };
+    let inv = if d > 40 {
+        py.detach(|| rank_one::spd_inverse(s, d))
+    } else {
+        rank_one::spd_inverse(s, d)
+    };
     inv.py_ok(py)?.into_pyarray(py).reshape([d, d])
 }
 
 #[pyfunction]
-fn spd_solve<'py>(py: Python<'py>, a: PyReadonlyArray2<'_, f64>, b: PyReadonlyArray1<'_, f64>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+fn spd_solve<'py>(
+    py: Python<'py>,
+    a: PyReadonlyArray2<'_, f64>,
+    b: PyReadonlyArray1<'_, f64>,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
     let d = square(py, "matrix", &a)?;
     let s = contiguous("matrix", a.as_slice())?;
     let bs = contiguous("b", b.as_slice())?;
@@ -376,7 +293,6 @@ fn min_eigenvalue(py: Python<'_>, a: PyReadonlyArray2<'_, f64>) -> PyResult<f64>
 
 // ---------------------------------------------------------------- batched Q
 
-#[allow(clippy::too_many_arguments)]
 fn eval_q(
     py: Python<'_>,
     phi: &PyReadonlyArray2<'_, f64>,
@@ -391,7 +307,12 @@ fn eval_q(
     let (n, d) = (sh[0], sh[1]);
     let ish = inv.shape();
     if ish != [d, d] {
-        return Err(to_pyerr(py, CoreError::Shape(format!("inverse must be ({d}, {d}) to match phi {sh:?}, got {ish:?}"))));
+        return Err(to_pyerr(
+            py,
+            CoreError::Shape(format!(
+                "inverse must be ({d}, {d}) to match phi {sh:?}, got {ish:?}"
+            )),
+        ));
     }
     let phis = contiguous("phi", phi.as_slice())?;
     let ws = contiguous("w", w.as_slice())?;
@@ -400,7 +321,14 @@ fn eval_q(
         Some(o) => Some(contiguous("offset", o.as_slice())?),
         None => None,
     };
-    let q = OptimisticQ { d, w: ws, inv: invs, beta, lower, upper };
+    let q = OptimisticQ {
+        d,
+        w: ws,
+        inv: invs,
+        beta,
+        lower,
+        upper,
+    };
     let mut out = vec![0.0; n];
     let r = if n * d * d > DETACH_WORK {
         py.detach(|| q.evaluate(phis, off, &mut out))
@@ -418,7 +346,6 @@ fn tie_rule(seed: Option<u64>) -> TieBreak {
 /// clip_[lower, upper](offset + phi w + beta ||phi||_{inv}) for every row of phi (n, d).
 #[pyfunction]
 #[pyo3(signature = (phi, w, inv, beta, lower, upper, offset=None))]
-#[allow(clippy::too_many_arguments)]
 fn optimistic_q<'py>(
     py: Python<'py>,
     phi: PyReadonlyArray2<'_, f64>,
@@ -439,14 +366,20 @@ fn group_max<'py>(
     py: Python<'py>,
     q: PyReadonlyArray2<'_, f64>,
     tie_seed: Option<u64>,
-) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<i64>>)> {
+) -> PyResult<(F64Array1<'py>, I64Array1<'py>)> {
     let sh = q.shape();
     let qs = contiguous("q", q.as_slice())?;
     let (v, a) = run_group_max(py, qs, sh[0], sh[1], tie_seed)?;
     Ok((v.into_pyarray(py), a.into_pyarray(py)))
 }
 
-fn run_group_max(py: Python<'_>, q: &[f64], n: usize, a: usize, seed: Option<u64>) -> PyResult<(Vec<f64>, Vec<i64>)> {
+fn run_group_max(
+    py: Python<'_>,
+    q: &[f64],
+    n: usize,
+    a: usize,
+    seed: Option<u64>,
+) -> PyResult<(Vec<f64>, Vec<i64>)> {
     let mut v = vec![0.0; n];
     let mut arg = vec![0usize; n];
     core_group_max(q, a, tie_rule(seed), &mut v, &mut arg).py_ok(py)?;
@@ -457,7 +390,6 @@ fn run_group_max(py: Python<'_>, q: &[f64], n: usize, a: usize, seed: Option<u64
 /// Returns (Q (n_states, n_actions), V (n_states,), greedy action (n_states,)).
 #[pyfunction]
 #[pyo3(signature = (phi, w, inv, beta, n_actions, lower, upper, offset=None, tie_seed=None))]
-#[allow(clippy::too_many_arguments)]
 fn optimistic_values<'py>(
     py: Python<'py>,
     phi: PyReadonlyArray2<'_, f64>,
@@ -469,21 +401,30 @@ fn optimistic_values<'py>(
     upper: f64,
     offset: Option<PyReadonlyArray1<'_, f64>>,
     tie_seed: Option<u64>,
-) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<i64>>)> {
+) -> PyResult<(Bound<'py, PyArray2<f64>>, F64Array1<'py>, I64Array1<'py>)> {
     let q = eval_q(py, &phi, &w, &inv, beta, lower, upper, &offset)?;
     if n_actions == 0 || q.len() % n_actions != 0 {
-        return Err(to_pyerr(py, CoreError::Shape(format!("{} rows do not split into groups of {n_actions} actions", q.len()))));
+        return Err(to_pyerr(
+            py,
+            CoreError::Shape(format!(
+                "{} rows do not split into groups of {n_actions} actions",
+                q.len()
+            )),
+        ));
     }
     let n = q.len() / n_actions;
     let (v, a) = run_group_max(py, &q, n, n_actions, tie_seed)?;
-    Ok((q.into_pyarray(py).reshape([n, n_actions])?, v.into_pyarray(py), a.into_pyarray(py)))
+    Ok((
+        q.into_pyarray(py).reshape([n, n_actions])?,
+        v.into_pyarray(py),
+        a.into_pyarray(py),
+    ))
 }
 
 /// V(s) = clip(max_a phi(s,a) w + beta ||phi(s,a)||_{inv}) for the states listed in `states`
 /// (int64 indices into the table's groups of n_actions rows), or for every state if None.
 #[pyfunction]
 #[pyo3(signature = (table, w, inv, beta, n_actions, lower, upper, states=None))]
-#[allow(clippy::too_many_arguments)]
 fn state_values<'py>(
     py: Python<'py>,
     table: PyReadonlyArray2<'_, f64>,
@@ -499,13 +440,21 @@ fn state_values<'py>(
     let d = sh[1];
     let ish = inv.shape();
     if ish != [d, d] {
-        return Err(to_pyerr(py, CoreError::Shape(format!("inverse must be ({d}, {d}) to match the table {sh:?}, got {ish:?}"))));
+        return Err(to_pyerr(
+            py,
+            CoreError::Shape(format!(
+                "inverse must be ({d}, {d}) to match the table {sh:?}, got {ish:?}"
+            )),
+        ));
     }
     let ts = contiguous("table", table.as_slice())?;
     let ws = contiguous("w", w.as_slice())?;
     let invs = contiguous("inverse", inv.as_slice())?;
     let idx = match &states {
-        Some(s) => Some(s.as_slice().map_err(|_| PyValueError::new_err("states must be a C-contiguous int64 array"))?),
+        Some(s) => Some(
+            s.as_slice()
+                .map_err(|_| PyValueError::new_err("states must be a C-contiguous int64 array"))?,
+        ),
         None => None,
     };
     let n = match idx {
@@ -513,7 +462,14 @@ fn state_values<'py>(
         None if n_actions > 0 => sh[0] / n_actions,
         None => 0,
     };
-    let q = OptimisticQ { d, w: ws, inv: invs, beta, lower, upper };
+    let q = OptimisticQ {
+        d,
+        w: ws,
+        inv: invs,
+        beta,
+        lower,
+        upper,
+    };
     let mut out = vec![0.0; n];
     let r = if n * n_actions.max(1) * d * d > DETACH_WORK {
         py.detach(|| lsvi::state_values(&q, ts, n_actions, idx, &mut out))
@@ -539,53 +495,64 @@ impl PyMixture {
     fn new(py: Python<'_>, dense: PyReadonlyArray3<'_, f64>) -> PyResult<Self> {
         let sh = dense.shape();
         let s = contiguous("features", dense.as_slice())?;
-        Ok(PyMixture { inner: CoreMixture::from_dense(s, sh[0], sh[1], sh[2]).py_ok(py)? })
+        Ok(PyMixture {
+            inner: CoreMixture::from_dense(s, sh[0], sh[1], sh[2]).py_ok(py)?,
+        })
     }
 
     /// (S*A, d) array of phi_v(s, a).
-    fn phi_v<'py>(&self, py: Python<'py>, v: PyReadonlyArray1<'_, f64>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    fn phi_v<'py>(
+        &self,
+        py: Python<'py>,
+        v: PyReadonlyArray1<'_, f64>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let vs = contiguous("v", v.as_slice())?;
         let mut out = vec![0.0; self.inner.n_rows() * self.inner.dim()];
         self.inner.phi_v(vs, &mut out).py_ok(py)?;
-        out.into_pyarray(py).reshape([self.inner.n_rows(), self.inner.dim()])
-    }
-
-    fn feature<'py>(&self, py: Python<'py>, row: usize, next_state: usize) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        Ok(self.inner.feature(row, next_state).py_ok(py)?.into_pyarray(py))
+        out.into_pyarray(py)
+            .reshape([self.inner.n_rows(), self.inner.dim()])
     }
 
     #[getter]
     fn nnz(&self) -> usize {
         self.inner.nnz()
     }
-    #[getter]
-    fn n_rows(&self) -> usize {
-        self.inner.n_rows()
-    }
-    #[getter]
-    fn n_states(&self) -> usize {
-        self.inner.n_states()
-    }
-    #[getter]
-    fn d(&self) -> usize {
-        self.inner.dim()
-    }
 }
 
 // ---------------------------------------------------------------- continual release
 
-/// Any continual-release mechanism behind one interface. Use privrl.kernels.continual.
+/// Any continual-release mechanism ("tree", "honaker", "factorization", "blt") behind one
+/// interface. Use privrl.kernels.PrefixMechanism / TreeAggregator (the "tree" kind).
 #[pyclass(module = "privrl._core", name = "PrefixMechanism")]
 pub struct PyPrefix {
     inner: Box<dyn PrefixMechanism>,
-    d_matrix: Option<usize>,
+}
+
+impl PyPrefix {
+    /// Push with the GIL released when the step is long (the exact factorization does O(t)
+    /// work per leaf).
+    fn push_slice(&mut self, py: Python<'_>, leaf: Option<&[f64]>) -> PyResult<()> {
+        let long = self.inner.push_cost() > DETACH_WORK as u64;
+        let inner = &mut self.inner;
+        let mut step = || match leaf {
+            Some(s) => inner.push(s),
+            None => inner.push_zero(),
+        };
+        let r = if long { py.detach(step) } else { step() };
+        r.py_ok(py)
+    }
+
+    fn release_vec(&self, py: Python<'_>) -> PyResult<Vec<f64>> {
+        let mut out = vec![0.0; self.inner.shape().len()];
+        self.inner.release_into(&mut out).py_ok(py)?;
+        Ok(out)
+    }
 }
 
 #[pymethods]
 impl PyPrefix {
     #[new]
-    #[pyo3(signature = (kind, symmetric, size, capacity, noise, scale, seed, divisor=std::f64::consts::SQRT_2, grid_bits=20, buffers=0))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (kind, symmetric, size, capacity, noise, scale, seed, divisor=std::f64::consts::SQRT_2, grid_bits=DEFAULT_GRID_BITS, buffers=0, keep_last_node=false))]
     fn new(
         py: Python<'_>,
         kind: &str,
@@ -598,6 +565,7 @@ impl PyPrefix {
         divisor: f64,
         grid_bits: u32,
         buffers: usize,
+        keep_last_node: bool,
     ) -> PyResult<Self> {
         let kind = MechanismKind::parse(kind, buffers).py_ok(py)?;
         let noise = parse_noise(noise, scale, grid_bits)?;
@@ -606,40 +574,47 @@ impl PyPrefix {
         } else {
             NodeShape::Vector(size)
         };
-        let inner = make_mechanism(kind, shape, noise, capacity, seed32(seed)?).py_ok(py)?;
-        Ok(PyPrefix { inner, d_matrix: symmetric.then_some(size) })
+        let seed = seed32(seed)?;
+        let inner: Box<dyn PrefixMechanism> = match kind {
+            MechanismKind::Tree => {
+                let mut tree = CoreTree::new(shape, noise, capacity, seed).py_ok(py)?;
+                tree.set_keep_last_node(keep_last_node);
+                Box::new(tree)
+            }
+            _ if keep_last_node => {
+                return Err(PyValueError::new_err(format!(
+                    "keep_last_node applies to kind 'tree' only, not {:?}",
+                    kind.name()
+                )))
+            }
+            _ => make_mechanism(kind, shape, noise, capacity, seed).py_ok(py)?,
+        };
+        Ok(PyPrefix { inner })
     }
 
+    /// Add one leaf (flat values, row-major for matrices).
     fn push(&mut self, py: Python<'_>, leaf: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
-        let s = contiguous("leaf", leaf.as_slice())?;
-        let inner = &mut self.inner;
-        // The exact factorization does O(t) work per leaf: release the GIL when it is long.
-        if (inner.nodes_used() as usize).saturating_mul(s.len()) > DETACH_WORK {
-            py.detach(|| inner.push(s)).py_ok(py)
-        } else {
-            inner.push(s).py_ok(py)
-        }
+        self.push_slice(py, Some(contiguous("leaf", leaf.as_slice())?))
     }
 
     fn push_zero(&mut self, py: Python<'_>) -> PyResult<()> {
-        let inner = &mut self.inner;
-        if (inner.nodes_used() as usize).saturating_mul(inner.shape().len()) > DETACH_WORK {
-            py.detach(|| inner.push_zero()).py_ok(py)
-        } else {
-            inner.push_zero().py_ok(py)
-        }
+        self.push_slice(py, None)
+    }
+
+    /// Push one leaf (any C-contiguous float64 array of the mechanism's size, e.g. (d, d)) and
+    /// return the new release shaped like the leaf, in one call: the per-step use.
+    fn push_release<'py>(
+        &mut self,
+        py: Python<'py>,
+        leaf: PyReadonlyArrayDyn<'_, f64>,
+    ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+        self.push_slice(py, Some(contiguous("leaf", leaf.as_slice())?))?;
+        let shape = leaf.shape().to_vec();
+        self.release_vec(py)?.into_pyarray(py).reshape(shape)
     }
 
     fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let mut out = vec![0.0; self.inner.shape().len()];
-        self.inner.release_into(&mut out).py_ok(py)?;
-        Ok(out.into_pyarray(py))
-    }
-
-    /// Push one leaf and return the new release, in one call.
-    fn push_release<'py>(&mut self, py: Python<'py>, leaf: PyReadonlyArray1<'_, f64>) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        self.push(py, leaf)?;
-        self.release(py)
+        Ok(self.release_vec(py)?.into_pyarray(py))
     }
 
     fn noise<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
@@ -672,8 +647,21 @@ impl PyPrefix {
         Ok(self.inner.variance_profile().py_ok(py)?.into_pyarray(py))
     }
 
-    fn leaf_coefficients<'py>(&self, py: Python<'py>, leaf: u64) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        Ok(self.inner.leaf_coefficients(leaf).py_ok(py)?.into_pyarray(py))
+    fn leaf_coefficients<'py>(
+        &self,
+        py: Python<'py>,
+        leaf: u64,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        Ok(self
+            .inner
+            .leaf_coefficients(leaf)
+            .py_ok(py)?
+            .into_pyarray(py))
+    }
+
+    /// The most recently drawn node noise (kind "tree" built with keep_last_node), else empty.
+    fn last_node_noise<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        self.inner.last_node_noise().to_vec().into_pyarray(py)
     }
 
     #[getter]
@@ -683,6 +671,10 @@ impl PyPrefix {
     #[getter]
     fn l1_multiplier(&self) -> f64 {
         self.inner.l1_multiplier()
+    }
+    #[getter]
+    fn worst_leaf(&self) -> u64 {
+        self.inner.worst_leaf()
     }
     #[getter]
     fn kind(&self) -> &'static str {
@@ -715,14 +707,21 @@ impl PyPrefix {
     fn nodes_drawn(&self) -> u64 {
         self.inner.nodes_drawn()
     }
-    #[getter]
-    fn size(&self) -> usize {
-        self.inner.shape().len()
-    }
-    #[getter]
-    fn matrix_dim(&self) -> Option<usize> {
-        self.d_matrix
-    }
+}
+
+/// ceil(log2 n + 1): the most nodes any release of an n-leaf binary tree uses (K0 / B0 of the
+/// paper).
+#[pyfunction]
+fn tree_depth(n: u64) -> usize {
+    crate::tree::tree_depth(n)
+}
+
+fn parse_noise(noise: &str, scale: f64, grid_bits: u32) -> PyResult<NodeNoise> {
+    NodeNoise::from_name(noise, scale, grid_bits).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "noise must be one of {NOISE_NAMES:?}, got {noise:?}"
+        ))
+    })
 }
 
 /// The BLT parameters (theta, omega) used for horizon `capacity` with `buffers` buffers.
@@ -743,7 +742,6 @@ fn _panic_for_test() -> PyResult<()> {
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PyTree>()?;
     m.add_class::<PySM>()?;
     m.add_class::<PyMixture>()?;
     m.add_class::<PyNoiseStream>()?;
@@ -756,7 +754,18 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(optimistic_values, m)?)?;
     m.add_function(wrap_pyfunction!(state_values, m)?)?;
     m.add_function(wrap_pyfunction!(blt_parameters, m)?)?;
+    m.add_function(wrap_pyfunction!(tree_depth, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The limits and defaults the Python wrappers validate against, read from here.
+    m.add("MECHANISMS", PyTuple::new(m.py(), MechanismKind::NAMES)?)?;
+    m.add("NOISES", PyTuple::new(m.py(), NOISE_NAMES)?)?;
+    m.add("MAX_NODE_LEN", MAX_NODE_LEN)?;
+    m.add("DEFAULT_GRID_BITS", DEFAULT_GRID_BITS)?;
+    m.add("MAX_GRID_BITS", MAX_GRID_BITS)?;
+    m.add("DEFAULT_BLT_BUFFERS", DEFAULT_BLT_BUFFERS)?;
+    m.add("MAX_BLT_BUFFERS", MAX_BLT_BUFFERS)?;
+    m.add("MAX_COEFFICIENTS", MAX_COEFFICIENTS)?;
+    m.add("MAX_FACTORIZATION_CAPACITY", MAX_FACTORIZATION_CAPACITY)?;
     Ok(())
 }

@@ -1,8 +1,10 @@
 //! privrl numeric core: the performance-critical kernels of privacy-preserving
 //! exploration with linear representations (Luyo et al.), free of any Python.
 //!
-//! * [`tree`]: tree-based (binary-mechanism) continual release of prefix sums with
-//!   Gaussian or Laplace node noise (App. "Tree-based method").
+//! * [`noise`]: node-noise laws (Gaussian, Laplace, exact discrete samplers) and shapes, the
+//!   exact data sums kept apart from the noise, and stand-alone noise streams.
+//! * [`tree`]: tree-based (binary-mechanism) continual release of prefix sums
+//!   (App. "Tree-based method").
 //! * [`continual`]: one interface over continual-release mechanisms (binary tree, Honaker's
 //!   variance-reduced tree, square-root factorization, buffered-linear-Toeplitz) with their exact
 //!   per-step variance and per-user sensitivity multipliers.
@@ -21,6 +23,7 @@ pub mod continual;
 pub mod errors;
 pub mod lsvi;
 pub mod mixture;
+pub mod noise;
 pub mod qeval;
 pub mod rank_one;
 pub mod secure;

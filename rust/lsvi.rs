@@ -65,7 +65,10 @@ pub fn state_values(
         };
         let qv = &mut qbuf[..m * n_actions];
         q.evaluate_prepared(&upper, rows, None, qv);
-        for (o, g) in out[start..start + m].iter_mut().zip(qv.chunks_exact(n_actions)) {
+        for (o, g) in out[start..start + m]
+            .iter_mut()
+            .zip(qv.chunks_exact(n_actions))
+        {
             *o = g.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         }
         start += m;
@@ -86,16 +89,27 @@ mod tests {
                 quad += phi[a] * q.inv[a * d + b] * phi[b];
             }
         }
-        (lin + q.beta * quad.max(0.0).sqrt()).min(q.upper).max(q.lower)
+        (lin + q.beta * quad.max(0.0).sqrt())
+            .min(q.upper)
+            .max(q.lower)
     }
 
     #[test]
     fn indexed_values_match_direct_max() {
         let (d, a, s) = (3, 2, 5);
-        let table: Vec<f64> = (0..s * a * d).map(|i| ((i * 7919) % 13) as f64 / 13.0 - 0.4).collect();
+        let table: Vec<f64> = (0..s * a * d)
+            .map(|i| ((i * 7919) % 13) as f64 / 13.0 - 0.4)
+            .collect();
         let inv = [1.0, 0.2, 0.0, 0.2, 0.5, 0.1, 0.0, 0.1, 2.0];
         let w = [0.3, -1.0, 0.5];
-        let q = OptimisticQ { d, w: &w, inv: &inv, beta: 0.7, lower: 0.0, upper: 1.0 };
+        let q = OptimisticQ {
+            d,
+            w: &w,
+            inv: &inv,
+            beta: 0.7,
+            lower: 0.0,
+            upper: 1.0,
+        };
         let states: Vec<i64> = (0..600).map(|i| (i * 3 % 5) as i64).collect();
         let mut out = vec![0.0; states.len()];
         state_values(&q, &table, a, Some(&states), &mut out).unwrap();
@@ -113,7 +127,14 @@ mod tests {
 
     #[test]
     fn bad_index_is_an_error() {
-        let q = OptimisticQ { d: 1, w: &[1.0], inv: &[1.0], beta: 0.0, lower: 0.0, upper: 1.0 };
+        let q = OptimisticQ {
+            d: 1,
+            w: &[1.0],
+            inv: &[1.0],
+            beta: 0.0,
+            lower: 0.0,
+            upper: 1.0,
+        };
         let mut out = [0.0];
         assert!(state_values(&q, &[0.5, 0.5], 2, Some(&[1]), &mut out).is_err());
         assert!(state_values(&q, &[0.5, 0.5], 2, Some(&[-1]), &mut out).is_err());

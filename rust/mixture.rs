@@ -37,7 +37,14 @@ impl MixtureFeatures {
             }
             indptr.push(next_state.len());
         }
-        Ok(MixtureFeatures { n_rows, n_states, d, indptr, next_state, values })
+        Ok(MixtureFeatures {
+            n_rows,
+            n_states,
+            d,
+            indptr,
+            next_state,
+            values,
+        })
     }
 
     pub fn n_rows(&self) -> usize {

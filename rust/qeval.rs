@@ -100,7 +100,13 @@ impl<'a> OptimisticQ<'a> {
 
     /// `evaluate` without the checks: `upper` from [`Self::prepare`], `phi` finite with a
     /// multiple of d values, `out` (and `offset`) one value per row.
-    pub fn evaluate_prepared(&self, upper: &[f64], phi: &[f64], offset: Option<&[f64]>, out: &mut [f64]) {
+    pub fn evaluate_prepared(
+        &self,
+        upper: &[f64],
+        phi: &[f64],
+        offset: Option<&[f64]>,
+        out: &mut [f64],
+    ) {
         #[cfg(target_arch = "x86_64")]
         {
             if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("fma") {
@@ -133,7 +139,13 @@ fn madd<const FMA: bool>(a: f64, b: f64, c: f64) -> f64 {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn eval_avx512(q: &OptimisticQ<'_>, upper: &[f64], phi: &[f64], offset: Option<&[f64]>, out: &mut [f64]) {
+unsafe fn eval_avx512(
+    q: &OptimisticQ<'_>,
+    upper: &[f64],
+    phi: &[f64],
+    offset: Option<&[f64]>,
+    out: &mut [f64],
+) {
     // Small d: 64 lanes (8 independent zmm chains) hide the FMA latency. From d ~ 8 on, the two
     // paired accumulators plus quad/lin of 64 lanes would spill the 32 zmm registers: 32 lanes
     // (measured faster at d = 16, slower at d = 5).
@@ -146,14 +158,26 @@ unsafe fn eval_avx512(q: &OptimisticQ<'_>, upper: &[f64], phi: &[f64], offset: O
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn eval_fma(q: &OptimisticQ<'_>, upper: &[f64], phi: &[f64], offset: Option<&[f64]>, out: &mut [f64]) {
+unsafe fn eval_fma(
+    q: &OptimisticQ<'_>,
+    upper: &[f64],
+    phi: &[f64],
+    offset: Option<&[f64]>,
+    out: &mut [f64],
+) {
     eval_impl::<true, CHUNK>(q, upper, phi, offset, out)
 }
 
 /// The rows of a chunk are transposed into `pt[j][lane]` so that every multiply-add runs
 /// across 32 rows at once: no horizontal reductions, no dependency chain longer than d.
 #[inline(always)]
-fn eval_impl<const FMA: bool, const CHUNK: usize>(q: &OptimisticQ<'_>, upper: &[f64], phi: &[f64], offset: Option<&[f64]>, out: &mut [f64]) {
+fn eval_impl<const FMA: bool, const CHUNK: usize>(
+    q: &OptimisticQ<'_>,
+    upper: &[f64],
+    phi: &[f64],
+    offset: Option<&[f64]>,
+    out: &mut [f64],
+) {
     let d = q.d;
     let n = phi.len() / d;
     let mut pt = vec![[0.0f64; CHUNK]; d];
@@ -257,7 +281,12 @@ fn transpose_scalar<const CHUNK: usize>(block: &[f64], d: usize, pt: &mut [[f64;
 /// 16 values instead of 16 scalar stores); row and column tails go through the scalar path.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn transpose_avx2<const CHUNK: usize>(block: &[f64], d: usize, m: usize, pt: &mut [[f64; CHUNK]]) {
+unsafe fn transpose_avx2<const CHUNK: usize>(
+    block: &[f64],
+    d: usize,
+    m: usize,
+    pt: &mut [[f64; CHUNK]],
+) {
     use std::arch::x86_64::*;
     let rows4 = m / 4 * 4;
     let cols4 = d / 4 * 4;
@@ -273,10 +302,22 @@ unsafe fn transpose_avx2<const CHUNK: usize>(block: &[f64], d: usize, m: usize, 
             let t1 = _mm256_unpackhi_pd(a, b); // a1 b1 a3 b3
             let t2 = _mm256_unpacklo_pd(e, f); // e0 f0 e2 f2
             let t3 = _mm256_unpackhi_pd(e, f); // e1 f1 e3 f3
-            _mm256_storeu_pd(pt[c].as_mut_ptr().add(r), _mm256_permute2f128_pd(t0, t2, 0x20));
-            _mm256_storeu_pd(pt[c + 1].as_mut_ptr().add(r), _mm256_permute2f128_pd(t1, t3, 0x20));
-            _mm256_storeu_pd(pt[c + 2].as_mut_ptr().add(r), _mm256_permute2f128_pd(t0, t2, 0x31));
-            _mm256_storeu_pd(pt[c + 3].as_mut_ptr().add(r), _mm256_permute2f128_pd(t1, t3, 0x31));
+            _mm256_storeu_pd(
+                pt[c].as_mut_ptr().add(r),
+                _mm256_permute2f128_pd(t0, t2, 0x20),
+            );
+            _mm256_storeu_pd(
+                pt[c + 1].as_mut_ptr().add(r),
+                _mm256_permute2f128_pd(t1, t3, 0x20),
+            );
+            _mm256_storeu_pd(
+                pt[c + 2].as_mut_ptr().add(r),
+                _mm256_permute2f128_pd(t0, t2, 0x31),
+            );
+            _mm256_storeu_pd(
+                pt[c + 3].as_mut_ptr().add(r),
+                _mm256_permute2f128_pd(t1, t3, 0x31),
+            );
         }
         for c in cols4..d {
             for k in 0..4 {
@@ -312,7 +353,9 @@ pub fn group_max(
     check_len("max buffer", vmax.len(), n)?;
     check_len("argmax buffer", argmax.len(), n)?;
     if let Some(i) = q.iter().position(|x| x.is_nan()) {
-        return Err(CoreError::NonFinite(format!("Q value is NaN at flat index {i}")));
+        return Err(CoreError::NonFinite(format!(
+            "Q value is NaN at flat index {i}"
+        )));
     }
     match tie {
         TieBreak::Lowest => {
@@ -363,7 +406,14 @@ mod tests {
         let phi = [1.0, 0.0, 0.0, 0.5, 0.5, 0.0, 0.0, 0.0, 1.0, 0.2, -0.3, 0.4];
         let inv = [2.0, 0.1, 0.0, 0.1, 1.0, 0.0, 0.0, 0.0, 0.5];
         let w = [1.0, -1.0, 2.0];
-        let q = OptimisticQ { d, w: &w, inv: &inv, beta: 0.7, lower: f64::NEG_INFINITY, upper: 10.0 };
+        let q = OptimisticQ {
+            d,
+            w: &w,
+            inv: &inv,
+            beta: 0.7,
+            lower: f64::NEG_INFINITY,
+            upper: 10.0,
+        };
         let mut out = [0.0; 4];
         let r = [0.1, 0.2, 0.3, 0.4];
         q.evaluate(&phi, Some(&r), &mut out).unwrap();
@@ -384,7 +434,14 @@ mod tests {
     #[test]
     fn indefinite_inverse_uses_full_form_clamped() {
         let inv = [1.0, 0.0, 0.0, -4.0];
-        let q = OptimisticQ { d: 2, w: &[0.0, 0.0], inv: &inv, beta: 1.0, lower: f64::NEG_INFINITY, upper: f64::INFINITY };
+        let q = OptimisticQ {
+            d: 2,
+            w: &[0.0, 0.0],
+            inv: &inv,
+            beta: 1.0,
+            lower: f64::NEG_INFINITY,
+            upper: f64::INFINITY,
+        };
         let mut out = [0.0; 2];
         q.evaluate(&[2.0, 0.0, 0.0, 1.0], None, &mut out).unwrap();
         assert_eq!(out, [2.0, 0.0]);

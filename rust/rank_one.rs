@@ -265,7 +265,10 @@ mod tests {
     #[test]
     fn not_pd_is_named_error() {
         let a = [1.0, 2.0, 2.0, 1.0];
-        assert!(matches!(spd_inverse(&a, 2), Err(CoreError::NotPositiveDefinite(_))));
+        assert!(matches!(
+            spd_inverse(&a, 2),
+            Err(CoreError::NotPositiveDefinite(_))
+        ));
         let a = [4.0, 1.0, 1.0, 3.0];
         let x = spd_solve(&a, 2, &[1.0, 2.0]).unwrap();
         assert!((4.0 * x[0] + x[1] - 1.0).abs() < 1e-12);

@@ -23,7 +23,11 @@ pub fn uniform_below<R: RngCore + ?Sized>(rng: &mut R, m: u128) -> u128 {
         return 0;
     }
     let bits = 128 - (m - 1).leading_zeros();
-    let mask = if bits == 128 { u128::MAX } else { (1u128 << bits) - 1 };
+    let mask = if bits == 128 {
+        u128::MAX
+    } else {
+        (1u128 << bits) - 1
+    };
     loop {
         let raw = if bits <= 64 {
             rng.next_u64() as u128
@@ -46,17 +50,12 @@ pub fn bernoulli_ratio<R: RngCore + ?Sized>(rng: &mut R, num: u128, den: u128) -
 /// parity of the first K with a failed Bernoulli(gamma / K) coin.
 fn bernoulli_exp_unit<R: RngCore + ?Sized>(rng: &mut R, num: u128, den: u128) -> bool {
     let mut k: u128 = 1;
-    loop {
-        let dk = match den.checked_mul(k) {
-            Some(v) => v,
-            // gamma / K < 2^-64 here: the coin fails (up to that probability).
-            None => break,
-        };
-        if bernoulli_ratio(rng, num, dk) {
-            k += 1;
-        } else {
+    // Once den * K overflows, gamma / K < 2^-64: the coin fails (up to that probability).
+    while let Some(dk) = den.checked_mul(k) {
+        if !bernoulli_ratio(rng, num, dk) {
             break;
         }
+        k += 1;
     }
     k % 2 == 1
 }
@@ -105,7 +104,11 @@ pub fn floor_sqrt_ratio(num: u128, den: u128) -> u128 {
     let q = num / den;
     let mut a = (q as f64).sqrt() as u128;
     // Fix the float estimate: a^2 den <= num < (a+1)^2 den.
-    while a > 0 && a.checked_mul(a).and_then(|s| s.checked_mul(den)).is_none_or(|s| s > num) {
+    while a > 0
+        && a.checked_mul(a)
+            .and_then(|s| s.checked_mul(den))
+            .is_none_or(|s| s > num)
+    {
         a -= 1;
     }
     while (a + 1)
@@ -137,7 +140,9 @@ pub fn discrete_gaussian<R: RngCore + ?Sized>(rng: &mut R, num: u128, den: u128)
                     .and_then(|v| v.checked_mul(t))
                     .and_then(|v| v.checked_mul(t)),
             );
-        let Some((g_num, g_den)) = parts else { continue };
+        let Some((g_num, g_den)) = parts else {
+            continue;
+        };
         if bernoulli_exp(rng, g_num, g_den) {
             return y;
         }
@@ -219,7 +224,9 @@ mod tests {
         let mut rng = ChaCha12Rng::from_seed([3; 32]);
         let t = 5u128;
         let n = 100_000;
-        let xs: Vec<f64> = (0..n).map(|_| discrete_laplace(&mut rng, t) as f64).collect();
+        let xs: Vec<f64> = (0..n)
+            .map(|_| discrete_laplace(&mut rng, t) as f64)
+            .collect();
         let mean = xs.iter().sum::<f64>() / n as f64;
         let var = xs.iter().map(|x| x * x).sum::<f64>() / n as f64;
         let want = discrete_laplace_variance(5.0);
@@ -232,13 +239,17 @@ mod tests {
         let mut rng = ChaCha12Rng::from_seed([4; 32]);
         for (num, den) in [(1u128 << 20, 1u128), (9, 4), (2, 1)] {
             let n = 100_000;
-            let xs: Vec<f64> =
-                (0..n).map(|_| discrete_gaussian(&mut rng, num, den) as f64).collect();
+            let xs: Vec<f64> = (0..n)
+                .map(|_| discrete_gaussian(&mut rng, num, den) as f64)
+                .collect();
             let mean = xs.iter().sum::<f64>() / n as f64;
             let var = xs.iter().map(|x| x * x).sum::<f64>() / n as f64;
             let want = discrete_gaussian_variance(num as f64 / den as f64);
             assert!(mean.abs() < 5.0 * (want / n as f64).sqrt());
-            assert!((var / want - 1.0).abs() < 0.03, "sigma^2 {num}/{den}: var {var} want {want}");
+            assert!(
+                (var / want - 1.0).abs() < 0.03,
+                "sigma^2 {num}/{den}: var {var} want {want}"
+            );
         }
     }
 }

@@ -82,7 +82,10 @@ def test_variance_profile_and_multipliers_against_matrices(kind):
             X = np.array([[1.0 if a <= i + 1 <= b else 0.0 for i in range(s)] for a, b in nodes if b <= s])
             want.append(np.ones(s) @ np.linalg.solve(X.T @ X, np.ones(s)))
         want = np.array(want)
-        l2 = math.sqrt(T.bit_length())
+        # The exact projection of the release map (not the post-processing bound sqrt(6)).
+        l2 = math.sqrt(R.honaker_leaf_multipliers_ref(T).max())
+        assert l2 < math.sqrt(T.bit_length())
+        assert m.l1_sensitivity_multiplier == T.bit_length()  # post-processing bound
     else:
         E = R.sqrt_factor_ref(T) if kind == "factorization" else R.blt_encoder_ref(T, *C.blt_parameters(T, 8))
         decoder = np.tril(np.ones((T, T))) @ np.linalg.inv(E)
@@ -95,10 +98,50 @@ def test_variance_profile_and_multipliers_against_matrices(kind):
     assert m.variance_factor(0) == 0.0
     assert m.max_variance_factor() == pytest.approx(want.max(), rel=1e-12)
     assert m.sensitivity_multiplier == pytest.approx(l2, rel=1e-10)
-    assert np.linalg.norm(m.leaf_coefficients(1)) == pytest.approx(l2, rel=1e-10)
-    # Leaf 1 is the worst leaf.
+    assert np.linalg.norm(m.leaf_coefficients(m.worst_leaf)) == pytest.approx(l2, rel=1e-10)
     norms = [np.linalg.norm(m.leaf_coefficients(i)) for i in range(1, T + 1)]
-    assert max(norms) == pytest.approx(norms[0])
+    assert max(norms) == pytest.approx(l2, rel=1e-10)
+    # Leaf 1 is the worst leaf, except for Honaker's tree.
+    assert m.worst_leaf == (int(np.argmax(norms)) + 1 if kind == "honaker" else 1)
+    if kind != "honaker":
+        assert max(norms) == pytest.approx(norms[0])
+
+
+def test_honaker_online_recursion_is_the_least_squares_estimate():
+    for T, shape in [(1, 2), (13, 2), (37, 1), (64, 3)]:
+        z = np.random.default_rng(T).standard_normal((len(R.dyadic_nodes_in_draw_order(T)), shape))
+        np.testing.assert_allclose(R.honaker_online_ref(z, T), R.honaker_noise_ref(z, T), atol=1e-12)
+
+
+@pytest.mark.parametrize("T", range(1, 65))
+def test_honaker_multiplier_is_the_exact_projection(T):
+    """Honaker's L2 multiplier is the exact sensitivity of its release sequence: per leaf,
+    ||leaf_coefficients(i)||^2 = Delta_i^T M^T (M M^T)^+ M Delta_i for the dense release map M,
+    and the multiplier is the largest of these, at worst_leaf."""
+    m = K.make_prefix_mechanism("honaker", 1, T, noise="none", seed=0)
+    dense = R.honaker_leaf_multipliers_ref(T)
+    per_leaf = np.array([np.sum(m.leaf_coefficients(i) ** 2) for i in range(1, T + 1)])
+    np.testing.assert_allclose(per_leaf, dense, rtol=1e-9)
+    assert m.sensitivity_multiplier ** 2 == pytest.approx(dense.max(), rel=1e-10)
+    assert dense[m.worst_leaf - 1] == pytest.approx(dense.max(), rel=1e-10)
+    assert m.sensitivity_multiplier ** 2 <= T.bit_length() + 1e-12  # the post-processing bound
+    if T > 1:
+        assert m.sensitivity_multiplier ** 2 < T.bit_length()
+
+
+def test_honaker_multiplier_at_large_T():
+    """The DP's values at large T (the prototype's figures) and for every capacity a u63 holds."""
+    got = {T: K.mechanism_profile("honaker", T) for T in (16, 1000, 10_000)}
+    assert got[16].l2_multiplier ** 2 == pytest.approx(4.4034, abs=1e-4)
+    assert got[1000].l2_multiplier ** 2 == pytest.approx(8.5571, abs=1e-4)
+    assert got[10_000].l2_multiplier ** 2 == pytest.approx(11.9321, abs=1e-4)
+    assert got[10_000].worst_leaf == 5461
+    for T in (10 ** 6, 2 ** 40 + 12345, 2 ** 63 - 1):
+        p = K.mechanism_profile("honaker", T)
+        assert 1 <= p.worst_leaf <= T
+        assert p.l2_multiplier ** 2 < T.bit_length() == p.l1_multiplier
+        m = K.make_prefix_mechanism("honaker", 1, T, noise="none", seed=0)
+        assert np.sum(m.leaf_coefficients(p.worst_leaf) ** 2) == pytest.approx(p.l2_multiplier ** 2, rel=1e-12)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -171,7 +214,10 @@ def test_error_ratio_empirical_at_T_10000():
 def test_mechanism_profile():
     p = K.mechanism_profile("tree", 10_000)
     assert (p.l2_multiplier, p.quantities_per_leaf, p.paper_tree_nodes) == (math.sqrt(14), 14, 15)
-    assert p.max_variance_factor == 13
+    assert p.max_variance_factor == 13 and p.worst_leaf == 1
+    h = K.mechanism_profile("honaker", 10_000)
+    assert (h.quantities_per_leaf, h.l1_multiplier, h.worst_leaf) == (14, 14, 5461)
+    assert h.l2_multiplier < p.l2_multiplier
     f = K.mechanism_profile("factorization", 10_000)
     assert f.l2_multiplier ** 2 == pytest.approx(f.max_variance_factor)
     assert f.quantities_per_leaf == 10_000
@@ -190,6 +236,9 @@ def test_structure_for_the_accountant():
     assert np.linalg.norm(s["coefficients"]) == pytest.approx(s["l2_multiplier"])
     t = K.make_prefix_mechanism("tree", 4, 100, scale=2.0, seed=0).sensitivity_structure()
     assert t["quantities_per_leaf"] == 7 and np.all(t["coefficients"] == 1.0)
+    h = K.make_prefix_mechanism("honaker", 4, 100, scale=2.0, seed=0).sensitivity_structure()
+    assert np.linalg.norm(h["coefficients"]) == pytest.approx(h["l2_multiplier"])
+    assert h["worst_leaf"] == K.mechanism_profile("honaker", 100).worst_leaf != 1
 
 
 def test_tree_kind_is_the_tree_aggregator():
@@ -201,6 +250,32 @@ def test_tree_kind_is_the_tree_aggregator():
         b.push(np.eye(2))
     np.testing.assert_array_equal(a.release(), b.release())
     assert a.nodes_used == 3
+
+
+def test_one_binding_class_and_limits_from_the_rust_core():
+    from privrl import _core
+
+    assert C.MECHANISMS == _core.MECHANISMS == ("tree", "honaker", "factorization", "blt")
+    assert C.NOISES == _core.NOISES and "discrete_gaussian" in C.NOISES
+    assert (C.MAX_NODE_LEN, C.DEFAULT_GRID_BITS, C.MAX_GRID_BITS) == (2 ** 27, 20, 24)
+    assert (C.DEFAULT_BLT_BUFFERS, C.MAX_BLT_BUFFERS, C.MAX_COEFFICIENTS) == (8, 64, 2 ** 24)
+    assert C.MAX_FACTORIZATION_CAPACITY == _core.MAX_FACTORIZATION_CAPACITY == 2 ** 22
+    C.PrefixMechanism("blt", 2, 3, buffers=C.MAX_BLT_BUFFERS)
+    with pytest.raises(PrivacyParameterError):
+        C.PrefixMechanism("blt", 2, 3, buffers=C.MAX_BLT_BUFFERS + 1)
+    with pytest.raises(PrivacyParameterError):
+        K.TreeAggregator(C.MAX_NODE_LEN + 1, 4)
+    assert K.TreeAggregator(3, 1000).max_nodes == 11 == K.mechanism_profile("tree", 1000).paper_tree_nodes
+    # TreeAggregator is the "tree" kind of the one binding class; only it keeps the last node.
+    a = C.PrefixMechanism("tree", (2, 2), 9, seed=4)
+    b = K.TreeAggregator((2, 2), 9, seed=4, keep_last_node=True)
+    assert isinstance(b, C.PrefixMechanism) and type(a._m) is type(b._m) is _core.PrefixMechanism
+    for _ in range(9):
+        np.testing.assert_array_equal(a.push_release(np.eye(2)), b.push_release(np.eye(2)))
+        assert b.last_node_noise().shape == (2, 2)
+    assert a._m.last_node_noise().size == 0
+    with pytest.raises(ValueError):
+        _core.PrefixMechanism("honaker", False, 2, 4, "gaussian", 1.0, bytes(32), keep_last_node=True)
 
 
 def test_capacity_and_input_errors():

@@ -1,4 +1,4 @@
-"""Typed Python front of the Rust kernels (tree-based noise, rank-one updates, batched
+"""Typed Python front of the Rust kernels (continual-release noise, rank-one updates, batched
 optimistic Q, mixture phi_V); the numpy references live in `privrl.kernels.reference`.
 
 Every wrapper validates and converts its inputs once (C-contiguous float64, shapes, finite
@@ -16,7 +16,7 @@ from privrl import _core
 from privrl.exceptions import PrivacyParameterError, ShapeError
 from privrl.kernels._validate import MAX_INT, as_f64, check_int, check_real, numeric_array, seed_bytes, tie_seed
 from privrl.kernels.continual import (DEFAULT_GRID_BITS, MAX_NODE_LEN, MECHANISMS, MechanismProfile,
-                                      PrefixMechanism, _PrefixBase, make_prefix_mechanism,
+                                      PrefixMechanism, TreeAggregator, make_prefix_mechanism,
                                       mechanism_profile, parse_noise, parse_shape)
 
 __all__ = [
@@ -59,64 +59,6 @@ def _positive_int(x: Any, name: str) -> int:
     if not (1 <= int(x) <= MAX_INT):
         raise PrivacyParameterError(f"{name} must be an integer in [1, {MAX_INT}], got {x}")
     return int(x)
-
-
-class TreeAggregator(_PrefixBase):
-    """Continual release of prefix sums of d-vectors or symmetric d x d matrices through the
-    binary tree mechanism (App. "Tree-based method"; Shariff & Sheffet 2018, Sec. 4.2), the
-    "tree" kind of privrl.kernels.continual (same interface as every PrefixMechanism).
-
-    shape: an int n (vectors of length n) or (d, d) (symmetric matrices).
-    capacity: number of leaves T (episodes for Alg. 1, batches for Alg. 2); pushing leaf T+1
-        raises CapacityError.
-    noise: "gaussian" (entries N(0, scale^2)), "laplace" (entries Laplace(scale)), the secure
-        samplers "discrete_gaussian" / "discrete_laplace" (exact integer-arithmetic samplers on
-        the grid scale * 2^-grid_bits; leaves are rounded to that grid, see docs/privacy.md),
-        or "none".
-    divisor: matrix node noise is (Z' + Z'^T) / divisor; sqrt(2) in App. B (Alg. 1), 2 in Alg. 2
-        and for Laplace nodes (App. "Pure DP").
-    seed: None draws the noise stream's key from OS entropy (the default for real privacy);
-        an int / SeedSequence / 32 bytes gives a bit-reproducible stream.
-
-    The exact data sum is kept on the side; `release()` returns exact sum + the noise of the
-    popcount(t) <= ceil(log2 T + 1) nodes covering [1, t]. Memory is O(log T) nodes.
-    """
-
-    kind = "tree"
-    buffers = 0
-
-    def __init__(self, shape: int | tuple[int, int], capacity: int, noise: str = "gaussian",
-                 scale: float = 1.0, seed: Any = None, divisor: float = SQRT2,
-                 keep_last_node: bool = False, grid_bits: int = DEFAULT_GRID_BITS):
-        self.shape, self.symmetric, self.d = parse_shape(shape)
-        capacity = _positive_int(capacity, "capacity")
-        self.noise_kind, self.scale, self.grid_bits = parse_noise(noise, scale, grid_bits)
-        self.divisor = check_real(divisor, "divisor")
-        self._m = _core.TreeAggregator(self.symmetric, self.d, capacity, self.noise_kind,
-                                       self.scale, seed_bytes(seed), self.divisor,
-                                       bool(keep_last_node), self.grid_bits)
-
-    def push_release(self, leaf: Any) -> np.ndarray:
-        """`push(leaf)` then `release()` in one call into Rust (the per-step use)."""
-        if (type(leaf) is np.ndarray and leaf.dtype == np.float64 and leaf.shape == self.shape
-                and leaf.flags.c_contiguous):
-            # Fast path: nothing to convert; Rust checks finiteness and capacity.
-            return self._m.push_release(leaf)
-        return super().push_release(leaf)
-
-    def last_node_noise(self) -> np.ndarray:
-        """The most recently drawn node noise (with keep_last_node=True)."""
-        z = self._m.last_node_noise()
-        return z.reshape(self.shape) if z.size else z
-
-    @property
-    def max_nodes(self) -> int:
-        """ceil(log2 T + 1): the most nodes any release uses (K0 / B0 of the paper)."""
-        return self._m.max_nodes
-
-    def __repr__(self) -> str:
-        return (f"TreeAggregator(shape={self.shape}, capacity={self.capacity}, "
-                f"noise={self.noise_kind!r}, scale={self.scale:g}, steps={self.steps})")
 
 
 class NoiseStream:

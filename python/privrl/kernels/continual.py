@@ -9,13 +9,23 @@ factorization and BLT, with exact per-step variance and per-user sensitivity (Ap
 # sigma / sensitivity_multiplier have the same (eps, delta) curve. sensitivity_structure() lists
 # what an accountant needs; variance_factor(t) gives Var(N_t) / Var(node) exactly.
 #
-#   kind           variance factor at step t           L2 multiplier (leaf 1 worst)    state
+#   kind           variance factor at step t           L2 multiplier                   state
 #   tree           popcount(t)                         sqrt(floor(log2 T) + 1)         O(log T)
-#   honaker        sum_{bits l of t} 2^l/(2^(l+1)-1)   sqrt(floor(log2 T) + 1)         O(log T)
+#   honaker        sum_{bits l of t} 2^l/(2^(l+1)-1)   max_i m(i), exact (below)       O(log T)
 #   factorization  sum_{j<t} c_j^2, c_j=C(2j,j)/4^j    sqrt(sum_{j<T} c_j^2)           O(T)
 #   blt            sum_{j<t} e_j^2 (decoder A C^-1)    sqrt(sum_{j<T} c_j^2) of its C  O(buffers)
 #
-# Estimators and derivations: rust/continual.rs and docs/privacy.md.
+# Leaf 1 is the worst leaf for tree, factorization and BLT. Honaker's online estimator releases
+# one new value per step, the estimate of the subtree completed then, so it reveals less than
+# its nodes: the releases are an invertible map of independent innovations (one per released
+# subtree, i.e. level l, odd index j, j 2^l <= T), and m(i)^2 sums leaf i's squared whitened
+# coefficients in them (rust/continual/honaker.rs). m^2 = 4.403 / 8.557 / 11.932 at T = 16 /
+# 1000 / 10^4 against bit_length(T) = 5 / 10 / 14 for the tree bound; the worst leaf is not leaf
+# 1 (5461 at T = 10^4, `worst_leaf`). Its L1 multiplier stays the post-processing bound
+# floor(log2 T) + 1 (Laplace innovations are not Laplace).
+#
+# Estimators and derivations: rust/continual/ (one file per mechanism), rust/tree.rs and
+# docs/privacy.md.
 from __future__ import annotations
 
 import math
@@ -32,21 +42,31 @@ __all__ = [
     "MECHANISMS",
     "NOISES",
     "PrefixMechanism",
+    "TreeAggregator",
     "MechanismProfile",
     "make_prefix_mechanism",
     "mechanism_profile",
     "blt_parameters",
 ]
 
+# The names, limits and defaults below are the Rust core's own (privrl._core), not copies.
 #: The continual-release mechanisms, "tree" being the paper's.
-MECHANISMS = ("tree", "honaker", "factorization", "blt")
+MECHANISMS: tuple[str, ...] = _core.MECHANISMS
 #: Node-noise laws: continuous, secure discrete (tree and NoiseStream only), or none.
-NOISES = ("gaussian", "laplace", "discrete_gaussian", "discrete_laplace", "none")
-#: Largest node (vector length or d * d) any mechanism accepts (rust/tree.rs MAX_NODE_LEN).
-MAX_NODE_LEN = 1 << 27
-#: Default 2^-k grid of the discrete samplers (docs/privacy.md: rounding cost ~ 2^-20).
-DEFAULT_GRID_BITS = 20
-MAX_GRID_BITS = 24
+NOISES: tuple[str, ...] = _core.NOISES
+#: Largest node (vector length or d * d) any mechanism accepts.
+MAX_NODE_LEN: int = _core.MAX_NODE_LEN
+#: Default and largest k of the 2^-k grid of the discrete samplers (docs/privacy.md: rounding
+#: cost ~ 2^-20 at the default).
+DEFAULT_GRID_BITS: int = _core.DEFAULT_GRID_BITS
+MAX_GRID_BITS: int = _core.MAX_GRID_BITS
+#: Default and largest number of BLT buffers.
+DEFAULT_BLT_BUFFERS: int = _core.DEFAULT_BLT_BUFFERS
+MAX_BLT_BUFFERS: int = _core.MAX_BLT_BUFFERS
+#: Longest variance profile / coefficient column the mechanisms list.
+MAX_COEFFICIENTS: int = _core.MAX_COEFFICIENTS
+#: Largest capacity of the exact square-root factorization (it keeps O(T) innovations).
+MAX_FACTORIZATION_CAPACITY: int = _core.MAX_FACTORIZATION_CAPACITY
 SQRT2 = math.sqrt(2.0)
 
 
@@ -75,8 +95,19 @@ def parse_noise(noise: Any, scale: Any, grid_bits: Any) -> tuple[str, float, int
     return noise, check_real(scale, "noise scale"), grid_bits
 
 
-class _PrefixBase:
-    """The interface every continual-release mechanism offers (methods on the Rust object `_m`)."""
+class PrefixMechanism:
+    """One continual-release mechanism of kind "tree", "honaker", "factorization" or "blt".
+
+    shape: an int n (vectors) or (d, d) (symmetric matrices, node noise (Z' + Z'^T)/divisor).
+    capacity: number of leaves T; pushing leaf T + 1 raises CapacityError.
+    noise / scale: node law; "gaussian" N(0, scale^2), "laplace" Lap(scale), "none"; the secure
+        samplers "discrete_gaussian" / "discrete_laplace" (grid scale * 2^-grid_bits) on the
+        tree only (see TreeAggregator).
+    seed: None = OS entropy (real privacy); int / SeedSequence / 32 bytes = reproducible.
+    buffers: BLT only, number of buffers (default DEFAULT_BLT_BUFFERS).
+
+    Every kind offers the same interface, implemented once in Rust (privrl._core.PrefixMechanism).
+    """
 
     _m: Any
     shape: tuple[int, ...]
@@ -84,6 +115,27 @@ class _PrefixBase:
     scale: float
     grid_bits: int
     divisor: float
+
+    def __init__(self, kind: str, shape: Any, capacity: int, noise: str = "gaussian",
+                 scale: float = 1.0, seed: Any = None, divisor: float = SQRT2,
+                 grid_bits: int = DEFAULT_GRID_BITS, buffers: int | None = None):
+        self._build(kind, shape, capacity, noise, scale, seed, divisor, grid_bits, buffers, False)
+
+    def _build(self, kind: Any, shape: Any, capacity: Any, noise: Any, scale: Any, seed: Any,
+               divisor: Any, grid_bits: Any, buffers: Any, keep_last_node: bool) -> None:
+        """Validate every argument once, then build the Rust mechanism."""
+        if not isinstance(kind, str) or kind not in MECHANISMS:
+            raise ValueError(f"mechanism kind must be one of {MECHANISMS}, got {kind!r}")
+        self.shape, self.symmetric, self.d = parse_shape(shape)
+        capacity = check_int(capacity, "capacity")
+        self.noise_kind, self.scale, self.grid_bits = parse_noise(noise, scale, grid_bits)
+        self.divisor = check_real(divisor, "divisor")
+        if buffers is not None and kind != "blt":
+            raise ValueError(f"buffers only applies to kind 'blt', not {kind!r}")
+        nbuf = 0 if buffers is None else check_int(buffers, "buffers", 1, MAX_BLT_BUFFERS)
+        self._m = _core.PrefixMechanism(kind, self.symmetric, self.d, capacity, self.noise_kind,
+                                        self.scale, seed_bytes(seed), self.divisor,
+                                        self.grid_bits, nbuf, bool(keep_last_node))
 
     def push(self, leaf: Any) -> None:
         """Add one leaf (the statistic of one episode or one batch)."""
@@ -98,10 +150,14 @@ class _PrefixBase:
 
     def push_release(self, leaf: Any) -> np.ndarray:
         """`push(leaf)` then `release()` in one call into Rust (the per-step use)."""
+        if (type(leaf) is np.ndarray and leaf.dtype == np.float64 and leaf.shape == self.shape
+                and leaf.flags.c_contiguous):
+            # Fast path: nothing to convert; Rust checks finiteness and capacity.
+            return self._m.push_release(leaf)
         a = numeric_array(leaf, "leaf")
         if a.shape != self.shape:
             raise ShapeError(f"leaf must have shape {self.shape}, got {a.shape}")
-        return self._shaped(self._m.push_release(a.reshape(-1)))
+        return self._m.push_release(a)
 
     def _shaped(self, flat: np.ndarray) -> np.ndarray:
         return flat.reshape(self.shape)
@@ -136,39 +192,52 @@ class _PrefixBase:
         return self._m.max_variance_factor()
 
     def variance_profile(self) -> np.ndarray:
-        """variance_factor(t) for t = 1..T (T <= 2^24)."""
+        """variance_factor(t) for t = 1..T (T <= MAX_COEFFICIENTS = 2^24)."""
         return self._m.variance_profile()
 
     def leaf_coefficients(self, leaf: int = 1) -> np.ndarray:
-        """Coefficients with which leaf `leaf` (1-based) enters the noisy encoder release E x + z
-        (column `leaf` of E, zeros dropped): all ones for the trees (one per node containing the
-        leaf), c_0..c_{T-leaf} for the factorizations. Leaf 1 is the worst case for every kind."""
+        """Coefficients with which leaf `leaf` (1-based) enters a noisy encoder release E x + z
+        with i.i.d. node noise z, of which the releases are an invertible post-processing
+        (column `leaf` of E, zeros dropped): all ones for the binary tree (one per released node
+        containing the leaf), c_0..c_{T-leaf} for the factorizations, and for Honaker's tree the
+        whitened innovations of the released subtrees containing the leaf (Gaussian noise; see
+        the module comment). The worst leaf, whose column has norm `sensitivity_multiplier`, is
+        `worst_leaf`: leaf 1 except for Honaker's tree."""
         return self._m.leaf_coefficients(check_int(leaf, "leaf", 1, self.capacity))
+
+    @property
+    def worst_leaf(self) -> int:
+        """The (smallest) leaf whose coefficient column has the largest L2 norm."""
+        return self._m.worst_leaf
 
     @property
     def sensitivity_multiplier(self) -> float:
         """max_i ||E e_i||_2: the per-user L2 sensitivity of the encoder release is the per-leaf
-        sensitivity times this (Gaussian noise)."""
+        sensitivity times this (Gaussian noise). Exact for every kind, Honaker's included."""
         return self._m.l2_multiplier
 
     @property
     def l1_sensitivity_multiplier(self) -> float:
-        """max_i ||E e_i||_1 (Laplace noise, pure DP)."""
+        """max_i ||E e_i||_1 (Laplace noise, pure DP); for Honaker's tree the post-processing
+        bound floor(log2 T) + 1 of all dyadic nodes containing a leaf (no exact one derived)."""
         return self._m.l1_multiplier
 
     def sensitivity_structure(self) -> dict:
         """What a privacy accountant needs about this mechanism.
 
-        A user's leaf enters ``len(coefficients)`` noise-carrying quantities (tree nodes or
-        encoder rows), each with i.i.d. noise of the node law, with the listed coefficients
-        (leaf 1, the worst case). For per-leaf L2 sensitivity Delta, the whole mechanism is one
-        Gaussian mechanism with sensitivity ``Delta * l2_multiplier`` at the node std."""
-        coeffs = self.leaf_coefficients(1) if self.capacity <= 1 << 24 else None
+        A user's leaf enters ``len(coefficients)`` noise-carrying quantities (tree nodes, encoder
+        rows or Honaker innovations), each with i.i.d. noise of the node law, with the listed
+        coefficients (leaf ``worst_leaf``, the worst case). For per-leaf L2 sensitivity Delta,
+        the whole mechanism is one Gaussian mechanism with sensitivity ``Delta * l2_multiplier``
+        at the node std."""
+        coeffs = (self.leaf_coefficients(self.worst_leaf) if self.capacity <= MAX_COEFFICIENTS
+                  else None)
         return {
             "kind": self.kind,
             "capacity": self.capacity,
             "noise": self.noise_kind,
             "node_scale": self.scale,
+            "worst_leaf": self.worst_leaf,
             "quantities_per_leaf": None if coeffs is None else int(coeffs.size),
             "coefficients": coeffs,
             "l2_multiplier": self.sensitivity_multiplier,
@@ -199,41 +268,6 @@ class _PrefixBase:
         return self._m.nodes_drawn
 
     @property
-    def grid(self) -> float | None:
-        """Grid spacing scale * 2^-grid_bits of the discrete samplers (None otherwise)."""
-        if not self.noise_kind.startswith("discrete"):
-            return None
-        return self.scale * 2.0 ** -self.grid_bits
-
-
-class PrefixMechanism(_PrefixBase):
-    """One continual-release mechanism of kind "tree", "honaker", "factorization" or "blt".
-
-    shape: an int n (vectors) or (d, d) (symmetric matrices, node noise (Z' + Z'^T)/divisor).
-    capacity: number of leaves T; pushing leaf T + 1 raises CapacityError.
-    noise / scale: node law; "gaussian" N(0, scale^2), "laplace" Lap(scale), "none" (the
-        discrete samplers are offered on the tree only, see privrl.kernels.TreeAggregator).
-    seed: None = OS entropy (real privacy); int / SeedSequence / 32 bytes = reproducible.
-    buffers: BLT only, number of buffers (default 8).
-    """
-
-    def __init__(self, kind: str, shape: Any, capacity: int, noise: str = "gaussian",
-                 scale: float = 1.0, seed: Any = None, divisor: float = SQRT2,
-                 grid_bits: int = DEFAULT_GRID_BITS, buffers: int | None = None):
-        if not isinstance(kind, str) or kind not in MECHANISMS:
-            raise ValueError(f"mechanism kind must be one of {MECHANISMS}, got {kind!r}")
-        self.shape, self.symmetric, self.d = parse_shape(shape)
-        capacity = check_int(capacity, "capacity")
-        self.noise_kind, self.scale, self.grid_bits = parse_noise(noise, scale, grid_bits)
-        self.divisor = check_real(divisor, "divisor")
-        if buffers is not None and kind != "blt":
-            raise ValueError(f"buffers only applies to kind 'blt', not {kind!r}")
-        nbuf = 0 if buffers is None else check_int(buffers, "buffers", 1, 64)
-        self._m = _core.PrefixMechanism(kind, self.symmetric, self.d, capacity, self.noise_kind,
-                                        self.scale, seed_bytes(seed), self.divisor,
-                                        self.grid_bits, nbuf)
-
-    @property
     def kind(self) -> str:
         return self._m.kind
 
@@ -242,24 +276,73 @@ class PrefixMechanism(_PrefixBase):
         """BLT buffers (0 for the other kinds)."""
         return self._m.buffers
 
+    @property
+    def grid(self) -> float | None:
+        """Grid spacing scale * 2^-grid_bits of the discrete samplers (None otherwise)."""
+        if not self.noise_kind.startswith("discrete"):
+            return None
+        return self.scale * 2.0 ** -self.grid_bits
+
     def __repr__(self) -> str:
         return (f"PrefixMechanism({self.kind!r}, shape={self.shape}, capacity={self.capacity}, "
                 f"noise={self.noise_kind!r}, scale={self.scale:g}, steps={self.steps})")
 
 
+class TreeAggregator(PrefixMechanism):
+    """Continual release of prefix sums of d-vectors or symmetric d x d matrices through the
+    binary tree mechanism (App. "Tree-based method"; Shariff & Sheffet 2018, Sec. 4.2): the
+    "tree" kind of PrefixMechanism, plus the tree's own extras (max_nodes, keep_last_node).
+
+    shape: an int n (vectors of length n) or (d, d) (symmetric matrices).
+    capacity: number of leaves T (episodes for Alg. 1, batches for Alg. 2); pushing leaf T+1
+        raises CapacityError.
+    noise: "gaussian" (entries N(0, scale^2)), "laplace" (entries Laplace(scale)), the secure
+        samplers "discrete_gaussian" / "discrete_laplace" (exact integer-arithmetic samplers on
+        the grid scale * 2^-grid_bits; leaves are rounded to that grid, see docs/privacy.md),
+        or "none".
+    divisor: matrix node noise is (Z' + Z'^T) / divisor; sqrt(2) in App. B (Alg. 1), 2 in Alg. 2
+        and for Laplace nodes (App. "Pure DP").
+    seed: None draws the noise stream's key from OS entropy (the default for real privacy);
+        an int / SeedSequence / 32 bytes gives a bit-reproducible stream.
+    keep_last_node: keep a copy of the most recently drawn node noise (`last_node_noise()`),
+        for tests against a reference.
+
+    The exact data sum is kept on the side; `release()` returns exact sum + the noise of the
+    popcount(t) <= ceil(log2 T + 1) nodes covering [1, t]. Memory is O(log T) nodes.
+    """
+
+    def __init__(self, shape: int | tuple[int, int], capacity: int, noise: str = "gaussian",
+                 scale: float = 1.0, seed: Any = None, divisor: float = SQRT2,
+                 keep_last_node: bool = False, grid_bits: int = DEFAULT_GRID_BITS):
+        self._build("tree", shape, capacity, noise, scale, seed, divisor, grid_bits, None,
+                    keep_last_node)
+
+    def last_node_noise(self) -> np.ndarray:
+        """The most recently drawn node noise (with keep_last_node=True; empty otherwise)."""
+        z = self._m.last_node_noise()
+        return z.reshape(self.shape) if z.size else z
+
+    @property
+    def max_nodes(self) -> int:
+        """ceil(log2 T + 1): the most nodes any release uses (K0 / B0 of the paper)."""
+        return _core.tree_depth(self.capacity)
+
+    def __repr__(self) -> str:
+        return (f"TreeAggregator(shape={self.shape}, capacity={self.capacity}, "
+                f"noise={self.noise_kind!r}, scale={self.scale:g}, steps={self.steps})")
+
+
 def make_prefix_mechanism(kind: str, shape: Any, capacity: int, noise: str = "gaussian",
                           scale: float = 1.0, seed: Any = None, divisor: float = SQRT2,
-                          **options: Any) -> _PrefixBase:
-    """The continual-release mechanism `kind` with the TreeAggregator API.
+                          **options: Any) -> PrefixMechanism:
+    """The continual-release mechanism `kind`.
 
-    kind="tree" returns a privrl.kernels.TreeAggregator (the paper's binary mechanism, which
-    also takes grid_bits for the discrete samplers and keep_last_node); the other kinds a
-    PrefixMechanism (options: buffers for "blt", grid_bits)."""
+    kind="tree" returns a TreeAggregator (the paper's binary mechanism, which also takes
+    grid_bits for the discrete samplers and keep_last_node); the other kinds a PrefixMechanism
+    (options: buffers for "blt", grid_bits)."""
     if not isinstance(kind, str) or kind not in MECHANISMS:
         raise ValueError(f"mechanism kind must be one of {MECHANISMS}, got {kind!r}")
     if kind == "tree":
-        from privrl.kernels import TreeAggregator
-
         return TreeAggregator(shape, capacity, noise=noise, scale=scale, seed=seed,
                               divisor=divisor, **options)
     return PrefixMechanism(kind, shape, capacity, noise=noise, scale=scale, seed=seed,
@@ -270,10 +353,11 @@ def make_prefix_mechanism(kind: str, shape: Any, capacity: int, noise: str = "ga
 class MechanismProfile:
     """The data-independent facts of a mechanism over T leaves (no noise drawn).
 
-    l2_multiplier / l1_multiplier: per-user sensitivity factors (see the module docstring);
+    l2_multiplier / l1_multiplier: per-user sensitivity factors (see the module comment);
     max_variance_factor: max_t Var(noise_t) / Var(node); quantities_per_leaf: noise-carrying
     quantities leaf 1 enters; paper_tree_nodes: K0 = ceil(log2 T) + 1 of App. "Tree-based
-    method" (what the paper's sigma is calibrated for)."""
+    method" (what the paper's sigma is calibrated for); worst_leaf: a leaf attaining
+    l2_multiplier (1 except for Honaker's tree)."""
 
     kind: str
     capacity: int
@@ -282,29 +366,33 @@ class MechanismProfile:
     max_variance_factor: float
     quantities_per_leaf: int
     paper_tree_nodes: int
+    worst_leaf: int = 1
 
 
 def mechanism_profile(kind: str, capacity: int, buffers: int | None = None) -> MechanismProfile:
-    """MechanismProfile of `kind` over `capacity` leaves (factorization: T <= 2^22)."""
+    """MechanismProfile of `kind` over `capacity` leaves (factorization: T <=
+    MAX_FACTORIZATION_CAPACITY = 2^22). No noise is drawn; Honaker's exact multiplier costs
+    O(log^2 T) whatever T."""
     capacity = check_int(capacity, "capacity")
     m = make_prefix_mechanism(kind, 1, capacity, noise="none", seed=b"\0" * 32,
                               **({} if buffers is None else {"buffers": buffers}))
     n_leaf = _quantities_per_leaf(m)
     return MechanismProfile(kind, capacity, m.sensitivity_multiplier, m.l1_sensitivity_multiplier,
-                            m.max_variance_factor(), n_leaf, (capacity - 1).bit_length() + 1)
+                            m.max_variance_factor(), n_leaf, _core.tree_depth(capacity),
+                            m.worst_leaf)
 
 
-def _quantities_per_leaf(m: _PrefixBase) -> int:
+def _quantities_per_leaf(m: PrefixMechanism) -> int:
     if m.kind in ("tree", "honaker"):
-        return m.capacity.bit_length()
+        return m.capacity.bit_length()  # one node / released subtree per level
     return m.capacity  # leaf 1 enters every encoder row
 
 
-def blt_parameters(capacity: int, buffers: int = 8) -> tuple[np.ndarray, np.ndarray]:
+def blt_parameters(capacity: int, buffers: int = DEFAULT_BLT_BUFFERS) -> tuple[np.ndarray, np.ndarray]:
     """(theta, omega) of the BLT encoder C (c_0 = 1, c_j = sum_i omega_i theta_i^(j-1)) used for
     horizon `capacity` with `buffers` buffers (quadrature of the arcsine-moment integral of
-    binom(2j, j)/4^j; see rust/continual.rs)."""
+    binom(2j, j)/4^j; see rust/continual/blt.rs)."""
     capacity = check_int(capacity, "capacity")
-    buffers = check_int(buffers, "buffers", 1, 64)
+    buffers = check_int(buffers, "buffers", 1, MAX_BLT_BUFFERS)
     theta, omega = _core.blt_parameters(capacity, buffers)
     return np.asarray(theta), np.asarray(omega)

@@ -156,6 +156,42 @@ def honaker_noise_ref(z: np.ndarray, T: int) -> np.ndarray:
     return out.reshape((T,) + z.shape[1:])
 
 
+def honaker_online_ref(z: np.ndarray, T: int) -> np.ndarray:
+    """The same releases by Honaker's online recursion, written out: a stack of the complete
+    subtrees of [1, t] with their estimates; a new leaf y merges with equal-level subtrees into
+    est = w_l y_node + (1 - w_l)(est_left + est_right), w_l = 2^l / (2^(l+1) - 1), and the release
+    is the sum of the stack. Node noises z (n_nodes, *shape) in draw order."""
+    z = np.asarray(z, dtype=float)
+    flat = z.reshape(z.shape[0], -1)
+    out = np.zeros((T, flat.shape[1]))
+    stack: list[tuple[int, np.ndarray]] = []
+    k = 0
+    for t in range(T):
+        est, level = flat[k], 0
+        k += 1
+        while stack and stack[-1][0] == level:
+            _, left = stack.pop()
+            level += 1
+            w = 2.0 ** level / (2.0 ** (level + 1) - 1.0)
+            est = w * flat[k] + (1.0 - w) * (left + est)
+            k += 1
+        stack.append((level, est))
+        out[t] = sum(e for _, e in stack)
+    return out.reshape((T,) + z.shape[1:])
+
+
+def honaker_leaf_multipliers_ref(T: int) -> np.ndarray:
+    """m(i)^2 for every leaf i of a T-leaf Honaker tree, densely: M maps the node vector to the
+    releases (the online recursion run on unit node vectors), Delta_i marks the nodes containing
+    leaf i (how one unit of leaf data enters them), and the Gaussian mechanism's squared
+    sensitivity in node-noise units is Delta_i^T M^T (M M^T)^+ M Delta_i."""
+    nodes = dyadic_nodes_in_draw_order(T)
+    M = honaker_online_ref(np.eye(len(nodes)), T)  # (T, n_nodes)
+    P = M.T @ np.linalg.pinv(M @ M.T) @ M
+    delta = np.array([[1.0 if a <= i <= b else 0.0 for a, b in nodes] for i in range(1, T + 1)])
+    return np.einsum("ij,jk,ik->i", delta, P, delta)
+
+
 def sqrt_factor_ref(T: int) -> np.ndarray:
     """L, the lower-triangular Toeplitz square root of the T x T prefix-sum matrix."""
     c = np.ones(T)

@@ -1,0 +1,413 @@
+//! Buffered-linear-Toeplitz (BLT) encoder (Dvijotham et al. 2024): noise `A C^{-1} z` generated
+//! with `buffers` state vectors, C a quadrature approximation of the square-root factor.
+
+use crate::continual::{
+    capacity_error, check_common, check_leaf_index, check_profile_len, MechanismKind,
+    PrefixMechanism, MAX_BLT_BUFFERS, MAX_COEFFICIENTS,
+};
+use crate::errors::{CoreError, CoreResult};
+use crate::noise::{ExactSum, Innovations, NodeNoise, NodeShape};
+
+/// BLT parameters `(theta, omega)` for horizon T and `buffers` buffers.
+///
+/// `binom(2j, j)/4^j = (1/pi) int_0^inf exp(-u (j + 1/2)) (1 - e^-u)^(-1/2) du`; with
+/// `u = e^v` this is a smooth integral over v in R, and the trapezoidal rule on `buffers`
+/// nodes v_i spread over `[-ln T - 1.5, 1.5]` gives `c_j ~ sum_i w_i theta_i^j`,
+/// `theta_i = exp(-u_i)`, `w_i = h u_i exp(-u_i/2) / (pi sqrt(1 - e^-u_i))`. The BLT encoder
+/// then takes `c_0 = 1` and `omega_i = w_i theta_i` (so `c_j = sum_i omega_i theta_i^(j-1)`).
+/// Positive weights and theta in (0, 1) make C's generating function `1 + x sum_i omega_i /
+/// (1 - theta_i x)` zero-free on the closed unit disk, so the decoder C^{-1} is stable.
+pub fn blt_parameters(capacity: u64, buffers: usize) -> (Vec<f64>, Vec<f64>) {
+    let m = buffers.max(1);
+    let vmin = -(capacity.max(1) as f64).ln() - 1.5;
+    let vmax = 1.5;
+    let h = if m > 1 {
+        (vmax - vmin) / (m - 1) as f64
+    } else {
+        vmax - vmin
+    };
+    let mut theta = Vec::with_capacity(m);
+    let mut omega = Vec::with_capacity(m);
+    for i in 0..m {
+        let v = if m > 1 { vmin + h * i as f64 } else { vmin };
+        let u = v.exp();
+        let th = (-u).exp();
+        let w = h * u * (-0.5 * u).exp() / (std::f64::consts::PI * (-(-u).exp_m1()).sqrt());
+        theta.push(th);
+        omega.push(w * th);
+    }
+    (theta, omega)
+}
+
+/// `sum_{j=0}^{n-1} x^j` for x = exp(log_x) in (0, 1), without cancellation.
+fn geometric_sum(log_x: f64, n: u64) -> f64 {
+    if n == 0 {
+        return 0.0;
+    }
+    (n as f64 * log_x).exp_m1() / log_x.exp_m1()
+}
+
+/// Small dense row-major matrices for the doubling of the BLT variance recursion.
+fn mat_mul(a: &[f64], b: &[f64], n: usize) -> Vec<f64> {
+    let mut c = vec![0.0; n * n];
+    for i in 0..n {
+        for k in 0..n {
+            let aik = a[i * n + k];
+            if aik != 0.0 {
+                for j in 0..n {
+                    c[i * n + j] += aik * b[k * n + j];
+                }
+            }
+        }
+    }
+    c
+}
+
+fn mat_transpose(a: &[f64], n: usize) -> Vec<f64> {
+    let mut t = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..n {
+            t[j * n + i] = a[i * n + j];
+        }
+    }
+    t
+}
+
+/// The BLT mechanism: encoder C = BLT(theta, omega), noise `A C^{-1} z` from `buffers` states.
+pub struct Blt {
+    shape: NodeShape,
+    capacity: u64,
+    t: u64,
+    innov: Innovations,
+    exact: ExactSum,
+    theta: Vec<f64>,
+    omega: Vec<f64>,
+    /// `state[i]` = s_i (packed) with s_{t+1} = theta_i s_t + x_t, x = C^{-1} z.
+    state: Vec<Vec<f64>>,
+    /// Running sum of x: the noise of the current release.
+    acc: Vec<f64>,
+    z: Vec<f64>,
+}
+
+impl Blt {
+    pub fn new(
+        shape: NodeShape,
+        noise: NodeNoise,
+        capacity: u64,
+        seed: [u8; 32],
+        buffers: usize,
+    ) -> CoreResult<Self> {
+        check_common(shape, noise, capacity)?;
+        if buffers == 0 || buffers > MAX_BLT_BUFFERS {
+            return Err(CoreError::InvalidParameter(format!(
+                "blt buffers must be in [1, {MAX_BLT_BUFFERS}], got {buffers}"
+            )));
+        }
+        let (theta, omega) = blt_parameters(capacity, buffers);
+        Self::with_parameters(shape, noise, capacity, seed, theta, omega)
+    }
+
+    /// A BLT mechanism with explicit parameters (theta_i in (0, 1), omega_i >= 0).
+    pub fn with_parameters(
+        shape: NodeShape,
+        noise: NodeNoise,
+        capacity: u64,
+        seed: [u8; 32],
+        theta: Vec<f64>,
+        omega: Vec<f64>,
+    ) -> CoreResult<Self> {
+        check_common(shape, noise, capacity)?;
+        let ok = !theta.is_empty()
+            && theta.len() == omega.len()
+            && theta.len() <= MAX_BLT_BUFFERS
+            && theta.iter().all(|t| t.is_finite() && *t > 0.0 && *t < 1.0)
+            && omega.iter().all(|w| w.is_finite() && *w >= 0.0);
+        if !ok {
+            return Err(CoreError::InvalidParameter(
+                "BLT parameters need 1..=64 pairs with theta in (0, 1) and omega >= 0".into(),
+            ));
+        }
+        let innov = Innovations::new(shape, noise, seed);
+        let p = innov.packing.packed;
+        Ok(Blt {
+            shape,
+            capacity,
+            t: 0,
+            exact: ExactSum::new(shape.len(), noise.lattice_unit(shape)?),
+            innov,
+            state: vec![vec![0.0; p]; theta.len()],
+            theta,
+            omega,
+            acc: vec![0.0; p],
+            z: vec![0.0; p],
+        })
+    }
+
+    pub fn parameters(&self) -> (&[f64], &[f64]) {
+        (&self.theta, &self.omega)
+    }
+
+    fn advance(&mut self) -> CoreResult<()> {
+        if self.t >= self.capacity {
+            return Err(capacity_error(self.capacity));
+        }
+        self.t += 1;
+        self.innov.draw(&mut self.z);
+        // x_t = z_t - sum_i omega_i s_i ; s_i <- theta_i s_i + x_t ; acc += x_t
+        for (k, x) in self.z.iter_mut().enumerate() {
+            let mut v = *x;
+            for (s, w) in self.state.iter().zip(&self.omega) {
+                v -= w * s[k];
+            }
+            *x = v;
+        }
+        for (s, th) in self.state.iter_mut().zip(&self.theta) {
+            for (sv, x) in s.iter_mut().zip(&self.z) {
+                *sv = th * *sv + *x;
+            }
+        }
+        for (a, x) in self.acc.iter_mut().zip(&self.z) {
+            *a += *x;
+        }
+        Ok(())
+    }
+
+    fn noise_full(&self) -> Vec<f64> {
+        let mut out = vec![0.0; self.shape.len()];
+        self.innov.packing.unpack(&self.acc, &mut out);
+        out
+    }
+
+    /// Encoder coefficient c_j (c_0 = 1).
+    fn coefficient(&self, j: u64) -> f64 {
+        if j == 0 {
+            return 1.0;
+        }
+        self.theta
+            .iter()
+            .zip(&self.omega)
+            .map(|(th, w)| w * th.powf((j - 1) as f64))
+            .sum()
+    }
+
+    /// Exact `sum_{j<t} e_j^2` with e = the decoder A C^{-1}'s coefficients, by doubling.
+    ///
+    /// The decoder's impulse response: x_0 = 1, s_1 = 1 (all buffers), e_0 = 1; for j >= 1,
+    /// x_j = -omega . s_j, s_{j+1} = theta s_j + x_j, e_j = e_{j-1} + x_j. With the state
+    /// y_j = (s_j, e_{j-1}) this is y_{j+1} = G y_j, e_j = g . y_j, so
+    /// `sum_{j=1}^{t-1} e_j^2 = g^T (sum_{k<t-1} G^k y_1 y_1^T G^kT) g`, a Lyapunov sum doubled
+    /// in O(m^3 log t).
+    fn decoder_variance(&self, t: u64) -> f64 {
+        if t == 0 {
+            return 0.0;
+        }
+        let m = self.theta.len();
+        let n = m + 1;
+        let mut g_mat = vec![0.0; n * n];
+        for i in 0..m {
+            for k in 0..m {
+                g_mat[i * n + k] = if i == k { self.theta[i] } else { 0.0 } - self.omega[k];
+            }
+            g_mat[m * n + i] = -self.omega[i];
+        }
+        g_mat[m * n + m] = 1.0;
+        let mut y1 = vec![1.0; n];
+        y1[m] = 1.0;
+        let mut gvec: Vec<f64> = self.omega.iter().map(|w| -w).collect();
+        gvec.push(1.0);
+        // Accumulate P over `count = t - 1` terms: binary decomposition of count.
+        let count = t - 1;
+        let mut p_total = vec![0.0; n * n];
+        let mut g_total = identity(n);
+        // block: (P_b, G^b) for b = 2^k
+        let mut p_block: Vec<f64> = (0..n * n).map(|idx| y1[idx / n] * y1[idx % n]).collect();
+        let mut g_block = g_mat;
+        let mut rem = count;
+        while rem > 0 {
+            if rem & 1 == 1 {
+                // P_total <- P_total + G_total P_block G_total^T ; G_total <- G_total G_block
+                let gt = mat_transpose(&g_total, n);
+                let term = mat_mul(&mat_mul(&g_total, &p_block, n), &gt, n);
+                for (a, b) in p_total.iter_mut().zip(&term) {
+                    *a += b;
+                }
+                g_total = mat_mul(&g_total, &g_block, n);
+            }
+            rem >>= 1;
+            if rem > 0 {
+                // P_{2b} = P_b + G^b P_b G^bT ; G^{2b} = G^b G^b
+                let gt = mat_transpose(&g_block, n);
+                let term = mat_mul(&mat_mul(&g_block, &p_block, n), &gt, n);
+                for (a, b) in p_block.iter_mut().zip(&term) {
+                    *a += b;
+                }
+                g_block = mat_mul(&g_block, &g_block, n);
+            }
+        }
+        let mut quad = 0.0;
+        for i in 0..n {
+            for j in 0..n {
+                quad += gvec[i] * p_total[i * n + j] * gvec[j];
+            }
+        }
+        1.0 + quad
+    }
+}
+
+fn identity(n: usize) -> Vec<f64> {
+    let mut m = vec![0.0; n * n];
+    for i in 0..n {
+        m[i * n + i] = 1.0;
+    }
+    m
+}
+
+impl PrefixMechanism for Blt {
+    fn kind(&self) -> MechanismKind {
+        MechanismKind::Blt {
+            buffers: self.theta.len(),
+        }
+    }
+    fn shape(&self) -> NodeShape {
+        self.shape
+    }
+    fn noise_law(&self) -> NodeNoise {
+        self.innov.noise
+    }
+    fn capacity(&self) -> u64 {
+        self.capacity
+    }
+    fn steps(&self) -> u64 {
+        self.t
+    }
+    fn push(&mut self, leaf: &[f64]) -> CoreResult<()> {
+        if self.t >= self.capacity {
+            return Err(capacity_error(self.capacity));
+        }
+        self.exact.add("leaf", leaf)?;
+        self.advance()
+    }
+    fn push_zero(&mut self) -> CoreResult<()> {
+        self.advance()
+    }
+    fn noise_into(&self, out: &mut [f64]) -> CoreResult<()> {
+        self.exact.noise_into(Some(&self.noise_full()), out)
+    }
+    fn release_into(&self, out: &mut [f64]) -> CoreResult<()> {
+        self.exact.release_into(Some(&self.noise_full()), out)
+    }
+    fn exact_sum(&self) -> Vec<f64> {
+        self.exact.value()
+    }
+    fn nodes_used(&self) -> u64 {
+        self.t
+    }
+    fn live_nodes(&self) -> usize {
+        self.theta.len() + 1
+    }
+    fn push_cost(&self) -> u64 {
+        // Every buffer is read and updated once.
+        (2 * self.theta.len() as u64 + 1) * self.innov.packing.packed as u64
+    }
+    fn nodes_drawn(&self) -> u64 {
+        self.innov.drawn
+    }
+    fn variance_factor(&self, t: u64) -> f64 {
+        self.decoder_variance(t.min(self.capacity))
+    }
+    fn max_variance_factor(&self) -> f64 {
+        // A running sum of squares: largest at t = T.
+        self.decoder_variance(self.capacity)
+    }
+    fn variance_profile(&self) -> CoreResult<Vec<f64>> {
+        check_profile_len(self.capacity)?;
+        // The decoder's impulse response, directly (O(T m)).
+        let mut s = vec![0.0; self.theta.len()];
+        let (mut e, mut var) = (0.0, 0.0);
+        let mut out = Vec::with_capacity(self.capacity as usize);
+        for t in 0..self.capacity {
+            let z = if t == 0 { 1.0 } else { 0.0 };
+            let x = z - self.omega.iter().zip(&s).map(|(w, v)| w * v).sum::<f64>();
+            for (v, th) in s.iter_mut().zip(&self.theta) {
+                *v = th * *v + x;
+            }
+            e += x;
+            var += e * e;
+            out.push(var);
+        }
+        Ok(out)
+    }
+    fn leaf_coefficients(&self, leaf: u64) -> CoreResult<Vec<f64>> {
+        check_leaf_index(leaf, self.capacity)?;
+        let n = self.capacity - leaf + 1;
+        if n > MAX_COEFFICIENTS {
+            return Err(CoreError::Capacity(format!(
+                "leaf {leaf} enters {n} encoder rows; at most {MAX_COEFFICIENTS} are listed"
+            )));
+        }
+        Ok((0..n).map(|j| self.coefficient(j)).collect())
+    }
+    fn l2_multiplier(&self) -> f64 {
+        // 1 + sum_{j=1}^{T-1} (sum_i omega_i theta_i^(j-1))^2, in closed form.
+        let n = self.capacity - 1;
+        let mut s = 1.0;
+        for (ti, wi) in self.theta.iter().zip(&self.omega) {
+            for (tk, wk) in self.theta.iter().zip(&self.omega) {
+                s += wi * wk * geometric_sum(ti.ln() + tk.ln(), n);
+            }
+        }
+        s.sqrt()
+    }
+    fn l1_multiplier(&self) -> f64 {
+        let n = self.capacity - 1;
+        1.0 + self
+            .theta
+            .iter()
+            .zip(&self.omega)
+            .map(|(t, w)| w * geometric_sum(t.ln(), n))
+            .sum::<f64>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seed(b: u8) -> [u8; 32] {
+        [b; 32]
+    }
+
+    /// BLT: closed-form multipliers and doubled variance against direct summation.
+    #[test]
+    fn blt_profile_matches_direct_sums() {
+        for cap in [1u64, 2, 3, 17, 1000, 5000] {
+            let m = Blt::new(NodeShape::Vector(1), NodeNoise::Zero, cap, seed(0), 8).unwrap();
+            let coeffs = m.leaf_coefficients(1).unwrap();
+            let l2: f64 = coeffs.iter().map(|c| c * c).sum::<f64>().sqrt();
+            let l1: f64 = coeffs.iter().sum();
+            assert!((m.l2_multiplier() / l2 - 1.0).abs() < 1e-10, "cap {cap}");
+            assert!((m.l1_multiplier() / l1 - 1.0).abs() < 1e-10, "cap {cap}");
+            // Direct impulse response of A C^{-1}.
+            let (th, om) = m.parameters();
+            let mut s = vec![0.0; th.len()];
+            let (mut e, mut var) = (0.0, 0.0);
+            for t in 1..=cap {
+                let z = if t == 1 { 1.0 } else { 0.0 };
+                let x = z - om.iter().zip(&s).map(|(w, v)| w * v).sum::<f64>();
+                for (v, t) in s.iter_mut().zip(th) {
+                    *v = t * *v + x;
+                }
+                e += x;
+                var += e * e;
+                if t % 97 == 1 || t == cap {
+                    let got = m.variance_factor(t);
+                    assert!(
+                        (got / var - 1.0).abs() < 1e-9,
+                        "cap {cap} t {t}: {got} vs {var}"
+                    );
+                }
+            }
+            assert!((m.max_variance_factor() / var - 1.0).abs() < 1e-9);
+        }
+    }
+}

@@ -1,0 +1,686 @@
+//! Node noise shared by every continual-release mechanism and the stand-alone noise streams:
+//! the node laws (Gaussian, Laplace, exact discrete samplers) and node shapes, the exact data
+//! sum kept apart from the noise, packed symmetric storage and the innovation source.
+//!
+//! Every mechanism of [`crate::tree`] and [`crate::continual`] draws its node noises through
+//! [`draw_node_noise`] from one ChaCha12 stream, in the order its module documents; a
+//! [`NoiseStream`] on the same seed reproduces them (the numpy references rely on it).
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha12Rng;
+use rand_distr::{Distribution, StandardNormal};
+
+use crate::errors::{check_finite, check_len, CoreError, CoreResult};
+use crate::secure;
+
+/// Largest node (vector length or d*d) any mechanism accepts: 2^27 entries (1 GiB of f64).
+/// Larger requests are refused with an error instead of an allocation that would abort.
+pub const MAX_NODE_LEN: usize = 1 << 27;
+
+/// Largest `k` of the 2^-k grid of the discrete samplers. It keeps every intermediate of the
+/// exact samplers inside u128 and every lattice noise value below 2^45.
+pub const MAX_GRID_BITS: u32 = 24;
+
+/// Default `k` of the 2^-k grid of the discrete samplers (rounding cost ~ 2^-20 of the scale,
+/// docs/privacy.md).
+pub const DEFAULT_GRID_BITS: u32 = 20;
+
+/// Names of the node-noise laws, in the order of [`NodeNoise::from_name`].
+pub const NOISE_NAMES: [&str; 5] = [
+    "gaussian",
+    "laplace",
+    "discrete_gaussian",
+    "discrete_laplace",
+    "none",
+];
+
+/// Lattice sums (data + noise, in grid units) stay below 2^52 so that f64 adds them exactly.
+pub const LATTICE_LIMIT: f64 = 4_503_599_627_370_496.0;
+
+/// Distribution of every entry of a node's noise (before symmetrization).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum NodeNoise {
+    /// i.i.d. N(0, sigma^2) entries.
+    Gaussian { sigma: f64 },
+    /// i.i.d. Laplace(0, b) entries (pure DP).
+    Laplace { scale: f64 },
+    /// Secure sampler: i.i.d. discrete Gaussian entries on the grid `sigma * 2^-grid_bits`
+    /// with variance parameter sigma^2 (Canonne, Kamath & Steinke 2020); see [`crate::secure`].
+    DiscreteGaussian { sigma: f64, grid_bits: u32 },
+    /// Secure sampler: i.i.d. discrete Laplace entries with scale b on the grid `b * 2^-grid_bits`.
+    DiscreteLaplace { scale: f64, grid_bits: u32 },
+    /// No noise (non-private; the tree then only counts nodes).
+    Zero,
+}
+
+impl NodeNoise {
+    /// The law called `name` (one of [`NOISE_NAMES`]) with scale `scale` (sigma or b) and, for
+    /// the discrete samplers, the grid `scale * 2^-grid_bits`; None for an unknown name.
+    pub fn from_name(name: &str, scale: f64, grid_bits: u32) -> Option<Self> {
+        match name {
+            "gaussian" => Some(NodeNoise::Gaussian { sigma: scale }),
+            "laplace" => Some(NodeNoise::Laplace { scale }),
+            "discrete_gaussian" => Some(NodeNoise::DiscreteGaussian {
+                sigma: scale,
+                grid_bits,
+            }),
+            "discrete_laplace" => Some(NodeNoise::DiscreteLaplace { scale, grid_bits }),
+            "none" => Some(NodeNoise::Zero),
+            _ => None,
+        }
+    }
+
+    /// Variance of one i.i.d. entry of a vector node.
+    pub fn entry_variance(&self) -> f64 {
+        match *self {
+            NodeNoise::Gaussian { sigma } => sigma * sigma,
+            NodeNoise::Laplace { scale } => 2.0 * scale * scale,
+            NodeNoise::DiscreteGaussian { grid_bits, .. } => {
+                let g = self.grid().unwrap_or(0.0);
+                secure::discrete_gaussian_variance(4f64.powi(grid_bits as i32)) * g * g
+            }
+            NodeNoise::DiscreteLaplace { grid_bits, .. } => {
+                let g = self.grid().unwrap_or(0.0);
+                secure::discrete_laplace_variance(2f64.powi(grid_bits as i32)) * g * g
+            }
+            NodeNoise::Zero => 0.0,
+        }
+    }
+
+    /// Per-entry variance of ONE node of `shape`, as (off-diagonal, diagonal); (v, v) for vectors.
+    pub fn node_variances(&self, shape: NodeShape) -> (f64, f64) {
+        let v = self.entry_variance();
+        match (*self, shape) {
+            (_, NodeShape::Vector(_)) => (v, v),
+            (
+                NodeNoise::DiscreteGaussian { grid_bits, .. },
+                NodeShape::SymMatrix { divisor, .. },
+            ) => {
+                // Off-diagonal and diagonal entries are drawn directly with the variances
+                // (Z' + Z'^T)/c has in the continuous case: 2 s^2 / c^2 and 4 s^2 / c^2.
+                let g = self.grid().unwrap_or(0.0);
+                let q = sym_square(divisor).unwrap_or(2) as f64;
+                let base = 4f64.powi(grid_bits as i32);
+                (
+                    secure::discrete_gaussian_variance(2.0 * base / q) * g * g,
+                    secure::discrete_gaussian_variance(4.0 * base / q) * g * g,
+                )
+            }
+            (_, NodeShape::SymMatrix { divisor, .. }) => {
+                let c2 = divisor * divisor;
+                (2.0 * v / c2, 4.0 * v / c2)
+            }
+        }
+    }
+
+    /// True for the secure (integer-lattice) samplers.
+    pub fn is_discrete(&self) -> bool {
+        matches!(
+            self,
+            NodeNoise::DiscreteGaussian { .. } | NodeNoise::DiscreteLaplace { .. }
+        )
+    }
+
+    /// Grid spacing `scale * 2^-grid_bits` of a discrete sampler (None for continuous noise).
+    pub fn grid(&self) -> Option<f64> {
+        match *self {
+            NodeNoise::DiscreteGaussian {
+                sigma: s,
+                grid_bits: k,
+            }
+            | NodeNoise::DiscreteLaplace {
+                scale: s,
+                grid_bits: k,
+            } => Some(s * 0.5f64.powi(k as i32)),
+            _ => None,
+        }
+    }
+
+    /// The lattice unit the noise of a `shape` node lives on, in data units (None for continuous
+    /// noise): the grid, divided by the symmetrization divisor for discrete Laplace matrices.
+    pub fn lattice_unit(&self, shape: NodeShape) -> CoreResult<Option<f64>> {
+        let Some(g) = self.grid() else {
+            return Ok(None);
+        };
+        match (*self, shape) {
+            (_, NodeShape::Vector(_)) => Ok(Some(g)),
+            (NodeNoise::DiscreteGaussian { .. }, NodeShape::SymMatrix { divisor, .. }) => {
+                sym_square(divisor).map(|_| Some(g)).ok_or_else(|| {
+                    CoreError::InvalidParameter(format!(
+                        "discrete Gaussian matrices need divisor^2 to be an integer in [1, 64] \
+                         (sqrt(2) or 2 in the paper), got divisor {divisor}"
+                    ))
+                })
+            }
+            (_, NodeShape::SymMatrix { divisor, .. }) => sym_integer(divisor)
+                .map(|c| Some(g / c as f64))
+                .ok_or_else(|| {
+                    CoreError::InvalidParameter(format!(
+                        "discrete Laplace matrices need an integer divisor in [1, 64] \
+                         (2 in the paper), got {divisor}"
+                    ))
+                }),
+        }
+    }
+
+    pub fn validate(&self) -> CoreResult<()> {
+        let (name, v) = match *self {
+            NodeNoise::Gaussian { sigma } => ("sigma", sigma),
+            NodeNoise::Laplace { scale } => ("Laplace scale", scale),
+            NodeNoise::DiscreteGaussian { sigma, .. } => ("discrete Gaussian sigma", sigma),
+            NodeNoise::DiscreteLaplace { scale, .. } => ("discrete Laplace scale", scale),
+            NodeNoise::Zero => return Ok(()),
+        };
+        if !(v.is_finite() && v > 0.0) {
+            return Err(CoreError::InvalidParameter(format!(
+                "{name} must be finite and > 0, got {v}"
+            )));
+        }
+        if let NodeNoise::DiscreteGaussian { grid_bits, .. }
+        | NodeNoise::DiscreteLaplace { grid_bits, .. } = *self
+        {
+            if grid_bits > MAX_GRID_BITS {
+                return Err(CoreError::InvalidParameter(format!(
+                    "grid_bits must be in [0, {MAX_GRID_BITS}], got {grid_bits}"
+                )));
+            }
+            let g = self.grid().unwrap_or(0.0);
+            if !(g.is_normal()) {
+                return Err(CoreError::InvalidParameter(format!(
+                    "{name} {v} * 2^-{grid_bits} is not a normal double; use a larger scale or fewer grid bits"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// divisor^2 as an integer q in [1, 64] (sqrt(2) -> 2, 2 -> 4), the rational variance factor of
+/// discrete Gaussian matrix nodes.
+fn sym_square(divisor: f64) -> Option<u128> {
+    let c2 = divisor * divisor;
+    let q = c2.round();
+    ((1.0..=64.0).contains(&q) && (c2 - q).abs() <= 1e-9 * q).then_some(q as u128)
+}
+
+/// divisor as an integer in [1, 64] (discrete Laplace matrices live on the grid / divisor).
+fn sym_integer(divisor: f64) -> Option<u128> {
+    let c = divisor.round();
+    ((1.0..=64.0).contains(&c) && (divisor - c).abs() <= 1e-12 * c).then_some(c as u128)
+}
+
+/// What one leaf (and one node) holds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum NodeShape {
+    /// A vector of length `n`.
+    Vector(usize),
+    /// A symmetric `d x d` matrix (row-major). Node noise is `(Z' + Z'^T) / divisor`
+    /// with i.i.d. entries Z' (the paper uses divisor sqrt(2) in App. B, 2 in Alg. 2).
+    SymMatrix { d: usize, divisor: f64 },
+}
+
+impl NodeShape {
+    pub fn len(&self) -> usize {
+        match *self {
+            NodeShape::Vector(n) => n,
+            NodeShape::SymMatrix { d, .. } => d * d,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Refuse empty, overflowing (d*d) or oversized nodes and bad divisors.
+    pub fn validate(&self) -> CoreResult<()> {
+        let len = match *self {
+            NodeShape::Vector(n) => Some(n),
+            NodeShape::SymMatrix { d, divisor } => {
+                if !(divisor.is_finite() && divisor > 0.0) {
+                    return Err(CoreError::InvalidParameter(format!(
+                        "symmetrization divisor must be finite and > 0, got {divisor}"
+                    )));
+                }
+                d.checked_mul(d)
+            }
+        };
+        match len {
+            Some(0) => Err(CoreError::Shape(
+                "nodes must have at least one entry".into(),
+            )),
+            Some(n) if n <= MAX_NODE_LEN => Ok(()),
+            _ => Err(CoreError::Shape(format!(
+                "node size {self:?} exceeds the limit of {MAX_NODE_LEN} entries"
+            ))),
+        }
+    }
+}
+
+/// Fill `out` with one node's noise.
+///
+/// For symmetric Gaussian matrices one draw per upper-triangular entry suffices:
+/// (Z'_ij + Z'_ji)/c ~ N(0, 2 sigma^2 / c^2) off the diagonal and 2 Z'_ii / c ~ N(0, 4 sigma^2 / c^2)
+/// on it, the exact law of `(Z' + Z'^T)/c`, at half the draws. Laplace entries are not
+/// closed under sums, so there both Z'_ij and Z'_ji are drawn, literally.
+pub fn draw_node_noise<R: Rng + ?Sized>(
+    rng: &mut R,
+    noise: NodeNoise,
+    shape: NodeShape,
+    out: &mut [f64],
+) {
+    match (noise, shape) {
+        (NodeNoise::Zero, _) => out.iter_mut().for_each(|x| *x = 0.0),
+        // Discrete samplers write exact integers in lattice units (see NodeNoise::lattice_unit).
+        (NodeNoise::DiscreteGaussian { grid_bits, .. }, NodeShape::Vector(_)) => {
+            let s2 = 1u128 << (2 * grid_bits);
+            for x in out.iter_mut() {
+                *x = secure::discrete_gaussian(rng, s2, 1) as f64;
+            }
+        }
+        (NodeNoise::DiscreteLaplace { grid_bits, .. }, NodeShape::Vector(_)) => {
+            for x in out.iter_mut() {
+                *x = secure::discrete_laplace(rng, 1u128 << grid_bits) as f64;
+            }
+        }
+        (NodeNoise::DiscreteGaussian { grid_bits, .. }, NodeShape::SymMatrix { d, divisor }) => {
+            let q = sym_square(divisor).unwrap_or(2);
+            let base = 1u128 << (2 * grid_bits);
+            for i in 0..d {
+                out[i * d + i] = secure::discrete_gaussian(rng, 4 * base, q) as f64;
+                for j in (i + 1)..d {
+                    let v = secure::discrete_gaussian(rng, 2 * base, q) as f64;
+                    out[i * d + j] = v;
+                    out[j * d + i] = v;
+                }
+            }
+        }
+        (NodeNoise::DiscreteLaplace { grid_bits, .. }, NodeShape::SymMatrix { d, .. }) => {
+            // On the lattice grid / divisor, (Z' + Z'^T)/divisor is Z'_ij + Z'_ji and 2 Z'_ii.
+            let t = 1u128 << grid_bits;
+            for i in 0..d {
+                out[i * d + i] = 2.0 * secure::discrete_laplace(rng, t) as f64;
+                for j in (i + 1)..d {
+                    let v = (secure::discrete_laplace(rng, t) + secure::discrete_laplace(rng, t))
+                        as f64;
+                    out[i * d + j] = v;
+                    out[j * d + i] = v;
+                }
+            }
+        }
+        (NodeNoise::Gaussian { sigma }, NodeShape::Vector(_)) => {
+            for x in out.iter_mut() {
+                let z: f64 = StandardNormal.sample(rng);
+                *x = sigma * z;
+            }
+        }
+        (NodeNoise::Laplace { scale }, NodeShape::Vector(_)) => {
+            for x in out.iter_mut() {
+                *x = scale * standard_laplace(rng);
+            }
+        }
+        (NodeNoise::Gaussian { sigma }, NodeShape::SymMatrix { d, divisor }) => {
+            let off = sigma * std::f64::consts::SQRT_2 / divisor;
+            let diag = 2.0 * sigma / divisor;
+            for i in 0..d {
+                let z: f64 = StandardNormal.sample(rng);
+                out[i * d + i] = diag * z;
+                for j in (i + 1)..d {
+                    let z: f64 = StandardNormal.sample(rng);
+                    let v = off * z;
+                    out[i * d + j] = v;
+                    out[j * d + i] = v;
+                }
+            }
+        }
+        (NodeNoise::Laplace { scale }, NodeShape::SymMatrix { d, divisor }) => {
+            for i in 0..d {
+                // (Z' + Z'^T)_ii = 2 Z'_ii: one draw, doubled.
+                out[i * d + i] = 2.0 * scale * standard_laplace(rng) / divisor;
+                for j in (i + 1)..d {
+                    let v = scale * (standard_laplace(rng) + standard_laplace(rng)) / divisor;
+                    out[i * d + j] = v;
+                    out[j * d + i] = v;
+                }
+            }
+        }
+    }
+}
+
+/// Laplace(0, 1) by inversion of a uniform on (-1/2, 1/2).
+pub fn standard_laplace<R: Rng + ?Sized>(rng: &mut R) -> f64 {
+    // u in (0, 1): the open interval keeps ln() finite.
+    let mut u: f64 = rng.random();
+    while u == 0.0 {
+        u = rng.random();
+    }
+    let c = u - 0.5;
+    -c.signum() * (1.0 - 2.0 * c.abs()).ln()
+}
+
+/// The exact running sum of the leaves, kept apart from the noise (never released as such).
+///
+/// With a discrete (secure) sampler the leaves are rounded to the noise lattice first: the
+/// discrete mechanisms are only private for data on the lattice (two neighbouring sums off the
+/// lattice would have disjoint output supports). Rounding moves each entry by at most half a
+/// grid step, so the L2 sensitivity grows by at most `grid * sqrt(entries)` (docs/privacy.md).
+/// The sum is then held in lattice units, where f64 adds integers below 2^53 exactly.
+#[derive(Debug, Clone)]
+pub struct ExactSum {
+    sum: Vec<f64>,
+    unit: Option<f64>,
+    scratch: Vec<f64>,
+}
+
+impl ExactSum {
+    pub fn new(n: usize, unit: Option<f64>) -> Self {
+        ExactSum {
+            sum: vec![0.0; n],
+            unit,
+            scratch: if unit.is_some() {
+                vec![0.0; n]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    /// Lattice unit in data units (None for continuous noise).
+    pub fn unit(&self) -> Option<f64> {
+        self.unit
+    }
+
+    /// Add a leaf; the sum is unchanged when the leaf is refused.
+    pub fn add(&mut self, what: &str, leaf: &[f64]) -> CoreResult<()> {
+        check_len(what, leaf.len(), self.sum.len())?;
+        check_finite(what, leaf)?;
+        match self.unit {
+            None => {
+                for (s, x) in self.sum.iter_mut().zip(leaf) {
+                    *s += *x;
+                }
+            }
+            Some(u) => {
+                for (i, (r, x)) in self.scratch.iter_mut().zip(leaf).enumerate() {
+                    *r = (*x / u).round();
+                    if !(r.abs() <= LATTICE_LIMIT && (self.sum[i] + *r).abs() <= LATTICE_LIMIT) {
+                        return Err(CoreError::InvalidParameter(format!(
+                            "{what}: value {x} at flat index {i} leaves the exact range of the \
+                             noise lattice (grid {u:e}, sums up to 2^52 grid steps); use a larger \
+                             noise scale or fewer grid bits"
+                        )));
+                    }
+                }
+                for (s, r) in self.sum.iter_mut().zip(&self.scratch) {
+                    *s += *r;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The sum in data units (for a lattice: the sum of the rounded leaves).
+    pub fn value(&self) -> Vec<f64> {
+        match self.unit {
+            None => self.sum.clone(),
+            Some(u) => self.sum.iter().map(|s| s * u).collect(),
+        }
+    }
+
+    /// `out = sum + noise` in data units, `noise` in the same units as the sum (None = zero).
+    /// On a lattice the integer total is formed first and scaled once, so the released double
+    /// is a deterministic function of the exact integer release.
+    pub fn release_into(&self, noise: Option<&[f64]>, out: &mut [f64]) -> CoreResult<()> {
+        check_len("release buffer", out.len(), self.sum.len())?;
+        let u = self.unit.unwrap_or(1.0);
+        match (noise, self.unit) {
+            (Some(z), None) => {
+                for ((o, s), z) in out.iter_mut().zip(&self.sum).zip(z) {
+                    *o = *s + *z;
+                }
+            }
+            (Some(z), Some(_)) => {
+                for ((o, s), z) in out.iter_mut().zip(&self.sum).zip(z) {
+                    *o = (*s + *z) * u;
+                }
+            }
+            (None, None) => out.copy_from_slice(&self.sum),
+            (None, Some(_)) => {
+                for (o, s) in out.iter_mut().zip(&self.sum) {
+                    *o = *s * u;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `noise` (in sum units) to data units.
+    pub fn noise_into(&self, noise: Option<&[f64]>, out: &mut [f64]) -> CoreResult<()> {
+        check_len("release buffer", out.len(), self.sum.len())?;
+        let u = self.unit.unwrap_or(1.0);
+        match noise {
+            Some(z) if self.unit.is_some() => {
+                for (o, z) in out.iter_mut().zip(z) {
+                    *o = *z * u;
+                }
+            }
+            Some(z) => out.copy_from_slice(z),
+            None => out.iter_mut().for_each(|x| *x = 0.0),
+        }
+        Ok(())
+    }
+}
+
+/// Symmetric matrices are handled as their upper triangle (row-major, i <= j): half the memory
+/// and work for the O(T)-state factorization, and exact symmetry by construction.
+#[derive(Debug, Clone)]
+pub(crate) struct Packing {
+    pub(crate) shape: NodeShape,
+    pub(crate) packed: usize,
+}
+
+impl Packing {
+    pub(crate) fn new(shape: NodeShape) -> Self {
+        let packed = match shape {
+            NodeShape::Vector(n) => n,
+            NodeShape::SymMatrix { d, .. } => d * (d + 1) / 2,
+        };
+        Packing { shape, packed }
+    }
+
+    pub(crate) fn pack(&self, full: &[f64], out: &mut [f64]) {
+        match self.shape {
+            NodeShape::Vector(_) => out.copy_from_slice(full),
+            NodeShape::SymMatrix { d, .. } => {
+                let mut k = 0;
+                for i in 0..d {
+                    for j in i..d {
+                        out[k] = full[i * d + j];
+                        k += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    pub(crate) fn unpack(&self, packed: &[f64], out: &mut [f64]) {
+        match self.shape {
+            NodeShape::Vector(_) => out.copy_from_slice(packed),
+            NodeShape::SymMatrix { d, .. } => {
+                let mut k = 0;
+                for i in 0..d {
+                    for j in i..d {
+                        out[i * d + j] = packed[k];
+                        out[j * d + i] = packed[k];
+                        k += 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One innovation source: the stream and the buffers to draw a packed node noise.
+pub(crate) struct Innovations {
+    pub(crate) rng: ChaCha12Rng,
+    pub(crate) noise: NodeNoise,
+    pub(crate) packing: Packing,
+    pub(crate) full: Vec<f64>,
+    pub(crate) drawn: u64,
+}
+
+impl Innovations {
+    pub(crate) fn new(shape: NodeShape, noise: NodeNoise, seed: [u8; 32]) -> Self {
+        Innovations {
+            rng: ChaCha12Rng::from_seed(seed),
+            noise,
+            packing: Packing::new(shape),
+            full: vec![0.0; shape.len()],
+            drawn: 0,
+        }
+    }
+
+    /// Draw the next node noise (same law and stream order as `NoiseStream::fill`) into `out`.
+    pub(crate) fn draw(&mut self, out: &mut [f64]) {
+        draw_node_noise(
+            &mut self.rng,
+            self.noise,
+            self.packing.shape,
+            &mut self.full,
+        );
+        self.packing.pack(&self.full, out);
+        self.drawn += 1;
+    }
+}
+
+/// A stand-alone privacy-noise stream (ChaCha12): the user-side randomizer of LDP and the
+/// per-release Gaussian vectors of Alg. 2 draw from it.
+pub struct NoiseStream {
+    noise: NodeNoise,
+    rng: ChaCha12Rng,
+    draws: u64,
+}
+
+impl NoiseStream {
+    pub fn new(noise: NodeNoise, seed: [u8; 32]) -> CoreResult<Self> {
+        noise.validate()?;
+        Ok(NoiseStream {
+            noise,
+            rng: ChaCha12Rng::from_seed(seed),
+            draws: 0,
+        })
+    }
+
+    pub fn noise(&self) -> NodeNoise {
+        self.noise
+    }
+
+    /// Number of vectors / matrices drawn so far.
+    pub fn draws(&self) -> u64 {
+        self.draws
+    }
+
+    /// Fill `out` with a noise vector, or a symmetric `d x d` noise matrix when `shape` says so.
+    /// Discrete samplers give exact multiples of the lattice unit (`NodeNoise::lattice_unit`);
+    /// data they are added to must be rounded to the same lattice (docs/privacy.md).
+    pub fn fill(&mut self, shape: NodeShape, out: &mut [f64]) -> CoreResult<()> {
+        shape.validate()?;
+        check_len("noise buffer", out.len(), shape.len())?;
+        let unit = self.noise.lattice_unit(shape)?;
+        draw_node_noise(&mut self.rng, self.noise, shape, out);
+        if let Some(u) = unit {
+            out.iter_mut().for_each(|x| *x *= u);
+        }
+        self.draws += 1;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seed(b: u8) -> [u8; 32] {
+        [b; 32]
+    }
+
+    #[test]
+    fn discrete_node_variances_empirical() {
+        let cases = [
+            (
+                NodeNoise::DiscreteGaussian {
+                    sigma: 2.0,
+                    grid_bits: 3,
+                },
+                NodeShape::Vector(6),
+            ),
+            (
+                NodeNoise::DiscreteGaussian {
+                    sigma: 2.0,
+                    grid_bits: 3,
+                },
+                NodeShape::SymMatrix {
+                    d: 3,
+                    divisor: std::f64::consts::SQRT_2,
+                },
+            ),
+            (
+                NodeNoise::DiscreteLaplace {
+                    scale: 1.5,
+                    grid_bits: 3,
+                },
+                NodeShape::Vector(6),
+            ),
+            (
+                NodeNoise::DiscreteLaplace {
+                    scale: 1.5,
+                    grid_bits: 3,
+                },
+                NodeShape::SymMatrix { d: 3, divisor: 2.0 },
+            ),
+        ];
+        for (noise, shape) in cases {
+            let mut st = NoiseStream::new(noise, seed(9)).unwrap();
+            let n = shape.len();
+            let mut buf = vec![0.0; n];
+            let (mut off, mut diag, mut no, mut nd) = (0.0, 0.0, 0.0, 0.0);
+            for _ in 0..20_000 {
+                st.fill(shape, &mut buf).unwrap();
+                match shape {
+                    NodeShape::Vector(_) => {
+                        off += buf.iter().map(|x| x * x).sum::<f64>();
+                        no += n as f64;
+                    }
+                    NodeShape::SymMatrix { d, .. } => {
+                        for i in 0..d {
+                            diag += buf[i * d + i] * buf[i * d + i];
+                            nd += 1.0;
+                            for j in (i + 1)..d {
+                                off += buf[i * d + j] * buf[i * d + j];
+                                no += 1.0;
+                            }
+                        }
+                    }
+                }
+            }
+            let (w_off, w_diag) = noise.node_variances(shape);
+            assert!(
+                (off / no / w_off - 1.0).abs() < 0.04,
+                "{noise:?} {shape:?} off"
+            );
+            if nd > 0.0 {
+                assert!(
+                    (diag / nd / w_diag - 1.0).abs() < 0.05,
+                    "{noise:?} {shape:?} diag"
+                );
+            }
+            // Continuous counterpart has the same per-entry variances (to the grid's precision).
+            let cont = match noise {
+                NodeNoise::DiscreteGaussian { sigma, .. } => NodeNoise::Gaussian { sigma },
+                NodeNoise::DiscreteLaplace { scale, .. } => NodeNoise::Laplace { scale },
+                other => other,
+            };
+            let (c_off, c_diag) = cont.node_variances(shape);
+            assert!((w_off / c_off - 1.0).abs() < 0.01 && (w_diag / c_diag - 1.0).abs() < 0.01);
+        }
+    }
+}
