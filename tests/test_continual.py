@@ -1,5 +1,6 @@
 """Continual-release mechanisms (tree, Honaker, factorization, BLT) against explicit-matrix numpy
 references, their exact variance / sensitivity, the T = 10^4 error ratios, and the secure samplers."""
+
 import math
 
 import numpy as np
@@ -13,7 +14,10 @@ from privrl.kernels import reference as R
 KINDS = ["tree", "honaker", "factorization", "blt"]
 
 
-def innovations(kind, T, shape, seed, sigma, divisor=math.sqrt(2)):
+SQRT2 = math.sqrt(2)
+
+
+def innovations(kind, T, shape, seed, sigma, divisor=SQRT2):
     """The node noises a mechanism of `kind` draws, reproduced by a NoiseStream on the same seed."""
     count = len(R.dyadic_nodes_in_draw_order(T)) if kind == "honaker" else T
     st = K.NoiseStream("gaussian", sigma, seed=seed)
@@ -89,8 +93,8 @@ def test_variance_profile_and_multipliers_against_matrices(kind):
     else:
         E = R.sqrt_factor_ref(T) if kind == "factorization" else R.blt_encoder_ref(T, *C.blt_parameters(T, 8))
         decoder = np.tril(np.ones((T, T))) @ np.linalg.inv(E)
-        want = (decoder ** 2).sum(axis=1)
-        l2 = np.sqrt((E ** 2).sum(axis=0)).max()
+        want = (decoder**2).sum(axis=1)
+        l2 = np.sqrt((E**2).sum(axis=0)).max()
         np.testing.assert_allclose(m.l1_sensitivity_multiplier, np.abs(E).sum(axis=0).max(), rtol=1e-10)
         np.testing.assert_allclose(m.leaf_coefficients(5), E[4:, 4], rtol=1e-10)
     np.testing.assert_allclose(prof, want, rtol=1e-9)
@@ -122,11 +126,11 @@ def test_honaker_multiplier_is_the_exact_projection(T):
     dense = R.honaker_leaf_multipliers_ref(T)
     per_leaf = np.array([np.sum(m.leaf_coefficients(i) ** 2) for i in range(1, T + 1)])
     np.testing.assert_allclose(per_leaf, dense, rtol=1e-9)
-    assert m.sensitivity_multiplier ** 2 == pytest.approx(dense.max(), rel=1e-10)
+    assert m.sensitivity_multiplier**2 == pytest.approx(dense.max(), rel=1e-10)
     assert dense[m.worst_leaf - 1] == pytest.approx(dense.max(), rel=1e-10)
-    assert m.sensitivity_multiplier ** 2 <= T.bit_length() + 1e-12  # the post-processing bound
+    assert m.sensitivity_multiplier**2 <= T.bit_length() + 1e-12  # the post-processing bound
     if T > 1:
-        assert m.sensitivity_multiplier ** 2 < T.bit_length()
+        assert m.sensitivity_multiplier**2 < T.bit_length()
 
 
 def test_honaker_multiplier_at_large_T():
@@ -136,12 +140,12 @@ def test_honaker_multiplier_at_large_T():
     assert got[1000].l2_multiplier ** 2 == pytest.approx(8.5571, abs=1e-4)
     assert got[10_000].l2_multiplier ** 2 == pytest.approx(11.9321, abs=1e-4)
     assert got[10_000].worst_leaf == 5461
-    for T in (10 ** 6, 2 ** 40 + 12345, 2 ** 63 - 1):
+    for T in (10**6, 2**40 + 12345, 2**63 - 1):
         p = K.mechanism_profile("honaker", T)
         assert 1 <= p.worst_leaf <= T
-        assert p.l2_multiplier ** 2 < T.bit_length() == p.l1_multiplier
+        assert p.l2_multiplier**2 < T.bit_length() == p.l1_multiplier
         m = K.make_prefix_mechanism("honaker", 1, T, noise="none", seed=0)
-        assert np.sum(m.leaf_coefficients(p.worst_leaf) ** 2) == pytest.approx(p.l2_multiplier ** 2, rel=1e-12)
+        assert np.sum(m.leaf_coefficients(p.worst_leaf) ** 2) == pytest.approx(p.l2_multiplier**2, rel=1e-12)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -158,7 +162,7 @@ def test_release_variance_matrix_entries(kind):
         diag.append(np.diag(z))
     want_off, want_diag = m.release_variance()
     f = m.variance_factor(T)
-    assert want_off == pytest.approx(f * sigma ** 2) and want_diag == pytest.approx(2 * f * sigma ** 2)
+    assert want_off == pytest.approx(f * sigma**2) and want_diag == pytest.approx(2 * f * sigma**2)
     assert np.var(off) == pytest.approx(want_off, rel=0.06)
     assert np.var(diag) == pytest.approx(want_diag, rel=0.07)
 
@@ -179,12 +183,16 @@ def test_error_ratios_at_T_10000():
     peak = {k: v.max() for k, v in std.items()}
     ratio_mean = mean["tree"] / mean["factorization"]
     ratio_max = peak["tree"] / peak["factorization"]
-    print(f"\nT = 10^4, equal privacy: mean std  tree {mean['tree']:.4f}  honaker {mean['honaker']:.4f}"
-          f"  factorization {mean['factorization']:.4f}  blt {mean['blt']:.4f}")
-    print(f"tree/factorization: mean {ratio_mean:.4f}, max {ratio_max:.4f}; tree/honaker: mean "
-          f"{mean['tree'] / mean['honaker']:.4f}; honaker/factorization: mean "
-          f"{mean['honaker'] / mean['factorization']:.4f}; blt/factorization: mean "
-          f"{mean['blt'] / mean['factorization']:.4f}, max {peak['blt'] / peak['factorization']:.4f}")
+    print(
+        f"\nT = 10^4, equal privacy: mean std  tree {mean['tree']:.4f}  honaker {mean['honaker']:.4f}"
+        f"  factorization {mean['factorization']:.4f}  blt {mean['blt']:.4f}"
+    )
+    print(
+        f"tree/factorization: mean {ratio_mean:.4f}, max {ratio_max:.4f}; tree/honaker: mean "
+        f"{mean['tree'] / mean['honaker']:.4f}; honaker/factorization: mean "
+        f"{mean['honaker'] / mean['factorization']:.4f}; blt/factorization: mean "
+        f"{mean['blt'] / mean['factorization']:.4f}, max {peak['blt'] / peak['factorization']:.4f}"
+    )
     assert 2.4 < ratio_mean < 2.5
     assert 3.3 < ratio_max < 3.45
     assert mean["tree"] > mean["honaker"] > mean["factorization"]
@@ -208,7 +216,9 @@ def test_error_ratio_empirical_at_T_10000():
     exact = {k: normalized_std(k, T).mean() for k in emp}
     for k in emp:
         assert emp[k] == pytest.approx(exact[k], rel=0.04), k
-    assert emp["tree"] / emp["factorization"] == pytest.approx(exact["tree"] / exact["factorization"], rel=0.04)
+    assert emp["tree"] / emp["factorization"] == pytest.approx(
+        exact["tree"] / exact["factorization"], rel=0.04
+    )
 
 
 def test_mechanism_profile():
@@ -219,14 +229,14 @@ def test_mechanism_profile():
     assert (h.quantities_per_leaf, h.l1_multiplier, h.worst_leaf) == (14, 14, 5461)
     assert h.l2_multiplier < p.l2_multiplier
     f = K.mechanism_profile("factorization", 10_000)
-    assert f.l2_multiplier ** 2 == pytest.approx(f.max_variance_factor)
+    assert f.l2_multiplier**2 == pytest.approx(f.max_variance_factor)
     assert f.quantities_per_leaf == 10_000
     b = K.mechanism_profile("blt", 10_000, buffers=4)
     assert b.l2_multiplier == pytest.approx(f.l2_multiplier, rel=0.05)
     # The tree profile is O(1) even for astronomically many leaves.
-    big = K.mechanism_profile("tree", 10 ** 18)
-    assert big.quantities_per_leaf == (10 ** 18).bit_length()
-    assert K.mechanism_profile("blt", 10 ** 12).max_variance_factor > 0
+    big = K.mechanism_profile("tree", 10**18)
+    assert big.quantities_per_leaf == (10**18).bit_length()
+    assert K.mechanism_profile("blt", 10**12).max_variance_factor > 0
 
 
 def test_structure_for_the_accountant():
@@ -257,9 +267,9 @@ def test_one_binding_class_and_limits_from_the_rust_core():
 
     assert C.MECHANISMS == _core.MECHANISMS == ("tree", "honaker", "factorization", "blt")
     assert C.NOISES == _core.NOISES and "discrete_gaussian" in C.NOISES
-    assert (C.MAX_NODE_LEN, C.DEFAULT_GRID_BITS, C.MAX_GRID_BITS) == (2 ** 27, 20, 24)
-    assert (C.DEFAULT_BLT_BUFFERS, C.MAX_BLT_BUFFERS, C.MAX_COEFFICIENTS) == (8, 64, 2 ** 24)
-    assert C.MAX_FACTORIZATION_CAPACITY == _core.MAX_FACTORIZATION_CAPACITY == 2 ** 22
+    assert (C.MAX_NODE_LEN, C.DEFAULT_GRID_BITS, C.MAX_GRID_BITS) == (2**27, 20, 24)
+    assert (C.DEFAULT_BLT_BUFFERS, C.MAX_BLT_BUFFERS, C.MAX_COEFFICIENTS) == (8, 64, 2**24)
+    assert C.MAX_FACTORIZATION_CAPACITY == _core.MAX_FACTORIZATION_CAPACITY == 2**22
     C.PrefixMechanism("blt", 2, 3, buffers=C.MAX_BLT_BUFFERS)
     with pytest.raises(PrivacyParameterError):
         C.PrefixMechanism("blt", 2, 3, buffers=C.MAX_BLT_BUFFERS + 1)
@@ -302,14 +312,15 @@ def test_capacity_and_input_errors():
     with pytest.raises(PrivacyParameterError):
         C.PrefixMechanism("honaker", 2, 3, noise="discrete_gaussian")
     with pytest.raises(CapacityError):
-        C.PrefixMechanism("factorization", 2, 2 ** 23)
+        C.PrefixMechanism("factorization", 2, 2**23)
     # The BLT has O(1) state whatever the horizon.
-    big = C.PrefixMechanism("blt", (4, 4), 10 ** 15, seed=0)
+    big = C.PrefixMechanism("blt", (4, 4), 10**15, seed=0)
     big.push(np.eye(4))
     assert big.live_nodes == 9
 
 
 # ---------------------------------------------------------------- secure samplers
+
 
 def lattice_draws(noise, grid_bits, n, seed=0):
     st = K.NoiseStream(noise, 1.0, seed=seed, grid_bits=grid_bits)
@@ -359,13 +370,13 @@ def test_discrete_samplers_variance_and_symmetry(noise):
     scale, k, n = 3.0, 12, 200_000
     st = K.NoiseStream(noise, scale, seed=4, grid_bits=k)
     x = st.vectors(1, n)[0]
-    var = scale ** 2 if noise == "discrete_gaussian" else 2 * scale ** 2
+    var = scale**2 if noise == "discrete_gaussian" else 2 * scale**2
     assert np.var(x) == pytest.approx(var, rel=0.02)
     assert abs(x.mean()) < 5 * math.sqrt(var / n)
     # Symmetry: P(X > 0) = P(X < 0), and the third standardized moment vanishes.
     pos, neg = (x > 0).sum(), (x < 0).sum()
     assert abs(pos - neg) < 5 * math.sqrt(pos + neg)
-    assert abs(np.mean(x ** 3)) / var ** 1.5 < 5 * math.sqrt(15 / n)
+    assert abs(np.mean(x**3)) / var**1.5 < 5 * math.sqrt(15 / n)
 
 
 def test_discrete_symmetric_matrices():
@@ -378,7 +389,7 @@ def test_discrete_symmetric_matrices():
     lap = K.NoiseStream("discrete_laplace", 1.0, seed=0, grid_bits=4)
     unit = lap.lattice_unit(symmetric=True, divisor=2.0)
     ml = lap.symmetric(10, 3, divisor=2.0) / unit
-    assert np.array_equal(ml, np.round(ml)) and unit == 2 ** -4 / 2
+    assert np.array_equal(ml, np.round(ml)) and unit == 2**-4 / 2
     with pytest.raises(PrivacyParameterError):
         lap.symmetric(1, 3, divisor=math.sqrt(2))  # (Z'+Z'^T)/sqrt 2 is off any lattice
 
@@ -392,7 +403,7 @@ def test_discrete_tree_release_on_lattice_with_rounded_data():
     np.testing.assert_array_equal(tr.exact_sum(), 21 * np.round(leaf / tr.grid) * tr.grid)
     k = tr.release() / tr.grid
     np.testing.assert_array_equal(k, np.round(k))
-    off, diag = tr.release_variance()
+    off, _diag = tr.release_variance()
     assert off == pytest.approx(3 * 4.0)  # popcount(21) nodes of variance sigma^2
     with pytest.raises(PrivacyParameterError):
         tr.push(np.array([1e300, 0.0, 0.0]))

@@ -1,4 +1,5 @@
 """Rust kernels against their numpy references, noise statistics, and error handling."""
+
 import math
 import subprocess
 import sys
@@ -7,8 +8,14 @@ import numpy as np
 import pytest
 
 from privrl import kernels as K
-from privrl.exceptions import (CapacityError, NonFiniteError, NotPositiveDefiniteError,
-                               PrivacyParameterError, PrivrlError, ShapeError)
+from privrl.exceptions import (
+    CapacityError,
+    NonFiniteError,
+    NotPositiveDefiniteError,
+    PrivacyParameterError,
+    PrivrlError,
+    ShapeError,
+)
 from privrl.kernels import reference as R
 
 
@@ -24,6 +31,7 @@ def spd(rng, d, ridge=1.0):
 
 
 # ---------------------------------------------------------------- batched Q
+
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("d", [1, 5, 16, 33])
@@ -55,7 +63,7 @@ def test_optimistic_values_lowest_ties_match_reference():
 
 def test_random_ties_uniform_and_reproducible():
     q = np.array([[1.0, 1.0, 0.0, 1.0]] * 6000)
-    v, a = K.greedy(q, ties="random", rng=np.random.default_rng(0))
+    _v, a = K.greedy(q, ties="random", rng=np.random.default_rng(0))
     assert set(np.unique(a)) == {0, 1, 3}
     counts = np.bincount(a, minlength=4)
     assert counts[2] == 0
@@ -83,6 +91,7 @@ def test_q_bad_inputs():
 
 
 # ---------------------------------------------------------------- rank-one updates
+
 
 @pytest.mark.parametrize("d", [1, 4, 16])
 def test_sherman_morrison_matches_reference(d):
@@ -146,6 +155,7 @@ def test_rank_one_bad_inputs():
 
 # ---------------------------------------------------------------- tree-based mechanism
 
+
 def test_tree_zero_noise_exact_prefix_and_node_counts():
     rng = np.random.default_rng(0)
     T = 300
@@ -198,6 +208,7 @@ def test_tree_same_seed_same_stream():
             tr.push_zero()
             out.append(tr.release())
         return np.array(out)
+
     a, b = stream(123), stream(123)
     assert np.array_equal(a, b)
     assert not np.array_equal(a, stream(124))
@@ -222,8 +233,7 @@ def test_tree_gaussian_vector_variance(t):
     assert abs(vals.mean()) < 5 * math.sqrt(want / vals.size)
 
 
-@pytest.mark.parametrize("noise,divisor", [("gaussian", math.sqrt(2)), ("gaussian", 2.0),
-                                           ("laplace", 2.0)])
+@pytest.mark.parametrize("noise,divisor", [("gaussian", math.sqrt(2)), ("gaussian", 2.0), ("laplace", 2.0)])
 def test_tree_symmetric_matrix_variance(noise, divisor):
     scale, reps, d, t = 1.7, 2000, 4, 11  # popcount(11) = 3
     vals = np.empty((reps, d, d))
@@ -248,8 +258,12 @@ def test_tree_symmetric_matrix_variance(noise, divisor):
 
 def test_laplace_scale_single_node():
     b, reps = 0.8, 4000
-    vals = np.array([K.TreeAggregator(16, 4, noise="laplace", scale=b, seed=r).__class__ and
-                     _one_release(b, r) for r in range(reps)])
+    vals = np.array(
+        [
+            K.TreeAggregator(16, 4, noise="laplace", scale=b, seed=r).__class__ and _one_release(b, r)
+            for r in range(reps)
+        ]
+    )
     # Laplace(b): var 2b^2, E|x| = b
     assert abs(vals.var() / (2 * b * b) - 1) < 0.05
     assert abs(np.abs(vals).mean() / b - 1) < 0.03
@@ -283,6 +297,7 @@ def test_tree_bad_inputs():
 
 # ---------------------------------------------------------------- mixture features
 
+
 def test_mixture_phi_v_matches_reference():
     rng = np.random.default_rng(2)
     S, A, d = 9, 3, 4
@@ -298,10 +313,13 @@ def test_mixture_phi_v_matches_reference():
 
 # ---------------------------------------------------------------- panics and the exception family
 
+
 def test_rust_panic_is_a_python_exception_not_an_abort():
-    code = ("import privrl._core as c\n"
-            "try:\n    c._panic_for_test()\n"
-            "except BaseException as e:\n    print('caught', type(e).__name__)\n")
+    code = (
+        "import privrl._core as c\n"
+        "try:\n    c._panic_for_test()\n"
+        "except BaseException as e:\n    print('caught', type(e).__name__)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "caught PanicException" in out.stdout
@@ -316,6 +334,7 @@ def test_exception_family():
 @pytest.mark.parametrize("kind", ["tree", "honaker", "factorization"])
 def test_push_release_equals_push_then_release(kind):
     from privrl.kernels import make_prefix_mechanism
+
     rng = np.random.default_rng(0)
     a = make_prefix_mechanism(kind, (3, 3), 20, "gaussian", 1.5, 7, math.sqrt(2))
     b = make_prefix_mechanism(kind, (3, 3), 20, "gaussian", 1.5, 7, math.sqrt(2))

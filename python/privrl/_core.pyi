@@ -1,7 +1,7 @@
 # Hand-written stub of the compiled Rust module privrl._core (rust/bindings.rs), checked by
 # `python -m mypy.stubtest privrl._core` (tests/test_stub.py). Use the validated wrappers in
 # privrl.kernels; these are the raw bindings.
-from typing import Optional, final
+from typing import final
 
 import numpy as np
 import numpy.typing as npt
@@ -21,13 +21,49 @@ DEFAULT_BLT_BUFFERS: int
 MAX_BLT_BUFFERS: int
 MAX_COEFFICIENTS: int
 MAX_FACTORIZATION_CAPACITY: int
-__all__ = ["ShermanMorrison", "MixtureFeatures", "NoiseStream", "PrefixMechanism", "spd_inverse", "spd_solve", "min_eigenvalue", "optimistic_q", "group_max", "optimistic_values", "state_values", "blt_parameters", "tree_depth", "_panic_for_test", "__version__", "MECHANISMS", "NOISES", "MAX_NODE_LEN", "DEFAULT_GRID_BITS", "MAX_GRID_BITS", "DEFAULT_BLT_BUFFERS", "MAX_BLT_BUFFERS", "MAX_COEFFICIENTS", "MAX_FACTORIZATION_CAPACITY"]
+__all__ = [
+    "ShermanMorrison",
+    "MixtureFeatures",
+    "NoiseStream",
+    "PrefixMechanism",
+    "spd_inverse",
+    "spd_solve",
+    "min_eigenvalue",
+    "optimistic_q",
+    "group_max",
+    "optimistic_values",
+    "state_values",
+    "blt_parameters",
+    "tree_depth",
+    "_panic_for_test",
+    "__version__",
+    "MECHANISMS",
+    "NOISES",
+    "MAX_NODE_LEN",
+    "DEFAULT_GRID_BITS",
+    "MAX_GRID_BITS",
+    "DEFAULT_BLT_BUFFERS",
+    "MAX_BLT_BUFFERS",
+    "MAX_COEFFICIENTS",
+    "MAX_FACTORIZATION_CAPACITY",
+]
 
 @final
 class PrefixMechanism:
-    def __new__(cls, kind: str, symmetric: bool, size: int, capacity: int, noise: str, scale: float,
-                seed: bytes, divisor: float = ..., grid_bits: int = ..., buffers: int = ...,
-                keep_last_node: bool = ...) -> Self: ...
+    def __new__(
+        cls,
+        kind: str,
+        symmetric: bool,
+        size: int,
+        capacity: int,
+        noise: str,
+        scale: float,
+        seed: bytes,
+        divisor: float = ...,
+        grid_bits: int = ...,
+        buffers: int = ...,
+        keep_last_node: bool = ...,
+    ) -> Self: ...
     def push(self, leaf: _F64) -> None: ...
     def push_zero(self) -> None: ...
     def push_release(self, leaf: _F64) -> _F64: ...
@@ -95,13 +131,31 @@ class MixtureFeatures:
 def spd_inverse(a: _F64) -> _F64: ...
 def spd_solve(a: _F64, b: _F64) -> _F64: ...
 def min_eigenvalue(a: _F64) -> float: ...
-def optimistic_q(phi: _F64, w: _F64, inv: _F64, beta: float, lower: float, upper: float,
-                 offset: Optional[_F64] = ...) -> _F64: ...
-def group_max(q: _F64, tie_seed: Optional[int] = ...) -> tuple[_F64, _I64]: ...
-def optimistic_values(phi: _F64, w: _F64, inv: _F64, beta: float, n_actions: int, lower: float,
-                      upper: float, offset: Optional[_F64] = ..., tie_seed: Optional[int] = ...) -> tuple[_F64, _F64, _I64]: ...
-def state_values(table: _F64, w: _F64, inv: _F64, beta: float, n_actions: int, lower: float,
-                 upper: float, states: Optional[_I64] = ...) -> _F64: ...
+def optimistic_q(
+    phi: _F64, w: _F64, inv: _F64, beta: float, lower: float, upper: float, offset: _F64 | None = ...
+) -> _F64: ...
+def group_max(q: _F64, tie_seed: int | None = ...) -> tuple[_F64, _I64]: ...
+def optimistic_values(
+    phi: _F64,
+    w: _F64,
+    inv: _F64,
+    beta: float,
+    n_actions: int,
+    lower: float,
+    upper: float,
+    offset: _F64 | None = ...,
+    tie_seed: int | None = ...,
+) -> tuple[_F64, _F64, _I64]: ...
+def state_values(
+    table: _F64,
+    w: _F64,
+    inv: _F64,
+    beta: float,
+    n_actions: int,
+    lower: float,
+    upper: float,
+    states: _I64 | None = ...,
+) -> _F64: ...
 def blt_parameters(capacity: int, buffers: int) -> tuple[list[float], list[float]]: ...
 def tree_depth(n: int) -> int: ...
 def _panic_for_test() -> None: ...

@@ -4,6 +4,7 @@ optimistic Q, mixture phi_V); the numpy references live in `privrl.kernels.refer
 Every wrapper validates and converts its inputs once (C-contiguous float64, shapes, finite
 values) and raises the privrl exception family; the Rust core re-checks lengths.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,10 +15,27 @@ import numpy as np
 
 from privrl import _core
 from privrl.exceptions import PrivacyParameterError, ShapeError
-from privrl.kernels._validate import MAX_INT, as_f64, check_int, check_real, numeric_array, seed_bytes, tie_seed
-from privrl.kernels.continual import (DEFAULT_GRID_BITS, MAX_NODE_LEN, MECHANISMS, MechanismProfile,
-                                      PrefixMechanism, TreeAggregator, make_prefix_mechanism,
-                                      mechanism_profile, parse_noise, parse_shape)
+from privrl.kernels._validate import (
+    MAX_INT,
+    as_f64,
+    check_int,
+    check_real,
+    numeric_array,
+    seed_bytes,
+    tie_seed,
+)
+from privrl.kernels.continual import (
+    DEFAULT_GRID_BITS,
+    MAX_NODE_LEN,
+    MECHANISMS,
+    MechanismProfile,
+    PrefixMechanism,
+    TreeAggregator,
+    make_prefix_mechanism,
+    mechanism_profile,
+    parse_noise,
+    parse_shape,
+)
 
 __all__ = [
     "TreeAggregator",
@@ -70,8 +88,13 @@ class NoiseStream:
     multiples of that lattice unit, and data they are added to must be rounded to it first
     (`round_to_grid`), otherwise two neighbouring outputs have disjoint supports."""
 
-    def __init__(self, noise: str = "gaussian", scale: float = 1.0, seed: Any = None,
-                 grid_bits: int = DEFAULT_GRID_BITS):
+    def __init__(
+        self,
+        noise: str = "gaussian",
+        scale: float = 1.0,
+        seed: Any = None,
+        grid_bits: int = DEFAULT_GRID_BITS,
+    ):
         self.noise_kind, self.scale, self.grid_bits = parse_noise(noise, scale, grid_bits)
         self._s = _core.NoiseStream(self.noise_kind, self.scale, seed_bytes(seed), self.grid_bits)
 
@@ -92,7 +115,7 @@ class NoiseStream:
         """The lattice the discrete samplers' values live on (None for continuous noise)."""
         if not self.noise_kind.startswith("discrete"):
             return None
-        grid = self.scale * 2.0 ** -self.grid_bits
+        grid = self.scale * 2.0**-self.grid_bits
         if symmetric and self.noise_kind == "discrete_laplace":
             return grid / check_real(divisor, "divisor")
         return grid
@@ -109,7 +132,7 @@ class NoiseStream:
 
 
 class RankOneInverse:
-    """Lambda = lam I + sum x x^T and Lambda^{-1}, maintained by Sherman–Morrison in O(d^2)
+    """Lambda = lam I + sum x x^T and Lambda^{-1}, maintained by Sherman-Morrison in O(d^2)
     per update and re-factorized by Cholesky every `refactor_every` updates."""
 
     def __init__(self, d: int, lam: float, refactor_every: int = 1024):
@@ -176,12 +199,20 @@ def _q_inputs(phi, w, inv, offset):
     return phi, w, inv, offset
 
 
-def optimistic_q(phi: Any, w: Any, inv: Any, beta: float, upper: float = math.inf,
-                 lower: float = -math.inf, offset: Any = None) -> np.ndarray:
+def optimistic_q(
+    phi: Any,
+    w: Any,
+    inv: Any,
+    beta: float,
+    upper: float = math.inf,
+    lower: float = -math.inf,
+    offset: Any = None,
+) -> np.ndarray:
     """clip_[lower, upper](offset + Phi w + beta sqrt(max(0, phi^T inv phi))) for every row."""
     phi, w, inv, offset = _q_inputs(phi, w, inv, offset)
-    return _core.optimistic_q(phi, w, inv, _scalar(beta, "beta"), _scalar(lower, "lower"),
-                              _scalar(upper, "upper"), offset)
+    return _core.optimistic_q(
+        phi, w, inv, _scalar(beta, "beta"), _scalar(lower, "lower"), _scalar(upper, "upper"), offset
+    )
 
 
 def greedy(q: Any, ties: str = "random", rng: Any = None) -> tuple[np.ndarray, np.ndarray]:
@@ -191,22 +222,47 @@ def greedy(q: Any, ties: str = "random", rng: Any = None) -> tuple[np.ndarray, n
     return _core.group_max(q, tie_seed(ties, rng))
 
 
-def optimistic_values(phi: Any, w: Any, inv: Any, beta: float, n_actions: int,
-                      upper: float = math.inf, lower: float = -math.inf, offset: Any = None,
-                      ties: str = "random", rng: Any = None):
+def optimistic_values(
+    phi: Any,
+    w: Any,
+    inv: Any,
+    beta: float,
+    n_actions: int,
+    upper: float = math.inf,
+    lower: float = -math.inf,
+    offset: Any = None,
+    ties: str = "random",
+    rng: Any = None,
+):
     """Fused optimistic_q + greedy for phi of shape (n_states * n_actions, d), rows grouped by
     state. Returns (Q (n_states, n_actions), V (n_states,), greedy actions (n_states,))."""
     phi, w, inv, offset = _q_inputs(phi, w, inv, offset)
     n_actions = _positive_int(n_actions, "n_actions")
     if phi.shape[0] % n_actions:
         raise ShapeError(f"{phi.shape[0]} feature rows do not split into groups of {n_actions} actions")
-    return _core.optimistic_values(phi, w, inv, _scalar(beta, "beta"), n_actions, _scalar(lower, "lower"),
-                                   _scalar(upper, "upper"),
-                                   offset, tie_seed(ties, rng))
+    return _core.optimistic_values(
+        phi,
+        w,
+        inv,
+        _scalar(beta, "beta"),
+        n_actions,
+        _scalar(lower, "lower"),
+        _scalar(upper, "upper"),
+        offset,
+        tie_seed(ties, rng),
+    )
 
 
-def state_values(table: Any, w: Any, inv: Any, beta: float, n_actions: int,
-                 upper: float = math.inf, lower: float = -math.inf, states: Any = None) -> np.ndarray:
+def state_values(
+    table: Any,
+    w: Any,
+    inv: Any,
+    beta: float,
+    n_actions: int,
+    upper: float = math.inf,
+    lower: float = -math.inf,
+    states: Any = None,
+) -> np.ndarray:
     """V(s) = clip_[lower, upper](max_a phi(s,a) w + beta ||phi(s,a)||_inv) in one Rust call.
 
     table: (n_states * n_actions, d), rows grouped by state (row s * n_actions + a is phi(s,a)).
@@ -228,8 +284,16 @@ def state_values(table: Any, w: Any, inv: Any, beta: float, n_actions: int,
         states = np.ascontiguousarray(raw, dtype=np.int64)
         if states.ndim != 1:
             raise ShapeError(f"states must be a 1-d index array, got shape {states.shape}")
-    return _core.state_values(table, w, inv, _scalar(beta, "beta"), n_actions, _scalar(lower, "lower"),
-                              _scalar(upper, "upper"), states)
+    return _core.state_values(
+        table,
+        w,
+        inv,
+        _scalar(beta, "beta"),
+        n_actions,
+        _scalar(lower, "lower"),
+        _scalar(upper, "upper"),
+        states,
+    )
 
 
 class MixtureFeatures:

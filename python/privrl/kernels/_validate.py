@@ -1,5 +1,6 @@
 """Input validation shared by the kernel wrappers: convert once to C-contiguous float64
 and turn wrong shapes / non-finite values into privrl exceptions before Rust sees them."""
+
 from __future__ import annotations
 
 import math
@@ -12,7 +13,7 @@ import numpy as np
 from privrl.exceptions import NonFiniteError, PrivacyParameterError, ShapeError
 
 #: Largest count / size / capacity the Rust core accepts (a u64 / usize without wrap-around).
-MAX_INT = 2 ** 63 - 1
+MAX_INT = 2**63 - 1
 
 #: numpy dtype kinds that convert to float64 without losing meaning: bool, ints, floats.
 _NUMERIC_KINDS = "biuf"
@@ -52,12 +53,17 @@ def as_f64(x: Any, name: str, ndim: int, shape: tuple | None = None, finite: boo
     if a.ndim != ndim:
         raise ShapeError(f"{name} must have {ndim} dimension(s), got shape {a.shape}")
     if shape is not None:
-        for i, (got, want) in enumerate(zip(a.shape, shape)):
+        for i, (got, want) in enumerate(zip(a.shape, shape, strict=False)):
             if want is not None and got != want:
-                raise ShapeError(f"{name} must have shape {tuple('*' if s is None else s for s in shape)}, got {a.shape} (axis {i})")
+                raise ShapeError(
+                    f"{name} must have shape {tuple('*' if s is None else s for s in shape)}, "
+                    f"got {a.shape} (axis {i})"
+                )
     if finite and a.size and not np.isfinite(a).all():
         bad = np.argwhere(~np.isfinite(a))[0]
-        raise NonFiniteError(f"{name} contains a non-finite value {a[tuple(bad)]} at index {tuple(int(i) for i in bad)}")
+        raise NonFiniteError(
+            f"{name} contains a non-finite value {a[tuple(bad)]} at index {tuple(int(i) for i in bad)}"
+        )
     return a
 
 
@@ -97,7 +103,9 @@ def seed_bytes(seed: Any) -> bytes:
         seed = np.random.SeedSequence(int(seed))
     if isinstance(seed, np.random.SeedSequence):
         return seed.generate_state(8, dtype=np.uint32).astype("<u4").tobytes()
-    raise TypeError(f"seed must be None, an int, 32 bytes, a SeedSequence or a Generator, got {type(seed).__name__}")
+    raise TypeError(
+        f"seed must be None, an int, 32 bytes, a SeedSequence or a Generator, got {type(seed).__name__}"
+    )
 
 
 def tie_seed(ties: str, rng: Any) -> int | None:

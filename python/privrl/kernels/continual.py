@@ -1,6 +1,7 @@
 """Continual release of prefix sums behind one interface: binary tree, Honaker's tree, square-root
 factorization and BLT, with exact per-step variance and per-user sensitivity (App. "Tree-based method").
 """
+
 # Every mechanism releases, after t leaves, S_t + N_t (S_t the exact prefix sum) and is the
 # post-processing of a noisy encoder release E x + z with i.i.d. Gaussian (or Laplace) node noise
 # z; one leaf enters it through column i of E. So a release with per-leaf L2 sensitivity Delta
@@ -116,13 +117,33 @@ class PrefixMechanism:
     grid_bits: int
     divisor: float
 
-    def __init__(self, kind: str, shape: Any, capacity: int, noise: str = "gaussian",
-                 scale: float = 1.0, seed: Any = None, divisor: float = SQRT2,
-                 grid_bits: int = DEFAULT_GRID_BITS, buffers: int | None = None):
+    def __init__(
+        self,
+        kind: str,
+        shape: Any,
+        capacity: int,
+        noise: str = "gaussian",
+        scale: float = 1.0,
+        seed: Any = None,
+        divisor: float = SQRT2,
+        grid_bits: int = DEFAULT_GRID_BITS,
+        buffers: int | None = None,
+    ):
         self._build(kind, shape, capacity, noise, scale, seed, divisor, grid_bits, buffers, False)
 
-    def _build(self, kind: Any, shape: Any, capacity: Any, noise: Any, scale: Any, seed: Any,
-               divisor: Any, grid_bits: Any, buffers: Any, keep_last_node: bool) -> None:
+    def _build(
+        self,
+        kind: Any,
+        shape: Any,
+        capacity: Any,
+        noise: Any,
+        scale: Any,
+        seed: Any,
+        divisor: Any,
+        grid_bits: Any,
+        buffers: Any,
+        keep_last_node: bool,
+    ) -> None:
         """Validate every argument once, then build the Rust mechanism."""
         if not isinstance(kind, str) or kind not in MECHANISMS:
             raise ValueError(f"mechanism kind must be one of {MECHANISMS}, got {kind!r}")
@@ -133,9 +154,19 @@ class PrefixMechanism:
         if buffers is not None and kind != "blt":
             raise ValueError(f"buffers only applies to kind 'blt', not {kind!r}")
         nbuf = 0 if buffers is None else check_int(buffers, "buffers", 1, MAX_BLT_BUFFERS)
-        self._m = _core.PrefixMechanism(kind, self.symmetric, self.d, capacity, self.noise_kind,
-                                        self.scale, seed_bytes(seed), self.divisor,
-                                        self.grid_bits, nbuf, bool(keep_last_node))
+        self._m = _core.PrefixMechanism(
+            kind,
+            self.symmetric,
+            self.d,
+            capacity,
+            self.noise_kind,
+            self.scale,
+            seed_bytes(seed),
+            self.divisor,
+            self.grid_bits,
+            nbuf,
+            bool(keep_last_node),
+        )
 
     def push(self, leaf: Any) -> None:
         """Add one leaf (the statistic of one episode or one batch)."""
@@ -150,8 +181,12 @@ class PrefixMechanism:
 
     def push_release(self, leaf: Any) -> np.ndarray:
         """`push(leaf)` then `release()` in one call into Rust (the per-step use)."""
-        if (type(leaf) is np.ndarray and leaf.dtype == np.float64 and leaf.shape == self.shape
-                and leaf.flags.c_contiguous):
+        if (
+            type(leaf) is np.ndarray
+            and leaf.dtype == np.float64
+            and leaf.shape == self.shape
+            and leaf.flags.c_contiguous
+        ):
             # Fast path: nothing to convert; Rust checks finiteness and capacity.
             return self._m.push_release(leaf)
         a = numeric_array(leaf, "leaf")
@@ -230,8 +265,7 @@ class PrefixMechanism:
         coefficients (leaf ``worst_leaf``, the worst case). For per-leaf L2 sensitivity Delta,
         the whole mechanism is one Gaussian mechanism with sensitivity ``Delta * l2_multiplier``
         at the node std."""
-        coeffs = (self.leaf_coefficients(self.worst_leaf) if self.capacity <= MAX_COEFFICIENTS
-                  else None)
+        coeffs = self.leaf_coefficients(self.worst_leaf) if self.capacity <= MAX_COEFFICIENTS else None
         return {
             "kind": self.kind,
             "capacity": self.capacity,
@@ -281,11 +315,13 @@ class PrefixMechanism:
         """Grid spacing scale * 2^-grid_bits of the discrete samplers (None otherwise)."""
         if not self.noise_kind.startswith("discrete"):
             return None
-        return self.scale * 2.0 ** -self.grid_bits
+        return self.scale * 2.0**-self.grid_bits
 
     def __repr__(self) -> str:
-        return (f"PrefixMechanism({self.kind!r}, shape={self.shape}, capacity={self.capacity}, "
-                f"noise={self.noise_kind!r}, scale={self.scale:g}, steps={self.steps})")
+        return (
+            f"PrefixMechanism({self.kind!r}, shape={self.shape}, capacity={self.capacity}, "
+            f"noise={self.noise_kind!r}, scale={self.scale:g}, steps={self.steps})"
+        )
 
 
 class TreeAggregator(PrefixMechanism):
@@ -311,11 +347,18 @@ class TreeAggregator(PrefixMechanism):
     popcount(t) <= ceil(log2 T + 1) nodes covering [1, t]. Memory is O(log T) nodes.
     """
 
-    def __init__(self, shape: int | tuple[int, int], capacity: int, noise: str = "gaussian",
-                 scale: float = 1.0, seed: Any = None, divisor: float = SQRT2,
-                 keep_last_node: bool = False, grid_bits: int = DEFAULT_GRID_BITS):
-        self._build("tree", shape, capacity, noise, scale, seed, divisor, grid_bits, None,
-                    keep_last_node)
+    def __init__(
+        self,
+        shape: int | tuple[int, int],
+        capacity: int,
+        noise: str = "gaussian",
+        scale: float = 1.0,
+        seed: Any = None,
+        divisor: float = SQRT2,
+        keep_last_node: bool = False,
+        grid_bits: int = DEFAULT_GRID_BITS,
+    ):
+        self._build("tree", shape, capacity, noise, scale, seed, divisor, grid_bits, None, keep_last_node)
 
     def last_node_noise(self) -> np.ndarray:
         """The most recently drawn node noise (with keep_last_node=True; empty otherwise)."""
@@ -328,25 +371,36 @@ class TreeAggregator(PrefixMechanism):
         return _core.tree_depth(self.capacity)
 
     def __repr__(self) -> str:
-        return (f"TreeAggregator(shape={self.shape}, capacity={self.capacity}, "
-                f"noise={self.noise_kind!r}, scale={self.scale:g}, steps={self.steps})")
+        return (
+            f"TreeAggregator(shape={self.shape}, capacity={self.capacity}, "
+            f"noise={self.noise_kind!r}, scale={self.scale:g}, steps={self.steps})"
+        )
 
 
-def make_prefix_mechanism(kind: str, shape: Any, capacity: int, noise: str = "gaussian",
-                          scale: float = 1.0, seed: Any = None, divisor: float = SQRT2,
-                          **options: Any) -> PrefixMechanism:
+def make_prefix_mechanism(
+    kind: str,
+    shape: Any,
+    capacity: int,
+    noise: str = "gaussian",
+    scale: float = 1.0,
+    seed: Any = None,
+    divisor: float = SQRT2,
+    **options: Any,
+) -> PrefixMechanism:
     """The continual-release mechanism `kind`.
 
     kind="tree" returns a TreeAggregator (the paper's binary mechanism, which also takes
     grid_bits for the discrete samplers and keep_last_node); the other kinds a PrefixMechanism
     (options: buffers for "blt", grid_bits)."""
-    if not isinstance(kind, str) or kind not in MECHANISMS:
+    if kind not in MECHANISMS:  # also refuses non-strings (MECHANISMS holds strings only)
         raise ValueError(f"mechanism kind must be one of {MECHANISMS}, got {kind!r}")
     if kind == "tree":
-        return TreeAggregator(shape, capacity, noise=noise, scale=scale, seed=seed,
-                              divisor=divisor, **options)
-    return PrefixMechanism(kind, shape, capacity, noise=noise, scale=scale, seed=seed,
-                           divisor=divisor, **options)
+        return TreeAggregator(
+            shape, capacity, noise=noise, scale=scale, seed=seed, divisor=divisor, **options
+        )
+    return PrefixMechanism(
+        kind, shape, capacity, noise=noise, scale=scale, seed=seed, divisor=divisor, **options
+    )
 
 
 @dataclass(frozen=True)
@@ -374,12 +428,20 @@ def mechanism_profile(kind: str, capacity: int, buffers: int | None = None) -> M
     MAX_FACTORIZATION_CAPACITY = 2^22). No noise is drawn; Honaker's exact multiplier costs
     O(log^2 T) whatever T."""
     capacity = check_int(capacity, "capacity")
-    m = make_prefix_mechanism(kind, 1, capacity, noise="none", seed=b"\0" * 32,
-                              **({} if buffers is None else {"buffers": buffers}))
+    m = make_prefix_mechanism(
+        kind, 1, capacity, noise="none", seed=b"\0" * 32, **({} if buffers is None else {"buffers": buffers})
+    )
     n_leaf = _quantities_per_leaf(m)
-    return MechanismProfile(kind, capacity, m.sensitivity_multiplier, m.l1_sensitivity_multiplier,
-                            m.max_variance_factor(), n_leaf, _core.tree_depth(capacity),
-                            m.worst_leaf)
+    return MechanismProfile(
+        kind,
+        capacity,
+        m.sensitivity_multiplier,
+        m.l1_sensitivity_multiplier,
+        m.max_variance_factor(),
+        n_leaf,
+        _core.tree_depth(capacity),
+        m.worst_leaf,
+    )
 
 
 def _quantities_per_leaf(m: PrefixMechanism) -> int:

@@ -1,9 +1,10 @@
 """Plain-numpy references of the Rust kernels: the oracle for the tests and the baseline
 for `benches/compare.py`. Written for clarity, the way one would without the Rust core."""
+
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -16,8 +17,15 @@ class TreeAggregatorRef:
     Pass `node_noise` to `push` to inject an already-symmetrized node noise (used to check the
     Rust aggregation against this reference bit for bit)."""
 
-    def __init__(self, shape, capacity: int, sigma: float = 1.0, rng=None,
-                 divisor: float = math.sqrt(2.0), noise_source: Callable | None = None):
+    def __init__(
+        self,
+        shape,
+        capacity: int,
+        sigma: float = 1.0,
+        rng=None,
+        divisor: float = math.sqrt(2.0),
+        noise_source: Callable | None = None,
+    ):
         self.shape = (shape,) if isinstance(shape, int) else tuple(shape)
         self.capacity = capacity
         self.divisor = divisor
@@ -29,7 +37,7 @@ class TreeAggregatorRef:
         self.nodes: list[np.ndarray] = []
 
     def _draw(self) -> np.ndarray:
-        z = self.noise_source(self.shape)
+        z = np.asarray(self.noise_source(self.shape), dtype=float)
         if len(self.shape) == 2:
             z = (z + z.T) / self.divisor
         return z
@@ -62,7 +70,7 @@ class TreeAggregatorRef:
 
 
 class ShermanMorrisonRef:
-    """Lambda and Lambda^{-1} with one numpy Sherman–Morrison step per update."""
+    """Lambda and Lambda^{-1} with one numpy Sherman-Morrison step per update."""
 
     def __init__(self, d: int, lam: float):
         self.matrix = lam * np.eye(d)
@@ -96,8 +104,9 @@ def greedy_ref(q, ties: str = "random", rng=None):
     return vmax, keys.argmax(axis=1)
 
 
-def optimistic_values_ref(phi, w, inv, beta, n_actions, upper=math.inf, lower=-math.inf,
-                          offset=None, ties="random", rng=None):
+def optimistic_values_ref(
+    phi, w, inv, beta, n_actions, upper=math.inf, lower=-math.inf, offset=None, ties="random", rng=None
+):
     q = optimistic_q_ref(phi, w, inv, beta, upper, lower, offset).reshape(-1, n_actions)
     v, a = greedy_ref(q, ties, rng)
     return q, v, a
@@ -122,6 +131,7 @@ def phi_v_ref(features, v):
 # Each takes the innovations in the Rust stream's draw order (a NoiseStream with the same seed
 # reproduces them) and returns the noise released at every step, computed the textbook way:
 # explicit matrices and least squares instead of the Rust recursions.
+
 
 def dyadic_nodes_in_draw_order(T: int) -> list[tuple[int, int]]:
     """Every dyadic node [a, b] (1-based leaves) completed within T leaves, in the order the
@@ -149,11 +159,11 @@ def honaker_noise_ref(z: np.ndarray, T: int) -> np.ndarray:
         X = np.zeros((len(idx), t))
         for r, k in enumerate(idx):
             a, b = nodes[k]
-            X[r, a - 1:b] = 1.0
+            X[r, a - 1 : b] = 1.0
         # theta_hat = (X^T X)^{-1} X^T y; the prefix estimate's noise is 1^T theta_hat(z).
         coef = np.linalg.solve(X.T @ X, np.ones(t)) @ X.T
         out[t - 1] = coef @ flat[idx]
-    return out.reshape((T,) + z.shape[1:])
+    return out.reshape((T, *z.shape[1:]))
 
 
 def honaker_online_ref(z: np.ndarray, T: int) -> np.ndarray:
@@ -172,12 +182,12 @@ def honaker_online_ref(z: np.ndarray, T: int) -> np.ndarray:
         while stack and stack[-1][0] == level:
             _, left = stack.pop()
             level += 1
-            w = 2.0 ** level / (2.0 ** (level + 1) - 1.0)
+            w = 2.0**level / (2.0 ** (level + 1) - 1.0)
             est = w * flat[k] + (1.0 - w) * (left + est)
             k += 1
         stack.append((level, est))
         out[t] = sum(e for _, e in stack)
-    return out.reshape((T,) + z.shape[1:])
+    return out.reshape((T, *z.shape[1:]))
 
 
 def honaker_leaf_multipliers_ref(T: int) -> np.ndarray:
@@ -197,8 +207,8 @@ def sqrt_factor_ref(T: int) -> np.ndarray:
     c = np.ones(T)
     for j in range(1, T):
         c[j] = c[j - 1] * (2 * j - 1) / (2 * j)
-    i, j = np.indices((T, T))
-    return np.where(i >= j, c[np.clip(i - j, 0, T - 1)], 0.0)
+    row, col = np.indices((T, T))
+    return np.where(row >= col, c[np.clip(row - col, 0, T - 1)], 0.0)
 
 
 def factorization_noise_ref(z: np.ndarray) -> np.ndarray:
