@@ -9,6 +9,8 @@ dp-accounting's `calibrate_dp_mechanism` does for a `DpEvent`.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -134,16 +136,47 @@ def in_theorem_regime(kind: str, eps: float | None, dlt: float | None, pure: boo
 
 
 def tight_scales(plan: ReleasePlan, epsilon: float, delta: float) -> dict[str, float]:
-    """The smallest noise scales of ``plan`` that make the whole release (eps, delta)-DP, with the
-    plan's ratios between families kept (one free multiplier t, scales = ratio * t).
+    """The smallest noise scales of ``plan`` that make the whole release (eps, delta)-DP.
 
-    Gaussian (delta > 0): the release is mu-GDP with mu proportional to 1/t (plans.plan_mu, the
-    exact joint worst case of every step); t is the value at which mu equals
-    ``gaussian_mu(eps, delta)`` (Balle & Wang 2018, Thm. 8: the exact (eps, delta) curve).
-    Laplace (delta = 0): simple composition, epsilon proportional to 1/t."""
+    Gaussian (delta > 0): the release is mu-GDP with mu proportional to 1/t when every scale is
+    ``ratio * t`` (plans.plan_mu, the exact joint worst case of every step; the plan's ratios are
+    the paper's), so t is the value at which mu equals ``gaussian_mu(eps, delta)`` (Balle & Wang
+    2018, Thm. 8: the exact (eps, delta) curve). Then, family by family in release order, a scale
+    is lowered for as long as mu does not move (:func:`_pareto_tighten`): at the worst pair of
+    users some families may not change at all (Alg. 2: phi' = -phi leaves phi phi^T unchanged),
+    and their noise buys no privacy there. Laplace (delta = 0): simple composition, epsilon
+    proportional to 1/t (every family counts, nothing to lower)."""
+    return dict(_tight_scales(plan, epsilon, delta))
+
+
+@functools.lru_cache(maxsize=256)
+def _tight_scales(plan: ReleasePlan, epsilon: float, delta: float) -> tuple[tuple[str, float], ...]:
     ratios = plan.ratios()
     if plan.noise == "laplace":
         t = plan_pure_epsilon(plan, ratios) / epsilon
-    else:
-        t = plan_mu(plan, ratios) / gaussian_mu(epsilon, delta)
-    return {k: r * t for k, r in ratios.items()}
+        return tuple((k, r * t) for k, r in ratios.items())
+    target = gaussian_mu(epsilon, delta)
+    t = plan_mu(plan, ratios) / target
+    return tuple(_pareto_tighten(plan, {k: r * t for k, r in ratios.items()}, target).items())
+
+
+def _pareto_tighten(plan: ReleasePlan, scales: dict[str, float], target: float) -> dict[str, float]:
+    """Lower each scale to the smallest factor (bisection in log scale, 40 steps) that keeps
+    ``plan_mu <= target`` (up to rounding); a scale whose family moves at the worst case stays."""
+    tol = target * (1.0 + 1e-12)
+    for key in plan.scale_keys:
+
+        def mu_at(f: float, key: str = key) -> float:
+            return plan_mu(plan, {**scales, key: scales[key] * f})
+
+        if mu_at(0.999) > tol:
+            continue  # the family moves at the worst case: its noise is needed
+        lo, hi = math.log(1e-6), math.log(0.999)
+        for _ in range(40):
+            mid = 0.5 * (lo + hi)
+            if mu_at(math.exp(mid)) <= tol:
+                hi = mid
+            else:
+                lo = mid
+        scales = {**scales, key: scales[key] * math.exp(hi)}
+    return scales

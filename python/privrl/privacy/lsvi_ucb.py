@@ -536,8 +536,9 @@ def _calibrate(
         )
         C = lsvi_ucb_C(su, d, K, H, p)
     # App. D needs c_K >= d Upsilon and C <= H (lam + c_K) (Lem. "Lem.B.4"); the paper's sigma ratio
-    # gives the latter for the tree, pure DP and other mechanisms take both explicitly.
-    cK = lsvi_ucb_c_K(ups, d) if (tree and not pure) else lsvi_ucb_c_K_pure(ups, C, lam, d, H)
+    # gives the latter for its own tree calibration; otherwise both are taken explicitly.
+    paper_ratio = tree and not pure and calibration == "paper"
+    cK = lsvi_ucb_c_K(ups, d) if paper_ratio else lsvi_ucb_c_K_pure(ups, C, lam, d, H)
     U_K = lsvi_ucb_U_K(lam, cK, C, H, K, d)
     return LSVIUCBCalibration(
         **base,

@@ -248,50 +248,64 @@ def _maximise(
     return best
 
 
+def _best_angle(
+    A: float, S: float, a: np.ndarray, b: np.ndarray, y: float, yp: float, free_angle: bool
+) -> np.ndarray:
+    """The cosine c maximising g at each (a, b): g is concave quadratic in c (``-2 A a^2 b^2 c^2
+    - 2 S a b y y' c``), so c* = -S y y' / (2 A a b) clipped to [-1, 1]; in one dimension the
+    better of c = -1 and c = 1."""
+    lin = S * a * b * y * yp
+    if not free_angle:
+        return np.where(lin > 0.0, -1.0, 1.0) * np.ones_like(a)
+    quad = A * a * a * b * b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = np.where(quad > 0.0, -lin / (2.0 * quad), np.where(lin > 0.0, -1.0, 1.0))
+    return np.clip(c, -1.0, 1.0)
+
+
 def _maximise_vertex(
     A: float, S: float, y: float, yp: float, free_angle: bool
 ) -> tuple[float, tuple[float, float, float]]:
-    ab = np.linspace(0.0, 1.0, 41)
-    cs = np.linspace(-1.0, 1.0, 81) if free_angle else np.array([-1.0, 1.0])
-    a, b, c = np.meshgrid(ab, ab, cs, indexing="ij")
+    """max over a, b in [0, 1] (the angle in closed form): a grid, then local grids around the
+    best candidates (g is a polynomial of degree 4 on a square)."""
+    ab = np.linspace(0.0, 1.0, 101)
+    a, b = np.meshgrid(ab, ab, indexing="ij")
+    c = _best_angle(A, S, a, b, y, yp, free_angle)
     g = _objective(A, S, a, b, c, y, yp)
-    flat = np.argsort(g, axis=None)[::-1][:5]
     best_val, best_pt = -math.inf, (0.0, 0.0, 1.0)
-    for idx in flat:
-        i, j, k = np.unravel_index(idx, g.shape)
-        pt = (float(ab[i]), float(ab[j]), float(cs[k]))
-        val, pt = _refine(A, S, y, yp, pt, 1.0 / 40, (1.0 / 40 if free_angle else 0.0))
+    for idx in np.argsort(g, axis=None)[::-1][:3]:
+        i, j = (int(v) for v in np.unravel_index(int(idx), g.shape))
+        val, pt = _refine(A, S, y, yp, (float(ab[i]), float(ab[j])), 0.01, free_angle)
         if val > best_val:
             best_val, best_pt = val, pt
     return best_val, best_pt
 
 
 def _refine(
-    A: float, S: float, y: float, yp: float, pt: tuple[float, float, float], h: float, hc: float
+    A: float, S: float, y: float, yp: float, pt: tuple[float, float], h: float, free_angle: bool
 ) -> tuple[float, tuple[float, float, float]]:
-    a0, b0, c0 = pt
+    a0, b0 = pt
+    c0 = float(_best_angle(A, S, np.array(a0), np.array(b0), y, yp, free_angle))
     val = float(_objective(A, S, np.array(a0), np.array(b0), np.array(c0), y, yp))
-    for _ in range(30):
-        a = np.clip(a0 + np.linspace(-h, h, 9), 0.0, 1.0)
-        b = np.clip(b0 + np.linspace(-h, h, 9), 0.0, 1.0)
-        c = np.clip(c0 + np.linspace(-hc, hc, 9), -1.0, 1.0)
-        aa, bb, cc = np.meshgrid(a, b, c, indexing="ij")
+    steps = np.linspace(-1.0, 1.0, 9)
+    while h > 1e-12:
+        a = np.clip(a0 + h * steps, 0.0, 1.0)
+        b = np.clip(b0 + h * steps, 0.0, 1.0)
+        aa, bb = np.meshgrid(a, b, indexing="ij")
+        cc = _best_angle(A, S, aa, bb, y, yp, free_angle)
         g = _objective(A, S, aa, bb, cc, y, yp)
-        i, j, k = (int(v) for v in np.unravel_index(int(np.argmax(g)), g.shape))
-        if g[i, j, k] >= val:
-            val, a0, b0, c0 = float(g[i, j, k]), float(a[i]), float(b[j]), float(c[k])
-        h, hc = h / 3.0, hc / 3.0
-        if h < 1e-12:
-            break
+        i, j = (int(v) for v in np.unravel_index(int(np.argmax(g)), g.shape))
+        if g[i, j] >= val:
+            val, a0, b0, c0 = float(g[i, j]), float(a[i]), float(b[j]), float(cc[i, j])
+        h /= 3.0
     # snap each coordinate to the box's special values when that loses nothing (clean neighbours)
     best = [a0, b0, c0]
-    for i, special in enumerate(((0.0, 1.0), (0.0, 1.0), (-1.0, 0.0, 1.0))):
-        target = min(special, key=lambda t: abs(t - best[i]))
-        if abs(target - best[i]) < 1e-3:
+    for k, special in enumerate(((0.0, 1.0), (0.0, 1.0), (-1.0, 0.0, 1.0))):
+        target = min(special, key=lambda t: abs(t - best[k]))
+        if abs(target - best[k]) < 1e-3:
             trial = list(best)
-            trial[i] = target
+            trial[k] = target
             sval = float(_objective(A, S, np.array(trial[0]), np.array(trial[1]), np.array(trial[2]), y, yp))
             if sval >= val * (1 - 1e-12):
                 val, best = max(val, sval), trial
-    a0, b0, c0 = best
-    return val, (a0, b0, c0)
+    return val, (best[0], best[1], best[2])
