@@ -164,17 +164,17 @@ def _pareto_tighten(plan: ReleasePlan, scales: dict[str, float], target: float) 
     """Lower each scale to the smallest factor (bisection in log scale, 40 steps) that keeps
     ``plan_mu <= target`` (up to rounding); a scale whose family moves at the worst case stays."""
     tol = target * (1.0 + 1e-12)
+
+    def mu_at(key: str, f: float) -> float:
+        return plan_mu(plan, {**scales, key: scales[key] * f})
+
     for key in plan.scale_keys:
-
-        def mu_at(f: float, key: str = key) -> float:
-            return plan_mu(plan, {**scales, key: scales[key] * f})
-
-        if mu_at(0.999) > tol:
+        if mu_at(key, 0.999) > tol:
             continue  # the family moves at the worst case: its noise is needed
         lo, hi = math.log(1e-6), math.log(0.999)
         for _ in range(40):
             mid = 0.5 * (lo + hi)
-            if mu_at(math.exp(mid)) <= tol:
+            if mu_at(key, math.exp(mid)) <= tol:
                 hi = mid
             else:
                 lo = mid
