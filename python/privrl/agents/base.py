@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from privrl._checks import trusted
 from privrl.envs.finite import FiniteMDP, Trajectory
 from privrl.exceptions import AssumptionError, NonFiniteError, PrivacyParameterError, ShapeError
 from privrl.privacy.models import JointDP, LocalDP, NonPrivate
@@ -207,13 +208,25 @@ class Agent(abc.ABC):
 
         return privacy_report(self)
 
-    @abc.abstractmethod
     def policy(self) -> np.ndarray:
         """The (H, S) int policy of the user arriving now (episode self.k + 1)."""
+        with trusted():  # every array the planning touches is the agent's own
+            return self._policy()
+
+    def observe(self, trajectory: Trajectory) -> None:
+        """Feed the arriving user's trajectory through the privacy model to the server. The
+        trajectory is checked here, where user data enters; the rest runs trusted."""
+        self._check_trajectory(trajectory)
+        with trusted():
+            self._observe(trajectory)
 
     @abc.abstractmethod
-    def observe(self, trajectory: Trajectory) -> None:
-        """Feed the arriving user's trajectory through the privacy model to the server."""
+    def _policy(self) -> np.ndarray:
+        """The algorithm's planning step (see policy)."""
+
+    @abc.abstractmethod
+    def _observe(self, trajectory: Trajectory) -> None:
+        """The algorithm's update with a checked trajectory (see observe)."""
 
     def _check_trajectory(self, t: Trajectory) -> None:
         """A user's trajectory must index this MDP: integer states in [0, S), actions in [0, A)

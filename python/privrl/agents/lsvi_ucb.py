@@ -15,7 +15,7 @@ from privrl.agents.base import Agent, SensitivityGuard
 from privrl.agents.statistics import Release, released_inverse
 from privrl.envs.finite import Trajectory
 from privrl.envs.linear import LinearMDP
-from privrl.exceptions import PrivacyParameterError, ShapeError
+from privrl.exceptions import PrivacyParameterError
 from privrl.privacy import lsvi_ucb as privacy_of
 from privrl.privacy.common import Calibration
 from privrl.privacy.models import LocalDP, NonPrivate
@@ -423,7 +423,7 @@ class LSVIUCB(Agent):
         )
         self._release = self.server.initial_release()
         self.release_users: list[int] = [0]
-        self._policy: np.ndarray | None = None
+        self._current_policy: np.ndarray | None = None
 
     def release_plan(self) -> ReleasePlan:
         """What this agent releases about one user, as data (privrl.privacy.plans): the statistic
@@ -446,22 +446,20 @@ class LSVIUCB(Agent):
         """The current billboard (Lambda~_{b,h}, Lambda~^{-1}_{b,h}, w~_{b,h})_h."""
         return self._release
 
-    def policy(self) -> np.ndarray:
+    def _policy(self) -> np.ndarray:
         """The arriving user's policy: greedy_policy of the current release (computed once per
         release, so every user of a batch runs the same policy and N_K <= B)."""
-        if self._policy is None:
-            self._policy = greedy_policy(
+        if self._current_policy is None:
+            self._current_policy = greedy_policy(
                 self.release(), self.features, self.beta, ties=self.ties, rng=self._tie_rng
             )
             self.policy_updates += 1
-        return self._policy
+        return self._current_policy
 
-    def observe(self, trajectory: Trajectory) -> None:
-        self._check_trajectory(trajectory)
+    def _observe(self, trajectory: Trajectory) -> None:
+        # _check_trajectory (Agent.observe) has checked the indices are in range
         s = np.asarray(trajectory.states, dtype=np.int64)
         a = np.asarray(trajectory.actions, dtype=np.int64)
-        if s.min() < 0 or s.max() >= self.S or a.min() < 0 or a.max() >= self.A:
-            raise ShapeError(f"trajectory states / actions outside 0..{self.S - 1} / 0..{self.A - 1}")
         phi = self.server.table[s[:-1] * self.A + a]
         phi, r = self.guard.apply(phi, np.asarray(trajectory.rewards, dtype=np.float64))
         self.server.receive(s, a, r, phi)
@@ -469,4 +467,4 @@ class LSVIUCB(Agent):
         if self.k in self._update_after:
             self._release = self.server.release_batch()
             self.release_users.append(self._release.users)
-            self._policy = None
+            self._current_policy = None

@@ -161,7 +161,7 @@ class UCRLVTR(Agent):
         """The current billboard (Lambda~_{k,h}, Lambda~^{-1}_{k,h}, w~_{k,h})_h."""
         return self._release
 
-    def policy(self) -> np.ndarray:
+    def _policy(self) -> np.ndarray:
         rel = self._release
         H, S, A = self.H, self.S, self.A
         V = np.zeros((H + 1, S))
@@ -196,8 +196,7 @@ class UCRLVTR(Agent):
         y = V[np.arange(1, self.H + 1), s[1:]]
         return RawStatistics(X, y)
 
-    def observe(self, trajectory: Trajectory) -> None:
-        self._check_trajectory(trajectory)
+    def _observe(self, trajectory: Trajectory) -> None:
         raw = self.user_statistics(trajectory)
         message = raw if self.randomizer is None else self.randomizer.privatize(raw.X, raw.y)
         self.server.receive(message)

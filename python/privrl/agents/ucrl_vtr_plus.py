@@ -99,8 +99,7 @@ class UCRLVTRPlus(UCRLVTR):
         sig = np.sqrt(np.maximum(H * H / d, v_bar + E))
         return sig, RawStatistics(X / sig[:, None], y / sig), RawStatistics(X2, y**2)
 
-    def observe(self, trajectory: Trajectory) -> None:
-        self._check_trajectory(trajectory)
+    def _observe(self, trajectory: Trajectory) -> None:
         sig, first, second = self.sigma_bar(trajectory)
         self.last_sigma_bar = sig
         for server, randomizer, raw in (

