@@ -46,7 +46,7 @@ if ARGS is not None:  # BLAS reads these once, when numpy is first imported
 import numpy as np  # noqa: E402
 
 import privrl  # noqa: E402
-from privrl import kernels as K  # noqa: E402
+from privrl import kernels as kn  # noqa: E402
 from privrl.agents import LSVIUCB  # noqa: E402
 from privrl.agents.lsvi_ucb import lsvi_release, response_aggregated, response_per_sample  # noqa: E402
 from privrl.envs import RandomLinearMDP, SyntheticLinearMDP  # noqa: E402
@@ -257,9 +257,9 @@ def bench_design_upkeep(quick):
         t0 = time.perf_counter()
         for k in range(n):
             G += np.einsum("hi,hj->hij", X[k], X[k])
-            inv_c = [K.spd_inverse(G[h] + d * np.eye(d)) for h in range(H)]
+            inv_c = [kn.spd_inverse(G[h] + d * np.eye(d)) for h in range(H)]
         t_sum = (time.perf_counter() - t0) / n
-        sms = [K.RankOneInverse(d, float(d)) for _ in range(H)]
+        sms = [kn.RankOneInverse(d, float(d)) for _ in range(H)]
         t0 = time.perf_counter()
         for k in range(n):
             for h in range(H):

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from privrl import kernels as K
+from privrl import kernels as kn
 from privrl.kernels import reference as R
 
 DIMS = [5, 16, 64, 200]
@@ -55,7 +55,7 @@ def bench_q(rng, d, n, quick):
     w = rng.standard_normal(d)
     inv = spd_inverse(rng, d)
     g1, g2 = np.random.default_rng(1), np.random.default_rng(1)
-    rust = best_time(lambda: K.optimistic_values(phi, w, inv, 1.0, A, upper=10.0, lower=0.0, rng=g1))
+    rust = best_time(lambda: kn.optimistic_values(phi, w, inv, 1.0, A, upper=10.0, lower=0.0, rng=g1))
     ref = best_time(lambda: R.optimistic_values_ref(phi, w, inv, 1.0, A, upper=10.0, lower=0.0, rng=g2))
     return rust, ref
 
@@ -64,7 +64,7 @@ def bench_sm(rng, d, n, quick):
     xs = rng.uniform(-1, 1, (1000, d)) / math.sqrt(d)
 
     def rust():
-        sm = K.RankOneInverse(d, 1.0)
+        sm = kn.RankOneInverse(d, 1.0)
         sm.update_batch(xs)
 
     def ref():
@@ -81,7 +81,7 @@ def bench_tree(rng, d, n, quick):
     leaf = np.full((d, d), 0.5)
 
     def rust():
-        tr = K.TreeAggregator((d, d), n, scale=1.0, seed=3)
+        tr = kn.TreeAggregator((d, d), n, scale=1.0, seed=3)
         for _ in range(steps):
             tr.push_release(leaf)  # one call per step: push the leaf, release the prefix
 

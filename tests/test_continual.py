@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from privrl import kernels as K
+from privrl import kernels as kn
 from privrl.exceptions import CapacityError, NonFiniteError, PrivacyParameterError, ShapeError
 from privrl.kernels import continual as C
 from privrl.kernels import reference as R
@@ -20,7 +20,7 @@ SQRT2 = math.sqrt(2)
 def innovations(kind, T, shape, seed, sigma, divisor=SQRT2):
     """The node noises a mechanism of `kind` draws, reproduced by a NoiseStream on the same seed."""
     count = len(R.dyadic_nodes_in_draw_order(T)) if kind == "honaker" else T
-    st = K.NoiseStream("gaussian", sigma, seed=seed)
+    st = kn.NoiseStream("gaussian", sigma, seed=seed)
     if isinstance(shape, tuple):
         return st.symmetric(count, shape[0], divisor)
     return st.vectors(count, shape)
@@ -45,7 +45,7 @@ def reference_noise(kind, z, T, shape, blt_params=None):
 @pytest.mark.parametrize("shape", [5, (3, 3)])
 def test_noise_matches_explicit_reference(kind, shape):
     T, seed, sigma = 13, 7, 1.3
-    m = K.make_prefix_mechanism(kind, shape, T, noise="gaussian", scale=sigma, seed=seed)
+    m = kn.make_prefix_mechanism(kind, shape, T, noise="gaussian", scale=sigma, seed=seed)
     rng = np.random.default_rng(0)
     leaves, got = [], []
     for _ in range(T):
@@ -72,7 +72,7 @@ def test_sqrt_factor_squares_to_prefix_sums():
 @pytest.mark.parametrize("kind", KINDS)
 def test_variance_profile_and_multipliers_against_matrices(kind):
     T = 37
-    m = K.make_prefix_mechanism(kind, 1, T, noise="none", seed=0)
+    m = kn.make_prefix_mechanism(kind, 1, T, noise="none", seed=0)
     prof = m.variance_profile()
     t = np.arange(1, T + 1)
     if kind == "tree":
@@ -122,7 +122,7 @@ def test_honaker_multiplier_is_the_exact_projection(T):
     """Honaker's L2 multiplier is the exact sensitivity of its release sequence: per leaf,
     ||leaf_coefficients(i)||^2 = Delta_i^T M^T (M M^T)^+ M Delta_i for the dense release map M,
     and the multiplier is the largest of these, at worst_leaf."""
-    m = K.make_prefix_mechanism("honaker", 1, T, noise="none", seed=0)
+    m = kn.make_prefix_mechanism("honaker", 1, T, noise="none", seed=0)
     dense = R.honaker_leaf_multipliers_ref(T)
     per_leaf = np.array([np.sum(m.leaf_coefficients(i) ** 2) for i in range(1, T + 1)])
     np.testing.assert_allclose(per_leaf, dense, rtol=1e-9)
@@ -135,16 +135,16 @@ def test_honaker_multiplier_is_the_exact_projection(T):
 
 def test_honaker_multiplier_at_large_T():
     """The DP's values at large T (the prototype's figures) and for every capacity a u63 holds."""
-    got = {T: K.mechanism_profile("honaker", T) for T in (16, 1000, 10_000)}
+    got = {T: kn.mechanism_profile("honaker", T) for T in (16, 1000, 10_000)}
     assert got[16].l2_multiplier ** 2 == pytest.approx(4.4034, abs=1e-4)
     assert got[1000].l2_multiplier ** 2 == pytest.approx(8.5571, abs=1e-4)
     assert got[10_000].l2_multiplier ** 2 == pytest.approx(11.9321, abs=1e-4)
     assert got[10_000].worst_leaf == 5461
     for T in (10**6, 2**40 + 12345, 2**63 - 1):
-        p = K.mechanism_profile("honaker", T)
+        p = kn.mechanism_profile("honaker", T)
         assert 1 <= p.worst_leaf <= T
         assert p.l2_multiplier**2 < T.bit_length() == p.l1_multiplier
-        m = K.make_prefix_mechanism("honaker", 1, T, noise="none", seed=0)
+        m = kn.make_prefix_mechanism("honaker", 1, T, noise="none", seed=0)
         assert np.sum(m.leaf_coefficients(p.worst_leaf) ** 2) == pytest.approx(p.l2_multiplier**2, rel=1e-12)
 
 
@@ -154,7 +154,7 @@ def test_release_variance_matrix_entries(kind):
     d, T, reps, sigma = 3, 6, 1500, 2.0
     off, diag = [], []
     for r in range(reps):
-        m = K.make_prefix_mechanism(kind, (d, d), T, scale=sigma, seed=r)
+        m = kn.make_prefix_mechanism(kind, (d, d), T, scale=sigma, seed=r)
         for _ in range(T):
             m.push_zero()
         z = m.noise()
@@ -170,7 +170,7 @@ def test_release_variance_matrix_entries(kind):
 def normalized_std(kind, T):
     """Per-step std of the released noise at equal privacy: sigma = sensitivity multiplier
     (so sigma / multiplier = 1 for every kind)."""
-    m = K.make_prefix_mechanism(kind, 1, T, noise="none", seed=0)
+    m = kn.make_prefix_mechanism(kind, 1, T, noise="none", seed=0)
     return np.sqrt(m.variance_profile()) * m.sensitivity_multiplier
 
 
@@ -206,8 +206,8 @@ def test_error_ratio_empirical_at_T_10000():
     T, n = 10_000, 128
     emp = {}
     for kind in ["tree", "honaker", "factorization", "blt"]:
-        prof = K.mechanism_profile(kind, T)
-        m = K.make_prefix_mechanism(kind, n, T, scale=prof.l2_multiplier, seed=3)
+        prof = kn.mechanism_profile(kind, T)
+        m = kn.make_prefix_mechanism(kind, n, T, scale=prof.l2_multiplier, seed=3)
         sq = np.empty(T)
         for t in range(T):
             m.push_zero()
@@ -222,39 +222,39 @@ def test_error_ratio_empirical_at_T_10000():
 
 
 def test_mechanism_profile():
-    p = K.mechanism_profile("tree", 10_000)
+    p = kn.mechanism_profile("tree", 10_000)
     assert (p.l2_multiplier, p.quantities_per_leaf, p.paper_tree_nodes) == (math.sqrt(14), 14, 15)
     assert p.max_variance_factor == 13 and p.worst_leaf == 1
-    h = K.mechanism_profile("honaker", 10_000)
+    h = kn.mechanism_profile("honaker", 10_000)
     assert (h.quantities_per_leaf, h.l1_multiplier, h.worst_leaf) == (14, 14, 5461)
     assert h.l2_multiplier < p.l2_multiplier
-    f = K.mechanism_profile("factorization", 10_000)
+    f = kn.mechanism_profile("factorization", 10_000)
     assert f.l2_multiplier**2 == pytest.approx(f.max_variance_factor)
     assert f.quantities_per_leaf == 10_000
-    b = K.mechanism_profile("blt", 10_000, buffers=4)
+    b = kn.mechanism_profile("blt", 10_000, buffers=4)
     assert b.l2_multiplier == pytest.approx(f.l2_multiplier, rel=0.05)
     # The tree profile is O(1) even for astronomically many leaves.
-    big = K.mechanism_profile("tree", 10**18)
+    big = kn.mechanism_profile("tree", 10**18)
     assert big.quantities_per_leaf == (10**18).bit_length()
-    assert K.mechanism_profile("blt", 10**12).max_variance_factor > 0
+    assert kn.mechanism_profile("blt", 10**12).max_variance_factor > 0
 
 
 def test_structure_for_the_accountant():
-    m = K.make_prefix_mechanism("factorization", 4, 100, scale=2.0, seed=0)
+    m = kn.make_prefix_mechanism("factorization", 4, 100, scale=2.0, seed=0)
     s = m.sensitivity_structure()
     assert s["kind"] == "factorization" and s["quantities_per_leaf"] == 100
     assert np.linalg.norm(s["coefficients"]) == pytest.approx(s["l2_multiplier"])
-    t = K.make_prefix_mechanism("tree", 4, 100, scale=2.0, seed=0).sensitivity_structure()
+    t = kn.make_prefix_mechanism("tree", 4, 100, scale=2.0, seed=0).sensitivity_structure()
     assert t["quantities_per_leaf"] == 7 and np.all(t["coefficients"] == 1.0)
-    h = K.make_prefix_mechanism("honaker", 4, 100, scale=2.0, seed=0).sensitivity_structure()
+    h = kn.make_prefix_mechanism("honaker", 4, 100, scale=2.0, seed=0).sensitivity_structure()
     assert np.linalg.norm(h["coefficients"]) == pytest.approx(h["l2_multiplier"])
-    assert h["worst_leaf"] == K.mechanism_profile("honaker", 100).worst_leaf != 1
+    assert h["worst_leaf"] == kn.mechanism_profile("honaker", 100).worst_leaf != 1
 
 
 def test_tree_kind_is_the_tree_aggregator():
-    a = K.make_prefix_mechanism("tree", (2, 2), 20, scale=1.0, seed=5)
-    b = K.TreeAggregator((2, 2), 20, scale=1.0, seed=5)
-    assert isinstance(a, K.TreeAggregator) and a.kind == "tree"
+    a = kn.make_prefix_mechanism("tree", (2, 2), 20, scale=1.0, seed=5)
+    b = kn.TreeAggregator((2, 2), 20, scale=1.0, seed=5)
+    assert isinstance(a, kn.TreeAggregator) and a.kind == "tree"
     for _ in range(11):
         a.push(np.eye(2))
         b.push(np.eye(2))
@@ -274,11 +274,11 @@ def test_one_binding_class_and_limits_from_the_rust_core():
     with pytest.raises(PrivacyParameterError):
         C.PrefixMechanism("blt", 2, 3, buffers=C.MAX_BLT_BUFFERS + 1)
     with pytest.raises(PrivacyParameterError):
-        K.TreeAggregator(C.MAX_NODE_LEN + 1, 4)
-    assert K.TreeAggregator(3, 1000).max_nodes == 11 == K.mechanism_profile("tree", 1000).paper_tree_nodes
+        kn.TreeAggregator(C.MAX_NODE_LEN + 1, 4)
+    assert kn.TreeAggregator(3, 1000).max_nodes == 11 == kn.mechanism_profile("tree", 1000).paper_tree_nodes
     # TreeAggregator is the "tree" kind of the one binding class; only it keeps the last node.
     a = C.PrefixMechanism("tree", (2, 2), 9, seed=4)
-    b = K.TreeAggregator((2, 2), 9, seed=4, keep_last_node=True)
+    b = kn.TreeAggregator((2, 2), 9, seed=4, keep_last_node=True)
     assert isinstance(b, C.PrefixMechanism) and type(a._m) is type(b._m) is _core.PrefixMechanism
     for _ in range(9):
         np.testing.assert_array_equal(a.push_release(np.eye(2)), b.push_release(np.eye(2)))
@@ -290,21 +290,21 @@ def test_one_binding_class_and_limits_from_the_rust_core():
 
 def test_capacity_and_input_errors():
     for kind in KINDS:
-        m = K.make_prefix_mechanism(kind, 2, 3, seed=0)
+        m = kn.make_prefix_mechanism(kind, 2, 3, seed=0)
         for _ in range(3):
             m.push([1.0, 2.0])
         with pytest.raises(CapacityError):
             m.push([1.0, 2.0])
         with pytest.raises(CapacityError):
             m.push_zero()
-        m2 = K.make_prefix_mechanism(kind, 2, 3, seed=0)
+        m2 = kn.make_prefix_mechanism(kind, 2, 3, seed=0)
         with pytest.raises(NonFiniteError):
             m2.push([1.0, np.inf])
         with pytest.raises(ShapeError):
             m2.push([1.0, 2.0, 3.0])
         assert m2.steps == 0
     with pytest.raises(ValueError):
-        K.make_prefix_mechanism("cauchy", 2, 3)
+        kn.make_prefix_mechanism("cauchy", 2, 3)
     with pytest.raises(ValueError):
         C.PrefixMechanism("honaker", 2, 3, buffers=4)
     with pytest.raises(PrivacyParameterError):
@@ -323,7 +323,7 @@ def test_capacity_and_input_errors():
 
 
 def lattice_draws(noise, grid_bits, n, seed=0):
-    st = K.NoiseStream(noise, 1.0, seed=seed, grid_bits=grid_bits)
+    st = kn.NoiseStream(noise, 1.0, seed=seed, grid_bits=grid_bits)
     x = st.vectors(1, n)[0] / st.lattice_unit()
     assert np.all(x == np.round(x))
     return x.astype(np.int64)
@@ -368,7 +368,7 @@ def test_discrete_laplace_exact_pmf():
 @pytest.mark.parametrize("noise", ["discrete_gaussian", "discrete_laplace"])
 def test_discrete_samplers_variance_and_symmetry(noise):
     scale, k, n = 3.0, 12, 200_000
-    st = K.NoiseStream(noise, scale, seed=4, grid_bits=k)
+    st = kn.NoiseStream(noise, scale, seed=4, grid_bits=k)
     x = st.vectors(1, n)[0]
     var = scale**2 if noise == "discrete_gaussian" else 2 * scale**2
     assert np.var(x) == pytest.approx(var, rel=0.02)
@@ -380,13 +380,13 @@ def test_discrete_samplers_variance_and_symmetry(noise):
 
 
 def test_discrete_symmetric_matrices():
-    st = K.NoiseStream("discrete_gaussian", 2.0, seed=0, grid_bits=6)
+    st = kn.NoiseStream("discrete_gaussian", 2.0, seed=0, grid_bits=6)
     m = st.symmetric(4000, 3)
     assert np.array_equal(m, m.transpose(0, 2, 1))
     # Same per-entry variances as (Z' + Z'^T)/sqrt(2): sigma^2 off-diagonal, 2 sigma^2 diagonal.
     assert np.var(m[:, 0, 1]) == pytest.approx(4.0, rel=0.07)
     assert np.var(m[:, 1, 1]) == pytest.approx(8.0, rel=0.07)
-    lap = K.NoiseStream("discrete_laplace", 1.0, seed=0, grid_bits=4)
+    lap = kn.NoiseStream("discrete_laplace", 1.0, seed=0, grid_bits=4)
     unit = lap.lattice_unit(symmetric=True, divisor=2.0)
     ml = lap.symmetric(10, 3, divisor=2.0) / unit
     assert np.array_equal(ml, np.round(ml)) and unit == 2**-4 / 2
@@ -395,7 +395,7 @@ def test_discrete_symmetric_matrices():
 
 
 def test_discrete_tree_release_on_lattice_with_rounded_data():
-    tr = K.TreeAggregator(3, 50, noise="discrete_gaussian", scale=2.0, seed=1, grid_bits=10)
+    tr = kn.TreeAggregator(3, 50, noise="discrete_gaussian", scale=2.0, seed=1, grid_bits=10)
     assert tr.grid == 2.0 / 1024
     leaf = np.array([0.3, -1.7, 1e-5])
     for _ in range(21):
@@ -415,8 +415,8 @@ def test_discrete_rounding_moves_sensitivity_by_at_most_a_grid_step():
     rng = np.random.default_rng(0)
     for _ in range(200):
         n = int(rng.integers(1, 20))
-        a = K.TreeAggregator(n, 2, noise="discrete_laplace", scale=1.0, seed=0, grid_bits=3)
-        b = K.TreeAggregator(n, 2, noise="discrete_laplace", scale=1.0, seed=0, grid_bits=3)
+        a = kn.TreeAggregator(n, 2, noise="discrete_laplace", scale=1.0, seed=0, grid_bits=3)
+        b = kn.TreeAggregator(n, 2, noise="discrete_laplace", scale=1.0, seed=0, grid_bits=3)
         x, y = rng.uniform(-3, 3, n), rng.uniform(-3, 3, n)
         a.push(x)
         b.push(y)

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from privrl import kernels as K
+from privrl import kernels as kn
 from privrl.exceptions import (
     CapacityError,
     NonFiniteError,
@@ -44,7 +44,7 @@ def test_optimistic_q_matches_reference(seed, d):
     beta = float(rng.uniform(0, 3))
     off = rng.uniform(0, 1, n)
     for upper, lower in [(math.inf, -math.inf), (2.0, 0.0)]:
-        got = K.optimistic_q(phi, w, inv, beta, upper=upper, lower=lower, offset=off)
+        got = kn.optimistic_q(phi, w, inv, beta, upper=upper, lower=lower, offset=off)
         want = R.optimistic_q_ref(phi, w, inv, beta, upper=upper, lower=lower, offset=off)
         assert rel_close(got, want)
 
@@ -55,7 +55,7 @@ def test_optimistic_values_lowest_ties_match_reference():
     phi = rng.standard_normal((S * A, d))
     inv = np.linalg.inv(spd(rng, d))
     w = rng.standard_normal(d)
-    q, v, a = K.optimistic_values(phi, w, inv, 0.3, A, upper=1.0, lower=0.0, ties="lowest")
+    q, v, a = kn.optimistic_values(phi, w, inv, 0.3, A, upper=1.0, lower=0.0, ties="lowest")
     qr, vr, ar = R.optimistic_values_ref(phi, w, inv, 0.3, A, upper=1.0, lower=0.0, ties="lowest")
     assert rel_close(q, qr) and rel_close(v, vr)
     assert np.array_equal(a, ar)
@@ -63,15 +63,15 @@ def test_optimistic_values_lowest_ties_match_reference():
 
 def test_random_ties_uniform_and_reproducible():
     q = np.array([[1.0, 1.0, 0.0, 1.0]] * 6000)
-    _v, a = K.greedy(q, ties="random", rng=np.random.default_rng(0))
+    _v, a = kn.greedy(q, ties="random", rng=np.random.default_rng(0))
     assert set(np.unique(a)) == {0, 1, 3}
     counts = np.bincount(a, minlength=4)
     assert counts[2] == 0
     # each of 3 maximizers w.p. 1/3: binomial sd = sqrt(6000 * 2/9) ~ 36.5
     assert np.all(np.abs(counts[[0, 1, 3]] - 2000) < 5 * 36.5)
-    _, a2 = K.greedy(q, ties="random", rng=np.random.default_rng(0))
+    _, a2 = kn.greedy(q, ties="random", rng=np.random.default_rng(0))
     assert np.array_equal(a, a2)
-    _, low = K.greedy(q, ties="lowest")
+    _, low = kn.greedy(q, ties="lowest")
     assert np.all(low == 0)
 
 
@@ -79,15 +79,15 @@ def test_q_bad_inputs():
     phi = np.ones((4, 3))
     inv = np.eye(3)
     with pytest.raises(ShapeError):
-        K.optimistic_q(phi, np.ones(2), inv, 1.0)
+        kn.optimistic_q(phi, np.ones(2), inv, 1.0)
     with pytest.raises(ShapeError):
-        K.optimistic_q(phi, np.ones(3), np.eye(2), 1.0)
+        kn.optimistic_q(phi, np.ones(3), np.eye(2), 1.0)
     with pytest.raises(NonFiniteError):
-        K.optimistic_q(np.full((4, 3), np.nan), np.ones(3), inv, 1.0)
+        kn.optimistic_q(np.full((4, 3), np.nan), np.ones(3), inv, 1.0)
     with pytest.raises(PrivacyParameterError):
-        K.optimistic_q(phi, np.ones(3), inv, -1.0)
+        kn.optimistic_q(phi, np.ones(3), inv, -1.0)
     with pytest.raises(ShapeError):
-        K.optimistic_values(phi, np.ones(3), inv, 1.0, n_actions=3)
+        kn.optimistic_values(phi, np.ones(3), inv, 1.0, n_actions=3)
 
 
 # ---------------------------------------------------------------- rank-one updates
@@ -97,7 +97,7 @@ def test_q_bad_inputs():
 def test_sherman_morrison_matches_reference(d):
     rng = np.random.default_rng(d)
     xs = rng.standard_normal((500, d)) / math.sqrt(d)
-    sm = K.RankOneInverse(d, lam=1.5, refactor_every=10**9)
+    sm = kn.RankOneInverse(d, lam=1.5, refactor_every=10**9)
     sm.update_batch(xs[:250])
     for x in xs[250:]:
         sm.update(x)
@@ -115,7 +115,7 @@ def test_sherman_morrison_matches_reference(d):
 def test_sherman_morrison_long_run_accuracy():
     d = 50
     rng = np.random.default_rng(7)
-    sm = K.RankOneInverse(d, lam=1.0)
+    sm = kn.RankOneInverse(d, lam=1.0)
     for _ in range(100):
         xs = rng.uniform(-1, 1, (1000, d))
         xs /= np.maximum(1.0, np.linalg.norm(xs, axis=1, keepdims=True))
@@ -129,22 +129,22 @@ def test_sherman_morrison_long_run_accuracy():
 def test_spd_inverse_and_not_pd():
     rng = np.random.default_rng(1)
     a = spd(rng, 6)
-    assert rel_close(K.spd_inverse(a), np.linalg.inv(a))
+    assert rel_close(kn.spd_inverse(a), np.linalg.inv(a))
     b = rng.standard_normal(6)
-    assert rel_close(K.spd_solve(a, b), np.linalg.solve(a, b))
+    assert rel_close(kn.spd_solve(a, b), np.linalg.solve(a, b))
     indefinite = np.diag([1.0, -0.5, 2.0])
     with pytest.raises(NotPositiveDefiniteError) as ei:
-        K.spd_inverse(indefinite)
+        kn.spd_inverse(indefinite)
     assert isinstance(ei.value, np.linalg.LinAlgError)
-    assert K.min_eigenvalue(indefinite) == pytest.approx(-0.5)
+    assert kn.min_eigenvalue(indefinite) == pytest.approx(-0.5)
 
 
 def test_rank_one_bad_inputs():
     with pytest.raises(PrivacyParameterError):
-        K.RankOneInverse(3, lam=0.0)
+        kn.RankOneInverse(3, lam=0.0)
     with pytest.raises(PrivacyParameterError):
-        K.RankOneInverse(0, lam=1.0)
-    sm = K.RankOneInverse(3, lam=1.0)
+        kn.RankOneInverse(0, lam=1.0)
+    sm = kn.RankOneInverse(3, lam=1.0)
     with pytest.raises(ShapeError):
         sm.update(np.ones(4))
     with pytest.raises(NonFiniteError):
@@ -159,7 +159,7 @@ def test_rank_one_bad_inputs():
 def test_tree_zero_noise_exact_prefix_and_node_counts():
     rng = np.random.default_rng(0)
     T = 300
-    tr = K.TreeAggregator(3, T, noise="none", seed=0)
+    tr = kn.TreeAggregator(3, T, noise="none", seed=0)
     total = np.zeros(3)
     for t in range(1, T + 1):
         x = rng.standard_normal(3)
@@ -176,7 +176,7 @@ def test_tree_zero_noise_exact_prefix_and_node_counts():
 def test_tree_aggregation_matches_reference_bit_for_bit(shape):
     """Feed the reference the node noises the Rust tree drew: same releases exactly."""
     rng = np.random.default_rng(5)
-    tr = K.TreeAggregator(shape, 200, noise="gaussian", scale=3.0, seed=11, keep_last_node=True)
+    tr = kn.TreeAggregator(shape, 200, noise="gaussian", scale=3.0, seed=11, keep_last_node=True)
     ref = R.TreeAggregatorRef(shape, 200)
     for _ in range(200):
         x = rng.standard_normal(tr.shape)
@@ -190,7 +190,7 @@ def test_tree_aggregation_matches_reference_bit_for_bit(shape):
 
 def test_tree_live_memory_is_logarithmic():
     T = 10**6
-    tr = K.TreeAggregator((2, 2), T, noise="gaussian", scale=1.0, seed=0)
+    tr = kn.TreeAggregator((2, 2), T, noise="gaussian", scale=1.0, seed=0)
     peak = 0
     for _ in range(2**14 - 1):  # step count with popcount 14
         tr.push_zero()
@@ -202,7 +202,7 @@ def test_tree_live_memory_is_logarithmic():
 
 def test_tree_same_seed_same_stream():
     def stream(seed):
-        tr = K.TreeAggregator((5, 5), 64, scale=2.0, seed=seed)
+        tr = kn.TreeAggregator((5, 5), 64, scale=2.0, seed=seed)
         out = []
         for _ in range(64):
             tr.push_zero()
@@ -221,7 +221,7 @@ def test_tree_gaussian_vector_variance(t):
     sigma, reps = 2.5, 2500
     vals = np.empty((reps, 8))
     for r in range(reps):
-        tr = K.TreeAggregator(8, 64, noise="gaussian", scale=sigma, seed=r)
+        tr = kn.TreeAggregator(8, 64, noise="gaussian", scale=sigma, seed=r)
         for _ in range(t):
             tr.push_zero()
         vals[r] = tr.noise()
@@ -238,7 +238,7 @@ def test_tree_symmetric_matrix_variance(noise, divisor):
     scale, reps, d, t = 1.7, 2000, 4, 11  # popcount(11) = 3
     vals = np.empty((reps, d, d))
     for r in range(reps):
-        tr = K.TreeAggregator((d, d), 32, noise=noise, scale=scale, seed=1000 + r, divisor=divisor)
+        tr = kn.TreeAggregator((d, d), 32, noise=noise, scale=scale, seed=1000 + r, divisor=divisor)
         for _ in range(t):
             tr.push_zero()
         vals[r] = tr.noise()
@@ -260,7 +260,7 @@ def test_laplace_scale_single_node():
     b, reps = 0.8, 4000
     vals = np.array(
         [
-            K.TreeAggregator(16, 4, noise="laplace", scale=b, seed=r).__class__ and _one_release(b, r)
+            kn.TreeAggregator(16, 4, noise="laplace", scale=b, seed=r).__class__ and _one_release(b, r)
             for r in range(reps)
         ]
     )
@@ -270,29 +270,29 @@ def test_laplace_scale_single_node():
 
 
 def _one_release(b, seed):
-    tr = K.TreeAggregator(16, 4, noise="laplace", scale=b, seed=seed)
+    tr = kn.TreeAggregator(16, 4, noise="laplace", scale=b, seed=seed)
     tr.push_zero()
     return tr.noise()
 
 
 def test_tree_bad_inputs():
     with pytest.raises(PrivacyParameterError):
-        K.TreeAggregator(3, 10, scale=0.0)
+        kn.TreeAggregator(3, 10, scale=0.0)
     with pytest.raises(PrivacyParameterError):
-        K.TreeAggregator(3, 10, scale=-1.0)
+        kn.TreeAggregator(3, 10, scale=-1.0)
     with pytest.raises(PrivacyParameterError):
-        K.TreeAggregator(3, 10, scale=float("nan"))
+        kn.TreeAggregator(3, 10, scale=float("nan"))
     with pytest.raises(PrivacyParameterError):
-        K.TreeAggregator(3, 0)
+        kn.TreeAggregator(3, 0)
     with pytest.raises(ShapeError):
-        K.TreeAggregator((3, 4), 10)
-    tr = K.TreeAggregator((2, 2), 10, seed=0)
+        kn.TreeAggregator((3, 4), 10)
+    tr = kn.TreeAggregator((2, 2), 10, seed=0)
     with pytest.raises(ShapeError):
         tr.push(np.ones(4))
     with pytest.raises(NonFiniteError):
         tr.push(np.array([[1.0, np.nan], [0.0, 1.0]]))
     with pytest.raises(ValueError):
-        K.TreeAggregator(3, 10, noise="cauchy", seed=0)
+        kn.TreeAggregator(3, 10, noise="cauchy", seed=0)
 
 
 # ---------------------------------------------------------------- mixture features
@@ -302,7 +302,7 @@ def test_mixture_phi_v_matches_reference():
     rng = np.random.default_rng(2)
     S, A, d = 9, 3, 4
     f = rng.standard_normal((S, A, S, d)) * (rng.random((S, A, S, 1)) < 0.3)
-    mf = K.MixtureFeatures(f)
+    mf = kn.MixtureFeatures(f)
     assert mf.nnz == int((np.abs(f).sum(-1) > 0).sum())
     for _ in range(5):
         v = rng.uniform(0, 5, S)

@@ -6,7 +6,7 @@ import pytest
 
 import privrl
 from _helpers import uniform_policy_gap
-from privrl import kernels as K
+from privrl import kernels as kn
 from privrl.agents import LSVIUCB
 from privrl.agents.base import SensitivityWarning
 from privrl.agents.lsvi_ucb import (
@@ -46,15 +46,15 @@ def test_state_values_kernel_matches_reference():
     M = rng.normal(size=(d, d))
     inv = np.linalg.inv(M @ M.T + np.eye(d))
     states = rng.integers(0, S, 1000)
-    got = K.state_values(table, w, inv, 0.7, A, upper=2.0, lower=0.0, states=states)
+    got = kn.state_values(table, w, inv, 0.7, A, upper=2.0, lower=0.0, states=states)
     want = R.state_values_ref(table, w, inv, 0.7, A, upper=2.0, lower=0.0, states=states)
     assert np.abs(got - want).max() < 1e-13
-    every = K.state_values(table, w, inv, 0.7, A, upper=2.0, lower=0.0)
+    every = kn.state_values(table, w, inv, 0.7, A, upper=2.0, lower=0.0)
     assert every.shape == (S,) and np.array_equal(every[states], got)  # same bits either way
     with pytest.raises(ShapeError):
-        K.state_values(table, w, inv, 0.7, A, states=[S])
+        kn.state_values(table, w, inv, 0.7, A, states=[S])
     with pytest.raises(ShapeError):
-        K.state_values(table[:-1], w, inv, 0.7, A)
+        kn.state_values(table[:-1], w, inv, 0.7, A)
 
 
 def _numpy_lsvi(designs, phis, rewards, next_rows, beta, A, H):

@@ -39,7 +39,7 @@ BAD_VECTORS_3 = [
 def _calls():
     """(id, thunk) pairs; each thunk builds what it needs, so one failure cannot mask another."""
     from privrl import audit as A
-    from privrl import kernels as K
+    from privrl import kernels as kn
     from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
     from privrl.agents.base import SensitivityGuard
     from privrl.agents.statistics import PrivatizedStatistics, RawStatistics, RegressionServer
@@ -70,43 +70,43 @@ def _calls():
     for i, v in enumerate(
         [0, -1, (3, 4), (2, 2, 2), "3", 10**30, (10**5, 10**5), 3.5, None, (0, 0), (2, -2), [], (1.5, 1.5)]
     ):
-        add(f"tree-shape-{i}", lambda v=v: K.TreeAggregator(v, 10, seed=0))
+        add(f"tree-shape-{i}", lambda v=v: kn.TreeAggregator(v, 10, seed=0))
     for i, v in enumerate(BAD_COUNTS):
-        add(f"tree-capacity-{i}", lambda v=v: K.TreeAggregator(3, v, seed=0))
+        add(f"tree-capacity-{i}", lambda v=v: kn.TreeAggregator(3, v, seed=0))
     for i, v in enumerate(BAD_NOISES):
-        add(f"tree-noise-{i}", lambda v=v: K.TreeAggregator(3, 10, noise=v, seed=0))
+        add(f"tree-noise-{i}", lambda v=v: kn.TreeAggregator(3, 10, noise=v, seed=0))
     for i, v in enumerate(BAD_POSITIVE_REALS):
-        add(f"tree-scale-{i}", lambda v=v: K.TreeAggregator(3, 10, scale=v, seed=0))
+        add(f"tree-scale-{i}", lambda v=v: kn.TreeAggregator(3, 10, scale=v, seed=0))
     for i, v in enumerate(BAD_SEEDS):
-        add(f"tree-seed-{i}", lambda v=v: K.TreeAggregator(3, 10, seed=v))
+        add(f"tree-seed-{i}", lambda v=v: kn.TreeAggregator(3, 10, seed=v))
     for i, v in enumerate([0.0, -1.0, float("nan"), float("inf"), "2", None]):
-        add(f"tree-divisor-{i}", lambda v=v: K.TreeAggregator((2, 2), 10, seed=0, divisor=v))
+        add(f"tree-divisor-{i}", lambda v=v: kn.TreeAggregator((2, 2), 10, seed=0, divisor=v))
     for i, v in enumerate([-1, 25, 1.5, None, 10**20]):
         add(
             f"tree-grid-bits-{i}",
-            lambda v=v: K.TreeAggregator(3, 10, noise="discrete_gaussian", seed=0, grid_bits=v),
+            lambda v=v: kn.TreeAggregator(3, 10, noise="discrete_gaussian", seed=0, grid_bits=v),
         )
     add(
         "tree-discrete-laplace-sqrt2",
-        lambda: K.TreeAggregator((2, 2), 10, noise="discrete_laplace", seed=0, divisor=math.sqrt(2)),
+        lambda: kn.TreeAggregator((2, 2), 10, noise="discrete_laplace", seed=0, divisor=math.sqrt(2)),
     )
     add(
         "tree-discrete-gaussian-odd-divisor",
-        lambda: K.TreeAggregator((2, 2), 10, noise="discrete_gaussian", seed=0, divisor=1.7),
+        lambda: kn.TreeAggregator((2, 2), 10, noise="discrete_gaussian", seed=0, divisor=1.7),
     )
     add(
         "tree-discrete-tiny-grid",
-        lambda: K.TreeAggregator(2, 10, noise="discrete_gaussian", scale=1e-305, seed=0, grid_bits=24),
+        lambda: kn.TreeAggregator(2, 10, noise="discrete_gaussian", scale=1e-305, seed=0, grid_bits=24),
     )
-    for kind in K.MECHANISMS:
+    for kind in kn.MECHANISMS:
         for i, leaf in enumerate(BAD_VECTORS_3):
             add(
                 f"{kind}-push-{i}",
-                lambda kind=kind, leaf=leaf: K.make_prefix_mechanism(kind, 3, 4, seed=0).push(leaf),
+                lambda kind=kind, leaf=leaf: kn.make_prefix_mechanism(kind, 3, 4, seed=0).push(leaf),
             )
 
         def overflow(kind=kind):
-            m = K.make_prefix_mechanism(kind, 2, 2, seed=0)
+            m = kn.make_prefix_mechanism(kind, 2, 2, seed=0)
             m.push([1.0, 1.0])
             m.push_zero()
             m.push_zero()
@@ -115,54 +115,54 @@ def _calls():
         for i, t in enumerate([-1, 5, 1.5, "2", None, 10**30]):
             add(
                 f"{kind}-step-variance-{i}",
-                lambda kind=kind, t=t: K.make_prefix_mechanism(kind, 2, 4, seed=0).step_variance(t),
+                lambda kind=kind, t=t: kn.make_prefix_mechanism(kind, 2, 4, seed=0).step_variance(t),
             )
         for i, t in enumerate([0, 5, -3, 2.0]):
             add(
                 f"{kind}-leaf-coefficients-{i}",
-                lambda kind=kind, t=t: K.make_prefix_mechanism(kind, 2, 4, seed=0).leaf_coefficients(t),
+                lambda kind=kind, t=t: kn.make_prefix_mechanism(kind, 2, 4, seed=0).leaf_coefficients(t),
             )
         add(
             f"{kind}-matrix-push-asymmetric-shape",
-            lambda kind=kind: K.make_prefix_mechanism(kind, (2, 2), 4, seed=0).push(np.ones((2, 3))),
+            lambda kind=kind: kn.make_prefix_mechanism(kind, (2, 2), 4, seed=0).push(np.ones((2, 3))),
         )
     add(
         "tree-discrete-push-huge",
-        lambda: K.TreeAggregator(2, 4, noise="discrete_gaussian", seed=0).push([1e300, 0.0]),
+        lambda: kn.TreeAggregator(2, 4, noise="discrete_gaussian", seed=0).push([1e300, 0.0]),
     )
     for i, v in enumerate(["cauchy", None, 3, "TREE"]):
-        add(f"make-prefix-kind-{i}", lambda v=v: K.make_prefix_mechanism(v, 3, 10, seed=0))
+        add(f"make-prefix-kind-{i}", lambda v=v: kn.make_prefix_mechanism(v, 3, 10, seed=0))
     for i, v in enumerate([0, 65, -1, 1.5, "8"]):
-        add(f"blt-buffers-{i}", lambda v=v: K.PrefixMechanism("blt", 3, 10, seed=0, buffers=v))
-    add("honaker-buffers", lambda: K.PrefixMechanism("honaker", 3, 10, seed=0, buffers=4))
-    add("honaker-discrete", lambda: K.PrefixMechanism("honaker", 3, 10, noise="discrete_gaussian", seed=0))
+        add(f"blt-buffers-{i}", lambda v=v: kn.PrefixMechanism("blt", 3, 10, seed=0, buffers=v))
+    add("honaker-buffers", lambda: kn.PrefixMechanism("honaker", 3, 10, seed=0, buffers=4))
+    add("honaker-discrete", lambda: kn.PrefixMechanism("honaker", 3, 10, noise="discrete_gaussian", seed=0))
     add(
         "factorization-discrete",
-        lambda: K.PrefixMechanism("factorization", 3, 10, noise="discrete_laplace", seed=0),
+        lambda: kn.PrefixMechanism("factorization", 3, 10, noise="discrete_laplace", seed=0),
     )
-    add("factorization-capacity-too-large", lambda: K.PrefixMechanism("factorization", 3, 2**40, seed=0))
+    add("factorization-capacity-too-large", lambda: kn.PrefixMechanism("factorization", 3, 2**40, seed=0))
     add(
         "factorization-history-too-large",
-        lambda: K.PrefixMechanism("factorization", (4000, 4000), 100, seed=0),
+        lambda: kn.PrefixMechanism("factorization", (4000, 4000), 100, seed=0),
     )
-    add("profile-kind", lambda: K.mechanism_profile("cauchy", 10))
-    add("profile-capacity", lambda: K.mechanism_profile("tree", 0))
-    add("profile-capacity-huge", lambda: K.mechanism_profile("tree", 10**30))
-    add("blt-parameters-capacity", lambda: K.continual.blt_parameters(0, 8))
-    add("blt-parameters-buffers", lambda: K.continual.blt_parameters(10, 0))
-    add("variance-profile-too-long", lambda: K.PrefixMechanism("blt", 1, 2**40, seed=0).variance_profile())
+    add("profile-kind", lambda: kn.mechanism_profile("cauchy", 10))
+    add("profile-capacity", lambda: kn.mechanism_profile("tree", 0))
+    add("profile-capacity-huge", lambda: kn.mechanism_profile("tree", 10**30))
+    add("blt-parameters-capacity", lambda: kn.continual.blt_parameters(0, 8))
+    add("blt-parameters-buffers", lambda: kn.continual.blt_parameters(10, 0))
+    add("variance-profile-too-long", lambda: kn.PrefixMechanism("blt", 1, 2**40, seed=0).variance_profile())
 
     # ------------------------------------------------ kernels: noise stream
     for i, v in enumerate(BAD_NOISES):
-        add(f"stream-noise-{i}", lambda v=v: K.NoiseStream(v, 1.0, seed=0))
+        add(f"stream-noise-{i}", lambda v=v: kn.NoiseStream(v, 1.0, seed=0))
     for i, v in enumerate(BAD_POSITIVE_REALS[:8]):
-        add(f"stream-scale-{i}", lambda v=v: K.NoiseStream("gaussian", v, seed=0))
+        add(f"stream-scale-{i}", lambda v=v: kn.NoiseStream("gaussian", v, seed=0))
     for i, v in enumerate(BAD_SEEDS):
-        add(f"stream-seed-{i}", lambda v=v: K.NoiseStream("gaussian", 1.0, seed=v))
+        add(f"stream-seed-{i}", lambda v=v: kn.NoiseStream("gaussian", 1.0, seed=v))
     for i, (c, n) in enumerate(
         [(-1, 3), (3, 0), (3, -2), (10**30, 3), (2**40, 2**40), (1.5, 3), ("2", 3), (None, 3), (2**20, 2**20)]
     ):
-        add(f"stream-vectors-{i}", lambda c=c, n=n: K.NoiseStream("gaussian", 1.0, seed=0).vectors(c, n))
+        add(f"stream-vectors-{i}", lambda c=c, n=n: kn.NoiseStream("gaussian", 1.0, seed=0).vectors(c, n))
     for i, (c, d, div) in enumerate(
         [
             (1, 0, 2.0),
@@ -176,19 +176,19 @@ def _calls():
     ):
         add(
             f"stream-symmetric-{i}",
-            lambda c=c, d=d, div=div: K.NoiseStream("gaussian", 1.0, seed=0).symmetric(c, d, div),
+            lambda c=c, d=d, div=div: kn.NoiseStream("gaussian", 1.0, seed=0).symmetric(c, d, div),
         )
 
     # ------------------------------------------------ kernels: linear algebra and Q
     for i, v in enumerate(BAD_COUNTS):
-        add(f"rank-one-d-{i}", lambda v=v: K.RankOneInverse(v, 1.0))
+        add(f"rank-one-d-{i}", lambda v=v: kn.RankOneInverse(v, 1.0))
     for i, v in enumerate(BAD_POSITIVE_REALS[:8]):
-        add(f"rank-one-lam-{i}", lambda v=v: K.RankOneInverse(3, v))
+        add(f"rank-one-lam-{i}", lambda v=v: kn.RankOneInverse(3, v))
     for i, x in enumerate(BAD_VECTORS_3):
-        add(f"rank-one-update-{i}", lambda x=x: K.RankOneInverse(3, 1.0).update(x))
+        add(f"rank-one-update-{i}", lambda x=x: kn.RankOneInverse(3, 1.0).update(x))
     for i, x in enumerate([np.ones((2, 4)), np.ones(3), np.full((2, 3), np.nan), np.ones((2, 3), complex)]):
-        add(f"rank-one-update-batch-{i}", lambda x=x: K.RankOneInverse(3, 1.0).update_batch(x))
-    add("rank-one-solve", lambda: K.RankOneInverse(3, 1.0).solve([1.0, 2.0]))
+        add(f"rank-one-update-batch-{i}", lambda x=x: kn.RankOneInverse(3, 1.0).update_batch(x))
+    add("rank-one-solve", lambda: kn.RankOneInverse(3, 1.0).solve([1.0, 2.0]))
     bad_mats = [
         np.ones((2, 3)),
         np.ones(3),
@@ -202,12 +202,12 @@ def _calls():
         None,
     ]
     for i, a in enumerate(bad_mats):
-        add(f"spd-inverse-{i}", lambda a=a: K.spd_inverse(a))
-        add(f"spd-solve-{i}", lambda a=a: K.spd_solve(a, np.ones(3)))
+        add(f"spd-inverse-{i}", lambda a=a: kn.spd_inverse(a))
+        add(f"spd-solve-{i}", lambda a=a: kn.spd_solve(a, np.ones(3)))
         if i != 3:  # a negative-definite matrix has a perfectly good smallest eigenvalue
-            add(f"min-eigenvalue-{i}", lambda a=a: K.min_eigenvalue(a))
-    add("spd-solve-mismatch", lambda: K.spd_solve(np.eye(3), np.ones(2)))
-    add("spd-solve-nan-rhs", lambda: K.spd_solve(np.eye(2), [np.nan, 1.0]))
+            add(f"min-eigenvalue-{i}", lambda a=a: kn.min_eigenvalue(a))
+    add("spd-solve-mismatch", lambda: kn.spd_solve(np.eye(3), np.ones(2)))
+    add("spd-solve-nan-rhs", lambda: kn.spd_solve(np.eye(2), [np.nan, 1.0]))
     phi, w, inv = np.ones((4, 3)) / 3, np.ones(3), np.eye(3)
     q_bad = [
         (np.ones((4, 2)), w, inv, 1.0),
@@ -221,10 +221,10 @@ def _calls():
         (phi, w, inv, "1"),
     ]
     for i, (p, ww, iv, b) in enumerate(q_bad):
-        add(f"optimistic-q-{i}", lambda p=p, ww=ww, iv=iv, b=b: K.optimistic_q(p, ww, iv, b))
-    add("optimistic-q-offset", lambda: K.optimistic_q(phi, w, inv, 1.0, offset=np.ones(5)))
+        add(f"optimistic-q-{i}", lambda p=p, ww=ww, iv=iv, b=b: kn.optimistic_q(p, ww, iv, b))
+    add("optimistic-q-offset", lambda: kn.optimistic_q(phi, w, inv, 1.0, offset=np.ones(5)))
     for i, n_actions in enumerate([0, 3, -1, 1.5, None, 10**30]):
-        add(f"optimistic-values-actions-{i}", lambda n=n_actions: K.optimistic_values(phi, w, inv, 1.0, n))
+        add(f"optimistic-values-actions-{i}", lambda n=n_actions: kn.optimistic_values(phi, w, inv, 1.0, n))
     for i, (q, ties) in enumerate(
         [
             (np.ones(3), "random"),
@@ -234,7 +234,7 @@ def _calls():
             (np.ones((2, 2), complex), "lowest"),
         ]
     ):
-        add(f"greedy-{i}", lambda q=q, ties=ties: K.greedy(q, ties=ties, rng=0))
+        add(f"greedy-{i}", lambda q=q, ties=ties: kn.greedy(q, ties=ties, rng=0))
     table = np.ones((6, 3)) / 3
     for i, kw in enumerate(
         [
@@ -244,11 +244,11 @@ def _calls():
             dict(states=np.array([0.5])),
         ]
     ):
-        add(f"state-values-{i}", lambda kw=kw: K.state_values(table, w, inv, 1.0, 2, **kw))
-    add("state-values-actions", lambda: K.state_values(table, w, inv, 1.0, 4))
+        add(f"state-values-{i}", lambda kw=kw: kn.state_values(table, w, inv, 1.0, 2, **kw))
+    add("state-values-actions", lambda: kn.state_values(table, w, inv, 1.0, 4))
     for i, f in enumerate([np.ones((2, 2, 3, 1)), np.ones((2, 2, 2)), np.full((2, 1, 2, 1), np.nan), None]):
-        add(f"mixture-features-{i}", lambda f=f: K.MixtureFeatures(f))
-    add("mixture-phi-v", lambda: K.MixtureFeatures(np.ones((2, 1, 2, 1)) / 2).phi_v([1.0, 2.0, 3.0]))
+        add(f"mixture-features-{i}", lambda f=f: kn.MixtureFeatures(f))
+    add("mixture-phi-v", lambda: kn.MixtureFeatures(np.ones((2, 1, 2, 1)) / 2).phi_v([1.0, 2.0, 3.0]))
 
     # ------------------------------------------------ privacy: tools, accounting, models
     for i, args in enumerate(
@@ -568,27 +568,27 @@ CORPUS = _calls()
 def test_controls_succeed():
     """The same entry points with well-formed arguments work, so the corpus fails for its bad
     argument and not for a mistake in the call."""
-    from privrl import kernels as K
+    from privrl import kernels as kn
     from privrl.agents import LSVIUCB, UCRLVTR
     from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP
     from privrl.privacy import calibration as cal
     from privrl.privacy.models import JointDP
     from privrl.runner import run
 
-    for kind in K.MECHANISMS:
-        m = K.make_prefix_mechanism(kind, 3, 4, seed=0)
+    for kind in kn.MECHANISMS:
+        m = kn.make_prefix_mechanism(kind, 3, 4, seed=0)
         m.push([1.0, 2.0, 3.0])
         m.step_variance(1), m.leaf_coefficients(1)
-        K.make_prefix_mechanism(kind, (2, 2), 4, seed=0).push(np.eye(2))
-    K.TreeAggregator(3, 10, noise="discrete_gaussian", seed=0, grid_bits=10).push([1.0, 0.0, 0.0])
-    K.NoiseStream("gaussian", 1.0, seed=0).vectors(3, 2)
-    K.NoiseStream("gaussian", 1.0, seed=0).symmetric(1, 3, 2.0)
-    K.RankOneInverse(3, 1.0).update([0.1, 0.2, 0.3])
+        kn.make_prefix_mechanism(kind, (2, 2), 4, seed=0).push(np.eye(2))
+    kn.TreeAggregator(3, 10, noise="discrete_gaussian", seed=0, grid_bits=10).push([1.0, 0.0, 0.0])
+    kn.NoiseStream("gaussian", 1.0, seed=0).vectors(3, 2)
+    kn.NoiseStream("gaussian", 1.0, seed=0).symmetric(1, 3, 2.0)
+    kn.RankOneInverse(3, 1.0).update([0.1, 0.2, 0.3])
     phi, w, inv = np.ones((4, 3)) / 3, np.ones(3), np.eye(3)
-    K.optimistic_q(phi, w, inv, 1.0)
-    K.optimistic_values(phi, w, inv, 1.0, 2)
-    K.state_values(np.ones((6, 3)) / 3, w, inv, 1.0, 2, states=np.array([0, 2]))
-    K.spd_solve(np.eye(3), np.ones(3))
+    kn.optimistic_q(phi, w, inv, 1.0)
+    kn.optimistic_values(phi, w, inv, 1.0, 2)
+    kn.state_values(np.ones((6, 3)) / 3, w, inv, 1.0, 2, states=np.array([0, 2]))
+    kn.spd_solve(np.eye(3), np.ones(3))
     cal.calibrate_ucrl_vtr(kind="jdp", epsilon=1.0, delta=1e-5, H=3, K=100, d=4, C_w=1.0)
     cal.calibrate_lsvi_ucb(kind="jdp", epsilon=1.0, delta=1e-5, H=3, K=100, d=4)
     env = RandomLinearMixtureMDP(S=4, A=2, d=3, H=3, seed=0)

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from privrl import kernels as K
+from privrl import kernels as kn
 from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
 from privrl.envs.linear import RandomLinearMDP
 from privrl.envs.mixture import RandomLinearMixtureMDP
@@ -34,7 +34,7 @@ def test_jointdp_mechanism_field():
         JointDP(1.0, 0.0, mechanism="honaker")  # pure JDP keeps the tree
     with pytest.raises(TypeError):
         LocalDP(1.0, 1e-5, mechanism="honaker")
-    assert set(MECHANISMS) == set(K.MECHANISMS)
+    assert set(MECHANISMS) == set(kn.MECHANISMS)
 
 
 @pytest.mark.parametrize("K_", [1, 7, 64, 1000])
@@ -44,7 +44,7 @@ def test_user_entry_counts(K_):
     assert (t.draws, t.draws_paper, t.paper_sigma_factor) == (tree_nodes_per_leaf(K_), K0, 1.0)
     assert t.multiplier == pytest.approx(math.sqrt(tree_nodes_per_leaf(K_)))
     for m in OTHERS:
-        prof = K.mechanism_profile(m, K_)
+        prof = kn.mechanism_profile(m, K_)
         e = user_entry(m, K_)
         assert e.draws is None and e.multiplier == prof.l2_multiplier
         assert e.paper_sigma_factor == pytest.approx(prof.l2_multiplier / math.sqrt(K0))
@@ -60,7 +60,7 @@ def test_paper_sigma_keeps_the_trees_privacy_curve(mech):
     new = C.calibrate_ucrl_vtr("jdp", eps, dlt, H, K_, d, 1.0, mechanism=mech)
     sens = C.ucrl_vtr_l2_sensitivity(H)
     tree = PrivacyAccountant().add_gaussian(sens, tree_cal["sigma_B"], 2 * H * tree_cal["K0"])
-    m = K.make_prefix_mechanism(mech, 1, K_, noise="none", seed=0)
+    m = kn.make_prefix_mechanism(mech, 1, K_, noise="none", seed=0)
     other = PrivacyAccountant().add_gaussian(sens * m.sensitivity_multiplier, new["sigma_B"], 2 * H)
     assert other.mu == pytest.approx(tree.mu, rel=1e-12)
 
@@ -89,7 +89,7 @@ def test_noise_bounds_follow_the_variance(mech):
     H, K_, d = 3, 500, 4
     cal = C.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K_, d, 1.0)
     new = C.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K_, d, 1.0, mechanism=mech)
-    prof = K.mechanism_profile(mech, K_)
+    prof = kn.mechanism_profile(mech, K_)
     # Upsilon is linear in (entry std of the released noise): sigma sqrt(K0) -> sigma_M sqrt(max v).
     want = (
         cal["Upsilon"]
@@ -120,7 +120,7 @@ def test_alg3_and_alg2_mechanisms():
     lnew = C.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, 4000, d, mechanism="factorization")
     assert lnew["sigma_u"] == lcal["sigma_u"] and lnew["C"] == lcal["C"]  # u~ is not a tree
     R = C.lsvi_ucb_releases(4000, lcal["B"])
-    prof = K.mechanism_profile("factorization", R)
+    prof = kn.mechanism_profile("factorization", R)
     assert lnew["sigma_Lambda"] == pytest.approx(
         lcal["sigma_Lambda"] * prof.l2_multiplier / math.sqrt(lcal["B0"])
     )
