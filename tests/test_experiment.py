@@ -315,15 +315,18 @@ def test_calibrations_are_the_privacy_models_list(monkeypatch):
     # The config accepts exactly what privrl.privacy.models lists: a new calibration needs no harness change.
     import privrl.privacy.models as models
 
-    agent = {"algorithm": "UCRL-VTR", "privacy": "jdp", "calibration": "practical"}
+    practical = {"algorithm": "UCRL-VTR", "privacy": "jdp", "calibration": "practical"}
+    assert (
+        build_config({"env": ENV, "agents": {"x": practical}}).studies[0].agents["x"].calibration
+        == "practical"
+    )
+    agent = {"algorithm": "UCRL-VTR", "privacy": "jdp", "calibration": "future"}
     with pytest.raises(
-        ConfigError, match=r"^agents\.x\.calibration: unknown calibration 'practical'; use one of"
+        ConfigError, match=r"^agents\.x\.calibration: unknown calibration 'future'; use one of"
     ):
         build_config({"env": ENV, "agents": {"x": agent}})
-    monkeypatch.setattr(models, "CALIBRATIONS", (*models.CALIBRATIONS, "practical"))
-    assert (
-        build_config({"env": ENV, "agents": {"x": agent}}).studies[0].agents["x"].calibration == "practical"
-    )
+    monkeypatch.setattr(models, "CALIBRATIONS", (*models.CALIBRATIONS, "future"))
+    assert build_config({"env": ENV, "agents": {"x": agent}}).studies[0].agents["x"].calibration == "future"
 
 
 def test_mechanism_option_reaches_the_privacy_model():

@@ -284,7 +284,8 @@ def test_user_policy_is_a_function_of_the_release():
     agent = LSVIUCB(env, JointDP(5.0, 1e-5), batches=5, episodes=50, seed=0, ties="lowest", beta_scale=1e-4)
     _play(agent, env, 30, 0)
     rel = agent.release()
-    assert set(vars(rel)) == {"design", "inverse", "weights", "users"}
+    # the billboard: public post-processing of the release only (bonus: practical calibration)
+    assert set(vars(rel)) == {"design", "inverse", "weights", "users", "bonus"} and rel.bonus is None
     pi = greedy_policy(rel, env.features, agent.beta, ties="lowest")
     assert np.array_equal(pi, agent.policy())
     Q = np.stack(

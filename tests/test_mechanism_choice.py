@@ -28,8 +28,13 @@ def test_jointdp_mechanism_field():
     assert LocalDP(1.0, 1e-5).as_kwargs()["mechanism"] == "tree"
     with pytest.raises(PrivacyParameterError):
         JointDP(1.0, 1e-5, mechanism="cauchy")
+    # None (the default) is the calibration's choice: the paper's tree, the lowest-variance BLT
+    # for "practical" (pure DP keeps the tree)
+    assert JointDP(1.0, 1e-5, mechanism=None).mechanism == "tree"
+    assert JointDP(1.0, 1e-5, calibration="practical").mechanism == "blt"
+    assert JointDP(1.0, 0.0, calibration="practical").mechanism == "tree"
     with pytest.raises(PrivacyParameterError):
-        JointDP(1.0, 1e-5, mechanism=None)
+        JointDP(1.0, 1e-5, mechanism=3)
     with pytest.raises(PrivacyParameterError):
         JointDP(1.0, 0.0, mechanism="honaker")  # pure JDP keeps the tree
     with pytest.raises(TypeError):

@@ -13,7 +13,7 @@ LDP (Cor. 2): each user adds B^1, g^1 before sending, the server only adds 2 Ups
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from privrl import kernels
 from privrl.agents.base import SensitivityGuard
 from privrl.exceptions import NotPositiveDefiniteError
 from privrl.kernels._validate import as_f64
+from privrl.privacy import practical
 
 
 @dataclass(frozen=True)
@@ -46,12 +47,56 @@ class PrivatizedStatistics:
 @dataclass(frozen=True)
 class Release:
     """The server's billboard after k users: per step h the design matrix Lambda~_{k+1,h}, its
-    inverse (post-processing of the design matrix) and w~_{k+1,h}; plus the user count k."""
+    inverse (post-processing of the design matrix) and w~_{k+1,h}; plus the user count k.
+    ``bonus`` (practical calibration): per step the matrix M_h whose norm ``||phi||_{M_h}`` is the
+    whole exploration bonus (radius 1); None: the bonus is ``beta ||phi||_{inverse}``."""
 
     design: np.ndarray  # (H, d, d)
     inverse: np.ndarray  # (H, d, d)
     weights: np.ndarray  # (H, d)
     users: int
+    bonus: np.ndarray | None = None  # (H, d, d)
+
+
+@dataclass
+class PracticalRelease:
+    """The post-processing of the practical calibration (privrl.privacy.practical): from the noisy
+    sums released after t users, per step
+        A = eigenvalue floor at lam of (G~ + (lam + S_t) I),  S_t = shift_mult * Upsilon_t,
+        w~ = A^{-1} (u~ + (A - G~) w0)   (ridge centred at the feasible w0, not at 0),
+        bonus matrix M = beta^2 A^{-1} + gamma_t^2 A^{-2},
+    Upsilon_t = matrix_bound(t), C_t = vector_bound(t) the noise bounds at the noise actually
+    released after t users (privacy.practical.noise_bounds_at), gamma_t = confidence_noise_width(...).
+    A deterministic function of the release and public constants: post-processing, no privacy cost."""
+
+    lam: float
+    d: int
+    C_w: float
+    beta: float
+    noise_scale: float
+    matrix_bound: Callable[[int], float]
+    vector_bound: Callable[[int], float]
+    w0: np.ndarray
+    shift_mult: float = 1.0
+
+    def __call__(self, gram: np.ndarray, target: np.ndarray, users: int) -> Release:
+        d, lam, w0 = self.d, self.lam, self.w0
+        ups, C_t = self.matrix_bound(users), self.vector_bound(users)
+        shift = self.shift_mult * ups
+        ev, vecs = np.linalg.eigh(gram + (lam + shift) * np.eye(d))
+        floored = np.maximum(ev, lam)
+        correction = (floored - ev).max(axis=1)
+        design = np.einsum("hij,hj,hkj->hik", vecs, floored, vecs)
+        inverse = np.einsum("hij,hj,hkj->hik", vecs, 1.0 / floored, vecs)
+        inverse2 = np.einsum("hij,hj,hkj->hik", vecs, floored**-2.0, vecs)
+        # A - G~ = (lam + S) I + E: the regularization pulls towards w0 instead of 0
+        pull = (lam + shift) * w0[None, :] + np.einsum("hij,hj,hkj,k->hi", vecs, floored - ev, vecs, w0)
+        weights = np.einsum("hij,hj->hi", inverse, target + pull)
+        gamma = practical.confidence_noise_width(
+            C_t, ups, self.C_w, lam + shift + correction, float(np.linalg.norm(w0)), self.noise_scale
+        )
+        bonus = self.beta**2 * inverse + (gamma**2)[:, None, None] * inverse2
+        return Release(design, inverse, weights, users, bonus)
 
 
 def released_inverse(design: np.ndarray, h: int, users: int, shift: str, calibration: str) -> np.ndarray:
@@ -130,6 +175,7 @@ class RegressionServer:
         guard: SensitivityGuard | None = None,
         seeds: Sequence[Any] = (),
         mechanism: str = "tree",
+        post: PracticalRelease | None = None,
     ):
         if mode not in ("exact", "tree", "local"):
             raise ValueError(f"mode must be 'exact', 'tree' or 'local', got {mode!r}")
@@ -141,6 +187,7 @@ class RegressionServer:
         self.H, self.d, self.lam, self.mode, self.shift = H, d, float(lam), mode, float(shift)
         self.guard = guard
         self.mechanism = mechanism
+        self.post = post
         self.users = 0
         self.received_types: set[type] = set()
         eye = np.eye(d)
@@ -213,11 +260,13 @@ class RegressionServer:
             weights = np.einsum("hij,hj->hi", inverse, self._target)
             return Release(design, inverse, weights, self.users)
         if self.mode == "tree":
-            design = np.stack([t.release() for t in self._gram_trees]) + self._base
+            gram = np.stack([t.release() for t in self._gram_trees])
             target = np.stack([t.release() for t in self._target_trees])
         else:
-            design = self._gram + self._base
-            target = self._target
+            gram, target = self._gram, self._target
+        if self.post is not None:
+            return self.post(gram, target, self.users)
+        design = gram + self._base
         inverse = np.empty((H, d, d))
         for h in range(H):
             inverse[h] = released_inverse(
@@ -239,3 +288,10 @@ class RegressionServer:
     def nodes_used(self) -> int:
         """Tree nodes summed in the current release (JDP), else 0."""
         return self._gram_trees[0].nodes_used if self.mode == "tree" else 0
+
+    def variance_factor(self, t: int) -> float:
+        """Var(released noise entry after t users) / Var(one draw): the continual-release
+        mechanism's profile (JDP), t sums of user noises (LDP), 0 non-private."""
+        if self.mode == "tree":
+            return float(self._gram_trees[0].variance_factor(t))
+        return float(t) if self.mode == "local" else 0.0

@@ -12,9 +12,10 @@ import numpy as np
 from privrl import kernels
 from privrl._checks import trusted
 from privrl.agents.base import Agent, SensitivityGuard
-from privrl.agents.statistics import LocalRandomizer, RawStatistics, RegressionServer
+from privrl.agents.statistics import LocalRandomizer, PracticalRelease, RawStatistics, RegressionServer
 from privrl.envs.finite import Trajectory
 from privrl.envs.mixture import LinearMixtureMDP
+from privrl.privacy import practical
 from privrl.privacy import ucrl_vtr as privacy_of
 from privrl.privacy.common import Calibration
 from privrl.privacy.models import NonPrivate
@@ -124,9 +125,37 @@ class UCRLVTR(Agent):
             self.noise_seeds(2 * self.H),
         )
 
-    def _build_privacy(self, cal: Calibration, sigma_matrix, sigma_vector, shift, guard, seeds):
+    def _build_privacy(self, cal: Calibration, sigma_matrix, sigma_vector, shift, guard, seeds, beta=None):
         """One RegressionServer (and, under LDP, the user's LocalRandomizer) per the privacy model:
-        exact for NonPrivate, 2H trees for JDP (Cor. 1), user-side noise + shift for LDP (Cor. 2)."""
+        exact for NonPrivate, 2H trees for JDP (Cor. 1), user-side noise + shift for LDP (Cor. 2).
+        Under the practical calibration the server post-processes every release with a
+        PracticalRelease (per-release shift and bonus, privrl.privacy.practical), radius ``beta``."""
+        server, randomizer = self._build_server(cal, sigma_matrix, sigma_vector, shift, guard, seeds)
+        if cal.get("release_rule") == "practical":
+            ups_at, c_at = practical.noise_bounds_at(
+                cal["noise"],
+                sigma_matrix,
+                sigma_vector,
+                cal["sym_divisor"],
+                self.d,
+                cal["alpha"],
+                server.variance_factor,
+            )
+            scale = self.beta / cal[self._radius_key] if cal[self._radius_key] else self.beta_scale
+            server.post = PracticalRelease(
+                lam=cal["lam"],
+                d=self.d,
+                C_w=self.env.C_w,
+                beta=self.beta if beta is None else beta,
+                noise_scale=scale,
+                matrix_bound=ups_at,
+                vector_bound=c_at,
+                w0=practical.feasible_centre(self.env.features),
+                shift_mult=cal["shift_mult"],
+            )
+        return server, randomizer
+
+    def _build_server(self, cal: Calibration, sigma_matrix, sigma_vector, shift, guard, seeds):
         H, d, kind = self.H, self.d, cal["kind"]
         if kind == "none":
             return RegressionServer(H, d, cal["lam"], "exact", self.K), None
@@ -167,13 +196,15 @@ class UCRLVTR(Agent):
         V = np.zeros((H + 1, S))
         phis: list[np.ndarray] = [np.empty(0)] * H
         pi = np.empty((H, S), dtype=np.int64)
+        # the bonus: beta ||phi||_{Lambda~^-1}, or ||phi||_{M_h} under the practical calibration
+        bonus, radius = (rel.inverse, self.beta) if rel.bonus is None else (rel.bonus, 1.0)
         for h in range(H - 1, -1, -1):
             phi_v = self.features.phi_v(V[h + 1])  # phi_{V~_{k,h+1}}(s, a), (S*A, d)
             _, V[h], pi[h] = kernels.optimistic_values(
                 phi_v,
                 rel.weights[h],
-                rel.inverse[h],
-                self.beta,
+                bonus[h],
+                radius,
                 A,
                 upper=float(H),
                 lower=0.0,

@@ -32,8 +32,9 @@ __all__ = [
 ]
 
 #: "paper": the noise scales of the corollaries; "tight": the smallest noise of the same release
-#: plan for (eps, delta) under the tight accountant.
-CALIBRATIONS = ("paper", "tight")
+#: plan for (eps, delta) under the tight accountant; "practical": the tight noise with sharp
+#: regret-side constants (privrl.privacy.practical).
+CALIBRATIONS = ("paper", "tight", "practical")
 KINDS = ("none", "jdp", "ldp")
 
 T = TypeVar("T", bound="Calibration")

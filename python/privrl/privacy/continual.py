@@ -58,9 +58,10 @@ def mechanism_profile_cached(mechanism: str, capacity: int) -> Any:
 class UserEntry:
     """How one user's leaf enters a mechanism of capacity T: ``draws`` noise draws (tree nodes;
     None for a general encoder), the exact L2 ``multiplier``, the paper's node count
-    ``draws_paper = K0``, the ``noise_terms`` the noise bounds use (max_t v(t) of the released
-    noise in node variances; K0 for the tree, as the paper) and ``paper_sigma_factor``
-    (sigma_M / sigma_tree under the paper's calibration)."""
+    ``draws_paper = K0``, the ``noise_terms`` the paper-style noise bounds use (max_t v(t) of the
+    released noise in node variances; K0 for the tree, as the paper), the exact
+    ``max_variance_factor`` (the tree: max popcount(t) = floor(log2(T + 1))) and
+    ``paper_sigma_factor`` (sigma_M / sigma_tree under the paper's calibration)."""
 
     mechanism: str
     capacity: int
@@ -69,14 +70,15 @@ class UserEntry:
     draws_paper: int
     noise_terms: float
     paper_sigma_factor: float
-    max_variance_factor: float | None
+    max_variance_factor: float
 
 
 def user_entry(mechanism: str, capacity: int) -> UserEntry:
     K0 = tree_depth(capacity)
     if mechanism == "tree":
         n = tree_nodes_per_leaf(capacity)
-        return UserEntry("tree", capacity, n, math.sqrt(n), K0, float(K0), 1.0, None)
+        max_popcount = float((capacity + 1).bit_length() - 1)
+        return UserEntry("tree", capacity, n, math.sqrt(n), K0, float(K0), 1.0, max_popcount)
     prof = mechanism_profile_cached(mechanism, capacity)
     m = float(prof.l2_multiplier)
     return UserEntry(

@@ -123,21 +123,26 @@ class JointDP(_DPModel):
     """(epsilon, delta)-joint DP (Def. "Joint DP"); ``delta = 0`` means pure JDP (Laplace).
 
     ``epsilon`` finite and > 0, ``delta`` in [0, 1), ``p`` (regret failure probability) in (0, 1).
-    ``calibration``: ``"paper"`` (default, the noise of Cor. 1 / App. D / Cor. "JDP-UCRL-VTR+")
-    or ``"tight"`` (the smallest noise making the same release (eps, delta)-DP under the tight
-    accountant of ``privrl.privacy.accounting``; see ``calibration`` section (g)).
-    ``mechanism``: the continual release of the server's prefix sums, ``"tree"`` (default, the
-    paper's binary mechanism), ``"honaker"``, ``"factorization"`` or ``"blt"``; the others need
-    ``delta > 0`` and get the noise scale of the same (eps, delta) (privrl.privacy.continual).
+    ``calibration``: ``"paper"`` (default, the noise of Cor. 1 / App. D / Cor. "JDP-UCRL-VTR+"),
+    ``"tight"`` (the smallest noise making the same release (eps, delta)-DP under the tight
+    accountant, privrl.privacy.common.tight_scales) or ``"practical"`` (the tight noise with sharp
+    regret-side constants, privrl.privacy.practical: same (eps, delta)).
+    ``mechanism``: the continual release of the server's prefix sums, ``"tree"`` (the paper's
+    binary mechanism; the default of "paper" and "tight"), ``"honaker"``, ``"factorization"`` or
+    ``"blt"`` (the default of "practical": the lowest variance); the others need ``delta > 0``
+    and get the noise scale of the same (eps, delta) (privrl.privacy.continual).
     """
 
-    mechanism: str = "tree"
+    mechanism: str | None = None  # type: ignore[assignment]  # a field where _DPModel has a property
 
     _KIND = "jdp"
     _TAG = "JDP"
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.mechanism is None:
+            default = "blt" if self.calibration == "practical" and self.delta > 0.0 else "tree"
+            object.__setattr__(self, "mechanism", default)
         check_mechanism(self.mechanism)
         if self.mechanism != "tree" and self.delta == 0.0:
             raise PrivacyParameterError(
@@ -155,8 +160,8 @@ class LocalDP(_DPModel):
     """(epsilon, delta)-local DP (Def. "Local DP"); ``delta = 0`` means pure LDP (Laplace).
 
     ``epsilon`` finite and > 0, ``delta`` in [0, 1), ``p`` (regret failure probability) in (0, 1).
-    ``calibration``: ``"paper"`` (default, Cor. 2) or ``"tight"`` (analytic Gaussian on the
-    user's ``2H`` composed releases).
+    ``calibration``: ``"paper"`` (default, Cor. 2), ``"tight"`` (the smallest noise of the same
+    release plan for (eps, delta)) or ``"practical"`` (the tight noise, sharp regret-side constants).
     """
 
     _KIND = "ldp"

@@ -24,6 +24,7 @@ from privrl._checks import (
     trusted,
 )
 from privrl.exceptions import PrivacyParameterError
+from privrl.privacy import practical
 from privrl.privacy.accounting import gaussian_epsilon
 from privrl.privacy.bounds import (
     gaussian_matrix_bound,
@@ -432,6 +433,8 @@ class UCRLVTRCalibration(Calibration):
     ups_high: float = 0.0
     beta: float = 0.0
     beta_condition: float = 0.0
+    release_rule: str = "paper"
+    shift_mult: float = 0.0
 
 
 def calibrate_ucrl_vtr(
@@ -517,7 +520,7 @@ def _calibrate(
     if kind == "none":
         beta = ucrl_vtr_beta_nonprivate(C_w, H, K, d, p)
         return UCRLVTRCalibration(**base, beta=beta, beta_condition=beta)
-    tight = calibration == "tight"
+    tight = calibration in ("tight", "practical")  # practical: the tight noise
     fam = plan.family("Lambda")
     entry = user_entry(mechanism, K) if kind == "jdp" else None
     n = K if entry is None else entry.noise_terms
@@ -558,6 +561,39 @@ def _calibrate(
         beta = ucrl_vtr_beta_pure(lam, ups, C, C_w, H, K, d, p)
         noise, sym = "laplace", 2.0
     prof = _profile_fields(entry)
+    if calibration == "practical":
+        # regret side (privrl.privacy.practical): no constant shift, the per-release shift and
+        # the noise part of the bonus are computed at every release; beta is the statistical
+        # width (the non-private radius), the Upsilon / C recorded are the sharp bounds at the
+        # worst release of the horizon.
+        v_max = float(K) if entry is None else entry.max_variance_factor
+        ups_f, c_f = practical.noise_bounds_at(
+            noise, sigma, sigma_g, sym, d, p / (6.0 * K * H), lambda t: v_max
+        )
+        ups, C = ups_f(K), c_f(K)
+        beta = ucrl_vtr_beta_nonprivate(C_w, H, K, d, p)
+        return UCRLVTRCalibration(
+            **base,
+            **prof,
+            noise=noise,
+            noise_terms=v_max,
+            noise_site="tree" if kind == "jdp" else "user",
+            node_budget=node_budget,
+            sigma_B=sigma,
+            sigma_g=sigma_g,
+            laplace_b=sigma if pure else None,
+            laplace_b_vector=sigma_g if pure else None,
+            sym_divisor=sym,
+            Upsilon=ups,
+            C=C,
+            shift=0.0,
+            ups_low=0.0,
+            ups_high=0.0,
+            beta=beta,
+            beta_condition=beta,
+            release_rule="practical",
+            shift_mult=practical.PRACTICAL_SHIFT_MULT,
+        )
     return UCRLVTRCalibration(
         **base,
         **prof,

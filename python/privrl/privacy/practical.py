@@ -1,0 +1,146 @@
+"""The regret side of the "practical" calibration: sharp bounds on the noise actually released at each
+time, the regularization of the released Gram matrices and the confidence width they induce.
+
+Paper: Luyo et al., Thm. 1 / Lem. "Lem.B.2"-"Lem.B.4" (the confidence sets these constants sharpen); the
+privacy side (noise law, mechanism, accountant) is the tight calibration's, unchanged.
+"""
+
+# Everything here is post-processing of a DP release or a data-independent constant: it moves the
+# regret, never the privacy guarantee (tests/test_practical.py checks that "practical" releases the
+# same noise as "tight" and that the privacy report gives the same (eps, delta)).
+#
+# Noise bounds. The matrix noise released after t users has the law (Z' + Z'^T)/c with Z' i.i.d.
+# N(0, s'^2): off-diagonal std s = s' sqrt(2)/c, diagonal std sqrt(2) s, i.e. s times a GOE matrix
+# G. E lambda_max(G) <= 2 sqrt(d) (Sudakov-Fernique against 2 <g, u>), and G is sqrt(2)-Lipschitz
+# in the underlying standard Gaussians, so with probability >= 1 - alpha (both ends of the spectrum)
+#     ||noise|| <= s (2 sqrt(d) + 2 sqrt(log(2/alpha)))                  (matrix_noise_bound)
+# and a vector with i.i.d. N(0, s^2) entries (1-Lipschitz norm, E norm <= sqrt(d))
+#     ||noise|| <= s (sqrt(d) + sqrt(2 log(1/alpha)))                     (vector_noise_bound).
+# The paper's Clm. "bounded.eigen" / "bound.gauss.vector" give s (4 sqrt(d) + 2 log(1/alpha)) and
+# s (sqrt(d) + 2 sqrt(log(1/alpha))), and the corollaries evaluate them at the worst time of the
+# horizon; here s is the std of the noise released at time t (its exact variance profile).
+#
+# Regularization. The paper adds 2 Upsilon I to the released Gram matrix: a ridge towards w = 0,
+# i.e. towards "no transition at all", which makes every value estimate pessimistic until the data
+# outweigh the shift (RiverSwimMixture: "always left" for 10^5 episodes). The model is known to
+# satisfy phi_1(s, a)^T w = 1 for every (s, a), phi_1 = sum_s' phi(s'|s, a) (each p(.|s, a) sums to
+# one), so the practical release pulls towards the min-norm w0 with that property
+# (feasible_centre): with A = G~ + (lam + S_t) I + E (E >= 0 the eigenvalue floor at lam, active
+# only when the noise beat the shift S_t = Upsilon_t),
+#     w~ = A^{-1} (u~ + (lam + S_t) w0 + E w0),
+#     w~ - w = A^{-1} (xi + g - N w + (lam I + S_t I + E)(w0 - w)),    xi = sum_i X_i eta_i,
+# so for every feature phi
+#     |phi^T (w~ - w)| <= ||phi||_{A^-1} ||xi||_{A^-1}
+#                         + ||A^{-1} phi|| (||g|| + ||N|| C_w + (lam + S_t + ||E||) ||w0 - w||).
+# On the event ||N|| <= Upsilon_t <= S_t, A >= G + lam I and ||xi||_{A^-1} is at most the
+# non-private self-normalized width; ||w0 - w|| <= C_w + ||w0||. The bonus used is
+#     sqrt(beta^2 ||phi||^2_{A^-1} + gamma_t^2 ||A^{-1} phi||^2)    (within sqrt 2 of the sum),
+#     beta = beta_scale * (non-private radius),
+#     gamma_t = beta_scale (C_t + Upsilon_t C_w + (lam + S_t + ||E||)(C_w + ||w0||)):
+# beta_scale is the fraction of the derived width used, for its statistical and its privacy parts
+# alike (one meaning at every privacy level). The noise-induced part decays like 1/n, not 1/sqrt(n).
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from privrl._checks import check_nonneg_real, checked
+from privrl.privacy.bounds import laplace_matrix_sum_bound, laplace_vector_sum_bound
+
+__all__ = [
+    "PRACTICAL_SHIFT_MULT",
+    "feasible_centre",
+    "confidence_noise_width",
+    "matrix_noise_bound",
+    "noise_bounds_at",
+    "released_matrix_std",
+    "vector_noise_bound",
+]
+
+#: S_t = PRACTICAL_SHIFT_MULT * Upsilon_t: the released Gram matrix dominates Lambda + lam I on the
+#: noise event (the paper shifts by 2 Upsilon of the whole horizon to also bound it from above).
+PRACTICAL_SHIFT_MULT = 1.0
+
+
+@checked(s=check_nonneg_real)
+def matrix_noise_bound(s: float, d: int, alpha: float) -> float:
+    """High-probability spectral norm of a released symmetric noise matrix whose off-diagonal
+    entries have std ``s`` (diagonal ``sqrt(2) s``, the law of ``(Z' + Z'^T)/c``): with probability
+    ``>= 1 - alpha``, ``||N|| <= s (2 sqrt(d) + 2 sqrt(log(2/alpha)))`` (module comment)."""
+    return s * (2.0 * math.sqrt(d) + 2.0 * math.sqrt(math.log(2.0 / alpha)))
+
+
+@checked(s=check_nonneg_real)
+def vector_noise_bound(s: float, d: int, alpha: float) -> float:
+    """High-probability norm of a vector with i.i.d. ``N(0, s^2)`` entries: with probability
+    ``>= 1 - alpha``, ``||g|| <= s (sqrt(d) + sqrt(2 log(1/alpha)))``."""
+    return s * (math.sqrt(d) + math.sqrt(2.0 * math.log(1.0 / alpha)))
+
+
+def released_matrix_std(sigma: float, sym_divisor: float, variance_factor: float) -> float:
+    """Off-diagonal std of the matrix noise released when every node is ``(Z' + Z'^T)/c`` with
+    ``Z'`` i.i.d. ``N(0, sigma^2)`` and the release sums nodes with total weight ``variance_factor``
+    (the mechanism's ``variance_factor(t)``; ``t`` for ``t`` LDP users): ``sigma sqrt(2 v) / c``."""
+    return sigma * math.sqrt(2.0 * variance_factor) / sym_divisor
+
+
+def confidence_noise_width(
+    C_t: float, Upsilon_t: float, C_w: float, regularization: Any, w0_norm: float, scale: float
+) -> Any:
+    """gamma_t, the coefficient of ``||A^{-1} phi||`` in the practical bonus (module comment):
+    ``scale (C_t + Upsilon_t C_w + regularization (C_w + ||w0||))`` with ``regularization`` the
+    weight ``lam + S_t + ||E||`` of the ridge pull towards ``w0`` (scalar or one per step): the
+    privacy noise of the target and of the design and the bias of the regularization, all scaled
+    like the statistical width (``scale = beta_scale``)."""
+    return scale * (C_t + Upsilon_t * C_w + regularization * (C_w + w0_norm))
+
+
+def noise_bounds_at(
+    noise: str,
+    sigma_matrix: float,
+    sigma_vector: float,
+    sym_divisor: float,
+    d: int,
+    alpha: float,
+    variance_factor: Callable[[int], float],
+) -> tuple[Callable[[int], float], Callable[[int], float]]:
+    """(Upsilon(t), C(t)): high-probability norms of the matrix and vector noise released after t
+    users, for noise ``sigma_*`` per draw and the release's ``variance_factor(t)`` (the
+    continual-release mechanism's profile, or t for t LDP users). Gaussian: matrix_noise_bound /
+    vector_noise_bound at the std actually released; Laplace (pure DP, the tree's popcount(t) or t
+    draws summed): the sum bounds of privrl.privacy.bounds. Both 0 at t = 0."""
+    if noise == "laplace":
+
+        def lap_matrix(t: int) -> float:
+            n = round(variance_factor(t))
+            return laplace_matrix_sum_bound(sigma_matrix, n, d, alpha) if n >= 1 else 0.0
+
+        def lap_vector(t: int) -> float:
+            n = round(variance_factor(t))
+            return laplace_vector_sum_bound(sigma_vector, n, d, alpha) if n >= 1 else 0.0
+
+        return lap_matrix, lap_vector
+
+    def matrix(t: int) -> float:
+        return matrix_noise_bound(
+            released_matrix_std(sigma_matrix, sym_divisor, variance_factor(t)), d, alpha
+        )
+
+    def vector(t: int) -> float:
+        return vector_noise_bound(sigma_vector * math.sqrt(variance_factor(t)), d, alpha)
+
+    return matrix, vector
+
+
+def feasible_centre(features: Any) -> Any:
+    """The min-norm ``w0`` with ``phi_1(s, a)^T w0 = 1`` for every ``(s, a)``, ``phi_1(s, a) =
+    sum_s' phi(s'|s, a)`` (least squares when no exact solution exists): the point the practical
+    release's ridge pulls towards. ``features`` is the public (S, A, S, d) map of a linear-mixture
+    MDP (Asm. 2); the true ``w_h`` satisfies the constraints, so the pull is towards a model whose
+    rows are probability distributions (module comment)."""
+    import numpy as np  # the rest of the module is pure floats
+
+    f = np.asarray(features, dtype=float)
+    phi_1 = f.sum(axis=2).reshape(-1, f.shape[-1])
+    return np.linalg.lstsq(phi_1, np.ones(phi_1.shape[0]), rcond=None)[0]
