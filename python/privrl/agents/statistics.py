@@ -49,13 +49,15 @@ class Release:
     """The server's billboard after k users: per step h the design matrix Lambda~_{k+1,h}, its
     inverse (post-processing of the design matrix) and w~_{k+1,h}; plus the user count k.
     ``bonus`` (practical calibration): per step the matrix M_h whose norm ``||phi||_{M_h}`` is the
-    whole exploration bonus (radius 1); None: the bonus is ``beta ||phi||_{inverse}``."""
+    whole exploration bonus (radius 1); None: the bonus is ``beta ||phi||_{inverse}``. ``gamma``:
+    the coefficient of ``||inverse phi||`` in it (the privacy part), for other radii (Alg. 3's E)."""
 
     design: np.ndarray  # (H, d, d)
     inverse: np.ndarray  # (H, d, d)
     weights: np.ndarray  # (H, d)
     users: int
     bonus: np.ndarray | None = None  # (H, d, d)
+    gamma: np.ndarray | None = None  # (H,): the privacy part of the bonus (practical)
 
 
 @dataclass
@@ -92,11 +94,12 @@ class PracticalRelease:
         # A - G~ = (lam + S) I + E: the regularization pulls towards w0 instead of 0
         pull = (lam + shift) * w0[None, :] + np.einsum("hij,hj,hkj,k->hi", vecs, floored - ev, vecs, w0)
         weights = np.einsum("hij,hj->hi", inverse, target + pull)
+        # the pull of lam towards w0 is the ridge bias of the non-private width (its C_w sqrt(lam))
         gamma = practical.confidence_noise_width(
-            C_t, ups, self.C_w, lam + shift + correction, float(np.linalg.norm(w0)), self.noise_scale
+            C_t, ups, self.C_w, shift + correction, float(np.linalg.norm(w0)), self.noise_scale
         )
         bonus = self.beta**2 * inverse + (gamma**2)[:, None, None] * inverse2
-        return Release(design, inverse, weights, users, bonus)
+        return Release(design, inverse, weights, users, bonus, gamma)
 
 
 def released_inverse(design: np.ndarray, h: int, users: int, shift: str, calibration: str) -> np.ndarray:
@@ -256,6 +259,8 @@ class RegressionServer:
         H, d = self.H, self.d
         if self.mode == "exact":
             design = np.stack([sm.matrix() for sm in self._sm])
+            if self.post is not None:  # practical, no noise: the same post-processing
+                return self.post(design - self.lam * np.eye(d), self._target, self.users)
             inverse = np.stack([sm.inverse() for sm in self._sm])
             weights = np.einsum("hij,hj->hi", inverse, self._target)
             return Release(design, inverse, weights, self.users)

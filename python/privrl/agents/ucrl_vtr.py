@@ -132,14 +132,20 @@ class UCRLVTR(Agent):
         PracticalRelease (per-release shift and bonus, privrl.privacy.practical), radius ``beta``."""
         server, randomizer = self._build_server(cal, sigma_matrix, sigma_vector, shift, guard, seeds)
         if cal.get("release_rule") == "practical":
-            ups_at, c_at = practical.noise_bounds_at(
-                cal["noise"],
-                sigma_matrix,
-                sigma_vector,
-                cal["sym_divisor"],
-                self.d,
-                cal["alpha"],
-                server.variance_factor,
+            ups_at, c_at = (
+                (practical.no_noise, practical.no_noise)
+                if cal["kind"] == "none"
+                else (
+                    practical.noise_bounds_at(
+                        cal["noise"],
+                        sigma_matrix,
+                        sigma_vector,
+                        cal["sym_divisor"],
+                        self.d,
+                        cal["alpha"],
+                        server.variance_factor,
+                    )
+                )
             )
             scale = self.beta / cal[self._radius_key] if cal[self._radius_key] else self.beta_scale
             server.post = PracticalRelease(

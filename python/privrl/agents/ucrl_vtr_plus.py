@@ -67,7 +67,13 @@ class UCRLVTRPlus(UCRLVTR):
             cal, cal.get("sigma_B1"), cal.get("sigma_f"), cal["shift1"], self.guard, seeds[: 2 * H]
         )
         self.server2, self.randomizer2 = self._build_privacy(
-            cal, cal.get("sigma_B2"), cal.get("sigma_g"), cal["shift2"], self.guard2, seeds[2 * H :]
+            cal,
+            cal.get("sigma_B2"),
+            cal.get("sigma_g"),
+            cal["shift2"],
+            self.guard2,
+            seeds[2 * H :],
+            beta=self.beta_tilde,
         )
         self._release2 = self.server2.release()
 
@@ -91,11 +97,15 @@ class UCRLVTRPlus(UCRLVTR):
         first = np.clip(np.einsum("hd,hd->h", X, hat.weights), 0.0, H)
         second = np.clip(np.einsum("hd,hd->h", X2, tilde.weights), 0.0, H * H)
         v_bar = second - first**2
-        norm_hat = np.sqrt(np.maximum(np.einsum("hi,hij,hj->h", X, hat.inverse, X), 0.0))
-        norm_tilde = np.sqrt(np.maximum(np.einsum("hi,hij,hj->h", X2, tilde.inverse, X2), 0.0))
-        E = np.minimum(H * H, 2 * H * self.beta_check * norm_hat) + np.minimum(
-            H * H, self.beta_tilde * norm_tilde
+        width_check = self.beta_check * _norm(X, hat.inverse)
+        if hat.gamma is not None:  # practical: the privacy part of the width as in the bonus
+            width_check = np.hypot(
+                width_check, hat.gamma * np.linalg.norm(np.einsum("hij,hj->hi", hat.inverse, X), axis=1)
+            )
+        width_tilde = (
+            self.beta_tilde * _norm(X2, tilde.inverse) if tilde.bonus is None else _norm(X2, tilde.bonus)
         )
+        E = np.minimum(H * H, 2 * H * width_check) + np.minimum(H * H, width_tilde)
         sig = np.sqrt(np.maximum(H * H / d, v_bar + E))
         return sig, RawStatistics(X / sig[:, None], y / sig), RawStatistics(X2, y**2)
 
@@ -112,3 +122,8 @@ class UCRLVTRPlus(UCRLVTR):
         self._release2 = self.server2.release()
         self._plan = None
         self.k += 1
+
+
+def _norm(x: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """||x_h||_{m_h} for every step h (0 where round-off makes the form negative)."""
+    return np.sqrt(np.maximum(np.einsum("hi,hij,hj->h", x, m, x), 0.0))

@@ -52,7 +52,10 @@ class Calibration(Mapping[str, Any]):
     ``(Z' + Z'^T)/sym_divisor``), ``mechanism`` (continual release of the JDP server),
     ``in_theorem_regime`` (eps, delta in the corollaries' range), the profile of a non-tree
     mechanism (``mechanism_capacity``, ``mechanism_l2_multiplier``,
-    ``mechanism_max_variance_factor``) and, once an agent uses it, ``beta_used`` / ``beta_scale``.
+    ``mechanism_max_variance_factor``), once an agent uses it ``beta_used`` / ``beta_scale``, and
+    the regret side's ``release_rule`` ("paper": the theorem's constant shift and radius;
+    "practical": the per-release rule of privrl.privacy.practical with shift ``shift_mult *
+    Upsilon_t``).
     """
 
     algorithm: str
@@ -74,6 +77,8 @@ class Calibration(Mapping[str, Any]):
     mechanism_max_variance_factor: float | None = None
     beta_used: float | None = None
     beta_scale: float | None = None
+    release_rule: str = "paper"
+    shift_mult: float = 0.0
 
     # --- dict-like read access ------------------------------------------------------------
     def __getitem__(self, key: str) -> Any:

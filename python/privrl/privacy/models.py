@@ -20,13 +20,19 @@ __all__ = ["NonPrivate", "JointDP", "LocalDP", "CALIBRATIONS", "MECHANISMS"]
 class NonPrivate:
     """No privacy: the non-private algorithms (all noise terms zero).
 
-    ``p`` is the regret failure probability used for the confidence widths.
+    ``p`` is the regret failure probability used for the confidence widths. ``calibration``:
+    ``"paper"`` (default; "tight" is the same, there is no noise) or ``"practical"``: the
+    practical calibration's regret side with no noise (its eps -> inf limit: the ridge centred at
+    the feasible model, privrl.privacy.practical), the baseline a practical private agent is
+    compared with.
     """
 
     p: float = 0.05
+    calibration: str = "paper"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "p", check_probability(self.p, "p"))
+        check_calibration(self.calibration)
 
     @property
     def kind(self) -> str:
@@ -46,12 +52,7 @@ class NonPrivate:
 
     @property
     def label(self) -> str:
-        return "NonPrivate"
-
-    @property
-    def calibration(self) -> str:
-        """Always "paper" (there is no noise to calibrate)."""
-        return "paper"
+        return "NonPrivate" if self.calibration != "practical" else "NonPrivate(practical)"
 
     @property
     def mechanism(self) -> str:
@@ -65,7 +66,7 @@ class NonPrivate:
             "epsilon": None,
             "delta": None,
             "p": self.p,
-            "calibration": "paper",
+            "calibration": self.calibration,
             "mechanism": "tree",
         }
 

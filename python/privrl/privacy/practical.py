@@ -30,13 +30,13 @@ privacy side (noise law, mechanism, accountant) is the tight calibration's, unch
 #     w~ = A^{-1} (u~ + (lam + S_t) w0 + E w0),
 #     w~ - w = A^{-1} (xi + g - N w + (lam I + S_t I + E)(w0 - w)),    xi = sum_i X_i eta_i,
 # so for every feature phi
-#     |phi^T (w~ - w)| <= ||phi||_{A^-1} ||xi||_{A^-1}
-#                         + ||A^{-1} phi|| (||g|| + ||N|| C_w + (lam + S_t + ||E||) ||w0 - w||).
-# On the event ||N|| <= Upsilon_t <= S_t, A >= G + lam I and ||xi||_{A^-1} is at most the
-# non-private self-normalized width; ||w0 - w|| <= C_w + ||w0||. The bonus used is
+#     |phi^T (w~ - w)| <= ||phi||_{A^-1} (||xi||_{A^-1} + sqrt(lam) ||w0 - w||)
+#                         + ||A^{-1} phi|| (||g|| + ||N|| C_w + (S_t + ||E||) ||w0 - w||).
+# On the event ||N|| <= Upsilon_t <= S_t, A >= G + lam I and the first bracket is the non-private
+# width (self-normalized term + ridge bias; ||w0 - w|| <= C_w + ||w0||). The bonus used is
 #     sqrt(beta^2 ||phi||^2_{A^-1} + gamma_t^2 ||A^{-1} phi||^2)    (within sqrt 2 of the sum),
 #     beta = beta_scale * (non-private radius),
-#     gamma_t = beta_scale (C_t + Upsilon_t C_w + (lam + S_t + ||E||)(C_w + ||w0||)):
+#     gamma_t = beta_scale (C_t + Upsilon_t C_w + (S_t + ||E||)(C_w + ||w0||)):
 # beta_scale is the fraction of the derived width used, for its statistical and its privacy parts
 # alike (one meaning at every privacy level). The noise-induced part decays like 1/n, not 1/sqrt(n).
 from __future__ import annotations
@@ -53,6 +53,7 @@ __all__ = [
     "feasible_centre",
     "confidence_noise_width",
     "matrix_noise_bound",
+    "no_noise",
     "noise_bounds_at",
     "released_matrix_std",
     "vector_noise_bound",
@@ -90,7 +91,7 @@ def confidence_noise_width(
 ) -> Any:
     """gamma_t, the coefficient of ``||A^{-1} phi||`` in the practical bonus (module comment):
     ``scale (C_t + Upsilon_t C_w + regularization (C_w + ||w0||))`` with ``regularization`` the
-    weight ``lam + S_t + ||E||`` of the ridge pull towards ``w0`` (scalar or one per step): the
+    weight ``S_t + ||E||`` of the privacy-driven pull towards ``w0`` (scalar or one per step): the
     privacy noise of the target and of the design and the bias of the regularization, all scaled
     like the statistical width (``scale = beta_scale``)."""
     return scale * (C_t + Upsilon_t * C_w + regularization * (C_w + w0_norm))
@@ -144,3 +145,8 @@ def feasible_centre(features: Any) -> Any:
     f = np.asarray(features, dtype=float)
     phi_1 = f.sum(axis=2).reshape(-1, f.shape[-1])
     return np.linalg.lstsq(phi_1, np.ones(phi_1.shape[0]), rcond=None)[0]
+
+
+def no_noise(t: int) -> float:
+    """The noise bound of a non-private release: 0 at every time."""
+    return 0.0

@@ -433,8 +433,6 @@ class UCRLVTRCalibration(Calibration):
     ups_high: float = 0.0
     beta: float = 0.0
     beta_condition: float = 0.0
-    release_rule: str = "paper"
-    shift_mult: float = 0.0
 
 
 def calibrate_ucrl_vtr(
@@ -519,7 +517,12 @@ def _calibrate(
     )
     if kind == "none":
         beta = ucrl_vtr_beta_nonprivate(C_w, H, K, d, p)
-        return UCRLVTRCalibration(**base, beta=beta, beta_condition=beta)
+        rule: dict[str, Any] = (
+            {"release_rule": "practical", "shift_mult": practical.PRACTICAL_SHIFT_MULT}
+            if (calibration == "practical")
+            else {}
+        )
+        return UCRLVTRCalibration(**base, beta=beta, beta_condition=beta, **rule)
     tight = calibration in ("tight", "practical")  # practical: the tight noise
     fam = plan.family("Lambda")
     entry = user_entry(mechanism, K) if kind == "jdp" else None

@@ -20,6 +20,7 @@ from privrl._checks import (
     trusted,
 )
 from privrl.exceptions import PrivacyParameterError
+from privrl.privacy import practical
 from privrl.privacy.bounds import (
     gaussian_matrix_bound,
     gaussian_vector_bound,
@@ -479,8 +480,14 @@ def _calibrate(
     )
     if kind == "none":
         bh, bc, bt = ucrl_vtr_plus_betas_condition(lam, 0, 0, 0, 0, 0, 0, C_w, H, K, d, p)
+        rule: dict[str, Any] = (
+            {"release_rule": "practical", "shift_mult": practical.PRACTICAL_SHIFT_MULT}
+            if (calibration == "practical")
+            else {}
+        )
         return UCRLVTRPlusCalibration(
             **base,
+            **rule,
             beta_hat=bh,
             beta_check=bc,
             beta_tilde=bt,
@@ -490,7 +497,7 @@ def _calibrate(
         )
     entry = user_entry(mechanism, K) if kind == "jdp" else None
     n = K if entry is None else entry.noise_terms
-    if calibration == "tight":
+    if calibration in ("tight", "practical"):  # practical: the tight noise
         sc = tight_scales(plan, eps, 0.0 if pure else dlt)
         s1, sf, s2, sg = sc["sigma_B1"], sc["sigma_f"], sc["sigma_B2"], sc["sigma_g"]
     elif pure:
@@ -527,6 +534,8 @@ def _calibrate(
     # Gaussian: the corollary radii (Upsilon >= C makes them satisfy the condition). Pure: the
     # corollary form when valid, else the condition (see ucrl_vtr_beta_pure).
     radii = cor if not pure else tuple(max(a, b) for a, b in zip(cor, cond, strict=True))
+    if calibration == "practical":
+        return _practical(base, entry, noise, sym, s1, sf, s2, sg, lam, C_w, H, K, d, p)
     return UCRLVTRPlusCalibration(
         **base,
         **_profile_fields(entry),
@@ -550,4 +559,59 @@ def _calibrate(
         beta_hat_condition=cond[0],
         beta_check_condition=cond[1],
         beta_tilde_condition=cond[2],
+    )
+
+
+def _practical(
+    base: dict[str, Any],
+    entry: Any,
+    noise: str,
+    sym: float,
+    s1: float,
+    sf: float,
+    s2: float,
+    sg: float,
+    lam: float,
+    C_w: float,
+    H: int,
+    K: int,
+    d: int,
+    p: float,
+) -> UCRLVTRPlusCalibration:
+    """The practical calibration's regret side (privrl.privacy.practical), for both regressions: no
+    constant shift (the per-release shift and the privacy part of the bonus are computed at every
+    release), the radii are the non-private ones (Zhou et al. 2021: the Thm.'s condition with no
+    noise), the Upsilon_i / C_i recorded are the sharp bounds at the worst release of the horizon."""
+    v_max = float(K) if entry is None else entry.max_variance_factor
+    alpha = p / (24.0 * K * H)
+    bounds = [
+        practical.noise_bounds_at(noise, sm, sv, sym, d, alpha, lambda t: v_max)
+        for sm, sv in ((s1, sf), (s2, sg))
+    ]
+    bh, bc, bt = ucrl_vtr_plus_betas_condition(lam, 0, 0, 0, 0, 0, 0, C_w, H, K, d, p)
+    return UCRLVTRPlusCalibration(
+        **base,
+        **_profile_fields(entry),
+        noise=noise,
+        noise_terms=v_max,
+        noise_site="tree" if entry is not None else "user",
+        sigma_B1=s1,
+        sigma_B2=s2,
+        sigma_f=sf,
+        sigma_g=sg,
+        sym_divisor=sym,
+        Upsilon1=bounds[0][0](K),
+        Upsilon2=bounds[1][0](K),
+        C1=bounds[0][1](K),
+        C2=bounds[1][1](K),
+        shift1=0.0,
+        shift2=0.0,
+        beta_hat=bh,
+        beta_check=bc,
+        beta_tilde=bt,
+        beta_hat_condition=bh,
+        beta_check_condition=bc,
+        beta_tilde_condition=bt,
+        release_rule="practical",
+        shift_mult=practical.PRACTICAL_SHIFT_MULT,
     )
