@@ -285,7 +285,7 @@ def test_user_policy_is_a_function_of_the_release():
     _play(agent, env, 30, 0)
     rel = agent.release()
     # the billboard: public post-processing of the release only (bonus: practical calibration)
-    assert set(vars(rel)) == {"design", "inverse", "weights", "users", "bonus"} and rel.bonus is None
+    assert set(vars(rel)) == {"design", "inverse", "weights", "users", "bonus", "gamma"} and rel.bonus is None
     pi = greedy_policy(rel, env.features, agent.beta, ties="lowest")
     assert np.array_equal(pi, agent.policy())
     Q = np.stack(
