@@ -17,6 +17,7 @@ from privrl.envs.finite import Trajectory
 from privrl.envs.linear import LinearMDP
 from privrl.exceptions import PrivacyParameterError
 from privrl.privacy import lsvi_ucb as privacy_of
+from privrl.privacy import practical
 from privrl.privacy.common import Calibration
 from privrl.privacy.models import LocalDP, NonPrivate
 from privrl.privacy.plans import ReleasePlan
@@ -221,11 +222,30 @@ class LSVIServer:
                 )
                 for h in range(H)
             ]
+            self.shift_at = self._shift_rule(cal)
             self.eta_stream: kernels.NoiseStream | None = kernels.NoiseStream(
                 cal["noise"], cal["sigma_u"], seed=seeds[H]
             )
         else:
-            self.trees, self.eta_stream = [], None
+            self.trees, self.eta_stream, self.shift_at = [], None, None
+
+    def _shift_rule(self, cal: Calibration) -> Callable[[int], float] | None:
+        """Practical calibration: the shift of release b, shift_mult * Upsilon_b at the noise the
+        Lambda mechanisms actually release after b leaves (privrl.privacy.practical); None: the
+        calibration's constant shift c_K + Upsilon (App. D)."""
+        if cal["release_rule"] != "practical":
+            return None
+        ups_at, _ = practical.noise_bounds_at(
+            cal["noise"],
+            cal["sigma_Lambda"],
+            cal["sigma_u"],
+            cal["sym_divisor"],
+            self.d,
+            cal["alpha"],
+            self.trees[0].variance_factor,
+        )
+        mult = float(cal["shift_mult"])
+        return lambda b: mult * ups_at(b)
 
     def initial_release(self) -> Release:
         """Alg. 2, line 2: Lambda~_{0,h} = lam I, w~_{0,h} = 0 (deterministic, no user data)."""
@@ -268,14 +288,22 @@ class LSVIServer:
                 np.stack([sm.inverse() for sm in self.exact]),
             )
         self.gram += self.batch_gram
-        designs = self.gram + (self.lam + self.shift) * np.eye(d)
         for h in range(H):
             self.trees[h].push(self.batch_gram[h])
-            designs[h] += self.trees[h].noise()
         self.nodes_history.append(self.trees[0].nodes_used)
         self.batch_gram[:] = 0.0
         self.batch_start = self.n
-        return designs, None
+        noisy = self.gram + np.stack([t.noise() for t in self.trees])
+        if self.shift_at is None:
+            return noisy + (self.lam + self.shift) * np.eye(d), None
+        # practical: the shift of this release, then eigenvalues floored at lam (the inverse of
+        # the floored matrix comes with it)
+        ev, vecs = np.linalg.eigh(noisy + (self.lam + self.shift_at(self.trees[0].steps)) * np.eye(d))
+        ev = np.maximum(ev, self.lam)
+        return (
+            np.einsum("hij,hj,hkj->hik", vecs, ev, vecs),
+            np.einsum("hij,hj,hkj->hik", vecs, 1.0 / ev, vecs),
+        )
 
     def response_function(self, path: str) -> Callable:
         """u_h(w~_{h+1}, Lambda~^{-1}_{h+1}) for lsvi_release, by the chosen path."""
@@ -397,7 +425,17 @@ class LSVIUCB(Agent):
             )
         kw = self.privacy.as_kwargs()
         self.B = privacy_of.resolve_batches(
-            batches, kw["kind"], self.privacy.pure, kw["epsilon"], self.H, self.K, self.d
+            batches,
+            kw["kind"],
+            self.privacy.pure,
+            kw["epsilon"],
+            self.H,
+            self.K,
+            self.d,
+            kw["calibration"],
+            kw["delta"],
+            kw["p"],
+            kw["mechanism"],
         )
         with trusted():  # the privacy model, K, the environment and B are validated above
             cal = privacy_of.calibrate_lsvi_ucb(

@@ -14,6 +14,7 @@ from typing import Any
 
 from privrl._checks import check_pos_int, check_probability, checked, is_trusted, trusted
 from privrl.exceptions import PrivacyParameterError
+from privrl.privacy import practical
 from privrl.privacy.bounds import (
     gaussian_matrix_bound,
     gaussian_vector_bound,
@@ -56,6 +57,7 @@ __all__ = [
     "lsvi_ucb_log_chi",
     "lsvi_ucb_num_batches",
     "lsvi_ucb_num_batches_pure",
+    "lsvi_ucb_practical_batches",
     "lsvi_ucb_releases",
     "lsvi_ucb_sigma_lambda",
     "lsvi_ucb_sigma_lambda_composed",
@@ -305,20 +307,40 @@ def lsvi_ucb_releases(K: int, B: int) -> int:
 # (c) The release plan and the calibration entry point
 # ============================================================================================
 def resolve_batches(
-    batches: str | int, kind: str, pure: bool, eps: float | None, H: int, K: int, d: int
+    batches: str | int,
+    kind: str,
+    pure: bool,
+    eps: float | None,
+    H: int,
+    K: int,
+    d: int,
+    calibration: str = "paper",
+    delta: float | None = None,
+    p: float = 0.05,
+    mechanism: str = "tree",
 ) -> int:
     """The number of static batches B: ``"static"`` (App. D's formula; pure: the ``(K eps)^{1/3}``
-    one; non-private: K), ``"every"`` (B = K, Rem. "Non-Batched Algorithm") or an int in [1, K]."""
+    one; non-private: K), ``"scaled"`` (App. D's balance at the noise the calibration actually adds,
+    :func:`lsvi_ucb_practical_batches`; Gaussian JDP only, otherwise as "static"), ``"every"``
+    (B = K, Rem. "Non-Batched Algorithm") or an int in [1, K]."""
     if isinstance(batches, str):
         if batches == "every":
             return K
-        if batches == "static":
+        if batches in ("static", "scaled"):
             if kind == "none" or eps is None:
                 return K
-            return lsvi_ucb_num_batches_pure(eps, H, K, d) if pure else lsvi_ucb_num_batches(eps, H, K, d)
-        raise PrivacyParameterError(f"batches must be 'static', 'every' or an int in [1, K], got {batches!r}")
+            if pure:
+                return lsvi_ucb_num_batches_pure(eps, H, K, d)
+            if batches == "scaled" and delta is not None and calibration != "paper":
+                return lsvi_ucb_practical_batches(eps, delta, H, K, d, p, mechanism)
+            return lsvi_ucb_num_batches(eps, H, K, d)
+        raise PrivacyParameterError(
+            f"batches must be 'static', 'scaled', 'every' or an int in [1, K], got {batches!r}"
+        )
     if isinstance(batches, bool) or not isinstance(batches, numbers.Integral):
-        raise PrivacyParameterError(f"batches must be 'static', 'every' or an int in [1, K], got {batches!r}")
+        raise PrivacyParameterError(
+            f"batches must be 'static', 'scaled', 'every' or an int in [1, K], got {batches!r}"
+        )
     B = int(batches)
     if not (1 <= B <= K):
         raise PrivacyParameterError(f"batches must be an int in [1, K={K}], got {batches!r}")
@@ -456,7 +478,7 @@ def calibrate_lsvi_ucb(
         p = check_probability(p, "p")
         calibration = check_calibration(calibration)
         mechanism = _check_mechanism_for(kind, pure, mechanism)
-    B = resolve_batches(batches, kind, pure, eps, H, K, d)
+    B = resolve_batches(batches, kind, pure, eps, H, K, d, calibration, dlt, p, mechanism)
     with trusted():
         if plan is None:
             plan = release_plan(kind, pure, H, K, d, B, mechanism)
@@ -504,8 +526,14 @@ def _calibrate(
     )
     if kind == "none":
         U_K = lsvi_ucb_U_K(lam, 0.0, 0.0, H, K, d)
+        rule: dict[str, Any] = (
+            {"release_rule": "practical", "shift_mult": PRACTICAL_LSVI_SHIFT_MULT}
+            if calibration == "practical"
+            else {}
+        )
         return LSVIUCBCalibration(
             **base,
+            **rule,
             U_K=U_K,
             chi=lsvi_ucb_chi(U_K, H, K, d, p),
             log_chi=lsvi_ucb_log_chi(U_K, H, K, d, p),
@@ -513,6 +541,8 @@ def _calibrate(
         )
     entry = user_entry(mechanism, R)
     tree = mechanism == "tree"
+    if calibration == "practical":
+        return _practical(base, entry, plan, eps, dlt, pure, lam, H, K, d, p)
     if calibration == "tight":
         sc = tight_scales(plan, eps, 0.0 if pure else dlt)
         sl, su = sc["sigma_Lambda"], sc["sigma_u"]
@@ -556,3 +586,78 @@ def _calibrate(
         log_chi=lsvi_ucb_log_chi(U_K, H, K, d, p),
         beta=lsvi_ucb_beta(lam, cK, U_K, H, K, d, p),
     )
+
+
+#: Practical Alg. 2: the released Lambda~ is shifted by PRACTICAL_LSVI_SHIFT_MULT * Upsilon_b at
+#: release b (c_K = Upsilon_b instead of App. D's d Upsilon of the whole horizon).
+PRACTICAL_LSVI_SHIFT_MULT = 2.0
+
+
+def _practical(
+    base: dict[str, Any],
+    entry: Any,
+    plan: ReleasePlan,
+    eps: float,
+    dlt: float,
+    pure: bool,
+    lam: float,
+    H: int,
+    K: int,
+    d: int,
+    p: float,
+) -> LSVIUCBCalibration:
+    """The practical calibration's regret side for Alg. 2 (privrl.privacy.practical): the tight
+    noise of ``plan``; the per-release shift ``PRACTICAL_LSVI_SHIFT_MULT * Upsilon_b`` (applied by
+    the server, with the noise actually released at b); the radius is the non-private one (App.
+    D's beta with c_K = C = 0): a privacy part in the radius was measured to cost regret here
+    (docs/algorithms.md). Upsilon, C, c_K record the sharp bounds at the worst release."""
+    sc = tight_scales(plan, eps, 0.0 if pure else dlt)
+    sl, su = sc["sigma_Lambda"], sc["sigma_u"]
+    alpha = p / (6.0 * K * H)
+    noise = "laplace" if pure else "gaussian"
+    ups_at, _ = practical.noise_bounds_at(noise, sl, su, 2.0, d, alpha, lambda t: entry.max_variance_factor)
+    _, c_at = practical.noise_bounds_at(noise, sl, su, 2.0, d, alpha, lambda t: 1.0)  # fresh eta per release
+    ups, C = ups_at(1), c_at(1)
+    U_K = lsvi_ucb_U_K(lam, 0.0, 0.0, H, K, d)
+    return LSVIUCBCalibration(
+        **base,
+        **_profile_fields(entry),
+        noise=noise,
+        sym_divisor=2.0,
+        sigma_Lambda=sl,
+        sigma_u=su,
+        Upsilon=ups,
+        c_K=ups,
+        C=C,
+        shift=0.0,
+        U_K=U_K,
+        chi=lsvi_ucb_chi(U_K, H, K, d, p),
+        log_chi=lsvi_ucb_log_chi(U_K, H, K, d, p),
+        beta=lsvi_ucb_beta(lam, 0.0, U_K, H, K, d, p),
+        release_rule="practical",
+        shift_mult=PRACTICAL_LSVI_SHIFT_MULT,
+    )
+
+
+def lsvi_ucb_practical_batches(
+    epsilon: float, delta: float, H: int, K: int, d: int, p: float, mechanism: str = "tree"
+) -> int:
+    """The number of static batches of practical Alg. 2: App. D's choice ``B = ceil((K eps)^{2/5}
+    / (d^{3/5} H^{1/5}))`` balances the batching term of its regret bound (``~ K / B``) against the
+    privacy term (``~ sigma(B) ~ sqrt(B) / eps``, the paper's noise). Under the tight noise the
+    privacy term is ``rho = sigma_paper / sigma_tight`` times smaller (measured at App. D's own B,
+    on sigma_u), which is the paper's term at ``eps' = rho eps``; so ``B = ceil((K rho eps)^{2/5} /
+    (d^{3/5} H^{1/5}))``, clipped to [1, K]: more batches when the noise is smaller. A function of
+    (eps, delta, H, K, d, p, mechanism) only: the schedule stays data-independent (App. D, Rem.
+    "Data-Dependent Batches")."""
+    B_paper = lsvi_ucb_num_batches(epsilon, H, K, d)
+    rho = lsvi_ucb_sigma_u(epsilon, delta, H, B_paper) / _tight_sigma_u(
+        epsilon, delta, H, K, d, B_paper, mechanism
+    )
+    B = math.ceil((K * epsilon * rho) ** 0.4 / (d**0.6 * H**0.2))
+    return int(min(max(B, 1), K))
+
+
+def _tight_sigma_u(epsilon: float, delta: float, H: int, K: int, d: int, B: int, mechanism: str) -> float:
+    plan = release_plan("jdp", False, H, K, d, B, mechanism)
+    return tight_scales(plan, epsilon, delta)["sigma_u"]
