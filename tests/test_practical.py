@@ -1,0 +1,193 @@
+"""The practical calibration: the same noise and the same (eps, delta) as "tight" (privacy side
+untouched), its regret-side formulas against hand values and simulation, and its post-processing."""
+
+import math
+
+import numpy as np
+import pytest
+
+from privrl import run
+from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
+from privrl.agents.statistics import PracticalRelease
+from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP, RiverSwimMixture
+from privrl.privacy import JointDP, LocalDP, NonPrivate, practical
+from privrl.privacy import lsvi_ucb as lsvi_cal
+
+
+# ------------------------------------------------------------------------------------------
+# Formulas
+# ------------------------------------------------------------------------------------------
+def test_noise_bound_hand_values():
+    # d = 3, alpha = 1e-4: 2 sqrt 3 + 2 sqrt(log 2e4) = 3.464102 + 2 * 3.146981 = 9.758064
+    assert practical.matrix_noise_bound(2.0, 3, 1e-4) == pytest.approx(2 * 9.758064, rel=1e-6)
+    # sqrt 3 + sqrt(2 log 1e4) = 1.732051 + 4.291932 = 6.023983
+    assert practical.vector_noise_bound(2.0, 3, 1e-4) == pytest.approx(2 * 6.023983, rel=1e-6)
+    # (Z' + Z'^T)/sqrt 2 with Z' ~ N(0, 3^2), v = 4 nodes: off-diagonal std 3 * 2 = 6; divisor 2: 3 sqrt 2
+    assert practical.released_matrix_std(3.0, math.sqrt(2), 4.0) == pytest.approx(6.0)
+    assert practical.released_matrix_std(3.0, 2.0, 4.0) == pytest.approx(3 * math.sqrt(2))
+    # gamma = scale (C + Ups C_w + reg (C_w + |w0|)) = 0.5 (1 + 2 * 3 + 4 * (3 + 1)) = 11.5
+    assert practical.confidence_noise_width(1.0, 2.0, 3.0, 4.0, 1.0, 0.5) == pytest.approx(11.5)
+
+
+@pytest.mark.parametrize("d", [2, 5, 16])
+def test_noise_bounds_hold_in_simulation(d):
+    rng = np.random.default_rng(d)
+    alpha, sigma, n = 1e-2, 1.7, 20_000
+    z = rng.normal(0.0, sigma, size=(n, d, d))
+    sym = (z + np.transpose(z, (0, 2, 1))) / math.sqrt(2)
+    norms = np.abs(np.linalg.eigvalsh(sym)).max(axis=1)
+    bound = practical.matrix_noise_bound(practical.released_matrix_std(sigma, math.sqrt(2), 1.0), d, alpha)
+    assert np.mean(norms > bound) <= alpha  # and far below it: the bound is conservative
+    assert np.quantile(norms, 0.99) > 0.4 * bound  # ... but not vacuous
+    g = rng.normal(0.0, sigma, size=(n, d))
+    assert np.mean(np.linalg.norm(g, axis=1) > practical.vector_noise_bound(sigma, d, alpha)) <= alpha
+
+
+def test_feasible_centre():
+    env = RiverSwimMixture(S=6, H=20)
+    w0 = practical.feasible_centre(env.features)
+    phi_1 = env.features.sum(axis=2).reshape(-1, env.d)
+    np.testing.assert_allclose(phi_1 @ w0, 1.0, atol=1e-12)  # every row of the model sums to one
+    # RiverSwimMixture: phi_1 = (1, 1, 1)/sqrt 3 everywhere, so w0 = (1, 1, 1)/sqrt 3 (min norm)
+    np.testing.assert_allclose(w0, np.ones(3) / math.sqrt(3), atol=1e-12)
+    mix = RandomLinearMixtureMDP(S=6, A=2, d=3, H=3, seed=0)
+    for h in range(mix.H):  # the true weights satisfy the same constraints
+        np.testing.assert_allclose(mix.features.sum(axis=2).reshape(-1, 3) @ mix.weights[h], 1.0, atol=1e-9)
+
+
+def test_practical_release_is_the_formula():
+    """One step by hand: A = floor_lam(G~ + (lam + S) I), w~ = A^-1 (u~ + (A - G~) w0), bonus."""
+    rng = np.random.default_rng(0)
+    d, lam, cw, beta = 3, 4.0, 1.5, 2.0
+    w0 = np.array([0.3, 0.2, 0.1])
+    gram = rng.normal(size=(1, d, d))
+    gram = gram + np.transpose(gram, (0, 2, 1))  # indefinite: the floor is active
+    target = rng.normal(size=(1, d))
+    post = PracticalRelease(
+        lam=lam,
+        d=d,
+        C_w=cw,
+        beta=beta,
+        noise_scale=0.5,
+        matrix_bound=lambda t: 3.0,
+        vector_bound=lambda t: 1.0,
+        w0=w0,
+        shift_mult=1.0,
+    )
+    rel = post(gram, target, 7)
+    m = gram[0] + (lam + 3.0) * np.eye(d)
+    ev, v = np.linalg.eigh(m)
+    a = v @ np.diag(np.maximum(ev, lam)) @ v.T
+    np.testing.assert_allclose(rel.design[0], a, atol=1e-12)
+    np.testing.assert_allclose(rel.inverse[0], np.linalg.inv(a), atol=1e-12)
+    np.testing.assert_allclose(rel.weights[0], np.linalg.solve(a, target[0] + (a - gram[0]) @ w0), atol=1e-10)
+    corr = np.max(np.maximum(ev, lam) - ev)
+    gamma = 0.5 * (1.0 + 3.0 * cw + (3.0 + corr) * (cw + np.linalg.norm(w0)))
+    ainv = np.linalg.inv(a)
+    np.testing.assert_allclose(rel.bonus[0], beta**2 * ainv + gamma**2 * ainv @ ainv, atol=1e-12)
+    assert rel.gamma[0] == pytest.approx(gamma)
+
+
+# ------------------------------------------------------------------------------------------
+# Privacy side untouched: same noise, same report
+# ------------------------------------------------------------------------------------------
+def _agents(model, seed=3):
+    mix = RandomLinearMixtureMDP(S=5, A=2, d=3, H=3, seed=1)
+    lin = RandomLinearMDP(S=6, A=2, d=3, H=3, seed=1)
+    return [
+        (UCRLVTR(mix, model, episodes=40, seed=seed), mix),
+        (UCRLVTRPlus(mix, model, episodes=40, seed=seed), mix),
+    ] + (
+        [(LSVIUCB(lin, model, batches=5, episodes=40, seed=seed), lin)] if isinstance(model, JointDP) else []
+    )
+
+
+@pytest.mark.parametrize("family,mechanism", [(JointDP, "tree"), (JointDP, "blt"), (LocalDP, None)])
+def test_practical_adds_the_tight_noise(family, mechanism):
+    kw = {"mechanism": mechanism} if family is JointDP else {}
+    tight = _agents(family(2.0, 1e-5, calibration="tight", **kw))
+    prac = _agents(family(2.0, 1e-5, calibration="practical", **kw))
+    for (a, env), (b, _) in zip(tight, prac, strict=True):
+        plan = a.release_plan()
+        assert plan == b.release_plan()
+        for k in plan.scale_keys:
+            assert a.calibration[k] == b.calibration[k]  # the same noise scales ...
+        ra, rb = a.privacy_report(), b.privacy_report()
+        assert ra["tight"]["budget"] == rb["tight"]["budget"]  # ... hence the same (eps, delta)
+        assert rb["calibration"] == "practical" and rb["within_target"]["tight"]
+        for k in range(12):  # ... and the same released noise, draw for draw
+            traj = env.sample_episode(a.policy(), np.random.default_rng(k))
+            b.policy()
+            a.observe(traj)
+            b.observe(traj)
+        if isinstance(a, LSVIUCB):
+            np.testing.assert_array_equal(a.server.trees[0].noise(), b.server.trees[0].noise())
+        elif a.server.mode == "tree":
+            for x, y in zip(a.server.tree_noise(), b.server.tree_noise(), strict=True):
+                np.testing.assert_array_equal(x, y)
+        else:  # LDP: the users' randomizers
+            assert a.randomizer._matrix_noise.draws == b.randomizer._matrix_noise.draws
+
+
+def test_regret_side_moves_without_touching_the_noise():
+    """Changing beta_scale (regret side) never changes the released noise."""
+    env = RandomLinearMixtureMDP(S=5, A=2, d=3, H=3, seed=1)
+    m = JointDP(1.0, 1e-5, calibration="practical")
+    a, b = (
+        UCRLVTR(env, m, episodes=30, seed=5, beta_scale=1.0),
+        UCRLVTR(env, m, episodes=30, seed=5, beta_scale=0.01),
+    )
+    assert a.calibration["sigma_B"] == b.calibration["sigma_B"]
+    for k in range(10):
+        traj = env.sample_episode(a.policy(), np.random.default_rng(k))
+        b.policy()
+        a.observe(traj)
+        b.observe(traj)
+    for x, y in zip(a.server.tree_noise(), b.server.tree_noise(), strict=True):
+        np.testing.assert_array_equal(x, y)
+    assert a.release().bonus is not None and not np.allclose(a.release().bonus, b.release().bonus)
+
+
+def test_practical_defaults():
+    assert JointDP(1.0, 1e-5, calibration="practical").mechanism == "blt"
+    cal = UCRLVTR(
+        RiverSwimMixture(S=6, H=20), JointDP(10.0, 1e-5, calibration="practical"), episodes=100
+    ).calibration
+    assert cal["release_rule"] == "practical" and cal["shift"] == 0.0 and cal["shift_mult"] == 1.0
+    # the statistical width is the non-private radius
+    np_cal = UCRLVTR(RiverSwimMixture(S=6, H=20), NonPrivate(), episodes=100).calibration
+    assert cal["beta"] == np_cal["beta"]
+    lin = RandomLinearMDP(S=6, A=2, d=3, H=3, seed=1)
+    lcal = LSVIUCB(lin, JointDP(10.0, 1e-5, calibration="practical"), episodes=200).calibration
+    assert lcal["shift_mult"] == lsvi_cal.PRACTICAL_LSVI_SHIFT_MULT and lcal[
+        "B"
+    ] == lsvi_cal.lsvi_ucb_num_batches(10.0, 3, 200, 3)
+
+
+def test_scaled_batches_grow_when_the_noise_shrinks():
+    B_paper = lsvi_cal.lsvi_ucb_num_batches(10.0, 20, 100_000, 16)
+    B_scaled = lsvi_cal.lsvi_ucb_practical_batches(10.0, 1e-5, 20, 100_000, 16, 0.05, "blt")
+    # rho = sigma_u(paper) / sigma_u(tight) at App. D's B: B = ceil((K rho eps)^{2/5} / (d^{3/5} H^{1/5}))
+    tight_u = lsvi_cal._tight_sigma_u(10.0, 1e-5, 20, 100_000, 16, B_paper, "blt")
+    rho = lsvi_cal.lsvi_ucb_sigma_u(10.0, 1e-5, 20, B_paper) / tight_u
+    assert B_scaled == math.ceil((1e5 * 10 * rho) ** 0.4 / (16**0.6 * 20**0.2)) > B_paper
+    lin = RandomLinearMDP(S=6, A=2, d=3, H=3, seed=1)
+    a = LSVIUCB(lin, JointDP(10.0, 1e-5, calibration="practical"), batches="scaled", episodes=2000)
+    expected = lsvi_cal.lsvi_ucb_practical_batches(10.0, 1e-5, 3, 2000, 3, 0.05, "blt")
+    assert a.B == expected
+
+
+@pytest.mark.slow
+def test_practical_jdp_ucrl_vtr_learns_riverswim():
+    """RiverSwimMixture: the tight calibration's shift makes every value pessimistic ("always
+    left", 7.114 per episode); the practical release learns at eps = 10 (beta_scale 0.1)."""
+    env = RiverSwimMixture(S=6, H=20)
+    K = 6000
+    out = {}
+    for cal in ("tight", "practical"):
+        agent = UCRLVTR(env, JointDP(10.0, 1e-5, calibration=cal), episodes=K, seed=0, beta_scale=0.1)
+        out[cal] = run(agent, env, seed=1).regret
+    assert out["tight"][-1] == pytest.approx(7.114 * K, rel=1e-3)
+    assert out["practical"][-1] < 0.2 * out["tight"][-1]
+    # and it has stopped paying: the last third costs little
+    assert out["practical"][-1] - out["practical"][2 * K // 3] < 0.05 * out["tight"][-1]
