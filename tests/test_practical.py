@@ -174,7 +174,7 @@ def test_scaled_batches_grow_when_the_noise_shrinks():
     lin = RandomLinearMDP(S=6, A=2, d=3, H=3, seed=1)
     a = LSVIUCB(lin, JointDP(10.0, 1e-5, calibration="practical"), batches="scaled", episodes=2000)
     expected = lsvi_cal.lsvi_ucb_practical_batches(10.0, 1e-5, 3, 2000, 3, 0.05, "blt")
-    assert a.B == expected
+    assert expected == a.B
 
 
 @pytest.mark.slow
