@@ -352,7 +352,10 @@ class Study:
                             epsilon=eps,
                             delta=delta,
                             p=spec.p,
-                            calibration=spec.calibration if private else None,
+                            # the practical regret side also defines the eps = inf member
+                            calibration=spec.calibration
+                            if private or spec.calibration == "practical"
+                            else None,
                             mechanism=spec.mechanism if private else None,
                             seed=seed,
                             root_seed=root_seed,
@@ -661,14 +664,15 @@ def make_privacy(
     calibration: str | None = None,
     mechanism: str | None = None,
 ) -> Any:
-    """The privacy model of a run: epsilon = inf (or kind none) is NonPrivate; calibration "paper"
-    (the noise of the corollaries) or "tight" (privrl.privacy.accounting) for JDP / LDP; mechanism
-    (JDP only) the continual release of the server's sums ("tree" unless given)."""
+    """The privacy model of a run: epsilon = inf (or kind none) is NonPrivate (with the practical
+    regret side when calibration is "practical": its eps -> inf member); calibration "paper",
+    "tight" or "practical" (privrl.privacy.models) for JDP / LDP; mechanism (JDP only) the
+    continual release of the server's sums (the calibration's default unless given)."""
     from privrl.privacy import JointDP, LocalDP, NonPrivate
 
     extra: dict[str, Any] = {} if p is None else {"p": p}
     if kind == "none" or math.isinf(epsilon):
-        return NonPrivate(**extra)
+        return NonPrivate(**extra, **({"calibration": "practical"} if calibration == "practical" else {}))
     if calibration is not None:
         extra["calibration"] = calibration
     if kind == "ldp":
