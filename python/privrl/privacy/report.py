@@ -40,6 +40,7 @@ __all__ = [
     "format_calibration_comparison",
     "format_privacy_report",
     "plan_of",
+    "regret_side",
     "privacy_report",
     "privacy_report_from_calibration",
     "summarize_privacy_report",
@@ -401,6 +402,7 @@ def privacy_report_from_calibration(
     paper = _paper_lsvi(cal, mechs) if algorithm == "lsvi_ucb" else _paper_vtr(cal, mechs)
     tight = _tight(cal, plan, stats, mechs)
     eps_t, dlt_t = cal["epsilon"], cal["delta"]
+    rep["regret_side"] = regret_side(algorithm, cal)
     rep.update(
         mechanisms=mechs,
         statistics=stats,
@@ -429,6 +431,37 @@ def privacy_report(agent: Any) -> dict[str, Any]:
         guards=getattr(agent, "guards", None),
         label=getattr(agent, "label", None),
     )
+
+
+def regret_side(algorithm: str, cal: Mapping[str, Any]) -> dict[str, Any]:
+    """What the calibration sets on the regret side (never the privacy): the rule the released
+    statistics are post-processed with, the regularization, the radius and the noise bounds."""
+    upsilon = cal.get("Upsilon", cal.get("Upsilon1"))
+    out: dict[str, Any] = {
+        "rule": cal.get("release_rule", "paper"),
+        "mechanism": cal.get("mechanism", "tree"),
+        "radius": cal.get("beta", cal.get("beta_hat")),
+        "radius_used": cal.get("beta_used"),
+        "noise_bound_matrix": upsilon,
+        "noise_bound_vector": cal.get("C", cal.get("C1")),
+    }
+    if out["rule"] == "practical":
+        out["regularization"] = (
+            f"per release: shift {cal['shift_mult']:g} x Upsilon_t (the bound at the noise released at t), "
+            "eigenvalues floored at lam"
+            + ("" if algorithm == "lsvi_ucb" else ", ridge centred at the feasible model w0 (phi_1^T w0 = 1)")
+        )
+        out["bonus"] = (
+            "beta ||phi||_{Lambda~^-1} (non-private radius)"
+            if algorithm == "lsvi_ucb"
+            else "sqrt(beta^2 ||phi||^2_{A^-1} + gamma_t^2 ||A^-1 phi||^2), gamma_t the privacy part"
+        )
+    else:
+        out["regularization"] = f"constant shift {cal.get('shift', cal.get('shift1'))!r} (the theorem's)"
+        out["bonus"] = "beta ||phi||_{Lambda~^-1} (the theorem's radius)"
+    if algorithm == "lsvi_ucb":
+        out["batches"] = cal.get("B")
+    return out
 
 
 # ============================================================================================
@@ -481,6 +514,14 @@ def format_privacy_report(report: dict[str, Any]) -> str:
             f"{_fmt(s['mu_squared_per_step'])} per step, x {s['instances']} steps; realised by "
             f"||x|| = {_fmt(math.hypot(*s['worst_x']))}, y = {_fmt(s['worst_y'])} vs "
             f"||x'|| = {_fmt(math.hypot(*s['worst_x_prime']))}, y' = {_fmt(s['worst_y_prime'])}"
+        )
+    rs = report.get("regret_side")
+    if rs:
+        lines.append(
+            f"  regret side ({rs['rule']}; post-processing, no privacy cost): {rs['regularization']}; "
+            f"bonus {rs['bonus']}; radius {_fmt(rs['radius'])} (used {_fmt(rs['radius_used'])}); noise bounds "
+            f"at the worst release: matrix {_fmt(rs['noise_bound_matrix'])}, vector {_fmt(rs['noise_bound_vector'])}"
+            + (f"; B = {rs['batches']}" if "batches" in rs else "")
         )
     p = report["paper"]
     lines.append(
