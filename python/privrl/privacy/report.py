@@ -519,9 +519,9 @@ def format_privacy_report(report: dict[str, Any]) -> str:
     if rs:
         lines.append(
             f"  regret side ({rs['rule']}; post-processing, no privacy cost): {rs['regularization']}; "
-            f"bonus {rs['bonus']}; radius {_fmt(rs['radius'])} (used {_fmt(rs['radius_used'])}); noise bounds "
-            f"at the worst release: matrix {_fmt(rs['noise_bound_matrix'])}, vector {_fmt(rs['noise_bound_vector'])}"
-            + (f"; B = {rs['batches']}" if "batches" in rs else "")
+            f"bonus {rs['bonus']}; radius {_fmt(rs['radius'])} (used {_fmt(rs['radius_used'])}); "
+            f"noise bounds at the worst release: matrix {_fmt(rs['noise_bound_matrix'])}, "
+            f"vector {_fmt(rs['noise_bound_vector'])}" + (f"; B = {rs['batches']}" if "batches" in rs else "")
         )
     p = report["paper"]
     lines.append(
