@@ -672,7 +672,9 @@ def make_privacy(
 
     extra: dict[str, Any] = {} if p is None else {"p": p}
     if kind == "none" or math.isinf(epsilon):
-        return NonPrivate(**extra, **({"calibration": "practical"} if calibration == "practical" else {}))
+        return NonPrivate(
+            p=extra.get("p", 0.05), calibration="practical" if calibration == "practical" else "paper"
+        )
     if calibration is not None:
         extra["calibration"] = calibration
     if kind == "ldp":
