@@ -1,0 +1,301 @@
+"""The privacy-cost study: what does privacy cost in regret, per calibration (paper, tight, practical),
+privacy model (JDP, LDP) and epsilon, on the benchmark environments (docs/benchmarks.md).
+
+    python benches/privacy_cost.py [--out results/privacy-cost] [--K 10000 100000] [--seeds 3] [-j 2]
+
+1. One beta_scale per (environment, algorithm), chosen on the non-private agent at K = 10^4 (2 seeds,
+   the grid below); it serves every privacy level and calibration (written to tuning.json).
+2. For each K: a sweep (privrl.experiment.sweep: results folders in the harness format under
+   OUT/K<K>/) of the non-private agents (the paper's, and the practical rule's eps -> inf member)
+   and of every private agent at eps in {0.1, 1, 10}: UCRL-VTR and UCRL-VTR+ on RiverSwimMixture(S=6,
+   H=20) and RandomLinearMixtureMDP() (JDP and LDP), JDP LSVI-UCB on RandomLinearMDP(S=100, A=10,
+   d=16, H=20) with static batches (App. D's B) and every episode (1 seed at K >= 10^5: slow).
+3. OUT/summary.md: final regret mean +- std, log-log slope over the last decade (K/10 to K), the
+   ratio to the non-private agent of the same family, and the privacy cost as a share of the
+   uniform-random policy's regret; OUT/tradeoff.png: regret vs epsilon at the largest K; each
+   results folder gets its regret curves (privrl.experiment.plot).
+Runs resume: rerunning the script skips finished runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+EPSILONS = [0.1, 1.0, 10.0]
+CALIBRATIONS = ("paper", "tight", "practical")
+ENVS = {
+    "RiverSwimMixture": {"name": "RiverSwimMixture", "S": 6, "H": 20},
+    "RandomLinearMixtureMDP": {"name": "RandomLinearMixtureMDP"},
+    "RandomLinearMDP": {"name": "RandomLinearMDP", "S": 100, "A": 10, "d": 16, "H": 20, "seed": 0},
+}
+STUDIES = [  # (study name, env key, algorithm, privacy models, LSVI batch schedules)
+    ("UCRL-VTR on RiverSwimMixture", "RiverSwimMixture", "UCRL-VTR", ("jdp", "ldp"), None),
+    ("UCRL-VTR+ on RiverSwimMixture", "RiverSwimMixture", "UCRL-VTR+", ("jdp", "ldp"), None),
+    ("UCRL-VTR on RandomLinearMixtureMDP", "RandomLinearMixtureMDP", "UCRL-VTR", ("jdp", "ldp"), None),
+    ("UCRL-VTR+ on RandomLinearMixtureMDP", "RandomLinearMixtureMDP", "UCRL-VTR+", ("jdp", "ldp"), None),
+    ("LSVI-UCB on RandomLinearMDP", "RandomLinearMDP", "LSVI-UCB", ("jdp",), ("static", "every")),
+]
+GRIDS = {  # beta_scale candidates for the non-private agent of each algorithm
+    "UCRL-VTR": [1.0, 0.3, 0.1, 0.03, 0.01],
+    "UCRL-VTR+": [0.1, 0.03, 0.01, 0.003, 0.001],
+    "LSVI-UCB": [1e-4, 3e-5, 1e-5, 3e-6],
+}
+
+
+def tune(out: Path, jobs: int) -> dict[str, float]:
+    """beta_scale per (env, algorithm): the grid value with the least mean regret of the non-private
+    agent at K = 10^4 (2 seeds). Cached in OUT/tuning.json."""
+    from privrl.experiment import sweep
+
+    path = out / "tuning.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    chosen: dict[str, Any] = {}
+    for env_key, algorithm in sorted({(s[1], s[2]) for s in STUDIES}):
+        extra = {"batches": "every"} if algorithm == "LSVI-UCB" else {}
+        agents = {
+            f"bs={bs:g}": {"algorithm": algorithm, "privacy": "none", "beta_scale": bs, **extra}
+            for bs in GRIDS[algorithm]
+        }
+        df, _ = sweep(
+            env=ENVS[env_key],
+            agents=agents,
+            seeds=2,
+            episodes=10_000,
+            n_jobs=jobs,
+            outdir=out / "tuning" / f"{algorithm}-{env_key}".replace("+", "plus"),
+            log_every=1000,
+        )
+        final = df[df["episode"] == 10_000].groupby("agent")["regret"].mean()
+        best = final.idxmin()
+        chosen[f"{algorithm} on {env_key}"] = float(best.split("=")[1])
+        chosen[f"{algorithm} on {env_key} grid"] = {k: float(v) for k, v in final.items()}
+        print(f"tuning {algorithm} on {env_key}: {dict(final.round(1))} -> beta_scale {best}", flush=True)
+    path.write_text(json.dumps(chosen, indent=1))
+    return chosen
+
+
+def study_table(
+    name: str,
+    env_key: str,
+    algorithm: str,
+    models: tuple[str, ...],
+    schedules: Any,
+    beta_scale: float,
+    K: int,
+    every_seeds: int | None,
+) -> list[dict[str, Any]]:
+    """The [[study]] tables of one benchmark (several when the every-episode LSVI rows use fewer seeds)."""
+    log_every = max(1, K // 100)
+    base = {"algorithm": algorithm, "beta_scale": beta_scale}
+    tables = []
+    for schedule in schedules or (None,):
+        extra = {} if schedule is None else {"batches": schedule}
+        tag = "" if schedule is None else f" ({schedule})"
+        agents: dict[str, Any] = {
+            f"non-private{tag}": {**base, **extra, "privacy": "none"},
+            f"non-private practical{tag}": {**base, **extra, "privacy": "none", "calibration": "practical"},
+        }
+        for model in models:
+            for cal in CALIBRATIONS:
+                agents[f"{model.upper()} {cal}{tag}"] = {
+                    **base,
+                    **extra,
+                    "privacy": model,
+                    "calibration": cal,
+                }
+        table = {
+            "name": name + tag,
+            "env": ENVS[env_key],
+            "agents": agents,
+            "episodes": K,
+            "log_every": log_every,
+        }
+        if schedule == "every" and every_seeds is not None:
+            table["seeds"] = every_seeds
+        tables.append(table)
+    return tables
+
+
+def random_policy_regret(env: Any) -> float:
+    """Per-episode regret of the uniformly random policy (exact, by backward induction)."""
+    v = np.zeros(env.S)
+    for h in range(env.H - 1, -1, -1):
+        v = (env.R[h] + env.P[h] @ v).mean(axis=1)
+    return float(env.initial_value(env.optimal_values()) - env.init_dist @ v)
+
+
+def summarize_study(frames: dict[int, pd.DataFrame], out: Path) -> pd.DataFrame:
+    from privrl.experiment.config import make_env
+
+    rows = []
+    randoms: dict[str, float] = {}
+    for K, df in frames.items():
+        for (study, agent, eps), part in df.groupby(["study", "agent", "epsilon"], sort=False):
+            env_key = next(s[1] for s in STUDIES if study.startswith(s[0]))
+            if env_key not in randoms:
+                randoms[env_key] = random_policy_regret(make_env(ENVS[env_key]))
+            curve = part.groupby("episode")["regret"].mean()
+            last = part[part["episode"] == curve.index.max()]["regret"]
+            r_dec = float(curve.loc[curve.index[curve.index >= K // 10][0]])
+            slope = (
+                math.log(curve.iloc[-1] / r_dec) / math.log(curve.index[-1] / (K // 10))
+                if r_dec > 0
+                else math.nan
+            )
+            rows.append(
+                {
+                    "K": K,
+                    "study": study,
+                    "agent": agent,
+                    "epsilon": eps,
+                    "seeds": len(last),
+                    "regret": float(last.mean()),
+                    "std": float(last.std(ddof=1)) if len(last) > 1 else 0.0,
+                    "slope": slope,
+                    "random": randoms[env_key] * K,
+                }
+            )
+    table = pd.DataFrame(rows)
+
+    # the non-private member of each family: the paper's agent for paper / tight, the practical
+    # rule without noise for practical
+    def baseline(r: pd.Series) -> float:
+        np_name = "non-private practical" if "practical" in r["agent"] else "non-private"
+        tag = r["agent"][r["agent"].find(" (") :] if " (" in r["agent"] else ""
+        match = table[
+            (table["K"] == r["K"]) & (table["study"] == r["study"]) & (table["agent"] == np_name + tag)
+        ]
+        return float(match["regret"].iloc[0]) if len(match) else math.nan
+
+    table["nonprivate"] = table.apply(baseline, axis=1)
+    table["ratio"] = table["regret"] / table["nonprivate"]
+    table["cost_pct_random"] = 100.0 * (table["regret"] - table["nonprivate"]) / table["random"]
+    table.to_csv(out / "summary.csv", index=False)
+    return table
+
+
+def write_markdown(table: pd.DataFrame, tuning: dict[str, Any], out: Path) -> None:
+    lines = [
+        "# Privacy cost in regret",
+        "",
+        "beta_scale per (environment, algorithm), chosen on the non-private agent at K = 10^4: "
+        + ", ".join(f"{k}: {v:g}" for k, v in tuning.items() if not k.endswith("grid")),
+        "",
+    ]
+    for (K, study), part in table.groupby(["K", "study"], sort=False):
+        lines += [
+            f"## {study}, K = {K:,}",
+            "",
+            "| agent | eps | seeds | regret (mean +- std) | slope (last decade) | / non-private "
+            "| cost (% of random) |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in part.itertuples():
+            eps = "inf" if math.isinf(r.epsilon) else f"{r.epsilon:g}"
+            lines.append(
+                f"| {r.agent} | {eps} | {r.seeds} | {r.regret:,.0f} +- {r.std:,.0f} | {r.slope:.2f} | "
+                f"{r.ratio:.2f} | {r.cost_pct_random:.1f} |"
+            )
+        lines.append("")
+    (out / "summary.md").write_text("\n".join(lines))
+
+
+def plot_tradeoff(table: pd.DataFrame, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    K = int(table["K"].max())
+    part = table[table["K"] == K]
+    studies = list(dict.fromkeys(part["study"]))
+    fig, axes = plt.subplots(1, len(studies), figsize=(4.2 * len(studies), 3.8), squeeze=False)
+    styles = {"paper": ":", "tight": "--", "practical": "-"}
+    for ax, study in zip(axes[0], studies, strict=True):
+        s = part[part["study"] == study]
+        for agent, g in s.groupby("agent", sort=False):
+            if agent.startswith("non-private"):
+                ax.axhline(
+                    g["regret"].iloc[0],
+                    color="k",
+                    lw=0.8,
+                    ls="-" if "practical" in agent else ":",
+                    label=agent,
+                )
+                continue
+            cal = next(c for c in CALIBRATIONS if c in agent)
+            g = g.sort_values("epsilon")
+            ax.errorbar(
+                g["epsilon"],
+                g["regret"],
+                yerr=g["std"],
+                ls=styles[cal],
+                marker="o",
+                ms=3,
+                capsize=2,
+                label=agent,
+            )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("epsilon")
+        ax.set_title(study, fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel(f"regret at K = {K:,}")
+    axes[0][-1].legend(fontsize=6, loc="best")
+    fig.tight_layout()
+    fig.savefig(out / "tradeoff.png", dpi=120)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default="results/privacy-cost")
+    ap.add_argument("--K", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument(
+        "--every-seeds", type=int, default=1, help="seeds of the every-episode LSVI rows at K >= 1e5"
+    )
+    ap.add_argument("-j", "--jobs", type=int, default=2)
+    ap.add_argument("--only", default="", help="run the studies whose name contains this text")
+    args = ap.parse_args(argv)
+    from privrl.experiment import plot, sweep
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tuning = tune(out, args.jobs)
+    frames = {}
+    for K in args.K:
+        studies = []
+        for name, env_key, algorithm, models, schedules in STUDIES:
+            if args.only and args.only not in name:
+                continue
+            bs = tuning[f"{algorithm} on {env_key}"]
+            studies += study_table(
+                name, env_key, algorithm, models, schedules, bs, K, args.every_seeds if K >= 100_000 else None
+            )
+        folder = out / f"K{K}"
+        df, _ = sweep(
+            studies=studies,
+            epsilons=EPSILONS,
+            seeds=args.seeds,
+            n_jobs=args.jobs,
+            outdir=folder,
+            progress=True,
+        )
+        frames[K] = df
+        plot(folder)
+    table = summarize_study(frames, out)
+    write_markdown(table, tuning, out)
+    plot_tradeoff(table, out)
+    print((out / "summary.md").read_text())
+
+
+if __name__ == "__main__":
+    main()
