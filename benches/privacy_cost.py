@@ -264,6 +264,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--only", default="", help="run the studies whose name contains this text")
+    ap.add_argument("--agents", nargs="*", default=None, help="keep only these agent names (exact)")
     args = ap.parse_args(argv)
     from privrl.experiment import plot, sweep
 
