@@ -278,9 +278,13 @@ def main(argv: list[str] | None = None) -> None:
             if args.only and args.only not in name:
                 continue
             bs = tuning[f"{algorithm} on {env_key}"]
-            studies += study_table(
+            tables = study_table(
                 name, env_key, algorithm, models, schedules, bs, K, args.every_seeds if K >= 100_000 else None
             )
+            for t in tables:
+                if args.agents is not None:
+                    t["agents"] = {k: v for k, v in t["agents"].items() if k in args.agents}
+            studies += [t for t in tables if t["agents"]]
         folder = out / f"K{K}"
         df, _ = sweep(
             studies=studies,
