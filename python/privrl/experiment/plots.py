@@ -15,6 +15,9 @@ from privrl.experiment.summary import GROUP, curves, fit_slope
 
 __all__ = ["plot"]
 
+_STYLES = ("-", "--", ":", "-.")
+_MARKERS = ("o", "s", "^", "v", "D", "x", "+", "*", "<", ">")
+
 
 def _label(agent: str, privacy: str, eps: float) -> str:
     return f"{agent} (non-private)" if privacy == "none" else f"{agent} eps={eps:g}"
@@ -74,19 +77,31 @@ def _draw_study(axes: Any, part: pd.DataFrame, study: str, row: int, band: str, 
     groups = list(curves(part, band=band).groupby(GROUP, sort=False, dropna=False))  # in order of appearance
     cmap = get_cmap("tab10" if len(groups) <= 10 else "tab20")
     ax_lin, ax_log = axes
+    # one colour per agent, one line style per epsilon, and markers at staggered positions: curves
+    # that coincide (every fixed-policy agent of a study) stay distinguishable
+    agents = list(dict.fromkeys(key[1] for key, _ in groups))
+    eps_order = sorted({key[3] for key, _ in groups}, key=lambda e: -e)
     for i, (key, g) in enumerate(groups):
         g = g.sort_values("episode")
         k, m, h = g["episode"].to_numpy(float), g["mean"].to_numpy(), g["half"].to_numpy()
-        colour = cmap(i % cmap.N)
+        colour = cmap(agents.index(key[1]) % cmap.N)
+        style = {
+            "color": colour,
+            "lw": 1.6,
+            "ls": _STYLES[eps_order.index(key[3]) % len(_STYLES)],
+            "marker": _MARKERS[i % len(_MARKERS)],
+            "ms": 4,
+            "markevery": (i % 7 * max(1, len(k) // 70), max(1, len(k) // 10)),
+        }
         label = _label(key[1], key[2], key[3])
         slope = fit_slope(k, m)
         n = int(g["n"].max())
-        (line,) = ax_lin.plot(k, m, color=colour, lw=1.6, label=f"{label} (n={n})")
+        (line,) = ax_lin.plot(k, m, label=f"{label} (n={n})", **style)
         line.set_gid(f"privrl-curve-lin-{row}-{i}")
         ax_lin.fill_between(k, m - h, m + h, color=colour, alpha=0.18, lw=0)
         pos = m > 0
         slope_txt = "n/a" if math.isnan(slope) else f"{slope:.2f}"
-        (line,) = ax_log.plot(k[pos], m[pos], color=colour, lw=1.6, label=f"{label}: slope {slope_txt}")
+        (line,) = ax_log.plot(k[pos], m[pos], label=f"{label}: slope {slope_txt}", **style)
         line.set_gid(f"privrl-curve-log-{row}-{i}")
         if pos.any():
             lo = np.maximum(m - h, m[pos].min() * 1e-2)

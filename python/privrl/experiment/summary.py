@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["summarize", "report", "fit_slope", "curves", "GROUP"]
+__all__ = ["GROUP", "curves", "fit_slope", "report", "summarize", "verdict"]
 
 # One curve / table row per (study, agent, privacy model, epsilon); seeds are aggregated.
 GROUP = ["study", "agent", "privacy", "epsilon"]
@@ -115,7 +115,19 @@ def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
                 "eps_tight": eps_tight,
             }
         )
+        rows[-1]["verdict"] = verdict(rows[-1]["slope"])
     return pd.DataFrame(rows)
+
+
+def verdict(slope: float) -> str:
+    """A few words on a regret curve from its log-log slope over the last 90% of episodes."""
+    if math.isnan(slope):
+        return "-"
+    if slope < 0.5:
+        return "learned"
+    if slope < 0.9:
+        return "learning"
+    return "not learning yet (linear)"
 
 
 def _eps(x: float) -> str:
@@ -141,6 +153,7 @@ def format_table(summary: pd.DataFrame) -> str:
         "sigma used",
         "beta used",
         "eps spent paper/tight",
+        "verdict",
     ]
     lines = []
     for r in summary.itertuples(index=False):
@@ -159,6 +172,7 @@ def format_table(summary: pd.DataFrame) -> str:
                 sigma,
                 _num(r.beta),
                 "-" if math.isnan(r.eps_paper) else f"{r.eps_paper:.3g} / {_num(r.eps_tight)}",
+                r.verdict,
             ]
         )
     widths = [
