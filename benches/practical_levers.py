@@ -1,6 +1,6 @@
 """Which lever of the practical calibration buys what: JDP UCRL-VTR at eps = 10, one lever at a time.
 
-    python benches/practical_levers.py [--K 20000] [--seeds 1] [--envs river mix]
+    python benches/practical_levers.py [--K 20000] [--seeds 1] [--envs river mix river12]
 
 Every row releases the tight calibration's noise (the privacy guarantee is the same in all rows);
 only the mechanism (rows 1-2) or the post-processing of the release changes:
@@ -10,9 +10,11 @@ only the mechanism (rows 1-2) or the post-processing of the release changes:
   practical, worst bound  : as practical, but Upsilon / C at the worst release of the horizon, not at t
   practical, stat. radius : as practical, without the privacy part gamma_t of the bonus
   practical, full bias    : as practical, but the bias part of gamma_t not scaled by beta_scale
+  practical, triangle bound: as practical, ||w - w0|| <= C_w + ||w0|| instead of sqrt(C_w^2 - ||w0||^2)
   practical (tree)        : the practical rule on the binary tree
   practical               : the default (BLT, per-release bounds, centred ridge, scaled bonus)
-beta_scale is the environment's (benches/privacy_cost.py: 0.1 RiverSwimMixture, 0.03 RandomLinearMixtureMDP).
+beta_scale is the environment's (benches/privacy_cost.py: 0.1 RiverSwimMixture, 0.03 RandomLinearMixtureMDP,
+0.3 RiverSwimMixture(S=12), the prior-adversarial check).
 """
 
 from __future__ import annotations
@@ -28,7 +30,12 @@ from privrl.agents.statistics import PracticalRelease, Release
 from privrl.envs import RandomLinearMixtureMDP, RiverSwimMixture
 from privrl.privacy import JointDP, practical
 
-ENVS = {"river": (lambda: RiverSwimMixture(S=6, H=20), 0.1), "mix": (lambda: RandomLinearMixtureMDP(), 0.03)}
+ENVS = {
+    "river": (lambda: RiverSwimMixture(S=6, H=20), 0.1),
+    "mix": (lambda: RandomLinearMixtureMDP(), 0.03),
+    # prior-adversarial: the centre's greedy policy is "always left" (benches/privacy_cost.py)
+    "river12": (lambda: RiverSwimMixture(S=12, H=20), 0.3),
+}
 
 
 class Lever(PracticalRelease):
@@ -36,6 +43,7 @@ class Lever(PracticalRelease):
 
     centre: bool = True
     gamma_mode: str = "scaled"  # "scaled" | "none" | "full_bias"
+    triangle: bool = False
 
     def __call__(self, gram: np.ndarray, target: np.ndarray, users: int) -> Release:
         d, lam = self.d, self.lam
@@ -50,13 +58,19 @@ class Lever(PracticalRelease):
         inverse2 = np.einsum("hij,hj,hkj->hik", vecs, fl**-2.0, vecs)
         pull = (lam + shift) * w0[None, :] + np.einsum("hij,hj,hkj,k->hi", vecs, fl - ev, vecs, w0)
         weights = np.einsum("hij,hj->hi", inverse, target + pull)
-        w0n = float(np.linalg.norm(w0))
+        # ||w - centre||: C_w from 0; from w0 Pythagoras, or the triangle inequality C_w + ||w0||
+        if not self.centre:
+            dist = self.C_w
+        elif self.triangle:
+            dist = self.C_w + float(np.linalg.norm(w0))
+        else:
+            dist = self.centre_distance
         if self.gamma_mode == "none":
             gamma = np.zeros(len(corr))
         elif self.gamma_mode == "full_bias":
-            gamma = self.noise_scale * (C_t + ups * self.C_w) + (shift + corr) * (self.C_w + w0n)
+            gamma = self.noise_scale * (C_t + ups * self.C_w) + (shift + corr) * dist
         else:
-            gamma = practical.confidence_noise_width(C_t, ups, self.C_w, shift + corr, w0n, self.noise_scale)
+            gamma = practical.confidence_noise_width(C_t, ups, self.C_w, shift + corr, dist, self.noise_scale)
         bonus = self.beta**2 * inverse + (gamma**2)[:, None, None] * inverse2
         return Release(design, inverse, weights, users, bonus, gamma)
 
@@ -84,11 +98,13 @@ def run_row(env_key: str, row: str, K: int, seed: int) -> tuple[float, float, fl
                     "matrix_bound",
                     "vector_bound",
                     "w0",
+                    "centre_distance",
                     "shift_mult",
                 )
             }
         )
         lever.centre = row != "practical, no centre"
+        lever.triangle = row == "practical, triangle bound"
         lever.gamma_mode = {"practical, stat. radius": "none", "practical, full bias": "full_bias"}.get(
             row, "scaled"
         )
@@ -110,6 +126,7 @@ ROWS = [
     "practical, worst bound",
     "practical, stat. radius",
     "practical, full bias",
+    "practical, triangle bound",
     "practical (tree)",
     "practical",
 ]
@@ -119,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--K", type=int, default=20_000)
     ap.add_argument("--seeds", type=int, default=1)
-    ap.add_argument("--envs", nargs="+", default=["river", "mix"])
+    ap.add_argument("--envs", nargs="+", default=list(ENVS))
     args = ap.parse_args(argv)
     print(
         f"JDP UCRL-VTR, eps = 10, K = {args.K}, {args.seeds} seed(s): "

@@ -25,8 +25,8 @@ def test_noise_bound_hand_values():
     # (Z' + Z'^T)/sqrt 2 with Z' ~ N(0, 3^2), v = 4 nodes: off-diagonal std 3 * 2 = 6; divisor 2: 3 sqrt 2
     assert practical.released_matrix_std(3.0, math.sqrt(2), 4.0) == pytest.approx(6.0)
     assert practical.released_matrix_std(3.0, 2.0, 4.0) == pytest.approx(3 * math.sqrt(2))
-    # gamma = scale (C + Ups C_w + reg (C_w + |w0|)) = 0.5 (1 + 2 * 3 + 4 * (3 + 1)) = 11.5
-    assert practical.confidence_noise_width(1.0, 2.0, 3.0, 4.0, 1.0, 0.5) == pytest.approx(11.5)
+    # gamma = scale (C + Ups C_w + reg D) = 0.5 (1 + 2 * 3 + 4 * 4) = 11.5
+    assert practical.confidence_noise_width(1.0, 2.0, 3.0, 4.0, 4.0, 0.5) == pytest.approx(11.5)
 
 
 @pytest.mark.parametrize("d", [2, 5, 16])
@@ -55,6 +55,25 @@ def test_feasible_centre():
         np.testing.assert_allclose(mix.features.sum(axis=2).reshape(-1, 3) @ mix.weights[h], 1.0, atol=1e-9)
 
 
+def test_centre_distance():
+    """||w - w0|| <= sqrt(C_w^2 - ||w0||^2) when w0 is exactly feasible (Pythagoras)."""
+    env = RiverSwimMixture(S=6, H=20)
+    w0 = practical.feasible_centre(env.features)
+    # by hand: C_w^2 = 3 (0.81 + 0.0025 + 0.0025) = 2.445, ||w0|| = 1
+    dist = practical.centre_distance(env.C_w, env.features, w0)
+    assert dist == pytest.approx(math.sqrt(1.445), rel=1e-12)
+    # the true w has ||w|| = C_w here, so the bound is attained
+    assert np.linalg.norm(env.weights[0] - w0) == pytest.approx(dist, rel=1e-12)
+    mix = RandomLinearMixtureMDP(S=6, A=2, d=3, H=3, seed=0)
+    w0 = practical.feasible_centre(mix.features)
+    dist = practical.centre_distance(mix.C_w, mix.features, w0)
+    for h in range(mix.H):
+        assert np.linalg.norm(mix.weights[h] - w0) <= dist + 1e-12
+    # a centre that violates the constraints falls back to the triangle inequality
+    far = w0 + 0.1
+    assert practical.centre_distance(2.0, mix.features, far) == pytest.approx(2.0 + np.linalg.norm(far))
+
+
 def test_practical_release_is_the_formula():
     """One step by hand: A = floor_lam(G~ + (lam + S) I), w~ = A^-1 (u~ + (A - G~) w0), bonus."""
     rng = np.random.default_rng(0)
@@ -72,6 +91,7 @@ def test_practical_release_is_the_formula():
         matrix_bound=lambda t: 3.0,
         vector_bound=lambda t: 1.0,
         w0=w0,
+        centre_distance=0.7,
         shift_mult=1.0,
     )
     rel = post(gram, target, 7)
@@ -82,7 +102,7 @@ def test_practical_release_is_the_formula():
     np.testing.assert_allclose(rel.inverse[0], np.linalg.inv(a), atol=1e-12)
     np.testing.assert_allclose(rel.weights[0], np.linalg.solve(a, target[0] + (a - gram[0]) @ w0), atol=1e-10)
     corr = np.max(np.maximum(ev, lam) - ev)
-    gamma = 0.5 * (1.0 + 3.0 * cw + (3.0 + corr) * (cw + np.linalg.norm(w0)))
+    gamma = 0.5 * (1.0 + 3.0 * cw + (3.0 + corr) * 0.7)
     ainv = np.linalg.inv(a)
     np.testing.assert_allclose(rel.bonus[0], beta**2 * ainv + gamma**2 * ainv @ ainv, atol=1e-12)
     assert rel.gamma[0] == pytest.approx(gamma)

@@ -79,6 +79,7 @@ class PracticalRelease:
     matrix_bound: Callable[[int], float]
     vector_bound: Callable[[int], float]
     w0: np.ndarray
+    centre_distance: float  # a bound on ||w - w0|| (privacy.practical.centre_distance)
     shift_mult: float = 1.0
 
     def __call__(self, gram: np.ndarray, target: np.ndarray, users: int) -> Release:
@@ -96,7 +97,7 @@ class PracticalRelease:
         weights = np.einsum("hij,hj->hi", inverse, target + pull)
         # the pull of lam towards w0 is the ridge bias of the non-private width (its C_w sqrt(lam))
         gamma = practical.confidence_noise_width(
-            C_t, ups, self.C_w, shift + correction, float(np.linalg.norm(w0)), self.noise_scale
+            C_t, ups, self.C_w, shift + correction, self.centre_distance, self.noise_scale
         )
         bonus = self.beta**2 * inverse + (gamma**2)[:, None, None] * inverse2
         return Release(design, inverse, weights, users, bonus, gamma)

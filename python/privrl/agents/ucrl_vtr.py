@@ -148,6 +148,7 @@ class UCRLVTR(Agent):
                 )
             )
             scale = self.beta / cal[self._radius_key] if cal[self._radius_key] else self.beta_scale
+            w0 = practical.feasible_centre(self.env.features)
             server.post = PracticalRelease(
                 lam=cal["lam"],
                 d=self.d,
@@ -156,7 +157,8 @@ class UCRLVTR(Agent):
                 noise_scale=scale,
                 matrix_bound=ups_at,
                 vector_bound=c_at,
-                w0=practical.feasible_centre(self.env.features),
+                w0=w0,
+                centre_distance=practical.centre_distance(self.env.C_w, self.env.features, w0),
                 shift_mult=cal["shift_mult"],
             )
         return server, randomizer
