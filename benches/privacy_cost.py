@@ -274,6 +274,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--only", default="", help="run only the study of this name")
     ap.add_argument("--agents", nargs="*", default=None, help="keep only these agent names (exact)")
+    ap.add_argument("--epsilons", type=float, nargs="+", default=EPSILONS, help="of the private agents")
     args = ap.parse_args(argv)
     from privrl.experiment import plot, sweep
 
@@ -297,7 +298,7 @@ def main(argv: list[str] | None = None) -> None:
         folder = out / f"K{K}"
         df, _ = sweep(
             studies=studies,
-            epsilons=EPSILONS,
+            epsilons=args.epsilons,
             seeds=args.seeds,
             n_jobs=args.jobs,
             outdir=folder,
