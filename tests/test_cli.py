@@ -317,9 +317,13 @@ def test_bundled_demo_config_is_valid(capsys):
     assert {s["env"]["name"] for s in raw["study"]} == {"RiverSwimMixture", "RandomLinearMDP"}
     cfg = build_config(_drop_unavailable(raw))
     runs = cfg.runs()
-    assert {r.seed for r in runs} == set(range(5))
-    assert {r.epsilon for r in runs} == {float("inf"), 10.0, 1.0}
+    assert {r.seed for r in runs} == set(range(3))
+    assert {r.epsilon for r in runs} == {float("inf"), 10.0, 1.0, 0.1}
     assert {r.privacy for r in runs if r.study.startswith("UCRL-VTR")} == {"none", "jdp", "ldp"}
+    # the demo compares the three calibrations of every private family it runs
+    for study in ("UCRL-VTR", "LSVI-UCB"):
+        cals = {r.calibration or "paper" for r in runs if r.study.startswith(study) and r.privacy == "jdp"}
+        assert cals == {"paper", "tight", "practical"}
 
 
 def test_help_and_kernel_tour(capsys):
