@@ -325,7 +325,7 @@ def main(argv: list[str] | None = None) -> None:
     for K in args.K:
         studies = []
         for name, env_key, algorithm, models, schedules in STUDIES:
-            if (args.only and name != args.only) or K > MAX_K.get(name, K):
+            if (args.only and name != args.only) or MAX_K.get(name, K) < K:
                 continue
             bs = tuning[f"{algorithm} on {env_key}"]
             tables = study_table(
