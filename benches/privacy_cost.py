@@ -24,6 +24,7 @@ summary.csv and tradeoff.png from the finished runs in OUT without running anyth
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 from pathlib import Path
@@ -238,6 +239,53 @@ def write_markdown(table: pd.DataFrame, tuning: dict[str, Any], out: Path) -> No
     (out / "summary.md").write_text("\n".join(lines))
 
 
+def check_targets(table: pd.DataFrame, out: Path) -> list[str]:
+    """The issue's acceptance checks, read off the table (OUT/targets.md): regret ordered by epsilon
+    within each family (eps 0.1 >= 1 >= 10 >= inf, within 2 std of the difference), and for the
+    practical calibration the slope and the ratio to "tight" at the same K and epsilon."""
+    lines = ["# Targets", "", "## Ordering by epsilon (0.1 >= 1 >= 10 >= inf, within 2 std)", ""]
+    for (K, study), part in table.groupby(["K", "study"], sort=False):
+        tag = study[study.find(" (") :] if " (" in study else ""
+        for model in ("JDP", "LDP"):
+            for cal in CALIBRATIONS:
+                rows = part[part["agent"] == f"{model} {cal}{tag}"].sort_values("epsilon")
+                if rows.empty:
+                    continue
+                base = "non-private practical" if cal == "practical" else "non-private"
+                chain = list(rows.itertuples()) + list(part[part["agent"] == base + tag].itertuples())
+                for lo, hi in itertools.pairwise(chain):
+                    if lo.regret < hi.regret - 2 * math.hypot(lo.std, hi.std):
+                        lines.append(
+                            f"- K = {K:,}, {study}, {model} {cal}: eps {lo.epsilon:g} -> {lo.regret:,.0f} "
+                            f"+- {lo.std:,.0f} < eps {hi.epsilon:g} ({hi.agent}) -> {hi.regret:,.0f} "
+                            f"+- {hi.std:,.0f}"
+                        )
+    if len(lines) == 4:
+        lines.append("- every family is ordered")
+    lines += [
+        "",
+        "## Practical vs tight (same K, same epsilon, same privacy model)",
+        "",
+        "| K | study | agent | eps | slope | regret | tight | practical / tight |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    prac = table[table["agent"].str.contains("practical") & ~table["agent"].str.startswith("non-private")]
+    for r in prac.itertuples():
+        tight = table[
+            (table["K"] == r.K)
+            & (table["study"] == r.study)
+            & (table["agent"] == r.agent.replace("practical", "tight"))
+            & (table["epsilon"] == r.epsilon)
+        ]
+        t = float(tight["regret"].iloc[0]) if len(tight) else math.nan
+        lines.append(
+            f"| {r.K:,} | {r.study} | {r.agent} | {r.epsilon:g} | {r.slope:.2f} | {r.regret:,.0f} | "
+            f"{t:,.0f} | {r.regret / t:.3f} |"
+        )
+    (out / "targets.md").write_text("\n".join(lines) + "\n")
+    return lines
+
+
 def plot_tradeoff(table: pd.DataFrame, out: Path) -> None:
     import matplotlib
 
@@ -355,6 +403,7 @@ def main(argv: list[str] | None = None) -> None:
     write_markdown(table, tuning, out)
     plot_tradeoff(table, out)
     print((out / "summary.md").read_text())
+    print("\n".join(check_targets(table, out)))
 
 
 if __name__ == "__main__":
