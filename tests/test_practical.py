@@ -211,3 +211,31 @@ def test_practical_jdp_ucrl_vtr_learns_riverswim():
     assert out["practical"][-1] < 0.2 * out["tight"][-1]
     # and it has stopped paying: the last third costs little
     assert out["practical"][-1] - out["practical"][2 * K // 3] < 0.05 * out["tight"][-1]
+
+
+def test_centre_option():
+    """centre="zero" is the paper's ridge (pull towards 0, distance C_w); it changes the regret side
+    only: same released noise, same privacy report, different estimate; bad values are refused."""
+    env = RiverSwimMixture(S=6, H=5)
+    priv = JointDP(10.0, 1e-5, calibration="practical")
+    feasible = UCRLVTR(env, priv, episodes=50, seed=3)
+    zero = UCRLVTR(env, priv, episodes=50, seed=3, centre="zero")
+    assert feasible.calibration["centre"] == "feasible" and zero.calibration["centre"] == "zero"
+    assert UCRLVTR(env, JointDP(10.0, 1e-5, calibration="tight"), episodes=50).calibration["centre"] is None
+    assert zero.server.post.centre_distance == env.C_w
+    assert not zero.server.post.w0.any()
+    assert "centred at 0" in zero.privacy_report()["regret_side"]["regularization"]
+    assert "feasible model" in feasible.privacy_report()["regret_side"]["regularization"]
+    rep_f, rep_z = feasible.privacy_report(), zero.privacy_report()
+    assert rep_f["tight"]["budget"] == rep_z["tight"]["budget"]
+    for k in range(20):
+        traj = env.sample_episode(feasible.policy(), np.random.default_rng(k))
+        zero.policy()
+        feasible.observe(traj)
+        zero.observe(traj)
+    # same users, same noise stream: the released noise agrees draw for draw, the estimates do not
+    for x, y in zip(feasible.server.tree_noise(), zero.server.tree_noise(), strict=True):
+        np.testing.assert_array_equal(x, y)
+    assert not np.allclose(feasible.release().weights, zero.release().weights)
+    with pytest.raises(ValueError, match="centre"):
+        UCRLVTR(env, priv, episodes=50, centre="origin")

@@ -21,6 +21,8 @@ from privrl.privacy.common import Calibration
 from privrl.privacy.models import NonPrivate
 from privrl.privacy.plans import ReleasePlan
 
+CENTRES = ("feasible", "zero")  # the practical ridge's centre (UCRLVTR's ``centre``)
+
 
 class UCRLVTR(Agent):
     """Alg. 1. Per episode k:
@@ -43,6 +45,10 @@ class UCRLVTR(Agent):
     beta_scale : multiplies the theoretical beta_k (exploration only: the privacy noise depends only
         on (eps, delta, H, K, d)). `beta` overrides the radius altogether.
     sensitivity : "clip" or "reject" user statistics outside ||X|| <= H, y in [0, H].
+    centre : the point the practical calibration's ridge pulls towards (no effect on "paper" /
+        "tight"): "feasible" (default; the min-norm model w0 with phi_1^T w0 = 1, a data-independent
+        prior that spends no privacy) or "zero" (the paper's ridge). docs/privacy-cost.md measures
+        both: the prior's sign depends on the environment.
 
     V~ is projected on [0, H] (not only min{H, .}): with noisy w~ the paper's Q~ can go negative,
     which would break the sensitivity bound ||X_{k,h}|| <= H that the calibration assumes; optimism
@@ -62,9 +68,13 @@ class UCRLVTR(Agent):
         beta: float | None = None,
         ties: str = "random",
         sensitivity: str = "clip",
+        centre: str = "feasible",
     ):
         if not isinstance(env, LinearMixtureMDP):
             raise TypeError(f"UCRL-VTR needs a LinearMixtureMDP (Asm. 2), got {type(env).__name__}")
+        if centre not in CENTRES:
+            raise ValueError(f"centre must be one of {', '.join(CENTRES)}, got {centre!r}")
+        self.centre = centre
         super().__init__(
             env, privacy if privacy is not None else NonPrivate(), episodes, seed, beta_scale, beta, ties
         )
@@ -77,6 +87,8 @@ class UCRLVTR(Agent):
             else self.beta_scale * cal[self._radius_key]
         )
         self.calibration: Calibration = cal.replace(beta_used=self.beta, beta_scale=self.beta_scale)
+        if cal.release_rule == "practical":
+            self.calibration = self.calibration.replace(centre=centre)
         self.features = kernels.MixtureFeatures(env.features)
         self._rewards = [np.ascontiguousarray(env.R[h].reshape(-1)) for h in range(self.H)]
         self.guards = {
@@ -148,7 +160,13 @@ class UCRLVTR(Agent):
                 )
             )
             scale = self.beta / cal[self._radius_key] if cal[self._radius_key] else self.beta_scale
-            w0 = practical.feasible_centre(self.env.features)
+            # the ridge's centre (a data-independent prior, no privacy spent): the min-norm feasible
+            # model, or 0 as in the paper (its distance to w is then C_w)
+            if self.centre == "feasible":
+                w0 = practical.feasible_centre(self.env.features)
+                distance = practical.centre_distance(self.env.C_w, self.env.features, w0)
+            else:
+                w0, distance = np.zeros(self.d), self.env.C_w
             server.post = PracticalRelease(
                 lam=cal["lam"],
                 d=self.d,
@@ -158,7 +176,7 @@ class UCRLVTR(Agent):
                 matrix_bound=ups_at,
                 vector_bound=c_at,
                 w0=w0,
-                centre_distance=practical.centre_distance(self.env.C_w, self.env.features, w0),
+                centre_distance=distance,
                 shift_mult=cal["shift_mult"],
             )
         return server, randomizer

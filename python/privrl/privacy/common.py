@@ -55,7 +55,7 @@ class Calibration(Mapping[str, Any]):
     ``mechanism_max_variance_factor``), once an agent uses it ``beta_used`` / ``beta_scale``, and
     the regret side's ``release_rule`` ("paper": the theorem's constant shift and radius;
     "practical": the per-release rule of privrl.privacy.practical with shift ``shift_mult *
-    Upsilon_t``).
+    Upsilon_t``, and for UCRL-VTR / UCRL-VTR+ the ridge's ``centre``: "feasible" or "zero").
     """
 
     algorithm: str
@@ -79,6 +79,7 @@ class Calibration(Mapping[str, Any]):
     beta_scale: float | None = None
     release_rule: str = "paper"
     shift_mult: float = 0.0
+    centre: str | None = None
 
     # --- dict-like read access ------------------------------------------------------------
     def __getitem__(self, key: str) -> Any:

@@ -449,7 +449,13 @@ def regret_side(algorithm: str, cal: Mapping[str, Any]) -> dict[str, Any]:
         out["regularization"] = (
             f"per release: shift {cal['shift_mult']:g} x Upsilon_t (the bound at the noise released at t), "
             "eigenvalues floored at lam"
-            + ("" if algorithm == "lsvi_ucb" else ", ridge centred at the feasible model w0 (phi_1^T w0 = 1)")
+            + (
+                ""
+                if algorithm == "lsvi_ucb"
+                else ", ridge centred at 0 (the paper's)"
+                if cal.get("centre") == "zero"
+                else ", ridge centred at the feasible model w0 (phi_1^T w0 = 1)"
+            )
         )
         out["bonus"] = (
             "beta ||phi||_{Lambda~^-1} (non-private radius)"
