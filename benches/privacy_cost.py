@@ -360,6 +360,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--only", default="", help="run only the study of this name")
     ap.add_argument("--agents", nargs="*", default=None, help="keep only these agent names (exact)")
     ap.add_argument("--epsilons", type=float, nargs="+", default=EPSILONS, help="of the private agents")
+    ap.add_argument("--tuning", default=None, help="beta_scales from this tuning.json (the K <= 1e5 study's)")
     ap.add_argument(
         "--summarize-only", action="store_true", help="rebuild the summary from the finished runs in OUT"
     )
@@ -368,7 +369,7 @@ def main(argv: list[str] | None = None) -> None:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    tuning = tune(out, args.jobs)
+    tuning = json.loads(Path(args.tuning).read_text()) if args.tuning else tune(out, args.jobs)
     frames = {}
     for K in args.K:
         studies = []
