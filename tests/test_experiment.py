@@ -636,3 +636,24 @@ def test_gymnasium_env_in_a_sweep_config():
             log_every=5,
         )
         assert len(df) == 1 and df.env.iloc[0].startswith("CliffWalking")
+
+
+def test_report_table_shows_infinite_epsilon(tmp_path, capsys):
+    """The tight LSVI-UCB noise at eps = 10 cannot be certified by the paper's argument: the summary
+    shows that epsilon as inf (the manifest stores the string "inf"), not as missing."""
+    from privrl.experiment import report
+
+    out = tmp_path / "inf"
+    sweep(
+        env={"name": "RandomLinearMDP", "S": 10, "A": 3, "d": 4, "H": 3, "seed": 0},
+        agents={"tight": {"algorithm": "LSVI-UCB", "privacy": "jdp", "calibration": "tight"}},
+        epsilons=[10.0],
+        seeds=1,
+        episodes=20,
+        outdir=out,
+    )
+    summary = report(out)
+    text = capsys.readouterr().out
+    row = summary.iloc[0]
+    assert math.isinf(row.eps_paper) and row.eps_tight == pytest.approx(10.0, rel=1e-3)
+    assert "inf / 10" in text

@@ -70,9 +70,13 @@ def _sigma(digests: list[dict]) -> tuple[str, float]:
 
 
 def _first_number(values: Any) -> float:
+    """The first number among `values`; the manifests' string "inf" (JSON has no infinity) is one:
+    an epsilon the paper's argument cannot certify is infinite, not missing."""
     for v in values:
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return float(v)
+        if v == "inf":
+            return math.inf
     return math.nan
 
 
@@ -94,6 +98,8 @@ def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
             part.groupby("run_id")["wall_time"].max()
         )
         spent = [(runs.get(r, {}).get("privacy_report") or {}) for r in run_ids]
+        if part["privacy"].iloc[0] == "none":  # nothing released under a budget: nothing spent
+            spent = [{} for _ in spent]
         sigma_name, sigma = _sigma(spent)
         betas = _numbers(c.get("beta_used") for c in cals)
         eps_paper = _first_number(s.get("paper", {}).get("epsilon") for s in spent)
