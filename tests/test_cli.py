@@ -308,6 +308,22 @@ def test_errors_exit_2_from_the_console(tmp_path):
     assert main(["run", str(tmp_path / "broken.toml")]) == 2
 
 
+def test_unwritable_output_and_version(config, tmp_path, capsys):
+    """An output folder that cannot be created is one line and exit 2, not an OSError traceback
+    (a file in the path: permissions do not stop root, which CI may be)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert main(["run", str(config), "--out", str(blocker / "results"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("privrl: error: cannot write: ") and "a-file" in err, err
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    from privrl import __version__
+
+    assert capsys.readouterr().out.strip() == f"privrl {__version__}"
+
+
 def test_bundled_demo_config_is_valid(capsys):
     from privrl.cli import _drop_unavailable
     from privrl.experiment.config import _tomllib

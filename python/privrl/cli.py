@@ -322,6 +322,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Differentially private exploration in linear RL: "
         "regret sweeps, plots and reports (see docs/harness.md)",
     )
+    from privrl import __version__
+
+    ap.add_argument("--version", action="version", version=f"privrl {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
     def sweep_flags(p: argparse.ArgumentParser) -> None:
@@ -411,6 +414,10 @@ def main(argv: list[str] | None = None) -> int:
     except (PrivrlError, ImportError, FileNotFoundError) as exc:
         # Bad input is the user's to fix: one line, argparse's convention and exit status.
         print(f"privrl: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # an output folder that cannot be written (permissions, a file in the path)
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"privrl: error: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)
         return 2
 
 
