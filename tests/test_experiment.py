@@ -657,3 +657,26 @@ def test_report_table_shows_infinite_epsilon(tmp_path, capsys):
     row = summary.iloc[0]
     assert math.isinf(row.eps_paper) and row.eps_tight == pytest.approx(10.0, rel=1e-3)
     assert "inf / 10" in text
+
+
+@pytest.mark.parametrize(
+    "env, agent, key, needle",
+    [
+        ({"name": "RiverSwimMixture", "S": 0}, {"algorithm": "UCRL-VTR"}, "env", "S >= 2"),
+        ("RiverSwimMixture", {"algorithm": "LSVI-UCB"}, "agents.a.algorithm", "needs a LinearMDP"),
+        ("RandomLinearMDP", {"algorithm": "UCRL-VTR+"}, "agents.a.algorithm", "needs a LinearMixtureMDP"),
+        ("RiverSwimMixture", {"algorithm": "UCRL-VTR", "beta_scale": -1}, "agents.a.beta_scale", ">= 0"),
+    ],
+)
+def test_bad_sweep_is_refused_before_the_folder_is_touched(tmp_path, env, agent, key, needle):
+    """Invalid environment arguments, an algorithm that does not fit the environment and a
+    negative beta_scale are refused before anything is written: an existing results folder keeps
+    its manifest and merged results."""
+    out = tmp_path / "kept"
+    sweep(**SMALL, outdir=out)
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    assert "manifest.json" in before and any(n.startswith("results.") for n in before)
+    with pytest.raises(ConfigError, match=needle) as exc:
+        sweep(env=env, agents={"a": agent}, epsilons=[1.0], seeds=1, episodes=5, outdir=out)
+    assert exc.value.key == key
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before

@@ -389,6 +389,7 @@ class LSVIUCB(Agent):
     """
 
     name = "LSVI-UCB"
+    env_type: type = LinearMDP  # the environments it runs on (Asm. 1); sweeps check it up front
 
     def __init__(
         self,

@@ -57,6 +57,7 @@ class UCRLVTR(Agent):
 
     name = "UCRL-VTR"
     env: LinearMixtureMDP
+    env_type: type = LinearMixtureMDP  # the environments it runs on (Asm. 2); sweeps check it up front
 
     def __init__(
         self,
@@ -70,8 +71,8 @@ class UCRLVTR(Agent):
         sensitivity: str = "clip",
         centre: str = "feasible",
     ):
-        if not isinstance(env, LinearMixtureMDP):
-            raise TypeError(f"UCRL-VTR needs a LinearMixtureMDP (Asm. 2), got {type(env).__name__}")
+        if not isinstance(env, self.env_type):
+            raise TypeError(f"{self.name} needs a LinearMixtureMDP (Asm. 2), got {type(env).__name__}")
         if centre not in CENTRES:
             raise ValueError(f"centre must be one of {', '.join(CENTRES)}, got {centre!r}")
         self.centre = centre

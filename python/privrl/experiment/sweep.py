@@ -292,6 +292,7 @@ def run_sweep(
     if n_jobs < 1:
         raise ConfigError("n_jobs", f"must be >= 1, got {n_jobs}")
     scheduler = scheduler if scheduler is not None else config.scheduler
+    config.preflight()  # before the store is touched: a bad config must not clobber a results folder
     specs = config.runs()
     envs = {s.name: s.env for s in config.studies if s.env_spec is None}
     store = ResultStore(outdir, config.format) if outdir is not None else None
