@@ -680,3 +680,11 @@ def test_bad_sweep_is_refused_before_the_folder_is_touched(tmp_path, env, agent,
         sweep(env=env, agents={"a": agent}, epsilons=[1.0], seeds=1, episodes=5, outdir=out)
     assert exc.value.key == key
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+
+
+def test_tiny_delta_is_a_delta_error():
+    """delta = 5e-324 underflowed the compositions (a ZeroDivisionError, or 'epsilon ... got inf');
+    it is refused at the edge with a message about delta."""
+    with pytest.raises(ConfigError, match="must be 0 \\(pure DP\\) or >= 1e-100") as exc:
+        build_config({"env": ENV, "agents": AGENTS, "delta": 5e-324})
+    assert exc.value.key == "delta"

@@ -84,7 +84,7 @@ def test_bad_epsilon(cls, eps):
 
 
 @pytest.mark.parametrize("cls", [JointDP, LocalDP])
-@pytest.mark.parametrize("delta", [1, 1.0, -1e-9, 1.5, math.nan, None, "0"])
+@pytest.mark.parametrize("delta", [1, 1.0, -1e-9, 1.5, math.nan, None, "0", 5e-324, 1e-200])
 def test_bad_delta(cls, delta):
     with pytest.raises(PrivacyParameterError, match="delta"):
         cls(1.0, delta)

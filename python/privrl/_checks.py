@@ -56,12 +56,26 @@ def check_epsilon(value: Any, name: str = "epsilon") -> float:
     return x
 
 
+# Below this, delta / (2k) and 2 / delta leave the floating-point range in the compositions (5e-324
+# made the paper's calibration divide by zero); no meaningful guarantee needs a smaller delta.
+DELTA_FLOOR = 1e-100
+
+
+def _delta_floor(x: float, value: Any, name: str) -> float:
+    if 0.0 < x < DELTA_FLOOR:
+        raise PrivacyParameterError(
+            f"{name} must be 0 (pure DP) or >= {DELTA_FLOOR:g} (smaller values underflow in the "
+            f"composition arithmetic), got {value!r}"
+        )
+    return x
+
+
 def check_delta_open(value: Any, name: str = "delta") -> float:
-    """delta of approximate DP, in the open interval (0, 1)."""
+    """delta of approximate DP, in the open interval (0, 1), at least DELTA_FLOOR."""
     x = check_real(value, name)
     if not (0.0 < x < 1.0):
         raise PrivacyParameterError(f"{name} must be in (0, 1), got {value!r}")
-    return x
+    return _delta_floor(x, value, name)
 
 
 def check_delta_pure_ok(value: Any, name: str = "delta") -> float:
@@ -69,7 +83,7 @@ def check_delta_pure_ok(value: Any, name: str = "delta") -> float:
     x = check_real(value, name)
     if not (0.0 <= x < 1.0):
         raise PrivacyParameterError(f"{name} must be in [0, 1) (0 means pure DP), got {value!r}")
-    return x
+    return _delta_floor(x, value, name)
 
 
 def check_probability(value: Any, name: str = "p") -> float:

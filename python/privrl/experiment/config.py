@@ -169,6 +169,16 @@ def _number(
     return int(x) if integer else x
 
 
+def _delta(value: Any, key: str) -> float:
+    """delta in [0, 1): 0 is pure DP; a positive delta at least privrl._checks.DELTA_FLOOR."""
+    from privrl._checks import DELTA_FLOOR
+
+    x = float(_number(value, key, low=0.0, high=1.0, high_open=True))
+    if 0.0 < x < DELTA_FLOOR:
+        raise ConfigError(key, f"must be 0 (pure DP) or >= {DELTA_FLOOR:g}, got {value!r}")
+    return x
+
+
 def _epsilons(value: Any, key: str) -> tuple[float, ...]:
     if isinstance(value, (int, float, str)) and not isinstance(value, bool):
         value = [value]
@@ -485,7 +495,7 @@ def _agent_spec(name: Any, raw: Any, key: str) -> AgentSpec:
         algorithm=algo,
         privacy=kind,
         options=spec,
-        delta=None if delta is None else _number(delta, f"{key}.delta", low=0.0, high=1.0, high_open=True),
+        delta=None if delta is None else _delta(delta, f"{key}.delta"),
         p=None if p is None else _number(p, f"{key}.p", low=0.0, low_open=True, high=1.0, high_open=True),
         epsilons=None if eps is None else _epsilons(eps, f"{key}.epsilons"),
         calibration=calibration,
@@ -540,7 +550,7 @@ def _study(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str, index:
     if not isinstance(agents, Mapping) or not agents:
         raise ConfigError(f"{pre}agents", f"expected a non-empty table of name -> agent spec, got {agents!r}")
     specs = {n: _agent_spec(n, s, f"{pre}agents.{n}") for n, s in agents.items()}
-    delta = _number(merged.get("delta", 1e-5), f"{pre}delta", low=0.0, high=1.0, high_open=True)
+    delta = _delta(merged.get("delta", 1e-5), f"{pre}delta")
     _check_mechanisms(specs, delta, f"{pre}agents.")
     episodes = _number(merged.get("episodes", 1000), f"{pre}episodes", integer=True, low=1)
     log_every = merged.get("log_every")
@@ -570,7 +580,7 @@ _GLOBAL_CHECKS = {
     "episodes": lambda v, k: _number(v, k, integer=True, low=1),
     "seeds": _seeds,
     "epsilons": _epsilons,
-    "delta": lambda v, k: _number(v, k, low=0.0, high=1.0, high_open=True),
+    "delta": _delta,
     "log_every": lambda v, k: _number(v, k, integer=True, low=1),
 }
 
