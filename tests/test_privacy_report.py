@@ -319,3 +319,18 @@ def test_reports_of_other_continual_mechanisms(mix, lin, mechanism, calibration)
         if calibration == "paper":
             assert rep["within_target"]["paper"] is True
         assert mechanism in format_privacy_report(rep)
+
+
+@pytest.mark.parametrize("eps", [90.0, 1000.0])
+def test_report_at_large_epsilon(eps):
+    """At a large target the tight noise is too small for the paper's argument to certify anything:
+    the report says so (paper epsilon inf) instead of raising, and the tight accountant still gives
+    the target."""
+    from privrl.agents import LSVIUCB
+    from privrl.envs import RiverSwimMixture
+
+    river, linear = RiverSwimMixture(S=6, H=20), RandomLinearMDP(S=20, A=3, d=4, H=5, seed=0)
+    for cls, env in ((UCRLVTR, river), (UCRLVTRPlus, river), (LSVIUCB, linear)):
+        rep = cls(env, JointDP(eps, 1e-5, calibration="tight"), episodes=1000).privacy_report()
+        assert math.isinf(rep["paper"]["budget"][0]) and not rep["within_target"]["paper"]
+        assert rep["tight"]["budget"][0] == pytest.approx(eps, rel=1e-6) and rep["within_target"]["tight"]

@@ -176,6 +176,24 @@ def _tree_equivalent_sigma(m: dict[str, Any]) -> float:
     return float(m["scale"]) * math.sqrt(m["draws_per_user_paper"]) / float(m["l2_multiplier"])
 
 
+def _compose(budgets: list[tuple[float, float]]) -> tuple[float, float]:
+    """Simple composition inside the paper's forward argument, where a step may already certify
+    nothing (epsilon = inf: the tight noise at a large target overflows the paper's advanced
+    composition); the public simple_composition refuses inf as bad input, here it is an answer."""
+    budgets = list(budgets)
+    if any(math.isinf(e) for e, _ in budgets):
+        return math.inf, min(1.0, sum(dl for _, dl in budgets))
+    return simple_composition(budgets)
+
+
+def _advanced(eps: float, delta: float, k: int, delta_prime: float) -> tuple[float, float]:
+    """Advanced composition inside the paper's argument; an input that certifies nothing (inf)
+    composes to nothing (the public function refuses inf as bad input)."""
+    if math.isinf(eps):
+        return math.inf, min(1.0, k * delta + delta_prime)
+    return advanced_composition(eps, delta, k, delta_prime)
+
+
 def _paper_vtr(cal: Mapping[str, Any], mechs: list[dict]) -> dict[str, Any]:
     """Cor. 1 / Cor. 2 / App. C privacy proofs (and the pure-DP variants), forward."""
     dlt, H, kind = cal["delta"], cal["H"], cal["kind"]
@@ -193,7 +211,7 @@ def _paper_vtr(cal: Mapping[str, Any], mechs: list[dict]) -> dict[str, Any]:
                 )
             )
             budgets += [(e, 0.0)] * (m["instances"] * m["draws_per_user_paper"])
-        total = simple_composition(budgets)
+        total = _compose(budgets)
         steps.append(_step(f"all {len(budgets)} noise draws of a user", total, "App. Simple Composition"))
         return {"budget": total, "steps": steps, "in_tool_regime": True}
     if kind == "ldp":
@@ -206,7 +224,7 @@ def _paper_vtr(cal: Mapping[str, Any], mechs: list[dict]) -> dict[str, Any]:
                 _step(f"{m['name']}: one local release", (e1, d1), "App. Gaussian Mechanism (delta/(F H))")
             )
             budgets += [(e1, d1)] * H
-        total = simple_composition(budgets)
+        total = _compose(budgets)
         steps.append(_step(f"{F * H} local releases of a user", total, "App. Simple Composition"))
         return {"budget": total, "steps": steps, "in_tool_regime": regime}
     # JDP: family (eps/F, delta/F) <- advanced over H <- tree (advanced over K0 nodes) <- node
@@ -226,7 +244,7 @@ def _paper_vtr(cal: Mapping[str, Any], mechs: list[dict]) -> dict[str, Any]:
         steps.append(
             _step(f"{m['name']}: one tree node{eq}", (e0, d0), "App. Gaussian Mechanism (delta/(2F H K0))")
         )
-        tree = advanced_composition(e0, d0, K0, d_h / 2)
+        tree = _advanced(e0, d0, K0, d_h / 2)
         steps.append(
             _step(
                 f"{m['name']}: tree of step h ({K0} nodes per prefix)",
@@ -234,10 +252,10 @@ def _paper_vtr(cal: Mapping[str, Any], mechs: list[dict]) -> dict[str, Any]:
                 "App. Advanced composition / Tree-based method",
             )
         )
-        fam = advanced_composition(tree[0], tree[1], H, d_fam / 2)
+        fam = _advanced(tree[0], tree[1], H, d_fam / 2)
         steps.append(_step(f"{m['name']}: all H = {H} trees", fam, "App. Advanced composition"))
         fam_budgets.append(fam)
-    total = simple_composition(fam_budgets)
+    total = _compose(fam_budgets)
     steps.append(_step(f"{F} families", total, "App. Simple Composition"))
     total = post_processing(total)
     steps.append(_step("(Lambda~, w~) = post-processing", total, "App. Post-processing"))
@@ -256,7 +274,7 @@ def _paper_lsvi(cal: Mapping[str, Any], mechs: list[dict]) -> dict[str, Any]:
         eu = laplace_mechanism_epsilon(u["sensitivity"], u["scale"])
         steps.append(_step("Lambda: one tree node", (el, 0.0), "App. Laplace Mechanism"))
         steps.append(_step("u: one release", (eu, 0.0), "App. Laplace Mechanism"))
-        total = simple_composition([(el, 0.0)] * (H * B0) + [(eu, 0.0)] * (H * B))
+        total = _compose([(el, 0.0)] * (H * B0) + [(eu, 0.0)] * (H * B))
         steps.append(
             _step(f"H B0 = {H * B0} nodes + H B = {H * B} releases", total, "App. Simple Composition")
         )
@@ -271,17 +289,17 @@ def _paper_lsvi(cal: Mapping[str, Any], mechs: list[dict]) -> dict[str, Any]:
         else f" of the binary tree with the same GDP mu as {lam['mechanism']}"
     )
     steps.append(_step(f"Lambda: one tree node{eq}", (e0, d_0), "App. Gaussian Mechanism"))
-    pre = advanced_composition(e0, d_0, B0, d_1 / 2)
+    pre = _advanced(e0, d_0, B0, d_1 / 2)
     steps.append(_step(f"Lambda: one prefix sum ({B0} nodes)", pre, "App. Tree-based method"))
-    m_l = advanced_composition(pre[0], pre[1], B, d_p / 2)
+    m_l = _advanced(pre[0], pre[1], B, d_p / 2)
     steps.append(_step(f"M^Lambda_h: {B} prefix sums", m_l, "App. Advanced composition"))
     eu = gaussian_mechanism_epsilon(u["sensitivity"], u["scale"], d_1)
     steps.append(_step("u: one release u~_{b,h}", (eu, d_1), "App. Gaussian Mechanism"))
-    m_u = advanced_composition(eu, d_1, B, d_p / 2)
+    m_u = _advanced(eu, d_1, B, d_p / 2)
     steps.append(_step(f"M^u_h: {B} releases", m_u, "App. Advanced composition (adaptive)"))
-    per_h = simple_composition([m_l, m_u])
+    per_h = _compose([m_l, m_u])
     steps.append(_step("(M^Lambda_h, M^u_h)", per_h, "App. Simple Composition"))
-    total = advanced_composition(per_h[0], per_h[1], H, dlt / 2)
+    total = _advanced(per_h[0], per_h[1], H, dlt / 2)
     steps.append(_step(f"H = {H} adaptive steps", total, "App. Advanced composition"))
     total = billboard_jdp(post_processing(total))
     steps.append(
