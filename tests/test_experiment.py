@@ -267,6 +267,8 @@ def test_fit_slope():
     assert fit_slope(k, 3 * np.sqrt(k)) == pytest.approx(0.5)
     assert fit_slope(k, 2.0 * k) == pytest.approx(1.0)
     assert math.isnan(fit_slope(k, np.zeros_like(k, dtype=float)))
+    # rounding residue of an optimal agent (1e-13 per episode, growing like k^0.3) has no slope
+    assert math.isnan(fit_slope(k, 1e-13 * k**0.3))
 
 
 @pytest.mark.parametrize(

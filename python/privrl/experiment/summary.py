@@ -19,12 +19,13 @@ GROUP = ["study", "agent", "privacy", "epsilon"]
 
 def fit_slope(episodes: np.ndarray, regret: np.ndarray, start_fraction: float = 0.1) -> float:
     """Least-squares slope of log R(k) vs log k over the logged k >= start_fraction * K with R > 0
-    (1 = linear regret, 0.5 = sqrt(K)); NaN with fewer than two such points."""
+    (1 = linear regret, 0.5 = sqrt(K)); NaN with fewer than two such points. A regret below 1e-9 per
+    episode is rounding (an agent that plays the optimal policy), not a curve: it has no slope."""
     k = np.asarray(episodes, dtype=float)
     r = np.asarray(regret, dtype=float)
     if len(k) == 0:
         return math.nan
-    keep = (k >= start_fraction * k.max()) & (r > 0) & np.isfinite(r)
+    keep = (k >= start_fraction * k.max()) & (r > 1e-9 * k) & np.isfinite(r)
     if keep.sum() < 2 or np.ptp(np.log(k[keep])) == 0:
         return math.nan
     return float(np.polyfit(np.log(k[keep]), np.log(r[keep]), 1)[0])
