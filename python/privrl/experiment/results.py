@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
+import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
 
 from privrl.experiment.config import ConfigError, RunSpec, _json_safe
 
@@ -53,7 +53,7 @@ STRING_COLUMNS = [c for c, t in COLUMNS.items() if t == "object"]
 
 def parquet_available() -> bool:
     try:
-        import pyarrow  # noqa: F401
+        import pyarrow  # type: ignore[import-untyped, unused-ignore]  # noqa: F401
     except ImportError:
         return False
     return True

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
-import pandas as pd
+import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
 
 __all__ = ["GROUP", "curves", "fit_slope", "report", "summarize", "verdict"]
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
+import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
 
 from privrl.experiment.config import (
     ConfigError,
@@ -155,7 +155,7 @@ class _Progress:
         self.bars = None
         if not enabled:
             return
-        from tqdm.auto import tqdm
+        from tqdm.auto import tqdm  # type: ignore[import-untyped, unused-ignore]
 
         self.bars = (
             tqdm(total=n_runs, initial=n_done, desc="runs", unit="run", position=0, file=sys.stderr),
