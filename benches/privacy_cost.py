@@ -295,7 +295,12 @@ def plot_tradeoff(table: pd.DataFrame, out: Path) -> None:
     K = int(table["K"].max())
     part = table[table["K"] == K]
     studies = list(dict.fromkeys(part["study"]))
-    fig, axes = plt.subplots(1, len(studies), figsize=(4.2 * len(studies), 3.8), squeeze=False)
+    cols = min(3, len(studies))
+    rows = -(-len(studies) // cols)
+    fig, grid = plt.subplots(rows, cols, figsize=(5.0 * cols, 4.2 * rows), squeeze=False)
+    axes = [list(grid.flat)[: len(studies)]]
+    for extra in list(grid.flat)[len(studies) :]:
+        extra.set_visible(False)
     styles = {"paper": ":", "tight": "--", "practical": "-"}
     for ax, study in zip(axes[0], studies, strict=True):
         s = part[part["study"] == study]
@@ -326,8 +331,9 @@ def plot_tradeoff(table: pd.DataFrame, out: Path) -> None:
         ax.set_xlabel("epsilon")
         ax.set_title(study, fontsize=8)
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel(f"regret at K = {K:,}")
-    axes[0][-1].legend(fontsize=6, loc="best")
+    for ax in axes[0]:
+        ax.set_ylabel(f"regret at K = {K:,}")
+        ax.legend(fontsize=6, loc="best")
     fig.tight_layout()
     fig.savefig(out / "tradeoff.png", dpi=120)
 
