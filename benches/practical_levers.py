@@ -11,6 +11,8 @@ only the mechanism (rows 1-2) or the post-processing of the release changes:
   practical, stat. radius : as practical, without the privacy part gamma_t of the bonus
   practical, full bias    : as practical, but the bias part of gamma_t not scaled by beta_scale
   practical, triangle bound: as practical, ||w - w0|| <= C_w + ||w0|| instead of sqrt(C_w^2 - ||w0||^2)
+  practical, shift x 0.1  : as practical, the per-release shift 0.1 Upsilon_t instead of Upsilon_t
+  practical, no shift     : as practical, no shift (the eigenvalue floor at lam alone)
   practical (tree)        : the practical rule on the binary tree
   practical               : the default (BLT, per-release bounds, centred ridge, scaled bonus)
 beta_scale is the environment's (benches/privacy_cost.py: 0.1 RiverSwimMixture, 0.03 RandomLinearMixtureMDP,
@@ -108,6 +110,8 @@ def run_row(env_key: str, row: str, K: int, seed: int) -> tuple[float, float, fl
         lever.gamma_mode = {"practical, stat. radius": "none", "practical, full bias": "full_bias"}.get(
             row, "scaled"
         )
+        shifts = {"practical, shift x 0.1": 0.1, "practical, no shift": 0.0}
+        lever.shift_mult = shifts.get(row, old.shift_mult)
         if row == "practical, worst bound":
             worst_m, worst_v = old.matrix_bound(K), old.vector_bound(K)
             lever.matrix_bound, lever.vector_bound = (lambda t: worst_m), (lambda t: worst_v)
@@ -127,6 +131,8 @@ ROWS = [
     "practical, stat. radius",
     "practical, full bias",
     "practical, triangle bound",
+    "practical, shift x 0.1",
+    "practical, no shift",
     "practical (tree)",
     "practical",
 ]
@@ -137,13 +143,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--K", type=int, default=20_000)
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--envs", nargs="+", default=list(ENVS))
+    ap.add_argument("--rows", nargs="+", default=ROWS, choices=ROWS, metavar="ROW", help="levers to run")
     args = ap.parse_args(argv)
     print(
         f"JDP UCRL-VTR, eps = 10, K = {args.K}, {args.seeds} seed(s): "
         "final regret (slope over the second half)"
     )
     print(f"{'lever':<26}" + "".join(f"{e:>26}" for e in args.envs))
-    for row in ROWS:
+    for row in args.rows:
         cells = []
         for env_key in args.envs:
             res = [run_row(env_key, row, args.K, s) for s in range(args.seeds)]

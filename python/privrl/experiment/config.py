@@ -407,27 +407,6 @@ class SweepConfig:
     name: str = "sweep"
     raw: dict = field(default_factory=dict)
 
-    def preflight(self) -> None:
-        """What parsing cannot see and a run would only find mid-sweep, checked before anything is
-        written: each study's environment builds (its arguments are valid), and each agent's
-        algorithm runs on it (UCRL-VTR needs a linear-mixture MDP, LSVI-UCB a linear MDP)."""
-        for i, study in enumerate(self.studies):
-            key = f"study[{i}]." if len(self.studies) > 1 else ""
-            env = study.env
-            if study.env_spec is not None:
-                try:
-                    env = make_env(study.env_spec)
-                except (ValueError, TypeError) as exc:
-                    raise ConfigError(f"{key}env", f"{study.env_spec['name']}: {exc}") from exc
-            for name, spec in study.agents.items():
-                cls = _import(ALGORITHMS, spec.algorithm, f"{key}agents.{name}.algorithm", "algorithm")
-                need = getattr(cls, "env_type", None)
-                if need is not None and not isinstance(env, need):
-                    raise ConfigError(
-                        f"{key}agents.{name}.algorithm",
-                        f"{spec.algorithm} needs a {need.__name__}; {type(env).__name__} is not one",
-                    )
-
     def runs(self) -> list[RunSpec]:
         out = [r for s in self.studies for r in s.runs(self.root_seed)]
         seen: dict[str, RunSpec] = {}

@@ -272,6 +272,28 @@ def _file_run(
     return f"{meta['agent']} eps={meta['epsilon']:g} seed={meta['seed']}"
 
 
+def preflight(config: SweepConfig) -> None:
+    """What parsing cannot see and a run would only find mid-sweep, checked before anything is
+    written: each study's environment builds (its arguments are valid), and each agent's
+    algorithm runs on it (UCRL-VTR needs a linear-mixture MDP, LSVI-UCB a linear MDP)."""
+    for i, study in enumerate(config.studies):
+        key = f"study[{i}]." if len(config.studies) > 1 else ""
+        env = study.env
+        if study.env_spec is not None:
+            try:
+                env = make_env(study.env_spec)
+            except (ValueError, TypeError) as exc:
+                raise ConfigError(f"{key}env", f"{study.env_spec['name']}: {exc}") from exc
+        for name, spec in study.agents.items():
+            cls = resolve_algorithm(spec.algorithm, f"{key}agents.{name}.algorithm")
+            need = getattr(cls, "env_type", None)
+            if need is not None and not isinstance(env, need):
+                raise ConfigError(
+                    f"{key}agents.{name}.algorithm",
+                    f"{spec.algorithm} needs a {need.__name__}; {type(env).__name__} is not one",
+                )
+
+
 def run_sweep(
     config: SweepConfig,
     outdir: str | os.PathLike | None = None,
@@ -292,7 +314,7 @@ def run_sweep(
     if n_jobs < 1:
         raise ConfigError("n_jobs", f"must be >= 1, got {n_jobs}")
     scheduler = scheduler if scheduler is not None else config.scheduler
-    config.preflight()  # before the store is touched: a bad config must not clobber a results folder
+    preflight(config)  # before the store is touched: a bad config must not clobber a results folder
     specs = config.runs()
     envs = {s.name: s.env for s in config.studies if s.env_spec is None}
     store = ResultStore(outdir, config.format) if outdir is not None else None

@@ -176,19 +176,15 @@ def _tree_equivalent_sigma(m: dict[str, Any]) -> float:
     return float(m["scale"]) * math.sqrt(m["draws_per_user_paper"]) / float(m["l2_multiplier"])
 
 
+# The paper's forward argument may reach a step that certifies nothing (epsilon = inf: the tight noise
+# at a large target); the public compositions refuse inf as bad input, here it is the answer.
 def _compose(budgets: list[tuple[float, float]]) -> tuple[float, float]:
-    """Simple composition inside the paper's forward argument, where a step may already certify
-    nothing (epsilon = inf: the tight noise at a large target overflows the paper's advanced
-    composition); the public simple_composition refuses inf as bad input, here it is an answer."""
-    budgets = list(budgets)
     if any(math.isinf(e) for e, _ in budgets):
         return math.inf, min(1.0, sum(dl for _, dl in budgets))
     return simple_composition(budgets)
 
 
 def _advanced(eps: float, delta: float, k: int, delta_prime: float) -> tuple[float, float]:
-    """Advanced composition inside the paper's argument; an input that certifies nothing (inf)
-    composes to nothing (the public function refuses inf as bad input)."""
     if math.isinf(eps):
         return math.inf, min(1.0, k * delta + delta_prime)
     return advanced_composition(eps, delta, k, delta_prime)
@@ -454,26 +450,19 @@ def privacy_report(agent: Any) -> dict[str, Any]:
 def regret_side(algorithm: str, cal: Mapping[str, Any]) -> dict[str, Any]:
     """What the calibration sets on the regret side (never the privacy): the rule the released
     statistics are post-processed with, the regularization, the radius and the noise bounds."""
-    upsilon = cal.get("Upsilon", cal.get("Upsilon1"))
     out: dict[str, Any] = {
         "rule": cal.get("release_rule", "paper"),
         "mechanism": cal.get("mechanism", "tree"),
         "radius": cal.get("beta", cal.get("beta_hat")),
         "radius_used": cal.get("beta_used"),
-        "noise_bound_matrix": upsilon,
+        "noise_bound_matrix": cal.get("Upsilon", cal.get("Upsilon1")),
         "noise_bound_vector": cal.get("C", cal.get("C1")),
     }
     if out["rule"] == "practical":
+        centre = "0 (the paper's)" if cal.get("centre") == "zero" else "the feasible model w0"
         out["regularization"] = (
             f"per release: shift {cal['shift_mult']:g} x Upsilon_t (the bound at the noise released at t), "
-            "eigenvalues floored at lam"
-            + (
-                ""
-                if algorithm == "lsvi_ucb"
-                else ", ridge centred at 0 (the paper's)"
-                if cal.get("centre") == "zero"
-                else ", ridge centred at the feasible model w0 (phi_1^T w0 = 1)"
-            )
+            "eigenvalues floored at lam" + ("" if algorithm == "lsvi_ucb" else f", ridge centred at {centre}")
         )
         out["bonus"] = (
             "beta ||phi||_{Lambda~^-1} (non-private radius)"
