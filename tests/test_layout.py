@@ -8,7 +8,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize(("folder", "pattern", "limit"), [("python/privrl", "*.py", 700), ("rust", "*.rs", 900)])
+LIMITS = [("python/privrl", "*.py", 700), ("rust", "*.rs", 900)]
+
+
+@pytest.mark.parametrize(("folder", "pattern", "limit"), LIMITS)
 def test_no_file_over_the_limit(folder, pattern, limit):
     files = sorted((ROOT / folder).rglob(pattern))
     assert files
