@@ -690,3 +690,38 @@ def test_tiny_delta_is_a_delta_error():
     with pytest.raises(ConfigError, match="must be 0 \\(pure DP\\) or >= 1e-100") as exc:
         build_config({"env": ENV, "agents": AGENTS, "delta": 5e-324})
     assert exc.value.key == "delta"
+
+
+_SCRIPT = """
+import math
+from privrl.experiment import sweep
+
+def main():
+    df, _ = sweep(
+        env={"name": "RiverSwimMixture", "S": 4, "H": 3},
+        agents={"a": {"algorithm": "UCRL-VTR", "privacy": "none", "beta_scale": 0.1}},
+        epsilons=[math.inf], seeds=2, episodes=5, n_jobs=2, outdir="out", progress=False)
+    print("rows", len(df))
+"""
+
+
+@pytest.mark.parametrize("guarded", [True, False])
+def test_sweep_from_a_plain_script(tmp_path, guarded):
+    """With n_jobs > 1 the workers re-import the user's script: guarded, it runs; unguarded, it
+    fails with a message that says what to add (not a bare BrokenProcessPool)."""
+    import subprocess
+    import sys
+
+    call = 'if __name__ == "__main__":\n    main()\n' if guarded else "main()\n"
+    (tmp_path / "script.py").write_text(_SCRIPT + call)
+    res = subprocess.run(
+        [sys.executable, "script.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    if guarded:
+        assert res.returncode == 0 and "rows 10" in res.stdout, res.stderr  # 2 seeds x 5 episodes
+    else:
+        assert res.returncode != 0, res.stdout
+        # the parent's error and each worker's say what to add
+        assert "RuntimeError: a sweep worker process died" in res.stderr, res.stderr
+        worker = "RuntimeError: sweep() called while a worker process imports your script: put the sweep"
+        assert f'{worker} under `if __name__ == "__main__":`' in res.stderr, res.stderr

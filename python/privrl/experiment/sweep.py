@@ -208,11 +208,32 @@ def _processes(
             done, pending = cf.wait(pending, timeout=0.2, return_when=cf.FIRST_COMPLETED)
             _drain(q, bar)
             for fut in done:
-                yield fut.result()
+                try:
+                    yield fut.result()
+                except cf.process.BrokenProcessPool as exc:
+                    raise RuntimeError(_BROKEN_POOL) from exc
         _drain(q, bar)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         q.close()
+
+
+_GUARD = (
+    'put the sweep under `if __name__ == "__main__":` in your script (each worker process '
+    "re-imports the script, so an unguarded call starts a sweep in every worker), or use n_jobs=1"
+)
+_BROKEN_POOL = (
+    "a sweep worker process died before finishing its run. From a script run with n_jobs > 1, the "
+    f"usual cause is a missing guard: {_GUARD}. Otherwise the worker was killed (out of memory, a "
+    "signal)."
+)
+
+
+def _check_not_bootstrapping() -> None:
+    """A worker process re-imports the user's script as __mp_main__; a sweep started from it is
+    the unguarded-script mistake: say what to add instead of letting the pool break."""
+    if getattr(mp.current_process(), "_inheriting", False):  # multiprocessing's own bootstrap flag
+        raise RuntimeError(f"sweep() called while a worker process imports your script: {_GUARD}")
 
 
 def _drain(q: Any, bar: _Progress) -> None:
@@ -314,6 +335,7 @@ def run_sweep(
     if n_jobs < 1:
         raise ConfigError("n_jobs", f"must be >= 1, got {n_jobs}")
     scheduler = scheduler if scheduler is not None else config.scheduler
+    _check_not_bootstrapping()
     preflight(config)  # before the store is touched: a bad config must not clobber a results folder
     specs = config.runs()
     envs = {s.name: s.env for s in config.studies if s.env_spec is None}
