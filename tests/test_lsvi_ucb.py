@@ -388,3 +388,28 @@ def test_sensitivity_guard_on_user_rewards():
     strict = LSVIUCB(env, privacy=JointDP(1.0, 1e-5), episodes=10, seed=0, sensitivity="reject")
     with pytest.raises(AssumptionError):
         strict.observe(forged)
+
+
+def test_lam_is_a_regret_side_option():
+    """lam (App. D: d; Jin et al.: 1) moves the regret side (beta, Lambda_0) and never the noise:
+    same scales, same budget in the report, same released noise draw for draw."""
+    env = RandomLinearMDP(S=10, A=3, d=4, H=3, seed=0)
+    priv = JointDP(2.0, 1e-5, calibration="tight")
+    a = LSVIUCB(env, priv, episodes=40, seed=1)
+    b = LSVIUCB(env, priv, episodes=40, seed=1, lam=1.0)
+    assert a.calibration["lam"] == env.d and b.calibration["lam"] == 1.0
+    for k in ("sigma_Lambda", "sigma_u", "B"):
+        assert a.calibration[k] == b.calibration[k]
+    assert a.calibration["beta"] != b.calibration["beta"]
+    assert a.privacy_report()["tight"]["budget"] == b.privacy_report()["tight"]["budget"]
+    for k in range(12):
+        traj = env.sample_episode(a.policy(), np.random.default_rng(k))
+        b.policy()
+        a.observe(traj)
+        b.observe(traj)
+    np.testing.assert_array_equal(a.server.trees[0].noise(), b.server.trees[0].noise())
+    exact = LSVIUCB(env, NonPrivate(), batches="every", episodes=10, lam=1.0)
+    np.testing.assert_allclose(exact.release().design[0], np.eye(env.d))  # Lambda_0 = lam I
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(PrivacyParameterError, match="lam"):
+            LSVIUCB(env, priv, episodes=40, lam=bad)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from privrl import kernels
-from privrl._checks import trusted
+from privrl._checks import check_positive_real, trusted
 from privrl.agents.base import Agent, SensitivityGuard
 from privrl.agents.statistics import Release, released_inverse
 from privrl.envs.finite import Trajectory
@@ -376,6 +376,8 @@ class LSVIUCB(Agent):
     beta_scale : multiplies App. D's beta (exploration only; the noise depends on eps, delta, H,
         K, d, B). `beta` overrides the radius altogether.
     ties : "random" (one uniform tie-break per release, from the agent's seed) or "lowest".
+    lam : the ridge regularizer lambda (default None: App. D's d; Jin et al. (2020) use 1). Regret
+        side only: the privacy noise does not depend on it.
     sensitivity : "clip" or "reject" user data outside ||phi|| <= 1, r in [0, 1]. V_{h+1} is
         projected on [0, H], so one user moves u by at most 2(H+1) (the sensitivity behind sigma_u).
     planning : "auto" (aggregated once S < number of stored episodes), "per_sample" (V at every
@@ -403,6 +405,7 @@ class LSVIUCB(Agent):
         ties: str = "random",
         sensitivity: str = "clip",
         planning: str = "auto",
+        lam: float | None = None,
     ):
         if not isinstance(env, LinearMDP):
             raise TypeError(f"LSVI-UCB needs a LinearMDP (Asm. 1), got {type(env).__name__}")
@@ -415,6 +418,7 @@ class LSVIUCB(Agent):
             )
         if planning not in PLANNING:
             raise ValueError(f"planning must be one of {PLANNING}, got {planning!r}")
+        lam = None if lam is None else check_positive_real(lam, "lam")
         super().__init__(env, privacy, episodes, seed, beta_scale, beta, ties)
         self.d = env.d
         if self.K * (self.H + 1) > MAX_STORED_STEPS:
@@ -440,7 +444,7 @@ class LSVIUCB(Agent):
         )
         with trusted():  # the privacy model, K, the environment and B are validated above
             cal = privacy_of.calibrate_lsvi_ucb(
-                **kw, H=self.H, K=self.K, d=self.d, batches=batches, plan=self.release_plan()
+                **kw, H=self.H, K=self.K, d=self.d, batches=batches, plan=self.release_plan(), lam=lam
             )
         self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * cal["beta"]
         self.calibration: Calibration = cal.replace(

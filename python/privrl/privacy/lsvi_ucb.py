@@ -12,7 +12,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
-from privrl._checks import check_pos_int, check_probability, checked, is_trusted, trusted
+from privrl._checks import check_pos_int, check_positive_real, check_probability, checked, is_trusted, trusted
 from privrl.exceptions import PrivacyParameterError
 from privrl.privacy import practical
 from privrl.privacy.bounds import (
@@ -462,13 +462,16 @@ def calibrate_lsvi_ucb(
     calibration: str = "paper",
     mechanism: str = "tree",
     plan: ReleasePlan | None = None,
+    lam: float | None = None,
 ) -> LSVIUCBCalibration:
     """All parameters of Alg. 2 for ``kind`` in ``{"none", "jdp"}`` (the paper has no LDP algorithm
     for linear MDPs, Rem. "Local Differential Privacy"); ``delta == 0`` selects pure JDP.
     ``batches``: see :func:`resolve_batches`. ``"paper"``: App. D's closed forms (a non-tree
     ``mechanism`` gets sigma_Lambda times m_M / sqrt(B0)); ``"tight"``: the smallest noise of the
     release ``plan`` (default :func:`release_plan`) for (eps, delta), App. D's ratio kept; B is the
-    paper's (it depends on eps only). Both feed the same Upsilon, c_K, C, U_K, chi, beta."""
+    paper's (it depends on eps only). Both feed the same Upsilon, c_K, C, U_K, chi, beta.
+    ``lam``: the ridge regularizer (default App. D's ``d``; Jin et al. use 1). It moves the regret
+    side only (U_K, chi, beta, the exact server's Lambda_0): no noise scale depends on it."""
     if is_trusted():  # called by an agent: its privacy model and environment are validated
         eps, dlt, pure = epsilon, delta, kind != "none" and delta == 0.0
     else:
@@ -478,11 +481,12 @@ def calibrate_lsvi_ucb(
         p = check_probability(p, "p")
         calibration = check_calibration(calibration)
         mechanism = _check_mechanism_for(kind, pure, mechanism)
+        lam = None if lam is None else check_positive_real(lam, "lam")
     B = resolve_batches(batches, kind, pure, eps, H, K, d, calibration, dlt, p, mechanism)
     with trusted():
         if plan is None:
             plan = release_plan(kind, pure, H, K, d, B, mechanism)
-        return _calibrate(kind, eps, dlt, pure, H, K, d, p, batches, B, calibration, mechanism, plan)
+        return _calibrate(kind, eps, dlt, pure, H, K, d, p, batches, B, calibration, mechanism, plan, lam)
 
 
 def _calibrate(
@@ -499,9 +503,10 @@ def _calibrate(
     calibration: str,
     mechanism: str,
     plan: ReleasePlan,
+    lam: float | None = None,
 ) -> LSVIUCBCalibration:
     B0 = lsvi_ucb_B0(B)
-    lam = lsvi_ucb_lambda(d)
+    lam = lsvi_ucb_lambda(d) if lam is None else float(lam)
     R = lsvi_ucb_releases(K, B)
     base: dict[str, Any] = dict(
         algorithm="lsvi_ucb",
