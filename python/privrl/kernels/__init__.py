@@ -17,7 +17,7 @@ import numpy as np
 
 from privrl import _core
 from privrl._checks import is_trusted
-from privrl.exceptions import PrivacyParameterError, ShapeError
+from privrl.exceptions import NonFiniteError, PrivacyParameterError, ShapeError
 from privrl.kernels._validate import (
     MAX_INT,
     as_f64,
@@ -138,6 +138,16 @@ class NoiseStream:
         return self._s.draws
 
 
+def _bounded_rows(x: np.ndarray, name: str) -> np.ndarray:
+    """Finite rows whose x x^T is finite too: ||x||^2 beyond the float range would turn Lambda^{-1}
+    into NaN without an error (found by fuzzing)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        sq = np.einsum("...i,...i->...", x, x)
+    if not np.all(np.isfinite(sq)) and np.all(np.isfinite(x)):
+        raise NonFiniteError(f"{name}: ||x||^2 overflows a float (entries up to ~1e154 are representable)")
+    return x
+
+
 class RankOneInverse:
     """Lambda = lam I + sum x x^T and Lambda^{-1}, maintained by Sherman-Morrison in O(d^2)
     per update and re-factorized by Cholesky every `refactor_every` updates."""
@@ -149,11 +159,13 @@ class RankOneInverse:
         self._sm = _core.ShermanMorrison(d, lam, _positive_int(refactor_every, "refactor_every"))
 
     def update(self, x: Any) -> None:
-        self._sm.update(x if is_trusted() else as_f64(x, "x", 1, (self.d,)))
+        self._sm.update(x if is_trusted() else _bounded_rows(as_f64(x, "x", 1, (self.d,)), "x"))
 
     def update_batch(self, xs: Any) -> None:
         """Add the rows of an (n, d) block in one call."""
-        self._sm.update_batch(xs if is_trusted() else as_f64(xs, "xs", 2, (None, self.d)))
+        if not is_trusted():
+            xs = _bounded_rows(as_f64(xs, "xs", 2, (None, self.d)), "xs")
+        self._sm.update_batch(xs)
 
     def matrix(self) -> np.ndarray:
         return self._sm.matrix()

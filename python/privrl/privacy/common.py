@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from privrl._checks import check_delta_pure_ok, check_epsilon
+from privrl._checks import check_delta_pure_ok, check_user_epsilon
 from privrl.exceptions import PrivacyParameterError
 from privrl.privacy.accounting import gaussian_mu
 from privrl.privacy.plans import ReleasePlan, plan_mu, plan_pure_epsilon
@@ -120,12 +120,12 @@ def check_calibration(calibration: Any, allowed: tuple[str, ...] = CALIBRATIONS)
 def privacy_args(kind: str, epsilon: Any, delta: Any) -> tuple[float | None, float | None, bool]:
     """Validate (epsilon, delta) for ``kind``; returns (epsilon, delta, pure)."""
     if kind == "none":
-        eps = None if epsilon is None else check_epsilon(epsilon)
+        eps = None if epsilon is None else check_user_epsilon(epsilon)
         dlt = None if delta is None else check_delta_pure_ok(delta)
         return eps, dlt, False
     if epsilon is None:
         raise PrivacyParameterError(f"epsilon is required for kind={kind!r}, got None")
-    eps = check_epsilon(epsilon)
+    eps = check_user_epsilon(epsilon)
     if delta is None:
         raise PrivacyParameterError(f"delta is required for kind={kind!r} (0 for pure DP), got None")
     dlt = check_delta_pure_ok(delta)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from privrl._checks import check_delta_pure_ok, check_epsilon, check_probability
+from privrl._checks import check_delta_pure_ok, check_probability, check_user_epsilon
 from privrl.exceptions import PrivacyParameterError
 from privrl.privacy.common import CALIBRATIONS, check_calibration
 from privrl.privacy.continual import MECHANISMS, check_mechanism
@@ -79,7 +79,7 @@ class _DPModel:
     calibration: str = "paper"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
+        object.__setattr__(self, "epsilon", check_user_epsilon(self.epsilon, "epsilon"))
         object.__setattr__(self, "delta", check_delta_pure_ok(self.delta, "delta"))
         object.__setattr__(self, "p", check_probability(self.p, "p"))
         check_calibration(self.calibration)
