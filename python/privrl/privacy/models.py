@@ -123,7 +123,7 @@ class _DPModel:
 class JointDP(_DPModel):
     """(epsilon, delta)-joint DP (Def. "Joint DP"); ``delta = 0`` means pure JDP (Laplace).
 
-    ``epsilon`` finite and > 0, ``delta`` in [0, 1), ``p`` (regret failure probability) in (0, 1).
+    ``epsilon`` in [1e-4, 1e15], ``delta`` 0 or in [1e-100, 1), ``p`` (regret failure probability) in (0, 1).
     ``calibration``: ``"paper"`` (default, the noise of Cor. 1 / App. D / Cor. "JDP-UCRL-VTR+"),
     ``"tight"`` (the smallest noise making the same release (eps, delta)-DP under the tight
     accountant, privrl.privacy.common.tight_scales) or ``"practical"`` (the tight noise with sharp
@@ -160,7 +160,7 @@ class JointDP(_DPModel):
 class LocalDP(_DPModel):
     """(epsilon, delta)-local DP (Def. "Local DP"); ``delta = 0`` means pure LDP (Laplace).
 
-    ``epsilon`` finite and > 0, ``delta`` in [0, 1), ``p`` (regret failure probability) in (0, 1).
+    ``epsilon`` in [1e-4, 1e15], ``delta`` 0 or in [1e-100, 1), ``p`` (regret failure probability) in (0, 1).
     ``calibration``: ``"paper"`` (default, Cor. 2), ``"tight"`` (the smallest noise of the same
     release plan for (eps, delta)) or ``"practical"`` (the tight noise, sharp regret-side constants).
     """
