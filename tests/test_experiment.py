@@ -725,3 +725,19 @@ def test_sweep_from_a_plain_script(tmp_path, guarded):
         assert "RuntimeError: a sweep worker process died" in res.stderr, res.stderr
         worker = "RuntimeError: sweep() called while a worker process imports your script: put the sweep"
         assert f'{worker} under `if __name__ == "__main__":`' in res.stderr, res.stderr
+
+
+def test_manifest_labels_simulation_only_outputs(tmp_path):
+    """Regret, returns and clip counts come from the users' raw data: the manifest says they are
+    outside the guarantee, and every labelled output is one the folder really holds."""
+    out = tmp_path / "label"
+    df, manifest = sweep(**SMALL, outdir=out)
+    label = load_manifest(out)["simulation_only"]
+    assert label == manifest["simulation_only"] and "NOT private" in label["note"]
+    run = next(iter(load_manifest(out)["runs"].values()))
+    for name in label["outputs"]:
+        assert (
+            name in df.columns
+            or name in run
+            or name in json.loads(next((out / "runs").glob("*.json")).read_text())
+        ), name

@@ -268,12 +268,23 @@ def run_frame(
     return normalize_frame(df)
 
 
+# What a results folder holds beyond the agents' releases: the simulator's view, computed from the
+# users' raw trajectories and the exact model. None of it is covered by the privacy guarantee.
+SIMULATION_ONLY = {
+    "outputs": ["regret", "return", "cum_return", "final_regret", "clip_count"],
+    "note": "simulation-only outputs, computed from the users' raw data and the exact model: NOT "
+    "private (the (eps, delta) guarantee covers only what the agents release: the noisy statistics "
+    "and the policies built from them). Do not publish them as private results.",
+}
+
+
 def new_manifest(config_dict: dict, runs: list[RunSpec], fmt: str | None) -> dict:
     info = environment_info()
     return {
         "privrl": info["versions"]["privrl"],
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(),
         "format": fmt,
+        "simulation_only": SIMULATION_ONLY,
         **info,
         "config": config_dict,
         "runs": {r.run_id: {**r.describe(), "status": "pending"} for r in runs},
