@@ -741,3 +741,16 @@ def test_manifest_labels_simulation_only_outputs(tmp_path):
             or name in run
             or name in json.loads(next((out / "runs").glob("*.json")).read_text())
         ), name
+
+
+def test_progress_bars_when_interactive(monkeypatch, capsys):
+    """progress=None (the default) shows the bars only in an interactive session."""
+    import sys
+
+    sweep_module = sys.modules["privrl.experiment.sweep"]  # the package re-exports the function
+    small = {**SMALL, "seeds": [0], "epsilons": [10.0]}
+    sweep(**small)
+    assert "runs" not in capsys.readouterr().err  # pytest's capture is not a terminal
+    monkeypatch.setattr(sweep_module, "interactive", lambda: True)
+    sweep(**small)
+    assert "runs" in capsys.readouterr().err

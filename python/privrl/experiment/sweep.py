@@ -148,6 +148,11 @@ def _worker_run(spec: RunSpec) -> dict:
     return guarded_run(spec, progress=None if q is None else (lambda n: q.put(n)))
 
 
+def interactive() -> bool:
+    """True in a terminal session or a Jupyter / IPython kernel (where progress bars help)."""
+    return bool(getattr(sys.stderr, "isatty", lambda: False)()) or "ipykernel" in sys.modules
+
+
 class _Progress:
     """Two tqdm bars: runs (finished / total, resumed ones counted) and episodes with episodes/s."""
 
@@ -413,7 +418,7 @@ def sweep(
     root_seed: int = 0,
     studies: Sequence[Mapping[str, Any]] | None = None,
     scheduler: Any = None,
-    progress: bool = False,
+    progress: bool | None = None,
     resume: bool = True,
     format: str = "auto",
 ) -> tuple[pd.DataFrame, dict]:
@@ -429,7 +434,11 @@ def sweep(
         Client or cluster) runs each run as a Dask task. Results are identical either way (only the
         wall_time column differs). outdir: write the results folder (see docs/harness.md) and
         resume from it. studies: several [env + agents] tables in one sweep (the TOML [[study]]).
+        progress: tqdm bars (runs, episodes/s); None (default) shows them when running
+        interactively (a terminal or a notebook), never in a pipe or a log file.
     """
+    if progress is None:
+        progress = interactive()
     raw: dict[str, Any] = {
         "episodes": episodes,
         "seeds": list(seeds) if not isinstance(seeds, int) else seeds,
