@@ -122,6 +122,15 @@ def _agents(model, seed=3):
     )
 
 
+def _same_users(a, b, env, n):
+    """Feed both agents the same n users (trajectories drawn under a's policy, b plans too)."""
+    for k in range(n):
+        traj = env.sample_episode(a.policy(), np.random.default_rng(k))
+        b.policy()
+        a.observe(traj)
+        b.observe(traj)
+
+
 @pytest.mark.parametrize("family,mechanism", [(JointDP, "tree"), (JointDP, "blt"), (LocalDP, None)])
 def test_practical_adds_the_tight_noise(family, mechanism):
     kw = {"mechanism": mechanism} if family is JointDP else {}
@@ -135,11 +144,7 @@ def test_practical_adds_the_tight_noise(family, mechanism):
         ra, rb = a.privacy_report(), b.privacy_report()
         assert ra["tight"]["budget"] == rb["tight"]["budget"]  # ... hence the same (eps, delta)
         assert rb["calibration"] == "practical" and rb["within_target"]["tight"]
-        for k in range(12):  # ... and the same released noise, draw for draw
-            traj = env.sample_episode(a.policy(), np.random.default_rng(k))
-            b.policy()
-            a.observe(traj)
-            b.observe(traj)
+        _same_users(a, b, env, 12)  # ... and the same released noise, draw for draw
         if isinstance(a, LSVIUCB):
             np.testing.assert_array_equal(a.server.trees[0].noise(), b.server.trees[0].noise())
         elif a.server.mode == "tree":
@@ -158,11 +163,7 @@ def test_regret_side_moves_without_touching_the_noise():
         UCRLVTR(env, m, episodes=30, seed=5, beta_scale=0.01),
     )
     assert a.calibration["sigma_B"] == b.calibration["sigma_B"]
-    for k in range(10):
-        traj = env.sample_episode(a.policy(), np.random.default_rng(k))
-        b.policy()
-        a.observe(traj)
-        b.observe(traj)
+    _same_users(a, b, env, 10)
     for x, y in zip(a.server.tree_noise(), b.server.tree_noise(), strict=True):
         np.testing.assert_array_equal(x, y)
     assert a.release().bonus is not None and not np.allclose(a.release().bonus, b.release().bonus)
@@ -228,11 +229,7 @@ def test_centre_option():
     assert "feasible model" in feasible.privacy_report()["regret_side"]["regularization"]
     rep_f, rep_z = feasible.privacy_report(), zero.privacy_report()
     assert rep_f["tight"]["budget"] == rep_z["tight"]["budget"]
-    for k in range(20):
-        traj = env.sample_episode(feasible.policy(), np.random.default_rng(k))
-        zero.policy()
-        feasible.observe(traj)
-        zero.observe(traj)
+    _same_users(feasible, zero, env, 20)
     # same users, same noise stream: the released noise agrees draw for draw, the estimates do not
     for x, y in zip(feasible.server.tree_noise(), zero.server.tree_noise(), strict=True):
         np.testing.assert_array_equal(x, y)
