@@ -14,12 +14,15 @@
 //! * [`qeval`]: batched optimistic Q evaluation `clip(r + Phi w + beta ||phi||_{Lambda^-1})`
 //!   with per-state max / argmax and seeded tie-breaking.
 //! * [`mixture`]: sparse linear-mixture features and `phi_V(s, a)` for all pairs at once.
+//! * [`engine`]: whole episodes of the built-in agents on a finite MDP with a known model
+//!   (sampling, planning, the user's statistics, the mechanisms, exact regret) in one call.
 //! * [`lsvi`]: optimistic state values at many (indexed) states for least-squares value
 //!   iteration (the response vector of Alg. 2).
 //!
 //! The PyO3 binding module is compiled only with the `python` feature.
 
 pub mod continual;
+pub mod engine;
 pub mod errors;
 pub mod lsvi;
 pub mod mixture;

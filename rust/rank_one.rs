@@ -29,6 +29,32 @@ pub fn spd_solve(a: &[f64], d: usize, b: &[f64]) -> CoreResult<Vec<f64>> {
     Ok(x.as_slice().to_vec())
 }
 
+/// `out[k] = m[k] v[k]` for a stack of row-major d x d matrices and d-vectors (the released
+/// `w~_h = Lambda~_h^{-1} u~_h` for every h), each entry summed left to right.
+pub fn batched_matvec(m: &[f64], v: &[f64], d: usize, out: &mut [f64]) -> CoreResult<()> {
+    if d == 0 {
+        return Err(CoreError::Shape("dimension must be >= 1".into()));
+    }
+    let n = v.len() / d;
+    check_len("vectors", v.len(), n * d)?;
+    check_len("matrices", m.len(), n * d * d)?;
+    check_len("output", out.len(), n * d)?;
+    for ((mk, vk), ok) in m
+        .chunks_exact(d * d)
+        .zip(v.chunks_exact(d))
+        .zip(out.chunks_exact_mut(d))
+    {
+        for (row, o) in mk.chunks_exact(d).zip(ok.iter_mut()) {
+            let mut acc = 0.0;
+            for (a, b) in row.iter().zip(vk) {
+                acc += a * b;
+            }
+            *o = acc;
+        }
+    }
+    Ok(())
+}
+
 /// Smallest eigenvalue of a symmetric matrix (for diagnostics and tests).
 pub fn min_eigenvalue(a: &[f64], d: usize) -> CoreResult<f64> {
     check_len("matrix", a.len(), d * d)?;

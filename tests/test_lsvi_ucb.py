@@ -150,6 +150,7 @@ def test_static_batching_changes_policy_exactly_B_times(privacy):
         env,
         seed=4,
         callback=lambda k, c: (policies.append(agent.policy()), boards.append(agent.release())),
+        engine="python",  # the agent's state after every episode (the engine reports per block)
     )
     # B distinct billboards (the initial one + one per batch end), each used by one batch
     assert len({id(rel) for rel in boards[:K]}) == B and agent.server.releases == B - 1

@@ -35,6 +35,11 @@ __all__ = [
     "state_values",
     "blt_parameters",
     "tree_depth",
+    "FiniteModel",
+    "VtrEngine",
+    "LsviEngine",
+    "policy_values",
+    "batched_matvec",
     "_panic_for_test",
     "__version__",
     "MECHANISMS",
@@ -159,3 +164,56 @@ def state_values(
 def blt_parameters(capacity: int, buffers: int) -> tuple[list[float], list[float]]: ...
 def tree_depth(n: int) -> int: ...
 def _panic_for_test() -> None: ...
+
+# ---------------------------------------------------------------- the episode engine
+_Fault = tuple[int, str, float] | None
+_Block = tuple[_F64, _F64, _I64, int, _Fault]
+
+@final
+class FiniteModel:
+    def __new__(cls, p: _F64, r: _F64, cdf: _F64, init_cdf: _F64) -> Self: ...
+
+def policy_values(p: _F64, r: _F64, pi: _I64) -> _F64: ...
+def batched_matvec(m: _F64, v: _F64) -> _F64: ...
+
+@final
+class VtrEngine:
+    def __new__(
+        cls,
+        model: FiniteModel,
+        features: MixtureFeatures,
+        mode: str,
+        board: tuple[_F64, _F64, _F64],
+        sums: tuple[_F64, _F64],
+        spec: tuple[int, float, float, float],
+        guard: tuple[float, float, float, bool] | None,
+        v_star: _F64,
+        sms: list[ShermanMorrison] = ...,
+        grams: list[PrefixMechanism] = ...,
+        targets: list[PrefixMechanism] = ...,
+        streams: list[NoiseStream] = ...,
+    ) -> Self: ...
+    def run(self, uniforms: _F64, ties: npt.NDArray[np.uint64] | None = ...) -> _Block: ...
+    def billboard(self) -> tuple[_F64, _F64, _F64]: ...
+    def sums(self) -> tuple[_F64, _F64]: ...
+    @property
+    def policy_changes(self) -> int: ...
+
+@final
+class LsviEngine:
+    def __new__(
+        cls, model: FiniteModel, table: _F64, guard: tuple[float, float, float, bool], v_star: _F64
+    ) -> Self: ...
+    def run(
+        self,
+        pi: _I64,
+        uniforms: _F64,
+        reward_sum: _F64,
+        next_sum: _F64,
+        records: tuple[_I64, _I64, _F64],
+        n: int,
+        batch_gram: _F64 | None = ...,
+        sms: list[ShermanMorrison] = ...,
+    ) -> _Block: ...
+    @property
+    def policy_changes(self) -> int: ...

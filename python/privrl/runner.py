@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from privrl.agents.base import Agent, check_episodes
+from privrl.engine import ENGINES, engine_gap, run_episodes
 from privrl.envs.finite import FiniteMDP
 
 
@@ -50,13 +51,20 @@ def run(
     episodes: int | None = None,
     seed: Any = None,
     callback: Callable[[int, float], None] | None = None,
+    engine: str = "auto",
 ) -> RunResult:
     """Run `agent` for `episodes` users (default: the K it was calibrated for) on `env`.
 
     `seed` drives the environment's stream only (initial states and transitions); the agent's
     tie-breaking and privacy noise come from the agent's own seed. `callback(k, cum_regret)` is
-    called after every episode (progress bars).
+    called once per episode (progress bars; with the engine, after each block of episodes).
+
+    `engine`: "auto" runs the built-in agents on the Rust episode engine (privrl.engine) when it
+    applies and on the Python loop below otherwise; "rust" requires the engine (ValueError
+    saying why it does not apply); "python" forces the loop. Both give bit-identical results.
     """
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if not isinstance(agent, Agent):
         raise TypeError(f"agent must be a privrl Agent, got {type(agent).__name__}")
     if agent.env is not env:
@@ -73,6 +81,13 @@ def run(
         if seed is not None
         else None
     )
+    gap = engine_gap(agent, env) if engine != "python" else "engine='python'"
+    if engine == "rust" and gap is not None:
+        raise ValueError(f"the episode engine does not apply: {gap}")
+    if gap is None:
+        t0 = time.perf_counter()
+        gaps, returns, starts, changes = run_episodes(agent, env, K, rng, callback)
+        return _result(agent, env, seed, gaps, returns, starts, changes, time.perf_counter() - t0)
     v_star = env.optimal_values()[0]
     gaps = np.empty(K)
     returns = np.empty(K)
@@ -97,7 +112,10 @@ def run(
         if callback is not None:
             cum += gaps[k]
             callback(k + 1, cum)
-    wall = time.perf_counter() - t0
+    return _result(agent, env, seed, gaps, returns, starts, changes, time.perf_counter() - t0)
+
+
+def _result(agent, env, seed, gaps, returns, starts, changes, wall) -> RunResult:
     return RunResult(
         regret=np.cumsum(gaps),
         gaps=gaps,

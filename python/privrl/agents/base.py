@@ -57,6 +57,19 @@ class SensitivityGuard:
         if not (self.y_low <= self.y_high):
             raise PrivacyParameterError(f"need y_low <= y_high, got [{self.y_low!r}, {self.y_high!r}]")
 
+    def count(self, n_bad: int, stacklevel: int = 2) -> None:
+        """Record `n_bad` clipped values (warning the first time); the episode engine calls it
+        for the values it clipped."""
+        self.clipped += n_bad
+        if n_bad and not self._warned:
+            warnings.warn(
+                f"clipping user statistics to the sensitivity bound ||x|| <= {self.x_bound:g}"
+                f", y in [{self.y_low:g}, {self.y_high:g}] (counted in agent.clip_count)",
+                SensitivityWarning,
+                stacklevel=stacklevel,
+            )
+            self._warned = True
+
     def apply(self, X: np.ndarray, y: np.ndarray | None = None, tol: float = 1e-9):
         """Rows of X (n, d) and entries of y (n,), clipped (or rejected) to the bounds."""
         X = np.asarray(X, dtype=np.float64)
@@ -83,15 +96,7 @@ class SensitivityGuard:
                 f"y in [{self.y_low:g}, {self.y_high:g}]): max ||x|| = {norms.max():.6g}"
             )
         if n_bad:
-            self.clipped += n_bad
-            if not self._warned:
-                warnings.warn(
-                    f"clipping user statistics to the sensitivity bound ||x|| <= {self.x_bound:g}"
-                    f", y in [{self.y_low:g}, {self.y_high:g}] (counted in agent.clip_count)",
-                    SensitivityWarning,
-                    stacklevel=3,
-                )
-                self._warned = True
+            self.count(n_bad, stacklevel=4)
         if over_x.any():
             X = np.where(over_x[..., None], X * (self.x_bound / np.maximum(norms, 1e-300))[..., None], X)
         if y is not None and over_y.any():

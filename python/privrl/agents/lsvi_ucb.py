@@ -193,13 +193,16 @@ class LSVIServer:
         self.private = cal["kind"] == "jdp"
         self.shift = float(cal["shift"]) if self.private else 0.0
         H, d, S = self.H, self.d, self.S
-        self.states = np.zeros((self.K, H + 1), dtype=np.int64)
-        self.actions = np.zeros((self.K, H), dtype=np.int64)
-        self.rewards = np.zeros((self.K, H))
+        # The raw (s, a, r) of the episodes the per-sample path may read: all of them for
+        # "per_sample", the first S + 1 for "auto" (which plans from counts once n > S), none for
+        # "aggregated". Memory then stays flat in K (the counts below are O(H S d)).
+        self.record_capacity = {"per_sample": self.K, "auto": min(self.K, S + 1), "aggregated": 0}[planning]
+        self.states = np.zeros((self.record_capacity, H + 1), dtype=np.int64)
+        self.actions = np.zeros((self.record_capacity, H), dtype=np.int64)
+        self.rewards = np.zeros((self.record_capacity, H))
         self.n = 0
         self.gram = np.zeros((H, d, d))
         self.batch_gram = np.zeros((H, d, d))
-        self.batch_start = 0  # first stored episode of the running batch
         self.exact = None if self.private else [kernels.RankOneInverse(d, self.lam) for _ in range(H)]
         self.reward_sum = np.zeros((H, d))
         self.next_sum = np.zeros((H, S, d))
@@ -257,9 +260,13 @@ class LSVIServer:
         """One user's episode: states (H+1,), actions (H,), rewards (H,) and the features
         phi_h = phi(s_h, a_h) (H, d), all already inside the sensitivity bounds."""
         i, H = self.n, self.H
-        self.states[i], self.actions[i], self.rewards[i] = states, actions, rewards
+        if i < self.record_capacity:
+            self.states[i], self.actions[i], self.rewards[i] = states, actions, rewards
         if self.private:
             self.batch_gram += np.einsum("hi,hj->hij", phi, phi)
+        else:  # Lambda_h += phi_h phi_h^T with its inverse, user by user (Sherman-Morrison)
+            for h in range(H):
+                self.exact[h].update(phi[h])  # type: ignore[index]
         self.reward_sum += phi * rewards[:, None]
         self.next_sum[np.arange(H), states[1:]] += phi  # (h, s'_h) pairs are distinct: no collision
         self.n += 1
@@ -279,10 +286,6 @@ class LSVIServer:
         inverses only when maintained exactly (non-private). Consumes the batch."""
         H, d = self.H, self.d
         if self.exact is not None:
-            b0, n, A = self.batch_start, self.n, self.A
-            for h in range(H):
-                self.exact[h].update_batch(self.table[self.states[b0:n, h] * A + self.actions[b0:n, h]])
-            self.batch_start = n
             return (
                 np.stack([sm.matrix() for sm in self.exact]),
                 np.stack([sm.inverse() for sm in self.exact]),
@@ -292,7 +295,6 @@ class LSVIServer:
             self.trees[h].push(self.batch_gram[h])
         self.nodes_history.append(self.trees[0].nodes_used)
         self.batch_gram[:] = 0.0
-        self.batch_start = self.n
         noisy = self.gram + np.stack([t.noise() for t in self.trees])
         if self.shift_at is None:
             return noisy + (self.lam + self.shift) * np.eye(d), None
@@ -507,6 +509,10 @@ class LSVIUCB(Agent):
         phi, r = self.guard.apply(phi, np.asarray(trajectory.rewards, dtype=np.float64))
         self.server.receive(s, a, r, phi)
         self.k += 1
+        self._end_of_batch()
+
+    def _end_of_batch(self) -> None:
+        """Alg. 2, line 14: after the last user of a batch, release the next billboard."""
         if self.k in self._update_after:
             self._release = self.server.release_batch()
             self.release_users.append(self._release.users)

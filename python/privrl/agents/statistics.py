@@ -263,7 +263,7 @@ class RegressionServer:
             if self.post is not None:  # practical, no noise: the same post-processing
                 return self.post(design - self.lam * np.eye(d), self._target, self.users)
             inverse = np.stack([sm.inverse() for sm in self._sm])
-            weights = np.einsum("hij,hj->hi", inverse, self._target)
+            weights = kernels.batched_matvec(inverse, self._target)
             return Release(design, inverse, weights, self.users)
         if self.mode == "tree":
             gram = np.stack([t.release() for t in self._gram_trees])
@@ -278,7 +278,7 @@ class RegressionServer:
             inverse[h] = released_inverse(
                 design[h], h, self.users, "the shift 2*Upsilon", "the paper's calibration"
             )
-        weights = np.einsum("hij,hj->hi", inverse, target)
+        weights = kernels.batched_matvec(inverse, target)
         return Release(design, inverse, weights, self.users)
 
     def tree_noise(self) -> tuple[np.ndarray, np.ndarray]:

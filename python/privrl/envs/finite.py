@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from privrl import _core
 from privrl.exceptions import AssumptionError, IndexRangeError, NonFiniteError, ShapeError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -286,13 +287,10 @@ class FiniteMDP:
 
     def policy_values(self, policy: Any) -> np.ndarray:
         """V^pi_h(s), shape (H+1, S), with V[H] = 0, by backward induction on P[h, s, pi_h(s), :]."""
-        pol = self._check_policy(policy)
-        V = np.zeros((self.H + 1, self.S))
-        idx = np.arange(self.S)
-        for h in range(self.H - 1, -1, -1):
-            a = pol[h]
-            V[h] = self.R[h][idx, a] + self.P[h][idx, a] @ V[h + 1]
-        return _freeze(V)
+        pol = np.ascontiguousarray(self._check_policy(policy), dtype=np.int64)
+        # One Rust kernel, shared with the episode engine (privrl.engine): both paths then give
+        # bit-identical regret. Sums over s' run left to right.
+        return _freeze(_core.policy_values(self.P, self.R, pol))
 
     def _solve_optimal(self) -> None:
         Q = np.empty((self.H, self.S, self.A))

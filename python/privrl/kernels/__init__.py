@@ -55,6 +55,7 @@ __all__ = [
     "state_values",
     "greedy",
     "spd_inverse",
+    "batched_matvec",
     "spd_solve",
     "min_eigenvalue",
 ]
@@ -196,6 +197,16 @@ class RankOneInverse:
 def spd_inverse(a: Any) -> np.ndarray:
     """Inverse of a symmetric positive-definite matrix (Cholesky); NotPositiveDefiniteError otherwise."""
     return _core.spd_inverse(a if is_trusted() else as_f64(a, "matrix", 2))
+
+
+def batched_matvec(m: Any, v: Any) -> np.ndarray:
+    """m[k] @ v[k] for a stack of (n, d, d) matrices and (n, d) vectors, each sum left to right
+    (the released w~_h = Lambda~_h^{-1} u~_h; the episode engine computes them the same way)."""
+    if is_trusted():
+        return _core.batched_matvec(m, v)
+    v = as_f64(v, "v", 2)
+    n, d = v.shape
+    return _core.batched_matvec(as_f64(m, "m", 3, (n, d, d)), v)
 
 
 def spd_solve(a: Any, b: Any) -> np.ndarray:

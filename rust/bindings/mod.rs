@@ -25,6 +25,8 @@ use crate::qeval::{group_max as core_group_max, OptimisticQ, TieBreak};
 use crate::rank_one::{self, ShermanMorrison as CoreSM};
 use crate::tree::TreeAggregator as CoreTree;
 
+mod engine;
+
 type F64Array1<'py> = Bound<'py, PyArray1<f64>>;
 type I64Array1<'py> = Bound<'py, PyArray1<i64>>;
 
@@ -89,7 +91,7 @@ fn batch_len(py: Python<'_>, count: usize, n: usize) -> PyResult<usize> {
 /// A ChaCha12 privacy-noise stream of Gaussian / Laplace vectors and symmetric matrices.
 #[pyclass(module = "privrl._core", name = "NoiseStream")]
 pub struct PyNoiseStream {
-    inner: CoreStream,
+    pub(crate) inner: CoreStream,
 }
 
 #[pymethods]
@@ -159,7 +161,7 @@ impl PyNoiseStream {
 /// Lambda = lam I + sum x x^T with its Sherman–Morrison inverse.
 #[pyclass(module = "privrl._core", name = "ShermanMorrison")]
 pub struct PySM {
-    inner: CoreSM,
+    pub(crate) inner: CoreSM,
 }
 
 #[pymethods]
@@ -485,7 +487,7 @@ fn state_values<'py>(
 /// Sparse linear-mixture features phi(s'|s,a); phi_v(v) for all (s,a) rows.
 #[pyclass(module = "privrl._core", name = "MixtureFeatures")]
 pub struct PyMixture {
-    inner: CoreMixture,
+    pub(crate) inner: CoreMixture,
 }
 
 #[pymethods]
@@ -525,7 +527,7 @@ impl PyMixture {
 /// interface. Use privrl.kernels.PrefixMechanism / TreeAggregator (the "tree" kind).
 #[pyclass(module = "privrl._core", name = "PrefixMechanism")]
 pub struct PyPrefix {
-    inner: Box<dyn PrefixMechanism>,
+    pub(crate) inner: Box<dyn PrefixMechanism>,
 }
 
 impl PyPrefix {
@@ -756,6 +758,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(blt_parameters, m)?)?;
     m.add_function(wrap_pyfunction!(tree_depth, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
+    engine::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The limits and defaults the Python wrappers validate against, read from here.
     m.add("MECHANISMS", PyTuple::new(m.py(), MechanismKind::NAMES)?)?;

@@ -1,0 +1,258 @@
+"""The episode engine (issue 12): whole episodes of the built-in agents in Rust.
+
+For UCRL-VTR (paper and tight calibrations; every privacy model and mechanism) one call runs a
+block of episodes: the user's planning for all h, the rollout on the exact model, the user's
+statistics through the sensitivity guard, the server's push and release, and the exact regret.
+For LSVI-UCB one call runs the episodes between two releases (a fixed policy); the release,
+once per batch, is the Python code of ``LSVIServer.release_batch``.
+
+The engine is bit-identical to the Python path (``privrl.run(..., engine="python")``): it calls
+the same Rust kernels, reads the agent's own mechanisms and noise streams, and takes the
+environment's uniforms and the tie-breaking seeds from the same numpy generators in the same
+order (``tests/test_engine.py`` checks every agent x privacy model). After a run the agent is in
+the state the Python path would have left it in, so it can go on either way.
+
+It applies to the built-in agents on a plain ``FiniteMDP`` subclass that keeps the built-in
+sampling and exact values; anything else (a user's own agent or environment, UCRL-VTR+, the
+practical calibration of UCRL-VTR) runs on the Python path. ``engine_gap(agent, env)`` says why.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from privrl import _core
+from privrl.agents.base import Agent
+from privrl.agents.lsvi_ucb import LSVIUCB
+from privrl.agents.statistics import PrivatizedStatistics, RawStatistics, Release, released_inverse
+from privrl.agents.ucrl_vtr import UCRLVTR
+from privrl.envs.finite import FiniteMDP
+from privrl.exceptions import AssumptionError, NonFiniteError
+
+__all__ = ["engine_gap", "run_episodes", "BLOCK"]
+
+#: Episodes per engine call: bounds the uniforms drawn ahead (BLOCK (H + 1) doubles) and how
+#: often progress callbacks fire.
+BLOCK = 4096
+
+ENGINES = ("auto", "rust", "python")
+
+
+def engine_gap(agent: Agent, env: FiniteMDP) -> str | None:
+    """Why the engine cannot run this agent on this environment, or None when it can."""
+    cls = type(env)
+    for method in ("sample_episode", "policy_values", "optimal_values"):
+        if getattr(cls, method) is not getattr(FiniteMDP, method):
+            return f"{cls.__name__} overrides FiniteMDP.{method}"
+    replaced = _replaced_methods(agent)
+    if replaced:
+        return f"{replaced} is replaced on the instance (the engine would bypass it)"
+    if type(agent) is UCRLVTR:
+        if agent.server.post is not None:
+            return "the practical calibration's release (an eigendecomposition) runs in Python"
+        return None
+    if type(agent) is LSVIUCB:
+        return None
+    return f"{type(agent).__name__} is not one of the engine's agents (UCRLVTR, LSVIUCB)"
+
+
+_MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+_HOOKS = {
+    "agent": ("policy", "observe", "_policy", "_observe", "user_statistics"),
+    "server": ("receive", "release", "release_batch"),
+    "randomizer": ("privatize",),
+}
+
+
+def _replaced_methods(agent: Agent) -> str | None:
+    """A method patched onto the agent, its server or its randomizer (a spy in a test, a user's
+    instrumentation): the engine would silently skip it, so such agents run in Python."""
+    for part, names in _HOOKS.items():
+        obj = agent if part == "agent" else getattr(agent, part, None)
+        for name in names:
+            if obj is not None and name in getattr(obj, "__dict__", {}):
+                return f"{part}.{name}"
+    return None
+
+
+def _model(env: FiniteMDP) -> Any:
+    """The Rust copy of the exact model, built once per environment (kept beside it, not on it:
+    environments are pickled to worker processes)."""
+    try:
+        model = _MODELS.get(env)
+    except TypeError:  # an unhashable subclass: build it every run
+        return _core.FiniteModel(env.P, env.R, env._cdf, env._init_cdf)
+    if model is None:
+        model = _MODELS[env] = _core.FiniteModel(env.P, env.R, env._cdf, env._init_cdf)
+    return model
+
+
+def _raise(agent: Agent, fault: tuple, design: np.ndarray | None = None) -> None:
+    """The exception the Python path raises for the fault the engine stopped at."""
+    _, kind, value = fault
+    guard = agent.guard  # type: ignore[attr-defined]
+    if kind == "nonfinite":
+        raise NonFiniteError(
+            "user statistic contains NaN or inf: it cannot be brought inside "
+            "the sensitivity bound the noise is calibrated for"
+        )
+    if kind == "rejected":
+        raise AssumptionError(
+            f"user statistic outside the sensitivity bound (||x|| <= {guard.x_bound:g}, "
+            f"y in [{guard.y_low:g}, {guard.y_high:g}]): max ||x|| = {value:.6g}"
+        )
+    if kind == "not_pd" and design is not None:
+        h = int(value)
+        released_inverse(design[h], h, agent.k, "the shift 2*Upsilon", "the paper's calibration")
+    raise RuntimeError(f"episode engine stopped: {kind}")  # pragma: no cover
+
+
+def run_episodes(
+    agent: Agent,
+    env: FiniteMDP,
+    K: int,
+    rng: np.random.Generator,
+    callback: Callable[[int, float], None] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """K episodes of `agent` on `env` with the environment stream `rng`: (gaps, returns,
+    initial states, policy changes), as privrl.runner.run's Python loop computes them."""
+    v_star = np.ascontiguousarray(env.optimal_values()[0])
+    if isinstance(agent, UCRLVTR):
+        return _vtr(agent, env, K, rng, v_star, callback)
+    assert isinstance(agent, LSVIUCB)
+    return _lsvi(agent, env, K, rng, v_star, callback)
+
+
+def _report(callback, gaps: np.ndarray, done: int, n: int, cum: float) -> float:
+    if callback is not None:
+        for i in range(done, done + n):
+            cum += gaps[i]
+            callback(i + 1, cum)
+    return cum
+
+
+def _store(log: tuple, block: tuple, done: int, n: int, fault: tuple | None) -> int:
+    """Copy a block's (gaps, returns, starts) into the run's arrays; the episodes it ran."""
+    ran = n if fault is None else int(fault[0])
+    for dst, src in zip(log, block, strict=True):
+        dst[done : done + ran] = src[:ran]
+    return ran
+
+
+def _ties(agent: Agent, n: int) -> np.ndarray | None:
+    """n tie-breaking seeds, the draws privrl.kernels' tie_seed would take one by one."""
+    if agent.ties == "lowest":
+        return None
+    return np.ascontiguousarray(agent._tie_rng.bit_generator.random_raw(n) >> np.uint64(1), dtype=np.uint64)
+
+
+def _vtr(agent: UCRLVTR, env, K, rng, v_star, callback):
+    H, d = agent.H, agent.d
+    server, rel = agent.server, agent.release()
+    guard = agent.guard
+    g = (guard.x_bound, guard.y_low, guard.y_high, guard.mode == "reject")
+    kw: dict[str, Any] = {}
+    gram = np.zeros((H, d, d))
+    target = np.zeros((H, d))
+    if server.mode == "exact":
+        kw["sms"] = [sm._sm for sm in server._sm]
+        target = server._target
+        g_used = None
+    elif server.mode == "tree":
+        kw["grams"] = [t._m for t in server._gram_trees]
+        kw["targets"] = [t._m for t in server._target_trees]
+        g_used = g
+    else:
+        kw["streams"] = [agent.randomizer._matrix_noise._s, agent.randomizer._vector_noise._s]
+        gram, target = server._gram, server._target
+        g_used = g
+    divisor = float(agent.randomizer.sym_divisor) if agent.randomizer is not None else 1.0
+    board = (_f64(rel.design), _f64(rel.inverse), _f64(rel.weights))
+    spec = (d, float(agent.beta), float(server.lam + server.shift), divisor)
+    engine = _core.VtrEngine(
+        _model(env), agent.features._f, server.mode, board, (gram, target), spec, g_used, v_star, **kw
+    )
+    gaps, returns, starts = np.empty(K), np.empty(K), np.empty(K, dtype=np.int64)
+    message_type = PrivatizedStatistics if server.mode == "local" else RawStatistics
+    done, cum = 0, 0.0
+    while done < K:
+        n = min(BLOCK, K - done)
+        u = rng.random((n, H + 1))
+        g_, r_, s_, clips, fault = engine.run(u, _ties(agent, n * H))
+        ran = _store((gaps, returns, starts), (g_, r_, s_), done, n, fault)
+        agent.k += ran
+        agent.policy_updates += ran
+        server.users += ran
+        if ran:
+            server.received_types.add(message_type)
+        guard.count(clips, stacklevel=4)
+        _sync_vtr(agent, engine, H, d)
+        if fault is not None:
+            design = engine.billboard()[0].reshape(H, d, d)
+            _raise(agent, fault, design)
+        cum = _report(callback, gaps, done, n, cum)
+        done += n
+    return gaps, returns, starts, int(engine.policy_changes)
+
+
+def _f64(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
+def _sync_vtr(agent: UCRLVTR, engine: Any, H: int, d: int) -> None:
+    """Leave the agent as the Python path would: its billboard and the server's sums."""
+    design, inverse, weights = engine.billboard()
+    agent._release = Release(
+        design.reshape(H, d, d), inverse.reshape(H, d, d), weights.reshape(H, d), agent.server.users
+    )
+    agent._plan = None
+    server = agent.server
+    gram, target = engine.sums()
+    if server.mode == "exact":
+        server._target[...] = target.reshape(H, d)
+    elif server.mode == "local":
+        server._gram[...] = gram.reshape(H, d, d)
+        server._target[...] = target.reshape(H, d)
+
+
+def _lsvi(agent: LSVIUCB, env, K, rng, v_star, callback):
+    H = agent.H
+    server, guard = agent.server, agent.guard
+    g = (guard.x_bound, guard.y_low, guard.y_high, guard.mode == "reject")
+    engine = _core.LsviEngine(_model(env), server.table, g, v_star)
+    sms = [sm._sm for sm in server.exact] if server.exact is not None else []
+    gaps, returns, starts = np.empty(K), np.empty(K), np.empty(K, dtype=np.int64)
+    ends = sorted(agent._update_after)
+    done, cum = 0, 0.0
+    while done < K:
+        pi = np.ascontiguousarray(agent.policy(), dtype=np.int64)
+        nxt = next((e for e in ends if e > agent.k), agent.K)  # the release after user e
+        n = min(BLOCK, K - done, nxt - agent.k)
+        u = rng.random((n, H + 1))
+        g_, r_, s_, clips, fault = engine.run(
+            pi,
+            u,
+            server.reward_sum,
+            server.next_sum,
+            (server.states, server.actions, server.rewards),
+            server.n,
+            server.batch_gram if server.private else None,
+            sms,
+        )
+        ran = _store((gaps, returns, starts), (g_, r_, s_), done, n, fault)
+        server.n += ran
+        guard.count(clips, stacklevel=4)
+        if fault is not None:
+            agent.k += ran
+            _raise(agent, fault)
+        agent.k += ran
+        agent._end_of_batch()  # blocks end where batches do
+        cum = _report(callback, gaps, done, n, cum)
+        done += n
+    return gaps, returns, starts, int(engine.policy_changes)

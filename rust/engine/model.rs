@@ -1,0 +1,154 @@
+//! The exact model of a finite MDP for the engine: sampling on the same cumulative rows as
+//! `FiniteMDP.sample_episode`, exact policy values by backward induction.
+
+use crate::errors::{check_finite, check_len, CoreError, CoreResult};
+
+use super::Trajectory;
+
+/// `P` (H, S, A, S), `R` (H, S, A), the cumulative rows of `P` and of the initial distribution
+/// (last positive entry forced to 1.0, as `privrl.envs.finite._cdf` builds them), row-major.
+#[derive(Debug, Clone)]
+pub struct FiniteModel {
+    pub h: usize,
+    pub s: usize,
+    pub a: usize,
+    p: Vec<f64>,
+    r: Vec<f64>,
+    cdf: Vec<f64>,
+    init_cdf: Vec<f64>,
+}
+
+impl FiniteModel {
+    pub fn new(
+        (h, s, a): (usize, usize, usize),
+        p: &[f64],
+        r: &[f64],
+        cdf: &[f64],
+        init_cdf: &[f64],
+    ) -> CoreResult<Self> {
+        if h == 0 || s == 0 || a == 0 {
+            return Err(CoreError::Shape(format!(
+                "empty model (H, S, A) = ({h}, {s}, {a})"
+            )));
+        }
+        check_len("transition kernel", p.len(), h * s * a * s)?;
+        check_len("cumulative transition rows", cdf.len(), h * s * a * s)?;
+        check_len("rewards", r.len(), h * s * a)?;
+        check_len("initial cumulative distribution", init_cdf.len(), s)?;
+        for (what, x) in [("P", p), ("R", r), ("cdf", cdf), ("initial cdf", init_cdf)] {
+            check_finite(what, x)?;
+        }
+        Ok(FiniteModel {
+            h,
+            s,
+            a,
+            p: p.to_vec(),
+            r: r.to_vec(),
+            cdf: cdf.to_vec(),
+            init_cdf: init_cdf.to_vec(),
+        })
+    }
+
+    /// `r_h(s, a)` for all (s, a) of step h, row s * A + a.
+    pub fn rewards(&self, h: usize) -> &[f64] {
+        let n = self.s * self.a;
+        &self.r[h * n..(h + 1) * n]
+    }
+
+    /// Roll out the policy `pi` (H x S, action indices) with the H + 1 uniforms `u`: u[0] draws
+    /// s_0, u[h + 1] the transition at step h; `np.searchsorted(row, u, side="right")`.
+    pub fn rollout(&self, pi: &[usize], u: &[f64], t: &mut Trajectory) {
+        let (s_n, a_n) = (self.s, self.a);
+        let mut s = draw(&self.init_cdf, u[0]);
+        t.states[0] = s;
+        for h in 0..self.h {
+            let a = pi[h * s_n + s];
+            let row = (h * s_n + s) * a_n + a;
+            t.actions[h] = a;
+            t.rewards[h] = self.r[row];
+            s = draw(&self.cdf[row * s_n..(row + 1) * s_n], u[h + 1]);
+            t.states[h + 1] = s;
+        }
+    }
+
+    /// `V^pi_h(s)` for all h, s into `out` ((H + 1) x S, V_H = 0).
+    pub fn values_into(&self, pi: &[usize], out: &mut [f64]) {
+        values(&self.p, &self.r, (self.h, self.s, self.a), pi, out);
+    }
+}
+
+/// The first index whose cumulative probability exceeds u (numpy's side="right").
+#[inline]
+fn draw(row: &[f64], u: f64) -> usize {
+    row.partition_point(|&c| c <= u)
+}
+
+fn values(
+    p: &[f64],
+    r: &[f64],
+    (h_n, s_n, a_n): (usize, usize, usize),
+    pi: &[usize],
+    out: &mut [f64],
+) {
+    out[h_n * s_n..].iter_mut().for_each(|v| *v = 0.0);
+    for h in (0..h_n).rev() {
+        let (now, next) = out[h * s_n..].split_at_mut(s_n);
+        for (s, v) in now.iter_mut().enumerate() {
+            let row = (h * s_n + s) * a_n + pi[h * s_n + s];
+            let probs = &p[row * s_n..(row + 1) * s_n];
+            let mut acc = 0.0;
+            for (q, w) in probs.iter().zip(&next[..s_n]) {
+                acc += q * w;
+            }
+            *v = r[row] + acc;
+        }
+    }
+}
+
+/// `FiniteMDP.policy_values`: V^pi (H + 1, S) by backward induction on P[h, s, pi_h(s), :],
+/// the sums over s' left to right. `pi` holds action indices (checked here).
+pub fn policy_values(
+    p: &[f64],
+    r: &[f64],
+    dims: (usize, usize, usize),
+    pi: &[i64],
+) -> CoreResult<Vec<f64>> {
+    let (h, s, a) = dims;
+    check_len("transition kernel", p.len(), h * s * a * s)?;
+    check_len("rewards", r.len(), h * s * a)?;
+    check_len("policy", pi.len(), h * s)?;
+    let pi: Vec<usize> = pi
+        .iter()
+        .map(|&x| {
+            usize::try_from(x)
+                .ok()
+                .filter(|&x| x < a)
+                .ok_or_else(|| CoreError::Shape(format!("policy action {x} outside 0..{a}")))
+        })
+        .collect::<CoreResult<_>>()?;
+    let mut out = vec![0.0; (h + 1) * s];
+    values(p, r, dims, &pi, &mut out);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_state_chain() {
+        // H = 1, S = 2, A = 1: from either state go to state 1 w.p. 0.25.
+        let p = [0.75, 0.25, 0.75, 0.25];
+        let cdf = [0.75, 1.0, 0.75, 1.0];
+        let m = FiniteModel::new((1, 2, 1), &p, &[0.5, 1.0], &cdf, &[0.5, 1.0]).unwrap();
+        let mut t = Trajectory::new(1);
+        m.rollout(&[0, 0], &[0.5, 0.75], &mut t);
+        assert_eq!(t.states, vec![1, 1]); // u = 0.5 is not < 0.5: the second state
+        assert_eq!(t.rewards, vec![1.0]);
+        m.rollout(&[0, 0], &[0.49, 0.1], &mut t);
+        assert_eq!(t.states, vec![0, 0]);
+        let v = policy_values(&p, &[0.5, 1.0], (1, 2, 1), &[0, 0]).unwrap();
+        assert_eq!(v, vec![0.5, 1.0, 0.0, 0.0]);
+        assert!(policy_values(&p, &[0.5, 1.0], (1, 2, 1), &[0, 1]).is_err());
+    }
+}

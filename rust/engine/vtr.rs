@@ -1,0 +1,278 @@
+//! UCRL-VTR (Alg. 1) episodes in one call: per episode the user's optimistic planning for all
+//! h on the current billboard, the rollout, the user's statistics (X_{k,h}, y_{k,h}) through the
+//! sensitivity guard, the server's update under the privacy model and the next billboard. The
+//! Python reference is `privrl.agents.ucrl_vtr.UCRLVTR` with `RegressionServer` and
+//! `LocalRandomizer` (paper and tight calibrations; the practical release is Python-only).
+
+use crate::continual::PrefixMechanism;
+use crate::errors::any_non_finite;
+use crate::mixture::MixtureFeatures;
+use crate::noise::{NodeShape, NoiseStream};
+use crate::qeval::{group_max, OptimisticQ, TieBreak};
+use crate::rank_one::{batched_matvec, spd_inverse, ShermanMorrison};
+
+use super::{
+    numpy_sum, EngineFault, EpisodeLog, FiniteModel, Guard, RegretCache, Stop, Trajectory,
+};
+
+/// The server's statistics under one privacy model (RegressionServer's modes).
+pub enum VtrServer<'a> {
+    /// Non-private: Sherman–Morrison per h and the exact targets (H x d).
+    Exact {
+        sms: Vec<&'a mut ShermanMorrison>,
+        target: &'a mut [f64],
+    },
+    /// JDP (Cor. 1): one mechanism of symmetric matrices and one of vectors per h.
+    Tree {
+        grams: Vec<&'a mut Box<dyn PrefixMechanism>>,
+        targets: Vec<&'a mut Box<dyn PrefixMechanism>>,
+    },
+    /// LDP (Cor. 2): the user's randomizer streams and the server's sums of privatized messages.
+    Local {
+        gram: &'a mut [f64],
+        target: &'a mut [f64],
+        matrix_noise: &'a mut NoiseStream,
+        vector_noise: &'a mut NoiseStream,
+    },
+}
+
+/// The public constants of the run.
+#[derive(Debug, Clone, Copy)]
+pub struct VtrSpec {
+    pub d: usize,
+    /// beta_k: the radius of the bonus beta ||phi||_{Lambda~^-1}.
+    pub radius: f64,
+    /// lam + shift, added to the diagonal of the released Gram sums (not in Exact mode).
+    pub base: f64,
+    /// The symmetric noise divisor of the LDP randomizer's matrices.
+    pub divisor: f64,
+    /// Where user statistics enter a mechanism (JDP, LDP); None for the non-private server.
+    pub guard: Option<Guard>,
+}
+
+/// The billboard (Lambda~_h, Lambda~_h^{-1}, w~_h)_h, row-major, read by planning and rewritten
+/// by every release.
+#[derive(Debug, Clone)]
+pub struct Billboard {
+    pub design: Vec<f64>,
+    pub inverse: Vec<f64>,
+    pub weights: Vec<f64>,
+}
+
+/// Scratch space of one episode.
+struct Work {
+    v: Vec<f64>,
+    phis: Vec<f64>,
+    q: Vec<f64>,
+    pi: Vec<usize>,
+    traj: Trajectory,
+    x: Vec<f64>,
+    y: Vec<f64>,
+    leaf: Vec<f64>,
+    noise: Vec<f64>,
+    sums: Vec<f64>,
+    norms: Vec<f64>,
+}
+
+/// Run `uniforms.len() / (H + 1)` episodes. `ties`: H seeds per episode, in the order the
+/// Python planning draws them (h = H..1), or None for lowest-index ties. Returns the guard's
+/// clip count; stops at the first fault.
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    spec: &VtrSpec,
+    model: &FiniteModel,
+    features: &MixtureFeatures,
+    server: &mut VtrServer<'_>,
+    board: &mut Billboard,
+    cache: &mut RegretCache,
+    v_star: &[f64],
+    uniforms: &[f64],
+    ties: Option<&[u64]>,
+    log: EpisodeLog<'_>,
+) -> Result<usize, Stop> {
+    let (h_n, s_n, a_n, d) = (model.h, model.s, model.a, spec.d);
+    let rows = s_n * a_n;
+    let mut w = Work {
+        v: vec![0.0; (h_n + 1) * s_n],
+        phis: vec![0.0; h_n * rows * d],
+        q: vec![0.0; rows],
+        pi: vec![0; h_n * s_n],
+        traj: Trajectory::new(h_n),
+        x: vec![0.0; h_n * d],
+        y: vec![0.0; h_n],
+        leaf: vec![0.0; d * d],
+        noise: vec![0.0; h_n * d * d],
+        sums: vec![0.0; h_n * d],
+        norms: Vec::with_capacity(h_n),
+    };
+    let mut clips = 0;
+    for (e, u) in uniforms.chunks_exact(h_n + 1).enumerate() {
+        let tie = ties.map(|t| &t[e * h_n..(e + 1) * h_n]);
+        plan(spec, model, features, board, tie, &mut w).map_err(|f| (e, f))?;
+        cache.set_policy(model, &w.pi);
+        model.rollout(&w.pi, u, &mut w.traj);
+        let s0 = w.traj.states[0];
+        log.gaps[e] = v_star[s0] - cache.value(s0);
+        log.returns[e] = numpy_sum(&w.traj.rewards);
+        log.starts[e] = s0 as i64;
+        // the user's statistics: X_h = phi_{V~_{h+1}}(s_h, a_h), y_h = V~_{h+1}(s_{h+1})
+        for h in 0..h_n {
+            let row = (h * rows + w.traj.states[h] * a_n + w.traj.actions[h]) * d;
+            w.x[h * d..(h + 1) * d].copy_from_slice(&w.phis[row..row + d]);
+            w.y[h] = w.v[(h + 1) * s_n + w.traj.states[h + 1]];
+        }
+        clips += receive(spec, server, &mut w).map_err(|f| (e, f))?;
+        release(spec, server, board, &mut w).map_err(|f| (e, f))?;
+    }
+    Ok(clips)
+}
+
+/// Q~_h = clip_[0, H](r_h + <phi_{V~_{h+1}}, w~_h> + beta ||phi_{V~_{h+1}}||_{Lambda~_h^-1}),
+/// V~_h = max_a Q~_h, for h = H..1 (UCRLVTR._policy).
+fn plan(
+    spec: &VtrSpec,
+    model: &FiniteModel,
+    features: &MixtureFeatures,
+    board: &Billboard,
+    ties: Option<&[u64]>,
+    w: &mut Work,
+) -> Result<(), EngineFault> {
+    let (h_n, s_n, d) = (model.h, model.s, spec.d);
+    let rows = s_n * model.a;
+    w.v[h_n * s_n..].iter_mut().for_each(|v| *v = 0.0);
+    for h in (0..h_n).rev() {
+        let (now, next) = w.v[h * s_n..].split_at_mut(s_n);
+        let phi = &mut w.phis[h * rows * d..(h + 1) * rows * d];
+        features.phi_v(&next[..s_n], phi)?;
+        let q = OptimisticQ {
+            d,
+            w: &board.weights[h * d..(h + 1) * d],
+            inv: &board.inverse[h * d * d..(h + 1) * d * d],
+            beta: spec.radius,
+            lower: 0.0,
+            upper: h_n as f64,
+        };
+        q.evaluate(phi, Some(model.rewards(h)), &mut w.q)?;
+        let tie = ties.map_or(TieBreak::Lowest, |t| TieBreak::Random(t[h_n - 1 - h]));
+        group_max(&w.q, model.a, tie, now, &mut w.pi[h * s_n..(h + 1) * s_n])?;
+    }
+    Ok(())
+}
+
+/// RegressionServer.receive (with LocalRandomizer.privatize under LDP); returns the clip count.
+fn receive(spec: &VtrSpec, server: &mut VtrServer<'_>, w: &mut Work) -> Result<usize, EngineFault> {
+    let d = spec.d;
+    let mut clips = 0;
+    if let Some(g) = &spec.guard {
+        clips = g.apply(&mut w.x, d, Some(&mut w.y), &mut w.norms)?;
+    } else if any_non_finite(&w.x) || any_non_finite(&w.y) {
+        return Err(EngineFault::NonFinite);
+    }
+    let (x, y) = (&w.x, &w.y);
+    match server {
+        VtrServer::Exact { sms, target } => {
+            for (sm, xh) in sms.iter_mut().zip(x.chunks_exact(d)) {
+                sm.update(xh)?;
+            }
+            for ((t, xh), &yh) in target.chunks_exact_mut(d).zip(x.chunks_exact(d)).zip(y) {
+                t.iter_mut().zip(xh).for_each(|(t, xi)| *t += xi * yh);
+            }
+        }
+        VtrServer::Tree { grams, targets } => {
+            for (h, xh) in x.chunks_exact(d).enumerate() {
+                outer(xh, &mut w.leaf);
+                grams[h].push(&w.leaf)?;
+                let vec_leaf = &mut w.leaf[..d];
+                vec_leaf
+                    .iter_mut()
+                    .zip(xh)
+                    .for_each(|(l, xi)| *l = xi * y[h]);
+                targets[h].push(vec_leaf)?;
+            }
+        }
+        VtrServer::Local {
+            gram,
+            target,
+            matrix_noise,
+            vector_noise,
+        } => {
+            let shape = NodeShape::SymMatrix {
+                d,
+                divisor: spec.divisor,
+            };
+            for c in w.noise.chunks_exact_mut(d * d) {
+                matrix_noise.fill(shape, c)?;
+            }
+            for c in w.sums.chunks_exact_mut(d) {
+                vector_noise.fill(NodeShape::Vector(d), c)?;
+            }
+            // the message (X X^T + B^1, X y + g^1) is formed first, then added to the sums
+            for (h, xh) in x.chunks_exact(d).enumerate() {
+                let noise = &w.noise[h * d * d..(h + 1) * d * d];
+                let g = &mut gram[h * d * d..(h + 1) * d * d];
+                for i in 0..d {
+                    for j in 0..d {
+                        g[i * d + j] += xh[i] * xh[j] + noise[i * d + j];
+                    }
+                }
+                let t = &mut target[h * d..(h + 1) * d];
+                for i in 0..d {
+                    t[i] += xh[i] * y[h] + w.sums[h * d + i];
+                }
+            }
+        }
+    }
+    Ok(clips)
+}
+
+fn outer(x: &[f64], out: &mut [f64]) {
+    let d = x.len();
+    for i in 0..d {
+        for j in 0..d {
+            out[i * d + j] = x[i] * x[j];
+        }
+    }
+}
+
+/// RegressionServer.release: the next billboard.
+fn release(
+    spec: &VtrSpec,
+    server: &mut VtrServer<'_>,
+    board: &mut Billboard,
+    w: &mut Work,
+) -> Result<(), EngineFault> {
+    let d = spec.d;
+    let dd = d * d;
+    match server {
+        VtrServer::Exact { sms, target } => {
+            for (h, sm) in sms.iter().enumerate() {
+                board.design[h * dd..(h + 1) * dd].copy_from_slice(sm.matrix());
+                board.inverse[h * dd..(h + 1) * dd].copy_from_slice(sm.inverse());
+            }
+            batched_matvec(&board.inverse, target, d, &mut board.weights)?;
+            return Ok(());
+        }
+        VtrServer::Tree { grams, targets } => {
+            for (h, (g, t)) in grams.iter().zip(targets.iter()).enumerate() {
+                g.release_into(&mut board.design[h * dd..(h + 1) * dd])?;
+                t.release_into(&mut w.sums[h * d..(h + 1) * d])?;
+            }
+        }
+        VtrServer::Local { gram, target, .. } => {
+            board.design.copy_from_slice(gram);
+            w.sums.copy_from_slice(target);
+        }
+    }
+    // design = sums + (lam + shift) I (numpy adds the zero off-diagonal entries too)
+    for (h, m) in board.design.chunks_exact_mut(dd).enumerate() {
+        for i in 0..d {
+            for j in 0..d {
+                m[i * d + j] += if i == j { spec.base } else { 0.0 };
+            }
+        }
+        let inv = spd_inverse(m, d).map_err(|_| EngineFault::NotPositiveDefinite { h })?;
+        board.inverse[h * dd..(h + 1) * dd].copy_from_slice(&inv);
+    }
+    batched_matvec(&board.inverse, &w.sums, d, &mut board.weights)?;
+    Ok(())
+}
