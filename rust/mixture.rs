@@ -60,14 +60,45 @@ impl MixtureFeatures {
         self.next_state.len()
     }
 
-    /// `out[(r, :)] = sum_{s'} phi(s'|r) v(s')`, out row-major (n_rows, d).
+    /// `out[(r, :)] = sum_{s'} phi(s'|r) v(s')`, out row-major (n_rows, d). Terms with
+    /// v(s') = 0 are skipped; the others are added in the stored order of s'.
     pub fn phi_v(&self, v: &[f64], out: &mut [f64]) -> CoreResult<()> {
         check_len("value vector", v.len(), self.n_states)?;
         check_finite("value vector", v)?;
         check_len("phi_v output", out.len(), self.n_rows * self.d)?;
+        // A fixed-size accumulator in registers for the usual dimensions (d <= 16); the same
+        // additions in the same order as the general loop, so the results are identical.
+        macro_rules! fixed {
+            ($($n:literal)*) => {
+                match self.d {
+                    $($n => self.phi_v_fixed::<$n>(v, out),)*
+                    _ => self.phi_v_any(v, out),
+                }
+            };
+        }
+        fixed!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+        Ok(())
+    }
+
+    fn phi_v_fixed<const D: usize>(&self, v: &[f64], out: &mut [f64]) {
+        for (r, o) in out.chunks_exact_mut(D).enumerate() {
+            let mut acc = [0.0; D];
+            for k in self.indptr[r]..self.indptr[r + 1] {
+                let vs = v[self.next_state[k]];
+                if vs != 0.0 {
+                    let f: &[f64; D] = self.values[k * D..(k + 1) * D].try_into().unwrap();
+                    for i in 0..D {
+                        acc[i] += vs * f[i];
+                    }
+                }
+            }
+            o.copy_from_slice(&acc);
+        }
+    }
+
+    fn phi_v_any(&self, v: &[f64], out: &mut [f64]) {
         let d = self.d;
-        for r in 0..self.n_rows {
-            let o = &mut out[r * d..(r + 1) * d];
+        for (r, o) in out.chunks_exact_mut(d).enumerate() {
             o.iter_mut().for_each(|x| *x = 0.0);
             for k in self.indptr[r]..self.indptr[r + 1] {
                 let vs = v[self.next_state[k]];
@@ -79,7 +110,6 @@ impl MixtureFeatures {
                 }
             }
         }
-        Ok(())
     }
 
     /// The features of one row (s, a) against one next state, d values (zeros if absent).

@@ -9,15 +9,68 @@
 
 use nalgebra::{DMatrix, DVector};
 
-use crate::errors::{check_finite, check_len, CoreError, CoreResult};
+use crate::errors::{any_non_finite, check_finite, check_len, CoreError, CoreResult};
 
 /// Inverse of a symmetric positive-definite matrix given row-major (symmetric, so
 /// row- and column-major agree). The input is symmetrized first, so rounding
 /// asymmetry in a noisy sum never breaks the factorization.
 pub fn spd_inverse(a: &[f64], d: usize) -> CoreResult<Vec<f64>> {
-    let chol = cholesky(a, d)?;
-    let inv = chol.inverse();
-    Ok(symmetrized(&inv).as_slice().to_vec())
+    if d == 0 {
+        return Err(CoreError::Shape("matrix dimension must be >= 1".into()));
+    }
+    check_len("matrix", a.len(), d * d)?;
+    check_finite("matrix", a)?;
+    // Cholesky L L^T of (A + A^T) / 2, then L^{-1} and A^{-1} = L^{-T} L^{-1}: one allocation
+    // and O(d^3) flops in plain loops (the released matrices are small and change every episode,
+    // so allocation, not arithmetic, dominated the general-purpose route). The result is
+    // exactly symmetric by construction.
+    let mut l = vec![0.0; 2 * d * d];
+    let (l, li) = l.split_at_mut(d * d);
+    for i in 0..d {
+        for j in 0..=i {
+            let mut s = (a[i * d + j] + a[j * d + i]) * 0.5;
+            for k in 0..j {
+                s -= l[i * d + k] * l[j * d + k];
+            }
+            if i == j {
+                if s.is_nan() || s <= 0.0 {
+                    return Err(not_positive_definite(d));
+                }
+                l[i * d + i] = s.sqrt();
+            } else {
+                l[i * d + j] = s / l[j * d + j];
+            }
+        }
+    }
+    for j in 0..d {
+        li[j * d + j] = 1.0 / l[j * d + j];
+        for i in j + 1..d {
+            let mut s = 0.0;
+            for k in j..i {
+                s -= l[i * d + k] * li[k * d + j];
+            }
+            li[i * d + j] = s / l[i * d + i];
+        }
+    }
+    let mut out = vec![0.0; d * d];
+    for i in 0..d {
+        for j in i..d {
+            let mut s = 0.0;
+            for k in j..d {
+                s += li[k * d + i] * li[k * d + j];
+            }
+            out[i * d + j] = s;
+            out[j * d + i] = s;
+        }
+    }
+    Ok(out)
+}
+
+fn not_positive_definite(d: usize) -> CoreError {
+    CoreError::NotPositiveDefinite(format!(
+        "the {d}x{d} (noisy) design matrix is not positive definite; \
+         the privacy noise exceeded the regularization shift"
+    ))
 }
 
 /// Solve `A x = b` for symmetric positive-definite `A` (row-major, d x d).
@@ -71,12 +124,7 @@ fn cholesky(a: &[f64], d: usize) -> CoreResult<nalgebra::Cholesky<f64, nalgebra:
     check_len("matrix", a.len(), d * d)?;
     check_finite("matrix", a)?;
     let m = symmetrized(&DMatrix::from_column_slice(d, d, a));
-    m.cholesky().ok_or_else(|| {
-        CoreError::NotPositiveDefinite(format!(
-            "the {d}x{d} (noisy) design matrix is not positive definite; \
-             the privacy noise exceeded the regularization shift"
-        ))
-    })
+    m.cholesky().ok_or_else(|| not_positive_definite(d))
 }
 
 fn symmetrized(m: &DMatrix<f64>) -> DMatrix<f64> {
@@ -202,7 +250,9 @@ impl ShermanMorrison {
         }
         self.updates += 1;
         self.since_refactor += 1;
-        if self.since_refactor >= self.refactor_every {
+        // u u^T overflows when ||x|| / lam is beyond ~1e154 (a tiny lam): the exact matrix is
+        // still finite, so factorize it instead of keeping an infinite inverse.
+        if self.since_refactor >= self.refactor_every || any_non_finite(self.inverse.as_slice()) {
             self.refactorize();
         }
     }

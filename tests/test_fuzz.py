@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from privrl import kernels as kn
@@ -80,6 +80,7 @@ def test_tree_aggregator(x, d, scale, capacity):
 
 @FUZZ
 @given(x=arrays, d=st.integers(-2, 5), lam=ANY_FLOAT)
+@example(x=np.array([[1]]), d=1, lam=2.686968262878258e-157)  # u u^T overflowed: 1/lam^2 > 1e308
 def test_rank_one_inverse(x, d, lam):
     try:
         sm = kn.RankOneInverse(d=d, lam=lam)
