@@ -700,24 +700,27 @@ def main():
     df, _ = sweep(
         env={"name": "RiverSwimMixture", "S": 4, "H": 3},
         agents={"a": {"algorithm": "UCRL-VTR", "privacy": "none", "beta_scale": 0.1}},
-        epsilons=[math.inf], seeds=2, episodes=5, n_jobs=2, outdir="out", progress=False)
+        epsilons=[math.inf], seeds=2, episodes=5, n_jobs=2, outdir="out", progress=False,
+        backend=BACKEND)
     print("rows", len(df))
 """
 
 
+@pytest.mark.parametrize("backend", ["threads", "processes"])
 @pytest.mark.parametrize("guarded", [True, False])
-def test_sweep_from_a_plain_script(tmp_path, guarded):
-    """With n_jobs > 1 the workers re-import the user's script: guarded, it runs; unguarded, it
-    fails with a message that says what to add (not a bare BrokenProcessPool)."""
+def test_sweep_from_a_plain_script(tmp_path, guarded, backend):
+    """On threads (the default) a plain script needs no guard. On processes the workers re-import
+    the user's script: guarded, it runs; unguarded, it fails with a message that says what to add
+    (not a bare BrokenProcessPool)."""
     import subprocess
     import sys
 
     call = 'if __name__ == "__main__":\n    main()\n' if guarded else "main()\n"
-    (tmp_path / "script.py").write_text(_SCRIPT + call)
+    (tmp_path / "script.py").write_text(f"BACKEND = {backend!r}\n" + _SCRIPT + call)
     res = subprocess.run(
         [sys.executable, "script.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
-    if guarded:
+    if guarded or backend == "threads":
         assert res.returncode == 0 and "rows 10" in res.stdout, res.stderr  # 2 seeds x 5 episodes
     else:
         assert res.returncode != 0, res.stdout
@@ -725,6 +728,17 @@ def test_sweep_from_a_plain_script(tmp_path, guarded):
         assert "RuntimeError: a sweep worker process died" in res.stderr, res.stderr
         worker = "RuntimeError: sweep() called while a worker process imports your script: put the sweep"
         assert f'{worker} under `if __name__ == "__main__":`' in res.stderr, res.stderr
+
+
+def test_threads_and_processes_give_the_same_results(tmp_path):
+    """The backend changes where runs execute, never what they compute."""
+    frames = [
+        sweep(**{**SMALL, "seeds": 3}, n_jobs=2, backend=b, outdir=tmp_path / b)[0].drop(columns="wall_time")
+        for b in ("threads", "processes")
+    ]
+    pd.testing.assert_frame_equal(frames[0], frames[1])
+    with pytest.raises(ConfigError, match="backend"):
+        sweep(**SMALL, n_jobs=2, backend="fibers")
 
 
 def test_manifest_labels_simulation_only_outputs(tmp_path):

@@ -108,6 +108,7 @@ def _sweep_flags(args: argparse.Namespace) -> dict[str, Any]:
         "delta": args.delta,
         "log_every": args.log_every,
         "n_jobs": args.n_jobs,
+        "backend": args.backend,
         "root_seed": args.root_seed,
         "format": args.format,
         "scheduler": args.scheduler,
@@ -191,7 +192,7 @@ def _run_and_show(
 
     config = build_config(raw)
     runs = config.runs()
-    where = config.scheduler or f"{config.n_jobs} process{'es' if config.n_jobs > 1 else ''}"
+    where = config.scheduler or (f"{config.n_jobs} {config.backend}" if config.n_jobs > 1 else "1 process")
     print(
         f"privrl: {len(runs)} runs ({sum(r.episodes for r in runs):,} episodes) on {where} -> {outdir}",
         file=sys.stderr,
@@ -331,7 +332,12 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--out", "-o", help="results folder (default: outdir of the config, else privrl-results/NAME)"
         )
-        p.add_argument("--n-jobs", "-j", type=int, help="local worker processes (-1: all cores)")
+        p.add_argument("--n-jobs", "-j", type=int, help="local workers (-1: all cores)")
+        p.add_argument(
+            "--backend",
+            choices=["threads", "processes"],
+            help="local workers are threads (default; the episode engine releases the GIL) or processes",
+        )
         p.add_argument(
             "--scheduler", help="run on a Dask cluster, e.g. tcp://host:8786 (pip install privrl[dask])"
         )

@@ -76,6 +76,7 @@ _GLOBAL_KEYS = {
     "delta",
     "log_every",
     "n_jobs",
+    "backend",
     "root_seed",
     "outdir",
     "scheduler",
@@ -328,6 +329,11 @@ def _slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9.+-]+", "-", s).strip("-") or "x"
 
 
+#: How n_jobs > 1 runs execute locally: threads (the episode engine releases the GIL; no process
+#: start, no pickling, no __main__ guard) or processes (for runs on the Python path).
+BACKENDS = ("threads", "processes")
+
+
 @dataclass
 class SweepConfig:
     """A validated sweep: studies plus execution settings (n_jobs, scheduler, output format)."""
@@ -336,6 +342,7 @@ class SweepConfig:
     root_seed: int = 0
     n_jobs: int = 1
     scheduler: str | None = None
+    backend: str = "threads"
     outdir: str | None = None
     format: str = "auto"
     name: str = "sweep"
@@ -356,6 +363,7 @@ class SweepConfig:
                 "name": self.name,
                 "root_seed": self.root_seed,
                 "n_jobs": self.n_jobs,
+                "backend": self.backend,
                 "scheduler": self.scheduler,
                 "format": self.format,
                 "studies": [s.to_dict() for s in self.studies],
@@ -524,7 +532,8 @@ def _studies(raw: Mapping[str, Any], defaults: Mapping[str, Any]) -> list[Study]
 
 
 def _execution(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """The settings of how a sweep runs: n_jobs (-1 = all cores), scheduler, outdir, format, root_seed."""
+    """The settings of how a sweep runs: n_jobs (-1 = all cores), backend, scheduler, outdir, format,
+    root_seed."""
     n_jobs = raw.get("n_jobs", 1)
     if n_jobs == -1:
         import os
@@ -536,12 +545,16 @@ def _execution(raw: Mapping[str, Any]) -> dict[str, Any]:
     scheduler = raw.get("scheduler")
     if scheduler is not None and not isinstance(scheduler, str):
         raise ConfigError("scheduler", f"expected an address like tcp://host:8786, got {scheduler!r}")
+    backend = raw.get("backend", "threads")
+    if backend not in BACKENDS:
+        raise ConfigError("backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")
     outdir = raw.get("outdir")
     if outdir is not None and not isinstance(outdir, str):
         raise ConfigError("outdir", f"expected a path, got {outdir!r}")
     return {
         "n_jobs": _number(n_jobs, "n_jobs", integer=True, low=1),
         "scheduler": scheduler,
+        "backend": backend,
         "outdir": outdir,
         "format": fmt,
         "root_seed": _number(raw.get("root_seed", 0), "root_seed", integer=True, low=0),
@@ -552,7 +565,8 @@ def build_config(raw: Mapping[str, Any]) -> SweepConfig:
     """Validate a config mapping (the parsed TOML, or sweep()'s arguments) into a SweepConfig.
 
     Top level: episodes, seeds (count or list), epsilons (inf = non-private), delta, log_every,
-    n_jobs, root_seed, outdir, scheduler, format ("auto" | "parquet" | "csv"), and either
+    n_jobs, backend ("threads" | "processes"), root_seed, outdir, scheduler, format ("auto" |
+    "parquet" | "csv"), and either
     env + agents (one study) or [[study]] tables (name, env, agents, and any of the sweep-level
     keys as per-study overrides). Raises ConfigError naming the offending key.
     """

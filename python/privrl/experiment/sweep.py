@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
 
 from privrl.experiment.config import (
+    BACKENDS,
     ConfigError,
     RunSpec,
     SweepConfig,
@@ -249,14 +250,36 @@ def _drain(q: Any, bar: _Progress) -> None:
             return
 
 
+def _threads(
+    specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: _Progress, n_jobs: int
+) -> Iterator[dict]:
+    """Runs on threads of this process: the episode engine runs blocks of episodes with the GIL
+    released, so engine runs proceed in parallel (runs on the Python path take turns)."""
+    with cf.ThreadPoolExecutor(max_workers=min(n_jobs, len(specs))) as pool:
+        futures = [pool.submit(guarded_run, s, envs.get(s.study), bar.episodes) for s in specs]
+        try:
+            for fut in cf.as_completed(futures):
+                yield fut.result()
+        finally:
+            for fut in futures:
+                fut.cancel()
+
+
 def _executor(
-    specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: _Progress, n_jobs: int, scheduler: Any
+    specs: Sequence[RunSpec],
+    envs: Mapping[str, Any],
+    bar: _Progress,
+    n_jobs: int,
+    scheduler: Any,
+    backend: str = "threads",
 ) -> Iterator[dict]:
     if scheduler is not None:
         from privrl.experiment.scaleout import dask_results
 
         return dask_results(specs, envs, bar, scheduler)
     if n_jobs > 1 and len(specs) > 1:
+        if backend == "threads":
+            return _threads(specs, envs, bar, n_jobs)
         return _processes(specs, envs, bar, n_jobs)
     return _inline(specs, envs, bar)
 
@@ -328,6 +351,7 @@ def run_sweep(
     scheduler: Any = None,
     progress: bool = False,
     resume: bool = True,
+    backend: str | None = None,
 ) -> tuple[pd.DataFrame, dict]:
     """Execute every run of `config` and return (tidy DataFrame, manifest).
 
@@ -340,6 +364,9 @@ def run_sweep(
     if n_jobs < 1:
         raise ConfigError("n_jobs", f"must be >= 1, got {n_jobs}")
     scheduler = scheduler if scheduler is not None else config.scheduler
+    backend = config.backend if backend is None else backend
+    if backend not in BACKENDS:
+        raise ConfigError("backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")
     _check_not_bootstrapping()
     preflight(config)  # before the store is touched: a bad config must not clobber a results folder
     specs = config.runs()
@@ -370,7 +397,7 @@ def run_sweep(
     if store is not None and todo:
         store.remove_merged()  # it would no longer describe the folder until this sweep completes
     try:
-        for payload in _executor(todo, envs, bar, n_jobs, scheduler):
+        for payload in _executor(todo, envs, bar, n_jobs, scheduler, backend):
             bar.run_done(_file_run(payload, store, results, failures, manifest, producer))
         status = "failed" if failures else "complete"
     finally:
@@ -412,6 +439,7 @@ def sweep(
     episodes: int = 1000,
     *,
     n_jobs: int = 1,
+    backend: str = "threads",
     log_every: int | None = None,
     outdir: str | os.PathLike | None = None,
     delta: float = 1e-5,
@@ -430,10 +458,13 @@ def sweep(
         "mechanism" (jdp only: "tree" | "honaker" | "factorization" | "blt"), and constructor options
         such as "beta_scale" or "batches"}}. A "none" agent runs once (epsilon = inf); a jdp/ldp agent runs at
         every epsilon, and at epsilon = inf it is the non-private algorithm.
-    seeds: a count (0..n-1) or a list. n_jobs > 1 runs on local processes; scheduler (a Dask address,
-        Client or cluster) runs each run as a Dask task. Results are identical either way (only the
-        wall_time column differs). outdir: write the results folder (see docs/harness.md) and
-        resume from it. studies: several [env + agents] tables in one sweep (the TOML [[study]]).
+    seeds: a count (0..n-1) or a list. n_jobs > 1 runs on local threads (backend="threads", the
+        default: the episode engine releases the GIL, and a script needs no __main__ guard) or
+        processes (backend="processes": for agents on the Python path, UCRL-VTR+ and the practical
+        UCRL-VTR); scheduler (a Dask address, Client or cluster) runs each run as a Dask task.
+        Results are identical either way (only the wall_time column differs). outdir: write the
+        results folder (see docs/harness.md) and resume from it. studies: several [env + agents]
+        tables in one sweep (the TOML [[study]]).
         progress: tqdm bars (runs, episodes/s); None (default) shows them when running
         interactively (a terminal or a notebook), never in a pipe or a log file.
     """
@@ -446,6 +477,7 @@ def sweep(
         "delta": delta,
         "root_seed": root_seed,
         "n_jobs": n_jobs,
+        "backend": backend,
         "format": format,
     }
     if log_every is not None:
