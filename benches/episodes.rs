@@ -94,6 +94,7 @@ fn bench_vtr(c: &mut Criterion) {
             y_high: h as f64,
             reject: false,
         }),
+        practical: None,
     };
     let u = uniforms(BLOCK * (h + 1), &mut rng);
     let v_star = vec![h as f64; s];
@@ -135,6 +136,9 @@ fn bench_vtr(c: &mut Criterion) {
                     .map(|i| if i % (d + 1) == 0 { 0.02 } else { 0.0 })
                     .collect(),
                 weights: vec![0.0; h * d],
+                bonus: vec![],
+                gamma: vec![],
+                users: 0,
             };
             let mut cache = RegretCache::new(&m);
             let mut log = (vec![0.0; BLOCK], vec![0.0; BLOCK], vec![0i64; BLOCK]);

@@ -16,6 +16,7 @@
 //! * [`mixture`]: sparse linear-mixture features and `phi_V(s, a)` for all pairs at once.
 //! * [`engine`]: whole episodes of the built-in agents on a finite MDP with a known model
 //!   (sampling, planning, the user's statistics, the mechanisms, exact regret) in one call.
+//! * [`practical`]: the eigenvalue-floored release of the practical calibration.
 //! * [`lsvi`]: optimistic state values at many (indexed) states for least-squares value
 //!   iteration (the response vector of Alg. 2).
 //!
@@ -27,6 +28,7 @@ pub mod errors;
 pub mod lsvi;
 pub mod mixture;
 pub mod noise;
+pub mod practical;
 pub mod qeval;
 pub mod rank_one;
 pub mod secure;

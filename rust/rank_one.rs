@@ -149,9 +149,10 @@ impl ShermanMorrison {
         if d == 0 {
             return Err(CoreError::Shape("dimension d must be >= 1".into()));
         }
-        if !(lam.is_finite() && lam > 0.0) {
+        // 1/lam must be finite too: a subnormal lam would start the inverse at infinity
+        if !(lam.is_finite() && lam > 0.0 && (1.0 / lam).is_finite()) {
             return Err(CoreError::InvalidParameter(format!(
-                "regularization lambda must be finite and > 0, got {lam}"
+                "regularization lambda must be finite and > 0 with 1/lambda finite, got {lam}"
             )));
         }
         if refactor_every == 0 {

@@ -34,8 +34,22 @@ VTR_PRIVACY = [
     LocalDP(1.0, 1e-5),
     LocalDP(1.0, 0.0),
     LocalDP(5.0, 1e-5, calibration="tight"),
+    NonPrivate(calibration="practical"),
+    JointDP(1.0, 1e-5, calibration="practical"),
+    JointDP(3.0, 1e-5, calibration="practical", mechanism="tree"),
+    JointDP(3.0, 1e-5, calibration="practical", mechanism="honaker"),
+    JointDP(1.0, 0.0, calibration="practical"),
+    LocalDP(10.0, 1e-5, calibration="practical"),
+    LocalDP(10.0, 0.0, calibration="practical"),
 ]
-LSVI_PRIVACY = [NonPrivate(), JointDP(1.0, 1e-5), JointDP(1.0, 0.0), JointDP(1.0, 1e-5, mechanism="blt")]
+LSVI_PRIVACY = [
+    NonPrivate(),
+    JointDP(1.0, 1e-5),
+    JointDP(1.0, 0.0),
+    JointDP(1.0, 1e-5, mechanism="blt"),
+    JointDP(1.0, 1e-5, calibration="practical"),
+    NonPrivate(calibration="practical"),
+]
 
 
 def _same(make, env, K, seed=11):
@@ -50,12 +64,8 @@ def _same(make, env, K, seed=11):
     np.testing.assert_array_equal(rp.returns, rr.returns)
     np.testing.assert_array_equal(rp.initial_states, rr.initial_states)
     assert rp.policy_changes == rr.policy_changes
-    for a, b in zip(
-        (ap.release().design, ap.release().inverse, ap.release().weights),
-        (ar.release().design, ar.release().inverse, ar.release().weights),
-        strict=True,
-    ):
-        np.testing.assert_array_equal(a, b)
+    for name in ("design", "inverse", "weights", "bonus", "gamma"):
+        np.testing.assert_array_equal(getattr(ap.release(), name), getattr(ar.release(), name))
     assert (ap.k, ap.policy_updates, ap.clip_count) == (ar.k, ar.policy_updates, ar.clip_count)
     return rp, ap, ar
 
@@ -179,16 +189,14 @@ class _OwnSampling(FiniteMDP):
 
 def test_what_the_engine_does_not_cover_runs_in_python():
     env = RiverSwimMixture(S=4, H=3)
-    practical = UCRLVTR(env, JointDP(1.0, 1e-5, calibration="practical"), episodes=10, seed=0)
-    assert "practical" in engine_gap(practical, env)
     plus = UCRLVTRPlus(env, NonPrivate(), episodes=10, seed=0)
     assert "UCRLVTRPlus" in engine_gap(plus, env)
     spied = UCRLVTR(env, NonPrivate(), episodes=10, seed=0)
     spied.server.receive = spied.server.receive  # a spy on the instance
     assert "server.receive" in engine_gap(spied, env)
     with pytest.raises(ValueError, match="does not apply"):
-        privrl.run(practical, env, seed=0, engine="rust")
-    assert privrl.run(practical, env, seed=0).episodes == 10  # "auto" falls back
+        privrl.run(plus, env, seed=0, engine="rust")
+    assert privrl.run(plus, env, seed=0).episodes == 10  # "auto" falls back
     own = _OwnSampling(env.P, env.R, env.init_dist)
     assert "overrides FiniteMDP.sample_episode" in engine_gap(UCRLVTR.__new__(UCRLVTR), own)
     with pytest.raises(ValueError, match="engine must be one of"):

@@ -81,6 +81,7 @@ def test_tree_aggregator(x, d, scale, capacity):
 @FUZZ
 @given(x=arrays, d=st.integers(-2, 5), lam=ANY_FLOAT)
 @example(x=np.array([[1]]), d=1, lam=2.686968262878258e-157)  # u u^T overflowed: 1/lam^2 > 1e308
+@example(x=np.zeros((0, 1)), d=1, lam=2.225073858507203e-309)  # subnormal lam: 1/lam = inf
 def test_rank_one_inverse(x, d, lam):
     try:
         sm = kn.RankOneInverse(d=d, lam=lam)

@@ -40,6 +40,7 @@ __all__ = [
     "LsviEngine",
     "policy_values",
     "batched_matvec",
+    "floored_release",
     "_panic_for_test",
     "__version__",
     "MECHANISMS",
@@ -175,6 +176,9 @@ class FiniteModel:
 
 def policy_values(p: _F64, r: _F64, pi: _I64) -> _F64: ...
 def batched_matvec(m: _F64, v: _F64) -> _F64: ...
+def floored_release(
+    gram: _F64, target: _F64, lam: float, shift: float, w0: _F64
+) -> tuple[_F64, _F64, _F64, _F64, _F64]: ...
 
 @final
 class VtrEngine:
@@ -192,9 +196,17 @@ class VtrEngine:
         grams: list[PrefixMechanism] = ...,
         targets: list[PrefixMechanism] = ...,
         streams: list[NoiseStream] = ...,
+        practical: tuple | None = ...,
+        users: int = ...,
     ) -> Self: ...
-    def run(self, uniforms: _F64, ties: npt.NDArray[np.uint64] | None = ...) -> _Block: ...
+    def run(
+        self,
+        uniforms: _F64,
+        ties: npt.NDArray[np.uint64] | None = ...,
+        bounds: tuple[_F64, _F64] | None = ...,
+    ) -> _Block: ...
     def billboard(self) -> tuple[_F64, _F64, _F64]: ...
+    def practical(self) -> tuple[_F64, _F64]: ...
     def sums(self) -> tuple[_F64, _F64]: ...
     @property
     def policy_changes(self) -> int: ...

@@ -13,8 +13,9 @@ order (``tests/test_engine.py`` checks every agent x privacy model). After a run
 the state the Python path would have left it in, so it can go on either way.
 
 It applies to the built-in agents on a plain ``FiniteMDP`` subclass that keeps the built-in
-sampling and exact values; anything else (a user's own agent or environment, UCRL-VTR+, the
-practical calibration of UCRL-VTR) runs on the Python path. ``engine_gap(agent, env)`` says why.
+sampling and exact values; anything else (a user's own agent or environment, UCRL-VTR+) runs on
+the Python path.
+``engine_gap(agent, env)`` says why.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from privrl.agents.statistics import PrivatizedStatistics, RawStatistics, Releas
 from privrl.agents.ucrl_vtr import UCRLVTR
 from privrl.envs.finite import FiniteMDP
 from privrl.exceptions import AssumptionError, NonFiniteError
+from privrl.privacy import practical
 
 __all__ = ["engine_gap", "run_episodes", "BLOCK"]
 
@@ -52,8 +54,6 @@ def engine_gap(agent: Agent, env: FiniteMDP) -> str | None:
     if replaced:
         return f"{replaced} is replaced on the instance (the engine would bypass it)"
     if type(agent) is UCRLVTR:
-        if agent.server.post is not None:
-            return "the practical calibration's release (an eigendecomposition) runs in Python"
         return None
     if type(agent) is LSVIUCB:
         return None
@@ -175,8 +175,19 @@ def _vtr(agent: UCRLVTR, env, K, rng, v_star, callback):
     divisor = float(agent.randomizer.sym_divisor) if agent.randomizer is not None else 1.0
     board = (_f64(rel.design), _f64(rel.inverse), _f64(rel.weights))
     spec = (d, float(agent.beta), float(server.lam + server.shift), divisor)
+    if server.post is not None:
+        kw["practical"] = _practical(agent, rel)
     engine = _core.VtrEngine(
-        _model(env), agent.features._f, server.mode, board, (gram, target), spec, g_used, v_star, **kw
+        _model(env),
+        agent.features._f,
+        server.mode,
+        board,
+        (gram, target),
+        spec,
+        g_used,
+        v_star,
+        users=server.users,
+        **kw,
     )
     gaps, returns, starts = np.empty(K), np.empty(K), np.empty(K, dtype=np.int64)
     message_type = PrivatizedStatistics if server.mode == "local" else RawStatistics
@@ -184,7 +195,7 @@ def _vtr(agent: UCRLVTR, env, K, rng, v_star, callback):
     while done < K:
         n = min(BLOCK, K - done)
         u = rng.random((n, H + 1))
-        g_, r_, s_, clips, fault = engine.run(u, _ties(agent, n * H))
+        g_, r_, s_, clips, fault = engine.run(u, _ties(agent, n * H), _bounds(agent, n))
         ran = _store((gaps, returns, starts), (g_, r_, s_), done, n, fault)
         agent.k += ran
         agent.policy_updates += ran
@@ -205,11 +216,47 @@ def _f64(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float64)
 
 
+def _practical(agent: UCRLVTR, rel: Release) -> tuple:
+    """The PracticalRelease of the agent's server as the engine's constants (the same numbers its
+    noise-bound closures compute, privrl.privacy.practical.noise_bounds_at)."""
+    post, cal = agent.server.post, agent.calibration
+    gaussian = None
+    if cal["kind"] != "none" and cal["noise"] == "gaussian":
+        d, alpha = agent.d, cal["alpha"]
+        gaussian = (
+            float(cal["sigma_B"]),
+            float(cal["sigma_g"]),
+            float(cal["sym_divisor"]),
+            practical.matrix_bound_factor(d, alpha),
+            practical.vector_bound_factor(d, alpha),
+        )
+    consts = (post.lam, post.shift_mult, post.beta**2, post.C_w, post.centre_distance, post.noise_scale)
+    noisy = cal["kind"] != "none"
+    assert rel.bonus is not None and rel.gamma is not None  # a practical billboard has both
+    return consts, _f64(post.w0), gaussian, noisy, _f64(rel.bonus), _f64(rel.gamma)
+
+
+def _bounds(agent: UCRLVTR, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The practical noise bounds of the next n releases when the engine has no formula for them
+    (pure DP: the Laplace sum bounds of privrl.privacy.bounds), from the release's own closures."""
+    post = agent.server.post
+    if post is None or agent.calibration["kind"] == "none" or agent.calibration["noise"] == "gaussian":
+        return None
+    ts = range(agent.server.users + 1, agent.server.users + n + 1)
+    return np.array([post.matrix_bound(t) for t in ts]), np.array([post.vector_bound(t) for t in ts])
+
+
 def _sync_vtr(agent: UCRLVTR, engine: Any, H: int, d: int) -> None:
     """Leave the agent as the Python path would: its billboard and the server's sums."""
     design, inverse, weights = engine.billboard()
+    bonus, gamma = engine.practical()
     agent._release = Release(
-        design.reshape(H, d, d), inverse.reshape(H, d, d), weights.reshape(H, d), agent.server.users
+        design.reshape(H, d, d),
+        inverse.reshape(H, d, d),
+        weights.reshape(H, d),
+        agent.server.users,
+        bonus.reshape(H, d, d) if len(bonus) else None,
+        gamma if len(gamma) else None,
     )
     agent._plan = None
     server = agent.server

@@ -3,7 +3,7 @@
 //! Python path shares with the engine. Blocks run with the GIL released.
 
 use numpy::{
-    IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
+    IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
     PyReadonlyArray3, PyReadonlyArray4, PyReadwriteArray2, PyReadwriteArray3,
     PyUntypedArrayMethods,
 };
@@ -12,14 +12,27 @@ use pyo3::prelude::*;
 
 use super::{contiguous, IntoPy, PyMixture, PyNoiseStream, PyPrefix, PySM};
 use crate::engine::lsvi::{self, LsviSums, Records};
-use crate::engine::vtr::{self, Billboard, VtrServer, VtrSpec};
+use crate::engine::vtr::{self, Billboard, NoiseBounds, PracticalSpec, VtrServer, VtrSpec};
 use crate::engine::{self as core, EngineFault, EpisodeLog, FiniteModel, Guard, RegretCache, Stop};
+use crate::practical::{self, Floored};
 use crate::rank_one;
 
 type Arrays3<'py> = (
     Bound<'py, PyArray1<f64>>,
     Bound<'py, PyArray1<f64>>,
     Bound<'py, PyArray1<f64>>,
+);
+
+/// ((lam, shift_mult, beta^2, C_w, centre distance, noise scale), w0, Gaussian noise bounds
+/// (sigma_m, sigma_v, divisor, k_m, k_v) or None, whether there is noise (None and noisy: the
+/// caller passes the bounds to every `run`), initial bonus (H, d, d), initial gamma (H,)).
+type PracticalArgs<'a> = (
+    (f64, f64, f64, f64, f64, f64),
+    PyReadonlyArray1<'a, f64>,
+    Option<(f64, f64, f64, f64, f64)>,
+    bool,
+    PyReadonlyArray3<'a, f64>,
+    PyReadonlyArray1<'a, f64>,
 );
 
 type Outcome<'py> = (
@@ -115,6 +128,63 @@ pub fn batched_matvec<'py>(
     out.into_pyarray(py).reshape([n, d])
 }
 
+type Arrays5<'py> = (
+    Bound<'py, PyArray3<f64>>,
+    Bound<'py, PyArray3<f64>>,
+    Bound<'py, PyArray3<f64>>,
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray1<f64>>,
+);
+
+/// The practical calibration's floored release (crate::practical): (design, inverse, inverse2,
+/// weights, correction) from the noisy sums gram (H, d, d) and target (H, d).
+#[pyfunction]
+pub fn floored_release<'py>(
+    py: Python<'py>,
+    gram: PyReadonlyArray3<'_, f64>,
+    target: PyReadonlyArray2<'_, f64>,
+    lam: f64,
+    shift: f64,
+    w0: PyReadonlyArray1<'_, f64>,
+) -> PyResult<Arrays5<'py>> {
+    let sh = target.shape();
+    let (h, d) = (sh[0], sh[1]);
+    if gram.shape() != [h, d, d] {
+        return Err(PyValueError::new_err(format!(
+            "gram must be ({h}, {d}, {d})"
+        )));
+    }
+    let (mut a, mut b, mut c) = (
+        vec![0.0; h * d * d],
+        vec![0.0; h * d * d],
+        vec![0.0; h * d * d],
+    );
+    let (mut w, mut e) = (vec![0.0; h * d], vec![0.0; h]);
+    practical::floored_release(
+        contiguous("gram", gram.as_slice())?,
+        contiguous("target", target.as_slice())?,
+        d,
+        lam,
+        shift,
+        contiguous("w0", w0.as_slice())?,
+        Floored {
+            design: &mut a,
+            inverse: &mut b,
+            inverse2: &mut c,
+            weights: &mut w,
+            correction: &mut e,
+        },
+    )
+    .py_ok(py)?;
+    Ok((
+        a.into_pyarray(py).reshape([h, d, d])?,
+        b.into_pyarray(py).reshape([h, d, d])?,
+        c.into_pyarray(py).reshape([h, d, d])?,
+        w.into_pyarray(py).reshape([h, d])?,
+        e.into_pyarray(py),
+    ))
+}
+
 fn fault(stop: Option<Stop>) -> Option<(usize, &'static str, f64)> {
     stop.map(|(e, f)| match f {
         EngineFault::NonFinite => (e, "nonfinite", 0.0),
@@ -182,7 +252,7 @@ pub struct PyVtrEngine {
 #[pymethods]
 impl PyVtrEngine {
     #[new]
-    #[pyo3(signature = (model, features, mode, board, sums, spec, guard, v_star, sms=vec![], grams=vec![], targets=vec![], streams=vec![]))]
+    #[pyo3(signature = (model, features, mode, board, sums, spec, guard, v_star, sms=vec![], grams=vec![], targets=vec![], streams=vec![], practical=None, users=0))]
     fn new(
         py: Python<'_>,
         model: Py<PyModel>,
@@ -201,6 +271,8 @@ impl PyVtrEngine {
         grams: Vec<Py<PyPrefix>>,
         targets: Vec<Py<PyPrefix>>,
         streams: Vec<Py<PyNoiseStream>>,
+        practical: Option<PracticalArgs<'_>>,
+        users: u64,
     ) -> PyResult<Self> {
         let m = &model.get().inner;
         let (h, d) = (m.h, spec.0);
@@ -215,10 +287,43 @@ impl PyVtrEngine {
                 "inconsistent {mode:?} engine"
             )));
         }
+        let (practical, bonus, gamma) = match practical {
+            None => (None, vec![], vec![]),
+            Some((consts, w0, gaussian, noisy, bonus, gamma)) => {
+                let (lam, shift_mult, beta2, c_w, centre_distance, noise_scale) = consts;
+                let spec = PracticalSpec {
+                    lam,
+                    shift_mult,
+                    beta2,
+                    c_w,
+                    centre_distance,
+                    noise_scale,
+                    w0: contiguous("w0", w0.as_slice())?.to_vec(),
+                    bounds: match gaussian {
+                        Some((a, b, c, dd, e)) => NoiseBounds::Gaussian(a, b, c, dd, e),
+                        None if noisy => NoiseBounds::Table {
+                            first: 0,
+                            ups: vec![],
+                            c: vec![],
+                        },
+                        None => NoiseBounds::Zero,
+                    },
+                };
+                let bonus = contiguous("bonus", bonus.as_slice())?.to_vec();
+                let gamma = contiguous("gamma", gamma.as_slice())?.to_vec();
+                if spec.w0.len() != d || bonus.len() != h * d * d || gamma.len() != h {
+                    return Err(PyValueError::new_err("practical release of the wrong size"));
+                }
+                (Some(spec), bonus, gamma)
+            }
+        };
         let board = Billboard {
             design: contiguous("design", board.0.as_slice())?.to_vec(),
             inverse: contiguous("inverse", board.1.as_slice())?.to_vec(),
             weights: contiguous("weights", board.2.as_slice())?.to_vec(),
+            bonus,
+            gamma,
+            users,
         };
         let (gram, target) = (
             contiguous("gram", sums.0.as_slice())?.to_vec(),
@@ -251,22 +356,43 @@ impl PyVtrEngine {
                 base: spec.2,
                 divisor: spec.3,
                 guard: guard.map(guard_of),
+                practical,
             },
             cache,
             v_star,
         })
     }
 
-    /// Run the episodes of `uniforms` (n, H + 1); `ties` (n * H,) seeds or None. Returns
-    /// (gaps, returns, initial states, clip count, fault or None).
-    #[pyo3(signature = (uniforms, ties=None))]
+    /// Run the episodes of `uniforms` (n, H + 1); `ties` (n * H,) seeds or None; `bounds`: the
+    /// practical noise bounds (Upsilon_t, C_t) for t = users + 1 .. users + n when the engine was
+    /// built without a formula for them. Returns (gaps, returns, initial states, clip count,
+    /// fault or None).
+    #[pyo3(signature = (uniforms, ties=None, bounds=None))]
     fn run<'py>(
         mut slf: PyRefMut<'py, Self>,
         py: Python<'py>,
         uniforms: PyReadonlyArray2<'_, f64>,
         ties: Option<PyReadonlyArray1<'_, u64>>,
+        bounds: Option<(PyReadonlyArray1<'_, f64>, PyReadonlyArray1<'_, f64>)>,
     ) -> PyResult<Outcome<'py>> {
         let this = &mut *slf;
+        let first = this.board.users + 1;
+        if let Some(PracticalSpec {
+            bounds: NoiseBounds::Table { first: f, ups, c },
+            ..
+        }) = &mut this.spec.practical
+        {
+            let (u, v) = bounds
+                .ok_or_else(|| PyValueError::new_err("this engine needs the noise bounds"))?;
+            *f = first;
+            *ups = contiguous("bounds", u.as_slice())?.to_vec();
+            *c = contiguous("bounds", v.as_slice())?.to_vec();
+            if ups.len() != uniforms.shape()[0] || c.len() != ups.len() {
+                return Err(PyValueError::new_err(
+                    "one pair of noise bounds per episode",
+                ));
+            }
+        }
         let model = this.model.get();
         let features = this.features.bind(py).borrow();
         let h = model.inner.h;
@@ -357,6 +483,17 @@ impl PyVtrEngine {
             self.board.design.clone().into_pyarray(py),
             self.board.inverse.clone().into_pyarray(py),
             self.board.weights.clone().into_pyarray(py),
+        )
+    }
+
+    /// (bonus (H*d*d,), gamma (H,)) of the practical billboard (empty under the paper's rule).
+    fn practical<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>) {
+        (
+            self.board.bonus.clone().into_pyarray(py),
+            self.board.gamma.clone().into_pyarray(py),
         )
     }
 
@@ -513,5 +650,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyLsviEngine>()?;
     m.add_function(wrap_pyfunction!(policy_values, m)?)?;
     m.add_function(wrap_pyfunction!(batched_matvec, m)?)?;
+    m.add_function(wrap_pyfunction!(floored_release, m)?)?;
     Ok(())
 }

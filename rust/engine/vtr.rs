@@ -8,6 +8,7 @@ use crate::continual::PrefixMechanism;
 use crate::errors::any_non_finite;
 use crate::mixture::MixtureFeatures;
 use crate::noise::{NodeShape, NoiseStream};
+use crate::practical::{floored_release, Floored};
 use crate::qeval::{group_max, OptimisticQ, TieBreak};
 use crate::rank_one::{batched_matvec, spd_inverse, ShermanMorrison};
 
@@ -36,8 +37,57 @@ pub enum VtrServer<'a> {
     },
 }
 
+/// The practical calibration's release rule (`PracticalRelease`): its public constants, with
+/// `w0` the ridge's centre and, for Gaussian noise, the noise bounds after t users
+/// `Upsilon_t = sigma_m sqrt(2 v_t) / divisor * k_m` and `C_t = sigma_v sqrt(v_t) * k_v`, v_t the
+/// release's variance factor (the mechanism's profile under JDP, t under LDP); None: no noise.
+#[derive(Debug, Clone)]
+pub struct PracticalSpec {
+    pub lam: f64,
+    pub shift_mult: f64,
+    /// beta^2 of the statistical part of the bonus.
+    pub beta2: f64,
+    pub c_w: f64,
+    pub centre_distance: f64,
+    pub noise_scale: f64,
+    pub w0: Vec<f64>,
+    pub bounds: NoiseBounds,
+}
+
+/// The noise bounds (Upsilon_t, C_t) of the practical release after t users.
+#[derive(Debug, Clone)]
+pub enum NoiseBounds {
+    /// No noise (the non-private member of the family).
+    Zero,
+    /// Gaussian noise: (sigma_m, sigma_v, divisor, k_m, k_v), see [`PracticalSpec`].
+    Gaussian(f64, f64, f64, f64, f64),
+    /// Values computed by the caller for t = first, first + 1, ... (pure DP's Laplace sums).
+    Table {
+        first: u64,
+        ups: Vec<f64>,
+        c: Vec<f64>,
+    },
+}
+
+impl PracticalSpec {
+    /// (Upsilon_t, C_t) after t users, v the release's variance factor at t
+    /// (privrl.privacy.practical.noise_bounds_at).
+    fn bounds(&self, t: u64, v: f64) -> (f64, f64) {
+        match &self.bounds {
+            NoiseBounds::Zero => (0.0, 0.0),
+            NoiseBounds::Gaussian(sm, sv, div, km, kv) => {
+                (sm * (2.0 * v).sqrt() / div * km, sv * v.sqrt() * kv)
+            }
+            NoiseBounds::Table { first, ups, c } => {
+                let i = (t - first) as usize;
+                (ups[i], c[i])
+            }
+        }
+    }
+}
+
 /// The public constants of the run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct VtrSpec {
     pub d: usize,
     /// beta_k: the radius of the bonus beta ||phi||_{Lambda~^-1}.
@@ -48,6 +98,8 @@ pub struct VtrSpec {
     pub divisor: f64,
     /// Where user statistics enter a mechanism (JDP, LDP); None for the non-private server.
     pub guard: Option<Guard>,
+    /// The practical release rule; None: the paper's (shift `base`, bonus radius `radius`).
+    pub practical: Option<PracticalSpec>,
 }
 
 /// The billboard (Lambda~_h, Lambda~_h^{-1}, w~_h)_h, row-major, read by planning and rewritten
@@ -57,6 +109,11 @@ pub struct Billboard {
     pub design: Vec<f64>,
     pub inverse: Vec<f64>,
     pub weights: Vec<f64>,
+    /// The practical bonus matrices M_h (radius 1) and gamma_h; empty under the paper's rule.
+    pub bonus: Vec<f64>,
+    pub gamma: Vec<f64>,
+    /// Users whose statistics the billboard includes.
+    pub users: u64,
 }
 
 /// Scratch space of one episode.
@@ -71,6 +128,9 @@ struct Work {
     leaf: Vec<f64>,
     noise: Vec<f64>,
     sums: Vec<f64>,
+    gram: Vec<f64>,
+    inverse2: Vec<f64>,
+    correction: Vec<f64>,
     norms: Vec<f64>,
 }
 
@@ -103,6 +163,9 @@ pub fn run(
         leaf: vec![0.0; d * d],
         noise: vec![0.0; h_n * d * d],
         sums: vec![0.0; h_n * d],
+        gram: vec![0.0; h_n * d * d],
+        inverse2: vec![0.0; h_n * d * d],
+        correction: vec![0.0; h_n],
         norms: Vec::with_capacity(h_n),
     };
     let mut clips = 0;
@@ -144,11 +207,17 @@ fn plan(
         let (now, next) = w.v[h * s_n..].split_at_mut(s_n);
         let phi = &mut w.phis[h * rows * d..(h + 1) * rows * d];
         features.phi_v(&next[..s_n], phi)?;
+        // the bonus: beta ||phi||_{Lambda~^-1}, or ||phi||_{M_h} under the practical rule
+        let (bonus, radius) = if spec.practical.is_some() {
+            (&board.bonus, 1.0)
+        } else {
+            (&board.inverse, spec.radius)
+        };
         let q = OptimisticQ {
             d,
             w: &board.weights[h * d..(h + 1) * d],
-            inv: &board.inverse[h * d * d..(h + 1) * d * d],
-            beta: spec.radius,
+            inv: &bonus[h * d * d..(h + 1) * d * d],
+            beta: radius,
             lower: 0.0,
             upper: h_n as f64,
         };
@@ -243,6 +312,10 @@ fn release(
 ) -> Result<(), EngineFault> {
     let d = spec.d;
     let dd = d * d;
+    board.users += 1;
+    if let Some(p) = &spec.practical {
+        return practical_release(p, d, server, board, w);
+    }
     match server {
         VtrServer::Exact { sms, target } => {
             for (h, sm) in sms.iter().enumerate() {
@@ -274,5 +347,75 @@ fn release(
         board.inverse[h * dd..(h + 1) * dd].copy_from_slice(&inv);
     }
     batched_matvec(&board.inverse, &w.sums, d, &mut board.weights)?;
+    Ok(())
+}
+
+/// PracticalRelease: the floored release of the released sums after t = board.users users, its
+/// per-step privacy width gamma_h and the bonus matrices beta^2 A^{-1} + gamma_h^2 A^{-2}.
+fn practical_release(
+    p: &PracticalSpec,
+    d: usize,
+    server: &mut VtrServer<'_>,
+    board: &mut Billboard,
+    w: &mut Work,
+) -> Result<(), EngineFault> {
+    let dd = d * d;
+    let t = board.users;
+    let variance = match server {
+        VtrServer::Exact { sms, target } => {
+            // the exact Lambda minus lam I: the Gram sums the release floors
+            for (h, sm) in sms.iter().enumerate() {
+                let g = &mut w.gram[h * dd..(h + 1) * dd];
+                g.copy_from_slice(sm.matrix());
+                for i in 0..d {
+                    g[i * d + i] -= p.lam;
+                }
+            }
+            w.sums.copy_from_slice(target);
+            0.0
+        }
+        VtrServer::Tree { grams, targets } => {
+            for (h, (g, tr)) in grams.iter().zip(targets.iter()).enumerate() {
+                g.release_into(&mut w.gram[h * dd..(h + 1) * dd])?;
+                tr.release_into(&mut w.sums[h * d..(h + 1) * d])?;
+            }
+            grams[0].variance_factor(t)
+        }
+        VtrServer::Local { gram, target, .. } => {
+            w.gram.copy_from_slice(gram);
+            w.sums.copy_from_slice(target);
+            t as f64
+        }
+    };
+    let (ups, c_t) = p.bounds(t, variance);
+    let shift = p.shift_mult * ups;
+    floored_release(
+        &w.gram,
+        &w.sums,
+        d,
+        p.lam,
+        shift,
+        &p.w0,
+        Floored {
+            design: &mut board.design,
+            inverse: &mut board.inverse,
+            inverse2: &mut w.inverse2,
+            weights: &mut board.weights,
+            correction: &mut w.correction,
+        },
+    )?;
+    let fixed = c_t + ups * p.c_w;
+    for (h, (g, corr)) in board.gamma.iter_mut().zip(&w.correction).enumerate() {
+        *g = p.noise_scale * (fixed + (shift + corr) * p.centre_distance);
+        let g2 = *g * *g;
+        let sl = h * dd..(h + 1) * dd;
+        for ((b, i1), i2) in board.bonus[sl.clone()]
+            .iter_mut()
+            .zip(&board.inverse[sl.clone()])
+            .zip(&w.inverse2[sl])
+        {
+            *b = p.beta2 * i1 + g2 * i2;
+        }
+    }
     Ok(())
 }

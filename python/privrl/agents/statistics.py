@@ -83,18 +83,13 @@ class PracticalRelease:
     shift_mult: float = 1.0
 
     def __call__(self, gram: np.ndarray, target: np.ndarray, users: int) -> Release:
-        d, lam, w0 = self.d, self.lam, self.w0
         ups, C_t = self.matrix_bound(users), self.vector_bound(users)
         shift = self.shift_mult * ups
-        ev, vecs = np.linalg.eigh(gram + (lam + shift) * np.eye(d))
-        floored = np.maximum(ev, lam)
-        correction = (floored - ev).max(axis=1)
-        design = np.einsum("hij,hj,hkj->hik", vecs, floored, vecs)
-        inverse = np.einsum("hij,hj,hkj->hik", vecs, 1.0 / floored, vecs)
-        inverse2 = np.einsum("hij,hj,hkj->hik", vecs, floored**-2.0, vecs)
-        # A - G~ = (lam + S) I + E: the regularization pulls towards w0 instead of 0
-        pull = (lam + shift) * w0[None, :] + np.einsum("hij,hj,hkj,k->hi", vecs, floored - ev, vecs, w0)
-        weights = np.einsum("hij,hj->hi", inverse, target + pull)
+        # the floor, A^{-1}, A^{-2} and the weights pulled towards w0 (A - G~ = (lam + S) I + E),
+        # in one Rust kernel shared with the episode engine
+        design, inverse, inverse2, weights, correction = kernels.floored_release(
+            gram, target, self.lam, shift, self.w0
+        )
         # the pull of lam towards w0 is the ridge bias of the non-private width (its C_w sqrt(lam))
         gamma = practical.confidence_noise_width(
             C_t, ups, self.C_w, shift + correction, self.centre_distance, self.noise_scale

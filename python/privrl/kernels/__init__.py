@@ -56,6 +56,7 @@ __all__ = [
     "greedy",
     "spd_inverse",
     "batched_matvec",
+    "floored_release",
     "spd_solve",
     "min_eigenvalue",
 ]
@@ -207,6 +208,25 @@ def batched_matvec(m: Any, v: Any) -> np.ndarray:
     v = as_f64(v, "v", 2)
     n, d = v.shape
     return _core.batched_matvec(as_f64(m, "m", 3, (n, d, d)), v)
+
+
+def floored_release(gram: Any, target: Any, lam: float, shift: float, w0: Any) -> tuple:
+    """The practical release of every step (privrl.privacy.practical): from the noisy sums gram
+    (H, d, d) and target (H, d), with G~ + (lam + shift) I = V diag(ev) V^T, the floored design
+    A = V diag(max(ev, lam)) V^T, A^{-1}, A^{-2}, the weights A^{-1} (u~ + (lam + shift) w0 + E w0)
+    with E = A - G~ - (lam + shift) I, and ||E|| per step. Returns (design, inverse, inverse2,
+    weights, correction); the episode engine computes them with the same kernel."""
+    if is_trusted():
+        return _core.floored_release(gram, target, float(lam), float(shift), w0)
+    target = as_f64(target, "target", 2)
+    n, d = target.shape
+    return _core.floored_release(
+        as_f64(gram, "gram", 3, (n, d, d)),
+        target,
+        check_real(lam, "lam"),
+        check_real(shift, "shift", positive=False),
+        as_f64(w0, "w0", 1, (d,)),
+    )
 
 
 def spd_solve(a: Any, b: Any) -> np.ndarray:

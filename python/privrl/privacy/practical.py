@@ -58,10 +58,12 @@ __all__ = [
     "feasible_centre",
     "confidence_noise_width",
     "matrix_noise_bound",
+    "matrix_bound_factor",
     "no_noise",
     "noise_bounds_at",
     "released_matrix_std",
     "vector_noise_bound",
+    "vector_bound_factor",
 ]
 
 #: S_t = PRACTICAL_SHIFT_MULT * Upsilon_t: the released Gram matrix dominates Lambda + lam I on the
@@ -74,14 +76,25 @@ def matrix_noise_bound(s: float, d: int, alpha: float) -> float:
     """High-probability spectral norm of a released symmetric noise matrix whose off-diagonal
     entries have std ``s`` (diagonal ``sqrt(2) s``, the law of ``(Z' + Z'^T)/c``): with probability
     ``>= 1 - alpha``, ``||N|| <= s (2 sqrt(d) + 2 sqrt(log(2/alpha)))`` (module comment)."""
-    return s * (2.0 * math.sqrt(d) + 2.0 * math.sqrt(math.log(2.0 / alpha)))
+    return s * matrix_bound_factor(d, alpha)
+
+
+def matrix_bound_factor(d: int, alpha: float) -> float:
+    """``2 sqrt(d) + 2 sqrt(log(2/alpha))``: matrix_noise_bound per unit of std (the episode engine
+    takes it as a constant)."""
+    return 2.0 * math.sqrt(d) + 2.0 * math.sqrt(math.log(2.0 / alpha))
 
 
 @checked(s=check_nonneg_real)
 def vector_noise_bound(s: float, d: int, alpha: float) -> float:
     """High-probability norm of a vector with i.i.d. ``N(0, s^2)`` entries: with probability
     ``>= 1 - alpha``, ``||g|| <= s (sqrt(d) + sqrt(2 log(1/alpha)))``."""
-    return s * (math.sqrt(d) + math.sqrt(2.0 * math.log(1.0 / alpha)))
+    return s * vector_bound_factor(d, alpha)
+
+
+def vector_bound_factor(d: int, alpha: float) -> float:
+    """``sqrt(d) + sqrt(2 log(1/alpha))``: vector_noise_bound per unit of std."""
+    return math.sqrt(d) + math.sqrt(2.0 * math.log(1.0 / alpha))
 
 
 def released_matrix_std(sigma: float, sym_divisor: float, variance_factor: float) -> float:
