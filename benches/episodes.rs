@@ -10,7 +10,7 @@ use std::hint::black_box;
 
 use _core::continual::{make_mechanism, MechanismKind};
 use _core::engine::lsvi::{self, LsviSums, Records};
-use _core::engine::vtr::{self, Billboard, VtrServer, VtrSpec};
+use _core::engine::vtr::{self, Billboard, Regression, VtrServer, VtrSpec};
 use _core::engine::{EpisodeLog, FiniteModel, Guard, RegretCache, Trajectory};
 use _core::mixture::MixtureFeatures;
 use _core::noise::{NodeNoise, NodeShape};
@@ -126,7 +126,7 @@ fn bench_vtr(c: &mut Criterion) {
                     .unwrap()
                 })
                 .collect();
-            let mut server = VtrServer::Tree {
+            let server = VtrServer::Tree {
                 grams: grams.iter_mut().collect(),
                 targets: targets.iter_mut().collect(),
             };
@@ -142,12 +142,16 @@ fn bench_vtr(c: &mut Criterion) {
             };
             let mut cache = RegretCache::new(&m);
             let mut log = (vec![0.0; BLOCK], vec![0.0; BLOCK], vec![0i64; BLOCK]);
+            let mut regs = [Regression {
+                spec: &spec,
+                server,
+                board: &mut board,
+            }];
             vtr::run(
-                &spec,
                 &m,
                 &features,
-                &mut server,
-                &mut board,
+                &mut regs,
+                None,
                 &mut cache,
                 &v_star,
                 &u,

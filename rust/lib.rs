@@ -17,6 +17,7 @@
 //! * [`engine`]: whole episodes of the built-in agents on a finite MDP with a known model
 //!   (sampling, planning, the user's statistics, the mechanisms, exact regret) in one call.
 //! * [`practical`]: the eigenvalue-floored release of the practical calibration.
+//! * [`variance`]: UCRL-VTR+'s per-step variance estimate sigma-bar.
 //! * [`lsvi`]: optimistic state values at many (indexed) states for least-squares value
 //!   iteration (the response vector of Alg. 2).
 //!
@@ -33,6 +34,7 @@ pub mod qeval;
 pub mod rank_one;
 pub mod secure;
 pub mod tree;
+pub mod variance;
 
 #[cfg(feature = "python")]
 mod bindings;

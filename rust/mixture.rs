@@ -96,6 +96,30 @@ impl MixtureFeatures {
         }
     }
 
+    /// `phi_V(row)` for one row (the same sums, in the same order, as `phi_v`): UCRL-VTR+'s
+    /// `phi_{V^2}(s_h, a_h)` at the visited pairs only.
+    pub fn phi_v_row(&self, row: usize, v: &[f64], out: &mut [f64]) -> CoreResult<()> {
+        if row >= self.n_rows {
+            return Err(CoreError::Shape(format!(
+                "row {row} out of range ({})",
+                self.n_rows
+            )));
+        }
+        check_len("value vector", v.len(), self.n_states)?;
+        check_len("phi_v output", out.len(), self.d)?;
+        let d = self.d;
+        out.iter_mut().for_each(|x| *x = 0.0);
+        for k in self.indptr[row]..self.indptr[row + 1] {
+            let vs = v[self.next_state[k]];
+            if vs != 0.0 {
+                for (oi, fi) in out.iter_mut().zip(&self.values[k * d..(k + 1) * d]) {
+                    *oi += vs * fi;
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn phi_v_any(&self, v: &[f64], out: &mut [f64]) {
         let d = self.d;
         for (r, o) in out.chunks_exact_mut(d).enumerate() {

@@ -187,16 +187,25 @@ class _OwnSampling(FiniteMDP):
         return super().sample_episode(policy, rng)
 
 
+@pytest.mark.parametrize("privacy", VTR_PRIVACY, ids=lambda p: p.label)
+def test_ucrl_vtr_plus_engine_is_bit_identical(privacy):
+    env = RiverSwimMixture(S=4, H=5)
+    _, ap, ar = _same(lambda: UCRLVTRPlus(env, privacy, episodes=120, seed=3, beta_scale=0.01), env, 120)
+    assert engine_gap(ar, env) is None
+    for name in ("design", "inverse", "weights", "bonus", "gamma"):
+        np.testing.assert_array_equal(getattr(ap._release2, name), getattr(ar._release2, name))
+    np.testing.assert_array_equal(ap.last_sigma_bar, ar.last_sigma_bar)
+    assert ap.server2.users == ar.server2.users == 120
+
+
 def test_what_the_engine_does_not_cover_runs_in_python():
     env = RiverSwimMixture(S=4, H=3)
-    plus = UCRLVTRPlus(env, NonPrivate(), episodes=10, seed=0)
-    assert "UCRLVTRPlus" in engine_gap(plus, env)
     spied = UCRLVTR(env, NonPrivate(), episodes=10, seed=0)
     spied.server.receive = spied.server.receive  # a spy on the instance
     assert "server.receive" in engine_gap(spied, env)
     with pytest.raises(ValueError, match="does not apply"):
-        privrl.run(plus, env, seed=0, engine="rust")
-    assert privrl.run(plus, env, seed=0).episodes == 10  # "auto" falls back
+        privrl.run(spied, env, seed=0, engine="rust")
+    assert privrl.run(spied, env, seed=0).episodes == 10  # "auto" falls back
     own = _OwnSampling(env.P, env.R, env.init_dist)
     assert "overrides FiniteMDP.sample_episode" in engine_gap(UCRLVTR.__new__(UCRLVTR), own)
     with pytest.raises(ValueError, match="engine must be one of"):

@@ -36,11 +36,13 @@ __all__ = [
     "blt_parameters",
     "tree_depth",
     "FiniteModel",
+    "VtrRegression",
     "VtrEngine",
     "LsviEngine",
     "policy_values",
     "batched_matvec",
     "floored_release",
+    "sigma_bar",
     "_panic_for_test",
     "__version__",
     "MECHANISMS",
@@ -131,6 +133,7 @@ class ShermanMorrison:
 class MixtureFeatures:
     def __new__(cls, dense: _F64) -> Self: ...
     def phi_v(self, v: _F64) -> _F64: ...
+    def phi_v_rows(self, v: _F64, rows: _I64) -> _F64: ...
     @property
     def nnz(self) -> int: ...
 
@@ -176,22 +179,30 @@ class FiniteModel:
 
 def policy_values(p: _F64, r: _F64, pi: _I64) -> _F64: ...
 def batched_matvec(m: _F64, v: _F64) -> _F64: ...
+def sigma_bar(
+    x: _F64,
+    x2: _F64,
+    hat_weights: _F64,
+    hat_inverse: _F64,
+    hat_gamma: _F64 | None,
+    tilde_weights: _F64,
+    tilde_form: _F64,
+    tilde_radius: float,
+    beta_check: float,
+) -> _F64: ...
 def floored_release(
     gram: _F64, target: _F64, lam: float, shift: float, w0: _F64
 ) -> tuple[_F64, _F64, _F64, _F64, _F64]: ...
 
 @final
-class VtrEngine:
+class VtrRegression:
     def __new__(
         cls,
-        model: FiniteModel,
-        features: MixtureFeatures,
         mode: str,
         board: tuple[_F64, _F64, _F64],
         sums: tuple[_F64, _F64],
         spec: tuple[int, float, float, float],
         guard: tuple[float, float, float, bool] | None,
-        v_star: _F64,
         sms: list[ShermanMorrison] = ...,
         grams: list[PrefixMechanism] = ...,
         targets: list[PrefixMechanism] = ...,
@@ -199,15 +210,29 @@ class VtrEngine:
         practical: tuple | None = ...,
         users: int = ...,
     ) -> Self: ...
+    def billboard(self) -> tuple[_F64, _F64, _F64]: ...
+    def practical(self) -> tuple[_F64, _F64]: ...
+    def sums(self) -> tuple[_F64, _F64]: ...
+
+_VtrBlock = tuple[_F64, _F64, _I64, list[int], _Fault]
+
+@final
+class VtrEngine:
+    def __new__(
+        cls,
+        model: FiniteModel,
+        features: MixtureFeatures,
+        regressions: list[VtrRegression],
+        v_star: _F64,
+        plus: tuple[float, float] | None = ...,
+    ) -> Self: ...
     def run(
         self,
         uniforms: _F64,
         ties: npt.NDArray[np.uint64] | None = ...,
-        bounds: tuple[_F64, _F64] | None = ...,
-    ) -> _Block: ...
-    def billboard(self) -> tuple[_F64, _F64, _F64]: ...
-    def practical(self) -> tuple[_F64, _F64]: ...
-    def sums(self) -> tuple[_F64, _F64]: ...
+        bounds: list[tuple[_F64, _F64] | None] = ...,
+    ) -> _VtrBlock: ...
+    def last_sigma_bar(self) -> _F64: ...
     @property
     def policy_changes(self) -> int: ...
 

@@ -1,8 +1,9 @@
 """The episode engine (issue 12): whole episodes of the built-in agents in Rust.
 
-For UCRL-VTR (paper and tight calibrations; every privacy model and mechanism) one call runs a
+For UCRL-VTR and UCRL-VTR+ (every calibration, privacy model and mechanism) one call runs a
 block of episodes: the user's planning for all h, the rollout on the exact model, the user's
-statistics through the sensitivity guard, the server's push and release, and the exact regret.
+statistics (UCRL-VTR+: weighted by its variance estimate) through the sensitivity guards, the
+servers' push and release, and the exact regret.
 For LSVI-UCB one call runs the episodes between two releases (a fixed policy); the release,
 once per batch, is the Python code of ``LSVIServer.release_batch``.
 
@@ -13,8 +14,8 @@ order (``tests/test_engine.py`` checks every agent x privacy model). After a run
 the state the Python path would have left it in, so it can go on either way.
 
 It applies to the built-in agents on a plain ``FiniteMDP`` subclass that keeps the built-in
-sampling and exact values; anything else (a user's own agent or environment, UCRL-VTR+) runs on
-the Python path.
+sampling and exact values; anything else (a user's own agent or environment) runs on the Python
+path.
 ``engine_gap(agent, env)`` says why.
 """
 
@@ -31,6 +32,7 @@ from privrl.agents.base import Agent
 from privrl.agents.lsvi_ucb import LSVIUCB
 from privrl.agents.statistics import PrivatizedStatistics, RawStatistics, Release, released_inverse
 from privrl.agents.ucrl_vtr import UCRLVTR
+from privrl.agents.ucrl_vtr_plus import UCRLVTRPlus
 from privrl.envs.finite import FiniteMDP
 from privrl.exceptions import AssumptionError, NonFiniteError
 from privrl.privacy import practical
@@ -53,20 +55,22 @@ def engine_gap(agent: Agent, env: FiniteMDP) -> str | None:
     replaced = _replaced_methods(agent)
     if replaced:
         return f"{replaced} is replaced on the instance (the engine would bypass it)"
-    if type(agent) is UCRLVTR:
+    if type(agent) in (UCRLVTR, UCRLVTRPlus):
         return None
     if type(agent) is LSVIUCB:
         return None
-    return f"{type(agent).__name__} is not one of the engine's agents (UCRLVTR, LSVIUCB)"
+    return f"{type(agent).__name__} is not one of the engine's agents (UCRLVTR, UCRLVTRPlus, LSVIUCB)"
 
 
 _MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 _HOOKS = {
-    "agent": ("policy", "observe", "_policy", "_observe", "user_statistics"),
+    "agent": ("policy", "observe", "_policy", "_observe", "user_statistics", "sigma_bar"),
     "server": ("receive", "release", "release_batch"),
     "randomizer": ("privatize",),
+    "server2": ("receive", "release"),
+    "randomizer2": ("privatize",),
 }
 
 
@@ -93,7 +97,7 @@ def _model(env: FiniteMDP) -> Any:
     return model
 
 
-def _raise(agent: Agent, fault: tuple, design: np.ndarray | None = None) -> None:
+def _raise(agent: Agent, fault: tuple, designs: list[np.ndarray] = ()) -> None:  # type: ignore[assignment]
     """The exception the Python path raises for the fault the engine stopped at."""
     _, kind, value = fault
     guard = agent.guard  # type: ignore[attr-defined]
@@ -107,9 +111,10 @@ def _raise(agent: Agent, fault: tuple, design: np.ndarray | None = None) -> None
             f"user statistic outside the sensitivity bound (||x|| <= {guard.x_bound:g}, "
             f"y in [{guard.y_low:g}, {guard.y_high:g}]): max ||x|| = {value:.6g}"
         )
-    if kind == "not_pd" and design is not None:
+    if kind == "not_pd":
         h = int(value)
-        released_inverse(design[h], h, agent.k, "the shift 2*Upsilon", "the paper's calibration")
+        for design in designs:  # the regression whose release failed raises the named error
+            released_inverse(design[h], h, agent.k, "the shift 2*Upsilon", "the paper's calibration")
     raise RuntimeError(f"episode engine stopped: {kind}")  # pragma: no cover
 
 
@@ -152,61 +157,80 @@ def _ties(agent: Agent, n: int) -> np.ndarray | None:
     return np.ascontiguousarray(agent._tie_rng.bit_generator.random_raw(n) >> np.uint64(1), dtype=np.uint64)
 
 
-def _vtr(agent: UCRLVTR, env, K, rng, v_star, callback):
-    H, d = agent.H, agent.d
-    server, rel = agent.server, agent.release()
-    guard = agent.guard
-    g = (guard.x_bound, guard.y_low, guard.y_high, guard.mode == "reject")
+def _parts(agent: UCRLVTR) -> list[tuple]:
+    """(server, randomizer, guard, matrix sigma, vector sigma, release attribute) per regression:
+    one for UCRL-VTR, two for UCRL-VTR+ (weighted first moments, then second moments)."""
+    cal = agent.calibration
+    if isinstance(agent, UCRLVTRPlus):
+        return [
+            (
+                agent.server,
+                agent.randomizer,
+                agent.guard,
+                cal.get("sigma_B1"),
+                cal.get("sigma_f"),
+                "_release",
+            ),
+            (
+                agent.server2,
+                agent.randomizer2,
+                agent.guard2,
+                cal.get("sigma_B2"),
+                cal.get("sigma_g"),
+                "_release2",
+            ),
+        ]
+    return [(agent.server, agent.randomizer, agent.guard, cal.get("sigma_B"), cal.get("sigma_g"), "_release")]
+
+
+def _regression(agent: UCRLVTR, part: tuple) -> Any:
+    """The engine's view of one regression: the server's own mechanisms, streams and sums."""
+    server, randomizer, guard, sigma_m, sigma_v, attr = part
+    H, d, rel = agent.H, agent.d, getattr(agent, attr)
     kw: dict[str, Any] = {}
-    gram = np.zeros((H, d, d))
-    target = np.zeros((H, d))
-    if server.mode == "exact":
+    gram, target = np.zeros((H, d, d)), np.zeros((H, d))
+    g: tuple | None = (guard.x_bound, guard.y_low, guard.y_high, guard.mode == "reject")
+    if server.mode == "exact":  # the non-private server has no guard
         kw["sms"] = [sm._sm for sm in server._sm]
-        target = server._target
-        g_used = None
+        target, g = server._target, None
     elif server.mode == "tree":
         kw["grams"] = [t._m for t in server._gram_trees]
         kw["targets"] = [t._m for t in server._target_trees]
-        g_used = g
     else:
-        kw["streams"] = [agent.randomizer._matrix_noise._s, agent.randomizer._vector_noise._s]
+        kw["streams"] = [randomizer._matrix_noise._s, randomizer._vector_noise._s]
         gram, target = server._gram, server._target
-        g_used = g
-    divisor = float(agent.randomizer.sym_divisor) if agent.randomizer is not None else 1.0
+    divisor = float(randomizer.sym_divisor) if randomizer is not None else 1.0
     board = (_f64(rel.design), _f64(rel.inverse), _f64(rel.weights))
     spec = (d, float(agent.beta), float(server.lam + server.shift), divisor)
     if server.post is not None:
-        kw["practical"] = _practical(agent, rel)
-    engine = _core.VtrEngine(
-        _model(env),
-        agent.features._f,
-        server.mode,
-        board,
-        (gram, target),
-        spec,
-        g_used,
-        v_star,
-        users=server.users,
-        **kw,
-    )
+        kw["practical"] = _practical(agent, server.post, rel, sigma_m, sigma_v)
+    return _core.VtrRegression(server.mode, board, (gram, target), spec, g, users=server.users, **kw)
+
+
+def _vtr(agent: UCRLVTR, env, K, rng, v_star, callback):
+    H = agent.H
+    parts = _parts(agent)
+    regressions = [_regression(agent, p) for p in parts]
+    plus = (agent.beta_check, agent.beta_tilde) if isinstance(agent, UCRLVTRPlus) else None
+    engine = _core.VtrEngine(_model(env), agent.features._f, regressions, v_star, plus)
     gaps, returns, starts = np.empty(K), np.empty(K), np.empty(K, dtype=np.int64)
-    message_type = PrivatizedStatistics if server.mode == "local" else RawStatistics
     done, cum = 0, 0.0
     while done < K:
         n = min(BLOCK, K - done)
         u = rng.random((n, H + 1))
-        g_, r_, s_, clips, fault = engine.run(u, _ties(agent, n * H), _bounds(agent, n))
+        bounds = [_bounds(agent, p[0], n) for p in parts]
+        g_, r_, s_, clips, fault = engine.run(u, _ties(agent, n * H), bounds)
         ran = _store((gaps, returns, starts), (g_, r_, s_), done, n, fault)
         agent.k += ran
         agent.policy_updates += ran
-        server.users += ran
-        if ran:
-            server.received_types.add(message_type)
-        guard.count(clips, stacklevel=4)
-        _sync_vtr(agent, engine, H, d)
+        for part, reg, c in zip(parts, regressions, clips, strict=True):
+            _sync_regression(agent, part, reg, ran)
+            part[2].count(c, stacklevel=4)
+        agent._plan = None
+        if isinstance(agent, UCRLVTRPlus) and ran:
+            agent.last_sigma_bar = engine.last_sigma_bar()
         if fault is not None:
-            design = engine.billboard()[0].reshape(H, d, d)
-            _raise(agent, fault, design)
+            _raise(agent, fault, [reg.billboard()[0].reshape(H, agent.d, agent.d) for reg in regressions])
         cum = _report(callback, gaps, done, n, cum)
         done += n
     return gaps, returns, starts, int(engine.policy_changes)
@@ -216,16 +240,16 @@ def _f64(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float64)
 
 
-def _practical(agent: UCRLVTR, rel: Release) -> tuple:
-    """The PracticalRelease of the agent's server as the engine's constants (the same numbers its
-    noise-bound closures compute, privrl.privacy.practical.noise_bounds_at)."""
-    post, cal = agent.server.post, agent.calibration
+def _practical(agent: UCRLVTR, post: Any, rel: Release, sigma_m: Any, sigma_v: Any) -> tuple:
+    """A server's PracticalRelease as the engine's constants (the same numbers its noise-bound
+    closures compute, privrl.privacy.practical.noise_bounds_at)."""
+    cal = agent.calibration
     gaussian = None
     if cal["kind"] != "none" and cal["noise"] == "gaussian":
         d, alpha = agent.d, cal["alpha"]
         gaussian = (
-            float(cal["sigma_B"]),
-            float(cal["sigma_g"]),
+            float(sigma_m),
+            float(sigma_v),
             float(cal["sym_divisor"]),
             practical.matrix_bound_factor(d, alpha),
             practical.vector_bound_factor(d, alpha),
@@ -236,31 +260,35 @@ def _practical(agent: UCRLVTR, rel: Release) -> tuple:
     return consts, _f64(post.w0), gaussian, noisy, _f64(rel.bonus), _f64(rel.gamma)
 
 
-def _bounds(agent: UCRLVTR, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+def _bounds(agent: UCRLVTR, server: Any, n: int) -> tuple[np.ndarray, np.ndarray] | None:
     """The practical noise bounds of the next n releases when the engine has no formula for them
     (pure DP: the Laplace sum bounds of privrl.privacy.bounds), from the release's own closures."""
-    post = agent.server.post
+    post = server.post
     if post is None or agent.calibration["kind"] == "none" or agent.calibration["noise"] == "gaussian":
         return None
-    ts = range(agent.server.users + 1, agent.server.users + n + 1)
+    ts = range(server.users + 1, server.users + n + 1)
     return np.array([post.matrix_bound(t) for t in ts]), np.array([post.vector_bound(t) for t in ts])
 
 
-def _sync_vtr(agent: UCRLVTR, engine: Any, H: int, d: int) -> None:
-    """Leave the agent as the Python path would: its billboard and the server's sums."""
-    design, inverse, weights = engine.billboard()
-    bonus, gamma = engine.practical()
-    agent._release = Release(
+def _sync_regression(agent: UCRLVTR, part: tuple, reg: Any, ran: int) -> None:
+    """Leave a regression as the Python path would: its server's count and sums, the billboard."""
+    server, attr = part[0], part[5]
+    H, d = agent.H, agent.d
+    server.users += ran
+    if ran:
+        server.received_types.add(PrivatizedStatistics if server.mode == "local" else RawStatistics)
+    design, inverse, weights = reg.billboard()
+    bonus, gamma = reg.practical()
+    release = Release(
         design.reshape(H, d, d),
         inverse.reshape(H, d, d),
         weights.reshape(H, d),
-        agent.server.users,
+        server.users,
         bonus.reshape(H, d, d) if len(bonus) else None,
         gamma if len(gamma) else None,
     )
-    agent._plan = None
-    server = agent.server
-    gram, target = engine.sums()
+    setattr(agent, attr, release)
+    gram, target = reg.sums()
     if server.mode == "exact":
         server._target[...] = target.reshape(H, d)
     elif server.mode == "local":

@@ -12,10 +12,13 @@ use pyo3::prelude::*;
 
 use super::{contiguous, IntoPy, PyMixture, PyNoiseStream, PyPrefix, PySM};
 use crate::engine::lsvi::{self, LsviSums, Records};
-use crate::engine::vtr::{self, Billboard, NoiseBounds, PracticalSpec, VtrServer, VtrSpec};
+use crate::engine::vtr::{
+    self, Billboard, NoiseBounds, PlusSpec, PracticalSpec, Regression, VtrServer, VtrSpec,
+};
 use crate::engine::{self as core, EngineFault, EpisodeLog, FiniteModel, Guard, RegretCache, Stop};
 use crate::practical::{self, Floored};
 use crate::rank_one;
+use crate::variance::{self, VarianceInputs};
 
 type Arrays3<'py> = (
     Bound<'py, PyArray1<f64>>,
@@ -33,6 +36,14 @@ type PracticalArgs<'a> = (
     bool,
     PyReadonlyArray3<'a, f64>,
     PyReadonlyArray1<'a, f64>,
+);
+
+type VtrOutcome<'py> = (
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<i64>>,
+    Vec<usize>,
+    Option<(usize, &'static str, f64)>,
 );
 
 type Outcome<'py> = (
@@ -185,6 +196,48 @@ pub fn floored_release<'py>(
     ))
 }
 
+/// UCRL-VTR+'s sigma-bar (H,) from X, X2 (H, d) and the two billboards (crate::variance).
+#[pyfunction]
+#[pyo3(signature = (x, x2, hat_weights, hat_inverse, hat_gamma, tilde_weights, tilde_form, tilde_radius, beta_check))]
+pub fn sigma_bar<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'_, f64>,
+    x2: PyReadonlyArray2<'_, f64>,
+    hat_weights: PyReadonlyArray2<'_, f64>,
+    hat_inverse: PyReadonlyArray3<'_, f64>,
+    hat_gamma: Option<PyReadonlyArray1<'_, f64>>,
+    tilde_weights: PyReadonlyArray2<'_, f64>,
+    tilde_form: PyReadonlyArray3<'_, f64>,
+    tilde_radius: f64,
+    beta_check: f64,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let sh = x.shape();
+    let (h, d) = (sh[0], sh[1]);
+    let gamma = match &hat_gamma {
+        Some(g) => Some(contiguous("gamma", g.as_slice())?),
+        None => None,
+    };
+    let inputs = VarianceInputs {
+        d,
+        hat_weights: contiguous("hat weights", hat_weights.as_slice())?,
+        hat_inverse: contiguous("hat inverse", hat_inverse.as_slice())?,
+        hat_gamma: gamma,
+        tilde_weights: contiguous("tilde weights", tilde_weights.as_slice())?,
+        tilde_form: contiguous("tilde form", tilde_form.as_slice())?,
+        tilde_radius,
+        beta_check,
+    };
+    let mut out = vec![0.0; h];
+    variance::sigma_bar(
+        &inputs,
+        contiguous("X", x.as_slice())?,
+        contiguous("X2", x2.as_slice())?,
+        &mut out,
+    )
+    .py_ok(py)?;
+    Ok(out.into_pyarray(py))
+}
+
 fn fault(stop: Option<Stop>) -> Option<(usize, &'static str, f64)> {
     stop.map(|(e, f)| match f {
         EngineFault::NonFinite => (e, "nonfinite", 0.0),
@@ -229,13 +282,11 @@ fn guard_of(g: (f64, f64, f64, bool)) -> Guard {
     }
 }
 
-/// UCRL-VTR episodes on the agent's server: `mode` "exact" (Sherman–Morrison objects `sms`),
-/// "tree" (mechanisms `grams`, `targets`) or "local" (the randomizer's two streams). The
-/// billboard and the exact / LDP sums live here during the run; read them back at the end.
-#[pyclass(module = "privrl._core", name = "VtrEngine")]
-pub struct PyVtrEngine {
-    model: Py<PyModel>,
-    features: Py<PyMixture>,
+/// One regression of a UCRL-VTR agent on its server: `mode` "exact" (Sherman–Morrison objects
+/// `sms`), "tree" (mechanisms `grams`, `targets`) or "local" (the randomizer's two streams). The
+/// billboard and the exact / LDP sums live here during a run; read them back at the end.
+#[pyclass(module = "privrl._core", name = "VtrRegression")]
+pub struct PyRegression {
     mode: String,
     sms: Vec<Py<PySM>>,
     grams: Vec<Py<PyPrefix>>,
@@ -245,18 +296,48 @@ pub struct PyVtrEngine {
     target: Vec<f64>,
     board: Billboard,
     spec: VtrSpec,
-    cache: RegretCache,
-    v_star: Vec<f64>,
+}
+
+fn practical_spec(
+    practical: Option<PracticalArgs<'_>>,
+    h: usize,
+    d: usize,
+) -> PyResult<(Option<PracticalSpec>, Vec<f64>, Vec<f64>)> {
+    let Some((consts, w0, gaussian, noisy, bonus, gamma)) = practical else {
+        return Ok((None, vec![], vec![]));
+    };
+    let (lam, shift_mult, beta2, c_w, centre_distance, noise_scale) = consts;
+    let spec = PracticalSpec {
+        lam,
+        shift_mult,
+        beta2,
+        c_w,
+        centre_distance,
+        noise_scale,
+        w0: contiguous("w0", w0.as_slice())?.to_vec(),
+        bounds: match gaussian {
+            Some((a, b, c, dd, e)) => NoiseBounds::Gaussian(a, b, c, dd, e),
+            None if noisy => NoiseBounds::Table {
+                first: 0,
+                ups: vec![],
+                c: vec![],
+            },
+            None => NoiseBounds::Zero,
+        },
+    };
+    let bonus = contiguous("bonus", bonus.as_slice())?.to_vec();
+    let gamma = contiguous("gamma", gamma.as_slice())?.to_vec();
+    if spec.w0.len() != d || bonus.len() != h * d * d || gamma.len() != h {
+        return Err(PyValueError::new_err("practical release of the wrong size"));
+    }
+    Ok((Some(spec), bonus, gamma))
 }
 
 #[pymethods]
-impl PyVtrEngine {
+impl PyRegression {
     #[new]
-    #[pyo3(signature = (model, features, mode, board, sums, spec, guard, v_star, sms=vec![], grams=vec![], targets=vec![], streams=vec![], practical=None, users=0))]
+    #[pyo3(signature = (mode, board, sums, spec, guard, sms=vec![], grams=vec![], targets=vec![], streams=vec![], practical=None, users=0))]
     fn new(
-        py: Python<'_>,
-        model: Py<PyModel>,
-        features: Py<PyMixture>,
         mode: &str,
         board: (
             PyReadonlyArray3<'_, f64>,
@@ -266,7 +347,6 @@ impl PyVtrEngine {
         sums: (PyReadonlyArray3<'_, f64>, PyReadonlyArray2<'_, f64>),
         spec: (usize, f64, f64, f64),
         guard: Option<(f64, f64, f64, bool)>,
-        v_star: PyReadonlyArray1<'_, f64>,
         sms: Vec<Py<PySM>>,
         grams: Vec<Py<PyPrefix>>,
         targets: Vec<Py<PyPrefix>>,
@@ -274,8 +354,7 @@ impl PyVtrEngine {
         practical: Option<PracticalArgs<'_>>,
         users: u64,
     ) -> PyResult<Self> {
-        let m = &model.get().inner;
-        let (h, d) = (m.h, spec.0);
+        let (h, d) = (board.2.shape()[0], spec.0);
         let ok = match mode {
             "exact" => sms.len() == h,
             "tree" => grams.len() == h && targets.len() == h && guard.is_some(),
@@ -284,39 +363,10 @@ impl PyVtrEngine {
         };
         if !ok {
             return Err(PyValueError::new_err(format!(
-                "inconsistent {mode:?} engine"
+                "inconsistent {mode:?} regression"
             )));
         }
-        let (practical, bonus, gamma) = match practical {
-            None => (None, vec![], vec![]),
-            Some((consts, w0, gaussian, noisy, bonus, gamma)) => {
-                let (lam, shift_mult, beta2, c_w, centre_distance, noise_scale) = consts;
-                let spec = PracticalSpec {
-                    lam,
-                    shift_mult,
-                    beta2,
-                    c_w,
-                    centre_distance,
-                    noise_scale,
-                    w0: contiguous("w0", w0.as_slice())?.to_vec(),
-                    bounds: match gaussian {
-                        Some((a, b, c, dd, e)) => NoiseBounds::Gaussian(a, b, c, dd, e),
-                        None if noisy => NoiseBounds::Table {
-                            first: 0,
-                            ups: vec![],
-                            c: vec![],
-                        },
-                        None => NoiseBounds::Zero,
-                    },
-                };
-                let bonus = contiguous("bonus", bonus.as_slice())?.to_vec();
-                let gamma = contiguous("gamma", gamma.as_slice())?.to_vec();
-                if spec.w0.len() != d || bonus.len() != h * d * d || gamma.len() != h {
-                    return Err(PyValueError::new_err("practical release of the wrong size"));
-                }
-                (Some(spec), bonus, gamma)
-            }
-        };
+        let (practical, bonus, gamma) = practical_spec(practical, h, d)?;
         let board = Billboard {
             design: contiguous("design", board.0.as_slice())?.to_vec(),
             inverse: contiguous("inverse", board.1.as_slice())?.to_vec(),
@@ -336,12 +386,7 @@ impl PyVtrEngine {
         {
             return Err(PyValueError::new_err("billboard or sums of the wrong size"));
         }
-        let cache = RegretCache::new(m);
-        let v_star = contiguous("v_star", v_star.as_slice())?.to_vec();
-        crate::errors::check_len("V*_1", v_star.len(), m.s).py_ok(py)?;
-        Ok(PyVtrEngine {
-            model,
-            features,
+        Ok(PyRegression {
             mode: mode.to_string(),
             sms,
             grams,
@@ -358,126 +403,10 @@ impl PyVtrEngine {
                 guard: guard.map(guard_of),
                 practical,
             },
-            cache,
-            v_star,
         })
     }
 
-    /// Run the episodes of `uniforms` (n, H + 1); `ties` (n * H,) seeds or None; `bounds`: the
-    /// practical noise bounds (Upsilon_t, C_t) for t = users + 1 .. users + n when the engine was
-    /// built without a formula for them. Returns (gaps, returns, initial states, clip count,
-    /// fault or None).
-    #[pyo3(signature = (uniforms, ties=None, bounds=None))]
-    fn run<'py>(
-        mut slf: PyRefMut<'py, Self>,
-        py: Python<'py>,
-        uniforms: PyReadonlyArray2<'_, f64>,
-        ties: Option<PyReadonlyArray1<'_, u64>>,
-        bounds: Option<(PyReadonlyArray1<'_, f64>, PyReadonlyArray1<'_, f64>)>,
-    ) -> PyResult<Outcome<'py>> {
-        let this = &mut *slf;
-        let first = this.board.users + 1;
-        if let Some(PracticalSpec {
-            bounds: NoiseBounds::Table { first: f, ups, c },
-            ..
-        }) = &mut this.spec.practical
-        {
-            let (u, v) = bounds
-                .ok_or_else(|| PyValueError::new_err("this engine needs the noise bounds"))?;
-            *f = first;
-            *ups = contiguous("bounds", u.as_slice())?.to_vec();
-            *c = contiguous("bounds", v.as_slice())?.to_vec();
-            if ups.len() != uniforms.shape()[0] || c.len() != ups.len() {
-                return Err(PyValueError::new_err(
-                    "one pair of noise bounds per episode",
-                ));
-            }
-        }
-        let model = this.model.get();
-        let features = this.features.bind(py).borrow();
-        let h = model.inner.h;
-        let u = contiguous("uniforms", uniforms.as_slice())?;
-        if uniforms.shape()[1] != h + 1 {
-            return Err(PyValueError::new_err("uniforms must be (n, H + 1)"));
-        }
-        let n = uniforms.shape()[0];
-        let tie_slice = match &ties {
-            Some(t) => {
-                let s = t
-                    .as_slice()
-                    .map_err(|_| PyValueError::new_err("ties must be a contiguous uint64 array"))?;
-                if s.len() != n * h {
-                    return Err(PyValueError::new_err("ties must hold H seeds per episode"));
-                }
-                Some(s)
-            }
-            None => None,
-        };
-        let mut sm_refs = this
-            .sms
-            .iter()
-            .map(|s| s.bind(py).try_borrow_mut())
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut gram_refs = this
-            .grams
-            .iter()
-            .map(|s| s.bind(py).try_borrow_mut())
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut target_refs = this
-            .targets
-            .iter()
-            .map(|s| s.bind(py).try_borrow_mut())
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut stream_refs = this
-            .streams
-            .iter()
-            .map(|s| s.bind(py).try_borrow_mut())
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut server = match this.mode.as_str() {
-            "exact" => VtrServer::Exact {
-                sms: sm_refs.iter_mut().map(|r| &mut r.inner).collect(),
-                target: &mut this.target,
-            },
-            "tree" => VtrServer::Tree {
-                grams: gram_refs.iter_mut().map(|r| &mut r.inner).collect(),
-                targets: target_refs.iter_mut().map(|r| &mut r.inner).collect(),
-            },
-            _ => {
-                let (a, b) = stream_refs.split_at_mut(1);
-                VtrServer::Local {
-                    gram: &mut this.gram,
-                    target: &mut this.target,
-                    matrix_noise: &mut a[0].inner,
-                    vector_noise: &mut b[0].inner,
-                }
-            }
-        };
-        let mut out = (vec![0.0; n], vec![0.0; n], vec![0i64; n]);
-        let (board, cache, spec, v_star) =
-            (&mut this.board, &mut this.cache, &this.spec, &this.v_star);
-        let feats = &features.inner;
-        let result = py.detach(|| {
-            vtr::run(
-                spec,
-                &model.inner,
-                feats,
-                &mut server,
-                board,
-                cache,
-                v_star,
-                u,
-                tie_slice,
-                EpisodeLog {
-                    gaps: &mut out.0,
-                    returns: &mut out.1,
-                    starts: &mut out.2,
-                },
-            )
-        });
-        episode_outputs(py, out, result)
-    }
-
-    /// (design, inverse, weights) of the current billboard, (H, d, d), (H, d, d), (H, d).
+    /// (design, inverse, weights) of the current billboard, flat.
     fn billboard<'py>(&self, py: Python<'py>) -> Arrays3<'py> {
         (
             self.board.design.clone().into_pyarray(py),
@@ -503,6 +432,232 @@ impl PyVtrEngine {
             self.gram.clone().into_pyarray(py),
             self.target.clone().into_pyarray(py),
         )
+    }
+}
+
+impl PyRegression {
+    /// Install the caller's practical noise bounds for the next n releases (pure DP).
+    fn set_bounds(
+        &mut self,
+        bounds: Option<(PyReadonlyArray1<'_, f64>, PyReadonlyArray1<'_, f64>)>,
+        n: usize,
+    ) -> PyResult<()> {
+        let first = self.board.users + 1;
+        if let Some(PracticalSpec {
+            bounds: NoiseBounds::Table { first: f, ups, c },
+            ..
+        }) = &mut self.spec.practical
+        {
+            let (u, v) = bounds
+                .ok_or_else(|| PyValueError::new_err("this regression needs the noise bounds"))?;
+            *f = first;
+            *ups = contiguous("bounds", u.as_slice())?.to_vec();
+            *c = contiguous("bounds", v.as_slice())?.to_vec();
+            if ups.len() != n || c.len() != n {
+                return Err(PyValueError::new_err(
+                    "one pair of noise bounds per episode",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The agent's objects one regression borrows for a run.
+struct Borrowed<'py> {
+    sms: Vec<PyRefMut<'py, PySM>>,
+    grams: Vec<PyRefMut<'py, PyPrefix>>,
+    targets: Vec<PyRefMut<'py, PyPrefix>>,
+    streams: Vec<PyRefMut<'py, PyNoiseStream>>,
+}
+
+fn borrow_all<'py, T: pyo3::PyClass<Frozen = pyo3::pyclass::boolean_struct::False>>(
+    py: Python<'py>,
+    objs: &[Py<T>],
+) -> PyResult<Vec<PyRefMut<'py, T>>> {
+    Ok(objs
+        .iter()
+        .map(|o| o.bind(py).try_borrow_mut())
+        .collect::<Result<Vec<_>, _>>()?)
+}
+
+fn server<'a>(
+    mode: &str,
+    b: &'a mut Borrowed<'_>,
+    gram: &'a mut [f64],
+    target: &'a mut [f64],
+) -> VtrServer<'a> {
+    match mode {
+        "exact" => VtrServer::Exact {
+            sms: b.sms.iter_mut().map(|r| &mut r.inner).collect(),
+            target,
+        },
+        "tree" => VtrServer::Tree {
+            grams: b.grams.iter_mut().map(|r| &mut r.inner).collect(),
+            targets: b.targets.iter_mut().map(|r| &mut r.inner).collect(),
+        },
+        _ => {
+            let (m, v) = b.streams.split_at_mut(1);
+            VtrServer::Local {
+                gram,
+                target,
+                matrix_noise: &mut m[0].inner,
+                vector_noise: &mut v[0].inner,
+            }
+        }
+    }
+}
+
+/// UCRL-VTR (one regression) or UCRL-VTR+ (two, with `plus` = (beta_check, beta_tilde)) episodes
+/// on the agent's own servers.
+#[pyclass(module = "privrl._core", name = "VtrEngine")]
+pub struct PyVtrEngine {
+    model: Py<PyModel>,
+    features: Py<PyMixture>,
+    regressions: Vec<Py<PyRegression>>,
+    plus: Option<PlusSpec>,
+    cache: RegretCache,
+    v_star: Vec<f64>,
+    last_sigma_bar: Vec<f64>,
+}
+
+#[pymethods]
+impl PyVtrEngine {
+    #[new]
+    #[pyo3(signature = (model, features, regressions, v_star, plus=None))]
+    fn new(
+        py: Python<'_>,
+        model: Py<PyModel>,
+        features: Py<PyMixture>,
+        regressions: Vec<Py<PyRegression>>,
+        v_star: PyReadonlyArray1<'_, f64>,
+        plus: Option<(f64, f64)>,
+    ) -> PyResult<Self> {
+        let m = &model.get().inner;
+        if regressions.len() != if plus.is_some() { 2 } else { 1 } {
+            return Err(PyValueError::new_err(
+                "UCRL-VTR has one regression, UCRL-VTR+ two",
+            ));
+        }
+        let cache = RegretCache::new(m);
+        let v_star = contiguous("v_star", v_star.as_slice())?.to_vec();
+        crate::errors::check_len("V*_1", v_star.len(), m.s).py_ok(py)?;
+        Ok(PyVtrEngine {
+            model,
+            features,
+            regressions,
+            plus: plus.map(|(beta_check, beta_tilde)| PlusSpec {
+                beta_check,
+                beta_tilde,
+            }),
+            cache,
+            v_star,
+            last_sigma_bar: vec![],
+        })
+    }
+
+    /// Run the episodes of `uniforms` (n, H + 1); `ties` (n * H,) seeds or None; `bounds`: per
+    /// regression, the practical noise bounds (Upsilon_t, C_t) of the next n releases when it has
+    /// no formula for them (pure DP), else None. Returns (gaps, returns, initial states, clip
+    /// counts per regression, fault or None).
+    #[pyo3(signature = (uniforms, ties=None, bounds=vec![]))]
+    fn run<'py>(
+        mut slf: PyRefMut<'py, Self>,
+        py: Python<'py>,
+        uniforms: PyReadonlyArray2<'_, f64>,
+        ties: Option<PyReadonlyArray1<'_, u64>>,
+        bounds: Vec<Option<(PyReadonlyArray1<'_, f64>, PyReadonlyArray1<'_, f64>)>>,
+    ) -> PyResult<VtrOutcome<'py>> {
+        let this = &mut *slf;
+        let model = this.model.get();
+        let features = this.features.bind(py).borrow();
+        let h = model.inner.h;
+        let u = contiguous("uniforms", uniforms.as_slice())?;
+        if uniforms.shape()[1] != h + 1 {
+            return Err(PyValueError::new_err("uniforms must be (n, H + 1)"));
+        }
+        let n = uniforms.shape()[0];
+        let tie_slice = match &ties {
+            Some(t) => {
+                let s = t
+                    .as_slice()
+                    .map_err(|_| PyValueError::new_err("ties must be a contiguous uint64 array"))?;
+                if s.len() != n * h {
+                    return Err(PyValueError::new_err("ties must hold H seeds per episode"));
+                }
+                Some(s)
+            }
+            None => None,
+        };
+        let mut reg_refs = borrow_all(py, &this.regressions)?;
+        let mut bounds = bounds.into_iter();
+        for r in reg_refs.iter_mut() {
+            r.set_bounds(bounds.next().flatten(), n)?;
+        }
+        let mut borrowed = reg_refs
+            .iter()
+            .map(|r| {
+                Ok(Borrowed {
+                    sms: borrow_all(py, &r.sms)?,
+                    grams: borrow_all(py, &r.grams)?,
+                    targets: borrow_all(py, &r.targets)?,
+                    streams: borrow_all(py, &r.streams)?,
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let mut regs: Vec<Regression<'_>> = reg_refs
+            .iter_mut()
+            .zip(borrowed.iter_mut())
+            .map(|(r, b)| {
+                let PyRegression {
+                    mode,
+                    gram,
+                    target,
+                    board,
+                    spec,
+                    ..
+                } = &mut **r;
+                Regression {
+                    spec,
+                    server: server(mode, b, gram, target),
+                    board,
+                }
+            })
+            .collect();
+        let mut out = (vec![0.0; n], vec![0.0; n], vec![0i64; n]);
+        let (cache, v_star, plus) = (&mut this.cache, &this.v_star, this.plus);
+        let feats = &features.inner;
+        let result = py.detach(|| {
+            vtr::run(
+                &model.inner,
+                feats,
+                &mut regs,
+                plus,
+                cache,
+                v_star,
+                u,
+                tie_slice,
+                EpisodeLog {
+                    gaps: &mut out.0,
+                    returns: &mut out.1,
+                    starts: &mut out.2,
+                },
+            )
+        });
+        let (clips, result) = match result {
+            Ok((clips, sig)) => {
+                this.last_sigma_bar = sig;
+                (clips, Ok(0))
+            }
+            Err(stop) => (vec![0; regs.len()], Err(stop)),
+        };
+        let (g, r, s0, _, fault) = episode_outputs(py, out, result)?;
+        Ok((g, r, s0, clips, fault))
+    }
+
+    /// UCRL-VTR+'s sigma-bar of the last episode run (empty for UCRL-VTR).
+    fn last_sigma_bar<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        self.last_sigma_bar.clone().into_pyarray(py)
     }
 
     #[getter]
@@ -646,10 +801,12 @@ impl PyLsviEngine {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyModel>()?;
+    m.add_class::<PyRegression>()?;
     m.add_class::<PyVtrEngine>()?;
     m.add_class::<PyLsviEngine>()?;
     m.add_function(wrap_pyfunction!(policy_values, m)?)?;
     m.add_function(wrap_pyfunction!(batched_matvec, m)?)?;
     m.add_function(wrap_pyfunction!(floored_release, m)?)?;
+    m.add_function(wrap_pyfunction!(sigma_bar, m)?)?;
     Ok(())
 }

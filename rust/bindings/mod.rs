@@ -515,6 +515,31 @@ impl PyMixture {
             .reshape([self.inner.n_rows(), self.inner.dim()])
     }
 
+    /// (n, d) array: row i is phi_{v_i}(rows_i) for v (n, S) and int64 rows (n,) (UCRL-VTR+'s
+    /// phi_{V^2} at the visited pairs).
+    fn phi_v_rows<'py>(
+        &self,
+        py: Python<'py>,
+        v: PyReadonlyArray2<'_, f64>,
+        rows: PyReadonlyArray1<'_, i64>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let vs = contiguous("v", v.as_slice())?;
+        let rs = rows
+            .as_slice()
+            .map_err(|_| PyValueError::new_err("rows must be a contiguous int64 array"))?;
+        let (n, d, s) = (rs.len(), self.inner.dim(), self.inner.n_states());
+        crate::errors::check_len("values", vs.len(), n * s).py_ok(py)?;
+        let mut out = vec![0.0; n * d];
+        for (i, &r) in rs.iter().enumerate() {
+            let r = usize::try_from(r).map_err(|_| PyValueError::new_err("negative row"))?;
+            crate::errors::check_finite("value vector", &vs[i * s..(i + 1) * s]).py_ok(py)?;
+            self.inner
+                .phi_v_row(r, &vs[i * s..(i + 1) * s], &mut out[i * d..(i + 1) * d])
+                .py_ok(py)?;
+        }
+        out.into_pyarray(py).reshape([n, d])
+    }
+
     #[getter]
     fn nnz(&self) -> usize {
         self.inner.nnz()

@@ -11,6 +11,7 @@ use crate::noise::{NodeShape, NoiseStream};
 use crate::practical::{floored_release, Floored};
 use crate::qeval::{group_max, OptimisticQ, TieBreak};
 use crate::rank_one::{batched_matvec, spd_inverse, ShermanMorrison};
+use crate::variance::{sigma_bar, VarianceInputs};
 
 use super::{
     numpy_sum, EngineFault, EpisodeLog, FiniteModel, Guard, RegretCache, Stop, Trajectory,
@@ -134,23 +135,39 @@ struct Work {
     norms: Vec<f64>,
 }
 
+/// One ridge regression of the agent: its constants, its server and its billboard. UCRL-VTR has
+/// one; UCRL-VTR+ two (the weighted first moments, "hat", then the second moments, "tilde").
+pub struct Regression<'a> {
+    pub spec: &'a VtrSpec,
+    pub server: VtrServer<'a>,
+    pub board: &'a mut Billboard,
+}
+
+/// UCRL-VTR+'s radii of the variance estimate's widths (UCRLVTRPlus.beta_check, .beta_tilde).
+#[derive(Debug, Clone, Copy)]
+pub struct PlusSpec {
+    pub beta_check: f64,
+    pub beta_tilde: f64,
+}
+
 /// Run `uniforms.len() / (H + 1)` episodes. `ties`: H seeds per episode, in the order the
-/// Python planning draws them (h = H..1), or None for lowest-index ties. Returns the guard's
-/// clip count; stops at the first fault.
+/// Python planning draws them (h = H..1), or None for lowest-index ties. Planning reads the
+/// first regression's billboard; with `plus` (UCRL-VTR+) the user's statistics are weighted by
+/// sigma-bar and the second moments go to the second regression. Returns each guard's clip
+/// count and the last episode's sigma-bar (UCRL-VTR+); stops at the first fault.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
-    spec: &VtrSpec,
     model: &FiniteModel,
     features: &MixtureFeatures,
-    server: &mut VtrServer<'_>,
-    board: &mut Billboard,
+    regs: &mut [Regression<'_>],
+    plus: Option<PlusSpec>,
     cache: &mut RegretCache,
     v_star: &[f64],
     uniforms: &[f64],
     ties: Option<&[u64]>,
     log: EpisodeLog<'_>,
-) -> Result<usize, Stop> {
-    let (h_n, s_n, a_n, d) = (model.h, model.s, model.a, spec.d);
+) -> Result<(Vec<usize>, Vec<f64>), Stop> {
+    let (h_n, s_n, a_n, d) = (model.h, model.s, model.a, regs[0].spec.d);
     let rows = s_n * a_n;
     let mut w = Work {
         v: vec![0.0; (h_n + 1) * s_n],
@@ -168,10 +185,12 @@ pub fn run(
         correction: vec![0.0; h_n],
         norms: Vec::with_capacity(h_n),
     };
-    let mut clips = 0;
+    let mut clips = vec![0; regs.len()];
+    let (mut x2, mut y2, mut sig) = (vec![0.0; h_n * d], vec![0.0; h_n], vec![0.0; h_n]);
+    let mut v2 = vec![0.0; s_n];
     for (e, u) in uniforms.chunks_exact(h_n + 1).enumerate() {
         let tie = ties.map(|t| &t[e * h_n..(e + 1) * h_n]);
-        plan(spec, model, features, board, tie, &mut w).map_err(|f| (e, f))?;
+        plan(regs[0].spec, model, features, regs[0].board, tie, &mut w).map_err(|f| (e, f))?;
         cache.set_policy(model, &w.pi);
         model.rollout(&w.pi, u, &mut w.traj);
         let s0 = w.traj.states[0];
@@ -184,10 +203,52 @@ pub fn run(
             w.x[h * d..(h + 1) * d].copy_from_slice(&w.phis[row..row + d]);
             w.y[h] = w.v[(h + 1) * s_n + w.traj.states[h + 1]];
         }
-        clips += receive(spec, server, &mut w).map_err(|f| (e, f))?;
-        release(spec, server, board, &mut w).map_err(|f| (e, f))?;
+        if let Some(p) = plus {
+            // UCRL-VTR+: phi_{V^2} and V^2 for the second moments, sigma-bar from both billboards,
+            // then (X / sigma-bar, y / sigma-bar) to the first regression
+            for h in 0..h_n {
+                let next = &w.v[(h + 1) * s_n..(h + 2) * s_n];
+                v2.iter_mut().zip(next).for_each(|(a, b)| *a = b * b);
+                let row = w.traj.states[h] * a_n + w.traj.actions[h];
+                features
+                    .phi_v_row(row, &v2, &mut x2[h * d..(h + 1) * d])
+                    .map_err(|f| (e, f.into()))?;
+                y2[h] = w.y[h] * w.y[h];
+            }
+            let (hat, tilde) = (&*regs[0].board, &*regs[1].board);
+            let practical = !tilde.bonus.is_empty();
+            let inputs = VarianceInputs {
+                d,
+                hat_weights: &hat.weights,
+                hat_inverse: &hat.inverse,
+                hat_gamma: (!hat.gamma.is_empty()).then_some(&hat.gamma[..]),
+                tilde_weights: &tilde.weights,
+                tilde_form: if practical {
+                    &tilde.bonus
+                } else {
+                    &tilde.inverse
+                },
+                tilde_radius: if practical { 1.0 } else { p.beta_tilde },
+                beta_check: p.beta_check,
+            };
+            sigma_bar(&inputs, &w.x, &x2, &mut sig).map_err(|f| (e, f.into()))?;
+            for ((xh, yh), s) in w.x.chunks_exact_mut(d).zip(w.y.iter_mut()).zip(&sig) {
+                xh.iter_mut().for_each(|v| *v /= s);
+                *yh /= s;
+            }
+        }
+        for (i, reg) in regs.iter_mut().enumerate() {
+            if i == 1 {
+                w.x.copy_from_slice(&x2);
+                w.y.copy_from_slice(&y2);
+            }
+            clips[i] += receive(reg.spec, &mut reg.server, &mut w).map_err(|f| (e, f))?;
+        }
+        for reg in regs.iter_mut() {
+            release(reg.spec, &mut reg.server, reg.board, &mut w).map_err(|f| (e, f))?;
+        }
     }
-    Ok(clips)
+    Ok((clips, sig))
 }
 
 /// Q~_h = clip_[0, H](r_h + <phi_{V~_{h+1}}, w~_h> + beta ||phi_{V~_{h+1}}||_{Lambda~_h^-1}),

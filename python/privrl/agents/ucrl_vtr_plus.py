@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from privrl import kernels
 from privrl._checks import trusted
 from privrl.agents.statistics import RawStatistics
 from privrl.agents.ucrl_vtr import UCRLVTR
@@ -86,27 +87,26 @@ class UCRLVTRPlus(UCRLVTR):
         if self._plan is None:
             raise RuntimeError("policy() must be called before observe()")
         V, phis = self._plan
-        H, A, d = self.H, self.A, self.d
+        H, A = self.H, self.A
         s, a = trajectory.states, trajectory.actions
-        rows = s[:H] * A + a
+        rows = np.ascontiguousarray(s[:H] * A + a, dtype=np.int64)
         X = np.stack([phis[h][rows[h]] for h in range(H)])  # phi_V
-        # phi_{V^2}(s_h, a_h) only at the visited pairs: one gather + contraction for all h.
-        X2 = np.einsum("hnd,hn->hd", self.env.features[s[:H], a], V[1:] ** 2)
+        # phi_{V^2}(s_h, a_h) only at the visited pairs, then sigma-bar: Rust kernels shared with
+        # the episode engine (privrl.engine), so both paths agree bit for bit
+        X2 = self.features.phi_v_rows(V[1:] ** 2, rows)
         y = V[np.arange(1, H + 1), s[1:]]
         hat, tilde = self._release, self._release2
-        first = np.clip(np.einsum("hd,hd->h", X, hat.weights), 0.0, H)
-        second = np.clip(np.einsum("hd,hd->h", X2, tilde.weights), 0.0, H * H)
-        v_bar = second - first**2
-        width_check = self.beta_check * _norm(X, hat.inverse)
-        if hat.gamma is not None:  # practical: the privacy part of the width as in the bonus
-            width_check = np.hypot(
-                width_check, hat.gamma * np.linalg.norm(np.einsum("hij,hj->hi", hat.inverse, X), axis=1)
-            )
-        width_tilde = (
-            self.beta_tilde * _norm(X2, tilde.inverse) if tilde.bonus is None else _norm(X2, tilde.bonus)
+        sig = kernels.sigma_bar(
+            X,
+            X2,
+            hat.weights,
+            hat.inverse,
+            hat.gamma,  # practical: the privacy part of the width, as in the bonus
+            tilde.weights,
+            tilde.inverse if tilde.bonus is None else tilde.bonus,
+            self.beta_tilde if tilde.bonus is None else 1.0,
+            self.beta_check,
         )
-        E = np.minimum(H * H, 2 * H * width_check) + np.minimum(H * H, width_tilde)
-        sig = np.sqrt(np.maximum(H * H / d, v_bar + E))
         return sig, RawStatistics(X / sig[:, None], y / sig), RawStatistics(X2, y**2)
 
     def _observe(self, trajectory: Trajectory) -> None:
@@ -122,8 +122,3 @@ class UCRLVTRPlus(UCRLVTR):
         self._release2 = self.server2.release()
         self._plan = None
         self.k += 1
-
-
-def _norm(x: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """||x_h||_{m_h} for every step h (0 where round-off makes the form negative)."""
-    return np.sqrt(np.maximum(np.einsum("hi,hij,hj->h", x, m, x), 0.0))

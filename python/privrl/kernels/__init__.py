@@ -57,6 +57,7 @@ __all__ = [
     "spd_inverse",
     "batched_matvec",
     "floored_release",
+    "sigma_bar",
     "spd_solve",
     "min_eigenvalue",
 ]
@@ -229,6 +230,34 @@ def floored_release(gram: Any, target: Any, lam: float, shift: float, w0: Any) -
     )
 
 
+def sigma_bar(
+    X: np.ndarray,
+    X2: np.ndarray,
+    hat_weights: np.ndarray,
+    hat_inverse: np.ndarray,
+    hat_gamma: np.ndarray | None,
+    tilde_weights: np.ndarray,
+    tilde_form: np.ndarray,
+    tilde_radius: float,
+    beta_check: float,
+) -> np.ndarray:
+    """UCRL-VTR+'s sigma-bar (H,) (Alg. 3): sqrt(max{H^2/d, V-bar + E}) with V-bar from the two
+    billboards' estimates and E from the widths beta-check ||X||_{Lambda^^-1} (practical: with the
+    privacy part gamma_h ||Lambda^^-1 X|| in quadrature) and tilde_radius ||X2||_{tilde_form}.
+    Called by the agent on its own arrays (trusted); one Rust kernel shared with the engine."""
+    return _core.sigma_bar(
+        X,
+        X2,
+        hat_weights,
+        hat_inverse,
+        hat_gamma,
+        tilde_weights,
+        tilde_form,
+        float(tilde_radius),
+        float(beta_check),
+    )
+
+
 def spd_solve(a: Any, b: Any) -> np.ndarray:
     a = as_f64(a, "matrix", 2)
     return _core.spd_solve(a, as_f64(b, "b", 1, (a.shape[0],)))
@@ -367,6 +396,15 @@ class MixtureFeatures:
 
     def phi_v(self, v: Any) -> np.ndarray:
         return self._f.phi_v(v if is_trusted() else as_f64(v, "v", 1, (self.S,)))
+
+    def phi_v_rows(self, v: Any, rows: Any) -> np.ndarray:
+        """Row i: phi_{v_i}(rows_i) for v (n, S) and rows (n,) indices s * A + a (the same sums as
+        phi_v, for the visited pairs only)."""
+        v = as_f64(v, "v", 2, (None, self.S))
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        if rows.shape != (v.shape[0],) or (rows.size and (rows.min() < 0 or rows.max() >= self.S * self.A)):
+            raise ShapeError(f"rows must be {v.shape[0]} indices in [0, {self.S * self.A})")
+        return self._f.phi_v_rows(v, rows)
 
     @property
     def nnz(self) -> int:
