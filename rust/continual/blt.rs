@@ -7,6 +7,7 @@ use crate::continual::{
 };
 use crate::errors::{CoreError, CoreResult};
 use crate::noise::{ExactSum, Innovations, NodeNoise, NodeShape};
+use std::sync::OnceLock;
 
 /// BLT parameters `(theta, omega)` for horizon T and `buffers` buffers.
 ///
@@ -87,6 +88,9 @@ pub struct Blt {
     /// Running sum of x: the noise of the current release.
     acc: Vec<f64>,
     z: Vec<f64>,
+    /// The doubling blocks (P_b, G^b), b = 2^k, of `decoder_variance`: they do not depend on t,
+    /// so they are built once (on first use) and each t only combines its set bits.
+    blocks: OnceLock<Vec<(Vec<f64>, Vec<f64>)>>,
 }
 
 impl Blt {
@@ -140,6 +144,7 @@ impl Blt {
             omega,
             acc: vec![0.0; p],
             z: vec![0.0; p],
+            blocks: OnceLock::new(),
         })
     }
 
@@ -203,46 +208,28 @@ impl Blt {
         }
         let m = self.theta.len();
         let n = m + 1;
-        let mut g_mat = vec![0.0; n * n];
-        for i in 0..m {
-            for k in 0..m {
-                g_mat[i * n + k] = if i == k { self.theta[i] } else { 0.0 } - self.omega[k];
-            }
-            g_mat[m * n + i] = -self.omega[i];
-        }
-        g_mat[m * n + m] = 1.0;
-        let mut y1 = vec![1.0; n];
-        y1[m] = 1.0;
         let mut gvec: Vec<f64> = self.omega.iter().map(|w| -w).collect();
         gvec.push(1.0);
         // Accumulate P over `count = t - 1` terms: binary decomposition of count.
         let count = t - 1;
         let mut p_total = vec![0.0; n * n];
         let mut g_total = identity(n);
-        // block: (P_b, G^b) for b = 2^k
-        let mut p_block: Vec<f64> = (0..n * n).map(|idx| y1[idx / n] * y1[idx % n]).collect();
-        let mut g_block = g_mat;
+        let blocks = self.blocks.get_or_init(|| self.doubling_blocks());
         let mut rem = count;
+        let mut level = 0;
         while rem > 0 {
             if rem & 1 == 1 {
                 // P_total <- P_total + G_total P_block G_total^T ; G_total <- G_total G_block
+                let (p_block, g_block) = &blocks[level];
                 let gt = mat_transpose(&g_total, n);
-                let term = mat_mul(&mat_mul(&g_total, &p_block, n), &gt, n);
+                let term = mat_mul(&mat_mul(&g_total, p_block, n), &gt, n);
                 for (a, b) in p_total.iter_mut().zip(&term) {
                     *a += b;
                 }
-                g_total = mat_mul(&g_total, &g_block, n);
+                g_total = mat_mul(&g_total, g_block, n);
             }
             rem >>= 1;
-            if rem > 0 {
-                // P_{2b} = P_b + G^b P_b G^bT ; G^{2b} = G^b G^b
-                let gt = mat_transpose(&g_block, n);
-                let term = mat_mul(&mat_mul(&g_block, &p_block, n), &gt, n);
-                for (a, b) in p_block.iter_mut().zip(&term) {
-                    *a += b;
-                }
-                g_block = mat_mul(&g_block, &g_block, n);
-            }
+            level += 1;
         }
         let mut quad = 0.0;
         for i in 0..n {
@@ -251,6 +238,35 @@ impl Blt {
             }
         }
         1.0 + quad
+    }
+
+    /// (P_b, G^b) for b = 2^k, k = 0..64: P_1 = y_1 y_1^T, G^1 = G;
+    /// P_{2b} = P_b + G^b P_b G^bT, G^{2b} = G^b G^b.
+    fn doubling_blocks(&self) -> Vec<(Vec<f64>, Vec<f64>)> {
+        let m = self.theta.len();
+        let n = m + 1;
+        let mut g_mat = vec![0.0; n * n];
+        for i in 0..m {
+            for k in 0..m {
+                g_mat[i * n + k] = if i == k { self.theta[i] } else { 0.0 } - self.omega[k];
+            }
+            g_mat[m * n + i] = -self.omega[i];
+        }
+        g_mat[m * n + m] = 1.0;
+        let y1 = vec![1.0; n];
+        let mut p_block: Vec<f64> = (0..n * n).map(|idx| y1[idx / n] * y1[idx % n]).collect();
+        let mut g_block = g_mat;
+        let mut out = Vec::with_capacity(64);
+        for _ in 0..64 {
+            out.push((p_block.clone(), g_block.clone()));
+            let gt = mat_transpose(&g_block, n);
+            let term = mat_mul(&mat_mul(&g_block, &p_block, n), &gt, n);
+            for (a, b) in p_block.iter_mut().zip(&term) {
+                *a += b;
+            }
+            g_block = mat_mul(&g_block, &g_block, n);
+        }
+        out
     }
 }
 

@@ -330,7 +330,8 @@ def _slug(s: str) -> str:
 
 
 #: How n_jobs > 1 runs execute locally: threads (the episode engine releases the GIL; no process
-#: start, no pickling, no __main__ guard) or processes (for runs on the Python path).
+#: start, no pickling, no __main__ guard) or processes (for runs on the Python loop: a user's own
+#: agents or environments).
 BACKENDS = ("threads", "processes")
 
 

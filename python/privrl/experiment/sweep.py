@@ -460,8 +460,8 @@ def sweep(
         every epsilon, and at epsilon = inf it is the non-private algorithm.
     seeds: a count (0..n-1) or a list. n_jobs > 1 runs on local threads (backend="threads", the
         default: the episode engine releases the GIL, and a script needs no __main__ guard) or
-        processes (backend="processes": for agents on the Python path, UCRL-VTR+ and the practical
-        UCRL-VTR); scheduler (a Dask address, Client or cluster) runs each run as a Dask task.
+        processes (backend="processes": for a user's own agents or environments, which run on the
+        Python loop); scheduler (a Dask address, Client or cluster) runs each run as a Dask task.
         Results are identical either way (only the wall_time column differs). outdir: write the
         results folder (see docs/harness.md) and resume from it. studies: several [env + agents]
         tables in one sweep (the TOML [[study]]).
