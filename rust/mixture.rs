@@ -13,7 +13,13 @@ pub struct MixtureFeatures {
     next_state: Vec<usize>,
     /// nnz x d, row-major.
     values: Vec<f64>,
+    /// Dense features by next state, (n_states, n_rows, d), when most pairs (r, s') have a
+    /// feature: phi_v then streams contiguous blocks (vectorizes), same sums in the same order.
+    by_next: Option<Vec<f64>>,
 }
+
+/// Dense copies above this many entries are not built (the sparse loop serves).
+const MAX_DENSE: usize = 1 << 24;
 
 impl MixtureFeatures {
     /// From a dense row-major array of shape (n_rows, n_states, d) (n_rows = S*A).
@@ -37,6 +43,17 @@ impl MixtureFeatures {
             }
             indptr.push(next_state.len());
         }
+        let n = n_rows * n_states * d;
+        let by_next = (2 * next_state.len() >= n_rows * n_states && n <= MAX_DENSE).then(|| {
+            let mut t = vec![0.0; n];
+            for r in 0..n_rows {
+                for s in 0..n_states {
+                    let src = &dense[(r * n_states + s) * d..(r * n_states + s + 1) * d];
+                    t[(s * n_rows + r) * d..(s * n_rows + r + 1) * d].copy_from_slice(src);
+                }
+            }
+            t
+        });
         Ok(MixtureFeatures {
             n_rows,
             n_states,
@@ -44,6 +61,7 @@ impl MixtureFeatures {
             indptr,
             next_state,
             values,
+            by_next,
         })
     }
 
@@ -66,6 +84,20 @@ impl MixtureFeatures {
         check_len("value vector", v.len(), self.n_states)?;
         check_finite("value vector", v)?;
         check_len("phi_v output", out.len(), self.n_rows * self.d)?;
+        if let Some(t) = &self.by_next {
+            // out = sum_{s'} v(s') F[s'] in increasing s' (the sparse loops' order; the zero
+            // features they skip add +0.0, which changes no sum that is not -0.0, and a sum of
+            // products starting from +0.0 is never -0.0)
+            let block = self.n_rows * self.d;
+            out.iter_mut().for_each(|x| *x = 0.0);
+            for (s, f) in t.chunks_exact(block).enumerate() {
+                let vs = v[s];
+                if vs != 0.0 {
+                    out.iter_mut().zip(f).for_each(|(o, x)| *o += vs * x);
+                }
+            }
+            return Ok(());
+        }
         // A fixed-size accumulator in registers for the usual dimensions (d <= 16); the same
         // additions in the same order as the general loop, so the results are identical.
         macro_rules! fixed {
@@ -155,6 +187,42 @@ impl MixtureFeatures {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn dense_and_sparse_paths_agree_bit_for_bit() {
+        // 3 rows, 4 next states, d = 2; row 0 dense, rows 1-2 sparse enough to stay under half
+        let mut dense = vec![0.0; 3 * 4 * 2];
+        for (i, x) in dense.iter_mut().enumerate() {
+            if i < 8 || i % 5 == 0 {
+                *x = ((i * 37 % 11) as f64 - 5.0) / 7.0;
+            }
+        }
+        let f = super::MixtureFeatures::from_dense(&dense, 3, 4, 2).unwrap();
+        let mut sparse = f.clone();
+        sparse.by_next = None;
+        let v = [0.3, 0.0, 1.7, 2.9];
+        let (mut a, mut b) = (vec![0.0; 6], vec![0.0; 6]);
+        let mut forced = f.clone();
+        if forced.by_next.is_none() {
+            let mut t = vec![0.0; 24];
+            for r in 0..3 {
+                for s in 0..4 {
+                    for k in 0..2 {
+                        t[(s * 3 + r) * 2 + k] = dense[(r * 4 + s) * 2 + k];
+                    }
+                }
+            }
+            forced.by_next = Some(t);
+        }
+        forced.phi_v(&v, &mut a).unwrap();
+        sparse.phi_v(&v, &mut b).unwrap();
+        assert_eq!(a, b);
+        for r in 0..3 {
+            let mut row = [0.0; 2];
+            sparse.phi_v_row(r, &v, &mut row).unwrap();
+            assert_eq!(row[..], b[r * 2..r * 2 + 2]);
+        }
+    }
+
     use super::*;
 
     #[test]
