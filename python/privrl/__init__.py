@@ -10,7 +10,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "run"]
+__all__ = ["__version__", "run", "learn", "evaluate"]
 
 
 def __getattr__(name: str):
@@ -20,4 +20,8 @@ def __getattr__(name: str):
         from privrl.runner import run
 
         return run
+    if name in ("learn", "evaluate"):
+        from privrl import interact
+
+        return getattr(interact, name)
     raise AttributeError(f"module 'privrl' has no attribute {name!r}")

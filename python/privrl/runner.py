@@ -65,10 +65,7 @@ def run(
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-    if not isinstance(agent, Agent):
-        raise TypeError(f"agent must be a privrl Agent, got {type(agent).__name__}")
-    if agent.env is not env:
-        raise ValueError("the agent was built for a different environment object")
+    _check_run(agent, env)
     K = agent.K if episodes is None else check_episodes(episodes)
     if agent.K - agent.k < K:
         raise ValueError(
@@ -113,6 +110,18 @@ def run(
             cum += gaps[k]
             callback(k + 1, cum)
     return _result(agent, env, seed, gaps, returns, starts, changes, time.perf_counter() - t0)
+
+
+def _check_run(agent: Any, env: Any) -> None:
+    if not isinstance(agent, Agent):
+        raise TypeError(f"agent must be a privrl Agent, got {type(agent).__name__}")
+    if agent.env is not env:
+        raise ValueError("the agent was built for a different environment object")
+    if not isinstance(env, FiniteMDP):
+        raise TypeError(
+            f"privrl.run needs the exact model for exact regret; {type(env).__name__} has none: "
+            "use privrl.learn(agent, gymnasium_env) for realized returns"
+        )
 
 
 def _result(agent, env, seed, gaps, returns, starts, changes, wall) -> RunResult:

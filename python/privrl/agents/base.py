@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from privrl._checks import trusted
+from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP, Trajectory
 from privrl.exceptions import AssumptionError, NonFiniteError, PrivacyParameterError, ShapeError
 from privrl.privacy.models import JointDP, LocalDP, NonPrivate
@@ -153,7 +154,7 @@ class Agent(abc.ABC):
 
     def __init__(
         self,
-        env: FiniteMDP,
+        env: FiniteMDP | FeatureMap,
         privacy: Any,
         episodes: int,
         seed: Any = None,
@@ -161,8 +162,8 @@ class Agent(abc.ABC):
         beta: float | None = None,
         ties: str = "random",
     ):
-        if not isinstance(env, FiniteMDP):
-            raise TypeError(f"env must be a privrl FiniteMDP, got {type(env).__name__}")
+        if not isinstance(env, (FiniteMDP, FeatureMap)):
+            raise TypeError(f"env must be a privrl FiniteMDP or FeatureMap, got {type(env).__name__}")
         self.env = env
         self.privacy = check_privacy_model(privacy)
         self.K = check_episodes(episodes)
@@ -217,6 +218,18 @@ class Agent(abc.ABC):
         """The (H, S) int policy of the user arriving now (episode self.k + 1)."""
         with trusted():  # every array the planning touches is the agent's own
             return self._policy()
+
+    def act(self, state: Any, h: int = 0) -> int:
+        """The action of the user arriving now (episode self.k + 1) in `state` at step `h`
+        (0-based): its policy is computed once per user from the current release, so the calls
+        of one episode are consistent (policy() recomputes it: call one or the other)."""
+        for name, v, hi in (("state", state, self.S), ("h", h, self.H)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= int(v) < hi:
+                raise ShapeError(f"{name} must be an integer in [0, {hi}), got {v!r}")
+        acting = getattr(self, "_acting", None)
+        if acting is None or acting[0] != self.k:
+            acting = self._acting = (self.k, self.policy())
+        return int(acting[1][int(h), int(state)])
 
     def observe(self, trajectory: Trajectory) -> None:
         """Feed the arriving user's trajectory through the privacy model to the server. The

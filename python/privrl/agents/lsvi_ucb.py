@@ -13,6 +13,7 @@ from privrl import kernels
 from privrl._checks import check_positive_real, trusted
 from privrl.agents.base import Agent, SensitivityGuard
 from privrl.agents.statistics import Release, released_inverse
+from privrl.envs.features import FeatureMap
 from privrl.envs.finite import Trajectory
 from privrl.envs.linear import LinearMDP
 from privrl.exceptions import PrivacyParameterError
@@ -368,7 +369,8 @@ class LSVIUCB(Agent):
 
     Parameters
     ----------
-    env : LinearMDP (Asm. 1; ||phi|| <= 1 is checked when it is built).
+    env : LinearMDP (Asm. 1; ||phi|| <= 1 is checked when it is built), or a FeatureMap when the
+        model is unknown (learn from interaction with privrl.learn; no exact regret).
     privacy : NonPrivate() | JointDP(eps, delta). LocalDP is refused: the paper has no LDP
         algorithm for linear MDPs (Rem. "Local Differential Privacy"). JointDP's `mechanism`
         replaces the H binary trees of Lambda (privrl.privacy.continual).
@@ -397,7 +399,7 @@ class LSVIUCB(Agent):
 
     def __init__(
         self,
-        env: LinearMDP,
+        env: LinearMDP | FeatureMap,
         privacy: Any = None,
         batches: str | int = "static",
         episodes: int = 1000,
@@ -409,8 +411,11 @@ class LSVIUCB(Agent):
         planning: str = "auto",
         lam: float | None = None,
     ):
-        if not isinstance(env, LinearMDP):
-            raise TypeError(f"LSVI-UCB needs a LinearMDP (Asm. 1), got {type(env).__name__}")
+        if not isinstance(env, (LinearMDP, FeatureMap)):
+            raise TypeError(
+                f"LSVI-UCB needs a LinearMDP (Asm. 1) or, for a model it does not know, a FeatureMap; "
+                f"got {type(env).__name__}"
+            )
         privacy = privacy if privacy is not None else NonPrivate()
         if isinstance(privacy, LocalDP):
             raise PrivacyParameterError(

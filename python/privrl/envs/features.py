@@ -1,0 +1,52 @@
+"""A linear MDP whose model is unknown: only the user's feature map phi(s, a) and the horizon H
+(Asm. 1 without mu and theta). LSVI-UCB learns on it from interaction (privrl.learn); with no
+model there is no exact regret, only realized returns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from privrl.envs.finite import _as_array, _freeze
+from privrl.envs.linear import _check_phi_norms
+from privrl.exceptions import ShapeError
+
+__all__ = ["FeatureMap"]
+
+
+class FeatureMap:
+    """The public part of a linear MDP with an unknown model: phi(s, a) for S states and A
+    actions, and the horizon H. ||phi(s, a)|| <= 1 is required (it bounds the privacy
+    sensitivity; AssumptionError otherwise).
+
+    Parameters
+    ----------
+    features : array (S, A, d)
+    H : int, the horizon of an episode.
+    name : str, optional
+
+    Attributes: S, A, d, H, features, features_flat (S*A, d, row s*A + a), name. There is no
+    transition kernel: ``privrl.run`` (exact regret) refuses it, ``privrl.learn`` runs on it.
+    """
+
+    has_model = False
+
+    def __init__(self, features: Any, H: Any, name: str | None = None) -> None:
+        phi = _as_array(features, "features", 3, "(S, A, d)")
+        if isinstance(H, bool) or not isinstance(H, (int, np.integer)) or int(H) < 1:
+            raise ShapeError(f"H must be an integer >= 1, got {H!r}")
+        _check_phi_norms(phi)
+        S, A, d = phi.shape
+        self.S, self.A, self.d, self.H = int(S), int(A), int(d), int(H)
+        self.features = _freeze(phi)
+        self.features_flat = _freeze(phi.reshape(S * A, d).copy())
+        self.name = name if name is not None else "FeatureMap"
+
+    def __repr__(self) -> str:
+        return f"FeatureMap(name={self.name!r}, S={self.S}, A={self.A}, d={self.d}, H={self.H})"
+
+    @classmethod
+    def one_hot(cls, S: int, A: int, H: int, name: str | None = None) -> FeatureMap:
+        """The tabular feature map phi(s, a) = e_{s A + a} in R^(S A)."""
+        return cls(np.eye(S * A).reshape(S, A, S * A), H, name)

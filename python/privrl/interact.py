@@ -1,0 +1,154 @@
+"""Acting without the harness: the value of a policy (exact on a model, Monte Carlo on a
+gymnasium environment) and a learn loop for a user's own gymnasium environment whose model the
+agent does not know (a FeatureMap: realized returns instead of exact regret)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from privrl.agents.base import Agent, check_episodes
+from privrl.envs.finite import FiniteMDP, Trajectory
+from privrl.exceptions import ShapeError
+
+__all__ = ["Evaluation", "LearnResult", "evaluate", "learn"]
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The value of a policy from the initial distribution.
+
+    value: exact ``init_dist @ V^pi_1`` (exact=True), else the mean return over `episodes`
+    Monte-Carlo episodes with its standard error `stderr`; values: V^pi_h(s) (H+1, S) when exact.
+    """
+
+    value: float
+    exact: bool
+    stderr: float = 0.0
+    episodes: int = 0
+    values: np.ndarray | None = field(default=None, repr=False)
+
+
+def _policy_fn(policy: Any, H: int) -> Callable[[int, int], int]:
+    if callable(policy):
+        return lambda s, h: int(policy(s, h))
+    table = np.asarray(policy)
+    if table.ndim != 2 or table.shape[0] != H or table.dtype.kind not in "iu":
+        raise ShapeError(f"policy must be an (H, S) int array with H = {H} or a callable (state, h)")
+    return lambda s, h: int(table[h, s])
+
+
+def evaluate(
+    policy: Any,
+    env: Any,
+    episodes: int = 1000,
+    seed: Any = None,
+    H: int | None = None,
+    state: Callable[[Any], int] = int,
+) -> Evaluation:
+    """The value of `policy` on `env`.
+
+    On a privrl FiniteMDP (a model): exact, ``init_dist @ V^pi_1`` by backward induction (the
+    (H, S) int policy; `episodes` and `seed` are ignored). On a gymnasium environment (no model):
+    the mean return of `episodes` episodes of `H` steps (default: the env's own end, at most 10^4
+    steps), from ``env.reset(seed=...)`` seeded once by `seed`; `policy` is an (H, S) array or a
+    callable (state, h) -> action, `state(obs)` maps an observation to a state index.
+    """
+    if isinstance(env, FiniteMDP):
+        V = env.policy_values(policy)
+        return Evaluation(value=env.initial_value(V), exact=True, values=V)
+    n = check_episodes(episodes)
+    horizon = 10_000 if H is None else int(H)
+    act = _policy_fn(policy, horizon)
+    returns = np.empty(n)
+    for k in range(n):
+        obs, _ = env.reset(seed=seed if k == 0 else None)
+        total = 0.0
+        for h in range(horizon):
+            obs, reward, terminated, truncated, _ = env.step(act(state(obs), h))
+            total += float(reward)
+            if terminated or truncated:
+                break
+        returns[k] = total
+    stderr = float(returns.std(ddof=1) / math.sqrt(n)) if n > 1 else math.inf
+    return Evaluation(value=float(returns.mean()), exact=False, stderr=stderr, episodes=n)
+
+
+@dataclass
+class LearnResult:
+    """Per-episode realized returns of a learn loop; `regret` = cumulative (reference - return)
+    when a reference value was given (a realized, not an exact, regret), else None."""
+
+    returns: np.ndarray
+    regret: np.ndarray | None
+    wall_time: float
+    agent: str
+    terminated_early: int = 0  # episodes the environment ended before H (padded, see learn)
+
+    @property
+    def episodes(self) -> int:
+        return len(self.returns)
+
+
+def learn(
+    agent: Agent,
+    env: Any,
+    episodes: int | None = None,
+    seed: Any = None,
+    state: Callable[[Any], int] = int,
+    reward: Callable[[float], float] | None = None,
+    reference: float | None = None,
+    callback: Callable[[int, float], None] | None = None,
+) -> LearnResult:
+    """Let `agent` learn from a gymnasium environment `env` for `episodes` users (default: the K
+    it was calibrated for), one user per episode of the agent's horizon H.
+
+    Each episode: ``env.reset`` (seeded once by `seed`), then for h = 0..H-1 the user's action
+    ``agent.act(s, h)``, ``env.step``; the trajectory goes to ``agent.observe``. `state(obs)`
+    maps observations to state indices of the agent's feature map; `reward(r)` rescales rewards
+    into [0, 1] (the agent's sensitivity guard clips what is outside, with a warning). An
+    episode the environment ends before H is padded up to H with zero-reward self-loops at its
+    last state (the absorbing-state convention of privrl.envs.from_gymnasium); `callback(k,
+    return)` runs after each episode.
+    """
+    if not isinstance(agent, Agent):
+        raise TypeError(f"agent must be a privrl Agent, got {type(agent).__name__}")
+    K = agent.K - agent.k if episodes is None else check_episodes(episodes)
+    H = agent.H
+    scale = reward if reward is not None else float
+    returns = np.empty(K)
+    early = 0
+    t0 = time.perf_counter()
+    for k in range(K):
+        obs, _ = env.reset(seed=seed if k == 0 else None)
+        states, actions, rewards = [state(obs)], [], []
+        done = False
+        for h in range(H):
+            s = states[-1]
+            a = agent.act(s, h)
+            if done:  # padding after the environment's end: stay, no reward
+                states.append(s)
+                rewards.append(0.0)
+            else:
+                obs, r, terminated, truncated, _ = env.step(a)
+                states.append(state(obs))
+                rewards.append(float(scale(r)))
+                done = bool(terminated or truncated)
+                early += int(done and h < H - 1)
+            actions.append(a)
+        traj = Trajectory(
+            states=np.array(states, dtype=np.int64),
+            actions=np.array(actions, dtype=np.int64),
+            rewards=np.array(rewards, dtype=np.float64),
+        )
+        returns[k] = float(traj.rewards.sum())
+        agent.observe(traj)
+        if callback is not None:
+            callback(k + 1, returns[k])
+    regret = None if reference is None else np.cumsum(float(reference) - returns)
+    return LearnResult(returns, regret, time.perf_counter() - t0, agent.label, early)

@@ -1,0 +1,76 @@
+"""Acting and evaluating (privrl.interact): agent.act, privrl.evaluate against an independent
+backward induction and a Monte-Carlo estimate, and privrl.learn on a gymnasium environment whose
+model the agent does not know (a FeatureMap)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import privrl
+from privrl.agents import LSVIUCB, UCRLVTR
+from privrl.envs import FeatureMap, RiverSwimMixture, as_gymnasium
+from privrl.exceptions import AssumptionError, ShapeError
+from privrl.privacy import JointDP, NonPrivate
+
+gym = pytest.importorskip("gymnasium")
+
+
+def _backward_induction(P, R, init, pi):
+    """V^pi_1 from the initial distribution, with plain loops (no privrl code)."""
+    H, S = P.shape[:2]
+    v = [0.0] * S
+    for h in reversed(range(H)):
+        v = [R[h, s, pi[h, s]] + sum(P[h, s, pi[h, s], t] * v[t] for t in range(S)) for s in range(S)]
+    return sum(init[s] * v[s] for s in range(S))
+
+
+def test_evaluate_is_exact_on_a_model_and_unbiased_without_one():
+    env = RiverSwimMixture(S=4, H=6)
+    rng = np.random.default_rng(0)
+    for pi in (env.optimal_policy(), rng.integers(0, env.A, size=(env.H, env.S))):
+        ev = privrl.evaluate(pi, env)
+        assert ev.exact and ev.value == pytest.approx(
+            _backward_induction(env.P, env.R, env.init_dist, pi), abs=1e-12
+        )
+        mc = privrl.evaluate(pi, as_gymnasium(env), episodes=4000, seed=1, H=env.H)
+        assert not mc.exact and abs(mc.value - ev.value) < 4 * mc.stderr + 1e-9
+    callable_policy = privrl.evaluate(lambda s, h: 1, as_gymnasium(env), episodes=10, seed=0, H=env.H)
+    assert callable_policy.episodes == 10
+    with pytest.raises(ShapeError):
+        privrl.evaluate(np.zeros((2, 2)), as_gymnasium(env), episodes=2, H=env.H)
+
+
+def test_act_follows_the_users_policy_and_checks_its_arguments():
+    env = RiverSwimMixture(S=4, H=3)
+    agent = UCRLVTR(env, NonPrivate(), episodes=5, seed=0)
+    twin = UCRLVTR(env, NonPrivate(), episodes=5, seed=0)
+    pi = twin.policy()
+    assert [agent.act(s, h) for h in range(3) for s in range(4)] == [
+        pi[h, s] for h in range(3) for s in range(4)
+    ]
+    assert agent.policy_updates == 1  # one plan per user, however many act() calls
+    for bad in ((4, 0), (0, 3), (-1, 0), (0.5, 0), (True, 0)):
+        with pytest.raises(ShapeError):
+            agent.act(*bad)
+
+
+def test_learn_on_a_gymnasium_env_without_a_model():
+    """LSVI-UCB with the user's one-hot feature map learns FrozenLake (deterministic, H = 8)."""
+    env = gym.make("FrozenLake-v1", is_slippery=False)
+    fmap = FeatureMap.one_hot(16, 4, H=8, name="FrozenLake one-hot")
+    agent = LSVIUCB(fmap, NonPrivate(), batches="every", episodes=500, seed=0, beta=0.3, lam=1.0)
+    seen = []
+    res = privrl.learn(agent, env, seed=1, reference=1.0, callback=lambda k, r: seen.append(k))
+    assert res.episodes == 500 and seen == list(range(1, 501)) and agent.k == 500
+    assert res.returns[:100].mean() == 0.0 and res.returns[-100:].mean() == 1.0  # it found the goal
+    assert res.regret is not None and res.regret[-1] == pytest.approx(500 - res.returns.sum())
+    assert res.terminated_early > 0  # holes end episodes early: padded to H
+    with pytest.raises(TypeError, match=r"privrl\.learn"):
+        privrl.run(LSVIUCB(fmap, NonPrivate(), episodes=2), fmap)
+    with pytest.raises(TypeError, match="FeatureMap"):
+        UCRLVTR(fmap, NonPrivate(), episodes=2)  # a mixture agent needs the mixture model
+    with pytest.raises(AssumptionError):
+        FeatureMap(np.full((2, 2, 3), 1.0), H=2)  # ||phi|| = sqrt(3) > 1
+    private = LSVIUCB(fmap, JointDP(10.0, 1e-5), episodes=50, seed=0)
+    assert privrl.learn(private, env, seed=1).episodes == 50
