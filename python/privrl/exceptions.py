@@ -62,3 +62,7 @@ class SweepError(PrivrlError, RuntimeError):
 
 class AssumptionWarning(UserWarning):
     """An environment is outside an assumption of the paper that does not affect privacy."""
+
+
+class PrivacyWarning(UserWarning):
+    """A privacy report found the release above its (eps, delta) target."""

@@ -33,6 +33,7 @@ from privrl.privacy.mechanisms import (
     simple_composition,
 )
 from privrl.privacy.plans import ReleasedFamily, ReleasePlan, law_factor, statistic_worst_case
+from privrl.privacy.regret_side import regret_side, warn_if_over_target
 
 __all__ = [
     "ALGORITHMS",
@@ -438,48 +439,17 @@ def privacy_report(agent: Any) -> dict[str, Any]:
     if not isinstance(cal, Mapping) or not hasattr(agent, "release_plan"):
         raise TypeError(f"{type(agent).__name__} has no calibration and release plan to report on")
     plan = agent.release_plan()
-    return privacy_report_from_calibration(
+    rep = privacy_report_from_calibration(
         plan.algorithm,
         cal,
         plan=plan,
         guards=getattr(agent, "guards", None),
         label=getattr(agent, "label", None),
     )
+    warn_if_over_target(rep)
+    return rep
 
 
-def regret_side(algorithm: str, cal: Mapping[str, Any]) -> dict[str, Any]:
-    """What the calibration sets on the regret side (never the privacy): the rule the released
-    statistics are post-processed with, the regularization, the radius and the noise bounds."""
-    out: dict[str, Any] = {
-        "rule": cal.get("release_rule", "paper"),
-        "mechanism": cal.get("mechanism", "tree"),
-        "radius": cal.get("beta", cal.get("beta_hat")),
-        "radius_used": cal.get("beta_used"),
-        "noise_bound_matrix": cal.get("Upsilon", cal.get("Upsilon1")),
-        "noise_bound_vector": cal.get("C", cal.get("C1")),
-    }
-    if out["rule"] == "practical":
-        centre = "0 (the paper's)" if cal.get("centre") == "zero" else "the feasible model w0"
-        out["regularization"] = (
-            f"per release: shift {cal['shift_mult']:g} x Upsilon_t (the bound at the noise released at t), "
-            "eigenvalues floored at lam" + ("" if algorithm == "lsvi_ucb" else f", ridge centred at {centre}")
-        )
-        out["bonus"] = (
-            "beta ||phi||_{Lambda~^-1} (non-private radius)"
-            if algorithm == "lsvi_ucb"
-            else "sqrt(beta^2 ||phi||^2_{A^-1} + gamma_t^2 ||A^-1 phi||^2), gamma_t the privacy part"
-        )
-    else:
-        out["regularization"] = f"constant shift {cal.get('shift', cal.get('shift1'))!r} (the theorem's)"
-        out["bonus"] = "beta ||phi||_{Lambda~^-1} (the theorem's radius)"
-    if algorithm == "lsvi_ucb":
-        out["batches"] = cal.get("B")
-    return out
-
-
-# ============================================================================================
-# Text form and digest
-# ============================================================================================
 def _fmt(x: Any) -> str:
     if x is None:
         return "-"

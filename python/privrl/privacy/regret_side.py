@@ -1,0 +1,68 @@
+"""What a calibration sets on the regret side of the privacy report (never the privacy), and the
+warning a report gives when the tight accountant finds the release above its target."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from privrl.exceptions import PrivacyWarning
+
+#: Relative excess of the tight (eps, delta) over the target that is round-off of the accountant's
+#: inversion (about 2e-8 at eps <= 1e-3, delta >= 0.1), not an overrun.
+OVERRUN_TOL = 1e-6
+
+
+def regret_side(algorithm: str, cal: Mapping[str, Any]) -> dict[str, Any]:
+    """What the calibration sets on the regret side (never the privacy): the rule the released
+    statistics are post-processed with, the regularization, the radius and the noise bounds."""
+    out: dict[str, Any] = {
+        "rule": cal.get("release_rule", "paper"),
+        "mechanism": cal.get("mechanism", "tree"),
+        "radius": cal.get("beta", cal.get("beta_hat")),
+        "radius_used": cal.get("beta_used"),
+        "noise_bound_matrix": cal.get("Upsilon", cal.get("Upsilon1")),
+        "noise_bound_vector": cal.get("C", cal.get("C1")),
+    }
+    if out["rule"] == "practical":
+        centre = "0 (the paper's)" if cal.get("centre") == "zero" else "the feasible model w0"
+        out["regularization"] = (
+            f"per release: shift {cal['shift_mult']:g} x Upsilon_t (the bound at the noise released at t), "
+            "eigenvalues floored at lam" + ("" if algorithm == "lsvi_ucb" else f", ridge centred at {centre}")
+        )
+        out["bonus"] = (
+            "beta ||phi||_{Lambda~^-1} (non-private radius)"
+            if algorithm == "lsvi_ucb"
+            else "sqrt(beta^2 ||phi||^2_{A^-1} + gamma_t^2 ||A^-1 phi||^2), gamma_t the privacy part"
+        )
+    else:
+        out["regularization"] = f"constant shift {cal.get('shift', cal.get('shift1'))!r} (the theorem's)"
+        out["bonus"] = "beta ||phi||_{Lambda~^-1} (the theorem's radius)"
+    if algorithm == "lsvi_ucb":
+        out["batches"] = cal.get("B")
+    return out
+
+
+# ============================================================================================
+# Text form and digest
+# ============================================================================================
+
+
+def warn_if_over_target(report: Mapping[str, Any]) -> None:
+    """PrivacyWarning when the tight accountant's (eps, delta) for the release plan exceeds the
+    target (eps, delta) by more than OVERRUN_TOL: the noise released is below what the target
+    needs (a hand-set sigma, a plan that does not match the calibration)."""
+    target, tight = report.get("target") or {}, report.get("tight") or {}
+    eps_t, dlt_t = target.get("epsilon"), target.get("delta")
+    budget = tight.get("budget")
+    if eps_t is None or dlt_t is None or budget is None:
+        return
+    eps, dlt = budget
+    if eps > eps_t * (1 + OVERRUN_TOL) or dlt > dlt_t * (1 + OVERRUN_TOL) + 1e-300:
+        warnings.warn(
+            f"{report.get('agent') or 'this release'}: the tight accountant gives (eps, delta) = "
+            f"({eps:.6g}, {dlt:.3g}) for the release plan, above the target ({eps_t:g}, {dlt_t:g})",
+            PrivacyWarning,
+            stacklevel=3,
+        )
