@@ -768,3 +768,16 @@ def test_progress_bars_when_interactive(monkeypatch, capsys):
     monkeypatch.setattr(sweep_module, "interactive", lambda: True)
     sweep(**small)
     assert "runs" in capsys.readouterr().err
+
+
+def test_git_commit_of_an_installed_build(monkeypatch):
+    """Outside a checkout (a `pip install .`), the manifest names the commit the Rust core was
+    built from (recorded by rust/build.rs), or None for a build outside git."""
+    import re
+
+    from privrl import _core
+    from privrl.experiment import results
+
+    assert re.fullmatch(r"([0-9a-f]{40}(-dirty)?)?", _core.GIT_COMMIT)
+    monkeypatch.setattr(results, "_source_commit", lambda: None)
+    assert results._git_commit() == (_core.GIT_COMMIT or None)

@@ -11,6 +11,7 @@ _F64 = npt.NDArray[np.float64]
 _I64 = npt.NDArray[np.int64]
 
 __version__: str
+GIT_COMMIT: str
 # Names, limits and defaults of the Rust core (the Python wrappers read them from here).
 MECHANISMS: tuple[str, ...]
 NOISES: tuple[str, ...]
@@ -45,6 +46,7 @@ __all__ = [
     "sigma_bar",
     "_panic_for_test",
     "__version__",
+    "GIT_COMMIT",
     "MECHANISMS",
     "NOISES",
     "MAX_NODE_LEN",

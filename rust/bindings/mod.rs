@@ -785,6 +785,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     engine::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("GIT_COMMIT", env!("PRIVRL_GIT_COMMIT"))?;
     // The limits and defaults the Python wrappers validate against, read from here.
     m.add("MECHANISMS", PyTuple::new(m.py(), MechanismKind::NAMES)?)?;
     m.add("NOISES", PyTuple::new(m.py(), NOISE_NAMES)?)?;

@@ -88,6 +88,15 @@ def _write_json(path: Path, obj: Any) -> None:
 
 
 def _git_commit() -> str | None:
+    """The commit of the privrl source: its git checkout when privrl runs from one (an editable
+    install), else the commit the installed extension was built from (`pip install .` from a
+    checkout; None for a build outside git)."""
+    from privrl import _core
+
+    return _source_commit() or (getattr(_core, "GIT_COMMIT", "") or None)
+
+
+def _source_commit() -> str | None:
     here = Path(__file__).resolve().parent
     try:
         out = subprocess.run(
