@@ -3,6 +3,7 @@ report commands, the bundled demo config, and clear errors (exit status 2) for b
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -183,9 +184,9 @@ def test_unknown_flag_values_are_refused_by_the_parser(capsys, flag):
 
 @pytest.mark.slow  # two sweeps of 16 runs in subprocesses
 def test_resume_after_sigkill_recomputes_only_unfinished_runs(tmp_path):
-    # Long enough runs (about 0.15 s each) that the kill lands mid-sweep.
+    # Long enough runs (about 0.1 s each on the episode engine) that the kill lands mid-sweep.
     cfg = tmp_path / "kill.toml"
-    cfg.write_text(CONFIG.replace("episodes = 40", "episodes = 400").replace("seeds = [0, 1]", "seeds = 4"))
+    cfg.write_text(CONFIG.replace("episodes = 40", "episodes = 20000").replace("seeds = [0, 1]", "seeds = 4"))
     out = tmp_path / "out"
     cmd = [
         sys.executable,
@@ -220,7 +221,7 @@ def test_resume_after_sigkill_recomputes_only_unfinished_runs(tmp_path):
         assert (runs / name).stat().st_mtime_ns == mtime
     assert not list(out.rglob("*.tmp"))
     expected, _ = sweep(
-        env=ENV, agents=AGENTS, epsilons=[float("inf"), 5.0], seeds=4, episodes=400, log_every=10
+        env=ENV, agents=AGENTS, epsilons=[float("inf"), 5.0], seeds=4, episodes=20000, log_every=10
     )
     same(load_results(out), expected)
 
@@ -347,3 +348,43 @@ def test_help_and_kernel_tour(capsys):
         main(["--help"])
     assert exc.value.code == 0 and "demo" in capsys.readouterr().out
     assert main(["kernels"]) == 0 and "Sherman-Morrison" in capsys.readouterr().out
+
+
+def _alive_in_session(sid: int) -> list[int]:
+    """Processes of session `sid` that are still running (zombies, already dead, are not)."""
+    alive = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":  # fields: state, ppid, pgrp, session, ...
+            alive.append(int(stat.parent.name))
+    return alive
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_kill_9_leaves_no_worker(tmp_path):
+    """Issue 13: after `kill -9` of `privrl run` on worker processes, no worker computes on."""
+    cfg = tmp_path / "kill.toml"
+    cfg.write_text(
+        CONFIG.replace("episodes = 40", "episodes = 200000").replace("seeds = [0, 1]", "seeds = 4")
+    )
+    cmd = [sys.executable, "-m", "privrl", "run", str(cfg), "--out", str(tmp_path / "out"), "--no-progress"]
+    cmd += ["-j", "2", "--backend", "processes"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(_alive_in_session(proc.pid)) < 4:  # the sweep, the fork server and 2 workers
+            assert proc.poll() is None and time.monotonic() < deadline, "the workers never started"
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)  # the sweep only, as a user's kill -9 would
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while _alive_in_session(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _alive_in_session(proc.pid) == []
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)

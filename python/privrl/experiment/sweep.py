@@ -8,9 +8,11 @@ import hashlib
 import json
 import math
 import multiprocessing as mp
+import multiprocessing.connection
 import os
 import queue as _queue
 import sys
+import threading
 import time
 import traceback
 import warnings
@@ -138,8 +140,25 @@ def guarded_run(spec: RunSpec, env: Any = None, progress: Callable[[int], None] 
         return {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(), "spec": spec}
 
 
+def _die_with_parent() -> None:
+    """Exit this worker as soon as the sweep's process is gone (a `kill -9` of `privrl run` must
+    not leave orphaned workers computing on): a daemon thread waits on multiprocessing's parent
+    sentinel, which becomes ready when the sweep's process ends (zombie or not; the worker's OS
+    parent is the fork server, so the parent pid alone would not tell)."""
+    parent = mp.parent_process()
+    if parent is None or parent.sentinel is None:  # pragma: no cover - not started by multiprocessing
+        return
+
+    def watch() -> None:
+        mp.connection.wait([parent.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="privrl-parent-watch", daemon=True).start()
+
+
 def _init_worker(env_objects: dict, progress_queue: Any) -> None:
     global _PROGRESS_QUEUE
+    _die_with_parent()
     _ENV_OBJECTS.update(env_objects)
     _PROGRESS_QUEUE = progress_queue
 
