@@ -178,10 +178,20 @@ class AuditResult:
     tpr_lower: float
     fpr_upper: float
     statistic: str
+    # Gaussian-DP audit (Gaussian mechanisms only): the separation mu of the two output laws along
+    # the statistic, estimated with a one-sided confidence bound, converted to epsilon at delta
+    mu_hat: float | None = None
+    mu_lower: float | None = None
+    gdp_epsilon_lower_bound: float | None = None
+
+    @property
+    def best_lower_bound(self) -> float:
+        """The larger of the distribution-free and the Gaussian-DP lower bounds."""
+        return max(self.epsilon_lower_bound, self.gdp_epsilon_lower_bound or 0.0)
 
     @property
     def flagged(self) -> bool:
-        return self.claimed_epsilon is not None and self.epsilon_lower_bound > self.claimed_epsilon
+        return self.claimed_epsilon is not None and self.best_lower_bound > self.claimed_epsilon
 
     def as_dict(self) -> dict:
         d = dict(self.__dict__)
@@ -196,6 +206,12 @@ class AuditResult:
             f"{self.confidence:g}, {self.n_test} test runs per neighbour; TPR {self.tpr:.4f} "
             f">= {self.tpr_lower:.4f}, FPR {self.fpr:.2e} <= {self.fpr_upper:.2e}); claimed "
             f"eps = {claim}, effective eps of the audited part = {eff}"
+            + (
+                ""
+                if self.gdp_epsilon_lower_bound is None
+                else f"; Gaussian-DP: mu >= {self.mu_lower:.4f} (estimate {self.mu_hat:.4f}), "
+                f"eps >= {self.gdp_epsilon_lower_bound:.3f}"
+            )
             + ("  ** FLAGGED **" if self.flagged else "")
         )
 
@@ -268,6 +284,8 @@ def audit_samples(
     effective_epsilon: float | None = None,
     name: str = "mechanism",
     n_candidates: int = 64,
+    inverse_variance: Any = None,
+    gaussian: bool = False,
 ) -> AuditResult:
     """Audit from outputs already drawn: ``samples_a`` / ``samples_b`` of shape ``(n, ...)``
     (run ``i`` on neighbour a / b, independent noise). ``direction``: the projection direction
@@ -284,6 +302,14 @@ def audit_samples(
         if v.shape[0] != a.shape[1]:
             raise PrivacyParameterError(f"direction has {v.shape[0]} entries, outputs have {a.shape[1]}")
         stat = "projection on the exact noiseless difference (likelihood-ratio statistic)"
+        if inverse_variance is not None:
+            # whitened: for independent Gaussian entries the likelihood ratio is linear in
+            # Sigma^{-1} (mean_a - mean_b); weight 0 drops a duplicated output (a symmetric entry)
+            w = np.asarray(inverse_variance, dtype=float).reshape(-1)
+            if w.shape != v.shape or not np.all(np.isfinite(w)) or np.any(w < 0):
+                raise PrivacyParameterError("inverse_variance must be one finite weight >= 0 per output")
+            v = v * w
+            stat = "whitened likelihood-ratio statistic (Sigma^-1 times the exact noiseless difference)"
     sa, sb = a @ v, b @ v
     train_a, test_a = sa[:half], sa[half:]
     train_b, test_b = sb[:half], sb[half:]
@@ -300,6 +326,7 @@ def audit_samples(
     _, fpr_ub = clopper_pearson(fp, m, alpha / 2.0)
     eps_lb = _eps_lb(tpr_lb, fpr_ub, delta)
     threshold = t if orient == "a>" else -t
+    gdp = _gdp_bound(sa, sb, delta, confidence) if gaussian else (None, None, None)
     return AuditResult(
         name=name,
         epsilon_lower_bound=eps_lb,
@@ -316,7 +343,33 @@ def audit_samples(
         tpr_lower=tpr_lb,
         fpr_upper=fpr_ub,
         statistic=stat,
+        mu_hat=gdp[0],
+        mu_lower=gdp[1],
+        gdp_epsilon_lower_bound=gdp[2],
     )
+
+
+def _gdp_bound(sa: np.ndarray, sb: np.ndarray, delta: float, confidence: float) -> tuple[float, float, float]:
+    """(mu estimate, lower confidence bound, epsilon at delta of that bound) for scores of a
+    Gaussian mechanism: along a linear statistic the two output laws are N(m_a, s^2), N(m_b, s^2)
+    (same noise, shifted mean), a mu-GDP pair with mu = |m_a - m_b| / s, and the mechanism is
+    at least as distinguishable as that pair. mu is the standardized mean difference over all runs;
+    its standard error is sqrt(2/n + mu^2/(4n)) (normal approximation, n runs per neighbour)."""
+    n = sa.shape[0]
+    s = math.sqrt(0.5 * (float(sa.var(ddof=1)) + float(sb.var(ddof=1))))
+    mu = abs(float(sa.mean() - sb.mean())) / s if s > 0 else math.inf
+    se = math.sqrt(2.0 / n + mu * mu / (4.0 * n))
+    mu_lo = max(0.0, mu - _normal_quantile(confidence) * se)
+    return mu, mu_lo, gaussian_epsilon(mu_lo, delta) if delta > 0 else math.inf * (mu_lo > 0)
+
+
+def _sym_inverse_variance(H: int, d: int, sigma: float, divisor: float) -> np.ndarray:
+    """Per-entry inverse variance of H symmetric (Z' + Z'^T)/c matrices flattened row-major, Z' with
+    N(0, sigma^2) entries: off-diagonal variance 2 sigma^2 / c^2, diagonal 4 sigma^2 / c^2; the lower
+    triangle repeats the upper one (weight 0: counted once)."""
+    iu = np.triu(np.ones((d, d)), 1)
+    w = iu * (divisor**2 / (2 * sigma**2)) + np.eye(d) * (divisor**2 / (4 * sigma**2))
+    return np.broadcast_to(w, (H, d, d)).reshape(-1)
 
 
 def _normal_quantile(q: float) -> float:
@@ -474,6 +527,9 @@ def audit_ucrl_vtr_tree(
         * n_nodes
         / sigma**2
     )
+    per_release = np.concatenate(
+        [_sym_inverse_variance(H, d, sigma, cal["sym_divisor"]), np.full(H * d, 1.0 / sigma**2)]
+    )
     return audit_samples(
         sa,
         sb,
@@ -483,6 +539,8 @@ def audit_ucrl_vtr_tree(
         claimed_epsilon=float(epsilon),
         effective_epsilon=gaussian_epsilon(math.sqrt(mu2), delta),
         name=f"UCRL-VTR JDP tree release ({calibration}, x{noise_multiplier:g} noise)",
+        inverse_variance=np.tile(per_release, n_nodes),
+        gaussian=True,
     )
 
 
@@ -546,6 +604,10 @@ def audit_ldp_randomizer(
         claimed_epsilon=float(epsilon),
         effective_epsilon=gaussian_epsilon(math.sqrt(mu2), delta),
         name=f"UCRL-VTR LDP randomizer ({calibration}, x{noise_multiplier:g} noise)",
+        inverse_variance=np.concatenate(
+            [_sym_inverse_variance(H, d, sigma, cal["sym_divisor"]), np.full(H * d, 1.0 / sigma**2)]
+        ),
+        gaussian=True,
     )
 
 
@@ -598,4 +660,5 @@ def audit_lsvi_u_release(
         claimed_epsilon=float(epsilon),
         effective_epsilon=gaussian_epsilon(mu, delta),
         name=f"LSVI-UCB u-release ({calibration}, x{noise_multiplier:g} noise)",
+        gaussian=True,  # white noise: the raw difference is already the likelihood-ratio direction
     )
