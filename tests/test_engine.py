@@ -210,3 +210,39 @@ def test_what_the_engine_does_not_cover_runs_in_python():
     assert "overrides FiniteMDP.sample_episode" in engine_gap(UCRLVTR.__new__(UCRLVTR), own)
     with pytest.raises(ValueError, match="engine must be one of"):
         privrl.run(spied, env, seed=0, engine="fast")
+
+
+class _OwnMixture(FiniteMDP):
+    """A user's own FiniteMDP that carries linear-mixture features and C_w (not a LinearMixtureMDP)."""
+
+    def __init__(self, base):
+        super().__init__(base.P, base.R, base.init_dist, name="own mixture")
+        self.features, self.C_w = base.features, base.C_w
+
+
+class _OwnLinear(FiniteMDP):
+    def __init__(self, base):
+        super().__init__(base.P, base.R, base.init_dist, name="own linear")
+        self.features = base.features
+
+
+def test_agents_accept_any_finite_mdp_with_features():
+    """Issue 13: an own FiniteMDP subclass with features runs like the built-in environment it
+    copies: same regret (engine included), and the sweep preflight accepts it; one without the
+    right features is refused with the reason."""
+    river = RiverSwimMixture(S=4, H=4)
+    own = _OwnMixture(river)
+    a = privrl.run(UCRLVTR(river, JointDP(1.0, 1e-5), episodes=50, seed=2), river, seed=3)
+    b = privrl.run(UCRLVTR(own, JointDP(1.0, 1e-5), episodes=50, seed=2), own, seed=3, engine="rust")
+    np.testing.assert_array_equal(a.regret, b.regret)
+    lin = RandomLinearMDP(S=10, A=3, d=4, H=3, seed=0)
+    own_lin = _OwnLinear(lin)
+    c = privrl.run(LSVIUCB(lin, JointDP(1.0, 1e-5), episodes=60, seed=2), lin, seed=3)
+    e = privrl.run(LSVIUCB(own_lin, JointDP(1.0, 1e-5), episodes=60, seed=2), own_lin, seed=3)
+    np.testing.assert_array_equal(c.regret, e.regret)
+    assert UCRLVTRPlus.accepts(own) is None and LSVIUCB.accepts(own_lin) is None
+    assert "mixture features" in UCRLVTR.accepts(own_lin) and "linear features" in LSVIUCB.accepts(own)
+    with pytest.raises(TypeError, match="C_w"):
+        bad = _OwnMixture(river)
+        bad.C_w = -1.0
+        UCRLVTR(bad, NonPrivate(), episodes=5)

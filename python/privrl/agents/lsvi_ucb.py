@@ -14,8 +14,8 @@ from privrl._checks import check_positive_real, trusted
 from privrl.agents.base import Agent, SensitivityGuard
 from privrl.agents.statistics import Release, released_inverse
 from privrl.envs.features import FeatureMap
-from privrl.envs.finite import Trajectory
-from privrl.envs.linear import LinearMDP
+from privrl.envs.finite import FiniteMDP, Trajectory
+from privrl.envs.linear import LinearMDP, _check_phi_norms
 from privrl.exceptions import PrivacyParameterError
 from privrl.privacy import lsvi_ucb as privacy_of
 from privrl.privacy import practical
@@ -397,6 +397,27 @@ class LSVIUCB(Agent):
     name = "LSVI-UCB"
     env_type: type = LinearMDP  # the environments it runs on (Asm. 1); sweeps check it up front
 
+    @classmethod
+    def accepts(cls, env: Any) -> str | None:
+        """None if the agent runs on `env`, else why not: a LinearMDP (Asm. 1), a FeatureMap (no
+        model: privrl.learn), or any FiniteMDP with linear ``features`` (S, A, d)."""
+        if isinstance(env, (LinearMDP, FeatureMap)):
+            return None
+        name = type(env).__name__
+        if not isinstance(env, FiniteMDP):
+            return (
+                f"LSVI-UCB needs a LinearMDP (Asm. 1), a FeatureMap or a FiniteMDP with features; got {name}"
+            )
+        f: Any = getattr(env, "features", None)
+        shape = getattr(f, "shape", ())
+        if len(shape) != 3 or tuple(shape[:2]) != (env.S, env.A) or not np.all(np.isfinite(f)):
+            return (
+                f"LSVI-UCB needs a LinearMDP (Asm. 1) or a FiniteMDP with linear features phi(s, a): "
+                f"{name}.features must be a finite (S, A, d) = ({env.S}, {env.A}, d) array, got shape "
+                f"{tuple(shape)}"
+            )
+        return None
+
     def __init__(
         self,
         env: LinearMDP | FeatureMap,
@@ -411,11 +432,9 @@ class LSVIUCB(Agent):
         planning: str = "auto",
         lam: float | None = None,
     ):
-        if not isinstance(env, (LinearMDP, FeatureMap)):
-            raise TypeError(
-                f"LSVI-UCB needs a LinearMDP (Asm. 1) or, for a model it does not know, a FeatureMap; "
-                f"got {type(env).__name__}"
-            )
+        reason = self.accepts(env)
+        if reason is not None:
+            raise TypeError(reason)
         privacy = privacy if privacy is not None else NonPrivate()
         if isinstance(privacy, LocalDP):
             raise PrivacyParameterError(
@@ -427,7 +446,11 @@ class LSVIUCB(Agent):
             raise ValueError(f"planning must be one of {PLANNING}, got {planning!r}")
         lam = None if lam is None else check_positive_real(lam, "lam")
         super().__init__(env, privacy, episodes, seed, beta_scale, beta, ties)
-        self.d = env.d
+        # phi(s, a) as (S A, d) rows: a LinearMDP's or FeatureMap's, or those of any FiniteMDP that
+        # carries ``features`` (S, A, d) (Asm. 1 is then the user's claim; ||phi|| <= 1 is checked)
+        phi = np.asarray(env.features, dtype=np.float64)
+        _check_phi_norms(phi)
+        self.d = phi.shape[-1]
         if self.K * (self.H + 1) > MAX_STORED_STEPS:
             # The server keeps every (s, a, r) for its regressions: refuse up front rather than
             # fail (or crawl through a 10^12-batch schedule) halfway through construction.
@@ -466,7 +489,7 @@ class LSVIUCB(Agent):
         self.guards = {stat.name: self.guard}
         # The feature map is public and fixed; clipping it once is clipping every row a user can
         # send (LinearMDP already rejects ||phi|| > 1, so this is a no-op on valid envs).
-        table, _ = self.guard.apply(np.array(env.features_flat))
+        table, _ = self.guard.apply(phi.reshape(self.S * self.A, self.d).copy())
         self.features = np.ascontiguousarray(table.reshape(self.S, self.A, self.d))
         self.server = LSVIServer(
             table, self.A, self.H, self.K, cal, self.beta, planning, seeds=self.noise_seeds(self.H + 1)

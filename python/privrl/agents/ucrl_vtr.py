@@ -13,7 +13,7 @@ from privrl import kernels
 from privrl._checks import trusted
 from privrl.agents.base import Agent, SensitivityGuard
 from privrl.agents.statistics import LocalRandomizer, PracticalRelease, RawStatistics, RegressionServer
-from privrl.envs.finite import Trajectory
+from privrl.envs.finite import FiniteMDP, Trajectory
 from privrl.envs.mixture import LinearMixtureMDP
 from privrl.privacy import practical
 from privrl.privacy import ucrl_vtr as privacy_of
@@ -71,15 +71,20 @@ class UCRLVTR(Agent):
         sensitivity: str = "clip",
         centre: str = "feasible",
     ):
-        if not isinstance(env, self.env_type):
-            raise TypeError(f"{self.name} needs a LinearMixtureMDP (Asm. 2), got {type(env).__name__}")
+        reason = self.accepts(env)
+        if reason is not None:
+            raise TypeError(reason)
         if centre not in CENTRES:
             raise ValueError(f"centre must be one of {', '.join(CENTRES)}, got {centre!r}")
         self.centre = centre
         super().__init__(
             env, privacy if privacy is not None else NonPrivate(), episodes, seed, beta_scale, beta, ties
         )
-        self.d = env.d
+        # phi(s'|s, a) (S, A, S, d) and C_w >= ||w_h||: a LinearMixtureMDP's, or those of any
+        # FiniteMDP that carries them (``features``, ``C_w``; Asm. 2 is then the user's claim)
+        self.mixture_features = np.asarray(env.features, dtype=np.float64)
+        self.C_w = float(env.C_w)
+        self.d = self.mixture_features.shape[-1]
         self.sensitivity = sensitivity
         cal = self._calibrate()
         self.beta = (
@@ -90,7 +95,7 @@ class UCRLVTR(Agent):
         self.calibration: Calibration = cal.replace(beta_used=self.beta, beta_scale=self.beta_scale)
         if cal.release_rule == "practical":
             self.calibration = self.calibration.replace(centre=centre)
-        self.features = kernels.MixtureFeatures(env.features)
+        self.features = kernels.MixtureFeatures(self.mixture_features)
         self._rewards = [np.ascontiguousarray(env.R[h].reshape(-1)) for h in range(self.H)]
         self.guards = {
             s.name: SensitivityGuard(x_bound=s.x_bound, y_low=s.y_low, y_high=s.y_high, mode=sensitivity)
@@ -99,6 +104,35 @@ class UCRLVTR(Agent):
         self._build_statistics(cal)
         self._release = self.server.release()
         self._plan: tuple | None = None
+
+    @classmethod
+    def accepts(cls, env: Any) -> str | None:
+        """None if the agent runs on `env`, else why not: a LinearMixtureMDP (Asm. 2), or any
+        FiniteMDP with linear-mixture ``features`` (S, A, S, d) and a bound ``C_w`` on ||w_h||."""
+        if isinstance(env, LinearMixtureMDP):
+            return None
+        name = type(env).__name__
+        if not isinstance(env, FiniteMDP):
+            return (
+                f"{cls.name} needs a LinearMixtureMDP (Asm. 2) or a FiniteMDP with mixture features; "
+                f"got {name}"
+            )
+        f: Any = getattr(env, "features", None)
+        shape = getattr(f, "shape", ())
+        if len(shape) != 4 or tuple(shape[:3]) != (env.S, env.A, env.S) or not np.all(np.isfinite(f)):
+            return (
+                f"{cls.name} needs a LinearMixtureMDP (Asm. 2) or a FiniteMDP with mixture features "
+                f"phi(s'|s, a): {name}.features must be a finite (S, A, S, d) = ({env.S}, {env.A}, "
+                f"{env.S}, d) array, got shape {tuple(shape)}"
+            )
+        C_w = getattr(env, "C_w", None)
+        if (
+            isinstance(C_w, bool)
+            or not isinstance(C_w, (int, float, np.floating))
+            or not 0 < float(C_w) < np.inf
+        ):
+            return f"{cls.name} needs {name}.C_w, a finite bound > 0 on ||w_h|| (Asm. 2), got {C_w!r}"
+        return None
 
     _radius_key = "beta"
     _privacy_module: Any = privacy_of
@@ -118,7 +152,7 @@ class UCRLVTR(Agent):
                 H=self.H,
                 K=self.K,
                 d=self.d,
-                C_w=self.env.C_w,
+                C_w=self.C_w,
                 plan=self.release_plan(),
             )
 
@@ -164,14 +198,14 @@ class UCRLVTR(Agent):
             # the ridge's centre (a data-independent prior, no privacy spent): the min-norm feasible
             # model, or 0 as in the paper (its distance to w is then C_w)
             if self.centre == "feasible":
-                w0 = practical.feasible_centre(self.env.features)
-                distance = practical.centre_distance(self.env.C_w, self.env.features, w0)
+                w0 = practical.feasible_centre(self.mixture_features)
+                distance = practical.centre_distance(self.C_w, self.mixture_features, w0)
             else:
-                w0, distance = np.zeros(self.d), self.env.C_w
+                w0, distance = np.zeros(self.d), self.C_w
             server.post = PracticalRelease(
                 lam=cal["lam"],
                 d=self.d,
-                C_w=self.env.C_w,
+                C_w=self.C_w,
                 beta=self.beta if beta is None else beta,
                 noise_scale=scale,
                 matrix_bound=ups_at,

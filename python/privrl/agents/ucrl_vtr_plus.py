@@ -48,7 +48,7 @@ class UCRLVTRPlus(UCRLVTR):
                 H=self.H,
                 K=self.K,
                 d=self.d,
-                C_w=self.env.C_w,
+                C_w=self.C_w,
                 plan=self.release_plan(),
             )
 

@@ -354,12 +354,10 @@ def preflight(config: SweepConfig) -> None:
                 raise ConfigError(f"{key}env", f"{study.env_spec['name']}: {exc}") from exc
         for name, spec in study.agents.items():
             cls = resolve_algorithm(spec.algorithm, f"{key}agents.{name}.algorithm")
-            need = getattr(cls, "env_type", None)
-            if need is not None and not isinstance(env, need):
-                raise ConfigError(
-                    f"{key}agents.{name}.algorithm",
-                    f"{spec.algorithm} needs a {need.__name__}; {type(env).__name__} is not one",
-                )
+            accepts = getattr(cls, "accepts", None)
+            reason = accepts(env) if accepts is not None else None
+            if reason is not None:
+                raise ConfigError(f"{key}agents.{name}.algorithm", reason)
 
 
 def run_sweep(
