@@ -376,3 +376,13 @@ def test_report_warns_when_the_noise_is_below_the_target():
     with pytest.warns(PrivacyWarning, match="above the target"):
         rep = agent.privacy_report()
     assert not rep["within_target"]["tight"]
+
+
+def test_report_labels_what_the_guarantee_does_not_cover():
+    """Issue 14, item 4: the report (as the manifest) names the simulation-only outputs."""
+    from privrl.envs import RiverSwimMixture
+    from privrl.experiment.results import SIMULATION_ONLY
+
+    rep = UCRLVTR(RiverSwimMixture(S=4, H=3), JointDP(1.0, 1e-5), episodes=10).privacy_report()
+    assert rep["outside_guarantee"] is SIMULATION_ONLY and "clip_count" in SIMULATION_ONLY["outputs"]
+    assert "not covered: regret" in format_privacy_report(rep) and "NOT private" in format_privacy_report(rep)

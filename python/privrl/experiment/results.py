@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
 
 from privrl.experiment.config import ConfigError, RunSpec, _json_safe
+from privrl.privacy.regret_side import SIMULATION_ONLY
 
 __all__ = [
     "COLUMNS",
@@ -279,14 +280,6 @@ def run_frame(
 
 # What a results folder holds beyond the agents' releases: the simulator's view, computed from the
 # users' raw trajectories and the exact model. None of it is covered by the privacy guarantee.
-SIMULATION_ONLY = {
-    "outputs": ["regret", "return", "cum_return", "final_regret", "clip_count"],
-    "note": "simulation-only outputs, computed from the users' raw data and the exact model: NOT "
-    "private (the (eps, delta) guarantee covers only what the agents release: the noisy statistics "
-    "and the policies built from them). Do not publish them as private results.",
-}
-
-
 def new_manifest(config_dict: dict, runs: list[RunSpec], fmt: str | None) -> dict:
     info = environment_info()
     return {

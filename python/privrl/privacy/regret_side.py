@@ -1,5 +1,6 @@
-"""What a calibration sets on the regret side of the privacy report (never the privacy), and the
-warning a report gives when the tight accountant finds the release above its target."""
+"""What a calibration sets on the regret side of the privacy report (never the privacy), what the
+guarantee does not cover (the simulation-only outputs), and the warning a report gives when the
+tight accountant finds the release above its target."""
 
 from __future__ import annotations
 
@@ -8,6 +9,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from privrl.exceptions import PrivacyWarning
+
+#: Outputs of a simulated run that the (eps, delta) guarantee does not cover: the privacy report
+#: and every results manifest carry this label.
+SIMULATION_ONLY = {
+    "outputs": ["regret", "return", "cum_return", "final_regret", "clip_count"],
+    "note": "simulation-only outputs, computed from the users' raw data and the exact model: NOT "
+    "private (the (eps, delta) guarantee covers only what the agents release: the noisy statistics "
+    "and the policies built from them). Do not publish them as private results.",
+}
 
 #: Relative excess of the tight (eps, delta) over the target that is round-off of the accountant's
 #: inversion (about 2e-8 at eps <= 1e-3, delta >= 0.1), not an overrun.

@@ -33,7 +33,7 @@ from privrl.privacy.mechanisms import (
     simple_composition,
 )
 from privrl.privacy.plans import ReleasedFamily, ReleasePlan, law_factor, statistic_worst_case
-from privrl.privacy.regret_side import regret_side, warn_if_over_target
+from privrl.privacy.regret_side import SIMULATION_ONLY, regret_side, warn_if_over_target
 
 __all__ = [
     "ALGORITHMS",
@@ -381,6 +381,7 @@ def privacy_report_from_calibration(
         "calibration": cal.get("calibration", "paper"),
         "mechanism": plan.mechanism,
         "target": {"epsilon": cal.get("epsilon"), "delta": cal.get("delta")},
+        "outside_guarantee": SIMULATION_ONLY,
         "neighbouring": (
             "user-level: one user (a whole H-step trajectory) replaced; "
             + (
@@ -531,6 +532,7 @@ def format_privacy_report(report: dict[str, Any]) -> str:
         f"  within target: paper argument {'yes' if w['paper'] else 'NO'}, "
         f"tight accountant {'yes' if w['tight'] else 'NO'}"
     )
+    lines.append(f"  not covered: {', '.join(SIMULATION_ONLY['outputs'])}: {SIMULATION_ONLY['note']}")
     return "\n".join(lines)
 
 
