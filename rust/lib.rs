@@ -18,6 +18,7 @@
 //!   (sampling, planning, the user's statistics, the mechanisms, exact regret) in one call.
 //! * [`practical`]: the eigenvalue-floored release of the practical calibration.
 //! * [`variance`]: UCRL-VTR+'s per-step variance estimate sigma-bar.
+//! * [`state`]: the exact saved state of every stateful kernel (save / load of agents).
 //! * [`lsvi`]: optimistic state values at many (indexed) states for least-squares value
 //!   iteration (the response vector of Alg. 2).
 //!
@@ -33,6 +34,7 @@ pub mod practical;
 pub mod qeval;
 pub mod rank_one;
 pub mod secure;
+pub mod state;
 pub mod tree;
 pub mod variance;
 

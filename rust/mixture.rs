@@ -4,7 +4,7 @@
 use crate::errors::{check_finite, check_len, CoreError, CoreResult};
 
 /// CSR over the rows (s, a): for each row the next states with a nonzero feature vector.
-#[derive(Clone, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
 pub struct MixtureFeatures {
     n_rows: usize,
     n_states: usize,

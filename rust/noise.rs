@@ -38,7 +38,7 @@ pub const NOISE_NAMES: [&str; 5] = [
 pub const LATTICE_LIMIT: f64 = 4_503_599_627_370_496.0;
 
 /// Distribution of every entry of a node's noise (before symmetrization).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, Copy, PartialEq)]
 pub enum NodeNoise {
     /// i.i.d. N(0, sigma^2) entries.
     Gaussian { sigma: f64 },
@@ -210,7 +210,7 @@ fn sym_integer(divisor: f64) -> Option<u128> {
 }
 
 /// What one leaf (and one node) holds.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, Copy, PartialEq)]
 pub enum NodeShape {
     /// A vector of length `n`.
     Vector(usize),
@@ -364,7 +364,7 @@ pub fn standard_laplace<R: Rng + ?Sized>(rng: &mut R) -> f64 {
 /// lattice would have disjoint output supports). Rounding moves each entry by at most half a
 /// grid step, so the L2 sensitivity grows by at most `grid * sqrt(entries)` (docs/privacy.md).
 /// The sum is then held in lattice units, where f64 adds integers below 2^53 exactly.
-#[derive(Debug, Clone)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone)]
 pub struct ExactSum {
     sum: Vec<f64>,
     unit: Option<f64>,
@@ -472,7 +472,7 @@ impl ExactSum {
 
 /// Symmetric matrices are handled as their upper triangle (row-major, i <= j): half the memory
 /// and work for the O(T)-state factorization, and exact symmetry by construction.
-#[derive(Debug, Clone)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone)]
 pub(crate) struct Packing {
     pub(crate) shape: NodeShape,
     pub(crate) packed: usize,
@@ -520,6 +520,7 @@ impl Packing {
 }
 
 /// One innovation source: the stream and the buffers to draw a packed node noise.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) struct Innovations {
     pub(crate) rng: ChaCha12Rng,
     pub(crate) noise: NodeNoise,
@@ -554,6 +555,7 @@ impl Innovations {
 
 /// A stand-alone privacy-noise stream (ChaCha12): the user-side randomizer of LDP and the
 /// per-release Gaussian vectors of Alg. 2 draw from it.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct NoiseStream {
     noise: NodeNoise,
     rng: ChaCha12Rng,

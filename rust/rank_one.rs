@@ -132,7 +132,7 @@ fn symmetrized(m: &DMatrix<f64>) -> DMatrix<f64> {
 }
 
 /// `Lambda = lambda I + sum x x^T` and `Lambda^{-1}`, maintained by Sherman–Morrison.
-#[derive(Clone, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
 pub struct ShermanMorrison {
     d: usize,
     lam: f64,

@@ -17,6 +17,7 @@ use crate::errors::{CoreError, CoreResult};
 use crate::noise::{draw_node_noise, ExactSum, NodeNoise, NodeShape};
 
 /// Continual release of prefix sums of a stream of vectors / symmetric matrices.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct TreeAggregator {
     shape: NodeShape,
     noise: NodeNoise,
@@ -248,6 +249,9 @@ fn tree_leaf_count(leaf: u64, capacity: u64) -> u64 {
 }
 
 impl PrefixMechanism for TreeAggregator {
+    fn to_state(&self) -> CoreResult<Vec<u8>> {
+        crate::state::encode(self)
+    }
     fn kind(&self) -> MechanismKind {
         MechanismKind::Tree
     }

@@ -8,7 +8,7 @@ use numpy::{
 };
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use crate::continual::{
     make_mechanism, MechanismKind, PrefixMechanism, DEFAULT_BLT_BUFFERS, MAX_BLT_BUFFERS,
@@ -96,6 +96,17 @@ pub struct PyNoiseStream {
 
 #[pymethods]
 impl PyNoiseStream {
+    /// Pickling: the exact state as bytes (privrl's save / load, copy.deepcopy).
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let f = py
+            .import("privrl._core")?
+            .getattr("_restore_noise_stream")?;
+        let state = PyBytes::new(py, &crate::state::encode(&self.inner).py_ok(py)?);
+        Ok((f, PyTuple::new(py, [state.into_any()])?))
+    }
     #[new]
     #[pyo3(signature = (noise, scale, seed, grid_bits=DEFAULT_GRID_BITS))]
     fn new(
@@ -166,6 +177,15 @@ pub struct PySM {
 
 #[pymethods]
 impl PySM {
+    /// Pickling: the exact state as bytes (privrl's save / load, copy.deepcopy).
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let f = py.import("privrl._core")?.getattr("_restore_sm")?;
+        let state = PyBytes::new(py, &crate::state::encode(&self.inner).py_ok(py)?);
+        Ok((f, PyTuple::new(py, [state.into_any()])?))
+    }
     #[new]
     #[pyo3(signature = (d, lam, refactor_every=1024))]
     fn new(py: Python<'_>, d: usize, lam: f64, refactor_every: usize) -> PyResult<Self> {
@@ -492,6 +512,15 @@ pub struct PyMixture {
 
 #[pymethods]
 impl PyMixture {
+    /// Pickling: the exact state as bytes (privrl's save / load, copy.deepcopy).
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let f = py.import("privrl._core")?.getattr("_restore_mixture")?;
+        let state = PyBytes::new(py, &crate::state::encode(&self.inner).py_ok(py)?);
+        Ok((f, PyTuple::new(py, [state.into_any()])?))
+    }
     /// dense: (S*A, S, d) float64.
     #[new]
     fn new(py: Python<'_>, dense: PyReadonlyArray3<'_, f64>) -> PyResult<Self> {
@@ -578,6 +607,16 @@ impl PyPrefix {
 
 #[pymethods]
 impl PyPrefix {
+    /// Pickling: the kind and the exact state as bytes (privrl's save / load, copy.deepcopy).
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let f = py.import("privrl._core")?.getattr("_restore_prefix")?;
+        let kind = PyString::new(py, self.inner.kind().name()).into_any();
+        let state = PyBytes::new(py, &self.inner.to_state().py_ok(py)?).into_any();
+        Ok((f, PyTuple::new(py, [kind, state])?))
+    }
     #[new]
     #[pyo3(signature = (kind, symmetric, size, capacity, noise, scale, seed, divisor=std::f64::consts::SQRT_2, grid_bits=DEFAULT_GRID_BITS, buffers=0, keep_last_node=false))]
     fn new(
@@ -767,6 +806,35 @@ fn _panic_for_test() -> PyResult<()> {
     Err(PyRuntimeError::new_err("unreachable"))
 }
 
+/// Rebuild a pickled NoiseStream / ShermanMorrison / MixtureFeatures / PrefixMechanism.
+#[pyfunction]
+fn _restore_noise_stream(py: Python<'_>, state: &[u8]) -> PyResult<PyNoiseStream> {
+    Ok(PyNoiseStream {
+        inner: crate::state::decode("noise stream", state).py_ok(py)?,
+    })
+}
+
+#[pyfunction]
+fn _restore_sm(py: Python<'_>, state: &[u8]) -> PyResult<PySM> {
+    Ok(PySM {
+        inner: crate::state::decode("Sherman-Morrison", state).py_ok(py)?,
+    })
+}
+
+#[pyfunction]
+fn _restore_mixture(py: Python<'_>, state: &[u8]) -> PyResult<PyMixture> {
+    Ok(PyMixture {
+        inner: crate::state::decode("mixture features", state).py_ok(py)?,
+    })
+}
+
+#[pyfunction]
+fn _restore_prefix(py: Python<'_>, kind: &str, state: &[u8]) -> PyResult<PyPrefix> {
+    Ok(PyPrefix {
+        inner: crate::continual::restore_mechanism(kind, state).py_ok(py)?,
+    })
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySM>()?;
@@ -783,6 +851,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(blt_parameters, m)?)?;
     m.add_function(wrap_pyfunction!(tree_depth, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
+    m.add_function(wrap_pyfunction!(_restore_noise_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(_restore_sm, m)?)?;
+    m.add_function(wrap_pyfunction!(_restore_mixture, m)?)?;
+    m.add_function(wrap_pyfunction!(_restore_prefix, m)?)?;
     engine::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("GIT_COMMIT", env!("PRIVRL_GIT_COMMIT"))?;

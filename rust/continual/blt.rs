@@ -75,6 +75,7 @@ fn mat_transpose(a: &[f64], n: usize) -> Vec<f64> {
 }
 
 /// The BLT mechanism: encoder C = BLT(theta, omega), noise `A C^{-1} z` from `buffers` states.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Blt {
     shape: NodeShape,
     capacity: u64,
@@ -90,6 +91,7 @@ pub struct Blt {
     z: Vec<f64>,
     /// The doubling blocks (P_b, G^b), b = 2^k, of `decoder_variance`: they do not depend on t,
     /// so they are built once (on first use) and each t only combines its set bits.
+    #[serde(skip)]
     blocks: OnceLock<Vec<(Vec<f64>, Vec<f64>)>>,
 }
 
@@ -279,6 +281,9 @@ fn identity(n: usize) -> Vec<f64> {
 }
 
 impl PrefixMechanism for Blt {
+    fn to_state(&self) -> CoreResult<Vec<u8>> {
+        crate::state::encode(self)
+    }
     fn kind(&self) -> MechanismKind {
         MechanismKind::Blt {
             buffers: self.theta.len(),

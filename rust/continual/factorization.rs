@@ -23,6 +23,7 @@ pub fn sqrt_coefficients(n: usize) -> Vec<f64> {
 }
 
 /// The square-root factorization mechanism: noise `L z`, L = Toeplitz(c).
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Factorization {
     shape: NodeShape,
     capacity: u64,
@@ -111,6 +112,9 @@ impl Factorization {
 }
 
 impl PrefixMechanism for Factorization {
+    fn to_state(&self) -> CoreResult<Vec<u8>> {
+        crate::state::encode(self)
+    }
     fn kind(&self) -> MechanismKind {
         MechanismKind::Factorization
     }

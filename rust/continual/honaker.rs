@@ -187,6 +187,7 @@ pub fn honaker_multiplier_sq(capacity: u64) -> (f64, u64) {
 }
 
 /// Honaker's variance-reduced tree (online: each prefix uses the nodes completed by then).
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Honaker {
     shape: NodeShape,
     capacity: u64,
@@ -272,6 +273,9 @@ impl Honaker {
 }
 
 impl PrefixMechanism for Honaker {
+    fn to_state(&self) -> CoreResult<Vec<u8>> {
+        crate::state::encode(self)
+    }
     fn kind(&self) -> MechanismKind {
         MechanismKind::Honaker
     }

@@ -163,6 +163,10 @@ pub trait PrefixMechanism: Send + Sync {
 
     /// The most recently drawn node noise when the mechanism was asked to keep it (the binary
     /// tree's `set_keep_last_node`, for tests against a reference), else empty.
+    /// The mechanism's whole state (sums, node noises, the generator's position) as bytes;
+    /// [`restore_mechanism`] rebuilds it exactly.
+    fn to_state(&self) -> CoreResult<Vec<u8>>;
+
     fn last_node_noise(&self) -> &[f64] {
         &[]
     }
@@ -186,6 +190,25 @@ pub trait PrefixMechanism: Send + Sync {
     fn release_variance(&self) -> (f64, f64) {
         self.step_variance(self.steps())
     }
+}
+
+/// A mechanism of `kind` ("tree", "honaker", "factorization", "blt") from `to_state` bytes.
+pub fn restore_mechanism(kind: &str, bytes: &[u8]) -> CoreResult<Box<dyn PrefixMechanism>> {
+    use crate::state::decode;
+    Ok(match kind {
+        "tree" => Box::new(decode::<crate::tree::TreeAggregator>("tree", bytes)?),
+        "honaker" => Box::new(decode::<honaker::Honaker>("honaker", bytes)?),
+        "factorization" => Box::new(decode::<factorization::Factorization>(
+            "factorization",
+            bytes,
+        )?),
+        "blt" => Box::new(decode::<blt::Blt>("blt", bytes)?),
+        _ => {
+            return Err(CoreError::InvalidParameter(format!(
+                "unknown mechanism kind {kind:?}"
+            )))
+        }
+    })
 }
 
 /// Build a mechanism. Discrete (secure) noise is offered on the binary tree only: its release is

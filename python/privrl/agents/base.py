@@ -207,6 +207,23 @@ class Agent(abc.ABC):
     def release_plan(self) -> Any:
         """What the agent releases about one user, as data (a privrl.privacy.plans.ReleasePlan)."""
 
+    def save(self, path: Any) -> None:
+        """Save the agent mid-run (its whole state, the Rust kernels' included) to `path`;
+        ``type(agent).load(path)`` continues it bit-identically (privrl.agents.saving)."""
+        from privrl.agents.saving import save_agent
+
+        save_agent(self, path)
+
+    @classmethod
+    def load(cls, path: Any) -> Agent:
+        """The agent saved at `path` by :meth:`save` (an instance of this class), with its own
+        copy of the environment in ``agent.env``. Refuses (SaveFormatError) a file from another
+        privrl version, a modified file, and anything that is not a saved agent; never runs code
+        from the file."""
+        from privrl.agents.saving import load_agent
+
+        return load_agent(path, cls)
+
     def privacy_report(self) -> dict:
         """Every released mechanism and the (eps, delta) it yields under the paper's argument and
         the tight accountant (privrl.privacy.report.privacy_report; text: format_privacy_report)."""

@@ -248,8 +248,7 @@ class LSVIServer:
             cal["alpha"],
             self.trees[0].variance_factor,
         )
-        mult = float(cal["shift_mult"])
-        return lambda b: mult * ups_at(b)
+        return practical.ScaledBound(float(cal["shift_mult"]), ups_at)
 
     def initial_release(self) -> Release:
         """Alg. 2, line 2: Lambda~_{0,h} = lam I, w~_{0,h} = 0 (deterministic, no user data)."""

@@ -45,8 +45,10 @@ privacy side (noise law, mechanism, accountant) is the tight calibration's, unch
 # alike (one meaning at every privacy level). The noise-induced part decays like 1/n, not 1/sqrt(n).
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from privrl._checks import check_nonneg_real, checked
@@ -144,28 +146,62 @@ def noise_bounds_at(
     users, for noise ``sigma_*`` per draw and the release's ``variance_factor(t)`` (the
     continual-release mechanism's profile, or t for t LDP users). Gaussian: matrix_noise_bound /
     vector_noise_bound at the std actually released; Laplace (pure DP, the tree's popcount(t) or t
-    draws summed): the sum bounds of privrl.privacy.bounds. Both 0 at t = 0."""
-    if noise == "laplace":
+    draws summed): the sum bounds of privrl.privacy.bounds. Both 0 at t = 0. The two callables
+    are NoiseBound objects (plain data: an agent that holds them can be saved)."""
+    if inspect.ismethod(variance_factor) and variance_factor.__name__ == "variance_factor":
+        variance_factor = VarianceOf(variance_factor.__self__)  # plain data instead of a bound method
+    return (
+        NoiseBound("matrix", noise, sigma_matrix, sym_divisor, d, alpha, variance_factor),
+        NoiseBound("vector", noise, sigma_vector, sym_divisor, d, alpha, variance_factor),
+    )
 
-        def lap_matrix(t: int) -> float:
-            n = round(variance_factor(t))
-            return laplace_matrix_sum_bound(sigma_matrix, n, d, alpha) if n >= 1 else 0.0
 
-        def lap_vector(t: int) -> float:
-            n = round(variance_factor(t))
-            return laplace_vector_sum_bound(sigma_vector, n, d, alpha) if n >= 1 else 0.0
+@dataclass(frozen=True)
+class VarianceOf:
+    """``source.variance_factor(t)``: a release's variance profile by reference to the object that
+    has it (a server, a mechanism), so that saving an agent never stores a bound method."""
 
-        return lap_matrix, lap_vector
+    source: Any
 
-    def matrix(t: int) -> float:
-        return matrix_noise_bound(
-            released_matrix_std(sigma_matrix, sym_divisor, variance_factor(t)), d, alpha
-        )
+    def __call__(self, t: int) -> float:
+        return self.source.variance_factor(t)
 
-    def vector(t: int) -> float:
-        return vector_noise_bound(sigma_vector * math.sqrt(variance_factor(t)), d, alpha)
 
-    return matrix, vector
+@dataclass(frozen=True)
+class NoiseBound:
+    """Upsilon(t) (``part="matrix"``) or C(t) (``"vector"``) of :func:`noise_bounds_at`."""
+
+    part: str
+    noise: str
+    sigma: float
+    sym_divisor: float
+    d: int
+    alpha: float
+    variance_factor: Callable[[int], float]
+
+    def __call__(self, t: int) -> float:
+        if self.noise == "laplace":
+            n = round(self.variance_factor(t))
+            if n < 1:
+                return 0.0
+            bound = laplace_matrix_sum_bound if self.part == "matrix" else laplace_vector_sum_bound
+            return bound(self.sigma, n, self.d, self.alpha)
+        if self.part == "matrix":
+            return matrix_noise_bound(
+                released_matrix_std(self.sigma, self.sym_divisor, self.variance_factor(t)), self.d, self.alpha
+            )
+        return vector_noise_bound(self.sigma * math.sqrt(self.variance_factor(t)), self.d, self.alpha)
+
+
+@dataclass(frozen=True)
+class ScaledBound:
+    """``mult * bound(t)`` (the practical shift S_t = shift_mult * Upsilon_t), as plain data."""
+
+    mult: float
+    bound: Callable[[int], float]
+
+    def __call__(self, t: int) -> float:
+        return self.mult * self.bound(t)
 
 
 def feasible_centre(features: Any) -> Any:

@@ -1,0 +1,130 @@
+"""Saving and loading agents mid-run (issue 13): a versioned file that carries the whole state,
+the Rust kernels' included (trees, inverses, noise streams' and tie-breaking generators'
+positions), so that a loaded agent continues bit-identically.
+
+File: the line ``privrl-agent``, one JSON header line (format version, privrl version, agent
+class, episodes done, SHA-256 of the payload), then the payload: a pickle that is read by an
+unpickler restricted to privrl's and numpy's own classes (a file cannot make ``load`` run
+anything else). A file from another privrl version or format, or one whose payload does not match
+its checksum, is refused with a SaveFormatError that says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+from privrl.exceptions import PrivrlError
+
+__all__ = ["SaveFormatError", "save_agent", "load_agent", "FORMAT"]
+
+MAGIC = b"privrl-agent\n"
+#: The payload layout; bumped when the agents' state changes shape.
+FORMAT = 1
+
+
+class SaveFormatError(PrivrlError, ValueError):
+    """A file that is not a saved agent of this privrl version, or that was modified."""
+
+
+# What the payload may name: privrl's own classes and functions, numpy's array / dtype / generator
+# reconstructors, and plain containers. Anything else (os.system, eval, ...) is refused.
+_NUMPY = {
+    "numpy": None,
+    "numpy.core.multiarray": {"_reconstruct", "scalar"},
+    "numpy._core.multiarray": {"_reconstruct", "scalar"},
+    "numpy.core.numeric": {"_frombuffer"},
+    "numpy._core.numeric": {"_frombuffer"},
+    "numpy.dtypes": None,
+    "numpy.random._pickle": {"__generator_ctor", "__bit_generator_ctor", "__randomstate_ctor"},
+    "numpy.random.bit_generator": {"SeedSequence", "__pyx_unpickle_SeedSequence"},
+    "numpy.random._pcg64": {"PCG64"},
+}
+_BUILTINS = {
+    "set",
+    "frozenset",
+    "slice",
+    "complex",
+    "range",
+    "bytearray",
+    "object",
+    "float",
+    "int",
+    "bool",
+    "type",
+}
+
+
+class _RestrictedUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "privrl" or module.startswith("privrl."):
+            return super().find_class(module, name)
+        if module in _NUMPY and (_NUMPY[module] is None or name in _NUMPY[module]):  # type: ignore[operator]
+            return super().find_class(module, name)
+        if module == "builtins" and name in _BUILTINS:
+            return super().find_class(module, name)
+        if (module, name) in {
+            ("copyreg", "_reconstructor"),
+            ("copyreg", "__newobj__"),
+            ("collections", "OrderedDict"),
+        }:
+            return super().find_class(module, name)
+        raise SaveFormatError(f"saved agent refers to {module}.{name}, which privrl never saves: refused")
+
+
+def save_agent(agent: Any, path: str | os.PathLike) -> None:
+    """Write `agent` (any privrl Agent, mid-run or not) to `path`, atomically."""
+    from privrl import __version__
+
+    payload = pickle.dumps(agent, protocol=5)
+    header = {
+        "format": FORMAT,
+        "privrl": __version__,
+        "agent": f"{type(agent).__module__}.{type(agent).__qualname__}",
+        "label": agent.label,
+        "episodes_done": int(agent.k),
+        "episodes": int(agent.K),
+        "sha256": hashlib.sha256(payload).hexdigest(),
+    }
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(MAGIC + json.dumps(header).encode() + b"\n" + payload)
+    os.replace(tmp, path)
+
+
+def load_agent(path: str | os.PathLike, expected: type | None = None) -> Any:
+    """The agent saved at `path` (an instance of `expected` when given), after checking the
+    format, the privrl version and the checksum; it carries its environment (``agent.env``)."""
+    from privrl import __version__
+
+    data = Path(path).read_bytes()
+    if not data.startswith(MAGIC):
+        raise SaveFormatError(f"{path} is not a saved privrl agent")
+    line, _, payload = data[len(MAGIC) :].partition(b"\n")
+    try:
+        header = json.loads(line)
+    except ValueError:
+        raise SaveFormatError(f"{path}: unreadable header") from None
+    if header.get("format") != FORMAT:
+        raise SaveFormatError(
+            f"{path}: save format {header.get('format')!r}, this privrl reads format {FORMAT}"
+        )
+    if header.get("privrl") != __version__:
+        raise SaveFormatError(
+            f"{path} was saved by privrl {header.get('privrl')}; this is privrl {__version__}: "
+            "load it with that version"
+        )
+    if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
+        raise SaveFormatError(
+            f"{path}: the payload does not match its checksum (the file was modified or truncated)"
+        )
+    agent = _RestrictedUnpickler(io.BytesIO(payload)).load()
+    if expected is not None and not isinstance(agent, expected):
+        raise SaveFormatError(f"{path} holds a {type(agent).__name__}, not a {expected.__name__}")
+    return agent
