@@ -388,3 +388,19 @@ def test_kill_9_leaves_no_worker(tmp_path):
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_docs_ship_with_the_package(capsys):
+    """Issue 13: a pip user has the documentation: the wheel installs README.md and docs/*.md to
+    <prefix>/share/privrl/docs (maturin's data dir, one link per file), and the CLI says where."""
+    root = Path(__file__).resolve().parents[1]
+    shipped = root / "python" / "privrl.data" / "data" / "share" / "privrl" / "docs"
+    wanted = {p.name for p in (root / "docs").glob("*.md")} | {"README.md"}
+    assert {p.name for p in shipped.iterdir()} == wanted
+    assert all((shipped / name).read_text() for name in wanted)  # links that resolve
+    assert main(["docs"]) == 0
+    out = capsys.readouterr().out
+    assert "harness.md" in out
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "privrl docs" in capsys.readouterr().out

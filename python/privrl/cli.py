@@ -320,8 +320,8 @@ def _parser() -> argparse.ArgumentParser:
 
     ap = argparse.ArgumentParser(
         prog="privrl",
-        description="Differentially private exploration in linear RL: "
-        "regret sweeps, plots and reports (see docs/harness.md)",
+        description="Differentially private exploration in linear RL: regret sweeps, plots and reports",
+        epilog=f"Documentation (README.md, harness.md, privacy.md, ...): {docs_dir()} (`privrl docs`)",
     )
     from privrl import __version__
 
@@ -398,9 +398,27 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--csv", help="also write the table to this CSV file")
     r.set_defaults(func=cmd_report)
 
+    docs = sub.add_parser("docs", help="where the documentation is installed, and its files")
+    docs.set_defaults(func=_docs)
     k = sub.add_parser("kernels", help="a short tour of the Rust kernels")
     k.set_defaults(func=cmd_kernels)
     return ap
+
+
+def docs_dir() -> Path:
+    """The documentation a user has: installed with the wheel under <prefix>/share/privrl/docs,
+    or, in a source checkout, its docs/ folder."""
+    installed = Path(sys.prefix) / "share" / "privrl" / "docs"
+    source = Path(__file__).resolve().parents[2] / "docs"
+    return installed if installed.is_dir() or not source.is_dir() else source
+
+
+def _docs(args: argparse.Namespace) -> int:
+    where = docs_dir()
+    print(where)
+    for f in sorted(where.glob("*.md")) if where.is_dir() else []:
+        print(f"  {f.name}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
