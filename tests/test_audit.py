@@ -181,7 +181,9 @@ def test_shipped_audits_refuse_pure_dp():
 
 @pytest.mark.slow  # about 27 s: the tree audit runs the shipped server 2 x 20,000 times, twice
 @pytest.mark.parametrize(
-    "audit", [A.audit_ucrl_vtr_tree, A.audit_ldp_randomizer, A.audit_lsvi_u_release], ids=lambda f: f.__name__
+    "audit",
+    [A.audit_ucrl_vtr_tree, A.audit_ldp_randomizer, A.audit_lsvi_u_release, A.audit_lsvi_server],
+    ids=lambda f: f.__name__,
 )
 def test_audits_catch_half_the_noise(audit):
     """Issue 14: with the default number of trials each shipped Gaussian mechanism with half its

@@ -46,6 +46,7 @@ __all__ = [
     "audit_ucrl_vtr_tree",
     "audit_ldp_randomizer",
     "audit_lsvi_u_release",
+    "audit_lsvi_server",
 ]
 
 
@@ -661,4 +662,68 @@ def audit_lsvi_u_release(
         effective_epsilon=gaussian_epsilon(mu, delta),
         name=f"LSVI-UCB u-release ({calibration}, x{noise_multiplier:g} noise)",
         gaussian=True,  # white noise: the raw difference is already the likelihood-ratio direction
+    )
+
+
+def audit_lsvi_server(
+    epsilon: float = 4.0,
+    delta: float = 1e-5,
+    *,
+    calibration: str = "tight",
+    d: int = 2,
+    K: int = 8,
+    batches: int = 2,
+    n_trials: int = 5_000,
+    noise_multiplier: float = 1.0,
+    confidence: float = 0.95,
+    seed: Any = 0,
+) -> AuditResult:
+    """Audit the shipped ``LSVIServer`` (Alg. 2): its receive, batch schedule, trees, fresh eta
+    stream and ``release_batch``. With one step (H = 1, ``V_{H+1} = 0``) the released
+    ``u~ = Lambda~ w~`` is ``sum_j phi_j r_j + eta`` at every release, the Gaussian mechanism
+    the proof analyses; user 1 sends the plan's worst pair (``phi = e_1, r + V = H + 1`` against
+    ``-e_1``, fed to the server as its guard would let through), users 2..K send zeros; the
+    output is ``u~`` of every release. ``noise_multiplier`` scales both sigma_u and sigma_Lambda."""
+    from privrl.agents.lsvi_ucb import LSVIServer, batch_starts
+
+    H = 1
+    cal = lsvi_ucb.calibrate_lsvi_ucb(
+        "jdp", epsilon, delta, H, K, d, batches=batches, calibration=calibration
+    )
+    if cal["noise"] != "gaussian":
+        raise PrivacyParameterError("audit_lsvi_server audits the Gaussian (delta > 0) release")
+    m = float(noise_multiplier)
+    cal = cal.replace(sigma_u=cal["sigma_u"] * m, sigma_Lambda=cal["sigma_Lambda"] * m)
+    plan = lsvi_ucb.release_plan("jdp", False, H, K, d, cal["B"])
+    user_a, user_b = _neighbours(plan, {k: cal[k] for k in plan.scale_keys}, "worst")
+    ends = {int(k) - 1 for k in batch_starts(K, cal["B"])[1:]}
+    rng = _seed_stream(seed)
+    zeros = (np.zeros((H, d)), np.zeros(H))
+
+    def run(user: RawStatistics) -> np.ndarray:
+        server = LSVIServer(np.zeros((1, d)), 1, H, K, cal, 1.0, seeds=[rng.bytes(32) for _ in range(H + 1)])
+        out = []
+        for k in range(1, K + 1):
+            phi, r = (user.X, user.y) if k == 1 else zeros
+            server.receive(np.zeros(H + 1, dtype=np.int64), np.zeros(H, dtype=np.int64), r, phi)
+            if k in ends:
+                rel = server.release_batch()
+                out.append(np.einsum("hij,hj->hi", rel.design, rel.weights).reshape(-1))
+        return np.concatenate(out)
+
+    sa = np.stack([run(user_a) for _ in range(int(n_trials))])
+    sb = np.stack([run(user_b) for _ in range(int(n_trials))])
+    n_releases = sa.shape[1] // (H * d)
+    term = (user_a.X * user_a.y[:, None] - user_b.X * user_b.y[:, None]).reshape(-1)
+    mu = float(np.linalg.norm(np.tile(term, n_releases))) / cal["sigma_u"]
+    return audit_samples(
+        sa,
+        sb,
+        delta=delta,
+        confidence=confidence,
+        direction=np.tile(term, n_releases),
+        claimed_epsilon=float(epsilon),
+        effective_epsilon=gaussian_epsilon(mu, delta),
+        name=f"LSVI-UCB server u-release ({calibration}, x{noise_multiplier:g} noise)",
+        gaussian=True,
     )
