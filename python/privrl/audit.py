@@ -32,6 +32,7 @@ from privrl._checks import check_pos_int
 from privrl.agents.base import SensitivityGuard
 from privrl.agents.statistics import LocalRandomizer, RawStatistics, RegressionServer
 from privrl.exceptions import PrivacyParameterError
+from privrl.intervals import _normal_quantile, _wilson, betainc, clopper_pearson
 from privrl.kernels import NoiseStream
 from privrl.privacy import lsvi_ucb, ucrl_vtr
 from privrl.privacy.accounting import gaussian_epsilon, tree_nodes_per_leaf
@@ -48,109 +49,6 @@ __all__ = [
     "audit_lsvi_u_release",
     "audit_lsvi_server",
 ]
-
-
-# ============================================================================================
-# Clopper-Pearson intervals (regularized incomplete beta, no scipy needed)
-# ============================================================================================
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the incomplete beta function (modified Lentz; Press et al.,
-    Numerical Recipes, 3rd ed., Sec. 6.4, eq. 6.4.5)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c = 1.0
-    dd = 1.0 - qab * x / qap
-    dd = tiny if abs(dd) < tiny else dd
-    dd = 1.0 / dd
-    h = dd
-    for m in range(1, 200_000):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        dd = 1.0 + aa * dd
-        dd = tiny if abs(dd) < tiny else dd
-        c = 1.0 + aa / c
-        c = tiny if abs(c) < tiny else c
-        dd = 1.0 / dd
-        h *= dd * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        dd = 1.0 + aa * dd
-        dd = tiny if abs(dd) < tiny else dd
-        c = 1.0 + aa / c
-        c = tiny if abs(c) < tiny else c
-        dd = 1.0 / dd
-        delta = dd * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-15:
-            return h
-    raise ArithmeticError(f"incomplete beta continued fraction did not converge (a={a}, b={b}, x={x})")
-
-
-def betainc(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta ``I_x(a, b)`` for ``a, b > 0``, ``x in [0, 1]`` (Numerical
-    Recipes, Sec. 6.4: the continued fraction in ``x`` or, past the mean, in ``1 - x`` via
-    ``I_x(a, b) = 1 - I_{1-x}(b, a)``). ``P(Bin(n, p) >= k) = I_p(k, n - k + 1)``."""
-    if not (a > 0 and b > 0):
-        raise PrivacyParameterError(f"betainc needs a, b > 0, got a={a}, b={b}")
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    if x < (a + 1.0) / (a + b + 2.0):
-        return math.exp(log_front) * _betacf(a, b, x) / a
-    return 1.0 - math.exp(log_front) * _betacf(b, a, 1.0 - x) / b
-
-
-def _beta_quantile(q: float, a: float, b: float) -> tuple[float, float]:
-    """The final bracket ``(lo, hi)`` of ``x`` with ``I_x(a, b) = q`` (bisection; ``I_x`` increases
-    in ``x``)."""
-    lo, hi = 0.0, 1.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if betainc(a, b, mid) < q:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-16 + 1e-13 * mid:
-            break
-    return lo, hi
-
-
-def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
-    """One-sided Clopper & Pearson (1934) bounds at level ``alpha`` each for a binomial
-    proportion with ``k`` successes in ``n`` trials: ``(lower, upper)`` with
-    ``P(p < lower) <= alpha`` and ``P(p > upper) <= alpha``;
-    ``lower = Beta^{-1}(alpha; k, n - k + 1)`` (0 if ``k = 0``),
-    ``upper = Beta^{-1}(1 - alpha; k + 1, n - k)`` (1 if ``k = n``); closed forms
-    ``upper = 1 - alpha^{1/n}`` at ``k = 0`` and ``lower = alpha^{1/n}`` at ``k = n``. The
-    bisection returns the conservative end of its bracket."""
-    k, n = int(k), int(n)
-    if n < 1 or not (0 <= k <= n):
-        raise PrivacyParameterError(f"need 0 <= k <= n and n >= 1, got k={k}, n={n}")
-    if not (0.0 < alpha < 1.0):
-        raise PrivacyParameterError(f"alpha must be in (0, 1), got {alpha}")
-    if k == 0:
-        lower = 0.0
-    elif k == n:
-        lower = alpha ** (1.0 / n)
-    else:
-        lower = _beta_quantile(alpha, k, n - k + 1)[0]
-    if k == n:
-        upper = 1.0
-    elif k == 0:
-        upper = -math.expm1(math.log(alpha) / n)
-    else:
-        upper = _beta_quantile(1.0 - alpha, k + 1, n - k)[1]
-    return lower, upper
-
-
-def _wilson(k: int, n: int, z: float) -> tuple[float, float]:
-    """Wilson score interval: a cheap approximation used only to CHOOSE the threshold."""
-    p = k / n
-    den = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 # ============================================================================================
@@ -371,18 +269,6 @@ def _sym_inverse_variance(H: int, d: int, sigma: float, divisor: float) -> np.nd
     iu = np.triu(np.ones((d, d)), 1)
     w = iu * (divisor**2 / (2 * sigma**2)) + np.eye(d) * (divisor**2 / (4 * sigma**2))
     return np.broadcast_to(w, (H, d, d)).reshape(-1)
-
-
-def _normal_quantile(q: float) -> float:
-    """Inverse standard normal CDF by bisection on erfc (only used for the selection step)."""
-    lo, hi = -40.0, 40.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if 0.5 * math.erfc(-mid / math.sqrt(2.0)) < q:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
 
 
 def _seed_stream(seed: Any) -> np.random.Generator:
