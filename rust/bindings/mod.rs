@@ -61,6 +61,24 @@ impl<T> IntoPy<T> for Result<T, CoreError> {
     }
 }
 
+type Reduced<'py> = (Bound<'py, PyAny>, Bound<'py, PyTuple>);
+
+/// `__reduce__`: (the `_core` function `restore`, (leading args..., the state's bytes)).
+fn reduced<'py>(
+    py: Python<'py>,
+    restore: &str,
+    lead: Option<&str>,
+    state: Result<Vec<u8>, CoreError>,
+) -> PyResult<Reduced<'py>> {
+    let f = py.import("privrl._core")?.getattr(restore)?;
+    let bytes = PyBytes::new(py, &state.py_ok(py)?).into_any();
+    let args = match lead {
+        Some(l) => PyTuple::new(py, [PyString::new(py, l).into_any(), bytes])?,
+        None => PyTuple::new(py, [bytes])?,
+    };
+    Ok((f, args))
+}
+
 fn contiguous<'a>(what: &str, s: Result<&'a [f64], numpy::AsSliceError>) -> PyResult<&'a [f64]> {
     s.map_err(|_| PyValueError::new_err(format!("{what} must be a C-contiguous float64 array")))
 }
@@ -97,15 +115,13 @@ pub struct PyNoiseStream {
 #[pymethods]
 impl PyNoiseStream {
     /// Pickling: the exact state as bytes (privrl's save / load, copy.deepcopy).
-    fn __reduce__<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
-        let f = py
-            .import("privrl._core")?
-            .getattr("_restore_noise_stream")?;
-        let state = PyBytes::new(py, &crate::state::encode(&self.inner).py_ok(py)?);
-        Ok((f, PyTuple::new(py, [state.into_any()])?))
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py>> {
+        reduced(
+            py,
+            "_restore_noise_stream",
+            None,
+            crate::state::encode(&self.inner),
+        )
     }
     #[new]
     #[pyo3(signature = (noise, scale, seed, grid_bits=DEFAULT_GRID_BITS))]
@@ -178,13 +194,8 @@ pub struct PySM {
 #[pymethods]
 impl PySM {
     /// Pickling: the exact state as bytes (privrl's save / load, copy.deepcopy).
-    fn __reduce__<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
-        let f = py.import("privrl._core")?.getattr("_restore_sm")?;
-        let state = PyBytes::new(py, &crate::state::encode(&self.inner).py_ok(py)?);
-        Ok((f, PyTuple::new(py, [state.into_any()])?))
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py>> {
+        reduced(py, "_restore_sm", None, crate::state::encode(&self.inner))
     }
     #[new]
     #[pyo3(signature = (d, lam, refactor_every=1024))]
@@ -513,13 +524,13 @@ pub struct PyMixture {
 #[pymethods]
 impl PyMixture {
     /// Pickling: the exact state as bytes (privrl's save / load, copy.deepcopy).
-    fn __reduce__<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
-        let f = py.import("privrl._core")?.getattr("_restore_mixture")?;
-        let state = PyBytes::new(py, &crate::state::encode(&self.inner).py_ok(py)?);
-        Ok((f, PyTuple::new(py, [state.into_any()])?))
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py>> {
+        reduced(
+            py,
+            "_restore_mixture",
+            None,
+            crate::state::encode(&self.inner),
+        )
     }
     /// dense: (S*A, S, d) float64.
     #[new]
@@ -608,14 +619,13 @@ impl PyPrefix {
 #[pymethods]
 impl PyPrefix {
     /// Pickling: the kind and the exact state as bytes (privrl's save / load, copy.deepcopy).
-    fn __reduce__<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
-        let f = py.import("privrl._core")?.getattr("_restore_prefix")?;
-        let kind = PyString::new(py, self.inner.kind().name()).into_any();
-        let state = PyBytes::new(py, &self.inner.to_state().py_ok(py)?).into_any();
-        Ok((f, PyTuple::new(py, [kind, state])?))
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py>> {
+        reduced(
+            py,
+            "_restore_prefix",
+            Some(self.inner.kind().name()),
+            self.inner.to_state(),
+        )
     }
     #[new]
     #[pyo3(signature = (kind, symmetric, size, capacity, noise, scale, seed, divisor=std::f64::consts::SQRT_2, grid_bits=DEFAULT_GRID_BITS, buffers=0, keep_last_node=false))]
