@@ -156,11 +156,7 @@ fn bench_vtr(c: &mut Criterion) {
                 &v_star,
                 &u,
                 None,
-                EpisodeLog {
-                    gaps: &mut log.0,
-                    returns: &mut log.1,
-                    starts: &mut log.2,
-                },
+                EpisodeLog::of(&mut log),
             )
             .unwrap()
         })
@@ -214,11 +210,7 @@ fn bench_lsvi(c: &mut Criterion) {
                 &mut cache,
                 &v_star,
                 &u,
-                EpisodeLog {
-                    gaps: &mut log.0,
-                    returns: &mut log.1,
-                    starts: &mut log.2,
-                },
+                EpisodeLog::of(&mut log),
             )
             .unwrap()
         })

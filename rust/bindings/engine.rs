@@ -637,11 +637,7 @@ impl PyVtrEngine {
                 v_star,
                 u,
                 tie_slice,
-                EpisodeLog {
-                    gaps: &mut out.0,
-                    returns: &mut out.1,
-                    starts: &mut out.2,
-                },
+                EpisodeLog::of(&mut out),
             )
         });
         let (clips, result) = match result {
@@ -783,11 +779,7 @@ impl PyLsviEngine {
                 cache,
                 v_star,
                 u,
-                EpisodeLog {
-                    gaps: &mut out.0,
-                    returns: &mut out.1,
-                    starts: &mut out.2,
-                },
+                EpisodeLog::of(&mut out),
             )
         });
         episode_outputs(py, out, result)

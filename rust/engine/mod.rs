@@ -194,6 +194,17 @@ pub struct EpisodeLog<'a> {
     pub starts: &'a mut [i64],
 }
 
+impl<'a> EpisodeLog<'a> {
+    /// A log over the three output vectors (gaps, returns, initial states) of a block.
+    pub fn of(out: &'a mut (Vec<f64>, Vec<f64>, Vec<i64>)) -> Self {
+        EpisodeLog {
+            gaps: &mut out.0,
+            returns: &mut out.1,
+            starts: &mut out.2,
+        }
+    }
+}
+
 /// One sampled trajectory's buffers.
 #[derive(Debug, Clone)]
 pub struct Trajectory {
