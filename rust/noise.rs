@@ -176,6 +176,13 @@ impl NodeNoise {
                 "{name} must be finite and > 0, got {v}"
             )));
         }
+        if v > MAX_NOISE_SCALE {
+            // a release sums up to 64 nodes of symmetric draws of a few dozen scales each: above
+            // this the released noise itself would overflow to inf (found by fuzzing)
+            return Err(CoreError::InvalidParameter(format!(
+                "{name} must be <= {MAX_NOISE_SCALE:e}, got {v}"
+            )));
+        }
         if let NodeNoise::DiscreteGaussian { grid_bits, .. }
         | NodeNoise::DiscreteLaplace { grid_bits, .. } = *self
         {
@@ -194,6 +201,9 @@ impl NodeNoise {
         Ok(())
     }
 }
+
+/// Largest noise scale a mechanism or stream accepts: the released sums stay finite.
+pub const MAX_NOISE_SCALE: f64 = 1e300;
 
 /// divisor^2 as an integer q in [1, 64] (sqrt(2) -> 2, 2 -> 4), the rational variance factor of
 /// discrete Gaussian matrix nodes.

@@ -64,6 +64,7 @@ arrays = st.builds(
 
 
 @FUZZ
+@example(x=np.zeros((1, 1)), d=1, scale=8.98846567431158e307, capacity=1)  # noise overflowed to inf
 @given(x=arrays, d=st.integers(-2, 5), scale=ANY_FLOAT, capacity=st.integers(-3, 40))
 def test_tree_aggregator(x, d, scale, capacity):
     try:
