@@ -367,6 +367,59 @@ pub fn standard_laplace<R: Rng + ?Sized>(rng: &mut R) -> f64 {
     -c.signum() * (1.0 - 2.0 * c.abs()).ln()
 }
 
+/// Discrete Laplace symmetric matrices draw their diagonal as `2 Z'_ii` (even lattice units),
+/// so the data's diagonal must sit on even units too: otherwise the parity of a released
+/// diagonal entry would reveal the data's. Some(d) for such a shape, None otherwise.
+fn even_diagonal(noise: NodeNoise, shape: NodeShape) -> Option<usize> {
+    match (noise, shape) {
+        (NodeNoise::DiscreteLaplace { .. }, NodeShape::SymMatrix { d, .. }) => Some(d),
+        _ => None,
+    }
+}
+
+fn is_even_entry(even_diagonal: Option<usize>, i: usize) -> bool {
+    even_diagonal.is_some_and(|d| i % (d + 1) == 0)
+}
+
+/// `x / unit` rounded (half to even, as numpy) to an integer, or to an even integer.
+fn lattice_round(x: f64, unit: f64, even: bool) -> f64 {
+    if even {
+        2.0 * (x / (2.0 * unit)).round_ties_even()
+    } else {
+        (x / unit).round_ties_even()
+    }
+}
+
+/// `x` in integer lattice units of `noise` on a `shape` node (the discrete samplers' lattice;
+/// the diagonal of discrete Laplace matrices on even units): the rounding a discrete mechanism
+/// needs before its integer noise is added. Refuses values beyond 2^52 units. Continuous noise:
+/// an error (there is no lattice).
+pub fn to_lattice_units(
+    noise: NodeNoise,
+    shape: NodeShape,
+    x: &[f64],
+    out: &mut [f64],
+) -> CoreResult<f64> {
+    let Some(u) = noise.lattice_unit(shape)? else {
+        return Err(CoreError::InvalidParameter(
+            "continuous noise has no lattice".into(),
+        ));
+    };
+    check_len("lattice buffer", out.len(), x.len())?;
+    let even = even_diagonal(noise, shape);
+    for (i, (o, v)) in out.iter_mut().zip(x).enumerate() {
+        let r = lattice_round(*v, u, is_even_entry(even, i));
+        if !(r.abs() <= LATTICE_LIMIT) {
+            return Err(CoreError::InvalidParameter(format!(
+                "value {v} at flat index {i} leaves the exact range of the noise lattice (grid \
+                 {u:e}, up to 2^52 grid steps); use a larger noise scale or fewer grid bits"
+            )));
+        }
+        *o = r;
+    }
+    Ok(u)
+}
+
 /// The exact running sum of the leaves, kept apart from the noise (never released as such).
 ///
 /// With a discrete (secure) sampler the leaves are rounded to the noise lattice first: the
@@ -379,6 +432,9 @@ pub struct ExactSum {
     sum: Vec<f64>,
     unit: Option<f64>,
     scratch: Vec<f64>,
+    /// Discrete Laplace matrices: d, whose diagonal lives on twice the lattice unit.
+    #[serde(default)]
+    even_diagonal: Option<usize>,
 }
 
 impl ExactSum {
@@ -391,7 +447,16 @@ impl ExactSum {
             } else {
                 Vec::new()
             },
+            even_diagonal: None,
         }
+    }
+
+    /// The exact sum of `shape` leaves under `noise`: on the noise lattice for a discrete
+    /// sampler (see [`to_lattice_units`] for the even diagonal of discrete Laplace matrices).
+    pub fn for_shape(noise: NodeNoise, shape: NodeShape) -> CoreResult<Self> {
+        let mut e = ExactSum::new(shape.len(), noise.lattice_unit(shape)?);
+        e.even_diagonal = even_diagonal(noise, shape);
+        Ok(e)
     }
 
     /// Lattice unit in data units (None for continuous noise).
@@ -411,7 +476,7 @@ impl ExactSum {
             }
             Some(u) => {
                 for (i, (r, x)) in self.scratch.iter_mut().zip(leaf).enumerate() {
-                    *r = (*x / u).round();
+                    *r = lattice_round(*x, u, is_even_entry(self.even_diagonal, i));
                     if !(r.abs() <= LATTICE_LIMIT && (self.sum[i] + *r).abs() <= LATTICE_LIMIT) {
                         return Err(CoreError::InvalidParameter(format!(
                             "{what}: value {x} at flat index {i} leaves the exact range of the \
@@ -603,6 +668,37 @@ impl NoiseStream {
             out.iter_mut().for_each(|x| *x *= u);
         }
         self.draws += 1;
+        Ok(())
+    }
+
+    /// The user-side randomizer's message: `data + noise` for continuous noise (the same
+    /// operation as `fill` then an addition); for a discrete sampler `(round(data) + z) * unit`,
+    /// the data rounded to the lattice ([`to_lattice_units`]) and the exact integer noise added
+    /// before one scaling, so the message is a function of the integer release alone.
+    /// `scratch` holds `shape.len()` values; `data` is unchanged when the call fails.
+    pub fn privatize(
+        &mut self,
+        shape: NodeShape,
+        data: &mut [f64],
+        scratch: &mut [f64],
+    ) -> CoreResult<()> {
+        shape.validate()?;
+        check_len("message", data.len(), shape.len())?;
+        check_len("scratch", scratch.len(), shape.len())?;
+        if self.noise.is_discrete() {
+            let u = to_lattice_units(self.noise, shape, data, scratch)?;
+            let mut z = vec![0.0; shape.len()];
+            draw_node_noise(&mut self.rng, self.noise, shape, &mut z);
+            for ((d, r), z) in data.iter_mut().zip(scratch.iter()).zip(&z) {
+                *d = (*r + *z) * u;
+            }
+            self.draws += 1;
+            return Ok(());
+        }
+        self.fill(shape, scratch)?;
+        for (d, z) in data.iter_mut().zip(scratch.iter()) {
+            *d += *z;
+        }
         Ok(())
     }
 }

@@ -53,7 +53,6 @@ impl TreeAggregator {
             ));
         }
         shape.validate()?;
-        let unit = noise.lattice_unit(shape)?;
         let n = shape.len();
         Ok(TreeAggregator {
             shape,
@@ -61,7 +60,7 @@ impl TreeAggregator {
             capacity,
             t: 0,
             rng: ChaCha12Rng::from_seed(seed),
-            exact: ExactSum::new(n, unit),
+            exact: ExactSum::for_shape(noise, shape)?,
             levels: Vec::with_capacity(65),
             prefix: Vec::with_capacity(65),
             spare: Vec::new(),

@@ -177,6 +177,39 @@ impl PyNoiseStream {
         out.into_pyarray(py).reshape([count, d * d])
     }
 
+    /// The randomizer's messages for a (count, n) block of vectors (divisor None) or a
+    /// (count, d*d) block of symmetric matrices: `data + noise`, on the lattice for a discrete
+    /// sampler (data rounded, integer noise added, one scaling). Draws like `vectors` /
+    /// `symmetric`.
+    #[pyo3(signature = (data, divisor=None))]
+    fn privatize<'py>(
+        &mut self,
+        py: Python<'py>,
+        data: PyReadonlyArray2<'py, f64>,
+        divisor: Option<f64>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let (count, n) = (data.shape()[0], data.shape()[1]);
+        let shape = match divisor {
+            None => NodeShape::Vector(n),
+            Some(c) => {
+                let d = (n as f64).sqrt().round() as usize;
+                if d * d != n {
+                    return Err(PyValueError::new_err(format!(
+                        "symmetric messages need d*d columns, got {n}"
+                    )));
+                }
+                NodeShape::SymMatrix { d, divisor: c }
+            }
+        };
+        shape.validate().py_ok(py)?;
+        let mut out = contiguous("data", data.as_slice())?.to_vec();
+        let mut scratch = vec![0.0; n];
+        for c in out.chunks_exact_mut(n.max(1)).take(count) {
+            self.inner.privatize(shape, c, &mut scratch).py_ok(py)?;
+        }
+        out.into_pyarray(py).reshape([count, n])
+    }
+
     #[getter]
     fn draws(&self) -> u64 {
         self.inner.draws()

@@ -70,7 +70,7 @@ impl Factorization {
             shape,
             capacity,
             t: 0,
-            exact: ExactSum::new(shape.len(), noise.lattice_unit(shape)?),
+            exact: ExactSum::for_shape(noise, shape)?,
             innov,
             c,
             cum2,

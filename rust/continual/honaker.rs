@@ -214,7 +214,6 @@ impl Honaker {
         seed: [u8; 32],
     ) -> CoreResult<Self> {
         check_common(shape, noise, capacity)?;
-        let unit = noise.lattice_unit(shape)?;
         let innov = Innovations::new(shape, noise, seed);
         let p = innov.packing.packed;
         Ok(Honaker {
@@ -222,7 +221,7 @@ impl Honaker {
             capacity,
             t: 0,
             innov,
-            exact: ExactSum::new(shape.len(), unit),
+            exact: ExactSum::for_shape(noise, shape)?,
             levels: Vec::with_capacity(65),
             est: Vec::with_capacity(65),
             total: vec![0.0; p],

@@ -211,8 +211,9 @@ pub fn restore_mechanism(kind: &str, bytes: &[u8]) -> CoreResult<Box<dyn PrefixM
     })
 }
 
-/// Build a mechanism. Discrete (secure) noise is offered on the binary tree only: its release is
-/// an integer sum of lattice node values, while the others weight nodes by non-dyadic reals.
+/// Build a mechanism. Discrete (secure) noise is offered on the binary tree (its release is an
+/// integer sum of lattice node values) and on BLT (in encoder form: the decoded lattice stream
+/// `round(C x) + z`); Honaker and the factorization weight nodes by non-dyadic reals.
 pub fn make_mechanism(
     kind: MechanismKind,
     shape: NodeShape,
@@ -220,9 +221,10 @@ pub fn make_mechanism(
     capacity: u64,
     seed: [u8; 32],
 ) -> CoreResult<Box<dyn PrefixMechanism>> {
-    if noise.is_discrete() && kind != MechanismKind::Tree {
+    if noise.is_discrete() && matches!(kind, MechanismKind::Honaker | MechanismKind::Factorization)
+    {
         return Err(CoreError::InvalidParameter(format!(
-            "discrete (secure) noise is available on the binary tree only, not on '{}'",
+            "discrete (secure) noise is available on the binary tree and BLT only, not on '{}'",
             kind.name()
         )));
     }
@@ -430,17 +432,17 @@ mod tests {
     }
 
     #[test]
-    fn discrete_noise_only_on_tree() {
+    fn discrete_noise_only_on_tree_and_blt() {
         let dg = NodeNoise::DiscreteGaussian {
             sigma: 1.0,
             grid_bits: 10,
         };
-        assert!(make_mechanism(MechanismKind::Tree, NodeShape::Vector(2), dg, 4, seed(0)).is_ok());
-        for kind in &KINDS[1..] {
-            assert!(matches!(
-                make_mechanism(*kind, NodeShape::Vector(2), dg, 4, seed(0)),
-                Err(CoreError::InvalidParameter(_))
-            ));
+        for kind in KINDS {
+            let made = make_mechanism(kind, NodeShape::Vector(2), dg, 4, seed(0));
+            match kind {
+                MechanismKind::Tree | MechanismKind::Blt { .. } => assert!(made.is_ok()),
+                _ => assert!(matches!(made, Err(CoreError::InvalidParameter(_)))),
+            }
         }
     }
 

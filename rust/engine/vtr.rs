@@ -330,25 +330,23 @@ fn receive(spec: &VtrSpec, server: &mut VtrServer<'_>, w: &mut Work) -> Result<u
                 d,
                 divisor: spec.divisor,
             };
-            for c in w.noise.chunks_exact_mut(d * d) {
-                matrix_noise.fill(shape, c)?;
-            }
-            for c in w.sums.chunks_exact_mut(d) {
-                vector_noise.fill(NodeShape::Vector(d), c)?;
-            }
-            // the message (X X^T + B^1, X y + g^1) is formed first, then added to the sums
+            // the user's messages (X X^T + B^1, X y + g^1), formed by the randomizer's own
+            // kernel (on the lattice for a discrete sampler), then added to the sums
             for (h, xh) in x.chunks_exact(d).enumerate() {
-                let noise = &w.noise[h * d * d..(h + 1) * d * d];
-                let g = &mut gram[h * d * d..(h + 1) * d * d];
-                for i in 0..d {
-                    for j in 0..d {
-                        g[i * d + j] += xh[i] * xh[j] + noise[i * d + j];
-                    }
-                }
-                let t = &mut target[h * d..(h + 1) * d];
-                for i in 0..d {
-                    t[i] += xh[i] * y[h] + w.sums[h * d + i];
-                }
+                let m = &mut w.noise[h * d * d..(h + 1) * d * d];
+                outer(xh, m);
+                matrix_noise.privatize(shape, m, &mut w.leaf)?;
+            }
+            for (h, xh) in x.chunks_exact(d).enumerate() {
+                let m = &mut w.sums[h * d..(h + 1) * d];
+                m.iter_mut().zip(xh).for_each(|(v, xi)| *v = xi * y[h]);
+                vector_noise.privatize(NodeShape::Vector(d), m, &mut w.leaf[..d])?;
+            }
+            for (g, m) in gram.iter_mut().zip(&w.noise) {
+                *g += *m;
+            }
+            for (t, m) in target.iter_mut().zip(&w.sums) {
+                *t += *m;
             }
         }
     }

@@ -140,8 +140,10 @@ class LocalRandomizer:
         X = _checked(X, "X", (self.H, self.d))
         y = _checked(y, "y", (self.H,))
         X, y = self.guard.apply(X, y)
-        gram = np.einsum("hi,hj->hij", X, X) + self._matrix_noise.symmetric(self.H, self.d, self.sym_divisor)
-        target = X * y[:, None] + self._vector_noise.vectors(self.H, self.d)
+        # on the noise lattice for a discrete sampler (the streams' own kernel, shared with the
+        # episode engine): rounded data plus exact integer noise
+        gram = self._matrix_noise.privatize(np.einsum("hi,hj->hij", X, X), True, self.sym_divisor)
+        target = self._vector_noise.privatize(X * y[:, None])
         return PrivatizedStatistics(gram, target)
 
 

@@ -131,10 +131,36 @@ class NoiseStream:
         return grid
 
     def round_to_grid(self, x: Any, symmetric: bool = False, divisor: float = SQRT2) -> np.ndarray:
-        """`x` rounded to the lattice of the discrete samplers (unchanged for continuous noise)."""
+        """`x` rounded to the lattice of the discrete samplers (unchanged for continuous noise).
+        For symmetric discrete Laplace matrices the diagonal goes to even lattice units: their
+        diagonal noise is 2 Z'_ii, and data of the other parity would be told apart."""
         a = numeric_array(x, "x")
         unit = self.lattice_unit(symmetric, divisor)
-        return a if unit is None else np.round(a / unit) * unit
+        if unit is None:
+            return a
+        r = np.round(a / unit)
+        if symmetric and self.noise_kind == "discrete_laplace" and a.ndim >= 2:
+            d = a.shape[-1]
+            idx = np.arange(d)
+            r[..., idx, idx] = 2.0 * np.round(a[..., idx, idx] / (2.0 * unit))
+        return r * unit
+
+    def privatize(self, x: Any, symmetric: bool = False, divisor: float = SQRT2) -> np.ndarray:
+        """The user-side randomizer's messages: ``x + noise`` for a (count, n) block of vectors or
+        a (count, d, d) block of symmetric matrices (``symmetric=True``, noise (Z' + Z'^T)/divisor).
+        With a discrete sampler the data is rounded to the lattice (:meth:`round_to_grid`) and the
+        exact integer noise added before one scaling, so each message is a function of the
+        integer release alone. Draws like :meth:`vectors` / :meth:`symmetric`."""
+        if symmetric:
+            a = x if is_trusted() else as_f64(x, "x", 3, (None, None, None), finite=True)
+            count, d = a.shape[0], a.shape[1]
+            if not is_trusted() and a.shape[2] != d:
+                raise ShapeError(f"x must be (count, d, d), got {a.shape}")
+            div = divisor if is_trusted() else check_real(divisor, "divisor")
+            flat = np.ascontiguousarray(a, dtype=np.float64).reshape(count, d * d)
+            return self._s.privatize(flat, div).reshape(count, d, d)
+        a = x if is_trusted() else as_f64(x, "x", 2, (None, None), finite=True)
+        return self._s.privatize(np.ascontiguousarray(a, dtype=np.float64), None)
 
     @property
     def draws(self) -> int:
