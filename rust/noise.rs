@@ -378,7 +378,7 @@ fn even_diagonal(noise: NodeNoise, shape: NodeShape) -> Option<usize> {
 }
 
 fn is_even_entry(even_diagonal: Option<usize>, i: usize) -> bool {
-    even_diagonal.is_some_and(|d| i % (d + 1) == 0)
+    even_diagonal.is_some_and(|d| i.is_multiple_of(d + 1))
 }
 
 /// `x / unit` rounded (half to even, as numpy) to an integer, or to an even integer.
@@ -409,7 +409,7 @@ pub fn to_lattice_units(
     let even = even_diagonal(noise, shape);
     for (i, (o, v)) in out.iter_mut().zip(x).enumerate() {
         let r = lattice_round(*v, u, is_even_entry(even, i));
-        if !(r.abs() <= LATTICE_LIMIT) {
+        if r.is_nan() || r.abs() > LATTICE_LIMIT {
             return Err(CoreError::InvalidParameter(format!(
                 "value {v} at flat index {i} leaves the exact range of the noise lattice (grid \
                  {u:e}, up to 2^52 grid steps); use a larger noise scale or fewer grid bits"

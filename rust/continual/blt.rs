@@ -197,7 +197,7 @@ impl Blt {
                 e += w * s[k];
             }
             let r = (e / unit).round_ties_even();
-            if !(r.abs() <= LATTICE_LIMIT) {
+            if r.is_nan() || r.abs() > LATTICE_LIMIT {
                 return Err(CoreError::InvalidParameter(format!(
                     "leaf: encoded value {e} leaves the exact range of the noise lattice (grid \
                      {unit:e}, up to 2^52 grid steps); use a larger noise scale or fewer grid bits"
