@@ -100,6 +100,9 @@ pub struct Blt {
     /// `enc[i] = sum_{s<t} theta_i^(t-1-s) x_s` (packed) that give `(C x)_t`.
     unit: Option<f64>,
     enc: Vec<Vec<f64>>,
+    /// Discrete noise only: the decoder of the released stream y = round(C x) + z.
+    ystate: Vec<Vec<f64>>,
+    yacc: Vec<f64>,
     /// Scratch (not state): the encoded and the packed leaf.
     #[serde(skip)]
     leaf: Vec<f64>,
@@ -163,9 +166,16 @@ impl Blt {
         } else {
             Vec::new()
         };
+        let (ystate, yacc) = if unit.is_some() {
+            (vec![vec![0.0; p]; theta.len()], vec![0.0; p])
+        } else {
+            (Vec::new(), Vec::new())
+        };
         Ok(Blt {
             unit,
             enc,
+            ystate,
+            yacc,
             leaf: vec![0.0; p],
             packed_leaf: vec![0.0; p],
             shape,
@@ -248,33 +258,35 @@ impl Blt {
         self.t += 1;
         self.innov.draw(&mut self.z);
         if self.unit.is_some() {
-            for (z, e) in self.z.iter_mut().zip(&self.leaf) {
-                *z += *e;
+            // the release decodes y = round(C x) + z on its own decoder; the noise's decoder
+            // below only reports the noise (data-independent, as in the continuous case)
+            let mut y = std::mem::take(&mut self.leaf);
+            for (v, z) in y.iter_mut().zip(&self.z) {
+                *v += *z;
             }
+            decode_step(
+                &self.theta,
+                &self.omega,
+                &mut self.ystate,
+                &mut self.yacc,
+                &mut y,
+            );
+            self.leaf = y;
         }
-        // x_t = z_t - sum_i omega_i s_i ; s_i <- theta_i s_i + x_t ; acc += x_t
-        for (k, x) in self.z.iter_mut().enumerate() {
-            let mut v = *x;
-            for (s, w) in self.state.iter().zip(&self.omega) {
-                v -= w * s[k];
-            }
-            *x = v;
-        }
-        for (s, th) in self.state.iter_mut().zip(&self.theta) {
-            for (sv, x) in s.iter_mut().zip(&self.z) {
-                *sv = th * *sv + *x;
-            }
-        }
-        for (a, x) in self.acc.iter_mut().zip(&self.z) {
-            *a += *x;
-        }
+        decode_step(
+            &self.theta,
+            &self.omega,
+            &mut self.state,
+            &mut self.acc,
+            &mut self.z,
+        );
         Ok(())
     }
 
     /// Discrete noise: the release `unit * A C^{-1} y` (the decoded integer stream alone).
     fn discrete_release(&self, unit: f64) -> Vec<f64> {
         let mut out = vec![0.0; self.shape.len()];
-        let scaled: Vec<f64> = self.acc.iter().map(|a| a * unit).collect();
+        let scaled: Vec<f64> = self.yacc.iter().map(|a| a * unit).collect();
         self.innov.packing.unpack(&scaled, &mut out);
         out
     }
@@ -372,6 +384,32 @@ impl Blt {
     }
 }
 
+/// One step of the decoder A C^{-1} on the innovation `x` (overwritten by the decoded value):
+/// `x_t = x - sum_i omega_i s_i ; s_i <- theta_i s_i + x_t ; acc += x_t`.
+fn decode_step(
+    theta: &[f64],
+    omega: &[f64],
+    state: &mut [Vec<f64>],
+    acc: &mut [f64],
+    x: &mut [f64],
+) {
+    for (k, v) in x.iter_mut().enumerate() {
+        let mut u = *v;
+        for (s, w) in state.iter().zip(omega) {
+            u -= w * s[k];
+        }
+        *v = u;
+    }
+    for (s, th) in state.iter_mut().zip(theta) {
+        for (sv, v) in s.iter_mut().zip(x.iter()) {
+            *sv = th * *sv + *v;
+        }
+    }
+    for (a, v) in acc.iter_mut().zip(x.iter()) {
+        *a += *v;
+    }
+}
+
 fn identity(n: usize) -> Vec<f64> {
     let mut m = vec![0.0; n * n];
     for i in 0..n {
@@ -413,17 +451,9 @@ impl PrefixMechanism for Blt {
         self.advance(None)
     }
     fn noise_into(&self, out: &mut [f64]) -> CoreResult<()> {
-        match self.unit {
-            None => self.exact.noise_into(Some(&self.noise_full()), out),
-            Some(u) => {
-                crate::errors::check_len("release buffer", out.len(), self.shape.len())?;
-                let exact = self.exact.value();
-                for ((o, r), e) in out.iter_mut().zip(self.discrete_release(u)).zip(exact) {
-                    *o = r - e;
-                }
-                Ok(())
-            }
-        }
+        // the decoded noise A C^{-1} z (lattice units for a discrete sampler): what the release
+        // adds to the exact sum, up to the decoded rounding of the encoder form
+        self.exact.noise_into(Some(&self.noise_full()), out)
     }
     fn release_into(&self, out: &mut [f64]) -> CoreResult<()> {
         match self.unit {

@@ -131,11 +131,14 @@ def lsvi_release(
     eta: np.ndarray | None = None,
     users: int = 0,
     inverses: np.ndarray | None = None,
+    lattice_unit: float | None = None,
 ) -> Release:
     """Alg. 2, lines 15-22, for h = H..1: w~_{H+1} = 0; Lambda~^{-1}_h (Cholesky, a named error
     if the noise made Lambda~_h indefinite; or given in `inverses` when the caller maintains them);
     u~_h = u_h + eta_h with u_h = response(h, w~_{h+1}, Lambda~^{-1}_{h+1}) (None, None at the
-    last step, where V_{H+1} = 0); w~_h = Lambda~^{-1}_h u~_h. Returns the billboard Release."""
+    last step, where V_{H+1} = 0); w~_h = Lambda~^{-1}_h u~_h. Returns the billboard Release.
+    ``lattice_unit`` (discrete samplers): u_h is rounded to the lattice of the exact integer noise
+    eta_h and the integer sum scaled once, so u~_h is a function of the integer release alone."""
     H, d, _ = designs.shape
     inverse = np.empty_like(designs) if inverses is None else inverses
     weights = np.zeros((H, d))
@@ -146,7 +149,9 @@ def lsvi_release(
             )
         # V_{H+1} = 0: the last step's response has no next-step estimate
         u = response(h, None, None) if h == H - 1 else response(h, weights[h + 1], inverse[h + 1])
-        if eta is not None:
+        if eta is not None and lattice_unit is not None:
+            u = (np.round(u / lattice_unit) + np.round(eta[h] / lattice_unit)) * lattice_unit
+        elif eta is not None:
             u = u + eta[h]
         weights[h] = inverse[h] @ u
     return Release(designs, inverse, weights, users)
@@ -219,16 +224,20 @@ class LSVIServer:
                     cal["mechanism"],
                     (d, d),
                     cal["releases"],
-                    noise=cal["noise"],
+                    noise=cal.node_noise,
                     scale=cal["sigma_Lambda"],
                     seed=seeds[h],
                     divisor=cal["sym_divisor"],
+                    **({"grid_bits": cal.grid_bits} if cal.grid_bits else {}),
                 )
                 for h in range(H)
             ]
             self.shift_at = self._shift_rule(cal)
             self.eta_stream: kernels.NoiseStream | None = kernels.NoiseStream(
-                cal["noise"], cal["sigma_u"], seed=seeds[H]
+                cal.node_noise,
+                cal["sigma_u"],
+                seed=seeds[H],
+                grid_bits=cal.grid_bits or kernels.DEFAULT_GRID_BITS,
             )
         else:
             self.trees, self.eta_stream, self.shift_at = [], None, None
@@ -295,7 +304,11 @@ class LSVIServer:
             self.trees[h].push(self.batch_gram[h])
         self.nodes_history.append(self.trees[0].nodes_used)
         self.batch_gram[:] = 0.0
-        noisy = self.gram + np.stack([t.noise() for t in self.trees])
+        if self.eta_stream is not None and self.eta_stream.lattice_unit() is not None:
+            # discrete samplers: the mechanisms' own lattice releases (rounded sums + integer noise)
+            noisy = np.stack([t.release() for t in self.trees])
+        else:
+            noisy = self.gram + np.stack([t.noise() for t in self.trees])
         if self.shift_at is None:
             return noisy + (self.lam + self.shift) * np.eye(d), None
         # practical: the shift of this release, then eigenvalues floored at lam (the inverse of
@@ -332,8 +345,11 @@ class LSVIServer:
         path = path or self.path()
         designs, inverses = self.designs()
         eta = self.eta_stream.vectors(self.H, self.d) if self.eta_stream is not None else None
+        unit = self.eta_stream.lattice_unit() if self.eta_stream is not None else None
         self.last_eta = eta
-        rel = lsvi_release(designs, self.response_function(path), eta, users=self.n, inverses=inverses)
+        rel = lsvi_release(
+            designs, self.response_function(path), eta, users=self.n, inverses=inverses, lattice_unit=unit
+        )
         self.releases += 1
         self.paths.append(path)
         return rel
@@ -502,7 +518,14 @@ class LSVIUCB(Agent):
         phi_h, r_h + V_{h+1}(s'_h) with its bounds, the H Lambda mechanisms over the R released
         batches and the H x R fresh u releases (App. D)."""
         return privacy_of.release_plan(
-            self.privacy.kind, self.privacy.pure, self.H, self.K, self.d, self.B, self.privacy.mechanism
+            self.privacy.kind,
+            self.privacy.pure,
+            self.H,
+            self.K,
+            self.d,
+            self.B,
+            self.privacy.mechanism,
+            self.privacy.sampler,
         )
 
     @property

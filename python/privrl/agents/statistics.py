@@ -116,6 +116,11 @@ def _checked(a: Any, name: str, shape: tuple) -> np.ndarray:
     return as_f64(a, name, len(shape), shape, finite=True)
 
 
+def _grid(noise: str, grid_bits: int) -> dict[str, int]:
+    """The lattice option of a mechanism: only the discrete samplers take one."""
+    return {"grid_bits": grid_bits} if noise.startswith("discrete") else {}
+
+
 class LocalRandomizer:
     """User-side Gaussian / Laplace mechanism of LDP (Cor. 2, App. "Pure DP"): adds a symmetric
     B^1_{k,h} and a vector g^1_{k,h} to every step's statistics before anything leaves the user."""
@@ -130,11 +135,12 @@ class LocalRandomizer:
         sym_divisor: float,
         guard: SensitivityGuard,
         seeds: Sequence[Any] = (None, None),
+        grid_bits: int = kernels.DEFAULT_GRID_BITS,
     ):
         self.H, self.d, self.guard = H, d, guard
         self.sym_divisor = sym_divisor
-        self._matrix_noise = kernels.NoiseStream(noise, sigma_matrix, seed=seeds[0])
-        self._vector_noise = kernels.NoiseStream(noise, sigma_vector, seed=seeds[1])
+        self._matrix_noise = kernels.NoiseStream(noise, sigma_matrix, seed=seeds[0], grid_bits=grid_bits)
+        self._vector_noise = kernels.NoiseStream(noise, sigma_vector, seed=seeds[1], grid_bits=grid_bits)
 
     def privatize(self, X: np.ndarray, y: np.ndarray) -> PrivatizedStatistics:
         X = _checked(X, "X", (self.H, self.d))
@@ -177,6 +183,7 @@ class RegressionServer:
         seeds: Sequence[Any] = (),
         mechanism: str = "tree",
         post: PracticalRelease | None = None,
+        grid_bits: int = kernels.DEFAULT_GRID_BITS,
     ):
         if mode not in ("exact", "tree", "local"):
             raise ValueError(f"mode must be 'exact', 'tree' or 'local', got {mode!r}")
@@ -206,12 +213,19 @@ class RegressionServer:
                     scale=sigma_matrix,
                     seed=seeds[h],
                     divisor=sym_divisor,
+                    **_grid(noise, grid_bits),
                 )
                 for h in range(H)
             ]
             self._target_trees = [
                 kernels.make_prefix_mechanism(
-                    mechanism, d, capacity, noise=noise, scale=sigma_vector, seed=seeds[H + h]
+                    mechanism,
+                    d,
+                    capacity,
+                    noise=noise,
+                    scale=sigma_vector,
+                    seed=seeds[H + h],
+                    **_grid(noise, grid_bits),
                 )
                 for h in range(H)
             ]

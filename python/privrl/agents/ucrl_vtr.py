@@ -142,7 +142,7 @@ class UCRLVTR(Agent):
         X_{k,h}, y_{k,h} with the bounds its SensitivityGuard enforces and the 2H released families
         (App. B). The calibration, the privacy report, the summary and the audit all read it."""
         return self._privacy_module.release_plan(
-            self.privacy.kind, self.privacy.pure, self.H, self.K, self.d, self.mechanism
+            self.privacy.kind, self.privacy.pure, self.H, self.K, self.d, self.mechanism, self.privacy.sampler
         )
 
     def _calibrate(self) -> Calibration:
@@ -227,7 +227,7 @@ class UCRLVTR(Agent):
                 cal["lam"],
                 "tree",
                 self.K,
-                noise=cal["noise"],
+                noise=cal.node_noise,
                 sigma_matrix=sigma_matrix,
                 sigma_vector=sigma_vector,
                 sym_divisor=cal["sym_divisor"],
@@ -235,11 +235,20 @@ class UCRLVTR(Agent):
                 guard=guard,
                 seeds=seeds,
                 mechanism=self.mechanism,
+                grid_bits=cal.grid_bits or kernels.DEFAULT_GRID_BITS,
             )
             return server, None
         server = RegressionServer(H, d, cal["lam"], "local", self.K, shift=shift)
         randomizer = LocalRandomizer(
-            H, d, cal["noise"], sigma_matrix, sigma_vector, cal["sym_divisor"], guard, seeds=seeds[:2]
+            H,
+            d,
+            cal.node_noise,
+            sigma_matrix,
+            sigma_vector,
+            cal["sym_divisor"],
+            guard,
+            seeds=seeds[:2],
+            grid_bits=cal.grid_bits or kernels.DEFAULT_GRID_BITS,
         )
         return server, randomizer
 

@@ -67,7 +67,7 @@ PRIVACY_KINDS = {
 }
 
 # Keys of an agent spec that the harness consumes; every other key is a constructor option.
-_SPEC_KEYS = ("algorithm", "privacy", "delta", "p", "calibration", "mechanism", "epsilons")
+_SPEC_KEYS = ("algorithm", "privacy", "delta", "p", "calibration", "mechanism", "sampler", "epsilons")
 _GLOBAL_KEYS = {
     "name",
     "episodes",
@@ -175,10 +175,11 @@ class AgentSpec:
     epsilons: tuple[float, ...] | None = None
     calibration: str | None = None
     mechanism: str | None = None
+    sampler: str | None = None
 
     def to_dict(self) -> dict:
         d: dict[str, Any] = {"algorithm": self.algorithm, "privacy": self.privacy, **self.options}
-        for k in ("delta", "p", "epsilons", "calibration", "mechanism"):
+        for k in ("delta", "p", "epsilons", "calibration", "mechanism", "sampler"):
             if getattr(self, k) is not None:
                 d[k] = list(getattr(self, k)) if k == "epsilons" else getattr(self, k)
         return d
@@ -204,6 +205,7 @@ class RunSpec:
     log_every: int
     options: tuple
     env_spec: Any  # dict (name + kwargs) or None when the study's env is an object
+    sampler: str | None = None
 
     @property
     def key(self) -> tuple:
@@ -219,6 +221,7 @@ class RunSpec:
             "privacy": self.privacy,
             "calibration": self.calibration,
             "mechanism": self.mechanism,
+            "sampler": self.sampler,
             "epsilon": self.epsilon,
             "delta": self.delta,
             "seed": self.seed,
@@ -282,6 +285,8 @@ class Study:
                     }
                     if spec.mechanism is not None:  # only when set: older run ids stay valid
                         ident["mechanism"] = spec.mechanism
+                    if private:  # the samplers' default changed: float-era results are not reused
+                        ident["sampler"] = spec.sampler or "default"
                     eps_tag = "inf" if math.isinf(eps) else f"{eps:g}"
                     run_id = (
                         f"{_slug(self.name)}__{_slug(spec.name)}__eps{eps_tag}__seed{seed}__"
@@ -308,6 +313,7 @@ class Study:
                             log_every=self.log_every,
                             options=tuple(sorted(spec.options.items())),
                             env_spec=self.env_spec,
+                            sampler=spec.sampler if private else None,
                         )
                     )
         return out
@@ -393,7 +399,7 @@ def _privacy_kind(kind: Any, key: str) -> str:
 def _agent_spec(name: Any, raw: Any, key: str) -> AgentSpec:
     # The privacy models list the calibrations and mechanisms they accept; imported here, as the
     # algorithms are, so that importing the harness stays light.
-    from privrl.privacy.models import CALIBRATIONS, MECHANISMS
+    from privrl.privacy.models import CALIBRATIONS, MECHANISMS, SAMPLERS
 
     spec = _agent_table(name, raw, key)
     algo = _lookup(ALGORITHMS, spec.pop("algorithm"), f"{key}.algorithm", "algorithm")
@@ -402,6 +408,13 @@ def _agent_spec(name: Any, raw: Any, key: str) -> AgentSpec:
     delta, p, eps = spec.pop("delta", None), spec.pop("p", None), spec.pop("epsilons", None)
     calibration = _choice(spec.pop("calibration", None), CALIBRATIONS, f"{key}.calibration", "calibration")
     mechanism = _choice(spec.pop("mechanism", None), MECHANISMS, f"{key}.mechanism", "mechanism")
+    sampler = _choice(spec.pop("sampler", None), SAMPLERS, f"{key}.sampler", "sampler")
+    if sampler is not None and kind == "none":
+        raise ConfigError(f"{key}.sampler", "a non-private agent draws no noise; remove 'sampler'")
+    if sampler == "discrete" and mechanism in ("honaker", "factorization"):
+        raise ConfigError(
+            f"{key}.sampler", f"mechanism {mechanism!r} has no discrete sampler; use sampler = 'float'"
+        )
     if mechanism is not None and kind != "jdp":
         raise ConfigError(
             f"{key}.mechanism",
@@ -422,6 +435,7 @@ def _agent_spec(name: Any, raw: Any, key: str) -> AgentSpec:
         epsilons=None if eps is None else _epsilons(eps, f"{key}.epsilons"),
         calibration=calibration,
         mechanism=mechanism,
+        sampler=sampler,
     )
 
 
@@ -624,11 +638,13 @@ def make_privacy(
     p: float | None = None,
     calibration: str | None = None,
     mechanism: str | None = None,
+    sampler: str | None = None,
 ) -> Any:
     """The privacy model of a run: epsilon = inf (or kind none) is NonPrivate (with the practical
     regret side when calibration is "practical": its eps -> inf member); calibration "paper",
     "tight" or "practical" (privrl.privacy.models) for JDP / LDP; mechanism (JDP only) the
-    continual release of the server's sums (the calibration's default unless given)."""
+    continual release of the server's sums (the calibration's default unless given); sampler
+    "discrete" / "float" (the privacy model's default unless given)."""
     from privrl.privacy import JointDP, LocalDP, NonPrivate
 
     extra: dict[str, Any] = {} if p is None else {"p": p}
@@ -638,6 +654,8 @@ def make_privacy(
         )
     if calibration is not None:
         extra["calibration"] = calibration
+    if sampler is not None:
+        extra["sampler"] = sampler
     if kind == "ldp":
         return LocalDP(epsilon, delta, **extra)
     if mechanism is not None:

@@ -83,7 +83,9 @@ def execute_run(spec: RunSpec, env: Any = None, progress: Callable[[int], None] 
     env = _env_for(spec, env)
     agent_seq, env_seq = run_seed_sequence(spec).spawn(2)
     cls = resolve_algorithm(spec.algorithm)
-    privacy = make_privacy(spec.privacy, spec.epsilon, spec.delta, spec.p, spec.calibration, spec.mechanism)
+    privacy = make_privacy(
+        spec.privacy, spec.epsilon, spec.delta, spec.p, spec.calibration, spec.mechanism, spec.sampler
+    )
     t_build = time.perf_counter()
     agent = cls(env, privacy, episodes=spec.episodes, seed=agent_seq, **dict(spec.options))
     K, every = spec.episodes, spec.log_every

@@ -48,6 +48,7 @@ __all__ = [
     "zcdp_epsilon_simple",
     "zcdp_delta",
     "zcdp_epsilon",
+    "zcdp_mu",
     "laplace_composition_epsilon",
     "PrivacyAccountant",
     "tree_nodes_per_leaf",
@@ -332,6 +333,29 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
         if hi - lo <= 1e-13 * max(hi, 1e-300):
             break
     return hi
+
+
+@checked()
+def zcdp_mu(epsilon: float, delta: float) -> float:
+    """Largest ``mu`` with ``zcdp_epsilon(mu^2 / 2, delta) <= epsilon``: the whitened sensitivity a
+    release whose accounting is zCDP may have (the discrete Gaussian of Canonne, Kamath &
+    Steinke 2020 is ``mu^2 / 2``-zCDP, Thm. 4 / 14). ``zcdp_delta`` increases with ``rho``, so this
+    is a bisection; the lower end of the final bracket is returned (the private side)."""
+    eps, dlt = epsilon, delta
+    lo, hi = 0.0, 1.0
+    while zcdp_delta(0.5 * hi * hi, eps) <= dlt:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(_BISECT_ITERS):
+        mid = 0.5 * (lo + hi)
+        if zcdp_delta(0.5 * mid * mid, eps) <= dlt:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-13 * hi:
+            break
+    if lo == 0.0:  # pragma: no cover - delta -> 0 as rho -> 0
+        raise PrivacyParameterError(f"no zCDP level reaches (eps={eps}, delta={dlt})")
+    return lo
 
 
 # ============================================================================================

@@ -17,12 +17,25 @@ from typing import Any, TypeVar
 
 from privrl._checks import check_delta_pure_ok, check_user_epsilon
 from privrl.exceptions import PrivacyParameterError
-from privrl.privacy.accounting import gaussian_mu
-from privrl.privacy.plans import ReleasePlan, plan_mu, plan_pure_epsilon
+from privrl.privacy.accounting import gaussian_mu, zcdp_mu
+from privrl.privacy.plans import (
+    ReleasePlan,
+    plan_mu,
+    plan_pure_epsilon,
+    plan_rounding_epsilon,
+    plan_rounding_mu,
+)
 
 __all__ = [
     "CALIBRATIONS",
     "KINDS",
+    "SAMPLERS",
+    "check_sampler",
+    "check_sampler_for",
+    "sampler_fields",
+    "node_noise",
+    "plan_target",
+    "paper_lattice_factor",
     "Calibration",
     "check_calibration",
     "check_kind",
@@ -35,6 +48,9 @@ __all__ = [
 #: plan for (eps, delta) under the tight accountant; "practical": the tight noise with sharp
 #: regret-side constants (privrl.privacy.practical).
 CALIBRATIONS = ("paper", "tight", "practical")
+#: The noise samplers: "discrete" (exact discrete Gaussian / Laplace on a lattice, Canonne,
+#: Kamath & Steinke 2020: no floating-point side channel) or "float" (the continuous laws).
+SAMPLERS = ("discrete", "float")
 KINDS = ("none", "jdp", "ldp")
 
 T = TypeVar("T", bound="Calibration")
@@ -80,6 +96,14 @@ class Calibration(Mapping[str, Any]):
     release_rule: str = "paper"
     shift_mult: float = 0.0
     centre: str | None = None
+    sampler: str | None = None
+    grid_bits: int | None = None
+
+    @property
+    def node_noise(self) -> str:
+        """The noise law the mechanisms draw with (privrl.kernels names): the family ("gaussian"
+        / "laplace") or its exact discrete sampler ("discrete_gaussian" / ...), "none"."""
+        return node_noise(self.noise, self.sampler)
 
     # --- dict-like read access ------------------------------------------------------------
     def __getitem__(self, key: str) -> Any:
@@ -109,6 +133,73 @@ def check_kind(kind: Any, allowed: tuple[str, ...] = KINDS) -> str:
     if not isinstance(kind, str) or kind not in allowed:
         raise PrivacyParameterError(f"kind must be one of {allowed}, got {kind!r}")
     return kind
+
+
+def check_sampler(sampler: Any) -> str:
+    if not isinstance(sampler, str) or sampler not in SAMPLERS:
+        raise PrivacyParameterError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
+    return sampler
+
+
+#: The continual-release mechanisms that run the discrete samplers (tree: lattice node sums; BLT:
+#: its encoder form). Honaker and the factorization weight node values by non-dyadic reals.
+DISCRETE_MECHANISMS = ("tree", "blt")
+
+
+def check_sampler_for(kind: str, mechanism: str, sampler: Any) -> str:
+    """``sampler`` checked against the server's mechanism (a clear error for a discrete sampler on
+    a mechanism that has none)."""
+    sampler = check_sampler(sampler)
+    if sampler == "discrete" and kind == "jdp" and mechanism not in DISCRETE_MECHANISMS:
+        raise PrivacyParameterError(
+            f"mechanism {mechanism!r} has no discrete (secure) sampler (only {DISCRETE_MECHANISMS} do); "
+            "pass sampler='float' to run it with the continuous laws"
+        )
+    return sampler
+
+
+def sampler_fields(plan: ReleasePlan, kind: str) -> dict[str, Any]:
+    """The calibration's ``sampler`` / ``grid_bits``, read from its release plan (None: no noise)."""
+    if kind == "none":
+        return {"sampler": None, "grid_bits": None}
+    return {"sampler": plan.sampler, "grid_bits": plan.grid_bits if plan.sampler == "discrete" else None}
+
+
+def node_noise(noise: str | None, sampler: str | None) -> str:
+    """The kernels' noise name for a family ``noise`` drawn by ``sampler``."""
+    if noise is None:
+        return "none"
+    return f"discrete_{noise}" if sampler == "discrete" else noise
+
+
+def plan_target(plan: ReleasePlan, epsilon: float, delta: float) -> float:
+    """What the plan's own sensitivity may reach at (eps, delta): for Gaussian noise the GDP
+    ``mu`` (float samplers: the exact curve, Balle & Wang 2018; discrete: zCDP, Canonne, Kamath
+    & Steinke 2020, less the rounding's ``plan_rounding_mu``); for Laplace the epsilon (less the
+    rounding's ``plan_rounding_epsilon``). A PrivacyParameterError when the rounding alone uses
+    the budget (fewer grid bits cannot help; a larger epsilon does)."""
+    if plan.noise == "laplace":
+        target, rounding = epsilon, plan_rounding_epsilon(plan)
+    elif plan.sampler == "discrete":
+        target, rounding = zcdp_mu(epsilon, delta), plan_rounding_mu(plan)
+    else:
+        return gaussian_mu(epsilon, delta)
+    if target - rounding <= 0.0:
+        raise PrivacyParameterError(
+            f"the lattice rounding of the discrete samplers alone ({rounding:.3g}) exceeds the budget "
+            f"({target:.3g}) at epsilon={epsilon}; use sampler='float' or a larger epsilon"
+        )
+    return target - rounding
+
+
+def paper_lattice_factor(plan: ReleasePlan, epsilon: float) -> float:
+    """The paper's pure-DP Laplace scales under the discrete sampler: their simple composition
+    reaches epsilon exactly, and the lattice rounding adds ``plan_rounding_epsilon``; scaling every
+    b by ``eps / (eps - eps_rounding)`` gives it back (1 for Gaussian noise or the float sampler:
+    the paper's Gaussian scales are checked by the report's accountant, not adjusted)."""
+    if plan.sampler != "discrete" or plan.noise != "laplace":
+        return 1.0
+    return epsilon / plan_target(plan, epsilon, 0.0)
 
 
 def check_calibration(calibration: Any, allowed: tuple[str, ...] = CALIBRATIONS) -> str:
@@ -148,21 +239,23 @@ def tight_scales(plan: ReleasePlan, epsilon: float, delta: float) -> dict[str, f
     Gaussian (delta > 0): the release is mu-GDP with mu proportional to 1/t when every scale is
     ``ratio * t`` (plans.plan_mu, the exact joint worst case of every step; the plan's ratios are
     the paper's), so t is the value at which mu equals ``gaussian_mu(eps, delta)`` (Balle & Wang
-    2018, Thm. 8: the exact (eps, delta) curve). Then, family by family in release order, a scale
-    is lowered for as long as mu does not move (:func:`_pareto_tighten`): at the worst pair of
-    users some families may not change at all (Alg. 2: phi' = -phi leaves phi phi^T unchanged),
-    and their noise buys no privacy there. Laplace (delta = 0): simple composition, epsilon
-    proportional to 1/t (every family counts, nothing to lower)."""
+    2018, Thm. 8: the exact (eps, delta) curve; for the discrete samplers the zCDP level of
+    Canonne, Kamath & Steinke 2020 less the lattice rounding, :func:`plan_target`). Then, family
+    by family in release order, a scale is lowered for as long as mu does not move
+    (:func:`_pareto_tighten`): at the worst pair of users some families may not change at all
+    (Alg. 2: phi' = -phi leaves phi phi^T unchanged), and their noise buys no privacy there.
+    Laplace (delta = 0): simple composition, epsilon proportional to 1/t (every family counts,
+    nothing to lower; discrete: less the rounding)."""
     return dict(_tight_scales(plan, epsilon, delta))
 
 
 @functools.lru_cache(maxsize=256)
 def _tight_scales(plan: ReleasePlan, epsilon: float, delta: float) -> tuple[tuple[str, float], ...]:
     ratios = plan.ratios()
+    target = plan_target(plan, epsilon, delta)
     if plan.noise == "laplace":
-        t = plan_pure_epsilon(plan, ratios) / epsilon
+        t = plan_pure_epsilon(plan, ratios) / target
         return tuple((k, r * t) for k, r in ratios.items())
-    target = gaussian_mu(epsilon, delta)
     t = plan_mu(plan, ratios) / target
     return tuple(_pareto_tighten(plan, {k: r * t for k, r in ratios.items()}, target).items())
 

@@ -25,8 +25,11 @@ from privrl.privacy.common import (
     Calibration,
     check_calibration,
     check_kind,
+    check_sampler_for,
     in_theorem_regime,
+    paper_lattice_factor,
     privacy_args,
+    sampler_fields,
     tight_scales,
 )
 from privrl.privacy.continual import user_entry
@@ -348,7 +351,7 @@ def resolve_batches(
 
 
 def release_plan(
-    kind: str, pure: bool, H: int, K: int, d: int, B: int, mechanism: str = "tree"
+    kind: str, pure: bool, H: int, K: int, d: int, B: int, mechanism: str = "tree", sampler: str = "float"
 ) -> ReleasePlan:
     """What Alg. 2 releases about one user (App. D, privacy part). Per step h the user's
     ``phi_h = phi(s_h, a_h)`` (``||phi|| <= 1``, Asm. 1) enters the Gram matrix of its batch, a leaf
@@ -418,7 +421,16 @@ def release_plan(
         ),
     )
     return ReleasePlan(
-        "lsvi_ucb", TITLE, kind, "laplace" if pure else "gaussian", H, R, mechanism, (stat,), families
+        "lsvi_ucb",
+        TITLE,
+        kind,
+        "laplace" if pure else "gaussian",
+        H,
+        R,
+        mechanism,
+        (stat,),
+        families,
+        sampler=sampler,
     )
 
 
@@ -462,6 +474,7 @@ def calibrate_lsvi_ucb(
     calibration: str = "paper",
     mechanism: str = "tree",
     plan: ReleasePlan | None = None,
+    sampler: str = "float",
     lam: float | None = None,
 ) -> LSVIUCBCalibration:
     """All parameters of Alg. 2 for ``kind`` in ``{"none", "jdp"}`` (the paper has no LDP algorithm
@@ -481,11 +494,12 @@ def calibrate_lsvi_ucb(
         p = check_probability(p, "p")
         calibration = check_calibration(calibration)
         mechanism = _check_mechanism_for(kind, pure, mechanism)
+        sampler = check_sampler_for(kind, mechanism, sampler)
         lam = None if lam is None else check_positive_real(lam, "lam")
     B = resolve_batches(batches, kind, pure, eps, H, K, d, calibration, dlt, p, mechanism)
     with trusted():
         if plan is None:
-            plan = release_plan(kind, pure, H, K, d, B, mechanism)
+            plan = release_plan(kind, pure, H, K, d, B, mechanism, sampler)
         return _calibrate(kind, eps, dlt, pure, H, K, d, p, batches, B, calibration, mechanism, plan, lam)
 
 
@@ -528,6 +542,7 @@ def _calibrate(
         alpha=p / (6.0 * K * H),
         mechanism=mechanism,
         in_theorem_regime=in_theorem_regime(kind, eps, dlt, pure),
+        **sampler_fields(plan, kind),
     )
     if kind == "none":
         U_K = lsvi_ucb_U_K(lam, 0.0, 0.0, H, K, d)
@@ -553,6 +568,8 @@ def _calibrate(
         sl, su = sc["sigma_Lambda"], sc["sigma_u"]
     elif pure:
         sl, su = lsvi_ucb_laplace_scales(eps, H, B, d)
+        f = paper_lattice_factor(plan, eps)
+        sl, su = sl * f, su * f
     else:
         sl = lsvi_ucb_sigma_lambda(eps, dlt, H, B)
         su = lsvi_ucb_sigma_u(eps, dlt, H, B)

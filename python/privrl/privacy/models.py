@@ -10,10 +10,16 @@ from typing import Any
 
 from privrl._checks import check_delta_pure_ok, check_probability, check_user_epsilon
 from privrl.exceptions import PrivacyParameterError
-from privrl.privacy.common import CALIBRATIONS, check_calibration
+from privrl.privacy.common import (
+    CALIBRATIONS,
+    DISCRETE_MECHANISMS,
+    SAMPLERS,
+    check_calibration,
+    check_sampler_for,
+)
 from privrl.privacy.continual import MECHANISMS, check_mechanism
 
-__all__ = ["NonPrivate", "JointDP", "LocalDP", "CALIBRATIONS", "MECHANISMS"]
+__all__ = ["NonPrivate", "JointDP", "LocalDP", "CALIBRATIONS", "MECHANISMS", "SAMPLERS"]
 
 
 @dataclass(frozen=True)
@@ -58,9 +64,14 @@ class NonPrivate:
     def mechanism(self) -> str:
         return "tree"
 
+    @property
+    def sampler(self) -> str:
+        """No noise is drawn; "float" keeps the calibration functions' default."""
+        return "float"
+
     def as_kwargs(self) -> dict[str, Any]:
-        """``kind, epsilon, delta, p, calibration, mechanism`` ready for the ``calibrate_*``
-        functions of privrl.privacy."""
+        """``kind, epsilon, delta, p, calibration, mechanism, sampler`` ready for the
+        ``calibrate_*`` functions of privrl.privacy."""
         return {
             "kind": "none",
             "epsilon": None,
@@ -68,6 +79,7 @@ class NonPrivate:
             "p": self.p,
             "calibration": self.calibration,
             "mechanism": "tree",
+            "sampler": "float",
         }
 
 
@@ -99,6 +111,8 @@ class _DPModel:
     @property
     def label(self) -> str:
         extra = "" if self.calibration == "paper" else f", {self.calibration}"
+        if self._sampler() == "float" and self.mechanism in DISCRETE_MECHANISMS:
+            extra += ", float"  # not the default: say so in every table and plot
         return f"{self._TAG}(eps={self.epsilon:g}, delta={self.delta:g}{extra})"
 
     @property
@@ -106,9 +120,20 @@ class _DPModel:
         """The continual-release mechanism of the server ("tree" unless JointDP chose one)."""
         return "tree"
 
+    def _sampler(self) -> str:
+        return str(getattr(self, "sampler", "float"))
+
+    def _resolve_sampler(self) -> None:
+        """``sampler=None``: "discrete" wherever the server's mechanism has it (every default),
+        "float" on Honaker / the factorization; an explicit choice is checked."""
+        s = getattr(self, "sampler", None)
+        if s is None:
+            s = "discrete" if self.mechanism in DISCRETE_MECHANISMS else "float"
+        object.__setattr__(self, "sampler", check_sampler_for(self.kind, self.mechanism, s))
+
     def as_kwargs(self) -> dict[str, Any]:
-        """``kind, epsilon, delta, p, calibration, mechanism`` ready for the ``calibrate_*``
-        functions of privrl.privacy."""
+        """``kind, epsilon, delta, p, calibration, mechanism, sampler`` ready for the
+        ``calibrate_*`` functions of privrl.privacy."""
         return {
             "kind": self.kind,
             "epsilon": self.epsilon,
@@ -116,6 +141,7 @@ class _DPModel:
             "p": self.p,
             "calibration": self.calibration,
             "mechanism": self.mechanism,
+            "sampler": self._sampler(),
         }
 
 
@@ -132,9 +158,15 @@ class JointDP(_DPModel):
     binary mechanism; the default of "paper" and "tight"), ``"honaker"``, ``"factorization"`` or
     ``"blt"`` (the default of "practical": the lowest variance); the others need ``delta > 0``
     and get the noise scale of the same (eps, delta) (privrl.privacy.continual).
+    ``sampler``: ``"discrete"`` (the default wherever the mechanism has it: tree and BLT) draws
+    every released noise with the exact discrete Gaussian / Laplace of Canonne, Kamath & Steinke
+    (2020) on the lattice ``scale * 2^-20``, the data rounded to it, and accounts for it as such
+    (zCDP plus the rounding, docs/privacy.md): no floating-point side channel. ``"float"``: the
+    continuous laws (the paper's; Honaker and the factorization have nothing else).
     """
 
     mechanism: str | None = None  # type: ignore[assignment]  # a field where _DPModel has a property
+    sampler: str | None = None
 
     _KIND = "jdp"
     _TAG = "JDP"
@@ -149,6 +181,7 @@ class JointDP(_DPModel):
             raise PrivacyParameterError(
                 f"mechanism {self.mechanism!r} needs Gaussian noise (delta > 0); pure JDP keeps the tree"
             )
+        self._resolve_sampler()
 
     @property
     def label(self) -> str:
@@ -163,7 +196,15 @@ class LocalDP(_DPModel):
     ``epsilon`` in [1e-4, 1e15], ``delta`` 0 or in [1e-100, 1), ``p`` (regret failure probability) in (0, 1).
     ``calibration``: ``"paper"`` (default, Cor. 2), ``"tight"`` (the smallest noise of the same
     release plan for (eps, delta)) or ``"practical"`` (the tight noise, sharp regret-side constants).
+    ``sampler``: ``"discrete"`` (default: the user's randomizer adds exact discrete Gaussian /
+    Laplace noise to its statistics rounded to the lattice, see JointDP) or ``"float"``.
     """
+
+    sampler: str | None = None
 
     _KIND = "ldp"
     _TAG = "LDP"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._resolve_sampler()

@@ -34,6 +34,7 @@ from privrl.privacy.mechanisms import (
 )
 from privrl.privacy.plans import ReleasedFamily, ReleasePlan, law_factor, statistic_worst_case
 from privrl.privacy.regret_side import SIMULATION_ONLY, regret_side, warn_if_over_target
+from privrl.privacy.samplers import discrete_tight, format_sampler, sampler_section
 
 __all__ = [
     "ALGORITHMS",
@@ -61,8 +62,8 @@ def plan_of(algorithm: str, cal: Mapping[str, Any]) -> ReleasePlan:
     mod = _MODULES[algorithm]
     args = (cal["kind"], bool(cal.get("pure", False)), cal["H"], cal["K"], cal["d"])
     if algorithm == "lsvi_ucb":
-        return mod.release_plan(*args, cal["B"], cal.get("mechanism", "tree"))
-    return mod.release_plan(*args, cal.get("mechanism", "tree"))
+        return mod.release_plan(*args, cal["B"], cal.get("mechanism", "tree"), cal.get("sampler") or "float")
+    return mod.release_plan(*args, cal.get("mechanism", "tree"), cal.get("sampler") or "float")
 
 
 # ============================================================================================
@@ -319,6 +320,8 @@ def _tight(
                 m["sensitivity"], m["scale"], int(m["instances"] * (m["draws_per_user"] or 1)), m["name"]
             )
         e = acc.epsilon(0.0)
+        if plan.sampler == "discrete":
+            return discrete_tight(plan, None, e, eps_t, dlt_t)
         return {
             "budget": (e, 0.0),
             "epsilon_at_target_delta": e,
@@ -331,6 +334,8 @@ def _tight(
     for s in stats:
         # one Gaussian per step with the joint worst-case change of the statistic's families
         acc.add_gaussian(math.sqrt(s["mu_squared_per_step"]), 1.0, s["instances"], s["statistic"])
+    if plan.sampler == "discrete":
+        return discrete_tight(plan, acc.mu, 0.0, eps_t, dlt_t)
     e = acc.epsilon(dlt_t)
     return {
         "budget": (e, dlt_t),
@@ -380,6 +385,7 @@ def privacy_report_from_calibration(
         "pure": bool(cal.get("pure", False)),
         "calibration": cal.get("calibration", "paper"),
         "mechanism": plan.mechanism,
+        "sampler": sampler_section(plan),
         "target": {"epsilon": cal.get("epsilon"), "delta": cal.get("delta")},
         "outside_guarantee": SIMULATION_ONLY,
         "neighbouring": (
@@ -425,7 +431,10 @@ def privacy_report_from_calibration(
         paper=paper,
         tight=tight,
         within_target={
-            "paper": _within(paper["budget"], eps_t, dlt_t) and paper["in_tool_regime"],
+            # the paper's argument is made for the continuous laws
+            "paper": _within(paper["budget"], eps_t, dlt_t)
+            and paper["in_tool_regime"]
+            and plan.sampler != "discrete",
             "tight": _within(tight["budget"], eps_t, dlt_t),
         },
     )
@@ -472,6 +481,7 @@ def format_privacy_report(report: dict[str, Any]) -> str:
         f"({_fmt(t['epsilon'])}, {_fmt(t['delta'])})"
     )
     lines.append(f"  neighbouring: {report['neighbouring']}")
+    lines.append(format_sampler(report.get("sampler")))
     if not report["mechanisms"]:
         lines.append("  no mechanism: nothing is private (epsilon = inf)")
         return "\n".join(lines)
@@ -554,6 +564,7 @@ def summarize_privacy_report(report: dict[str, Any]) -> dict[str, Any]:
         "pure": report["pure"],
         "calibration": report["calibration"],
         "mechanism": report.get("mechanism"),
+        "sampler": (report.get("sampler") or {}).get("name"),
         "target": dict(report["target"]),
         "paper": {
             "epsilon": num(report["paper"]["budget"][0]),

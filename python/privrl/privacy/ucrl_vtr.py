@@ -36,8 +36,11 @@ from privrl.privacy.common import (
     Calibration,
     check_calibration,
     check_kind,
+    check_sampler_for,
     in_theorem_regime,
+    paper_lattice_factor,
     privacy_args,
+    sampler_fields,
     tight_scales,
 )
 from privrl.privacy.continual import check_mechanism, user_entry
@@ -325,7 +328,9 @@ def ucrl_vtr_beta_pure(
 # ============================================================================================
 # (c) The release plan and the calibration entry point
 # ============================================================================================
-def release_plan(kind: str, pure: bool, H: int, K: int, d: int, mechanism: str = "tree") -> ReleasePlan:
+def release_plan(
+    kind: str, pure: bool, H: int, K: int, d: int, mechanism: str = "tree", sampler: str = "float"
+) -> ReleasePlan:
     """What Alg. 1 releases about one user (App. B, proofs of Cor. 1-2). Per step h the user's
     ``X_{k,h} = phi_{V~_{k,h+1}}(s_h, a_h)`` (``||X|| <= H``) and ``y_{k,h} = V~_{k,h+1}(s_{h+1})``
     (in ``[0, H]``) feed two families: ``X X^T`` into ``Lambda~_{k,h}`` and ``X y`` into ``u~_{k,h}``,
@@ -399,6 +404,7 @@ def release_plan(kind: str, pure: bool, H: int, K: int, d: int, mechanism: str =
         mechanism if kind == "jdp" else "tree",
         (stat,),
         families,
+        sampler=sampler,
     )
 
 
@@ -447,6 +453,7 @@ def calibrate_ucrl_vtr(
     calibration: str = "paper",
     mechanism: str = "tree",
     plan: ReleasePlan | None = None,
+    sampler: str = "float",
 ) -> UCRLVTRCalibration:
     """All parameters of Alg. 1 for ``kind`` in ``{"none", "jdp", "ldp"}``; ``delta == 0`` selects
     pure DP (Laplace). ``calibration="paper"`` reproduces Cor. 1 / Cor. 2 (a non-tree JDP
@@ -464,9 +471,10 @@ def calibrate_ucrl_vtr(
         p = check_probability(p, "p")
         calibration = check_calibration(calibration)
         mechanism = _check_mechanism_for(kind, pure, mechanism)
+        sampler = check_sampler_for(kind, mechanism, sampler)
     with trusted():
         if plan is None:
-            plan = release_plan(kind, pure, H, K, d, mechanism)
+            plan = release_plan(kind, pure, H, K, d, mechanism, sampler)
         return _calibrate(kind, eps, dlt, pure, H, K, d, C_w, p, calibration, mechanism, plan)
 
 
@@ -514,6 +522,7 @@ def _calibrate(
         width=ucrl_vtr_self_normalized_width(H, K, d, p),
         mechanism=mechanism,
         in_theorem_regime=in_theorem_regime(kind, eps, dlt, pure),
+        **sampler_fields(plan, kind),
     )
     if kind == "none":
         beta = ucrl_vtr_beta_nonprivate(C_w, H, K, d, p)
@@ -553,10 +562,14 @@ def _calibrate(
         if tight:
             scales = tight_scales(plan, eps, 0.0)
             sigma, sigma_g = scales["sigma_B"], scales["sigma_g"]
-        elif kind == "jdp":
-            sigma, sigma_g = ucrl_vtr_laplace_scales_jdp(eps, H, K, d)
         else:
-            sigma, sigma_g = ucrl_vtr_laplace_scales_ldp(eps, H, d)
+            sigma, sigma_g = (
+                ucrl_vtr_laplace_scales_jdp(eps, H, K, d)
+                if kind == "jdp"
+                else ucrl_vtr_laplace_scales_ldp(eps, H, d)
+            )
+            f = paper_lattice_factor(plan, eps)
+            sigma, sigma_g = sigma * f, sigma_g * f
         draws = fam.draws if tight else fam.draws_paper
         node_budget = simple_composition_budget(eps, 0.0, 2 * H * int(draws or 1))
         ups = ucrl_vtr_upsilon_pure(sigma, int(n), d, K, H, p)

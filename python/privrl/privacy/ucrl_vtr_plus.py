@@ -31,8 +31,11 @@ from privrl.privacy.common import (
     Calibration,
     check_calibration,
     check_kind,
+    check_sampler_for,
     in_theorem_regime,
+    paper_lattice_factor,
     privacy_args,
+    sampler_fields,
     tight_scales,
 )
 from privrl.privacy.continual import user_entry
@@ -256,7 +259,9 @@ def ucrl_vtr_plus_C_pure(b: float, n_terms: int, d: int, K: int, H: int, p: floa
 # ============================================================================================
 # The release plan and the calibration entry point
 # ============================================================================================
-def release_plan(kind: str, pure: bool, H: int, K: int, d: int, mechanism: str = "tree") -> ReleasePlan:
+def release_plan(
+    kind: str, pure: bool, H: int, K: int, d: int, mechanism: str = "tree", sampler: str = "float"
+) -> ReleasePlan:
     """What Alg. 3 releases about one user (App. C, proofs of its corollaries). Per step h two
     statistics: the weighted ``(phi_V / sigma_bar, V / sigma_bar)`` (norms <= sqrt(d) since
     ``sigma_bar^2 >= H^2/d``) feeds ``Lambda^`` (x x^T) and ``u^`` (x y); the second moments
@@ -373,6 +378,7 @@ def release_plan(kind: str, pure: bool, H: int, K: int, d: int, mechanism: str =
         mechanism if kind == "jdp" else "tree",
         (first, second),
         families,
+        sampler=sampler,
     )
 
 
@@ -423,6 +429,7 @@ def calibrate_ucrl_vtr_plus(
     calibration: str = "paper",
     mechanism: str = "tree",
     plan: ReleasePlan | None = None,
+    sampler: str = "float",
 ) -> UCRLVTRPlusCalibration:
     """All parameters of Alg. 3 for ``kind`` in ``{"none", "jdp", "ldp"}``; ``delta == 0`` selects
     pure DP. Radii are the constant values at ``k = K`` (the paper's sequences are non-decreasing).
@@ -439,9 +446,10 @@ def calibrate_ucrl_vtr_plus(
         p = check_probability(p, "p")
         calibration = check_calibration(calibration)
         mechanism = _check_mechanism_for(kind, pure, mechanism)
+        sampler = check_sampler_for(kind, mechanism, sampler)
     with trusted():
         if plan is None:
-            plan = release_plan(kind, pure, H, K, d, mechanism)
+            plan = release_plan(kind, pure, H, K, d, mechanism, sampler)
         return _calibrate(kind, eps, dlt, pure, H, K, d, C_w, p, calibration, mechanism, plan)
 
 
@@ -477,6 +485,7 @@ def _calibrate(
         alpha=p / (24.0 * K * H),
         mechanism=mechanism,
         in_theorem_regime=in_theorem_regime(kind, eps, dlt, pure),
+        **sampler_fields(plan, kind),
     )
     if kind == "none":
         bh, bc, bt = ucrl_vtr_plus_betas_condition(lam, 0, 0, 0, 0, 0, 0, C_w, H, K, d, p)
@@ -506,6 +515,8 @@ def _calibrate(
             if kind == "jdp"
             else ucrl_vtr_plus_laplace_scales_ldp(eps, H, d)
         )
+        f = paper_lattice_factor(plan, eps)
+        s1, sf, s2, sg = s1 * f, sf * f, s2 * f, sg * f
     else:
         s1, s2 = (
             ucrl_vtr_plus_sigmas_jdp(eps, dlt, H, K, d)
