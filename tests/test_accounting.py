@@ -464,5 +464,13 @@ def test_models_carry_the_calibration():
     assert NonPrivate().as_kwargs()["calibration"] == "paper"
     assert j != JointDP(1.0, 1e-5)
     out = c.calibrate_ucrl_vtr(H=3, K=50, d=2, C_w=1.0, **j.as_kwargs())
-    assert out["calibration"] == "tight"
+    assert out["calibration"] == "tight" and out["sampler"] == "discrete" and out["grid_bits"] == 24
+    # the discrete Gaussian (the default): zCDP, and the lattice rounding of a user's leaf in its
+    # 6 nodes of each of the 2H trees: whitened 2^-24 (sqrt(2)/2) d per matrix, 2^-24 sqrt(d) per vector
+    rounding = math.sqrt(3 * 6 * ((2.0**-24 * math.sqrt(2) / 2 * 2) ** 2 + (2.0**-24 * math.sqrt(2)) ** 2))
+    want = 2 * 9 * math.sqrt(3 * 6) / (a.zcdp_mu(1.0, 1e-5) - rounding)
+    assert out["sigma_B"] == pytest.approx(want, rel=1e-9)
+    jf = JointDP(1.0, 1e-5, calibration="tight", sampler="float")
+    assert jf.label == "JDP(eps=1, delta=1e-05, tight, float)"
+    out = c.calibrate_ucrl_vtr(H=3, K=50, d=2, C_w=1.0, **jf.as_kwargs())
     assert out["sigma_B"] == pytest.approx(2 * 9 * math.sqrt(3 * 6) / a.gaussian_mu(1.0, 1e-5), rel=1e-9)

@@ -366,16 +366,17 @@ def test_mechanism_in_a_toml_config(tmp_path):
 
 
 def test_run_ids_without_a_mechanism_are_unchanged():
-    # Computed before `mechanism` existed: results folders written then still resume.
-    cfg = build_config(
-        {
-            "env": ENV,
-            "agents": {"t": {"algorithm": "UCRL-VTR", "privacy": "jdp"}},
-            "epsilons": [1.0],
-            "episodes": 5,
-        }
-    )
-    assert [r.run_id for r in cfg.runs()] == ["RandomLinearMixtureMDP__t__eps1__seed0__d89a9194"]
+    # Computed before `mechanism` existed: results folders written then still resume, for the
+    # continuous samplers those runs used. The default (discrete) sampler gets ids of its own:
+    # a float-era folder is not resumed as if its runs had drawn discrete noise.
+    def ids(agent):
+        cfg = build_config({"env": ENV, "agents": {"t": agent}, "epsilons": [1.0], "episodes": 5})
+        return [r.run_id for r in cfg.runs()]
+
+    float_era = ["RandomLinearMixtureMDP__t__eps1__seed0__d89a9194"]
+    assert ids({"algorithm": "UCRL-VTR", "privacy": "jdp", "sampler": "float"}) == float_era
+    default = ids({"algorithm": "UCRL-VTR", "privacy": "jdp"})
+    assert default != float_era and default == ids({"algorithm": "UCRL-VTR", "privacy": "jdp"})
 
 
 def test_make_privacy_passes_the_mechanism_to_jdp_only():

@@ -242,7 +242,10 @@ def test_huge_epsilon_jdp_matches_nonprivate_static_batching():
     env = RandomLinearMDP(S=10, A=3, d=4, H=5, seed=3)
     K, B = 1500, 50
     regrets = {}
-    for name, priv in [("np", NonPrivate()), ("jdp", JointDP(1e15, 1e-5))]:
+    for name, priv in [
+        ("np", NonPrivate()),
+        ("jdp", JointDP(1e15, 1e-5, sampler="float")),
+    ]:  # discrete: refused there
         agent = LSVIUCB(env, privacy=priv, batches=B, episodes=K, seed=4, beta=1.0)
         regrets[name] = privrl.run(agent, env, seed=5).final_regret
     assert abs(regrets["jdp"] - regrets["np"]) <= 0.05 * regrets["np"]

@@ -78,7 +78,10 @@ def test_huge_epsilon_jdp_matches_nonprivate():
     K = 1200
     regs = [
         privrl.run(UCRLVTRPlus(env, privacy=p, episodes=K, seed=4, beta=2.0), env, seed=5).final_regret
-        for p in (NonPrivate(), JointDP(1e13, 1e-5))
+        for p in (
+            NonPrivate(),
+            JointDP(1e13, 1e-5, sampler="float"),
+        )  # the discrete lattice is too fine there
     ]
     assert abs(regs[1] - regs[0]) <= 0.05 * regs[0]
 

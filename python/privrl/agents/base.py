@@ -293,3 +293,27 @@ class Agent(abc.ABC):
             )
         if not np.isfinite(r).all():
             raise NonFiniteError("trajectory rewards contain NaN or inf")
+
+
+#: Lattice sums stay below 2^51 grid steps (the kernels refuse 2^52): headroom for the noise.
+_LATTICE_HEADROOM = 2.0**51
+
+
+def check_lattice_range(plan: Any, cal: Any, users: int) -> None:
+    """With the discrete samplers every released sum lives on the lattice scale * 2^-grid_bits,
+    exact below 2^52 steps. A sum of ``users`` statistics at their bounds must fit, or the
+    kernels would refuse a leaf mid-run: refuse the agent at construction instead (a huge epsilon
+    gives a noise scale, hence a lattice, too fine for the data). No-op for the float samplers."""
+    if plan.sampler != "discrete":
+        return
+    for f in plan.families:
+        stat = plan.statistic(f.statistic)
+        y = max(abs(stat.y_low), abs(stat.y_high))
+        entry = stat.x_bound**2 if f.is_matrix else stat.x_bound * y
+        unit = float(cal[f.scale_key]) * 2.0**-plan.grid_bits / 2.0  # /2: Laplace matrices' g / c
+        if users * entry > _LATTICE_HEADROOM * unit:
+            raise PrivacyParameterError(
+                f"the discrete sampler's lattice ({f.scale_key} * 2^-{plan.grid_bits} = {2 * unit:.3g}) is "
+                f"too fine for sums of {users} users' {f.name} (entries up to {entry:.3g}): the noise "
+                "scale is too small (epsilon too large) for exact lattice sums; use sampler='float'"
+            )

@@ -11,7 +11,7 @@ import numpy as np
 
 from privrl import kernels
 from privrl._checks import check_positive_real, trusted
-from privrl.agents.base import Agent, SensitivityGuard
+from privrl.agents.base import Agent, SensitivityGuard, check_lattice_range
 from privrl.agents.statistics import Release, released_inverse
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP, Trajectory
@@ -491,6 +491,7 @@ class LSVIUCB(Agent):
             cal = privacy_of.calibrate_lsvi_ucb(
                 **kw, H=self.H, K=self.K, d=self.d, batches=batches, plan=self.release_plan(), lam=lam
             )
+        check_lattice_range(self.release_plan(), cal, self.K)
         self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * cal["beta"]
         self.calibration: Calibration = cal.replace(
             beta_used=self.beta, beta_scale=self.beta_scale, planning=planning

@@ -11,7 +11,7 @@ import numpy as np
 
 from privrl import kernels
 from privrl._checks import trusted
-from privrl.agents.base import Agent, SensitivityGuard
+from privrl.agents.base import Agent, SensitivityGuard, check_lattice_range
 from privrl.agents.statistics import LocalRandomizer, PracticalRelease, RawStatistics, RegressionServer
 from privrl.envs.finite import FiniteMDP, Trajectory
 from privrl.envs.mixture import LinearMixtureMDP
@@ -87,6 +87,7 @@ class UCRLVTR(Agent):
         self.d = self.mixture_features.shape[-1]
         self.sensitivity = sensitivity
         cal = self._calibrate()
+        check_lattice_range(self.release_plan(), cal, self.K)
         self.beta = (
             self._beta_override
             if self._beta_override is not None

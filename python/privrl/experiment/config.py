@@ -285,7 +285,9 @@ class Study:
                     }
                     if spec.mechanism is not None:  # only when set: older run ids stay valid
                         ident["mechanism"] = spec.mechanism
-                    if private:  # the samplers' default changed: float-era results are not reused
+                    if private and spec.sampler != "float":
+                        # the default sampler became the discrete one: its runs get new ids, so a
+                        # results folder of the float era is not resumed as if it were discrete
                         ident["sampler"] = spec.sampler or "default"
                     eps_tag = "inf" if math.isinf(eps) else f"{eps:g}"
                     run_id = (
