@@ -1,0 +1,171 @@
+"""Issue 14, item 1: every agent's default release draws its noise with the exact discrete samplers
+(Canonne, Kamath & Steinke 2020) on the lattice scale * 2^-24, accounts for them as such, and says
+so in its privacy report; the float samplers stay available and are named."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import privrl
+from privrl import kernels as kn
+from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
+from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP
+from privrl.exceptions import PrivacyParameterError
+from privrl.privacy import JointDP, LocalDP
+from privrl.privacy.plans import plan_rounding_mu, rounding_per_draw
+from privrl.privacy.report import format_privacy_report
+
+MIX = RandomLinearMixtureMDP(S=5, A=2, d=3, H=3, seed=0)
+LIN = RandomLinearMDP(S=5, A=2, d=3, H=3, seed=0)
+
+
+def _agents():
+    for model in (JointDP(1.0, 1e-5), LocalDP(1.0, 1e-5), JointDP(1.0), LocalDP(1.0)):
+        for cls in (UCRLVTR, UCRLVTRPlus):
+            yield cls, MIX, model
+    for model in (JointDP(1.0, 1e-5), JointDP(1.0), JointDP(1.0, 1e-5, calibration="practical")):
+        yield LSVIUCB, LIN, model
+    yield UCRLVTR, MIX, JointDP(1.0, 1e-5, calibration="practical")  # BLT, the practical default
+
+
+@pytest.mark.parametrize(("cls", "env", "model"), list(_agents()), ids=lambda x: getattr(x, "label", None))
+def test_every_default_agent_uses_the_discrete_samplers_and_says_so(cls, env, model):
+    assert model.sampler == "discrete"
+    agent = cls(env, model, episodes=40, seed=0)
+    cal = agent.calibration
+    law = "laplace" if model.delta == 0 else "gaussian"
+    assert cal.sampler == "discrete" and cal.grid_bits == 24 and cal.node_noise == f"discrete_{law}"
+    rep = agent.privacy_report()
+    assert rep["sampler"]["name"] == "discrete" and rep["within_target"]["tight"]
+    line = next(s for s in format_privacy_report(rep).splitlines() if s.strip().startswith("sampler:"))
+    assert f"exact discrete {law.capitalize()}" in line and "2^-24" in line and "Canonne" in line
+    assert rep["tight"]["budget"][0] <= model.epsilon * (1 + 1e-9)
+    privrl.run(agent, env, seed=1)  # runs end to end (engine and lattice sums)
+
+
+def test_float_sampler_is_named_in_the_report_and_label():
+    model = JointDP(1.0, 1e-5, sampler="float")
+    agent = UCRLVTR(MIX, model, episodes=20, seed=0)
+    assert agent.calibration.node_noise == "gaussian" and model.label.endswith(", float)")
+    text = format_privacy_report(agent.privacy_report())
+    assert "sampler: float" in text and "Mironov" in text
+
+
+def _on_lattice(x, unit):
+    """Integer multiples of `unit` up to the one rounding of the final scaling (off-lattice values
+    would have fractional parts spread over [0, 1))."""
+    q = np.asarray(x) / unit
+    return bool(np.all(np.abs(q - np.round(q)) < 1e-6))
+
+
+def _tree_noise(model, k, seeds):
+    out = []
+    for s in seeds:
+        agent = UCRLVTR(MIX, model, episodes=64, seed=s)
+        for _ in range(k):  # users whose statistics enter the trees
+            agent.server.receive(_raw(agent, np.random.default_rng(s)))
+        out.append(agent.server.tree_noise())
+    return out, agent
+
+
+def _raw(agent, rng):
+    from privrl.agents.statistics import RawStatistics
+
+    X = rng.uniform(-1.0, 1.0, (agent.H, agent.d))
+    return RawStatistics(X, rng.uniform(0.0, agent.H, agent.H))
+
+
+def test_released_jdp_noise_has_the_sampler_variance_and_lives_on_the_lattice():
+    # after k = 7 users the release sums popcount(7) = 3 tree nodes: off-diagonal matrix entries of
+    # variance 3 * 2 sigma^2 / c^2 = 3 sigma^2 (c = sqrt 2), diagonal 6 sigma^2, vector 3 sigma^2
+    model = JointDP(1.0, 1e-5, calibration="tight")
+    noises, agent = _tree_noise(model, 7, range(150))
+    sigma, unit = agent.calibration["sigma_B"], agent.calibration["sigma_B"] * 2.0**-24
+    mats = np.array([m for m, _ in noises])  # (seeds, H, d, d)
+    vecs = np.array([v for _, v in noises])
+    iu = np.triu_indices(agent.d, 1)
+    n_off = mats[:, :, iu[0], iu[1]].size
+    # sample variances of n normal draws: relative s.d. sqrt(2 / n); 5 of them
+    tol = 5 * math.sqrt(2 / n_off)
+    assert abs(mats[:, :, iu[0], iu[1]].var() / (3 * sigma**2) - 1) < tol
+    d_idx = np.arange(agent.d)
+    assert abs(mats[:, :, d_idx, d_idx].var() / (6 * sigma**2) - 1) < 5 * math.sqrt(
+        2 / mats[:, :, d_idx, d_idx].size
+    )
+    assert abs(vecs.var() / (3 * agent.calibration["sigma_g"] ** 2) - 1) < 5 * math.sqrt(2 / vecs.size)
+    # exact lattice values: integers in units of sigma 2^-24
+    assert _on_lattice(mats, unit)
+
+
+def test_ldp_messages_are_rounded_data_plus_integer_noise():
+    model = LocalDP(2.0, 1e-5, calibration="tight")
+    agent = UCRLVTR(MIX, model, episodes=20, seed=3)
+    rnd = agent.randomizer
+    rng = np.random.default_rng(0)
+    X, y = rng.uniform(-0.5, 0.5, (MIX.H, agent.d)), rng.uniform(0, MIX.H, MIX.H)
+    msg = rnd.privatize(X, y)
+    unit_m, unit_v = agent.calibration["sigma_B"] * 2.0**-24, agent.calibration["sigma_g"] * 2.0**-24
+    assert _on_lattice(msg.gram, unit_m) and _on_lattice(msg.target, unit_v)
+    # the noise (message minus rounded data) has the sampler's variance over many messages
+    grams = np.array([rnd.privatize(X, y).gram for _ in range(3000)]) - np.einsum("hi,hj->hij", X, X)
+    iu = np.triu_indices(agent.d, 1)
+    off = grams[:, :, iu[0], iu[1]]
+    assert abs(off.var() / agent.calibration["sigma_B"] ** 2 - 1) < 5 * math.sqrt(2 / off.size)
+
+
+def test_lsvi_releases_are_lattice_sums():
+    agent = LSVIUCB(LIN, JointDP(1.0, 1e-5), episodes=60, seed=0)
+    privrl.run(agent, LIN, seed=0)
+    unit = agent.calibration["sigma_Lambda"] * 2.0**-24
+    rel = np.stack([t.release() for t in agent.server.trees])
+    assert _on_lattice(rel, unit)
+
+
+def test_rounding_term_by_hand():
+    # UCRL-VTR JDP tree, H = 3, K = 50 (6 nodes per leaf), d = 2: per draw 2^-24 (sqrt 2 / 2) d
+    # (matrix) and 2^-24 sqrt(d) (vector), each over 6 nodes in H trees
+    from privrl.privacy import ucrl_vtr
+
+    plan = ucrl_vtr.release_plan("jdp", False, 3, 50, 2, "tree", "discrete")
+    lam, u = plan.families
+    assert rounding_per_draw(plan, lam) == pytest.approx(2.0**-24 * math.sqrt(2) / 2 * 2, rel=1e-15)
+    assert rounding_per_draw(plan, u) == pytest.approx(2.0**-24 * math.sqrt(2), rel=1e-15)
+    want = math.sqrt(3 * 6 * ((2.0**-24 * math.sqrt(2)) ** 2 + (2.0**-24 * math.sqrt(2)) ** 2))
+    assert plan_rounding_mu(plan) == pytest.approx(want, rel=1e-12)
+    assert plan_rounding_mu(ucrl_vtr.release_plan("jdp", False, 3, 50, 2, "tree", "float")) == 0.0
+
+
+def test_discrete_lattice_too_fine_is_refused_at_construction():
+    with pytest.raises(PrivacyParameterError, match="sampler='float'"):
+        UCRLVTR(MIX, JointDP(1e13, 1e-5), episodes=1000, seed=0)
+    UCRLVTR(MIX, JointDP(1e13, 1e-5, sampler="float"), episodes=1000, seed=0)
+
+
+def test_mechanisms_without_a_discrete_sampler():
+    assert JointDP(1.0, 1e-5, mechanism="honaker").sampler == "float"
+    with pytest.raises(PrivacyParameterError, match="no discrete"):
+        JointDP(1.0, 1e-5, mechanism="factorization", sampler="discrete")
+    with pytest.raises(PrivacyParameterError, match="sampler must be"):
+        LocalDP(1.0, 1e-5, sampler="exact")
+
+
+def test_discrete_laplace_matrix_diagonal_keeps_even_lattice_units():
+    # the diagonal noise is 2 Z'_ii: data rounded to odd units would show through the parity
+    tr = kn.TreeAggregator((2, 2), 8, noise="discrete_laplace", scale=1.0, seed=0, grid_bits=3, divisor=2.0)
+    unit = 2.0**-3 / 2.0
+    for t in range(8):
+        tr.push(np.array([[unit * (2 * t + 1), 0.3], [0.3, unit * 3]]))
+        diag = np.diag(tr.release()) / unit
+        assert np.array_equal(diag, np.round(diag)) and np.all(diag % 2 == 0)
+
+
+def test_discrete_blt_through_the_python_api():
+    m = kn.make_prefix_mechanism("blt", 3, 16, noise="discrete_gaussian", scale=2.0, seed=0)
+    for t in range(10):
+        m.push(np.full(3, 0.1 * t))
+    assert np.all(np.abs(m.release() - m.exact_sum()) < 50.0)
+    with pytest.raises(PrivacyParameterError):
+        kn.make_prefix_mechanism("blt", 3, 16, noise="discrete_laplace", scale=2.0, seed=0)
