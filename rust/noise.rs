@@ -280,25 +280,29 @@ pub fn draw_node_noise<R: Rng + ?Sized>(
 ) {
     match (noise, shape) {
         (NodeNoise::Zero, _) => out.iter_mut().for_each(|x| *x = 0.0),
-        // Discrete samplers write exact integers in lattice units (see NodeNoise::lattice_unit).
+        // Discrete samplers write exact integers in lattice units (see NodeNoise::lattice_unit);
+        // one bit source serves the whole node.
         (NodeNoise::DiscreteGaussian { grid_bits, .. }, NodeShape::Vector(_)) => {
             let s2 = 1u128 << (2 * grid_bits);
+            let mut bits = secure::Bits::new(rng);
             for x in out.iter_mut() {
-                *x = secure::discrete_gaussian(rng, s2, 1) as f64;
+                *x = bits.discrete_gaussian(s2, 1) as f64;
             }
         }
         (NodeNoise::DiscreteLaplace { grid_bits, .. }, NodeShape::Vector(_)) => {
+            let mut bits = secure::Bits::new(rng);
             for x in out.iter_mut() {
-                *x = secure::discrete_laplace(rng, 1u128 << grid_bits) as f64;
+                *x = bits.discrete_laplace(1u128 << grid_bits) as f64;
             }
         }
         (NodeNoise::DiscreteGaussian { grid_bits, .. }, NodeShape::SymMatrix { d, divisor }) => {
             let q = sym_square(divisor).unwrap_or(2);
             let base = 1u128 << (2 * grid_bits);
+            let mut bits = secure::Bits::new(rng);
             for i in 0..d {
-                out[i * d + i] = secure::discrete_gaussian(rng, 4 * base, q) as f64;
+                out[i * d + i] = bits.discrete_gaussian(4 * base, q) as f64;
                 for j in (i + 1)..d {
-                    let v = secure::discrete_gaussian(rng, 2 * base, q) as f64;
+                    let v = bits.discrete_gaussian(2 * base, q) as f64;
                     out[i * d + j] = v;
                     out[j * d + i] = v;
                 }
@@ -307,11 +311,11 @@ pub fn draw_node_noise<R: Rng + ?Sized>(
         (NodeNoise::DiscreteLaplace { grid_bits, .. }, NodeShape::SymMatrix { d, .. }) => {
             // On the lattice grid / divisor, (Z' + Z'^T)/divisor is Z'_ij + Z'_ji and 2 Z'_ii.
             let t = 1u128 << grid_bits;
+            let mut bits = secure::Bits::new(rng);
             for i in 0..d {
-                out[i * d + i] = 2.0 * secure::discrete_laplace(rng, t) as f64;
+                out[i * d + i] = 2.0 * bits.discrete_laplace(t) as f64;
                 for j in (i + 1)..d {
-                    let v = (secure::discrete_laplace(rng, t) + secure::discrete_laplace(rng, t))
-                        as f64;
+                    let v = (bits.discrete_laplace(t) + bits.discrete_laplace(t)) as f64;
                     out[i * d + j] = v;
                     out[j * d + i] = v;
                 }

@@ -8,7 +8,8 @@
 //! release is `grid * (integer data + integer noise)`, a deterministic function of exact
 //! integers, so floating point only post-processes a private value.
 //!
-//! Every random decision is a comparison of a uniform integer with a rational threshold; the
+//! Every random decision is a comparison of a uniform (generated bit by bit) with a rational
+//! threshold; the
 //! only transcendental, `exp(-x)` for rational `x`, enters through Bernoulli(exp(-x)) built from
 //! Bernoulli(rational) coins (CKS Alg. 1). Arithmetic is on `u128`; a product that would
 //! overflow only arises for |Y| beyond 2^40 noise standard deviations and is treated as the
@@ -16,87 +17,196 @@
 
 use rand::RngCore;
 
-/// Uniform integer in `[0, m)` (`m >= 1`) by rejection on the smallest enclosing power of two:
-/// exactly uniform, at most two expected rounds.
-pub fn uniform_below<R: RngCore + ?Sized>(rng: &mut R, m: u128) -> u128 {
-    if m <= 1 {
-        return 0;
-    }
-    let bits = 128 - (m - 1).leading_zeros();
-    let mask = if bits == 128 {
-        u128::MAX
-    } else {
-        (1u128 << bits) - 1
-    };
-    loop {
-        let raw = if bits <= 64 {
-            rng.next_u64() as u128
-        } else {
-            ((rng.next_u64() as u128) << 64) | rng.next_u64() as u128
-        };
-        let x = raw & mask;
-        if x < m {
-            return x;
+/// Random bits from the stream, drawn 64 at a time: every coin of the samplers below is decided
+/// by comparing a lazily generated uniform with the binary expansion of a rational threshold,
+/// which takes 2 bits on average instead of a 64- or 128-bit word. One source serves a whole node
+/// (unused bits of its last word are discarded).
+pub struct Bits<'a, R: RngCore + ?Sized> {
+    rng: &'a mut R,
+    buf: u64,
+    left: u32,
+}
+
+impl<'a, R: RngCore + ?Sized> Bits<'a, R> {
+    pub fn new(rng: &'a mut R) -> Self {
+        Bits {
+            rng,
+            buf: 0,
+            left: 0,
         }
     }
+
+    fn bit(&mut self) -> bool {
+        if self.left == 0 {
+            self.buf = self.rng.next_u64();
+            self.left = 64;
+        }
+        let b = self.buf & 1 == 1;
+        self.buf >>= 1;
+        self.left -= 1;
+        b
+    }
+
+    /// `n <= 128` uniform bits as an integer.
+    fn take(&mut self, n: u32) -> u128 {
+        let (mut out, mut need) = (0u128, n);
+        while need > 0 {
+            if self.left == 0 {
+                self.buf = self.rng.next_u64();
+                self.left = 64;
+            }
+            let k = need.min(self.left);
+            let chunk = if k == 64 {
+                self.buf
+            } else {
+                self.buf & ((1u64 << k) - 1)
+            };
+            out = (out << k) | chunk as u128;
+            self.buf = if k == 64 { 0 } else { self.buf >> k };
+            self.left -= k;
+            need -= k;
+        }
+        out
+    }
+
+    /// Uniform integer in `[0, m)` (`m >= 1`) by rejection on the smallest enclosing power of
+    /// two: exactly uniform, at most two expected rounds.
+    pub fn uniform_below(&mut self, m: u128) -> u128 {
+        if m <= 1 {
+            return 0;
+        }
+        let nb = 128 - (m - 1).leading_zeros();
+        loop {
+            let x = self.take(nb);
+            if x < m {
+                return x;
+            }
+        }
+    }
+
+    /// Bernoulli(num / den) for `den >= 1`: a uniform U in [0, 1) is generated bit by bit and
+    /// compared with the binary expansion of p = num / den, digit by digit (exact: the first
+    /// differing digit decides U < p; once p's expansion ends, U >= p).
+    pub fn bernoulli_ratio(&mut self, num: u128, den: u128) -> bool {
+        if num >= den {
+            return true;
+        }
+        let mut r = num;
+        while r != 0 {
+            // next digit of r / den: 2r >= den, written without overflowing 2r
+            let digit = r >= den - r;
+            r = if digit { r - (den - r) } else { r + r };
+            if self.bit() != digit {
+                return digit;
+            }
+        }
+        false
+    }
+
+    /// Bernoulli(exp(-gamma)) for `gamma = num / den` in `[0, 1]` (CKS Alg. 1, first branch):
+    /// the parity of the first K with a failed Bernoulli(gamma / K) coin.
+    fn bernoulli_exp_unit(&mut self, num: u128, den: u128) -> bool {
+        let mut k: u128 = 1;
+        // Once den * K overflows, gamma / K < 2^-64: the coin fails (up to that probability).
+        while let Some(dk) = den.checked_mul(k) {
+            if !self.bernoulli_ratio(num, dk) {
+                break;
+            }
+            k += 1;
+        }
+        k % 2 == 1
+    }
+
+    /// Bernoulli(exp(-num / den)) for any rational `num / den >= 0` (CKS Alg. 1): one
+    /// Bernoulli(exp(-1)) per unit of gamma, then the fractional part.
+    pub fn bernoulli_exp(&mut self, num: u128, den: u128) -> bool {
+        debug_assert!(den > 0);
+        let mut num = num;
+        while num > den {
+            if !self.bernoulli_exp_unit(1, 1) {
+                return false;
+            }
+            num -= den;
+        }
+        self.bernoulli_exp_unit(num, den)
+    }
+
+    /// Discrete Laplace with integer scale `t >= 1`: P(Y = y) proportional to exp(-|y| / t)
+    /// (CKS Alg. 2 with s = 1).
+    pub fn discrete_laplace(&mut self, t: u128) -> i128 {
+        let t = t.max(1);
+        loop {
+            let u = self.uniform_below(t);
+            if !self.bernoulli_exp(u, t) {
+                continue;
+            }
+            let mut v: u128 = 0;
+            while self.bernoulli_exp(1, 1) {
+                v += 1;
+            }
+            let x = match v.checked_mul(t).and_then(|tv| tv.checked_add(u)) {
+                Some(x) if x <= i128::MAX as u128 => x,
+                _ => continue,
+            };
+            let negative = self.bit();
+            if negative && x == 0 {
+                continue; // keeps P(0) right: 0 would otherwise be counted twice
+            }
+            return if negative { -(x as i128) } else { x as i128 };
+        }
+    }
+
+    /// Discrete Gaussian N_Z(0, sigma^2) with rational `sigma^2 = num / den > 0`: P(Y = y)
+    /// proportional to exp(-y^2 / (2 sigma^2)) (CKS Alg. 3: discrete Laplace proposal with
+    /// scale t, accepted with probability exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2)), which is the
+    /// target over the proposal up to a constant for every t > 0). CKS take t = floor(sigma) + 1;
+    /// here t = max(floor(sigma), 1): the same acceptance rate for sigma >= 1, and for the
+    /// power-of-two sigma of the lattices (2^grid_bits) a power-of-two t, whose uniform draws
+    /// need no rejection and whose coins u / t have finite binary expansions.
+    pub fn discrete_gaussian(&mut self, num: u128, den: u128) -> i128 {
+        let t = floor_sqrt_ratio(num, den).max(1);
+        loop {
+            let y = self.discrete_laplace(t);
+            // gamma = (|y| - num/(den t))^2 / (2 num/den) = (|y| t den - num)^2 / (2 num den t^2)
+            let parts = (y.unsigned_abs())
+                .checked_mul(t)
+                .and_then(|v| v.checked_mul(den))
+                .map(|v| v.abs_diff(num))
+                .and_then(|diff| diff.checked_mul(diff))
+                .zip(
+                    num.checked_mul(den)
+                        .and_then(|v| v.checked_mul(2))
+                        .and_then(|v| v.checked_mul(t))
+                        .and_then(|v| v.checked_mul(t)),
+                );
+            let Some((g_num, g_den)) = parts else {
+                continue;
+            };
+            if self.bernoulli_exp(g_num, g_den) {
+                return y;
+            }
+        }
+    }
+}
+
+/// Uniform integer in `[0, m)` (`m >= 1`), see [`Bits::uniform_below`].
+pub fn uniform_below<R: RngCore + ?Sized>(rng: &mut R, m: u128) -> u128 {
+    Bits::new(rng).uniform_below(m)
 }
 
 /// Bernoulli(num / den) for `0 <= num <= den`, `den >= 1`.
 pub fn bernoulli_ratio<R: RngCore + ?Sized>(rng: &mut R, num: u128, den: u128) -> bool {
-    uniform_below(rng, den) < num
+    Bits::new(rng).bernoulli_ratio(num, den)
 }
 
-/// Bernoulli(exp(-gamma)) for `gamma = num / den` in `[0, 1]` (CKS Alg. 1, first branch): the
-/// parity of the first K with a failed Bernoulli(gamma / K) coin.
-fn bernoulli_exp_unit<R: RngCore + ?Sized>(rng: &mut R, num: u128, den: u128) -> bool {
-    let mut k: u128 = 1;
-    // Once den * K overflows, gamma / K < 2^-64: the coin fails (up to that probability).
-    while let Some(dk) = den.checked_mul(k) {
-        if !bernoulli_ratio(rng, num, dk) {
-            break;
-        }
-        k += 1;
-    }
-    k % 2 == 1
-}
-
-/// Bernoulli(exp(-num / den)) for any rational `num / den >= 0` (CKS Alg. 1): one
-/// Bernoulli(exp(-1)) per unit of gamma, then the fractional part.
+/// Bernoulli(exp(-num / den)), see [`Bits::bernoulli_exp`].
 pub fn bernoulli_exp<R: RngCore + ?Sized>(rng: &mut R, num: u128, den: u128) -> bool {
-    debug_assert!(den > 0);
-    let mut num = num;
-    while num > den {
-        if !bernoulli_exp_unit(rng, 1, 1) {
-            return false;
-        }
-        num -= den;
-    }
-    bernoulli_exp_unit(rng, num, den)
+    Bits::new(rng).bernoulli_exp(num, den)
 }
 
-/// Discrete Laplace with integer scale `t >= 1`: P(Y = y) proportional to exp(-|y| / t)
-/// (CKS Alg. 2 with s = 1).
+/// Discrete Laplace with integer scale `t >= 1`, see [`Bits::discrete_laplace`].
 pub fn discrete_laplace<R: RngCore + ?Sized>(rng: &mut R, t: u128) -> i128 {
-    let t = t.max(1);
-    loop {
-        let u = uniform_below(rng, t);
-        if !bernoulli_exp(rng, u, t) {
-            continue;
-        }
-        let mut v: u128 = 0;
-        while bernoulli_exp(rng, 1, 1) {
-            v += 1;
-        }
-        let x = match v.checked_mul(t).and_then(|tv| tv.checked_add(u)) {
-            Some(x) if x <= i128::MAX as u128 => x,
-            _ => continue,
-        };
-        let negative = rng.next_u32() & 1 == 1;
-        if negative && x == 0 {
-            continue; // keeps P(0) right: 0 would otherwise be counted twice
-        }
-        return if negative { -(x as i128) } else { x as i128 };
-    }
+    Bits::new(rng).discrete_laplace(t)
 }
 
 /// floor(sqrt(num / den)), exactly.
@@ -121,32 +231,10 @@ pub fn floor_sqrt_ratio(num: u128, den: u128) -> u128 {
     a
 }
 
-/// Discrete Gaussian N_Z(0, sigma^2) with rational `sigma^2 = num / den > 0`: P(Y = y)
-/// proportional to exp(-y^2 / (2 sigma^2)) (CKS Alg. 3: discrete Laplace proposal with
-/// t = floor(sigma) + 1, accepted with probability exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2))).
+/// Discrete Gaussian N_Z(0, sigma^2) with rational `sigma^2 = num / den`, see
+/// [`Bits::discrete_gaussian`].
 pub fn discrete_gaussian<R: RngCore + ?Sized>(rng: &mut R, num: u128, den: u128) -> i128 {
-    let t = floor_sqrt_ratio(num, den) + 1;
-    loop {
-        let y = discrete_laplace(rng, t);
-        // gamma = (|y| - num/(den t))^2 / (2 num/den) = (|y| t den - num)^2 / (2 num den t^2)
-        let parts = (y.unsigned_abs())
-            .checked_mul(t)
-            .and_then(|v| v.checked_mul(den))
-            .map(|v| v.abs_diff(num))
-            .and_then(|diff| diff.checked_mul(diff))
-            .zip(
-                num.checked_mul(den)
-                    .and_then(|v| v.checked_mul(2))
-                    .and_then(|v| v.checked_mul(t))
-                    .and_then(|v| v.checked_mul(t)),
-            );
-        let Some((g_num, g_den)) = parts else {
-            continue;
-        };
-        if bernoulli_exp(rng, g_num, g_den) {
-            return y;
-        }
-    }
+    Bits::new(rng).discrete_gaussian(num, den)
 }
 
 /// Variance of the discrete Gaussian N_Z(0, s2). For s2 >= 64 it equals s2 to double precision
