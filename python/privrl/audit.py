@@ -351,6 +351,7 @@ def audit_ucrl_vtr_tree(
     confidence: float = 0.95,
     seed: Any = 0,
     plan: ReleasePlan | None = None,
+    sampler: str = "discrete",
 ) -> AuditResult:
     """Audit the JDP UCRL-VTR release (Alg. 1 / Cor. 1): the shipped ``RegressionServer`` in tree
     mode (``2H`` trees, a ``SensitivityGuard`` with the plan's bounds, the calibration for
@@ -361,8 +362,9 @@ def audit_ucrl_vtr_tree(
     are read from. The output is the released ``(Lambda~_{t,h}, u~_{t,h} = Lambda~ w~)`` at
     ``t = 1, 2, 4, ...``: exactly the ``tree_nodes_per_leaf(K)`` nodes containing user 1, hence
     everything the release says about user 1. ``noise_multiplier`` scales the calibrated sigma
-    (0.01: a deliberately broken mechanism)."""
-    plan = plan if plan is not None else ucrl_vtr.release_plan("jdp", delta == 0.0, H, K, d)
+    (0.01: a deliberately broken mechanism). ``sampler``: the noise drawn, the agents' default
+    "discrete" (exact discrete Gaussian on the lattice) or "float"."""
+    plan = plan if plan is not None else ucrl_vtr.release_plan("jdp", delta == 0.0, H, K, d, "tree", sampler)
     cal = ucrl_vtr.calibrate_ucrl_vtr("jdp", epsilon, delta, H, K, d, 1.0, calibration=calibration, plan=plan)
     if cal["noise"] != "gaussian":
         raise PrivacyParameterError("audit_ucrl_vtr_tree audits the Gaussian (delta > 0) release")
@@ -386,6 +388,7 @@ def audit_ucrl_vtr_tree(
             shift=cal["shift"],
             guard=_guard_of(plan),
             seeds=seeds,
+            grid_bits=cal.grid_bits or 24,
         )
         out = []
         for t in range(1, times[-1] + 1):
@@ -399,10 +402,10 @@ def audit_ucrl_vtr_tree(
     exact = run(user_a, "none", ()) - run(user_b, "none", ())
     rng = _seed_stream(seed)
     sa = np.stack(
-        [run(user_a, "gaussian", [rng.bytes(32) for _ in range(2 * H)]) for _ in range(int(n_trials))]
+        [run(user_a, cal.node_noise, [rng.bytes(32) for _ in range(2 * H)]) for _ in range(int(n_trials))]
     )
     sb = np.stack(
-        [run(user_b, "gaussian", [rng.bytes(32) for _ in range(2 * H)]) for _ in range(int(n_trials))]
+        [run(user_b, cal.node_noise, [rng.bytes(32) for _ in range(2 * H)]) for _ in range(int(n_trials))]
     )
     # exact mu of what is audited: per released node the (whitened) difference; the matrix noise
     # (Z' + Z'^T)/sqrt 2 has variance sigma^2 off and 2 sigma^2 on the diagonal.
@@ -425,7 +428,7 @@ def audit_ucrl_vtr_tree(
         direction=exact,
         claimed_epsilon=float(epsilon),
         effective_epsilon=gaussian_epsilon(math.sqrt(mu2), delta),
-        name=f"UCRL-VTR JDP tree release ({calibration}, x{noise_multiplier:g} noise)",
+        name=f"UCRL-VTR JDP tree release ({calibration}, {plan.sampler}, x{noise_multiplier:g} noise)",
         inverse_variance=np.tile(per_release, n_nodes),
         gaussian=True,
     )
@@ -444,12 +447,13 @@ def audit_ldp_randomizer(
     confidence: float = 0.95,
     seed: Any = 0,
     plan: ReleasePlan | None = None,
+    sampler: str = "discrete",
 ) -> AuditResult:
     """Audit the LDP UCRL-VTR user-side randomizer (Cor. 2): the shipped ``LocalRandomizer``
     with the calibration of ``plan`` (default ``privrl.privacy.ucrl_vtr.release_plan``)
     privatizes one user's statistics (the plan's worst pair, or the worst user against zeros);
     the output is everything the user sends, ``(X X^T + B^1, X y + g^1)`` for all ``h``."""
-    plan = plan if plan is not None else ucrl_vtr.release_plan("ldp", delta == 0.0, H, 1, d)
+    plan = plan if plan is not None else ucrl_vtr.release_plan("ldp", delta == 0.0, H, 1, d, "tree", sampler)
     cal = ucrl_vtr.calibrate_ucrl_vtr("ldp", epsilon, delta, H, 1, d, 1.0, calibration=calibration, plan=plan)
     if cal["noise"] != "gaussian":
         raise PrivacyParameterError("audit_ldp_randomizer audits the Gaussian (delta > 0) randomizer")
@@ -461,12 +465,13 @@ def audit_ldp_randomizer(
         rnd = LocalRandomizer(
             H,
             d,
-            "gaussian",
+            cal.node_noise,
             sigma,
             sigma,
             cal["sym_divisor"],
             _guard_of(plan),
             seeds=(rng.bytes(32), rng.bytes(32)),
+            grid_bits=cal.grid_bits or 24,
         )
         out = np.empty((int(n_trials), H * d * d + H * d))
         for i in range(int(n_trials)):
@@ -490,7 +495,7 @@ def audit_ldp_randomizer(
         direction=clean(user_a) - clean(user_b),
         claimed_epsilon=float(epsilon),
         effective_epsilon=gaussian_epsilon(math.sqrt(mu2), delta),
-        name=f"UCRL-VTR LDP randomizer ({calibration}, x{noise_multiplier:g} noise)",
+        name=f"UCRL-VTR LDP randomizer ({calibration}, {plan.sampler}, x{noise_multiplier:g} noise)",
         inverse_variance=np.concatenate(
             [_sym_inverse_variance(H, d, sigma, cal["sym_divisor"]), np.full(H * d, 1.0 / sigma**2)]
         ),
@@ -563,6 +568,7 @@ def audit_lsvi_server(
     noise_multiplier: float = 1.0,
     confidence: float = 0.95,
     seed: Any = 0,
+    sampler: str = "discrete",
 ) -> AuditResult:
     """Audit the shipped ``LSVIServer`` (Alg. 2): its receive, batch schedule, trees, fresh eta
     stream and ``release_batch``. With one step (H = 1, ``V_{H+1} = 0``) the released
@@ -574,13 +580,13 @@ def audit_lsvi_server(
 
     H = 1
     cal = lsvi_ucb.calibrate_lsvi_ucb(
-        "jdp", epsilon, delta, H, K, d, batches=batches, calibration=calibration
+        "jdp", epsilon, delta, H, K, d, batches=batches, calibration=calibration, sampler=sampler
     )
     if cal["noise"] != "gaussian":
         raise PrivacyParameterError("audit_lsvi_server audits the Gaussian (delta > 0) release")
     m = float(noise_multiplier)
     cal = cal.replace(sigma_u=cal["sigma_u"] * m, sigma_Lambda=cal["sigma_Lambda"] * m)
-    plan = lsvi_ucb.release_plan("jdp", False, H, K, d, cal["B"])
+    plan = lsvi_ucb.release_plan("jdp", False, H, K, d, cal["B"], "tree", sampler)
     user_a, user_b = _neighbours(plan, {k: cal[k] for k in plan.scale_keys}, "worst")
     ends = {int(k) - 1 for k in batch_starts(K, cal["B"])[1:]}
     rng = _seed_stream(seed)
@@ -610,6 +616,13 @@ def audit_lsvi_server(
         direction=np.tile(term, n_releases),
         claimed_epsilon=float(epsilon),
         effective_epsilon=gaussian_epsilon(mu, delta),
-        name=f"LSVI-UCB server u-release ({calibration}, x{noise_multiplier:g} noise)",
+        name=f"LSVI-UCB server u-release ({calibration}, {sampler}, x{noise_multiplier:g} noise)",
         gaussian=True,
     )
+
+
+# The end-to-end audit of a whole agent lives in its own module (it runs the agents); re-exported
+# here so that every audit is privrl.audit.<name>.
+from privrl.agent_audit import audit_agent, audit_ucrl_vtr_agent  # noqa: E402
+
+__all__ += ["audit_agent", "audit_ucrl_vtr_agent"]

@@ -299,7 +299,11 @@ class UCRLVTR(Agent):
         return RawStatistics(X, y)
 
     def _observe(self, trajectory: Trajectory) -> None:
-        raw = self.user_statistics(trajectory)
+        self._observe_statistics(self.user_statistics(trajectory))
+
+    def _observe_statistics(self, raw: RawStatistics) -> None:
+        """A user's statistics through the privacy model to the server, and the next billboard
+        (the end-to-end audit also sends chosen statistics here: an adversarial user)."""
         message = raw if self.randomizer is None else self.randomizer.privatize(raw.X, raw.y)
         self.server.receive(message)
         self._release = self.server.release()
