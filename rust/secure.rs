@@ -25,6 +25,9 @@ pub struct Bits<'a, R: RngCore + ?Sized> {
     rng: &'a mut R,
     buf: u64,
     left: u32,
+    /// The last (sigma^2 num, den) -> proposal scale t of `discrete_gaussian` (a node draws
+    /// every entry with one or two parameters).
+    scale: (u128, u128, u128),
 }
 
 impl<'a, R: RngCore + ?Sized> Bits<'a, R> {
@@ -33,6 +36,7 @@ impl<'a, R: RngCore + ?Sized> Bits<'a, R> {
             rng,
             buf: 0,
             left: 0,
+            scale: (0, 0, 1),
         }
     }
 
@@ -84,14 +88,30 @@ impl<'a, R: RngCore + ?Sized> Bits<'a, R> {
         }
     }
 
-    /// Bernoulli(num / den) for `den >= 1`: a uniform U in [0, 1) is generated bit by bit and
-    /// compared with the binary expansion of p = num / den, digit by digit (exact: the first
-    /// differing digit decides U < p; once p's expansion ends, U >= p).
+    /// Bernoulli(num / den) for `den >= 1`: a uniform U in [0, 1) is compared with p = num / den,
+    /// its binary expansion generated lazily, 32 digits at a time while `den < 2^96`: with A the
+    /// next 32 bits of U, `(A + 1) den <= num 2^32` decides U < p and `A den >= num 2^32` decides
+    /// U >= p (integer products, exact); otherwise (probability < 2^-32) the comparison goes on
+    /// with the remainder `num 2^32 - A den`. Larger denominators go digit by digit.
     pub fn bernoulli_ratio(&mut self, num: u128, den: u128) -> bool {
         if num >= den {
             return true;
         }
         let mut r = num;
+        if den < 1u128 << 96 {
+            while r != 0 {
+                let a = self.take(32);
+                let (lo, target) = (a * den, r << 32);
+                if lo + den <= target {
+                    return true;
+                }
+                if lo >= target {
+                    return false;
+                }
+                r = target - lo;
+            }
+            return false;
+        }
         while r != 0 {
             // next digit of r / den: 2r >= den, written without overflowing 2r
             let digit = r >= den - r;
@@ -160,11 +180,19 @@ impl<'a, R: RngCore + ?Sized> Bits<'a, R> {
     /// proportional to exp(-y^2 / (2 sigma^2)) (CKS Alg. 3: discrete Laplace proposal with
     /// scale t, accepted with probability exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2)), which is the
     /// target over the proposal up to a constant for every t > 0). CKS take t = floor(sigma) + 1;
-    /// here t = max(floor(sigma), 1): the same acceptance rate for sigma >= 1, and for the
-    /// power-of-two sigma of the lattices (2^grid_bits) a power-of-two t, whose uniform draws
-    /// need no rejection and whose coins u / t have finite binary expansions.
+    /// here t is the largest power of two <= max(floor(sigma), 1), within a factor 2 of sigma
+    /// (a few more proposals at worst): its uniform draws need no rejection, and with the
+    /// lattices' power-of-two sigma^2 every coin's denominator is a power of two below 2^64.
     pub fn discrete_gaussian(&mut self, num: u128, den: u128) -> i128 {
-        let t = floor_sqrt_ratio(num, den).max(1);
+        let (num, den) = reduce_twos(num, den);
+        if (self.scale.0, self.scale.1) != (num, den) {
+            self.scale = (
+                num,
+                den,
+                prev_power_of_two(floor_sqrt_ratio(num, den).max(1)),
+            );
+        }
+        let t = self.scale.2;
         loop {
             let y = self.discrete_laplace(t);
             // gamma = (|y| - num/(den t))^2 / (2 num/den) = (|y| t den - num)^2 / (2 num den t^2)
@@ -182,6 +210,7 @@ impl<'a, R: RngCore + ?Sized> Bits<'a, R> {
             let Some((g_num, g_den)) = parts else {
                 continue;
             };
+            let (g_num, g_den) = reduce_twos(g_num, g_den);
             if self.bernoulli_exp(g_num, g_den) {
                 return y;
             }
@@ -207,6 +236,22 @@ pub fn bernoulli_exp<R: RngCore + ?Sized>(rng: &mut R, num: u128, den: u128) -> 
 /// Discrete Laplace with integer scale `t >= 1`, see [`Bits::discrete_laplace`].
 pub fn discrete_laplace<R: RngCore + ?Sized>(rng: &mut R, t: u128) -> i128 {
     Bits::new(rng).discrete_laplace(t)
+}
+
+/// `num / den` with the common powers of two removed (the lattices' parameters are powers of
+/// two, so their coins then fit the 64-bit comparison of [`Bits::bernoulli_ratio`]).
+fn reduce_twos(num: u128, den: u128) -> (u128, u128) {
+    let z = if num == 0 {
+        den.trailing_zeros()
+    } else {
+        num.trailing_zeros().min(den.trailing_zeros())
+    };
+    (num >> z, den >> z)
+}
+
+/// The largest power of two <= x (x >= 1).
+fn prev_power_of_two(x: u128) -> u128 {
+    1u128 << (127 - x.leading_zeros())
 }
 
 /// floor(sqrt(num / den)), exactly.
@@ -338,6 +383,30 @@ mod tests {
                 (var / want - 1.0).abs() < 0.03,
                 "sigma^2 {num}/{den}: var {var} want {want}"
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha12Rng;
+
+    #[test]
+    #[ignore]
+    fn time_discrete_gaussian() {
+        let mut rng = ChaCha12Rng::from_seed([7; 32]);
+        let n = 2_000_000;
+        for (num, den) in [(1u128 << 48, 1u128), (1u128 << 50, 2), (1u128 << 40, 1)] {
+            let t0 = std::time::Instant::now();
+            let mut acc = 0i128;
+            let mut bits = Bits::new(&mut rng);
+            for _ in 0..n {
+                acc += bits.discrete_gaussian(num, den);
+            }
+            let ns = t0.elapsed().as_nanos() as f64 / n as f64;
+            println!("sigma^2 {num}/{den}: {ns:.1} ns/sample ({acc})");
         }
     }
 }
