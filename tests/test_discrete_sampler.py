@@ -169,3 +169,29 @@ def test_discrete_blt_through_the_python_api():
     assert np.all(np.abs(m.release() - m.exact_sum()) < 50.0)
     with pytest.raises(PrivacyParameterError):
         kn.make_prefix_mechanism("blt", 3, 16, noise="discrete_laplace", scale=2.0, seed=0)
+
+
+def test_zcdp_mu_inverts_the_conversion_and_beats_the_simple_bound():
+    from privrl.privacy import accounting as a
+
+    for eps, delta in ((1.0, 1e-5), (10.0, 1e-5), (0.1, 1e-8)):
+        mu = a.zcdp_mu(eps, delta)
+        assert a.zcdp_epsilon(0.5 * mu * mu, delta) == pytest.approx(eps, rel=1e-9)
+        # Bun & Steinke's eps = rho + 2 sqrt(rho log(1/delta)) solved for rho by hand
+        L = math.log(1 / delta)
+        rho_simple = (math.sqrt(L + eps) - math.sqrt(L)) ** 2
+        assert mu >= math.sqrt(2 * rho_simple)
+    # zCDP is a valid, looser accounting than the exact Gaussian curve of one release
+    assert a.zcdp_mu(1.0, 1e-5) < a.gaussian_mu(1.0, 1e-5)
+
+
+def test_paper_pure_scales_pay_the_rounding_by_hand():
+    from privrl.privacy import ucrl_vtr
+
+    H, d, eps = 2, 2, 1.0
+    cal = ucrl_vtr.calibrate_ucrl_vtr("ldp", eps, 0.0, H, 10, d, 1.0, sampler="discrete")
+    flt = ucrl_vtr.calibrate_ucrl_vtr("ldp", eps, 0.0, H, 10, d, 1.0, sampler="float")
+    # per user and step one matrix draw (2^-24 (c/2) d^2, c = 2) and one vector draw (2^-24 d)
+    rounding = H * (2.0**-24 * d * d + 2.0**-24 * d)
+    assert cal["sigma_B"] / flt["sigma_B"] == pytest.approx(eps / (eps - rounding), rel=1e-12)
+    assert cal["sigma_g"] / flt["sigma_g"] == pytest.approx(eps / (eps - rounding), rel=1e-12)
