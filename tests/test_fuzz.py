@@ -23,17 +23,23 @@ REFUSED = (PrivrlError, ValueError, TypeError)
 
 
 @FUZZ
-@given(eps=ANYTHING, delta=ANYTHING, cal=st.sampled_from(["paper", "tight", "practical", "bogus"]))
-def test_privacy_models(eps, delta, cal):
+@given(
+    eps=ANYTHING,
+    delta=ANYTHING,
+    cal=st.sampled_from(["paper", "tight", "practical", "bogus"]),
+    sampler=st.sampled_from([None, "discrete", "float", "bogus", 1]),
+)
+def test_privacy_models(eps, delta, cal, sampler):
     for model in (JointDP, LocalDP):
         try:
-            m = model(eps, delta, calibration=cal)
+            m = model(eps, delta, calibration=cal, sampler=sampler)
         except REFUSED:
             continue
         # accepted: the values are exactly what the docs promise
         assert isinstance(m.epsilon, float) and 1e-4 <= m.epsilon <= 1e15
         assert isinstance(m.delta, float) and (m.delta == 0.0 or 1e-100 <= m.delta < 1.0)
         assert cal != "bogus"
+        assert m.sampler in ("discrete", "float") and (sampler is None or m.sampler == sampler)
     try:
         p = NonPrivate(p=eps).p
     except REFUSED:
@@ -138,16 +144,17 @@ DELTA = st.sampled_from([0.0, 1e-100, 1e-12, 1e-5, 0.5, 0.999999])
     K=st.integers(1, 10**7),
     cal=st.sampled_from(["paper", "tight", "practical"]),
     which=st.sampled_from(["ucrl", "ucrl+", "lsvi", "ldp"]),
+    sampler=st.sampled_from(["discrete", "float"]),
 )
-@example(eps=90.0, delta=0.5, K=1, cal="paper", which="ldp")  # the paper's LDP noise overruns: warns
-def test_agents_build_or_refuse(eps, delta, K, cal, which):
+@example(eps=90.0, delta=0.5, K=1, cal="paper", which="ldp", sampler="float")  # paper's LDP noise overruns
+def test_agents_build_or_refuse(eps, delta, K, cal, which, sampler):
     """Any (eps, delta, K) the privacy models accept builds an agent or is refused with a privrl
     error: no ZeroDivisionError / OverflowError / panic from the calibration's arithmetic."""
     from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
     from privrl.envs import RandomLinearMDP, RiverSwimMixture
 
     try:
-        model = (LocalDP if which == "ldp" else JointDP)(eps, delta, calibration=cal)
+        model = (LocalDP if which == "ldp" else JointDP)(eps, delta, calibration=cal, sampler=sampler)
     except PrivrlError:
         return
     try:
@@ -167,6 +174,32 @@ def test_agents_build_or_refuse(eps, delta, K, cal, which):
     # only the paper's noise (the classical Gaussian mechanism, proven for eps < 1) can overrun its
     # target, and then the report warns (beyond the 1e-6 round-off of the inversion)
     assert cal == "paper" or not caught
+
+
+@FUZZ
+@given(
+    x=arrays,
+    noise=st.sampled_from(["gaussian", "laplace", "discrete_gaussian", "discrete_laplace"]),
+    scale=ANY_FLOAT,
+    symmetric=st.booleans(),
+)
+def test_randomizer_messages(x, noise, scale, symmetric):
+    """NoiseStream.privatize (the LDP user's message): a message of the input's shape, finite, on
+    the lattice for the discrete samplers, or a privrl error."""
+    try:
+        stream = kn.NoiseStream(noise, scale, seed=0)
+    except REFUSED:
+        return
+    data = x[None] if symmetric and x.ndim == 2 else x
+    try:
+        out = stream.privatize(data, symmetric=symmetric, divisor=2.0)
+    except REFUSED:
+        return
+    assert out.shape == np.shape(data) and np.all(np.isfinite(out))
+    unit = stream.lattice_unit(symmetric, 2.0)
+    if unit is not None:
+        q = out / unit
+        assert np.all(np.abs(q - np.round(q)) <= 1e-6 * np.maximum(1.0, np.abs(q)))
 
 
 # ------------------------------------------------------------------------------------------
