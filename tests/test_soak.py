@@ -16,10 +16,17 @@ K = 1_000_000
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("noise", ["gaussian", "discrete_gaussian"])
 @pytest.mark.parametrize("kind", ["tree", "blt"])
-def test_soak_one_million_leaves(kind):
+def test_soak_one_million_leaves(kind, noise):
     d = 3
-    m = kn.make_prefix_mechanism(kind, (d, d), K, noise="gaussian", scale=1.0, seed=7)
+    # the discrete sampler on the agents' lattice, scale 2^-24 (integer leaves are on it)
+    grid = {"grid_bits": 24} if noise.startswith("discrete") else {}
+    m = kn.make_prefix_mechanism(kind, (d, d), K, noise=noise, scale=1.0, seed=7, **grid)
+    # discrete BLT releases decode(round(C x) + z): it differs from exact + decoded noise by the
+    # decoded rounding, at most half a lattice step per encoded entry times the decoder's L1 norm
+    # (A C^{-1} = C for the square-root factorization: its coefficients' sum, the L1 multiplier)
+    rounding = 2.0**-24 * (m.l1_sensitivity_multiplier + 1.0) if kind == "blt" and grid else 0.0
     rng = np.random.default_rng(0)
     # integer symmetric leaves: every partial sum is exact in floating point (|sum| < 2^53)
     base = rng.integers(-3, 4, size=(1024, d, d)).astype(np.float64)
@@ -35,7 +42,9 @@ def test_soak_one_million_leaves(kind):
             rel, noise, exact = m.release(), m.noise(), m.exact_sum()
             assert np.all(np.isfinite(rel)) and np.all(np.isfinite(noise))
             np.testing.assert_array_equal(exact, truth)  # the exact sum never drifts
-            np.testing.assert_allclose(rel, exact + noise, rtol=0, atol=1e-9 * (1 + np.abs(exact).max()))
+            np.testing.assert_allclose(
+                rel, exact + noise, rtol=0, atol=1e-9 * (1 + np.abs(exact).max()) + rounding
+            )
             live.append(m.live_nodes)
     assert max(live) <= 64  # O(log K) node buffers (BLT: its fixed buffer count)
     # the released noise after K leaves: an off-diagonal entry has the variance the mechanism
