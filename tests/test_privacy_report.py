@@ -18,6 +18,7 @@ from privrl.privacy.report import (
     calibration_comparison,
     format_calibration_comparison,
     format_privacy_report,
+    plan_of,
     privacy_report,
     privacy_report_from_calibration,
     summarize_privacy_report,
@@ -273,9 +274,17 @@ def test_tight_agent_runs_and_reports(mix, sampler):
 # Paper vs tight side by side
 # ============================================================================================
 def test_calibration_comparison_rows():
-    cmp = calibration_comparison("ucrl_vtr", "jdp", 1.0, 1e-5, 10, 10_000, 10)
+    cmp = calibration_comparison("ucrl_vtr", "jdp", 1.0, 1e-5, 10, 10_000, 10, sampler="float")
     rows = {r["quantity"]: r for r in cmp["rows"]}
     assert rows["sigma_B"]["ratio"] == pytest.approx(394.894, rel=1e-4)
+    # the default (discrete) tight noise: the plan's mu target is zCDP's less the rounding
+    from privrl.privacy.plans import plan_rounding_mu
+
+    disc = calibration_comparison("ucrl_vtr", "jdp", 1.0, 1e-5, 10, 10_000, 10)
+    plan = plan_of("ucrl_vtr", disc["tight"])
+    assert plan.sampler == "discrete" and "sampler=discrete" in format_calibration_comparison(disc)
+    shrink = (a.zcdp_mu(1.0, 1e-5) - plan_rounding_mu(plan)) / a.gaussian_mu(1.0, 1e-5)
+    assert disc["rows"][0]["ratio"] == pytest.approx(rows["sigma_B"]["ratio"] * shrink, rel=1e-9)
     assert rows["beta"]["tight"] < rows["beta"]["paper"]
     spent = rows["eps spent (tight accountant)"]
     assert spent["tight"] == pytest.approx(1.0, rel=1e-9) and spent["paper"] < 0.01

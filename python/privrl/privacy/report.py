@@ -620,8 +620,10 @@ def calibration_comparison(
     C_w: float = 1.0,
     p: float = 0.05,
     batches: Any = "static",
+    sampler: str = "discrete",
 ) -> dict[str, Any]:
-    """Paper vs tight calibration of one algorithm at one privacy level: the noise scales (the
+    """Paper vs tight calibration of one algorithm at one privacy level (``sampler``: the agents'
+    default "discrete" or "float"): the noise scales (the
     release plan's), their ratio paper / tight, the radius and the regularizer of both, and the
     epsilon each release actually spends under the tight accountant. Keys: ``algorithm, kind,
     epsilon, delta, H, K, d, paper, tight (the two calibrations), rows (list of {quantity, paper,
@@ -630,7 +632,9 @@ def calibration_comparison(
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
     extra: dict[str, Any] = {"batches": batches} if algorithm == "lsvi_ucb" else {"C_w": C_w}
     cals = {
-        c: _CALIBRATE[algorithm](kind, epsilon, delta, H=H, K=K, d=d, p=p, calibration=c, **extra)
+        c: _CALIBRATE[algorithm](
+            kind, epsilon, delta, H=H, K=K, d=d, p=p, calibration=c, sampler=sampler, **extra
+        )
         for c in ("paper", "tight")
     }
     plan = plan_of(algorithm, cals["paper"])
@@ -662,6 +666,7 @@ def calibration_comparison(
         "H": H,
         "K": K,
         "d": d,
+        "sampler": sampler,
         "paper": cals["paper"],
         "tight": cals["tight"],
         "rows": rows,
@@ -673,7 +678,7 @@ def format_calibration_comparison(cmp: dict[str, Any]) -> str:
     title = cmp["paper"]["algorithm"]
     head = (
         f"{_MODULES[title].TITLE} {cmp['kind'].upper()} eps={cmp['epsilon']:g} "
-        f"delta={cmp['delta']:g} H={cmp['H']} K={cmp['K']} d={cmp['d']}"
+        f"delta={cmp['delta']:g} H={cmp['H']} K={cmp['K']} d={cmp['d']} sampler={cmp.get('sampler', 'float')}"
     )
     lines = [head, f"  {'quantity':<30}{'paper':>14}{'tight':>14}{'paper/tight':>14}"]
     for r in cmp["rows"]:
