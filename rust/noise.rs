@@ -690,11 +690,12 @@ impl NoiseStream {
         check_len("message", data.len(), shape.len())?;
         check_len("scratch", scratch.len(), shape.len())?;
         if self.noise.is_discrete() {
+            // the rounded data (integer units) into scratch; the integer noise then overwrites
+            // data, whose values are no longer needed (nothing is written before the check)
             let u = to_lattice_units(self.noise, shape, data, scratch)?;
-            let mut z = vec![0.0; shape.len()];
-            draw_node_noise(&mut self.rng, self.noise, shape, &mut z);
-            for ((d, r), z) in data.iter_mut().zip(scratch.iter()).zip(&z) {
-                *d = (*r + *z) * u;
+            draw_node_noise(&mut self.rng, self.noise, shape, data);
+            for (d, r) in data.iter_mut().zip(scratch.iter()) {
+                *d = (*r + *d) * u;
             }
             self.draws += 1;
             return Ok(());

@@ -228,7 +228,7 @@ class LSVIServer:
                     scale=cal["sigma_Lambda"],
                     seed=seeds[h],
                     divisor=cal["sym_divisor"],
-                    **({"grid_bits": cal.grid_bits} if cal.grid_bits else {}),
+                    grid_bits=cal.grid_bits or kernels.DEFAULT_GRID_BITS,
                 )
                 for h in range(H)
             ]

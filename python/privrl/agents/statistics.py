@@ -116,11 +116,6 @@ def _checked(a: Any, name: str, shape: tuple) -> np.ndarray:
     return as_f64(a, name, len(shape), shape, finite=True)
 
 
-def _grid(noise: str, grid_bits: int) -> dict[str, int]:
-    """The lattice option of a mechanism: only the discrete samplers take one."""
-    return {"grid_bits": grid_bits} if noise.startswith("discrete") else {}
-
-
 class LocalRandomizer:
     """User-side Gaussian / Laplace mechanism of LDP (Cor. 2, App. "Pure DP"): adds a symmetric
     B^1_{k,h} and a vector g^1_{k,h} to every step's statistics before anything leaves the user."""
@@ -213,7 +208,7 @@ class RegressionServer:
                     scale=sigma_matrix,
                     seed=seeds[h],
                     divisor=sym_divisor,
-                    **_grid(noise, grid_bits),
+                    grid_bits=grid_bits,
                 )
                 for h in range(H)
             ]
@@ -225,7 +220,7 @@ class RegressionServer:
                     noise=noise,
                     scale=sigma_vector,
                     seed=seeds[H + h],
-                    **_grid(noise, grid_bits),
+                    grid_bits=grid_bits,
                 )
                 for h in range(H)
             ]
