@@ -48,7 +48,7 @@ import numpy as np  # noqa: E402
 import privrl  # noqa: E402
 from privrl import kernels as kn  # noqa: E402
 from privrl.agents import LSVIUCB  # noqa: E402
-from privrl.agents.lsvi_ucb import lsvi_release, response_aggregated, response_per_sample  # noqa: E402
+from privrl.agents.lsvi_ucb.agent import lsvi_release, response_aggregated, response_per_sample  # noqa: E402
 from privrl.envs import RandomLinearMDP, SyntheticLinearMDP  # noqa: E402
 from privrl.privacy import JointDP, NonPrivate  # noqa: E402
 

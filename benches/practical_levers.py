@@ -28,7 +28,7 @@ import numpy as np
 
 import privrl
 from privrl.agents import UCRLVTR
-from privrl.agents.statistics import PracticalRelease, Release
+from privrl.agents.common.statistics import PracticalRelease, Release
 from privrl.envs import RandomLinearMixtureMDP, RiverSwimMixture
 from privrl.privacy import JointDP, practical
 

@@ -15,6 +15,8 @@ pub enum CoreError {
     InvalidParameter(String),
     /// More releases requested than the mechanism was built for.
     Capacity(String),
+    /// User data outside a sensitivity bound under sensitivity="reject".
+    Assumption(String),
 }
 
 impl fmt::Display for CoreError {
@@ -24,7 +26,8 @@ impl fmt::Display for CoreError {
             | CoreError::NonFinite(m)
             | CoreError::NotPositiveDefinite(m)
             | CoreError::InvalidParameter(m)
-            | CoreError::Capacity(m) => f.write_str(m),
+            | CoreError::Capacity(m)
+            | CoreError::Assumption(m) => f.write_str(m),
         }
     }
 }

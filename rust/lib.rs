@@ -24,6 +24,7 @@
 //!
 //! The PyO3 binding module is compiled only with the `python` feature.
 
+pub mod agents;
 pub mod continual;
 pub mod engine;
 pub mod errors;

@@ -338,7 +338,7 @@ def test_tight_laplace_scales_hand_values():
 
 
 def test_lsvi_releases_matches_the_schedule():
-    from privrl.agents.lsvi_ucb import batch_starts
+    from privrl.agents.lsvi_ucb.agent import batch_starts
 
     for K_ in (1, 2, 9, 10, 11, 40, 1000, 10_000):
         for B_ in range(1, min(K_, 12) + 1):

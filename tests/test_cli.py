@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from privrl.cli import main
+from privrl.experiment.cli import main
 from privrl.experiment import build_config, load_results, sweep
 
 CONFIG = """
@@ -326,7 +326,7 @@ def test_unwritable_output_and_version(config, tmp_path, capsys):
 
 
 def test_bundled_demo_config_is_valid(capsys):
-    from privrl.cli import _drop_unavailable
+    from privrl.experiment.cli import _drop_unavailable
     from privrl.experiment.config import _tomllib
 
     assert main(["demo", "--print-config"]) == 0

@@ -16,7 +16,7 @@ from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP
 from privrl.exceptions import PrivacyParameterError
 from privrl.privacy import JointDP, LocalDP
 from privrl.privacy.plans import plan_rounding_mu, rounding_per_draw
-from privrl.privacy.report import format_privacy_report
+from privrl.audit.report import format_privacy_report
 
 MIX = RandomLinearMixtureMDP(S=5, A=2, d=3, H=3, seed=0)
 LIN = RandomLinearMDP(S=5, A=2, d=3, H=3, seed=0)
@@ -72,7 +72,7 @@ def _tree_noise(model, k, seeds):
 
 
 def _raw(agent, rng):
-    from privrl.agents.statistics import RawStatistics
+    from privrl.agents.common.statistics import RawStatistics
 
     X = rng.uniform(-1.0, 1.0, (agent.H, agent.d))
     return RawStatistics(X, rng.uniform(0.0, agent.H, agent.H))
@@ -127,7 +127,7 @@ def test_lsvi_releases_are_lattice_sums():
 def test_rounding_term_by_hand():
     # UCRL-VTR JDP tree, H = 3, K = 50 (6 nodes per leaf), d = 2: per draw 2^-24 (sqrt 2 / 2) d
     # (matrix) and 2^-24 sqrt(d) (vector), each over 6 nodes in H trees
-    from privrl.privacy import ucrl_vtr
+    from privrl.agents.ucrl_vtr import calibration as ucrl_vtr
 
     plan = ucrl_vtr.release_plan("jdp", False, 3, 50, 2, "tree", "discrete")
     lam, u = plan.families
@@ -186,7 +186,7 @@ def test_zcdp_mu_inverts_the_conversion_and_beats_the_simple_bound():
 
 
 def test_paper_pure_scales_pay_the_rounding_by_hand():
-    from privrl.privacy import ucrl_vtr
+    from privrl.agents.ucrl_vtr import calibration as ucrl_vtr
 
     H, d, eps = 2, 2, 1.0
     cal = ucrl_vtr.calibrate_ucrl_vtr("ldp", eps, 0.0, H, 10, d, 1.0, sampler="discrete")

@@ -1,4 +1,4 @@
-"""The episode engine (privrl.engine) against the Python path it replaces: for the same seeds both
+"""The episode engine (privrl.experiment.engine) against the Python path it replaces: for the same seeds both
 give the same regret, returns, initial states, policy changes and final billboard, bit for bit,
 on every agent x privacy model x mechanism x tie rule; the agent is left in the state the Python
 path leaves it in; faults raise the Python path's exceptions; anything the engine does not cover
@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 import privrl
-from privrl.agents.base import SensitivityWarning
-from privrl.agents.lsvi_ucb import LSVIUCB
-from privrl.agents.ucrl_vtr import UCRLVTR
-from privrl.agents.ucrl_vtr_plus import UCRLVTRPlus
-from privrl.engine import BLOCK, engine_gap
+from privrl.agents.common.base import SensitivityWarning
+from privrl.agents.lsvi_ucb.agent import LSVIUCB
+from privrl.agents.ucrl_vtr.agent import UCRLVTR
+from privrl.agents.ucrl_vtr_plus.agent import UCRLVTRPlus
+from privrl.experiment.engine import BLOCK, engine_gap
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.linear import RandomLinearMDP, RiverSwim
 from privrl.envs.mixture import HardToLearn, RiverSwimMixture

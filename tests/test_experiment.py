@@ -480,7 +480,7 @@ def test_ucrl_vtr_plus_through_the_harness():
 
 
 def test_lsvi_ucb_variants_sweep():
-    pytest.importorskip("privrl.agents.lsvi_ucb", reason="LSVIUCB not merged yet")
+    pytest.importorskip("privrl.agents.lsvi_ucb.agent", reason="LSVIUCB not merged yet")
     agents = {
         "LSVI-UCB": {"algorithm": "LSVI-UCB", "privacy": "none", "batches": "every"},
         "JDP-LSVI-UCB": {"algorithm": "LSVI-UCB", "privacy": "jdp", "batches": "static"},
@@ -631,7 +631,7 @@ def test_gymnasium_env_in_a_sweep_config():
     cfg = build_config({"env": env, "agents": {"A": {"algorithm": "UCRL-VTR"}}})
     assert cfg.studies[0].env_spec == env
     assert isinstance(make_env(env), LinearMDP)
-    if importlib.util.find_spec("privrl.agents.lsvi_ucb") is not None:
+    if importlib.util.find_spec("privrl.agents.lsvi_ucb.agent") is not None:
         df, _ = sweep(
             env=env,
             agents={"LSVI-UCB": {"algorithm": "LSVI-UCB", "privacy": "none"}},

@@ -1,4 +1,4 @@
-"""Acting and evaluating (privrl.interact): agent.act, privrl.evaluate against an independent
+"""Acting and evaluating (privrl.experiment.interact): agent.act, privrl.evaluate against an independent
 backward induction and a Monte-Carlo estimate, and privrl.learn on a gymnasium environment whose
 model the agent does not know (a FeatureMap)."""
 

@@ -13,8 +13,8 @@ import pytest
 import privrl
 from privrl import _core
 from privrl.agents import UCRLVTR, UCRLVTRPlus
-from privrl.agents.base import SensitivityGuard
-from privrl.agents.statistics import LocalRandomizer
+from privrl.agents.common.base import SensitivityGuard
+from privrl.agents.common.statistics import LocalRandomizer
 from privrl.envs import RiverSwimMixture
 from privrl.kernels import NoiseStream
 from privrl.privacy import LocalDP

@@ -8,8 +8,8 @@ import privrl
 from _helpers import uniform_policy_gap
 from privrl import kernels as kn
 from privrl.agents import LSVIUCB
-from privrl.agents.base import SensitivityWarning
-from privrl.agents.lsvi_ucb import (
+from privrl.agents.common.base import SensitivityWarning
+from privrl.agents.lsvi_ucb.agent import (
     batch_starts,
     greedy_policy,
     lsvi_release,

@@ -41,8 +41,8 @@ def _calls():
     from privrl import audit as A
     from privrl import kernels as kn
     from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
-    from privrl.agents.base import SensitivityGuard
-    from privrl.agents.statistics import PrivatizedStatistics, RawStatistics, RegressionServer
+    from privrl.agents.common.base import SensitivityGuard
+    from privrl.agents.common.statistics import PrivatizedStatistics, RawStatistics, RegressionServer
     from privrl.envs import (
         FiniteMDP,
         HardToLearn,
@@ -59,7 +59,7 @@ def _calls():
     from privrl.privacy import calibration as cal
     from privrl.privacy import mechanisms as mech
     from privrl.privacy.models import JointDP, LocalDP, NonPrivate
-    from privrl.runner import run
+    from privrl.experiment.runner import run
 
     calls = []
 
@@ -573,7 +573,7 @@ def test_controls_succeed():
     from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP
     from privrl.privacy import calibration as cal
     from privrl.privacy.models import JointDP
-    from privrl.runner import run
+    from privrl.experiment.runner import run
 
     for kind in kn.MECHANISMS:
         m = kn.make_prefix_mechanism(kind, 3, 4, seed=0)

@@ -80,7 +80,7 @@ def test_tight_sigma_meets_the_target_on_every_mechanism(mech):
         (C.calibrate_lsvi_ucb, {}),
     ):
         cal = calibrate("jdp", eps, dlt, H=H, K=K_, d=d, calibration="tight", mechanism=mech, **extra)
-        from privrl.privacy.report import plan_of
+        from privrl.audit.report import plan_of
 
         plan = plan_of(cal["algorithm"], cal)
         scales = {k: cal[k] for k in plan.scale_keys}

@@ -148,7 +148,7 @@ def test_tight_sigma_matches_pld(alg, kind, mech, extra):
     calibrate = getattr(mod, f"calibrate_{alg}")
     cw = {} if alg == "lsvi_ucb" else {"C_w": 1.0}
     cal = calibrate(kind, eps, dlt, H=H, K=K, d=d, calibration="tight", mechanism=mech, **cw, **extra)
-    from privrl.privacy.report import plan_of
+    from privrl.audit.report import plan_of
 
     plan = plan_of(alg, cal)
     scales = {k: cal[k] for k in plan.scale_keys}
@@ -204,7 +204,7 @@ def test_a_changed_plan_moves_guard_noise_report_summary_and_audit():
         rw["statistics"][0]["worst_x"]
     ) == pytest.approx(6.0)
     # the base agent's noise read through the wide plan spends more than the target
-    from privrl.privacy.report import privacy_report_from_calibration
+    from privrl.audit.report import privacy_report_from_calibration
 
     over = privacy_report_from_calibration("ucrl_vtr", base.calibration, plan=wide.release_plan())
     assert over["tight"]["epsilon_at_target_delta"] > 3.0

@@ -8,10 +8,10 @@ import pytest
 
 from privrl import run
 from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
-from privrl.agents.statistics import PracticalRelease
+from privrl.agents.common.statistics import PracticalRelease
 from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP, RiverSwimMixture
 from privrl.privacy import JointDP, LocalDP, NonPrivate, practical
-from privrl.privacy import lsvi_ucb as lsvi_cal
+from privrl.agents.lsvi_ucb import calibration as lsvi_cal
 
 
 # ------------------------------------------------------------------------------------------

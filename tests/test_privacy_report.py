@@ -1,4 +1,4 @@
-"""Tests of privrl.privacy.report: the privacy report of every agent family (paper argument vs
+"""Tests of privrl.audit.report: the privacy report of every agent family (paper argument vs
 tight accountant), its text form, and the paper-vs-tight comparison used by the demo."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from privrl.privacy import JointDP, LocalDP, NonPrivate
 from privrl.privacy import accounting as a
 from privrl.privacy import calibration as c
 from privrl.privacy import mechanisms as m
-from privrl.privacy.report import (
+from privrl.audit.report import (
     calibration_comparison,
     format_calibration_comparison,
     format_privacy_report,
@@ -23,7 +23,7 @@ from privrl.privacy.report import (
     privacy_report_from_calibration,
     summarize_privacy_report,
 )
-from privrl.runner import run
+from privrl.experiment.runner import run
 
 REPORT_KEYS = {
     "algorithm",
@@ -71,7 +71,7 @@ def lin():
 
 
 def _lsvi():
-    mod = pytest.importorskip("privrl.agents.lsvi_ucb")
+    mod = pytest.importorskip("privrl.agents.lsvi_ucb.agent")
     return mod.LSVIUCB
 
 

@@ -16,7 +16,7 @@ import pytest
 
 import privrl
 from privrl.agents import LSVIUCB, UCRLVTR, Agent, UCRLVTRPlus
-from privrl.agents.saving import MAGIC, SaveFormatError
+from privrl.agents.common.saving import MAGIC, SaveFormatError
 from privrl.envs import RandomLinearMDP, RiverSwimMixture
 from privrl.privacy import JointDP, LocalDP, NonPrivate
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from privrl.agents import LSVIUCB, UCRLVTR, SensitivityGuard, SensitivityWarning, UCRLVTRPlus
-from privrl.agents.statistics import LocalRandomizer, PrivatizedStatistics, RawStatistics, RegressionServer
+from privrl.agents.common.statistics import LocalRandomizer, PrivatizedStatistics, RawStatistics, RegressionServer
 from privrl.envs.finite import Trajectory
 from privrl.envs.linear import RandomLinearMDP
 from privrl.envs.mixture import RandomLinearMixtureMDP

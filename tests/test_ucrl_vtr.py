@@ -7,8 +7,8 @@ import pytest
 import privrl
 from _helpers import uniform_policy_gap
 from privrl.agents import UCRLVTR
-from privrl.agents.base import SensitivityGuard, SensitivityWarning
-from privrl.agents.statistics import PrivatizedStatistics, RawStatistics
+from privrl.agents.common.base import SensitivityGuard, SensitivityWarning
+from privrl.agents.common.statistics import PrivatizedStatistics, RawStatistics
 from privrl.envs import (
     HardToLearn,
     LinearMixtureMDP,

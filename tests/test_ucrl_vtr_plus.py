@@ -9,7 +9,7 @@ import pytest
 import privrl
 from _helpers import uniform_policy_gap
 from privrl.agents import UCRLVTRPlus
-from privrl.agents.statistics import PrivatizedStatistics
+from privrl.agents.common.statistics import PrivatizedStatistics
 from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP, RiverSwimMixture
 from privrl.exceptions import PrivacyParameterError
 from privrl.privacy import JointDP, LocalDP, NonPrivate

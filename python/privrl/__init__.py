@@ -8,20 +8,26 @@ of the appendix, and an exact-regret experiment harness. The numeric core is Rus
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __version__ = "0.1.0"
 
 __all__ = ["__version__", "run", "learn", "evaluate"]
+
+if TYPE_CHECKING:  # the lazy exports, typed for mypy and IDEs
+    from privrl.experiment.interact import evaluate, learn
+    from privrl.experiment.runner import run
 
 
 def __getattr__(name: str):
     # Lazy so that importing a light submodule (privrl.envs, privrl.privacy) never pays
     # for the agents or the harness.
     if name == "run":
-        from privrl.runner import run
+        from privrl.experiment.runner import run
 
         return run
     if name in ("learn", "evaluate"):
-        from privrl import interact
+        from privrl.experiment import interact
 
         return getattr(interact, name)
     raise AttributeError(f"module 'privrl' has no attribute {name!r}")

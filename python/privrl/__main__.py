@@ -1,6 +1,6 @@
-"""`python -m privrl`: the same command line as the `privrl` console script (privrl.cli),
+"""`python -m privrl`: the same command line as the `privrl` console script (privrl.experiment.cli),
 for environments where the script directory is not on PATH."""
 
-from privrl.cli import main
+from privrl.experiment.cli import main
 
 raise SystemExit(main())

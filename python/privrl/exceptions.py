@@ -1,68 +1,31 @@
-"""The privrl exception family, defined once and raised from Python and from the Rust core.
+"""The exception family of privrl (its public path; defined in privrl.common.errors)."""
 
-Every error privrl raises on bad input derives from PrivrlError and, where it fits, from the
-builtin / numpy class a user would catch anyway (ValueError, numpy.linalg.LinAlgError).
-"""
+from privrl.common.errors import (
+    AssumptionError,
+    AssumptionWarning,
+    CapacityError,
+    ConfigError,
+    IndexRangeError,
+    NonFiniteError,
+    NotPositiveDefiniteError,
+    PrivacyParameterError,
+    PrivacyWarning,
+    PrivrlError,
+    ShapeError,
+    SweepError,
+)
 
-from __future__ import annotations
-
-import numpy as np
-
-
-class PrivrlError(Exception):
-    """Base class of every privrl error."""
-
-
-class ShapeError(PrivrlError, ValueError):
-    """An array has the wrong number of dimensions or the wrong size."""
-
-
-class NonFiniteError(PrivrlError, ValueError):
-    """An input contains NaN or +-inf."""
-
-
-class PrivacyParameterError(PrivrlError, ValueError):
-    """epsilon, delta, sigma, K ... outside the range the mechanism is defined on."""
-
-
-class AssumptionError(PrivrlError, ValueError):
-    """An environment or a user input violates an assumption the guarantees rely on
-    (Asm. 1 / Asm. 2, ||phi|| <= 1, values in [0, H], rewards in [0, 1])."""
-
-
-class NotPositiveDefiniteError(PrivrlError, np.linalg.LinAlgError):
-    """A (noisy) design matrix is not positive definite, so it cannot be factorized."""
-
-
-class IndexRangeError(ShapeError, IndexError):
-    """An index (state, action, step) outside the object it indexes; also an IndexError, as
-    Python's own out-of-range errors are."""
-
-
-class CapacityError(PrivrlError, ValueError):
-    """A continual-release mechanism was asked for more releases than it was built for."""
-
-
-class ConfigError(PrivrlError, ValueError):
-    """A sweep configuration is invalid; the message starts with the offending key."""
-
-    def __init__(self, key: str, message: str):
-        self.key = key
-        super().__init__(f"{key}: {message}" if key else message)
-
-
-class SweepError(PrivrlError, RuntimeError):
-    """Some runs of a sweep raised; the others finished and were saved. `failures` maps run_id to
-    the error; rerunning the sweep retries exactly the failed runs."""
-
-    def __init__(self, message: str, failures: dict[str, str]):
-        super().__init__(message)
-        self.failures = failures
-
-
-class AssumptionWarning(UserWarning):
-    """An environment is outside an assumption of the paper that does not affect privacy."""
-
-
-class PrivacyWarning(UserWarning):
-    """A privacy report found the release above its (eps, delta) target."""
+__all__ = [
+    "PrivrlError",
+    "ShapeError",
+    "NonFiniteError",
+    "PrivacyParameterError",
+    "AssumptionError",
+    "NotPositiveDefiniteError",
+    "IndexRangeError",
+    "CapacityError",
+    "ConfigError",
+    "SweepError",
+    "AssumptionWarning",
+    "PrivacyWarning",
+]

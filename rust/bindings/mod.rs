@@ -24,6 +24,7 @@ use crate::qeval::{group_max as core_group_max, OptimisticQ, TieBreak};
 use crate::rank_one::{self, ShermanMorrison as CoreSM};
 use crate::tree::TreeAggregator as CoreTree;
 
+mod agents;
 mod engine;
 mod noise;
 pub(crate) use noise::PyNoiseStream;
@@ -41,9 +42,10 @@ fn to_pyerr(py: Python<'_>, e: CoreError) -> PyErr {
         CoreError::NotPositiveDefinite(m) => ("NotPositiveDefiniteError", m),
         CoreError::InvalidParameter(m) => ("PrivacyParameterError", m),
         CoreError::Capacity(m) => ("CapacityError", m),
+        CoreError::Assumption(m) => ("AssumptionError", m),
     };
     let built = py
-        .import("privrl.exceptions")
+        .import("privrl.common.errors")
         .and_then(|m| m.getattr(class))
         .and_then(|c| c.call1((msg.clone(),)));
     match built {
@@ -773,6 +775,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_restore_mixture, m)?)?;
     m.add_function(wrap_pyfunction!(_restore_prefix, m)?)?;
     engine::register(m)?;
+    agents::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("GIT_COMMIT", env!("PRIVRL_GIT_COMMIT"))?;
     // The limits and defaults the Python wrappers validate against, read from here.

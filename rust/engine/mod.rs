@@ -18,9 +18,10 @@
 //!   features through the guard, the server's sums.
 
 pub mod lsvi;
-pub mod model;
 pub mod vtr;
 
+pub use crate::agents::model;
+pub use crate::agents::Trajectory;
 pub use model::{policy_values, FiniteModel};
 
 use crate::errors::CoreError;
@@ -201,24 +202,6 @@ impl<'a> EpisodeLog<'a> {
             gaps: &mut out.0,
             returns: &mut out.1,
             starts: &mut out.2,
-        }
-    }
-}
-
-/// One sampled trajectory's buffers.
-#[derive(Debug, Clone)]
-pub struct Trajectory {
-    pub states: Vec<usize>,
-    pub actions: Vec<usize>,
-    pub rewards: Vec<f64>,
-}
-
-impl Trajectory {
-    pub fn new(h: usize) -> Self {
-        Trajectory {
-            states: vec![0; h + 1],
-            actions: vec![0; h],
-            rewards: vec![0.0; h],
         }
     }
 }

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from privrl.envs.finite import _as_array, _freeze
-from privrl.envs.linear import _check_phi_norms
-from privrl.exceptions import ShapeError
+from privrl.envs.finite import _as_array, _freeze, digest
+from privrl.envs.linear import check_phi_norms
+from privrl.common.errors import ShapeError
 
 __all__ = ["FeatureMap"]
 
@@ -36,12 +36,16 @@ class FeatureMap:
         phi = _as_array(features, "features", 3, "(S, A, d)")
         if isinstance(H, bool) or not isinstance(H, (int, np.integer)) or int(H) < 1:
             raise ShapeError(f"H must be an integer >= 1, got {H!r}")
-        _check_phi_norms(phi)
+        check_phi_norms(phi)
         S, A, d = phi.shape
         self.S, self.A, self.d, self.H = int(S), int(A), int(d), int(H)
         self.features = _freeze(phi)
         self.features_flat = _freeze(phi.reshape(S * A, d).copy())
         self.name = name if name is not None else "FeatureMap"
+
+    def fingerprint(self) -> dict[str, str]:
+        """A digest of the horizon and the features (see FiniteMDP.fingerprint)."""
+        return {"horizon": digest(self.H), "features": digest(self.features)}
 
     def __repr__(self) -> str:
         return f"FeatureMap(name={self.name!r}, S={self.S}, A={self.A}, d={self.d}, H={self.H})"

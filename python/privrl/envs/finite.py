@@ -4,6 +4,7 @@ Sec. 2 (Preliminaries) of the paper: M = (S, A, H, {r_h}, {p_h}), deterministic 
 
 from __future__ import annotations
 
+import hashlib
 import operator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from privrl import _core
-from privrl.exceptions import AssumptionError, IndexRangeError, NonFiniteError, ShapeError
+from privrl.common.errors import AssumptionError, IndexRangeError, NonFiniteError, ShapeError
 
 if TYPE_CHECKING:  # pragma: no cover
     from privrl.envs.linear import LinearMDP
@@ -130,6 +131,12 @@ def _check_distribution(p: np.ndarray, name: str) -> np.ndarray:
     return np.maximum(p, 0.0, out=p)
 
 
+def digest(x: Any) -> str:
+    """A short SHA-256 of a number or an array (its shape and float64 bytes)."""
+    a = np.ascontiguousarray(x, dtype=np.float64)
+    return hashlib.sha256(repr(a.shape).encode() + a.tobytes()).hexdigest()[:16]
+
+
 def _cdf(p: np.ndarray) -> np.ndarray:
     """Cumulative sums along the last axis, with every entry from the last positive-probability
     index on set to exactly 1.0 (so u in [0, 1) never selects a zero-probability trailing state,
@@ -214,6 +221,19 @@ class FiniteMDP:
         self._Qstar: np.ndarray | None = None
         self._Vstar: np.ndarray | None = None
         self._pistar: np.ndarray | None = None
+        self._fingerprint: dict[str, str] | None = None
+
+    def fingerprint(self) -> dict[str, str]:
+        """A digest of each part of the model an agent reads (horizon, transitions, rewards, initial
+        distribution and, where the environment has them, its features and C_w): two environments
+        with equal fingerprints are the same MDP to every agent (a saved agent runs on either)."""
+        if self._fingerprint is None:
+            parts = {"horizon": self.H, "transitions": self.P, "rewards": self.R, "initial": self.init_dist}
+            for extra in ("features", "C_w"):
+                if getattr(self, extra, None) is not None:
+                    parts[extra] = getattr(self, extra)
+            self._fingerprint = {k: digest(v) for k, v in parts.items()}
+        return self._fingerprint
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, S={self.S}, A={self.A}, H={self.H})"
@@ -288,8 +308,7 @@ class FiniteMDP:
     def policy_values(self, policy: Any) -> np.ndarray:
         """V^pi_h(s), shape (H+1, S), with V[H] = 0, by backward induction on P[h, s, pi_h(s), :]."""
         pol = np.ascontiguousarray(self._check_policy(policy), dtype=np.int64)
-        # One Rust kernel, shared with the episode engine (privrl.engine): both paths then give
-        # bit-identical regret. Sums over s' run left to right.
+        # The Rust kernel the runs' exact regret uses (sums over s' left to right).
         return _freeze(_core.policy_values(self.P, self.R, pol))
 
     def _solve_optimal(self) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.linear import LinearMDP, tabular_linear_mdp
-from privrl.exceptions import AssumptionError, ShapeError
+from privrl.common.errors import AssumptionError, ShapeError
 
 __all__ = ["from_gymnasium", "frozen_lake", "as_gymnasium"]
 

@@ -18,7 +18,7 @@ from privrl.envs.finite import (
     _freeze,
     check_dense_size,
 )
-from privrl.exceptions import AssumptionError, AssumptionWarning, ShapeError
+from privrl.common.errors import AssumptionError, AssumptionWarning, ShapeError
 
 __all__ = [
     "LinearMDP",
@@ -86,7 +86,7 @@ class LinearMDP(FiniteMDP):
         S, A, d = phi.shape
         H = mu.shape[0]
         # Asm. 1: ||phi(s,a)|| <= 1 -- an error, it bounds the sensitivity of the private statistics.
-        report: dict[str, Any] = {"phi_norm_max": _check_phi_norms(phi)}
+        report: dict[str, Any] = {"phi_norm_max": check_phi_norms(phi)}
         phi_flat = phi.reshape(S * A, d)
         theta, R = _linear_rewards(phi_flat, theta, R, (H, S, A), report)
         P = np.matmul(phi_flat, mu.transpose(0, 2, 1)).reshape(H, S, A, S)
@@ -133,7 +133,7 @@ def _linear_parts(features: Any, mu: Any, theta: Any, R: Any) -> tuple[np.ndarra
     return phi, mu, theta, R
 
 
-def _check_phi_norms(phi: np.ndarray) -> float:
+def check_phi_norms(phi: np.ndarray) -> float:
     """max ||phi(s,a)||_2, which Asm. 1 requires to be <= 1 (AssumptionError otherwise)."""
     norms = np.linalg.norm(phi, axis=2)
     phi_norm_max = float(norms.max())

@@ -19,7 +19,7 @@ from privrl.envs.finite import (
     _freeze,
     check_dense_size,
 )
-from privrl.exceptions import AssumptionError, AssumptionWarning, ShapeError
+from privrl.common.errors import AssumptionError, AssumptionWarning, ShapeError
 
 __all__ = ["LinearMixtureMDP", "HardToLearn", "RandomLinearMixtureMDP", "RiverSwimMixture"]
 

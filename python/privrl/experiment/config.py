@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from privrl.exceptions import ConfigError, SweepError
+from privrl.common.errors import ConfigError, SweepError
 from privrl.experiment.values import _delta, _epsilons, _number, _seeds
 
 __all__ = [
@@ -34,14 +34,14 @@ __all__ = [
     "make_privacy",
 ]
 
-# ConfigError and SweepError are defined once in privrl.exceptions and re-exported here for the harness.
+# ConfigError and SweepError are defined once in privrl.common.errors and re-exported here for the harness.
 
 # Algorithms by canonical name -> (module, class). Resolved on first use, so an algorithm whose
 # module is not installed (yet) only fails a config that asks for it.
 ALGORITHMS: dict[str, tuple[str, str]] = {
-    "UCRL-VTR": ("privrl.agents.ucrl_vtr", "UCRLVTR"),
-    "UCRL-VTR+": ("privrl.agents.ucrl_vtr_plus", "UCRLVTRPlus"),
-    "LSVI-UCB": ("privrl.agents.lsvi_ucb", "LSVIUCB"),
+    "UCRL-VTR": ("privrl.agents.ucrl_vtr.agent", "UCRLVTR"),
+    "UCRL-VTR+": ("privrl.agents.ucrl_vtr_plus.agent", "UCRLVTRPlus"),
+    "LSVI-UCB": ("privrl.agents.lsvi_ucb.agent", "LSVIUCB"),
 }
 
 # Environments by canonical name -> (module, callable); kwargs are checked against its signature.

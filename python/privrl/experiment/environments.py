@@ -64,7 +64,7 @@ def gymnasium_linear_mdp(
     """
     from privrl.envs import from_gymnasium, tabular_linear_mdp
     from privrl.envs.gym import _import_gymnasium
-    from privrl.exceptions import AssumptionError
+    from privrl.common.errors import AssumptionError
 
     gymnasium = _import_gymnasium()
     env = gymnasium.make(id, **make_kwargs)

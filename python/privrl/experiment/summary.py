@@ -62,7 +62,7 @@ def _numbers(values: Iterable[Any]) -> list[float]:
 
 def _sigma(digests: list[dict]) -> tuple[str, float]:
     """The noise scale of the first family the agent's release plan lists (the run records'
-    privacy digests carry it, privrl.privacy.report.summarize_privacy_report)."""
+    privacy digests carry it, privrl.audit.report.summarize_privacy_report)."""
     firsts = [(d.get("mechanisms") or [{}])[0] for d in digests]
     vals = _numbers(m.get("scale") for m in firsts)
     if not vals:

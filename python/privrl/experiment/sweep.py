@@ -78,7 +78,7 @@ def execute_run(spec: RunSpec, env: Any = None, progress: Callable[[int], None] 
     The agent's streams (ties, privacy noise) and the environment's stream are the two children of
     run_seed_sequence(spec). `progress(n)` is told every few episodes how many more are done.
     """
-    from privrl.runner import run
+    from privrl.experiment.runner import run
 
     env = _env_for(spec, env)
     agent_seq, env_seq = run_seed_sequence(spec).spawn(2)
@@ -125,10 +125,10 @@ def execute_run(spec: RunSpec, env: Any = None, progress: Callable[[int], None] 
 
 def _privacy_digest(agent: Any) -> Any:
     """The (eps, delta) the run's releases spend under the paper's argument and under the tight
-    accountant (privrl.privacy.report), for the manifest; None for agents without a report."""
+    accountant (privrl.audit.report), for the manifest; None for agents without a report."""
     if not hasattr(agent, "privacy_report"):
         return None
-    from privrl.privacy.report import summarize_privacy_report
+    from privrl.audit.report import summarize_privacy_report
 
     return _json_safe(summarize_privacy_report(agent.privacy_report()))
 

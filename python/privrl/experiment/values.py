@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from privrl.exceptions import ConfigError
+from privrl.common.errors import ConfigError
 
 __all__ = ["MAX_SEED_COUNT"]
 
@@ -41,8 +41,8 @@ def _number(
 
 
 def _delta(value: Any, key: str) -> float:
-    """delta in [0, 1): 0 is pure DP; a positive delta at least privrl._checks.DELTA_FLOOR."""
-    from privrl._checks import DELTA_FLOOR
+    """delta in [0, 1): 0 is pure DP; a positive delta at least privrl.common.checks.DELTA_FLOOR."""
+    from privrl.common.checks import DELTA_FLOOR
 
     x = float(_number(value, key, low=0.0, high=1.0, high_open=True))
     if 0.0 < x < DELTA_FLOOR:
@@ -57,7 +57,7 @@ def _epsilons(value: Any, key: str) -> tuple[float, ...]:
         raise ConfigError(
             key, f"expected a non-empty list of epsilons (> 0, inf = non-private), got {value!r}"
         )
-    from privrl._checks import EPSILON_RANGE
+    from privrl.common.checks import EPSILON_RANGE
 
     out = tuple(
         _number(e, f"{key}[{i}]", low=0.0, low_open=True, allow_inf=True) for i, e in enumerate(value)

@@ -2,9 +2,7 @@
 optimistic Q, mixture phi_V); the numpy references live in `privrl.kernels.reference`.
 
 Every wrapper validates and converts its inputs once (C-contiguous float64, shapes, finite
-values) and raises the privrl exception family; the Rust core re-checks lengths. Inside
-`privrl._checks.trusted()` (the agents' per-episode work on arrays they built themselves) the hot
-wrappers call straight into Rust: inputs are checked once, where they enter privrl.
+values) and raises the privrl exception family; the Rust core re-checks lengths.
 """
 
 from __future__ import annotations
@@ -16,13 +14,12 @@ from typing import Any
 import numpy as np
 
 from privrl import _core
-from privrl._checks import is_trusted
-from privrl.exceptions import NonFiniteError, PrivacyParameterError, ShapeError
-from privrl.kernels._validate import (
+from privrl.common.errors import NonFiniteError, PrivacyParameterError, ShapeError
+from privrl.common.checks import (
     MAX_INT,
     as_f64,
     check_int,
-    check_real,
+    check_finite_real,
     numeric_array,
     seed_bytes,
     tie_seed,
@@ -106,19 +103,15 @@ class NoiseStream:
 
     def vectors(self, count: int, n: int) -> np.ndarray:
         """(count, n) i.i.d. entries."""
-        if is_trusted():
-            return self._s.vectors(count, n)
         count = check_int(count, "count", 0)
         n = check_int(n, "n", 1, MAX_NODE_LEN)
         return self._s.vectors(count, n)
 
     def symmetric(self, count: int, d: int, divisor: float = SQRT2) -> np.ndarray:
         """(count, d, d) symmetric noise matrices."""
-        if is_trusted():
-            return self._s.symmetric(count, d, divisor).reshape(count, d, d)
         count = check_int(count, "count", 0)
         (d, _), _, _ = parse_shape((d, d))
-        divisor = check_real(divisor, "divisor")
+        divisor = check_finite_real(divisor, "divisor")
         return self._s.symmetric(count, d, divisor).reshape(count, d, d)
 
     def lattice_unit(self, symmetric: bool = False, divisor: float = SQRT2) -> float | None:
@@ -127,7 +120,7 @@ class NoiseStream:
             return None
         grid = self.scale * 2.0**-self.grid_bits
         if symmetric and self.noise_kind == "discrete_laplace":
-            return grid / check_real(divisor, "divisor")
+            return grid / check_finite_real(divisor, "divisor")
         return grid
 
     def round_to_grid(self, x: Any, symmetric: bool = False, divisor: float = SQRT2) -> np.ndarray:
@@ -152,14 +145,14 @@ class NoiseStream:
         exact integer noise added before one scaling, so each message is a function of the
         integer release alone. Draws like :meth:`vectors` / :meth:`symmetric`."""
         if symmetric:
-            a = x if is_trusted() else as_f64(x, "x", 3, (None, None, None), finite=True)
+            a = as_f64(x, "x", 3, (None, None, None), finite=True)
             count, d = a.shape[0], a.shape[1]
-            if not is_trusted() and a.shape[2] != d:
+            if a.shape[2] != d:
                 raise ShapeError(f"x must be (count, d, d), got {a.shape}")
-            div = divisor if is_trusted() else check_real(divisor, "divisor")
+            div = check_finite_real(divisor, "divisor")
             flat = np.ascontiguousarray(a, dtype=np.float64).reshape(count, d * d)
             return self._s.privatize(flat, div).reshape(count, d, d)
-        a = x if is_trusted() else as_f64(x, "x", 2, (None, None), finite=True)
+        a = as_f64(x, "x", 2, (None, None), finite=True)
         return self._s.privatize(np.ascontiguousarray(a, dtype=np.float64), None)
 
     @property
@@ -183,17 +176,16 @@ class RankOneInverse:
 
     def __init__(self, d: int, lam: float, refactor_every: int = 1024):
         d = _positive_int(d, "d")
-        lam = check_real(lam, "lam")
+        lam = check_finite_real(lam, "lam")
         self.d = d
         self._sm = _core.ShermanMorrison(d, lam, _positive_int(refactor_every, "refactor_every"))
 
     def update(self, x: Any) -> None:
-        self._sm.update(x if is_trusted() else _bounded_rows(as_f64(x, "x", 1, (self.d,)), "x"))
+        self._sm.update(_bounded_rows(as_f64(x, "x", 1, (self.d,)), "x"))
 
     def update_batch(self, xs: Any) -> None:
         """Add the rows of an (n, d) block in one call."""
-        if not is_trusted():
-            xs = _bounded_rows(as_f64(xs, "xs", 2, (None, self.d)), "xs")
+        xs = _bounded_rows(as_f64(xs, "xs", 2, (None, self.d)), "xs")
         self._sm.update_batch(xs)
 
     def matrix(self) -> np.ndarray:
@@ -224,14 +216,12 @@ class RankOneInverse:
 
 def spd_inverse(a: Any) -> np.ndarray:
     """Inverse of a symmetric positive-definite matrix (Cholesky); NotPositiveDefiniteError otherwise."""
-    return _core.spd_inverse(a if is_trusted() else as_f64(a, "matrix", 2))
+    return _core.spd_inverse(as_f64(a, "matrix", 2))
 
 
 def batched_matvec(m: Any, v: Any) -> np.ndarray:
     """m[k] @ v[k] for a stack of (n, d, d) matrices and (n, d) vectors, each sum left to right
     (the released w~_h = Lambda~_h^{-1} u~_h; the episode engine computes them the same way)."""
-    if is_trusted():
-        return _core.batched_matvec(m, v)
     v = as_f64(v, "v", 2)
     n, d = v.shape
     return _core.batched_matvec(as_f64(m, "m", 3, (n, d, d)), v)
@@ -243,15 +233,13 @@ def floored_release(gram: Any, target: Any, lam: float, shift: float, w0: Any) -
     A = V diag(max(ev, lam)) V^T, A^{-1}, A^{-2}, the weights A^{-1} (u~ + (lam + shift) w0 + E w0)
     with E = A - G~ - (lam + shift) I, and ||E|| per step. Returns (design, inverse, inverse2,
     weights, correction); the episode engine computes them with the same kernel."""
-    if is_trusted():
-        return _core.floored_release(gram, target, float(lam), float(shift), w0)
     target = as_f64(target, "target", 2)
     n, d = target.shape
     return _core.floored_release(
         as_f64(gram, "gram", 3, (n, d, d)),
         target,
-        check_real(lam, "lam"),
-        check_real(shift, "shift", positive=False),
+        check_finite_real(lam, "lam"),
+        check_finite_real(shift, "shift", positive=False),
         as_f64(w0, "w0", 1, (d,)),
     )
 
@@ -270,7 +258,7 @@ def sigma_bar(
     """UCRL-VTR+'s sigma-bar (H,) (Alg. 3): sqrt(max{H^2/d, V-bar + E}) with V-bar from the two
     billboards' estimates and E from the widths beta-check ||X||_{Lambda^^-1} (practical: with the
     privacy part gamma_h ||Lambda^^-1 X|| in quadrature) and tilde_radius ||X2||_{tilde_form}.
-    Called by the agent on its own arrays (trusted); one Rust kernel shared with the engine."""
+"""
     return _core.sigma_bar(
         X,
         X2,
@@ -340,10 +328,6 @@ def optimistic_values(
 ):
     """Fused optimistic_q + greedy for phi of shape (n_states * n_actions, d), rows grouped by
     state. Returns (Q (n_states, n_actions), V (n_states,), greedy actions (n_states,))."""
-    if is_trusted():
-        return _core.optimistic_values(
-            phi, w, inv, float(beta), n_actions, float(lower), float(upper), offset, tie_seed(ties, rng)
-        )
     phi, w, inv, offset = _q_inputs(phi, w, inv, offset)
     n_actions = _positive_int(n_actions, "n_actions")
     if phi.shape[0] % n_actions:
@@ -377,10 +361,6 @@ def state_values(
     states: int indices into the table's states (repeats allowed: one value per entry), or None
     for every state. The rows are read through the index, never copied into an (n * A, d) block.
     """
-    if is_trusted():
-        if states is not None:  # a column of the server's (K, H + 1) state log is strided
-            states = np.ascontiguousarray(states, dtype=np.int64)
-        return _core.state_values(table, w, inv, float(beta), n_actions, float(lower), float(upper), states)
     table = as_f64(table, "table", 2)
     d = table.shape[1]
     w = as_f64(w, "w", 1, (d,))
@@ -421,7 +401,7 @@ class MixtureFeatures:
         self._f = _core.MixtureFeatures(f.reshape(S * A, S, d))
 
     def phi_v(self, v: Any) -> np.ndarray:
-        return self._f.phi_v(v if is_trusted() else as_f64(v, "v", 1, (self.S,)))
+        return self._f.phi_v(as_f64(v, "v", 1, (self.S,)))
 
     def phi_v_rows(self, v: Any, rows: Any) -> np.ndarray:
         """Row i: phi_{v_i}(rows_i) for v (n, S) and rows (n,) indices s * A + a (the same sums as

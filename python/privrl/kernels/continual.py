@@ -36,9 +36,8 @@ from typing import Any
 import numpy as np
 
 from privrl import _core
-from privrl._checks import is_trusted
-from privrl.exceptions import ShapeError
-from privrl.kernels._validate import check_int, check_real, numeric_array, seed_bytes
+from privrl.common.errors import ShapeError
+from privrl.common.checks import check_int, check_finite_real, numeric_array, seed_bytes
 
 __all__ = [
     "MECHANISMS",
@@ -94,7 +93,7 @@ def parse_noise(noise: Any, scale: Any, grid_bits: Any) -> tuple[str, float, int
     grid_bits = check_int(grid_bits, "grid_bits", 0, MAX_GRID_BITS)
     if noise == "none":
         return noise, 0.0, grid_bits
-    return noise, check_real(scale, "noise scale"), grid_bits
+    return noise, check_finite_real(scale, "noise scale"), grid_bits
 
 
 class PrefixMechanism:
@@ -151,7 +150,7 @@ class PrefixMechanism:
         self.shape, self.symmetric, self.d = parse_shape(shape)
         capacity = check_int(capacity, "capacity")
         self.noise_kind, self.scale, self.grid_bits = parse_noise(noise, scale, grid_bits)
-        self.divisor = check_real(divisor, "divisor")
+        self.divisor = check_finite_real(divisor, "divisor")
         if buffers is not None and kind != "blt":
             raise ValueError(f"buffers only applies to kind 'blt', not {kind!r}")
         nbuf = 0 if buffers is None else check_int(buffers, "buffers", 1, MAX_BLT_BUFFERS)
@@ -171,9 +170,6 @@ class PrefixMechanism:
 
     def push(self, leaf: Any) -> None:
         """Add one leaf (the statistic of one episode or one batch)."""
-        if is_trusted():
-            self._m.push(leaf.reshape(-1))
-            return
         a = numeric_array(leaf, "leaf")
         if a.shape != self.shape:
             raise ShapeError(f"leaf must have shape {self.shape}, got {a.shape}")

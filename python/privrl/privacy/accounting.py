@@ -22,14 +22,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from privrl._checks import (
+from privrl.common.checks import (
     check_delta_open,
     check_nonneg_real,
     check_pos_int,
     check_positive_real,
     checked,
 )
-from privrl.exceptions import PrivacyParameterError
+from privrl.common.errors import PrivacyParameterError
 
 __all__ = [
     "normal_cdf",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from privrl._checks import checked
+from privrl.common.checks import checked
 
 __all__ = [
     "gaussian_matrix_bound",

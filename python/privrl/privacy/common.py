@@ -15,8 +15,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from privrl._checks import check_delta_pure_ok, check_user_epsilon
-from privrl.exceptions import PrivacyParameterError
+from privrl.common.checks import check_delta_pure_ok, check_user_epsilon
+from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.accounting import gaussian_mu, zcdp_mu
 from privrl.privacy.plans import (
     ReleasePlan,

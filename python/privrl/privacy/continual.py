@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from privrl.exceptions import PrivacyParameterError
+from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.accounting import tree_nodes_per_leaf
 from privrl.privacy.mechanisms import tree_depth
 

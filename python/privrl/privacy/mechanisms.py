@@ -10,8 +10,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from privrl._checks import check_nonneg_real, check_positive_real, checked
-from privrl.exceptions import NonFiniteError, PrivacyParameterError
+from privrl.common.checks import check_nonneg_real, check_positive_real, checked
+from privrl.common.errors import NonFiniteError, PrivacyParameterError
 
 __all__ = [
     "gaussian_sigma",

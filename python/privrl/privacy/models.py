@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from privrl._checks import check_delta_pure_ok, check_probability, check_user_epsilon
-from privrl.exceptions import PrivacyParameterError
+from privrl.common.checks import check_delta_pure_ok, check_probability, check_user_epsilon
+from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.common import (
     CALIBRATIONS,
     DISCRETE_MECHANISMS,

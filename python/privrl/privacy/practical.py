@@ -51,7 +51,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from privrl._checks import check_nonneg_real, checked
+from privrl.common.checks import check_nonneg_real, checked
 from privrl.privacy.bounds import laplace_matrix_sum_bound, laplace_vector_sum_bound
 
 __all__ = [

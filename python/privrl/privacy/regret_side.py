@@ -8,7 +8,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from privrl.exceptions import PrivacyWarning
+from privrl.common.errors import PrivacyWarning
 
 #: Outputs of a simulated run that the (eps, delta) guarantee does not cover: the privacy report
 #: and every results manifest carry this label.

@@ -1,4 +1,4 @@
-//! The exact model of a finite MDP for the engine: sampling on the same cumulative rows as
+//! The exact model of a finite MDP for `privrl.run`: sampling on the same cumulative rows as
 //! `FiniteMDP.sample_episode`, exact policy values by backward induction.
 
 use crate::errors::{check_finite, check_len, CoreError, CoreResult};

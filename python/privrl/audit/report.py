@@ -22,7 +22,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from privrl.privacy import lsvi_ucb, ucrl_vtr, ucrl_vtr_plus
+from privrl.agents.lsvi_ucb import calibration as lsvi_ucb
+from privrl.agents.ucrl_vtr import calibration as ucrl_vtr
+from privrl.agents.ucrl_vtr_plus import calibration as ucrl_vtr_plus
 from privrl.privacy.accounting import PrivacyAccountant
 from privrl.privacy.mechanisms import (
     advanced_composition,

@@ -15,15 +15,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from privrl._checks import (
+from privrl.common.checks import (
     check_pos_int,
     check_positive_real,
     check_probability,
     checked,
-    is_trusted,
-    trusted,
 )
-from privrl.exceptions import PrivacyParameterError
+from privrl.common.errors import PrivacyParameterError
 from privrl.privacy import practical
 from privrl.privacy.accounting import gaussian_epsilon
 from privrl.privacy.bounds import (
@@ -349,9 +347,8 @@ def release_plan(
     )
     if kind == "none":
         return ReleasePlan("ucrl_vtr", TITLE, "none", None, H, K, "tree", (stat,))
-    with trusted():
-        l2 = ucrl_vtr_l2_sensitivity(H)
-        l1m, l1v = ucrl_vtr_l1_sensitivities(H, d)
+    l2 = ucrl_vtr_l2_sensitivity(H)
+    l1m, l1v = ucrl_vtr_l1_sensitivities(H, d)
     if kind == "jdp":
         e = user_entry(mechanism, K)
         site, draws, draws_paper, mult, label = "tree", e.draws, e.draws_paper, e.multiplier, mechanism
@@ -461,21 +458,17 @@ def calibrate_ucrl_vtr(
     ``"tight"`` takes the smallest noise of the release ``plan`` (default :func:`release_plan`)
     for (eps, delta) under the tight accountant (:func:`privrl.privacy.common.tight_scales`). Both
     feed the same Upsilon, C, shift and beta formulas."""
-    if is_trusted():  # called by an agent: its privacy model and environment are validated
-        eps, dlt, pure = epsilon, delta, kind != "none" and delta == 0.0
-    else:
-        kind = check_kind(kind)
-        eps, dlt, pure = privacy_args(kind, epsilon, delta)
-        H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
-        C_w = check_positive_real(C_w, "C_w")
-        p = check_probability(p, "p")
-        calibration = check_calibration(calibration)
-        mechanism = _check_mechanism_for(kind, pure, mechanism)
-        sampler = check_sampler_for(kind, mechanism, sampler)
-    with trusted():
-        if plan is None:
-            plan = release_plan(kind, pure, H, K, d, mechanism, sampler)
-        return _calibrate(kind, eps, dlt, pure, H, K, d, C_w, p, calibration, mechanism, plan)
+    kind = check_kind(kind)
+    eps, dlt, pure = privacy_args(kind, epsilon, delta)
+    H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
+    C_w = check_positive_real(C_w, "C_w")
+    p = check_probability(p, "p")
+    calibration = check_calibration(calibration)
+    mechanism = _check_mechanism_for(kind, pure, mechanism)
+    sampler = check_sampler_for(kind, mechanism, sampler)
+    if plan is None:
+        plan = release_plan(kind, pure, H, K, d, mechanism, sampler)
+    return _calibrate(kind, eps, dlt, pure, H, K, d, C_w, p, calibration, mechanism, plan)
 
 
 def _check_mechanism_for(kind: str, pure: bool, mechanism: Any) -> str:

@@ -19,7 +19,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from privrl.exceptions import PrivrlError
+from privrl.common.errors import PrivrlError
 
 __all__ = ["SaveFormatError", "save_agent", "load_agent", "FORMAT"]
 

@@ -1,23 +1,22 @@
-"""Input validation at the public edge: one vocabulary of scalar checks, and the ``checked`` decorator.
+"""Input validation at the public edge: the one vocabulary of checks (scalars, choices, arrays,
+seeds) and the ``checked`` decorator that applies it to a public function's parameters by name.
 
-Every public function checks its inputs once; internal calls (a calibration calling twenty formulas)
-run inside ``trusted()`` and skip the checks, so each value is validated where it enters privrl.
+Every public function checks what it is given; the Rust agents then trust what they were built from.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
 import inspect
 import math
 import numbers
-from collections.abc import Callable, Iterator
+import os
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
 
-from privrl.exceptions import PrivacyParameterError
+from privrl.common.errors import NonFiniteError, PrivacyParameterError, ShapeError
 
 __all__ = [
     "VOCABULARY",
@@ -30,8 +29,15 @@ __all__ = [
     "check_probability",
     "check_real",
     "checked",
-    "is_trusted",
-    "trusted",
+    "check_choice",
+    "check_episodes",
+    "check_int",
+    "check_finite_real",
+    "as_f64",
+    "numeric_array",
+    "seed_bytes",
+    "tie_seed",
+    "MAX_INT",
 ]
 
 Checker = Callable[[Any, str], Any]
@@ -180,30 +186,10 @@ VOCABULARY: dict[str, Checker] = {
     ),
 }
 
-_TRUSTED: contextvars.ContextVar[bool] = contextvars.ContextVar("privrl_trusted", default=False)
-
-
-@contextlib.contextmanager
-def trusted() -> Iterator[None]:
-    """Inside this block ``checked`` functions skip their checks: the caller has validated the
-    inputs at its own public edge and passes only values derived from them."""
-    token = _TRUSTED.set(True)
-    try:
-        yield
-    finally:
-        _TRUSTED.reset(token)
-
-
-def is_trusted() -> bool:
-    """True inside ``trusted()``: a public function called from privrl itself skips its checks."""
-    return _TRUSTED.get()
-
-
 def checked(**overrides: Checker | None) -> Callable[[F], F]:
     """Validate a public function's arguments by parameter name (``VOCABULARY``; ``overrides`` maps
     a name to another checker, or to None for no check). Each checked value is replaced by its
-    normalised form (e.g. a numpy int becomes an int). Inside ``trusted()`` the function is called
-    as is."""
+    normalised form (e.g. a numpy int becomes an int)."""
 
     def decorate(fn: F) -> F:
         sig = inspect.signature(fn)
@@ -215,16 +201,139 @@ def checked(**overrides: Checker | None) -> Callable[[F], F]:
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if _TRUSTED.get():
-                return fn(*args, **kwargs)
             bound = sig.bind(*args, **kwargs)
             for name, value in bound.arguments.items():
                 chk = checkers.get(name)
                 if chk is not None and not (value is None and sig.parameters[name].default is None):
                     bound.arguments[name] = chk(value, name)
-            with trusted():
-                return fn(*bound.args, **bound.kwargs)
+            return fn(*bound.args, **bound.kwargs)
 
         return wrapper  # type: ignore[return-value]
 
     return decorate
+
+
+def check_choice(value: Any, allowed: tuple[str, ...], name: str) -> str:
+    """One of the strings ``allowed`` (a ValueError naming them otherwise)."""
+    if not isinstance(value, str) or value not in allowed:
+        raise PrivacyParameterError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+    return value
+
+
+def check_episodes(episodes: Any) -> int:
+    """K, the number of users: an integer in [1, 2^63 - 1] (the trees count leaves in 64 bits)."""
+    if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)):
+        raise PrivacyParameterError(f"episodes (K) must be an integer >= 1, got {episodes!r}")
+    if not (1 <= int(episodes) <= MAX_INT):
+        raise PrivacyParameterError(f"episodes (K) must be in [1, 2^63 - 1], got {episodes}")
+    return int(episodes)
+
+
+#: Largest count / size / capacity the Rust core accepts (a u64 / usize without wrap-around).
+MAX_INT = 2**63 - 1
+
+#: numpy dtype kinds that convert to float64 without losing meaning: bool, ints, floats.
+_NUMERIC_KINDS = "biuf"
+
+
+def check_int(x: Any, name: str, low: int = 1, high: int = MAX_INT) -> int:
+    """`x` as a Python int in [low, high]; bools, floats and strings are refused
+    (PrivacyParameterError, a ValueError), so nothing wraps or overflows in Rust."""
+    if isinstance(x, bool) or not isinstance(x, (numbers.Integral, np.integer)):
+        raise PrivacyParameterError(f"{name} must be an integer in [{low}, {high}], got {x!r}")
+    v = int(x)
+    if not (low <= v <= high):
+        raise PrivacyParameterError(f"{name} must be an integer in [{low}, {high}], got {v}")
+    return v
+
+
+def check_finite_real(x: Any, name: str, positive: bool = True) -> float:
+    """`x` as a finite float (> 0 when `positive`, else >= 0); PrivacyParameterError otherwise
+    (also for str / complex / None and ints too large for a double)."""
+    if isinstance(x, bool) or not isinstance(x, (numbers.Real, np.floating, np.integer)):
+        raise PrivacyParameterError(f"{name} must be a real number, got {x!r}")
+    try:
+        v = float(x)
+    except (OverflowError, ValueError, TypeError):
+        raise PrivacyParameterError(f"{name} must be a finite real number, got {x!r}") from None
+    if not math.isfinite(v) or v < 0 or (positive and v == 0):
+        raise PrivacyParameterError(f"{name} must be finite and {'> 0' if positive else '>= 0'}, got {x!r}")
+    return v
+
+
+def as_f64(x: Any, name: str, ndim: int, shape: tuple | None = None, finite: bool = False) -> np.ndarray:
+    """`x` as a C-contiguous float64 array with `ndim` dims (and `shape`, None = any size).
+
+    finite=True also rejects NaN/inf here; the kernels leave it False because the Rust core
+    checks every input it reads for finiteness (one pass, no temporary)."""
+    a = numeric_array(x, name)
+    if a.ndim != ndim:
+        raise ShapeError(f"{name} must have {ndim} dimension(s), got shape {a.shape}")
+    if shape is not None:
+        for i, (got, want) in enumerate(zip(a.shape, shape, strict=False)):
+            if want is not None and got != want:
+                raise ShapeError(
+                    f"{name} must have shape {tuple('*' if s is None else s for s in shape)}, "
+                    f"got {a.shape} (axis {i})"
+                )
+    if finite and a.size and not np.isfinite(a).all():
+        bad = np.argwhere(~np.isfinite(a))[0]
+        raise NonFiniteError(
+            f"{name} contains a non-finite value {a[tuple(bad)]} at index {tuple(int(i) for i in bad)}"
+        )
+    return a
+
+
+def numeric_array(x: Any, name: str) -> np.ndarray:
+    """`x` as a C-contiguous float64 array. Only bool / int / float inputs are converted:
+    complex (numpy would drop the imaginary part with a mere warning), strings (numpy parses
+    "1.5"), objects (ints beyond 64 bits, None, ...) raise TypeError instead of being guessed."""
+    if isinstance(x, np.ndarray):
+        kind = x.dtype.kind
+    else:
+        try:
+            kind = np.asarray(x).dtype.kind
+        except (TypeError, ValueError, OverflowError) as e:
+            raise ShapeError(f"{name} must be a float array: {e}") from None
+    if kind not in _NUMERIC_KINDS:
+        raise TypeError(f"{name} must be a real numeric array (bool, int or float), got dtype kind {kind!r}")
+    try:
+        return np.ascontiguousarray(x, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ShapeError(f"{name} must be a float array: {e}") from None
+
+
+def seed_bytes(seed: Any) -> bytes:
+    """32 seed bytes for a ChaCha noise stream. None -> OS entropy (the default for
+    privacy noise); int / SeedSequence / 32 bytes -> reproducible stream."""
+    if seed is None:
+        return os.urandom(32)
+    if isinstance(seed, (bytes, bytearray)):
+        if len(seed) != 32:
+            raise ValueError(f"a bytes seed must have 32 bytes, got {len(seed)}")
+        return bytes(seed)
+    if isinstance(seed, np.random.Generator):
+        return seed.bytes(32)
+    if isinstance(seed, (int, np.integer)):
+        if int(seed) < 0:
+            raise ValueError(f"seed must be >= 0, got {seed}")
+        seed = np.random.SeedSequence(int(seed))
+    if isinstance(seed, np.random.SeedSequence):
+        return seed.generate_state(8, dtype=np.uint32).astype("<u4").tobytes()
+    raise TypeError(
+        f"seed must be None, an int, 32 bytes, a SeedSequence or a Generator, got {type(seed).__name__}"
+    )
+
+
+def tie_seed(ties: str, rng: Any) -> int | None:
+    """The u64 seed the Rust argmax uses for random tie-breaking (None = lowest index)."""
+    if ties == "lowest":
+        return None
+    if ties != "random":
+        raise ValueError(f"ties must be 'random' or 'lowest', got {ties!r}")
+    if rng is None:
+        return int.from_bytes(os.urandom(8), "little") >> 1
+    if isinstance(rng, (int, np.integer)):
+        return int(rng) & ((1 << 63) - 1)
+    # One raw 64-bit draw from the generator's bit stream: ~10x cheaper than rng.integers.
+    return int(rng.bit_generator.random_raw()) >> 1

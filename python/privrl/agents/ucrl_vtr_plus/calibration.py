@@ -4,22 +4,20 @@ Paper: Luyo et al., App. C (Alg. 3, Cor. "JDP-UCRL-VTR+" / "LDP-UCRL-VTR+", Thm.
 pure DP as for UCRL-VTR (remark after Cor. "LDP-UCRL-VTR+", constants derived in the docstrings).
 """
 
-# Conventions as in privrl.privacy.ucrl_vtr; the failure probability per event is p/(24KH).
+# Conventions as in privrl.agents.ucrl_vtr.calibration; the failure probability per event is p/(24KH).
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 from typing import Any
 
-from privrl._checks import (
+from privrl.common.checks import (
     check_pos_int,
     check_positive_real,
     check_probability,
     checked,
-    is_trusted,
-    trusted,
 )
-from privrl.exceptions import PrivacyParameterError
+from privrl.common.errors import PrivacyParameterError
 from privrl.privacy import practical
 from privrl.privacy.bounds import (
     gaussian_matrix_bound,
@@ -47,7 +45,7 @@ from privrl.privacy.mechanisms import (
     tree_node_budget,
 )
 from privrl.privacy.plans import Form, ReleasedFamily, ReleasePlan, Site, UserStatistic
-from privrl.privacy.ucrl_vtr import _check_mechanism_for, _profile_fields, ucrl_vtr_K0
+from privrl.agents.ucrl_vtr.calibration import _check_mechanism_for, _profile_fields, ucrl_vtr_K0
 
 __all__ = [
     "UCRLVTRPlusCalibration",
@@ -436,21 +434,17 @@ def calibrate_ucrl_vtr_plus(
     Non-private: Zhou et al. (2021)'s radii (the Thm. condition with ``Upsilon = C = 0``).
     ``"tight"``: the smallest noise of ``plan`` (default :func:`release_plan`) for (eps, delta),
     the paper's ratios between the four families kept; the same Upsilon, C and radii formulas."""
-    if is_trusted():  # called by an agent: its privacy model and environment are validated
-        eps, dlt, pure = epsilon, delta, kind != "none" and delta == 0.0
-    else:
-        kind = check_kind(kind)
-        eps, dlt, pure = privacy_args(kind, epsilon, delta)
-        H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
-        C_w = check_positive_real(C_w, "C_w")
-        p = check_probability(p, "p")
-        calibration = check_calibration(calibration)
-        mechanism = _check_mechanism_for(kind, pure, mechanism)
-        sampler = check_sampler_for(kind, mechanism, sampler)
-    with trusted():
-        if plan is None:
-            plan = release_plan(kind, pure, H, K, d, mechanism, sampler)
-        return _calibrate(kind, eps, dlt, pure, H, K, d, C_w, p, calibration, mechanism, plan)
+    kind = check_kind(kind)
+    eps, dlt, pure = privacy_args(kind, epsilon, delta)
+    H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
+    C_w = check_positive_real(C_w, "C_w")
+    p = check_probability(p, "p")
+    calibration = check_calibration(calibration)
+    mechanism = _check_mechanism_for(kind, pure, mechanism)
+    sampler = check_sampler_for(kind, mechanism, sampler)
+    if plan is None:
+        plan = release_plan(kind, pure, H, K, d, mechanism, sampler)
+    return _calibrate(kind, eps, dlt, pure, H, K, d, C_w, p, calibration, mechanism, plan)
 
 
 def _calibrate(

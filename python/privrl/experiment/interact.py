@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from privrl.agents.base import Agent, check_episodes
+from privrl.agents.common.base import Agent
+from privrl.common.checks import check_episodes
 from privrl.envs.finite import FiniteMDP, Trajectory
-from privrl.exceptions import ShapeError
+from privrl.common.errors import ShapeError
 
 __all__ = ["Evaluation", "LearnResult", "evaluate", "learn"]
 
@@ -105,50 +106,73 @@ def learn(
     reference: float | None = None,
     callback: Callable[[int, float], None] | None = None,
 ) -> LearnResult:
-    """Let `agent` learn from a gymnasium environment `env` for `episodes` users (default: the K
-    it was calibrated for), one user per episode of the agent's horizon H.
+    """Let `agent` learn from a gymnasium environment `env` for `episodes` users (default: all it
+    has left of the K it was calibrated for), one user per episode of the agent's horizon H.
 
     Each episode: ``env.reset`` (seeded once by `seed`), then for h = 0..H-1 the user's action
-    ``agent.act(s, h)``, ``env.step``; the trajectory goes to ``agent.observe``. `state(obs)`
-    maps observations to state indices of the agent's feature map; `reward(r)` rescales rewards
-    into [0, 1] (the agent's sensitivity guard clips what is outside, with a warning). An
-    episode the environment ends before H is padded up to H with zero-reward self-loops at its
-    last state (the absorbing-state convention of privrl.envs.from_gymnasium); `callback(k,
-    return)` runs after each episode.
+    from its policy (computed once per user from the billboard), ``env.step``; the trajectory goes
+    to ``agent.observe``. `state(obs)` maps observations to state indices of the agent's feature
+    map; `reward(r)` rescales rewards into [0, 1] (the agent's sensitivity guard clips what is
+    outside, with a warning). An episode the environment ends before H is padded up to H with
+    self-loops at its last state worth the rescaled value of a zero reward, ``reward(0.0)``: after
+    its end the environment pays nothing, so ending is never worse for the agent than the
+    environment says (a rescale that maps 0 outside [0, 1] is refused). `callback(k, return)` runs
+    after each episode. A privrl model (it has exact values) runs through ``privrl.run``: its
+    returns, and its exact regret as ``regret``.
     """
+    from privrl.experiment.runner import run
+
     if not isinstance(agent, Agent):
         raise TypeError(f"agent must be a privrl Agent, got {type(agent).__name__}")
-    K = agent.K - agent.k if episodes is None else check_episodes(episodes)
-    H = agent.H
+    if isinstance(env, FiniteMDP):
+        res = run(agent, env, episodes, seed)
+        return LearnResult(res.returns, res.regret, res.wall_time, agent.label, 0)
+    if not (hasattr(env, "reset") and hasattr(env, "step")):
+        raise TypeError(f"env must be a gymnasium environment (reset / step), got {type(env).__name__}")
+    left = agent.K - agent.k
+    K = left if episodes is None else check_episodes(episodes)
+    if K > left:
+        raise ValueError(f"{agent.label} has {left} of its {agent.K} episodes left, cannot learn {K}")
+    H, S = agent.H, agent.S
     scale = reward if reward is not None else float
+    pad = float(scale(0.0))
+    if not 0.0 <= pad <= 1.0:
+        raise ValueError(
+            f"reward(0.0) = {pad:g} is outside [0, 1]: the steps after an episode ends pay the "
+            "rescaled value of a zero reward, so the rescale must map 0 into [0, 1]"
+        )
     returns = np.empty(K)
     early = 0
+    states = np.empty(H + 1, dtype=np.int64)
+    actions = np.empty(H, dtype=np.int64)
+    rewards = np.empty(H, dtype=np.float64)
     t0 = time.perf_counter()
     for k in range(K):
         obs, _ = env.reset(seed=seed if k == 0 else None)
-        states, actions, rewards = [state(obs)], [], []
+        pi = agent.policy()
+        s = _state_index(state(obs), S)
+        states[0] = s
         done = False
         for h in range(H):
-            s = states[-1]
-            a = agent.act(s, h)
-            if done:  # padding after the environment's end: stay, no reward
-                states.append(s)
-                rewards.append(0.0)
+            a = int(pi[h, s])
+            if done:  # after the environment's end: stay, paid as a zero reward
+                r = pad
             else:
-                obs, r, terminated, truncated, _ = env.step(a)
-                states.append(state(obs))
-                rewards.append(float(scale(r)))
+                obs, r_env, terminated, truncated, _ = env.step(a)
+                s = _state_index(state(obs), S)
+                r = float(scale(r_env))
                 done = bool(terminated or truncated)
                 early += int(done and h < H - 1)
-            actions.append(a)
-        traj = Trajectory(
-            states=np.array(states, dtype=np.int64),
-            actions=np.array(actions, dtype=np.int64),
-            rewards=np.array(rewards, dtype=np.float64),
-        )
-        returns[k] = float(traj.rewards.sum())
-        agent.observe(traj)
+            actions[h], rewards[h], states[h + 1] = a, r, s
+        returns[k] = rewards.sum()
+        agent.observe(Trajectory(states=states, actions=actions, rewards=rewards))
         if callback is not None:
             callback(k + 1, returns[k])
     regret = None if reference is None else np.cumsum(float(reference) - returns)
     return LearnResult(returns, regret, time.perf_counter() - t0, agent.label, early)
+
+
+def _state_index(s: Any, S: int) -> int:
+    if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or not 0 <= int(s) < S:
+        raise ShapeError(f"state(obs) must give an integer state index in [0, {S}), got {s!r}")
+    return int(s)

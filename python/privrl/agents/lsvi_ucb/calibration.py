@@ -4,7 +4,7 @@ Paper: Luyo et al., Sec. 4, Alg. 2, App. D "Initialization of the parameters" (J
 Algorithm", App. "Pure joint DP in the linear setting" (constants derived in the docstrings).
 """
 
-# Conventions as in privrl.privacy.ucrl_vtr; the failure probability per event is p/(6KH).
+# Conventions as in privrl.agents.ucrl_vtr.calibration; the failure probability per event is p/(6KH).
 from __future__ import annotations
 
 import math
@@ -12,8 +12,8 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
-from privrl._checks import check_pos_int, check_positive_real, check_probability, checked, is_trusted, trusted
-from privrl.exceptions import PrivacyParameterError
+from privrl.common.checks import check_pos_int, check_positive_real, check_probability, checked
+from privrl.common.errors import PrivacyParameterError
 from privrl.privacy import practical
 from privrl.privacy.bounds import (
     gaussian_matrix_bound,
@@ -42,7 +42,7 @@ from privrl.privacy.mechanisms import (
     tree_node_budget,
 )
 from privrl.privacy.plans import ReleasedFamily, ReleasePlan, UserStatistic
-from privrl.privacy.ucrl_vtr import _check_mechanism_for, _profile_fields
+from privrl.agents.ucrl_vtr.calibration import _check_mechanism_for, _profile_fields
 
 __all__ = [
     "LSVIUCBCalibration",
@@ -485,22 +485,18 @@ def calibrate_lsvi_ucb(
     paper's (it depends on eps only). Both feed the same Upsilon, c_K, C, U_K, chi, beta.
     ``lam``: the ridge regularizer (default App. D's ``d``; Jin et al. use 1). It moves the regret
     side only (U_K, chi, beta, the exact server's Lambda_0): no noise scale depends on it."""
-    if is_trusted():  # called by an agent: its privacy model and environment are validated
-        eps, dlt, pure = epsilon, delta, kind != "none" and delta == 0.0
-    else:
-        kind = check_kind(kind, ("none", "jdp"))
-        eps, dlt, pure = privacy_args(kind, epsilon, delta)
-        H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
-        p = check_probability(p, "p")
-        calibration = check_calibration(calibration)
-        mechanism = _check_mechanism_for(kind, pure, mechanism)
-        sampler = check_sampler_for(kind, mechanism, sampler)
-        lam = None if lam is None else check_positive_real(lam, "lam")
+    kind = check_kind(kind, ("none", "jdp"))
+    eps, dlt, pure = privacy_args(kind, epsilon, delta)
+    H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
+    p = check_probability(p, "p")
+    calibration = check_calibration(calibration)
+    mechanism = _check_mechanism_for(kind, pure, mechanism)
+    sampler = check_sampler_for(kind, mechanism, sampler)
+    lam = None if lam is None else check_positive_real(lam, "lam")
     B = resolve_batches(batches, kind, pure, eps, H, K, d, calibration, dlt, p, mechanism)
-    with trusted():
-        if plan is None:
-            plan = release_plan(kind, pure, H, K, d, B, mechanism, sampler)
-        return _calibrate(kind, eps, dlt, pure, H, K, d, p, batches, B, calibration, mechanism, plan, lam)
+    if plan is None:
+        plan = release_plan(kind, pure, H, K, d, B, mechanism, sampler)
+    return _calibrate(kind, eps, dlt, pure, H, K, d, p, batches, B, calibration, mechanism, plan, lam)
 
 
 def _calibrate(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from privrl.exceptions import PrivacyParameterError
+from privrl.common.errors import PrivacyParameterError
 
 __all__ = ["betainc", "clopper_pearson"]
 

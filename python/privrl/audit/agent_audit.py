@@ -25,28 +25,27 @@ from typing import Any
 
 import numpy as np
 
-from privrl._checks import check_pos_int
-from privrl.agents.statistics import RawStatistics
-from privrl.audit import AuditResult, _neighbours, _seed_stream, audit_samples
+from privrl.common.checks import check_pos_int
+from privrl.audit.mechanism_audit import AuditResult, Statistics, _neighbours, _seed_stream, audit_samples
 from privrl.envs.finite import Trajectory
-from privrl.exceptions import PrivacyParameterError
+from privrl.common.errors import PrivacyParameterError
 
 __all__ = ["audit_agent", "audit_ucrl_vtr_agent", "billboards"]
 
 
-User = Trajectory | RawStatistics
+User = Trajectory | Statistics
 
 
 def billboards(agent: Any, users: Sequence[User]) -> np.ndarray:
     """Run ``agent`` on the user sequence (plan, observe, release per user) and return every
     billboard it publishes, flattened: per user and step the design and ``design @ weights``. A
-    user given as RawStatistics is an adversarial user who sends chosen statistics (inside the
+    user given as Statistics is an adversarial user who sends chosen statistics (inside the
     sensitivity guard's bounds, which still apply) instead of a trajectory's."""
     out = []
     for user in users:
         agent.policy()
-        if isinstance(user, RawStatistics):
-            agent._observe_statistics(user)
+        if isinstance(user, Statistics):
+            agent.observe_statistics(user.X, user.y)
         else:
             agent.observe(user)
         rel = agent.release()
@@ -125,18 +124,19 @@ def audit_ucrl_vtr_agent(
     from privrl.agents import UCRLVTR
     from privrl.envs import RandomLinearMixtureMDP
     from privrl.privacy import JointDP
-    from privrl.privacy.report import privacy_report_from_calibration
+    from privrl.audit.report import privacy_report_from_calibration
+
+    class Scaled(UCRLVTR):  # the shipped agent with its node noise scaled (a broken agent)
+        def _regression(self, cal, guard, sigma_m, sigma_v, *rest):  # type: ignore[no-untyped-def]
+            m = noise_multiplier
+            return super()._regression(cal, guard, sigma_m * m, sigma_v * m, *rest)
 
     env = RandomLinearMixtureMDP(S=3, A=2, d=2, H=2, seed=0)
     model = JointDP(epsilon, delta, calibration=calibration, sampler=sampler)
     keys = ("sigma_B", "sigma_g")
 
     def make(noise_seed: Any) -> Any:
-        agent = UCRLVTR(env, model, episodes=K, seed=noise_seed)
-        if noise_multiplier != 1.0:
-            cal = agent.calibration
-            agent._build_statistics(cal.replace(**{k: cal[k] * noise_multiplier for k in keys}))
-        return agent
+        return Scaled(env, model, episodes=K, seed=noise_seed)
 
     rng = np.random.default_rng(12345)
     uniform = rng.integers(0, env.A, size=(env.H, env.S))
@@ -147,9 +147,9 @@ def audit_ucrl_vtr_agent(
     # stay far inside the bounds: before any data the optimistic plan has V~ = H everywhere and
     # every user's X_{1,h} is the same); users 2..K: real trajectories, whose statistics then
     # follow the billboard adaptively
-    first_a, first_b = _neighbours(plan, {k: probe.calibration[k] for k in plan.scale_keys}, "worst")
+    first_a, first_b = _neighbours(plan, {k: getattr(probe.calibration, k) for k in plan.scale_keys}, "worst")
     cal = probe.calibration
-    scaled = cal.replace(**{k: cal[k] * noise_multiplier for k in keys})
+    scaled = cal.replace(**{k: getattr(cal, k) * noise_multiplier for k in keys})
     effective = privacy_report_from_calibration("ucrl_vtr", scaled, plan=probe.release_plan())["tight"][
         "budget"
     ][0]

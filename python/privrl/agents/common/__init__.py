@@ -1,0 +1,1 @@
+"""What every agent shares: the Agent facade and its guards, the specs that cross into Rust, saving."""

@@ -1,0 +1,328 @@
+"""The agent protocol shared by every algorithm: a Python facade that builds its Rust agent from the
+release plan and the calibration, and delegates every episode to it (Sec. 2.1, App. B, App. D).
+
+An agent plays the paper's two roles. The *server* keeps the statistics and publishes a release
+(the billboard: the only thing users, and any observer, ever see). The *user* of episode k computes
+its policy from that release and its own data only (Billboard lemma, App. "Joint DP through DP"),
+runs it, and sends back its statistics (raw under JDP, randomized on the user side under LDP). Both
+run in Rust (privrl._core.VtrAgent / LsviAgent): this class holds construction, acting, observing,
+saving and the privacy report, and nothing of the episode's arithmetic.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+import os
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from privrl import _core
+from privrl.agents.common.specs import GuardSpec
+from privrl.common.checks import check_episodes, check_nonneg_real, check_choice
+from privrl.common.errors import NonFiniteError, PrivacyParameterError, ShapeError
+from privrl.envs.features import FeatureMap
+from privrl.envs.finite import FiniteMDP, Trajectory
+from privrl.common.checks import seed_bytes
+from privrl.privacy.models import JointDP, LocalDP, NonPrivate
+
+PRIVACY_MODELS = (NonPrivate, JointDP, LocalDP)
+#: How a user turns the billboard into a policy (``exploration=``): the optimistic Q of the
+#: released estimate, or a model drawn around it (post-processing with its own stream).
+EXPLORATIONS = ("optimism", "sampling")
+
+
+class SensitivityWarning(UserWarning):
+    """User data exceeded a bound the privacy calibration assumes and was clipped."""
+
+
+@dataclass
+class SensitivityGuard:
+    """Enforces ``||x|| <= x_bound`` and ``y in [y_low, y_high]`` where user data enters a mechanism.
+
+    mode="clip": project onto the bound, count it, and warn once per guard; mode="reject": raise
+    AssumptionError. The calibrated noise is only private for data inside these bounds, so nothing
+    reaches a mechanism unchecked. Excesses within a relative 1e-9 (round-off of an in-bound
+    computation) are projected silently in both modes; NaN / inf always raise NonFiniteError. The
+    agents apply it in Rust; ``apply`` runs the same kernel on arrays of your own.
+    """
+
+    x_bound: float
+    y_low: float = -math.inf
+    y_high: float = math.inf
+    mode: str = "clip"
+    clipped: int = 0
+    _warned: bool = field(default=False, repr=False)
+
+    def __post_init__(self) -> None:
+        check_choice(self.mode, ("clip", "reject"), "sensitivity mode")
+        if not (math.isfinite(self.x_bound) and self.x_bound > 0):
+            raise PrivacyParameterError(f"x_bound must be finite and > 0, got {self.x_bound!r}")
+        if not (self.y_low <= self.y_high):
+            raise PrivacyParameterError(f"need y_low <= y_high, got [{self.y_low!r}, {self.y_high!r}]")
+
+    @property
+    def spec(self) -> GuardSpec:
+        return GuardSpec(float(self.x_bound), float(self.y_low), float(self.y_high), self.mode == "reject")
+
+    def count(self, clipped: int, stacklevel: int = 3) -> None:
+        """Set the clip count (warning the first time it is positive)."""
+        self.clipped = int(clipped)
+        if self.clipped and not self._warned:
+            warnings.warn(
+                f"clipping user statistics to the sensitivity bound ||x|| <= {self.x_bound:g}"
+                f", y in [{self.y_low:g}, {self.y_high:g}] (counted in agent.clip_count)",
+                SensitivityWarning,
+                stacklevel=stacklevel,
+            )
+            self._warned = True
+
+    def apply(self, X: Any, y: Any = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """Rows of X (n, d) and entries of y (n,), clipped (or rejected) to the bounds."""
+        X = np.array(X, dtype=np.float64, ndmin=2, order="C")
+        yy = None if y is None else np.array(y, dtype=np.float64, ndmin=1, order="C")
+        if not np.isfinite(X).all() or (yy is not None and not np.isfinite(yy).all()):
+            raise NonFiniteError(
+                "user statistic contains NaN or inf: it cannot be brought inside "
+                "the sensitivity bound the noise is calibrated for"
+            )
+        bad = _core.apply_guard(self.spec, X, yy)
+        self.count(self.clipped + bad)
+        return X, yy
+
+
+@dataclass(frozen=True)
+class Release:
+    """The server's billboard after ``users`` users: per step h the design matrix Lambda~_h, its
+    inverse (post-processing of the design matrix), w~_h and the exploration matrix E_h (the bonus
+    is ``||phi||_{E_h}``, the sampled model's covariance E_h). ``bonus`` (practical rule) is the
+    same E_h, None under the paper's rule (where E_h = beta^2 Lambda~^{-1}); ``gamma`` the privacy
+    part of its width (practical)."""
+
+    design: np.ndarray
+    inverse: np.ndarray
+    weights: np.ndarray
+    users: int
+    bonus: np.ndarray | None = None
+    gamma: np.ndarray | None = None
+    explore: np.ndarray | None = None
+
+
+def check_privacy_model(privacy: Any, allowed: tuple = PRIVACY_MODELS) -> Any:
+    if not isinstance(privacy, allowed):
+        names = ", ".join(c.__name__ for c in allowed)
+        raise TypeError(f"privacy must be one of {names}; got {type(privacy).__name__}")
+    return privacy
+
+
+class Agent(abc.ABC):
+    """An online agent for K users, one per episode, on a finite-horizon MDP.
+
+    ``policy()`` is the deterministic (H, S) policy of the arriving user, computed from the current
+    release only; ``observe(trajectory)`` sends that user's data through the privacy model to the
+    server. ``seed`` makes the tie-breaking, exploration and privacy-noise streams reproducible;
+    ``seed=None`` draws each from OS entropy.
+    """
+
+    name = "agent"
+    _core: Any  # the Rust agent
+    #: One SensitivityGuard per statistic of the release plan (statistic name -> guard).
+    guards: dict[str, SensitivityGuard]
+
+    def __init__(
+        self,
+        env: FiniteMDP | FeatureMap,
+        privacy: Any,
+        episodes: int,
+        seed: Any = None,
+        beta_scale: float = 1.0,
+        beta: float | None = None,
+        ties: str = "random",
+        exploration: str = "optimism",
+    ):
+        if not isinstance(env, (FiniteMDP, FeatureMap)):
+            raise TypeError(f"env must be a privrl FiniteMDP or FeatureMap, got {type(env).__name__}")
+        self.env = env
+        self.privacy = check_privacy_model(privacy if privacy is not None else NonPrivate())
+        self.K = check_episodes(episodes)
+        self.H, self.S, self.A = env.H, env.S, env.A
+        self.beta_scale = check_nonneg_real(beta_scale, "beta_scale")
+        self._beta_override = None if beta is None else check_nonneg_real(beta, "beta")
+        self.ties = check_choice(ties, ("random", "lowest"), "ties")
+        self.exploration = check_choice(exploration, EXPLORATIONS, "exploration")
+        self.seed = seed
+        root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+        # fixed children: 0 ties, 1 privacy noise, 2 exploration (the noise never moves with them)
+        self._streams = root.spawn(3) if seed is not None else None
+
+    # ------------------------------------------------------------------ streams
+    def noise_seeds(self, n: int) -> list[bytes]:
+        """n independent 32-byte seeds for privacy-noise streams (OS entropy without a seed)."""
+        if self._streams is None:
+            return [os.urandom(32) for _ in range(n)]
+        return [seed_bytes(s) for s in self._streams[1].spawn(n)]
+
+    def _stream_seed(self, i: int) -> bytes:
+        return os.urandom(32) if self._streams is None else seed_bytes(self._streams[i])
+
+    @property
+    def _tie_seed(self) -> bytes | None:
+        return None if self.ties == "lowest" else self._stream_seed(0)
+
+    @property
+    def _exploration_seed(self) -> bytes | None:
+        return None if self.exploration == "optimism" else self._stream_seed(2)
+
+    # ------------------------------------------------------------------ state (in Rust)
+    @property
+    def k(self) -> int:
+        """Users observed so far."""
+        return int(self._core.k)
+
+    @property
+    def policy_updates(self) -> int:
+        """Policies computed so far."""
+        return int(self._core.policy_updates)
+
+    @property
+    def clip_count(self) -> int:
+        """User values clipped to the sensitivity bounds so far."""
+        return int(sum(self._core.clips))
+
+    def _sync_guards(self) -> None:
+        for guard, clipped in zip(self.guards.values(), self._core.clips, strict=False):
+            if clipped != guard.clipped:
+                guard.count(clipped, stacklevel=4)
+
+    @property
+    def label(self) -> str:
+        tag = "" if self.exploration == "optimism" else ", sampling"
+        return f"{self.name}[{self.privacy.label}{tag}]"
+
+    @abc.abstractmethod
+    def release_plan(self) -> Any:
+        """What the agent releases about one user, as data (a privrl.privacy.plans.ReleasePlan)."""
+
+    @abc.abstractmethod
+    def release(self) -> Release:
+        """The current billboard."""
+
+    # ------------------------------------------------------------------ acting
+    def policy(self) -> np.ndarray:
+        """The (H, S) int policy of the user arriving now (episode self.k + 1)."""
+        return self._core.policy()
+
+    def act(self, state: Any, h: int = 0) -> int:
+        """The action of the user arriving now in `state` at step `h` (0-based): its policy is
+        computed once per user from the current release, so the calls of one episode agree."""
+        for name, v, hi in (("state", state, self.S), ("h", h, self.H)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= int(v) < hi:
+                raise ShapeError(f"{name} must be an integer in [0, {hi}), got {v!r}")
+        return int(self._core.policy()[int(h), int(state)])
+
+    def observe(self, trajectory: Trajectory) -> None:
+        """Feed the arriving user's trajectory through the privacy model to the server (checked
+        here, where user data enters)."""
+        s, a, r = self._check_trajectory(trajectory)
+        self._core.observe(s, a, r)
+        self._sync_guards()
+
+    def _check_trajectory(self, t: Trajectory) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A user's trajectory must index this MDP: integer states in [0, S), actions in [0, A)
+        (a negative index would silently select another state's features), finite rewards."""
+        if not isinstance(t, Trajectory):
+            raise TypeError(f"observe() takes a privrl Trajectory, got {type(t).__name__}")
+        if self.k >= self.K:
+            raise PrivacyParameterError(
+                f"{self.label} was calibrated for K = {self.K} episodes; episode {self.k + 1} would "
+                "exceed its privacy accounting"
+            )
+        out = []
+        for name, arr, n, hi in (
+            ("states", t.states, self.H + 1, self.S),
+            ("actions", t.actions, self.H, self.A),
+        ):
+            x = np.asarray(arr)
+            if x.shape != (n,):
+                raise ShapeError(f"trajectory {name} must have shape ({n},) for H = {self.H}, got {x.shape}")
+            if x.dtype.kind not in "iu":
+                raise TypeError(f"trajectory {name} must be integers, got dtype {x.dtype}")
+            if n and (x.min() < 0 or x.max() >= hi):
+                raise ShapeError(f"trajectory {name} must lie in [0, {hi}), got values in [{x.min()}, {x.max()}]")
+            out.append(np.ascontiguousarray(x, dtype=np.int64))
+        r = np.asarray(t.rewards)
+        if r.shape != (self.H,) or r.dtype.kind not in "biuf":
+            raise ShapeError(
+                f"trajectory rewards must be {self.H} real numbers, got shape {r.shape}, dtype {r.dtype}"
+            )
+        if not np.isfinite(r).all():
+            raise NonFiniteError("trajectory rewards contain NaN or inf")
+        return out[0], out[1], np.ascontiguousarray(r, dtype=np.float64)
+
+    def check_env(self, env: Any) -> None:
+        """Refuse (ValueError) an environment that is not the MDP the agent was built for: ``env``
+        must be ``agent.env`` or have its fingerprint (the same model rebuilt from its
+        constructor, e.g. after loading a saved agent in another process)."""
+        if env is self.env:
+            return
+        if not hasattr(env, "fingerprint"):
+            raise TypeError(f"env must be a privrl environment, got {type(env).__name__}")
+        mine, theirs = self.env.fingerprint(), env.fingerprint()
+        differ = sorted(k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k))
+        if differ:
+            raise ValueError(
+                f"{self.label} was built for {self.env!r}; {env!r} differs in its {', '.join(differ)}: "
+                "run it on agent.env or on an equal environment"
+            )
+
+    # ------------------------------------------------------------------ saving, reports
+    def save(self, path: Any) -> None:
+        """Save the agent mid-run (its whole state, the Rust agent's included) to `path`;
+        ``type(agent).load(path)`` continues it bit-identically (privrl.agents.common.saving)."""
+        from privrl.agents.common.saving import save_agent
+
+        save_agent(self, path)
+
+    @classmethod
+    def load(cls, path: Any) -> Agent:
+        """The agent saved at `path` by :meth:`save` (an instance of this class), with its own
+        copy of the environment in ``agent.env``. Refuses (SaveFormatError) a file from another
+        privrl version, a modified file, and anything that is not a saved agent; never runs code
+        from the file."""
+        from privrl.agents.common.saving import load_agent
+
+        return load_agent(path, cls)
+
+    def privacy_report(self) -> Any:
+        """Every released mechanism and the (eps, delta) it yields under the paper's argument and
+        the tight accountant (privrl.audit.report)."""
+        from privrl.audit.report import privacy_report
+
+        return privacy_report(self)
+
+
+#: Lattice sums stay below 2^51 grid steps (the kernels refuse 2^52): headroom for the noise.
+_LATTICE_HEADROOM = 2.0**51
+
+
+def check_lattice_range(plan: Any, cal: Any, users: int) -> None:
+    """With the discrete samplers every released sum lives on the lattice scale * 2^-grid_bits,
+    exact below 2^52 steps. A sum of ``users`` statistics at their bounds must fit, or the
+    kernels would refuse a leaf mid-run: refuse the agent at construction instead (a huge epsilon
+    gives a noise scale, hence a lattice, too fine for the data). No-op for the float samplers."""
+    if plan.sampler != "discrete":
+        return
+    for f in plan.families:
+        stat = plan.statistic(f.statistic)
+        y = max(abs(stat.y_low), abs(stat.y_high))
+        entry = stat.x_bound**2 if f.is_matrix else stat.x_bound * y
+        unit = float(getattr(cal, f.scale_key)) * 2.0**-plan.grid_bits / 2.0  # /2: Laplace matrices' g / c
+        if users * entry > _LATTICE_HEADROOM * unit:
+            raise PrivacyParameterError(
+                f"the discrete sampler's lattice ({f.scale_key} * 2^-{plan.grid_bits} = {2 * unit:.3g}) is "
+                f"too fine for sums of {users} users' {f.name} (entries up to {entry:.3g}): the noise "
+                "scale is too small (epsilon too large) for exact lattice sums; use sampler='float'"
+            )

@@ -1,0 +1,150 @@
+"""What crosses into the Rust agents (privrl._core.VtrAgent / LsviAgent): typed, frozen specs read
+attribute by attribute, built once from an agent's release plan and calibration (Sec. 3-4, App. B-D).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from privrl.kernels import DEFAULT_GRID_BITS
+from privrl.common.checks import seed_bytes
+
+__all__ = [
+    "GuardSpec",
+    "BoundsSpec",
+    "PracticalSpec",
+    "NoiseSpec",
+    "RegressionSpec",
+    "VtrSpec",
+    "LsviPrivateSpec",
+    "LsviSpec",
+    "noise_spec",
+    "bounds_spec",
+]
+
+
+@dataclass(frozen=True)
+class GuardSpec:
+    """The sensitivity bound enforced where user data enters a mechanism."""
+
+    x_bound: float
+    y_low: float
+    y_high: float
+    reject: bool
+
+
+@dataclass(frozen=True)
+class BoundsSpec:
+    """The noise whose high-probability norms the practical release reads after t users:
+    ``kind`` "zero", "gaussian" (``sigma_m`` / ``sigma_v`` the node stds, matrices
+    ``(Z' + Z'^T)/divisor``) or "laplace" (``sigma_m`` / ``sigma_v`` the scales b)."""
+
+    kind: str
+    sigma_m: float = 0.0
+    sigma_v: float = 0.0
+    divisor: float = 1.0
+    d: int = 1
+    alpha: float = 1.0
+
+
+@dataclass(frozen=True)
+class PracticalSpec:
+    """The practical release rule's public constants (privrl.privacy.practical)."""
+
+    lam: float
+    shift_mult: float
+    beta2: float
+    c_w: float
+    centre_distance: float
+    noise_scale: float
+    w0: np.ndarray
+    bounds: BoundsSpec
+
+
+@dataclass(frozen=True)
+class NoiseSpec:
+    """The noise of a regression's mechanisms (JDP: one per seed) or its user-side randomizer
+    (LDP: two streams): kernel noise name, scales, lattice, capacity and 32-byte seeds."""
+
+    mechanism: str
+    noise: str
+    sigma_matrix: float
+    sigma_vector: float
+    divisor: float
+    grid_bits: int
+    capacity: int
+    seeds: list[bytes]
+
+
+@dataclass(frozen=True)
+class RegressionSpec:
+    """One ridge regression of UCRL-VTR / UCRL-VTR+: ``mode`` "exact" | "jdp" | "ldp"."""
+
+    mode: str
+    lam: float
+    base: float
+    radius: float
+    shift_name: str
+    guard: GuardSpec | None
+    noise: NoiseSpec | None
+    practical: PracticalSpec | None
+
+
+@dataclass(frozen=True)
+class VtrSpec:
+    features: np.ndarray  # (S, A, S, d)
+    rewards: np.ndarray  # (H, S, A)
+    regressions: list[RegressionSpec]
+    plus: tuple[float, float] | None  # UCRL-VTR+: (beta_check, beta_tilde)
+    tie_seed: bytes | None
+    exploration_seed: bytes | None
+    episodes: int
+
+
+@dataclass(frozen=True)
+class LsviPrivateSpec:
+    noise: NoiseSpec
+    shift: float  # lam + c_K + Upsilon (App. D)
+    practical_mult: float | None
+    bounds: BoundsSpec | None
+
+
+@dataclass(frozen=True)
+class LsviSpec:
+    table: np.ndarray  # (S A, d)
+    n_actions: int
+    horizon: int
+    guard: GuardSpec
+    beta: float
+    lam: float
+    batch_len: int
+    private: LsviPrivateSpec | None
+    planning: str
+    record_capacity: int
+    tie_seed: bytes | None
+    exploration_seed: bytes | None
+    episodes: int
+
+
+def noise_spec(cal: Any, sigma_m: float, sigma_v: float, capacity: int, seeds: list) -> NoiseSpec:
+    """The mechanisms' / randomizer's noise under calibration ``cal``."""
+    return NoiseSpec(
+        mechanism=cal.mechanism,
+        noise=cal.node_noise,
+        sigma_matrix=float(sigma_m),
+        sigma_vector=float(sigma_v),
+        divisor=float(cal.sym_divisor),
+        grid_bits=int(cal.grid_bits or DEFAULT_GRID_BITS),
+        capacity=int(capacity),
+        seeds=[seed_bytes(s) for s in seeds],
+    )
+
+
+def bounds_spec(cal: Any, sigma_m: float | None, sigma_v: float | None, d: int) -> BoundsSpec:
+    """The noise bounds of the practical rule for a release with node scales ``sigma_*``."""
+    if cal.kind == "none":
+        return BoundsSpec("zero")
+    return BoundsSpec(cal.noise, float(sigma_m or 0.0), float(sigma_v or 0.0), float(cal.sym_divisor), d, cal.alpha)

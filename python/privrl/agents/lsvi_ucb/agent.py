@@ -1,0 +1,218 @@
+"""LSVI-UCB on linear MDPs with a static batch schedule and a privacy plug-in: LSVI-UCB (Jin et al. 2020),
+batched LSVI-UCB (Wang et al. 2021), JDP and pure-JDP LSVI-UCB (Sec. 4, Alg. 2, Rem. 2-4; App. D).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from privrl import _core
+from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_lattice_range
+from privrl.agents.common.specs import GuardSpec, LsviPrivateSpec, LsviSpec, bounds_spec, noise_spec
+from privrl.agents.lsvi_ucb import calibration as privacy_of
+from privrl.common.checks import check_choice, check_positive_real
+from privrl.common.errors import PrivacyParameterError
+from privrl.envs.features import FeatureMap
+from privrl.envs.finite import FiniteMDP
+from privrl.envs.linear import LinearMDP, check_phi_norms
+from privrl.privacy.common import Calibration
+from privrl.privacy.models import LocalDP
+from privrl.privacy.plans import ReleasePlan
+
+__all__ = ["LSVIUCB", "batch_starts", "PLANNING"]
+
+PLANNING = ("auto", "per_sample", "aggregated")
+#: Most (episode, step) records the per-sample planning path keeps (about 6 GiB).
+MAX_STORED_STEPS = 1 << 28
+
+
+def batch_starts(K: int, B: int) -> np.ndarray:
+    """Alg. 2, line 4: the first episodes k_i = i * ceil(K/B) + 1 (1-based), 0 <= i < B, of the
+    batches that start within K episodes. The schedule depends on (K, B) only, never on the data,
+    which is what the privacy proof needs (App. D, Rem. "Data-Dependent Batches"). When
+    (B - 1) ceil(K/B) >= K the last batches never start, so fewer than B policies are released."""
+    L = -(-int(K) // int(B))
+    return np.array([i * L + 1 for i in range(int(B)) if i * L + 1 <= K], dtype=np.int64)
+
+
+class LSVIUCB(Agent):
+    """LSVI-UCB with a static batch schedule and a privacy plug-in (Alg. 2).
+
+    Per episode k, user side: take the billboard (Lambda~_{b,h}, w~_{b,h})_h of the current batch
+    b and act greedily on Q_{k,h} = Pi_[0,H][w~^T phi + beta ||phi||_{Lambda~^{-1}}] (computed
+    once per release; under exploration="sampling" greedily for w_h ~ N(w~_h, beta^2
+    Lambda~^{-1}), drawn per user); send the trajectory. Server side, at the end of a batch
+    (k = k_{b+1} - 1): for h = H..1, Lambda~_{b+1,h} = Lambda_{k+1,h} + (c_K + Upsilon) I +
+    H^{b+1}_h, u~ = sum_i phi_i [r_i + V_{k+1,h+1}(s'_i)] + eta^{b+1}_h, w~ = Lambda~^{-1} u~ and
+    publish. The episode and the release run in Rust (privrl._core.LsviAgent,
+    rust/agents/lsvi.rs); the numpy oracle is privrl.agents.lsvi_ucb.reference.
+
+    Variants, by (privacy, batches):
+
+    * NonPrivate(), "every": LSVI-UCB of Jin et al. (2020) (update after every episode).
+    * NonPrivate(), int B: batched LSVI-UCB (Wang et al. 2021, static schedule). "static" has
+      no private B to use and gives B = K (see calibrate_lsvi_ucb).
+    * JointDP(eps, delta), "static": Alg. 2 with App. D's B = ceil((K eps)^{2/5} / (d^{3/5} H^{1/5})).
+    * JointDP(eps, delta), "every": the non-batched variant of Rem. 2 (B = K, noise calibrated
+      for K releases).
+    * JointDP(eps, 0.0): pure JDP (App. "Pure joint DP in the linear setting"): Laplace node
+      and eta noise, B = ceil((K eps)^{1/3} / (d^{2/3} H^{1/3})).
+
+    Parameters
+    ----------
+    env : LinearMDP (Asm. 1; ||phi|| <= 1 is checked when it is built), or a FeatureMap when the
+        model is unknown (learn from interaction with privrl.learn; no exact regret).
+    privacy : NonPrivate() | JointDP(eps, delta). LocalDP is refused: the paper has no LDP
+        algorithm for linear MDPs (Rem. "Local Differential Privacy").
+    batches : "static" (default), "every" or an int B in [1, K]; batches start at
+        k_i = i ceil(K/B) + 1, a schedule fixed in advance.
+    episodes : K, the number of users the noise is calibrated for.
+    beta_scale : multiplies App. D's beta (exploration only). `beta` overrides the radius.
+    ties : "random" (from the agent's seed) or "lowest".
+    lam : the ridge regularizer lambda (default None: App. D's d). Regret side only.
+    sensitivity : "clip" or "reject" user data outside ||phi|| <= 1, r in [0, 1]. V_{h+1} is
+        projected on [0, H], so one user moves u by at most 2(H+1) (the sensitivity behind sigma_u).
+    planning : "auto" (from counts once more users than states are stored), "per_sample" or
+        "aggregated": the same release up to floating-point summation order.
+    exploration : "optimism" or "sampling" (see above; post-processing, the noise unchanged).
+
+    Attributes: calibration (App. D's names), batch_starts (1-based k_i), B, release_users.
+    """
+
+    name = "LSVI-UCB"
+    env_type: type = LinearMDP  # the environments it runs on (Asm. 1); sweeps check it up front
+
+    @classmethod
+    def accepts(cls, env: Any) -> str | None:
+        """None if the agent runs on `env`, else why not: a LinearMDP (Asm. 1), a FeatureMap (no
+        model: privrl.learn), or any FiniteMDP with linear ``features`` (S, A, d)."""
+        if isinstance(env, (LinearMDP, FeatureMap)):
+            return None
+        name = type(env).__name__
+        if not isinstance(env, FiniteMDP):
+            return f"LSVI-UCB needs a LinearMDP (Asm. 1), a FeatureMap or a FiniteMDP with features; got {name}"
+        f: Any = getattr(env, "features", None)
+        shape = getattr(f, "shape", ())
+        if len(shape) != 3 or tuple(shape[:2]) != (env.S, env.A) or not np.all(np.isfinite(f)):
+            return (
+                f"LSVI-UCB needs a LinearMDP (Asm. 1) or a FiniteMDP with linear features phi(s, a): "
+                f"{name}.features must be a finite (S, A, d) = ({env.S}, {env.A}, d) array, got shape "
+                f"{tuple(shape)}"
+            )
+        return None
+
+    def __init__(
+        self,
+        env: LinearMDP | FeatureMap,
+        privacy: Any = None,
+        batches: str | int = "static",
+        episodes: int = 1000,
+        seed: Any = None,
+        beta_scale: float = 1.0,
+        beta: float | None = None,
+        ties: str = "random",
+        sensitivity: str = "clip",
+        planning: str = "auto",
+        lam: float | None = None,
+        exploration: str = "optimism",
+    ):
+        reason = self.accepts(env)
+        if reason is not None:
+            raise TypeError(reason)
+        if isinstance(privacy, LocalDP):
+            raise PrivacyParameterError(
+                "LocalDP is not available for linear MDPs: the paper gives no LDP algorithm there "
+                "(Rem. 'Local Differential Privacy': LSVI needs the raw features on the server); "
+                "use JointDP(eps, delta) or NonPrivate()"
+            )
+        self.planning = check_choice(planning, PLANNING, "planning")
+        self.sensitivity = check_choice(sensitivity, ("clip", "reject"), "sensitivity")
+        lam = None if lam is None else check_positive_real(lam, "lam")
+        super().__init__(env, privacy, episodes, seed, beta_scale, beta, ties, exploration)
+        phi = np.asarray(env.features, dtype=np.float64)
+        check_phi_norms(phi)
+        self.d = phi.shape[-1]
+        kw = self.privacy.as_kwargs()
+        self.batches = batches
+        self.B = privacy_of.resolve_batches(
+            batches, kw["kind"], self.privacy.pure, kw["epsilon"], self.H, self.K, self.d,
+            kw["calibration"], kw["delta"], kw["p"], kw["mechanism"],
+        )  # fmt: skip
+        plan = self.release_plan()
+        cal = privacy_of.calibrate_lsvi_ucb(**kw, H=self.H, K=self.K, d=self.d, batches=batches, plan=plan, lam=lam)
+        check_lattice_range(plan, cal, self.K)
+        self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * cal.beta
+        self.calibration: Calibration = cal.replace(beta_used=self.beta, beta_scale=self.beta_scale, planning=planning)
+        self.batch_starts = batch_starts(self.K, self.B)
+        (stat,) = plan.statistics
+        # phi against the plan's x bound, rewards against [0, 1] (then r + V <= H + 1 holds since
+        # V~ is projected on [0, H])
+        self.guards = {stat.name: SensitivityGuard(x_bound=stat.x_bound, y_low=0.0, y_high=1.0, mode=sensitivity)}
+        # The feature map is public and fixed: clipping it once clips every row a user can send.
+        table, _ = SensitivityGuard(stat.x_bound).apply(phi.reshape(self.S * self.A, self.d))
+        self.features = table.reshape(self.S, self.A, self.d)
+        capacity = {"per_sample": self.K, "auto": min(self.K, self.S + 1), "aggregated": 0}[planning]
+        if capacity * (self.H + 1) > MAX_STORED_STEPS:
+            raise PrivacyParameterError(
+                f"LSVI-UCB stores every episode under planning='per_sample': K (H + 1) = "
+                f"{capacity * (self.H + 1):.3g} steps exceed the limit of {MAX_STORED_STEPS}"
+            )
+        self._core = _core.LsviAgent(
+            LsviSpec(
+                table=np.ascontiguousarray(table),
+                n_actions=self.A,
+                horizon=self.H,
+                guard=self.guard.spec,
+                beta=float(self.beta),
+                lam=float(cal.lam),
+                batch_len=int(cal.batch_length),
+                private=self._private(cal),
+                planning=planning,
+                record_capacity=int(capacity),
+                tie_seed=self._tie_seed,
+                exploration_seed=self._exploration_seed,
+                episodes=self.K,
+            )
+        )
+
+    def _private(self, cal: Calibration) -> LsviPrivateSpec | None:
+        """H Lambda mechanisms over the R releases (one leaf per release), the eta stream, and
+        the shift: App. D's constant c_K + Upsilon, or the practical rule's per release."""
+        if cal.kind != "jdp":
+            return None
+        seeds = self.noise_seeds(self.H + 1)
+        practical = cal.release_rule == "practical"
+        return LsviPrivateSpec(
+            noise=noise_spec(cal, cal.sigma_Lambda, cal.sigma_u, cal.releases, seeds),
+            shift=float(cal.lam + cal.shift),
+            practical_mult=float(cal.shift_mult) if practical else None,
+            bounds=bounds_spec(cal, cal.sigma_Lambda, cal.sigma_u, self.d) if practical else None,
+        )
+
+    def release_plan(self) -> ReleasePlan:
+        """What this agent releases about one user, as data (privrl.privacy.plans): the statistic
+        phi_h, r_h + V_{h+1}(s'_h) with its bounds, the H Lambda mechanisms over the R released
+        batches and the H x R fresh u releases (App. D)."""
+        p = self.privacy
+        return privacy_of.release_plan(p.kind, p.pure, self.H, self.K, self.d, self.B, p.mechanism, p.sampler)
+
+    @property
+    def guard(self) -> SensitivityGuard:
+        return next(iter(self.guards.values()))
+
+    @property
+    def batch(self) -> int:
+        """Index b of the current batch (0-based) = releases published since the start."""
+        return int(self._core.releases)
+
+    @property
+    def release_users(self) -> list[int]:
+        """The user count k of every billboard published so far, the initial one included."""
+        return list(self._core.release_users)
+
+    def release(self) -> Release:
+        """The current billboard (Lambda~_{b,h}, Lambda~^{-1}_{b,h}, w~_{b,h})_h."""
+        design, inverse, weights, users = self._core.billboard()
+        return Release(design, inverse, weights, int(users))

@@ -1,0 +1,238 @@
+"""Privacy-Preserving UCRL-VTR (Alg. 1, Sec. 3): value-targeted regression on a linear-mixture
+MDP with optimistic (or sampled) planning on the user's side; non-private, JDP (Cor. 1), LDP
+(Cor. 2) and pure DP (Rem. "Pure DP", App. "Pure DP in the UCRL-VTR Framework").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from privrl import _core
+from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_lattice_range
+from privrl.agents.common.specs import (
+    PracticalSpec,
+    RegressionSpec,
+    VtrSpec,
+    bounds_spec,
+    noise_spec,
+)
+from privrl.agents.ucrl_vtr import calibration as privacy_of
+from privrl.common.checks import check_choice
+from privrl.envs.finite import FiniteMDP
+from privrl.envs.mixture import LinearMixtureMDP
+from privrl.privacy import practical
+from privrl.privacy.common import Calibration
+from privrl.privacy.plans import ReleasePlan
+
+CENTRES = ("feasible", "zero")  # the practical ridge's centre (UCRLVTR's ``centre``)
+PAPER_SHIFT = "the shift 2*Upsilon, an event of probability <= p/3 under the paper's calibration"
+
+
+class UCRLVTR(Agent):
+    """Alg. 1. Per episode k:
+
+    user side  — receive (Lambda~_{k,h}, w~_{k,h})_h; for h = H..1 compute
+                 Q~_{k,h}(s,a) = min{H, r_h(s,a) + <phi_{V~_{k,h+1}}(s,a), w~_{k,h}>
+                                      + beta_k ||phi_{V~_{k,h+1}}(s,a)||_{Lambda~^{-1}_{k,h}}}
+                 and V~_{k,h} = max_a Q~_{k,h} for every state, act greedily; then send
+                 X_{k,h} = phi_{V~_{k,h+1}}(s_h, a_h), y_{k,h} = V~_{k,h+1}(s_{h+1}) — raw under
+                 JDP, randomized (B^1, g^1) under LDP;
+    server     — add the statistics and publish Lambda~_{k+1,h}, w~_{k+1,h}.
+
+    The episode runs in Rust (privrl._core.VtrAgent, rust/agents/vtr.rs); the paper-shaped numpy
+    version is privrl.agents.ucrl_vtr.reference (a test oracle).
+
+    Parameters
+    ----------
+    env : LinearMixtureMDP (Asm. 2 is checked when it is built).
+    privacy : NonPrivate() | JointDP(eps, delta) | LocalDP(eps, delta); delta = 0 selects pure DP.
+        JointDP(..., mechanism="honaker" | "factorization" | "blt") replaces the 2H binary trees
+        by that continual-release mechanism at the same (eps, delta) (privrl.privacy.continual).
+    episodes : K, the number of users the privacy noise is calibrated for.
+    beta_scale : multiplies the theoretical beta_k (exploration only: the privacy noise depends only
+        on (eps, delta, H, K, d)). `beta` overrides the radius altogether.
+    sensitivity : "clip" or "reject" user statistics outside ||X|| <= H, y in [0, H].
+    centre : the point the practical calibration's ridge pulls towards (no effect on "paper" /
+        "tight"): "feasible" (default; the min-norm model w0 with phi_1^T w0 = 1, a data-independent
+        prior that spends no privacy) or "zero" (the paper's ridge).
+    exploration : "optimism" (the bonus ||phi||_{E_h}) or "sampling" (each user plans greedily for
+        w_h ~ N(w~_h, E_h), drawn from the agent's exploration stream: post-processing of the
+        billboard, the privacy noise and its accounting unchanged).
+
+    V~ is projected on [0, H] (not only min{H, .}): with noisy w~ the paper's Q~ can go negative,
+    which would break the sensitivity bound ||X_{k,h}|| <= H that the calibration assumes; optimism
+    is unaffected because Q* >= 0.
+    """
+
+    name = "UCRL-VTR"
+    env: LinearMixtureMDP
+    env_type: type = LinearMixtureMDP  # the environments it runs on (Asm. 2); sweeps check it up front
+    _radius_key = "beta"
+    _privacy_module: Any = privacy_of
+
+    def __init__(
+        self,
+        env: LinearMixtureMDP,
+        privacy: Any = None,
+        episodes: int = 1000,
+        seed: Any = None,
+        beta_scale: float = 1.0,
+        beta: float | None = None,
+        ties: str = "random",
+        sensitivity: str = "clip",
+        centre: str = "feasible",
+        exploration: str = "optimism",
+    ):
+        reason = self.accepts(env)
+        if reason is not None:
+            raise TypeError(reason)
+        self.centre = check_choice(centre, CENTRES, "centre")
+        self.sensitivity = check_choice(sensitivity, ("clip", "reject"), "sensitivity")
+        super().__init__(env, privacy, episodes, seed, beta_scale, beta, ties, exploration)
+        # phi(s'|s, a) (S, A, S, d) and C_w >= ||w_h||: a LinearMixtureMDP's, or those of any
+        # FiniteMDP that carries them (``features``, ``C_w``; Asm. 2 is then the user's claim)
+        self.mixture_features = np.ascontiguousarray(env.features, dtype=np.float64)
+        self.C_w = float(env.C_w)
+        self.d = self.mixture_features.shape[-1]
+        plan = self.release_plan()
+        cal = self._calibrate(plan)
+        check_lattice_range(plan, cal, self.K)
+        radius = getattr(cal, self._radius_key)
+        self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * radius
+        self.calibration: Calibration = cal.replace(beta_used=self.beta, beta_scale=self.beta_scale)
+        if cal.release_rule == "practical":
+            self.calibration = self.calibration.replace(centre=centre)
+        self.guards = {
+            s.name: SensitivityGuard(x_bound=s.x_bound, y_low=s.y_low, y_high=s.y_high, mode=sensitivity)
+            for s in plan.statistics
+        }
+        seeds = self.noise_seeds(2 * self.H * len(plan.statistics))
+        self._core = _core.VtrAgent(
+            VtrSpec(
+                features=self.mixture_features,
+                rewards=np.ascontiguousarray(env.R, dtype=np.float64),
+                regressions=self._regressions(cal, seeds),
+                plus=self._plus(),
+                tie_seed=self._tie_seed,
+                exploration_seed=self._exploration_seed,
+                episodes=self.K,
+            )
+        )
+
+    @classmethod
+    def accepts(cls, env: Any) -> str | None:
+        """None if the agent runs on `env`, else why not: a LinearMixtureMDP (Asm. 2), or any
+        FiniteMDP with linear-mixture ``features`` (S, A, S, d) and a bound ``C_w`` on ||w_h||."""
+        if isinstance(env, LinearMixtureMDP):
+            return None
+        name = type(env).__name__
+        if not isinstance(env, FiniteMDP):
+            return (
+                f"{cls.name} needs a LinearMixtureMDP (Asm. 2) or a FiniteMDP with mixture features; "
+                f"got {name}"
+            )
+        f: Any = getattr(env, "features", None)
+        shape = getattr(f, "shape", ())
+        if len(shape) != 4 or tuple(shape[:3]) != (env.S, env.A, env.S) or not np.all(np.isfinite(f)):
+            return (
+                f"{cls.name} needs a LinearMixtureMDP (Asm. 2) or a FiniteMDP with mixture features "
+                f"phi(s'|s, a): {name}.features must be a finite (S, A, S, d) = ({env.S}, {env.A}, "
+                f"{env.S}, d) array, got shape {tuple(shape)}"
+            )
+        C_w = getattr(env, "C_w", None)
+        if isinstance(C_w, bool) or not isinstance(C_w, (int, float, np.floating)) or not 0 < float(C_w) < np.inf:
+            return f"{cls.name} needs {name}.C_w, a finite bound > 0 on ||w_h|| (Asm. 2), got {C_w!r}"
+        return None
+
+    def release_plan(self) -> ReleasePlan:
+        """What this agent releases about one user, as data (privrl.privacy.plans): the statistic
+        X_{k,h}, y_{k,h} with the bounds its SensitivityGuard enforces and the 2H released families
+        (App. B). The calibration, the privacy report, the summary and the audit all read it."""
+        p = self.privacy
+        return self._privacy_module.release_plan(p.kind, p.pure, self.H, self.K, self.d, p.mechanism, p.sampler)
+
+    def _calibrate(self, plan: ReleasePlan) -> Calibration:
+        return privacy_of.calibrate_ucrl_vtr(
+            **self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d, C_w=self.C_w, plan=plan
+        )
+
+    @property
+    def mechanism(self) -> str:
+        """The continual-release mechanism of the JDP server ("tree" unless JointDP chose one)."""
+        return self.privacy.mechanism
+
+    @property
+    def guard(self) -> SensitivityGuard:
+        return next(iter(self.guards.values()))
+
+    def _plus(self) -> tuple[float, float] | None:
+        return None
+
+    def _regressions(self, cal: Calibration, seeds: list[bytes]) -> list[RegressionSpec]:
+        """UCRL-VTR's one regression (statistic X_{k,h}, y_{k,h}; noise sigma_B, sigma_g)."""
+        (guard,) = self.guards.values()
+        return [self._regression(cal, guard, cal.get("sigma_B"), cal.get("sigma_g"), cal.shift, self.beta, seeds)]
+
+    def _regression(self, cal, guard, sigma_m, sigma_v, shift, radius, seeds) -> RegressionSpec:
+        """One regression per the privacy model: exact for NonPrivate, 2H continual-release
+        mechanisms for JDP (Cor. 1), user-side noise + shift for LDP (Cor. 2); under the practical
+        calibration its billboard is the practical release (privrl.privacy.practical)."""
+        kind, H = cal.kind, self.H
+        noise = None
+        if kind == "jdp":
+            noise = noise_spec(cal, sigma_m, sigma_v, self.K, seeds)
+        elif kind == "ldp":
+            noise = noise_spec(cal, sigma_m, sigma_v, self.K, seeds[:2])
+        return RegressionSpec(
+            mode={"none": "exact", "jdp": "jdp", "ldp": "ldp"}[kind],
+            lam=float(cal.lam),
+            base=float(cal.lam + (shift if kind != "none" else 0.0)),
+            radius=float(radius),
+            shift_name=PAPER_SHIFT,
+            guard=None if kind == "none" else guard.spec,
+            noise=noise,
+            practical=self._practical(cal, sigma_m, sigma_v, radius) if cal.release_rule == "practical" else None,
+        )
+
+    def _practical(self, cal: Calibration, sigma_m: Any, sigma_v: Any, radius: float) -> PracticalSpec:
+        """The practical release's constants: the ridge's centre (a data-independent prior, no
+        privacy spent) and its distance bound, the widths' scales and the noise bounds."""
+        if self.centre == "feasible":
+            w0 = practical.feasible_centre(self.mixture_features)
+            distance = practical.centre_distance(self.C_w, self.mixture_features, w0)
+        else:
+            w0, distance = np.zeros(self.d), self.C_w
+        full = getattr(cal, self._radius_key)
+        return PracticalSpec(
+            lam=float(cal.lam),
+            shift_mult=float(cal.shift_mult),
+            beta2=float(radius) ** 2,
+            c_w=self.C_w,
+            centre_distance=float(distance),
+            noise_scale=self.beta / full if full else self.beta_scale,
+            w0=np.ascontiguousarray(w0, dtype=np.float64),
+            bounds=bounds_spec(cal, sigma_m, sigma_v, self.d),
+        )
+
+    def _board(self, i: int) -> Release:
+        design, inverse, weights, explore, gamma, users = self._core.billboard(i)
+        practical_rule = self.calibration.release_rule == "practical"
+        return Release(design, inverse, weights, int(users), explore if practical_rule else None, gamma, explore)
+
+    def release(self) -> Release:
+        """The current billboard (Lambda~_{k,h}, Lambda~^{-1}_{k,h}, w~_{k,h})_h."""
+        return self._board(0)
+
+    def values(self) -> np.ndarray:
+        """The arriving user's planned values V~_{k,h}(s), (H + 1, S) (V~_{k,H+1} = 0)."""
+        return self._core.values()
+
+    def observe_statistics(self, X: Any, y: Any) -> None:
+        """Send chosen statistics X (H, d), y (H,) as one user's (the audits' adversarial user):
+        they pass the guard and the privacy model like any user's."""
+        X = np.ascontiguousarray(X, dtype=np.float64).reshape(self.H, self.d)
+        y = np.ascontiguousarray(y, dtype=np.float64).reshape(self.H)
+        self._core.observe_statistics(X, y)
+        self._sync_guards()

@@ -1,0 +1,84 @@
+"""Privacy-Preserving UCRL-VTR+ (Alg. 3, App. C): variance-aware value-targeted regression with
+two private regressions (weighted first moments, second moments); non-private (Zhou et al. 2021),
+JDP (Cor. "JDP-UCRL-VTR+"), LDP (Cor. "LDP-UCRL-VTR+") and pure DP through the privacy plug-in.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from privrl.agents.common.base import Release, SensitivityGuard
+from privrl.agents.common.specs import RegressionSpec
+from privrl.agents.ucrl_vtr.agent import UCRLVTR
+from privrl.agents.ucrl_vtr_plus import calibration as privacy_of
+from privrl.privacy.common import Calibration
+from privrl.privacy.plans import ReleasePlan
+
+
+class UCRLVTRPlus(UCRLVTR):
+    """Alg. 3. Planning is Alg. 1's with the hat quantities (w^, Lambda^, beta^); after the episode
+    the user computes, for each visited (s_h, a_h),
+
+        V-bar = [<phi_{V^2}, w~>]_[0, H^2] - [<phi_V, w^>]^2_[0, H]            (variance estimate)
+        E     = min{H^2, 2H beta-check ||phi_V||_{Lambda^^-1}}
+                + min{H^2, beta~ ||phi_{V^2}||_{Lambda~^-1}}                      (its correction)
+        sigma-bar = sqrt(max{H^2/d, V-bar + E})
+
+    and sends (phi_V / sigma-bar, V(s') / sigma-bar) to the weighted regression ("hat", Lambda^, w^)
+    and (phi_{V^2}, V^2(s')) to the second-moment regression ("tilde", Lambda~, w~) — raw under JDP
+    (4H trees: sigma_B,1 for the first family, sigma_B,2 for the second), randomized under LDP.
+    lambda = 1. Alg. 3 writes phi_{V~_{k,h+1}} in the second term of E; V~ is never defined there,
+    and the second-moment regression is over phi_{V^2}, so phi_{V^2} is used (as in Zhou et al.).
+
+    Sensitivities enforced at the mechanisms' entry: ||phi_V / sigma-bar|| <= sqrt(d) and
+    V / sigma-bar in [0, sqrt(d)] (since sigma-bar^2 >= H^2/d), ||phi_{V^2}|| <= H^2, V^2 in [0, H^2].
+    The episode runs in Rust (rust/agents/vtr.rs); the numpy oracle is
+    privrl.agents.ucrl_vtr_plus.reference.
+    """
+
+    name = "UCRL-VTR+"
+    _radius_key = "beta_hat"
+    _privacy_module: Any = privacy_of
+
+    def _calibrate(self, plan: ReleasePlan) -> Calibration:
+        return privacy_of.calibrate_ucrl_vtr_plus(
+            **self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d, C_w=self.C_w, plan=plan
+        )
+
+    def _scale(self, cal: Calibration) -> float:
+        return self.beta_scale if self._beta_override is None else self._beta_override / cal.beta_hat
+
+    def _plus(self) -> tuple[float, float]:
+        return (self.beta_check, self.beta_tilde)
+
+    def _regressions(self, cal: Calibration, seeds: list[bytes]) -> list[RegressionSpec]:
+        # The three radii move together under beta_scale (exploration only).
+        scale = self._scale(cal)
+        self.beta_check = scale * cal.beta_check
+        self.beta_tilde = scale * cal.beta_tilde
+        self.calibration = self.calibration.replace(
+            beta_check_used=self.beta_check, beta_tilde_used=self.beta_tilde
+        )
+        first, second = self.guards.values()
+        H = self.H
+        return [
+            self._regression(cal, first, cal.get("sigma_B1"), cal.get("sigma_f"), cal.shift1, self.beta, seeds[: 2 * H]),
+            self._regression(
+                cal, second, cal.get("sigma_B2"), cal.get("sigma_g"), cal.shift2, self.beta_tilde, seeds[2 * H :]
+            ),
+        ]
+
+    @property
+    def guard2(self) -> SensitivityGuard:
+        return list(self.guards.values())[1]
+
+    def release2(self) -> Release:
+        """The second-moment regression's billboard (Lambda~, w~ of Alg. 3)."""
+        return self._board(1)
+
+    @property
+    def last_sigma_bar(self) -> np.ndarray:
+        """sigma-bar (H,) of the last user."""
+        return self._core.last_sigma_bar

@@ -1,0 +1,139 @@
+"""Run an agent against an environment with exact regret (Sec. 2.1):
+R(K) = sum_k V*_1(s_1^k) - V^{pi_k}_1(s_1^k), pi_k the policy the user of episode k executes."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from privrl import _core
+from privrl.agents.common.base import Agent
+from privrl.common.checks import check_episodes
+from privrl.envs.finite import FiniteMDP
+
+#: Most episodes per call into Rust: bounds the uniforms drawn ahead, how often progress callbacks
+#: fire and how long Ctrl-C waits (the block size then adapts to ~0.2 s per call).
+BLOCK = 4096
+_BLOCK_SECONDS = 0.2
+
+
+@dataclass
+class RunResult:
+    """Per-episode exact regret and returns of one run.
+
+    regret: cumulative exact regret after each episode (K,); gaps: per-episode exact regret
+    V*_1(s_1^k) - V^{pi_k}_1(s_1^k) (K,); returns: realized returns (K,); initial_states (K,);
+    calibration: the paper's quantities the agent used; wall_time in seconds.
+    """
+
+    regret: np.ndarray
+    gaps: np.ndarray
+    returns: np.ndarray
+    initial_states: np.ndarray
+    calibration: dict
+    wall_time: float
+    agent: str
+    env: str
+    seed: Any
+    policy_changes: int
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def episodes(self) -> int:
+        return len(self.regret)
+
+    @property
+    def final_regret(self) -> float:
+        return float(self.regret[-1]) if len(self.regret) else 0.0
+
+    def __repr__(self) -> str:
+        return (
+            f"RunResult(agent={self.agent!r}, env={self.env!r}, episodes={self.episodes}, "
+            f"final_regret={self.final_regret:.6g}, wall_time={self.wall_time:.3g}s, seed={self.seed!r})"
+        )
+
+
+def run(
+    agent: Agent,
+    env: FiniteMDP,
+    episodes: int | None = None,
+    seed: Any = None,
+    callback: Callable[[int, float], None] | None = None,
+    engine: str | None = None,
+) -> RunResult:
+    """Run `agent` for `episodes` users (default: all it has left of the K it was calibrated
+    for) on `env`, with exact regret.
+
+    `seed` drives the environment's stream only (initial states and transitions); the agent's
+    ties, exploration and privacy noise come from the agent's own seed. `callback(k, cum_regret)`
+    runs after each block of users (at most every ~0.2 s). Every agent runs in Rust, one call per
+    block of users; `engine` is accepted for one release and ignored (a DeprecationWarning).
+    """
+    if engine is not None:
+        warnings.warn(
+            "privrl.run(engine=...) is deprecated and ignored: every agent runs its episodes in Rust",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+    if not isinstance(agent, Agent):
+        raise TypeError(f"agent must be a privrl Agent, got {type(agent).__name__}")
+    if not isinstance(env, FiniteMDP):
+        raise TypeError(
+            f"privrl.run needs an environment with an exact model for exact regret; "
+            f"{type(env).__name__} has none: use privrl.learn(agent, env) for realized returns"
+        )
+    agent.check_env(env)
+    left = agent.K - agent.k
+    K = left if episodes is None else check_episodes(episodes)
+    if K > left:
+        raise ValueError(
+            f"{agent.label} is calibrated for {agent.K} episodes and has run {agent.k}: "
+            f"{left} remain, cannot run {K}"
+        )
+    rng = np.random.default_rng(seed)
+    v_star = np.ascontiguousarray(env.optimal_values()[0])
+    state = _core.Run(env.P, env.R, env._cdf, env._init_cdf, v_star)
+    gaps, returns = np.empty(K), np.empty(K)
+    starts = np.empty(K, dtype=np.int64)
+    done, cum, block = 0, 0.0, 256
+    t0 = time.perf_counter()
+    while done < K:
+        n = min(block, K - done)
+        u = rng.random((n, env.H + 1))
+        tb = time.perf_counter()
+        try:
+            g, r, s = agent._core.run(state, u)
+        finally:
+            agent._sync_guards()
+        gaps[done : done + n], returns[done : done + n], starts[done : done + n] = g, r, s
+        if callback is not None:
+            cum += float(g.sum())
+            callback(done + n, cum)
+        done += n
+        block = _next_block(block, n, time.perf_counter() - tb)
+    wall = time.perf_counter() - t0
+    return RunResult(
+        regret=np.cumsum(gaps),
+        gaps=gaps,
+        returns=returns,
+        initial_states=starts,
+        calibration=agent.calibration.to_dict(),
+        wall_time=wall,
+        agent=agent.label,
+        env=getattr(env, "name", None) or type(env).__name__,
+        seed=seed,
+        policy_changes=int(state.policy_changes),
+    )
+
+
+def _next_block(block: int, n: int, seconds: float) -> int:
+    """The next block size: about _BLOCK_SECONDS of work, at most BLOCK episodes."""
+    if n < block:
+        return block
+    per = seconds / max(n, 1)
+    return int(min(BLOCK, max(1, _BLOCK_SECONDS / max(per, 1e-9))))

@@ -1,0 +1,408 @@
+//! The agents: each algorithm's whole episode, once, in state the Python agent owns.
+//!
+//! An agent plays the paper's two roles in one object. The *user* of episode k computes its
+//! policy from the current billboard (and, under `exploration = sampling`, fresh randomness of
+//! its own stream), runs it, and hands its statistics to the privacy model's *intake* (the
+//! sensitivity guard, and under LDP the user-side randomizer); the *server* adds what it
+//! receives and publishes the next billboard.
+//!
+//! * [`vtr`]: UCRL-VTR (Alg. 1) and UCRL-VTR+ (Alg. 3) on a linear-mixture MDP.
+//! * [`lsvi`]: LSVI-UCB with a static batch schedule (Alg. 2) on a linear MDP.
+//! * [`model`]: the exact model of a finite MDP (sampling, exact policy values) for the runs
+//!   of `privrl.run`.
+//! * [`bounds`]: the high-probability noise bounds the practical release reads at each time.
+//!
+//! [`run_block`] is the one episode loop: plan, roll out on the model, score the exact regret,
+//! observe. `privrl.run` calls it per block of users; `privrl.learn` drives `policy` /
+//! `observe` one user at a time.
+
+pub mod bounds;
+pub mod lsvi;
+pub mod model;
+pub mod vtr;
+
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha12Rng;
+use rand_distr::{Distribution, StandardNormal};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::continual::{restore_mechanism, PrefixMechanism};
+use crate::errors::{any_non_finite, CoreError, CoreResult};
+use crate::qeval::TieBreak;
+
+pub use model::{policy_values, FiniteModel};
+
+/// `||x|| <= x_bound` for every row and `y in [y_low, y_high]`: the bounds the privacy noise is
+/// calibrated for, enforced where user data enters a mechanism. Excesses within a relative 1e-9
+/// (round-off of an in-bound computation) are projected silently and not counted.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Guard {
+    pub x_bound: f64,
+    pub y_low: f64,
+    pub y_high: f64,
+    /// Refuse (`CoreError::Assumption`) instead of clipping.
+    pub reject: bool,
+}
+
+const GUARD_TOL: f64 = 1e-9;
+
+impl Guard {
+    /// Clip (or reject) the rows of `x` (n x d) and the entries of `y`; returns how many values
+    /// were beyond the tolerance (the clip count).
+    pub fn apply(&self, x: &mut [f64], d: usize, y: Option<&mut [f64]>) -> CoreResult<usize> {
+        if any_non_finite(x) || y.as_ref().is_some_and(|y| any_non_finite(y)) {
+            return Err(CoreError::NonFinite(
+                "user statistic contains NaN or inf: it cannot be brought inside the sensitivity \
+                 bound the noise is calibrated for"
+                    .into(),
+            ));
+        }
+        let loose = self.x_bound * (1.0 + GUARD_TOL);
+        let lo_tol = self.y_low - GUARD_TOL * self.y_low.abs().max(1.0);
+        let hi_tol = self.y_high + GUARD_TOL * self.y_high.abs().max(1.0);
+        let mut bad = 0;
+        let mut max_norm = 0.0f64;
+        for row in x.chunks_exact(d) {
+            let n = row.iter().map(|v| v * v).sum::<f64>().sqrt();
+            max_norm = max_norm.max(n);
+            bad += usize::from(n > loose);
+        }
+        if let Some(y) = y.as_ref() {
+            bad += y.iter().filter(|&&v| v < lo_tol || v > hi_tol).count();
+        }
+        if bad > 0 && self.reject {
+            return Err(CoreError::Assumption(format!(
+                "user statistic outside the sensitivity bound (||x|| <= {}, y in [{}, {}]): \
+                 max ||x|| = {max_norm:.6}",
+                self.x_bound, self.y_low, self.y_high
+            )));
+        }
+        for row in x.chunks_exact_mut(d) {
+            let n = row.iter().map(|v| v * v).sum::<f64>().sqrt();
+            if n > self.x_bound {
+                let f = self.x_bound / n.max(1e-300);
+                row.iter_mut().for_each(|v| *v *= f);
+            }
+        }
+        if let Some(y) = y {
+            y.iter_mut().for_each(|v| *v = v.clamp(self.y_low, self.y_high));
+        }
+        Ok(bad)
+    }
+}
+
+/// A random stream of the agent (ties, exploration) apart from its privacy noise: ChaCha12 from
+/// a 32-byte seed, saved with the agent.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Stream(ChaCha12Rng);
+
+impl Stream {
+    pub fn new(seed: [u8; 32]) -> Self {
+        Stream(ChaCha12Rng::from_seed(seed))
+    }
+
+    /// A tie-breaking seed for one call of `group_max`.
+    pub fn tie(&mut self) -> TieBreak {
+        TieBreak::Random(self.0.next_u64() >> 1)
+    }
+
+    /// `out` filled with i.i.d. standard normals.
+    pub fn normals(&mut self, out: &mut [f64]) {
+        for v in out.iter_mut() {
+            *v = StandardNormal.sample(&mut self.0);
+        }
+    }
+
+    /// A uniform index in `0..n` (n >= 1).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.0.next_u64() % n as u64) as usize
+    }
+}
+
+/// Ties broken uniformly at random from the agent's own stream, or by lowest index.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Ties(pub Option<Stream>);
+
+impl Ties {
+    pub fn draw(&mut self) -> TieBreak {
+        match &mut self.0 {
+            None => TieBreak::Lowest,
+            Some(s) => s.tie(),
+        }
+    }
+}
+
+/// How a user turns the billboard into a policy.
+#[derive(Serialize, Deserialize)]
+pub enum Exploration {
+    /// Greedy for the optimistic Q: the released estimate plus the bonus.
+    Optimism,
+    /// Greedy for a model drawn around the released estimate with the bonus's matrix as its
+    /// covariance, from this stream (Thompson sampling: post-processing of the billboard with
+    /// fresh randomness, never the privacy noise's streams).
+    Sampling(Box<Stream>),
+}
+
+/// Scratch space of a model draw.
+#[derive(Default)]
+pub(crate) struct Draw {
+    factor: Vec<f64>,
+    z: Vec<f64>,
+}
+
+impl Exploration {
+    /// The weights a user plans step h with, into `out`, and the radius of the bonus
+    /// `radius ||phi||_{cov}` to add: (mean, `radius`) under optimism; a draw from
+    /// `N(mean, radius^2 cov)` and no bonus under sampling.
+    pub(crate) fn weights(
+        &mut self,
+        mean: &[f64],
+        cov: &[f64],
+        radius: f64,
+        draw: &mut Draw,
+        out: &mut [f64],
+    ) -> f64 {
+        let d = mean.len();
+        match self {
+            Exploration::Optimism => {
+                out.copy_from_slice(mean);
+                radius
+            }
+            Exploration::Sampling(stream) => {
+                draw.factor.resize(d * d, 0.0);
+                draw.z.resize(d, 0.0);
+                psd_factor(cov, d, &mut draw.factor);
+                stream.normals(&mut draw.z);
+                for ((o, m), row) in out.iter_mut().zip(mean).zip(draw.factor.chunks_exact(d)) {
+                    *o = m + radius * row.iter().zip(&draw.z).map(|(l, z)| l * z).sum::<f64>();
+                }
+                0.0
+            }
+        }
+    }
+
+    pub fn is_sampling(&self) -> bool {
+        matches!(self, Exploration::Sampling(_))
+    }
+}
+
+/// A continual-release mechanism owned by an agent; saved as its kind and its exact state.
+pub struct Mechanism(pub Box<dyn PrefixMechanism>);
+
+impl Serialize for Mechanism {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let bytes = self.0.to_state().map_err(serde::ser::Error::custom)?;
+        (self.0.kind().name(), bytes).serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Mechanism {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, bytes): (String, Vec<u8>) = Deserialize::deserialize(d)?;
+        restore_mechanism(&kind, &bytes)
+            .map(Mechanism)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// One user's trajectory: H + 1 states, H actions, H rewards.
+#[derive(Debug, Clone, Default)]
+pub struct Trajectory {
+    pub states: Vec<usize>,
+    pub actions: Vec<usize>,
+    pub rewards: Vec<f64>,
+}
+
+impl Trajectory {
+    pub fn new(h: usize) -> Self {
+        Trajectory {
+            states: vec![0; h + 1],
+            actions: vec![0; h],
+            rewards: vec![0.0; h],
+        }
+    }
+}
+
+/// Per-episode exact regret `V*_1(s_1) - V^{pi_k}_1(s_1)`, with `V^{pi_k}` recomputed only when
+/// the policy changes.
+#[derive(Debug, Clone)]
+pub struct RegretCache {
+    pi: Vec<usize>,
+    v1: Vec<f64>,
+    work: Vec<f64>,
+    valid: bool,
+    /// Distinct consecutive policies seen.
+    pub changes: u64,
+}
+
+impl RegretCache {
+    pub fn new(model: &FiniteModel) -> Self {
+        RegretCache {
+            pi: vec![0; model.h * model.s],
+            v1: vec![0.0; model.s],
+            work: vec![0.0; (model.h + 1) * model.s],
+            valid: false,
+            changes: 0,
+        }
+    }
+
+    /// Make `pi` the current policy (its exact values computed if it changed).
+    pub fn set_policy(&mut self, model: &FiniteModel, pi: &[usize]) {
+        if self.valid && self.pi == pi {
+            return;
+        }
+        model.values_into(pi, &mut self.work);
+        self.v1.copy_from_slice(&self.work[..model.s]);
+        self.pi.copy_from_slice(pi);
+        self.valid = true;
+        self.changes += 1;
+    }
+
+    /// `V^{pi}_1(s)` of the current policy.
+    pub fn value(&self, s: usize) -> f64 {
+        self.v1[s]
+    }
+}
+
+/// What every agent offers the episode loop.
+pub trait Episodic {
+    /// The (H x S) policy of the user arriving now, computed once per user.
+    fn policy(&mut self) -> CoreResult<&[usize]>;
+    /// That user's trajectory through the privacy model to the server (and the next billboard).
+    fn observe(&mut self, t: &Trajectory) -> CoreResult<()>;
+}
+
+/// The per-episode outputs of a block, one entry per episode.
+#[derive(Debug, Clone, Default)]
+pub struct EpisodeLog {
+    pub gaps: Vec<f64>,
+    pub returns: Vec<f64>,
+    pub starts: Vec<i64>,
+}
+
+/// The episode loop: `uniforms.len() / (H + 1)` users, each planned on the current billboard,
+/// rolled out on the exact model with its H + 1 uniforms, scored (exact regret) and observed.
+/// Stops at the first error, returning the episodes completed with it; the log holds them.
+pub fn run_block<A: Episodic + ?Sized>(
+    agent: &mut A,
+    model: &FiniteModel,
+    cache: &mut RegretCache,
+    v_star: &[f64],
+    uniforms: &[f64],
+    log: &mut EpisodeLog,
+) -> Result<(), (usize, CoreError)> {
+    let mut traj = Trajectory::new(model.h);
+    for (e, u) in uniforms.chunks_exact(model.h + 1).enumerate() {
+        let pi = agent.policy().map_err(|f| (e, f))?;
+        cache.set_policy(model, pi);
+        model.rollout(pi, u, &mut traj);
+        let s0 = traj.states[0];
+        log.gaps.push(v_star[s0] - cache.value(s0));
+        log.returns.push(traj.rewards.iter().sum());
+        log.starts.push(s0 as i64);
+        agent.observe(&traj).map_err(|f| (e, f))?;
+    }
+    Ok(())
+}
+
+/// `x x^T` into `out` (d x d, row-major).
+pub(crate) fn outer(x: &[f64], out: &mut [f64]) {
+    let d = x.len();
+    for i in 0..d {
+        for j in 0..d {
+            out[i * d + j] = x[i] * x[j];
+        }
+    }
+}
+
+/// A lower-triangular factor `L` with `L L^T = m` for a symmetric positive semi-definite `m`
+/// (Cholesky; eigenvalues clamped at 0 when round-off made it indefinite), row-major.
+pub(crate) fn psd_factor(m: &[f64], d: usize, out: &mut [f64]) {
+    let mut ok = true;
+    out.iter_mut().for_each(|v| *v = 0.0);
+    'outer: for i in 0..d {
+        for j in 0..=i {
+            let mut s = 0.5 * (m[i * d + j] + m[j * d + i]);
+            for k in 0..j {
+                s -= out[i * d + k] * out[j * d + k];
+            }
+            if i == j {
+                if s.is_nan() || s <= 0.0 {
+                    ok = false;
+                    break 'outer;
+                }
+                out[i * d + i] = s.sqrt();
+            } else {
+                out[i * d + j] = s / out[j * d + j];
+            }
+        }
+    }
+    if ok {
+        return;
+    }
+    // the symmetric square root V diag(sqrt(max(ev, 0))) V^T (not triangular, same covariance)
+    let sym = nalgebra::DMatrix::from_fn(d, d, |i, j| 0.5 * (m[i * d + j] + m[j * d + i]));
+    let eig = sym.symmetric_eigen();
+    for i in 0..d {
+        for j in 0..d {
+            out[i * d + j] = (0..d)
+                .map(|k| {
+                    eig.eigenvectors[(i, k)]
+                        * eig.eigenvalues[k].max(0.0).sqrt()
+                        * eig.eigenvectors[(j, k)]
+                })
+                .sum();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guard_clips_rows_and_values() {
+        let g = Guard {
+            x_bound: 1.0,
+            y_low: 0.0,
+            y_high: 1.0,
+            reject: false,
+        };
+        let mut x = vec![3.0, 4.0, 0.6, 0.8];
+        let mut y = vec![2.0, 0.5];
+        assert_eq!(g.apply(&mut x, 2, Some(&mut y)).unwrap(), 2);
+        assert_eq!(x, vec![3.0 * 0.2, 4.0 * 0.2, 0.6, 0.8]);
+        assert_eq!(y, vec![1.0, 0.5]);
+        let r = Guard { reject: true, ..g };
+        assert!(matches!(
+            r.apply(&mut [3.0, 4.0], 2, None),
+            Err(CoreError::Assumption(_))
+        ));
+        assert!(matches!(
+            g.apply(&mut [f64::NAN, 0.0], 2, None),
+            Err(CoreError::NonFinite(_))
+        ));
+    }
+
+    #[test]
+    fn psd_factor_reproduces_the_matrix() {
+        let m = [4.0, 2.0, 2.0, 3.0];
+        let mut l = [0.0; 4];
+        psd_factor(&m, 2, &mut l);
+        for i in 0..2 {
+            for j in 0..2 {
+                let v: f64 = (0..2).map(|k| l[i * 2 + k] * l[j * 2 + k]).sum();
+                assert!((v - m[i * 2 + j]).abs() < 1e-12);
+            }
+        }
+        // rank one: Cholesky fails, the eigen route still gives L L^T = m
+        let m = [1.0, 1.0, 1.0, 1.0];
+        psd_factor(&m, 2, &mut l);
+        for i in 0..2 {
+            for j in 0..2 {
+                let v: f64 = (0..2).map(|k| l[i * 2 + k] * l[j * 2 + k]).sum();
+                assert!((v - m[i * 2 + j]).abs() < 1e-12);
+            }
+        }
+    }
+}

@@ -1,0 +1,674 @@
+//! UCRL-VTR (Alg. 1) and UCRL-VTR+ (Alg. 3): value-targeted regression on a linear-mixture MDP,
+//! one implementation for every privacy model, calibration and exploration rule.
+//!
+//! Per user k:
+//!   user    for h = H..1: phi_{V_{h+1}}(s, a) for every pair (`MixtureFeatures::phi_v`),
+//!           Q_h = clip_[0, H](r_h + <phi, w_h> + ||phi||_{E_h}) (optimism) or with w_h drawn from
+//!           N(w~_h, E_h) and no bonus (sampling), V_h = max_a Q_h; act greedily; then
+//!           X_h = phi_{V_{h+1}}(s_h, a_h), y_h = V_{h+1}(s_{h+1}) (UCRL-VTR+: divided by its
+//!           variance estimate sigma-bar, and the second moments phi_{V^2}, V^2 for a second
+//!           regression);
+//!   intake  the sensitivity guard (clip or reject), and under LDP the user-side randomizer
+//!           (X X^T + B^1, X y + g^1, Cor. 2): only its output leaves the user;
+//!   server  adds the message to its sums — exact (Sherman-Morrison), 2H continual-release
+//!           mechanisms (JDP, Cor. 1) or sums of privatized messages (LDP) — and releases the
+//!           next billboard (Lambda~_h, Lambda~_h^{-1}, w~_h, E_h)_h.
+//!
+//! The release rule is the paper's (design = sums + (lam + shift) I, E_h = beta^2 Lambda~^{-1}) or
+//! the practical one (`privrl.privacy.practical`: the eigenvalue floor, the ridge centred at w0,
+//! E_h = beta^2 A^{-1} + gamma_t^2 A^{-2} with gamma_t from the noise bounds at time t). `E_h` is
+//! the exploration matrix: the bonus `||phi||_{E_h}` of optimism and the covariance of the
+//! sampled model. Everything after the server's sums is post-processing of the release.
+
+use serde::{Deserialize, Serialize};
+
+use super::bounds::NoiseBounds;
+use super::{outer, Draw, Episodic, Exploration, Guard, Mechanism, Ties, Trajectory};
+use crate::errors::{check_len, CoreError, CoreResult};
+use crate::mixture::MixtureFeatures;
+use crate::noise::{NodeShape, NoiseStream};
+use crate::practical::{floored_release, Floored};
+use crate::qeval::{group_max, OptimisticQ};
+use crate::rank_one::{batched_matvec, min_eigenvalue, spd_inverse, ShermanMorrison};
+use crate::variance::{sigma_bar, VarianceInputs};
+
+/// The practical release rule's public constants (`privrl.privacy.practical`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PracticalSpec {
+    pub lam: f64,
+    /// S_t = shift_mult * Upsilon_t.
+    pub shift_mult: f64,
+    /// beta^2 of the statistical part of E_h.
+    pub beta2: f64,
+    pub c_w: f64,
+    /// A bound on ||w - w0||.
+    pub centre_distance: f64,
+    /// The factor on the privacy part of the width (beta_scale).
+    pub noise_scale: f64,
+    /// The ridge's centre.
+    pub w0: Vec<f64>,
+    pub bounds: NoiseBounds,
+}
+
+/// How one regression releases its billboard.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RegressionSpec {
+    /// The paper rule's bonus radius beta (E_h = beta^2 Lambda~^{-1}).
+    pub radius: f64,
+    /// The paper rule's lam + shift added to the released sums (JDP, LDP).
+    pub base: f64,
+    /// The practical rule, or None for the paper's.
+    pub practical: Option<PracticalSpec>,
+    /// What the paper rule's shift guards against, for a not-positive-definite error (e.g. "the
+    /// shift 2*Upsilon, an event of probability <= p/3 under the paper's calibration").
+    pub shift_name: String,
+}
+
+/// The server's statistics under each privacy model.
+#[derive(Serialize, Deserialize)]
+pub enum Server {
+    /// Non-private: Lambda_h by Sherman-Morrison, the exact targets (H x d).
+    Exact {
+        sms: Vec<ShermanMorrison>,
+        target: Vec<f64>,
+    },
+    /// JDP (Cor. 1): a continual-release mechanism of symmetric matrices and one of vectors per h.
+    Jdp {
+        grams: Vec<Mechanism>,
+        targets: Vec<Mechanism>,
+    },
+    /// LDP (Cor. 2): the sums of the users' privatized messages (H x d x d, H x d).
+    Ldp { gram: Vec<f64>, target: Vec<f64> },
+}
+
+/// The LDP user-side randomizer: its own noise streams and the symmetric divisor of B^1.
+#[derive(Serialize, Deserialize)]
+pub struct Randomizer {
+    pub matrix: NoiseStream,
+    pub vector: NoiseStream,
+    pub divisor: f64,
+}
+
+/// Where a user's statistics enter the privacy model: the guard (JDP, LDP) and, under LDP, the
+/// user-side randomizer. Under LDP nothing of it is reachable from the [`Server`].
+#[derive(Serialize, Deserialize)]
+pub struct Intake {
+    pub guard: Option<Guard>,
+    pub randomizer: Option<Randomizer>,
+    /// Values clipped so far.
+    pub clips: u64,
+}
+
+/// A billboard, row-major per step: Lambda~_h, its inverse, w~_h, the exploration matrix E_h
+/// and (practical rule) gamma_h, the privacy part of the width.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Billboard {
+    pub design: Vec<f64>,
+    pub inverse: Vec<f64>,
+    pub weights: Vec<f64>,
+    pub explore: Vec<f64>,
+    pub gamma: Vec<f64>,
+    /// Users whose statistics it includes.
+    pub users: u64,
+}
+
+/// One ridge regression of the agent: UCRL-VTR has one; UCRL-VTR+ two (the weighted first
+/// moments, "hat", then the second moments, "tilde").
+#[derive(Serialize, Deserialize)]
+pub struct Regression {
+    pub spec: RegressionSpec,
+    pub intake: Intake,
+    pub server: Server,
+    pub board: Billboard,
+}
+
+/// UCRL-VTR+'s radii of the variance estimate's widths.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct PlusSpec {
+    pub beta_check: f64,
+    pub beta_tilde: f64,
+}
+
+/// The arriving user's plan: V (H + 1 x S), phi_V for every pair and step, the policy.
+#[derive(Default, Serialize, Deserialize)]
+struct Plan {
+    user: Option<u64>,
+    v: Vec<f64>,
+    phis: Vec<f64>,
+    pi: Vec<usize>,
+}
+
+/// Scratch space, rebuilt after loading.
+#[derive(Default)]
+struct Work {
+    q: Vec<f64>,
+    w: Vec<f64>,
+    draw: Draw,
+    x: Vec<f64>,
+    y: Vec<f64>,
+    x2: Vec<f64>,
+    y2: Vec<f64>,
+    v2: Vec<f64>,
+    sig: Vec<f64>,
+    gram: Vec<f64>,
+    sums: Vec<f64>,
+    leaf: Vec<f64>,
+    inverse2: Vec<f64>,
+    correction: Vec<f64>,
+    messages: Vec<(Vec<f64>, Vec<f64>)>,
+}
+
+/// A UCRL-VTR or UCRL-VTR+ agent.
+#[derive(Serialize, Deserialize)]
+pub struct VtrAgent {
+    pub h: usize,
+    pub s: usize,
+    pub a: usize,
+    pub d: usize,
+    features: MixtureFeatures,
+    /// r_h(s, a), H x (S A).
+    rewards: Vec<f64>,
+    pub regs: Vec<Regression>,
+    pub plus: Option<PlusSpec>,
+    ties: Ties,
+    exploration: Exploration,
+    /// K, the users the noise is calibrated for, and k, the users observed.
+    pub episodes: u64,
+    pub k: u64,
+    pub policy_updates: u64,
+    pub last_sigma_bar: Vec<f64>,
+    plan: Plan,
+    #[serde(skip)]
+    work: Work,
+}
+
+/// The parts of a [`VtrAgent`], checked for consistency by [`VtrAgent::new`].
+pub struct VtrParts {
+    pub features: MixtureFeatures,
+    pub rewards: Vec<f64>,
+    pub h: usize,
+    pub a: usize,
+    pub regs: Vec<Regression>,
+    pub plus: Option<PlusSpec>,
+    pub ties: Ties,
+    pub exploration: Exploration,
+    pub episodes: u64,
+}
+
+impl VtrAgent {
+    /// The agent before any user, with its initial billboards released.
+    pub fn new(p: VtrParts) -> CoreResult<Self> {
+        let (h, a, d) = (p.h, p.a, p.features.dim());
+        let rows = p.features.n_rows();
+        if h == 0 || a == 0 || !rows.is_multiple_of(a) || p.features.n_states() != rows / a {
+            return Err(CoreError::Shape(format!(
+                "mixture features of {rows} rows over {} states do not form S x A pairs with A = {a}",
+                p.features.n_states()
+            )));
+        }
+        let s = rows / a;
+        check_len("rewards", p.rewards.len(), h * rows)?;
+        let want = if p.plus.is_some() { 2 } else { 1 };
+        if p.regs.len() != want {
+            return Err(CoreError::InvalidParameter(format!(
+                "expected {want} regressions, got {}",
+                p.regs.len()
+            )));
+        }
+        let mut agent = VtrAgent {
+            h,
+            s,
+            a,
+            d,
+            features: p.features,
+            rewards: p.rewards,
+            regs: p.regs,
+            plus: p.plus,
+            ties: p.ties,
+            exploration: p.exploration,
+            episodes: p.episodes,
+            k: 0,
+            policy_updates: 0,
+            last_sigma_bar: vec![],
+            plan: Plan::default(),
+            work: Work::default(),
+        };
+        agent.work_ready();
+        for i in 0..agent.regs.len() {
+            let reg = &mut agent.regs[i];
+            reg.board = Billboard::empty(h, d);
+            release(reg, h, d, &mut agent.work)?;
+        }
+        Ok(agent)
+    }
+
+    fn work_ready(&mut self) {
+        let (h, s, a, d) = (self.h, self.s, self.a, self.d);
+        let w = &mut self.work;
+        if w.q.len() == s * a {
+            return;
+        }
+        *w = Work {
+            q: vec![0.0; s * a],
+            w: vec![0.0; d],
+            draw: Draw::default(),
+            x: vec![0.0; h * d],
+            y: vec![0.0; h],
+            x2: vec![0.0; h * d],
+            y2: vec![0.0; h],
+            v2: vec![0.0; s],
+            sig: vec![0.0; h],
+            gram: vec![0.0; h * d * d],
+            sums: vec![0.0; h * d],
+            leaf: vec![0.0; d * d],
+            inverse2: vec![0.0; h * d * d],
+            correction: vec![0.0; h],
+            messages: Vec::new(),
+        };
+        if self.plan.v.len() != (h + 1) * s {
+            self.plan.v = vec![0.0; (h + 1) * s];
+            self.plan.phis = vec![0.0; h * s * a * d];
+            self.plan.pi = vec![0; h * s];
+        }
+    }
+
+    /// Plan the arriving user's policy if it is not planned yet.
+    fn ensure_plan(&mut self) -> CoreResult<()> {
+        self.work_ready();
+        if self.plan.user == Some(self.k) {
+            return Ok(());
+        }
+        let (h_n, s_n, a_n, d) = (self.h, self.s, self.a, self.d);
+        let rows = s_n * a_n;
+        let board = &self.regs[0].board;
+        let (plan, w) = (&mut self.plan, &mut self.work);
+        plan.v[h_n * s_n..].iter_mut().for_each(|v| *v = 0.0);
+        for h in (0..h_n).rev() {
+            let (now, next) = plan.v[h * s_n..].split_at_mut(s_n);
+            let phi = &mut plan.phis[h * rows * d..(h + 1) * rows * d];
+            self.features.phi_v(&next[..s_n], phi)?;
+            let explore = &board.explore[h * d * d..(h + 1) * d * d];
+            let mean = &board.weights[h * d..(h + 1) * d];
+            let beta = self.exploration.weights(mean, explore, 1.0, &mut w.draw, &mut w.w);
+            let q = OptimisticQ {
+                d,
+                w: &w.w,
+                inv: explore,
+                beta,
+                lower: 0.0,
+                upper: h_n as f64,
+            };
+            q.evaluate(phi, Some(&self.rewards[h * rows..(h + 1) * rows]), &mut w.q)?;
+            let tie = self.ties.draw();
+            group_max(&w.q, a_n, tie, now, &mut plan.pi[h * s_n..(h + 1) * s_n])?;
+        }
+        plan.user = Some(self.k);
+        self.policy_updates += 1;
+        Ok(())
+    }
+
+    /// The planned optimistic values V_h(s) (H + 1 x S) of the arriving user.
+    pub fn values(&mut self) -> CoreResult<&[f64]> {
+        self.ensure_plan()?;
+        Ok(&self.plan.v)
+    }
+
+    fn check_room(&self) -> CoreResult<()> {
+        if self.k >= self.episodes {
+            return Err(CoreError::Capacity(format!(
+                "the agent was calibrated for K = {} episodes; episode {} would exceed its \
+                 privacy accounting",
+                self.episodes,
+                self.k + 1
+            )));
+        }
+        Ok(())
+    }
+
+    /// The user's statistics X_h, y_h (and UCRL-VTR+'s weighting and second moments) from its
+    /// plan and trajectory, into the work buffers.
+    fn statistics(&mut self, t: &Trajectory) -> CoreResult<()> {
+        let (h_n, s_n, a_n, d) = (self.h, self.s, self.a, self.d);
+        let rows = s_n * a_n;
+        let (plan, w) = (&self.plan, &mut self.work);
+        for h in 0..h_n {
+            let row = (h * rows + t.states[h] * a_n + t.actions[h]) * d;
+            w.x[h * d..(h + 1) * d].copy_from_slice(&plan.phis[row..row + d]);
+            w.y[h] = plan.v[(h + 1) * s_n + t.states[h + 1]];
+        }
+        let Some(p) = self.plus else {
+            return Ok(());
+        };
+        // UCRL-VTR+: phi_{V^2}, V^2 for the second moments; sigma-bar from both billboards;
+        // (X / sigma-bar, y / sigma-bar) for the first regression
+        for h in 0..h_n {
+            let next = &plan.v[(h + 1) * s_n..(h + 2) * s_n];
+            w.v2.iter_mut().zip(next).for_each(|(a, b)| *a = b * b);
+            let row = t.states[h] * a_n + t.actions[h];
+            self.features
+                .phi_v_row(row, &w.v2, &mut w.x2[h * d..(h + 1) * d])?;
+            w.y2[h] = w.y[h] * w.y[h];
+        }
+        let (hat, tilde) = (&self.regs[0].board, &self.regs[1].board);
+        let inputs = VarianceInputs {
+            d,
+            hat_weights: &hat.weights,
+            hat_inverse: &hat.inverse,
+            hat_gamma: (!hat.gamma.is_empty()).then_some(&hat.gamma[..]),
+            tilde_weights: &tilde.weights,
+            tilde_form: &tilde.explore,
+            tilde_radius: 1.0,
+            beta_check: p.beta_check,
+        };
+        sigma_bar(&inputs, &w.x, &w.x2, &mut w.sig)?;
+        for ((xh, yh), s) in w.x.chunks_exact_mut(d).zip(w.y.iter_mut()).zip(&w.sig) {
+            xh.iter_mut().for_each(|v| *v /= s);
+            *yh /= s;
+        }
+        self.last_sigma_bar.clone_from(&w.sig);
+        Ok(())
+    }
+
+    /// The statistics in the work buffers through every regression's intake (all of them before
+    /// any server changes, so a refused user leaves the agent as it was), then the servers'
+    /// sums and the next billboards.
+    fn submit(&mut self) -> CoreResult<()> {
+        let (h, d) = (self.h, self.d);
+        let w = &mut self.work;
+        let mut messages = std::mem::take(&mut w.messages);
+        messages.resize_with(self.regs.len(), Default::default);
+        let mut clips = [0u64; 2];
+        for (i, reg) in self.regs.iter_mut().enumerate() {
+            let (x, y) = if i == 0 {
+                (&w.x, &w.y)
+            } else {
+                (&w.x2, &w.y2)
+            };
+            let (mx, my) = &mut messages[i];
+            mx.clone_from(x);
+            my.clone_from(y);
+            clips[i] = reg.intake.process(mx, my, h, d, &mut w.leaf)?;
+        }
+        for (i, reg) in self.regs.iter_mut().enumerate() {
+            reg.intake.clips += clips[i];
+            let (mx, my) = &messages[i];
+            reg.server.receive(mx, my, h, d, &mut w.leaf)?;
+        }
+        w.messages = messages;
+        self.k += 1;
+        self.plan.user = None;
+        for reg in self.regs.iter_mut() {
+            reg.board.users += 1;
+            release(reg, h, d, &mut self.work)?;
+        }
+        Ok(())
+    }
+
+    /// An adversarial user (the audits): statistics X (H x d), y (H) sent to the first
+    /// regression as they are, without planning.
+    pub fn observe_statistics(&mut self, x: &[f64], y: &[f64]) -> CoreResult<()> {
+        self.check_room()?;
+        self.work_ready();
+        if self.plus.is_some() {
+            return Err(CoreError::InvalidParameter(
+                "chosen statistics go to UCRL-VTR's single regression".into(),
+            ));
+        }
+        check_len("X", x.len(), self.h * self.d)?;
+        check_len("y", y.len(), self.h)?;
+        self.work.x.copy_from_slice(x);
+        self.work.y.copy_from_slice(y);
+        self.submit()
+    }
+}
+
+impl VtrAgent {
+    /// What regression i's intake makes of chosen statistics X (H x d), y (H) — under LDP the
+    /// user's message (X X^T + B^1, X y + g^1) — without sending it (the audits).
+    pub fn user_message(&mut self, i: usize, x: &[f64], y: &[f64]) -> CoreResult<(Vec<f64>, Vec<f64>)> {
+        self.work_ready();
+        check_len("X", x.len(), self.h * self.d)?;
+        check_len("y", y.len(), self.h)?;
+        let reg = self
+            .regs
+            .get_mut(i)
+            .ok_or_else(|| CoreError::InvalidParameter(format!("no regression {i}")))?;
+        let (mut mx, mut my) = (x.to_vec(), y.to_vec());
+        let clips = reg.intake.process(&mut mx, &mut my, self.h, self.d, &mut self.work.leaf)?;
+        reg.intake.clips += clips;
+        Ok((mx, my))
+    }
+}
+
+impl Episodic for VtrAgent {
+    fn policy(&mut self) -> CoreResult<&[usize]> {
+        self.ensure_plan()?;
+        Ok(&self.plan.pi)
+    }
+
+    fn observe(&mut self, t: &Trajectory) -> CoreResult<()> {
+        self.check_room()?;
+        self.ensure_plan()?;
+        self.statistics(t)?;
+        self.submit()
+    }
+}
+
+impl Billboard {
+    fn empty(h: usize, d: usize) -> Self {
+        Billboard {
+            design: vec![0.0; h * d * d],
+            inverse: vec![0.0; h * d * d],
+            weights: vec![0.0; h * d],
+            explore: vec![0.0; h * d * d],
+            gamma: vec![],
+            users: 0,
+        }
+    }
+}
+
+impl Intake {
+    /// The guard on (X, y) in place, then under LDP the randomizer: (X, y) become the message
+    /// (X X^T + B^1 (H x d x d), X y + g^1 (H x d)). Returns the clip count.
+    fn process(
+        &mut self,
+        x: &mut Vec<f64>,
+        y: &mut Vec<f64>,
+        h: usize,
+        d: usize,
+        leaf: &mut [f64],
+    ) -> CoreResult<u64> {
+        let clips = match &self.guard {
+            Some(g) => g.apply(x, d, Some(y))? as u64,
+            None => {
+                if crate::errors::any_non_finite(x) || crate::errors::any_non_finite(y) {
+                    return Err(CoreError::NonFinite(
+                        "user statistic contains NaN or inf".into(),
+                    ));
+                }
+                0
+            }
+        };
+        if let Some(r) = &mut self.randomizer {
+            let mut gram = vec![0.0; h * d * d];
+            let mut target = vec![0.0; h * d];
+            let shape = NodeShape::SymMatrix {
+                d,
+                divisor: r.divisor,
+            };
+            for (hh, xh) in x.chunks_exact(d).enumerate() {
+                let m = &mut gram[hh * d * d..(hh + 1) * d * d];
+                outer(xh, m);
+                r.matrix.privatize(shape, m, leaf)?;
+            }
+            for (hh, xh) in x.chunks_exact(d).enumerate() {
+                let m = &mut target[hh * d..(hh + 1) * d];
+                m.iter_mut().zip(xh).for_each(|(v, xi)| *v = xi * y[hh]);
+                r.vector.privatize(NodeShape::Vector(d), m, &mut leaf[..d])?;
+            }
+            *x = gram;
+            *y = target;
+        }
+        Ok(clips)
+    }
+}
+
+impl Server {
+    /// One user's message: raw (X, y) for the exact and JDP servers, the privatized
+    /// (gram, target) under LDP.
+    fn receive(&mut self, x: &[f64], y: &[f64], h: usize, d: usize, leaf: &mut [f64]) -> CoreResult<()> {
+        match self {
+            Server::Exact { sms, target } => {
+                for (sm, xh) in sms.iter_mut().zip(x.chunks_exact(d)) {
+                    sm.update(xh)?;
+                }
+                for ((t, xh), &yh) in target.chunks_exact_mut(d).zip(x.chunks_exact(d)).zip(y) {
+                    t.iter_mut().zip(xh).for_each(|(t, xi)| *t += xi * yh);
+                }
+            }
+            Server::Jdp { grams, targets } => {
+                for (hh, xh) in x.chunks_exact(d).enumerate() {
+                    outer(xh, leaf);
+                    grams[hh].0.push(leaf)?;
+                    let v = &mut leaf[..d];
+                    v.iter_mut().zip(xh).for_each(|(l, xi)| *l = xi * y[hh]);
+                    targets[hh].0.push(v)?;
+                }
+            }
+            Server::Ldp { gram, target } => {
+                check_len("privatized Gram matrices", x.len(), h * d * d)?;
+                check_len("privatized targets", y.len(), h * d)?;
+                gram.iter_mut().zip(x).for_each(|(g, m)| *g += m);
+                target.iter_mut().zip(y).for_each(|(t, m)| *t += m);
+            }
+        }
+        Ok(())
+    }
+
+    /// The released Gram sums and targets into `gram`, `sums`; returns the release's variance
+    /// factor (the mechanism's profile at t under JDP, t under LDP, 0 non-private).
+    fn released_sums(&self, t: u64, lam: f64, d: usize, gram: &mut [f64], sums: &mut [f64]) -> CoreResult<f64> {
+        let dd = d * d;
+        Ok(match self {
+            Server::Exact { sms, target } => {
+                for (hh, sm) in sms.iter().enumerate() {
+                    let g = &mut gram[hh * dd..(hh + 1) * dd];
+                    g.copy_from_slice(sm.matrix());
+                    for i in 0..d {
+                        g[i * d + i] -= lam;
+                    }
+                }
+                sums.copy_from_slice(target);
+                0.0
+            }
+            Server::Jdp { grams, targets } => {
+                for (hh, (g, tr)) in grams.iter().zip(targets.iter()).enumerate() {
+                    g.0.release_into(&mut gram[hh * dd..(hh + 1) * dd])?;
+                    tr.0.release_into(&mut sums[hh * d..(hh + 1) * d])?;
+                }
+                grams[0].0.variance_factor(t)
+            }
+            Server::Ldp { gram: g, target } => {
+                gram.copy_from_slice(g);
+                sums.copy_from_slice(target);
+                t as f64
+            }
+        })
+    }
+
+    /// The release's variance factor after t users (see `released_sums`).
+    pub fn variance_factor(&self, t: u64) -> f64 {
+        match self {
+            Server::Exact { .. } => 0.0,
+            Server::Jdp { grams, .. } => grams[0].0.variance_factor(t),
+            Server::Ldp { .. } => t as f64,
+        }
+    }
+}
+
+/// The next billboard of one regression (the paper's rule or the practical one).
+fn release(reg: &mut Regression, h: usize, d: usize, w: &mut Work) -> CoreResult<()> {
+    let dd = d * d;
+    let board = &mut reg.board;
+    let t = board.users;
+    let spec = &reg.spec;
+    if let Some(p) = &spec.practical {
+        let v = reg.server.released_sums(t, p.lam, d, &mut w.gram, &mut w.sums)?;
+        let (ups, c_t) = p.bounds.at(v);
+        let shift = p.shift_mult * ups;
+        floored_release(
+            &w.gram,
+            &w.sums,
+            d,
+            p.lam,
+            shift,
+            &p.w0,
+            Floored {
+                design: &mut board.design,
+                inverse: &mut board.inverse,
+                inverse2: &mut w.inverse2,
+                weights: &mut board.weights,
+                correction: &mut w.correction,
+            },
+        )?;
+        board.gamma.resize(h, 0.0);
+        let fixed = c_t + ups * p.c_w;
+        for (hh, (g, corr)) in board.gamma.iter_mut().zip(&w.correction).enumerate() {
+            *g = p.noise_scale * (fixed + (shift + corr) * p.centre_distance);
+            let g2 = *g * *g;
+            let sl = hh * dd..(hh + 1) * dd;
+            for ((e, i1), i2) in board.explore[sl.clone()]
+                .iter_mut()
+                .zip(&board.inverse[sl.clone()])
+                .zip(&w.inverse2[sl])
+            {
+                *e = p.beta2 * i1 + g2 * i2;
+            }
+        }
+        return Ok(());
+    }
+    match &reg.server {
+        Server::Exact { sms, target } => {
+            for (hh, sm) in sms.iter().enumerate() {
+                board.design[hh * dd..(hh + 1) * dd].copy_from_slice(sm.matrix());
+                board.inverse[hh * dd..(hh + 1) * dd].copy_from_slice(sm.inverse());
+            }
+            batched_matvec(&board.inverse, target, d, &mut board.weights)?;
+        }
+        server => {
+            server.released_sums(t, 0.0, d, &mut board.design, &mut w.sums)?;
+            for (hh, m) in board.design.chunks_exact_mut(dd).enumerate() {
+                for i in 0..d {
+                    m[i * d + i] += spec.base;
+                }
+                let inv = spd_inverse(m, d).map_err(|_| not_pd(m, d, hh, t, &spec.shift_name))?;
+                board.inverse[hh * dd..(hh + 1) * dd].copy_from_slice(&inv);
+            }
+            batched_matvec(&board.inverse, &w.sums, d, &mut board.weights)?;
+        }
+    }
+    let r2 = spec.radius * spec.radius;
+    board
+        .explore
+        .iter_mut()
+        .zip(&board.inverse)
+        .for_each(|(e, i)| *e = r2 * i);
+    Ok(())
+}
+
+/// The named error of a released design matrix that is not positive definite.
+pub(crate) fn not_pd(m: &[f64], d: usize, h: usize, users: u64, shift: &str) -> CoreError {
+    let ev = min_eigenvalue(m, d).unwrap_or(f64::NAN);
+    CoreError::NotPositiveDefinite(format!(
+        "released design matrix of step h={} after {users} users is not positive definite \
+         (min eigenvalue {ev:.4e}); the noise exceeded {shift}",
+        h + 1
+    ))
+}
+
+impl VtrAgent {
+    /// Users observed by the billboards.
+    pub fn users(&self) -> u64 {
+        self.regs[0].board.users
+    }
+}

@@ -1,0 +1,901 @@
+//! Bindings of the agents (`crate::agents`): the Python agent classes own one of these and
+//! delegate every episode to it. What crosses the binding is typed: the specs are Python
+//! dataclasses read attribute by attribute (`privrl.agents.common.specs`), the results numpy
+//! arrays. Runs of many episodes release the GIL.
+
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1,
+    PyReadonlyArray2, PyReadonlyArray3, PyReadonlyArray4, PyReadwriteArray1, PyReadwriteArray2,
+    PyUntypedArrayMethods,
+};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use super::{contiguous, reduced, seed32, IntoPy, Reduced};
+use crate::agents::bounds::NoiseBounds;
+use crate::agents::lsvi::{self, LsviAgent, LsviParts, Planning, Shift};
+use crate::agents::vtr::{
+    self, Intake, PlusSpec, PracticalSpec, Randomizer, Regression, RegressionSpec, Server,
+    VtrAgent, VtrParts,
+};
+use crate::agents::{
+    self as core, EpisodeLog, Episodic, Exploration, FiniteModel, Guard, Mechanism, RegretCache,
+    Stream, Ties, Trajectory,
+};
+use crate::continual::{make_mechanism, MechanismKind};
+use crate::errors::CoreError;
+use crate::mixture::MixtureFeatures;
+use crate::noise::{NodeNoise, NodeShape, NoiseStream};
+
+// ---------------------------------------------------------------- specs (typed, from Python)
+
+#[derive(FromPyObject)]
+struct GuardSpec {
+    x_bound: f64,
+    y_low: f64,
+    y_high: f64,
+    reject: bool,
+}
+
+impl From<GuardSpec> for Guard {
+    fn from(g: GuardSpec) -> Self {
+        Guard {
+            x_bound: g.x_bound,
+            y_low: g.y_low,
+            y_high: g.y_high,
+            reject: g.reject,
+        }
+    }
+}
+
+/// `privrl.agents.common.specs.BoundsSpec`: the noise bounds of the practical rule.
+#[derive(FromPyObject)]
+struct BoundsSpec {
+    kind: String,
+    sigma_m: f64,
+    sigma_v: f64,
+    divisor: f64,
+    d: usize,
+    alpha: f64,
+}
+
+impl BoundsSpec {
+    fn build(&self) -> PyResult<NoiseBounds> {
+        Ok(match self.kind.as_str() {
+            "zero" => NoiseBounds::Zero,
+            "gaussian" => NoiseBounds::Gaussian {
+                sigma_m: self.sigma_m,
+                sigma_v: self.sigma_v,
+                divisor: self.divisor,
+                d: self.d,
+                alpha: self.alpha,
+            },
+            "laplace" => NoiseBounds::Laplace {
+                b_m: self.sigma_m,
+                b_v: self.sigma_v,
+                d: self.d,
+                alpha: self.alpha,
+            },
+            k => return Err(PyValueError::new_err(format!("unknown noise bounds {k:?}"))),
+        })
+    }
+}
+
+#[derive(FromPyObject)]
+struct PracticalSpecPy<'py> {
+    lam: f64,
+    shift_mult: f64,
+    beta2: f64,
+    c_w: f64,
+    centre_distance: f64,
+    noise_scale: f64,
+    w0: PyReadonlyArray1<'py, f64>,
+    bounds: BoundsSpec,
+}
+
+/// The noise of a regression's mechanisms (JDP) or randomizer (LDP).
+#[derive(FromPyObject)]
+struct NoiseSpec {
+    mechanism: String,
+    noise: String,
+    sigma_matrix: f64,
+    sigma_vector: f64,
+    divisor: f64,
+    grid_bits: u32,
+    capacity: u64,
+    seeds: Vec<Vec<u8>>,
+}
+
+impl NoiseSpec {
+    fn laws(&self) -> PyResult<(NodeNoise, NodeNoise)> {
+        let law = |s| {
+            NodeNoise::from_name(&self.noise, s, self.grid_bits)
+                .ok_or_else(|| PyValueError::new_err(format!("unknown noise {:?}", self.noise)))
+        };
+        Ok((law(self.sigma_matrix)?, law(self.sigma_vector)?))
+    }
+}
+
+#[derive(FromPyObject)]
+struct RegressionSpecPy<'py> {
+    mode: String,
+    lam: f64,
+    base: f64,
+    radius: f64,
+    shift_name: String,
+    guard: Option<GuardSpec>,
+    noise: Option<NoiseSpec>,
+    practical: Option<PracticalSpecPy<'py>>,
+}
+
+#[derive(FromPyObject)]
+struct VtrSpecPy<'py> {
+    features: PyReadonlyArray4<'py, f64>,
+    rewards: PyReadonlyArray3<'py, f64>,
+    regressions: Vec<RegressionSpecPy<'py>>,
+    plus: Option<(f64, f64)>,
+    tie_seed: Option<Vec<u8>>,
+    exploration_seed: Option<Vec<u8>>,
+    episodes: u64,
+}
+
+#[derive(FromPyObject)]
+struct LsviPrivateSpec {
+    noise: NoiseSpec,
+    shift: f64,
+    practical_mult: Option<f64>,
+    bounds: Option<BoundsSpec>,
+}
+
+#[derive(FromPyObject)]
+struct LsviSpecPy<'py> {
+    table: PyReadonlyArray2<'py, f64>,
+    n_actions: usize,
+    horizon: usize,
+    guard: GuardSpec,
+    beta: f64,
+    lam: f64,
+    batch_len: u64,
+    private: Option<LsviPrivateSpec>,
+    planning: String,
+    record_capacity: u64,
+    tie_seed: Option<Vec<u8>>,
+    exploration_seed: Option<Vec<u8>>,
+    episodes: u64,
+}
+
+fn ties(seed: Option<Vec<u8>>) -> PyResult<Ties> {
+    Ok(Ties(seed.map(seed32).transpose()?.map(Stream::new)))
+}
+
+fn exploration(seed: Option<Vec<u8>>) -> PyResult<Exploration> {
+    Ok(match seed {
+        None => Exploration::Optimism,
+        Some(s) => Exploration::Sampling(Box::new(Stream::new(seed32(s)?))),
+    })
+}
+
+fn mechanisms(
+    py: Python<'_>,
+    n: &NoiseSpec,
+    shape: NodeShape,
+    law: NodeNoise,
+    seeds: &[Vec<u8>],
+) -> PyResult<Vec<Mechanism>> {
+    let kind = MechanismKind::parse(&n.mechanism, 0).py_ok(py)?;
+    seeds
+        .iter()
+        .map(|s| {
+            let seed = seed32(s.clone())?;
+            Ok(Mechanism(
+                make_mechanism(kind, shape, law, n.capacity, seed).py_ok(py)?,
+            ))
+        })
+        .collect()
+}
+
+fn regression(py: Python<'_>, r: RegressionSpecPy<'_>, h: usize, d: usize) -> PyResult<Regression> {
+    let practical = match r.practical {
+        None => None,
+        Some(p) => Some(PracticalSpec {
+            lam: p.lam,
+            shift_mult: p.shift_mult,
+            beta2: p.beta2,
+            c_w: p.c_w,
+            centre_distance: p.centre_distance,
+            noise_scale: p.noise_scale,
+            w0: contiguous("w0", p.w0.as_slice())?.to_vec(),
+            bounds: p.bounds.build()?,
+        }),
+    };
+    let wrong = |what: &str| PyValueError::new_err(format!("{} regression: {what}", r.mode));
+    let (server, randomizer) = match (r.mode.as_str(), &r.noise) {
+        ("exact", _) => (
+            Server::Exact {
+                sms: (0..h)
+                    .map(|_| crate::rank_one::ShermanMorrison::new(d, r.lam, 1024))
+                    .collect::<Result<_, CoreError>>()
+                    .py_ok(py)?,
+                target: vec![0.0; h * d],
+            },
+            None,
+        ),
+        ("jdp", Some(n)) => {
+            if n.seeds.len() != 2 * h {
+                return Err(wrong("needs 2H seeds"));
+            }
+            let (lm, lv) = n.laws()?;
+            let sym = NodeShape::SymMatrix {
+                d,
+                divisor: n.divisor,
+            };
+            (
+                Server::Jdp {
+                    grams: mechanisms(py, n, sym, lm, &n.seeds[..h])?,
+                    targets: mechanisms(py, n, NodeShape::Vector(d), lv, &n.seeds[h..])?,
+                },
+                None,
+            )
+        }
+        ("ldp", Some(n)) => {
+            if n.seeds.len() != 2 {
+                return Err(wrong("needs 2 seeds"));
+            }
+            let (lm, lv) = n.laws()?;
+            (
+                Server::Ldp {
+                    gram: vec![0.0; h * d * d],
+                    target: vec![0.0; h * d],
+                },
+                Some(Randomizer {
+                    matrix: NoiseStream::new(lm, seed32(n.seeds[0].clone())?).py_ok(py)?,
+                    vector: NoiseStream::new(lv, seed32(n.seeds[1].clone())?).py_ok(py)?,
+                    divisor: n.divisor,
+                }),
+            )
+        }
+        _ => return Err(wrong("unknown mode or missing noise")),
+    };
+    Ok(Regression {
+        spec: RegressionSpec {
+            radius: r.radius,
+            base: r.base,
+            practical,
+            shift_name: r.shift_name,
+        },
+        intake: Intake {
+            guard: r.guard.map(Guard::from),
+            randomizer,
+            clips: 0,
+        },
+        server,
+        board: vtr::Billboard {
+            design: vec![],
+            inverse: vec![],
+            weights: vec![],
+            explore: vec![],
+            gamma: vec![],
+            users: 0,
+        },
+    })
+}
+
+// ---------------------------------------------------------------- runs
+
+/// One run of `privrl.run` on a model: the model, V*_1 and the exact-regret cache (the policy
+/// changes count across the run's blocks).
+#[pyclass(module = "privrl._core", name = "Run")]
+pub struct PyRun {
+    model: FiniteModel,
+    cache: RegretCache,
+    v_star: Vec<f64>,
+}
+
+#[pymethods]
+impl PyRun {
+    #[new]
+    fn new(
+        py: Python<'_>,
+        p: PyReadonlyArray4<'_, f64>,
+        r: PyReadonlyArray3<'_, f64>,
+        cdf: PyReadonlyArray4<'_, f64>,
+        init_cdf: PyReadonlyArray1<'_, f64>,
+        v_star: PyReadonlyArray1<'_, f64>,
+    ) -> PyResult<Self> {
+        let sh = p.shape();
+        let model = FiniteModel::new(
+            (sh[0], sh[1], sh[2]),
+            contiguous("P", p.as_slice())?,
+            contiguous("R", r.as_slice())?,
+            contiguous("cdf", cdf.as_slice())?,
+            contiguous("init_cdf", init_cdf.as_slice())?,
+        )
+        .py_ok(py)?;
+        let cache = RegretCache::new(&model);
+        Ok(PyRun {
+            model,
+            cache,
+            v_star: contiguous("v_star", v_star.as_slice())?.to_vec(),
+        })
+    }
+
+    /// Distinct consecutive policies so far.
+    #[getter]
+    fn policy_changes(&self) -> u64 {
+        self.cache.changes
+    }
+}
+
+type Block<'py> = (
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<i64>>,
+);
+
+/// A block of users on `run`'s model (GIL released); raises the first fault after the block's
+/// completed users are applied.
+fn run_block<'py, A: Episodic + Send>(
+    py: Python<'py>,
+    agent: &mut A,
+    run: &mut PyRun,
+    uniforms: PyReadonlyArray2<'_, f64>,
+) -> PyResult<Block<'py>> {
+    let u = contiguous("uniforms", uniforms.as_slice())?;
+    if uniforms.shape()[1] != run.model.h + 1 {
+        return Err(PyValueError::new_err("uniforms must have H + 1 columns"));
+    }
+    let mut log = EpisodeLog::default();
+    let PyRun {
+        model,
+        cache,
+        v_star,
+    } = run;
+    let res = py.detach(|| core::run_block(agent, model, cache, v_star, u, &mut log));
+    res.map_err(|(_, e)| e).py_ok(py)?;
+    Ok((
+        log.gaps.into_pyarray(py),
+        log.returns.into_pyarray(py),
+        log.starts.into_pyarray(py),
+    ))
+}
+
+fn trajectory(
+    states: PyReadonlyArray1<'_, i64>,
+    actions: PyReadonlyArray1<'_, i64>,
+    rewards: PyReadonlyArray1<'_, f64>,
+    h: usize,
+    s: usize,
+    a: usize,
+) -> PyResult<Trajectory> {
+    let idx = |what: &str, x: PyReadonlyArray1<'_, i64>, n: usize, hi: usize| -> PyResult<Vec<usize>> {
+        let v = x
+            .as_slice()
+            .map_err(|_| PyValueError::new_err(format!("{what} must be contiguous int64")))?;
+        if v.len() != n || v.iter().any(|&i| i < 0 || i as usize >= hi) {
+            return Err(PyValueError::new_err(format!(
+                "{what} must be {n} indices in [0, {hi})"
+            )));
+        }
+        Ok(v.iter().map(|&i| i as usize).collect())
+    };
+    let r = contiguous("rewards", rewards.as_slice())?;
+    if r.len() != h {
+        return Err(PyValueError::new_err(format!("rewards must have {h} values")));
+    }
+    Ok(Trajectory {
+        states: idx("states", states, h + 1, s)?,
+        actions: idx("actions", actions, h, a)?,
+        rewards: r.to_vec(),
+    })
+}
+
+fn policy_array<'py>(py: Python<'py>, pi: &[usize], h: usize, s: usize) -> PyResult<Bound<'py, PyArray2<i64>>> {
+    let v: Vec<i64> = pi.iter().map(|&a| a as i64).collect();
+    v.into_pyarray(py).reshape([h, s])
+}
+
+fn mat3<'py>(py: Python<'py>, v: &[f64], h: usize, d: usize) -> PyResult<Bound<'py, PyArray3<f64>>> {
+    v.to_vec().into_pyarray(py).reshape([h, d, d])
+}
+
+fn mat2<'py>(py: Python<'py>, v: &[f64], h: usize, d: usize) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    v.to_vec().into_pyarray(py).reshape([h, d])
+}
+
+// ---------------------------------------------------------------- UCRL-VTR / UCRL-VTR+
+
+/// A UCRL-VTR / UCRL-VTR+ agent (`crate::agents::vtr`).
+#[pyclass(module = "privrl._core", name = "VtrAgent")]
+pub struct PyVtrAgent {
+    inner: VtrAgent,
+}
+
+type BoardOut<'py> = (
+    Bound<'py, PyArray3<f64>>,
+    Bound<'py, PyArray3<f64>>,
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray3<f64>>,
+    Option<Bound<'py, PyArray1<f64>>>,
+    u64,
+);
+
+#[pymethods]
+impl PyVtrAgent {
+    #[new]
+    fn new(py: Python<'_>, spec: VtrSpecPy<'_>) -> PyResult<Self> {
+        let sh = spec.features.shape().to_vec();
+        let (s, a, d) = (sh[0], sh[1], sh[3]);
+        if sh[2] != s {
+            return Err(PyValueError::new_err("mixture features must be (S, A, S, d)"));
+        }
+        let h = spec.rewards.shape()[0];
+        let features = MixtureFeatures::from_dense(
+            contiguous("features", spec.features.as_slice())?,
+            s * a,
+            s,
+            d,
+        )
+        .py_ok(py)?;
+        let regs = spec
+            .regressions
+            .into_iter()
+            .map(|r| regression(py, r, h, d))
+            .collect::<PyResult<Vec<_>>>()?;
+        let inner = VtrAgent::new(VtrParts {
+            features,
+            rewards: contiguous("rewards", spec.rewards.as_slice())?.to_vec(),
+            h,
+            a,
+            regs,
+            plus: spec.plus.map(|(beta_check, beta_tilde)| PlusSpec {
+                beta_check,
+                beta_tilde,
+            }),
+            ties: ties(spec.tie_seed)?,
+            exploration: exploration(spec.exploration_seed)?,
+            episodes: spec.episodes,
+        })
+        .py_ok(py)?;
+        Ok(PyVtrAgent { inner })
+    }
+
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py>> {
+        reduced(py, "_restore_vtr_agent", None, crate::state::encode(&self.inner))
+    }
+
+    /// The (H, S) policy of the arriving user.
+    fn policy<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<i64>>> {
+        let (h, s) = (self.inner.h, self.inner.s);
+        let pi = self.inner.policy().py_ok(py)?;
+        policy_array(py, pi, h, s)
+    }
+
+    /// The arriving user's planned values V_h(s) (H + 1, S).
+    fn values<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let (h, s) = (self.inner.h, self.inner.s);
+        let v = self.inner.values().py_ok(py)?.to_vec();
+        v.into_pyarray(py).reshape([h + 1, s])
+    }
+
+    /// The arriving user's trajectory through the privacy model (checked indices).
+    fn observe(
+        &mut self,
+        py: Python<'_>,
+        states: PyReadonlyArray1<'_, i64>,
+        actions: PyReadonlyArray1<'_, i64>,
+        rewards: PyReadonlyArray1<'_, f64>,
+    ) -> PyResult<()> {
+        let a = &mut self.inner;
+        let t = trajectory(states, actions, rewards, a.h, a.s, a.a)?;
+        a.observe(&t).py_ok(py)
+    }
+
+    /// Chosen statistics X (H, d), y (H) as one user's (the audits' adversarial user).
+    fn observe_statistics(
+        &mut self,
+        py: Python<'_>,
+        x: PyReadonlyArray2<'_, f64>,
+        y: PyReadonlyArray1<'_, f64>,
+    ) -> PyResult<()> {
+        let (xs, ys) = (contiguous("X", x.as_slice())?, contiguous("y", y.as_slice())?);
+        self.inner.observe_statistics(xs, ys).py_ok(py)
+    }
+
+    /// A block of users on `run`'s model: (gaps, returns, initial states).
+    fn run<'py>(
+        &mut self,
+        py: Python<'py>,
+        run: &mut PyRun,
+        uniforms: PyReadonlyArray2<'_, f64>,
+    ) -> PyResult<Block<'py>> {
+        run_block(py, &mut self.inner, run, uniforms)
+    }
+
+    /// Regression i's intake on chosen statistics, nothing sent: under LDP the user's message
+    /// (gram (H, d, d), target (H, d)); otherwise the guarded (X (H, d), y (H,)) as flat arrays.
+    fn user_message<'py>(
+        &mut self,
+        py: Python<'py>,
+        i: usize,
+        x: PyReadonlyArray2<'_, f64>,
+        y: PyReadonlyArray1<'_, f64>,
+    ) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)> {
+        let (xs, ys) = (contiguous("X", x.as_slice())?, contiguous("y", y.as_slice())?);
+        let (m, t) = self.inner.user_message(i, xs, ys).py_ok(py)?;
+        Ok((m.into_pyarray(py), t.into_pyarray(py)))
+    }
+
+    /// Regression i's billboard: (design, inverse, weights, explore, gamma or None, users).
+    fn billboard<'py>(&self, py: Python<'py>, i: usize) -> PyResult<BoardOut<'py>> {
+        let (h, d) = (self.inner.h, self.inner.d);
+        let b = &self.reg(i)?.board;
+        Ok((
+            mat3(py, &b.design, h, d)?,
+            mat3(py, &b.inverse, h, d)?,
+            mat2(py, &b.weights, h, d)?,
+            mat3(py, &b.explore, h, d)?,
+            (!b.gamma.is_empty()).then(|| b.gamma.clone().into_pyarray(py)),
+            b.users,
+        ))
+    }
+
+    /// Regression i's released noise (matrix (H, d, d), vector (H, d)): JDP only.
+    fn noise<'py>(
+        &self,
+        py: Python<'py>,
+        i: usize,
+    ) -> PyResult<(Bound<'py, PyArray3<f64>>, Bound<'py, PyArray2<f64>>)> {
+        let (h, d) = (self.inner.h, self.inner.d);
+        let Server::Jdp { grams, targets } = &self.reg(i)?.server else {
+            return Err(PyValueError::new_err("only JDP servers keep their noise apart from the data"));
+        };
+        let (mut m, mut v) = (vec![0.0; h * d * d], vec![0.0; h * d]);
+        for hh in 0..h {
+            grams[hh].0.noise_into(&mut m[hh * d * d..(hh + 1) * d * d]).py_ok(py)?;
+            targets[hh].0.noise_into(&mut v[hh * d..(hh + 1) * d]).py_ok(py)?;
+        }
+        Ok((mat3(py, &m, h, d)?, mat2(py, &v, h, d)?))
+    }
+
+    /// Regression i's server sums (exact: Lambda - lam I and targets; LDP: the privatized sums).
+    fn sums<'py>(
+        &self,
+        py: Python<'py>,
+        i: usize,
+    ) -> PyResult<(Bound<'py, PyArray3<f64>>, Bound<'py, PyArray2<f64>>)> {
+        let (h, d) = (self.inner.h, self.inner.d);
+        let (g, t) = match &self.reg(i)?.server {
+            Server::Exact { sms, target } => {
+                let mut g = vec![0.0; h * d * d];
+                for (hh, sm) in sms.iter().enumerate() {
+                    g[hh * d * d..(hh + 1) * d * d].copy_from_slice(sm.matrix());
+                    for j in 0..d {
+                        g[hh * d * d + j * d + j] -= sm.lam();
+                    }
+                }
+                (g, target.clone())
+            }
+            Server::Ldp { gram, target } => (gram.clone(), target.clone()),
+            Server::Jdp { .. } => {
+                return Err(PyValueError::new_err("a JDP server releases only noisy sums"))
+            }
+        };
+        Ok((mat3(py, &g, h, d)?, mat2(py, &t, h, d)?))
+    }
+
+    /// The tree nodes summed in regression 0's current release (JDP), else 0.
+    fn nodes_used(&self) -> u64 {
+        match &self.inner.regs[0].server {
+            Server::Jdp { grams, .. } => grams[0].0.nodes_used(),
+            _ => 0,
+        }
+    }
+
+    /// Var(released noise entry after t users) / Var(one draw) of regression i.
+    fn variance_factor(&self, i: usize, t: u64) -> PyResult<f64> {
+        Ok(self.reg(i)?.server.variance_factor(t))
+    }
+
+    /// Regression i's server state as bytes (everything the server holds; tests check that
+    /// under LDP it holds no user key).
+    fn server_state<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = crate::state::encode(&self.reg(i)?.server).py_ok(py)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Regression i's user-side state (guard, randomizer streams) as bytes.
+    fn intake_state<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = crate::state::encode(&self.reg(i)?.intake).py_ok(py)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Values clipped by each regression's guard.
+    #[getter]
+    fn clips(&self) -> Vec<u64> {
+        self.inner.regs.iter().map(|r| r.intake.clips).collect()
+    }
+
+    #[getter]
+    fn k(&self) -> u64 {
+        self.inner.k
+    }
+
+    #[getter]
+    fn policy_updates(&self) -> u64 {
+        self.inner.policy_updates
+    }
+
+    /// UCRL-VTR+: sigma-bar of the last user (H,), empty before any user.
+    #[getter]
+    fn last_sigma_bar<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        self.inner.last_sigma_bar.clone().into_pyarray(py)
+    }
+}
+
+impl PyVtrAgent {
+    fn reg(&self, i: usize) -> PyResult<&vtr::Regression> {
+        self.inner
+            .regs
+            .get(i)
+            .ok_or_else(|| PyValueError::new_err(format!("no regression {i}")))
+    }
+}
+
+// ---------------------------------------------------------------- LSVI-UCB
+
+/// An LSVI-UCB agent (`crate::agents::lsvi`).
+#[pyclass(module = "privrl._core", name = "LsviAgent")]
+pub struct PyLsviAgent {
+    inner: LsviAgent,
+}
+
+#[pymethods]
+impl PyLsviAgent {
+    #[new]
+    fn new(py: Python<'_>, spec: LsviSpecPy<'_>) -> PyResult<Self> {
+        let (h, d) = (spec.horizon, spec.table.shape()[1]);
+        let private = match spec.private {
+            None => None,
+            Some(p) => {
+                let n = &p.noise;
+                if n.seeds.len() != h + 1 {
+                    return Err(PyValueError::new_err("a private LSVI server needs H + 1 seeds"));
+                }
+                let (lm, lv) = n.laws()?;
+                let sym = NodeShape::SymMatrix {
+                    d,
+                    divisor: n.divisor,
+                };
+                let shift = match (p.practical_mult, &p.bounds) {
+                    (Some(mult), Some(b)) => Shift::Practical {
+                        mult,
+                        bounds: b.build()?,
+                    },
+                    _ => Shift::Constant(p.shift),
+                };
+                Some(lsvi::Private {
+                    trees: mechanisms(py, n, sym, lm, &n.seeds[..h])?,
+                    eta: NoiseStream::new(lv, seed32(n.seeds[h].clone())?).py_ok(py)?,
+                    shift,
+                })
+            }
+        };
+        let planning = match spec.planning.as_str() {
+            "auto" => Planning::Auto,
+            "per_sample" => Planning::PerSample,
+            "aggregated" => Planning::Aggregated,
+            p => return Err(PyValueError::new_err(format!("unknown planning {p:?}"))),
+        };
+        let inner = LsviAgent::new(LsviParts {
+            h,
+            a: spec.n_actions,
+            table: contiguous("table", spec.table.as_slice())?.to_vec(),
+            d,
+            guard: spec.guard.into(),
+            beta: spec.beta,
+            lam: spec.lam,
+            batch_len: spec.batch_len,
+            private,
+            planning,
+            record_capacity: spec.record_capacity,
+            ties: ties(spec.tie_seed)?,
+            exploration: exploration(spec.exploration_seed)?,
+            episodes: spec.episodes,
+        })
+        .py_ok(py)?;
+        Ok(PyLsviAgent { inner })
+    }
+
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py>> {
+        reduced(py, "_restore_lsvi_agent", None, crate::state::encode(&self.inner))
+    }
+
+    fn policy<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<i64>>> {
+        let (h, s) = (self.inner.h, self.inner.s);
+        let pi = self.inner.policy().py_ok(py)?;
+        policy_array(py, pi, h, s)
+    }
+
+    fn observe(
+        &mut self,
+        py: Python<'_>,
+        states: PyReadonlyArray1<'_, i64>,
+        actions: PyReadonlyArray1<'_, i64>,
+        rewards: PyReadonlyArray1<'_, f64>,
+    ) -> PyResult<()> {
+        let a = &mut self.inner;
+        let t = trajectory(states, actions, rewards, a.h, a.s, a.a)?;
+        a.observe(&t).py_ok(py)
+    }
+
+    fn run<'py>(
+        &mut self,
+        py: Python<'py>,
+        run: &mut PyRun,
+        uniforms: PyReadonlyArray2<'_, f64>,
+    ) -> PyResult<Block<'py>> {
+        run_block(py, &mut self.inner, run, uniforms)
+    }
+
+    /// (design, inverse, weights, users) of the current billboard.
+    fn billboard<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(
+        Bound<'py, PyArray3<f64>>,
+        Bound<'py, PyArray3<f64>>,
+        Bound<'py, PyArray2<f64>>,
+        u64,
+    )> {
+        let (h, d) = (self.inner.h, self.inner.d);
+        let b = &self.inner.board;
+        Ok((
+            mat3(py, &b.design, h, d)?,
+            mat3(py, &b.inverse, h, d)?,
+            mat2(py, &b.weights, h, d)?,
+            b.users,
+        ))
+    }
+
+    /// The released matrix noise of the Lambda mechanisms (H, d, d): private only.
+    fn noise<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray3<f64>>> {
+        let (h, d) = (self.inner.h, self.inner.d);
+        let Some(p) = &self.inner.server.private else {
+            return Err(PyValueError::new_err("a non-private server has no noise"));
+        };
+        let mut m = vec![0.0; h * d * d];
+        for (hh, t) in p.trees.iter().enumerate() {
+            t.0.noise_into(&mut m[hh * d * d..(hh + 1) * d * d]).py_ok(py)?;
+        }
+        mat3(py, &m, h, d)
+    }
+
+    /// The eta of the last release (H, d), or None.
+    #[getter]
+    fn last_eta<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyArray2<f64>>>> {
+        let e = &self.inner.server.last_eta;
+        if e.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(mat2(py, e, self.inner.h, self.inner.d)?))
+    }
+
+    fn variance_factor(&self, t: u64) -> f64 {
+        self.inner.variance_factor(t)
+    }
+
+    #[getter]
+    fn releases(&self) -> u64 {
+        self.inner.server.releases
+    }
+
+    #[getter]
+    fn nodes_history(&self) -> Vec<u64> {
+        self.inner.server.nodes_history.clone()
+    }
+
+    /// The planning path of each release ("aggregated" or "per_sample").
+    #[getter]
+    fn paths(&self) -> Vec<&'static str> {
+        self.inner
+            .server
+            .paths
+            .iter()
+            .map(|&a| if a { "aggregated" } else { "per_sample" })
+            .collect()
+    }
+
+    #[getter]
+    fn release_users(&self) -> Vec<u64> {
+        self.inner.server.release_users.clone()
+    }
+
+    #[getter]
+    fn n(&self) -> u64 {
+        self.inner.server.n
+    }
+
+    #[getter]
+    fn clips(&self) -> Vec<u64> {
+        vec![self.inner.clips]
+    }
+
+    #[getter]
+    fn k(&self) -> u64 {
+        self.inner.k
+    }
+
+    #[getter]
+    fn policy_updates(&self) -> u64 {
+        self.inner.policy_updates
+    }
+}
+
+#[pyfunction]
+fn _restore_vtr_agent(py: Python<'_>, state: &[u8]) -> PyResult<PyVtrAgent> {
+    Ok(PyVtrAgent {
+        inner: crate::state::decode("UCRL-VTR agent", state).py_ok(py)?,
+    })
+}
+
+#[pyfunction]
+fn _restore_lsvi_agent(py: Python<'_>, state: &[u8]) -> PyResult<PyLsviAgent> {
+    Ok(PyLsviAgent {
+        inner: crate::state::decode("LSVI-UCB agent", state).py_ok(py)?,
+    })
+}
+
+/// `SensitivityGuard.apply`: the rows of `x` (n, d) and the entries of `y` clipped (or refused) in
+/// place by the agents' own guard; returns the values beyond the bound.
+#[pyfunction]
+#[pyo3(signature = (spec, x, y=None))]
+fn apply_guard(
+    py: Python<'_>,
+    spec: GuardSpec,
+    mut x: PyReadwriteArray2<'_, f64>,
+    y: Option<PyReadwriteArray1<'_, f64>>,
+) -> PyResult<usize> {
+    let d = x.shape()[1].max(1);
+    let g = Guard::from(spec);
+    let xs = x
+        .as_slice_mut()
+        .map_err(|_| PyValueError::new_err("X must be C-contiguous float64"))?;
+    match y {
+        None => g.apply(xs, d, None).py_ok(py),
+        Some(mut y) => {
+            let ys = y
+                .as_slice_mut()
+                .map_err(|_| PyValueError::new_err("y must be C-contiguous float64"))?;
+            g.apply(xs, d, Some(ys)).py_ok(py)
+        }
+    }
+}
+
+/// The noise bounds (Upsilon, C) of the practical release at variance factor v (for the report
+/// and the numpy references: the agents read the same function).
+#[pyfunction]
+fn practical_noise_bounds(spec: BoundsSpec, v: f64) -> PyResult<(f64, f64)> {
+    Ok(spec.build()?.at(v))
+}
+
+/// The Laplace sum bounds of `privrl.privacy.bounds` (one home: here).
+#[pyfunction]
+fn laplace_sum_bounds(b_m: f64, b_v: f64, n: u64, d: usize, alpha: f64) -> (f64, f64) {
+    (
+        crate::agents::bounds::laplace_matrix_sum_bound(b_m, n, d, alpha),
+        crate::agents::bounds::laplace_vector_sum_bound(b_v, n, d, alpha),
+    )
+}
+
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyRun>()?;
+    m.add_class::<PyVtrAgent>()?;
+    m.add_class::<PyLsviAgent>()?;
+    m.add_function(wrap_pyfunction!(_restore_vtr_agent, m)?)?;
+    m.add_function(wrap_pyfunction!(_restore_lsvi_agent, m)?)?;
+    m.add_function(wrap_pyfunction!(practical_noise_bounds, m)?)?;
+    m.add_function(wrap_pyfunction!(apply_guard, m)?)?;
+    m.add_function(wrap_pyfunction!(laplace_sum_bounds, m)?)?;
+    Ok(())
+}
