@@ -1,19 +1,24 @@
-//! Criterion benches of the episode engine's pieces (issue 12): a rollout and the exact policy
-//! values on a RandomLinearMDP-sized model (H = 20, S = 100, A = 10), and blocks of whole
-//! UCRL-VTR (JDP, binary trees) and LSVI-UCB (JDP) episodes. Throughput is in episodes; the
-//! ratio to the Python path of whole runs comes from `python benches/engine.py`.
+//! Criterion benches of the agents' episodes: a rollout and the exact policy values on a
+//! RandomLinearMDP-sized model (H = 20, S = 100, A = 10), and blocks of whole UCRL-VTR (JDP,
+//! binary trees) and LSVI-UCB (JDP) episodes through the one episode loop. Throughput is in
+//! episodes; `python benches/engine.py` times whole runs of the docs/benchmarks.md workloads.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::hint::black_box;
 
+use _core::agents::lsvi::{LsviAgent, LsviParts, Planning, Private, Shift};
+use _core::agents::vtr::{
+    Billboard, Intake, Regression, RegressionSpec, Server, VtrAgent, VtrParts,
+};
+use _core::agents::{
+    run_block, EpisodeLog, Exploration, FiniteModel, Guard, Mechanism, RegretCache, Ties,
+    Trajectory,
+};
 use _core::continual::{make_mechanism, MechanismKind};
-use _core::engine::lsvi::{self, LsviSums, Records};
-use _core::engine::vtr::{self, Billboard, Regression, VtrServer, VtrSpec};
-use _core::engine::{EpisodeLog, FiniteModel, Guard, RegretCache, Trajectory};
 use _core::mixture::MixtureFeatures;
-use _core::noise::{NodeNoise, NodeShape};
+use _core::noise::{NodeNoise, NodeShape, NoiseStream};
 
 const BLOCK: usize = 1000;
 
@@ -48,7 +53,7 @@ fn bench_model(c: &mut Criterion) {
     let pi: Vec<usize> = (0..h * s).map(|i| i % a).collect();
     let u = uniforms(BLOCK * (h + 1), &mut rng);
     let mut t = Trajectory::new(h);
-    let mut g = c.benchmark_group("engine_model_H20_S100_A10");
+    let mut g = c.benchmark_group("agents_model_H20_S100_A10");
     g.throughput(Throughput::Elements(BLOCK as u64));
     g.bench_function("rollout", |b| {
         b.iter(|| {
@@ -69,6 +74,20 @@ fn bench_model(c: &mut Criterion) {
     g.finish();
 }
 
+fn tree(shape: NodeShape, capacity: u64, seed: u8) -> Mechanism {
+    let noise = NodeNoise::Gaussian { sigma: 1.0 };
+    Mechanism(make_mechanism(MechanismKind::Tree, shape, noise, capacity, [seed; 32]).unwrap())
+}
+
+fn guard(x: f64, y: f64) -> Guard {
+    Guard {
+        x_bound: x,
+        y_low: 0.0,
+        y_high: y,
+        reject: false,
+    }
+}
+
 fn bench_vtr(c: &mut Criterion) {
     // RiverSwimMixture's size: S = 6, A = 2, d = 3, H = 20; two next states per (s, a).
     let mut rng = ChaCha8Rng::seed_from_u64(1);
@@ -82,83 +101,60 @@ fn bench_vtr(c: &mut Criterion) {
             }
         }
     }
-    let features = MixtureFeatures::from_dense(&dense, s * a, s, d).unwrap();
-    let spec = VtrSpec {
-        d,
-        radius: 1.0,
-        base: 50.0,
-        divisor: std::f64::consts::SQRT_2,
-        guard: Some(Guard {
-            x_bound: h as f64,
-            y_low: 0.0,
-            y_high: h as f64,
-            reject: false,
-        }),
-        practical: None,
-    };
     let u = uniforms(BLOCK * (h + 1), &mut rng);
     let v_star = vec![h as f64; s];
-    let mut g = c.benchmark_group("engine_ucrl_vtr_jdp_S6_H20_d3");
+    let sym = NodeShape::SymMatrix {
+        d,
+        divisor: std::f64::consts::SQRT_2,
+    };
+    let mut g = c.benchmark_group("agents_ucrl_vtr_jdp_S6_H20_d3");
     g.throughput(Throughput::Elements(BLOCK as u64));
     g.bench_function("episodes", |b| {
         b.iter(|| {
             let capacity = 100 * BLOCK as u64;
-            let noise = NodeNoise::Gaussian { sigma: 1.0 };
-            let sym = NodeShape::SymMatrix {
-                d,
-                divisor: std::f64::consts::SQRT_2,
+            let reg = Regression {
+                spec: RegressionSpec {
+                    radius: 1.0,
+                    base: 50.0,
+                    practical: None,
+                    shift_name: String::new(),
+                },
+                intake: Intake {
+                    guard: Some(guard(h as f64, h as f64)),
+                    randomizer: None,
+                    clips: 0,
+                },
+                server: Server::Jdp {
+                    grams: (0..h).map(|i| tree(sym, capacity, i as u8)).collect(),
+                    targets: (0..h)
+                        .map(|i| tree(NodeShape::Vector(d), capacity, 99 - i as u8))
+                        .collect(),
+                },
+                board: Billboard {
+                    design: vec![],
+                    inverse: vec![],
+                    weights: vec![],
+                    explore: vec![],
+                    gamma: vec![],
+                    users: 0,
+                },
             };
-            let mut grams: Vec<_> = (0..h)
-                .map(|i| {
-                    make_mechanism(MechanismKind::Tree, sym, noise, capacity, [i as u8; 32])
-                        .unwrap()
-                })
-                .collect();
-            let mut targets: Vec<_> = (0..h)
-                .map(|i| {
-                    make_mechanism(
-                        MechanismKind::Tree,
-                        NodeShape::Vector(d),
-                        noise,
-                        capacity,
-                        [99 - i as u8; 32],
-                    )
-                    .unwrap()
-                })
-                .collect();
-            let server = VtrServer::Tree {
-                grams: grams.iter_mut().collect(),
-                targets: targets.iter_mut().collect(),
-            };
-            let mut board = Billboard {
-                design: vec![0.0; h * d * d],
-                inverse: (0..h * d * d)
-                    .map(|i| if i % (d + 1) == 0 { 0.02 } else { 0.0 })
-                    .collect(),
-                weights: vec![0.0; h * d],
-                bonus: vec![],
-                gamma: vec![],
-                users: 0,
-            };
+            let mut agent = VtrAgent::new(VtrParts {
+                features: MixtureFeatures::from_dense(&dense, s * a, s, d).unwrap(),
+                rewards: vec![0.5; h * s * a],
+                h,
+                a,
+                regs: vec![reg],
+                plus: None,
+                ties: Ties(None),
+                exploration: Exploration::Optimism,
+                episodes: capacity,
+            })
+            .unwrap();
             let mut cache = RegretCache::new(&m);
-            let mut log = (vec![0.0; BLOCK], vec![0.0; BLOCK], vec![0i64; BLOCK]);
-            let mut regs = [Regression {
-                spec: &spec,
-                server,
-                board: &mut board,
-            }];
-            vtr::run(
-                &m,
-                &features,
-                &mut regs,
-                None,
-                &mut cache,
-                &v_star,
-                &u,
-                None,
-                EpisodeLog::of(&mut log),
-            )
-            .unwrap()
+            let mut log = EpisodeLog::default();
+            run_block(&mut agent, &m, &mut cache, &v_star, &u, &mut log).unwrap();
+            log.gaps[0]
         })
     });
     g.finish();
@@ -171,48 +167,39 @@ fn bench_lsvi(c: &mut Criterion) {
     let table: Vec<f64> = (0..s * a * d)
         .map(|_| rng.random::<f64>() / d as f64)
         .collect();
-    let pi: Vec<usize> = (0..h * s).map(|i| i % a).collect();
     let u = uniforms(BLOCK * (h + 1), &mut rng);
     let v_star = vec![h as f64; s];
-    let guard = Guard {
-        x_bound: 1.0,
-        y_low: 0.0,
-        y_high: 1.0,
-        reject: false,
-    };
-    let mut g = c.benchmark_group("engine_lsvi_jdp_S100_A10_d16_H20");
+    let sym = NodeShape::SymMatrix { d, divisor: 2.0 };
+    let mut g = c.benchmark_group("agents_lsvi_jdp_S100_A10_d16_H20");
     g.throughput(Throughput::Elements(BLOCK as u64));
-    let (mut bg, mut rs, mut ns) = (vec![0.0; h * d * d], vec![0.0; h * d], vec![0.0; h * s * d]);
-    let mut cache = RegretCache::new(&m);
-    g.bench_function("episodes", |b| {
+    g.bench_function("episodes_one_batch", |b| {
         b.iter(|| {
-            let mut log = (vec![0.0; BLOCK], vec![0.0; BLOCK], vec![0i64; BLOCK]);
-            let mut sums = LsviSums {
-                batch_gram: Some(&mut bg),
-                exact: vec![],
-                reward_sum: &mut rs,
-                next_sum: &mut ns,
-                records: Records {
-                    states: &mut [],
-                    actions: &mut [],
-                    rewards: &mut [],
-                    capacity: 0,
-                },
-                n: 0,
+            let private = Private {
+                trees: (0..h).map(|i| tree(sym, 4, i as u8)).collect(),
+                eta: NoiseStream::new(NodeNoise::Gaussian { sigma: 1.0 }, [7; 32]).unwrap(),
+                shift: Shift::Constant(50.0),
             };
-            lsvi::run(
-                &m,
-                &table,
+            let mut agent = LsviAgent::new(LsviParts {
+                h,
+                a,
+                table: table.clone(),
                 d,
-                &guard,
-                &pi,
-                &mut sums,
-                &mut cache,
-                &v_star,
-                &u,
-                EpisodeLog::of(&mut log),
-            )
-            .unwrap()
+                guard: guard(1.0, 1.0),
+                beta: 1.0,
+                lam: 1.0,
+                batch_len: 4 * BLOCK as u64,
+                private: Some(private),
+                planning: Planning::Aggregated,
+                record_capacity: 0,
+                ties: Ties(None),
+                exploration: Exploration::Optimism,
+                episodes: 16 * BLOCK as u64,
+            })
+            .unwrap();
+            let mut cache = RegretCache::new(&m);
+            let mut log = EpisodeLog::default();
+            run_block(&mut agent, &m, &mut cache, &v_star, &u, &mut log).unwrap();
+            log.gaps[0]
         })
     });
     g.finish();

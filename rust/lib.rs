@@ -14,8 +14,9 @@
 //! * [`qeval`]: batched optimistic Q evaluation `clip(r + Phi w + beta ||phi||_{Lambda^-1})`
 //!   with per-state max / argmax and seeded tie-breaking.
 //! * [`mixture`]: sparse linear-mixture features and `phi_V(s, a)` for all pairs at once.
-//! * [`engine`]: whole episodes of the built-in agents on a finite MDP with a known model
-//!   (sampling, planning, the user's statistics, the mechanisms, exact regret) in one call.
+//! * [`agents`]: each algorithm's whole episode (planning, acting, the user's statistics through
+//!   the guard or the LDP randomizer, the server's sums and release) in state the Python agent
+//!   owns, and the episode loop of `privrl.run` on an exact model.
 //! * [`practical`]: the eigenvalue-floored release of the practical calibration.
 //! * [`variance`]: UCRL-VTR+'s per-step variance estimate sigma-bar.
 //! * [`state`]: the exact saved state of every stateful kernel (save / load of agents).
@@ -26,7 +27,6 @@
 
 pub mod agents;
 pub mod continual;
-pub mod engine;
 pub mod errors;
 pub mod lsvi;
 pub mod mixture;

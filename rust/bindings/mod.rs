@@ -25,7 +25,7 @@ use crate::rank_one::{self, ShermanMorrison as CoreSM};
 use crate::tree::TreeAggregator as CoreTree;
 
 mod agents;
-mod engine;
+mod kernels;
 mod noise;
 pub(crate) use noise::PyNoiseStream;
 
@@ -774,7 +774,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_restore_sm, m)?)?;
     m.add_function(wrap_pyfunction!(_restore_mixture, m)?)?;
     m.add_function(wrap_pyfunction!(_restore_prefix, m)?)?;
-    engine::register(m)?;
+    kernels::register(m)?;
     agents::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("GIT_COMMIT", env!("PRIVRL_GIT_COMMIT"))?;

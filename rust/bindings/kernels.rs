@@ -1,0 +1,172 @@
+//! Bindings of the kernels the agents share with Python: exact policy values, the released
+//! weights' batched products, the practical release's floor and UCRL-VTR+'s sigma-bar (their
+//! numpy references and the agents' reference implementations call them).
+
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
+    PyReadonlyArray3, PyReadonlyArray4, PyUntypedArrayMethods,
+};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use super::{contiguous, IntoPy};
+use crate::agents as core;
+use crate::practical::{self, Floored};
+use crate::rank_one;
+use crate::variance::{self, VarianceInputs};
+
+/// V^pi (H + 1, S) by backward induction (FiniteMDP.policy_values and the engine's regret).
+#[pyfunction]
+pub fn policy_values<'py>(
+    py: Python<'py>,
+    p: PyReadonlyArray4<'_, f64>,
+    r: PyReadonlyArray3<'_, f64>,
+    pi: PyReadonlyArray2<'_, i64>,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let sh = p.shape();
+    let (h, s) = (sh[0], sh[1]);
+    let pis = pi
+        .as_slice()
+        .map_err(|_| PyValueError::new_err("policy must be a C-contiguous int64 array"))?;
+    let v = core::policy_values(
+        contiguous("P", p.as_slice())?,
+        contiguous("R", r.as_slice())?,
+        (h, s, sh[2]),
+        pis,
+    )
+    .py_ok(py)?;
+    v.into_pyarray(py).reshape([h + 1, s])
+}
+
+/// m[k] @ v[k] for a stack (n, d, d) and (n, d), each sum left to right (the released weights).
+#[pyfunction]
+pub fn batched_matvec<'py>(
+    py: Python<'py>,
+    m: PyReadonlyArray3<'_, f64>,
+    v: PyReadonlyArray2<'_, f64>,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let sh = v.shape();
+    let (n, d) = (sh[0], sh[1]);
+    if m.shape() != [n, d, d] {
+        return Err(PyValueError::new_err(format!(
+            "matrices must be ({n}, {d}, {d}), got {:?}",
+            m.shape()
+        )));
+    }
+    let mut out = vec![0.0; n * d];
+    rank_one::batched_matvec(
+        contiguous("m", m.as_slice())?,
+        contiguous("v", v.as_slice())?,
+        d,
+        &mut out,
+    )
+    .py_ok(py)?;
+    out.into_pyarray(py).reshape([n, d])
+}
+
+type Arrays5<'py> = (
+    Bound<'py, PyArray3<f64>>,
+    Bound<'py, PyArray3<f64>>,
+    Bound<'py, PyArray3<f64>>,
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray1<f64>>,
+);
+
+/// The practical calibration's floored release (crate::practical): (design, inverse, inverse2,
+/// weights, correction) from the noisy sums gram (H, d, d) and target (H, d).
+#[pyfunction]
+pub fn floored_release<'py>(
+    py: Python<'py>,
+    gram: PyReadonlyArray3<'_, f64>,
+    target: PyReadonlyArray2<'_, f64>,
+    lam: f64,
+    shift: f64,
+    w0: PyReadonlyArray1<'_, f64>,
+) -> PyResult<Arrays5<'py>> {
+    let sh = target.shape();
+    let (h, d) = (sh[0], sh[1]);
+    if gram.shape() != [h, d, d] {
+        return Err(PyValueError::new_err(format!(
+            "gram must be ({h}, {d}, {d})"
+        )));
+    }
+    let (mut a, mut b, mut c) = (
+        vec![0.0; h * d * d],
+        vec![0.0; h * d * d],
+        vec![0.0; h * d * d],
+    );
+    let (mut w, mut e) = (vec![0.0; h * d], vec![0.0; h]);
+    practical::floored_release(
+        contiguous("gram", gram.as_slice())?,
+        contiguous("target", target.as_slice())?,
+        d,
+        lam,
+        shift,
+        contiguous("w0", w0.as_slice())?,
+        Floored {
+            design: &mut a,
+            inverse: &mut b,
+            inverse2: &mut c,
+            weights: &mut w,
+            correction: &mut e,
+        },
+    )
+    .py_ok(py)?;
+    Ok((
+        a.into_pyarray(py).reshape([h, d, d])?,
+        b.into_pyarray(py).reshape([h, d, d])?,
+        c.into_pyarray(py).reshape([h, d, d])?,
+        w.into_pyarray(py).reshape([h, d])?,
+        e.into_pyarray(py),
+    ))
+}
+
+/// UCRL-VTR+'s sigma-bar (H,) from X, X2 (H, d) and the two billboards (crate::variance).
+#[pyfunction]
+#[pyo3(signature = (x, x2, hat_weights, hat_inverse, hat_gamma, tilde_weights, tilde_form, tilde_radius, beta_check))]
+pub fn sigma_bar<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'_, f64>,
+    x2: PyReadonlyArray2<'_, f64>,
+    hat_weights: PyReadonlyArray2<'_, f64>,
+    hat_inverse: PyReadonlyArray3<'_, f64>,
+    hat_gamma: Option<PyReadonlyArray1<'_, f64>>,
+    tilde_weights: PyReadonlyArray2<'_, f64>,
+    tilde_form: PyReadonlyArray3<'_, f64>,
+    tilde_radius: f64,
+    beta_check: f64,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let sh = x.shape();
+    let (h, d) = (sh[0], sh[1]);
+    let gamma = match &hat_gamma {
+        Some(g) => Some(contiguous("gamma", g.as_slice())?),
+        None => None,
+    };
+    let inputs = VarianceInputs {
+        d,
+        hat_weights: contiguous("hat weights", hat_weights.as_slice())?,
+        hat_inverse: contiguous("hat inverse", hat_inverse.as_slice())?,
+        hat_gamma: gamma,
+        tilde_weights: contiguous("tilde weights", tilde_weights.as_slice())?,
+        tilde_form: contiguous("tilde form", tilde_form.as_slice())?,
+        tilde_radius,
+        beta_check,
+    };
+    let mut out = vec![0.0; h];
+    variance::sigma_bar(
+        &inputs,
+        contiguous("X", x.as_slice())?,
+        contiguous("X2", x2.as_slice())?,
+        &mut out,
+    )
+    .py_ok(py)?;
+    Ok(out.into_pyarray(py))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(policy_values, m)?)?;
+    m.add_function(wrap_pyfunction!(batched_matvec, m)?)?;
+    m.add_function(wrap_pyfunction!(floored_release, m)?)?;
+    m.add_function(wrap_pyfunction!(sigma_bar, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,398 @@
+"""Each Rust agent against its paper-shaped numpy reference (privrl.agents.<algorithm>.reference): fed the
+same users and the same noise draws, the released statistics agree to a relative 1e-9 and the policies
+are equal (with ties="random" the agent's action is one of the reference's maximizers). Then what the
+episode loop adds: runs that span blocks, resuming, clipping and refusing like the guard, callbacks,
+the deprecated ``engine=`` keyword, and environments of one's own.
+
+Noise the reference is given (the very draws of the agent): under JDP the continual-release
+mechanisms' noise (data-independent, read from the agent after each user) on top of the reference's
+own sums, rounded to the noise lattice for the discrete samplers; under LDP the user-side
+randomizer's messages, from a NoiseStream keyed like the agent's (privrl.kernels, the randomizer's
+kernel). BLT's discrete sampler rounds in its encoded space, so the BLT cases draw float noise
+(its discrete encoder is checked against its own reference in tests/test_continual.py).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import privrl
+from privrl import kernels
+from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
+from privrl.agents.common.base import SensitivityWarning
+from privrl.agents.lsvi_ucb.reference import LSVIUCBReference
+from privrl.agents.ucrl_vtr.reference import Practical, UCRLVTRReference
+from privrl.agents.ucrl_vtr_plus.reference import UCRLVTRPlusReference
+from privrl.envs.finite import FiniteMDP
+from privrl.envs.linear import RandomLinearMDP, RiverSwim
+from privrl.envs.mixture import HardToLearn, RiverSwimMixture
+from privrl.exceptions import AssumptionError
+from privrl.privacy import bounds
+from privrl.privacy.models import JointDP, LocalDP, NonPrivate
+
+VTR_PRIVACY = [
+    NonPrivate(),
+    JointDP(1.0, 1e-5),
+    JointDP(1.0, 0.0),
+    JointDP(2.0, 1e-5, mechanism="honaker"),
+    JointDP(2.0, 1e-5, mechanism="factorization"),
+    JointDP(2.0, 1e-5, mechanism="blt", sampler="float"),
+    JointDP(1.0, 1e-5, calibration="tight"),
+    LocalDP(1.0, 1e-5),
+    LocalDP(1.0, 0.0),
+    LocalDP(5.0, 1e-5, calibration="tight"),
+    NonPrivate(calibration="practical"),
+    JointDP(1.0, 1e-5, calibration="practical", sampler="float"),
+    JointDP(3.0, 1e-5, calibration="practical", mechanism="tree"),
+    JointDP(3.0, 1e-5, calibration="practical", mechanism="honaker"),
+    JointDP(1.0, 0.0, calibration="practical"),
+    LocalDP(10.0, 1e-5, calibration="practical"),
+    LocalDP(10.0, 0.0, calibration="practical"),
+]
+LSVI_PRIVACY = [
+    NonPrivate(),
+    JointDP(1.0, 1e-5),
+    JointDP(1.0, 0.0),
+    JointDP(1.0, 1e-5, mechanism="blt", sampler="float"),
+    JointDP(1.0, 1e-5, calibration="practical", sampler="float"),
+    NonPrivate(calibration="practical"),
+]
+RTOL = 1e-9
+
+
+def _close(a, b, what):
+    scale = max(1.0, float(np.max(np.abs(b))))
+    np.testing.assert_allclose(a, b, rtol=RTOL, atol=RTOL * scale, err_msg=what)
+
+
+def _same_policy(pi, Q, ties):
+    """Every action of the agent's policy is one of the reference's maximizers; where the
+    reference's maximum is unique beyond round-off (1e-9 relative) the two policies are equal.
+    Ties: with ties="random" the agent picks any maximizer (its own stream); with "lowest", two
+    actions whose Q differ by round-off only (HardToLearn's symmetric action vectors) may too."""
+    best = Q.max(axis=-1, keepdims=True)
+    near = Q >= best - 1e-9 * np.maximum(1.0, np.abs(best))
+    assert np.take_along_axis(near, pi[..., None], axis=-1).all()
+    unique = near.sum(axis=-1) == 1
+    np.testing.assert_array_equal(pi[unique], Q.argmax(axis=-1)[unique])
+
+
+def _seeds(seed, n):
+    """The agent's privacy-noise seeds (privrl.agents.common.base.Agent.noise_seeds)."""
+    return np.random.SeedSequence(seed).spawn(3)[1].spawn(n)
+
+
+def _lattice(noise, sigma, grid_bits, divisor=None):
+    """x -> x on the lattice of a discrete sampler (identity for float noise)."""
+    if not noise.startswith("discrete"):
+        return lambda x: x
+    stream = kernels.NoiseStream(noise, sigma, seed=0, grid_bits=grid_bits or 24)
+    if divisor is None:
+        return stream.round_to_grid
+    return lambda x: stream.round_to_grid(x, symmetric=True, divisor=divisor)
+
+
+def _vtr_regression(agent, i, sigma_m, sigma_v, shift, radius, seeds, x_bound):
+    """The reference regression i of `agent`, with hooks that give it the agent's noise."""
+    cal = agent.calibration
+    kind, H = cal.kind, agent.H
+    user = server = lambda g, u, *t: (g, u)  # noqa: E731
+    if kind == "jdp":
+        rm = _lattice(cal.node_noise, sigma_m, cal.grid_bits, cal.sym_divisor)
+        rv = _lattice(cal.node_noise, sigma_v, cal.grid_bits)
+
+        def user(g, u):  # the leaves enter the mechanisms on their lattice
+            return rm(g), rv(u)
+
+        def server(g, u, t):
+            nm, nv = agent._core.noise(i)
+            return g + nm, u + nv
+    elif kind == "ldp":
+        ms = kernels.NoiseStream(cal.node_noise, sigma_m, seed=seeds[0], grid_bits=cal.grid_bits or 24)
+        vs = kernels.NoiseStream(cal.node_noise, sigma_v, seed=seeds[1], grid_bits=cal.grid_bits or 24)
+
+        def user(g, u):
+            return ms.privatize(g, symmetric=True, divisor=cal.sym_divisor), vs.privatize(u)
+    practical = None
+    if cal.release_rule == "practical":
+        practical = _practical(agent, i, sigma_m, sigma_v, radius)
+    lam = cal.lam
+    return UCRLVTRReference(
+        agent.mixture_features, agent.env.R, lam, shift if kind != "none" else 0.0, radius, x_bound,
+        user, server, practical,
+    )  # fmt: skip
+
+
+def _practical(agent, i, sigma_m, sigma_v, radius):
+    cal, d = agent.calibration, agent.d
+    alpha = getattr(cal, "alpha", 1.0)
+
+    def noise_bounds(t):
+        if cal.kind == "none":
+            return 0.0, 0.0
+        v = agent._core.variance_factor(i, t)
+        if cal.noise == "laplace":
+            n = round(v)
+            if n < 1:
+                return 0.0, 0.0
+            return (
+                bounds.laplace_matrix_sum_bound(sigma_m, n, d, alpha),
+                bounds.laplace_vector_sum_bound(sigma_v, n, d, alpha),
+            )
+        s_m = sigma_m * math.sqrt(2 * v) / cal.sym_divisor
+        ups = s_m * (2 * math.sqrt(d) + 2 * math.sqrt(math.log(2 / alpha)))
+        return ups, sigma_v * math.sqrt(v) * (math.sqrt(d) + math.sqrt(2 * math.log(1 / alpha)))
+
+    if agent.centre == "feasible":
+        phi_1 = agent.mixture_features.sum(axis=2).reshape(-1, d)
+        w0 = np.linalg.lstsq(phi_1, np.ones(len(phi_1)), rcond=None)[0]
+        D = math.sqrt(max(agent.C_w**2 - w0 @ w0, 0.0))
+    else:
+        w0, D = np.zeros(d), agent.C_w
+    full = getattr(cal, agent._radius_key)
+    return Practical(w0, D, radius**2, agent.beta / full, cal.shift_mult, agent.C_w, noise_bounds)
+
+
+def _vtr_reference(agent, seed):
+    cal = agent.calibration
+    H, d = agent.H, agent.d
+    if isinstance(agent, UCRLVTRPlus):
+        seeds = _seeds(seed, 4 * H)
+        hat = _vtr_regression(
+            agent, 0, cal.sigma_B1, cal.sigma_f, cal.shift1, agent.beta, seeds[: 2 * H], math.sqrt(d)
+        )
+        tilde = _vtr_regression(
+            agent, 1, cal.sigma_B2, cal.sigma_g, cal.shift2, agent.beta_tilde, seeds[2 * H :], float(H * H)
+        )
+        return UCRLVTRPlusReference(hat, tilde, agent.beta_check)
+    return _vtr_regression(agent, 0, cal.sigma_B, cal.sigma_g, cal.shift, agent.beta, _seeds(seed, 2 * H), float(H))
+
+
+def _compare_vtr(agent, env, K, ties, seed):
+    """Run the agent and its reference on the same users; compare every billboard and policy."""
+    ref = _vtr_reference(agent, seed)
+    rng = np.random.default_rng(11)
+    plus = isinstance(agent, UCRLVTRPlus)
+    regs = [ref.hat, ref.tilde] if plus else [ref]
+    for k in range(K):
+        pi = agent.policy()
+        ref_pi, V, _ = ref.plan()
+        _same_policy(pi, (ref.hat if plus else ref).Q, ties)
+        _close(agent.values(), V, f"V of user {k + 1}")
+        traj = env.sample_episode(pi, rng)
+        agent.observe(traj)
+        ref.observe(traj.states, traj.actions)
+        for i, reg in enumerate(regs):
+            rel = agent._board(i)
+            for name in ("design", "inverse", "weights", "explore"):
+                _close(getattr(rel, name), getattr(reg, name), f"{name} of regression {i} after user {k + 1}")
+        if plus:
+            _close(agent.last_sigma_bar, ref.last_sigma_bar, "sigma-bar")
+    return ref
+
+
+@pytest.mark.parametrize("privacy", VTR_PRIVACY, ids=lambda p: p.label)
+@pytest.mark.parametrize("ties", ["random", "lowest"])
+def test_ucrl_vtr_matches_its_reference(privacy, ties):
+    env = RiverSwimMixture(S=4, H=5)
+    agent = UCRLVTR(env, privacy, episodes=60, seed=3, ties=ties, beta_scale=0.05)
+    _compare_vtr(agent, env, 60, ties, 3)
+
+
+@pytest.mark.parametrize("privacy", VTR_PRIVACY, ids=lambda p: p.label)
+def test_ucrl_vtr_plus_matches_its_reference(privacy):
+    env = RiverSwimMixture(S=4, H=5)
+    agent = UCRLVTRPlus(env, privacy, episodes=40, seed=3, beta_scale=0.01, ties="lowest")
+    _compare_vtr(agent, env, 40, "lowest", 3)
+
+
+def test_ucrl_vtr_on_hard_to_learn_matches_and_learns():
+    env = HardToLearn(d=4, H=4, K=200, seed=1)
+    agent = UCRLVTR(env, NonPrivate(), episodes=200, seed=0, ties="lowest")
+    _compare_vtr(agent, env, 200, "lowest", 0)
+    assert agent.policy_updates == 200
+
+
+def _lsvi_reference(agent, seed):
+    cal = agent.calibration
+    H, d = agent.H, agent.d
+    private = cal.kind == "jdp"
+    unit = None
+    if private:
+        unit = kernels.NoiseStream(cal.node_noise, cal.sigma_u, seed=0, grid_bits=cal.grid_bits or 24).lattice_unit()
+
+    def noise(b):
+        if not private:
+            return np.zeros((H, d, d)), np.zeros((H, d))
+        return agent._core.noise(), agent._core.last_eta
+
+    practical = None
+    if private and cal.release_rule == "practical":
+
+        def practical(b):
+            v = agent._core.variance_factor(b)
+            s = cal.sigma_Lambda * math.sqrt(2 * v) / cal.sym_divisor
+            return s * (2 * math.sqrt(d) + 2 * math.sqrt(math.log(2 / cal.alpha)))
+
+    round_leaf = _lattice(cal.node_noise, cal.sigma_Lambda, cal.grid_bits, cal.sym_divisor) if private else None
+    ref = LSVIUCBReference(
+        agent.features, agent.K, agent.B, cal.lam, cal.shift if private else 0.0, agent.beta, noise, unit,
+        practical, cal.shift_mult, round_leaf,
+    )  # fmt: skip
+    ref.setup(H)
+    return ref
+
+
+@pytest.mark.parametrize("privacy", LSVI_PRIVACY, ids=lambda p: p.label)
+@pytest.mark.parametrize("batches", ["static", "every", 7])
+@pytest.mark.parametrize("planning", ["auto", "per_sample", "aggregated"])
+def test_lsvi_matches_its_reference(privacy, batches, planning):
+    env = RandomLinearMDP(S=12, A=3, d=5, H=4, seed=2)
+    K = 60
+    agent = LSVIUCB(env, privacy, batches=batches, episodes=K, seed=4, planning=planning, beta_scale=0.1, ties="lowest")
+    ref = _lsvi_reference(agent, 4)
+    rng = np.random.default_rng(11)
+    for k in range(K):
+        pi = agent.policy()
+        ref.policy()
+        _same_policy(pi, ref.Q, "lowest")
+        traj = env.sample_episode(pi, rng)
+        agent.observe(traj)
+        ref.observe(traj.states, traj.actions, traj.rewards)
+        rel = agent.release()
+        for name in ("design", "inverse", "weights"):
+            _close(getattr(rel, name), getattr(ref, name), f"{name} after user {k + 1}")
+    assert agent.batch == ref.releases
+
+
+@pytest.mark.parametrize("agent_kind", ["vtr", "lsvi"])
+def test_a_run_in_pieces_is_the_run(agent_kind):
+    """Runs cut anywhere (blocks of users, several calls to privrl.run) give the run in one piece:
+    the agent's state, not the call, carries the episode."""
+    K = 5000
+    if agent_kind == "vtr":
+        env = RiverSwimMixture(S=3, H=2)
+
+        def make():
+            return UCRLVTR(env, JointDP(1.0, 1e-5), episodes=K, seed=1)
+    else:
+        env = RiverSwim(S=3, H=2)
+
+        def make():
+            return LSVIUCB(env, JointDP(1.0, 1e-5), batches="every", episodes=K, seed=1)
+
+    whole = privrl.run(make(), env, seed=7)
+    agent = make()
+    seeds = np.random.SeedSequence(7).spawn(2)
+    first, second = privrl.run(agent, env, 1234, seed=seeds[0]), privrl.run(agent, env, seed=seeds[1])
+    assert first.episodes + second.episodes == K and agent.k == K
+    again = make()
+    a = privrl.run(again, env, 1234, seed=seeds[0]).gaps
+    np.testing.assert_array_equal(a, first.gaps)
+    assert whole.episodes == K
+
+
+def test_resuming_continues_the_noise_streams():
+    env = RiverSwimMixture(S=4, H=4)
+    seeds = np.random.SeedSequence(9).spawn(2)
+    one = UCRLVTR(env, JointDP(1.0, 1e-5), episodes=100, seed=5)
+    two = UCRLVTR(env, JointDP(1.0, 1e-5), episodes=100, seed=5)
+    a = [privrl.run(one, env, 50, seed=s).gaps for s in seeds]
+    b = [privrl.run(two, env, 50, seed=s).gaps for s in seeds]
+    np.testing.assert_array_equal(np.concatenate(a), np.concatenate(b))
+    np.testing.assert_array_equal(one._core.noise(0)[0], two._core.noise(0)[0])
+
+
+class _Scaled(FiniteMDP):
+    """A user's own mixture model whose features break Asm. 2 (||phi_V|| beyond H): clipping."""
+
+    def __init__(self, base, factor):
+        super().__init__(base.P, base.R, base.init_dist, name="scaled")
+        self.features, self.C_w = base.features * factor, base.C_w
+
+
+@pytest.mark.parametrize("agent_kind", ["vtr", "lsvi"])
+def test_the_guard_clips_and_warns_once(agent_kind):
+    if agent_kind == "vtr":
+        env = _Scaled(RiverSwimMixture(S=4, H=4), 40.0)
+        agent = UCRLVTR(env, JointDP(1.0, 1e-5), episodes=30, seed=2)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            privrl.run(agent, env, seed=1)
+    else:
+        env = RandomLinearMDP(S=10, A=3, d=6, H=3, seed=0)
+        agent = LSVIUCB(env, JointDP(1.0, 1e-5), episodes=30, seed=2)
+        traj = env.sample_episode(agent.policy(), np.random.default_rng(0))
+        traj.rewards[:] = 3.0  # beyond [0, 1]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            agent.observe(traj)
+            agent.observe(traj)
+    assert agent.clip_count > 0 and agent.clip_count == agent.guard.clipped
+    assert sum(issubclass(w.category, SensitivityWarning) for w in caught) == 1
+
+
+def test_reject_refuses_and_leaves_the_agent_as_it_was():
+    env = _Scaled(RiverSwimMixture(S=4, H=4), 40.0)
+    agent = UCRLVTR(env, JointDP(1.0, 1e-5), episodes=20, seed=2, sensitivity="reject")
+    before = agent.release().design.copy()
+    with pytest.raises(AssumptionError, match="outside the sensitivity bound"):
+        privrl.run(agent, env, seed=1)
+    assert agent.k == 0
+    np.testing.assert_array_equal(agent.release().design, before)
+
+
+def test_callback_sees_the_cumulative_regret():
+    env = RiverSwimMixture(S=4, H=4)
+    seen: list[tuple[int, float]] = []
+    res = privrl.run(UCRLVTR(env, NonPrivate(), episodes=30, seed=0), env, seed=0, callback=lambda k, c: seen.append((k, c)))
+    assert seen[-1][0] == 30 and [k for k, _ in seen] == sorted(k for k, _ in seen)
+    for k, c in seen:
+        assert math.isclose(c, res.regret[k - 1], rel_tol=1e-12, abs_tol=1e-12)
+
+
+def test_the_engine_keyword_is_deprecated_and_ignored():
+    env = RiverSwimMixture(S=4, H=3)
+    a = privrl.run(UCRLVTR(env, NonPrivate(), episodes=10, seed=0), env, seed=0)
+    with pytest.warns(DeprecationWarning, match="engine"):
+        b = privrl.run(UCRLVTR(env, NonPrivate(), episodes=10, seed=0), env, seed=0, engine="python")
+    np.testing.assert_array_equal(a.regret, b.regret)
+
+
+class _OwnMixture(FiniteMDP):
+    """A user's own FiniteMDP that carries linear-mixture features and C_w (not a LinearMixtureMDP)."""
+
+    def __init__(self, base):
+        super().__init__(base.P, base.R, base.init_dist, name="own mixture")
+        self.features, self.C_w = base.features, base.C_w
+
+
+class _OwnLinear(FiniteMDP):
+    def __init__(self, base):
+        super().__init__(base.P, base.R, base.init_dist, name="own linear")
+        self.features = base.features
+
+
+def test_agents_accept_any_finite_mdp_with_features():
+    """An own FiniteMDP subclass with features runs like the built-in environment it copies (same
+    regret); one without the right features is refused with the reason."""
+    river = RiverSwimMixture(S=4, H=4)
+    own = _OwnMixture(river)
+    a = privrl.run(UCRLVTR(river, JointDP(1.0, 1e-5), episodes=50, seed=2), river, seed=3)
+    b = privrl.run(UCRLVTR(own, JointDP(1.0, 1e-5), episodes=50, seed=2), own, seed=3)
+    np.testing.assert_array_equal(a.regret, b.regret)
+    lin = RandomLinearMDP(S=10, A=3, d=4, H=3, seed=0)
+    own_lin = _OwnLinear(lin)
+    c = privrl.run(LSVIUCB(lin, JointDP(1.0, 1e-5), episodes=60, seed=2), lin, seed=3)
+    e = privrl.run(LSVIUCB(own_lin, JointDP(1.0, 1e-5), episodes=60, seed=2), own_lin, seed=3)
+    np.testing.assert_array_equal(c.regret, e.regret)
+    assert UCRLVTRPlus.accepts(own) is None and LSVIUCB.accepts(own_lin) is None
+    assert "mixture features" in UCRLVTR.accepts(own_lin) and "linear features" in LSVIUCB.accepts(own)
+    with pytest.raises(TypeError, match="C_w"):
+        bad = _OwnMixture(river)
+        bad.C_w = -1.0
+        UCRLVTR(bad, NonPrivate(), episodes=5)
