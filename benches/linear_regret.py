@@ -25,7 +25,7 @@ import privrl
 from privrl.agents import LSVIUCB
 from privrl.envs import RandomLinearMDP
 from privrl.privacy import JointDP, NonPrivate
-from privrl.privacy.calibration import calibrate_lsvi_ucb
+from privrl.agents.lsvi_ucb.calibration import calibrate_lsvi_ucb
 
 RADII = (0.1, 0.3, 1.0, 3.0, 10.0)
 EPSILONS = (10.0, 1.0)
@@ -43,7 +43,7 @@ def configs(K):
     """(row label, eps or None, privacy, batches)."""
     out = [("LSVI-UCB (every)", None, NonPrivate(), "every")]
     for eps in EPSILONS:
-        B = calibrate_lsvi_ucb("jdp", eps, DELTA, 20, K, 16)["B"]
+        B = calibrate_lsvi_ucb("jdp", eps, DELTA, 20, K, 16).B
         out += [
             (f"batched LSVI-UCB (B={B})", eps, NonPrivate(), B),
             ("JDP batched (static)", eps, JointDP(eps, DELTA), "static"),
@@ -58,7 +58,7 @@ def one_run(job):
     env = RandomLinearMDP()
     agent = LSVIUCB(env, privacy=privacy, batches=batches, episodes=K, seed=seed, beta_scale=beta_scale)
     res = privrl.run(agent, env, seed=1000 + seed)
-    return res.final_regret, agent.calibration["B"], agent.calibration["beta"]
+    return res.final_regret, agent.calibration.B, agent.calibration.beta
 
 
 def main(argv=None):
@@ -75,7 +75,7 @@ def main(argv=None):
     rows = configs(K)
     jobs, keys = [], []
     for r, (_, _, priv, batches) in enumerate(rows):
-        beta = calibrate_lsvi_ucb(**priv.as_kwargs(), H=env.H, K=K, d=env.d, batches=batches)["beta"]
+        beta = calibrate_lsvi_ucb(**priv.as_kwargs(), H=env.H, K=K, d=env.d, batches=batches).beta
         for scale in (1.0, *(rad / beta for rad in RADII)):
             for s in seeds:
                 jobs.append((priv, batches, K, s, scale))

@@ -21,9 +21,9 @@ pub const MAX_NODE_LEN: usize = 1 << 27;
 /// exact samplers inside u128 and every lattice noise value below 2^45.
 pub const MAX_GRID_BITS: u32 = 24;
 
-/// Default `k` of the 2^-k grid of the discrete samplers (rounding cost ~ 2^-20 of the scale,
-/// docs/privacy.md).
-pub const DEFAULT_GRID_BITS: u32 = 20;
+/// Default `k` of the 2^-k grid of the discrete samplers, the one every agent uses: the finest
+/// grid the exact samplers allow (rounding cost ~ 2^-24 of the scale, docs/privacy.md).
+pub const DEFAULT_GRID_BITS: u32 = 24;
 
 /// Names of the node-noise laws, in the order of [`NodeNoise::from_name`].
 pub const NOISE_NAMES: [&str; 5] = [

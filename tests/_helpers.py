@@ -9,3 +9,26 @@ def uniform_policy_gap(env):
     for h in range(env.H - 1, -1, -1):
         V = (env.R[h] + env.P[h] @ V).mean(axis=1)
     return float(env.init_dist @ (env.optimal_values()[0] - V))
+
+
+def _formulas():
+    """Every noise / width formula of the three algorithms (and the noise bounds, the generic
+    tight calibration) under one name, as the tests read them: each lives in its algorithm's
+    folder (privrl.agents.<algorithm>.calibration)."""
+    import types
+
+    from privrl.agents.lsvi_ucb import calibration as lsvi_ucb
+    from privrl.agents.ucrl_vtr import calibration as ucrl_vtr
+    from privrl.agents.ucrl_vtr_plus import calibration as ucrl_vtr_plus
+    from privrl.privacy import bounds
+    from privrl.privacy.common import CALIBRATIONS, Calibration, tight_scales
+
+    ns = types.SimpleNamespace(CALIBRATIONS=CALIBRATIONS, Calibration=Calibration, tight_scales=tight_scales)
+    for mod in (bounds, ucrl_vtr, ucrl_vtr_plus, lsvi_ucb):
+        for name in mod.__all__:
+            if name != "release_plan":
+                setattr(ns, name, getattr(mod, name))
+    return ns
+
+
+calibration = _formulas()

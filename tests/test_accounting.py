@@ -13,7 +13,7 @@ import pytest
 from privrl.exceptions import PrivacyParameterError
 from privrl.privacy import JointDP, LocalDP, NonPrivate
 from privrl.privacy import accounting as a
-from privrl.privacy import calibration as c
+from _helpers import calibration as c
 from privrl.privacy import mechanisms as m
 
 
@@ -269,7 +269,7 @@ def test_tight_sigma_ucrl_vtr_jdp_hand_value():
     # by 2 H^2 (privrl.privacy.plans), so per step mu^2 = n (2 H^2)^2 / sigma^2; composed
     # sensitivity 2 H^2 sqrt(H n) = 200 sqrt(140) = 2366.432 -> sigma = 2366.432 / 0.2680511 = 8828.29
     # (the PLD figure: 8,828). Separate worst cases (2 H^2 for both families) gave 12485.08.
-    sigma = _tight("calibrate_ucrl_vtr", "jdp", H=H, K=K, d=5, C_w=1.0)["sigma_B"]
+    sigma = _tight("calibrate_ucrl_vtr", "jdp", H=H, K=K, d=5, C_w=1.0).sigma_B
     assert sigma == pytest.approx(8828.29, rel=1e-5)
     assert sigma == pytest.approx(12485.08 / math.sqrt(2), rel=1e-6)
     # the paper's 3.486e6 (Cor. 1) is ~395x larger
@@ -278,7 +278,7 @@ def test_tight_sigma_ucrl_vtr_jdp_hand_value():
 
 def test_tight_sigma_ucrl_vtr_ldp_hand_value():
     # 2H releases: per step the joint worst case 2 H^2: sensitivity 200 sqrt(10) = 632.456 / mu
-    s = _tight("calibrate_ucrl_vtr", "ldp", H=H, K=K, d=D, C_w=1.0)["sigma_B"]
+    s = _tight("calibrate_ucrl_vtr", "ldp", H=H, K=K, d=D, C_w=1.0).sigma_B
     assert s == pytest.approx(632.4555 / MU, rel=1e-5) and s == pytest.approx(2359.46, rel=1e-5)
 
 
@@ -292,13 +292,13 @@ def test_tight_lsvi_hand_value():
     # sigma_u = 5 t = 635.7417.
     assert c.lsvi_ucb_releases(K, 7) == 6
     cal = _tight("calibrate_lsvi_ucb", "jdp", H=H, K=K, d=D, batches=7)
-    assert cal["sigma_u"] == pytest.approx(5 * 127.1483, rel=1e-5)
+    assert cal.sigma_u == pytest.approx(5 * 127.1483, rel=1e-5)
     # Lambda does not move at that worst pair: its noise can drop until it does. With
     # g = Wo (a^4 + b^4 - 2 a^2 b^2 c^2) + Ws y^2 (a^2 + b^2 - 2 a b c), Wo = n / sigma_L^2,
     # Ws = R / sigma_u^2, the maximiser stays at c = -1 while Ws y^2 >= 2 Wo, i.e. down to
     # sigma_L = sigma_u sqrt(2 n / (R y^2)) = 635.7417 / 11 = 57.7947 (mu unchanged)
-    assert cal["sigma_Lambda"] == pytest.approx(cal["sigma_u"] / 11, rel=1e-5)
-    assert cal["sigma_Lambda"] <= cal["sigma_u"] / 11 * (1 + 1e-12)
+    assert cal.sigma_Lambda == pytest.approx(cal.sigma_u / 11, rel=1e-5)
+    assert cal.sigma_Lambda <= cal.sigma_u / 11 * (1 + 1e-12)
 
 
 def test_tight_vtr_plus_hand_value():
@@ -307,16 +307,16 @@ def test_tight_vtr_plus_hand_value():
     # sigma_B2 = 2 H^4 t (the paper's ratio) each is n / t^2 per step: mu^2 t^2 = 2 H n = 280,
     # t = sqrt(280) / mu = 62.42547, sigma_B1 = 20 t = 1248.51 (separate worst cases: 1765.66)
     cal = _tight("calibrate_ucrl_vtr_plus", "jdp", H=H, K=K, d=D, C_w=1.0)
-    assert cal["sigma_B1"] == pytest.approx(1248.51, rel=1e-5)
-    assert cal["sigma_B2"] / cal["sigma_B1"] == pytest.approx(H**4 / D, rel=1e-14)
-    assert cal["sigma_f"] == cal["sigma_B1"] and cal["sigma_g"] == cal["sigma_B2"]
+    assert cal.sigma_B1 == pytest.approx(1248.51, rel=1e-5)
+    assert cal.sigma_B2 / cal.sigma_B1 == pytest.approx(H**4 / D, rel=1e-14)
+    assert cal.sigma_f == cal.sigma_B1 and cal.sigma_g == cal.sigma_B2
 
 
 def test_tight_vtr_plus_ldp_hand_value():
     # n = 1: t = sqrt(20) / mu = 16.68376, sigma_B1 = 20 t = 333.675
     cal = _tight("calibrate_ucrl_vtr_plus", "ldp", H=H, K=K, d=D, C_w=1.0)
-    assert cal["sigma_B1"] == pytest.approx(333.675, rel=1e-5)
-    assert cal["sigma_B2"] / cal["sigma_B1"] == pytest.approx(H**4 / D)
+    assert cal.sigma_B1 == pytest.approx(333.675, rel=1e-5)
+    assert cal.sigma_B2 / cal.sigma_B1 == pytest.approx(H**4 / D)
 
 
 def test_tight_laplace_scales_hand_values():
@@ -324,8 +324,8 @@ def test_tight_laplace_scales_hand_values():
     # per release eps/(2 H R) = 1/120: b_Lambda = 2d * 60 = 1200,
     # b_u = 2 sqrt(10) * 11 * 120 = 69.570109 * 120 = 8348.413
     cal = _tight("calibrate_lsvi_ucb", "jdp", delta=0.0, H=H, K=K, d=D, batches=7)
-    assert cal["sigma_Lambda"] == pytest.approx(1200.0, rel=1e-12)
-    assert cal["sigma_u"] == pytest.approx(8348.413, rel=1e-6)
+    assert cal.sigma_Lambda == pytest.approx(1200.0, rel=1e-12)
+    assert cal.sigma_u == pytest.approx(8348.413, rel=1e-6)
     # UCRL-VTR+: 4 H n = 560 nodes per user, b_B1 = 2 d^2 * 560 = 112000
     assert _tight("calibrate_ucrl_vtr_plus", "jdp", delta=0.0, H=H, K=K, d=D, C_w=1.0)[
         "sigma_B1"
@@ -410,45 +410,45 @@ def test_tight_dict_same_keys_smaller_noise(fn, args):
 
 
 def test_tight_calibration_feeds_the_same_formulas():
-    t = c.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K, D, 1.0, calibration="tight")
-    s = t["sigma_B"]
-    assert t["Upsilon"] == c.ucrl_vtr_upsilon_jdp(s, D, K, H, 0.05)
-    assert t["C"] == c.ucrl_vtr_C_jdp(s, D, K, H, 0.05)
-    assert t["shift"] == 2 * t["Upsilon"]
-    assert t["beta"] == c.ucrl_vtr_beta(t["lam"], t["Upsilon"], 1.0, H, K, D, 0.05)
+    t = c.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K, D, 1.0, calibration="tight", sampler="float")
+    s = t.sigma_B
+    assert t.Upsilon == c.ucrl_vtr_upsilon_jdp(s, D, K, H, 0.05)
+    assert t.C == c.ucrl_vtr_C_jdp(s, D, K, H, 0.05)
+    assert t.shift == 2 * t.Upsilon
+    assert t.beta == c.ucrl_vtr_beta(t.lam, t.Upsilon, 1.0, H, K, D, 0.05)
     # node budget: one node (the joint matrix-vector worst case, 2 H^2) under the analytic Gaussian
-    assert t["node_budget"][0] == pytest.approx(a.analytic_gaussian_epsilon(s, 200.0, 1e-5), rel=1e-9)
-    lt = c.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, K, D, calibration="tight")
-    assert lt["Upsilon"] == c.lsvi_ucb_upsilon(lt["sigma_Lambda"], lt["B0"], D, K, H, 0.05)
-    assert lt["C"] == c.lsvi_ucb_C(lt["sigma_u"], D, K, H, 0.05)
+    assert t.node_budget[0] == pytest.approx(a.analytic_gaussian_epsilon(s, 200.0, 1e-5), rel=1e-9)
+    lt = c.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, K, D, calibration="tight", sampler="float")
+    assert lt.Upsilon == c.lsvi_ucb_upsilon(lt.sigma_Lambda, lt.B0, D, K, H, 0.05)
+    assert lt.C == c.lsvi_ucb_C(lt.sigma_u, D, K, H, 0.05)
 
 
 def test_tight_pure_counts_nodes_exactly():
     # Laplace: simple composition, eps / (2 H n) per node with n = 14 instead of K0 = 15
-    p = c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, K, D, 1.0)
-    t = c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, K, D, 1.0, calibration="tight")
-    assert p["laplace_b"] / t["laplace_b"] == pytest.approx(15 / 14, rel=1e-14)
-    assert t["node_budget"] == (1.0 / (2 * H * 14), 0.0)
+    p = c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, K, D, 1.0, sampler="float")
+    t = c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, K, D, 1.0, calibration="tight", sampler="float")
+    assert p["laplace_b"] / t.laplace_b == pytest.approx(15 / 14, rel=1e-14)
+    assert t.node_budget == (1.0 / (2 * H * 14), 0.0)
     # powers of two: identical
     assert (
-        c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, 1024, D, 1.0, calibration="tight")["laplace_b"]
-        == c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, 1024, D, 1.0)["laplace_b"]
+        c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, 1024, D, 1.0, calibration="tight", sampler="float").laplace_b
+        == c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, 1024, D, 1.0, sampler="float").laplace_b
     )
     # LDP: nothing to count, identical
     assert (
-        c.calibrate_ucrl_vtr("ldp", 1.0, 0.0, H, K, D, 1.0, calibration="tight")["laplace_b"]
-        == c.calibrate_ucrl_vtr("ldp", 1.0, 0.0, H, K, D, 1.0)["laplace_b"]
+        c.calibrate_ucrl_vtr("ldp", 1.0, 0.0, H, K, D, 1.0, calibration="tight", sampler="float").laplace_b
+        == c.calibrate_ucrl_vtr("ldp", 1.0, 0.0, H, K, D, 1.0, sampler="float").laplace_b
     )
 
 
 @pytest.mark.parametrize("bad", ["Paper", "exact", None, 1, ""])
 def test_bad_calibration(bad):
     with pytest.raises(PrivacyParameterError, match="calibration"):
-        c.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K, D, 1.0, calibration=bad)
+        c.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K, D, 1.0, calibration=bad, sampler="float")
     with pytest.raises(PrivacyParameterError, match="calibration"):
-        c.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, K, D, calibration=bad)
+        c.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, K, D, calibration=bad, sampler="float")
     with pytest.raises(PrivacyParameterError, match="calibration"):
-        c.calibrate_ucrl_vtr_plus("jdp", 1.0, 1e-5, H, K, D, 1.0, calibration=bad)
+        c.calibrate_ucrl_vtr_plus("jdp", 1.0, 1e-5, H, K, D, 1.0, calibration=bad, sampler="float")
     with pytest.raises(PrivacyParameterError, match="calibration"):
         JointDP(1.0, 1e-5, calibration=bad)
     with pytest.raises(PrivacyParameterError, match="calibration"):
@@ -457,20 +457,20 @@ def test_bad_calibration(bad):
 
 def test_models_carry_the_calibration():
     j = JointDP(1.0, 1e-5, calibration="tight")
-    assert j.calibration == "tight" and j.as_kwargs()["calibration"] == "tight"
+    assert j.calibration == "tight" and j.as_kwargs().calibration == "tight"
     assert j.label == "JDP(eps=1, delta=1e-05, tight)"
     assert JointDP(1.0, 1e-5).calibration == "paper" and JointDP(1.0, 1e-5).label == "JDP(eps=1, delta=1e-05)"
-    assert LocalDP(2.0, 1e-3, calibration="tight").as_kwargs()["calibration"] == "tight"
-    assert NonPrivate().as_kwargs()["calibration"] == "paper"
+    assert LocalDP(2.0, 1e-3, calibration="tight").as_kwargs().calibration == "tight"
+    assert NonPrivate().as_kwargs().calibration == "paper"
     assert j != JointDP(1.0, 1e-5)
     out = c.calibrate_ucrl_vtr(H=3, K=50, d=2, C_w=1.0, **j.as_kwargs())
-    assert out["calibration"] == "tight" and out["sampler"] == "discrete" and out["grid_bits"] == 24
+    assert out.calibration == "tight" and out.sampler == "discrete" and out.grid_bits == 24
     # the discrete Gaussian (the default): zCDP, and the lattice rounding of a user's leaf in its
     # 6 nodes of each of the 2H trees: whitened 2^-24 (sqrt(2)/2) d per matrix, 2^-24 sqrt(d) per vector
     rounding = math.sqrt(3 * 6 * ((2.0**-24 * math.sqrt(2) / 2 * 2) ** 2 + (2.0**-24 * math.sqrt(2)) ** 2))
     want = 2 * 9 * math.sqrt(3 * 6) / (a.zcdp_mu(1.0, 1e-5) - rounding)
-    assert out["sigma_B"] == pytest.approx(want, rel=1e-9)
+    assert out.sigma_B == pytest.approx(want, rel=1e-9)
     jf = JointDP(1.0, 1e-5, calibration="tight", sampler="float")
     assert jf.label == "JDP(eps=1, delta=1e-05, tight, float)"
     out = c.calibrate_ucrl_vtr(H=3, K=50, d=2, C_w=1.0, **jf.as_kwargs())
-    assert out["sigma_B"] == pytest.approx(2 * 9 * math.sqrt(3 * 6) / a.gaussian_mu(1.0, 1e-5), rel=1e-9)
+    assert out.sigma_B == pytest.approx(2 * 9 * math.sqrt(3 * 6) / a.gaussian_mu(1.0, 1e-5), rel=1e-9)

@@ -83,7 +83,7 @@ def test_released_jdp_noise_has_the_sampler_variance_and_lives_on_the_lattice():
     # variance 3 * 2 sigma^2 / c^2 = 3 sigma^2 (c = sqrt 2), diagonal 6 sigma^2, vector 3 sigma^2
     model = JointDP(1.0, 1e-5, calibration="tight")
     noises, agent = _tree_noise(model, 7, range(150))
-    sigma, unit = agent.calibration["sigma_B"], agent.calibration["sigma_B"] * 2.0**-24
+    sigma, unit = agent.calibration.sigma_B, agent.calibration.sigma_B * 2.0**-24
     mats = np.array([m for m, _ in noises])  # (seeds, H, d, d)
     vecs = np.array([v for _, v in noises])
     iu = np.triu_indices(agent.d, 1)
@@ -95,7 +95,7 @@ def test_released_jdp_noise_has_the_sampler_variance_and_lives_on_the_lattice():
     assert abs(mats[:, :, d_idx, d_idx].var() / (6 * sigma**2) - 1) < 5 * math.sqrt(
         2 / mats[:, :, d_idx, d_idx].size
     )
-    assert abs(vecs.var() / (3 * agent.calibration["sigma_g"] ** 2) - 1) < 5 * math.sqrt(2 / vecs.size)
+    assert abs(vecs.var() / (3 * agent.calibration.sigma_g ** 2) - 1) < 5 * math.sqrt(2 / vecs.size)
     # exact lattice values: integers in units of sigma 2^-24
     assert _on_lattice(mats, unit)
 
@@ -107,19 +107,19 @@ def test_ldp_messages_are_rounded_data_plus_integer_noise():
     rng = np.random.default_rng(0)
     X, y = rng.uniform(-0.5, 0.5, (MIX.H, agent.d)), rng.uniform(0, MIX.H, MIX.H)
     msg = rnd.privatize(X, y)
-    unit_m, unit_v = agent.calibration["sigma_B"] * 2.0**-24, agent.calibration["sigma_g"] * 2.0**-24
+    unit_m, unit_v = agent.calibration.sigma_B * 2.0**-24, agent.calibration.sigma_g * 2.0**-24
     assert _on_lattice(msg.gram, unit_m) and _on_lattice(msg.target, unit_v)
     # the noise (message minus rounded data) has the sampler's variance over many messages
     grams = np.array([rnd.privatize(X, y).gram for _ in range(3000)]) - np.einsum("hi,hj->hij", X, X)
     iu = np.triu_indices(agent.d, 1)
     off = grams[:, :, iu[0], iu[1]]
-    assert abs(off.var() / agent.calibration["sigma_B"] ** 2 - 1) < 5 * math.sqrt(2 / off.size)
+    assert abs(off.var() / agent.calibration.sigma_B ** 2 - 1) < 5 * math.sqrt(2 / off.size)
 
 
 def test_lsvi_releases_are_lattice_sums():
     agent = LSVIUCB(LIN, JointDP(1.0, 1e-5), episodes=60, seed=0)
     privrl.run(agent, LIN, seed=0)
-    unit = agent.calibration["sigma_Lambda"] * 2.0**-24
+    unit = agent.calibration.sigma_Lambda * 2.0**-24
     rel = np.stack([t.release() for t in agent.server.trees])
     assert _on_lattice(rel, unit)
 
@@ -193,5 +193,5 @@ def test_paper_pure_scales_pay_the_rounding_by_hand():
     flt = ucrl_vtr.calibrate_ucrl_vtr("ldp", eps, 0.0, H, 10, d, 1.0, sampler="float")
     # per user and step one matrix draw (2^-24 (c/2) d^2, c = 2) and one vector draw (2^-24 d)
     rounding = H * (2.0**-24 * d * d + 2.0**-24 * d)
-    assert cal["sigma_B"] / flt["sigma_B"] == pytest.approx(eps / (eps - rounding), rel=1e-12)
-    assert cal["sigma_g"] / flt["sigma_g"] == pytest.approx(eps / (eps - rounding), rel=1e-12)
+    assert cal.sigma_B / flt.sigma_B == pytest.approx(eps / (eps - rounding), rel=1e-12)
+    assert cal.sigma_g / flt.sigma_g == pytest.approx(eps / (eps - rounding), rel=1e-12)

@@ -172,14 +172,14 @@ def test_every_and_static_batch_counts():
         )
         == 30
     )
-    assert agent.calibration["B"] == 30 and agent.release_users == list(range(30))
+    assert agent.calibration.B == 30 and agent.release_users == list(range(30))
     jdp = LSVIUCB(env, JointDP(1.0, 1e-5), batches="static", episodes=10_000, seed=0)
     # App. D: B = ceil((K eps)^{2/5} / (d^{3/5} H^{1/5})) = ceil(39.81 / (1.933 * 1.246)) = 17
-    assert jdp.calibration["B"] == 17 and jdp.calibration["B0"] == 6
+    assert jdp.calibration.B == 17 and jdp.calibration.B0 == 6
     pure = LSVIUCB(env, JointDP(1.0, 0.0), batches="static", episodes=10_000, seed=0)
     # App. "Pure joint DP": B = ceil((K eps)^{1/3} / (d^{2/3} H^{1/3})) = ceil(21.54 / 3.0) = 8
-    assert pure.calibration["B"] == 8 and pure.calibration["noise"] == "laplace"
-    assert LSVIUCB(env, NonPrivate(), batches="static", episodes=50).calibration["B"] == 50
+    assert pure.calibration.B == 8 and pure.calibration.noise == "laplace"
+    assert LSVIUCB(env, NonPrivate(), batches="static", episodes=50).calibration.B == 50
 
 
 # ------------------------------------------------------------------------------ calibrated noise
@@ -195,14 +195,14 @@ def test_released_noise_has_calibrated_variance_and_node_count(delta):
         agent = LSVIUCB(env, privacy=JointDP(1.0, delta), batches=8, episodes=K, seed=seed)
         trajs = _play(agent, env, 7, seed)
         cal = agent.calibration
-        assert cal["B"] == 8 and cal["B0"] == 4
+        assert cal.B == 8 and cal.B0 == 4
         assert agent.server.nodes_history == [1, 1, 2, 1, 2, 2, 3]  # popcount(b) <= B0
         rel = agent.release()
         phi = np.stack([env.features_flat[t.states[:-1] * A + t.actions] for t in trajs])  # (n, H, d)
         r = np.stack([t.rewards for t in trajs])
         s_next = np.stack([t.states[1:] for t in trajs])
         gram = np.einsum("nhi,nhj->hij", phi, phi)
-        mats.append(rel.design - gram - (cal["lam"] + cal["shift"]) * np.eye(d))
+        mats.append(rel.design - gram - (cal.lam + cal.shift) * np.eye(d))
         for h in range(H):
             V = 0.0
             if h < H - 1:
@@ -221,7 +221,7 @@ def test_released_noise_has_calibrated_variance_and_node_count(delta):
     mats, etas = np.array(mats), np.array(etas)
     iu = np.triu_indices(d, 1)
     off, diag = mats[:, :, iu[0], iu[1]], mats[:, :, np.arange(d), np.arange(d)]
-    s_l, s_u = cal["sigma_Lambda"], cal["sigma_u"]
+    s_l, s_u = cal.sigma_Lambda, cal.sigma_u
     if delta > 0:  # Gaussian, Z = (Z' + Z'^T)/2: off-diagonal sigma^2/2, diagonal sigma^2 per node
         off_var, diag_var, eta_var = s_l**2 / 2, s_l**2, s_u**2
         tol = 0.12
@@ -309,18 +309,18 @@ def test_calibration_exposes_paper_quantities():
     agent = LSVIUCB(env, privacy=JointDP(1.0, 1e-5), batches="static", episodes=10_000, seed=0)
     cal = agent.calibration
     # App. D with eps = 1, delta = 1e-5, H = 10, K = 1e4, d = 10 (hand values of the issue)
-    assert cal["B"] == 7 and cal["lam"] == 10.0
-    assert cal["sigma_Lambda"] == pytest.approx(9.1e5, rel=0.01)
-    assert cal["sigma_u"] == pytest.approx(4.55e6, rel=0.01)
-    assert cal["shift"] == pytest.approx(cal["c_K"] + cal["Upsilon"])
+    assert cal.B == 7 and cal.lam == 10.0
+    assert cal.sigma_Lambda == pytest.approx(9.1e5, rel=0.01)
+    assert cal.sigma_u == pytest.approx(4.55e6, rel=0.01)
+    assert cal.shift == pytest.approx(cal.c_K + cal.Upsilon)
     for key in ("B0", "Upsilon", "c_K", "C", "U_K", "chi", "beta", "beta_used"):
         assert key in cal and cal[key] > 0
-    assert cal["beta_used"] == cal["beta"] == agent.beta
+    assert cal.beta_used == cal.beta == agent.beta
     scaled = LSVIUCB(env, privacy=JointDP(1.0, 1e-5), episodes=10_000, seed=0, beta_scale=0.1)
-    assert scaled.beta == pytest.approx(0.1 * cal["beta"])  # exploration only:
-    assert scaled.calibration["sigma_Lambda"] == cal["sigma_Lambda"]  # the noise is unchanged
+    assert scaled.beta == pytest.approx(0.1 * cal.beta)  # exploration only:
+    assert scaled.calibration.sigma_Lambda == cal.sigma_Lambda  # the noise is unchanged
     fixed = LSVIUCB(env, privacy=NonPrivate(), episodes=100, beta=2.5)
-    assert fixed.calibration["beta_used"] == 2.5 and fixed.calibration["shift"] == 0.0
+    assert fixed.calibration.beta_used == 2.5 and fixed.calibration.shift == 0.0
 
 
 def test_issue_example_runs():
@@ -328,7 +328,7 @@ def test_issue_example_runs():
     agent = LSVIUCB(env, privacy=JointDP(epsilon=1.0, delta=1e-5), batches="static", episodes=100_000, seed=1)
     res = privrl.run(agent, env, episodes=300, seed=2)
     assert res.regret.shape == (300,) and np.all(res.gaps >= -1e-12)
-    assert agent.calibration["B"] == 11 and agent.release_users == [0]  # first batch: 9091 users
+    assert agent.calibration.B == 11 and agent.release_users == [0]  # first batch: 9091 users
 
 
 def test_reproducible_and_entropy_seeded():
@@ -401,10 +401,10 @@ def test_lam_is_a_regret_side_option():
     priv = JointDP(2.0, 1e-5, calibration="tight")
     a = LSVIUCB(env, priv, episodes=40, seed=1)
     b = LSVIUCB(env, priv, episodes=40, seed=1, lam=1.0)
-    assert a.calibration["lam"] == env.d and b.calibration["lam"] == 1.0
+    assert a.calibration.lam == env.d and b.calibration.lam == 1.0
     for k in ("sigma_Lambda", "sigma_u", "B"):
         assert a.calibration[k] == b.calibration[k]
-    assert a.calibration["beta"] != b.calibration["beta"]
+    assert a.calibration.beta != b.calibration.beta
     assert a.privacy_report()["tight"]["budget"] == b.privacy_report()["tight"]["budget"]
     for k in range(12):
         traj = env.sample_episode(a.policy(), np.random.default_rng(k))

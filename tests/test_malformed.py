@@ -56,7 +56,7 @@ def _calls():
         tabular_linear_mdp,
     )
     from privrl.privacy import accounting as acc
-    from privrl.privacy import calibration as cal
+    from _helpers import calibration as cal
     from privrl.privacy import mechanisms as mech
     from privrl.privacy.models import JointDP, LocalDP, NonPrivate
     from privrl.experiment.runner import run
@@ -347,15 +347,15 @@ def _calls():
         add(f"calibrate-lsvi-{i}", lambda b=base: cal.calibrate_lsvi_ucb(**b))
     add(
         "calibrate-mechanism",
-        lambda: cal.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, 3, 100, 4, 1.0, mechanism="cauchy"),
+        lambda: cal.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, 3, 100, 4, 1.0, mechanism="cauchy", sampler="float"),
     )
     add(
         "calibrate-mechanism-ldp",
-        lambda: cal.calibrate_ucrl_vtr("ldp", 1.0, 1e-5, 3, 100, 4, 1.0, mechanism="blt"),
+        lambda: cal.calibrate_ucrl_vtr("ldp", 1.0, 1e-5, 3, 100, 4, 1.0, mechanism="blt", sampler="float"),
     )
     add(
         "calibrate-mechanism-pure",
-        lambda: cal.calibrate_lsvi_ucb("jdp", 1.0, 0.0, 3, 100, 4, mechanism="factorization"),
+        lambda: cal.calibrate_lsvi_ucb("jdp", 1.0, 0.0, 3, 100, 4, mechanism="factorization", sampler="float"),
     )
 
     # ------------------------------------------------ environments
@@ -571,7 +571,7 @@ def test_controls_succeed():
     from privrl import kernels as kn
     from privrl.agents import LSVIUCB, UCRLVTR
     from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP
-    from privrl.privacy import calibration as cal
+    from _helpers import calibration as cal
     from privrl.privacy.models import JointDP
     from privrl.experiment.runner import run
 
@@ -589,8 +589,8 @@ def test_controls_succeed():
     kn.optimistic_values(phi, w, inv, 1.0, 2)
     kn.state_values(np.ones((6, 3)) / 3, w, inv, 1.0, 2, states=np.array([0, 2]))
     kn.spd_solve(np.eye(3), np.ones(3))
-    cal.calibrate_ucrl_vtr(kind="jdp", epsilon=1.0, delta=1e-5, H=3, K=100, d=4, C_w=1.0)
-    cal.calibrate_lsvi_ucb(kind="jdp", epsilon=1.0, delta=1e-5, H=3, K=100, d=4)
+    cal.calibrate_ucrl_vtr(kind="jdp", epsilon=1.0, delta=1e-5, H=3, K=100, d=4, C_w=1.0, sampler="float")
+    cal.calibrate_lsvi_ucb(kind="jdp", epsilon=1.0, delta=1e-5, H=3, K=100, d=4, sampler="float")
     env = RandomLinearMixtureMDP(S=4, A=2, d=3, H=3, seed=0)
     lenv = RandomLinearMDP(S=4, A=2, d=3, H=3, seed=0)
     env.sample_next_state(0, 0, 0, np.random.default_rng(0))

@@ -11,7 +11,7 @@ from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
 from privrl.envs.linear import RandomLinearMDP
 from privrl.envs.mixture import RandomLinearMixtureMDP
 from privrl.exceptions import PrivacyParameterError
-from privrl.privacy import calibration as C
+from _helpers import calibration as C
 from privrl.privacy.accounting import PrivacyAccountant, tree_nodes_per_leaf
 from privrl.privacy.continual import MECHANISMS, user_entry
 from privrl.privacy.models import JointDP, LocalDP
@@ -24,8 +24,8 @@ def test_jointdp_mechanism_field():
     assert JointDP(1.0, 1e-5).mechanism == "tree"
     p = JointDP(1.0, 1e-5, mechanism="factorization")
     assert p.label == "JDP(eps=1, delta=1e-05, factorization)"
-    assert p.as_kwargs()["mechanism"] == "factorization"  # the choice travels with the model
-    assert LocalDP(1.0, 1e-5).as_kwargs()["mechanism"] == "tree"
+    assert p.as_kwargs().mechanism == "factorization"  # the choice travels with the model
+    assert LocalDP(1.0, 1e-5).as_kwargs().mechanism == "tree"
     with pytest.raises(PrivacyParameterError):
         JointDP(1.0, 1e-5, mechanism="cauchy")
     # None (the default) is the calibration's choice: the paper's tree, the lowest-variance BLT
@@ -61,12 +61,12 @@ def test_paper_sigma_keeps_the_trees_privacy_curve(mech):
     """Paper calibration: per user, each of the 2H mechanisms of JDP UCRL-VTR is one Gaussian; with
     the rescaled sigma its mu equals the K0-node tree's that the paper's argument certifies."""
     H, K_, d, eps, dlt = 3, 500, 4, 1.0, 1e-5
-    tree_cal = C.calibrate_ucrl_vtr("jdp", eps, dlt, H, K_, d, 1.0)
-    new = C.calibrate_ucrl_vtr("jdp", eps, dlt, H, K_, d, 1.0, mechanism=mech)
+    tree_cal = C.calibrate_ucrl_vtr("jdp", eps, dlt, H, K_, d, 1.0, sampler="float")
+    new = C.calibrate_ucrl_vtr("jdp", eps, dlt, H, K_, d, 1.0, mechanism=mech, sampler="float")
     sens = C.ucrl_vtr_l2_sensitivity(H)
-    tree = PrivacyAccountant().add_gaussian(sens, tree_cal["sigma_B"], 2 * H * tree_cal["K0"])
+    tree = PrivacyAccountant().add_gaussian(sens, tree_cal.sigma_B, 2 * H * tree_cal.K0)
     m = kn.make_prefix_mechanism(mech, 1, K_, noise="none", seed=0)
-    other = PrivacyAccountant().add_gaussian(sens * m.sensitivity_multiplier, new["sigma_B"], 2 * H)
+    other = PrivacyAccountant().add_gaussian(sens * m.sensitivity_multiplier, new.sigma_B, 2 * H)
     assert other.mu == pytest.approx(tree.mu, rel=1e-12)
 
 
@@ -82,7 +82,7 @@ def test_tight_sigma_meets_the_target_on_every_mechanism(mech):
         cal = calibrate("jdp", eps, dlt, H=H, K=K_, d=d, calibration="tight", mechanism=mech, **extra)
         from privrl.audit.report import plan_of
 
-        plan = plan_of(cal["algorithm"], cal)
+        plan = plan_of(cal.algorithm, cal)
         scales = {k: cal[k] for k in plan.scale_keys}
         from privrl.privacy.accounting import gaussian_mu
 
@@ -92,51 +92,51 @@ def test_tight_sigma_meets_the_target_on_every_mechanism(mech):
 @pytest.mark.parametrize("mech", OTHERS)
 def test_noise_bounds_follow_the_variance(mech):
     H, K_, d = 3, 500, 4
-    cal = C.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K_, d, 1.0)
-    new = C.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K_, d, 1.0, mechanism=mech)
+    cal = C.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K_, d, 1.0, sampler="float")
+    new = C.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K_, d, 1.0, mechanism=mech, sampler="float")
     prof = kn.mechanism_profile(mech, K_)
     # Upsilon is linear in (entry std of the released noise): sigma sqrt(K0) -> sigma_M sqrt(max v).
     want = (
-        cal["Upsilon"]
-        * new["sigma_B"]
+        cal.Upsilon
+        * new.sigma_B
         * math.sqrt(prof.max_variance_factor)
-        / (cal["sigma_B"] * math.sqrt(cal["K0"]))
+        / (cal.sigma_B * math.sqrt(cal.K0))
     )
-    assert new["Upsilon"] == pytest.approx(want)
-    assert new["Upsilon"] == pytest.approx(
-        C.ucrl_vtr_upsilon(new["sigma_B"], 1, d, K_, H, cal["p"]) * math.sqrt(prof.max_variance_factor)
+    assert new.Upsilon == pytest.approx(want)
+    assert new.Upsilon == pytest.approx(
+        C.ucrl_vtr_upsilon(new.sigma_B, 1, d, K_, H, cal.p) * math.sqrt(prof.max_variance_factor)
     )
-    assert new["shift"] == pytest.approx(2 * new["Upsilon"])
-    assert new["beta"] == pytest.approx(C.ucrl_vtr_beta(cal["lam"], new["Upsilon"], 1.0, H, K_, d, cal["p"]))
-    assert new["beta"] >= new["beta_condition"]
-    assert new["Upsilon"] < cal["Upsilon"]  # every alternative releases less noise than the tree
-    assert new["mechanism_l2_multiplier"] == prof.l2_multiplier and new["node_budget"] is None
+    assert new.shift == pytest.approx(2 * new.Upsilon)
+    assert new.beta == pytest.approx(C.ucrl_vtr_beta(cal.lam, new.Upsilon, 1.0, H, K_, d, cal.p))
+    assert new.beta >= new.beta_condition
+    assert new.Upsilon < cal.Upsilon  # every alternative releases less noise than the tree
+    assert new.mechanism_l2_multiplier == prof.l2_multiplier and new.node_budget is None
 
 
 def test_alg3_and_alg2_mechanisms():
     H, K_, d = 3, 400, 4
-    cal = C.calibrate_ucrl_vtr_plus("jdp", 1.0, 1e-5, H, K_, d, 1.0)
-    new = C.calibrate_ucrl_vtr_plus("jdp", 1.0, 1e-5, H, K_, d, 1.0, mechanism="factorization")
+    cal = C.calibrate_ucrl_vtr_plus("jdp", 1.0, 1e-5, H, K_, d, 1.0, sampler="float")
+    new = C.calibrate_ucrl_vtr_plus("jdp", 1.0, 1e-5, H, K_, d, 1.0, mechanism="factorization", sampler="float")
     f = user_entry("factorization", K_).paper_sigma_factor
     for k in ("sigma_B1", "sigma_B2", "sigma_f", "sigma_g"):
         assert new[k] == pytest.approx(cal[k] * f)
-    assert new["beta_hat"] >= new["beta_hat_condition"] and new["beta_tilde"] >= new["beta_tilde_condition"]
-    lcal = C.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, 4000, d)
-    lnew = C.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, 4000, d, mechanism="factorization")
-    assert lnew["sigma_u"] == lcal["sigma_u"] and lnew["C"] == lcal["C"]  # u~ is not a tree
-    R = C.lsvi_ucb_releases(4000, lcal["B"])
+    assert new.beta_hat >= new.beta_hat_condition and new.beta_tilde >= new.beta_tilde_condition
+    lcal = C.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, 4000, d, sampler="float")
+    lnew = C.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, 4000, d, mechanism="factorization", sampler="float")
+    assert lnew.sigma_u == lcal.sigma_u and lnew.C == lcal.C  # u~ is not a tree
+    R = C.lsvi_ucb_releases(4000, lcal.B)
     prof = kn.mechanism_profile("factorization", R)
-    assert lnew["sigma_Lambda"] == pytest.approx(
-        lcal["sigma_Lambda"] * prof.l2_multiplier / math.sqrt(lcal["B0"])
+    assert lnew.sigma_Lambda == pytest.approx(
+        lcal.sigma_Lambda * prof.l2_multiplier / math.sqrt(lcal.B0)
     )
-    assert lnew["mechanism_capacity"] == R == lnew["releases"]
+    assert lnew.mechanism_capacity == R == lnew.releases
     # App. D's two requirements on c_K.
-    assert lnew["c_K"] >= d * lnew["Upsilon"] - 1e-9
-    assert lnew["C"] <= H * (lnew["lam"] + lnew["c_K"]) * (1 + 1e-12)
+    assert lnew.c_K >= d * lnew.Upsilon - 1e-9
+    assert lnew.C <= H * (lnew.lam + lnew.c_K) * (1 + 1e-12)
     with pytest.raises(PrivacyParameterError):
-        C.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, K_, d, 1.0, mechanism="honaker")
+        C.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, K_, d, 1.0, mechanism="honaker", sampler="float")
     with pytest.raises(PrivacyParameterError):
-        C.calibrate_ucrl_vtr("ldp", 1.0, 1e-5, H, K_, d, 1.0, mechanism="honaker")
+        C.calibrate_ucrl_vtr("ldp", 1.0, 1e-5, H, K_, d, 1.0, mechanism="honaker", sampler="float")
 
 
 @pytest.mark.parametrize("mech", MECHANISMS)
@@ -153,13 +153,13 @@ def test_agents_run_on_every_mechanism(mech):
         e = lenv if isinstance(a, LSVIUCB) else env
         for k in range(25):
             a.observe(e.sample_episode(a.policy(), np.random.default_rng(k)))
-        assert a.calibration["mechanism"] == mech
+        assert a.calibration.mechanism == mech
     vtr = agents[0]
     tree = vtr.server._gram_trees[0]
     assert tree.kind == mech and tree.steps == 25
     # Released noise variance per entry = sigma_M^2 v_M(t) (off-diagonal of (Z' + Z'^T)/sqrt 2).
     assert tree.release_variance()[0] == pytest.approx(
-        vtr.calibration["sigma_B"] ** 2 * tree.variance_factor(25)
+        vtr.calibration.sigma_B ** 2 * tree.variance_factor(25)
     )
     lsvi = agents[2]
     assert lsvi.server.trees[0].kind == mech

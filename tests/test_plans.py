@@ -57,12 +57,12 @@ def _brute_force(plan, stat_name, scales, n=200_000, seed=0):
 def _plans():
     out = []
     for mech in ("tree", "honaker", "factorization", "blt"):
-        out.append(("ucrl_vtr jdp " + mech, ucrl_vtr.release_plan("jdp", False, 4, 300, 3, mech)))
-        out.append(("ucrl_vtr_plus jdp " + mech, ucrl_vtr_plus.release_plan("jdp", False, 3, 300, 3, mech)))
+        out.append(("ucrl_vtr jdp " + mech, ucrl_vtr.release_plan("jdp", False, 4, 300, 3, mech, sampler="float")))
+        out.append(("ucrl_vtr_plus jdp " + mech, ucrl_vtr_plus.release_plan("jdp", False, 3, 300, 3, mech, sampler="float")))
         out.append(("lsvi_ucb static " + mech, lsvi_ucb.release_plan("jdp", False, 4, 3000, 3, 9, mech)))
         out.append(("lsvi_ucb every " + mech, lsvi_ucb.release_plan("jdp", False, 4, 60, 3, 60, mech)))
-    out.append(("ucrl_vtr ldp", ucrl_vtr.release_plan("ldp", False, 4, 300, 3)))
-    out.append(("ucrl_vtr_plus ldp", ucrl_vtr_plus.release_plan("ldp", False, 3, 300, 3)))
+    out.append(("ucrl_vtr ldp", ucrl_vtr.release_plan("ldp", False, 4, 300, 3, sampler="float")))
+    out.append(("ucrl_vtr_plus ldp", ucrl_vtr_plus.release_plan("ldp", False, 3, 300, 3, sampler="float")))
     return out
 
 
@@ -89,19 +89,19 @@ def test_worst_case_hand_values():
     # value 4 H^4 (separate worst cases: (2H^2)^2 / 2 + (2H^2)^2 = 6 H^4; the true matrix worst
     # case ||X X^T - X' X'^T||_F = sqrt 2 H^2 at X orthogonal to X')
     H = 5
-    plan = ucrl_vtr.release_plan("ldp", False, H, 10, 4)
+    plan = ucrl_vtr.release_plan("ldp", False, H, 10, 4, sampler="float")
     w = statistic_worst_case(plan, plan.statistics[0].name, {"sigma_B": 1.0, "sigma_g": 1.0})
     assert w.value == pytest.approx(4 * H**4, rel=1e-9)
     np.testing.assert_allclose(w.x_prime, -w.x, atol=1e-6)
     # matrix family alone: 2 H^4 / 2 = H^4 (orthogonal users)
-    only_matrix = ucrl_vtr.release_plan("ldp", False, H, 10, 4)
+    only_matrix = ucrl_vtr.release_plan("ldp", False, H, 10, 4, sampler="float")
 
     only_matrix = replace(only_matrix, families=only_matrix.families[:1])
     w = statistic_worst_case(only_matrix, only_matrix.statistics[0].name, {"sigma_B": 1.0})
     assert w.value == pytest.approx(H**4, rel=1e-9)
     assert abs(float(w.x @ w.x_prime)) < 1e-6 * H * H
     # one dimension: users are scalars, the angle is 0 or pi
-    plan1 = ucrl_vtr.release_plan("ldp", False, H, 10, 1)
+    plan1 = ucrl_vtr.release_plan("ldp", False, H, 10, 1, sampler="float")
     w = statistic_worst_case(plan1, plan1.statistics[0].name, {"sigma_B": 1.0, "sigma_g": 1.0})
     assert w.value == pytest.approx(4 * H**4, rel=1e-9)
 
@@ -109,13 +109,13 @@ def test_worst_case_hand_values():
 @pytest.mark.parametrize("mech", ["tree", "honaker", "factorization", "blt"])
 def test_tight_jdp_ucrl_vtr_mu_is_the_hand_formula(mech):
     H, K, d = 10, 10_000, 5
-    cal = ucrl_vtr.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K, d, 1.0, calibration="tight", mechanism=mech)
+    cal = ucrl_vtr.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K, d, 1.0, calibration="tight", mechanism=mech, sampler="float")
     m = kern.mechanism_profile(mech, K).l2_multiplier
     # per step: m^2 (2 H^2)^2 / sigma^2, H steps
-    assert cal["sigma_B"] == pytest.approx(2 * H * H * m * math.sqrt(H) / MU1, rel=1e-9)
+    assert cal.sigma_B == pytest.approx(2 * H * H * m * math.sqrt(H) / MU1, rel=1e-9)
     if mech == "tree":
         assert m == pytest.approx(math.sqrt(tree_nodes_per_leaf(K)))
-        assert cal["sigma_B"] == pytest.approx(8828.29, rel=1e-5)  # the issue's PLD figure, 8,828
+        assert cal.sigma_B == pytest.approx(8828.29, rel=1e-5)  # the issue's PLD figure, 8,828
 
 
 # ------------------------------------------------------------------------------------------
@@ -179,7 +179,7 @@ class WiderUCRLVTR(UCRLVTR):
     """A UCRL-VTR whose plan claims statistics twice as large (x and y bounds 2H)."""
 
     def release_plan(self):
-        plan = super().release_plan()
+        plan = super().release_plan(sampler="float")
         return plan.with_statistic(plan.statistics[0].name, x_bound=2.0 * self.H, y_high=2.0 * self.H)
 
 
@@ -195,7 +195,7 @@ def test_a_changed_plan_moves_guard_noise_report_summary_and_audit():
     assert (base.guard.x_bound, base.guard.y_high) == (3.0, 3.0)
     assert (wide.guard.x_bound, wide.guard.y_high) == (6.0, 6.0)
     # tight noise: the worst case 2 R y scales by 4
-    assert wide.calibration["sigma_B"] == pytest.approx(4 * base.calibration["sigma_B"], rel=1e-9)
+    assert wide.calibration.sigma_B == pytest.approx(4 * base.calibration.sigma_B, rel=1e-9)
     # report: both spend exactly the target; the wide one's statistic is reported with its bounds
     rb, rw = base.privacy_report(), wide.privacy_report()
     assert rb["tight"]["epsilon_at_target_delta"] == pytest.approx(1.0, rel=1e-6)
@@ -206,7 +206,7 @@ def test_a_changed_plan_moves_guard_noise_report_summary_and_audit():
     # the base agent's noise read through the wide plan spends more than the target
     from privrl.audit.report import privacy_report_from_calibration
 
-    over = privacy_report_from_calibration("ucrl_vtr", base.calibration, plan=wide.release_plan())
+    over = privacy_report_from_calibration("ucrl_vtr", base.calibration, plan=wide.release_plan(sampler="float"))
     assert over["tight"]["epsilon_at_target_delta"] > 3.0
     # summary's "sigma used" column reads the digest of the plan's first family
     rows = []
@@ -238,7 +238,7 @@ def test_a_changed_plan_moves_guard_noise_report_summary_and_audit():
     # (float sampler: its tight noise meets the claim on the exact Gaussian curve, which is the
     # audit's effective epsilon; the discrete sampler's is calibrated in zCDP, below that curve)
     res = A.audit_ucrl_vtr_tree(4.0, 1e-5, H=2, d=2, K=8, n_trials=400, plan=None, sampler="float")
-    wide_plan = ucrl_vtr.release_plan("jdp", False, 2, 8, 2)
+    wide_plan = ucrl_vtr.release_plan("jdp", False, 2, 8, 2, sampler="float")
     wide_plan = wide_plan.with_statistic(wide_plan.statistics[0].name, x_bound=4.0, y_high=4.0)
     res_wide = A.audit_ucrl_vtr_tree(4.0, 1e-5, H=2, d=2, K=8, n_trials=400, plan=wide_plan)
     # same calibrated target: the effective epsilon of what is audited is the claim in both
@@ -263,7 +263,7 @@ def test_release_plan_on_every_agent():
         LSVIUCB(lin, JointDP(1.0, 0.0), episodes=10),
         LSVIUCB(lin, NonPrivate(), episodes=10),
     ):
-        plan = agent.release_plan()
+        plan = agent.release_plan(sampler="float")
         assert plan.model == agent.privacy.kind
         assert set(agent.guards) == {s.name for s in plan.statistics}
         for s in plan.statistics:

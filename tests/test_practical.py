@@ -162,7 +162,7 @@ def test_regret_side_moves_without_touching_the_noise():
         UCRLVTR(env, m, episodes=30, seed=5, beta_scale=1.0),
         UCRLVTR(env, m, episodes=30, seed=5, beta_scale=0.01),
     )
-    assert a.calibration["sigma_B"] == b.calibration["sigma_B"]
+    assert a.calibration.sigma_B == b.calibration.sigma_B
     _same_users(a, b, env, 10)
     for x, y in zip(a.server.tree_noise(), b.server.tree_noise(), strict=True):
         np.testing.assert_array_equal(x, y)
@@ -174,13 +174,13 @@ def test_practical_defaults():
     cal = UCRLVTR(
         RiverSwimMixture(S=6, H=20), JointDP(10.0, 1e-5, calibration="practical"), episodes=100
     ).calibration
-    assert cal["release_rule"] == "practical" and cal["shift"] == 0.0 and cal["shift_mult"] == 1.0
+    assert cal.release_rule == "practical" and cal.shift == 0.0 and cal.shift_mult == 1.0
     # the statistical width is the non-private radius
     np_cal = UCRLVTR(RiverSwimMixture(S=6, H=20), NonPrivate(), episodes=100).calibration
-    assert cal["beta"] == np_cal["beta"]
+    assert cal.beta == np_cal.beta
     lin = RandomLinearMDP(S=6, A=2, d=3, H=3, seed=1)
     lcal = LSVIUCB(lin, JointDP(10.0, 1e-5, calibration="practical"), episodes=200).calibration
-    assert lcal["shift_mult"] == lsvi_cal.PRACTICAL_LSVI_SHIFT_MULT and lcal[
+    assert lcal.shift_mult == lsvi_cal.PRACTICAL_LSVI_SHIFT_MULT and lcal[
         "B"
     ] == lsvi_cal.lsvi_ucb_num_batches(10.0, 3, 200, 3)
 
@@ -221,8 +221,8 @@ def test_centre_option():
     priv = JointDP(10.0, 1e-5, calibration="practical")
     feasible = UCRLVTR(env, priv, episodes=50, seed=3)
     zero = UCRLVTR(env, priv, episodes=50, seed=3, centre="zero")
-    assert feasible.calibration["centre"] == "feasible" and zero.calibration["centre"] == "zero"
-    assert UCRLVTR(env, JointDP(10.0, 1e-5, calibration="tight"), episodes=50).calibration["centre"] is None
+    assert feasible.calibration.centre == "feasible" and zero.calibration.centre == "zero"
+    assert UCRLVTR(env, JointDP(10.0, 1e-5, calibration="tight"), episodes=50).calibration.centre is None
     assert zero.server.post.centre_distance == env.C_w
     assert not zero.server.post.w0.any()
     assert "centred at 0" in zero.privacy_report()["regret_side"]["regularization"]

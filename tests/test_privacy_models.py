@@ -9,7 +9,8 @@ import pytest
 
 import privrl.privacy as privacy
 from privrl.exceptions import PrivacyParameterError
-from privrl.privacy import JointDP, LocalDP, NonPrivate, calibration
+from _helpers import calibration
+from privrl.privacy import JointDP, LocalDP, NonPrivate
 
 
 def test_package_reexports():
@@ -108,7 +109,7 @@ def test_as_kwargs_feeds_calibration():
         kw = model.as_kwargs()
         assert kw["kind"] == model.kind and kw["p"] == model.p
         out = calibration.calibrate_ucrl_vtr(H=5, K=100, d=3, C_w=1.0, **kw)
-        assert out["kind"] == model.kind
-        assert out["pure"] == model.pure
+        assert out.kind == model.kind
+        assert out.pure == model.pure
         if model.kind != "none":
-            assert out["noise"] == ("laplace" if model.pure else "gaussian")
+            assert out.noise == ("laplace" if model.pure else "gaussian")

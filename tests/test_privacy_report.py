@@ -12,7 +12,7 @@ from privrl.agents import UCRLVTR, UCRLVTRPlus
 from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP
 from privrl.privacy import JointDP, LocalDP, NonPrivate
 from privrl.privacy import accounting as a
-from privrl.privacy import calibration as c
+from _helpers import calibration as c
 from privrl.privacy import mechanisms as m
 from privrl.audit.report import (
     calibration_comparison,
@@ -144,12 +144,12 @@ def test_ucrl_vtr_paper_chain_hand_values():
     # Cor. 1 at H = 10, K = 1e4, eps = 1, delta = 1e-5, paper sigma: the node budget recovered
     # from sigma is the paper's eps0 = 1 / (16 sqrt(H K0 log(8H/delta) log(4/delta)))
     #   = 1 / (16 sqrt(10 * 15 * 15.894952 * 12.899220)) = 1 / (16 * 175.40...) = 3.56388e-4
-    cal = c.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, 10, 10_000, 10, 1.0)
+    cal = c.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, 10, 10_000, 10, 1.0, sampler="float")
     rep = privacy_report_from_calibration("ucrl_vtr", cal)
     node = rep["paper"]["steps"][0]
     assert node["epsilon"] == pytest.approx(3.56388e-4, rel=1e-5)
     assert node["delta"] == pytest.approx(1e-5 / (8 * 10 * 15), rel=1e-12)
-    assert node["epsilon"] == pytest.approx(cal["node_budget"][0], rel=1e-12)
+    assert node["epsilon"] == pytest.approx(cal.node_budget[0], rel=1e-12)
     # tree (first form of advanced composition over K0 = 15 nodes, delta' = delta/(8H)):
     #   sqrt(2 * 15 * log(8e6)) e0 + 15 e0 (e^e0 - 1) = 21.8376 * 3.56388e-4 + 1.9e-6 = 7.7845e-3
     assert rep["paper"]["steps"][1]["epsilon"] == pytest.approx(7.7845e-3, rel=1e-4)
@@ -159,20 +159,20 @@ def test_ucrl_vtr_paper_chain_hand_values():
     assert rep["paper"]["budget"][1] == pytest.approx(1e-5, rel=1e-9)
     # tight accountant on the same release: per node the joint worst case of the (matrix, vector)
     # pair is 2 H^2 = 200 (X' = -X), 14 nodes x H = 10 steps: mu = sqrt(140) * 200 / sigma
-    mu = math.sqrt(140) * 200 / cal["sigma_B"]
+    mu = math.sqrt(140) * 200 / cal.sigma_B
     assert rep["tight"]["mu"] == pytest.approx(mu, rel=1e-12)
     assert rep["tight"]["epsilon_at_target_delta"] == pytest.approx(a.gaussian_epsilon(mu, 1e-5))
 
 
 def test_ldp_paper_chain_is_exactly_the_target():
     # Cor. 2: 2H releases at (eps/(2H), delta/(2H)) compose to exactly (eps, delta)
-    cal = c.calibrate_ucrl_vtr("ldp", 1.0, 1e-5, 10, 1000, 5, 1.0)
+    cal = c.calibrate_ucrl_vtr("ldp", 1.0, 1e-5, 10, 1000, 5, 1.0, sampler="float")
     rep = privacy_report_from_calibration("ucrl_vtr", cal)
     assert rep["paper"]["budget"][0] == pytest.approx(1.0, rel=1e-12)
     assert rep["paper"]["budget"][1] == pytest.approx(1e-5, rel=1e-12)
     # tight accountant: the same noise spends only eps = 0.0871 (per step the joint worst case
     # 2 H^2 = 200 over H = 10 steps: mu = 200 sqrt(10) / sigma_B = 0.02868)
-    mu = 200 * math.sqrt(10) / cal["sigma_B"]
+    mu = 200 * math.sqrt(10) / cal.sigma_B
     assert rep["tight"]["mu"] == pytest.approx(mu, rel=1e-12)
     assert rep["tight"]["budget"][0] == pytest.approx(a.gaussian_epsilon(mu, 1e-5), rel=1e-12)
     assert rep["tight"]["budget"][0] == pytest.approx(0.08712, rel=1e-3)
@@ -181,7 +181,7 @@ def test_ldp_paper_chain_is_exactly_the_target():
 def test_pure_report_counts():
     # pure JDP: paper counts 2 H K0 nodes at eps/(2 H K0) each -> exactly eps; exact count
     # 2 H n with n = 14 < K0 = 15 -> 14/15 eps
-    cal = c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, 10, 10_000, 10, 1.0)
+    cal = c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, 10, 10_000, 10, 1.0, sampler="float")
     rep = privacy_report_from_calibration("ucrl_vtr", cal)
     assert rep["paper"]["budget"] == (pytest.approx(1.0, rel=1e-12), 0.0)
     assert rep["tight"]["budget"] == (pytest.approx(14 / 15, rel=1e-12), 0.0)
@@ -203,11 +203,11 @@ def test_lsvi_reports(lin, model):
     rep = agent.privacy_report()
     _check_report(rep, model.epsilon, model.delta, model.calibration)
     lam, u = rep["mechanisms"]
-    B = agent.calibration["B"]
+    B = agent.calibration.B
     R = c.lsvi_ucb_releases(300, B)
     assert u["draws_per_user"] == R and u["draws_per_user_paper"] == B
     assert lam["draws_per_user"] == a.tree_nodes_per_leaf(R)
-    assert lam["draws_per_user_paper"] == agent.calibration["B0"]
+    assert lam["draws_per_user_paper"] == agent.calibration.B0
     if not model.pure:
         assert u["sensitivity"] == 2 * (lin.H + 1) and lam["sensitivity"] == 2.0
 
@@ -216,7 +216,7 @@ def test_lsvi_agent_releases_match_the_count(lin):
     LSVIUCB = _lsvi()
     agent = LSVIUCB(lin, JointDP(1.0, 1e-5, calibration="tight"), episodes=100, seed=3)
     run(agent, lin, seed=4)
-    R = c.lsvi_ucb_releases(100, agent.calibration["B"])
+    R = c.lsvi_ucb_releases(100, agent.calibration.B)
     assert agent.server.releases == R
     assert max(agent.server.nodes_history) <= a.tree_nodes_per_leaf(R)
 
@@ -263,7 +263,7 @@ def test_tight_agent_runs_and_reports(mix, sampler):
     else:  # zCDP, less the rounding of a leaf in its 7 nodes of the 2H trees (d = 3, grid 2^-24)
         r_matrix, r_vector = 2.0**-24 * (math.sqrt(2) / 2) * 3, 2.0**-24 * math.sqrt(3)
         target = a.zcdp_mu(1.0, 1e-5) - math.sqrt(4 * 7 * (r_matrix**2 + r_vector**2))
-    assert agent.calibration["sigma_B"] == pytest.approx(2 * 16 * math.sqrt(4 * 7) / target, rel=1e-9)
+    assert agent.calibration.sigma_B == pytest.approx(2 * 16 * math.sqrt(4 * 7) / target, rel=1e-9)
     rep = agent.privacy_report()
     assert rep["tight"]["budget"][0] == pytest.approx(1.0, rel=1e-9)
     assert rep["sampler"]["name"] == sampler
@@ -332,7 +332,7 @@ def test_reports_of_other_continual_mechanisms(mix, lin, mechanism, calibration)
         rep = agent.privacy_report()
         tree_mech = rep["mechanisms"][0]
         assert tree_mech["mechanism"] == mechanism and tree_mech["draws_per_user"] is None
-        assert tree_mech["l2_multiplier"] == agent.calibration["mechanism_l2_multiplier"]
+        assert tree_mech["l2_multiplier"] == agent.calibration.mechanism_l2_multiplier
         assert rep["within_target"]["tight"] is True
         assert rep["tight"]["budget"][0] <= 1.0 * (1 + 1e-9)
         if calibration == "paper":  # the paper's Gaussian argument: for the continuous law only
@@ -391,7 +391,7 @@ def test_report_warns_when_the_noise_is_below_the_target():
     from privrl.exceptions import PrivacyWarning
 
     agent = UCRLVTR(RiverSwimMixture(S=6, H=20), JointDP(1.0, 1e-5), episodes=1000)
-    agent.calibration = agent.calibration.replace(sigma_B=agent.calibration["sigma_B"] / 1e4)
+    agent.calibration = agent.calibration.replace(sigma_B=agent.calibration.sigma_B / 1e4)
     with pytest.warns(PrivacyWarning, match="above the target"):
         rep = agent.privacy_report()
     assert not rep["within_target"]["tight"]

@@ -37,17 +37,17 @@ def test_calibration_exposes_paper_quantities():
     agent = UCRLVTR(env, privacy=JointDP(1.0, 1e-5), episodes=10_000, seed=0)
     cal = agent.calibration
     # Cor. 1 with H=10, K=1e4, eps=1, delta=1e-5: sigma_B ~ 3.49e6 (hand value in test_calibration)
-    assert cal["sigma_B"] == pytest.approx(3.486e6, rel=1e-3)
-    assert cal["K0"] == 15
-    assert cal["lam"] == 100.0
-    assert cal["shift"] == pytest.approx(2 * cal["Upsilon"])
-    assert cal["beta_used"] == cal["beta"]
+    assert cal.sigma_B == pytest.approx(3.486e6, rel=1e-3)
+    assert cal.K0 == 15
+    assert cal.lam == 100.0
+    assert cal.shift == pytest.approx(2 * cal.Upsilon)
+    assert cal.beta_used == cal.beta
     for key in ("Upsilon", "C", "beta"):
         assert cal[key] > 0
     scaled = UCRLVTR(env, privacy=JointDP(1.0, 1e-5), episodes=10_000, seed=0, beta_scale=0.1)
     # beta_scale changes exploration only, never the privacy noise
-    assert scaled.calibration["beta_used"] == pytest.approx(0.1 * cal["beta"])
-    assert scaled.calibration["sigma_B"] == cal["sigma_B"]
+    assert scaled.calibration.beta_used == pytest.approx(0.1 * cal.beta)
+    assert scaled.calibration.sigma_B == cal.sigma_B
 
 
 def _tiny_env():
@@ -62,7 +62,7 @@ def test_jdp_released_noise_has_calibrated_variance(delta):
     for seed in range(300):
         agent = UCRLVTR(env, privacy=JointDP(1.0, delta), episodes=K, seed=seed)
         privrl.run(agent, env, episodes=k, seed=seed)
-        assert agent.server.nodes_used() == 3 <= agent.calibration["K0"]
+        assert agent.server.nodes_used() == 3 <= agent.calibration.K0
         m, v = agent.server.tree_noise()
         mats.append(m)
         vecs.append(v)
@@ -71,9 +71,9 @@ def test_jdp_released_noise_has_calibrated_variance(delta):
     d = env.d
     iu = np.triu_indices(d, 1)
     if delta > 0:  # Gaussian, (Z' + Z'^T)/sqrt 2: off-diagonal sigma^2, diagonal 2 sigma^2
-        off_var, diag_var, vec_var = cal["sigma_B"] ** 2, 2 * cal["sigma_B"] ** 2, cal["sigma_g"] ** 2
+        off_var, diag_var, vec_var = cal.sigma_B ** 2, 2 * cal.sigma_B ** 2, cal.sigma_g ** 2
     else:  # Laplace b, (Z' + Z'^T)/2: off-diagonal b^2, diagonal 2 b^2; vectors 2 b^2
-        off_var, diag_var, vec_var = cal["sigma_B"] ** 2, 2 * cal["sigma_B"] ** 2, 2 * cal["sigma_g"] ** 2
+        off_var, diag_var, vec_var = cal.sigma_B ** 2, 2 * cal.sigma_B ** 2, 2 * cal.sigma_g ** 2
     off = mats[:, :, iu[0], iu[1]]
     diag = mats[:, :, np.arange(d), np.arange(d)]
     # 300 seeds x H=3 x 3 entries = 2700 draws: relative sd of a variance estimate ~2.7% (Gaussian)
@@ -103,10 +103,10 @@ def test_ldp_noise_variance_and_server_sees_only_randomized():
         assert agent.server.received_types == {PrivatizedStatistics}
         raw_gram = sum(np.einsum("hi,hj->hij", X, X) for X, _ in sent_raw[-k:])
         rel = agent.release()
-        exact = raw_gram + (agent.calibration["lam"] + agent.calibration["shift"]) * np.eye(env.d)
+        exact = raw_gram + (agent.calibration.lam + agent.calibration.shift) * np.eye(env.d)
         diffs.append(rel.design - exact)
     diffs = np.array(diffs)
-    sigma = agent.calibration["sigma_B"]
+    sigma = agent.calibration.sigma_B
     iu = np.triu_indices(env.d, 1)
     # sum of k symmetric Gaussian B^1 (divisor sqrt 2): off-diagonal k sigma^2, diagonal 2 k sigma^2
     assert abs(diffs[:, :, iu[0], iu[1]].var() / (k * sigma**2) - 1) < 0.12

@@ -52,7 +52,7 @@ def test_jdp_both_regressions_have_calibrated_noise():
     cal = agent.calibration
     d = env.d
     iu = np.triu_indices(d, 1)
-    for noise, sigma in ((first, cal["sigma_B1"]), (second, cal["sigma_B2"])):
+    for noise, sigma in ((first, cal.sigma_B1), (second, cal.sigma_B2)):
         mats = np.array([m for m, _ in noise])
         vecs = np.array([v for _, v in noise])
         assert abs(mats[:, :, iu[0], iu[1]].var() / (2 * sigma**2) - 1) < 0.12
@@ -69,8 +69,8 @@ def test_ldp_sends_only_randomized_statistics():
     cal = agent.calibration
     # Cor. LDP-UCRL-VTR+: sigma_B,1 = 8dH/eps sqrt(2 log(8H/delta)), sigma_B,2 = 8H^5/eps sqrt(...)
     root = math.sqrt(2 * math.log(8 * 3 / 1e-5))
-    assert cal["sigma_B1"] == pytest.approx(8 * env.d * 3 * root)
-    assert cal["sigma_B2"] == pytest.approx(8 * 3**5 * root)
+    assert cal.sigma_B1 == pytest.approx(8 * env.d * 3 * root)
+    assert cal.sigma_B2 == pytest.approx(8 * 3**5 * root)
 
 
 def test_huge_epsilon_jdp_matches_nonprivate():

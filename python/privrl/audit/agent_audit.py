@@ -107,7 +107,7 @@ def audit_ucrl_vtr_agent(
     *,
     noise_multiplier: float = 1.0,
     calibration: str = "tight",
-    sampler: str = "discrete",
+    sampler: str | None = None,
     K: int = 4,
     n_trials: int = 2000,
     n_fit: int = 1000,

@@ -379,7 +379,7 @@ def audit_ucrl_vtr_tree(
     confidence: float = 0.95,
     seed: Any = 0,
     plan: ReleasePlan | None = None,
-    sampler: str = "discrete",
+    sampler: str | None = None,
 ) -> AuditResult:
     """Audit the JDP UCRL-VTR release (Alg. 1 / Cor. 1): the shipped JDP regression of the Rust
     agent (``2H`` trees, the sensitivity guard with the plan's bounds, the calibration for
@@ -463,7 +463,7 @@ def audit_ldp_randomizer(
     confidence: float = 0.95,
     seed: Any = 0,
     plan: ReleasePlan | None = None,
-    sampler: str = "discrete",
+    sampler: str | None = None,
 ) -> AuditResult:
     """Audit the LDP UCRL-VTR user-side randomizer (Cor. 2): the shipped user-side randomizer of the Rust agent
     with the calibration of ``plan`` (default ``privrl.agents.ucrl_vtr.calibration.release_plan``)
@@ -574,7 +574,7 @@ def audit_lsvi_server(
     noise_multiplier: float = 1.0,
     confidence: float = 0.95,
     seed: Any = 0,
-    sampler: str = "discrete",
+    sampler: str | None = None,
 ) -> AuditResult:
     """Audit the shipped LSVI-UCB server of the Rust agent (Alg. 2): its receive, batch schedule, trees, fresh eta
     stream and ``release_batch``. With one step (H = 1, ``V_{H+1} = 0``) the released

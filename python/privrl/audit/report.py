@@ -34,6 +34,7 @@ from privrl.privacy.mechanisms import (
     post_processing,
     simple_composition,
 )
+from privrl.privacy.common import Calibration
 from privrl.privacy.plans import ReleasedFamily, ReleasePlan, law_factor, statistic_worst_case
 from privrl.privacy.regret_side import SIMULATION_ONLY, regret_side, warn_if_over_target
 from privrl.privacy.samplers import discrete_tight, format_sampler, sampler_section
@@ -59,13 +60,13 @@ _CALIBRATE: dict[str, Any] = {
 }
 
 
-def plan_of(algorithm: str, cal: Mapping[str, Any]) -> ReleasePlan:
+def plan_of(algorithm: str, cal: Calibration) -> ReleasePlan:
     """The default release plan of ``algorithm`` for the structure a calibration was made for."""
     mod = _MODULES[algorithm]
-    args = (cal["kind"], bool(cal.get("pure", False)), cal["H"], cal["K"], cal["d"])
+    args = (cal.kind, bool(getattr(cal, "pure", False)), cal.H, cal.K, cal.d)
     if algorithm == "lsvi_ucb":
-        return mod.release_plan(*args, cal["B"], cal.get("mechanism", "tree"), cal.get("sampler") or "float")
-    return mod.release_plan(*args, cal.get("mechanism", "tree"), cal.get("sampler") or "float")
+        return mod.release_plan(*args, cal.B, getattr(cal, "mechanism", "tree"), getattr(cal, "sampler", None) or "float")
+    return mod.release_plan(*args, getattr(cal, "mechanism", "tree"), getattr(cal, "sampler", None) or "float")
 
 
 # ============================================================================================
@@ -92,10 +93,10 @@ def _site_text(f: ReleasedFamily, plan: ReleasePlan) -> str:
 
 
 def _entry(
-    f: ReleasedFamily, plan: ReleasePlan, cal: Mapping[str, Any], guards: Mapping[str, Any]
+    f: ReleasedFamily, plan: ReleasePlan, cal: Calibration, guards: Mapping[str, Any]
 ) -> dict[str, Any]:
     pure = plan.noise == "laplace"
-    scale = float(cal[f.scale_key])
+    scale = float(getattr(cal, f.scale_key))
     stat = plan.statistic(f.statistic)
     sens = f.l1_sensitivity if pure else f.l2_sensitivity
     e: dict[str, Any] = {
@@ -194,12 +195,12 @@ def _advanced(eps: float, delta: float, k: int, delta_prime: float) -> tuple[flo
     return advanced_composition(eps, delta, k, delta_prime)
 
 
-def _paper_vtr(cal: Mapping[str, Any], mechs: list[dict]) -> dict[str, Any]:
+def _paper_vtr(cal: Calibration, mechs: list[dict]) -> dict[str, Any]:
     """Cor. 1 / Cor. 2 / App. C privacy proofs (and the pure-DP variants), forward."""
-    dlt, H, kind = cal["delta"], cal["H"], cal["kind"]
+    dlt, H, kind = cal.delta, cal.H, cal.kind
     F = len(mechs)  # 2 families (Alg. 1) or 4 (Alg. 3)
     steps: list[dict[str, Any]] = []
-    if cal["pure"]:
+    if cal.pure:
         budgets = []
         for m in mechs:
             e = laplace_mechanism_epsilon(m["sensitivity"], m["scale"])
@@ -230,7 +231,7 @@ def _paper_vtr(cal: Mapping[str, Any], mechs: list[dict]) -> dict[str, Any]:
     # JDP: family (eps/F, delta/F) <- advanced over H <- tree (advanced over K0 nodes) <- node
     d_fam = dlt / F
     d_h = d_fam / (2 * H)
-    K0 = cal["K0"]
+    K0 = cal.K0
     d0 = d_h / (2 * K0)
     fam_budgets, regime = [], True
     for m in mechs:
@@ -264,12 +265,12 @@ def _paper_vtr(cal: Mapping[str, Any], mechs: list[dict]) -> dict[str, Any]:
     return {"budget": total, "steps": steps, "in_tool_regime": regime}
 
 
-def _paper_lsvi(cal: Mapping[str, Any], mechs: list[dict]) -> dict[str, Any]:
+def _paper_lsvi(cal: Calibration, mechs: list[dict]) -> dict[str, Any]:
     """App. D privacy proof of Alg. 2 (and App. "Pure joint DP in the linear setting"), forward."""
-    dlt, H, B, B0 = cal["delta"], cal["H"], cal["B"], cal["B0"]
+    dlt, H, B, B0 = cal.delta, cal.H, cal.B, cal.B0
     lam, u = mechs
     steps: list[dict[str, Any]] = []
-    if cal["pure"]:
+    if cal.pure:
         el = laplace_mechanism_epsilon(lam["sensitivity"], lam["scale"])
         eu = laplace_mechanism_epsilon(u["sensitivity"], u["scale"])
         steps.append(_step("Lambda: one tree node", (el, 0.0), "App. Laplace Mechanism"))
@@ -312,10 +313,10 @@ def _paper_lsvi(cal: Mapping[str, Any], mechs: list[dict]) -> dict[str, Any]:
 # (b) Tight accountant
 # ============================================================================================
 def _tight(
-    cal: Mapping[str, Any], plan: ReleasePlan, stats: list[dict[str, Any]], mechs: list[dict]
+    cal: Calibration, plan: ReleasePlan, stats: list[dict[str, Any]], mechs: list[dict]
 ) -> dict[str, Any]:
     acc = PrivacyAccountant()
-    eps_t, dlt_t = cal["epsilon"], cal["delta"]
+    eps_t, dlt_t = cal.epsilon, cal.delta
     if plan.noise == "laplace":
         for m in mechs:
             acc.add_laplace(
@@ -359,7 +360,7 @@ def _within(budget: Any, eps_t: float, dlt_t: float, rel: float = 1e-9) -> bool:
 
 def privacy_report_from_calibration(
     algorithm: str,
-    cal: Mapping[str, Any],
+    cal: Calibration,
     *,
     plan: ReleasePlan | None = None,
     guards: Mapping[str, Any] | None = None,
@@ -377,18 +378,18 @@ def privacy_report_from_calibration(
     ``epsilon = inf``."""
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
-    kind = cal["kind"]
+    kind = cal.kind
     plan = plan if plan is not None else plan_of(algorithm, cal)
     rep: dict[str, Any] = {
         "algorithm": algorithm,
         "title": plan.title,
         "agent": label,
         "model": kind,
-        "pure": bool(cal.get("pure", False)),
-        "calibration": cal.get("calibration", "paper"),
+        "pure": bool(getattr(cal, "pure", False)),
+        "calibration": getattr(cal, "calibration", "paper"),
         "mechanism": plan.mechanism,
         "sampler": sampler_section(plan),
-        "target": {"epsilon": cal.get("epsilon"), "delta": cal.get("delta")},
+        "target": {"epsilon": getattr(cal, "epsilon", None), "delta": getattr(cal, "delta", None)},
         "outside_guarantee": SIMULATION_ONLY,
         "neighbouring": (
             "user-level: one user (a whole H-step trajectory) replaced; "
@@ -421,11 +422,11 @@ def privacy_report_from_calibration(
         return rep
     guards = guards or {}
     mechs = [_entry(f, plan, cal, guards) for f in plan.families]
-    scales = {k: float(cal[k]) for k in plan.scale_keys}
+    scales = {k: float(getattr(cal, k)) for k in plan.scale_keys}
     stats = _statistics(plan, scales)
     paper = _paper_lsvi(cal, mechs) if algorithm == "lsvi_ucb" else _paper_vtr(cal, mechs)
     tight = _tight(cal, plan, stats, mechs)
-    eps_t, dlt_t = cal["epsilon"], cal["delta"]
+    eps_t, dlt_t = cal.epsilon, cal.delta
     rep["regret_side"] = regret_side(algorithm, cal)
     rep.update(
         mechanisms=mechs,
@@ -449,7 +450,7 @@ def privacy_report(agent: Any) -> dict[str, Any]:
     sensitivity guards (``agent.guards``); see :func:`privacy_report_from_calibration`.
     ``agent.privacy_report()`` calls this."""
     cal = getattr(agent, "calibration", None)
-    if not isinstance(cal, Mapping) or not hasattr(agent, "release_plan"):
+    if not isinstance(cal, Calibration) or not hasattr(agent, "release_plan"):
         raise TypeError(f"{type(agent).__name__} has no calibration and release plan to report on")
     plan = agent.release_plan()
     rep = privacy_report_from_calibration(
@@ -622,7 +623,7 @@ def calibration_comparison(
     C_w: float = 1.0,
     p: float = 0.05,
     batches: Any = "static",
-    sampler: str = "discrete",
+    sampler: str | None = None,
 ) -> dict[str, Any]:
     """Paper vs tight calibration of one algorithm at one privacy level (``sampler``: the agents'
     default "discrete" or "float"): the noise scales (the
@@ -644,7 +645,7 @@ def calibration_comparison(
     keys += (_RADIUS_KEYS[algorithm],) + _REGULARIZER_KEYS[algorithm]
     rows = []
     for k in keys:
-        a, b = cals["paper"][k], cals["tight"][k]
+        a, b = getattr(cals["paper"], k), getattr(cals["tight"], k)
         rows.append(
             {"quantity": k, "paper": a, "tight": b, "ratio": (a / b) if (a is not None and b) else None}
         )

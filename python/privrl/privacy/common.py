@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -19,6 +18,7 @@ from privrl.common.checks import check_delta_pure_ok, check_user_epsilon
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.accounting import gaussian_mu, zcdp_mu
 from privrl.privacy.plans import (
+    DEFAULT_SAMPLER,
     ReleasePlan,
     plan_mu,
     plan_pure_epsilon,
@@ -32,6 +32,8 @@ __all__ = [
     "SAMPLERS",
     "check_sampler",
     "check_sampler_for",
+    "resolve_sampler",
+    "DEFAULT_SAMPLER",
     "sampler_fields",
     "node_noise",
     "plan_target",
@@ -57,10 +59,10 @@ T = TypeVar("T", bound="Calibration")
 
 
 @dataclass(frozen=True, kw_only=True)
-class Calibration(Mapping[str, Any]):
-    """The parameters an algorithm runs with, under the paper's names (fields). Read access works
-    like a dict (``cal["sigma_B"]``, ``dict(cal)``, ``cal.get(...)``), so code written against the
-    earlier dict results keeps working; ``replace(**changes)`` returns a modified copy.
+class Calibration:
+    """The parameters an algorithm runs with, under the paper's names (typed fields, read as
+    attributes: ``cal.sigma_B``); ``replace(**changes)`` returns a modified copy, ``to_dict()``
+    the fields as a dict (manifests, reports).
 
     Shared fields: ``algorithm``, ``kind`` (none / jdp / ldp), ``pure`` (delta = 0: Laplace),
     ``calibration`` (paper / tight), ``epsilon``, ``delta``, ``p`` (regret failure probability),
@@ -105,18 +107,6 @@ class Calibration(Mapping[str, Any]):
         / "laplace") or its exact discrete sampler ("discrete_gaussian" / ...), "none"."""
         return node_noise(self.noise, self.sampler)
 
-    # --- dict-like read access ------------------------------------------------------------
-    def __getitem__(self, key: str) -> Any:
-        if key in self._names():
-            return getattr(self, key)
-        raise KeyError(key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names())
-
-    def __len__(self) -> int:
-        return len(self._names())
-
     @classmethod
     def _names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in dataclasses.fields(cls))
@@ -156,6 +146,17 @@ def check_sampler_for(kind: str, mechanism: str, sampler: Any) -> str:
             "pass sampler='float' to run it with the continuous laws"
         )
     return sampler
+
+
+def resolve_sampler(kind: str, mechanism: str, sampler: Any = None) -> str:
+    """The sampler a release draws with: ``sampler`` checked against the mechanism, or for None
+    the default, DEFAULT_SAMPLER ("discrete") wherever the mechanism has it (tree, BLT, the LDP
+    randomizer) and "float" otherwise (Honaker, the factorization) or without noise. The one
+    rule behind every public ``sampler=None``: the privacy models, the calibrations, the release
+    plans, the reports and the audits."""
+    if sampler is None:
+        sampler = DEFAULT_SAMPLER if kind != "none" and (kind == "ldp" or mechanism in DISCRETE_MECHANISMS) else "float"
+    return check_sampler_for(kind, mechanism, sampler)
 
 
 def sampler_fields(plan: ReleasePlan, kind: str) -> dict[str, Any]:

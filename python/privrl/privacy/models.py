@@ -15,7 +15,7 @@ from privrl.privacy.common import (
     DISCRETE_MECHANISMS,
     SAMPLERS,
     check_calibration,
-    check_sampler_for,
+    resolve_sampler,
 )
 from privrl.privacy.continual import MECHANISMS, check_mechanism
 
@@ -126,10 +126,7 @@ class _DPModel:
     def _resolve_sampler(self) -> None:
         """``sampler=None``: "discrete" wherever the server's mechanism has it (every default),
         "float" on Honaker / the factorization; an explicit choice is checked."""
-        s = getattr(self, "sampler", None)
-        if s is None:
-            s = "discrete" if self.mechanism in DISCRETE_MECHANISMS else "float"
-        object.__setattr__(self, "sampler", check_sampler_for(self.kind, self.mechanism, s))
+        object.__setattr__(self, "sampler", resolve_sampler(self.kind, self.mechanism, getattr(self, "sampler", None)))
 
     def as_kwargs(self) -> dict[str, Any]:
         """``kind, epsilon, delta, p, calibration, mechanism, sampler`` ready for the
@@ -160,7 +157,7 @@ class JointDP(_DPModel):
     and get the noise scale of the same (eps, delta) (privrl.privacy.continual).
     ``sampler``: ``"discrete"`` (the default wherever the mechanism has it: tree and BLT) draws
     every released noise with the exact discrete Gaussian / Laplace of Canonne, Kamath & Steinke
-    (2020) on the lattice ``scale * 2^-20``, the data rounded to it, and accounts for it as such
+    (2020) on the lattice ``scale * 2^-24``, the data rounded to it, and accounts for it as such
     (zCDP plus the rounding, docs/privacy.md): no floating-point side channel. ``"float"``: the
     continuous laws (the paper's; Honaker and the factorization have nothing else).
     """

@@ -49,6 +49,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from privrl.kernels.continual import DEFAULT_GRID_BITS
+
 __all__ = [
     "Form",
     "ReleasePlan",
@@ -125,6 +127,11 @@ class ReleasedFamily:
         return float(self.draws if self.draws is not None else self.multiplier**2)
 
 
+#: The noise sampler of every agent and public function that takes one (None there resolves to it
+#: wherever the mechanism has it: the binary tree, BLT and the LDP randomizer; privacy.common).
+DEFAULT_SAMPLER = "discrete"
+
+
 @dataclass(frozen=True)
 class ReleasePlan:
     """Everything an algorithm releases about one user (see the module comment)."""
@@ -139,11 +146,11 @@ class ReleasePlan:
     statistics: tuple[UserStatistic, ...]
     families: tuple[ReleasedFamily, ...] = field(default=())
     #: the noise samplers: "discrete" (exact discrete laws on the lattice scale * 2^-grid_bits,
-    #: accounted as such, see the module comment) or "float" (the continuous laws). The agents
-    #: use the finest grid the exact samplers allow (2^-24 of the scale): the rounding then costs
-    #: 16x less than at the kernels' default 2^-20, and sums up to 2^28 scales stay exact.
-    sampler: str = "float"
-    grid_bits: int = 24
+    #: accounted as such, see the module comment) or "float" (the continuous laws); the lattice is
+    #: the finest the exact samplers allow (privrl.kernels.DEFAULT_GRID_BITS = 24: the rounding
+    #: costs ~ 2^-24 of the scale, and sums up to 2^28 scales stay exact).
+    sampler: str = DEFAULT_SAMPLER
+    grid_bits: int = DEFAULT_GRID_BITS
 
     def statistic(self, name: str) -> UserStatistic:
         for s in self.statistics:

@@ -28,17 +28,17 @@ def regret_side(algorithm: str, cal: Mapping[str, Any]) -> dict[str, Any]:
     """What the calibration sets on the regret side (never the privacy): the rule the released
     statistics are post-processed with, the regularization, the radius and the noise bounds."""
     out: dict[str, Any] = {
-        "rule": cal.get("release_rule", "paper"),
-        "mechanism": cal.get("mechanism", "tree"),
-        "radius": cal.get("beta", cal.get("beta_hat")),
-        "radius_used": cal.get("beta_used"),
-        "noise_bound_matrix": cal.get("Upsilon", cal.get("Upsilon1")),
-        "noise_bound_vector": cal.get("C", cal.get("C1")),
+        "rule": getattr(cal, "release_rule", "paper"),
+        "mechanism": getattr(cal, "mechanism", "tree"),
+        "radius": getattr(cal, "beta", getattr(cal, "beta_hat", None)),
+        "radius_used": getattr(cal, "beta_used", None),
+        "noise_bound_matrix": getattr(cal, "Upsilon", getattr(cal, "Upsilon1", None)),
+        "noise_bound_vector": getattr(cal, "C", getattr(cal, "C1", None)),
     }
     if out["rule"] == "practical":
-        centre = "0 (the paper's)" if cal.get("centre") == "zero" else "the feasible model w0"
+        centre = "0 (the paper's)" if getattr(cal, "centre", None) == "zero" else "the feasible model w0"
         out["regularization"] = (
-            f"per release: shift {cal['shift_mult']:g} x Upsilon_t (the bound at the noise released at t), "
+            f"per release: shift {cal.shift_mult:g} x Upsilon_t (the bound at the noise released at t), "
             "eigenvalues floored at lam" + ("" if algorithm == "lsvi_ucb" else f", ridge centred at {centre}")
         )
         out["bonus"] = (
@@ -47,10 +47,10 @@ def regret_side(algorithm: str, cal: Mapping[str, Any]) -> dict[str, Any]:
             else "sqrt(beta^2 ||phi||^2_{A^-1} + gamma_t^2 ||A^-1 phi||^2), gamma_t the privacy part"
         )
     else:
-        out["regularization"] = f"constant shift {cal.get('shift', cal.get('shift1'))!r} (the theorem's)"
+        out["regularization"] = f"constant shift {getattr(cal, 'shift', getattr(cal, 'shift1', None))!r} (the theorem's)"
         out["bonus"] = "beta ||phi||_{Lambda~^-1} (the theorem's radius)"
     if algorithm == "lsvi_ucb":
-        out["batches"] = cal.get("B")
+        out["batches"] = getattr(cal, "B", None)
     return out
 
 

@@ -25,7 +25,7 @@ from privrl.privacy.common import (
     Calibration,
     check_calibration,
     check_kind,
-    check_sampler_for,
+    resolve_sampler,
     in_theorem_regime,
     paper_lattice_factor,
     privacy_args,
@@ -351,7 +351,7 @@ def resolve_batches(
 
 
 def release_plan(
-    kind: str, pure: bool, H: int, K: int, d: int, B: int, mechanism: str = "tree", sampler: str = "float"
+    kind: str, pure: bool, H: int, K: int, d: int, B: int, mechanism: str = "tree", sampler: str | None = None
 ) -> ReleasePlan:
     """What Alg. 2 releases about one user (App. D, privacy part). Per step h the user's
     ``phi_h = phi(s_h, a_h)`` (``||phi|| <= 1``, Asm. 1) enters the Gram matrix of its batch, a leaf
@@ -362,6 +362,7 @@ def release_plan(
     paper's): 2 (L2, Lambda; the paper's "L1" used as L2) and ``2(H + 1)`` (u); L1: ``2d`` and
     ``2 sqrt(d)(H + 1)``. The paper's ratio ``sigma_u / sigma_Lambda = H / sqrt(B0)`` is kept
     (pure: equal budgets per family)."""
+    sampler = resolve_sampler(kind, mechanism, sampler)
     stat = UserStatistic(
         name="phi_h, r_h + V_{h+1}(s'_h)",
         x="phi(s_h, a_h)",
@@ -474,7 +475,7 @@ def calibrate_lsvi_ucb(
     calibration: str = "paper",
     mechanism: str = "tree",
     plan: ReleasePlan | None = None,
-    sampler: str = "float",
+    sampler: str | None = None,
     lam: float | None = None,
 ) -> LSVIUCBCalibration:
     """All parameters of Alg. 2 for ``kind`` in ``{"none", "jdp"}`` (the paper has no LDP algorithm
@@ -491,7 +492,7 @@ def calibrate_lsvi_ucb(
     p = check_probability(p, "p")
     calibration = check_calibration(calibration)
     mechanism = _check_mechanism_for(kind, pure, mechanism)
-    sampler = check_sampler_for(kind, mechanism, sampler)
+    sampler = resolve_sampler(kind, mechanism, sampler)
     lam = None if lam is None else check_positive_real(lam, "lam")
     B = resolve_batches(batches, kind, pure, eps, H, K, d, calibration, dlt, p, mechanism)
     if plan is None:

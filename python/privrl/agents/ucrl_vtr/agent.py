@@ -173,7 +173,7 @@ class UCRLVTR(Agent):
     def _regressions(self, cal: Calibration, seeds: list[bytes]) -> list[RegressionSpec]:
         """UCRL-VTR's one regression (statistic X_{k,h}, y_{k,h}; noise sigma_B, sigma_g)."""
         (guard,) = self.guards.values()
-        return [self._regression(cal, guard, cal.get("sigma_B"), cal.get("sigma_g"), cal.shift, self.beta, seeds)]
+        return [self._regression(cal, guard, getattr(cal, "sigma_B", None), getattr(cal, "sigma_g", None), cal.shift, self.beta, seeds)]
 
     def _regression(self, cal, guard, sigma_m, sigma_v, shift, radius, seeds) -> RegressionSpec:
         """One regression per the privacy model: exact for NonPrivate, 2H continual-release

@@ -34,7 +34,7 @@ from privrl.privacy.common import (
     Calibration,
     check_calibration,
     check_kind,
-    check_sampler_for,
+    resolve_sampler,
     in_theorem_regime,
     paper_lattice_factor,
     privacy_args,
@@ -327,7 +327,7 @@ def ucrl_vtr_beta_pure(
 # (c) The release plan and the calibration entry point
 # ============================================================================================
 def release_plan(
-    kind: str, pure: bool, H: int, K: int, d: int, mechanism: str = "tree", sampler: str = "float"
+    kind: str, pure: bool, H: int, K: int, d: int, mechanism: str = "tree", sampler: str | None = None
 ) -> ReleasePlan:
     """What Alg. 1 releases about one user (App. B, proofs of Cor. 1-2). Per step h the user's
     ``X_{k,h} = phi_{V~_{k,h+1}}(s_h, a_h)`` (``||X|| <= H``) and ``y_{k,h} = V~_{k,h+1}(s_{h+1})``
@@ -335,6 +335,7 @@ def release_plan(
     through 2H continual-release mechanisms of capacity K (JDP: a user is one leaf) or the user's
     randomizer (LDP: one release each). Separate worst cases (the paper's): ``2 H^2`` (L2, both),
     ``2 d H^2`` / ``2 sqrt(d) H^2`` (L1, :func:`ucrl_vtr_l1_sensitivities`)."""
+    sampler = resolve_sampler(kind, mechanism, sampler)
     stat = UserStatistic(
         name="X_{k,h}, y_{k,h}",
         x="X_{k,h} = phi_{V~_{k,h+1}}(s_h, a_h)",
@@ -450,7 +451,7 @@ def calibrate_ucrl_vtr(
     calibration: str = "paper",
     mechanism: str = "tree",
     plan: ReleasePlan | None = None,
-    sampler: str = "float",
+    sampler: str | None = None,
 ) -> UCRLVTRCalibration:
     """All parameters of Alg. 1 for ``kind`` in ``{"none", "jdp", "ldp"}``; ``delta == 0`` selects
     pure DP (Laplace). ``calibration="paper"`` reproduces Cor. 1 / Cor. 2 (a non-tree JDP
@@ -465,7 +466,7 @@ def calibrate_ucrl_vtr(
     p = check_probability(p, "p")
     calibration = check_calibration(calibration)
     mechanism = _check_mechanism_for(kind, pure, mechanism)
-    sampler = check_sampler_for(kind, mechanism, sampler)
+    sampler = resolve_sampler(kind, mechanism, sampler)
     if plan is None:
         plan = release_plan(kind, pure, H, K, d, mechanism, sampler)
     return _calibrate(kind, eps, dlt, pure, H, K, d, C_w, p, calibration, mechanism, plan)

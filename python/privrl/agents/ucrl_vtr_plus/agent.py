@@ -64,9 +64,9 @@ class UCRLVTRPlus(UCRLVTR):
         first, second = self.guards.values()
         H = self.H
         return [
-            self._regression(cal, first, cal.get("sigma_B1"), cal.get("sigma_f"), cal.shift1, self.beta, seeds[: 2 * H]),
+            self._regression(cal, first, getattr(cal, "sigma_B1", None), getattr(cal, "sigma_f", None), cal.shift1, self.beta, seeds[: 2 * H]),
             self._regression(
-                cal, second, cal.get("sigma_B2"), cal.get("sigma_g"), cal.shift2, self.beta_tilde, seeds[2 * H :]
+                cal, second, getattr(cal, "sigma_B2", None), getattr(cal, "sigma_g", None), cal.shift2, self.beta_tilde, seeds[2 * H :]
             ),
         ]
 

@@ -29,7 +29,7 @@ from privrl.privacy.common import (
     Calibration,
     check_calibration,
     check_kind,
-    check_sampler_for,
+    resolve_sampler,
     in_theorem_regime,
     paper_lattice_factor,
     privacy_args,
@@ -258,7 +258,7 @@ def ucrl_vtr_plus_C_pure(b: float, n_terms: int, d: int, K: int, H: int, p: floa
 # The release plan and the calibration entry point
 # ============================================================================================
 def release_plan(
-    kind: str, pure: bool, H: int, K: int, d: int, mechanism: str = "tree", sampler: str = "float"
+    kind: str, pure: bool, H: int, K: int, d: int, mechanism: str = "tree", sampler: str | None = None
 ) -> ReleasePlan:
     """What Alg. 3 releases about one user (App. C, proofs of its corollaries). Per step h two
     statistics: the weighted ``(phi_V / sigma_bar, V / sigma_bar)`` (norms <= sqrt(d) since
@@ -266,6 +266,7 @@ def release_plan(
     ``(phi_{V^2}, V^2)`` (norms <= H^2) feed ``Lambda~`` and ``u~``: 4H continual-release
     mechanisms (JDP) or 4H local releases (LDP). Separate L2 worst cases (the paper's): ``2d``
     and ``2 H^4``; L1: ``2 d^2``, ``2 d^{3/2}``, ``2 d H^4``, ``2 sqrt(d) H^4``."""
+    sampler = resolve_sampler(kind, mechanism, sampler)
     rd = math.sqrt(d)
     first = UserStatistic(
         name="phi_V / sigma_bar, V / sigma_bar",
@@ -427,7 +428,7 @@ def calibrate_ucrl_vtr_plus(
     calibration: str = "paper",
     mechanism: str = "tree",
     plan: ReleasePlan | None = None,
-    sampler: str = "float",
+    sampler: str | None = None,
 ) -> UCRLVTRPlusCalibration:
     """All parameters of Alg. 3 for ``kind`` in ``{"none", "jdp", "ldp"}``; ``delta == 0`` selects
     pure DP. Radii are the constant values at ``k = K`` (the paper's sequences are non-decreasing).
@@ -441,7 +442,7 @@ def calibrate_ucrl_vtr_plus(
     p = check_probability(p, "p")
     calibration = check_calibration(calibration)
     mechanism = _check_mechanism_for(kind, pure, mechanism)
-    sampler = check_sampler_for(kind, mechanism, sampler)
+    sampler = resolve_sampler(kind, mechanism, sampler)
     if plan is None:
         plan = release_plan(kind, pure, H, K, d, mechanism, sampler)
     return _calibrate(kind, eps, dlt, pure, H, K, d, C_w, p, calibration, mechanism, plan)
