@@ -260,6 +260,8 @@ MU = 0.2680511  # gaussian_mu(1, 1e-5) (test above: 1 / 3.730632)
 
 
 def _tight(fn, kind, **kw):
+    # the hand values below are the continuous laws' (the calibrations' default was "float")
+    kw.setdefault("sampler", "float")
     return getattr(c, fn)(kind, kw.pop("epsilon", 1.0), kw.pop("delta", 1e-5), calibration="tight", **kw)
 
 
@@ -327,13 +329,13 @@ def test_tight_laplace_scales_hand_values():
     assert cal.sigma_Lambda == pytest.approx(1200.0, rel=1e-12)
     assert cal.sigma_u == pytest.approx(8348.413, rel=1e-6)
     # UCRL-VTR+: 4 H n = 560 nodes per user, b_B1 = 2 d^2 * 560 = 112000
-    assert _tight("calibrate_ucrl_vtr_plus", "jdp", delta=0.0, H=H, K=K, d=D, C_w=1.0)[
-        "sigma_B1"
-    ] == pytest.approx(112_000.0)
+    assert _tight("calibrate_ucrl_vtr_plus", "jdp", delta=0.0, H=H, K=K, d=D, C_w=1.0).sigma_B1 == pytest.approx(
+        112_000.0
+    )
     # UCRL-VTR: 2 H n = 280 nodes, b_matrix = 2 d H^2 * 280 = 560000 (paper: 300 nodes, 600000)
-    assert _tight("calibrate_ucrl_vtr", "jdp", delta=0.0, H=H, K=K, d=D, C_w=1.0)[
-        "laplace_b"
-    ] == pytest.approx(560_000.0)
+    assert _tight("calibrate_ucrl_vtr", "jdp", delta=0.0, H=H, K=K, d=D, C_w=1.0).laplace_b == pytest.approx(
+        560_000.0
+    )
     assert c.ucrl_vtr_laplace_scales_jdp(1.0, H, K, D)[0] == pytest.approx(600_000.0)
 
 
@@ -358,11 +360,11 @@ def test_tight_never_exceeds_paper(eps, delta, HK):
         ("calibrate_lsvi_ucb", "jdp", {"batches": max(1, min(K_, 7))}),
     ):
         f = getattr(c, fn)
-        paper = f(kind, eps, delta, H=H_, K=K_, d=3, **extra)
-        tight = f(kind, eps, delta, H=H_, K=K_, d=3, calibration="tight", **extra)
+        paper = f(kind, eps, delta, H=H_, K=K_, d=3, sampler="float", **extra)
+        tight = f(kind, eps, delta, H=H_, K=K_, d=3, calibration="tight", sampler="float", **extra)
         for k in ("sigma_B", "sigma_g", "sigma_B1", "sigma_B2", "sigma_f", "sigma_Lambda", "sigma_u"):
-            if k in paper:
-                assert 0 < tight[k] <= paper[k], (fn, kind, k)
+            if k in paper._names():
+                assert 0 < getattr(tight, k) <= getattr(paper, k), (fn, kind, k)
 
 
 @pytest.mark.parametrize(
@@ -380,9 +382,10 @@ def test_tight_never_exceeds_paper(eps, delta, HK):
 )
 def test_tight_dict_same_keys_smaller_noise(fn, args):
     f = getattr(c, fn)
+    args = {**args, "sampler": "float"}  # the calibrations' former default
     paper, tight = f(**args), f(**args, calibration="tight")
-    assert set(paper) == set(tight)
-    assert paper["calibration"] == "paper" and tight["calibration"] == "tight"
+    assert set(paper.to_dict()) == set(tight.to_dict())
+    assert paper.calibration == "paper" and tight.calibration == "tight"
     assert paper == f(**args, calibration="paper")  # "paper" is the default
     for k in (
         "sigma_B",
@@ -401,12 +404,12 @@ def test_tight_dict_same_keys_smaller_noise(fn, args):
         "beta_hat",
         "c_K",
     ):
-        if k in paper and paper[k] is not None:
-            assert tight[k] <= paper[k] * (1 + 1e-12), k
+        if k in paper._names() and getattr(paper, k) is not None:
+            assert getattr(tight, k) <= getattr(paper, k) * (1 + 1e-12), k
     # everything that does not depend on the noise is unchanged
     for k in ("lam", "K0", "B", "B0", "alpha", "width", "noise", "sym_divisor", "kind", "pure"):
-        if k in paper:
-            assert tight[k] == paper[k], k
+        if k in paper._names():
+            assert getattr(tight, k) == getattr(paper, k), k
 
 
 def test_tight_calibration_feeds_the_same_formulas():
@@ -427,7 +430,7 @@ def test_tight_pure_counts_nodes_exactly():
     # Laplace: simple composition, eps / (2 H n) per node with n = 14 instead of K0 = 15
     p = c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, K, D, 1.0, sampler="float")
     t = c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, K, D, 1.0, calibration="tight", sampler="float")
-    assert p["laplace_b"] / t.laplace_b == pytest.approx(15 / 14, rel=1e-14)
+    assert p.laplace_b / t.laplace_b == pytest.approx(15 / 14, rel=1e-14)
     assert t.node_budget == (1.0 / (2 * H * 14), 0.0)
     # powers of two: identical
     assert (
@@ -457,11 +460,11 @@ def test_bad_calibration(bad):
 
 def test_models_carry_the_calibration():
     j = JointDP(1.0, 1e-5, calibration="tight")
-    assert j.calibration == "tight" and j.as_kwargs().calibration == "tight"
+    assert j.calibration == "tight" and j.as_kwargs()["calibration"] == "tight"
     assert j.label == "JDP(eps=1, delta=1e-05, tight)"
     assert JointDP(1.0, 1e-5).calibration == "paper" and JointDP(1.0, 1e-5).label == "JDP(eps=1, delta=1e-05)"
-    assert LocalDP(2.0, 1e-3, calibration="tight").as_kwargs().calibration == "tight"
-    assert NonPrivate().as_kwargs().calibration == "paper"
+    assert LocalDP(2.0, 1e-3, calibration="tight").as_kwargs()["calibration"] == "tight"
+    assert NonPrivate().as_kwargs()["calibration"] == "paper"
     assert j != JointDP(1.0, 1e-5)
     out = c.calibrate_ucrl_vtr(H=3, K=50, d=2, C_w=1.0, **j.as_kwargs())
     assert out.calibration == "tight" and out.sampler == "discrete" and out.grid_bits == 24

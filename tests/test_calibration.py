@@ -649,7 +649,7 @@ def test_vtr_plus_betas_formula_and_k_dependence():
 def test_vtr_plus_radii_satisfy_theorem(kind, delta, eps, h, k, d, cw):
     out = c.calibrate_ucrl_vtr_plus(kind, eps, delta, h, k, d, cw, sampler="float")
     for name in ("beta_hat", "beta_check", "beta_tilde"):
-        assert out[name] >= out[name + "_condition"]
+        assert getattr(out, name) >= getattr(out, name + "_condition")
     if delta > 0:
         assert out.Upsilon1 >= out.C1 and out.Upsilon2 >= out.C2
 
@@ -721,7 +721,7 @@ PLUS_KEYS = {
 
 def test_calibrate_ucrl_vtr_jdp_reference_dict():
     out = c.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K, D, 1.0, sampler="float")
-    assert set(out) >= UCRL_KEYS
+    assert set(out.to_dict()) >= UCRL_KEYS
     assert out.lam == 100.0 and out.K0 == 15
     assert sig3(out.sigma_B) == 3.49e6
     assert out.laplace_b is None and out.noise == "gaussian"
@@ -742,7 +742,7 @@ def test_calibrate_ucrl_vtr_ldp_and_none():
     assert out.Upsilon == pytest.approx(out.sigma_B * 4524.9945, rel=1e-6)  # sqrt(K) version
     assert out.noise_terms == K and out.noise_site == "user"
     none = c.calibrate_ucrl_vtr("none", None, None, H, K, D, 1.0, sampler="float")
-    assert set(none) >= UCRL_KEYS
+    assert set(none.to_dict()) >= UCRL_KEYS
     assert none.Upsilon == 0.0 and none.C == 0.0 and none.shift == 0.0
     assert none.noise is None and none.sigma_B is None and none.sym_divisor is None
     assert none.beta == pytest.approx(123.10314, rel=1e-6) and none.in_theorem_regime is True
@@ -752,19 +752,19 @@ def test_calibrate_ucrl_vtr_ldp_and_none():
 
 def test_calibrate_ucrl_vtr_pure_dict():
     out = c.calibrate_ucrl_vtr("jdp", 0.5, 0.0, H, K, D, 1.0, sampler="float")
-    assert set(out) >= UCRL_KEYS
+    assert set(out.to_dict()) >= UCRL_KEYS
     assert out.pure is True and out.noise == "laplace" and out.sym_divisor == 2.0
     assert out.laplace_b == pytest.approx(1.2e6) and out.sigma_B == out.laplace_b
     assert out.in_theorem_regime is True
 
 
 def test_calibrate_lsvi_and_plus_keys():
-    assert set(c.calibrate_lsvi_ucb("jdp", 0.5, 1e-5, H, K, D, sampler="float")) >= LSVI_KEYS
-    assert set(c.calibrate_lsvi_ucb("jdp", 0.5, 0.0, H, K, D, sampler="float")) >= LSVI_KEYS
-    assert set(c.calibrate_lsvi_ucb("none", None, None, H, K, D, sampler="float")) >= LSVI_KEYS
+    assert set(c.calibrate_lsvi_ucb("jdp", 0.5, 1e-5, H, K, D, sampler="float").to_dict()) >= LSVI_KEYS
+    assert set(c.calibrate_lsvi_ucb("jdp", 0.5, 0.0, H, K, D, sampler="float").to_dict()) >= LSVI_KEYS
+    assert set(c.calibrate_lsvi_ucb("none", None, None, H, K, D, sampler="float").to_dict()) >= LSVI_KEYS
     for kind, delta in [("none", None), ("jdp", 1e-5), ("ldp", 1e-5), ("jdp", 0.0), ("ldp", 0.0)]:
         out = c.calibrate_ucrl_vtr_plus(kind, 0.5 if kind != "none" else None, delta, H, K, D, 1.0, sampler="float")
-        assert set(out) >= PLUS_KEYS
+        assert set(out.to_dict()) >= PLUS_KEYS
         if kind != "none":
             assert out.shift1 == 2 * out.Upsilon1 and out.shift2 == 2 * out.Upsilon2
     out = c.calibrate_ucrl_vtr_plus("jdp", 1.0, 1e-5, H, K, D, 1.0, sampler="float")
@@ -901,7 +901,7 @@ def test_entry_points_against_inline_formulas_distinct_values():
         ("chi", chi),
         ("beta", 24 * h * sq(d * (d + cK)) * lg(chi)),
     ]:
-        assert out[key] == pytest.approx(val, rel=1e-12), key
+        assert getattr(out, key) == pytest.approx(val, rel=1e-12), key
     # static B: ceil((300 * 0.3)^{0.4} / (7^{0.6} 4^{0.2})) = ceil(6.0492 / (3.2141 * 1.3195))
     #   = ceil(1.4264) = 2
     assert c.calibrate_lsvi_ucb("jdp", eps, dl, h, k, d, p, sampler="float").B == 2

@@ -288,7 +288,7 @@ def test_seeding_reproducibility():
 def test_one_hot_linear_view_reproduces_P_and_R():
     P, R, init = random_tabular(4, 3, 5, seed=2)
     m = FiniteMDP(P, R, init, name="tab")
-    lin = m.to_linear_mdp()
+    lin = tabular_linear_mdp(m.P, m.R, m.init_dist, name=m.name)
     assert isinstance(lin, LinearMDP) and lin.d == 12 and lin.name == "tab"
     np.testing.assert_array_equal(lin.P, m.P)
     np.testing.assert_array_equal(lin.R, m.R)

@@ -56,15 +56,17 @@ def test_act_follows_the_users_policy_and_checks_its_arguments():
 
 
 def test_learn_on_a_gymnasium_env_without_a_model():
-    """LSVI-UCB with the user's one-hot feature map learns FrozenLake (deterministic, H = 8)."""
+    """LSVI-UCB with the user's one-hot feature map learns FrozenLake (deterministic, H = 8). At
+    K = 500 it found the goal on about half of the seeds (50% / 40% over 40 seeds, before / after
+    the tie-breaking stream moved to Rust); at K = 1000 on all of 12 seeds for beta in 0.1..1."""
     env = gym.make("FrozenLake-v1", is_slippery=False)
     fmap = FeatureMap.one_hot(16, 4, H=8, name="FrozenLake one-hot")
-    agent = LSVIUCB(fmap, NonPrivate(), batches="every", episodes=500, seed=0, beta=0.3, lam=1.0)
+    agent = LSVIUCB(fmap, NonPrivate(), batches="every", episodes=1000, seed=0, beta=0.3, lam=1.0)
     seen = []
     res = privrl.learn(agent, env, seed=1, reference=1.0, callback=lambda k, r: seen.append(k))
-    assert res.episodes == 500 and seen == list(range(1, 501)) and agent.k == 500
+    assert res.episodes == 1000 and seen == list(range(1, 1001)) and agent.k == 1000
     assert res.returns[:100].mean() == 0.0 and res.returns[-100:].mean() == 1.0  # it found the goal
-    assert res.regret is not None and res.regret[-1] == pytest.approx(500 - res.returns.sum())
+    assert res.regret is not None and res.regret[-1] == pytest.approx(1000 - res.returns.sum())
     assert res.terminated_early > 0  # holes end episodes early: padded to H
     with pytest.raises(TypeError, match=r"privrl\.learn"):
         privrl.run(LSVIUCB(fmap, NonPrivate(), episodes=2), fmap)

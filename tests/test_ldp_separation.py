@@ -1,78 +1,100 @@
 """Issue 14, item 3: under LDP the user-side randomizer, its noise key and its clip count are a
-separate object from the server, which never references them: everything reachable from the
-server holds no user key, no randomizer, no guard and no raw statistic of any user."""
+separate part of the agent from the server, which never holds them: everything the server holds
+(its whole state, serialized: ``agent._core.server_state(i)``) contains no user key and no raw
+statistic of any user, while the user side (``agent._core.intake_state(i)``: the guard and the
+randomizer streams) keeps its own key and clip count."""
 
 from __future__ import annotations
-
-import gc
-import types
 
 import numpy as np
 import pytest
 
-import privrl
-from privrl import _core
 from privrl.agents import UCRLVTR, UCRLVTRPlus
-from privrl.agents.common.base import SensitivityGuard
-from privrl.agents.common.statistics import LocalRandomizer
+from privrl.common.checks import seed_bytes
 from privrl.envs import RiverSwimMixture
-from privrl.kernels import NoiseStream
-from privrl.privacy import LocalDP
+from privrl.privacy import LocalDP, NonPrivate
 
-USER_SIDE = (LocalRandomizer, NoiseStream, _core.NoiseStream, SensitivityGuard, np.random.SeedSequence)
-
-
-def _referents(obj: object) -> list:
-    """What `obj` holds as state. A function's module globals are code, not state: only its
-    closure and defaults are followed (a bound method: its instance and function)."""
-    if isinstance(obj, types.FunctionType):
-        return [c.cell_contents for c in obj.__closure__ or ()] + list(obj.__defaults__ or ())
-    if isinstance(obj, types.MethodType):
-        return [obj.__self__, obj.__func__]
-    return gc.get_referents(obj)
+SEED = 0
 
 
-def _reachable(root: object) -> list[object]:
-    """Every object reachable from `root` (the server's whole state, as saving it would see)."""
-    seen: dict[int, object] = {}
-    stack = [root]
-    while stack:
-        obj = stack.pop()
-        if id(obj) in seen or isinstance(obj, (type, types.ModuleType)):
-            continue
-        seen[id(obj)] = obj
-        stack.extend(_referents(obj))
-    return list(seen.values())
+def _phi_v(features, s, a, v):
+    """phi_V(s, a) = sum_s' phi(s'|s, a) V(s'), summed in increasing s' from +0.0 as the agents
+    do (privrl._core's mixture kernel): the very bits the user computes."""
+    out = np.zeros(features.shape[-1])
+    for sp in range(features.shape[2]):
+        if v[sp] != 0.0:
+            out = out + v[sp] * features[s, a, sp]
+    return out
+
+
+def _user(agent, env, rng):
+    """One user through `agent`; returns the raw statistics it computed before anything left it:
+    [(X (H, d), y (H,)) per regression] (UCRL-VTR: X_h = phi_{V_{h+1}}(s_h, a_h), y_h =
+    V_{h+1}(s_{h+1}); UCRL-VTR+: those divided by sigma-bar, then phi_{V^2}, V^2)."""
+    pi, V = agent.policy(), agent.values()
+    traj = env.sample_episode(pi, rng)
+    agent.observe(traj)
+    s, a, H = traj.states, traj.actions, agent.H
+    X = np.stack([_phi_v(agent.mixture_features, s[h], a[h], V[h + 1]) for h in range(H)])
+    y = np.array([V[h + 1, s[h + 1]] for h in range(H)])
+    if not isinstance(agent, UCRLVTRPlus):
+        return [(X, y)]
+    X2 = np.stack([_phi_v(agent.mixture_features, s[h], a[h], V[h + 1] * V[h + 1]) for h in range(H)])
+    sig = agent.last_sigma_bar
+    return [(X / sig[:, None], y / sig), (X2, y * y)]
+
+
+def _pieces(X, y):
+    """The raw statistics' byte strings: X X^T and X y, whole and per step (all-zero ones carry
+    nothing and are skipped: zero bytes occur in any encoding)."""
+    gram, target = np.einsum("hi,hj->hij", X, X), X * y[:, None]
+    out = []
+    for stat in (gram, target):
+        out += [stat] + list(stat)
+    return [p.tobytes() for p in out if p.any()]
 
 
 @pytest.mark.parametrize("cls", [UCRLVTR, UCRLVTRPlus])
-@pytest.mark.parametrize("engine", ["python", "rust"])
-@pytest.mark.parametrize("calibration", ["paper", "practical"])
-def test_ldp_server_holds_no_user_key_and_no_raw_statistic(cls, engine, calibration):
+def test_raw_statistics_are_reproduced_bit_for_bit(cls):
+    """The raw statistics this file looks for are the agent's own bits: a non-private agent's exact
+    sums after one user are that user's X X^T (off the diagonal, where lam is not added) and X y."""
     env = RiverSwimMixture(S=4, H=3)
-    agent = cls(env, LocalDP(2.0, 1e-5, calibration=calibration), episodes=30, seed=0)
-    raw: list[np.ndarray] = []
-    if engine == "python":  # record what each user computes before randomizing it
-        original = agent.randomizer.privatize
+    agent = cls(env, NonPrivate(), episodes=5, seed=SEED)
+    stats = _user(agent, env, np.random.default_rng(1))
+    iu = np.triu_indices(agent.d, 1)
+    for i, (X, y) in enumerate(stats):
+        gram, target = agent._core.sums(i)
+        assert np.any(X)
+        np.testing.assert_array_equal(gram[:, iu[0], iu[1]], np.einsum("hi,hj->hij", X, X)[:, iu[0], iu[1]])
+        np.testing.assert_array_equal(target, X * y[:, None])
 
-        def spy(X, y, _orig=original):
-            raw.append(np.einsum("hi,hj->hij", X, X))
-            raw.append(X * np.asarray(y)[:, None])
-            return _orig(X, y)
 
-        agent.randomizer.privatize = spy
-    privrl.run(agent, env, seed=1, engine=engine)
-    servers = [agent.server] + ([agent.server2] if cls is UCRLVTRPlus else [])
-    user_side = [agent.randomizer] + ([agent.randomizer2] if cls is UCRLVTRPlus else [])
-    for server in servers:
-        state = _reachable(server)
-        held = [type(o).__name__ for o in state if isinstance(o, USER_SIDE)]
-        assert held == [], f"the server references user-side objects: {held}"
-        assert not any(o is r for o in state for r in user_side)
-        arrays = [o for o in state if isinstance(o, np.ndarray)]
-        for stat in raw:  # no raw per-user statistic, as is or per step
-            assert not any(a.shape == stat.shape and np.array_equal(a, stat) for a in arrays)
-            assert not any(a.shape == stat[0].shape and np.array_equal(a, stat[0]) for a in arrays)
-    # the user side does keep its own key and clip count, apart from the server
-    assert all(isinstance(r._matrix_noise, NoiseStream) for r in user_side)
-    assert agent.clip_count == sum(r.guard.clipped for r in user_side)
+@pytest.mark.parametrize("cls", [UCRLVTR, UCRLVTRPlus])
+@pytest.mark.parametrize("calibration", ["paper", "practical"])
+def test_ldp_server_holds_no_user_key_and_no_raw_statistic(cls, calibration):
+    env = RiverSwimMixture(S=4, H=3)
+    agent = cls(env, LocalDP(2.0, 1e-5, calibration=calibration), episodes=30, seed=SEED)
+    n_regs = 2 if cls is UCRLVTRPlus else 1
+    H = agent.H
+    # the agent's seeds: ties, privacy noise (2H per regression; the randomizer of regression i
+    # keys its two streams with the first two of its block), exploration
+    root = np.random.SeedSequence(SEED).spawn(3)
+    noise = [seed_bytes(s) for s in root[1].spawn(2 * H * n_regs)]
+    keys = [noise[2 * H * i : 2 * H * i + 2] for i in range(n_regs)]
+    every_seed = noise + [seed_bytes(root[0]), seed_bytes(root[2])]
+    raw: list[bytes] = []  # what each user computed before randomizing it
+    rng = np.random.default_rng(1)
+    for _ in range(agent.K):
+        for X, y in _user(agent, env, rng):
+            raw += _pieces(X, y)
+    assert agent.k == agent.K and len(raw) > agent.K
+    for i in range(n_regs):
+        server = agent._core.server_state(i)
+        assert not any(s in server for s in every_seed), "the server holds a user-side key"
+        # no raw per-user statistic, as is or per step
+        assert not any(stat in server for stat in raw)
+        # the user side does keep its own key, apart from the server
+        intake = agent._core.intake_state(i)
+        assert all(k in intake for k in keys[i])
+    # ... and its clip count (the user side's guards)
+    assert agent.clip_count == sum(agent._core.clips) == sum(g.clipped for g in agent.guards.values())

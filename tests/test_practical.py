@@ -6,9 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from privrl import run
+from privrl import kernels, run
 from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
-from privrl.agents.common.statistics import PracticalRelease
 from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP, RiverSwimMixture
 from privrl.privacy import JointDP, LocalDP, NonPrivate, practical
 from privrl.agents.lsvi_ucb import calibration as lsvi_cal
@@ -75,37 +74,73 @@ def test_centre_distance():
 
 
 def test_practical_release_is_the_formula():
-    """One step by hand: A = floor_lam(G~ + (lam + S) I), w~ = A^-1 (u~ + (A - G~) w0), bonus."""
+    """One step by hand: A = floor_lam(G~ + (lam + S) I), w~ = A^-1 (u~ + (A - G~) w0), bonus
+    (the agents' kernel, privrl.kernels.floored_release, and the width of privrl.privacy.practical)."""
     rng = np.random.default_rng(0)
     d, lam, cw, beta = 3, 4.0, 1.5, 2.0
     w0 = np.array([0.3, 0.2, 0.1])
     gram = rng.normal(size=(1, d, d))
     gram = gram + np.transpose(gram, (0, 2, 1))  # indefinite: the floor is active
     target = rng.normal(size=(1, d))
-    post = PracticalRelease(
-        lam=lam,
-        d=d,
-        C_w=cw,
-        beta=beta,
-        noise_scale=0.5,
-        matrix_bound=lambda t: 3.0,
-        vector_bound=lambda t: 1.0,
-        w0=w0,
-        centre_distance=0.7,
-        shift_mult=1.0,
-    )
-    rel = post(gram, target, 7)
+    shift = 1.0 * 3.0  # shift_mult * Upsilon_t, Upsilon_t = 3, C_t = 1
+    design, inverse, inverse2, weights, correction = kernels.floored_release(gram, target, lam, shift, w0)
     m = gram[0] + (lam + 3.0) * np.eye(d)
     ev, v = np.linalg.eigh(m)
     a = v @ np.diag(np.maximum(ev, lam)) @ v.T
-    np.testing.assert_allclose(rel.design[0], a, atol=1e-12)
-    np.testing.assert_allclose(rel.inverse[0], np.linalg.inv(a), atol=1e-12)
-    np.testing.assert_allclose(rel.weights[0], np.linalg.solve(a, target[0] + (a - gram[0]) @ w0), atol=1e-10)
+    np.testing.assert_allclose(design[0], a, atol=1e-12)
+    np.testing.assert_allclose(inverse[0], np.linalg.inv(a), atol=1e-12)
+    np.testing.assert_allclose(weights[0], np.linalg.solve(a, target[0] + (a - gram[0]) @ w0), atol=1e-10)
     corr = np.max(np.maximum(ev, lam) - ev)
+    assert correction[0] == pytest.approx(corr)
     gamma = 0.5 * (1.0 + 3.0 * cw + (3.0 + corr) * 0.7)
+    got = practical.confidence_noise_width(1.0, 3.0, cw, shift + correction, 0.7, 0.5)
     ainv = np.linalg.inv(a)
-    np.testing.assert_allclose(rel.bonus[0], beta**2 * ainv + gamma**2 * ainv @ ainv, atol=1e-12)
-    assert rel.gamma[0] == pytest.approx(gamma)
+    bonus = beta**2 * inverse + (got**2)[:, None, None] * inverse2
+    np.testing.assert_allclose(bonus[0], beta**2 * ainv + gamma**2 * ainv @ ainv, atol=1e-12)
+    assert got[0] == pytest.approx(gamma)
+
+
+def _close(a, b):
+    np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9 * max(1.0, float(np.abs(b).max())))
+
+
+@pytest.mark.parametrize("centre", ["feasible", "zero"])
+def test_agent_practical_release_is_the_formula(centre):
+    """The agent's practical billboard is that formula on its released sums (LDP: the sums of the
+    users' messages) after t users: Upsilon_t, C_t the noise bounds at the released variance
+    (t draws), S_t = shift_mult Upsilon_t, the ridge's centre w0 (feasible or 0) and its distance
+    bound D (Pythagoras, or C_w for 0), gamma_t = beta_scale (C_t + Upsilon_t C_w + (S_t + ||E||) D),
+    E_h = beta^2 A^-1 + gamma_t^2 A^-2."""
+    env = RiverSwimMixture(S=6, H=5)
+    agent = UCRLVTR(env, LocalDP(10.0, 1e-5, calibration="practical"), episodes=50, seed=3, centre=centre, beta_scale=0.5)
+    rng = np.random.default_rng(0)
+    for _ in range(7):
+        agent.observe(env.sample_episode(agent.policy(), rng))
+    cal, d, t = agent.calibration, agent.d, agent.k
+    v = agent._core.variance_factor(0, t)
+    assert v == t  # t users' noises
+    ups = practical.matrix_noise_bound(practical.released_matrix_std(cal.sigma_B, cal.sym_divisor, v), d, cal.alpha)
+    c_t = practical.vector_noise_bound(cal.sigma_g * math.sqrt(v), d, cal.alpha)
+    shift = cal.shift_mult * ups
+    if centre == "feasible":
+        w0 = practical.feasible_centre(env.features)
+        dist = practical.centre_distance(env.C_w, env.features, w0)
+    else:
+        w0, dist = np.zeros(d), env.C_w
+    rel = agent.release()
+    gram, target = agent._core.sums(0)
+    for h in range(agent.H):
+        ev, V = np.linalg.eigh(gram[h] + (cal.lam + shift) * np.eye(d))
+        floored = np.maximum(ev, cal.lam)
+        a = V @ np.diag(floored) @ V.T
+        ainv = np.linalg.inv(a)
+        gamma = 0.5 * (c_t + ups * env.C_w + (shift + np.max(floored - ev)) * dist)
+        _close(rel.design[h], a)
+        _close(rel.inverse[h], ainv)
+        _close(rel.weights[h], np.linalg.solve(a, target[h] + (a - gram[h]) @ w0))
+        assert rel.gamma[h] == pytest.approx(gamma, rel=1e-9)
+        _close(rel.bonus[h], agent.beta**2 * ainv + gamma**2 * ainv @ ainv)
+        np.testing.assert_array_equal(rel.explore[h], rel.bonus[h])
 
 
 # ------------------------------------------------------------------------------------------
@@ -140,18 +175,21 @@ def test_practical_adds_the_tight_noise(family, mechanism):
         plan = a.release_plan()
         assert plan == b.release_plan()
         for k in plan.scale_keys:
-            assert a.calibration[k] == b.calibration[k]  # the same noise scales ...
+            assert getattr(a.calibration, k) == getattr(b.calibration, k)  # the same noise scales ...
         ra, rb = a.privacy_report(), b.privacy_report()
         assert ra["tight"]["budget"] == rb["tight"]["budget"]  # ... hence the same (eps, delta)
         assert rb["calibration"] == "practical" and rb["within_target"]["tight"]
         _same_users(a, b, env, 12)  # ... and the same released noise, draw for draw
         if isinstance(a, LSVIUCB):
-            np.testing.assert_array_equal(a.server.trees[0].noise(), b.server.trees[0].noise())
-        elif a.server.mode == "tree":
-            for x, y in zip(a.server.tree_noise(), b.server.tree_noise(), strict=True):
-                np.testing.assert_array_equal(x, y)
-        else:  # LDP: the users' randomizers
-            assert a.randomizer._matrix_noise.draws == b.randomizer._matrix_noise.draws
+            np.testing.assert_array_equal(a._core.noise(), b._core.noise())
+            np.testing.assert_array_equal(a._core.last_eta, b._core.last_eta)
+        elif a.calibration.kind == "jdp":
+            for i in range(len(a.guards)):  # every regression's mechanisms
+                for x, y in zip(a._core.noise(i), b._core.noise(i), strict=True):
+                    np.testing.assert_array_equal(x, y)
+        else:  # LDP: the users' randomizers, keys and stream positions (draws) alike
+            for i in range(len(a.guards)):
+                assert a._core.intake_state(i) == b._core.intake_state(i)
 
 
 def test_regret_side_moves_without_touching_the_noise():
@@ -164,7 +202,7 @@ def test_regret_side_moves_without_touching_the_noise():
     )
     assert a.calibration.sigma_B == b.calibration.sigma_B
     _same_users(a, b, env, 10)
-    for x, y in zip(a.server.tree_noise(), b.server.tree_noise(), strict=True):
+    for x, y in zip(a._core.noise(0), b._core.noise(0), strict=True):
         np.testing.assert_array_equal(x, y)
     assert a.release().bonus is not None and not np.allclose(a.release().bonus, b.release().bonus)
 
@@ -180,9 +218,9 @@ def test_practical_defaults():
     assert cal.beta == np_cal.beta
     lin = RandomLinearMDP(S=6, A=2, d=3, H=3, seed=1)
     lcal = LSVIUCB(lin, JointDP(10.0, 1e-5, calibration="practical"), episodes=200).calibration
-    assert lcal.shift_mult == lsvi_cal.PRACTICAL_LSVI_SHIFT_MULT and lcal[
-        "B"
-    ] == lsvi_cal.lsvi_ucb_num_batches(10.0, 3, 200, 3)
+    assert lcal.shift_mult == lsvi_cal.PRACTICAL_LSVI_SHIFT_MULT and lcal.B == lsvi_cal.lsvi_ucb_num_batches(
+        10.0, 3, 200, 3
+    )
 
 
 def test_scaled_batches_grow_when_the_noise_shrinks():
@@ -223,15 +261,18 @@ def test_centre_option():
     zero = UCRLVTR(env, priv, episodes=50, seed=3, centre="zero")
     assert feasible.calibration.centre == "feasible" and zero.calibration.centre == "zero"
     assert UCRLVTR(env, JointDP(10.0, 1e-5, calibration="tight"), episodes=50).calibration.centre is None
-    assert zero.server.post.centre_distance == env.C_w
-    assert not zero.server.post.w0.any()
+    # the ridge's centre is the billboard before any user (w~ = A^-1 (lam + S_0) w0 = w0); its
+    # distance bound (C_w for 0) enters the width (test_agent_practical_release_is_the_formula)
+    assert not zero.release().weights.any()
+    w0 = np.broadcast_to(practical.feasible_centre(env.features), (env.H, env.d))
+    np.testing.assert_allclose(feasible.release().weights, w0, rtol=1e-12)
     assert "centred at 0" in zero.privacy_report()["regret_side"]["regularization"]
     assert "feasible model" in feasible.privacy_report()["regret_side"]["regularization"]
     rep_f, rep_z = feasible.privacy_report(), zero.privacy_report()
     assert rep_f["tight"]["budget"] == rep_z["tight"]["budget"]
     _same_users(feasible, zero, env, 20)
     # same users, same noise stream: the released noise agrees draw for draw, the estimates do not
-    for x, y in zip(feasible.server.tree_noise(), zero.server.tree_noise(), strict=True):
+    for x, y in zip(feasible._core.noise(0), zero._core.noise(0), strict=True):
         np.testing.assert_array_equal(x, y)
     assert not np.allclose(feasible.release().weights, zero.release().weights)
     with pytest.raises(ValueError, match="centre"):

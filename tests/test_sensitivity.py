@@ -2,13 +2,13 @@
 mechanism, so neighbouring user sequences move every released statistic by at most the sensitivity."""
 
 import math
+import struct
 import warnings
 
 import numpy as np
 import pytest
 
 from privrl.agents import LSVIUCB, UCRLVTR, SensitivityGuard, SensitivityWarning, UCRLVTRPlus
-from privrl.agents.common.statistics import LocalRandomizer, PrivatizedStatistics, RawStatistics, RegressionServer
 from privrl.envs.finite import Trajectory
 from privrl.envs.linear import RandomLinearMDP
 from privrl.envs.mixture import RandomLinearMixtureMDP
@@ -17,46 +17,40 @@ from privrl.privacy.models import JointDP, LocalDP
 
 H, D, USERS = 3, 4, 12
 REL = 1e-9  # round-off allowance, relative to the sensitivity
+MIX = RandomLinearMixtureMDP(S=6, A=2, d=D, H=H, seed=0)  # UCRL-VTR's bounds: ||X|| <= H, y in [0, H]
 
 
 def in_bound_user(rng, x_bound, y_high):
     X = rng.standard_normal((H, D))
     X *= rng.uniform(0, x_bound, (H, 1)) / np.linalg.norm(X, axis=1, keepdims=True)
-    return RawStatistics(X, rng.uniform(0, y_high, H))
+    return X, rng.uniform(0, y_high, H)
 
 
 def violating_user(rng, x_bound, y_high):
     X = rng.standard_normal((H, D)) * 1e6 * x_bound
-    return RawStatistics(X, rng.choice([-1e6, 1e6], H) * y_high)
+    return X, rng.choice([-1e6, 1e6], H) * y_high
 
 
-def tree_server(mechanism, guard, seed=5):
-    return RegressionServer(
-        H,
-        D,
-        1.0,
-        "tree",
-        USERS,
-        noise="gaussian",
-        sigma_matrix=3.0,
-        sigma_vector=3.0,
-        guard=guard,
-        seeds=[seed + i for i in range(2 * H)],
-        mechanism=mechanism,
-    )
+def jdp_agent(mechanism, sensitivity="clip", seed=5):
+    """A UCRL-VTR agent whose JDP server runs 2H `mechanism`s (continuous Gaussian noise)."""
+    privacy = JointDP(1.0, 1e-5, mechanism=mechanism, sampler="float")
+    return UCRLVTR(MIX, privacy, episodes=USERS, seed=seed, sensitivity=sensitivity)
 
 
-def releases(server, users):
-    """(gram release, target release) after every user; same seeds -> same noise."""
-    out = []
-    for u in users:
-        server.receive(u)
-        out.append(
-            (
-                np.stack([t.release() for t in server._gram_trees]),
-                np.stack([t.release() for t in server._target_trees]),
-            )
-        )
+def releases(agent, probe, users):
+    """(gram release, target release) after every user, sent to `agent` as its chosen statistics.
+    The gram: the billboard's Lambda~ (the released sums plus a constant (lam + shift) I). The
+    target u~ = (the sum of what entered the mechanisms: the statistics through the agent's intake,
+    read from an identical `probe`) + the mechanisms' noise; the billboard's Lambda~ w~ is it."""
+    out, target = [], np.zeros((H, D))
+    for X, y in users:
+        gx, gy = probe._core.user_message(0, X, y)
+        target = target + gx.reshape(H, D) * gy[:, None]
+        agent.observe_statistics(X, y)
+        rel = agent.release()
+        released = target + agent._core.noise(0)[1]
+        np.testing.assert_allclose(np.einsum("hij,hj->hi", rel.design, rel.weights), released, rtol=1e-9)
+        out.append((rel.design, released, agent._core.noise(0)))
     return out
 
 
@@ -70,13 +64,15 @@ def test_jdp_server_neighbours_move_releases_by_at_most_the_sensitivity(mechanis
     for j in (0, 5, USERS - 1):
         neigh = list(users)
         neigh[j] = violating_user(rng, bound, bound)
-        a = releases(tree_server(mechanism, SensitivityGuard(bound, 0.0, bound)), users)
-        g = SensitivityGuard(bound, 0.0, bound)
+        a = releases(jdp_agent(mechanism), jdp_agent(mechanism), users)
+        agent = jdp_agent(mechanism)
         with pytest.warns(SensitivityWarning):
-            b = releases(tree_server(mechanism, g), neigh)
-        assert g.clipped == 2 * H  # every X row and every y of the violating user
+            b = releases(agent, jdp_agent(mechanism), neigh)
+        assert agent.clip_count == agent.guard.clipped == 2 * H  # every X row and y of the violating user
         sens = 2 * H**2
-        for t, ((ga, ta), (gb, tb)) in enumerate(zip(a, b, strict=True)):
+        for t, ((ga, ta, na), (gb, tb, nb)) in enumerate(zip(a, b, strict=True)):
+            for x, y in zip(na, nb, strict=True):  # the same noise: data-independent, same seeds
+                np.testing.assert_array_equal(x, y)
             dg = np.sqrt(((ga - gb) ** 2).sum(axis=(1, 2)))  # per step h, Frobenius
             dt = np.linalg.norm(ta - tb, axis=1)
             assert np.all(dg <= sens * (1 + REL)) and np.all(dt <= sens * (1 + REL)), (t, dg, dt)
@@ -86,7 +82,7 @@ def test_jdp_server_neighbours_move_releases_by_at_most_the_sensitivity(mechanis
         assert (
             max(
                 np.sqrt(((ga - gb) ** 2).sum(axis=(1, 2))).max()
-                for (ga, _), (gb, _) in zip(a, b, strict=True)
+                for (ga, _, _), (gb, _, _) in zip(a, b, strict=True)
             )
             > H**2 / 2
         )
@@ -94,24 +90,41 @@ def test_jdp_server_neighbours_move_releases_by_at_most_the_sensitivity(mechanis
 
 def test_jdp_server_reject_mode_refuses_and_keeps_state():
     rng = np.random.default_rng(1)
-    server = tree_server("tree", SensitivityGuard(float(H), 0.0, float(H), mode="reject"))
-    server.receive(in_bound_user(rng, H, H))
+    agent = jdp_agent("tree", sensitivity="reject")
+    agent.observe_statistics(*in_bound_user(rng, H, H))
+    server = agent._core.server_state(0)  # everything the server holds (its 2H mechanisms)
     with pytest.raises(AssumptionError):
-        server.receive(violating_user(rng, H, H))
-    assert server.users == 1 and server._gram_trees[0].steps == 1
-    bad_y = in_bound_user(rng, H, H)
+        agent.observe_statistics(*violating_user(rng, H, H))
+    assert agent.k == 1 and agent.release().users == 1 and agent._core.server_state(0) == server
+    X, y = in_bound_user(rng, H, H)
     with pytest.raises(AssumptionError):
-        server.receive(RawStatistics(bad_y.X, bad_y.y + 2 * H))
+        agent.observe_statistics(X, y + 2 * H)
     with pytest.raises(NonFiniteError):
-        server.receive(RawStatistics(np.full((H, D), np.nan), np.zeros(H)))
-    with pytest.raises(ShapeError):
-        server.receive(RawStatistics(np.zeros((H, D + 1)), np.zeros(H)))
-    assert server.users == 1
+        agent.observe_statistics(np.full((H, D), np.nan), np.zeros(H))
+    with pytest.raises(ShapeError):  # the agent's own entry point (the public one reshapes)
+        agent._core.observe_statistics(np.zeros((H, D + 1)), np.zeros(H))
+    assert agent.k == 1 and agent._core.server_state(0) == server
 
 
-def test_tree_server_requires_a_guard():
-    with pytest.raises(TypeError):
-        RegressionServer(H, D, 1.0, "tree", 4, noise="none")
+def _cases():
+    for model in (JointDP(1.0, 1e-5), LocalDP(1.0, 1e-5), JointDP(1.0, 1e-5, mechanism="honaker")):
+        yield UCRLVTR, model
+        yield UCRLVTRPlus, model
+
+
+@pytest.mark.parametrize(("cls", "model"), list(_cases()), ids=lambda x: getattr(x, "label", None))
+def test_private_regressions_carry_their_guard(cls, model):
+    """Raw user statistics only enter a mechanism (JDP) or a randomizer (LDP) through a guard at
+    the bounds the noise is calibrated for: every private regression's user side holds its
+    SensitivityGuard's bounds (the release plan's), and its server does not."""
+    agent = cls(MIX, model, episodes=5, seed=0)
+    plan = agent.release_plan()
+    assert len(agent.guards) == len(plan.statistics) == (2 if cls is UCRLVTRPlus else 1)
+    for i, (stat, guard) in enumerate(zip(plan.statistics, agent.guards.values(), strict=True)):
+        assert (guard.x_bound, guard.y_low, guard.y_high) == (stat.x_bound, stat.y_low, stat.y_high)
+        bounds = struct.pack("<ddd", guard.x_bound, guard.y_low, guard.y_high)
+        assert bounds in agent._core.intake_state(i)
+        assert bounds not in agent._core.server_state(i)
 
 
 def test_round_off_is_projected_but_not_counted():
@@ -129,96 +142,103 @@ def test_ldp_randomizer_neighbours():
     bound = float(H)
 
     def message(user, mode="clip"):
-        r = LocalRandomizer(
-            H,
-            D,
-            "gaussian",
-            2.0,
-            2.0,
-            math.sqrt(2),
-            SensitivityGuard(bound, 0.0, bound, mode),
-            seeds=(11, 12),
-        )
-        return r.privatize(user.X, user.y)
+        # a fresh agent (the same randomizer key each time): after one user the server's sums are
+        # that user's message, exactly
+        agent = UCRLVTR(MIX, LocalDP(1.0, 1e-5, sampler="float"), episodes=USERS, seed=11, sensitivity=mode)
+        agent.observe_statistics(*user)
+        return agent._core.sums(0)
 
     for _ in range(20):
-        a = message(in_bound_user(rng, bound, bound))
+        a_gram, a_target = message(in_bound_user(rng, bound, bound))
         with pytest.warns(SensitivityWarning):
-            b = message(violating_user(rng, bound, bound))
-        assert np.all(np.sqrt(((a.gram - b.gram) ** 2).sum(axis=(1, 2))) <= 2 * H**2 * (1 + REL))
-        assert np.all(np.linalg.norm(a.target - b.target, axis=1) <= 2 * H**2 * (1 + REL))
+            b_gram, b_target = message(violating_user(rng, bound, bound))
+        assert np.all(np.sqrt(((a_gram - b_gram) ** 2).sum(axis=(1, 2))) <= 2 * H**2 * (1 + REL))
+        assert np.all(np.linalg.norm(a_target - b_target, axis=1) <= 2 * H**2 * (1 + REL))
     with pytest.raises(AssumptionError):
         message(violating_user(rng, bound, bound), mode="reject")
     with pytest.raises(NonFiniteError):
-        message(RawStatistics(np.zeros((H, D)), np.full(H, np.inf)))
+        message((np.zeros((H, D)), np.full(H, np.inf)))
 
 
-def test_ldp_server_checks_messages():
-    server = RegressionServer(H, D, 1.0, "local", 4, shift=1.0)
-    with pytest.raises(ShapeError):  # a (d, d) gram would broadcast over all H steps
-        server.receive(PrivatizedStatistics(np.eye(D), np.zeros((H, D))))
+def test_ldp_server_receives_only_checked_messages():
+    """Nothing malformed reaches the LDP server's sums: a wrongly shaped statistic (a (d, d) block
+    would broadcast over all H steps) or a non-finite one is refused where it enters, and the
+    server is left as it was."""
+    agent = UCRLVTR(MIX, LocalDP(1.0, 1e-5), episodes=4, seed=0)
+    server = agent._core.server_state(0)
+    with pytest.raises(ShapeError):
+        agent._core.observe_statistics(np.eye(D), np.zeros(H))
     with pytest.raises(NonFiniteError):
-        server.receive(PrivatizedStatistics(np.full((H, D, D), np.nan), np.zeros((H, D))))
-    assert server.users == 0
+        agent.observe_statistics(np.full((H, D), np.nan), np.zeros(H))
+    assert agent.k == 0 and agent._core.server_state(0) == server
+    gram, target = agent._core.sums(0)
+    assert not gram.any() and not target.any()
 
 
 def test_ucrl_vtr_plus_both_families():
     """UCRL-VTR+: first family ||phi_V / sigma_bar|| <= sqrt(d) (sensitivity 2d), second
-    ||phi_{V^2}|| <= H^2 (sensitivity 2 H^4); both servers clip at their own bound."""
+    ||phi_{V^2}|| <= H^2 (sensitivity 2 H^4); each regression's intake clips at its own bound.
+    The released sums are these inputs' prefix sums plus data-independent noise (the same for both
+    agents), so they move by what the inputs move."""
     env = RandomLinearMixtureMDP(S=6, A=2, d=D, H=H, seed=0)
     rng = np.random.default_rng(3)
     for mech in ["tree", "factorization"]:
         agents = [UCRLVTRPlus(env, JointDP(1.0, 1e-5, mechanism=mech), episodes=8, seed=1) for _ in range(2)]
-        for server_name, bound, sens in (("server", math.sqrt(D), 2 * D), ("server2", H**2, 2 * H**4)):
+        for i, bound, sens in ((0, math.sqrt(D), 2 * D), (1, H**2, 2 * H**4)):
             users = [in_bound_user(rng, bound, bound) for _ in range(4)]
             neigh = list(users)
             neigh[2] = violating_user(rng, bound, bound)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", SensitivityWarning)
-                ra = releases(getattr(agents[0], server_name), users)
-                rb = releases(getattr(agents[1], server_name), neigh)
+            ra = _prefix_sums(agents[0], i, users)
+            rb = _prefix_sums(agents[1], i, neigh)
             for (ga, ta), (gb, tb) in zip(ra, rb, strict=True):
                 assert np.all(np.sqrt(((ga - gb) ** 2).sum(axis=(1, 2))) <= sens * (1 + REL))
                 assert np.all(np.linalg.norm(ta - tb, axis=1) <= sens * (1 + REL))
         assert agents[1].clip_count == 4 * H
 
 
+def _prefix_sums(agent, i, users):
+    """(sum X X^T, sum X y) after every user of what regression i's intake lets into its
+    mechanisms (chosen statistics go to UCRL-VTR+'s intakes only: nothing is sent)."""
+    out, gram, target = [], np.zeros((H, D, D)), np.zeros((H, D))
+    for X, y in users:
+        gx, gy = agent._core.user_message(i, X, y)
+        gx = gx.reshape(H, D)
+        gram = gram + np.einsum("hi,hj->hij", gx, gx)
+        target = target + gx * gy[:, None]
+        out.append((gram, target))
+    return out
+
+
 def test_ucrl_vtr_agent_counts_clips_and_rejects():
     """The agent's own entry point (JDP server / LDP randomizer) carries its guard."""
-    env = RandomLinearMixtureMDP(S=6, A=2, d=D, H=H, seed=0)
-
-    def send(agent, user):
-        if agent.randomizer is None:
-            agent.server.receive(user)
-        else:
-            agent.randomizer.privatize(user.X, user.y)
-
+    env = MIX
     for privacy in (JointDP(1.0, 1e-5), LocalDP(1.0, 1e-5)):
         a = UCRLVTR(env, privacy, episodes=5, seed=0)
         with pytest.warns(SensitivityWarning):
-            send(a, violating_user(np.random.default_rng(0), H, H))
+            a.observe_statistics(*violating_user(np.random.default_rng(0), H, H))
         assert a.clip_count == 2 * H
         r = UCRLVTR(env, privacy, episodes=5, seed=0, sensitivity="reject")
         with pytest.raises(AssumptionError):
-            send(r, violating_user(np.random.default_rng(0), H, H))
+            r.observe_statistics(*violating_user(np.random.default_rng(0), H, H))
     with pytest.raises(ValueError):
         UCRLVTR(env, JointDP(1.0, 1e-5), episodes=5, sensitivity="ignore")
 
 
-def lsvi_pair(sensitivity="clip", mechanism="tree"):
+def lsvi_pair(sensitivity="clip", mechanism="tree", n=2):
     env = RandomLinearMDP(S=6, A=2, d=D, H=H, seed=0)
     p = JointDP(1.0, 1e-5, mechanism=mechanism)
     return env, [
-        LSVIUCB(env, p, episodes=USERS, batches=3, seed=4, sensitivity=sensitivity) for _ in range(2)
+        LSVIUCB(env, p, episodes=USERS, batches=3, seed=4, sensitivity=sensitivity) for _ in range(n)
     ]
 
 
 @pytest.mark.parametrize("mechanism", ["tree", "blt"])
 def test_lsvi_ucb_neighbours(mechanism):
-    """LSVI-UCB (||phi|| <= 1, r in [0, 1]): a user claiming reward 10^6 is clipped to 1; at
-    equal (w~_{h+1}, Lambda~^-1_{h+1}) the response u moves by <= 2(H + 1) and every Lambda
-    release by <= 2 (||phi phi^T||_F <= 1)."""
-    env, (a, b) = lsvi_pair(mechanism=mechanism)
+    """LSVI-UCB (||phi|| <= 1, r in [0, 1]): a user claiming reward 10^6 is clipped to 1 (the
+    server then holds exactly what a user sending 1 leaves); every Lambda release moves by <= 2
+    (||phi phi^T||_F <= 1), and the last step's response u_H = sum_i phi_i r_i (no next-step
+    value) by <= 2 (H + 1)."""
+    env, (a, b, c) = lsvi_pair(mechanism=mechanism, n=3)
     rng = np.random.default_rng(5)
     for k in range(USERS - 1):
         traj = env.sample_episode(a.policy(), rng)
@@ -226,20 +246,22 @@ def test_lsvi_ucb_neighbours(mechanism):
             other = env.sample_episode(b.policy(), np.random.default_rng(99))
             with pytest.warns(SensitivityWarning):
                 b.observe(Trajectory(other.states, other.actions, np.full(H, 1e6)))
+            c.observe(Trajectory(other.states, other.actions, np.full(H, 1.0)))
         else:
             b.observe(traj)
+            c.observe(traj)
         a.observe(traj)
-        ga = np.stack([t.release() for t in a.server.trees])
-        gb = np.stack([t.release() for t in b.server.trees])
+        ra, rb, rc = a.release(), b.release(), c.release()
+        for name in ("design", "inverse", "weights"):  # clipped to 1 is sending 1
+            np.testing.assert_array_equal(getattr(rb, name), getattr(rc, name))
+        ga, gb = ra.design, rb.design  # Lambda releases + the same shift and noise
         assert np.all(np.sqrt(((ga - gb) ** 2).sum(axis=(1, 2))) <= 2 * (1 + REL))
-    assert b.clip_count == H and np.all(b.server.rewards <= 1.0)
-    w = np.random.default_rng(0).standard_normal(D)
-    inv = np.eye(D) * 0.5
-    for path in ("per_sample", "aggregated"):
-        for h in range(H - 1):
-            ua = a.server.response_function(path)(h, w, inv)
-            ub = b.server.response_function(path)(h, w, inv)
+        if a.batch:  # released u~_H = Lambda~_H w~_H, the same eta for both
+            np.testing.assert_array_equal(a._core.last_eta, b._core.last_eta)
+            ua, ub = (r.design[H - 1] @ r.weights[H - 1] for r in (ra, rb))
             assert np.linalg.norm(ua - ub) <= 2 * (H + 1) * (1 + REL)
+    assert a.batch == 3 - 1
+    assert b.clip_count == H and c.clip_count == 0
     env, (r, _) = lsvi_pair("reject")
     t = env.sample_episode(r.policy(), rng)
     with pytest.raises(AssumptionError):
@@ -264,4 +286,4 @@ def test_observe_validates_trajectory_indices():
             a.observe(t)
     with pytest.raises(TypeError):
         a.observe("not a trajectory")
-    assert a.k == 0 and a.server.users == 0
+    assert a.k == 0 and a.release().users == 0

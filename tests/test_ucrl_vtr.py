@@ -1,6 +1,8 @@
 """Privacy-Preserving UCRL-VTR (Alg. 1): learning, calibrated noise, the LDP interface,
 reproducibility and bad inputs."""
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -8,7 +10,6 @@ import privrl
 from _helpers import uniform_policy_gap
 from privrl.agents import UCRLVTR
 from privrl.agents.common.base import SensitivityGuard, SensitivityWarning
-from privrl.agents.common.statistics import PrivatizedStatistics, RawStatistics
 from privrl.envs import (
     HardToLearn,
     LinearMixtureMDP,
@@ -43,7 +44,7 @@ def test_calibration_exposes_paper_quantities():
     assert cal.shift == pytest.approx(2 * cal.Upsilon)
     assert cal.beta_used == cal.beta
     for key in ("Upsilon", "C", "beta"):
-        assert cal[key] > 0
+        assert getattr(cal, key) > 0
     scaled = UCRLVTR(env, privacy=JointDP(1.0, 1e-5), episodes=10_000, seed=0, beta_scale=0.1)
     # beta_scale changes exploration only, never the privacy noise
     assert scaled.calibration.beta_used == pytest.approx(0.1 * cal.beta)
@@ -62,8 +63,8 @@ def test_jdp_released_noise_has_calibrated_variance(delta):
     for seed in range(300):
         agent = UCRLVTR(env, privacy=JointDP(1.0, delta), episodes=K, seed=seed)
         privrl.run(agent, env, episodes=k, seed=seed)
-        assert agent.server.nodes_used() == 3 <= agent.calibration.K0
-        m, v = agent.server.tree_noise()
+        assert agent._core.nodes_used() == 3 <= agent.calibration.K0
+        m, v = agent._core.noise(0)
         mats.append(m)
         vecs.append(v)
     mats, vecs = np.array(mats), np.array(vecs)
@@ -84,24 +85,30 @@ def test_jdp_released_noise_has_calibrated_variance(delta):
     assert np.array_equal(mats, np.swapaxes(mats, -1, -2))
 
 
+def _user_statistics(agent, env, rng):
+    """One user through `agent`; returns the statistics it computed from its plan before anything
+    left it: X_h = phi_{V_{h+1}}(s_h, a_h) = sum_s' phi(s'|s_h, a_h) V_{h+1}(s'), y_h = V_{h+1}(s_{h+1})."""
+    pi, V = agent.policy(), agent.values()
+    traj = env.sample_episode(pi, rng)
+    agent.observe(traj)
+    s, a = traj.states, traj.actions
+    X = np.stack([agent.mixture_features[s[h], a[h]].T @ V[h + 1] for h in range(agent.H)])
+    return X, V[np.arange(1, agent.H + 1), s[1:]]
+
+
 def test_ldp_noise_variance_and_server_sees_only_randomized():
     env, K, k = _tiny_env(), 100, 5
-    sent_raw, sent_priv = [], []
+    sent_raw = []
     diffs = []
     for seed in range(200):
         agent = UCRLVTR(env, privacy=LocalDP(1.0, 1e-5), episodes=K, seed=seed)
-        original = agent.randomizer.privatize
-
-        def spy(X, y, _orig=original):
-            msg = _orig(X, y)
-            sent_raw.append((X.copy(), y.copy()))
-            sent_priv.append(msg)
-            return msg
-
-        agent.randomizer.privatize = spy
-        privrl.run(agent, env, episodes=k, seed=seed)
-        assert agent.server.received_types == {PrivatizedStatistics}
+        rng = np.random.default_rng(seed)
+        sent_raw += [_user_statistics(agent, env, rng) for _ in range(k)]
         raw_gram = sum(np.einsum("hi,hj->hij", X, X) for X, _ in sent_raw[-k:])
+        raw_target = sum(X * y[:, None] for X, y in sent_raw[-k:])
+        # what the server holds (the sums of the users' messages) is not the raw sums
+        gram, target = agent._core.sums(0)
+        assert not np.allclose(gram, raw_gram) and not np.allclose(target, raw_target)
         rel = agent.release()
         exact = raw_gram + (agent.calibration.lam + agent.calibration.shift) * np.eye(env.d)
         diffs.append(rel.design - exact)
@@ -112,10 +119,19 @@ def test_ldp_noise_variance_and_server_sees_only_randomized():
     assert abs(diffs[:, :, iu[0], iu[1]].var() / (k * sigma**2) - 1) < 0.12
     assert abs(diffs[:, :, np.arange(env.d), np.arange(env.d)].var() / (2 * k * sigma**2) - 1) < 0.12
     # what left the user is not its raw statistic
-    X, _ = sent_raw[0]
-    assert not np.allclose(sent_priv[0].gram, np.einsum("hi,hj->hij", X, X))
-    with pytest.raises(TypeError):
-        agent.server.receive(RawStatistics(X, np.zeros(env.H)))
+    X, y = sent_raw[0]
+    gram, _ = agent._core.user_message(0, X, y)
+    assert not np.allclose(gram.reshape(env.H, env.d, env.d), np.einsum("hi,hj->hij", X, X))
+    # the server has no entry for raw statistics: chosen ones sent as a user's reach it as the
+    # randomizer's message (the same draws as a copy's user_message), never as X X^T
+    fresh = UCRLVTR(env, privacy=LocalDP(1.0, 1e-5), episodes=K, seed=0)
+    twin = copy.deepcopy(fresh)
+    fresh.observe_statistics(X, y)
+    m_gram, m_target = twin._core.user_message(0, X, y)
+    gram, target = fresh._core.sums(0)
+    np.testing.assert_array_equal(gram, m_gram.reshape(env.H, env.d, env.d))
+    np.testing.assert_array_equal(target, m_target.reshape(env.H, env.d))
+    assert not np.allclose(gram, np.einsum("hi,hj->hij", X, X))
 
 
 def test_huge_epsilon_jdp_matches_nonprivate():
@@ -160,7 +176,7 @@ def test_reproducible_and_entropy_seeded():
     n2 = UCRLVTR(env, privacy=JointDP(0.5, 1e-5), episodes=200, seed=None)
     privrl.run(n1, env, episodes=3, seed=3)
     privrl.run(n2, env, episodes=3, seed=3)
-    assert not np.array_equal(n1.server.tree_noise()[0], n2.server.tree_noise()[0])
+    assert not np.array_equal(n1._core.noise(0)[0], n2._core.noise(0)[0])
 
 
 def test_bad_inputs():
@@ -210,4 +226,4 @@ def test_hard_to_learn_example_runs():
     assert res.regret.shape == (300,) and res.returns.shape == (300,)
     assert np.all(np.diff(res.regret) >= -1e-12)  # exact regret: every gap >= 0
     for key in ("sigma_B", "K0", "Upsilon", "C", "beta", "lam", "shift"):
-        assert key in agent.calibration
+        assert key in agent.calibration.to_dict()

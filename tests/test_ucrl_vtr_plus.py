@@ -1,6 +1,7 @@
 """Privacy-Preserving UCRL-VTR+ (Alg. 3): learning, sigma-bar bounds, calibrated noise of both
 regressions, JDP ~ non-private at huge epsilon, reproducibility, bad inputs."""
 
+import copy
 import math
 
 import numpy as np
@@ -9,7 +10,6 @@ import pytest
 import privrl
 from _helpers import uniform_policy_gap
 from privrl.agents import UCRLVTRPlus
-from privrl.agents.common.statistics import PrivatizedStatistics
 from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP, RiverSwimMixture
 from privrl.exceptions import PrivacyParameterError
 from privrl.privacy import JointDP, LocalDP, NonPrivate
@@ -47,8 +47,8 @@ def test_jdp_both_regressions_have_calibrated_noise():
     for seed in range(250):
         agent = UCRLVTRPlus(env, privacy=JointDP(1.0, 1e-5), episodes=K, seed=seed)
         privrl.run(agent, env, episodes=k, seed=seed)
-        first.append(agent.server.tree_noise())
-        second.append(agent.server2.tree_noise())
+        first.append(agent._core.noise(0))
+        second.append(agent._core.noise(1))
     cal = agent.calibration
     d = env.d
     iu = np.triu_indices(d, 1)
@@ -60,12 +60,47 @@ def test_jdp_both_regressions_have_calibrated_noise():
         assert abs(vecs.var() / (2 * sigma**2) - 1) < 0.12
 
 
+def _phi_v(features, s, a, v):
+    """phi_V(s, a) = sum_s' phi(s'|s, a) V(s'), summed in increasing s' from +0.0 as the agents do
+    (the user's own bits; tests/test_ldp_separation.py checks them against a non-private agent)."""
+    out = np.zeros(features.shape[-1])
+    for sp in range(features.shape[2]):
+        if v[sp] != 0.0:
+            out = out + v[sp] * features[s, a, sp]
+    return out
+
+
 def test_ldp_sends_only_randomized_statistics():
+    """Each server holds exactly the sum of the users' randomized messages: the message the user's
+    randomizer makes of its raw statistics (phi_V / sigma-bar, V / sigma-bar; phi_{V^2}, V^2),
+    replayed on a copy of the agent taken before the user, never the raw statistics."""
     env = RiverSwimMixture(S=3, H=3)
     agent = UCRLVTRPlus(env, privacy=LocalDP(1.0, 1e-5), episodes=50, seed=0)
-    privrl.run(agent, env, episodes=20, seed=0)
-    assert agent.server.received_types == {PrivatizedStatistics}
-    assert agent.server2.received_types == {PrivatizedStatistics}
+    H, d = agent.H, agent.d
+    rng = np.random.default_rng(0)
+    sums = [[np.zeros(H * d * d), np.zeros(H * d)] for _ in range(2)]
+    raw = [[np.zeros((H, d, d)), np.zeros((H, d))] for _ in range(2)]
+    for _ in range(20):
+        before = copy.deepcopy(agent)
+        pi, V = agent.policy(), agent.values()
+        traj = env.sample_episode(pi, rng)
+        agent.observe(traj)
+        s, a = traj.states, traj.actions
+        X = np.stack([_phi_v(agent.mixture_features, s[h], a[h], V[h + 1]) for h in range(H)])
+        X2 = np.stack([_phi_v(agent.mixture_features, s[h], a[h], V[h + 1] ** 2) for h in range(H)])
+        y = V[np.arange(1, H + 1), s[1:]]
+        sig = agent.last_sigma_bar
+        for i, (Xi, yi) in enumerate(((X / sig[:, None], y / sig), (X2, y * y))):
+            gram, target = before._core.user_message(i, Xi, yi)
+            sums[i][0] = sums[i][0] + gram
+            sums[i][1] = sums[i][1] + target
+            raw[i][0] = raw[i][0] + np.einsum("hi,hj->hij", Xi, Xi)
+            raw[i][1] = raw[i][1] + Xi * yi[:, None]
+    for i in range(2):
+        gram, target = agent._core.sums(i)
+        np.testing.assert_array_equal(gram, sums[i][0].reshape(H, d, d))
+        np.testing.assert_array_equal(target, sums[i][1].reshape(H, d))
+        assert not np.allclose(gram, raw[i][0]) and not np.allclose(target, raw[i][1])
     cal = agent.calibration
     # Cor. LDP-UCRL-VTR+: sigma_B,1 = 8dH/eps sqrt(2 log(8H/delta)), sigma_B,2 = 8H^5/eps sqrt(...)
     root = math.sqrt(2 * math.log(8 * 3 / 1e-5))

@@ -162,7 +162,9 @@ impl LsviAgent {
         }
         let s = p.table.len() / (a * d);
         if p.batch_len == 0 {
-            return Err(CoreError::InvalidParameter("batch length must be >= 1".into()));
+            return Err(CoreError::InvalidParameter(
+                "batch length must be >= 1".into(),
+            ));
         }
         let cap = p.record_capacity as usize;
         let exact = if p.private.is_none() {
@@ -176,8 +178,18 @@ impl LsviAgent {
             .map(|i| if i % (d + 1) == 0 { 1.0 } else { 0.0 })
             .collect();
         let board = Billboard {
-            design: eye.iter().map(|e| e * p.lam).cycle().take(h * d * d).collect(),
-            inverse: eye.iter().map(|e| e / p.lam).cycle().take(h * d * d).collect(),
+            design: eye
+                .iter()
+                .map(|e| e * p.lam)
+                .cycle()
+                .take(h * d * d)
+                .collect(),
+            inverse: eye
+                .iter()
+                .map(|e| e / p.lam)
+                .cycle()
+                .take(h * d * d)
+                .collect(),
             weights: vec![0.0; h * d],
             users: 0,
         };
@@ -247,7 +259,11 @@ impl LsviAgent {
         self.work_ready();
         let key = (
             self.server.releases,
-            if self.exploration.is_sampling() { self.k + 1 } else { 0 },
+            if self.exploration.is_sampling() {
+                self.k + 1
+            } else {
+                0
+            },
         );
         if self.pi_for == Some(key) {
             return Ok(());
@@ -257,7 +273,9 @@ impl LsviAgent {
         for h in 0..h_n {
             let inv = &self.board.inverse[h * d * d..(h + 1) * d * d];
             let mean = &self.board.weights[h * d..(h + 1) * d];
-            let beta = self.exploration.weights(mean, inv, self.beta, &mut w.draw, &mut w.w);
+            let beta = self
+                .exploration
+                .weights(mean, inv, self.beta, &mut w.draw, &mut w.w);
             let q = OptimisticQ {
                 d,
                 w: &w.w,
@@ -268,7 +286,13 @@ impl LsviAgent {
             };
             q.evaluate(&self.table, None, &mut w.q)?;
             let tie = self.ties.draw();
-            group_max(&w.q, a_n, tie, &mut w.vmax, &mut self.pi[h * s_n..(h + 1) * s_n])?;
+            group_max(
+                &w.q,
+                a_n,
+                tie,
+                &mut w.vmax,
+                &mut self.pi[h * s_n..(h + 1) * s_n],
+            )?;
         }
         self.pi_for = Some(key);
         self.policy_updates += 1;
@@ -317,7 +341,8 @@ impl LsviAgent {
             Some(p) => {
                 for (hh, tree) in p.trees.iter_mut().enumerate() {
                     tree.0.push(&srv.batch_gram[hh * dd..(hh + 1) * dd])?;
-                    tree.0.release_into(&mut board.design[hh * dd..(hh + 1) * dd])?;
+                    tree.0
+                        .release_into(&mut board.design[hh * dd..(hh + 1) * dd])?;
                 }
                 srv.nodes_history.push(p.trees[0].0.nodes_used());
                 srv.batch_gram.iter_mut().for_each(|v| *v = 0.0);
@@ -347,7 +372,10 @@ impl LsviAgent {
             Some(p) => {
                 srv.last_eta.resize(h_n * d, 0.0);
                 for hh in 0..h_n {
-                    p.eta.fill(NodeShape::Vector(d), &mut srv.last_eta[hh * d..(hh + 1) * d])?;
+                    p.eta.fill(
+                        NodeShape::Vector(d),
+                        &mut srv.last_eta[hh * d..(hh + 1) * d],
+                    )?;
                 }
                 p.eta.noise().lattice_unit(NodeShape::Vector(d))?
             }
@@ -367,7 +395,17 @@ impl LsviAgent {
                     lower: 0.0,
                     upper: h_n as f64,
                 };
-                response(srv, &self.table, aggregated, hh, Some((&q, &mut w.v)), u, a_n, s_n, d)?;
+                response(
+                    srv,
+                    &self.table,
+                    aggregated,
+                    hh,
+                    Some((&q, &mut w.v)),
+                    u,
+                    a_n,
+                    s_n,
+                    d,
+                )?;
             }
             if srv.private.is_some() {
                 let eta = &srv.last_eta[hh * d..(hh + 1) * d];
@@ -499,7 +537,10 @@ fn response(
 /// at `lam`, and the inverse of the floored matrix.
 fn floor_release(design: &mut [f64], inverse: &mut [f64], d: usize, base: f64, lam: f64) {
     let dd = d * d;
-    for (m, inv) in design.chunks_exact_mut(dd).zip(inverse.chunks_exact_mut(dd)) {
+    for (m, inv) in design
+        .chunks_exact_mut(dd)
+        .zip(inverse.chunks_exact_mut(dd))
+    {
         let sym = nalgebra::DMatrix::from_fn(d, d, |i, j| {
             0.5 * (m[i * d + j] + m[j * d + i]) + if i == j { base } else { 0.0 }
         });

@@ -85,7 +85,8 @@ impl Guard {
             }
         }
         if let Some(y) = y {
-            y.iter_mut().for_each(|v| *v = v.clamp(self.y_low, self.y_high));
+            y.iter_mut()
+                .for_each(|v| *v = v.clamp(self.y_low, self.y_high));
         }
         Ok(bad)
     }

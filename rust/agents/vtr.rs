@@ -289,7 +289,9 @@ impl VtrAgent {
             self.features.phi_v(&next[..s_n], phi)?;
             let explore = &board.explore[h * d * d..(h + 1) * d * d];
             let mean = &board.weights[h * d..(h + 1) * d];
-            let beta = self.exploration.weights(mean, explore, 1.0, &mut w.draw, &mut w.w);
+            let beta = self
+                .exploration
+                .weights(mean, explore, 1.0, &mut w.draw, &mut w.w);
             let q = OptimisticQ {
                 d,
                 w: &w.w,
@@ -379,11 +381,7 @@ impl VtrAgent {
         messages.resize_with(self.regs.len(), Default::default);
         let mut clips = [0u64; 2];
         for (i, reg) in self.regs.iter_mut().enumerate() {
-            let (x, y) = if i == 0 {
-                (&w.x, &w.y)
-            } else {
-                (&w.x2, &w.y2)
-            };
+            let (x, y) = if i == 0 { (&w.x, &w.y) } else { (&w.x2, &w.y2) };
             let (mx, my) = &mut messages[i];
             mx.clone_from(x);
             my.clone_from(y);
@@ -425,7 +423,12 @@ impl VtrAgent {
 impl VtrAgent {
     /// What regression i's intake makes of chosen statistics X (H x d), y (H) — under LDP the
     /// user's message (X X^T + B^1, X y + g^1) — without sending it (the audits).
-    pub fn user_message(&mut self, i: usize, x: &[f64], y: &[f64]) -> CoreResult<(Vec<f64>, Vec<f64>)> {
+    pub fn user_message(
+        &mut self,
+        i: usize,
+        x: &[f64],
+        y: &[f64],
+    ) -> CoreResult<(Vec<f64>, Vec<f64>)> {
         self.work_ready();
         check_len("X", x.len(), self.h * self.d)?;
         check_len("y", y.len(), self.h)?;
@@ -434,7 +437,9 @@ impl VtrAgent {
             .get_mut(i)
             .ok_or_else(|| CoreError::InvalidParameter(format!("no regression {i}")))?;
         let (mut mx, mut my) = (x.to_vec(), y.to_vec());
-        let clips = reg.intake.process(&mut mx, &mut my, self.h, self.d, &mut self.work.leaf)?;
+        let clips = reg
+            .intake
+            .process(&mut mx, &mut my, self.h, self.d, &mut self.work.leaf)?;
         reg.intake.clips += clips;
         Ok((mx, my))
     }
@@ -504,7 +509,8 @@ impl Intake {
             for (hh, xh) in x.chunks_exact(d).enumerate() {
                 let m = &mut target[hh * d..(hh + 1) * d];
                 m.iter_mut().zip(xh).for_each(|(v, xi)| *v = xi * y[hh]);
-                r.vector.privatize(NodeShape::Vector(d), m, &mut leaf[..d])?;
+                r.vector
+                    .privatize(NodeShape::Vector(d), m, &mut leaf[..d])?;
             }
             *x = gram;
             *y = target;
@@ -516,7 +522,14 @@ impl Intake {
 impl Server {
     /// One user's message: raw (X, y) for the exact and JDP servers, the privatized
     /// (gram, target) under LDP.
-    fn receive(&mut self, x: &[f64], y: &[f64], h: usize, d: usize, leaf: &mut [f64]) -> CoreResult<()> {
+    fn receive(
+        &mut self,
+        x: &[f64],
+        y: &[f64],
+        h: usize,
+        d: usize,
+        leaf: &mut [f64],
+    ) -> CoreResult<()> {
         match self {
             Server::Exact { sms, target } => {
                 for (sm, xh) in sms.iter_mut().zip(x.chunks_exact(d)) {
@@ -547,7 +560,14 @@ impl Server {
 
     /// The released Gram sums and targets into `gram`, `sums`; returns the release's variance
     /// factor (the mechanism's profile at t under JDP, t under LDP, 0 non-private).
-    fn released_sums(&self, t: u64, lam: f64, d: usize, gram: &mut [f64], sums: &mut [f64]) -> CoreResult<f64> {
+    fn released_sums(
+        &self,
+        t: u64,
+        lam: f64,
+        d: usize,
+        gram: &mut [f64],
+        sums: &mut [f64],
+    ) -> CoreResult<f64> {
         let dd = d * d;
         Ok(match self {
             Server::Exact { sms, target } => {
@@ -593,7 +613,9 @@ fn release(reg: &mut Regression, h: usize, d: usize, w: &mut Work) -> CoreResult
     let t = board.users;
     let spec = &reg.spec;
     if let Some(p) = &spec.practical {
-        let v = reg.server.released_sums(t, p.lam, d, &mut w.gram, &mut w.sums)?;
+        let v = reg
+            .server
+            .released_sums(t, p.lam, d, &mut w.gram, &mut w.sums)?;
         let (ups, c_t) = p.bounds.at(v);
         let shift = p.shift_mult * ups;
         floored_release(

@@ -4,282 +4,25 @@
 //! arrays. Runs of many episodes release the GIL.
 
 use numpy::{
-    IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1,
-    PyReadonlyArray2, PyReadonlyArray3, PyReadonlyArray4, PyReadwriteArray1, PyReadwriteArray2,
+    IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
+    PyReadonlyArray3, PyReadonlyArray4, PyReadwriteArray1, PyReadwriteArray2,
     PyUntypedArrayMethods,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use super::specs::{
+    exploration, mechanisms, regression, ties, BoundsSpec, GuardSpec, LsviSpecPy, VtrSpecPy,
+};
 use super::{contiguous, reduced, seed32, IntoPy, Reduced};
-use crate::agents::bounds::NoiseBounds;
 use crate::agents::lsvi::{self, LsviAgent, LsviParts, Planning, Shift};
-use crate::agents::vtr::{
-    self, Intake, PlusSpec, PracticalSpec, Randomizer, Regression, RegressionSpec, Server,
-    VtrAgent, VtrParts,
-};
+use crate::agents::vtr::{self, PlusSpec, Server, VtrAgent, VtrParts};
 use crate::agents::{
-    self as core, EpisodeLog, Episodic, Exploration, FiniteModel, Guard, Mechanism, RegretCache,
-    Stream, Ties, Trajectory,
+    self as core, EpisodeLog, Episodic, FiniteModel, Guard, RegretCache, Trajectory,
 };
-use crate::continual::{make_mechanism, MechanismKind};
-use crate::errors::CoreError;
 use crate::mixture::MixtureFeatures;
-use crate::noise::{NodeNoise, NodeShape, NoiseStream};
-
-// ---------------------------------------------------------------- specs (typed, from Python)
-
-#[derive(FromPyObject)]
-struct GuardSpec {
-    x_bound: f64,
-    y_low: f64,
-    y_high: f64,
-    reject: bool,
-}
-
-impl From<GuardSpec> for Guard {
-    fn from(g: GuardSpec) -> Self {
-        Guard {
-            x_bound: g.x_bound,
-            y_low: g.y_low,
-            y_high: g.y_high,
-            reject: g.reject,
-        }
-    }
-}
-
-/// `privrl.agents.common.specs.BoundsSpec`: the noise bounds of the practical rule.
-#[derive(FromPyObject)]
-struct BoundsSpec {
-    kind: String,
-    sigma_m: f64,
-    sigma_v: f64,
-    divisor: f64,
-    d: usize,
-    alpha: f64,
-}
-
-impl BoundsSpec {
-    fn build(&self) -> PyResult<NoiseBounds> {
-        Ok(match self.kind.as_str() {
-            "zero" => NoiseBounds::Zero,
-            "gaussian" => NoiseBounds::Gaussian {
-                sigma_m: self.sigma_m,
-                sigma_v: self.sigma_v,
-                divisor: self.divisor,
-                d: self.d,
-                alpha: self.alpha,
-            },
-            "laplace" => NoiseBounds::Laplace {
-                b_m: self.sigma_m,
-                b_v: self.sigma_v,
-                d: self.d,
-                alpha: self.alpha,
-            },
-            k => return Err(PyValueError::new_err(format!("unknown noise bounds {k:?}"))),
-        })
-    }
-}
-
-#[derive(FromPyObject)]
-struct PracticalSpecPy<'py> {
-    lam: f64,
-    shift_mult: f64,
-    beta2: f64,
-    c_w: f64,
-    centre_distance: f64,
-    noise_scale: f64,
-    w0: PyReadonlyArray1<'py, f64>,
-    bounds: BoundsSpec,
-}
-
-/// The noise of a regression's mechanisms (JDP) or randomizer (LDP).
-#[derive(FromPyObject)]
-struct NoiseSpec {
-    mechanism: String,
-    noise: String,
-    sigma_matrix: f64,
-    sigma_vector: f64,
-    divisor: f64,
-    grid_bits: u32,
-    capacity: u64,
-    seeds: Vec<Vec<u8>>,
-}
-
-impl NoiseSpec {
-    fn laws(&self) -> PyResult<(NodeNoise, NodeNoise)> {
-        let law = |s| {
-            NodeNoise::from_name(&self.noise, s, self.grid_bits)
-                .ok_or_else(|| PyValueError::new_err(format!("unknown noise {:?}", self.noise)))
-        };
-        Ok((law(self.sigma_matrix)?, law(self.sigma_vector)?))
-    }
-}
-
-#[derive(FromPyObject)]
-struct RegressionSpecPy<'py> {
-    mode: String,
-    lam: f64,
-    base: f64,
-    radius: f64,
-    shift_name: String,
-    guard: Option<GuardSpec>,
-    noise: Option<NoiseSpec>,
-    practical: Option<PracticalSpecPy<'py>>,
-}
-
-#[derive(FromPyObject)]
-struct VtrSpecPy<'py> {
-    features: PyReadonlyArray4<'py, f64>,
-    rewards: PyReadonlyArray3<'py, f64>,
-    regressions: Vec<RegressionSpecPy<'py>>,
-    plus: Option<(f64, f64)>,
-    tie_seed: Option<Vec<u8>>,
-    exploration_seed: Option<Vec<u8>>,
-    episodes: u64,
-}
-
-#[derive(FromPyObject)]
-struct LsviPrivateSpec {
-    noise: NoiseSpec,
-    shift: f64,
-    practical_mult: Option<f64>,
-    bounds: Option<BoundsSpec>,
-}
-
-#[derive(FromPyObject)]
-struct LsviSpecPy<'py> {
-    table: PyReadonlyArray2<'py, f64>,
-    n_actions: usize,
-    horizon: usize,
-    guard: GuardSpec,
-    beta: f64,
-    lam: f64,
-    batch_len: u64,
-    private: Option<LsviPrivateSpec>,
-    planning: String,
-    record_capacity: u64,
-    tie_seed: Option<Vec<u8>>,
-    exploration_seed: Option<Vec<u8>>,
-    episodes: u64,
-}
-
-fn ties(seed: Option<Vec<u8>>) -> PyResult<Ties> {
-    Ok(Ties(seed.map(seed32).transpose()?.map(Stream::new)))
-}
-
-fn exploration(seed: Option<Vec<u8>>) -> PyResult<Exploration> {
-    Ok(match seed {
-        None => Exploration::Optimism,
-        Some(s) => Exploration::Sampling(Box::new(Stream::new(seed32(s)?))),
-    })
-}
-
-fn mechanisms(
-    py: Python<'_>,
-    n: &NoiseSpec,
-    shape: NodeShape,
-    law: NodeNoise,
-    seeds: &[Vec<u8>],
-) -> PyResult<Vec<Mechanism>> {
-    let kind = MechanismKind::parse(&n.mechanism, 0).py_ok(py)?;
-    seeds
-        .iter()
-        .map(|s| {
-            let seed = seed32(s.clone())?;
-            Ok(Mechanism(
-                make_mechanism(kind, shape, law, n.capacity, seed).py_ok(py)?,
-            ))
-        })
-        .collect()
-}
-
-fn regression(py: Python<'_>, r: RegressionSpecPy<'_>, h: usize, d: usize) -> PyResult<Regression> {
-    let practical = match r.practical {
-        None => None,
-        Some(p) => Some(PracticalSpec {
-            lam: p.lam,
-            shift_mult: p.shift_mult,
-            beta2: p.beta2,
-            c_w: p.c_w,
-            centre_distance: p.centre_distance,
-            noise_scale: p.noise_scale,
-            w0: contiguous("w0", p.w0.as_slice())?.to_vec(),
-            bounds: p.bounds.build()?,
-        }),
-    };
-    let wrong = |what: &str| PyValueError::new_err(format!("{} regression: {what}", r.mode));
-    let (server, randomizer) = match (r.mode.as_str(), &r.noise) {
-        ("exact", _) => (
-            Server::Exact {
-                sms: (0..h)
-                    .map(|_| crate::rank_one::ShermanMorrison::new(d, r.lam, 1024))
-                    .collect::<Result<_, CoreError>>()
-                    .py_ok(py)?,
-                target: vec![0.0; h * d],
-            },
-            None,
-        ),
-        ("jdp", Some(n)) => {
-            if n.seeds.len() != 2 * h {
-                return Err(wrong("needs 2H seeds"));
-            }
-            let (lm, lv) = n.laws()?;
-            let sym = NodeShape::SymMatrix {
-                d,
-                divisor: n.divisor,
-            };
-            (
-                Server::Jdp {
-                    grams: mechanisms(py, n, sym, lm, &n.seeds[..h])?,
-                    targets: mechanisms(py, n, NodeShape::Vector(d), lv, &n.seeds[h..])?,
-                },
-                None,
-            )
-        }
-        ("ldp", Some(n)) => {
-            if n.seeds.len() != 2 {
-                return Err(wrong("needs 2 seeds"));
-            }
-            let (lm, lv) = n.laws()?;
-            (
-                Server::Ldp {
-                    gram: vec![0.0; h * d * d],
-                    target: vec![0.0; h * d],
-                },
-                Some(Randomizer {
-                    matrix: NoiseStream::new(lm, seed32(n.seeds[0].clone())?).py_ok(py)?,
-                    vector: NoiseStream::new(lv, seed32(n.seeds[1].clone())?).py_ok(py)?,
-                    divisor: n.divisor,
-                }),
-            )
-        }
-        _ => return Err(wrong("unknown mode or missing noise")),
-    };
-    Ok(Regression {
-        spec: RegressionSpec {
-            radius: r.radius,
-            base: r.base,
-            practical,
-            shift_name: r.shift_name,
-        },
-        intake: Intake {
-            guard: r.guard.map(Guard::from),
-            randomizer,
-            clips: 0,
-        },
-        server,
-        board: vtr::Billboard {
-            design: vec![],
-            inverse: vec![],
-            weights: vec![],
-            explore: vec![],
-            gamma: vec![],
-            users: 0,
-        },
-    })
-}
+use crate::noise::{NodeShape, NoiseStream};
 
 // ---------------------------------------------------------------- runs
 
@@ -368,20 +111,23 @@ fn trajectory(
     s: usize,
     a: usize,
 ) -> PyResult<Trajectory> {
-    let idx = |what: &str, x: PyReadonlyArray1<'_, i64>, n: usize, hi: usize| -> PyResult<Vec<usize>> {
-        let v = x
-            .as_slice()
-            .map_err(|_| PyValueError::new_err(format!("{what} must be contiguous int64")))?;
-        if v.len() != n || v.iter().any(|&i| i < 0 || i as usize >= hi) {
-            return Err(PyValueError::new_err(format!(
-                "{what} must be {n} indices in [0, {hi})"
-            )));
-        }
-        Ok(v.iter().map(|&i| i as usize).collect())
-    };
+    let idx =
+        |what: &str, x: PyReadonlyArray1<'_, i64>, n: usize, hi: usize| -> PyResult<Vec<usize>> {
+            let v = x
+                .as_slice()
+                .map_err(|_| PyValueError::new_err(format!("{what} must be contiguous int64")))?;
+            if v.len() != n || v.iter().any(|&i| i < 0 || i as usize >= hi) {
+                return Err(PyValueError::new_err(format!(
+                    "{what} must be {n} indices in [0, {hi})"
+                )));
+            }
+            Ok(v.iter().map(|&i| i as usize).collect())
+        };
     let r = contiguous("rewards", rewards.as_slice())?;
     if r.len() != h {
-        return Err(PyValueError::new_err(format!("rewards must have {h} values")));
+        return Err(PyValueError::new_err(format!(
+            "rewards must have {h} values"
+        )));
     }
     Ok(Trajectory {
         states: idx("states", states, h + 1, s)?,
@@ -390,16 +136,31 @@ fn trajectory(
     })
 }
 
-fn policy_array<'py>(py: Python<'py>, pi: &[usize], h: usize, s: usize) -> PyResult<Bound<'py, PyArray2<i64>>> {
+fn policy_array<'py>(
+    py: Python<'py>,
+    pi: &[usize],
+    h: usize,
+    s: usize,
+) -> PyResult<Bound<'py, PyArray2<i64>>> {
     let v: Vec<i64> = pi.iter().map(|&a| a as i64).collect();
     v.into_pyarray(py).reshape([h, s])
 }
 
-fn mat3<'py>(py: Python<'py>, v: &[f64], h: usize, d: usize) -> PyResult<Bound<'py, PyArray3<f64>>> {
+fn mat3<'py>(
+    py: Python<'py>,
+    v: &[f64],
+    h: usize,
+    d: usize,
+) -> PyResult<Bound<'py, PyArray3<f64>>> {
     v.to_vec().into_pyarray(py).reshape([h, d, d])
 }
 
-fn mat2<'py>(py: Python<'py>, v: &[f64], h: usize, d: usize) -> PyResult<Bound<'py, PyArray2<f64>>> {
+fn mat2<'py>(
+    py: Python<'py>,
+    v: &[f64],
+    h: usize,
+    d: usize,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
     v.to_vec().into_pyarray(py).reshape([h, d])
 }
 
@@ -410,6 +171,15 @@ fn mat2<'py>(py: Python<'py>, v: &[f64], h: usize, d: usize) -> PyResult<Bound<'
 pub struct PyVtrAgent {
     inner: VtrAgent,
 }
+
+type Pair1<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
+type Noise<'py> = (Bound<'py, PyArray3<f64>>, Bound<'py, PyArray2<f64>>);
+type LsviBoard<'py> = (
+    Bound<'py, PyArray3<f64>>,
+    Bound<'py, PyArray3<f64>>,
+    Bound<'py, PyArray2<f64>>,
+    u64,
+);
 
 type BoardOut<'py> = (
     Bound<'py, PyArray3<f64>>,
@@ -427,7 +197,9 @@ impl PyVtrAgent {
         let sh = spec.features.shape().to_vec();
         let (s, a, d) = (sh[0], sh[1], sh[3]);
         if sh[2] != s {
-            return Err(PyValueError::new_err("mixture features must be (S, A, S, d)"));
+            return Err(PyValueError::new_err(
+                "mixture features must be (S, A, S, d)",
+            ));
         }
         let h = spec.rewards.shape()[0];
         let features = MixtureFeatures::from_dense(
@@ -461,7 +233,12 @@ impl PyVtrAgent {
     }
 
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py>> {
-        reduced(py, "_restore_vtr_agent", None, crate::state::encode(&self.inner))
+        reduced(
+            py,
+            "_restore_vtr_agent",
+            None,
+            crate::state::encode(&self.inner),
+        )
     }
 
     /// The (H, S) policy of the arriving user.
@@ -498,7 +275,10 @@ impl PyVtrAgent {
         x: PyReadonlyArray2<'_, f64>,
         y: PyReadonlyArray1<'_, f64>,
     ) -> PyResult<()> {
-        let (xs, ys) = (contiguous("X", x.as_slice())?, contiguous("y", y.as_slice())?);
+        let (xs, ys) = (
+            contiguous("X", x.as_slice())?,
+            contiguous("y", y.as_slice())?,
+        );
         self.inner.observe_statistics(xs, ys).py_ok(py)
     }
 
@@ -520,8 +300,11 @@ impl PyVtrAgent {
         i: usize,
         x: PyReadonlyArray2<'_, f64>,
         y: PyReadonlyArray1<'_, f64>,
-    ) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)> {
-        let (xs, ys) = (contiguous("X", x.as_slice())?, contiguous("y", y.as_slice())?);
+    ) -> PyResult<Pair1<'py>> {
+        let (xs, ys) = (
+            contiguous("X", x.as_slice())?,
+            contiguous("y", y.as_slice())?,
+        );
         let (m, t) = self.inner.user_message(i, xs, ys).py_ok(py)?;
         Ok((m.into_pyarray(py), t.into_pyarray(py)))
     }
@@ -541,29 +324,29 @@ impl PyVtrAgent {
     }
 
     /// Regression i's released noise (matrix (H, d, d), vector (H, d)): JDP only.
-    fn noise<'py>(
-        &self,
-        py: Python<'py>,
-        i: usize,
-    ) -> PyResult<(Bound<'py, PyArray3<f64>>, Bound<'py, PyArray2<f64>>)> {
+    fn noise<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Noise<'py>> {
         let (h, d) = (self.inner.h, self.inner.d);
         let Server::Jdp { grams, targets } = &self.reg(i)?.server else {
-            return Err(PyValueError::new_err("only JDP servers keep their noise apart from the data"));
+            return Err(PyValueError::new_err(
+                "only JDP servers keep their noise apart from the data",
+            ));
         };
         let (mut m, mut v) = (vec![0.0; h * d * d], vec![0.0; h * d]);
         for hh in 0..h {
-            grams[hh].0.noise_into(&mut m[hh * d * d..(hh + 1) * d * d]).py_ok(py)?;
-            targets[hh].0.noise_into(&mut v[hh * d..(hh + 1) * d]).py_ok(py)?;
+            grams[hh]
+                .0
+                .noise_into(&mut m[hh * d * d..(hh + 1) * d * d])
+                .py_ok(py)?;
+            targets[hh]
+                .0
+                .noise_into(&mut v[hh * d..(hh + 1) * d])
+                .py_ok(py)?;
         }
         Ok((mat3(py, &m, h, d)?, mat2(py, &v, h, d)?))
     }
 
     /// Regression i's server sums (exact: Lambda - lam I and targets; LDP: the privatized sums).
-    fn sums<'py>(
-        &self,
-        py: Python<'py>,
-        i: usize,
-    ) -> PyResult<(Bound<'py, PyArray3<f64>>, Bound<'py, PyArray2<f64>>)> {
+    fn sums<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Noise<'py>> {
         let (h, d) = (self.inner.h, self.inner.d);
         let (g, t) = match &self.reg(i)?.server {
             Server::Exact { sms, target } => {
@@ -578,7 +361,9 @@ impl PyVtrAgent {
             }
             Server::Ldp { gram, target } => (gram.clone(), target.clone()),
             Server::Jdp { .. } => {
-                return Err(PyValueError::new_err("a JDP server releases only noisy sums"))
+                return Err(PyValueError::new_err(
+                    "a JDP server releases only noisy sums",
+                ))
             }
         };
         Ok((mat3(py, &g, h, d)?, mat2(py, &t, h, d)?))
@@ -660,7 +445,9 @@ impl PyLsviAgent {
             Some(p) => {
                 let n = &p.noise;
                 if n.seeds.len() != h + 1 {
-                    return Err(PyValueError::new_err("a private LSVI server needs H + 1 seeds"));
+                    return Err(PyValueError::new_err(
+                        "a private LSVI server needs H + 1 seeds",
+                    ));
                 }
                 let (lm, lv) = n.laws()?;
                 let sym = NodeShape::SymMatrix {
@@ -708,7 +495,12 @@ impl PyLsviAgent {
     }
 
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py>> {
-        reduced(py, "_restore_lsvi_agent", None, crate::state::encode(&self.inner))
+        reduced(
+            py,
+            "_restore_lsvi_agent",
+            None,
+            crate::state::encode(&self.inner),
+        )
     }
 
     fn policy<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<i64>>> {
@@ -739,15 +531,7 @@ impl PyLsviAgent {
     }
 
     /// (design, inverse, weights, users) of the current billboard.
-    fn billboard<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> PyResult<(
-        Bound<'py, PyArray3<f64>>,
-        Bound<'py, PyArray3<f64>>,
-        Bound<'py, PyArray2<f64>>,
-        u64,
-    )> {
+    fn billboard<'py>(&self, py: Python<'py>) -> PyResult<LsviBoard<'py>> {
         let (h, d) = (self.inner.h, self.inner.d);
         let b = &self.inner.board;
         Ok((
@@ -766,7 +550,8 @@ impl PyLsviAgent {
         };
         let mut m = vec![0.0; h * d * d];
         for (hh, t) in p.trees.iter().enumerate() {
-            t.0.noise_into(&mut m[hh * d * d..(hh + 1) * d * d]).py_ok(py)?;
+            t.0.noise_into(&mut m[hh * d * d..(hh + 1) * d * d])
+                .py_ok(py)?;
         }
         mat3(py, &m, h, d)
     }

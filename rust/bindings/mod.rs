@@ -27,6 +27,7 @@ use crate::tree::TreeAggregator as CoreTree;
 mod agents;
 mod kernels;
 mod noise;
+mod specs;
 pub(crate) use noise::PyNoiseStream;
 
 type F64Array1<'py> = Bound<'py, PyArray1<f64>>;

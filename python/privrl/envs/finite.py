@@ -7,15 +7,12 @@ from __future__ import annotations
 import hashlib
 import operator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from privrl import _core
 from privrl.common.errors import AssumptionError, IndexRangeError, NonFiniteError, ShapeError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from privrl.envs.linear import LinearMDP
 
 __all__ = ["FiniteMDP", "Trajectory"]
 
@@ -346,10 +343,3 @@ class FiniteMDP:
         if v0.shape != (self.S,):
             raise ShapeError(f"V must have shape (H+1, S) or (S,) with S={self.S}, got {V.shape}")
         return float(self.init_dist @ v0)
-
-    # ---------------------------------------------------------------- views
-    def to_linear_mdp(self) -> LinearMDP:
-        """This MDP as a linear MDP with one-hot features phi(s,a) = e_{s*A+a} in R^(S*A)."""
-        from privrl.envs.linear import tabular_linear_mdp
-
-        return tabular_linear_mdp(self.P, self.R, self.init_dist, name=self.name)

@@ -231,7 +231,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def demo_config_text() -> str:
     from importlib.resources import files
 
-    return (files("privrl") / "configs" / DEMO_CONFIG).read_text()
+    return (files("privrl.experiment") / "configs" / DEMO_CONFIG).read_text()
 
 
 def _drop_unavailable(raw: dict) -> dict:

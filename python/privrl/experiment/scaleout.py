@@ -3,7 +3,7 @@ results come back to the client, which files them exactly as a local sweep does.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from privrl.experiment.config import ConfigError, RunSpec
@@ -35,16 +35,11 @@ def connect(scheduler: Any) -> tuple[Any, bool]:
     )
 
 
-def _run_task(spec: RunSpec, env: Any) -> dict:
-    from privrl.experiment.sweep import guarded_run
-
-    return guarded_run(spec, env)
-
-
 def dask_results(
-    specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: Any, scheduler: Any
+    specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: Any, scheduler: Any, task: Callable[..., dict]
 ) -> Iterator[dict]:
-    """Submit one task per run and yield the results as they finish (the caller writes them)."""
+    """Submit one task per run, ``task(spec, env)`` (a module-level function the workers import),
+    and yield the results as they finish (the caller writes them)."""
     if not specs:
         return
     from distributed import as_completed
@@ -55,7 +50,7 @@ def dask_results(
         scattered = {name: client.scatter(env, broadcast=True) for name, env in envs.items()}
         futures = [
             client.submit(
-                _run_task, s, scattered.get(s.study), key=f"privrl-run-{s.run_id}", pure=False, retries=1
+                task, s, scattered.get(s.study), key=f"privrl-run-{s.run_id}", pure=False, retries=1
             )
             for s in specs
         ]

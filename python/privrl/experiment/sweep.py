@@ -34,6 +34,7 @@ from privrl.experiment.config import (
     make_privacy,
     resolve_algorithm,
 )
+from privrl.experiment.scaleout import dask_results
 from privrl.experiment.results import (
     COLUMNS,
     ResultStore,
@@ -295,9 +296,8 @@ def _executor(
     backend: str = "threads",
 ) -> Iterator[dict]:
     if scheduler is not None:
-        from privrl.experiment.scaleout import dask_results
 
-        return dask_results(specs, envs, bar, scheduler)
+        return dask_results(specs, envs, bar, scheduler, guarded_run)
     if n_jobs > 1 and len(specs) > 1:
         if backend == "threads":
             return _threads(specs, envs, bar, n_jobs)
