@@ -9,7 +9,7 @@
 
 use nalgebra::{DMatrix, DVector};
 
-use crate::errors::{any_non_finite, check_finite, check_len, CoreError, CoreResult};
+use crate::errors::{check_finite, check_len, CoreError, CoreResult};
 
 /// Inverse of a symmetric positive-definite matrix given row-major (symmetric, so
 /// row- and column-major agree). The input is symmetrized first, so rounding
@@ -229,6 +229,15 @@ impl ShermanMorrison {
         }
         let denom = 1.0 + x.iter().zip(u.iter()).map(|(a, b)| a * b).sum::<f64>();
         let scale = 1.0 / denom;
+        // the largest entry of u u^T / denom: finite iff the update keeps the inverse finite
+        let umax = u.iter().fold(0.0f64, |m, v| {
+            if v.is_finite() {
+                m.max(v.abs())
+            } else {
+                f64::INFINITY
+            }
+        });
+        let overflow = !(umax * umax * scale).is_finite() || !scale.is_finite();
         // Lambda^{-1} -= u u^T / (1 + x^T u); Lambda += x x^T. u u^T is exactly symmetric,
         // so both matrices stay exactly symmetric.
         let inv = self.inverse.as_mut_slice();
@@ -238,9 +247,12 @@ impl ShermanMorrison {
             let xj = x[j];
             let icol = &mut inv[j * d..(j + 1) * d];
             // (u_i u_j) * scale: IEEE products commute, so entries (i,j) and (j,i) get
-            // bit-identical updates.
-            for (c, ui) in icol.iter_mut().zip(u.iter()) {
-                *c -= (uj * ui) * scale;
+            // bit-identical updates. A zero u_j changes nothing in column j (tabular one-hot
+            // features keep the inverse diagonal: u has one nonzero).
+            if uj != 0.0 {
+                for (c, ui) in icol.iter_mut().zip(u.iter()) {
+                    *c -= (uj * ui) * scale;
+                }
             }
             if xj != 0.0 {
                 let mcol = &mut m[j * d..(j + 1) * d];
@@ -253,7 +265,7 @@ impl ShermanMorrison {
         self.since_refactor += 1;
         // u u^T overflows when ||x|| / lam is beyond ~1e154 (a tiny lam): the exact matrix is
         // still finite, so factorize it instead of keeping an infinite inverse.
-        if self.since_refactor >= self.refactor_every || any_non_finite(self.inverse.as_slice()) {
+        if self.since_refactor >= self.refactor_every || overflow {
             self.refactorize();
         }
     }

@@ -10,10 +10,10 @@ import math
 
 import pytest
 
+from _helpers import calibration as c
 from privrl.exceptions import PrivacyParameterError
 from privrl.privacy import JointDP, LocalDP, NonPrivate
 from privrl.privacy import accounting as a
-from _helpers import calibration as c
 from privrl.privacy import mechanisms as m
 
 
@@ -329,9 +329,9 @@ def test_tight_laplace_scales_hand_values():
     assert cal.sigma_Lambda == pytest.approx(1200.0, rel=1e-12)
     assert cal.sigma_u == pytest.approx(8348.413, rel=1e-6)
     # UCRL-VTR+: 4 H n = 560 nodes per user, b_B1 = 2 d^2 * 560 = 112000
-    assert _tight("calibrate_ucrl_vtr_plus", "jdp", delta=0.0, H=H, K=K, d=D, C_w=1.0).sigma_B1 == pytest.approx(
-        112_000.0
-    )
+    assert _tight(
+        "calibrate_ucrl_vtr_plus", "jdp", delta=0.0, H=H, K=K, d=D, C_w=1.0
+    ).sigma_B1 == pytest.approx(112_000.0)
     # UCRL-VTR: 2 H n = 280 nodes, b_matrix = 2 d H^2 * 280 = 560000 (paper: 300 nodes, 600000)
     assert _tight("calibrate_ucrl_vtr", "jdp", delta=0.0, H=H, K=K, d=D, C_w=1.0).laplace_b == pytest.approx(
         560_000.0

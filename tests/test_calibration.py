@@ -12,8 +12,8 @@ import math
 import numpy as np
 import pytest
 
-from privrl.exceptions import PrivacyParameterError
 from _helpers import calibration as c
+from privrl.exceptions import PrivacyParameterError
 from privrl.privacy import mechanisms as m
 
 # Reference instance used throughout: H = 10, K = 1e4, d = 10, p = 0.05.
@@ -304,9 +304,7 @@ def test_ucrl_vtr_pure_upsilon_C_beta():
     out = c.calibrate_ucrl_vtr("jdp", 0.5, 0.0, H, K, D, 1.0, sampler="float")
     alpha = P / (6 * K * H)
     assert out.Upsilon == pytest.approx(c.laplace_matrix_sum_bound(1.2e6, K0, D, alpha), rel=1e-12)
-    assert out.C == pytest.approx(
-        c.laplace_vector_sum_bound(out.laplace_b_vector, K0, D, alpha), rel=1e-12
-    )
+    assert out.C == pytest.approx(c.laplace_vector_sum_bound(out.laplace_b_vector, K0, D, alpha), rel=1e-12)
     # row-sum branch for n = 15, d = 10: L = log(d/alpha) = log(1.2e8) = 18.603002
     #   2*15*10 + 2 sqrt(150 * 18.603002) + 18.603002 = 300 + 2 * 52.824713 + 18.603002 = 424.252428
     #   (x b = 1.2e6)
@@ -451,9 +449,7 @@ def test_lsvi_ucb_non_batched_variant():
 
 def test_lsvi_ucb_calibration_composition():
     out = c.calibrate_lsvi_ucb("jdp", 0.7, 1e-6, H, K, D, sampler="float")
-    assert out.Upsilon == pytest.approx(
-        c.lsvi_ucb_upsilon(out.sigma_Lambda, out.B0, D, K, H, P), rel=1e-12
-    )
+    assert out.Upsilon == pytest.approx(c.lsvi_ucb_upsilon(out.sigma_Lambda, out.B0, D, K, H, P), rel=1e-12)
     assert out.c_K == pytest.approx(D * out.Upsilon, rel=1e-12)
     assert out.shift == pytest.approx(out.c_K + out.Upsilon, rel=1e-12)
     assert out.C == pytest.approx(c.lsvi_ucb_C(out.sigma_u, D, K, H, P), rel=1e-12)
@@ -482,7 +478,9 @@ def _lemma_b4_rhs(out):
     list(itertools.product([0.05, 0.9, 3.0], [1, 5, 20], [10, 5000, 10**6], [1, 5, 30], ["static", "every"])),
 )
 def test_lsvi_beta_satisfies_lemma_b4(kind, delta, eps, h, k, d, batches):
-    out = c.calibrate_lsvi_ucb(kind, eps if kind != "none" else None, delta, h, k, d, batches=batches, sampler="float")
+    out = c.calibrate_lsvi_ucb(
+        kind, eps if kind != "none" else None, delta, h, k, d, batches=batches, sampler="float"
+    )
     assert out.beta >= _lemma_b4_rhs(out)
     assert out.lam + out.c_K >= out.Upsilon
 
@@ -763,7 +761,9 @@ def test_calibrate_lsvi_and_plus_keys():
     assert set(c.calibrate_lsvi_ucb("jdp", 0.5, 0.0, H, K, D, sampler="float").to_dict()) >= LSVI_KEYS
     assert set(c.calibrate_lsvi_ucb("none", None, None, H, K, D, sampler="float").to_dict()) >= LSVI_KEYS
     for kind, delta in [("none", None), ("jdp", 1e-5), ("ldp", 1e-5), ("jdp", 0.0), ("ldp", 0.0)]:
-        out = c.calibrate_ucrl_vtr_plus(kind, 0.5 if kind != "none" else None, delta, H, K, D, 1.0, sampler="float")
+        out = c.calibrate_ucrl_vtr_plus(
+            kind, 0.5 if kind != "none" else None, delta, H, K, D, 1.0, sampler="float"
+        )
         assert set(out.to_dict()) >= PLUS_KEYS
         if kind != "none":
             assert out.shift1 == 2 * out.Upsilon1 and out.shift2 == 2 * out.Upsilon2

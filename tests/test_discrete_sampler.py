@@ -12,11 +12,11 @@ import pytest
 import privrl
 from privrl import kernels as kn
 from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
+from privrl.audit.report import format_privacy_report
 from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP
 from privrl.exceptions import PrivacyParameterError
 from privrl.privacy import JointDP, LocalDP
 from privrl.privacy.plans import plan_rounding_mu, rounding_per_draw
-from privrl.audit.report import format_privacy_report
 
 MIX = RandomLinearMixtureMDP(S=5, A=2, d=3, H=3, seed=0)
 LIN = RandomLinearMDP(S=5, A=2, d=3, H=3, seed=0)
@@ -66,16 +66,14 @@ def _tree_noise(model, k, seeds):
     for s in seeds:
         agent = UCRLVTR(MIX, model, episodes=64, seed=s)
         for _ in range(k):  # users whose statistics enter the trees
-            agent.server.receive(_raw(agent, np.random.default_rng(s)))
-        out.append(agent.server.tree_noise())
+            agent.observe_statistics(*_raw(agent, np.random.default_rng(s)))
+        out.append(agent._core.noise(0))
     return out, agent
 
 
 def _raw(agent, rng):
-    from privrl.agents.common.statistics import RawStatistics
-
     X = rng.uniform(-1.0, 1.0, (agent.H, agent.d))
-    return RawStatistics(X, rng.uniform(0.0, agent.H, agent.H))
+    return X, rng.uniform(0.0, agent.H, agent.H)
 
 
 def test_released_jdp_noise_has_the_sampler_variance_and_lives_on_the_lattice():
@@ -95,7 +93,7 @@ def test_released_jdp_noise_has_the_sampler_variance_and_lives_on_the_lattice():
     assert abs(mats[:, :, d_idx, d_idx].var() / (6 * sigma**2) - 1) < 5 * math.sqrt(
         2 / mats[:, :, d_idx, d_idx].size
     )
-    assert abs(vecs.var() / (3 * agent.calibration.sigma_g ** 2) - 1) < 5 * math.sqrt(2 / vecs.size)
+    assert abs(vecs.var() / (3 * agent.calibration.sigma_g**2) - 1) < 5 * math.sqrt(2 / vecs.size)
     # exact lattice values: integers in units of sigma 2^-24
     assert _on_lattice(mats, unit)
 
@@ -103,24 +101,34 @@ def test_released_jdp_noise_has_the_sampler_variance_and_lives_on_the_lattice():
 def test_ldp_messages_are_rounded_data_plus_integer_noise():
     model = LocalDP(2.0, 1e-5, calibration="tight")
     agent = UCRLVTR(MIX, model, episodes=20, seed=3)
-    rnd = agent.randomizer
+    H, d = MIX.H, agent.d
+
+    def privatize(X, y):  # the user's randomizer: its message, nothing sent
+        gram, target = agent._core.user_message(0, X, y)
+        return gram.reshape(H, d, d), target.reshape(H, d)
+
     rng = np.random.default_rng(0)
     X, y = rng.uniform(-0.5, 0.5, (MIX.H, agent.d)), rng.uniform(0, MIX.H, MIX.H)
-    msg = rnd.privatize(X, y)
+    gram, target = privatize(X, y)
     unit_m, unit_v = agent.calibration.sigma_B * 2.0**-24, agent.calibration.sigma_g * 2.0**-24
-    assert _on_lattice(msg.gram, unit_m) and _on_lattice(msg.target, unit_v)
+    assert _on_lattice(gram, unit_m) and _on_lattice(target, unit_v)
     # the noise (message minus rounded data) has the sampler's variance over many messages
-    grams = np.array([rnd.privatize(X, y).gram for _ in range(3000)]) - np.einsum("hi,hj->hij", X, X)
+    grams = np.array([privatize(X, y)[0] for _ in range(3000)]) - np.einsum("hi,hj->hij", X, X)
     iu = np.triu_indices(agent.d, 1)
     off = grams[:, :, iu[0], iu[1]]
-    assert abs(off.var() / agent.calibration.sigma_B ** 2 - 1) < 5 * math.sqrt(2 / off.size)
+    assert abs(off.var() / agent.calibration.sigma_B**2 - 1) < 5 * math.sqrt(2 / off.size)
 
 
 def test_lsvi_releases_are_lattice_sums():
     agent = LSVIUCB(LIN, JointDP(1.0, 1e-5), episodes=60, seed=0)
     privrl.run(agent, LIN, seed=0)
-    unit = agent.calibration.sigma_Lambda * 2.0**-24
-    rel = np.stack([t.release() for t in agent.server.trees])
+    cal = agent.calibration
+    unit = cal.sigma_Lambda * 2.0**-24
+    assert agent.batch > 0 and _on_lattice(agent._core.noise(), unit)
+    # the H trees' releases: the design less its shift (lam + c_K + Upsilon) I, exact off the
+    # diagonal; on it up to the rounding of adding the shift (half an ulp of the design entry,
+    # 0.56e-6 lattice units here, within _on_lattice's 1e-6)
+    rel = agent.release().design - (cal.lam + cal.shift) * np.eye(agent.d)
     assert _on_lattice(rel, unit)
 
 

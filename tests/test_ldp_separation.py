@@ -50,7 +50,7 @@ def _pieces(X, y):
     gram, target = np.einsum("hi,hj->hij", X, X), X * y[:, None]
     out = []
     for stat in (gram, target):
-        out += [stat] + list(stat)
+        out += [stat, *stat]
     return [p.tobytes() for p in out if p.any()]
 
 
@@ -81,7 +81,7 @@ def test_ldp_server_holds_no_user_key_and_no_raw_statistic(cls, calibration):
     root = np.random.SeedSequence(SEED).spawn(3)
     noise = [seed_bytes(s) for s in root[1].spawn(2 * H * n_regs)]
     keys = [noise[2 * H * i : 2 * H * i + 2] for i in range(n_regs)]
-    every_seed = noise + [seed_bytes(root[0]), seed_bytes(root[2])]
+    every_seed = [*noise, seed_bytes(root[0]), seed_bytes(root[2])]
     raw: list[bytes] = []  # what each user computed before randomizing it
     rng = np.random.default_rng(1)
     for _ in range(agent.K):

@@ -9,13 +9,8 @@ from _helpers import uniform_policy_gap
 from privrl import kernels as kn
 from privrl.agents import LSVIUCB
 from privrl.agents.common.base import SensitivityWarning
-from privrl.agents.lsvi_ucb.agent import (
-    batch_starts,
-    greedy_policy,
-    lsvi_release,
-    response_aggregated,
-    response_per_sample,
-)
+from privrl.agents.lsvi_ucb.agent import batch_starts
+from privrl.agents.lsvi_ucb.reference import optimistic_values
 from privrl.envs import FiniteMDP, RandomLinearMDP, RiverSwim, RiverSwimMixture, Trajectory
 from privrl.exceptions import AssumptionError, PrivacyParameterError, ShapeError
 from privrl.kernels import reference as R
@@ -57,59 +52,6 @@ def test_state_values_kernel_matches_reference():
         kn.state_values(table[:-1], w, inv, 0.7, A)
 
 
-def _numpy_lsvi(designs, phis, rewards, next_rows, beta, A, H):
-    """Plain numpy LSVI (Alg. 2, lines 15-21) on per-sample data: the reference."""
-    Hn, d, _ = designs.shape
-    w, inv = np.zeros((Hn + 1, d)), np.zeros((Hn + 1, d, d))
-    for h in range(Hn - 1, -1, -1):
-        inv[h] = np.linalg.inv(designs[h])
-        V = 0.0
-        if h < Hn - 1:
-            V = R.state_values_ref(next_rows[h], w[h + 1], inv[h + 1], beta, A, upper=H, lower=0.0)
-        w[h] = inv[h] @ (phis[h].T @ (rewards[h] + V))
-    return w[:Hn], inv[:Hn]
-
-
-def test_lsvi_pass_matches_numpy_reference_both_paths():
-    rng = np.random.default_rng(1)
-    H, S, A, d, n, beta = 4, 7, 3, 5, 60, 0.8
-    table = rng.dirichlet(np.full(d, 0.5), size=S * A)  # ||phi|| <= 1
-    s = rng.integers(0, S, (n, H + 1))
-    a = rng.integers(0, A, (n, H))
-    r = rng.random((n, H))
-    phis = [table[s[:, h] * A + a[:, h]] for h in range(H)]
-    designs = np.stack([d * np.eye(d) + p.T @ p for p in phis])
-    # continuous-state form: each sample carries its own (A, d) block of next-state features
-    next_rows = [table.reshape(S, A, d)[s[:, h + 1]].reshape(n * A, d) for h in range(H)]
-    w_ref, inv_ref = _numpy_lsvi(designs, phis, r.T, next_rows, beta, A, H)
-
-    def per_block(h, w_next, inv_next):
-        if w_next is None:
-            return phis[h].T @ r[:, h]
-        return response_per_sample(phis[h], r[:, h], next_rows[h], None, w_next, inv_next, beta, A, H)
-
-    def indexed(h, w_next, inv_next):
-        if w_next is None:
-            return phis[h].T @ r[:, h]
-        return response_per_sample(phis[h], r[:, h], table, s[:, h + 1], w_next, inv_next, beta, A, H)
-
-    next_sum = np.zeros((H, S, d))
-    for h in range(H):
-        np.add.at(next_sum[h], s[:, h + 1], phis[h])
-    reward_sum = np.stack([phis[h].T @ r[:, h] for h in range(H)])
-
-    def aggregated(h, w_next, inv_next):
-        if w_next is None:
-            return reward_sum[h]
-        return response_aggregated(reward_sum[h], next_sum[h], table, w_next, inv_next, beta, A, H)
-
-    for resp in (per_block, indexed, aggregated):
-        rel = lsvi_release(designs, resp, users=n)
-        assert np.abs(rel.weights - w_ref).max() <= 1e-9 * np.abs(w_ref).max()
-        assert np.abs(rel.inverse - inv_ref).max() <= 1e-9 * np.abs(inv_ref).max()
-        assert np.array_equal(rel.design, designs)
-
-
 def test_batch_schedule():
     assert batch_starts(10, 4).tolist() == [1, 4, 7, 10]  # ceil(10/4) = 3
     assert batch_starts(10, 6).tolist() == [1, 3, 5, 7, 9]  # k_5 = 11 > K: 5 batches start
@@ -140,25 +82,30 @@ def test_nonprivate_learns_riverswim():
 def test_static_batching_changes_policy_exactly_B_times(privacy):
     env = RiverSwim(S=4, H=6)
     K, B = 200, 10
-    agent = LSVIUCB(env, privacy=privacy, batches=B, episodes=K, seed=3, beta=3.0)
+
+    def make():
+        return LSVIUCB(env, privacy=privacy, batches=B, episodes=K, seed=3, beta=3.0)
+
+    agent = make()
     starts = batch_starts(K, B)
     assert starts.tolist() == list(range(1, K, 20))
-    # policies[j], boards[j]: what the user of episode j + 2 receives (recorded after k = j + 1)
+    # policies[j], boards[j]: what the user of episode j + 2 receives (recorded after k = j + 1):
+    # the agent's state after every episode, users driven one at a time
     policies, boards = [], [agent.release()]
-    res = privrl.run(
-        agent,
-        env,
-        seed=4,
-        callback=lambda k, c: (policies.append(agent.policy()), boards.append(agent.release())),
-        engine="python",  # the agent's state after every episode (the engine reports per block)
-    )
+    rng = np.random.default_rng(4)
+    for _ in range(K):
+        agent.observe(env.sample_episode(agent.policy(), rng))
+        policies.append(agent.policy())
+        boards.append(agent.release())
     # B distinct billboards (the initial one + one per batch end), each used by one batch
-    assert len({id(rel) for rel in boards[:K]}) == B and agent.server.releases == B - 1
+    distinct = {(rel.users, rel.design.tobytes(), rel.weights.tobytes()) for rel in boards[:K]}
+    assert len(distinct) == B and agent._core.releases == B - 1
     assert agent.release_users == [k - 1 for k in starts]
     assert [boards[k - 1].users for k in starts] == [k - 1 for k in starts]
     # the user of episode k (1-based) runs the policy of its batch: it can only change at k_i
     changed = [j + 3 for j in range(K - 1) if not np.array_equal(policies[j], policies[j + 1])]
     assert set(changed) <= set(starts.tolist())
+    res = privrl.run(make(), env, seed=4)  # and privrl.run counts as many
     assert res.policy_changes <= B
 
 
@@ -196,7 +143,7 @@ def test_released_noise_has_calibrated_variance_and_node_count(delta):
         trajs = _play(agent, env, 7, seed)
         cal = agent.calibration
         assert cal.B == 8 and cal.B0 == 4
-        assert agent.server.nodes_history == [1, 1, 2, 1, 2, 2, 3]  # popcount(b) <= B0
+        assert agent._core.nodes_history == [1, 1, 2, 1, 2, 2, 3]  # popcount(b) <= B0
         rel = agent.release()
         phi = np.stack([env.features_flat[t.states[:-1] * A + t.actions] for t in trajs])  # (n, H, d)
         r = np.stack([t.rewards for t in trajs])
@@ -266,7 +213,7 @@ def test_aggregated_equals_per_sample_planning(privacy):
         t = env.sample_episode(rng.integers(0, env.A, (env.H, env.S)), rng)
         for p, a in agents.items():
             a.observe(t)
-            if not boards[p] or boards[p][-1] is not a.release():
+            if not boards[p] or boards[p][-1].users != a.release().users:  # a new release
                 boards[p].append(a.release())
     ps, ag, auto = (boards[p] for p in ("per_sample", "aggregated", "auto"))
     assert len(ps) == len(ag) == 12  # the initial billboard and the 11 batch-end releases
@@ -275,7 +222,7 @@ def test_aggregated_equals_per_sample_planning(privacy):
         assert np.abs(x.weights - y.weights).max() <= 1e-9 * max(1.0, np.abs(x.weights).max())
         assert np.abs(x.inverse - y.inverse).max() <= 1e-9 * np.abs(x.inverse).max()
     # auto switches to counts once S = 5 < stored episodes (releases after 5, 10, ..., 55 users)
-    assert agents["auto"].server.paths == ["per_sample"] + ["aggregated"] * 10
+    assert agents["auto"]._core.paths == ["per_sample"] + ["aggregated"] * 10
     assert all(
         np.abs(x.weights - y.weights).max() <= 1e-9 * max(1.0, np.abs(x.weights).max())
         for x, y in zip(auto, ps, strict=True)
@@ -288,9 +235,17 @@ def test_user_policy_is_a_function_of_the_release():
     agent = LSVIUCB(env, JointDP(5.0, 1e-5), batches=5, episodes=50, seed=0, ties="lowest", beta_scale=1e-4)
     _play(agent, env, 30, 0)
     rel = agent.release()
-    # the billboard: public post-processing of the release only (bonus: practical calibration)
-    assert set(vars(rel)) == {"design", "inverse", "weights", "users", "bonus", "gamma"} and rel.bonus is None
-    pi = greedy_policy(rel, env.features, agent.beta, ties="lowest")
+    # the billboard: public post-processing of the release only (bonus, gamma: practical
+    # calibration; explore: UCRL-VTR's exploration matrix)
+    assert set(vars(rel)) == {"design", "inverse", "weights", "users", "bonus", "gamma", "explore"}
+    assert rel.bonus is None and rel.explore is None
+    # the user's policy from the billboard alone (the paper-shaped reference's Q, lowest index on ties)
+    pi = np.stack(
+        [
+            optimistic_values(env.features, rel.weights[h], rel.inverse[h], agent.beta, env.H)
+            for h in range(env.H)
+        ]
+    ).argmax(axis=2)
     assert np.array_equal(pi, agent.policy())
     Q = np.stack(
         [
@@ -314,7 +269,7 @@ def test_calibration_exposes_paper_quantities():
     assert cal.sigma_u == pytest.approx(4.55e6, rel=0.01)
     assert cal.shift == pytest.approx(cal.c_K + cal.Upsilon)
     for key in ("B0", "Upsilon", "c_K", "C", "U_K", "chi", "beta", "beta_used"):
-        assert key in cal and cal[key] > 0
+        assert key in cal.to_dict() and getattr(cal, key) > 0
     assert cal.beta_used == cal.beta == agent.beta
     scaled = LSVIUCB(env, privacy=JointDP(1.0, 1e-5), episodes=10_000, seed=0, beta_scale=0.1)
     assert scaled.beta == pytest.approx(0.1 * cal.beta)  # exploration only:
@@ -344,7 +299,7 @@ def test_reproducible_and_entropy_seeded():
     for a in (n1, n2):
         privrl.run(a, env, episodes=11, seed=3)
     assert not np.array_equal(n1.release().design, n2.release().design)
-    assert not np.array_equal(n1.server.last_eta, n2.server.last_eta)
+    assert not np.array_equal(n1._core.last_eta, n2._core.last_eta)
 
 
 def test_bad_inputs():
@@ -385,10 +340,21 @@ def test_sensitivity_guard_on_user_rewards():
         actions=np.zeros(env.H, dtype=np.int64),
         rewards=np.array([2.0, -1.0, 0.5]),
     )
-    agent = LSVIUCB(env, privacy=JointDP(1.0, 1e-5), episodes=10, seed=0)
+    assert np.abs(env.features[0, 0]).max() > 0  # the rewards enter u through phi(0, 0)
+    # a release after every user: the stored rewards enter the next billboard's u
+    agent = LSVIUCB(env, privacy=JointDP(1.0, 1e-5), batches="every", episodes=10, seed=0)
     with pytest.warns(SensitivityWarning):
         agent.observe(forged)
-    assert agent.clip_count == 2 and agent.server.rewards[0].tolist() == [1.0, 0.0, 0.5]
+    assert agent.clip_count == 2
+    # the server holds the clipped rewards: its release is, bit for bit, that of a user who sent them
+    clipped = LSVIUCB(env, privacy=JointDP(1.0, 1e-5), batches="every", episodes=10, seed=0)
+    clipped.observe(Trajectory(forged.states, forged.actions, np.array([1.0, 0.0, 0.5])))
+    assert clipped.clip_count == 0 and agent.batch == clipped.batch == 1
+    for name in ("design", "inverse", "weights"):
+        np.testing.assert_array_equal(getattr(agent.release(), name), getattr(clipped.release(), name))
+    other = LSVIUCB(env, privacy=JointDP(1.0, 1e-5), batches="every", episodes=10, seed=0)
+    other.observe(Trajectory(forged.states, forged.actions, np.array([0.9, 0.0, 0.5])))
+    assert not np.array_equal(agent.release().weights, other.release().weights)
     strict = LSVIUCB(env, privacy=JointDP(1.0, 1e-5), episodes=10, seed=0, sensitivity="reject")
     with pytest.raises(AssumptionError):
         strict.observe(forged)
@@ -403,7 +369,7 @@ def test_lam_is_a_regret_side_option():
     b = LSVIUCB(env, priv, episodes=40, seed=1, lam=1.0)
     assert a.calibration.lam == env.d and b.calibration.lam == 1.0
     for k in ("sigma_Lambda", "sigma_u", "B"):
-        assert a.calibration[k] == b.calibration[k]
+        assert getattr(a.calibration, k) == getattr(b.calibration, k)
     assert a.calibration.beta != b.calibration.beta
     assert a.privacy_report()["tight"]["budget"] == b.privacy_report()["tight"]["budget"]
     for k in range(12):
@@ -411,7 +377,7 @@ def test_lam_is_a_regret_side_option():
         b.policy()
         a.observe(traj)
         b.observe(traj)
-    np.testing.assert_array_equal(a.server.trees[0].noise(), b.server.trees[0].noise())
+    np.testing.assert_array_equal(a._core.noise(), b._core.noise())
     exact = LSVIUCB(env, NonPrivate(), batches="every", episodes=10, lam=1.0)
     np.testing.assert_allclose(exact.release().design[0], np.eye(env.d))  # Lambda_0 = lam I
     for bad in (0.0, -1.0, float("nan"), float("inf")):

@@ -36,13 +36,43 @@ BAD_VECTORS_3 = [
 ]
 
 
+def _vtr_core(mode, guarded=True, noise="mode"):
+    """privrl._core.VtrAgent (H = d = 2, K = 4) with one regression of ``mode``: guarded or not,
+    with the noise of ``noise`` ("jdp": 2H mechanisms' seeds, "ldp": the randomizer's 2 streams,
+    None: none; "mode": the mode's own)."""
+    from privrl import _core
+    from privrl.agents.common.specs import GuardSpec, NoiseSpec, RegressionSpec, VtrSpec
+    from privrl.envs import RandomLinearMixtureMDP
+
+    env = RandomLinearMixtureMDP(S=3, A=2, d=2, H=2, seed=0)
+    noise = mode if noise == "mode" else noise
+    spec = None
+    if noise in ("jdp", "ldp"):
+        n_seeds = 2 * env.H if noise == "jdp" else 2
+        seeds = [bytes([i]) * 32 for i in range(n_seeds)]
+        spec = NoiseSpec("tree", "gaussian", 1.0, 1.0, math.sqrt(2), 24, 4, seeds)
+    regression = RegressionSpec(
+        mode=mode,
+        lam=1.0,
+        base=1.0 if mode == "exact" else 1e3,  # lam + a shift above the noise
+        radius=1.0,
+        shift_name="shift",
+        guard=GuardSpec(float(env.H), 0.0, float(env.H), False) if guarded else None,
+        noise=spec,
+        practical=None,
+    )
+    features = np.ascontiguousarray(env.features, dtype=np.float64)
+    rewards = np.ascontiguousarray(env.R, dtype=np.float64)
+    return _core.VtrAgent(VtrSpec(features, rewards, [regression], None, None, None, 4))
+
+
 def _calls():
     """(id, thunk) pairs; each thunk builds what it needs, so one failure cannot mask another."""
+    from _helpers import calibration as cal
     from privrl import audit as A
     from privrl import kernels as kn
     from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
     from privrl.agents.common.base import SensitivityGuard
-    from privrl.agents.common.statistics import PrivatizedStatistics, RawStatistics, RegressionServer
     from privrl.envs import (
         FiniteMDP,
         HardToLearn,
@@ -55,11 +85,10 @@ def _calls():
         Trajectory,
         tabular_linear_mdp,
     )
+    from privrl.experiment.runner import run
     from privrl.privacy import accounting as acc
-    from _helpers import calibration as cal
     from privrl.privacy import mechanisms as mech
     from privrl.privacy.models import JointDP, LocalDP, NonPrivate
-    from privrl.experiment.runner import run
 
     calls = []
 
@@ -355,7 +384,9 @@ def _calls():
     )
     add(
         "calibrate-mechanism-pure",
-        lambda: cal.calibrate_lsvi_ucb("jdp", 1.0, 0.0, 3, 100, 4, mechanism="factorization", sampler="float"),
+        lambda: cal.calibrate_lsvi_ucb(
+            "jdp", 1.0, 0.0, 3, 100, 4, mechanism="factorization", sampler="float"
+        ),
     )
 
     # ------------------------------------------------ environments
@@ -504,52 +535,47 @@ def _calls():
     add("run-agent", lambda: run("agent", env))
     add(
         "run-env-mismatch",
-        lambda: run(UCRLVTR(env, jdp, episodes=2, seed=0), RandomLinearMixtureMDP(S=4, A=2, d=3, H=3)),
+        # another model (the same one rebuilt, seed 0, has the agent's fingerprint and is accepted)
+        lambda: run(
+            UCRLVTR(env, jdp, episodes=2, seed=0), RandomLinearMixtureMDP(S=4, A=2, d=3, H=3, seed=1)
+        ),
     )
     add("run-episodes", lambda: run(UCRLVTR(env, jdp, episodes=2, seed=0), env, episodes=5))
     add("run-episodes-zero", lambda: run(UCRLVTR(env, jdp, episodes=2, seed=0), env, episodes=0))
     add("run-seed", lambda: run(UCRLVTR(env, jdp, episodes=2, seed=0), env, seed="x"))
-    guard = SensitivityGuard(3.0, 0.0, 3.0)
     add("guard-mode", lambda: SensitivityGuard(1.0, mode="loose"))
     add("guard-bound", lambda: SensitivityGuard(float("inf")))
     add("guard-range", lambda: SensitivityGuard(1.0, 1.0, 0.0))
-    add("server-mode", lambda: RegressionServer(2, 2, 1.0, "central", 4))
-    add("server-tree-unguarded", lambda: RegressionServer(2, 2, 1.0, "tree", 4, noise="none"))
+    # The server of each regression is Rust state the agent owns (privrl._core.VtrAgent), built
+    # from a typed spec: a bad mode, a private server without the guard that enforces its
+    # sensitivity, an LDP server without the users' randomizer (raw X, y would reach it) or a JDP
+    # one given the randomizer's streams instead of its 2H mechanisms are refused. Chosen
+    # statistics (the audits' adversarial user) enter through observe_statistics, checked whole.
+    add("server-mode", lambda: _vtr_core("central"))
+    add("server-jdp-unguarded", lambda: _vtr_core("jdp", guarded=False))
+    add("server-ldp-without-randomizer", lambda: _vtr_core("ldp", noise=None))
+    add("server-jdp-with-randomizer-streams", lambda: _vtr_core("jdp", noise="ldp"))
+    add("server-ldp-with-mechanisms", lambda: _vtr_core("ldp", noise="jdp"))
+    env22 = RandomLinearMixtureMDP(S=3, A=2, d=2, H=2, seed=0)  # H = d = 2, as the sums below
+
+    def vtr22(privacy=None):
+        return UCRLVTR(env22, privacy or NonPrivate(), episodes=4, seed=0)
+
     add(
-        "server-raw-to-local",
-        lambda: RegressionServer(2, 2, 1.0, "local", 4).receive(RawStatistics(np.ones((2, 2)), np.ones(2))),
+        "server-one-step-statistics",  # one step's (X, y) must not be broadcast over the H steps
+        lambda: vtr22(LocalDP(1.0, 1e-5))._core.observe_statistics(np.ones((1, 2)), np.ones(1)),
     )
+    add("server-broadcast-y", lambda: vtr22(LocalDP(1.0, 1e-5)).observe_statistics(np.ones((2, 2)), 1.0))
+    add("server-raw-shape", lambda: vtr22().observe_statistics(np.ones((2, 3)), np.ones(2)))
+    add("server-raw-nan", lambda: vtr22().observe_statistics(np.ones((2, 2)), np.array([np.nan, 1])))
+    add("server-raw-str", lambda: vtr22().observe_statistics(np.ones((2, 2)), np.array(["a", "b"])))
+    add("server-message", lambda: vtr22().observe_statistics((np.ones((2, 2)), np.ones(2))))
+    add("server-jdp-exact-sums", lambda: vtr22(jdp)._core.sums(0))
+    add("server-ldp-noise", lambda: vtr22(LocalDP(1.0, 1e-5))._core.noise(0))
+    add("server-regression-index", lambda: vtr22(jdp)._core.noise(1))
     add(
-        "server-private-to-tree",
-        lambda: RegressionServer(2, 2, 1.0, "tree", 4, noise="none", guard=guard).receive(
-            PrivatizedStatistics(np.ones((2, 2, 2)), np.ones((2, 2)))
-        ),
-    )
-    add(
-        "server-broadcast-gram",
-        lambda: RegressionServer(2, 2, 1.0, "local", 4).receive(
-            PrivatizedStatistics(np.eye(2), np.ones((2, 2)))
-        ),
-    )
-    add(
-        "server-raw-shape",
-        lambda: RegressionServer(2, 2, 1.0, "exact", 4).receive(RawStatistics(np.ones((2, 3)), np.ones(2))),
-    )
-    add(
-        "server-raw-nan",
-        lambda: RegressionServer(2, 2, 1.0, "exact", 4).receive(
-            RawStatistics(np.ones((2, 2)), np.array([np.nan, 1]))
-        ),
-    )
-    add(
-        "server-raw-str",
-        lambda: RegressionServer(2, 2, 1.0, "exact", 4).receive(
-            RawStatistics(np.ones((2, 2)), np.array(["a", "b"]))
-        ),
-    )
-    add(
-        "server-message",
-        lambda: RegressionServer(2, 2, 1.0, "exact", 4).receive((np.ones((2, 2)), np.ones(2))),
+        "server-plus-chosen-statistics",
+        lambda: UCRLVTRPlus(env22, jdp, episodes=4, seed=0).observe_statistics(np.ones((2, 2)), np.ones(2)),
     )
 
     # ------------------------------------------------ audit
@@ -568,12 +594,12 @@ CORPUS = _calls()
 def test_controls_succeed():
     """The same entry points with well-formed arguments work, so the corpus fails for its bad
     argument and not for a mistake in the call."""
+    from _helpers import calibration as cal
     from privrl import kernels as kn
     from privrl.agents import LSVIUCB, UCRLVTR
     from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP
-    from _helpers import calibration as cal
-    from privrl.privacy.models import JointDP
     from privrl.experiment.runner import run
+    from privrl.privacy.models import JointDP, LocalDP, NonPrivate
 
     for kind in kn.MECHANISMS:
         m = kn.make_prefix_mechanism(kind, 3, 4, seed=0)
@@ -599,6 +625,13 @@ def test_controls_succeed():
     b = LSVIUCB(lenv, JointDP(1.0, 1e-5), episodes=4, seed=0)
     b.observe(lenv.sample_episode(b.policy(), np.random.default_rng(0)))
     run(UCRLVTR(env, JointDP(1.0, 1e-5), episodes=2, seed=0), env, seed=1)
+    for mode in ("exact", "jdp", "ldp"):
+        _vtr_core(mode, guarded=mode != "exact").observe_statistics(np.ones((2, 2)), np.ones(2))
+    env22 = RandomLinearMixtureMDP(S=3, A=2, d=2, H=2, seed=0)
+    for privacy in (NonPrivate(), JointDP(1.0, 1e-5), LocalDP(1.0, 1e-5)):
+        a = UCRLVTR(env22, privacy, episodes=4, seed=0)
+        a.observe_statistics(np.ones((2, 2)), np.ones(2))
+        a._core.noise(0) if privacy.kind == "jdp" else a._core.sums(0)
 
 
 def test_corpus_is_large():

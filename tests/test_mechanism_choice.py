@@ -6,12 +6,12 @@ import math
 import numpy as np
 import pytest
 
+from _helpers import calibration as C
 from privrl import kernels as kn
 from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
 from privrl.envs.linear import RandomLinearMDP
 from privrl.envs.mixture import RandomLinearMixtureMDP
 from privrl.exceptions import PrivacyParameterError
-from _helpers import calibration as C
 from privrl.privacy.accounting import PrivacyAccountant, tree_nodes_per_leaf
 from privrl.privacy.continual import MECHANISMS, user_entry
 from privrl.privacy.models import JointDP, LocalDP
@@ -24,8 +24,8 @@ def test_jointdp_mechanism_field():
     assert JointDP(1.0, 1e-5).mechanism == "tree"
     p = JointDP(1.0, 1e-5, mechanism="factorization")
     assert p.label == "JDP(eps=1, delta=1e-05, factorization)"
-    assert p.as_kwargs().mechanism == "factorization"  # the choice travels with the model
-    assert LocalDP(1.0, 1e-5).as_kwargs().mechanism == "tree"
+    assert p.as_kwargs()["mechanism"] == "factorization"  # the choice travels with the model
+    assert LocalDP(1.0, 1e-5).as_kwargs()["mechanism"] == "tree"
     with pytest.raises(PrivacyParameterError):
         JointDP(1.0, 1e-5, mechanism="cauchy")
     # None (the default) is the calibration's choice: the paper's tree, the lowest-variance BLT
@@ -79,11 +79,14 @@ def test_tight_sigma_meets_the_target_on_every_mechanism(mech):
         (C.calibrate_ucrl_vtr_plus, {"C_w": 1.0}),
         (C.calibrate_lsvi_ucb, {}),
     ):
-        cal = calibrate("jdp", eps, dlt, H=H, K=K_, d=d, calibration="tight", mechanism=mech, **extra)
+        # the target below is the continuous Gaussian's (the calibrations' former default sampler)
+        cal = calibrate(
+            "jdp", eps, dlt, H=H, K=K_, d=d, calibration="tight", mechanism=mech, sampler="float", **extra
+        )
         from privrl.audit.report import plan_of
 
         plan = plan_of(cal.algorithm, cal)
-        scales = {k: cal[k] for k in plan.scale_keys}
+        scales = {k: getattr(cal, k) for k in plan.scale_keys}
         from privrl.privacy.accounting import gaussian_mu
 
         assert plan_mu(plan, scales) == pytest.approx(gaussian_mu(eps, dlt), rel=1e-9)
@@ -96,12 +99,7 @@ def test_noise_bounds_follow_the_variance(mech):
     new = C.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K_, d, 1.0, mechanism=mech, sampler="float")
     prof = kn.mechanism_profile(mech, K_)
     # Upsilon is linear in (entry std of the released noise): sigma sqrt(K0) -> sigma_M sqrt(max v).
-    want = (
-        cal.Upsilon
-        * new.sigma_B
-        * math.sqrt(prof.max_variance_factor)
-        / (cal.sigma_B * math.sqrt(cal.K0))
-    )
+    want = cal.Upsilon * new.sigma_B * math.sqrt(prof.max_variance_factor) / (cal.sigma_B * math.sqrt(cal.K0))
     assert new.Upsilon == pytest.approx(want)
     assert new.Upsilon == pytest.approx(
         C.ucrl_vtr_upsilon(new.sigma_B, 1, d, K_, H, cal.p) * math.sqrt(prof.max_variance_factor)
@@ -116,19 +114,19 @@ def test_noise_bounds_follow_the_variance(mech):
 def test_alg3_and_alg2_mechanisms():
     H, K_, d = 3, 400, 4
     cal = C.calibrate_ucrl_vtr_plus("jdp", 1.0, 1e-5, H, K_, d, 1.0, sampler="float")
-    new = C.calibrate_ucrl_vtr_plus("jdp", 1.0, 1e-5, H, K_, d, 1.0, mechanism="factorization", sampler="float")
+    new = C.calibrate_ucrl_vtr_plus(
+        "jdp", 1.0, 1e-5, H, K_, d, 1.0, mechanism="factorization", sampler="float"
+    )
     f = user_entry("factorization", K_).paper_sigma_factor
     for k in ("sigma_B1", "sigma_B2", "sigma_f", "sigma_g"):
-        assert new[k] == pytest.approx(cal[k] * f)
+        assert getattr(new, k) == pytest.approx(getattr(cal, k) * f)
     assert new.beta_hat >= new.beta_hat_condition and new.beta_tilde >= new.beta_tilde_condition
     lcal = C.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, 4000, d, sampler="float")
     lnew = C.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, 4000, d, mechanism="factorization", sampler="float")
     assert lnew.sigma_u == lcal.sigma_u and lnew.C == lcal.C  # u~ is not a tree
     R = C.lsvi_ucb_releases(4000, lcal.B)
     prof = kn.mechanism_profile("factorization", R)
-    assert lnew.sigma_Lambda == pytest.approx(
-        lcal.sigma_Lambda * prof.l2_multiplier / math.sqrt(lcal.B0)
-    )
+    assert lnew.sigma_Lambda == pytest.approx(lcal.sigma_Lambda * prof.l2_multiplier / math.sqrt(lcal.B0))
     assert lnew.mechanism_capacity == R == lnew.releases
     # App. D's two requirements on c_K.
     assert lnew.c_K >= d * lnew.Upsilon - 1e-9
@@ -148,21 +146,54 @@ def test_agents_run_on_every_mechanism(mech):
         UCRLVTR(env, p, episodes=40, seed=0),
         UCRLVTRPlus(env, p, episodes=40, seed=0),
         LSVIUCB(lenv, p, episodes=40, seed=0),
+        # 7 releases (the static schedule above releases once, where every mechanism agrees)
+        LSVIUCB(lenv, p, batches=8, episodes=40, seed=0),
     ]
     for a in agents:
         e = lenv if isinstance(a, LSVIUCB) else env
         for k in range(25):
             a.observe(e.sample_episode(a.policy(), np.random.default_rng(k)))
         assert a.calibration.mechanism == mech
+    # The servers' mechanisms are of kind `mech`: the noise each one releases is, draw for draw,
+    # that of a `mech` mechanism with the agent's capacity, law, scale and seed (the agent's
+    # privacy-noise seeds, SeedSequence(seed).spawn(3)[1]) after as many leaves.
     vtr = agents[0]
-    tree = vtr.server._gram_trees[0]
-    assert tree.kind == mech and tree.steps == 25
+    cal = vtr.calibration
+    grid = {"grid_bits": cal.grid_bits} if cal.sampler == "discrete" else {}
+    seeds = np.random.SeedSequence(0).spawn(3)[1].spawn(2 * vtr.H)
+    assert vtr.k == 25
+    gram_noise, _ = vtr._core.noise(0)
+    for h in range(vtr.H):
+        tree = kn.make_prefix_mechanism(
+            mech, (vtr.d, vtr.d), vtr.K, noise=cal.node_noise, scale=cal.sigma_B, seed=seeds[h],
+            divisor=cal.sym_divisor, **grid,
+        )  # fmt: skip
+        for _ in range(25):
+            tree.push_zero()
+        assert tree.kind == mech and tree.steps == 25
+        np.testing.assert_array_equal(gram_noise[h], tree.noise())
+    assert vtr._core.variance_factor(0, 25) == tree.variance_factor(25)
     # Released noise variance per entry = sigma_M^2 v_M(t) (off-diagonal of (Z' + Z'^T)/sqrt 2).
     assert tree.release_variance()[0] == pytest.approx(
-        vtr.calibration.sigma_B ** 2 * tree.variance_factor(25)
+        vtr.calibration.sigma_B**2 * vtr._core.variance_factor(0, 25)
     )
-    lsvi = agents[2]
-    assert lsvi.server.trees[0].kind == mech
+    lsvi = agents[3]
+    cal = lsvi.calibration
+    seeds = np.random.SeedSequence(0).spawn(3)[1].spawn(lsvi.H + 1)
+    R = cal.releases
+    assert R == 7 and lsvi.batch == 5
+    for h in range(lsvi.H):
+        tree = kn.make_prefix_mechanism(
+            mech, (lsvi.d, lsvi.d), R, noise=cal.node_noise, scale=cal.sigma_Lambda, seed=seeds[h],
+            divisor=cal.sym_divisor, **grid,
+        )  # fmt: skip
+        for _ in range(lsvi.batch):
+            tree.push_zero()
+        assert tree.kind == mech
+        np.testing.assert_array_equal(lsvi._core.noise()[h], tree.noise())
+    assert [lsvi._core.variance_factor(t) for t in range(1, R + 1)] == [
+        tree.variance_factor(t) for t in range(1, R + 1)
+    ]
 
 
 def test_same_seed_same_release_per_mechanism():

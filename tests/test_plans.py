@@ -11,8 +11,11 @@ import pytest
 
 from privrl import kernels as kern
 from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
+from privrl.agents.lsvi_ucb import calibration as lsvi_ucb
+from privrl.agents.ucrl_vtr import calibration as ucrl_vtr
+from privrl.agents.ucrl_vtr_plus import calibration as ucrl_vtr_plus
 from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP
-from privrl.privacy import JointDP, LocalDP, NonPrivate, lsvi_ucb, ucrl_vtr, ucrl_vtr_plus
+from privrl.privacy import JointDP, LocalDP, NonPrivate
 from privrl.privacy.accounting import gaussian_mu, tree_nodes_per_leaf
 from privrl.privacy.common import tight_scales
 from privrl.privacy.plans import law_factor, plan_mu, statistic_worst_case
@@ -57,10 +60,27 @@ def _brute_force(plan, stat_name, scales, n=200_000, seed=0):
 def _plans():
     out = []
     for mech in ("tree", "honaker", "factorization", "blt"):
-        out.append(("ucrl_vtr jdp " + mech, ucrl_vtr.release_plan("jdp", False, 4, 300, 3, mech, sampler="float")))
-        out.append(("ucrl_vtr_plus jdp " + mech, ucrl_vtr_plus.release_plan("jdp", False, 3, 300, 3, mech, sampler="float")))
-        out.append(("lsvi_ucb static " + mech, lsvi_ucb.release_plan("jdp", False, 4, 3000, 3, 9, mech)))
-        out.append(("lsvi_ucb every " + mech, lsvi_ucb.release_plan("jdp", False, 4, 60, 3, 60, mech)))
+        out.append(
+            ("ucrl_vtr jdp " + mech, ucrl_vtr.release_plan("jdp", False, 4, 300, 3, mech, sampler="float"))
+        )
+        out.append(
+            (
+                "ucrl_vtr_plus jdp " + mech,
+                ucrl_vtr_plus.release_plan("jdp", False, 3, 300, 3, mech, sampler="float"),
+            )
+        )
+        out.append(
+            (
+                "lsvi_ucb static " + mech,
+                lsvi_ucb.release_plan("jdp", False, 4, 3000, 3, 9, mech, sampler="float"),
+            )
+        )
+        out.append(
+            (
+                "lsvi_ucb every " + mech,
+                lsvi_ucb.release_plan("jdp", False, 4, 60, 3, 60, mech, sampler="float"),
+            )
+        )
     out.append(("ucrl_vtr ldp", ucrl_vtr.release_plan("ldp", False, 4, 300, 3, sampler="float")))
     out.append(("ucrl_vtr_plus ldp", ucrl_vtr_plus.release_plan("ldp", False, 3, 300, 3, sampler="float")))
     return out
@@ -109,7 +129,9 @@ def test_worst_case_hand_values():
 @pytest.mark.parametrize("mech", ["tree", "honaker", "factorization", "blt"])
 def test_tight_jdp_ucrl_vtr_mu_is_the_hand_formula(mech):
     H, K, d = 10, 10_000, 5
-    cal = ucrl_vtr.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K, d, 1.0, calibration="tight", mechanism=mech, sampler="float")
+    cal = ucrl_vtr.calibrate_ucrl_vtr(
+        "jdp", 1.0, 1e-5, H, K, d, 1.0, calibration="tight", mechanism=mech, sampler="float"
+    )
     m = kern.mechanism_profile(mech, K).l2_multiplier
     # per step: m^2 (2 H^2)^2 / sigma^2, H steps
     assert cal.sigma_B == pytest.approx(2 * H * H * m * math.sqrt(H) / MU1, rel=1e-9)
@@ -147,11 +169,14 @@ def test_tight_sigma_matches_pld(alg, kind, mech, extra):
     mod = {"ucrl_vtr": ucrl_vtr, "ucrl_vtr_plus": ucrl_vtr_plus, "lsvi_ucb": lsvi_ucb}[alg]
     calibrate = getattr(mod, f"calibrate_{alg}")
     cw = {} if alg == "lsvi_ucb" else {"C_w": 1.0}
-    cal = calibrate(kind, eps, dlt, H=H, K=K, d=d, calibration="tight", mechanism=mech, **cw, **extra)
+    # the continuous Gaussian (the calibrations' former default sampler), which PLD accounts for
+    cal = calibrate(
+        kind, eps, dlt, H=H, K=K, d=d, calibration="tight", mechanism=mech, sampler="float", **cw, **extra
+    )
     from privrl.audit.report import plan_of
 
     plan = plan_of(alg, cal)
-    scales = {k: cal[k] for k in plan.scale_keys}
+    scales = {k: getattr(cal, k) for k in plan.scale_keys}
 
     def composed(factor):
         # one Gaussian per step and statistic, with the step's worst case found independently
@@ -179,7 +204,7 @@ class WiderUCRLVTR(UCRLVTR):
     """A UCRL-VTR whose plan claims statistics twice as large (x and y bounds 2H)."""
 
     def release_plan(self):
-        plan = super().release_plan(sampler="float")
+        plan = super().release_plan()
         return plan.with_statistic(plan.statistics[0].name, x_bound=2.0 * self.H, y_high=2.0 * self.H)
 
 
@@ -206,7 +231,7 @@ def test_a_changed_plan_moves_guard_noise_report_summary_and_audit():
     # the base agent's noise read through the wide plan spends more than the target
     from privrl.audit.report import privacy_report_from_calibration
 
-    over = privacy_report_from_calibration("ucrl_vtr", base.calibration, plan=wide.release_plan(sampler="float"))
+    over = privacy_report_from_calibration("ucrl_vtr", base.calibration, plan=wide.release_plan())
     assert over["tight"]["epsilon_at_target_delta"] > 3.0
     # summary's "sigma used" column reads the digest of the plan's first family
     rows = []
@@ -263,10 +288,10 @@ def test_release_plan_on_every_agent():
         LSVIUCB(lin, JointDP(1.0, 0.0), episodes=10),
         LSVIUCB(lin, NonPrivate(), episodes=10),
     ):
-        plan = agent.release_plan(sampler="float")
+        plan = agent.release_plan()
         assert plan.model == agent.privacy.kind
         assert set(agent.guards) == {s.name for s in plan.statistics}
         for s in plan.statistics:
             assert agent.guards[s.name].x_bound == s.x_bound
         for f in plan.families:
-            assert agent.calibration[f.scale_key] is not None
+            assert getattr(agent.calibration, f.scale_key) is not None

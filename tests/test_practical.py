@@ -8,9 +8,9 @@ import pytest
 
 from privrl import kernels, run
 from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
+from privrl.agents.lsvi_ucb import calibration as lsvi_cal
 from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP, RiverSwimMixture
 from privrl.privacy import JointDP, LocalDP, NonPrivate, practical
-from privrl.agents.lsvi_ucb import calibration as lsvi_cal
 
 
 # ------------------------------------------------------------------------------------------
@@ -112,14 +112,18 @@ def test_agent_practical_release_is_the_formula(centre):
     bound D (Pythagoras, or C_w for 0), gamma_t = beta_scale (C_t + Upsilon_t C_w + (S_t + ||E||) D),
     E_h = beta^2 A^-1 + gamma_t^2 A^-2."""
     env = RiverSwimMixture(S=6, H=5)
-    agent = UCRLVTR(env, LocalDP(10.0, 1e-5, calibration="practical"), episodes=50, seed=3, centre=centre, beta_scale=0.5)
+    agent = UCRLVTR(
+        env, LocalDP(10.0, 1e-5, calibration="practical"), episodes=50, seed=3, centre=centre, beta_scale=0.5
+    )
     rng = np.random.default_rng(0)
     for _ in range(7):
         agent.observe(env.sample_episode(agent.policy(), rng))
     cal, d, t = agent.calibration, agent.d, agent.k
     v = agent._core.variance_factor(0, t)
     assert v == t  # t users' noises
-    ups = practical.matrix_noise_bound(practical.released_matrix_std(cal.sigma_B, cal.sym_divisor, v), d, cal.alpha)
+    ups = practical.matrix_noise_bound(
+        practical.released_matrix_std(cal.sigma_B, cal.sym_divisor, v), d, cal.alpha
+    )
     c_t = practical.vector_noise_bound(cal.sigma_g * math.sqrt(v), d, cal.alpha)
     shift = cal.shift_mult * ups
     if centre == "feasible":
@@ -218,9 +222,8 @@ def test_practical_defaults():
     assert cal.beta == np_cal.beta
     lin = RandomLinearMDP(S=6, A=2, d=3, H=3, seed=1)
     lcal = LSVIUCB(lin, JointDP(10.0, 1e-5, calibration="practical"), episodes=200).calibration
-    assert lcal.shift_mult == lsvi_cal.PRACTICAL_LSVI_SHIFT_MULT and lcal.B == lsvi_cal.lsvi_ucb_num_batches(
-        10.0, 3, 200, 3
-    )
+    assert lcal.shift_mult == lsvi_cal.PRACTICAL_LSVI_SHIFT_MULT
+    assert lsvi_cal.lsvi_ucb_num_batches(10.0, 3, 200, 3) == lcal.B
 
 
 def test_scaled_batches_grow_when_the_noise_shrinks():

@@ -8,12 +8,8 @@ import math
 
 import pytest
 
-from privrl.agents import UCRLVTR, UCRLVTRPlus
-from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP
-from privrl.privacy import JointDP, LocalDP, NonPrivate
-from privrl.privacy import accounting as a
 from _helpers import calibration as c
-from privrl.privacy import mechanisms as m
+from privrl.agents import UCRLVTR, UCRLVTRPlus
 from privrl.audit.report import (
     calibration_comparison,
     format_calibration_comparison,
@@ -23,7 +19,11 @@ from privrl.audit.report import (
     privacy_report_from_calibration,
     summarize_privacy_report,
 )
+from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP
 from privrl.experiment.runner import run
+from privrl.privacy import JointDP, LocalDP, NonPrivate
+from privrl.privacy import accounting as a
+from privrl.privacy import mechanisms as m
 
 REPORT_KEYS = {
     "algorithm",
@@ -217,8 +217,8 @@ def test_lsvi_agent_releases_match_the_count(lin):
     agent = LSVIUCB(lin, JointDP(1.0, 1e-5, calibration="tight"), episodes=100, seed=3)
     run(agent, lin, seed=4)
     R = c.lsvi_ucb_releases(100, agent.calibration.B)
-    assert agent.server.releases == R
-    assert max(agent.server.nodes_history) <= a.tree_nodes_per_leaf(R)
+    assert agent._core.releases == R
+    assert max(agent._core.nodes_history) <= a.tree_nodes_per_leaf(R)
 
 
 def test_non_private_report(mix):

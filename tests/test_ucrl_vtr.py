@@ -72,9 +72,9 @@ def test_jdp_released_noise_has_calibrated_variance(delta):
     d = env.d
     iu = np.triu_indices(d, 1)
     if delta > 0:  # Gaussian, (Z' + Z'^T)/sqrt 2: off-diagonal sigma^2, diagonal 2 sigma^2
-        off_var, diag_var, vec_var = cal.sigma_B ** 2, 2 * cal.sigma_B ** 2, cal.sigma_g ** 2
+        off_var, diag_var, vec_var = cal.sigma_B**2, 2 * cal.sigma_B**2, cal.sigma_g**2
     else:  # Laplace b, (Z' + Z'^T)/2: off-diagonal b^2, diagonal 2 b^2; vectors 2 b^2
-        off_var, diag_var, vec_var = cal.sigma_B ** 2, 2 * cal.sigma_B ** 2, 2 * cal.sigma_g ** 2
+        off_var, diag_var, vec_var = cal.sigma_B**2, 2 * cal.sigma_B**2, 2 * cal.sigma_g**2
     off = mats[:, :, iu[0], iu[1]]
     diag = mats[:, :, np.arange(d), np.arange(d)]
     # 300 seeds x H=3 x 3 entries = 2700 draws: relative sd of a variance estimate ~2.7% (Gaussian)

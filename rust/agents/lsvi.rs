@@ -19,7 +19,6 @@ use super::bounds::NoiseBounds;
 use super::vtr::not_pd;
 use super::{outer, Draw, Episodic, Exploration, Guard, Mechanism, Ties, Trajectory};
 use crate::errors::{check_len, CoreError, CoreResult};
-use crate::lsvi::state_values;
 use crate::noise::{NodeShape, NoiseStream};
 use crate::qeval::{group_max, OptimisticQ};
 use crate::rank_one::{spd_inverse, ShermanMorrison};
@@ -59,6 +58,12 @@ pub struct Billboard {
     pub inverse: Vec<f64>,
     pub weights: Vec<f64>,
     pub users: u64,
+    /// Non-private: the server's `forms` of this release (empty when private).
+    pub forms: Vec<f64>,
+    /// Non-private: design and inverse are the server's exact matrices, not copied yet (they are
+    /// copied only before a user changes them without a release following).
+    #[serde(default)]
+    pub lazy: bool,
 }
 
 /// The server of Alg. 2.
@@ -88,6 +93,9 @@ pub struct Server {
     pub release_users: Vec<u64>,
     /// The eta of the last release (H x d).
     pub last_eta: Vec<f64>,
+    /// Non-private: `phi_r^T Lambda_h^{-1} phi_r` for every step h and table row r (H x S A),
+    /// kept current by the rank-one updates (a bonus costs O(d) per row, not O(d^2)).
+    pub forms: Vec<f64>,
 }
 
 /// An LSVI-UCB agent.
@@ -99,6 +107,8 @@ pub struct LsviAgent {
     pub d: usize,
     /// phi(s, a), row s * A + a (S A x d), inside the guard's bound.
     table: Vec<f64>,
+    /// The same rows as (column, value) lists (tabular one-hot features: one entry a row).
+    sparse: SparseRows,
     pub guard: Guard,
     pub clips: u64,
     pub beta: f64,
@@ -192,13 +202,16 @@ impl LsviAgent {
                 .collect(),
             weights: vec![0.0; h * d],
             users: 0,
+            forms: vec![],
+            lazy: false,
         };
         let private = p.private.is_some();
-        Ok(LsviAgent {
+        let mut agent = LsviAgent {
             h,
             s,
             a,
             d,
+            sparse: SparseRows::of(&p.table, d),
             table: p.table,
             guard: p.guard,
             clips: 0,
@@ -222,6 +235,7 @@ impl LsviAgent {
                 paths: vec![],
                 release_users: vec![0],
                 last_eta: vec![],
+                forms: vec![],
             },
             board,
             ties: p.ties,
@@ -232,7 +246,94 @@ impl LsviAgent {
             pi: vec![0; h * s],
             pi_for: None,
             work: Work::default(),
-        })
+        };
+        if !private {
+            agent.server.forms = vec![0.0; h * s * a];
+            for hh in 0..h {
+                agent.refresh_forms(hh);
+            }
+            agent.board.forms.clone_from(&agent.server.forms);
+        }
+        Ok(agent)
+    }
+
+    /// The billboard's Lambda~_h^{-1} (and Lambda~_h): the server's exact matrices while the board
+    /// is lazy.
+    pub fn board_inverse(&self, h: usize) -> &[f64] {
+        let dd = self.d * self.d;
+        if self.board.lazy {
+            self.server.exact[h].inverse()
+        } else {
+            &self.board.inverse[h * dd..(h + 1) * dd]
+        }
+    }
+
+    pub fn board_design(&self, h: usize) -> &[f64] {
+        let dd = self.d * self.d;
+        if self.board.lazy {
+            self.server.exact[h].matrix()
+        } else {
+            &self.board.design[h * dd..(h + 1) * dd]
+        }
+    }
+
+    /// Copy a lazy board before the server's matrices move on.
+    fn materialize(&mut self) {
+        if !self.board.lazy {
+            return;
+        }
+        let dd = self.d * self.d;
+        for (hh, sm) in self.server.exact.iter().enumerate() {
+            self.board.design[hh * dd..(hh + 1) * dd].copy_from_slice(sm.matrix());
+            self.board.inverse[hh * dd..(hh + 1) * dd].copy_from_slice(sm.inverse());
+        }
+        self.board.lazy = false;
+    }
+
+    /// The exact forms of step h from the maintained inverse.
+    fn refresh_forms(&mut self, h: usize) {
+        let (d, rows) = (self.d, self.s * self.a);
+        let inv = self.server.exact[h].inverse();
+        let forms = &mut self.server.forms[h * rows..(h + 1) * rows];
+        for (r, f) in forms.iter_mut().enumerate() {
+            let (cols, vals) = self.sparse.row(r);
+            *f = cols
+                .iter()
+                .zip(vals)
+                .map(|(&i, &vi)| vi * self.sparse.dot_with(r, &inv[i * d..(i + 1) * d]))
+                .sum();
+        }
+    }
+
+    /// Q_h(s, a) = Pi_[0, H](w^T phi(s, a) + beta ||phi(s, a)||_{Lambda~_h^{-1}}) for every row,
+    /// into `out`: from the billboard's forms when it has them, else from its inverse.
+    fn q_rows(
+        &self,
+        h: usize,
+        w: &[f64],
+        beta: f64,
+        forms: &[f64],
+        inv: &[f64],
+        out: &mut [f64],
+    ) -> CoreResult<()> {
+        let (d, rows, upper) = (self.d, self.s * self.a, self.h as f64);
+        if beta == 0.0 || forms.is_empty() {
+            let q = OptimisticQ {
+                d,
+                w,
+                inv,
+                beta,
+                lower: 0.0,
+                upper,
+            };
+            return q.evaluate(&self.table, None, out);
+        }
+        let f = &forms[h * rows..(h + 1) * rows];
+        for (r, (o, form)) in out.iter_mut().zip(f).enumerate() {
+            let mean = self.sparse.dot_with(r, w);
+            *o = (mean + beta * form.max(0.0).sqrt()).clamp(0.0, upper);
+        }
+        Ok(())
     }
 
     fn work_ready(&mut self) {
@@ -268,34 +369,35 @@ impl LsviAgent {
         if self.pi_for == Some(key) {
             return Ok(());
         }
-        let (h_n, s_n, a_n, d) = (self.h, self.s, self.a, self.d);
-        let w = &mut self.work;
-        for h in 0..h_n {
-            let inv = &self.board.inverse[h * d * d..(h + 1) * d * d];
-            let mean = &self.board.weights[h * d..(h + 1) * d];
-            let beta = self
-                .exploration
-                .weights(mean, inv, self.beta, &mut w.draw, &mut w.w);
-            let q = OptimisticQ {
-                d,
-                w: &w.w,
-                inv,
-                beta,
-                lower: 0.0,
-                upper: h_n as f64,
-            };
-            q.evaluate(&self.table, None, &mut w.q)?;
-            let tie = self.ties.draw();
-            group_max(
-                &w.q,
-                a_n,
-                tie,
-                &mut w.vmax,
-                &mut self.pi[h * s_n..(h + 1) * s_n],
-            )?;
-        }
+        let mut work = std::mem::take(&mut self.work);
+        let mut exploration = std::mem::replace(&mut self.exploration, Exploration::Optimism);
+        let mut pi = std::mem::take(&mut self.pi);
+        let res = self.plan_policy(&mut exploration, &mut pi, &mut work);
+        self.pi = pi;
+        self.exploration = exploration;
+        self.work = work;
+        res?;
         self.pi_for = Some(key);
         self.policy_updates += 1;
+        Ok(())
+    }
+
+    /// Every step's greedy actions (ties from the agent's stream) into `pi`.
+    fn plan_policy(
+        &mut self,
+        exploration: &mut Exploration,
+        pi: &mut [usize],
+        w: &mut Work,
+    ) -> CoreResult<()> {
+        let (s_n, a_n, d) = (self.s, self.a, self.d);
+        for h in 0..self.h {
+            let inv = self.board_inverse(h);
+            let mean = &self.board.weights[h * d..(h + 1) * d];
+            let beta = exploration.weights(mean, inv, self.beta, &mut w.draw, &mut w.w);
+            self.q_rows(h, &w.w, beta, &self.board.forms, inv, &mut w.q)?;
+            let tie = self.ties.draw();
+            group_max(&w.q, a_n, tie, &mut w.vmax, &mut pi[h * s_n..(h + 1) * s_n])?;
+        }
         Ok(())
     }
 
@@ -324,119 +426,129 @@ impl LsviAgent {
     fn release(&mut self) -> CoreResult<()> {
         self.work_ready();
         let (h_n, s_n, a_n, d) = (self.h, self.s, self.a, self.d);
-        let dd = d * d;
         let aggregated = self.aggregated();
         let users = self.server.n;
-        let board = &mut self.board;
-        let srv = &mut self.server;
-        let w = &mut self.work;
-        // Lambda~_h and its inverse
-        match &mut srv.private {
-            None => {
-                for (hh, sm) in srv.exact.iter().enumerate() {
-                    board.design[hh * dd..(hh + 1) * dd].copy_from_slice(sm.matrix());
-                    board.inverse[hh * dd..(hh + 1) * dd].copy_from_slice(sm.inverse());
-                }
-            }
+        self.release_designs(users)?;
+        let private = self.server.private.is_some();
+        // eta_h, one fresh vector per step, on the lattice of a discrete sampler
+        let unit = match &mut self.server.private {
             Some(p) => {
-                for (hh, tree) in p.trees.iter_mut().enumerate() {
-                    tree.0.push(&srv.batch_gram[hh * dd..(hh + 1) * dd])?;
-                    tree.0
-                        .release_into(&mut board.design[hh * dd..(hh + 1) * dd])?;
-                }
-                srv.nodes_history.push(p.trees[0].0.nodes_used());
-                srv.batch_gram.iter_mut().for_each(|v| *v = 0.0);
-                match &p.shift {
-                    Shift::Constant(base) => {
-                        for (hh, m) in board.design.chunks_exact_mut(dd).enumerate() {
-                            for i in 0..d {
-                                m[i * d + i] += base;
-                            }
-                            let inv = spd_inverse(m, d).map_err(|_| {
-                                not_pd(m, d, hh, users, "the shift c_K + Upsilon, an event of probability <= p/3 under App. D's calibration")
-                            })?;
-                            board.inverse[hh * dd..(hh + 1) * dd].copy_from_slice(&inv);
-                        }
-                    }
-                    Shift::Practical { mult, bounds } => {
-                        let t = p.trees[0].0.steps();
-                        let (ups, _) = bounds.at(p.trees[0].0.variance_factor(t));
-                        let base = self.lam + mult * ups;
-                        floor_release(&mut board.design, &mut board.inverse, d, base, self.lam);
-                    }
-                }
-            }
-        }
-        // eta_h, one fresh vector per step
-        let unit = match &mut srv.private {
-            Some(p) => {
-                srv.last_eta.resize(h_n * d, 0.0);
+                self.server.last_eta.resize(h_n * d, 0.0);
                 for hh in 0..h_n {
-                    p.eta.fill(
-                        NodeShape::Vector(d),
-                        &mut srv.last_eta[hh * d..(hh + 1) * d],
-                    )?;
+                    let e = &mut self.server.last_eta[hh * d..(hh + 1) * d];
+                    p.eta.fill(NodeShape::Vector(d), e)?;
                 }
                 p.eta.noise().lattice_unit(NodeShape::Vector(d))?
             }
-            None => None,
-        };
-        // w~_h for h = H..1 (V_{H+1} = 0)
-        for hh in (0..h_n).rev() {
-            let u = &mut w.u;
-            if hh == h_n - 1 {
-                response(srv, &self.table, aggregated, hh, None, u, a_n, s_n, d)?;
-            } else {
-                let q = OptimisticQ {
-                    d,
-                    w: &board.weights[(hh + 1) * d..(hh + 2) * d],
-                    inv: &board.inverse[(hh + 1) * dd..(hh + 2) * dd],
-                    beta: self.beta,
-                    lower: 0.0,
-                    upper: h_n as f64,
-                };
-                response(
-                    srv,
-                    &self.table,
-                    aggregated,
-                    hh,
-                    Some((&q, &mut w.v)),
-                    u,
-                    a_n,
-                    s_n,
-                    d,
-                )?;
+            None => {
+                self.board.forms.clone_from(&self.server.forms);
+                None
             }
-            if srv.private.is_some() {
-                let eta = &srv.last_eta[hh * d..(hh + 1) * d];
+        };
+        // w~_h for h = H..1 (V_{H+1} = 0), V_{h+1} from the billboard being released
+        let mut work = std::mem::take(&mut self.work);
+        let w = &mut work;
+        for hh in (0..h_n).rev() {
+            let next = if hh == h_n - 1 {
+                None
+            } else {
+                let wn = &self.board.weights[(hh + 1) * d..(hh + 2) * d];
+                let inv = self.board_inverse(hh + 1);
+                self.q_rows(hh + 1, wn, self.beta, &self.board.forms, inv, &mut w.q)?;
+                for (v, q) in w.v[..s_n].iter_mut().zip(w.q.chunks_exact(a_n)) {
+                    *v = q.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                }
+                Some(&w.v[..s_n])
+            };
+            response(
+                &self.server,
+                &self.table,
+                aggregated,
+                hh,
+                next,
+                &mut w.u,
+                a_n,
+                s_n,
+                d,
+            );
+            if private {
+                let eta = &self.server.last_eta[hh * d..(hh + 1) * d];
                 match unit {
                     // discrete samplers: u rounded to the lattice of the exact integer noise
-                    Some(un) => u
-                        .iter_mut()
-                        .zip(eta)
-                        .for_each(|(x, e)| *x = ((*x / un).round() + (e / un).round()) * un),
-                    None => u.iter_mut().zip(eta).for_each(|(x, e)| *x += e),
+                    Some(un) => {
+                        w.u.iter_mut()
+                            .zip(eta)
+                            .for_each(|(x, e)| *x = ((*x / un).round() + (e / un).round()) * un)
+                    }
+                    None => w.u.iter_mut().zip(eta).for_each(|(x, e)| *x += e),
                 }
             }
-            let inv = &board.inverse[hh * dd..(hh + 1) * dd];
             for i in 0..d {
-                board.weights[hh * d + i] = inv[i * d..(i + 1) * d]
-                    .iter()
-                    .zip(u.iter())
-                    .map(|(m, x)| m * x)
-                    .sum();
+                let row = &self.board_inverse(hh)[i * d..(i + 1) * d];
+                let wi = row.iter().zip(w.u.iter()).map(|(m, x)| m * x).sum();
+                self.board.weights[hh * d + i] = wi;
             }
         }
-        board.users = users;
+        self.work = work;
+        self.board.users = users;
+        let srv = &mut self.server;
         srv.releases += 1;
         srv.paths.push(aggregated);
         srv.release_users.push(users);
         Ok(())
     }
 
+    /// Lambda~_h and its inverse for every step (Alg. 2, lines 17-18): the exact matrices, or the
+    /// Lambda mechanisms' release (the batch's Gram pushed as their next leaf) with the shift.
+    fn release_designs(&mut self, users: u64) -> CoreResult<()> {
+        let (d, dd) = (self.d, self.d * self.d);
+        let board = &mut self.board;
+        let srv = &mut self.server;
+        let Some(p) = &mut srv.private else {
+            board.lazy = true; // the exact matrices, read in place until a user changes them
+            return Ok(());
+        };
+        for (hh, tree) in p.trees.iter_mut().enumerate() {
+            tree.0.push(&srv.batch_gram[hh * dd..(hh + 1) * dd])?;
+            tree.0
+                .release_into(&mut board.design[hh * dd..(hh + 1) * dd])?;
+        }
+        srv.nodes_history.push(p.trees[0].0.nodes_used());
+        srv.batch_gram.iter_mut().for_each(|v| *v = 0.0);
+        match &p.shift {
+            Shift::Constant(base) => {
+                for (hh, m) in board.design.chunks_exact_mut(dd).enumerate() {
+                    for i in 0..d {
+                        m[i * d + i] += base;
+                    }
+                    let inv = spd_inverse(m, d).map_err(|_| {
+                        not_pd(m, d, hh, users, "the shift c_K + Upsilon, an event of probability <= p/3 under App. D's calibration")
+                    })?;
+                    board.inverse[hh * dd..(hh + 1) * dd].copy_from_slice(&inv);
+                }
+            }
+            Shift::Practical { mult, bounds } => {
+                let t = p.trees[0].0.steps();
+                let (ups, _) = bounds.at(p.trees[0].0.variance_factor(t));
+                floor_release(
+                    &mut board.design,
+                    &mut board.inverse,
+                    d,
+                    self.lam + mult * ups,
+                    self.lam,
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// The user's phi(s_h, a_h) and rewards through the guard into the server's sums.
     fn receive(&mut self, t: &Trajectory) -> CoreResult<()> {
         self.work_ready();
+        let next = self.k + 1;
+        if !(next.is_multiple_of(self.batch_len) && next < self.episodes) {
+            self.materialize(); // no release follows this user: keep the billboard
+        }
         let (h_n, s_n, a_n, d) = (self.h, self.s, self.a, self.d);
         let w = &mut self.work;
         for h in 0..h_n {
@@ -447,6 +559,8 @@ impl LsviAgent {
         let clips = self.guard.apply(&mut w.phi, d, Some(&mut w.r))?;
         self.clips += clips as u64;
         let srv = &mut self.server;
+        let rows = s_n * a_n;
+        let mut refresh = false;
         let i = srv.n as usize;
         if srv.n < srv.record_capacity {
             srv.states[i * (h_n + 1)..(i + 1) * (h_n + 1)].copy_from_slice(&t.states);
@@ -459,7 +573,15 @@ impl LsviAgent {
                 let g = &mut srv.batch_gram[h * d * d..(h + 1) * d * d];
                 g.iter_mut().zip(&w.leaf).for_each(|(a, b)| *a += b);
             } else {
+                update_forms(
+                    &mut srv.forms[h * rows..(h + 1) * rows],
+                    &self.sparse,
+                    srv.exact[h].inverse(),
+                    ph,
+                    &mut w.leaf,
+                );
                 srv.exact[h].update(ph)?;
+                refresh |= srv.exact[h].updates().is_multiple_of(1024);
             }
             let rs = &mut srv.reward_sum[h * d..(h + 1) * d];
             rs.iter_mut().zip(ph).for_each(|(x, p)| *x += p * w.r[h]);
@@ -470,6 +592,10 @@ impl LsviAgent {
                 .for_each(|(x, p)| *x += p);
         }
         srv.n += 1;
+        if refresh {
+            // the inverse was refactorized: the forms follow it exactly again
+            (0..h_n).for_each(|h| self.refresh_forms(h));
+        }
         Ok(())
     }
 
@@ -487,50 +613,99 @@ impl LsviAgent {
     }
 }
 
-/// u_h = sum_i phi_i [r_i + V_{h+1}(s'_i)] by the chosen path (`next`: the optimistic Q of step
-/// h + 1 and a value buffer; None at the last step, where V_{H+1} = 0).
+/// u_h = sum_i phi_i [r_i + V_{h+1}(s'_i)] by the chosen path, from `next` = V_{h+1} at every
+/// state (None at the last step, where V_{H+1} = 0): aggregated, reward_sum + next_sum^T V; per
+/// sample, over the stored transitions.
 #[allow(clippy::too_many_arguments)]
 fn response(
     srv: &Server,
     table: &[f64],
     aggregated: bool,
     h: usize,
-    next: Option<(&OptimisticQ<'_>, &mut Vec<f64>)>,
+    next: Option<&[f64]>,
     u: &mut [f64],
     a_n: usize,
     s_n: usize,
     d: usize,
-) -> CoreResult<()> {
+) {
     let h_n = srv.reward_sum.len() / d;
     if aggregated {
-        // reward_sum + next_sum^T V, V evaluated once per state
         u.copy_from_slice(&srv.reward_sum[h * d..(h + 1) * d]);
-        if let Some((q, v)) = next {
-            state_values(q, table, a_n, None, &mut v[..s_n])?;
+        if let Some(v) = next {
             let ns = &srv.next_sum[h * s_n * d..(h + 1) * s_n * d];
-            for (row, &vs) in ns.chunks_exact(d).zip(v.iter()) {
+            for (row, &vs) in ns.chunks_exact(d).zip(v) {
                 u.iter_mut().zip(row).for_each(|(x, p)| *x += p * vs);
             }
         }
-        return Ok(());
+        return;
     }
     let n = srv.n.min(srv.record_capacity) as usize;
     u.iter_mut().for_each(|x| *x = 0.0);
-    let mut vals = vec![0.0; n];
-    if let Some((q, _)) = next {
-        let idx: Vec<i64> = (0..n)
-            .map(|i| srv.states[i * (h_n + 1) + h + 1] as i64)
-            .collect();
-        state_values(q, table, a_n, Some(&idx), &mut vals)?;
-    }
-    for (i, vi) in vals.iter().enumerate() {
+    for i in 0..n {
         let row = srv.states[i * (h_n + 1) + h] * a_n + srv.actions[i * h_n + h];
+        let vi = next.map_or(0.0, |v| v[srv.states[i * (h_n + 1) + h + 1]]);
         let target = srv.rewards[i * h_n + h] + vi;
         u.iter_mut()
             .zip(&table[row * d..(row + 1) * d])
             .for_each(|(x, p)| *x += p * target);
     }
-    Ok(())
+}
+
+/// The forms `phi_r^T Lambda^{-1} phi_r` of every row after `Lambda += x x^T` (Sherman-Morrison:
+/// minus `(phi_r^T Lambda^{-1} x)^2 / (1 + x^T Lambda^{-1} x)`), `inv` the inverse before.
+fn update_forms(forms: &mut [f64], rows: &SparseRows, inv: &[f64], x: &[f64], scratch: &mut [f64]) {
+    let d = x.len();
+    let u = &mut scratch[..d];
+    u.iter_mut().for_each(|v| *v = 0.0);
+    for (j, &xj) in x.iter().enumerate() {
+        if xj != 0.0 {
+            // inv is symmetric: column j is row j
+            u.iter_mut()
+                .zip(&inv[j * d..(j + 1) * d])
+                .for_each(|(v, m)| *v += xj * m);
+        }
+    }
+    let denom = 1.0 + x.iter().zip(u.iter()).map(|(a, b)| a * b).sum::<f64>();
+    for (r, f) in forms.iter_mut().enumerate() {
+        let t = rows.dot_with(r, u);
+        *f -= t * t / denom;
+    }
+}
+
+/// Rows of a dense (n x d) table as (column, value) lists.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct SparseRows {
+    start: Vec<usize>,
+    col: Vec<usize>,
+    val: Vec<f64>,
+}
+
+impl SparseRows {
+    fn of(table: &[f64], d: usize) -> Self {
+        let mut s = SparseRows::default();
+        for row in table.chunks_exact(d.max(1)) {
+            s.start.push(s.col.len());
+            for (j, &v) in row.iter().enumerate() {
+                if v != 0.0 {
+                    s.col.push(j);
+                    s.val.push(v);
+                }
+            }
+        }
+        s.start.push(s.col.len());
+        s
+    }
+
+    fn row(&self, r: usize) -> (&[usize], &[f64]) {
+        let (a, b) = (self.start[r], self.start[r + 1]);
+        (&self.col[a..b], &self.val[a..b])
+    }
+
+    /// `phi_r^T x`.
+    fn dot_with(&self, r: usize, x: &[f64]) -> f64 {
+        let (cols, vals) = self.row(r);
+        cols.iter().zip(vals).map(|(&j, v)| v * x[j]).sum()
+    }
 }
 
 /// The practical release of every step in place: the eigenvalues of `design + base I` floored

@@ -532,13 +532,19 @@ impl PyLsviAgent {
 
     /// (design, inverse, weights, users) of the current billboard.
     fn billboard<'py>(&self, py: Python<'py>) -> PyResult<LsviBoard<'py>> {
-        let (h, d) = (self.inner.h, self.inner.d);
-        let b = &self.inner.board;
+        let a = &self.inner;
+        let (h, d) = (a.h, a.d);
+        let design: Vec<f64> = (0..h)
+            .flat_map(|i| a.board_design(i).iter().copied())
+            .collect();
+        let inverse: Vec<f64> = (0..h)
+            .flat_map(|i| a.board_inverse(i).iter().copied())
+            .collect();
         Ok((
-            mat3(py, &b.design, h, d)?,
-            mat3(py, &b.inverse, h, d)?,
-            mat2(py, &b.weights, h, d)?,
-            b.users,
+            mat3(py, &design, h, d)?,
+            mat3(py, &inverse, h, d)?,
+            mat2(py, &a.board.weights, h, d)?,
+            a.board.users,
         ))
     }
 

@@ -202,6 +202,10 @@ pub(super) fn regression(
         }),
     };
     let wrong = |what: &str| PyValueError::new_err(format!("{} regression: {what}", r.mode));
+    if r.mode != "exact" && r.guard.is_none() {
+        // raw user statistics may only enter a mechanism inside the bounds its noise is for
+        return Err(wrong("a private regression needs its sensitivity guard"));
+    }
     let (server, randomizer) = match (r.mode.as_str(), &r.noise) {
         ("exact", _) => (
             Server::Exact {

@@ -678,7 +678,7 @@ def calibration_comparison(
 
 def format_calibration_comparison(cmp: dict[str, Any]) -> str:
     """Text table of :func:`calibration_comparison`."""
-    title = cmp["paper"]["algorithm"]
+    title = cmp["paper"].algorithm
     head = (
         f"{_MODULES[title].TITLE} {cmp['kind'].upper()} eps={cmp['epsilon']:g} "
         f"delta={cmp['delta']:g} H={cmp['H']} K={cmp['K']} d={cmp['d']} sampler={cmp.get('sampler', 'float')}"

@@ -19,7 +19,7 @@ from privrl.agents.common.specs import (
     noise_spec,
 )
 from privrl.agents.ucrl_vtr import calibration as privacy_of
-from privrl.common.checks import check_choice
+from privrl.common.checks import as_f64, check_choice
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.mixture import LinearMixtureMDP
 from privrl.privacy import practical
@@ -232,7 +232,7 @@ class UCRLVTR(Agent):
     def observe_statistics(self, X: Any, y: Any) -> None:
         """Send chosen statistics X (H, d), y (H,) as one user's (the audits' adversarial user):
         they pass the guard and the privacy model like any user's."""
-        X = np.ascontiguousarray(X, dtype=np.float64).reshape(self.H, self.d)
-        y = np.ascontiguousarray(y, dtype=np.float64).reshape(self.H)
+        X = as_f64(X, "X", 2, (self.H, self.d))
+        y = as_f64(y, "y", 1, (self.H,))
         self._core.observe_statistics(X, y)
         self._sync_guards()
