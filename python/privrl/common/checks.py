@@ -38,6 +38,10 @@ __all__ = [
     "seed_bytes",
     "tie_seed",
     "MAX_INT",
+    "MAX_SEED_COUNT",
+    "check_number",
+    "check_epsilons",
+    "check_seeds",
 ]
 
 Checker = Callable[[Any, str], Any]
@@ -337,3 +341,73 @@ def tie_seed(ties: str, rng: Any) -> int | None:
         return int(rng) & ((1 << 63) - 1)
     # One raw 64-bit draw from the generator's bit stream: ~10x cheaper than rng.integers.
     return int(rng.bit_generator.random_raw()) >> 1
+
+
+def check_number(
+    value: Any,
+    name: str,
+    *,
+    integer: bool = False,
+    low: float | None = None,
+    low_open: bool = False,
+    high: float | None = None,
+    high_open: bool = False,
+    allow_inf: bool = False,
+) -> Any:
+    """A number from user input (a config file, a flag: "inf" is accepted where ``allow_inf``),
+    exactly, within the bounds; bools and other types are refused."""
+    if isinstance(value, str) and value.strip().lower() in ("inf", "+inf", "infinity"):
+        value = math.inf
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not float(value).is_integer()):
+        raise PrivacyParameterError(f"{name} must be {'an integer' if integer else 'a number'}, got {value!r}")
+    x = float(value)
+    if math.isnan(x) or (math.isinf(x) and not allow_inf):
+        raise PrivacyParameterError(f"{name} must be a finite number, got {value!r}")
+    if low is not None and (x < low or (low_open and x == low)):
+        raise PrivacyParameterError(f"{name} must be {'>' if low_open else '>='} {low:g}, got {value!r}")
+    if high is not None and (x > high or (high_open and x == high)):
+        raise PrivacyParameterError(f"{name} must be {'<' if high_open else '<='} {high:g}, got {value!r}")
+    return int(x) if integer else x
+
+
+def check_epsilons(value: Any, name: str) -> tuple[float, ...]:
+    """A non-empty list of distinct epsilons, each inf (non-private) or a user epsilon."""
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not value:
+        raise PrivacyParameterError(
+            f"{name} must be a non-empty list of epsilons (> 0, inf = non-private), got {value!r}"
+        )
+    out = tuple(check_number(e, f"{name}[{i}]", low=0.0, low_open=True, allow_inf=True) for i, e in enumerate(value))
+    lo, hi = EPSILON_RANGE
+    for i, e in enumerate(out):
+        if math.isfinite(e) and not lo <= e <= hi:
+            raise PrivacyParameterError(f"{name}[{i}] must be inf (non-private) or in [{lo:g}, {hi:g}], got {e!r}")
+    if len(set(out)) != len(out):
+        raise PrivacyParameterError(f"{name} has a repeated epsilon: {list(value)!r}")
+    return out
+
+
+#: A larger seed count is a typo (and would not fit in memory), not a study.
+MAX_SEED_COUNT = 100_000
+
+
+def check_seeds(value: Any, name: str) -> tuple[int, ...]:
+    """A seed count (seeds 0..n-1) or a non-empty list of distinct integer seeds in [0, 2^63)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not 1 <= value <= MAX_SEED_COUNT:
+            raise PrivacyParameterError(f"{name} (a seed count) must be in [1, {MAX_SEED_COUNT:,}], got {value}")
+        return tuple(range(value))
+    if not isinstance(value, (list, tuple)) or not value:
+        raise PrivacyParameterError(f"{name} must be a seed count or a non-empty list of integer seeds, got {value!r}")
+    out = []
+    for i, s in enumerate(value):
+        if isinstance(s, int) and not isinstance(s, bool):  # exact: no float round trip
+            if not 0 <= s < 2**63:
+                raise PrivacyParameterError(f"{name}[{i}] (a seed) must be in [0, 2^63), got {s}")
+            out.append(s)
+        else:
+            out.append(int(check_number(s, f"{name}[{i}]", integer=True, low=0, high=2**53)))
+    if len(set(out)) != len(out):
+        raise PrivacyParameterError(f"{name} has a repeated seed: {list(value)!r}")
+    return tuple(out)

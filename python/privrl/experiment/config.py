@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from privrl.common.errors import ConfigError, SweepError
-from privrl.experiment.values import _delta, _epsilons, _number, _seeds
+from privrl.common.checks import check_delta_pure_ok, check_epsilons, check_number, check_seeds
 
 __all__ = [
     "ConfigError",
@@ -33,6 +33,25 @@ __all__ = [
     "make_env",
     "make_privacy",
 ]
+
+
+def _keyed(check: Any) -> Any:
+    """A check of privrl.common.checks whose error names the config key: ConfigError("key: ...")."""
+
+    def parse(value: Any, key: str, **kw: Any) -> Any:
+        try:
+            return check(value, key, **kw)
+        except ValueError as exc:
+            msg = str(exc)
+            if not msg.startswith(key):
+                raise ConfigError(key, msg) from None
+            name, _, rest = msg.partition(" ")  # the key, or an element of it (key[i])
+            raise ConfigError(name, rest) from None
+
+    return parse
+
+
+_number, _delta, _epsilons, _seeds = map(_keyed, (check_number, check_delta_pure_ok, check_epsilons, check_seeds))
 
 # ConfigError and SweepError are defined once in privrl.common.errors and re-exported here for the harness.
 

@@ -129,13 +129,13 @@ class LsviSpec:
     episodes: int
 
 
-def noise_spec(cal: Any, sigma_m: float, sigma_v: float, capacity: int, seeds: list) -> NoiseSpec:
+def noise_spec(cal: Any, sigma_m: float | None, sigma_v: float | None, capacity: int, seeds: list) -> NoiseSpec:
     """The mechanisms' / randomizer's noise under calibration ``cal``."""
     return NoiseSpec(
         mechanism=cal.mechanism,
         noise=cal.node_noise,
-        sigma_matrix=float(sigma_m),
-        sigma_vector=float(sigma_v),
+        sigma_matrix=float(sigma_m or 0.0),
+        sigma_vector=float(sigma_v or 0.0),
         divisor=float(cal.sym_divisor),
         grid_bits=int(cal.grid_bits or DEFAULT_GRID_BITS),
         capacity=int(capacity),

@@ -12,6 +12,7 @@ from privrl import _core
 from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_lattice_range
 from privrl.agents.common.specs import GuardSpec, LsviPrivateSpec, LsviSpec, bounds_spec, noise_spec
 from privrl.agents.lsvi_ucb import calibration as privacy_of
+from privrl.agents.lsvi_ucb.calibration import LSVIUCBCalibration
 from privrl.common.checks import check_choice, check_positive_real
 from privrl.common.errors import PrivacyParameterError
 from privrl.envs.features import FeatureMap
@@ -177,7 +178,7 @@ class LSVIUCB(Agent):
             )
         )
 
-    def _private(self, cal: Calibration) -> LsviPrivateSpec | None:
+    def _private(self, cal: LSVIUCBCalibration) -> LsviPrivateSpec | None:
         """H Lambda mechanisms over the R releases (one leaf per release), the eta stream, and
         the shift: App. D's constant c_K + Upsilon, or the practical rule's per release."""
         if cal.kind != "jdp":

@@ -153,7 +153,7 @@ class UCRLVTR(Agent):
         p = self.privacy
         return self._privacy_module.release_plan(p.kind, p.pure, self.H, self.K, self.d, p.mechanism, p.sampler)
 
-    def _calibrate(self, plan: ReleasePlan) -> Calibration:
+    def _calibrate(self, plan: ReleasePlan) -> Any:
         return privacy_of.calibrate_ucrl_vtr(
             **self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d, C_w=self.C_w, plan=plan
         )
@@ -170,7 +170,7 @@ class UCRLVTR(Agent):
     def _plus(self) -> tuple[float, float] | None:
         return None
 
-    def _regressions(self, cal: Calibration, seeds: list[bytes]) -> list[RegressionSpec]:
+    def _regressions(self, cal: Any, seeds: list[bytes]) -> list[RegressionSpec]:
         """UCRL-VTR's one regression (statistic X_{k,h}, y_{k,h}; noise sigma_B, sigma_g)."""
         (guard,) = self.guards.values()
         return [self._regression(cal, guard, getattr(cal, "sigma_B", None), getattr(cal, "sigma_g", None), cal.shift, self.beta, seeds)]
@@ -196,7 +196,7 @@ class UCRLVTR(Agent):
             practical=self._practical(cal, sigma_m, sigma_v, radius) if cal.release_rule == "practical" else None,
         )
 
-    def _practical(self, cal: Calibration, sigma_m: Any, sigma_v: Any, radius: float) -> PracticalSpec:
+    def _practical(self, cal: Any, sigma_m: Any, sigma_v: Any, radius: float) -> PracticalSpec:
         """The practical release's constants: the ridge's centre (a data-independent prior, no
         privacy spent) and its distance bound, the widths' scales and the noise bounds."""
         if self.centre == "feasible":

@@ -13,7 +13,6 @@ from privrl.agents.common.base import Release, SensitivityGuard
 from privrl.agents.common.specs import RegressionSpec
 from privrl.agents.ucrl_vtr.agent import UCRLVTR
 from privrl.agents.ucrl_vtr_plus import calibration as privacy_of
-from privrl.privacy.common import Calibration
 from privrl.privacy.plans import ReleasePlan
 
 
@@ -42,18 +41,18 @@ class UCRLVTRPlus(UCRLVTR):
     _radius_key = "beta_hat"
     _privacy_module: Any = privacy_of
 
-    def _calibrate(self, plan: ReleasePlan) -> Calibration:
+    def _calibrate(self, plan: ReleasePlan) -> Any:
         return privacy_of.calibrate_ucrl_vtr_plus(
             **self.privacy.as_kwargs(), H=self.H, K=self.K, d=self.d, C_w=self.C_w, plan=plan
         )
 
-    def _scale(self, cal: Calibration) -> float:
+    def _scale(self, cal: Any) -> float:
         return self.beta_scale if self._beta_override is None else self._beta_override / cal.beta_hat
 
     def _plus(self) -> tuple[float, float]:
         return (self.beta_check, self.beta_tilde)
 
-    def _regressions(self, cal: Calibration, seeds: list[bytes]) -> list[RegressionSpec]:
+    def _regressions(self, cal: Any, seeds: list[bytes]) -> list[RegressionSpec]:
         # The three radii move together under beta_scale (exploration only).
         scale = self._scale(cal)
         self.beta_check = scale * cal.beta_check
