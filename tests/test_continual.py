@@ -267,7 +267,8 @@ def test_one_binding_class_and_limits_from_the_rust_core():
 
     assert C.MECHANISMS == _core.MECHANISMS == ("tree", "honaker", "factorization", "blt")
     assert C.NOISES == _core.NOISES and "discrete_gaussian" in C.NOISES
-    assert (C.MAX_NODE_LEN, C.DEFAULT_GRID_BITS, C.MAX_GRID_BITS) == (2**27, 20, 24)
+    # one lattice default everywhere (agents, calibrations, kernels): 2^-24
+    assert (C.MAX_NODE_LEN, C.DEFAULT_GRID_BITS, C.MAX_GRID_BITS) == (2**27, 24, 24)
     assert (C.DEFAULT_BLT_BUFFERS, C.MAX_BLT_BUFFERS, C.MAX_COEFFICIENTS) == (8, 64, 2**24)
     assert C.MAX_FACTORIZATION_CAPACITY == _core.MAX_FACTORIZATION_CAPACITY == 2**22
     C.PrefixMechanism("blt", 2, 3, buffers=C.MAX_BLT_BUFFERS)

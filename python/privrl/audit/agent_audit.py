@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.checks import check_pos_int
 from privrl.audit.mechanism_audit import AuditResult, Statistics, _neighbours, _seed_stream, audit_samples
-from privrl.envs.finite import Trajectory
+from privrl.common.checks import check_pos_int
 from privrl.common.errors import PrivacyParameterError
+from privrl.envs.finite import Trajectory
 
 __all__ = ["audit_agent", "audit_ucrl_vtr_agent", "billboards"]
 
@@ -122,9 +122,9 @@ def audit_ucrl_vtr_agent(
     noise); ``effective_epsilon`` is the tight accountant's epsilon of that noise (the worst-case
     user, an upper bound on what these neighbours can reveal)."""
     from privrl.agents import UCRLVTR
+    from privrl.audit.report import privacy_report_from_calibration
     from privrl.envs import RandomLinearMixtureMDP
     from privrl.privacy import JointDP
-    from privrl.audit.report import privacy_report_from_calibration
 
     class Scaled(UCRLVTR):  # the shipped agent with its node noise scaled (a broken agent)
         def _regression(self, cal, guard, sigma_m, sigma_v, *rest):  # type: ignore[no-untyped-def]

@@ -29,14 +29,21 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from privrl.common.checks import check_pos_int
 from privrl import _core
-from privrl.agents.common.specs import GuardSpec, LsviPrivateSpec, LsviSpec, RegressionSpec, VtrSpec, noise_spec
-from privrl.common.errors import PrivacyParameterError
-from privrl.audit.intervals import _normal_quantile, _wilson, betainc, clopper_pearson
-from privrl.kernels import NoiseStream
+from privrl.agents.common.specs import (
+    GuardSpec,
+    LsviPrivateSpec,
+    LsviSpec,
+    RegressionSpec,
+    VtrSpec,
+    noise_spec,
+)
 from privrl.agents.lsvi_ucb import calibration as lsvi_ucb
 from privrl.agents.ucrl_vtr import calibration as ucrl_vtr
+from privrl.audit.intervals import _normal_quantile, _wilson, betainc, clopper_pearson
+from privrl.common.checks import check_pos_int
+from privrl.common.errors import PrivacyParameterError
+from privrl.kernels import NoiseStream
 from privrl.privacy.accounting import gaussian_epsilon, tree_nodes_per_leaf
 from privrl.privacy.plans import ReleasePlan, statistic_worst_case
 

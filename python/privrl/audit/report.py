@@ -26,6 +26,7 @@ from privrl.agents.lsvi_ucb import calibration as lsvi_ucb
 from privrl.agents.ucrl_vtr import calibration as ucrl_vtr
 from privrl.agents.ucrl_vtr_plus import calibration as ucrl_vtr_plus
 from privrl.privacy.accounting import PrivacyAccountant
+from privrl.privacy.common import Calibration
 from privrl.privacy.mechanisms import (
     advanced_composition,
     billboard_jdp,
@@ -34,7 +35,6 @@ from privrl.privacy.mechanisms import (
     post_processing,
     simple_composition,
 )
-from privrl.privacy.common import Calibration
 from privrl.privacy.plans import ReleasedFamily, ReleasePlan, law_factor, statistic_worst_case
 from privrl.privacy.regret_side import SIMULATION_ONLY, regret_side, warn_if_over_target
 from privrl.privacy.samplers import discrete_tight, format_sampler, sampler_section
@@ -669,7 +669,7 @@ def calibration_comparison(
         "H": H,
         "K": K,
         "d": d,
-        "sampler": sampler,
+        "sampler": cals["paper"].sampler,
         "paper": cals["paper"],
         "tight": cals["tight"],
         "rows": rows,
@@ -681,7 +681,7 @@ def format_calibration_comparison(cmp: dict[str, Any]) -> str:
     title = cmp["paper"].algorithm
     head = (
         f"{_MODULES[title].TITLE} {cmp['kind'].upper()} eps={cmp['epsilon']:g} "
-        f"delta={cmp['delta']:g} H={cmp['H']} K={cmp['K']} d={cmp['d']} sampler={cmp.get('sampler', 'float')}"
+        f"delta={cmp['delta']:g} H={cmp['H']} K={cmp['K']} d={cmp['d']} sampler={cmp['sampler']}"
     )
     lines = [head, f"  {'quantity':<30}{'paper':>14}{'tight':>14}{'paper/tight':>14}"]
     for r in cmp["rows"]:

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from privrl.common.errors import ShapeError
 from privrl.envs.finite import _as_array, _freeze, digest
 from privrl.envs.linear import check_phi_norms
-from privrl.common.errors import ShapeError
 
 __all__ = ["FeatureMap"]
 

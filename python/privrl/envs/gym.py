@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from privrl.common.errors import AssumptionError, ShapeError
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.linear import LinearMDP, tabular_linear_mdp
-from privrl.common.errors import AssumptionError, ShapeError
 
 __all__ = ["from_gymnasium", "frozen_lake", "as_gymnasium"]
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from privrl.common.errors import AssumptionError, AssumptionWarning, ShapeError
 from privrl.envs.finite import (
     PROB_TOL,
     FiniteMDP,
@@ -18,7 +19,6 @@ from privrl.envs.finite import (
     _freeze,
     check_dense_size,
 )
-from privrl.common.errors import AssumptionError, AssumptionWarning, ShapeError
 
 __all__ = [
     "LinearMDP",

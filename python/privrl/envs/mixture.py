@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from privrl.common.errors import AssumptionError, AssumptionWarning, ShapeError
 from privrl.envs.finite import (
     PROB_TOL,
     FiniteMDP,
@@ -19,7 +20,6 @@ from privrl.envs.finite import (
     _freeze,
     check_dense_size,
 )
-from privrl.common.errors import AssumptionError, AssumptionWarning, ShapeError
 
 __all__ = ["LinearMixtureMDP", "HardToLearn", "RandomLinearMixtureMDP", "RiverSwimMixture"]
 

@@ -254,8 +254,8 @@ def _drop_unavailable(raw: dict) -> dict:
 
 def _print_calibration_comparison(raw: dict) -> None:
     """Paper vs tight noise of the demo's private agents at eps = 1 (what the tight curves buy)."""
-    from privrl.experiment.config import make_env
     from privrl.audit.report import calibration_comparison, format_calibration_comparison
+    from privrl.experiment.config import make_env
 
     delta = float(raw.get("delta", 1e-5))
     print("Privacy noise, paper calibration vs the tight accountant (same releases, same (eps, delta)):")

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from privrl.common.errors import ConfigError, SweepError
 from privrl.common.checks import check_delta_pure_ok, check_epsilons, check_number, check_seeds
+from privrl.common.errors import ConfigError, SweepError
 
 __all__ = [
     "ConfigError",

@@ -62,9 +62,9 @@ def gymnasium_linear_mdp(
     hi = 0 (a step is worth 0.99, the cliff 0, the goal's absorbing state 1). Taxi-v3: lo = -10,
     hi = 20.
     """
+    from privrl.common.errors import AssumptionError
     from privrl.envs import from_gymnasium, tabular_linear_mdp
     from privrl.envs.gym import _import_gymnasium
-    from privrl.common.errors import AssumptionError
 
     gymnasium = _import_gymnasium()
     env = gymnasium.make(id, **make_kwargs)

@@ -14,8 +14,8 @@ import numpy as np
 
 from privrl.agents.common.base import Agent
 from privrl.common.checks import check_episodes
-from privrl.envs.finite import FiniteMDP, Trajectory
 from privrl.common.errors import ShapeError
+from privrl.envs.finite import FiniteMDP, Trajectory
 
 __all__ = ["Evaluation", "LearnResult", "evaluate", "learn"]
 
@@ -131,7 +131,7 @@ def learn(
         raise TypeError(f"env must be a gymnasium environment (reset / step), got {type(env).__name__}")
     left = agent.K - agent.k
     K = left if episodes is None else check_episodes(episodes)
-    if K > left:
+    if left < K:
         raise ValueError(f"{agent.label} has {left} of its {agent.K} episodes left, cannot learn {K}")
     H, S = agent.H, agent.S
     scale = reward if reward is not None else float

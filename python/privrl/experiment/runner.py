@@ -90,7 +90,7 @@ def run(
     agent.check_env(env)
     left = agent.K - agent.k
     K = left if episodes is None else check_episodes(episodes)
-    if K > left:
+    if left < K:
         raise ValueError(
             f"{agent.label} is calibrated for {agent.K} episodes and has run {agent.k}: "
             f"{left} remain, cannot run {K}"

@@ -34,7 +34,6 @@ from privrl.experiment.config import (
     make_privacy,
     resolve_algorithm,
 )
-from privrl.experiment.scaleout import dask_results
 from privrl.experiment.results import (
     COLUMNS,
     ResultStore,
@@ -42,6 +41,7 @@ from privrl.experiment.results import (
     normalize_frame,
     run_frame,
 )
+from privrl.experiment.scaleout import dask_results
 
 __all__ = ["sweep", "run_sweep", "execute_run", "run_seed_sequence", "SweepError"]
 

@@ -14,16 +14,16 @@ from typing import Any
 import numpy as np
 
 from privrl import _core
-from privrl.common.errors import NonFiniteError, PrivacyParameterError, ShapeError
 from privrl.common.checks import (
     MAX_INT,
     as_f64,
-    check_int,
     check_finite_real,
+    check_int,
     numeric_array,
     seed_bytes,
     tie_seed,
 )
+from privrl.common.errors import NonFiniteError, PrivacyParameterError, ShapeError
 from privrl.kernels.continual import (
     DEFAULT_GRID_BITS,
     MAX_NODE_LEN,

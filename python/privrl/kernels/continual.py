@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 
 from privrl import _core
+from privrl.common.checks import check_finite_real, check_int, numeric_array, seed_bytes
 from privrl.common.errors import ShapeError
-from privrl.common.checks import check_int, check_finite_real, numeric_array, seed_bytes
 
 __all__ = [
     "MECHANISMS",

@@ -45,6 +45,22 @@ def check_mechanism(mechanism: Any) -> str:
     return mechanism
 
 
+def resolve_mechanism(kind: str, calibration: str, pure: bool, mechanism: Any = None) -> str:
+    """The continual-release mechanism of a server: ``mechanism`` checked, or for None the default
+    BLT (the lowest variance) under the practical calibration with Gaussian JDP noise and the
+    paper's binary tree otherwise. The one rule behind every public ``mechanism=None``: JointDP
+    and the calibrations."""
+    if mechanism is None:
+        mechanism = "blt" if kind == "jdp" and calibration == "practical" and not pure else "tree"
+    mechanism = check_mechanism(mechanism)
+    if mechanism != "tree" and (kind != "jdp" or pure):
+        raise PrivacyParameterError(
+            f"mechanism {mechanism!r} needs Gaussian noise (delta > 0) and JDP: pure DP (Laplace) "
+            "keeps the binary tree, whose L1 multiplier the paper's pure-DP analysis covers"
+        )
+    return mechanism
+
+
 @functools.lru_cache(maxsize=256)
 def mechanism_profile_cached(mechanism: str, capacity: int) -> Any:
     """`privrl.kernels.continual.mechanism_profile` (a pure function of (kind, T); calibrations

@@ -17,7 +17,7 @@ from privrl.privacy.common import (
     check_calibration,
     resolve_sampler,
 )
-from privrl.privacy.continual import MECHANISMS, check_mechanism
+from privrl.privacy.continual import MECHANISMS, resolve_mechanism
 
 __all__ = ["NonPrivate", "JointDP", "LocalDP", "CALIBRATIONS", "MECHANISMS", "SAMPLERS"]
 
@@ -170,10 +170,7 @@ class JointDP(_DPModel):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.mechanism is None:
-            default = "blt" if self.calibration == "practical" and self.delta > 0.0 else "tree"
-            object.__setattr__(self, "mechanism", default)
-        check_mechanism(self.mechanism)
+        object.__setattr__(self, "mechanism", resolve_mechanism("jdp", self.calibration, self.pure, self.mechanism))
         if self.mechanism != "tree" and self.delta == 0.0:
             raise PrivacyParameterError(
                 f"mechanism {self.mechanism!r} needs Gaussian noise (delta > 0); pure JDP keeps the tree"

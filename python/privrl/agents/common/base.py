@@ -22,11 +22,10 @@ import numpy as np
 
 from privrl import _core
 from privrl.agents.common.specs import GuardSpec
-from privrl.common.checks import check_episodes, check_nonneg_real, check_choice
+from privrl.common.checks import check_choice, check_episodes, check_nonneg_real, seed_bytes
 from privrl.common.errors import NonFiniteError, PrivacyParameterError, ShapeError
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP, Trajectory
-from privrl.common.checks import seed_bytes
 from privrl.privacy.models import JointDP, LocalDP, NonPrivate
 
 PRIVACY_MODELS = (NonPrivate, JointDP, LocalDP)

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from privrl.kernels import DEFAULT_GRID_BITS
 from privrl.common.checks import seed_bytes
+from privrl.kernels import DEFAULT_GRID_BITS
 
 __all__ = [
     "GuardSpec",

@@ -10,7 +10,7 @@ import numpy as np
 
 from privrl import _core
 from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_lattice_range
-from privrl.agents.common.specs import GuardSpec, LsviPrivateSpec, LsviSpec, bounds_spec, noise_spec
+from privrl.agents.common.specs import LsviPrivateSpec, LsviSpec, bounds_spec, noise_spec
 from privrl.agents.lsvi_ucb import calibration as privacy_of
 from privrl.agents.lsvi_ucb.calibration import LSVIUCBCalibration
 from privrl.common.checks import check_choice, check_positive_real

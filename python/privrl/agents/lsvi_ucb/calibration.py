@@ -12,6 +12,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
+from privrl.agents.ucrl_vtr.calibration import _profile_fields
 from privrl.common.checks import check_pos_int, check_positive_real, check_probability, checked
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy import practical
@@ -25,14 +26,14 @@ from privrl.privacy.common import (
     Calibration,
     check_calibration,
     check_kind,
-    resolve_sampler,
     in_theorem_regime,
     paper_lattice_factor,
     privacy_args,
+    resolve_sampler,
     sampler_fields,
     tight_scales,
 )
-from privrl.privacy.continual import user_entry
+from privrl.privacy.continual import resolve_mechanism, user_entry
 from privrl.privacy.mechanisms import (
     advanced_composition_budget,
     gaussian_sigma,
@@ -42,7 +43,6 @@ from privrl.privacy.mechanisms import (
     tree_node_budget,
 )
 from privrl.privacy.plans import ReleasedFamily, ReleasePlan, UserStatistic
-from privrl.agents.ucrl_vtr.calibration import _check_mechanism_for, _profile_fields
 
 __all__ = [
     "LSVIUCBCalibration",
@@ -473,7 +473,7 @@ def calibrate_lsvi_ucb(
     p: float = 0.05,
     batches: str | int = "static",
     calibration: str = "paper",
-    mechanism: str = "tree",
+    mechanism: str | None = None,
     plan: ReleasePlan | None = None,
     sampler: str | None = None,
     lam: float | None = None,
@@ -491,7 +491,7 @@ def calibrate_lsvi_ucb(
     H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
     p = check_probability(p, "p")
     calibration = check_calibration(calibration)
-    mechanism = _check_mechanism_for(kind, pure, mechanism)
+    mechanism = resolve_mechanism(kind, calibration, pure, mechanism)
     sampler = resolve_sampler(kind, mechanism, sampler)
     lam = None if lam is None else check_positive_real(lam, "lam")
     B = resolve_batches(batches, kind, pure, eps, H, K, d, calibration, dlt, p, mechanism)

@@ -34,14 +34,14 @@ from privrl.privacy.common import (
     Calibration,
     check_calibration,
     check_kind,
-    resolve_sampler,
     in_theorem_regime,
     paper_lattice_factor,
     privacy_args,
+    resolve_sampler,
     sampler_fields,
     tight_scales,
 )
-from privrl.privacy.continual import check_mechanism, user_entry
+from privrl.privacy.continual import resolve_mechanism, user_entry
 from privrl.privacy.mechanisms import (
     advanced_composition_budget,
     gaussian_sigma,
@@ -449,7 +449,7 @@ def calibrate_ucrl_vtr(
     C_w: float,
     p: float = 0.05,
     calibration: str = "paper",
-    mechanism: str = "tree",
+    mechanism: str | None = None,
     plan: ReleasePlan | None = None,
     sampler: str | None = None,
 ) -> UCRLVTRCalibration:
@@ -465,21 +465,11 @@ def calibrate_ucrl_vtr(
     C_w = check_positive_real(C_w, "C_w")
     p = check_probability(p, "p")
     calibration = check_calibration(calibration)
-    mechanism = _check_mechanism_for(kind, pure, mechanism)
+    mechanism = resolve_mechanism(kind, calibration, pure, mechanism)
     sampler = resolve_sampler(kind, mechanism, sampler)
     if plan is None:
         plan = release_plan(kind, pure, H, K, d, mechanism, sampler)
     return _calibrate(kind, eps, dlt, pure, H, K, d, C_w, p, calibration, mechanism, plan)
-
-
-def _check_mechanism_for(kind: str, pure: bool, mechanism: Any) -> str:
-    mechanism = check_mechanism(mechanism)
-    if mechanism != "tree" and (kind != "jdp" or pure):
-        raise PrivacyParameterError(
-            f"mechanism {mechanism!r} needs JDP with Gaussian noise (delta > 0); pure DP (Laplace) keeps "
-            "the binary tree, whose L1 multiplier the paper's pure-DP analysis covers"
-        )
-    return mechanism
 
 
 def _calibrate(

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from privrl.agents.ucrl_vtr.calibration import _profile_fields, ucrl_vtr_K0
 from privrl.common.checks import (
     check_pos_int,
     check_positive_real,
@@ -29,14 +30,14 @@ from privrl.privacy.common import (
     Calibration,
     check_calibration,
     check_kind,
-    resolve_sampler,
     in_theorem_regime,
     paper_lattice_factor,
     privacy_args,
+    resolve_sampler,
     sampler_fields,
     tight_scales,
 )
-from privrl.privacy.continual import user_entry
+from privrl.privacy.continual import resolve_mechanism, user_entry
 from privrl.privacy.mechanisms import (
     advanced_composition_budget,
     gaussian_sigma,
@@ -45,7 +46,6 @@ from privrl.privacy.mechanisms import (
     tree_node_budget,
 )
 from privrl.privacy.plans import Form, ReleasedFamily, ReleasePlan, Site, UserStatistic
-from privrl.agents.ucrl_vtr.calibration import _check_mechanism_for, _profile_fields, ucrl_vtr_K0
 
 __all__ = [
     "UCRLVTRPlusCalibration",
@@ -426,7 +426,7 @@ def calibrate_ucrl_vtr_plus(
     C_w: float,
     p: float = 0.05,
     calibration: str = "paper",
-    mechanism: str = "tree",
+    mechanism: str | None = None,
     plan: ReleasePlan | None = None,
     sampler: str | None = None,
 ) -> UCRLVTRPlusCalibration:
@@ -441,7 +441,7 @@ def calibrate_ucrl_vtr_plus(
     C_w = check_positive_real(C_w, "C_w")
     p = check_probability(p, "p")
     calibration = check_calibration(calibration)
-    mechanism = _check_mechanism_for(kind, pure, mechanism)
+    mechanism = resolve_mechanism(kind, calibration, pure, mechanism)
     sampler = resolve_sampler(kind, mechanism, sampler)
     if plan is None:
         plan = release_plan(kind, pure, H, K, d, mechanism, sampler)
