@@ -40,6 +40,8 @@ __all__ = [
     "MAX_INT",
     "MAX_SEED_COUNT",
     "check_number",
+    "check_model_delta",
+    "LARGE_DELTA",
     "check_epsilons",
     "check_seeds",
 ]
@@ -114,6 +116,23 @@ def check_delta_pure_ok(value: Any, name: str = "delta") -> float:
     if not (0.0 <= x < 1.0):
         raise PrivacyParameterError(f"{name} must be in [0, 1) (0 means pure DP), got {value!r}")
     return _delta_floor(x, value, name)
+
+
+#: A privacy model's delta at or above this is refused unless asked for: a mechanism that publishes
+#: one user's data outright with probability delta satisfies (eps, delta)-DP.
+LARGE_DELTA = 0.1
+
+
+def check_model_delta(value: Any, name: str = "delta", allow_large: bool = False) -> float:
+    """A privacy model's delta: in [0, 1), and below LARGE_DELTA unless ``allow_large``."""
+    x = check_delta_pure_ok(value, name)
+    if x >= LARGE_DELTA and not allow_large:
+        raise PrivacyParameterError(
+            f"{name} must be < {LARGE_DELTA:g}, got {x:g}: a delta this large is a privacy failure mode, "
+            "not a setting (a mechanism that publishes one user's data outright with probability delta "
+            "satisfies it); use delta <= 1/K, or pass allow_large_delta=True to run it anyway"
+        )
+    return x
 
 
 def check_probability(value: Any, name: str = "p") -> float:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from privrl.common.errors import ShapeError
-from privrl.envs.finite import _as_array, _freeze, digest
+from privrl.envs.finite import _as_array, _check_finite, _freeze, digest
 from privrl.envs.linear import check_phi_norms
 
 __all__ = ["FeatureMap"]
@@ -34,6 +34,7 @@ class FeatureMap:
 
     def __init__(self, features: Any, H: Any, name: str | None = None) -> None:
         phi = _as_array(features, "features", 3, "(S, A, d)")
+        _check_finite(phi, "features")
         if isinstance(H, bool) or not isinstance(H, (int, np.integer)) or int(H) < 1:
             raise ShapeError(f"H must be an integer >= 1, got {H!r}")
         check_phi_norms(phi)

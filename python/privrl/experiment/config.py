@@ -4,6 +4,7 @@ environment registries resolved lazily by name, and the run keys every result is
 from __future__ import annotations
 
 import hashlib
+import difflib
 import importlib
 import inspect
 import json
@@ -14,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from privrl.common.checks import check_delta_pure_ok, check_epsilons, check_number, check_seeds
+from privrl.common.checks import check_epsilons, check_model_delta, check_number, check_seeds
 from privrl.common.errors import ConfigError, SweepError
 
 __all__ = [
@@ -51,7 +52,7 @@ def _keyed(check: Any) -> Any:
     return parse
 
 
-_number, _delta, _epsilons, _seeds = map(_keyed, (check_number, check_delta_pure_ok, check_epsilons, check_seeds))
+_number, _delta, _epsilons, _seeds = map(_keyed, (check_number, check_model_delta, check_epsilons, check_seeds))
 
 # ConfigError and SweepError are defined once in privrl.common.errors and re-exported here for the harness.
 
@@ -151,6 +152,9 @@ def _check_kwargs(
             )
             if also:
                 message += f" (besides {', '.join(also)})"
+            close = difflib.get_close_matches(k, [*allowed, *also], n=1)
+            if close:
+                message = f"unknown option; did you mean {close[0]!r}? ({message.removeprefix('unknown option; ')})"
             raise ConfigError(f"{key}.{k}", message)
 
 
@@ -649,7 +653,13 @@ def make_env(spec: Mapping[str, Any]) -> Any:
     """Build the environment a spec names (runs inside workers, so specs must be plain data)."""
     spec = dict(spec)
     name = spec.pop("name")
-    return _import(ENVIRONMENTS, name, "env.name", "environment")(**spec)
+    cls = _import(ENVIRONMENTS, name, "env.name", "environment")
+    params = inspect.signature(cls).parameters
+    for k, v in spec.items():
+        want = str(params[k].annotation) if k in params else ""
+        if want in ("int", "float") and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise ConfigError(f"env.{k}", f"expected {'an integer' if want == 'int' else 'a number'}, got {v!r}")
+    return cls(**spec)
 
 
 def make_privacy(

@@ -14,7 +14,8 @@ import numpy as np
 
 from privrl.agents.common.base import Agent
 from privrl.common.checks import check_episodes
-from privrl.common.errors import ShapeError
+from privrl.common.errors import NonFiniteError, ShapeError
+from privrl.experiment.progress import bar
 from privrl.envs.finite import FiniteMDP, Trajectory
 
 __all__ = ["Evaluation", "LearnResult", "evaluate", "learn"]
@@ -105,6 +106,7 @@ def learn(
     reward: Callable[[float], float] | None = None,
     reference: float | None = None,
     callback: Callable[[int, float], None] | None = None,
+    progress: bool | None = None,
 ) -> LearnResult:
     """Let `agent` learn from a gymnasium environment `env` for `episodes` users (default: all it
     has left of the K it was calibrated for), one user per episode of the agent's horizon H.
@@ -117,15 +119,17 @@ def learn(
     self-loops at its last state worth the rescaled value of a zero reward, ``reward(0.0)``: after
     its end the environment pays nothing, so ending is never worse for the agent than the
     environment says (a rescale that maps 0 outside [0, 1] is refused). `callback(k, return)` runs
-    after each episode. A privrl model (it has exact values) runs through ``privrl.run``: its
-    returns, and its exact regret as ``regret``.
+    after each episode; `progress` shows a bar (None: in a terminal or a notebook, after 2 s).
+    Ctrl-C stops between two users: the agent is left after the last whole user. A privrl model
+    (it has exact values) runs through ``privrl.run``: its returns, and its exact regret as
+    ``regret``.
     """
     from privrl.experiment.runner import run
 
     if not isinstance(agent, Agent):
         raise TypeError(f"agent must be a privrl Agent, got {type(agent).__name__}")
     if isinstance(env, FiniteMDP):
-        res = run(agent, env, episodes, seed)
+        res = run(agent, env, episodes, seed, progress=progress)
         return LearnResult(res.returns, res.regret, res.wall_time, agent.label, 0)
     if not (hasattr(env, "reset") and hasattr(env, "step")):
         raise TypeError(f"env must be a gymnasium environment (reset / step), got {type(env).__name__}")
@@ -146,28 +150,38 @@ def learn(
     states = np.empty(H + 1, dtype=np.int64)
     actions = np.empty(H, dtype=np.int64)
     rewards = np.empty(H, dtype=np.float64)
+    pbar = bar(K, agent.label, progress)
     t0 = time.perf_counter()
-    for k in range(K):
-        obs, _ = env.reset(seed=seed if k == 0 else None)
-        pi = agent.policy()
-        s = _state_index(state(obs), S)
-        states[0] = s
-        done = False
-        for h in range(H):
-            a = int(pi[h, s])
-            if done:  # after the environment's end: stay, paid as a zero reward
-                r = pad
-            else:
-                obs, r_env, terminated, truncated, _ = env.step(a)
-                s = _state_index(state(obs), S)
-                r = float(scale(r_env))
-                done = bool(terminated or truncated)
-                early += int(done and h < H - 1)
-            actions[h], rewards[h], states[h + 1] = a, r, s
-        returns[k] = rewards.sum()
-        agent.observe(Trajectory(states=states, actions=actions, rewards=rewards))
-        if callback is not None:
-            callback(k + 1, returns[k])
+    try:
+        for k in range(K):
+            obs, _ = env.reset(seed=seed if k == 0 else None)
+            pi = agent._core.policy().tolist()
+            s = _state_index(state(obs), S)
+            states[0] = s
+            done = False
+            for h in range(H):
+                a = pi[h][s]
+                if done:  # after the environment's end: stay, paid as a zero reward
+                    r = pad
+                else:
+                    obs, r_env, terminated, truncated, _ = env.step(a)
+                    s = _state_index(state(obs), S)
+                    r = float(scale(r_env))
+                    if not math.isfinite(r):
+                        raise NonFiniteError(f"reward(r) gave {r} for the environment's reward {r_env!r}")
+                    done = bool(terminated or truncated)
+                    early += int(done and h < H - 1)
+                actions[h], rewards[h], states[h + 1] = a, r, s
+            returns[k] = rewards.sum()
+            agent._core.observe(states, actions, rewards)  # checked here, step by step
+            agent._sync_guards()
+            if callback is not None:
+                callback(k + 1, returns[k])
+            if pbar is not None:
+                pbar.update(1)
+    finally:
+        if pbar is not None:
+            pbar.close()
     regret = None if reference is None else np.cumsum(float(reference) - returns)
     return LearnResult(returns, regret, time.perf_counter() - t0, agent.label, early)
 

@@ -15,6 +15,7 @@ from privrl import _core
 from privrl.agents.common.base import Agent
 from privrl.common.checks import check_episodes
 from privrl.envs.finite import FiniteMDP
+from privrl.experiment.progress import bar
 
 #: Most episodes per call into Rust: bounds the uniforms drawn ahead, how often progress callbacks
 #: fire and how long Ctrl-C waits (the block size then adapts to ~0.2 s per call).
@@ -65,6 +66,7 @@ def run(
     seed: Any = None,
     callback: Callable[[int, float], None] | None = None,
     engine: str | None = None,
+    progress: bool | None = None,
 ) -> RunResult:
     """Run `agent` for `episodes` users (default: all it has left of the K it was calibrated
     for) on `env`, with exact regret.
@@ -73,6 +75,9 @@ def run(
     ties, exploration and privacy noise come from the agent's own seed. `callback(k, cum_regret)`
     runs after each block of users (at most every ~0.2 s). Every agent runs in Rust, one call per
     block of users; `engine` is accepted for one release and ignored (a DeprecationWarning).
+    `progress`: a progress bar (None: in a terminal or a notebook, once the run has taken 2 s).
+    Ctrl-C stops the run within a block (~0.2 s): the agent is left after the last whole user and
+    can run on.
     """
     if engine is not None:
         warnings.warn(
@@ -100,22 +105,13 @@ def run(
     state = _core.Run(env.P, env.R, env._cdf, env._init_cdf, v_star)
     gaps, returns = np.empty(K), np.empty(K)
     starts = np.empty(K, dtype=np.int64)
-    done, cum, block = 0, 0.0, 256
+    pbar = bar(K, agent.label, progress)
     t0 = time.perf_counter()
-    while done < K:
-        n = min(block, K - done)
-        u = rng.random((n, env.H + 1))
-        tb = time.perf_counter()
-        try:
-            g, r, s = agent._core.run(state, u)
-        finally:
-            agent._sync_guards()
-        gaps[done : done + n], returns[done : done + n], starts[done : done + n] = g, r, s
-        if callback is not None:
-            cum += float(g.sum())
-            callback(done + n, cum)
-        done += n
-        block = _next_block(block, n, time.perf_counter() - tb)
+    try:
+        _blocks(agent, state, rng, env.H, K, (gaps, returns, starts), callback, pbar)
+    finally:
+        if pbar is not None:
+            pbar.close()
     wall = time.perf_counter() - t0
     return RunResult(
         regret=np.cumsum(gaps),
@@ -129,6 +125,28 @@ def run(
         seed=seed,
         policy_changes=int(state.policy_changes),
     )
+
+
+def _blocks(agent: Agent, state: Any, rng: Any, H: int, K: int, out: tuple, callback: Any, pbar: Any) -> None:
+    """The users of a run in blocks of ~0.2 s of work (each one call into Rust)."""
+    gaps, returns, starts = out
+    done, cum, block = 0, 0.0, 256
+    while done < K:
+        n = min(block, K - done)
+        u = rng.random((n, H + 1))
+        tb = time.perf_counter()
+        try:
+            g, r, s = agent._core.run(state, u)
+        finally:
+            agent._sync_guards()
+        gaps[done : done + n], returns[done : done + n], starts[done : done + n] = g, r, s
+        if callback is not None:
+            cum += float(g.sum())
+            callback(done + n, cum)
+        if pbar is not None:
+            pbar.update(n)
+        done += n
+        block = _next_block(block, n, time.perf_counter() - tb)
 
 
 def _next_block(block: int, n: int, seconds: float) -> int:

@@ -41,6 +41,7 @@ from privrl.experiment.results import (
     normalize_frame,
     run_frame,
 )
+from privrl.experiment.progress import interactive
 from privrl.experiment.scaleout import dask_results
 
 __all__ = ["sweep", "run_sweep", "execute_run", "run_seed_sequence", "SweepError"]
@@ -169,11 +170,6 @@ def _init_worker(env_objects: dict, progress_queue: Any) -> None:
 def _worker_run(spec: RunSpec) -> dict:
     q = _PROGRESS_QUEUE
     return guarded_run(spec, progress=None if q is None else (lambda n: q.put(n)))
-
-
-def interactive() -> bool:
-    """True in a terminal session or a Jupyter / IPython kernel (where progress bars help)."""
-    return bool(getattr(sys.stderr, "isatty", lambda: False)()) or "ipykernel" in sys.modules
 
 
 class _Progress:
@@ -352,6 +348,8 @@ def preflight(config: SweepConfig) -> None:
         if study.env_spec is not None:
             try:
                 env = make_env(study.env_spec)
+            except ConfigError as exc:
+                raise ConfigError(f"{key}{exc.key}", str(exc).removeprefix(f"{exc.key}: ")) from None
             except (ValueError, TypeError) as exc:
                 raise ConfigError(f"{key}env", f"{study.env_spec['name']}: {exc}") from exc
         for name, spec in study.agents.items():

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from privrl.common.checks import check_delta_pure_ok, check_probability, check_user_epsilon
+from privrl.common.checks import check_model_delta, check_probability, check_user_epsilon
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.common import (
     CALIBRATIONS,
@@ -92,7 +92,8 @@ class _DPModel:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_user_epsilon(self.epsilon, "epsilon"))
-        object.__setattr__(self, "delta", check_delta_pure_ok(self.delta, "delta"))
+        large = bool(getattr(self, "allow_large_delta", False))
+        object.__setattr__(self, "delta", check_model_delta(self.delta, "delta", large))
         object.__setattr__(self, "p", check_probability(self.p, "p"))
         check_calibration(self.calibration)
 
@@ -164,6 +165,7 @@ class JointDP(_DPModel):
 
     mechanism: str | None = None  # type: ignore[assignment]  # a field where _DPModel has a property
     sampler: str | None = None
+    allow_large_delta: bool = False
 
     _KIND = "jdp"
     _TAG = "JDP"
@@ -195,6 +197,7 @@ class LocalDP(_DPModel):
     """
 
     sampler: str | None = None
+    allow_large_delta: bool = False
 
     _KIND = "ldp"
     _TAG = "LDP"

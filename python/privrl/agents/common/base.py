@@ -23,7 +23,7 @@ import numpy as np
 from privrl import _core
 from privrl.agents.common.specs import GuardSpec
 from privrl.common.checks import check_choice, check_episodes, check_nonneg_real, seed_bytes
-from privrl.common.errors import NonFiniteError, PrivacyParameterError, ShapeError
+from privrl.common.errors import NonFiniteError, PrivacyParameterError, PrivacyWarning, ShapeError
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP, Trajectory
 from privrl.privacy.models import JointDP, LocalDP, NonPrivate
@@ -147,6 +147,14 @@ class Agent(abc.ABC):
         self.env = env
         self.privacy = check_privacy_model(privacy if privacy is not None else NonPrivate())
         self.K = check_episodes(episodes)
+        delta = getattr(self.privacy, "delta", None)
+        if delta and delta > 1.0 / self.K:
+            warnings.warn(
+                f"delta = {delta:g} > 1/K = {1.0 / self.K:.3g}: with K users, a guarantee whose delta "
+                "exceeds 1/K allows publishing some user's data outright; choose delta <= 1/K",
+                PrivacyWarning,
+                stacklevel=3,
+            )
         self.H, self.S, self.A = env.H, env.S, env.A
         self.beta_scale = check_nonneg_real(beta_scale, "beta_scale")
         self._beta_override = None if beta is None else check_nonneg_real(beta, "beta")

@@ -1,0 +1,23 @@
+"""Progress bars of the harness (runs, learn loops, sweeps): shown in a terminal or a notebook, never in
+a pipe or a log file; a run's bar appears only once it has taken ~2 s."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+__all__ = ["interactive", "bar"]
+
+
+def interactive() -> bool:
+    """True in a terminal session or a Jupyter / IPython kernel (where progress bars help)."""
+    return bool(getattr(sys.stderr, "isatty", lambda: False)()) or "ipykernel" in sys.modules
+
+
+def bar(total: int, desc: str, progress: bool | None, unit: str = "user") -> Any:
+    """A tqdm bar of ``total`` steps shown after 2 s (``progress=None``: when interactive), or None."""
+    if not (interactive() if progress is None else progress):
+        return None
+    from tqdm.auto import tqdm  # type: ignore[import-untyped, unused-ignore]
+
+    return tqdm(total=total, desc=desc, unit=unit, delay=2.0, file=sys.stderr, dynamic_ncols=True)
