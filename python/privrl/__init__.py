@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "run", "learn", "evaluate"]
+__all__ = ["__version__", "run", "learn", "evaluate", "plot"]
 
 if TYPE_CHECKING:  # the lazy exports, typed for mypy and IDEs
     from privrl.experiment.interact import evaluate, learn
+    from privrl.experiment.plots import plot_runs as plot
     from privrl.experiment.runner import run
 
 
@@ -26,6 +27,10 @@ def __getattr__(name: str):
         from privrl.experiment.runner import run
 
         return run
+    if name == "plot":
+        from privrl.experiment.plots import plot_runs
+
+        return plot_runs
     if name in ("learn", "evaluate"):
         from privrl.experiment import interact
 

@@ -13,13 +13,15 @@ import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may 
 
 from privrl.experiment.summary import GROUP, curves, fit_slope
 
-__all__ = ["plot"]
+__all__ = ["plot", "plot_runs"]
 
 _STYLES = ("-", "--", ":", "-.")
 _MARKERS = ("o", "s", "^", "v", "D", "x", "+", "*", "<", ">")
 
 
 def _label(agent: str, privacy: str, eps: float) -> str:
+    if privacy == "runs":  # plot_runs: the caller's label
+        return agent
     return f"{agent} (non-private)" if privacy == "none" else f"{agent} eps={eps:g}"
 
 
@@ -28,6 +30,7 @@ def plot(
     output: str | os.PathLike | None = None,
     band: str = "std",
     title: str | None = None,
+    value: str = "regret",
 ) -> dict[str, Any]:
     """Draw the regret curves of a results folder (or of a sweep DataFrame) and save PNG + SVG.
 
@@ -61,7 +64,7 @@ def plot(
     counts: dict[str, int] = {}
     for row, study in enumerate(studies):
         part = df[df["study"] == study]
-        counts[study] = _draw_study(axes[row], part, study, row, band, plt.get_cmap)
+        counts[study] = _draw_study(axes[row], part, study, row, band, plt.get_cmap, value)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -72,9 +75,11 @@ def plot(
     return {"png": str(png), "svg": str(svg), "curves": counts}
 
 
-def _draw_study(axes: Any, part: pd.DataFrame, study: str, row: int, band: str, get_cmap: Any) -> int:
+def _draw_study(
+    axes: Any, part: pd.DataFrame, study: str, row: int, band: str, get_cmap: Any, value: str = "regret"
+) -> int:
     """One study's curves on its (linear, log-log) pair of axes; returns the number of curves."""
-    groups = list(curves(part, band=band).groupby(GROUP, sort=False, dropna=False))  # in order of appearance
+    groups = list(curves(part, band=band, value=value).groupby(GROUP, sort=False, dropna=False))
     cmap = get_cmap("tab10" if len(groups) <= 10 else "tab20")
     ax_lin, ax_log = axes
     # one colour per agent, one line style per epsilon, and markers at staggered positions: curves
@@ -115,7 +120,42 @@ def _draw_study(axes: Any, part: pd.DataFrame, study: str, row: int, band: str, 
     ax_log.set_yscale("log")
     for ax in (ax_lin, ax_log):
         ax.set_xlabel("episode k")
-        ax.set_ylabel("cumulative regret R(k)")
+        ax.set_ylabel("cumulative regret R(k)" if value == "regret" else "cumulative return")
         ax.grid(True, alpha=0.3, which="both" if ax is ax_log else "major")
         ax.legend(fontsize=7.5, loc="upper left")
     return len(groups)
+
+
+def plot_runs(
+    results: Any, output: str | os.PathLike, band: str = "std", title: str | None = None
+) -> dict[str, Any]:
+    """Plot results of privrl.run / privrl.learn with the CLI's look: `results` is one result, a
+    list of them (the seeds of one agent: one curve, mean with a band), or a dict label -> list.
+    Cumulative exact regret when every result has it (learn: with a ``reference``), else the
+    cumulative realized return. Saves `output` as PNG and SVG; returns their paths."""
+    groups = results if isinstance(results, dict) else {None: results}
+    rows = []
+    for label, group in groups.items():
+        group = group if isinstance(group, (list, tuple)) else [group]
+        for seed, res in enumerate(group):
+            K = len(res.returns)
+            idx = np.unique(np.linspace(1, K, min(K, 400)).astype(int)) - 1
+            regret = res.regret if res.regret is not None else np.full(K, np.nan)
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "study": title or "privrl runs",
+                        "env": getattr(res, "env", ""),
+                        "agent": label or res.agent,
+                        "privacy": "runs",
+                        "epsilon": 0.0,
+                        "seed": seed,
+                        "episode": idx + 1,
+                        "regret": regret[idx],
+                        "cum_return": np.cumsum(res.returns)[idx],
+                    }
+                )
+            )
+    df = pd.concat(rows, ignore_index=True)
+    value = "regret" if df["regret"].notna().all() else "cum_return"
+    return plot(df, output, band=band, value=value)

@@ -38,12 +38,13 @@ _T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
 # fmt: on
 
 
-def curves(df: pd.DataFrame, band: str = "std") -> pd.DataFrame:
-    """Mean cumulative regret across seeds per group and logged episode, with band half-width
-    (`band` = "std": one standard deviation; "ci95": Student-t 95% confidence interval)."""
+def curves(df: pd.DataFrame, band: str = "std", value: str = "regret") -> pd.DataFrame:
+    """Mean of `value` (cumulative regret, or "cum_return") across seeds per group and logged
+    episode, with band half-width (`band` = "std": one standard deviation; "ci95": Student-t 95%
+    confidence interval)."""
     if band not in ("std", "ci95"):
         raise ValueError(f"band must be 'std' or 'ci95', got {band!r}")
-    g = df.groupby([*GROUP, "episode"], sort=False, dropna=False)["regret"]
+    g = df.groupby([*GROUP, "episode"], sort=False, dropna=False)[value]
     out = g.agg(
         mean="mean", std=lambda x: float(np.std(x, ddof=1)) if len(x) > 1 else 0.0, n="count"
     ).reset_index()

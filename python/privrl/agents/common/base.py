@@ -204,6 +204,13 @@ class Agent(abc.ABC):
             if clipped != guard.clipped:
                 guard.count(clipped, stacklevel=4)
 
+    def __repr__(self) -> str:
+        env = getattr(self.env, "name", type(self.env).__name__)
+        return (
+            f"{type(self).__name__}({self.privacy.label}, exploration={self.exploration!r}, K={self.K}, "
+            f"episodes_done={self.k}, env={env!r})"
+        )
+
     @property
     def label(self) -> str:
         tag = "" if self.exploration == "optimism" else ", sampling"
