@@ -21,17 +21,15 @@ import numpy as np
 import pytest
 
 import privrl
-from privrl import kernels
 from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
 from privrl.agents.common.base import SensitivityWarning
-from privrl.agents.lsvi_ucb.reference import LSVIUCBReference
-from privrl.agents.ucrl_vtr.reference import Practical, UCRLVTRReference
-from privrl.agents.ucrl_vtr_plus.reference import UCRLVTRPlusReference
+from privrl.agents.lsvi_ucb.reference import of_agent as lsvi_reference
+from privrl.agents.ucrl_vtr.reference import of_agent as vtr_reference
+from privrl.agents.ucrl_vtr_plus.reference import of_agent as plus_reference
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.linear import RandomLinearMDP, RiverSwim
 from privrl.envs.mixture import HardToLearn, RiverSwimMixture
 from privrl.exceptions import AssumptionError
-from privrl.privacy import bounds
 from privrl.privacy.models import JointDP, LocalDP, NonPrivate
 
 VTR_PRIVACY = [
@@ -75,106 +73,15 @@ def _same_policy(pi, Q, ties):
     Ties: with ties="random" the agent picks any maximizer (its own stream); with "lowest", two
     actions whose Q differ by round-off only (HardToLearn's symmetric action vectors) may too."""
     best = Q.max(axis=-1, keepdims=True)
-    near = Q >= best - 1e-9 * np.maximum(1.0, np.abs(best))
+    near = best - 1e-9 * np.maximum(1.0, np.abs(best)) <= Q
     assert np.take_along_axis(near, pi[..., None], axis=-1).all()
     unique = near.sum(axis=-1) == 1
     np.testing.assert_array_equal(pi[unique], Q.argmax(axis=-1)[unique])
 
 
-def _seeds(seed, n):
-    """The agent's privacy-noise seeds (privrl.agents.common.base.Agent.noise_seeds)."""
-    return np.random.SeedSequence(seed).spawn(3)[1].spawn(n)
-
-
-def _lattice(noise, sigma, grid_bits, divisor=None):
-    """x -> x on the lattice of a discrete sampler (identity for float noise)."""
-    if not noise.startswith("discrete"):
-        return lambda x: x
-    stream = kernels.NoiseStream(noise, sigma, seed=0, grid_bits=grid_bits or 24)
-    if divisor is None:
-        return stream.round_to_grid
-    return lambda x: stream.round_to_grid(x, symmetric=True, divisor=divisor)
-
-
-def _vtr_regression(agent, i, sigma_m, sigma_v, shift, radius, seeds, x_bound):
-    """The reference regression i of `agent`, with hooks that give it the agent's noise."""
-    cal = agent.calibration
-    kind, H = cal.kind, agent.H
-    user = server = lambda g, u, *t: (g, u)  # noqa: E731
-    if kind == "jdp":
-        rm = _lattice(cal.node_noise, sigma_m, cal.grid_bits, cal.sym_divisor)
-        rv = _lattice(cal.node_noise, sigma_v, cal.grid_bits)
-
-        def user(g, u):  # the leaves enter the mechanisms on their lattice
-            return rm(g), rv(u)
-
-        def server(g, u, t):
-            nm, nv = agent._core.noise(i)
-            return g + nm, u + nv
-    elif kind == "ldp":
-        ms = kernels.NoiseStream(cal.node_noise, sigma_m, seed=seeds[0], grid_bits=cal.grid_bits or 24)
-        vs = kernels.NoiseStream(cal.node_noise, sigma_v, seed=seeds[1], grid_bits=cal.grid_bits or 24)
-
-        def user(g, u):
-            return ms.privatize(g, symmetric=True, divisor=cal.sym_divisor), vs.privatize(u)
-    practical = None
-    if cal.release_rule == "practical":
-        practical = _practical(agent, i, sigma_m, sigma_v, radius)
-    lam = cal.lam
-    return UCRLVTRReference(
-        agent.mixture_features, agent.env.R, lam, shift if kind != "none" else 0.0, radius, x_bound,
-        user, server, practical,
-    )  # fmt: skip
-
-
-def _practical(agent, i, sigma_m, sigma_v, radius):
-    cal, d = agent.calibration, agent.d
-    alpha = getattr(cal, "alpha", 1.0)
-
-    def noise_bounds(t):
-        if cal.kind == "none":
-            return 0.0, 0.0
-        v = agent._core.variance_factor(i, t)
-        if cal.noise == "laplace":
-            n = round(v)
-            if n < 1:
-                return 0.0, 0.0
-            return (
-                bounds.laplace_matrix_sum_bound(sigma_m, n, d, alpha),
-                bounds.laplace_vector_sum_bound(sigma_v, n, d, alpha),
-            )
-        s_m = sigma_m * math.sqrt(2 * v) / cal.sym_divisor
-        ups = s_m * (2 * math.sqrt(d) + 2 * math.sqrt(math.log(2 / alpha)))
-        return ups, sigma_v * math.sqrt(v) * (math.sqrt(d) + math.sqrt(2 * math.log(1 / alpha)))
-
-    if agent.centre == "feasible":
-        phi_1 = agent.mixture_features.sum(axis=2).reshape(-1, d)
-        w0 = np.linalg.lstsq(phi_1, np.ones(len(phi_1)), rcond=None)[0]
-        D = math.sqrt(max(agent.C_w**2 - w0 @ w0, 0.0))
-    else:
-        w0, D = np.zeros(d), agent.C_w
-    full = getattr(cal, agent._radius_key)
-    return Practical(w0, D, radius**2, agent.beta / full, cal.shift_mult, agent.C_w, noise_bounds)
-
-
-def _vtr_reference(agent, seed):
-    cal = agent.calibration
-    H, d = agent.H, agent.d
-    if isinstance(agent, UCRLVTRPlus):
-        seeds = _seeds(seed, 4 * H)
-        hat = _vtr_regression(
-            agent, 0, cal.sigma_B1, cal.sigma_f, cal.shift1, agent.beta, seeds[: 2 * H], math.sqrt(d)
-        )
-        tilde = _vtr_regression(
-            agent, 1, cal.sigma_B2, cal.sigma_g, cal.shift2, agent.beta_tilde, seeds[2 * H :], float(H * H)
-        )
-        return UCRLVTRPlusReference(hat, tilde, agent.beta_check)
-    return _vtr_regression(agent, 0, cal.sigma_B, cal.sigma_g, cal.shift, agent.beta, _seeds(seed, 2 * H), float(H))
-
-
 def _compare_vtr(agent, env, K, ties, seed):
     """Run the agent and its reference on the same users; compare every billboard and policy."""
-    ref = _vtr_reference(agent, seed)
+    ref = (plus_reference if isinstance(agent, UCRLVTRPlus) else vtr_reference)(agent)
     rng = np.random.default_rng(11)
     plus = isinstance(agent, UCRLVTRPlus)
     regs = [ref.hat, ref.tilde] if plus else [ref]
@@ -217,36 +124,6 @@ def test_ucrl_vtr_on_hard_to_learn_matches_and_learns():
     assert agent.policy_updates == 200
 
 
-def _lsvi_reference(agent, seed):
-    cal = agent.calibration
-    H, d = agent.H, agent.d
-    private = cal.kind == "jdp"
-    unit = None
-    if private:
-        unit = kernels.NoiseStream(cal.node_noise, cal.sigma_u, seed=0, grid_bits=cal.grid_bits or 24).lattice_unit()
-
-    def noise(b):
-        if not private:
-            return np.zeros((H, d, d)), np.zeros((H, d))
-        return agent._core.noise(), agent._core.last_eta
-
-    practical = None
-    if private and cal.release_rule == "practical":
-
-        def practical(b):
-            v = agent._core.variance_factor(b)
-            s = cal.sigma_Lambda * math.sqrt(2 * v) / cal.sym_divisor
-            return s * (2 * math.sqrt(d) + 2 * math.sqrt(math.log(2 / cal.alpha)))
-
-    round_leaf = _lattice(cal.node_noise, cal.sigma_Lambda, cal.grid_bits, cal.sym_divisor) if private else None
-    ref = LSVIUCBReference(
-        agent.features, agent.K, agent.B, cal.lam, cal.shift if private else 0.0, agent.beta, noise, unit,
-        practical, cal.shift_mult, round_leaf,
-    )  # fmt: skip
-    ref.setup(H)
-    return ref
-
-
 @pytest.mark.parametrize("privacy", LSVI_PRIVACY, ids=lambda p: p.label)
 @pytest.mark.parametrize("batches", ["static", "every", 7])
 @pytest.mark.parametrize("planning", ["auto", "per_sample", "aggregated"])
@@ -254,7 +131,7 @@ def test_lsvi_matches_its_reference(privacy, batches, planning):
     env = RandomLinearMDP(S=12, A=3, d=5, H=4, seed=2)
     K = 60
     agent = LSVIUCB(env, privacy, batches=batches, episodes=K, seed=4, planning=planning, beta_scale=0.1, ties="lowest")
-    ref = _lsvi_reference(agent, 4)
+    ref = lsvi_reference(agent)
     rng = np.random.default_rng(11)
     for k in range(K):
         pi = agent.policy()

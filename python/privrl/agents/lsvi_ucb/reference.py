@@ -10,9 +10,13 @@ practical release's shift bound ``b -> Upsilon_b``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
+
+from privrl import kernels
+from privrl.agents.common.reference import lattice
 
 
 def optimistic_values(phi, w, inverse, beta, H) -> np.ndarray:
@@ -94,3 +98,35 @@ class LSVIUCBReference:
             else:
                 u = u + eta[h]
             self.weights[h] = self.inverse[h] @ u
+
+
+def of_agent(agent):
+    """The reference of an LSVI-UCB agent, fed its noise (the Lambda mechanisms' noise and eta,
+    read from the agent at each release: data-independent)."""
+    cal = agent.calibration
+    H, d = agent.H, agent.d
+    private = cal.kind == "jdp"
+    unit = None
+    if private:
+        unit = kernels.NoiseStream(cal.node_noise, cal.sigma_u, seed=0, grid_bits=cal.grid_bits or kernels.DEFAULT_GRID_BITS).lattice_unit()
+
+    def noise(b):
+        if not private:
+            return np.zeros((H, d, d)), np.zeros((H, d))
+        return agent._core.noise(), agent._core.last_eta
+
+    practical = None
+    if private and cal.release_rule == "practical":
+
+        def practical(b):
+            v = agent._core.variance_factor(b)
+            s = cal.sigma_Lambda * math.sqrt(2 * v) / cal.sym_divisor
+            return s * (2 * math.sqrt(d) + 2 * math.sqrt(math.log(2 / cal.alpha)))
+
+    round_leaf = lattice(cal.node_noise, cal.sigma_Lambda, cal.grid_bits, cal.sym_divisor) if private else None
+    ref = LSVIUCBReference(
+        agent.features, agent.K, agent.B, cal.lam, cal.shift if private else 0.0, agent.beta, noise, unit,
+        practical, cal.shift_mult, round_leaf,
+    )  # fmt: skip
+    ref.setup(H)
+    return ref

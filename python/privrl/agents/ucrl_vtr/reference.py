@@ -11,10 +11,15 @@ the continual-release mechanism's noise B_{k,h}, g_{k,h}; otherwise the sums).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
+from privrl import kernels
+from privrl.agents.common.reference import lattice, noise_seeds
+from privrl.privacy import bounds
 
 Hook = Callable[..., tuple[np.ndarray, np.ndarray]]
 
@@ -119,3 +124,74 @@ class UCRLVTRReference:
     def observe(self, states, actions) -> None:
         _, V, phi_v = self.plan()
         self.receive(*self.statistics(np.asarray(states), np.asarray(actions), V, phi_v))
+
+
+def regression_of(agent, i, sigma_m, sigma_v, shift, radius, seeds, x_bound):
+    """The reference of regression i of `agent`, with hooks that give it the agent's noise: under
+    JDP the mechanisms' noise read from the agent after each user (data-independent) on top of the
+    reference's own sums, on the noise lattice for a discrete sampler; under LDP the user-side
+    randomizer's messages from a NoiseStream keyed like the agent's (the randomizer's kernel)."""
+    cal = agent.calibration
+    kind, H = cal.kind, agent.H
+    user = server = lambda g, u, *t: (g, u)
+    if kind == "jdp":
+        rm = lattice(cal.node_noise, sigma_m, cal.grid_bits, cal.sym_divisor)
+        rv = lattice(cal.node_noise, sigma_v, cal.grid_bits)
+
+        def user(g, u):  # the leaves enter the mechanisms on their lattice
+            return rm(g), rv(u)
+
+        def server(g, u, t):
+            nm, nv = agent._core.noise(i)
+            return g + nm, u + nv
+    elif kind == "ldp":
+        ms = kernels.NoiseStream(cal.node_noise, sigma_m, seed=seeds[0], grid_bits=cal.grid_bits or 24)
+        vs = kernels.NoiseStream(cal.node_noise, sigma_v, seed=seeds[1], grid_bits=cal.grid_bits or 24)
+
+        def user(g, u):
+            return ms.privatize(g, symmetric=True, divisor=cal.sym_divisor), vs.privatize(u)
+    practical = None
+    if cal.release_rule == "practical":
+        practical = _practical(agent, i, sigma_m, sigma_v, radius)
+    return UCRLVTRReference(
+        agent.mixture_features, agent.env.R, cal.lam, shift if kind != "none" else 0.0, radius, x_bound,
+        user, server, practical,
+    )  # fmt: skip
+
+
+def _practical(agent, i, sigma_m, sigma_v, radius):
+    cal, d = agent.calibration, agent.d
+    alpha = getattr(cal, "alpha", 1.0)
+
+    def noise_bounds(t):
+        if cal.kind == "none":
+            return 0.0, 0.0
+        v = agent._core.variance_factor(i, t)
+        if cal.noise == "laplace":
+            n = round(v)
+            if n < 1:
+                return 0.0, 0.0
+            return (
+                bounds.laplace_matrix_sum_bound(sigma_m, n, d, alpha),
+                bounds.laplace_vector_sum_bound(sigma_v, n, d, alpha),
+            )
+        s_m = sigma_m * math.sqrt(2 * v) / cal.sym_divisor
+        ups = s_m * (2 * math.sqrt(d) + 2 * math.sqrt(math.log(2 / alpha)))
+        return ups, sigma_v * math.sqrt(v) * (math.sqrt(d) + math.sqrt(2 * math.log(1 / alpha)))
+
+    if agent.centre == "feasible":
+        phi_1 = agent.mixture_features.sum(axis=2).reshape(-1, d)
+        w0 = np.linalg.lstsq(phi_1, np.ones(len(phi_1)), rcond=None)[0]
+        D = math.sqrt(max(agent.C_w**2 - w0 @ w0, 0.0))
+    else:
+        w0, D = np.zeros(d), agent.C_w
+    full = getattr(cal, agent._radius_key)
+    return Practical(w0, D, radius**2, agent.beta / full, cal.shift_mult, agent.C_w, noise_bounds)
+
+
+def of_agent(agent):
+    """The reference of a UCRL-VTR agent (built with an int seed), fed its noise."""
+    cal = agent.calibration
+    H, d = agent.H, agent.d
+    seed = agent.seed
+    return regression_of(agent, 0, cal.sigma_B, cal.sigma_g, cal.shift, agent.beta, noise_seeds(seed, 2 * H), float(H))

@@ -6,9 +6,12 @@ and the user's variance estimate sigma-bar between them. Never on a hot path.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from privrl.agents.ucrl_vtr.reference import UCRLVTRReference
+from privrl.agents.common.reference import noise_seeds
+from privrl.agents.ucrl_vtr.reference import UCRLVTRReference, regression_of
 
 
 class UCRLVTRPlusReference:
@@ -51,3 +54,15 @@ class UCRLVTRPlusReference:
         self.last_sigma_bar = sig
         self.hat.receive(X / sig[:, None], y / sig)
         self.tilde.receive(X2, y**2)
+
+
+def of_agent(agent) -> UCRLVTRPlusReference:
+    """The reference of a UCRL-VTR+ agent (built with an int seed), fed its noise: the hat and
+    tilde regressions (bounds sqrt(d) and H^2) with their own noise seeds."""
+    cal, H, d = agent.calibration, agent.H, agent.d
+    seeds = noise_seeds(agent.seed, 4 * H)
+    hat = regression_of(agent, 0, cal.sigma_B1, cal.sigma_f, cal.shift1, agent.beta, seeds[: 2 * H], math.sqrt(d))
+    tilde = regression_of(
+        agent, 1, cal.sigma_B2, cal.sigma_g, cal.shift2, agent.beta_tilde, seeds[2 * H :], float(H * H)
+    )
+    return UCRLVTRPlusReference(hat, tilde, agent.beta_check)
