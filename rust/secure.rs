@@ -36,6 +36,17 @@ pub struct Bits<'a, R: RngCore + ?Sized> {
     slots: [Slot; 2],
 }
 
+/// A discrete law resolved for repeated draws: its envelope table, or the reference algorithm's
+/// parameters outside the tables' range.
+#[derive(Debug, Clone)]
+pub enum Law {
+    Table(Rc<Table>),
+    /// sigma^2 = num / den, drawn by [`Bits::discrete_gaussian_cks`].
+    Gaussian(u128, u128),
+    /// Scale t, drawn by [`Bits::discrete_laplace_cks`].
+    Laplace(u128),
+}
+
 /// A law's parameters as the caller gave them -> its envelope table (None: outside the tables'
 /// range, drawn by the reference algorithm).
 type Slot = Option<((u8, u128, u128), Option<Rc<Table>>)>;
@@ -200,6 +211,39 @@ impl<'a, R: RngCore + ?Sized> Bits<'a, R> {
         match self.table(2, num, den) {
             Some(tab) => tab.sample(self),
             None => self.discrete_gaussian_cks(num, den),
+        }
+    }
+
+    /// The discrete Gaussian N_Z(0, num / den) resolved once for many draws ([`Bits::draw`]).
+    pub fn gaussian_law(&mut self, num: u128, den: u128) -> Law {
+        match self.table(2, num, den) {
+            Some(t) => Law::Table(t),
+            None => Law::Gaussian(num, den),
+        }
+    }
+
+    /// The discrete Laplace with scale `t` resolved once for many draws ([`Bits::draw`]).
+    pub fn laplace_law(&mut self, t: u128) -> Law {
+        let t = t.max(1);
+        match self.table(1, t, 1) {
+            Some(tab) => Law::Table(tab),
+            None => Law::Laplace(t),
+        }
+    }
+
+    /// One draw of a resolved law (the same draw as [`Bits::discrete_gaussian`] /
+    /// [`Bits::discrete_laplace`] with its parameters), as an f64 (exact: |y| < 2^53 for every
+    /// law whose draws are not astronomically unlikely beyond that).
+    #[inline]
+    pub fn draw(&mut self, law: &Law) -> f64 {
+        let y = match law {
+            Law::Table(t) => t.sample(self),
+            Law::Gaussian(num, den) => self.discrete_gaussian_cks(*num, *den),
+            Law::Laplace(t) => self.discrete_laplace_cks(*t),
+        };
+        match i64::try_from(y) {
+            Ok(v) => v as f64,
+            Err(_) => y as f64,
         }
     }
 
@@ -511,10 +555,16 @@ impl ExpSeries {
 }
 
 /// Certified bounds (lo, hi) of 2^63 exp(-gn/gd): lo <= 2^63 exp(-g) <= hi, hi - lo <= 2.
+#[cfg(test)]
 fn exp_bounds(gn: u128, gd: u128) -> (u128, u128) {
-    let one = Big::from_u128(ONE);
+    exp_bounds_at(gn, gd, FX)
+}
+
+/// Certified bounds (lo, hi) of 2^p exp(-gn/gd) (p <= 126), hi - lo <= 2.
+fn exp_bounds_at(gn: u128, gd: u128, p: u32) -> (u128, u128) {
+    let one = Big::from_u128(1u128 << p);
     let mut s = ExpSeries::new(gn, gd);
-    let (mut lo, mut hi) = (0u128, ONE);
+    let (mut lo, mut hi) = (0u128, 1u128 << p);
     loop {
         if !s.step() {
             continue;
@@ -525,7 +575,7 @@ fn exp_bounds(gn: u128, gd: u128) -> (u128, u128) {
             }
         } else {
             let num = s.even.sub(&s.odd).mul(&one);
-            if num.bits() < s.q.bits() + 120 {
+            if num.bits() < s.q.bits() + 127 {
                 hi = hi.min(div_floor(&num, &s.q) + 1);
             }
         }
@@ -533,6 +583,24 @@ fn exp_bounds(gn: u128, gd: u128) -> (u128, u128) {
             return (lo, hi);
         }
     }
+}
+
+/// Products of numbers in [0, 2] held as multiples of 2^-126: floor and ceil of a b / 2^126.
+fn mul126(a: u128, b: u128) -> (u128, u128) {
+    let (a1, a0, b1, b0) = (a >> 64, a as u64 as u128, b >> 64, b as u64 as u128);
+    let (hh, hl, lh, ll) = (a1 * b1, a1 * b0, a0 * b1, a0 * b0);
+    // 256-bit sum: hh 2^128 + (hl + lh) 2^64 + ll
+    let mid = hl + lh; // < 2^127 for a, b < 2^127 (a1, b1 < 2^63)
+    let (lo, c1) = ll.overflowing_add(mid << 64);
+    let hi = hh + (mid >> 64) + c1 as u128;
+    let floor = (hi << 2) | (lo >> 126);
+    let exact = lo & ((1u128 << 126) - 1) == 0;
+    (floor, floor + (!exact) as u128)
+}
+
+/// Interval product (lower with lower, upper with upper) in units of 2^-126.
+fn mul_iv(x: (u128, u128), y: (u128, u128)) -> (u128, u128) {
+    (mul126(x.0, y.0).0, mul126(x.1, y.1).1)
 }
 
 /// One law's envelope (see the section comment).
@@ -545,8 +613,8 @@ pub struct Table {
     /// J, the body blocks; outcome J is the tail, J + 1 a rejection (the unused weight).
     nbody: u64,
     col_bits: u32,
-    /// Alias columns: (threshold in [0, 2^16], alias outcome).
-    columns: Vec<(u32, u32)>,
+    /// Alias columns: threshold in [0, 2^16] (17 bits) | alias outcome << 17.
+    columns: Vec<u32>,
     lambda: u128,
     /// Integer weight of each outcome (body blocks, then the tail).
     q: Vec<u128>,
@@ -554,6 +622,10 @@ pub struct Table {
     c_hi: Vec<u64>,
     /// c_j's bracket in units of 2^-31.
     c31: Vec<(u32, u32)>,
+    /// Block j accepts when U's first 16 bits are below the low half, rejects when they are at
+    /// least the high half (a bracket of the acceptance probability over the block, in units of
+    /// 2^-16, rounded outwards).
+    quick: Vec<u32>,
     /// floor(2^(63 + rshift) / c), and whether that is exact.
     rec: u64,
     rec_exact: bool,
@@ -587,8 +659,9 @@ impl Table {
             return None;
         }
         let sigma = floor_sqrt_ratio(num, den);
-        let wbits = if sigma >= 64 {
-            127 - sigma.leading_zeros() - 5
+        // w = 2^wbits in (sigma / 128, sigma / 64]
+        let wbits = if sigma >= 128 {
+            127 - sigma.leading_zeros() - 6
         } else {
             0
         };
@@ -600,8 +673,9 @@ impl Table {
         if t == 0 || t >= 1 << 48 {
             return None;
         }
+        // w = 2^wbits in (t / 64, t / 32]
         let wbits = if t >= 32 {
-            127 - t.leading_zeros() - 4
+            127 - t.leading_zeros() - 5
         } else {
             0
         };
@@ -621,28 +695,44 @@ impl Table {
                 .checked_mul(a)?
                 .checked_add(b.checked_mul(m)?)
         };
-        // body blocks: until a block's weight is below 2^-26 of the mass so far
+        // f(j w) by the recurrence f((j+1) w) = f(j w) rho_a^(2j+1) rho_b, rho_a = exp(-a w^2 / c),
+        // rho_b = exp(-b w / c), in interval arithmetic on multiples of 2^-126 (a few thousand
+        // roundings: the bounds stay within 2^-110); body blocks until a block's weight is
+        // below 2^-26 of the mass so far, plus f at the end of the last block
+        let unit = |g: u128| -> Option<(u128, u128)> {
+            Some(if g == 0 {
+                (1 << 126, 1 << 126)
+            } else {
+                exp_bounds_at(g, c, 126)
+            })
+        };
+        let rho_a = unit(a.checked_mul(w)?.checked_mul(w)?)?;
+        let rho_b = unit(b.checked_mul(w)?)?;
+        let rho_a2 = mul_iv(rho_a, rho_a);
         let (mut f_lo, mut f_hi) = (Vec::new(), Vec::new());
+        let (mut f, mut s) = ((1u128 << 126, 1u128 << 126), rho_a);
         let mut total = 0u128;
         loop {
-            let j = f_lo.len() as u128;
-            let (lo, hi) = exp_bounds(g_num(j * w)?, c);
-            f_lo.push(lo);
-            f_hi.push(hi);
-            total += hi;
-            if (hi << 26) < total || f_lo.len() >= 1 << 12 {
+            f_lo.push(f.0 >> 63);
+            f_hi.push((f.1 >> 63) + 1);
+            f = mul_iv(mul_iv(f, s), rho_b);
+            s = mul_iv(s, rho_a2);
+            total += f_hi[f_hi.len() - 1];
+            if (f_hi[f_hi.len() - 1] << 26) < total || f_lo.len() >= 1 << 13 {
                 break;
             }
         }
         let nbody = f_lo.len() as u128;
         let jw = nbody * w;
+        let f_end = (f.0 >> 63, (f.1 >> 63) + 1);
         // tail blocks: W_t g'(J w) >= ln 2 (0.694 > ln 2), g'(J w) = (2 a J w + b) / c
         let slope = a.checked_mul(2 * jw)?.checked_add(b)?;
         let mut tail_bits = 0u32;
         while (slope << tail_bits).checked_mul(1000)? < 694 * c {
             tail_bits += 1;
         }
-        let (_, ft_hi) = exp_bounds(g_num(jw)?, c);
+        let ft_hi = f_end.1;
+        g_num(jw)?;
         // the fast comparison's delta: prod = r (a (m + j w) + b) < 2^64 for every proposal
         let prod_max = (w - 1).checked_mul(a.checked_mul(2 * jw)?.checked_add(b)?)?;
         if prod_max >= 1 << 64 || c >= 1 << 64 {
@@ -700,6 +790,21 @@ impl Table {
             .zip(&c_hi)
             .map(|(&l, &h)| ((l >> 32) as u32, ((h >> 32) + 1) as u32))
             .collect();
+        // p over block j lies in [Lambda f((j+1) w) / q_j, c_j]: U < p when U's first 16 bits a
+        // satisfy a + 1 <= floor(2^16 lower), U >= p when a >= ceil(2^16 upper)
+        let quick = (0..nbody as usize)
+            .map(|j| {
+                let next = if j + 1 < nbody as usize {
+                    f_lo[j + 1]
+                } else {
+                    f_end.0
+                };
+                let lo = ((next * lambda / q[j]) >> 47).min(0xffff) as u32;
+                // stored minus one: a >= hi is a > hi - 1, and hi <= 2^16
+                let hi = (c_hi[j] as u128 >> 47) as u32;
+                lo | (hi.min(0xffff) << 16)
+            })
+            .collect();
         let rshift = 127 - c.leading_zeros();
         let rec = ((1u128 << (FX + rshift)) / c) as u64;
         Some(Table {
@@ -715,6 +820,7 @@ impl Table {
             c_lo,
             c_hi,
             c31,
+            quick,
             rec,
             rec_exact: c.is_power_of_two(),
             rshift,
@@ -732,6 +838,7 @@ impl Table {
     }
 
     /// One draw (see the section comment).
+    #[inline]
     pub fn sample<R: RngCore + ?Sized>(&self, bits: &mut Bits<'_, R>) -> i128 {
         loop {
             // one fresh word per proposal when the fields fit (every lattice law): column,
@@ -753,11 +860,25 @@ impl Table {
                 let r = bits.take64(self.wbits);
                 (col, thr, r, bits.take64(FIRST_BITS), bits.take64(1) == 1)
             };
-            let (prob, alias) = self.columns[col as usize];
-            let o = if thr < prob as u64 { col } else { alias as u64 };
+            let packed = self.columns[col as usize];
+            let o = if thr < (packed & 0x1_ffff) as u64 {
+                col
+            } else {
+                (packed >> 17) as u64
+            };
             let m = if o < self.nbody {
                 let base = o << self.wbits;
-                if !self.accept_body(bits, o as usize, base, r, a16) {
+                // the block's bracket of the acceptance probability decides unless U's first 16
+                // bits straddle it (about 1/64 + 2^-16 of the proposals)
+                let quick = self.quick[o as usize];
+                let accept = if a16 < (quick & 0xffff) as u64 {
+                    true
+                } else if a16 > (quick >> 16) as u64 {
+                    false
+                } else {
+                    self.accept_body(bits, o as usize, base, r, a16)
+                };
+                if !accept {
                     continue;
                 }
                 (base + r) as u128
@@ -776,8 +897,10 @@ impl Table {
         }
     }
 
-    /// Bernoulli(c_j exp(-(g(m) - g(j w)))) for m = base + r in body block j.
-    #[inline]
+    /// Bernoulli(c_j exp(-(g(m) - g(j w)))) for m = base + r in body block j, given U's first 16
+    /// bits `a16` (the block's bracket did not decide).
+    #[cold]
+    #[inline(never)]
     fn accept_body<R: RngCore + ?Sized>(
         &self,
         bits: &mut Bits<'_, R>,
@@ -866,16 +989,19 @@ impl Table {
     }
 }
 
-/// Vose's alias table with integer weights summing to `cols * 2^COL_BITS`: column k keeps its
-/// own outcome when a COL_BITS-bit uniform is below `prob[k]`, else `alias[k]`; every
+/// Vose's alias table with integer weights summing to `cols * 2^COL_BITS` (at most 2^15
+/// outcomes): column k, packed as `prob | alias << 17`, keeps its own outcome when a
+/// COL_BITS-bit uniform is below `prob`, else gives `alias`; every
 /// outcome's probability is exactly its weight over the total.
-fn alias_table(weight: &[u128]) -> Vec<(u32, u32)> {
+fn alias_table(weight: &[u128]) -> Vec<u32> {
     let full = 1u128 << COL_BITS;
     let mut w = weight.to_vec();
     let (mut small, mut large): (Vec<usize>, Vec<usize>) = (0..w.len()).partition(|&k| w[k] < full);
-    let mut columns: Vec<(u32, u32)> = (0..w.len() as u32).map(|k| (full as u32, k)).collect();
+    let mut columns: Vec<u32> = (0..w.len() as u32)
+        .map(|k| full as u32 | (k << 17))
+        .collect();
     while let (Some(s), Some(&l)) = (small.pop(), large.last()) {
-        columns[s] = (w[s] as u32, l as u32);
+        columns[s] = w[s] as u32 | ((l as u32) << 17);
         w[l] -= full - w[s];
         if w[l] < full {
             large.pop();
@@ -1511,6 +1637,8 @@ mod timing {
                 b.discrete_gaussian_cks(num, den)
             });
         }
+        let tab = Rc::new(Table::gaussian(1 << 48, 1).unwrap());
+        time("table, no lookup, N_Z(0, 2^48)", n, &mut |b| tab.sample(b));
         for t in [1u128 << 24, 1 << 20, 1] {
             time(&format!("table  Lap_Z({t})"), n, &mut |b| {
                 b.discrete_laplace(t)

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from privrl._checks import check_delta_pure_ok, check_user_epsilon
 from privrl.exceptions import PrivacyParameterError
-from privrl.privacy.accounting import gaussian_mu, zcdp_mu
+from privrl.privacy.accounting import discrete_gaussian_mu, gaussian_mu, zcdp_mu
 from privrl.privacy.plans import (
     ReleasePlan,
     plan_mu,
@@ -174,14 +174,26 @@ def node_noise(noise: str | None, sampler: str | None) -> str:
 
 def plan_target(plan: ReleasePlan, epsilon: float, delta: float) -> float:
     """What the plan's own sensitivity may reach at (eps, delta): for Gaussian noise the GDP
-    ``mu`` (float samplers: the exact curve, Balle & Wang 2018; discrete: zCDP, Canonne, Kamath
-    & Steinke 2020, less the rounding's ``plan_rounding_mu``); for Laplace the epsilon (less the
-    rounding's ``plan_rounding_epsilon``). A PrivacyParameterError when the rounding alone uses
-    the budget (fewer grid bits cannot help; a larger epsilon does)."""
+    ``mu`` (float samplers: the exact curve, Balle & Wang 2018; discrete: the better of the same
+    curve through :func:`~privrl.privacy.accounting.discrete_gaussian_mu` and zCDP, Canonne,
+    Kamath & Steinke 2020, less the rounding's ``plan_rounding_mu``); for Laplace the epsilon
+    (less the rounding's ``plan_rounding_epsilon``). A PrivacyParameterError when the rounding
+    alone uses the budget (fewer grid bits cannot help; a larger epsilon does).
+
+    For the discrete Gaussian the draws a user's data enters have variances s^2 in lattice units
+    with ``sum 1 / s^2 = plan_rounding_mu^2`` (one lattice step in every entry, whitened, is the
+    rounding term), at most ``sum (1 / s^2) max s^2`` of them, and s^2 in [4^k / 32, 4^(k+1)]
+    (vectors 4^k; matrices 4 4^k / q on and 2 4^k / q off the diagonal, q = divisor^2 <= 64)."""
     if plan.noise == "laplace":
         target, rounding = epsilon, plan_rounding_epsilon(plan)
     elif plan.sampler == "discrete":
-        target, rounding = zcdp_mu(epsilon, delta), plan_rounding_mu(plan)
+        rounding = plan_rounding_mu(plan)
+        unit2 = 4.0**plan.grid_bits
+        inverse_variance_sum = rounding * rounding
+        direct = discrete_gaussian_mu(
+            epsilon, delta, inverse_variance_sum, inverse_variance_sum * 4.0 * unit2, unit2 / 32.0
+        )
+        target = max(direct, zcdp_mu(epsilon, delta))
     else:
         return gaussian_mu(epsilon, delta)
     if target - rounding <= 0.0:
