@@ -366,9 +366,7 @@ def zcdp_mu(epsilon: float, delta: float) -> float:
 _DG_TAIL = 20.0
 
 
-@checked(
-    inverse_variance_sum=check_nonneg_real, draws=check_nonneg_real, min_variance=check_positive_real
-)
+@checked(inverse_variance_sum=check_nonneg_real, draws=check_nonneg_real, min_variance=check_positive_real)
 def discrete_gaussian_mu(
     epsilon: float, delta: float, inverse_variance_sum: float, draws: float, min_variance: float
 ) -> float:
