@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from privrl._checks import check_delta_pure_ok, check_user_epsilon
 from privrl.exceptions import PrivacyParameterError
-from privrl.privacy.accounting import discrete_gaussian_mu, gaussian_mu, zcdp_mu
+from privrl.privacy.accounting import discrete_gaussian_draws, discrete_gaussian_mu, gaussian_mu, zcdp_mu
 from privrl.privacy.plans import (
     ReleasePlan,
     plan_mu,
@@ -178,21 +178,13 @@ def plan_target(plan: ReleasePlan, epsilon: float, delta: float) -> float:
     curve through :func:`~privrl.privacy.accounting.discrete_gaussian_mu` and zCDP, Canonne,
     Kamath & Steinke 2020, less the rounding's ``plan_rounding_mu``); for Laplace the epsilon
     (less the rounding's ``plan_rounding_epsilon``). A PrivacyParameterError when the rounding
-    alone uses the budget (fewer grid bits cannot help; a larger epsilon does).
-
-    For the discrete Gaussian the draws a user's data enters have variances s^2 in lattice units
-    with ``sum 1 / s^2 = plan_rounding_mu^2`` (one lattice step in every entry, whitened, is the
-    rounding term), at most ``sum (1 / s^2) max s^2`` of them, and s^2 in [4^k / 32, 4^(k+1)]
-    (vectors 4^k; matrices 4 4^k / q on and 2 4^k / q off the diagonal, q = divisor^2 <= 64)."""
+    alone uses the budget (fewer grid bits cannot help; a larger epsilon does). The discrete
+    Gaussian's draw summary is :func:`~privrl.privacy.accounting.discrete_gaussian_draws`."""
     if plan.noise == "laplace":
         target, rounding = epsilon, plan_rounding_epsilon(plan)
     elif plan.sampler == "discrete":
         rounding = plan_rounding_mu(plan)
-        unit2 = 4.0**plan.grid_bits
-        inverse_variance_sum = rounding * rounding
-        direct = discrete_gaussian_mu(
-            epsilon, delta, inverse_variance_sum, inverse_variance_sum * 4.0 * unit2, unit2 / 32.0
-        )
+        direct = discrete_gaussian_mu(epsilon, delta, *discrete_gaussian_draws(rounding, plan.grid_bits))
         target = max(direct, zcdp_mu(epsilon, delta))
     else:
         return gaussian_mu(epsilon, delta)
