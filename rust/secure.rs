@@ -49,7 +49,10 @@ pub enum Law {
 
 /// A law's parameters as the caller gave them -> its envelope table (None: outside the tables'
 /// range, drawn by the reference algorithm).
-type Slot = Option<((u8, u128, u128), Option<Rc<Table>>)>;
+type Slot = Option<Slot1>;
+
+/// One cached law: its key and its table.
+type Slot1 = ((u8, u128, u128), Option<Rc<Table>>);
 
 impl<'a, R: RngCore + ?Sized> Bits<'a, R> {
     pub fn new(rng: &'a mut R) -> Self {
@@ -545,7 +548,7 @@ impl ExpSeries {
         self.even = self.even.mul(&f);
         self.odd = self.odd.mul(&f);
         self.pow = self.pow.mul(&self.gn);
-        if self.n % 2 == 0 {
+        if self.n.is_multiple_of(2) {
             self.even = self.even.add(&self.pow);
         } else {
             self.odd = self.odd.add(&self.pow);
@@ -637,7 +640,7 @@ pub struct Table {
 
 thread_local! {
     /// Envelope tables built on this thread (a run uses a handful of laws).
-    static TABLES: RefCell<Vec<((u8, u128, u128), Option<Rc<Table>>)>> = const { RefCell::new(Vec::new()) };
+    static TABLES: RefCell<Vec<Slot1>> = const { RefCell::new(Vec::new()) };
 }
 
 fn gcd(mut a: u128, mut b: u128) -> u128 {
@@ -925,7 +928,7 @@ impl Table {
             // exp(-d) in [1 - d + d^2/2 - d^3/6, 1 - d + d^2/2] for 0 <= d <= 1, both decreasing
             let (l, h) = ((d_lo >> 32) as u64, (d_hi >> 32) as u64 + 1);
             let (l2, h2) = (l * l, h * h);
-            let cube = (((h2 >> 31) + 1) * h >> 31) / 6 + 1;
+            let cube = ((((h2 >> 31) + 1) * h) >> 31) / 6 + 1;
             let e_lo = ((1u64 << 31) + (h2 >> 32)).saturating_sub(h + cube);
             let e_hi = (1u64 << 31) - l + (l2 >> 32) + 1;
             let (c_lo, c_hi) = self.c31[j];
