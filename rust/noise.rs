@@ -281,28 +281,33 @@ pub fn draw_node_noise<R: Rng + ?Sized>(
     match (noise, shape) {
         (NodeNoise::Zero, _) => out.iter_mut().for_each(|x| *x = 0.0),
         // Discrete samplers write exact integers in lattice units (see NodeNoise::lattice_unit);
-        // one bit source serves the whole node.
+        // one bit source serves the whole node, each law is resolved once per node.
         (NodeNoise::DiscreteGaussian { grid_bits, .. }, NodeShape::Vector(_)) => {
-            let s2 = 1u128 << (2 * grid_bits);
             let mut bits = secure::Bits::new(rng);
+            let law = bits.gaussian_law(1u128 << (2 * grid_bits), 1);
             for x in out.iter_mut() {
-                *x = bits.discrete_gaussian(s2, 1) as f64;
+                *x = bits.draw(&law);
             }
         }
         (NodeNoise::DiscreteLaplace { grid_bits, .. }, NodeShape::Vector(_)) => {
             let mut bits = secure::Bits::new(rng);
+            let law = bits.laplace_law(1u128 << grid_bits);
             for x in out.iter_mut() {
-                *x = bits.discrete_laplace(1u128 << grid_bits) as f64;
+                *x = bits.draw(&law);
             }
         }
         (NodeNoise::DiscreteGaussian { grid_bits, .. }, NodeShape::SymMatrix { d, divisor }) => {
             let q = sym_square(divisor).unwrap_or(2);
             let base = 1u128 << (2 * grid_bits);
             let mut bits = secure::Bits::new(rng);
+            let (diag, off) = (
+                bits.gaussian_law(4 * base, q),
+                bits.gaussian_law(2 * base, q),
+            );
             for i in 0..d {
-                out[i * d + i] = bits.discrete_gaussian(4 * base, q) as f64;
+                out[i * d + i] = bits.draw(&diag);
                 for j in (i + 1)..d {
-                    let v = bits.discrete_gaussian(2 * base, q) as f64;
+                    let v = bits.draw(&off);
                     out[i * d + j] = v;
                     out[j * d + i] = v;
                 }
@@ -310,12 +315,12 @@ pub fn draw_node_noise<R: Rng + ?Sized>(
         }
         (NodeNoise::DiscreteLaplace { grid_bits, .. }, NodeShape::SymMatrix { d, .. }) => {
             // On the lattice grid / divisor, (Z' + Z'^T)/divisor is Z'_ij + Z'_ji and 2 Z'_ii.
-            let t = 1u128 << grid_bits;
             let mut bits = secure::Bits::new(rng);
+            let law = bits.laplace_law(1u128 << grid_bits);
             for i in 0..d {
-                out[i * d + i] = 2.0 * bits.discrete_laplace(t) as f64;
+                out[i * d + i] = 2.0 * bits.draw(&law);
                 for j in (i + 1)..d {
-                    let v = (bits.discrete_laplace(t) + bits.discrete_laplace(t)) as f64;
+                    let v = bits.draw(&law) + bits.draw(&law);
                     out[i * d + j] = v;
                     out[j * d + i] = v;
                 }

@@ -260,9 +260,13 @@ def test_tight_agent_runs_and_reports(mix, sampler):
     # 64 leaves: 7 nodes per user and tree; joint worst case 2 H^2 per node, H = 4 steps
     if sampler == "float":  # the exact Gaussian curve
         target = a.gaussian_mu(1.0, 1e-5)
-    else:  # zCDP, less the rounding of a leaf in its 7 nodes of the 2H trees (d = 3, grid 2^-24)
+    else:  # the continuous curve by domination (a.discrete_gaussian_mu), less the rounding of a
+        # leaf in its 7 nodes of the 2H trees (d = 3, grid 2^-24); the replaced draws have
+        # sum 1/s^2 = rounding^2 (a.discrete_gaussian_draws)
         r_matrix, r_vector = 2.0**-24 * (math.sqrt(2) / 2) * 3, 2.0**-24 * math.sqrt(3)
-        target = a.zcdp_mu(1.0, 1e-5) - math.sqrt(4 * 7 * (r_matrix**2 + r_vector**2))
+        rounding = math.sqrt(4 * 7 * (r_matrix**2 + r_vector**2))
+        direct = a.discrete_gaussian_mu(1.0, 1e-5, rounding**2, rounding**2 * 4.0**25, 4.0**24 / 32)
+        target = direct - rounding
     assert agent.calibration.sigma_B == pytest.approx(2 * 16 * math.sqrt(4 * 7) / target, rel=1e-9)
     rep = agent.privacy_report()
     assert rep["tight"]["budget"][0] == pytest.approx(1.0, rel=1e-9)
@@ -277,13 +281,18 @@ def test_calibration_comparison_rows():
     cmp = calibration_comparison("ucrl_vtr", "jdp", 1.0, 1e-5, 10, 10_000, 10, sampler="float")
     rows = {r["quantity"]: r for r in cmp["rows"]}
     assert rows["sigma_B"]["ratio"] == pytest.approx(394.894, rel=1e-4)
-    # the default (discrete) tight noise: the plan's mu target is zCDP's less the rounding
+    # the default (discrete) tight noise: the plan's mu target is the continuous curve by
+    # domination (a.discrete_gaussian_mu) less the rounding
     from privrl.privacy.plans import plan_rounding_mu
 
     disc = calibration_comparison("ucrl_vtr", "jdp", 1.0, 1e-5, 10, 10_000, 10)
     plan = plan_of("ucrl_vtr", disc["tight"])
     assert plan.sampler == "discrete" and "sampler=discrete" in format_calibration_comparison(disc)
-    shrink = (a.zcdp_mu(1.0, 1e-5) - plan_rounding_mu(plan)) / a.gaussian_mu(1.0, 1e-5)
+    r = plan_rounding_mu(plan)
+    shrink = (a.discrete_gaussian_mu(1.0, 1e-5, *a.discrete_gaussian_draws(r, 24)) - r) / a.gaussian_mu(
+        1.0, 1e-5
+    )
+    assert 0.9999 < shrink < 1.0  # zCDP's shrink was 0.922
     assert disc["rows"][0]["ratio"] == pytest.approx(rows["sigma_B"]["ratio"] * shrink, rel=1e-9)
     assert rows["beta"]["tight"] < rows["beta"]["paper"]
     spent = rows["eps spent (tight accountant)"]

@@ -49,6 +49,10 @@ __all__ = [
     "zcdp_delta",
     "zcdp_epsilon",
     "zcdp_mu",
+    "discrete_gaussian_mu",
+    "discrete_gaussian_delta",
+    "discrete_gaussian_epsilon",
+    "discrete_gaussian_draws",
     "laplace_composition_epsilon",
     "PrivacyAccountant",
     "tree_nodes_per_leaf",
@@ -356,6 +360,137 @@ def zcdp_mu(epsilon: float, delta: float) -> float:
     if lo == 0.0:  # pragma: no cover - delta -> 0 as rho -> 0
         raise PrivacyParameterError(f"no zCDP level reaches (eps={eps}, delta={dlt})")
     return lo
+
+
+# ============================================================================================
+# Discrete Gaussian releases by domination (no zCDP detour)
+# ============================================================================================
+#: Tail cut of the domination argument (in standard deviations).
+_DG_TAIL = 20.0
+
+
+@checked(inverse_variance_sum=check_nonneg_real, draws=check_nonneg_real, min_variance=check_positive_real)
+def discrete_gaussian_mu(
+    epsilon: float, delta: float, inverse_variance_sum: float, draws: float, min_variance: float
+) -> float:
+    """Largest whitened sensitivity ``mu`` (of integer data) at which an adaptively composed
+    release of discrete Gaussian draws is (eps, delta)-DP, read from the continuous Gaussian's
+    exact curve (Balle & Wang 2018) instead of zCDP.
+
+    The release is compared with the same mechanism whose draws are ``round(N(0, s^2))`` (the
+    rounded continuous Gaussian: a post-processing of the Gaussian mechanism on the integer data,
+    hence ``mu``-GDP with the same whitened sensitivity, adaptively composed; Dong, Roth & Su
+    2019). Only the draws the user's data enters need replacing (elsewhere the two neighbours'
+    laws coincide). For N_Z(0, s^2) with pmf p and the rounded law r (Poisson summation:
+    ``Z = sqrt(2 pi) s sum_k exp(-2 pi^2 s^2 k^2)``; ``r(y) = phi(y) int_{-1/2}^{1/2}
+    cosh(y t / s^2) exp(-t^2 / 2 s^2) dt``), for every integer y
+
+    * ``p(y) <= phi(y) <= exp(1 / (8 s^2)) r(y)``;
+    * ``r(y) <= phi(y) exp(y^2 / (8 s^4)) <= p(y) exp(B^2 / (8 s^2) + log(1 + 2 e^-a / (1 - e^-3a)))``
+      for ``|y| <= B s``, ``a = 2 pi^2 s^2``; and ``P(|round(N(0, s^2))| > B s) <= 2 Phi(-(B - 1/(2 s)))``.
+
+    Multiplying over the replaced draws (``eta_1 = sum 1 / (8 s_i^2)``, ``eta_2 = sum B^2 / (8
+    s_i^2) + log(...)``, ``beta`` the union of the tails, B = max(20, sqrt(2 (eps + 60))) so that
+    ``e^eps beta`` stays negligible), any event E satisfies
+    ``P(E) <= e^(eta_1) [e^(eps_0) (e^(eta_2) Q(E) + beta) + delta_G(eps_0; mu)]``, so the release
+    is (eps, delta)-DP when ``delta_G(eps - eta_1 - eta_2; mu) <= delta e^(-eta_1) - e^(eps) beta``.
+
+    ``inverse_variance_sum`` is ``sum_i 1 / s_i^2`` over the replaced draws (lattice units),
+    ``draws`` (an upper bound on) their number and ``min_variance`` a lower bound on the ``s_i^2``.
+    Returns 0 when the corrections alone exceed the budget."""
+    eps, dlt = epsilon, delta
+    eta1, eta2, beta = _dg_corrections(inverse_variance_sum, draws, min_variance, eps)
+    eps0 = eps - eta1 - eta2
+    if eps0 <= 0.0:
+        return 0.0
+    d0 = dlt * math.exp(-eta1) - _times_exp(beta, eps)
+    if d0 <= 0.0:
+        return 0.0
+    return gaussian_mu(eps0, min(d0, 1.0 - 1e-16))
+
+
+def _times_exp(x: float, e: float) -> float:
+    """``x e^e`` for ``x >= 0`` without overflow (capped at 1e300)."""
+    if x <= 0.0:
+        return 0.0
+    return math.exp(min(e + math.log(x), 690.0))
+
+
+def _dg_corrections(
+    inverse_variance_sum: float, draws: float, min_variance: float, epsilon: float
+) -> tuple[float, float, float]:
+    """(eta_1, eta_2, beta) of :func:`discrete_gaussian_mu`, with the tail cut B = max(20,
+    sqrt(2 (eps + 60))) so that e^eps beta stays below draws e^-60 at every epsilon (any B is
+    valid)."""
+    b = max(_DG_TAIL, math.sqrt(2.0 * (epsilon + 60.0)))
+    a = 2.0 * math.pi**2 * min_variance
+    poisson = math.log1p(2.0 * math.exp(-a) / -math.expm1(-3.0 * a))
+    eta1 = inverse_variance_sum / 8.0
+    eta2 = b * b * inverse_variance_sum / 8.0 + draws * poisson
+    beta = draws * math.erfc((b - 0.5 / math.sqrt(min_variance)) / _SQRT2)
+    return eta1, eta2, beta
+
+
+@checked(
+    mu=_check_mu,
+    epsilon=check_nonneg_real,
+    inverse_variance_sum=check_nonneg_real,
+    draws=check_nonneg_real,
+    min_variance=check_positive_real,
+)
+def discrete_gaussian_delta(
+    mu: float, epsilon: float, inverse_variance_sum: float, draws: float, min_variance: float
+) -> float:
+    """The delta at ``epsilon`` that :func:`discrete_gaussian_mu` certifies for a discrete Gaussian
+    release with whitened sensitivity ``mu``: ``e^(eta_1) (delta_G(eps - eta_1 - eta_2; mu) +
+    e^(eps - eta_1 - eta_2) beta)`` (1 when the corrections exceed epsilon)."""
+    eta1, eta2, beta = _dg_corrections(inverse_variance_sum, draws, min_variance, epsilon)
+    eps0 = epsilon - eta1 - eta2
+    if eps0 < 0.0:
+        return 1.0
+    return min(1.0, math.exp(eta1) * (gaussian_delta(eps0, mu) + _times_exp(beta, eps0)))
+
+
+@checked(
+    mu=_check_mu,
+    inverse_variance_sum=check_nonneg_real,
+    draws=check_nonneg_real,
+    min_variance=check_positive_real,
+)
+def discrete_gaussian_epsilon(
+    mu: float, delta: float, inverse_variance_sum: float, draws: float, min_variance: float
+) -> float:
+    """Smallest epsilon with :func:`discrete_gaussian_delta` ``<= delta`` (bisection; the upper end
+    of the final bracket is returned)."""
+    m, dlt = mu, delta
+    args = (inverse_variance_sum, draws, min_variance)
+    hi = max(1.0, gaussian_epsilon(m, dlt) * 2.0 + 1.0)
+    while discrete_gaussian_delta(m, hi, *args) > dlt:
+        hi *= 2.0
+        if hi > 1e6:
+            return math.inf
+    lo = 0.0
+    for _ in range(_BISECT_ITERS):
+        mid = 0.5 * (lo + hi)
+        if discrete_gaussian_delta(m, mid, *args) <= dlt:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo <= 1e-15 * hi:
+            break
+    return hi
+
+
+def discrete_gaussian_draws(rounding_mu: float, grid_bits: int) -> tuple[float, float, float]:
+    """The draw summary :func:`discrete_gaussian_mu` needs for privrl's lattice laws, from the
+    release's rounding term and grid: the draws a user's data enters have variances s^2 (lattice
+    units) with ``sum 1 / s^2 = rounding_mu^2`` (the rounding term is the whitened norm of one
+    lattice step in every entry), s^2 in [4^k / 32, 4^(k+1)] (vectors 4^k; matrices 4 4^k / q on
+    and 2 4^k / q off the diagonal, q = divisor^2 <= 64), hence at most ``rounding_mu^2 4^(k+1)``
+    of them. Returns (inverse_variance_sum, draws, min_variance)."""
+    unit2 = 4.0**grid_bits
+    s = rounding_mu * rounding_mu
+    return s, s * 4.0 * unit2, unit2 / 32.0
 
 
 # ============================================================================================

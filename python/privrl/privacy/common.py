@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from privrl.common.checks import check_delta_pure_ok, check_user_epsilon
 from privrl.common.errors import PrivacyParameterError
-from privrl.privacy.accounting import gaussian_mu, zcdp_mu
+from privrl.privacy.accounting import discrete_gaussian_draws, discrete_gaussian_mu, gaussian_mu, zcdp_mu
 from privrl.privacy.plans import (
     DEFAULT_SAMPLER,
     ReleasePlan,
@@ -175,14 +175,18 @@ def node_noise(noise: str | None, sampler: str | None) -> str:
 
 def plan_target(plan: ReleasePlan, epsilon: float, delta: float) -> float:
     """What the plan's own sensitivity may reach at (eps, delta): for Gaussian noise the GDP
-    ``mu`` (float samplers: the exact curve, Balle & Wang 2018; discrete: zCDP, Canonne, Kamath
-    & Steinke 2020, less the rounding's ``plan_rounding_mu``); for Laplace the epsilon (less the
-    rounding's ``plan_rounding_epsilon``). A PrivacyParameterError when the rounding alone uses
-    the budget (fewer grid bits cannot help; a larger epsilon does)."""
+    ``mu`` (float samplers: the exact curve, Balle & Wang 2018; discrete: the better of the same
+    curve through :func:`~privrl.privacy.accounting.discrete_gaussian_mu` and zCDP, Canonne,
+    Kamath & Steinke 2020, less the rounding's ``plan_rounding_mu``); for Laplace the epsilon
+    (less the rounding's ``plan_rounding_epsilon``). A PrivacyParameterError when the rounding
+    alone uses the budget (fewer grid bits cannot help; a larger epsilon does). The discrete
+    Gaussian's draw summary is :func:`~privrl.privacy.accounting.discrete_gaussian_draws`."""
     if plan.noise == "laplace":
         target, rounding = epsilon, plan_rounding_epsilon(plan)
     elif plan.sampler == "discrete":
-        target, rounding = zcdp_mu(epsilon, delta), plan_rounding_mu(plan)
+        rounding = plan_rounding_mu(plan)
+        direct = discrete_gaussian_mu(epsilon, delta, *discrete_gaussian_draws(rounding, plan.grid_bits))
+        target = max(direct, zcdp_mu(epsilon, delta))
     else:
         return gaussian_mu(epsilon, delta)
     if target - rounding <= 0.0:

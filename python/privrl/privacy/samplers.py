@@ -1,17 +1,24 @@
 """The noise samplers in the privacy report: which laws are drawn, and the accounting that covers them.
 
 "discrete" (the agents' default): exact discrete Gaussian / Laplace on the lattice
-``scale * 2^-grid_bits`` (Canonne, Kamath & Steinke 2020), data rounded to it; the whole release is
-``(mu + mu_rounding)^2 / 2``-zCDP (Gaussian) or ``eps + eps_rounding``-DP (Laplace), see
-privrl.privacy.plans. "float": the continuous laws, with the exact Gaussian (PLD) accounting, and the
-floating-point side channel of Mironov (2012).
+``scale * 2^-grid_bits`` (Canonne, Kamath & Steinke 2020), data rounded to it; the whole release has
+whitened sensitivity ``mu + mu_rounding`` and is accounted on the continuous Gaussian's exact curve
+through privrl.privacy.accounting.discrete_gaussian_mu (or zCDP, whichever is tighter), or is
+``eps + eps_rounding``-DP (Laplace), see privrl.privacy.plans. "float": the continuous laws, with
+the exact Gaussian (PLD) accounting, and the floating-point side channel of Mironov (2012).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from privrl.privacy.accounting import zcdp_delta, zcdp_epsilon
+from privrl.privacy.accounting import (
+    discrete_gaussian_delta,
+    discrete_gaussian_draws,
+    discrete_gaussian_epsilon,
+    zcdp_delta,
+    zcdp_epsilon,
+)
 from privrl.privacy.plans import ReleasePlan, plan_rounding_epsilon, plan_rounding_mu
 
 __all__ = ["discrete_tight", "format_sampler", "sampler_section"]
@@ -41,7 +48,8 @@ def sampler_section(plan: ReleasePlan) -> dict[str, Any]:
         ),
         "grid_bits": plan.grid_bits,
         "accounting": (
-            "zCDP of the discrete Gaussian (CKS 2020, Thm. 14), converted by CKS Cor. 13"
+            "the continuous Gaussian's exact curve by domination (rounded continuous Gaussian; "
+            "privrl.privacy.accounting.discrete_gaussian_mu), or zCDP (CKS 2020) when tighter"
             if gaussian
             else "pure DP of the discrete Laplace (the geometric mechanism)"
         ),
@@ -64,19 +72,23 @@ def discrete_tight(plan: ReleasePlan, mu: float | None, pure_eps: float, eps_t: 
             "composed_sensitivity_over_sigma": None,
             "method": "simple composition of the discrete Laplace draws, plus the lattice rounding",
         }
-    m = float(mu or 0.0) + plan_rounding_mu(plan)
+    rounding = plan_rounding_mu(plan)
+    m = float(mu or 0.0) + rounding
     rho = 0.5 * m * m
-    e = zcdp_epsilon(rho, dlt_t)
+    draws = discrete_gaussian_draws(rounding, plan.grid_bits)
+    e = min(zcdp_epsilon(rho, dlt_t), discrete_gaussian_epsilon(m, dlt_t, *draws))
     return {
         "budget": (e, dlt_t),
         "epsilon_at_target_delta": e,
-        "delta_at_target_epsilon": zcdp_delta(rho, eps_t),
+        "delta_at_target_epsilon": min(zcdp_delta(rho, eps_t), discrete_gaussian_delta(m, eps_t, *draws)),
         "mu": m,
         "rho": rho,
         "composed_sensitivity_over_sigma": m,
         "method": (
-            "discrete Gaussian: zCDP with rho = (mu + mu_rounding)^2 / 2 (Canonne, Kamath & Steinke 2020), "
-            "mu the joint worst case of each step (privrl.privacy.plans)"
+            "discrete Gaussian: whitened sensitivity mu + mu_rounding on the continuous Gaussian's exact "
+            "curve by domination (discrete_gaussian_mu), or zCDP with rho = (mu + mu_rounding)^2 / 2 "
+            "(Canonne, Kamath & Steinke 2020) when tighter; mu the joint worst case of each step "
+            "(privrl.privacy.plans)"
         ),
     }
 
