@@ -316,7 +316,7 @@ def test_unwritable_output_and_version(config, tmp_path, capsys):
     blocker.write_text("")
     assert main(["run", str(config), "--out", str(blocker / "results"), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err.startswith("privrl: error: cannot write: ") and "a-file" in err, err
+    assert err.startswith("privrl: error: outdir: ") and "a-file is a file, not a folder" in err, err
     with pytest.raises(SystemExit) as exc:
         main(["--version"])
     assert exc.value.code == 0

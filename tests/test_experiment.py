@@ -256,7 +256,9 @@ def test_report_table(tmp_path, capsys):
     assert row.regret_mean == pytest.approx(last.mean()) and row.regret_std == pytest.approx(last.std())
     assert row.seeds == 2 and row.sigma_name == "sigma_B" and row.sigma > 0
     # the releases spend at most the target epsilon, and the tight accountant never more than the paper
-    assert 0 < row.eps_tight <= row.eps_paper <= 1.0 + 1e-9 and "eps spent" in text
+    assert 0 < row.eps_tight <= row.eps_paper <= 1.0 + 1e-9 and "eps certified (tight; paper)" in text
+    # in words: what the exact accountant certifies, and whether the paper's argument does too
+    assert f"{row.eps_tight:.3g}; paper yes ({row.eps_paper:.3g})" in text
     assert math.isnan(summary[summary.privacy == "none"].eps_paper.iloc[0])
 
 
@@ -659,7 +661,7 @@ def test_report_table_shows_infinite_epsilon(tmp_path, capsys):
     text = capsys.readouterr().out
     row = summary.iloc[0]
     assert math.isinf(row.eps_paper) and row.eps_tight == pytest.approx(10.0, rel=1e-3)
-    assert "inf / 10" in text
+    assert "10; paper no" in text  # the paper's argument cannot certify the tight noise (eps inf)
 
 
 @pytest.mark.parametrize(

@@ -164,5 +164,5 @@ def audit_ucrl_vtr_agent(
         n_fit=n_fit,
         confidence=confidence,
         seed=seed,
-        name=f"UCRL-VTR JDP agent end to end ({calibration}, {sampler}, x{noise_multiplier:g} noise)",
+        name=f"UCRL-VTR JDP agent end to end ({calibration}, {model.sampler}, x{noise_multiplier:g} noise)",
     )

@@ -642,6 +642,6 @@ def audit_lsvi_server(
         direction=np.tile(term, n_releases),
         claimed_epsilon=float(epsilon),
         effective_epsilon=gaussian_epsilon(mu, delta),
-        name=f"LSVI-UCB server u-release ({calibration}, {sampler}, x{noise_multiplier:g} noise)",
+        name=f"LSVI-UCB server u-release ({calibration}, {plan.sampler}, x{noise_multiplier:g} noise)",
         gaussian=True,
     )

@@ -19,7 +19,8 @@ App. "Differential Privacy Tools".
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import copy
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from privrl.agents.lsvi_ucb import calibration as lsvi_ucb
@@ -445,10 +446,42 @@ def privacy_report_from_calibration(
     return rep
 
 
-def privacy_report(agent: Any) -> dict[str, Any]:
+class PrivacyReport(Mapping[str, Any]):
+    """The privacy report of an agent: ``print(report)`` reads it (the text of
+    :func:`format_privacy_report`); code reads it as a mapping (``report["tight"]["epsilon_at_target_delta"]``)
+    or as a plain dict (``to_dict()``)."""
+
+    def __init__(self, data: dict[str, Any]):
+        self._data = data
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return copy.deepcopy(self._data)
+
+    def __str__(self) -> str:
+        return format_privacy_report(self._data)
+
+    def __repr__(self) -> str:
+        t, tight = self._data["target"], self._data["tight"]
+        return (
+            f"<PrivacyReport {self._data['agent'] or self._data['title']}: target (eps, delta) = "
+            f"({_fmt(t['epsilon'])}, {_fmt(t['delta'])}), certified eps {_fmt(tight['epsilon_at_target_delta'])}"
+            " (print it to read it)>"
+        )
+
+
+def privacy_report(agent: Any) -> PrivacyReport:
     """The privacy report of an agent: its ``release_plan()``, its ``calibration`` and its
     sensitivity guards (``agent.guards``); see :func:`privacy_report_from_calibration`.
-    ``agent.privacy_report()`` calls this."""
+    ``agent.privacy_report()`` calls this; ``print`` it to read it."""
     cal = getattr(agent, "calibration", None)
     if not isinstance(cal, Calibration) or not hasattr(agent, "release_plan"):
         raise TypeError(f"{type(agent).__name__} has no calibration and release plan to report on")
@@ -461,7 +494,7 @@ def privacy_report(agent: Any) -> dict[str, Any]:
         label=getattr(agent, "label", None),
     )
     warn_if_over_target(rep)
-    return rep
+    return PrivacyReport(rep)
 
 
 def _fmt(x: Any) -> str:
@@ -474,8 +507,8 @@ def _fmt(x: Any) -> str:
     return str(x)
 
 
-def format_privacy_report(report: dict[str, Any]) -> str:
-    """A printable text form of :func:`privacy_report`."""
+def format_privacy_report(report: Mapping[str, Any]) -> str:
+    """A printable text form of :func:`privacy_report` (also ``str(report)``)."""
     lines = []
     t = report["target"]
     lines.append(f"Privacy report: {report['title']}" + (f" - {report['agent']}" if report["agent"] else ""))
@@ -541,13 +574,26 @@ def format_privacy_report(report: dict[str, Any]) -> str:
         f"       eps at target delta = {_fmt(tt['epsilon_at_target_delta'])}; "
         f"delta at target eps = {_fmt(tt['delta_at_target_epsilon'])}"
     )
-    w = report["within_target"]
-    lines.append(
-        f"  within target: paper argument {'yes' if w['paper'] else 'NO'}, "
-        f"tight accountant {'yes' if w['tight'] else 'NO'}"
-    )
+    lines.append(f"  verdict: {verdict_words(report)}")
     lines.append(f"  not covered: {', '.join(SIMULATION_ONLY['outputs'])}: {SIMULATION_ONLY['note']}")
     return "\n".join(lines)
+
+
+def verdict_words(report: Mapping[str, Any]) -> str:
+    """What the two accounts of a report mean together, in words."""
+    t, w = report["target"], report["within_target"]
+    eps_t, eps_p = report["tight"]["epsilon_at_target_delta"], report["paper"]["budget"][0]
+    target = f"(eps, delta) = ({_fmt(t['epsilon'])}, {_fmt(t['delta'])})"
+    exact = f"the exact accountant certifies eps = {_fmt(eps_t)} at the target delta"
+    if not w["tight"]:
+        return f"NOT within the target {target}: {exact}, more than the target (the noise is too small)"
+    if w["paper"]:
+        return f"within the target {target}: {exact}, and the paper's argument certifies it too (eps = {_fmt(eps_p)})"
+    return (
+        f"within the target {target}: {exact}; the paper's composition argument does not certify this "
+        f"noise (it would need eps = {_fmt(eps_p)}: the noise is calibrated for the exact accountant, "
+        "not for the appendix's composition chain)"
+    )
 
 
 def summarize_privacy_report(report: dict[str, Any]) -> dict[str, Any]:

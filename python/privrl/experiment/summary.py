@@ -146,6 +146,14 @@ def _num(x: float | None, fmt: str = ".3g") -> str:
     return "-" if x is None or math.isnan(x) else format(x, fmt)
 
 
+def _certified(tight: float, paper: float, target: float) -> str:
+    """The epsilon the exact accountant certifies, and whether the paper's argument does too."""
+    if math.isnan(tight):
+        return "-"
+    within = not math.isnan(paper) and paper <= target * (1 + 1e-9)
+    return f"{tight:.3g}; paper {'yes' if within else 'no'}" + (f" ({paper:.3g})" if within else "")
+
+
 def format_table(summary: pd.DataFrame) -> str:
     """A fixed-width text table of summarize()'s output."""
     header = [
@@ -160,7 +168,7 @@ def format_table(summary: pd.DataFrame) -> str:
         "wall s/run",
         "sigma used",
         "beta used",
-        "eps spent paper/tight",
+        "eps certified (tight; paper)",
         "verdict",
     ]
     lines = []
@@ -179,7 +187,7 @@ def format_table(summary: pd.DataFrame) -> str:
                 _num(r.wall_time, ".2f"),
                 sigma,
                 _num(r.beta),
-                "-" if math.isnan(r.eps_paper) else f"{r.eps_paper:.3g} / {_num(r.eps_tight)}",
+                _certified(r.eps_tight, r.eps_paper, r.epsilon),
                 r.verdict,
             ]
         )
