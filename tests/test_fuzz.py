@@ -157,14 +157,22 @@ def test_agents_build_or_refuse(eps, delta, K, cal, which, sampler):
         model = (LocalDP if which == "ldp" else JointDP)(eps, delta, calibration=cal, sampler=sampler)
     except PrivrlError:
         return
+    episodes = min(K, 10**5) if which == "lsvi" else K
     try:
-        if which == "lsvi":
-            agent = LSVIUCB(RandomLinearMDP(S=5, A=2, d=3, H=2, seed=0), model, episodes=min(K, 10**5))
-        else:
-            cls = UCRLVTRPlus if which == "ucrl+" else UCRLVTR
-            agent = cls(RiverSwimMixture(S=3, H=2), model, episodes=K)
+        with warnings.catch_warnings(record=True) as built:
+            warnings.simplefilter("always", PrivacyWarning)
+            if which == "lsvi":
+                agent = LSVIUCB(RandomLinearMDP(S=5, A=2, d=3, H=2, seed=0), model, episodes=episodes)
+            else:
+                cls = UCRLVTRPlus if which == "ucrl+" else UCRLVTR
+                agent = cls(RiverSwimMixture(S=3, H=2), model, episodes=episodes)
     except PrivrlError:
         return
+    # the one warning an agent gives when it is built: delta above 1/K (such a guarantee allows
+    # publishing some user's data outright)
+    assert [str(w.message).split(":")[0] for w in built] == (
+        [f"delta = {delta:g} > 1/K = {1.0 / episodes:.3g}"] if delta > 1.0 / episodes else []
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PrivacyWarning)
         report = agent.privacy_report()
