@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from privrl import _core
 from privrl.common.checks import checked
 
 __all__ = [
@@ -56,11 +57,6 @@ def laplace_vector_bound(b: float, d: int, alpha: float) -> float:
     return b * math.sqrt(d) * math.log(d / alpha)
 
 
-def _laplace_sum_subexp_tail(b: float, n: int, L: float) -> float:
-    """``t`` with ``P(|S_n| >= t) <= 2 e^{-L}`` for ``S_n`` a sum of ``n`` i.i.d. ``Lap(b)``."""
-    return 4.0 * b * max(math.sqrt(n * L / 3.0), L)
-
-
 @checked()
 def laplace_matrix_sum_bound(b: float, n: int, d: int, alpha: float) -> float:
     """High-probability operator-norm bound for a SUM of ``n`` independent symmetric Laplace node
@@ -87,10 +83,7 @@ def laplace_matrix_sum_bound(b: float, n: int, d: int, alpha: float) -> float:
        (``L' = log(2 d^2 / alpha)``) and ``||S|| <= max row sum <= d max |entry|`` give
        ``||S|| <= 4 b d max(sqrt(n L'/3), L')``.
     """
-    L = math.log(d / alpha)
-    rowsum = b * (2.0 * n * d + 2.0 * math.sqrt(n * d * L) + L)
-    subexp = d * _laplace_sum_subexp_tail(b, n, math.log(2.0 * d * d / alpha))
-    return min(rowsum, subexp)
+    return _core.laplace_sum_bounds(b, b, n, d, alpha)[0]  # the agents' own (rust/agents/bounds.rs)
 
 
 @checked()
@@ -108,10 +101,4 @@ def laplace_vector_sum_bound(b: float, n: int, d: int, alpha: float) -> float:
     * sub-exponential (see :func:`laplace_matrix_sum_bound`):
       ``t = 4b max(sqrt(n L'/3), L')``, ``L' = log(2d/alpha)``.
     """
-    L = math.log(d / alpha)
-    cands = (
-        n * b * math.log(n * d / alpha),
-        b * (n + math.sqrt(2.0 * n * L) + L),
-        _laplace_sum_subexp_tail(b, n, math.log(2.0 * d / alpha)),
-    )
-    return math.sqrt(d) * min(cands)
+    return _core.laplace_sum_bounds(b, b, n, d, alpha)[1]  # the agents' own (rust/agents/bounds.rs)

@@ -45,14 +45,12 @@ privacy side (noise law, mechanism, accountant) is the tight calibration's, unch
 # alike (one meaning at every privacy level). The noise-induced part decays like 1/n, not 1/sqrt(n).
 from __future__ import annotations
 
-import inspect
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from privrl.common.checks import check_nonneg_real, checked
-from privrl.privacy.bounds import laplace_matrix_sum_bound, laplace_vector_sum_bound
+from privrl import _core
 
 __all__ = [
     "PRACTICAL_SHIFT_MULT",
@@ -61,8 +59,8 @@ __all__ = [
     "confidence_noise_width",
     "matrix_noise_bound",
     "matrix_bound_factor",
-    "no_noise",
-    "noise_bounds_at",
+    "BoundsSpec",
+    "noise_bounds",
     "released_matrix_std",
     "vector_noise_bound",
     "vector_bound_factor",
@@ -133,75 +131,28 @@ def centre_distance(C_w: float, features: Any, w0: Any) -> float:
     return C_w + math.sqrt(norm2)
 
 
-def noise_bounds_at(
-    noise: str,
-    sigma_matrix: float,
-    sigma_vector: float,
-    sym_divisor: float,
-    d: int,
-    alpha: float,
-    variance_factor: Callable[[int], float],
-) -> tuple[Callable[[int], float], Callable[[int], float]]:
-    """(Upsilon(t), C(t)): high-probability norms of the matrix and vector noise released after t
-    users, for noise ``sigma_*`` per draw and the release's ``variance_factor(t)`` (the
-    continual-release mechanism's profile, or t for t LDP users). Gaussian: matrix_noise_bound /
-    vector_noise_bound at the std actually released; Laplace (pure DP, the tree's popcount(t) or t
-    draws summed): the sum bounds of privrl.privacy.bounds. Both 0 at t = 0. The two callables
-    are NoiseBound objects (plain data: an agent that holds them can be saved)."""
-    if inspect.ismethod(variance_factor) and variance_factor.__name__ == "variance_factor":
-        variance_factor = VarianceOf(variance_factor.__self__)  # plain data instead of a bound method
-    return (
-        NoiseBound("matrix", noise, sigma_matrix, sym_divisor, d, alpha, variance_factor),
-        NoiseBound("vector", noise, sigma_vector, sym_divisor, d, alpha, variance_factor),
-    )
-
-
 @dataclass(frozen=True)
-class VarianceOf:
-    """``source.variance_factor(t)``: a release's variance profile by reference to the object that
-    has it (a server, a mechanism), so that saving an agent never stores a bound method."""
+class BoundsSpec:
+    """The noise whose high-probability norms the practical release reads after t users:
+    ``kind`` "zero", "gaussian" (``sigma_m`` / ``sigma_v`` the node stds, matrices
+    ``(Z' + Z'^T)/divisor``) or "laplace" (``sigma_m`` / ``sigma_v`` the scales b). The agents
+    evaluate it in Rust at every release (rust/agents/bounds.rs)."""
 
-    source: Any
-
-    def __call__(self, t: int) -> float:
-        return self.source.variance_factor(t)
-
-
-@dataclass(frozen=True)
-class NoiseBound:
-    """Upsilon(t) (``part="matrix"``) or C(t) (``"vector"``) of :func:`noise_bounds_at`."""
-
-    part: str
-    noise: str
-    sigma: float
-    sym_divisor: float
-    d: int
-    alpha: float
-    variance_factor: Callable[[int], float]
-
-    def __call__(self, t: int) -> float:
-        if self.noise == "laplace":
-            n = round(self.variance_factor(t))
-            if n < 1:
-                return 0.0
-            bound = laplace_matrix_sum_bound if self.part == "matrix" else laplace_vector_sum_bound
-            return bound(self.sigma, n, self.d, self.alpha)
-        if self.part == "matrix":
-            return matrix_noise_bound(
-                released_matrix_std(self.sigma, self.sym_divisor, self.variance_factor(t)), self.d, self.alpha
-            )
-        return vector_noise_bound(self.sigma * math.sqrt(self.variance_factor(t)), self.d, self.alpha)
+    kind: str
+    sigma_m: float = 0.0
+    sigma_v: float = 0.0
+    divisor: float = 1.0
+    d: int = 1
+    alpha: float = 1.0
 
 
-@dataclass(frozen=True)
-class ScaledBound:
-    """``mult * bound(t)`` (the practical shift S_t = shift_mult * Upsilon_t), as plain data."""
-
-    mult: float
-    bound: Callable[[int], float]
-
-    def __call__(self, t: int) -> float:
-        return self.mult * self.bound(t)
+def noise_bounds(spec: BoundsSpec, variance_factor: float) -> tuple[float, float]:
+    """(Upsilon, C): the high-probability norms of the matrix and vector noise of a release with
+    the given variance factor (the continual-release mechanism's profile at t, t for t LDP users):
+    Gaussian, matrix_noise_bound / vector_noise_bound at the std actually released; Laplace (pure
+    DP, ``round(v)`` draws summed), the sum bounds of privrl.privacy.bounds; 0 for no noise. The
+    very function the agents evaluate at every release."""
+    return _core.practical_noise_bounds(spec, float(variance_factor))
 
 
 def feasible_centre(features: Any) -> Any:
@@ -215,8 +166,3 @@ def feasible_centre(features: Any) -> Any:
     f = np.asarray(features, dtype=float)
     phi_1 = f.sum(axis=2).reshape(-1, f.shape[-1])
     return np.linalg.lstsq(phi_1, np.ones(phi_1.shape[0]), rcond=None)[0]
-
-
-def no_noise(t: int) -> float:
-    """The noise bound of a non-private release: 0 at every time."""
-    return 0.0

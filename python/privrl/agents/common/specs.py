@@ -11,6 +11,7 @@ import numpy as np
 
 from privrl.common.checks import seed_bytes
 from privrl.kernels import DEFAULT_GRID_BITS
+from privrl.privacy.practical import BoundsSpec
 
 __all__ = [
     "GuardSpec",
@@ -34,20 +35,6 @@ class GuardSpec:
     y_low: float
     y_high: float
     reject: bool
-
-
-@dataclass(frozen=True)
-class BoundsSpec:
-    """The noise whose high-probability norms the practical release reads after t users:
-    ``kind`` "zero", "gaussian" (``sigma_m`` / ``sigma_v`` the node stds, matrices
-    ``(Z' + Z'^T)/divisor``) or "laplace" (``sigma_m`` / ``sigma_v`` the scales b)."""
-
-    kind: str
-    sigma_m: float = 0.0
-    sigma_v: float = 0.0
-    divisor: float = 1.0
-    d: int = 1
-    alpha: float = 1.0
 
 
 @dataclass(frozen=True)

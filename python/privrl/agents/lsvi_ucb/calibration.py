@@ -634,9 +634,9 @@ def _practical(
     sl, su = sc["sigma_Lambda"], sc["sigma_u"]
     alpha = p / (6.0 * K * H)
     noise = "laplace" if pure else "gaussian"
-    ups_at, _ = practical.noise_bounds_at(noise, sl, su, 2.0, d, alpha, lambda t: entry.max_variance_factor)
-    _, c_at = practical.noise_bounds_at(noise, sl, su, 2.0, d, alpha, lambda t: 1.0)  # fresh eta per release
-    ups, C = ups_at(1), c_at(1)
+    spec = practical.BoundsSpec(noise, sl, su, 2.0, d, alpha)
+    ups = practical.noise_bounds(spec, entry.max_variance_factor)[0]
+    C = practical.noise_bounds(spec, 1.0)[1]  # fresh eta per release
     U_K = lsvi_ucb_U_K(lam, 0.0, 0.0, H, K, d)
     return LSVIUCBCalibration(
         **base,

@@ -567,10 +567,8 @@ def _calibrate(
         # width (the non-private radius), the Upsilon / C recorded are the sharp bounds at the
         # worst release of the horizon.
         v_max = float(K) if entry is None else entry.max_variance_factor
-        ups_f, c_f = practical.noise_bounds_at(
-            noise, sigma, sigma_g, sym, d, p / (6.0 * K * H), lambda t: v_max
-        )
-        ups, C = ups_f(K), c_f(K)
+        spec = practical.BoundsSpec(noise, sigma, sigma_g, sym, d, p / (6.0 * K * H))
+        ups, C = practical.noise_bounds(spec, v_max)
         beta = ucrl_vtr_beta_nonprivate(C_w, H, K, d, p)
         return UCRLVTRCalibration(
             **base,

@@ -591,7 +591,7 @@ def _practical(
     v_max = float(K) if entry is None else entry.max_variance_factor
     alpha = p / (24.0 * K * H)
     bounds = [
-        practical.noise_bounds_at(noise, sm, sv, sym, d, alpha, lambda t: v_max)
+        practical.noise_bounds(practical.BoundsSpec(noise, sm, sv, sym, d, alpha), v_max)
         for sm, sv in ((s1, sf), (s2, sg))
     ]
     bh, bc, bt = ucrl_vtr_plus_betas_condition(lam, 0, 0, 0, 0, 0, 0, C_w, H, K, d, p)
@@ -606,10 +606,10 @@ def _practical(
         sigma_f=sf,
         sigma_g=sg,
         sym_divisor=sym,
-        Upsilon1=bounds[0][0](K),
-        Upsilon2=bounds[1][0](K),
-        C1=bounds[0][1](K),
-        C2=bounds[1][1](K),
+        Upsilon1=bounds[0][0],
+        Upsilon2=bounds[1][0],
+        C1=bounds[0][1],
+        C2=bounds[1][1],
         shift1=0.0,
         shift2=0.0,
         beta_hat=bh,
