@@ -6,9 +6,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::hint::black_box;
 
+use _core::kernels::qeval::{group_max, OptimisticQ, TieBreak};
+use _core::kernels::rank_one::ShermanMorrison;
 use _core::noise::{NodeNoise, NodeShape};
-use _core::qeval::{group_max, OptimisticQ, TieBreak};
-use _core::rank_one::ShermanMorrison;
 use _core::tree::TreeAggregator;
 
 const DIMS: [usize; 4] = [5, 16, 64, 200];
