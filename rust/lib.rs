@@ -8,11 +8,11 @@
 //!   variance estimate (`variance`).
 //! * [`noise`]: node-noise laws (Gaussian, Laplace, exact discrete samplers) and shapes, the
 //!   exact data sums kept apart from the noise, and stand-alone noise streams.
-//! * [`tree`]: tree-based (binary-mechanism) continual release of prefix sums
-//!   (App. "Tree-based method").
-//! * [`continual`]: one interface over continual-release mechanisms (binary tree, Honaker's
-//!   variance-reduced tree, square-root factorization, buffered-linear-Toeplitz) with their exact
-//!   per-step variance and per-user sensitivity multipliers.
+//! * [`continual`]: continual release of prefix sums behind one interface: the paper's
+//!   tree-based (binary-mechanism) release (App. "Tree-based method", `continual/tree.rs`),
+//!   Honaker's variance-reduced tree, the square-root factorization and
+//!   buffered-linear-Toeplitz, with their exact per-step variance and per-user sensitivity
+//!   multipliers.
 //! * [`secure`]: exact discrete Laplace / discrete Gaussian samplers (integer arithmetic only).
 //! * [`agents`]: each algorithm's whole episode (planning, acting, the user's statistics through
 //!   the guard or the LDP randomizer, the server's sums and release) in state the Python agent
@@ -29,7 +29,6 @@ pub mod kernels;
 pub mod noise;
 pub mod secure;
 pub mod state;
-pub mod tree;
 
 #[cfg(feature = "python")]
 mod bindings;

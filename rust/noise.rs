@@ -2,9 +2,9 @@
 //! the node laws (Gaussian, Laplace, exact discrete samplers) and node shapes, the exact data
 //! sum kept apart from the noise, packed symmetric storage and the innovation source.
 //!
-//! Every mechanism of [`crate::tree`] and [`crate::continual`] draws its node noises through
-//! [`draw_node_noise`] from one ChaCha12 stream, in the order its module documents; a
-//! [`NoiseStream`] on the same seed reproduces them (the numpy references rely on it).
+//! Every mechanism of [`crate::continual`] draws its node noises through [`draw_node_noise`] from
+//! one ChaCha12 stream, in the order its module documents; a [`NoiseStream`] on the same seed
+//! reproduces them (the numpy references rely on it).
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha12Rng;

@@ -11,8 +11,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use crate::continual::{
-    make_mechanism, MechanismKind, PrefixMechanism, DEFAULT_BLT_BUFFERS, MAX_BLT_BUFFERS,
-    MAX_COEFFICIENTS, MAX_FACTORIZATION_CAPACITY,
+    make_mechanism, MechanismKind, PrefixMechanism, TreeAggregator as CoreTree,
+    DEFAULT_BLT_BUFFERS, MAX_BLT_BUFFERS, MAX_COEFFICIENTS, MAX_FACTORIZATION_CAPACITY,
 };
 use crate::errors::CoreError;
 use crate::kernels::mixture::MixtureFeatures as CoreMixture;
@@ -22,7 +22,6 @@ use crate::kernels::values;
 use crate::noise::{
     NodeNoise, NodeShape, DEFAULT_GRID_BITS, MAX_GRID_BITS, MAX_NODE_LEN, NOISE_NAMES,
 };
-use crate::tree::TreeAggregator as CoreTree;
 
 mod agents;
 mod kernels;
@@ -699,7 +698,7 @@ impl PyPrefix {
 /// paper).
 #[pyfunction]
 fn tree_depth(n: u64) -> usize {
-    crate::tree::tree_depth(n)
+    crate::continual::tree_depth(n)
 }
 
 fn parse_noise(noise: &str, scale: f64, grid_bits: u32) -> PyResult<NodeNoise> {
