@@ -7,13 +7,14 @@
 //!   (`mixture`), the practical calibration's floored release (`practical`) and UCRL-VTR+'s
 //!   variance estimate (`variance`).
 //! * [`noise`]: node-noise laws (Gaussian, Laplace, exact discrete samplers) and shapes, the
-//!   exact data sums kept apart from the noise, and stand-alone noise streams.
+//!   exact data sums kept apart from the noise, and stand-alone noise streams; in
+//!   [`noise::secure`] the exact discrete Laplace / discrete Gaussian samplers (integer
+//!   arithmetic only).
 //! * [`continual`]: continual release of prefix sums behind one interface: the paper's
 //!   tree-based (binary-mechanism) release (App. "Tree-based method", `continual/tree.rs`),
 //!   Honaker's variance-reduced tree, the square-root factorization and
 //!   buffered-linear-Toeplitz, with their exact per-step variance and per-user sensitivity
 //!   multipliers.
-//! * [`secure`]: exact discrete Laplace / discrete Gaussian samplers (integer arithmetic only).
 //! * [`agents`]: each algorithm's whole episode (planning, acting, the user's statistics through
 //!   the guard or the LDP randomizer, the server's sums and release) in state the Python agent
 //!   owns, and the episode loop of `privrl.run` on an exact model.
@@ -27,7 +28,6 @@ pub mod continual;
 pub mod errors;
 pub mod kernels;
 pub mod noise;
-pub mod secure;
 pub mod state;
 
 #[cfg(feature = "python")]

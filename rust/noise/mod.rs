@@ -9,15 +9,15 @@
 //! Layout: this file holds the laws ([`NodeNoise`]), the shapes ([`NodeShape`]) and the node
 //! draw; `lattice.rs` the rounding of data to a discrete sampler's lattice and the exact sums
 //! ([`ExactSum`]); `stream.rs` the packed innovation source of the mechanisms and the
-//! stand-alone [`NoiseStream`]; [`crate::secure`] the exact discrete samplers themselves.
+//! stand-alone [`NoiseStream`]; [`secure`] the exact discrete samplers themselves.
 
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 
 use crate::errors::{CoreError, CoreResult};
-use crate::secure;
 
 mod lattice;
+pub mod secure;
 mod stream;
 
 pub use lattice::{to_lattice_units, ExactSum};
