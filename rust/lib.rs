@@ -21,7 +21,8 @@
 //! * [`state`]: the exact saved state of every stateful kernel (save / load of agents).
 //! * [`errors`]: the error type every kernel returns and the shared input checks.
 //!
-//! The PyO3 binding module is compiled only with the `python` feature.
+//! The PyO3 binding module (`bindings`, the `privrl._core` Python module) is compiled only with
+//! the `python` feature.
 
 pub mod agents;
 pub mod continual;

@@ -56,7 +56,7 @@ pub enum NodeNoise {
     /// i.i.d. Laplace(0, b) entries (pure DP).
     Laplace { scale: f64 },
     /// Secure sampler: i.i.d. discrete Gaussian entries on the grid `sigma * 2^-grid_bits`
-    /// with variance parameter sigma^2 (Canonne, Kamath & Steinke 2020); see [`crate::secure`].
+    /// with variance parameter sigma^2 (Canonne, Kamath & Steinke 2020); see [`secure`].
     DiscreteGaussian { sigma: f64, grid_bits: u32 },
     /// Secure sampler: i.i.d. discrete Laplace entries with scale b on the grid `b * 2^-grid_bits`.
     DiscreteLaplace { scale: f64, grid_bits: u32 },
