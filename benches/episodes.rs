@@ -17,7 +17,7 @@ use _core::agents::{
     Trajectory,
 };
 use _core::continual::{make_mechanism, MechanismKind};
-use _core::mixture::MixtureFeatures;
+use _core::kernels::mixture::MixtureFeatures;
 use _core::noise::{NodeNoise, NodeShape, NoiseStream};
 
 const BLOCK: usize = 1000;

@@ -6,10 +6,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::hint::black_box;
 
+use _core::continual::TreeAggregator;
+use _core::kernels::qeval::{group_max, OptimisticQ, TieBreak};
+use _core::kernels::rank_one::ShermanMorrison;
 use _core::noise::{NodeNoise, NodeShape};
-use _core::qeval::{group_max, OptimisticQ, TieBreak};
-use _core::rank_one::ShermanMorrison;
-use _core::tree::TreeAggregator;
 
 const DIMS: [usize; 4] = [5, 16, 64, 200];
 const SIZES: [usize; 2] = [100, 10_000];

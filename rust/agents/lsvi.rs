@@ -19,9 +19,9 @@ use super::bounds::NoiseBounds;
 use super::vtr::not_pd;
 use super::{outer, Draw, Episodic, Exploration, Guard, Mechanism, Ties, Trajectory};
 use crate::errors::{check_len, CoreError, CoreResult};
+use crate::kernels::qeval::{group_max, OptimisticQ};
+use crate::kernels::rank_one::{spd_inverse, ShermanMorrison};
 use crate::noise::{NodeShape, NoiseStream};
-use crate::qeval::{group_max, OptimisticQ};
-use crate::rank_one::{spd_inverse, ShermanMorrison};
 
 /// The regularization of a private release.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -28,7 +28,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::continual::{restore_mechanism, PrefixMechanism};
 use crate::errors::{any_non_finite, CoreError, CoreResult};
-use crate::qeval::TieBreak;
+use crate::kernels::qeval::TieBreak;
 
 pub use model::{policy_values, FiniteModel};
 

@@ -25,12 +25,12 @@ use serde::{Deserialize, Serialize};
 use super::bounds::NoiseBounds;
 use super::{outer, Draw, Episodic, Exploration, Guard, Mechanism, Ties, Trajectory};
 use crate::errors::{check_len, CoreError, CoreResult};
-use crate::mixture::MixtureFeatures;
+use crate::kernels::mixture::MixtureFeatures;
+use crate::kernels::practical::{floored_release, Floored};
+use crate::kernels::qeval::{group_max, OptimisticQ};
+use crate::kernels::rank_one::{batched_matvec, min_eigenvalue, spd_inverse, ShermanMorrison};
+use crate::kernels::variance::{sigma_bar, VarianceInputs};
 use crate::noise::{NodeShape, NoiseStream};
-use crate::practical::{floored_release, Floored};
-use crate::qeval::{group_max, OptimisticQ};
-use crate::rank_one::{batched_matvec, min_eigenvalue, spd_inverse, ShermanMorrison};
-use crate::variance::{sigma_bar, VarianceInputs};
 
 /// The practical release rule's public constants (`privrl.privacy.practical`).
 #[derive(Debug, Clone, Serialize, Deserialize)]

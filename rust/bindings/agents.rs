@@ -21,7 +21,7 @@ use crate::agents::vtr::{self, PlusSpec, Server, VtrAgent, VtrParts};
 use crate::agents::{
     self as core, EpisodeLog, Episodic, FiniteModel, Guard, RegretCache, Trajectory,
 };
-use crate::mixture::MixtureFeatures;
+use crate::kernels::mixture::MixtureFeatures;
 use crate::noise::{NodeShape, NoiseStream};
 
 // ---------------------------------------------------------------- runs

@@ -11,9 +11,9 @@ use pyo3::prelude::*;
 
 use super::{contiguous, IntoPy};
 use crate::agents as core;
-use crate::practical::{self, Floored};
-use crate::rank_one;
-use crate::variance::{self, VarianceInputs};
+use crate::kernels::practical::{self, Floored};
+use crate::kernels::rank_one;
+use crate::kernels::variance::{self, VarianceInputs};
 
 /// V^pi (H + 1, S) by backward induction (FiniteMDP.policy_values and the engine's regret).
 #[pyfunction]
@@ -72,8 +72,8 @@ type Arrays5<'py> = (
     Bound<'py, PyArray1<f64>>,
 );
 
-/// The practical calibration's floored release (crate::practical): (design, inverse, inverse2,
-/// weights, correction) from the noisy sums gram (H, d, d) and target (H, d).
+/// The practical calibration's floored release (crate::kernels::practical): (design, inverse,
+/// inverse2, weights, correction) from the noisy sums gram (H, d, d) and target (H, d).
 #[pyfunction]
 pub fn floored_release<'py>(
     py: Python<'py>,
@@ -121,7 +121,8 @@ pub fn floored_release<'py>(
     ))
 }
 
-/// UCRL-VTR+'s sigma-bar (H,) from X, X2 (H, d) and the two billboards (crate::variance).
+/// UCRL-VTR+'s sigma-bar (H,) from X, X2 (H, d) and the two billboards
+/// (crate::kernels::variance).
 #[pyfunction]
 #[pyo3(signature = (x, x2, hat_weights, hat_inverse, hat_gamma, tilde_weights, tilde_form, tilde_radius, beta_check))]
 pub fn sigma_bar<'py>(

@@ -11,18 +11,17 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use crate::continual::{
-    make_mechanism, MechanismKind, PrefixMechanism, DEFAULT_BLT_BUFFERS, MAX_BLT_BUFFERS,
-    MAX_COEFFICIENTS, MAX_FACTORIZATION_CAPACITY,
+    make_mechanism, MechanismKind, PrefixMechanism, TreeAggregator as CoreTree,
+    DEFAULT_BLT_BUFFERS, MAX_BLT_BUFFERS, MAX_COEFFICIENTS, MAX_FACTORIZATION_CAPACITY,
 };
 use crate::errors::CoreError;
-use crate::lsvi;
-use crate::mixture::MixtureFeatures as CoreMixture;
+use crate::kernels::mixture::MixtureFeatures as CoreMixture;
+use crate::kernels::qeval::{group_max as core_group_max, OptimisticQ, TieBreak};
+use crate::kernels::rank_one::{self, ShermanMorrison as CoreSM};
+use crate::kernels::values;
 use crate::noise::{
     NodeNoise, NodeShape, DEFAULT_GRID_BITS, MAX_GRID_BITS, MAX_NODE_LEN, NOISE_NAMES,
 };
-use crate::qeval::{group_max as core_group_max, OptimisticQ, TieBreak};
-use crate::rank_one::{self, ShermanMorrison as CoreSM};
-use crate::tree::TreeAggregator as CoreTree;
 
 mod agents;
 mod kernels;
@@ -415,9 +414,9 @@ fn state_values<'py>(
     };
     let mut out = vec![0.0; n];
     let r = if n * n_actions.max(1) * d * d > DETACH_WORK {
-        py.detach(|| lsvi::state_values(&q, ts, n_actions, idx, &mut out))
+        py.detach(|| values::state_values(&q, ts, n_actions, idx, &mut out))
     } else {
-        lsvi::state_values(&q, ts, n_actions, idx, &mut out)
+        values::state_values(&q, ts, n_actions, idx, &mut out)
     };
     r.py_ok(py)?;
     Ok(out.into_pyarray(py))
@@ -699,7 +698,7 @@ impl PyPrefix {
 /// paper).
 #[pyfunction]
 fn tree_depth(n: u64) -> usize {
-    crate::tree::tree_depth(n)
+    crate::continual::tree_depth(n)
 }
 
 fn parse_noise(noise: &str, scale: f64, grid_bits: u32) -> PyResult<NodeNoise> {

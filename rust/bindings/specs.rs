@@ -210,7 +210,7 @@ pub(super) fn regression(
         ("exact", _) => (
             Server::Exact {
                 sms: (0..h)
-                    .map(|_| crate::rank_one::ShermanMorrison::new(d, r.lam, 1024))
+                    .map(|_| crate::kernels::rank_one::ShermanMorrison::new(d, r.lam, 1024))
                     .collect::<Result<_, CoreError>>()
                     .py_ok(py)?,
                 target: vec![0.0; h * d],

@@ -37,20 +37,21 @@
 //!   exact for the C actually used (not for L).
 //!
 //! Layout: this file holds the trait, the factory and the checks every mechanism shares; one
-//! file per mechanism (`honaker.rs`, `factorization.rs`, `blt.rs`), the binary tree in
-//! [`crate::tree`], and the node noise they all draw in [`crate::noise`].
+//! file per mechanism (the binary tree in `tree.rs`, `honaker.rs`, `factorization.rs`,
+//! `blt.rs`), and the node noise they all draw in [`crate::noise`].
 
 mod blt;
 mod factorization;
 mod honaker;
+mod tree;
 
 pub use blt::{blt_parameters, Blt};
 pub use factorization::{sqrt_coefficients, Factorization};
 pub use honaker::{honaker_level_variance, honaker_variance_factor, Honaker};
+pub use tree::{tree_depth, TreeAggregator};
 
 use crate::errors::{CoreError, CoreResult};
 use crate::noise::{NodeNoise, NodeShape};
-use crate::tree::TreeAggregator;
 
 /// Largest capacity of the exact factorization: it keeps O(T) coefficients and O(T) innovations.
 pub const MAX_FACTORIZATION_CAPACITY: u64 = 1 << 22;
@@ -196,7 +197,7 @@ pub trait PrefixMechanism: Send + Sync {
 pub fn restore_mechanism(kind: &str, bytes: &[u8]) -> CoreResult<Box<dyn PrefixMechanism>> {
     use crate::state::decode;
     Ok(match kind {
-        "tree" => Box::new(decode::<crate::tree::TreeAggregator>("tree", bytes)?),
+        "tree" => Box::new(decode::<tree::TreeAggregator>("tree", bytes)?),
         "honaker" => Box::new(decode::<honaker::Honaker>("honaker", bytes)?),
         "factorization" => Box::new(decode::<factorization::Factorization>(
             "factorization",

@@ -25,8 +25,8 @@ factorization and BLT, with exact per-step variance and per-user sensitivity (Ap
 # 1 (5461 at T = 10^4, `worst_leaf`). Its L1 multiplier stays the post-processing bound
 # floor(log2 T) + 1 (Laplace innovations are not Laplace).
 #
-# Estimators and derivations: rust/continual/ (one file per mechanism), rust/tree.rs and
-# docs/privacy.md.
+# Estimators and derivations: rust/continual/ (one file per mechanism, the binary tree in
+# tree.rs) and docs/privacy.md.
 from __future__ import annotations
 
 import math

@@ -4,7 +4,7 @@
 //! next state of every stored transition never materializes an (n * A, d) copy.
 
 use crate::errors::{check_finite, check_len, CoreError, CoreResult};
-use crate::qeval::OptimisticQ;
+use crate::kernels::qeval::OptimisticQ;
 
 /// States evaluated per block: the gathered rows (BLOCK * A * d values) stay in L1/L2.
 const BLOCK_ROWS: usize = 256;

@@ -2,16 +2,27 @@
 //! the node laws (Gaussian, Laplace, exact discrete samplers) and node shapes, the exact data
 //! sum kept apart from the noise, packed symmetric storage and the innovation source.
 //!
-//! Every mechanism of [`crate::tree`] and [`crate::continual`] draws its node noises through
-//! [`draw_node_noise`] from one ChaCha12 stream, in the order its module documents; a
-//! [`NoiseStream`] on the same seed reproduces them (the numpy references rely on it).
+//! Every mechanism of [`crate::continual`] draws its node noises through [`draw_node_noise`] from
+//! one ChaCha12 stream, in the order its module documents; a [`NoiseStream`] on the same seed
+//! reproduces them (the numpy references rely on it).
+//!
+//! Layout: this file holds the laws ([`NodeNoise`]), the shapes ([`NodeShape`]) and the node
+//! draw; `lattice.rs` the rounding of data to a discrete sampler's lattice and the exact sums
+//! ([`ExactSum`]); `stream.rs` the packed innovation source of the mechanisms and the
+//! stand-alone [`NoiseStream`]; [`secure`] the exact discrete samplers themselves.
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha12Rng;
+use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 
-use crate::errors::{check_finite, check_len, CoreError, CoreResult};
-use crate::secure;
+use crate::errors::{CoreError, CoreResult};
+
+mod lattice;
+pub mod secure;
+mod stream;
+
+pub use lattice::{to_lattice_units, ExactSum};
+pub(crate) use stream::Innovations;
+pub use stream::NoiseStream;
 
 /// Largest node (vector length or d*d) any mechanism accepts: 2^27 entries (1 GiB of f64).
 /// Larger requests are refused with an error instead of an allocation that would abort.
@@ -45,7 +56,7 @@ pub enum NodeNoise {
     /// i.i.d. Laplace(0, b) entries (pure DP).
     Laplace { scale: f64 },
     /// Secure sampler: i.i.d. discrete Gaussian entries on the grid `sigma * 2^-grid_bits`
-    /// with variance parameter sigma^2 (Canonne, Kamath & Steinke 2020); see [`crate::secure`].
+    /// with variance parameter sigma^2 (Canonne, Kamath & Steinke 2020); see [`secure`].
     DiscreteGaussian { sigma: f64, grid_bits: u32 },
     /// Secure sampler: i.i.d. discrete Laplace entries with scale b on the grid `b * 2^-grid_bits`.
     DiscreteLaplace { scale: f64, grid_bits: u32 },
@@ -374,343 +385,6 @@ pub fn standard_laplace<R: Rng + ?Sized>(rng: &mut R) -> f64 {
     }
     let c = u - 0.5;
     -c.signum() * (1.0 - 2.0 * c.abs()).ln()
-}
-
-/// Discrete Laplace symmetric matrices draw their diagonal as `2 Z'_ii` (even lattice units),
-/// so the data's diagonal must sit on even units too: otherwise the parity of a released
-/// diagonal entry would reveal the data's. Some(d) for such a shape, None otherwise.
-fn even_diagonal(noise: NodeNoise, shape: NodeShape) -> Option<usize> {
-    match (noise, shape) {
-        (NodeNoise::DiscreteLaplace { .. }, NodeShape::SymMatrix { d, .. }) => Some(d),
-        _ => None,
-    }
-}
-
-fn is_even_entry(even_diagonal: Option<usize>, i: usize) -> bool {
-    even_diagonal.is_some_and(|d| i.is_multiple_of(d + 1))
-}
-
-/// `x / unit` rounded (half to even, as numpy) to an integer, or to an even integer.
-fn lattice_round(x: f64, unit: f64, even: bool) -> f64 {
-    if even {
-        2.0 * (x / (2.0 * unit)).round_ties_even()
-    } else {
-        (x / unit).round_ties_even()
-    }
-}
-
-/// `x` in integer lattice units of `noise` on a `shape` node (the discrete samplers' lattice;
-/// the diagonal of discrete Laplace matrices on even units): the rounding a discrete mechanism
-/// needs before its integer noise is added. Refuses values beyond 2^52 units. Continuous noise:
-/// an error (there is no lattice).
-pub fn to_lattice_units(
-    noise: NodeNoise,
-    shape: NodeShape,
-    x: &[f64],
-    out: &mut [f64],
-) -> CoreResult<f64> {
-    let Some(u) = noise.lattice_unit(shape)? else {
-        return Err(CoreError::InvalidParameter(
-            "continuous noise has no lattice".into(),
-        ));
-    };
-    check_len("lattice buffer", out.len(), x.len())?;
-    let even = even_diagonal(noise, shape);
-    for (i, (o, v)) in out.iter_mut().zip(x).enumerate() {
-        let r = lattice_round(*v, u, is_even_entry(even, i));
-        if r.is_nan() || r.abs() > LATTICE_LIMIT {
-            return Err(CoreError::InvalidParameter(format!(
-                "value {v} at flat index {i} leaves the exact range of the noise lattice (grid \
-                 {u:e}, up to 2^52 grid steps); use a larger noise scale or fewer grid bits"
-            )));
-        }
-        *o = r;
-    }
-    Ok(u)
-}
-
-/// The exact running sum of the leaves, kept apart from the noise (never released as such).
-///
-/// With a discrete (secure) sampler the leaves are rounded to the noise lattice first: the
-/// discrete mechanisms are only private for data on the lattice (two neighbouring sums off the
-/// lattice would have disjoint output supports). Rounding moves each entry by at most half a
-/// grid step, so the L2 sensitivity grows by at most `grid * sqrt(entries)` (docs/privacy.md).
-/// The sum is then held in lattice units, where f64 adds integers below 2^53 exactly.
-#[derive(serde::Serialize, serde::Deserialize, Debug, Clone)]
-pub struct ExactSum {
-    sum: Vec<f64>,
-    unit: Option<f64>,
-    scratch: Vec<f64>,
-    /// Discrete Laplace matrices: d, whose diagonal lives on twice the lattice unit.
-    #[serde(default)]
-    even_diagonal: Option<usize>,
-}
-
-impl ExactSum {
-    pub fn new(n: usize, unit: Option<f64>) -> Self {
-        ExactSum {
-            sum: vec![0.0; n],
-            unit,
-            scratch: if unit.is_some() {
-                vec![0.0; n]
-            } else {
-                Vec::new()
-            },
-            even_diagonal: None,
-        }
-    }
-
-    /// The exact sum of `shape` leaves under `noise`: on the noise lattice for a discrete
-    /// sampler (see [`to_lattice_units`] for the even diagonal of discrete Laplace matrices).
-    pub fn for_shape(noise: NodeNoise, shape: NodeShape) -> CoreResult<Self> {
-        let mut e = ExactSum::new(shape.len(), noise.lattice_unit(shape)?);
-        e.even_diagonal = even_diagonal(noise, shape);
-        Ok(e)
-    }
-
-    /// Lattice unit in data units (None for continuous noise).
-    pub fn unit(&self) -> Option<f64> {
-        self.unit
-    }
-
-    /// Add a leaf; the sum is unchanged when the leaf is refused.
-    pub fn add(&mut self, what: &str, leaf: &[f64]) -> CoreResult<()> {
-        check_len(what, leaf.len(), self.sum.len())?;
-        check_finite(what, leaf)?;
-        match self.unit {
-            None => {
-                for (s, x) in self.sum.iter_mut().zip(leaf) {
-                    *s += *x;
-                }
-            }
-            Some(u) => {
-                for (i, (r, x)) in self.scratch.iter_mut().zip(leaf).enumerate() {
-                    *r = lattice_round(*x, u, is_even_entry(self.even_diagonal, i));
-                    if !(r.abs() <= LATTICE_LIMIT && (self.sum[i] + *r).abs() <= LATTICE_LIMIT) {
-                        return Err(CoreError::InvalidParameter(format!(
-                            "{what}: value {x} at flat index {i} leaves the exact range of the \
-                             noise lattice (grid {u:e}, sums up to 2^52 grid steps); use a larger \
-                             noise scale or fewer grid bits"
-                        )));
-                    }
-                }
-                for (s, r) in self.sum.iter_mut().zip(&self.scratch) {
-                    *s += *r;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The sum in data units (for a lattice: the sum of the rounded leaves).
-    pub fn value(&self) -> Vec<f64> {
-        match self.unit {
-            None => self.sum.clone(),
-            Some(u) => self.sum.iter().map(|s| s * u).collect(),
-        }
-    }
-
-    /// `out = sum + noise` in data units, `noise` in the same units as the sum (None = zero).
-    /// On a lattice the integer total is formed first and scaled once, so the released double
-    /// is a deterministic function of the exact integer release.
-    pub fn release_into(&self, noise: Option<&[f64]>, out: &mut [f64]) -> CoreResult<()> {
-        check_len("release buffer", out.len(), self.sum.len())?;
-        let u = self.unit.unwrap_or(1.0);
-        match (noise, self.unit) {
-            (Some(z), None) => {
-                for ((o, s), z) in out.iter_mut().zip(&self.sum).zip(z) {
-                    *o = *s + *z;
-                }
-            }
-            (Some(z), Some(_)) => {
-                for ((o, s), z) in out.iter_mut().zip(&self.sum).zip(z) {
-                    *o = (*s + *z) * u;
-                }
-            }
-            (None, None) => out.copy_from_slice(&self.sum),
-            (None, Some(_)) => {
-                for (o, s) in out.iter_mut().zip(&self.sum) {
-                    *o = *s * u;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// `noise` (in sum units) to data units.
-    pub fn noise_into(&self, noise: Option<&[f64]>, out: &mut [f64]) -> CoreResult<()> {
-        check_len("release buffer", out.len(), self.sum.len())?;
-        let u = self.unit.unwrap_or(1.0);
-        match noise {
-            Some(z) if self.unit.is_some() => {
-                for (o, z) in out.iter_mut().zip(z) {
-                    *o = *z * u;
-                }
-            }
-            Some(z) => out.copy_from_slice(z),
-            None => out.iter_mut().for_each(|x| *x = 0.0),
-        }
-        Ok(())
-    }
-}
-
-/// Symmetric matrices are handled as their upper triangle (row-major, i <= j): half the memory
-/// and work for the O(T)-state factorization, and exact symmetry by construction.
-#[derive(serde::Serialize, serde::Deserialize, Debug, Clone)]
-pub(crate) struct Packing {
-    pub(crate) shape: NodeShape,
-    pub(crate) packed: usize,
-}
-
-impl Packing {
-    pub(crate) fn new(shape: NodeShape) -> Self {
-        let packed = match shape {
-            NodeShape::Vector(n) => n,
-            NodeShape::SymMatrix { d, .. } => d * (d + 1) / 2,
-        };
-        Packing { shape, packed }
-    }
-
-    pub(crate) fn pack(&self, full: &[f64], out: &mut [f64]) {
-        match self.shape {
-            NodeShape::Vector(_) => out.copy_from_slice(full),
-            NodeShape::SymMatrix { d, .. } => {
-                let mut k = 0;
-                for i in 0..d {
-                    for j in i..d {
-                        out[k] = full[i * d + j];
-                        k += 1;
-                    }
-                }
-            }
-        }
-    }
-
-    pub(crate) fn unpack(&self, packed: &[f64], out: &mut [f64]) {
-        match self.shape {
-            NodeShape::Vector(_) => out.copy_from_slice(packed),
-            NodeShape::SymMatrix { d, .. } => {
-                let mut k = 0;
-                for i in 0..d {
-                    for j in i..d {
-                        out[i * d + j] = packed[k];
-                        out[j * d + i] = packed[k];
-                        k += 1;
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// One innovation source: the stream and the buffers to draw a packed node noise.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub(crate) struct Innovations {
-    pub(crate) rng: ChaCha12Rng,
-    pub(crate) noise: NodeNoise,
-    pub(crate) packing: Packing,
-    pub(crate) full: Vec<f64>,
-    pub(crate) drawn: u64,
-}
-
-impl Innovations {
-    pub(crate) fn new(shape: NodeShape, noise: NodeNoise, seed: [u8; 32]) -> Self {
-        Innovations {
-            rng: ChaCha12Rng::from_seed(seed),
-            noise,
-            packing: Packing::new(shape),
-            full: vec![0.0; shape.len()],
-            drawn: 0,
-        }
-    }
-
-    /// Draw the next node noise (same law and stream order as `NoiseStream::fill`) into `out`.
-    pub(crate) fn draw(&mut self, out: &mut [f64]) {
-        draw_node_noise(
-            &mut self.rng,
-            self.noise,
-            self.packing.shape,
-            &mut self.full,
-        );
-        self.packing.pack(&self.full, out);
-        self.drawn += 1;
-    }
-}
-
-/// A stand-alone privacy-noise stream (ChaCha12): the user-side randomizer of LDP and the
-/// per-release Gaussian vectors of Alg. 2 draw from it.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub struct NoiseStream {
-    noise: NodeNoise,
-    rng: ChaCha12Rng,
-    draws: u64,
-}
-
-impl NoiseStream {
-    pub fn new(noise: NodeNoise, seed: [u8; 32]) -> CoreResult<Self> {
-        noise.validate()?;
-        Ok(NoiseStream {
-            noise,
-            rng: ChaCha12Rng::from_seed(seed),
-            draws: 0,
-        })
-    }
-
-    pub fn noise(&self) -> NodeNoise {
-        self.noise
-    }
-
-    /// Number of vectors / matrices drawn so far.
-    pub fn draws(&self) -> u64 {
-        self.draws
-    }
-
-    /// Fill `out` with a noise vector, or a symmetric `d x d` noise matrix when `shape` says so.
-    /// Discrete samplers give exact multiples of the lattice unit (`NodeNoise::lattice_unit`);
-    /// data they are added to must be rounded to the same lattice (docs/privacy.md).
-    pub fn fill(&mut self, shape: NodeShape, out: &mut [f64]) -> CoreResult<()> {
-        shape.validate()?;
-        check_len("noise buffer", out.len(), shape.len())?;
-        let unit = self.noise.lattice_unit(shape)?;
-        draw_node_noise(&mut self.rng, self.noise, shape, out);
-        if let Some(u) = unit {
-            out.iter_mut().for_each(|x| *x *= u);
-        }
-        self.draws += 1;
-        Ok(())
-    }
-
-    /// The user-side randomizer's message: `data + noise` for continuous noise (the same
-    /// operation as `fill` then an addition); for a discrete sampler `(round(data) + z) * unit`,
-    /// the data rounded to the lattice ([`to_lattice_units`]) and the exact integer noise added
-    /// before one scaling, so the message is a function of the integer release alone.
-    /// `scratch` holds `shape.len()` values; `data` is unchanged when the call fails.
-    pub fn privatize(
-        &mut self,
-        shape: NodeShape,
-        data: &mut [f64],
-        scratch: &mut [f64],
-    ) -> CoreResult<()> {
-        shape.validate()?;
-        check_len("message", data.len(), shape.len())?;
-        check_len("scratch", scratch.len(), shape.len())?;
-        if self.noise.is_discrete() {
-            // the rounded data (integer units) into scratch; the integer noise then overwrites
-            // data, whose values are no longer needed (nothing is written before the check)
-            let u = to_lattice_units(self.noise, shape, data, scratch)?;
-            draw_node_noise(&mut self.rng, self.noise, shape, data);
-            for (d, r) in data.iter_mut().zip(scratch.iter()) {
-                *d = (*r + *d) * u;
-            }
-            self.draws += 1;
-            return Ok(());
-        }
-        self.fill(shape, scratch)?;
-        for (d, z) in data.iter_mut().zip(scratch.iter()) {
-            *d += *z;
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,19 @@
+//! The numeric kernels every algorithm calls by name: design matrices and their inverses,
+//! batched optimistic Q evaluation, state values, mixture features and the two release kernels.
+//!
+//! * [`rank_one`]: Sherman–Morrison maintained inverses of `lambda I + sum x x^T` and
+//!   Cholesky inverses/solves of noisy design matrices.
+//! * [`qeval`]: batched optimistic Q evaluation `clip(r + Phi w + beta ||phi||_{Lambda^-1})`
+//!   with per-state max / argmax and seeded tie-breaking.
+//! * [`values`]: optimistic state values at many (indexed) states for least-squares value
+//!   iteration (the response vector of Alg. 2).
+//! * [`mixture`]: sparse linear-mixture features and `phi_V(s, a)` for all pairs at once.
+//! * [`practical`]: the eigenvalue-floored release of the practical calibration.
+//! * [`variance`]: UCRL-VTR+'s per-step variance estimate sigma-bar.
+
+pub mod mixture;
+pub mod practical;
+pub mod qeval;
+pub mod rank_one;
+pub mod values;
+pub mod variance;
