@@ -9,7 +9,7 @@
 
 use nalgebra::{DMatrix, DVector};
 
-use crate::errors::{check_finite, check_len, CoreError, CoreResult};
+use crate::errors::{any_non_finite, check_finite, check_len, CoreError, CoreResult};
 
 /// Inverse of a symmetric positive-definite matrix given row-major (symmetric, so
 /// row- and column-major agree). The input is symmetrized first, so rounding
@@ -193,8 +193,7 @@ impl ShermanMorrison {
     pub fn update(&mut self, x: &[f64]) -> CoreResult<()> {
         check_len("feature vector", x.len(), self.d)?;
         check_finite("feature vector", x)?;
-        self.update_unchecked(x);
-        Ok(())
+        self.update_unchecked(x)
     }
 
     /// `Lambda += sum_i x_i x_i^T` for the rows of a row-major (n, d) block.
@@ -208,12 +207,12 @@ impl ShermanMorrison {
         }
         check_finite("batch of features", xs)?;
         for x in xs.chunks_exact(self.d) {
-            self.update_unchecked(x);
+            self.update_unchecked(x)?;
         }
         Ok(())
     }
 
-    fn update_unchecked(&mut self, x: &[f64]) {
+    fn update_unchecked(&mut self, x: &[f64]) -> CoreResult<()> {
         let d = self.d;
         // u = Lambda^{-1} x (column-major symmetric: column j scaled by x_j).
         let inv = self.inverse.as_slice();
@@ -238,6 +237,11 @@ impl ShermanMorrison {
             }
         });
         let overflow = !(umax * umax * scale).is_finite() || !scale.is_finite();
+        if overflow {
+            // u u^T overflows when ||x|| / lam is beyond ~1e154 (a tiny lam): the exact matrix is
+            // still finite, so factorize it; when rounding made it singular, refuse the update
+            return self.update_by_factorization(x);
+        }
         // Lambda^{-1} -= u u^T / (1 + x^T u); Lambda += x x^T. u u^T is exactly symmetric,
         // so both matrices stay exactly symmetric.
         let inv = self.inverse.as_mut_slice();
@@ -263,11 +267,39 @@ impl ShermanMorrison {
         }
         self.updates += 1;
         self.since_refactor += 1;
-        // u u^T overflows when ||x|| / lam is beyond ~1e154 (a tiny lam): the exact matrix is
-        // still finite, so factorize it instead of keeping an infinite inverse.
-        if self.since_refactor >= self.refactor_every || overflow {
+        if self.since_refactor >= self.refactor_every {
             self.refactorize();
         }
+        Ok(())
+    }
+
+    /// `Lambda += x x^T` with the inverse recomputed by Cholesky; the state is unchanged and the
+    /// update refused when the new Lambda is numerically singular.
+    fn update_by_factorization(&mut self, x: &[f64]) -> CoreResult<()> {
+        let d = self.d;
+        let mut next = self.matrix.clone();
+        for j in 0..d {
+            for i in 0..d {
+                next[(i, j)] += x[i] * x[j];
+            }
+        }
+        let inverse = symmetrized(&next)
+            .cholesky()
+            .map(|ch| symmetrized(&ch.inverse()))
+            .filter(|inv| !any_non_finite(inv.as_slice()))
+            .ok_or_else(|| {
+                CoreError::NotPositiveDefinite(format!(
+                    "lam I + sum x x^T is numerically singular (lam = {:e} is too small for features \
+                     of norm {:e}: its inverse overflows)",
+                    self.lam,
+                    x.iter().map(|v| v * v).sum::<f64>().sqrt()
+                ))
+            })?;
+        self.matrix = next;
+        self.inverse = inverse;
+        self.updates += 1;
+        self.since_refactor = 0;
+        Ok(())
     }
 
     /// Recompute the inverse from the exact matrix by Cholesky (the exact Lambda is PD
