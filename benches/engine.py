@@ -56,20 +56,26 @@ def _frozen_lake():
 
 WORKLOADS = [
     Workload("mixture-ldp", "LDP UCRL-VTR, HardToLearn d=5 H=6", 10_000, lambda: (
-        env := HardToLearn(d=5, H=6, K=10_000, seed=0), lambda: UCRLVTR(env, LocalDP(1.0, 1e-5), episodes=10_000, seed=1))),
+        env := HardToLearn(d=5, H=6, K=10_000, seed=0),
+        lambda: UCRLVTR(env, LocalDP(1.0, 1e-5), episodes=10_000, seed=1))),
     Workload("mixture-jdp", "JDP UCRL-VTR, RandomLinearMixtureMDP", 10_000, lambda: (
-        env := RandomLinearMixtureMDP(), lambda: UCRLVTR(env, JointDP(1.0, 1e-5), episodes=10_000, seed=1))),
+        env := RandomLinearMixtureMDP(),
+        lambda: UCRLVTR(env, JointDP(1.0, 1e-5), episodes=10_000, seed=1))),
     Workload("river-jdp", "JDP UCRL-VTR, RiverSwimMixture S=6 H=20", 100_000, lambda: (
-        env := RiverSwimMixture(S=6, H=20), lambda: UCRLVTR(env, JointDP(1.0, 1e-7), episodes=100_000, seed=1))),
+        env := RiverSwimMixture(S=6, H=20),
+        lambda: UCRLVTR(env, JointDP(1.0, 1e-7), episodes=100_000, seed=1))),
     Workload("river-practical", "JDP UCRL-VTR practical (BLT), same river", 100_000, lambda: (
         env := RiverSwimMixture(S=6, H=20),
         lambda: UCRLVTR(env, JointDP(10.0, 1e-7, calibration="practical"), episodes=100_000, seed=1))),
     Workload("mixture-plus", "JDP UCRL-VTR+, RandomLinearMixtureMDP", 10_000, lambda: (
-        env := RandomLinearMixtureMDP(), lambda: UCRLVTRPlus(env, JointDP(1.0, 1e-5), episodes=10_000, seed=1))),
+        env := RandomLinearMixtureMDP(),
+        lambda: UCRLVTRPlus(env, JointDP(1.0, 1e-5), episodes=10_000, seed=1))),
     Workload("linear-jdp", "JDP LSVI-UCB static, RandomLinearMDP", 100_000, lambda: (
-        env := RandomLinearMDP(), lambda: LSVIUCB(env, JointDP(1.0, 1e-7), episodes=100_000, seed=1))),
+        env := RandomLinearMDP(),
+        lambda: LSVIUCB(env, JointDP(1.0, 1e-7), episodes=100_000, seed=1))),
     Workload("linear-full", "LSVI-UCB every episode, SyntheticLinearMDP H=15", 2_000, lambda: (
-        env := SyntheticLinearMDP(H=15), lambda: LSVIUCB(env, NonPrivate(), batches="every", episodes=2_000, seed=1))),
+        env := SyntheticLinearMDP(H=15),
+        lambda: LSVIUCB(env, NonPrivate(), batches="every", episodes=2_000, seed=1))),
     Workload("frozen-every", "LSVI-UCB every episode, FrozenLake one-hot", 20_000, lambda: (
         env := _frozen_lake(),
         lambda: LSVIUCB(env, NonPrivate(), batches="every", episodes=20_000, seed=1, lam=1.0))),
@@ -142,7 +148,11 @@ def learn_vs_run(K: int) -> dict:
         t0 = time.perf_counter()
         (privrl.run if name == "run" else privrl.learn)(agent, env, seed=2, progress=False)
         times[name] = (time.perf_counter() - t0) / K
-    return {"run_us": 1e6 * times["run"], "learn_us": 1e6 * times["learn"], "ratio": times["learn"] / times["run"]}
+    return {
+        "run_us": 1e6 * times["run"],
+        "learn_us": 1e6 * times["learn"],
+        "ratio": times["learn"] / times["run"],
+    }
 
 
 def main() -> None:
@@ -153,7 +163,11 @@ def main() -> None:
     ap.add_argument("--json", help="also write the rows here")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
-    rows = [measure(w, args.quick, args.reference_episodes) for w in WORKLOADS if not args.only or w.name in args.only]
+    rows = [
+        measure(w, args.quick, args.reference_episodes)
+        for w in WORKLOADS
+        if not args.only or w.name in args.only
+    ]
     print(f"{'workload':<16}{'K':>8}{'Rust us/ep':>12}{'run s':>8}{'numpy ref us/ep':>17}{'ratio':>8}  what")
     for r in rows:
         print(
@@ -165,7 +179,10 @@ def main() -> None:
     if "frozen-every" in by and "frozen-jdp" in by:
         ratio = by["frozen-every"]["rust_us"] / by["frozen-jdp"]["rust_us"]
         out["every_vs_static"] = ratio
-        print(f"\nFrozenLake: a release every episode costs {ratio:.2f}x static JDP batches per episode (target <= 3)")
+        print(
+            f"\nFrozenLake: a release every episode costs {ratio:.2f}x static JDP batches"
+            " per episode (target <= 3)"
+        )
     if not args.only or "frozen-learn" in args.only:
         lr = learn_vs_run(2_000 if args.quick else 10_000)
         out["learn_vs_run"] = lr

@@ -23,9 +23,9 @@ import numpy as np
 
 import privrl
 from privrl.agents import LSVIUCB
+from privrl.agents.lsvi_ucb.calibration import calibrate_lsvi_ucb
 from privrl.envs import RandomLinearMDP
 from privrl.privacy import JointDP, NonPrivate
-from privrl.agents.lsvi_ucb.calibration import calibrate_lsvi_ucb
 
 RADII = (0.1, 0.3, 1.0, 3.0, 10.0)
 EPSILONS = (10.0, 1.0)

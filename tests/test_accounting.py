@@ -416,14 +416,14 @@ def test_tight_calibration_feeds_the_same_formulas():
     t = c.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K, D, 1.0, calibration="tight", sampler="float")
     s = t.sigma_B
     assert t.Upsilon == c.ucrl_vtr_upsilon_jdp(s, D, K, H, 0.05)
-    assert t.C == c.ucrl_vtr_C_jdp(s, D, K, H, 0.05)
+    assert c.ucrl_vtr_C_jdp(s, D, K, H, 0.05) == t.C
     assert t.shift == 2 * t.Upsilon
     assert t.beta == c.ucrl_vtr_beta(t.lam, t.Upsilon, 1.0, H, K, D, 0.05)
     # node budget: one node (the joint matrix-vector worst case, 2 H^2) under the analytic Gaussian
     assert t.node_budget[0] == pytest.approx(a.analytic_gaussian_epsilon(s, 200.0, 1e-5), rel=1e-9)
     lt = c.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, K, D, calibration="tight", sampler="float")
     assert lt.Upsilon == c.lsvi_ucb_upsilon(lt.sigma_Lambda, lt.B0, D, K, H, 0.05)
-    assert lt.C == c.lsvi_ucb_C(lt.sigma_u, D, K, H, 0.05)
+    assert c.lsvi_ucb_C(lt.sigma_u, D, K, H, 0.05) == lt.C
 
 
 def test_tight_pure_counts_nodes_exactly():

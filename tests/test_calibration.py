@@ -304,7 +304,7 @@ def test_ucrl_vtr_pure_upsilon_C_beta():
     out = c.calibrate_ucrl_vtr("jdp", 0.5, 0.0, H, K, D, 1.0, sampler="float")
     alpha = P / (6 * K * H)
     assert out.Upsilon == pytest.approx(c.laplace_matrix_sum_bound(1.2e6, K0, D, alpha), rel=1e-12)
-    assert out.C == pytest.approx(c.laplace_vector_sum_bound(out.laplace_b_vector, K0, D, alpha), rel=1e-12)
+    assert pytest.approx(c.laplace_vector_sum_bound(out.laplace_b_vector, K0, D, alpha), rel=1e-12) == out.C
     # row-sum branch for n = 15, d = 10: L = log(d/alpha) = log(1.2e8) = 18.603002
     #   2*15*10 + 2 sqrt(150 * 18.603002) + 18.603002 = 300 + 2 * 52.824713 + 18.603002 = 424.252428
     #   (x b = 1.2e6)
@@ -428,7 +428,7 @@ def test_lsvi_ucb_widths_hand_values():
 def test_lsvi_ucb_nonprivate():
     out = c.calibrate_lsvi_ucb("none", None, None, H, K, D, sampler="float")
     assert out.B == K and out.Upsilon == 0.0 and out.c_K == 0.0 and out.C == 0.0
-    assert out.U_K == pytest.approx(2000.0) and out.beta == pytest.approx(102885.516, rel=1e-6)
+    assert pytest.approx(2000.0) == out.U_K and out.beta == pytest.approx(102885.516, rel=1e-6)
     assert out.noise is None and out.sigma_Lambda is None and out.sym_divisor is None
     # a batched non-private baseline
     assert c.calibrate_lsvi_ucb("none", None, None, H, K, D, batches=7, sampler="float").B == 7
@@ -452,8 +452,8 @@ def test_lsvi_ucb_calibration_composition():
     assert out.Upsilon == pytest.approx(c.lsvi_ucb_upsilon(out.sigma_Lambda, out.B0, D, K, H, P), rel=1e-12)
     assert out.c_K == pytest.approx(D * out.Upsilon, rel=1e-12)
     assert out.shift == pytest.approx(out.c_K + out.Upsilon, rel=1e-12)
-    assert out.C == pytest.approx(c.lsvi_ucb_C(out.sigma_u, D, K, H, P), rel=1e-12)
-    assert out.U_K == c.lsvi_ucb_U_K(out.lam, out.c_K, out.C, H, K, D)
+    assert pytest.approx(c.lsvi_ucb_C(out.sigma_u, D, K, H, P), rel=1e-12) == out.C
+    assert c.lsvi_ucb_U_K(out.lam, out.c_K, out.C, H, K, D) == out.U_K
     assert out.beta == pytest.approx(
         24 * H * math.sqrt(D * (out.lam + out.c_K)) * math.log(out.chi), rel=1e-12
     )
@@ -511,7 +511,7 @@ def test_lsvi_pure_reference():
     #   20 + 2 sqrt(186.03002) + 18.603002 = 20 + 27.278 + 18.603 = 65.8814 ; x 1200 x 3 = 237173.6
     assert out.Upsilon == pytest.approx(237173.64, rel=1e-6)
     # C (printed) = sigma_u sqrt(d) log(6KHd/p) = 4174.2065 * 3.162278 * 18.603002 = 245559.6
-    assert out.C == pytest.approx(245559.63, rel=1e-6)
+    assert pytest.approx(245559.63, rel=1e-6) == out.C
 
 
 def test_lsvi_pure_scales_closed_forms_and_budget():
@@ -536,7 +536,7 @@ def test_lsvi_pure_c_K():
     assert out.c_K == pytest.approx(D * out.Upsilon, rel=1e-12)
     # non-batched, d = 1: C / (lam + d Upsilon) > H, c_K is raised so that C = H (lam + c_K)
     out = c.calibrate_lsvi_ucb("jdp", 0.5, 0.0, 5, 10**6, 1, batches="every", sampler="float")
-    assert out.C > 5 * (out.lam + out.Upsilon)
+    assert 5 * (out.lam + out.Upsilon) < out.C
     assert out.c_K == pytest.approx(out.C / 5 - out.lam, rel=1e-12)
 
 
@@ -725,7 +725,7 @@ def test_calibrate_ucrl_vtr_jdp_reference_dict():
     assert out.laplace_b is None and out.noise == "gaussian"
     assert out.sym_divisor == pytest.approx(math.sqrt(2))
     assert out.Upsilon == pytest.approx(out.sigma_B * 175.25228361937832, rel=1e-12)
-    assert out.C == pytest.approx(out.sigma_B * 43.52084047856362, rel=1e-12)
+    assert pytest.approx(out.sigma_B * 43.52084047856362, rel=1e-12) == out.C
     assert out.shift == 2 * out.Upsilon
     assert out.beta == pytest.approx(148421.4, rel=1e-5)  # see test_ucrl_vtr_beta_hand_value...
     assert out.in_theorem_regime is False  # eps = 1 is not in (0, 1)
@@ -872,14 +872,14 @@ def test_entry_points_against_inline_formulas_distinct_values():
     C = s * sq(k0) * (sq(d) + 2 * sq(lg(6 * k * h / p)))
     out = c.calibrate_ucrl_vtr("jdp", eps, dl, h, k, d, cw, p, sampler="float")
     assert out.sigma_B == pytest.approx(s, rel=1e-12)
-    assert out.Upsilon == pytest.approx(ups, rel=1e-12) and out.C == pytest.approx(C, rel=1e-12)
+    assert out.Upsilon == pytest.approx(ups, rel=1e-12) and pytest.approx(C, rel=1e-12) == out.C
     assert out.beta == pytest.approx(3 * (cw + 1) * sq(h**2 + ups) + width, rel=1e-12)
     # Cor. 2
     s = 4 * h**3 / eps * sq(2 * lg(4 * h / dl))
     ups = s * sq(k) * (4 * sq(d) + 2 * lg(6 * k * h / p))
     out = c.calibrate_ucrl_vtr("ldp", eps, dl, h, k, d, cw, p, sampler="float")
     assert out.sigma_B == pytest.approx(s, rel=1e-12) and out.Upsilon == pytest.approx(ups, rel=1e-12)
-    assert out.C == pytest.approx(s * sq(k) * (sq(d) + 2 * sq(lg(6 * k * h / p))), rel=1e-12)
+    assert pytest.approx(s * sq(k) * (sq(d) + 2 * sq(lg(6 * k * h / p))), rel=1e-12) == out.C
     # App. D (batches given explicitly: B = 5, B0 = ceil(log2 5 + 1) = 4)
     B, B0 = 5, 4
     sl = 128 / eps * sq(B * h * B0) * lg(32 * h * B0 * B / dl) ** 2
@@ -914,7 +914,7 @@ def test_entry_points_against_inline_formulas_distinct_values():
     out = c.calibrate_ucrl_vtr_plus("jdp", eps, dl, h, k, d, cw, p, sampler="float")
     assert out.sigma_B1 == pytest.approx(s1, rel=1e-12) and out.sigma_B2 == pytest.approx(s2, rel=1e-12)
     assert out.Upsilon1 == pytest.approx(u1, rel=1e-12) and out.Upsilon2 == pytest.approx(u2, rel=1e-12)
-    assert out.C2 == pytest.approx(s2 * sq(k0) * (sq(d) + 2 * sq(lg(24 * k * h / p))), rel=1e-12)
+    assert pytest.approx(s2 * sq(k0) * (sq(d) + 2 * sq(lg(24 * k * h / p))), rel=1e-12) == out.C2
     assert out.beta_check == pytest.approx(
         3 * (cw + 1) * sq(1 + u1) + 8 * d * sq(lg(1 + k) * ell) + 4 * sq(d) * ell, rel=1e-12
     )

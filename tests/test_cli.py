@@ -15,8 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from privrl.experiment.cli import main
 from privrl.experiment import build_config, load_results, sweep
+from privrl.experiment.cli import main
 
 CONFIG = """
 name = "tiny"
@@ -327,7 +327,7 @@ def test_unwritable_output_and_version(config, tmp_path, capsys):
 
 def test_bundled_demo_config_is_valid(capsys):
     from privrl.experiment.cli import _drop_unavailable
-    from privrl.experiment.config import _tomllib
+    from privrl.experiment.parsing import _tomllib
 
     assert main(["demo", "--print-config"]) == 0
     raw = _tomllib().loads(capsys.readouterr().out)

@@ -130,7 +130,7 @@ def test_alg3_and_alg2_mechanisms():
     assert lnew.mechanism_capacity == R == lnew.releases
     # App. D's two requirements on c_K.
     assert lnew.c_K >= d * lnew.Upsilon - 1e-9
-    assert lnew.C <= H * (lnew.lam + lnew.c_K) * (1 + 1e-12)
+    assert H * (lnew.lam + lnew.c_K) * (1 + 1e-12) >= lnew.C
     with pytest.raises(PrivacyParameterError):
         C.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, K_, d, 1.0, mechanism="honaker", sampler="float")
     with pytest.raises(PrivacyParameterError):

@@ -17,7 +17,8 @@ from privrl.agents.lsvi_ucb import calibration as lsvi_cal
 from privrl.agents.ucrl_vtr import calibration as vtr_cal
 from privrl.agents.ucrl_vtr_plus import calibration as plus_cal
 from privrl.audit import audit_ucrl_vtr_tree
-from privrl.audit.report import calibration_comparison, privacy_report_from_calibration
+from privrl.audit.comparison import calibration_comparison
+from privrl.audit.report import privacy_report_from_calibration
 from privrl.envs import RandomLinearMDP, RiverSwimMixture
 from privrl.privacy import JointDP, LocalDP
 from privrl.privacy.common import DEFAULT_SAMPLER, tight_scales
@@ -25,10 +26,10 @@ from privrl.privacy.common import DEFAULT_SAMPLER, tight_scales
 RIVER = RiverSwimMixture(S=4, H=3)
 LINEAR = RandomLinearMDP(S=8, A=3, d=4, H=3, seed=0)
 CASES = [
-    (UCRLVTR, RIVER, "ucrl_vtr", vtr_cal.calibrate_ucrl_vtr, vtr_cal.release_plan, ("sigma_B", "sigma_g")),
-    (UCRLVTRPlus, RIVER, "ucrl_vtr_plus", plus_cal.calibrate_ucrl_vtr_plus, plus_cal.release_plan, ("sigma_B1", "sigma_B2")),
-    (LSVIUCB, LINEAR, "lsvi_ucb", lsvi_cal.calibrate_lsvi_ucb, lsvi_cal.release_plan, ("sigma_Lambda", "sigma_u")),
-]  # fmt: skip
+    (UCRLVTR, RIVER, "ucrl_vtr", vtr_cal, ("sigma_B", "sigma_g")),
+    (UCRLVTRPlus, RIVER, "ucrl_vtr_plus", plus_cal, ("sigma_B1", "sigma_B2")),
+    (LSVIUCB, LINEAR, "lsvi_ucb", lsvi_cal, ("sigma_Lambda", "sigma_u")),
+]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c[2])
@@ -36,7 +37,9 @@ CASES = [
 @pytest.mark.parametrize("calibration", ["paper", "tight", "practical"])
 @pytest.mark.parametrize("delta", [1e-5, 0.0])
 def test_public_entry_points_default_to_the_agents_noise(case, model, calibration, delta):
-    cls, env, name, calibrate, release_plan, keys = case
+    cls, env, name, module, keys = case
+    calibrate = getattr(module, f"calibrate_{name}")
+    release_plan = module.release_plan
     if cls is LSVIUCB and model is LocalDP:
         pytest.skip("no LDP algorithm for linear MDPs")
     privacy = model(1.0, delta, calibration=calibration)

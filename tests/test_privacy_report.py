@@ -10,9 +10,8 @@ import pytest
 
 from _helpers import calibration as c
 from privrl.agents import UCRLVTR, UCRLVTRPlus
+from privrl.audit.comparison import calibration_comparison, format_calibration_comparison
 from privrl.audit.report import (
-    calibration_comparison,
-    format_calibration_comparison,
     format_privacy_report,
     plan_of,
     privacy_report,

@@ -87,7 +87,7 @@ def _compare_vtr(agent, env, K, ties, seed):
     regs = [ref.hat, ref.tilde] if plus else [ref]
     for k in range(K):
         pi = agent.policy()
-        ref_pi, V, _ = ref.plan()
+        _, V, _ = ref.plan()
         _same_policy(pi, (ref.hat if plus else ref).Q, ties)
         _close(agent.values(), V, f"V of user {k + 1}")
         traj = env.sample_episode(pi, rng)
@@ -130,7 +130,9 @@ def test_ucrl_vtr_on_hard_to_learn_matches_and_learns():
 def test_lsvi_matches_its_reference(privacy, batches, planning):
     env = RandomLinearMDP(S=12, A=3, d=5, H=4, seed=2)
     K = 60
-    agent = LSVIUCB(env, privacy, batches=batches, episodes=K, seed=4, planning=planning, beta_scale=0.1, ties="lowest")
+    agent = LSVIUCB(
+        env, privacy, batches=batches, episodes=K, seed=4, planning=planning, beta_scale=0.1, ties="lowest"
+    )
     ref = lsvi_reference(agent)
     rng = np.random.default_rng(11)
     for k in range(K):
@@ -226,7 +228,12 @@ def test_reject_refuses_and_leaves_the_agent_as_it_was():
 def test_callback_sees_the_cumulative_regret():
     env = RiverSwimMixture(S=4, H=4)
     seen: list[tuple[int, float]] = []
-    res = privrl.run(UCRLVTR(env, NonPrivate(), episodes=30, seed=0), env, seed=0, callback=lambda k, c: seen.append((k, c)))
+    res = privrl.run(
+        UCRLVTR(env, NonPrivate(), episodes=30, seed=0),
+        env,
+        seed=0,
+        callback=lambda k, c: seen.append((k, c)),
+    )
     assert seen[-1][0] == 30 and [k for k, _ in seen] == sorted(k for k, _ in seen)
     for k, c in seen:
         assert math.isclose(c, res.regret[k - 1], rel_tol=1e-12, abs_tol=1e-12)

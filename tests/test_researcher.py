@@ -131,7 +131,9 @@ def test_reprs_say_what_ran():
         "UCRLVTR(LDP(eps=2, delta=1e-05), exploration='optimism', K=30, episodes_done=10, "
         "env='RiverSwimMixture(S=4, H=3)')"
     )
-    assert repr(res).startswith("RunResult(agent='UCRL-VTR[LDP(eps=2, delta=1e-05)]'") and "episodes=10" in repr(res)
+    assert repr(res).startswith(
+        "RunResult(agent='UCRL-VTR[LDP(eps=2, delta=1e-05)]'"
+    ) and "episodes=10" in repr(res)
 
 
 def test_a_large_delta_is_refused_and_a_delta_above_one_over_k_warns():
@@ -215,5 +217,9 @@ def test_the_facade_is_typed(tmp_path):
             """
         )
     )
-    out = subprocess.run([sys.executable, "-m", "mypy", str(snippet)], capture_output=True, text=True, timeout=600)
-    assert out.returncode == 1 and 'Argument "episodes" to "run" has incompatible type "str"' in out.stdout, out.stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "mypy", str(snippet)], capture_output=True, text=True, timeout=600
+    )
+    assert out.returncode == 1 and 'Argument "episodes" to "run" has incompatible type "str"' in out.stdout, (
+        out.stdout
+    )

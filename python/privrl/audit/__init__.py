@@ -3,13 +3,11 @@ accountant), empirical audits of the mechanisms and of whole agents, and their c
 
 from privrl.audit.agent_audit import audit_agent, audit_ucrl_vtr_agent
 from privrl.audit.intervals import betainc, clopper_pearson
-from privrl.audit.mechanism_audit import (
-    AuditResult,
+from privrl.audit.mechanism_audit import AuditResult, audit_mechanism, audit_samples
+from privrl.audit.shipped import (
     audit_ldp_randomizer,
     audit_lsvi_server,
     audit_lsvi_u_release,
-    audit_mechanism,
-    audit_samples,
     audit_ucrl_vtr_tree,
 )
 

@@ -127,7 +127,7 @@ def audit_ucrl_vtr_agent(
     from privrl.privacy import JointDP
 
     class Scaled(UCRLVTR):  # the shipped agent with its node noise scaled (a broken agent)
-        def _regression(self, cal, guard, sigma_m, sigma_v, *rest):  # type: ignore[no-untyped-def]
+        def _regression(self, cal, guard, sigma_m, sigma_v, *rest):
             m = noise_multiplier
             return super()._regression(cal, guard, sigma_m * m, sigma_v * m, *rest)
 

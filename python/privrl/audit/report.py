@@ -18,32 +18,30 @@ App. "Differential Privacy Tools".
 #       through the analytic Gaussian curve; simple composition of Laplace releases for pure DP.
 from __future__ import annotations
 
-import math
 import copy
+import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from privrl.agents.lsvi_ucb import calibration as lsvi_ucb
 from privrl.agents.ucrl_vtr import calibration as ucrl_vtr
 from privrl.agents.ucrl_vtr_plus import calibration as ucrl_vtr_plus
+from privrl.audit.paper_argument import (  # noqa: F401
+    _advanced,
+    _compose,
+    _paper_lsvi,
+    _paper_vtr,
+    _step,
+    _tree_equivalent_sigma,
+)
 from privrl.privacy.accounting import PrivacyAccountant
 from privrl.privacy.common import Calibration
-from privrl.privacy.mechanisms import (
-    advanced_composition,
-    billboard_jdp,
-    gaussian_mechanism_epsilon,
-    laplace_mechanism_epsilon,
-    post_processing,
-    simple_composition,
-)
 from privrl.privacy.plans import ReleasedFamily, ReleasePlan, law_factor, statistic_worst_case
 from privrl.privacy.regret_side import SIMULATION_ONLY, regret_side, warn_if_over_target
 from privrl.privacy.samplers import discrete_tight, format_sampler, sampler_section
 
 __all__ = [
     "ALGORITHMS",
-    "calibration_comparison",
-    "format_calibration_comparison",
     "format_privacy_report",
     "plan_of",
     "regret_side",
@@ -61,13 +59,20 @@ _CALIBRATE: dict[str, Any] = {
 }
 
 
-def plan_of(algorithm: str, cal: Calibration) -> ReleasePlan:
+def plan_of(algorithm: str, cal: Any) -> ReleasePlan:
     """The default release plan of ``algorithm`` for the structure a calibration was made for."""
     mod = _MODULES[algorithm]
     args = (cal.kind, bool(getattr(cal, "pure", False)), cal.H, cal.K, cal.d)
     if algorithm == "lsvi_ucb":
-        return mod.release_plan(*args, cal.B, getattr(cal, "mechanism", "tree"), getattr(cal, "sampler", None) or "float")
-    return mod.release_plan(*args, getattr(cal, "mechanism", "tree"), getattr(cal, "sampler", None) or "float")
+        return mod.release_plan(
+            *args,
+            cal.B,
+            getattr(cal, "mechanism", "tree"),
+            getattr(cal, "sampler", None) or "float",
+        )
+    return mod.release_plan(
+        *args, getattr(cal, "mechanism", "tree"), getattr(cal, "sampler", None) or "float"
+    )
 
 
 # ============================================================================================
@@ -169,145 +174,6 @@ def _statistics(plan: ReleasePlan, scales: Mapping[str, float]) -> list[dict[str
 # ============================================================================================
 # (a) The paper's composition argument, recomputed forward
 # ============================================================================================
-def _step(what: str, budget: Any, tool: str) -> dict[str, Any]:
-    return {"step": what, "epsilon": budget[0], "delta": budget[1], "tool": tool}
-
-
-def _tree_equivalent_sigma(m: dict[str, Any]) -> float:
-    """The node sigma of the binary tree (the paper's K0 / B0 nodes per user) whose composition has
-    the same GDP ``mu`` as the family's mechanism: the paper's tree argument then certifies it too
-    (privrl.privacy.continual). The tree itself: its own sigma."""
-    if m["draws_per_user"] is not None:
-        return float(m["scale"])
-    return float(m["scale"]) * math.sqrt(m["draws_per_user_paper"]) / float(m["l2_multiplier"])
-
-
-# The paper's forward argument may reach a step that certifies nothing (epsilon = inf: the tight noise
-# at a large target); the public compositions refuse inf as bad input, here it is the answer.
-def _compose(budgets: list[tuple[float, float]]) -> tuple[float, float]:
-    if any(math.isinf(e) for e, _ in budgets):
-        return math.inf, min(1.0, sum(dl for _, dl in budgets))
-    return simple_composition(budgets)
-
-
-def _advanced(eps: float, delta: float, k: int, delta_prime: float) -> tuple[float, float]:
-    if math.isinf(eps):
-        return math.inf, min(1.0, k * delta + delta_prime)
-    return advanced_composition(eps, delta, k, delta_prime)
-
-
-def _paper_vtr(cal: Calibration, mechs: list[dict]) -> dict[str, Any]:
-    """Cor. 1 / Cor. 2 / App. C privacy proofs (and the pure-DP variants), forward."""
-    dlt, H, kind = cal.delta, cal.H, cal.kind
-    F = len(mechs)  # 2 families (Alg. 1) or 4 (Alg. 3)
-    steps: list[dict[str, Any]] = []
-    if cal.pure:
-        budgets = []
-        for m in mechs:
-            e = laplace_mechanism_epsilon(m["sensitivity"], m["scale"])
-            steps.append(
-                _step(
-                    f"{m['name']}: one {'node' if kind == 'jdp' else 'release'}",
-                    (e, 0.0),
-                    "App. Laplace Mechanism",
-                )
-            )
-            budgets += [(e, 0.0)] * (m["instances"] * m["draws_per_user_paper"])
-        total = _compose(budgets)
-        steps.append(_step(f"all {len(budgets)} noise draws of a user", total, "App. Simple Composition"))
-        return {"budget": total, "steps": steps, "in_tool_regime": True}
-    if kind == "ldp":
-        d1 = dlt / (F * H)
-        budgets, regime = [], True
-        for m in mechs:
-            e1 = gaussian_mechanism_epsilon(m["sensitivity"], m["scale"], d1)
-            regime &= e1 < 1.0
-            steps.append(
-                _step(f"{m['name']}: one local release", (e1, d1), "App. Gaussian Mechanism (delta/(F H))")
-            )
-            budgets += [(e1, d1)] * H
-        total = _compose(budgets)
-        steps.append(_step(f"{F * H} local releases of a user", total, "App. Simple Composition"))
-        return {"budget": total, "steps": steps, "in_tool_regime": regime}
-    # JDP: family (eps/F, delta/F) <- advanced over H <- tree (advanced over K0 nodes) <- node
-    d_fam = dlt / F
-    d_h = d_fam / (2 * H)
-    K0 = cal.K0
-    d0 = d_h / (2 * K0)
-    fam_budgets, regime = [], True
-    for m in mechs:
-        e0 = gaussian_mechanism_epsilon(m["sensitivity"], _tree_equivalent_sigma(m), d0)
-        regime &= e0 < 1.0
-        eq = (
-            ""
-            if m["draws_per_user"] is not None
-            else f" of the binary tree with the same GDP mu as {m['mechanism']}"
-        )
-        steps.append(
-            _step(f"{m['name']}: one tree node{eq}", (e0, d0), "App. Gaussian Mechanism (delta/(2F H K0))")
-        )
-        tree = _advanced(e0, d0, K0, d_h / 2)
-        steps.append(
-            _step(
-                f"{m['name']}: tree of step h ({K0} nodes per prefix)",
-                tree,
-                "App. Advanced composition / Tree-based method",
-            )
-        )
-        fam = _advanced(tree[0], tree[1], H, d_fam / 2)
-        steps.append(_step(f"{m['name']}: all H = {H} trees", fam, "App. Advanced composition"))
-        fam_budgets.append(fam)
-    total = _compose(fam_budgets)
-    steps.append(_step(f"{F} families", total, "App. Simple Composition"))
-    total = post_processing(total)
-    steps.append(_step("(Lambda~, w~) = post-processing", total, "App. Post-processing"))
-    total = billboard_jdp(total)
-    steps.append(_step("policies of all users", total, "App. Billboard Lemma (JDP)"))
-    return {"budget": total, "steps": steps, "in_tool_regime": regime}
-
-
-def _paper_lsvi(cal: Calibration, mechs: list[dict]) -> dict[str, Any]:
-    """App. D privacy proof of Alg. 2 (and App. "Pure joint DP in the linear setting"), forward."""
-    dlt, H, B, B0 = cal.delta, cal.H, cal.B, cal.B0
-    lam, u = mechs
-    steps: list[dict[str, Any]] = []
-    if cal.pure:
-        el = laplace_mechanism_epsilon(lam["sensitivity"], lam["scale"])
-        eu = laplace_mechanism_epsilon(u["sensitivity"], u["scale"])
-        steps.append(_step("Lambda: one tree node", (el, 0.0), "App. Laplace Mechanism"))
-        steps.append(_step("u: one release", (eu, 0.0), "App. Laplace Mechanism"))
-        total = _compose([(el, 0.0)] * (H * B0) + [(eu, 0.0)] * (H * B))
-        steps.append(
-            _step(f"H B0 = {H * B0} nodes + H B = {H * B} releases", total, "App. Simple Composition")
-        )
-        return {"budget": total, "steps": steps, "in_tool_regime": True}
-    d_p = dlt / (4 * H)  # delta'  of M^Lambda_h and M^u_h
-    d_1 = d_p / (2 * B)  # delta'_1 of one prefix / one u release
-    d_0 = d_1 / (2 * B0)  # one node
-    e0 = gaussian_mechanism_epsilon(lam["sensitivity"], _tree_equivalent_sigma(lam), d_0)
-    eq = (
-        ""
-        if lam["draws_per_user"] is not None
-        else f" of the binary tree with the same GDP mu as {lam['mechanism']}"
-    )
-    steps.append(_step(f"Lambda: one tree node{eq}", (e0, d_0), "App. Gaussian Mechanism"))
-    pre = _advanced(e0, d_0, B0, d_1 / 2)
-    steps.append(_step(f"Lambda: one prefix sum ({B0} nodes)", pre, "App. Tree-based method"))
-    m_l = _advanced(pre[0], pre[1], B, d_p / 2)
-    steps.append(_step(f"M^Lambda_h: {B} prefix sums", m_l, "App. Advanced composition"))
-    eu = gaussian_mechanism_epsilon(u["sensitivity"], u["scale"], d_1)
-    steps.append(_step("u: one release u~_{b,h}", (eu, d_1), "App. Gaussian Mechanism"))
-    m_u = _advanced(eu, d_1, B, d_p / 2)
-    steps.append(_step(f"M^u_h: {B} releases", m_u, "App. Advanced composition (adaptive)"))
-    per_h = _compose([m_l, m_u])
-    steps.append(_step("(M^Lambda_h, M^u_h)", per_h, "App. Simple Composition"))
-    total = _advanced(per_h[0], per_h[1], H, dlt / 2)
-    steps.append(_step(f"H = {H} adaptive steps", total, "App. Advanced composition"))
-    total = billboard_jdp(post_processing(total))
-    steps.append(
-        _step("(Lambda~, w~) and all users' policies", total, "App. Post-processing + Billboard Lemma")
-    )
-    return {"budget": total, "steps": steps, "in_tool_regime": e0 < 1.0 and eu < 1.0}
 
 
 # ============================================================================================
@@ -317,7 +183,7 @@ def _tight(
     cal: Calibration, plan: ReleasePlan, stats: list[dict[str, Any]], mechs: list[dict]
 ) -> dict[str, Any]:
     acc = PrivacyAccountant()
-    eps_t, dlt_t = cal.epsilon, cal.delta
+    eps_t, dlt_t = cal.target()
     if plan.noise == "laplace":
         for m in mechs:
             acc.add_laplace(
@@ -427,7 +293,7 @@ def privacy_report_from_calibration(
     stats = _statistics(plan, scales)
     paper = _paper_lsvi(cal, mechs) if algorithm == "lsvi_ucb" else _paper_vtr(cal, mechs)
     tight = _tight(cal, plan, stats, mechs)
-    eps_t, dlt_t = cal.epsilon, cal.delta
+    eps_t, dlt_t = cal.target()
     rep["regret_side"] = regret_side(algorithm, cal)
     rep.update(
         mechanisms=mechs,
@@ -448,7 +314,8 @@ def privacy_report_from_calibration(
 
 class PrivacyReport(Mapping[str, Any]):
     """The privacy report of an agent: ``print(report)`` reads it (the text of
-    :func:`format_privacy_report`); code reads it as a mapping (``report["tight"]["epsilon_at_target_delta"]``)
+    :func:`format_privacy_report`); code reads it as a mapping
+    (``report["tight"]["epsilon_at_target_delta"]``)
     or as a plain dict (``to_dict()``)."""
 
     def __init__(self, data: dict[str, Any]):
@@ -473,7 +340,8 @@ class PrivacyReport(Mapping[str, Any]):
         t, tight = self._data["target"], self._data["tight"]
         return (
             f"<PrivacyReport {self._data['agent'] or self._data['title']}: target (eps, delta) = "
-            f"({_fmt(t['epsilon'])}, {_fmt(t['delta'])}), certified eps {_fmt(tight['epsilon_at_target_delta'])}"
+            f"({_fmt(t['epsilon'])}, {_fmt(t['delta'])}), "
+            f"certified eps {_fmt(tight['epsilon_at_target_delta'])}"
             " (print it to read it)>"
         )
 
@@ -588,7 +456,10 @@ def verdict_words(report: Mapping[str, Any]) -> str:
     if not w["tight"]:
         return f"NOT within the target {target}: {exact}, more than the target (the noise is too small)"
     if w["paper"]:
-        return f"within the target {target}: {exact}, and the paper's argument certifies it too (eps = {_fmt(eps_p)})"
+        return (
+            f"within the target {target}: {exact}, and the paper's argument certifies it too "
+            f"(eps = {_fmt(eps_p)})"
+        )
     return (
         f"within the target {target}: {exact}; the paper's composition argument does not certify this "
         f"noise (it would need eps = {_fmt(eps_p)}: the noise is calibrated for the exact accountant, "
@@ -656,82 +527,3 @@ _REGULARIZER_KEYS = {
     "ucrl_vtr_plus": ("Upsilon1", "Upsilon2"),
     "lsvi_ucb": ("c_K",),
 }
-
-
-def calibration_comparison(
-    algorithm: str,
-    kind: str,
-    epsilon: float,
-    delta: float,
-    H: int,
-    K: int,
-    d: int,
-    C_w: float = 1.0,
-    p: float = 0.05,
-    batches: Any = "static",
-    sampler: str | None = None,
-) -> dict[str, Any]:
-    """Paper vs tight calibration of one algorithm at one privacy level (``sampler``: the agents'
-    default "discrete" or "float"): the noise scales (the
-    release plan's), their ratio paper / tight, the radius and the regularizer of both, and the
-    epsilon each release actually spends under the tight accountant. Keys: ``algorithm, kind,
-    epsilon, delta, H, K, d, paper, tight (the two calibrations), rows (list of {quantity, paper,
-    tight, ratio})``."""
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
-    extra: dict[str, Any] = {"batches": batches} if algorithm == "lsvi_ucb" else {"C_w": C_w}
-    cals = {
-        c: _CALIBRATE[algorithm](
-            kind, epsilon, delta, H=H, K=K, d=d, p=p, calibration=c, sampler=sampler, **extra
-        )
-        for c in ("paper", "tight")
-    }
-    plan = plan_of(algorithm, cals["paper"])
-    keys = tuple(k for k in plan.scale_keys if k not in ("sigma_g", "sigma_f")) or plan.scale_keys
-    keys += (_RADIUS_KEYS[algorithm],) + _REGULARIZER_KEYS[algorithm]
-    rows = []
-    for k in keys:
-        a, b = getattr(cals["paper"], k), getattr(cals["tight"], k)
-        rows.append(
-            {"quantity": k, "paper": a, "tight": b, "ratio": (a / b) if (a is not None and b) else None}
-        )
-    spent = {
-        c: privacy_report_from_calibration(algorithm, cals[c])["tight"]["epsilon_at_target_delta"]
-        for c in ("paper", "tight")
-    }
-    rows.append(
-        {
-            "quantity": "eps spent (tight accountant)",
-            "paper": spent["paper"],
-            "tight": spent["tight"],
-            "ratio": None,
-        }
-    )
-    return {
-        "algorithm": algorithm,
-        "kind": kind,
-        "epsilon": epsilon,
-        "delta": delta,
-        "H": H,
-        "K": K,
-        "d": d,
-        "sampler": cals["paper"].sampler,
-        "paper": cals["paper"],
-        "tight": cals["tight"],
-        "rows": rows,
-    }
-
-
-def format_calibration_comparison(cmp: dict[str, Any]) -> str:
-    """Text table of :func:`calibration_comparison`."""
-    title = cmp["paper"].algorithm
-    head = (
-        f"{_MODULES[title].TITLE} {cmp['kind'].upper()} eps={cmp['epsilon']:g} "
-        f"delta={cmp['delta']:g} H={cmp['H']} K={cmp['K']} d={cmp['d']} sampler={cmp['sampler']}"
-    )
-    lines = [head, f"  {'quantity':<30}{'paper':>14}{'tight':>14}{'paper/tight':>14}"]
-    for r in cmp["rows"]:
-        lines.append(
-            f"  {r['quantity']:<30}{_fmt(r['paper']):>14}{_fmt(r['tight']):>14}{_fmt(r['ratio']):>14}"
-        )
-    return "\n".join(lines)

@@ -209,6 +209,7 @@ VOCABULARY: dict[str, Checker] = {
     ),
 }
 
+
 def checked(**overrides: Checker | None) -> Callable[[F], F]:
     """Validate a public function's arguments by parameter name (``VOCABULARY``; ``overrides`` maps
     a name to another checker, or to None for no check). Each checked value is replaced by its
@@ -377,8 +378,14 @@ def check_number(
     exactly, within the bounds; bools and other types are refused."""
     if isinstance(value, str) and value.strip().lower() in ("inf", "+inf", "infinity"):
         value = math.inf
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not float(value).is_integer()):
-        raise PrivacyParameterError(f"{name} must be {'an integer' if integer else 'a number'}, got {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or (integer and not float(value).is_integer())
+    ):
+        raise PrivacyParameterError(
+            f"{name} must be {'an integer' if integer else 'a number'}, got {value!r}"
+        )
     x = float(value)
     if math.isnan(x) or (math.isinf(x) and not allow_inf):
         raise PrivacyParameterError(f"{name} must be a finite number, got {value!r}")
@@ -397,11 +404,15 @@ def check_epsilons(value: Any, name: str) -> tuple[float, ...]:
         raise PrivacyParameterError(
             f"{name} must be a non-empty list of epsilons (> 0, inf = non-private), got {value!r}"
         )
-    out = tuple(check_number(e, f"{name}[{i}]", low=0.0, low_open=True, allow_inf=True) for i, e in enumerate(value))
+    out = tuple(
+        check_number(e, f"{name}[{i}]", low=0.0, low_open=True, allow_inf=True) for i, e in enumerate(value)
+    )
     lo, hi = EPSILON_RANGE
     for i, e in enumerate(out):
         if math.isfinite(e) and not lo <= e <= hi:
-            raise PrivacyParameterError(f"{name}[{i}] must be inf (non-private) or in [{lo:g}, {hi:g}], got {e!r}")
+            raise PrivacyParameterError(
+                f"{name}[{i}] must be inf (non-private) or in [{lo:g}, {hi:g}], got {e!r}"
+            )
     if len(set(out)) != len(out):
         raise PrivacyParameterError(f"{name} has a repeated epsilon: {list(value)!r}")
     return out
@@ -415,10 +426,14 @@ def check_seeds(value: Any, name: str) -> tuple[int, ...]:
     """A seed count (seeds 0..n-1) or a non-empty list of distinct integer seeds in [0, 2^63)."""
     if isinstance(value, int) and not isinstance(value, bool):
         if not 1 <= value <= MAX_SEED_COUNT:
-            raise PrivacyParameterError(f"{name} (a seed count) must be in [1, {MAX_SEED_COUNT:,}], got {value}")
+            raise PrivacyParameterError(
+                f"{name} (a seed count) must be in [1, {MAX_SEED_COUNT:,}], got {value}"
+            )
         return tuple(range(value))
     if not isinstance(value, (list, tuple)) or not value:
-        raise PrivacyParameterError(f"{name} must be a seed count or a non-empty list of integer seeds, got {value!r}")
+        raise PrivacyParameterError(
+            f"{name} must be a seed count or a non-empty list of integer seeds, got {value!r}"
+        )
     out = []
     for i, s in enumerate(value):
         if isinstance(s, int) and not isinstance(s, bool):  # exact: no float round trip

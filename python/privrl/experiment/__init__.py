@@ -9,9 +9,8 @@ from privrl.experiment.config import (
     ConfigError,
     SweepConfig,
     SweepError,
-    build_config,
-    load_config,
 )
+from privrl.experiment.parsing import build_config, load_config
 from privrl.experiment.results import COLUMNS, load_manifest, load_results
 from privrl.experiment.sweep import execute_run, run_seed_sequence, run_sweep, sweep
 

@@ -62,7 +62,7 @@ def cmd_kernels(args: argparse.Namespace) -> int:
 
 def _literal(text: str) -> Any:
     """A flag value as a TOML literal (1e-5, inf, true, [1, 2], "x"), else the raw string."""
-    from privrl.experiment.config import _tomllib
+    from privrl.experiment.parsing import _tomllib
 
     try:
         return _tomllib().loads(f"v = {text}")["v"]
@@ -88,7 +88,8 @@ def _pairs(text: str, flag: str) -> dict:
 
 
 def _read_config(path: Path) -> dict[str, Any]:
-    from privrl.experiment.config import ConfigError, _tomllib
+    from privrl.common.errors import ConfigError
+    from privrl.experiment.parsing import _tomllib
 
     if not path.exists():
         raise ConfigError("CONFIG", f"config file not found: {path}")
@@ -254,7 +255,7 @@ def _drop_unavailable(raw: dict) -> dict:
 
 def _print_calibration_comparison(raw: dict) -> None:
     """Paper vs tight noise of the demo's private agents at eps = 1 (what the tight curves buy)."""
-    from privrl.audit.report import calibration_comparison, format_calibration_comparison
+    from privrl.audit.comparison import calibration_comparison, format_calibration_comparison
     from privrl.experiment.config import make_env
 
     delta = float(raw.get("delta", 1e-5))
@@ -280,7 +281,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if args.print_config:
         print(demo_config_text(), end="")
         return 0
-    from privrl.experiment.config import _tomllib
+    from privrl.experiment.parsing import _tomllib
 
     raw = _drop_unavailable(_tomllib().loads(demo_config_text()))
     raw["n_jobs"] = args.n_jobs or min(os.cpu_count() or 1, 8)

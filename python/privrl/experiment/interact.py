@@ -15,8 +15,8 @@ import numpy as np
 from privrl.agents.common.base import Agent
 from privrl.common.checks import check_episodes
 from privrl.common.errors import NonFiniteError, ShapeError
+from privrl.envs.finite import FiniteMDP
 from privrl.experiment.progress import bar
-from privrl.envs.finite import FiniteMDP, Trajectory
 
 __all__ = ["Evaluation", "LearnResult", "evaluate", "learn"]
 
@@ -137,7 +137,6 @@ def learn(
     K = left if episodes is None else check_episodes(episodes)
     if left < K:
         raise ValueError(f"{agent.label} has {left} of its {agent.K} episodes left, cannot learn {K}")
-    H, S = agent.H, agent.S
     scale = reward if reward is not None else float
     pad = float(scale(0.0))
     if not 0.0 <= pad <= 1.0:
@@ -145,13 +144,31 @@ def learn(
             f"reward(0.0) = {pad:g} is outside [0, 1]: the steps after an episode ends pay the "
             "rescaled value of a zero reward, so the rescale must map 0 into [0, 1]"
         )
+    t0 = time.perf_counter()
+    returns, early = _episodes(agent, env, K, seed, state, scale, pad, callback, progress)
+    regret = None if reference is None else np.cumsum(float(reference) - returns)
+    return LearnResult(returns, regret, time.perf_counter() - t0, agent.label, early)
+
+
+def _episodes(
+    agent: Agent,
+    env: Any,
+    K: int,
+    seed: Any,
+    state: Callable[[Any], int],
+    scale: Callable[[float], float],
+    pad: float,
+    callback: Callable[[int, float], None] | None,
+    progress: bool | None,
+) -> tuple[np.ndarray, int]:
+    """The episodes of :func:`learn`: K users on `env`, padded after the environment's end."""
+    H, S = agent.H, agent.S
     returns = np.empty(K)
     early = 0
     states = np.empty(H + 1, dtype=np.int64)
     actions = np.empty(H, dtype=np.int64)
     rewards = np.empty(H, dtype=np.float64)
     pbar = bar(K, agent.label, progress)
-    t0 = time.perf_counter()
     try:
         for k in range(K):
             obs, _ = env.reset(seed=seed if k == 0 else None)
@@ -182,8 +199,7 @@ def learn(
     finally:
         if pbar is not None:
             pbar.close()
-    regret = None if reference is None else np.cumsum(float(reference) - returns)
-    return LearnResult(returns, regret, time.perf_counter() - t0, agent.label, early)
+    return returns, early
 
 
 def _state_index(s: Any, S: int) -> int:

@@ -20,4 +20,6 @@ def bar(total: int, desc: str, progress: bool | None, unit: str = "user") -> Any
         return None
     from tqdm.auto import tqdm  # type: ignore[import-untyped, unused-ignore]
 
-    return tqdm(total=total, desc=desc, unit=unit, delay=2.0, file=sys.stderr, dynamic_ncols=True, leave=False)
+    return tqdm(
+        total=total, desc=desc, unit=unit, delay=2.0, file=sys.stderr, dynamic_ncols=True, leave=False
+    )

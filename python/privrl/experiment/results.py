@@ -168,7 +168,9 @@ class ResultStore:
     def prepare(self) -> None:
         for folder in (self.root, *self.root.parents):
             if folder.exists() and not folder.is_dir():
-                raise ConfigError("outdir", f"{folder} is a file, not a folder: give a folder for the results")
+                raise ConfigError(
+                    "outdir", f"{folder} is a file, not a folder: give a folder for the results"
+                )
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         for stale in self.runs_dir.glob(".*.tmp"):  # leftovers of a killed writer
             stale.unlink(missing_ok=True)

@@ -29,11 +29,12 @@ from privrl.experiment.config import (
     SweepConfig,
     SweepError,
     _json_safe,
-    build_config,
     make_env,
     make_privacy,
     resolve_algorithm,
 )
+from privrl.experiment.parsing import build_config
+from privrl.experiment.progress import interactive
 from privrl.experiment.results import (
     COLUMNS,
     ResultStore,
@@ -41,7 +42,6 @@ from privrl.experiment.results import (
     normalize_frame,
     run_frame,
 )
-from privrl.experiment.progress import interactive
 from privrl.experiment.scaleout import dask_results
 
 __all__ = ["sweep", "run_sweep", "execute_run", "run_seed_sequence", "SweepError"]
@@ -292,7 +292,6 @@ def _executor(
     backend: str = "threads",
 ) -> Iterator[dict]:
     if scheduler is not None:
-
         return dask_results(specs, envs, bar, scheduler, guarded_run)
     if n_jobs > 1 and len(specs) > 1:
         if backend == "threads":

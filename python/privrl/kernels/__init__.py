@@ -258,7 +258,7 @@ def sigma_bar(
     """UCRL-VTR+'s sigma-bar (H,) (Alg. 3): sqrt(max{H^2/d, V-bar + E}) with V-bar from the two
     billboards' estimates and E from the widths beta-check ||X||_{Lambda^^-1} (practical: with the
     privacy part gamma_h ||Lambda^^-1 X|| in quadrature) and tilde_radius ||X2||_{tilde_form}.
-"""
+    """
     return _core.sigma_bar(
         X,
         X2,

@@ -118,6 +118,21 @@ class Calibration:
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self._names()}
 
+    def target(self) -> tuple[float, float]:
+        """The (epsilon, delta) this private calibration was made for (refused when non-private)."""
+        if self.epsilon is None or self.delta is None:
+            raise PrivacyParameterError(
+                f"a non-private {self.algorithm} calibration has no target (eps, delta)"
+            )
+        return self.epsilon, self.delta
+
+    def scale(self, key: str) -> float:
+        """The noise scale ``key`` (``sigma_B``, ``sigma_u``, ...) of a private calibration."""
+        value = getattr(self, key)
+        if value is None:
+            raise PrivacyParameterError(f"this {self.algorithm} calibration has no noise scale {key}")
+        return float(value)
+
 
 def check_kind(kind: Any, allowed: tuple[str, ...] = KINDS) -> str:
     if not isinstance(kind, str) or kind not in allowed:
@@ -155,7 +170,11 @@ def resolve_sampler(kind: str, mechanism: str, sampler: Any = None) -> str:
     rule behind every public ``sampler=None``: the privacy models, the calibrations, the release
     plans, the reports and the audits."""
     if sampler is None:
-        sampler = DEFAULT_SAMPLER if kind != "none" and (kind == "ldp" or mechanism in DISCRETE_MECHANISMS) else "float"
+        sampler = (
+            DEFAULT_SAMPLER
+            if kind != "none" and (kind == "ldp" or mechanism in DISCRETE_MECHANISMS)
+            else "float"
+        )
     return check_sampler_for(kind, mechanism, sampler)
 
 

@@ -127,7 +127,9 @@ class _DPModel:
     def _resolve_sampler(self) -> None:
         """``sampler=None``: "discrete" wherever the server's mechanism has it (every default),
         "float" on Honaker / the factorization; an explicit choice is checked."""
-        object.__setattr__(self, "sampler", resolve_sampler(self.kind, self.mechanism, getattr(self, "sampler", None)))
+        object.__setattr__(
+            self, "sampler", resolve_sampler(self.kind, self.mechanism, getattr(self, "sampler", None))
+        )
 
     def as_kwargs(self) -> dict[str, Any]:
         """``kind, epsilon, delta, p, calibration, mechanism, sampler`` ready for the
@@ -172,7 +174,9 @@ class JointDP(_DPModel):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "mechanism", resolve_mechanism("jdp", self.calibration, self.pure, self.mechanism))
+        object.__setattr__(
+            self, "mechanism", resolve_mechanism("jdp", self.calibration, self.pure, self.mechanism)
+        )
         if self.mechanism != "tree" and self.delta == 0.0:
             raise PrivacyParameterError(
                 f"mechanism {self.mechanism!r} needs Gaussian noise (delta > 0); pure JDP keeps the tree"

@@ -49,8 +49,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from privrl.common.checks import check_nonneg_real, checked
 from privrl import _core
+from privrl.common.checks import check_nonneg_real, checked
 
 __all__ = [
     "PRACTICAL_SHIFT_MULT",

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from privrl.common.errors import PrivacyWarning
+from privrl.privacy.common import Calibration
 
 #: Outputs of a simulated run that the (eps, delta) guarantee does not cover: the privacy report
 #: and every results manifest carry this label.
@@ -24,7 +25,7 @@ SIMULATION_ONLY = {
 OVERRUN_TOL = 1e-6
 
 
-def regret_side(algorithm: str, cal: Mapping[str, Any]) -> dict[str, Any]:
+def regret_side(algorithm: str, cal: Calibration) -> dict[str, Any]:
     """What the calibration sets on the regret side (never the privacy): the rule the released
     statistics are post-processed with, the regularization, the radius and the noise bounds."""
     out: dict[str, Any] = {
@@ -47,7 +48,9 @@ def regret_side(algorithm: str, cal: Mapping[str, Any]) -> dict[str, Any]:
             else "sqrt(beta^2 ||phi||^2_{A^-1} + gamma_t^2 ||A^-1 phi||^2), gamma_t the privacy part"
         )
     else:
-        out["regularization"] = f"constant shift {getattr(cal, 'shift', getattr(cal, 'shift1', None))!r} (the theorem's)"
+        out["regularization"] = (
+            f"constant shift {getattr(cal, 'shift', getattr(cal, 'shift1', None))!r} (the theorem's)"
+        )
         out["bonus"] = "beta ||phi||_{Lambda~^-1} (the theorem's radius)"
     if algorithm == "lsvi_ucb":
         out["batches"] = getattr(cal, "B", None)

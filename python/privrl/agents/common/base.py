@@ -26,6 +26,7 @@ from privrl.common.checks import check_choice, check_episodes, check_nonneg_real
 from privrl.common.errors import NonFiniteError, PrivacyParameterError, PrivacyWarning, ShapeError
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP, Trajectory
+from privrl.privacy.common import Calibration
 from privrl.privacy.models import JointDP, LocalDP, NonPrivate
 
 PRIVACY_MODELS = (NonPrivate, JointDP, LocalDP)
@@ -128,6 +129,8 @@ class Agent(abc.ABC):
 
     name = "agent"
     _core: Any  # the Rust agent
+    #: The calibration the agent was built with (privrl.privacy.common.Calibration subclass).
+    calibration: Calibration
     #: One SensitivityGuard per statistic of the release plan (statistic name -> guard).
     guards: dict[str, SensitivityGuard]
 
@@ -265,7 +268,9 @@ class Agent(abc.ABC):
             if x.dtype.kind not in "iu":
                 raise TypeError(f"trajectory {name} must be integers, got dtype {x.dtype}")
             if n and (x.min() < 0 or x.max() >= hi):
-                raise ShapeError(f"trajectory {name} must lie in [0, {hi}), got values in [{x.min()}, {x.max()}]")
+                raise ShapeError(
+                    f"trajectory {name} must lie in [0, {hi}), got values in [{x.min()}, {x.max()}]"
+                )
             out.append(np.ascontiguousarray(x, dtype=np.int64))
         r = np.asarray(t.rewards)
         if r.shape != (self.H,) or r.dtype.kind not in "biuf":

@@ -116,7 +116,9 @@ class LsviSpec:
     episodes: int
 
 
-def noise_spec(cal: Any, sigma_m: float | None, sigma_v: float | None, capacity: int, seeds: list) -> NoiseSpec:
+def noise_spec(
+    cal: Any, sigma_m: float | None, sigma_v: float | None, capacity: int, seeds: list
+) -> NoiseSpec:
     """The mechanisms' / randomizer's noise under calibration ``cal``."""
     return NoiseSpec(
         mechanism=cal.mechanism,
@@ -134,4 +136,6 @@ def bounds_spec(cal: Any, sigma_m: float | None, sigma_v: float | None, d: int) 
     """The noise bounds of the practical rule for a release with node scales ``sigma_*``."""
     if cal.kind == "none":
         return BoundsSpec("zero")
-    return BoundsSpec(cal.noise, float(sigma_m or 0.0), float(sigma_v or 0.0), float(cal.sym_divisor), d, cal.alpha)
+    return BoundsSpec(
+        cal.noise, float(sigma_m or 0.0), float(sigma_v or 0.0), float(cal.sym_divisor), d, cal.alpha
+    )

@@ -93,7 +93,9 @@ class LSVIUCB(Agent):
             return None
         name = type(env).__name__
         if not isinstance(env, FiniteMDP):
-            return f"LSVI-UCB needs a LinearMDP (Asm. 1), a FeatureMap or a FiniteMDP with features; got {name}"
+            return (
+                f"LSVI-UCB needs a LinearMDP (Asm. 1), a FeatureMap or a FiniteMDP with features; got {name}"
+            )
         f: Any = getattr(env, "features", None)
         shape = getattr(f, "shape", ())
         if len(shape) != 3 or tuple(shape[:2]) != (env.S, env.A) or not np.all(np.isfinite(f)):
@@ -142,15 +144,21 @@ class LSVIUCB(Agent):
             kw["calibration"], kw["delta"], kw["p"], kw["mechanism"],
         )  # fmt: skip
         plan = self.release_plan()
-        cal = privacy_of.calibrate_lsvi_ucb(**kw, H=self.H, K=self.K, d=self.d, batches=batches, plan=plan, lam=lam)
+        cal = privacy_of.calibrate_lsvi_ucb(
+            **kw, H=self.H, K=self.K, d=self.d, batches=batches, plan=plan, lam=lam
+        )
         check_lattice_range(plan, cal, self.K)
         self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * cal.beta
-        self.calibration: Calibration = cal.replace(beta_used=self.beta, beta_scale=self.beta_scale, planning=planning)
+        self.calibration: Calibration = cal.replace(
+            beta_used=self.beta, beta_scale=self.beta_scale, planning=planning
+        )
         self.batch_starts = batch_starts(self.K, self.B)
         (stat,) = plan.statistics
         # phi against the plan's x bound, rewards against [0, 1] (then r + V <= H + 1 holds since
         # V~ is projected on [0, H])
-        self.guards = {stat.name: SensitivityGuard(x_bound=stat.x_bound, y_low=0.0, y_high=1.0, mode=sensitivity)}
+        self.guards = {
+            stat.name: SensitivityGuard(x_bound=stat.x_bound, y_low=0.0, y_high=1.0, mode=sensitivity)
+        }
         # The feature map is public and fixed: clipping it once clips every row a user can send.
         table, _ = SensitivityGuard(stat.x_bound).apply(phi.reshape(self.S * self.A, self.d))
         self.features = table.reshape(self.S, self.A, self.d)

@@ -27,7 +27,18 @@ def optimistic_values(phi, w, inverse, beta, H) -> np.ndarray:
 
 class LSVIUCBReference:
     def __init__(
-        self, phi, K, B, lam, shift, beta, noise: Callable, unit=None, practical=None, shift_mult=1.0, round_leaf=None
+        self,
+        phi,
+        K,
+        B,
+        lam,
+        shift,
+        beta,
+        noise: Callable,
+        unit=None,
+        practical=None,
+        shift_mult=1.0,
+        round_leaf=None,
     ):
         self.phi = np.asarray(phi, float)  # (S, A, d)
         self.S, self.A, self.d = self.phi.shape
@@ -51,7 +62,10 @@ class LSVIUCBReference:
     def policy(self) -> np.ndarray:
         """Alg. 2, lines 7-11: a_h = argmax_a Q_{k,h}(s_h, a) (lowest index on ties)."""
         self.Q = np.stack(
-            [optimistic_values(self.phi, self.weights[h], self.inverse[h], self.beta, self.H) for h in range(self.H)]
+            [
+                optimistic_values(self.phi, self.weights[h], self.inverse[h], self.beta, self.H)
+                for h in range(self.H)
+            ]
         )
         return self.Q.argmax(axis=2)
 
@@ -108,7 +122,9 @@ def of_agent(agent):
     private = cal.kind == "jdp"
     unit = None
     if private:
-        unit = kernels.NoiseStream(cal.node_noise, cal.sigma_u, seed=0, grid_bits=cal.grid_bits or kernels.DEFAULT_GRID_BITS).lattice_unit()
+        unit = kernels.NoiseStream(
+            cal.node_noise, cal.sigma_u, seed=0, grid_bits=cal.grid_bits or kernels.DEFAULT_GRID_BITS
+        ).lattice_unit()
 
     def noise(b):
         if not private:
@@ -123,7 +139,9 @@ def of_agent(agent):
             s = cal.sigma_Lambda * math.sqrt(2 * v) / cal.sym_divisor
             return s * (2 * math.sqrt(d) + 2 * math.sqrt(math.log(2 / cal.alpha)))
 
-    round_leaf = lattice(cal.node_noise, cal.sigma_Lambda, cal.grid_bits, cal.sym_divisor) if private else None
+    round_leaf = (
+        lattice(cal.node_noise, cal.sigma_Lambda, cal.grid_bits, cal.sym_divisor) if private else None
+    )
     ref = LSVIUCBReference(
         agent.features, agent.K, agent.B, cal.lam, cal.shift if private else 0.0, agent.beta, noise, unit,
         practical, cal.shift_mult, round_leaf,

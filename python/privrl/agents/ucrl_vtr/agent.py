@@ -142,7 +142,11 @@ class UCRLVTR(Agent):
                 f"{env.S}, d) array, got shape {tuple(shape)}"
             )
         C_w = getattr(env, "C_w", None)
-        if isinstance(C_w, bool) or not isinstance(C_w, (int, float, np.floating)) or not 0 < float(C_w) < np.inf:
+        if (
+            isinstance(C_w, bool)
+            or not isinstance(C_w, (int, float, np.floating))
+            or not 0 < float(C_w) < np.inf
+        ):
             return f"{cls.name} needs {name}.C_w, a finite bound > 0 on ||w_h|| (Asm. 2), got {C_w!r}"
         return None
 
@@ -151,7 +155,9 @@ class UCRLVTR(Agent):
         X_{k,h}, y_{k,h} with the bounds its SensitivityGuard enforces and the 2H released families
         (App. B). The calibration, the privacy report, the summary and the audit all read it."""
         p = self.privacy
-        return self._privacy_module.release_plan(p.kind, p.pure, self.H, self.K, self.d, p.mechanism, p.sampler)
+        return self._privacy_module.release_plan(
+            p.kind, p.pure, self.H, self.K, self.d, p.mechanism, p.sampler
+        )
 
     def _calibrate(self, plan: ReleasePlan) -> Any:
         return privacy_of.calibrate_ucrl_vtr(
@@ -173,13 +179,23 @@ class UCRLVTR(Agent):
     def _regressions(self, cal: Any, seeds: list[bytes]) -> list[RegressionSpec]:
         """UCRL-VTR's one regression (statistic X_{k,h}, y_{k,h}; noise sigma_B, sigma_g)."""
         (guard,) = self.guards.values()
-        return [self._regression(cal, guard, getattr(cal, "sigma_B", None), getattr(cal, "sigma_g", None), cal.shift, self.beta, seeds)]
+        return [
+            self._regression(
+                cal,
+                guard,
+                getattr(cal, "sigma_B", None),
+                getattr(cal, "sigma_g", None),
+                cal.shift,
+                self.beta,
+                seeds,
+            )
+        ]
 
     def _regression(self, cal, guard, sigma_m, sigma_v, shift, radius, seeds) -> RegressionSpec:
         """One regression per the privacy model: exact for NonPrivate, 2H continual-release
         mechanisms for JDP (Cor. 1), user-side noise + shift for LDP (Cor. 2); under the practical
         calibration its billboard is the practical release (privrl.privacy.practical)."""
-        kind, H = cal.kind, self.H
+        kind = cal.kind
         noise = None
         if kind == "jdp":
             noise = noise_spec(cal, sigma_m, sigma_v, self.K, seeds)
@@ -193,7 +209,9 @@ class UCRLVTR(Agent):
             shift_name=PAPER_SHIFT,
             guard=None if kind == "none" else guard.spec,
             noise=noise,
-            practical=self._practical(cal, sigma_m, sigma_v, radius) if cal.release_rule == "practical" else None,
+            practical=self._practical(cal, sigma_m, sigma_v, radius)
+            if cal.release_rule == "practical"
+            else None,
         )
 
     def _practical(self, cal: Any, sigma_m: Any, sigma_v: Any, radius: float) -> PracticalSpec:
@@ -219,7 +237,9 @@ class UCRLVTR(Agent):
     def _board(self, i: int) -> Release:
         design, inverse, weights, explore, gamma, users = self._core.billboard(i)
         practical_rule = self.calibration.release_rule == "practical"
-        return Release(design, inverse, weights, int(users), explore if practical_rule else None, gamma, explore)
+        return Release(
+            design, inverse, weights, int(users), explore if practical_rule else None, gamma, explore
+        )
 
     def release(self) -> Release:
         """The current billboard (Lambda~_{k,h}, Lambda~^{-1}_{k,h}, w~_{k,h})_h."""

@@ -132,7 +132,7 @@ def regression_of(agent, i, sigma_m, sigma_v, shift, radius, seeds, x_bound):
     reference's own sums, on the noise lattice for a discrete sampler; under LDP the user-side
     randomizer's messages from a NoiseStream keyed like the agent's (the randomizer's kernel)."""
     cal = agent.calibration
-    kind, H = cal.kind, agent.H
+    kind = cal.kind
     user = server = lambda g, u, *t: (g, u)
     if kind == "jdp":
         rm = lattice(cal.node_noise, sigma_m, cal.grid_bits, cal.sym_divisor)
@@ -150,6 +150,7 @@ def regression_of(agent, i, sigma_m, sigma_v, shift, radius, seeds, x_bound):
 
         def user(g, u):
             return ms.privatize(g, symmetric=True, divisor=cal.sym_divisor), vs.privatize(u)
+
     practical = None
     if cal.release_rule == "practical":
         practical = _practical(agent, i, sigma_m, sigma_v, radius)
@@ -192,6 +193,8 @@ def _practical(agent, i, sigma_m, sigma_v, radius):
 def of_agent(agent):
     """The reference of a UCRL-VTR agent (built with an int seed), fed its noise."""
     cal = agent.calibration
-    H, d = agent.H, agent.d
+    H = agent.H
     seed = agent.seed
-    return regression_of(agent, 0, cal.sigma_B, cal.sigma_g, cal.shift, agent.beta, noise_seeds(seed, 2 * H), float(H))
+    return regression_of(
+        agent, 0, cal.sigma_B, cal.sigma_g, cal.shift, agent.beta, noise_seeds(seed, 2 * H), float(H)
+    )

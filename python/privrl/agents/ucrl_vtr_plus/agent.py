@@ -63,9 +63,23 @@ class UCRLVTRPlus(UCRLVTR):
         first, second = self.guards.values()
         H = self.H
         return [
-            self._regression(cal, first, getattr(cal, "sigma_B1", None), getattr(cal, "sigma_f", None), cal.shift1, self.beta, seeds[: 2 * H]),
             self._regression(
-                cal, second, getattr(cal, "sigma_B2", None), getattr(cal, "sigma_g", None), cal.shift2, self.beta_tilde, seeds[2 * H :]
+                cal,
+                first,
+                getattr(cal, "sigma_B1", None),
+                getattr(cal, "sigma_f", None),
+                cal.shift1,
+                self.beta,
+                seeds[: 2 * H],
+            ),
+            self._regression(
+                cal,
+                second,
+                getattr(cal, "sigma_B2", None),
+                getattr(cal, "sigma_g", None),
+                cal.shift2,
+                self.beta_tilde,
+                seeds[2 * H :],
             ),
         ]
 

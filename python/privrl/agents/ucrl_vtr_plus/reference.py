@@ -37,7 +37,9 @@ class UCRLVTRPlusReference:
         second = np.clip(np.einsum("hi,hi->h", X2, tilde.weights), 0.0, H * H)
         check = self.beta_check * np.sqrt(np.maximum(np.einsum("hi,hij,hj->h", X, hat.inverse, X), 0.0))
         if hat.practical is not None:
-            check = np.hypot(check, hat.gamma * np.linalg.norm(np.einsum("hij,hj->hi", hat.inverse, X), axis=1))
+            check = np.hypot(
+                check, hat.gamma * np.linalg.norm(np.einsum("hij,hj->hi", hat.inverse, X), axis=1)
+            )
         width = np.sqrt(np.maximum(np.einsum("hi,hij,hj->h", X2, tilde.explore, X2), 0.0))
         E = np.minimum(H * H, 2 * H * check) + np.minimum(H * H, width)
         return np.sqrt(np.maximum(H * H / self.d, second - first**2 + E))
@@ -61,7 +63,9 @@ def of_agent(agent) -> UCRLVTRPlusReference:
     tilde regressions (bounds sqrt(d) and H^2) with their own noise seeds."""
     cal, H, d = agent.calibration, agent.H, agent.d
     seeds = noise_seeds(agent.seed, 4 * H)
-    hat = regression_of(agent, 0, cal.sigma_B1, cal.sigma_f, cal.shift1, agent.beta, seeds[: 2 * H], math.sqrt(d))
+    hat = regression_of(
+        agent, 0, cal.sigma_B1, cal.sigma_f, cal.shift1, agent.beta, seeds[: 2 * H], math.sqrt(d)
+    )
     tilde = regression_of(
         agent, 1, cal.sigma_B2, cal.sigma_g, cal.shift2, agent.beta_tilde, seeds[2 * H :], float(H * H)
     )

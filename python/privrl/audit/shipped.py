@@ -1,0 +1,339 @@
+"""Audits of the shipped mechanisms (App. B / App. D): the JDP tree release of Cor. 1, the LDP randomizer of
+Cor. 2 and the LSVI-UCB server of Alg. 2, each run by the Rust agents' own code on the release plan's
+worst pair of neighbouring users, then audited by privrl.audit.mechanism_audit.audit_samples."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+
+from privrl import _core
+from privrl.agents.common.specs import (
+    GuardSpec,
+    LsviPrivateSpec,
+    LsviSpec,
+    RegressionSpec,
+    VtrSpec,
+    noise_spec,
+)
+from privrl.agents.lsvi_ucb import calibration as lsvi_ucb
+from privrl.agents.ucrl_vtr import calibration as ucrl_vtr
+from privrl.audit.mechanism_audit import (
+    AuditResult,
+    Statistics,
+    _neighbours,
+    _seed_stream,
+    _sym_inverse_variance,
+    audit_samples,
+)
+from privrl.common.errors import PrivacyParameterError
+from privrl.kernels import NoiseStream
+from privrl.privacy.accounting import gaussian_epsilon, tree_nodes_per_leaf
+from privrl.privacy.plans import ReleasePlan
+
+
+def _guard_of(plan: ReleasePlan, y_high: float | None = None) -> GuardSpec:
+    (stat,) = plan.statistics
+    return GuardSpec(stat.x_bound, stat.y_low, stat.y_high if y_high is None else y_high, False)
+
+
+def _vtr_regression(
+    mode: str, plan: ReleasePlan, cal: Any, sigma: float, noise: str, K: int, seeds: list
+) -> Any:
+    """The shipped UCRL-VTR regression (Rust: the guard, the mechanisms or the randomizer, the
+    paper's release) with node noise ``sigma``, alone on a one-state model: the audits feed it
+    chosen statistics."""
+    H, d = plan.H, plan.statistics[0].dim
+    ns = noise_spec(cal, sigma, sigma, K, seeds)
+    spec = RegressionSpec(
+        mode=mode,
+        lam=float(cal.lam),
+        base=float(cal.lam + cal.shift),
+        radius=1.0,
+        shift_name="the shift",
+        guard=_guard_of(plan),
+        noise=dataclasses.replace(ns, noise=noise),
+        practical=None,
+    )
+    return _core.VtrAgent(
+        VtrSpec(np.zeros((1, 1, 1, d)), np.zeros((H, 1, 1)), [spec], None, None, None, int(K))
+    )
+
+
+def audit_ucrl_vtr_tree(
+    epsilon: float = 4.0,
+    delta: float = 1e-5,
+    *,
+    calibration: str = "tight",
+    H: int = 2,
+    d: int = 2,
+    K: int = 8,
+    n_trials: int = 20_000,
+    noise_multiplier: float = 1.0,
+    neighbours: str = "worst",
+    confidence: float = 0.95,
+    seed: Any = 0,
+    plan: ReleasePlan | None = None,
+    sampler: str | None = None,
+) -> AuditResult:
+    """Audit the JDP UCRL-VTR release (Alg. 1 / Cor. 1): the shipped JDP regression of the Rust
+    agent (``2H`` trees, the sensitivity guard with the plan's bounds, the calibration for
+    ``(epsilon, delta, H, K, d)``) receives user 1's statistics and zero statistics from users
+    2..K. The neighbours are the release plan's worst pair (default: ``X_h = H e_1, y_h = H``
+    against ``-H e_1, H``) or the worst user against zeros (``neighbours="zero"``); ``plan``
+    (default ``privrl.agents.ucrl_vtr.calibration.release_plan``) is what the calibration and the neighbours
+    are read from. The output is the released ``(Lambda~_{t,h}, u~_{t,h} = Lambda~ w~)`` at
+    ``t = 1, 2, 4, ...``: exactly the ``tree_nodes_per_leaf(K)`` nodes containing user 1, hence
+    everything the release says about user 1. ``noise_multiplier`` scales the calibrated sigma
+    (0.01: a deliberately broken mechanism). ``sampler``: the noise drawn, the agents' default
+    "discrete" (exact discrete Gaussian on the lattice) or "float"."""
+    plan = plan if plan is not None else ucrl_vtr.release_plan("jdp", delta == 0.0, H, K, d, "tree", sampler)
+    cal = ucrl_vtr.calibrate_ucrl_vtr("jdp", epsilon, delta, H, K, d, 1.0, calibration=calibration, plan=plan)
+    if cal.noise != "gaussian":
+        raise PrivacyParameterError("audit_ucrl_vtr_tree audits the Gaussian (delta > 0) release")
+    sigma = cal.scale("sigma_B") * float(noise_multiplier)
+    n_nodes = tree_nodes_per_leaf(K)
+    times = [2**level for level in range(n_nodes)]
+    user_a, user_b = _neighbours(plan, {k: getattr(cal, k) for k in plan.scale_keys}, neighbours)
+    zero = Statistics(np.zeros((H, d)), np.zeros(H))
+
+    def run(user: Statistics, noise: str, seeds: list) -> np.ndarray:
+        server = _vtr_regression("jdp", plan, cal, sigma, noise, K, seeds)
+        out = []
+        for t in range(1, times[-1] + 1):
+            u = user if t == 1 else zero
+            server.observe_statistics(u.X, u.y)
+            if t in times:
+                design, _, weights, _, _, _ = server.billboard(0)
+                target = np.einsum("hij,hj->hi", design, weights)
+                out.append(np.concatenate([design.reshape(-1), target.reshape(-1)]))
+        return np.concatenate(out)
+
+    blank = [bytes(32)] * (2 * H)
+    exact = run(user_a, "none", blank) - run(user_b, "none", blank)
+    rng = _seed_stream(seed)
+    sa = np.stack(
+        [run(user_a, cal.node_noise, [rng.bytes(32) for _ in range(2 * H)]) for _ in range(int(n_trials))]
+    )
+    sb = np.stack(
+        [run(user_b, cal.node_noise, [rng.bytes(32) for _ in range(2 * H)]) for _ in range(int(n_trials))]
+    )
+    # exact mu of what is audited: per released node the (whitened) difference; the matrix noise
+    # (Z' + Z'^T)/sqrt 2 has variance sigma^2 off and 2 sigma^2 on the diagonal.
+    dm = user_a.X[:, :, None] * user_a.X[:, None, :] - user_b.X[:, :, None] * user_b.X[:, None, :]
+    dv = user_a.X * user_a.y[:, None] - user_b.X * user_b.y[:, None]
+    off = dm - np.einsum("hii->hi", dm)[..., None] * np.eye(d)
+    mu2 = (
+        (np.sum(np.triu(off, 1) ** 2) + np.sum(np.einsum("hii->hi", dm) ** 2) / 2.0 + np.sum(dv**2))
+        * n_nodes
+        / sigma**2
+    )
+    per_release = np.concatenate(
+        [_sym_inverse_variance(H, d, sigma, cal.scale("sym_divisor")), np.full(H * d, 1.0 / sigma**2)]
+    )
+    return audit_samples(
+        sa,
+        sb,
+        delta=delta,
+        confidence=confidence,
+        direction=exact,
+        claimed_epsilon=float(epsilon),
+        effective_epsilon=gaussian_epsilon(math.sqrt(mu2), delta),
+        name=f"UCRL-VTR JDP tree release ({calibration}, {plan.sampler}, x{noise_multiplier:g} noise)",
+        inverse_variance=np.tile(per_release, n_nodes),
+        gaussian=True,
+    )
+
+
+def audit_ldp_randomizer(
+    epsilon: float = 4.0,
+    delta: float = 1e-5,
+    *,
+    calibration: str = "tight",
+    H: int = 2,
+    d: int = 2,
+    n_trials: int = 20_000,
+    noise_multiplier: float = 1.0,
+    neighbours: str = "worst",
+    confidence: float = 0.95,
+    seed: Any = 0,
+    plan: ReleasePlan | None = None,
+    sampler: str | None = None,
+) -> AuditResult:
+    """Audit the LDP UCRL-VTR user-side randomizer (Cor. 2): the shipped user-side randomizer of the
+    Rust agent
+    with the calibration of ``plan`` (default ``privrl.agents.ucrl_vtr.calibration.release_plan``)
+    privatizes one user's statistics (the plan's worst pair, or the worst user against zeros);
+    the output is everything the user sends, ``(X X^T + B^1, X y + g^1)`` for all ``h``."""
+    plan = plan if plan is not None else ucrl_vtr.release_plan("ldp", delta == 0.0, H, 1, d, "tree", sampler)
+    cal = ucrl_vtr.calibrate_ucrl_vtr("ldp", epsilon, delta, H, 1, d, 1.0, calibration=calibration, plan=plan)
+    if cal.noise != "gaussian":
+        raise PrivacyParameterError("audit_ldp_randomizer audits the Gaussian (delta > 0) randomizer")
+    sigma = cal.scale("sigma_B") * float(noise_multiplier)
+    user_a, user_b = _neighbours(plan, {k: getattr(cal, k) for k in plan.scale_keys}, neighbours)
+    rng = _seed_stream(seed)
+
+    def draws(user: Statistics) -> np.ndarray:
+        rnd = _vtr_regression("ldp", plan, cal, sigma, cal.node_noise, 1, [rng.bytes(32), rng.bytes(32)])
+        out = np.empty((int(n_trials), H * d * d + H * d))
+        for i in range(int(n_trials)):
+            gram, target = rnd.user_message(0, user.X, user.y)
+            out[i] = np.concatenate([gram, target])
+        return out
+
+    def clean(user: Statistics) -> np.ndarray:
+        g = np.einsum("hi,hj->hij", user.X, user.X)
+        return np.concatenate([g.reshape(-1), (user.X * user.y[:, None]).reshape(-1)])
+
+    dm = np.einsum("hi,hj->hij", user_a.X, user_a.X) - np.einsum("hi,hj->hij", user_b.X, user_b.X)
+    dv = user_a.X * user_a.y[:, None] - user_b.X * user_b.y[:, None]
+    diag = np.einsum("hii->hi", dm)
+    mu2 = (np.sum(np.triu(dm, 1) ** 2) + np.sum(diag**2) / 2.0 + np.sum(dv**2)) / sigma**2
+    return audit_samples(
+        draws(user_a),
+        draws(user_b),
+        delta=delta,
+        confidence=confidence,
+        direction=clean(user_a) - clean(user_b),
+        claimed_epsilon=float(epsilon),
+        effective_epsilon=gaussian_epsilon(math.sqrt(mu2), delta),
+        name=f"UCRL-VTR LDP randomizer ({calibration}, {plan.sampler}, x{noise_multiplier:g} noise)",
+        inverse_variance=np.concatenate(
+            [_sym_inverse_variance(H, d, sigma, cal.scale("sym_divisor")), np.full(H * d, 1.0 / sigma**2)]
+        ),
+        gaussian=True,
+    )
+
+
+def audit_lsvi_u_release(
+    epsilon: float = 4.0,
+    delta: float = 1e-5,
+    *,
+    calibration: str = "tight",
+    H: int = 2,
+    d: int = 2,
+    K: int = 40,
+    batches: int = 4,
+    n_trials: int = 20_000,
+    noise_multiplier: float = 1.0,
+    confidence: float = 0.95,
+    seed: Any = 0,
+    plan: ReleasePlan | None = None,
+) -> AuditResult:
+    """Audit the u-release of Alg. 2 (App. D, "M^u_h"): with the value functions fixed (the
+    proof's ``a_{h+1}``), release ``b`` of step ``h`` is ``u~_{b,h} = sum_j phi_j (r_j + V(s'_j)) +
+    eta^b_h``, ``eta ~ N(0, sigma_u^2 I)`` fresh per release (a ``NoiseStream`` at the agent's
+    ``sigma_u``, as the LSVI server draws it). User 1 enters every one of the R releases with the
+    plan's worst pair (default plan: ``phi = e_1``, ``r + V = H + 1`` against ``phi = -e_1``): the
+    sensitivity ``2(H + 1)`` of every release."""
+    cal = lsvi_ucb.calibrate_lsvi_ucb(
+        "jdp", epsilon, delta, H, K, d, batches=batches, calibration=calibration, plan=plan
+    )
+    if cal.noise != "gaussian":
+        raise PrivacyParameterError("audit_lsvi_u_release audits the Gaussian (delta > 0) release")
+    plan = plan if plan is not None else lsvi_ucb.release_plan("jdp", False, H, K, d, cal.B)
+    sigma = cal.scale("sigma_u") * float(noise_multiplier)
+    R = cal.releases
+    user_a, user_b = _neighbours(plan, {k: getattr(cal, k) for k in plan.scale_keys}, "worst")
+    term_a = np.broadcast_to(user_a.X * user_a.y[:, None], (R, H, d)).reshape(-1)
+    term_b = np.broadcast_to(user_b.X * user_b.y[:, None], (R, H, d)).reshape(-1)
+    rng = _seed_stream(seed)
+
+    def draws(term: np.ndarray) -> np.ndarray:
+        stream = NoiseStream("gaussian", sigma, seed=rng.bytes(32))
+        eta = stream.vectors(int(n_trials) * R * H, d).reshape(int(n_trials), R * H * d)
+        return term + eta
+
+    mu = float(np.linalg.norm(term_a - term_b)) / sigma
+    return audit_samples(
+        draws(term_a),
+        draws(term_b),
+        delta=delta,
+        confidence=confidence,
+        direction=term_a - term_b,
+        claimed_epsilon=float(epsilon),
+        effective_epsilon=gaussian_epsilon(mu, delta),
+        name=f"LSVI-UCB u-release ({calibration}, x{noise_multiplier:g} noise)",
+        gaussian=True,  # white noise: the raw difference is already the likelihood-ratio direction
+    )
+
+
+def audit_lsvi_server(
+    epsilon: float = 4.0,
+    delta: float = 1e-5,
+    *,
+    calibration: str = "tight",
+    d: int = 2,
+    K: int = 8,
+    batches: int = 2,
+    n_trials: int = 5_000,
+    noise_multiplier: float = 1.0,
+    confidence: float = 0.95,
+    seed: Any = 0,
+    sampler: str | None = None,
+) -> AuditResult:
+    """Audit the shipped LSVI-UCB server of the Rust agent (Alg. 2): its receive, batch schedule,
+    trees, fresh eta stream and ``release_batch``. With one step (H = 1, ``V_{H+1} = 0``) the released
+    ``u~ = Lambda~ w~`` is ``sum_j phi_j r_j + eta`` at every release, the Gaussian mechanism
+    the proof analyses; user 1 sends the plan's worst pair (``phi = e_1, r + V = H + 1`` against
+    ``-e_1``, fed to the server as its guard would let through), users 2..K send zeros; the
+    output is ``u~`` of every release. ``noise_multiplier`` scales both sigma_u and sigma_Lambda."""
+    from privrl.agents.lsvi_ucb.agent import batch_starts
+
+    H = 1
+    cal = lsvi_ucb.calibrate_lsvi_ucb(
+        "jdp", epsilon, delta, H, K, d, batches=batches, calibration=calibration, sampler=sampler
+    )
+    if cal.noise != "gaussian":
+        raise PrivacyParameterError("audit_lsvi_server audits the Gaussian (delta > 0) release")
+    m = float(noise_multiplier)
+    plan = lsvi_ucb.release_plan("jdp", False, H, K, d, cal.B, "tree", sampler)
+    user_a, user_b = _neighbours(plan, {k: getattr(cal, k) for k in plan.scale_keys}, "worst")
+    ends = {int(k) - 1 for k in batch_starts(K, cal.B)[1:]}
+    rng = _seed_stream(seed)
+    # the shipped LsviAgent (Rust) on a feature table whose rows are the two users' phi and 0;
+    # its guard lets r + V up to H + 1 through, as the plan's worst case (V_{H+1} = 0 at H = 1)
+    table = np.stack([user_a.X[0], user_b.X[0], np.zeros(d)])
+    y_high = float(max(user_a.y[0], user_b.y[0]))
+
+    def run(row: int, r: float) -> np.ndarray:
+        seeds = [rng.bytes(32) for _ in range(H + 1)]
+        private = LsviPrivateSpec(
+            noise_spec(cal, cal.scale("sigma_Lambda") * m, cal.scale("sigma_u") * m, cal.releases, seeds),
+            float(cal.lam + cal.shift),
+            None,
+            None,
+        )
+        spec = LsviSpec(
+            table, 1, H, _guard_of(plan, y_high), 1.0, float(cal.lam), int(cal.batch_length), private,
+            "aggregated", 0, None, None, K,
+        )  # fmt: skip
+        agent = _core.LsviAgent(spec)
+        out = []
+        for k in range(1, K + 1):
+            s0, rk = (row, r) if k == 1 else (2, 0.0)
+            agent.observe(np.array([s0, 2]), np.array([0]), np.array([rk]))
+            if k in ends:
+                design, _, weights, _ = agent.billboard()
+                out.append(np.einsum("hij,hj->hi", design, weights).reshape(-1))
+        return np.concatenate(out)
+
+    sa = np.stack([run(0, float(user_a.y[0])) for _ in range(int(n_trials))])
+    sb = np.stack([run(1, float(user_b.y[0])) for _ in range(int(n_trials))])
+    n_releases = sa.shape[1] // (H * d)
+    term = (user_a.X * user_a.y[:, None] - user_b.X * user_b.y[:, None]).reshape(-1)
+    mu = float(np.linalg.norm(np.tile(term, n_releases))) / (cal.scale("sigma_u") * m)
+    return audit_samples(
+        sa,
+        sb,
+        delta=delta,
+        confidence=confidence,
+        direction=np.tile(term, n_releases),
+        claimed_epsilon=float(epsilon),
+        effective_epsilon=gaussian_epsilon(mu, delta),
+        name=f"LSVI-UCB server u-release ({calibration}, {plan.sampler}, x{noise_multiplier:g} noise)",
+        gaussian=True,
+    )

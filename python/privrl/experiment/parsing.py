@@ -1,0 +1,274 @@
+"""Sweep configuration files: TOML / mapping -> SweepConfig (build_config, load_config); every
+key checked once, here, with the key path in the error."""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from privrl.common.errors import ConfigError
+from privrl.experiment.config import (
+    _GLOBAL_KEYS,
+    _SPEC_KEYS,
+    _STUDY_KEYS,
+    BACKENDS,
+    PRIVACY_KINDS,
+    AgentSpec,
+    Study,
+    SweepConfig,
+    _check_kwargs,
+    _choice,
+    _delta,
+    _epsilons,
+    _number,
+    _seeds,
+)
+from privrl.experiment.registry import ALGORITHMS, ENVIRONMENTS, _import, _lookup
+
+
+def _agent_table(name: Any, spec: Any, key: str) -> dict[str, Any]:
+    if not isinstance(name, str) or not name:
+        raise ConfigError(key, f"agent names must be non-empty strings, got {name!r}")
+    if isinstance(spec, str):
+        spec = {"algorithm": spec}
+    if not isinstance(spec, Mapping):
+        raise ConfigError(key, f"expected a table with at least 'algorithm', got {spec!r}")
+    if "algorithm" not in spec:
+        raise ConfigError(f"{key}.algorithm", "missing (one of " + ", ".join(ALGORITHMS) + ")")
+    return dict(spec)
+
+
+def _privacy_kind(kind: Any, key: str) -> str:
+    if not isinstance(kind, str) or kind.lower() not in PRIVACY_KINDS:
+        raise ConfigError(key, f"unknown privacy model {kind!r}; use none, jdp or ldp")
+    return PRIVACY_KINDS[kind.lower()]
+
+
+def _agent_spec(name: Any, raw: Any, key: str) -> AgentSpec:
+    # The privacy models list the calibrations and mechanisms they accept; imported here, as the
+    # algorithms are, so that importing the harness stays light.
+    from privrl.privacy.models import CALIBRATIONS, MECHANISMS, SAMPLERS
+
+    spec = _agent_table(name, raw, key)
+    algo = _lookup(ALGORITHMS, spec.pop("algorithm"), f"{key}.algorithm", "algorithm")
+    cls = _import(ALGORITHMS, algo, f"{key}.algorithm", "algorithm")
+    kind = _privacy_kind(spec.pop("privacy", "jdp"), f"{key}.privacy")
+    delta, p, eps = spec.pop("delta", None), spec.pop("p", None), spec.pop("epsilons", None)
+    calibration = _choice(spec.pop("calibration", None), CALIBRATIONS, f"{key}.calibration", "calibration")
+    mechanism = _choice(spec.pop("mechanism", None), MECHANISMS, f"{key}.mechanism", "mechanism")
+    sampler = _choice(spec.pop("sampler", None), SAMPLERS, f"{key}.sampler", "sampler")
+    if sampler is not None and kind == "none":
+        raise ConfigError(f"{key}.sampler", "a non-private agent draws no noise; remove 'sampler'")
+    if sampler == "discrete" and mechanism in ("honaker", "factorization"):
+        raise ConfigError(
+            f"{key}.sampler", f"mechanism {mechanism!r} has no discrete sampler; use sampler = 'float'"
+        )
+    if mechanism is not None and kind != "jdp":
+        raise ConfigError(
+            f"{key}.mechanism",
+            f"only jdp agents choose a continual-release mechanism; this one has privacy = {kind!r}",
+        )
+    _check_kwargs(
+        cls.__init__, spec, key, reserved={"self", "env", "privacy", "episodes", "seed"}, also=_SPEC_KEYS
+    )
+    if "beta_scale" in spec:  # checked, not converted: the run ids hash the options as written
+        _number(spec["beta_scale"], f"{key}.beta_scale", low=0.0)
+    return AgentSpec(
+        name=name,
+        algorithm=algo,
+        privacy=kind,
+        options=spec,
+        delta=None if delta is None else _delta(delta, f"{key}.delta"),
+        p=None if p is None else _number(p, f"{key}.p", low=0.0, low_open=True, high=1.0, high_open=True),
+        epsilons=None if eps is None else _epsilons(eps, f"{key}.epsilons"),
+        calibration=calibration,
+        mechanism=mechanism,
+        sampler=sampler,
+    )
+
+
+def _check_mechanisms(specs: Mapping[str, AgentSpec], delta: float, key: str) -> None:
+    """Only the tree has a pure-DP (Laplace) version: another mechanism needs delta > 0, whether
+    the agent sets delta itself or inherits the study's."""
+    for name, spec in specs.items():
+        agent_delta = spec.delta if spec.delta is not None else delta
+        if spec.mechanism not in (None, "tree") and agent_delta == 0.0:
+            raise ConfigError(
+                f"{key}{name}.mechanism",
+                f"{spec.mechanism!r} needs Gaussian noise (delta > 0); with delta = 0 (pure DP) use the tree",
+            )
+
+
+def _env(value: Any, key: str) -> Any:
+    from privrl.envs.finite import FiniteMDP
+
+    if isinstance(value, FiniteMDP):
+        return value
+    if isinstance(value, str):
+        value = {"name": value}
+    if not isinstance(value, Mapping) or "name" not in value:
+        raise ConfigError(
+            key,
+            f"expected an environment name, a table with 'name' and its keyword "
+            f"arguments, or a privrl FiniteMDP; got {value!r}",
+        )
+    spec = dict(value)
+    name = _lookup(ENVIRONMENTS, spec.pop("name"), f"{key}.name", "environment")
+    fn = _import(ENVIRONMENTS, name, f"{key}.name", "environment")
+    _check_kwargs(fn, spec, key, reserved=set())
+    return {"name": name, **spec}
+
+
+def _study(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str, index: int) -> Study:
+    pre = f"{key}." if key else ""
+    unknown = set(raw) - _STUDY_KEYS
+    if unknown:
+        raise ConfigError(
+            f"{pre}{sorted(unknown)[0]}", f"unknown key; a study takes {', '.join(sorted(_STUDY_KEYS))}"
+        )
+    merged = {**defaults, **raw}
+    if "env" not in merged:
+        raise ConfigError(f"{pre}env", "missing: every study needs an environment")
+    env = _env(merged["env"], f"{pre}env")
+    agents = merged.get("agents")
+    if not isinstance(agents, Mapping) or not agents:
+        raise ConfigError(f"{pre}agents", f"expected a non-empty table of name -> agent spec, got {agents!r}")
+    specs = {n: _agent_spec(n, s, f"{pre}agents.{n}") for n, s in agents.items()}
+    delta = _delta(merged.get("delta", 1e-5), f"{pre}delta")
+    _check_mechanisms(specs, delta, f"{pre}agents.")
+    episodes = _number(merged.get("episodes", 1000), f"{pre}episodes", integer=True, low=1)
+    log_every = merged.get("log_every")
+    log_every = (
+        max(1, episodes // 100)
+        if log_every is None
+        else _number(log_every, f"{pre}log_every", integer=True, low=1)
+    )
+    name = merged.get("name")
+    if name is None:
+        name = env["name"] if isinstance(env, Mapping) else getattr(env, "name", f"study{index}")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{pre}name", f"expected a non-empty string, got {name!r}")
+    return Study(
+        name=name,
+        env=env,
+        agents=specs,
+        episodes=episodes,
+        seeds=_seeds(merged.get("seeds", [0]), f"{pre}seeds"),
+        epsilons=_epsilons(merged.get("epsilons", [math.inf]), f"{pre}epsilons"),
+        delta=delta,
+        log_every=log_every,
+    )
+
+
+_GLOBAL_CHECKS = {
+    "episodes": lambda v, k: _number(v, k, integer=True, low=1),
+    "seeds": _seeds,
+    "epsilons": _epsilons,
+    "delta": _delta,
+    "log_every": lambda v, k: _number(v, k, integer=True, low=1),
+}
+
+
+def _studies(raw: Mapping[str, Any], defaults: Mapping[str, Any]) -> list[Study]:
+    """The top-level env + agents as one study, or the [[study]] tables; distinct names."""
+    if "study" not in raw:
+        if "env" not in raw:
+            raise ConfigError("env", "missing: give env + agents, or [[study]] tables")
+        studies = [_study({k: raw[k] for k in ("env", "agents") if k in raw}, defaults, "", 0)]
+    elif "env" in raw or "agents" in raw:
+        raise ConfigError("study", "give either top-level env + agents or [[study]] tables, not both")
+    else:
+        tables = raw["study"]
+        if isinstance(tables, Mapping):
+            tables = [tables]
+        if not isinstance(tables, list) or not tables:
+            raise ConfigError("study", "expected a non-empty array of tables ([[study]])")
+        for i, s in enumerate(tables):
+            if not isinstance(s, Mapping):
+                raise ConfigError(f"study[{i}]", f"expected a table, got {s!r}")
+        studies = [_study(s, defaults, f"study[{i}]", i) for i, s in enumerate(tables)]
+    names = [s.name for s in studies]
+    for n in names:
+        if names.count(n) > 1:
+            raise ConfigError("study", f"two studies are named {n!r}; give each a distinct name")
+    return studies
+
+
+def _execution(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of how a sweep runs: n_jobs (-1 = all cores), backend, scheduler, outdir, format,
+    root_seed."""
+    n_jobs = raw.get("n_jobs", 1)
+    if n_jobs == -1:
+        import os
+
+        n_jobs = os.cpu_count() or 1
+    fmt = raw.get("format", "auto")
+    if fmt not in ("auto", "parquet", "csv"):
+        raise ConfigError("format", f"must be 'auto', 'parquet' or 'csv', got {fmt!r}")
+    scheduler = raw.get("scheduler")
+    if scheduler is not None and not isinstance(scheduler, str):
+        raise ConfigError("scheduler", f"expected an address like tcp://host:8786, got {scheduler!r}")
+    backend = raw.get("backend", "threads")
+    if backend not in BACKENDS:
+        raise ConfigError("backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    outdir = raw.get("outdir")
+    if outdir is not None and not isinstance(outdir, str):
+        raise ConfigError("outdir", f"expected a path, got {outdir!r}")
+    return {
+        "n_jobs": _number(n_jobs, "n_jobs", integer=True, low=1),
+        "scheduler": scheduler,
+        "backend": backend,
+        "outdir": outdir,
+        "format": fmt,
+        "root_seed": _number(raw.get("root_seed", 0), "root_seed", integer=True, low=0),
+    }
+
+
+def build_config(raw: Mapping[str, Any]) -> SweepConfig:
+    """Validate a config mapping (the parsed TOML, or sweep()'s arguments) into a SweepConfig.
+
+    Top level: episodes, seeds (count or list), epsilons (inf = non-private), delta, log_every,
+    n_jobs, backend ("threads" | "processes"), root_seed, outdir, scheduler, format ("auto" |
+    "parquet" | "csv"), and either
+    env + agents (one study) or [[study]] tables (name, env, agents, and any of the sweep-level
+    keys as per-study overrides). Raises ConfigError naming the offending key.
+    """
+    if not isinstance(raw, Mapping):
+        raise ConfigError("", f"a config must be a table, got {type(raw).__name__}")
+    unknown = set(raw) - _GLOBAL_KEYS
+    if unknown:
+        raise ConfigError(
+            sorted(unknown)[0], "unknown key; the top level takes " + ", ".join(sorted(_GLOBAL_KEYS))
+        )
+    for k, check in _GLOBAL_CHECKS.items():
+        if k in raw:  # reported under the top-level key rather than under the first study's
+            check(raw[k], k)
+    defaults = {k: raw[k] for k in _GLOBAL_CHECKS if k in raw}
+    cfg = SweepConfig(
+        studies=_studies(raw, defaults), name=str(raw.get("name", "sweep")), raw=dict(raw), **_execution(raw)
+    )
+    cfg.runs()  # duplicate run ids are a config error, raised now rather than mid-sweep
+    return cfg
+
+
+def _tomllib() -> Any:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # Python 3.10: the same parser, packaged as tomli
+        import tomli as tomllib
+    return tomllib
+
+
+def load_config(path: str) -> SweepConfig:
+    """Read and validate a TOML sweep config (see build_config for the keys)."""
+    tomllib = _tomllib()
+    try:
+        with open(path, "rb") as f:
+            raw = tomllib.load(f)
+    except FileNotFoundError as exc:
+        raise ConfigError("", f"config file not found: {path}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("", f"{path} is not valid TOML: {exc}") from exc
+    return build_config(raw)
