@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -396,8 +397,15 @@ def test_docs_ship_with_the_package(capsys):
     root = Path(__file__).resolve().parents[1]
     shipped = root / "python" / "privrl.data" / "data" / "share" / "privrl" / "docs"
     wanted = {p.name for p in (root / "docs").glob("*.md")} | {"README.md"}
-    assert {p.name for p in shipped.iterdir()} == wanted
+    assert {p.name for p in shipped.glob("*.md")} == wanted
     assert all((shipped / name).read_text() for name in wanted)  # links that resolve
+    # Issue 22: every image a shipped page shows ships too, where its relative link points, in the
+    # source tree and (when installed from a wheel) in the installed copy.
+    installed = Path(sys.prefix) / "share" / "privrl" / "docs"
+    for where in [shipped] + ([installed] if installed.is_dir() else []):
+        for name in wanted:
+            for image in re.findall(r"!\[[^\]]*\]\(([^)\s]+\.png)\)", (where / name).read_text()):
+                assert (where / image).is_file(), f"{where / name} shows {image}, not shipped"
     assert main(["docs"]) == 0
     out = capsys.readouterr().out
     assert "harness.md" in out
