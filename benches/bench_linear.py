@@ -1,20 +1,29 @@
 """Timings of LSVI-UCB planning and of the linear-MDP workloads of docs/benchmarks.md, in one run.
 
-    python benches/bench_linear.py [--quick] [--numpy-threads N] [--only a,b,c]
+    python benches/bench_linear.py [--quick] [--numpy-threads N] [--only a,r,b,c,sm]
 
 (a) one planning pass (Alg. 2, lines 15-21) with T = 3000 stored transitions, d = 60, A = 4,
-    H = 10, random features ||phi|| <= 1, against a vectorised numpy implementation of the same
-    pass (BLAS matmuls, no Python loop over samples or actions):
+    H = 10, random features ||phi|| <= 1, built from the Rust kernels of privrl.kernels (per h:
+    spd_inverse, then one state_values call for V_{h+1}, then u = Phi^T (r + V) and w = inv u
+    in numpy), against a vectorised numpy implementation of the same pass (BLAS matmuls, no
+    Python loop over samples or actions):
       per-sample: every transition has its own next-state feature block (continuous states);
-                  Rust (one state_values call per h) vs numpy, same arithmetic.
-      finite S:   the T transitions move between S = 250 states (S A = 1000 < T); privrl's
-                  default (aggregated) pass vs numpy's per-sample pass and vs numpy aggregated.
+                  kernels (one state_values call per h over the T blocks) vs numpy.
+      finite S:   the T transitions move between S = 250 states (S A = 1000 < T); the kernels
+                  from counts (V of the S states, u = sum_r + next_sum^T V: the agent's default
+                  path once it has more users than states) and per sample (V read through the
+                  next-state index) vs numpy per sample and numpy from counts.
     All passes are checked to agree to 1e-9 before timing.
+(r) the Rust agent's own release at the same sizes: a non-private LSVIUCB on
+    RandomLinearMDP(S=250, A=4, d=60, H=10) with two batches of 3000 users, timed on the
+    observe() of user 3000 (the release follows it), planning="aggregated" and "per_sample",
+    against the release of the numpy reference (privrl.agents.lsvi_ucb.reference, the test oracle)
+    fed the same users; the weights are checked to agree to 1e-9.
 (b) linear-jdp: JDP LSVI-UCB (eps = 1, delta = 1e-5, static batches) on RandomLinearMDP default,
     K = 100,000 (target <= 60 s).
 (c) linear-full: non-private LSVI-UCB, an update every episode, SyntheticLinearMDP(H = 15),
     K = 2000, with each planning path.
-Also: non-private design-matrix upkeep, Sherman-Morrison vs sums + Cholesky, per release.
+Also (sm): non-private design-matrix upkeep, Sherman-Morrison vs sums + Cholesky, per release.
 
 numpy's BLAS runs with --numpy-threads threads (default 1: the Rust kernels are single-threaded
 by design, seeds run in parallel at the harness level); the setting is printed.
@@ -23,6 +32,7 @@ by design, seeds run in parallel at the harness level); the setting is printed.
 from __future__ import annotations
 
 import argparse
+import copy
 import math
 import os
 import sys
@@ -34,7 +44,7 @@ def _parse(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smoke run: small K, few repeats")
     ap.add_argument("--numpy-threads", type=int, default=1)
-    ap.add_argument("--only", default="a,b,c,sm")
+    ap.add_argument("--only", default="a,r,b,c,sm")
     return ap.parse_args(argv)
 
 
@@ -48,8 +58,9 @@ import numpy as np  # noqa: E402
 import privrl  # noqa: E402
 from privrl import kernels as kn  # noqa: E402
 from privrl.agents import LSVIUCB  # noqa: E402
-from privrl.agents.lsvi_ucb.agent import lsvi_release, response_aggregated, response_per_sample  # noqa: E402
+from privrl.agents.lsvi_ucb.reference import of_agent as lsvi_reference  # noqa: E402
 from privrl.envs import RandomLinearMDP, SyntheticLinearMDP  # noqa: E402
+from privrl.envs.finite import Trajectory  # noqa: E402
 from privrl.privacy import JointDP, NonPrivate  # noqa: E402
 
 
@@ -95,6 +106,19 @@ def numpy_pass_aggregated(designs, reward_sum, next_sum, table, beta, A, H):
     return w
 
 
+def kernel_pass(designs, first, response):
+    """The LSVI pass on the Rust kernels: per h (H..1) Lambda_h^{-1} by Cholesky
+    (kernels.spd_inverse) and w_h = Lambda_h^{-1} u_h, where u_h = first(h) at the last step and
+    response(h, w_{h+1}, Lambda_{h+1}^{-1}) before it (one kernels.state_values call for V_{h+1})."""
+    Hn, d, _ = designs.shape
+    w, inv = np.zeros((Hn, d)), np.zeros((Hn, d, d))
+    for h in range(Hn - 1, -1, -1):
+        inv[h] = kn.spd_inverse(designs[h])
+        u = first(h) if h == Hn - 1 else response(h, w[h + 1], inv[h + 1])
+        w[h] = inv[h] @ u
+    return w
+
+
 def random_unit_ball(rng, n, d):
     x = rng.standard_normal((n, d))
     return x / np.linalg.norm(x, axis=1, keepdims=True) * rng.random((n, 1)) ** (1.0 / d)
@@ -132,23 +156,22 @@ def bench_pass_continuous(setup, rng):
     next_rows = [random_unit_ball(rng, T * A, d) for _ in range(H)]
     designs = np.stack([setup.lam * np.eye(d) + p.T @ p for p in phis])
 
-    def rust_per_sample():
+    def kernels_per_sample():
         def resp(h, w_next, inv_next):
-            if w_next is None:
-                return phis[h].T @ rewards[h]
-            return response_per_sample(phis[h], rewards[h], next_rows[h], None, w_next, inv_next, beta, A, H)
+            v = kn.state_values(next_rows[h], w_next, inv_next, beta, A, upper=H, lower=0.0)
+            return phis[h].T @ (rewards[h] + v)
 
-        return lsvi_release(designs, resp).weights
+        return kernel_pass(designs, lambda h: phis[h].T @ rewards[h], resp)
 
     def np_per_sample():
         return numpy_pass_per_sample(designs, phis, rewards, next_rows, beta, A, H)
 
-    wr, wn = rust_per_sample(), np_per_sample()
-    assert np.abs(wr - wn).max() <= 1e-9 * np.abs(wn).max(), "Rust and numpy passes disagree"
-    t_r, t_n = best_time(rust_per_sample, setup.repeats), best_time(np_per_sample, setup.repeats)
+    wk, wn = kernels_per_sample(), np_per_sample()
+    assert np.abs(wk - wn).max() <= 1e-9 * np.abs(wn).max(), "kernel and numpy passes disagree"
+    t_k, t_n = best_time(kernels_per_sample, setup.repeats), best_time(np_per_sample, setup.repeats)
     print(
-        f"    per-sample (continuous states): Rust {t_r * 1e3:7.2f} ms   numpy {t_n * 1e3:7.2f} ms   "
-        f"ratio {t_n / t_r:5.2f}x"
+        f"    per-sample (continuous states): kernels {t_k * 1e3:7.2f} ms   numpy {t_n * 1e3:7.2f} ms   "
+        f"ratio {t_n / t_k:5.2f}x"
     )
     return rewards
 
@@ -176,21 +199,19 @@ def bench_pass_finite(setup, rng, rewards):
         np.add.at(next_sum[h], nexts[h], phis[h])
     next_rows = [table.reshape(S, A, d)[nexts[h]].reshape(T * A, d) for h in range(H)]
 
-    def rust_aggregated():
+    def kernels_counts():
         def resp(h, w_next, inv_next):
-            if w_next is None:
-                return reward_sum[h]
-            return response_aggregated(reward_sum[h], next_sum[h], table, w_next, inv_next, beta, A, H)
+            v = kn.state_values(table, w_next, inv_next, beta, A, upper=H, lower=0.0)
+            return reward_sum[h] + next_sum[h].T @ v
 
-        return lsvi_release(designs, resp).weights
+        return kernel_pass(designs, lambda h: reward_sum[h], resp)
 
-    def rust_indexed():
+    def kernels_indexed():
         def resp(h, w_next, inv_next):
-            if w_next is None:
-                return phis[h].T @ rewards[h]
-            return response_per_sample(phis[h], rewards[h], table, nexts[h], w_next, inv_next, beta, A, H)
+            v = kn.state_values(table, w_next, inv_next, beta, A, upper=H, lower=0.0, states=nexts[h])
+            return phis[h].T @ (rewards[h] + v)
 
-        return lsvi_release(designs, resp).weights
+        return kernel_pass(designs, lambda h: phis[h].T @ rewards[h], resp)
 
     def np_per_sample_finite():
         return numpy_pass_per_sample(designs, phis, rewards, next_rows, beta, A, H)
@@ -198,17 +219,61 @@ def bench_pass_finite(setup, rng, rewards):
     def np_aggregated():
         return numpy_pass_aggregated(designs, reward_sum, next_sum, table, beta, A, H)
 
-    t = agreeing_times(np_per_sample_finite, (rust_aggregated, rust_indexed, np_aggregated), setup.repeats)
+    t = agreeing_times(np_per_sample_finite, (kernels_counts, kernels_indexed, np_aggregated), setup.repeats)
     print(
         f"    finite S={S} (S A = {S * A} < T): "
-        f"Rust aggregated (default) {t['rust_aggregated'] * 1e3:6.2f} ms, "
-        f"Rust per-sample {t['rust_indexed'] * 1e3:6.2f} ms, numpy per-sample "
-        f"{t['np_per_sample_finite'] * 1e3:6.2f} ms, numpy aggregated {t['np_aggregated'] * 1e3:6.2f} ms"
+        f"kernels from counts {t['kernels_counts'] * 1e3:6.2f} ms, "
+        f"kernels per-sample {t['kernels_indexed'] * 1e3:6.2f} ms, numpy per-sample "
+        f"{t['np_per_sample_finite'] * 1e3:6.2f} ms, numpy from counts {t['np_aggregated'] * 1e3:6.2f} ms"
     )
+    counts, indexed = t["kernels_counts"], t["kernels_indexed"]
     print(
-        f"      default pass vs numpy per-sample: {t['np_per_sample_finite'] / t['rust_aggregated']:5.1f}x; "
-        f"aggregated vs aggregated: {t['np_aggregated'] / t['rust_aggregated']:4.2f}x; "
-        f"per-sample vs per-sample: {t['np_per_sample_finite'] / t['rust_indexed']:4.2f}x"
+        f"      kernels from counts vs numpy per-sample: {t['np_per_sample_finite'] / counts:5.1f}x; "
+        f"counts vs counts: {t['np_aggregated'] / counts:4.2f}x; "
+        f"per-sample vs per-sample: {t['np_per_sample_finite'] / indexed:4.2f}x"
+    )
+
+
+# ------------------------------------------------------------------------------ (r) the agent's release
+def bench_release(quick):
+    """One release of the Rust agent (after T users) against the numpy reference's, same users."""
+    setup = PassSetup(repeats=3 if quick else 10)
+    T, d, A, H, S = setup.T, setup.d, setup.A, setup.H, setup.S
+    env = RandomLinearMDP(S=S, A=A, d=d, H=H, seed=0)
+    rng = np.random.default_rng(0)
+    users = [Trajectory(rng.integers(0, S, H + 1), rng.integers(0, A, H), rng.random(H)) for _ in range(T)]
+    print(f"(r) the agent's release after T={T} users, {env.name} (non-private, batches of {T} users)")
+    times = {}
+    for planning in ("aggregated", "per_sample"):
+        agent = LSVIUCB(env, NonPrivate(), batches=2, episodes=2 * T, seed=1, planning=planning)
+        ref = lsvi_reference(agent)
+        for u in users[:-1]:
+            agent.observe(u)
+            ref.observe(u.states, u.actions, u.rewards)
+
+        def agent_release(agent=agent):
+            a = copy.deepcopy(agent)
+            t0 = time.perf_counter()
+            a.observe(users[-1])
+            seconds = time.perf_counter() - t0
+            assert a.batch == 1, "the release follows user T"
+            return seconds, a.release().weights
+
+        def reference_release(ref=ref):
+            r = copy.deepcopy(ref)
+            t0 = time.perf_counter()
+            r.observe(users[-1].states, users[-1].actions, users[-1].rewards)
+            return time.perf_counter() - t0, r.weights
+
+        (_, wa), (_, wr) = agent_release(), reference_release()
+        assert agent.B == 2 and agent.batch == 0, "no release may precede user T"
+        assert np.abs(wa - wr).max() <= 1e-9 * np.abs(wr).max(), f"agent ({planning}) and reference disagree"
+        times[planning] = min(agent_release()[0] for _ in range(setup.repeats))
+        times["reference"] = min(reference_release()[0] for _ in range(setup.repeats))
+    print(
+        f"    agent from counts {times['aggregated'] * 1e3:7.2f} ms, agent per-sample "
+        f"{times['per_sample'] * 1e3:7.2f} ms, numpy reference {times['reference'] * 1e3:7.2f} ms: "
+        f"{times['reference'] / times['aggregated']:5.1f}x / {times['reference'] / times['per_sample']:5.1f}x"
     )
 
 
@@ -225,9 +290,9 @@ def bench_jdp(quick):
     env = RandomLinearMDP()
     t, res, agent = timed_run(env, JointDP(1.0, 1e-5), K, batches="static")
     print(
-        f"(b) linear-jdp  JDP(eps=1, delta=1e-5) static B={agent.calibration['B']} on {env.name}, K={K}: "
+        f"(b) linear-jdp  JDP(eps=1, delta=1e-5) static B={agent.calibration.B} on {env.name}, K={K}: "
         f"{t:.2f} s ({t / K * 1e6:.0f} us/episode; target <= 60 s at K=100,000), "
-        f"final regret {res.final_regret:.1f}, paths {sorted(set(agent.server.paths))}"
+        f"final regret {res.final_regret:.1f}, paths {sorted(set(agent._core.paths))}"
     )
 
 
@@ -277,6 +342,8 @@ def main():
     only = set(ARGS.only.split(","))
     if "a" in only:
         bench_pass(ARGS.quick)
+    if "r" in only:
+        bench_release(ARGS.quick)
     if "b" in only:
         bench_jdp(ARGS.quick)
     if "c" in only:

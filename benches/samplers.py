@@ -4,10 +4,10 @@
 
 For each private workload of docs/benchmarks.md it builds the same agent twice, with
 ``sampler="discrete"`` (the default: exact discrete Gaussian / Laplace, Canonne, Kamath & Steinke
-2020) and ``sampler="float"`` (the continuous laws), runs both on the episode engine and prints the
-cost per episode of each and their ratio (best of R runs each, interleaved, so machine noise hits
-both alike), plus the final regret of each (the discrete tight / practical noise is larger: its
-accounting is zCDP, not the exact Gaussian curve).
+2020) and ``sampler="float"`` (the continuous laws), runs both with privrl.run (the Rust agents,
+whole blocks of episodes per call) and prints the cost per episode of each and their ratio (best of
+R runs each, interleaved, so machine noise hits both alike), plus the final regret of each (the
+discrete tight / practical noise is larger: its accounting is zCDP, not the exact Gaussian curve).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ WORKLOADS = [
 def _run(w: Workload, sampler: str) -> tuple[float, float]:
     env, agent = w.make(sampler)
     t0 = time.perf_counter()
-    res = privrl.run(agent, env, w.K, seed=2, engine="rust")
+    res = privrl.run(agent, env, w.K, seed=2, progress=False)
     return time.perf_counter() - t0, float(res.final_regret)
 
 
