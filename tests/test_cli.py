@@ -412,3 +412,20 @@ def test_docs_ship_with_the_package(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "privrl docs" in capsys.readouterr().out
+
+
+def test_console_script_resolves():
+    """The `privrl` command of pyproject's [project.scripts] names a function that exists (a moved
+    module once left the installed command failing with ModuleNotFoundError)."""
+    import importlib
+
+    from privrl.experiment.parsing import _tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    scripts = _tomllib().loads((root / "pyproject.toml").read_text())["project"]["scripts"]
+    module, _, func = scripts["privrl"].partition(":")
+    assert callable(getattr(importlib.import_module(module), func))
+    exe = Path(sys.executable).parent / "privrl"
+    if exe.exists():  # installed: the command itself runs
+        out = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0 and "privrl docs" in out.stdout, out.stderr
