@@ -337,7 +337,7 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--backend",
             choices=["threads", "processes"],
-            help="local workers are threads (default; the episode engine releases the GIL) or processes",
+            help="local workers are threads (default; the Rust agents release the GIL) or processes",
         )
         p.add_argument(
             "--scheduler", help="run on a Dask cluster, e.g. tcp://host:8786 (pip install privrl[dask])"

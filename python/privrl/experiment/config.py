@@ -318,9 +318,9 @@ def _slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9.+-]+", "-", s).strip("-") or "x"
 
 
-#: How n_jobs > 1 runs execute locally: threads (the episode engine releases the GIL; no process
-#: start, no pickling, no __main__ guard) or processes (for runs on the Python loop: a user's own
-#: agents or environments).
+#: How n_jobs > 1 runs execute locally: threads (the Rust agents run blocks of episodes with the GIL
+#: released; no process start, no pickling, no __main__ guard) or processes (for a user's own
+#: agents or environments written in Python, which hold the GIL).
 BACKENDS = ("threads", "processes")
 
 

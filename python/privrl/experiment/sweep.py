@@ -271,8 +271,8 @@ def _drain(q: Any, bar: _Progress) -> None:
 def _threads(
     specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: _Progress, n_jobs: int
 ) -> Iterator[dict]:
-    """Runs on threads of this process: the episode engine runs blocks of episodes with the GIL
-    released, so engine runs proceed in parallel (runs on the Python path take turns)."""
+    """Runs on threads of this process: the Rust agents run blocks of episodes with the GIL
+    released, so runs proceed in parallel (a user's Python agents or environments take turns)."""
     with cf.ThreadPoolExecutor(max_workers=min(n_jobs, len(specs))) as pool:
         futures = [pool.submit(guarded_run, s, envs.get(s.study), bar.episodes) for s in specs]
         try:
@@ -475,9 +475,9 @@ def sweep(
         such as "beta_scale" or "batches"}}. A "none" agent runs once (epsilon = inf); a jdp/ldp agent runs at
         every epsilon, and at epsilon = inf it is the non-private algorithm.
     seeds: a count (0..n-1) or a list. n_jobs > 1 runs on local threads (backend="threads", the
-        default: the episode engine releases the GIL, and a script needs no __main__ guard) or
-        processes (backend="processes": for a user's own agents or environments, which run on the
-        Python loop); scheduler (a Dask address, Client or cluster) runs each run as a Dask task.
+        default: the Rust agents release the GIL, and a script needs no __main__ guard) or
+        processes (backend="processes": for a user's own agents or environments written in
+        Python, which hold the GIL); scheduler (a Dask address, Client or cluster) runs each run as a Dask task.
         Results are identical either way (only the wall_time column differs). outdir: write the
         results folder (see docs/harness.md) and resume from it. studies: several [env + agents]
         tables in one sweep (the TOML [[study]]).

@@ -221,7 +221,7 @@ def spd_inverse(a: Any) -> np.ndarray:
 
 def batched_matvec(m: Any, v: Any) -> np.ndarray:
     """m[k] @ v[k] for a stack of (n, d, d) matrices and (n, d) vectors, each sum left to right
-    (the released w~_h = Lambda~_h^{-1} u~_h; the episode engine computes them the same way)."""
+    (the released w~_h = Lambda~_h^{-1} u~_h; the Rust agents compute them the same way)."""
     v = as_f64(v, "v", 2)
     n, d = v.shape
     return _core.batched_matvec(as_f64(m, "m", 3, (n, d, d)), v)
@@ -232,7 +232,7 @@ def floored_release(gram: Any, target: Any, lam: float, shift: float, w0: Any) -
     (H, d, d) and target (H, d), with G~ + (lam + shift) I = V diag(ev) V^T, the floored design
     A = V diag(max(ev, lam)) V^T, A^{-1}, A^{-2}, the weights A^{-1} (u~ + (lam + shift) w0 + E w0)
     with E = A - G~ - (lam + shift) I, and ||E|| per step. Returns (design, inverse, inverse2,
-    weights, correction); the episode engine computes them with the same kernel."""
+    weights, correction); the Rust agents compute them with the same kernel."""
     target = as_f64(target, "target", 2)
     n, d = target.shape
     return _core.floored_release(

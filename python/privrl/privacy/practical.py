@@ -80,8 +80,8 @@ def matrix_noise_bound(s: float, d: int, alpha: float) -> float:
 
 
 def matrix_bound_factor(d: int, alpha: float) -> float:
-    """``2 sqrt(d) + 2 sqrt(log(2/alpha))``: matrix_noise_bound per unit of std (the episode engine
-    takes it as a constant)."""
+    """``2 sqrt(d) + 2 sqrt(log(2/alpha))``: matrix_noise_bound per unit of std (the Rust agents take
+    it as a constant)."""
     return 2.0 * math.sqrt(d) + 2.0 * math.sqrt(math.log(2.0 / alpha))
 
 
