@@ -477,7 +477,8 @@ def sweep(
     seeds: a count (0..n-1) or a list. n_jobs > 1 runs on local threads (backend="threads", the
         default: the Rust agents release the GIL, and a script needs no __main__ guard) or
         processes (backend="processes": for a user's own agents or environments written in
-        Python, which hold the GIL); scheduler (a Dask address, Client or cluster) runs each run as a Dask task.
+        Python, which hold the GIL); scheduler (a Dask address, Client or cluster) runs each run
+        as a Dask task.
         Results are identical either way (only the wall_time column differs). outdir: write the
         results folder (see docs/harness.md) and resume from it. studies: several [env + agents]
         tables in one sweep (the TOML [[study]]).
