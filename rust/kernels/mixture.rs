@@ -168,6 +168,26 @@ impl MixtureFeatures {
         }
     }
 
+    /// `lo[r] = min`, `hi[r] = max` of `v(s')` over the support of row r: the next states s'
+    /// with a nonzero feature phi(s'|r). Every model of the mixture puts its mass of (s, a) on
+    /// that support, so `r(s, a) + [lo, hi]` contains its Q_h(s, a) (the support clip). A row
+    /// with no support gets `[0, 0]`.
+    pub fn support_range(&self, v: &[f64], lo: &mut [f64], hi: &mut [f64]) -> CoreResult<()> {
+        check_len("value vector", v.len(), self.n_states)?;
+        check_len("support minima", lo.len(), self.n_rows)?;
+        check_len("support maxima", hi.len(), self.n_rows)?;
+        for (r, (l, h)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
+            let next = &self.next_state[self.indptr[r]..self.indptr[r + 1]];
+            let (mut a, mut b) = (f64::INFINITY, f64::NEG_INFINITY);
+            for &s in next {
+                a = a.min(v[s]);
+                b = b.max(v[s]);
+            }
+            (*l, *h) = if next.is_empty() { (0.0, 0.0) } else { (a, b) };
+        }
+        Ok(())
+    }
+
     /// The features of one row (s, a) against one next state, d values (zeros if absent).
     pub fn feature(&self, row: usize, next: usize) -> CoreResult<Vec<f64>> {
         if row >= self.n_rows || next >= self.n_states {
@@ -241,5 +261,22 @@ mod tests {
                 assert!((out[r * d + k] - want).abs() < 1e-12);
             }
         }
+    }
+
+    #[test]
+    fn support_range_is_min_and_max_over_the_nonzero_next_states() {
+        // row 0: support {0, 2}; row 1: support {1, 2, 3}; row 2: no support
+        let (rows, s, d) = (3, 4, 2);
+        let mut dense = vec![0.0; rows * s * d];
+        for (r, sp) in [(0, 0), (0, 2), (1, 1), (1, 2), (1, 3)] {
+            dense[(r * s + sp) * d + 1] = 0.5;
+        }
+        let f = MixtureFeatures::from_dense(&dense, rows, s, d).unwrap();
+        let v = [4.0, -1.0, 2.5, 7.0];
+        let (mut lo, mut hi) = (vec![9.0; 3], vec![9.0; 3]);
+        f.support_range(&v, &mut lo, &mut hi).unwrap();
+        assert_eq!(lo, vec![2.5, -1.0, 0.0]);
+        assert_eq!(hi, vec![4.0, 7.0, 0.0]);
+        assert!(f.support_range(&v[..3], &mut lo, &mut hi).is_err());
     }
 }
