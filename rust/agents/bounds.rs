@@ -97,6 +97,18 @@ impl NoiseBounds {
         }
     }
 
+    /// The std of one released off-diagonal entry of the matrix noise at variance factor `v`:
+    /// `(Z' + Z'^T) / divisor` sums two nodes' entries (Laplace: divisor 2, entry std `b sqrt 2`).
+    pub fn matrix_std(&self, v: f64) -> f64 {
+        match *self {
+            NoiseBounds::Zero => 0.0,
+            NoiseBounds::Gaussian {
+                sigma_m, divisor, ..
+            } => sigma_m * (2.0 * v).sqrt() / divisor,
+            NoiseBounds::Laplace { b_m, .. } => b_m * v.sqrt(),
+        }
+    }
+
     /// The std of one released entry of the vector noise at variance factor `v` (0 without
     /// noise; a Laplace(b) entry has std `b sqrt 2`).
     pub fn vector_std(&self, v: f64) -> f64 {

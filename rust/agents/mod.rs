@@ -16,6 +16,7 @@
 //! observe. `privrl.run` calls it per block of users; `privrl.learn` drives `policy` /
 //! `observe` one user at a time.
 
+pub mod adaptive;
 pub mod bounds;
 pub mod lsvi;
 pub mod model;

@@ -22,6 +22,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::adaptive::{AdaptiveSpec, StepNoise, StepOut};
 use super::bounds::NoiseBounds;
 use super::{outer, Draw, Episodic, Exploration, Guard, Mechanism, Ties, Trajectory};
 use crate::errors::{check_len, CoreError, CoreResult};
@@ -48,6 +49,10 @@ pub struct PracticalSpec {
     /// The ridge's centre.
     pub w0: Vec<f64>,
     pub bounds: NoiseBounds,
+    /// The adaptive rule (calibration "adaptive", `super::adaptive`) in place of the practical
+    /// one's widths: same released sums, honest widths, the support clip when planning.
+    #[serde(default)]
+    pub adaptive: Option<AdaptiveSpec>,
 }
 
 /// How one regression releases its billboard.
@@ -110,6 +115,11 @@ pub struct Billboard {
     pub gamma: Vec<f64>,
     /// Users whose statistics it includes.
     pub users: u64,
+    /// Adaptive rule: the sampling factor V diag(r) V^T and the bias matrix V diag(b^2) V^T.
+    #[serde(default)]
+    pub factor: Vec<f64>,
+    #[serde(default)]
+    pub bias: Vec<f64>,
 }
 
 /// One ridge regression of the agent: UCRL-VTR has one; UCRL-VTR+ two (the weighted first
@@ -156,6 +166,9 @@ struct Work {
     inverse2: Vec<f64>,
     correction: Vec<f64>,
     messages: Vec<(Vec<f64>, Vec<f64>)>,
+    lo: Vec<f64>,
+    hi: Vec<f64>,
+    z: Vec<f64>,
 }
 
 /// A UCRL-VTR or UCRL-VTR+ agent.
@@ -177,6 +190,10 @@ pub struct VtrAgent {
     pub k: u64,
     pub policy_updates: u64,
     pub last_sigma_bar: Vec<f64>,
+    /// The largest spread of V_{h+1} over one pair's support in the plans so far (H; < 0: none
+    /// yet): the adaptive rule's statistical std (public, a function of the billboards).
+    #[serde(default)]
+    pub spread: Vec<f64>,
     plan: Plan,
     #[serde(skip)]
     work: Work,
@@ -230,6 +247,7 @@ impl VtrAgent {
             k: 0,
             policy_updates: 0,
             last_sigma_bar: vec![],
+            spread: vec![-1.0; h],
             plan: Plan::default(),
             work: Work::default(),
         };
@@ -237,13 +255,16 @@ impl VtrAgent {
         for i in 0..agent.regs.len() {
             let reg = &mut agent.regs[i];
             reg.board = Billboard::empty(h, d);
-            release(reg, h, d, &mut agent.work)?;
+            release(reg, h, d, &agent.spread, &mut agent.work)?;
         }
         Ok(agent)
     }
 
     fn work_ready(&mut self) {
         let (h, s, a, d) = (self.h, self.s, self.a, self.d);
+        if self.spread.len() != h {
+            self.spread = vec![-1.0; h];
+        }
         let w = &mut self.work;
         if w.q.len() == s * a {
             return;
@@ -264,6 +285,9 @@ impl VtrAgent {
             inverse2: vec![0.0; h * d * d],
             correction: vec![0.0; h],
             messages: Vec::new(),
+            lo: vec![0.0; s * a],
+            hi: vec![0.0; s * a],
+            z: vec![0.0; d],
         };
         if self.plan.v.len() != (h + 1) * s {
             self.plan.v = vec![0.0; (h + 1) * s];
@@ -281,26 +305,67 @@ impl VtrAgent {
         let (h_n, s_n, a_n, d) = (self.h, self.s, self.a, self.d);
         let rows = s_n * a_n;
         let board = &self.regs[0].board;
+        let adaptive = self.regs[0]
+            .spec
+            .practical
+            .as_ref()
+            .is_some_and(|p| p.adaptive.is_some());
         let (plan, w) = (&mut self.plan, &mut self.work);
         plan.v[h_n * s_n..].iter_mut().for_each(|v| *v = 0.0);
         for h in (0..h_n).rev() {
             let (now, next) = plan.v[h * s_n..].split_at_mut(s_n);
             let phi = &mut plan.phis[h * rows * d..(h + 1) * rows * d];
             self.features.phi_v(&next[..s_n], phi)?;
-            let explore = &board.explore[h * d * d..(h + 1) * d * d];
+            let sl = h * d * d..(h + 1) * d * d;
+            let explore = &board.explore[sl.clone()];
             let mean = &board.weights[h * d..(h + 1) * d];
-            let beta = self
-                .exploration
-                .weights(mean, explore, 1.0, &mut w.draw, &mut w.w);
+            let (inv, beta) = if !adaptive {
+                let beta = self
+                    .exploration
+                    .weights(mean, explore, 1.0, &mut w.draw, &mut w.w);
+                (explore, beta)
+            } else {
+                // adaptive: sampling draws the random part with one normal vector per user
+                // (shared by every h) and keeps the bias bound as a bonus
+                match &mut self.exploration {
+                    Exploration::Optimism => {
+                        w.w.copy_from_slice(mean);
+                        (explore, 1.0)
+                    }
+                    Exploration::Sampling(stream) => {
+                        if h == h_n - 1 {
+                            stream.normals(&mut w.z);
+                        }
+                        let f = &board.factor[sl.clone()];
+                        for ((o, m), row) in w.w.iter_mut().zip(mean).zip(f.chunks_exact(d)) {
+                            *o = m + row.iter().zip(&w.z).map(|(l, z)| l * z).sum::<f64>();
+                        }
+                        (&board.bias[sl.clone()], 1.0)
+                    }
+                }
+            };
             let q = OptimisticQ {
                 d,
                 w: &w.w,
-                inv: explore,
+                inv,
                 beta,
                 lower: 0.0,
                 upper: h_n as f64,
             };
-            q.evaluate(phi, Some(&self.rewards[h * rows..(h + 1) * rows]), &mut w.q)?;
+            let r = &self.rewards[h * rows..(h + 1) * rows];
+            q.evaluate(phi, Some(r), &mut w.q)?;
+            if adaptive {
+                // the support clip: every admissible model's Q_h(s, a) lies in
+                // r + [min, max] of V_{h+1} over the support of (s, a)
+                self.features
+                    .support_range(&next[..s_n], &mut w.lo, &mut w.hi)?;
+                let mut spread: f64 = 0.0;
+                for (((qv, rv), lo), hi) in w.q.iter_mut().zip(r).zip(&w.lo).zip(&w.hi) {
+                    *qv = qv.clamp(rv + lo, rv + hi);
+                    spread = spread.max(hi - lo);
+                }
+                self.spread[h] = self.spread[h].max(spread);
+            }
             let tie = self.ties.draw();
             group_max(&w.q, a_n, tie, now, &mut plan.pi[h * s_n..(h + 1) * s_n])?;
         }
@@ -397,7 +462,7 @@ impl VtrAgent {
         self.plan.user = None;
         for reg in self.regs.iter_mut() {
             reg.board.users += 1;
-            release(reg, h, d, &mut self.work)?;
+            release(reg, h, d, &self.spread, &mut self.work)?;
         }
         Ok(())
     }
@@ -468,6 +533,8 @@ impl Billboard {
             explore: vec![0.0; h * d * d],
             gamma: vec![],
             users: 0,
+            factor: vec![],
+            bias: vec![],
         }
     }
 }
@@ -607,7 +674,13 @@ impl Server {
 }
 
 /// The next billboard of one regression (the paper's rule or the practical one).
-fn release(reg: &mut Regression, h: usize, d: usize, w: &mut Work) -> CoreResult<()> {
+fn release(
+    reg: &mut Regression,
+    h: usize,
+    d: usize,
+    spread: &[f64],
+    w: &mut Work,
+) -> CoreResult<()> {
     let dd = d * d;
     let board = &mut reg.board;
     let t = board.users;
@@ -616,6 +689,41 @@ fn release(reg: &mut Regression, h: usize, d: usize, w: &mut Work) -> CoreResult
         let v = reg
             .server
             .released_sums(t, p.lam, d, &mut w.gram, &mut w.sums)?;
+        if let Some(a) = &p.adaptive {
+            let (upsilon, _) = p.bounds.at(v);
+            let noise = StepNoise {
+                upsilon,
+                s_m: p.bounds.matrix_std(v),
+                s_v: p.bounds.vector_std(v),
+                shift_mult: p.shift_mult,
+                c_w: p.c_w,
+                distance: p.centre_distance,
+                w0: &p.w0,
+            };
+            board.gamma.resize(h, 0.0);
+            board.factor.resize(h * dd, 0.0);
+            board.bias.resize(h * dd, 0.0);
+            for hh in 0..h {
+                let sl = hh * dd..(hh + 1) * dd;
+                let out = StepOut {
+                    design: &mut board.design[sl.clone()],
+                    inverse: &mut board.inverse[sl.clone()],
+                    weights: &mut board.weights[hh * d..(hh + 1) * d],
+                    explore: &mut board.explore[sl.clone()],
+                    factor: &mut board.factor[sl.clone()],
+                    bias: &mut board.bias[sl],
+                };
+                board.gamma[hh] = a.release_step(
+                    d,
+                    &w.gram[hh * dd..(hh + 1) * dd],
+                    &w.sums[hh * d..(hh + 1) * d],
+                    spread[hh],
+                    &noise,
+                    out,
+                );
+            }
+            return Ok(());
+        }
         let (ups, c_t) = p.bounds.at(v);
         let shift = p.shift_mult * ups;
         floored_release(

@@ -79,6 +79,15 @@ pub(super) struct PracticalSpecPy<'py> {
     pub(super) noise_scale: f64,
     pub(super) w0: PyReadonlyArray1<'py, f64>,
     pub(super) bounds: BoundsSpec,
+    pub(super) adaptive: Option<AdaptiveSpecPy>,
+}
+
+/// `privrl.agents.common.specs.AdaptiveSpec`: the adaptive rule's constants.
+#[derive(FromPyObject)]
+pub(super) struct AdaptiveSpecPy {
+    pub(super) sigma_max: f64,
+    pub(super) spread_scale: f64,
+    pub(super) sigma_min: f64,
 }
 
 /// The noise of a regression's mechanisms (JDP) or randomizer (LDP).
@@ -199,6 +208,11 @@ pub(super) fn regression(
             noise_scale: p.noise_scale,
             w0: contiguous("w0", p.w0.as_slice())?.to_vec(),
             bounds: p.bounds.build()?,
+            adaptive: p.adaptive.map(|a| crate::agents::adaptive::AdaptiveSpec {
+                sigma_max: a.sigma_max,
+                spread_scale: a.spread_scale,
+                sigma_min: a.sigma_min,
+            }),
         }),
     };
     let wrong = |what: &str| PyValueError::new_err(format!("{} regression: {what}", r.mode));
@@ -273,6 +287,8 @@ pub(super) fn regression(
             explore: vec![],
             gamma: vec![],
             users: 0,
+            factor: vec![],
+            bias: vec![],
         },
     })
 }

@@ -48,8 +48,13 @@ __all__ = [
 
 #: "paper": the noise scales of the corollaries; "tight": the smallest noise of the same release
 #: plan for (eps, delta) under the tight accountant; "practical": the tight noise with sharp
-#: regret-side constants (privrl.privacy.practical).
-CALIBRATIONS = ("paper", "tight", "practical")
+#: regret-side constants (privrl.privacy.practical); "adaptive": the same tight noise as
+#: "practical" with the adaptive regret side (privrl.privacy.adaptive: honest widths, the support
+#: clip; UCRL-VTR / UCRL-VTR+).
+CALIBRATIONS = ("paper", "tight", "practical", "adaptive")
+#: The calibrations whose noise is the tight one and whose release is post-processed per release
+#: (privrl.privacy.practical's bounds): the practical rule and the adaptive one.
+PRACTICAL_RULES = ("practical", "adaptive")
 #: The noise samplers: "discrete" (exact discrete Gaussian / Laplace on a lattice, Canonne,
 #: Kamath & Steinke 2020: no floating-point side channel) or "float" (the continuous laws).
 SAMPLERS = ("discrete", "float")

@@ -31,6 +31,7 @@ from typing import Any
 
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.accounting import tree_nodes_per_leaf
+from privrl.privacy.common import PRACTICAL_RULES
 from privrl.privacy.mechanisms import tree_depth
 
 __all__ = ["MECHANISMS", "UserEntry", "check_mechanism", "mechanism_profile_cached", "user_entry"]
@@ -51,7 +52,7 @@ def resolve_mechanism(kind: str, calibration: str, pure: bool, mechanism: Any = 
     paper's binary tree otherwise. The one rule behind every public ``mechanism=None``: JointDP
     and the calibrations."""
     if mechanism is None:
-        mechanism = "blt" if kind == "jdp" and calibration == "practical" and not pure else "tree"
+        mechanism = "blt" if kind == "jdp" and calibration in PRACTICAL_RULES and not pure else "tree"
     mechanism = check_mechanism(mechanism)
     if mechanism != "tree" and (kind != "jdp" or pure):
         raise PrivacyParameterError(

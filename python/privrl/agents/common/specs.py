@@ -17,6 +17,7 @@ __all__ = [
     "GuardSpec",
     "BoundsSpec",
     "PracticalSpec",
+    "AdaptiveSpec",
     "NoiseSpec",
     "RegressionSpec",
     "VtrSpec",
@@ -49,6 +50,16 @@ class PracticalSpec:
     noise_scale: float
     w0: np.ndarray
     bounds: BoundsSpec
+    adaptive: AdaptiveSpec | None = None
+
+
+@dataclass(frozen=True)
+class AdaptiveSpec:
+    """The adaptive rule's constants (privrl.privacy.adaptive.adaptive_constants)."""
+
+    sigma_max: float
+    spread_scale: float
+    sigma_min: float
 
 
 @dataclass(frozen=True)

@@ -276,6 +276,9 @@ def calibrate_lsvi_ucb(
     B = resolve_batches(batches, kind, pure, eps, H, K, d, calibration, dlt, p, mechanism)
     if plan is None:
         plan = release_plan(kind, pure, H, K, d, B, mechanism, sampler)
+    if calibration == "adaptive":  # the practical noise and rule (the adaptive widths are UCRL-VTR's)
+        cal = _calibrate(kind, eps, dlt, pure, H, K, d, p, batches, B, "practical", mechanism, plan, lam)
+        return cal.replace(calibration="adaptive")
     return _calibrate(kind, eps, dlt, pure, H, K, d, p, batches, B, calibration, mechanism, plan, lam)
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from privrl import _core
 from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_lattice_range
 from privrl.agents.common.specs import (
+    AdaptiveSpec,
     PracticalSpec,
     RegressionSpec,
     VtrSpec,
@@ -23,7 +24,8 @@ from privrl.common.checks import as_f64, check_choice
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.mixture import LinearMixtureMDP
 from privrl.privacy import practical
-from privrl.privacy.common import Calibration
+from privrl.privacy.adaptive import adaptive_constants
+from privrl.privacy.common import PRACTICAL_RULES, Calibration
 from privrl.privacy.plans import ReleasePlan
 
 CENTRES = ("feasible", "zero")  # the practical ridge's centre (UCRLVTR's ``centre``)
@@ -102,7 +104,7 @@ class UCRLVTR(Agent):
         radius = getattr(cal, self._radius_key)
         self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * radius
         self.calibration: Calibration = cal.replace(beta_used=self.beta, beta_scale=self.beta_scale)
-        if cal.release_rule == "practical":
+        if cal.release_rule in PRACTICAL_RULES:
             self.calibration = self.calibration.replace(centre=centre)
         self.guards = {
             s.name: SensitivityGuard(x_bound=s.x_bound, y_low=s.y_low, y_high=s.y_high, mode=sensitivity)
@@ -188,10 +190,11 @@ class UCRLVTR(Agent):
                 cal.shift,
                 self.beta,
                 seeds,
+                "vtr",
             )
         ]
 
-    def _regression(self, cal, guard, sigma_m, sigma_v, shift, radius, seeds) -> RegressionSpec:
+    def _regression(self, cal, guard, sigma_m, sigma_v, shift, radius, seeds, which) -> RegressionSpec:
         """One regression per the privacy model: exact for NonPrivate, 2H continual-release
         mechanisms for JDP (Cor. 1), user-side noise + shift for LDP (Cor. 2); under the practical
         calibration its billboard is the practical release (privrl.privacy.practical)."""
@@ -209,14 +212,20 @@ class UCRLVTR(Agent):
             shift_name=PAPER_SHIFT,
             guard=None if kind == "none" else guard.spec,
             noise=noise,
-            practical=self._practical(cal, sigma_m, sigma_v, radius)
-            if cal.release_rule == "practical"
+            practical=self._practical(cal, sigma_m, sigma_v, radius, which)
+            if cal.release_rule in PRACTICAL_RULES
             else None,
         )
 
-    def _practical(self, cal: Any, sigma_m: Any, sigma_v: Any, radius: float) -> PracticalSpec:
+    def _practical(self, cal: Any, sigma_m: Any, sigma_v: Any, radius: float, which: str) -> PracticalSpec:
         """The practical release's constants: the ridge's centre (a data-independent prior, no
-        privacy spent) and its distance bound, the widths' scales and the noise bounds."""
+        privacy spent) and its distance bound, the widths' scales and the noise bounds; under the
+        adaptive calibration the adaptive rule's constants for regression `which`
+        (privrl.privacy.adaptive)."""
+        adaptive = None
+        if cal.release_rule == "adaptive":
+            c = adaptive_constants(which, self.H, self.d)
+            adaptive = AdaptiveSpec(c.sigma_max, c.spread_scale, c.sigma_min)
         if self.centre == "feasible":
             w0 = practical.feasible_centre(self.mixture_features)
             distance = practical.centre_distance(self.C_w, self.mixture_features, w0)
@@ -232,11 +241,12 @@ class UCRLVTR(Agent):
             noise_scale=self.beta / full if full else self.beta_scale,
             w0=np.ascontiguousarray(w0, dtype=np.float64),
             bounds=bounds_spec(cal, sigma_m, sigma_v, self.d),
+            adaptive=adaptive,
         )
 
     def _board(self, i: int) -> Release:
         design, inverse, weights, explore, gamma, users = self._core.billboard(i)
-        practical_rule = self.calibration.release_rule == "practical"
+        practical_rule = self.calibration.release_rule in PRACTICAL_RULES
         return Release(
             design, inverse, weights, int(users), explore if practical_rule else None, gamma, explore
         )

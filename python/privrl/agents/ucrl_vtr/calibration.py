@@ -247,6 +247,9 @@ def calibrate_ucrl_vtr(
     sampler = resolve_sampler(kind, mechanism, sampler)
     if plan is None:
         plan = release_plan(kind, pure, H, K, d, mechanism, sampler)
+    if calibration == "adaptive":  # the practical noise, the adaptive regret side
+        cal = _calibrate(kind, eps, dlt, pure, H, K, d, C_w, p, "practical", mechanism, plan)
+        return cal.replace(calibration="adaptive", release_rule="adaptive")
     return _calibrate(kind, eps, dlt, pure, H, K, d, C_w, p, calibration, mechanism, plan)
 
 

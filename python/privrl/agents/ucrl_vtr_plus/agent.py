@@ -55,7 +55,8 @@ class UCRLVTRPlus(UCRLVTR):
     def _regressions(self, cal: Any, seeds: list[bytes]) -> list[RegressionSpec]:
         # The three radii move together under beta_scale (exploration only).
         scale = self._scale(cal)
-        self.beta_check = scale * cal.beta_check
+        # adaptive: sigma-bar's check width at one std of the weighted regression (variance <= 1)
+        self.beta_check = scale * (1.0 if cal.release_rule == "adaptive" else cal.beta_check)
         self.beta_tilde = scale * cal.beta_tilde
         self.calibration = self.calibration.replace(
             beta_check_used=self.beta_check, beta_tilde_used=self.beta_tilde
@@ -71,6 +72,7 @@ class UCRLVTRPlus(UCRLVTR):
                 cal.shift1,
                 self.beta,
                 seeds[: 2 * H],
+                "hat",
             ),
             self._regression(
                 cal,
@@ -80,6 +82,7 @@ class UCRLVTRPlus(UCRLVTR):
                 cal.shift2,
                 self.beta_tilde,
                 seeds[2 * H :],
+                "tilde",
             ),
         ]
 

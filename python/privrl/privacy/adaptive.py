@@ -1,0 +1,69 @@
+"""The regret side of the "adaptive" calibration (UCRL-VTR, UCRL-VTR+): the practical rule's
+release (same mechanisms, same tight noise, same bounds; privrl.privacy.practical) with widths
+whose bias and noise parts are honest rather than tuned, and planning that spends them well.
+
+Everything here is post-processing of the released sums or a public constant: it moves the
+regret, never the privacy guarantee (tests/test_adaptive.py checks that the released noise and
+the privacy report do not move with it).
+
+Per step h, with G~ + (lam + S_t) I = V diag(ev) V^T (S_t = shift_mult Upsilon_t, the practical
+shift), a_i = max(ev_i, lam), lift_i = a_i - ev_i, the centre w0 and D >= ||w - w0||
+(practical.centre_distance), the estimate is the practical one, w~ = A^{-1}(u~ + (lam + S_t + E) w0),
+and its error w~ - w = A^{-1}(xi + g - N w) + A^{-1}(lam + S_t + E)(w0 - w) splits per
+eigen-direction i into
+    a random part of std  r_i = sqrt(sigma^2 / a_i + nu^2 / a_i^2),   nu^2 = s_v^2 + 2 s_m^2 C_w^2
+        (the statistical noise of targets of std sigma, and the released noise: s_v, s_m the
+        per-entry stds of the vector and off-diagonal matrix noise released at t), and
+    a bias bounded by  b_i = (lam + S_t + lift_i) D / a_i.
+Neither is scaled by a tuned constant (radius 1 on the random part: one standard deviation).
+    optimism: Q = r + <phi, w~> + ||diag(r_i + b_i) V^T phi||;
+    sampling: Q = r + <phi, w~ + V diag(r_i) V^T z> + ||diag(b_i) V^T phi||, with one standard
+              normal z per user shared by every step (a coherent perturbation; independent draws
+              per h make the planned V lose mass and the regressions receive nothing);
+and in both Q_h(s, a) is clipped to r + [min, max] of V_{h+1} over the support of (s, a) (every
+model of the mixture puts p(.|s, a) on the next states with phi(s'|s, a) != 0: a projection on
+part of the known feasible set, Asm. 2), which removes the ties at H that the [0, H] clip makes.
+
+The constants (:func:`adaptive_constants`): sigma is half the largest spread of V_{h+1} over one
+pair's support seen in the users' plans so far (public: computed from billboards), before any plan
+its bound (H / 2 for targets in [0, H]); the ridge is the one whose Gaussian prior has the public
+bound D as its std, lam = (max(sigma, SIGMA_MIN) / D)^2.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = ["SIGMA_MIN", "AdaptiveConstants", "adaptive_constants"]
+
+#: The smallest statistical std the adaptive ridge lam = (sigma / D)^2 is computed from (a value
+#: of rewards in [0, 1] per step; keeps lam > 0 when every planned V is flat).
+SIGMA_MIN = 0.5
+
+
+@dataclass(frozen=True)
+class AdaptiveConstants:
+    """sigma before any plan, the factor from the spread of V_{h+1} to sigma, and sigma's floor."""
+
+    sigma_max: float
+    spread_scale: float
+    sigma_min: float = SIGMA_MIN
+
+
+def adaptive_constants(regression: str, H: int, d: int) -> AdaptiveConstants:
+    """The statistical std of a regression's targets (module doc):
+
+    - "vtr" (UCRL-VTR, y = V_{h+1}(s') in [0, H]): sigma_max = H / 2, sigma = spread / 2;
+    - "hat" (UCRL-VTR+'s weighted first moments y / sigma-bar, variance <= 1, sigma-bar >= H /
+      sqrt(d)): sigma_max = 1, sigma = (sqrt(d) / H) spread / 2;
+    - "tilde" (UCRL-VTR+'s second moments V^2 in [0, H^2], whose spread over a support is at most
+      2 H times that of V): sigma_max = H^2 / 2, sigma = 2 H spread / 2.
+    """
+    if regression == "vtr":
+        return AdaptiveConstants(H / 2.0, 1.0)
+    if regression == "hat":
+        return AdaptiveConstants(1.0, math.sqrt(d) / H)
+    if regression == "tilde":
+        return AdaptiveConstants(H * H / 2.0, 2.0 * H)
+    raise ValueError(f"unknown regression {regression!r}")

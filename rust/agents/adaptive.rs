@@ -1,0 +1,187 @@
+//! The adaptive release rule of UCRL-VTR / UCRL-VTR+ (calibration "adaptive",
+//! `privrl.privacy.adaptive`): post-processing of the same released sums as the practical rule
+//! (same mechanisms, same noise), with widths whose bias and noise parts are honest, not tuned.
+//!
+//! Per step h, from the released Gram sums G~ (no ridge) and targets u~ after t users, the
+//! released noise's per-entry stds s_m (matrix, off-diagonal) and s_v (vector) at t, the
+//! statistical std sigma of the targets, the centre w0 and the public bound D >= ||w - w0||:
+//!
+//!   lam   = (max(sigma, sigma_min) / D)^2      (the ridge whose Gaussian prior has std D)
+//!   S     = shift_mult Upsilon_t,   G~ + (lam + S) I = V diag(ev) V^T,
+//!   a_i   = max(ev_i, lam),  lift_i = a_i - ev_i,  c = V^T w0,  u = V^T u~,
+//!   mean  w~ = V m,  m_i = (u_i + (lam + S + lift_i) c_i) / a_i   (the practical rule's ridge),
+//!   random std  r_i = sqrt(sigma^2 / a_i + nu^2 / a_i^2),   nu^2 = s_v^2 + 2 s_m^2 C_w^2,
+//!   bias bound  b_i = (lam + S + lift_i) D / a_i      (|A^{-1}(lam + S + E)(w0 - w)| per direction).
+//!
+//! Outputs (row-major d x d per step): `explore` = V diag((r_i + b_i)^2) V^T (optimism: the bonus
+//! ||phi||_explore), `factor` = V diag(r_i) V^T (sampling: w = w~ + factor z) and `bias` =
+//! V diag(b_i^2) V^T (sampling: the bias stays an optimistic bonus), gamma_h = nu + (lam + S +
+//! max lift) D. The statistical std sigma is `spread_scale` times half the largest spread of
+//! V_{h+1} over one pair's support seen in the users' plans so far (public: computed from
+//! billboards), `sigma_max` before the first plan.
+
+use nalgebra::DMatrix;
+use serde::{Deserialize, Serialize};
+
+/// The adaptive rule's constants (functions of H and d, `privrl.privacy.adaptive`).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct AdaptiveSpec {
+    /// sigma before any plan (the targets' std bound: H / 2 for y in [0, H]).
+    pub sigma_max: f64,
+    /// sigma = spread_scale * spread / 2.
+    pub spread_scale: f64,
+    /// The smallest sigma the ridge lam is computed from.
+    pub sigma_min: f64,
+}
+
+/// One step's outputs (row-major d x d, weights d).
+pub struct StepOut<'a> {
+    pub design: &'a mut [f64],
+    pub inverse: &'a mut [f64],
+    pub weights: &'a mut [f64],
+    pub explore: &'a mut [f64],
+    pub factor: &'a mut [f64],
+    pub bias: &'a mut [f64],
+}
+
+/// The noise and prior of one release.
+pub struct StepNoise<'a> {
+    /// Upsilon_t (the shift's scale), s_m, s_v (released stds at t).
+    pub upsilon: f64,
+    pub s_m: f64,
+    pub s_v: f64,
+    pub shift_mult: f64,
+    pub c_w: f64,
+    /// D, a public bound on ||w - w0||.
+    pub distance: f64,
+    pub w0: &'a [f64],
+}
+
+impl AdaptiveSpec {
+    /// The statistical std for a running spread (< 0: no plan yet).
+    pub fn sigma(&self, spread: f64) -> f64 {
+        if spread < 0.0 {
+            self.sigma_max
+        } else {
+            self.spread_scale * spread / 2.0
+        }
+    }
+
+    /// The ridge lam = (max(sigma, sigma_min) / D)^2.
+    pub fn lam(&self, sigma: f64, distance: f64) -> f64 {
+        (sigma.max(self.sigma_min) / distance).powi(2)
+    }
+
+    /// The release of one step (module doc); returns gamma_h.
+    pub fn release_step(
+        &self,
+        d: usize,
+        gram: &[f64],
+        target: &[f64],
+        spread: f64,
+        n: &StepNoise<'_>,
+        out: StepOut<'_>,
+    ) -> f64 {
+        let sig = self.sigma(spread);
+        let lam = self.lam(sig, n.distance);
+        let base = lam + n.shift_mult * n.upsilon;
+        let m = DMatrix::from_fn(d, d, |i, j| {
+            0.5 * (gram[i * d + j] + gram[j * d + i]) + if i == j { base } else { 0.0 }
+        });
+        let eig = m.symmetric_eigen();
+        let (ev, v) = (&eig.eigenvalues, &eig.eigenvectors);
+        let nu2 = n.s_v * n.s_v + 2.0 * n.s_m * n.s_m * n.c_w * n.c_w;
+        let s2 = sig * sig;
+        let (mut a, mut mean, mut rstd, mut bias) =
+            (vec![0.0; d], vec![0.0; d], vec![0.0; d], vec![0.0; d]);
+        let mut max_lift: f64 = 0.0;
+        for i in 0..d {
+            a[i] = ev[i].max(lam);
+            let lift = a[i] - ev[i];
+            max_lift = max_lift.max(lift);
+            let ui: f64 = (0..d).map(|k| v[(k, i)] * target[k]).sum();
+            let ci: f64 = (0..d).map(|k| v[(k, i)] * n.w0[k]).sum();
+            mean[i] = (ui + (base + lift) * ci) / a[i];
+            rstd[i] = (s2 / a[i] + nu2 / (a[i] * a[i])).sqrt();
+            bias[i] = (base + lift) * n.distance / a[i];
+        }
+        for k in 0..d {
+            out.weights[k] = (0..d).map(|i| v[(k, i)] * mean[i]).sum();
+        }
+        for p in 0..d {
+            for q in p..d {
+                let mut x = [0.0; 6];
+                for i in 0..d {
+                    let vv = v[(p, i)] * v[(q, i)];
+                    x[0] += vv * a[i];
+                    x[1] += vv / a[i];
+                    x[2] += vv * (rstd[i] + bias[i]).powi(2);
+                    x[3] += vv * rstd[i];
+                    x[4] += vv * bias[i] * bias[i];
+                }
+                for (o, val) in [
+                    (&mut *out.design, x[0]),
+                    (&mut *out.inverse, x[1]),
+                    (&mut *out.explore, x[2]),
+                    (&mut *out.factor, x[3]),
+                    (&mut *out.bias, x[4]),
+                ] {
+                    o[p * d + q] = val;
+                    o[q * d + p] = val;
+                }
+            }
+        }
+        nu2.sqrt() + (base + max_lift) * n.distance
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adaptive_step_by_hand() {
+        // G~ = diag(-3, 5), u~ = (1, 6), w0 = (1, 0), D = 2, sigma = 1 (spread 2, scale 1),
+        // sigma_min 0.5: lam = 1/4; no noise (S = 0, nu = 0). ev = (-2.75, 5.25) (ascending,
+        // eigenvectors +-e1, +-e2): a = (1/4, 5.25), lift = (3, 0);
+        // m_1 = (1 + (1/4 + 3) * 1) / (1/4) = 17, m_2 = 6 / 5.25;
+        // r = (sqrt(4), sqrt(1 / 5.25)), b = ((1/4 + 3) * 2 / (1/4), (1/4) * 2 / 5.25) = (26, 2/21).
+        let spec = AdaptiveSpec {
+            sigma_max: 10.0,
+            spread_scale: 1.0,
+            sigma_min: 0.5,
+        };
+        let (mut de, mut inv, mut w, mut ex, mut fa, mut bi) =
+            ([0.0; 4], [0.0; 4], [0.0; 2], [0.0; 4], [0.0; 4], [0.0; 4]);
+        let noise = StepNoise {
+            upsilon: 0.0,
+            s_m: 0.0,
+            s_v: 0.0,
+            shift_mult: 1.0,
+            c_w: 1.0,
+            distance: 2.0,
+            w0: &[1.0, 0.0],
+        };
+        let out = StepOut {
+            design: &mut de,
+            inverse: &mut inv,
+            weights: &mut w,
+            explore: &mut ex,
+            factor: &mut fa,
+            bias: &mut bi,
+        };
+        let gamma = spec.release_step(2, &[-3.0, 0.0, 0.0, 5.0], &[1.0, 6.0], 2.0, &noise, out);
+        let close = |x: f64, y: f64| (x - y).abs() < 1e-12;
+        assert!(close(gamma, (0.25 + 3.0) * 2.0));
+        assert!(close(de[0], 0.25) && close(de[3], 5.25) && close(de[1], 0.0));
+        assert!(close(inv[0], 4.0) && close(inv[3], 1.0 / 5.25));
+        assert!(close(w[0], 17.0) && close(w[1], 6.0 / 5.25));
+        assert!(close(fa[0], 2.0) && close(fa[3], (1.0f64 / 5.25).sqrt()));
+        assert!(close(bi[0], 26.0 * 26.0) && close(bi[3], (2.0f64 / 21.0).powi(2)));
+        assert!(close(ex[0], 28.0 * 28.0));
+        assert!(close(ex[3], ((1.0f64 / 5.25).sqrt() + 2.0 / 21.0).powi(2)));
+        // no plan yet: sigma_max
+        assert_eq!(spec.sigma(-1.0), 10.0);
+        assert_eq!(spec.sigma(3.0), 1.5);
+    }
+}
