@@ -11,8 +11,7 @@ import pytest
 import privrl
 from privrl.agents import UCRLVTR, UCRLVTRPlus
 from privrl.envs import RandomLinearMixtureMDP, RiverSwimMixture
-from privrl.privacy import JointDP, LocalDP, NonPrivate
-from privrl.privacy import practical
+from privrl.privacy import JointDP, LocalDP, NonPrivate, practical
 from privrl.privacy.adaptive import SIGMA_MIN, adaptive_constants
 
 
@@ -66,8 +65,10 @@ def test_release_matches_numpy_oracle():
 @pytest.mark.parametrize("model", ["jdp", "ldp"])
 def test_noise_and_report_do_not_move_with_the_rule(model):
     env = RiverSwimMixture(S=6, H=5)
-    make = (lambda c: JointDP(5, 1e-5, calibration=c)) if model == "jdp" else (
-        lambda c: LocalDP(5, 1e-5, calibration=c)
+    make = (
+        (lambda c: JointDP(5, 1e-5, calibration=c))
+        if model == "jdp"
+        else (lambda c: LocalDP(5, 1e-5, calibration=c))
     )
     agents = {
         (c, e): UCRLVTR(env, make(c), episodes=200, seed=3, exploration=e)
@@ -133,7 +134,11 @@ def test_learns_with_defaults_and_either_centre(exploration):
     regrets = {}
     for centre in ("feasible", "zero"):
         agent = UCRLVTR(
-            env, JointDP(10, 1e-5, calibration="adaptive"), episodes=K, seed=0, centre=centre,
+            env,
+            JointDP(10, 1e-5, calibration="adaptive"),
+            episodes=K,
+            seed=0,
+            centre=centre,
             exploration=exploration,
         )
         res = privrl.run(agent, env, K, seed=1)
