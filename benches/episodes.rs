@@ -137,6 +137,8 @@ fn bench_vtr(c: &mut Criterion) {
                     explore: vec![],
                     gamma: vec![],
                     users: 0,
+                    factor: vec![],
+                    bias: vec![],
                 },
             };
             let mut agent = VtrAgent::new(VtrParts {
@@ -194,6 +196,7 @@ fn bench_lsvi(c: &mut Criterion) {
                 ties: Ties(None),
                 exploration: Exploration::Optimism,
                 episodes: 16 * BLOCK as u64,
+                adaptive: None,
             })
             .unwrap();
             let mut cache = RegretCache::new(&m);

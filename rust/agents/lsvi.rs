@@ -16,12 +16,15 @@
 use serde::{Deserialize, Serialize};
 
 use super::bounds::NoiseBounds;
+use super::lsvi_adaptive::{AdaptiveLsvi, AdaptiveState};
 use super::vtr::not_pd;
 use super::{outer, Draw, Episodic, Exploration, Guard, Mechanism, Ties, Trajectory};
 use crate::errors::{check_len, CoreError, CoreResult};
 use crate::kernels::qeval::{group_max, OptimisticQ};
 use crate::kernels::rank_one::{spd_inverse, ShermanMorrison};
 use crate::noise::{NodeShape, NoiseStream};
+
+mod adaptive;
 
 /// The regularization of a private release.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -126,6 +129,9 @@ pub struct LsviAgent {
     /// sampling).
     pi: Vec<usize>,
     pi_for: Option<(u64, u64)>,
+    /// The adaptive release rule (calibration "adaptive", `super::lsvi_adaptive`).
+    #[serde(default)]
+    pub adaptive: Option<Box<AdaptiveState>>,
     #[serde(skip)]
     work: Work,
 }
@@ -159,6 +165,7 @@ pub struct LsviParts {
     pub ties: Ties,
     pub exploration: Exploration,
     pub episodes: u64,
+    pub adaptive: Option<AdaptiveLsvi>,
 }
 
 impl LsviAgent {
@@ -245,8 +252,20 @@ impl LsviAgent {
             policy_updates: 0,
             pi: vec![0; h * s],
             pi_for: None,
+            adaptive: p.adaptive.map(|spec| {
+                Box::new(AdaptiveState {
+                    spec,
+                    history: vec![vec![]; h],
+                    s_n: 0.0,
+                    factor: vec![0.0; h * d * d],
+                    bonus: vec![0.0; h * s * a],
+                })
+            }),
             work: Work::default(),
         };
+        if agent.adaptive.is_some() {
+            agent.adaptive_initial();
+        }
         if !private {
             agent.server.forms = vec![0.0; h * s * a];
             for hh in 0..h {
@@ -390,6 +409,9 @@ impl LsviAgent {
         w: &mut Work,
     ) -> CoreResult<()> {
         let (s_n, a_n, d) = (self.s, self.a, self.d);
+        if self.adaptive.is_some() {
+            return self.plan_adaptive(exploration, pi, w);
+        }
         for h in 0..self.h {
             let inv = self.board_inverse(h);
             let mean = &self.board.weights[h * d..(h + 1) * d];
@@ -425,6 +447,9 @@ impl LsviAgent {
     /// The end of a batch (Alg. 2, lines 14-23): the perturbed LSVI over all data so far.
     fn release(&mut self) -> CoreResult<()> {
         self.work_ready();
+        if self.adaptive.is_some() {
+            return self.release_adaptive();
+        }
         let (h_n, s_n, a_n, d) = (self.h, self.s, self.a, self.d);
         let aggregated = self.aggregated();
         let users = self.server.n;
@@ -515,6 +540,25 @@ impl LsviAgent {
         }
         srv.nodes_history.push(p.trees[0].0.nodes_used());
         srv.batch_gram.iter_mut().for_each(|v| *v = 0.0);
+        if let Some(st) = &mut self.adaptive {
+            // the adaptive rule: one-hot rows project G~ on its diagonal; S_t from its bound
+            let t = p.trees[0].0.steps();
+            let (shift, s_n) = st.spec.shift(p.trees[0].0.variance_factor(t), d);
+            st.s_n = s_n;
+            if st.spec.diagonal {
+                for m in board.design.chunks_exact_mut(dd) {
+                    for i in 0..d {
+                        for j in 0..d {
+                            if i != j {
+                                m[i * d + j] = 0.0;
+                            }
+                        }
+                    }
+                }
+            }
+            floor_release(&mut board.design, &mut board.inverse, d, self.lam + shift, self.lam);
+            return Ok(());
+        }
         match &p.shift {
             Shift::Constant(base) => {
                 for (hh, m) in board.design.chunks_exact_mut(dd).enumerate() {

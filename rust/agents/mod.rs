@@ -19,6 +19,7 @@
 pub mod adaptive;
 pub mod bounds;
 pub mod lsvi;
+pub mod lsvi_adaptive;
 pub mod model;
 pub mod vtr;
 

@@ -489,6 +489,7 @@ impl PyLsviAgent {
             ties: ties(spec.tie_seed)?,
             exploration: exploration(spec.exploration_seed)?,
             episodes: spec.episodes,
+            adaptive: spec.adaptive.as_ref().map(|a| a.build()).transpose()?,
         })
         .py_ok(py)?;
         Ok(PyLsviAgent { inner })

@@ -159,6 +159,34 @@ pub(super) struct LsviSpecPy<'py> {
     pub(super) tie_seed: Option<Vec<u8>>,
     pub(super) exploration_seed: Option<Vec<u8>>,
     pub(super) episodes: u64,
+    pub(super) adaptive: Option<LsviAdaptiveSpecPy<'py>>,
+}
+
+/// `privrl.agents.common.specs.LsviAdaptiveSpec`: the adaptive LSVI rule's constants.
+#[derive(FromPyObject)]
+pub(super) struct LsviAdaptiveSpecPy<'py> {
+    pub(super) w1: PyReadonlyArray1<'py, f64>,
+    pub(super) value_shift: bool,
+    pub(super) diagonal: bool,
+    pub(super) shift_mult: f64,
+    pub(super) bounds: BoundsSpec,
+    pub(super) alpha: f64,
+}
+
+impl LsviAdaptiveSpecPy<'_> {
+    pub(super) fn build(&self) -> PyResult<crate::agents::lsvi_adaptive::AdaptiveLsvi> {
+        let bounds = self.bounds.build()?;
+        Ok(crate::agents::lsvi_adaptive::AdaptiveLsvi {
+            w1: contiguous("w1", self.w1.as_slice())?.to_vec(),
+            value_shift: self.value_shift,
+            diagonal: self.diagonal,
+            shift_mult: self.shift_mult,
+            // eta: one fresh draw per release and step (variance factor 1)
+            sigma_u: bounds.vector_std(1.0),
+            bounds,
+            alpha: self.alpha,
+        })
+    }
 }
 
 pub(super) fn ties(seed: Option<Vec<u8>>) -> PyResult<Ties> {

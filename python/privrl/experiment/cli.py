@@ -125,7 +125,11 @@ def _sweep_flags(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # Agent keys that also have a flag: (flag, key, the privacy kinds it applies to).
-_AGENT_FLAGS = (("--calibration", "calibration", ("jdp", "ldp")), ("--mechanism", "mechanism", ("jdp",)))
+_AGENT_FLAGS = (
+    ("--calibration", "calibration", ("none", "jdp", "ldp")),
+    ("--mechanism", "mechanism", ("jdp",)),
+    ("--exploration", "exploration", ("none", "jdp", "ldp")),
+)
 
 
 def _flag_agents(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
@@ -317,6 +321,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     # The privacy models list the calibrations and mechanisms they accept; the flags take exactly those.
+    from privrl.agents.common.base import EXPLORATIONS
     from privrl.privacy.models import CALIBRATIONS, MECHANISMS
 
     ap = argparse.ArgumentParser(
@@ -370,7 +375,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--calibration",
         choices=CALIBRATIONS,
-        help="noise calibration of every jdp / ldp --agent that does not set its own (default: paper)",
+        help="calibration of every --agent that does not set its own (default: adaptive; the "
+        "paper's is 'paper'; a non-private agent takes the calibration's regret side)",
+    )
+    run.add_argument(
+        "--exploration",
+        choices=EXPLORATIONS,
+        help="exploration rule of every --agent that does not set its own (default: the algorithm's, "
+        "optimism for UCRL-VTR, sampling for LSVI-UCB under the adaptive calibration)",
     )
     run.add_argument(
         "--mechanism",

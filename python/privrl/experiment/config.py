@@ -285,10 +285,8 @@ class Study:
                             epsilon=eps,
                             delta=delta,
                             p=spec.p,
-                            # the practical regret side also defines the eps = inf member
-                            calibration=spec.calibration
-                            if private or spec.calibration == "practical"
-                            else None,
+                            # the calibration's regret side also defines the eps = inf member
+                            calibration=spec.calibration,
                             mechanism=spec.mechanism if private else None,
                             seed=seed,
                             root_seed=root_seed,

@@ -85,18 +85,19 @@ def make_privacy(
     mechanism: str | None = None,
     sampler: str | None = None,
 ) -> Any:
-    """The privacy model of a run: epsilon = inf (or kind none) is NonPrivate (with the practical
-    regret side when calibration is "practical": its eps -> inf member); calibration "paper",
-    "tight" or "practical" (privrl.privacy.models) for JDP / LDP; mechanism (JDP only) the
+    """The privacy model of a run: epsilon = inf (or kind none) is NonPrivate with the regret side
+    of the calibration (its eps -> inf member; the default "adaptive"); calibration "adaptive",
+    "practical", "tight" or "paper" (privrl.privacy.models) for JDP / LDP; mechanism (JDP only) the
     continual release of the server's sums (the calibration's default unless given); sampler
     "discrete" / "float" (the privacy model's default unless given)."""
     from privrl.privacy import JointDP, LocalDP, NonPrivate
 
     extra: dict[str, Any] = {} if p is None else {"p": p}
     if kind == "none" or math.isinf(epsilon):
-        return NonPrivate(
-            p=extra.get("p", 0.05), calibration="practical" if calibration == "practical" else "paper"
-        )
+        # the regret side of a private calibration defines its eps = inf member; "tight" has no
+        # noise to tighten and is "paper"'s
+        rule = {None: "adaptive", "tight": "paper"}.get(calibration, calibration or "adaptive")
+        return NonPrivate(p=extra.get("p", 0.05), calibration=rule)
     if calibration is not None:
         extra["calibration"] = calibration
     if sampler is not None:

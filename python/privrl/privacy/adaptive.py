@@ -24,6 +24,13 @@ and in both Q_h(s, a) is clipped to r + [min, max] of V_{h+1} over the support o
 model of the mixture puts p(.|s, a) on the next states with phi(s'|s, a) != 0: a projection on
 part of the known feasible set, Asm. 2), which removes the ties at H that the [0, H] clip makes.
 
+LSVI-UCB (the adaptive rule of rust/agents/lsvi_adaptive.rs): the released target is the value
+shifted by c = min V_{h+1} and amplified to fill the plan's bound [0, H + 1] (same statistic bound,
+same noise, eta's effect divided by the amplification), one-hot features project the released Gram
+on its diagonal, every past release of a step is combined with its staleness as extra variance,
+and the estimate is a Gaussian posterior around c w1 with the target's half range as its scale;
+users are optimistic (UCB backup and plan) or draw their own model from that posterior.
+
 The constants (:func:`adaptive_constants`): sigma is half the largest spread of V_{h+1} over one
 pair's support seen in the users' plans so far (public: computed from billboards), before any plan
 its bound (H / 2 for targets in [0, H]); the ridge is the one whose Gaussian prior has the public
@@ -35,7 +42,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["SIGMA_MIN", "AdaptiveConstants", "adaptive_constants"]
+import numpy as np
+
+__all__ = [
+    "ADAPTIVE_LSVI_LAM",
+    "SIGMA_MIN",
+    "AdaptiveConstants",
+    "adaptive_constants",
+    "centre_direction",
+    "is_one_hot",
+]
+
+#: LSVI-UCB's ridge under the adaptive rule (App. D's lam = d pulls every Q towards the centre as
+#: hard as d visits; the adaptive rule's prior carries the scale instead).
+ADAPTIVE_LSVI_LAM = 1.0
 
 #: The smallest statistical std the adaptive ridge lam = (sigma / D)^2 is computed from (a value
 #: of rewards in [0, 1] per step; keeps lam > 0 when every planned V is flat).
@@ -67,3 +87,18 @@ def adaptive_constants(regression: str, H: int, d: int) -> AdaptiveConstants:
     if regression == "tilde":
         return AdaptiveConstants(H * H / 2.0, 2.0 * H)
     raise ValueError(f"unknown regression {regression!r}")
+
+
+def centre_direction(table: np.ndarray) -> tuple[np.ndarray, bool]:
+    """The min-norm w1 with phi(s, a)^T w1 = 1 on every row of the public feature table (S A, d),
+    and whether it holds exactly (to 1e-9): then a value level c is c w1 in the linear class, the
+    adaptive LSVI rule's value shift and prior centre."""
+    table = np.asarray(table, dtype=float)
+    w1 = np.linalg.lstsq(table, np.ones(table.shape[0]), rcond=None)[0]
+    return np.ascontiguousarray(w1), bool(np.abs(table @ w1 - 1.0).max() <= 1e-9)
+
+
+def is_one_hot(table: np.ndarray) -> bool:
+    """Every row of the feature table has at most one nonzero entry (tabular features): the
+    released Gram's data part is diagonal, so the adaptive rule projects the release on it."""
+    return bool(((np.asarray(table) != 0).sum(axis=1) <= 1).all())

@@ -27,14 +27,14 @@ class NonPrivate:
     """No privacy: the non-private algorithms (all noise terms zero).
 
     ``p`` is the regret failure probability used for the confidence widths. ``calibration``:
-    ``"paper"`` (default; "tight" is the same, there is no noise) or ``"practical"``: the
-    practical calibration's regret side with no noise (its eps -> inf limit: the ridge centred at
-    the feasible model, privrl.privacy.practical), the baseline a practical private agent is
-    compared with.
+    ``"adaptive"`` (default: the adaptive regret side with no noise, privrl.privacy.adaptive, the
+    eps -> inf member of the default private agents), ``"practical"`` (the practical regret side
+    with no noise, privrl.privacy.practical) or ``"paper"`` ("tight" is the same: the theorems'
+    non-private algorithms).
     """
 
     p: float = 0.05
-    calibration: str = "paper"
+    calibration: str = "adaptive"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "p", check_probability(self.p, "p"))
@@ -58,7 +58,7 @@ class NonPrivate:
 
     @property
     def label(self) -> str:
-        return "NonPrivate" if self.calibration != "practical" else "NonPrivate(practical)"
+        return "NonPrivate" if self.calibration == "adaptive" else f"NonPrivate({self.calibration})"
 
     @property
     def mechanism(self) -> str:
@@ -88,7 +88,7 @@ class _DPModel:
     epsilon: float
     delta: float = 0.0
     p: float = 0.05
-    calibration: str = "paper"
+    calibration: str = "adaptive"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_user_epsilon(self.epsilon, "epsilon"))
@@ -111,7 +111,7 @@ class _DPModel:
 
     @property
     def label(self) -> str:
-        extra = "" if self.calibration == "paper" else f", {self.calibration}"
+        extra = "" if self.calibration == "adaptive" else f", {self.calibration}"
         if self._sampler() == "float" and self.mechanism in DISCRETE_MECHANISMS:
             extra += ", float"  # not the default: say so in every table and plot
         return f"{self._TAG}(eps={self.epsilon:g}, delta={self.delta:g}{extra})"
@@ -150,13 +150,16 @@ class JointDP(_DPModel):
     """(epsilon, delta)-joint DP (Def. "Joint DP"); ``delta = 0`` means pure JDP (Laplace).
 
     ``epsilon`` in [1e-4, 1e15], ``delta`` 0 or in [1e-100, 1), ``p`` (regret failure probability) in (0, 1).
-    ``calibration``: ``"paper"`` (default, the noise of Cor. 1 / App. D / Cor. "JDP-UCRL-VTR+"),
-    ``"tight"`` (the smallest noise making the same release (eps, delta)-DP under the tight
-    accountant, privrl.privacy.common.tight_scales) or ``"practical"`` (the tight noise with sharp
-    regret-side constants, privrl.privacy.practical: same (eps, delta)).
+    ``calibration``: ``"adaptive"`` (default: the tight noise with the adaptive regret side,
+    privrl.privacy.adaptive), ``"practical"`` (the tight noise with sharp regret-side constants,
+    privrl.privacy.practical), ``"tight"`` (the smallest noise making the same release
+    (eps, delta)-DP under the tight accountant, privrl.privacy.common.tight_scales, with the
+    paper's regret side) or ``"paper"`` (the noise of Cor. 1 / App. D / Cor. "JDP-UCRL-VTR+").
+    Every one certifies the same (eps, delta); they differ in the noise scale (paper vs tight) and
+    in what is computed from the release (the regret side).
     ``mechanism``: the continual release of the server's prefix sums, ``"tree"`` (the paper's
     binary mechanism; the default of "paper" and "tight"), ``"honaker"``, ``"factorization"`` or
-    ``"blt"`` (the default of "practical": the lowest variance); the others need ``delta > 0``
+    ``"blt"`` (the default of "adaptive" and "practical": the lowest variance); the others need ``delta > 0``
     and get the noise scale of the same (eps, delta) (privrl.privacy.continual).
     ``sampler``: ``"discrete"`` (the default wherever the mechanism has it: tree and BLT) draws
     every released noise with the exact discrete Gaussian / Laplace of Canonne, Kamath & Steinke
@@ -194,8 +197,9 @@ class LocalDP(_DPModel):
     """(epsilon, delta)-local DP (Def. "Local DP"); ``delta = 0`` means pure LDP (Laplace).
 
     ``epsilon`` in [1e-4, 1e15], ``delta`` 0 or in [1e-100, 1), ``p`` (regret failure probability) in (0, 1).
-    ``calibration``: ``"paper"`` (default, Cor. 2), ``"tight"`` (the smallest noise of the same
-    release plan for (eps, delta)) or ``"practical"`` (the tight noise, sharp regret-side constants).
+    ``calibration``: ``"adaptive"`` (default: the tight noise, the adaptive regret side),
+    ``"practical"`` (the tight noise, sharp regret-side constants), ``"tight"`` (the smallest noise
+    of the same release plan for (eps, delta)) or ``"paper"`` (Cor. 2).
     ``sampler``: ``"discrete"`` (default: the user's randomizer adds exact discrete Gaussian /
     Laplace noise to its statistics rounded to the lattice, see JointDP) or ``"float"``.
     """

@@ -35,6 +35,13 @@ PRIVACY_MODELS = (NonPrivate, JointDP, LocalDP)
 EXPLORATIONS = ("optimism", "sampling")
 
 
+def default_exploration(algorithm: str, release_rule: str) -> str:
+    """The exploration of ``exploration=None``: under the adaptive rule LSVI-UCB's users draw
+    their own model (its optimistic users ignore rarely visited pairs on FrozenLake and never
+    find the goal; sampling does, docs/privacy-cost.md), every other agent is optimistic."""
+    return "sampling" if algorithm == "lsvi_ucb" and release_rule == "adaptive" else "optimism"
+
+
 class SensitivityWarning(UserWarning):
     """User data exceeded a bound the privacy calibration assumes and was clipped."""
 
@@ -143,7 +150,7 @@ class Agent(abc.ABC):
         beta_scale: float = 1.0,
         beta: float | None = None,
         ties: str = "random",
-        exploration: str = "optimism",
+        exploration: str | None = None,
     ):
         if not isinstance(env, (FiniteMDP, FeatureMap)):
             raise TypeError(f"env must be a privrl FiniteMDP or FeatureMap, got {type(env).__name__}")
@@ -162,7 +169,10 @@ class Agent(abc.ABC):
         self.beta_scale = check_nonneg_real(beta_scale, "beta_scale")
         self._beta_override = None if beta is None else check_nonneg_real(beta, "beta")
         self.ties = check_choice(ties, ("random", "lowest"), "ties")
-        self.exploration = check_choice(exploration, EXPLORATIONS, "exploration")
+        # None: default_exploration once the calibration is known (_settle_exploration)
+        self.exploration: str = (
+            "" if exploration is None else check_choice(exploration, EXPLORATIONS, "exploration")
+        )
         self.seed = seed
         root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
         # fixed children: 0 ties, 1 privacy noise, 2 exploration (the noise never moves with them)
@@ -181,6 +191,11 @@ class Agent(abc.ABC):
     @property
     def _tie_seed(self) -> bytes | None:
         return None if self.ties == "lowest" else self._stream_seed(0)
+
+    def _settle_exploration(self, cal: Calibration) -> None:
+        """``exploration=None`` becomes the default of the algorithm under its release rule."""
+        if not self.exploration:
+            self.exploration = default_exploration(cal.algorithm, cal.release_rule)
 
     @property
     def _exploration_seed(self) -> bytes | None:

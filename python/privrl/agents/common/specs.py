@@ -23,6 +23,7 @@ __all__ = [
     "VtrSpec",
     "LsviPrivateSpec",
     "LsviSpec",
+    "LsviAdaptiveSpec",
     "noise_spec",
     "bounds_spec",
 ]
@@ -111,6 +112,20 @@ class LsviPrivateSpec:
 
 
 @dataclass(frozen=True)
+class LsviAdaptiveSpec:
+    """The adaptive LSVI rule's public constants (privrl.privacy.adaptive): the centre direction
+    w1 (min-norm, phi^T w1 = 1 where ``value_shift``), the diagonal projection of one-hot rows,
+    the shift multiplier, the noise bounds (eta's std read from them) and their alpha."""
+
+    w1: np.ndarray
+    value_shift: bool
+    diagonal: bool
+    shift_mult: float
+    bounds: BoundsSpec
+    alpha: float
+
+
+@dataclass(frozen=True)
 class LsviSpec:
     table: np.ndarray  # (S A, d)
     n_actions: int
@@ -125,6 +140,7 @@ class LsviSpec:
     tie_seed: bytes | None
     exploration_seed: bytes | None
     episodes: int
+    adaptive: LsviAdaptiveSpec | None = None
 
 
 def noise_spec(

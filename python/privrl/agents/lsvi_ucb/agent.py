@@ -10,7 +10,14 @@ import numpy as np
 
 from privrl import _core
 from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_lattice_range
-from privrl.agents.common.specs import LsviPrivateSpec, LsviSpec, bounds_spec, noise_spec
+from privrl.agents.common.specs import (
+    BoundsSpec,
+    LsviAdaptiveSpec,
+    LsviPrivateSpec,
+    LsviSpec,
+    bounds_spec,
+    noise_spec,
+)
 from privrl.agents.lsvi_ucb import calibration as privacy_of
 from privrl.agents.lsvi_ucb.calibration import LSVIUCBCalibration
 from privrl.common.checks import check_choice, check_positive_real
@@ -18,7 +25,8 @@ from privrl.common.errors import PrivacyParameterError
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.linear import LinearMDP, check_phi_norms
-from privrl.privacy.common import Calibration
+from privrl.privacy.adaptive import centre_direction, is_one_hot
+from privrl.privacy.common import PRACTICAL_RULES, Calibration
 from privrl.privacy.models import LocalDP
 from privrl.privacy.plans import ReleasePlan
 
@@ -119,7 +127,7 @@ class LSVIUCB(Agent):
         sensitivity: str = "clip",
         planning: str = "auto",
         lam: float | None = None,
-        exploration: str = "optimism",
+        exploration: str | None = None,
     ):
         reason = self.accepts(env)
         if reason is not None:
@@ -147,6 +155,7 @@ class LSVIUCB(Agent):
         cal = privacy_of.calibrate_lsvi_ucb(
             **kw, H=self.H, K=self.K, d=self.d, batches=batches, plan=plan, lam=lam
         )
+        self._settle_exploration(cal)
         check_lattice_range(plan, cal, self.K)
         self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * cal.beta
         self.calibration: Calibration = cal.replace(
@@ -183,6 +192,7 @@ class LSVIUCB(Agent):
                 tie_seed=self._tie_seed,
                 exploration_seed=self._exploration_seed,
                 episodes=self.K,
+                adaptive=self._adaptive(cal, table),
             )
         )
 
@@ -192,12 +202,27 @@ class LSVIUCB(Agent):
         if cal.kind != "jdp":
             return None
         seeds = self.noise_seeds(self.H + 1)
-        practical = cal.release_rule == "practical"
+        practical = cal.release_rule in PRACTICAL_RULES
         return LsviPrivateSpec(
             noise=noise_spec(cal, cal.sigma_Lambda, cal.sigma_u, cal.releases, seeds),
             shift=float(cal.lam + cal.shift),
             practical_mult=float(cal.shift_mult) if practical else None,
             bounds=bounds_spec(cal, cal.sigma_Lambda, cal.sigma_u, self.d) if practical else None,
+        )
+
+    def _adaptive(self, cal: LSVIUCBCalibration, table: np.ndarray) -> LsviAdaptiveSpec | None:
+        """The adaptive rule's public constants (privrl.privacy.adaptive), None for other rules."""
+        if cal.release_rule != "adaptive":
+            return None
+        w1, exact = centre_direction(table)
+        private = cal.kind == "jdp"
+        return LsviAdaptiveSpec(
+            w1=w1,
+            value_shift=exact,
+            diagonal=is_one_hot(table),
+            shift_mult=float(cal.shift_mult),
+            bounds=bounds_spec(cal, cal.sigma_Lambda, cal.sigma_u, self.d) if private else BoundsSpec("zero"),
+            alpha=float(cal.alpha) if private else 0.05,
         )
 
     def release_plan(self) -> ReleasePlan:

@@ -39,6 +39,7 @@ from privrl.agents.ucrl_vtr.calibration import _profile_fields
 from privrl.common.checks import check_pos_int, check_positive_real, check_probability
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy import practical
+from privrl.privacy.adaptive import ADAPTIVE_LSVI_LAM
 from privrl.privacy.common import (
     Calibration,
     check_calibration,
@@ -102,7 +103,8 @@ def resolve_batches(
     mechanism: str = "tree",
 ) -> int:
     """The number of static batches B: ``"static"`` (App. D's formula; pure: the ``(K eps)^{1/3}``
-    one; non-private: K), ``"scaled"`` (App. D's balance at the noise the calibration actually adds,
+    one; non-private: K, or ceil(sqrt(d H K)) under the adaptive calibration), ``"scaled"``
+    (App. D's balance at the noise the calibration actually adds,
     :func:`lsvi_ucb_practical_batches`; Gaussian JDP only, otherwise as "static"), ``"every"``
     (B = K, Rem. "Non-Batched Algorithm") or an int in [1, K]."""
     if isinstance(batches, str):
@@ -110,7 +112,10 @@ def resolve_batches(
             return K
         if batches in ("static", "scaled"):
             if kind == "none" or eps is None:
-                return K
+                # non-private: a release after every user; under the adaptive rule (whose
+                # release costs O(S A d^2) per step) the static schedule of Wang et al. (2021)
+                # that keeps the sqrt(K) rate, B = ceil(sqrt(d H K))
+                return min(K, math.ceil(math.sqrt(d * H * K))) if calibration == "adaptive" else K
             if pure:
                 return lsvi_ucb_num_batches_pure(eps, H, K, d)
             if batches == "scaled" and delta is not None and calibration != "paper":
@@ -276,9 +281,10 @@ def calibrate_lsvi_ucb(
     B = resolve_batches(batches, kind, pure, eps, H, K, d, calibration, dlt, p, mechanism)
     if plan is None:
         plan = release_plan(kind, pure, H, K, d, B, mechanism, sampler)
-    if calibration == "adaptive":  # the practical noise and rule (the adaptive widths are UCRL-VTR's)
+    if calibration == "adaptive":  # the practical noise, the adaptive regret side (lam 1 unless given)
+        lam = ADAPTIVE_LSVI_LAM if lam is None else lam
         cal = _calibrate(kind, eps, dlt, pure, H, K, d, p, batches, B, "practical", mechanism, plan, lam)
-        return cal.replace(calibration="adaptive")
+        return cal.replace(calibration="adaptive", release_rule="adaptive")
     return _calibrate(kind, eps, dlt, pure, H, K, d, p, batches, B, calibration, mechanism, plan, lam)
 
 

@@ -85,7 +85,7 @@ class UCRLVTR(Agent):
         ties: str = "random",
         sensitivity: str = "clip",
         centre: str = "feasible",
-        exploration: str = "optimism",
+        exploration: str | None = None,
     ):
         reason = self.accepts(env)
         if reason is not None:
@@ -100,6 +100,7 @@ class UCRLVTR(Agent):
         self.d = self.mixture_features.shape[-1]
         plan = self.release_plan()
         cal = self._calibrate(plan)
+        self._settle_exploration(cal)
         check_lattice_range(plan, cal, self.K)
         radius = getattr(cal, self._radius_key)
         self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * radius

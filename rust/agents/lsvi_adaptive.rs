@@ -1,0 +1,321 @@
+//! The adaptive release of LSVI-UCB (calibration "adaptive", `privrl.privacy.adaptive`): the
+//! same mechanisms, the same eta draws in the same order and the same released statistic bound
+//! as the practical rule; only the post-processing changes. Per release, for h = H..1, with
+//! V_{h+1} the backup of step h + 1 (V_{H+1} = 0), c = min V_{h+1} (when a public w1 with
+//! phi^T w1 = 1 on every row exists, else 0) and rho = max (V_{h+1} - c):
+//!
+//!   released  u~ = (sum_i phi_i a (r_i + V_{h+1}(s'_i) - c) + eta_h) / a,  a = (H + 1) / (1 + rho)
+//!             (the target a (r + V - c) lies in [0, H + 1], the plan's bound: same sensitivity,
+//!             same noise; eta's effect is divided by a);
+//!   design    A = eigenvalues of G~ + (lam + S_t) I floored at lam, G~ the released Gram (one-hot
+//!             rows: projected on its diagonal, span{phi phi^T}, and S_t from the projected noise);
+//!   estimate  m = A^{-1} u~ + c w1, privacy variance kappa^2 = (s_u / a)^2 + s_N^2 ||m - c w1||^2
+//!             (one-hot: 2 s_N^2 max_i (m - c w1)_i^2), precision P = A^2 / kappa^2; combined with
+//!             every earlier release j of step h, its precision inflated by the staleness
+//!             d_j = ||V_j - V_{h+1}||_inf (eigenvalues e -> 1 / (1 / e + d_j^2));
+//!   posterior C = P_tot^{-1} + nu^2 A^{-1} (nu = half the target's range, tau the same), prior
+//!             N(c w1, tau^2 I): Sigma = (C^{-1} + I / tau^2)^{-1}, w~ = Sigma (C^{-1} m + c w1 / tau^2);
+//!   backup    V_h(s) = Pi_[0, H - h] max_a (phi^T w~ + ||phi||_Sigma)  (0-based h).
+//!
+//! Users: optimism, greedy for min(phi^T w~ + ||phi||_Sigma, H - h); sampling, greedy for
+//! phi^T (w~ + Sigma^{1/2} g), g ~ N(0, I) per user and step from the exploration stream.
+
+use nalgebra::DMatrix;
+use serde::{Deserialize, Serialize};
+
+use super::bounds::NoiseBounds;
+
+/// The adaptive rule's public constants.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AdaptiveLsvi {
+    /// The min-norm w1 with phi^T w1 ~ 1 (the centre's direction), and whether phi^T w1 = 1
+    /// holds on every row (the value shift c needs it).
+    pub w1: Vec<f64>,
+    pub value_shift: bool,
+    /// One-hot rows: project the released Gram on its diagonal.
+    pub diagonal: bool,
+    pub shift_mult: f64,
+    /// The Lambda noise's bounds (Zero: non-private), eta's std, the bounds' failure probability.
+    pub bounds: NoiseBounds,
+    pub sigma_u: f64,
+    pub alpha: f64,
+}
+
+/// One earlier release of a step: its estimate, privacy precision and backup.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PastRelease {
+    pub mean: Vec<f64>,
+    pub precision: Vec<f64>,
+    pub backup: Vec<f64>,
+}
+
+/// The adaptive rule's state: the spec, the releases so far, Sigma_h^{1/2} and the bonus rows.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AdaptiveState {
+    pub spec: AdaptiveLsvi,
+    pub history: Vec<Vec<PastRelease>>,
+    /// The off-diagonal std s_N of the last released Gram.
+    #[serde(default)]
+    pub s_n: f64,
+    /// Sigma_h = L L^T (H x d x d, row-major L).
+    pub factor: Vec<f64>,
+    /// ||phi_r||_{Sigma_h} (H x S A).
+    pub bonus: Vec<f64>,
+}
+
+/// The inputs of one step's release.
+pub struct StepIn<'a> {
+    pub d: usize,
+    /// A and A^{-1} (d x d).
+    pub design: &'a [f64],
+    pub inverse: &'a [f64],
+    /// u~ (already divided by a), c, a, the backup V_{h+1}, half the target's range.
+    pub u: &'a [f64],
+    pub c: f64,
+    pub amp: f64,
+    pub backup: &'a [f64],
+    pub half: f64,
+    /// s_N (0 non-private).
+    pub s_n: f64,
+    pub private: bool,
+}
+
+fn sym_eig(m: &[f64], d: usize) -> (Vec<f64>, DMatrix<f64>) {
+    let x = DMatrix::from_fn(d, d, |i, j| 0.5 * (m[i * d + j] + m[j * d + i]));
+    let e = x.symmetric_eigen();
+    (e.eigenvalues.iter().copied().collect(), e.eigenvectors)
+}
+
+/// V diag(f(e)) V^T.
+fn rebuild(e: &[f64], v: &DMatrix<f64>, f: impl Fn(f64) -> f64, out: &mut [f64]) {
+    let d = e.len();
+    let fe: Vec<f64> = e.iter().map(|&x| f(x)).collect();
+    for i in 0..d {
+        for j in i..d {
+            let s: f64 = (0..d).map(|k| v[(i, k)] * v[(j, k)] * fe[k]).sum();
+            out[i * d + j] = s;
+            out[j * d + i] = s;
+        }
+    }
+}
+
+fn matvec(m: &[f64], x: &[f64], out: &mut [f64]) {
+    let d = x.len();
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = m[i * d..(i + 1) * d].iter().zip(x).map(|(a, b)| a * b).sum();
+    }
+}
+
+impl AdaptiveLsvi {
+    /// The shift S_t at variance factor `v` and the off-diagonal std s_N of the released Gram.
+    pub fn shift(&self, v: f64, d: usize) -> (f64, f64) {
+        let s_n = self.bounds.matrix_std(v);
+        if s_n == 0.0 {
+            return (0.0, 0.0);
+        }
+        let ups = if self.diagonal {
+            // the projected noise is diagonal with entries of std sqrt(2) s_N: max_i |N_ii| <=
+            // sqrt(2) s_N sqrt(2 log(2 d / alpha)) with probability >= 1 - alpha
+            2.0f64.sqrt() * s_n * (2.0 * (2.0 * d as f64 / self.alpha).ln()).sqrt()
+        } else {
+            self.bounds.at(v).0
+        };
+        (self.shift_mult * ups, s_n)
+    }
+
+    /// The centre of step h's prior: c w1 (c = min V_{h+1}, capped at the step's value bound).
+    pub fn centre(&self, level: f64, out: &mut [f64]) {
+        out.iter_mut().zip(&self.w1).for_each(|(o, w)| *o = level * w);
+    }
+}
+
+/// The precision-weighted combination of a step's releases, each precision inflated by its
+/// staleness d_j = ||V_j - V||_inf (eigenvalues e -> 1 / (1 / e + d_j^2)): (mean, covariance).
+pub fn combine(past: &[PastRelease], backup: &[f64], d: usize) -> (Vec<f64>, Vec<f64>) {
+    let mut total = vec![0.0; d * d];
+    let mut acc = vec![0.0; d];
+    let mut pj = vec![0.0; d * d];
+    let mut tmp = vec![0.0; d];
+    for r in past {
+        let dj = r
+            .backup
+            .iter()
+            .zip(backup)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        if dj > 0.0 {
+            let (e, v) = sym_eig(&r.precision, d);
+            rebuild(&e, &v, |e| 1.0 / (1.0 / e.max(1e-300) + dj * dj), &mut pj);
+        } else {
+            pj.copy_from_slice(&r.precision);
+        }
+        total.iter_mut().zip(&pj).for_each(|(t, p)| *t += p);
+        matvec(&pj, &r.mean, &mut tmp);
+        acc.iter_mut().zip(&tmp).for_each(|(a, t)| *a += t);
+    }
+    let (e, v) = sym_eig(&total, d);
+    let mut cov = vec![0.0; d * d];
+    rebuild(&e, &v, |e| 1.0 / e.max(1e-12), &mut cov);
+    let mut mean = vec![0.0; d];
+    matvec(&cov, &acc, &mut mean);
+    (mean, cov)
+}
+
+impl AdaptiveState {
+    /// One step's release (module doc): the estimate into `weights`, Sigma's factor and the
+    /// bonus rows of `table` (rows x d) into the state; `h` the step.
+    pub fn release_step(
+        &mut self,
+        h: usize,
+        x: &StepIn<'_>,
+        table: &[f64],
+        weights: &mut [f64],
+    ) {
+        let d = x.d;
+        let spec = &self.spec;
+        // m = A^{-1} u~ + c w1
+        let mut m = vec![0.0; d];
+        matvec(x.inverse, x.u, &mut m);
+        m.iter_mut().zip(&spec.w1).for_each(|(a, w)| *a += x.c * w);
+        let mut cov = vec![0.0; d * d];
+        if x.private {
+            let wn = if spec.diagonal {
+                2.0 * m
+                    .iter()
+                    .zip(&spec.w1)
+                    .map(|(a, w)| (a - x.c * w).powi(2))
+                    .fold(0.0, f64::max)
+            } else {
+                m.iter().zip(&spec.w1).map(|(a, w)| (a - x.c * w).powi(2)).sum()
+            };
+            let kap2 = (spec.sigma_u / x.amp).powi(2) + x.s_n * x.s_n * wn;
+            let mut p = vec![0.0; d * d];
+            for i in 0..d {
+                for j in 0..d {
+                    p[i * d + j] = (0..d)
+                        .map(|k| x.design[i * d + k] * x.design[k * d + j])
+                        .sum::<f64>()
+                        / kap2;
+                }
+            }
+            let past = &mut self.history[h];
+            past.push(PastRelease {
+                mean: m.clone(),
+                precision: p,
+                backup: x.backup.to_vec(),
+            });
+            let (mean, c) = combine(past, x.backup, d);
+            m = mean;
+            cov = c;
+        }
+        // C = P_tot^{-1} + nu^2 A^{-1}
+        let nu2 = x.half * x.half;
+        cov.iter_mut().zip(x.inverse).for_each(|(c, i)| *c += nu2 * i);
+        // posterior with the prior N(c w1, tau^2 I), tau = half
+        let mut w0 = vec![0.0; d];
+        spec.centre(x.c, &mut w0);
+        let (e, v) = sym_eig(&cov, d);
+        let mut plik = vec![0.0; d * d];
+        rebuild(&e, &v, |e| 1.0 / e.max(1e-12), &mut plik);
+        let it2 = 1.0 / nu2;
+        let mut post = plik.clone();
+        for i in 0..d {
+            post[i * d + i] += it2;
+        }
+        let (e, v) = sym_eig(&post, d);
+        let mut sigma = vec![0.0; d * d];
+        rebuild(&e, &v, |e| 1.0 / e, &mut sigma);
+        let mut rhs = vec![0.0; d];
+        matvec(&plik, &m, &mut rhs);
+        rhs.iter_mut().zip(&w0).for_each(|(r, w)| *r += it2 * w);
+        matvec(&sigma, &rhs, weights);
+        self.set_width(h, d, &sigma, table);
+    }
+
+    /// Sigma_h's factor and bonus rows from Sigma_h.
+    pub fn set_width(&mut self, h: usize, d: usize, sigma: &[f64], table: &[f64]) {
+        let (e, v) = sym_eig(sigma, d);
+        let l = &mut self.factor[h * d * d..(h + 1) * d * d];
+        for i in 0..d {
+            for k in 0..d {
+                l[i * d + k] = v[(i, k)] * e[k].max(0.0).sqrt();
+            }
+        }
+        let rows = table.len() / d;
+        let b = &mut self.bonus[h * rows..(h + 1) * rows];
+        for (r, o) in b.iter_mut().enumerate() {
+            let phi = &table[r * d..(r + 1) * d];
+            *o = (0..d)
+                .map(|k| {
+                    let s: f64 = (0..d).map(|i| phi[i] * l[i * d + k]).sum();
+                    s * s
+                })
+                .sum::<f64>()
+                .sqrt();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_private_step_by_hand() {
+        // d = 1, A = 4, u~ = 8, c = 1, w1 = 1, half = 1: m = 8/4 + 1 = 3, C = 1/4, prior N(1, 1):
+        // Sigma = 1 / (4 + 1) = 0.2, w = 0.2 (4 * 3 + 1) = 2.6, bonus of phi = 1: sqrt(0.2).
+        let mut st = AdaptiveState {
+            spec: AdaptiveLsvi {
+                w1: vec![1.0],
+                value_shift: true,
+                diagonal: false,
+                shift_mult: 1.0,
+                bounds: NoiseBounds::Zero,
+                sigma_u: 0.0,
+                alpha: 0.05,
+            },
+            history: vec![vec![]],
+            s_n: 0.0,
+            factor: vec![0.0],
+            bonus: vec![0.0],
+        };
+        let x = StepIn {
+            d: 1,
+            design: &[4.0],
+            inverse: &[0.25],
+            u: &[8.0],
+            c: 1.0,
+            amp: 1.0,
+            backup: &[1.0],
+            half: 1.0,
+            s_n: 0.0,
+            private: false,
+        };
+        let mut w = [0.0];
+        st.release_step(0, &x, &[1.0], &mut w);
+        assert!((w[0] - 2.6).abs() < 1e-12);
+        assert!((st.bonus[0] - 0.2f64.sqrt()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn stale_releases_weigh_less() {
+        // d = 1: a release of mean 0, precision 4, backup 0 and one of mean 1, precision 4,
+        // backup 1 (the current): the first is stale by 1, 4 -> 1 / (1/4 + 1) = 0.8; the mean is
+        // (0.8 * 0 + 4 * 1) / 4.8, the variance 1 / 4.8.
+        let past = [
+            PastRelease {
+                mean: vec![0.0],
+                precision: vec![4.0],
+                backup: vec![0.0],
+            },
+            PastRelease {
+                mean: vec![1.0],
+                precision: vec![4.0],
+                backup: vec![1.0],
+            },
+        ];
+        let (m, c) = combine(&past, &[1.0], 1);
+        assert!((m[0] - 4.0 / 4.8).abs() < 1e-12);
+        assert!((c[0] - 1.0 / 4.8).abs() < 1e-12);
+    }
+}
