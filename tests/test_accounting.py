@@ -462,9 +462,12 @@ def test_models_carry_the_calibration():
     j = JointDP(1.0, 1e-5, calibration="tight")
     assert j.calibration == "tight" and j.as_kwargs()["calibration"] == "tight"
     assert j.label == "JDP(eps=1, delta=1e-05, tight)"
-    assert JointDP(1.0, 1e-5).calibration == "paper" and JointDP(1.0, 1e-5).label == "JDP(eps=1, delta=1e-05)"
+    # the default is the adaptive calibration (BLT, the tight noise); the label names the rest
+    default = JointDP(1.0, 1e-5)
+    assert default.calibration == "adaptive" and default.label == "JDP(eps=1, delta=1e-05, blt)"
+    assert JointDP(1.0, 1e-5, calibration="paper").label == "JDP(eps=1, delta=1e-05, paper)"
     assert LocalDP(2.0, 1e-3, calibration="tight").as_kwargs()["calibration"] == "tight"
-    assert NonPrivate().as_kwargs()["calibration"] == "paper"
+    assert NonPrivate().as_kwargs()["calibration"] == "adaptive"
     assert j != JointDP(1.0, 1e-5)
     out = c.calibrate_ucrl_vtr(H=3, K=50, d=2, C_w=1.0, **j.as_kwargs())
     assert out.calibration == "tight" and out.sampler == "discrete" and out.grid_bits == 24

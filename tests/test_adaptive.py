@@ -155,3 +155,53 @@ def test_plus_runs_adaptive():
     res = privrl.run(agent, env, 500, seed=0)
     assert math.isfinite(float(res.regret[-1]))
     assert agent.beta_check == 1.0  # one std of the weighted regression
+
+
+# ------------------------------------------------------------------ LSVI-UCB
+
+
+def test_lsvi_noise_and_report_do_not_move_with_the_rule():
+    from privrl.agents import LSVIUCB
+    from privrl.envs import RandomLinearMDP
+
+    env = RandomLinearMDP(S=8, A=3, d=4, H=4, seed=0)
+    agents = {
+        (c, e): LSVIUCB(env, JointDP(5, 1e-5, calibration=c), episodes=400, seed=3, exploration=e)
+        for c in ("practical", "adaptive")
+        for e in ("optimism", "sampling")
+    }
+    for a in agents.values():
+        assert a.B == agents[("practical", "optimism")].B  # the schedule is the privacy side's
+        privrl.run(a, env, 200, seed=7)
+    base = agents[("practical", "optimism")]
+    for k, a in agents.items():
+        np.testing.assert_array_equal(a._core.noise(), base._core.noise(), err_msg=str(k))
+        rep, ref = a.privacy_report(), base.privacy_report()
+        for key in ("tight", "paper", "mechanisms", "statistics", "target"):
+            assert rep[key] == ref[key], (k, key)
+    weights = {k: a.release().weights for k, a in agents.items()}
+    assert not np.allclose(weights[("adaptive", "optimism")], weights[("practical", "optimism")])
+
+
+def test_lsvi_default_exploration_is_per_rule():
+    from privrl.agents import LSVIUCB
+    from privrl.envs import RandomLinearMDP
+
+    env = RandomLinearMDP(S=8, A=3, d=4, H=4, seed=0)
+    assert LSVIUCB(env, JointDP(5, 1e-5), episodes=50, seed=0).exploration == "sampling"
+    assert LSVIUCB(env, JointDP(5, 1e-5, calibration="paper"), episodes=50, seed=0).exploration == "optimism"
+    assert UCRLVTR(RiverSwimMixture(S=4, H=4), JointDP(5, 1e-5), episodes=50).exploration == "optimism"
+    # non-private under the adaptive rule: the rate-preserving static schedule, B = ceil(sqrt(d H K))
+    assert math.ceil(math.sqrt(4 * 4 * 400)) == LSVIUCB(env, NonPrivate(), episodes=400, seed=0).B
+
+
+def test_lsvi_learns_frozenlake_by_default():
+    gym = pytest.importorskip("gymnasium")
+    from privrl.agents import LSVIUCB
+    from privrl.envs import FeatureMap
+
+    K = 20_000  # App. D's B = 8 releases: the first after 2,500 users
+    agent = LSVIUCB(FeatureMap.one_hot(16, 4, 8), JointDP(10, 1e-5), episodes=K, seed=0)
+    res = privrl.learn(agent, gym.make("FrozenLake-v1", is_slippery=False), seed=1, progress=False)
+    returns = np.asarray(res.returns)
+    assert returns[: K // 10].mean() < 0.05 < 0.9 <= returns[-K // 10 :].mean()

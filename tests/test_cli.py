@@ -146,18 +146,38 @@ def test_mechanism_and_calibration_flags_fill_in_the_agents(tmp_path):
     )
     assert runs["J"]["label"] == "UCRL-VTR[JDP(eps=1, delta=1e-05, tight, honaker)]"
     assert runs["L"]["label"] == "UCRL-VTR[LDP(eps=1, delta=1e-05, tight)]"
-    assert runs["T"]["label"] == "UCRL-VTR[JDP(eps=1, delta=1e-05)]"
+    assert runs["T"]["label"] == "UCRL-VTR[JDP(eps=1, delta=1e-05, paper)]"
     assert runs["N"]["privacy"] == "none"
+
+
+def test_exploration_and_calibration_flags_reach_every_agent(tmp_path):
+    out = tmp_path / "out"
+    argv = [
+        *FLAG_SWEEP,
+        "--out",
+        str(out),
+        "--agent",
+        "J:algorithm=UCRL-VTR",
+        "--agent",
+        "O:algorithm=UCRL-VTR,exploration=optimism",  # its own key wins
+        "--agent",
+        "N:algorithm=UCRL-VTR,privacy=none",
+        "--exploration",
+        "sampling",
+        "--calibration",
+        "practical",
+    ]
+    assert main(argv) == 0
+    runs = {r["agent"]: r for r in json.loads((out / "manifest.json").read_text())["runs"].values()}
+    assert runs["J"]["label"] == "UCRL-VTR[JDP(eps=1, delta=1e-05, practical, blt), sampling]"
+    assert runs["O"]["label"] == "UCRL-VTR[JDP(eps=1, delta=1e-05, practical, blt)]"
+    assert runs["N"]["label"] == "UCRL-VTR[NonPrivate(practical), sampling]"
 
 
 @pytest.mark.parametrize(
     "extra, needle",
     [
         (["--agent", "L:algorithm=UCRL-VTR,privacy=ldp", "--mechanism", "blt"], "--mechanism: no jdp agent"),
-        (
-            ["--agent", "N:algorithm=UCRL-VTR,privacy=none", "--calibration", "tight"],
-            "--calibration: no jdp or ldp",
-        ),
         (["--mechanism", "blt"], "--mechanism: applies to --agent agents"),
         (
             ["--agent", "J:algorithm=UCRL-VTR,mechanism=cauchy"],

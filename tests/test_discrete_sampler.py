@@ -23,10 +23,19 @@ LIN = RandomLinearMDP(S=5, A=2, d=3, H=3, seed=0)
 
 
 def _agents():
-    for model in (JointDP(1.0, 1e-5), LocalDP(1.0, 1e-5), JointDP(1.0), LocalDP(1.0)):
+    for model in (
+        JointDP(1.0, 1e-5, calibration="paper"),
+        LocalDP(1.0, 1e-5, calibration="paper"),
+        JointDP(1.0, calibration="paper"),
+        LocalDP(1.0, calibration="paper"),
+    ):
         for cls in (UCRLVTR, UCRLVTRPlus):
             yield cls, MIX, model
-    for model in (JointDP(1.0, 1e-5), JointDP(1.0), JointDP(1.0, 1e-5, calibration="practical")):
+    for model in (
+        JointDP(1.0, 1e-5, calibration="paper"),
+        JointDP(1.0, calibration="paper"),
+        JointDP(1.0, 1e-5, calibration="practical"),
+    ):
         yield LSVIUCB, LIN, model
     yield UCRLVTR, MIX, JointDP(1.0, 1e-5, calibration="practical")  # BLT, the practical default
 
@@ -47,7 +56,7 @@ def test_every_default_agent_uses_the_discrete_samplers_and_says_so(cls, env, mo
 
 
 def test_float_sampler_is_named_in_the_report_and_label():
-    model = JointDP(1.0, 1e-5, sampler="float")
+    model = JointDP(1.0, 1e-5, sampler="float", calibration="paper")
     agent = UCRLVTR(MIX, model, episodes=20, seed=0)
     assert agent.calibration.node_noise == "gaussian" and model.label.endswith(", float)")
     text = format_privacy_report(agent.privacy_report())
@@ -120,7 +129,7 @@ def test_ldp_messages_are_rounded_data_plus_integer_noise():
 
 
 def test_lsvi_releases_are_lattice_sums():
-    agent = LSVIUCB(LIN, JointDP(1.0, 1e-5), episodes=60, seed=0)
+    agent = LSVIUCB(LIN, JointDP(1.0, 1e-5, calibration="paper"), episodes=60, seed=0)
     privrl.run(agent, LIN, seed=0)
     cal = agent.calibration
     unit = cal.sigma_Lambda * 2.0**-24
@@ -148,16 +157,16 @@ def test_rounding_term_by_hand():
 
 def test_discrete_lattice_too_fine_is_refused_at_construction():
     with pytest.raises(PrivacyParameterError, match="sampler='float'"):
-        UCRLVTR(MIX, JointDP(1e13, 1e-5), episodes=1000, seed=0)
-    UCRLVTR(MIX, JointDP(1e13, 1e-5, sampler="float"), episodes=1000, seed=0)
+        UCRLVTR(MIX, JointDP(1e13, 1e-5, calibration="paper"), episodes=1000, seed=0)
+    UCRLVTR(MIX, JointDP(1e13, 1e-5, sampler="float", calibration="paper"), episodes=1000, seed=0)
 
 
 def test_mechanisms_without_a_discrete_sampler():
-    assert JointDP(1.0, 1e-5, mechanism="honaker").sampler == "float"
+    assert JointDP(1.0, 1e-5, mechanism="honaker", calibration="paper").sampler == "float"
     with pytest.raises(PrivacyParameterError, match="no discrete"):
-        JointDP(1.0, 1e-5, mechanism="factorization", sampler="discrete")
+        JointDP(1.0, 1e-5, mechanism="factorization", sampler="discrete", calibration="paper")
     with pytest.raises(PrivacyParameterError, match="sampler must be"):
-        LocalDP(1.0, 1e-5, sampler="exact")
+        LocalDP(1.0, 1e-5, sampler="exact", calibration="paper")
 
 
 def test_discrete_laplace_matrix_diagonal_keeps_even_lattice_units():

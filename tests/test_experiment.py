@@ -20,10 +20,17 @@ from privrl.experiment.sweep import run_seed_sequence
 
 INF = math.inf
 ENV = {"name": "RandomLinearMixtureMDP", "S": 6, "A": 3, "d": 3, "H": 5, "seed": 1}
+# the paper's calibration (the defaults are "adaptive"): these tests check the paper's accounting
 AGENTS = {
-    "UCRL-VTR": {"algorithm": "UCRL-VTR", "privacy": "none", "beta_scale": 0.1},
-    "JDP-UCRL-VTR": {"algorithm": "UCRL-VTR", "privacy": "jdp", "beta_scale": 0.1},
-    "LDP-UCRL-VTR": {"algorithm": "UCRL-VTR", "privacy": "ldp", "beta_scale": 0.1, "delta": 0.0},
+    "UCRL-VTR": {"algorithm": "UCRL-VTR", "privacy": "none", "beta_scale": 0.1, "calibration": "paper"},
+    "JDP-UCRL-VTR": {"algorithm": "UCRL-VTR", "privacy": "jdp", "beta_scale": 0.1, "calibration": "paper"},
+    "LDP-UCRL-VTR": {
+        "algorithm": "UCRL-VTR",
+        "privacy": "ldp",
+        "beta_scale": 0.1,
+        "delta": 0.0,
+        "calibration": "paper",
+    },
 }
 SMALL = dict(env=ENV, agents=AGENTS, epsilons=[10.0, 1.0], seeds=[0, 1], episodes=40, log_every=10)
 
@@ -304,7 +311,7 @@ def test_bad_configs_name_the_key(bad, key):
 
 def test_tight_calibration_option_reaches_the_privacy_model():
     agents = {
-        "paper": {"algorithm": "UCRL-VTR", "privacy": "jdp"},
+        "paper": {"algorithm": "UCRL-VTR", "privacy": "jdp", "calibration": "paper"},
         "tight": {"algorithm": "UCRL-VTR", "privacy": "jdp", "calibration": "tight"},
     }
     _, manifest = sweep(env=ENV, agents=agents, epsilons=[1.0, INF], episodes=5)
@@ -335,15 +342,20 @@ def test_calibrations_are_the_privacy_models_list(monkeypatch):
 
 def test_mechanism_option_reaches_the_privacy_model():
     agents = {
-        "tree": {"algorithm": "UCRL-VTR", "privacy": "jdp"},
-        "honaker": {"algorithm": "UCRL-VTR", "privacy": "jdp", "mechanism": "honaker"},
+        "tree": {"algorithm": "UCRL-VTR", "privacy": "jdp", "calibration": "paper"},
+        "honaker": {
+            "algorithm": "UCRL-VTR",
+            "privacy": "jdp",
+            "mechanism": "honaker",
+            "calibration": "paper",
+        },
     }
     df, manifest = sweep(env=ENV, agents=agents, epsilons=[1.0, INF], episodes=5)
     runs = {(r["agent"], r["epsilon"]): r for r in manifest["runs"].values()}
     assert runs["honaker", 1.0]["mechanism"] == "honaker" and runs["tree", 1.0]["mechanism"] is None
     assert runs["honaker", 1.0]["calibration"]["mechanism"] == "honaker"
     assert runs["tree", 1.0]["calibration"]["mechanism"] == "tree"
-    assert runs["honaker", 1.0]["label"] == "UCRL-VTR[JDP(eps=1, delta=1e-05, honaker)]"
+    assert runs["honaker", 1.0]["label"] == "UCRL-VTR[JDP(eps=1, delta=1e-05, paper, honaker)]"
     # eps = inf is non-private: no mechanism, like no calibration
     assert (
         runs["honaker", "inf"]["mechanism"] is None
@@ -388,7 +400,7 @@ def test_make_privacy_passes_the_mechanism_to_jdp_only():
     assert make_privacy("jdp", 1.0, 1e-5, mechanism="blt") == JointDP(1.0, 1e-5, mechanism="blt")
     assert make_privacy("jdp", 1.0, 1e-5, calibration="tight") == JointDP(1.0, 1e-5, calibration="tight")
     assert make_privacy("ldp", 1.0, 1e-5, calibration="tight") == LocalDP(1.0, 1e-5, calibration="tight")
-    assert make_privacy("jdp", INF, 1e-5, mechanism="blt") == NonPrivate()
+    assert make_privacy("jdp", INF, 1e-5, mechanism="blt") == NonPrivate(calibration="paper")
 
 
 JDP = {"algorithm": "UCRL-VTR", "privacy": "jdp"}

@@ -43,8 +43,8 @@ def test_evaluate_is_exact_on_a_model_and_unbiased_without_one():
 
 def test_act_follows_the_users_policy_and_checks_its_arguments():
     env = RiverSwimMixture(S=4, H=3)
-    agent = UCRLVTR(env, NonPrivate(), episodes=5, seed=0)
-    twin = UCRLVTR(env, NonPrivate(), episodes=5, seed=0)
+    agent = UCRLVTR(env, NonPrivate(calibration="paper"), episodes=5, seed=0)
+    twin = UCRLVTR(env, NonPrivate(calibration="paper"), episodes=5, seed=0)
     pi = twin.policy()
     assert [agent.act(s, h) for h in range(3) for s in range(4)] == [
         pi[h, s] for h in range(3) for s in range(4)
@@ -61,7 +61,9 @@ def test_learn_on_a_gymnasium_env_without_a_model():
     the tie-breaking stream moved to Rust); at K = 1000 on all of 12 seeds for beta in 0.1..1."""
     env = gym.make("FrozenLake-v1", is_slippery=False)
     fmap = FeatureMap.one_hot(16, 4, H=8, name="FrozenLake one-hot")
-    agent = LSVIUCB(fmap, NonPrivate(), batches="every", episodes=1000, seed=0, beta=0.3, lam=1.0)
+    agent = LSVIUCB(
+        fmap, NonPrivate(calibration="paper"), batches="every", episodes=1000, seed=0, beta=0.3, lam=1.0
+    )
     seen = []
     res = privrl.learn(agent, env, seed=1, reference=1.0, callback=lambda k, r: seen.append(k))
     assert res.episodes == 1000 and seen == list(range(1, 1001)) and agent.k == 1000
@@ -69,10 +71,10 @@ def test_learn_on_a_gymnasium_env_without_a_model():
     assert res.regret is not None and res.regret[-1] == pytest.approx(1000 - res.returns.sum())
     assert res.terminated_early > 0  # holes end episodes early: padded to H
     with pytest.raises(TypeError, match=r"privrl\.learn"):
-        privrl.run(LSVIUCB(fmap, NonPrivate(), episodes=2), fmap)
+        privrl.run(LSVIUCB(fmap, NonPrivate(calibration="paper"), episodes=2), fmap)
     with pytest.raises(TypeError, match="FeatureMap"):
-        UCRLVTR(fmap, NonPrivate(), episodes=2)  # a mixture agent needs the mixture model
+        UCRLVTR(fmap, NonPrivate(calibration="paper"), episodes=2)  # a mixture agent needs the mixture model
     with pytest.raises(AssumptionError):
         FeatureMap(np.full((2, 2, 3), 1.0), H=2)  # ||phi|| = sqrt(3) > 1
-    private = LSVIUCB(fmap, JointDP(10.0, 1e-5), episodes=50, seed=0)
+    private = LSVIUCB(fmap, JointDP(10.0, 1e-5, calibration="paper"), episodes=50, seed=0)
     assert privrl.learn(private, env, seed=1).episodes == 50

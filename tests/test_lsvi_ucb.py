@@ -67,7 +67,9 @@ def test_nonprivate_learns_riverswim():
     # (measured), so a 3-state river is used; beta_scale 2e-4 makes beta ~ 5.3.
     env = RiverSwim(S=3, H=5)
     K = 2000
-    agent = LSVIUCB(env, privacy=NonPrivate(), batches="every", episodes=K, seed=1, beta_scale=2e-4)
+    agent = LSVIUCB(
+        env, privacy=NonPrivate(calibration="paper"), batches="every", episodes=K, seed=1, beta_scale=2e-4
+    )
     res = privrl.run(agent, env, seed=2)
     assert agent.batch == K - 1  # one release after every episode but the last
     random_regret = K * uniform_policy_gap(env)
@@ -78,7 +80,9 @@ def test_nonprivate_learns_riverswim():
 
 
 # ------------------------------------------------------------------------------ batching
-@pytest.mark.parametrize("privacy", [NonPrivate(), JointDP(1.0, 1e-5)])
+@pytest.mark.parametrize(
+    "privacy", [NonPrivate(calibration="paper"), JointDP(1.0, 1e-5, calibration="paper")]
+)
 def test_static_batching_changes_policy_exactly_B_times(privacy):
     env = RiverSwim(S=4, H=6)
     K, B = 200, 10
@@ -114,19 +118,23 @@ def test_every_and_static_batch_counts():
     assert (
         len(
             privrl.run(
-                agent := LSVIUCB(env, JointDP(1.0, 1e-5), batches="every", episodes=30, seed=0), env, seed=0
+                agent := LSVIUCB(
+                    env, JointDP(1.0, 1e-5, calibration="paper"), batches="every", episodes=30, seed=0
+                ),
+                env,
+                seed=0,
             ).regret
         )
         == 30
     )
     assert agent.calibration.B == 30 and agent.release_users == list(range(30))
-    jdp = LSVIUCB(env, JointDP(1.0, 1e-5), batches="static", episodes=10_000, seed=0)
+    jdp = LSVIUCB(env, JointDP(1.0, 1e-5, calibration="paper"), batches="static", episodes=10_000, seed=0)
     # App. D: B = ceil((K eps)^{2/5} / (d^{3/5} H^{1/5})) = ceil(39.81 / (1.933 * 1.246)) = 17
     assert jdp.calibration.B == 17 and jdp.calibration.B0 == 6
-    pure = LSVIUCB(env, JointDP(1.0, 0.0), batches="static", episodes=10_000, seed=0)
+    pure = LSVIUCB(env, JointDP(1.0, 0.0, calibration="paper"), batches="static", episodes=10_000, seed=0)
     # App. "Pure joint DP": B = ceil((K eps)^{1/3} / (d^{2/3} H^{1/3})) = ceil(21.54 / 3.0) = 8
     assert pure.calibration.B == 8 and pure.calibration.noise == "laplace"
-    assert LSVIUCB(env, NonPrivate(), batches="static", episodes=50).calibration.B == 50
+    assert LSVIUCB(env, NonPrivate(calibration="paper"), batches="static", episodes=50).calibration.B == 50
 
 
 # ------------------------------------------------------------------------------ calibrated noise
@@ -139,7 +147,9 @@ def test_released_noise_has_calibrated_variance_and_node_count(delta):
     H, d, A = env.H, env.d, env.A
     mats, etas = [], []
     for seed in range(300):
-        agent = LSVIUCB(env, privacy=JointDP(1.0, delta), batches=8, episodes=K, seed=seed)
+        agent = LSVIUCB(
+            env, privacy=JointDP(1.0, delta, calibration="paper"), batches=8, episodes=K, seed=seed
+        )
         trajs = _play(agent, env, 7, seed)
         cal = agent.calibration
         assert cal.B == 8 and cal.B0 == 4
@@ -190,8 +200,8 @@ def test_huge_epsilon_jdp_matches_nonprivate_static_batching():
     K, B = 1500, 50
     regrets = {}
     for name, priv in [
-        ("np", NonPrivate()),
-        ("jdp", JointDP(1e15, 1e-5, sampler="float")),
+        ("np", NonPrivate(calibration="paper")),
+        ("jdp", JointDP(1e15, 1e-5, sampler="float", calibration="paper")),
     ]:  # discrete: refused there
         agent = LSVIUCB(env, privacy=priv, batches=B, episodes=K, seed=4, beta=1.0)
         regrets[name] = privrl.run(agent, env, seed=5).final_regret
@@ -199,7 +209,14 @@ def test_huge_epsilon_jdp_matches_nonprivate_static_batching():
 
 
 # ------------------------------------------------------------------------------ planning paths
-@pytest.mark.parametrize("privacy", [NonPrivate(), JointDP(2.0, 1e-5), JointDP(2.0, 0.0)])
+@pytest.mark.parametrize(
+    "privacy",
+    [
+        NonPrivate(calibration="paper"),
+        JointDP(2.0, 1e-5, calibration="paper"),
+        JointDP(2.0, 0.0, calibration="paper"),
+    ],
+)
 def test_aggregated_equals_per_sample_planning(privacy):
     env = RandomLinearMDP(S=5, A=3, d=4, H=4, seed=2)
     K = 60
@@ -232,7 +249,15 @@ def test_aggregated_equals_per_sample_planning(privacy):
 # ------------------------------------------------------------------------------ billboard
 def test_user_policy_is_a_function_of_the_release():
     env = RandomLinearMDP(S=8, A=3, d=4, H=4, seed=1)
-    agent = LSVIUCB(env, JointDP(5.0, 1e-5), batches=5, episodes=50, seed=0, ties="lowest", beta_scale=1e-4)
+    agent = LSVIUCB(
+        env,
+        JointDP(5.0, 1e-5, calibration="paper"),
+        batches=5,
+        episodes=50,
+        seed=0,
+        ties="lowest",
+        beta_scale=1e-4,
+    )
     _play(agent, env, 30, 0)
     rel = agent.release()
     # the billboard: public post-processing of the release only (bonus, gamma: practical
@@ -261,7 +286,9 @@ def test_user_policy_is_a_function_of_the_release():
 # ------------------------------------------------------------------------------ API, seeds, errors
 def test_calibration_exposes_paper_quantities():
     env = RandomLinearMDP(S=20, A=4, d=10, H=10, seed=0)
-    agent = LSVIUCB(env, privacy=JointDP(1.0, 1e-5), batches="static", episodes=10_000, seed=0)
+    agent = LSVIUCB(
+        env, privacy=JointDP(1.0, 1e-5, calibration="paper"), batches="static", episodes=10_000, seed=0
+    )
     cal = agent.calibration
     # App. D with eps = 1, delta = 1e-5, H = 10, K = 1e4, d = 10 (hand values of the issue)
     assert cal.B == 7 and cal.lam == 10.0
@@ -271,16 +298,24 @@ def test_calibration_exposes_paper_quantities():
     for key in ("B0", "Upsilon", "c_K", "C", "U_K", "chi", "beta", "beta_used"):
         assert key in cal.to_dict() and getattr(cal, key) > 0
     assert cal.beta_used == cal.beta == agent.beta
-    scaled = LSVIUCB(env, privacy=JointDP(1.0, 1e-5), episodes=10_000, seed=0, beta_scale=0.1)
+    scaled = LSVIUCB(
+        env, privacy=JointDP(1.0, 1e-5, calibration="paper"), episodes=10_000, seed=0, beta_scale=0.1
+    )
     assert scaled.beta == pytest.approx(0.1 * cal.beta)  # exploration only:
     assert scaled.calibration.sigma_Lambda == cal.sigma_Lambda  # the noise is unchanged
-    fixed = LSVIUCB(env, privacy=NonPrivate(), episodes=100, beta=2.5)
+    fixed = LSVIUCB(env, privacy=NonPrivate(calibration="paper"), episodes=100, beta=2.5)
     assert fixed.calibration.beta_used == 2.5 and fixed.calibration.shift == 0.0
 
 
 def test_issue_example_runs():
     env = RandomLinearMDP(S=100, A=10, d=16, H=20, seed=0)
-    agent = LSVIUCB(env, privacy=JointDP(epsilon=1.0, delta=1e-5), batches="static", episodes=100_000, seed=1)
+    agent = LSVIUCB(
+        env,
+        privacy=JointDP(epsilon=1.0, delta=1e-5, calibration="paper"),
+        batches="static",
+        episodes=100_000,
+        seed=1,
+    )
     res = privrl.run(agent, env, episodes=300, seed=2)
     assert res.regret.shape == (300,) and np.all(res.gaps >= -1e-12)
     assert agent.calibration.B == 11 and agent.release_users == [0]  # first batch: 9091 users
@@ -289,13 +324,20 @@ def test_issue_example_runs():
 def test_reproducible_and_entropy_seeded():
     env = _tiny_env()
     runs = [
-        privrl.run(LSVIUCB(env, JointDP(0.5, 1e-5), batches=20, episodes=200, seed=9), env, seed=3)
+        privrl.run(
+            LSVIUCB(env, JointDP(0.5, 1e-5, calibration="paper"), batches=20, episodes=200, seed=9),
+            env,
+            seed=3,
+        )
         for _ in range(2)
     ]
     assert np.array_equal(runs[0].regret, runs[1].regret)
     assert np.array_equal(runs[0].returns, runs[1].returns)
     # seed=None: privacy noise from OS entropy -> two agents release different noise
-    n1, n2 = (LSVIUCB(env, JointDP(0.5, 1e-5), batches=20, episodes=200, seed=None) for _ in range(2))
+    n1, n2 = (
+        LSVIUCB(env, JointDP(0.5, 1e-5, calibration="paper"), batches=20, episodes=200, seed=None)
+        for _ in range(2)
+    )
     for a in (n1, n2):
         privrl.run(a, env, episodes=11, seed=3)
     assert not np.array_equal(n1.release().design, n2.release().design)
@@ -306,28 +348,28 @@ def test_bad_inputs():
     env = _tiny_env()
     for bad in (0.0, -1.0):
         with pytest.raises(PrivacyParameterError):
-            JointDP(bad, 1e-5)
+            JointDP(bad, 1e-5, calibration="paper")
     for bad in (1.0, -1e-3):
         with pytest.raises(PrivacyParameterError):
-            JointDP(1.0, bad)
+            JointDP(1.0, bad, calibration="paper")
     with pytest.raises(PrivacyParameterError):
-        LSVIUCB(env, privacy=NonPrivate(), episodes=0)
+        LSVIUCB(env, privacy=NonPrivate(calibration="paper"), episodes=0)
     for bad in (0, 11, "weekly", 2.5, True):
         with pytest.raises(PrivacyParameterError):
-            LSVIUCB(env, privacy=JointDP(1.0, 1e-5), batches=bad, episodes=10)
+            LSVIUCB(env, privacy=JointDP(1.0, 1e-5, calibration="paper"), batches=bad, episodes=10)
     with pytest.raises(PrivacyParameterError, match="Local Differential Privacy"):
-        LSVIUCB(env, privacy=LocalDP(1.0, 1e-5), episodes=10)
+        LSVIUCB(env, privacy=LocalDP(1.0, 1e-5, calibration="paper"), episodes=10)
     with pytest.raises(TypeError):
-        LSVIUCB(RiverSwimMixture(), privacy=NonPrivate(), episodes=10)
+        LSVIUCB(RiverSwimMixture(), privacy=NonPrivate(calibration="paper"), episodes=10)
     with pytest.raises(TypeError):
-        LSVIUCB(FiniteMDP(env.P, env.R, env.init_dist), privacy=NonPrivate(), episodes=10)
+        LSVIUCB(FiniteMDP(env.P, env.R, env.init_dist), privacy=NonPrivate(calibration="paper"), episodes=10)
     with pytest.raises(ValueError):
         LSVIUCB(env, episodes=10, planning="fast")
     with pytest.raises(ValueError):
         LSVIUCB(env, episodes=10, sensitivity="ignore")
     with pytest.raises(PrivacyParameterError):
         LSVIUCB(env, episodes=10, beta_scale=-1.0)
-    agent = LSVIUCB(env, privacy=NonPrivate(), episodes=2, seed=0)
+    agent = LSVIUCB(env, privacy=NonPrivate(calibration="paper"), episodes=2, seed=0)
     privrl.run(agent, env, seed=0)
     with pytest.raises(ValueError):
         privrl.run(agent, env, episodes=1, seed=0)  # beyond the K it was calibrated for
@@ -342,20 +384,28 @@ def test_sensitivity_guard_on_user_rewards():
     )
     assert np.abs(env.features[0, 0]).max() > 0  # the rewards enter u through phi(0, 0)
     # a release after every user: the stored rewards enter the next billboard's u
-    agent = LSVIUCB(env, privacy=JointDP(1.0, 1e-5), batches="every", episodes=10, seed=0)
+    agent = LSVIUCB(
+        env, privacy=JointDP(1.0, 1e-5, calibration="paper"), batches="every", episodes=10, seed=0
+    )
     with pytest.warns(SensitivityWarning):
         agent.observe(forged)
     assert agent.clip_count == 2
     # the server holds the clipped rewards: its release is, bit for bit, that of a user who sent them
-    clipped = LSVIUCB(env, privacy=JointDP(1.0, 1e-5), batches="every", episodes=10, seed=0)
+    clipped = LSVIUCB(
+        env, privacy=JointDP(1.0, 1e-5, calibration="paper"), batches="every", episodes=10, seed=0
+    )
     clipped.observe(Trajectory(forged.states, forged.actions, np.array([1.0, 0.0, 0.5])))
     assert clipped.clip_count == 0 and agent.batch == clipped.batch == 1
     for name in ("design", "inverse", "weights"):
         np.testing.assert_array_equal(getattr(agent.release(), name), getattr(clipped.release(), name))
-    other = LSVIUCB(env, privacy=JointDP(1.0, 1e-5), batches="every", episodes=10, seed=0)
+    other = LSVIUCB(
+        env, privacy=JointDP(1.0, 1e-5, calibration="paper"), batches="every", episodes=10, seed=0
+    )
     other.observe(Trajectory(forged.states, forged.actions, np.array([0.9, 0.0, 0.5])))
     assert not np.array_equal(agent.release().weights, other.release().weights)
-    strict = LSVIUCB(env, privacy=JointDP(1.0, 1e-5), episodes=10, seed=0, sensitivity="reject")
+    strict = LSVIUCB(
+        env, privacy=JointDP(1.0, 1e-5, calibration="paper"), episodes=10, seed=0, sensitivity="reject"
+    )
     with pytest.raises(AssumptionError):
         strict.observe(forged)
 
@@ -378,7 +428,7 @@ def test_lam_is_a_regret_side_option():
         a.observe(traj)
         b.observe(traj)
     np.testing.assert_array_equal(a._core.noise(), b._core.noise())
-    exact = LSVIUCB(env, NonPrivate(), batches="every", episodes=10, lam=1.0)
+    exact = LSVIUCB(env, NonPrivate(calibration="paper"), batches="every", episodes=10, lam=1.0)
     np.testing.assert_allclose(exact.release().design[0], np.eye(env.d))  # Lambda_0 = lam I
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(PrivacyParameterError, match="lam"):

@@ -21,7 +21,8 @@ OTHERS = ["honaker", "factorization", "blt"]
 
 
 def test_jointdp_mechanism_field():
-    assert JointDP(1.0, 1e-5).mechanism == "tree"
+    assert JointDP(1.0, 1e-5, calibration="paper").mechanism == "tree"
+    assert JointDP(1.0, 1e-5).mechanism == "blt"  # the default (adaptive) calibration's
     p = JointDP(1.0, 1e-5, mechanism="factorization")
     assert p.label == "JDP(eps=1, delta=1e-05, factorization)"
     assert p.as_kwargs()["mechanism"] == "factorization"  # the choice travels with the model

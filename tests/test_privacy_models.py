@@ -46,7 +46,7 @@ def test_joint_dp_properties():
     assert m.epsilon == 1.0 and isinstance(m.epsilon, float)
     assert m.delta == 1e-5 and m.p == 0.05
     assert m.kind == "jdp" and m.pure is False
-    assert m.label == "JDP(eps=1, delta=1e-05)"
+    assert m.label == "JDP(eps=1, delta=1e-05, blt)"  # adaptive (the default), BLT
 
 
 def test_pure_defaults():

@@ -106,14 +106,14 @@ def _check_report(rep, target_eps, target_delta, calibration):
 @pytest.mark.parametrize(
     "model",
     [
-        JointDP(1.0, 1e-5),
+        JointDP(1.0, 1e-5, calibration="paper"),
         JointDP(1.0, 1e-5, calibration="tight"),
-        LocalDP(1.0, 1e-5),
+        LocalDP(1.0, 1e-5, calibration="paper"),
         LocalDP(1.0, 1e-5, calibration="tight"),
-        JointDP(0.5),
+        JointDP(0.5, calibration="paper"),
         JointDP(0.5, calibration="tight"),
-        LocalDP(0.5),
-        JointDP(4.0, 1e-6),
+        LocalDP(0.5, calibration="paper"),
+        JointDP(4.0, 1e-6, calibration="paper"),
     ],
 )
 @pytest.mark.parametrize("agent_cls", [UCRLVTR, UCRLVTRPlus])
@@ -190,9 +190,9 @@ def test_pure_report_counts():
 @pytest.mark.parametrize(
     "model",
     [
-        JointDP(1.0, 1e-5),
+        JointDP(1.0, 1e-5, calibration="paper"),
         JointDP(1.0, 1e-5, calibration="tight"),
-        JointDP(1.0),
+        JointDP(1.0, calibration="paper"),
         JointDP(1.0, calibration="tight"),
     ],
 )
@@ -221,7 +221,7 @@ def test_lsvi_agent_releases_match_the_count(lin):
 
 
 def test_non_private_report(mix):
-    rep = UCRLVTR(mix, NonPrivate(), episodes=10).privacy_report()
+    rep = UCRLVTR(mix, NonPrivate(calibration="paper"), episodes=10).privacy_report()
     assert rep["mechanisms"] == [] and rep["tight"]["budget"][0] == math.inf
     assert "nothing is private" in format_privacy_report(rep)
     assert summarize_privacy_report(rep)["tight"]["epsilon"] == "inf"
@@ -398,7 +398,7 @@ def test_report_warns_when_the_noise_is_below_the_target():
     from privrl.envs import RiverSwimMixture
     from privrl.exceptions import PrivacyWarning
 
-    agent = UCRLVTR(RiverSwimMixture(S=6, H=20), JointDP(1.0, 1e-5), episodes=1000)
+    agent = UCRLVTR(RiverSwimMixture(S=6, H=20), JointDP(1.0, 1e-5, calibration="paper"), episodes=1000)
     agent.calibration = agent.calibration.replace(sigma_B=agent.calibration.sigma_B / 1e4)
     with pytest.warns(PrivacyWarning, match="above the target"):
         rep = agent.privacy_report()
@@ -410,6 +410,8 @@ def test_report_labels_what_the_guarantee_does_not_cover():
     from privrl.envs import RiverSwimMixture
     from privrl.experiment.results import SIMULATION_ONLY
 
-    rep = UCRLVTR(RiverSwimMixture(S=4, H=3), JointDP(1.0, 1e-5), episodes=10).privacy_report()
+    rep = UCRLVTR(
+        RiverSwimMixture(S=4, H=3), JointDP(1.0, 1e-5, calibration="paper"), episodes=10
+    ).privacy_report()
     assert rep["outside_guarantee"] is SIMULATION_ONLY and "clip_count" in SIMULATION_ONLY["outputs"]
     assert "not covered: regret" in format_privacy_report(rep) and "NOT private" in format_privacy_report(rep)

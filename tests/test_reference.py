@@ -33,15 +33,15 @@ from privrl.exceptions import AssumptionError
 from privrl.privacy.models import JointDP, LocalDP, NonPrivate
 
 VTR_PRIVACY = [
-    NonPrivate(),
-    JointDP(1.0, 1e-5),
-    JointDP(1.0, 0.0),
-    JointDP(2.0, 1e-5, mechanism="honaker"),
-    JointDP(2.0, 1e-5, mechanism="factorization"),
-    JointDP(2.0, 1e-5, mechanism="blt", sampler="float"),
+    NonPrivate(calibration="paper"),
+    JointDP(1.0, 1e-5, calibration="paper"),
+    JointDP(1.0, 0.0, calibration="paper"),
+    JointDP(2.0, 1e-5, mechanism="honaker", calibration="paper"),
+    JointDP(2.0, 1e-5, mechanism="factorization", calibration="paper"),
+    JointDP(2.0, 1e-5, mechanism="blt", sampler="float", calibration="paper"),
     JointDP(1.0, 1e-5, calibration="tight"),
-    LocalDP(1.0, 1e-5),
-    LocalDP(1.0, 0.0),
+    LocalDP(1.0, 1e-5, calibration="paper"),
+    LocalDP(1.0, 0.0, calibration="paper"),
     LocalDP(5.0, 1e-5, calibration="tight"),
     NonPrivate(calibration="practical"),
     JointDP(1.0, 1e-5, calibration="practical", sampler="float"),
@@ -52,10 +52,10 @@ VTR_PRIVACY = [
     LocalDP(10.0, 0.0, calibration="practical"),
 ]
 LSVI_PRIVACY = [
-    NonPrivate(),
-    JointDP(1.0, 1e-5),
-    JointDP(1.0, 0.0),
-    JointDP(1.0, 1e-5, mechanism="blt", sampler="float"),
+    NonPrivate(calibration="paper"),
+    JointDP(1.0, 1e-5, calibration="paper"),
+    JointDP(1.0, 0.0, calibration="paper"),
+    JointDP(1.0, 1e-5, mechanism="blt", sampler="float", calibration="paper"),
     JointDP(1.0, 1e-5, calibration="practical", sampler="float"),
     NonPrivate(calibration="practical"),
 ]
@@ -119,7 +119,7 @@ def test_ucrl_vtr_plus_matches_its_reference(privacy):
 
 def test_ucrl_vtr_on_hard_to_learn_matches_and_learns():
     env = HardToLearn(d=4, H=4, K=200, seed=1)
-    agent = UCRLVTR(env, NonPrivate(), episodes=200, seed=0, ties="lowest")
+    agent = UCRLVTR(env, NonPrivate(calibration="paper"), episodes=200, seed=0, ties="lowest")
     _compare_vtr(agent, env, 200, "lowest", 0)
     assert agent.policy_updates == 200
 
@@ -157,12 +157,12 @@ def test_a_run_in_pieces_is_the_run(agent_kind):
         env = RiverSwimMixture(S=3, H=2)
 
         def make():
-            return UCRLVTR(env, JointDP(1.0, 1e-5), episodes=K, seed=1)
+            return UCRLVTR(env, JointDP(1.0, 1e-5, calibration="paper"), episodes=K, seed=1)
     else:
         env = RiverSwim(S=3, H=2)
 
         def make():
-            return LSVIUCB(env, JointDP(1.0, 1e-5), batches="every", episodes=K, seed=1)
+            return LSVIUCB(env, JointDP(1.0, 1e-5, calibration="paper"), batches="every", episodes=K, seed=1)
 
     whole = privrl.run(make(), env, seed=7)
     agent = make()
@@ -178,8 +178,8 @@ def test_a_run_in_pieces_is_the_run(agent_kind):
 def test_resuming_continues_the_noise_streams():
     env = RiverSwimMixture(S=4, H=4)
     seeds = np.random.SeedSequence(9).spawn(2)
-    one = UCRLVTR(env, JointDP(1.0, 1e-5), episodes=100, seed=5)
-    two = UCRLVTR(env, JointDP(1.0, 1e-5), episodes=100, seed=5)
+    one = UCRLVTR(env, JointDP(1.0, 1e-5, calibration="paper"), episodes=100, seed=5)
+    two = UCRLVTR(env, JointDP(1.0, 1e-5, calibration="paper"), episodes=100, seed=5)
     a = [privrl.run(one, env, 50, seed=s).gaps for s in seeds]
     b = [privrl.run(two, env, 50, seed=s).gaps for s in seeds]
     np.testing.assert_array_equal(np.concatenate(a), np.concatenate(b))
@@ -198,13 +198,13 @@ class _Scaled(FiniteMDP):
 def test_the_guard_clips_and_warns_once(agent_kind):
     if agent_kind == "vtr":
         env = _Scaled(RiverSwimMixture(S=4, H=4), 40.0)
-        agent = UCRLVTR(env, JointDP(1.0, 1e-5), episodes=30, seed=2)
+        agent = UCRLVTR(env, JointDP(1.0, 1e-5, calibration="paper"), episodes=30, seed=2)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             privrl.run(agent, env, seed=1)
     else:
         env = RandomLinearMDP(S=10, A=3, d=6, H=3, seed=0)
-        agent = LSVIUCB(env, JointDP(1.0, 1e-5), episodes=30, seed=2)
+        agent = LSVIUCB(env, JointDP(1.0, 1e-5, calibration="paper"), episodes=30, seed=2)
         traj = env.sample_episode(agent.policy(), np.random.default_rng(0))
         traj.rewards[:] = 3.0  # beyond [0, 1]
         with warnings.catch_warnings(record=True) as caught:
@@ -217,7 +217,7 @@ def test_the_guard_clips_and_warns_once(agent_kind):
 
 def test_reject_refuses_and_leaves_the_agent_as_it_was():
     env = _Scaled(RiverSwimMixture(S=4, H=4), 40.0)
-    agent = UCRLVTR(env, JointDP(1.0, 1e-5), episodes=20, seed=2, sensitivity="reject")
+    agent = UCRLVTR(env, JointDP(1.0, 1e-5, calibration="paper"), episodes=20, seed=2, sensitivity="reject")
     before = agent.release().design.copy()
     with pytest.raises(AssumptionError, match="outside the sensitivity bound"):
         privrl.run(agent, env, seed=1)
@@ -229,7 +229,7 @@ def test_callback_sees_the_cumulative_regret():
     env = RiverSwimMixture(S=4, H=4)
     seen: list[tuple[int, float]] = []
     res = privrl.run(
-        UCRLVTR(env, NonPrivate(), episodes=30, seed=0),
+        UCRLVTR(env, NonPrivate(calibration="paper"), episodes=30, seed=0),
         env,
         seed=0,
         callback=lambda k, c: seen.append((k, c)),
@@ -241,9 +241,11 @@ def test_callback_sees_the_cumulative_regret():
 
 def test_the_engine_keyword_is_deprecated_and_ignored():
     env = RiverSwimMixture(S=4, H=3)
-    a = privrl.run(UCRLVTR(env, NonPrivate(), episodes=10, seed=0), env, seed=0)
+    a = privrl.run(UCRLVTR(env, NonPrivate(calibration="paper"), episodes=10, seed=0), env, seed=0)
     with pytest.warns(DeprecationWarning, match="engine"):
-        b = privrl.run(UCRLVTR(env, NonPrivate(), episodes=10, seed=0), env, seed=0, engine="python")
+        b = privrl.run(
+            UCRLVTR(env, NonPrivate(calibration="paper"), episodes=10, seed=0), env, seed=0, engine="python"
+        )
     np.testing.assert_array_equal(a.regret, b.regret)
 
 
@@ -266,17 +268,21 @@ def test_agents_accept_any_finite_mdp_with_features():
     regret); one without the right features is refused with the reason."""
     river = RiverSwimMixture(S=4, H=4)
     own = _OwnMixture(river)
-    a = privrl.run(UCRLVTR(river, JointDP(1.0, 1e-5), episodes=50, seed=2), river, seed=3)
-    b = privrl.run(UCRLVTR(own, JointDP(1.0, 1e-5), episodes=50, seed=2), own, seed=3)
+    a = privrl.run(
+        UCRLVTR(river, JointDP(1.0, 1e-5, calibration="paper"), episodes=50, seed=2), river, seed=3
+    )
+    b = privrl.run(UCRLVTR(own, JointDP(1.0, 1e-5, calibration="paper"), episodes=50, seed=2), own, seed=3)
     np.testing.assert_array_equal(a.regret, b.regret)
     lin = RandomLinearMDP(S=10, A=3, d=4, H=3, seed=0)
     own_lin = _OwnLinear(lin)
-    c = privrl.run(LSVIUCB(lin, JointDP(1.0, 1e-5), episodes=60, seed=2), lin, seed=3)
-    e = privrl.run(LSVIUCB(own_lin, JointDP(1.0, 1e-5), episodes=60, seed=2), own_lin, seed=3)
+    c = privrl.run(LSVIUCB(lin, JointDP(1.0, 1e-5, calibration="paper"), episodes=60, seed=2), lin, seed=3)
+    e = privrl.run(
+        LSVIUCB(own_lin, JointDP(1.0, 1e-5, calibration="paper"), episodes=60, seed=2), own_lin, seed=3
+    )
     np.testing.assert_array_equal(c.regret, e.regret)
     assert UCRLVTRPlus.accepts(own) is None and LSVIUCB.accepts(own_lin) is None
     assert "mixture features" in UCRLVTR.accepts(own_lin) and "linear features" in LSVIUCB.accepts(own)
     with pytest.raises(TypeError, match="C_w"):
         bad = _OwnMixture(river)
         bad.C_w = -1.0
-        UCRLVTR(bad, NonPrivate(), episodes=5)
+        UCRLVTR(bad, NonPrivate(calibration="paper"), episodes=5)

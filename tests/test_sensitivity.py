@@ -33,7 +33,7 @@ def violating_user(rng, x_bound, y_high):
 
 def jdp_agent(mechanism, sensitivity="clip", seed=5):
     """A UCRL-VTR agent whose JDP server runs 2H `mechanism`s (continuous Gaussian noise)."""
-    privacy = JointDP(1.0, 1e-5, mechanism=mechanism, sampler="float")
+    privacy = JointDP(1.0, 1e-5, mechanism=mechanism, sampler="float", calibration="paper")
     return UCRLVTR(MIX, privacy, episodes=USERS, seed=seed, sensitivity=sensitivity)
 
 
@@ -107,7 +107,11 @@ def test_jdp_server_reject_mode_refuses_and_keeps_state():
 
 
 def _cases():
-    for model in (JointDP(1.0, 1e-5), LocalDP(1.0, 1e-5), JointDP(1.0, 1e-5, mechanism="honaker")):
+    for model in (
+        JointDP(1.0, 1e-5, calibration="paper"),
+        LocalDP(1.0, 1e-5, calibration="paper"),
+        JointDP(1.0, 1e-5, mechanism="honaker", calibration="paper"),
+    ):
         yield UCRLVTR, model
         yield UCRLVTRPlus, model
 
@@ -144,7 +148,13 @@ def test_ldp_randomizer_neighbours():
     def message(user, mode="clip"):
         # a fresh agent (the same randomizer key each time): after one user the server's sums are
         # that user's message, exactly
-        agent = UCRLVTR(MIX, LocalDP(1.0, 1e-5, sampler="float"), episodes=USERS, seed=11, sensitivity=mode)
+        agent = UCRLVTR(
+            MIX,
+            LocalDP(1.0, 1e-5, sampler="float", calibration="paper"),
+            episodes=USERS,
+            seed=11,
+            sensitivity=mode,
+        )
         agent.observe_statistics(*user)
         return agent._core.sums(0)
 
@@ -164,7 +174,7 @@ def test_ldp_server_receives_only_checked_messages():
     """Nothing malformed reaches the LDP server's sums: a wrongly shaped statistic (a (d, d) block
     would broadcast over all H steps) or a non-finite one is refused where it enters, and the
     server is left as it was."""
-    agent = UCRLVTR(MIX, LocalDP(1.0, 1e-5), episodes=4, seed=0)
+    agent = UCRLVTR(MIX, LocalDP(1.0, 1e-5, calibration="paper"), episodes=4, seed=0)
     server = agent._core.server_state(0)
     with pytest.raises(ShapeError):
         agent._core.observe_statistics(np.eye(D), np.zeros(H))
@@ -183,7 +193,10 @@ def test_ucrl_vtr_plus_both_families():
     env = RandomLinearMixtureMDP(S=6, A=2, d=D, H=H, seed=0)
     rng = np.random.default_rng(3)
     for mech in ["tree", "factorization"]:
-        agents = [UCRLVTRPlus(env, JointDP(1.0, 1e-5, mechanism=mech), episodes=8, seed=1) for _ in range(2)]
+        agents = [
+            UCRLVTRPlus(env, JointDP(1.0, 1e-5, mechanism=mech, calibration="paper"), episodes=8, seed=1)
+            for _ in range(2)
+        ]
         for i, bound, sens in ((0, math.sqrt(D), 2 * D), (1, H**2, 2 * H**4)):
             users = [in_bound_user(rng, bound, bound) for _ in range(4)]
             neigh = list(users)
@@ -212,7 +225,7 @@ def _prefix_sums(agent, i, users):
 def test_ucrl_vtr_agent_counts_clips_and_rejects():
     """The agent's own entry point (JDP server / LDP randomizer) carries its guard."""
     env = MIX
-    for privacy in (JointDP(1.0, 1e-5), LocalDP(1.0, 1e-5)):
+    for privacy in (JointDP(1.0, 1e-5, calibration="paper"), LocalDP(1.0, 1e-5, calibration="paper")):
         a = UCRLVTR(env, privacy, episodes=5, seed=0)
         with pytest.warns(SensitivityWarning):
             a.observe_statistics(*violating_user(np.random.default_rng(0), H, H))
@@ -221,12 +234,12 @@ def test_ucrl_vtr_agent_counts_clips_and_rejects():
         with pytest.raises(AssumptionError):
             r.observe_statistics(*violating_user(np.random.default_rng(0), H, H))
     with pytest.raises(ValueError):
-        UCRLVTR(env, JointDP(1.0, 1e-5), episodes=5, sensitivity="ignore")
+        UCRLVTR(env, JointDP(1.0, 1e-5, calibration="paper"), episodes=5, sensitivity="ignore")
 
 
 def lsvi_pair(sensitivity="clip", mechanism="tree", n=2):
     env = RandomLinearMDP(S=6, A=2, d=D, H=H, seed=0)
-    p = JointDP(1.0, 1e-5, mechanism=mechanism)
+    p = JointDP(1.0, 1e-5, mechanism=mechanism, calibration="paper")
     return env, [
         LSVIUCB(env, p, episodes=USERS, batches=3, seed=4, sensitivity=sensitivity) for _ in range(n)
     ]
@@ -271,7 +284,7 @@ def test_lsvi_ucb_neighbours(mechanism):
 
 def test_observe_validates_trajectory_indices():
     env = RandomLinearMixtureMDP(S=6, A=2, d=D, H=H, seed=0)
-    a = UCRLVTR(env, JointDP(1.0, 1e-5), episodes=5, seed=0)
+    a = UCRLVTR(env, JointDP(1.0, 1e-5, calibration="paper"), episodes=5, seed=0)
     a.policy()
     good = env.sample_episode(a.policy(), np.random.default_rng(0))
     bad = [

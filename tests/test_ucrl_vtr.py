@@ -24,7 +24,7 @@ from privrl.privacy import JointDP, LocalDP, NonPrivate
 def test_nonprivate_learns_riverswim_mixture():
     env = RiverSwimMixture()
     K = 2000
-    agent = UCRLVTR(env, privacy=NonPrivate(), episodes=K, seed=1, beta_scale=0.1)
+    agent = UCRLVTR(env, privacy=NonPrivate(calibration="paper"), episodes=K, seed=1, beta_scale=0.1)
     res = privrl.run(agent, env, seed=2)
     random_regret = K * uniform_policy_gap(env)
     assert res.final_regret < random_regret / 3
@@ -35,7 +35,7 @@ def test_nonprivate_learns_riverswim_mixture():
 
 def test_calibration_exposes_paper_quantities():
     env = RandomLinearMixtureMDP(H=10, seed=0)
-    agent = UCRLVTR(env, privacy=JointDP(1.0, 1e-5), episodes=10_000, seed=0)
+    agent = UCRLVTR(env, privacy=JointDP(1.0, 1e-5, calibration="paper"), episodes=10_000, seed=0)
     cal = agent.calibration
     # Cor. 1 with H=10, K=1e4, eps=1, delta=1e-5: sigma_B ~ 3.49e6 (hand value in test_calibration)
     assert cal.sigma_B == pytest.approx(3.486e6, rel=1e-3)
@@ -45,7 +45,9 @@ def test_calibration_exposes_paper_quantities():
     assert cal.beta_used == cal.beta
     for key in ("Upsilon", "C", "beta"):
         assert getattr(cal, key) > 0
-    scaled = UCRLVTR(env, privacy=JointDP(1.0, 1e-5), episodes=10_000, seed=0, beta_scale=0.1)
+    scaled = UCRLVTR(
+        env, privacy=JointDP(1.0, 1e-5, calibration="paper"), episodes=10_000, seed=0, beta_scale=0.1
+    )
     # beta_scale changes exploration only, never the privacy noise
     assert scaled.calibration.beta_used == pytest.approx(0.1 * cal.beta)
     assert scaled.calibration.sigma_B == cal.sigma_B
@@ -61,7 +63,7 @@ def test_jdp_released_noise_has_calibrated_variance(delta):
     env, K, k = _tiny_env(), 64, 7  # popcount(7) = 3
     mats, vecs = [], []
     for seed in range(300):
-        agent = UCRLVTR(env, privacy=JointDP(1.0, delta), episodes=K, seed=seed)
+        agent = UCRLVTR(env, privacy=JointDP(1.0, delta, calibration="paper"), episodes=K, seed=seed)
         privrl.run(agent, env, episodes=k, seed=seed)
         assert agent._core.nodes_used() == 3 <= agent.calibration.K0
         m, v = agent._core.noise(0)
@@ -101,7 +103,7 @@ def test_ldp_noise_variance_and_server_sees_only_randomized():
     sent_raw = []
     diffs = []
     for seed in range(200):
-        agent = UCRLVTR(env, privacy=LocalDP(1.0, 1e-5), episodes=K, seed=seed)
+        agent = UCRLVTR(env, privacy=LocalDP(1.0, 1e-5, calibration="paper"), episodes=K, seed=seed)
         rng = np.random.default_rng(seed)
         sent_raw += [_user_statistics(agent, env, rng) for _ in range(k)]
         raw_gram = sum(np.einsum("hi,hj->hij", X, X) for X, _ in sent_raw[-k:])
@@ -124,7 +126,7 @@ def test_ldp_noise_variance_and_server_sees_only_randomized():
     assert not np.allclose(gram.reshape(env.H, env.d, env.d), np.einsum("hi,hj->hij", X, X))
     # the server has no entry for raw statistics: chosen ones sent as a user's reach it as the
     # randomizer's message (the same draws as a copy's user_message), never as X X^T
-    fresh = UCRLVTR(env, privacy=LocalDP(1.0, 1e-5), episodes=K, seed=0)
+    fresh = UCRLVTR(env, privacy=LocalDP(1.0, 1e-5, calibration="paper"), episodes=K, seed=0)
     twin = copy.deepcopy(fresh)
     fresh.observe_statistics(X, y)
     m_gram, m_target = twin._core.user_message(0, X, y)
@@ -140,7 +142,10 @@ def test_huge_epsilon_jdp_matches_nonprivate():
     regrets = {}
     # the continuous sampler: at eps = 1e13 the discrete one's lattice (sigma 2^-24) is too fine
     # for exact sums of K users, and the agent is refused (test_discrete_sampler.py)
-    for name, priv in [("np", NonPrivate()), ("jdp", JointDP(1e13, 1e-5, sampler="float"))]:
+    for name, priv in [
+        ("np", NonPrivate(calibration="paper")),
+        ("jdp", JointDP(1e13, 1e-5, sampler="float", calibration="paper")),
+    ]:
         agent = UCRLVTR(env, privacy=priv, episodes=K, seed=4, beta=0.5)
         regrets[name] = privrl.run(agent, env, seed=5).final_regret
     assert abs(regrets["jdp"] - regrets["np"]) <= 0.05 * regrets["np"]
@@ -161,19 +166,23 @@ def test_private_costs_regret_ordering():
             ]
         )
 
-    np_reg = mean_regret(NonPrivate())
-    ldp_reg = mean_regret(LocalDP(0.1, 1e-5))
+    np_reg = mean_regret(NonPrivate(calibration="paper"))
+    ldp_reg = mean_regret(LocalDP(0.1, 1e-5, calibration="paper"))
     assert ldp_reg > np_reg
 
 
 def test_reproducible_and_entropy_seeded():
     env = _tiny_env()
-    a = privrl.run(UCRLVTR(env, privacy=JointDP(0.5, 1e-5), episodes=200, seed=9), env, seed=3)
-    b = privrl.run(UCRLVTR(env, privacy=JointDP(0.5, 1e-5), episodes=200, seed=9), env, seed=3)
+    a = privrl.run(
+        UCRLVTR(env, privacy=JointDP(0.5, 1e-5, calibration="paper"), episodes=200, seed=9), env, seed=3
+    )
+    b = privrl.run(
+        UCRLVTR(env, privacy=JointDP(0.5, 1e-5, calibration="paper"), episodes=200, seed=9), env, seed=3
+    )
     assert np.array_equal(a.regret, b.regret) and np.array_equal(a.returns, b.returns)
     # seed=None: privacy noise from OS entropy -> two agents release different noise
-    n1 = UCRLVTR(env, privacy=JointDP(0.5, 1e-5), episodes=200, seed=None)
-    n2 = UCRLVTR(env, privacy=JointDP(0.5, 1e-5), episodes=200, seed=None)
+    n1 = UCRLVTR(env, privacy=JointDP(0.5, 1e-5, calibration="paper"), episodes=200, seed=None)
+    n2 = UCRLVTR(env, privacy=JointDP(0.5, 1e-5, calibration="paper"), episodes=200, seed=None)
     privrl.run(n1, env, episodes=3, seed=3)
     privrl.run(n2, env, episodes=3, seed=3)
     assert not np.array_equal(n1._core.noise(0)[0], n2._core.noise(0)[0])
@@ -182,19 +191,19 @@ def test_reproducible_and_entropy_seeded():
 def test_bad_inputs():
     env = _tiny_env()
     with pytest.raises(PrivacyParameterError):
-        JointDP(0.0, 1e-5)
+        JointDP(0.0, 1e-5, calibration="paper")
     with pytest.raises(PrivacyParameterError):
-        JointDP(-1.0)
+        JointDP(-1.0, calibration="paper")
     with pytest.raises(PrivacyParameterError):
-        LocalDP(1.0, 1.0)
+        LocalDP(1.0, 1.0, calibration="paper")
     with pytest.raises(PrivacyParameterError):
-        LocalDP(1.0, -1e-3)
+        LocalDP(1.0, -1e-3, calibration="paper")
     with pytest.raises(PrivacyParameterError):
-        UCRLVTR(env, privacy=NonPrivate(), episodes=0)
+        UCRLVTR(env, privacy=NonPrivate(calibration="paper"), episodes=0)
     with pytest.raises(PrivacyParameterError):
-        UCRLVTR(env, privacy=NonPrivate(), episodes=10, beta_scale=-1)
+        UCRLVTR(env, privacy=NonPrivate(calibration="paper"), episodes=10, beta_scale=-1)
     with pytest.raises(TypeError):
-        UCRLVTR(RandomLinearMDP(S=5, A=2, d=3, H=2), privacy=NonPrivate(), episodes=10)
+        UCRLVTR(RandomLinearMDP(S=5, A=2, d=3, H=2), privacy=NonPrivate(calibration="paper"), episodes=10)
     with pytest.raises(TypeError):
         UCRLVTR(env, privacy="jdp", episodes=10)
     # an environment violating Asm. 2 (||phi_v|| > 1) is refused at construction
@@ -202,7 +211,7 @@ def test_bad_inputs():
     f[:, :, :, 0] = 1.0  # phi(s'|s,a) = 1 for both s' -> phi_v(1,1) = 2
     with pytest.raises(AssumptionError):
         LinearMixtureMDP(f, np.full((1, 1), 0.5), np.zeros((1, 2, 1)), np.array([1.0, 0.0]))
-    agent = UCRLVTR(env, privacy=NonPrivate(), episodes=2, seed=0)
+    agent = UCRLVTR(env, privacy=NonPrivate(calibration="paper"), episodes=2, seed=0)
     privrl.run(agent, env, seed=0)
     with pytest.raises(ValueError):
         privrl.run(agent, env, episodes=1, seed=0)  # beyond the K it was calibrated for
@@ -221,7 +230,7 @@ def test_sensitivity_guard_clips_or_rejects():
 
 def test_hard_to_learn_example_runs():
     env = HardToLearn(d=5, H=6, K=10_000, seed=0)
-    agent = UCRLVTR(env, privacy=LocalDP(epsilon=1.0, delta=1e-5), episodes=300, seed=1)
+    agent = UCRLVTR(env, privacy=LocalDP(epsilon=1.0, delta=1e-5, calibration="paper"), episodes=300, seed=1)
     res = privrl.run(agent, env, episodes=300, seed=2)
     assert res.regret.shape == (300,) and res.returns.shape == (300,)
     assert np.all(np.diff(res.regret) >= -1e-12)  # exact regret: every gap >= 0

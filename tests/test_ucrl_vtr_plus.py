@@ -19,7 +19,7 @@ def test_nonprivate_learns_riverswim_mixture():
     env, K = RiverSwimMixture(), 2000
     # the theory radii (beta^ ~ 360, beta~ ~ 1.6e5 here) make every bonus saturate at H; a small
     # beta_scale (exploration only) lets the agent learn within K = 2000
-    agent = UCRLVTRPlus(env, privacy=NonPrivate(), episodes=K, seed=1, beta_scale=0.003)
+    agent = UCRLVTRPlus(env, privacy=NonPrivate(calibration="paper"), episodes=K, seed=1, beta_scale=0.003)
     res = privrl.run(agent, env, seed=2)
     assert res.final_regret < K * uniform_policy_gap(env) / 3
     q = K // 4
@@ -29,7 +29,7 @@ def test_nonprivate_learns_riverswim_mixture():
 def test_sigma_bar_in_bounds():
     env = RandomLinearMixtureMDP(S=8, A=3, d=4, H=5, seed=1)
     H, d = env.H, env.d
-    for priv in (NonPrivate(), JointDP(1.0, 1e-5)):
+    for priv in (NonPrivate(calibration="paper"), JointDP(1.0, 1e-5, calibration="paper")):
         agent = UCRLVTRPlus(env, privacy=priv, episodes=300, seed=3, beta_scale=0.01)
         rng = np.random.default_rng(0)
         for _ in range(300):
@@ -45,7 +45,7 @@ def test_jdp_both_regressions_have_calibrated_noise():
     env, K, k = RiverSwimMixture(S=3, H=3), 64, 6  # popcount(6) = 2
     first, second = [], []
     for seed in range(250):
-        agent = UCRLVTRPlus(env, privacy=JointDP(1.0, 1e-5), episodes=K, seed=seed)
+        agent = UCRLVTRPlus(env, privacy=JointDP(1.0, 1e-5, calibration="paper"), episodes=K, seed=seed)
         privrl.run(agent, env, episodes=k, seed=seed)
         first.append(agent._core.noise(0))
         second.append(agent._core.noise(1))
@@ -75,7 +75,7 @@ def test_ldp_sends_only_randomized_statistics():
     randomizer makes of its raw statistics (phi_V / sigma-bar, V / sigma-bar; phi_{V^2}, V^2),
     replayed on a copy of the agent taken before the user, never the raw statistics."""
     env = RiverSwimMixture(S=3, H=3)
-    agent = UCRLVTRPlus(env, privacy=LocalDP(1.0, 1e-5), episodes=50, seed=0)
+    agent = UCRLVTRPlus(env, privacy=LocalDP(1.0, 1e-5, calibration="paper"), episodes=50, seed=0)
     H, d = agent.H, agent.d
     rng = np.random.default_rng(0)
     sums = [[np.zeros(H * d * d), np.zeros(H * d)] for _ in range(2)]
@@ -114,8 +114,8 @@ def test_huge_epsilon_jdp_matches_nonprivate():
     regs = [
         privrl.run(UCRLVTRPlus(env, privacy=p, episodes=K, seed=4, beta=2.0), env, seed=5).final_regret
         for p in (
-            NonPrivate(),
-            JointDP(1e13, 1e-5, sampler="float"),
+            NonPrivate(calibration="paper"),
+            JointDP(1e13, 1e-5, sampler="float", calibration="paper"),
         )  # the discrete lattice is too fine there
     ]
     assert abs(regs[1] - regs[0]) <= 0.05 * regs[0]
@@ -124,7 +124,11 @@ def test_huge_epsilon_jdp_matches_nonprivate():
 def test_reproducible():
     env = RiverSwimMixture(S=4, H=4)
     runs = [
-        privrl.run(UCRLVTRPlus(env, privacy=LocalDP(2.0, 1e-5), episodes=100, seed=7), env, seed=1)
+        privrl.run(
+            UCRLVTRPlus(env, privacy=LocalDP(2.0, 1e-5, calibration="paper"), episodes=100, seed=7),
+            env,
+            seed=1,
+        )
         for _ in range(2)
     ]
     assert np.array_equal(runs[0].regret, runs[1].regret)
@@ -133,10 +137,10 @@ def test_reproducible():
 def test_bad_inputs():
     env = RiverSwimMixture(S=3, H=3)
     with pytest.raises(PrivacyParameterError):
-        UCRLVTRPlus(env, privacy=NonPrivate(), episodes=0)
+        UCRLVTRPlus(env, privacy=NonPrivate(calibration="paper"), episodes=0)
     with pytest.raises(PrivacyParameterError):
-        JointDP(float("nan"), 1e-5)
+        JointDP(float("nan"), 1e-5, calibration="paper")
     with pytest.raises(TypeError):
-        UCRLVTRPlus(RandomLinearMDP(S=4, A=2, d=3, H=2), privacy=NonPrivate(), episodes=10)
+        UCRLVTRPlus(RandomLinearMDP(S=4, A=2, d=3, H=2), privacy=NonPrivate(calibration="paper"), episodes=10)
     with pytest.raises(PrivacyParameterError):
-        UCRLVTRPlus(env, privacy=NonPrivate(), episodes=10, beta_scale=float("inf"))
+        UCRLVTRPlus(env, privacy=NonPrivate(calibration="paper"), episodes=10, beta_scale=float("inf"))

@@ -25,6 +25,9 @@ use crate::kernels::rank_one::{spd_inverse, ShermanMorrison};
 use crate::noise::{NodeShape, NoiseStream};
 
 mod adaptive;
+mod rows;
+
+use rows::{floor_release, update_forms, SparseRows};
 
 /// The regularization of a private release.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -253,11 +256,12 @@ impl LsviAgent {
             pi: vec![0; h * s],
             pi_for: None,
             adaptive: p.adaptive.map(|spec| {
+                let per_step = if spec.diagonal { d } else { d * d };
                 Box::new(AdaptiveState {
                     spec,
                     history: vec![vec![]; h],
                     s_n: 0.0,
-                    factor: vec![0.0; h * d * d],
+                    factor: vec![0.0; h * per_step],
                     bonus: vec![0.0; h * s * a],
                 })
             }),
@@ -546,17 +550,33 @@ impl LsviAgent {
             let (shift, s_n) = st.spec.shift(p.trees[0].0.variance_factor(t), d);
             st.s_n = s_n;
             if st.spec.diagonal {
-                for m in board.design.chunks_exact_mut(dd) {
+                // the projection on the diagonal, then the floor entry by entry
+                for (m, inv) in board
+                    .design
+                    .chunks_exact_mut(dd)
+                    .zip(board.inverse.chunks_exact_mut(dd))
+                {
                     for i in 0..d {
                         for j in 0..d {
                             if i != j {
                                 m[i * d + j] = 0.0;
+                                inv[i * d + j] = 0.0;
                             }
                         }
+                        let a = (m[i * d + i] + self.lam + shift).max(self.lam);
+                        m[i * d + i] = a;
+                        inv[i * d + i] = 1.0 / a;
                     }
                 }
+            } else {
+                floor_release(
+                    &mut board.design,
+                    &mut board.inverse,
+                    d,
+                    self.lam + shift,
+                    self.lam,
+                );
             }
-            floor_release(&mut board.design, &mut board.inverse, d, self.lam + shift, self.lam);
             return Ok(());
         }
         match &p.shift {
@@ -692,94 +712,6 @@ fn response(
         u.iter_mut()
             .zip(&table[row * d..(row + 1) * d])
             .for_each(|(x, p)| *x += p * target);
-    }
-}
-
-/// The forms `phi_r^T Lambda^{-1} phi_r` of every row after `Lambda += x x^T` (Sherman-Morrison:
-/// minus `(phi_r^T Lambda^{-1} x)^2 / (1 + x^T Lambda^{-1} x)`), `inv` the inverse before.
-fn update_forms(forms: &mut [f64], rows: &SparseRows, inv: &[f64], x: &[f64], scratch: &mut [f64]) {
-    let d = x.len();
-    let u = &mut scratch[..d];
-    u.iter_mut().for_each(|v| *v = 0.0);
-    for (j, &xj) in x.iter().enumerate() {
-        if xj != 0.0 {
-            // inv is symmetric: column j is row j
-            u.iter_mut()
-                .zip(&inv[j * d..(j + 1) * d])
-                .for_each(|(v, m)| *v += xj * m);
-        }
-    }
-    let denom = 1.0 + x.iter().zip(u.iter()).map(|(a, b)| a * b).sum::<f64>();
-    for (r, f) in forms.iter_mut().enumerate() {
-        let t = rows.dot_with(r, u);
-        *f -= t * t / denom;
-    }
-}
-
-/// Rows of a dense (n x d) table as (column, value) lists.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct SparseRows {
-    start: Vec<usize>,
-    col: Vec<usize>,
-    val: Vec<f64>,
-}
-
-impl SparseRows {
-    fn of(table: &[f64], d: usize) -> Self {
-        let mut s = SparseRows::default();
-        for row in table.chunks_exact(d.max(1)) {
-            s.start.push(s.col.len());
-            for (j, &v) in row.iter().enumerate() {
-                if v != 0.0 {
-                    s.col.push(j);
-                    s.val.push(v);
-                }
-            }
-        }
-        s.start.push(s.col.len());
-        s
-    }
-
-    fn row(&self, r: usize) -> (&[usize], &[f64]) {
-        let (a, b) = (self.start[r], self.start[r + 1]);
-        (&self.col[a..b], &self.val[a..b])
-    }
-
-    /// `phi_r^T x`.
-    fn dot_with(&self, r: usize, x: &[f64]) -> f64 {
-        let (cols, vals) = self.row(r);
-        cols.iter().zip(vals).map(|(&j, v)| v * x[j]).sum()
-    }
-}
-
-/// The practical release of every step in place: the eigenvalues of `design + base I` floored
-/// at `lam`, and the inverse of the floored matrix.
-fn floor_release(design: &mut [f64], inverse: &mut [f64], d: usize, base: f64, lam: f64) {
-    let dd = d * d;
-    for (m, inv) in design
-        .chunks_exact_mut(dd)
-        .zip(inverse.chunks_exact_mut(dd))
-    {
-        let sym = nalgebra::DMatrix::from_fn(d, d, |i, j| {
-            0.5 * (m[i * d + j] + m[j * d + i]) + if i == j { base } else { 0.0 }
-        });
-        let eig = sym.symmetric_eigen();
-        let ev: Vec<f64> = eig.eigenvalues.iter().map(|e| e.max(lam)).collect();
-        let v = &eig.eigenvectors;
-        for i in 0..d {
-            for j in i..d {
-                let (mut a, mut b) = (0.0, 0.0);
-                for k in 0..d {
-                    let vv = v[(i, k)] * v[(j, k)];
-                    a += vv * ev[k];
-                    b += vv / ev[k];
-                }
-                m[i * d + j] = a;
-                m[j * d + i] = a;
-                inv[i * d + j] = b;
-                inv[j * d + i] = b;
-            }
-        }
     }
 }
 

@@ -57,7 +57,7 @@ pub struct AdaptiveState {
     /// The off-diagonal std s_N of the last released Gram.
     #[serde(default)]
     pub s_n: f64,
-    /// Sigma_h = L L^T (H x d x d, row-major L).
+    /// Sigma_h = L L^T (H x d x d, row-major L; one-hot rows: the diagonal, H x d).
     pub factor: Vec<f64>,
     /// ||phi_r||_{Sigma_h} (H x S A).
     pub bonus: Vec<f64>,
@@ -102,7 +102,11 @@ fn rebuild(e: &[f64], v: &DMatrix<f64>, f: impl Fn(f64) -> f64, out: &mut [f64])
 fn matvec(m: &[f64], x: &[f64], out: &mut [f64]) {
     let d = x.len();
     for (i, o) in out.iter_mut().enumerate() {
-        *o = m[i * d..(i + 1) * d].iter().zip(x).map(|(a, b)| a * b).sum();
+        *o = m[i * d..(i + 1) * d]
+            .iter()
+            .zip(x)
+            .map(|(a, b)| a * b)
+            .sum();
     }
 }
 
@@ -125,7 +129,9 @@ impl AdaptiveLsvi {
 
     /// The centre of step h's prior: c w1 (c = min V_{h+1}, capped at the step's value bound).
     pub fn centre(&self, level: f64, out: &mut [f64]) {
-        out.iter_mut().zip(&self.w1).for_each(|(o, w)| *o = level * w);
+        out.iter_mut()
+            .zip(&self.w1)
+            .for_each(|(o, w)| *o = level * w);
     }
 }
 
@@ -164,13 +170,10 @@ pub fn combine(past: &[PastRelease], backup: &[f64], d: usize) -> (Vec<f64>, Vec
 impl AdaptiveState {
     /// One step's release (module doc): the estimate into `weights`, Sigma's factor and the
     /// bonus rows of `table` (rows x d) into the state; `h` the step.
-    pub fn release_step(
-        &mut self,
-        h: usize,
-        x: &StepIn<'_>,
-        table: &[f64],
-        weights: &mut [f64],
-    ) {
+    pub fn release_step(&mut self, h: usize, x: &StepIn<'_>, table: &[f64], weights: &mut [f64]) {
+        if self.spec.diagonal {
+            return self.release_step_diagonal(h, x, table, weights);
+        }
         let d = x.d;
         let spec = &self.spec;
         // m = A^{-1} u~ + c w1
@@ -186,7 +189,10 @@ impl AdaptiveState {
                     .map(|(a, w)| (a - x.c * w).powi(2))
                     .fold(0.0, f64::max)
             } else {
-                m.iter().zip(&spec.w1).map(|(a, w)| (a - x.c * w).powi(2)).sum()
+                m.iter()
+                    .zip(&spec.w1)
+                    .map(|(a, w)| (a - x.c * w).powi(2))
+                    .sum()
             };
             let kap2 = (spec.sigma_u / x.amp).powi(2) + x.s_n * x.s_n * wn;
             let mut p = vec![0.0; d * d];
@@ -210,7 +216,9 @@ impl AdaptiveState {
         }
         // C = P_tot^{-1} + nu^2 A^{-1}
         let nu2 = x.half * x.half;
-        cov.iter_mut().zip(x.inverse).for_each(|(c, i)| *c += nu2 * i);
+        cov.iter_mut()
+            .zip(x.inverse)
+            .for_each(|(c, i)| *c += nu2 * i);
         // posterior with the prior N(c w1, tau^2 I), tau = half
         let mut w0 = vec![0.0; d];
         spec.centre(x.c, &mut w0);
@@ -232,8 +240,101 @@ impl AdaptiveState {
         self.set_width(h, d, &sigma, table);
     }
 
+    /// [`Self::release_step`] for one-hot rows, where every matrix is diagonal (the projected
+    /// release, the exact Gram of one-hot features): O(d) per step; the history's precisions and
+    /// the factor are kept as diagonals.
+    fn release_step_diagonal(
+        &mut self,
+        h: usize,
+        x: &StepIn<'_>,
+        table: &[f64],
+        weights: &mut [f64],
+    ) {
+        let d = x.d;
+        let spec = &self.spec;
+        let a: Vec<f64> = (0..d).map(|i| x.design[i * d + i]).collect();
+        let ainv: Vec<f64> = (0..d).map(|i| x.inverse[i * d + i]).collect();
+        let mut m: Vec<f64> = (0..d)
+            .map(|i| ainv[i] * x.u[i] + x.c * spec.w1[i])
+            .collect();
+        let mut cov = vec![0.0; d];
+        if x.private {
+            let wn = 2.0
+                * m.iter()
+                    .zip(&spec.w1)
+                    .map(|(v, w)| (v - x.c * w).powi(2))
+                    .fold(0.0, f64::max);
+            let kap2 = (spec.sigma_u / x.amp).powi(2) + x.s_n * x.s_n * wn;
+            let past = &mut self.history[h];
+            past.push(PastRelease {
+                mean: m.clone(),
+                precision: a.iter().map(|v| v * v / kap2).collect(),
+                backup: x.backup.to_vec(),
+            });
+            let (mut total, mut acc) = (vec![0.0; d], vec![0.0; d]);
+            for r in past.iter() {
+                let dj = r
+                    .backup
+                    .iter()
+                    .zip(x.backup)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0.0, f64::max);
+                for i in 0..d {
+                    let p = if dj > 0.0 {
+                        1.0 / (1.0 / r.precision[i].max(1e-300) + dj * dj)
+                    } else {
+                        r.precision[i]
+                    };
+                    total[i] += p;
+                    acc[i] += p * r.mean[i];
+                }
+            }
+            for i in 0..d {
+                cov[i] = 1.0 / total[i].max(1e-12);
+                m[i] = cov[i] * acc[i];
+            }
+        }
+        let nu2 = x.half * x.half;
+        let it2 = 1.0 / nu2;
+        let f = &mut self.factor[h * d..(h + 1) * d];
+        let mut sigma = vec![0.0; d];
+        for i in 0..d {
+            let plik = 1.0 / (cov[i] + nu2 * ainv[i]).max(1e-12);
+            sigma[i] = 1.0 / (plik + it2);
+            weights[i] = sigma[i] * (plik * m[i] + it2 * x.c * spec.w1[i]);
+            f[i] = sigma[i].sqrt();
+        }
+        let rows = table.len() / d;
+        let b = &mut self.bonus[h * rows..(h + 1) * rows];
+        for (r, o) in b.iter_mut().enumerate() {
+            let phi = &table[r * d..(r + 1) * d];
+            *o = phi
+                .iter()
+                .zip(&sigma)
+                .map(|(p, s)| p * p * s)
+                .sum::<f64>()
+                .sqrt();
+        }
+    }
+
     /// Sigma_h's factor and bonus rows from Sigma_h.
     pub fn set_width(&mut self, h: usize, d: usize, sigma: &[f64], table: &[f64]) {
+        if self.spec.diagonal {
+            let f = &mut self.factor[h * d..(h + 1) * d];
+            for (i, o) in f.iter_mut().enumerate() {
+                *o = sigma[i * d + i].max(0.0).sqrt();
+            }
+            let rows = table.len() / d;
+            let b = &mut self.bonus[h * rows..(h + 1) * rows];
+            for (r, o) in b.iter_mut().enumerate() {
+                let phi = &table[r * d..(r + 1) * d];
+                *o = (0..d)
+                    .map(|i| phi[i] * phi[i] * sigma[i * d + i])
+                    .sum::<f64>()
+                    .sqrt();
+            }
+            return;
+        }
         let (e, v) = sym_eig(sigma, d);
         let l = &mut self.factor[h * d * d..(h + 1) * d * d];
         for i in 0..d {
@@ -317,5 +418,57 @@ mod tests {
         let (m, c) = combine(&past, &[1.0], 1);
         assert!((m[0] - 4.0 / 4.8).abs() < 1e-12);
         assert!((c[0] - 1.0 / 4.8).abs() < 1e-12);
+    }
+
+    #[test]
+    fn diagonal_path_matches_the_dense_one() {
+        // one-hot rows (d = 3, 3 rows), a diagonal design: both paths give the same estimate,
+        // the same bonus rows and, over two private releases, the same combination
+        let spec = |diagonal| AdaptiveLsvi {
+            w1: vec![1.0; 3],
+            value_shift: true,
+            diagonal,
+            shift_mult: 1.0,
+            bounds: NoiseBounds::Zero,
+            sigma_u: 2.0,
+            alpha: 0.05,
+        };
+        let table = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
+        let design = [5.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 9.0];
+        let inverse = [0.2, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0 / 9.0];
+        let mut out = vec![];
+        for diagonal in [false, true] {
+            let per = if diagonal { 3 } else { 9 };
+            let mut st = AdaptiveState {
+                spec: spec(diagonal),
+                history: vec![vec![]],
+                s_n: 0.0,
+                factor: vec![0.0; per],
+                bonus: vec![0.0; 3],
+            };
+            let mut w = [0.0; 3];
+            for (u, backup) in [([1.0, -2.0, 3.0], [0.5, 1.0, 2.0]), ([2.0, 0.5, -1.0], [0.7, 1.0, 2.5])] {
+                let x = StepIn {
+                    d: 3,
+                    design: &design,
+                    inverse: &inverse,
+                    u: &u,
+                    c: 0.5,
+                    amp: 3.0,
+                    backup: &backup,
+                    half: 0.8,
+                    // the matrix noise's share differs on purpose (projected: 2 max_i, full: the
+                    // sum), so this compares the paths with eta's share only
+                    s_n: 0.0,
+                    private: true,
+                };
+                st.release_step(0, &x, &table, &mut w);
+            }
+            out.push((w, st.bonus.clone()));
+        }
+        for i in 0..3 {
+            assert!((out[0].0[i] - out[1].0[i]).abs() < 1e-10, "{out:?}");
+            assert!((out[0].1[i] - out[1].1[i]).abs() < 1e-10, "{out:?}");
+        }
     }
 }

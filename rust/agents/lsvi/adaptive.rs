@@ -40,7 +40,11 @@ impl LsviAgent {
             let vmax = (h_n - h) as f64;
             let half = 0.5 * (1.0 + hi - lo).min(vmax);
             let st = self.adaptive.as_mut().expect("adaptive state");
-            let level = if st.spec.value_shift { lo.min(vmax) } else { 0.0 };
+            let level = if st.spec.value_shift {
+                lo.min(vmax)
+            } else {
+                0.0
+            };
             st.spec
                 .centre(level, &mut self.board.weights[h * d..(h + 1) * d]);
             for i in 0..d {
@@ -77,13 +81,31 @@ impl LsviAgent {
         for hh in (0..h_n).rev() {
             let last = hh == h_n - 1;
             let (lo, hi) = if last { (0.0, 0.0) } else { min_max(&next) };
-            let c = if st.spec.value_shift && !last { lo } else { 0.0 };
+            let c = if st.spec.value_shift && !last {
+                lo
+            } else {
+                0.0
+            };
             shifted.iter_mut().zip(&next).for_each(|(o, v)| *o = v - c);
             let rho = if last { 0.0 } else { hi - c };
             let target = (!last).then_some(&shifted[..]);
             let u = &mut work.u;
-            response(&self.server, &self.table, aggregated, hh, target, u, a_n, s_n, d);
-            let amp = if private { (h_n as f64 + 1.0) / (1.0 + rho) } else { 1.0 };
+            response(
+                &self.server,
+                &self.table,
+                aggregated,
+                hh,
+                target,
+                u,
+                a_n,
+                s_n,
+                d,
+            );
+            let amp = if private {
+                (h_n as f64 + 1.0) / (1.0 + rho)
+            } else {
+                1.0
+            };
             if private {
                 // the released statistic sum phi a (r + V - c), a (r + V - c) in [0, H + 1]
                 let eta = &self.server.last_eta[hh * d..(hh + 1) * d];
@@ -91,7 +113,10 @@ impl LsviAgent {
                     Some(un) => u.iter_mut().zip(eta).for_each(|(x, e)| {
                         *x = ((amp * *x / un).round() + (e / un).round()) * un / amp
                     }),
-                    None => u.iter_mut().zip(eta).for_each(|(x, e)| *x = (amp * *x + e) / amp),
+                    None => u
+                        .iter_mut()
+                        .zip(eta)
+                        .for_each(|(x, e)| *x = (amp * *x + e) / amp),
                 }
             }
             let vmax = (h_n - hh) as f64;
@@ -150,6 +175,16 @@ impl LsviAgent {
                     let vmax = (h_n - h) as f64;
                     for (r, q) in w.q.iter_mut().enumerate() {
                         *q = (self.sparse.dot_with(r, mean) + b[r]).min(vmax);
+                    }
+                }
+                Exploration::Sampling(stream) if st.spec.diagonal => {
+                    stream.normals(&mut w.u);
+                    let l = &st.factor[h * d..(h + 1) * d];
+                    for (i, o) in w.w.iter_mut().enumerate() {
+                        *o = mean[i] + l[i] * w.u[i];
+                    }
+                    for (r, q) in w.q.iter_mut().enumerate() {
+                        *q = self.sparse.dot_with(r, &w.w);
                     }
                 }
                 Exploration::Sampling(stream) => {

@@ -1,0 +1,104 @@
+//! The feature table's sparse rows, the exact forms kept by rank-one updates and the practical
+//! rule's floored release.
+
+use serde::{Deserialize, Serialize};
+
+/// The forms `phi_r^T Lambda^{-1} phi_r` of every row after `Lambda += x x^T` (Sherman-Morrison:
+/// minus `(phi_r^T Lambda^{-1} x)^2 / (1 + x^T Lambda^{-1} x)`), `inv` the inverse before.
+pub(super) fn update_forms(
+    forms: &mut [f64],
+    rows: &SparseRows,
+    inv: &[f64],
+    x: &[f64],
+    scratch: &mut [f64],
+) {
+    let d = x.len();
+    let u = &mut scratch[..d];
+    u.iter_mut().for_each(|v| *v = 0.0);
+    for (j, &xj) in x.iter().enumerate() {
+        if xj != 0.0 {
+            // inv is symmetric: column j is row j
+            u.iter_mut()
+                .zip(&inv[j * d..(j + 1) * d])
+                .for_each(|(v, m)| *v += xj * m);
+        }
+    }
+    let denom = 1.0 + x.iter().zip(u.iter()).map(|(a, b)| a * b).sum::<f64>();
+    for (r, f) in forms.iter_mut().enumerate() {
+        let t = rows.dot_with(r, u);
+        *f -= t * t / denom;
+    }
+}
+
+/// Rows of a dense (n x d) table as (column, value) lists.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(super) struct SparseRows {
+    start: Vec<usize>,
+    col: Vec<usize>,
+    val: Vec<f64>,
+}
+
+impl SparseRows {
+    pub(super) fn of(table: &[f64], d: usize) -> Self {
+        let mut s = SparseRows::default();
+        for row in table.chunks_exact(d.max(1)) {
+            s.start.push(s.col.len());
+            for (j, &v) in row.iter().enumerate() {
+                if v != 0.0 {
+                    s.col.push(j);
+                    s.val.push(v);
+                }
+            }
+        }
+        s.start.push(s.col.len());
+        s
+    }
+
+    pub(super) fn row(&self, r: usize) -> (&[usize], &[f64]) {
+        let (a, b) = (self.start[r], self.start[r + 1]);
+        (&self.col[a..b], &self.val[a..b])
+    }
+
+    /// `phi_r^T x`.
+    pub(super) fn dot_with(&self, r: usize, x: &[f64]) -> f64 {
+        let (cols, vals) = self.row(r);
+        cols.iter().zip(vals).map(|(&j, v)| v * x[j]).sum()
+    }
+}
+
+/// The practical release of every step in place: the eigenvalues of `design + base I` floored
+/// at `lam`, and the inverse of the floored matrix.
+pub(super) fn floor_release(
+    design: &mut [f64],
+    inverse: &mut [f64],
+    d: usize,
+    base: f64,
+    lam: f64,
+) {
+    let dd = d * d;
+    for (m, inv) in design
+        .chunks_exact_mut(dd)
+        .zip(inverse.chunks_exact_mut(dd))
+    {
+        let sym = nalgebra::DMatrix::from_fn(d, d, |i, j| {
+            0.5 * (m[i * d + j] + m[j * d + i]) + if i == j { base } else { 0.0 }
+        });
+        let eig = sym.symmetric_eigen();
+        let ev: Vec<f64> = eig.eigenvalues.iter().map(|e| e.max(lam)).collect();
+        let v = &eig.eigenvectors;
+        for i in 0..d {
+            for j in i..d {
+                let (mut a, mut b) = (0.0, 0.0);
+                for k in 0..d {
+                    let vv = v[(i, k)] * v[(j, k)];
+                    a += vv * ev[k];
+                    b += vv / ev[k];
+                }
+                m[i * d + j] = a;
+                m[j * d + i] = a;
+                inv[i * d + j] = b;
+                inv[j * d + i] = b;
+            }
+        }
+    }
+}
