@@ -394,7 +394,7 @@ def main(argv: list[str] | None = None) -> None:
                             jobs.append(job)
         print(f"{len(jobs)} runs to do ({len(done)} done) -> {path}", flush=True)
         ctx = mp.get_context("spawn")
-        with ctx.Pool(args.jobs, maxtasksperchild=1) as pool, path.open("a") as f:
+        with ctx.Pool(args.jobs) as pool, path.open("a") as f:
             for i, res in enumerate(pool.imap_unordered(run_job, jobs), 1):
                 f.write(json.dumps(res) + "\n")
                 f.flush()

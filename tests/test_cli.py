@@ -358,10 +358,15 @@ def test_bundled_demo_config_is_valid(capsys):
     assert {r.seed for r in runs} == set(range(3))
     assert {r.epsilon for r in runs} == {float("inf"), 10.0, 1.0, 0.1}
     assert {r.privacy for r in runs if r.study.startswith("UCRL-VTR")} == {"none", "jdp", "ldp"}
-    # the demo compares the three calibrations of every private family it runs
+    # the demo compares the defaults (adaptive) with the other calibrations of every JDP family
     for study in ("UCRL-VTR", "LSVI-UCB"):
-        cals = {r.calibration or "paper" for r in runs if r.study.startswith(study) and r.privacy == "jdp"}
-        assert cals == {"paper", "tight", "practical"}
+        cals = {r.calibration or "adaptive" for r in runs if r.study.startswith(study) and r.privacy == "jdp"}
+        assert cals == {"adaptive", "paper", "tight", "practical"}
+    # and separates the mechanism's share of the tight-vs-practical gap (tight on BLT)
+    assert any(r.calibration == "tight" and r.mechanism == "blt" for r in runs)
+    # the default agents set nothing beyond the privacy model
+    defaults = [a for s in raw["study"] for name, a in s["agents"].items() if "calibration" not in a]
+    assert defaults and all(set(a) <= {"algorithm", "privacy", "epsilons"} for a in defaults)
 
 
 def test_help_and_kernel_tour(capsys):

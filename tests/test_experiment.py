@@ -387,10 +387,17 @@ def test_run_ids_without_a_mechanism_are_unchanged():
         cfg = build_config({"env": ENV, "agents": {"t": agent}, "epsilons": [1.0], "episodes": 5})
         return [r.run_id for r in cfg.runs()]
 
+    # ids computed by the code of b659c55 (before the adaptive default): an explicit calibration
+    # keeps its id; the default one (the paper's then, "adaptive" now) does not
     float_era = ["RandomLinearMixtureMDP__t__eps1__seed0__d89a9194"]
-    assert ids({"algorithm": "UCRL-VTR", "privacy": "jdp", "sampler": "float"}) == float_era
-    default = ids({"algorithm": "UCRL-VTR", "privacy": "jdp"})
-    assert default != float_era and default == ids({"algorithm": "UCRL-VTR", "privacy": "jdp"})
+    tight = ["RandomLinearMixtureMDP__t__eps1__seed0__01582530"]
+    practical = ["RandomLinearMixtureMDP__t__eps1__seed0__c20ba13a"]
+    jdp = {"algorithm": "UCRL-VTR", "privacy": "jdp"}
+    assert ids({**jdp, "sampler": "float", "calibration": "tight"}) == tight
+    assert ids({**jdp, "calibration": "practical"}) == practical
+    assert ids({**jdp, "sampler": "float"}) != float_era  # the default changed: no resume
+    default = ids(jdp)
+    assert default != float_era and default == ids(jdp)
 
 
 def test_make_privacy_passes_the_mechanism_to_jdp_only():
@@ -400,7 +407,9 @@ def test_make_privacy_passes_the_mechanism_to_jdp_only():
     assert make_privacy("jdp", 1.0, 1e-5, mechanism="blt") == JointDP(1.0, 1e-5, mechanism="blt")
     assert make_privacy("jdp", 1.0, 1e-5, calibration="tight") == JointDP(1.0, 1e-5, calibration="tight")
     assert make_privacy("ldp", 1.0, 1e-5, calibration="tight") == LocalDP(1.0, 1e-5, calibration="tight")
-    assert make_privacy("jdp", INF, 1e-5, mechanism="blt") == NonPrivate(calibration="paper")
+    # eps = inf: the non-private member of the default (adaptive) calibration
+    assert make_privacy("jdp", INF, 1e-5, mechanism="blt") == NonPrivate()
+    assert make_privacy("jdp", INF, 1e-5, calibration="paper") == NonPrivate(calibration="paper")
 
 
 JDP = {"algorithm": "UCRL-VTR", "privacy": "jdp"}
@@ -796,3 +805,12 @@ def test_git_commit_of_an_installed_build(monkeypatch):
     assert re.fullmatch(r"([0-9a-f]{40}(-dirty)?)?", _core.GIT_COMMIT)
     monkeypatch.setattr(results, "_source_commit", lambda: None)
     assert results._git_commit() == (_core.GIT_COMMIT or None)
+
+
+def test_verdict_of_a_negligible_regret():
+    from privrl.experiment.summary import verdict
+
+    # an optimal agent's rounding residue grows linearly: its slope is 1, its rate negligible
+    assert verdict(1.0, 1e-5) == "learned (< 0.001 regret per episode)"
+    assert verdict(1.0, 0.1) == "not learning yet (linear)"
+    assert verdict(0.3) == "learned" and verdict(0.7, 0.5) == "learning"

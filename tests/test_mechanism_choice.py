@@ -30,8 +30,9 @@ def test_jointdp_mechanism_field():
     with pytest.raises(PrivacyParameterError):
         JointDP(1.0, 1e-5, mechanism="cauchy")
     # None (the default) is the calibration's choice: the paper's tree, the lowest-variance BLT
-    # for "practical" (pure DP keeps the tree)
-    assert JointDP(1.0, 1e-5, mechanism=None).mechanism == "tree"
+    # for "practical" and "adaptive" (pure DP keeps the tree)
+    assert JointDP(1.0, 1e-5, mechanism=None, calibration="paper").mechanism == "tree"
+    assert JointDP(1.0, 1e-5, mechanism=None).mechanism == "blt"
     assert JointDP(1.0, 1e-5, calibration="practical").mechanism == "blt"
     assert JointDP(1.0, 0.0, calibration="practical").mechanism == "tree"
     with pytest.raises(PrivacyParameterError):

@@ -257,7 +257,9 @@ class Study:
                         "epsilon": eps,
                         "delta": delta,
                         "p": spec.p,
-                        "calibration": spec.calibration,
+                        # None became "adaptive" (issue 21): a folder of the paper-default era
+                        # is not resumed as if its runs had the new default
+                        "calibration": spec.calibration or "adaptive (default)",
                         "seed": seed,
                         "root_seed": root_seed,
                         "episodes": self.episodes,

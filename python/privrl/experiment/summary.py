@@ -123,12 +123,30 @@ def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
                 "eps_tight": eps_tight,
             }
         )
-        rows[-1]["verdict"] = verdict(rows[-1]["slope"])
+        rows[-1]["verdict"] = verdict(rows[-1]["slope"], _late_rate(mean_curve))
     return pd.DataFrame(rows)
 
 
-def verdict(slope: float) -> str:
-    """A few words on a regret curve from its log-log slope over the last 90% of episodes."""
+#: Regret per episode over the last 90% below which a curve is "negligible" whatever its slope
+#: (an agent a thousandth of a reward unit per episode from optimal: its log-log slope is noise).
+NEGLIGIBLE_RATE = 1e-3
+
+
+def _late_rate(curve: pd.Series) -> float:
+    """Regret per episode over the last 90% of a mean regret curve (episode -> regret)."""
+    ep, reg = curve.index.to_numpy(dtype=float), curve.to_numpy(dtype=float)
+    if len(ep) < 2:
+        return math.nan
+    i = int(np.searchsorted(ep, 0.1 * ep[-1]))
+    i = min(i, len(ep) - 2)
+    return float((reg[-1] - reg[i]) / (ep[-1] - ep[i]))
+
+
+def verdict(slope: float, late_rate: float = math.nan) -> str:
+    """A few words on a regret curve from its log-log slope over the last 90% of episodes, and
+    its regret per episode there (below NEGLIGIBLE_RATE: negligible, whatever the slope)."""
+    if late_rate < NEGLIGIBLE_RATE:
+        return f"learned (< {NEGLIGIBLE_RATE:g} regret per episode)"
     if math.isnan(slope):
         return "-"
     if slope < 0.5:
