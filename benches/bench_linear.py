@@ -245,7 +245,9 @@ def bench_release(quick):
     print(f"(r) the agent's release after T={T} users, {env.name} (non-private, batches of {T} users)")
     times = {}
     for planning in ("aggregated", "per_sample"):
-        agent = LSVIUCB(env, NonPrivate(), batches=2, episodes=2 * T, seed=1, planning=planning)
+        agent = LSVIUCB(
+            env, NonPrivate(calibration="paper"), batches=2, episodes=2 * T, seed=1, planning=planning
+        )
         ref = lsvi_reference(agent)
         for u in users[:-1]:
             agent.observe(u)
@@ -288,7 +290,7 @@ def timed_run(env, privacy, K, **kw):
 def bench_jdp(quick):
     K = 10_000 if quick else 100_000
     env = RandomLinearMDP()
-    t, res, agent = timed_run(env, JointDP(1.0, 1e-5), K, batches="static")
+    t, res, agent = timed_run(env, JointDP(1.0, 1e-5, calibration="paper"), K, batches="static")
     print(
         f"(b) linear-jdp  JDP(eps=1, delta=1e-5) static B={agent.calibration.B} on {env.name}, K={K}: "
         f"{t:.2f} s ({t / K * 1e6:.0f} us/episode; target <= 60 s at K=100,000), "
@@ -301,7 +303,9 @@ def bench_full(quick):
     env = SyntheticLinearMDP(H=15)
     regrets = {}
     for planning in ("aggregated", "per_sample"):
-        t, res, _ = timed_run(env, NonPrivate(), K, batches="every", beta_scale=1e-3, planning=planning)
+        t, res, _ = timed_run(
+            env, NonPrivate(calibration="paper"), K, batches="every", beta_scale=1e-3, planning=planning
+        )
         regrets[planning] = res.regret
         print(
             f"(c) linear-full non-private LSVI-UCB every episode, {env.name}, K={K}, "

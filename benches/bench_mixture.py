@@ -47,22 +47,25 @@ def main(argv=None):
     cls = agent_class(args.algorithm)
     K = args.episodes or (1000 if args.quick else 10_000)
     env = HardToLearn(d=5, H=6, K=10_000, seed=0)
-    t, res = timed(cls, env, LocalDP(1.0, 1e-5), K)
+    t, res = timed(cls, env, LocalDP(1.0, 1e-5, calibration="paper"), K)
     print(
         f"mixture-ldp  {args.algorithm:<10} LDP(eps=1, delta=1e-5) HardToLearn(d=5, H=6)  K={K}: "
         f"{t:.2f} s ({t / K * 1e3:.3f} ms/episode), final regret {res.final_regret:.1f}"
     )
     env = RandomLinearMixtureMDP()
-    t, res = timed(cls, env, JointDP(1.0, 1e-5), K)
+    t, res = timed(cls, env, JointDP(1.0, 1e-5, calibration="paper"), K)
     print(
         f"mixture-jdp  {args.algorithm:<10} JDP(eps=1, delta=1e-5) RandomLinearMixtureMDP default K={K}: "
         f"{t:.2f} s ({t / K * 1e3:.3f} ms/episode), final regret {res.final_regret:.1f}"
     )
     if not args.regret:
         return
-    models = [("non-private", NonPrivate())]
+    models = [("non-private", NonPrivate(calibration="paper"))]
     for eps in (10.0, 1.0, 0.1):
-        models += [(f"JDP eps={eps:g}", JointDP(eps, 1e-5)), (f"LDP eps={eps:g}", LocalDP(eps, 1e-5))]
+        models += [
+            (f"JDP eps={eps:g}", JointDP(eps, 1e-5, calibration="paper")),
+            (f"LDP eps={eps:g}", LocalDP(eps, 1e-5, calibration="paper")),
+        ]
     seeds = [0, 1] if args.quick else [0, 1, 2]
     print(f"\nfinal regret at K={K} on RandomLinearMixtureMDP default, mean over seeds {seeds}")
     print(f"{'privacy':<16}" + "".join(f"{'beta_scale=' + str(b):>20}" for b in (1.0, 0.1, 0.03, 0.01)))

@@ -57,30 +57,32 @@ def _frozen_lake():
 WORKLOADS = [
     Workload("mixture-ldp", "LDP UCRL-VTR, HardToLearn d=5 H=6", 10_000, lambda: (
         env := HardToLearn(d=5, H=6, K=10_000, seed=0),
-        lambda: UCRLVTR(env, LocalDP(1.0, 1e-5), episodes=10_000, seed=1))),
+        lambda: UCRLVTR(env, LocalDP(1.0, 1e-5, calibration="paper"), episodes=10_000, seed=1))),
     Workload("mixture-jdp", "JDP UCRL-VTR, RandomLinearMixtureMDP", 10_000, lambda: (
         env := RandomLinearMixtureMDP(),
-        lambda: UCRLVTR(env, JointDP(1.0, 1e-5), episodes=10_000, seed=1))),
+        lambda: UCRLVTR(env, JointDP(1.0, 1e-5, calibration="paper"), episodes=10_000, seed=1))),
     Workload("river-jdp", "JDP UCRL-VTR, RiverSwimMixture S=6 H=20", 100_000, lambda: (
         env := RiverSwimMixture(S=6, H=20),
-        lambda: UCRLVTR(env, JointDP(1.0, 1e-7), episodes=100_000, seed=1))),
+        lambda: UCRLVTR(env, JointDP(1.0, 1e-7, calibration="paper"), episodes=100_000, seed=1))),
     Workload("river-practical", "JDP UCRL-VTR practical (BLT), same river", 100_000, lambda: (
         env := RiverSwimMixture(S=6, H=20),
         lambda: UCRLVTR(env, JointDP(10.0, 1e-7, calibration="practical"), episodes=100_000, seed=1))),
     Workload("mixture-plus", "JDP UCRL-VTR+, RandomLinearMixtureMDP", 10_000, lambda: (
         env := RandomLinearMixtureMDP(),
-        lambda: UCRLVTRPlus(env, JointDP(1.0, 1e-5), episodes=10_000, seed=1))),
+        lambda: UCRLVTRPlus(env, JointDP(1.0, 1e-5, calibration="paper"), episodes=10_000, seed=1))),
     Workload("linear-jdp", "JDP LSVI-UCB static, RandomLinearMDP", 100_000, lambda: (
         env := RandomLinearMDP(),
-        lambda: LSVIUCB(env, JointDP(1.0, 1e-7), episodes=100_000, seed=1))),
+        lambda: LSVIUCB(env, JointDP(1.0, 1e-7, calibration="paper"), episodes=100_000, seed=1))),
     Workload("linear-full", "LSVI-UCB every episode, SyntheticLinearMDP H=15", 2_000, lambda: (
         env := SyntheticLinearMDP(H=15),
-        lambda: LSVIUCB(env, NonPrivate(), batches="every", episodes=2_000, seed=1))),
+        lambda: LSVIUCB(env, NonPrivate(calibration="paper"), batches="every", episodes=2_000, seed=1))),
     Workload("frozen-every", "LSVI-UCB every episode, FrozenLake one-hot", 20_000, lambda: (
         env := _frozen_lake(),
-        lambda: LSVIUCB(env, NonPrivate(), batches="every", episodes=20_000, seed=1, lam=1.0))),
+        lambda: LSVIUCB(
+            env, NonPrivate(calibration="paper"), batches="every", episodes=20_000, seed=1, lam=1.0))),
     Workload("frozen-jdp", "JDP LSVI-UCB static (eps 10), FrozenLake one-hot", 20_000, lambda: (
-        env := _frozen_lake(), lambda: LSVIUCB(env, JointDP(10.0, 1e-5), episodes=20_000, seed=1, lam=1.0))),
+        env := _frozen_lake(),
+        lambda: LSVIUCB(env, JointDP(10.0, 1e-5, calibration="paper"), episodes=20_000, seed=1, lam=1.0))),
 ]  # fmt: skip
 
 
@@ -144,7 +146,13 @@ def learn_vs_run(K: int) -> dict:
     gym_env = gym.make("FrozenLake-v1", is_slippery=False)
     times = {}
     for name, env in (("run", model), ("learn", gym_env)):
-        agent = LSVIUCB(model if name == "run" else fmap, JointDP(10.0, 1e-5), episodes=K, seed=1, lam=1.0)
+        agent = LSVIUCB(
+            model if name == "run" else fmap,
+            JointDP(10.0, 1e-5, calibration="paper"),
+            episodes=K,
+            seed=1,
+            lam=1.0,
+        )
         t0 = time.perf_counter()
         (privrl.run if name == "run" else privrl.learn)(agent, env, seed=2, progress=False)
         times[name] = (time.perf_counter() - t0) / K

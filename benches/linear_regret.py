@@ -41,14 +41,14 @@ def uniform_policy_regret(env, K):
 
 def configs(K):
     """(row label, eps or None, privacy, batches)."""
-    out = [("LSVI-UCB (every)", None, NonPrivate(), "every")]
+    out = [("LSVI-UCB (every)", None, NonPrivate(calibration="paper"), "every")]
     for eps in EPSILONS:
         B = calibrate_lsvi_ucb("jdp", eps, DELTA, 20, K, 16).B
         out += [
-            (f"batched LSVI-UCB (B={B})", eps, NonPrivate(), B),
-            ("JDP batched (static)", eps, JointDP(eps, DELTA), "static"),
-            ("JDP non-batched (B=K)", eps, JointDP(eps, DELTA), "every"),
-            ("pure JDP (static)", eps, JointDP(eps, 0.0), "static"),
+            (f"batched LSVI-UCB (B={B})", eps, NonPrivate(calibration="paper"), B),
+            ("JDP batched (static)", eps, JointDP(eps, DELTA, calibration="paper"), "static"),
+            ("JDP non-batched (B=K)", eps, JointDP(eps, DELTA, calibration="paper"), "every"),
+            ("pure JDP (static)", eps, JointDP(eps, 0.0, calibration="paper"), "static"),
         ]
     return out
 

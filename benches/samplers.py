@@ -46,7 +46,7 @@ WORKLOADS = [
         10_000,
         lambda: HardToLearn(d=5, H=6, K=10_000, seed=0),
         UCRLVTR,
-        lambda s: LocalDP(1.0, 1e-5, sampler=s),
+        lambda s: LocalDP(1.0, 1e-5, sampler=s, calibration="paper"),
     ),
     _w(
         "mixture-jdp",
@@ -54,7 +54,7 @@ WORKLOADS = [
         10_000,
         RandomLinearMixtureMDP,
         UCRLVTR,
-        lambda s: JointDP(1.0, 1e-5, sampler=s),
+        lambda s: JointDP(1.0, 1e-5, sampler=s, calibration="paper"),
     ),
     _w(
         "river-jdp",
@@ -62,7 +62,7 @@ WORKLOADS = [
         100_000,
         lambda: RiverSwimMixture(S=6, H=20),
         UCRLVTR,
-        lambda s: JointDP(1.0, 1e-5, sampler=s),
+        lambda s: JointDP(1.0, 1e-5, sampler=s, calibration="paper"),
     ),
     _w(
         "river-practical",
@@ -78,7 +78,7 @@ WORKLOADS = [
         100_000,
         lambda: RiverSwimMixture(S=6, H=20),
         UCRLVTR,
-        lambda s: JointDP(1.0, 0.0, sampler=s),
+        lambda s: JointDP(1.0, 0.0, sampler=s, calibration="paper"),
     ),
     _w(
         "mixture-plus",
@@ -86,7 +86,7 @@ WORKLOADS = [
         10_000,
         RandomLinearMixtureMDP,
         UCRLVTRPlus,
-        lambda s: JointDP(1.0, 1e-5, sampler=s),
+        lambda s: JointDP(1.0, 1e-5, sampler=s, calibration="paper"),
     ),
     _w(
         "linear-jdp",
@@ -94,7 +94,7 @@ WORKLOADS = [
         100_000,
         RandomLinearMDP,
         LSVIUCB,
-        lambda s: JointDP(1.0, 1e-5, sampler=s),
+        lambda s: JointDP(1.0, 1e-5, sampler=s, calibration="paper"),
     ),
 ]
 

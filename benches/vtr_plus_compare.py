@@ -25,7 +25,13 @@ def main(argv=None):
         ("HardToLearn(d=5,H=6)", HardToLearn(d=5, H=6, K=10_000, seed=0)),
         ("RandomLinearMixtureMDP", RandomLinearMixtureMDP()),
     ]
-    models = [NonPrivate(), JointDP(10.0, 1e-5), LocalDP(10.0, 1e-5), JointDP(1.0, 1e-5), LocalDP(1.0, 1e-5)]
+    models = [
+        NonPrivate(calibration="paper"),
+        JointDP(10.0, 1e-5, calibration="paper"),
+        LocalDP(10.0, 1e-5, calibration="paper"),
+        JointDP(1.0, 1e-5, calibration="paper"),
+        LocalDP(1.0, 1e-5, calibration="paper"),
+    ]
     print(
         f"{'env':<24}{'privacy':<26}{'beta_scale':>10}{'UCRL-VTR regret':>17}{'time s':>8}"
         f"{'UCRL-VTR+ regret':>18}{'time s':>8}"
