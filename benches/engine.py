@@ -169,6 +169,12 @@ def main() -> None:
     ap.add_argument("--reference-episodes", type=int, default=200)
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--json", help="also write the rows here")
+    ap.add_argument(
+        "--peer",
+        help="the official LDP-UCRL-VTR code's run.py (github uclaml/LDP-UCRL-VTR): time it on the "
+        "mixture-ldp workload beside privrl's agent",
+    )
+    ap.add_argument("--peer-episodes", type=int, default=30)
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     rows = [
@@ -198,9 +204,56 @@ def main() -> None:
             f"FrozenLake: privrl.learn on gymnasium {lr['learn_us']:.1f} us/user, privrl.run on the model "
             f"{lr['run_us']:.1f} us/episode: {lr['ratio']:.2f}x (target <= 3)"
         )
+    if args.peer:
+        peer = peer_ratio(args.peer, args.peer_episodes, by.get("mixture-ldp"))
+        out["peer"] = peer
+        print(
+            f"Official LDP-UCRL-VTR run.py (HardToLearn d=5 H=6, eps=1): {peer['peer_us']:,.0f} us/episode over "
+            f"{peer['episodes']} episodes; privrl's LDP UCRL-VTR (paper, discrete) {peer['privrl_us']:.1f} "
+            f"us/episode: {peer['ratio']:,.0f}x (target >= 3,000)"
+        )
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(out, fh, indent=1)
+
+
+def peer_ratio(path: str, episodes: int, ours: dict | None) -> dict:
+    """Per-episode time of the official LDP-UCRL-VTR code (its own HardToLearn(5, 6, 10^4), eps = 1)
+    over its first `episodes` episodes (its cost per episode grows with nothing but K's constants),
+    against privrl's mixture-ldp workload measured in the same run."""
+    import importlib.util
+    import random
+
+    spec = importlib.util.spec_from_file_location("ldp_ucrl_vtr_run", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    np.random.seed(0)
+    random.seed(0)
+    env = mod.HardToLearn(d=5, H=6, K=10_000)
+    agent = mod.LDP_UCRL_VTR(env, K=10_000, epsilon=1.0)
+    # the loop of its run(), without the progress bar
+    t0 = time.perf_counter()
+    for k in range(episodes):
+        env.reset()
+        if k != 0:
+            agent.update_user(k)
+        done = 0
+        while not done:
+            s, h = env.current_state, env.current_timestep
+            a = int(np.argmax(agent.Q[h, s]))
+            _, s_, done = env.advance(a)
+            agent.update_server(s, a, s_, h)
+        agent.current_regret()
+    peer_us = (time.perf_counter() - t0) / episodes * 1e6
+    if ours is None:
+        ours = measure(WORKLOADS[0], False, 1)
+    return {
+        "episodes": episodes,
+        "peer_us": peer_us,
+        "privrl_us": ours["rust_us"],
+        "ratio": peer_us / ours["rust_us"],
+    }
 
 
 if __name__ == "__main__":
