@@ -209,8 +209,8 @@ def main() -> None:
         out["peer"] = peer
         print(
             f"Official LDP-UCRL-VTR run.py (HardToLearn d=5 H=6, eps=1): {peer['peer_us']:,.0f} "
-            f"us/episode over {peer['episodes']} episodes; privrl's LDP UCRL-VTR (paper, discrete) {peer['privrl_us']:.1f} "
-            f"us/episode: {peer['ratio']:,.0f}x (target >= 3,000)"
+            f"us/episode over {peer['episodes']} episodes; privrl's LDP UCRL-VTR (paper, discrete) "
+            f"{peer['privrl_us']:.1f} us/episode: {peer['ratio']:,.0f}x (target >= 3,000)"
         )
     if args.json:
         with open(args.json, "w") as fh:
