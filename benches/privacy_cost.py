@@ -71,7 +71,13 @@ def tune(out: Path, jobs: int) -> dict[str, float]:
             continue
         extra = {"batches": "every"} if algorithm == "LSVI-UCB" else {}
         agents = {
-            f"bs={bs:g}": {"algorithm": algorithm, "privacy": "none", "beta_scale": bs, **extra}
+            f"bs={bs:g}": {
+                "algorithm": algorithm,
+                "privacy": "none",
+                "calibration": "paper",  # the paper's non-private agent (the default is adaptive)
+                "beta_scale": bs,
+                **extra,
+            }
             for bs in GRIDS[algorithm]
         }
         df, _ = sweep(
@@ -114,7 +120,7 @@ def study_table(
         extra = {} if schedule is None else {"batches": schedule}
         tag = "" if schedule is None else f" ({schedule})"
         agents: dict[str, Any] = {
-            f"non-private{tag}": {**base, **extra, "privacy": "none"},
+            f"non-private{tag}": {**base, **extra, "privacy": "none", "calibration": "paper"},
             f"non-private practical{tag}": {**base, **extra, "privacy": "none", "calibration": "practical"},
         }
         for model in models:
