@@ -30,6 +30,7 @@ and keep every other default.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import multiprocessing as mp
@@ -301,6 +302,7 @@ def _row(env: str, K: int, priv: str, variant: str, rs: list[dict[str, Any]], re
         ok = curve[i10] > 0 and curve[-1] > 0
         row["slope"] = math.log(curve[-1] / curve[i10]) / math.log(grid[-1] / grid[i10]) if ok else math.nan
         row.update(regret=float(final.mean()), std=float(final.std(ddof=1)) if len(rs) > 1 else 0.0)
+        row["late_rate"] = float((curve[-1] - curve[i10]) / (grid[-1] - grid[i10]))
         row["random"] = (ref[0] - ref[1]) * K if ref is not None else math.nan
     if "success_last" in rs[0]:
         row["success_first"] = float(np.mean([r["success_first"] for r in rs]))
@@ -354,7 +356,124 @@ def summarize(runs: list[dict[str, Any]], out: Path) -> str:
     text = "\n".join(lines) + "\n"
     (out / "summary.md").write_text(text)
     (out / "summary.json").write_text(json.dumps(rows, indent=1))
+    (out / "targets.md").write_text(targets(rows))
     return text
+
+
+def _ordered(rs: list[dict[str, Any]]) -> bool:
+    """Regret non-decreasing along rs (less private first), within 2 std of either run."""
+    return all(
+        a["regret"] <= b["regret"] + 2.0 * max(a["std"], b["std"]) + 1e-6 for a, b in itertools.pairwise(rs)
+    )
+
+
+Rows = dict[tuple[str, int, str, str], dict[str, Any]]
+
+
+def _f(r: dict[str, Any] | None, key: str, spec: str) -> str:
+    return "-" if r is None else _fmt(r, key, spec)
+
+
+def _best_np(by: Rows, env: str, K: int) -> float:
+    nps = [
+        r["regret"] for k, r in by.items() if k[0] == env and k[1] == K and k[2] == "none" and "regret" in r
+    ]
+    return min(nps) if nps else math.nan
+
+
+def _river_targets(by: Rows) -> list[str]:
+    out = [
+        "## RiverSwimMixture, JDP, defaults (K = 10^5; eps 1 also at 10^6)",
+        "",
+        "| S | best NP (study) | JDP eps 10 | x best NP | slope last decade | regret / episode, last 90% "
+        "| JDP eps 1 at 10^6: slope, regret / episode |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for S in (6, 8, 12, 20):
+        e = f"river{S}"
+        j, j1 = by.get((e, 100_000, "jdp10", "default")), by.get((e, 1_000_000, "jdp1", "default"))
+        out.append(
+            f"| {S} | {_best_np(by, e, 100_000):,.1f} | {_f(j, 'regret', ',.1f')} | {_f(j, 'ratio', '.2f')} "
+            f"| {_f(j, 'slope', '.2f')} | {_f(j, 'late_rate', '.2e')} | {_f(j1, 'slope', '.2f')}, "
+            f"{_f(j1, 'late_rate', '.2e')} |"
+        )
+    return out
+
+
+def _prior_targets(by: Rows, fam: dict[str, FamilyEnv]) -> list[str]:
+    out = [
+        "## Robust to the prior: sampling agent, centre feasible (default) vs zero, K = 10^5",
+        "",
+        "| environment | eps | feasible | zero | ratio |",
+        "|---|---|---|---|---|",
+    ]
+    for e in [k for k in fam if fam[k].centres]:
+        for priv in ("jdp10", "jdp1"):
+            a, z = by.get((e, 100_000, priv, "sampling")), by.get((e, 100_000, priv, "sampling-zero"))
+            if a is None or z is None:
+                continue
+            lo, hi = sorted((max(a["regret"], 1e-9), max(z["regret"], 1e-9)))
+            out.append(
+                f"| {fam[e].label} | {priv[3:]} | {a['regret']:,.1f} | {z['regret']:,.1f} | {hi / lo:.2f} |"
+            )
+    return out
+
+
+def _linear_targets(by: Rows, fam: dict[str, FamilyEnv]) -> list[str]:
+    out = [
+        "## RandomLinearMDP, JDP eps 10: privacy cost as % of the random policy's regret",
+        "",
+        "| environment | K | agent | regret | best NP | cost % of random |",
+        "|---|---|---|---|---|---|",
+    ]
+    for e in ("lin0", "lin1", "lin2"):
+        for K in (100_000, 1_000_000):
+            for variant in ("default", "optimism"):
+                r = by.get((e, K, "jdp10", variant))
+                if r is not None:
+                    out.append(
+                        f"| {fam[e].label} | {K:,} | {variant} | {r['regret']:,.0f} "
+                        f"| {_best_np(by, e, K):,.0f} | {_f(r, 'cost_pct_random', '.1f')} |"
+                    )
+    return out
+
+
+def _gym_targets(by: Rows, fam: dict[str, FamilyEnv]) -> list[str]:
+    out = ["## Gymnasium through learn: success rate of the first / last 10% of users", ""]
+    out += ["| environment | privacy | agent | first 10% | last 10% |", "|---|---|---|---|---|"]
+    for e in ("frozen", "frozen-slippery", "cliff"):
+        for k, r in sorted(by.items(), key=lambda kv: (kv[0][2], kv[0][3])):
+            if k[0] == e and "success_last" in r:
+                first, last = r["success_first"], r["success_last"]
+                out.append(f"| {fam[e].label} | {k[2]} | {k[3]} | {first:.3f} | {last:.3f} |")
+    return out
+
+
+def _order_targets(by: Rows, fam: dict[str, FamilyEnv]) -> list[str]:
+    out = ["## Ordered by epsilon (default agents, within 2 std)", ""]
+    out += ["| environment | K | JDP none <= 10 <= 1 <= 0.1 | LDP none <= 10 <= 1 |", "|---|---|---|---|"]
+    word = {True: "yes", False: "NO", None: "-"}
+    for e in fam:
+        for K in sorted({k[1] for k in by if k[0] == e}):
+            chains = []
+            for privs in (("none", "jdp10", "jdp1", "jdp0.1"), ("none", "ldp10", "ldp1")):
+                rs = [by.get((e, K, p, "default")) for p in privs]
+                ok = all(r is not None and "regret" in r for r in rs)
+                chains.append(_ordered([r for r in rs if r is not None]) if ok else None)
+            if chains != [None, None]:
+                out.append(f"| {fam[e].label} | {K:,} | {word[chains[0]]} | {word[chains[1]]} |")
+    return out
+
+
+def targets(rows: list[dict[str, Any]]) -> str:
+    """Issue 21's acceptance checks from the summary rows (what is measured; "-" where not run)."""
+    fam = family()
+    by: Rows = {(r["env"], r["K"], r["privacy"], r["variant"]): r for r in rows}
+    out = ["# Issue 21's targets, as measured (benches/family.py)", ""]
+    for part in (_river_targets(by), _prior_targets(by, fam), _linear_targets(by, fam)):
+        out += [*part, ""]
+    out += [*_gym_targets(by, fam), "", *_order_targets(by, fam)]
+    return "\n".join(out) + "\n"
 
 
 # ============================================================================================
