@@ -459,21 +459,10 @@ impl LsviAgent {
         let users = self.server.n;
         self.release_designs(users)?;
         let private = self.server.private.is_some();
-        // eta_h, one fresh vector per step, on the lattice of a discrete sampler
-        let unit = match &mut self.server.private {
-            Some(p) => {
-                self.server.last_eta.resize(h_n * d, 0.0);
-                for hh in 0..h_n {
-                    let e = &mut self.server.last_eta[hh * d..(hh + 1) * d];
-                    p.eta.fill(NodeShape::Vector(d), e)?;
-                }
-                p.eta.noise().lattice_unit(NodeShape::Vector(d))?
-            }
-            None => {
-                self.board.forms.clone_from(&self.server.forms);
-                None
-            }
-        };
+        let unit = self.draw_eta()?;
+        if !private {
+            self.board.forms.clone_from(&self.server.forms);
+        }
         // w~_h for h = H..1 (V_{H+1} = 0), V_{h+1} from the billboard being released
         let mut work = std::mem::take(&mut self.work);
         let w = &mut work;
@@ -525,6 +514,21 @@ impl LsviAgent {
         srv.paths.push(aggregated);
         srv.release_users.push(users);
         Ok(())
+    }
+
+    /// eta_h for every step, one fresh d-vector each (private servers; every release rule draws
+    /// them here, in this order): the lattice unit of a discrete sampler, None otherwise.
+    fn draw_eta(&mut self) -> CoreResult<Option<f64>> {
+        let (h_n, d) = (self.h, self.d);
+        let Some(p) = &mut self.server.private else {
+            return Ok(None);
+        };
+        self.server.last_eta.resize(h_n * d, 0.0);
+        for hh in 0..h_n {
+            let e = &mut self.server.last_eta[hh * d..(hh + 1) * d];
+            p.eta.fill(NodeShape::Vector(d), e)?;
+        }
+        p.eta.noise().lattice_unit(NodeShape::Vector(d))
     }
 
     /// Lambda~_h and its inverse for every step (Alg. 2, lines 17-18): the exact matrices, or the

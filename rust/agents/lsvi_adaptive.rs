@@ -135,6 +135,34 @@ impl AdaptiveLsvi {
     }
 }
 
+/// Step h's value shift and amplification (the sensitivity argument of the adaptive release):
+/// `shifted` = V_{h+1} - c with c = min V_{h+1} (0 at the last step or without a value shift),
+/// and a = (H + 1) / (1 + max shifted) for a private server (1 otherwise), so that the released
+/// target a (r + V_{h+1}(s') - c), r in [0, 1] (the guard), lies in [0, H + 1]: the bound the
+/// release plan's sensitivity and the eta noise are calibrated for. Returns (c, a).
+pub fn shift_and_amplify(
+    next: &[f64],
+    last: bool,
+    value_shift: bool,
+    private: bool,
+    horizon: usize,
+    shifted: &mut [f64],
+) -> (f64, f64) {
+    let lo = next.iter().copied().fold(f64::INFINITY, f64::min);
+    let c = if value_shift && !last { lo } else { 0.0 };
+    let mut rho: f64 = 0.0;
+    for (o, v) in shifted.iter_mut().zip(next) {
+        *o = if last { 0.0 } else { v - c };
+        rho = rho.max(*o);
+    }
+    let amp = if private {
+        (horizon as f64 + 1.0) / (1.0 + rho)
+    } else {
+        1.0
+    };
+    (c, amp)
+}
+
 /// The precision-weighted combination of a step's releases, each precision inflated by its
 /// staleness d_j = ||V_j - V||_inf (eigenvalues e -> 1 / (1 / e + d_j^2)): (mean, covariance).
 pub fn combine(past: &[PastRelease], backup: &[f64], d: usize) -> (Vec<f64>, Vec<f64>) {
@@ -473,5 +501,32 @@ mod tests {
             assert!((out[0].0[i] - out[1].0[i]).abs() < 1e-10, "{out:?}");
             assert!((out[0].1[i] - out[1].1[i]).abs() < 1e-10, "{out:?}");
         }
+    }
+
+    #[test]
+    fn amplified_target_stays_in_the_plans_bound() {
+        // r in [0, 1], V in [0, H]: a (r + V(s') - c) in [0, H + 1] for every next state, with or
+        // without the value shift, at every step; non-private: no amplification
+        let h = 8;
+        let next = [0.3, 2.5, 7.0, 1.0];
+        let mut shifted = [0.0; 4];
+        for (value_shift, last) in [(true, false), (false, false), (true, true)] {
+            let (c, a) = shift_and_amplify(&next, last, value_shift, true, h, &mut shifted);
+            for (v, s) in next.iter().zip(&shifted) {
+                let v = if last { 0.0 } else { *v };
+                assert!((s - (v - c)).abs() < 1e-12 && *s >= 0.0);
+                for r in [0.0, 1.0] {
+                    let y = a * (r + s);
+                    assert!((0.0..=h as f64 + 1.0 + 1e-9).contains(&y), "{y}");
+                }
+            }
+            // the largest target fills the bound exactly
+            let top = a * (1.0 + shifted.iter().copied().fold(0.0, f64::max));
+            assert!((top - (h as f64 + 1.0)).abs() < 1e-9);
+        }
+        assert_eq!(
+            shift_and_amplify(&next, false, true, false, h, &mut shifted),
+            (0.3, 1.0)
+        );
     }
 }

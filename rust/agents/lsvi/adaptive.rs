@@ -2,9 +2,8 @@
 //! initial billboard, the release and the users' plans.
 
 use super::{group_max, response, Exploration, LsviAgent, Work};
-use crate::agents::lsvi_adaptive::StepIn;
+use crate::agents::lsvi_adaptive::{shift_and_amplify, StepIn};
 use crate::errors::CoreResult;
-use crate::noise::NodeShape;
 
 fn min_max(v: &[f64]) -> (f64, f64) {
     v.iter()
@@ -62,18 +61,7 @@ impl LsviAgent {
         let users = self.server.n;
         self.release_designs(users)?;
         let private = self.server.private.is_some();
-        // eta_h, one fresh vector per step, exactly as the practical rule draws it
-        let unit = match &mut self.server.private {
-            Some(p) => {
-                self.server.last_eta.resize(h_n * d, 0.0);
-                for hh in 0..h_n {
-                    let e = &mut self.server.last_eta[hh * d..(hh + 1) * d];
-                    p.eta.fill(NodeShape::Vector(d), e)?;
-                }
-                p.eta.noise().lattice_unit(NodeShape::Vector(d))?
-            }
-            None => None,
-        };
+        let unit = self.draw_eta()?; // the practical rule's draws, in its order
         let mut work: Work = std::mem::take(&mut self.work);
         let mut st = self.adaptive.take().expect("adaptive state");
         let (mut next, mut shifted, mut wts) = (vec![0.0; s_n], vec![0.0; s_n], vec![0.0; d]);
@@ -81,13 +69,8 @@ impl LsviAgent {
         for hh in (0..h_n).rev() {
             let last = hh == h_n - 1;
             let (lo, hi) = if last { (0.0, 0.0) } else { min_max(&next) };
-            let c = if st.spec.value_shift && !last {
-                lo
-            } else {
-                0.0
-            };
-            shifted.iter_mut().zip(&next).for_each(|(o, v)| *o = v - c);
-            let rho = if last { 0.0 } else { hi - c };
+            let (c, amp) =
+                shift_and_amplify(&next, last, st.spec.value_shift, private, h_n, &mut shifted);
             let target = (!last).then_some(&shifted[..]);
             let u = &mut work.u;
             response(
@@ -101,11 +84,6 @@ impl LsviAgent {
                 s_n,
                 d,
             );
-            let amp = if private {
-                (h_n as f64 + 1.0) / (1.0 + rho)
-            } else {
-                1.0
-            };
             if private {
                 // the released statistic sum phi a (r + V - c), a (r + V - c) in [0, H + 1]
                 let eta = &self.server.last_eta[hh * d..(hh + 1) * d];
