@@ -18,6 +18,7 @@
 
 pub mod adaptive;
 pub mod bounds;
+pub mod linucb;
 pub mod lsvi;
 pub mod lsvi_adaptive;
 pub mod model;

@@ -24,6 +24,7 @@ use crate::noise::{
 };
 
 mod agents;
+mod bandit;
 mod kernels;
 mod noise;
 mod specs;
@@ -776,6 +777,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_restore_prefix, m)?)?;
     kernels::register(m)?;
     agents::register(m)?;
+    bandit::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("GIT_COMMIT", env!("PRIVRL_GIT_COMMIT"))?;
     // The limits and defaults the Python wrappers validate against, read from here.

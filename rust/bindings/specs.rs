@@ -200,6 +200,11 @@ pub(super) fn exploration(seed: Option<Vec<u8>>) -> PyResult<Exploration> {
     })
 }
 
+/// The sampling stream of `exploration = sampling` (None: optimism).
+pub(super) fn exploration_stream(seed: Option<Vec<u8>>) -> PyResult<Option<Stream>> {
+    seed.map(|s| Ok(Stream::new(seed32(s)?))).transpose()
+}
+
 pub(super) fn mechanisms(
     py: Python<'_>,
     n: &NoiseSpec,

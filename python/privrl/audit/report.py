@@ -23,6 +23,7 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from privrl.agents.linucb import calibration as linucb
 from privrl.agents.lsvi_ucb import calibration as lsvi_ucb
 from privrl.agents.ucrl_vtr import calibration as ucrl_vtr
 from privrl.agents.ucrl_vtr_plus import calibration as ucrl_vtr_plus
@@ -50,12 +51,13 @@ __all__ = [
     "summarize_privacy_report",
 ]
 
-ALGORITHMS = ("ucrl_vtr", "ucrl_vtr_plus", "lsvi_ucb")
-_MODULES = {"ucrl_vtr": ucrl_vtr, "ucrl_vtr_plus": ucrl_vtr_plus, "lsvi_ucb": lsvi_ucb}
+ALGORITHMS = ("ucrl_vtr", "ucrl_vtr_plus", "lsvi_ucb", "linucb")
+_MODULES = {"ucrl_vtr": ucrl_vtr, "ucrl_vtr_plus": ucrl_vtr_plus, "lsvi_ucb": lsvi_ucb, "linucb": linucb}
 _CALIBRATE: dict[str, Any] = {
     "ucrl_vtr": ucrl_vtr.calibrate_ucrl_vtr,
     "ucrl_vtr_plus": ucrl_vtr_plus.calibrate_ucrl_vtr_plus,
     "lsvi_ucb": lsvi_ucb.calibrate_lsvi_ucb,
+    "linucb": linucb.calibrate_linucb,
 }
 
 
@@ -63,6 +65,16 @@ def plan_of(algorithm: str, cal: Any) -> ReleasePlan:
     """The default release plan of ``algorithm`` for the structure a calibration was made for."""
     mod = _MODULES[algorithm]
     args = (cal.kind, bool(getattr(cal, "pure", False)), cal.H, cal.K, cal.d)
+    if algorithm == "linucb":
+        return mod.release_plan(
+            cal.kind,
+            bool(getattr(cal, "pure", False)),
+            cal.K,
+            cal.context_dim,
+            cal.batch_length,
+            getattr(cal, "mechanism", "tree"),
+            getattr(cal, "sampler", None) or "float",
+        )
     if algorithm == "lsvi_ucb":
         return mod.release_plan(
             *args,

@@ -4,6 +4,7 @@ MDPs. Sec. 2 of the paper (Asm. 1 "Linear MDP", Asm. 2 "Linear-Mixture MDP"); ex
 
 from __future__ import annotations
 
+from privrl.envs.bandit import ContextualBandit
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP, Trajectory
 from privrl.envs.gym import as_gymnasium, from_gymnasium, frozen_lake
@@ -22,6 +23,7 @@ from privrl.envs.mixture import (
 )
 
 __all__ = [
+    "ContextualBandit",
     "FiniteMDP",
     "FeatureMap",
     "Trajectory",

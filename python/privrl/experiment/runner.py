@@ -14,6 +14,7 @@ import numpy as np
 from privrl import _core
 from privrl.agents.common.base import Agent
 from privrl.common.checks import check_episodes
+from privrl.envs.bandit import ContextualBandit
 from privrl.envs.finite import FiniteMDP
 from privrl.experiment.progress import bar
 
@@ -87,6 +88,8 @@ def run(
         )
     if not isinstance(agent, Agent):
         raise TypeError(f"agent must be a privrl Agent, got {type(agent).__name__}")
+    if isinstance(env, ContextualBandit):
+        return _run_bandit(agent, env, episodes, seed, callback, progress)
     if not isinstance(env, FiniteMDP):
         raise TypeError(
             f"privrl.run needs an environment with an exact model for exact regret; "
@@ -124,6 +127,65 @@ def run(
         env=getattr(env, "name", None) or type(env).__name__,
         seed=seed,
         policy_changes=int(state.policy_changes),
+    )
+
+
+def _episodes_left(agent: Agent, episodes: int | None) -> int:
+    left = agent.K - agent.k
+    K = left if episodes is None else check_episodes(episodes)
+    if left < K:
+        raise ValueError(
+            f"{agent.label} is calibrated for {agent.K} episodes and has run {agent.k}: "
+            f"{left} remain, cannot run {K}"
+        )
+    return K
+
+
+def _run_bandit(
+    agent: Agent, env: ContextualBandit, episodes: int | None, seed: Any, callback: Any, progress: Any
+) -> RunResult:
+    """`run` on a contextual bandit: per user two uniforms (its context, uniform over the table's
+    rows, and its Bernoulli reward); exact regret from the bandit's means."""
+    agent.check_env(env)
+    K = _episodes_left(agent, episodes)
+    rng = np.random.default_rng(seed)
+    gaps, returns = np.empty(K), np.empty(K)
+    starts = np.empty(K, dtype=np.int64)
+    pbar = bar(K, agent.label, progress)
+    means = np.ascontiguousarray(env.means)
+    t0 = time.perf_counter()
+    done, cum, block = 0, 0.0, 256
+    try:
+        while done < K:
+            n = min(block, K - done)
+            u = rng.random((n, 2))
+            tb = time.perf_counter()
+            try:
+                g, r, s = agent._core.run(means, u)
+            finally:
+                agent._sync_guards()
+            gaps[done : done + n], returns[done : done + n], starts[done : done + n] = g, r, s
+            if callback is not None:
+                cum += float(g.sum())
+                callback(done + n, cum)
+            if pbar is not None:
+                pbar.update(n)
+            done += n
+            block = _next_block(block, n, time.perf_counter() - tb)
+    finally:
+        if pbar is not None:
+            pbar.close()
+    return RunResult(
+        regret=np.cumsum(gaps),
+        gaps=gaps,
+        returns=returns,
+        initial_states=starts,
+        calibration=agent.calibration.to_dict(),
+        wall_time=time.perf_counter() - t0,
+        agent=agent.label,
+        env=env.name,
+        seed=seed,
+        policy_changes=int(agent._core.releases),
     )
 
 

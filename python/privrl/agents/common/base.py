@@ -24,6 +24,7 @@ from privrl import _core
 from privrl.agents.common.specs import GuardSpec
 from privrl.common.checks import check_choice, check_episodes, check_nonneg_real, seed_bytes
 from privrl.common.errors import NonFiniteError, PrivacyParameterError, PrivacyWarning, ShapeError
+from privrl.envs.bandit import ContextualBandit
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP, Trajectory
 from privrl.privacy.common import Calibration
@@ -143,7 +144,7 @@ class Agent(abc.ABC):
 
     def __init__(
         self,
-        env: FiniteMDP | FeatureMap,
+        env: FiniteMDP | FeatureMap | ContextualBandit,
         privacy: Any,
         episodes: int,
         seed: Any = None,
@@ -152,8 +153,10 @@ class Agent(abc.ABC):
         ties: str = "random",
         exploration: str | None = None,
     ):
-        if not isinstance(env, (FiniteMDP, FeatureMap)):
-            raise TypeError(f"env must be a privrl FiniteMDP or FeatureMap, got {type(env).__name__}")
+        if not isinstance(env, (FiniteMDP, FeatureMap, ContextualBandit)):
+            raise TypeError(
+                f"env must be a privrl FiniteMDP, FeatureMap or ContextualBandit, got {type(env).__name__}"
+            )
         self.env = env
         self.privacy = check_privacy_model(privacy if privacy is not None else NonPrivate())
         self.K = check_episodes(episodes)

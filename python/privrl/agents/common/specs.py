@@ -24,6 +24,7 @@ __all__ = [
     "LsviPrivateSpec",
     "LsviSpec",
     "LsviAdaptiveSpec",
+    "LinUcbSpec",
     "noise_spec",
     "bounds_spec",
 ]
@@ -141,6 +142,28 @@ class LsviSpec:
     exploration_seed: bytes | None
     episodes: int
     adaptive: LsviAdaptiveSpec | None = None
+
+
+@dataclass(frozen=True)
+class LinUcbSpec:
+    """LinUCB (privrl._core.LinUcbAgent): the context table, the server's mode ("exact" | "jdp" |
+    "ldp") and noise, the regret side (lam, radius, reward std, shift) and the streams."""
+
+    contexts: np.ndarray  # (n, p)
+    n_arms: int
+    mode: str
+    guard: GuardSpec
+    lam: float
+    beta: float
+    sigma_r: float
+    batch_len: int
+    const_shift: float
+    shift_mult: float
+    bounds: BoundsSpec
+    noise: NoiseSpec | None
+    tie_seed: bytes | None
+    exploration_seed: bytes | None
+    episodes: int
 
 
 def noise_spec(

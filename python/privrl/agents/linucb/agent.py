@@ -1,0 +1,192 @@
+"""LinUCB with disjoint arms on a linear contextual bandit (H = 1) under NonPrivate, JointDP and
+LocalDP: LinUCB (Li et al. 2010; Abbasi-Yadkori et al. 2011), JDP LinUCB with the continual
+release of the Gram matrix and the reward vector (Shariff & Sheffet 2018), LDP LinUCB (Zheng et
+al. 2020). The episode runs in Rust (privrl._core.LinUcbAgent, rust/agents/linucb.rs); the numpy
+oracle is privrl.agents.linucb.reference.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from privrl import _core
+from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_lattice_range
+from privrl.agents.common.specs import LinUcbSpec, bounds_spec, noise_spec
+from privrl.agents.linucb import calibration as privacy_of
+from privrl.agents.linucb.calibration import LinUCBCalibration
+from privrl.common.checks import check_choice, check_pos_int
+from privrl.common.errors import ShapeError
+from privrl.envs.bandit import ContextualBandit
+from privrl.envs.finite import Trajectory
+from privrl.privacy.common import PRACTICAL_RULES
+from privrl.privacy.plans import ReleasePlan
+
+__all__ = ["LinUCB"]
+
+
+class LinUCB(Agent):
+    """LinUCB with disjoint arms and a privacy plug-in.
+
+    User side (the user of context x): on the billboard ``(G~_a^{-1}, w~_a)_a`` its index of arm a
+    is ``x^T w~_a + beta s_a(x)``, ``s_a(x)^2 = sigma_r^2 ||x||^2_{G~_a^{-1}} + gamma_t^2
+    ||G~_a^{-1} x||^2`` (the reward noise, sigma_r = 1/2 for rewards in [0, 1], and the released
+    reward noise of std gamma_t, both seen through the estimate); under
+    ``exploration="sampling"`` (Thompson sampling) ``x^T w~_a + beta s_a(x) z_a`` with ``z_a ~
+    N(0, 1)`` from the agent's exploration stream. It plays the argmax. Server side: per arm the
+    Gram block ``sum x x^T`` and reward block ``sum x r`` (phi = e_a (x) x); non-private: exact,
+    updated after every user; JDP: a continual-release mechanism per arm and family over leaves
+    of ``batch_length`` users, released at every batch end with ``G~ = released + (lam + shift)
+    I``; LDP: the user's randomizer noises every arm's block (the server must not learn the arm),
+    the server sums the messages and releases at every batch end.
+
+    Parameters
+    ----------
+    env : ContextualBandit (its contexts are public; ``||x|| <= 1`` is checked when it is built).
+    privacy : NonPrivate() | JointDP(eps, delta) | LocalDP(eps, delta); ``delta = 0``: pure DP.
+    episodes : K, the number of users the noise is calibrated for.
+    seed : reproducible ties, exploration and privacy noise (None: OS entropy).
+    batch_length : users per leaf / release of the private agents (default: the context
+        dimension p, :func:`privrl.agents.linucb.calibration.linucb_batch_length`).
+    beta_scale / beta : multiply / override the radius (adaptive: 1, one std of the estimate's
+        error; other calibrations: the self-normalized radius ``linucb_radius``).
+    lam : the ridge regularizer (default 1). Regret side only.
+    sensitivity : "clip" or "reject" rewards outside [0, 1].
+    exploration : "optimism" | "sampling" (default: sampling; post-processing, the noise unchanged).
+    """
+
+    name = "LinUCB"
+    env_type: type = ContextualBandit
+
+    @classmethod
+    def accepts(cls, env: Any) -> str | None:
+        if isinstance(env, ContextualBandit):
+            return None
+        return f"LinUCB runs on a ContextualBandit (H = 1), got {type(env).__name__}"
+
+    def __init__(
+        self,
+        env: ContextualBandit,
+        privacy: Any = None,
+        episodes: int = 1000,
+        seed: Any = None,
+        batch_length: int | None = None,
+        beta_scale: float = 1.0,
+        beta: float | None = None,
+        ties: str = "random",
+        sensitivity: str = "clip",
+        lam: float | None = None,
+        exploration: str | None = None,
+    ):
+        reason = self.accepts(env)
+        if reason is not None:
+            raise TypeError(reason)
+        self.sensitivity = check_choice(sensitivity, ("clip", "reject"), "sensitivity")
+        super().__init__(env, privacy, episodes, seed, beta_scale, beta, ties, exploration)
+        self.p, self.d = env.p, env.d
+        kw = self.privacy.as_kwargs()
+        kind = kw["kind"]
+        L = (
+            privacy_of.linucb_batch_length(kind, env.p)
+            if batch_length is None
+            else check_pos_int(batch_length, "batch_length")
+        )
+        self.batch_length = L
+        plan = privacy_of.release_plan(
+            kind, self.privacy.pure, self.K, env.p, L, kw["mechanism"], kw["sampler"]
+        )
+        self._plan = plan
+        cal = privacy_of.calibrate_linucb(
+            kind, kw["epsilon"], kw["delta"], self.K, env.A, env.p, L, kw["p"], kw["calibration"],
+            kw["mechanism"], plan, kw["sampler"], lam,
+        )  # fmt: skip
+        if not self.exploration:
+            self.exploration = "sampling"
+        check_lattice_range(plan, cal, self.K)
+        self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * cal.beta
+        self.calibration: LinUCBCalibration = cal.replace(beta_used=self.beta, beta_scale=self.beta_scale)
+        (stat,) = plan.statistics
+        self.guards = {
+            stat.name: SensitivityGuard(x_bound=stat.x_bound, y_low=0.0, y_high=1.0, mode=sensitivity)
+        }
+        practical = cal.release_rule in PRACTICAL_RULES
+        private = kind != "none"
+        if kind == "jdp":
+            noise = noise_spec(cal, cal.sigma_B, cal.sigma_g, cal.leaves, self.noise_seeds(2 * env.A))
+        elif kind == "ldp":
+            noise = noise_spec(cal, cal.sigma_B, cal.sigma_g, 1, self.noise_seeds(2))
+        else:
+            noise = None
+        self._core = _core.LinUcbAgent(
+            LinUcbSpec(
+                contexts=np.ascontiguousarray(env.contexts),
+                n_arms=env.A,
+                mode={"none": "exact"}.get(kind, kind),
+                guard=self.guard.spec,
+                lam=float(cal.lam),
+                beta=float(self.beta),
+                sigma_r=float(cal.sigma_r),
+                batch_len=int(L),
+                const_shift=0.0 if practical or not private else float(cal.shift),
+                shift_mult=float(cal.shift_mult) if practical and private else 0.0,
+                bounds=bounds_spec(cal, cal.sigma_B, cal.sigma_g, env.p),
+                noise=noise,
+                tie_seed=self._tie_seed,
+                exploration_seed=self._exploration_seed,
+                episodes=self.K,
+            )
+        )
+        self._sync_guards()
+
+    @property
+    def guard(self) -> SensitivityGuard:
+        return next(iter(self.guards.values()))
+
+    def release_plan(self) -> ReleasePlan:
+        """What LinUCB releases about one user (privrl.agents.linucb.calibration.release_plan)."""
+        return self._plan
+
+    def release(self) -> Release:
+        """The billboard: per arm the design G~_a (A, p, p), its inverse and w~_a (A, p)."""
+        design, inverse, weights, users = self._core.billboard()
+        return Release(design, inverse, weights, int(users))
+
+    @property
+    def releases(self) -> int:
+        """Billboards published so far (the initial one excluded)."""
+        return int(self._core.releases)
+
+    # ------------------------------------------------------------------ acting
+    def policy(self) -> np.ndarray:
+        """The (1, n) policy of the arriving user: its arm for every context (under sampling a
+        fresh draw per context; a user only ever reads its own)."""
+        return np.array([[self._core.action(s) for s in range(self.S)]], dtype=np.int64)
+
+    def act(self, state: Any, h: int = 0) -> int:
+        """The arm of the arriving user, whose context index is ``state``."""
+        if isinstance(state, bool) or not isinstance(state, (int, np.integer)) or not 0 <= int(state) < self.S:
+            raise ShapeError(f"state must be a context index in [0, {self.S}), got {state!r}")
+        if h != 0:
+            raise ShapeError(f"a bandit has one step (h = 0), got h = {h!r}")
+        return int(self._core.action(int(state)))
+
+    def observe(self, trajectory: Trajectory) -> None:
+        """The user's (context, arm, reward) as a one-step Trajectory (states (2,), actions (1,),
+        rewards (1,))."""
+        s, a, r = self._check_trajectory(trajectory)
+        self.update(int(s[0]), int(a[0]), float(r[0]))
+
+    def update(self, context: int, arm: int, reward: float) -> None:
+        """The user of context index ``context`` played ``arm`` and got ``reward``."""
+        if self.k >= self.K:
+            self._check_trajectory(Trajectory(np.zeros(2, np.int64), np.zeros(1, np.int64), np.zeros(1)))
+        for name, v, hi in (("context", context, self.S), ("arm", arm, self.A)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= int(v) < hi:
+                raise ShapeError(f"{name} must be an integer in [0, {hi}), got {v!r}")
+        if not np.isfinite(reward):
+            from privrl.common.errors import NonFiniteError
+
+            raise NonFiniteError("reward must be finite")
+        self._core.observe(int(context), int(arm), float(reward))
+        self._sync_guards()

@@ -1,0 +1,167 @@
+"""LinUCB's privacy (H = 1, disjoint arms): what it releases, its parameters, its calibration.
+
+A linear contextual bandit is the paper's setting with H = 1: one user, one context x
+(``||x|| <= 1``), one arm a, one reward r in [0, 1]. The server's statistics are UCRL-VTR's with
+H = 1 (App. B): the Gram matrix ``sum phi phi^T`` and the reward vector ``sum phi r`` of
+``phi = e_a (x) x``, both prefix sums that never change once a user is in them, so a
+continual-release mechanism releases both (Shariff & Sheffet 2018; App. "Tree-based method"),
+with leaves that are batches of ``batch_length`` users (JDP), or the user's randomizer (LDP,
+Zheng et al. 2020). The release plan is therefore Alg. 1's plan at H = 1 with the context's
+dimension p (a user changes one arm's block; every other block is zero for every user, so the
+block-diagonal release has the sensitivity of one block: L2 2 for both families, L1 2p and
+2 sqrt(p)) and ``ceil(K / batch_length)`` leaves; every noise scale comes from
+:func:`privrl.agents.ucrl_vtr.calibration.calibrate_ucrl_vtr` with those arguments (one home).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from privrl.agents.ucrl_vtr import calibration as vtr
+from privrl.agents.ucrl_vtr.calibration import UCRLVTRCalibration
+from privrl.common.checks import check_pos_int, check_positive_real, check_probability
+from privrl.privacy.common import check_calibration, check_kind, privacy_args
+from privrl.privacy.continual import resolve_mechanism
+from privrl.privacy.plans import ReleasePlan, UserStatistic
+
+__all__ = [
+    "LinUCBCalibration",
+    "calibrate_linucb",
+    "linucb_batch_length",
+    "linucb_leaves",
+    "linucb_radius",
+    "release_plan",
+    "SIGMA_R",
+    "THETA_BOUND",
+]
+
+TITLE = "LinUCB, disjoint arms (H = 1; JDP: Shariff & Sheffet 2018, LDP: Zheng et al. 2020)"
+#: Sub-Gaussian scale of a reward in [0, 1] around its mean (Hoeffding): the reward noise std
+#: the width uses.
+SIGMA_R = 0.5
+#: ``||w*_a|| <= THETA_BOUND``: the usual LinUCB assumption behind the radius's ``sqrt(lam) S``.
+THETA_BOUND = 1.0
+
+
+def linucb_batch_length(kind: str, p: int) -> int:
+    """Users per leaf (and per release) of the private agents: ``p``, the context dimension. A
+    release costs O(A p^3) (one p x p inverse per arm) and a user O(A p^2) (its index on every
+    arm), so a release every p users costs what the users between releases cost. Non-private: 1
+    (a Sherman–Morrison update per user, O(p^2))."""
+    return 1 if kind == "none" else max(1, int(p))
+
+
+def linucb_leaves(kind: str, K: int, batch_length: int) -> int:
+    """Leaves of a JDP mechanism: ``ceil(K / batch_length)``; LDP and non-private: K (one user
+    each)."""
+    return -(-int(K) // int(batch_length)) if kind == "jdp" else int(K)
+
+
+def linucb_radius(lam: float, K: int, p: int, alpha: float) -> float:
+    """The self-normalized radius of LinUCB (Abbasi-Yadkori et al. 2011, Thm. 2) in units of the
+    reward noise's scale: ``sqrt(2 log(1/alpha) + p log(1 + K / (lam p))) + sqrt(lam) S /
+    sigma_r`` with ``S = THETA_BOUND`` and ``sigma_r = SIGMA_R``."""
+    return math.sqrt(2.0 * math.log(1.0 / alpha) + p * math.log1p(K / (lam * p))) + math.sqrt(
+        lam
+    ) * THETA_BOUND / SIGMA_R
+
+
+def release_plan(
+    kind: str,
+    pure: bool,
+    K: int,
+    p: int,
+    batch_length: int,
+    mechanism: str = "tree",
+    sampler: str | None = None,
+) -> ReleasePlan:
+    """What LinUCB releases about one user: Alg. 1's plan at H = 1 (App. B) for a context of
+    dimension p, over ``linucb_leaves`` leaves (module docstring)."""
+    leaves = linucb_leaves(kind, K, batch_length)
+    base = vtr.release_plan(kind, pure, 1, leaves, p, mechanism, sampler)
+    stat = UserStatistic(
+        name="x, r",
+        x="x (the context; it enters the played arm's block of phi = e_a (x) x)",
+        y="r (the reward)",
+        dim=p,
+        x_bound=1.0,
+        y_low=0.0,
+        y_high=1.0,
+        source="||x|| <= 1 (ContextualBandit checks its contexts; the agent clips), r in [0, 1]",
+    )
+    fams = tuple(
+        replace(
+            f,
+            statistic=stat.name,
+            paper="block of sum phi phi^T" if f.form == "outer" else "block of sum phi r",
+            l2_source="||x x^T||_F <= 1 (||x r|| <= 1), neighbours differ by both terms: 2",
+            l1_source="2 ||x||_1^2 <= 2p" if f.form == "outer" else "2 ||x||_1 r <= 2 sqrt(p)",
+        )
+        for f in base.families
+    )
+    return replace(base, algorithm="linucb", title=TITLE, statistics=(stat,), families=fams)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LinUCBCalibration(UCRLVTRCalibration):
+    """Alg. 1's calibration at H = 1 (``K`` here is the number of users, ``leaves`` the
+    mechanism's capacity) and LinUCB's regret side: ``arms``, ``context_dim`` (p),
+    ``batch_length``, ``leaves``, ``sigma_r`` and ``radius`` (:func:`linucb_radius`); ``beta`` is
+    the radius the index uses (adaptive: 1, one std of the estimate's error)."""
+
+    arms: int
+    context_dim: int
+    batch_length: int
+    leaves: int
+    sigma_r: float = SIGMA_R
+    radius: float = 0.0
+
+
+def calibrate_linucb(
+    kind: str,
+    epsilon: float | None,
+    delta: float | None,
+    K: int,
+    arms: int,
+    p: int,
+    batch_length: int | None = None,
+    prob: float = 0.05,
+    calibration: str = "adaptive",
+    mechanism: str | None = None,
+    plan: ReleasePlan | None = None,
+    sampler: str | None = None,
+    lam: float | None = None,
+) -> LinUCBCalibration:
+    """All parameters of LinUCB for ``kind`` in ``{"none", "jdp", "ldp"}`` (``delta == 0``: pure
+    DP). The noise is Alg. 1's at H = 1 (``calibration``: "paper" Cor. 1 / 2, "tight", "practical"
+    and "adaptive" the tight noise); ``lam`` (default 1) and the radius are the regret side
+    only."""
+    kind = check_kind(kind)
+    eps, dlt, pure = privacy_args(kind, epsilon, delta)
+    K, arms, p = check_pos_int(K, "K"), check_pos_int(arms, "arms"), check_pos_int(p, "p")
+    prob = check_probability(prob, "p")
+    calibration = check_calibration(calibration)
+    L = linucb_batch_length(kind, p) if batch_length is None else check_pos_int(batch_length, "batch_length")
+    lam = 1.0 if lam is None else check_positive_real(lam, "lam")
+    mechanism = resolve_mechanism(kind, calibration, pure, mechanism)
+    if plan is None:
+        plan = release_plan(kind, pure, K, p, L, mechanism, sampler)
+    leaves = linucb_leaves(kind, K, L)
+    base = vtr.calibrate_ucrl_vtr(
+        kind, epsilon, delta, 1, leaves, p, 1.0, prob, calibration, mechanism, plan, plan.sampler
+    )
+    alpha = prob / (6.0 * K)
+    radius = linucb_radius(lam, K, p, alpha)
+    fields = {**base.to_dict(), "algorithm": "linucb", "K": K, "lam": lam, "alpha": alpha}
+    fields.update(
+        arms=arms,
+        context_dim=p,
+        batch_length=L,
+        leaves=leaves,
+        radius=radius,
+        beta=1.0 if calibration == "adaptive" else radius,
+    )
+    del eps, dlt
+    return LinUCBCalibration(**fields)

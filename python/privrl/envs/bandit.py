@@ -1,0 +1,149 @@
+"""Linear contextual bandits (the paper's setting with H = 1) with exact regret, and the standard
+supervised-to-bandit reduction of a classification dataset.
+
+A user draws a context index s uniformly from the n rows of a public table (with replacement),
+sees the context ``x_s`` (``||x_s|| <= 1``), plays an arm a and receives a reward in [0, 1] with
+mean ``means[s, a]`` (Bernoulli). The exact regret of a play is ``max_b means[s, b] - means[s, a]``.
+With disjoint arms the feature of (s, a) is ``phi = e_a (x) x_s`` (d = A p), never materialized.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from privrl.common.errors import NonFiniteError, ShapeError
+from privrl.envs.finite import digest
+
+__all__ = ["ContextualBandit"]
+
+
+class ContextualBandit:
+    """A contextual bandit on a public context table.
+
+    Parameters
+    ----------
+    contexts : (n, p) real array, every row of norm <= 1 (checked: the privacy noise is
+        calibrated for ``||x|| <= 1``; :meth:`from_classification` scales for you).
+    means : (n, A) expected rewards in [0, 1] (rewards are Bernoulli(means[s, a])).
+    name : a label for results.
+
+    Attributes: ``H = 1``, ``S = n`` (contexts play the role of states), ``A``, ``p``,
+    ``d = A p`` (the disjoint-arm feature dimension), ``labels`` (classification only).
+    """
+
+    H = 1
+
+    def __init__(self, contexts: Any, means: Any, name: str | None = None):
+        x = np.array(contexts, dtype=np.float64, ndmin=2, order="C")
+        m = np.array(means, dtype=np.float64, ndmin=2, order="C")
+        if x.ndim != 2 or m.ndim != 2 or x.shape[0] != m.shape[0] or x.shape[0] == 0:
+            raise ShapeError(
+                f"contexts must be (n, p) and means (n, A) with the same n >= 1, got {x.shape} and {m.shape}"
+            )
+        if m.shape[1] < 2 or x.shape[1] < 1:
+            raise ShapeError(f"need p >= 1 context features and A >= 2 arms, got p = {x.shape[1]}, A = {m.shape[1]}")
+        if not (np.isfinite(x).all() and np.isfinite(m).all()):
+            raise NonFiniteError("contexts and means must be finite")
+        norms = np.linalg.norm(x, axis=1)
+        if norms.max() > 1.0 + 1e-9:
+            raise ShapeError(
+                f"every context must have ||x|| <= 1 (the privacy noise is calibrated for it); the "
+                f"largest is {norms.max():.6g}: scale the table (ContextualBandit.from_classification does)"
+            )
+        if m.min() < 0.0 or m.max() > 1.0:
+            raise ShapeError("means must lie in [0, 1] (rewards are Bernoulli)")
+        x.setflags(write=False)
+        m.setflags(write=False)
+        self.contexts, self.means = x, m
+        self.S, self.p = x.shape
+        self.A = m.shape[1]
+        self.d = self.A * self.p
+        self.name = name or f"ContextualBandit(n={self.S}, p={self.p}, A={self.A})"
+        self.labels: np.ndarray | None = None
+        self._fingerprint: dict[str, str] | None = None
+
+    @classmethod
+    def from_classification(
+        cls,
+        X: Any,
+        y: Any,
+        seed: Any = None,
+        standardize: bool = True,
+        bias: bool = True,
+        scale: str = "row",
+        name: str | None = None,
+    ) -> ContextualBandit:
+        """The supervised-to-bandit reduction: arms are the classes, the reward is 1 for the
+        right class and 0 otherwise. Features are standardized (zero mean, unit variance; constant
+        columns dropped); ``scale="row"`` (default) puts every row on the unit sphere and, with
+        ``bias``, appends a constant so that ``x = [z / ||z||, 1] / sqrt(2)`` (each arm's linear
+        model gets an intercept; every ||x|| = 1: the privacy noise is calibrated for ||x|| <= 1,
+        so a smaller x only loses signal against it); ``scale="max"`` appends 1 and divides every
+        row by the largest row norm (the table's geometry kept, typical norms far below 1). ``seed`` shuffles the rows (users are drawn uniformly with
+        replacement by the run's own seed either way)."""
+        X = np.array(X, dtype=np.float64, ndmin=2)
+        y = np.asarray(y)
+        if X.ndim != 2 or y.shape != (X.shape[0],):
+            raise ShapeError(f"X must be (n, p) and y (n,), got {X.shape} and {y.shape}")
+        if not np.isfinite(X).all():
+            raise NonFiniteError("X contains NaN or inf")
+        classes, labels = np.unique(y, return_inverse=True)
+        if len(classes) < 2:
+            raise ShapeError("a classification bandit needs at least 2 classes")
+        order = np.random.default_rng(seed).permutation(len(y)) if seed is not None else np.arange(len(y))
+        X, labels = X[order], labels[order]
+        if standardize:
+            sd = X.std(axis=0)
+            keep = sd > 0
+            X = (X[:, keep] - X[:, keep].mean(axis=0)) / sd[keep]
+        if scale == "row":
+            X = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-300)
+            if bias:
+                X = np.hstack([X, np.ones((X.shape[0], 1))]) / np.sqrt(2.0)
+        elif scale == "max":
+            if bias:
+                X = np.hstack([X, np.ones((X.shape[0], 1))])
+            X = X / max(float(np.linalg.norm(X, axis=1).max()), 1e-300)
+        else:
+            raise ValueError(f"scale must be 'row' or 'max', got {scale!r}")
+        means = np.zeros((len(labels), len(classes)))
+        means[np.arange(len(labels)), labels] = 1.0
+        env = cls(X, means, name=name)
+        env.labels = labels
+        return env
+
+    # ---------------------------------------------------------------- model
+    def best_means(self) -> np.ndarray:
+        """``max_a means[s, a]`` per context."""
+        return self.means.max(axis=1)
+
+    def regret(self, contexts: Any, arms: Any) -> np.ndarray:
+        """Exact regret of playing ``arms`` on ``contexts`` (index arrays)."""
+        s, a = np.asarray(contexts), np.asarray(arms)
+        return self.best_means()[s] - self.means[s, a]
+
+    def random_regret(self) -> float:
+        """Expected regret per user of the uniformly random policy."""
+        return float(np.mean(self.best_means() - self.means.mean(axis=1)))
+
+    def feature(self, s: int, a: int) -> np.ndarray:
+        """``phi(s, a) = e_a (x) x_s`` (d = A p)."""
+        out = np.zeros(self.d)
+        out[a * self.p : (a + 1) * self.p] = self.contexts[s]
+        return out
+
+    def fingerprint(self) -> dict[str, str]:
+        """Digests of what an agent reads: two bandits with equal fingerprints are the same to
+        every agent (a saved agent runs on either)."""
+        if self._fingerprint is None:
+            self._fingerprint = {
+                "horizon": digest(self.H),
+                "contexts": digest(self.contexts),
+                "means": digest(self.means),
+            }
+        return self._fingerprint
+
+    def __repr__(self) -> str:
+        return f"ContextualBandit(name={self.name!r}, n={self.S}, p={self.p}, A={self.A})"

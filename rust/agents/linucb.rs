@@ -1,0 +1,553 @@
+//! LinUCB with disjoint arms (H = 1: one decision per user) under every privacy model.
+//!
+//! A user arrives with a context `x` (a row of the public context table, `||x|| <= 1`), picks an
+//! arm `a` and receives a reward `r` in `[0, 1]`. Its feature is `phi = e_a (x) x` (disjoint
+//! arms): the Gram matrix `sum phi phi^T` is block-diagonal with one `p x p` block per arm, and
+//! the reward vector `sum phi r` one `p`-block per arm. The server keeps, per arm,
+//!
+//! * non-private: the exact `lam I + sum x x^T` with its Sherman–Morrison inverse and
+//!   `sum x r`, updated after every user (Li et al. 2010);
+//! * JDP (Shariff & Sheffet 2018): one continual-release mechanism per arm and family over
+//!   leaves that are the sums of `batch_len` consecutive users (a schedule fixed in advance);
+//!   every arm's mechanisms receive a leaf at every batch end (zero for an arm nobody played),
+//!   so the release schedule never depends on the data. The `A` blocks are the block-diagonal
+//!   of one `d x d` mechanism (`d = A p`): a user changes one block, and the off-diagonal blocks
+//!   are zero for every user, so the plan's sensitivity of the whole matrix is the block's;
+//! * LDP (Zheng et al. 2020): the user randomizes every block (its own arm's statistics, the
+//!   others' zeros: the server must not learn the arm) with the user-side randomizer; the server
+//!   sums the messages.
+//!
+//! At every release the user-facing billboard is, per arm, `G~ = released + (lam + shift) I`
+//! (`shift = const_shift + shift_mult * Upsilon_t`: the theorem's constant, or a multiple of
+//! the high-probability bound of the noise released at t),
+//! its inverse and `w~ = G~^{-1} b~`. A user's index of arm a is `x^T w~_a + beta * s_a(x)` with
+//! `s_a(x)^2 = sigma_r^2 ||x||^2_{G~^{-1}} + gamma_t^2 ||G~^{-1} x||^2`: the reward noise
+//! (`sigma_r`) and the released vector noise (std `gamma_t`) seen through the estimate. Under
+//! `sampling` the user draws `z_a ~ N(0, 1)` per arm from its own stream and uses
+//! `x^T w~_a + beta * s_a(x) * z_a` (Thompson sampling: the law of `x^T w_a` for `w_a ~
+//! N(w~_a, beta^2 Sigma_a)`, post-processing of the billboard).
+
+use serde::{Deserialize, Serialize};
+
+use super::bounds::NoiseBounds;
+use super::{Guard, Mechanism, Stream, Ties};
+use crate::errors::{CoreError, CoreResult};
+use crate::kernels::rank_one::{spd_inverse, ShermanMorrison};
+use crate::noise::{NodeShape, NoiseStream};
+
+/// The server's per-arm sums under each privacy model.
+#[derive(Serialize, Deserialize)]
+pub enum BanditServer {
+    Exact {
+        sms: Vec<ShermanMorrison>,
+        sums: Vec<f64>,
+    },
+    Jdp {
+        grams: Vec<Mechanism>,
+        targets: Vec<Mechanism>,
+        leaf_g: Vec<f64>,
+        leaf_b: Vec<f64>,
+    },
+    Ldp {
+        gram: Vec<f64>,
+        target: Vec<f64>,
+        matrix: NoiseStream,
+        vector: NoiseStream,
+        divisor: f64,
+    },
+}
+
+/// Everything a LinUCB agent is built from.
+pub struct LinUcbParts {
+    pub arms: usize,
+    pub p: usize,
+    pub contexts: Vec<f64>,
+    pub guard: Guard,
+    pub lam: f64,
+    pub beta: f64,
+    pub sigma_r: f64,
+    pub batch_len: u64,
+    pub const_shift: f64,
+    pub shift_mult: f64,
+    pub bounds: NoiseBounds,
+    pub server: BanditServer,
+    pub ties: Ties,
+    pub exploration: Option<Stream>,
+    pub episodes: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct LinUcb {
+    pub arms: usize,
+    pub p: usize,
+    pub n: usize,
+    contexts: Vec<f64>,
+    guard: Guard,
+    lam: f64,
+    beta: f64,
+    sigma_r: f64,
+    batch_len: u64,
+    const_shift: f64,
+    shift_mult: f64,
+    bounds: NoiseBounds,
+    server: BanditServer,
+    ties: Ties,
+    exploration: Option<Stream>,
+    episodes: u64,
+    pub k: u64,
+    pub clips: u64,
+    pub releases: u64,
+    pub release_users: u64,
+    /// Billboard: per arm the inverse (p x p), the weights (p), the released design (p x p).
+    inverse: Vec<f64>,
+    weights: Vec<f64>,
+    design: Vec<f64>,
+    /// Variance of one released entry of the reward vector's noise (gamma_t^2).
+    gamma2: f64,
+    /// The shift added at the last release (lam excluded).
+    pub shift: f64,
+    #[serde(skip)]
+    work: Vec<f64>,
+}
+
+impl LinUcb {
+    pub fn new(parts: LinUcbParts) -> CoreResult<Self> {
+        let LinUcbParts {
+            arms,
+            p,
+            contexts,
+            guard,
+            lam,
+            beta,
+            sigma_r,
+            batch_len,
+            const_shift,
+            shift_mult,
+            bounds,
+            server,
+            ties,
+            exploration,
+            episodes,
+        } = parts;
+        if arms == 0 || p == 0 || contexts.is_empty() || contexts.len() % p != 0 {
+            return Err(CoreError::Shape(
+                "LinUCB needs >= 1 arm and a non-empty (n, p) context table".into(),
+            ));
+        }
+        if batch_len == 0 || episodes == 0 {
+            return Err(CoreError::InvalidParameter(
+                "batch_len and episodes must be >= 1".into(),
+            ));
+        }
+        let mut table = contexts;
+        let clips = guard.apply(&mut table, p, None)? as u64;
+        let n = table.len() / p;
+        let mut inverse = vec![0.0; arms * p * p];
+        let mut design = vec![0.0; arms * p * p];
+        for a in 0..arms {
+            for i in 0..p {
+                inverse[a * p * p + i * p + i] = 1.0 / lam;
+                design[a * p * p + i * p + i] = lam;
+            }
+        }
+        Ok(LinUcb {
+            arms,
+            p,
+            n,
+            contexts: table,
+            guard,
+            lam,
+            beta,
+            sigma_r,
+            batch_len,
+            const_shift,
+            shift_mult,
+            bounds,
+            server,
+            ties,
+            exploration,
+            episodes,
+            k: 0,
+            clips,
+            releases: 0,
+            release_users: 0,
+            inverse,
+            weights: vec![0.0; arms * p],
+            design,
+            gamma2: 0.0,
+            shift: 0.0,
+            work: vec![],
+        })
+    }
+
+    /// Context row `s` (clipped to the guard's bound when the agent was built).
+    pub fn context(&self, s: usize) -> &[f64] {
+        &self.contexts[s * self.p..(s + 1) * self.p]
+    }
+
+    /// Per-arm (mean, width) of context `s` on the current billboard.
+    pub fn scores(&mut self, s: usize, out: &mut [f64]) {
+        let (p, pp) = (self.p, self.p * self.p);
+        self.work.resize(p, 0.0);
+        let x = &self.contexts[s * p..(s + 1) * p];
+        for a in 0..self.arms {
+            let inv = &self.inverse[a * pp..(a + 1) * pp];
+            let g = &mut self.work;
+            for (gi, row) in g.iter_mut().zip(inv.chunks_exact(p)) {
+                *gi = row.iter().zip(x).map(|(m, v)| m * v).sum();
+            }
+            let v1: f64 = g.iter().zip(x).map(|(a, b)| a * b).sum();
+            let v2: f64 = g.iter().map(|v| v * v).sum();
+            let w = &self.weights[a * p..(a + 1) * p];
+            out[2 * a] = w.iter().zip(x).map(|(a, b)| a * b).sum();
+            out[2 * a + 1] = (self.sigma_r * self.sigma_r * v1.max(0.0) + self.gamma2 * v2).sqrt();
+        }
+    }
+
+    /// The arm the user with context `s` plays.
+    pub fn action(&mut self, s: usize) -> usize {
+        let mut sc = vec![0.0; 2 * self.arms];
+        self.scores(s, &mut sc);
+        let mut best = f64::NEG_INFINITY;
+        let mut ties = 0usize;
+        let mut idx = vec![0.0; self.arms];
+        for a in 0..self.arms {
+            let z = match &mut self.exploration {
+                None => 1.0,
+                Some(st) => {
+                    let mut z = [0.0];
+                    st.normals(&mut z);
+                    z[0]
+                }
+            };
+            idx[a] = sc[2 * a] + self.beta * sc[2 * a + 1] * z;
+            if idx[a] > best {
+                best = idx[a];
+                ties = 1;
+            } else if idx[a] == best {
+                ties += 1;
+            }
+        }
+        let pick = match &mut self.ties.0 {
+            Some(st) if ties > 1 => st.below(ties),
+            _ => 0,
+        };
+        idx.iter()
+            .enumerate()
+            .filter(|(_, &v)| v == best)
+            .nth(pick)
+            .map(|(a, _)| a)
+            .unwrap_or(0)
+    }
+
+    /// The user of context `s` played arm `a` and got reward `r`: through the privacy model to
+    /// the server (and the next billboard at a batch end).
+    pub fn observe(&mut self, s: usize, a: usize, r: f64) -> CoreResult<()> {
+        if s >= self.n || a >= self.arms {
+            return Err(CoreError::Shape(format!(
+                "context {s} / arm {a} out of range (n = {}, arms = {})",
+                self.n, self.arms
+            )));
+        }
+        if self.k >= self.episodes {
+            return Err(CoreError::Capacity(format!(
+                "the agent was calibrated for {} users",
+                self.episodes
+            )));
+        }
+        let mut y = [r];
+        let mut xs = self.context(s).to_vec();
+        let bad = self.guard.apply(&mut xs, self.p, Some(&mut y))? as u64;
+        let r = y[0];
+        let (p, pp) = (self.p, self.p * self.p);
+        match &mut self.server {
+            BanditServer::Exact { sms, sums } => {
+                sms[a].update(&xs)?;
+                sums[a * p..(a + 1) * p]
+                    .iter_mut()
+                    .zip(&xs)
+                    .for_each(|(t, v)| *t += v * r);
+            }
+            BanditServer::Jdp { leaf_g, leaf_b, .. } => {
+                let g = &mut leaf_g[a * pp..(a + 1) * pp];
+                for i in 0..p {
+                    for j in 0..p {
+                        g[i * p + j] += xs[i] * xs[j];
+                    }
+                }
+                leaf_b[a * p..(a + 1) * p]
+                    .iter_mut()
+                    .zip(&xs)
+                    .for_each(|(t, v)| *t += v * r);
+            }
+            BanditServer::Ldp {
+                gram,
+                target,
+                matrix,
+                vector,
+                divisor,
+            } => {
+                let shape = NodeShape::SymMatrix {
+                    d: p,
+                    divisor: *divisor,
+                };
+                let mut m = vec![0.0; pp];
+                let mut scratch = vec![0.0; pp];
+                for b in 0..self.arms {
+                    m.iter_mut().for_each(|v| *v = 0.0);
+                    if b == a {
+                        for i in 0..p {
+                            for j in 0..p {
+                                m[i * p + j] = xs[i] * xs[j];
+                            }
+                        }
+                    }
+                    matrix.privatize(shape, &mut m, &mut scratch)?;
+                    gram[b * pp..(b + 1) * pp]
+                        .iter_mut()
+                        .zip(&m)
+                        .for_each(|(g, v)| *g += v);
+                    let v = &mut m[..p];
+                    if b == a {
+                        v.iter_mut().zip(&xs).for_each(|(t, x)| *t = x * r);
+                    } else {
+                        v.iter_mut().for_each(|t| *t = 0.0);
+                    }
+                    vector.privatize(NodeShape::Vector(p), v, &mut scratch[..p])?;
+                    target[b * p..(b + 1) * p]
+                        .iter_mut()
+                        .zip(v.iter())
+                        .for_each(|(t, x)| *t += x);
+                }
+            }
+        }
+        self.clips += bad;
+        self.k += 1;
+        match self.server {
+            BanditServer::Exact { .. } => self.refresh_exact(a)?,
+            _ => {
+                if self.k % self.batch_len == 0 || self.k == self.episodes {
+                    self.end_batch()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn refresh_exact(&mut self, a: usize) -> CoreResult<()> {
+        let (p, pp) = (self.p, self.p * self.p);
+        if let BanditServer::Exact { sms, sums } = &self.server {
+            let inv = sms[a].inverse();
+            self.inverse[a * pp..(a + 1) * pp].copy_from_slice(inv);
+            self.design[a * pp..(a + 1) * pp].copy_from_slice(sms[a].matrix());
+            let b = &sums[a * p..(a + 1) * p];
+            for (wi, row) in self.weights[a * p..(a + 1) * p]
+                .iter_mut()
+                .zip(inv.chunks_exact(p))
+            {
+                *wi = row.iter().zip(b).map(|(m, v)| m * v).sum();
+            }
+        }
+        self.releases += 1;
+        self.release_users = self.k;
+        Ok(())
+    }
+
+    /// A batch ends: JDP pushes every arm's leaf, then the billboard is released (unless no
+    /// user is left to read it).
+    fn end_batch(&mut self) -> CoreResult<()> {
+        let (p, pp) = (self.p, self.p * self.p);
+        if let BanditServer::Jdp {
+            grams,
+            targets,
+            leaf_g,
+            leaf_b,
+        } = &mut self.server
+        {
+            for a in 0..self.arms {
+                grams[a].0.push(&leaf_g[a * pp..(a + 1) * pp])?;
+                targets[a].0.push(&leaf_b[a * p..(a + 1) * p])?;
+            }
+            leaf_g.iter_mut().for_each(|v| *v = 0.0);
+            leaf_b.iter_mut().for_each(|v| *v = 0.0);
+        }
+        if self.k < self.episodes {
+            self.release()?;
+        }
+        Ok(())
+    }
+
+    /// The released sums' variance factor now (the mechanism's profile at the leaves pushed,
+    /// the number of users under LDP, 0 non-private).
+    pub fn variance_factor(&self) -> f64 {
+        match &self.server {
+            BanditServer::Exact { .. } => 0.0,
+            BanditServer::Jdp { grams, .. } => grams[0].0.variance_factor(grams[0].0.steps()),
+            BanditServer::Ldp { .. } => self.k as f64,
+        }
+    }
+
+    /// Per arm: the released (noisy) Gram block and reward block.
+    pub fn released(&self, gram: &mut [f64], target: &mut [f64]) -> CoreResult<()> {
+        let (p, pp) = (self.p, self.p * self.p);
+        match &self.server {
+            BanditServer::Exact { sms, sums } => {
+                for (a, sm) in sms.iter().enumerate() {
+                    let g = &mut gram[a * pp..(a + 1) * pp];
+                    g.copy_from_slice(sm.matrix());
+                    for i in 0..p {
+                        g[i * p + i] -= self.lam;
+                    }
+                }
+                target.copy_from_slice(sums);
+            }
+            BanditServer::Jdp { grams, targets, .. } => {
+                for a in 0..self.arms {
+                    grams[a].0.release_into(&mut gram[a * pp..(a + 1) * pp])?;
+                    targets[a].0.release_into(&mut target[a * p..(a + 1) * p])?;
+                }
+            }
+            BanditServer::Ldp {
+                gram: g, target: t, ..
+            } => {
+                gram.copy_from_slice(g);
+                target.copy_from_slice(t);
+            }
+        }
+        Ok(())
+    }
+
+    fn release(&mut self) -> CoreResult<()> {
+        let (p, pp) = (self.p, self.p * self.p);
+        let mut gram = vec![0.0; self.arms * pp];
+        let mut target = vec![0.0; self.arms * p];
+        self.released(&mut gram, &mut target)?;
+        let v = self.variance_factor();
+        let (ups, _) = self.bounds.at(v);
+        let sv = self.bounds.vector_std(v);
+        self.gamma2 = sv * sv;
+        self.shift = self.const_shift + self.shift_mult * ups;
+        for a in 0..self.arms {
+            let g = &mut gram[a * pp..(a + 1) * pp];
+            for i in 0..p {
+                g[i * p + i] += self.lam + self.shift;
+            }
+            // w.p. <= alpha the noise exceeds its bound: raise the shift until G~ is PD
+            let mut extra = 0.0;
+            let inv = loop {
+                match spd_inverse(g, p) {
+                    Ok(inv) => break inv,
+                    Err(CoreError::NotPositiveDefinite(_)) if extra < 1e12 => {
+                        let add = if extra == 0.0 {
+                            self.lam.max(1e-6)
+                        } else {
+                            extra
+                        };
+                        for i in 0..p {
+                            g[i * p + i] += add;
+                        }
+                        extra += add;
+                    }
+                    Err(e) => return Err(e),
+                }
+            };
+            let b = &target[a * p..(a + 1) * p];
+            for (wi, row) in self.weights[a * p..(a + 1) * p]
+                .iter_mut()
+                .zip(inv.chunks_exact(p))
+            {
+                *wi = row.iter().zip(b).map(|(m, v)| m * v).sum();
+            }
+            self.inverse[a * pp..(a + 1) * pp].copy_from_slice(&inv);
+            self.design[a * pp..(a + 1) * pp].copy_from_slice(g);
+        }
+        self.releases += 1;
+        self.release_users = self.k;
+        Ok(())
+    }
+
+    /// The billboard: per arm the design, its inverse, the weights.
+    pub fn board(&self) -> (&[f64], &[f64], &[f64]) {
+        (&self.design, &self.inverse, &self.weights)
+    }
+
+    /// `uniforms.len() / 2` users on a bandit whose expected rewards are `means` (n x arms):
+    /// user i's context is `floor(u_{i,0} n)`, its reward `1{u_{i,1} < mean}`; logs the exact
+    /// regret `max_b mean(s, b) - mean(s, a)`, the reward and the context.
+    pub fn run(
+        &mut self,
+        means: &[f64],
+        uniforms: &[f64],
+        log: &mut super::EpisodeLog,
+    ) -> Result<(), (usize, CoreError)> {
+        for (e, u) in uniforms.chunks_exact(2).enumerate() {
+            let s = ((u[0] * self.n as f64) as usize).min(self.n - 1);
+            let a = self.action(s);
+            let row = &means[s * self.arms..(s + 1) * self.arms];
+            let best = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let r = if u[1] < row[a] { 1.0 } else { 0.0 };
+            log.gaps.push(best - row[a]);
+            log.returns.push(r);
+            log.starts.push(s as i64);
+            self.observe(s, a, r).map_err(|f| (e, f))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(exploration: Option<Stream>) -> LinUcb {
+        let (arms, p) = (2, 2);
+        LinUcb::new(LinUcbParts {
+            arms,
+            p,
+            contexts: vec![1.0, 0.0, 0.0, 1.0],
+            guard: Guard {
+                x_bound: 1.0,
+                y_low: 0.0,
+                y_high: 1.0,
+                reject: false,
+            },
+            lam: 1.0,
+            beta: 1.0,
+            sigma_r: 0.5,
+            batch_len: 1,
+            const_shift: 0.0,
+            shift_mult: 0.0,
+            bounds: NoiseBounds::Zero,
+            server: BanditServer::Exact {
+                sms: (0..arms)
+                    .map(|_| ShermanMorrison::new(p, 1.0, 1024).unwrap())
+                    .collect(),
+                sums: vec![0.0; arms * p],
+            },
+            ties: Ties(None),
+            exploration,
+            episodes: 10,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn exact_scores_by_hand() {
+        let mut ag = agent(None);
+        // arm 1 seen twice with context e1 and reward 1: G = I + 2 e1 e1^T, w = (2/3, 0)
+        ag.observe(0, 1, 1.0).unwrap();
+        ag.observe(0, 1, 1.0).unwrap();
+        let mut sc = [0.0; 4];
+        ag.scores(0, &mut sc);
+        assert!((sc[2] - 2.0 / 3.0).abs() < 1e-12);
+        // width: sigma_r sqrt(x^T G^-1 x) = 0.5 sqrt(1/3)
+        assert!((sc[3] - 0.5 * (1.0f64 / 3.0).sqrt()).abs() < 1e-12);
+        // arm 0 never played: mean 0, width 0.5
+        assert!((sc[0]).abs() < 1e-15 && (sc[1] - 0.5).abs() < 1e-12);
+        // optimism: 2/3 + 0.289 > 0.5
+        assert_eq!(ag.action(0), 1);
+        // a reward outside [0, 1] is clipped and counted
+        ag.observe(1, 0, 3.0).unwrap();
+        assert_eq!(ag.clips, 1);
+    }
+}
