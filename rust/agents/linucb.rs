@@ -51,8 +51,8 @@ pub enum BanditServer {
     Ldp {
         gram: Vec<f64>,
         target: Vec<f64>,
-        matrix: NoiseStream,
-        vector: NoiseStream,
+        matrix: Box<NoiseStream>,
+        vector: Box<NoiseStream>,
         divisor: f64,
     },
 }
@@ -326,7 +326,7 @@ impl LinUcb {
         match self.server {
             BanditServer::Exact { .. } => self.refresh_exact(a)?,
             _ => {
-                if self.k % self.batch_len == 0 || self.k == self.episodes {
+                if self.k.is_multiple_of(self.batch_len) || self.k == self.episodes {
                     self.end_batch()?;
                 }
             }

@@ -1,8 +1,8 @@
 //! Binding of LinUCB (`crate::agents::linucb`): built from `privrl.agents.common.specs.LinUcbSpec`,
 //! one call per user (`action`, `observe`) or per block of users (`run`, GIL released).
 
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray2};
 use numpy::PyUntypedArrayMethods;
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -47,6 +47,13 @@ type Board<'py> = (
     u64,
 );
 
+type Log<'py> = (
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<i64>>,
+);
+type Sums<'py> = (Bound<'py, PyArray3<f64>>, Bound<'py, PyArray2<f64>>);
+
 #[pymethods]
 impl PyLinUcb {
     #[new]
@@ -85,8 +92,8 @@ impl PyLinUcb {
                 BanditServer::Ldp {
                     gram: vec![0.0; arms * p * p],
                     target: vec![0.0; arms * p],
-                    matrix: NoiseStream::new(lm, seed32(n.seeds[0].clone())?).py_ok(py)?,
-                    vector: NoiseStream::new(lv, seed32(n.seeds[1].clone())?).py_ok(py)?,
+                    matrix: Box::new(NoiseStream::new(lm, seed32(n.seeds[0].clone())?).py_ok(py)?),
+                    vector: Box::new(NoiseStream::new(lv, seed32(n.seeds[1].clone())?).py_ok(py)?),
                     divisor: n.divisor,
                 }
             }
@@ -154,11 +161,7 @@ impl PyLinUcb {
         py: Python<'py>,
         means: PyReadonlyArray2<'_, f64>,
         uniforms: PyReadonlyArray2<'_, f64>,
-    ) -> PyResult<(
-        Bound<'py, PyArray1<f64>>,
-        Bound<'py, PyArray1<f64>>,
-        Bound<'py, PyArray1<i64>>,
-    )> {
+    ) -> PyResult<Log<'py>> {
         let a = &mut self.inner;
         if means.shape() != [a.n, a.arms] || uniforms.shape()[1] != 2 {
             return Err(PyValueError::new_err(
@@ -191,10 +194,7 @@ impl PyLinUcb {
     }
 
     /// The released (noisy) sums now, per arm: (Gram blocks, reward blocks).
-    fn released<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> PyResult<(Bound<'py, PyArray3<f64>>, Bound<'py, PyArray2<f64>>)> {
+    fn released<'py>(&self, py: Python<'py>) -> PyResult<Sums<'py>> {
         let a = &self.inner;
         let (k, p) = (a.arms, a.p);
         let mut g = vec![0.0; k * p * p];

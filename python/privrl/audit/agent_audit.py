@@ -30,7 +30,7 @@ from privrl.common.checks import check_pos_int
 from privrl.common.errors import PrivacyParameterError
 from privrl.envs.finite import Trajectory
 
-__all__ = ["audit_agent", "audit_ucrl_vtr_agent", "billboards"]
+__all__ = ["audit_agent", "audit_linucb_agent", "audit_ucrl_vtr_agent", "billboards"]
 
 
 User = Trajectory | Statistics
@@ -165,4 +165,69 @@ def audit_ucrl_vtr_agent(
         confidence=confidence,
         seed=seed,
         name=f"UCRL-VTR JDP agent end to end ({calibration}, {model.sampler}, x{noise_multiplier:g} noise)",
+    )
+
+
+def audit_linucb_agent(
+    epsilon: float = 4.0,
+    delta: float = 1e-5,
+    *,
+    noise_multiplier: float = 1.0,
+    calibration: str = "tight",
+    sampler: str | None = None,
+    K: int = 4,
+    n_trials: int = 2000,
+    n_fit: int = 1000,
+    confidence: float = 0.95,
+    seed: Any = 0,
+) -> AuditResult:
+    """End-to-end audit of the shipped JDP LinUCB agent (its default noise) on a two-arm bandit
+    whose contexts include x and -x (||x|| = 1): user 1 plays arm 0 with reward 1 on x in one
+    sequence and on -x in the other (the plan's worst pair: the reward blocks differ by 2x),
+    users 2..K are fixed (context, arm, reward) triples; the output is every billboard. The
+    noise is multiplied by ``noise_multiplier`` (0.5: a broken agent)."""
+    from privrl.agents import LinUCB
+    from privrl.audit.report import privacy_report_from_calibration
+    from privrl.envs.bandit import ContextualBandit
+    from privrl.privacy import JointDP
+
+    class Scaled(LinUCB):  # the shipped agent with its noise scaled (a broken agent)
+        def _noise(self, cal):
+            m = noise_multiplier
+            return super()._noise(
+                cal.replace(sigma_B=cal.scale("sigma_B") * m, sigma_g=cal.scale("sigma_g") * m)
+            )
+
+    x = np.array([0.6, 0.8])
+    env = ContextualBandit(np.stack([x, -x, [1.0, 0.0]]), [[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    model = JointDP(epsilon, delta, calibration=calibration, sampler=sampler)
+
+    def make(noise_seed: Any) -> Any:
+        return Scaled(env, model, episodes=K, seed=noise_seed, batch_length=1)
+
+    def user(s: int, a: int, r: float) -> Trajectory:
+        return Trajectory(np.array([s, s]), np.array([a]), np.array([r]))
+
+    rng = np.random.default_rng(12345)
+    others = [user(int(rng.integers(3)), int(rng.integers(2)), float(rng.integers(2))) for _ in range(K - 1)]
+    probe = LinUCB(env, model, episodes=K, seed=0, batch_length=1)
+    cal = probe.calibration
+    scaled = cal.replace(
+        sigma_B=cal.scale("sigma_B") * noise_multiplier, sigma_g=cal.scale("sigma_g") * noise_multiplier
+    )
+    effective = privacy_report_from_calibration("linucb", scaled, plan=probe.release_plan())["tight"][
+        "budget"
+    ][0]
+    return audit_agent(
+        make,
+        [user(0, 0, 1.0), *others],
+        [user(1, 0, 1.0), *others],
+        delta=delta,
+        claimed_epsilon=float(epsilon),
+        effective_epsilon=float(effective),
+        n_trials=n_trials,
+        n_fit=n_fit,
+        confidence=confidence,
+        seed=seed,
+        name=f"LinUCB JDP agent end to end ({calibration}, {model.sampler}, x{noise_multiplier:g} noise)",
     )

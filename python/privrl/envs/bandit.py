@@ -43,7 +43,9 @@ class ContextualBandit:
                 f"contexts must be (n, p) and means (n, A) with the same n >= 1, got {x.shape} and {m.shape}"
             )
         if m.shape[1] < 2 or x.shape[1] < 1:
-            raise ShapeError(f"need p >= 1 context features and A >= 2 arms, got p = {x.shape[1]}, A = {m.shape[1]}")
+            raise ShapeError(
+                f"need p >= 1 context features and A >= 2 arms, got p = {x.shape[1]}, A = {m.shape[1]}"
+            )
         if not (np.isfinite(x).all() and np.isfinite(m).all()):
             raise NonFiniteError("contexts and means must be finite")
         norms = np.linalg.norm(x, axis=1)
@@ -81,8 +83,9 @@ class ContextualBandit:
         ``bias``, appends a constant so that ``x = [z / ||z||, 1] / sqrt(2)`` (each arm's linear
         model gets an intercept; every ||x|| = 1: the privacy noise is calibrated for ||x|| <= 1,
         so a smaller x only loses signal against it); ``scale="max"`` appends 1 and divides every
-        row by the largest row norm (the table's geometry kept, typical norms far below 1). ``seed`` shuffles the rows (users are drawn uniformly with
-        replacement by the run's own seed either way)."""
+        row by the largest row norm (the table's geometry kept, typical norms far below 1).
+        ``seed`` shuffles the rows (users are drawn uniformly with replacement by the run's own
+        seed either way)."""
         X = np.array(X, dtype=np.float64, ndmin=2)
         y = np.asarray(y)
         if X.ndim != 2 or y.shape != (X.shape[0],):

@@ -7,17 +7,18 @@ oracle is privrl.agents.linucb.reference.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from privrl import _core
 from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_lattice_range
-from privrl.agents.common.specs import LinUcbSpec, bounds_spec, noise_spec
+from privrl.agents.common.specs import LinUcbSpec, NoiseSpec, bounds_spec, noise_spec
 from privrl.agents.linucb import calibration as privacy_of
 from privrl.agents.linucb.calibration import LinUCBCalibration
 from privrl.common.checks import check_choice, check_pos_int
-from privrl.common.errors import ShapeError
+from privrl.common.errors import NonFiniteError, ShapeError
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.finite import Trajectory
 from privrl.privacy.common import PRACTICAL_RULES
@@ -112,12 +113,7 @@ class LinUCB(Agent):
         }
         practical = cal.release_rule in PRACTICAL_RULES
         private = kind != "none"
-        if kind == "jdp":
-            noise = noise_spec(cal, cal.sigma_B, cal.sigma_g, cal.leaves, self.noise_seeds(2 * env.A))
-        elif kind == "ldp":
-            noise = noise_spec(cal, cal.sigma_B, cal.sigma_g, 1, self.noise_seeds(2))
-        else:
-            noise = None
+        noise = self._noise(cal)
         self._core = _core.LinUcbAgent(
             LinUcbSpec(
                 contexts=np.ascontiguousarray(env.contexts),
@@ -138,6 +134,15 @@ class LinUCB(Agent):
             )
         )
         self._sync_guards()
+
+    def _noise(self, cal: LinUCBCalibration) -> NoiseSpec | None:
+        """JDP: one mechanism per arm and family over ``cal.leaves`` leaves; LDP: the user's two
+        randomizer streams; None non-private."""
+        if cal.kind == "jdp":
+            return noise_spec(cal, cal.sigma_B, cal.sigma_g, cal.leaves, self.noise_seeds(2 * self.A))
+        if cal.kind == "ldp":
+            return noise_spec(cal, cal.sigma_B, cal.sigma_g, 1, self.noise_seeds(2))
+        return None
 
     @property
     def guard(self) -> SensitivityGuard:
@@ -165,7 +170,11 @@ class LinUCB(Agent):
 
     def act(self, state: Any, h: int = 0) -> int:
         """The arm of the arriving user, whose context index is ``state``."""
-        if isinstance(state, bool) or not isinstance(state, (int, np.integer)) or not 0 <= int(state) < self.S:
+        if (
+            isinstance(state, bool)
+            or not isinstance(state, (int, np.integer))
+            or not 0 <= int(state) < self.S
+        ):
             raise ShapeError(f"state must be a context index in [0, {self.S}), got {state!r}")
         if h != 0:
             raise ShapeError(f"a bandit has one step (h = 0), got h = {h!r}")
@@ -177,16 +186,14 @@ class LinUCB(Agent):
         s, a, r = self._check_trajectory(trajectory)
         self.update(int(s[0]), int(a[0]), float(r[0]))
 
-    def update(self, context: int, arm: int, reward: float) -> None:
+    def update(self, context: Any, arm: Any, reward: float) -> None:
         """The user of context index ``context`` played ``arm`` and got ``reward``."""
         if self.k >= self.K:
             self._check_trajectory(Trajectory(np.zeros(2, np.int64), np.zeros(1, np.int64), np.zeros(1)))
         for name, v, hi in (("context", context, self.S), ("arm", arm, self.A)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= int(v) < hi:
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or not 0 <= int(v) < hi:
                 raise ShapeError(f"{name} must be an integer in [0, {hi}), got {v!r}")
-        if not np.isfinite(reward):
-            from privrl.common.errors import NonFiniteError
-
+        if not math.isfinite(reward):
             raise NonFiniteError("reward must be finite")
         self._core.observe(int(context), int(arm), float(reward))
         self._sync_guards()

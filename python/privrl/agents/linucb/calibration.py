@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
 
 from privrl.agents.ucrl_vtr import calibration as vtr
 from privrl.agents.ucrl_vtr.calibration import UCRLVTRCalibration
@@ -49,7 +48,7 @@ def linucb_batch_length(kind: str, p: int) -> int:
     """Users per leaf (and per release) of the private agents: ``p``, the context dimension. A
     release costs O(A p^3) (one p x p inverse per arm) and a user O(A p^2) (its index on every
     arm), so a release every p users costs what the users between releases cost. Non-private: 1
-    (a Sherman–Morrison update per user, O(p^2))."""
+    (a Sherman-Morrison update per user, O(p^2))."""
     return 1 if kind == "none" else max(1, int(p))
 
 
@@ -63,9 +62,10 @@ def linucb_radius(lam: float, K: int, p: int, alpha: float) -> float:
     """The self-normalized radius of LinUCB (Abbasi-Yadkori et al. 2011, Thm. 2) in units of the
     reward noise's scale: ``sqrt(2 log(1/alpha) + p log(1 + K / (lam p))) + sqrt(lam) S /
     sigma_r`` with ``S = THETA_BOUND`` and ``sigma_r = SIGMA_R``."""
-    return math.sqrt(2.0 * math.log(1.0 / alpha) + p * math.log1p(K / (lam * p))) + math.sqrt(
-        lam
-    ) * THETA_BOUND / SIGMA_R
+    return (
+        math.sqrt(2.0 * math.log(1.0 / alpha) + p * math.log1p(K / (lam * p)))
+        + math.sqrt(lam) * THETA_BOUND / SIGMA_R
+    )
 
 
 def release_plan(

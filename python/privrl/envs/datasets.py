@@ -1,0 +1,28 @@
+"""Classification datasets as contextual bandits (the supervised-to-bandit reduction of
+:meth:`privrl.envs.bandit.ContextualBandit.from_classification`), from scikit-learn's bundled
+datasets: install the optional extra ``pip install privrl[datasets]``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from privrl.envs.bandit import ContextualBandit
+
+__all__ = ["DATASETS", "load_bandit"]
+
+#: name -> scikit-learn loader: digits (1,797 x 64, 10 classes), wine (178 x 13, 3), breast
+#: cancer (569 x 30, 2).
+DATASETS = {"digits": "load_digits", "wine": "load_wine", "breast_cancer": "load_breast_cancer"}
+
+
+def load_bandit(name: str, seed: Any = None, **kwargs: Any) -> ContextualBandit:
+    """The classification bandit of dataset ``name`` (one of :data:`DATASETS`); ``kwargs`` go to
+    ``from_classification`` (standardize, bias, scale)."""
+    if name not in DATASETS:
+        raise ValueError(f"dataset must be one of {tuple(DATASETS)}, got {name!r}")
+    try:
+        from sklearn import datasets
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError(f"the {name!r} bandit needs scikit-learn: pip install 'privrl[datasets]'") from e
+    X, y = getattr(datasets, DATASETS[name])(return_X_y=True)
+    return ContextualBandit.from_classification(X, y, seed=seed, name=name, **kwargs)

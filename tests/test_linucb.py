@@ -1,0 +1,280 @@
+"""LinUCB (H = 1, disjoint arms) on contextual bandits (issue 24): the environment, agreement with
+the numpy reference, the privacy plan and report, the noise's independence of exploration, the
+end-to-end audit, save/load and bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import privrl
+from privrl.agents import LinUCB
+from privrl.agents.linucb import reference as ref
+from privrl.agents.linucb.calibration import calibrate_linucb, linucb_radius, release_plan
+from privrl.agents.ucrl_vtr.calibration import calibrate_ucrl_vtr
+from privrl.audit.report import privacy_report_from_calibration
+from privrl.common.errors import NonFiniteError, PrivrlError, ShapeError
+from privrl.envs import ContextualBandit, Trajectory
+from privrl.privacy import JointDP, LocalDP, NonPrivate
+
+
+def blobs(n=120, p=4, A=3, seed=0):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(A, p)) * 3
+    y = rng.integers(A, size=n)
+    X = centres[y] + rng.normal(size=(n, p))
+    return ContextualBandit.from_classification(X, y, seed=1, name="blobs")
+
+
+def drive(agent, env, users, rng):
+    """users (context, arm, reward) played by the agent on random contexts."""
+    out = []
+    for _ in range(users):
+        s = int(rng.integers(env.S))
+        a = agent.act(s)
+        r = float(rng.random() < env.means[s, a])
+        agent.update(s, a, r)
+        out.append((s, a, r))
+    return out
+
+
+def test_from_classification_reduction():
+    env = blobs()
+    assert env.H == 1 and env.A == 3 and env.d == 3 * env.p
+    np.testing.assert_allclose(np.linalg.norm(env.contexts, axis=1), 1.0, rtol=1e-12)
+    assert np.all(env.means.sum(axis=1) == 1.0) and np.all(env.means[np.arange(env.S), env.labels] == 1)
+    np.testing.assert_allclose(env.contexts[:, -1], 1 / math.sqrt(2))  # the intercept
+    assert env.random_regret() == pytest.approx(1 - 1 / 3)
+    # phi = e_a (x) x
+    np.testing.assert_array_equal(env.feature(2, 1)[env.p : 2 * env.p], env.contexts[2])
+    m = ContextualBandit.from_classification(np.eye(3), [0, 1, 1], scale="max")
+    assert np.linalg.norm(m.contexts, axis=1).max() == pytest.approx(1.0)
+
+
+def test_bandit_refuses_bad_tables():
+    with pytest.raises(ShapeError, match=r"\|\|x\|\| <= 1"):
+        ContextualBandit([[2.0, 0.0]], [[0.0, 1.0]])
+    with pytest.raises(ShapeError, match=r"\[0, 1\]"):
+        ContextualBandit([[0.5, 0.0]], [[0.0, 2.0]])
+    with pytest.raises(NonFiniteError):
+        ContextualBandit([[np.nan, 0.0]], [[0.0, 1.0]])
+    with pytest.raises(ShapeError):
+        ContextualBandit([[0.5, 0.0]], [[0.0, 1.0], [1.0, 0.0]])
+    with pytest.raises(ShapeError, match="2 classes"):
+        ContextualBandit.from_classification(np.ones((3, 2)), [1, 1, 1])
+
+
+def test_nonprivate_agrees_with_the_reference():
+    env = blobs()
+    ag = LinUCB(env, NonPrivate(), episodes=200, seed=3, ties="lowest", exploration="optimism")
+    users = drive(ag, env, 150, np.random.default_rng(0))
+    G, inv, w = ref.exact_weights(env.contexts, users, env.A, ag.calibration.lam)
+    rel = ag.release()
+    np.testing.assert_allclose(rel.design, G, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(rel.inverse, inv, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(rel.weights, w, rtol=1e-9, atol=1e-12)
+    for s in range(env.S):
+        want = ref.optimistic_arm(env.contexts[s], inv, w, ag.beta, 0.5, 0.0)
+        assert ag.act(s) == want
+
+
+@pytest.mark.parametrize("privacy", [JointDP(1.0, 1e-5), LocalDP(1.0, 1e-5), JointDP(1.0, 0.0)])
+def test_private_billboard_is_the_reference_on_the_released_sums(privacy):
+    env = blobs()
+    ag = LinUCB(env, privacy, episodes=200, seed=4, ties="lowest", exploration="optimism", batch_length=7)
+    drive(ag, env, 140, np.random.default_rng(1))
+    gram, target = ag._core.released()
+    G, _, w = ref.released_weights(gram, target, ag.calibration.lam, ag._core.shift)
+    rel = ag.release()
+    assert rel.users == 140 and ag.releases == 20
+    np.testing.assert_allclose(rel.design, G, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(rel.weights, w, rtol=1e-7, atol=1e-9)
+
+
+def test_jdp_noise_variance_matches_the_calibration():
+    """The released reward blocks minus the exact sums: per-entry variance sigma_g^2 times the
+    mechanism's variance factor (tree, float sampler, 600 noise seeds)."""
+    env = blobs(n=30, p=2, A=2)
+    users = [(s, s % 2, 1.0) for s in range(8)]
+    exact = np.zeros((2, env.p))
+    for s, a, r in users:
+        exact[a] += r * env.contexts[s]
+    noise = []
+    for seed in range(600):
+        ag = LinUCB(env, JointDP(1.0, 1e-5, mechanism="tree", sampler="float"), episodes=8, seed=seed,
+                    batch_length=1)  # fmt: skip
+        for s, a, r in users[:7]:
+            ag.update(s, a, r)
+        noise.append(ag._core.released()[1] - (exact - np.outer([0, 1], env.contexts[7])))
+    var = np.var(np.array(noise), axis=0).mean()
+    want = ag.calibration.sigma_g**2 * ag._core.variance_factor()
+    assert ag._core.variance_factor() == 3.0  # popcount(7) tree nodes
+    assert var == pytest.approx(want, rel=0.1)
+
+
+def test_exploration_moves_policies_not_noise():
+    env = blobs()
+    rng = np.random.default_rng(2)
+    users = [(int(rng.integers(env.S)), int(rng.integers(env.A)), float(rng.integers(2))) for _ in range(60)]
+    agents = {
+        e: LinUCB(env, JointDP(1.0, 1e-5), episodes=100, seed=5, exploration=e)
+        for e in ("optimism", "sampling")
+    }
+    for ag in agents.values():
+        for u in users:
+            ag.update(*u)
+    (g1, t1), (g2, t2) = (a._core.released() for a in agents.values())
+    np.testing.assert_array_equal(g1, g2)
+    np.testing.assert_array_equal(t1, t2)
+    r1, r2 = (a.privacy_report().to_dict() for a in agents.values())
+    assert r1["tight"] == r2["tight"] and r1["mechanisms"] == r2["mechanisms"]
+    acts = [[a.act(s) for s in range(env.S)] for a in agents.values()]
+    assert acts[0] != acts[1]
+
+
+def test_a_noise_change_moves_the_report():
+    env = blobs()
+    ag = LinUCB(env, JointDP(1.0, 1e-5), episodes=1000, seed=0)
+    cal = ag.calibration
+    half = cal.replace(sigma_B=cal.sigma_B / 2, sigma_g=cal.sigma_g / 2)
+    e1 = privacy_report_from_calibration("linucb", cal, plan=ag.release_plan())["tight"]["budget"][0]
+    e2 = privacy_report_from_calibration("linucb", half, plan=ag.release_plan())["tight"]["budget"][0]
+    assert e1 == pytest.approx(1.0, rel=1e-6) and e2 > 2.0
+    # and a regret-side change (lam, radius, batch-independent) leaves the noise alone
+    other = LinUCB(env, JointDP(1.0, 1e-5), episodes=1000, seed=0, lam=5.0, beta_scale=3.0)
+    assert other.calibration.sigma_g == cal.sigma_g and other.calibration.sigma_B == cal.sigma_B
+
+
+@pytest.mark.parametrize("kind", ["jdp", "ldp"])
+def test_plan_is_alg1_at_h1_and_its_worst_case_covers_cross_arm_neighbours(kind):
+    """The noise is Alg. 1's at H = 1 with the context dimension and ceil(K / L) leaves; a user
+    may move to another arm's block: random neighbours (same or different block) never exceed
+    the plan's per-step mu^2 (the same-block pair x, -x attains it)."""
+    K, p, L = 5000, 3, 7
+    cal = calibrate_linucb(kind, 1.0, 1e-5, K, 4, p, L, calibration="tight", sampler="float")
+    leaves = -(-K // L) if kind == "jdp" else K
+    vtr = calibrate_ucrl_vtr(kind, 1.0, 1e-5, 1, leaves, p, 1.0, calibration="tight", sampler="float",
+                             mechanism=cal.mechanism)  # fmt: skip
+    assert cal.sigma_B == vtr.sigma_B and cal.sigma_g == vtr.sigma_g and cal.leaves == leaves
+    plan = release_plan(kind, False, K, p, L, cal.mechanism, "float")
+    rep = privacy_report_from_calibration("linucb", cal, plan=plan)
+    mu2 = rep["statistics"][0]["mu_squared_per_step"]
+    m = {f["name"]: f for f in rep["mechanisms"]}
+    mult = plan.families[0].multiplier
+    rng = np.random.default_rng(0)
+    c = plan.families[0].sym_divisor / 2.0  # the symmetric law's factor
+
+    def unit(v):
+        return v / np.linalg.norm(v)
+
+    worst = 0.0
+    for _ in range(20_000):
+        x, xp = unit(rng.normal(size=p)), unit(rng.normal(size=p))
+        r, rp = rng.random(), rng.random()
+        same = rng.random() < 0.5
+        if same:
+            dg = np.linalg.norm(np.outer(x, x) - np.outer(xp, xp)) ** 2
+            dv = np.linalg.norm(x * r - xp * rp) ** 2
+        else:
+            dg, dv = 2.0 * 0.0 + 1.0 + 1.0, r**2 + rp**2
+        val = mult**2 * (c**2 * dg / cal.sigma_B**2 + dv / cal.sigma_g**2)
+        worst = max(worst, val)
+    assert worst <= mu2 * (1 + 1e-9)
+    # x vs -x, r = r' = 1: the reward blocks differ by 2x, the Gram blocks not at all
+    assert mu2 == pytest.approx(mult**2 * 4.0 / cal.sigma_g**2, rel=1e-9)
+    assert rep["within_target"]["tight"] and m
+
+
+def test_tight_sigma_against_dp_accounting():
+    pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    env = blobs()
+    ag = LinUCB(env, JointDP(1.0, 1e-5, sampler="float", mechanism="tree"), episodes=3000, seed=0)
+    mu2 = ag.privacy_report()["statistics"][0]["mu_squared_per_step"]
+
+    def eps(f):
+        return pld.from_gaussian_mechanism(
+            standard_deviation=1.0, sensitivity=math.sqrt(mu2) / f, value_discretization_interval=1e-4
+        ).get_epsilon_for_delta(1e-5)
+
+    assert eps(1.0) <= 1.0 * (1 + 2e-3) and eps(0.98) > 1.005
+
+
+def test_end_to_end_audit_flags_half_the_noise():
+    from privrl.audit import audit_linucb_agent
+
+    half = audit_linucb_agent(epsilon=4.0, noise_multiplier=0.5)
+    assert half.flagged and half.gdp_epsilon_lower_bound > 4.0
+    full = audit_linucb_agent(epsilon=4.0, noise_multiplier=1.0)
+    assert not full.flagged and full.gdp_epsilon_lower_bound < 4.0
+
+
+def test_save_load_continues_bit_identically(tmp_path):
+    env = blobs()
+    a = LinUCB(env, JointDP(1.0, 1e-5), episodes=400, seed=9)
+    privrl.run(a, env, episodes=150, seed=1)
+    a.save(tmp_path / "a.privrl")
+    b = LinUCB.load(tmp_path / "a.privrl")
+    rebuilt = blobs()
+    ra = privrl.run(a, env, episodes=250, seed=2)
+    rb = privrl.run(b, rebuilt, episodes=250, seed=2)
+    np.testing.assert_array_equal(ra.gaps, rb.gaps)
+    np.testing.assert_array_equal(a.release().weights, b.release().weights)
+    with pytest.raises(ValueError, match="differs"):
+        privrl.run(b, blobs(seed=3), episodes=1)
+
+
+def test_learns_and_orders_by_epsilon():
+    env = blobs(n=300, p=4, A=3)
+    acc = {}
+    for name, priv in (
+        ("none", NonPrivate()),
+        ("jdp10", JointDP(10.0, 1e-5)),
+        ("jdp0.1", JointDP(0.1, 1e-5)),
+    ):
+        res = privrl.run(LinUCB(env, priv, episodes=6000, seed=0), env, seed=1)
+        acc[name] = 1 - res.gaps[-600:].mean()
+    assert acc["none"] > 0.9 and acc["none"] >= acc["jdp10"] - 0.02 and acc["jdp10"] > acc["jdp0.1"]
+
+
+def test_bad_input_is_a_clear_error():
+    env = blobs()
+    ag = LinUCB(env, JointDP(1.0, 1e-5), episodes=3, seed=0)
+    with pytest.raises(ShapeError):
+        ag.act(env.S)
+    with pytest.raises(ShapeError):
+        ag.update(0, env.A, 1.0)
+    with pytest.raises(NonFiniteError):
+        ag.update(0, 0, float("nan"))
+    with pytest.raises(TypeError, match="ContextualBandit"):
+        LinUCB(privrl.envs.RiverSwimMixture(S=6, H=5), NonPrivate())
+    with pytest.raises(PrivrlError):
+        LinUCB(env, JointDP(1.0, 1e-5), episodes=3, batch_length=0)
+    from privrl.agents import SensitivityWarning
+
+    with pytest.warns(SensitivityWarning):
+        ag.update(0, 0, 5.0)  # clipped to [0, 1] and counted
+    assert ag.clip_count == 1
+    t = Trajectory(np.array([1, 1]), np.array([0]), np.array([0.5]))
+    ag.observe(t)
+    ag.observe(t)
+    with pytest.raises(PrivrlError, match="calibrated for K = 3"):
+        ag.observe(t)
+
+
+def test_radius_by_hand():
+    # sqrt(2 log(1/alpha) + p log(1 + K / (lam p))) + sqrt(lam) S / sigma_r
+    assert linucb_radius(1.0, 100, 2, 0.01) == pytest.approx(
+        math.sqrt(2 * math.log(100) + 2 * math.log(51)) + 2.0, rel=1e-12
+    )
+
+
+def test_classification_datasets_load():
+    pytest.importorskip("sklearn")
+    from privrl.envs.datasets import load_bandit
+
+    env = load_bandit("wine", seed=0)
+    assert env.A == 3 and env.S == 178 and env.name == "wine"
+    with pytest.raises(ValueError):
+        load_bandit("mnist")
