@@ -12,7 +12,7 @@ import pytest
 import privrl
 from privrl.agents import LinUCB
 from privrl.agents.linucb import reference as ref
-from privrl.agents.linucb.calibration import calibrate_linucb, linucb_radius, release_plan
+from privrl.agents.linucb.calibration import VECTOR_TO_GRAM, calibrate_linucb, linucb_radius, release_plan
 from privrl.agents.ucrl_vtr.calibration import calibrate_ucrl_vtr
 from privrl.audit.report import privacy_report_from_calibration
 from privrl.common.errors import NonFiniteError, PrivrlError, ShapeError
@@ -83,7 +83,7 @@ def test_nonprivate_agrees_with_the_reference():
 @pytest.mark.parametrize("privacy", [JointDP(1.0, 1e-5), LocalDP(1.0, 1e-5), JointDP(1.0, 0.0)])
 def test_private_billboard_is_the_reference_on_the_released_sums(privacy):
     env = blobs()
-    ag = LinUCB(env, privacy, episodes=200, seed=4, ties="lowest", exploration="optimism", batch_length=7)
+    ag = LinUCB(env, privacy, episodes=200, seed=4, ties="lowest", exploration="optimism", schedule=7)
     drive(ag, env, 140, np.random.default_rng(1))
     gram, target = ag._core.released()
     G, _, w = ref.released_weights(gram, target, ag.calibration.lam, ag._core.shift)
@@ -104,7 +104,7 @@ def test_jdp_noise_variance_matches_the_calibration():
     noise = []
     for seed in range(600):
         ag = LinUCB(env, JointDP(1.0, 1e-5, mechanism="tree", sampler="float"), episodes=8, seed=seed,
-                    batch_length=1)  # fmt: skip
+                    schedule="every")  # fmt: skip
         for s, a, r in users[:7]:
             ag.update(s, a, r)
         noise.append(ag._core.released()[1] - (exact - np.outer([0, 1], env.contexts[7])))
@@ -155,10 +155,13 @@ def test_plan_is_alg1_at_h1_and_its_worst_case_covers_cross_arm_neighbours(kind)
     K, p, L = 5000, 3, 7
     cal = calibrate_linucb(kind, 1.0, 1e-5, K, 4, p, L, calibration="tight", sampler="float")
     leaves = -(-K // L) if kind == "jdp" else K
-    vtr = calibrate_ucrl_vtr(kind, 1.0, 1e-5, 1, leaves, p, 1.0, calibration="tight", sampler="float",
-                             mechanism=cal.mechanism)  # fmt: skip
-    assert cal.sigma_B == vtr.sigma_B and cal.sigma_g == vtr.sigma_g and cal.leaves == leaves
     plan = release_plan(kind, False, K, p, L, cal.mechanism, "float")
+    assert cal.leaves == leaves
+    # the scales are Alg. 1's tight ones (H = 1, leaves, p) for this plan, vector to Gram 2 S
+    vtr = calibrate_ucrl_vtr(kind, 1.0, 1e-5, 1, leaves, p, 1.0, calibration="tight", sampler="float",
+                             mechanism=cal.mechanism, plan=plan)  # fmt: skip
+    assert (cal.sigma_B, cal.sigma_g) == (vtr.sigma_B, vtr.sigma_g)
+    assert cal.sigma_g == pytest.approx(VECTOR_TO_GRAM * cal.sigma_B, rel=1e-9)
     rep = privacy_report_from_calibration("linucb", cal, plan=plan)
     mu2 = rep["statistics"][0]["mu_squared_per_step"]
     m = {f["name"]: f for f in rep["mechanisms"]}
@@ -178,12 +181,13 @@ def test_plan_is_alg1_at_h1_and_its_worst_case_covers_cross_arm_neighbours(kind)
             dg = np.linalg.norm(np.outer(x, x) - np.outer(xp, xp)) ** 2
             dv = np.linalg.norm(x * r - xp * rp) ** 2
         else:
-            dg, dv = 2.0 * 0.0 + 1.0 + 1.0, r**2 + rp**2
+            dg, dv = 2.0, r**2 + rp**2  # ||x x^T||_F^2 + ||x' x'^T||_F^2, two blocks
         val = mult**2 * (c**2 * dg / cal.sigma_B**2 + dv / cal.sigma_g**2)
         worst = max(worst, val)
     assert worst <= mu2 * (1 + 1e-9)
-    # x vs -x, r = r' = 1: the reward blocks differ by 2x, the Gram blocks not at all
-    assert mu2 == pytest.approx(mult**2 * 4.0 / cal.sigma_g**2, rel=1e-9)
+    # derived: x.x' = -1/rho, r = r' = 1 in one block attains (rho + 2 + 1/rho) / sigma_g^2
+    rho = (cal.sigma_g / cal.sigma_B) ** 2
+    assert mu2 == pytest.approx(mult**2 * (rho + 2 + 1 / rho) / cal.sigma_g**2, rel=1e-6)
     assert rep["within_target"]["tight"] and m
 
 
@@ -250,7 +254,7 @@ def test_bad_input_is_a_clear_error():
     with pytest.raises(TypeError, match="ContextualBandit"):
         LinUCB(privrl.envs.RiverSwimMixture(S=6, H=5), NonPrivate())
     with pytest.raises(PrivrlError):
-        LinUCB(env, JointDP(1.0, 1e-5), episodes=3, batch_length=0)
+        LinUCB(env, JointDP(1.0, 1e-5), episodes=3, schedule=0)
     from privrl.agents import SensitivityWarning
 
     with pytest.warns(SensitivityWarning):

@@ -8,7 +8,8 @@
 //! * non-private: the exact `lam I + sum x x^T` with its Sherman–Morrison inverse and
 //!   `sum x r`, updated after every user (Li et al. 2010);
 //! * JDP (Shariff & Sheffet 2018): one continual-release mechanism per arm and family over
-//!   leaves that are the sums of `batch_len` consecutive users (a schedule fixed in advance);
+//!   leaves that are the sums of consecutive users between fixed ends (a schedule fixed in
+//!   advance: uniform, or geometric);
 //!   every arm's mechanisms receive a leaf at every batch end (zero for an arm nobody played),
 //!   so the release schedule never depends on the data. The `A` blocks are the block-diagonal
 //!   of one `d x d` mechanism (`d = A p`): a user changes one block, and the off-diagonal blocks
@@ -66,7 +67,8 @@ pub struct LinUcbParts {
     pub lam: f64,
     pub beta: f64,
     pub sigma_r: f64,
-    pub batch_len: u64,
+    /// The user counts (1-based, increasing, the last = episodes) at which a leaf ends.
+    pub ends: Vec<u64>,
     pub const_shift: f64,
     pub shift_mult: f64,
     pub bounds: NoiseBounds,
@@ -86,7 +88,8 @@ pub struct LinUcb {
     lam: f64,
     beta: f64,
     sigma_r: f64,
-    batch_len: u64,
+    ends: Vec<u64>,
+    next_end: usize,
     const_shift: f64,
     shift_mult: f64,
     bounds: NoiseBounds,
@@ -120,7 +123,7 @@ impl LinUcb {
             lam,
             beta,
             sigma_r,
-            batch_len,
+            ends,
             const_shift,
             shift_mult,
             bounds,
@@ -134,9 +137,13 @@ impl LinUcb {
                 "LinUCB needs >= 1 arm and a non-empty (n, p) context table".into(),
             ));
         }
-        if batch_len == 0 || episodes == 0 {
+        if episodes == 0
+            || ends.last() != Some(&episodes)
+            || ends.first() == Some(&0)
+            || ends.windows(2).any(|w| w[0] >= w[1])
+        {
             return Err(CoreError::InvalidParameter(
-                "batch_len and episodes must be >= 1".into(),
+                "leaf ends must increase from >= 1 to the number of episodes".into(),
             ));
         }
         let mut table = contexts;
@@ -159,7 +166,8 @@ impl LinUcb {
             lam,
             beta,
             sigma_r,
-            batch_len,
+            ends,
+            next_end: 0,
             const_shift,
             shift_mult,
             bounds,
@@ -326,7 +334,8 @@ impl LinUcb {
         match self.server {
             BanditServer::Exact { .. } => self.refresh_exact(a)?,
             _ => {
-                if self.k.is_multiple_of(self.batch_len) || self.k == self.episodes {
+                if self.k == self.ends[self.next_end] {
+                    self.next_end += 1;
                     self.end_batch()?;
                 }
             }
@@ -514,7 +523,7 @@ mod tests {
             lam: 1.0,
             beta: 1.0,
             sigma_r: 0.5,
-            batch_len: 1,
+            ends: (1..=10).collect(),
             const_shift: 0.0,
             shift_mult: 0.0,
             bounds: NoiseBounds::Zero,

@@ -203,14 +203,14 @@ def audit_linucb_agent(
     model = JointDP(epsilon, delta, calibration=calibration, sampler=sampler)
 
     def make(noise_seed: Any) -> Any:
-        return Scaled(env, model, episodes=K, seed=noise_seed, batch_length=1)
+        return Scaled(env, model, episodes=K, seed=noise_seed, schedule="every")
 
     def user(s: int, a: int, r: float) -> Trajectory:
         return Trajectory(np.array([s, s]), np.array([a]), np.array([r]))
 
     rng = np.random.default_rng(12345)
     others = [user(int(rng.integers(3)), int(rng.integers(2)), float(rng.integers(2))) for _ in range(K - 1)]
-    probe = LinUCB(env, model, episodes=K, seed=0, batch_length=1)
+    probe = LinUCB(env, model, episodes=K, seed=0, schedule="every")
     cal = probe.calibration
     scaled = cal.replace(
         sigma_B=cal.scale("sigma_B") * noise_multiplier, sigma_g=cal.scale("sigma_g") * noise_multiplier

@@ -71,7 +71,7 @@ def plan_of(algorithm: str, cal: Any) -> ReleasePlan:
             bool(getattr(cal, "pure", False)),
             cal.K,
             cal.context_dim,
-            cal.batch_length,
+            cal.schedule,
             getattr(cal, "mechanism", "tree"),
             getattr(cal, "sampler", None) or "float",
         )

@@ -156,7 +156,7 @@ class LinUcbSpec:
     lam: float
     beta: float
     sigma_r: float
-    batch_len: int
+    ends: list[int]
     const_shift: float
     shift_mult: float
     bounds: BoundsSpec

@@ -37,8 +37,8 @@ class LinUCB(Agent):
     ``exploration="sampling"`` (Thompson sampling) ``x^T w~_a + beta s_a(x) z_a`` with ``z_a ~
     N(0, 1)`` from the agent's exploration stream. It plays the argmax. Server side: per arm the
     Gram block ``sum x x^T`` and reward block ``sum x r`` (phi = e_a (x) x); non-private: exact,
-    updated after every user; JDP: a continual-release mechanism per arm and family over leaves
-    of ``batch_length`` users, released at every batch end with ``G~ = released + (lam + shift)
+    updated after every user; JDP: a continual-release mechanism per arm and family over the
+    leaves of ``schedule``, released at every leaf end with ``G~ = released + (lam + shift)
     I``; LDP: the user's randomizer noises every arm's block (the server must not learn the arm),
     the server sums the messages and releases at every batch end.
 
@@ -48,8 +48,9 @@ class LinUCB(Agent):
     privacy : NonPrivate() | JointDP(eps, delta) | LocalDP(eps, delta); ``delta = 0``: pure DP.
     episodes : K, the number of users the noise is calibrated for.
     seed : reproducible ties, exploration and privacy noise (None: OS entropy).
-    batch_length : users per leaf / release of the private agents (default: the context
-        dimension p, :func:`privrl.agents.linucb.calibration.linucb_batch_length`).
+    schedule : when the private agents' leaves end and the billboard is released: "auto"
+        (default: every p users), "geometric" (after p, 2p, 4p, ... users), "every" user, or an
+        int L (every L users); fixed in advance (:func:`privrl.agents.linucb.calibration.linucb_leaf_ends`).
     beta_scale / beta : multiply / override the radius (adaptive: 1, one std of the estimate's
         error; other calibrations: the self-normalized radius ``linucb_radius``).
     lam : the ridge regularizer (default 1). Regret side only.
@@ -72,7 +73,7 @@ class LinUCB(Agent):
         privacy: Any = None,
         episodes: int = 1000,
         seed: Any = None,
-        batch_length: int | None = None,
+        schedule: str | int = "auto",
         beta_scale: float = 1.0,
         beta: float | None = None,
         ties: str = "random",
@@ -88,18 +89,15 @@ class LinUCB(Agent):
         self.p, self.d = env.p, env.d
         kw = self.privacy.as_kwargs()
         kind = kw["kind"]
-        L = (
-            privacy_of.linucb_batch_length(kind, env.p)
-            if batch_length is None
-            else check_pos_int(batch_length, "batch_length")
-        )
-        self.batch_length = L
+        if not isinstance(schedule, str):
+            schedule = check_pos_int(schedule, "schedule")
+        self.schedule = schedule
         plan = privacy_of.release_plan(
-            kind, self.privacy.pure, self.K, env.p, L, kw["mechanism"], kw["sampler"]
+            kind, self.privacy.pure, self.K, env.p, schedule, kw["mechanism"], kw["sampler"]
         )
         self._plan = plan
         cal = privacy_of.calibrate_linucb(
-            kind, kw["epsilon"], kw["delta"], self.K, env.A, env.p, L, kw["p"], kw["calibration"],
+            kind, kw["epsilon"], kw["delta"], self.K, env.A, env.p, schedule, kw["p"], kw["calibration"],
             kw["mechanism"], plan, kw["sampler"], lam,
         )  # fmt: skip
         if not self.exploration:
@@ -123,7 +121,7 @@ class LinUCB(Agent):
                 lam=float(cal.lam),
                 beta=float(self.beta),
                 sigma_r=float(cal.sigma_r),
-                batch_len=int(L),
+                ends=privacy_of.linucb_leaf_ends(kind, self.K, env.p, schedule),
                 const_shift=0.0 if practical or not private else float(cal.shift),
                 shift_mult=float(cal.shift_mult) if practical and private else 0.0,
                 bounds=bounds_spec(cal, cal.sigma_B, cal.sigma_g, env.p),

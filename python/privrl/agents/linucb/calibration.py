@@ -5,12 +5,14 @@ A linear contextual bandit is the paper's setting with H = 1: one user, one cont
 H = 1 (App. B): the Gram matrix ``sum phi phi^T`` and the reward vector ``sum phi r`` of
 ``phi = e_a (x) x``, both prefix sums that never change once a user is in them, so a
 continual-release mechanism releases both (Shariff & Sheffet 2018; App. "Tree-based method"),
-with leaves that are batches of ``batch_length`` users (JDP), or the user's randomizer (LDP,
+with leaves that are batches of users between fixed ends (JDP, :func:`linucb_leaf_ends`), or the user's randomizer (LDP,
 Zheng et al. 2020). The release plan is therefore Alg. 1's plan at H = 1 with the context's
 dimension p (a user changes one arm's block; every other block is zero for every user, so the
 block-diagonal release has the sensitivity of one block: L2 2 for both families, L1 2p and
-2 sqrt(p)) and ``ceil(K / batch_length)`` leaves; every noise scale comes from
-:func:`privrl.agents.ucrl_vtr.calibration.calibrate_ucrl_vtr` with those arguments (one home).
+2 sqrt(p); a pair of users in two different blocks changes less than the same-block worst case,
+tests/test_linucb.py) and ``linucb_leaves`` leaves, with the Gaussian scales in the ratio
+:data:`VECTOR_TO_GRAM`; every noise scale comes from
+:func:`privrl.agents.ucrl_vtr.calibration.calibrate_ucrl_vtr` with that plan (one home).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass, replace
 from privrl.agents.ucrl_vtr import calibration as vtr
 from privrl.agents.ucrl_vtr.calibration import UCRLVTRCalibration
 from privrl.common.checks import check_pos_int, check_positive_real, check_probability
+from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.common import check_calibration, check_kind, privacy_args
 from privrl.privacy.continual import resolve_mechanism
 from privrl.privacy.plans import ReleasePlan, UserStatistic
@@ -28,12 +31,13 @@ from privrl.privacy.plans import ReleasePlan, UserStatistic
 __all__ = [
     "LinUCBCalibration",
     "calibrate_linucb",
-    "linucb_batch_length",
+    "linucb_leaf_ends",
     "linucb_leaves",
     "linucb_radius",
     "release_plan",
     "SIGMA_R",
     "THETA_BOUND",
+    "VECTOR_TO_GRAM",
 ]
 
 TITLE = "LinUCB, disjoint arms (H = 1; JDP: Shariff & Sheffet 2018, LDP: Zheng et al. 2020)"
@@ -42,20 +46,53 @@ TITLE = "LinUCB, disjoint arms (H = 1; JDP: Shariff & Sheffet 2018, LDP: Zheng e
 SIGMA_R = 0.5
 #: ``||w*_a|| <= THETA_BOUND``: the usual LinUCB assumption behind the radius's ``sqrt(lam) S``.
 THETA_BOUND = 1.0
+#: ``sigma_g / sigma_B`` of the Gaussian agents: ``2 S`` (S = THETA_BOUND). The estimate's error
+#: from the released noise is ``G~^{-1}(n - N w)``: ``||n|| ~ sqrt(p) sigma_g`` against
+#: ``||N w|| <= ||N|| S ~ 2 sqrt(p) sigma_B S`` (a symmetric p x p Gaussian matrix of entry std
+#: sigma_B has norm ~ 2 sqrt(p) sigma_B), so ``sigma_g = 2 S sigma_B`` balances the two. What
+#: privacy pays for it: one user's worst change is ``(rho + 2 + 1/rho) / sigma_g^2`` (per unit of
+#: the mechanism's multiplier squared; ``rho = (sigma_g / sigma_B)^2``, attained by x, x' with
+#: x.x' = -1/rho, r = r' = 1 in one arm's block; a pair in two blocks gives rho + 2), against
+#: ``4 / sigma^2`` at equal scales: at rho = 4, sigma_B is 0.625 and sigma_g 1.25 times the
+#: equal-scale sigma for the same (eps, delta).
+VECTOR_TO_GRAM = 2.0 * THETA_BOUND
 
 
-def linucb_batch_length(kind: str, p: int) -> int:
-    """Users per leaf (and per release) of the private agents: ``p``, the context dimension. A
-    release costs O(A p^3) (one p x p inverse per arm) and a user O(A p^2) (its index on every
-    arm), so a release every p users costs what the users between releases cost. Non-private: 1
-    (a Sherman-Morrison update per user, O(p^2))."""
-    return 1 if kind == "none" else max(1, int(p))
+#: The leaf schedules: "auto" (leaves of p users), "geometric" (leaves end at p 2^i users),
+#: "every" (one user per leaf) or an int L (leaves of L users).
+SCHEDULES = ("auto", "geometric", "every")
 
 
-def linucb_leaves(kind: str, K: int, batch_length: int) -> int:
-    """Leaves of a JDP mechanism: ``ceil(K / batch_length)``; LDP and non-private: K (one user
-    each)."""
-    return -(-int(K) // int(batch_length)) if kind == "jdp" else int(K)
+def linucb_leaf_ends(kind: str, K: int, p: int, schedule: str | int = "auto") -> list[int]:
+    """The user counts at which a leaf of the private agents ends (and the billboard is
+    released): a schedule of (K, p) only, fixed in advance (the release times never depend on the
+    data). ``"auto"``: every p users (a release costs O(A p^3), one p x p inverse per arm, and a
+    user O(A p^2), so a release every p users costs what the users between releases cost);
+    ``"geometric"``: ``p, 2p, 4p, ...`` then K: about ``log2(K / p)`` leaves, so the
+    continual-release mechanism is shallow (its multiplier and variance grow with the number of
+    leaves) while the early releases come fast (batched bandits: a geometric grid keeps the
+    regret within log factors, Gao et al. 2019); ``"every"``: 1, 2, ..., K; an int L: L, 2L, ...,
+    K. Non-private agents update after every user (the exact Sherman-Morrison server) whatever
+    the schedule."""
+    K, p = int(K), int(p)
+    if kind == "none" or schedule == "every":
+        return list(range(1, K + 1))
+    if schedule == "auto":
+        schedule = p
+    if schedule == "geometric":
+        ends, e = [], p
+        while e < K:
+            ends.append(e)
+            e *= 2
+        return [*ends, K]
+    L = check_pos_int(schedule, "schedule")
+    return [*range(L, K, L), K]
+
+
+def linucb_leaves(kind: str, K: int, p: int, schedule: str | int = "auto") -> int:
+    """Leaves of a JDP mechanism (``len(linucb_leaf_ends(...))``); LDP and non-private: K (one
+    user each)."""
+    return len(linucb_leaf_ends(kind, K, p, schedule)) if kind == "jdp" else int(K)
 
 
 def linucb_radius(lam: float, K: int, p: int, alpha: float) -> float:
@@ -73,13 +110,13 @@ def release_plan(
     pure: bool,
     K: int,
     p: int,
-    batch_length: int,
+    schedule: str | int = "auto",
     mechanism: str = "tree",
     sampler: str | None = None,
 ) -> ReleasePlan:
     """What LinUCB releases about one user: Alg. 1's plan at H = 1 (App. B) for a context of
     dimension p, over ``linucb_leaves`` leaves (module docstring)."""
-    leaves = linucb_leaves(kind, K, batch_length)
+    leaves = linucb_leaves(kind, K, p, schedule)
     base = vtr.release_plan(kind, pure, 1, leaves, p, mechanism, sampler)
     stat = UserStatistic(
         name="x, r",
@@ -98,6 +135,7 @@ def release_plan(
             paper="block of sum phi phi^T" if f.form == "outer" else "block of sum phi r",
             l2_source="||x x^T||_F <= 1 (||x r|| <= 1), neighbours differ by both terms: 2",
             l1_source="2 ||x||_1^2 <= 2p" if f.form == "outer" else "2 ||x||_1 r <= 2 sqrt(p)",
+            scale_ratio=f.scale_ratio * (1.0 if f.form == "outer" or pure else VECTOR_TO_GRAM),
         )
         for f in base.families
     )
@@ -107,13 +145,13 @@ def release_plan(
 @dataclass(frozen=True, kw_only=True)
 class LinUCBCalibration(UCRLVTRCalibration):
     """Alg. 1's calibration at H = 1 (``K`` here is the number of users, ``leaves`` the
-    mechanism's capacity) and LinUCB's regret side: ``arms``, ``context_dim`` (p),
-    ``batch_length``, ``leaves``, ``sigma_r`` and ``radius`` (:func:`linucb_radius`); ``beta`` is
-    the radius the index uses (adaptive: 1, one std of the estimate's error)."""
+    mechanism's capacity) and LinUCB's regret side: ``arms``, ``context_dim`` (p), ``schedule``,
+    ``leaves``, ``sigma_r`` and ``radius`` (:func:`linucb_radius`); ``beta`` is the radius the
+    index uses (adaptive: 1, one std of the estimate's error)."""
 
     arms: int
     context_dim: int
-    batch_length: int
+    schedule: str | int
     leaves: int
     sigma_r: float = SIGMA_R
     radius: float = 0.0
@@ -126,7 +164,7 @@ def calibrate_linucb(
     K: int,
     arms: int,
     p: int,
-    batch_length: int | None = None,
+    schedule: str | int = "auto",
     prob: float = 0.05,
     calibration: str = "adaptive",
     mechanism: str | None = None,
@@ -143,12 +181,13 @@ def calibrate_linucb(
     K, arms, p = check_pos_int(K, "K"), check_pos_int(arms, "arms"), check_pos_int(p, "p")
     prob = check_probability(prob, "p")
     calibration = check_calibration(calibration)
-    L = linucb_batch_length(kind, p) if batch_length is None else check_pos_int(batch_length, "batch_length")
+    if not (schedule in SCHEDULES or isinstance(schedule, int)):
+        raise PrivacyParameterError(f"schedule must be one of {SCHEDULES} or an int >= 1, got {schedule!r}")
     lam = 1.0 if lam is None else check_positive_real(lam, "lam")
     mechanism = resolve_mechanism(kind, calibration, pure, mechanism)
     if plan is None:
-        plan = release_plan(kind, pure, K, p, L, mechanism, sampler)
-    leaves = linucb_leaves(kind, K, L)
+        plan = release_plan(kind, pure, K, p, schedule, mechanism, sampler)
+    leaves = linucb_leaves(kind, K, p, schedule)
     base = vtr.calibrate_ucrl_vtr(
         kind, epsilon, delta, 1, leaves, p, 1.0, prob, calibration, mechanism, plan, plan.sampler
     )
@@ -158,7 +197,7 @@ def calibrate_linucb(
     fields.update(
         arms=arms,
         context_dim=p,
-        batch_length=L,
+        schedule=schedule,
         leaves=leaves,
         radius=radius,
         beta=1.0 if calibration == "adaptive" else radius,
