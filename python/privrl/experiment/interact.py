@@ -161,18 +161,28 @@ def _episodes(
     callback: Callable[[int, float], None] | None,
     progress: bool | None,
 ) -> tuple[np.ndarray, int]:
-    """The episodes of :func:`learn`: K users on `env`, padded after the environment's end."""
+    """The episodes of :func:`learn`: K users on `env`, padded after the environment's end.
+
+    The user's policy is read from Rust once per user but converted to nested lists only when
+    the agent computed a new one (``policy_updates`` moved: at a release, or every user when each
+    user draws its own model); a step's state index that is a plain int in range skips the full check.
+    """
     H, S = agent.H, agent.S
+    core = agent._core
     returns = np.empty(K)
     early = 0
     states = np.empty(H + 1, dtype=np.int64)
     actions = np.empty(H, dtype=np.int64)
     rewards = np.empty(H, dtype=np.float64)
+    pi: list[list[int]] = []
+    pi_of = -1  # the policy_updates count `pi` was read at
     pbar = bar(K, agent.label, progress)
     try:
         for k in range(K):
             obs, _ = env.reset(seed=seed if k == 0 else None)
-            pi = agent._core.policy().tolist()
+            table = core.policy()  # plans the arriving user's policy if it is due
+            if core.policy_updates != pi_of:
+                pi, pi_of = table.tolist(), core.policy_updates
             s = _state_index(state(obs), S)
             states[0] = s
             done = False
@@ -182,7 +192,9 @@ def _episodes(
                     r = pad
                 else:
                     obs, r_env, terminated, truncated, _ = env.step(a)
-                    s = _state_index(state(obs), S)
+                    s = state(obs)
+                    if type(s) is not int or not 0 <= s < S:
+                        s = _state_index(s, S)
                     r = float(scale(r_env))
                     if not math.isfinite(r):
                         raise NonFiniteError(f"reward(r) gave {r} for the environment's reward {r_env!r}")
@@ -190,7 +202,7 @@ def _episodes(
                     early += int(done and h < H - 1)
                 actions[h], rewards[h], states[h + 1] = a, r, s
             returns[k] = rewards.sum()
-            agent._core.observe(states, actions, rewards)  # checked here, step by step
+            core.observe(states, actions, rewards)  # checked here, step by step
             agent._sync_guards()
             if callback is not None:
                 callback(k + 1, returns[k])
