@@ -39,11 +39,13 @@ __all__ = [
     "Run",
     "VtrAgent",
     "LsviAgent",
+    "LinUcbAgent",
     "apply_guard",
     "practical_noise_bounds",
     "laplace_sum_bounds",
     "_restore_vtr_agent",
     "_restore_lsvi_agent",
+    "_restore_linucb_agent",
     "policy_values",
     "batched_matvec",
     "floored_release",
@@ -265,6 +267,7 @@ class LsviAgent:
     @property
     def policy_updates(self) -> int: ...
 
+@final
 class LinUcbAgent:
     def __new__(cls, spec: object) -> Self: ...
     def action(self, s: int) -> int: ...

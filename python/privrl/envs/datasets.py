@@ -8,7 +8,7 @@ from typing import Any
 
 from privrl.envs.bandit import ContextualBandit
 
-__all__ = ["DATASETS", "load_bandit"]
+__all__ = ["DATASETS", "classification_bandit", "load_bandit"]
 
 #: name -> scikit-learn loader: digits (1,797 x 64, 10 classes), wine (178 x 13, 3), breast
 #: cancer (569 x 30, 2).
@@ -26,3 +26,9 @@ def load_bandit(name: str, seed: Any = None, **kwargs: Any) -> ContextualBandit:
         raise ImportError(f"the {name!r} bandit needs scikit-learn: pip install 'privrl[datasets]'") from e
     X, y = getattr(datasets, DATASETS[name])(return_X_y=True)
     return ContextualBandit.from_classification(X, y, seed=seed, name=name, **kwargs)
+
+
+def classification_bandit(dataset: str, seed: int | None = None) -> ContextualBandit:
+    """:func:`load_bandit` under the sweep registry's name ``ClassificationBandit`` (configs:
+    ``env = { name = "ClassificationBandit", dataset = "digits" }``)."""
+    return load_bandit(dataset, seed=seed)

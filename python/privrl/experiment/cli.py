@@ -15,6 +15,7 @@ import numpy as np
 from privrl.common.errors import PrivrlError
 
 DEMO_CONFIG = "demo.toml"
+DEMO_BANDIT_CONFIG = "demo_bandit.toml"
 
 
 def kernel_demo() -> None:
@@ -233,10 +234,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _run_and_show(raw, outdir, args, plot=args.plot, report=args.report)
 
 
-def demo_config_text() -> str:
+def demo_config_text(bandit: bool = False) -> str:
     from importlib.resources import files
 
-    return (files("privrl.experiment") / "configs" / DEMO_CONFIG).read_text()
+    name = DEMO_BANDIT_CONFIG if bandit else DEMO_CONFIG
+    return (files("privrl.experiment") / "configs" / name).read_text()
 
 
 def _drop_unavailable(raw: dict) -> dict:
@@ -282,19 +284,21 @@ def _print_calibration_comparison(raw: dict) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    bandit = bool(getattr(args, "bandit", False))
     if args.print_config:
-        print(demo_config_text(), end="")
+        print(demo_config_text(bandit), end="")
         return 0
     from privrl.experiment.parsing import _tomllib
 
-    raw = _drop_unavailable(_tomllib().loads(demo_config_text()))
+    raw = _drop_unavailable(_tomllib().loads(demo_config_text(bandit)))
     raw["n_jobs"] = args.n_jobs or min(os.cpu_count() or 1, 8)
     if args.scheduler:
         raw["scheduler"] = args.scheduler
     outdir = args.out or raw.pop("outdir", "privrl-demo")
     raw.pop("outdir", None)
     t0 = time.perf_counter()
-    _print_calibration_comparison(raw)
+    if not bandit:
+        _print_calibration_comparison(raw)
     code = _run_and_show(raw, outdir, args, plot=True, report=True, plot_output=args.plot_output)
     if code == 0:
         print(f"privrl: demo finished in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
@@ -398,6 +402,11 @@ def _parser() -> argparse.ArgumentParser:
     sweep_flags(demo)
     demo.add_argument("--plot-output", help="where to write the plot (default OUT/regret.png)")
     demo.add_argument("--print-config", action="store_true", help="print the bundled demo config and exit")
+    demo.add_argument(
+        "--bandit",
+        action="store_true",
+        help="the contextual-bandit demo: LinUCB on digits, non-private vs JDP vs LDP (needs scikit-learn)",
+    )
     demo.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("plot", help="draw regret curves of a results folder (PNG + SVG)")

@@ -18,6 +18,7 @@ ALGORITHMS: dict[str, tuple[str, str]] = {
     "UCRL-VTR": ("privrl.agents.ucrl_vtr.agent", "UCRLVTR"),
     "UCRL-VTR+": ("privrl.agents.ucrl_vtr_plus.agent", "UCRLVTRPlus"),
     "LSVI-UCB": ("privrl.agents.lsvi_ucb.agent", "LSVIUCB"),
+    "LinUCB": ("privrl.agents.linucb.agent", "LinUCB"),
 }
 
 # Environments by canonical name -> (module, callable); kwargs are checked against its signature.
@@ -30,6 +31,7 @@ ENVIRONMENTS: dict[str, tuple[str, str]] = {
     "RiverSwim": ("privrl.envs.linear", "RiverSwim"),
     "FrozenLake": ("privrl.envs.gym", "frozen_lake"),
     "gymnasium": ("privrl.experiment.environments", "gymnasium_linear_mdp"),
+    "ClassificationBandit": ("privrl.envs.datasets", "classification_bandit"),
 }
 
 

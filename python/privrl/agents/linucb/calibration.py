@@ -5,12 +5,12 @@ A linear contextual bandit is the paper's setting with H = 1: one user, one cont
 H = 1 (App. B): the Gram matrix ``sum phi phi^T`` and the reward vector ``sum phi r`` of
 ``phi = e_a (x) x``, both prefix sums that never change once a user is in them, so a
 continual-release mechanism releases both (Shariff & Sheffet 2018; App. "Tree-based method"),
-with leaves that are batches of users between fixed ends (JDP, :func:`linucb_leaf_ends`), or the user's randomizer (LDP,
-Zheng et al. 2020). The release plan is therefore Alg. 1's plan at H = 1 with the context's
-dimension p (a user changes one arm's block; every other block is zero for every user, so the
-block-diagonal release has the sensitivity of one block: L2 2 for both families, L1 2p and
-2 sqrt(p); a pair of users in two different blocks changes less than the same-block worst case,
-tests/test_linucb.py) and ``linucb_leaves`` leaves, with the Gaussian scales in the ratio
+with leaves that are batches of users between fixed ends (JDP, :func:`linucb_leaf_ends`), or
+the user's randomizer (LDP, Zheng et al. 2020). The release plan is therefore Alg. 1's plan at
+H = 1 with the context's dimension p (a user changes one arm's block; every other block is zero
+for every user, so the block-diagonal release has the sensitivity of one block: L2 2 for both
+families, L1 2p and 2 sqrt(p); a pair of users in two different blocks changes less than the
+same-block worst case, tests/test_linucb.py) and ``linucb_leaves`` leaves, with the Gaussian scales in the ratio
 :data:`VECTOR_TO_GRAM`; every noise scale comes from
 :func:`privrl.agents.ucrl_vtr.calibration.calibrate_ucrl_vtr` with that plan (one home).
 """

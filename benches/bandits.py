@@ -1,0 +1,146 @@
+"""Private linear contextual bandits on real data (issue 24): privrl's LinUCB (non-private, JDP,
+LDP) next to Vowpal Wabbit's contextual bandit on the same stream of users.
+
+    python benches/bandits.py [--datasets digits wine breast_cancer] [--K 100000] [--seeds 3]
+                              [--privacy none jdp10 jdp1 jdp0.1 ldp10 ldp1] [--vw] [--out DIR]
+
+Every dataset is the supervised-to-bandit reduction of privrl.envs.datasets.load_bandit (arms =
+classes, reward 1 for the right class; contexts standardized, on the unit sphere with an
+intercept). Seed s draws the users (uniformly with replacement, privrl.run's seed 100 + s) and
+the agent's own streams (seed s). Per agent: accuracy (1 - regret per user: the rewards are
+0/1 and the regret exact) over the last 10% of users, mean +- std over seeds, at each tenth of
+the run, and rounds per second (one process, the agents run one after the other). With --vw,
+Vowpal Wabbit (``--cb_explore_adf -q SA --epsilon 0.05``, the user's context as shared features,
+one action per class) plays the same users (the same context indices and Bernoulli uniforms) in
+the same process: its accuracy and time per round (prediction + learning through its Python API,
+one example string per round; it is non-private). Writes OUT/bandits.md and OUT/bandits.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import privrl
+from privrl.agents import LinUCB
+from privrl.envs.datasets import load_bandit
+from privrl.privacy import JointDP, LocalDP, NonPrivate
+
+PRIVACY = {
+    "none": NonPrivate,
+    "jdp10": lambda: JointDP(10.0, 1e-5),
+    "jdp1": lambda: JointDP(1.0, 1e-5),
+    "jdp0.1": lambda: JointDP(0.1, 1e-5),
+    "ldp10": lambda: LocalDP(10.0, 1e-5),
+    "ldp1": lambda: LocalDP(1.0, 1e-5),
+}
+
+
+def run_privrl(env: Any, privacy: str, K: int, seed: int, **kw: Any) -> dict[str, Any]:
+    agent = LinUCB(env, PRIVACY[privacy](), episodes=K, seed=seed, **kw)
+    t0 = time.perf_counter()
+    res = privrl.run(agent, env, seed=100 + seed)
+    dt = time.perf_counter() - t0
+    return {"gaps": res.gaps, "seconds": dt, "exploration": agent.exploration}
+
+
+def users(env: Any, K: int, seed: int) -> np.ndarray:
+    """The (context, uniform) stream privrl.run draws with seed 100 + seed."""
+    u = np.random.default_rng(100 + seed).random((K, 2))
+    return u
+
+
+def run_vw(env: Any, K: int, seed: int, args: str) -> dict[str, Any]:
+    import vowpalwabbit
+
+    vw = vowpalwabbit.Workspace(f"{args} --quiet --random_seed {seed}")
+    rng = np.random.default_rng(10_000 + seed)
+    u = users(env, K, seed)
+    ctx = [" ".join(f"{j}:{v:.6g}" for j, v in enumerate(x)) for x in env.contexts]
+    acts = [f"|A a{a}" for a in range(env.A)]
+    gaps = np.empty(K)
+    t0 = time.perf_counter()
+    for k in range(K):
+        s = min(int(u[k, 0] * env.S), env.S - 1)
+        shared = f"shared |S {ctx[s]}"
+        pmf = np.asarray(vw.predict("\n".join([shared, *acts])), dtype=np.float64)
+        pmf = pmf / pmf.sum()
+        a = int(rng.choice(env.A, p=pmf))
+        mean = env.means[s, a]
+        r = float(u[k, 1] < mean)
+        gaps[k] = env.means[s].max() - mean
+        lines = [shared] + [f"0:{-r}:{pmf[a]:.6g} {acts[b]}" if b == a else acts[b] for b in range(env.A)]
+        vw.learn("\n".join(lines))
+    dt = time.perf_counter() - t0
+    vw.finish()
+    return {"gaps": gaps, "seconds": dt, "exploration": args}
+
+
+def summary(runs: list[dict[str, Any]], K: int) -> dict[str, Any]:
+    tail = [1.0 - r["gaps"][-(K // 10) :].mean() for r in runs]
+    deciles = np.mean([[1.0 - g.mean() for g in np.array_split(r["gaps"], 10)] for r in runs], axis=0)
+    secs = np.mean([r["seconds"] for r in runs])
+    return {
+        "accuracy_last10": float(np.mean(tail)),
+        "accuracy_std": float(np.std(tail)),
+        "deciles": [round(float(x), 4) for x in deciles],
+        "rounds_per_second": float(K / secs),
+        "us_per_round": float(1e6 * secs / K),
+        "exploration": runs[0]["exploration"],
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--datasets", nargs="+", default=["digits", "wine", "breast_cancer"])
+    ap.add_argument("--K", type=int, default=100_000)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--privacy", nargs="+", default=list(PRIVACY))
+    ap.add_argument("--exploration", nargs="+", default=[None], help="default: the agents' own")
+    ap.add_argument("--vw", action="store_true", help="Vowpal Wabbit on the same users")
+    ap.add_argument("--vw-args", default="--cb_explore_adf -q SA --epsilon 0.05")
+    ap.add_argument("--out", default="results/bandits")
+    a = ap.parse_args(argv)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    table: dict[str, Any] = {}
+    for name in a.datasets:
+        env = load_bandit(name, seed=0)
+        for privacy in a.privacy:
+            for expl in a.exploration:
+                kw = {} if expl is None else {"exploration": expl}
+                runs = [run_privrl(env, privacy, a.K, s, **kw) for s in range(a.seeds)]
+                key = f"{name} | LinUCB {privacy}" + ("" if expl is None else f" {expl}")
+                table[key] = summary(runs, a.K)
+                print(key, json.dumps({k: v for k, v in table[key].items() if k != "deciles"}), flush=True)
+        if a.vw:
+            runs = [run_vw(env, a.K, s, a.vw_args) for s in range(a.seeds)]
+            key = f"{name} | Vowpal Wabbit (non-private)"
+            table[key] = summary(runs, a.K)
+            print(key, json.dumps({k: v for k, v in table[key].items() if k != "deciles"}), flush=True)
+    (out / "bandits.json").write_text(json.dumps(table, indent=1))
+    lines = [
+        f"K = {a.K:,} users, {a.seeds} seeds; accuracy = 1 - regret per user over the last 10% "
+        "(mean +- std over seeds); rounds per second in one process.",
+        "",
+        "| dataset | agent | exploration | accuracy, last 10% | accuracy per tenth of the run | rounds / s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for key, r in table.items():
+        ds, agent = key.split(" | ")
+        dec = " ".join(f"{x:.2f}" for x in r["deciles"])
+        lines.append(
+            f"| {ds} | {agent} | {r['exploration']} | {r['accuracy_last10']:.3f} +- {r['accuracy_std']:.3f} "
+            f"| {dec} | {r['rounds_per_second']:,.0f} |"
+        )
+    (out / "bandits.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
