@@ -10,8 +10,8 @@ the user's randomizer (LDP, Zheng et al. 2020). The release plan is therefore Al
 H = 1 with the context's dimension p (a user changes one arm's block; every other block is zero
 for every user, so the block-diagonal release has the sensitivity of one block: L2 2 for both
 families, L1 2p and 2 sqrt(p); a pair of users in two different blocks changes less than the
-same-block worst case, tests/test_linucb.py) and ``linucb_leaves`` leaves, with the Gaussian scales in the ratio
-:data:`VECTOR_TO_GRAM`; every noise scale comes from
+same-block worst case, tests/test_linucb.py) and ``linucb_leaves`` leaves, with the Gaussian
+scales in the ratio :data:`VECTOR_TO_GRAM`; every noise scale comes from
 :func:`privrl.agents.ucrl_vtr.calibration.calibrate_ucrl_vtr` with that plan (one home).
 """
 
