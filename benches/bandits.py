@@ -14,6 +14,8 @@ Vowpal Wabbit (``--cb_explore_adf -q SA --epsilon 0.05``, the user's context as 
 one action per class) plays the same users (the same context indices and Bernoulli uniforms) in
 the same process: its accuracy and time per round (prediction + learning through its Python API,
 one example string per round; it is non-private). Writes OUT/bandits.md and OUT/bandits.json.
+``--noise`` prints only the reward vector's released noise std of JDP LinUCB against LSVI-UCB at
+H = 1 with static batches, both read from their privacy reports (:func:`noise_comparison`).
 """
 
 from __future__ import annotations
@@ -81,6 +83,40 @@ def run_vw(env: Any, K: int, seed: int, args: str) -> dict[str, Any]:
     return {"gaps": gaps, "seconds": dt, "exploration": args}
 
 
+def noise_comparison(dataset: str = "digits", K: int = 100_000, delta: float = 1e-5) -> list[str]:
+    """The reward vector's released noise std, read from the privacy reports: JDP LinUCB (its
+    continual release, std = scale x sqrt(max variance factor)) against LSVI-UCB at H = 1 with
+    static batches (fresh noise per release: std = scale), at App. D's B and at LinUCB's number
+    of releases, same (eps, delta, K) and d = A p."""
+    from privrl.agents.lsvi_ucb.calibration import calibrate_lsvi_ucb
+    from privrl.audit.report import privacy_report_from_calibration
+
+    env = load_bandit(dataset, seed=0)
+    lines = [
+        "| eps | LinUCB reward noise std (scale x sqrt(max variance factor)), releases | LSVI-UCB H = 1, "
+        "App. D's B: std, releases | ratio | LSVI-UCB H = 1 at LinUCB's releases: std | ratio |",
+        "|---|---|---|---|---|---|",
+    ]
+    for eps in (10.0, 1.0, 0.1):
+        ag = LinUCB(env, JointDP(eps, delta), episodes=K, seed=0)
+        u = next(m for m in ag.privacy_report()["mechanisms"] if m["name"] == "u")
+        vf = ag.calibration.mechanism_max_variance_factor or 1.0
+        mine = u["scale"] * vf**0.5
+        out = []
+        for batches in ("static", ag.calibration.leaves):
+            cal = calibrate_lsvi_ucb(
+                "jdp", eps, delta, H=1, K=K, d=env.d, batches=batches, calibration="adaptive"
+            )
+            rep = privacy_report_from_calibration("lsvi_ucb", cal)
+            out.append((next(m for m in rep["mechanisms"] if m["name"] == "u")["scale"], cal.releases))
+        (s1, r1), (s2, _) = out
+        lines.append(
+            f"| {eps:g} | {mine:.3g} ({u['scale']:.3g} x sqrt({vf:.3g})), {ag.calibration.leaves - 1:,} | "
+            f"{s1:.3g}, {r1:,} | {mine / s1:.3f} | {s2:.3g} | {mine / s2:.3f} |"
+        )
+    return lines
+
+
 def summary(runs: list[dict[str, Any]], K: int) -> dict[str, Any]:
     tail = [1.0 - r["gaps"][-(K // 10) :].mean() for r in runs]
     deciles = np.mean([[1.0 - g.mean() for g in np.array_split(r["gaps"], 10)] for r in runs], axis=0)
@@ -105,7 +141,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--vw", action="store_true", help="Vowpal Wabbit on the same users")
     ap.add_argument("--vw-args", default="--cb_explore_adf -q SA --epsilon 0.05")
     ap.add_argument("--out", default="results/bandits")
+    ap.add_argument("--noise", action="store_true", help="only the reward-noise comparison with LSVI-UCB")
     a = ap.parse_args(argv)
+    if a.noise:
+        print("\n".join(noise_comparison(a.datasets[0], a.K)))
+        return
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     table: dict[str, Any] = {}

@@ -17,6 +17,9 @@ privacy model (JDP, LDP) and epsilon, on the benchmark environments (docs/benchm
    ratio to the non-private agent of the same family, and the privacy cost as a share of the
    uniform-random policy's regret; OUT/tradeoff.png: regret vs epsilon at the largest K; each
    results folder gets its regret curves (privrl.experiment.plot).
+4. ``--bandits``: the bandit family instead (H = 1; benches/bandits.py: LinUCB on digits, wine
+   and breast cancer, non-private, JDP eps 10 / 1 / 0.1, LDP eps 10 / 1, with Vowpal Wabbit on the
+   same users; OUT/bandits.md).
 Runs resume: rerunning the script skips finished runs; --summarize-only rebuilds summary.md,
 summary.csv and tradeoff.png from the finished runs in OUT without running anything.
 """
@@ -376,7 +379,21 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--summarize-only", action="store_true", help="rebuild the summary from the finished runs in OUT"
     )
+    ap.add_argument(
+        "--bandits",
+        action="store_true",
+        help="the bandit family instead (benches/bandits.py: LinUCB on digits, wine, breast cancer; "
+        "non-private, JDP eps 10 / 1 / 0.1, LDP eps 10 / 1; K = 10^5, 3 seeds; OUT/bandits.md)",
+    )
     args = ap.parse_args(argv)
+    if args.bandits:
+        import sys
+
+        sys.path.insert(0, str(Path(__file__).parent))
+        import bandits
+
+        bandits.main(["--out", args.out, "--seeds", str(args.seeds), "--K", str(max(args.K)), "--vw"])
+        return
     from privrl.experiment import plot, sweep
 
     out = Path(args.out)

@@ -282,3 +282,29 @@ def test_classification_datasets_load():
     assert env.A == 3 and env.S == 178 and env.name == "wine"
     with pytest.raises(ValueError):
         load_bandit("mnist")
+
+
+@pytest.mark.parametrize(
+    "privacy",
+    [
+        JointDP(1.0, 1e-5, mechanism="tree"),
+        JointDP(1.0, 1e-5, mechanism="honaker", sampler="float"),
+        JointDP(1.0, 1e-5, mechanism="factorization", sampler="float"),
+        JointDP(1.0, 1e-5, mechanism="blt", sampler="float"),
+        JointDP(1.0, 1e-5, calibration="paper", sampler="float"),
+        JointDP(1.0, 1e-5, calibration="tight"),
+        JointDP(1.0, 1e-5, calibration="practical"),
+        LocalDP(1.0, 0.0),
+    ],
+    ids=["tree", "honaker", "factorization", "blt-float", "paper", "tight", "practical", "ldp-pure"],
+)
+def test_every_mechanism_sampler_and_calibration_runs_within_its_target(privacy):
+    env = blobs()
+    ag = LinUCB(env, privacy, episodes=300, seed=0)
+    assert ag.exploration == "sampling"  # default_exploration("linucb", ...)
+    res = privrl.run(ag, env, seed=1)
+    assert res.episodes == 300 and np.isfinite(res.regret).all()
+    rep = ag.privacy_report()
+    assert rep["within_target"]["tight"] and rep["mechanism"] == ag.calibration.mechanism
+    if privacy.calibration == "paper":  # Cor. 1's argument at H = 1 certifies its own noise
+        assert rep["within_target"]["paper"]

@@ -100,8 +100,7 @@ class LinUCB(Agent):
             kind, kw["epsilon"], kw["delta"], self.K, env.A, env.p, schedule, kw["p"], kw["calibration"],
             kw["mechanism"], plan, kw["sampler"], lam,
         )  # fmt: skip
-        if not self.exploration:
-            self.exploration = "sampling"
+        self._settle_exploration(cal)
         check_lattice_range(plan, cal, self.K)
         self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * cal.beta
         self.calibration: LinUCBCalibration = cal.replace(beta_used=self.beta, beta_scale=self.beta_scale)
