@@ -96,49 +96,13 @@ def run(
             f"{type(env).__name__} has none: use privrl.learn(agent, env) for realized returns"
         )
     agent.check_env(env)
-    left = agent.K - agent.k
-    K = left if episodes is None else check_episodes(episodes)
-    if left < K:
-        raise ValueError(
-            f"{agent.label} is calibrated for {agent.K} episodes and has run {agent.k}: "
-            f"{left} remain, cannot run {K}"
-        )
-    rng = np.random.default_rng(seed)
     v_star = np.ascontiguousarray(env.optimal_values()[0])
     state = _core.Run(env.P, env.R, env._cdf, env._init_cdf, v_star)
-    gaps, returns = np.empty(K), np.empty(K)
-    starts = np.empty(K, dtype=np.int64)
-    pbar = bar(K, agent.label, progress)
-    t0 = time.perf_counter()
-    try:
-        _blocks(agent, state, rng, env.H, K, (gaps, returns, starts), callback, pbar)
-    finally:
-        if pbar is not None:
-            pbar.close()
-    wall = time.perf_counter() - t0
-    return RunResult(
-        regret=np.cumsum(gaps),
-        gaps=gaps,
-        returns=returns,
-        initial_states=starts,
-        calibration=agent.calibration.to_dict(),
-        wall_time=wall,
-        agent=agent.label,
-        env=getattr(env, "name", None) or type(env).__name__,
-        seed=seed,
-        policy_changes=int(state.policy_changes),
-    )
-
-
-def _episodes_left(agent: Agent, episodes: int | None) -> int:
-    left = agent.K - agent.k
-    K = left if episodes is None else check_episodes(episodes)
-    if left < K:
-        raise ValueError(
-            f"{agent.label} is calibrated for {agent.K} episodes and has run {agent.k}: "
-            f"{left} remain, cannot run {K}"
-        )
-    return K
+    step = lambda u: agent._core.run(state, u)  # noqa: E731
+    res = _run_users(agent, env.H + 1, step, episodes, seed, callback, progress)
+    res.env = getattr(env, "name", None) or type(env).__name__
+    res.policy_changes = int(state.policy_changes)
+    return res
 
 
 def _run_bandit(
@@ -147,21 +111,38 @@ def _run_bandit(
     """`run` on a contextual bandit: per user two uniforms (its context, uniform over the table's
     rows, and its Bernoulli reward); exact regret from the bandit's means."""
     agent.check_env(env)
-    K = _episodes_left(agent, episodes)
+    means = np.ascontiguousarray(env.means)
+    res = _run_users(agent, 2, lambda u: agent._core.run(means, u), episodes, seed, callback, progress)
+    res.env = env.name
+    res.policy_changes = int(agent._core.releases)
+    return res
+
+
+def _run_users(
+    agent: Agent, width: int, call: Callable, episodes: int | None, seed: Any, callback: Any, progress: Any
+) -> RunResult:
+    """The users of a run in blocks of ~0.2 s of work, each one Rust ``call(uniforms)`` on a
+    (users, width) block of the environment stream's uniforms."""
+    left = agent.K - agent.k
+    K = left if episodes is None else check_episodes(episodes)
+    if left < K:
+        raise ValueError(
+            f"{agent.label} is calibrated for {agent.K} episodes and has run {agent.k}: "
+            f"{left} remain, cannot run {K}"
+        )
     rng = np.random.default_rng(seed)
     gaps, returns = np.empty(K), np.empty(K)
     starts = np.empty(K, dtype=np.int64)
     pbar = bar(K, agent.label, progress)
-    means = np.ascontiguousarray(env.means)
     t0 = time.perf_counter()
     done, cum, block = 0, 0.0, 256
     try:
         while done < K:
             n = min(block, K - done)
-            u = rng.random((n, 2))
+            u = rng.random((n, width))
             tb = time.perf_counter()
             try:
-                g, r, s = agent._core.run(means, u)
+                g, r, s = call(u)
             finally:
                 agent._sync_guards()
             gaps[done : done + n], returns[done : done + n], starts[done : done + n] = g, r, s
@@ -183,32 +164,10 @@ def _run_bandit(
         calibration=agent.calibration.to_dict(),
         wall_time=time.perf_counter() - t0,
         agent=agent.label,
-        env=env.name,
+        env="",
         seed=seed,
-        policy_changes=int(agent._core.releases),
+        policy_changes=0,
     )
-
-
-def _blocks(agent: Agent, state: Any, rng: Any, H: int, K: int, out: tuple, callback: Any, pbar: Any) -> None:
-    """The users of a run in blocks of ~0.2 s of work (each one call into Rust)."""
-    gaps, returns, starts = out
-    done, cum, block = 0, 0.0, 256
-    while done < K:
-        n = min(block, K - done)
-        u = rng.random((n, H + 1))
-        tb = time.perf_counter()
-        try:
-            g, r, s = agent._core.run(state, u)
-        finally:
-            agent._sync_guards()
-        gaps[done : done + n], returns[done : done + n], starts[done : done + n] = g, r, s
-        if callback is not None:
-            cum += float(g.sum())
-            callback(done + n, cum)
-        if pbar is not None:
-            pbar.update(n)
-        done += n
-        block = _next_block(block, n, time.perf_counter() - tb)
 
 
 def _next_block(block: int, n: int, seconds: float) -> int:
