@@ -369,6 +369,26 @@ def test_bundled_demo_config_is_valid(capsys):
     assert defaults and all(set(a) <= {"algorithm", "privacy", "epsilons"} for a in defaults)
 
 
+def test_bundled_bandit_demo_config_runs(capsys, tmp_path):
+    """`privrl demo --bandit`: LinUCB on digits (the registry's ClassificationBandit), the defaults
+    at every epsilon, run end to end here on a short horizon."""
+    pytest.importorskip("sklearn")
+    from privrl.experiment import run_sweep
+    from privrl.experiment.parsing import _tomllib
+
+    assert main(["demo", "--bandit", "--print-config"]) == 0
+    raw = _tomllib().loads(capsys.readouterr().out)
+    assert [s["env"] for s in raw["study"]] == [
+        {"name": "ClassificationBandit", "dataset": "digits", "seed": 0}
+    ]
+    raw["study"][0]["episodes"] = 300
+    raw["seeds"] = 1
+    cfg = build_config(raw)
+    assert {r.epsilon for r in cfg.runs()} == {float("inf"), 10.0, 1.0, 0.1}
+    df, _ = run_sweep(cfg, tmp_path / "out", progress=False)
+    assert len(df) and df["regret"].between(0, 300).all()
+
+
 def test_help_and_kernel_tour(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["--help"])
