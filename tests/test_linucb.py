@@ -308,3 +308,33 @@ def test_every_mechanism_sampler_and_calibration_runs_within_its_target(privacy)
     assert rep["within_target"]["tight"] and rep["mechanism"] == ag.calibration.mechanism
     if privacy.calibration == "paper":  # Cor. 1's argument at H = 1 certifies its own noise
         assert rep["within_target"]["paper"]
+
+
+def test_live_context_vectors_match_the_table():
+    """choose(x) / update(x, a, r) with a context vector (a live user) act and learn exactly as the
+    table's index does; a vector outside the ball is clipped and counted at the intake."""
+    env = blobs()
+    a = LinUCB(
+        env, JointDP(1.0, 1e-5), episodes=100, seed=2, ties="lowest", exploration="optimism", schedule=5
+    )
+    b = LinUCB(
+        env, JointDP(1.0, 1e-5), episodes=100, seed=2, ties="lowest", exploration="optimism", schedule=5
+    )
+    rng = np.random.default_rng(3)
+    for _ in range(40):
+        s = int(rng.integers(env.S))
+        x = env.contexts[s].copy()
+        assert a.act(s) == b.choose(x)
+        arm, r = int(rng.integers(env.A)), float(rng.integers(2))
+        a.update(s, arm, r)
+        b.update(x, arm, r)
+    np.testing.assert_array_equal(a.release().weights, b.release().weights)
+    from privrl.agents import SensitivityWarning
+
+    with pytest.warns(SensitivityWarning):
+        b.update(3.0 * env.contexts[0], 0, 1.0)
+    assert b.clip_count == 1
+    with pytest.raises(ShapeError):
+        b.choose(np.ones(env.p + 1))
+    with pytest.raises(NonFiniteError):
+        b.update(np.full(env.p, np.nan), 0, 1.0)

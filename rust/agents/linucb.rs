@@ -195,9 +195,14 @@ impl LinUcb {
 
     /// Per-arm (mean, width) of context `s` on the current billboard.
     pub fn scores(&mut self, s: usize, out: &mut [f64]) {
+        let x = self.context(s).to_vec();
+        self.scores_x(&x, out);
+    }
+
+    /// Per-arm (mean, width) of the context vector `x` (length p, `||x|| <= 1`).
+    pub fn scores_x(&mut self, x: &[f64], out: &mut [f64]) {
         let (p, pp) = (self.p, self.p * self.p);
         self.work.resize(p, 0.0);
-        let x = &self.contexts[s * p..(s + 1) * p];
         for a in 0..self.arms {
             let inv = &self.inverse[a * pp..(a + 1) * pp];
             let g = &mut self.work;
@@ -214,8 +219,24 @@ impl LinUcb {
 
     /// The arm the user with context `s` plays.
     pub fn action(&mut self, s: usize) -> usize {
+        let x = self.context(s).to_vec();
+        self.action_x(&x)
+    }
+
+    /// The arm the user with the context vector `x` plays (`x` clipped to the guard's bound).
+    pub fn action_x(&mut self, x: &[f64]) -> usize {
+        let mut xs = x.to_vec();
+        // a context outside the ball is projected on it, as the intake would (not counted here:
+        // acting releases nothing)
+        let loose = Guard {
+            reject: false,
+            ..self.guard
+        };
+        if loose.apply(&mut xs, self.p, None).is_err() {
+            return 0;
+        }
         let mut sc = vec![0.0; 2 * self.arms];
-        self.scores(s, &mut sc);
+        self.scores_x(&xs, &mut sc);
         let mut best = f64::NEG_INFINITY;
         let mut ties = 0usize;
         let mut idx = vec![0.0; self.arms];
@@ -251,10 +272,25 @@ impl LinUcb {
     /// The user of context `s` played arm `a` and got reward `r`: through the privacy model to
     /// the server (and the next billboard at a batch end).
     pub fn observe(&mut self, s: usize, a: usize, r: f64) -> CoreResult<()> {
-        if s >= self.n || a >= self.arms {
+        if s >= self.n {
             return Err(CoreError::Shape(format!(
-                "context {s} / arm {a} out of range (n = {}, arms = {})",
-                self.n, self.arms
+                "context {s} out of range (n = {})",
+                self.n
+            )));
+        }
+        let x = self.context(s).to_vec();
+        self.observe_x(&x, a, r)
+    }
+
+    /// The user of context vector `x` played arm `a` and got reward `r` (`x` and `r` through the
+    /// guard: clipped and counted, or refused).
+    pub fn observe_x(&mut self, x: &[f64], a: usize, r: f64) -> CoreResult<()> {
+        if x.len() != self.p || a >= self.arms {
+            return Err(CoreError::Shape(format!(
+                "context of length {} / arm {a} out of range (p = {}, arms = {})",
+                x.len(),
+                self.p,
+                self.arms
             )));
         }
         if self.k >= self.episodes {
@@ -264,7 +300,7 @@ impl LinUcb {
             )));
         }
         let mut y = [r];
-        let mut xs = self.context(s).to_vec();
+        let mut xs = x.to_vec();
         let bad = self.guard.apply(&mut xs, self.p, Some(&mut y))? as u64;
         let r = y[0];
         let (p, pp) = (self.p, self.p * self.p);

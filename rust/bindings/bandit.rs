@@ -2,7 +2,9 @@
 //! one call per user (`action`, `observe`) or per block of users (`run`, GIL released).
 
 use numpy::PyUntypedArrayMethods;
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray2};
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
+};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -138,6 +140,30 @@ impl PyLinUcb {
             )));
         }
         Ok(self.inner.action(s))
+    }
+
+    /// The arm of the user with the context vector `x` (length p).
+    fn action_x(&mut self, x: PyReadonlyArray1<'_, f64>) -> PyResult<usize> {
+        let x = contiguous("x", x.as_slice())?;
+        if x.len() != self.inner.p || crate::errors::any_non_finite(x) {
+            return Err(PyValueError::new_err(format!(
+                "a context must be {} finite numbers",
+                self.inner.p
+            )));
+        }
+        Ok(self.inner.action_x(x))
+    }
+
+    /// The user of context vector `x` played arm `a` and got reward `r`.
+    fn observe_x(
+        &mut self,
+        py: Python<'_>,
+        x: PyReadonlyArray1<'_, f64>,
+        a: usize,
+        r: f64,
+    ) -> PyResult<()> {
+        let x = contiguous("x", x.as_slice())?;
+        self.inner.observe_x(x, a, r).py_ok(py)
     }
 
     /// Per arm (mean, width) of context `s` on the current billboard.

@@ -183,14 +183,34 @@ class LinUCB(Agent):
         s, a, r = self._check_trajectory(trajectory)
         self.update(int(s[0]), int(a[0]), float(r[0]))
 
+    def choose(self, x: Any) -> int:
+        """The arm for a context vector ``x`` of length p that need not be in the table (a live
+        user): projected on ``||x|| <= 1`` as the intake would, scored on the current billboard
+        (under sampling with fresh draws)."""
+        return int(self._core.action_x(self._context_vector(x)))
+
     def update(self, context: Any, arm: Any, reward: float) -> None:
-        """The user of context index ``context`` played ``arm`` and got ``reward``."""
+        """The user of ``context`` (an index into the table, or a context vector of length p)
+        played ``arm`` and got ``reward``; the context and reward go through the sensitivity
+        guard (``||x|| <= 1``, ``r`` in [0, 1]: clipped and counted, or refused)."""
         if self.k >= self.K:
             self._check_trajectory(Trajectory(np.zeros(2, np.int64), np.zeros(1, np.int64), np.zeros(1)))
-        for name, v, hi in (("context", context, self.S), ("arm", arm, self.A)):
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or not 0 <= int(v) < hi:
-                raise ShapeError(f"{name} must be an integer in [0, {hi}), got {v!r}")
+        if not isinstance(arm, (int, np.integer)) or isinstance(arm, bool) or not 0 <= int(arm) < self.A:
+            raise ShapeError(f"arm must be an integer in [0, {self.A}), got {arm!r}")
         if not math.isfinite(reward):
             raise NonFiniteError("reward must be finite")
-        self._core.observe(int(context), int(arm), float(reward))
+        if isinstance(context, (int, np.integer)) and not isinstance(context, bool):
+            if not 0 <= int(context) < self.S:
+                raise ShapeError(f"context must be an index in [0, {self.S}) or a vector, got {context!r}")
+            self._core.observe(int(context), int(arm), float(reward))
+        else:
+            self._core.observe_x(self._context_vector(context), int(arm), float(reward))
         self._sync_guards()
+
+    def _context_vector(self, x: Any) -> np.ndarray:
+        v = np.ascontiguousarray(x, dtype=np.float64)
+        if v.shape != (self.p,):
+            raise ShapeError(f"a context vector must have shape ({self.p},), got {v.shape}")
+        if not np.isfinite(v).all():
+            raise NonFiniteError("a context vector must be finite")
+        return v
