@@ -13,7 +13,7 @@ use crate::continual::{
     PrefixMechanism, MAX_BLT_BUFFERS, MAX_COEFFICIENTS,
 };
 use crate::errors::{CoreError, CoreResult};
-use crate::noise::{ExactSum, Innovations, NodeNoise, NodeShape, LATTICE_LIMIT};
+use crate::noise::{round_half_even, ExactSum, Innovations, NodeNoise, NodeShape, LATTICE_LIMIT};
 use std::sync::OnceLock;
 
 /// BLT parameters `(theta, omega)` for horizon T and `buffers` buffers.
@@ -200,20 +200,27 @@ impl Blt {
     /// `self.leaf`, `x_t` = the packed leaf (None: a zero leaf). Nothing else changes, so a leaf
     /// whose encoding leaves the exact lattice range is refused before any state moves.
     fn encode(&mut self, leaf: Option<&[f64]>, unit: f64) -> CoreResult<()> {
-        for k in 0..self.leaf.len() {
-            let x = leaf.map_or(0.0, |l| l[k]);
-            let mut e = x;
-            for (s, w) in self.enc.iter().zip(&self.omega) {
-                e += w * s[k];
+        // e = x + sum_i omega_i s_i, summed in that order for every entry; buffer by buffer so
+        // that each pass is a contiguous loop
+        let e = &mut self.leaf;
+        match leaf {
+            Some(l) => e.copy_from_slice(l),
+            None => e.iter_mut().for_each(|v| *v = 0.0),
+        }
+        for (s, w) in self.enc.iter().zip(&self.omega) {
+            for (v, sv) in e.iter_mut().zip(s) {
+                *v += w * sv;
             }
-            let r = (e / unit).round_ties_even();
+        }
+        for v in e.iter_mut() {
+            let r = round_half_even(*v / unit);
             if r.is_nan() || r.abs() > LATTICE_LIMIT {
                 return Err(CoreError::InvalidParameter(format!(
-                    "leaf: encoded value {e} leaves the exact range of the noise lattice (grid \
+                    "leaf: encoded value {v} leaves the exact range of the noise lattice (grid \
                      {unit:e}, up to 2^52 grid steps); use a larger noise scale or fewer grid bits"
                 )));
             }
-            self.leaf[k] = r;
+            *v = r;
         }
         Ok(())
     }
@@ -281,20 +288,6 @@ impl Blt {
             &mut self.z,
         );
         Ok(())
-    }
-
-    /// Discrete noise: the release `unit * A C^{-1} y` (the decoded integer stream alone).
-    fn discrete_release(&self, unit: f64) -> Vec<f64> {
-        let mut out = vec![0.0; self.shape.len()];
-        let scaled: Vec<f64> = self.yacc.iter().map(|a| a * unit).collect();
-        self.innov.packing.unpack(&scaled, &mut out);
-        out
-    }
-
-    fn noise_full(&self) -> Vec<f64> {
-        let mut out = vec![0.0; self.shape.len()];
-        self.innov.packing.unpack(&self.acc, &mut out);
-        out
     }
 
     /// Encoder coefficient c_j (c_0 = 1).
@@ -393,12 +386,11 @@ fn decode_step(
     acc: &mut [f64],
     x: &mut [f64],
 ) {
-    for (k, v) in x.iter_mut().enumerate() {
-        let mut u = *v;
-        for (s, w) in state.iter().zip(omega) {
-            u -= w * s[k];
+    // every entry subtracts the buffers in order i = 0, 1, ..; buffer by buffer (contiguous)
+    for (s, w) in state.iter().zip(omega) {
+        for (v, sv) in x.iter_mut().zip(s) {
+            *v -= w * sv;
         }
-        *v = u;
     }
     for (s, th) in state.iter_mut().zip(theta) {
         for (sv, v) in s.iter_mut().zip(x.iter()) {
@@ -453,17 +445,22 @@ impl PrefixMechanism for Blt {
     fn noise_into(&self, out: &mut [f64]) -> CoreResult<()> {
         // the decoded noise A C^{-1} z (lattice units for a discrete sampler): what the release
         // adds to the exact sum, up to the decoded rounding of the encoder form
-        self.exact.noise_into(Some(&self.noise_full()), out)
+        crate::errors::check_len("release buffer", out.len(), self.shape.len())?;
+        self.innov.packing.unpack(&self.acc, out);
+        self.exact.noise_in_place(out);
+        Ok(())
     }
     fn release_into(&self, out: &mut [f64]) -> CoreResult<()> {
+        crate::errors::check_len("release buffer", out.len(), self.shape.len())?;
         match self.unit {
-            None => self.exact.release_into(Some(&self.noise_full()), out),
-            Some(u) => {
-                crate::errors::check_len("release buffer", out.len(), self.shape.len())?;
-                out.copy_from_slice(&self.discrete_release(u));
-                Ok(())
+            None => {
+                self.innov.packing.unpack(&self.acc, out);
+                self.exact.release_in_place(out);
             }
+            // the release `unit * A C^{-1} y`: the decoded integer stream alone
+            Some(u) => self.innov.packing.unpack_scaled(&self.yacc, u, out),
         }
+        Ok(())
     }
     fn exact_sum(&self) -> Vec<f64> {
         self.exact.value()
