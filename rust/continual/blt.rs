@@ -205,27 +205,20 @@ impl Blt {
     /// `self.leaf`, `x_t` = the packed leaf (None: a zero leaf). Nothing else changes, so a leaf
     /// whose encoding leaves the exact lattice range is refused before any state moves.
     fn encode(&mut self, leaf: Option<&[f64]>, unit: f64) -> CoreResult<()> {
-        // e = x + sum_i omega_i s_i, summed in that order for every entry; buffer by buffer so
-        // that each pass is a contiguous loop
-        let e = &mut self.leaf;
-        match leaf {
-            Some(l) => e.copy_from_slice(l),
-            None => e.iter_mut().for_each(|v| *v = 0.0),
-        }
-        for (s, w) in self.enc.iter().zip(&self.omega) {
-            for (v, sv) in e.iter_mut().zip(s) {
-                *v += w * sv;
+        // e = x + sum_i omega_i s_i, summed in that order, one entry at a time (in a register)
+        for k in 0..self.leaf.len() {
+            let mut e = leaf.map_or(0.0, |l| l[k]);
+            for (s, w) in self.enc.iter().zip(&self.omega) {
+                e += w * s[k];
             }
-        }
-        for v in e.iter_mut() {
-            let r = round_half_even(*v / unit);
+            let r = round_half_even(e / unit);
             if r.is_nan() || r.abs() > LATTICE_LIMIT {
                 return Err(CoreError::InvalidParameter(format!(
-                    "leaf: encoded value {v} leaves the exact range of the noise lattice (grid \
+                    "leaf: encoded value {e} leaves the exact range of the noise lattice (grid \
                      {unit:e}, up to 2^52 grid steps); use a larger noise scale or fewer grid bits"
                 )));
             }
-            *v = r;
+            self.leaf[k] = r;
         }
         Ok(())
     }
@@ -272,35 +265,15 @@ impl Blt {
         if self.unit.is_some() {
             // the release decodes y = round(C x) + z on its own decoder; the noise's decoder
             // only reports the noise (data-independent, as in the continuous case). Both step
-            // in the same loops (each its own operations, in the same order as alone).
+            // in one pass (each its own operations, in the same order as alone).
             for (v, z) in self.leaf.iter_mut().zip(&self.z) {
                 *v += *z;
             }
-            let (ys, zs) = (&mut self.ystate, &mut self.state);
-            let (y, z) = (&mut self.leaf, &mut self.z);
-            for ((sy, sz), w) in ys.iter().zip(zs.iter()).zip(&self.omega) {
-                for ((vy, vz), (a, b)) in y.iter_mut().zip(z.iter_mut()).zip(sy.iter().zip(sz)) {
-                    *vy -= w * a;
-                    *vz -= w * b;
-                }
-            }
-            for ((sy, sz), th) in ys.iter_mut().zip(zs.iter_mut()).zip(&self.theta) {
-                for ((a, b), (vy, vz)) in
-                    sy.iter_mut().zip(sz.iter_mut()).zip(y.iter().zip(z.iter()))
-                {
-                    *a = th * *a + *vy;
-                    *b = th * *b + *vz;
-                }
-            }
-            for ((ay, az), (vy, vz)) in self
-                .yacc
-                .iter_mut()
-                .zip(self.acc.iter_mut())
-                .zip(y.iter().zip(z.iter()))
-            {
-                *ay += *vy;
-                *az += *vz;
-            }
+            decode_step2(
+                (&self.theta, &self.omega),
+                (&mut self.ystate, &mut self.yacc, &mut self.leaf),
+                (&mut self.state, &mut self.acc, &mut self.z),
+            );
         } else {
             decode_step(
                 &self.theta,
@@ -424,7 +397,8 @@ fn impulse_profile(theta: &[f64], omega: &[f64], n: u64) -> Vec<f64> {
 }
 
 /// One step of the decoder A C^{-1} on the innovation `x` (overwritten by the decoded value):
-/// `x_t = x - sum_i omega_i s_i ; s_i <- theta_i s_i + x_t ; acc += x_t`.
+/// `x_t = x - sum_i omega_i s_i ; s_i <- theta_i s_i + x_t ; acc += x_t`, entry by entry (each
+/// entry's sum in a register, buffers in order).
 fn decode_step(
     theta: &[f64],
     omega: &[f64],
@@ -432,19 +406,41 @@ fn decode_step(
     acc: &mut [f64],
     x: &mut [f64],
 ) {
-    // every entry subtracts the buffers in order i = 0, 1, ..; buffer by buffer (contiguous)
-    for (s, w) in state.iter().zip(omega) {
-        for (v, sv) in x.iter_mut().zip(s) {
-            *v -= w * sv;
+    for (k, (v, a)) in x.iter_mut().zip(acc.iter_mut()).enumerate() {
+        let mut u = *v;
+        for (s, w) in state.iter().zip(omega) {
+            u -= w * s[k];
         }
-    }
-    for (s, th) in state.iter_mut().zip(theta) {
-        for (sv, v) in s.iter_mut().zip(x.iter()) {
-            *sv = th * *sv + *v;
+        for (s, th) in state.iter_mut().zip(theta) {
+            s[k] = th * s[k] + u;
         }
+        *v = u;
+        *a += u;
     }
-    for (a, v) in acc.iter_mut().zip(x.iter()) {
-        *a += *v;
+}
+
+/// Type of one decoder's state, accumulator and innovation.
+type Decoder<'a> = (&'a mut [Vec<f64>], &'a mut [f64], &'a mut [f64]);
+
+/// [`decode_step`] on two decoders with the same parameters at once (the same operations on
+/// each as alone: two independent chains per entry).
+fn decode_step2((theta, omega): (&[f64], &[f64]), a: Decoder<'_>, b: Decoder<'_>) {
+    let (sa, acca, xa) = a;
+    let (sb, accb, xb) = b;
+    for k in 0..xa.len() {
+        let (mut ua, mut ub) = (xa[k], xb[k]);
+        for ((s, t), w) in sa.iter().zip(sb.iter()).zip(omega) {
+            ua -= w * s[k];
+            ub -= w * t[k];
+        }
+        for ((s, t), th) in sa.iter_mut().zip(sb.iter_mut()).zip(theta) {
+            s[k] = th * s[k] + ua;
+            t[k] = th * t[k] + ub;
+        }
+        xa[k] = ua;
+        xb[k] = ub;
+        acca[k] += ua;
+        accb[k] += ub;
     }
 }
 

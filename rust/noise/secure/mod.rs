@@ -241,7 +241,7 @@ impl<'a, R: RngCore + ?Sized> Bits<'a, R> {
     /// One draw of a resolved law (the same draw as [`Bits::discrete_gaussian`] /
     /// [`Bits::discrete_laplace`] with its parameters), as an f64 (exact: |y| < 2^53 for every
     /// law whose draws are not astronomically unlikely beyond that).
-    #[inline]
+    #[inline(always)]
     pub fn draw(&mut self, law: &Law) -> f64 {
         match law {
             Law::Table(t) => t.sample_f64(self),

@@ -296,10 +296,11 @@ impl Table {
 
     /// [`Table::sample`] as an f64 (exact: |y| < 2^60 always, and below 2^53 for every draw
     /// that is not astronomically unlikely).
-    #[inline]
+    #[inline(always)]
     pub fn sample_f64<R: RngCore + ?Sized>(&self, bits: &mut Bits<'_, R>) -> f64 {
         let (m, negative) = self.sample_parts(bits);
-        let y = m as f64;
+        // m < 2^60: the signed conversion is exact and cheaper than the unsigned one
+        let y = m as i64 as f64;
         if negative {
             -y
         } else {
