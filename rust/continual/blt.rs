@@ -7,6 +7,9 @@
 //! deterministic function of the integer stream y alone (privacy is that of `round(C x) + z`,
 //! a discrete Gaussian mechanism on lattice data), and its noise has the continuous mechanism's
 //! variance plus the decoded rounding error (at most half a lattice step per encoded entry).
+//! Only y is decoded at every step; the decoded noise `A C^{-1} z` that `noise_into` reports
+//! (data-independent, as in the continuous case) is replayed from the innovation stream when it
+//! is asked for, the same draws and operations, so the same values bit for bit.
 
 use crate::continual::{
     capacity_error, check_common, check_leaf_index, check_profile_len, MechanismKind,
@@ -14,7 +17,7 @@ use crate::continual::{
 };
 use crate::errors::{CoreError, CoreResult};
 use crate::noise::{round_half_even, ExactSum, Innovations, NodeNoise, NodeShape, LATTICE_LIMIT};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// BLT parameters `(theta, omega)` for horizon T and `buffers` buffers.
 ///
@@ -91,17 +94,18 @@ pub struct Blt {
     exact: ExactSum,
     theta: Vec<f64>,
     omega: Vec<f64>,
-    /// `state[i]` = s_i (packed) with s_{t+1} = theta_i s_t + x_t, x = C^{-1} z.
-    state: Vec<Vec<f64>>,
-    /// Running sum of x: the noise of the current release.
+    /// s_i (packed) with s_{t+1} = theta_i s_t + x_t, x = C^{-1} z (continuous noise; zeros
+    /// with a discrete sampler, whose noise decoder is replayed on demand: `replay`).
+    state: Buffers,
+    /// Running sum of x: the noise of the current release (continuous noise).
     acc: Vec<f64>,
     z: Vec<f64>,
     /// Discrete noise only: the lattice unit, and the encoder's states
     /// `enc[i] = sum_{s<t} theta_i^(t-1-s) x_s` (packed) that give `(C x)_t`.
     unit: Option<f64>,
-    enc: Vec<Vec<f64>>,
+    enc: Buffers,
     /// Discrete noise only: the decoder of the released stream y = round(C x) + z.
-    ystate: Vec<Vec<f64>>,
+    ystate: Buffers,
     yacc: Vec<f64>,
     /// Scratch (not state): the encoded and the packed leaf.
     #[serde(skip)]
@@ -116,6 +120,18 @@ pub struct Blt {
     /// is at most `MAX_CACHED_PROFILE` (None: larger, each call doubles).
     #[serde(skip)]
     profile: OnceLock<Option<Vec<f64>>>,
+    /// Discrete noise only: the noise decoder replayed from the stream's start up to the last
+    /// `noise_into` (continued from there by the next call; not state).
+    #[serde(skip)]
+    replay: Mutex<Option<Replay>>,
+}
+
+/// The noise decoder of a discrete BLT, stepped on a second innovation source with the same key.
+struct Replay {
+    innov: Innovations,
+    state: Buffers,
+    acc: Vec<f64>,
+    z: Vec<f64>,
 }
 
 impl Blt {
@@ -165,15 +181,16 @@ impl Blt {
         let innov = Innovations::new(shape, noise, seed);
         let p = innov.packing.packed;
         let unit = noise.lattice_unit(shape)?;
+        let m = theta.len();
         let enc = if unit.is_some() {
-            vec![vec![0.0; p]; theta.len()]
+            Buffers::zeros(m, p)
         } else {
-            Vec::new()
+            Buffers::default()
         };
         let (ystate, yacc) = if unit.is_some() {
-            (vec![vec![0.0; p]; theta.len()], vec![0.0; p])
+            (Buffers::zeros(m, p), vec![0.0; p])
         } else {
-            (Vec::new(), Vec::new())
+            (Buffers::default(), Vec::new())
         };
         Ok(Blt {
             unit,
@@ -187,14 +204,43 @@ impl Blt {
             t: 0,
             exact: ExactSum::for_shape(noise, shape)?,
             innov,
-            state: vec![vec![0.0; p]; theta.len()],
+            state: Buffers::zeros(m, p),
             theta,
             omega,
             acc: vec![0.0; p],
             z: vec![0.0; p],
             blocks: OnceLock::new(),
             profile: OnceLock::new(),
+            replay: Mutex::new(None),
         })
+    }
+
+    /// A restored state whose buffers fit its parameters and node (the per-entry loops index
+    /// them); an error for anything else (corrupt bytes that still decode).
+    pub(crate) fn checked(self) -> CoreResult<Self> {
+        let (m, p) = (self.theta.len(), self.innov.packing.packed);
+        let discrete = self.unit.is_some();
+        let fits = |b: &Buffers, on: bool| {
+            if on {
+                b.m == m && b.p == p && b.v.len() == m * p
+            } else {
+                b.v.is_empty()
+            }
+        };
+        let ok = m >= 1
+            && self.omega.len() == m
+            && fits(&self.state, true)
+            && fits(&self.enc, discrete)
+            && fits(&self.ystate, discrete)
+            && self.acc.len() == p
+            && self.z.len() == p
+            && self.yacc.len() == if discrete { p } else { 0 };
+        if !ok {
+            return Err(CoreError::InvalidParameter(
+                "not a saved blt state: its buffers do not fit its parameters".into(),
+            ));
+        }
+        Ok(self)
     }
 
     pub fn parameters(&self) -> (&[f64], &[f64]) {
@@ -208,8 +254,8 @@ impl Blt {
         // e = x + sum_i omega_i s_i, summed in that order, one entry at a time (in a register)
         for k in 0..self.leaf.len() {
             let mut e = leaf.map_or(0.0, |l| l[k]);
-            for (s, w) in self.enc.iter().zip(&self.omega) {
-                e += w * s[k];
+            for (sv, w) in self.enc.entry(k).iter().zip(&self.omega) {
+                e += w * sv;
             }
             let r = round_half_even(e / unit);
             if r.is_nan() || r.abs() > LATTICE_LIMIT {
@@ -225,9 +271,10 @@ impl Blt {
 
     /// The encoder states after `x_t` (discrete noise only).
     fn advance_encoder(&mut self, leaf: Option<&[f64]>) {
-        for (s, th) in self.enc.iter_mut().zip(&self.theta) {
-            for (k, sv) in s.iter_mut().enumerate() {
-                *sv = th * *sv + leaf.map_or(0.0, |l| l[k]);
+        for k in 0..self.enc.p {
+            let x = leaf.map_or(0.0, |l| l[k]);
+            for (sv, th) in self.enc.entry_mut(k).iter_mut().zip(&self.theta) {
+                *sv = th * *sv + x;
             }
         }
     }
@@ -263,16 +310,17 @@ impl Blt {
         self.t += 1;
         self.innov.draw(&mut self.z);
         if self.unit.is_some() {
-            // the release decodes y = round(C x) + z on its own decoder; the noise's decoder
-            // only reports the noise (data-independent, as in the continuous case). Both step
-            // in one pass (each its own operations, in the same order as alone).
+            // the release decodes y = round(C x) + z alone; the noise's decoder is replayed
+            // when asked for (`noise_into`)
             for (v, z) in self.leaf.iter_mut().zip(&self.z) {
                 *v += *z;
             }
-            decode_step2(
-                (&self.theta, &self.omega),
-                (&mut self.ystate, &mut self.yacc, &mut self.leaf),
-                (&mut self.state, &mut self.acc, &mut self.z),
+            decode_step(
+                &self.theta,
+                &self.omega,
+                &mut self.ystate,
+                &mut self.yacc,
+                &mut self.leaf,
             );
         } else {
             decode_step(
@@ -399,48 +447,75 @@ fn impulse_profile(theta: &[f64], omega: &[f64], n: u64) -> Vec<f64> {
 /// One step of the decoder A C^{-1} on the innovation `x` (overwritten by the decoded value):
 /// `x_t = x - sum_i omega_i s_i ; s_i <- theta_i s_i + x_t ; acc += x_t`, entry by entry (each
 /// entry's sum in a register, buffers in order).
-fn decode_step(
-    theta: &[f64],
-    omega: &[f64],
-    state: &mut [Vec<f64>],
-    acc: &mut [f64],
-    x: &mut [f64],
-) {
+fn decode_step(theta: &[f64], omega: &[f64], state: &mut Buffers, acc: &mut [f64], x: &mut [f64]) {
     for (k, (v, a)) in x.iter_mut().zip(acc.iter_mut()).enumerate() {
+        let row = state.entry_mut(k);
         let mut u = *v;
-        for (s, w) in state.iter().zip(omega) {
-            u -= w * s[k];
+        for (sv, w) in row.iter().zip(omega) {
+            u -= w * sv;
         }
-        for (s, th) in state.iter_mut().zip(theta) {
-            s[k] = th * s[k] + u;
+        for (sv, th) in row.iter_mut().zip(theta) {
+            *sv = th * *sv + u;
         }
         *v = u;
         *a += u;
     }
 }
 
-/// Type of one decoder's state, accumulator and innovation.
-type Decoder<'a> = (&'a mut [Vec<f64>], &'a mut [f64], &'a mut [f64]);
+/// `m` buffers of `p` packed entries, held entry-major (`v[k * m + i]`: the m buffers of entry
+/// k side by side, for the per-entry loops above) and saved buffer-major, as the `Vec<Vec<f64>>`
+/// of m vectors of p entries they were held in before, so saved states read as they did.
+#[derive(Debug, Clone, Default)]
+struct Buffers {
+    m: usize,
+    p: usize,
+    v: Vec<f64>,
+}
 
-/// [`decode_step`] on two decoders with the same parameters at once (the same operations on
-/// each as alone: two independent chains per entry).
-fn decode_step2((theta, omega): (&[f64], &[f64]), a: Decoder<'_>, b: Decoder<'_>) {
-    let (sa, acca, xa) = a;
-    let (sb, accb, xb) = b;
-    for k in 0..xa.len() {
-        let (mut ua, mut ub) = (xa[k], xb[k]);
-        for ((s, t), w) in sa.iter().zip(sb.iter()).zip(omega) {
-            ua -= w * s[k];
-            ub -= w * t[k];
+impl Buffers {
+    fn zeros(m: usize, p: usize) -> Self {
+        Buffers {
+            m,
+            p,
+            v: vec![0.0; m * p],
         }
-        for ((s, t), th) in sa.iter_mut().zip(sb.iter_mut()).zip(theta) {
-            s[k] = th * s[k] + ua;
-            t[k] = th * t[k] + ub;
+    }
+
+    /// Entry k of every buffer.
+    #[inline]
+    fn entry(&self, k: usize) -> &[f64] {
+        &self.v[k * self.m..(k + 1) * self.m]
+    }
+
+    #[inline]
+    fn entry_mut(&mut self, k: usize) -> &mut [f64] {
+        &mut self.v[k * self.m..(k + 1) * self.m]
+    }
+}
+
+impl serde::Serialize for Buffers {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let nested: Vec<Vec<f64>> = (0..self.m)
+            .map(|i| (0..self.p).map(|k| self.v[k * self.m + i]).collect())
+            .collect();
+        nested.serialize(ser)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Buffers {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        let nested = Vec::<Vec<f64>>::deserialize(de)?;
+        let (m, p) = (nested.len(), nested.first().map_or(0, Vec::len));
+        if nested.iter().any(|b| b.len() != p) {
+            return Err(serde::de::Error::custom("BLT buffers of unequal lengths"));
         }
-        xa[k] = ua;
-        xb[k] = ub;
-        acca[k] += ua;
-        accb[k] += ub;
+        let mut v = vec![0.0; m * p];
+        for (i, b) in nested.iter().enumerate() {
+            for (k, x) in b.iter().enumerate() {
+                v[k * m + i] = *x;
+            }
+        }
+        Ok(Buffers { m, p, v })
     }
 }
 
@@ -488,7 +563,24 @@ impl PrefixMechanism for Blt {
         // the decoded noise A C^{-1} z (lattice units for a discrete sampler): what the release
         // adds to the exact sum, up to the decoded rounding of the encoder form
         crate::errors::check_len("release buffer", out.len(), self.shape.len())?;
-        self.innov.packing.unpack(&self.acc, out);
+        if self.unit.is_none() {
+            self.innov.packing.unpack(&self.acc, out);
+        } else {
+            // replayed: the same key, the same draws, the same decoder steps as the mechanism's
+            // own stream, from where the last call stopped (O(t) once over the whole run)
+            let mut guard = self.replay.lock().unwrap_or_else(|e| e.into_inner());
+            let r = guard.get_or_insert_with(|| Replay {
+                innov: Innovations::new(self.shape, self.innov.noise, self.innov.rng.get_seed()),
+                state: Buffers::zeros(self.theta.len(), self.innov.packing.packed),
+                acc: vec![0.0; self.innov.packing.packed],
+                z: vec![0.0; self.innov.packing.packed],
+            });
+            while r.innov.drawn < self.innov.drawn {
+                r.innov.draw(&mut r.z);
+                decode_step(&self.theta, &self.omega, &mut r.state, &mut r.acc, &mut r.z);
+            }
+            self.innov.packing.unpack(&r.acc, out);
+        }
         self.exact.noise_in_place(out);
         Ok(())
     }
@@ -582,6 +674,7 @@ impl PrefixMechanism for Blt {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::continual::restore_mechanism;
 
     fn seed(b: u8) -> [u8; 32] {
         [b; 32]
@@ -628,6 +721,69 @@ mod tests {
             }
             assert_eq!(m.variance_factor(0), 0.0);
         }
+    }
+
+    /// Discrete BLT: the noise decoder replayed on demand is the one the mechanism used to step
+    /// with every leaf (here: a continuous-form decoder of the same integer draws), whatever the
+    /// data and however often it is asked for; saved states keep their buffer-major layout.
+    #[test]
+    fn discrete_blt_replayed_noise_and_saved_layout() {
+        let dg = NodeNoise::DiscreteGaussian {
+            sigma: 2.0,
+            grid_bits: 10,
+        };
+        let shape = NodeShape::SymMatrix {
+            d: 3,
+            divisor: std::f64::consts::SQRT_2,
+        };
+        let (cap, seed) = (300u64, [4u8; 32]);
+        let mut with_data = Blt::new(shape, dg, cap, seed, 8).unwrap();
+        let mut zeros = Blt::new(shape, dg, cap, seed, 8).unwrap();
+        // the decoder of the same draws, stepped by hand
+        let mut innov = Innovations::new(shape, dg, seed);
+        let (m, p) = (with_data.theta.len(), 6);
+        let (mut st, mut acc, mut z) = (Buffers::zeros(m, p), vec![0.0; p], vec![0.0; p]);
+        let unit = dg.lattice_unit(shape).unwrap().unwrap();
+        let (mut a, mut b) = ([0.0; 9], [0.0; 9]);
+        for t in 1..=cap {
+            let x = t as f64 * 0.01;
+            with_data
+                .push(&[x, 0.5, -x, 0.5, 1.0, 0.0, -x, 0.0, 2.0])
+                .unwrap();
+            zeros.push_zero().unwrap();
+            innov.draw(&mut z);
+            decode_step(
+                &with_data.theta,
+                &with_data.omega,
+                &mut st,
+                &mut acc,
+                &mut z,
+            );
+            if t % 37 == 0 || t == cap {
+                with_data.noise_into(&mut a).unwrap();
+                let mut want = [0.0; 9];
+                innov.packing.unpack(&acc, &mut want);
+                want.iter_mut().for_each(|v| *v *= unit);
+                assert_eq!(a, want, "t {t}");
+            }
+        }
+        zeros.noise_into(&mut b).unwrap(); // asked once, at the end
+        assert_eq!(a, b);
+        // saved as m buffer vectors of p packed entries (the layout before entry-major storage)
+        let nested: Vec<Vec<f64>> = (0..m)
+            .map(|i| (0..p).map(|k| with_data.enc.v[k * m + i]).collect())
+            .collect();
+        assert_eq!(
+            bincode::serialize(&with_data.enc).unwrap(),
+            bincode::serialize(&nested).unwrap()
+        );
+        let back = restore_mechanism("blt", &with_data.to_state().unwrap()).unwrap();
+        let (mut r1, mut r2) = ([0.0; 9], [0.0; 9]);
+        back.release_into(&mut r1).unwrap();
+        with_data.release_into(&mut r2).unwrap();
+        assert_eq!(r1, r2);
+        back.noise_into(&mut r1).unwrap();
+        assert_eq!(r1, a);
     }
 
     /// Discrete BLT: the release decodes round(C x) + z; its noise has the continuous
