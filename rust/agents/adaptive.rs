@@ -20,8 +20,9 @@
 //! V_{h+1} over one pair's support seen in the users' plans so far (public: computed from
 //! billboards), `sigma_max` before the first plan.
 
-use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
+
+use crate::kernels::eigen::sym_eigen;
 
 /// The adaptive rule's constants (functions of H and d, `privrl.privacy.adaptive`).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -85,34 +86,51 @@ impl AdaptiveSpec {
         let sig = self.sigma(spread);
         let lam = self.lam(sig, n.distance);
         let base = lam + n.shift_mult * n.upsilon;
-        let m = DMatrix::from_fn(d, d, |i, j| {
-            0.5 * (gram[i * d + j] + gram[j * d + i]) + if i == j { base } else { 0.0 }
-        });
-        let eig = m.symmetric_eigen();
-        let (ev, v) = (&eig.eigenvalues, &eig.eigenvectors);
+        // M, V (eigenvectors as columns, row-major), ev, a, mean, rstd, bias: on the stack for
+        // the usual small d (this runs for every step of every release)
+        let need = 2 * d * d + 5 * d;
+        let (mut stack, mut heap) = ([0.0f64; 256], Vec::new());
+        let buf: &mut [f64] = if need <= stack.len() {
+            &mut stack[..need]
+        } else {
+            heap.resize(need, 0.0);
+            &mut heap
+        };
+        let (m, rest) = buf.split_at_mut(d * d);
+        let (v, rest) = rest.split_at_mut(d * d);
+        let (ev, rest) = rest.split_at_mut(d);
+        let (a, rest) = rest.split_at_mut(d);
+        let (mean, rest) = rest.split_at_mut(d);
+        let (rstd, bias) = rest.split_at_mut(d);
+        for i in 0..d {
+            for j in 0..d {
+                m[i * d + j] =
+                    0.5 * (gram[i * d + j] + gram[j * d + i]) + if i == j { base } else { 0.0 };
+            }
+        }
+        sym_eigen(m, d, ev, v);
+        let v = |k: usize, i: usize| v[k * d + i];
         let nu2 = n.s_v * n.s_v + 2.0 * n.s_m * n.s_m * n.c_w * n.c_w;
         let s2 = sig * sig;
-        let (mut a, mut mean, mut rstd, mut bias) =
-            (vec![0.0; d], vec![0.0; d], vec![0.0; d], vec![0.0; d]);
         let mut max_lift: f64 = 0.0;
         for i in 0..d {
             a[i] = ev[i].max(lam);
             let lift = a[i] - ev[i];
             max_lift = max_lift.max(lift);
-            let ui: f64 = (0..d).map(|k| v[(k, i)] * target[k]).sum();
-            let ci: f64 = (0..d).map(|k| v[(k, i)] * n.w0[k]).sum();
+            let ui: f64 = (0..d).map(|k| v(k, i) * target[k]).sum();
+            let ci: f64 = (0..d).map(|k| v(k, i) * n.w0[k]).sum();
             mean[i] = (ui + (base + lift) * ci) / a[i];
             rstd[i] = (s2 / a[i] + nu2 / (a[i] * a[i])).sqrt();
             bias[i] = (base + lift) * n.distance / a[i];
         }
         for k in 0..d {
-            out.weights[k] = (0..d).map(|i| v[(k, i)] * mean[i]).sum();
+            out.weights[k] = (0..d).map(|i| v(k, i) * mean[i]).sum();
         }
         for p in 0..d {
             for q in p..d {
                 let mut x = [0.0; 6];
                 for i in 0..d {
-                    let vv = v[(p, i)] * v[(q, i)];
+                    let vv = v(p, i) * v(q, i);
                     x[0] += vv * a[i];
                     x[1] += vv / a[i];
                     x[2] += vv * (rstd[i] + bias[i]).powi(2);

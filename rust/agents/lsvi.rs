@@ -21,7 +21,7 @@ use super::vtr::not_pd;
 use super::{outer, Draw, Episodic, Exploration, Guard, Mechanism, Ties, Trajectory};
 use crate::errors::{check_len, CoreError, CoreResult};
 use crate::kernels::qeval::{group_max, OptimisticQ};
-use crate::kernels::rank_one::{spd_inverse, ShermanMorrison};
+use crate::kernels::rank_one::{spd_inverse_into, ShermanMorrison};
 use crate::noise::{NodeShape, NoiseStream};
 
 mod adaptive;
@@ -589,10 +589,9 @@ impl LsviAgent {
                     for i in 0..d {
                         m[i * d + i] += base;
                     }
-                    let inv = spd_inverse(m, d).map_err(|_| {
+                    spd_inverse_into(m, d, &mut board.inverse[hh * dd..(hh + 1) * dd]).map_err(|_| {
                         not_pd(m, d, hh, users, "the shift c_K + Upsilon, an event of probability <= p/3 under App. D's calibration")
                     })?;
-                    board.inverse[hh * dd..(hh + 1) * dd].copy_from_slice(&inv);
                 }
             }
             Shift::Practical { mult, bounds } => {

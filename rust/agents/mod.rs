@@ -345,16 +345,15 @@ pub(crate) fn psd_factor(m: &[f64], d: usize, out: &mut [f64]) {
         return;
     }
     // the symmetric square root V diag(sqrt(max(ev, 0))) V^T (not triangular, same covariance)
-    let sym = nalgebra::DMatrix::from_fn(d, d, |i, j| 0.5 * (m[i * d + j] + m[j * d + i]));
-    let eig = sym.symmetric_eigen();
+    let sym: Vec<f64> = (0..d * d)
+        .map(|ij| 0.5 * (m[ij] + m[(ij % d) * d + ij / d]))
+        .collect();
+    let (mut ev, mut v) = (vec![0.0; d], vec![0.0; d * d]);
+    crate::kernels::eigen::sym_eigen(&sym, d, &mut ev, &mut v);
     for i in 0..d {
         for j in 0..d {
             out[i * d + j] = (0..d)
-                .map(|k| {
-                    eig.eigenvectors[(i, k)]
-                        * eig.eigenvalues[k].max(0.0).sqrt()
-                        * eig.eigenvectors[(j, k)]
-                })
+                .map(|k| v[i * d + k] * ev[k].max(0.0).sqrt() * v[j * d + k])
                 .sum();
         }
     }

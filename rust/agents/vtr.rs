@@ -29,7 +29,7 @@ use crate::errors::{check_len, CoreError, CoreResult};
 use crate::kernels::mixture::MixtureFeatures;
 use crate::kernels::practical::{floored_release, Floored};
 use crate::kernels::qeval::{group_max, OptimisticQ};
-use crate::kernels::rank_one::{batched_matvec, min_eigenvalue, spd_inverse, ShermanMorrison};
+use crate::kernels::rank_one::{batched_matvec, min_eigenvalue, spd_inverse_into, ShermanMorrison};
 use crate::kernels::variance::{sigma_bar, VarianceInputs};
 use crate::noise::NoiseStream;
 
@@ -94,6 +94,9 @@ pub struct Randomizer {
     pub matrix: NoiseStream,
     pub vector: NoiseStream,
     pub divisor: f64,
+    /// The buffers the last messages' (X, y) came in, reused for the next messages (not state).
+    #[serde(skip)]
+    pub spare: (Vec<f64>, Vec<f64>),
 }
 
 /// Where a user's statistics enter the privacy model: the guard (JDP, LDP) and, under LDP, the
@@ -639,8 +642,8 @@ fn release(
                 for i in 0..d {
                     m[i * d + i] += spec.base;
                 }
-                let inv = spd_inverse(m, d).map_err(|_| not_pd(m, d, hh, t, &spec.shift_name))?;
-                board.inverse[hh * dd..(hh + 1) * dd].copy_from_slice(&inv);
+                spd_inverse_into(m, d, &mut board.inverse[hh * dd..(hh + 1) * dd])
+                    .map_err(|_| not_pd(m, d, hh, t, &spec.shift_name))?;
             }
             batched_matvec(&board.inverse, &w.sums, d, &mut board.weights)?;
         }

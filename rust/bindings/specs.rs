@@ -295,6 +295,7 @@ pub(super) fn regression(
                     matrix: NoiseStream::new(lm, seed32(n.seeds[0].clone())?).py_ok(py)?,
                     vector: NoiseStream::new(lv, seed32(n.seeds[1].clone())?).py_ok(py)?,
                     divisor: n.divisor,
+                    spare: Default::default(),
                 }),
             )
         }

@@ -103,12 +103,6 @@ impl Factorization {
         }
         Ok(())
     }
-
-    fn noise_full(&self) -> Vec<f64> {
-        let mut out = vec![0.0; self.shape.len()];
-        self.innov.packing.unpack(&self.current, &mut out);
-        out
-    }
 }
 
 impl PrefixMechanism for Factorization {
@@ -141,10 +135,16 @@ impl PrefixMechanism for Factorization {
         self.advance()
     }
     fn noise_into(&self, out: &mut [f64]) -> CoreResult<()> {
-        self.exact.noise_into(Some(&self.noise_full()), out)
+        crate::errors::check_len("release buffer", out.len(), self.shape.len())?;
+        self.innov.packing.unpack(&self.current, out);
+        self.exact.noise_in_place(out);
+        Ok(())
     }
     fn release_into(&self, out: &mut [f64]) -> CoreResult<()> {
-        self.exact.release_into(Some(&self.noise_full()), out)
+        crate::errors::check_len("release buffer", out.len(), self.shape.len())?;
+        self.innov.packing.unpack(&self.current, out);
+        self.exact.release_in_place(out);
+        Ok(())
     }
     fn exact_sum(&self) -> Vec<f64> {
         self.exact.value()

@@ -263,12 +263,6 @@ impl Honaker {
         }
         Ok(())
     }
-
-    fn noise_full(&self) -> Vec<f64> {
-        let mut out = vec![0.0; self.shape.len()];
-        self.innov.packing.unpack(&self.total, &mut out);
-        out
-    }
 }
 
 impl PrefixMechanism for Honaker {
@@ -301,10 +295,16 @@ impl PrefixMechanism for Honaker {
         self.advance()
     }
     fn noise_into(&self, out: &mut [f64]) -> CoreResult<()> {
-        self.exact.noise_into(Some(&self.noise_full()), out)
+        crate::errors::check_len("release buffer", out.len(), self.shape.len())?;
+        self.innov.packing.unpack(&self.total, out);
+        self.exact.noise_in_place(out);
+        Ok(())
     }
     fn release_into(&self, out: &mut [f64]) -> CoreResult<()> {
-        self.exact.release_into(Some(&self.noise_full()), out)
+        crate::errors::check_len("release buffer", out.len(), self.shape.len())?;
+        self.innov.packing.unpack(&self.total, out);
+        self.exact.release_in_place(out);
+        Ok(())
     }
     fn exact_sum(&self) -> Vec<f64> {
         self.exact.value()

@@ -203,7 +203,7 @@ pub fn restore_mechanism(kind: &str, bytes: &[u8]) -> CoreResult<Box<dyn PrefixM
             "factorization",
             bytes,
         )?),
-        "blt" => Box::new(decode::<blt::Blt>("blt", bytes)?),
+        "blt" => Box::new(decode::<blt::Blt>("blt", bytes)?.checked()?),
         _ => {
             return Err(CoreError::InvalidParameter(format!(
                 "unknown mechanism kind {kind:?}"

@@ -14,7 +14,7 @@ use rand_chacha::ChaCha12Rng;
 
 use crate::continual::{bit_length, check_leaf_index, MechanismKind, PrefixMechanism};
 use crate::errors::{CoreError, CoreResult};
-use crate::noise::{draw_node_noise, ExactSum, NodeNoise, NodeShape};
+use crate::noise::{draw_node_noise_with, ExactSum, NodeLaws, NodeNoise, NodeShape};
 
 /// Continual release of prefix sums of a stream of vectors / symmetric matrices.
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -37,6 +37,9 @@ pub struct TreeAggregator {
     nodes_drawn: u64,
     keep_last: bool,
     last_node: Vec<f64>,
+    /// The node's discrete laws, resolved at the first draw (not state).
+    #[serde(skip)]
+    laws: Option<NodeLaws>,
 }
 
 impl TreeAggregator {
@@ -68,6 +71,7 @@ impl TreeAggregator {
             nodes_drawn: 0,
             keep_last: false,
             last_node: Vec::new(),
+            laws: None,
         })
     }
 
@@ -166,7 +170,9 @@ impl TreeAggregator {
         }
         let n = self.shape.len();
         let mut buf = self.spare.pop().unwrap_or_else(|| vec![0.0; n]);
-        draw_node_noise(&mut self.rng, self.noise, self.shape, &mut self.scratch);
+        let (noise, shape) = (self.noise, self.shape);
+        let laws = self.laws.get_or_insert_with(|| NodeLaws::new(noise, shape));
+        draw_node_noise_with(&mut self.rng, noise, shape, laws, &mut self.scratch);
         self.nodes_drawn += 1;
         match self.prefix.last() {
             Some(prev) => {

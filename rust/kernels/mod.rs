@@ -8,9 +8,12 @@
 //! * [`values`]: optimistic state values at many (indexed) states for least-squares value
 //!   iteration (the response vector of Alg. 2).
 //! * [`mixture`]: sparse linear-mixture features and `phi_V(s, a)` for all pairs at once.
+//! * [`eigen`]: eigendecompositions of the small symmetric matrices the releases take spectral
+//!   functions of (a closed-form 3x3 solver, nalgebra's otherwise).
 //! * [`practical`]: the eigenvalue-floored release of the practical calibration.
 //! * [`variance`]: UCRL-VTR+'s per-step variance estimate sigma-bar.
 
+pub mod eigen;
 pub mod mixture;
 pub mod practical;
 pub mod qeval;

@@ -5,8 +5,7 @@
 //!     w~ = A^{-1} (u~ + (lam + S_t) w0 + E w0)   (the ridge centred at w0),
 //! and ||E|| = max(max(ev, lam) - ev). One kernel for the Python release and the episode engine.
 
-use nalgebra::DMatrix;
-
+use super::eigen::sym_eigen;
 use crate::errors::{check_finite, check_len, CoreError, CoreResult};
 
 /// The outputs, row-major: design, inverse, inverse2 (H x d x d), weights (H x d), correction (H).
@@ -48,24 +47,42 @@ pub fn floored_release(
     check_finite("targets", target)?;
     let base = lam + shift;
     let dd = d * d;
-    let mut pull = vec![0.0; d];
-    let mut rhs = vec![0.0; d];
+    // scratch for every step: M, V (row-major, eigenvectors as columns), and per eigenvalue
+    // ev, max(ev, lam), its lift, 1 / floored, its square and V^T w0; then pull and rhs
+    let mut scratch = vec![0.0; 2 * dd + 8 * d];
+    let (m, rest) = scratch.split_at_mut(dd);
+    let (v, rest) = rest.split_at_mut(dd);
+    let (ev, rest) = rest.split_at_mut(d);
+    let (floored, rest) = rest.split_at_mut(d);
+    let (lift, rest) = rest.split_at_mut(d);
+    let (inv, rest) = rest.split_at_mut(d);
+    let (inv2, rest) = rest.split_at_mut(d);
+    let (proj, rest) = rest.split_at_mut(d);
+    let (pull, rhs) = rest.split_at_mut(d);
     for h in 0..h_n {
         let g = &gram[h * dd..(h + 1) * dd];
-        let m = DMatrix::from_fn(d, d, |i, j| g[i * d + j] + if i == j { base } else { 0.0 });
-        let eig = m.symmetric_eigen();
-        let (ev, v) = (&eig.eigenvalues, &eig.eigenvectors);
-        let floored: Vec<f64> = ev.iter().map(|&e| e.max(lam)).collect();
-        let lift: Vec<f64> = floored.iter().zip(ev.iter()).map(|(f, e)| f - e).collect();
-        out.correction[h] = lift.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let inv: Vec<f64> = floored.iter().map(|f| 1.0 / f).collect();
-        let inv2: Vec<f64> = inv.iter().map(|x| x * x).collect();
-        // E w0 = V (lift * (V^T w0))
-        let proj: Vec<f64> = (0..d)
-            .map(|j| (0..d).map(|k| v[(k, j)] * w0[k]).sum::<f64>())
-            .collect();
         for i in 0..d {
-            pull[i] = base * w0[i] + (0..d).map(|j| v[(i, j)] * (lift[j] * proj[j])).sum::<f64>();
+            for j in 0..d {
+                m[i * d + j] = g[i * d + j] + if i == j { base } else { 0.0 };
+            }
+        }
+        sym_eigen(m, d, ev, v);
+        for k in 0..d {
+            floored[k] = ev[k].max(lam);
+            lift[k] = floored[k] - ev[k];
+            inv[k] = 1.0 / floored[k];
+            inv2[k] = inv[k] * inv[k];
+        }
+        out.correction[h] = lift.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        // E w0 = V (lift * (V^T w0))
+        for j in 0..d {
+            proj[j] = (0..d).map(|k| v[k * d + j] * w0[k]).sum::<f64>();
+        }
+        for i in 0..d {
+            pull[i] = base * w0[i]
+                + (0..d)
+                    .map(|j| v[i * d + j] * (lift[j] * proj[j]))
+                    .sum::<f64>();
         }
         let sl = h * dd..(h + 1) * dd;
         let (design, inverse, inverse2) = (
@@ -77,7 +94,7 @@ pub fn floored_release(
             for k in i..d {
                 let (mut a, mut b, mut c) = (0.0, 0.0, 0.0);
                 for j in 0..d {
-                    let vv = v[(i, j)] * v[(k, j)];
+                    let vv = v[i * d + j] * v[k * d + j];
                     a += vv * floored[j];
                     b += vv * inv[j];
                     c += vv * inv2[j];

@@ -19,12 +19,31 @@ pub fn spd_inverse(a: &[f64], d: usize) -> CoreResult<Vec<f64>> {
         return Err(CoreError::Shape("matrix dimension must be >= 1".into()));
     }
     check_len("matrix", a.len(), d * d)?;
+    let mut out = vec![0.0; d * d];
+    spd_inverse_into(a, d, &mut out)?;
+    Ok(out)
+}
+
+/// [`spd_inverse`] into `out` (d x d), allocation-free for d <= 11 (the released design matrices
+/// of every step: this runs H times per user); `out` is unchanged on error.
+pub fn spd_inverse_into(a: &[f64], d: usize, out: &mut [f64]) -> CoreResult<()> {
+    if d == 0 {
+        return Err(CoreError::Shape("matrix dimension must be >= 1".into()));
+    }
+    check_len("matrix", a.len(), d * d)?;
+    check_len("inverse", out.len(), d * d)?;
     check_finite("matrix", a)?;
-    // Cholesky L L^T of (A + A^T) / 2, then L^{-1} and A^{-1} = L^{-T} L^{-1}: one allocation
-    // and O(d^3) flops in plain loops (the released matrices are small and change every episode,
+    // Cholesky L L^T of (A + A^T) / 2, then L^{-1} and A^{-1} = L^{-T} L^{-1}: O(d^3) flops in
+    // plain loops on stack scratch (the released matrices are small and change every episode,
     // so allocation, not arithmetic, dominated the general-purpose route). The result is
     // exactly symmetric by construction.
-    let mut l = vec![0.0; 2 * d * d];
+    let (mut stack, mut heap) = ([0.0f64; 242], Vec::new());
+    let l: &mut [f64] = if 2 * d * d <= stack.len() {
+        &mut stack[..2 * d * d]
+    } else {
+        heap.resize(2 * d * d, 0.0);
+        &mut heap
+    };
     let (l, li) = l.split_at_mut(d * d);
     for i in 0..d {
         for j in 0..=i {
@@ -52,7 +71,6 @@ pub fn spd_inverse(a: &[f64], d: usize) -> CoreResult<Vec<f64>> {
             li[i * d + j] = s / l[i * d + i];
         }
     }
-    let mut out = vec![0.0; d * d];
     for i in 0..d {
         for j in i..d {
             let mut s = 0.0;
@@ -63,7 +81,7 @@ pub fn spd_inverse(a: &[f64], d: usize) -> CoreResult<Vec<f64>> {
             out[j * d + i] = s;
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 fn not_positive_definite(d: usize) -> CoreError {

@@ -20,6 +20,7 @@ mod lattice;
 pub mod secure;
 mod stream;
 
+pub(crate) use lattice::round_half_even;
 pub use lattice::{to_lattice_units, ExactSum};
 pub(crate) use stream::Innovations;
 pub use stream::NoiseStream;
@@ -277,6 +278,51 @@ impl NodeShape {
     }
 }
 
+/// The discrete laws of one node, resolved once for every node a mechanism or stream draws
+/// (their envelope tables looked up or built once, not per node); nothing for continuous noise.
+#[derive(Debug, Clone)]
+pub enum NodeLaws {
+    Continuous,
+    /// Every entry of a vector node (discrete Gaussian or Laplace).
+    Vector(secure::Law),
+    /// Discrete Gaussian symmetric matrices: the diagonal's and the off-diagonal's laws.
+    SymGaussian {
+        diag: secure::Law,
+        off: secure::Law,
+    },
+    /// Discrete Laplace symmetric matrices: the law of each Z'_ij.
+    SymLaplace(secure::Law),
+}
+
+impl NodeLaws {
+    pub fn new(noise: NodeNoise, shape: NodeShape) -> Self {
+        use secure::Law;
+        match (noise, shape) {
+            (NodeNoise::DiscreteGaussian { grid_bits, .. }, NodeShape::Vector(_)) => {
+                NodeLaws::Vector(Law::gaussian(1u128 << (2 * grid_bits), 1))
+            }
+            (NodeNoise::DiscreteLaplace { grid_bits, .. }, NodeShape::Vector(_)) => {
+                NodeLaws::Vector(Law::laplace(1u128 << grid_bits))
+            }
+            (
+                NodeNoise::DiscreteGaussian { grid_bits, .. },
+                NodeShape::SymMatrix { divisor, .. },
+            ) => {
+                let q = sym_square(divisor).unwrap_or(2);
+                let base = 1u128 << (2 * grid_bits);
+                NodeLaws::SymGaussian {
+                    diag: Law::gaussian(4 * base, q),
+                    off: Law::gaussian(2 * base, q),
+                }
+            }
+            (NodeNoise::DiscreteLaplace { grid_bits, .. }, NodeShape::SymMatrix { .. }) => {
+                NodeLaws::SymLaplace(Law::laplace(1u128 << grid_bits))
+            }
+            _ => NodeLaws::Continuous,
+        }
+    }
+}
+
 /// Fill `out` with one node's noise.
 ///
 /// For symmetric Gaussian matrices one draw per upper-triangular entry suffices:
@@ -289,66 +335,75 @@ pub fn draw_node_noise<R: Rng + ?Sized>(
     shape: NodeShape,
     out: &mut [f64],
 ) {
-    match (noise, shape) {
-        (NodeNoise::Zero, _) => out.iter_mut().for_each(|x| *x = 0.0),
+    draw_node_noise_with(rng, noise, shape, &NodeLaws::new(noise, shape), out)
+}
+
+/// [`draw_node_noise`] with the node's discrete laws already resolved (`laws` must be
+/// `NodeLaws::new(noise, shape)`): the same draws from the same stream.
+pub fn draw_node_noise_with<R: Rng + ?Sized>(
+    rng: &mut R,
+    noise: NodeNoise,
+    shape: NodeShape,
+    laws: &NodeLaws,
+    out: &mut [f64],
+) {
+    match (noise, shape, laws) {
+        (NodeNoise::Zero, _, _) => out.iter_mut().for_each(|x| *x = 0.0),
         // Discrete samplers write exact integers in lattice units (see NodeNoise::lattice_unit);
-        // one bit source serves the whole node, each law is resolved once per node.
-        (NodeNoise::DiscreteGaussian { grid_bits, .. }, NodeShape::Vector(_)) => {
+        // one bit source serves the whole node (its unused bits are discarded at the end).
+        (
+            NodeNoise::DiscreteGaussian { .. } | NodeNoise::DiscreteLaplace { .. },
+            NodeShape::Vector(_),
+            NodeLaws::Vector(law),
+        ) => {
             let mut bits = secure::Bits::new(rng);
-            let law = bits.gaussian_law(1u128 << (2 * grid_bits), 1);
             for x in out.iter_mut() {
-                *x = bits.draw(&law);
+                *x = bits.draw(law);
             }
         }
-        (NodeNoise::DiscreteLaplace { grid_bits, .. }, NodeShape::Vector(_)) => {
+        (
+            NodeNoise::DiscreteGaussian { .. },
+            NodeShape::SymMatrix { d, .. },
+            NodeLaws::SymGaussian { diag, off },
+        ) => {
             let mut bits = secure::Bits::new(rng);
-            let law = bits.laplace_law(1u128 << grid_bits);
-            for x in out.iter_mut() {
-                *x = bits.draw(&law);
-            }
-        }
-        (NodeNoise::DiscreteGaussian { grid_bits, .. }, NodeShape::SymMatrix { d, divisor }) => {
-            let q = sym_square(divisor).unwrap_or(2);
-            let base = 1u128 << (2 * grid_bits);
-            let mut bits = secure::Bits::new(rng);
-            let (diag, off) = (
-                bits.gaussian_law(4 * base, q),
-                bits.gaussian_law(2 * base, q),
-            );
             for i in 0..d {
-                out[i * d + i] = bits.draw(&diag);
+                out[i * d + i] = bits.draw(diag);
                 for j in (i + 1)..d {
-                    let v = bits.draw(&off);
+                    let v = bits.draw(off);
                     out[i * d + j] = v;
                     out[j * d + i] = v;
                 }
             }
         }
-        (NodeNoise::DiscreteLaplace { grid_bits, .. }, NodeShape::SymMatrix { d, .. }) => {
+        (
+            NodeNoise::DiscreteLaplace { .. },
+            NodeShape::SymMatrix { d, .. },
+            NodeLaws::SymLaplace(law),
+        ) => {
             // On the lattice grid / divisor, (Z' + Z'^T)/divisor is Z'_ij + Z'_ji and 2 Z'_ii.
             let mut bits = secure::Bits::new(rng);
-            let law = bits.laplace_law(1u128 << grid_bits);
             for i in 0..d {
-                out[i * d + i] = 2.0 * bits.draw(&law);
+                out[i * d + i] = 2.0 * bits.draw(law);
                 for j in (i + 1)..d {
-                    let v = bits.draw(&law) + bits.draw(&law);
+                    let v = bits.draw(law) + bits.draw(law);
                     out[i * d + j] = v;
                     out[j * d + i] = v;
                 }
             }
         }
-        (NodeNoise::Gaussian { sigma }, NodeShape::Vector(_)) => {
+        (NodeNoise::Gaussian { sigma }, NodeShape::Vector(_), _) => {
             for x in out.iter_mut() {
                 let z: f64 = StandardNormal.sample(rng);
                 *x = sigma * z;
             }
         }
-        (NodeNoise::Laplace { scale }, NodeShape::Vector(_)) => {
+        (NodeNoise::Laplace { scale }, NodeShape::Vector(_), _) => {
             for x in out.iter_mut() {
                 *x = scale * standard_laplace(rng);
             }
         }
-        (NodeNoise::Gaussian { sigma }, NodeShape::SymMatrix { d, divisor }) => {
+        (NodeNoise::Gaussian { sigma }, NodeShape::SymMatrix { d, divisor }, _) => {
             let off = sigma * std::f64::consts::SQRT_2 / divisor;
             let diag = 2.0 * sigma / divisor;
             for i in 0..d {
@@ -362,7 +417,7 @@ pub fn draw_node_noise<R: Rng + ?Sized>(
                 }
             }
         }
-        (NodeNoise::Laplace { scale }, NodeShape::SymMatrix { d, divisor }) => {
+        (NodeNoise::Laplace { scale }, NodeShape::SymMatrix { d, divisor }, _) => {
             for i in 0..d {
                 // (Z' + Z'^T)_ii = 2 Z'_ii: one draw, doubled.
                 out[i * d + i] = 2.0 * scale * standard_laplace(rng) / divisor;
@@ -373,6 +428,8 @@ pub fn draw_node_noise<R: Rng + ?Sized>(
                 }
             }
         }
+        // only a discrete law with laws not from NodeLaws::new(noise, shape): resolve them
+        _ => draw_node_noise_with(rng, noise, shape, &NodeLaws::new(noise, shape), out),
     }
 }
 

@@ -5,7 +5,7 @@
 use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
 
-use super::{draw_node_noise, to_lattice_units, NodeNoise, NodeShape};
+use super::{draw_node_noise_with, to_lattice_units, NodeLaws, NodeNoise, NodeShape};
 use crate::errors::{check_len, CoreResult};
 
 /// Symmetric matrices are handled as their upper triangle (row-major, i <= j): half the memory
@@ -40,6 +40,28 @@ impl Packing {
         }
     }
 
+    /// `unpack` of `packed * scale` (each packed value scaled once).
+    pub(crate) fn unpack_scaled(&self, packed: &[f64], scale: f64, out: &mut [f64]) {
+        match self.shape {
+            NodeShape::Vector(_) => {
+                for (o, p) in out.iter_mut().zip(packed) {
+                    *o = p * scale;
+                }
+            }
+            NodeShape::SymMatrix { d, .. } => {
+                let mut k = 0;
+                for i in 0..d {
+                    for j in i..d {
+                        let v = packed[k] * scale;
+                        out[i * d + j] = v;
+                        out[j * d + i] = v;
+                        k += 1;
+                    }
+                }
+            }
+        }
+    }
+
     pub(crate) fn unpack(&self, packed: &[f64], out: &mut [f64]) {
         match self.shape {
             NodeShape::Vector(_) => out.copy_from_slice(packed),
@@ -65,6 +87,9 @@ pub(crate) struct Innovations {
     pub(crate) packing: Packing,
     pub(crate) full: Vec<f64>,
     pub(crate) drawn: u64,
+    /// The node's discrete laws, resolved at the first draw (not state).
+    #[serde(skip)]
+    laws: Option<NodeLaws>,
 }
 
 impl Innovations {
@@ -75,17 +100,15 @@ impl Innovations {
             packing: Packing::new(shape),
             full: vec![0.0; shape.len()],
             drawn: 0,
+            laws: None,
         }
     }
 
     /// Draw the next node noise (same law and stream order as `NoiseStream::fill`) into `out`.
     pub(crate) fn draw(&mut self, out: &mut [f64]) {
-        draw_node_noise(
-            &mut self.rng,
-            self.noise,
-            self.packing.shape,
-            &mut self.full,
-        );
+        let (noise, shape) = (self.noise, self.packing.shape);
+        let laws = self.laws.get_or_insert_with(|| NodeLaws::new(noise, shape));
+        draw_node_noise_with(&mut self.rng, noise, shape, laws, &mut self.full);
         self.packing.pack(&self.full, out);
         self.drawn += 1;
     }
@@ -98,6 +121,9 @@ pub struct NoiseStream {
     noise: NodeNoise,
     rng: ChaCha12Rng,
     draws: u64,
+    /// The discrete laws of the last node shape drawn (not state).
+    #[serde(skip)]
+    laws: Option<(NodeShape, NodeLaws)>,
 }
 
 impl NoiseStream {
@@ -107,6 +133,7 @@ impl NoiseStream {
             noise,
             rng: ChaCha12Rng::from_seed(seed),
             draws: 0,
+            laws: None,
         })
     }
 
@@ -126,12 +153,23 @@ impl NoiseStream {
         shape.validate()?;
         check_len("noise buffer", out.len(), shape.len())?;
         let unit = self.noise.lattice_unit(shape)?;
-        draw_node_noise(&mut self.rng, self.noise, shape, out);
+        self.draw(shape, out);
         if let Some(u) = unit {
             out.iter_mut().for_each(|x| *x *= u);
         }
         self.draws += 1;
         Ok(())
+    }
+
+    /// One node of `shape` into `out` (`draw_node_noise`), the laws resolved once per shape.
+    fn draw(&mut self, shape: NodeShape, out: &mut [f64]) {
+        let noise = self.noise;
+        if !matches!(&self.laws, Some((s, _)) if *s == shape) {
+            self.laws = Some((shape, NodeLaws::new(noise, shape)));
+        }
+        if let Some((_, laws)) = &self.laws {
+            draw_node_noise_with(&mut self.rng, noise, shape, laws, out);
+        }
     }
 
     /// The user-side randomizer's message: `data + noise` for continuous noise (the same
@@ -152,7 +190,7 @@ impl NoiseStream {
             // the rounded data (integer units) into scratch; the integer noise then overwrites
             // data, whose values are no longer needed (nothing is written before the check)
             let u = to_lattice_units(self.noise, shape, data, scratch)?;
-            draw_node_noise(&mut self.rng, self.noise, shape, data);
+            self.draw(shape, data);
             for (d, r) in data.iter_mut().zip(scratch.iter()) {
                 *d = (*r + *d) * u;
             }

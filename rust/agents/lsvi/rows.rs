@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::kernels::eigen::sym_eigen;
+
 /// The forms `phi_r^T Lambda^{-1} phi_r` of every row after `Lambda += x x^T` (Sherman-Morrison:
 /// minus `(phi_r^T Lambda^{-1} x)^2 / (1 + x^T Lambda^{-1} x)`), `inv` the inverse before.
 pub(super) fn update_forms(
@@ -76,21 +78,24 @@ pub(super) fn floor_release(
     lam: f64,
 ) {
     let dd = d * d;
+    let (mut sym, mut v, mut ev) = (vec![0.0; dd], vec![0.0; dd], vec![0.0; d]);
     for (m, inv) in design
         .chunks_exact_mut(dd)
         .zip(inverse.chunks_exact_mut(dd))
     {
-        let sym = nalgebra::DMatrix::from_fn(d, d, |i, j| {
-            0.5 * (m[i * d + j] + m[j * d + i]) + if i == j { base } else { 0.0 }
-        });
-        let eig = sym.symmetric_eigen();
-        let ev: Vec<f64> = eig.eigenvalues.iter().map(|e| e.max(lam)).collect();
-        let v = &eig.eigenvectors;
+        for i in 0..d {
+            for j in 0..d {
+                sym[i * d + j] =
+                    0.5 * (m[i * d + j] + m[j * d + i]) + if i == j { base } else { 0.0 };
+            }
+        }
+        sym_eigen(&sym, d, &mut ev, &mut v);
+        ev.iter_mut().for_each(|e| *e = e.max(lam));
         for i in 0..d {
             for j in i..d {
                 let (mut a, mut b) = (0.0, 0.0);
                 for k in 0..d {
-                    let vv = v[(i, k)] * v[(j, k)];
+                    let vv = v[i * d + k] * v[j * d + k];
                     a += vv * ev[k];
                     b += vv / ev[k];
                 }

@@ -28,8 +28,13 @@ impl Intake {
             }
         };
         if let Some(r) = &mut self.randomizer {
-            let mut gram = vec![0.0; h * d * d];
-            let mut target = vec![0.0; h * d];
+            // the message is written into the spare buffers, which then trade places with
+            // (X, y): no allocation per user once both pairs have grown
+            let (mut gram, mut target) = std::mem::take(&mut r.spare);
+            gram.clear();
+            gram.resize(h * d * d, 0.0);
+            target.clear();
+            target.resize(h * d, 0.0);
             let shape = NodeShape::SymMatrix {
                 d,
                 divisor: r.divisor,
@@ -45,8 +50,7 @@ impl Intake {
                 r.vector
                     .privatize(NodeShape::Vector(d), m, &mut leaf[..d])?;
             }
-            *x = gram;
-            *y = target;
+            r.spare = (std::mem::replace(x, gram), std::mem::replace(y, target));
         }
         Ok(clips)
     }

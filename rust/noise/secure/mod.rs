@@ -20,7 +20,7 @@
 //! per-thread cache; `exact.rs` the big-integer and exp-bound arithmetic of the rare exact
 //! comparisons; `tests.rs` the statistical (moments, chi-square) and timing tests.
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use rand::RngCore;
 
@@ -51,7 +51,7 @@ pub struct Bits<'a, R: RngCore + ?Sized> {
 /// parameters outside the tables' range.
 #[derive(Debug, Clone)]
 pub enum Law {
-    Table(Rc<Table>),
+    Table(Arc<Table>),
     /// sigma^2 = num / den, drawn by [`Bits::discrete_gaussian_cks`].
     Gaussian(u128, u128),
     /// Scale t, drawn by [`Bits::discrete_laplace_cks`].
@@ -241,8 +241,18 @@ impl<'a, R: RngCore + ?Sized> Bits<'a, R> {
     /// One draw of a resolved law (the same draw as [`Bits::discrete_gaussian`] /
     /// [`Bits::discrete_laplace`] with its parameters), as an f64 (exact: |y| < 2^53 for every
     /// law whose draws are not astronomically unlikely beyond that).
-    #[inline]
+    #[inline(always)]
     pub fn draw(&mut self, law: &Law) -> f64 {
+        match law {
+            Law::Table(t) => t.sample_f64(self),
+            _ => self.draw_reference(law),
+        }
+    }
+
+    /// [`Bits::draw`] of a law outside the tables' range (CKS).
+    #[cold]
+    #[inline(never)]
+    fn draw_reference(&mut self, law: &Law) -> f64 {
         let y = match law {
             Law::Table(t) => t.sample(self),
             Law::Gaussian(num, den) => self.discrete_gaussian_cks(*num, *den),
@@ -318,6 +328,27 @@ impl<'a, R: RngCore + ?Sized> Bits<'a, R> {
             if self.bernoulli_exp(g_num, g_den) {
                 return y;
             }
+        }
+    }
+}
+
+impl Law {
+    /// The discrete Gaussian N_Z(0, num / den) resolved for many draws, without a bit source
+    /// (the same law as [`Bits::gaussian_law`]): a mechanism resolves its laws once and keeps
+    /// them.
+    pub fn gaussian(num: u128, den: u128) -> Law {
+        match table::cached_table(2, num, den) {
+            Some(t) => Law::Table(t),
+            None => Law::Gaussian(num, den),
+        }
+    }
+
+    /// The discrete Laplace with scale `t` resolved for many draws (as [`Bits::laplace_law`]).
+    pub fn laplace(t: u128) -> Law {
+        let t = t.max(1);
+        match table::cached_table(1, t, 1) {
+            Some(tab) => Law::Table(tab),
+            None => Law::Laplace(t),
         }
     }
 }

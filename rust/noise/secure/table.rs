@@ -2,7 +2,7 @@
 //! test) and the per-thread cache of the tables [`Bits`] draws from.
 
 use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use rand::RngCore;
 
@@ -47,7 +47,7 @@ const FIRST_BITS: u32 = 16;
 pub(super) type Slot = Option<Slot1>;
 
 /// One cached law: its key and its table.
-pub(super) type Slot1 = ((u8, u128, u128), Option<Rc<Table>>);
+pub(super) type Slot1 = ((u8, u128, u128), Option<Arc<Table>>);
 
 /// One law's envelope (see the section comment).
 #[derive(Debug)]
@@ -286,6 +286,31 @@ impl Table {
     /// One draw (see the section comment).
     #[inline]
     pub fn sample<R: RngCore + ?Sized>(&self, bits: &mut Bits<'_, R>) -> i128 {
+        let (m, negative) = self.sample_parts(bits);
+        if negative {
+            -(m as i128)
+        } else {
+            m as i128
+        }
+    }
+
+    /// [`Table::sample`] as an f64 (exact: |y| < 2^60 always, and below 2^53 for every draw
+    /// that is not astronomically unlikely).
+    #[inline(always)]
+    pub fn sample_f64<R: RngCore + ?Sized>(&self, bits: &mut Bits<'_, R>) -> f64 {
+        let (m, negative) = self.sample_parts(bits);
+        // m < 2^60: the signed conversion is exact and cheaper than the unsigned one
+        let y = m as i64 as f64;
+        if negative {
+            -y
+        } else {
+            y
+        }
+    }
+
+    /// One draw as magnitude (< 2^60) and sign, never (0, negative).
+    #[inline(always)]
+    fn sample_parts<R: RngCore + ?Sized>(&self, bits: &mut Bits<'_, R>) -> (u64, bool) {
         loop {
             // one fresh word per proposal when the fields fit (every lattice law): column,
             // threshold, offset in the block, the acceptance's first 16 bits and the sign
@@ -327,10 +352,10 @@ impl Table {
                 if !accept {
                     continue;
                 }
-                (base + r) as u128
+                base + r
             } else if o == self.nbody {
                 match self.accept_tail(bits) {
-                    Some(m) => m,
+                    Some(m) => m as u64,
                     None => continue,
                 }
             } else {
@@ -339,7 +364,7 @@ impl Table {
             if negative && m == 0 {
                 continue;
             }
-            return if negative { -(m as i128) } else { m as i128 };
+            return (m, negative);
         }
     }
 
@@ -412,6 +437,8 @@ impl Table {
     /// A tail proposal m = J w + i W_t + r (P(i) = 2^-(i+1)) and its exact acceptance; None when
     /// rejected. Proposals whose exponent overflows u128 (m beyond 2^60, probability below
     /// exp(-2^58) under any law the tables hold) are rejected.
+    #[cold]
+    #[inline(never)]
     fn accept_tail<R: RngCore + ?Sized>(&self, bits: &mut Bits<'_, R>) -> Option<u128> {
         let mut i = 0u32;
         while bits.take64(1) == 0 {
@@ -457,32 +484,38 @@ fn alias_table(weight: &[u128]) -> Vec<u32> {
     columns
 }
 
+/// The envelope table of a law (kind 1: discrete Laplace with scale `x`; kind 2: discrete
+/// Gaussian with sigma^2 = x / y) from the thread's cache, or built and cached.
+pub(super) fn cached_table(kind: u8, x: u128, y: u128) -> Option<Arc<Table>> {
+    let key = (kind, x, y);
+    TABLES.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some((_, t)) = cache.iter().find(|(k, _)| *k == key) {
+            return t.clone();
+        }
+        let t = match kind {
+            1 => Table::laplace(x),
+            _ => Table::gaussian(x, y),
+        }
+        .map(Arc::new);
+        if cache.len() >= 64 {
+            cache.remove(0);
+        }
+        cache.push((key, t.clone()));
+        t
+    })
+}
+
 impl<R: RngCore + ?Sized> Bits<'_, R> {
-    /// The envelope table of a law (kind 1: discrete Laplace with scale `x`; kind 2: discrete
-    /// Gaussian with sigma^2 = x / y), from the two slots, the thread's cache or built.
-    pub(super) fn table(&mut self, kind: u8, x: u128, y: u128) -> Option<Rc<Table>> {
+    /// The envelope table of a law (see [`cached_table`]), from the two slots first.
+    pub(super) fn table(&mut self, kind: u8, x: u128, y: u128) -> Option<Arc<Table>> {
         let key = (kind, x, y);
         for s in self.slots.iter().flatten() {
             if s.0 == key {
                 return s.1.clone();
             }
         }
-        let tab = TABLES.with(|cache| {
-            let mut cache = cache.borrow_mut();
-            if let Some((_, t)) = cache.iter().find(|(k, _)| *k == key) {
-                return t.clone();
-            }
-            let t = match kind {
-                1 => Table::laplace(x),
-                _ => Table::gaussian(x, y),
-            }
-            .map(Rc::new);
-            if cache.len() >= 64 {
-                cache.remove(0);
-            }
-            cache.push((key, t.clone()));
-            t
-        });
+        let tab = cached_table(kind, x, y);
         self.slots[1] = self.slots[0].take();
         self.slots[0] = Some((key, tab.clone()));
         tab

@@ -420,7 +420,7 @@ mod timing {
                 b.discrete_gaussian_cks(num, den)
             });
         }
-        let tab = Rc::new(Table::gaussian(1 << 48, 1).unwrap());
+        let tab = std::sync::Arc::new(Table::gaussian(1 << 48, 1).unwrap());
         time("table, no lookup, N_Z(0, 2^48)", n, &mut |b| tab.sample(b));
         for t in [1u128 << 24, 1 << 20, 1] {
             time(&format!("table  Lap_Z({t})"), n, &mut |b| {
