@@ -83,6 +83,15 @@ pub struct Server {
     /// sum_i phi_i r_i per h (H x d); sum_{i: s'_i = s'} phi_i per h, s' (H x S x d).
     pub reward_sum: Vec<f64>,
     pub next_sum: Vec<f64>,
+    /// The targets' second moments, kept by a non-private adaptive agent on one-hot rows (empty
+    /// otherwise): per step h and coordinate j over the users with phi_j != 0, the sum of r^2
+    /// (H x d) and, per next state s', their count and the sum of r (H x S x d).
+    #[serde(default)]
+    pub reward_sq: Vec<f64>,
+    #[serde(default)]
+    pub next_count: Vec<f64>,
+    #[serde(default)]
+    pub next_reward: Vec<f64>,
     /// The (s, a, r) of the first `record_capacity` users, for the per-sample path.
     pub record_capacity: u64,
     pub states: Vec<usize>,
@@ -216,6 +225,9 @@ impl LsviAgent {
             lazy: false,
         };
         let private = p.private.is_some();
+        // the data's own variance (non-private one-hot adaptive): see `lsvi_adaptive`
+        let moments = !private && p.adaptive.as_ref().is_some_and(|a| a.diagonal);
+        let per = |n: usize| if moments { vec![0.0; n] } else { vec![] };
         let mut agent = LsviAgent {
             h,
             s,
@@ -234,6 +246,9 @@ impl LsviAgent {
                 batch_gram: vec![0.0; if private { h * d * d } else { 0 }],
                 reward_sum: vec![0.0; h * d],
                 next_sum: vec![0.0; h * s * d],
+                reward_sq: per(h * d),
+                next_count: per(h * s * d),
+                next_reward: per(h * s * d),
                 record_capacity: p.record_capacity,
                 states: vec![0; cap * (h + 1)],
                 actions: vec![0; cap * h],
@@ -657,6 +672,14 @@ impl LsviAgent {
                 .iter_mut()
                 .zip(ph)
                 .for_each(|(x, p)| *x += p);
+            if !srv.reward_sq.is_empty() {
+                let r = w.r[h];
+                for (j, _) in ph.iter().enumerate().filter(|(_, p)| **p != 0.0) {
+                    srv.reward_sq[h * d + j] += r * r;
+                    srv.next_count[ns + j] += 1.0;
+                    srv.next_reward[ns + j] += r;
+                }
+            }
         }
         srv.n += 1;
         if refresh {

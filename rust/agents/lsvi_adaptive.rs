@@ -17,6 +17,17 @@
 //!             N(c w1, tau^2 I): Sigma = (C^{-1} + I / tau^2)^{-1}, w~ = Sigma (C^{-1} m + c w1 / tau^2);
 //!   backup    V_h(s) = Pi_[0, H - h] max_a (phi^T w~ + ||phi||_Sigma)  (0-based h).
 //!
+//! Tabular posterior (non-private, one-hot rows): the server holds the data, so each coordinate
+//! j = (s, a) of step h gets the posterior of its own targets y = r + V_{h+1}(s') - c instead of
+//! the worst case: prior N(c + nu, nu^2) on phi^T w (the mean and variance of the largest-variance
+//! law on the target's range [0, 2 nu]: centred mid-range, not at its bottom), likelihood the
+//! least-squares mean u_j / gram_j (no ridge: the prior is the regularizer) with per-observation
+//! variance (SSR_j + nu^2) / (n_j + 1) (the targets' residual sum of squares with one
+//! pseudo-observation of the worst case nu^2). The bottom-centred ridge and prior made an action
+//! seen once look worse than a known one (no exploration where rewards sit near the top of the
+//! range, CliffWalking); the worst-case nu kept a deterministic target's width at nu / sqrt(n).
+//! Private releases carry no second moments and a noised Gram, so they keep the rule above.
+//!
 //! Users: optimism, greedy for min(phi^T w~ + ||phi||_Sigma, H - h); sampling, greedy for
 //! phi^T (w~ + Sigma^{1/2} g), g ~ N(0, I) per user and step from the exploration stream.
 
@@ -78,6 +89,48 @@ pub struct StepIn<'a> {
     /// s_N (0 non-private).
     pub s_n: f64,
     pub private: bool,
+    /// Non-private one-hot rows: the data's own moments (module doc, "tabular posterior").
+    pub data: Option<DataMoments<'a>>,
+}
+
+/// The data's own moments of step h's targets, per coordinate j (non-private, one-hot rows).
+pub struct DataMoments<'a> {
+    /// sum_i phi_ij^2 (the data's part of the design's diagonal).
+    pub gram: &'a [f64],
+    /// The per-observation variance of the targets, (SSR_j + nu^2) / (n_j + 1).
+    pub variance: &'a [f64],
+}
+
+/// The per-observation variance of coordinate j's targets y = r + V_{h+1}(s') - c from the
+/// moments kept by a non-private one-hot agent: (SSR_j + nu^2) / (n_j + 1), SSR_j the residual sum
+/// of squares of the least-squares fit (sum y^2 - u_j^2 / gram_j), n_j the users with phi_j != 0,
+/// nu^2 one pseudo-observation of the worst case (half the target's range, squared).
+#[allow(clippy::too_many_arguments)]
+pub fn target_variance(
+    reward_sq: &[f64],
+    next_count: &[f64],
+    next_reward: &[f64],
+    shifted: &[f64],
+    u: &[f64],
+    gram: &[f64],
+    nu2: f64,
+    out: &mut [f64],
+) {
+    let d = out.len();
+    for (j, o) in out.iter_mut().enumerate() {
+        let (mut n, mut sy2) = (0.0, reward_sq[j]);
+        for (sp, v) in shifted.iter().enumerate() {
+            let (c, r) = (next_count[sp * d + j], next_reward[sp * d + j]);
+            n += c;
+            sy2 += 2.0 * r * v + c * v * v;
+        }
+        let ssr = if gram[j] > 0.0 {
+            (sy2 - u[j] * u[j] / gram[j]).max(0.0)
+        } else {
+            0.0
+        };
+        *o = (ssr + nu2) / (n + 1.0);
+    }
 }
 
 fn sym_eig(m: &[f64], d: usize) -> (Vec<f64>, DMatrix<f64>) {
@@ -285,6 +338,9 @@ impl AdaptiveState {
         let mut m: Vec<f64> = (0..d)
             .map(|i| ainv[i] * x.u[i] + x.c * spec.w1[i])
             .collect();
+        if let Some(data) = &x.data {
+            return self.tabular_step(h, x, data, table, weights);
+        }
         let mut cov = vec![0.0; d];
         if x.private {
             let wn = 2.0
@@ -332,6 +388,57 @@ impl AdaptiveState {
             weights[i] = sigma[i] * (plik * m[i] + it2 * x.c * spec.w1[i]);
             f[i] = sigma[i].sqrt();
         }
+        let rows = table.len() / d;
+        let b = &mut self.bonus[h * rows..(h + 1) * rows];
+        for (r, o) in b.iter_mut().enumerate() {
+            let phi = &table[r * d..(r + 1) * d];
+            *o = phi
+                .iter()
+                .zip(&sigma)
+                .map(|(p, s)| p * p * s)
+                .sum::<f64>()
+                .sqrt();
+        }
+    }
+
+    /// The non-private one-hot step (module doc, "tabular posterior"): per coordinate the
+    /// posterior of the prior N(c + nu, nu^2) (on the target's scale) and the least-squares mean
+    /// u_j / gram_j with variance `variance_j / gram_j`.
+    fn tabular_step(
+        &mut self,
+        h: usize,
+        x: &StepIn<'_>,
+        data: &DataMoments<'_>,
+        table: &[f64],
+        weights: &mut [f64],
+    ) {
+        let d = x.d;
+        let spec = &self.spec;
+        let nu2 = x.half * x.half;
+        let centre = x.c + x.half;
+        let mut sigma = vec![0.0; d];
+        for i in 0..d {
+            let g = data.gram[i];
+            let (lik, mean) = if g > 0.0 {
+                (
+                    g / data.variance[i].max(1e-300),
+                    x.u[i] / g + x.c * spec.w1[i],
+                )
+            } else {
+                (0.0, 0.0)
+            };
+            // the prior's precision on w_i: a row phi_i w1_i = 1 maps nu^2 to (nu w1_i)^2
+            let w1 = spec.w1[i];
+            let p0 = if w1 != 0.0 {
+                1.0 / (nu2 * w1 * w1)
+            } else {
+                1.0 / nu2
+            };
+            sigma[i] = 1.0 / (lik + p0);
+            weights[i] = sigma[i] * (lik * mean + p0 * centre * w1);
+        }
+        let f = &mut self.factor[h * d..(h + 1) * d];
+        f.iter_mut().zip(&sigma).for_each(|(o, s)| *o = s.sqrt());
         let rows = table.len() / d;
         let b = &mut self.bonus[h * rows..(h + 1) * rows];
         for (r, o) in b.iter_mut().enumerate() {
@@ -419,11 +526,69 @@ mod tests {
             half: 1.0,
             s_n: 0.0,
             private: false,
+            data: None,
         };
         let mut w = [0.0];
         st.release_step(0, &x, &[1.0], &mut w);
         assert!((w[0] - 2.6).abs() < 1e-12);
         assert!((st.bonus[0] - 0.2f64.sqrt()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn tabular_step_by_hand() {
+        // one coordinate, next states with shifted values [0, 2]; users (s' = 0, r = 1),
+        // (s' = 1, r = 0), (s' = 1, r = 1): targets 1, 2, 3, u = 6, gram 3, sum y^2 = 14,
+        // SSR = 14 - 36 / 3 = 2, nu = 1: variance (2 + 1) / (3 + 1) = 0.75
+        let mut var = [0.0];
+        target_variance(
+            &[2.0],
+            &[1.0, 2.0],
+            &[1.0, 1.0],
+            &[0.0, 2.0],
+            &[6.0],
+            &[3.0],
+            1.0,
+            &mut var,
+        );
+        assert!((var[0] - 0.75).abs() < 1e-12);
+        // c = 1, prior N(c + nu = 2, 1), mean 6 / 3 + 1 = 3 with precision 3 / 0.75 = 4:
+        // Sigma = 1 / 5, w = 0.2 (4 * 3 + 2) = 2.8, bonus sqrt(0.2)
+        let mut st = AdaptiveState {
+            spec: AdaptiveLsvi {
+                w1: vec![1.0],
+                value_shift: true,
+                diagonal: true,
+                shift_mult: 1.0,
+                bounds: NoiseBounds::Zero,
+                sigma_u: 0.0,
+                alpha: 0.05,
+            },
+            history: vec![vec![]],
+            s_n: 0.0,
+            factor: vec![0.0],
+            bonus: vec![0.0],
+        };
+        let x = StepIn {
+            d: 1,
+            design: &[4.0],
+            inverse: &[0.25],
+            u: &[6.0],
+            c: 1.0,
+            amp: 1.0,
+            backup: &[0.0, 2.0],
+            half: 1.0,
+            s_n: 0.0,
+            private: false,
+            data: Some(DataMoments {
+                gram: &[3.0],
+                variance: &var,
+            }),
+        };
+        let mut w = [0.0];
+        st.release_step(0, &x, &[1.0], &mut w);
+        assert!((w[0] - 2.8).abs() < 1e-12, "{w:?}");
+        assert!((st.bonus[0] - 0.2f64.sqrt()).abs() < 1e-12);
+        assert!((st.factor[0] - 0.2f64.sqrt()).abs() < 1e-12);
     }
 
     #[test]
@@ -492,6 +657,7 @@ mod tests {
                     // sum), so this compares the paths with eta's share only
                     s_n: 0.0,
                     private: true,
+                    data: None,
                 };
                 st.release_step(0, &x, &table, &mut w);
             }

@@ -2,7 +2,7 @@
 //! initial billboard, the release and the users' plans.
 
 use super::{group_max, response, Exploration, LsviAgent, Work};
-use crate::agents::lsvi_adaptive::{shift_and_amplify, StepIn};
+use crate::agents::lsvi_adaptive::{shift_and_amplify, target_variance, DataMoments, StepIn};
 use crate::errors::CoreResult;
 
 fn min_max(v: &[f64]) -> (f64, f64) {
@@ -39,8 +39,14 @@ impl LsviAgent {
             let vmax = (h_n - h) as f64;
             let half = 0.5 * (1.0 + hi - lo).min(vmax);
             let st = self.adaptive.as_mut().expect("adaptive state");
+            // the tabular posterior's prior is centred mid-range (`lsvi_adaptive`)
+            let mid = if self.server.reward_sq.is_empty() {
+                0.0
+            } else {
+                half
+            };
             let level = if st.spec.value_shift {
-                lo.min(vmax)
+                (lo + mid).min(vmax)
             } else {
                 0.0
             };
@@ -65,6 +71,7 @@ impl LsviAgent {
         let mut work: Work = std::mem::take(&mut self.work);
         let mut st = self.adaptive.take().expect("adaptive state");
         let (mut next, mut shifted, mut wts) = (vec![0.0; s_n], vec![0.0; s_n], vec![0.0; d]);
+        let (mut gram, mut variance) = (vec![0.0; d], vec![0.0; d]);
         let mut result = Ok(());
         for hh in (0..h_n).rev() {
             let last = hh == h_n - 1;
@@ -98,6 +105,26 @@ impl LsviAgent {
                 }
             }
             let vmax = (h_n - hh) as f64;
+            let half = 0.5 * (1.0 + hi - lo).min(vmax);
+            let tabular = !self.server.reward_sq.is_empty();
+            if tabular {
+                let srv = &self.server;
+                let design = self.board_design(hh);
+                for (j, g) in gram.iter_mut().enumerate() {
+                    *g = (design[j * d + j] - self.lam).max(0.0);
+                }
+                let snd = s_n * d;
+                target_variance(
+                    &srv.reward_sq[hh * d..(hh + 1) * d],
+                    &srv.next_count[hh * snd..(hh + 1) * snd],
+                    &srv.next_reward[hh * snd..(hh + 1) * snd],
+                    &shifted,
+                    &work.u,
+                    &gram,
+                    half * half,
+                    &mut variance,
+                );
+            }
             let x = StepIn {
                 d,
                 design: self.board_design(hh),
@@ -106,9 +133,13 @@ impl LsviAgent {
                 c,
                 amp,
                 backup: &next,
-                half: 0.5 * (1.0 + hi - lo).min(vmax),
+                half,
                 s_n: st.s_n,
                 private,
+                data: tabular.then_some(DataMoments {
+                    gram: &gram,
+                    variance: &variance,
+                }),
             };
             st.release_step(hh, &x, &self.table, &mut wts);
             if wts.iter().any(|v| !v.is_finite()) {
