@@ -338,3 +338,30 @@ def test_live_context_vectors_match_the_table():
         b.choose(np.ones(env.p + 1))
     with pytest.raises(NonFiniteError):
         b.update(np.full(env.p, np.nan), 0, 1.0)
+
+
+def test_noise_split_by_hand():
+    """rho = (sigma_g / sigma_B)^2 = 4: one user's worst change (rho + 2 + 1/rho) / sigma_g^2 must
+    equal the equal-scale worst case 4 / sigma^2, so sigma_g = sqrt(6.25 / 4) sigma = 1.25 sigma
+    and sigma_B = sigma_g / 2 = 0.625 sigma, sigma the equal-scale (Alg. 1 at H = 1) tight sigma."""
+    K, p = 5000, 3
+    cal = calibrate_linucb(
+        "jdp", 1.0, 1e-5, K, 4, p, "every", calibration="tight", mechanism="tree", sampler="float"
+    )
+    equal = calibrate_ucrl_vtr(
+        "jdp", 1.0, 1e-5, 1, K, p, 1.0, calibration="tight", mechanism="tree", sampler="float"
+    )
+    assert equal.sigma_B == equal.sigma_g
+    assert cal.sigma_g == pytest.approx(1.25 * equal.sigma_B, rel=1e-3)
+    assert cal.sigma_B == pytest.approx(0.625 * equal.sigma_B, rel=1e-3)
+
+
+def test_leaf_ends_by_hand():
+    from privrl.agents.linucb.calibration import linucb_leaf_ends, linucb_leaves
+
+    assert linucb_leaf_ends("jdp", 10, 3) == [3, 6, 9, 10]  # auto: every p users
+    assert linucb_leaf_ends("jdp", 20, 3, "geometric") == [3, 6, 12, 20]
+    assert linucb_leaf_ends("jdp", 4, 3, "every") == [1, 2, 3, 4]
+    assert linucb_leaf_ends("jdp", 10, 3, 4) == [4, 8, 10]
+    assert linucb_leaf_ends("none", 3, 5, 2) == [1, 2, 3]  # non-private: every user
+    assert linucb_leaves("ldp", 10, 3) == 10 and linucb_leaves("jdp", 10, 3) == 4

@@ -219,8 +219,9 @@ impl LinUcb {
 
     /// The arm the user with context `s` plays.
     pub fn action(&mut self, s: usize) -> usize {
+        // the table's rows were brought inside the guard's bound when the agent was built
         let x = self.context(s).to_vec();
-        self.action_x(&x)
+        self.choose(&x)
     }
 
     /// The arm the user with the context vector `x` plays (`x` clipped to the guard's bound).
@@ -235,8 +236,13 @@ impl LinUcb {
         if loose.apply(&mut xs, self.p, None).is_err() {
             return 0;
         }
+        self.choose(&xs)
+    }
+
+    /// The argmax of the indices of a context inside the bound.
+    fn choose(&mut self, xs: &[f64]) -> usize {
         let mut sc = vec![0.0; 2 * self.arms];
-        self.scores_x(&xs, &mut sc);
+        self.scores_x(xs, &mut sc);
         let mut best = f64::NEG_INFINITY;
         let mut ties = 0usize;
         let mut idx = vec![0.0; self.arms];

@@ -496,15 +496,13 @@ impl AdaptiveState {
 mod tests {
     use super::*;
 
-    #[test]
-    fn non_private_step_by_hand() {
-        // d = 1, A = 4, u~ = 8, c = 1, w1 = 1, half = 1: m = 8/4 + 1 = 3, C = 1/4, prior N(1, 1):
-        // Sigma = 1 / (4 + 1) = 0.2, w = 0.2 (4 * 3 + 1) = 2.6, bonus of phi = 1: sqrt(0.2).
-        let mut st = AdaptiveState {
+    /// The non-private state of one coordinate (w1 = 1), one-hot rows or not.
+    fn one_coordinate(diagonal: bool) -> AdaptiveState {
+        AdaptiveState {
             spec: AdaptiveLsvi {
                 w1: vec![1.0],
                 value_shift: true,
-                diagonal: false,
+                diagonal,
                 shift_mult: 1.0,
                 bounds: NoiseBounds::Zero,
                 sigma_u: 0.0,
@@ -514,7 +512,14 @@ mod tests {
             s_n: 0.0,
             factor: vec![0.0],
             bonus: vec![0.0],
-        };
+        }
+    }
+
+    #[test]
+    fn non_private_step_by_hand() {
+        // d = 1, A = 4, u~ = 8, c = 1, w1 = 1, half = 1: m = 8/4 + 1 = 3, C = 1/4, prior N(1, 1):
+        // Sigma = 1 / (4 + 1) = 0.2, w = 0.2 (4 * 3 + 1) = 2.6, bonus of phi = 1: sqrt(0.2).
+        let mut st = one_coordinate(false);
         let x = StepIn {
             d: 1,
             design: &[4.0],
@@ -553,21 +558,7 @@ mod tests {
         assert!((var[0] - 0.75).abs() < 1e-12);
         // c = 1, prior N(c + nu = 2, 1), mean 6 / 3 + 1 = 3 with precision 3 / 0.75 = 4:
         // Sigma = 1 / 5, w = 0.2 (4 * 3 + 2) = 2.8, bonus sqrt(0.2)
-        let mut st = AdaptiveState {
-            spec: AdaptiveLsvi {
-                w1: vec![1.0],
-                value_shift: true,
-                diagonal: true,
-                shift_mult: 1.0,
-                bounds: NoiseBounds::Zero,
-                sigma_u: 0.0,
-                alpha: 0.05,
-            },
-            history: vec![vec![]],
-            s_n: 0.0,
-            factor: vec![0.0],
-            bonus: vec![0.0],
-        };
+        let mut st = one_coordinate(true);
         let x = StepIn {
             d: 1,
             design: &[4.0],

@@ -269,16 +269,20 @@ class Agent(abc.ABC):
         self._core.observe(s, a, r)
         self._sync_guards()
 
-    def _check_trajectory(self, t: Trajectory) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """A user's trajectory must index this MDP: integer states in [0, S), actions in [0, A)
-        (a negative index would silently select another state's features), finite rewards."""
-        if not isinstance(t, Trajectory):
-            raise TypeError(f"observe() takes a privrl Trajectory, got {type(t).__name__}")
+    def _check_budget(self) -> None:
+        """Refuse a user beyond the K the noise was calibrated for."""
         if self.k >= self.K:
             raise PrivacyParameterError(
                 f"{self.label} was calibrated for K = {self.K} episodes; episode {self.k + 1} would "
                 "exceed its privacy accounting"
             )
+
+    def _check_trajectory(self, t: Trajectory) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A user's trajectory must index this MDP: integer states in [0, S), actions in [0, A)
+        (a negative index would silently select another state's features), finite rewards."""
+        if not isinstance(t, Trajectory):
+            raise TypeError(f"observe() takes a privrl Trajectory, got {type(t).__name__}")
+        self._check_budget()
         out = []
         for name, arr, n, hi in (
             ("states", t.states, self.H + 1, self.S),

@@ -193,8 +193,7 @@ class LinUCB(Agent):
         """The user of ``context`` (an index into the table, or a context vector of length p)
         played ``arm`` and got ``reward``; the context and reward go through the sensitivity
         guard (``||x|| <= 1``, ``r`` in [0, 1]: clipped and counted, or refused)."""
-        if self.k >= self.K:
-            self._check_trajectory(Trajectory(np.zeros(2, np.int64), np.zeros(1, np.int64), np.zeros(1)))
+        self._check_budget()
         if not isinstance(arm, (int, np.integer)) or isinstance(arm, bool) or not 0 <= int(arm) < self.A:
             raise ShapeError(f"arm must be an integer in [0, {self.A}), got {arm!r}")
         if not math.isfinite(reward):

@@ -177,7 +177,7 @@ def calibrate_linucb(
     and "adaptive" the tight noise); ``lam`` (default 1) and the radius are the regret side
     only."""
     kind = check_kind(kind)
-    eps, dlt, pure = privacy_args(kind, epsilon, delta)
+    _, _, pure = privacy_args(kind, epsilon, delta)
     K, arms, p = check_pos_int(K, "K"), check_pos_int(arms, "arms"), check_pos_int(p, "p")
     prob = check_probability(prob, "p")
     calibration = check_calibration(calibration)
@@ -202,5 +202,4 @@ def calibrate_linucb(
         radius=radius,
         beta=1.0 if calibration == "adaptive" else radius,
     )
-    del eps, dlt
     return LinUCBCalibration(**fields)
