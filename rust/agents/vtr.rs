@@ -7,7 +7,13 @@
 //!           N(w~_h, E_h) and no bonus (sampling), V_h = max_a Q_h; act greedily; then
 //!           X_h = phi_{V_{h+1}}(s_h, a_h), y_h = V_{h+1}(s_{h+1}) (UCRL-VTR+: divided by its
 //!           variance estimate sigma-bar, and the second moments phi_{V^2}, V^2 for a second
-//!           regression);
+//!           regression); under the adaptive rule UCRL-VTR's target is normalized per pair:
+//!           f = H (V_{h+1} - lo) / (hi - lo) with [lo, hi] the range of V_{h+1} over the support
+//!           of (s_h, a_h) (f = H on a flat support), X_h = phi_f(s_h, a_h), y_h = f(s_{h+1}).
+//!           Still in the plan's bounds (||X|| <= H by Asm. 2, y in [0, H]: same guard, same
+//!           noise) and still unbiased (E[f(s')] = <phi_f, w> for any f fixed before s' is
+//!           drawn), it fills the bounds the noise is calibrated for where V itself varies by
+//!           little over a support (RiverSwimMixture S = 20: V* = 0.18 on a scale of H = 20);
 //!   intake  the sensitivity guard (clip or reject), and under LDP the user-side randomizer
 //!           (X X^T + B^1, X y + g^1, Cor. 2): only its output leaves the user;
 //!   server  adds the message to its sums — exact (Sherman-Morrison), 2H continual-release
@@ -34,6 +40,10 @@ use crate::kernels::variance::{sigma_bar, VarianceInputs};
 use crate::noise::NoiseStream;
 
 mod server;
+
+/// A support over which V_{h+1} varies by at most this much is flat: its normalized target is
+/// the constant H (the mass features, exact), not a ratio of rounding errors.
+const FLAT: f64 = 1e-9;
 
 /// The practical release rule's public constants (`privrl.privacy.practical`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -315,6 +325,7 @@ impl VtrAgent {
             .practical
             .as_ref()
             .is_some_and(|p| p.adaptive.is_some());
+        let normalized = self.normalized_target();
         let (plan, w) = (&mut self.plan, &mut self.work);
         plan.v[h_n * s_n..].iter_mut().for_each(|v| *v = 0.0);
         for h in (0..h_n).rev() {
@@ -369,7 +380,12 @@ impl VtrAgent {
                     *qv = qv.clamp(rv + lo, rv + hi);
                     spread = spread.max(hi - lo);
                 }
-                self.spread[h] = self.spread[h].max(spread);
+                // the normalized target spans [0, H] over every support it is not flat on
+                self.spread[h] = if normalized {
+                    h_n as f64
+                } else {
+                    self.spread[h].max(spread)
+                };
             }
             let tie = self.ties.draw();
             group_max(&w.q, a_n, tie, now, &mut plan.pi[h * s_n..(h + 1) * s_n])?;
@@ -377,6 +393,17 @@ impl VtrAgent {
         plan.user = Some(self.k);
         self.policy_updates += 1;
         Ok(())
+    }
+
+    /// Whether the user's targets are normalized per pair (the adaptive rule of UCRL-VTR; not
+    /// UCRL-VTR+, whose weighting and second moments are defined on V itself).
+    fn normalized_target(&self) -> bool {
+        self.plus.is_none()
+            && self.regs[0]
+                .spec
+                .practical
+                .as_ref()
+                .is_some_and(|p| p.adaptive.is_some())
     }
 
     /// The planned optimistic values V_h(s) (H + 1 x S) of the arriving user.
@@ -402,7 +429,26 @@ impl VtrAgent {
     fn statistics(&mut self, t: &Trajectory) -> CoreResult<()> {
         let (h_n, s_n, a_n, d) = (self.h, self.s, self.a, self.d);
         let rows = s_n * a_n;
+        let normalized = self.normalized_target();
         let (plan, w) = (&self.plan, &mut self.work);
+        if normalized {
+            // the adaptive rule's target: V_{h+1} shifted by its minimum over the pair's support
+            // and amplified to fill [0, H] there (module doc)
+            let amp = h_n as f64;
+            for h in 0..h_n {
+                let row = t.states[h] * a_n + t.actions[h];
+                let next = &plan.v[(h + 1) * s_n..(h + 2) * s_n];
+                let x = &mut w.x[h * d..(h + 1) * d];
+                let (lo, range) = self.features.normalized_row(row, next, FLAT, x);
+                x.iter_mut().for_each(|v| *v *= amp);
+                w.y[h] = if range > 0.0 {
+                    amp * ((next[t.states[h + 1]] - lo) / range).clamp(0.0, 1.0)
+                } else {
+                    amp
+                };
+            }
+            return Ok(());
+        }
         for h in 0..h_n {
             let row = (h * rows + t.states[h] * a_n + t.actions[h]) * d;
             w.x[h * d..(h + 1) * d].copy_from_slice(&plan.phis[row..row + d]);
