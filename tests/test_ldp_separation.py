@@ -27,6 +27,21 @@ def _phi_v(features, s, a, v):
     return out
 
 
+def _normalized(features, s, a, v, H):
+    """The adaptive rule's normalized target of UCRL-VTR (rust/agents/vtr.rs): f = H (V - lo) /
+    (hi - lo) over the support of (s, a) (f = H where V is flat there), phi_f(s, a) summed in
+    increasing s' and scaled by H last, as the agent does; returns (phi_f, (lo, range))."""
+    support = [sp for sp in range(features.shape[2]) if np.any(features[s, a, sp])]
+    lo, hi = min(v[sp] for sp in support), max(v[sp] for sp in support)
+    flat = hi - lo <= 1e-9
+    out = np.zeros(features.shape[-1])
+    for sp in support:
+        f = 1.0 if flat else (v[sp] - lo) / (hi - lo)
+        if f != 0.0:
+            out = out + f * features[s, a, sp]
+    return out * float(H), (lo, 0.0 if flat else hi - lo)
+
+
 def _user(agent, env, rng):
     """One user through `agent`; returns the raw statistics it computed before anything left it:
     [(X (H, d), y (H,)) per regression] (UCRL-VTR: X_h = phi_{V_{h+1}}(s_h, a_h), y_h =
@@ -35,6 +50,13 @@ def _user(agent, env, rng):
     traj = env.sample_episode(pi, rng)
     agent.observe(traj)
     s, a, H = traj.states, traj.actions, agent.H
+    if agent.calibration.release_rule == "adaptive" and not isinstance(agent, UCRLVTRPlus):
+        # the adaptive rule's normalized target (H (V - lo) / range over the pair's support)
+        X, y = np.zeros((H, agent.d)), np.zeros(H)
+        for h in range(H):
+            X[h], (lo, rng_) = _normalized(agent.mixture_features, s[h], a[h], V[h + 1], H)
+            y[h] = H * min(max((V[h + 1, s[h + 1]] - lo) / rng_, 0.0), 1.0) if rng_ > 0 else float(H)
+        return [(X, y)]
     X = np.stack([_phi_v(agent.mixture_features, s[h], a[h], V[h + 1]) for h in range(H)])
     y = np.array([V[h + 1, s[h + 1]] for h in range(H)])
     if not isinstance(agent, UCRLVTRPlus):
