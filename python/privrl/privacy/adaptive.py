@@ -23,6 +23,10 @@ Neither is scaled by a tuned constant (radius 1 on the random part: one standard
 and in both Q_h(s, a) is clipped to r + [min, max] of V_{h+1} over the support of (s, a) (every
 model of the mixture puts p(.|s, a) on the next states with phi(s'|s, a) != 0: a projection on
 part of the known feasible set, Asm. 2), which removes the ties at H that the [0, H] clip makes.
+UCRL-VTR's users send a normalized target: f = H (V_{h+1} - lo) / (hi - lo) with [lo, hi] the range
+of V_{h+1} over the support of (s_h, a_h) (f = H on a flat support), X = phi_f(s_h, a_h), y =
+f(s_{h+1}): in the plan's bounds (same guard, same noise), unbiased for the same w, and filling the
+range the noise is calibrated for where V varies by little (rust/agents/vtr.rs); its sigma is H / 2.
 
 LSVI-UCB (the adaptive rule of rust/agents/lsvi_adaptive.rs): the released target is the value
 shifted by c = min V_{h+1} and amplified to fill the plan's bound [0, H + 1] (same statistic bound,
@@ -74,7 +78,8 @@ class AdaptiveConstants:
 def adaptive_constants(regression: str, H: int, d: int) -> AdaptiveConstants:
     """The statistical std of a regression's targets (module doc):
 
-    - "vtr" (UCRL-VTR, y = V_{h+1}(s') in [0, H]): sigma_max = H / 2, sigma = spread / 2;
+    - "vtr" (UCRL-VTR, y = its normalized target in [0, H], whose spread over a support is H
+      once planned): sigma_max = H / 2, sigma = spread / 2;
     - "hat" (UCRL-VTR+'s weighted first moments y / sigma-bar, variance <= 1, sigma-bar >= H /
       sqrt(d)): sigma_max = 1, sigma = (sqrt(d) / H) spread / 2;
     - "tilde" (UCRL-VTR+'s second moments V^2 in [0, H^2], whose spread over a support is at most
