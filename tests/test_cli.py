@@ -252,7 +252,15 @@ def test_ctrl_c_saves_finished_runs_and_exits_130(tmp_path):
     cfg.write_text(CONFIG.replace("episodes = 40", "episodes = 400").replace("seeds = [0, 1]", "seeds = 4"))
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "privrl", "run", str(cfg), "--out", str(out), "--no-progress"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # a user's Ctrl-C: SIGINT with its default action, even when pytest itself was started as a
+    # background job of a non-interactive shell (which starts it with SIGINT ignored)
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 60
     while len(list((out / "runs").glob("*.json"))) < 2:
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()

@@ -85,6 +85,7 @@ def test_progress_bar_on_a_terminal_and_ctrl_c_within_a_second():
     pid, fd = pty.fork()
     if pid == 0:  # the child: a run on an 80-column pseudo-terminal
         fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # as on a terminal, whatever started pytest
         os.execv(sys.executable, [sys.executable, "-c", _LONG_RUN])
     out, t_sig, t_end = b"", None, None
     deadline = time.time() + 60
