@@ -21,7 +21,9 @@ def test_constants_by_hand():
     c = adaptive_constants("hat", 20, 4)
     assert (c.sigma_max, c.spread_scale) == (1.0, 2.0 / 20.0)
     c = adaptive_constants("tilde", 5, 4)
-    assert (c.sigma_max, c.spread_scale) == (12.5, 10.0)
+    # f^2 in [0, H^2 = 25]: half range 12.5, reached by the spread H = 5 of a planned target
+    assert (c.sigma_max, c.spread_scale) == (12.5, 5.0)
+    assert c.spread_scale * 5 / 2 == c.sigma_max
     with pytest.raises(ValueError):
         adaptive_constants("other", 5, 4)
 

@@ -28,35 +28,29 @@ def _phi_v(features, s, a, v):
 
 
 def _normalized(features, s, a, v, H):
-    """The adaptive rule's normalized target of UCRL-VTR (rust/agents/vtr.rs): f = H (V - lo) /
-    (hi - lo) over the support of (s, a) (f = H where V is flat there), phi_f(s, a) summed in
-    increasing s' and scaled by H last, as the agent does; returns (phi_f, (lo, range))."""
+    """The adaptive rule's normalized target over the next states (rust/agents/vtr.rs): zero off
+    the support of (s, a), H (V - lo) / (hi - lo) on it (H where V is flat there)."""
     support = [sp for sp in range(features.shape[2]) if np.any(features[s, a, sp])]
     lo, hi = min(v[sp] for sp in support), max(v[sp] for sp in support)
-    flat = hi - lo <= 1e-9
-    out = np.zeros(features.shape[-1])
+    f = np.zeros(features.shape[2])
     for sp in support:
-        f = 1.0 if flat else (v[sp] - lo) / (hi - lo)
-        if f != 0.0:
-            out = out + f * features[s, a, sp]
-    return out * float(H), (lo, 0.0 if flat else hi - lo)
+        f[sp] = float(H) if hi - lo <= 1e-9 else H * ((v[sp] - lo) / (hi - lo))
+    return f
 
 
 def _user(agent, env, rng):
     """One user through `agent`; returns the raw statistics it computed before anything left it:
     [(X (H, d), y (H,)) per regression] (UCRL-VTR: X_h = phi_{V_{h+1}}(s_h, a_h), y_h =
-    V_{h+1}(s_{h+1}); UCRL-VTR+: those divided by sigma-bar, then phi_{V^2}, V^2)."""
+    V_{h+1}(s_{h+1}); UCRL-VTR+: those divided by sigma-bar, then phi_{V^2}, V^2; under the
+    adaptive rule with the normalized target f_h in place of V_{h+1})."""
     pi, V = agent.policy(), agent.values()
     traj = env.sample_episode(pi, rng)
     agent.observe(traj)
     s, a, H = traj.states, traj.actions, agent.H
-    if agent.calibration.release_rule == "adaptive" and not isinstance(agent, UCRLVTRPlus):
-        # the adaptive rule's normalized target (H (V - lo) / range over the pair's support)
-        X, y = np.zeros((H, agent.d)), np.zeros(H)
-        for h in range(H):
-            X[h], (lo, rng_) = _normalized(agent.mixture_features, s[h], a[h], V[h + 1], H)
-            y[h] = H * min(max((V[h + 1, s[h + 1]] - lo) / rng_, 0.0), 1.0) if rng_ > 0 else float(H)
-        return [(X, y)]
+    if agent.calibration.release_rule == "adaptive":
+        # the adaptive rule's normalized target f_h in place of V_{h+1} (row h + 1 of V)
+        F = np.stack([_normalized(agent.mixture_features, s[h], a[h], V[h + 1], H) for h in range(H)])
+        V = np.vstack([np.zeros((1, F.shape[1])), F])
     X = np.stack([_phi_v(agent.mixture_features, s[h], a[h], V[h + 1]) for h in range(H)])
     y = np.array([V[h + 1, s[h + 1]] for h in range(H)])
     if not isinstance(agent, UCRLVTRPlus):

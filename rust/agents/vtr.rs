@@ -174,6 +174,8 @@ struct Work {
     x2: Vec<f64>,
     y2: Vec<f64>,
     v2: Vec<f64>,
+    /// The normalized targets f_h over the next states (H x S; zero off the visited supports).
+    f: Vec<f64>,
     sig: Vec<f64>,
     gram: Vec<f64>,
     sums: Vec<f64>,
@@ -293,6 +295,7 @@ impl VtrAgent {
             x2: vec![0.0; h * d],
             y2: vec![0.0; h],
             v2: vec![0.0; s],
+            f: vec![0.0; h * s],
             sig: vec![0.0; h],
             gram: vec![0.0; h * d * d],
             sums: vec![0.0; h * d],
@@ -395,11 +398,9 @@ impl VtrAgent {
         Ok(())
     }
 
-    /// Whether the user's targets are normalized per pair (the adaptive rule of UCRL-VTR; not
-    /// UCRL-VTR+, whose weighting and second moments are defined on V itself).
+    /// Whether the user's targets are normalized per pair (the adaptive rule).
     fn normalized_target(&self) -> bool {
-        self.plus.is_none()
-            && self.regs[0]
+        self.regs[0]
                 .spec
                 .practical
                 .as_ref()
@@ -431,36 +432,36 @@ impl VtrAgent {
         let rows = s_n * a_n;
         let normalized = self.normalized_target();
         let (plan, w) = (&self.plan, &mut self.work);
-        if normalized {
-            // the adaptive rule's target: V_{h+1} shifted by its minimum over the pair's support
-            // and amplified to fill [0, H] there (module doc)
-            let amp = h_n as f64;
-            for h in 0..h_n {
-                let row = t.states[h] * a_n + t.actions[h];
-                let next = &plan.v[(h + 1) * s_n..(h + 2) * s_n];
-                let x = &mut w.x[h * d..(h + 1) * d];
-                let (lo, range) = self.features.normalized_row(row, next, FLAT, x);
-                x.iter_mut().for_each(|v| *v *= amp);
-                w.y[h] = if range > 0.0 {
-                    amp * ((next[t.states[h + 1]] - lo) / range).clamp(0.0, 1.0)
-                } else {
-                    amp
-                };
-            }
-            return Ok(());
-        }
         for h in 0..h_n {
-            let row = (h * rows + t.states[h] * a_n + t.actions[h]) * d;
-            w.x[h * d..(h + 1) * d].copy_from_slice(&plan.phis[row..row + d]);
-            w.y[h] = plan.v[(h + 1) * s_n + t.states[h + 1]];
+            let next = &plan.v[(h + 1) * s_n..(h + 2) * s_n];
+            if normalized {
+                // the adaptive rule's target: V_{h+1} shifted by its minimum over the pair's
+                // support and amplified to fill [0, H] there (module doc)
+                let row = t.states[h] * a_n + t.actions[h];
+                let f = &mut w.f[h * s_n..(h + 1) * s_n];
+                self.features
+                    .normalized_target(row, next, FLAT, h_n as f64, f);
+                self.features
+                    .phi_v_row(row, f, &mut w.x[h * d..(h + 1) * d])?;
+                w.y[h] = f[t.states[h + 1]];
+            } else {
+                let row = (h * rows + t.states[h] * a_n + t.actions[h]) * d;
+                w.x[h * d..(h + 1) * d].copy_from_slice(&plan.phis[row..row + d]);
+                w.y[h] = next[t.states[h + 1]];
+            }
         }
         let Some(p) = self.plus else {
             return Ok(());
         };
-        // UCRL-VTR+: phi_{V^2}, V^2 for the second moments; sigma-bar from both billboards;
-        // (X / sigma-bar, y / sigma-bar) for the first regression
+        // UCRL-VTR+: phi_{V^2}, V^2 for the second moments (of the normalized target f under the
+        // adaptive rule); sigma-bar from both billboards; (X / sigma-bar, y / sigma-bar) for the
+        // first regression
         for h in 0..h_n {
-            let next = &plan.v[(h + 1) * s_n..(h + 2) * s_n];
+            let next = if normalized {
+                &w.f[h * s_n..(h + 1) * s_n]
+            } else {
+                &plan.v[(h + 1) * s_n..(h + 2) * s_n]
+            };
             w.v2.iter_mut().zip(next).for_each(|(a, b)| *a = b * b);
             let row = t.states[h] * a_n + t.actions[h];
             self.features

@@ -188,33 +188,26 @@ impl MixtureFeatures {
         Ok(())
     }
 
-    /// The normalized value-targeted feature of one row r (in range): f = (v - lo) / (hi - lo)
-    /// with [lo, hi] the range of v over the row's support, `out = sum_{s'} phi(s'|r) f(s')`;
-    /// returns (lo, hi - lo). A flat support (hi - lo <= tol) gets f = 1 (the mass features
-    /// sum_{s'} phi(s'|r)) and range 0; a row without support gets zeros and (0, 0).
-    pub fn normalized_row(&self, row: usize, v: &[f64], tol: f64, out: &mut [f64]) -> (f64, f64) {
-        let d = self.d;
+    /// The normalized target of one row r (in range) into `f` (n_states): zero off the row's
+    /// support and `amp (v(s') - lo) / (hi - lo)` on it, with [lo, hi] the range of v over the
+    /// support; `amp` on the whole support where that range is at most `tol` (flat: then
+    /// phi_f = amp sum_{s'} phi(s'|r), the mass features).
+    pub fn normalized_target(&self, row: usize, v: &[f64], tol: f64, amp: f64, f: &mut [f64]) {
         let next = &self.next_state[self.indptr[row]..self.indptr[row + 1]];
         let (mut a, mut b) = (f64::INFINITY, f64::NEG_INFINITY);
         for &s in next {
             a = a.min(v[s]);
             b = b.max(v[s]);
         }
-        out.iter_mut().for_each(|x| *x = 0.0);
-        if next.is_empty() {
-            return (0.0, 0.0);
-        }
+        f.iter_mut().for_each(|x| *x = 0.0);
         let range = b - a;
-        let flat = range <= tol;
-        for k in self.indptr[row]..self.indptr[row + 1] {
-            let f = if flat { 1.0 } else { (v[self.next_state[k]] - a) / range };
-            if f != 0.0 {
-                for (oi, fi) in out.iter_mut().zip(&self.values[k * d..(k + 1) * d]) {
-                    *oi += f * fi;
-                }
-            }
+        for &s in next {
+            f[s] = if range <= tol {
+                amp
+            } else {
+                amp * ((v[s] - a) / range)
+            };
         }
-        (a, if flat { 0.0 } else { range })
     }
 
     /// The features of one row (s, a) against one next state, d values (zeros if absent).
@@ -293,27 +286,32 @@ mod tests {
     }
 
     #[test]
-    fn normalized_row_by_hand() {
-        // row 0: support {0, 2} with phi(0|0) = (1, 0), phi(2|0) = (0.5, 0.5); row 1: support
-        // {1} only; v = (2, 9, 6): over row 0's support lo = 2, hi = 6, f(0) = 0, f(2) = 1
+    fn normalized_target_by_hand() {
+        // row 0: support {0, 2}; row 1: support {1} only; v = (2, 9, 6): over row 0's support
+        // lo = 2, hi = 6, so f = amp (0, 0, 1)
         let mut dense = vec![0.0; 2 * 3 * 2];
         dense[0] = 1.0; // (r 0, s' 0)
         dense[4] = 0.5; // (r 0, s' 2)
         dense[5] = 0.5;
         dense[8] = 0.25; // (r 1, s' 1)
         dense[9] = 0.75;
-        let f = MixtureFeatures::from_dense(&dense, 2, 3, 2).unwrap();
+        let feat = MixtureFeatures::from_dense(&dense, 2, 3, 2).unwrap();
         let v = [2.0, 9.0, 6.0];
-        let mut out = [0.0; 2];
-        assert_eq!(f.normalized_row(0, &v, 1e-9, &mut out), (2.0, 4.0));
-        assert_eq!(out, [0.5, 0.5]);
-        // flat (one next state): f = 1, the mass features
-        assert_eq!(f.normalized_row(1, &v, 1e-9, &mut out), (9.0, 0.0));
-        assert_eq!(out, [0.25, 0.75]);
+        let mut f = [7.0; 3];
+        feat.normalized_target(0, &v, 1e-9, 4.0, &mut f);
+        assert_eq!(f, [0.0, 0.0, 4.0]);
+        let mut x = [0.0; 2];
+        feat.phi_v_row(0, &f, &mut x).unwrap();
+        assert_eq!(x, [2.0, 2.0]);
+        // flat (one next state): amp on the support, phi_f = amp x the mass features
+        feat.normalized_target(1, &v, 1e-9, 4.0, &mut f);
+        assert_eq!(f, [0.0, 4.0, 0.0]);
+        feat.phi_v_row(1, &f, &mut x).unwrap();
+        assert_eq!(x, [1.0, 3.0]);
         // a spread within the tolerance is flat too
         let v = [2.0, 9.0, 2.0 + 1e-12];
-        assert_eq!(f.normalized_row(0, &v, 1e-9, &mut out), (2.0, 0.0));
-        assert_eq!(out, [1.5, 0.5]);
+        feat.normalized_target(0, &v, 1e-9, 4.0, &mut f);
+        assert_eq!(f, [4.0, 0.0, 4.0]);
     }
 
     #[test]

@@ -23,7 +23,8 @@ Neither is scaled by a tuned constant (radius 1 on the random part: one standard
 and in both Q_h(s, a) is clipped to r + [min, max] of V_{h+1} over the support of (s, a) (every
 model of the mixture puts p(.|s, a) on the next states with phi(s'|s, a) != 0: a projection on
 part of the known feasible set, Asm. 2), which removes the ties at H that the [0, H] clip makes.
-UCRL-VTR's users send a normalized target: f = H (V_{h+1} - lo) / (hi - lo) with [lo, hi] the range
+UCRL-VTR's and UCRL-VTR+'s users send a normalized target (UCRL-VTR+: its first and second
+moments): f = H (V_{h+1} - lo) / (hi - lo) with [lo, hi] the range
 of V_{h+1} over the support of (s_h, a_h) (f = H on a flat support), X = phi_f(s_h, a_h), y =
 f(s_{h+1}): in the plan's bounds (same guard, same noise), unbiased for the same w, and filling the
 range the noise is calibrated for where V varies by little (rust/agents/vtr.rs); its sigma is H / 2.
@@ -78,19 +79,21 @@ class AdaptiveConstants:
 def adaptive_constants(regression: str, H: int, d: int) -> AdaptiveConstants:
     """The statistical std of a regression's targets (module doc):
 
-    - "vtr" (UCRL-VTR, y = its normalized target in [0, H], whose spread over a support is H
-      once planned): sigma_max = H / 2, sigma = spread / 2;
-    - "hat" (UCRL-VTR+'s weighted first moments y / sigma-bar, variance <= 1, sigma-bar >= H /
+    The targets are the normalized ones (module doc): f in [0, H], whose spread over a visited
+    support is H once planned (the agents pass spread = H then, sigma_max before any plan).
+
+    - "vtr" (UCRL-VTR, y = f(s')): sigma_max = H / 2, sigma = spread / 2;
+    - "hat" (UCRL-VTR+'s weighted first moments f / sigma-bar, variance <= 1, sigma-bar >= H /
       sqrt(d)): sigma_max = 1, sigma = (sqrt(d) / H) spread / 2;
-    - "tilde" (UCRL-VTR+'s second moments V^2 in [0, H^2], whose spread over a support is at most
-      2 H times that of V): sigma_max = H^2 / 2, sigma = 2 H spread / 2.
+    - "tilde" (UCRL-VTR+'s second moments f^2 in [0, H^2]): sigma_max = H^2 / 2, sigma = H spread
+      / 2.
     """
     if regression == "vtr":
         return AdaptiveConstants(H / 2.0, 1.0)
     if regression == "hat":
         return AdaptiveConstants(1.0, math.sqrt(d) / H)
     if regression == "tilde":
-        return AdaptiveConstants(H * H / 2.0, 2.0 * H)
+        return AdaptiveConstants(H * H / 2.0, float(H))
     raise ValueError(f"unknown regression {regression!r}")
 
 
