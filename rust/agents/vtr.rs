@@ -401,10 +401,10 @@ impl VtrAgent {
     /// Whether the user's targets are normalized per pair (the adaptive rule).
     fn normalized_target(&self) -> bool {
         self.regs[0]
-                .spec
-                .practical
-                .as_ref()
-                .is_some_and(|p| p.adaptive.is_some())
+            .spec
+            .practical
+            .as_ref()
+            .is_some_and(|p| p.adaptive.is_some())
     }
 
     /// The planned optimistic values V_h(s) (H + 1 x S) of the arriving user.
