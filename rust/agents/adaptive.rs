@@ -16,9 +16,9 @@
 //! Outputs (row-major d x d per step): `explore` = V diag((r_i + b_i)^2) V^T (optimism: the bonus
 //! ||phi||_explore), `factor` = V diag(r_i) V^T (sampling: w = w~ + factor z) and `bias` =
 //! V diag(b_i^2) V^T (sampling: the bias stays an optimistic bonus), gamma_h = nu + (lam + S +
-//! max lift) D. The statistical std sigma is `spread_scale` times half the largest spread of
-//! V_{h+1} over one pair's support seen in the users' plans so far (public: computed from
-//! billboards), `sigma_max` before the first plan.
+//! max lift) D. The statistical std sigma is `spread_scale` times half the spread of the users'
+//! targets over a pair's support (H: the normalized target, `super::vtr`), `sigma_max` before
+//! the first plan.
 
 use serde::{Deserialize, Serialize};
 

@@ -207,8 +207,8 @@ pub struct VtrAgent {
     pub k: u64,
     pub policy_updates: u64,
     pub last_sigma_bar: Vec<f64>,
-    /// The largest spread of V_{h+1} over one pair's support in the plans so far (H; < 0: none
-    /// yet): the adaptive rule's statistical std (public, a function of the billboards).
+    /// The spread of the users' targets over a pair's support per step (H; < 0: no plan yet;
+    /// the normalized target's H once planned): the adaptive rule's statistical std.
     #[serde(default)]
     pub spread: Vec<f64>,
     plan: Plan,
@@ -323,12 +323,7 @@ impl VtrAgent {
         let (h_n, s_n, a_n, d) = (self.h, self.s, self.a, self.d);
         let rows = s_n * a_n;
         let board = &self.regs[0].board;
-        let adaptive = self.regs[0]
-            .spec
-            .practical
-            .as_ref()
-            .is_some_and(|p| p.adaptive.is_some());
-        let normalized = self.normalized_target();
+        let adaptive = self.adaptive();
         let (plan, w) = (&mut self.plan, &mut self.work);
         plan.v[h_n * s_n..].iter_mut().for_each(|v| *v = 0.0);
         for h in (0..h_n).rev() {
@@ -378,17 +373,11 @@ impl VtrAgent {
                 // r + [min, max] of V_{h+1} over the support of (s, a)
                 self.features
                     .support_range(&next[..s_n], &mut w.lo, &mut w.hi)?;
-                let mut spread: f64 = 0.0;
                 for (((qv, rv), lo), hi) in w.q.iter_mut().zip(r).zip(&w.lo).zip(&w.hi) {
                     *qv = qv.clamp(rv + lo, rv + hi);
-                    spread = spread.max(hi - lo);
                 }
                 // the normalized target spans [0, H] over every support it is not flat on
-                self.spread[h] = if normalized {
-                    h_n as f64
-                } else {
-                    self.spread[h].max(spread)
-                };
+                self.spread[h] = h_n as f64;
             }
             let tie = self.ties.draw();
             group_max(&w.q, a_n, tie, now, &mut plan.pi[h * s_n..(h + 1) * s_n])?;
@@ -398,8 +387,8 @@ impl VtrAgent {
         Ok(())
     }
 
-    /// Whether the user's targets are normalized per pair (the adaptive rule).
-    fn normalized_target(&self) -> bool {
+    /// Whether the release rule is the adaptive one (whose users send the normalized target).
+    fn adaptive(&self) -> bool {
         self.regs[0]
             .spec
             .practical
@@ -430,7 +419,7 @@ impl VtrAgent {
     fn statistics(&mut self, t: &Trajectory) -> CoreResult<()> {
         let (h_n, s_n, a_n, d) = (self.h, self.s, self.a, self.d);
         let rows = s_n * a_n;
-        let normalized = self.normalized_target();
+        let normalized = self.adaptive();
         let (plan, w) = (&self.plan, &mut self.work);
         for h in 0..h_n {
             let next = &plan.v[(h + 1) * s_n..(h + 2) * s_n];
