@@ -109,20 +109,24 @@ def release_plan(
 ) -> ReleasePlan:
     """What Alg. 1 releases about one user (App. B, proofs of Cor. 1-2). Per step h the user's
     ``X_{k,h} = phi_{V~_{k,h+1}}(s_h, a_h)`` (``||X|| <= H``) and ``y_{k,h} = V~_{k,h+1}(s_{h+1})``
-    (in ``[0, H]``) feed two families: ``X X^T`` into ``Lambda~_{k,h}`` and ``X y`` into ``u~_{k,h}``,
+    (in ``[0, H]``; under the adaptive rule ``V~_{k,h+1}`` normalized over the pair's support to
+    fill ``[0, H]``, privrl.privacy.adaptive: the same bounds) feed two families: ``X X^T`` into
+    ``Lambda~_{k,h}`` and ``X y`` into ``u~_{k,h}``,
     through 2H continual-release mechanisms of capacity K (JDP: a user is one leaf) or the user's
     randomizer (LDP: one release each). Separate worst cases (the paper's): ``2 H^2`` (L2, both),
     ``2 d H^2`` / ``2 sqrt(d) H^2`` (L1, :func:`ucrl_vtr_l1_sensitivities`)."""
     sampler = resolve_sampler(kind, mechanism, sampler)
     stat = UserStatistic(
         name="X_{k,h}, y_{k,h}",
-        x="X_{k,h} = phi_{V~_{k,h+1}}(s_h, a_h)",
-        y="y_{k,h} = V~_{k,h+1}(s_{h+1})",
+        x="X_{k,h} = phi_f(s_h, a_h), f = V~_{k,h+1} (adaptive rule: H (V~_{k,h+1} - lo) / (hi - lo) "
+        "over the support of (s_h, a_h))",
+        y="y_{k,h} = f(s_{h+1})",
         dim=d,
         x_bound=float(H),
         y_low=0.0,
         y_high=float(H),
-        source="||phi_V|| <= ||V||_inf (Asm. 2) with V~ projected on [0, H]: ||X|| <= H, y in [0, H]",
+        source="||phi_f|| <= ||f||_inf (Asm. 2) with f in [0, H] (V~ projected on [0, H]; the adaptive "
+        "rule's normalized target by construction): ||X|| <= H, y in [0, H]",
     )
     if kind == "none":
         return ReleasePlan("ucrl_vtr", TITLE, "none", None, H, K, "tree", (stat,))

@@ -88,23 +88,24 @@ def release_plan(
     rd = math.sqrt(d)
     first = UserStatistic(
         name="phi_V / sigma_bar, V / sigma_bar",
-        x="phi_{V_{k,h+1}}(s_h, a_h) / sigma_bar_{k,h}",
-        y="V_{k,h+1}(s_{h+1}) / sigma_bar_{k,h}",
+        x="phi_f(s_h, a_h) / sigma_bar_{k,h}, f = V_{k,h+1} (adaptive rule: normalized over the support "
+        "of (s_h, a_h) to fill [0, H])",
+        y="f(s_{h+1}) / sigma_bar_{k,h}",
         dim=d,
         x_bound=rd,
         y_low=0.0,
         y_high=rd,
-        source="||phi_V|| <= H, V in [0, H] and sigma_bar^2 >= H^2/d",
+        source="||phi_f|| <= H, f in [0, H] and sigma_bar^2 >= H^2/d",
     )
     second = UserStatistic(
         name="phi_{V^2}, V^2",
-        x="phi_{V^2_{k,h+1}}(s_h, a_h)",
-        y="V^2_{k,h+1}(s_{h+1})",
+        x="phi_{f^2}(s_h, a_h)",
+        y="f^2(s_{h+1})",
         dim=d,
         x_bound=float(H) ** 2,
         y_low=0.0,
         y_high=float(H) ** 2,
-        source="||phi_{V^2}|| <= ||V^2||_inf <= H^2, V^2 in [0, H^2]",
+        source="||phi_{f^2}|| <= ||f^2||_inf <= H^2, f^2 in [0, H^2]",
     )
     if kind == "none":
         return ReleasePlan("ucrl_vtr_plus", TITLE, "none", None, H, K, "tree", (first, second))
