@@ -380,21 +380,27 @@ impl AdaptiveState {
         }
         let nu2 = x.half * x.half;
         let it2 = 1.0 / nu2;
-        let f = &mut self.factor[h * d..(h + 1) * d];
         let mut sigma = vec![0.0; d];
         for i in 0..d {
             let plik = 1.0 / (cov[i] + nu2 * ainv[i]).max(1e-12);
             sigma[i] = 1.0 / (plik + it2);
             weights[i] = sigma[i] * (plik * m[i] + it2 * x.c * spec.w1[i]);
-            f[i] = sigma[i].sqrt();
         }
+        self.set_diagonal_width(h, d, &sigma, table);
+    }
+
+    /// A diagonal Sigma_h (its d variances): the factor sqrt(sigma_i) and the bonus rows
+    /// ||phi||_Sigma = sqrt(sum_i phi_i^2 sigma_i).
+    fn set_diagonal_width(&mut self, h: usize, d: usize, sigma: &[f64], table: &[f64]) {
+        let f = &mut self.factor[h * d..(h + 1) * d];
+        f.iter_mut().zip(sigma).for_each(|(o, s)| *o = s.sqrt());
         let rows = table.len() / d;
         let b = &mut self.bonus[h * rows..(h + 1) * rows];
         for (r, o) in b.iter_mut().enumerate() {
             let phi = &table[r * d..(r + 1) * d];
             *o = phi
                 .iter()
-                .zip(&sigma)
+                .zip(sigma)
                 .map(|(p, s)| p * p * s)
                 .sum::<f64>()
                 .sqrt();
@@ -437,19 +443,7 @@ impl AdaptiveState {
             sigma[i] = 1.0 / (lik + p0);
             weights[i] = sigma[i] * (lik * mean + p0 * centre * w1);
         }
-        let f = &mut self.factor[h * d..(h + 1) * d];
-        f.iter_mut().zip(&sigma).for_each(|(o, s)| *o = s.sqrt());
-        let rows = table.len() / d;
-        let b = &mut self.bonus[h * rows..(h + 1) * rows];
-        for (r, o) in b.iter_mut().enumerate() {
-            let phi = &table[r * d..(r + 1) * d];
-            *o = phi
-                .iter()
-                .zip(&sigma)
-                .map(|(p, s)| p * p * s)
-                .sum::<f64>()
-                .sqrt();
-        }
+        self.set_diagonal_width(h, d, &sigma, table);
     }
 
     /// Sigma_h's factor and bonus rows from Sigma_h.
