@@ -86,7 +86,7 @@ def test_raw_statistics_are_reproduced_bit_for_bit(cls):
 
 
 @pytest.mark.parametrize("cls", [UCRLVTR, UCRLVTRPlus])
-@pytest.mark.parametrize("calibration", ["paper", "practical"])
+@pytest.mark.parametrize("calibration", ["paper", "practical", "adaptive"])
 def test_ldp_server_holds_no_user_key_and_no_raw_statistic(cls, calibration):
     env = RiverSwimMixture(S=4, H=3)
     agent = cls(env, LocalDP(2.0, 1e-5, calibration=calibration), episodes=30, seed=SEED)
