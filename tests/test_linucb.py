@@ -53,6 +53,36 @@ def test_from_classification_reduction():
     assert np.linalg.norm(m.contexts, axis=1).max() == pytest.approx(1.0)
 
 
+def test_featurize_maps_raw_rows_as_the_table_was_built(tmp_path):
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(90, 5)) * [1.0, 10.0, 0.1, 3.0, 0.0] + [0.0, 5.0, -2.0, 1.0, 7.0]  # one constant column
+    y = np.array(["cat", "dog", "eel"])[rng.integers(3, size=90)]
+    order = np.random.default_rng(2).permutation(90)  # the seed's shuffle
+    for kw in ({}, {"scale": "max"}, {"bias": False}, {"standardize": False}):
+        env = ContextualBandit.from_classification(X, y, seed=2, **kw)
+        np.testing.assert_array_equal(env.featurize(X[order]), env.contexts)  # one code path
+        np.testing.assert_allclose(env.featurize(X[order[7]]), env.contexts[7], rtol=0, atol=1e-15)
+        np.testing.assert_array_equal(env.classes[env.labels], y[order])  # arm a is class classes[a]
+    env = ContextualBandit.from_classification(X, y, seed=2)
+    assert list(env.classes) == ["cat", "dog", "eel"] and env.p == 5  # 4 varying columns + intercept
+    # by hand: standardize with the table's mean / sd (constant column dropped), unit norm, intercept
+    x = rng.normal(size=5)
+    keep = X.std(axis=0) > 0
+    z = (x[keep] - X[:, keep].mean(axis=0)) / X[:, keep].std(axis=0)
+    np.testing.assert_allclose(env.featurize(x), np.append(z / np.linalg.norm(z), 1.0) / math.sqrt(2), rtol=1e-12)
+    agent = LinUCB(env, NonPrivate(), episodes=10, seed=0)
+    assert 0 <= agent.choose(env.featurize(x)) < env.A  # a live user with raw features
+    agent.save(tmp_path / "a.privrl")
+    np.testing.assert_array_equal(LinUCB.load(tmp_path / "a.privrl").env.featurize(X[order]), env.contexts)
+    with pytest.raises(ShapeError, match=r"\(5,\)"):
+        env.featurize(np.zeros(4))
+    with pytest.raises(NonFiniteError):
+        env.featurize([np.nan] * 5)
+    plain = ContextualBandit([[0.6, 0.0]], [[0.0, 1.0]])  # no transform: contexts as they are
+    np.testing.assert_array_equal(plain.featurize([0.5, 0.5]), [0.5, 0.5])
+    assert plain.classes is None
+
+
 def test_bandit_refuses_bad_tables():
     with pytest.raises(ShapeError, match=r"\|\|x\|\| <= 1"):
         ContextualBandit([[2.0, 0.0]], [[0.0, 1.0]])

@@ -9,6 +9,7 @@ With disjoint arms the feature of (s, a) is ``phi = e_a (x) x_s`` (d = A p), nev
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -63,7 +64,9 @@ class ContextualBandit:
         self.A = m.shape[1]
         self.d = self.A * self.p
         self.name = name or f"ContextualBandit(n={self.S}, p={self.p}, A={self.A})"
-        self.labels: np.ndarray | None = None
+        self.labels: np.ndarray | None = None  # classification only: each row's arm
+        self.classes: np.ndarray | None = None  # classification only: arm a is class classes[a]
+        self._featurizer: _Featurizer | None = None
         self._fingerprint: dict[str, str] | None = None
 
     @classmethod
@@ -92,30 +95,36 @@ class ContextualBandit:
             raise ShapeError(f"X must be (n, p) and y (n,), got {X.shape} and {y.shape}")
         if not np.isfinite(X).all():
             raise NonFiniteError("X contains NaN or inf")
+        if scale not in ("row", "max"):
+            raise ValueError(f"scale must be 'row' or 'max', got {scale!r}")
         classes, labels = np.unique(y, return_inverse=True)
         if len(classes) < 2:
             raise ShapeError("a classification bandit needs at least 2 classes")
         order = np.random.default_rng(seed).permutation(len(y)) if seed is not None else np.arange(len(y))
         X, labels = X[order], labels[order]
-        if standardize:
-            sd = X.std(axis=0)
-            keep = sd > 0
-            X = (X[:, keep] - X[:, keep].mean(axis=0)) / sd[keep]
-        if scale == "row":
-            X = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-300)
-            if bias:
-                X = np.hstack([X, np.ones((X.shape[0], 1))]) / np.sqrt(2.0)
-        elif scale == "max":
-            if bias:
-                X = np.hstack([X, np.ones((X.shape[0], 1))])
-            X = X / max(float(np.linalg.norm(X, axis=1).max()), 1e-300)
-        else:
-            raise ValueError(f"scale must be 'row' or 'max', got {scale!r}")
+        featurizer = _Featurizer.fit(X, standardize, bias, scale)
         means = np.zeros((len(labels), len(classes)))
         means[np.arange(len(labels)), labels] = 1.0
-        env = cls(X, means, name=name)
-        env.labels = labels
+        env = cls(featurizer(X), means, name=name)
+        env.labels, env.classes, env._featurizer = labels, classes, featurizer
         return env
+
+    def featurize(self, X: Any) -> np.ndarray:
+        """The context vector(s) of raw feature row(s) ``X`` ((p_raw,) or (m, p_raw)), by the
+        transform :meth:`from_classification` fitted on its table (the table's mean, standard
+        deviation and scale), for a live user: ``agent.choose(env.featurize(x))`` plays arm a,
+        the class ``env.classes[a]``. A bandit built from its contexts directly has no transform:
+        its contexts are already vectors of length p (returned as they are, shape checked). Rows
+        of norm above 1 (possible with ``scale="max"``) are projected by the agent's intake."""
+        v = np.array(X, dtype=np.float64, ndmin=1)
+        width = self.p if self._featurizer is None else self._featurizer.width
+        if v.ndim not in (1, 2) or v.shape[-1] != width:
+            raise ShapeError(f"raw features must have shape ({width},) or (m, {width}), got {v.shape}")
+        if not np.isfinite(v).all():
+            raise NonFiniteError("raw features contain NaN or inf")
+        if self._featurizer is None:
+            return v
+        return self._featurizer(v[None, :])[0] if v.ndim == 1 else self._featurizer(v)
 
     # ---------------------------------------------------------------- model
     def best_means(self) -> np.ndarray:
@@ -150,3 +159,45 @@ class ContextualBandit:
 
     def __repr__(self) -> str:
         return f"ContextualBandit(name={self.name!r}, n={self.S}, p={self.p}, A={self.A})"
+
+
+@dataclass(frozen=True)
+class _Featurizer:
+    """The raw-features -> context map of :meth:`ContextualBandit.from_classification`, fitted
+    once on the table and applied to it and to live users alike (one code path)."""
+
+    width: int  # raw features per row
+    standardized: bool
+    keep: np.ndarray  # columns with a positive standard deviation (all without standardize)
+    mean: np.ndarray
+    sd: np.ndarray
+    bias: bool
+    scale: str
+    max_norm: float  # scale="max": the table's largest row norm after the bias column
+
+    @classmethod
+    def fit(cls, X: np.ndarray, standardize: bool, bias: bool, scale: str) -> _Featurizer:
+        p = X.shape[1]
+        if standardize:
+            sd = X.std(axis=0)
+            keep = sd > 0
+            mean, sd = X[:, keep].mean(axis=0), sd[keep]
+        else:
+            keep, mean, sd = np.ones(p, dtype=bool), np.zeros(p), np.ones(p)
+        f = cls(p, standardize, keep, mean, sd, bias, scale, 1.0)
+        if scale == "max":
+            f = replace(f, max_norm=max(float(np.linalg.norm(f._centred(X), axis=1).max()), 1e-300))
+        return f
+
+    def _centred(self, X: np.ndarray) -> np.ndarray:
+        Z = (X[:, self.keep] - self.mean) / self.sd if self.standardized else X
+        if self.scale == "row":
+            return Z
+        return np.hstack([Z, np.ones((Z.shape[0], 1))]) if self.bias else Z
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        Z = self._centred(X)
+        if self.scale == "max":
+            return Z / self.max_norm
+        Z = Z / np.maximum(np.linalg.norm(Z, axis=1, keepdims=True), 1e-300)
+        return np.hstack([Z, np.ones((Z.shape[0], 1))]) / np.sqrt(2.0) if self.bias else Z
