@@ -55,7 +55,8 @@ def test_from_classification_reduction():
 
 def test_featurize_maps_raw_rows_as_the_table_was_built(tmp_path):
     rng = np.random.default_rng(4)
-    X = rng.normal(size=(90, 5)) * [1.0, 10.0, 0.1, 3.0, 0.0] + [0.0, 5.0, -2.0, 1.0, 7.0]  # one constant column
+    # five raw features on different scales, the last one constant
+    X = rng.normal(size=(90, 5)) * [1.0, 10.0, 0.1, 3.0, 0.0] + [0.0, 5.0, -2.0, 1.0, 7.0]
     y = np.array(["cat", "dog", "eel"])[rng.integers(3, size=90)]
     order = np.random.default_rng(2).permutation(90)  # the seed's shuffle
     for kw in ({}, {"scale": "max"}, {"bias": False}, {"standardize": False}):
@@ -69,7 +70,8 @@ def test_featurize_maps_raw_rows_as_the_table_was_built(tmp_path):
     x = rng.normal(size=5)
     keep = X.std(axis=0) > 0
     z = (x[keep] - X[:, keep].mean(axis=0)) / X[:, keep].std(axis=0)
-    np.testing.assert_allclose(env.featurize(x), np.append(z / np.linalg.norm(z), 1.0) / math.sqrt(2), rtol=1e-12)
+    by_hand = np.append(z / np.linalg.norm(z), 1.0) / math.sqrt(2)
+    np.testing.assert_allclose(env.featurize(x), by_hand, rtol=1e-12)
     agent = LinUCB(env, NonPrivate(), episodes=10, seed=0)
     assert 0 <= agent.choose(env.featurize(x)) < env.A  # a live user with raw features
     agent.save(tmp_path / "a.privrl")
