@@ -678,3 +678,36 @@ def test_corpus_in_a_subprocess_exits_normally():
     res = json.loads(line[len("RESULT") :])
     assert res["n"] >= 200
     assert res["no_error"] == [] and res["wrong_type"] == [], res
+
+
+def test_bad_seeds_are_named_at_every_edge():
+    """A bad seed is refused where it enters (agents, random environments, the bandit reduction,
+    run) with a message naming the seed, not by numpy further in; the seeds numpy takes pass."""
+    from privrl import run
+    from privrl.agents import LSVIUCB, UCRLVTR, LinUCB
+    from privrl.envs import ContextualBandit, RandomLinearMDP, RandomLinearMixtureMDP
+    from privrl.privacy import JointDP
+
+    jdp = JointDP(1.0, 1e-5)
+    mix = RandomLinearMixtureMDP(S=3, A=2, d=2, H=2, seed=0)
+    lin = RandomLinearMDP(5, 2, 3, 2, seed=0)
+    X, y = np.eye(4), [0, 1, 0, 1]
+    edges = {
+        "UCRLVTR": lambda s: UCRLVTR(mix, jdp, episodes=2, seed=s),
+        "LSVIUCB": lambda s: LSVIUCB(lin, jdp, episodes=2, seed=s),
+        "LinUCB": lambda s: LinUCB(ContextualBandit.from_classification(X, y), jdp, episodes=2, seed=s),
+        "RandomLinearMDP": lambda s: RandomLinearMDP(5, 2, 3, 2, seed=s),
+        "RandomLinearMixtureMDP": lambda s: RandomLinearMixtureMDP(S=3, A=2, d=2, H=2, seed=s),
+        "from_classification": lambda s: ContextualBandit.from_classification(X, y, seed=s),
+        "run": lambda s: run(UCRLVTR(mix, jdp, episodes=2, seed=0), mix, seed=s),
+    }
+    for name, make in edges.items():
+        for bad in (-1, True, 1.5, "7", [3, -2], object()):
+            with pytest.raises(ValueError, match=r"^seed must be None, an integer >= 0"):
+                make(bad)
+                pytest.fail(f"{name} took the seed {bad!r}")
+        for good in (None, 0, 2**70, [1, 2], np.random.SeedSequence(5)):
+            make(good)
+    with pytest.raises(ValueError, match=r"^seed must be .* SeedSequence, got Generator"):
+        UCRLVTR(mix, jdp, episodes=2, seed=np.random.default_rng(0))  # the agent spawns 3 streams
+    RandomLinearMDP(5, 2, 3, 2, seed=np.random.default_rng(0))  # numpy takes a Generator there

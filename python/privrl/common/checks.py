@@ -19,6 +19,7 @@ import numpy as np
 from privrl.common.errors import NonFiniteError, PrivacyParameterError, ShapeError
 
 __all__ = [
+    "check_seed",
     "VOCABULARY",
     "check_delta_open",
     "check_delta_pure_ok",
@@ -325,6 +326,30 @@ def numeric_array(x: Any, name: str) -> np.ndarray:
         return np.ascontiguousarray(x, dtype=np.float64)
     except (TypeError, ValueError, OverflowError) as e:
         raise ShapeError(f"{name} must be a float array: {e}") from None
+
+
+def check_seed(seed: Any, name: str = "seed", generator: bool = True) -> Any:
+    """A reproducibility seed as numpy takes it (None, an int >= 0, a sequence of them, a
+    SeedSequence; a Generator or BitGenerator where ``generator``), returned unchanged; anything
+    else (a negative or bool int, a float, a string) is refused here with the argument's name,
+    not deep in numpy."""
+    if seed is None or isinstance(seed, np.random.SeedSequence):
+        return seed
+    if generator and isinstance(seed, (np.random.Generator, np.random.BitGenerator)):
+        return seed
+    bad = isinstance(seed, bool) or (
+        isinstance(seed, (list, tuple)) and any(isinstance(v, bool) for v in seed)
+    )
+    if not bad:
+        try:
+            np.random.SeedSequence(seed)
+            return seed
+        except (TypeError, ValueError):
+            pass
+    raise ValueError(
+        f"{name} must be None, an integer >= 0 (or a sequence of them) or a numpy SeedSequence"
+        f"{' or Generator' if generator else ''}, got {seed!r}"
+    )
 
 
 def seed_bytes(seed: Any) -> bytes:

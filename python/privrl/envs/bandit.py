@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from privrl.common.checks import check_seed
 from privrl.common.errors import NonFiniteError, ShapeError
 from privrl.envs.finite import digest
 
@@ -100,7 +101,11 @@ class ContextualBandit:
         classes, labels = np.unique(y, return_inverse=True)
         if len(classes) < 2:
             raise ShapeError("a classification bandit needs at least 2 classes")
-        order = np.random.default_rng(seed).permutation(len(y)) if seed is not None else np.arange(len(y))
+        order = (
+            np.random.default_rng(check_seed(seed)).permutation(len(y))
+            if seed is not None
+            else np.arange(len(y))
+        )
         X, labels = X[order], labels[order]
         featurizer = _Featurizer.fit(X, standardize, bias, scale)
         means = np.zeros((len(labels), len(classes)))

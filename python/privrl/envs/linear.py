@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from privrl.common.checks import check_seed
 from privrl.common.errors import AssumptionError, AssumptionWarning, ShapeError
 from privrl.envs.finite import (
     PROB_TOL,
@@ -295,7 +296,7 @@ class RandomLinearMDP(LinearMDP):
                 raise AssumptionError(f"RandomLinearMDP needs a positive integer {k}, got {v}")
         S, A, d, H = int(S), int(A), int(d), int(H)
         check_dense_size("RandomLinearMDP", H, S, A)
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(check_seed(seed))
         phi = rng.dirichlet(np.full(d, 0.3), size=(S, A))  # (S, A, d)
         mu = rng.dirichlet(np.full(S, 0.5), size=(H, d)).transpose(0, 2, 1)  # (H, S, d)
         theta = rng.random((H, d))
@@ -343,7 +344,7 @@ class SyntheticLinearMDP(LinearMDP):
                 f"got {n_actions}"
             )
         H, A = int(H), int(n_actions)
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(check_seed(seed))
         alpha = rng.integers(0, 2, size=H).astype(np.int64)
         bits = (np.arange(A)[:, None] >> np.arange(self.N_BITS - 1, -1, -1)) & 1
         u = 2.0 * bits - 1.0  # (A, 8)

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from privrl.common.checks import check_seed
 from privrl.common.errors import AssumptionError, AssumptionWarning, ShapeError
 from privrl.envs.finite import (
     PROB_TOL,
@@ -230,7 +231,7 @@ class HardToLearn(LinearMixtureMDP):
         S = H + 2
         bits = (np.arange(A)[:, None] >> np.arange(d - 2, -1, -1)) & 1
         avec = 2.0 * bits - 1.0  # (A, d-1)
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(check_seed(seed))
         mu = Delta * (2.0 * rng.integers(0, 2, size=(H, d - 1)) - 1.0)  # (H, d-1)
         w = np.concatenate([np.full((H, 1), 1.0 / alpha), mu / beta], axis=1)  # (H, d)
 
@@ -281,7 +282,7 @@ class RandomLinearMixtureMDP(LinearMixtureMDP):
         S, A, d, H = int(S), int(A), int(d), int(H)
         check_dense_size("RandomLinearMixtureMDP", max(H, d), S, A)
         m = min(S, self.SUPPORT)
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(check_seed(seed))
         support = np.argsort(rng.random((d, S, A, S)), axis=-1)[..., :m]  # (d, S, A, m)
         vals = rng.dirichlet(np.full(m, 0.5), size=(d, S, A))  # (d, S, A, m)
         basis = np.zeros((d, S, A, S))

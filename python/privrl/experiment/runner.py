@@ -13,7 +13,7 @@ import numpy as np
 
 from privrl import _core
 from privrl.agents.common.base import Agent
-from privrl.common.checks import check_episodes
+from privrl.common.checks import check_episodes, check_seed
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.finite import FiniteMDP
 from privrl.experiment.progress import bar
@@ -130,7 +130,7 @@ def _run_users(
             f"{agent.label} is calibrated for {agent.K} episodes and has run {agent.k}: "
             f"{left} remain, cannot run {K}"
         )
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     gaps, returns = np.empty(K), np.empty(K)
     starts = np.empty(K, dtype=np.int64)
     pbar = bar(K, agent.label, progress)

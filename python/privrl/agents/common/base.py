@@ -22,7 +22,7 @@ import numpy as np
 
 from privrl import _core
 from privrl.agents.common.specs import GuardSpec
-from privrl.common.checks import check_choice, check_episodes, check_nonneg_real, seed_bytes
+from privrl.common.checks import check_choice, check_episodes, check_nonneg_real, check_seed, seed_bytes
 from privrl.common.errors import NonFiniteError, PrivacyParameterError, PrivacyWarning, ShapeError
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.features import FeatureMap
@@ -180,7 +180,7 @@ class Agent(abc.ABC):
         self.exploration: str = (
             "" if exploration is None else check_choice(exploration, EXPLORATIONS, "exploration")
         )
-        self.seed = seed
+        self.seed = check_seed(seed, generator=False)
         root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
         # fixed children: 0 ties, 1 privacy noise, 2 exploration (the noise never moves with them)
         self._streams = root.spawn(3) if seed is not None else None
