@@ -728,6 +728,8 @@ def test_from_gymnasium_frozen_lake():
             ),
             H=5,
         )
+    with pytest.raises(ShapeError, match=r"CartPole-v1 has no model: .*privrl\.learn"):
+        from_gymnasium(gymnasium.make("CartPole-v1"), H=5)
     env.close()
 
 

@@ -78,3 +78,31 @@ def test_learn_on_a_gymnasium_env_without_a_model():
         FeatureMap(np.full((2, 2, 3), 1.0), H=2)  # ||phi|| = sqrt(3) > 1
     private = LSVIUCB(fmap, JointDP(10.0, 1e-5, calibration="paper"), episodes=50, seed=0)
     assert privrl.learn(private, env, seed=1).episodes == 50
+
+
+def test_learn_refuses_spaces_that_do_not_fit_the_agent_before_the_first_user():
+    fmap = FeatureMap.one_hot(16, 4, H=8, name="FrozenLake 4x4 one-hot")
+    agent = LSVIUCB(fmap, NonPrivate(), episodes=5, seed=0)
+    with pytest.raises(ShapeError, match=r"observation space is Discrete\(64\).*S = 16"):
+        privrl.learn(agent, gym.make("FrozenLake-v1", map_name="8x8"), seed=0)
+    with pytest.raises(ShapeError, match=r"action space is Discrete\(2\).*A = 4"):
+        privrl.learn(agent, gym.make("CartPole-v1"), seed=0)
+    cart = LSVIUCB(FeatureMap.one_hot(16, 2, H=8), NonPrivate(), episodes=5, seed=0)
+    with pytest.raises(ShapeError, match=r"not state indices: pass state="):
+        privrl.learn(cart, gym.make("CartPole-v1"), seed=0)
+    assert agent.k == cart.k == 0  # refused before any user
+    # a state map makes any observation space usable
+    res = privrl.learn(cart, gym.make("CartPole-v1"), episodes=3, seed=0, state=lambda o: int(o[2] > 0))
+    assert res.episodes == 3 and cart.k == 3
+
+
+def test_evaluate_takes_an_agent():
+    """privrl.evaluate(agent, env) values the policy of the user arriving now, exactly on a model
+    and over the agent's horizon without one."""
+    env = RiverSwimMixture(S=4, H=6)
+    agent = UCRLVTR(env, NonPrivate(), episodes=50, seed=0)
+    privrl.run(agent, env, episodes=40, seed=1)
+    pi = agent.policy()
+    assert privrl.evaluate(agent, env).value == privrl.evaluate(pi, env).value
+    mc = privrl.evaluate(agent, as_gymnasium(env), episodes=300, seed=2)
+    assert mc.value == privrl.evaluate(pi, as_gymnasium(env), episodes=300, seed=2, H=env.H).value

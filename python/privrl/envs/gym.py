@@ -46,7 +46,13 @@ def from_gymnasium(env: Any, H: int, name: str | None = None, init_dist: Any = N
     base = env.unwrapped
     table = getattr(base, "P", None)
     if not isinstance(table, dict):
-        raise ShapeError("env.unwrapped.P must be a dict s -> a -> [(prob, next_state, reward, terminated)]")
+        spec = getattr(env, "spec", None)
+        raise ShapeError(
+            f"{spec.id if spec is not None else type(base).__name__} has no model: "
+            "from_gymnasium needs a tabular toy-text environment whose env.unwrapped.P is a dict "
+            "s -> a -> [(prob, next_state, reward, terminated)] (FrozenLake, CliffWalking, Taxi); "
+            "for any other environment build a FeatureMap and use privrl.learn(agent, env, state=...)"
+        )
     if int(H) != H or H < 1:
         raise AssumptionError(f"the horizon H must be a positive integer, got {H}")
     S = int(getattr(getattr(base, "observation_space", None), "n", len(table)))

@@ -59,8 +59,13 @@ def evaluate(
     (H, S) int policy; `episodes` and `seed` are ignored). On a gymnasium environment (no model):
     the mean return of `episodes` episodes of `H` steps (default: the env's own end, at most 10^4
     steps), from ``env.reset(seed=...)`` seeded once by `seed`; `policy` is an (H, S) array or a
-    callable (state, h) -> action, `state(obs)` maps an observation to a state index.
+    callable (state, h) -> action, `state(obs)` maps an observation to a state index. `policy`
+    may also be a privrl agent: the policy of the user arriving now (``agent.policy()``, one draw
+    under sampling) over the agent's horizon.
     """
+    if isinstance(policy, Agent):
+        H = policy.H if H is None else H
+        policy = policy.policy()
     if isinstance(env, FiniteMDP):
         V = env.policy_values(policy)
         return Evaluation(value=env.initial_value(V), exact=True, values=V)
@@ -133,6 +138,7 @@ def learn(
         return LearnResult(res.returns, res.regret, res.wall_time, agent.label, 0)
     if not (hasattr(env, "reset") and hasattr(env, "step")):
         raise TypeError(f"env must be a gymnasium environment (reset / step), got {type(env).__name__}")
+    _check_spaces(agent, env, state)
     left = agent.K - agent.k
     K = left if episodes is None else check_episodes(episodes)
     if left < K:
@@ -212,6 +218,32 @@ def _episodes(
         if pbar is not None:
             pbar.close()
     return returns, early
+
+
+def _check_spaces(agent: Agent, env: Any, state: Callable[[Any], int]) -> None:
+    """Refuse, before the first user, an environment whose gymnasium spaces do not fit the agent:
+    a Discrete action space of another size, or (with the default ``state=int``) observations
+    that are not the agent's state indices."""
+    acts, obs = getattr(env, "action_space", None), getattr(env, "observation_space", None)
+    n_act = getattr(acts, "n", None)
+    if n_act is not None and (int(n_act) != agent.A or int(getattr(acts, "start", 0)) != 0):
+        raise ShapeError(
+            f"the environment's action space is {acts}, the agent has A = {agent.A} actions 0..{agent.A - 1} "
+            "(its feature map was built for another environment?)"
+        )
+    if state is not int or obs is None:
+        return
+    n_obs = getattr(obs, "n", None)
+    if n_obs is None:
+        raise ShapeError(
+            f"the environment's observations ({obs}) are not state indices: pass state=... mapping an "
+            f"observation to a state index in [0, {agent.S}) of the agent's feature map"
+        )
+    if int(n_obs) != agent.S or int(getattr(obs, "start", 0)) != 0:
+        raise ShapeError(
+            f"the environment's observation space is {obs}, the agent's feature map has S = {agent.S} "
+            "states: build the agent on this environment's model, or pass state=..."
+        )
 
 
 def _state_index(s: Any, S: int) -> int:
