@@ -18,14 +18,14 @@ use serde::{Deserialize, Serialize};
 use super::bounds::NoiseBounds;
 use super::lsvi_adaptive::{AdaptiveLsvi, AdaptiveState};
 use super::vtr::not_pd;
-use super::{outer, Draw, Episodic, Exploration, Guard, Mechanism, Ties, Trajectory};
+use super::{Draw, Episodic, Exploration, Guard, Mechanism, Ties, Trajectory};
 use crate::errors::{check_len, CoreError, CoreResult};
 use crate::kernels::qeval::{group_max, OptimisticQ};
 use crate::kernels::rank_one::{spd_inverse_into, ShermanMorrison};
 use crate::noise::{NodeShape, NoiseStream};
 
 mod adaptive;
-mod rows;
+pub(crate) mod rows;
 
 use rows::{floor_release, update_forms, SparseRows};
 
@@ -203,22 +203,18 @@ impl LsviAgent {
         } else {
             vec![]
         };
-        let eye: Vec<f64> = (0..d * d)
-            .map(|i| if i % (d + 1) == 0 { 1.0 } else { 0.0 })
-            .collect();
+        // lam I and I / lam per step: zeroed allocations (pages a lazy non-private board never
+        // touches stay unmapped: O(H d^2) memory only when it is used) with the diagonal written
+        let scaled_eye = |v: f64| {
+            let mut m = vec![0.0; h * d * d];
+            for step in m.chunks_exact_mut(d * d) {
+                (0..d).for_each(|j| step[j * d + j] = v);
+            }
+            m
+        };
         let board = Billboard {
-            design: eye
-                .iter()
-                .map(|e| e * p.lam)
-                .cycle()
-                .take(h * d * d)
-                .collect(),
-            inverse: eye
-                .iter()
-                .map(|e| e / p.lam)
-                .cycle()
-                .take(h * d * d)
-                .collect(),
+            design: scaled_eye(p.lam),
+            inverse: scaled_eye(1.0 / p.lam),
             weights: vec![0.0; h * d],
             users: 0,
             forms: vec![],
@@ -651,9 +647,15 @@ impl LsviAgent {
         }
         for (h, ph) in w.phi.chunks_exact(d).enumerate() {
             if srv.private.is_some() {
-                outer(ph, &mut w.leaf);
+                // g += phi phi^T over phi's nonzeros: the skipped products are +-0, which leave
+                // every entry as it was (entries are never -0), so O(nnz d) gives the dense sum
                 let g = &mut srv.batch_gram[h * d * d..(h + 1) * d * d];
-                g.iter_mut().zip(&w.leaf).for_each(|(a, b)| *a += b);
+                for (i, &pi) in ph.iter().enumerate().filter(|(_, p)| **p != 0.0) {
+                    let gi = &mut g[i * d..(i + 1) * d];
+                    for (j, &pj) in ph.iter().enumerate().filter(|(_, p)| **p != 0.0) {
+                        gi[j] += pi * pj;
+                    }
+                }
             } else {
                 update_forms(
                     &mut srv.forms[h * rows..(h + 1) * rows],

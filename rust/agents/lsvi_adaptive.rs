@@ -35,6 +35,7 @@ use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
 use super::bounds::NoiseBounds;
+use super::lsvi::rows::SparseRows;
 
 /// The adaptive rule's public constants.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -117,19 +118,27 @@ pub fn target_variance(
     out: &mut [f64],
 ) {
     let d = out.len();
-    for (j, o) in out.iter_mut().enumerate() {
-        let (mut n, mut sy2) = (0.0, reward_sq[j]);
-        for (sp, v) in shifted.iter().enumerate() {
-            let (c, r) = (next_count[sp * d + j], next_reward[sp * d + j]);
-            n += c;
-            sy2 += 2.0 * r * v + c * v * v;
+    // row by row through the (S x d) tables (contiguous reads); each coordinate still sums its
+    // next states in ascending order, so the result is the column-by-column one, bit for bit
+    let (mut n, mut sy2) = (vec![0.0; d], reward_sq[..d].to_vec());
+    for (sp, v) in shifted.iter().enumerate() {
+        let (cs, rs) = (
+            &next_count[sp * d..(sp + 1) * d],
+            &next_reward[sp * d..(sp + 1) * d],
+        );
+        for j in 0..d {
+            let (c, r) = (cs[j], rs[j]);
+            n[j] += c;
+            sy2[j] += 2.0 * r * v + c * v * v;
         }
+    }
+    for (j, o) in out.iter_mut().enumerate() {
         let ssr = if gram[j] > 0.0 {
-            (sy2 - u[j] * u[j] / gram[j]).max(0.0)
+            (sy2[j] - u[j] * u[j] / gram[j]).max(0.0)
         } else {
             0.0
         };
-        *o = (ssr + nu2) / (n + 1.0);
+        *o = (ssr + nu2) / (n[j] + 1.0);
     }
 }
 
@@ -251,9 +260,15 @@ pub fn combine(past: &[PastRelease], backup: &[f64], d: usize) -> (Vec<f64>, Vec
 impl AdaptiveState {
     /// One step's release (module doc): the estimate into `weights`, Sigma's factor and the
     /// bonus rows of `table` (rows x d) into the state; `h` the step.
-    pub fn release_step(&mut self, h: usize, x: &StepIn<'_>, table: &[f64], weights: &mut [f64]) {
+    pub(crate) fn release_step(
+        &mut self,
+        h: usize,
+        x: &StepIn<'_>,
+        rows: &SparseRows,
+        weights: &mut [f64],
+    ) {
         if self.spec.diagonal {
-            return self.release_step_diagonal(h, x, table, weights);
+            return self.release_step_diagonal(h, x, rows, weights);
         }
         let d = x.d;
         let spec = &self.spec;
@@ -318,7 +333,7 @@ impl AdaptiveState {
         matvec(&plik, &m, &mut rhs);
         rhs.iter_mut().zip(&w0).for_each(|(r, w)| *r += it2 * w);
         matvec(&sigma, &rhs, weights);
-        self.set_width(h, d, &sigma, table);
+        self.set_width(h, d, &sigma, rows);
     }
 
     /// [`Self::release_step`] for one-hot rows, where every matrix is diagonal (the projected
@@ -328,7 +343,7 @@ impl AdaptiveState {
         &mut self,
         h: usize,
         x: &StepIn<'_>,
-        table: &[f64],
+        rows: &SparseRows,
         weights: &mut [f64],
     ) {
         let d = x.d;
@@ -339,7 +354,7 @@ impl AdaptiveState {
             .map(|i| ainv[i] * x.u[i] + x.c * spec.w1[i])
             .collect();
         if let Some(data) = &x.data {
-            return self.tabular_step(h, x, data, table, weights);
+            return self.tabular_step(h, x, data, rows, weights);
         }
         let mut cov = vec![0.0; d];
         if x.private {
@@ -386,23 +401,23 @@ impl AdaptiveState {
             sigma[i] = 1.0 / (plik + it2);
             weights[i] = sigma[i] * (plik * m[i] + it2 * x.c * spec.w1[i]);
         }
-        self.set_diagonal_width(h, d, &sigma, table);
+        self.set_diagonal_width(h, d, &sigma, rows);
     }
 
     /// A diagonal Sigma_h (its d variances): the factor sqrt(sigma_i) and the bonus rows
     /// ||phi||_Sigma = sqrt(sum_i phi_i^2 sigma_i).
-    fn set_diagonal_width(&mut self, h: usize, d: usize, sigma: &[f64], table: &[f64]) {
+    fn set_diagonal_width(&mut self, h: usize, d: usize, sigma: &[f64], rows: &SparseRows) {
         let f = &mut self.factor[h * d..(h + 1) * d];
         f.iter_mut().zip(sigma).for_each(|(o, s)| *o = s.sqrt());
-        let rows = table.len() / d;
-        let b = &mut self.bonus[h * rows..(h + 1) * rows];
+        let n = rows.len();
+        let b = &mut self.bonus[h * n..(h + 1) * n];
         for (r, o) in b.iter_mut().enumerate() {
-            let phi = &table[r * d..(r + 1) * d];
-            *o = phi
+            // the row's nonzeros only (O(nnz), not O(rows d)); from +0 as the dense sum was
+            let (cols, vals) = rows.row(r);
+            *o = cols
                 .iter()
-                .zip(sigma)
-                .map(|(p, s)| p * p * s)
-                .sum::<f64>()
+                .zip(vals)
+                .fold(0.0, |acc, (&i, p)| acc + p * p * sigma[i])
                 .sqrt();
         }
     }
@@ -415,7 +430,7 @@ impl AdaptiveState {
         h: usize,
         x: &StepIn<'_>,
         data: &DataMoments<'_>,
-        table: &[f64],
+        rows: &SparseRows,
         weights: &mut [f64],
     ) {
         let d = x.d;
@@ -443,23 +458,24 @@ impl AdaptiveState {
             sigma[i] = 1.0 / (lik + p0);
             weights[i] = sigma[i] * (lik * mean + p0 * centre * w1);
         }
-        self.set_diagonal_width(h, d, &sigma, table);
+        self.set_diagonal_width(h, d, &sigma, rows);
     }
 
     /// Sigma_h's factor and bonus rows from Sigma_h.
-    pub fn set_width(&mut self, h: usize, d: usize, sigma: &[f64], table: &[f64]) {
+    pub(crate) fn set_width(&mut self, h: usize, d: usize, sigma: &[f64], rows: &SparseRows) {
         if self.spec.diagonal {
             let f = &mut self.factor[h * d..(h + 1) * d];
             for (i, o) in f.iter_mut().enumerate() {
                 *o = sigma[i * d + i].max(0.0).sqrt();
             }
-            let rows = table.len() / d;
-            let b = &mut self.bonus[h * rows..(h + 1) * rows];
+            let n = rows.len();
+            let b = &mut self.bonus[h * n..(h + 1) * n];
             for (r, o) in b.iter_mut().enumerate() {
-                let phi = &table[r * d..(r + 1) * d];
-                *o = (0..d)
-                    .map(|i| phi[i] * phi[i] * sigma[i * d + i])
-                    .sum::<f64>()
+                let (cols, vals) = rows.row(r);
+                *o = cols
+                    .iter()
+                    .zip(vals)
+                    .fold(0.0, |acc, (&i, p)| acc + p * p * sigma[i * d + i])
                     .sqrt();
             }
             return;
@@ -471,13 +487,16 @@ impl AdaptiveState {
                 l[i * d + k] = v[(i, k)] * e[k].max(0.0).sqrt();
             }
         }
-        let rows = table.len() / d;
-        let b = &mut self.bonus[h * rows..(h + 1) * rows];
+        let n = rows.len();
+        let b = &mut self.bonus[h * n..(h + 1) * n];
         for (r, o) in b.iter_mut().enumerate() {
-            let phi = &table[r * d..(r + 1) * d];
+            let (cols, vals) = rows.row(r);
             *o = (0..d)
                 .map(|k| {
-                    let s: f64 = (0..d).map(|i| phi[i] * l[i * d + k]).sum();
+                    let s = cols
+                        .iter()
+                        .zip(vals)
+                        .fold(0.0, |acc, (&i, p)| acc + p * l[i * d + k]);
                     s * s
                 })
                 .sum::<f64>()
@@ -528,7 +547,7 @@ mod tests {
             data: None,
         };
         let mut w = [0.0];
-        st.release_step(0, &x, &[1.0], &mut w);
+        st.release_step(0, &x, &SparseRows::of(&[1.0], 1), &mut w);
         assert!((w[0] - 2.6).abs() < 1e-12);
         assert!((st.bonus[0] - 0.2f64.sqrt()).abs() < 1e-12);
     }
@@ -570,7 +589,7 @@ mod tests {
             }),
         };
         let mut w = [0.0];
-        st.release_step(0, &x, &[1.0], &mut w);
+        st.release_step(0, &x, &SparseRows::of(&[1.0], 1), &mut w);
         assert!((w[0] - 2.8).abs() < 1e-12, "{w:?}");
         assert!((st.bonus[0] - 0.2f64.sqrt()).abs() < 1e-12);
         assert!((st.factor[0] - 0.2f64.sqrt()).abs() < 1e-12);
@@ -644,7 +663,7 @@ mod tests {
                     private: true,
                     data: None,
                 };
-                st.release_step(0, &x, &table, &mut w);
+                st.release_step(0, &x, &SparseRows::of(&table, 3), &mut w);
             }
             out.push((w, st.bonus.clone()));
         }

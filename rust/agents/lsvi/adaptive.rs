@@ -55,7 +55,7 @@ impl LsviAgent {
             for i in 0..d {
                 sigma[i * d + i] = half * half;
             }
-            st.set_width(h, d, &sigma, &self.table);
+            st.set_width(h, d, &sigma, &self.sparse);
             self.adaptive_backup(h, &mut next);
         }
     }
@@ -141,7 +141,7 @@ impl LsviAgent {
                     variance: &variance,
                 }),
             };
-            st.release_step(hh, &x, &self.table, &mut wts);
+            st.release_step(hh, &x, &self.sparse, &mut wts);
             if wts.iter().any(|v| !v.is_finite()) {
                 result = Err(crate::errors::CoreError::NonFinite(format!(
                     "the adaptive release of step h={} after {users} users is not finite",

@@ -34,14 +34,14 @@ pub(super) fn update_forms(
 
 /// Rows of a dense (n x d) table as (column, value) lists.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub(super) struct SparseRows {
+pub(crate) struct SparseRows {
     start: Vec<usize>,
     col: Vec<usize>,
     val: Vec<f64>,
 }
 
 impl SparseRows {
-    pub(super) fn of(table: &[f64], d: usize) -> Self {
+    pub(crate) fn of(table: &[f64], d: usize) -> Self {
         let mut s = SparseRows::default();
         for row in table.chunks_exact(d.max(1)) {
             s.start.push(s.col.len());
@@ -56,13 +56,18 @@ impl SparseRows {
         s
     }
 
-    pub(super) fn row(&self, r: usize) -> (&[usize], &[f64]) {
+    /// Rows in the table.
+    pub(crate) fn len(&self) -> usize {
+        self.start.len().saturating_sub(1)
+    }
+
+    pub(crate) fn row(&self, r: usize) -> (&[usize], &[f64]) {
         let (a, b) = (self.start[r], self.start[r + 1]);
         (&self.col[a..b], &self.val[a..b])
     }
 
     /// `phi_r^T x`.
-    pub(super) fn dot_with(&self, r: usize, x: &[f64]) -> f64 {
+    pub(crate) fn dot_with(&self, r: usize, x: &[f64]) -> f64 {
         let (cols, vals) = self.row(r);
         cols.iter().zip(vals).map(|(&j, v)| v * x[j]).sum()
     }
