@@ -512,10 +512,24 @@ impl LsviAgent {
                     None => w.u.iter_mut().zip(eta).for_each(|(x, e)| *x += e),
                 }
             }
-            for i in 0..d {
-                let row = &self.board_inverse(hh)[i * d..(i + 1) * d];
-                let wi = row.iter().zip(w.u.iter()).map(|(m, x)| m * x).sum();
-                self.board.weights[hh * d + i] = wi;
+            let board = &mut self.board;
+            let inv = if board.lazy {
+                self.server.exact[hh].inverse()
+            } else {
+                &board.inverse[hh * d * d..(hh + 1) * d * d]
+            };
+            let weights = &mut board.weights[hh * d..(hh + 1) * d];
+            if board.lazy && self.server.exact[hh].is_diagonal() {
+                // tabular one-hot features, non-private: Lambda^{-1} is diagonal (the dense
+                // product's other terms are +-0: the same value, O(d) instead of O(d^2))
+                for (i, wi) in weights.iter_mut().enumerate() {
+                    *wi = inv[i * d + i] * w.u[i];
+                }
+            } else {
+                for (i, wi) in weights.iter_mut().enumerate() {
+                    let row = &inv[i * d..(i + 1) * d];
+                    *wi = row.iter().zip(w.u.iter()).map(|(m, x)| m * x).sum();
+                }
             }
         }
         self.work = work;

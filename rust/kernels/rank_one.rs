@@ -145,6 +145,10 @@ fn cholesky(a: &[f64], d: usize) -> CoreResult<nalgebra::Cholesky<f64, nalgebra:
     m.cholesky().ok_or_else(|| not_positive_definite(d))
 }
 
+fn nonzeros_at_most_one(x: &[f64]) -> bool {
+    x.iter().filter(|v| **v != 0.0).nth(1).is_none()
+}
+
 fn symmetrized(m: &DMatrix<f64>) -> DMatrix<f64> {
     (m + m.transpose()) * 0.5
 }
@@ -159,6 +163,10 @@ pub struct ShermanMorrison {
     since_refactor: usize,
     refactor_every: usize,
     updates: u64,
+    /// Lambda (and so its inverse) is diagonal: every update so far had at most one nonzero
+    /// (tabular one-hot features). False for a state saved before the flag existed.
+    #[serde(default)]
+    diagonal: bool,
     work: DVector<f64>,
 }
 
@@ -186,6 +194,7 @@ impl ShermanMorrison {
             since_refactor: 0,
             refactor_every,
             updates: 0,
+            diagonal: true,
             work: DVector::zeros(d),
         })
     }
@@ -198,6 +207,11 @@ impl ShermanMorrison {
     }
     pub fn updates(&self) -> u64 {
         self.updates
+    }
+    /// Lambda is known to be diagonal (every update had at most one nonzero): then
+    /// `Lambda^{-1} u` is `inverse_ii u_i` entry by entry.
+    pub fn is_diagonal(&self) -> bool {
+        self.diagonal
     }
     /// Row-major (= column-major, symmetric) copy of Lambda.
     pub fn matrix(&self) -> &[f64] {
@@ -284,6 +298,7 @@ impl ShermanMorrison {
             }
         }
         self.updates += 1;
+        self.diagonal &= nonzeros_at_most_one(x);
         self.since_refactor += 1;
         if self.since_refactor >= self.refactor_every {
             self.refactorize();
@@ -316,6 +331,7 @@ impl ShermanMorrison {
         self.matrix = next;
         self.inverse = inverse;
         self.updates += 1;
+        self.diagonal &= nonzeros_at_most_one(x);
         self.since_refactor = 0;
         Ok(())
     }

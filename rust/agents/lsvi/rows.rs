@@ -61,12 +61,14 @@ impl SparseRows {
         self.start.len().saturating_sub(1)
     }
 
+    #[inline]
     pub(crate) fn row(&self, r: usize) -> (&[usize], &[f64]) {
         let (a, b) = (self.start[r], self.start[r + 1]);
         (&self.col[a..b], &self.val[a..b])
     }
 
     /// `phi_r^T x`.
+    #[inline]
     pub(crate) fn dot_with(&self, r: usize, x: &[f64]) -> f64 {
         let (cols, vals) = self.row(r);
         cols.iter().zip(vals).map(|(&j, v)| v * x[j]).sum()
