@@ -477,9 +477,14 @@ mod tests {
             b.refactorize_dense();
             let (ia, ib) = (a.inverse(), b.inverse());
             assert!(ia.iter().zip(ib).all(|(u, v)| u.to_bits() == v.to_bits()));
+            assert!(a.is_diagonal());
         }
         let mut c = ShermanMorrison::new(3, 1.0, usize::MAX).unwrap();
+        c.update(&[0.0, 0.5, 0.0]).unwrap();
+        assert!(c.is_diagonal());
         c.update(&[0.5, 0.5, 0.0]).unwrap();
-        assert!(!c.refactorize_diagonal());
+        assert!(!c.is_diagonal() && !c.refactorize_diagonal());
+        c.update(&[0.0, 0.0, 0.5]).unwrap();
+        assert!(!c.is_diagonal()); // once dense, always dense
     }
 }
