@@ -245,6 +245,40 @@ impl ShermanMorrison {
     }
 
     fn update_unchecked(&mut self, x: &[f64]) -> CoreResult<()> {
+        if self.diagonal {
+            let mut nz = x.iter().enumerate().filter(|(_, v)| **v != 0.0);
+            if let (Some((j, &xj)), None) = (nz.next(), nz.next()) {
+                if self.update_diagonal(j, xj) {
+                    return Ok(());
+                }
+            }
+        }
+        self.update_dense(x)
+    }
+
+    /// [`Self::update_dense`] for a diagonal Lambda and x = xj e_j, O(1): the dense path's u is
+    /// xj inv_jj e_j (its other entries +0), so only the (j, j) entries move, by the same
+    /// operations in the same order (bit for bit; tested). False, nothing changed, when the
+    /// dense path would take its overflow branch.
+    fn update_diagonal(&mut self, j: usize, xj: f64) -> bool {
+        let d = self.d;
+        let jj = j * d + j;
+        let uj = xj * self.inverse.as_slice()[jj];
+        let scale = 1.0 / (1.0 + xj * uj);
+        if !(uj.abs() * uj.abs() * scale).is_finite() || !scale.is_finite() {
+            return false;
+        }
+        self.inverse.as_mut_slice()[jj] -= (uj * uj) * scale;
+        self.matrix.as_mut_slice()[jj] += xj * xj;
+        self.updates += 1;
+        self.since_refactor += 1;
+        if self.since_refactor >= self.refactor_every {
+            self.refactorize();
+        }
+        true
+    }
+
+    fn update_dense(&mut self, x: &[f64]) -> CoreResult<()> {
         let d = self.d;
         // u = Lambda^{-1} x (column-major symmetric: column j scaled by x_j).
         let inv = self.inverse.as_slice();
@@ -478,6 +512,24 @@ mod tests {
             let (ia, ib) = (a.inverse(), b.inverse());
             assert!(ia.iter().zip(ib).all(|(u, v)| u.to_bits() == v.to_bits()));
             assert!(a.is_diagonal());
+        }
+        // the O(1) one-hot update is the dense one bit for bit (through refactorizations too)
+        for lam in [1e-3, 1.0, 250.0] {
+            let mut fast = ShermanMorrison::new(d, lam, 64).unwrap();
+            let mut dense = fast.clone();
+            for _ in 0..300 {
+                let mut x = vec![0.0; d];
+                x[rng.random_range(0..d)] = rng.random_range(-1.0..1.0);
+                fast.update(&x).unwrap();
+                dense.update_dense(&x).unwrap();
+            }
+            assert!(fast.is_diagonal() && dense.is_diagonal());
+            for (u, v) in [
+                (fast.inverse(), dense.inverse()),
+                (fast.matrix(), dense.matrix()),
+            ] {
+                assert!(u.iter().zip(v).all(|(a, b)| a.to_bits() == b.to_bits()));
+            }
         }
         let mut c = ShermanMorrison::new(3, 1.0, usize::MAX).unwrap();
         c.update(&[0.0, 0.5, 0.0]).unwrap();
