@@ -259,7 +259,7 @@ pub fn combine(past: &[PastRelease], backup: &[f64], d: usize) -> (Vec<f64>, Vec
 
 impl AdaptiveState {
     /// One step's release (module doc): the estimate into `weights`, Sigma's factor and the
-    /// bonus rows of `table` (rows x d) into the state; `h` the step.
+    /// bonus rows of the feature table `rows` (its sparse rows) into the state; `h` the step.
     pub(crate) fn release_step(
         &mut self,
         h: usize,
