@@ -433,3 +433,31 @@ def test_lam_is_a_regret_side_option():
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(PrivacyParameterError, match="lam"):
             LSVIUCB(env, priv, episodes=40, lam=bad)
+
+
+def test_an_agent_larger_than_the_machine_is_refused_before_allocating(monkeypatch):
+    """H dense d x d matrices per step: an agent whose matrices alone exceed physical memory
+    raises ResourceError (also a MemoryError) at construction, instead of being killed later."""
+    from privrl.agents.lsvi_ucb import agent as lsvi_agent
+    from privrl.envs import FeatureMap
+    from privrl.exceptions import ResourceError
+
+    fmap = FeatureMap.one_hot(16, 4, H=8)  # d = 64: 2 x 8 x 64^2 x 8 bytes = 512 KiB non-private
+    monkeypatch.setattr(lsvi_agent, "physical_memory", lambda: 600 * 1024)
+    LSVIUCB(fmap, NonPrivate(), episodes=10, seed=0)  # fits
+    LSVIUCB(fmap, JointDP(1.0, 1e-5), episodes=10, seed=0)  # one matrix per step: 256 KiB
+    monkeypatch.setattr(lsvi_agent, "physical_memory", lambda: 400 * 1024)
+    with pytest.raises(ResourceError, match=r"H = 8, d = 64 need at least 0\.0 GiB") as err:
+        LSVIUCB(fmap, NonPrivate(), episodes=10, seed=0)
+    assert isinstance(err.value, MemoryError)
+    LSVIUCB(fmap, JointDP(1.0, 1e-5), episodes=10, seed=0)
+    monkeypatch.setattr(lsvi_agent, "physical_memory", lambda: None)  # the OS does not say
+    LSVIUCB(fmap, NonPrivate(), episodes=10, seed=0)
+    # gymnasium's Taxi one-hot (S = 500, A = 6: d = 3,000) at its own time limit H = 200 on a
+    # 24 GiB machine: 2 x 200 x 3000^2 x 8 bytes = 26.8 GiB non-private, 13.4 GiB JDP (fits)
+    monkeypatch.setattr(lsvi_agent, "physical_memory", lambda: 24 * 2**30)
+    taxi = FeatureMap.one_hot(500, 6, H=200)
+    with pytest.raises(
+        ResourceError, match=r"H = 200, d = 3000 need at least 26\.8 GiB, this machine has 24\.0"
+    ):
+        LSVIUCB(taxi, NonPrivate(), episodes=10, seed=0)

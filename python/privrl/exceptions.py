@@ -11,6 +11,7 @@ from privrl.common.errors import (
     PrivacyParameterError,
     PrivacyWarning,
     PrivrlError,
+    ResourceError,
     ShapeError,
     SweepError,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "NotPositiveDefiniteError",
     "IndexRangeError",
     "CapacityError",
+    "ResourceError",
     "ConfigError",
     "SweepError",
     "AssumptionWarning",

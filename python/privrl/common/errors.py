@@ -39,6 +39,10 @@ class IndexRangeError(ShapeError, IndexError):
     Python's own out-of-range errors are."""
 
 
+class ResourceError(PrivrlError, MemoryError):
+    """An agent would need more memory than the machine has: refused before allocating it."""
+
+
 class CapacityError(PrivrlError, ValueError):
     """A continual-release mechanism was asked for more releases than it was built for."""
 

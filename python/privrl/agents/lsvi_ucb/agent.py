@@ -4,6 +4,7 @@ batched LSVI-UCB (Wang et al. 2021), JDP and pure-JDP LSVI-UCB (Sec. 4, Alg. 2, 
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ from privrl.agents.common.specs import (
 from privrl.agents.lsvi_ucb import calibration as privacy_of
 from privrl.agents.lsvi_ucb.calibration import LSVIUCBCalibration
 from privrl.common.checks import check_choice, check_positive_real
-from privrl.common.errors import PrivacyParameterError
+from privrl.common.errors import PrivacyParameterError, ResourceError
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.linear import LinearMDP, check_phi_norms
@@ -35,6 +36,29 @@ __all__ = ["LSVIUCB", "batch_starts", "PLANNING"]
 PLANNING = ("auto", "per_sample", "aggregated")
 #: Most (episode, step) records the per-sample planning path keeps (about 6 GiB).
 MAX_STORED_STEPS = 1 << 28
+
+
+def physical_memory() -> int | None:
+    """The machine's physical memory in bytes (None where the OS does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_memory(H: int, d: int, private: bool) -> None:
+    """Refuse, before allocating, an agent whose dense per-step d x d matrices alone exceed the
+    machine's physical memory (the process would be killed, not raise): the non-private server
+    writes Lambda_h and its inverse at construction, a private one the released Lambda~_h at its
+    first release (8 bytes an entry; the rest of the agent comes on top)."""
+    need = 8 * H * d * d * (1 if private else 2)
+    have = physical_memory()
+    if have is not None and need > have:
+        raise ResourceError(
+            f"LSVI-UCB keeps {'one' if private else 'two'} dense d x d matrices per step: H = {H}, "
+            f"d = {d} need at least {need / 2**30:.1f} GiB, this machine has {have / 2**30:.1f} GiB. "
+            "Use a smaller feature map than one-hot (d = S A) or a shorter horizon (docs/harness.md, 'Size')"
+        )
 
 
 def batch_starts(K: int, B: int) -> np.ndarray:
@@ -146,6 +170,7 @@ class LSVIUCB(Agent):
         check_phi_norms(phi)
         self.d = phi.shape[-1]
         kw = self.privacy.as_kwargs()
+        check_memory(self.H, self.d, private=kw["kind"] != "none")
         self.batches = batches
         self.B = privacy_of.resolve_batches(
             batches, kw["kind"], self.privacy.pure, kw["epsilon"], self.H, self.K, self.d,
