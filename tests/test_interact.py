@@ -106,3 +106,34 @@ def test_evaluate_takes_an_agent():
     assert privrl.evaluate(agent, env).value == privrl.evaluate(pi, env).value
     mc = privrl.evaluate(agent, as_gymnasium(env), episodes=300, seed=2)
     assert mc.value == privrl.evaluate(pi, as_gymnasium(env), episodes=300, seed=2, H=env.H).value
+
+
+def test_a_bandit_is_evaluated_exactly_and_learned_through_run():
+    """evaluate on a ContextualBandit is exact (users uniform over the contexts); learn on it is
+    run (a model with exact regret), as on a FiniteMDP."""
+    from privrl.agents import LinUCB
+    from privrl.envs import ContextualBandit
+
+    rng = np.random.default_rng(3)
+    env = ContextualBandit.from_classification(rng.normal(size=(30, 3)), np.arange(30) % 3, seed=0)
+    pi = rng.integers(0, env.A, size=(1, env.S))
+    by_hand = sum(env.means[s, pi[0, s]] for s in range(env.S)) / env.S
+    ev = privrl.evaluate(pi, env)
+    assert ev.exact and ev.value == pytest.approx(by_hand, abs=1e-15)
+    agent = LinUCB(env, NonPrivate(), episodes=40, seed=0, exploration="optimism", ties="lowest")
+    assert privrl.evaluate(agent, env).value == privrl.evaluate(agent.policy(), env).value
+    agent = LinUCB(env, NonPrivate(), episodes=40, seed=0)
+    twin = LinUCB(env, NonPrivate(), episodes=40, seed=0)
+    res = privrl.learn(agent, env, episodes=20, seed=1)
+    np.testing.assert_array_equal(res.regret, privrl.run(twin, env, episodes=20, seed=1).regret)
+    for bad in (np.zeros((2, env.S), int), np.full((1, env.S), env.A), np.zeros((1, env.S))):
+        with pytest.raises(ShapeError):
+            privrl.evaluate(bad, env)
+
+
+def test_run_with_nothing_left_says_so():
+    env = RiverSwimMixture(S=4, H=3)
+    agent = UCRLVTR(env, NonPrivate(), episodes=5, seed=0)
+    privrl.run(agent, env, seed=1)
+    with pytest.raises(ValueError, match=r"has run all 5 episodes it is calibrated for"):
+        privrl.run(agent, env, seed=1)  # "all it has left" of nothing: not an empty result

@@ -141,6 +141,18 @@ class ContextualBandit:
         s, a = np.asarray(contexts), np.asarray(arms)
         return self.best_means()[s] - self.means[s, a]
 
+    def check_policy(self, policy: Any) -> np.ndarray:
+        """A policy table (1, S) of integer arms (one per context), as its (S,) arms."""
+        pol = np.asarray(policy)
+        if pol.shape != (1, self.S) or pol.dtype.kind not in "iu":
+            raise ShapeError(
+                f"a bandit policy must be an int array of shape (1, S) = (1, {self.S}), "
+                f"got {pol.shape} {pol.dtype}"
+            )
+        if pol.size and (pol.min() < 0 or pol.max() >= self.A):
+            raise ShapeError(f"a bandit policy's arms must lie in 0..{self.A - 1}")
+        return pol[0].astype(np.int64)
+
     def random_regret(self) -> float:
         """Expected regret per user of the uniformly random policy."""
         return float(np.mean(self.best_means() - self.means.mean(axis=1)))

@@ -15,6 +15,7 @@ import numpy as np
 from privrl.agents.common.base import Agent
 from privrl.common.checks import check_episodes
 from privrl.common.errors import NonFiniteError, ShapeError
+from privrl.envs.bandit import ContextualBandit
 from privrl.envs.finite import FiniteMDP
 from privrl.experiment.progress import bar
 
@@ -56,7 +57,8 @@ def evaluate(
     """The value of `policy` on `env`.
 
     On a privrl FiniteMDP (a model): exact, ``init_dist @ V^pi_1`` by backward induction (the
-    (H, S) int policy; `episodes` and `seed` are ignored). On a gymnasium environment (no model):
+    (H, S) int policy; `episodes` and `seed` are ignored); on a ContextualBandit: exact, the mean
+    over the contexts of ``means[s, pi[0, s]]`` (a (1, S) policy). On a gymnasium environment (no model):
     the mean return of `episodes` episodes of `H` steps (default: the env's own end, at most 10^4
     steps), from ``env.reset(seed=...)`` seeded once by `seed`; `policy` is an (H, S) array or a
     callable (state, h) -> action, `state(obs)` maps an observation to a state index. `policy`
@@ -69,6 +71,9 @@ def evaluate(
     if isinstance(env, FiniteMDP):
         V = env.policy_values(policy)
         return Evaluation(value=env.initial_value(V), exact=True, values=V)
+    if isinstance(env, ContextualBandit):  # users uniform over the contexts: exact
+        arms = env.check_policy(policy)
+        return Evaluation(value=float(env.means[np.arange(env.S), arms].mean()), exact=True)
     n = check_episodes(episodes)
     horizon = 10_000 if H is None else int(H)
     act = _policy_fn(policy, horizon)
@@ -133,7 +138,7 @@ def learn(
 
     if not isinstance(agent, Agent):
         raise TypeError(f"agent must be a privrl Agent, got {type(agent).__name__}")
-    if isinstance(env, FiniteMDP):
+    if isinstance(env, (FiniteMDP, ContextualBandit)):
         res = run(agent, env, episodes, seed, progress=progress)
         return LearnResult(res.returns, res.regret, res.wall_time, agent.label, 0)
     if not (hasattr(env, "reset") and hasattr(env, "step")):

@@ -62,7 +62,7 @@ class RunResult:
 
 def run(
     agent: Agent,
-    env: FiniteMDP,
+    env: FiniteMDP | ContextualBandit,
     episodes: int | None = None,
     seed: Any = None,
     callback: Callable[[int, float], None] | None = None,
@@ -129,6 +129,11 @@ def _run_users(
         raise ValueError(
             f"{agent.label} is calibrated for {agent.K} episodes and has run {agent.k}: "
             f"{left} remain, cannot run {K}"
+        )
+    if K == 0:  # "all it has left" of nothing: an empty run would pass unnoticed
+        raise ValueError(
+            f"{agent.label} has run all {agent.K} episodes it is calibrated for (its privacy "
+            "budget covers no more users): build a new agent, with a larger K if needed"
         )
     rng = np.random.default_rng(check_seed(seed))
     gaps, returns = np.empty(K), np.empty(K)
