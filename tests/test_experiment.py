@@ -814,3 +814,20 @@ def test_verdict_of_a_negligible_regret():
     assert verdict(1.0, 1e-5) == "learned (< 0.001 regret per episode)"
     assert verdict(1.0, 0.1) == "not learning yet (linear)"
     assert verdict(0.3) == "learned" and verdict(0.7, 0.5) == "learning"
+
+
+def test_config_typos_get_a_suggestion():
+    """A mistyped key, environment or option names the closest valid one; an [[agents]] list
+    (a natural TOML guess) is told the table form."""
+    typo_env = {"name": "RiverSwimMixtur"}
+    typo_option = {"a": {"algorithm": "UCRL-VTR", "beta_scal": 0.1}}
+    cases = [
+        ({"env": ENV, "agents": AGENTS, "seed": 2}, "seed", "did you mean 'seeds'?"),
+        ({"env": typo_env, "agents": AGENTS}, "env.name", "did you mean 'RiverSwimMixture'?"),
+        ({"env": ENV, "agents": typo_option}, "agents.a.beta_scal", "did you mean 'beta_scale'?"),
+        ({"env": ENV, "agents": [{"algorithm": "UCRL-VTR"}]}, "agents", r"one \[agents\.NAME\] table"),
+    ]
+    for raw, key, needle in cases:
+        with pytest.raises(ConfigError, match=needle) as exc:
+            build_config(raw)
+        assert exc.value.key == key

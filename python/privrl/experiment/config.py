@@ -3,7 +3,6 @@ environment registries resolved lazily by name, and the run keys every result is
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import inspect
 import json
@@ -18,6 +17,7 @@ from privrl.common.errors import ConfigError, SweepError
 from privrl.experiment.registry import (
     ALGORITHMS,
     ENVIRONMENTS,
+    did_you_mean,
     make_env,
     make_privacy,
     resolve_algorithm,
@@ -108,11 +108,9 @@ def _check_kwargs(
             )
             if also:
                 message += f" (besides {', '.join(also)})"
-            close = difflib.get_close_matches(k, [*allowed, *also], n=1)
-            if close:
-                message = (
-                    f"unknown option; did you mean {close[0]!r}? ({message.removeprefix('unknown option; ')})"
-                )
+            hint = did_you_mean(k, [*allowed, *also])
+            if hint:
+                message = f"unknown option; {hint}({message.removeprefix('unknown option; ')})"
             raise ConfigError(f"{key}.{k}", message)
 
 

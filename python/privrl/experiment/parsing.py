@@ -25,7 +25,7 @@ from privrl.experiment.config import (
     _number,
     _seeds,
 )
-from privrl.experiment.registry import ALGORITHMS, ENVIRONMENTS, _import, _lookup
+from privrl.experiment.registry import ALGORITHMS, ENVIRONMENTS, _import, _lookup, did_you_mean
 
 
 def _agent_table(name: Any, spec: Any, key: str) -> dict[str, Any]:
@@ -125,8 +125,10 @@ def _study(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str, index:
     pre = f"{key}." if key else ""
     unknown = set(raw) - _STUDY_KEYS
     if unknown:
+        bad = sorted(unknown)[0]
         raise ConfigError(
-            f"{pre}{sorted(unknown)[0]}", f"unknown key; a study takes {', '.join(sorted(_STUDY_KEYS))}"
+            f"{pre}{bad}",
+            f"unknown key; {did_you_mean(bad, _STUDY_KEYS)}a study takes {', '.join(sorted(_STUDY_KEYS))}",
         )
     merged = {**defaults, **raw}
     if "env" not in merged:
@@ -134,7 +136,14 @@ def _study(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str, index:
     env = _env(merged["env"], f"{pre}env")
     agents = merged.get("agents")
     if not isinstance(agents, Mapping) or not agents:
-        raise ConfigError(f"{pre}agents", f"expected a non-empty table of name -> agent spec, got {agents!r}")
+        form = (
+            " (TOML: one [agents.NAME] table per agent, not an [[agents]] list)"
+            if isinstance(agents, list)
+            else ""
+        )
+        raise ConfigError(
+            f"{pre}agents", f"expected a non-empty table of name -> agent spec{form}, got {agents!r}"
+        )
     specs = {n: _agent_spec(n, s, f"{pre}agents.{n}") for n, s in agents.items()}
     delta = _delta(merged.get("delta", 1e-5), f"{pre}delta")
     _check_mechanisms(specs, delta, f"{pre}agents.")
@@ -239,8 +248,11 @@ def build_config(raw: Mapping[str, Any]) -> SweepConfig:
         raise ConfigError("", f"a config must be a table, got {type(raw).__name__}")
     unknown = set(raw) - _GLOBAL_KEYS
     if unknown:
+        bad = sorted(unknown)[0]
         raise ConfigError(
-            sorted(unknown)[0], "unknown key; the top level takes " + ", ".join(sorted(_GLOBAL_KEYS))
+            bad,
+            f"unknown key; {did_you_mean(bad, _GLOBAL_KEYS)}the top level takes "
+            + ", ".join(sorted(_GLOBAL_KEYS)),
         )
     for k, check in _GLOBAL_CHECKS.items():
         if k in raw:  # reported under the top-level key rather than under the first study's

@@ -3,6 +3,7 @@ punctuation insensitive), and the environment and privacy model of a run built f
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
 import math
@@ -39,12 +40,21 @@ def _canon(name: str) -> str:
     return re.sub(r"[^a-z0-9+]", "", name.lower())
 
 
+def did_you_mean(name: Any, choices: Any) -> str:
+    """``"did you mean 'x'? "`` for the closest of `choices` to a mistyped `name`, else ``""``
+    (the one home of the config's suggestions)."""
+    close = difflib.get_close_matches(str(name), list(choices), n=1)
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
 def _lookup(registry: Mapping[str, Any], name: Any, key: str, what: str) -> str:
     if not isinstance(name, str) or not name:
         raise ConfigError(key, f"{what} must be a non-empty string, got {name!r}")
     table = {_canon(k): k for k in registry}
     if _canon(name) not in table:
-        raise ConfigError(key, f"unknown {what} {name!r}; known: {', '.join(registry)}")
+        raise ConfigError(
+            key, f"unknown {what} {name!r}; {did_you_mean(name, registry)}known: {', '.join(registry)}"
+        )
     return table[_canon(name)]
 
 
