@@ -774,3 +774,37 @@ def test_gym_helpers_raise_a_hint_without_gymnasium(monkeypatch):
         gym_mod.frozen_lake()
     with pytest.raises(ImportError, match=r"privrl\[gym\]"):
         gym_mod.as_gymnasium(RiverSwim())
+
+
+def test_from_gymnasium_rescales_rewards_as_learn_does():
+    """CliffWalking's rewards (-1 a step, -100 the cliff) rescaled by reward=: the model is exact
+    for the episodes privrl.learn sees (rescaled rewards, the absorbing goal paying reward(0.0)):
+    the optimal policy's exact value equals its rolled-out return on the deterministic env."""
+    gymnasium = pytest.importorskip("gymnasium")
+    from privrl.envs import from_gymnasium
+
+    cid = "CliffWalking-v1" if "CliffWalking-v1" in gymnasium.registry else "CliffWalking-v0"
+    scale = lambda r: (r + 100) / 100  # noqa: E731
+    H = 30
+    with pytest.raises(AssumptionError, match="rescale it with reward="):
+        from_gymnasium(gymnasium.make(cid), H=H)
+    m = from_gymnasium(gymnasium.make(cid), H=H, reward=scale)
+    assert m.R.min() >= 0.0 and m.R.max() <= 1.0
+    pi = m.optimal_policy()
+    env = gymnasium.make(cid)
+    s, _ = env.reset(seed=0)
+    total, done = 0.0, False
+    for h in range(H):
+        if done:
+            total += scale(0.0)  # learn's padding
+            continue
+        s, r, terminated, truncated, _ = env.step(int(pi[h, s]))
+        total += scale(r)
+        done = terminated or truncated
+    assert done  # it reached the goal within H
+    assert m.initial_value(m.optimal_values()) == pytest.approx(total, abs=1e-12)
+    with pytest.raises(ValueError, match=r"reward\(0\.0\) = -1"):
+        from_gymnasium(gymnasium.make(cid), H=H, reward=lambda r: r - 1)
+    taxi = "Taxi-v4" if "Taxi-v4" in gymnasium.registry else "Taxi-v3"
+    t = from_gymnasium(gymnasium.make(taxi), H=5, reward=lambda r: (r + 10) / 30)
+    assert (t.S, t.A) == (500, 6) and t.R.min() >= 0.0 and t.R.max() <= 1.0

@@ -5,6 +5,7 @@ gymnasium Env. Sec. 2 (a tabular MDP is a linear MDP with one-hot features, Asm.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -26,16 +27,40 @@ def _import_gymnasium() -> Any:
     return gymnasium
 
 
-def from_gymnasium(env: Any, H: int, name: str | None = None, init_dist: Any = None) -> LinearMDP:
+def padding_reward(reward: Callable[[float], float] | None) -> float:
+    """What a step after the environment's end pays: the rescaled value of a zero reward,
+    ``reward(0.0)`` (0 without a rescale), checked to lie in [0, 1]. One rule for
+    :func:`from_gymnasium`'s absorbing states and ``privrl.learn``'s padding: ending is never
+    worse for the agent than the environment says."""
+    pad = 0.0 if reward is None else float(reward(0.0))
+    if not 0.0 <= pad <= 1.0:
+        raise ValueError(
+            f"reward(0.0) = {pad:g} is outside [0, 1]: the steps after an episode ends pay the "
+            "rescaled value of a zero reward, so the rescale must map 0 into [0, 1]"
+        )
+    return pad
+
+
+def from_gymnasium(
+    env: Any,
+    H: int,
+    name: str | None = None,
+    init_dist: Any = None,
+    reward: Callable[[float], float] | None = None,
+) -> LinearMDP:
     """A finite-horizon (H steps, time-homogeneous) tabular linear MDP built from a gymnasium
     toy-text env's own transition table ``env.unwrapped.P`` (dict s -> a -> list of
     (prob, next_state, reward, terminated)); `env` may also be an env id string.
 
-    * r_h(s,a) = sum over the listed transitions of prob * reward; it must lie in [0, 1]
-      (AssumptionError otherwise, e.g. for CliffWalking or Taxi with negative rewards).
+    * r_h(s,a) = sum over the listed transitions of prob * reward(r) (``reward`` rescales the
+      environment's rewards, as in ``privrl.learn``; none: as they are); it must lie in [0, 1]
+      (AssumptionError otherwise: CliffWalking or Taxi need a rescale, e.g. ``lambda r: (r +
+      100) / 100`` and ``lambda r: (r + 10) / 30``).
     * A terminated transition goes to its listed next state, as in the table; every state that
       is the target of some terminated transition is then made absorbing (p(s|s,a) = 1 for all a)
-      with zero reward, which reproduces "the episode has ended" inside a fixed horizon H.
+      paying the rescaled value of a zero reward, ``reward(0.0)`` (0 without a rescale; refused
+      outside [0, 1]), which reproduces "the episode has ended" inside a fixed horizon H exactly
+      as ``privrl.learn`` pads it.
     * init_dist: the argument if given, else ``env.unwrapped.initial_state_distrib`` if the env
       has it (FrozenLake, Taxi, CliffWalking), else uniform over the non-absorbing states (over
       all states if every state is absorbing).
@@ -57,7 +82,8 @@ def from_gymnasium(env: Any, H: int, name: str | None = None, init_dist: Any = N
         raise AssumptionError(f"the horizon H must be a positive integer, got {H}")
     S = int(getattr(getattr(base, "observation_space", None), "n", len(table)))
     A = int(getattr(getattr(base, "action_space", None), "n", max(len(v) for v in table.values())))
-    P, R, terminal = _table_arrays(table, S, A)
+    pad = padding_reward(reward)
+    P, R, terminal = _table_arrays(table, S, A, (lambda r: r) if reward is None else reward, pad)
     if init_dist is None:
         init_dist = getattr(base, "initial_state_distrib", None)
     if init_dist is None:
@@ -75,9 +101,11 @@ def from_gymnasium(env: Any, H: int, name: str | None = None, init_dist: Any = N
     )
 
 
-def _table_arrays(table: dict, S: int, A: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """P (S, A, S), expected rewards R (S, A) (checked to lie in [0, 1]) and the terminal states of a
-    transition table, each terminal state made absorbing with zero reward."""
+def _table_arrays(
+    table: dict, S: int, A: int, scale: Callable[[float], float], pad: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """P (S, A, S), expected rescaled rewards R (S, A) (checked to lie in [0, 1]) and the terminal
+    states of a transition table, each terminal state made absorbing, paying `pad`."""
     P = np.zeros((S, A, S))
     R = np.zeros((S, A))
     terminal = np.zeros(S, dtype=bool)
@@ -85,19 +113,20 @@ def _table_arrays(table: dict, S: int, A: int) -> tuple[np.ndarray, np.ndarray, 
         for a, transitions in acts.items():
             for prob, ns, rew, term in transitions:
                 P[int(s), int(a), int(ns)] += float(prob)
-                R[int(s), int(a)] += float(prob) * float(rew)
+                R[int(s), int(a)] += float(prob) * float(scale(float(rew)))
                 if term:
                     terminal[int(ns)] = True
     bad = (R < -1e-9) | (R > 1.0 + 1e-9)
     if bad.any():
         s, a = (int(i) for i in np.argwhere(bad)[0])
         raise AssumptionError(
-            f"expected reward r(s={s}, a={a}) = {R[s, a]:.6g} of the gymnasium env is outside [0, 1]"
+            f"expected reward r(s={s}, a={a}) = {R[s, a]:.6g} of the gymnasium env is outside [0, 1] "
+            "(rescale it with reward=...)"
         )
     for s in np.nonzero(terminal)[0]:
         P[s] = 0.0
         P[s, :, s] = 1.0
-        R[s] = 0.0
+        R[s] = pad
     return P, R, terminal
 
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 __all__ = ["gymnasium_linear_mdp", "reward_bounds", "register_gymnasium_envs", "GYM_IDS"]
 
 
@@ -16,30 +14,6 @@ def reward_bounds(table: dict) -> tuple[float, float]:
     reward of every step after termination in the finite-horizon version (see gymnasium_linear_mdp)."""
     rewards = [float(r) for acts in table.values() for trans in acts.values() for (_, _, r, _) in trans]
     return min([*rewards, 0.0]), max([*rewards, 0.0])
-
-
-class _RescaledTable:
-    """Stands in for a gymnasium env in privrl.envs.from_gymnasium, with every listed reward r
-    replaced by (r - lo) / (hi - lo)."""
-
-    def __init__(self, env: Any, lo: float, hi: float):
-        base = env.unwrapped
-        scale = hi - lo
-        self.P = {
-            s: {
-                a: [(p, ns, (float(r) - lo) / scale, t) for (p, ns, r, t) in trans]
-                for a, trans in acts.items()
-            }
-            for s, acts in base.P.items()
-        }
-        self.observation_space = base.observation_space
-        self.action_space = base.action_space
-        self.initial_state_distrib = getattr(base, "initial_state_distrib", None)
-        self.spec = getattr(env, "spec", None)
-
-    @property
-    def unwrapped(self) -> _RescaledTable:
-        return self
 
 
 def gymnasium_linear_mdp(
@@ -53,17 +27,17 @@ def gymnasium_linear_mdp(
     ``env.unwrapped.P`` as a finite-horizon tabular linear MDP (privrl.envs.from_gymnasium).
 
     Rewards must lie in [0, 1]. reward_range=None keeps them as they are, so FrozenLake works and
-    CliffWalking-v1 / Taxi-v3 (negative rewards) raise AssumptionError. reward_range="auto" (or an
+    CliffWalking-v1 / Taxi-v4 (negative rewards) raise AssumptionError. reward_range="auto" (or an
     explicit [lo, hi]) maps every reward r to (r - lo) / (hi - lo), with [lo, hi] the range of the
     table's rewards widened to include 0, and gives the absorbing post-termination steps the image
     of 0, (0 - lo) / (hi - lo), instead of 0. Every one of the H steps is then mapped by the same
     increasing affine map, so a policy's value is (V_original - H lo) / (hi - lo): the optimal policy
     is unchanged and regret is the original regret divided by (hi - lo). CliffWalking-v1: lo = -100,
-    hi = 0 (a step is worth 0.99, the cliff 0, the goal's absorbing state 1). Taxi-v3: lo = -10,
+    hi = 0 (a step is worth 0.99, the cliff 0, the goal's absorbing state 1). Taxi-v4: lo = -10,
     hi = 20.
     """
     from privrl.common.errors import AssumptionError
-    from privrl.envs import from_gymnasium, tabular_linear_mdp
+    from privrl.envs import from_gymnasium
     from privrl.envs.gym import _import_gymnasium
 
     gymnasium = _import_gymnasium()
@@ -86,15 +60,13 @@ def gymnasium_linear_mdp(
                 )
         if not hi > lo:
             raise AssumptionError(f"reward_range needs lo < hi, got [{lo:g}, {hi:g}]")
-        mdp = from_gymnasium(_RescaledTable(env, lo, hi), H, init_dist=init_dist)
-        # from_gymnasium gives terminal (absorbing) states reward 0: in rescaled units "no reward" is f(0).
-        terminal = sorted(
-            {int(ns) for acts in table.values() for trans in acts.values() for (_, ns, _, t) in trans if t}
-        )
-        R = np.array(mdp.R)
-        R[:, terminal, :] = (0.0 - lo) / (hi - lo)
-        return tabular_linear_mdp(
-            mdp.P, R, mdp.init_dist, name=f"{id}(H={int(H)}, rewards (r - {lo:g}) / {hi - lo:g})"
+        width = hi - lo
+        return from_gymnasium(
+            env,
+            H,
+            name=f"{id}(H={int(H)}, rewards (r - {lo:g}) / {width:g})",
+            init_dist=init_dist,
+            reward=lambda r: (float(r) - lo) / width,
         )
     finally:
         env.close()

@@ -17,6 +17,7 @@ from privrl.common.checks import check_episodes
 from privrl.common.errors import NonFiniteError, ShapeError
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.finite import FiniteMDP
+from privrl.envs.gym import padding_reward
 from privrl.experiment.progress import bar
 
 __all__ = ["Evaluation", "LearnResult", "evaluate", "learn"]
@@ -149,12 +150,7 @@ def learn(
     if left < K:
         raise ValueError(f"{agent.label} has {left} of its {agent.K} episodes left, cannot learn {K}")
     scale = reward if reward is not None else float
-    pad = float(scale(0.0))
-    if not 0.0 <= pad <= 1.0:
-        raise ValueError(
-            f"reward(0.0) = {pad:g} is outside [0, 1]: the steps after an episode ends pay the "
-            "rescaled value of a zero reward, so the rescale must map 0 into [0, 1]"
-        )
+    pad = padding_reward(reward)
     t0 = time.perf_counter()
     returns, early = _episodes(agent, env, K, seed, state, scale, pad, callback, progress)
     regret = None if reference is None else np.cumsum(float(reference) - returns)
