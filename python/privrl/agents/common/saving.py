@@ -25,7 +25,7 @@ __all__ = ["SaveFormatError", "save_agent", "load_agent", "FORMAT"]
 
 MAGIC = b"privrl-agent\n"
 #: The payload layout; bumped when the agents' state changes shape.
-FORMAT = 1
+FORMAT = 2
 
 
 class SaveFormatError(PrivrlError, ValueError):
