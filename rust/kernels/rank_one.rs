@@ -164,8 +164,7 @@ pub struct ShermanMorrison {
     refactor_every: usize,
     updates: u64,
     /// Lambda (and so its inverse) is diagonal: every update so far had at most one nonzero
-    /// (tabular one-hot features). False for a state saved before the flag existed.
-    #[serde(default)]
+    /// (tabular one-hot features). New in save format 2.
     diagonal: bool,
     work: DVector<f64>,
 }
