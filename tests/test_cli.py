@@ -249,7 +249,9 @@ def test_resume_after_sigkill_recomputes_only_unfinished_runs(tmp_path):
 
 def test_ctrl_c_saves_finished_runs_and_exits_130(tmp_path):
     cfg = tmp_path / "int.toml"
-    cfg.write_text(CONFIG.replace("episodes = 40", "episodes = 400").replace("seeds = [0, 1]", "seeds = 4"))
+    # runs long enough (about 0.1 s each) that the signal lands mid-sweep even when this process
+    # is scheduled late on a loaded machine (with 400 episodes CI once saw the sweep finish first)
+    cfg.write_text(CONFIG.replace("episodes = 40", "episodes = 4000").replace("seeds = [0, 1]", "seeds = 4"))
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "privrl", "run", str(cfg), "--out", str(out), "--no-progress"]
     # a user's Ctrl-C: SIGINT with its default action, even when pytest itself was started as a
