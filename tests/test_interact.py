@@ -137,3 +137,22 @@ def test_run_with_nothing_left_says_so():
     privrl.run(agent, env, seed=1)
     with pytest.raises(ValueError, match=r"has run all 5 episodes it is calibrated for"):
         privrl.run(agent, env, seed=1)  # "all it has left" of nothing: not an empty result
+
+
+def test_evaluating_mid_training_leaves_the_run_unchanged():
+    """evaluate(agent, env) reads the arriving user's policy (under sampling its draw is that
+    user's, cached): a twin that is evaluated between blocks of users runs bit for bit the same."""
+    from privrl.envs import RandomLinearMDP
+
+    for env, make in (
+        (RandomLinearMDP(30, 4, 6, 5, seed=0), lambda e: LSVIUCB(e, JointDP(10, 1e-5), episodes=200, seed=1)),
+        (RiverSwimMixture(S=6, H=10), lambda e: UCRLVTR(e, JointDP(10, 1e-5), episodes=200, seed=1,
+                                                        exploration="sampling")),
+    ):  # fmt: skip
+        plain, watched = make(env), make(env)
+        for s in range(4):
+            privrl.evaluate(watched, env)
+            privrl.evaluate(watched, env)
+            np.testing.assert_array_equal(
+                privrl.run(plain, env, 50, seed=s).regret, privrl.run(watched, env, 50, seed=s).regret
+            )
