@@ -128,7 +128,19 @@ def test_ucrl_vtr_on_hard_to_learn_matches_and_learns():
 @pytest.mark.parametrize("batches", ["static", "every", 7])
 @pytest.mark.parametrize("planning", ["auto", "per_sample", "aggregated"])
 def test_lsvi_matches_its_reference(privacy, batches, planning):
-    env = RandomLinearMDP(S=12, A=3, d=5, H=4, seed=2)
+    _compare_lsvi(RandomLinearMDP(S=12, A=3, d=5, H=4, seed=2), privacy, batches, planning)
+
+
+@pytest.mark.parametrize("privacy", LSVI_PRIVACY, ids=lambda p: p.label)
+@pytest.mark.parametrize("batches", ["every", 7])
+def test_lsvi_on_one_hot_features_matches_its_reference(privacy, batches):
+    """Tabular one-hot features take the agent's sparse paths (the JDP batch Gram over phi's
+    nonzeros, the O(1) update and entry-by-entry solve of a diagonal Lambda, the bonus rows over
+    each row's nonzeros); the dense numpy reference must still agree."""
+    _compare_lsvi(RiverSwim(S=5, H=4), privacy, batches, "auto")
+
+
+def _compare_lsvi(env, privacy, batches, planning):
     K = 60
     agent = LSVIUCB(
         env, privacy, batches=batches, episodes=K, seed=4, planning=planning, beta_scale=0.1, ties="lowest"
