@@ -177,15 +177,20 @@ impl MixtureFeatures {
         check_len("support minima", lo.len(), self.n_rows)?;
         check_len("support maxima", hi.len(), self.n_rows)?;
         for (r, (l, h)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
-            let next = &self.next_state[self.indptr[r]..self.indptr[r + 1]];
-            let (mut a, mut b) = (f64::INFINITY, f64::NEG_INFINITY);
-            for &s in next {
-                a = a.min(v[s]);
-                b = b.max(v[s]);
-            }
-            (*l, *h) = if next.is_empty() { (0.0, 0.0) } else { (a, b) };
+            (*l, *h) = self.row_range(r, v).unwrap_or((0.0, 0.0));
         }
         Ok(())
+    }
+
+    /// The min and max of `v` over row r's support (None: no support).
+    fn row_range(&self, r: usize, v: &[f64]) -> Option<(f64, f64)> {
+        let next = &self.next_state[self.indptr[r]..self.indptr[r + 1]];
+        let (mut a, mut b) = (f64::INFINITY, f64::NEG_INFINITY);
+        for &s in next {
+            a = a.min(v[s]);
+            b = b.max(v[s]);
+        }
+        (!next.is_empty()).then_some((a, b))
     }
 
     /// The normalized target of one row r (in range) into `f` (n_states): zero off the row's
@@ -193,15 +198,12 @@ impl MixtureFeatures {
     /// support; `amp` on the whole support where that range is at most `tol` (flat: then
     /// phi_f = amp sum_{s'} phi(s'|r), the mass features).
     pub fn normalized_target(&self, row: usize, v: &[f64], tol: f64, amp: f64, f: &mut [f64]) {
-        let next = &self.next_state[self.indptr[row]..self.indptr[row + 1]];
-        let (mut a, mut b) = (f64::INFINITY, f64::NEG_INFINITY);
-        for &s in next {
-            a = a.min(v[s]);
-            b = b.max(v[s]);
-        }
         f.iter_mut().for_each(|x| *x = 0.0);
+        let Some((a, b)) = self.row_range(row, v) else {
+            return;
+        };
         let range = b - a;
-        for &s in next {
+        for &s in &self.next_state[self.indptr[row]..self.indptr[row + 1]] {
             f[s] = if range <= tol {
                 amp
             } else {
