@@ -19,7 +19,6 @@ import numpy as np
 from privrl.common.errors import NonFiniteError, PrivacyParameterError, ShapeError
 
 __all__ = [
-    "check_seed",
     "VOCABULARY",
     "check_delta_open",
     "check_delta_pure_ok",
@@ -36,6 +35,7 @@ __all__ = [
     "check_finite_real",
     "as_f64",
     "numeric_array",
+    "check_seed",
     "seed_bytes",
     "tie_seed",
     "MAX_INT",
