@@ -27,7 +27,8 @@ use crate::noise::{NodeShape, NoiseStream};
 mod adaptive;
 pub(crate) mod rows;
 
-use rows::{floor_release, update_forms, SparseRows};
+use crate::kernels::sparse::SparseRows;
+use rows::{floor_release, update_forms};
 
 /// The regularization of a private release.
 #[derive(Debug, Clone, Serialize, Deserialize)]

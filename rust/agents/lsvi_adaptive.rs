@@ -35,7 +35,7 @@ use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
 use super::bounds::NoiseBounds;
-use super::lsvi::rows::SparseRows;
+use crate::kernels::sparse::SparseRows;
 
 /// The adaptive rule's public constants.
 #[derive(Debug, Clone, Serialize, Deserialize)]

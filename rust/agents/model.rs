@@ -2,6 +2,7 @@
 //! `FiniteMDP.sample_episode`, exact policy values by backward induction.
 
 use crate::errors::{check_finite, check_len, CoreError, CoreResult};
+use crate::kernels::sparse::SparseRows;
 
 use super::Trajectory;
 
@@ -12,7 +13,8 @@ pub struct FiniteModel {
     pub h: usize,
     pub s: usize,
     pub a: usize,
-    p: Vec<f64>,
+    /// P's rows over their nonzeros (the values' sums skip the exact zeros)
+    p: SparseRows,
     r: Vec<f64>,
     cdf: Vec<f64>,
     init_cdf: Vec<f64>,
@@ -42,7 +44,7 @@ impl FiniteModel {
             h,
             s,
             a,
-            p: p.to_vec(),
+            p: SparseRows::of(p, s),
             r: r.to_vec(),
             cdf: cdf.to_vec(),
             init_cdf: init_cdf.to_vec(),
@@ -84,7 +86,7 @@ fn draw(row: &[f64], u: f64) -> usize {
 }
 
 fn values(
-    p: &[f64],
+    p: &SparseRows,
     r: &[f64],
     (h_n, s_n, a_n): (usize, usize, usize),
     pi: &[usize],
@@ -95,10 +97,10 @@ fn values(
         let (now, next) = out[h * s_n..].split_at_mut(s_n);
         for (s, v) in now.iter_mut().enumerate() {
             let row = (h * s_n + s) * a_n + pi[h * s_n + s];
-            let probs = &p[row * s_n..(row + 1) * s_n];
+            let (cols, probs) = p.row(row);
             let mut acc = 0.0;
-            for (q, w) in probs.iter().zip(&next[..s_n]) {
-                acc += q * w;
+            for (q, &j) in probs.iter().zip(cols) {
+                acc += q * next[j];
             }
             *v = r[row] + acc;
         }
@@ -106,7 +108,7 @@ fn values(
 }
 
 /// `FiniteMDP.policy_values`: V^pi (H + 1, S) by backward induction on P[h, s, pi_h(s), :],
-/// the sums over s' left to right. `pi` holds action indices (checked here).
+/// the sums over s' left to right (over P's nonzeros). `pi` holds action indices (checked here).
 pub fn policy_values(
     p: &[f64],
     r: &[f64],
@@ -127,7 +129,7 @@ pub fn policy_values(
         })
         .collect::<CoreResult<_>>()?;
     let mut out = vec![0.0; (h + 1) * s];
-    values(p, r, dims, &pi, &mut out);
+    values(&SparseRows::of(p, s), r, dims, &pi, &mut out);
     Ok(out)
 }
 
@@ -150,5 +152,52 @@ mod tests {
         let v = policy_values(&p, &[0.5, 1.0], (1, 2, 1), &[0, 0]).unwrap();
         assert_eq!(v, vec![0.5, 1.0, 0.0, 0.0]);
         assert!(policy_values(&p, &[0.5, 1.0], (1, 2, 1), &[0, 1]).is_err());
+    }
+
+    #[test]
+    fn sparse_values_equal_the_dense_sums_bit_for_bit() {
+        // H = 3, S = 5, A = 2, rows with exact zeros (and a -0) between irregular probabilities
+        let (h_n, s_n, a_n) = (3, 5, 2);
+        let mut p = vec![0.0; h_n * s_n * a_n * s_n];
+        for (i, row) in p.chunks_exact_mut(s_n).enumerate() {
+            let w: Vec<f64> = (0..s_n)
+                .map(|j| {
+                    if (i + 2 * j) % 3 == 0 {
+                        0.0
+                    } else {
+                        1.0 / (1.0 + ((i * 7 + j * 3) % 11) as f64)
+                    }
+                })
+                .collect();
+            let total: f64 = w.iter().sum();
+            row.iter_mut()
+                .zip(&w)
+                .for_each(|(q, x)| *q = if *x == 0.0 { -0.0 } else { x / total });
+        }
+        let r: Vec<f64> = (0..h_n * s_n * a_n)
+            .map(|i| ((i * 13) % 17) as f64 / 17.0)
+            .collect();
+        let pi: Vec<usize> = (0..h_n * s_n).map(|i| (i * 5) % a_n).collect();
+        let mut sparse = vec![0.0; (h_n + 1) * s_n];
+        values(
+            &SparseRows::of(&p, s_n),
+            &r,
+            (h_n, s_n, a_n),
+            &pi,
+            &mut sparse,
+        );
+        let mut dense = vec![0.0; (h_n + 1) * s_n];
+        for h in (0..h_n).rev() {
+            for s in 0..s_n {
+                let row = (h * s_n + s) * a_n + pi[h * s_n + s];
+                let mut acc = 0.0;
+                for j in 0..s_n {
+                    acc += p[row * s_n + j] * dense[(h + 1) * s_n + j];
+                }
+                dense[h * s_n + s] = r[row] + acc;
+            }
+        }
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&sparse), bits(&dense));
     }
 }

@@ -11,6 +11,7 @@
 //! * [`eigen`]: eigendecompositions of the small symmetric matrices the releases take spectral
 //!   functions of (a closed-form 3x3 solver, nalgebra's otherwise).
 //! * [`practical`]: the eigenvalue-floored release of the practical calibration.
+//! * [`sparse`]: a table's rows as (column, value) lists, summed like the dense rows.
 //! * [`variance`]: UCRL-VTR+'s per-step variance estimate sigma-bar.
 
 pub mod eigen;
@@ -18,5 +19,6 @@ pub mod mixture;
 pub mod practical;
 pub mod qeval;
 pub mod rank_one;
+pub mod sparse;
 pub mod values;
 pub mod variance;

@@ -1,9 +1,7 @@
-//! The feature table's sparse rows, the exact forms kept by rank-one updates and the practical
-//! rule's floored release.
-
-use serde::{Deserialize, Serialize};
+//! The exact forms kept by rank-one updates and the practical rule's floored release.
 
 use crate::kernels::eigen::sym_eigen;
+use crate::kernels::sparse::SparseRows;
 
 /// The forms `phi_r^T Lambda^{-1} phi_r` of every row after `Lambda += x x^T` (Sherman-Morrison:
 /// minus `(phi_r^T Lambda^{-1} x)^2 / (1 + x^T Lambda^{-1} x)`), `inv` the inverse before.
@@ -28,50 +26,10 @@ pub(super) fn update_forms(
     let denom = 1.0 + x.iter().zip(u.iter()).map(|(a, b)| a * b).sum::<f64>();
     for (r, f) in forms.iter_mut().enumerate() {
         let t = rows.dot_with(r, u);
-        *f -= t * t / denom;
-    }
-}
-
-/// Rows of a dense (n x d) table as (column, value) lists.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub(crate) struct SparseRows {
-    start: Vec<usize>,
-    col: Vec<usize>,
-    val: Vec<f64>,
-}
-
-impl SparseRows {
-    pub(crate) fn of(table: &[f64], d: usize) -> Self {
-        let mut s = SparseRows::default();
-        for row in table.chunks_exact(d.max(1)) {
-            s.start.push(s.col.len());
-            for (j, &v) in row.iter().enumerate() {
-                if v != 0.0 {
-                    s.col.push(j);
-                    s.val.push(v);
-                }
-            }
+        if t != 0.0 {
+            // t = +-0 would subtract +0 / denom = +0, and f - (+0) = f for every f
+            *f -= t * t / denom;
         }
-        s.start.push(s.col.len());
-        s
-    }
-
-    /// Rows in the table.
-    pub(crate) fn len(&self) -> usize {
-        self.start.len().saturating_sub(1)
-    }
-
-    #[inline]
-    pub(crate) fn row(&self, r: usize) -> (&[usize], &[f64]) {
-        let (a, b) = (self.start[r], self.start[r + 1]);
-        (&self.col[a..b], &self.val[a..b])
-    }
-
-    /// `phi_r^T x`.
-    #[inline]
-    pub(crate) fn dot_with(&self, r: usize, x: &[f64]) -> f64 {
-        let (cols, vals) = self.row(r);
-        cols.iter().zip(vals).map(|(&j, v)| v * x[j]).sum()
     }
 }
 
