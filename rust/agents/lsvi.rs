@@ -84,6 +84,10 @@ pub struct Server {
     /// sum_i phi_i r_i per h (H x d); sum_{i: s'_i = s'} phi_i per h, s' (H x S x d).
     pub reward_sum: Vec<f64>,
     pub next_sum: Vec<f64>,
+    /// The columns of every next_sum row (h, s') that were ever nonzero (a superset of its
+    /// nonzeros, no repeats; rebuilt from next_sum after a load): u_h's sum skips the rest.
+    #[serde(skip)]
+    pub next_cols: Vec<Vec<usize>>,
     /// The targets' second moments, kept by a non-private adaptive agent on one-hot rows (empty
     /// otherwise): per step h and coordinate j over the users with phi_j != 0, the sum of r^2
     /// (H x d) and, per next state s', their count and the sum of r (H x S x d).
@@ -112,6 +116,22 @@ pub struct Server {
     /// Non-private: `phi_r^T Lambda_h^{-1} phi_r` for every step h and table row r (H x S A),
     /// kept current by the rank-one updates (a bonus costs O(d) per row, not O(d^2)).
     pub forms: Vec<f64>,
+}
+
+impl Server {
+    /// next_cols for every (h, s') row of next_sum (built once; from next_sum after a load).
+    fn next_columns_ready(&mut self, s_n: usize, d: usize) {
+        let rows = self.next_sum.len() / d.max(1);
+        if self.next_cols.len() == rows {
+            return;
+        }
+        debug_assert_eq!(rows % s_n.max(1), 0);
+        self.next_cols = self
+            .next_sum
+            .chunks_exact(d)
+            .map(|row| (0..d).filter(|&j| row[j] != 0.0).collect())
+            .collect();
+    }
 }
 
 /// An LSVI-UCB agent.
@@ -159,7 +179,11 @@ struct Work {
     u: Vec<f64>,
     w: Vec<f64>,
     draw: Draw,
-    leaf: Vec<f64>,
+    /// update_forms' u and row marks (d + S A)
+    scratch: Vec<f64>,
+    /// Q_h of steps 1..H-1 from the last release (what optimism plans on), and that release
+    released: Vec<f64>,
+    released_for: Option<u64>,
 }
 
 /// The parts of an [`LsviAgent`].
@@ -243,6 +267,7 @@ impl LsviAgent {
                 batch_gram: vec![0.0; if private { h * d * d } else { 0 }],
                 reward_sum: vec![0.0; h * d],
                 next_sum: vec![0.0; h * s * d],
+                next_cols: vec![],
                 reward_sq: per(h * d),
                 next_count: per(h * s * d),
                 next_reward: per(h * s * d),
@@ -385,7 +410,9 @@ impl LsviAgent {
             u: vec![0.0; d],
             w: vec![0.0; d],
             draw: Draw::default(),
-            leaf: vec![0.0; d * d],
+            scratch: vec![0.0; d + s * a],
+            released: vec![0.0; h * s * a],
+            released_for: None,
         };
     }
 
@@ -428,13 +455,21 @@ impl LsviAgent {
         if self.adaptive.is_some() {
             return self.plan_adaptive(exploration, pi, w);
         }
+        let rows = s_n * a_n;
+        // optimism plans on the release's own Q_h (same weights, beta, forms: the same values)
+        let cached = !exploration.is_sampling() && w.released_for == Some(self.server.releases);
         for h in 0..self.h {
-            let inv = self.board_inverse(h);
-            let mean = &self.board.weights[h * d..(h + 1) * d];
-            let beta = exploration.weights(mean, inv, self.beta, &mut w.draw, &mut w.w);
-            self.q_rows(h, &w.w, beta, &self.board.forms, inv, &mut w.q)?;
+            let q = if cached && h > 0 {
+                &w.released[h * rows..(h + 1) * rows]
+            } else {
+                let inv = self.board_inverse(h);
+                let mean = &self.board.weights[h * d..(h + 1) * d];
+                let beta = exploration.weights(mean, inv, self.beta, &mut w.draw, &mut w.w);
+                self.q_rows(h, &w.w, beta, &self.board.forms, inv, &mut w.q)?;
+                &w.q
+            };
             let tie = self.ties.draw();
-            group_max(&w.q, a_n, tie, &mut w.vmax, &mut pi[h * s_n..(h + 1) * s_n])?;
+            group_max(q, a_n, tie, &mut w.vmax, &mut pi[h * s_n..(h + 1) * s_n])?;
         }
         Ok(())
     }
@@ -469,6 +504,7 @@ impl LsviAgent {
         let (h_n, s_n, a_n, d) = (self.h, self.s, self.a, self.d);
         let aggregated = self.aggregated();
         let users = self.server.n;
+        self.server.next_columns_ready(s_n, d);
         self.release_designs(users)?;
         let private = self.server.private.is_some();
         let unit = self.draw_eta()?;
@@ -478,14 +514,17 @@ impl LsviAgent {
         // w~_h for h = H..1 (V_{H+1} = 0), V_{h+1} from the billboard being released
         let mut work = std::mem::take(&mut self.work);
         let w = &mut work;
+        w.released_for = None;
+        let rows = s_n * a_n;
         for hh in (0..h_n).rev() {
             let next = if hh == h_n - 1 {
                 None
             } else {
                 let wn = &self.board.weights[(hh + 1) * d..(hh + 2) * d];
                 let inv = self.board_inverse(hh + 1);
-                self.q_rows(hh + 1, wn, self.beta, &self.board.forms, inv, &mut w.q)?;
-                for (v, q) in w.v[..s_n].iter_mut().zip(w.q.chunks_exact(a_n)) {
+                let q = &mut w.released[(hh + 1) * rows..(hh + 2) * rows];
+                self.q_rows(hh + 1, wn, self.beta, &self.board.forms, inv, q)?;
+                for (v, q) in w.v[..s_n].iter_mut().zip(q.chunks_exact(a_n)) {
                     *v = q.iter().copied().fold(f64::NEG_INFINITY, f64::max);
                 }
                 Some(&w.v[..s_n])
@@ -523,8 +562,9 @@ impl LsviAgent {
             if board.lazy && self.server.exact[hh].is_diagonal() {
                 // tabular one-hot features, non-private: Lambda^{-1} is diagonal (the dense
                 // product's other terms are +-0: the same value, O(d) instead of O(d^2))
-                for (i, wi) in weights.iter_mut().enumerate() {
-                    *wi = inv[i * d + i] * w.u[i];
+                let diag = self.server.exact[hh].inverse_diagonal();
+                for ((wi, m), x) in weights.iter_mut().zip(diag).zip(&w.u) {
+                    *wi = m * x;
                 }
             } else {
                 for (i, wi) in weights.iter_mut().enumerate() {
@@ -533,10 +573,11 @@ impl LsviAgent {
                 }
             }
         }
-        self.work = work;
         self.board.users = users;
         let srv = &mut self.server;
         srv.releases += 1;
+        work.released_for = Some(srv.releases);
+        self.work = work;
         srv.paths.push(aggregated);
         srv.release_users.push(users);
         Ok(())
@@ -652,6 +693,7 @@ impl LsviAgent {
         let clips = self.guard.apply(&mut w.phi, d, Some(&mut w.r))?;
         self.clips += clips as u64;
         let srv = &mut self.server;
+        srv.next_columns_ready(s_n, d);
         let rows = s_n * a_n;
         let mut refresh = false;
         let i = srv.n as usize;
@@ -677,7 +719,7 @@ impl LsviAgent {
                     &self.sparse,
                     srv.exact[h].inverse(),
                     ph,
-                    &mut w.leaf,
+                    &mut w.scratch,
                 );
                 srv.exact[h].update(ph)?;
                 refresh |= srv.exact[h].updates().is_multiple_of(1024);
@@ -685,10 +727,13 @@ impl LsviAgent {
             let rs = &mut srv.reward_sum[h * d..(h + 1) * d];
             rs.iter_mut().zip(ph).for_each(|(x, p)| *x += p * w.r[h]);
             let ns = (h * s_n + t.states[h + 1]) * d;
-            srv.next_sum[ns..ns + d]
-                .iter_mut()
-                .zip(ph)
-                .for_each(|(x, p)| *x += p);
+            let cols = &mut srv.next_cols[h * s_n + t.states[h + 1]];
+            for (j, (x, p)) in srv.next_sum[ns..ns + d].iter_mut().zip(ph).enumerate() {
+                if *x == 0.0 && *p != 0.0 && !cols.contains(&j) {
+                    cols.push(j);
+                }
+                *x += p;
+            }
             if !srv.reward_sq.is_empty() {
                 let r = w.r[h];
                 for (j, _) in ph.iter().enumerate().filter(|(_, p)| **p != 0.0) {
@@ -739,9 +784,12 @@ fn response(
     if aggregated {
         u.copy_from_slice(&srv.reward_sum[h * d..(h + 1) * d]);
         if let Some(v) = next {
+            // over each row's columns that were ever nonzero, rows in order: the dense sum
+            // bit for bit (a skipped term is 0 * V = +-0 and u is never -0)
             let ns = &srv.next_sum[h * s_n * d..(h + 1) * s_n * d];
-            for (row, &vs) in ns.chunks_exact(d).zip(v) {
-                u.iter_mut().zip(row).for_each(|(x, p)| *x += p * vs);
+            let cols = &srv.next_cols[h * s_n..(h + 1) * s_n];
+            for ((row, c), &vs) in ns.chunks_exact(d).zip(cols).zip(v) {
+                c.iter().for_each(|&j| u[j] += row[j] * vs);
             }
         }
         return;

@@ -65,10 +65,12 @@ impl Guard {
         let hi_tol = self.y_high + GUARD_TOL * self.y_high.abs().max(1.0);
         let mut bad = 0;
         let mut max_norm = 0.0f64;
+        let mut clip = false;
         for row in x.chunks_exact(d) {
             let n = row.iter().map(|v| v * v).sum::<f64>().sqrt();
             max_norm = max_norm.max(n);
             bad += usize::from(n > loose);
+            clip |= n > self.x_bound;
         }
         if let Some(y) = y.as_ref() {
             bad += y.iter().filter(|&&v| v < lo_tol || v > hi_tol).count();
@@ -80,7 +82,7 @@ impl Guard {
                 self.x_bound, self.y_low, self.y_high
             )));
         }
-        for row in x.chunks_exact_mut(d) {
+        for row in x.chunks_exact_mut(d).filter(|_| clip) {
             let n = row.iter().map(|v| v * v).sum::<f64>().sqrt();
             if n > self.x_bound {
                 let f = self.x_bound / n.max(1e-300);

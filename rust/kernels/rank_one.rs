@@ -167,6 +167,10 @@ pub struct ShermanMorrison {
     /// (tabular one-hot features). New in save format 2.
     diagonal: bool,
     work: DVector<f64>,
+    /// The inverse's diagonal, contiguous (built on first use, patched by the one-hot update,
+    /// dropped by every other change of the inverse).
+    #[serde(skip)]
+    inverse_diagonal: std::sync::OnceLock<Vec<f64>>,
 }
 
 impl ShermanMorrison {
@@ -195,6 +199,7 @@ impl ShermanMorrison {
             updates: 0,
             diagonal: true,
             work: DVector::zeros(d),
+            inverse_diagonal: std::sync::OnceLock::new(),
         })
     }
 
@@ -218,6 +223,13 @@ impl ShermanMorrison {
     }
     pub fn inverse(&self) -> &[f64] {
         self.inverse.as_slice()
+    }
+    /// The entries `inverse_ii`, contiguous (the same values as [`Self::inverse`]'s diagonal).
+    pub fn inverse_diagonal(&self) -> &[f64] {
+        self.inverse_diagonal.get_or_init(|| {
+            let (d, inv) = (self.d, self.inverse.as_slice());
+            (0..d).map(|i| inv[i * d + i]).collect()
+        })
     }
 
     /// One rank-one update `Lambda += x x^T` (O(d^2)).
@@ -268,6 +280,9 @@ impl ShermanMorrison {
             return false;
         }
         self.inverse.as_mut_slice()[jj] -= (uj * uj) * scale;
+        if let Some(diag) = self.inverse_diagonal.get_mut() {
+            diag[j] = self.inverse.as_slice()[jj];
+        }
         self.matrix.as_mut_slice()[jj] += xj * xj;
         self.updates += 1;
         self.since_refactor += 1;
@@ -309,6 +324,7 @@ impl ShermanMorrison {
         }
         // Lambda^{-1} -= u u^T / (1 + x^T u); Lambda += x x^T. u u^T is exactly symmetric,
         // so both matrices stay exactly symmetric.
+        self.inverse_diagonal.take();
         let inv = self.inverse.as_mut_slice();
         let m = self.matrix.as_mut_slice();
         for j in 0..d {
@@ -363,6 +379,7 @@ impl ShermanMorrison {
             })?;
         self.matrix = next;
         self.inverse = inverse;
+        self.inverse_diagonal.take();
         self.updates += 1;
         self.diagonal &= nonzeros_at_most_one(x);
         self.since_refactor = 0;
@@ -374,6 +391,7 @@ impl ShermanMorrison {
     /// the Sherman–Morrison inverse is kept).
     pub fn refactorize(&mut self) {
         self.since_refactor = 0;
+        self.inverse_diagonal.take();
         if !self.refactorize_diagonal() {
             self.refactorize_dense();
         }
@@ -516,11 +534,17 @@ mod tests {
         for lam in [1e-3, 1.0, 250.0] {
             let mut fast = ShermanMorrison::new(d, lam, 64).unwrap();
             let mut dense = fast.clone();
-            for _ in 0..300 {
+            for k in 0..300 {
                 let mut x = vec![0.0; d];
                 x[rng.random_range(0..d)] = rng.random_range(-1.0..1.0);
                 fast.update(&x).unwrap();
                 dense.update_dense(&x).unwrap();
+                if k % 7 == 0 {
+                    // the cached diagonal follows the inverse (patched, dropped, rebuilt)
+                    let inv = fast.inverse();
+                    let diag: Vec<f64> = (0..d).map(|i| inv[i * d + i]).collect();
+                    assert_eq!(fast.inverse_diagonal(), diag.as_slice());
+                }
             }
             assert!(fast.is_diagonal() && dense.is_diagonal());
             for (u, v) in [

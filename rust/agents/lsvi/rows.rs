@@ -5,6 +5,11 @@ use crate::kernels::sparse::SparseRows;
 
 /// The forms `phi_r^T Lambda^{-1} phi_r` of every row after `Lambda += x x^T` (Sherman-Morrison:
 /// minus `(phi_r^T Lambda^{-1} x)^2 / (1 + x^T Lambda^{-1} x)`), `inv` the inverse before.
+///
+/// Only the rows that meet u = Lambda^{-1} x's support move: every other row's t is a sum of
+/// +-0 and would subtract +0 (f - (+0) = f for every f), and the denominator's dot skips x's
+/// zeros (products +-0 that leave the sum as it was) — the same bits as the dense update.
+/// `scratch` holds at least d + rows entries (u, then the visited marks).
 pub(super) fn update_forms(
     forms: &mut [f64],
     rows: &SparseRows,
@@ -13,8 +18,9 @@ pub(super) fn update_forms(
     scratch: &mut [f64],
 ) {
     let d = x.len();
-    let u = &mut scratch[..d];
+    let (u, seen) = scratch.split_at_mut(d);
     u.iter_mut().for_each(|v| *v = 0.0);
+    let mut denom_dot = 0.0;
     for (j, &xj) in x.iter().enumerate() {
         if xj != 0.0 {
             // inv is symmetric: column j is row j
@@ -23,12 +29,31 @@ pub(super) fn update_forms(
                 .for_each(|(v, m)| *v += xj * m);
         }
     }
-    let denom = 1.0 + x.iter().zip(u.iter()).map(|(a, b)| a * b).sum::<f64>();
-    for (r, f) in forms.iter_mut().enumerate() {
+    for (j, &xj) in x.iter().enumerate() {
+        if xj != 0.0 {
+            denom_dot += xj * u[j];
+        }
+    }
+    let denom = 1.0 + denom_dot;
+    let update = |f: &mut f64, r: usize| {
         let t = rows.dot_with(r, u);
         if t != 0.0 {
-            // t = +-0 would subtract +0 / denom = +0, and f - (+0) = f for every f
             *f -= t * t / denom;
+        }
+    };
+    let support = u.iter().filter(|v| **v != 0.0).count();
+    if support * 4 >= d {
+        forms.iter_mut().enumerate().for_each(|(r, f)| update(f, r));
+        return;
+    }
+    let seen = &mut seen[..forms.len()];
+    seen.iter_mut().for_each(|m| *m = 0.0);
+    for (i, _) in u.iter().enumerate().filter(|(_, v)| **v != 0.0) {
+        for &r in rows.rows_with(i) {
+            if seen[r] == 0.0 {
+                seen[r] = 1.0;
+                update(&mut forms[r], r);
+            }
         }
     }
 }
@@ -68,6 +93,71 @@ pub(super) fn floor_release(
                 m[j * d + i] = a;
                 inv[i * d + j] = b;
                 inv[j * d + i] = b;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The dense update every row, as before the sparse paths.
+    fn dense(forms: &mut [f64], table: &[f64], inv: &[f64], x: &[f64]) {
+        let d = x.len();
+        let u: Vec<f64> = (0..d)
+            .map(|i| (0..d).map(|j| x[j] * inv[j * d + i]).fold(0.0, |a, b| a + b))
+            .collect();
+        let denom = 1.0 + x.iter().zip(&u).map(|(a, b)| a * b).sum::<f64>();
+        for (f, row) in forms.iter_mut().zip(table.chunks_exact(d)) {
+            let t: f64 = row.iter().zip(&u).map(|(a, b)| a * b).sum();
+            *f -= t * t / denom;
+        }
+    }
+
+    #[test]
+    fn sparse_forms_update_is_the_dense_one_bit_for_bit() {
+        let d = 12;
+        // one-hot rows, then two dense rows and an empty one
+        let mut table: Vec<f64> = (0..d * d)
+            .map(|k| if k % (d + 1) == 0 { 1.0 } else { 0.0 })
+            .collect();
+        table.extend((0..d).map(|i| 0.1 * (i as f64 - 4.5)));
+        table.extend((0..d).map(|i| if i % 3 == 0 { 0.3 } else { 0.0 }));
+        table.extend(std::iter::repeat_n(0.0, d));
+        let rows = SparseRows::of(&table, d);
+        let n = table.len() / d;
+        let diag: Vec<f64> = (0..d * d)
+            .map(|k| if k % (d + 1) == 0 { 1.0 / (1.0 + (k % 7) as f64) } else { 0.0 })
+            .collect();
+        let mut full = diag.clone();
+        for i in 0..d {
+            for j in 0..d {
+                if i != j {
+                    full[i * d + j] = 0.01 / (1.0 + (i + j) as f64);
+                }
+            }
+        }
+        let forms0: Vec<f64> = (0..n).map(|r| 0.5 + r as f64 / 7.0).collect();
+        let onehot: Vec<f64> = (0..d).map(|i| if i == 5 { 0.8 } else { 0.0 }).collect();
+        let spread: Vec<f64> = (0..d).map(|i| if i % 4 == 1 { 0.2 } else { 0.0 }).collect();
+        // two nonzeros, both in the first dense row (visited once), where t < 0
+        let pair: Vec<f64> = (0..d)
+            .map(|i| match i {
+                2 => 0.9,
+                7 => 0.1,
+                _ => 0.0,
+            })
+            .collect();
+        let mut scratch = vec![0.0; d + n];
+        for inv in [&diag, &full] {
+            for x in [&onehot, &spread, &pair] {
+                let (mut a, mut b) = (forms0.clone(), forms0.clone());
+                update_forms(&mut a, &rows, inv, x, &mut scratch);
+                dense(&mut b, &table, inv, x);
+                let bits = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&a), bits(&b));
+                assert_ne!(a, forms0);
             }
         }
     }
