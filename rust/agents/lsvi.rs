@@ -28,7 +28,7 @@ mod adaptive;
 pub(crate) mod rows;
 
 use crate::kernels::sparse::SparseRows;
-use rows::{floor_release, update_forms};
+use rows::{floor_release, update_forms, width};
 
 /// The regularization of a private release.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -67,6 +67,9 @@ pub struct Billboard {
     pub users: u64,
     /// Non-private: the server's `forms` of this release (empty when private).
     pub forms: Vec<f64>,
+    /// sqrt(max(form, 0)) of every form (rebuilt from forms after a load).
+    #[serde(skip)]
+    pub widths: Vec<f64>,
     /// Non-private: design and inverse are the server's exact matrices, not copied yet (they are
     /// copied only before a user changes them without a release following).
     #[serde(default)]
@@ -116,6 +119,9 @@ pub struct Server {
     /// Non-private: `phi_r^T Lambda_h^{-1} phi_r` for every step h and table row r (H x S A),
     /// kept current by the rank-one updates (a bonus costs O(d) per row, not O(d^2)).
     pub forms: Vec<f64>,
+    /// sqrt(max(form, 0)) of every form, kept with it (rebuilt from forms after a load).
+    #[serde(skip)]
+    pub widths: Vec<f64>,
 }
 
 impl Server {
@@ -243,6 +249,7 @@ impl LsviAgent {
             weights: vec![0.0; h * d],
             users: 0,
             forms: vec![],
+            widths: vec![],
             lazy: false,
         };
         let private = p.private.is_some();
@@ -283,6 +290,7 @@ impl LsviAgent {
                 release_users: vec![0],
                 last_eta: vec![],
                 forms: vec![],
+                widths: vec![],
             },
             board,
             ties: p.ties,
@@ -313,6 +321,7 @@ impl LsviAgent {
                 agent.refresh_forms(hh);
             }
             agent.board.forms.clone_from(&agent.server.forms);
+            agent.board.widths.clone_from(&agent.server.widths);
         }
         Ok(agent)
     }
@@ -353,31 +362,46 @@ impl LsviAgent {
     /// The exact forms of step h from the maintained inverse.
     fn refresh_forms(&mut self, h: usize) {
         let (d, rows) = (self.d, self.s * self.a);
+        self.widths_ready();
         let inv = self.server.exact[h].inverse();
         let forms = &mut self.server.forms[h * rows..(h + 1) * rows];
-        for (r, f) in forms.iter_mut().enumerate() {
+        let widths = &mut self.server.widths[h * rows..(h + 1) * rows];
+        for (r, (f, wd)) in forms.iter_mut().zip(widths).enumerate() {
             let (cols, vals) = self.sparse.row(r);
             *f = cols
                 .iter()
                 .zip(vals)
                 .map(|(&i, &vi)| vi * self.sparse.dot_with(r, &inv[i * d..(i + 1) * d]))
                 .sum();
+            *wd = width(*f);
+        }
+    }
+
+    /// The widths of the server's and the billboard's forms (after a load they are rebuilt).
+    fn widths_ready(&mut self) {
+        for (forms, widths) in [
+            (&self.server.forms, &mut self.server.widths),
+            (&self.board.forms, &mut self.board.widths),
+        ] {
+            if widths.len() != forms.len() {
+                *widths = forms.iter().map(|&f| width(f)).collect();
+            }
         }
     }
 
     /// Q_h(s, a) = Pi_[0, H](w^T phi(s, a) + beta ||phi(s, a)||_{Lambda~_h^{-1}}) for every row,
-    /// into `out`: from the billboard's forms when it has them, else from its inverse.
+    /// into `out`: from the billboard's form widths when it has them, else from its inverse.
     fn q_rows(
         &self,
         h: usize,
         w: &[f64],
         beta: f64,
-        forms: &[f64],
+        widths: &[f64],
         inv: &[f64],
         out: &mut [f64],
     ) -> CoreResult<()> {
         let (d, rows, upper) = (self.d, self.s * self.a, self.h as f64);
-        if beta == 0.0 || forms.is_empty() {
+        if beta == 0.0 || widths.is_empty() {
             let q = OptimisticQ {
                 d,
                 w,
@@ -388,15 +412,16 @@ impl LsviAgent {
             };
             return q.evaluate(&self.table, None, out);
         }
-        let f = &forms[h * rows..(h + 1) * rows];
-        for (r, (o, form)) in out.iter_mut().zip(f).enumerate() {
+        let f = &widths[h * rows..(h + 1) * rows];
+        for (r, (o, width)) in out.iter_mut().zip(f).enumerate() {
             let mean = self.sparse.dot_with(r, w);
-            *o = (mean + beta * form.max(0.0).sqrt()).clamp(0.0, upper);
+            *o = (mean + beta * width).clamp(0.0, upper);
         }
         Ok(())
     }
 
     fn work_ready(&mut self) {
+        self.widths_ready();
         let (h, s, a, d) = (self.h, self.s, self.a, self.d);
         if self.work.q.len() == s * a {
             return;
@@ -465,7 +490,7 @@ impl LsviAgent {
                 let inv = self.board_inverse(h);
                 let mean = &self.board.weights[h * d..(h + 1) * d];
                 let beta = exploration.weights(mean, inv, self.beta, &mut w.draw, &mut w.w);
-                self.q_rows(h, &w.w, beta, &self.board.forms, inv, &mut w.q)?;
+                self.q_rows(h, &w.w, beta, &self.board.widths, inv, &mut w.q)?;
                 &w.q
             };
             let tie = self.ties.draw();
@@ -509,7 +534,9 @@ impl LsviAgent {
         let private = self.server.private.is_some();
         let unit = self.draw_eta()?;
         if !private {
+            self.widths_ready();
             self.board.forms.clone_from(&self.server.forms);
+            self.board.widths.clone_from(&self.server.widths);
         }
         // w~_h for h = H..1 (V_{H+1} = 0), V_{h+1} from the billboard being released
         let mut work = std::mem::take(&mut self.work);
@@ -523,7 +550,7 @@ impl LsviAgent {
                 let wn = &self.board.weights[(hh + 1) * d..(hh + 2) * d];
                 let inv = self.board_inverse(hh + 1);
                 let q = &mut w.released[(hh + 1) * rows..(hh + 2) * rows];
-                self.q_rows(hh + 1, wn, self.beta, &self.board.forms, inv, q)?;
+                self.q_rows(hh + 1, wn, self.beta, &self.board.widths, inv, q)?;
                 for (v, q) in w.v[..s_n].iter_mut().zip(q.chunks_exact(a_n)) {
                     *v = q.iter().copied().fold(f64::NEG_INFINITY, f64::max);
                 }
@@ -702,41 +729,47 @@ impl LsviAgent {
             srv.actions[i * h_n..(i + 1) * h_n].copy_from_slice(&t.actions);
             srv.rewards[i * h_n..(i + 1) * h_n].copy_from_slice(&w.r);
         }
+        // Every sum below runs over the columns of the table row phi came from (a superset of
+        // phi's nonzeros, the guard only scales): a skipped term is a product with an exact 0,
+        // +-0, and adding it leaves an entry as it was (the sums start at +0 and are never -0),
+        // so these are the dense sums bit for bit at O(nnz) (O(nnz^2) for the Gram).
         for (h, ph) in w.phi.chunks_exact(d).enumerate() {
+            let nz = self.sparse.row(t.states[h] * a_n + t.actions[h]).0;
             if srv.private.is_some() {
-                // g += phi phi^T over phi's nonzeros: the skipped products are +-0, which leave
-                // every entry as it was (entries are never -0), so O(nnz d) gives the dense sum
                 let g = &mut srv.batch_gram[h * d * d..(h + 1) * d * d];
-                for (i, &pi) in ph.iter().enumerate().filter(|(_, p)| **p != 0.0) {
+                for &i in nz.iter().filter(|&&i| ph[i] != 0.0) {
                     let gi = &mut g[i * d..(i + 1) * d];
-                    for (j, &pj) in ph.iter().enumerate().filter(|(_, p)| **p != 0.0) {
-                        gi[j] += pi * pj;
+                    for &j in nz.iter().filter(|&&j| ph[j] != 0.0) {
+                        gi[j] += ph[i] * ph[j];
                     }
                 }
             } else {
                 update_forms(
                     &mut srv.forms[h * rows..(h + 1) * rows],
+                    &mut srv.widths[h * rows..(h + 1) * rows],
                     &self.sparse,
                     srv.exact[h].inverse(),
                     ph,
+                    nz,
                     &mut w.scratch,
                 );
-                srv.exact[h].update(ph)?;
+                srv.exact[h].update_within(ph, nz)?;
                 refresh |= srv.exact[h].updates().is_multiple_of(1024);
             }
             let rs = &mut srv.reward_sum[h * d..(h + 1) * d];
-            rs.iter_mut().zip(ph).for_each(|(x, p)| *x += p * w.r[h]);
+            nz.iter().for_each(|&j| rs[j] += ph[j] * w.r[h]);
             let ns = (h * s_n + t.states[h + 1]) * d;
             let cols = &mut srv.next_cols[h * s_n + t.states[h + 1]];
-            for (j, (x, p)) in srv.next_sum[ns..ns + d].iter_mut().zip(ph).enumerate() {
-                if *x == 0.0 && *p != 0.0 && !cols.contains(&j) {
+            for &j in nz {
+                let x = &mut srv.next_sum[ns + j];
+                if *x == 0.0 && ph[j] != 0.0 && !cols.contains(&j) {
                     cols.push(j);
                 }
-                *x += p;
+                *x += ph[j];
             }
             if !srv.reward_sq.is_empty() {
                 let r = w.r[h];
-                for (j, _) in ph.iter().enumerate().filter(|(_, p)| **p != 0.0) {
+                for &j in nz.iter().filter(|&&j| ph[j] != 0.0) {
                     srv.reward_sq[h * d + j] += r * r;
                     srv.next_count[ns + j] += 1.0;
                     srv.next_reward[ns + j] += r;

@@ -255,6 +255,20 @@ impl ShermanMorrison {
         Ok(())
     }
 
+    /// [`Self::update`] for an x that is zero outside the columns `nz` (ascending), inputs
+    /// trusted: the one-hot test reads those columns only.
+    pub fn update_within(&mut self, x: &[f64], nz: &[usize]) -> CoreResult<()> {
+        if self.diagonal {
+            let mut it = nz.iter().filter(|&&j| x[j] != 0.0);
+            if let (Some(&j), None) = (it.next(), it.next()) {
+                if self.update_diagonal(j, x[j]) {
+                    return Ok(());
+                }
+            }
+        }
+        self.update_dense(x)
+    }
+
     fn update_unchecked(&mut self, x: &[f64]) -> CoreResult<()> {
         if self.diagonal {
             let mut nz = x.iter().enumerate().filter(|(_, v)| **v != 0.0);

@@ -44,7 +44,7 @@ impl SparseRows {
         self.len() == 0
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn row(&self, r: usize) -> (&[usize], &[f64]) {
         let (a, b) = (self.start[r], self.start[r + 1]);
         (&self.col[a..b], &self.val[a..b])
@@ -74,7 +74,7 @@ impl SparseRows {
     }
 
     /// `phi_r^T x`.
-    #[inline]
+    #[inline(always)]
     pub fn dot_with(&self, r: usize, x: &[f64]) -> f64 {
         let (cols, vals) = self.row(r);
         cols.iter().zip(vals).map(|(&j, v)| v * x[j]).sum()

@@ -9,41 +9,44 @@ use crate::kernels::sparse::SparseRows;
 /// Only the rows that meet u = Lambda^{-1} x's support move: every other row's t is a sum of
 /// +-0 and would subtract +0 (f - (+0) = f for every f), and the denominator's dot skips x's
 /// zeros (products +-0 that leave the sum as it was) — the same bits as the dense update.
-/// `scratch` holds at least d + rows entries (u, then the visited marks).
+/// `nz` lists the columns where x may be nonzero (ascending); `scratch` holds at least d + rows
+/// entries (u, then the visited marks). `widths` follows the forms that move.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn update_forms(
     forms: &mut [f64],
+    widths: &mut [f64],
     rows: &SparseRows,
     inv: &[f64],
     x: &[f64],
+    nz: &[usize],
     scratch: &mut [f64],
 ) {
     let d = x.len();
     let (u, seen) = scratch.split_at_mut(d);
     u.iter_mut().for_each(|v| *v = 0.0);
     let mut denom_dot = 0.0;
-    for (j, &xj) in x.iter().enumerate() {
-        if xj != 0.0 {
-            // inv is symmetric: column j is row j
-            u.iter_mut()
-                .zip(&inv[j * d..(j + 1) * d])
-                .for_each(|(v, m)| *v += xj * m);
-        }
+    for &j in nz.iter().filter(|&&j| x[j] != 0.0) {
+        // inv is symmetric: column j is row j
+        u.iter_mut()
+            .zip(&inv[j * d..(j + 1) * d])
+            .for_each(|(v, m)| *v += x[j] * m);
     }
-    for (j, &xj) in x.iter().enumerate() {
-        if xj != 0.0 {
-            denom_dot += xj * u[j];
-        }
+    for &j in nz.iter().filter(|&&j| x[j] != 0.0) {
+        denom_dot += x[j] * u[j];
     }
     let denom = 1.0 + denom_dot;
-    let update = |f: &mut f64, r: usize| {
+    let update = |f: &mut f64, wd: &mut f64, r: usize| {
         let t = rows.dot_with(r, u);
         if t != 0.0 {
             *f -= t * t / denom;
+            *wd = width(*f);
         }
     };
     let support = u.iter().filter(|v| **v != 0.0).count();
     if support * 4 >= d {
-        forms.iter_mut().enumerate().for_each(|(r, f)| update(f, r));
+        for (r, (f, wd)) in forms.iter_mut().zip(widths.iter_mut()).enumerate() {
+            update(f, wd, r);
+        }
         return;
     }
     let seen = &mut seen[..forms.len()];
@@ -52,10 +55,16 @@ pub(super) fn update_forms(
         for &r in rows.rows_with(i) {
             if seen[r] == 0.0 {
                 seen[r] = 1.0;
-                update(&mut forms[r], r);
+                update(&mut forms[r], &mut widths[r], r);
             }
         }
     }
+}
+
+/// The bonus width of a form, `sqrt(max(form, 0))`.
+#[inline]
+pub(super) fn width(form: f64) -> f64 {
+    form.max(0.0).sqrt()
 }
 
 /// The practical release of every step in place: the eigenvalues of `design + base I` floored
@@ -106,7 +115,11 @@ mod tests {
     fn dense(forms: &mut [f64], table: &[f64], inv: &[f64], x: &[f64]) {
         let d = x.len();
         let u: Vec<f64> = (0..d)
-            .map(|i| (0..d).map(|j| x[j] * inv[j * d + i]).fold(0.0, |a, b| a + b))
+            .map(|i| {
+                (0..d)
+                    .map(|j| x[j] * inv[j * d + i])
+                    .fold(0.0, |a, b| a + b)
+            })
             .collect();
         let denom = 1.0 + x.iter().zip(&u).map(|(a, b)| a * b).sum::<f64>();
         for (f, row) in forms.iter_mut().zip(table.chunks_exact(d)) {
@@ -128,7 +141,13 @@ mod tests {
         let rows = SparseRows::of(&table, d);
         let n = table.len() / d;
         let diag: Vec<f64> = (0..d * d)
-            .map(|k| if k % (d + 1) == 0 { 1.0 / (1.0 + (k % 7) as f64) } else { 0.0 })
+            .map(|k| {
+                if k % (d + 1) == 0 {
+                    1.0 / (1.0 + (k % 7) as f64)
+                } else {
+                    0.0
+                }
+            })
             .collect();
         let mut full = diag.clone();
         for i in 0..d {
@@ -153,10 +172,13 @@ mod tests {
         for inv in [&diag, &full] {
             for x in [&onehot, &spread, &pair] {
                 let (mut a, mut b) = (forms0.clone(), forms0.clone());
-                update_forms(&mut a, &rows, inv, x, &mut scratch);
+                let nz: Vec<usize> = (0..d).filter(|&j| x[j] != 0.0).collect();
+                let mut widths: Vec<f64> = forms0.iter().map(|&f| width(f)).collect();
+                update_forms(&mut a, &mut widths, &rows, inv, x, &nz, &mut scratch);
                 dense(&mut b, &table, inv, x);
                 let bits = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&a), bits(&b));
+                assert_eq!(widths, a.iter().map(|&f| width(f)).collect::<Vec<_>>());
                 assert_ne!(a, forms0);
             }
         }
