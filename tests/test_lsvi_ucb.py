@@ -1,6 +1,8 @@
 """LSVI-UCB / batched / JDP / pure-JDP LSVI-UCB (Alg. 2): planning against a numpy reference,
 learning, the batch schedule, calibrated noise, both planning paths, reproducibility, bad inputs."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -436,28 +438,83 @@ def test_lam_is_a_regret_side_option():
 
 
 def test_an_agent_larger_than_the_machine_is_refused_before_allocating(monkeypatch):
-    """H dense d x d matrices per step: an agent whose matrices alone exceed physical memory
-    raises ResourceError (also a MemoryError) at construction, instead of being killed later."""
+    """H dense d x d matrices per step and the private mechanisms' state: an agent whose estimate
+    (dense_entries) exceeds physical memory raises ResourceError (also a MemoryError) at
+    construction, instead of being killed by the operating system later."""
     from privrl.agents.lsvi_ucb import agent as lsvi_agent
     from privrl.envs import FeatureMap
     from privrl.exceptions import ResourceError
 
-    fmap = FeatureMap.one_hot(16, 4, H=8)  # d = 64: 2 x 8 x 64^2 x 8 bytes = 512 KiB non-private
-    monkeypatch.setattr(lsvi_agent, "physical_memory", lambda: 600 * 1024)
+    fmap = FeatureMap.one_hot(16, 4, H=8)  # d = rows = 64, H = 8; d^2 = 4,096
+    # non-private: 6 * 64 * 64 + 4 * 4,096 + 4.5 * 8 * 4,096 = 188,416 entries = 1.4375 MiB
+    # JDP (BLT), K = 10: App. D's B = 1, no release: 40,960 + 3 * 8 * 4,096 = 139,264 = 1.0625 MiB
+    # JDP (tree) with 10 batches, 9 releases: 40,960 + (5 + log2 9 + 2) * 8 * 4,096 = 2.85 MiB
+    monkeypatch.setattr(lsvi_agent, "physical_memory", lambda: int(1.5 * 2**20))
     LSVIUCB(fmap, NonPrivate(), episodes=10, seed=0)  # fits
-    LSVIUCB(fmap, JointDP(1.0, 1e-5), episodes=10, seed=0)  # one matrix per step: 256 KiB
-    monkeypatch.setattr(lsvi_agent, "physical_memory", lambda: 400 * 1024)
-    with pytest.raises(ResourceError, match=r"H = 8, d = 64 need at least 0\.0 GiB") as err:
+    LSVIUCB(fmap, JointDP(1.0, 1e-5), episodes=10, seed=0)
+    with pytest.raises(ResourceError, match=r"H = 8, d = 64, tree over 9 releases need about 0\.0 GiB"):
+        LSVIUCB(fmap, JointDP(1.0, 1e-5, mechanism="tree"), episodes=10, batches=10, seed=0)
+    monkeypatch.setattr(lsvi_agent, "physical_memory", lambda: int(1.4 * 2**20))
+    with pytest.raises(ResourceError, match=r"H = 8, d = 64 need about 0\.0 GiB") as err:
         LSVIUCB(fmap, NonPrivate(), episodes=10, seed=0)
     assert isinstance(err.value, MemoryError)
     LSVIUCB(fmap, JointDP(1.0, 1e-5), episodes=10, seed=0)
+    monkeypatch.setattr(lsvi_agent, "physical_memory", lambda: int(2.84 * 2**20))
+    with pytest.raises(ResourceError, match="fewer batches"):
+        LSVIUCB(fmap, JointDP(1.0, 1e-5, mechanism="tree"), episodes=10, batches=10, seed=0)
+    monkeypatch.setattr(lsvi_agent, "physical_memory", lambda: int(2.86 * 2**20))
+    LSVIUCB(fmap, JointDP(1.0, 1e-5, mechanism="tree"), episodes=10, batches=10, seed=0)
     monkeypatch.setattr(lsvi_agent, "physical_memory", lambda: None)  # the OS does not say
     LSVIUCB(fmap, NonPrivate(), episodes=10, seed=0)
-    # gymnasium's Taxi one-hot (S = 500, A = 6: d = 3,000) at its own time limit H = 200 on a
-    # 24 GiB machine: 2 x 200 x 3000^2 x 8 bytes = 26.8 GiB non-private, 13.4 GiB JDP (fits)
+    # gymnasium's Taxi one-hot (S = 500, A = 6: d = rows = 3,000) on a 24 GiB machine: at its own
+    # time limit H = 200 non-private, (6 + 4 + 4.5 * 200) * 9e6 * 8 bytes = 61.0 GiB; at H = 30
+    # JDP (BLT) with 20 batches, (10 + (5 + 8 + 4) * 30) * 9e6 * 8 = 34.9 GiB (it was killed).
     monkeypatch.setattr(lsvi_agent, "physical_memory", lambda: 24 * 2**30)
-    taxi = FeatureMap.one_hot(500, 6, H=200)
-    with pytest.raises(
-        ResourceError, match=r"H = 200, d = 3000 need at least 26\.8 GiB, this machine has 24\.0"
-    ):
-        LSVIUCB(taxi, NonPrivate(), episodes=10, seed=0)
+    with pytest.raises(ResourceError, match=r"H = 200, d = 3000 need about 61\.0 GiB, this machine has 24"):
+        LSVIUCB(FeatureMap.one_hot(500, 6, H=200), NonPrivate(), episodes=10, seed=0)
+    taxi = FeatureMap.one_hot(500, 6, H=30)
+    with pytest.raises(ResourceError, match=r"blt over 19 releases need about 34\.9 GiB"):
+        LSVIUCB(taxi, JointDP(10.0, 1e-5), episodes=20_000, batches=20, seed=0)
+
+
+_PEAK = """
+import sys
+import os
+
+import numpy as np
+from privrl.agents import LSVIUCB
+from privrl.agents.lsvi_ucb.agent import dense_entries
+from privrl.envs import FeatureMap
+from privrl.privacy import JointDP, NonPrivate
+S, A, H, K, B = 80, 5, 8, 64, 16
+fm = FeatureMap.one_hot(S, A, H=H)
+mech = sys.argv[1]
+priv = NonPrivate() if mech == "none" else JointDP(1.0, 1e-5, mechanism=mech, calibration="paper")
+def peak():  # this process's own high-water mark (ru_maxrss would start from the parent's)
+    with open("/proc/self/status") as f:
+        return next(int(x.split()[1]) * 1024 for x in f if x.startswith("VmHWM:"))
+base = peak()
+agent = LSVIUCB(fm, priv, episodes=K, seed=0, batches=B, exploration="optimism")
+rng = np.random.default_rng(0)
+for _ in range(K):
+    agent._core.policy()
+    agent._core.observe(rng.integers(S, size=H + 1), rng.integers(A, size=H), rng.random(H))
+print((peak() - base) / (8 * dense_entries(H, S * A, S * A, mech != "none", mech, B - 1)))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads Linux's VmHWM")
+@pytest.mark.parametrize("mechanism", ["none", "tree", "honaker", "factorization", "blt"])
+def test_the_memory_estimate_bounds_the_measured_peak(mechanism):
+    """dense_entries against the process's peak resident memory over a whole run (d = 400 one-hot,
+    H = 8, 16 batches: every mechanism releases 15 times), in a fresh interpreter: an upper bound,
+    and not a loose one (a refusal the machine could have run)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _PEAK, mechanism], capture_output=True, text=True, check=True, timeout=300
+    )
+    ratio = float(out.stdout.split()[-1])
+    assert 0.8 <= ratio <= 1.0, ratio

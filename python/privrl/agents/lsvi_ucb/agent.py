@@ -4,6 +4,7 @@ batched LSVI-UCB (Wang et al. 2021), JDP and pure-JDP LSVI-UCB (Sec. 4, Alg. 2, 
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
@@ -46,18 +47,56 @@ def physical_memory() -> int | None:
         return None
 
 
-def check_memory(H: int, d: int, private: bool) -> None:
-    """Refuse, before allocating, an agent whose dense per-step d x d matrices alone exceed the
-    machine's physical memory (the process would be killed, not raise): the non-private server
-    writes Lambda_h and its inverse at construction, a private one the released Lambda~_h at its
-    first release (8 bytes an entry; the rest of the agent comes on top)."""
-    need = 8 * H * d * d * (1 if private else 2)
+def dense_entries(
+    H: int, d: int, rows: int, private: bool, mechanism: str = "tree", releases: int = 0
+) -> float:
+    """Entries (8 bytes each) of the large state an LSVI-UCB agent holds at its peak, read off its
+    structures (rust/agents/lsvi.rs, rust/continual/): the features table (`rows` = S A rows of d)
+    in about 6 copies across the Python agent and its Rust core, 4 d^2 of temporaries (a sampling
+    agent's draw factor, the eigendecompositions of a practical release), and per step h
+
+    * non-private: Lambda_h and its inverse, and the billboard's copies of both: 4 d^2 (+ d^2 / 2
+      of construction temporaries);
+    * private: the billboard's Lambda~_h and inverse and the batch Gram, 3 d^2; once it releases
+      (R = `releases` > 0) also the Lambda mechanism's exact sum and the release's temporaries,
+      2 d^2, and the mechanism's noise state over R leaves, full nodes d^2, packed ones d^2 / 2:
+      the tree log2(R) + 2 full nodes (prefix sums and scratch), Honaker (log2(R) + 4) / 2
+      (estimates, total, node), the factorization (R + 2) / 2 (one innovation per release), BLT
+      buffers + 4 (encoder and state, 2 x buffers packed, and about eight packed accumulators,
+      leaves and draws).
+
+    An upper bound on the peak resident memory measured for every mechanism, within 20%
+    (tests/test_lsvi_ucb.py)."""
+    if not private:
+        per_step = 4.5
+    elif releases == 0:
+        per_step = 3.0
+    else:
+        logr = math.log2(releases)
+        per_step = 5.0 + {
+            "tree": logr + 2.0,
+            "honaker": (logr + 4.0) / 2.0,
+            "factorization": (releases + 2.0) / 2.0,
+            "blt": _core.DEFAULT_BLT_BUFFERS + 4.0,
+        }.get(mechanism, logr + 2.0)
+    return 6.0 * rows * d + 4.0 * d * d + per_step * H * d * d
+
+
+def check_memory(
+    H: int, d: int, rows: int, private: bool, mechanism: str = "tree", releases: int = 0
+) -> None:
+    """Refuse, before allocating, an agent whose dense d x d state (:func:`dense_entries`) exceeds
+    the machine's physical memory: the process would be killed by the operating system, not
+    raise. The rest of the agent comes on top."""
+    need = 8 * dense_entries(H, d, rows, private, mechanism, releases)
     have = physical_memory()
     if have is not None and need > have:
+        what = "its noise mechanism's state" if private else "Lambda_h and its inverse"
         raise ResourceError(
-            f"LSVI-UCB keeps {'one' if private else 'two'} dense d x d matrices per step: H = {H}, "
-            f"d = {d} need at least {need / 2**30:.1f} GiB, this machine has {have / 2**30:.1f} GiB. "
-            "Use a smaller feature map than one-hot (d = S A) or a shorter horizon (docs/harness.md, 'Size')"
+            f"LSVI-UCB keeps dense d x d matrices per step ({what}): H = {H}, d = {d}"
+            f"{f', {mechanism} over {releases} releases' if private else ''} need about "
+            f"{need / 2**30:.1f} GiB, this machine has {have / 2**30:.1f} GiB. Use a smaller "
+            "feature map than one-hot (d = S A), a shorter horizon or fewer batches (docs/harness.md, 'Size')"
         )
 
 
@@ -170,12 +209,13 @@ class LSVIUCB(Agent):
         check_phi_norms(phi)
         self.d = phi.shape[-1]
         kw = self.privacy.as_kwargs()
-        check_memory(self.H, self.d, private=kw["kind"] != "none")
         self.batches = batches
         self.B = privacy_of.resolve_batches(
             batches, kw["kind"], self.privacy.pure, kw["epsilon"], self.H, self.K, self.d,
             kw["calibration"], kw["delta"], kw["p"], kw["mechanism"],
         )  # fmt: skip
+        releases = len(batch_starts(self.K, self.B)) - 1
+        check_memory(self.H, self.d, self.S * self.A, kw["kind"] != "none", kw["mechanism"], releases)
         plan = self.release_plan()
         cal = privacy_of.calibrate_lsvi_ucb(
             **kw, H=self.H, K=self.K, d=self.d, batches=batches, plan=plan, lam=lam
