@@ -26,9 +26,12 @@ use crate::noise::{NodeShape, NoiseStream};
 
 mod adaptive;
 pub(crate) mod rows;
+mod server;
 
 use crate::kernels::sparse::SparseRows;
 use rows::{floor_release, update_forms, width};
+use server::response;
+pub use server::Server;
 
 /// The regularization of a private release.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -74,70 +77,6 @@ pub struct Billboard {
     /// copied only before a user changes them without a release following).
     #[serde(default)]
     pub lazy: bool,
-}
-
-/// The server of Alg. 2.
-#[derive(Serialize, Deserialize)]
-pub struct Server {
-    pub private: Option<Private>,
-    /// Non-private: Lambda_h with its inverse.
-    pub exact: Vec<ShermanMorrison>,
-    /// The running batch's Gram per h (private).
-    pub batch_gram: Vec<f64>,
-    /// sum_i phi_i r_i per h (H x d); sum_{i: s'_i = s'} phi_i per h, s' (H x S x d).
-    pub reward_sum: Vec<f64>,
-    pub next_sum: Vec<f64>,
-    /// The columns of every next_sum row (h, s') that were ever nonzero (a superset of its
-    /// nonzeros, no repeats; rebuilt from next_sum after a load): u_h's sum skips the rest.
-    #[serde(skip)]
-    pub next_cols: Vec<Vec<usize>>,
-    /// The targets' second moments, kept by a non-private adaptive agent on one-hot rows (empty
-    /// otherwise): per step h and coordinate j over the users with phi_j != 0, the sum of r^2
-    /// (H x d) and, per next state s', their count and the sum of r (H x S x d).
-    #[serde(default)]
-    pub reward_sq: Vec<f64>,
-    #[serde(default)]
-    pub next_count: Vec<f64>,
-    #[serde(default)]
-    pub next_reward: Vec<f64>,
-    /// The (s, a, r) of the first `record_capacity` users, for the per-sample path.
-    pub record_capacity: u64,
-    pub states: Vec<usize>,
-    pub actions: Vec<usize>,
-    pub rewards: Vec<f64>,
-    pub planning: Planning,
-    /// Users received.
-    pub n: u64,
-    /// Releases published (the initial billboard not counted), the tree nodes summed in each,
-    /// the path each planned with (true: aggregated) and the users of every billboard.
-    pub releases: u64,
-    pub nodes_history: Vec<u64>,
-    pub paths: Vec<bool>,
-    pub release_users: Vec<u64>,
-    /// The eta of the last release (H x d).
-    pub last_eta: Vec<f64>,
-    /// Non-private: `phi_r^T Lambda_h^{-1} phi_r` for every step h and table row r (H x S A),
-    /// kept current by the rank-one updates (a bonus costs O(d) per row, not O(d^2)).
-    pub forms: Vec<f64>,
-    /// sqrt(max(form, 0)) of every form, kept with it (rebuilt from forms after a load).
-    #[serde(skip)]
-    pub widths: Vec<f64>,
-}
-
-impl Server {
-    /// next_cols for every (h, s') row of next_sum (built once; from next_sum after a load).
-    fn next_columns_ready(&mut self, s_n: usize, d: usize) {
-        let rows = self.next_sum.len() / d.max(1);
-        if self.next_cols.len() == rows {
-            return;
-        }
-        debug_assert_eq!(rows % s_n.max(1), 0);
-        self.next_cols = self
-            .next_sum
-            .chunks_exact(d)
-            .map(|row| (0..d).filter(|&j| row[j] != 0.0).collect())
-            .collect();
-    }
 }
 
 /// An LSVI-UCB agent.
@@ -795,47 +734,6 @@ impl LsviAgent {
     /// The features table (S A x d).
     pub fn table(&self) -> &[f64] {
         &self.table
-    }
-}
-
-/// u_h = sum_i phi_i [r_i + V_{h+1}(s'_i)] by the chosen path, from `next` = V_{h+1} at every
-/// state (None at the last step, where V_{H+1} = 0): aggregated, reward_sum + next_sum^T V; per
-/// sample, over the stored transitions.
-#[allow(clippy::too_many_arguments)]
-fn response(
-    srv: &Server,
-    table: &[f64],
-    aggregated: bool,
-    h: usize,
-    next: Option<&[f64]>,
-    u: &mut [f64],
-    a_n: usize,
-    s_n: usize,
-    d: usize,
-) {
-    let h_n = srv.reward_sum.len() / d;
-    if aggregated {
-        u.copy_from_slice(&srv.reward_sum[h * d..(h + 1) * d]);
-        if let Some(v) = next {
-            // over each row's columns that were ever nonzero, rows in order: the dense sum
-            // bit for bit (a skipped term is 0 * V = +-0 and u is never -0)
-            let ns = &srv.next_sum[h * s_n * d..(h + 1) * s_n * d];
-            let cols = &srv.next_cols[h * s_n..(h + 1) * s_n];
-            for ((row, c), &vs) in ns.chunks_exact(d).zip(cols).zip(v) {
-                c.iter().for_each(|&j| u[j] += row[j] * vs);
-            }
-        }
-        return;
-    }
-    let n = srv.n.min(srv.record_capacity) as usize;
-    u.iter_mut().for_each(|x| *x = 0.0);
-    for i in 0..n {
-        let row = srv.states[i * (h_n + 1) + h] * a_n + srv.actions[i * h_n + h];
-        let vi = next.map_or(0.0, |v| v[srv.states[i * (h_n + 1) + h + 1]]);
-        let target = srv.rewards[i * h_n + h] + vi;
-        u.iter_mut()
-            .zip(&table[row * d..(row + 1) * d])
-            .for_each(|(x, p)| *x += p * target);
     }
 }
 
