@@ -477,6 +477,29 @@ def test_an_agent_larger_than_the_machine_is_refused_before_allocating(monkeypat
         LSVIUCB(taxi, JointDP(10.0, 1e-5), episodes=20_000, batches=20, seed=0)
 
 
+def test_a_schedule_that_never_releases_is_flagged():
+    """A single batch over K users releases nothing: every user gets the initial policy. The
+    agent says so (ScheduleWarning) whether App. D's B came out as 1 or the user asked for it, and
+    stays quiet when a release happens."""
+    import warnings
+
+    from privrl.envs import FeatureMap
+    from privrl.exceptions import ScheduleWarning
+
+    fmap = FeatureMap.one_hot(16, 4, H=8)  # d = 64: App. D's B at K = 10, eps = 1 is 1
+    with pytest.warns(ScheduleWarning, match=r"'static' schedule's B is 1 at K = 10, d = 64") as rec:
+        agent = LSVIUCB(fmap, JointDP(1.0, 1e-5), episodes=10, seed=0)
+    assert agent.B == 1 and "never releases" in str(rec[0].message)
+    assert rec[0].filename == __file__  # points at the user's line
+    with pytest.warns(ScheduleWarning, match=r"batches=1\b"):
+        LSVIUCB(fmap, NonPrivate(), episodes=10, batches=1, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ScheduleWarning)
+        LSVIUCB(fmap, JointDP(1.0, 1e-5), episodes=10, batches=2, seed=0)
+        LSVIUCB(fmap, NonPrivate(), episodes=10, seed=0)
+        LSVIUCB(fmap, JointDP(1.0, 1e-5), episodes=1, seed=0)  # one user: nothing to release for
+
+
 _PEAK = """
 import sys
 import os

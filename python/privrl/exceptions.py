@@ -12,6 +12,7 @@ from privrl.common.errors import (
     PrivacyWarning,
     PrivrlError,
     ResourceError,
+    ScheduleWarning,
     ShapeError,
     SweepError,
 )
@@ -30,4 +31,5 @@ __all__ = [
     "SweepError",
     "AssumptionWarning",
     "PrivacyWarning",
+    "ScheduleWarning",
 ]

@@ -70,3 +70,8 @@ class AssumptionWarning(UserWarning):
 
 class PrivacyWarning(UserWarning):
     """A privacy report found the release above its (eps, delta) target."""
+
+
+class ScheduleWarning(UserWarning):
+    """A private agent's release schedule leaves it nothing to learn from within its K users (a
+    single batch: the policy is never updated)."""

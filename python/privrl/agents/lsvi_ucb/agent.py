@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ from privrl.agents.common.specs import (
 from privrl.agents.lsvi_ucb import calibration as privacy_of
 from privrl.agents.lsvi_ucb.calibration import LSVIUCBCalibration
 from privrl.common.checks import check_choice, check_positive_real
-from privrl.common.errors import PrivacyParameterError, ResourceError
+from privrl.common.errors import PrivacyParameterError, ResourceError, ScheduleWarning
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.linear import LinearMDP, check_phi_norms
@@ -216,6 +217,20 @@ class LSVIUCB(Agent):
         )  # fmt: skip
         releases = len(batch_starts(self.K, self.B)) - 1
         check_memory(self.H, self.d, self.S * self.A, kw["kind"] != "none", kw["mechanism"], releases)
+        if releases == 0 and self.K > 1:
+            why = (
+                f"the {batches!r} schedule's B is 1 at K = {self.K}, d = {self.d}: App. D's B grows "
+                "with K eps and shrinks with d"
+                if isinstance(batches, str)
+                else f"batches={batches!r}"
+            )
+            warnings.warn(
+                f"a single batch ({why}): the agent never releases, so every one of its {self.K} users "
+                "gets its initial policy; pass batches=<int> (more releases, more noise in each), a "
+                "smaller feature map or more users",
+                ScheduleWarning,
+                stacklevel=2,
+            )
         plan = self.release_plan()
         cal = privacy_of.calibrate_lsvi_ucb(
             **kw, H=self.H, K=self.K, d=self.d, batches=batches, plan=plan, lam=lam
