@@ -12,8 +12,9 @@ App. "Pure DP in the UCRL-VTR Framework" (constants derived in the docstrings).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from privrl.agents.ucrl_vtr.formulas import (
     ucrl_vtr_beta,
@@ -241,6 +242,33 @@ def calibrate_ucrl_vtr(
     ``"tight"`` takes the smallest noise of the release ``plan`` (default :func:`release_plan`)
     for (eps, delta) under the tight accountant (:func:`privrl.privacy.common.tight_scales`). Both
     feed the same Upsilon, C, shift and beta formulas."""
+    return mixture_entry(
+        _calibrate, release_plan, kind, epsilon, delta, H, K, d, C_w, p, calibration, mechanism, plan, sampler
+    )
+
+
+_Cal = TypeVar("_Cal", bound=Calibration)
+
+
+def mixture_entry(
+    calibrate: Callable[..., _Cal],
+    plan_of: Callable[..., ReleasePlan],
+    kind: str,
+    epsilon: Any,
+    delta: Any,
+    H: Any,
+    K: Any,
+    d: Any,
+    C_w: Any,
+    p: Any,
+    calibration: Any,
+    mechanism: Any,
+    plan: ReleasePlan | None,
+    sampler: Any,
+) -> _Cal:
+    """The public edge of the linear-mixture calibrations (Alg. 1 and Alg. 3): the arguments
+    checked once, the mechanism, sampler and release plan resolved, then ``calibrate`` (the
+    adaptive rule takes the practical noise with the adaptive regret side)."""
     kind = check_kind(kind)
     eps, dlt, pure = privacy_args(kind, epsilon, delta)
     H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
@@ -250,11 +278,11 @@ def calibrate_ucrl_vtr(
     mechanism = resolve_mechanism(kind, calibration, pure, mechanism)
     sampler = resolve_sampler(kind, mechanism, sampler)
     if plan is None:
-        plan = release_plan(kind, pure, H, K, d, mechanism, sampler)
+        plan = plan_of(kind, pure, H, K, d, mechanism, sampler)
     if calibration == "adaptive":  # the practical noise, the adaptive regret side
-        cal = _calibrate(kind, eps, dlt, pure, H, K, d, C_w, p, "practical", mechanism, plan)
+        cal = calibrate(kind, eps, dlt, pure, H, K, d, C_w, p, "practical", mechanism, plan)
         return cal.replace(calibration="adaptive", release_rule="adaptive")
-    return _calibrate(kind, eps, dlt, pure, H, K, d, C_w, p, calibration, mechanism, plan)
+    return calibrate(kind, eps, dlt, pure, H, K, d, C_w, p, calibration, mechanism, plan)
 
 
 def _calibrate(

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from privrl.agents.ucrl_vtr.calibration import _profile_fields, ucrl_vtr_K0
+from privrl.agents.ucrl_vtr.calibration import _profile_fields, mixture_entry, ucrl_vtr_K0
 from privrl.agents.ucrl_vtr_plus.formulas import (
     ucrl_vtr_plus_bernstein_terms,
     ucrl_vtr_plus_betas,
@@ -28,24 +28,16 @@ from privrl.agents.ucrl_vtr_plus.formulas import (
     ucrl_vtr_plus_upsilon,
     ucrl_vtr_plus_upsilon_pure,
 )
-from privrl.common.checks import (
-    check_pos_int,
-    check_positive_real,
-    check_probability,
-)
 from privrl.privacy import practical
 from privrl.privacy.common import (
     Calibration,
-    check_calibration,
-    check_kind,
     in_theorem_regime,
     paper_lattice_factor,
-    privacy_args,
     resolve_sampler,
     sampler_fields,
     tight_scales,
 )
-from privrl.privacy.continual import resolve_mechanism, user_entry
+from privrl.privacy.continual import user_entry
 from privrl.privacy.plans import Form, ReleasedFamily, ReleasePlan, Site, UserStatistic
 
 __all__ = [
@@ -254,20 +246,9 @@ def calibrate_ucrl_vtr_plus(
     Non-private: Zhou et al. (2021)'s radii (the Thm. condition with ``Upsilon = C = 0``).
     ``"tight"``: the smallest noise of ``plan`` (default :func:`release_plan`) for (eps, delta),
     the paper's ratios between the four families kept; the same Upsilon, C and radii formulas."""
-    kind = check_kind(kind)
-    eps, dlt, pure = privacy_args(kind, epsilon, delta)
-    H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
-    C_w = check_positive_real(C_w, "C_w")
-    p = check_probability(p, "p")
-    calibration = check_calibration(calibration)
-    mechanism = resolve_mechanism(kind, calibration, pure, mechanism)
-    sampler = resolve_sampler(kind, mechanism, sampler)
-    if plan is None:
-        plan = release_plan(kind, pure, H, K, d, mechanism, sampler)
-    if calibration == "adaptive":  # the practical noise, the adaptive regret side
-        cal = _calibrate(kind, eps, dlt, pure, H, K, d, C_w, p, "practical", mechanism, plan)
-        return cal.replace(calibration="adaptive", release_rule="adaptive")
-    return _calibrate(kind, eps, dlt, pure, H, K, d, C_w, p, calibration, mechanism, plan)
+    return mixture_entry(
+        _calibrate, release_plan, kind, epsilon, delta, H, K, d, C_w, p, calibration, mechanism, plan, sampler
+    )
 
 
 def _calibrate(
