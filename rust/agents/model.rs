@@ -13,8 +13,7 @@ pub struct FiniteModel {
     pub h: usize,
     pub s: usize,
     pub a: usize,
-    /// P's rows over their nonzeros (the values' sums skip the exact zeros)
-    p: SparseRows,
+    p: Transitions,
     r: Vec<f64>,
     cdf: Vec<f64>,
     init_cdf: Vec<f64>,
@@ -44,7 +43,7 @@ impl FiniteModel {
             h,
             s,
             a,
-            p: SparseRows::of(p, s),
+            p: Transitions::of(p, s),
             r: r.to_vec(),
             cdf: cdf.to_vec(),
             init_cdf: init_cdf.to_vec(),
@@ -79,6 +78,47 @@ impl FiniteModel {
     }
 }
 
+/// P's rows for the values' sums: over their nonzeros when at most a quarter of the entries are
+/// nonzero (tabular dynamics: the skipped terms are exact zeros, the sums the same bits), dense
+/// otherwise (the sequential reads are faster than the indexed ones there).
+#[derive(Debug, Clone)]
+enum Transitions {
+    Dense(Vec<f64>),
+    Sparse(SparseRows),
+}
+
+impl Transitions {
+    fn of(p: &[f64], s_n: usize) -> Self {
+        let nnz = p.iter().filter(|&&q| q != 0.0).count();
+        if 4 * nnz <= p.len() {
+            Transitions::Sparse(SparseRows::of(p, s_n))
+        } else {
+            Transitions::Dense(p.to_vec())
+        }
+    }
+
+    /// `sum_{s'} P(s' | row) next(s')`, left to right.
+    #[inline]
+    fn expect(&self, row: usize, next: &[f64]) -> f64 {
+        let mut acc = 0.0;
+        match self {
+            Transitions::Dense(p) => {
+                let s_n = next.len();
+                for (q, w) in p[row * s_n..(row + 1) * s_n].iter().zip(next) {
+                    acc += q * w;
+                }
+            }
+            Transitions::Sparse(p) => {
+                let (cols, probs) = p.row(row);
+                for (q, &j) in probs.iter().zip(cols) {
+                    acc += q * next[j];
+                }
+            }
+        }
+        acc
+    }
+}
+
 /// The first index whose cumulative probability exceeds u (numpy's side="right").
 #[inline]
 fn draw(row: &[f64], u: f64) -> usize {
@@ -86,7 +126,7 @@ fn draw(row: &[f64], u: f64) -> usize {
 }
 
 fn values(
-    p: &SparseRows,
+    p: &Transitions,
     r: &[f64],
     (h_n, s_n, a_n): (usize, usize, usize),
     pi: &[usize],
@@ -97,12 +137,7 @@ fn values(
         let (now, next) = out[h * s_n..].split_at_mut(s_n);
         for (s, v) in now.iter_mut().enumerate() {
             let row = (h * s_n + s) * a_n + pi[h * s_n + s];
-            let (cols, probs) = p.row(row);
-            let mut acc = 0.0;
-            for (q, &j) in probs.iter().zip(cols) {
-                acc += q * next[j];
-            }
-            *v = r[row] + acc;
+            *v = r[row] + p.expect(row, &next[..s_n]);
         }
     }
 }
@@ -129,7 +164,7 @@ pub fn policy_values(
         })
         .collect::<CoreResult<_>>()?;
     let mut out = vec![0.0; (h + 1) * s];
-    values(&SparseRows::of(p, s), r, dims, &pi, &mut out);
+    values(&Transitions::of(p, s), r, dims, &pi, &mut out);
     Ok(out)
 }
 
@@ -179,13 +214,11 @@ mod tests {
             .collect();
         let pi: Vec<usize> = (0..h_n * s_n).map(|i| (i * 5) % a_n).collect();
         let mut sparse = vec![0.0; (h_n + 1) * s_n];
-        values(
-            &SparseRows::of(&p, s_n),
-            &r,
-            (h_n, s_n, a_n),
-            &pi,
-            &mut sparse,
-        );
+        let rows = Transitions::Sparse(SparseRows::of(&p, s_n));
+        values(&rows, &r, (h_n, s_n, a_n), &pi, &mut sparse);
+        let mut dense_path = vec![0.0; (h_n + 1) * s_n];
+        let full = Transitions::Dense(p.clone());
+        values(&full, &r, (h_n, s_n, a_n), &pi, &mut dense_path);
         let mut dense = vec![0.0; (h_n + 1) * s_n];
         for h in (0..h_n).rev() {
             for s in 0..s_n {
@@ -199,5 +232,7 @@ mod tests {
         }
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&sparse), bits(&dense));
+        assert_eq!(bits(&dense_path), bits(&dense));
+        assert!(matches!(Transitions::of(&p, s_n), Transitions::Dense(_))); // 2/3 nonzero
     }
 }
