@@ -473,7 +473,6 @@ impl LsviAgent {
         let private = self.server.private.is_some();
         let unit = self.draw_eta()?;
         if !private {
-            self.widths_ready();
             self.board.forms.clone_from(&self.server.forms);
             self.board.widths.clone_from(&self.server.widths);
         }

@@ -258,22 +258,20 @@ impl ShermanMorrison {
     /// [`Self::update`] for an x that is zero outside the columns `nz` (ascending), inputs
     /// trusted: the one-hot test reads those columns only.
     pub fn update_within(&mut self, x: &[f64], nz: &[usize]) -> CoreResult<()> {
-        if self.diagonal {
-            let mut it = nz.iter().filter(|&&j| x[j] != 0.0);
-            if let (Some(&j), None) = (it.next(), it.next()) {
-                if self.update_diagonal(j, x[j]) {
-                    return Ok(());
-                }
-            }
-        }
-        self.update_dense(x)
+        self.update_among(x, nz.iter().copied())
     }
 
     fn update_unchecked(&mut self, x: &[f64]) -> CoreResult<()> {
+        self.update_among(x, 0..self.d)
+    }
+
+    /// The O(1) one-hot update when Lambda is diagonal and x has exactly one nonzero among
+    /// `cols`, the dense update otherwise.
+    fn update_among(&mut self, x: &[f64], cols: impl Iterator<Item = usize>) -> CoreResult<()> {
         if self.diagonal {
-            let mut nz = x.iter().enumerate().filter(|(_, v)| **v != 0.0);
-            if let (Some((j, &xj)), None) = (nz.next(), nz.next()) {
-                if self.update_diagonal(j, xj) {
+            let mut it = cols.filter(|&j| x[j] != 0.0);
+            if let (Some(j), None) = (it.next(), it.next()) {
+                if self.update_diagonal(j, x[j]) {
                     return Ok(());
                 }
             }
