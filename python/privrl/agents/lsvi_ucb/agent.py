@@ -215,7 +215,8 @@ class LSVIUCB(Agent):
             batches, kw["kind"], self.privacy.pure, kw["epsilon"], self.H, self.K, self.d,
             kw["calibration"], kw["delta"], kw["p"], kw["mechanism"],
         )  # fmt: skip
-        releases = len(batch_starts(self.K, self.B)) - 1
+        self.batch_starts = batch_starts(self.K, self.B)
+        releases = len(self.batch_starts) - 1
         check_memory(self.H, self.d, self.S * self.A, kw["kind"] != "none", kw["mechanism"], releases)
         if releases == 0 and self.K > 1:
             why = (
@@ -241,7 +242,6 @@ class LSVIUCB(Agent):
         self.calibration: Calibration = cal.replace(
             beta_used=self.beta, beta_scale=self.beta_scale, planning=planning
         )
-        self.batch_starts = batch_starts(self.K, self.B)
         (stat,) = plan.statistics
         # phi against the plan's x bound, rewards against [0, 1] (then r + V <= H + 1 holds since
         # V~ is projected on [0, H])
