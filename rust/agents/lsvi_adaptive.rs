@@ -106,35 +106,42 @@ pub struct DataMoments<'a> {
 /// moments kept by a non-private one-hot agent: (SSR_j + nu^2) / (n_j + 1), SSR_j the residual sum
 /// of squares of the least-squares fit (sum y^2 - u_j^2 / gram_j), n_j the users with phi_j != 0,
 /// nu^2 one pseudo-observation of the worst case (half the target's range, squared).
+///
+/// `cols[s']` lists the coordinates whose (count, reward) entries of next state s' may be nonzero
+/// (a superset, any order): every other entry is (+0, +0), whose term `2 r v + c v v` is +0 for a
+/// finite v and leaves the sums (from +0, never -0) as they were, so skipping it gives the dense
+/// sums bit for bit. `scratch` holds at least d entries.
 #[allow(clippy::too_many_arguments)]
 pub fn target_variance(
     reward_sq: &[f64],
     next_count: &[f64],
     next_reward: &[f64],
+    cols: &[Vec<usize>],
     shifted: &[f64],
     u: &[f64],
     gram: &[f64],
     nu2: f64,
+    scratch: &mut [f64],
     out: &mut [f64],
 ) {
     let d = out.len();
-    // row by row through the (S x d) tables (contiguous reads); each coordinate still sums its
-    // next states in ascending order, so the result is the column-by-column one, bit for bit
-    let (mut n, mut sy2) = (vec![0.0; d], reward_sq[..d].to_vec());
-    for (sp, v) in shifted.iter().enumerate() {
-        let (cs, rs) = (
-            &next_count[sp * d..(sp + 1) * d],
-            &next_reward[sp * d..(sp + 1) * d],
-        );
-        for j in 0..d {
-            let (c, r) = (cs[j], rs[j]);
+    // next state by next state (contiguous reads); each coordinate still sums its next states in
+    // ascending order, so the result is the column-by-column one, bit for bit
+    let n = &mut scratch[..d];
+    n.iter_mut().for_each(|v| *v = 0.0);
+    let sy2 = out;
+    sy2.copy_from_slice(&reward_sq[..d]);
+    for ((sp, v), cs) in shifted.iter().enumerate().zip(cols) {
+        let row = sp * d;
+        for &j in cs {
+            let (c, r) = (next_count[row + j], next_reward[row + j]);
             n[j] += c;
             sy2[j] += 2.0 * r * v + c * v * v;
         }
     }
-    for (j, o) in out.iter_mut().enumerate() {
+    for (j, o) in sy2.iter_mut().enumerate() {
         let ssr = if gram[j] > 0.0 {
-            (sy2[j] - u[j] * u[j] / gram[j]).max(0.0)
+            (*o - u[j] * u[j] / gram[j]).max(0.0)
         } else {
             0.0
         };
@@ -346,6 +353,9 @@ impl AdaptiveState {
         rows: &SparseRows,
         weights: &mut [f64],
     ) {
+        if let Some(data) = &x.data {
+            return self.tabular_step(h, x, data, rows, weights);
+        }
         let d = x.d;
         let spec = &self.spec;
         let a: Vec<f64> = (0..d).map(|i| x.design[i * d + i]).collect();
@@ -353,9 +363,6 @@ impl AdaptiveState {
         let mut m: Vec<f64> = (0..d)
             .map(|i| ainv[i] * x.u[i] + x.c * spec.w1[i])
             .collect();
-        if let Some(data) = &x.data {
-            return self.tabular_step(h, x, data, rows, weights);
-        }
         let mut cov = vec![0.0; d];
         if x.private {
             let wn = 2.0
@@ -553,6 +560,51 @@ mod tests {
     }
 
     #[test]
+    fn target_variance_over_listed_columns_is_the_dense_sum() {
+        // S = 5 next states, d = 7 coordinates, counts on a few entries only; values of both
+        // signs (a negative v makes 2 r v of a skipped entry -0): listing every column and
+        // listing only the nonzero ones give the same bits.
+        let (s_n, d) = (5, 7);
+        let (mut count, mut reward) = (vec![0.0; s_n * d], vec![0.0; s_n * d]);
+        for (k, &(sp, j)) in [(0, 3), (2, 3), (2, 6), (4, 0), (1, 5)].iter().enumerate() {
+            count[sp * d + j] = 1.0 + k as f64;
+            reward[sp * d + j] = 0.3 * k as f64;
+        }
+        let shifted = [0.7, -0.2, 1.9, 0.0, -1.3];
+        let reward_sq: Vec<f64> = (0..d).map(|j| 0.1 * j as f64).collect();
+        let u: Vec<f64> = (0..d).map(|j| 0.5 + j as f64).collect();
+        let gram: Vec<f64> = (0..d).map(|j| (j % 3) as f64).collect();
+        let all: Vec<Vec<usize>> = (0..s_n).map(|_| (0..d).collect()).collect();
+        let listed: Vec<Vec<usize>> = (0..s_n)
+            .map(|sp| (0..d).rev().filter(|&j| count[sp * d + j] != 0.0).collect())
+            .collect();
+        let run = |cols: &[Vec<usize>]| {
+            let mut out = vec![0.0; d];
+            target_variance(
+                &reward_sq,
+                &count,
+                &reward,
+                cols,
+                &shifted,
+                &u,
+                &gram,
+                0.25,
+                &mut [0.0; 7],
+                &mut out,
+            );
+            out
+        };
+        let (dense, sparse) = (run(&all), run(&listed));
+        for (a, b) in dense.iter().zip(&sparse) {
+            assert_eq!(a.to_bits(), b.to_bits());
+        }
+        // a listed entry counts: dropping one changes the result
+        let mut short = listed.clone();
+        short[2].clear();
+        assert_ne!(run(&short), dense);
+    }
+
+    #[test]
     fn tabular_step_by_hand() {
         // one coordinate, next states with shifted values [0, 2]; users (s' = 0, r = 1),
         // (s' = 1, r = 0), (s' = 1, r = 1): targets 1, 2, 3, u = 6, gram 3, sum y^2 = 14,
@@ -562,10 +614,12 @@ mod tests {
             &[2.0],
             &[1.0, 2.0],
             &[1.0, 1.0],
+            &[vec![0], vec![0]],
             &[0.0, 2.0],
             &[6.0],
             &[3.0],
             1.0,
+            &mut [0.0],
             &mut var,
         );
         assert!((var[0] - 0.75).abs() < 1e-12);

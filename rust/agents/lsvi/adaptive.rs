@@ -65,13 +65,14 @@ impl LsviAgent {
         let (h_n, s_n, a_n, d) = (self.h, self.s, self.a, self.d);
         let aggregated = self.aggregated();
         let users = self.server.n;
+        self.server.next_columns_ready(s_n, d);
         self.release_designs(users)?;
         let private = self.server.private.is_some();
         let unit = self.draw_eta()?; // the practical rule's draws, in its order
         let mut work: Work = std::mem::take(&mut self.work);
         let mut st = self.adaptive.take().expect("adaptive state");
         let (mut next, mut shifted, mut wts) = (vec![0.0; s_n], vec![0.0; s_n], vec![0.0; d]);
-        let (mut gram, mut variance) = (vec![0.0; d], vec![0.0; d]);
+        let (mut gram, mut variance, mut scratch) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
         let mut result = Ok(());
         for hh in (0..h_n).rev() {
             let last = hh == h_n - 1;
@@ -118,10 +119,12 @@ impl LsviAgent {
                     &srv.reward_sq[hh * d..(hh + 1) * d],
                     &srv.next_count[hh * snd..(hh + 1) * snd],
                     &srv.next_reward[hh * snd..(hh + 1) * snd],
+                    &srv.next_cols[hh * s_n..(hh + 1) * s_n],
                     &shifted,
                     &work.u,
                     &gram,
                     half * half,
+                    &mut scratch,
                     &mut variance,
                 );
             }

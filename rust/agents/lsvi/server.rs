@@ -17,7 +17,8 @@ pub struct Server {
     pub reward_sum: Vec<f64>,
     pub next_sum: Vec<f64>,
     /// The columns of every next_sum row (h, s') that were ever nonzero (a superset of its
-    /// nonzeros, no repeats; rebuilt from next_sum after a load): u_h's sum skips the rest.
+    /// nonzeros and of next_count's, no repeats; rebuilt after a load): u_h's sum and the
+    /// targets' variance skip the rest.
     #[serde(skip)]
     pub next_cols: Vec<Vec<usize>>,
     /// The targets' second moments, kept by a non-private adaptive agent on one-hot rows (empty
@@ -54,17 +55,24 @@ pub struct Server {
 }
 
 impl Server {
-    /// next_cols for every (h, s') row of next_sum (built once; from next_sum after a load).
+    /// next_cols for every (h, s') row of next_sum (built once; after a load, from next_sum's
+    /// nonzeros and, for an agent that keeps them, next_count's).
     pub(super) fn next_columns_ready(&mut self, s_n: usize, d: usize) {
         let rows = self.next_sum.len() / d.max(1);
         if self.next_cols.len() == rows {
             return;
         }
         debug_assert_eq!(rows % s_n.max(1), 0);
+        let counts = !self.next_count.is_empty();
         self.next_cols = self
             .next_sum
             .chunks_exact(d)
-            .map(|row| (0..d).filter(|&j| row[j] != 0.0).collect())
+            .enumerate()
+            .map(|(i, row)| {
+                (0..d)
+                    .filter(|&j| row[j] != 0.0 || (counts && self.next_count[i * d + j] != 0.0))
+                    .collect()
+            })
             .collect();
     }
 }
