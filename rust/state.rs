@@ -21,3 +21,24 @@ pub fn decode<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> CoreResult<T> {
         ))
     })
 }
+
+/// Refuse a restored state whose buffers do not have the sizes its dimensions give (a saved file
+/// edited by hand with its checksum recomputed): each entry is (name, entries held, the factors
+/// of the entries its dimensions give). Checked before the state is used, so that a corrupted
+/// dimension is an error, not an allocation of its product.
+pub fn check_sizes(what: &str, sizes: &[(&str, usize, &[usize])]) -> CoreResult<()> {
+    for &(name, got, dims) in sizes {
+        let want = dims.iter().try_fold(1usize, |acc, &x| acc.checked_mul(x));
+        if want != Some(got) {
+            return Err(CoreError::InvalidParameter(format!(
+                "not a consistent saved {what} state: {name} holds {got} entries, its dimensions \
+                 give {}",
+                want.map_or_else(
+                    || "more than memory can hold".to_string(),
+                    |w| w.to_string()
+                )
+            )));
+        }
+    }
+    Ok(())
+}

@@ -18,6 +18,7 @@ import privrl
 from privrl.agents import LSVIUCB, UCRLVTR, Agent, UCRLVTRPlus
 from privrl.agents.common.saving import MAGIC, SaveFormatError
 from privrl.envs import RandomLinearMDP, RiverSwimMixture
+from privrl.exceptions import PrivrlError
 from privrl.privacy import JointDP, LocalDP, NonPrivate
 
 RIVER, LINEAR = RiverSwimMixture(S=4, H=3), RandomLinearMDP(S=10, A=3, d=4, H=3, seed=0)
@@ -108,3 +109,38 @@ def test_load_refuses_other_versions_modified_files_and_code(tmp_path):
     path.write_bytes(b"not an agent")
     with pytest.raises(SaveFormatError, match="not a saved privrl agent"):
         Agent.load(path)
+    for bad in (b"[1, 2]", b"null", b'"x"'):  # valid JSON, not a header
+        path.write_bytes(MAGIC + bad + b"\n" + payload)
+        with pytest.raises(SaveFormatError, match="not a JSON object"):
+            Agent.load(path)
+    broken = payload[: len(payload) // 2]  # a checksum that matches a payload that is not a pickle
+    write({**header, "sha256": hashlib.sha256(broken).hexdigest()}, broken)
+    with pytest.raises(SaveFormatError, match="payload is not a saved agent"):
+        Agent.load(path)
+
+
+def _bandit():
+    from privrl.agents import LinUCB
+    from privrl.envs import ContextualBandit
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(6, 3))
+    env = ContextualBandit(x / (2 * np.linalg.norm(x, axis=1, keepdims=True)), rng.uniform(size=(6, 2)))
+    return [(LinUCB, env, p) for p in (NonPrivate(), JointDP(1.0, 1e-5), LocalDP(1.0, 1e-5))]
+
+
+@pytest.mark.parametrize("cls, env, privacy", CASES + _bandit())
+def test_a_restored_state_with_corrupted_dimensions_is_refused(cls, env, privacy):
+    """A saved Rust state edited by hand (a file's checksum can be recomputed) is refused when its
+    dimensions disagree with its buffers, instead of allocating from a corrupted dimension (the
+    process aborted): every byte of the leading dimensions (H, S, A, d of the MDP agents; arms,
+    p, n of LinUCB, 8-byte little-endian) set to 0x7f."""
+    agent = cls(env, privacy, episodes=20, seed=0)
+    privrl.run(agent, env, episodes=5, seed=1, progress=False)
+    restore, (blob,) = agent._core.__reduce__()[:2]
+    restore(blob)  # the state as saved restores
+    for offset in range(24 if cls.__name__ == "LinUCB" else 32):
+        bad = bytearray(blob)
+        bad[offset] = 0x7F
+        with pytest.raises(PrivrlError, match=r"not a consistent saved|not a saved"):
+            restore(bytes(bad))

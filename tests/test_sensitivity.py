@@ -300,3 +300,16 @@ def test_observe_validates_trajectory_indices():
     with pytest.raises(TypeError):
         a.observe("not a trajectory")
     assert a.k == 0 and a.release().users == 0
+
+
+def test_reject_names_what_broke_the_bound():
+    """The refusal names the value outside its bound: an in-bound ||x|| with a reward of 2 in
+    [0, 1] reports y, not only ||x|| (audit: it printed max ||x|| = 0.5)."""
+    g = SensitivityGuard(x_bound=1.0, y_low=0.0, y_high=1.0, mode="reject")
+    with pytest.raises(AssumptionError, match=r"\): y in \[2(\.0)?, 2(\.0)?\]$") as e:
+        g.apply(np.array([[0.5, 0.0]]), np.array([2.0]))
+    assert "||x|| =" not in str(e.value).split(":")[-1]
+    with pytest.raises(AssumptionError, match=r"max \|\|x\|\| = 2\.000000$"):
+        g.apply(np.array([[2.0, 0.0]]), np.array([0.5]))
+    with pytest.raises(AssumptionError, match=r"max \|\|x\|\| = 2\.000000, y in \[-1(\.0)?, -1(\.0)?\]"):
+        g.apply(np.array([[2.0, 0.0]]), np.array([-1.0]))

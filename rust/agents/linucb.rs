@@ -188,6 +188,47 @@ impl LinUcb {
         })
     }
 
+    /// A restored state's sizes against its dimensions (`crate::state::check_sizes`).
+    pub fn check_restored(&self) -> CoreResult<()> {
+        const WHAT: &str = "LinUCB agent";
+        let (arms, p) = (self.arms, self.p);
+        crate::state::check_sizes(
+            WHAT,
+            &[
+                ("contexts", self.contexts.len(), &[self.n, p]),
+                ("inverse", self.inverse.len(), &[arms, p, p]),
+                ("design", self.design.len(), &[arms, p, p]),
+                ("weights", self.weights.len(), &[arms, p]),
+            ],
+        )?;
+        let dims: Vec<usize> = match &self.server {
+            BanditServer::Exact { sms, sums } => {
+                crate::state::check_sizes(WHAT, &[("sums", sums.len(), &[arms, p])])?;
+                sms.iter().map(|m| m.dim()).collect()
+            }
+            BanditServer::Jdp { grams, targets, .. } => {
+                grams.iter().chain(targets).map(|m| m.dim()).collect()
+            }
+            BanditServer::Ldp { gram, target, .. } => {
+                crate::state::check_sizes(
+                    WHAT,
+                    &[
+                        ("gram", gram.len(), &[arms, p, p]),
+                        ("target", target.len(), &[arms, p]),
+                    ],
+                )?;
+                vec![]
+            }
+        };
+        if let Some(bad) = dims.iter().find(|&&m| m != p) {
+            return Err(CoreError::InvalidParameter(format!(
+                "not a consistent saved {WHAT} state: a statistic of dimension {bad}, the \
+                 context's is {p}"
+            )));
+        }
+        Ok(())
+    }
+
     /// Context row `s` (clipped to the guard's bound when the agent was built).
     pub fn context(&self, s: usize) -> &[f64] {
         &self.contexts[s * self.p..(s + 1) * self.p]

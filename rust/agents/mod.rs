@@ -76,10 +76,26 @@ impl Guard {
             bad += y.iter().filter(|&&v| v < lo_tol || v > hi_tol).count();
         }
         if bad > 0 && self.reject {
+            // name what broke the bound: the rows' largest norm, the targets' range
+            let ys = y.as_deref().unwrap_or(&[]);
+            let (y_min, y_max) = ys
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+                    (a.min(v), b.max(v))
+                });
+            let mut found = vec![];
+            if max_norm > loose {
+                found.push(format!("max ||x|| = {max_norm:.6}"));
+            }
+            if y_min < lo_tol || y_max > hi_tol {
+                found.push(format!("y in [{y_min}, {y_max}]"));
+            }
             return Err(CoreError::Assumption(format!(
-                "user statistic outside the sensitivity bound (||x|| <= {}, y in [{}, {}]): \
-                 max ||x|| = {max_norm:.6}",
-                self.x_bound, self.y_low, self.y_high
+                "user statistic outside the sensitivity bound (||x|| <= {}, y in [{}, {}]): {}",
+                self.x_bound,
+                self.y_low,
+                self.y_high,
+                found.join(", ")
             )));
         }
         for row in x.chunks_exact_mut(d).filter(|_| clip) {
@@ -199,6 +215,16 @@ impl Serialize for Mechanism {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let bytes = self.0.to_state().map_err(serde::ser::Error::custom)?;
         (self.0.kind().name(), bytes).serialize(s)
+    }
+}
+
+impl Mechanism {
+    /// The entries of a node's side: n for vectors, d for d x d matrices.
+    pub fn dim(&self) -> usize {
+        match self.0.shape() {
+            crate::noise::NodeShape::Vector(n) => n,
+            crate::noise::NodeShape::SymMatrix { d, .. } => d,
+        }
     }
 }
 

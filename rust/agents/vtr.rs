@@ -709,3 +709,61 @@ impl VtrAgent {
         self.regs[0].board.users
     }
 }
+
+impl VtrAgent {
+    /// A restored state's sizes against its dimensions (`crate::state::check_sizes`).
+    pub fn check_restored(&self) -> CoreResult<()> {
+        const WHAT: &str = "UCRL-VTR agent";
+        let (h, s, a, d) = (self.h, self.s, self.a, self.d);
+        self.features.check_consistent()?;
+        let regs = if self.plus.is_some() { 2 } else { 1 };
+        crate::state::check_sizes(
+            WHAT,
+            &[
+                ("feature rows", self.features.n_rows(), &[s, a]),
+                ("feature states", self.features.n_states(), &[s]),
+                ("feature dimension", self.features.dim(), &[d]),
+                ("rewards", self.rewards.len(), &[h, s, a]),
+                ("regressions", self.regs.len(), &[regs]),
+            ],
+        )?;
+        for reg in &self.regs {
+            let b = &reg.board;
+            crate::state::check_sizes(
+                WHAT,
+                &[
+                    ("design", b.design.len(), &[h, d, d]),
+                    ("inverse", b.inverse.len(), &[h, d, d]),
+                    ("weights", b.weights.len(), &[h, d]),
+                    ("explore", b.explore.len(), &[h, d, d]),
+                ],
+            )?;
+            let dims: Vec<usize> = match &reg.server {
+                Server::Exact { sms, target } => {
+                    crate::state::check_sizes(WHAT, &[("targets", target.len(), &[h, d])])?;
+                    sms.iter().map(|m| m.dim()).collect()
+                }
+                Server::Jdp { grams, targets } => {
+                    grams.iter().chain(targets).map(|m| m.dim()).collect()
+                }
+                Server::Ldp { gram, target } => {
+                    crate::state::check_sizes(
+                        WHAT,
+                        &[
+                            ("gram", gram.len(), &[h, d, d]),
+                            ("target", target.len(), &[h, d]),
+                        ],
+                    )?;
+                    vec![]
+                }
+            };
+            if let Some(bad) = dims.iter().find(|&&m| m != d) {
+                return Err(CoreError::InvalidParameter(format!(
+                    "not a consistent saved {WHAT} state: a statistic of dimension {bad}, the \
+                     agent's is {d}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}

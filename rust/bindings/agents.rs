@@ -626,16 +626,16 @@ impl PyLsviAgent {
 
 #[pyfunction]
 fn _restore_vtr_agent(py: Python<'_>, state: &[u8]) -> PyResult<PyVtrAgent> {
-    Ok(PyVtrAgent {
-        inner: crate::state::decode("UCRL-VTR agent", state).py_ok(py)?,
-    })
+    let inner: VtrAgent = crate::state::decode("UCRL-VTR agent", state).py_ok(py)?;
+    inner.check_restored().py_ok(py)?;
+    Ok(PyVtrAgent { inner })
 }
 
 #[pyfunction]
 fn _restore_lsvi_agent(py: Python<'_>, state: &[u8]) -> PyResult<PyLsviAgent> {
-    Ok(PyLsviAgent {
-        inner: crate::state::decode("LSVI-UCB agent", state).py_ok(py)?,
-    })
+    let inner: LsviAgent = crate::state::decode("LSVI-UCB agent", state).py_ok(py)?;
+    inner.check_restored().py_ok(py)?;
+    Ok(PyLsviAgent { inner })
 }
 
 /// `SensitivityGuard.apply`: the rows of `x` (n, d) and the entries of `y` clipped (or refused) in

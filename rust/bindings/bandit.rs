@@ -264,9 +264,10 @@ impl PyLinUcb {
 
 #[pyfunction]
 fn _restore_linucb_agent(py: Python<'_>, state: &[u8]) -> PyResult<PyLinUcb> {
-    Ok(PyLinUcb {
-        inner: crate::state::decode("LinUCB agent", state).py_ok(py)?,
-    })
+    let inner: crate::agents::linucb::LinUcb =
+        crate::state::decode("LinUCB agent", state).py_ok(py)?;
+    inner.check_restored().py_ok(py)?;
+    Ok(PyLinUcb { inner })
 }
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

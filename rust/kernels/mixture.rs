@@ -65,6 +65,37 @@ impl MixtureFeatures {
         })
     }
 
+    /// The CSR's parts agree with its dimensions (a restored state, `crate::state`).
+    pub fn check_consistent(&self) -> CoreResult<()> {
+        let nnz = self.next_state.len();
+        crate::state::check_sizes(
+            "mixture features",
+            &[
+                (
+                    "indptr (rows + 1)",
+                    self.indptr.len().wrapping_sub(1),
+                    &[self.n_rows],
+                ),
+                ("values", self.values.len(), &[nnz, self.d]),
+            ],
+        )?;
+        let ordered = self.indptr.first() == Some(&0)
+            && self.indptr.last() == Some(&nnz)
+            && self.indptr.windows(2).all(|w| w[0] <= w[1]);
+        let by_next_ok = self.by_next.as_ref().is_none_or(|t| {
+            self.n_rows
+                .checked_mul(self.n_states)
+                .and_then(|n| n.checked_mul(self.d))
+                == Some(t.len())
+        });
+        if !ordered || !by_next_ok || self.next_state.iter().any(|&s| s >= self.n_states) {
+            return Err(CoreError::InvalidParameter(
+                "not a consistent saved mixture features state".into(),
+            ));
+        }
+        Ok(())
+    }
+
     pub fn n_rows(&self) -> usize {
         self.n_rows
     }

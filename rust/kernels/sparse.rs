@@ -34,6 +34,15 @@ impl SparseRows {
         s
     }
 
+    /// The rows are well formed for a table of width d (a restored state, `crate::state`).
+    pub fn consistent(&self, d: usize) -> bool {
+        self.start.first() == Some(&0)
+            && self.start.last() == Some(&self.col.len())
+            && self.start.windows(2).all(|w| w[0] <= w[1])
+            && self.col.len() == self.val.len()
+            && self.col.iter().all(|&j| j < d)
+    }
+
     /// Rows in the table.
     pub fn len(&self) -> usize {
         self.start.len().saturating_sub(1)

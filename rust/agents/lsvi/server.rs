@@ -117,3 +117,41 @@ pub(super) fn response(
             .for_each(|(x, p)| *x += p * target);
     }
 }
+
+impl super::LsviAgent {
+    /// A restored state's sizes against its dimensions (`crate::state::check_sizes`).
+    pub fn check_restored(&self) -> crate::errors::CoreResult<()> {
+        const WHAT: &str = "LSVI-UCB agent";
+        let (h, s, a, d) = (self.h, self.s, self.a, self.d);
+        let (srv, board) = (&self.server, &self.board);
+        let np = if srv.private.is_some() { 0 } else { 1 };
+        crate::state::check_sizes(
+            WHAT,
+            &[
+                ("features", self.table.len(), &[s, a, d]),
+                ("feature rows", self.sparse.len(), &[s, a]),
+                ("reward sums", srv.reward_sum.len(), &[h, d]),
+                ("next-state sums", srv.next_sum.len(), &[h, s, d]),
+                ("weights", board.weights.len(), &[h, d]),
+                ("exact Gram matrices", srv.exact.len(), &[h, np]),
+            ],
+        )?;
+        if !self.sparse.consistent(d) {
+            return Err(crate::errors::CoreError::InvalidParameter(format!(
+                "not a consistent saved {WHAT} state: its feature rows"
+            )));
+        }
+        let dims = srv.exact.iter().map(|m| m.dim());
+        let trees = srv
+            .private
+            .iter()
+            .flat_map(|p| p.trees.iter().map(|m| m.dim()));
+        if let Some(bad) = dims.chain(trees).find(|&m| m != d) {
+            return Err(crate::errors::CoreError::InvalidParameter(format!(
+                "not a consistent saved {WHAT} state: a statistic of dimension {bad}, the agent's \
+                 is {d}"
+            )));
+        }
+        Ok(())
+    }
+}

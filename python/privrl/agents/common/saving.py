@@ -111,6 +111,8 @@ def load_agent(path: str | os.PathLike, expected: type | None = None) -> Any:
         header = json.loads(line)
     except ValueError:
         raise SaveFormatError(f"{path}: unreadable header") from None
+    if not isinstance(header, dict):
+        raise SaveFormatError(f"{path}: unreadable header (not a JSON object)")
     if header.get("format") != FORMAT:
         raise SaveFormatError(
             f"{path}: save format {header.get('format')!r}, this privrl reads format {FORMAT}"
@@ -124,7 +126,12 @@ def load_agent(path: str | os.PathLike, expected: type | None = None) -> Any:
         raise SaveFormatError(
             f"{path}: the payload does not match its checksum (the file was modified or truncated)"
         )
-    agent = _RestrictedUnpickler(io.BytesIO(payload)).load()
+    try:
+        agent = _RestrictedUnpickler(io.BytesIO(payload)).load()
+    except SaveFormatError:
+        raise
+    except Exception as e:  # a payload that matches its checksum but is not a pickled agent
+        raise SaveFormatError(f"{path}: the payload is not a saved agent ({type(e).__name__}: {e})") from e
     if expected is not None and not isinstance(agent, expected):
         raise SaveFormatError(f"{path} holds a {type(agent).__name__}, not a {expected.__name__}")
     return agent

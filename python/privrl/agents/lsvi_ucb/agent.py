@@ -5,7 +5,6 @@ batched LSVI-UCB (Wang et al. 2021), JDP and pure-JDP LSVI-UCB (Sec. 4, Alg. 2, 
 from __future__ import annotations
 
 import math
-import os
 import warnings
 from typing import Any
 
@@ -13,6 +12,7 @@ import numpy as np
 
 from privrl import _core
 from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_lattice_range
+from privrl.agents.common.memory import physical_memory
 from privrl.agents.common.specs import (
     BoundsSpec,
     LsviAdaptiveSpec,
@@ -38,14 +38,6 @@ __all__ = ["LSVIUCB", "batch_starts", "PLANNING"]
 PLANNING = ("auto", "per_sample", "aggregated")
 #: Most (episode, step) records the per-sample planning path keeps (about 6 GiB).
 MAX_STORED_STEPS = 1 << 28
-
-
-def physical_memory() -> int | None:
-    """The machine's physical memory in bytes (None where the OS does not say)."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):
-        return None
 
 
 def dense_entries(

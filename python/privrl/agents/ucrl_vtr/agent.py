@@ -11,6 +11,7 @@ import numpy as np
 
 from privrl import _core
 from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_lattice_range
+from privrl.agents.common.memory import refuse_over_memory
 from privrl.agents.common.specs import (
     AdaptiveSpec,
     PracticalSpec,
@@ -30,6 +31,11 @@ from privrl.privacy.plans import ReleasePlan
 
 CENTRES = ("feasible", "zero")  # the practical ridge's centre (UCRLVTR's ``centre``)
 PAPER_SHIFT = "the shift 2*Upsilon, an event of probability <= p/3 under the paper's calibration"
+#: A lower bound on the dense d x d matrices a UCRL-VTR regression keeps per step: the billboard's
+#: design, inverse and exploration matrices and the server's Gram and inverse (or its mechanisms'
+#: state); measured 8-22 per step at d = 900 (the noise mechanisms' state on top), so an agent
+#: refused by it (common.memory) could never have run.
+DENSE_PER_STEP = 5
 
 
 class UCRLVTR(Agent):
@@ -72,6 +78,8 @@ class UCRLVTR(Agent):
     env: LinearMixtureMDP
     env_type: type = LinearMixtureMDP  # the environments it runs on (Asm. 2); sweeps check it up front
     _radius_key = "beta"
+    #: The ridge regressions the agent keeps (UCRL-VTR+: two).
+    _n_regressions = 1
     _privacy_module: Any = privacy_of
 
     def __init__(
@@ -98,6 +106,12 @@ class UCRLVTR(Agent):
         self.mixture_features = np.ascontiguousarray(env.features, dtype=np.float64)
         self.C_w = float(env.C_w)
         self.d = self.mixture_features.shape[-1]
+        refuse_over_memory(
+            self.name,
+            DENSE_PER_STEP * self._n_regressions * self.H * self.d**2,
+            f"dense d x d matrices per step (H = {self.H}, d = {self.d})",
+            "Use fewer mixture features or a shorter horizon.",
+        )
         plan = self.release_plan()
         cal = self._calibrate(plan)
         self._settle_exploration(cal)

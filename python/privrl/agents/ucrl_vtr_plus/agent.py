@@ -39,6 +39,7 @@ class UCRLVTRPlus(UCRLVTR):
 
     name = "UCRL-VTR+"
     _radius_key = "beta_hat"
+    _n_regressions = 2
     _privacy_module: Any = privacy_of
 
     def _calibrate(self, plan: ReleasePlan) -> Any:

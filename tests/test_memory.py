@@ -1,0 +1,54 @@
+"""The agents' memory checks (privrl.agents.common.memory): an agent whose dense state cannot fit
+in physical memory is refused with a ResourceError at construction; before, UCRL-VTR, UCRL-VTR+
+and LinUCB at d = 10^5 aborted the process (a failed allocation of 80 GB), LSVI-UCB already
+refused (tests/test_lsvi_ucb.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privrl.agents import UCRLVTR, LinUCB, UCRLVTRPlus
+from privrl.agents.common import memory
+from privrl.agents.linucb.agent import DENSE_PER_ARM
+from privrl.agents.ucrl_vtr.agent import DENSE_PER_STEP
+from privrl.envs import ContextualBandit, RiverSwimMixture
+from privrl.exceptions import ResourceError
+from privrl.privacy import JointDP, NonPrivate
+
+RIVER = RiverSwimMixture(S=4, H=3)  # d = 3 mixture features
+
+
+def _bandit(p: int = 5, arms: int = 3) -> ContextualBandit:
+    x = np.eye(p)[: min(p, 4)] * 0.5
+    return ContextualBandit(x, np.full((len(x), arms), 0.5))
+
+
+@pytest.mark.parametrize("cls, regressions", [(UCRLVTR, 1), (UCRLVTRPlus, 2)])
+def test_mixture_agents_refuse_what_cannot_fit(monkeypatch, cls, regressions):
+    need = 8 * DENSE_PER_STEP * regressions * RIVER.H * 3**2  # bytes of the lower bound
+    monkeypatch.setattr(memory, "physical_memory", lambda: need - 1)
+    with pytest.raises(ResourceError, match=r"H = 3, d = 3.*this machine has"):
+        cls(RIVER, JointDP(1.0, 1e-5), episodes=10, seed=0)
+    monkeypatch.setattr(memory, "physical_memory", lambda: need)
+    cls(RIVER, JointDP(1.0, 1e-5), episodes=10, seed=0)
+    monkeypatch.setattr(memory, "physical_memory", lambda: None)  # the OS does not say
+    cls(RIVER, NonPrivate(), episodes=10, seed=0)
+
+
+def test_linucb_refuses_what_cannot_fit(monkeypatch):
+    env = _bandit(p=5, arms=3)
+    need = 8 * DENSE_PER_ARM * 3 * 5**2
+    monkeypatch.setattr(memory, "physical_memory", lambda: need - 1)
+    with pytest.raises(ResourceError, match=r"A = 3 arms, p = 5"):
+        LinUCB(env, NonPrivate(), episodes=10, seed=0)
+    monkeypatch.setattr(memory, "physical_memory", lambda: need)
+    LinUCB(env, NonPrivate(), episodes=10, seed=0)
+
+
+def test_a_huge_linucb_is_refused_on_this_machine():
+    """p = 10^5 contexts over 10 arms: 1.5 TB of p x p matrices, refused before any allocation."""
+    x = np.zeros((2, 100_000))
+    x[0, 0] = x[1, 1] = 1.0
+    with pytest.raises(ResourceError, match="GiB"):
+        LinUCB(ContextualBandit(x, np.full((2, 10), 0.5)), NonPrivate(), episodes=10, seed=0)
