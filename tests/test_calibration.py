@@ -493,6 +493,20 @@ def test_lsvi_num_batches_clipped_to_K():
     assert c.lsvi_ucb_num_batches(1e-9, 10, 10, 10) == 1
 
 
+def test_lsvi_num_batches_clip_survives_an_overflowing_K_eps():
+    """K eps = 1e310 is inf in floating point: ceil(inf) raised OverflowError; the clip gives K."""
+    from privrl.agents.lsvi_ucb.calibration import lsvi_ucb_practical_batches
+
+    assert c.lsvi_ucb_num_batches(1e308, 5, 100, 3) == 100
+    assert c.lsvi_ucb_num_batches_pure(1e308, 5, 100, 3) == 100
+    assert lsvi_ucb_practical_batches(1e15, 1e-5, 5, 100, 3, 0.05) == 100
+    # p is documented as unused: the same B for any p
+    assert lsvi_ucb_practical_batches(10.0, 1e-5, 3, 2000, 3, 0.05) == lsvi_ucb_practical_batches(
+        10.0, 1e-5, 3, 2000, 3, 0.5
+    )
+    assert "not used" in (lsvi_ucb_practical_batches.__doc__ or "")
+
+
 # ============================================================================================
 # (d) LSVI-UCB, pure JDP
 # ============================================================================================

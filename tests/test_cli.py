@@ -196,6 +196,67 @@ def test_bad_mechanism_flags_are_a_clear_error(tmp_path, capsys, extra, needle):
     assert not (tmp_path / "o").exists()
 
 
+_LSVI = ["--env", "RandomLinearMDP", "--env-arg", "S=6,A=2,d=3,H=3"]
+_LAKE = ["--env", "FrozenLake", "--agent", "N:algorithm=LSVI-UCB,privacy=none"]
+
+
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (
+            ["--env", "RiverSwimMixture", "--agent", "J:algorithm=UCRL-VTR,privacy=jdp,exploration=foo"],
+            "agents.J.exploration: must be one of 'optimism', 'sampling', got 'foo'",
+        ),
+        ([*_LSVI, "--agent", "J:algorithm=LSVI-UCB,privacy=jdp,batches=foo"], "agents.J.batches: must be"),
+        ([*_LSVI, "--agent", "J:algorithm=LSVI-UCB,privacy=jdp,batches=0"], "agents.J.batches: must be an"),
+        ([*_LSVI, "--agent", "L:algorithm=LSVI-UCB,privacy=ldp"], "agents.L.privacy: LocalDP is not"),
+        ([*_LAKE, "--env-arg", "H=8,map_name=9x9"], "env: FrozenLake: map_name must be one of gymnasium's"),
+        ([*_LAKE, "--env-arg", "H=8,is_slippery=no"], "env: FrozenLake: is_slippery must be True or False"),
+    ],
+)
+def test_bad_agent_options_and_env_arguments_stop_before_anything_runs(tmp_path, capsys, extra, needle):
+    """Audit items 3-5: a bad exploration / batches, LocalDP on LSVI-UCB, a bad FrozenLake map or
+    is_slippery=no ran (or crashed with a traceback) mid-sweep, exit 1 with a failed manifest; they
+    are config errors found by the preflight: exit 2, one error line, nothing written."""
+    if "FrozenLake" in extra:
+        pytest.importorskip("gymnasium")
+    out = tmp_path / "o"
+    argv = ["run", "--no-progress", "--episodes", "10", "--epsilons", "1", "--out", str(out), *extra]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"privrl: error: {needle}"), err
+    assert "Traceback" not in err and not out.exists()
+
+
+def test_help_says_which_mechanism_and_demo_agents_run(capsys):
+    """`--mechanism` said "default: tree" where a jdp agent runs BLT (resolve_mechanism's default
+    under the default calibration); `demo --bandit` said "vs LDP" where its config has no LDP agent."""
+    import argparse
+
+    from privrl.experiment.cli import _parser
+    from privrl.privacy import JointDP
+    from privrl.privacy.continual import resolve_mechanism
+
+    commands = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    helps = {c: {a.dest: a.help for a in commands[c]._actions} for c in ("run", "demo")}
+    default = JointDP(1.0, 1e-5).mechanism
+    assert default == resolve_mechanism("jdp", "adaptive", pure=False) == "blt"
+    mechanism = helps["run"]["mechanism"]
+    assert f"(default: {default} under the practical and adaptive calibrations with delta > 0, else tree" in (
+        mechanism
+    )
+    assert "default: tree, the paper's" not in mechanism
+    bandit = helps["demo"]["bandit"]
+    assert "LinUCB on digits, non-private vs JDP (needs scikit-learn)" in bandit and "LDP" not in bandit
+    assert main(["demo", "--bandit", "--print-config"]) == 0
+    config = capsys.readouterr().out
+    assert 'privacy = "ldp"' not in config and 'privacy = "jdp"' in config
+    with pytest.raises(SystemExit):  # the help prints
+        main(["run", "--help"])
+    assert "--mechanism" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("flag", ["--mechanism", "--calibration"])
 def test_unknown_flag_values_are_refused_by_the_parser(capsys, flag):
     with pytest.raises(SystemExit) as exc:

@@ -30,3 +30,29 @@ def test_block_runs_as_a_script(code, tmp_path):
         [sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600
     )
     assert res.returncode == 0, res.stderr[-3000:]
+
+
+def test_frozen_lake_example_prints_what_its_comments_say(tmp_path):
+    """docs/harness.md's FrozenLake block: every number a print line's comment gives is printed
+    (the comment said "0.0 -> 1.0" where the block printed 0.03 0.61)."""
+    pytest.importorskip("gymnasium")
+    text = (ROOT / "docs" / "harness.md").read_text()
+    (code,) = [
+        b
+        for b in re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)
+        if "FeatureMap.one_hot" in b and "privrl.learn" in b
+    ]
+    res = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    prints = [line for line in code.splitlines() if line.startswith("print(")]
+    printed = res.stdout.splitlines()
+    assert len(printed) == len(prints), res.stdout
+    number = r"-?\d+\.\d+"
+    claims = 0
+    for line, out in zip(prints, printed, strict=True):
+        claimed = re.findall(number, line.partition("  # ")[2])
+        assert set(claimed) <= set(re.findall(number, out)), f"{line!r} printed {out!r}"
+        claims += len(claimed)
+    assert claims >= 3

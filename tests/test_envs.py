@@ -4,6 +4,7 @@ backward induction against brute force, sampling against P, seeding, and the gym
 from __future__ import annotations
 
 import itertools
+import re
 import warnings
 
 import numpy as np
@@ -688,6 +689,36 @@ def test_river_swim_mixture_probabilities():
     assert np.linalg.norm(m.phi_v(np.ones(S)), axis=-1).max() == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize(
+    ("kw", "needle"),
+    [
+        ({"S": 2.5}, "S >= 2 states (an integer), got S=2.5"),
+        ({"S": "6"}, "S >= 2 states (an integer), got S='6'"),
+        ({"S": 1}, "S >= 2 states (an integer), got S=1"),
+        ({"H": float("nan")}, "H >= 1 (an integer), got H=nan"),
+        ({"H": 20.0}, "H >= 1 (an integer), got H=20.0"),
+        ({"H": 0}, "H >= 1 (an integer), got H=0"),
+    ],
+)
+def test_river_swim_mixture_takes_integers_only(kw, needle):
+    """H = nan was a raw ValueError from int(); S = 2.5 and '6' were reported as "S=2.5" / "S=6";
+    H = 20.0 was accepted where FeatureMap refuses it: integers only, the value shown as given."""
+    with pytest.raises(AssumptionError, match=re.escape(needle)):
+        RiverSwimMixture(**kw)
+    assert RiverSwimMixture(S=np.int64(4), H=np.int64(3)).H == 3
+
+
+@pytest.mark.parametrize("args", [(-2, 2, 2), (2.5, 2, 2), (2, 0, 2), (2, "2", 2), (2, 2, 2.0), (True, 2, 2)])
+def test_feature_map_one_hot_refuses_bad_sizes(args):
+    """one_hot(-2, 2, 2) was numpy's "negative dimensions", one_hot(2.5, 2, 2) a raw TypeError;
+    H = 2.0 is refused as RiverSwimMixture refuses H = 20.0."""
+    from privrl.envs import FeatureMap
+
+    with pytest.raises(ShapeError, match=r"(S|A|H) must be an integer >= 1, got"):
+        FeatureMap.one_hot(*args)
+    assert FeatureMap.one_hot(2, 2, 2).d == 4
+
+
 # ------------------------------------------------------------------------------------------------
 # gymnasium (optional)
 # ------------------------------------------------------------------------------------------------
@@ -731,6 +762,28 @@ def test_from_gymnasium_frozen_lake():
     with pytest.raises(ShapeError, match=r"CartPole-v1 has no model: .*privrl\.learn"):
         from_gymnasium(gymnasium.make("CartPole-v1"), H=5)
     env.close()
+
+
+@pytest.mark.parametrize("flag", ["no", "False", 1.5, 1, 0, None])
+def test_frozen_lake_is_slippery_must_be_a_bool(flag):
+    """is_slippery="no" built the slippery lake, labelled "slippery=no": only True / False."""
+    pytest.importorskip("gymnasium")
+    from privrl.envs import frozen_lake
+
+    with pytest.raises(AssumptionError, match="is_slippery must be True or False, got"):
+        frozen_lake(H=5, is_slippery=flag)
+    assert not np.array_equal(frozen_lake(H=5, is_slippery=False).P, frozen_lake(H=5, is_slippery=True).P)
+
+
+@pytest.mark.parametrize("name", ["foo", "9x9", None, ["4x4"]])
+def test_frozen_lake_bad_map_names_the_maps(name):
+    """map_name="foo" was a bare KeyError from gymnasium."""
+    pytest.importorskip("gymnasium")
+    from privrl.envs import frozen_lake
+
+    with pytest.raises(AssumptionError, match=r"map_name must be one of .*'4x4', '8x8', got"):
+        frozen_lake(H=5, map_name=name)
+    assert frozen_lake(H=5, map_name="8x8").S == 64
 
 
 def test_as_gymnasium_adapter():

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import math
@@ -169,12 +170,28 @@ def test_results_folder_and_resume(tmp_path, serial):
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
-def test_a_failing_run_is_recorded_and_the_others_are_saved(tmp_path, serial, n_jobs):
+def test_a_failing_run_is_recorded_and_the_others_are_saved(tmp_path, serial, n_jobs, monkeypatch):
+    from privrl.exceptions import PrivacyParameterError
     from privrl.experiment import SweepError
 
+    # beta = -1 passed config validation (a known option) and failed in the agent's constructor,
+    # mid-sweep; the preflight now builds every agent first, so it is a config error up front
+    bad = {**AGENTS, "broken": {"algorithm": "UCRL-VTR", "privacy": "none", "beta": -1.0}}
+    with pytest.raises(ConfigError, match=r"must be finite and >= 0, got -1\.0") as exc:
+        sweep(**{**SMALL, "agents": bad}, outdir=tmp_path / "g", n_jobs=n_jobs)
+    assert exc.value.key == "agents.broken.beta" and not (tmp_path / "g").exists()
+    # a run that fails only once it runs (noise that makes a design matrix indefinite, say)
+    module = importlib.import_module("privrl.experiment.sweep")
+    real = module.execute_run
+
+    def execute_run(spec, env=None, progress=None):
+        if spec.agent == "broken":
+            raise PrivacyParameterError("beta must be finite and >= 0, got -1.0")
+        return real(spec, env, progress)
+
+    monkeypatch.setattr(module, "execute_run", execute_run)  # the threads backend shares it
     out = tmp_path / "f"
-    # beta = -1 passes config validation (a known option) and fails in the agent's constructor
-    agents = {**AGENTS, "broken": {"algorithm": "UCRL-VTR", "privacy": "none", "beta": -1.0}}
+    agents = {**AGENTS, "broken": {"algorithm": "UCRL-VTR", "privacy": "none"}}
     with pytest.raises(SweepError, match=r"2 of 12 runs failed .*broken.*PrivacyParameterError: beta") as err:
         sweep(**{**SMALL, "agents": agents}, outdir=out, n_jobs=n_jobs)
     assert len(err.value.failures) == 2
@@ -685,6 +702,10 @@ def test_report_table_shows_infinite_epsilon(tmp_path, capsys):
     assert "10; paper no" in text  # the paper's argument cannot certify the tight noise (eps inf)
 
 
+_LINEAR = {"name": "RandomLinearMDP", "S": 6, "A": 2, "d": 3, "H": 3}
+_NEEDS_GYM = pytest.mark.skipif(importlib.util.find_spec("gymnasium") is None, reason="needs gymnasium")
+
+
 @pytest.mark.parametrize(
     "env, agent, key, needle",
     [
@@ -692,6 +713,25 @@ def test_report_table_shows_infinite_epsilon(tmp_path, capsys):
         ("RiverSwimMixture", {"algorithm": "LSVI-UCB"}, "agents.a.algorithm", "needs a LinearMDP"),
         ("RandomLinearMDP", {"algorithm": "UCRL-VTR+"}, "agents.a.algorithm", "needs a LinearMixtureMDP"),
         ("RiverSwimMixture", {"algorithm": "UCRL-VTR", "beta_scale": -1}, "agents.a.beta_scale", ">= 0"),
+        # options only the agent's own checks know (audit item 3): the preflight builds the agent
+        ("RiverSwimMixture", {"algorithm": "UCRL-VTR", "exploration": "foo"}, "agents.a.exploration", "of"),
+        (_LINEAR, {"algorithm": "LSVI-UCB", "batches": "foo"}, "agents.a.batches", "'static', 'scaled'"),
+        (_LINEAR, {"algorithm": "LSVI-UCB", "batches": 0}, "agents.a.batches", r"an int in \[1, K=5\]"),
+        (_LINEAR, {"algorithm": "LSVI-UCB", "privacy": "ldp"}, "agents.a.privacy", "LocalDP is not"),
+        pytest.param(
+            {"name": "FrozenLake", "H": 4, "map_name": "9x9"},
+            {"algorithm": "LSVI-UCB", "privacy": "none"},
+            "env",
+            "map_name must be one of",
+            marks=_NEEDS_GYM,
+        ),
+        pytest.param(
+            {"name": "FrozenLake", "H": 4, "is_slippery": "no"},
+            {"algorithm": "LSVI-UCB", "privacy": "none"},
+            "env",
+            "is_slippery must be True or False",
+            marks=_NEEDS_GYM,
+        ),
     ],
 )
 def test_bad_sweep_is_refused_before_the_folder_is_touched(tmp_path, env, agent, key, needle):

@@ -156,3 +156,45 @@ def test_evaluating_mid_training_leaves_the_run_unchanged():
             np.testing.assert_array_equal(
                 privrl.run(plain, env, 50, seed=s).regret, privrl.run(watched, env, 50, seed=s).regret
             )
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"callback": lambda k, ret: None},
+        {"reference": 100.0},
+        {"callback": lambda k, ret: None, "reference": 100.0},
+        {"reward": lambda r: r},
+        {"state": lambda o: int(o)},
+    ],
+)
+def test_learn_on_a_model_refuses_what_it_would_ignore(kw):
+    """learn on a model runs privrl.run: the callback never ran and `reference` was dropped (the
+    regret was the exact one); both (and reward / state) are refused, with the way to a callback."""
+    env = RiverSwimMixture(S=4, H=5)
+    agent = UCRLVTR(env, JointDP(1, 1e-5), episodes=50, seed=0)
+    with pytest.raises(TypeError, match=r"environments only; use privrl\.run\(agent, env, callback"):
+        privrl.learn(agent, env, seed=1, **kw)
+    assert agent.k == 0  # refused before any user
+    assert privrl.learn(agent, env, seed=1).episodes == 50
+
+
+@pytest.mark.parametrize("H", [0, -3, 2.5, "8", True])
+def test_evaluate_on_gymnasium_refuses_a_bad_horizon(H):
+    """H = 0 and H = -3 returned Evaluation(value=0.0, stderr=0.0) silently."""
+    from privrl.exceptions import PrivacyParameterError
+
+    env = as_gymnasium(RiverSwimMixture(S=4, H=5))
+    with pytest.raises(PrivacyParameterError, match="H must be an integer >= 1, got"):
+        privrl.evaluate(lambda s, h: 0, env, episodes=10, H=H)
+
+
+def test_evaluate_blames_a_missing_environment_and_checks_actions():
+    """evaluate(pol, None) blamed the policy; an out-of-range action was gymnasium's bare KeyError."""
+    from privrl.exceptions import IndexRangeError
+
+    with pytest.raises(TypeError, match="env must be a privrl FiniteMDP, a ContextualBandit or a gymnasium"):
+        privrl.evaluate(lambda s, h: 0, None)
+    with pytest.raises(IndexRangeError, match=r"gave action 7 at state 0, step 0: the actions are 0\.\.3"):
+        privrl.evaluate(lambda s, h: 7, gym.make("FrozenLake-v1"), episodes=3, H=5, seed=0)
+    assert privrl.evaluate(lambda s, h: 1, gym.make("FrozenLake-v1"), episodes=3, H=5, seed=0).episodes == 3

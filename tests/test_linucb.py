@@ -397,3 +397,19 @@ def test_leaf_ends_by_hand():
     assert linucb_leaf_ends("jdp", 10, 3, 4) == [4, 8, 10]
     assert linucb_leaf_ends("none", 3, 5, 2) == [1, 2, 3]  # non-private: every user
     assert linucb_leaves("ldp", 10, 3) == 10 and linucb_leaves("jdp", 10, 3) == 4
+
+
+def test_calibration_functions_name_the_bad_argument():
+    """lam = 0 divided by zero in the radius; a fractional context dimension p was blamed on the
+    schedule (p = 0.05 became p = 0, then the "auto" schedule of p users)."""
+    from privrl.agents.linucb.calibration import linucb_leaf_ends, linucb_leaves
+    from privrl.exceptions import PrivacyParameterError
+
+    with pytest.raises(PrivacyParameterError, match=r"lam must be finite and > 0, got 0\.0"):
+        linucb_radius(lam=0.0, K=100, p=3, alpha=0.05)
+    with pytest.raises(PrivacyParameterError, match=r"p must be an integer >= 1, got 0\.05"):
+        linucb_leaves("jdp", 100, 0.05)
+    with pytest.raises(PrivacyParameterError, match="p must be an integer >= 1, got 0"):
+        linucb_leaf_ends("jdp", 100, 0)
+    with pytest.raises(PrivacyParameterError, match="kind must be one of"):
+        linucb_leaves("foo", 100, 3)

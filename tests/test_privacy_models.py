@@ -116,3 +116,20 @@ def test_as_kwargs_feeds_calibration():
         assert out.pure == model.pure
         if model.kind != "none":
             assert out.noise == ("laplace" if model.pure else "gaussian")
+
+
+@pytest.mark.parametrize("cls", [JointDP, LocalDP])
+@pytest.mark.parametrize("flag", ["no", 1, 0, None, 1.0])
+def test_allow_large_delta_must_be_a_bool(cls, flag):
+    """A truthy "no" unlocked the large-delta guard (delta = 0.5 accepted): only True / False."""
+    with pytest.raises(PrivacyParameterError, match="allow_large_delta must be True or False"):
+        cls(1.0, 0.5, allow_large_delta=flag)
+    assert cls(1.0, 0.5, allow_large_delta=True).delta == 0.5
+
+
+@pytest.mark.parametrize("cls", [JointDP, LocalDP])
+def test_negative_zero_delta_is_zero(cls):
+    """delta = -0.0 is pure DP, stored as 0.0 (it showed as delta=-0.0 in the repr)."""
+    model = cls(1.0, -0.0)
+    assert model.delta == 0.0 and math.copysign(1.0, model.delta) == 1.0 and model.pure
+    assert "-0" not in repr(model) and "-0" not in model.label

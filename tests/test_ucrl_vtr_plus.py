@@ -144,3 +144,23 @@ def test_bad_inputs():
         UCRLVTRPlus(RandomLinearMDP(S=4, A=2, d=3, H=2), privacy=NonPrivate(calibration="paper"), episodes=10)
     with pytest.raises(PrivacyParameterError):
         UCRLVTRPlus(env, privacy=NonPrivate(calibration="paper"), episodes=10, beta_scale=float("inf"))
+
+
+@pytest.mark.parametrize(
+    ("kw", "needle"),
+    [
+        ({"H": -1}, "H must be an integer >= 1, got -1"),
+        ({"H": 0}, "H must be an integer >= 1, got 0"),
+        ({"H": 2.5}, "H must be an integer >= 1, got 2.5"),
+        ({"kind": "foo"}, "kind must be one of"),
+        ({"kind": "none", "H": 0}, "H must be an integer >= 1"),
+    ],
+)
+def test_release_plan_refuses_a_bad_horizon_or_kind(kw, needle):
+    """release_plan("jdp", False, H=-1, ...) and kind="foo" built a plan without complaint."""
+    from privrl.agents.ucrl_vtr_plus.calibration import release_plan
+
+    args = {"kind": "jdp", "pure": False, "H": 3, "K": 100, "d": 3, **kw}
+    with pytest.raises(PrivacyParameterError, match=needle):
+        release_plan(**args)
+    assert release_plan("jdp", False, H=3, K=100, d=3).H == 3

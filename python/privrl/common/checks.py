@@ -112,8 +112,8 @@ def check_delta_open(value: Any, name: str = "delta") -> float:
 
 
 def check_delta_pure_ok(value: Any, name: str = "delta") -> float:
-    """delta in [0, 1): 0 selects pure DP."""
-    x = check_real(value, name)
+    """delta in [0, 1): 0 selects pure DP (-0.0 is returned as 0.0)."""
+    x = check_real(value, name) + 0.0  # -0.0 + 0.0 is +0.0: no "delta=-0" in labels and reprs
     if not (0.0 <= x < 1.0):
         raise PrivacyParameterError(f"{name} must be in [0, 1) (0 means pure DP), got {value!r}")
     return _delta_floor(x, value, name)

@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.errors import ShapeError
+from privrl.common.checks import check_pos_int
+from privrl.common.errors import PrivacyParameterError, ShapeError
 from privrl.envs.finite import _as_array, _check_finite, _freeze, digest
 from privrl.envs.linear import check_phi_norms
 
@@ -35,8 +36,7 @@ class FeatureMap:
     def __init__(self, features: Any, H: Any, name: str | None = None) -> None:
         phi = _as_array(features, "features", 3, "(S, A, d)")
         _check_finite(phi, "features")
-        if isinstance(H, bool) or not isinstance(H, (int, np.integer)) or int(H) < 1:
-            raise ShapeError(f"H must be an integer >= 1, got {H!r}")
+        _check_count(H, "H")
         check_phi_norms(phi)
         S, A, d = phi.shape
         self.S, self.A, self.d, self.H = int(S), int(A), int(d), int(H)
@@ -54,4 +54,15 @@ class FeatureMap:
     @classmethod
     def one_hot(cls, S: int, A: int, H: int, name: str | None = None) -> FeatureMap:
         """The tabular feature map phi(s, a) = e_{s A + a} in R^(S A)."""
+        _check_count(S, "S")
+        _check_count(A, "A")
         return cls(np.eye(S * A).reshape(S, A, S * A), H, name)
+
+
+def _check_count(value: Any, name: str) -> None:
+    """A size of the feature map (S, A, H): an integer >= 1 by privrl.common.checks.check_pos_int's
+    rule (bools, floats, 20.0 too, and strings are refused), raised as the ShapeError of a size."""
+    try:
+        check_pos_int(value, name)
+    except PrivacyParameterError:
+        raise ShapeError(f"{name} must be an integer >= 1, got {value!r}") from None

@@ -133,8 +133,22 @@ def _table_arrays(
 def frozen_lake(H: int = 20, map_name: str = "4x4", is_slippery: bool = True) -> LinearMDP:
     """FrozenLake-v1 (gymnasium.make("FrozenLake-v1", map_name=..., is_slippery=...)) as a
     finite-horizon tabular linear MDP (see from_gymnasium): reward 1 on entering the goal, holes
-    and goal absorbing with zero reward, start state from the env's initial distribution."""
+    and goal absorbing with zero reward, start state from the env's initial distribution.
+
+    ``map_name`` is one of gymnasium's maps ("4x4", "8x8") and ``is_slippery`` True or False
+    (AssumptionError otherwise: a truthy "no" would silently build the slippery lake)."""
     gymnasium = _import_gymnasium()
+    from gymnasium.envs.toy_text.frozen_lake import MAPS
+
+    maps = tuple(MAPS)
+    if map_name not in maps:  # a tuple: an unhashable argument is refused here too
+        raise AssumptionError(
+            f"map_name must be one of gymnasium's FrozenLake maps {', '.join(map(repr, maps))}, "
+            f"got {map_name!r}"
+        )
+    if not isinstance(is_slippery, (bool, np.bool_)):
+        raise AssumptionError(f"is_slippery must be True or False, got {is_slippery!r}")
+    is_slippery = bool(is_slippery)
     env = gymnasium.make("FrozenLake-v1", map_name=map_name, is_slippery=is_slippery)
     try:
         return from_gymnasium(

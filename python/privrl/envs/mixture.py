@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.checks import check_seed
-from privrl.common.errors import AssumptionError, AssumptionWarning, ShapeError
+from privrl.common.checks import check_int, check_seed
+from privrl.common.errors import AssumptionError, AssumptionWarning, PrivacyParameterError, ShapeError
 from privrl.envs.finite import (
     PROB_TOL,
     FiniteMDP,
@@ -316,10 +316,14 @@ class RiverSwimMixture(LinearMixtureMDP):
     W = (0.9, 0.05, 0.05)
 
     def __init__(self, S: int = 6, H: int = 20, name: str | None = None) -> None:
-        if int(S) != S or S < 2:
-            raise AssumptionError(f"RiverSwimMixture needs S >= 2 states, got S={S}")
-        if int(H) != H or H < 1:
-            raise AssumptionError(f"RiverSwimMixture needs a horizon H >= 1, got H={H}")
+        # integers only, by check_int's rule (as FeatureMap's H): not 20.0, nan or "6"
+        for key, value, low, what in (("S", S, 2, "S >= 2 states"), ("H", H, 1, "a horizon H >= 1")):
+            try:
+                check_int(value, key, low)
+            except PrivacyParameterError:
+                raise AssumptionError(
+                    f"RiverSwimMixture needs {what} (an integer), got {key}={value!r}"
+                ) from None
         S, H = int(S), int(H)
         f = np.zeros((S, 2, S, 3))
         for s in range(S):

@@ -326,7 +326,19 @@ def cmd_report(args: argparse.Namespace) -> int:
 def _parser() -> argparse.ArgumentParser:
     # The privacy models list the calibrations and mechanisms they accept; the flags take exactly those.
     from privrl.agents.common.base import EXPLORATIONS
+    from privrl.privacy.common import PRACTICAL_RULES
+    from privrl.privacy.continual import resolve_mechanism
     from privrl.privacy.models import CALIBRATIONS, MECHANISMS
+
+    # what mechanism=None gives, read off the one rule (resolve_mechanism), not restated here
+    gaussian_default = resolve_mechanism("jdp", PRACTICAL_RULES[0], pure=False)
+    others = {
+        resolve_mechanism("jdp", c, pure=pure)
+        for c in CALIBRATIONS
+        for pure in (False, True)
+        if pure or c not in PRACTICAL_RULES
+    }
+    other_default = " / ".join(sorted(others))
 
     ap = argparse.ArgumentParser(
         prog="privrl",
@@ -391,8 +403,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--mechanism",
         choices=MECHANISMS,
-        help="continual-release mechanism of every jdp --agent that does not set its own (default: tree, "
-        "the paper's; the others need delta > 0)",
+        help="continual-release mechanism of every jdp --agent that does not set its own (default: "
+        f"{gaussian_default} under the {' and '.join(PRACTICAL_RULES)} calibrations with delta > 0, "
+        f"else {other_default}; all but the tree need delta > 0)",
     )
     run.add_argument("--plot", action="store_true", help="also draw OUT/regret.png and .svg")
     run.add_argument("--report", action="store_true", help="also print the report table")
@@ -405,7 +418,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--bandit",
         action="store_true",
-        help="the contextual-bandit demo: LinUCB on digits, non-private vs JDP vs LDP (needs scikit-learn)",
+        help="the contextual-bandit demo: LinUCB on digits, non-private vs JDP (needs scikit-learn)",
     )
     demo.set_defaults(func=cmd_demo)
 

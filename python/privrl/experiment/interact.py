@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from privrl.agents.common.base import Agent
-from privrl.common.checks import check_episodes
-from privrl.common.errors import NonFiniteError, ShapeError
+from privrl.common.checks import check_episodes, check_pos_int
+from privrl.common.errors import IndexRangeError, NonFiniteError, ShapeError
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.gym import padding_reward
@@ -62,10 +62,20 @@ def evaluate(
     over the contexts of ``means[s, pi[0, s]]`` (a (1, S) policy). On a gymnasium environment (no model):
     the mean return of `episodes` episodes of `H` steps (default: the env's own end, at most 10^4
     steps), from ``env.reset(seed=...)`` seeded once by `seed`; `policy` is an (H, S) array or a
-    callable (state, h) -> action, `state(obs)` maps an observation to a state index. `policy`
-    may also be a privrl agent: the policy of the user arriving now (``agent.policy()``, one draw
-    under sampling) over the agent's horizon.
+    callable (state, h) -> action, `state(obs)` maps an observation to a state index; an action
+    outside a Discrete action space is refused (IndexRangeError). `H`, when given, is an integer
+    >= 1 (PrivacyParameterError otherwise). `policy` may also be a privrl agent: the policy of the
+    user arriving now (``agent.policy()``, one draw under sampling) over the agent's horizon.
     """
+    if H is not None:
+        H = check_pos_int(H, "H")
+    if not isinstance(env, (FiniteMDP, ContextualBandit)) and not (
+        hasattr(env, "reset") and hasattr(env, "step")
+    ):
+        raise TypeError(
+            "env must be a privrl FiniteMDP, a ContextualBandit or a gymnasium environment (reset / step), "
+            f"got {type(env).__name__}"
+        )
     if isinstance(policy, Agent):
         H = policy.H if H is None else H
         policy = policy.policy()
@@ -76,8 +86,8 @@ def evaluate(
         arms = env.check_policy(policy)
         return Evaluation(value=float(env.means[np.arange(env.S), arms].mean()), exact=True)
     n = check_episodes(episodes)
-    horizon = 10_000 if H is None else int(H)
-    act = _policy_fn(policy, horizon)
+    horizon = 10_000 if H is None else H
+    act = _checked_actions(_policy_fn(policy, horizon), getattr(env, "action_space", None))
     returns = np.empty(n)
     for k in range(n):
         obs, _ = env.reset(seed=seed if k == 0 else None)
@@ -90,6 +100,26 @@ def evaluate(
         returns[k] = total
     stderr = float(returns.std(ddof=1) / math.sqrt(n)) if n > 1 else math.inf
     return Evaluation(value=float(returns.mean()), exact=False, stderr=stderr, episodes=n)
+
+
+def _checked_actions(act: Callable[[int, int], int], space: Any) -> Callable[[int, int], int]:
+    """`act`, refusing an action outside a Discrete action space (gymnasium's own error for one
+    is a bare KeyError); other spaces are left to the environment."""
+    n = getattr(space, "n", None)
+    if n is None:
+        return act
+    lo = int(getattr(space, "start", 0))
+    hi = lo + int(n)
+
+    def checked(s: int, h: int) -> int:
+        a = act(s, h)
+        if not lo <= a < hi:
+            raise IndexRangeError(
+                f"the policy gave action {a} at state {s}, step {h}: the actions are {lo}..{hi - 1}"
+            )
+        return a
+
+    return checked
 
 
 @dataclass
@@ -133,13 +163,23 @@ def learn(
     after each episode; `progress` shows a bar (None: in a terminal or a notebook, after 2 s).
     Ctrl-C stops between two users: the agent is left after the last whole user. A privrl model
     (it has exact values) runs through ``privrl.run``: its returns, and its exact regret as
-    ``regret``.
+    ``regret``. `callback`, `reference`, `reward` and `state` are for gymnasium environments: on
+    a model they are refused (TypeError) rather than ignored; ``privrl.run(agent, env,
+    callback=...)`` calls ``callback(k, cumulative exact regret)`` after each block of users.
     """
     from privrl.experiment.runner import run
 
     if not isinstance(agent, Agent):
         raise TypeError(f"agent must be a privrl Agent, got {type(agent).__name__}")
     if isinstance(env, (FiniteMDP, ContextualBandit)):
+        unused = {"callback": callback, "reference": reference, "reward": reward}
+        given = [k for k, v in unused.items() if v is not None] + (["state"] if state is not int else [])
+        if given:
+            raise TypeError(
+                f"privrl.learn on a privrl model ({type(env).__name__}) runs privrl.run, with exact regret: "
+                f"{', '.join(given)} apply to gymnasium environments only; use privrl.run(agent, env, "
+                "callback=...) for a callback(k, cumulative exact regret)"
+            )
         res = run(agent, env, episodes, seed, progress=progress)
         return LearnResult(res.returns, res.regret, res.wall_time, agent.label, 0)
     if not (hasattr(env, "reset") and hasattr(env, "step")):

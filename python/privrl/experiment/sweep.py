@@ -22,7 +22,9 @@ from typing import Any
 import numpy as np
 import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
 
+from privrl.common.errors import PrivrlError
 from privrl.experiment.config import (
+    _SPEC_KEYS,
     BACKENDS,
     ConfigError,
     RunSpec,
@@ -74,6 +76,17 @@ def _env_for(spec: RunSpec, env: Any = None) -> Any:
     return _ENV_CACHE[key]
 
 
+def build_agent(spec: RunSpec, env: Any, seed: Any) -> Any:
+    """The agent of one run: the spec's algorithm on `env`, with the spec's privacy model and
+    constructor options (the one place a run's agent is built: by execute_run, and by preflight
+    before anything runs, so that the agent's own checks refuse a bad option up front)."""
+    cls = resolve_algorithm(spec.algorithm)
+    privacy = make_privacy(
+        spec.privacy, spec.epsilon, spec.delta, spec.p, spec.calibration, spec.mechanism, spec.sampler
+    )
+    return cls(env, privacy, episodes=spec.episodes, seed=seed, **dict(spec.options))
+
+
 def execute_run(spec: RunSpec, env: Any = None, progress: Callable[[int], None] | None = None) -> dict:
     """Run one (study, agent, epsilon, seed) and return {"frame": tidy rows, "meta": run record}.
 
@@ -84,12 +97,8 @@ def execute_run(spec: RunSpec, env: Any = None, progress: Callable[[int], None] 
 
     env = _env_for(spec, env)
     agent_seq, env_seq = run_seed_sequence(spec).spawn(2)
-    cls = resolve_algorithm(spec.algorithm)
-    privacy = make_privacy(
-        spec.privacy, spec.epsilon, spec.delta, spec.p, spec.calibration, spec.mechanism, spec.sampler
-    )
     t_build = time.perf_counter()
-    agent = cls(env, privacy, episodes=spec.episodes, seed=agent_seq, **dict(spec.options))
+    agent = build_agent(spec, env, agent_seq)
     K, every = spec.episodes, spec.log_every
     logged = np.unique(np.r_[np.arange(every, K + 1, every), K]).astype(np.int64)
     stamps = np.empty(len(logged))
@@ -339,8 +348,10 @@ def _file_run(
 
 def preflight(config: SweepConfig) -> None:
     """What parsing cannot see and a run would only find mid-sweep, checked before anything is
-    written: each study's environment builds (its arguments are valid), and each agent's
-    algorithm runs on it (UCRL-VTR needs a linear-mixture MDP, LSVI-UCB a linear MDP)."""
+    written: each study's environment builds (its arguments are valid), each agent's algorithm
+    runs on it (UCRL-VTR needs a linear-mixture MDP, LSVI-UCB a linear MDP), and each agent is
+    built once per epsilon as its runs build it (build_agent), so that its own checks refuse a bad
+    option (exploration, batches, LocalDP on LSVI-UCB, ...) as a ConfigError naming the option."""
     for i, study in enumerate(config.studies):
         key = f"study[{i}]." if len(config.studies) > 1 else ""
         env = study.env
@@ -357,6 +368,29 @@ def preflight(config: SweepConfig) -> None:
             reason = accepts(env) if accepts is not None else None
             if reason is not None:
                 raise ConfigError(f"{key}agents.{name}.algorithm", reason)
+        built = set()
+        for run in study.runs(config.root_seed):
+            if (run.agent, run.epsilon) not in built:  # the seeds build the same agent
+                built.add((run.agent, run.epsilon))
+                _check_agent(run, env, f"{key}agents.{run.agent}")
+
+
+def _check_agent(spec: RunSpec, env: Any, key: str) -> None:
+    """Build the agent of `spec` (warnings silenced: the runs give them) and turn the privrl error
+    of a bad option into ConfigError("<key>.<option>: ...") (the option the message starts with;
+    the privacy model's name means the agent's privacy)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            build_agent(spec, env, seed=0)
+    except (PrivrlError, ValueError, TypeError) as exc:
+        message = str(exc)
+        first, _, rest = message.partition(" ")
+        if first in dict(spec.options) or first in _SPEC_KEYS:
+            raise ConfigError(f"{key}.{first}", rest) from exc
+        if first in ("NonPrivate", "JointDP", "LocalDP"):
+            raise ConfigError(f"{key}.privacy", message) from exc
+        raise ConfigError(key, message) from exc
 
 
 def run_sweep(

@@ -92,7 +92,9 @@ class _DPModel:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_user_epsilon(self.epsilon, "epsilon"))
-        large = bool(getattr(self, "allow_large_delta", False))
+        large = getattr(self, "allow_large_delta", False)
+        if not isinstance(large, bool):  # a truthy "no" must not unlock the large-delta guard
+            raise PrivacyParameterError(f"allow_large_delta must be True or False, got {large!r}")
         object.__setattr__(self, "delta", check_model_delta(self.delta, "delta", large))
         object.__setattr__(self, "p", check_probability(self.p, "p"))
         check_calibration(self.calibration)

@@ -74,7 +74,8 @@ def linucb_leaf_ends(kind: str, K: int, p: int, schedule: str | int = "auto") ->
     regret within log factors, Gao et al. 2019); ``"every"``: 1, 2, ..., K; an int L: L, 2L, ...,
     K. Non-private agents update after every user (the exact Sherman-Morrison server) whatever
     the schedule."""
-    K, p = int(K), int(p)
+    kind = check_kind(kind)
+    K, p = check_pos_int(K, "K"), check_pos_int(p, "p")
     if kind == "none" or schedule == "every":
         return list(range(1, K + 1))
     if schedule == "auto":
@@ -92,13 +93,18 @@ def linucb_leaf_ends(kind: str, K: int, p: int, schedule: str | int = "auto") ->
 def linucb_leaves(kind: str, K: int, p: int, schedule: str | int = "auto") -> int:
     """Leaves of a JDP mechanism (``len(linucb_leaf_ends(...))``); LDP and non-private: K (one
     user each)."""
-    return len(linucb_leaf_ends(kind, K, p, schedule)) if kind == "jdp" else int(K)
+    kind = check_kind(kind)
+    K, p = check_pos_int(K, "K"), check_pos_int(p, "p")
+    return len(linucb_leaf_ends(kind, K, p, schedule)) if kind == "jdp" else K
 
 
 def linucb_radius(lam: float, K: int, p: int, alpha: float) -> float:
     """The self-normalized radius of LinUCB (Abbasi-Yadkori et al. 2011, Thm. 2) in units of the
     reward noise's scale: ``sqrt(2 log(1/alpha) + p log(1 + K / (lam p))) + sqrt(lam) S /
-    sigma_r`` with ``S = THETA_BOUND`` and ``sigma_r = SIGMA_R``."""
+    sigma_r`` with ``S = THETA_BOUND`` and ``sigma_r = SIGMA_R`` (``lam > 0``: the ridge
+    regularizer of the estimate)."""
+    lam = check_positive_real(lam, "lam")
+    K, p, alpha = check_pos_int(K, "K"), check_pos_int(p, "p"), check_probability(alpha, "alpha")
     return (
         math.sqrt(2.0 * math.log(1.0 / alpha) + p * math.log1p(K / (lam * p)))
         + math.sqrt(lam) * THETA_BOUND / SIGMA_R

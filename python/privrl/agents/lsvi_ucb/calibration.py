@@ -455,13 +455,14 @@ def lsvi_ucb_practical_batches(
     privacy term is ``rho = sigma_paper / sigma_tight`` times smaller (measured at App. D's own B,
     on sigma_u), which is the paper's term at ``eps' = rho eps``; so ``B = ceil((K rho eps)^{2/5} /
     (d^{3/5} H^{1/5}))``, clipped to [1, K]: more batches when the noise is smaller. A function of
-    (eps, delta, H, K, d, p, mechanism) only: the schedule stays data-independent (App. D, Rem.
-    "Data-Dependent Batches")."""
+    (eps, delta, H, K, d, mechanism) only: the schedule stays data-independent (App. D, Rem.
+    "Data-Dependent Batches"). ``p`` (the regret failure probability) is not used: neither B
+    depends on it (the parameter stays for the callers that pass it)."""
     B_paper = lsvi_ucb_num_batches(epsilon, H, K, d)
     rho = lsvi_ucb_sigma_u(epsilon, delta, H, B_paper) / _tight_sigma_u(
         epsilon, delta, H, K, d, B_paper, mechanism
     )
-    B = math.ceil((K * epsilon * rho) ** 0.4 / (d**0.6 * H**0.2))
+    B = math.ceil(min((K * epsilon * rho) ** 0.4 / (d**0.6 * H**0.2), K))
     return int(min(max(B, 1), K))
 
 

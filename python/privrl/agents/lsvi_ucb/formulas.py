@@ -41,8 +41,8 @@ def lsvi_ucb_num_batches(epsilon: float, H: int, K: int, d: int) -> int:
 
     Clipped to ``K`` (only ``min(B, K)`` batches can start within ``K`` episodes, so the number
     of releases ``N_K <= min(B, K)`` and the composition stays valid); the clip is only active
-    for very large ``eps``."""
-    B = math.ceil((K * epsilon) ** 0.4 / (d**0.6 * H**0.2))
+    for very large ``eps`` (where ``K eps`` overflows to inf, B is K)."""
+    B = math.ceil(min((K * epsilon) ** 0.4 / (d**0.6 * H**0.2), K))
     return int(min(max(B, 1), K))
 
 
@@ -169,7 +169,7 @@ def lsvi_ucb_beta(lam: float, c_K: float, U_K: float, H: int, K: int, d: int, p:
 def lsvi_ucb_num_batches_pure(epsilon: float, H: int, K: int, d: int) -> int:
     """App. "Pure joint DP in the linear setting": ``B = ceil((K eps)^{1/3} / (d^{2/3} H^{1/3}))``
     (clipped to ``K`` like :func:`lsvi_ucb_num_batches`)."""
-    B = math.ceil((K * epsilon) ** (1.0 / 3.0) / (d ** (2.0 / 3.0) * H ** (1.0 / 3.0)))
+    B = math.ceil(min((K * epsilon) ** (1.0 / 3.0) / (d ** (2.0 / 3.0) * H ** (1.0 / 3.0)), K))
     return int(min(max(B, 1), K))
 
 

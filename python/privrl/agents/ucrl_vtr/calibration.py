@@ -116,6 +116,8 @@ def release_plan(
     through 2H continual-release mechanisms of capacity K (JDP: a user is one leaf) or the user's
     randomizer (LDP: one release each). Separate worst cases (the paper's): ``2 H^2`` (L2, both),
     ``2 d H^2`` / ``2 sqrt(d) H^2`` (L1, :func:`ucrl_vtr_l1_sensitivities`)."""
+    kind = check_kind(kind)
+    H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
     sampler = resolve_sampler(kind, mechanism, sampler)
     stat = UserStatistic(
         name="X_{k,h}, y_{k,h}",
