@@ -423,3 +423,16 @@ def test_discrete_rounding_moves_sensitivity_by_at_most_a_grid_step():
         b.push(y)
         diff = np.linalg.norm(a.release() - b.release())  # same seed: the noise cancels
         assert diff <= np.linalg.norm(x - y) + a.grid * math.sqrt(n) + 1e-12
+
+
+@pytest.mark.parametrize("kind", ["tree", "honaker", "factorization", "blt"])
+def test_a_release_beyond_the_float_range_is_refused(kind):
+    """Two finite leaves of 1e308 sum past the float range: the float-noise release refuses with
+    NonFiniteError instead of returning inf (the discrete samplers refuse such leaves at the push,
+    outside their exact lattice)."""
+    m = kn.make_prefix_mechanism(kind, 3, 4, scale=1.0, seed=0)
+    m.push(np.full(3, 1e308))
+    assert np.isfinite(m.release()).all()
+    m.push(np.full(3, 1e308))
+    with pytest.raises(NonFiniteError, match="exceeds the float range"):
+        m.release()
