@@ -198,3 +198,39 @@ def test_evaluate_blames_a_missing_environment_and_checks_actions():
     with pytest.raises(IndexRangeError, match=r"gave action 7 at state 0, step 0: the actions are 0\.\.3"):
         privrl.evaluate(lambda s, h: 7, gym.make("FrozenLake-v1"), episodes=3, H=5, seed=0)
     assert privrl.evaluate(lambda s, h: 1, gym.make("FrozenLake-v1"), episodes=3, H=5, seed=0).episodes == 3
+
+
+def test_evaluate_on_gymnasium_takes_h_from_an_array_policy():
+    """Without H, an (H, S) array policy on a gymnasium env failed with "an (H, S) int array with
+    H = 10000": its first dimension is now H; a different H, or a non-int array, is named."""
+    env = RiverSwimMixture(S=4, H=5)
+    pi = env.optimal_policy()
+    ev = privrl.evaluate(pi, as_gymnasium(env), episodes=50, seed=3)
+    assert ev.value == privrl.evaluate(pi, as_gymnasium(env), episodes=50, seed=3, H=env.H).value
+    with pytest.raises(ShapeError, match=r"with H = 5 rows, but H = 4 was given \(omit H"):
+        privrl.evaluate(pi, as_gymnasium(env), episodes=2, H=4)
+    with pytest.raises(ShapeError, match=r"non-empty \(H, S\) int array .* shape \(5, 4\) and dtype float64"):
+        privrl.evaluate(pi.astype(float), as_gymnasium(env), episodes=2)
+    with pytest.raises(ShapeError, match=r"shape \(0, 4\)"):
+        privrl.evaluate(np.zeros((0, 4), dtype=int), as_gymnasium(env), episodes=2)
+
+
+def test_as_gymnasium_step_refuses_a_non_integer_or_out_of_range_action():
+    """step(0.5) was action 0. Actions follow gymnasium's Discrete.contains: ints and numpy
+    integers (scalars, 0-d arrays); floats, 1.0 included, are refused, as gymnasium refuses them."""
+    from privrl.exceptions import IndexRangeError
+
+    env = as_gymnasium(RiverSwimMixture(S=4, H=20))
+    env.reset(seed=0)
+    for bad in (0.5, 1.0, np.float64(1.0), "1", None, np.array([1])):
+        assert not env.action_space.contains(bad)
+        with pytest.raises(ShapeError, match=r"action must be an integer in 0\.\.1 .* got"):
+            env.step(bad)
+    for bad in (2, -1, np.int64(7)):
+        with pytest.raises(IndexRangeError, match=r"action -?\d+ is not in 0\.\.1"):
+            env.step(bad)
+    assert env.unwrapped._h == 0  # nothing refused took a step
+    for good in (1, np.int64(0), np.uint8(1), np.array(0), True):
+        assert env.action_space.contains(good)
+        env.step(good)
+    assert env.unwrapped._h == 5

@@ -9,6 +9,7 @@ import pytest
 
 from privrl import kernels as kn
 from privrl.exceptions import (
+    AssumptionError,
     CapacityError,
     NonFiniteError,
     NotPositiveDefiniteError,
@@ -137,6 +138,41 @@ def test_spd_inverse_and_not_pd():
         kn.spd_inverse(indefinite)
     assert isinstance(ei.value, np.linalg.LinAlgError)
     assert kn.min_eigenvalue(indefinite) == pytest.approx(-0.5)
+
+
+def test_non_symmetric_matrices_are_refused():
+    """min_eigenvalue([[1, 2], [0, 1]]) returned 0.0 and optimistic_q took a non-symmetric inv: both
+    used (a + a^T) / 2 without a word. Rounding asymmetry (np.linalg.inv) is still taken."""
+    lower = np.array([[1.0, 2.0], [0.0, 1.0]])
+    with pytest.raises(
+        AssumptionError, match=r"matrix must be symmetric: \|matrix\[0, 1\] - matrix\[1, 0\]\| = 2"
+    ):
+        kn.min_eigenvalue(lower)
+    assert kn.min_eigenvalue(lower + lower.T) == pytest.approx(0.0, abs=1e-12)
+    phi, w = np.ones((4, 3)) / 3, np.ones(3)
+    skew = np.eye(3) + 1e-6 * np.triu(np.ones((3, 3)), 1)
+    for call in (
+        lambda inv: kn.optimistic_q(phi, w, inv, 1.0),
+        lambda inv: kn.optimistic_values(phi, w, inv, 1.0, 2),
+        lambda inv: kn.state_values(phi, w, inv, 1.0, 2),
+    ):
+        with pytest.raises(AssumptionError, match=r"inv must be symmetric: .* exceeds 1e-10 x its largest"):
+            call(np.arange(9.0).reshape(3, 3))
+        with pytest.raises(AssumptionError, match="inv must be symmetric"):
+            call(skew)
+    # within 1e-10 of the largest entry: taken, as the kernel's symmetrized matrix
+    near = np.eye(3) * 1e3 + 1e-8 * np.triu(np.ones((3, 3)), 1)
+    assert rel_close(kn.optimistic_q(phi, w, near, 1.0), kn.optimistic_q(phi, w, 0.5 * (near + near.T), 1.0))
+    rng = np.random.default_rng(5)
+    inv = np.linalg.inv(spd(rng, 40))
+    assert not np.array_equal(inv, inv.T)  # rounding
+    kn.optimistic_q(rng.standard_normal((5, 40)), rng.standard_normal(40), inv, 1.0)
+    assert kn.min_eigenvalue(inv) > 0
+    # shape and finiteness errors are unchanged
+    with pytest.raises(ShapeError):
+        kn.min_eigenvalue(np.ones((2, 3)))
+    with pytest.raises(NonFiniteError):
+        kn.min_eigenvalue([[np.nan, 1.0], [0.0, 1.0]])
 
 
 def test_rank_one_bad_inputs():

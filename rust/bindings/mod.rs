@@ -522,15 +522,9 @@ impl PyPrefix {
     fn release_vec(&self, py: Python<'_>) -> PyResult<Vec<f64>> {
         let mut out = vec![0.0; self.inner.shape().len()];
         self.inner.release_into(&mut out).py_ok(py)?;
-        if crate::errors::any_non_finite(&out) {
-            // finite leaves whose sum (or sum plus noise) leaves the float range
-            return Err(crate::errors::CoreError::NonFinite(format!(
-                "the {} release is not finite: the leaves' prefix sum exceeds the float range \
-                 (~1.8e308)",
-                self.inner.kind().name()
-            )))
-            .py_ok(py);
-        }
+        // finite leaves whose sum (or sum plus noise) leaves the float range
+        crate::errors::check_finite("release (the leaves' sum exceeds the float range)", &out)
+            .py_ok(py)?;
         Ok(out)
     }
 }

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.errors import AssumptionError, ShapeError
+from privrl.common.errors import AssumptionError, IndexRangeError, ShapeError
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.linear import LinearMDP, tabular_linear_mdp
 
@@ -173,7 +173,11 @@ def _adapter_class() -> Any:
         """A FiniteMDP as a gymnasium Env: obs = state index, episodes truncated after H steps
         (terminated is always False: the finite-horizon MDP has no terminal states), info["h"] =
         number of steps taken so far (0-based index of the next step). Sampling uses the Env's
-        ``np_random`` generator, seeded by ``reset(seed=...)``. No render modes (Env's metadata)."""
+        ``np_random`` generator, seeded by ``reset(seed=...)``. No render modes (Env's metadata).
+        ``step`` takes the actions its ``Discrete(A)`` space contains: an int or a numpy integer
+        (scalar or 0-d array) in 0..A-1; any other type, a float such as 1.0 included (gymnasium's
+        ``Discrete.contains`` refuses it too), is a ShapeError, an integer out of range an
+        IndexRangeError."""
 
         def __init__(self, mdp: FiniteMDP) -> None:
             super().__init__()
@@ -196,9 +200,7 @@ def _adapter_class() -> Any:
                 raise RuntimeError("call reset() before step()")
             if self._h >= self.mdp.H:
                 raise RuntimeError("the episode is over (horizon reached): call reset()")
-            a = int(action)
-            if not 0 <= a < self.mdp.A:
-                raise AssumptionError(f"action {action} is not in 0..{self.mdp.A - 1}")
+            a = _action_index(action, self.mdp.A)
             h, s = self._h, self._s
             reward = float(self.mdp.R[h, s, a])
             self._s = self.mdp.sample_next_state(h, s, a, self.np_random)
@@ -208,6 +210,23 @@ def _adapter_class() -> Any:
 
     _ADAPTER_CLASS = GymnasiumAdapter
     return GymnasiumAdapter
+
+
+def _action_index(action: Any, A: int) -> int:
+    """`action` as an index in 0..A-1, by gymnasium's rule for a Discrete(A) action (its
+    ``contains``): a Python int or a numpy integer scalar / 0-d array; int(0.5) would be action 0."""
+    integral = isinstance(action, (int, np.integer)) or (
+        isinstance(action, np.ndarray) and action.shape == () and action.dtype.kind in "iu"
+    )
+    if not integral:
+        raise ShapeError(
+            f"action must be an integer in 0..{A - 1} (an int or a numpy integer, as gymnasium's "
+            f"Discrete({A}) takes), got {action!r} of type {type(action).__name__}"
+        )
+    a = int(action)
+    if not 0 <= a < A:
+        raise IndexRangeError(f"action {a} is not in 0..{A - 1}")
+    return a
 
 
 def as_gymnasium(mdp: FiniteMDP) -> Any:

@@ -38,13 +38,29 @@ class Evaluation:
     values: np.ndarray | None = field(default=None, repr=False)
 
 
-def _policy_fn(policy: Any, H: int) -> Callable[[int, int], int]:
+#: The most steps an episode of evaluate runs on a gymnasium environment with a callable policy
+#: and no H (the environment's own end usually comes first).
+_MAX_STEPS = 10_000
+
+
+def _policy_fn(policy: Any, H: int | None) -> tuple[Callable[[int, int], int], int]:
+    """The action function of `policy` and the number of steps an episode runs: H if given, else
+    the first dimension of an (H, S) array policy (it has no action beyond it) or _MAX_STEPS for
+    a callable."""
     if callable(policy):
-        return lambda s, h: int(policy(s, h))
+        return (lambda s, h: int(policy(s, h))), (_MAX_STEPS if H is None else H)
     table = np.asarray(policy)
-    if table.ndim != 2 or table.shape[0] != H or table.dtype.kind not in "iu":
-        raise ShapeError(f"policy must be an (H, S) int array with H = {H} or a callable (state, h)")
-    return lambda s, h: int(table[h, s])
+    if table.ndim != 2 or table.dtype.kind not in "iu" or 0 in table.shape:
+        raise ShapeError(
+            "policy must be a non-empty (H, S) int array or a callable (state, h), got an array of "
+            f"shape {table.shape} and dtype {table.dtype}"
+        )
+    if H is not None and table.shape[0] != H:
+        raise ShapeError(
+            f"policy is an (H, S) array with H = {table.shape[0]} rows, but H = {H} was given "
+            "(omit H to run the array's rows)"
+        )
+    return (lambda s, h: int(table[h, s])), table.shape[0]
 
 
 def evaluate(
@@ -60,9 +76,11 @@ def evaluate(
     On a privrl FiniteMDP (a model): exact, ``init_dist @ V^pi_1`` by backward induction (the
     (H, S) int policy; `episodes` and `seed` are ignored); on a ContextualBandit: exact, the mean
     over the contexts of ``means[s, pi[0, s]]`` (a (1, S) policy). On a gymnasium environment (no model):
-    the mean return of `episodes` episodes of `H` steps (default: the env's own end, at most 10^4
-    steps), from ``env.reset(seed=...)`` seeded once by `seed`; `policy` is an (H, S) array or a
-    callable (state, h) -> action, `state(obs)` maps an observation to a state index; an action
+    the mean return of `episodes` episodes of at most `H` steps (each also ends at the env's own
+    end), from ``env.reset(seed=...)`` seeded once by `seed`; `policy` is an (H, S) int array or
+    a callable (state, h) -> action, `state(obs)` maps an observation to a state index. Without
+    `H`, an (H, S) array policy runs its H rows (its first dimension is H; a given `H` must equal
+    it, ShapeError otherwise) and a callable runs to the env's own end, at most 10^4 steps; an action
     outside a Discrete action space is refused (IndexRangeError). `H`, when given, is an integer
     >= 1 (PrivacyParameterError otherwise). `policy` may also be a privrl agent: the policy of the
     user arriving now (``agent.policy()``, one draw under sampling) over the agent's horizon.
@@ -86,8 +104,8 @@ def evaluate(
         arms = env.check_policy(policy)
         return Evaluation(value=float(env.means[np.arange(env.S), arms].mean()), exact=True)
     n = check_episodes(episodes)
-    horizon = 10_000 if H is None else H
-    act = _checked_actions(_policy_fn(policy, horizon), getattr(env, "action_space", None))
+    act, horizon = _policy_fn(policy, H)
+    act = _checked_actions(act, getattr(env, "action_space", None))
     returns = np.empty(n)
     for k in range(n):
         obs, _ = env.reset(seed=seed if k == 0 else None)

@@ -23,7 +23,7 @@ from privrl.common.checks import (
     seed_bytes,
     tie_seed,
 )
-from privrl.common.errors import NonFiniteError, PrivacyParameterError, ShapeError
+from privrl.common.errors import AssumptionError, NonFiniteError, PrivacyParameterError, ShapeError
 from privrl.kernels.continual import (
     DEFAULT_GRID_BITS,
     MAX_NODE_LEN,
@@ -60,6 +60,10 @@ __all__ = [
 ]
 
 SQRT2 = math.sqrt(2.0)
+
+#: The asymmetry a matrix the kernels take as symmetric may have: max |a_ij - a_ji| relative to
+#: max |a_ij| (rounding, e.g. of np.linalg.inv, is ~1e-16; a transposed or a wrong matrix is not).
+SYMMETRY_RTOL = 1e-10
 
 
 def _scalar(x: Any, name: str) -> float:
@@ -277,15 +281,40 @@ def spd_solve(a: Any, b: Any) -> np.ndarray:
     return _core.spd_solve(a, as_f64(b, "b", 1, (a.shape[0],)))
 
 
+def _symmetric(a: np.ndarray, name: str) -> np.ndarray:
+    """`a`, refused (AssumptionError) unless symmetric up to SYMMETRY_RTOL of its largest entry:
+    the Rust kernels use (a + a^T) / 2, which for a non-symmetric matrix is silently another one.
+    O(d^2). A non-square, empty or non-finite `a` is left to the Rust core's shape and finiteness
+    checks (ShapeError, NonFiniteError)."""
+    if a.ndim != 2 or a.shape[0] != a.shape[1] or a.size == 0:
+        return a
+    scale = float(np.abs(a).max())
+    if not math.isfinite(scale):
+        return a
+    with np.errstate(over="ignore", invalid="ignore"):
+        gap = np.abs(a - a.T)
+    i, j = np.unravel_index(int(np.argmax(gap)), gap.shape)
+    if gap[i, j] > SYMMETRY_RTOL * scale:
+        raise AssumptionError(
+            f"{name} must be symmetric: |{name}[{i}, {j}] - {name}[{j}, {i}]| = {gap[i, j]:.3g} "
+            f"exceeds {SYMMETRY_RTOL:g} x its largest entry {scale:.3g}"
+        )
+    return a
+
+
 def min_eigenvalue(a: Any) -> float:
-    return _core.min_eigenvalue(as_f64(a, "matrix", 2))
+    """Smallest eigenvalue of a symmetric (d, d) matrix (any sign: an indefinite matrix has a
+    negative one). A non-symmetric matrix is refused (AssumptionError): what is computed is the
+    minimum eigenvalue of a symmetric matrix, and (a + a^T) / 2 would silently stand in for it;
+    the tolerance is max |a_ij - a_ji| <= 1e-10 max |a_ij| (SYMMETRY_RTOL), which rounding passes."""
+    return _core.min_eigenvalue(_symmetric(as_f64(a, "matrix", 2), "matrix"))
 
 
 def _q_inputs(phi, w, inv, offset):
     phi = as_f64(phi, "phi", 2)
     d = phi.shape[1]
     w = as_f64(w, "w", 1, (d,))
-    inv = as_f64(inv, "inv", 2, (d, d))
+    inv = _symmetric(as_f64(inv, "inv", 2, (d, d)), "inv")
     if offset is not None:
         offset = as_f64(offset, "offset", 1, (phi.shape[0],))
     return phi, w, inv, offset
@@ -300,7 +329,13 @@ def optimistic_q(
     lower: float = -math.inf,
     offset: Any = None,
 ) -> np.ndarray:
-    """clip_[lower, upper](offset + Phi w + beta sqrt(max(0, phi^T inv phi))) for every row."""
+    """clip_[lower, upper](offset + Phi w + beta sqrt(max(0, phi^T inv phi))) for every row.
+
+    `inv` (d, d) is the symmetric inverse design matrix Lambda^{-1}: a non-symmetric one is
+    refused (AssumptionError) unless max |inv_ij - inv_ji| <= 1e-10 max |inv_ij| (SYMMETRY_RTOL;
+    rounding, e.g. of np.linalg.inv, passes and the kernel uses (inv + inv^T) / 2). This O(d^2)
+    check is the only one on `inv`: it is not checked to be positive (semi-)definite, and an
+    indefinite `inv` gives a bonus of 0 where phi^T inv phi < 0."""
     phi, w, inv, offset = _q_inputs(phi, w, inv, offset)
     return _core.optimistic_q(
         phi, w, inv, _scalar(beta, "beta"), _scalar(lower, "lower"), _scalar(upper, "upper"), offset
@@ -327,7 +362,8 @@ def optimistic_values(
     rng: Any = None,
 ):
     """Fused optimistic_q + greedy for phi of shape (n_states * n_actions, d), rows grouped by
-    state. Returns (Q (n_states, n_actions), V (n_states,), greedy actions (n_states,))."""
+    state. Returns (Q (n_states, n_actions), V (n_states,), greedy actions (n_states,)). `inv` is
+    checked for symmetry as in optimistic_q (AssumptionError)."""
     phi, w, inv, offset = _q_inputs(phi, w, inv, offset)
     n_actions = _positive_int(n_actions, "n_actions")
     if phi.shape[0] % n_actions:
@@ -360,11 +396,12 @@ def state_values(
     table: (n_states * n_actions, d), rows grouped by state (row s * n_actions + a is phi(s,a)).
     states: int indices into the table's states (repeats allowed: one value per entry), or None
     for every state. The rows are read through the index, never copied into an (n * A, d) block.
+    `inv` is checked for symmetry as in optimistic_q (AssumptionError).
     """
     table = as_f64(table, "table", 2)
     d = table.shape[1]
     w = as_f64(w, "w", 1, (d,))
-    inv = as_f64(inv, "inv", 2, (d, d))
+    inv = _symmetric(as_f64(inv, "inv", 2, (d, d)), "inv")
     n_actions = _positive_int(n_actions, "n_actions")
     if table.shape[0] % n_actions:
         raise ShapeError(f"{table.shape[0]} feature rows do not split into groups of {n_actions} actions")
