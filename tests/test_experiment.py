@@ -247,8 +247,32 @@ def test_changing_an_option_makes_new_runs(tmp_path):
     base = {**SMALL, "agents": {"UCRL-VTR": AGENTS["UCRL-VTR"]}, "seeds": [0]}
     _, m1 = sweep(**base, outdir=out)
     changed = {"UCRL-VTR": {**AGENTS["UCRL-VTR"], "beta_scale": 0.5}}
-    _, m2 = sweep(**{**base, "agents": changed}, outdir=out)
+    # the folder's earlier run leaves its manifest: said, not silent (audit 2, item 3)
+    with pytest.warns(UserWarning, match="holds 1 runs of another config"):
+        _, m2 = sweep(**{**base, "agents": changed}, outdir=out)
     assert m2["n_computed"] == 1 and set(m1["runs"]).isdisjoint(m2["runs"])
+
+
+def test_a_damaged_run_table_is_recomputed_on_resume_and_named_by_readers(tmp_path):
+    """A run table that cannot be read (here: garbage bytes) is recomputed by a resumed sweep, like
+    a run that never finished, and load_results names the file instead of a parser traceback."""
+    from privrl.experiment.results import ResultStore
+
+    out = tmp_path / "d"
+    base = {**SMALL, "agents": {"UCRL-VTR": AGENTS["UCRL-VTR"]}, "seeds": [0]}
+    df1, m1 = sweep(**base, outdir=out)
+    store = ResultStore(out, "csv")
+    run_id = next(iter(m1["runs"]))
+    table = store.runs_dir / json.loads(store.meta_path(run_id).read_text())["table"]
+    table.write_bytes(b"garbage")
+    with pytest.raises(ConfigError, match=r"is not a readable run table.*--fresh"):
+        load_results(out)
+    df2, m2 = sweep(**base, outdir=out)
+    assert m2["n_computed"] == 1 and m2["n_resumed"] == len(m1["runs"]) - 1
+    pd.testing.assert_frame_equal(
+        df1.drop(columns="wall_time", errors="ignore"), df2.drop(columns="wall_time", errors="ignore")
+    )
+    load_results(out)  # readable again
 
 
 @pytest.mark.parametrize("band", ["std", "ci95"])

@@ -195,8 +195,19 @@ class ResultStore:
         _write_json(self.meta_path(run_id), {**meta, "table": table.name})
 
     def read_run(self, run_id: str) -> tuple[pd.DataFrame, dict]:
+        """A finished run's rows and record; a table that cannot be read (a damaged or foreign
+        file) is a ConfigError naming it (a resumed sweep recomputes that run instead)."""
         meta = json.loads(self.meta_path(run_id).read_text())
-        return normalize_frame(_read_table(self.runs_dir / meta["table"])), meta
+        path = self.runs_dir / meta["table"]
+        try:
+            frame = _read_table(path)
+        except Exception as exc:  # pyarrow / pandas parse errors: no common base class
+            raise ConfigError(
+                "OUTDIR",
+                f"{path} is not a readable run table ({type(exc).__name__}: {exc}); delete it and "
+                "rerun the sweep (the run is recomputed), or rerun with --fresh",
+            ) from exc
+        return normalize_frame(frame), meta
 
     def write_manifest(self, manifest: dict) -> None:
         self.root.mkdir(parents=True, exist_ok=True)

@@ -317,11 +317,33 @@ def _load_finished(
     stale = 0
     for spec in specs:
         if store.finished(spec.run_id):
-            frame, meta = store.read_run(spec.run_id)
+            try:
+                frame, meta = store.read_run(spec.run_id)
+            except ConfigError:  # a damaged table: recomputed, like a run that never finished
+                continue
             results[spec.run_id] = frame
             manifest["runs"][spec.run_id] = {**meta, "resumed": True}
             stale += meta.get("producer", producer) != producer
     return stale
+
+
+def _warn_other_config(store: ResultStore, specs: Sequence[RunSpec], outdir: Any) -> None:
+    """Warn when the folder's manifest lists runs this config does not have: the new manifest
+    replaces it, so they leave the folder's table and reports (their files stay in runs/)."""
+    path = store.root / "manifest.json"
+    try:
+        previous = json.loads(path.read_text()).get("runs", {}) if path.exists() else {}
+    except (ValueError, AttributeError):
+        return
+    ids = {s.run_id for s in specs}
+    dropped = [r for r in previous if r not in ids]
+    if dropped:
+        warnings.warn(
+            f"{outdir} holds {len(dropped)} runs of another config (e.g. {dropped[0]}): this sweep's "
+            "manifest replaces its manifest, so they leave its table and reports (their files stay in "
+            "runs/); use another output folder to keep both",
+            stacklevel=3,
+        )
 
 
 def _file_run(
@@ -427,6 +449,7 @@ def run_sweep(
     results: dict[str, pd.DataFrame] = {}
     producer = {"privrl": manifest["privrl"], "git_commit": manifest["git_commit"]}
     if store is not None:
+        _warn_other_config(store, specs, outdir)
         store.prepare()
         stale = _load_finished(store, specs, results, manifest, producer) if resume else 0
         if stale:
