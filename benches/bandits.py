@@ -132,16 +132,53 @@ def summary(runs: list[dict[str, Any]], K: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--datasets", nargs="+", default=["digits", "wine", "breast_cancer"])
-    ap.add_argument("--K", type=int, default=100_000)
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--privacy", nargs="+", default=list(PRIVACY))
-    ap.add_argument("--exploration", nargs="+", default=[None], help="default: the agents' own")
-    ap.add_argument("--vw", action="store_true", help="Vowpal Wabbit on the same users")
-    ap.add_argument("--vw-args", default="--cb_explore_adf -q SA --epsilon 0.05")
-    ap.add_argument("--out", default="results/bandits")
-    ap.add_argument("--noise", action="store_true", help="only the reward-noise comparison with LSVI-UCB")
+    # the module docstring's first paragraph (one sentence over two lines), as one line
+    ap = argparse.ArgumentParser(
+        description=" ".join(__doc__.split("\n\n")[0].split()),
+        epilog="Writes OUT/bandits.md and OUT/bandits.json (see the module docstring for the protocol).",
+    )
+    ap.add_argument(
+        "--datasets",
+        nargs="+",
+        default=["digits", "wine", "breast_cancer"],
+        help="datasets of privrl.envs.datasets.load_bandit to run (default: digits wine breast_cancer; "
+        "--noise uses the first)",
+    )
+    ap.add_argument("--K", type=int, default=100_000, help="users (rounds) per run (default: 100000)")
+    ap.add_argument("--seeds", type=int, default=3, help="seeds per agent, 0 .. SEEDS-1 (default: 3)")
+    ap.add_argument(
+        "--privacy",
+        nargs="+",
+        default=list(PRIVACY),
+        choices=list(PRIVACY),
+        metavar="SETTING",
+        help=f"LinUCB privacy settings to run (default: all, {' '.join(PRIVACY)})",
+    )
+    ap.add_argument(
+        "--exploration",
+        nargs="+",
+        default=[None],
+        help="LinUCB exploration rules to run: optimism and / or sampling (default: the agent's own default "
+        "for each privacy setting)",
+    )
+    ap.add_argument(
+        "--vw", action="store_true", help="also run Vowpal Wabbit on the same users (default: off)"
+    )
+    ap.add_argument(
+        "--vw-args",
+        default="--cb_explore_adf -q SA --epsilon 0.05",
+        help="Vowpal Wabbit arguments with --vw, given with '=' as they start with '--' "
+        "(default: --vw-args='%(default)s')",
+    )
+    ap.add_argument(
+        "--out", default="results/bandits", help="output folder for bandits.md / .json (default: %(default)s)"
+    )
+    ap.add_argument(
+        "--noise",
+        action="store_true",
+        help="print only the reward-noise comparison of JDP LinUCB with LSVI-UCB on the first dataset "
+        "at --K users, then exit (default: off)",
+    )
     a = ap.parse_args(argv)
     if a.noise:
         print("\n".join(noise_comparison(a.datasets[0], a.K)))

@@ -98,6 +98,49 @@ def test_bandit_refuses_bad_tables():
         ContextualBandit.from_classification(np.ones((3, 2)), [1, 1, 1])
 
 
+def test_from_classification_refuses_missing_or_unsortable_labels():
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    y = np.array([0, 1] * 10, dtype=float)
+    y[[3, 5]] = np.nan  # missing labels are refused, not made a third class
+    with pytest.raises(NonFiniteError, match="y contains NaN"):
+        ContextualBandit.from_classification(X, y, seed=0)
+    y_obj = np.array([0, 1] * 10, dtype=object)
+    y_obj[2] = None
+    with pytest.raises(ShapeError, match="y contains None"):
+        ContextualBandit.from_classification(X, y_obj, seed=0)
+    y_obj[2] = float("nan")
+    with pytest.raises(NonFiniteError, match="y contains NaN"):
+        ContextualBandit.from_classification(X, y_obj, seed=0)
+    with pytest.raises(ShapeError, match="cannot be sorted"):
+        ContextualBandit.from_classification(X, np.array([0, "a"] * 10, dtype=object), seed=0)
+    # labels of one type still work, as objects too
+    env = ContextualBandit.from_classification(X, np.array(["a", "b"] * 10, dtype=object), seed=0)
+    assert list(env.classes) == ["a", "b"] and env.A == 2
+
+
+def test_from_classification_refuses_non_numeric_or_overflowing_features():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 3)), np.array([0, 1] * 10)
+    with pytest.raises(ShapeError, match="X must be a real numeric array"):
+        ContextualBandit.from_classification([["a", "b"]] * 20, y, seed=0)
+    with pytest.raises(ShapeError, match="X must be a real numeric array"):
+        ContextualBandit.from_classification(X + 1j, y, seed=0)
+    with pytest.raises(ShapeError, match="contexts must be a real numeric array"):
+        ContextualBandit([["a"]], [[0.0, 1.0]])
+    env = ContextualBandit.from_classification(X, y, seed=0)
+    with pytest.raises(ShapeError, match="raw features must be a real numeric array"):
+        env.featurize(["a", "b", "c"])
+    # huge features overflow the standardization / the row norm: refused (no numpy warning, no
+    # silently zeroed feature columns)
+    for kw in ({}, {"scale": "max"}, {"standardize": False}, {"standardize": False, "scale": "max"}):
+        with pytest.raises(NonFiniteError, match="overflowed float64"):
+            ContextualBandit.from_classification(X * 1e300, y, seed=0, **kw)
+    with pytest.raises(NonFiniteError, match="overflowed float64"):
+        env.featurize(X[0] * 1e300)
+    big = ContextualBandit.from_classification(X * 1e150, y, seed=0)  # large but representable
+    np.testing.assert_allclose(big.contexts, env.contexts, rtol=1e-9, atol=1e-12)
+
+
 def test_nonprivate_agrees_with_the_reference():
     env = blobs()
     ag = LinUCB(env, NonPrivate(), episodes=200, seed=3, ties="lowest", exploration="optimism")

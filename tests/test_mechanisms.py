@@ -252,6 +252,21 @@ def test_bad_composition_budgets():
         m.advanced_composition(0.1, 1.0, 3, 1e-5)
     with pytest.raises(PrivacyParameterError, match="delta"):
         m.simple_composition_budget(1.0, 1.0, 3)
+    for not_iterable in (5, None, 0.5):
+        with pytest.raises(PrivacyParameterError, match=r"budgets must be an iterable of \(epsilon, delta\)"):
+            m.simple_composition(not_iterable)
+
+
+def test_composition_delta_is_capped_at_one():
+    # delta bounds a probability: a sum above 1 is the (equivalent, tighter) delta = 1
+    eps, delta = m.simple_composition([(0.1, 0.6)] * 3)
+    assert eps == pytest.approx(0.3) and delta == 1.0
+    eps, delta = m.advanced_composition(0.1, 0.6, 10, 1e-5)
+    assert eps == pytest.approx(1.622598, rel=1e-6) and delta == 1.0  # the epsilon formula unchanged
+    assert m.tree_composition(0.1, 0.6, 8, 1e-5)[1] == 1.0
+    # below 1 the sums are exact, as before
+    assert m.simple_composition([(0.1, 0.25)] * 4) == (pytest.approx(0.4), 1.0)
+    assert m.advanced_composition(0.1, 0.05, 10, 1e-5)[1] == pytest.approx(0.50001, rel=1e-12)
 
 
 def test_advanced_composition_vacuous_for_huge_eps0_instead_of_overflow():

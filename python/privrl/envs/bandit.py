@@ -9,6 +9,7 @@ With disjoint arms the feature of (s, a) is ``phi = e_a (x) x_s`` (d = A p), nev
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -38,8 +39,8 @@ class ContextualBandit:
     H = 1
 
     def __init__(self, contexts: Any, means: Any, name: str | None = None):
-        x = np.array(contexts, dtype=np.float64, ndmin=2, order="C")
-        m = np.array(means, dtype=np.float64, ndmin=2, order="C")
+        x = _real_array(contexts, "contexts", 2)
+        m = _real_array(means, "means", 2)
         if x.ndim != 2 or m.ndim != 2 or x.shape[0] != m.shape[0] or x.shape[0] == 0:
             raise ShapeError(
                 f"contexts must be (n, p) and means (n, A) with the same n >= 1, got {x.shape} and {m.shape}"
@@ -89,16 +90,21 @@ class ContextualBandit:
         so a smaller x only loses signal against it); ``scale="max"`` appends 1 and divides every
         row by the largest row norm (the table's geometry kept, typical norms far below 1).
         ``seed`` shuffles the rows (users are drawn uniformly with replacement by the run's own
-        seed either way)."""
-        X = np.array(X, dtype=np.float64, ndmin=2)
-        y = np.asarray(y)
+        seed either way). Every label must be present (NaN / None refused, not made a class) and
+        the features must be real numbers whose standardization and scaling do not overflow
+        float64 (refused with NonFiniteError: rescale X)."""
+        X = _real_array(X, "X", 2)
+        try:
+            y = np.asarray(y)
+        except (TypeError, ValueError) as e:  # ragged
+            raise ShapeError(f"y must be a 1-d array of labels: {e}") from None
         if X.ndim != 2 or y.shape != (X.shape[0],):
             raise ShapeError(f"X must be (n, p) and y (n,), got {X.shape} and {y.shape}")
         if not np.isfinite(X).all():
             raise NonFiniteError("X contains NaN or inf")
         if scale not in ("row", "max"):
             raise ValueError(f"scale must be 'row' or 'max', got {scale!r}")
-        classes, labels = np.unique(y, return_inverse=True)
+        classes, labels = _classes(y)
         if len(classes) < 2:
             raise ShapeError("a classification bandit needs at least 2 classes")
         order = (
@@ -121,7 +127,7 @@ class ContextualBandit:
         the class ``env.classes[a]``. A bandit built from its contexts directly has no transform:
         its contexts are already vectors of length p (returned as they are, shape checked). Rows
         of norm above 1 (possible with ``scale="max"``) are projected by the agent's intake."""
-        v = np.array(X, dtype=np.float64, ndmin=1)
+        v = _real_array(X, "raw features", 1)
         width = self.p if self._featurizer is None else self._featurizer.width
         if v.ndim not in (1, 2) or v.shape[-1] != width:
             raise ShapeError(f"raw features must have shape ({width},) or (m, {width}), got {v.shape}")
@@ -196,18 +202,29 @@ class _Featurizer:
     def fit(cls, X: np.ndarray, standardize: bool, bias: bool, scale: str) -> _Featurizer:
         p = X.shape[1]
         if standardize:
-            sd = X.std(axis=0)
-            keep = sd > 0
-            mean, sd = X[:, keep].mean(axis=0), sd[keep]
+            with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
+                sd = X.std(axis=0)
+                keep = sd > 0
+                mean, sd = X[:, keep].mean(axis=0), sd[keep]
+            _check_no_overflow(np.append(mean, sd), "X's column means / standard deviations")
         else:
             keep, mean, sd = np.ones(p, dtype=bool), np.zeros(p), np.ones(p)
         f = cls(p, standardize, keep, mean, sd, bias, scale, 1.0)
         if scale == "max":
-            f = replace(f, max_norm=max(float(np.linalg.norm(f._centred(X), axis=1).max()), 1e-300))
+            Z = f._centred(X)
+            with np.errstate(over="ignore", invalid="ignore"):
+                norm = float(np.linalg.norm(Z, axis=1).max())
+            _check_no_overflow(np.array([norm]), "the largest row norm of the features")
+            f = replace(f, max_norm=max(norm, 1e-300))
         return f
 
     def _centred(self, X: np.ndarray) -> np.ndarray:
-        Z = (X[:, self.keep] - self.mean) / self.sd if self.standardized else X
+        if self.standardized:
+            with np.errstate(over="ignore", invalid="ignore"):
+                Z = (X[:, self.keep] - self.mean) / self.sd
+            _check_no_overflow(Z, "the standardized features")
+        else:
+            Z = X
         if self.scale == "row":
             return Z
         return np.hstack([Z, np.ones((Z.shape[0], 1))]) if self.bias else Z
@@ -216,5 +233,58 @@ class _Featurizer:
         Z = self._centred(X)
         if self.scale == "max":
             return Z / self.max_norm
-        Z = Z / np.maximum(np.linalg.norm(Z, axis=1, keepdims=True), 1e-300)
+        with np.errstate(over="ignore", invalid="ignore"):
+            norms = np.linalg.norm(Z, axis=1, keepdims=True)
+        # an overflowed norm would silently zero the row (only the bias left): refuse it
+        _check_no_overflow(norms, "the row norms of the features")
+        Z = Z / np.maximum(norms, 1e-300)
         return np.hstack([Z, np.ones((Z.shape[0], 1))]) / np.sqrt(2.0) if self.bias else Z
+
+
+def _check_no_overflow(a: np.ndarray, what: str) -> None:
+    """Refuse a feature transform whose float64 arithmetic overflowed (finite input, inf / NaN out)."""
+    if not np.isfinite(a).all():
+        raise NonFiniteError(
+            f"{what} overflowed float64 (the features are too large in magnitude): rescale X, "
+            "e.g. to values of order 1"
+        )
+
+
+def _real_array(x: Any, name: str, ndmin: int) -> np.ndarray:
+    """``x`` as a C-contiguous float64 array of at least ``ndmin`` dims; only bool / int / float
+    data are taken (strings, objects and complex numbers are refused with a ShapeError, not
+    guessed or left to numpy's raw errors)."""
+    try:
+        a = np.asarray(x)
+    except (TypeError, ValueError, OverflowError) as e:  # ragged rows, ...
+        raise ShapeError(f"{name} must be a real numeric array: {e}") from None
+    if a.dtype.kind not in "biuf":
+        raise ShapeError(
+            f"{name} must be a real numeric array (bool, int or float), got dtype {a.dtype} "
+            "(encode text / categorical features as numbers first)"
+        )
+    return np.array(a, dtype=np.float64, ndmin=ndmin, order="C")
+
+
+def _classes(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted classes of the labels ``y`` (n,) and each row's class index; a missing label
+    (NaN, NaT, None) is refused, not made a class of its own, as are labels that cannot be sorted."""
+    kind = y.dtype.kind
+    if (kind in "fc" and not np.isfinite(y).all()) or (kind in "mM" and np.isnat(y).any()):
+        raise NonFiniteError("y contains NaN or inf labels: every row needs a label (drop unlabelled rows)")
+    if kind == "O":
+        for v in y:
+            if v is None:
+                raise ShapeError("y contains None labels: every row needs a label (drop unlabelled rows)")
+            if isinstance(v, (float, np.floating)) and not math.isfinite(v):
+                raise NonFiniteError(
+                    "y contains NaN or inf labels: every row needs a label (drop unlabelled rows)"
+                )
+    try:
+        classes, labels = np.unique(y, return_inverse=True)
+    except TypeError as e:
+        raise ShapeError(
+            f"y's labels cannot be sorted into classes ({e}): give labels of one type "
+            "(all numbers or all strings)"
+        ) from None
+    return classes, labels.reshape(-1)

@@ -110,12 +110,21 @@ def simple_composition(budgets: Iterable[Budget]) -> Budget:
     """App. "Simple Composition": mechanisms that are ``(eps_i, delta_i)``-DP compose to
     ``(sum eps_i, sum delta_i)``-DP. ``budgets`` is an iterable of ``(eps_i, delta_i)`` pairs
     (``eps_i >= 0``, ``delta_i >= 0``; an empty iterable gives ``(0, 0)``).
+
+    The returned delta is ``min(sum delta_i, 1)``: delta bounds a probability, and every mechanism
+    is ``(eps, 1)``-DP, so a sum above 1 (a vacuous guarantee) is reported as the equivalent,
+    tighter ``1``.
     """
+    expects = "an iterable of (epsilon, delta) pairs, e.g. [(0.1, 1e-6), (0.2, 0.0)]"
     if isinstance(budgets, (str, bytes)):
-        raise PrivacyParameterError(f"budgets must be an iterable of (eps, delta) pairs, got {budgets!r}")
+        raise PrivacyParameterError(f"budgets must be {expects}, got {budgets!r}")
+    try:
+        pairs = iter(budgets)
+    except TypeError:
+        raise PrivacyParameterError(f"budgets must be {expects}, got {budgets!r}") from None
     total_eps = 0.0
     total_delta = 0.0
-    for i, pair in enumerate(budgets):
+    for i, pair in enumerate(pairs):
         try:
             e, dl = pair
         except (TypeError, ValueError):
@@ -127,7 +136,7 @@ def simple_composition(budgets: Iterable[Budget]) -> Budget:
         if d > 1.0:
             raise PrivacyParameterError(f"budgets[{i}].delta must be in [0, 1], got {dl!r}")
         total_delta += d
-    return total_eps, total_delta
+    return total_eps, min(total_delta, 1.0)
 
 
 @checked(delta=check_nonneg_real)
@@ -145,7 +154,9 @@ def simple_composition_budget(epsilon: float, delta: float, k: int) -> Budget:
 def advanced_composition(eps0: float, delta0: float, k: int, delta_prime: float) -> Budget:
     """App. "Advanced composition", first form: ``k``-fold (adaptive) composition of
     ``(eps0, delta0)``-DP mechanisms is ``(eps', k delta0 + delta')``-DP with
-    ``eps' = sqrt(2 k log(1/delta')) eps0 + k eps0 (e^{eps0} - 1)``.
+    ``eps' = sqrt(2 k log(1/delta')) eps0 + k eps0 (e^{eps0} - 1)``. The returned delta is
+    ``min(k delta0 + delta', 1)``: delta bounds a probability and every mechanism is
+    ``(eps, 1)``-DP, so a value above 1 (a vacuous guarantee) is reported as the tighter ``1``.
     """
     if delta0 >= 1.0:
         raise PrivacyParameterError(f"delta0 must be in [0, 1), got {delta0!r}")
@@ -153,7 +164,7 @@ def advanced_composition(eps0: float, delta0: float, k: int, delta_prime: float)
     # is the honest answer for, e.g., a tight-calibrated release read through the paper's argument.
     growth = math.expm1(eps0) if eps0 < 700.0 else math.inf
     eps_total = math.sqrt(2.0 * k * math.log(1.0 / delta_prime)) * eps0 + k * eps0 * growth
-    return eps_total, k * delta0 + delta_prime
+    return eps_total, min(k * delta0 + delta_prime, 1.0)
 
 
 @checked()
@@ -197,14 +208,15 @@ def tree_composition(eps0: float, delta0: float, n_leaves: int, delta_prime: flo
 
     The ``m eps0^2`` term is smaller than the ``m eps0 (e^eps0 - 1)`` of
     :func:`advanced_composition`; it is still valid by Kairouz, Oh & Viswanath (2015, Thm. 3.5),
-    whose term ``m eps0 (e^eps0 - 1)/(e^eps0 + 1) <= m eps0^2 / 2``.
+    whose term ``m eps0 (e^eps0 - 1)/(e^eps0 + 1) <= m eps0^2 / 2``. As in
+    :func:`advanced_composition`, the returned delta is capped at 1 (a probability bound).
     """
     if delta0 >= 1.0:
         raise PrivacyParameterError(f"delta0 must be in [0, 1), got {delta0!r}")
     m = tree_depth(n_leaves)
     return (
         m * eps0 * eps0 + eps0 * math.sqrt(2.0 * m * math.log(1.0 / delta_prime)),
-        m * delta0 + delta_prime,
+        min(m * delta0 + delta_prime, 1.0),
     )
 
 
