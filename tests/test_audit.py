@@ -237,3 +237,32 @@ def test_end_to_end_audit_refuses_sequences_that_are_not_neighbours():
     users = [env.sample_episode(np.zeros((2, 3), dtype=np.int64), rng) for _ in range(3)]
     with pytest.raises(PrivacyParameterError, match="differ in one user"):
         A.audit_agent(lambda s: None, users, users[::-1], delta=1e-5)
+
+
+@pytest.mark.parametrize(
+    "audit", ["audit_ucrl_vtr_tree", "audit_ldp_randomizer", "audit_lsvi_u_release", "audit_lsvi_server"]
+)
+def test_shipped_audits_check_their_counts_at_the_edge(audit):
+    """n_trials <= 0 or 2.5 and noise_multiplier 0 are refused by name (audit 3: raw numpy errors,
+    a ZeroDivisionError, an internal count's name, a silent truncation of 2.5)."""
+    f = getattr(A, audit)
+    for bad in (0, -5, 2.5):
+        with pytest.raises(PrivacyParameterError, match="n_trials"):
+            f(n_trials=bad)
+    with pytest.raises(PrivacyParameterError, match="noise_multiplier"):
+        f(noise_multiplier=0, n_trials=10)
+
+
+def test_agent_audits_check_the_agent_delta_and_noise_multiplier():
+    from privrl.envs import RandomLinearMixtureMDP
+
+    env = RandomLinearMixtureMDP(S=3, A=2, d=2, H=2, seed=0)
+    rng = np.random.default_rng(0)
+    users = [env.sample_episode(np.zeros((2, 3), dtype=np.int64), rng) for _ in range(2)]
+    with pytest.raises(TypeError, match="must build a privrl Agent, got object"):
+        A.audit_agent(lambda s: object(), users, users[:1] + users[:1], delta=1e-5, n_trials=5, n_fit=5)
+    with pytest.raises(PrivacyParameterError, match="delta"):
+        A.audit_agent(lambda s: object(), users, users, delta=float("nan"), n_trials=5, n_fit=5)
+    for f in (A.audit_ucrl_vtr_agent, A.audit_linucb_agent):
+        with pytest.raises(PrivacyParameterError, match="noise_multiplier"):
+            f(noise_multiplier=0, n_trials=5, n_fit=5)

@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from privrl.agents.common.base import Agent
 from privrl.audit.mechanism_audit import AuditResult, Statistics, _neighbours, _seed_stream, audit_samples
-from privrl.common.checks import check_pos_int
+from privrl.common.checks import check_delta_pure_ok, check_pos_int, check_positive_real
 from privrl.common.errors import PrivacyParameterError
 from privrl.envs.finite import Trajectory
 
@@ -73,8 +74,15 @@ def audit_agent(
     sequence estimate the whitened direction, ``n_trials`` fresh runs per sequence are audited
     along it (see the module comment). ``claimed_epsilon`` / ``delta``: the agent's guarantee."""
     n_trials, n_fit = check_pos_int(n_trials, "n_trials"), check_pos_int(n_fit, "n_fit")
+    delta = check_delta_pure_ok(delta)
     if len(users_a) != len(users_b) or sum(a is not b for a, b in zip(users_a, users_b, strict=True)) > 1:
         raise PrivacyParameterError("the two user sequences must have the same length and differ in one user")
+    probe = make_agent(0)
+    if not isinstance(probe, Agent):
+        raise TypeError(
+            f"make_agent(noise_seed) must build a privrl Agent, got {type(probe).__name__} from "
+            f"{make_agent!r}"
+        )
     rng = _seed_stream(seed)
 
     def runs(users: Sequence[User], n: int) -> np.ndarray:
@@ -121,6 +129,7 @@ def audit_ucrl_vtr_agent(
     noise scales are multiplied by ``noise_multiplier`` (0.5: a broken agent with half the
     noise); ``effective_epsilon`` is the tight accountant's epsilon of that noise (the worst-case
     user, an upper bound on what these neighbours can reveal)."""
+    noise_multiplier = check_positive_real(noise_multiplier, "noise_multiplier")
     from privrl.agents import UCRLVTR
     from privrl.audit.report import privacy_report_from_calibration
     from privrl.envs import RandomLinearMixtureMDP
@@ -186,6 +195,7 @@ def audit_linucb_agent(
     sequence and on -x in the other (the plan's worst pair: the reward blocks differ by 2x),
     users 2..K are fixed (context, arm, reward) triples; the output is every billboard. The
     noise is multiplied by ``noise_multiplier`` (0.5: a broken agent)."""
+    noise_multiplier = check_positive_real(noise_multiplier, "noise_multiplier")
     from privrl.agents import LinUCB
     from privrl.audit.report import privacy_report_from_calibration
     from privrl.envs.bandit import ContextualBandit

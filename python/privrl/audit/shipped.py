@@ -29,10 +29,17 @@ from privrl.audit.mechanism_audit import (
     _sym_inverse_variance,
     audit_samples,
 )
+from privrl.common.checks import check_pos_int, check_positive_real
 from privrl.common.errors import PrivacyParameterError
 from privrl.kernels import NoiseStream
 from privrl.privacy.accounting import gaussian_epsilon, tree_nodes_per_leaf
 from privrl.privacy.plans import ReleasePlan
+
+
+def _counts(n_trials: Any, noise_multiplier: Any) -> tuple[int, float]:
+    """The shipped audits' n_trials (an integer >= 1) and noise_multiplier (> 0), checked at the
+    edge like audit_mechanism's."""
+    return check_pos_int(n_trials, "n_trials"), check_positive_real(noise_multiplier, "noise_multiplier")
 
 
 def _guard_of(plan: ReleasePlan, y_high: float | None = None) -> GuardSpec:
@@ -90,6 +97,7 @@ def audit_ucrl_vtr_tree(
     everything the release says about user 1. ``noise_multiplier`` scales the calibrated sigma
     (0.01: a deliberately broken mechanism). ``sampler``: the noise drawn, the agents' default
     "discrete" (exact discrete Gaussian on the lattice) or "float"."""
+    n_trials, noise_multiplier = _counts(n_trials, noise_multiplier)
     plan = plan if plan is not None else ucrl_vtr.release_plan("jdp", delta == 0.0, H, K, d, "tree", sampler)
     cal = ucrl_vtr.calibrate_ucrl_vtr("jdp", epsilon, delta, H, K, d, 1.0, calibration=calibration, plan=plan)
     if cal.noise != "gaussian":
@@ -168,6 +176,7 @@ def audit_ldp_randomizer(
     with the calibration of ``plan`` (default ``privrl.agents.ucrl_vtr.calibration.release_plan``)
     privatizes one user's statistics (the plan's worst pair, or the worst user against zeros);
     the output is everything the user sends, ``(X X^T + B^1, X y + g^1)`` for all ``h``."""
+    n_trials, noise_multiplier = _counts(n_trials, noise_multiplier)
     plan = plan if plan is not None else ucrl_vtr.release_plan("ldp", delta == 0.0, H, 1, d, "tree", sampler)
     cal = ucrl_vtr.calibrate_ucrl_vtr("ldp", epsilon, delta, H, 1, d, 1.0, calibration=calibration, plan=plan)
     if cal.noise != "gaussian":
@@ -229,6 +238,7 @@ def audit_lsvi_u_release(
     ``sigma_u``, as the LSVI server draws it). User 1 enters every one of the R releases with the
     plan's worst pair (default plan: ``phi = e_1``, ``r + V = H + 1`` against ``phi = -e_1``): the
     sensitivity ``2(H + 1)`` of every release."""
+    n_trials, noise_multiplier = _counts(n_trials, noise_multiplier)
     cal = lsvi_ucb.calibrate_lsvi_ucb(
         "jdp", epsilon, delta, H, K, d, batches=batches, calibration=calibration, plan=plan
     )
@@ -281,6 +291,7 @@ def audit_lsvi_server(
     the proof analyses; user 1 sends the plan's worst pair (``phi = e_1, r + V = H + 1`` against
     ``-e_1``, fed to the server as its guard would let through), users 2..K send zeros; the
     output is ``u~`` of every release. ``noise_multiplier`` scales both sigma_u and sigma_Lambda."""
+    n_trials, noise_multiplier = _counts(n_trials, noise_multiplier)
     from privrl.agents.lsvi_ucb.agent import batch_starts
 
     H = 1
