@@ -194,8 +194,8 @@ def test_audits_catch_half_the_noise(audit):
     assert half.flagged and half.gdp_epsilon_lower_bound > EPS
     assert half.gdp_epsilon_lower_bound < half.effective_epsilon  # a lower bound, not an estimate
     full = audit(epsilon=EPS, noise_multiplier=1.0)
-    # within 0.5 of the exact epsilon of the audited part and below it (that epsilon is 4 for the
-    # float sampler's tight noise, 3.70 for the discrete one's, calibrated in zCDP)
+    # within 0.5 of the exact epsilon of the audited part and below it (that epsilon is 4 for both
+    # samplers' tight noise since issue 23's discrete accounting; it was 3.70 for the discrete one)
     assert not full.flagged and full.effective_epsilon - 0.5 < full.gdp_epsilon_lower_bound
     assert full.gdp_epsilon_lower_bound < min(full.effective_epsilon, EPS)
     assert "Gaussian-DP" in str(full)
