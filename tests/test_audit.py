@@ -266,3 +266,15 @@ def test_agent_audits_check_the_agent_delta_and_noise_multiplier():
     for f in (A.audit_ucrl_vtr_agent, A.audit_linucb_agent):
         with pytest.raises(PrivacyParameterError, match="noise_multiplier"):
             f(noise_multiplier=0, n_trials=5, n_fit=5)
+
+
+def test_audit_samples_refuses_a_nan_direction_and_a_bad_claim():
+    """A NaN direction audited nothing (bound 0, not flagged); a claim of -1 was flagged by any
+    bound and NaN by none (audit 3)."""
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(1.0, 1.0, size=(200, 2)), rng.normal(0.0, 1.0, size=(200, 2))
+    with pytest.raises(PrivacyParameterError, match="direction must be finite"):
+        A.audit_samples(a, b, delta=1e-5, direction=[float("nan"), 1.0])
+    for bad in (-1.0, 0.0, float("nan")):
+        with pytest.raises(PrivacyParameterError, match="claimed_epsilon"):
+            A.audit_samples(a, b, delta=1e-5, claimed_epsilon=bad)

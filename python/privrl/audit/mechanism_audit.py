@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from privrl.audit.intervals import _normal_quantile, _wilson, betainc, clopper_pearson
-from privrl.common.checks import check_pos_int
+from privrl.common.checks import check_pos_int, check_positive_real
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.accounting import gaussian_epsilon
 from privrl.privacy.plans import ReleasePlan, statistic_worst_case
@@ -183,6 +183,8 @@ def audit_samples(
     (flattened output shape); ``None`` estimates it from the training halves. See the module
     comment for the method; ``delta`` is the claimed delta, ``confidence = 1 - alpha``."""
     a, b = _checked_samples(samples_a, samples_b, delta, confidence)
+    if claimed_epsilon is not None:
+        claimed_epsilon = check_positive_real(claimed_epsilon, "claimed_epsilon")
     n = a.shape[0]
     half = n // 2
     if direction is None:
@@ -192,6 +194,8 @@ def audit_samples(
         v = np.asarray(direction, dtype=float).reshape(-1)
         if v.shape[0] != a.shape[1]:
             raise PrivacyParameterError(f"direction has {v.shape[0]} entries, outputs have {a.shape[1]}")
+        if not np.all(np.isfinite(v)):
+            raise PrivacyParameterError("direction must be finite (a NaN direction audits nothing)")
         stat = "projection on the exact noiseless difference (likelihood-ratio statistic)"
         if inverse_variance is not None:
             # whitened: for independent Gaussian entries the likelihood ratio is linear in
