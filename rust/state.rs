@@ -42,3 +42,14 @@ pub fn check_sizes(what: &str, sizes: &[(&str, usize, &[usize])]) -> CoreResult<
     }
     Ok(())
 }
+
+/// Refuse a restored state holding a statistic (an inverse, a mechanism) whose dimension is not
+/// the agent's `d` (see [`check_sizes`]).
+pub fn check_dims(what: &str, dims: impl IntoIterator<Item = usize>, d: usize) -> CoreResult<()> {
+    match dims.into_iter().find(|&m| m != d) {
+        Some(bad) => Err(CoreError::InvalidParameter(format!(
+            "not a consistent saved {what} state: a statistic of dimension {bad}, the agent's is {d}"
+        ))),
+        None => Ok(()),
+    }
+}

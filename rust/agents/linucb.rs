@@ -220,13 +220,7 @@ impl LinUcb {
                 vec![]
             }
         };
-        if let Some(bad) = dims.iter().find(|&&m| m != p) {
-            return Err(CoreError::InvalidParameter(format!(
-                "not a consistent saved {WHAT} state: a statistic of dimension {bad}, the \
-                 context's is {p}"
-            )));
-        }
-        Ok(())
+        crate::state::check_dims(WHAT, dims, p)
     }
 
     /// Context row `s` (clipped to the guard's bound when the agent was built).

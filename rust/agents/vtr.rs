@@ -757,12 +757,7 @@ impl VtrAgent {
                     vec![]
                 }
             };
-            if let Some(bad) = dims.iter().find(|&&m| m != d) {
-                return Err(CoreError::InvalidParameter(format!(
-                    "not a consistent saved {WHAT} state: a statistic of dimension {bad}, the \
-                     agent's is {d}"
-                )));
-            }
+            crate::state::check_dims(WHAT, dims, d)?;
         }
         Ok(())
     }

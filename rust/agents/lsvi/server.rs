@@ -146,12 +146,6 @@ impl super::LsviAgent {
             .private
             .iter()
             .flat_map(|p| p.trees.iter().map(|m| m.dim()));
-        if let Some(bad) = dims.chain(trees).find(|&m| m != d) {
-            return Err(crate::errors::CoreError::InvalidParameter(format!(
-                "not a consistent saved {WHAT} state: a statistic of dimension {bad}, the agent's \
-                 is {d}"
-            )));
-        }
-        Ok(())
+        crate::state::check_dims(WHAT, dims.chain(trees), d)
     }
 }
