@@ -46,9 +46,21 @@ def test_clopper_pearson_against_scipy():
 
 
 def test_clopper_pearson_bad_inputs():
-    for k, n, al in ((-1, 10, 0.05), (11, 10, 0.05), (0, 0, 0.05), (1, 10, 0.0), (1, 10, 1.0)):
+    bad = [(-1, 10, 0.05), (11, 10, 0.05), (0, 0, 0.05), (1, 10, 0.0), (1, 10, 1.0)]
+    # a NaN or fractional count, a NaN level: refused, not truncated or a raw int() error
+    bad += [(float("nan"), 10, 0.05), (2.5, 10, 0.05), (1, 10.5, 0.05), (1, 10, float("nan"))]
+    for k, n, al in bad:
         with pytest.raises(PrivacyParameterError):
             A.clopper_pearson(k, n, al)
+    assert A.clopper_pearson(np.int64(3), np.int64(10), 0.05) == A.clopper_pearson(3, 10, 0.05)
+
+
+def test_betainc_refuses_x_outside_the_unit_interval():
+    # I_x(a, b) is a CDF on [0, 1]: outside it (or NaN) there is no value to return
+    for a_, b_, x in ((2, 3, 1.5), (2, 3, -0.1), (2, 3, float("nan")), (float("nan"), 3, 0.5), (2, math.inf, 0.5)):
+        with pytest.raises(PrivacyParameterError):
+            A.betainc(a_, b_, x)
+    assert A.betainc(2, 3, 0.0) == 0.0 and A.betainc(2, 3, 1.0) == 1.0
 
 
 # ============================================================================================

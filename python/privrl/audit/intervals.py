@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from privrl.common.checks import check_int
 from privrl.common.errors import PrivacyParameterError
 
 __all__ = ["betainc", "clopper_pearson"]
@@ -47,11 +48,13 @@ def betainc(a: float, b: float, x: float) -> float:
     """Regularized incomplete beta ``I_x(a, b)`` for ``a, b > 0``, ``x in [0, 1]`` (Numerical
     Recipes, Sec. 6.4: the continued fraction in ``x`` or, past the mean, in ``1 - x`` via
     ``I_x(a, b) = 1 - I_{1-x}(b, a)``). ``P(Bin(n, p) >= k) = I_p(k, n - k + 1)``."""
-    if not (a > 0 and b > 0):
-        raise PrivacyParameterError(f"betainc needs a, b > 0, got a={a}, b={b}")
-    if x <= 0.0:
+    if not (a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)):
+        raise PrivacyParameterError(f"betainc needs finite a, b > 0, got a={a}, b={b}")
+    if not 0.0 <= x <= 1.0:  # also refuses NaN
+        raise PrivacyParameterError(f"betainc needs x in [0, 1], got x={x}")
+    if x == 0.0:
         return 0.0
-    if x >= 1.0:
+    if x == 1.0:
         return 1.0
     log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
     if x < (a + 1.0) / (a + b + 2.0):
@@ -82,7 +85,8 @@ def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
     ``upper = Beta^{-1}(1 - alpha; k + 1, n - k)`` (1 if ``k = n``); closed forms
     ``upper = 1 - alpha^{1/n}`` at ``k = 0`` and ``lower = alpha^{1/n}`` at ``k = n``. The
     bisection returns the conservative end of its bracket."""
-    k, n = int(k), int(n)
+    k = check_int(k, "k", low=0)
+    n = check_int(n, "n")
     if n < 1 or not (0 <= k <= n):
         raise PrivacyParameterError(f"need 0 <= k <= n and n >= 1, got k={k}, n={n}")
     if not (0.0 < alpha < 1.0):
