@@ -215,6 +215,19 @@ def test_evaluate_on_gymnasium_takes_h_from_an_array_policy():
         privrl.evaluate(np.zeros((0, 4), dtype=int), as_gymnasium(env), episodes=2)
 
 
+def test_evaluate_array_policy_refuses_a_state_outside_its_table():
+    """state(obs) = -1 read the table's last column (a negative index counts from the end)."""
+    from privrl.exceptions import IndexRangeError
+
+    env = RiverSwimMixture(S=4, H=5)
+    pi = env.optimal_policy()
+    for bad in (-1, 4):
+        with pytest.raises(
+            IndexRangeError, match=rf"state\(obs\) gave state {bad} at step 0: the policy has states 0\.\.3"
+        ):
+            privrl.evaluate(pi, as_gymnasium(env), episodes=2, seed=0, state=lambda o, bad=bad: bad)
+
+
 def test_as_gymnasium_step_refuses_a_non_integer_or_out_of_range_action():
     """step(0.5) was action 0. Actions follow gymnasium's Discrete.contains: ints and numpy
     integers (scalars, 0-d arrays); floats, 1.0 included, are refused, as gymnasium refuses them."""

@@ -60,7 +60,16 @@ def _policy_fn(policy: Any, H: int | None) -> tuple[Callable[[int, int], int], i
             f"policy is an (H, S) array with H = {table.shape[0]} rows, but H = {H} was given "
             "(omit H to run the array's rows)"
         )
-    return (lambda s, h: int(table[h, s])), table.shape[0]
+    n_states = table.shape[1]
+
+    def act(s: int, h: int) -> int:
+        if not 0 <= s < n_states:  # a negative index would read the table from its end
+            raise IndexRangeError(
+                f"state(obs) gave state {s} at step {h}: the policy has states 0..{n_states - 1}"
+            )
+        return int(table[h, s])
+
+    return act, table.shape[0]
 
 
 def evaluate(
