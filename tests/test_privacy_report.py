@@ -370,10 +370,10 @@ def test_report_at_any_epsilon_on_every_agent_and_calibration(eps):
     practical noise meet their target exactly (no PrivacyWarning: warnings are errors here). The
     paper's LDP noise comes from the classical Gaussian mechanism, sigma = Delta sqrt(2 log(1.25 /
     delta)) / eps, proven for eps < 1 only: at eps = 1e6 the tight accountant finds it far above
-    the target, and the report warns instead of certifying it."""
+    the target, and the agent is refused at construction (it warned at its report before)."""
     from privrl.agents import LSVIUCB
     from privrl.envs import RiverSwimMixture
-    from privrl.exceptions import PrivacyWarning
+    from privrl.exceptions import PrivacyParameterError
 
     river, linear = RiverSwimMixture(S=6, H=20), RandomLinearMDP(S=20, A=3, d=4, H=5, seed=0)
     for calibration in ("paper", "tight", "practical"):
@@ -383,12 +383,45 @@ def test_report_at_any_epsilon_on_every_agent_and_calibration(eps):
             (LSVIUCB, linear, (JointDP,)),
         ):
             for model in models:
-                agent = cls(env, model(eps, 1e-5, calibration=calibration), episodes=1000)
-                overrun = calibration == "paper" and model is LocalDP and eps == 1e6
-                with pytest.warns(PrivacyWarning) if overrun else contextlib.nullcontext():
-                    rep = agent.privacy_report()
-                assert rep["target"]["epsilon"] == eps and rep["within_target"]["tight"] is not overrun
+                privacy = model(eps, 1e-5, calibration=calibration)
+                if calibration == "paper" and model is LocalDP and eps == 1e6:
+                    with pytest.raises(PrivacyParameterError, match=r"only .* by the tight accountant"):
+                        cls(env, privacy, episodes=1000)
+                    continue
+                rep = cls(env, privacy, episodes=1000).privacy_report()
+                assert rep["target"]["epsilon"] == eps and rep["within_target"]["tight"]
                 assert format_privacy_report(rep)
+
+
+def test_paper_noise_that_does_not_certify_the_target_is_refused():
+    """The paper's LDP sigma (classical Gaussian mechanism, eps < 1 only) at a large epsilon makes
+    LinUCB's releases (5264, 1e-5)-DP for a target of (1000, 1e-5): the agent was built and ran, and
+    only its privacy report warned. It is refused at construction now; below the point where the
+    formula stops covering the target (eps 121 here) it is built and certified, and the JDP paper
+    noise (far above the target's need) is built at any epsilon."""
+    import numpy as np
+
+    from privrl.agents import LinUCB
+    from privrl.envs import ContextualBandit
+    from privrl.exceptions import PrivacyParameterError
+
+    rng = np.random.default_rng(0)
+    ctx = rng.normal(size=(10, 3))
+    bandit = ContextualBandit(ctx / np.linalg.norm(ctx, axis=1, keepdims=True), rng.uniform(size=(10, 4)))
+    with pytest.raises(
+        PrivacyParameterError, match=r"\(5264\.11, 1e-05\)-DP .* above the target \(1000, 1e-05\)"
+    ):
+        LinUCB(bandit, LocalDP(1000.0, 1e-5, calibration="paper"), episodes=1000, seed=0)
+    assert LinUCB(bandit, LocalDP(100.0, 1e-5, calibration="paper"), episodes=1000).privacy_report()[
+        "within_target"
+    ]["tight"]
+    assert LinUCB(bandit, JointDP(1e4, 1e-5, calibration="paper"), episodes=1000).privacy_report()[
+        "within_target"
+    ]["tight"]
+    # the other calibrations take their noise from the accountant: built at the same target
+    assert LinUCB(bandit, LocalDP(1000.0, 1e-5, calibration="tight"), episodes=1000).privacy_report()[
+        "within_target"
+    ]["tight"]
 
 
 def test_report_warns_when_the_noise_is_below_the_target():

@@ -349,6 +349,38 @@ class Agent(abc.ABC):
         return privacy_report(self)
 
 
+def check_release(plan: Any, cal: Calibration, users: int) -> None:
+    """The checks of a calibrated release plan at construction: the lattice fits the sums
+    (:func:`check_lattice_range`) and the noise certifies the target (:func:`check_certified`)."""
+    check_lattice_range(plan, cal, users)
+    check_certified(plan, cal)
+
+
+def check_certified(plan: Any, cal: Calibration) -> None:
+    """Refuse a paper calibration whose noise does not make the release plan (eps, delta)-DP by
+    the tight accountant. The paper's sigmas are the classical Gaussian mechanism's formula
+    ``sqrt(2 ln(1.25 / delta)) / eps`` per release, stated for eps < 1: at a large epsilon it gives
+    less noise than the target needs (LDP, delta = 1e-5: LinUCB on 3 features above eps = 121,
+    UCRL-VTR / UCRL-VTR+ on RiverSwimMixture(S=4, H=5) above 956 / 2,136), and the agent would not
+    be what its privacy model says. The
+    other calibrations take their noise from the accountant, so they certify by construction.
+    Cost: one privacy report (about 20 ms)."""
+    if cal.kind == "none" or cal.calibration != "paper":
+        return
+    from privrl.audit.report import privacy_report_from_calibration
+
+    rep = privacy_report_from_calibration(plan.algorithm, cal, plan=plan)
+    if rep["within_target"]["tight"]:
+        return
+    (eps_t, dlt_t), (eps, dlt) = cal.target(), rep["tight"]["budget"]
+    raise PrivacyParameterError(
+        f"calibration='paper' at epsilon = {eps_t:g}: the paper's noise (the Gaussian mechanism's formula, "
+        f"stated for eps < 1) makes the releases only ({eps:.6g}, {dlt:.3g})-DP by the tight accountant, "
+        f"above the target ({eps_t:g}, {dlt_t:g}); use calibration='tight' (the same releases with the "
+        "noise that certifies the target) or a smaller epsilon"
+    )
+
+
 #: Lattice sums stay below 2^51 grid steps (the kernels refuse 2^52): headroom for the noise.
 _LATTICE_HEADROOM = 2.0**51
 

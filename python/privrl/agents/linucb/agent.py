@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from privrl import _core
-from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_lattice_range
+from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_release
 from privrl.agents.common.memory import refuse_over_memory
 from privrl.agents.common.specs import LinUcbSpec, NoiseSpec, bounds_spec, noise_spec
 from privrl.agents.linucb import calibration as privacy_of
@@ -111,7 +111,7 @@ class LinUCB(Agent):
             kw["mechanism"], plan, kw["sampler"], lam,
         )  # fmt: skip
         self._settle_exploration(cal)
-        check_lattice_range(plan, cal, self.K)
+        check_release(plan, cal, self.K)
         self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * cal.beta
         self.calibration: LinUCBCalibration = cal.replace(beta_used=self.beta, beta_scale=self.beta_scale)
         (stat,) = plan.statistics

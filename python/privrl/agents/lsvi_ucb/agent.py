@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from privrl import _core
-from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_lattice_range
+from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_release
 from privrl.agents.common.memory import physical_memory
 from privrl.agents.common.specs import (
     BoundsSpec,
@@ -229,7 +229,7 @@ class LSVIUCB(Agent):
             **kw, H=self.H, K=self.K, d=self.d, batches=batches, plan=plan, lam=lam
         )
         self._settle_exploration(cal)
-        check_lattice_range(plan, cal, self.K)
+        check_release(plan, cal, self.K)
         self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * cal.beta
         self.calibration: Calibration = cal.replace(
             beta_used=self.beta, beta_scale=self.beta_scale, planning=planning

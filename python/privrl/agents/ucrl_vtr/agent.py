@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from privrl import _core
-from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_lattice_range
+from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_release
 from privrl.agents.common.memory import refuse_over_memory
 from privrl.agents.common.specs import (
     AdaptiveSpec,
@@ -115,7 +115,7 @@ class UCRLVTR(Agent):
         plan = self.release_plan()
         cal = self._calibrate(plan)
         self._settle_exploration(cal)
-        check_lattice_range(plan, cal, self.K)
+        check_release(plan, cal, self.K)
         radius = getattr(cal, self._radius_key)
         self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * radius
         self.calibration: Calibration = cal.replace(beta_used=self.beta, beta_scale=self.beta_scale)
