@@ -247,3 +247,92 @@ def test_as_gymnasium_step_refuses_a_non_integer_or_out_of_range_action():
         assert env.action_space.contains(good)
         env.step(good)
     assert env.unwrapped._h == 5
+
+
+class _ShiftedChain(gym.Env):
+    """Declares Discrete(4) observations but returns s + 0.7 (an env bug a user may have)."""
+
+    observation_space = gym.spaces.Discrete(4)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.s = 0
+        return self.s + 0.7, {}
+
+    def step(self, a):
+        self.s = min(self.s + 1, 3) if a == 1 else 0
+        return self.s + 0.7, float(self.s == 3), False, False, {}
+
+
+def test_learn_checks_observations_reference_and_seed():
+    """Audit 4: with the default state=int, int() truncated the observation 3.7 to state 3 (and
+    read "3" as 3); reference=nan gave an all-NaN regret; seed=-1 and a Generator failed inside
+    gymnasium. The observation is now checked as an index, the reference as a finite value >= 0,
+    and a Generator / SeedSequence seeds the first reset with one int drawn from it."""
+    from privrl.exceptions import PrivacyParameterError
+
+    def agent(S=4, A=2, H=5):
+        return LSVIUCB(FeatureMap.one_hot(S, A, H), NonPrivate(), episodes=6, seed=0)
+
+    with pytest.raises(ShapeError, match=r"without state=\.\.\., the observation itself\), got 0\.7"):
+        privrl.learn(agent(), _ShiftedChain(), seed=0)
+    lake = gym.make("FrozenLake-v1", is_slippery=False)
+    for bad in (float("nan"), "1", -1.0):
+        with pytest.raises(PrivacyParameterError, match="reference must be"):
+            privrl.learn(agent(16, 4, 8), lake, seed=0, reference=bad)
+    with pytest.raises(PrivacyParameterError, match="seed must be None, an integer >= 0"):
+        privrl.learn(agent(16, 4, 8), lake, seed=-1)
+    # a SeedSequence seeds as the int it generates: the same run either way
+    seq = np.random.SeedSequence(3)
+    as_int = int(np.random.SeedSequence(3).generate_state(1, np.uint64)[0])
+    a, b = agent(16, 4, 8), agent(16, 4, 8)
+    assert np.array_equal(privrl.learn(a, lake, seed=seq).returns, privrl.learn(b, lake, seed=as_int).returns)
+    assert privrl.learn(agent(16, 4, 8), lake, seed=np.random.default_rng(0)).episodes == 6
+
+
+def test_running_past_k_or_on_another_model_raises_privrl_errors():
+    """These were builtin ValueErrors; now privrl's (still ValueErrors, so old handlers hold)."""
+    from privrl.exceptions import CapacityError
+
+    env = RiverSwimMixture(S=4, H=5)
+    agent = UCRLVTR(env, NonPrivate(), episodes=10, seed=0)
+    with pytest.raises(AssumptionError, match="differs in its"):
+        privrl.run(agent, RiverSwimMixture(S=4, H=6), seed=0)
+    with pytest.raises(CapacityError, match="cannot run 11"):
+        privrl.run(agent, env, episodes=11, seed=0)
+    lake = gym.make("FrozenLake-v1")
+    with pytest.raises(CapacityError, match="cannot learn 11"):
+        privrl.learn(LSVIUCB(FeatureMap.one_hot(16, 4, 8), NonPrivate(), episodes=10), lake, episodes=11)
+    with pytest.raises(AssumptionError, match=r"reward\(0\.0\) = 2 is outside \[0, 1\]"):
+        privrl.learn(
+            LSVIUCB(FeatureMap.one_hot(16, 4, 8), NonPrivate(), episodes=10), lake, reward=lambda r: r + 2
+        )
+
+
+def test_gymnasium_models_refuse_bad_ranges_ids_and_horizons():
+    """Audit 4: reward_range=[-100, inf] (or a width that overflows) mapped every reward to 0, so
+    every agent had regret 0; a bad id, map or is_slippery string, and a non-integer H, failed
+    with gymnasium's or Python's own errors (or built the slippery lake for is_slippery="no")."""
+    import math
+
+    from privrl.envs import from_gymnasium
+    from privrl.exceptions import PrivacyParameterError
+    from privrl.experiment.environments import gymnasium_linear_mdp
+
+    for rng in ([-100, math.inf], [-1e308, 1e308], [-math.inf, 0], [-100, math.nan]):
+        with pytest.raises(AssumptionError, match="reward_range needs finite lo < hi"):
+            gymnasium_linear_mdp("CliffWalking-v1", H=5, reward_range=rng)
+    with pytest.raises(ShapeError, match="Blackjack-v1 has no model"):
+        gymnasium_linear_mdp("Blackjack-v1", H=5, reward_range="auto")
+    for kw in ({"id": "NoSuch-v0"}, {"id": "FrozenLake-v1", "map_name": "9x9"}):
+        with pytest.raises(AssumptionError, match=r"gymnasium\.make\(.*\) failed"):
+            gymnasium_linear_mdp(H=5, **kw)
+    with pytest.raises(AssumptionError, match="is_slippery must be True or False, got 'no'"):
+        gymnasium_linear_mdp("FrozenLake-v1", H=5, is_slippery="no")
+    for H in (math.nan, math.inf, None, True, "5"):
+        with pytest.raises(PrivacyParameterError, match="H must be an integer >= 1"):
+            from_gymnasium("FrozenLake-v1", H)
+    with pytest.raises(ShapeError, match="int has no model"):
+        from_gymnasium(5, 5)
+    assert gymnasium_linear_mdp("CliffWalking-v1", H=5, reward_range=[-100, 0]).H == 5

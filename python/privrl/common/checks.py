@@ -346,7 +346,7 @@ def check_seed(seed: Any, name: str = "seed", generator: bool = True) -> Any:
             return seed
         except (TypeError, ValueError):
             pass
-    raise ValueError(
+    raise PrivacyParameterError(
         f"{name} must be None, an integer >= 0 (or a sequence of them) or a numpy SeedSequence"
         f"{' or Generator' if generator else ''}, got {seed!r}"
     )

@@ -44,7 +44,8 @@ class ResourceError(PrivrlError, MemoryError):
 
 
 class CapacityError(PrivrlError, ValueError):
-    """A continual-release mechanism was asked for more releases than it was built for."""
+    """More than a budget was built for: a continual-release mechanism asked for more releases,
+    an agent run or taught past the K users it is calibrated for."""
 
 
 class ConfigError(PrivrlError, ValueError):

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from privrl.common.checks import check_pos_int
 from privrl.common.errors import AssumptionError, IndexRangeError, ShapeError
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.linear import LinearMDP, tabular_linear_mdp
@@ -34,11 +35,27 @@ def padding_reward(reward: Callable[[float], float] | None) -> float:
     worse for the agent than the environment says."""
     pad = 0.0 if reward is None else float(reward(0.0))
     if not 0.0 <= pad <= 1.0:
-        raise ValueError(
+        raise AssumptionError(
             f"reward(0.0) = {pad:g} is outside [0, 1]: the steps after an episode ends pay the "
             "rescaled value of a zero reward, so the rescale must map 0 into [0, 1]"
         )
     return pad
+
+
+def model_table(env: Any) -> dict:
+    """``env.unwrapped.P`` of a tabular toy-text environment: s -> a -> [(prob, next_state,
+    reward, terminated)]; ShapeError for any other object (no model to read)."""
+    base = getattr(env, "unwrapped", None)
+    table = getattr(base, "P", None)
+    if not isinstance(table, dict):
+        spec = getattr(env, "spec", None)
+        raise ShapeError(
+            f"{spec.id if spec is not None else type(base if base is not None else env).__name__} has no "
+            "model: from_gymnasium needs a tabular toy-text environment whose env.unwrapped.P is a dict "
+            "s -> a -> [(prob, next_state, reward, terminated)] (FrozenLake, CliffWalking, Taxi); "
+            "for any other environment build a FeatureMap and use privrl.learn(agent, env, state=...)"
+        )
+    return table
 
 
 def from_gymnasium(
@@ -68,18 +85,9 @@ def from_gymnasium(
     gymnasium = _import_gymnasium()
     if isinstance(env, str):
         env = gymnasium.make(env)
+    table = model_table(env)
+    H = check_pos_int(H, "H")
     base = env.unwrapped
-    table = getattr(base, "P", None)
-    if not isinstance(table, dict):
-        spec = getattr(env, "spec", None)
-        raise ShapeError(
-            f"{spec.id if spec is not None else type(base).__name__} has no model: "
-            "from_gymnasium needs a tabular toy-text environment whose env.unwrapped.P is a dict "
-            "s -> a -> [(prob, next_state, reward, terminated)] (FrozenLake, CliffWalking, Taxi); "
-            "for any other environment build a FeatureMap and use privrl.learn(agent, env, state=...)"
-        )
-    if int(H) != H or H < 1:
-        raise AssumptionError(f"the horizon H must be a positive integer, got {H}")
     S = int(getattr(getattr(base, "observation_space", None), "n", len(table)))
     A = int(getattr(getattr(base, "action_space", None), "n", max(len(v) for v in table.values())))
     pad = padding_reward(reward)
@@ -92,7 +100,6 @@ def from_gymnasium(
     init_dist = np.asarray(init_dist, dtype=np.float64)
     spec = getattr(env, "spec", None)
     env_name = getattr(spec, "id", None) or type(base).__name__
-    H = int(H)
     return tabular_linear_mdp(
         np.broadcast_to(P, (H, S, A, S)),
         np.broadcast_to(R, (H, S, A)),

@@ -3,6 +3,7 @@ as linear MDPs through an affine reward rescale, and privrl's environments regis
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,14 +39,21 @@ def gymnasium_linear_mdp(
     """
     from privrl.common.errors import AssumptionError
     from privrl.envs import from_gymnasium
-    from privrl.envs.gym import _import_gymnasium
+    from privrl.envs.gym import _import_gymnasium, model_table
 
     gymnasium = _import_gymnasium()
-    env = gymnasium.make(id, **make_kwargs)
+    if "is_slippery" in make_kwargs and not isinstance(make_kwargs["is_slippery"], bool):
+        # gymnasium reads any truthy value as True: "no" built the slippery lake
+        raise AssumptionError(f"is_slippery must be True or False, got {make_kwargs['is_slippery']!r}")
+    try:
+        env = gymnasium.make(id, **make_kwargs)
+    except (gymnasium.error.Error, KeyError, ValueError, TypeError) as exc:  # an unknown id, map, option
+        args = "".join(f", {k}={v!r}" for k, v in make_kwargs.items())
+        raise AssumptionError(f"gymnasium.make({id!r}{args}) failed: {type(exc).__name__}: {exc}") from exc
     try:
         if reward_range is None:
             return from_gymnasium(env, H, init_dist=init_dist)
-        table = env.unwrapped.P
+        table = model_table(env)
         if isinstance(reward_range, str):
             if reward_range != "auto":
                 raise AssumptionError(f"reward_range must be None, 'auto' or [lo, hi], got {reward_range!r}")
@@ -58,9 +66,9 @@ def gymnasium_linear_mdp(
                     f"reward_range [{lo:g}, {hi:g}] must contain the table's rewards and 0, "
                     f"i.e. [{t_lo:g}, {t_hi:g}]"
                 )
-        if not hi > lo:
-            raise AssumptionError(f"reward_range needs lo < hi, got [{lo:g}, {hi:g}]")
         width = hi - lo
+        if not (hi > lo and math.isfinite(width)):  # an infinite width would map every reward to 0
+            raise AssumptionError(f"reward_range needs finite lo < hi, got [{lo:g}, {hi:g}]")
         return from_gymnasium(
             env,
             H,

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from privrl.agents.common.base import Agent
-from privrl.common.checks import check_episodes, check_pos_int
-from privrl.common.errors import IndexRangeError, NonFiniteError, ShapeError
+from privrl.common.checks import check_episodes, check_finite_real, check_pos_int, check_seed
+from privrl.common.errors import CapacityError, IndexRangeError, NonFiniteError, ShapeError
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.gym import padding_reward
@@ -212,15 +212,20 @@ def learn(
     if not (hasattr(env, "reset") and hasattr(env, "step")):
         raise TypeError(f"env must be a gymnasium environment (reset / step), got {type(env).__name__}")
     _check_spaces(agent, env, state)
+    if reference is not None:
+        reference = check_finite_real(reference, "reference", positive=False)
+    seed = _reset_seed(seed)
+    if state is int:  # the observation itself, checked as an index (int() truncated 3.7 and "3")
+        state = _identity
     left = agent.K - agent.k
     K = left if episodes is None else check_episodes(episodes)
     if left < K:
-        raise ValueError(f"{agent.label} has {left} of its {agent.K} episodes left, cannot learn {K}")
+        raise CapacityError(f"{agent.label} has {left} of its {agent.K} episodes left, cannot learn {K}")
     scale = reward if reward is not None else float
     pad = padding_reward(reward)
     t0 = time.perf_counter()
     returns, early = _episodes(agent, env, K, seed, state, scale, pad, callback, progress)
-    regret = None if reference is None else np.cumsum(float(reference) - returns)
+    regret = None if reference is None else np.cumsum(reference - returns)
     return LearnResult(returns, regret, time.perf_counter() - t0, agent.label, early)
 
 
@@ -314,7 +319,27 @@ def _check_spaces(agent: Agent, env: Any, state: Callable[[Any], int]) -> None:
         )
 
 
+def _reset_seed(seed: Any) -> int | None:
+    """learn's seed for the first ``env.reset`` (gymnasium takes None or an int >= 0): an int as
+    it is; a SeedSequence, a sequence of ints or a Generator (as privrl.run takes) gives one int
+    drawn from it."""
+    seed = check_seed(seed)
+    if seed is None or isinstance(seed, (int, np.integer)):
+        return None if seed is None else int(seed)
+    if isinstance(seed, (np.random.Generator, np.random.BitGenerator)):
+        return int(np.random.default_rng(seed).integers(2**63))
+    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    return int(seq.generate_state(1, np.uint64)[0])
+
+
+def _identity(obs: Any) -> Any:
+    return obs
+
+
 def _state_index(s: Any, S: int) -> int:
     if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or not 0 <= int(s) < S:
-        raise ShapeError(f"state(obs) must give an integer state index in [0, {S}), got {s!r}")
+        raise ShapeError(
+            f"state(obs) must give an integer state index in [0, {S}) (without state=..., the observation "
+            f"itself), got {s!r}"
+        )
     return int(s)

@@ -14,6 +14,7 @@ import numpy as np
 from privrl import _core
 from privrl.agents.common.base import Agent
 from privrl.common.checks import check_episodes, check_seed
+from privrl.common.errors import CapacityError
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.finite import FiniteMDP
 from privrl.experiment.progress import bar
@@ -126,12 +127,12 @@ def _run_users(
     left = agent.K - agent.k
     K = left if episodes is None else check_episodes(episodes)
     if left < K:
-        raise ValueError(
+        raise CapacityError(
             f"{agent.label} is calibrated for {agent.K} episodes and has run {agent.k}: "
             f"{left} remain, cannot run {K}"
         )
     if K == 0:  # "all it has left" of nothing: an empty run would pass unnoticed
-        raise ValueError(
+        raise CapacityError(
             f"{agent.label} has run all {agent.K} episodes it is calibrated for (its privacy "
             "budget covers no more users): build a new agent, with a larger K if needed"
         )

@@ -23,7 +23,13 @@ import numpy as np
 from privrl import _core
 from privrl.agents.common.specs import GuardSpec
 from privrl.common.checks import check_choice, check_episodes, check_nonneg_real, check_seed, seed_bytes
-from privrl.common.errors import NonFiniteError, PrivacyParameterError, PrivacyWarning, ShapeError
+from privrl.common.errors import (
+    AssumptionError,
+    NonFiniteError,
+    PrivacyParameterError,
+    PrivacyWarning,
+    ShapeError,
+)
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP, Trajectory
@@ -308,7 +314,7 @@ class Agent(abc.ABC):
         return out[0], out[1], np.ascontiguousarray(r, dtype=np.float64)
 
     def check_env(self, env: Any) -> None:
-        """Refuse (ValueError) an environment that is not the MDP the agent was built for: ``env``
+        """Refuse (AssumptionError) an environment that is not the MDP the agent was built for: ``env``
         must be ``agent.env`` or have its fingerprint (the same model rebuilt from its
         constructor, e.g. after loading a saved agent in another process)."""
         if env is self.env:
@@ -318,7 +324,7 @@ class Agent(abc.ABC):
         mine, theirs = self.env.fingerprint(), env.fingerprint()
         differ = sorted(k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k))
         if differ:
-            raise ValueError(
+            raise AssumptionError(
                 f"{self.label} was built for {self.env!r}; {env!r} differs in its {', '.join(differ)}: "
                 "run it on agent.env or on an equal environment"
             )
