@@ -336,3 +336,32 @@ def test_gymnasium_models_refuse_bad_ranges_ids_and_horizons():
     with pytest.raises(ShapeError, match="int has no model"):
         from_gymnasium(5, 5)
     assert gymnasium_linear_mdp("CliffWalking-v1", H=5, reward_range=[-100, 0]).H == 5
+
+
+def test_evaluate_on_a_model_refuses_what_it_would_ignore_and_checks_observations():
+    """Audit 4: on a model, H = 3 (goal 6 steps away) still gave the H = 8 value 1.0, and state=
+    and episodes=-5 were ignored; on gymnasium, Blackjack's tuples, a float state or a bool state
+    leaked numpy's TypeError / IndexError, and the default state=int truncated observations."""
+    from privrl.envs import frozen_lake
+    from privrl.exceptions import IndexRangeError, PrivacyParameterError
+
+    lake = frozen_lake(H=8, is_slippery=False)
+    pi = lake.optimal_policy()
+    assert privrl.evaluate(pi, lake, H=8).value == privrl.evaluate(pi, lake).value == 1.0
+    with pytest.raises(ShapeError, match="H = 3, but the model's horizon is H = 8"):
+        privrl.evaluate(pi, lake, H=3)
+    with pytest.raises(TypeError, match="state= applies to gymnasium environments"):
+        privrl.evaluate(pi, lake, state=lambda o: 0)
+    with pytest.raises(PrivacyParameterError, match="episodes"):
+        privrl.evaluate(pi, lake, episodes=-5)
+    gym_lake = gym.make("FrozenLake-v1", is_slippery=False)
+    for bad, shown in ((lambda o: o + 0.5, "0.5"), (lambda o: True, "True"), (lambda o: (o,), r"\(0,\)")):
+        with pytest.raises(IndexRangeError, match=rf"gave state {shown} at step 0"):
+            privrl.evaluate(pi, gym_lake, episodes=2, seed=0, state=bad)
+    with pytest.raises(IndexRangeError, match=r"gave state \(\d+, \d+, \d+\) at step 0"):
+        privrl.evaluate(np.zeros((3, 704), dtype=int), gym.make("Blackjack-v1"), episodes=2, seed=0)
+    with pytest.raises(ShapeError, match="not state indices: pass state="):
+        privrl.evaluate(lambda s, h: 0, gym.make("MountainCar-v0"), episodes=2, seed=0, H=5)
+    with pytest.raises(ShapeError, match=r"the observation itself\), got 0\.7"):
+        privrl.evaluate(lambda s, h: 1, _ShiftedChain(), episodes=2, seed=0, H=3)
+    assert privrl.evaluate(pi, gym_lake, episodes=5, seed=0).value == 1.0

@@ -62,10 +62,11 @@ def _policy_fn(policy: Any, H: int | None) -> tuple[Callable[[int, int], int], i
         )
     n_states = table.shape[1]
 
-    def act(s: int, h: int) -> int:
-        if not 0 <= s < n_states:  # a negative index would read the table from its end
+    def act(s: Any, h: int) -> int:
+        # a negative index would read the table from its end, a float or a tuple fail in numpy
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool) or not 0 <= s < n_states:
             raise IndexRangeError(
-                f"state(obs) gave state {s} at step {h}: the policy has states 0..{n_states - 1}"
+                f"state(obs) gave state {s!r} at step {h}: the policy has states 0..{n_states - 1}"
             )
         return int(table[h, s])
 
@@ -83,11 +84,13 @@ def evaluate(
     """The value of `policy` on `env`.
 
     On a privrl FiniteMDP (a model): exact, ``init_dist @ V^pi_1`` by backward induction (the
-    (H, S) int policy; `episodes` and `seed` are ignored); on a ContextualBandit: exact, the mean
-    over the contexts of ``means[s, pi[0, s]]`` (a (1, S) policy). On a gymnasium environment (no model):
+    (H, S) int policy over the model's H steps; `episodes` and `seed` are ignored, a different `H`
+    or a `state` is refused); on a ContextualBandit: exact, the mean over the contexts of
+    ``means[s, pi[0, s]]`` (a (1, S) policy). On a gymnasium environment (no model):
     the mean return of `episodes` episodes of at most `H` steps (each also ends at the env's own
     end), from ``env.reset(seed=...)`` seeded once by `seed`; `policy` is an (H, S) int array or
-    a callable (state, h) -> action, `state(obs)` maps an observation to a state index. Without
+    a callable (state, h) -> action, `state(obs)` maps an observation to a state index (by default
+    the observation itself, which must then be an index of a Discrete observation space). Without
     `H`, an (H, S) array policy runs its H rows (its first dimension is H; a given `H` must equal
     it, ShapeError otherwise) and a callable runs to the env's own end, at most 10^4 steps; an action
     outside a Discrete action space is refused (IndexRangeError). `H`, when given, is an integer
@@ -106,15 +109,37 @@ def evaluate(
     if isinstance(policy, Agent):
         H = policy.H if H is None else H
         policy = policy.policy()
+    n = check_episodes(episodes)
+    if isinstance(env, (FiniteMDP, ContextualBandit)):
+        return _exact_value(policy, env, H, state)
+    return _monte_carlo(policy, env, n, _reset_seed(seed), H, state)
+
+
+def _exact_value(policy: Any, env: FiniteMDP | ContextualBandit, H: int | None, state: Any) -> Evaluation:
+    """evaluate on a model: exact, over the model's own horizon (a different H, or a state map,
+    refused rather than ignored)."""
+    if state is not int:
+        raise TypeError("state= applies to gymnasium environments: a model's policy is indexed by its states")
+    if H is not None and H != env.H:
+        raise ShapeError(
+            f"H = {H}, but the model's horizon is H = {env.H}: its exact value is over its own H "
+            "steps (build the model with the horizon you want)"
+        )
     if isinstance(env, FiniteMDP):
         V = env.policy_values(policy)
         return Evaluation(value=env.initial_value(V), exact=True, values=V)
-    if isinstance(env, ContextualBandit):  # users uniform over the contexts: exact
-        arms = env.check_policy(policy)
-        return Evaluation(value=float(env.means[np.arange(env.S), arms].mean()), exact=True)
-    n = check_episodes(episodes)
+    arms = env.check_policy(policy)  # a bandit's users are uniform over the contexts
+    return Evaluation(value=float(env.means[np.arange(env.S), arms].mean()), exact=True)
+
+
+def _monte_carlo(
+    policy: Any, env: Any, n: int, seed: int | None, H: int | None, state: Callable[[Any], int]
+) -> Evaluation:
+    """evaluate on a gymnasium environment: the mean return of n episodes."""
     act, horizon = _policy_fn(policy, H)
     act = _checked_actions(act, getattr(env, "action_space", None))
+    if state is int:  # the observation itself, checked as an index (int() truncated 3.7)
+        state = _identity if not callable(policy) else _observation_index(env)
     returns = np.empty(n)
     for k in range(n):
         obs, _ = env.reset(seed=seed if k == 0 else None)
@@ -334,6 +359,20 @@ def _reset_seed(seed: Any) -> int | None:
 
 def _identity(obs: Any) -> Any:
     return obs
+
+
+def _observation_index(env: Any) -> Callable[[Any], int]:
+    """The default ``state`` of evaluate with a callable policy: the observation itself, checked
+    to be an index of the environment's Discrete observation space."""
+    space = getattr(env, "observation_space", None)
+    n = getattr(space, "n", None)
+    if n is None:
+        raise ShapeError(
+            f"the environment's observations ({space}) are not state indices: pass state=... mapping "
+            "an observation to the state index the policy takes"
+        )
+    top = int(getattr(space, "start", 0)) + int(n)
+    return lambda obs: _state_index(obs, top)
 
 
 def _state_index(s: Any, S: int) -> int:
