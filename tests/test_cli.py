@@ -545,3 +545,39 @@ def test_console_script_resolves():
     if exe.exists():  # installed: the command itself runs
         out = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=120)
         assert out.returncode == 0 and "privrl docs" in out.stdout, out.stderr
+
+
+def test_cli_refuses_what_audit_4_found_it_accepting_or_crashing_on(tmp_path, capsys):
+    """demo -j 0 ran on every core (run -j 0 is refused); two --agent flags with one name dropped
+    the first; a non-UTF-8 config, a corrupt / foreign manifest and plot on a folder with no
+    finished run were tracebacks (exit 1) or an empty table (exit 0); a folder as the config
+    was "cannot write"; --output fig.pdf wrote fig.png."""
+
+    def refused(argv, needle):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"privrl: error: {needle}"), err
+
+    refused(["demo", "-j", "0", "--out", str(tmp_path / "d")], "n_jobs: must be >= 1, got 0")
+    assert not (tmp_path / "d").exists()
+    twice = ["--agent", "J:algorithm=UCRL-VTR,privacy=jdp", "--agent", "J:algorithm=UCRL-VTR,privacy=ldp"]
+    refused([*FLAG_SWEEP, "--out", str(tmp_path / "o"), *twice], "--agent: two agents named 'J'")
+    (tmp_path / "bin.toml").write_bytes(b"\xff\xfe name = 1")
+    refused(["run", str(tmp_path / "bin.toml")], "CONFIG: ")
+    refused(["run", str(tmp_path)], f"CONFIG: {tmp_path} is a folder, not a config file")
+    out = tmp_path / "r"
+    assert main([*FLAG_SWEEP, "--out", str(out), "--agent", "J:algorithm=UCRL-VTR,privacy=jdp"]) == 0
+    capsys.readouterr()
+    refused(["plot", str(out), "--output", str(tmp_path / "fig.pdf")], "output: ")
+    assert not (tmp_path / "fig.png").exists()
+    for f in (out / "runs").iterdir():
+        f.unlink()
+    for f in out.glob("results.*"):
+        f.unlink()
+    assert main(["report", str(out)]) == 0  # a partial folder: says how many runs are missing
+    capsys.readouterr()
+    refused(["plot", str(out)], "OUTDIR: no finished runs to plot yet")
+    for text in ("garbage", "[1, 2]", '{"a": 1}'):
+        (out / "manifest.json").write_text(text)
+        refused(["report", str(out)], "OUTDIR: ")
+        refused(["plot", str(out)], "OUTDIR: ")

@@ -94,10 +94,12 @@ def _read_config(path: Path) -> dict[str, Any]:
 
     if not path.exists():
         raise ConfigError("CONFIG", f"config file not found: {path}")
+    if path.is_dir():
+        raise ConfigError("CONFIG", f"{path} is a folder, not a config file")
     tomllib = _tomllib()
     try:
-        raw: dict[str, Any] = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
+        raw: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError("CONFIG", f"{path} is not valid TOML: {exc}") from exc
     raw.setdefault("name", path.stem)
     return raw
@@ -143,6 +145,8 @@ def _flag_agents(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         name, _, rest = item.partition(":")
         if not name or not rest:
             raise ConfigError("--agent", f"expected NAME:algorithm=...,privacy=...; got {item!r}")
+        if name in agents:  # a TOML table cannot repeat a key either: the first was dropped
+            raise ConfigError("--agent", f"two agents named {name!r}")
         agents[name] = _pairs(rest, f"--agent {name}")
     for flag, key, kinds in _AGENT_FLAGS:
         value = getattr(args, key)
@@ -291,7 +295,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from privrl.experiment.parsing import _tomllib
 
     raw = _drop_unavailable(_tomllib().loads(demo_config_text(bandit)))
-    raw["n_jobs"] = args.n_jobs or min(os.cpu_count() or 1, 8)
+    # -j 0 is refused as `privrl run` refuses it (it ran on every core)
+    raw["n_jobs"] = args.n_jobs if args.n_jobs is not None else min(os.cpu_count() or 1, 8)
     if args.scheduler:
         raw["scheduler"] = args.scheduler
     outdir = args.out or raw.pop("outdir", "privrl-demo")

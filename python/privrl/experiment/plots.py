@@ -11,7 +11,11 @@ from typing import Any
 import numpy as np
 import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
 
+from privrl.common.errors import ConfigError
 from privrl.experiment.summary import GROUP, curves, fit_slope
+
+#: Image formats plot does not write (it writes PNG + SVG): refused rather than replaced.
+_OTHER_IMAGES = (".pdf", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp", ".gif", ".bmp")
 
 __all__ = ["plot", "plot_runs"]
 
@@ -46,7 +50,7 @@ def plot(
     if isinstance(source, pd.DataFrame):
         df = source
         if output is None:
-            raise ValueError("plot(DataFrame) needs an output path")
+            raise ConfigError("output", "plot(DataFrame) needs an output path")
     else:
         from privrl.experiment.results import load_results
 
@@ -54,8 +58,13 @@ def plot(
         if output is None:
             output = Path(source) / "regret"
     if df.empty:
-        raise ValueError("no finished runs to plot")
+        key = "source" if isinstance(source, pd.DataFrame) else "OUTDIR"
+        raise ConfigError(key, "no finished runs to plot yet (privrl report says how many are missing)")
     stem = Path(output)
+    if stem.suffix.lower() in _OTHER_IMAGES:  # it wrote fig.png + fig.svg for fig.pdf
+        raise ConfigError(
+            "output", f"{output}: plot writes a PNG and an SVG; give a stem or a .png / .svg path"
+        )
     if stem.suffix.lower() in (".png", ".svg"):
         stem = stem.with_suffix("")
     stem.parent.mkdir(parents=True, exist_ok=True)

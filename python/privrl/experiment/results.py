@@ -238,7 +238,13 @@ def load_manifest(outdir: str | os.PathLike) -> dict:
     path = Path(outdir) / "manifest.json"
     if not path.exists():
         raise ConfigError("OUTDIR", f"{outdir} has no manifest.json: not a privrl results folder")
-    return json.loads(path.read_text())
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError("OUTDIR", f"{path} is not valid JSON ({exc}): not a privrl manifest") from exc
+    if not (isinstance(manifest, dict) and isinstance(manifest.get("runs"), dict) and "privrl" in manifest):
+        raise ConfigError("OUTDIR", f"{path} is not a privrl manifest (no 'privrl' version and 'runs' table)")
+    return manifest
 
 
 def load_results(outdir: str | os.PathLike, run_ids: Iterable[str] | None = None) -> pd.DataFrame:
