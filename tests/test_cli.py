@@ -565,6 +565,10 @@ def test_cli_refuses_what_audit_4_found_it_accepting_or_crashing_on(tmp_path, ca
     (tmp_path / "bin.toml").write_bytes(b"\xff\xfe name = 1")
     refused(["run", str(tmp_path / "bin.toml")], "CONFIG: ")
     refused(["run", str(tmp_path)], f"CONFIG: {tmp_path} is a folder, not a config file")
+    huge = ["--env-arg", "S=100000000,H=5", "--agent", "J:algorithm=UCRL-VTR,privacy=jdp"]
+    assert main([*FLAG_SWEEP, "--out", str(tmp_path / "h"), *huge]) == 2
+    assert "\nprivrl: error: out of memory: Unable to allocate" in capsys.readouterr().err
+    assert not (tmp_path / "h").exists()  # refused by the preflight, before the results folder
     out = tmp_path / "r"
     assert main([*FLAG_SWEEP, "--out", str(out), "--agent", "J:algorithm=UCRL-VTR,privacy=jdp"]) == 0
     capsys.readouterr()

@@ -479,6 +479,9 @@ def main(argv: list[str] | None = None) -> int:
         # Bad input is the user's to fix: one line, argparse's convention and exit status.
         print(f"privrl: error: {exc}", file=sys.stderr)
         return 2
+    except MemoryError as exc:  # numpy's, for an environment too large to build (an agent: ResourceError)
+        print(f"privrl: error: out of memory: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:  # an output folder that cannot be written (permissions, a file in the path)
         where = f": {exc.filename}" if exc.filename else ""
         print(f"privrl: error: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)
