@@ -144,3 +144,20 @@ def test_a_restored_state_with_corrupted_dimensions_is_refused(cls, env, privacy
         bad[offset] = 0x7F
         with pytest.raises(PrivrlError, match=r"not a consistent saved|not a saved"):
             restore(bytes(bad))
+
+
+def test_a_failed_save_leaves_no_copy_behind(tmp_path):
+    """Audit 4: saving over a folder failed in os.replace and left `<path>.tmp` holding the whole
+    agent (5 MB for an LSVI-UCB agent). It is refused up front now, and a save that fails while
+    writing removes its temporary file."""
+    agent = UCRLVTR(RiverSwimMixture(S=4, H=5), JointDP(1.0, 1e-5), episodes=10, seed=0)
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(IsADirectoryError):
+        agent.save(tmp_path / "folder")
+    with pytest.raises(FileNotFoundError):
+        agent.save(tmp_path / "missing" / "a.privrl")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder"]
+    agent.save(tmp_path / "a.privrl")
+    agent.save(tmp_path / "a.privrl")  # over an earlier save: replaced
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.privrl", "folder"]
+    assert type(agent).load(tmp_path / "a.privrl").k == 0

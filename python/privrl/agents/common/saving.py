@@ -11,11 +11,14 @@ its checksum, is refused with a SaveFormatError that says so.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import io
 import json
 import os
 import pickle
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -92,10 +95,18 @@ def save_agent(agent: Any, path: str | os.PathLike) -> None:
         "sha256": hashlib.sha256(payload).hexdigest(),
     }
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(MAGIC + json.dumps(header).encode() + b"\n" + payload)
-    os.replace(tmp, path)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "cannot save an agent over a folder", str(path))
+    # a name of its own per call: two saves to one path never write the same temporary file
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        with open(tmp, "xb") as fh:
+            fh.write(MAGIC + json.dumps(header).encode() + b"\n" + payload)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)  # a failed save leaves no copy of the agent behind
+        raise
 
 
 def load_agent(path: str | os.PathLike, expected: type | None = None) -> Any:
