@@ -208,3 +208,21 @@ def test_same_seed_same_release_per_mechanism():
             a.observe(env.sample_episode(a.policy(), np.random.default_rng(k)))
         runs.append(a.release().design)
     np.testing.assert_array_equal(runs[0], runs[1])
+
+
+def test_blt_beyond_its_precise_capacity_is_refused_with_the_way_out():
+    """Audit 4: K >= 1e16 with the default (BLT) mechanism gave "BLT parameters need 1..=64 pairs
+    with theta in (0, 1)" (its decay rates round to 1); between 2^45 and that, its variance
+    recursion went erratic (negative at 2^61). BLT stops at 2^44 releases with a message naming
+    K and the tree, which takes any K."""
+    from privrl.agents import UCRLVTR
+    from privrl.envs import RiverSwimMixture
+    from privrl.exceptions import PrivacyParameterError
+
+    env = RiverSwimMixture(S=4, H=5)
+    UCRLVTR(env, JointDP(1.0, 1e-20, sampler="float"), episodes=2**44)
+    with pytest.raises(
+        PrivacyParameterError, match=r"at most 2\^44 = 17592186044416 releases \(K\), got 17592186044417"
+    ):
+        UCRLVTR(env, JointDP(1.0, 1e-20, sampler="float"), episodes=2**44 + 1)
+    UCRLVTR(env, JointDP(1.0, 1e-20, sampler="float", mechanism="tree"), episodes=2**63 - 1)

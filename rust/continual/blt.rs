@@ -166,6 +166,13 @@ impl Blt {
         omega: Vec<f64>,
     ) -> CoreResult<Self> {
         check_common(shape, noise, capacity)?;
+        if capacity > MAX_BLT_CAPACITY {
+            return Err(CoreError::InvalidParameter(format!(
+                "the BLT mechanism supports at most 2^44 = {MAX_BLT_CAPACITY} releases (K), got \
+                 {capacity}: beyond, its variance recursion loses double precision (and at ~5e15 \
+                 its decay rates round to 1); use mechanism='tree'"
+            )));
+        }
         let ok = !theta.is_empty()
             && theta.len() == omega.len()
             && theta.len() <= MAX_BLT_BUFFERS
@@ -428,6 +435,12 @@ impl Blt {
 /// Longest variance profile a BLT mechanism caches for `variance_factor` (8 MiB); beyond, each
 /// call doubles (`decoder_variance`).
 const MAX_CACHED_PROFILE: u64 = 1 << 20;
+
+/// The largest capacity BLT is built for: the doubled variance recursion
+/// (`decoder_variance`) grows smoothly with the capacity up to 2^44 (steps of 0.25-0.31 per
+/// doubling) and erratically beyond (0.32, 0.28, 0.41, 0.24, 0.66 from 2^45 to 2^51, negative
+/// at 2^61): its sums of O(K) terms lose double precision.
+pub const MAX_BLT_CAPACITY: u64 = 1 << 44;
 
 /// `sum_{j<t} e_j^2` for t = 1..=n, e the decoder A C^{-1}'s impulse response, directly (O(n m)):
 /// the running sum `variance_profile` reports and `variance_factor` reads.
@@ -718,6 +731,19 @@ mod tests {
     /// Discrete BLT: the release decodes round(C x) + z; its noise has the continuous
     /// mechanism's variance (sigma^2 times the decoder's profile) up to the rounding, the
     /// release is the decoded lattice stream, and a refused leaf leaves the state unchanged.
+    #[test]
+    fn capacity_beyond_the_precise_recursion_is_refused() {
+        let g = NodeNoise::Gaussian { sigma: 1.0 };
+        let at = Blt::new(NodeShape::Vector(1), g, MAX_BLT_CAPACITY, [0; 32], 6).unwrap();
+        // grows with the capacity, and stays positive, at the largest one
+        let half = Blt::new(NodeShape::Vector(1), g, MAX_BLT_CAPACITY / 2, [0; 32], 6).unwrap();
+        assert!(at.max_variance_factor() > half.max_variance_factor());
+        match Blt::new(NodeShape::Vector(1), g, MAX_BLT_CAPACITY + 1, [0; 32], 6) {
+            Err(CoreError::InvalidParameter(m)) => assert!(m.contains("mechanism='tree'"), "{m}"),
+            _ => panic!("capacity 2^44 + 1 accepted"),
+        }
+    }
+
     #[test]
     fn discrete_blt_noise_variance_and_lattice_stream() {
         let (sigma, cap, t_check) = (1.5, 64u64, 40u64);
