@@ -115,8 +115,8 @@ def test_huge_epsilon_jdp_matches_nonprivate():
         privrl.run(UCRLVTRPlus(env, privacy=p, episodes=K, seed=4, beta=2.0), env, seed=5).final_regret
         for p in (
             NonPrivate(calibration="paper"),
-            JointDP(1e13, 1e-5, sampler="float", calibration="paper"),
-        )  # the discrete lattice is too fine there
+            JointDP(1e13, 1e-5, sampler="float", calibration="tight"),
+        )  # the discrete lattice is too fine there; the paper's noise is refused (certifies eps ~ 1e19)
     ]
     assert abs(regs[1] - regs[0]) <= 0.05 * regs[0]
 

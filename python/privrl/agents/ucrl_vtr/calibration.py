@@ -121,8 +121,8 @@ def release_plan(
     sampler = resolve_sampler(kind, mechanism, sampler)
     stat = UserStatistic(
         name="X_{k,h}, y_{k,h}",
-        x="X_{k,h} = phi_f(s_h, a_h), f = V~_{k,h+1} (adaptive rule: H (V~_{k,h+1} - lo) / (hi - lo) "
-        "over the support of (s_h, a_h))",
+        x="X_{k,h} = phi_f(s_h, a_h), f = V~_{k,h+1} (calibration 'adaptive' only: "
+        "H (V~_{k,h+1} - lo) / (hi - lo) over the support of (s_h, a_h))",
         y="y_{k,h} = f(s_{h+1})",
         dim=d,
         x_bound=float(H),

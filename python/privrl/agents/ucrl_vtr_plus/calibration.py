@@ -84,8 +84,8 @@ def release_plan(
     rd = math.sqrt(d)
     first = UserStatistic(
         name="phi_V / sigma_bar, V / sigma_bar",
-        x="phi_f(s_h, a_h) / sigma_bar_{k,h}, f = V_{k,h+1} (adaptive rule: normalized over the support "
-        "of (s_h, a_h) to fill [0, H])",
+        x="phi_f(s_h, a_h) / sigma_bar_{k,h}, f = V_{k,h+1} (calibration 'adaptive' only: normalized "
+        "over the support of (s_h, a_h) to fill [0, H])",
         y="f(s_{h+1}) / sigma_bar_{k,h}",
         dim=d,
         x_bound=rd,
