@@ -314,10 +314,12 @@ def test_capacity_and_input_errors():
         C.PrefixMechanism("honaker", 2, 3, noise="discrete_gaussian")
     with pytest.raises(CapacityError):
         C.PrefixMechanism("factorization", 2, 2**23)
-    # The BLT has O(1) state whatever the horizon.
-    big = C.PrefixMechanism("blt", (4, 4), 10**15, seed=0)
+    # The BLT has O(1) state whatever the horizon, up to 2^44 (its variance recursion's precision)
+    big = C.PrefixMechanism("blt", (4, 4), 2**44, seed=0)
     big.push(np.eye(4))
     assert big.live_nodes == 9
+    with pytest.raises(PrivacyParameterError, match="mechanism='tree'"):
+        C.PrefixMechanism("blt", (4, 4), 2**44 + 1, seed=0)
 
 
 # ---------------------------------------------------------------- secure samplers
