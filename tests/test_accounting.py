@@ -533,3 +533,35 @@ def test_discrete_tight_sigma_matches_the_float_one():
         f = c.calibrate_ucrl_vtr(**args, sampler="float")
         d = c.calibrate_ucrl_vtr(**args, sampler="discrete")
         assert f.sigma_B <= d.sigma_B <= 1.0001 * f.sigma_B
+
+
+def test_edge_inputs_of_the_public_tools_are_refused_or_exact():
+    """Audit 4: zcdp_rho_gaussian(1, 1e-300) divided by an underflowed zero; discrete_gaussian_draws
+    took a negative or NaN rounding term and any grid; a count of 2^64 reached Rust as an
+    OverflowError; a string array reached numpy; squared sensitivities of 1e300 overflowed to inf."""
+    import numpy as np
+
+    from privrl.privacy import accounting as acc
+    from privrl.privacy import bounds
+    from privrl.privacy import mechanisms as mech
+
+    assert acc.zcdp_rho_gaussian(1.0, 1e-300) == math.inf  # Delta / sigma overflows: no privacy
+    assert acc.zcdp_rho_gaussian(3.0, 2.0) == 9.0 / 8.0
+    bad = [
+        lambda: acc.zcdp_rho_gaussian(1.0, 0.0),
+        lambda: acc.discrete_gaussian_draws(-1.0, 24),
+        lambda: acc.discrete_gaussian_draws(math.nan, 24),
+        lambda: acc.discrete_gaussian_draws(1e-6, -5),
+        lambda: acc.discrete_gaussian_draws(1e-6, 1e300),
+        lambda: bounds.laplace_matrix_sum_bound(1.0, 2**64, 4, 0.05),
+        lambda: bounds.laplace_vector_sum_bound(1.0, 2**63, 4, 0.05),
+    ]
+    for call in bad:
+        with pytest.raises(PrivacyParameterError):
+            call()
+    with pytest.raises(TypeError, match="real numeric array"):
+        mech.gaussian_mechanism(["a"], 1.0, 1.0, 1e-5, np.random.default_rng(0))
+    # the sum of 4^k-scaled draws: s = mu^2, draws s 4^(k+1), min variance 4^k / 32 (by hand at k = 3)
+    assert acc.discrete_gaussian_draws(0.5, 3) == (0.25, 0.25 * 4 * 64, 64 / 32)
+    assert acc.composed_l2_sensitivity([3.0, 4.0]) == 5.0
+    assert acc.composed_l2_sensitivity([3e300, 4e300]) == pytest.approx(5e300, rel=1e-15)

@@ -161,12 +161,14 @@ def check_positive_real(value: Any, name: str) -> float:
 
 
 def check_pos_int(value: Any, name: str) -> int:
-    """An integer >= 1 (bools and floats are refused)."""
+    """An integer in [1, 2^63 - 1] (bools and floats are refused; the Rust side takes 64 bits)."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
         raise PrivacyParameterError(f"{name} must be an integer >= 1, got {value!r}")
     v = int(value)
     if v < 1:
         raise PrivacyParameterError(f"{name} must be an integer >= 1, got {value!r}")
+    if v > 2**63 - 1:
+        raise PrivacyParameterError(f"{name} must be an integer in [1, 2^63 - 1], got {value!r}")
     return v
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from privrl.common.checks import (
     check_delta_open,
+    check_int,
     check_nonneg_real,
     check_pos_int,
     check_positive_real,
@@ -100,7 +101,11 @@ def composed_l2_sensitivity(sensitivities: Iterable[float], counts: Iterable[int
             raise PrivacyParameterError(
                 f"counts must match sensitivities in length, got {len(cnt)} != {len(sens)}"
             )
-    return math.sqrt(sum(c * s * s for c, s in zip(cnt, sens, strict=True)))
+    total = sum(c * s * s for c, s in zip(cnt, sens, strict=True))
+    if math.isinf(total):  # the squares overflow (sensitivities ~1e154 and up): scale them
+        top = max(sens)
+        return top * math.sqrt(sum(c * (s / top) ** 2 for c, s in zip(cnt, sens, strict=True)))
+    return math.sqrt(total)
 
 
 def gaussian_composition_mu(terms: Iterable[tuple[float, float, int]]) -> float:
@@ -144,10 +149,12 @@ def laplace_composition_epsilon(terms: Iterable[tuple[float, float, int]]) -> fl
 # zero-concentrated DP (Bun & Steinke 2016; Canonne, Kamath & Steinke 2020)
 # ============================================================================================
 @checked(sigma=check_positive_real)
+@checked(sigma=check_positive_real)
 def zcdp_rho_gaussian(l2_sensitivity: float, sigma: float) -> float:
     """Bun & Steinke (2016), Prop. 1.6: the Gaussian mechanism is ``rho``-zCDP with
-    ``rho = Delta^2 / (2 sigma^2)``."""
-    return l2_sensitivity * l2_sensitivity / (2.0 * sigma * sigma)
+    ``rho = Delta^2 / (2 sigma^2)`` (inf where the ratio overflows: no privacy)."""
+    ratio = l2_sensitivity / sigma
+    return 0.5 * ratio * ratio
 
 
 @checked(epsilon=check_nonneg_real)
@@ -368,6 +375,7 @@ def discrete_gaussian_epsilon(
     return hi
 
 
+@checked(rounding_mu=check_nonneg_real, grid_bits=lambda v, name: check_int(v, name, 0, 64))
 def discrete_gaussian_draws(rounding_mu: float, grid_bits: int) -> tuple[float, float, float]:
     """The draw summary :func:`discrete_gaussian_mu` needs for privrl's lattice laws, from the
     release's rounding term and grid: the draws a user's data enters have variances s^2 (lattice

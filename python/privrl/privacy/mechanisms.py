@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from privrl.common.checks import check_nonneg_real, check_positive_real, checked
+from privrl.common.checks import check_nonneg_real, check_positive_real, checked, numeric_array
 from privrl.common.errors import NonFiniteError, PrivacyParameterError
 
 __all__ = [
@@ -43,7 +43,7 @@ def _check_rng(rng) -> np.random.Generator:
 
 
 def _as_finite_array(value) -> np.ndarray:
-    arr = np.asarray(value, dtype=float)
+    arr = numeric_array(value, "value").reshape(np.shape(value))  # a scalar stays 0-d
     if not np.all(np.isfinite(arr)):
         raise NonFiniteError("value contains NaN or +-inf")
     return arr
