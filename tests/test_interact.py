@@ -365,3 +365,25 @@ def test_evaluate_on_a_model_refuses_what_it_would_ignore_and_checks_observation
     with pytest.raises(ShapeError, match=r"the observation itself\), got 0\.7"):
         privrl.evaluate(lambda s, h: 1, _ShiftedChain(), episodes=2, seed=0, H=3)
     assert privrl.evaluate(pi, gym_lake, episodes=5, seed=0).value == 1.0
+
+
+def test_evaluate_rescales_and_pads_as_learn_does():
+    """Audit 4: evaluate had no reward=, so its value of a CliffWalking policy (-13 raw) could not
+    be compared with learn's rescaled returns or the rescaled model's exact value. With reward=,
+    the Monte-Carlo value on the gymnasium env equals the exact one of from_gymnasium(reward=...)
+    (deterministic env: every episode the same), padding included."""
+    from privrl.envs import from_gymnasium
+
+    def rescale(r):
+        return (r + 100) / 100
+
+    H = 30
+    model = from_gymnasium("CliffWalking-v1", H, reward=rescale)
+    pi = model.optimal_policy()
+    exact = privrl.evaluate(pi, model).value
+    env = gym.make("CliffWalking-v1")
+    mc = privrl.evaluate(pi, env, episodes=3, seed=0, reward=rescale)
+    assert mc.value == pytest.approx(exact, abs=1e-12) and mc.stderr == 0.0
+    assert privrl.evaluate(pi, env, episodes=1, seed=0).value == -13.0  # raw: 13 steps of -1
+    with pytest.raises(TypeError, match="reward= applies to gymnasium environments"):
+        privrl.evaluate(pi, model, reward=rescale)

@@ -80,6 +80,7 @@ def evaluate(
     seed: Any = None,
     H: int | None = None,
     state: Callable[[Any], int] = int,
+    reward: Callable[[float], float] | None = None,
 ) -> Evaluation:
     """The value of `policy` on `env`.
 
@@ -94,8 +95,12 @@ def evaluate(
     `H`, an (H, S) array policy runs its H rows (its first dimension is H; a given `H` must equal
     it, ShapeError otherwise) and a callable runs to the env's own end, at most 10^4 steps; an action
     outside a Discrete action space is refused (IndexRangeError). `H`, when given, is an integer
-    >= 1 (PrivacyParameterError otherwise). `policy` may also be a privrl agent: the policy of the
-    user arriving now (``agent.policy()``, one draw under sampling) over the agent's horizon.
+    >= 1 (PrivacyParameterError otherwise). `reward` rescales the environment's rewards as
+    ``privrl.learn`` does, and then an episode that ends before its H steps is padded as learn pads
+    it (``reward(0.0)`` per missing step; with an H or an array policy), so the value is on learn's
+    scale and comparable to ``from_gymnasium(env, H, reward=...)``'s exact one (gymnasium only).
+    `policy` may also be a privrl agent: the policy of the user arriving now (``agent.policy()``,
+    one draw under sampling) over the agent's horizon.
     """
     if H is not None:
         H = check_pos_int(H, "H")
@@ -111,8 +116,10 @@ def evaluate(
         policy = policy.policy()
     n = check_episodes(episodes)
     if isinstance(env, (FiniteMDP, ContextualBandit)):
+        if reward is not None:
+            raise TypeError("reward= applies to gymnasium environments: a model carries its own rewards")
         return _exact_value(policy, env, H, state)
-    return _monte_carlo(policy, env, n, _reset_seed(seed), H, state)
+    return _monte_carlo(policy, env, n, _reset_seed(seed), H, state, reward)
 
 
 def _exact_value(policy: Any, env: FiniteMDP | ContextualBandit, H: int | None, state: Any) -> Evaluation:
@@ -133,21 +140,32 @@ def _exact_value(policy: Any, env: FiniteMDP | ContextualBandit, H: int | None, 
 
 
 def _monte_carlo(
-    policy: Any, env: Any, n: int, seed: int | None, H: int | None, state: Callable[[Any], int]
+    policy: Any,
+    env: Any,
+    n: int,
+    seed: int | None,
+    H: int | None,
+    state: Callable[[Any], int],
+    reward: Callable[[float], float] | None,
 ) -> Evaluation:
-    """evaluate on a gymnasium environment: the mean return of n episodes."""
+    """evaluate on a gymnasium environment: the mean return of n episodes (rescaled and padded
+    to the horizon as learn does when `reward` is given)."""
     act, horizon = _policy_fn(policy, H)
     act = _checked_actions(act, getattr(env, "action_space", None))
     if state is int:  # the observation itself, checked as an index (int() truncated 3.7)
         state = _identity if not callable(policy) else _observation_index(env)
+    scale = float if reward is None else reward
+    # learn's padding: only with a rescale (else it is 0) and a horizon (an H or an array's rows)
+    pad = padding_reward(reward) if reward is not None and (H is not None or not callable(policy)) else 0.0
     returns = np.empty(n)
     for k in range(n):
         obs, _ = env.reset(seed=seed if k == 0 else None)
         total = 0.0
         for h in range(horizon):
-            obs, reward, terminated, truncated, _ = env.step(act(state(obs), h))
-            total += float(reward)
+            obs, r_env, terminated, truncated, _ = env.step(act(state(obs), h))
+            total += float(scale(r_env))
             if terminated or truncated:
+                total += pad * (horizon - h - 1)
                 break
         returns[k] = total
     stderr = float(returns.std(ddof=1) / math.sqrt(n)) if n > 1 else math.inf
