@@ -80,6 +80,11 @@ def test_sweep_table_layout(serial):
         assert list(run.episode) == [10, 20, 30, 40]
         assert (np.diff(run.regret) >= -1e-12).all()  # cumulative regret of exact gaps never decreases
         assert (np.diff(run.wall_time) >= 0).all()
+        # real seconds: the stamps were np.empty's garbage (denormals like 5e-321) where run's
+        # block callbacks skipped a logged episode
+        assert (
+            np.isfinite(run.wall_time).all() and (run.wall_time > 1e-7).all() and (run.wall_time < 600).all()
+        )
     # calibration of every run in the manifest, JSON-safe, with the noise that was actually used
     cal = {r["agent"] + str(r["epsilon"]): r["calibration"] for r in manifest["runs"].values()}
     assert cal["UCRL-VTR" + "inf"]["sigma_B"] is None
@@ -895,3 +900,21 @@ def test_config_typos_get_a_suggestion():
         with pytest.raises(ConfigError, match=needle) as exc:
             build_config(raw)
         assert exc.value.key == key
+
+
+def test_wall_time_is_stamped_at_every_logged_episode_of_a_block():
+    """Audit 5: with log_every = 500 and K = 2000, privrl.run's block callbacks (256 users, then
+    up to 4096) never landed on a logged episode, so every wall_time was uninitialised memory
+    (read as int64: the episode numbers). Each logged episode now gets its block's time."""
+    df, manifest = sweep(
+        {"name": "RiverSwimMixture", "S": 4, "H": 5},
+        {"U": {"algorithm": "UCRL-VTR", "privacy": "none"}},
+        episodes=2000,
+        log_every=500,
+        progress=False,
+    )
+    assert list(df.episode) == [500, 1000, 1500, 2000]
+    wt = df.wall_time.to_numpy()
+    assert np.isfinite(wt).all() and (wt > 1e-7).all() and (np.diff(wt) >= 0).all()
+    (meta,) = manifest["runs"].values()
+    assert wt[-1] >= meta["wall_time"]  # since the agent was built: the run's own time and more

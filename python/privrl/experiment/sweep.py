@@ -101,16 +101,19 @@ def execute_run(spec: RunSpec, env: Any = None, progress: Callable[[int], None] 
     agent = build_agent(spec, env, agent_seq)
     K, every = spec.episodes, spec.log_every
     logged = np.unique(np.r_[np.arange(every, K + 1, every), K]).astype(np.int64)
-    stamps = np.empty(len(logged))
+    stamps = np.full(len(logged), np.nan)
     state = {"i": 0, "reported": 0}
     step = max(1, K // 100)
 
     def callback(k: int, _cum: float) -> None:
-        i = state["i"]
-        if i < len(logged) and k == logged[i]:
-            stamps[i] = time.perf_counter() - t_build
-            state["i"] = i + 1
-        if progress is not None and (k % step == 0 or k == K):
+        # run calls back once per block of users: every logged episode the block reached gets the
+        # block's time (a test for k == logged[i] missed almost all of them: np.empty's garbage)
+        i, now = state["i"], time.perf_counter() - t_build
+        while i < len(logged) and logged[i] <= k:
+            stamps[i] = now
+            i += 1
+        state["i"] = i
+        if progress is not None and (k - state["reported"] >= step or k == K):
             progress(k - state["reported"])
             state["reported"] = k
 
