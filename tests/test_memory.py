@@ -1,4 +1,4 @@
-"""The agents' memory checks (privrl.agents.common.memory): an agent whose dense state cannot fit
+"""The agents' memory checks (privrl.common.memory): an agent whose dense state cannot fit
 in physical memory is refused with a ResourceError at construction; before, UCRL-VTR, UCRL-VTR+
 and LinUCB at d = 10^5 aborted the process (a failed allocation of 80 GB), LSVI-UCB already
 refused (tests/test_lsvi_ucb.py)."""
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from privrl.agents import UCRLVTR, LinUCB, UCRLVTRPlus
-from privrl.agents.common import memory
 from privrl.agents.linucb.agent import DENSE_PER_ARM
 from privrl.agents.ucrl_vtr.agent import DENSE_PER_STEP
+from privrl.common import memory
 from privrl.envs import ContextualBandit, RiverSwimMixture
 from privrl.exceptions import ResourceError
 from privrl.privacy import JointDP, NonPrivate
@@ -52,3 +52,17 @@ def test_a_huge_linucb_is_refused_on_this_machine():
     x[0, 0] = x[1, 1] = 1.0
     with pytest.raises(ResourceError, match="GiB"):
         LinUCB(ContextualBandit(x, np.full((2, 10), 0.5)), NonPrivate(), episodes=10, seed=0)
+
+
+def test_the_public_sherman_morrison_kernel_refuses_what_cannot_fit():
+    """Audit 5: kernels.RankOneInverse(10**9) aborted the process (a failed 8e18-byte allocation)
+    and RankOneInverse(2**32) overflowed d * d in Rust and wrote past a tiny buffer (SIGSEGV)."""
+    from privrl import _core, kernels
+    from privrl.exceptions import ShapeError
+
+    for d in (10**5, 10**9, 2**32):
+        with pytest.raises(ResourceError, match=rf"RankOneInverse keeps Lambda and its inverse \(d = {d}\)"):
+            kernels.RankOneInverse(d, 1.0)
+    with pytest.raises(ShapeError, match="a d x d matrix does not fit in memory"):
+        _core.ShermanMorrison(2**32, 1.0, 8)  # the Rust edge itself, past the Python check
+    assert kernels.RankOneInverse(3, 2.0).inverse()[0, 0] == 0.5

@@ -189,6 +189,12 @@ impl ShermanMorrison {
                 "refactor_every must be >= 1".into(),
             ));
         }
+        // d x d must be addressable (d = 2^32 wrapped to a tiny buffer written as d x d)
+        if d.checked_mul(d).and_then(|n| n.checked_mul(16)).is_none() {
+            return Err(CoreError::Shape(format!(
+                "dimension d = {d}: a d x d matrix does not fit in memory"
+            )));
+        }
         Ok(ShermanMorrison {
             d,
             lam,

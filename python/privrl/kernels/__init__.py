@@ -24,6 +24,7 @@ from privrl.common.checks import (
     tie_seed,
 )
 from privrl.common.errors import AssumptionError, NonFiniteError, PrivacyParameterError, ShapeError
+from privrl.common.memory import refuse_over_memory
 from privrl.kernels.continual import (
     DEFAULT_GRID_BITS,
     MAX_NODE_LEN,
@@ -181,6 +182,10 @@ class RankOneInverse:
     def __init__(self, d: int, lam: float, refactor_every: int = 1024):
         d = _positive_int(d, "d")
         lam = check_finite_real(lam, "lam")
+        # before Rust allocates: d = 10^9 aborted the process, d = 2^32 overflowed d * d (SIGSEGV)
+        refuse_over_memory(
+            "RankOneInverse", 2.0 * d * d, f"Lambda and its inverse (d = {d})", "Use a smaller d."
+        )
         self.d = d
         self._sm = _core.ShermanMorrison(d, lam, _positive_int(refactor_every, "refactor_every"))
 

@@ -14,12 +14,12 @@ import numpy as np
 
 from privrl import _core
 from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_release
-from privrl.agents.common.memory import refuse_over_memory
 from privrl.agents.common.specs import LinUcbSpec, NoiseSpec, bounds_spec, noise_spec
 from privrl.agents.linucb import calibration as privacy_of
 from privrl.agents.linucb.calibration import LinUCBCalibration
 from privrl.common.checks import check_choice, check_pos_int
 from privrl.common.errors import NonFiniteError, ShapeError
+from privrl.common.memory import refuse_over_memory
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.finite import Trajectory
 from privrl.privacy.common import PRACTICAL_RULES

@@ -12,7 +12,6 @@ import numpy as np
 
 from privrl import _core
 from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_release
-from privrl.agents.common.memory import physical_memory
 from privrl.agents.common.specs import (
     BoundsSpec,
     LsviAdaptiveSpec,
@@ -25,6 +24,7 @@ from privrl.agents.lsvi_ucb import calibration as privacy_of
 from privrl.agents.lsvi_ucb.calibration import LSVIUCBCalibration
 from privrl.common.checks import check_choice, check_positive_real
 from privrl.common.errors import PrivacyParameterError, ResourceError, ScheduleWarning
+from privrl.common.memory import physical_memory
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.linear import LinearMDP, check_phi_norms

@@ -11,7 +11,6 @@ import numpy as np
 
 from privrl import _core
 from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_release
-from privrl.agents.common.memory import refuse_over_memory
 from privrl.agents.common.specs import (
     AdaptiveSpec,
     PracticalSpec,
@@ -22,6 +21,7 @@ from privrl.agents.common.specs import (
 )
 from privrl.agents.ucrl_vtr import calibration as privacy_of
 from privrl.common.checks import as_f64, check_choice
+from privrl.common.memory import refuse_over_memory
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.mixture import LinearMixtureMDP
 from privrl.privacy import practical

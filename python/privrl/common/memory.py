@@ -1,4 +1,4 @@
-"""The agents' memory checks: an agent whose dense d x d state cannot fit in the machine's
+"""Memory checks: an agent (or a kernel) whose dense d x d state cannot fit in the machine's
 physical memory is refused with a ResourceError before anything is allocated (the allocation
 would abort the process or get it killed by the operating system, not raise)."""
 
