@@ -382,3 +382,32 @@ def test_push_release_equals_push_then_release(kind):
         assert np.array_equal(got, b.release())
     with pytest.raises(ShapeError):
         a.push_release(np.ones(3))
+
+
+def test_spd_kernels_and_sigma_bar_refuse_what_they_would_silently_change():
+    """Audit 5: spd_solve([[4, 1], [0, 3]], [1, 1]) solved (A + A^T) / 2 ([0.213, 0.298]; numpy:
+    [0.167, 0.333]); spd_inverse and floored_release did the same; sigma_bar took NaN inputs (the
+    kernel's clamps hid them: a finite sigma-bar) and a negative radius."""
+    from privrl.exceptions import AssumptionError, NonFiniteError, PrivacyParameterError
+
+    a = np.array([[4.0, 1.0], [0.0, 3.0]])
+    for call in (
+        lambda: kn.spd_solve(a, [1.0, 1.0]),
+        lambda: kn.spd_inverse(a),
+        lambda: kn.floored_release(a[None], [[1.0, 2.0]], 1.0, 0.5, np.zeros(2)),
+    ):
+        with pytest.raises(AssumptionError, match="must be symmetric"):
+            call()
+    s = np.array([[4.0, 1.0], [1.0, 3.0]])
+    assert np.allclose(kn.spd_solve(s, [1.0, 1.0]), np.linalg.solve(s, [1.0, 1.0]), rtol=1e-12)
+    X, eye = np.full((2, 2), 0.5), np.tile(np.eye(2), (2, 1, 1))
+    ok = kn.sigma_bar(X, X, X, eye, None, X, eye, 1.0, 1.0)
+    assert np.isfinite(ok).all()
+    with pytest.raises(NonFiniteError):
+        kn.sigma_bar(X * np.nan, X, X, eye, None, X, eye, 1.0, 1.0)
+    with pytest.raises(PrivacyParameterError, match="tilde_radius"):
+        kn.sigma_bar(X, X, X, eye, None, X, eye, float("nan"), 1.0)
+    with pytest.raises(PrivacyParameterError, match="beta_check"):
+        kn.sigma_bar(X, X, X, eye, None, X, eye, 1.0, -1.0)
+    with pytest.raises(ShapeError):
+        kn.sigma_bar(X, X, X, eye[:1], None, X, eye, 1.0, 1.0)

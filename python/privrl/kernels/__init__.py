@@ -224,8 +224,9 @@ class RankOneInverse:
 
 
 def spd_inverse(a: Any) -> np.ndarray:
-    """Inverse of a symmetric positive-definite matrix (Cholesky); NotPositiveDefiniteError otherwise."""
-    return _core.spd_inverse(as_f64(a, "matrix", 2))
+    """Inverse of a symmetric positive-definite matrix (Cholesky); NotPositiveDefiniteError otherwise
+    (AssumptionError for a non-symmetric one: the kernel would invert (a + a^T) / 2)."""
+    return _core.spd_inverse(_symmetric(as_f64(a, "matrix", 2), "matrix"))
 
 
 def batched_matvec(m: Any, v: Any) -> np.ndarray:
@@ -244,8 +245,11 @@ def floored_release(gram: Any, target: Any, lam: float, shift: float, w0: Any) -
     weights, correction); the Rust agents compute them with the same kernel."""
     target = as_f64(target, "target", 2)
     n, d = target.shape
+    gram = as_f64(gram, "gram", 3, (n, d, d))
+    for h in range(n):
+        _symmetric(gram[h], f"gram[{h}]")
     return _core.floored_release(
-        as_f64(gram, "gram", 3, (n, d, d)),
+        gram,
         target,
         check_finite_real(lam, "lam"),
         check_finite_real(shift, "shift", positive=False),
@@ -267,22 +271,38 @@ def sigma_bar(
     """UCRL-VTR+'s sigma-bar (H,) (Alg. 3): sqrt(max{H^2/d, V-bar + E}) with V-bar from the two
     billboards' estimates and E from the widths beta-check ||X||_{Lambda^^-1} (practical: with the
     privacy part gamma_h ||Lambda^^-1 X|| in quadrature) and tilde_radius ||X2||_{tilde_form}.
+    Every input finite (the kernel's clamps and maxima would hide a NaN), the arrays (H, d) and
+    (H, d, d) with the forms symmetric, gamma (H,) >= 0, the radii >= 0.
     """
+    X = as_f64(X, "X", 2, finite=True)
+    H, d = X.shape
+    vec, mat = (H, d), (H, d, d)
+    gamma = None if hat_gamma is None else as_f64(hat_gamma, "hat_gamma", 1, (H,), finite=True)
+    if gamma is not None and (gamma < 0).any():
+        raise PrivacyParameterError("hat_gamma must be >= 0")
+    inverse, form = (
+        as_f64(hat_inverse, "hat_inverse", 3, mat, True),
+        as_f64(tilde_form, "tilde_form", 3, mat, True),
+    )
+    for h in range(H):
+        _symmetric(inverse[h], f"hat_inverse[{h}]")
+        _symmetric(form[h], f"tilde_form[{h}]")
     return _core.sigma_bar(
         X,
-        X2,
-        hat_weights,
-        hat_inverse,
-        hat_gamma,
-        tilde_weights,
-        tilde_form,
-        float(tilde_radius),
-        float(beta_check),
+        as_f64(X2, "X2", 2, vec, True),
+        as_f64(hat_weights, "hat_weights", 2, vec, True),
+        inverse,
+        gamma,
+        as_f64(tilde_weights, "tilde_weights", 2, vec, True),
+        form,
+        check_finite_real(tilde_radius, "tilde_radius", positive=False),
+        check_finite_real(beta_check, "beta_check", positive=False),
     )
 
 
 def spd_solve(a: Any, b: Any) -> np.ndarray:
-    a = as_f64(a, "matrix", 2)
+    """a^{-1} b for a symmetric positive-definite a (Cholesky); a non-symmetric a is refused."""
+    a = _symmetric(as_f64(a, "matrix", 2), "matrix")
     return _core.spd_solve(a, as_f64(b, "b", 1, (a.shape[0],)))
 
 
