@@ -438,3 +438,22 @@ def test_a_release_beyond_the_float_range_is_refused(kind):
     m.push(np.full(3, 1e308))
     with pytest.raises(NonFiniteError, match="exceeds the float range"):
         m.release()
+
+
+@pytest.mark.parametrize("kind", ["tree", "honaker", "factorization", "blt"])
+def test_a_matrix_mechanism_refuses_a_non_symmetric_leaf(kind):
+    """Audit 5: a (d, d) mechanism takes symmetric matrices and adds symmetric noise, but a leaf
+    [[1, 5], [0, 1]] was accepted and its release was not symmetric (nor was privatize's)."""
+    from privrl import kernels as kn
+    from privrl.exceptions import AssumptionError
+
+    m = C.PrefixMechanism(kind, (2, 2), 4, seed=0)
+    bad = np.array([[1.0, 5.0], [0.0, 1.0]])
+    for call in (lambda: m.push(bad), lambda: m.push_release(bad), lambda: m.push_release(bad.tolist())):
+        with pytest.raises(AssumptionError, match=r"leaf must be symmetric"):
+            call()
+    assert m.steps == 0  # refused before Rust: nothing consumed
+    out = m.push_release(np.array([[1.0, 2.0], [2.0, 1.0]]))
+    assert np.array_equal(out, out.T)
+    with pytest.raises(AssumptionError, match=r"x\[0\] must be symmetric"):
+        kn.NoiseStream("gaussian", 1.0, seed=0).privatize(bad[None], symmetric=True)

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from privrl.common.errors import NonFiniteError, PrivacyParameterError, ShapeError
+from privrl.common.errors import AssumptionError, NonFiniteError, PrivacyParameterError, ShapeError
 
 __all__ = [
     "VOCABULARY",
@@ -472,3 +472,29 @@ def check_seeds(value: Any, name: str) -> tuple[int, ...]:
     if len(set(out)) != len(out):
         raise PrivacyParameterError(f"{name} has a repeated seed: {list(value)!r}")
     return tuple(out)
+
+
+#: The asymmetry a matrix the kernels take as symmetric may have: max |a_ij - a_ji| relative to
+#: max |a_ij| (rounding, e.g. of np.linalg.inv, is ~1e-16; a transposed or a wrong matrix is not).
+SYMMETRY_RTOL = 1e-10
+
+
+def check_symmetric(a: np.ndarray, name: str) -> np.ndarray:
+    """`a`, refused (AssumptionError) unless symmetric up to SYMMETRY_RTOL of its largest entry:
+    the Rust kernels use (a + a^T) / 2, which for a non-symmetric matrix is silently another one.
+    O(d^2). A non-square, empty or non-finite `a` is left to the Rust core's shape and finiteness
+    checks (ShapeError, NonFiniteError)."""
+    if a.ndim != 2 or a.shape[0] != a.shape[1] or a.size == 0:
+        return a
+    scale = float(np.abs(a).max())
+    if not math.isfinite(scale):
+        return a
+    with np.errstate(over="ignore", invalid="ignore"):
+        gap = np.abs(a - a.T)
+    i, j = np.unravel_index(int(np.argmax(gap)), gap.shape)
+    if gap[i, j] > SYMMETRY_RTOL * scale:
+        raise AssumptionError(
+            f"{name} must be symmetric: |{name}[{i}, {j}] - {name}[{j}, {i}]| = {gap[i, j]:.3g} "
+            f"exceeds {SYMMETRY_RTOL:g} x its largest entry {scale:.3g}"
+        )
+    return a

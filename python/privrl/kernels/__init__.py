@@ -19,11 +19,12 @@ from privrl.common.checks import (
     as_f64,
     check_finite_real,
     check_int,
+    check_symmetric,
     numeric_array,
     seed_bytes,
     tie_seed,
 )
-from privrl.common.errors import AssumptionError, NonFiniteError, PrivacyParameterError, ShapeError
+from privrl.common.errors import NonFiniteError, PrivacyParameterError, ShapeError
 from privrl.common.memory import refuse_over_memory
 from privrl.kernels.continual import (
     DEFAULT_GRID_BITS,
@@ -61,10 +62,6 @@ __all__ = [
 ]
 
 SQRT2 = math.sqrt(2.0)
-
-#: The asymmetry a matrix the kernels take as symmetric may have: max |a_ij - a_ji| relative to
-#: max |a_ij| (rounding, e.g. of np.linalg.inv, is ~1e-16; a transposed or a wrong matrix is not).
-SYMMETRY_RTOL = 1e-10
 
 
 def _scalar(x: Any, name: str) -> float:
@@ -155,6 +152,8 @@ class NoiseStream:
             if a.shape[2] != d:
                 raise ShapeError(f"x must be (count, d, d), got {a.shape}")
             div = check_finite_real(divisor, "divisor")
+            for i in range(count):  # the noise is symmetric: a message would not be
+                check_symmetric(a[i], f"x[{i}]")
             flat = np.ascontiguousarray(a, dtype=np.float64).reshape(count, d * d)
             return self._s.privatize(flat, div).reshape(count, d, d)
         a = as_f64(x, "x", 2, (None, None), finite=True)
@@ -226,7 +225,7 @@ class RankOneInverse:
 def spd_inverse(a: Any) -> np.ndarray:
     """Inverse of a symmetric positive-definite matrix (Cholesky); NotPositiveDefiniteError otherwise
     (AssumptionError for a non-symmetric one: the kernel would invert (a + a^T) / 2)."""
-    return _core.spd_inverse(_symmetric(as_f64(a, "matrix", 2), "matrix"))
+    return _core.spd_inverse(check_symmetric(as_f64(a, "matrix", 2), "matrix"))
 
 
 def batched_matvec(m: Any, v: Any) -> np.ndarray:
@@ -247,7 +246,7 @@ def floored_release(gram: Any, target: Any, lam: float, shift: float, w0: Any) -
     n, d = target.shape
     gram = as_f64(gram, "gram", 3, (n, d, d))
     for h in range(n):
-        _symmetric(gram[h], f"gram[{h}]")
+        check_symmetric(gram[h], f"gram[{h}]")
     return _core.floored_release(
         gram,
         target,
@@ -285,8 +284,8 @@ def sigma_bar(
         as_f64(tilde_form, "tilde_form", 3, mat, True),
     )
     for h in range(H):
-        _symmetric(inverse[h], f"hat_inverse[{h}]")
-        _symmetric(form[h], f"tilde_form[{h}]")
+        check_symmetric(inverse[h], f"hat_inverse[{h}]")
+        check_symmetric(form[h], f"tilde_form[{h}]")
     return _core.sigma_bar(
         X,
         as_f64(X2, "X2", 2, vec, True),
@@ -302,29 +301,8 @@ def sigma_bar(
 
 def spd_solve(a: Any, b: Any) -> np.ndarray:
     """a^{-1} b for a symmetric positive-definite a (Cholesky); a non-symmetric a is refused."""
-    a = _symmetric(as_f64(a, "matrix", 2), "matrix")
+    a = check_symmetric(as_f64(a, "matrix", 2), "matrix")
     return _core.spd_solve(a, as_f64(b, "b", 1, (a.shape[0],)))
-
-
-def _symmetric(a: np.ndarray, name: str) -> np.ndarray:
-    """`a`, refused (AssumptionError) unless symmetric up to SYMMETRY_RTOL of its largest entry:
-    the Rust kernels use (a + a^T) / 2, which for a non-symmetric matrix is silently another one.
-    O(d^2). A non-square, empty or non-finite `a` is left to the Rust core's shape and finiteness
-    checks (ShapeError, NonFiniteError)."""
-    if a.ndim != 2 or a.shape[0] != a.shape[1] or a.size == 0:
-        return a
-    scale = float(np.abs(a).max())
-    if not math.isfinite(scale):
-        return a
-    with np.errstate(over="ignore", invalid="ignore"):
-        gap = np.abs(a - a.T)
-    i, j = np.unravel_index(int(np.argmax(gap)), gap.shape)
-    if gap[i, j] > SYMMETRY_RTOL * scale:
-        raise AssumptionError(
-            f"{name} must be symmetric: |{name}[{i}, {j}] - {name}[{j}, {i}]| = {gap[i, j]:.3g} "
-            f"exceeds {SYMMETRY_RTOL:g} x its largest entry {scale:.3g}"
-        )
-    return a
 
 
 def min_eigenvalue(a: Any) -> float:
@@ -332,14 +310,14 @@ def min_eigenvalue(a: Any) -> float:
     negative one). A non-symmetric matrix is refused (AssumptionError): what is computed is the
     minimum eigenvalue of a symmetric matrix, and (a + a^T) / 2 would silently stand in for it;
     the tolerance is max |a_ij - a_ji| <= 1e-10 max |a_ij| (SYMMETRY_RTOL), which rounding passes."""
-    return _core.min_eigenvalue(_symmetric(as_f64(a, "matrix", 2), "matrix"))
+    return _core.min_eigenvalue(check_symmetric(as_f64(a, "matrix", 2), "matrix"))
 
 
 def _q_inputs(phi, w, inv, offset):
     phi = as_f64(phi, "phi", 2)
     d = phi.shape[1]
     w = as_f64(w, "w", 1, (d,))
-    inv = _symmetric(as_f64(inv, "inv", 2, (d, d)), "inv")
+    inv = check_symmetric(as_f64(inv, "inv", 2, (d, d)), "inv")
     if offset is not None:
         offset = as_f64(offset, "offset", 1, (phi.shape[0],))
     return phi, w, inv, offset
@@ -426,7 +404,7 @@ def state_values(
     table = as_f64(table, "table", 2)
     d = table.shape[1]
     w = as_f64(w, "w", 1, (d,))
-    inv = _symmetric(as_f64(inv, "inv", 2, (d, d)), "inv")
+    inv = check_symmetric(as_f64(inv, "inv", 2, (d, d)), "inv")
     n_actions = _positive_int(n_actions, "n_actions")
     if table.shape[0] % n_actions:
         raise ShapeError(f"{table.shape[0]} feature rows do not split into groups of {n_actions} actions")

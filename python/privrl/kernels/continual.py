@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from privrl import _core
-from privrl.common.checks import check_finite_real, check_int, numeric_array, seed_bytes
+from privrl.common.checks import check_finite_real, check_int, check_symmetric, numeric_array, seed_bytes
 from privrl.common.errors import ShapeError
 
 __all__ = [
@@ -169,11 +169,15 @@ class PrefixMechanism:
         )
 
     def push(self, leaf: Any) -> None:
-        """Add one leaf (the statistic of one episode or one batch)."""
+        """Add one leaf (the statistic of one episode or one batch); a (d, d) leaf must be
+        symmetric (AssumptionError: the noise is symmetric, the release would not be)."""
+        self._m.push(self._leaf(leaf).reshape(-1))  # Rust checks finiteness and capacity
+
+    def _leaf(self, leaf: Any) -> np.ndarray:
         a = numeric_array(leaf, "leaf")
         if a.shape != self.shape:
             raise ShapeError(f"leaf must have shape {self.shape}, got {a.shape}")
-        self._m.push(a.reshape(-1))  # Rust checks finiteness and capacity
+        return check_symmetric(a, "leaf")
 
     def push_zero(self) -> None:
         """Add an all-zero leaf (a step without data)."""
@@ -188,11 +192,8 @@ class PrefixMechanism:
             and leaf.flags.c_contiguous
         ):
             # Fast path: nothing to convert; Rust checks finiteness and capacity.
-            return self._m.push_release(leaf)
-        a = numeric_array(leaf, "leaf")
-        if a.shape != self.shape:
-            raise ShapeError(f"leaf must have shape {self.shape}, got {a.shape}")
-        return self._m.push_release(a)
+            return self._m.push_release(check_symmetric(leaf, "leaf"))
+        return self._m.push_release(self._leaf(leaf))
 
     def _shaped(self, flat: np.ndarray) -> np.ndarray:
         return flat.reshape(self.shape)
