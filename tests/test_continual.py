@@ -429,15 +429,15 @@ def test_discrete_rounding_moves_sensitivity_by_at_most_a_grid_step():
 
 @pytest.mark.parametrize("kind", ["tree", "honaker", "factorization", "blt"])
 def test_a_release_beyond_the_float_range_is_refused(kind):
-    """Two finite leaves of 1e308 sum past the float range: the float-noise release refuses with
-    NonFiniteError instead of returning inf (the discrete samplers refuse such leaves at the push,
-    outside their exact lattice)."""
+    """Two finite leaves of 1e308 sum past the float range: refused with NonFiniteError instead of
+    releasing inf, at the push since audit 5 (the release refused it after the push had committed
+    the leaf; the discrete samplers refuse such leaves at the push, outside their exact lattice)."""
     m = kn.make_prefix_mechanism(kind, 3, 4, scale=1.0, seed=0)
     m.push(np.full(3, 1e308))
     assert np.isfinite(m.release()).all()
-    m.push(np.full(3, 1e308))
-    with pytest.raises(NonFiniteError, match="exceeds the float range"):
-        m.release()
+    with pytest.raises(NonFiniteError, match="exceed the float range"):
+        m.push(np.full(3, 1e308))
+    assert m.steps == 1 and np.isfinite(m.release()).all()
 
 
 @pytest.mark.parametrize("kind", ["tree", "honaker", "factorization", "blt"])
@@ -457,3 +457,18 @@ def test_a_matrix_mechanism_refuses_a_non_symmetric_leaf(kind):
     assert np.array_equal(out, out.T)
     with pytest.raises(AssumptionError, match=r"x\[0\] must be symmetric"):
         kn.NoiseStream("gaussian", 1.0, seed=0).privatize(bad[None], symmetric=True)
+
+
+@pytest.mark.parametrize("kind", ["tree", "honaker", "factorization", "blt"])
+def test_a_leaf_whose_sum_overflows_is_refused_before_any_change(kind):
+    """Audit 5: push(1e308) twice committed the second leaf (a slot spent, the exact sum inf)
+    before the release refused it, and every later release failed. It is refused up front now,
+    and the mechanism goes on."""
+    from privrl.exceptions import NonFiniteError
+
+    m = C.PrefixMechanism(kind, 2, 4, seed=0, noise="none")
+    m.push(np.full(2, 1e308))
+    with pytest.raises(NonFiniteError, match="would exceed the float range"):
+        m.push_release(np.full(2, 1e308))
+    assert m.steps == 1 and np.array_equal(m.exact_sum(), np.full(2, 1e308))
+    assert np.array_equal(m.push_release(np.full(2, -1e308)), np.zeros(2))
