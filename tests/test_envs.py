@@ -861,3 +861,30 @@ def test_from_gymnasium_rescales_rewards_as_learn_does():
     taxi = "Taxi-v4" if "Taxi-v4" in gymnasium.registry else "Taxi-v3"
     t = from_gymnasium(gymnasium.make(taxi), H=5, reward=lambda r: (r + 10) / 30)
     assert (t.S, t.A) == (500, 6) and t.R.min() >= 0.0 and t.R.max() <= 1.0
+
+
+def test_environment_sizes_follow_one_integer_rule():
+    """Audit 5: int(v) != v let inf, nan and None through as OverflowError / ValueError /
+    TypeError, took True as 1, and a size of 1e30 reached numpy ("Maximum allowed dimension
+    exceeded"); RiverSwim, SyntheticLinearMDP and HardToLearn had no dense-size check."""
+    from privrl.envs import HardToLearn, RiverSwim, SyntheticLinearMDP
+
+    for call in (
+        lambda: RiverSwim(S=float("inf")),
+        lambda: RiverSwim(H=float("nan")),
+        lambda: RandomLinearMDP(d=None),
+        lambda: RandomLinearMDP(S=True, A=True),
+        lambda: RiverSwim(S=10**30),
+        lambda: SyntheticLinearMDP(H=10**30),
+        lambda: HardToLearn(d=4, H=5, K=10**20),
+        lambda: RandomLinearMixtureMDP(H=2.5),
+    ):
+        with pytest.raises(AssumptionError, match=r"needs .* \(an integer\), got"):
+            call()
+    for call in (
+        lambda: SyntheticLinearMDP(H=2**40),
+        lambda: RiverSwim(S=10**6),
+        lambda: RiverSwimMixture(S=10**8),
+    ):
+        with pytest.raises(ShapeError, match="above the limit of 268435456"):
+            call()

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from privrl.common.checks import check_seed
-from privrl.common.errors import NonFiniteError, ShapeError
+from privrl.common.errors import IndexRangeError, NonFiniteError, ShapeError
 from privrl.envs.finite import digest
 
 __all__ = ["ContextualBandit"]
@@ -143,8 +143,9 @@ class ContextualBandit:
         return self.means.max(axis=1)
 
     def regret(self, contexts: Any, arms: Any) -> np.ndarray:
-        """Exact regret of playing ``arms`` on ``contexts`` (index arrays)."""
-        s, a = np.asarray(contexts), np.asarray(arms)
+        """Exact regret of playing ``arms`` on ``contexts`` (index arrays; an index outside
+        0..S-1 / 0..A-1, or not an integer, is refused rather than wrapped from the end)."""
+        s, a = _indices(contexts, self.S, "contexts"), _indices(arms, self.A, "arms")
         return self.best_means()[s] - self.means[s, a]
 
     def check_policy(self, policy: Any) -> np.ndarray:
@@ -165,6 +166,7 @@ class ContextualBandit:
 
     def feature(self, s: int, a: int) -> np.ndarray:
         """``phi(s, a) = e_a (x) x_s`` (d = A p)."""
+        s, a = int(_indices(s, self.S, "s")), int(_indices(a, self.A, "a"))
         out = np.zeros(self.d)
         out[a * self.p : (a + 1) * self.p] = self.contexts[s]
         return out
@@ -288,3 +290,16 @@ def _classes(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             "(all numbers or all strings)"
         ) from None
     return classes, labels.reshape(-1)
+
+
+def _indices(x: Any, n: int, name: str) -> np.ndarray:
+    """``x`` as int64 indices in [0, n): a float, a bool or an index outside is refused
+    (IndexRangeError; numpy would wrap -1 to the last entry)."""
+    v = np.asarray(x)
+    if v.dtype.kind not in "iu" or v.dtype == bool:
+        if v.size == 0:
+            return v.astype(np.int64)
+        raise IndexRangeError(f"{name} must be integer indices in 0..{n - 1}, got dtype {v.dtype}")
+    if v.size and (v.min() < 0 or v.max() >= n):
+        raise IndexRangeError(f"{name} must lie in 0..{n - 1}, got {v.min()}..{v.max()}")
+    return v.astype(np.int64)

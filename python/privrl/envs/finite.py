@@ -12,7 +12,14 @@ from typing import Any
 import numpy as np
 
 from privrl import _core
-from privrl.common.errors import AssumptionError, IndexRangeError, NonFiniteError, ShapeError
+from privrl.common.checks import check_int
+from privrl.common.errors import (
+    AssumptionError,
+    IndexRangeError,
+    NonFiniteError,
+    PrivacyParameterError,
+    ShapeError,
+)
 
 __all__ = ["FiniteMDP", "Trajectory"]
 
@@ -62,6 +69,18 @@ def _check_rng(rng: Any) -> np.random.Generator:
 #: Largest dense transition tensor (H S A S entries, 2 GiB of float64) an environment builds;
 #: beyond it construction fails with ShapeError instead of MemoryError or the OOM killer.
 MAX_DENSE_ENTRIES = 1 << 28
+
+
+def env_int(env: str, key: str, value: Any, low: int = 1, what: str | None = None) -> int:
+    """An environment's size argument by check_int's rule: an integer (not 20.0, nan, True or
+    "6") in [low, 2^63 - 1], else AssumptionError naming the environment (one rule for every
+    constructor: int() let inf, None and 1e30 through as Python's own errors)."""
+    try:
+        return check_int(value, key, low)
+    except PrivacyParameterError:
+        raise AssumptionError(
+            f"{env} needs {what or f'{key} >= {low}'} (an integer), got {key}={value!r}"
+        ) from None
 
 
 def check_dense_size(name: str, H: int, S: int, A: int) -> None:

@@ -19,6 +19,7 @@ from privrl.envs.finite import (
     _check_shape,
     _freeze,
     check_dense_size,
+    env_int,
 )
 
 __all__ = [
@@ -265,11 +266,9 @@ class RiverSwim(LinearMDP):
     """
 
     def __init__(self, S: int = 6, H: int = 20, name: str | None = None) -> None:
-        if int(S) != S or S < 2:
-            raise AssumptionError(f"RiverSwim needs S >= 2 states, got S={S}")
-        if int(H) != H or H < 1:
-            raise AssumptionError(f"RiverSwim needs a horizon H >= 1, got H={H}")
-        S, H = int(S), int(H)
+        S = env_int("RiverSwim", "S", S, 2, "S >= 2 states")
+        H = env_int("RiverSwim", "H", H, 1, "a horizon H >= 1")
+        check_dense_size("RiverSwim", H, S, 2)
         P1, R1 = _river_swim_tabular(S)
         P = np.broadcast_to(P1, (H, S, 2, S))
         R = np.broadcast_to(R1, (H, S, 2))
@@ -291,10 +290,7 @@ class RandomLinearMDP(LinearMDP):
     def __init__(
         self, S: int = 100, A: int = 10, d: int = 16, H: int = 20, seed: int = 0, name: str | None = None
     ) -> None:
-        for k, v in (("S", S), ("A", A), ("d", d), ("H", H)):
-            if int(v) != v or v < 1:
-                raise AssumptionError(f"RandomLinearMDP needs a positive integer {k}, got {v}")
-        S, A, d, H = int(S), int(A), int(d), int(H)
+        S, A, d, H = (env_int("RandomLinearMDP", k, v) for k, v in (("S", S), ("A", A), ("d", d), ("H", H)))
         check_dense_size("RandomLinearMDP", H, S, A)
         rng = np.random.default_rng(check_seed(seed))
         phi = rng.dirichlet(np.full(d, 0.3), size=(S, A))  # (S, A, d)
@@ -336,14 +332,14 @@ class SyntheticLinearMDP(LinearMDP):
             raise AssumptionError(
                 f"SyntheticLinearMDP is only defined for d = {self.D} (8 code bits + 2), got d={d}"
             )
-        if int(H) != H or H < 1:
-            raise AssumptionError(f"SyntheticLinearMDP needs a horizon H >= 1, got H={H}")
-        if int(n_actions) != n_actions or not (1 <= n_actions <= 2**self.N_BITS):
+        H = env_int("SyntheticLinearMDP", "H", H, 1, "a horizon H >= 1")
+        A = env_int("SyntheticLinearMDP", "n_actions", n_actions, 1)
+        if A > 2**self.N_BITS:
             raise AssumptionError(
                 f"SyntheticLinearMDP needs 1 <= n_actions <= {2**self.N_BITS} (8-bit action codes), "
                 f"got {n_actions}"
             )
-        H, A = int(H), int(n_actions)
+        check_dense_size("SyntheticLinearMDP", H, 2, A)
         rng = np.random.default_rng(check_seed(seed))
         alpha = rng.integers(0, 2, size=H).astype(np.int64)
         bits = (np.arange(A)[:, None] >> np.arange(self.N_BITS - 1, -1, -1)) & 1

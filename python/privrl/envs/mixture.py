@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.checks import check_int, check_seed
-from privrl.common.errors import AssumptionError, AssumptionWarning, PrivacyParameterError, ShapeError
+from privrl.common.checks import check_seed
+from privrl.common.errors import AssumptionError, AssumptionWarning, ShapeError
 from privrl.envs.finite import (
     PROB_TOL,
     FiniteMDP,
@@ -20,6 +20,7 @@ from privrl.envs.finite import (
     _check_shape,
     _freeze,
     check_dense_size,
+    env_int,
 )
 
 __all__ = ["LinearMixtureMDP", "HardToLearn", "RandomLinearMixtureMDP", "RiverSwimMixture"]
@@ -211,13 +212,9 @@ class HardToLearn(LinearMixtureMDP):
     """
 
     def __init__(self, d: int, H: int, K: int, seed: int = 0, name: str | None = None) -> None:
-        if int(d) != d or d < 2:
-            raise AssumptionError(f"HardToLearn needs d >= 2, got d={d}")
-        if int(H) != H or H < 1:
-            raise AssumptionError(f"HardToLearn needs a horizon H >= 1, got H={H}")
-        if int(K) != K or K < 1:
-            raise AssumptionError(f"HardToLearn needs K >= 1 episodes, got K={K}")
-        d, H, K = int(d), int(H), int(K)
+        d = env_int("HardToLearn", "d", d, 2)
+        H = env_int("HardToLearn", "H", H, 1, "a horizon H >= 1")
+        K = env_int("HardToLearn", "K", K, 1, "K >= 1 episodes")
         delta = 1.0 / H
         Delta = np.sqrt(delta / K) / (4.0 * np.sqrt(2.0))
         if (d - 1) * Delta > delta + 1e-15:
@@ -229,6 +226,7 @@ class HardToLearn(LinearMixtureMDP):
         beta = float(np.sqrt(Delta / (1.0 + Delta * (d - 1))))
         A = 2 ** (d - 1)
         S = H + 2
+        check_dense_size("HardToLearn", max(H, d), S, A)  # features (S, A, S, d), mu (H, ...)
         bits = (np.arange(A)[:, None] >> np.arange(d - 2, -1, -1)) & 1
         avec = 2.0 * bits - 1.0  # (A, d-1)
         rng = np.random.default_rng(check_seed(seed))
@@ -276,10 +274,9 @@ class RandomLinearMixtureMDP(LinearMixtureMDP):
     def __init__(
         self, S: int = 20, A: int = 4, d: int = 5, H: int = 10, seed: int = 0, name: str | None = None
     ) -> None:
-        for k, v in (("S", S), ("A", A), ("d", d), ("H", H)):
-            if int(v) != v or v < 1:
-                raise AssumptionError(f"RandomLinearMixtureMDP needs a positive integer {k}, got {v}")
-        S, A, d, H = int(S), int(A), int(d), int(H)
+        S, A, d, H = (
+            env_int("RandomLinearMixtureMDP", k, v) for k, v in (("S", S), ("A", A), ("d", d), ("H", H))
+        )
         check_dense_size("RandomLinearMixtureMDP", max(H, d), S, A)
         m = min(S, self.SUPPORT)
         rng = np.random.default_rng(check_seed(seed))
@@ -316,15 +313,9 @@ class RiverSwimMixture(LinearMixtureMDP):
     W = (0.9, 0.05, 0.05)
 
     def __init__(self, S: int = 6, H: int = 20, name: str | None = None) -> None:
-        # integers only, by check_int's rule (as FeatureMap's H): not 20.0, nan or "6"
-        for key, value, low, what in (("S", S, 2, "S >= 2 states"), ("H", H, 1, "a horizon H >= 1")):
-            try:
-                check_int(value, key, low)
-            except PrivacyParameterError:
-                raise AssumptionError(
-                    f"RiverSwimMixture needs {what} (an integer), got {key}={value!r}"
-                ) from None
-        S, H = int(S), int(H)
+        S = env_int("RiverSwimMixture", "S", S, 2, "S >= 2 states")
+        H = env_int("RiverSwimMixture", "H", H, 1, "a horizon H >= 1")
+        check_dense_size("RiverSwimMixture", H, S, 2)
         f = np.zeros((S, 2, S, 3))
         for s in range(S):
             f[s, 0, max(0, s - 1)] = (1.0, 1.0, 1.0)
