@@ -888,3 +888,24 @@ def test_environment_sizes_follow_one_integer_rule():
     ):
         with pytest.raises(ShapeError, match="above the limit of 268435456"):
             call()
+
+
+def test_bandit_regret_and_feature_refuse_indices_outside_the_table():
+    """Audit 5: regret([-1], [0]) was silently context S-1's, regret([2], [0]) an IndexError,
+    regret([0.5], [0]) numpy's, feature(0, A) a broadcast ValueError."""
+    from privrl.envs import ContextualBandit
+    from privrl.exceptions import IndexRangeError
+
+    env = ContextualBandit(np.eye(3)[:2] * 0.5, np.array([[0.1, 0.9], [0.8, 0.2]]))
+    assert np.allclose(env.regret([0, 1, 1], [0, 0, 1]), [0.8, 0.0, 0.6])
+    for call in (
+        lambda: env.regret([-1], [0]),
+        lambda: env.regret([0], [-1]),
+        lambda: env.regret([2], [0]),
+        lambda: env.regret([0.5], [0]),
+        lambda: env.feature(0, 2),
+        lambda: env.feature(-1, 0),
+    ):
+        with pytest.raises(IndexRangeError):
+            call()
+    assert np.array_equal(env.feature(1, 1), np.r_[np.zeros(3), 0.0, 0.5, 0.0])
