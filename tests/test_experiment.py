@@ -918,3 +918,24 @@ def test_wall_time_is_stamped_at_every_logged_episode_of_a_block():
     assert np.isfinite(wt).all() and (wt > 1e-7).all() and (np.diff(wt) >= 0).all()
     (meta,) = manifest["runs"].values()
     assert wt[-1] >= meta["wall_time"]  # since the agent was built: the run's own time and more
+
+
+def test_sweep_takes_one_epsilon_and_numpy_counts():
+    """Audit 5: sweep(epsilons=1.0) and sweep(seeds=np.int64(2)) were TypeErrors (not iterable),
+    epsilons="inf" was split into characters, and numpy integers were refused as "must be an
+    integer, got np.int64(20)"."""
+    env, agents = (
+        {"name": "RiverSwimMixture", "S": 4, "H": 5},
+        {"U": {"algorithm": "UCRL-VTR", "privacy": "jdp"}},
+    )
+    base, m0 = sweep(env, agents, epsilons=[1.0], seeds=[0, 1], episodes=20, progress=False)
+    for kw in (
+        {"epsilons": 1.0, "seeds": 2},
+        {"epsilons": np.float64(1.0), "seeds": np.int64(2)},
+        {"epsilons": np.array([1.0]), "seeds": np.arange(2), "episodes": np.int64(20)},
+    ):
+        df, m = sweep(env, agents, **{"episodes": 20, **kw}, progress=False)
+        assert list(m["runs"]) == list(m0["runs"])
+        pd.testing.assert_frame_equal(strip(df), strip(base))
+    df, _ = sweep(env, agents, epsilons="inf", episodes=20, progress=False)
+    assert list(df.epsilon.unique()) == [math.inf]

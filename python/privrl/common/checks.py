@@ -406,8 +406,8 @@ def check_number(
     if isinstance(value, str) and value.strip().lower() in ("inf", "+inf", "infinity"):
         value = math.inf
     if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, (int, float, np.integer, np.floating))
         or (integer and not float(value).is_integer())
     ):
         raise PrivacyParameterError(

@@ -549,8 +549,9 @@ def sweep(
         progress = interactive()
     raw: dict[str, Any] = {
         "episodes": episodes,
-        "seeds": list(seeds) if not isinstance(seeds, int) else seeds,
-        "epsilons": list(epsilons),
+        # a count or a list; one epsilon or a list (list("inf") would be its characters)
+        "seeds": int(seeds) if isinstance(seeds, (int, np.integer)) else list(seeds),
+        "epsilons": [epsilons] if isinstance(epsilons, (str, int, float, np.number)) else list(epsilons),
         "delta": delta,
         "root_seed": root_seed,
         "n_jobs": n_jobs,
