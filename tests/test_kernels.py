@@ -411,3 +411,20 @@ def test_spd_kernels_and_sigma_bar_refuse_what_they_would_silently_change():
         kn.sigma_bar(X, X, X, eye, None, X, eye, 1.0, -1.0)
     with pytest.raises(ShapeError):
         kn.sigma_bar(X, X, X, eye[:1], None, X, eye, 1.0, 1.0)
+
+
+def test_kernel_seeds_are_checked_as_privrl_errors():
+    """Audit 5: greedy(q, rng="abc" / 1.5 / RandomState / SeedSequence) leaked AttributeError and
+    rng=-1 was taken; a mechanism's seed=-1 was a builtin ValueError and seed=True was seed 1."""
+    from privrl.exceptions import PrivacyParameterError
+
+    q = np.ones((1, 2))
+    for rng in ("abc", 1.5, np.random.RandomState(0), np.random.SeedSequence(0), -1, True):
+        with pytest.raises(PrivacyParameterError, match="rng must be None"):
+            kn.greedy(q, rng=rng)
+    assert kn.greedy(q, rng=3)[1].tolist() == kn.greedy(q, rng=3)[1].tolist()
+    assert kn.greedy(q, rng=np.random.default_rng(0))[1].shape == (1,)
+    with pytest.raises(PrivacyParameterError, match="seed must be >= 0"):
+        kn.TreeAggregator(2, 4, seed=-1)
+    with pytest.raises(TypeError, match="seed must be None, an int"):
+        kn.TreeAggregator(2, 4, seed=True)

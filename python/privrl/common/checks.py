@@ -361,13 +361,13 @@ def seed_bytes(seed: Any) -> bytes:
         return os.urandom(32)
     if isinstance(seed, (bytes, bytearray)):
         if len(seed) != 32:
-            raise ValueError(f"a bytes seed must have 32 bytes, got {len(seed)}")
+            raise PrivacyParameterError(f"a bytes seed must have 32 bytes, got {len(seed)}")
         return bytes(seed)
     if isinstance(seed, np.random.Generator):
         return seed.bytes(32)
-    if isinstance(seed, (int, np.integer)):
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
         if int(seed) < 0:
-            raise ValueError(f"seed must be >= 0, got {seed}")
+            raise PrivacyParameterError(f"seed must be >= 0, got {seed}")
         seed = np.random.SeedSequence(int(seed))
     if isinstance(seed, np.random.SeedSequence):
         return seed.generate_state(8, dtype=np.uint32).astype("<u4").tobytes()
@@ -384,10 +384,12 @@ def tie_seed(ties: str, rng: Any) -> int | None:
         raise ValueError(f"ties must be 'random' or 'lowest', got {ties!r}")
     if rng is None:
         return int.from_bytes(os.urandom(8), "little") >> 1
-    if isinstance(rng, (int, np.integer)):
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and rng >= 0:
         return int(rng) & ((1 << 63) - 1)
-    # One raw 64-bit draw from the generator's bit stream: ~10x cheaper than rng.integers.
-    return int(rng.bit_generator.random_raw()) >> 1
+    if isinstance(rng, np.random.Generator):
+        # One raw 64-bit draw from the generator's bit stream: ~10x cheaper than rng.integers.
+        return int(rng.bit_generator.random_raw()) >> 1
+    raise PrivacyParameterError(f"rng must be None, an integer >= 0 or a numpy Generator, got {rng!r}")
 
 
 def check_number(
