@@ -428,3 +428,17 @@ def test_kernel_seeds_are_checked_as_privrl_errors():
         kn.TreeAggregator(2, 4, seed=-1)
     with pytest.raises(TypeError, match="seed must be None, an int"):
         kn.TreeAggregator(2, 4, seed=True)
+
+
+def test_index_arrays_are_integers():
+    """Audit 5: phi_v_rows([[1, 2]], [0.9]) used row 0 (an int64 cast), "a" and 2**70 were
+    numpy's ValueError / OverflowError; state_values(states=[]) was a TypeError."""
+    f = np.zeros((2, 2, 2, 3))
+    f[:, :, 0, 0] = 1.0
+    mf = kn.MixtureFeatures(f)
+    for rows in ([0.9], ["a"], [2**70]):
+        with pytest.raises(TypeError, match="rows must be an integer index array"):
+            mf.phi_v_rows([[1.0, 2.0]], rows)
+    assert np.array_equal(mf.phi_v_rows([[1.0, 2.0]], [1]), [[1.0, 0.0, 0.0]])
+    with pytest.raises(ShapeError, match="beyond int64"):
+        mf.phi_v_rows([[1.0, 2.0]], np.array([2**63 + 5], dtype=np.uint64))

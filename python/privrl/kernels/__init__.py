@@ -409,11 +409,7 @@ def state_values(
     if table.shape[0] % n_actions:
         raise ShapeError(f"{table.shape[0]} feature rows do not split into groups of {n_actions} actions")
     if states is not None:
-        raw = np.asarray(states)
-        # An int64 cast would truncate 0.5 to state 0 without a word.
-        if raw.dtype.kind not in "iu":
-            raise TypeError(f"states must be an integer index array, got dtype {raw.dtype}")
-        states = np.ascontiguousarray(raw, dtype=np.int64)
+        states = _index_array(states, "states")
         if states.ndim != 1:
             raise ShapeError(f"states must be a 1-d index array, got shape {states.shape}")
     return _core.state_values(
@@ -447,7 +443,7 @@ class MixtureFeatures:
         """Row i: phi_{v_i}(rows_i) for v (n, S) and rows (n,) indices s * A + a (the same sums as
         phi_v, for the visited pairs only)."""
         v = as_f64(v, "v", 2, (None, self.S))
-        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        rows = _index_array(rows, "rows")  # an int64 cast truncated 0.9 to row 0
         if rows.shape != (v.shape[0],) or (rows.size and (rows.min() < 0 or rows.max() >= self.S * self.A)):
             raise ShapeError(f"rows must be {v.shape[0]} indices in [0, {self.S * self.A})")
         return self._f.phi_v_rows(v, rows)
@@ -455,3 +451,17 @@ class MixtureFeatures:
     @property
     def nnz(self) -> int:
         return self._f.nnz
+
+
+def _index_array(x: Any, name: str) -> np.ndarray:
+    """``x`` as a C-contiguous int64 index array: integer dtypes only (an int64 cast would
+    truncate 0.5 to index 0 without a word; an empty list is an empty index array), and no index
+    beyond int64 (a uint64 2^63 + 5 would wrap to a negative one)."""
+    raw = np.asarray(x)
+    if raw.size == 0:
+        return np.zeros(raw.shape, dtype=np.int64)
+    if raw.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be an integer index array, got dtype {raw.dtype}")
+    if raw.dtype.kind == "u" and int(raw.max()) > MAX_INT:
+        raise ShapeError(f"{name}: index {int(raw.max())} is beyond int64")
+    return np.ascontiguousarray(raw, dtype=np.int64)
