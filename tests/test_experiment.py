@@ -939,3 +939,32 @@ def test_sweep_takes_one_epsilon_and_numpy_counts():
         pd.testing.assert_frame_equal(strip(df), strip(base))
     df, _ = sweep(env, agents, epsilons="inf", episodes=20, progress=False)
     assert list(df.epsilon.unique()) == [math.inf]
+
+
+def test_plot_and_plot_runs_refuse_what_they_cannot_draw(tmp_path):
+    """Audit 5: plot_runs([]) was pandas' "No objects to concatenate", plot_runs([1, 2]) an
+    AttributeError, plot(value="bogus") and a foreign DataFrame a KeyError; runs of different
+    lengths were averaged into one curve (a single run past the shorter one's end)."""
+    import privrl
+    from privrl.agents import UCRLVTR
+    from privrl.envs import RiverSwimMixture
+    from privrl.experiment import plot
+    from privrl.experiment.plots import plot_runs
+    from privrl.privacy import NonPrivate
+
+    env = RiverSwimMixture(S=4, H=5)
+    runs = [privrl.run(UCRLVTR(env, NonPrivate(), episodes=K, seed=0), env, seed=0) for K in (20, 10)]
+    for results, needle in (
+        ([], "plot_runs takes"),
+        ({}, "nothing to plot"),
+        ([1, 2], "plot_runs takes"),
+        (runs, "different lengths"),
+    ):
+        with pytest.raises(ConfigError, match=needle):
+            plot_runs(results, tmp_path / "r")
+    assert plot_runs(runs[:1], tmp_path / "r")["png"]
+    df, _ = sweep(**{**SMALL, "seeds": [0]}, progress=False)
+    with pytest.raises(ConfigError, match="value: must be one of regret, return, cum_return, got 'bogus'"):
+        plot(df, tmp_path / "p", value="bogus")
+    with pytest.raises(ConfigError, match="source: not a privrl results table: no column study"):
+        plot(pd.DataFrame({"a": [1]}), tmp_path / "p")

@@ -14,6 +14,9 @@ import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may 
 from privrl.common.errors import ConfigError
 from privrl.experiment.summary import GROUP, curves, fit_slope
 
+#: The cumulative columns plot draws.
+_VALUES = ("regret", "return", "cum_return")
+
 #: Image formats plot does not write (it writes PNG + SVG): refused rather than replaced.
 _OTHER_IMAGES = (".pdf", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp", ".gif", ".bmp")
 
@@ -27,6 +30,30 @@ def _label(agent: str, privacy: str, eps: float) -> str:
     if privacy == "runs":  # plot_runs: the caller's label
         return agent
     return f"{agent} (non-private)" if privacy == "none" else f"{agent} eps={eps:g}"
+
+
+def _check_table(df: pd.DataFrame, value: str, key: str) -> None:
+    """A results table plot can draw `value` of, or ConfigError (a KeyError before)."""
+    if value not in _VALUES:
+        raise ConfigError("value", f"must be one of {', '.join(_VALUES)}, got {value!r}")
+    missing = [c for c in ("study", "agent", "privacy", "epsilon", "seed", "episode", value) if c not in df]
+    if missing:
+        raise ConfigError(key, f"not a privrl results table: no column {', '.join(missing)}")
+    if df.empty:
+        raise ConfigError(key, "no finished runs to plot yet (privrl report says how many are missing)")
+
+
+def _stem(output: str | os.PathLike) -> Path:
+    """The file stem of plot's PNG and SVG (its folder created); another image format refused."""
+    stem = Path(output)
+    if stem.suffix.lower() in _OTHER_IMAGES:  # it wrote fig.png + fig.svg for fig.pdf
+        raise ConfigError(
+            "output", f"{output}: plot writes a PNG and an SVG; give a stem or a .png / .svg path"
+        )
+    if stem.suffix.lower() in (".png", ".svg"):
+        stem = stem.with_suffix("")
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    return stem
 
 
 def plot(
@@ -57,17 +84,8 @@ def plot(
         df = load_results(source)
         if output is None:
             output = Path(source) / "regret"
-    if df.empty:
-        key = "source" if isinstance(source, pd.DataFrame) else "OUTDIR"
-        raise ConfigError(key, "no finished runs to plot yet (privrl report says how many are missing)")
-    stem = Path(output)
-    if stem.suffix.lower() in _OTHER_IMAGES:  # it wrote fig.png + fig.svg for fig.pdf
-        raise ConfigError(
-            "output", f"{output}: plot writes a PNG and an SVG; give a stem or a .png / .svg path"
-        )
-    if stem.suffix.lower() in (".png", ".svg"):
-        stem = stem.with_suffix("")
-    stem.parent.mkdir(parents=True, exist_ok=True)
+    _check_table(df, value, "source" if isinstance(source, pd.DataFrame) else "OUTDIR")
+    stem = _stem(output)
     studies = list(dict.fromkeys(df["study"]))
     fig, axes = plt.subplots(len(studies), 2, figsize=(12, 4.6 * len(studies)), squeeze=False)
     counts: dict[str, int] = {}
@@ -146,6 +164,12 @@ def plot_runs(
     rows = []
     for label, group in groups.items():
         group = group if isinstance(group, (list, tuple)) else [group]
+        if not group or not all(hasattr(r, "returns") and hasattr(r, "regret") for r in group):
+            raise ConfigError(
+                "results", "plot_runs takes results of privrl.run / privrl.learn (one, a list or a dict)"
+            )
+        if len({len(r.returns) for r in group}) > 1:  # a mean over runs of different lengths
+            raise ConfigError("results", f"the runs of {label or group[0].agent!r} have different lengths")
         for seed, res in enumerate(group):
             K = len(res.returns)
             idx = np.unique(np.linspace(1, K, min(K, 400)).astype(int)) - 1
@@ -165,6 +189,8 @@ def plot_runs(
                     }
                 )
             )
+    if not rows:
+        raise ConfigError("results", "nothing to plot: no results given")
     df = pd.concat(rows, ignore_index=True)
     value = "regret" if df["regret"].notna().all() else "cum_return"
     return plot(df, output, band=band, value=value)
