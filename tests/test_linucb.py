@@ -456,3 +456,29 @@ def test_calibration_functions_name_the_bad_argument():
         linucb_leaf_ends("jdp", 100, 0)
     with pytest.raises(PrivacyParameterError, match="kind must be one of"):
         linucb_leaves("foo", 100, 3)
+
+
+def test_audit_5_inputs_of_the_bandit_api():
+    """LinUCB.update("x" / "1" / None) were raw TypeError / ValueError; from_classification made
+    one arm per distinct float of a continuous target (30 rows: 30 arms) and read "no" as True;
+    an inf policy was reported as action -9223372036854775808."""
+    from privrl.envs import RiverSwimMixture
+    from privrl.exceptions import PrivacyParameterError, ShapeError
+
+    env = ContextualBandit(np.eye(3)[:2] * 0.5, np.array([[0.1, 0.9], [0.8, 0.2]]))
+    agent = LinUCB(env, NonPrivate(), episodes=10, seed=0)
+    for reward in ("1", None):
+        with pytest.raises(PrivacyParameterError, match="reward must be a real number"):
+            agent.update(0, 1, reward)
+    with pytest.raises(TypeError, match="context must be a real numeric array"):
+        agent.update("x", 1, 0.5)
+    assert agent.k == 0
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    with pytest.raises(ShapeError, match=r"non-integer labels .* a regression target"):
+        ContextualBandit.from_classification(X, rng.normal(size=30), seed=0)
+    with pytest.raises(ShapeError, match="standardize must be True or False, got 'no'"):
+        ContextualBandit.from_classification(X, np.arange(30) % 3, seed=0, standardize="no")
+    assert ContextualBandit.from_classification(X, (np.arange(30) % 3).astype(float), seed=0).A == 3
+    with pytest.raises(ShapeError, match="integer action indices"):
+        RiverSwimMixture(S=4, H=3).policy_values(np.full((3, 4), np.inf))

@@ -104,6 +104,9 @@ class ContextualBandit:
             raise NonFiniteError("X contains NaN or inf")
         if scale not in ("row", "max"):
             raise ValueError(f"scale must be 'row' or 'max', got {scale!r}")
+        for key, flag in (("standardize", standardize), ("bias", bias)):
+            if not isinstance(flag, (bool, np.bool_)):  # "no" is truthy
+                raise ShapeError(f"{key} must be True or False, got {flag!r}")
         classes, labels = _classes(y)
         if len(classes) < 2:
             raise ShapeError("a classification bandit needs at least 2 classes")
@@ -274,6 +277,12 @@ def _classes(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     kind = y.dtype.kind
     if (kind in "fc" and not np.isfinite(y).all()) or (kind in "mM" and np.isnat(y).any()):
         raise NonFiniteError("y contains NaN or inf labels: every row needs a label (drop unlabelled rows)")
+    if kind in "fc" and not np.all(y == np.round(y)):
+        # 30 rows of a continuous target made 30 one-row arms without a word
+        raise ShapeError(
+            f"y holds non-integer labels (e.g. {y[y != np.round(y)][0]!r}): a regression target? "
+            "from_classification takes class labels (integers or strings)"
+        )
     if kind == "O":
         for v in y:
             if v is None:

@@ -299,7 +299,12 @@ class FiniteMDP:
                 f"policy must be an int array of shape (H, S) = {(self.H, self.S)}, got {pol.shape}"
             )
         if not np.issubdtype(pol.dtype, np.integer):
-            if np.issubdtype(pol.dtype, np.floating) and np.all(pol == np.round(pol)):
+            # inf == round(inf): a non-finite entry would become action -2^63 in the message
+            if (
+                np.issubdtype(pol.dtype, np.floating)
+                and np.isfinite(pol).all()
+                and np.all(pol == np.round(pol))
+            ):
                 pol = pol.astype(np.int64)
             else:
                 raise ShapeError(f"policy must hold integer action indices, got dtype {pol.dtype}")

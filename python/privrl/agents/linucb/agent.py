@@ -17,7 +17,7 @@ from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_re
 from privrl.agents.common.specs import LinUcbSpec, NoiseSpec, bounds_spec, noise_spec
 from privrl.agents.linucb import calibration as privacy_of
 from privrl.agents.linucb.calibration import LinUCBCalibration
-from privrl.common.checks import check_choice, check_pos_int
+from privrl.common.checks import check_choice, check_pos_int, check_real, numeric_array
 from privrl.common.errors import NonFiniteError, ShapeError
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.bandit import ContextualBandit
@@ -206,6 +206,7 @@ class LinUCB(Agent):
         self._check_budget()
         if not isinstance(arm, (int, np.integer)) or isinstance(arm, bool) or not 0 <= int(arm) < self.A:
             raise ShapeError(f"arm must be an integer in [0, {self.A}), got {arm!r}")
+        reward = check_real(reward, "reward")  # a string or None was a raw TypeError
         if not math.isfinite(reward):
             raise NonFiniteError("reward must be finite")
         if isinstance(context, (int, np.integer)) and not isinstance(context, bool):
@@ -217,7 +218,7 @@ class LinUCB(Agent):
         self._sync_guards()
 
     def _context_vector(self, x: Any) -> np.ndarray:
-        v = np.ascontiguousarray(x, dtype=np.float64)
+        v = numeric_array(x, "context")
         if v.shape != (self.p,):
             raise ShapeError(f"a context vector must have shape ({self.p},), got {v.shape}")
         if not np.isfinite(v).all():
