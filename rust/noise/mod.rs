@@ -192,7 +192,7 @@ impl NodeNoise {
             // a release sums up to 64 nodes of symmetric draws of a few dozen scales each: above
             // this the released noise itself would overflow to inf (found by fuzzing)
             return Err(CoreError::InvalidParameter(format!(
-                "{name} must be <= {MAX_NOISE_SCALE:e}, got {v}"
+                "{name} must be <= {MAX_NOISE_SCALE:e}, got {v:e}"
             )));
         }
         if let NodeNoise::DiscreteGaussian { grid_bits, .. }

@@ -529,7 +529,7 @@ def sweep(
     """Run every (agent, epsilon, seed) on `env` and return (tidy DataFrame, manifest).
 
     env: a registered name, {"name": ..., **kwargs} (rebuilt inside each worker) or a FiniteMDP.
-    agents: {display name: {"algorithm": "UCRL-VTR" | "UCRL-VTR+" | "LSVI-UCB", "privacy": "none" |
+    agents: {display name: {"algorithm": "UCRL-VTR" | "UCRL-VTR+" | "LSVI-UCB" | "LinUCB", "privacy": "none" |
         "jdp" | "ldp", optional "delta", "p", "epsilons", "calibration" ("paper" | "tight"),
         "mechanism" (jdp only: "tree" | "honaker" | "factorization" | "blt"), and constructor options
         such as "beta_scale" or "batches"}}. A "none" agent runs once (epsilon = inf); a jdp/ldp agent runs at
