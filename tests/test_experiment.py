@@ -968,3 +968,20 @@ def test_plot_and_plot_runs_refuse_what_they_cannot_draw(tmp_path):
         plot(df, tmp_path / "p", value="bogus")
     with pytest.raises(ConfigError, match="source: not a privrl results table: no column study"):
         plot(pd.DataFrame({"a": [1]}), tmp_path / "p")
+
+
+def test_sweep_takes_a_contextual_bandit_object():
+    """Audit 5: sweep(env=<ContextualBandit>) was refused ("expected ... a privrl FiniteMDP")
+    although a FiniteMDP object is taken and LinUCB sweeps run on registered bandits."""
+    from privrl.envs import ContextualBandit
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    env = ContextualBandit.from_classification(X, (X[:, 0] > 0).astype(int) + (X[:, 1] > 0), seed=0)
+    agents = {"L": {"algorithm": "LinUCB", "privacy": "jdp"}, "N": {"algorithm": "LinUCB", "privacy": "none"}}
+    kw = dict(epsilons=[1.0], seeds=2, episodes=100, log_every=50, progress=False)
+    df, manifest = sweep(env, agents, **kw)
+    assert len(manifest["runs"]) == 4 and set(df.algorithm) == {"LinUCB"}
+    assert (df.regret > 0).all() and np.isfinite(df.regret).all()
+    df2, _ = sweep(env, agents, n_jobs=2, **kw)
+    pd.testing.assert_frame_equal(strip(df), strip(df2))

@@ -215,7 +215,7 @@ class Study:
     """One environment with its agents; the sweep-level settings may be overridden per study."""
 
     name: str
-    env: Any  # {"name": ..., **kwargs} or a FiniteMDP
+    env: Any  # {"name": ..., **kwargs}, a FiniteMDP or a ContextualBandit
     agents: dict[str, AgentSpec]
     episodes: int
     seeds: tuple[int, ...]
@@ -232,6 +232,8 @@ class Study:
             return self.env_spec
         import numpy as np
 
+        if not hasattr(self.env, "P"):  # a ContextualBandit: its own digests of what agents read
+            return {"object": repr(self.env), **self.env.fingerprint()}
         h = hashlib.sha256()
         for arr in (self.env.P, self.env.R, self.env.init_dist):
             h.update(np.ascontiguousarray(arr).tobytes())

@@ -102,9 +102,10 @@ def _check_mechanisms(specs: Mapping[str, AgentSpec], delta: float, key: str) ->
 
 
 def _env(value: Any, key: str) -> Any:
+    from privrl.envs.bandit import ContextualBandit
     from privrl.envs.finite import FiniteMDP
 
-    if isinstance(value, FiniteMDP):
+    if isinstance(value, (FiniteMDP, ContextualBandit)):
         return value
     if isinstance(value, str):
         value = {"name": value}
@@ -112,7 +113,7 @@ def _env(value: Any, key: str) -> Any:
         raise ConfigError(
             key,
             f"expected an environment name, a table with 'name' and its keyword "
-            f"arguments, or a privrl FiniteMDP; got {value!r}",
+            f"arguments, or a privrl FiniteMDP or ContextualBandit; got {value!r}",
         )
     spec = dict(value)
     name = _lookup(ENVIRONMENTS, spec.pop("name"), f"{key}.name", "environment")
