@@ -509,17 +509,8 @@ impl PyPrefix {
     /// Push with the GIL released when the step is long (the exact factorization does O(t)
     /// work per leaf).
     fn push_slice(&mut self, py: Python<'_>, leaf: Option<&[f64]>) -> PyResult<()> {
-        if let Some(s) = leaf.filter(|s| s.iter().all(|v| v.is_finite())) {
-            // a finite leaf whose sum overflows was committed (a slot and a node noise spent,
-            // the exact sum inf) and every later release refused: refuse it before any change
-            let exact = self.inner.exact_sum();
-            if exact.iter().zip(s).any(|(a, b)| !(a + b).is_finite()) {
-                return Err(crate::errors::CoreError::NonFinite(
-                    "leaf: the leaves' sum would exceed the float range (the mechanism is unchanged)"
-                        .into(),
-                ))
-                .py_ok(py);
-            }
+        if let Some(s) = leaf {
+            crate::continual::check_leaf_sum(self.inner.as_ref(), s).py_ok(py)?;
         }
         let long = self.inner.push_cost() > DETACH_WORK as u64;
         let inner = &mut self.inner;

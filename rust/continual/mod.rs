@@ -241,6 +241,26 @@ pub fn make_mechanism(
 
 // ---------------------------------------------------------------- shared pieces
 
+/// Refuse a finite leaf whose sum with the leaves before it leaves the float range, before the
+/// mechanism changes (the Python API's push): committed, it spent a slot and a node noise, made
+/// the exact sum inf and every later release fail. A non-finite leaf is left to `push`.
+pub fn check_leaf_sum(m: &dyn PrefixMechanism, leaf: &[f64]) -> CoreResult<()> {
+    if !leaf.iter().all(|v| v.is_finite()) {
+        return Ok(());
+    }
+    if m.exact_sum()
+        .iter()
+        .zip(leaf)
+        .any(|(a, b)| !(a + b).is_finite())
+    {
+        return Err(CoreError::NonFinite(
+            "leaf: the leaves' sum would exceed the float range (the mechanism is unchanged)"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn check_common(shape: NodeShape, noise: NodeNoise, capacity: u64) -> CoreResult<()> {
     noise.validate()?;
     shape.validate()?;
@@ -338,6 +358,16 @@ mod tests {
             assert!(matches!(m.push(&[1.0]), Err(CoreError::Shape(_))));
             assert_eq!(m.steps(), 1);
             assert_eq!(m.exact_sum(), vec![1.0, 2.0]);
+            // a finite leaf whose sum overflows: refused by the check, before any change
+            m.push(&[1e308, 0.0]).unwrap();
+            let big = [1e308, 0.0];
+            assert!(matches!(
+                check_leaf_sum(m.as_ref(), &big),
+                Err(CoreError::NonFinite(_))
+            ));
+            assert!(check_leaf_sum(m.as_ref(), &[-1e308, 0.0]).is_ok());
+            assert!(check_leaf_sum(m.as_ref(), &[f64::NAN, 0.0]).is_ok()); // push names it
+            assert_eq!(m.steps(), 2);
         }
     }
 
