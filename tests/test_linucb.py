@@ -482,3 +482,42 @@ def test_audit_5_inputs_of_the_bandit_api():
     assert ContextualBandit.from_classification(X, (np.arange(30) % 3).astype(float), seed=0).A == 3
     with pytest.raises(ShapeError, match="integer action indices"):
         RiverSwimMixture(S=4, H=3).policy_values(np.full((3, 4), np.inf))
+
+
+def test_audit_6_runtime_api():
+    """LinUCB.policy_updates leaked an AttributeError naming the Rust class; act(0, h=0.0 / an
+    array) passed or leaked numpy's error; a non-callable callback was found after a whole block
+    of users (256 of the budget spent); progress="no" showed the bar; a user past K raised
+    PrivacyParameterError from observe and CapacityError from run; UCRL-VTR+'s inherited
+    observe_statistics always failed with a misleading message; beta = 1e300 raised
+    OverflowError."""
+    from privrl.agents import UCRLVTR, UCRLVTRPlus
+    from privrl.envs import RiverSwimMixture, Trajectory
+    from privrl.exceptions import CapacityError, ShapeError
+
+    env = ContextualBandit(np.eye(3)[:2] * 0.5, np.array([[0.1, 0.9], [0.8, 0.2]]))
+    agent = LinUCB(env, JointDP(1.0, 1e-5), episodes=20, seed=0)
+    assert agent.policy_updates == agent.releases == 0
+    for h in (0.0, False, np.array([0, 0]), 1):
+        with pytest.raises(ShapeError, match="a bandit has one step"):
+            agent.act(0, h)
+    for bad in ({"callback": 5}, {"progress": "no"}):
+        with pytest.raises(TypeError):
+            privrl.run(agent, env, seed=0, **bad)
+    assert agent.k == 0  # refused before any user
+    privrl.run(agent, env, seed=0)
+    assert agent.policy_updates == agent.releases > 0
+    with pytest.raises(CapacityError, match="calibrated for K = 20"):
+        agent.update(0, 1, 0.5)
+    mix = RiverSwimMixture(S=4, H=3)
+    plus = UCRLVTRPlus(mix, JointDP(1.0, 1e-5), episodes=5, seed=0)
+    with pytest.raises(NotImplementedError, match="feed it trajectories with observe"):
+        plus.observe_statistics(np.zeros((3, 3)), np.zeros(3))
+    for cls in (UCRLVTR, UCRLVTRPlus):
+        big = cls(mix, JointDP(1.0, 1e-5), episodes=5, seed=0, beta=1e300)
+        assert np.isfinite(privrl.run(big, mix, seed=0).final_regret)
+    vtr = UCRLVTR(mix, NonPrivate(), episodes=1, seed=0)
+    t = Trajectory(np.array([0, 1, 2, 3]), np.array([1, 1, 1]), np.zeros(3))
+    vtr.observe(t)
+    with pytest.raises(CapacityError, match="calibrated for K = 1"):
+        vtr.observe(t)

@@ -257,6 +257,8 @@ def learn(
     _check_spaces(agent, env, state)
     if reference is not None:
         reference = check_finite_real(reference, "reference", positive=False)
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be a callable (k, return), got {callback!r}")
     seed = _reset_seed(seed)
     if state is int:  # the observation itself, checked as an index (int() truncated 3.7 and "3")
         state = _identity

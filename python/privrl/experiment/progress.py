@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import numpy as np
+
 __all__ = ["interactive", "bar"]
 
 
@@ -16,6 +18,8 @@ def interactive() -> bool:
 
 def bar(total: int, desc: str, progress: bool | None, unit: str = "user") -> Any:
     """A tqdm bar of ``total`` steps shown after 2 s (``progress=None``: when interactive), or None."""
+    if progress is not None and not isinstance(progress, (bool, np.bool_)):  # "no" showed the bar
+        raise TypeError(f"progress must be True, False or None, got {progress!r}")
     if not (interactive() if progress is None else progress):
         return None
     from tqdm.auto import tqdm  # type: ignore[import-untyped, unused-ignore]

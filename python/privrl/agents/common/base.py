@@ -25,6 +25,7 @@ from privrl.agents.common.specs import GuardSpec
 from privrl.common.checks import check_choice, check_episodes, check_nonneg_real, check_seed, seed_bytes
 from privrl.common.errors import (
     AssumptionError,
+    CapacityError,
     NonFiniteError,
     PrivacyParameterError,
     PrivacyWarning,
@@ -277,8 +278,8 @@ class Agent(abc.ABC):
 
     def _check_budget(self) -> None:
         """Refuse a user beyond the K the noise was calibrated for."""
-        if self.k >= self.K:
-            raise PrivacyParameterError(
+        if self.k >= self.K:  # CapacityError, as privrl.run past K (two classes before)
+            raise CapacityError(
                 f"{self.label} was calibrated for K = {self.K} episodes; episode {self.k + 1} would "
                 "exceed its privacy accounting"
             )

@@ -165,6 +165,12 @@ class LinUCB(Agent):
         return Release(design, inverse, weights, int(users))
 
     @property
+    def policy_updates(self) -> int:
+        """How often the billboard the users' arms come from changed: the releases (under
+        sampling each user also draws its own model from it)."""
+        return self.releases
+
+    @property
     def releases(self) -> int:
         """Billboards published so far (the initial one excluded)."""
         return int(self._core.releases)
@@ -175,7 +181,7 @@ class LinUCB(Agent):
         fresh draw per context; a user only ever reads its own)."""
         return np.array([[self._core.action(s) for s in range(self.S)]], dtype=np.int64)
 
-    def act(self, state: Any, h: int = 0) -> int:
+    def act(self, state: Any, h: Any = 0) -> int:
         """The arm of the arriving user, whose context index is ``state``."""
         if (
             isinstance(state, bool)
@@ -183,7 +189,7 @@ class LinUCB(Agent):
             or not 0 <= int(state) < self.S
         ):
             raise ShapeError(f"state must be a context index in [0, {self.S}), got {state!r}")
-        if h != 0:
+        if not isinstance(h, (int, np.integer)) or isinstance(h, bool) or h != 0:  # 0.0, an array
             raise ShapeError(f"a bandit has one step (h = 0), got h = {h!r}")
         return int(self._core.action(int(state)))
 

@@ -118,7 +118,9 @@ class LSVIUCB(Agent):
 
     * NonPrivate(), "every": LSVI-UCB of Jin et al. (2020) (update after every episode).
     * NonPrivate(), int B: batched LSVI-UCB (Wang et al. 2021, static schedule). "static" has
-      no private B to use and gives B = K (see calibrate_lsvi_ucb).
+      no private B to use: B = K under the paper / tight / practical calibrations, ceil(sqrt(d H K))
+      under the default (adaptive) one (see calibrate_lsvi_ucb). "scaled": App. D's balance at
+      the noise the calibration actually adds (Gaussian JDP; otherwise as "static").
     * JointDP(eps, delta), "static": Alg. 2 with App. D's B = ceil((K eps)^{2/5} / (d^{3/5} H^{1/5})).
     * JointDP(eps, delta), "every": the non-batched variant of Rem. 2 (B = K, noise calibrated
       for K releases).
@@ -219,7 +221,8 @@ class LSVIUCB(Agent):
             )
             warnings.warn(
                 f"a single batch ({why}): the agent never releases, so every one of its {self.K} users "
-                "gets its initial policy; pass batches=<int> (more releases, more noise in each), a "
+                "plans from the initial billboard (one policy under optimism, a draw around the prior "
+                "under sampling); pass batches=<int> (more releases, more noise in each), a "
                 "smaller feature map or more users",
                 ScheduleWarning,
                 stacklevel=2,

@@ -250,7 +250,7 @@ class UCRLVTR(Agent):
         return PracticalSpec(
             lam=float(cal.lam),
             shift_mult=float(cal.shift_mult),
-            beta2=float(radius) ** 2,
+            beta2=float(radius) * float(radius),  # ** 2 raised OverflowError at 1e300
             c_w=self.C_w,
             centre_distance=float(distance),
             noise_scale=self.beta / full if full else self.beta_scale,

@@ -87,6 +87,14 @@ class UCRLVTRPlus(UCRLVTR):
             ),
         ]
 
+    def observe_statistics(self, X: Any, y: Any) -> None:
+        """UCRL-VTR's audit entry point (one (X, y) per step) has no UCRL-VTR+ form: its users
+        send two statistics per step; audit UCRL-VTR+ through :meth:`observe`."""
+        raise NotImplementedError(
+            "observe_statistics sends UCRL-VTR's single (X, y) per step; UCRL-VTR+ users send two "
+            "(the weighted and the second-moment statistics): feed it trajectories with observe()"
+        )
+
     @property
     def guard2(self) -> SensitivityGuard:
         return list(self.guards.values())[1]
