@@ -252,6 +252,16 @@ impl LinUcb {
         }
     }
 
+    /// `f` with the exploration and tie streams left as they were: a look at the arriving
+    /// user's arm (its policy, an evaluation) that no later user's draw depends on. The user's
+    /// own draws are taken when it is observed (`LinUCB.update`) or played (`run`).
+    pub fn peek<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        let (exploration, ties) = (self.exploration.clone(), self.ties.clone());
+        let out = f(self);
+        (self.exploration, self.ties) = (exploration, ties);
+        out
+    }
+
     /// The arm the user with context `s` plays.
     pub fn action(&mut self, s: usize) -> usize {
         // the table's rows were brought inside the guard's bound when the agent was built
@@ -308,6 +318,33 @@ impl LinUcb {
             .nth(pick)
             .map(|(a, _)| a)
             .unwrap_or(0)
+    }
+
+    /// A user reported through the API (`LinUCB.update`, after a `peek`): its draws are taken
+    /// as `run` takes them when it plays (`action` / `action_x` on the billboard it saw), then
+    /// its data goes to the server; a refused user leaves the streams as they were.
+    pub fn observe_user(&mut self, ctx: Result<usize, &[f64]>, a: usize, r: f64) -> CoreResult<()> {
+        if matches!(ctx, Ok(s) if s >= self.n) {
+            return Err(CoreError::Shape(format!(
+                "context out of range (n = {})",
+                self.n
+            )));
+        }
+        let saved = (self.exploration.clone(), self.ties.clone());
+        let out = match ctx {
+            Ok(s) => {
+                self.action(s);
+                self.observe(s, a, r)
+            }
+            Err(x) => {
+                self.action_x(x);
+                self.observe_x(x, a, r)
+            }
+        };
+        if out.is_err() {
+            (self.exploration, self.ties) = saved;
+        }
+        out
     }
 
     /// The user of context `s` played arm `a` and got reward `r`: through the privacy model to

@@ -131,19 +131,25 @@ impl PyLinUcb {
         )
     }
 
-    /// The arm of the user with context `s`.
-    fn action(&mut self, s: usize) -> PyResult<usize> {
+    /// The arm of the user with context `s`; `peek`: without taking the user's draws (its
+    /// exploration and tie streams are left as they were).
+    #[pyo3(signature = (s, peek=false))]
+    fn action(&mut self, s: usize, peek: bool) -> PyResult<usize> {
         if s >= self.inner.n {
             return Err(PyValueError::new_err(format!(
                 "context index {s} out of range [0, {})",
                 self.inner.n
             )));
         }
-        Ok(self.inner.action(s))
+        Ok(match peek {
+            true => self.inner.peek(|m| m.action(s)),
+            false => self.inner.action(s),
+        })
     }
 
-    /// The arm of the user with the context vector `x` (length p).
-    fn action_x(&mut self, x: PyReadonlyArray1<'_, f64>) -> PyResult<usize> {
+    /// The arm of the user with the context vector `x` (length p); `peek` as in `action`.
+    #[pyo3(signature = (x, peek=false))]
+    fn action_x(&mut self, x: PyReadonlyArray1<'_, f64>, peek: bool) -> PyResult<usize> {
         let x = contiguous("x", x.as_slice())?;
         if x.len() != self.inner.p || crate::errors::any_non_finite(x) {
             return Err(PyValueError::new_err(format!(
@@ -151,19 +157,28 @@ impl PyLinUcb {
                 self.inner.p
             )));
         }
-        Ok(self.inner.action_x(x))
+        Ok(match peek {
+            true => self.inner.peek(|m| m.action_x(x)),
+            false => self.inner.action_x(x),
+        })
     }
 
-    /// The user of context vector `x` played arm `a` and got reward `r`.
+    /// The user of context vector `x` played arm `a` and got reward `r`; `user`: a user
+    /// reported through the API, whose draws are taken here (`LinUcb::observe_user`).
+    #[pyo3(signature = (x, a, r, user=false))]
     fn observe_x(
         &mut self,
         py: Python<'_>,
         x: PyReadonlyArray1<'_, f64>,
         a: usize,
         r: f64,
+        user: bool,
     ) -> PyResult<()> {
         let x = contiguous("x", x.as_slice())?;
-        self.inner.observe_x(x, a, r).py_ok(py)
+        match user {
+            true => self.inner.observe_user(Err(x), a, r).py_ok(py),
+            false => self.inner.observe_x(x, a, r).py_ok(py),
+        }
     }
 
     /// Per arm (mean, width) of context `s` on the current billboard.
@@ -176,8 +191,12 @@ impl PyLinUcb {
         out.into_pyarray(py).reshape([self.inner.arms, 2])
     }
 
-    fn observe(&mut self, py: Python<'_>, s: usize, a: usize, r: f64) -> PyResult<()> {
-        self.inner.observe(s, a, r).py_ok(py)
+    #[pyo3(signature = (s, a, r, user=false))]
+    fn observe(&mut self, py: Python<'_>, s: usize, a: usize, r: f64, user: bool) -> PyResult<()> {
+        match user {
+            true => self.inner.observe_user(Ok(s), a, r).py_ok(py),
+            false => self.inner.observe(s, a, r).py_ok(py),
+        }
     }
 
     /// A block of users on the bandit of expected rewards `means` (n, arms), with two uniforms

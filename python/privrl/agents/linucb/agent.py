@@ -177,12 +177,13 @@ class LinUCB(Agent):
 
     # ------------------------------------------------------------------ acting
     def policy(self) -> np.ndarray:
-        """The (1, n) policy of the arriving user: its arm for every context (under sampling a
-        fresh draw per context; a user only ever reads its own)."""
-        return np.array([[self._core.action(s) for s in range(self.S)]], dtype=np.int64)
+        """The (1, n) policy of the arriving user: its arm for every context (under sampling the
+        user's draws, one model per context). A look: no later user's draw moves with it."""
+        return np.array([[self._core.action(s, peek=True) for s in range(self.S)]], dtype=np.int64)
 
     def act(self, state: Any, h: Any = 0) -> int:
-        """The arm of the arriving user, whose context index is ``state``."""
+        """The arm of the arriving user, whose context index is ``state`` (the same arm however
+        often it is asked; the user's draws are taken when :meth:`update` reports it)."""
         if (
             isinstance(state, bool)
             or not isinstance(state, (int, np.integer))
@@ -191,7 +192,7 @@ class LinUCB(Agent):
             raise ShapeError(f"state must be a context index in [0, {self.S}), got {state!r}")
         if not isinstance(h, (int, np.integer)) or isinstance(h, bool) or h != 0:  # 0.0, an array
             raise ShapeError(f"a bandit has one step (h = 0), got h = {h!r}")
-        return int(self._core.action(int(state)))
+        return int(self._core.action(int(state), peek=True))
 
     def observe(self, trajectory: Trajectory) -> None:
         """The user's (context, arm, reward) as a one-step Trajectory (states (2,), actions (1,),
@@ -203,7 +204,7 @@ class LinUCB(Agent):
         """The arm for a context vector ``x`` of length p that need not be in the table (a live
         user): projected on ``||x|| <= 1`` as the intake would, scored on the current billboard
         (under sampling with fresh draws)."""
-        return int(self._core.action_x(self._context_vector(x)))
+        return int(self._core.action_x(self._context_vector(x), peek=True))
 
     def update(self, context: Any, arm: Any, reward: float) -> None:
         """The user of ``context`` (an index into the table, or a context vector of length p)
@@ -218,9 +219,9 @@ class LinUCB(Agent):
         if isinstance(context, (int, np.integer)) and not isinstance(context, bool):
             if not 0 <= int(context) < self.S:
                 raise ShapeError(f"context must be an index in [0, {self.S}) or a vector, got {context!r}")
-            self._core.observe(int(context), int(arm), float(reward))
+            self._core.observe(int(context), int(arm), float(reward), user=True)
         else:
-            self._core.observe_x(self._context_vector(context), int(arm), float(reward))
+            self._core.observe_x(self._context_vector(context), int(arm), float(reward), user=True)
         self._sync_guards()
 
     def _context_vector(self, x: Any) -> np.ndarray:
