@@ -511,7 +511,7 @@ def test_audit_6_runtime_api():
         agent.update(0, 1, 0.5)
     mix = RiverSwimMixture(S=4, H=3)
     plus = UCRLVTRPlus(mix, JointDP(1.0, 1e-5), episodes=5, seed=0)
-    with pytest.raises(NotImplementedError, match="feed it trajectories with observe"):
+    with pytest.raises(TypeError, match="feed it trajectories with observe"):
         plus.observe_statistics(np.zeros((3, 3)), np.zeros(3))
     for cls in (UCRLVTR, UCRLVTRPlus):
         big = cls(mix, JointDP(1.0, 1e-5), episodes=5, seed=0, beta=1e300)

@@ -90,7 +90,7 @@ class UCRLVTRPlus(UCRLVTR):
     def observe_statistics(self, X: Any, y: Any) -> None:
         """UCRL-VTR's audit entry point (one (X, y) per step) has no UCRL-VTR+ form: its users
         send two statistics per step; audit UCRL-VTR+ through :meth:`observe`."""
-        raise NotImplementedError(
+        raise TypeError(
             "observe_statistics sends UCRL-VTR's single (X, y) per step; UCRL-VTR+ users send two "
             "(the weighted and the second-moment statistics): feed it trajectories with observe()"
         )
