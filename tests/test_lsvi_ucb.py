@@ -541,3 +541,18 @@ def test_the_memory_estimate_bounds_the_measured_peak(mechanism):
     )
     ratio = float(out.stdout.split()[-1])
     assert 0.8 <= ratio <= 1.0, ratio
+
+
+def test_batch_starts_by_formula_and_a_huge_schedule_is_refused():
+    """Audit 6: batch_starts built a Python list of every batch start (50 bytes a batch):
+    batches="every" at K = 10^12 hung, growing in memory. The starts (Alg. 2, line 4) are the
+    same by formula; a schedule beyond memory is a ResourceError at once."""
+    from privrl.agents.lsvi_ucb.agent import batch_starts
+    from privrl.exceptions import ResourceError
+
+    for K, B in ((1000, 7), (1000, 1000), (10, 3), (10, 7), (7, 10), (1, 1), (100, 33)):
+        L = -(-K // B)
+        assert batch_starts(K, B).tolist() == [i * L + 1 for i in range(B) if i * L + 1 <= K]
+    lin = RandomLinearMDP(S=10, A=3, d=4, H=5, seed=1)
+    with pytest.raises(ResourceError, match="its 1000000000000 batches"):
+        LSVIUCB(lin, JointDP(1.0, 1e-20), batches="every", episodes=10**12)

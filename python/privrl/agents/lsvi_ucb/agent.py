@@ -24,7 +24,7 @@ from privrl.agents.lsvi_ucb import calibration as privacy_of
 from privrl.agents.lsvi_ucb.calibration import LSVIUCBCalibration
 from privrl.common.checks import check_choice, check_positive_real
 from privrl.common.errors import PrivacyParameterError, ResourceError, ScheduleWarning
-from privrl.common.memory import physical_memory
+from privrl.common.memory import physical_memory, refuse_over_memory
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.linear import LinearMDP, check_phi_norms
@@ -99,7 +99,10 @@ def batch_starts(K: int, B: int) -> np.ndarray:
     which is what the privacy proof needs (App. D, Rem. "Data-Dependent Batches"). When
     (B - 1) ceil(K/B) >= K the last batches never start, so fewer than B policies are released."""
     L = -(-int(K) // int(B))
-    return np.array([i * L + 1 for i in range(int(B)) if i * L + 1 <= K], dtype=np.int64)
+    n = min(int(B), (int(K) - 1) // L + 1)  # the starts i L + 1 <= K
+    # a Python list of every start hung at K = 10^12 with batches="every" (50 bytes a batch)
+    refuse_over_memory("LSVIUCB", n, f"the first episode of each of its {n} batches", "Use fewer batches.")
+    return np.arange(n, dtype=np.int64) * L + 1
 
 
 class LSVIUCB(Agent):
