@@ -139,7 +139,10 @@ class LSVIUCB(Agent):
     batches : "static" (default), "every" or an int B in [1, K]; batches start at
         k_i = i ceil(K/B) + 1, a schedule fixed in advance.
     episodes : K, the number of users the noise is calibrated for.
-    beta_scale : multiplies App. D's beta (exploration only). `beta` overrides the radius.
+    beta_scale : multiplies App. D's beta (exploration only). `beta` overrides the radius. Both
+        act under the paper / tight / practical calibrations; the default (adaptive) one sets its
+        widths from the released noise and ignores them (calibration.beta_used then records the
+        value passed, not a radius in use).
     ties : "random" (from the agent's seed) or "lowest".
     lam : the ridge regularizer lambda (default None: App. D's d). Regret side only.
     sensitivity : "clip" or "reject" user data outside ||phi|| <= 1, r in [0, 1]. V_{h+1} is

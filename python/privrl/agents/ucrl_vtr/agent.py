@@ -60,7 +60,10 @@ class UCRLVTR(Agent):
         by that continual-release mechanism at the same (eps, delta) (privrl.privacy.continual).
     episodes : K, the number of users the privacy noise is calibrated for.
     beta_scale : multiplies the theoretical beta_k (exploration only: the privacy noise depends only
-        on (eps, delta, H, K, d)). `beta` overrides the radius altogether.
+        on (eps, delta, H, K, d)). `beta` overrides the radius altogether. Both act under the paper
+        / tight / practical calibrations; the default (adaptive) one sets its widths from the
+        released noise and ignores them (UCRL-VTR+ uses the scale in its variance estimate only;
+        calibration.beta_used records the value passed).
     sensitivity : "clip" or "reject" user statistics outside ||X|| <= H, y in [0, H].
     centre : the point the practical calibration's ridge pulls towards (no effect on "paper" /
         "tight"): "feasible" (default; the min-norm model w0 with phi_1^T w0 = 1, a data-independent
