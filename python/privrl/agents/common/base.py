@@ -365,13 +365,13 @@ def check_release(plan: Any, cal: Calibration, users: int) -> None:
 
 def check_certified(plan: Any, cal: Calibration) -> None:
     """Refuse a paper calibration whose noise does not make the release plan (eps, delta)-DP by
-    the tight accountant. The paper's sigmas are the classical Gaussian mechanism's formula
-    ``sqrt(2 ln(1.25 / delta)) / eps`` per release, stated for eps < 1: at a large epsilon it gives
-    less noise than the target needs (LDP, delta = 1e-5: LinUCB on 3 features above eps = 121,
-    UCRL-VTR / UCRL-VTR+ on RiverSwimMixture(S=4, H=5) above 956 / 2,136), and the agent would not
-    be what its privacy model says. The
-    other calibrations take their noise from the accountant, so they certify by construction.
-    Cost: one privacy report (about 20 ms)."""
+    the tight accountant. The paper's sigmas come from the Gaussian mechanism's formula
+    (``Delta sqrt(2 ln(2 / delta)) / eps``, App. "Gaussian Mechanism", composed over the releases),
+    stated for eps < 1: at a large epsilon it gives less noise than the target needs (LDP, delta =
+    1e-5: LinUCB on 3 features above eps = 121, UCRL-VTR / UCRL-VTR+ on RiverSwimMixture(S=4, H=5)
+    above 956 / 2,136), and the agent would not be what its privacy model says. The other
+    calibrations take their noise from the accountant, so they certify by construction. Cost: one
+    privacy report (about 20 ms)."""
     if cal.kind == "none" or cal.calibration != "paper":
         return
     from privrl.audit.report import privacy_report_from_calibration
