@@ -78,6 +78,13 @@ pub struct LinUcbParts {
     pub episodes: u64,
 }
 
+/// A user's context: an index into the agent's table, or a vector of length p.
+#[derive(Clone, Copy)]
+pub enum Context<'a> {
+    Index(usize),
+    Vector(&'a [f64]),
+}
+
 #[derive(Serialize, Deserialize)]
 pub struct LinUcb {
     pub arms: usize,
@@ -256,9 +263,9 @@ impl LinUcb {
     /// user's arm (its policy, an evaluation) that no later user's draw depends on. The user's
     /// own draws are taken when it is observed (`LinUCB.update`) or played (`run`).
     pub fn peek<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
-        let (exploration, ties) = (self.exploration.clone(), self.ties.clone());
+        let saved = (self.exploration.clone(), self.ties.clone());
         let out = f(self);
-        (self.exploration, self.ties) = (exploration, ties);
+        (self.exploration, self.ties) = saved;
         out
     }
 
@@ -323,8 +330,8 @@ impl LinUcb {
     /// A user reported through the API (`LinUCB.update`, after a `peek`): its draws are taken
     /// as `run` takes them when it plays (`action` / `action_x` on the billboard it saw), then
     /// its data goes to the server; a refused user leaves the streams as they were.
-    pub fn observe_user(&mut self, ctx: Result<usize, &[f64]>, a: usize, r: f64) -> CoreResult<()> {
-        if matches!(ctx, Ok(s) if s >= self.n) {
+    pub fn observe_user(&mut self, ctx: Context<'_>, a: usize, r: f64) -> CoreResult<()> {
+        if matches!(ctx, Context::Index(s) if s >= self.n) {
             return Err(CoreError::Shape(format!(
                 "context out of range (n = {})",
                 self.n
@@ -332,11 +339,11 @@ impl LinUcb {
         }
         let saved = (self.exploration.clone(), self.ties.clone());
         let out = match ctx {
-            Ok(s) => {
+            Context::Index(s) => {
                 self.action(s);
                 self.observe(s, a, r)
             }
-            Err(x) => {
+            Context::Vector(x) => {
                 self.action_x(x);
                 self.observe_x(x, a, r)
             }

@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 
 use super::specs::{exploration_stream, mechanisms, ties, BoundsSpec, GuardSpec, NoiseSpec};
 use super::{contiguous, reduced, seed32, IntoPy, Reduced};
-use crate::agents::linucb::{BanditServer, LinUcb, LinUcbParts};
+use crate::agents::linucb::{BanditServer, Context, LinUcb, LinUcbParts};
 use crate::agents::EpisodeLog;
 use crate::errors::CoreError;
 use crate::kernels::rank_one::ShermanMorrison;
@@ -176,7 +176,7 @@ impl PyLinUcb {
     ) -> PyResult<()> {
         let x = contiguous("x", x.as_slice())?;
         match user {
-            true => self.inner.observe_user(Err(x), a, r).py_ok(py),
+            true => self.inner.observe_user(Context::Vector(x), a, r).py_ok(py),
             false => self.inner.observe_x(x, a, r).py_ok(py),
         }
     }
@@ -194,7 +194,7 @@ impl PyLinUcb {
     #[pyo3(signature = (s, a, r, user=false))]
     fn observe(&mut self, py: Python<'_>, s: usize, a: usize, r: f64, user: bool) -> PyResult<()> {
         match user {
-            true => self.inner.observe_user(Ok(s), a, r).py_ok(py),
+            true => self.inner.observe_user(Context::Index(s), a, r).py_ok(py),
             false => self.inner.observe(s, a, r).py_ok(py),
         }
     }

@@ -167,7 +167,7 @@ def check_pos_int(value: Any, name: str) -> int:
     v = int(value)
     if v < 1:
         raise PrivacyParameterError(f"{name} must be an integer >= 1, got {value!r}")
-    if v > 2**63 - 1:
+    if v > MAX_INT:
         raise PrivacyParameterError(f"{name} must be an integer in [1, 2^63 - 1], got {value!r}")
     return v
 
