@@ -230,3 +230,66 @@ def test_lsvi_learns_frozenlake_by_default():
     res = privrl.learn(agent, gym.make("FrozenLake-v1", is_slippery=False), seed=1, progress=False)
     returns = np.asarray(res.returns)
     assert returns[: K // 10].mean() < 0.05 < 0.9 <= returns[-K // 10 :].mean()
+
+
+# ------------------------------------------------------------------ beta_scale / beta
+
+
+def test_beta_scale_scales_only_the_random_part_of_the_width():
+    """Under the adaptive rule beta_scale is the random part's radius in standard deviations:
+    explore = V diag((rho r + b)^2) V^T (the numpy oracle above with rho = 0.3); beta overrides it
+    the same way, and calibration.beta_used records it."""
+    env = RiverSwimMixture(S=6, H=5)
+    rng = np.random.default_rng(1)
+    X = rng.uniform(0, 1, size=(7, 5, 3))
+    y = rng.uniform(0, 5, size=(7, 5))
+    rels = {}
+    for kw in ({"beta_scale": 0.3}, {"beta": 0.3}, {}):
+        agent = UCRLVTR(env, NonPrivate(calibration="adaptive"), episodes=20, seed=0, **kw)
+        assert agent.calibration.beta_used == (0.3 if kw else 1.0)
+        for k in range(7):
+            agent.observe_statistics(X[k], y[k])
+        rels[tuple(kw)] = agent.release()
+    w0 = practical.feasible_centre(agent.mixture_features)
+    D = practical.centre_distance(agent.C_w, agent.mixture_features, w0)
+    lam = (max(2.5, SIGMA_MIN) / D) ** 2
+    for h in range(5):
+        _, w, a, V, lift = _oracle(X[:, h].T @ X[:, h], X[:, h].T @ y[:, h], lam, w0, D)
+        r, b = np.sqrt(2.5**2 / a), (lam + lift) * D / a
+        for key in (("beta_scale",), ("beta",)):
+            np.testing.assert_allclose(rels[key].weights[h], w, rtol=1e-9, atol=1e-9)
+            want = V @ np.diag((0.3 * r + b) ** 2) @ V.T
+            np.testing.assert_allclose(rels[key].explore[h], want, rtol=1e-9, atol=1e-9)
+        np.testing.assert_array_equal(rels[()].weights[h], rels[("beta",)].weights[h])
+
+
+@pytest.mark.parametrize("algorithm", ["UCRL-VTR", "UCRL-VTR+", "LSVI-UCB"])
+def test_beta_scale_moves_the_policy_not_the_noise(algorithm):
+    """The radius is the regret side: the released noise and the privacy report stay, the run
+    moves; a radius past MAX_RADIUS acts as MAX_RADIUS and the run stays finite."""
+    from privrl.agents import LSVIUCB
+    from privrl.envs import RandomLinearMDP
+    from privrl.privacy.adaptive import MAX_RADIUS
+
+    if algorithm == "LSVI-UCB":
+        env, cls = RandomLinearMDP(S=8, A=3, d=4, H=4, seed=0), LSVIUCB
+    else:
+        env, cls = RandomLinearMixtureMDP(seed=0), (UCRLVTR if algorithm == "UCRL-VTR" else UCRLVTRPlus)
+    agents = {s: cls(env, JointDP(5, 1e-5), episodes=400, seed=3, beta_scale=s) for s in (1.0, 0.1, 1e300)}
+    runs = {s: privrl.run(a, env, seed=7) for s, a in agents.items()}
+    assert agents[1e300].calibration.beta_used == MAX_RADIUS
+    assert np.isfinite(runs[1e300].regret).all()
+    # the run moves (without noise: at K = 400 the JDP widths still saturate the value clip)
+    moved = [
+        privrl.run(cls(env, NonPrivate(), episodes=400, seed=3, beta_scale=s), env, seed=7) for s in (1, 0.1)
+    ]
+    assert not np.array_equal(moved[0].regret, moved[1].regret)
+    ref = agents[1.0]
+    for s, a in agents.items():
+        args = () if cls is LSVIUCB else (0,)
+        noise, base = a._core.noise(*args), ref._core.noise(*args)
+        for n, m in zip(noise, base, strict=True):
+            np.testing.assert_array_equal(n, m, err_msg=str(s))
+        rep, want = a.privacy_report(), ref.privacy_report()
+        for key in ("tight", "paper", "mechanisms", "statistics", "target"):
+            assert rep[key] == want[key], (s, key)

@@ -10,7 +10,8 @@
 //!   S     = shift_mult Upsilon_t,   G~ + (lam + S) I = V diag(ev) V^T,
 //!   a_i   = max(ev_i, lam),  lift_i = a_i - ev_i,  c = V^T w0,  u = V^T u~,
 //!   mean  w~ = V m,  m_i = (u_i + (lam + S + lift_i) c_i) / a_i   (the practical rule's ridge),
-//!   random std  r_i = sqrt(sigma^2 / a_i + nu^2 / a_i^2),   nu^2 = s_v^2 + 2 s_m^2 C_w^2,
+//!   random std  r_i = rho sqrt(sigma^2 / a_i + nu^2 / a_i^2),   nu^2 = s_v^2 + 2 s_m^2 C_w^2
+//!               (rho = `radius`, the agent's `beta_scale`: 1 is one standard deviation),
 //!   bias bound  b_i = (lam + S + lift_i) D / a_i      (|A^{-1}(lam + S + E)(w0 - w)| per direction).
 //!
 //! Outputs (row-major d x d per step): `explore` = V diag((r_i + b_i)^2) V^T (optimism: the bonus
@@ -33,6 +34,15 @@ pub struct AdaptiveSpec {
     pub spread_scale: f64,
     /// The smallest sigma the ridge lam is computed from.
     pub sigma_min: f64,
+    /// The random part's radius in standard deviations (`beta_scale`; 1: one std). The bias
+    /// bound is never scaled.
+    #[serde(default = "unit_radius")]
+    pub radius: f64,
+}
+
+/// The radius of agents saved before `radius` existed: one standard deviation.
+pub(crate) fn unit_radius() -> f64 {
+    1.0
 }
 
 /// One step's outputs (row-major d x d, weights d).
@@ -120,7 +130,7 @@ impl AdaptiveSpec {
             let ui: f64 = (0..d).map(|k| v(k, i) * target[k]).sum();
             let ci: f64 = (0..d).map(|k| v(k, i) * n.w0[k]).sum();
             mean[i] = (ui + (base + lift) * ci) / a[i];
-            rstd[i] = (s2 / a[i] + nu2 / (a[i] * a[i])).sqrt();
+            rstd[i] = self.radius * (s2 / a[i] + nu2 / (a[i] * a[i])).sqrt();
             bias[i] = (base + lift) * n.distance / a[i];
         }
         for k in 0..d {
@@ -168,6 +178,7 @@ mod tests {
             sigma_max: 10.0,
             spread_scale: 1.0,
             sigma_min: 0.5,
+            radius: 1.0,
         };
         let (mut de, mut inv, mut w, mut ex, mut fa, mut bi) =
             ([0.0; 4], [0.0; 4], [0.0; 2], [0.0; 4], [0.0; 4], [0.0; 4]);

@@ -15,7 +15,8 @@
 //!             d_j = ||V_j - V_{h+1}||_inf (eigenvalues e -> 1 / (1 / e + d_j^2));
 //!   posterior C = P_tot^{-1} + nu^2 A^{-1} (nu = half the target's range, tau the same), prior
 //!             N(c w1, tau^2 I): Sigma = (C^{-1} + I / tau^2)^{-1}, w~ = Sigma (C^{-1} m + c w1 / tau^2);
-//!   backup    V_h(s) = Pi_[0, H - h] max_a (phi^T w~ + ||phi||_Sigma)  (0-based h).
+//!   backup    V_h(s) = Pi_[0, H - h] max_a (phi^T w~ + rho ||phi||_Sigma)  (0-based h; rho =
+//!             `radius`, the agent's `beta_scale`, 1 by default: one posterior std).
 //!
 //! Tabular posterior (non-private, one-hot rows): the server holds the data, so each coordinate
 //! j = (s, a) of step h gets the posterior of its own targets y = r + V_{h+1}(s') - c instead of
@@ -28,8 +29,8 @@
 //! range, CliffWalking); the worst-case nu kept a deterministic target's width at nu / sqrt(n).
 //! Private releases carry no second moments and a noised Gram, so they keep the rule above.
 //!
-//! Users: optimism, greedy for min(phi^T w~ + ||phi||_Sigma, H - h); sampling, greedy for
-//! phi^T (w~ + Sigma^{1/2} g), g ~ N(0, I) per user and step from the exploration stream.
+//! Users: optimism, greedy for min(phi^T w~ + rho ||phi||_Sigma, H - h); sampling, greedy for
+//! phi^T (w~ + rho Sigma^{1/2} g), g ~ N(0, I) per user and step from the exploration stream.
 
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
@@ -51,6 +52,10 @@ pub struct AdaptiveLsvi {
     pub bounds: NoiseBounds,
     pub sigma_u: f64,
     pub alpha: f64,
+    /// The width's radius in posterior standard deviations (`beta_scale`; 1: one std): scales
+    /// Sigma_h^{1/2} and the bonus rows.
+    #[serde(default = "super::adaptive::unit_radius")]
+    pub radius: f64,
 }
 
 /// One earlier release of a step: its estimate, privacy precision and backup.
@@ -414,18 +419,22 @@ impl AdaptiveState {
     /// A diagonal Sigma_h (its d variances): the factor sqrt(sigma_i) and the bonus rows
     /// ||phi||_Sigma = sqrt(sum_i phi_i^2 sigma_i).
     fn set_diagonal_width(&mut self, h: usize, d: usize, sigma: &[f64], rows: &SparseRows) {
+        let rho = self.spec.radius;
         let f = &mut self.factor[h * d..(h + 1) * d];
-        f.iter_mut().zip(sigma).for_each(|(o, s)| *o = s.sqrt());
+        f.iter_mut()
+            .zip(sigma)
+            .for_each(|(o, s)| *o = rho * s.sqrt());
         let n = rows.len();
         let b = &mut self.bonus[h * n..(h + 1) * n];
         for (r, o) in b.iter_mut().enumerate() {
             // the row's nonzeros only (O(nnz), not O(rows d)); from +0 as the dense sum was
             let (cols, vals) = rows.row(r);
-            *o = cols
-                .iter()
-                .zip(vals)
-                .fold(0.0, |acc, (&i, p)| acc + p * p * sigma[i])
-                .sqrt();
+            *o = rho
+                * cols
+                    .iter()
+                    .zip(vals)
+                    .fold(0.0, |acc, (&i, p)| acc + p * p * sigma[i])
+                    .sqrt();
         }
     }
 
@@ -470,20 +479,22 @@ impl AdaptiveState {
 
     /// Sigma_h's factor and bonus rows from Sigma_h.
     pub(crate) fn set_width(&mut self, h: usize, d: usize, sigma: &[f64], rows: &SparseRows) {
+        let rho = self.spec.radius;
         if self.spec.diagonal {
             let f = &mut self.factor[h * d..(h + 1) * d];
             for (i, o) in f.iter_mut().enumerate() {
-                *o = sigma[i * d + i].max(0.0).sqrt();
+                *o = rho * sigma[i * d + i].max(0.0).sqrt();
             }
             let n = rows.len();
             let b = &mut self.bonus[h * n..(h + 1) * n];
             for (r, o) in b.iter_mut().enumerate() {
                 let (cols, vals) = rows.row(r);
-                *o = cols
-                    .iter()
-                    .zip(vals)
-                    .fold(0.0, |acc, (&i, p)| acc + p * p * sigma[i * d + i])
-                    .sqrt();
+                *o = rho
+                    * cols
+                        .iter()
+                        .zip(vals)
+                        .fold(0.0, |acc, (&i, p)| acc + p * p * sigma[i * d + i])
+                        .sqrt();
             }
             return;
         }
@@ -491,7 +502,8 @@ impl AdaptiveState {
         let l = &mut self.factor[h * d * d..(h + 1) * d * d];
         for i in 0..d {
             for k in 0..d {
-                l[i * d + k] = v[(i, k)] * e[k].max(0.0).sqrt();
+                // rho L: rho^2 Sigma (the bonus rows below are then rho ||phi||_Sigma)
+                l[i * d + k] = v[(i, k)] * (rho * e[k].max(0.0).sqrt());
             }
         }
         let n = rows.len();
@@ -527,6 +539,7 @@ mod tests {
                 bounds: NoiseBounds::Zero,
                 sigma_u: 0.0,
                 alpha: 0.05,
+                radius: 1.0,
             },
             history: vec![vec![]],
             s_n: 0.0,
@@ -683,6 +696,7 @@ mod tests {
             bounds: NoiseBounds::Zero,
             sigma_u: 2.0,
             alpha: 0.05,
+            radius: 1.0,
         };
         let table = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
         let design = [5.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 9.0];

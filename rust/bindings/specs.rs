@@ -88,6 +88,7 @@ pub(super) struct AdaptiveSpecPy {
     pub(super) sigma_max: f64,
     pub(super) spread_scale: f64,
     pub(super) sigma_min: f64,
+    pub(super) radius: f64,
 }
 
 /// The noise of a regression's mechanisms (JDP) or randomizer (LDP).
@@ -171,6 +172,7 @@ pub(super) struct LsviAdaptiveSpecPy<'py> {
     pub(super) shift_mult: f64,
     pub(super) bounds: BoundsSpec,
     pub(super) alpha: f64,
+    pub(super) radius: f64,
 }
 
 impl LsviAdaptiveSpecPy<'_> {
@@ -185,6 +187,7 @@ impl LsviAdaptiveSpecPy<'_> {
             sigma_u: bounds.vector_std(1.0),
             bounds,
             alpha: self.alpha,
+            radius: self.radius,
         })
     }
 }
@@ -245,6 +248,7 @@ pub(super) fn regression(
                 sigma_max: a.sigma_max,
                 spread_scale: a.spread_scale,
                 sigma_min: a.sigma_min,
+                radius: a.radius,
             }),
         }),
     };

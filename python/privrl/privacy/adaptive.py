@@ -51,6 +51,7 @@ import numpy as np
 
 __all__ = [
     "ADAPTIVE_LSVI_LAM",
+    "MAX_RADIUS",
     "SIGMA_MIN",
     "AdaptiveConstants",
     "adaptive_constants",
@@ -61,6 +62,11 @@ __all__ = [
 #: LSVI-UCB's ridge under the adaptive rule (App. D's lam = d pulls every Q towards the centre as
 #: hard as d visits; the adaptive rule's prior carries the scale instead).
 ADAPTIVE_LSVI_LAM = 1.0
+
+#: The largest exploration radius (in standard deviations) the adaptive rule uses: a larger
+#: ``beta`` / ``beta_scale`` acts as this one. Every width is then far beyond the value clip (Q is
+#: clipped to the support's range of V_{h+1}), so nothing changes but the widths' squares stay finite.
+MAX_RADIUS = 1e100
 
 #: The smallest statistical std the adaptive ridge lam = (sigma / D)^2 is computed from (a value
 #: of rewards in [0, 1] per step; keeps lam > 0 when every planned V is flat).

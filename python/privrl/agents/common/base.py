@@ -34,6 +34,7 @@ from privrl.common.errors import (
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP, Trajectory
+from privrl.privacy.adaptive import MAX_RADIUS
 from privrl.privacy.common import Calibration
 from privrl.privacy.models import JointDP, LocalDP, NonPrivate
 
@@ -205,6 +206,17 @@ class Agent(abc.ABC):
     @property
     def _tie_seed(self) -> bytes | None:
         return None if self.ties == "lowest" else self._stream_seed(0)
+
+    def _radius(self, cal: Calibration, theoretical: float) -> float:
+        """The exploration radius in use (``calibration.beta_used``): ``beta`` if given, else
+        ``beta_scale`` times the calibration's radius. Under the adaptive rule the radius is in
+        standard deviations of the estimate (the rule's own radius is 1: one std; its bias bound is
+        never scaled; at most ``privrl.privacy.adaptive.MAX_RADIUS``), under the others it is the paper's
+        / the practical rule's beta."""
+        if cal.release_rule == "adaptive":  # a wider radius acts as MAX_RADIUS (saturated widths)
+            rho = self.beta_scale if self._beta_override is None else self._beta_override
+            return min(rho, MAX_RADIUS)
+        return self._beta_override if self._beta_override is not None else self.beta_scale * theoretical
 
     def _settle_exploration(self, cal: Calibration) -> None:
         """``exploration=None`` becomes the default of the algorithm under its release rule."""

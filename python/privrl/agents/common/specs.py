@@ -62,6 +62,7 @@ class AdaptiveSpec:
     sigma_max: float
     spread_scale: float
     sigma_min: float
+    radius: float = 1.0  # the random part's radius in standard deviations (beta_scale)
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,7 @@ class LsviAdaptiveSpec:
     shift_mult: float
     bounds: BoundsSpec
     alpha: float
+    radius: float = 1.0  # the width's radius in posterior standard deviations (beta_scale)
 
 
 @dataclass(frozen=True)

@@ -112,7 +112,7 @@ class LinUCB(Agent):
         )  # fmt: skip
         self._settle_exploration(cal)
         check_release(plan, cal, self.K)
-        self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * cal.beta
+        self.beta = self._radius(cal, cal.beta)
         self.calibration: LinUCBCalibration = cal.replace(beta_used=self.beta, beta_scale=self.beta_scale)
         (stat,) = plan.statistics
         self.guards = {

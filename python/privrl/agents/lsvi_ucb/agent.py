@@ -139,10 +139,10 @@ class LSVIUCB(Agent):
     batches : "static" (default), "every" or an int B in [1, K]; batches start at
         k_i = i ceil(K/B) + 1, a schedule fixed in advance.
     episodes : K, the number of users the noise is calibrated for.
-    beta_scale : multiplies App. D's beta (exploration only). `beta` overrides the radius. Both
-        act under the paper / tight / practical calibrations; the default (adaptive) one sets its
-        widths from the released noise and ignores them (calibration.beta_used then records the
-        value passed, not a radius in use).
+    beta_scale : multiplies the exploration radius (exploration only); `beta` overrides it. Under
+        the paper / tight / practical calibrations the radius is App. D's beta; under the default
+        (adaptive) one it is in posterior standard deviations (1: one std; the bonus and the
+        sampling draw's scale). calibration.beta_used records the radius in use.
     ties : "random" (from the agent's seed) or "lowest".
     lam : the ridge regularizer lambda (default None: App. D's d). Regret side only.
     sensitivity : "clip" or "reject" user data outside ||phi|| <= 1, r in [0, 1]. V_{h+1} is
@@ -239,7 +239,7 @@ class LSVIUCB(Agent):
         )
         self._settle_exploration(cal)
         check_release(plan, cal, self.K)
-        self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * cal.beta
+        self.beta = self._radius(cal, cal.beta)
         self.calibration: Calibration = cal.replace(
             beta_used=self.beta, beta_scale=self.beta_scale, planning=planning
         )
@@ -304,6 +304,7 @@ class LSVIUCB(Agent):
             shift_mult=float(cal.shift_mult),
             bounds=bounds_spec(cal, cal.sigma_Lambda, cal.sigma_u, self.d) if private else BoundsSpec("zero"),
             alpha=float(cal.alpha) if private else 0.05,
+            radius=self.beta,
         )
 
     def release_plan(self) -> ReleasePlan:

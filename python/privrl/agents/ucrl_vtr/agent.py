@@ -59,11 +59,12 @@ class UCRLVTR(Agent):
         JointDP(..., mechanism="honaker" | "factorization" | "blt") replaces the 2H binary trees
         by that continual-release mechanism at the same (eps, delta) (privrl.privacy.continual).
     episodes : K, the number of users the privacy noise is calibrated for.
-    beta_scale : multiplies the theoretical beta_k (exploration only: the privacy noise depends only
-        on (eps, delta, H, K, d)). `beta` overrides the radius altogether. Both act under the paper
-        / tight / practical calibrations; the default (adaptive) one sets its widths from the
-        released noise and ignores them (UCRL-VTR+ uses the scale in its variance estimate only;
-        calibration.beta_used records the value passed).
+    beta_scale : multiplies the exploration radius (exploration only: the privacy noise depends
+        only on (eps, delta, H, K, d)); `beta` overrides the radius altogether. Under the paper /
+        tight / practical calibrations the radius is the theoretical beta_k; under the default
+        (adaptive) one it is in standard deviations of the estimate (1: one std) and scales only
+        the random part of the width (the bias bound is never scaled). calibration.beta_used
+        records the radius in use.
     sensitivity : "clip" or "reject" user statistics outside ||X|| <= H, y in [0, H].
     centre : the point the practical calibration's ridge pulls towards (no effect on "paper" /
         "tight"): "feasible" (default; the min-norm model w0 with phi_1^T w0 = 1, a data-independent
@@ -120,7 +121,7 @@ class UCRLVTR(Agent):
         self._settle_exploration(cal)
         check_release(plan, cal, self.K)
         radius = getattr(cal, self._radius_key)
-        self.beta = self._beta_override if self._beta_override is not None else self.beta_scale * radius
+        self.beta = self._radius(cal, radius)
         self.calibration: Calibration = cal.replace(beta_used=self.beta, beta_scale=self.beta_scale)
         if cal.release_rule in PRACTICAL_RULES:
             self.calibration = self.calibration.replace(centre=centre)
@@ -243,7 +244,7 @@ class UCRLVTR(Agent):
         adaptive = None
         if cal.release_rule == "adaptive":
             c = adaptive_constants(which, self.H, self.d)
-            adaptive = AdaptiveSpec(c.sigma_max, c.spread_scale, c.sigma_min)
+            adaptive = AdaptiveSpec(c.sigma_max, c.spread_scale, c.sigma_min, radius=self.beta)
         if self.centre == "feasible":
             w0 = practical.feasible_centre(self.mixture_features)
             distance = practical.centre_distance(self.C_w, self.mixture_features, w0)

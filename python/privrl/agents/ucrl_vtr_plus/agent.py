@@ -48,6 +48,8 @@ class UCRLVTRPlus(UCRLVTR):
         )
 
     def _scale(self, cal: Any) -> float:
+        if cal.release_rule == "adaptive":  # the radius in standard deviations (_radius)
+            return self.beta
         return self.beta_scale if self._beta_override is None else self._beta_override / cal.beta_hat
 
     def _plus(self) -> tuple[float, float]:
