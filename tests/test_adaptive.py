@@ -293,3 +293,21 @@ def test_beta_scale_moves_the_policy_not_the_noise(algorithm):
         rep, want = a.privacy_report(), ref.privacy_report()
         for key in ("tight", "paper", "mechanisms", "statistics", "target"):
             assert rep[key] == want[key], (s, key)
+
+
+def test_report_describes_the_adaptive_regret_side():
+    """privacy_report()["regret_side"] describes the rule in use, not the theorem's (it did)."""
+    from privrl.agents import LSVIUCB, LinUCB
+    from privrl.envs import ContextualBandit, RandomLinearMDP
+
+    vtr = UCRLVTR(RiverSwimMixture(S=4, H=3), JointDP(1, 1e-5), episodes=50).privacy_report()["regret_side"]
+    assert vtr["rule"] == "adaptive" and "lam = (max(sigma, 1/2) / D)^2" in vtr["regularization"]
+    assert "bias bound" in vtr["bonus"] and "theorem" not in vtr["bonus"] + vtr["regularization"]
+    lin = RandomLinearMDP(S=8, A=3, d=4, H=4, seed=0)
+    lsvi = LSVIUCB(lin, JointDP(5, 1e-5), episodes=400).privacy_report()["regret_side"]
+    assert "posterior" in lsvi["regularization"] and "||phi||_Sigma" in lsvi["bonus"]
+    bandit = ContextualBandit(np.eye(3)[:2] * 0.5, np.array([[0.1, 0.9], [0.8, 0.2]]))
+    for calibration in ("adaptive", "practical"):
+        rs = LinUCB(bandit, JointDP(1, 1e-5, calibration=calibration), episodes=20).privacy_report()
+        assert "shift 1 x Upsilon_t" in rs["regret_side"]["regularization"]
+        assert "s_a(x)" in rs["regret_side"]["bonus"] and "w0" not in rs["regret_side"]["regularization"]

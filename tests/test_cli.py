@@ -588,3 +588,16 @@ def test_cli_refuses_what_audit_4_found_it_accepting_or_crashing_on(tmp_path, ca
         (out / "manifest.json").write_text(text)
         refused(["report", str(out)], "OUTDIR: ")
         refused(["plot", str(out)], "OUTDIR: ")
+
+
+def test_flags_override_each_studys_own_values(tmp_path):
+    """-K on a config whose [[study]] tables set their own episodes ran them all at full length."""
+    path = tmp_path / "studies.toml"
+    path.write_text(
+        'seeds = 1\n[[study]]\nenv = "RiverSwimMixture"\nepisodes = 40\nepsilons = [1.0]\n'
+        '[study.agents.J]\nalgorithm = "UCRL-VTR"\nprivacy = "jdp"\n'
+    )
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--out", str(out), "--no-progress", "-K", "7", "--epsilons", "2"]) == 0
+    (run,) = json.loads((out / "manifest.json").read_text())["runs"].values()
+    assert run["episodes"] == 7 and run["epsilon"] == 2.0

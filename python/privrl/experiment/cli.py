@@ -168,10 +168,15 @@ def _flag_agents(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
 def _raw_config(args: argparse.Namespace) -> dict:
     """The config mapping: the TOML file (if any) with the command-line flags on top."""
-    from privrl.experiment.config import ConfigError
+    from privrl.experiment.config import _STUDY_KEYS, ConfigError
 
     raw = _read_config(Path(args.config)) if args.config is not None else {}
-    raw.update(_sweep_flags(args))
+    flags = _sweep_flags(args)
+    raw.update(flags)
+    studies = raw.get("study")
+    if isinstance(studies, list):  # a flag overrides a study's own value too (-K on the demo config)
+        per_study = {k: v for k, v in flags.items() if k in _STUDY_KEYS}
+        raw["study"] = [{**s, **per_study} if isinstance(s, dict) else s for s in studies]
     agents = _flag_agents(args)
     if (args.env is not None or args.env_arg or agents) and "study" in raw:
         raise ConfigError(

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from privrl.common.errors import PrivacyWarning
-from privrl.privacy.common import Calibration
+from privrl.privacy.common import PRACTICAL_RULES, Calibration
 
 #: Outputs of a simulated run that the (eps, delta) guarantee does not cover: the privacy report
 #: and every results manifest carry this label.
@@ -36,7 +36,11 @@ def regret_side(algorithm: str, cal: Calibration) -> dict[str, Any]:
         "noise_bound_matrix": getattr(cal, "Upsilon", getattr(cal, "Upsilon1", None)),
         "noise_bound_vector": getattr(cal, "C", getattr(cal, "C1", None)),
     }
-    if out["rule"] == "practical":
+    if algorithm == "linucb" and out["rule"] in PRACTICAL_RULES:
+        out["regularization"], out["bonus"] = _linucb_sides(cal)
+    elif out["rule"] == "adaptive":
+        out["regularization"], out["bonus"] = _adaptive_sides(algorithm, cal)
+    elif out["rule"] == "practical":
         centre = "0 (the paper's)" if getattr(cal, "centre", None) == "zero" else "the feasible model w0"
         out["regularization"] = (
             f"per release: shift {cal.shift_mult:g} x Upsilon_t (the bound at the noise released at t), "
@@ -55,6 +59,38 @@ def regret_side(algorithm: str, cal: Calibration) -> dict[str, Any]:
     if algorithm == "lsvi_ucb":
         out["batches"] = getattr(cal, "B", None)
     return out
+
+
+def _shift(cal: Calibration) -> str:
+    if cal.kind == "none":
+        return "no shift (exact statistics)"
+    return f"shift {cal.shift_mult:g} x Upsilon_t (the bound at the noise released at t)"
+
+
+def _linucb_sides(cal: Calibration) -> tuple[str, str]:
+    """LinUCB's practical and adaptive rules (privrl.agents.linucb.agent)."""
+    unit = " (beta in standard deviations)" if cal.release_rule == "adaptive" else ""
+    return (
+        f"per release: {_shift(cal)}, ridge lam = {getattr(cal, 'lam', 1.0):g}",
+        "beta s_a(x), s_a(x)^2 = sigma_r^2 ||x||^2_{G~_a^-1} + gamma_t^2 ||G~_a^-1 x||^2" + unit,
+    )
+
+
+def _adaptive_sides(algorithm: str, cal: Calibration) -> tuple[str, str]:
+    """The adaptive rule's regret side (privrl.privacy.adaptive)."""
+    if algorithm == "lsvi_ucb":
+        return (
+            f"per release: {_shift(cal)}, eigenvalues floored at lam; a Gaussian posterior per step "
+            "(prior N(c w1, tau^2 I)), every release of the step combined with its staleness",
+            "beta ||phi||_Sigma, Sigma the posterior covariance (beta in standard deviations)",
+        )
+    centre = "0 (the paper's)" if getattr(cal, "centre", None) == "zero" else "the feasible model w0"
+    return (
+        f"per release: {_shift(cal)}, ridge lam = (max(sigma, 1/2) / D)^2 centred at {centre}, "
+        "eigenvalues floored at lam",
+        "per eigen-direction of the design: beta x the random error's std (statistical and released "
+        "noise) + the bias bound (lam + S_t + lift) D / a, never scaled (beta in standard deviations)",
+    )
 
 
 # ============================================================================================
