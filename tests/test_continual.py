@@ -472,3 +472,21 @@ def test_a_leaf_whose_sum_overflows_is_refused_before_any_change(kind):
         m.push_release(np.full(2, 1e308))
     assert m.steps == 1 and np.array_equal(m.exact_sum(), np.full(2, 1e308))
     assert np.array_equal(m.push_release(np.full(2, -1e308)), np.zeros(2))
+
+
+def test_small_edges_of_the_kernel_api():
+    """Honaker's variance before any push printed -0.0 (an empty f64 sum); round_to_grid passed
+    NaN through; noise="none" silently ignored a scale."""
+    for kind in ("tree", "honaker", "factorization", "blt"):
+        off, diag = kn.make_prefix_mechanism(
+            kind, 2, 4, noise="gaussian", scale=1.0, seed=0
+        ).release_variance()
+        assert (math.copysign(1.0, off), math.copysign(1.0, diag)) == (1.0, 1.0), kind
+    st = kn.NoiseStream("discrete_gaussian", 1.0, seed=0)
+    for bad in (np.array([0.5, np.nan]), [[np.inf]]):
+        with pytest.raises(NonFiniteError):
+            st.round_to_grid(bad)
+    with pytest.raises(ValueError, match="ignores scale"):
+        kn.make_prefix_mechanism("tree", 1, 4, noise="none", scale=5.0, seed=0)
+    for scale in (0.0, 1.0):
+        assert kn.make_prefix_mechanism("tree", 1, 4, noise="none", scale=scale, seed=0).scale == 0.0

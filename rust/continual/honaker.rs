@@ -47,7 +47,8 @@ pub fn honaker_variance_factor(t: u64) -> f64 {
     (0..64)
         .filter(|l| (t >> l) & 1 == 1)
         .map(honaker_level_variance)
-        .sum()
+        // from +0 (an empty f64 sum is -0.0: the variance before any step printed as -0.0)
+        .fold(0.0, |acc, v| acc + v)
 }
 
 /// Highest level a released subtree can have: `2^l <= T < 2^63`.

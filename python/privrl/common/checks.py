@@ -303,7 +303,12 @@ def as_f64(x: Any, name: str, ndim: int, shape: tuple | None = None, finite: boo
                     f"{name} must have shape {tuple('*' if s is None else s for s in shape)}, "
                     f"got {a.shape} (axis {i})"
                 )
-    if finite and a.size and not np.isfinite(a).all():
+    return check_all_finite(a, name) if finite else a
+
+
+def check_all_finite(a: np.ndarray, name: str) -> np.ndarray:
+    """`a`, refused (NonFiniteError, naming the first bad index) if any entry is NaN or inf."""
+    if a.size and not np.isfinite(a).all():
         bad = np.argwhere(~np.isfinite(a))[0]
         raise NonFiniteError(
             f"{name} contains a non-finite value {a[tuple(bad)]} at index {tuple(int(i) for i in bad)}"

@@ -17,6 +17,7 @@ from privrl import _core
 from privrl.common.checks import (
     MAX_INT,
     as_f64,
+    check_all_finite,
     check_finite_real,
     check_int,
     check_symmetric,
@@ -128,8 +129,9 @@ class NoiseStream:
     def round_to_grid(self, x: Any, symmetric: bool = False, divisor: float = SQRT2) -> np.ndarray:
         """`x` rounded to the lattice of the discrete samplers (unchanged for continuous noise).
         For symmetric discrete Laplace matrices the diagonal goes to even lattice units: their
-        diagonal noise is 2 Z'_ii, and data of the other parity would be told apart."""
-        a = numeric_array(x, "x")
+        diagonal noise is 2 Z'_ii, and data of the other parity would be told apart. NaN / inf
+        are refused (NonFiniteError), as by :meth:`privatize`."""
+        a = check_all_finite(numeric_array(x, "x"), "x")
         unit = self.lattice_unit(symmetric, divisor)
         if unit is None:
             return a

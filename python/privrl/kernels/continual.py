@@ -87,11 +87,14 @@ def parse_shape(shape: Any) -> tuple[tuple[int, ...], bool, int]:
 
 
 def parse_noise(noise: Any, scale: Any, grid_bits: Any) -> tuple[str, float, int]:
-    """Validated (noise, scale, grid_bits); scale is 0 for "none"."""
+    """Validated (noise, scale, grid_bits); scale is 0 for "none", which takes no other scale than
+    the default 1 or 0 (a scale it would ignore is refused)."""
     if not isinstance(noise, str) or noise not in NOISES:
         raise ValueError(f"noise must be one of {NOISES}, got {noise!r}")
     grid_bits = check_int(grid_bits, "grid_bits", 0, MAX_GRID_BITS)
     if noise == "none":
+        if check_finite_real(scale, "noise scale", positive=False) not in (0.0, 1.0):
+            raise ValueError(f"noise='none' releases exact sums and ignores scale; got scale={scale!r}")
         return noise, 0.0, grid_bits
     return noise, check_finite_real(scale, "noise scale"), grid_bits
 
