@@ -335,6 +335,9 @@ def test_gymnasium_models_refuse_bad_ranges_ids_and_horizons():
             from_gymnasium("FrozenLake-v1", H)
     with pytest.raises(ShapeError, match="int has no model"):
         from_gymnasium(5, 5)
+    # H = 10^6 materialized the (H, S, A, S) model (7.6 GiB) before anything was checked
+    with pytest.raises(ShapeError, match="H=1000000, S=16, A=4 needs"):
+        from_gymnasium("FrozenLake-v1", 10**6)
     assert gymnasium_linear_mdp("CliffWalking-v1", H=5, reward_range=[-100, 0]).H == 5
 
 

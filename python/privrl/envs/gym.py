@@ -12,7 +12,7 @@ import numpy as np
 
 from privrl.common.checks import check_pos_int
 from privrl.common.errors import AssumptionError, IndexRangeError, ShapeError
-from privrl.envs.finite import FiniteMDP
+from privrl.envs.finite import FiniteMDP, check_dense_size
 from privrl.envs.linear import LinearMDP, tabular_linear_mdp
 
 __all__ = ["from_gymnasium", "frozen_lake", "as_gymnasium"]
@@ -90,6 +90,9 @@ def from_gymnasium(
     base = env.unwrapped
     S = int(getattr(getattr(base, "observation_space", None), "n", len(table)))
     A = int(getattr(getattr(base, "action_space", None), "n", max(len(v) for v in table.values())))
+    spec = getattr(env, "spec", None)
+    env_name = getattr(spec, "id", None) or type(base).__name__
+    check_dense_size(f"from_gymnasium({env_name!r})", H, S, A)  # the model is (H, S, A, S)
     pad = padding_reward(reward)
     P, R, terminal = _table_arrays(table, S, A, (lambda r: r) if reward is None else reward, pad)
     if init_dist is None:
@@ -98,8 +101,6 @@ def from_gymnasium(
         mask = ~terminal if (~terminal).any() else np.ones(S, dtype=bool)
         init_dist = mask / mask.sum()
     init_dist = np.asarray(init_dist, dtype=np.float64)
-    spec = getattr(env, "spec", None)
-    env_name = getattr(spec, "id", None) or type(base).__name__
     return tabular_linear_mdp(
         np.broadcast_to(P, (H, S, A, S)),
         np.broadcast_to(R, (H, S, A)),
