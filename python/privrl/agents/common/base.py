@@ -283,7 +283,9 @@ class Agent(abc.ABC):
 
     def observe(self, trajectory: Trajectory) -> None:
         """Feed the arriving user's trajectory through the privacy model to the server (checked
-        here, where user data enters)."""
+        here, where user data enters). UCRL-VTR and UCRL-VTR+ read its states and actions only:
+        a linear mixture MDP's reward function is known (the model's r), so the trajectory's
+        rewards are checked for finiteness and not used."""
         s, a, r = self._check_trajectory(trajectory)
         self._core.observe(s, a, r)
         self._sync_guards()
