@@ -161,3 +161,28 @@ def test_a_failed_save_leaves_no_copy_behind(tmp_path):
     agent.save(tmp_path / "a.privrl")  # over an earlier save: replaced
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.privrl", "folder"]
     assert type(agent).load(tmp_path / "a.privrl").k == 0
+
+
+def test_an_environment_of_the_users_own_subclass_is_saved_as_privrl_data(tmp_path):
+    """save() wrote a file that load() always refused ("refers to __main__.MyMix, which privrl
+    never saves") when the environment was a subclass of a privrl one: it is saved as its nearest
+    privrl class with its data attributes, and the loaded agent continues identically."""
+    from privrl.envs import LinearMixtureMDP
+
+    class MyMix(LinearMixtureMDP):
+        def __init__(self):
+            super().__init__(RIVER.features, RIVER.weights, RIVER.R, RIVER.init_dist, name="mine")
+            self.hook = lambda x: x  # not data: left out
+            self.note = "kept"
+
+    env = MyMix()
+    agent, whole = (UCRLVTR(env, JointDP(1.0, 1e-5), episodes=30, seed=0) for _ in range(2))
+    privrl.run(agent, env, 10, seed=1)
+    agent.save(tmp_path / "a.bin")
+    privrl.run(whole, env, 10, seed=1)
+    loaded = UCRLVTR.load(tmp_path / "a.bin")
+    assert type(loaded.env) is LinearMixtureMDP and loaded.env.note == "kept"
+    assert not hasattr(loaded.env, "hook")
+    np.testing.assert_array_equal(
+        privrl.run(loaded, MyMix(), seed=2).regret, privrl.run(whole, env, seed=2).regret
+    )

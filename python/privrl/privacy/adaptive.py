@@ -51,6 +51,7 @@ import numpy as np
 
 __all__ = [
     "ADAPTIVE_LSVI_LAM",
+    "DISTANCE_FLOOR",
     "MAX_RADIUS",
     "SIGMA_MIN",
     "AdaptiveConstants",
@@ -67,6 +68,12 @@ ADAPTIVE_LSVI_LAM = 1.0
 #: ``beta`` / ``beta_scale`` acts as this one. Every width is then far beyond the value clip (Q is
 #: clipped to the support's range of V_{h+1}), so nothing changes but the widths' squares stay finite.
 MAX_RADIUS = 1e100
+
+#: The smallest public bound D on ||w - w0|| the adaptive ridge lam = (sigma / D)^2 divides by, as a
+#: fraction of C_w. D = 0 (C_w = ||w0||: the model is the centre, e.g. d = 1 or equal mixture
+#: weights) made lam infinite and the estimate NaN; at the floor lam is finite and the agent plans
+#: with w0 up to 1e-9 C_w.
+DISTANCE_FLOOR = 1e-9
 
 #: The smallest statistical std the adaptive ridge lam = (sigma / D)^2 is computed from (a value
 #: of rewards in [0, 1] per step; keeps lam > 0 when every planned V is flat).

@@ -80,11 +80,58 @@ class _RestrictedUnpickler(pickle.Unpickler):
         raise SaveFormatError(f"saved agent refers to {module}.{name}, which privrl never saves: refused")
 
 
+def _plain(value: Any) -> bool:
+    """Data the restricted unpickler reads back: numbers, strings, None, non-object arrays, and
+    tuples, lists and dicts of them."""
+    import numpy as np
+
+    if value is None or isinstance(value, (bool, int, float, str, bytes, np.generic)):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype != object
+    if isinstance(value, (tuple, list)):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return False
+
+
+def _rebuild_env(cls: type, state: dict) -> Any:
+    """An environment of privrl's class `cls` with the saved attributes (see _AgentPickler)."""
+    env: Any = object.__new__(cls)
+    env.__dict__.update(state)
+    return env
+
+
+class _AgentPickler(pickle.Pickler):
+    """Saves an environment of the user's own subclass of a privrl environment as its nearest
+    privrl class, with its data attributes (the model, the features, C_w and any plain extras;
+    methods and other objects of the subclass are not saved): the loader reads privrl's classes
+    only, and the agent reads nothing else of its environment."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        from privrl.envs.bandit import ContextualBandit
+        from privrl.envs.features import FeatureMap
+        from privrl.envs.finite import FiniteMDP
+
+        if not isinstance(obj, (FiniteMDP, FeatureMap, ContextualBandit)) or _ours(type(obj)):
+            return NotImplemented
+        base = next(c for c in type(obj).__mro__ if _ours(c))
+        return _rebuild_env, (base, {k: v for k, v in vars(obj).items() if _plain(v)})
+
+
+def _ours(cls: type) -> bool:
+    return cls.__module__ == "privrl" or cls.__module__.startswith("privrl.")
+
+
 def save_agent(agent: Any, path: str | os.PathLike) -> None:
-    """Write `agent` (any privrl Agent, mid-run or not) to `path`, atomically."""
+    """Write `agent` (any privrl Agent, mid-run or not) to `path`, atomically. An environment of
+    the user's own subclass is saved as its nearest privrl class (_AgentPickler)."""
     from privrl import __version__
 
-    payload = pickle.dumps(agent, protocol=5)
+    buf = io.BytesIO()
+    _AgentPickler(buf, protocol=5).dump(agent)
+    payload = buf.getvalue()
     header = {
         "format": FORMAT,
         "privrl": __version__,

@@ -25,7 +25,7 @@ from privrl.common.memory import refuse_over_memory
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.mixture import LinearMixtureMDP
 from privrl.privacy import practical
-from privrl.privacy.adaptive import adaptive_constants
+from privrl.privacy.adaptive import DISTANCE_FLOOR, adaptive_constants
 from privrl.privacy.common import PRACTICAL_RULES, Calibration
 from privrl.privacy.plans import ReleasePlan
 
@@ -250,6 +250,8 @@ class UCRLVTR(Agent):
             distance = practical.centre_distance(self.C_w, self.mixture_features, w0)
         else:
             w0, distance = np.zeros(self.d), self.C_w
+        if adaptive is not None:  # the adaptive ridge divides by D (DISTANCE_FLOOR)
+            distance = max(distance, DISTANCE_FLOOR * self.C_w)
         full = getattr(cal, self._radius_key)
         return PracticalSpec(
             lam=float(cal.lam),
