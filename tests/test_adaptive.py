@@ -311,3 +311,21 @@ def test_report_describes_the_adaptive_regret_side():
         rs = LinUCB(bandit, JointDP(1, 1e-5, calibration=calibration), episodes=20).privacy_report()
         assert "shift 1 x Upsilon_t" in rs["regret_side"]["regularization"]
         assert "s_a(x)" in rs["regret_side"]["bonus"] and "w0" not in rs["regret_side"]["regularization"]
+
+
+@pytest.mark.parametrize("cls", [UCRLVTR, UCRLVTRPlus])
+def test_a_model_at_the_centre_plans_with_it(cls):
+    """D = ||w - w0|| bound 0 (C_w = ||w0||: equal mixture weights, d = 1) made the adaptive ridge
+    lam = (sigma / D)^2 infinite and the first policy NaN; the floored D plans with w0 = w: no
+    regret at all, exactly (V* and V^pi by the same kernel)."""
+    from privrl.envs import LinearMixtureMDP
+
+    rng = np.random.default_rng(0)
+    phi = np.stack([rng.dirichlet(np.ones(4), size=(4, 2)) for _ in range(2)], -1) / np.sqrt(2)
+    w = np.full((3, 2), np.sqrt(2) / 2)  # the min-norm feasible model itself
+    env = LinearMixtureMDP(phi, w, rng.uniform(size=(3, 4, 2)), np.ones(4) / 4)
+    one = LinearMixtureMDP(np.ones((1, 1, 1, 1)), np.ones((1, 1)), np.full((1, 1, 1), 0.5), np.ones(1))
+    for e in (env, one):
+        for privacy in (NonPrivate(), JointDP(1, 1e-5), LocalDP(1, 1e-5)):
+            res = privrl.run(cls(e, privacy, episodes=100, seed=0), e, seed=1)
+            assert res.final_regret == 0.0 and (np.asarray(res.regret) == 0.0).all()

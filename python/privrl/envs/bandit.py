@@ -55,7 +55,8 @@ class ContextualBandit:
         if norms.max() > 1.0 + 1e-9:
             raise ShapeError(
                 f"every context must have ||x|| <= 1 (the privacy noise is calibrated for it); the "
-                f"largest is {norms.max():.6g}: scale the table (ContextualBandit.from_classification does)"
+                f"largest is {norms.max():.12g} (context {int(norms.argmax())}): scale the table "
+                "(ContextualBandit.from_classification does)"
             )
         if m.min() < 0.0 or m.max() > 1.0:
             raise ShapeError("means must lie in [0, 1] (rewards are Bernoulli)")
