@@ -186,3 +186,15 @@ def test_an_environment_of_the_users_own_subclass_is_saved_as_privrl_data(tmp_pa
     np.testing.assert_array_equal(
         privrl.run(loaded, MyMix(), seed=2).regret, privrl.run(whole, env, seed=2).regret
     )
+
+
+def test_every_episode_lsvi_continues_after_load(tmp_path):
+    """The adaptive LSVI rule keeps each past release's eigen-decomposition once computed (not
+    saved): a loaded agent recomputes it and continues identically."""
+    full, half = (LSVIUCB(LINEAR, JointDP(1.0, 1e-5), batches="every", episodes=60, seed=0) for _ in range(2))
+    privrl.run(full, LINEAR, 25, seed=1)
+    expected = privrl.run(full, LINEAR, 35, seed=2).regret
+    privrl.run(half, LINEAR, 25, seed=1)
+    half.save(tmp_path / "every.privrl")
+    loaded = LSVIUCB.load(tmp_path / "every.privrl")
+    np.testing.assert_array_equal(privrl.run(loaded, LINEAR, 35, seed=2).regret, expected)

@@ -64,6 +64,22 @@ pub struct PastRelease {
     pub mean: Vec<f64>,
     pub precision: Vec<f64>,
     pub backup: Vec<f64>,
+    /// The precision's eigen-decomposition, computed on the first stale use and kept (the same
+    /// values every later release would recompute: O(d^3) once, not once per release). Not
+    /// saved: a loaded agent recomputes it, identically.
+    #[serde(skip)]
+    pub eig: Option<(Vec<f64>, DMatrix<f64>)>,
+}
+
+impl PastRelease {
+    pub fn new(mean: Vec<f64>, precision: Vec<f64>, backup: Vec<f64>) -> Self {
+        PastRelease {
+            mean,
+            precision,
+            backup,
+            eig: None,
+        }
+    }
 }
 
 /// The adaptive rule's state: the spec, the releases so far, Sigma_h^{1/2} and the bonus rows.
@@ -239,12 +255,12 @@ pub fn shift_and_amplify(
 
 /// The precision-weighted combination of a step's releases, each precision inflated by its
 /// staleness d_j = ||V_j - V||_inf (eigenvalues e -> 1 / (1 / e + d_j^2)): (mean, covariance).
-pub fn combine(past: &[PastRelease], backup: &[f64], d: usize) -> (Vec<f64>, Vec<f64>) {
+pub fn combine(past: &mut [PastRelease], backup: &[f64], d: usize) -> (Vec<f64>, Vec<f64>) {
     let mut total = vec![0.0; d * d];
     let mut acc = vec![0.0; d];
     let mut pj = vec![0.0; d * d];
     let mut tmp = vec![0.0; d];
-    for r in past {
+    for r in past.iter_mut() {
         let dj = r
             .backup
             .iter()
@@ -252,8 +268,9 @@ pub fn combine(past: &[PastRelease], backup: &[f64], d: usize) -> (Vec<f64>, Vec
             .map(|(a, b)| (a - b).abs())
             .fold(0.0, f64::max);
         if dj > 0.0 {
-            let (e, v) = sym_eig(&r.precision, d);
-            rebuild(&e, &v, |e| 1.0 / (1.0 / e.max(1e-300) + dj * dj), &mut pj);
+            let precision = &r.precision;
+            let (e, v) = r.eig.get_or_insert_with(|| sym_eig(precision, d));
+            rebuild(e, v, |e| 1.0 / (1.0 / e.max(1e-300) + dj * dj), &mut pj);
         } else {
             pj.copy_from_slice(&r.precision);
         }
@@ -313,11 +330,7 @@ impl AdaptiveState {
                 }
             }
             let past = &mut self.history[h];
-            past.push(PastRelease {
-                mean: m.clone(),
-                precision: p,
-                backup: x.backup.to_vec(),
-            });
+            past.push(PastRelease::new(m.clone(), p, x.backup.to_vec()));
             let (mean, c) = combine(past, x.backup, d);
             m = mean;
             cov = c;
@@ -377,11 +390,11 @@ impl AdaptiveState {
                     .fold(0.0, f64::max);
             let kap2 = (spec.sigma_u / x.amp).powi(2) + x.s_n * x.s_n * wn;
             let past = &mut self.history[h];
-            past.push(PastRelease {
-                mean: m.clone(),
-                precision: a.iter().map(|v| v * v / kap2).collect(),
-                backup: x.backup.to_vec(),
-            });
+            past.push(PastRelease::new(
+                m.clone(),
+                a.iter().map(|v| v * v / kap2).collect(),
+                x.backup.to_vec(),
+            ));
             let (mut total, mut acc) = (vec![0.0; d], vec![0.0; d]);
             for r in past.iter() {
                 let dj = r
@@ -667,19 +680,11 @@ mod tests {
         // d = 1: a release of mean 0, precision 4, backup 0 and one of mean 1, precision 4,
         // backup 1 (the current): the first is stale by 1, 4 -> 1 / (1/4 + 1) = 0.8; the mean is
         // (0.8 * 0 + 4 * 1) / 4.8, the variance 1 / 4.8.
-        let past = [
-            PastRelease {
-                mean: vec![0.0],
-                precision: vec![4.0],
-                backup: vec![0.0],
-            },
-            PastRelease {
-                mean: vec![1.0],
-                precision: vec![4.0],
-                backup: vec![1.0],
-            },
+        let mut past = [
+            PastRelease::new(vec![0.0], vec![4.0], vec![0.0]),
+            PastRelease::new(vec![1.0], vec![4.0], vec![1.0]),
         ];
-        let (m, c) = combine(&past, &[1.0], 1);
+        let (m, c) = combine(&mut past, &[1.0], 1);
         assert!((m[0] - 4.0 / 4.8).abs() < 1e-12);
         assert!((c[0] - 1.0 / 4.8).abs() < 1e-12);
     }
