@@ -601,3 +601,34 @@ def test_flags_override_each_studys_own_values(tmp_path):
     assert main(["run", str(path), "--out", str(out), "--no-progress", "-K", "7", "--epsilons", "2"]) == 0
     (run,) = json.loads((out / "manifest.json").read_text())["runs"].values()
     assert run["episodes"] == 7 and run["epsilon"] == 2.0
+
+
+@pytest.mark.parametrize("backend", ["threads", "processes"])
+def test_ctrl_c_does_not_wait_for_the_runs_in_flight(tmp_path, backend):
+    """On threads (the default) the pool's exit waited for every run in flight to finish, then
+    discarded them: an interrupted sweep of long runs kept running for their whole length. The runs
+    now stop at their next block of users (threads) or their workers are ended (processes)."""
+    cfg = tmp_path / "long.toml"
+    cfg.write_text(  # two runs of about 40 s each on this machine
+        "episodes = 2000000\nseeds = 2\nepsilons = [inf]\nlog_every = 100000\n"
+        '[env]\nname = "RiverSwimMixture"\n[agents.N]\nalgorithm = "UCRL-VTR"\nprivacy = "none"\n'
+    )
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "privrl", "run", str(cfg), "--out", str(out), "--no-progress", "-j", "2"]
+    proc = subprocess.Popen(
+        [*cmd, "--backend", backend],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 60
+    while not (out / "manifest.json").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+    time.sleep(1.0)  # both runs under way
+    proc.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    assert time.monotonic() - sent < 10.0  # not the runs' remaining ~39 s

@@ -87,11 +87,17 @@ def build_agent(spec: RunSpec, env: Any, seed: Any) -> Any:
     return cls(env, privacy, episodes=spec.episodes, seed=seed, **dict(spec.options))
 
 
-def execute_run(spec: RunSpec, env: Any = None, progress: Callable[[int], None] | None = None) -> dict:
+def execute_run(
+    spec: RunSpec,
+    env: Any = None,
+    progress: Callable[[int], None] | None = None,
+    stop: threading.Event | None = None,
+) -> dict:
     """Run one (study, agent, epsilon, seed) and return {"frame": tidy rows, "meta": run record}.
 
     The agent's streams (ties, privacy noise) and the environment's stream are the two children of
-    run_seed_sequence(spec). `progress(n)` is told every few episodes how many more are done.
+    run_seed_sequence(spec). `progress(n)` is told every few episodes how many more are done; once
+    `stop` is set the run ends at its next block of users (KeyboardInterrupt).
     """
     from privrl.experiment.runner import run
 
@@ -106,6 +112,8 @@ def execute_run(spec: RunSpec, env: Any = None, progress: Callable[[int], None] 
     step = max(1, K // 100)
 
     def callback(k: int, _cum: float) -> None:
+        if stop is not None and stop.is_set():  # the sweep was interrupted (Ctrl-C on threads)
+            raise KeyboardInterrupt
         # run calls back once per block of users: every logged episode the block reached gets the
         # block's time (a test for k == logged[i] missed almost all of them: np.empty's garbage)
         i, now = state["i"], time.perf_counter() - t_build
@@ -147,11 +155,16 @@ def _privacy_digest(agent: Any) -> Any:
     return _json_safe(summarize_privacy_report(agent.privacy_report()))
 
 
-def guarded_run(spec: RunSpec, env: Any = None, progress: Callable[[int], None] | None = None) -> dict:
+def guarded_run(
+    spec: RunSpec,
+    env: Any = None,
+    progress: Callable[[int], None] | None = None,
+    stop: threading.Event | None = None,
+) -> dict:
     """execute_run, with an exception turned into {"error": ..., "spec": spec}: one failing run
     (say, noise that made a design matrix indefinite) must not take the rest of the sweep down."""
     try:
-        return execute_run(spec, env, progress)
+        return execute_run(spec, env, progress, stop)
     except Exception as exc:
         return {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(), "spec": spec}
 
@@ -238,6 +251,7 @@ def _processes(
         initializer=_init_worker,
         initargs=(dict(envs), q),
     )
+    finished = False
     try:
         pending = {pool.submit(_worker_run, s) for s in specs}
         while pending:
@@ -249,7 +263,11 @@ def _processes(
                 except cf.process.BrokenProcessPool as exc:
                     raise RuntimeError(_BROKEN_POOL) from exc
         _drain(q, bar)
+        finished = True
     finally:
+        if not finished:  # interrupted: the workers' runs in flight are lost anyway, do not wait
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                proc.terminate()
         pool.shutdown(wait=True, cancel_futures=True)
         q.close()
 
@@ -285,12 +303,16 @@ def _threads(
 ) -> Iterator[dict]:
     """Runs on threads of this process: the Rust agents run blocks of episodes with the GIL
     released, so runs proceed in parallel (a user's Python agents or environments take turns)."""
+    stop = threading.Event()
     with cf.ThreadPoolExecutor(max_workers=min(n_jobs, len(specs))) as pool:
-        futures = [pool.submit(guarded_run, s, envs.get(s.study), bar.episodes) for s in specs]
+        futures = [pool.submit(guarded_run, s, envs.get(s.study), bar.episodes, stop) for s in specs]
         try:
             for fut in cf.as_completed(futures):
                 yield fut.result()
         finally:
+            # interrupted (or done): the runs in flight end at their next block of users, instead
+            # of the pool's exit waiting for them to finish only to be discarded
+            stop.set()
             for fut in futures:
                 fut.cancel()
 
