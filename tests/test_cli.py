@@ -601,6 +601,10 @@ def test_flags_override_each_studys_own_values(tmp_path):
     assert main(["run", str(path), "--out", str(out), "--no-progress", "-K", "7", "--epsilons", "2"]) == 0
     (run,) = json.loads((out / "manifest.json").read_text())["runs"].values()
     assert run["episodes"] == 7 and run["epsilon"] == 2.0
+    path.write_text(path.read_text().replace("[[study]]", "[study]"))  # one table, not a list
+    assert main(["run", str(path), "--out", str(tmp_path / "one"), "--no-progress", "-K", "5"]) == 0
+    (run,) = json.loads((tmp_path / "one" / "manifest.json").read_text())["runs"].values()
+    assert run["episodes"] == 5
 
 
 @pytest.mark.parametrize("backend", ["threads", "processes"])

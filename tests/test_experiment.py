@@ -189,10 +189,10 @@ def test_a_failing_run_is_recorded_and_the_others_are_saved(tmp_path, serial, n_
     module = importlib.import_module("privrl.experiment.sweep")
     real = module.execute_run
 
-    def execute_run(spec, env=None, progress=None):
+    def execute_run(spec, env=None, progress=None, stop=None):
         if spec.agent == "broken":
             raise PrivacyParameterError("beta must be finite and >= 0, got -1.0")
-        return real(spec, env, progress)
+        return real(spec, env, progress, stop)
 
     monkeypatch.setattr(module, "execute_run", execute_run)  # the threads backend shares it
     out = tmp_path / "f"
@@ -269,15 +269,21 @@ def test_a_damaged_run_table_is_recomputed_on_resume_and_named_by_readers(tmp_pa
     store = ResultStore(out, "csv")
     run_id = next(iter(m1["runs"]))
     table = store.runs_dir / json.loads(store.meta_path(run_id).read_text())["table"]
-    table.write_bytes(b"garbage")
-    with pytest.raises(ConfigError, match=r"is not a readable run table.*--fresh"):
-        load_results(out)
-    df2, m2 = sweep(**base, outdir=out)
-    assert m2["n_computed"] == 1 and m2["n_resumed"] == len(m1["runs"]) - 1
-    pd.testing.assert_frame_equal(
-        df1.drop(columns="wall_time", errors="ignore"), df2.drop(columns="wall_time", errors="ignore")
-    )
-    load_results(out)  # readable again
+    # garbage bytes, and a readable table missing a column (a raw KeyError from report / plot /
+    # resume before)
+    assert table.suffix == ".parquet"
+    cut = tmp_path / "cut.parquet"
+    pd.read_parquet(table).drop(columns="cum_return").to_parquet(cut)
+    for damage in (b"garbage", cut.read_bytes()):
+        table.write_bytes(damage)
+        with pytest.raises(ConfigError, match=r"is not a readable run table.*--fresh"):
+            load_results(out)
+        df2, m2 = sweep(**base, outdir=out)
+        assert m2["n_computed"] == 1 and m2["n_resumed"] == len(m1["runs"]) - 1
+        pd.testing.assert_frame_equal(
+            df1.drop(columns="wall_time", errors="ignore"), df2.drop(columns="wall_time", errors="ignore")
+        )
+        load_results(out)  # readable again
 
 
 @pytest.mark.parametrize("band", ["std", "ci95"])
@@ -985,3 +991,22 @@ def test_sweep_takes_a_contextual_bandit_object():
     assert (df.regret > 0).all() and np.isfinite(df.regret).all()
     df2, _ = sweep(env, agents, n_jobs=2, **kw)
     pd.testing.assert_frame_equal(strip(df), strip(df2))
+
+
+def test_one_seed_has_no_spread_and_ci95_uses_t_beyond_thirty_seeds(tmp_path):
+    """One seed was reported as "mean +- 0.0" (std 0, a zero-width band); the ci95 band used the
+    normal's 1.96 above 31 seeds (up to 4% too narrow)."""
+    import io
+
+    from privrl.experiment import report
+    from privrl.experiment.summary import curves, t975
+
+    # published Student-t 0.975 quantiles (df 30, 40, 60, 120) and the normal limit
+    for df, q in ((30, 2.042), (31, 2.040), (40, 2.021), (60, 2.000), (120, 1.980), (10**9, 1.960)):
+        assert round(t975(df), 3) == q
+    df, _ = sweep(**{**SMALL, "seeds": [0]}, outdir=tmp_path / "one")
+    buf = io.StringIO()
+    table = report(tmp_path / "one", file=buf)
+    assert table["regret_std"].isna().all() and " +- -" in buf.getvalue()
+    band = curves(df, band="ci95")
+    assert band["half"].isna().all() and band["std"].isna().all()

@@ -174,8 +174,11 @@ def _raw_config(args: argparse.Namespace) -> dict:
     flags = _sweep_flags(args)
     raw.update(flags)
     studies = raw.get("study")
-    if isinstance(studies, list):  # a flag overrides a study's own value too (-K on the demo config)
-        per_study = {k: v for k, v in flags.items() if k in _STUDY_KEYS}
+    per_study = {k: v for k, v in flags.items() if k in _STUDY_KEYS}
+    # a flag overrides a study's own value too (-K on the demo config); [study] is one table
+    if isinstance(studies, dict):
+        raw["study"] = {**studies, **per_study}
+    elif isinstance(studies, list):
         raw["study"] = [{**s, **per_study} if isinstance(s, dict) else s for s in studies]
     agents = _flag_agents(args)
     if (args.env is not None or args.env_arg or agents) and "study" in raw:

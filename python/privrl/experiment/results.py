@@ -200,14 +200,14 @@ class ResultStore:
         meta = json.loads(self.meta_path(run_id).read_text())
         path = self.runs_dir / meta["table"]
         try:
-            frame = _read_table(path)
+            # a missing or mistyped column is as foreign as a parse error (a KeyError leaked)
+            return normalize_frame(_read_table(path)), meta
         except Exception as exc:  # pyarrow / pandas parse errors: no common base class
             raise ConfigError(
                 "OUTDIR",
                 f"{path} is not a readable run table ({type(exc).__name__}: {exc}); delete it and "
                 "rerun the sweep (the run is recomputed), or rerun with --fresh",
             ) from exc
-        return normalize_frame(frame), meta
 
     def write_manifest(self, manifest: dict) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
