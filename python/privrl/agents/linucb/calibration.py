@@ -181,7 +181,11 @@ def calibrate_linucb(
     """All parameters of LinUCB for ``kind`` in ``{"none", "jdp", "ldp"}`` (``delta == 0``: pure
     DP). The noise is Alg. 1's at H = 1 (``calibration``: "paper" Cor. 1 / 2, "tight", "practical"
     and "adaptive" the tight noise); ``lam`` (default 1) and the radius are the regret side
-    only."""
+    only.
+    A paper calibration is returned as the paper computes it, also outside the regime its
+    formulas are stated for (eps < 1): whether its noise certifies the target is
+    ``privacy_report_from_calibration(...)["within_target"]["tight"]`` (LDP at eps = 1000 does
+    not); an agent built with it refuses one that does not (PrivacyParameterError)."""
     kind = check_kind(kind)
     _, _, pure = privacy_args(kind, epsilon, delta)
     K, arms, p = check_pos_int(K, "K"), check_pos_int(arms, "arms"), check_pos_int(p, "p")

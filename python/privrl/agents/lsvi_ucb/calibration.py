@@ -269,7 +269,11 @@ def calibrate_lsvi_ucb(
     release ``plan`` (default :func:`release_plan`) for (eps, delta), App. D's ratio kept; B is the
     paper's (it depends on eps only). Both feed the same Upsilon, c_K, C, U_K, chi, beta.
     ``lam``: the ridge regularizer (default App. D's ``d``; Jin et al. use 1). It moves the regret
-    side only (U_K, chi, beta, the exact server's Lambda_0): no noise scale depends on it."""
+    side only (U_K, chi, beta, the exact server's Lambda_0): no noise scale depends on it.
+    A paper calibration is returned as the paper computes it, also outside the regime its
+    formulas are stated for (eps < 1): whether its noise certifies the target is
+    ``privacy_report_from_calibration(...)["within_target"]["tight"]`` (LDP at eps = 1000 does
+    not); an agent built with it refuses one that does not (PrivacyParameterError)."""
     kind = check_kind(kind, ("none", "jdp"))
     eps, dlt, pure = privacy_args(kind, epsilon, delta)
     H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")

@@ -243,7 +243,11 @@ def calibrate_ucrl_vtr(
     ``mechanism`` gets the tree's sigma times m_M / sqrt(K0), privrl.privacy.continual);
     ``"tight"`` takes the smallest noise of the release ``plan`` (default :func:`release_plan`)
     for (eps, delta) under the tight accountant (:func:`privrl.privacy.common.tight_scales`). Both
-    feed the same Upsilon, C, shift and beta formulas."""
+    feed the same Upsilon, C, shift and beta formulas.
+    A paper calibration is returned as the paper computes it, also outside the regime its
+    formulas are stated for (eps < 1): whether its noise certifies the target is
+    ``privacy_report_from_calibration(...)["within_target"]["tight"]`` (LDP at eps = 1000 does
+    not); an agent built with it refuses one that does not (PrivacyParameterError)."""
     return mixture_entry(
         _calibrate, release_plan, kind, epsilon, delta, H, K, d, C_w, p, calibration, mechanism, plan, sampler
     )
