@@ -282,3 +282,36 @@ def test_post_processing_keeps_a_vacuous_infinite_epsilon():
         m.post_processing((float("nan"), 1e-5))
     with pytest.raises(PrivacyParameterError):
         m.post_processing((-1.0, 1e-5))
+
+
+def test_dp_tool_edges_audit_9():
+    """A scale that overflows was returned as inf (a release of inf); a subnormal delta gave an
+    error about an epsilon nobody passed; the kernels' unknown names raised a bare ValueError."""
+    import math
+
+    from privrl import kernels as kn
+    from privrl.exceptions import PrivacyParameterError, PrivrlError
+    from privrl.privacy import accounting, mechanisms
+
+    rng = np.random.default_rng(0)
+    for call in (
+        lambda: mechanisms.gaussian_sigma(1.0, 1e-320, 1e-5),
+        lambda: mechanisms.gaussian_mechanism(1.0, 1.0, 1e-320, 1e-5, rng),
+        lambda: mechanisms.laplace_mechanism(1.0, 1e308, 1e-10, rng),
+    ):
+        with pytest.raises(PrivacyParameterError, match="overflows"):
+            call()
+    # log(1 / 5e-324) overflowed; -log(5e-324) = 744.44: the bound and the exact inverse are finite
+    # (CKS's conversion, below Bun & Steinke's rho + 2 sqrt(rho log(1 / delta)))
+    assert math.isfinite(accounting.zcdp_epsilon(1.0, 5e-324))
+    assert accounting.zcdp_epsilon(1.0, 5e-324) <= 1.0 + 2.0 * math.sqrt(-math.log(5e-324))
+    eps = accounting.gaussian_epsilon(1.0, 5e-324)
+    assert math.isfinite(eps) and accounting.gaussian_delta(eps, 1.0) <= 5e-324
+    for bad in (
+        lambda: kn.TreeAggregator(2, 10, noise="gauss"),
+        lambda: kn.NoiseStream("foo", 1.0, seed=0),
+        lambda: kn.make_prefix_mechanism("foo", 2, 10),
+        lambda: kn.PrefixMechanism("tree", 2, 10, buffers=3),
+    ):
+        with pytest.raises(PrivrlError):
+            bad()

@@ -505,3 +505,11 @@ def check_symmetric(a: np.ndarray, name: str) -> np.ndarray:
             f"exceeds {SYMMETRY_RTOL:g} x its largest entry {scale:.3g}"
         )
     return a
+
+
+def log_inverse(delta: float) -> float:
+    """``log(1 / delta)`` for ``delta`` in (0, 1), also for subnormal deltas (below 5.6e-309,
+    ``1 / delta`` overflows to inf: ``-log(delta)`` then, finite; elsewhere the same bits as
+    ``log(1 / delta)``, which the calibrations were computed with)."""
+    inv = 1.0 / delta
+    return math.log(inv) if math.isfinite(inv) else -math.log(delta)

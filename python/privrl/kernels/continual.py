@@ -37,7 +37,7 @@ import numpy as np
 
 from privrl import _core
 from privrl.common.checks import check_finite_real, check_int, check_symmetric, numeric_array, seed_bytes
-from privrl.common.errors import ShapeError
+from privrl.common.errors import PrivacyParameterError, ShapeError
 
 __all__ = [
     "MECHANISMS",
@@ -90,11 +90,13 @@ def parse_noise(noise: Any, scale: Any, grid_bits: Any) -> tuple[str, float, int
     """Validated (noise, scale, grid_bits); scale is 0 for "none", which takes no other scale than
     the default 1 or 0 (a scale it would ignore is refused)."""
     if not isinstance(noise, str) or noise not in NOISES:
-        raise ValueError(f"noise must be one of {NOISES}, got {noise!r}")
+        raise PrivacyParameterError(f"noise must be one of {NOISES}, got {noise!r}")
     grid_bits = check_int(grid_bits, "grid_bits", 0, MAX_GRID_BITS)
     if noise == "none":
         if check_finite_real(scale, "noise scale", positive=False) not in (0.0, 1.0):
-            raise ValueError(f"noise='none' releases exact sums and ignores scale; got scale={scale!r}")
+            raise PrivacyParameterError(
+                f"noise='none' releases exact sums and ignores scale; got scale={scale!r}"
+            )
         return noise, 0.0, grid_bits
     return noise, check_finite_real(scale, "noise scale"), grid_bits
 
@@ -149,13 +151,13 @@ class PrefixMechanism:
     ) -> None:
         """Validate every argument once, then build the Rust mechanism."""
         if not isinstance(kind, str) or kind not in MECHANISMS:
-            raise ValueError(f"mechanism kind must be one of {MECHANISMS}, got {kind!r}")
+            raise PrivacyParameterError(f"mechanism kind must be one of {MECHANISMS}, got {kind!r}")
         self.shape, self.symmetric, self.d = parse_shape(shape)
         capacity = check_int(capacity, "capacity")
         self.noise_kind, self.scale, self.grid_bits = parse_noise(noise, scale, grid_bits)
         self.divisor = check_finite_real(divisor, "divisor")
         if buffers is not None and kind != "blt":
-            raise ValueError(f"buffers only applies to kind 'blt', not {kind!r}")
+            raise PrivacyParameterError(f"buffers only applies to kind 'blt', not {kind!r}")
         nbuf = 0 if buffers is None else check_int(buffers, "buffers", 1, MAX_BLT_BUFFERS)
         self._m = _core.PrefixMechanism(
             kind,
@@ -397,7 +399,7 @@ def make_prefix_mechanism(
     grid_bits for the discrete samplers and keep_last_node); the other kinds a PrefixMechanism
     (options: buffers for "blt", grid_bits)."""
     if kind not in MECHANISMS:  # also refuses non-strings (MECHANISMS holds strings only)
-        raise ValueError(f"mechanism kind must be one of {MECHANISMS}, got {kind!r}")
+        raise PrivacyParameterError(f"mechanism kind must be one of {MECHANISMS}, got {kind!r}")
     if kind == "tree":
         return TreeAggregator(
             shape, capacity, noise=noise, scale=scale, seed=seed, divisor=divisor, **options

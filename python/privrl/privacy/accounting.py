@@ -28,6 +28,7 @@ from privrl.common.checks import (
     check_pos_int,
     check_positive_real,
     checked,
+    log_inverse,
 )
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.gdp import (
@@ -172,7 +173,7 @@ def zcdp_compose(rhos: Iterable[float]) -> float:
 def zcdp_epsilon_simple(rho: float, delta: float) -> float:
     """Bun & Steinke (2016), Prop. 1.3: ``rho``-zCDP implies ``(rho + 2 sqrt(rho log(1/delta)),
     delta)``-DP for every ``delta > 0``."""
-    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+    return rho + 2.0 * math.sqrt(rho * log_inverse(delta))
 
 
 @checked(rho=check_nonneg_real, epsilon=check_nonneg_real)

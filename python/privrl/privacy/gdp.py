@@ -10,6 +10,7 @@ from privrl.common.checks import (
     check_nonneg_real,
     check_positive_real,
     checked,
+    log_inverse,
 )
 from privrl.common.errors import PrivacyParameterError
 
@@ -85,7 +86,7 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
     if m == 0.0 or gaussian_delta(0.0, m) <= dlt:
         return 0.0
     # Upper bracket: privacy loss ~ N(mu^2/2, mu^2) and Phi^{-1}(1 - delta) <= sqrt(2 log(1/delta)).
-    hi = 0.5 * m * m + m * math.sqrt(2.0 * math.log(1.0 / dlt)) + 1.0
+    hi = 0.5 * m * m + m * math.sqrt(2.0 * log_inverse(dlt)) + 1.0
     while gaussian_delta(hi, m) > dlt:
         hi *= 2.0
     lo = 0.0

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from privrl.common.checks import check_nonneg_real, check_positive_real, checked, numeric_array
+from privrl.common.checks import check_nonneg_real, check_positive_real, checked, log_inverse, numeric_array
 from privrl.common.errors import NonFiniteError, PrivacyParameterError
 
 __all__ = [
@@ -60,7 +60,18 @@ def gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float) -> float
     the ``1.25/delta`` of Dwork & Roth). The paper states the guarantee for ``epsilon in (0, 1)``;
     larger epsilons are accepted here, the caller is responsible for the regime.
     """
-    return l2_sensitivity * math.sqrt(2.0 * math.log(2.0 / delta)) / epsilon
+    return _finite_scale(l2_sensitivity * math.sqrt(2.0 * math.log(2.0 / delta)) / epsilon, "sigma")
+
+
+def _finite_scale(scale: float, name: str) -> float:
+    """A noise scale that overflowed (a tiny epsilon, a huge sensitivity) is refused: a mechanism
+    with an infinite scale would release inf or NaN."""
+    if not math.isfinite(scale):
+        raise PrivacyParameterError(
+            f"the noise scale {name} overflows ({scale}): the sensitivity / epsilon ratio is beyond a "
+            "double's range"
+        )
+    return scale
 
 
 @checked()
@@ -69,7 +80,7 @@ def laplace_scale(l1_sensitivity: float, epsilon: float) -> float:
 
     Adding i.i.d. ``Lap(b)`` noise to every coordinate of ``f(x)`` is ``(epsilon, 0)``-DP.
     """
-    return l1_sensitivity / epsilon
+    return _finite_scale(l1_sensitivity / epsilon, "b")
 
 
 def _return_like(value, out: np.ndarray):
@@ -163,7 +174,7 @@ def advanced_composition(eps0: float, delta0: float, k: int, delta_prime: float)
     # e^{eps0} overflows a float past eps0 ~ 709; the bound is then vacuous (eps' = inf), which
     # is the honest answer for, e.g., a tight-calibrated release read through the paper's argument.
     growth = math.expm1(eps0) if eps0 < 700.0 else math.inf
-    eps_total = math.sqrt(2.0 * k * math.log(1.0 / delta_prime)) * eps0 + k * eps0 * growth
+    eps_total = math.sqrt(2.0 * k * log_inverse(delta_prime)) * eps0 + k * eps0 * growth
     return eps_total, min(k * delta0 + delta_prime, 1.0)
 
 
@@ -223,7 +234,7 @@ def tree_composition(eps0: float, delta0: float, n_leaves: int, delta_prime: flo
         raise PrivacyParameterError(f"delta0 must be in [0, 1), got {delta0!r}")
     m = tree_depth(n_leaves)
     return (
-        m * eps0 * eps0 + eps0 * math.sqrt(2.0 * m * math.log(1.0 / delta_prime)),
+        m * eps0 * eps0 + eps0 * math.sqrt(2.0 * m * log_inverse(delta_prime)),
         min(m * delta0 + delta_prime, 1.0),
     )
 
