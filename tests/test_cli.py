@@ -636,3 +636,25 @@ def test_ctrl_c_does_not_wait_for_the_runs_in_flight(tmp_path, backend):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
     assert time.monotonic() - sent < 10.0  # not the runs' remaining ~39 s
+
+
+def test_band_key_env_string_and_studies_with_env(tmp_path):
+    """Harness audit: the config's `band` was accepted and ignored; `env = "Name"` with --env-arg
+    asked for an env it had; sweep(env=..., agents=..., studies=...) dropped env and agents. The
+    agent here never errs (regret 0 everywhere): the plot failed ("Data cannot be log-scaled")."""
+    path = tmp_path / "b.toml"
+    path.write_text(
+        'band = "ci95"\nepisodes = 20\nseeds = 2\nepsilons = [inf]\nenv = "RiverSwimMixture"\n'
+        '[agents.N]\nalgorithm = "UCRL-VTR"\nprivacy = "none"\n'
+    )
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--out", str(out), "--no-progress", "--plot", "--env-arg", "S=4,H=3"]) == 0
+    assert "95% CI" in (out / "regret.svg").read_text()
+    runs = json.loads((out / "manifest.json").read_text())["runs"].values()
+    assert len(runs) == 2 and all("S=4" in r["env"] and "H=3" in r["env"] for r in runs)
+    path.write_text(path.read_text().replace('band = "ci95"', 'band = "iqr"'))
+    assert main(["run", str(path), "--out", str(tmp_path / "x"), "--no-progress"]) == 2
+    from privrl.experiment import ConfigError
+
+    with pytest.raises(ConfigError, match="not both"):
+        sweep(env="RiverSwimMixture", agents={"N": {"algorithm": "UCRL-VTR"}}, studies=[{}], episodes=5)

@@ -188,6 +188,8 @@ def _raw_config(args: argparse.Namespace) -> dict:
     if args.env is not None:
         raw["env"] = {"name": args.env}
     if args.env_arg:
+        if isinstance(raw.get("env"), str):  # env = "RiverSwimMixture" in the config
+            raw["env"] = {"name": raw["env"]}
         if not isinstance(raw.get("env"), dict):
             raise ConfigError("--env-arg", "give --env NAME (or env in the config) first")
         for item in args.env_arg:
@@ -205,10 +207,14 @@ def _run_and_show(
     raw: dict, outdir: str, args: argparse.Namespace, plot: bool, report: bool, plot_output: str | None = None
 ) -> int:
     from privrl.experiment import build_config, run_sweep
+    from privrl.experiment.config import ConfigError
     from privrl.experiment.plots import plot as draw
     from privrl.experiment.summary import report as show
 
     config = build_config(raw)
+    band = raw.get("band", "std")  # the plot's band (--plot); the config key was accepted and ignored
+    if band not in ("std", "ci95"):
+        raise ConfigError("band", f"must be 'std' or 'ci95', got {band!r}")
     runs = config.runs()
     where = config.scheduler or (f"{config.n_jobs} {config.backend}" if config.n_jobs > 1 else "1 process")
     print(
@@ -233,7 +239,7 @@ def _run_and_show(
     if report:
         show(outdir)
     if plot:
-        out = draw(outdir, output=plot_output or Path(outdir) / "regret")
+        out = draw(outdir, output=plot_output or Path(outdir) / "regret", band=band)
         print(f"privrl: plot written to {out['png']} and {out['svg']}", file=sys.stderr)
     return 0
 

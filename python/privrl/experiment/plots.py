@@ -144,7 +144,10 @@ def _draw_study(
     ax_lin.set_title(f"{study}\n{env}, K={K}; mean {band_txt} over seeds", fontsize=9.5)
     ax_log.set_title(f"{study}\nlog-log; legend: slope of log R(k) vs log k", fontsize=9.5)
     ax_log.set_xscale("log")
-    ax_log.set_yscale("log")
+    if (part[value] > 0).any():
+        ax_log.set_yscale("log")
+    else:  # every curve is 0 (an agent that never errs): nothing to draw on a log scale
+        ax_log.text(0.5, 0.5, "no positive values: no log scale", ha="center", transform=ax_log.transAxes)
     for ax in (ax_lin, ax_log):
         ax.set_xlabel("episode k")
         ax.set_ylabel("cumulative regret R(k)" if value == "regret" else "cumulative return")

@@ -583,6 +583,8 @@ def sweep(
     if log_every is not None:
         raw["log_every"] = log_every
     if studies is not None:
+        if env is not None or agents is not None:  # build_config refuses both; this dropped env / agents
+            raise ConfigError("study", "give either env + agents or studies, not both")
         raw["study"] = [dict(s) for s in studies]
     else:
         raw["env"], raw["agents"] = env, agents
