@@ -296,6 +296,7 @@ def test_resume_after_sigkill_recomputes_only_unfinished_runs(tmp_path):
     finished = {p.name: p.stat().st_mtime_ns for p in runs.iterdir() if p.suffix == ".json"}
     assert 3 <= len(finished) < 16, "the kill must land mid-sweep"
     assert not (out / "results.parquet").exists() and not (out / "results.csv").exists()
+    assert json.loads((out / "manifest.json").read_text())["status"] == "running"  # no status key before
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert f"{16 - len(finished)} runs computed, {len(finished)} resumed" in res.stderr

@@ -311,5 +311,8 @@ def new_manifest(config_dict: dict, runs: list[RunSpec], fmt: str | None) -> dic
         "simulation_only": SIMULATION_ONLY,
         **info,
         "config": config_dict,
+        # "running" until the sweep ends (and after a kill -9: its finished runs' records are in
+        # runs/*.json, and a rerun resumes them)
+        "status": "running",
         "runs": {r.run_id: {**r.describe(), "status": "pending"} for r in runs},
     }
