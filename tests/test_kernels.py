@@ -442,3 +442,42 @@ def test_index_arrays_are_integers():
     assert np.array_equal(mf.phi_v_rows([[1.0, 2.0]], [1]), [[1.0, 0.0, 0.0]])
     with pytest.raises(ShapeError, match="beyond int64"):
         mf.phi_v_rows([[1.0, 2.0]], np.array([2**63 + 5], dtype=np.uint64))
+
+
+def test_kernel_edges_audit_11():
+    """Audit 11: batched_matvec took NaN; floored_release took a NaN w0, a subnormal lam and an
+    overflowing sum (NaN weights); (a + a^T) / 2 overflowed above ~9e307 (spd_inverse(1e308 I) was
+    0); an overflowing inverse came back inf; Lambda overflowed silently and inverse_error said 0;
+    ties names raised a bare ValueError; round_to_grid returned the caller's array or inf."""
+    from privrl.exceptions import NonFiniteError, PrivacyParameterError
+
+    with pytest.raises(NonFiniteError):
+        kn.batched_matvec(np.full((1, 2, 2), np.nan), np.ones((1, 2)))
+    with pytest.raises(NonFiniteError):
+        kn.floored_release(np.zeros((1, 2, 2)), np.zeros((1, 2)), 1.0, 0.0, [np.nan, 0.0])
+    with pytest.raises(PrivacyParameterError):
+        kn.floored_release(np.zeros((1, 2, 2)), np.zeros((1, 2)), 1e-310, 0.0, np.zeros(2))
+    with pytest.raises(NonFiniteError):
+        kn.floored_release(np.eye(2)[None] * 1e308, np.zeros((1, 2)), 1.0, 1e308, np.zeros(2))
+    big = np.array([[1.5e308, 1e308], [1e308, 1.5e308]])
+    np.testing.assert_allclose(kn.spd_inverse(big), np.linalg.inv(big), rtol=1e-12)
+    np.testing.assert_allclose(kn.spd_inverse(np.eye(2) * 1e308), np.eye(2) * 1e-308, rtol=1e-15)
+    assert kn.min_eigenvalue(np.eye(2) * 1e308) == 1e308
+    np.testing.assert_allclose(kn.optimistic_q([[1e-160]], [0.0], [[1e308]], 1.0), [1e-6], rtol=1e-12)
+    for call in (
+        lambda: kn.spd_inverse(np.eye(2) * 1e-310),
+        lambda: kn.spd_solve(np.eye(2) * 1e-310, np.ones(2)),
+    ):
+        with pytest.raises(NonFiniteError):
+            call()
+    sm = kn.RankOneInverse(1, 1.0)
+    sm.update([1.3e154])
+    with pytest.raises(NonFiniteError, match="overflows"):
+        sm.update([1.3e154])
+    assert sm.matrix()[0, 0] == 1.0 + 1.3e154**2 and sm.updates == 1  # the refused row left no trace
+    with pytest.raises(PrivacyParameterError, match="ties"):
+        kn.greedy(np.zeros((1, 2)), ties="first")
+    x = np.array([0.1, 0.2])
+    assert kn.NoiseStream("gaussian", 1.0, seed=0).round_to_grid(x) is not x
+    with pytest.raises(PrivacyParameterError, match="overflows"):
+        kn.NoiseStream("discrete_gaussian", 1e-300, seed=0).round_to_grid([1e300])

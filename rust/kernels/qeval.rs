@@ -91,7 +91,7 @@ impl<'a> OptimisticQ<'a> {
         let mut upper = Vec::with_capacity(d * (d + 1) / 2);
         for i in 0..d {
             for j in i..d {
-                let m = 0.5 * (self.inv[i * d + j] + self.inv[j * d + i]);
+                let m = 0.5 * self.inv[i * d + j] + 0.5 * self.inv[j * d + i];
                 upper.push(if i == j { m } else { 2.0 * m });
             }
         }

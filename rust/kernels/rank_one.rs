@@ -47,7 +47,8 @@ pub fn spd_inverse_into(a: &[f64], d: usize, out: &mut [f64]) -> CoreResult<()> 
     let (l, li) = l.split_at_mut(d * d);
     for i in 0..d {
         for j in 0..=i {
-            let mut s = (a[i * d + j] + a[j * d + i]) * 0.5;
+            // halves first: (a + a^T) overflows above ~9e307 where the halves' sum does not
+            let mut s = 0.5 * a[i * d + j] + 0.5 * a[j * d + i];
             for k in 0..j {
                 s -= l[i * d + k] * l[j * d + k];
             }
@@ -150,7 +151,7 @@ fn nonzeros_at_most_one(x: &[f64]) -> bool {
 }
 
 fn symmetrized(m: &DMatrix<f64>) -> DMatrix<f64> {
-    (m + m.transpose()) * 0.5
+    m * 0.5 + m.transpose() * 0.5
 }
 
 /// `Lambda = lambda I + sum x x^T` and `Lambda^{-1}`, maintained by Sherman–Morrison.
@@ -242,7 +243,22 @@ impl ShermanMorrison {
     pub fn update(&mut self, x: &[f64]) -> CoreResult<()> {
         check_len("feature vector", x.len(), self.d)?;
         check_finite("feature vector", x)?;
+        self.check_growth(x)?;
         self.update_unchecked(x)
+    }
+
+    /// Refuse an x that would overflow Lambda's diagonal (and with it, Lambda being PSD, every
+    /// entry): the running sum is checked, not only each ||x||^2. O(d), on the public updates only.
+    fn check_growth(&self, x: &[f64]) -> CoreResult<()> {
+        for (i, xi) in x.iter().enumerate() {
+            if !(self.matrix[(i, i)] + xi * xi).is_finite() {
+                return Err(CoreError::NonFinite(format!(
+                    "Lambda[{i}, {i}] + x_{i}^2 overflows (Lambda[{i}, {i}] = {:e}, x_{i} = {xi:e})",
+                    self.matrix[(i, i)]
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// `Lambda += sum_i x_i x_i^T` for the rows of a row-major (n, d) block.
@@ -256,6 +272,7 @@ impl ShermanMorrison {
         }
         check_finite("batch of features", xs)?;
         for x in xs.chunks_exact(self.d) {
+            self.check_growth(x)?;
             self.update_unchecked(x)?;
         }
         Ok(())
@@ -460,6 +477,9 @@ impl ShermanMorrison {
         for i in 0..self.d {
             for j in 0..self.d {
                 let e = p[(i, j)] - if i == j { 1.0 } else { 0.0 };
+                if e.is_nan() {
+                    return f64::NAN; // f64::max drops a NaN: a broken state reported 0
+                }
                 err = err.max(e.abs());
             }
         }

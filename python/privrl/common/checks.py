@@ -386,7 +386,7 @@ def tie_seed(ties: str, rng: Any) -> int | None:
     if ties == "lowest":
         return None
     if ties != "random":
-        raise ValueError(f"ties must be 'random' or 'lowest', got {ties!r}")
+        raise PrivacyParameterError(f"ties must be 'random' or 'lowest', got {ties!r}")
     if rng is None:
         return int.from_bytes(os.urandom(8), "little") >> 1
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and rng >= 0:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from typing import Any
 
 import numpy as np
@@ -134,8 +135,13 @@ class NoiseStream:
         a = check_all_finite(numeric_array(x, "x"), "x")
         unit = self.lattice_unit(symmetric, divisor)
         if unit is None:
-            return a
-        r = np.round(a / unit)
+            return a.copy() if a is x else a  # never the caller's array itself
+        with np.errstate(over="ignore"):
+            r = np.round(a / unit)
+        if not np.isfinite(r).all():
+            raise PrivacyParameterError(
+                f"x / lattice unit overflows (unit {unit:g}): x is too large for this lattice"
+            )
         if symmetric and self.noise_kind == "discrete_laplace" and a.ndim >= 2:
             d = a.shape[-1]
             idx = np.arange(d)
@@ -227,15 +233,24 @@ class RankOneInverse:
 def spd_inverse(a: Any) -> np.ndarray:
     """Inverse of a symmetric positive-definite matrix (Cholesky); NotPositiveDefiniteError otherwise
     (AssumptionError for a non-symmetric one: the kernel would invert (a + a^T) / 2)."""
-    return _core.spd_inverse(check_symmetric(as_f64(a, "matrix", 2), "matrix"))
+    return _finite_out(_core.spd_inverse(check_symmetric(as_f64(a, "matrix", 2), "matrix")), "inverse")
+
+
+def _finite_out(out: np.ndarray, what: str) -> np.ndarray:
+    """A result that overflowed (the inverse of a matrix with eigenvalues near 1e-310) is refused."""
+    if not np.isfinite(out).all():
+        raise NonFiniteError(
+            f"the {what} is not finite: it overflows a double (a matrix too close to singular, or too large)"
+        )
+    return out
 
 
 def batched_matvec(m: Any, v: Any) -> np.ndarray:
     """m[k] @ v[k] for a stack of (n, d, d) matrices and (n, d) vectors, each sum left to right
     (the released w~_h = Lambda~_h^{-1} u~_h; the Rust agents compute them the same way)."""
-    v = as_f64(v, "v", 2)
+    v = as_f64(v, "v", 2, finite=True)
     n, d = v.shape
-    return _core.batched_matvec(as_f64(m, "m", 3, (n, d, d)), v)
+    return _core.batched_matvec(as_f64(m, "m", 3, (n, d, d), finite=True), v)
 
 
 def floored_release(gram: Any, target: Any, lam: float, shift: float, w0: Any) -> tuple:
@@ -249,13 +264,15 @@ def floored_release(gram: Any, target: Any, lam: float, shift: float, w0: Any) -
     gram = as_f64(gram, "gram", 3, (n, d, d))
     for h in range(n):
         check_symmetric(gram[h], f"gram[{h}]")
-    return _core.floored_release(
-        gram,
-        target,
-        check_finite_real(lam, "lam"),
-        check_finite_real(shift, "shift", positive=False),
-        as_f64(w0, "w0", 1, (d,)),
-    )
+    lam, shift = check_finite_real(lam, "lam"), check_finite_real(shift, "shift", positive=False)
+    if lam < sys.float_info.min or not math.isfinite(lam + shift):  # 1 / lam, lam + shift: finite
+        raise PrivacyParameterError(
+            f"lam = {lam!r} and lam + shift = {lam + shift!r} must be normal and finite"
+        )
+    out = _core.floored_release(gram, target, lam, shift, as_f64(w0, "w0", 1, (d,), finite=True))
+    for part, name in zip(out, ("design", "inverse", "inverse2", "weights", "correction"), strict=True):
+        _finite_out(part, name)  # G~ + (lam + shift) I beyond a double's range
+    return out
 
 
 def sigma_bar(
@@ -304,7 +321,7 @@ def sigma_bar(
 def spd_solve(a: Any, b: Any) -> np.ndarray:
     """a^{-1} b for a symmetric positive-definite a (Cholesky); a non-symmetric a is refused."""
     a = check_symmetric(as_f64(a, "matrix", 2), "matrix")
-    return _core.spd_solve(a, as_f64(b, "b", 1, (a.shape[0],)))
+    return _finite_out(_core.spd_solve(a, as_f64(b, "b", 1, (a.shape[0],))), "solution")
 
 
 def min_eigenvalue(a: Any) -> float:

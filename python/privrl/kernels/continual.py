@@ -53,7 +53,7 @@ __all__ = [
 # The names, limits and defaults below are the Rust core's own (privrl._core), not copies.
 #: The continual-release mechanisms, "tree" being the paper's.
 MECHANISMS: tuple[str, ...] = _core.MECHANISMS
-#: Node-noise laws: continuous, secure discrete (tree and NoiseStream only), or none.
+#: Node-noise laws: continuous, secure discrete (the tree, BLT (Gaussian only) and NoiseStream), or none.
 NOISES: tuple[str, ...] = _core.NOISES
 #: Largest node (vector length or d * d) any mechanism accepts.
 MAX_NODE_LEN: int = _core.MAX_NODE_LEN
@@ -108,7 +108,7 @@ class PrefixMechanism:
     capacity: number of leaves T; pushing leaf T + 1 raises CapacityError.
     noise / scale: node law; "gaussian" N(0, scale^2), "laplace" Lap(scale), "none"; the secure
         samplers "discrete_gaussian" / "discrete_laplace" (grid scale * 2^-grid_bits) on the
-        tree only (see TreeAggregator).
+        tree and BLT (discrete Gaussian only; see TreeAggregator).
     seed: None = OS entropy (real privacy); int / SeedSequence / 32 bytes = reproducible.
     buffers: BLT only, number of buffers (default DEFAULT_BLT_BUFFERS).
 
