@@ -390,3 +390,48 @@ def test_evaluate_rescales_and_pads_as_learn_does():
     assert privrl.evaluate(pi, env, episodes=1, seed=0).value == -13.0  # raw: 13 steps of -1
     with pytest.raises(TypeError, match="reward= applies to gymnasium environments"):
         privrl.evaluate(pi, model, reward=rescale)
+
+
+def test_audit_12_learn_evaluate_and_bandit_edges():
+    """Audit 12: learn with a LinUCB agent leaked an AttributeError; Box action spaces failed inside
+    gymnasium's step; learn with no episodes left returned an empty result; a callable policy's 2.9
+    played action 2; a NaN rescaled reward gave value NaN; a LinUCB that never releases within K
+    was silent; pandas frames of numeric and bool columns were refused; unknown scale / dataset
+    names raised a bare ValueError."""
+    import pandas as pd
+
+    from privrl.agents import LinUCB
+    from privrl.envs import ContextualBandit
+    from privrl.exceptions import CapacityError, NonFiniteError, PrivacyParameterError, ScheduleWarning
+
+    bandit = ContextualBandit(np.eye(3)[:2] * 0.5, np.array([[0.1, 0.9], [0.8, 0.2]]))
+    with pytest.raises(TypeError, match="contextual-bandit agent"):
+        privrl.learn(LinUCB(bandit, NonPrivate(), episodes=5, seed=0), gym.make("FrozenLake-v1"), seed=0)
+    lake = gym.make("FrozenLake-v1", is_slippery=False)
+    agent = LSVIUCB(FeatureMap.one_hot(4, 3, 5), NonPrivate(), batches="every", episodes=3, seed=0, lam=1.0)
+    with pytest.raises(ShapeError, match="discrete actions"):
+        privrl.learn(agent, gym.make("Pendulum-v1"), seed=0, state=lambda o: 0)
+    agent = LSVIUCB(FeatureMap.one_hot(16, 4, 8), NonPrivate(), batches="every", episodes=2, seed=0)
+    privrl.learn(agent, lake, seed=0)
+    with pytest.raises(CapacityError):
+        privrl.learn(agent, lake, seed=0)
+    for bad in (2.9, "2", True, None):
+        with pytest.raises(TypeError, match="must be an integer"):
+            privrl.evaluate(lambda s, h, a=bad: a, lake, episodes=2, seed=0, H=6)
+    goal = np.array([[2] * 16, [2] * 16, [1] * 16, [1] * 16, [1] * 16, [2] * 16, [2] * 16, [2] * 16])
+    with pytest.raises(NonFiniteError):
+        privrl.evaluate(goal, lake, episodes=3, seed=0, reward=lambda r: r if r == 0 else float("nan"))
+    with pytest.warns(ScheduleWarning, match="none of its users ever sees a release"):
+        LinUCB(bandit, JointDP(1.0, 1e-5), episodes=2, seed=0, schedule=5)
+    df = pd.DataFrame({"age": [20.5, 30.1, 40.2, 50.3], "color": ["r", "g", "b", "r"]})
+    mixed = ContextualBandit.from_classification(pd.get_dummies(df), [0, 1, 0, 1], seed=0)
+    floats = ContextualBandit.from_classification(pd.get_dummies(df).astype(float), [0, 1, 0, 1], seed=0)
+    np.testing.assert_array_equal(mixed.contexts, floats.contexts)
+    with pytest.raises(ShapeError, match="encode text"):
+        ContextualBandit.from_classification(df, [0, 1, 0, 1])
+    with pytest.raises(PrivacyParameterError, match="scale"):
+        ContextualBandit.from_classification(np.eye(4), [0, 1, 0, 1], scale="l2")
+    from privrl.envs.datasets import load_bandit
+
+    with pytest.raises(PrivacyParameterError, match="dataset"):
+        load_bandit("iris")

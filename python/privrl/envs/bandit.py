@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.checks import check_seed
+from privrl.common.checks import check_choice, check_seed
 from privrl.common.errors import IndexRangeError, NonFiniteError, ShapeError
 from privrl.envs.finite import digest
 
@@ -103,8 +103,7 @@ class ContextualBandit:
             raise ShapeError(f"X must be (n, p) and y (n,), got {X.shape} and {y.shape}")
         if not np.isfinite(X).all():
             raise NonFiniteError("X contains NaN or inf")
-        if scale not in ("row", "max"):
-            raise ValueError(f"scale must be 'row' or 'max', got {scale!r}")
+        check_choice(scale, ("row", "max"), "scale")
         for key, flag in (("standardize", standardize), ("bias", bias)):
             if not isinstance(flag, (bool, np.bool_)):  # "no" is truthy
                 raise ShapeError(f"{key} must be True or False, got {flag!r}")
@@ -256,13 +255,26 @@ def _check_no_overflow(a: np.ndarray, what: str) -> None:
         )
 
 
+def _numeric_dtype(t: Any) -> bool:
+    """A pandas column dtype that holds bool / int / float values (nullable ones included)."""
+    try:
+        return np.dtype(getattr(t, "numpy_dtype", t)).kind in "biuf"
+    except TypeError:  # a string or categorical dtype
+        return False
+
+
 def _real_array(x: Any, name: str, ndmin: int) -> np.ndarray:
     """``x`` as a C-contiguous float64 array of at least ``ndmin`` dims; only bool / int / float
     data are taken (strings, objects and complex numbers are refused with a ShapeError, not
     guessed or left to numpy's raw errors)."""
     try:
         a = np.asarray(x)
-    except (TypeError, ValueError, OverflowError) as e:  # ragged rows, ...
+        # a pandas frame of numeric and bool columns (object as a whole when mixed) as floats
+        dtypes = getattr(x, "dtypes", None)
+        numeric = dtypes is not None and all(_numeric_dtype(t) for t in dtypes)
+        if a.dtype.kind == "O" and numeric:
+            a = x.to_numpy(dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as e:  # ragged rows, NA in a nullable column, ...
         raise ShapeError(f"{name} must be a real numeric array: {e}") from None
     if a.dtype.kind not in "biuf":
         raise ShapeError(

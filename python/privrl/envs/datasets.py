@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from privrl.common.checks import check_choice
 from privrl.envs.bandit import ContextualBandit
 
 __all__ = ["DATASETS", "classification_bandit", "load_bandit"]
@@ -18,8 +19,7 @@ DATASETS = {"digits": "load_digits", "wine": "load_wine", "breast_cancer": "load
 def load_bandit(name: str, seed: Any = None, **kwargs: Any) -> ContextualBandit:
     """The classification bandit of dataset ``name`` (one of :data:`DATASETS`); ``kwargs`` go to
     ``from_classification`` (standardize, bias, scale)."""
-    if name not in DATASETS:
-        raise ValueError(f"dataset must be one of {tuple(DATASETS)}, got {name!r}")
+    check_choice(name, tuple(DATASETS), "dataset")
     try:
         from sklearn import datasets
     except ImportError as e:  # pragma: no cover - depends on the environment

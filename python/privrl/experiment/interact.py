@@ -43,12 +43,19 @@ class Evaluation:
 _MAX_STEPS = 10_000
 
 
+def _action(a: Any, h: int) -> int:
+    """A callable policy's action, checked as an integer index (int() truncated 2.9 and read "2")."""
+    if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
+        raise TypeError(f"the policy's action at step {h} must be an integer, got {a!r}")
+    return int(a)
+
+
 def _policy_fn(policy: Any, H: int | None) -> tuple[Callable[[int, int], int], int]:
     """The action function of `policy` and the number of steps an episode runs: H if given, else
     the first dimension of an (H, S) array policy (it has no action beyond it) or _MAX_STEPS for
     a callable."""
     if callable(policy):
-        return (lambda s, h: int(policy(s, h))), (_MAX_STEPS if H is None else H)
+        return (lambda s, h: _action(policy(s, h), h)), (_MAX_STEPS if H is None else H)
     table = np.asarray(policy)
     if table.ndim != 2 or table.dtype.kind not in "iu" or 0 in table.shape:
         raise ShapeError(
@@ -163,7 +170,10 @@ def _monte_carlo(
         total = 0.0
         for h in range(horizon):
             obs, r_env, terminated, truncated, _ = env.step(act(state(obs), h))
-            total += float(scale(r_env))
+            r = float(scale(r_env))
+            if not math.isfinite(r):  # as learn refuses it (a NaN value was returned)
+                raise NonFiniteError(f"reward(r) gave {r} for the environment's reward {r_env!r}")
+            total += r
             if terminated or truncated:
                 total += pad * (horizon - h - 1)
                 break
@@ -254,6 +264,11 @@ def learn(
         return LearnResult(res.returns, res.regret, res.wall_time, agent.label, 0)
     if not (hasattr(env, "reset") and hasattr(env, "step")):
         raise TypeError(f"env must be a gymnasium environment (reset / step), got {type(env).__name__}")
+    if isinstance(agent.env, ContextualBandit):  # its contexts are the bandit's, not observations
+        raise TypeError(
+            f"{agent.label} is a contextual-bandit agent: run it on its ContextualBandit with "
+            "privrl.run(agent, bandit); learn drives MDP agents on gymnasium environments"
+        )
     _check_spaces(agent, env, state)
     if reference is not None:
         reference = check_finite_real(reference, "reference", positive=False)
@@ -264,7 +279,7 @@ def learn(
         state = _identity
     left = agent.K - agent.k
     K = left if episodes is None else check_episodes(episodes)
-    if left < K:
+    if left < K or K == 0:  # an empty run would pass unnoticed (privrl.run refuses it too)
         raise CapacityError(f"{agent.label} has {left} of its {agent.K} episodes left, cannot learn {K}")
     scale = reward if reward is not None else float
     pad = padding_reward(reward)
@@ -344,6 +359,11 @@ def _check_spaces(agent: Agent, env: Any, state: Callable[[Any], int]) -> None:
     that are not the agent's state indices."""
     acts, obs = getattr(env, "action_space", None), getattr(env, "observation_space", None)
     n_act = getattr(acts, "n", None)
+    if acts is not None and (n_act is None or np.ndim(n_act) != 0):  # Box, MultiDiscrete, ...
+        raise ShapeError(
+            f"the environment's action space is {acts}: privrl's agents play one of A = {agent.A} "
+            "discrete actions (a gymnasium Discrete space); discretize the environment first"
+        )
     if n_act is not None and (int(n_act) != agent.A or int(getattr(acts, "start", 0)) != 0):
         raise ShapeError(
             f"the environment's action space is {acts}, the agent has A = {agent.A} actions 0..{agent.A - 1} "

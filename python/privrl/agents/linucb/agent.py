@@ -8,6 +8,7 @@ oracle is privrl.agents.linucb.reference.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from privrl.agents.common.specs import LinUcbSpec, NoiseSpec, bounds_spec, noise
 from privrl.agents.linucb import calibration as privacy_of
 from privrl.agents.linucb.calibration import LinUCBCalibration
 from privrl.common.checks import check_choice, check_pos_int, check_real, numeric_array
-from privrl.common.errors import NonFiniteError, ShapeError
+from privrl.common.errors import NonFiniteError, ScheduleWarning, ShapeError
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.finite import Trajectory
@@ -120,6 +121,15 @@ class LinUCB(Agent):
         }
         practical = cal.release_rule in PRACTICAL_RULES
         private = kind != "none"
+        ends = privacy_of.linucb_leaf_ends(kind, self.K, env.p, schedule)
+        if private and ends[0] >= self.K:  # the first release comes after the last user
+            warnings.warn(
+                f"the schedule {schedule!r} releases the billboard first after {ends[0]} users, but the "
+                f"agent has K = {self.K}: none of its users ever sees a release (every arm is played "
+                "from the initial billboard); pass schedule=<int> < K, or more users",
+                ScheduleWarning,
+                stacklevel=2,
+            )
         noise = self._noise(cal)
         self._core = _core.LinUcbAgent(
             LinUcbSpec(
@@ -130,7 +140,7 @@ class LinUCB(Agent):
                 lam=float(cal.lam),
                 beta=float(self.beta),
                 sigma_r=float(cal.sigma_r),
-                ends=privacy_of.linucb_leaf_ends(kind, self.K, env.p, schedule),
+                ends=ends,
                 const_shift=0.0 if practical or not private else float(cal.shift),
                 shift_mult=float(cal.shift_mult) if practical and private else 0.0,
                 bounds=bounds_spec(cal, cal.sigma_B, cal.sigma_g, env.p),
