@@ -43,7 +43,7 @@ def configs(K):
     """(row label, eps or None, privacy, batches)."""
     out = [("LSVI-UCB (every)", None, NonPrivate(calibration="paper"), "every")]
     for eps in EPSILONS:
-        B = calibrate_lsvi_ucb("jdp", eps, DELTA, 20, K, 16).B
+        B = calibrate_lsvi_ucb("jdp", eps, DELTA, 20, K, 16, calibration="paper").B
         out += [
             (f"batched LSVI-UCB (B={B})", eps, NonPrivate(calibration="paper"), B),
             ("JDP batched (static)", eps, JointDP(eps, DELTA, calibration="paper"), "static"),

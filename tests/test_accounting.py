@@ -360,7 +360,7 @@ def test_tight_never_exceeds_paper(eps, delta, HK):
         ("calibrate_lsvi_ucb", "jdp", {"batches": max(1, min(K_, 7))}),
     ):
         f = getattr(c, fn)
-        paper = f(kind, eps, delta, H=H_, K=K_, d=3, sampler="float", **extra)
+        paper = f(kind, eps, delta, H=H_, K=K_, d=3, sampler="float", calibration="paper", **extra)
         tight = f(kind, eps, delta, H=H_, K=K_, d=3, calibration="tight", sampler="float", **extra)
         for k in ("sigma_B", "sigma_g", "sigma_B1", "sigma_B2", "sigma_f", "sigma_Lambda", "sigma_u"):
             if k in paper._names():
@@ -383,10 +383,11 @@ def test_tight_never_exceeds_paper(eps, delta, HK):
 def test_tight_dict_same_keys_smaller_noise(fn, args):
     f = getattr(c, fn)
     args = {**args, "sampler": "float"}  # the calibrations' former default
-    paper, tight = f(**args), f(**args, calibration="tight")
+    paper, tight = f(**args, calibration="paper"), f(**args, calibration="tight")
     assert set(paper.to_dict()) == set(tight.to_dict())
     assert paper.calibration == "paper" and tight.calibration == "tight"
-    assert paper == f(**args, calibration="paper")  # "paper" is the default
+    # the default is the privacy models' and the agents' (issue 20: one default everywhere)
+    assert f(**args) == f(**args, calibration="adaptive")
     for k in (
         "sigma_B",
         "sigma_g",
@@ -428,19 +429,21 @@ def test_tight_calibration_feeds_the_same_formulas():
 
 def test_tight_pure_counts_nodes_exactly():
     # Laplace: simple composition, eps / (2 H n) per node with n = 14 instead of K0 = 15
-    p = c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, K, D, 1.0, sampler="float")
+    p = c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, K, D, 1.0, sampler="float", calibration="paper")
     t = c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, K, D, 1.0, calibration="tight", sampler="float")
     assert p.laplace_b / t.laplace_b == pytest.approx(15 / 14, rel=1e-14)
     assert t.node_budget == (1.0 / (2 * H * 14), 0.0)
     # powers of two: identical
     assert (
         c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, 1024, D, 1.0, calibration="tight", sampler="float").laplace_b
-        == c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, 1024, D, 1.0, sampler="float").laplace_b
+        == c.calibrate_ucrl_vtr(
+            "jdp", 1.0, 0.0, H, 1024, D, 1.0, sampler="float", calibration="paper"
+        ).laplace_b
     )
     # LDP: nothing to count, identical
     assert (
         c.calibrate_ucrl_vtr("ldp", 1.0, 0.0, H, K, D, 1.0, calibration="tight", sampler="float").laplace_b
-        == c.calibrate_ucrl_vtr("ldp", 1.0, 0.0, H, K, D, 1.0, sampler="float").laplace_b
+        == c.calibrate_ucrl_vtr("ldp", 1.0, 0.0, H, K, D, 1.0, sampler="float", calibration="paper").laplace_b
     )
 
 
@@ -565,3 +568,49 @@ def test_edge_inputs_of_the_public_tools_are_refused_or_exact():
     assert acc.discrete_gaussian_draws(0.5, 3) == (0.25, 0.25 * 4 * 64, 64 / 32)
     assert acc.composed_l2_sensitivity([3.0, 4.0]) == 5.0
     assert acc.composed_l2_sensitivity([3e300, 4e300]) == pytest.approx(5e300, rel=1e-15)
+
+
+def test_public_entries_default_to_the_agents_calibration_and_mechanism():
+    """Issue 20: every public calibration / plan entry, called with no calibration, mechanism or
+    sampler, gives the agent's sigma and plan (calibrate_* defaulted to "paper" and release_plan to
+    the tree: 122,158 against the agent's 177.9)."""
+    import numpy as np
+
+    from privrl.agents import LSVIUCB, UCRLVTR, LinUCB, UCRLVTRPlus
+    from privrl.agents.linucb import calibration as lin
+    from privrl.agents.lsvi_ucb import calibration as lsvi
+    from privrl.agents.ucrl_vtr import calibration as vtr
+    from privrl.agents.ucrl_vtr_plus import calibration as plus
+    from privrl.envs import ContextualBandit, RandomLinearMDP, RiverSwimMixture
+    from privrl.privacy import JointDP, LocalDP
+
+    env = RiverSwimMixture(S=4, H=3)
+    for model in (JointDP(1.0, 1e-5), LocalDP(1.0, 1e-5), JointDP(1.0, 0.0)):
+        kind, pure = ("jdp" if isinstance(model, JointDP) else "ldp"), model.delta == 0.0
+        for cls, mod, key in (
+            (UCRLVTR, vtr, "calibrate_ucrl_vtr"),
+            (UCRLVTRPlus, plus, "calibrate_ucrl_vtr_plus"),
+        ):
+            agent = cls(env, model, episodes=200, seed=0)
+            cal = getattr(mod, key)(kind, 1.0, model.delta, H=3, K=200, d=agent.d, C_w=float(env.C_w))
+            assert _set_at_construction(cal) == _set_at_construction(agent.calibration)
+            assert mod.release_plan(kind, pure, 3, 200, agent.d) == agent.release_plan()
+    lin_env = RandomLinearMDP(S=20, A=3, d=4, H=3, seed=0)
+    agent = LSVIUCB(lin_env, JointDP(1.0, 1e-5), episodes=1000, seed=0)
+    assert (
+        lsvi.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H=3, K=1000, d=4).sigma_Lambda
+        == agent.calibration.sigma_Lambda
+    )
+    assert lsvi.release_plan("jdp", False, 3, 1000, 4, agent.B) == agent.release_plan()
+    bandit = ContextualBandit(np.eye(3)[:2] * 0.5, np.array([[0.1, 0.9], [0.8, 0.2]]))
+    agent = LinUCB(bandit, JointDP(1.0, 1e-5), episodes=50, seed=0)
+    assert lin.release_plan("jdp", False, 50, 3) == agent.release_plan()
+
+
+def _set_at_construction(cal):
+    """A calibration without what only an agent records (the radii it uses, its centre)."""
+    return {
+        k: v
+        for k, v in cal.to_dict().items()
+        if not k.endswith("_used") and k not in ("beta_scale", "centre")
+    }

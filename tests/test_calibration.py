@@ -246,19 +246,26 @@ def test_ucrl_vtr_beta_hand_value_and_condition():
     ),
 )
 def test_ucrl_vtr_gaussian_beta_satisfies_theorem_1(kind, eps, delta, h, k, d, cw):
-    out = c.calibrate_ucrl_vtr(kind, eps, delta, h, k, d, cw, sampler="float")
+    out = c.calibrate_ucrl_vtr(kind, eps, delta, h, k, d, cw, sampler="float", calibration="paper")
     assert out.Upsilon >= out.C  # the fact the corollaries' proofs rely on
     assert out.beta >= out.beta_condition
 
 
 def test_ucrl_vtr_beta_monotone():
-    base = c.calibrate_ucrl_vtr("jdp", 0.5, 1e-5, H, K, D, 1.0, sampler="float").beta
-    assert c.calibrate_ucrl_vtr("jdp", 0.5, 1e-5, H, K, D, 2.0, sampler="float").beta > base  # in C_w
-    assert c.calibrate_ucrl_vtr("jdp", 0.9, 1e-5, H, K, D, 1.0, sampler="float").beta < base  # in eps
-    assert c.calibrate_ucrl_vtr("jdp", 0.5, 1e-5, H, K, 20, 1.0, sampler="float").beta > base  # in d
+    base = c.calibrate_ucrl_vtr("jdp", 0.5, 1e-5, H, K, D, 1.0, sampler="float", calibration="paper").beta
     assert (
-        c.calibrate_ucrl_vtr("ldp", 0.5, 1e-5, H, K, D, 1.0, sampler="float").beta
-        < c.calibrate_ucrl_vtr("ldp", 0.5, 1e-5, H, 10 * K, D, 1.0, sampler="float").beta
+        c.calibrate_ucrl_vtr("jdp", 0.5, 1e-5, H, K, D, 2.0, sampler="float", calibration="paper").beta > base
+    )  # in C_w
+    assert (
+        c.calibrate_ucrl_vtr("jdp", 0.9, 1e-5, H, K, D, 1.0, sampler="float", calibration="paper").beta < base
+    )  # in eps
+    assert (
+        c.calibrate_ucrl_vtr("jdp", 0.5, 1e-5, H, K, 20, 1.0, sampler="float", calibration="paper").beta
+        > base
+    )  # in d
+    assert (
+        c.calibrate_ucrl_vtr("ldp", 0.5, 1e-5, H, K, D, 1.0, sampler="float", calibration="paper").beta
+        < c.calibrate_ucrl_vtr("ldp", 0.5, 1e-5, H, 10 * K, D, 1.0, sampler="float", calibration="paper").beta
     )  # LDP grows with K
 
 
@@ -291,17 +298,17 @@ def test_ucrl_vtr_pure_scales_closed_forms():
 
 def test_ucrl_vtr_pure_budget_composes_to_epsilon():
     # 2 H K0 node releases at eps/(2 H K0) compose (simple composition) to exactly (eps, 0)
-    out = c.calibrate_ucrl_vtr("jdp", 0.5, 0.0, H, K, D, 1.0, sampler="float")
+    out = c.calibrate_ucrl_vtr("jdp", 0.5, 0.0, H, K, D, 1.0, sampler="float", calibration="paper")
     eps_total, delta_total = m.simple_composition([out.node_budget] * (2 * H * K0))
     assert eps_total == pytest.approx(0.5, rel=1e-12) and delta_total == 0.0
     # b * eps_node = sensitivity
     assert out.laplace_b * out.node_budget[0] == pytest.approx(2 * D * H**2, rel=1e-12)
-    out = c.calibrate_ucrl_vtr("ldp", 0.5, 0.0, H, K, D, 1.0, sampler="float")
+    out = c.calibrate_ucrl_vtr("ldp", 0.5, 0.0, H, K, D, 1.0, sampler="float", calibration="paper")
     assert m.simple_composition([out.node_budget] * (2 * H))[0] == pytest.approx(0.5, rel=1e-12)
 
 
 def test_ucrl_vtr_pure_upsilon_C_beta():
-    out = c.calibrate_ucrl_vtr("jdp", 0.5, 0.0, H, K, D, 1.0, sampler="float")
+    out = c.calibrate_ucrl_vtr("jdp", 0.5, 0.0, H, K, D, 1.0, sampler="float", calibration="paper")
     alpha = P / (6 * K * H)
     assert out.Upsilon == pytest.approx(c.laplace_matrix_sum_bound(1.2e6, K0, D, alpha), rel=1e-12)
     assert pytest.approx(c.laplace_vector_sum_bound(out.laplace_b_vector, K0, D, alpha), rel=1e-12) == out.C
@@ -320,14 +327,14 @@ def test_ucrl_vtr_pure_upsilon_C_beta():
     list(itertools.product([0.01, 0.5, 5.0], [1, 4, 20], [1, 60, 10**5], [1, 3, 40], [0.1, 3.0])),
 )
 def test_ucrl_vtr_pure_beta_satisfies_theorem_1(kind, eps, h, k, d, cw):
-    out = c.calibrate_ucrl_vtr(kind, eps, 0.0, h, k, d, cw, sampler="float")
+    out = c.calibrate_ucrl_vtr(kind, eps, 0.0, h, k, d, cw, sampler="float", calibration="paper")
     assert out.noise == "laplace" and out.sym_divisor == 2.0
     assert out.beta >= out.beta_condition
 
 
 def test_ucrl_vtr_pure_monotone():
     def f(e):
-        return c.calibrate_ucrl_vtr("jdp", e, 0.0, H, K, D, 1.0, sampler="float")
+        return c.calibrate_ucrl_vtr("jdp", e, 0.0, H, K, D, 1.0, sampler="float", calibration="paper")
 
     assert f(0.1).laplace_b > f(0.5).laplace_b > f(2.0).laplace_b
 
@@ -352,7 +359,7 @@ def test_lsvi_ucb_reference_values():
     su = c.lsvi_ucb_sigma_u(1.0, 1e-5, H, 7)
     assert sig3(sl) == 9.10e5 and sl == pytest.approx(9.101027e5, rel=1e-6)
     assert sig3(su) == 4.55e6 and su == pytest.approx(4.550513e6, rel=1e-6)
-    out = c.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, K, D, sampler="float")
+    out = c.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, K, D, sampler="float", calibration="paper")
     assert out.B == 7 and out.B0 == 4 and out.lam == 10.0
     assert out.sigma_Lambda == sl and out.sigma_u == su
     assert out.batch_length == 1429  # ceil(1e4 / 7)
@@ -426,29 +433,34 @@ def test_lsvi_ucb_widths_hand_values():
 
 
 def test_lsvi_ucb_nonprivate():
-    out = c.calibrate_lsvi_ucb("none", None, None, H, K, D, sampler="float")
+    out = c.calibrate_lsvi_ucb("none", None, None, H, K, D, sampler="float", calibration="paper")
     assert out.B == K and out.Upsilon == 0.0 and out.c_K == 0.0 and out.C == 0.0
     assert pytest.approx(2000.0) == out.U_K and out.beta == pytest.approx(102885.516, rel=1e-6)
     assert out.noise is None and out.sigma_Lambda is None and out.sym_divisor is None
     # a batched non-private baseline
-    assert c.calibrate_lsvi_ucb("none", None, None, H, K, D, batches=7, sampler="float").B == 7
+    assert (
+        c.calibrate_lsvi_ucb("none", None, None, H, K, D, batches=7, sampler="float", calibration="paper").B
+        == 7
+    )
 
 
 def test_lsvi_ucb_non_batched_variant():
     # Rem. 2 / Rem. "Non-batching algorithm regret bound": same formulas with B = K
-    out = c.calibrate_lsvi_ucb("jdp", 0.5, 1e-5, H, K, D, batches="every", sampler="float")
+    out = c.calibrate_lsvi_ucb(
+        "jdp", 0.5, 1e-5, H, K, D, batches="every", sampler="float", calibration="paper"
+    )
     assert out.B == K and out.B0 == K0 and out.batch_length == 1
     assert out.sigma_Lambda == c.lsvi_ucb_sigma_lambda(0.5, 1e-5, H, K)
     assert out.sigma_u == c.lsvi_ucb_sigma_u(0.5, 1e-5, H, K)
-    batched = c.calibrate_lsvi_ucb("jdp", 0.5, 1e-5, H, K, D, sampler="float")
+    batched = c.calibrate_lsvi_ucb("jdp", 0.5, 1e-5, H, K, D, sampler="float", calibration="paper")
     assert out.sigma_u > batched.sigma_u and out.beta > batched.beta
     # explicit int
-    out3 = c.calibrate_lsvi_ucb("jdp", 0.5, 1e-5, H, K, D, batches=3, sampler="float")
+    out3 = c.calibrate_lsvi_ucb("jdp", 0.5, 1e-5, H, K, D, batches=3, sampler="float", calibration="paper")
     assert out3.B == 3 and out3.B0 == 3  # ceil(log2 3 + 1) = 3
 
 
 def test_lsvi_ucb_calibration_composition():
-    out = c.calibrate_lsvi_ucb("jdp", 0.7, 1e-6, H, K, D, sampler="float")
+    out = c.calibrate_lsvi_ucb("jdp", 0.7, 1e-6, H, K, D, sampler="float", calibration="paper")
     assert out.Upsilon == pytest.approx(c.lsvi_ucb_upsilon(out.sigma_Lambda, out.B0, D, K, H, P), rel=1e-12)
     assert out.c_K == pytest.approx(D * out.Upsilon, rel=1e-12)
     assert out.shift == pytest.approx(out.c_K + out.Upsilon, rel=1e-12)
@@ -479,7 +491,15 @@ def _lemma_b4_rhs(out):
 )
 def test_lsvi_beta_satisfies_lemma_b4(kind, delta, eps, h, k, d, batches):
     out = c.calibrate_lsvi_ucb(
-        kind, eps if kind != "none" else None, delta, h, k, d, batches=batches, sampler="float"
+        kind,
+        eps if kind != "none" else None,
+        delta,
+        h,
+        k,
+        d,
+        batches=batches,
+        sampler="float",
+        calibration="paper",
     )
     assert out.beta >= _lemma_b4_rhs(out)
     assert out.lam + out.c_K >= out.Upsilon
@@ -518,7 +538,7 @@ def test_lsvi_pure_reference():
     sl, su = c.lsvi_ucb_laplace_scales(1.0, H, 3, D)
     assert sl == pytest.approx(1200.0, rel=1e-12)
     assert su == pytest.approx(4174.2065, rel=1e-8)
-    out = c.calibrate_lsvi_ucb("jdp", 1.0, 0.0, H, K, D, sampler="float")
+    out = c.calibrate_lsvi_ucb("jdp", 1.0, 0.0, H, K, D, sampler="float", calibration="paper")
     assert out.pure and out.noise == "laplace" and out.B == 3 and out.B0 == 3
     assert out.sigma_Lambda == sl and out.sigma_u == su
     # Upsilon (printed) = sigma B0 (2d + 2 sqrt(d log(6KHd/p)) + log(6KHd/p)), log(1.2e8) = 18.603002:
@@ -546,10 +566,12 @@ def test_lsvi_pure_c_K():
     assert c.lsvi_ucb_c_K_pure(100.0, 50.0, 10.0, 10, 10) == 1000.0  # d Upsilon dominates
     assert c.lsvi_ucb_c_K_pure(1.0, 5000.0, 1.0, 1, 10) == 499.0  # 5000/10 - 1
     # in the reference instance the paper's d Upsilon is kept
-    out = c.calibrate_lsvi_ucb("jdp", 1.0, 0.0, H, K, D, sampler="float")
+    out = c.calibrate_lsvi_ucb("jdp", 1.0, 0.0, H, K, D, sampler="float", calibration="paper")
     assert out.c_K == pytest.approx(D * out.Upsilon, rel=1e-12)
     # non-batched, d = 1: C / (lam + d Upsilon) > H, c_K is raised so that C = H (lam + c_K)
-    out = c.calibrate_lsvi_ucb("jdp", 0.5, 0.0, 5, 10**6, 1, batches="every", sampler="float")
+    out = c.calibrate_lsvi_ucb(
+        "jdp", 0.5, 0.0, 5, 10**6, 1, batches="every", sampler="float", calibration="paper"
+    )
     assert 5 * (out.lam + out.Upsilon) < out.C
     assert out.c_K == pytest.approx(out.C / 5 - out.lam, rel=1e-12)
 
@@ -563,7 +585,7 @@ def test_lsvi_pure_printed_upsilon_dominates_sum_bound():
 
 def test_lsvi_pure_monotone():
     def f(e):
-        return c.calibrate_lsvi_ucb("jdp", e, 0.0, H, K, D, batches=5, sampler="float")
+        return c.calibrate_lsvi_ucb("jdp", e, 0.0, H, K, D, batches=5, sampler="float", calibration="paper")
 
     assert f(0.1).sigma_u > f(1.0).sigma_u > f(10.0).sigma_u
 
@@ -625,7 +647,7 @@ def test_vtr_plus_nonprivate_radii_hand_values():
     #   beta_hat = 1 + 8 sqrt(10 * 9.210440 * 26.897052) + 340.2208 = 1 + 398.1858 + 340.2208 = 739.4066
     #   beta_tilde = 1 + 8 sqrt(10 * 1e4 * log(1 + 1e7) * 26.897052) + 4 * 100 * 26.897052
     #              = 1 + 8 sqrt(1e5 * 16.118096 * 26.897052) + 10758.82 = 1 + 52674.35 + 10758.82 = 63434.17
-    out = c.calibrate_ucrl_vtr_plus("none", None, None, H, K, D, 1.0, sampler="float")
+    out = c.calibrate_ucrl_vtr_plus("none", None, None, H, K, D, 1.0, sampler="float", calibration="paper")
     assert out.beta_check == pytest.approx(1600.3884, rel=1e-6)
     assert out.beta_hat == pytest.approx(739.4066, rel=1e-6)
     assert out.beta_tilde == pytest.approx(63434.17, rel=1e-6)
@@ -659,7 +681,7 @@ def test_vtr_plus_betas_formula_and_k_dependence():
     "eps,h,k,d,cw", list(itertools.product([0.05, 0.9, 4.0], [1, 5], [1, 300, 10**5], [1, 8], [0.2, 5.0]))
 )
 def test_vtr_plus_radii_satisfy_theorem(kind, delta, eps, h, k, d, cw):
-    out = c.calibrate_ucrl_vtr_plus(kind, eps, delta, h, k, d, cw, sampler="float")
+    out = c.calibrate_ucrl_vtr_plus(kind, eps, delta, h, k, d, cw, sampler="float", calibration="paper")
     for name in ("beta_hat", "beta_check", "beta_tilde"):
         assert getattr(out, name) >= getattr(out, name + "_condition")
     if delta > 0:
@@ -675,7 +697,7 @@ def test_vtr_plus_pure_scales():
     # LDP: eps / 4H = 1/40
     b1, bf, b2, bg = c.ucrl_vtr_plus_laplace_scales_ldp(1.0, H, D)
     assert b1 == pytest.approx(8000.0, rel=1e-12) and b2 == pytest.approx(8e6, rel=1e-12)
-    out = c.calibrate_ucrl_vtr_plus("ldp", 1.0, 0.0, H, K, D, 1.0, sampler="float")
+    out = c.calibrate_ucrl_vtr_plus("ldp", 1.0, 0.0, H, K, D, 1.0, sampler="float", calibration="paper")
     assert out.sigma_B1 == 8000.0 and out.noise == "laplace" and out.sym_divisor == 2.0
     assert out.Upsilon1 == pytest.approx(
         c.laplace_matrix_sum_bound(8000.0, K, D, P / (24 * K * H)), rel=1e-12
@@ -732,7 +754,7 @@ PLUS_KEYS = {
 
 
 def test_calibrate_ucrl_vtr_jdp_reference_dict():
-    out = c.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K, D, 1.0, sampler="float")
+    out = c.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K, D, 1.0, sampler="float", calibration="paper")
     assert set(out.to_dict()) >= UCRL_KEYS
     assert out.lam == 100.0 and out.K0 == 15
     assert sig3(out.sigma_B) == 3.49e6
@@ -743,27 +765,35 @@ def test_calibrate_ucrl_vtr_jdp_reference_dict():
     assert out.shift == 2 * out.Upsilon
     assert out.beta == pytest.approx(148421.4, rel=1e-5)  # see test_ucrl_vtr_beta_hand_value...
     assert out.in_theorem_regime is False  # eps = 1 is not in (0, 1)
-    assert c.calibrate_ucrl_vtr("jdp", 0.5, 1e-5, H, K, D, 1.0, sampler="float").in_theorem_regime is True
+    assert (
+        c.calibrate_ucrl_vtr(
+            "jdp", 0.5, 1e-5, H, K, D, 1.0, sampler="float", calibration="paper"
+        ).in_theorem_regime
+        is True
+    )
     # per-node budget of the tree
     assert out.node_budget == m.tree_node_budget(*m.advanced_composition_budget(0.5, 0.5e-5, H), K)
 
 
 def test_calibrate_ucrl_vtr_ldp_and_none():
-    out = c.calibrate_ucrl_vtr("ldp", 0.5, 1e-5, H, K, D, 1.0, sampler="float")
+    out = c.calibrate_ucrl_vtr("ldp", 0.5, 1e-5, H, K, D, 1.0, sampler="float", calibration="paper")
     assert out.sigma_B == c.ucrl_vtr_sigma_ldp(0.5, 1e-5, H)
     assert out.Upsilon == pytest.approx(out.sigma_B * 4524.9945, rel=1e-6)  # sqrt(K) version
     assert out.noise_terms == K and out.noise_site == "user"
-    none = c.calibrate_ucrl_vtr("none", None, None, H, K, D, 1.0, sampler="float")
+    none = c.calibrate_ucrl_vtr("none", None, None, H, K, D, 1.0, sampler="float", calibration="paper")
     assert set(none.to_dict()) >= UCRL_KEYS
     assert none.Upsilon == 0.0 and none.C == 0.0 and none.shift == 0.0
     assert none.noise is None and none.sigma_B is None and none.sym_divisor is None
     assert none.beta == pytest.approx(123.10314, rel=1e-6) and none.in_theorem_regime is True
     # none ignores the (valid) privacy parameters it is given
-    assert c.calibrate_ucrl_vtr("none", 0.5, 1e-5, H, K, D, 1.0, sampler="float").beta == none.beta
+    assert (
+        c.calibrate_ucrl_vtr("none", 0.5, 1e-5, H, K, D, 1.0, sampler="float", calibration="paper").beta
+        == none.beta
+    )
 
 
 def test_calibrate_ucrl_vtr_pure_dict():
-    out = c.calibrate_ucrl_vtr("jdp", 0.5, 0.0, H, K, D, 1.0, sampler="float")
+    out = c.calibrate_ucrl_vtr("jdp", 0.5, 0.0, H, K, D, 1.0, sampler="float", calibration="paper")
     assert set(out.to_dict()) >= UCRL_KEYS
     assert out.pure is True and out.noise == "laplace" and out.sym_divisor == 2.0
     assert out.laplace_b == pytest.approx(1.2e6) and out.sigma_B == out.laplace_b
@@ -771,17 +801,26 @@ def test_calibrate_ucrl_vtr_pure_dict():
 
 
 def test_calibrate_lsvi_and_plus_keys():
-    assert set(c.calibrate_lsvi_ucb("jdp", 0.5, 1e-5, H, K, D, sampler="float").to_dict()) >= LSVI_KEYS
-    assert set(c.calibrate_lsvi_ucb("jdp", 0.5, 0.0, H, K, D, sampler="float").to_dict()) >= LSVI_KEYS
-    assert set(c.calibrate_lsvi_ucb("none", None, None, H, K, D, sampler="float").to_dict()) >= LSVI_KEYS
+    assert (
+        set(c.calibrate_lsvi_ucb("jdp", 0.5, 1e-5, H, K, D, sampler="float", calibration="paper").to_dict())
+        >= LSVI_KEYS
+    )
+    assert (
+        set(c.calibrate_lsvi_ucb("jdp", 0.5, 0.0, H, K, D, sampler="float", calibration="paper").to_dict())
+        >= LSVI_KEYS
+    )
+    assert (
+        set(c.calibrate_lsvi_ucb("none", None, None, H, K, D, sampler="float", calibration="paper").to_dict())
+        >= LSVI_KEYS
+    )
     for kind, delta in [("none", None), ("jdp", 1e-5), ("ldp", 1e-5), ("jdp", 0.0), ("ldp", 0.0)]:
         out = c.calibrate_ucrl_vtr_plus(
-            kind, 0.5 if kind != "none" else None, delta, H, K, D, 1.0, sampler="float"
+            kind, 0.5 if kind != "none" else None, delta, H, K, D, 1.0, sampler="float", calibration="paper"
         )
         assert set(out.to_dict()) >= PLUS_KEYS
         if kind != "none":
             assert out.shift1 == 2 * out.Upsilon1 and out.shift2 == 2 * out.Upsilon2
-    out = c.calibrate_ucrl_vtr_plus("jdp", 1.0, 1e-5, H, K, D, 1.0, sampler="float")
+    out = c.calibrate_ucrl_vtr_plus("jdp", 1.0, 1e-5, H, K, D, 1.0, sampler="float", calibration="paper")
     assert out.sigma_B1 == pytest.approx(744192.38, rel=1e-6)
     assert out.sigma_f == out.sigma_B1 and out.sigma_g == out.sigma_B2
     assert out.Upsilon1 == pytest.approx(out.sigma_B1 * 185.99060, rel=1e-6)
@@ -789,8 +828,18 @@ def test_calibrate_lsvi_and_plus_keys():
 
 
 def test_calibrate_lsvi_regime_flag():
-    assert c.calibrate_lsvi_ucb("jdp", 0.5, 1e-5, H, K, D, sampler="float").in_theorem_regime is True
-    assert c.calibrate_lsvi_ucb("jdp", 1.5, 1e-5, H, K, D, sampler="float").in_theorem_regime is False
+    assert (
+        c.calibrate_lsvi_ucb(
+            "jdp", 0.5, 1e-5, H, K, D, sampler="float", calibration="paper"
+        ).in_theorem_regime
+        is True
+    )
+    assert (
+        c.calibrate_lsvi_ucb(
+            "jdp", 1.5, 1e-5, H, K, D, sampler="float", calibration="paper"
+        ).in_theorem_regime
+        is False
+    )
 
 
 # ------------------------------------------------------------------------------ bad inputs
@@ -846,7 +895,7 @@ def test_lsvi_bad_inputs():
     ]
     for name, value in cases:
         with pytest.raises(PrivacyParameterError, match=rf"\b{name}\b"):
-            c.calibrate_lsvi_ucb(**dict(good, **{name: value}))
+            c.calibrate_lsvi_ucb(**dict(good, **{name: value}), calibration="paper")
 
 
 def test_helper_bad_inputs():
@@ -884,14 +933,14 @@ def test_entry_points_against_inline_formulas_distinct_values():
     s = 32 * h**2 / eps * sq(2 * h * k0 * lg(8 * h / dl) * lg(4 / dl) * lg(16 * h * k0 / dl))
     ups = s * sq(k0) * (4 * sq(d) + 2 * lg(6 * k * h / p))
     C = s * sq(k0) * (sq(d) + 2 * sq(lg(6 * k * h / p)))
-    out = c.calibrate_ucrl_vtr("jdp", eps, dl, h, k, d, cw, p, sampler="float")
+    out = c.calibrate_ucrl_vtr("jdp", eps, dl, h, k, d, cw, p, sampler="float", calibration="paper")
     assert out.sigma_B == pytest.approx(s, rel=1e-12)
     assert out.Upsilon == pytest.approx(ups, rel=1e-12) and pytest.approx(C, rel=1e-12) == out.C
     assert out.beta == pytest.approx(3 * (cw + 1) * sq(h**2 + ups) + width, rel=1e-12)
     # Cor. 2
     s = 4 * h**3 / eps * sq(2 * lg(4 * h / dl))
     ups = s * sq(k) * (4 * sq(d) + 2 * lg(6 * k * h / p))
-    out = c.calibrate_ucrl_vtr("ldp", eps, dl, h, k, d, cw, p, sampler="float")
+    out = c.calibrate_ucrl_vtr("ldp", eps, dl, h, k, d, cw, p, sampler="float", calibration="paper")
     assert out.sigma_B == pytest.approx(s, rel=1e-12) and out.Upsilon == pytest.approx(ups, rel=1e-12)
     assert pytest.approx(s * sq(k) * (sq(d) + 2 * sq(lg(6 * k * h / p))), rel=1e-12) == out.C
     # App. D (batches given explicitly: B = 5, B0 = ceil(log2 5 + 1) = 4)
@@ -903,7 +952,7 @@ def test_entry_points_against_inline_formulas_distinct_values():
     C = su * (sq(d) + 2 * sq(lg(6 * k * h * d / p)))
     UK = max(1.0, 2 * h * sq(d * k / (d + cK)) + C / (d + cK))
     chi = 24**2 * 18 * k**2 * d * UK * h / p
-    out = c.calibrate_lsvi_ucb("jdp", eps, dl, h, k, d, p, batches=B, sampler="float")
+    out = c.calibrate_lsvi_ucb("jdp", eps, dl, h, k, d, p, batches=B, sampler="float", calibration="paper")
     assert (out.B, out.B0) == (B, B0)
     for key, val in [
         ("sigma_Lambda", sl),
@@ -918,14 +967,14 @@ def test_entry_points_against_inline_formulas_distinct_values():
         assert getattr(out, key) == pytest.approx(val, rel=1e-12), key
     # static B: ceil((300 * 0.3)^{0.4} / (7^{0.6} 4^{0.2})) = ceil(6.0492 / (3.2141 * 1.3195))
     #   = ceil(1.4264) = 2
-    assert c.calibrate_lsvi_ucb("jdp", eps, dl, h, k, d, p, sampler="float").B == 2
+    assert c.calibrate_lsvi_ucb("jdp", eps, dl, h, k, d, p, sampler="float", calibration="paper").B == 2
     # Cor. JDP-UCRL-VTR+
     S = sq(2 * h * k0 * lg(16 * h / dl) * lg(8 / dl) * lg(32 * h * k0 / dl))
     s1, s2 = 64 * d * S / eps, 64 * h**4 * S / eps
     u1 = s1 * sq(k0) * (4 * sq(d) + 2 * lg(24 * k * h / p))
     u2 = s2 * sq(k0) * (4 * sq(d) + 2 * lg(24 * k * h / p))
     ell = lg(24 * k**2 * h / p)
-    out = c.calibrate_ucrl_vtr_plus("jdp", eps, dl, h, k, d, cw, p, sampler="float")
+    out = c.calibrate_ucrl_vtr_plus("jdp", eps, dl, h, k, d, cw, p, sampler="float", calibration="paper")
     assert out.sigma_B1 == pytest.approx(s1, rel=1e-12) and out.sigma_B2 == pytest.approx(s2, rel=1e-12)
     assert out.Upsilon1 == pytest.approx(u1, rel=1e-12) and out.Upsilon2 == pytest.approx(u2, rel=1e-12)
     assert pytest.approx(s2 * sq(k0) * (sq(d) + 2 * sq(lg(24 * k * h / p))), rel=1e-12) == out.C2
@@ -936,13 +985,13 @@ def test_entry_points_against_inline_formulas_distinct_values():
         3 * (cw + 1) * sq(1 + u2) + 8 * sq(d * h**4 * lg(1 + k * h**4 / d) * ell) + 4 * h**2 * ell, rel=1e-12
     )
     # Cor. LDP-UCRL-VTR+
-    out = c.calibrate_ucrl_vtr_plus("ldp", eps, dl, h, k, d, cw, p, sampler="float")
+    out = c.calibrate_ucrl_vtr_plus("ldp", eps, dl, h, k, d, cw, p, sampler="float", calibration="paper")
     assert out.sigma_B1 == pytest.approx(8 * d * h / eps * sq(2 * lg(8 * h / dl)), rel=1e-12)
     assert out.sigma_B2 == pytest.approx(8 * h**5 / eps * sq(2 * lg(8 * h / dl)), rel=1e-12)
     assert out.Upsilon1 == pytest.approx(
         out.sigma_B1 * sq(k) * (4 * sq(d) + 2 * lg(24 * k * h / p)), rel=1e-12
     )
     # pure: Laplace scales with distinct values, JDP UCRL-VTR: 4 d H^3 K0 / eps
-    out = c.calibrate_ucrl_vtr("jdp", eps, 0.0, h, k, d, cw, p, sampler="float")
+    out = c.calibrate_ucrl_vtr("jdp", eps, 0.0, h, k, d, cw, p, sampler="float", calibration="paper")
     assert out.laplace_b == pytest.approx(4 * d * h**3 * k0 / eps, rel=1e-12)
     assert out.laplace_b_vector == pytest.approx(4 * sq(d) * h**3 * k0 / eps, rel=1e-12)

@@ -63,8 +63,10 @@ def test_paper_sigma_keeps_the_trees_privacy_curve(mech):
     """Paper calibration: per user, each of the 2H mechanisms of JDP UCRL-VTR is one Gaussian; with
     the rescaled sigma its mu equals the K0-node tree's that the paper's argument certifies."""
     H, K_, d, eps, dlt = 3, 500, 4, 1.0, 1e-5
-    tree_cal = C.calibrate_ucrl_vtr("jdp", eps, dlt, H, K_, d, 1.0, sampler="float")
-    new = C.calibrate_ucrl_vtr("jdp", eps, dlt, H, K_, d, 1.0, mechanism=mech, sampler="float")
+    tree_cal = C.calibrate_ucrl_vtr("jdp", eps, dlt, H, K_, d, 1.0, sampler="float", calibration="paper")
+    new = C.calibrate_ucrl_vtr(
+        "jdp", eps, dlt, H, K_, d, 1.0, mechanism=mech, sampler="float", calibration="paper"
+    )
     sens = C.ucrl_vtr_l2_sensitivity(H)
     tree = PrivacyAccountant().add_gaussian(sens, tree_cal.sigma_B, 2 * H * tree_cal.K0)
     m = kn.make_prefix_mechanism(mech, 1, K_, noise="none", seed=0)
@@ -97,8 +99,10 @@ def test_tight_sigma_meets_the_target_on_every_mechanism(mech):
 @pytest.mark.parametrize("mech", OTHERS)
 def test_noise_bounds_follow_the_variance(mech):
     H, K_, d = 3, 500, 4
-    cal = C.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K_, d, 1.0, sampler="float")
-    new = C.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K_, d, 1.0, mechanism=mech, sampler="float")
+    cal = C.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, H, K_, d, 1.0, sampler="float", calibration="paper")
+    new = C.calibrate_ucrl_vtr(
+        "jdp", 1.0, 1e-5, H, K_, d, 1.0, mechanism=mech, sampler="float", calibration="paper"
+    )
     prof = kn.mechanism_profile(mech, K_)
     # Upsilon is linear in (entry std of the released noise): sigma sqrt(K0) -> sigma_M sqrt(max v).
     want = cal.Upsilon * new.sigma_B * math.sqrt(prof.max_variance_factor) / (cal.sigma_B * math.sqrt(cal.K0))
@@ -115,16 +119,18 @@ def test_noise_bounds_follow_the_variance(mech):
 
 def test_alg3_and_alg2_mechanisms():
     H, K_, d = 3, 400, 4
-    cal = C.calibrate_ucrl_vtr_plus("jdp", 1.0, 1e-5, H, K_, d, 1.0, sampler="float")
+    cal = C.calibrate_ucrl_vtr_plus("jdp", 1.0, 1e-5, H, K_, d, 1.0, sampler="float", calibration="paper")
     new = C.calibrate_ucrl_vtr_plus(
-        "jdp", 1.0, 1e-5, H, K_, d, 1.0, mechanism="factorization", sampler="float"
+        "jdp", 1.0, 1e-5, H, K_, d, 1.0, mechanism="factorization", sampler="float", calibration="paper"
     )
     f = user_entry("factorization", K_).paper_sigma_factor
     for k in ("sigma_B1", "sigma_B2", "sigma_f", "sigma_g"):
         assert getattr(new, k) == pytest.approx(getattr(cal, k) * f)
     assert new.beta_hat >= new.beta_hat_condition and new.beta_tilde >= new.beta_tilde_condition
-    lcal = C.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, 4000, d, sampler="float")
-    lnew = C.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, 4000, d, mechanism="factorization", sampler="float")
+    lcal = C.calibrate_lsvi_ucb("jdp", 1.0, 1e-5, H, 4000, d, sampler="float", calibration="paper")
+    lnew = C.calibrate_lsvi_ucb(
+        "jdp", 1.0, 1e-5, H, 4000, d, mechanism="factorization", sampler="float", calibration="paper"
+    )
     assert lnew.sigma_u == lcal.sigma_u and lnew.C == lcal.C  # u~ is not a tree
     R = C.lsvi_ucb_releases(4000, lcal.B)
     prof = kn.mechanism_profile("factorization", R)
@@ -134,9 +140,13 @@ def test_alg3_and_alg2_mechanisms():
     assert lnew.c_K >= d * lnew.Upsilon - 1e-9
     assert H * (lnew.lam + lnew.c_K) * (1 + 1e-12) >= lnew.C
     with pytest.raises(PrivacyParameterError):
-        C.calibrate_ucrl_vtr("jdp", 1.0, 0.0, H, K_, d, 1.0, mechanism="honaker", sampler="float")
+        C.calibrate_ucrl_vtr(
+            "jdp", 1.0, 0.0, H, K_, d, 1.0, mechanism="honaker", sampler="float", calibration="paper"
+        )
     with pytest.raises(PrivacyParameterError):
-        C.calibrate_ucrl_vtr("ldp", 1.0, 1e-5, H, K_, d, 1.0, mechanism="honaker", sampler="float")
+        C.calibrate_ucrl_vtr(
+            "ldp", 1.0, 1e-5, H, K_, d, 1.0, mechanism="honaker", sampler="float", calibration="paper"
+        )
 
 
 @pytest.mark.parametrize("mech", MECHANISMS)

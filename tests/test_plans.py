@@ -263,7 +263,7 @@ def test_a_changed_plan_moves_guard_noise_report_summary_and_audit():
     # (float sampler: its tight noise meets the claim on the exact Gaussian curve, which is the
     # audit's effective epsilon; the discrete sampler's is calibrated in zCDP, below that curve)
     res = A.audit_ucrl_vtr_tree(4.0, 1e-5, H=2, d=2, K=8, n_trials=400, plan=None, sampler="float")
-    wide_plan = ucrl_vtr.release_plan("jdp", False, 2, 8, 2, sampler="float")
+    wide_plan = ucrl_vtr.release_plan("jdp", False, 2, 8, 2, mechanism="tree", sampler="float")
     wide_plan = wide_plan.with_statistic(wide_plan.statistics[0].name, x_bound=4.0, y_high=4.0)
     res_wide = A.audit_ucrl_vtr_tree(4.0, 1e-5, H=2, d=2, K=8, n_trials=400, plan=wide_plan)
     # same calibrated target: the effective epsilon of what is audited is the claim in both

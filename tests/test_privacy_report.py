@@ -143,7 +143,7 @@ def test_ucrl_vtr_paper_chain_hand_values():
     # Cor. 1 at H = 10, K = 1e4, eps = 1, delta = 1e-5, paper sigma: the node budget recovered
     # from sigma is the paper's eps0 = 1 / (16 sqrt(H K0 log(8H/delta) log(4/delta)))
     #   = 1 / (16 sqrt(10 * 15 * 15.894952 * 12.899220)) = 1 / (16 * 175.40...) = 3.56388e-4
-    cal = c.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, 10, 10_000, 10, 1.0, sampler="float")
+    cal = c.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, 10, 10_000, 10, 1.0, sampler="float", calibration="paper")
     rep = privacy_report_from_calibration("ucrl_vtr", cal)
     node = rep["paper"]["steps"][0]
     assert node["epsilon"] == pytest.approx(3.56388e-4, rel=1e-5)
@@ -165,7 +165,7 @@ def test_ucrl_vtr_paper_chain_hand_values():
 
 def test_ldp_paper_chain_is_exactly_the_target():
     # Cor. 2: 2H releases at (eps/(2H), delta/(2H)) compose to exactly (eps, delta)
-    cal = c.calibrate_ucrl_vtr("ldp", 1.0, 1e-5, 10, 1000, 5, 1.0, sampler="float")
+    cal = c.calibrate_ucrl_vtr("ldp", 1.0, 1e-5, 10, 1000, 5, 1.0, sampler="float", calibration="paper")
     rep = privacy_report_from_calibration("ucrl_vtr", cal)
     assert rep["paper"]["budget"][0] == pytest.approx(1.0, rel=1e-12)
     assert rep["paper"]["budget"][1] == pytest.approx(1e-5, rel=1e-12)
@@ -180,7 +180,7 @@ def test_ldp_paper_chain_is_exactly_the_target():
 def test_pure_report_counts():
     # pure JDP: paper counts 2 H K0 nodes at eps/(2 H K0) each -> exactly eps; exact count
     # 2 H n with n = 14 < K0 = 15 -> 14/15 eps
-    cal = c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, 10, 10_000, 10, 1.0, sampler="float")
+    cal = c.calibrate_ucrl_vtr("jdp", 1.0, 0.0, 10, 10_000, 10, 1.0, sampler="float", calibration="paper")
     rep = privacy_report_from_calibration("ucrl_vtr", cal)
     assert rep["paper"]["budget"] == (pytest.approx(1.0, rel=1e-12), 0.0)
     assert rep["tight"]["budget"] == (pytest.approx(14 / 15, rel=1e-12), 0.0)

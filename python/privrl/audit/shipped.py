@@ -244,7 +244,7 @@ def audit_lsvi_u_release(
     )
     if cal.noise != "gaussian":
         raise PrivacyParameterError("audit_lsvi_u_release audits the Gaussian (delta > 0) release")
-    plan = plan if plan is not None else lsvi_ucb.release_plan("jdp", False, H, K, d, cal.B)
+    plan = plan if plan is not None else lsvi_ucb.release_plan("jdp", False, H, K, d, cal.B, "tree")
     sigma = cal.scale("sigma_u") * float(noise_multiplier)
     R = cal.releases
     user_a, user_b = _neighbours(plan, {k: getattr(cal, k) for k in plan.scale_keys}, "worst")

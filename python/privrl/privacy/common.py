@@ -52,6 +52,8 @@ __all__ = [
 #: "practical" with the adaptive regret side (privrl.privacy.adaptive: honest widths, the support
 #: clip; UCRL-VTR / UCRL-VTR+).
 CALIBRATIONS = ("paper", "tight", "practical", "adaptive")
+#: The calibration of every public entry that takes one (privacy models, agents, calibrate_*).
+DEFAULT_CALIBRATION = "adaptive"
 #: The calibrations whose noise is the tight one and whose release is post-processed per release
 #: (privrl.privacy.practical's bounds): the practical rule and the adaptive one.
 PRACTICAL_RULES = ("practical", "adaptive")

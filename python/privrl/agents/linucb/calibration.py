@@ -24,7 +24,7 @@ from privrl.agents.ucrl_vtr import calibration as vtr
 from privrl.agents.ucrl_vtr.calibration import UCRLVTRCalibration
 from privrl.common.checks import check_pos_int, check_positive_real, check_probability
 from privrl.common.errors import PrivacyParameterError
-from privrl.privacy.common import check_calibration, check_kind, privacy_args
+from privrl.privacy.common import DEFAULT_CALIBRATION, check_calibration, check_kind, privacy_args
 from privrl.privacy.continual import resolve_mechanism
 from privrl.privacy.plans import ReleasePlan, UserStatistic
 
@@ -117,7 +117,7 @@ def release_plan(
     K: int,
     p: int,
     schedule: str | int = "auto",
-    mechanism: str = "tree",
+    mechanism: str | None = None,
     sampler: str | None = None,
 ) -> ReleasePlan:
     """What LinUCB releases about one user: Alg. 1's plan at H = 1 (App. B) for a context of
@@ -172,7 +172,7 @@ def calibrate_linucb(
     p: int,
     schedule: str | int = "auto",
     prob: float = 0.05,
-    calibration: str = "adaptive",
+    calibration: str = DEFAULT_CALIBRATION,
     mechanism: str | None = None,
     plan: ReleasePlan | None = None,
     sampler: str | None = None,

@@ -41,6 +41,7 @@ from privrl.common.errors import PrivacyParameterError
 from privrl.privacy import practical
 from privrl.privacy.adaptive import ADAPTIVE_LSVI_LAM
 from privrl.privacy.common import (
+    DEFAULT_CALIBRATION,
     Calibration,
     check_calibration,
     check_kind,
@@ -97,10 +98,10 @@ def resolve_batches(
     H: int,
     K: int,
     d: int,
-    calibration: str = "paper",
+    calibration: str = DEFAULT_CALIBRATION,
     delta: float | None = None,
     p: float = 0.05,
-    mechanism: str = "tree",
+    mechanism: str | None = None,
 ) -> int:
     """The number of static batches B: ``"static"`` (App. D's formula; pure: the ``(K eps)^{1/3}``
     one; non-private: K, or ceil(sqrt(d H K)) under the adaptive calibration), ``"scaled"``
@@ -119,6 +120,7 @@ def resolve_batches(
             if pure:
                 return lsvi_ucb_num_batches_pure(eps, H, K, d)
             if batches == "scaled" and delta is not None and calibration != "paper":
+                mechanism = resolve_mechanism(kind, calibration, pure, mechanism)
                 return lsvi_ucb_practical_batches(eps, delta, H, K, d, p, mechanism)
             return lsvi_ucb_num_batches(eps, H, K, d)
         raise PrivacyParameterError(
@@ -135,7 +137,14 @@ def resolve_batches(
 
 
 def release_plan(
-    kind: str, pure: bool, H: int, K: int, d: int, B: int, mechanism: str = "tree", sampler: str | None = None
+    kind: str,
+    pure: bool,
+    H: int,
+    K: int,
+    d: int,
+    B: int,
+    mechanism: str | None = None,
+    sampler: str | None = None,
 ) -> ReleasePlan:
     """What Alg. 2 releases about one user (App. D, privacy part). Per step h the user's
     ``phi_h = phi(s_h, a_h)`` (``||phi|| <= 1``, Asm. 1) enters the Gram matrix of its batch, a leaf
@@ -146,6 +155,7 @@ def release_plan(
     paper's): 2 (L2, Lambda; the paper's "L1" used as L2) and ``2(H + 1)`` (u); L1: ``2d`` and
     ``2 sqrt(d)(H + 1)``. The paper's ratio ``sigma_u / sigma_Lambda = H / sqrt(B0)`` is kept
     (pure: equal budgets per family)."""
+    mechanism = resolve_mechanism(kind, DEFAULT_CALIBRATION, pure, mechanism)  # the models' default
     sampler = resolve_sampler(kind, mechanism, sampler)
     stat = UserStatistic(
         name="phi_h, r_h + V_{h+1}(s'_h)",
@@ -256,7 +266,7 @@ def calibrate_lsvi_ucb(
     d: int,
     p: float = 0.05,
     batches: str | int = "static",
-    calibration: str = "paper",
+    calibration: str = DEFAULT_CALIBRATION,
     mechanism: str | None = None,
     plan: ReleasePlan | None = None,
     sampler: str | None = None,

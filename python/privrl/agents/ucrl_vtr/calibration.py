@@ -50,6 +50,7 @@ from privrl.common.checks import (
 from privrl.privacy import practical
 from privrl.privacy.accounting import gaussian_epsilon
 from privrl.privacy.common import (
+    DEFAULT_CALIBRATION,
     Calibration,
     check_calibration,
     check_kind,
@@ -106,7 +107,7 @@ TITLE = "UCRL-VTR (Alg. 1)"
 # (c) The release plan and the calibration entry point
 # ============================================================================================
 def release_plan(
-    kind: str, pure: bool, H: int, K: int, d: int, mechanism: str = "tree", sampler: str | None = None
+    kind: str, pure: bool, H: int, K: int, d: int, mechanism: str | None = None, sampler: str | None = None
 ) -> ReleasePlan:
     """What Alg. 1 releases about one user (App. B, proofs of Cor. 1-2). Per step h the user's
     ``X_{k,h} = phi_{V~_{k,h+1}}(s_h, a_h)`` (``||X|| <= H``) and ``y_{k,h} = V~_{k,h+1}(s_{h+1})``
@@ -118,6 +119,7 @@ def release_plan(
     ``2 d H^2`` / ``2 sqrt(d) H^2`` (L1, :func:`ucrl_vtr_l1_sensitivities`)."""
     kind = check_kind(kind)
     H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
+    mechanism = resolve_mechanism(kind, DEFAULT_CALIBRATION, pure, mechanism)  # the models' default
     sampler = resolve_sampler(kind, mechanism, sampler)
     stat = UserStatistic(
         name="X_{k,h}, y_{k,h}",
@@ -233,7 +235,7 @@ def calibrate_ucrl_vtr(
     d: int,
     C_w: float,
     p: float = 0.05,
-    calibration: str = "paper",
+    calibration: str = DEFAULT_CALIBRATION,
     mechanism: str | None = None,
     plan: ReleasePlan | None = None,
     sampler: str | None = None,

@@ -31,6 +31,7 @@ from privrl.agents.ucrl_vtr_plus.formulas import (
 from privrl.common.checks import check_pos_int
 from privrl.privacy import practical
 from privrl.privacy.common import (
+    DEFAULT_CALIBRATION,
     Calibration,
     check_kind,
     in_theorem_regime,
@@ -39,7 +40,7 @@ from privrl.privacy.common import (
     sampler_fields,
     tight_scales,
 )
-from privrl.privacy.continual import user_entry
+from privrl.privacy.continual import resolve_mechanism, user_entry
 from privrl.privacy.plans import Form, ReleasedFamily, ReleasePlan, Site, UserStatistic
 
 __all__ = [
@@ -70,7 +71,7 @@ TITLE = "UCRL-VTR+ (Alg. 3)"
 # The release plan and the calibration entry point
 # ============================================================================================
 def release_plan(
-    kind: str, pure: bool, H: int, K: int, d: int, mechanism: str = "tree", sampler: str | None = None
+    kind: str, pure: bool, H: int, K: int, d: int, mechanism: str | None = None, sampler: str | None = None
 ) -> ReleasePlan:
     """What Alg. 3 releases about one user (App. C, proofs of its corollaries). Per step h two
     statistics: the weighted ``(phi_V / sigma_bar, V / sigma_bar)`` (norms <= sqrt(d) since
@@ -80,6 +81,7 @@ def release_plan(
     and ``2 H^4``; L1: ``2 d^2``, ``2 d^{3/2}``, ``2 d H^4``, ``2 sqrt(d) H^4``."""
     kind = check_kind(kind)
     H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
+    mechanism = resolve_mechanism(kind, DEFAULT_CALIBRATION, pure, mechanism)  # the models' default
     sampler = resolve_sampler(kind, mechanism, sampler)
     rd = math.sqrt(d)
     first = UserStatistic(
@@ -240,7 +242,7 @@ def calibrate_ucrl_vtr_plus(
     d: int,
     C_w: float,
     p: float = 0.05,
-    calibration: str = "paper",
+    calibration: str = DEFAULT_CALIBRATION,
     mechanism: str | None = None,
     plan: ReleasePlan | None = None,
     sampler: str | None = None,
