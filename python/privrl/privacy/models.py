@@ -12,6 +12,7 @@ from privrl.common.checks import check_model_delta, check_probability, check_use
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.common import (
     CALIBRATIONS,
+    DEFAULT_CALIBRATION,
     DISCRETE_MECHANISMS,
     SAMPLERS,
     check_calibration,
@@ -34,7 +35,7 @@ class NonPrivate:
     """
 
     p: float = 0.05
-    calibration: str = "adaptive"
+    calibration: str = DEFAULT_CALIBRATION
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "p", check_probability(self.p, "p"))
@@ -58,7 +59,7 @@ class NonPrivate:
 
     @property
     def label(self) -> str:
-        return "NonPrivate" if self.calibration == "adaptive" else f"NonPrivate({self.calibration})"
+        return "NonPrivate" if self.calibration == DEFAULT_CALIBRATION else f"NonPrivate({self.calibration})"
 
     @property
     def mechanism(self) -> str:
@@ -88,7 +89,7 @@ class _DPModel:
     epsilon: float
     delta: float = 0.0
     p: float = 0.05
-    calibration: str = "adaptive"
+    calibration: str = DEFAULT_CALIBRATION
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_user_epsilon(self.epsilon, "epsilon"))
@@ -113,7 +114,7 @@ class _DPModel:
 
     @property
     def label(self) -> str:
-        extra = "" if self.calibration == "adaptive" else f", {self.calibration}"
+        extra = "" if self.calibration == DEFAULT_CALIBRATION else f", {self.calibration}"
         if self._sampler() == "float" and self.mechanism in DISCRETE_MECHANISMS:
             extra += ", float"  # not the default: say so in every table and plot
         return f"{self._TAG}(eps={self.epsilon:g}, delta={self.delta:g}{extra})"
