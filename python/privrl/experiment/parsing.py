@@ -223,6 +223,8 @@ def _execution(raw: Mapping[str, Any]) -> dict[str, Any]:
     backend = raw.get("backend", "threads")
     if backend not in BACKENDS:
         raise ConfigError("backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if raw.get("band", "std") not in ("std", "ci95"):  # the plot's band of `privrl run --plot`
+        raise ConfigError("band", f"must be 'std' or 'ci95', got {raw['band']!r}")
     outdir = raw.get("outdir")
     if outdir is not None and not isinstance(outdir, str):
         raise ConfigError("outdir", f"expected a path, got {outdir!r}")

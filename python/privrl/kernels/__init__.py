@@ -238,11 +238,7 @@ def spd_inverse(a: Any) -> np.ndarray:
 
 def _finite_out(out: np.ndarray, what: str) -> np.ndarray:
     """A result that overflowed (the inverse of a matrix with eigenvalues near 1e-310) is refused."""
-    if not np.isfinite(out).all():
-        raise NonFiniteError(
-            f"the {what} is not finite: it overflows a double (a matrix too close to singular, or too large)"
-        )
-    return out
+    return check_all_finite(out, f"the {what} (overflowed: a matrix too close to singular, or too large)")
 
 
 def batched_matvec(m: Any, v: Any) -> np.ndarray:

@@ -109,12 +109,16 @@ class _AgentPickler(pickle.Pickler):
     methods and other objects of the subclass are not saved): the loader reads privrl's classes
     only, and the agent reads nothing else of its environment."""
 
-    def reducer_override(self, obj: Any) -> Any:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         from privrl.envs.bandit import ContextualBandit
         from privrl.envs.features import FeatureMap
         from privrl.envs.finite import FiniteMDP
 
-        if not isinstance(obj, (FiniteMDP, FeatureMap, ContextualBandit)) or _ours(type(obj)):
+        self._envs = (FiniteMDP, FeatureMap, ContextualBandit)  # resolved once, not per object
+
+    def reducer_override(self, obj: Any) -> Any:
+        if not isinstance(obj, self._envs) or _ours(type(obj)):
             return NotImplemented
         base = next(c for c in type(obj).__mro__ if _ours(c))
         return _rebuild_env, (base, {k: v for k, v in vars(obj).items() if _plain(v)})
