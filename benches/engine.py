@@ -142,7 +142,7 @@ def measure(w: Workload, quick: bool, n_ref: int) -> dict:
     res = run(agent, env, K, seed=2, progress=False)
     seconds = time.perf_counter() - t0
     rust = seconds / K
-    ref = _reference_cost(make, env, n_ref) if w.reference else None
+    ref = _reference_cost(make, env, n_ref) if w.reference and n_ref > 0 else None
     return {
         "name": w.name,
         "what": w.what,
@@ -221,7 +221,9 @@ def learn_vs_run(K: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="K <= 5000 per workload")
-    ap.add_argument("--reference-episodes", type=int, default=200)
+    ap.add_argument(
+        "--reference-episodes", type=int, default=200, help="0 skips the numpy references"
+    )
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--json", help="also write the rows here")
     ap.add_argument(
