@@ -285,7 +285,16 @@ impl LsviAgent {
         }
     }
 
-    /// Copy a lazy board before the server's matrices move on.
+    /// The billboard's form widths (the server's while the board is lazy).
+    fn board_widths(&self) -> &[f64] {
+        if self.board.lazy {
+            &self.server.widths
+        } else {
+            &self.board.widths
+        }
+    }
+
+    /// Copy a lazy board before the server's matrices and forms move on.
     fn materialize(&mut self) {
         if !self.board.lazy {
             return;
@@ -295,6 +304,8 @@ impl LsviAgent {
             self.board.design[hh * dd..(hh + 1) * dd].copy_from_slice(sm.matrix());
             self.board.inverse[hh * dd..(hh + 1) * dd].copy_from_slice(sm.inverse());
         }
+        self.board.forms.clone_from(&self.server.forms);
+        self.board.widths.clone_from(&self.server.widths);
         self.board.lazy = false;
     }
 
@@ -429,7 +440,7 @@ impl LsviAgent {
                 let inv = self.board_inverse(h);
                 let mean = &self.board.weights[h * d..(h + 1) * d];
                 let beta = exploration.weights(mean, inv, self.beta, &mut w.draw, &mut w.w);
-                self.q_rows(h, &w.w, beta, &self.board.widths, inv, &mut w.q)?;
+                self.q_rows(h, &w.w, beta, self.board_widths(), inv, &mut w.q)?;
                 &w.q
             };
             let tie = self.ties.draw();
@@ -472,10 +483,6 @@ impl LsviAgent {
         self.release_designs(users)?;
         let private = self.server.private.is_some();
         let unit = self.draw_eta()?;
-        if !private {
-            self.board.forms.clone_from(&self.server.forms);
-            self.board.widths.clone_from(&self.server.widths);
-        }
         // w~_h for h = H..1 (V_{H+1} = 0), V_{h+1} from the billboard being released
         let mut work = std::mem::take(&mut self.work);
         let w = &mut work;
@@ -488,7 +495,7 @@ impl LsviAgent {
                 let wn = &self.board.weights[(hh + 1) * d..(hh + 2) * d];
                 let inv = self.board_inverse(hh + 1);
                 let q = &mut w.released[(hh + 1) * rows..(hh + 2) * rows];
-                self.q_rows(hh + 1, wn, self.beta, &self.board.widths, inv, q)?;
+                self.q_rows(hh + 1, wn, self.beta, self.board_widths(), inv, q)?;
                 for (v, q) in w.v[..s_n].iter_mut().zip(q.chunks_exact(a_n)) {
                     *v = q.iter().copied().fold(f64::NEG_INFINITY, f64::max);
                 }
