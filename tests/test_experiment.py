@@ -1010,3 +1010,42 @@ def test_one_seed_has_no_spread_and_ci95_uses_t_beyond_thirty_seeds(tmp_path):
     assert table["regret_std"].isna().all() and " +- -" in buf.getvalue()
     band = curves(df, band="ci95")
     assert band["half"].isna().all() and band["std"].isna().all()
+
+
+def test_run_ids_tell_environment_objects_apart_by_what_the_agents_read(tmp_path):
+    # Same P, R and initial distribution, another C_w (UCRL-VTR reads it) or another feature map
+    # (LSVI-UCB reads it): a results folder of the first environment must not be resumed as the
+    # second's (it was, with the first's regret).
+    from privrl.envs import LinearMDP, LinearMixtureMDP, RandomLinearMDP, RiverSwimMixture, tabular_linear_mdp
+
+    b = RiverSwimMixture(S=5, H=8)
+
+    def mixture(C_w):
+        return LinearMixtureMDP(b.features, b.weights, b.R, b.init_dist, C_w=C_w, name="river")
+
+    r = RandomLinearMDP(S=10, A=3, d=4, H=5, seed=0)
+    low = LinearMDP(r.features, r.mu, r.theta, r.init_dist, name="lin")
+    onehot = tabular_linear_mdp(r.P, r.R, r.init_dist, name="lin")
+    kw = dict(epsilons=[1.0], seeds=1, episodes=60, progress=False)
+    for (e1, e2), agent in (
+        ((mixture(None), mixture(50.0)), {"algorithm": "UCRL-VTR", "privacy": "jdp"}),
+        ((low, onehot), {"algorithm": "LSVI-UCB", "privacy": "jdp", "batches": 5}),
+    ):
+        out = tmp_path / agent["algorithm"]
+        sweep(env=e1, agents={"A": agent}, outdir=out, **kw)
+        with pytest.warns(UserWarning, match="runs of another config"):
+            second, manifest = sweep(env=e2, agents={"A": agent}, outdir=out, **kw)
+        alone, _ = sweep(env=e2, agents={"A": agent}, **kw)
+        assert manifest["n_resumed"] == 0 and manifest["n_computed"] == 1
+        assert second.regret.iloc[-1] == alone.regret.iloc[-1]
+
+
+def test_run_ids_of_an_environment_without_features_are_unchanged():
+    # the fingerprint gained features and C_w only where an environment has them: a plain finite
+    # MDP keeps the id it had (computed by the code of 64369ed)
+    from privrl.envs import FiniteMDP
+
+    P = np.full((2, 2, 2, 2), 0.5)
+    env = FiniteMDP(P, np.full((2, 2, 2), 0.25), np.array([1.0, 0.0]), name="two")
+    cfg = build_config({"env": env, "agents": {"t": {"algorithm": "UCRL-VTR", "privacy": "none"}}})
+    assert cfg.studies[0].env_fingerprint() == {"object": repr(env), "sha256": "165301253926c8d2"}

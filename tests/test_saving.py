@@ -198,3 +198,25 @@ def test_every_episode_lsvi_continues_after_load(tmp_path):
     half.save(tmp_path / "every.privrl")
     loaded = LSVIUCB.load(tmp_path / "every.privrl")
     np.testing.assert_array_equal(privrl.run(loaded, LINEAR, 35, seed=2).regret, expected)
+
+
+def test_a_seed_sequence_is_not_consumed_by_the_agent_it_seeds():
+    # the agent spawns its streams from a copy: the same SeedSequence seeds the same agent again
+    import numpy as np
+
+    from privrl.agents import UCRLVTR
+    from privrl.envs import RiverSwimMixture
+    from privrl.privacy import JointDP
+
+    env = RiverSwimMixture(S=4, H=5)
+    ss = np.random.SeedSequence(11)
+    agents = [UCRLVTR(env, JointDP(1.0, 1e-5), episodes=40, seed=ss) for _ in range(2)]
+    assert ss.n_children_spawned == 0
+    for a in agents:
+        privrl.run(a, env, 40, seed=3, progress=False)
+    first, second = (a.release() for a in agents)
+    assert np.array_equal(first.design, second.design) and np.array_equal(first.weights, second.weights)
+    # and a fresh SeedSequence(11) is the same seed as the int 11
+    third = UCRLVTR(env, JointDP(1.0, 1e-5), episodes=40, seed=11)
+    privrl.run(third, env, 40, seed=3, progress=False)
+    assert np.array_equal(third.release().design, first.design)

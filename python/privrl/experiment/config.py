@@ -237,7 +237,12 @@ class Study:
         h = hashlib.sha256()
         for arr in (self.env.P, self.env.R, self.env.init_dist):
             h.update(np.ascontiguousarray(arr).tobytes())
-        return {"object": repr(self.env), "sha256": h.hexdigest()[:16]}
+        out = {"object": repr(self.env), "sha256": h.hexdigest()[:16]}
+        # the features and C_w agents read too (only where the environment has them: the ids of
+        # an environment without them stay as they were)
+        parts = self.env.fingerprint() if hasattr(self.env, "fingerprint") else {}
+        out.update({k: parts[k] for k in ("features", "C_w") if k in parts})
+        return out
 
     def runs(self, root_seed: int) -> list[RunSpec]:
         out = []

@@ -138,6 +138,18 @@ def check_privacy_model(privacy: Any, allowed: tuple = PRIVACY_MODELS) -> Any:
     return privacy
 
 
+def _seed_copy(seed: Any) -> np.random.SeedSequence:
+    """A SeedSequence in the state `seed` describes (a copy of a SeedSequence, never itself)."""
+    if not isinstance(seed, np.random.SeedSequence):
+        return np.random.SeedSequence(seed)
+    return np.random.SeedSequence(
+        seed.entropy,
+        spawn_key=seed.spawn_key,
+        pool_size=seed.pool_size,
+        n_children_spawned=seed.n_children_spawned,
+    )
+
+
 class Agent(abc.ABC):
     """An online agent for K users, one per episode, on a finite-horizon MDP.
 
@@ -189,9 +201,9 @@ class Agent(abc.ABC):
             "" if exploration is None else check_choice(exploration, EXPLORATIONS, "exploration")
         )
         self.seed = check_seed(seed, generator=False)
-        root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-        # fixed children: 0 ties, 1 privacy noise, 2 exploration (the noise never moves with them)
-        self._streams = root.spawn(3) if seed is not None else None
+        # fixed children: 0 ties, 1 privacy noise, 2 exploration (the noise never moves with them),
+        # spawned from a copy: the caller's SeedSequence is left as it was (reusable, reproducible)
+        self._streams = None if seed is None else _seed_copy(seed).spawn(3)
 
     # ------------------------------------------------------------------ streams
     def noise_seeds(self, n: int) -> list[bytes]:
