@@ -490,3 +490,17 @@ def test_small_edges_of_the_kernel_api():
         kn.make_prefix_mechanism("tree", 1, 4, noise="none", scale=5.0, seed=0)
     for scale in (0.0, 1.0):
         assert kn.make_prefix_mechanism("tree", 1, 4, noise="none", scale=scale, seed=0).scale == 0.0
+
+
+def test_a_mechanism_whose_state_cannot_fit_in_memory_is_refused_up_front():
+    # a BLT of 2^27-entry leaves with 64 buffers would allocate ~200 GiB: refused before the Rust
+    # allocation (which aborted the process)
+    from privrl.common.errors import ResourceError
+    from privrl.common.memory import physical_memory
+    from privrl.kernels import make_prefix_mechanism
+
+    if physical_memory() is None:
+        pytest.skip("this machine does not report its memory: the refusal has nothing to compare")
+    with pytest.raises(ResourceError, match="blt mechanism"):
+        make_prefix_mechanism("blt", 2**27, 4, buffers=64, seed=0)
+    make_prefix_mechanism("blt", (40, 40), 1000, seed=0)  # an ordinary one is built

@@ -220,3 +220,104 @@ def test_a_seed_sequence_is_not_consumed_by_the_agent_it_seeds():
     third = UCRLVTR(env, JointDP(1.0, 1e-5), episodes=40, seed=11)
     privrl.run(third, env, 40, seed=3, progress=False)
     assert np.array_equal(third.release().design, first.design)
+
+
+def _crafted(path, payload):
+    """A saved-agent file around `payload`, its header (checksum included) as save() writes it."""
+    from privrl import __version__
+    from privrl.agents.common.saving import FORMAT, MAGIC
+
+    header = {"format": FORMAT, "privrl": __version__, "sha256": hashlib.sha256(payload).hexdigest()}
+    path.write_bytes(MAGIC + json.dumps(header).encode() + b"\n" + payload)
+    return path
+
+
+def _call(module, name, *args):
+    """A pickle (protocol 4) calling module.name(*args) as a payload can."""
+
+    def text(s):
+        b = s.encode()
+        return b"\x8c" + bytes([len(b)]) + b
+
+    body = b"".join(text(a) if isinstance(a, str) else a for a in args)
+    return b"\x80\x04" + text(module) + text(name) + b"\x93" + b"(" + body + b"tR."
+
+
+def test_load_resolves_only_what_privrl_saves(tmp_path):
+    # A payload may name privrl's classes and the restore functions, nothing else a privrl module
+    # reaches: os.system through a dotted name, a test hook of the extension, a privrl function
+    # that writes files, a non-class attribute; none of them runs.
+    from privrl.agents import Agent
+    from privrl.agents.common.saving import SaveFormatError
+
+    marker = tmp_path / "ran"
+    for module, name, args in [
+        ("privrl.agents.common.saving", "os.system", [f"touch {marker}"]),
+        ("privrl.agents.common.saving", "Path.touch", []),
+        ("privrl._core", "_panic_for_test", []),
+        ("privrl.agents.common.saving", "save_agent", []),
+        ("privrl.privacy.models", "DEFAULT_CALIBRATION", []),
+        ("privrl.experiment.results", "atomic_write", [str(marker), "x"]),
+    ]:
+        path = _crafted(tmp_path / "evil.bin", _call(module, name, *args))
+        with pytest.raises(SaveFormatError, match="never saves"):
+            Agent.load(path)
+    # the environment rebuilder takes privrl's environment classes only
+    rebuild = b"\x80\x04" + b"\x8c\x1bprivrl.agents.common.saving\x8c\x0c_rebuild_env\x93"
+    models = b"\x8c\x15privrl.privacy.models\x8c\x07JointDP\x93"
+    path = _crafted(tmp_path / "env.bin", rebuild + models + b"}\x86R.")
+    with pytest.raises(SaveFormatError, match="not a privrl environment"):
+        Agent.load(path)
+    assert not marker.exists()
+
+
+def test_a_corrupted_rust_state_is_refused_or_runs_never_a_panic():
+    # Byte flips anywhere in a Rust agent's saved state (what a file edited with its checksum
+    # recomputed carries): the restore refuses it or the agent runs; a panic (index out of
+    # range, an allocation of a corrupted size) never reaches Python.
+    import warnings
+
+    import numpy as np
+
+    from privrl.agents import LSVIUCB, UCRLVTR, LinUCB, UCRLVTRPlus
+    from privrl.envs import ContextualBandit, RandomLinearMDP, RiverSwimMixture
+    from privrl.exceptions import PrivrlError
+    from privrl.privacy import JointDP, LocalDP, NonPrivate
+
+    lin, mix = RandomLinearMDP(S=5, A=2, d=3, H=3, seed=0), RiverSwimMixture(S=4, H=4)
+    cb = ContextualBandit.from_classification(
+        np.random.default_rng(0).random((60, 3)), np.arange(60) % 3, seed=0
+    )
+    agents = [
+        LSVIUCB(lin, JointDP(1.0, 1e-5), episodes=10, seed=0, batches="every"),
+        LSVIUCB(lin, NonPrivate(), episodes=10, seed=0, batches="every"),
+        LSVIUCB(lin, JointDP(1.0, 1e-5, calibration="paper"), episodes=10, seed=0, batches=3),
+        UCRLVTR(mix, JointDP(1.0, 1e-5), episodes=10, seed=0),
+        UCRLVTR(mix, JointDP(1.0, 1e-5, mechanism="tree"), episodes=10, seed=0),
+        UCRLVTR(mix, JointDP(1.0, 1e-5, mechanism="honaker", sampler="float"), episodes=10, seed=0),
+        UCRLVTRPlus(mix, LocalDP(1.0, 1e-5), episodes=10, seed=0, exploration="sampling"),
+        LinUCB(cb, JointDP(1.0, 1e-5), episodes=40, seed=0),
+        LinUCB(cb, NonPrivate(), episodes=40, seed=0),
+    ]
+    rng = np.random.default_rng(2026)
+    outcomes = {"refused": 0, "ran": 0, "failed cleanly": 0}
+    warnings.simplefilter("ignore")  # a corrupted state clips, warns of its noise, ...
+    for agent in agents:
+        privrl.run(agent, agent.env, episodes=3, seed=1, progress=False)
+        restore, (state,) = agent._core.__reduce__()
+        for pos in rng.choice(len(state), size=min(120, len(state)), replace=False):
+            flipped = bytearray(state)
+            flipped[pos] ^= int(rng.integers(1, 256))
+            try:
+                core = restore(bytes(flipped))
+            except PrivrlError:
+                outcomes["refused"] += 1
+                continue
+            twin = copy.copy(agent)
+            twin._core = core
+            try:
+                privrl.run(twin, twin.env, episodes=2, seed=2, progress=False)
+                outcomes["ran"] += 1
+            except (PrivrlError, TypeError, ValueError):
+                outcomes["failed cleanly"] += 1
+    assert outcomes["refused"] > 0 and outcomes["ran"] > 0

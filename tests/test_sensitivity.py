@@ -313,3 +313,17 @@ def test_reject_names_what_broke_the_bound():
         g.apply(np.array([[2.0, 0.0]]), np.array([0.5]))
     with pytest.raises(AssumptionError, match=r"max \|\|x\|\| = 2\.000000, y in \[-1(\.0)?, -1(\.0)?\]"):
         g.apply(np.array([[2.0, 0.0]]), np.array([-1.0]))
+
+
+def test_rows_beyond_1e154_are_projected_not_zeroed():
+    # ||x||^2 overflows for entries above ~1.3e154: the projection is still x / ||x|| (the row
+    # kept its direction; it was zeroed by a division by inf)
+    import warnings
+
+    from privrl.agents.common.base import SensitivityGuard
+
+    x = np.array([[0.0, 1e200], [0.0, 2.0], [3e300, -4e300]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clipped, _ = SensitivityGuard(1.0).apply(x)
+    np.testing.assert_allclose(clipped, [[0.0, 1.0], [0.0, 1.0], [0.6, -0.8]], rtol=1e-15)

@@ -199,6 +199,21 @@ impl LinUcb {
     pub fn check_restored(&self) -> CoreResult<()> {
         const WHAT: &str = "LinUCB agent";
         let (arms, p) = (self.arms, self.p);
+        self.guard.check_restored(WHAT)?;
+        // a private agent's leaves end at increasing user counts, the last at K, the next after
+        // the users so far (not read when non-private: every user refreshes the exact inverse)
+        let exact = matches!(self.server, BanditServer::Exact { .. });
+        let schedule = self.k <= self.episodes
+            && (exact
+                || (self.ends.windows(2).all(|w| w[0] < w[1])
+                    && self.ends.last() == Some(&self.episodes)
+                    && self.next_end <= self.ends.len()
+                    && self.ends.get(self.next_end).is_none_or(|&e| e > self.k)));
+        if !schedule {
+            return Err(CoreError::InvalidParameter(format!(
+                "not a consistent saved {WHAT} state: its release schedule"
+            )));
+        }
         crate::state::check_sizes(
             WHAT,
             &[

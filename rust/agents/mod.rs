@@ -49,7 +49,34 @@ pub struct Guard {
 
 const GUARD_TOL: f64 = 1e-9;
 
+/// ||row||: the plain sum of squares, or (where it overflows, finite entries above ~1e154) the
+/// same norm with the row scaled by its largest entry first (the projection then shrinks it to
+/// the bound instead of a division by inf zeroing it).
+fn row_norm(row: &[f64]) -> f64 {
+    let n = row.iter().map(|v| v * v).sum::<f64>().sqrt();
+    if n.is_finite() {
+        return n;
+    }
+    let m = row.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    m * row.iter().map(|v| (v / m) * (v / m)).sum::<f64>().sqrt()
+}
+
 impl Guard {
+    /// A restored guard's bounds (a positive finite x bound, y_low <= y_high, finite).
+    pub fn check_restored(&self, what: &str) -> CoreResult<()> {
+        let ok = self.x_bound.is_finite()
+            && self.x_bound > 0.0
+            && self.y_low.is_finite()
+            && self.y_high.is_finite()
+            && self.y_low <= self.y_high;
+        if ok {
+            return Ok(());
+        }
+        Err(CoreError::InvalidParameter(format!(
+            "not a consistent saved {what} state: its sensitivity guard {self:?}"
+        )))
+    }
+
     /// Clip (or reject) the rows of `x` (n x d) and the entries of `y`; returns how many values
     /// were beyond the tolerance (the clip count).
     pub fn apply(&self, x: &mut [f64], d: usize, y: Option<&mut [f64]>) -> CoreResult<usize> {
@@ -67,7 +94,7 @@ impl Guard {
         let mut max_norm = 0.0f64;
         let mut clip = false;
         for row in x.chunks_exact(d) {
-            let n = row.iter().map(|v| v * v).sum::<f64>().sqrt();
+            let n = row_norm(row);
             max_norm = max_norm.max(n);
             bad += usize::from(n > loose);
             clip |= n > self.x_bound;
@@ -99,7 +126,7 @@ impl Guard {
             )));
         }
         for row in x.chunks_exact_mut(d).filter(|_| clip) {
-            let n = row.iter().map(|v| v * v).sum::<f64>().sqrt();
+            let n = row_norm(row);
             if n > self.x_bound {
                 let f = self.x_bound / n.max(1e-300);
                 row.iter_mut().for_each(|v| *v *= f);

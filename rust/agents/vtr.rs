@@ -727,7 +727,26 @@ impl VtrAgent {
                 ("regressions", self.regs.len(), &[regs]),
             ],
         )?;
+        let plan = &self.plan;
+        if !(plan.v.is_empty() && plan.phis.is_empty() && plan.pi.is_empty()) {
+            crate::state::check_sizes(
+                WHAT,
+                &[
+                    ("plan's values", plan.v.len(), &[h + 1, s]),
+                    ("plan's features", plan.phis.len(), &[h, s, a, d]),
+                    ("plan's policy", plan.pi.len(), &[h, s]),
+                ],
+            )?;
+        }
+        if plan.pi.iter().any(|&x| x >= a) {
+            return Err(CoreError::InvalidParameter(format!(
+                "not a consistent saved {WHAT} state: its plan's policy (an action out of range)"
+            )));
+        }
         for reg in &self.regs {
+            if let Some(g) = &reg.intake.guard {
+                g.check_restored(WHAT)?;
+            }
             let b = &reg.board;
             crate::state::check_sizes(
                 WHAT,

@@ -231,14 +231,12 @@ impl Blt {
     pub(crate) fn checked(self) -> CoreResult<Self> {
         let (m, p) = (self.theta.len(), self.innov.packing.packed);
         let discrete = self.unit.is_some();
-        let fits = |b: &Buffers, on: bool| {
-            if on {
-                b.m == m && b.p == p && b.v.len() == m * p
-            } else {
-                b.v.is_empty()
-            }
+        let fits = |b: &Buffers, on: bool| match on {
+            true => b.m == m && b.p == p && b.v.len() == m * p,
+            false => b.v.is_empty(),
         };
         let ok = m >= 1
+            && self.innov.fits(self.shape)
             && self.omega.len() == m
             && fits(&self.state, true)
             && fits(&self.enc, discrete)

@@ -40,6 +40,25 @@ pub struct Factorization {
 }
 
 impl Factorization {
+    /// A restored mechanism whose buffers fit its parameters (see `TreeAggregator::checked`).
+    pub(crate) fn checked(self) -> CoreResult<Self> {
+        let p = self.innov.packing.packed;
+        let t = usize::try_from(self.t).unwrap_or(usize::MAX);
+        let ok = self.innov.fits(self.shape)
+            && self.t <= self.capacity
+            && self.exact.fits(self.shape.len())
+            && self.c.len() == self.cum2.len()
+            && self.c.len() as u64 >= self.capacity
+            && self.current.len() == p
+            && t.checked_mul(p) == Some(self.history.len());
+        if !ok {
+            return Err(CoreError::InvalidParameter(
+                "not a saved factorization state: its buffers do not fit its parameters".into(),
+            ));
+        }
+        Ok(self)
+    }
+
     pub fn new(
         shape: NodeShape,
         noise: NodeNoise,

@@ -32,7 +32,7 @@
 use crate::continual::{
     bit_length, capacity_error, check_common, check_leaf_index, MechanismKind, PrefixMechanism,
 };
-use crate::errors::CoreResult;
+use crate::errors::{CoreError, CoreResult};
 use crate::noise::{ExactSum, Innovations, NodeNoise, NodeShape};
 
 /// Inverse-variance weight of a level-l node against its children's combined estimate, and the
@@ -230,6 +230,25 @@ impl Honaker {
             node: vec![0.0; p],
             multiplier_sq: honaker_multiplier_sq(capacity),
         })
+    }
+
+    /// A restored mechanism whose buffers fit its parameters (see `TreeAggregator::checked`).
+    pub(crate) fn checked(self) -> CoreResult<Self> {
+        let p = self.innov.packing.packed;
+        let ok = self.innov.fits(self.shape)
+            && self.t <= self.capacity
+            && self.exact.fits(self.shape.len())
+            && self.levels.len() == self.est.len()
+            && self.levels.len() <= 65
+            && self.total.len() == p
+            && self.node.len() == p
+            && self.est.iter().chain(&self.spare).all(|v| v.len() == p);
+        if !ok {
+            return Err(CoreError::InvalidParameter(
+                "not a saved honaker state: its buffers do not fit its parameters".into(),
+            ));
+        }
+        Ok(self)
     }
 
     /// Stream order of the draws: at step t the leaf node first, then each node completed by

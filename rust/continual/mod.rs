@@ -197,12 +197,11 @@ pub trait PrefixMechanism: Send + Sync {
 pub fn restore_mechanism(kind: &str, bytes: &[u8]) -> CoreResult<Box<dyn PrefixMechanism>> {
     use crate::state::decode;
     Ok(match kind {
-        "tree" => Box::new(decode::<tree::TreeAggregator>("tree", bytes)?),
-        "honaker" => Box::new(decode::<honaker::Honaker>("honaker", bytes)?),
-        "factorization" => Box::new(decode::<factorization::Factorization>(
-            "factorization",
-            bytes,
-        )?),
+        "tree" => Box::new(decode::<tree::TreeAggregator>("tree", bytes)?.checked()?),
+        "honaker" => Box::new(decode::<honaker::Honaker>("honaker", bytes)?.checked()?),
+        "factorization" => {
+            Box::new(decode::<factorization::Factorization>("factorization", bytes)?.checked()?)
+        }
         "blt" => Box::new(decode::<blt::Blt>("blt", bytes)?.checked()?),
         _ => {
             return Err(CoreError::InvalidParameter(format!(

@@ -75,6 +75,27 @@ impl TreeAggregator {
         })
     }
 
+    /// A restored tree whose buffers fit its parameters (a saved file edited with its checksum
+    /// recomputed is refused, not indexed out of range or allocated from a corrupted size).
+    pub(crate) fn checked(self) -> CoreResult<Self> {
+        let n = self.shape.len();
+        let ok = self.shape.validate().is_ok()
+            && self.noise.validate().is_ok()
+            && self.t <= self.capacity
+            && self.exact.fits(n)
+            && self.scratch.len() == n
+            && self.levels.len() == self.prefix.len()
+            && self.levels.len() <= 65
+            && self.prefix.iter().chain(&self.spare).all(|v| v.len() == n)
+            && (self.last_node.is_empty() || self.last_node.len() == n);
+        if !ok {
+            return Err(CoreError::InvalidParameter(
+                "not a saved tree state: its buffers do not fit its parameters".into(),
+            ));
+        }
+        Ok(self)
+    }
+
     /// Keep a copy of the most recently drawn node noise (for tests against a reference).
     pub fn set_keep_last_node(&mut self, keep: bool) {
         self.keep_last = keep;

@@ -92,6 +92,11 @@ pub struct ExactSum {
 }
 
 impl ExactSum {
+    /// A restored sum's buffer against the `n` entries of its node shape.
+    pub(crate) fn fits(&self, n: usize) -> bool {
+        self.sum.len() == n && (self.scratch.is_empty() || self.scratch.len() == n)
+    }
+
     pub fn new(n: usize, unit: Option<f64>) -> Self {
         ExactSum {
             sum: vec![0.0; n],

@@ -93,6 +93,13 @@ pub(crate) struct Innovations {
 }
 
 impl Innovations {
+    /// A restored source's buffers against the node shape it draws for.
+    pub(crate) fn fits(&self, shape: NodeShape) -> bool {
+        self.packing.shape == shape
+            && self.packing.packed == Packing::new(shape).packed
+            && self.full.len() == shape.len()
+    }
+
     pub(crate) fn new(shape: NodeShape, noise: NodeNoise, seed: [u8; 32]) -> Self {
         Innovations {
             rng: ChaCha12Rng::from_seed(seed),

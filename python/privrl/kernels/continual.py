@@ -38,6 +38,7 @@ import numpy as np
 from privrl import _core
 from privrl.common.checks import check_finite_real, check_int, check_symmetric, numeric_array, seed_bytes
 from privrl.common.errors import PrivacyParameterError, ShapeError
+from privrl.common.memory import refuse_over_memory
 
 __all__ = [
     "MECHANISMS",
@@ -159,6 +160,7 @@ class PrefixMechanism:
         if buffers is not None and kind != "blt":
             raise PrivacyParameterError(f"buffers only applies to kind 'blt', not {kind!r}")
         nbuf = 0 if buffers is None else check_int(buffers, "buffers", 1, MAX_BLT_BUFFERS)
+        _refuse_over_memory(kind, int(np.prod(self.shape)), capacity, nbuf or DEFAULT_BLT_BUFFERS)
         self._m = _core.PrefixMechanism(
             kind,
             self.symmetric,
@@ -381,6 +383,20 @@ class TreeAggregator(PrefixMechanism):
             f"TreeAggregator(shape={self.shape}, capacity={self.capacity}, "
             f"noise={self.noise_kind!r}, scale={self.scale:g}, steps={self.steps})"
         )
+
+
+def _refuse_over_memory(kind: str, n: int, capacity: int, buffers: int) -> None:
+    """ResourceError for a mechanism whose state cannot fit in memory (the Rust allocation would
+    abort the process): n entries a node, times the nodes it keeps (BLT: 3 per buffer and 3
+    accumulators; the trees: two per level; the factorization: every innovation)."""
+    levels = math.log2(max(capacity, 1)) + 2.0
+    nodes = {"blt": 3.0 * buffers + 3.0, "factorization": capacity + 2.0}.get(kind, 2.0 * levels)
+    refuse_over_memory(
+        f"a {kind} mechanism",
+        float(n) * nodes,
+        f"{nodes:.0f} nodes of {n:,} entries",
+        "Use a smaller leaf (shape) or fewer buffers.",
+    )
 
 
 def make_prefix_mechanism(

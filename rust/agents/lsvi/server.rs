@@ -136,10 +136,46 @@ impl super::LsviAgent {
                 ("exact Gram matrices", srv.exact.len(), &[h, np]),
             ],
         )?;
+        self.guard.check_restored(WHAT)?;
+        let cap = usize::try_from(srv.record_capacity).unwrap_or(usize::MAX);
+        let private = usize::from(srv.private.is_some());
+        let forms = if srv.private.is_some() { 0 } else { s * a };
+        crate::state::check_sizes(
+            WHAT,
+            &[
+                ("recorded states", srv.states.len(), &[cap, h + 1]),
+                ("recorded actions", srv.actions.len(), &[cap, h]),
+                ("recorded rewards", srv.rewards.len(), &[cap, h]),
+                (
+                    "batch Gram matrices",
+                    srv.batch_gram.len(),
+                    &[private, h, d, d],
+                ),
+                ("forms", srv.forms.len(), &[h, forms]),
+                ("policy", self.pi.len(), &[h, s]),
+            ],
+        )?;
+        let bad = |what: &str| {
+            Err(crate::errors::CoreError::InvalidParameter(format!(
+                "not a consistent saved {WHAT} state: its {what}"
+            )))
+        };
         if !self.sparse.consistent(d) {
-            return Err(crate::errors::CoreError::InvalidParameter(format!(
-                "not a consistent saved {WHAT} state: its feature rows"
-            )));
+            return bad("feature rows");
+        }
+        if srv.states.iter().any(|&x| x >= s) || srv.actions.iter().any(|&x| x >= a) {
+            return bad("recorded states or actions (out of range)");
+        }
+        if self.pi.iter().any(|&x| x >= a) {
+            return bad("policy (an action out of range)");
+        }
+        for (name, v) in [("moments", &srv.reward_sq), ("counts", &srv.next_count)] {
+            if !v.is_empty() && v.len() != if name == "moments" { h * d } else { h * s * d } {
+                return bad(name);
+            }
+        }
+        if srv.next_reward.len() != srv.next_count.len() {
+            return bad("counts");
         }
         let dims = srv.exact.iter().map(|m| m.dim());
         let trees = srv

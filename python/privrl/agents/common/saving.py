@@ -63,10 +63,30 @@ _BUILTINS = {
 }
 
 
+# privrl's part: the classes defined in these packages (the agents, their calibrations and release
+# plans, the privacy models, the environments), the Rust agents' restore functions and the
+# rebuilder of a user's environment subclass. Nothing else a privrl module can reach: a name is
+# looked up in its module only (no dotted path such as ``os.system`` through an import).
+_PRIVRL_CLASSES = ("privrl.agents.", "privrl.privacy.", "privrl.envs.")
+_PRIVRL_FUNCTIONS = {
+    ("privrl._core", "_restore_vtr_agent"),
+    ("privrl._core", "_restore_lsvi_agent"),
+    ("privrl._core", "_restore_linucb_agent"),
+    ("privrl.agents.common.saving", "_rebuild_env"),
+}
+
+
 class _RestrictedUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if module == "privrl" or module.startswith("privrl."):
-            return super().find_class(module, name)
+            if "." not in name and name.isidentifier():
+                if (module, name) in _PRIVRL_FUNCTIONS:
+                    return super().find_class(module, name)
+                if module.startswith(_PRIVRL_CLASSES):
+                    found = super().find_class(module, name)
+                    if isinstance(found, type) and found.__module__ == module:
+                        return found
+            raise SaveFormatError(f"saved agent refers to {module}.{name}, which privrl never saves: refused")
         if module in _NUMPY and (_NUMPY[module] is None or name in _NUMPY[module]):  # type: ignore[operator]
             return super().find_class(module, name)
         if module == "builtins" and name in _BUILTINS:
@@ -96,8 +116,16 @@ def _plain(value: Any) -> bool:
     return False
 
 
-def _rebuild_env(cls: type, state: dict) -> Any:
+def _rebuild_env(cls: Any, state: Any) -> Any:
     """An environment of privrl's class `cls` with the saved attributes (see _AgentPickler)."""
+    from privrl.envs.bandit import ContextualBandit
+    from privrl.envs.features import FeatureMap
+    from privrl.envs.finite import FiniteMDP
+
+    if not (isinstance(cls, type) and issubclass(cls, (FiniteMDP, FeatureMap, ContextualBandit))):
+        raise SaveFormatError(f"saved agent rebuilds an environment of {cls!r}, not a privrl environment")
+    if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
+        raise SaveFormatError("saved agent rebuilds an environment from a state that is not a dict")
     env: Any = object.__new__(cls)
     env.__dict__.update(state)
     return env
