@@ -481,3 +481,36 @@ def test_kernel_edges_audit_11():
     assert kn.NoiseStream("gaussian", 1.0, seed=0).round_to_grid(x) is not x
     with pytest.raises(PrivacyParameterError, match="overflows"):
         kn.NoiseStream("discrete_gaussian", 1e-300, seed=0).round_to_grid([1e300])
+
+
+def test_overflowing_kernel_outputs_and_subnormal_divisors_are_refused():
+    # finite inputs whose results overflow a double were returned as inf; a subnormal divisor
+    # made every symmetric noise entry inf
+    from privrl.common.errors import NonFiniteError, PrivacyParameterError
+    from privrl.privacy.mechanisms import laplace_mechanism
+
+    big = np.full((1, 2, 2), 1e200)
+    with pytest.raises(NonFiniteError):
+        kn.batched_matvec(big, np.full((1, 2), 1e200))
+    phi, w, inv = np.full((4, 2), 1e200), np.full(2, 1e200), np.eye(2)
+    with pytest.raises(NonFiniteError):
+        kn.optimistic_values(phi, w, inv, 0.0, 2)
+    with pytest.raises(NonFiniteError):
+        kn.optimistic_q(phi, w, inv, 0.0)
+    with pytest.raises(NonFiniteError):
+        kn.state_values(phi, w, inv, 0.0, 2)
+    with pytest.raises(NonFiniteError):
+        kn.MixtureFeatures(np.full((2, 2, 2, 2), 1e200)).phi_v(np.full(2, 1e200))
+    with pytest.raises(PrivacyParameterError):  # a tail draw of Lap(1e308) is beyond a double
+        laplace_mechanism(np.ones(64), 1e308, 1.0, np.random.default_rng(0))
+    stream = kn.NoiseStream("gaussian", 1.0, seed=0)
+    for call in (
+        lambda: stream.symmetric(1, 2, divisor=5e-324),
+        lambda: stream.privatize(np.zeros((1, 2, 2)), symmetric=True, divisor=5e-324),
+        lambda: kn.NoiseStream("discrete_laplace", 1.0, seed=0).lattice_unit(True, 5e-324),
+    ):
+        with pytest.raises(PrivacyParameterError, match="divisor"):
+            call()
+    # ordinary values pass unchanged
+    q, v, _ = kn.optimistic_values(np.eye(2)[[0, 1, 1, 0]], np.ones(2), np.eye(2), 0.5, 2)
+    assert np.isfinite(q).all() and np.isfinite(v).all()

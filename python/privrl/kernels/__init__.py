@@ -115,8 +115,8 @@ class NoiseStream:
         """(count, d, d) symmetric noise matrices."""
         count = check_int(count, "count", 0)
         (d, _), _, _ = parse_shape((d, d))
-        divisor = check_finite_real(divisor, "divisor")
-        return self._s.symmetric(count, d, divisor).reshape(count, d, d)
+        out = self._s.symmetric(count, d, _divisor(divisor)).reshape(count, d, d)
+        return _finite_out(out, "noise")
 
     def lattice_unit(self, symmetric: bool = False, divisor: float = SQRT2) -> float | None:
         """The lattice the discrete samplers' values live on (None for continuous noise)."""
@@ -124,7 +124,7 @@ class NoiseStream:
             return None
         grid = self.scale * 2.0**-self.grid_bits
         if symmetric and self.noise_kind == "discrete_laplace":
-            return grid / check_finite_real(divisor, "divisor")
+            return grid / _divisor(divisor)
         return grid
 
     def round_to_grid(self, x: Any, symmetric: bool = False, divisor: float = SQRT2) -> np.ndarray:
@@ -159,13 +159,13 @@ class NoiseStream:
             count, d = a.shape[0], a.shape[1]
             if a.shape[2] != d:
                 raise ShapeError(f"x must be (count, d, d), got {a.shape}")
-            div = check_finite_real(divisor, "divisor")
+            div = _divisor(divisor)
             for i in range(count):  # the noise is symmetric: a message would not be
                 check_symmetric(a[i], f"x[{i}]")
             flat = np.ascontiguousarray(a, dtype=np.float64).reshape(count, d * d)
-            return self._s.privatize(flat, div).reshape(count, d, d)
+            return _finite_out(self._s.privatize(flat, div).reshape(count, d, d), "messages")
         a = as_f64(x, "x", 2, (None, None), finite=True)
-        return self._s.privatize(np.ascontiguousarray(a, dtype=np.float64), None)
+        return _finite_out(self._s.privatize(np.ascontiguousarray(a, dtype=np.float64), None), "messages")
 
     @property
     def draws(self) -> int:
@@ -241,12 +241,21 @@ def _finite_out(out: np.ndarray, what: str) -> np.ndarray:
     return check_all_finite(out, f"the {what} (overflowed: a matrix too close to singular, or too large)")
 
 
+def _divisor(divisor: Any) -> float:
+    """The symmetric noise's divisor: a finite normal double > 0 (a subnormal one made every
+    entry inf)."""
+    div = check_finite_real(divisor, "divisor")
+    if not div >= sys.float_info.min:
+        raise PrivacyParameterError(f"divisor must be a positive normal double, got {divisor!r}")
+    return div
+
+
 def batched_matvec(m: Any, v: Any) -> np.ndarray:
     """m[k] @ v[k] for a stack of (n, d, d) matrices and (n, d) vectors, each sum left to right
     (the released w~_h = Lambda~_h^{-1} u~_h; the Rust agents compute them the same way)."""
     v = as_f64(v, "v", 2, finite=True)
     n, d = v.shape
-    return _core.batched_matvec(as_f64(m, "m", 3, (n, d, d), finite=True), v)
+    return _finite_out(_core.batched_matvec(as_f64(m, "m", 3, (n, d, d), finite=True), v), "products")
 
 
 def floored_release(gram: Any, target: Any, lam: float, shift: float, w0: Any) -> tuple:
@@ -355,9 +364,10 @@ def optimistic_q(
     check is the only one on `inv`: it is not checked to be positive (semi-)definite, and an
     indefinite `inv` gives a bonus of 0 where phi^T inv phi < 0."""
     phi, w, inv, offset = _q_inputs(phi, w, inv, offset)
-    return _core.optimistic_q(
+    q = _core.optimistic_q(
         phi, w, inv, _scalar(beta, "beta"), _scalar(lower, "lower"), _scalar(upper, "upper"), offset
     )
+    return _finite_out(q, "Q values")
 
 
 def greedy(q: Any, ties: str = "random", rng: Any = None) -> tuple[np.ndarray, np.ndarray]:
@@ -386,7 +396,7 @@ def optimistic_values(
     n_actions = _positive_int(n_actions, "n_actions")
     if phi.shape[0] % n_actions:
         raise ShapeError(f"{phi.shape[0]} feature rows do not split into groups of {n_actions} actions")
-    return _core.optimistic_values(
+    q, v, greedy = _core.optimistic_values(
         phi,
         w,
         inv,
@@ -397,6 +407,8 @@ def optimistic_values(
         offset,
         tie_seed(ties, rng),
     )
+    # finite inputs clipped to any bound give finite values: an inf is an overflow
+    return _finite_out(q, "Q values"), _finite_out(v, "values"), greedy
 
 
 def state_values(
@@ -427,7 +439,7 @@ def state_values(
         states = _index_array(states, "states")
         if states.ndim != 1:
             raise ShapeError(f"states must be a 1-d index array, got shape {states.shape}")
-    return _core.state_values(
+    v = _core.state_values(
         table,
         w,
         inv,
@@ -437,6 +449,7 @@ def state_values(
         _scalar(upper, "upper"),
         states,
     )
+    return _finite_out(v, "values")
 
 
 class MixtureFeatures:
@@ -452,7 +465,7 @@ class MixtureFeatures:
         self._f = _core.MixtureFeatures(f.reshape(S * A, S, d))
 
     def phi_v(self, v: Any) -> np.ndarray:
-        return self._f.phi_v(as_f64(v, "v", 1, (self.S,)))
+        return _finite_out(self._f.phi_v(as_f64(v, "v", 1, (self.S,), finite=True)), "phi_V")
 
     def phi_v_rows(self, v: Any, rows: Any) -> np.ndarray:
         """Row i: phi_{v_i}(rows_i) for v (n, S) and rows (n,) indices s * A + a (the same sums as
@@ -461,7 +474,7 @@ class MixtureFeatures:
         rows = _index_array(rows, "rows")  # an int64 cast truncated 0.9 to row 0
         if rows.shape != (v.shape[0],) or (rows.size and (rows.min() < 0 or rows.max() >= self.S * self.A)):
             raise ShapeError(f"rows must be {v.shape[0]} indices in [0, {self.S * self.A})")
-        return self._f.phi_v_rows(v, rows)
+        return _finite_out(self._f.phi_v_rows(v, rows), "phi_V")
 
     @property
     def nnz(self) -> int:

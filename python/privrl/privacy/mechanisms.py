@@ -84,6 +84,10 @@ def laplace_scale(l1_sensitivity: float, epsilon: float) -> float:
 
 
 def _return_like(value, out: np.ndarray):
+    if not np.isfinite(out).all():  # a finite scale near 1e308 times a tail draw
+        raise PrivacyParameterError(
+            "the release overflows a double (the noise scale is too close to the largest double)"
+        )
     if np.ndim(value) == 0 and not isinstance(value, np.ndarray):
         return float(out)
     return out
