@@ -659,3 +659,11 @@ def test_band_key_env_string_and_studies_with_env(tmp_path):
 
     with pytest.raises(ConfigError, match="not both"):
         sweep(env="RiverSwimMixture", agents={"N": {"algorithm": "UCRL-VTR"}}, studies=[{}], episodes=5)
+
+
+def test_agent_flags_take_list_and_quoted_values():
+    # commas inside [...] or quotes belong to the value (epsilons=[1,10] was split in two)
+    from privrl.experiment.cli import _pairs
+
+    got = _pairs('algorithm=UCRL-VTR,epsilons=[1, 10],name="a,b", beta_scale=0.1', "--agent J")
+    assert got == {"algorithm": "UCRL-VTR", "epsilons": [1, 10], "name": "a,b", "beta_scale": 0.1}

@@ -78,9 +78,28 @@ def _list(text: str) -> list:
     return [_literal(t.strip()) for t in text.split(",") if t.strip()]
 
 
+def _top_level_items(text: str) -> list[str]:
+    """`text` split at the commas outside brackets and quotes (``epsilons=[1, 10]`` stays one)."""
+    items, depth, quote, start = [], 0, "", 0
+    for i, c in enumerate(text):
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "\"'":
+            quote = c
+        elif c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    return [t.strip() for t in items if t.strip()]
+
+
 def _pairs(text: str, flag: str) -> dict:
     out = {}
-    for item in filter(None, (t.strip() for t in text.split(","))):
+    for item in _top_level_items(text):
         if "=" not in item:
             raise PrivrlError(f"{flag}: expected key=value, got {item!r}")
         k, v = item.split("=", 1)
