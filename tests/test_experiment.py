@@ -219,6 +219,12 @@ def test_resuming_runs_of_another_commit_warns(tmp_path):
     with pytest.warns(UserWarning, match="1 resumed runs .* another privrl version or commit"):
         _, m = sweep(**base, outdir=out)
     assert m["n_resumed"] == 1
+    # a record from before producers were written says nothing of its code: it warns too
+    meta = json.loads(meta_path.read_text())
+    del meta["producer"]
+    meta_path.write_text(json.dumps(meta))
+    with pytest.warns(UserWarning, match="1 resumed runs .* another privrl version or commit"):
+        sweep(**base, outdir=out)
 
 
 def test_csv_and_parquet_round_trip_exactly(tmp_path, serial):

@@ -348,7 +348,7 @@ def _load_finished(
                 continue
             results[spec.run_id] = frame
             manifest["runs"][spec.run_id] = {**meta, "resumed": True}
-            stale += meta.get("producer", producer) != producer
+            stale += meta.get("producer") != producer  # no producer: a version before it existed
     return stale
 
 
@@ -481,8 +481,8 @@ def run_sweep(
             # The run id covers the config, not the code: say so when the code has changed.
             warnings.warn(
                 f"{stale} resumed runs in {outdir} were computed by another privrl version or commit "
-                "(see their 'producer' in runs/*.json); use resume=False (privrl run --fresh) to "
-                "recompute them",
+                "(see their 'producer' in runs/*.json; none: a version before it was recorded); use "
+                "resume=False (privrl run --fresh) to recompute them",
                 stacklevel=2,
             )
         store.write_manifest(manifest)
