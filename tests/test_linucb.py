@@ -442,6 +442,26 @@ def test_leaf_ends_by_hand():
     assert linucb_leaves("ldp", 10, 3) == 10 and linucb_leaves("jdp", 10, 3) == 4
 
 
+def test_a_schedule_that_cannot_fit_in_memory_is_refused():
+    """Fuzzing: LinUCB(..., episodes=2**40) non-private and at 2^62 (JDP, "auto" every p users)
+    built a list of every leaf end and died with a bare MemoryError; the count is now taken
+    without the list (same leaves) and a list that cannot fit is refused up front."""
+    from privrl.agents.linucb.calibration import linucb_leaf_ends, linucb_leaves
+    from privrl.exceptions import PrivrlError, ResourceError
+
+    cb = blobs(n=20, p=2, A=2)
+    with pytest.raises(ResourceError, match=r"1099511627776 leaves ends.*GiB"):
+        LinUCB(cb, NonPrivate(), episodes=2**40, seed=0)
+    with pytest.raises(PrivrlError):  # the BLT mechanism's K limit, then the ends' memory
+        LinUCB(cb, JointDP(1.0, 1e-20), episodes=2**62, seed=0)
+    with pytest.raises(ResourceError, match="leaves ends"):
+        linucb_leaf_ends("jdp", 2**62, 2)
+    assert linucb_leaves("jdp", 2**62, 2) == 2**61
+    assert linucb_leaves("jdp", 2**62, 2, "geometric") == 62
+    for K, p, schedule in [(10, 3, "auto"), (20, 3, "geometric"), (4, 3, "every"), (10, 3, 4), (9, 3, 3)]:
+        assert linucb_leaves("jdp", K, p, schedule) == len(linucb_leaf_ends("jdp", K, p, schedule))
+
+
 def test_calibration_functions_name_the_bad_argument():
     """lam = 0 divided by zero in the radius; a fractional context dimension p was blamed on the
     schedule (p = 0.05 became p = 0, then the "auto" schedule of p users)."""

@@ -24,6 +24,7 @@ from privrl.agents.ucrl_vtr import calibration as vtr
 from privrl.agents.ucrl_vtr.calibration import UCRLVTRCalibration
 from privrl.common.checks import check_pos_int, check_positive_real, check_probability
 from privrl.common.errors import PrivacyParameterError
+from privrl.common.memory import refuse_over_memory
 from privrl.privacy.common import DEFAULT_CALIBRATION, check_calibration, check_kind, privacy_args
 from privrl.privacy.continual import resolve_mechanism
 from privrl.privacy.plans import ReleasePlan, UserStatistic
@@ -73,29 +74,53 @@ def linucb_leaf_ends(kind: str, K: int, p: int, schedule: str | int = "auto") ->
     leaves) while the early releases come fast (batched bandits: a geometric grid keeps the
     regret within log factors, Gao et al. 2019); ``"every"``: 1, 2, ..., K; an int L: L, 2L, ...,
     K. Non-private agents update after every user (the exact Sherman-Morrison server) whatever
-    the schedule."""
-    kind = check_kind(kind)
-    K, p = check_pos_int(K, "K"), check_pos_int(p, "p")
-    if kind == "none" or schedule == "every":
-        return list(range(1, K + 1))
-    if schedule == "auto":
-        schedule = p
-    if schedule == "geometric":
+    the schedule. A schedule whose list cannot fit in memory is refused (ResourceError)."""
+    n, step = _leaf_count(kind, K, p, schedule)
+    # a Python int and its 64-bit copy in the Rust core per end: a list of every user hung at
+    # K = 2^40 (NonPrivate) or 2^62 (JDP, auto) with a bare MemoryError
+    refuse_over_memory(
+        "LinUCB",
+        ENTRIES_PER_END * n,
+        f"the user count at which each of its {n} leaves ends (K = {K})",
+        "Use fewer episodes or, for a private agent, a coarser schedule (an int L or 'geometric').",
+    )
+    if step is None:  # geometric
         ends, e = [], p
         while e < K:
             ends.append(e)
             e *= 2
         return [*ends, K]
+    return [*range(step, K, step), K]
+
+
+#: Doubles' worth of memory per leaf end: a list slot and a Python int (40 bytes), the Rust copy.
+ENTRIES_PER_END = 6
+
+
+def _leaf_count(kind: str, K: int, p: int, schedule: str | int) -> tuple[int, int | None]:
+    """(the number of leaf ends of :func:`linucb_leaf_ends`, the users per leaf; None when
+    geometric), checked, without building the list."""
+    kind = check_kind(kind)
+    K, p = check_pos_int(K, "K"), check_pos_int(p, "p")
+    if kind == "none" or schedule == "every":
+        return K, 1
+    if schedule == "auto":
+        schedule = p
+    if schedule == "geometric":
+        n, e = 1, p
+        while e < K:
+            n, e = n + 1, e * 2
+        return n, None
     L = check_pos_int(schedule, "schedule")
-    return [*range(L, K, L), K]
+    return -(-K // L), L
 
 
 def linucb_leaves(kind: str, K: int, p: int, schedule: str | int = "auto") -> int:
-    """Leaves of a JDP mechanism (``len(linucb_leaf_ends(...))``); LDP and non-private: K (one
-    user each)."""
+    """Leaves of a JDP mechanism (``len(linucb_leaf_ends(...))``, counted without building the
+    list); LDP and non-private: K (one user each)."""
     kind = check_kind(kind)
     K, p = check_pos_int(K, "K"), check_pos_int(p, "p")
-    return len(linucb_leaf_ends(kind, K, p, schedule)) if kind == "jdp" else K
+    return _leaf_count(kind, K, p, schedule)[0] if kind == "jdp" else K
 
 
 def linucb_radius(lam: float, K: int, p: int, alpha: float) -> float:
