@@ -435,3 +435,22 @@ def test_audit_12_learn_evaluate_and_bandit_edges():
 
     with pytest.raises(PrivacyParameterError, match="dataset"):
         load_bandit("iris")
+
+
+def test_a_run_whose_per_episode_arrays_cannot_fit_is_refused_up_front():
+    """Fuzzing: run / learn of an agent built for 10^12 users and evaluate(..., episodes=10^15)
+    on a gymnasium environment died in numpy ("Unable to allocate 7.28 TiB"); now ResourceError
+    (a PrivrlError) naming episodes, before any user. An exact evaluation ignores `episodes`."""
+    from privrl.exceptions import ResourceError
+
+    env = RiverSwimMixture(S=4, H=3)
+    with pytest.raises(ResourceError, match=r"episodes = 1000000000000.*GiB.*fewer episodes="):
+        privrl.run(UCRLVTR(env, NonPrivate(), episodes=10**12, seed=0), env, seed=0)
+    agent = LSVIUCB(FeatureMap.one_hot(16, 4, 8), NonPrivate(), episodes=10**12, seed=0)
+    with pytest.raises(ResourceError, match=r"episodes = 1000000000000"):
+        privrl.learn(agent, gym.make("FrozenLake-v1"), seed=0)
+    assert agent.k == 0  # refused before the first user
+    pi = env.optimal_policy()
+    with pytest.raises(ResourceError, match=r"episodes = 1000000000000000"):
+        privrl.evaluate(pi, as_gymnasium(env), episodes=10**15, seed=0)
+    assert privrl.evaluate(pi, env, episodes=10**15).exact

@@ -15,6 +15,7 @@ import numpy as np
 from privrl.agents.common.base import Agent
 from privrl.common.checks import check_episodes, check_finite_real, check_pos_int, check_seed
 from privrl.common.errors import CapacityError, IndexRangeError, NonFiniteError, ShapeError
+from privrl.common.memory import refuse_over_memory
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.gym import padding_reward
@@ -126,6 +127,9 @@ def evaluate(
         if reward is not None:
             raise TypeError("reward= applies to gymnasium environments: a model carries its own rewards")
         return _exact_value(policy, env, H, state)
+    refuse_over_memory(
+        "evaluate", n, f"the return of each of its episodes = {n}", "Pass fewer episodes= (Monte Carlo)."
+    )
     return _monte_carlo(policy, env, n, _reset_seed(seed), H, state, reward)
 
 
@@ -281,6 +285,12 @@ def learn(
     K = left if episodes is None else check_episodes(episodes)
     if left < K or K == 0:  # an empty run would pass unnoticed (privrl.run refuses it too)
         raise CapacityError(f"{agent.label} has {left} of its {agent.K} episodes left, cannot learn {K}")
+    refuse_over_memory(
+        "privrl.learn",
+        2.0 * K,
+        f"the return and the regret of each of its episodes = {K}",
+        "Pass fewer episodes= per call: the agent learns on from where a call stopped.",
+    )
     scale = reward if reward is not None else float
     pad = padding_reward(reward)
     t0 = time.perf_counter()

@@ -15,6 +15,7 @@ from privrl import _core
 from privrl.agents.common.base import Agent
 from privrl.common.checks import check_episodes, check_seed
 from privrl.common.errors import CapacityError
+from privrl.common.memory import refuse_over_memory
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.finite import FiniteMDP
 from privrl.experiment.progress import bar
@@ -139,6 +140,13 @@ def _run_users(
         )
     if callback is not None and not callable(callback):  # found after a whole block of users before
         raise TypeError(f"callback must be a callable (k, cumulative regret), got {callback!r}")
+    # the result's per-episode arrays (numpy's "Unable to allocate 7.28 TiB" at 10^12 before)
+    refuse_over_memory(
+        "privrl.run",
+        4.0 * K,
+        f"four arrays over its episodes = {K} (regret, gaps, returns, initial states)",
+        "Pass fewer episodes= per call: the agent runs on from where a run stopped.",
+    )
     rng = np.random.default_rng(check_seed(seed))
     gaps, returns = np.empty(K), np.empty(K)
     starts = np.empty(K, dtype=np.int64)
