@@ -925,3 +925,27 @@ def test_an_optimal_policys_regret_is_exactly_zero():
     assert (env.optimal_values()[0] - env.policy_values(np.zeros((3, 3), int))[0] == 0.0).all()
     res = privrl.run(LSVIUCB(env, NonPrivate(), episodes=50, seed=0), env, seed=1)
     assert (np.asarray(res.regret) == 0.0).all()
+
+
+def test_sizes_that_cannot_fit_are_refused_before_numpy_allocates():
+    """Fuzzing: FeatureMap.one_hot(10**5, 10, 3) asked numpy for 7.28 TiB (np.eye(S A)),
+    RandomLinearMDP(S=2, A=2, d=2**40) for 8 TiB (its dense-size check ignored d; a sweep's env
+    spec too), LinearMDP of (10^5, 10, 1) features for a 745 GiB P (no dense-size check)."""
+    from privrl.envs import FeatureMap, LinearMDP
+    from privrl.exceptions import ResourceError
+
+    with pytest.raises(ResourceError, match=r"FeatureMap.one_hot keeps .*S A = 1000000.*GiB"):
+        FeatureMap.one_hot(10**5, 10, 3)
+    for call in (
+        lambda: RandomLinearMDP(S=2, A=2, d=2**40, H=2),
+        lambda: RandomLinearMDP(S=2, A=2, d=2**26, H=2),  # phi and mu alone: 2^29 entries
+        lambda: LinearMDP(
+            np.full((10**5, 10, 1), 0.1),
+            np.full((1, 10**5, 1), 1e-5),
+            np.zeros((1, 1)),
+            np.ones(10**5) / 10**5,
+        ),
+    ):
+        with pytest.raises(ShapeError, match="above the limit of 268435456"):
+            call()
+    assert RandomLinearMDP(S=2, A=2, d=2**10, H=2).d == 2**10

@@ -10,6 +10,7 @@ import numpy as np
 
 from privrl.common.checks import check_pos_int
 from privrl.common.errors import PrivacyParameterError, ShapeError
+from privrl.common.memory import refuse_over_memory
 from privrl.envs.finite import _as_array, _check_finite, _freeze, digest
 from privrl.envs.linear import check_phi_norms
 
@@ -56,6 +57,13 @@ class FeatureMap:
         """The tabular feature map phi(s, a) = e_{s A + a} in R^(S A)."""
         _check_count(S, "S")
         _check_count(A, "A")
+        # np.eye(S A) asked numpy for 7.28 TiB at S = 10^5, A = 10 (the features and their flat copy)
+        refuse_over_memory(
+            "FeatureMap.one_hot",
+            2.0 * (S * A) ** 2,
+            f"two dense tables of S A = {S * A} one-hot features of dimension d = S A (S = {S}, A = {A})",
+            "Use a feature map smaller than one-hot: FeatureMap(features, H) with features (S, A, d).",
+        )
         return cls(np.eye(S * A).reshape(S, A, S * A), H, name)
 
 

@@ -83,12 +83,14 @@ def env_int(env: str, key: str, value: Any, low: int = 1, what: str | None = Non
         ) from None
 
 
-def check_dense_size(name: str, H: int, S: int, A: int) -> None:
-    """Refuse (ShapeError) sizes whose dense (H, S, A, S) tensor is too large."""
-    n = H * S * A * S
+def check_dense_size(name: str, H: int, S: int, A: int, d: int | None = None) -> None:
+    """Refuse (ShapeError) sizes whose dense (H, S, A, S) tensor is too large; with `d`, also
+    counting a linear MDP's phi (S, A, d), mu (H, S, d) and theta (H, d)."""
+    n = H * S * A * S + (0 if d is None else d * (S * A + H * S + H))
     if n > MAX_DENSE_ENTRIES:
+        dims = f"H={H}, S={S}, A={A}" + ("" if d is None else f", d={d}")
         raise ShapeError(
-            f"{name}: a dense model with H={H}, S={S}, A={A} needs {n:.3g} entries, "
+            f"{name}: a dense model with {dims} needs {n:.3g} entries, "
             f"above the limit of {MAX_DENSE_ENTRIES} (2 GiB)"
         )
 

@@ -89,6 +89,7 @@ class LinearMDP(FiniteMDP):
         H = mu.shape[0]
         # Asm. 1: ||phi(s,a)|| <= 1 -- an error, it bounds the sensitivity of the private statistics.
         report: dict[str, Any] = {"phi_norm_max": check_phi_norms(phi)}
+        check_dense_size("LinearMDP", H, S, A)  # P below (numpy's "Unable to allocate" before)
         phi_flat = phi.reshape(S * A, d)
         theta, R = _linear_rewards(phi_flat, theta, R, (H, S, A), report)
         P = np.matmul(phi_flat, mu.transpose(0, 2, 1)).reshape(H, S, A, S)
@@ -291,7 +292,7 @@ class RandomLinearMDP(LinearMDP):
         self, S: int = 100, A: int = 10, d: int = 16, H: int = 20, seed: int = 0, name: str | None = None
     ) -> None:
         S, A, d, H = (env_int("RandomLinearMDP", k, v) for k, v in (("S", S), ("A", A), ("d", d), ("H", H)))
-        check_dense_size("RandomLinearMDP", H, S, A)
+        check_dense_size("RandomLinearMDP", H, S, A, d)  # d alone was ignored: 8 TiB at d = 2^40
         rng = np.random.default_rng(check_seed(seed))
         phi = rng.dirichlet(np.full(d, 0.3), size=(S, A))  # (S, A, d)
         mu = rng.dirichlet(np.full(S, 0.5), size=(H, d)).transpose(0, 2, 1)  # (H, S, d)
