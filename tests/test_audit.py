@@ -291,3 +291,15 @@ def test_audit_samples_refuses_a_nan_direction_and_a_bad_claim():
     for bad in (-1.0, 0.0, float("nan")):
         with pytest.raises(PrivacyParameterError, match="claimed_epsilon"):
             A.audit_samples(a, b, delta=1e-5, claimed_epsilon=bad)
+
+
+@pytest.mark.parametrize("audit", ["audit_ldp_randomizer", "audit_ucrl_vtr_tree"])
+@pytest.mark.parametrize("size", [{"d": 10**5}, {"H": 10**6}])
+def test_shipped_audits_refuse_outputs_that_cannot_fit(audit, size):
+    """Fuzzing: audit_ldp_randomizer(d=10**5) asked numpy for 149 GiB, H = 10**6 ran 45 s and
+    failed to allocate 9 GiB (the tree audit: a Rust ShapeError at d = 10^5, minutes at H = 10^6);
+    now a ResourceError (a PrivrlError) before anything is drawn."""
+    from privrl.exceptions import ResourceError
+
+    with pytest.raises(ResourceError, match="n_trials = 200 outputs"):
+        getattr(A, audit)(n_trials=200, **size)

@@ -31,6 +31,7 @@ from privrl.audit.mechanism_audit import (
 )
 from privrl.common.checks import check_pos_int, check_positive_real
 from privrl.common.errors import PrivacyParameterError
+from privrl.common.memory import refuse_over_memory
 from privrl.kernels import NoiseStream
 from privrl.privacy.accounting import gaussian_epsilon, tree_nodes_per_leaf
 from privrl.privacy.plans import ReleasePlan
@@ -40,6 +41,18 @@ def _counts(n_trials: Any, noise_multiplier: Any) -> tuple[int, float]:
     """The shipped audits' n_trials (an integer >= 1) and noise_multiplier (> 0), checked at the
     edge like audit_mechanism's."""
     return check_pos_int(n_trials, "n_trials"), check_positive_real(noise_multiplier, "noise_multiplier")
+
+
+def _refuse_over_memory(name: str, n_trials: int, width: int, fixed: float) -> None:
+    """Refuse (ResourceError) an audit whose ``n_trials`` outputs of ``width`` entries per neighbour
+    (and their checked copies in audit_samples) cannot fit in memory: d = 10^5 asked numpy for 149
+    GiB, H = 10^6 ran 45 s before failing to allocate 9 GiB. ``fixed``: the entries besides."""
+    refuse_over_memory(
+        name,
+        4.0 * n_trials * width + fixed,
+        f"n_trials = {n_trials} outputs of {width} entries for each neighbour",
+        "Use fewer n_trials or a smaller H / d.",
+    )
 
 
 def _guard_of(plan: ReleasePlan, y_high: float | None = None) -> GuardSpec:
@@ -104,6 +117,9 @@ def audit_ucrl_vtr_tree(
         raise PrivacyParameterError("audit_ucrl_vtr_tree audits the Gaussian (delta > 0) release")
     sigma = cal.scale("sigma_B") * float(noise_multiplier)
     n_nodes = tree_nodes_per_leaf(K)
+    _refuse_over_memory(
+        "audit_ucrl_vtr_tree", n_trials, n_nodes * (H * d * d + H * d), 8.0 * n_nodes * H * d * d
+    )
     times = [2**level for level in range(n_nodes)]
     user_a, user_b = _neighbours(plan, {k: getattr(cal, k) for k in plan.scale_keys}, neighbours)
     zero = Statistics(np.zeros((H, d)), np.zeros(H))
@@ -177,6 +193,8 @@ def audit_ldp_randomizer(
     privatizes one user's statistics (the plan's worst pair, or the worst user against zeros);
     the output is everything the user sends, ``(X X^T + B^1, X y + g^1)`` for all ``h``."""
     n_trials, noise_multiplier = _counts(n_trials, noise_multiplier)
+    H, d = check_pos_int(H, "H"), check_pos_int(d, "d")
+    _refuse_over_memory("audit_ldp_randomizer", n_trials, H * d * d + H * d, 8.0 * H * d * d)
     plan = plan if plan is not None else ucrl_vtr.release_plan("ldp", delta == 0.0, H, 1, d, "tree", sampler)
     cal = ucrl_vtr.calibrate_ucrl_vtr("ldp", epsilon, delta, H, 1, d, 1.0, calibration=calibration, plan=plan)
     if cal.noise != "gaussian":
