@@ -462,6 +462,25 @@ def test_a_schedule_that_cannot_fit_in_memory_is_refused():
         assert linucb_leaves("jdp", K, p, schedule) == len(linucb_leaf_ends("jdp", K, p, schedule))
 
 
+def test_a_beta_scale_whose_radius_overflows_is_refused():
+    """Fuzzing: beta_scale = 1e308 under the paper's calibration was accepted with beta_used =
+    inf (UCRL-VTR then failed in its first release); the adaptive rule caps it at MAX_RADIUS."""
+    from privrl.agents import UCRLVTR
+    from privrl.envs import RiverSwimMixture
+    from privrl.exceptions import PrivacyParameterError
+    from privrl.privacy.adaptive import MAX_RADIUS
+
+    cb, mix = blobs(n=20, p=2, A=2), RiverSwimMixture(S=4, H=3)
+    for privacy in (JointDP(1.0, 1e-5, calibration="paper"), NonPrivate(calibration="practical")):
+        for cls, env in ((LinUCB, cb), (UCRLVTR, mix)):
+            with pytest.raises(
+                PrivacyParameterError, match=r"beta_scale = 1e\+308 times .* not a finite radius"
+            ):
+                cls(env, privacy, episodes=30, seed=0, beta_scale=1e308)
+            assert cls(env, privacy, episodes=30, seed=0, beta=1e100).calibration.beta_used == 1e100
+    assert LinUCB(cb, JointDP(1.0, 1e-5), episodes=30, seed=0, beta_scale=1e308).beta == MAX_RADIUS
+
+
 def test_calibration_functions_name_the_bad_argument():
     """lam = 0 divided by zero in the radius; a fractional context dimension p was blamed on the
     schedule (p = 0.05 became p = 0, then the "auto" schedule of p users)."""

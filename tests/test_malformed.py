@@ -585,6 +585,15 @@ def _calls():
     add("audit-samples-nan", lambda: A.audit_samples(np.full((10, 2), np.nan), np.ones((10, 2))))
     add("audit-tree-pure", lambda: A.audit_ucrl_vtr_tree(1.0, 0.0, n_trials=10))
     add("audit-tree-trials", lambda: A.audit_ucrl_vtr_tree(1.0, 1e-5, n_trials=-5))
+
+    # ------------------------------------------------ fuzzing audit 3 (/tmp/audit3/repro_misc.py)
+    from privrl.agents import LinUCB
+    from privrl.envs import ContextualBandit
+
+    cb = ContextualBandit(np.eye(2) * 0.5, np.full((2, 3), 0.5))
+    paper = JointDP(1.0, 1e-5, calibration="paper")
+    add("linucb-paper-beta-scale-overflow", lambda: LinUCB(cb, paper, episodes=30, seed=0, beta_scale=1e308))
+    add("vtr-paper-beta-scale-overflow", lambda: UCRLVTR(env, paper, episodes=30, seed=0, beta_scale=1e308))
     return calls
 
 

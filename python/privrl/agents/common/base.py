@@ -228,7 +228,15 @@ class Agent(abc.ABC):
         if cal.release_rule == "adaptive":  # a wider radius acts as MAX_RADIUS (saturated widths)
             rho = self.beta_scale if self._beta_override is None else self._beta_override
             return min(rho, MAX_RADIUS)
-        return self._beta_override if self._beta_override is not None else self.beta_scale * theoretical
+        if self._beta_override is not None:
+            return self._beta_override
+        radius = self.beta_scale * theoretical
+        if not math.isfinite(radius):  # beta_scale = 1e308 gave beta_used = inf
+            raise PrivacyParameterError(
+                f"beta_scale = {self.beta_scale:g} times the calibration's radius {theoretical:.6g} is not a "
+                "finite radius: pass a smaller beta_scale, or the radius itself as beta="
+            )
+        return radius
 
     def _settle_exploration(self, cal: Calibration) -> None:
         """``exploration=None`` becomes the default of the algorithm under its release rule."""
