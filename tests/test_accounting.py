@@ -27,6 +27,16 @@ def test_normal_cdf_hand_values():
     assert a.log_normal_cdf(0.0) == pytest.approx(math.log(0.5), rel=1e-15)
 
 
+def test_normal_cdf_takes_real_numbers_only():
+    """Fuzzing: normal_cdf("1") was 0.841 (float() parsed it) and normal_cdf(nan) NaN; +-inf are
+    its limits."""
+    for f in (a.normal_cdf, a.log_normal_cdf):
+        for bad in ("1", float("nan"), None, 1j, True):
+            with pytest.raises(PrivacyParameterError, match="x must be a real number"):
+                f(bad)
+    assert (a.normal_cdf(math.inf), a.normal_cdf(-math.inf), a.log_normal_cdf(math.inf)) == (1.0, 0.0, 0.0)
+
+
 def test_log_normal_cdf_deep_tail():
     # asymptotic series at x = -40: log phi(-40) = -800 - 0.5 log(2 pi) = -800.918939;
     # - log 40 = -3.688879; log(1 - 1/1600 + 3/1600^2 - ...) = log(0.99937617) = -0.00062402

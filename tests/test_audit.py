@@ -303,3 +303,11 @@ def test_shipped_audits_refuse_outputs_that_cannot_fit(audit, size):
 
     with pytest.raises(ResourceError, match="n_trials = 200 outputs"):
         getattr(A, audit)(n_trials=200, **size)
+
+
+def test_audit_samples_refuses_complex_and_text_samples():
+    """Fuzzing: complex samples were audited on their real part (numpy dropped the imaginary part)."""
+    with pytest.raises(TypeError, match="samples_a must be a real numeric array"):
+        A.audit_samples(np.ones(100) * (1 + 9j), np.zeros(100))
+    with pytest.raises(TypeError, match="samples_b must be a real numeric array"):
+        A.audit_samples(np.zeros(10), np.array(["1"] * 10))

@@ -949,3 +949,22 @@ def test_sizes_that_cannot_fit_are_refused_before_numpy_allocates():
         with pytest.raises(ShapeError, match="above the limit of 268435456"):
             call()
     assert RandomLinearMDP(S=2, A=2, d=2**10, H=2).d == 2**10
+
+
+def test_values_and_indices_are_real_finite_and_integers():
+    """Fuzzing: initial_value / phi_v of NaN gave NaN, complex values were truncated, an empty
+    (0, S) V and None were IndexError / numpy errors, sample_next_state(True, True, True) was 2."""
+    from privrl.exceptions import NonFiniteError
+
+    m = RiverSwimMixture(S=4, H=3)
+    for f in (m.initial_value, m.phi_v):
+        with pytest.raises(NonFiniteError, match="non-finite value nan"):
+            f(np.full(4, np.nan))
+        for bad in (np.full(4, 1 + 5j), None):
+            with pytest.raises(TypeError, match="real numeric array"):
+                f(bad)
+    with pytest.raises(ShapeError, match=r"got \(0, 4\)"):
+        m.initial_value(np.zeros((0, 4)))
+    with pytest.raises(TypeError, match="must be integers"):
+        m.sample_next_state(True, True, True, np.random.default_rng(0))
+    assert m.initial_value(np.ones((4, 4))) == 1.0 and m.initial_value([1, 1, 1, 1]) == 1.0

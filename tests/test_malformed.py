@@ -594,6 +594,25 @@ def _calls():
     paper = JointDP(1.0, 1e-5, calibration="paper")
     add("linucb-paper-beta-scale-overflow", lambda: LinUCB(cb, paper, episodes=30, seed=0, beta_scale=1e308))
     add("vtr-paper-beta-scale-overflow", lambda: UCRLVTR(env, paper, episodes=30, seed=0, beta_scale=1e308))
+    river = RiverSwimMixture(S=4, H=3)
+    for i, v in enumerate(
+        [np.full(4, np.nan), np.full(4, 1 + 5j), np.zeros((0, 4)), None, np.array(["1"] * 4)]
+    ):
+        add(f"initial-value-{i}", lambda v=v: river.initial_value(v))
+        if i != 2:  # phi_v of an empty batch of (0, S) value vectors is an empty batch
+            add(f"phi-v-{i}", lambda v=v: river.phi_v(v))
+    add(
+        "sample-next-state-bools", lambda: river.sample_next_state(True, True, True, np.random.default_rng(0))
+    )
+    for i, v in enumerate(["1", float("nan"), None, 1j, True]):
+        add(f"normal-cdf-{i}", lambda v=v: acc.normal_cdf(v))
+        add(f"log-normal-cdf-{i}", lambda v=v: acc.log_normal_cdf(v))
+    add("audit-samples-complex", lambda: A.audit_samples(np.ones(100) * (1 + 9j), np.zeros(100)))
+    add("audit-samples-strings", lambda: A.audit_samples(np.array(["1"] * 10), np.zeros(10)))
+    add("guard-array-bound", lambda: SensitivityGuard(1.0, np.array([0.0]), 1.0))
+    add("guard-string-bound", lambda: SensitivityGuard("1", 0.0, 1.0))
+    add("guard-apply-lengths", lambda: SensitivityGuard(1.0, 0.0, 1.0).apply(np.ones((2, 3)) / 2, np.ones(3)))
+    add("guard-apply-complex", lambda: SensitivityGuard(1.0).apply(np.ones((2, 3)) * 1j))
     return calls
 
 

@@ -327,3 +327,24 @@ def test_rows_beyond_1e154_are_projected_not_zeroed():
         warnings.simplefilter("ignore")
         clipped, _ = SensitivityGuard(1.0).apply(x)
     np.testing.assert_allclose(clipped, [[0.0, 1.0], [0.0, 1.0], [0.6, -0.8]], rtol=1e-15)
+
+
+def test_guard_takes_real_bounds_and_matching_lengths():
+    """Fuzzing: SensitivityGuard(1.0, np.array([0.]), 1.0) was accepted, apply(ones((2, 3)), ones(3))
+    clipped three rewards for two rows, complex X lost its imaginary part."""
+    from privrl.exceptions import PrivacyParameterError
+
+    for bounds in ((1.0, np.array([0.0]), 1.0), ("1", 0.0, 1.0), (1.0, 0.0, None)):
+        with pytest.raises(PrivacyParameterError, match="must be"):
+            SensitivityGuard(*bounds)
+    g = SensitivityGuard(1.0, 0, 1)
+    assert (g.y_low, g.y_high) == (0.0, 1.0)
+    with pytest.raises(ShapeError, match=r"X must be \(n, d\) and y \(n,\)"):
+        g.apply(np.ones((2, 3)) / 2, np.ones(3))
+    with pytest.raises(TypeError, match="real numeric array"):
+        g.apply(np.ones((2, 3)) * 1j)
+    X = np.ones((2, 3))
+    with pytest.warns(SensitivityWarning):
+        Xc, yc = g.apply(X, [0.5, 2.0])
+    assert (X == 1.0).all() and np.linalg.norm(Xc, axis=1).max() <= 1.0  # a copy is clipped
+    assert yc.tolist() == [0.5, 1.0]

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from privrl.audit.intervals import _normal_quantile, _wilson, betainc, clopper_pearson
-from privrl.common.checks import check_pos_int, check_positive_real
+from privrl.common.checks import check_pos_int, check_positive_real, numeric_array
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.accounting import gaussian_epsilon
 from privrl.privacy.plans import ReleasePlan, statistic_worst_case
@@ -117,8 +117,8 @@ def _checked_samples(
     samples_a: Any, samples_b: Any, delta: float, confidence: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """The two sample sets as (n, outputs) float arrays, after checking shapes and parameters."""
-    a = np.asarray(samples_a, dtype=float)
-    b = np.asarray(samples_b, dtype=float)
+    # numeric_array: complex samples lost their imaginary part, strings were parsed (numpy's way)
+    a, b = numeric_array(samples_a, "samples_a"), numeric_array(samples_b, "samples_b")
     if a.ndim < 1 or b.ndim < 1 or a.shape[0] != b.shape[0] or a.shape[1:] != b.shape[1:]:
         raise PrivacyParameterError(f"samples must have equal shapes (n, ...), got {a.shape} and {b.shape}")
     n = a.shape[0]

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from privrl import _core
-from privrl.common.checks import check_int
+from privrl.common.checks import check_all_finite, check_int, numeric_array
 from privrl.common.errors import (
     AssumptionError,
     IndexRangeError,
@@ -263,6 +263,8 @@ class FiniteMDP:
 
     def sample_next_state(self, h: int, s: int, a: int, rng: np.random.Generator) -> int:
         """Draw s' ~ p_h(.|s,a) with one uniform (inverse-cdf on the precomputed row)."""
+        if any(isinstance(v, (bool, np.bool_)) for v in (h, s, a)):  # True was index 1
+            raise TypeError(f"(h, s, a) must be integers, got ({h!r}, {s!r}, {a!r})")
         h, s, a = (operator.index(v) for v in (h, s, a))  # TypeError for 1.5, "1", None
         if not (0 <= h < self.H and 0 <= s < self.S and 0 <= a < self.A):
             raise IndexRangeError(
@@ -367,8 +369,9 @@ class FiniteMDP:
 
     def initial_value(self, V: Any) -> float:
         """Expected value at the start, init_dist @ V[0]; V is (H+1, S) (or a single (S,) vector)."""
-        V = np.asarray(V, dtype=np.float64)
-        v0 = V if V.ndim == 1 else V[0]
-        if v0.shape != (self.S,):
+        # real and finite (NaN gave NaN, complex lost its imaginary part), one row at least
+        V = numeric_array(V, "V")
+        if V.shape[-1:] != (self.S,) or V.ndim not in (1, 2) or V.size == 0:
             raise ShapeError(f"V must have shape (H+1, S) or (S,) with S={self.S}, got {V.shape}")
+        v0 = check_all_finite(V if V.ndim == 1 else V[0], "V")
         return float(self.init_dist @ v0)

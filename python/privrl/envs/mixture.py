@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.checks import check_seed
+from privrl.common.checks import check_all_finite, check_seed, numeric_array
 from privrl.common.errors import AssumptionError, AssumptionWarning, ShapeError
 from privrl.envs.finite import (
     PROB_TOL,
@@ -184,7 +184,7 @@ class LinearMixtureMDP(FiniteMDP):
     # ---------------------------------------------------------------- value features
     def phi_v(self, v: Any) -> np.ndarray:
         """phi_v(s,a) = sum_s' phi(s'|s,a) v(s'): v (S,) -> (S, A, d); v (n, S) -> (n, S, A, d)."""
-        v = np.asarray(v, dtype=np.float64)
+        v = check_all_finite(numeric_array(v, "v"), "v")  # NaN gave NaN features, complex was truncated
         S, A, d = self.S, self.A, self.d
         if v.ndim == 1 and v.shape[0] == S:
             return (self.phi_v_matrix @ v).reshape(S, A, d)

@@ -9,6 +9,7 @@ from typing import Any
 from privrl.common.checks import (
     check_nonneg_real,
     check_positive_real,
+    check_real,
     checked,
     log_inverse,
 )
@@ -19,9 +20,18 @@ _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 _BISECT_ITERS = 200
 
 
+def _check_x(x: Any) -> float:
+    """A real argument of Phi: ``+-inf`` are its limits; NaN, strings, complex and bools are refused
+    (``normal_cdf("1")`` was 0.84, ``normal_cdf(nan)`` NaN)."""
+    v = check_real(x, "x")
+    if math.isnan(v):
+        raise PrivacyParameterError(f"x must be a real number, not NaN, got {x!r}")
+    return v
+
+
 def normal_cdf(x: float) -> float:
     """``Phi(x) = erfc(-x / sqrt 2) / 2`` (no cancellation in the lower tail)."""
-    return 0.5 * math.erfc(-float(x) / _SQRT2)
+    return 0.5 * math.erfc(-_check_x(x) / _SQRT2)
 
 
 def log_normal_cdf(x: float) -> float:
@@ -32,7 +42,11 @@ def log_normal_cdf(x: float) -> float:
     (Abramowitz & Stegun 26.2.12; truncation error < 1e-13 relative at ``x = -30``). For
     ``x > 5``, ``log1p(-Phi(-x))``.
     """
-    x = float(x)
+    return _log_phi(_check_x(x))
+
+
+def _log_phi(x: float) -> float:
+    """log_normal_cdf of a float already checked (the accountants' bisections call it)."""
     if x > 5.0:
         return math.log1p(-0.5 * math.erfc(x / _SQRT2))
     if x >= -30.0:
@@ -67,8 +81,8 @@ def gaussian_delta(epsilon: float, mu: float) -> float:
         return 1.0
     a = 0.5 * mu - epsilon / mu
     b = -0.5 * mu - epsilon / mu
-    la = log_normal_cdf(a)
-    lb = log_normal_cdf(b)
+    la = _log_phi(a)
+    lb = _log_phi(b)
     r = epsilon + lb - la
     if r >= 0.0:  # only by rounding; the exact value is < 0 for mu > 0
         return 0.0

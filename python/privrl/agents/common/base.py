@@ -22,7 +22,16 @@ import numpy as np
 
 from privrl import _core
 from privrl.agents.common.specs import GuardSpec
-from privrl.common.checks import check_choice, check_episodes, check_nonneg_real, check_seed, seed_bytes
+from privrl.common.checks import (
+    check_choice,
+    check_episodes,
+    check_nonneg_real,
+    check_positive_real,
+    check_real,
+    check_seed,
+    numeric_array,
+    seed_bytes,
+)
 from privrl.common.errors import (
     AssumptionError,
     CapacityError,
@@ -79,8 +88,9 @@ class SensitivityGuard:
 
     def __post_init__(self) -> None:
         check_choice(self.mode, ("clip", "reject"), "sensitivity mode")
-        if not (math.isfinite(self.x_bound) and self.x_bound > 0):
-            raise PrivacyParameterError(f"x_bound must be finite and > 0, got {self.x_bound!r}")
+        # real numbers only: an array y_low = np.array([0.]) was accepted (and compared elementwise)
+        self.x_bound = check_positive_real(self.x_bound, "x_bound")
+        self.y_low, self.y_high = check_real(self.y_low, "y_low"), check_real(self.y_high, "y_high")
         if not (self.y_low <= self.y_high):
             raise PrivacyParameterError(f"need y_low <= y_high, got [{self.y_low!r}, {self.y_high!r}]")
 
@@ -102,8 +112,13 @@ class SensitivityGuard:
 
     def apply(self, X: Any, y: Any = None) -> tuple[np.ndarray, np.ndarray | None]:
         """Rows of X (n, d) and entries of y (n,), clipped (or rejected) to the bounds."""
-        X = np.array(X, dtype=np.float64, ndmin=2, order="C")
-        yy = None if y is None else np.array(y, dtype=np.float64, ndmin=1, order="C")
+        # copies (the kernel clips in place), of real numbers only (complex lost its imaginary part)
+        X = np.array(numeric_array(X, "X"), ndmin=2, order="C")
+        yy = None if y is None else np.array(numeric_array(y, "y"), ndmin=1, order="C")
+        if X.ndim != 2 or (yy is not None and yy.shape != (X.shape[0],)):
+            raise ShapeError(
+                f"X must be (n, d) and y (n,), got shapes {X.shape} and {None if yy is None else yy.shape}"
+            )
         if not np.isfinite(X).all() or (yy is not None and not np.isfinite(yy).all()):
             raise NonFiniteError(
                 "user statistic contains NaN or inf: it cannot be brought inside "
