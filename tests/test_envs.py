@@ -794,7 +794,9 @@ def test_as_gymnasium_adapter():
     env = as_gymnasium(m)
     assert isinstance(env, gymnasium.Env)
     assert env.observation_space.n == 4 and env.action_space.n == 2
-    with pytest.raises(RuntimeError):
+    from privrl.exceptions import CapacityError
+
+    with pytest.raises(CapacityError, match=r"call reset\(\) before step\(\)"):  # a RuntimeError before
         env.step(0)
     obs, info = env.reset(seed=3)
     assert obs == 0 and info == {"h": 0}
@@ -805,7 +807,7 @@ def test_as_gymnasium_adapter():
         total += r
         assert term is False and trunc == (h == 4) and info["h"] == h + 1
         assert env.observation_space.contains(obs)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(CapacityError, match="the episode is over"):
         env.step(1)
     # seeded resets reproduce the episode
     obs, _ = env.reset(seed=3)
@@ -968,3 +970,39 @@ def test_values_and_indices_are_real_finite_and_integers():
     with pytest.raises(TypeError, match="must be integers"):
         m.sample_next_state(True, True, True, np.random.default_rng(0))
     assert m.initial_value(np.ones((4, 4))) == 1.0 and m.initial_value([1, 1, 1, 1]) == 1.0
+
+
+def test_from_gymnasium_refuses_a_table_outside_its_spaces_and_frozen_lake_a_bad_h():
+    """Fuzzing: a next state -1 silently became the last state, 5 of S = 2 was numpy's IndexError,
+    frozen_lake(H=inf) an OverflowError (int(H) before the check)."""
+    pytest.importorskip("gymnasium")
+    from privrl.envs import from_gymnasium, frozen_lake
+    from privrl.exceptions import IndexRangeError, PrivacyParameterError
+
+    class Table:
+        P = None
+
+        class observation_space:
+            n = 2
+
+        class action_space:
+            n = 1
+
+    class Env:
+        unwrapped = Table()
+
+    for bad, match in [(-1, "next state -1"), (5, "next state 5")]:
+        Table.P = {0: {0: [(1.0, bad, 0.0, False)]}, 1: {0: [(1.0, 0, 0.0, False)]}}
+        with pytest.raises(IndexRangeError, match=rf"P\[0\]\[0\] lists {match}: the states are 0..1"):
+            from_gymnasium(Env(), 2)
+    Table.P = {0: {0: [(1.0, 1.0, 0.0, False)]}, 1: {0: [(1.0, 0, 0.0, False)]}}
+    with pytest.raises(TypeError, match="not an integer"):
+        from_gymnasium(Env(), 2)
+    Table.P = {0: {3: [(1.0, 1, 0.0, False)]}, 1: {0: [(1.0, 0, 0.0, False)]}}
+    with pytest.raises(IndexRangeError, match=r"lists action 3: the actions are 0\.\.0"):
+        from_gymnasium(Env(), 2)
+    Table.P = {0: {0: [(1.0, 1, 0.0, False)]}, 1: {0: [(1.0, 0, 0.0, False)]}}
+    assert from_gymnasium(Env(), 2).P[0, 0, 0].tolist() == [0.0, 1.0]
+    for H in (float("inf"), float("nan"), 2.5, None):
+        with pytest.raises(PrivacyParameterError, match="H must be an integer >= 1"):
+            frozen_lake(H=H)

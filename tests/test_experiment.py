@@ -369,10 +369,11 @@ def test_bad_configs_name_the_key(bad, key):
 
 @pytest.mark.parametrize(
     "env",
-    [{"name": "RandomLinearMDP", "S": 2, "A": 2, "d": 2**40, "H": 2}],
+    [{"name": "RandomLinearMDP", "S": 2, "A": 2, "d": 2**40, "H": 2}, {"name": "FrozenLake", "H": INF}],
 )
 def test_an_environment_that_cannot_be_built_is_a_config_error_of_env(env):
-    """Fuzzing: a RandomLinearMDP of d = 2^40 asked numpy for 8 TiB (the dense-size check ignored d)."""
+    """Fuzzing: a RandomLinearMDP of d = 2^40 asked numpy for 8 TiB (the dense-size check ignored d),
+    FrozenLake of H = inf was an OverflowError."""
     with pytest.raises(ConfigError, match=r"^env: ") as err:
         sweep(env=env, agents={"J": {"algorithm": "UCRL-VTR", "privacy": "jdp"}}, episodes=5, progress=False)
     assert err.value.key == "env"

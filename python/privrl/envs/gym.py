@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from privrl.common.checks import check_pos_int
-from privrl.common.errors import AssumptionError, IndexRangeError, ShapeError
+from privrl.common.errors import AssumptionError, CapacityError, IndexRangeError, ShapeError
 from privrl.envs.finite import FiniteMDP, check_dense_size
 from privrl.envs.linear import LinearMDP, tabular_linear_mdp
 
@@ -117,13 +117,17 @@ def _table_arrays(
     P = np.zeros((S, A, S))
     R = np.zeros((S, A))
     terminal = np.zeros(S, dtype=bool)
-    for s, acts in table.items():
-        for a, transitions in acts.items():
-            for prob, ns, rew, term in transitions:
-                P[int(s), int(a), int(ns)] += float(prob)
-                R[int(s), int(a)] += float(prob) * float(scale(float(rew)))
+    for s_key, acts in table.items():
+        s = _table_index(s_key, S, "state", "P")
+        for a_key, transitions in acts.items():
+            a = _table_index(a_key, A, "action", f"P[{s}]")
+            for prob, ns_key, rew, term in transitions:
+                # next state -1 read P's last state, 5 of 2 states was numpy's IndexError
+                ns = _table_index(ns_key, S, "next state", f"P[{s}][{a}]")
+                P[s, a, ns] += float(prob)
+                R[s, a] += float(prob) * float(scale(float(rew)))
                 if term:
-                    terminal[int(ns)] = True
+                    terminal[ns] = True
     bad = (R < -1e-9) | (R > 1.0 + 1e-9)
     if bad.any():
         s, a = (int(i) for i in np.argwhere(bad)[0])
@@ -131,11 +135,26 @@ def _table_arrays(
             f"expected reward r(s={s}, a={a}) = {R[s, a]:.6g} of the gymnasium env is outside [0, 1] "
             "(rescale it with reward=...)"
         )
-    for s in np.nonzero(terminal)[0]:
-        P[s] = 0.0
-        P[s, :, s] = 1.0
-        R[s] = pad
+    for t in np.nonzero(terminal)[0]:
+        P[t] = 0.0
+        P[t, :, t] = 1.0
+        R[t] = pad
     return P, R, terminal
+
+
+def _table_index(value: Any, n: int, what: str, where: str) -> int:
+    """An index of a gymnasium transition table: an integer in 0..n-1 (IndexRangeError otherwise;
+    a float or a string is a TypeError: int() truncated them)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(
+            f"the gymnasium env's transition table {where} lists {what} {value!r}: not an integer"
+        )
+    if not 0 <= int(value) < n:
+        raise IndexRangeError(
+            f"the gymnasium env's transition table {where} lists {what} {int(value)}: "
+            f"the {'actions' if what == 'action' else 'states'} are 0..{n - 1}"
+        )
+    return int(value)
 
 
 def frozen_lake(H: int = 20, map_name: str = "4x4", is_slippery: bool = True) -> LinearMDP:
@@ -145,6 +164,7 @@ def frozen_lake(H: int = 20, map_name: str = "4x4", is_slippery: bool = True) ->
 
     ``map_name`` is one of gymnasium's maps ("4x4", "8x8") and ``is_slippery`` True or False
     (AssumptionError otherwise: a truthy "no" would silently build the slippery lake)."""
+    H = check_pos_int(H, "H")  # int(H) below: inf was an OverflowError
     gymnasium = _import_gymnasium()
     from gymnasium.envs.toy_text.frozen_lake import MAPS
 
@@ -159,9 +179,7 @@ def frozen_lake(H: int = 20, map_name: str = "4x4", is_slippery: bool = True) ->
     is_slippery = bool(is_slippery)
     env = gymnasium.make("FrozenLake-v1", map_name=map_name, is_slippery=is_slippery)
     try:
-        return from_gymnasium(
-            env, H, name=f"FrozenLake-v1(map={map_name}, slippery={is_slippery}, H={int(H)})"
-        )
+        return from_gymnasium(env, H, name=f"FrozenLake-v1(map={map_name}, slippery={is_slippery}, H={H})")
     finally:
         env.close()
 
@@ -185,7 +203,7 @@ def _adapter_class() -> Any:
         ``step`` takes the actions its ``Discrete(A)`` space contains: an int or a numpy integer
         (scalar or 0-d array) in 0..A-1; any other type, a float such as 1.0 included (gymnasium's
         ``Discrete.contains`` refuses it too), is a ShapeError, an integer out of range an
-        IndexRangeError."""
+        IndexRangeError; a step before ``reset`` or past the H steps a CapacityError."""
 
         def __init__(self, mdp: FiniteMDP) -> None:
             super().__init__()
@@ -205,9 +223,11 @@ def _adapter_class() -> Any:
 
         def step(self, action: Any) -> tuple[int, float, bool, bool, dict[str, Any]]:
             if self._h < 0:
-                raise RuntimeError("call reset() before step()")
+                raise CapacityError("call reset() before step(): no episode has started")
             if self._h >= self.mdp.H:
-                raise RuntimeError("the episode is over (horizon reached): call reset()")
+                raise CapacityError(
+                    f"the episode is over (its H = {self.mdp.H} steps are taken): call reset()"
+                )
             a = _action_index(action, self.mdp.A)
             h, s = self._h, self._s
             reward = float(self.mdp.R[h, s, a])
