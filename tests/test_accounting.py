@@ -624,3 +624,23 @@ def _set_at_construction(cal):
         for k, v in cal.to_dict().items()
         if not k.endswith("_used") and k not in ("beta_scale", "centre")
     }
+
+
+def test_accountant_refuses_losses_beyond_the_doubles():
+    """Fuzzing: add_gaussian(1.0, 1e-300) and add_gaussian(1e308, 1.0) then epsilon() raised
+    OverflowError ((Delta / sigma) ** 2); a Laplace entry of loss 1e300 next to a Gaussian one
+    overflowed rho the same way. A release whose loss is not a double is refused when added; a
+    composition that leaves the doubles when converted; a finite pure epsilon is still reported."""
+    P = a.PrivacyAccountant
+    for sens, sigma in ((1.0, 1e-300), (1e308, 1.0)):
+        with pytest.raises(PrivacyParameterError, match="overflows a double"):
+            P().add_gaussian(sens, sigma)
+    with pytest.raises(PrivacyParameterError, match="overflows a double"):
+        P().add_laplace(1e308, 1e-10)
+    two = P().add_gaussian(1e154, 1.0).add_gaussian(1e154, 1.0)
+    for convert in (lambda: two.epsilon(1e-5), lambda: two.delta(1.0)):
+        with pytest.raises(PrivacyParameterError, match="composition's mu overflows"):
+            convert()
+    assert P().add_laplace(1.0, 1e-300).epsilon(1e-5) == pytest.approx(1e300)
+    mixed = P().add_laplace(1.0, 1e-300).add_gaussian(1.0, 1.0)
+    assert mixed.epsilon(1e-5) == pytest.approx(1e300) and mixed.delta(1.0) == 1.0

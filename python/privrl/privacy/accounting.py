@@ -408,6 +408,29 @@ def tree_nodes_per_leaf(n_leaves: int) -> int:
 # ============================================================================================
 # Accountant
 # ============================================================================================
+def _sq(x: float) -> float:
+    return x * x
+
+
+def _check_ratio(value: float, what: str, ratio: float) -> None:
+    """Refuse a release whose privacy loss ``value`` is not a double (sigma = 1e-300 for a
+    sensitivity of 1 raised OverflowError in the conversions): it protects nothing."""
+    if not math.isfinite(value):
+        raise PrivacyParameterError(
+            f"{what} overflows a double (sensitivity / scale = {ratio:.3g}): noise this small "
+            "relative to the sensitivity protects nothing"
+        )
+
+
+def _finite(value: float, what: str) -> float:
+    """A composed privacy loss, refused when the composition left the doubles."""
+    if not math.isfinite(value):
+        raise PrivacyParameterError(
+            f"the composition's {what} overflows a double: its releases together protect nothing"
+        )
+    return value
+
+
 @dataclass
 class _Entry:
     kind: str  # "gaussian" | "laplace"
@@ -439,6 +462,7 @@ class PrivacyAccountant:
         s = check_nonneg_real(l2_sensitivity, "l2_sensitivity")
         sg = check_positive_real(sigma, "sigma")
         c = check_pos_int(count, "count")
+        _check_ratio(c * (s / sg) * (s / sg), "count (l2_sensitivity / sigma)^2", s / sg)
         self.entries.append(_Entry("gaussian", s, sg, c, str(label)))
         return self
 
@@ -448,6 +472,7 @@ class PrivacyAccountant:
         s = check_nonneg_real(l1_sensitivity, "l1_sensitivity")
         b = check_positive_real(scale, "scale")
         c = check_pos_int(count, "count")
+        _check_ratio(c * (s / b), "count l1_sensitivity / scale", s / b)
         self.entries.append(_Entry("laplace", s, b, c, str(label)))
         return self
 
@@ -455,8 +480,10 @@ class PrivacyAccountant:
     @property
     def mu(self) -> float:
         """GDP parameter of the Gaussian part (0 if none)."""
+        # products, not **: a sum past the doubles is inf here (** raised OverflowError), refused
+        # by the conversions (_finite)
         return math.sqrt(
-            sum(e.count * (e.sensitivity / e.scale) ** 2 for e in self.entries if e.kind == "gaussian")
+            sum(e.count * _sq(e.sensitivity / e.scale) for e in self.entries if e.kind == "gaussian")
         )
 
     @property
@@ -467,8 +494,8 @@ class PrivacyAccountant:
     @property
     def rho(self) -> float:
         """zCDP parameter of everything: ``mu^2 / 2 + sum_laplace c (Delta_1 / b)^2 / 2``."""
-        lap = sum(e.count * (e.sensitivity / e.scale) ** 2 for e in self.entries if e.kind == "laplace")
-        return 0.5 * self.mu**2 + 0.5 * lap
+        lap = sum(e.count * _sq(e.sensitivity / e.scale) for e in self.entries if e.kind == "laplace")
+        return 0.5 * _sq(self.mu) + 0.5 * lap
 
     @property
     def has_gaussian(self) -> bool:
@@ -486,22 +513,25 @@ class PrivacyAccountant:
                 check_delta_open(delta, "delta")
             return self.pure_epsilon
         dlt = check_delta_open(delta, "delta")
-        g = gaussian_epsilon(self.mu, dlt)
+        g = gaussian_epsilon(_finite(self.mu, "mu"), dlt)
         if not self.has_laplace:
             return g
-        return min(self.pure_epsilon + g, zcdp_epsilon(self.rho, dlt))
+        rho = self.rho  # inf: the zCDP route certifies nothing
+        return min(
+            _finite(self.pure_epsilon + g, "epsilon"),
+            zcdp_epsilon(rho, dlt) if math.isfinite(rho) else math.inf,
+        )
 
     def delta(self, epsilon: float) -> float:
         """Smallest delta this accountant certifies at ``epsilon``."""
         eps = check_nonneg_real(epsilon, "epsilon")
-        pe = self.pure_epsilon
+        pe, rho = _finite(self.pure_epsilon, "epsilon"), self.rho
+        zcdp = zcdp_delta(rho, eps) if math.isfinite(rho) else 1.0  # inf: it certifies nothing
         if not self.has_gaussian:
-            if eps >= pe:
-                return 0.0
-            return zcdp_delta(self.rho, eps)
-        cands = [zcdp_delta(self.rho, eps)] if self.has_laplace else []
+            return 0.0 if eps >= pe else zcdp
+        cands = [zcdp] if self.has_laplace else []
         if eps >= pe:
-            cands.append(gaussian_delta(eps - pe, self.mu))
+            cands.append(gaussian_delta(eps - pe, _finite(self.mu, "mu")))
         return min(cands) if cands else 1.0
 
     def method(self) -> str:
