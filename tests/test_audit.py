@@ -311,3 +311,24 @@ def test_audit_samples_refuses_complex_and_text_samples():
         A.audit_samples(np.ones(100) * (1 + 9j), np.zeros(100))
     with pytest.raises(TypeError, match="samples_b must be a real numeric array"):
         A.audit_samples(np.zeros(10), np.array(["1"] * 10))
+
+
+def test_betainc_refuses_parameters_it_cannot_answer():
+    """Fuzzing: betainc(1e308, 2, 0.5) was an OverflowError (lgamma), betainc(1e15, 1e15, 0.5) a bare
+    ArithmeticError, and I_0.5(1e14, 1e14) = 0.5 came out 0.80 (lgamma's cancellation)."""
+    from privrl.audit.intervals import BETAINC_MAX
+
+    for args in ((1e308, 2.0, 0.5), (1e15, 1e15, 0.5), (1e14, 1e14, 0.5), (2.0, 1e10, 0.5)):
+        with pytest.raises(PrivacyParameterError, match=r"betainc needs a, b <= 1e\+09"):
+            A.betainc(*args)
+    assert A.betainc(BETAINC_MAX, BETAINC_MAX, 0.5) == pytest.approx(0.5, abs=1e-6)
+
+
+def test_a_huge_noise_multiplier_is_refused_or_audits_to_zero():
+    """Fuzzing: audit_ldp_randomizer(noise_multiplier=1e300) was an OverflowError (sigma ** 2); now
+    the noise scale's limit refuses it as in the other shipped audits, and 1e200 (sigma^2 past the
+    doubles) audits to epsilon 0."""
+    with pytest.raises(PrivacyParameterError, match=r"sigma must be <= 1e300"):
+        A.audit_ldp_randomizer(n_trials=50, noise_multiplier=1e300)
+    res = A.audit_ldp_randomizer(n_trials=50, noise_multiplier=1e200)
+    assert res.effective_epsilon == 0.0 and not res.flagged

@@ -263,7 +263,8 @@ def _sym_inverse_variance(H: int, d: int, sigma: float, divisor: float) -> np.nd
     N(0, sigma^2) entries: off-diagonal variance 2 sigma^2 / c^2, diagonal 4 sigma^2 / c^2; the lower
     triangle repeats the upper one (weight 0: counted once)."""
     iu = np.triu(np.ones((d, d)), 1)
-    w = iu * (divisor**2 / (2 * sigma**2)) + np.eye(d) * (divisor**2 / (4 * sigma**2))
+    s2 = sigma * sigma  # not sigma**2: an OverflowError at sigma = 1e200 (its weights are 0 then)
+    w = iu * (divisor**2 / (2 * s2)) + np.eye(d) * (divisor**2 / (4 * s2))
     return np.broadcast_to(w, (H, d, d)).reshape(-1)
 
 

@@ -153,10 +153,10 @@ def audit_ucrl_vtr_tree(
     mu2 = (
         (np.sum(np.triu(off, 1) ** 2) + np.sum(np.einsum("hii->hi", dm) ** 2) / 2.0 + np.sum(dv**2))
         * n_nodes
-        / sigma**2
+        / (sigma * sigma)
     )
     per_release = np.concatenate(
-        [_sym_inverse_variance(H, d, sigma, cal.scale("sym_divisor")), np.full(H * d, 1.0 / sigma**2)]
+        [_sym_inverse_variance(H, d, sigma, cal.scale("sym_divisor")), np.full(H * d, 1.0 / (sigma * sigma))]
     )
     return audit_samples(
         sa,
@@ -218,7 +218,7 @@ def audit_ldp_randomizer(
     dm = np.einsum("hi,hj->hij", user_a.X, user_a.X) - np.einsum("hi,hj->hij", user_b.X, user_b.X)
     dv = user_a.X * user_a.y[:, None] - user_b.X * user_b.y[:, None]
     diag = np.einsum("hii->hi", dm)
-    mu2 = (np.sum(np.triu(dm, 1) ** 2) + np.sum(diag**2) / 2.0 + np.sum(dv**2)) / sigma**2
+    mu2 = (np.sum(np.triu(dm, 1) ** 2) + np.sum(diag**2) / 2.0 + np.sum(dv**2)) / (sigma * sigma)
     return audit_samples(
         draws(user_a),
         draws(user_b),
@@ -229,7 +229,10 @@ def audit_ldp_randomizer(
         effective_epsilon=gaussian_epsilon(math.sqrt(mu2), delta),
         name=f"UCRL-VTR LDP randomizer ({calibration}, {plan.sampler}, x{noise_multiplier:g} noise)",
         inverse_variance=np.concatenate(
-            [_sym_inverse_variance(H, d, sigma, cal.scale("sym_divisor")), np.full(H * d, 1.0 / sigma**2)]
+            [
+                _sym_inverse_variance(H, d, sigma, cal.scale("sym_divisor")),
+                np.full(H * d, 1.0 / (sigma * sigma)),
+            ]
         ),
         gaussian=True,
     )
