@@ -295,3 +295,43 @@ def test_release_plan_on_every_agent():
             assert agent.guards[s.name].x_bound == s.x_bound
         for f in plan.families:
             assert getattr(agent.calibration, f.scale_key) is not None
+
+
+def test_plan_functions_refuse_bad_scales_names_and_bounds():
+    """Fuzzing: plan_mu(plan, {}) was a KeyError, zero scales a ZeroDivisionError, statistic('x') /
+    family('x') KeyErrors, with_statistic(x_bound=1e308) an OverflowError in the worst case and
+    with_statistic(dim=0) an IndexError."""
+    from privrl.exceptions import PrivacyParameterError
+    from privrl.privacy.plans import plan_pure_epsilon
+
+    agent = UCRLVTR(
+        RandomLinearMixtureMDP(S=4, A=2, d=3, H=3, seed=0), JointDP(1.0, 1e-5), episodes=20, seed=0
+    )
+    plan, scales = agent.release_plan(), agent.calibration.to_dict()
+    name = plan.statistics[0].name
+    for bad, match in [
+        ({}, r"scales has no noise scale for \['sigma_B'"),
+        ({"sigma_B": 0.0, "sigma_g": 0.0}, r"scales\['sigma_B'\] must be finite and > 0"),
+        ({"sigma_B": 1.0, "sigma_g": float("nan")}, r"scales\['sigma_g'\] must be finite and > 0"),
+        ({"sigma_B": "1", "sigma_g": 1.0}, r"scales\['sigma_B'\] must be a real number"),
+        ({"sigma_B": 1e-200, "sigma_g": 1.0}, "overflows a double"),
+    ]:
+        for f in (plan_mu, lambda p, s: statistic_worst_case(p, name, s), plan_pure_epsilon):
+            if f is plan_pure_epsilon and match == "overflows a double":
+                assert f(plan, bad) > 1e199  # linear in 1 / scale: finite
+                continue
+            with pytest.raises(PrivacyParameterError, match=match):
+                f(plan, bad)
+    for lookup in (plan.statistic, plan.family):
+        with pytest.raises(PrivacyParameterError, match="the plan has no"):
+            lookup("x")
+    with pytest.raises(PrivacyParameterError, match="overflows a double"):
+        plan_mu(plan.with_statistic(name, x_bound=1e308), scales)
+    for change, match in [
+        ({"dim": 0}, "dim must be an integer >= 1"),
+        ({"x_bound": 0.0}, "x_bound must be finite and > 0"),
+        ({"y_low": 5.0}, "need y_low <= y_high"),
+    ]:
+        with pytest.raises(PrivacyParameterError, match=match):
+            plan.with_statistic(name, **change)
+    assert plan_mu(plan.with_statistic(name, x_bound=4.0), scales) > plan_mu(plan, scales) > 0

@@ -49,6 +49,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from privrl.common.checks import check_pos_int, check_positive_real, check_real
+from privrl.common.errors import PrivacyParameterError
 from privrl.kernels.continual import DEFAULT_GRID_BITS
 
 __all__ = [
@@ -156,13 +158,17 @@ class ReleasePlan:
         for s in self.statistics:
             if s.name == name:
                 return s
-        raise KeyError(name)
+        raise PrivacyParameterError(  # a bare KeyError before
+            f"the plan has no statistic {name!r}; its statistics: {[s.name for s in self.statistics]}"
+        )
 
     def family(self, name: str) -> ReleasedFamily:
         for f in self.families:
             if f.name == name:
                 return f
-        raise KeyError(name)
+        raise PrivacyParameterError(
+            f"the plan has no released family {name!r}; its families: {[f.name for f in self.families]}"
+        )
 
     @property
     def scale_keys(self) -> tuple[str, ...]:
@@ -175,8 +181,20 @@ class ReleasePlan:
 
     def with_statistic(self, name: str, **changes: Any) -> ReleasePlan:
         """A copy with one statistic's bounds changed (tests and what-if reports)."""
-        stats = tuple(replace(s, **changes) if s.name == name else s for s in self.statistics)
-        return replace(self, statistics=stats)
+        old = self.statistic(name)
+        checks = {
+            "dim": check_pos_int,
+            "x_bound": check_positive_real,
+            "y_low": check_real,
+            "y_high": check_real,
+        }
+        changes = {
+            k: checks[k](v, k) if k in checks else v for k, v in changes.items()
+        }  # dim=0 was IndexError
+        new = replace(old, **changes)
+        if not new.y_low <= new.y_high:
+            raise PrivacyParameterError(f"need y_low <= y_high, got [{new.y_low!r}, {new.y_high!r}]")
+        return replace(self, statistics=tuple(new if s is old else s for s in self.statistics))
 
 
 def law_factor(f: ReleasedFamily) -> float:
@@ -206,7 +224,7 @@ def _weights(plan: ReleasePlan, stat: UserStatistic, scales: Mapping[str, float]
     for f in plan.families:
         if f.statistic != stat.name:
             continue
-        w = (f.multiplier * law_factor(f)) ** 2 / float(scales[f.scale_key]) ** 2
+        w = _sq(f.multiplier * law_factor(f) / scales[f.scale_key])  # 1e-200 ** 2 underflowed to 0
         if f.is_matrix:
             wo += w
         else:
@@ -218,9 +236,14 @@ def statistic_worst_case(plan: ReleasePlan, name: str, scales: Mapping[str, floa
     """Exact worst case over neighbouring users of one step's joint release for statistic ``name``
     (see the module comment), with the noise scales ``scales`` (calibration key -> scale)."""
     stat = plan.statistic(name)
-    wo, ws = _weights(plan, stat, scales)
+    wo, ws = _weights(plan, stat, _checked_scales(plan, scales))
     R = stat.x_bound
-    A, S = wo * R**4, ws * R**2
+    A, S = wo * _sq(_sq(R)), ws * _sq(R)  # products: x_bound = 1e308 raised OverflowError in R**4
+    if not all(math.isfinite(v) for v in (A, S * _sq(stat.y_low), S * _sq(stat.y_high))):
+        raise PrivacyParameterError(
+            f"the worst case of statistic {name!r} overflows a double (x_bound = {R:g}, y in "
+            f"[{stat.y_low:g}, {stat.y_high:g}]): bounds this large protect nothing"
+        )
     value, (a, b, c, y, yp) = _maximise(A, S, stat.y_low, stat.y_high, stat.dim >= 2)
     x = np.zeros(stat.dim)
     xp = np.zeros(stat.dim)
@@ -231,13 +254,37 @@ def statistic_worst_case(plan: ReleasePlan, name: str, scales: Mapping[str, floa
     return WorstCase(value, x, y, xp, yp)
 
 
+def _sq(x: float) -> float:
+    return float(x) * float(x)
+
+
+def _checked_scales(plan: ReleasePlan, scales: Mapping[str, float]) -> dict[str, float]:
+    """The plan's noise scales from ``scales`` (calibration key -> scale; other keys ignored), each
+    a real > 0 (a missing key was a bare KeyError, a zero scale a ZeroDivisionError)."""
+    if not isinstance(scales, Mapping):
+        raise TypeError(
+            f"scales must be a mapping of calibration key -> noise scale, got {type(scales).__name__}"
+        )
+    missing = [k for k in plan.scale_keys if k not in scales]
+    if missing:
+        raise PrivacyParameterError(
+            f"scales has no noise scale for {missing} (the plan's keys: {list(plan.scale_keys)})"
+        )
+    return {k: check_positive_real(scales[k], f"scales[{k!r}]") for k in plan.scale_keys}
+
+
 def plan_mu(plan: ReleasePlan, scales: Mapping[str, float]) -> float:
     """The GDP parameter of the whole Gaussian release of one user: every step, every statistic."""
+    scales = _checked_scales(plan, scales)
     total = 0.0
     for stat in plan.statistics:
         fams = [f for f in plan.families if f.statistic == stat.name]
         if fams:
             total += fams[0].instances * statistic_worst_case(plan, stat.name, scales).value
+    if not math.isfinite(total):
+        raise PrivacyParameterError(
+            "the release's mu^2 overflows a double: noise scales this small protect nothing"
+        )
     return math.sqrt(total)
 
 
@@ -284,9 +331,8 @@ def plan_rounding_epsilon(plan: ReleasePlan) -> float:
 
 def plan_pure_epsilon(plan: ReleasePlan, scales: Mapping[str, float]) -> float:
     """Simple composition of the Laplace releases of one user: ``sum_f instances * draws * L1_f / b_f``."""
-    return sum(
-        f.instances * f.l1_multiplier * f.l1_sensitivity / float(scales[f.scale_key]) for f in plan.families
-    )
+    scales = _checked_scales(plan, scales)
+    return sum(f.instances * f.l1_multiplier * f.l1_sensitivity / scales[f.scale_key] for f in plan.families)
 
 
 # ------------------------------------------------------------------------------------------
