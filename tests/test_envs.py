@@ -1006,3 +1006,13 @@ def test_from_gymnasium_refuses_a_table_outside_its_spaces_and_frozen_lake_a_bad
     for H in (float("inf"), float("nan"), 2.5, None):
         with pytest.raises(PrivacyParameterError, match="H must be an integer >= 1"):
             frozen_lake(H=H)
+
+
+def test_bandit_regret_refuses_contexts_and_arms_of_other_lengths():
+    """Fuzzing: regret([0, 1, 2], [0, 1]) was numpy's IndexError ("shape mismatch")."""
+    from privrl.envs import ContextualBandit
+
+    env = ContextualBandit(np.eye(3)[:2] * 0.5, np.array([[0.1, 0.9], [0.8, 0.2]]))
+    with pytest.raises(ShapeError, match=r"contexts and arms must have one shape .* \(3,\) and \(2,\)"):
+        env.regret([0, 1, 1], [0, 1])
+    assert np.allclose(env.regret([0, 1, 1], 1), [0.0, 0.6, 0.6])  # one arm for every context

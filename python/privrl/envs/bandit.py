@@ -149,6 +149,12 @@ class ContextualBandit:
         """Exact regret of playing ``arms`` on ``contexts`` (index arrays; an index outside
         0..S-1 / 0..A-1, or not an integer, is refused rather than wrapped from the end)."""
         s, a = _indices(contexts, self.S, "contexts"), _indices(arms, self.A, "arms")
+        try:  # lengths 3 and 2 were numpy's IndexError ("shape mismatch")
+            np.broadcast_shapes(s.shape, a.shape)
+        except ValueError:
+            raise ShapeError(
+                f"contexts and arms must have one shape (one arm per context), got {s.shape} and {a.shape}"
+            ) from None
         return self.best_means()[s] - self.means[s, a]
 
     def check_policy(self, policy: Any) -> np.ndarray:
