@@ -734,6 +734,18 @@ def test_gymnasium_env_in_a_sweep_config():
         assert len(df) == 1 and df.env.iloc[0].startswith("CliffWalking")
 
 
+def test_summarize_refuses_what_is_not_a_results_table():
+    """Fuzzing: summarize(pd.DataFrame()) was a KeyError 'study'."""
+    from privrl.experiment import summarize
+
+    for bad, missing in [(pd.DataFrame(), "study"), (pd.DataFrame({"regret": [1.0]}), "study, agent")]:
+        with pytest.raises(ConfigError, match=f"^df: not a privrl results table: no column {missing}"):
+            summarize(bad)
+    for bad_df, bad_manifest in [(None, None), (pd.DataFrame(), [])]:
+        with pytest.raises(TypeError, match="must be"):
+            summarize(bad_df, bad_manifest)
+
+
 def test_report_table_shows_infinite_epsilon(tmp_path, capsys):
     """The tight LSVI-UCB noise at eps = 10 cannot be certified by the paper's argument: the summary
     shows that epsilon as inf (the manifest stores the string "inf"), not as missing."""

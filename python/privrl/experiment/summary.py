@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
 
+from privrl.common.errors import ConfigError
+
 __all__ = ["GROUP", "curves", "fit_slope", "report", "summarize", "verdict"]
 
 # One curve / table row per (study, agent, privacy model, epsilon); seeds are aggregated.
@@ -98,11 +100,22 @@ def _first_number(values: Any) -> float:
     return math.nan
 
 
+#: The results-table columns summarize reads.
+_USED = (*GROUP, "algorithm", "seed", "run_id", "episode", "regret", "wall_time")
+
+
 def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
     """One row per (study, agent, privacy, epsilon): algorithm, seeds, K, final regret mean and std,
     slope of log R vs log K (of the seed-mean curve), mean wall time per run, the noise scale used
     (sigma_B for UCRL-VTR, sigma_Lambda for LSVI-UCB, ...), the beta used, and the epsilon the
     releases spend under the paper's argument (eps_paper) and the tight accountant (eps_tight)."""
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a privrl results table (a pandas DataFrame), got {type(df).__name__}")
+    if manifest is not None and not isinstance(manifest, dict):
+        raise TypeError(f"manifest must be a dict (load_manifest) or None, got {type(manifest).__name__}")
+    missing = [c for c in _USED if c not in df]
+    if missing:  # summarize(pd.DataFrame()) was a KeyError 'study'
+        raise ConfigError("df", f"not a privrl results table: no column {', '.join(missing)}")
     runs = (manifest or {}).get("runs", {})
     rows = []
     for key, part in df.groupby(GROUP, sort=False, dropna=False):
