@@ -164,3 +164,28 @@ def test_release_plan_refuses_a_bad_horizon_or_kind(kw, needle):
     with pytest.raises(PrivacyParameterError, match=needle):
         release_plan(**args)
     assert release_plan("jdp", False, H=3, K=100, d=3).H == 3
+
+
+def test_a_radius_whose_square_overflows_is_refused_at_construction():
+    # beta_scale = 1e160 under the paper / tight / practical rules built, then the first release
+    # failed with a NonFiniteError about the inverse (beta^2 Lambda~^{-1} = inf); the adaptive
+    # rule saturates its radius (MAX_RADIUS) and runs
+    import warnings
+
+    from privrl.agents import UCRLVTR, UCRLVTRPlus
+    from privrl.envs import RiverSwimMixture
+    from privrl.exceptions import PrivacyParameterError
+    from privrl.privacy import JointDP, NonPrivate
+
+    mix = RiverSwimMixture(S=4, H=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for cls in (UCRLVTR, UCRLVTRPlus):
+            for privacy in (JointDP(1, 1e-5, calibration="paper"), NonPrivate(calibration="practical")):
+                for kw in ({"beta_scale": 1e160}, {"beta": 1e300}):
+                    with pytest.raises(PrivacyParameterError, match=r"too large: .*\^2 / lam overflows"):
+                        cls(mix, privacy, episodes=5, seed=0, **kw)
+                agent = cls(mix, privacy, episodes=5, seed=0, beta_scale=1e50)
+                assert np.isfinite(privrl.run(agent, mix, seed=0).final_regret)
+            agent = cls(mix, JointDP(1, 1e-5), episodes=5, seed=0, beta_scale=1e160)
+            assert np.isfinite(privrl.run(agent, mix, seed=0).final_regret)

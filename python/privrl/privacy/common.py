@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -286,15 +287,29 @@ def _tight_scales(plan: ReleasePlan, epsilon: float, delta: float) -> tuple[tupl
     target = plan_target(plan, epsilon, delta)
     if plan.noise == "laplace":
         t = plan_pure_epsilon(plan, ratios) / target
-        return tuple((k, r * t) for k, r in ratios.items())
+        scales = _at_most(lambda s: plan_pure_epsilon(plan, s), {k: r * t for k, r in ratios.items()}, target)
+        return tuple(scales.items())
     t = plan_mu(plan, ratios) / target
-    return tuple(_pareto_tighten(plan, {k: r * t for k, r in ratios.items()}, target).items())
+    scales = _at_most(lambda s: plan_mu(plan, s), {k: r * t for k, r in ratios.items()}, target)
+    return tuple(_pareto_tighten(plan, scales, target).items())
+
+
+def _at_most(measure: Callable[[dict[str, float]], float], scales: dict[str, float], target: float) -> dict:
+    """`scales` raised by 2^-50 (relative) steps until their composed loss (epsilon or mu, which
+    falls as they grow) is at most `target`: the division reaches the target only up to rounding,
+    and a composition one ulp above it certified delta = 1 at the target epsilon."""
+    for _ in range(64):
+        if measure(scales) <= target:
+            break
+        scales = {k: v * (1.0 + 2.0**-50) for k, v in scales.items()}
+    return scales
 
 
 def _pareto_tighten(plan: ReleasePlan, scales: dict[str, float], target: float) -> dict[str, float]:
     """Lower each scale to the smallest factor (bisection in log scale, 40 steps) that keeps
-    ``plan_mu <= target`` (up to rounding); a scale whose family moves at the worst case stays."""
-    tol = target * (1.0 + 1e-12)
+    ``plan_mu <= target`` (the scales given meet it); a scale whose family moves at the worst case
+    stays."""
+    tol = target
 
     def mu_at(key: str, f: float) -> float:
         return plan_mu(plan, {**scales, key: scales[key] * f})

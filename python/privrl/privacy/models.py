@@ -27,7 +27,10 @@ __all__ = ["NonPrivate", "JointDP", "LocalDP", "CALIBRATIONS", "MECHANISMS", "SA
 class NonPrivate:
     """No privacy: the non-private algorithms (all noise terms zero).
 
-    ``p`` is the regret failure probability used for the confidence widths. ``calibration``:
+    ``p`` is the regret failure probability of the confidence widths under ``"paper"`` and
+    ``"practical"``; under ``"adaptive"`` it has no effect here (the adaptive widths are counted
+    in standard deviations, and p enters only the privacy noise's high-probability bounds, which
+    are zero without noise). ``calibration``:
     ``"adaptive"`` (default: the adaptive regret side with no noise, privrl.privacy.adaptive, the
     eps -> inf member of the default private agents), ``"practical"`` (the practical regret side
     with no noise, privrl.privacy.practical) or ``"paper"`` ("tight" is the same: the theorems'

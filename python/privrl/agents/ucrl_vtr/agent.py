@@ -5,6 +5,7 @@ MDP with optimistic (or sampled) planning on the user's side; non-private, JDP (
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from privrl.agents.common.specs import (
 )
 from privrl.agents.ucrl_vtr import calibration as privacy_of
 from privrl.common.checks import as_f64, check_choice
+from privrl.common.errors import PrivacyParameterError
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.mixture import LinearMixtureMDP
@@ -141,6 +143,22 @@ class UCRLVTR(Agent):
                 episodes=self.K,
             )
         )
+        self._check_radii(cal)
+
+    def _check_radii(self, cal: Any) -> None:
+        """Refuse a radius whose square over lam overflows a double: the exploration matrix
+        beta^2 Lambda~^{-1} would be inf at the first release (beta_scale = 1e160 under the paper's
+        calibration failed there with a NonFiniteError about the inverse)."""
+        plus = self._plus()
+        radii = [("beta", self.beta)]
+        if plus is not None:
+            radii += [("beta_check", plus[0]), ("beta_tilde", plus[1])]
+        for name, r in radii:
+            if not math.isfinite(r * r / cal.lam):
+                raise PrivacyParameterError(
+                    f"the radius {name} = {r:.6g} is too large: {name}^2 / lam overflows a double (the "
+                    "exploration matrix); pass a smaller beta_scale or beta"
+                )
 
     @classmethod
     def accepts(cls, env: Any) -> str | None:
