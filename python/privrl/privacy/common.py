@@ -290,8 +290,7 @@ def _tight_scales(plan: ReleasePlan, epsilon: float, delta: float) -> tuple[tupl
         scales = _at_most(lambda s: plan_pure_epsilon(plan, s), {k: r * t for k, r in ratios.items()}, target)
         return tuple(scales.items())
     t = plan_mu(plan, ratios) / target
-    scales = _at_most(lambda s: plan_mu(plan, s), {k: r * t for k, r in ratios.items()}, target)
-    return tuple(_pareto_tighten(plan, scales, target).items())
+    return tuple(_pareto_tighten(plan, {k: r * t for k, r in ratios.items()}, target).items())
 
 
 def _at_most(measure: Callable[[dict[str, float]], float], scales: dict[str, float], target: float) -> dict:
@@ -307,16 +306,17 @@ def _at_most(measure: Callable[[dict[str, float]], float], scales: dict[str, flo
 
 def _pareto_tighten(plan: ReleasePlan, scales: dict[str, float], target: float) -> dict[str, float]:
     """Lower each scale to the smallest factor (bisection in log scale, 40 steps) that keeps
-    ``plan_mu <= target`` (the scales given meet it); a scale whose family moves at the worst case
-    stays."""
+    ``plan_mu <= target`` exactly (the scales given reach it up to rounding: raised to meet it
+    before a scale is lowered); a scale whose family moves at the worst case stays."""
     tol = target
 
     def mu_at(key: str, f: float) -> float:
         return plan_mu(plan, {**scales, key: scales[key] * f})
 
     for key in plan.scale_keys:
-        if mu_at(key, 0.999) > tol:
+        if mu_at(key, 0.999) > target * (1.0 + 1e-12):
             continue  # the family moves at the worst case: its noise is needed
+        scales = _at_most(lambda s: plan_mu(plan, s), scales, target)
         lo, hi = math.log(1e-6), math.log(0.999)
         for _ in range(40):
             mid = 0.5 * (lo + hi)
