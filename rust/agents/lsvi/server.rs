@@ -169,13 +169,13 @@ impl super::LsviAgent {
         if self.pi.iter().any(|&x| x >= a) {
             return bad("policy (an action out of range)");
         }
-        for (name, v) in [("moments", &srv.reward_sq), ("counts", &srv.next_count)] {
-            if !v.is_empty() && v.len() != if name == "moments" { h * d } else { h * s * d } {
-                return bad(name);
-            }
-        }
-        if srv.next_reward.len() != srv.next_count.len() {
-            return bad("counts");
+        // the one-hot adaptive agent's moments: none, or H x d and H x S x d (twice)
+        let kept = |v: &[f64], n: usize| v.is_empty() || v.len() == n;
+        if !kept(&srv.reward_sq, h * d)
+            || !kept(&srv.next_count, h * s * d)
+            || srv.next_reward.len() != srv.next_count.len()
+        {
+            return bad("target moments");
         }
         let dims = srv.exact.iter().map(|m| m.dim());
         let trees = srv
