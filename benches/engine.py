@@ -221,9 +221,7 @@ def learn_vs_run(K: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="K <= 5000 per workload")
-    ap.add_argument(
-        "--reference-episodes", type=int, default=200, help="0 skips the numpy references"
-    )
+    ap.add_argument("--reference-episodes", type=int, default=200, help="0 skips the numpy references")
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--json", help="also write the rows here")
     ap.add_argument(
