@@ -332,3 +332,16 @@ def test_a_huge_noise_multiplier_is_refused_or_audits_to_zero():
         A.audit_ldp_randomizer(n_trials=50, noise_multiplier=1e300)
     res = A.audit_ldp_randomizer(n_trials=50, noise_multiplier=1e200)
     assert res.effective_epsilon == 0.0 and not res.flagged
+
+
+def test_audits_take_real_outputs_of_a_size_they_can_square():
+    # A complex output lost its imaginary part; outputs near 1e200 overflowed the projections and
+    # variances (numpy's warning, and mu came out 0 whatever the shift).
+    from privrl.audit import audit_lsvi_u_release, audit_mechanism
+
+    with pytest.raises(TypeError, match="real numeric array"):
+        audit_mechanism(lambda x, s: np.array([x + 1j]), 0.0, 1.0, 10)
+    with pytest.raises(PrivacyParameterError, match="rescale them"):
+        audit_lsvi_u_release(noise_multiplier=1e200, n_trials=20)
+    with pytest.raises(PrivacyParameterError, match="rescale them"):
+        audit_mechanism(lambda x, s: np.array([1e200 * (x + 1.0)]), 0.0, 1.0, 10)

@@ -21,8 +21,9 @@ u-release of Alg. 2); issue 6, item 5.
 # little noise) gives eps_lb above the claim.
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -111,6 +112,20 @@ def _eps_lb(tpr_lb: float, fpr_ub: float, delta: float) -> float:
     if tpr_lb <= delta or fpr_ub <= 0.0:
         return 0.0 if tpr_lb <= delta else math.inf
     return max(0.0, math.log((tpr_lb - delta) / fpr_ub))
+
+
+@contextlib.contextmanager
+def _overflow_refused() -> Iterator[None]:
+    """The audit's projections and variances square the outputs: one that overflows (outputs near
+    1e200 gave numpy's warning, then mu = 0 whatever the shift) is refused."""
+    with np.errstate(over="raise"):
+        try:
+            yield
+        except FloatingPointError:
+            raise PrivacyParameterError(
+                "the samples overflow the audit's statistics (their squares pass the doubles): rescale "
+                "them (the audit does not depend on the outputs' unit)"
+            ) from None
 
 
 def _checked_samples(
@@ -205,7 +220,8 @@ def audit_samples(
                 raise PrivacyParameterError("inverse_variance must be one finite weight >= 0 per output")
             v = v * w
             stat = "whitened likelihood-ratio statistic (Sigma^-1 times the exact noiseless difference)"
-    sa, sb = a @ v, b @ v
+    with _overflow_refused():
+        sa, sb = a @ v, b @ v
     train_a, test_a = sa[:half], sa[half:]
     train_b, test_b = sb[:half], sb[half:]
     alpha = 1.0 - confidence
@@ -221,7 +237,8 @@ def audit_samples(
     _, fpr_ub = clopper_pearson(fp, m, alpha / 2.0)
     eps_lb = _eps_lb(tpr_lb, fpr_ub, delta)
     threshold = t if orient == "a>" else -t
-    gdp = _gdp_bound(sa, sb, delta, confidence) if gaussian else (None, None, None)
+    with _overflow_refused():
+        gdp = _gdp_bound(sa, sb, delta, confidence) if gaussian else (None, None, None)
     return AuditResult(
         name=name,
         epsilon_lower_bound=eps_lb,
@@ -293,11 +310,12 @@ def audit_mechanism(
     if check_pos_int(n_trials, "n_trials") < 4:
         raise PrivacyParameterError(f"n_trials must be an int >= 4, got {n_trials!r}")
     rng = _seed_stream(seed)
+    # numeric_array: a complex output lost its imaginary part (np.asarray(..., float))
     out_a = np.stack(
-        [np.asarray(mechanism_fn(neighbour_a, rng.bytes(32)), dtype=float) for _ in range(int(n_trials))]
+        [numeric_array(mechanism_fn(neighbour_a, rng.bytes(32)), "output") for _ in range(int(n_trials))]
     )
     out_b = np.stack(
-        [np.asarray(mechanism_fn(neighbour_b, rng.bytes(32)), dtype=float) for _ in range(int(n_trials))]
+        [numeric_array(mechanism_fn(neighbour_b, rng.bytes(32)), "output") for _ in range(int(n_trials))]
     )
     return audit_samples(
         out_a,
