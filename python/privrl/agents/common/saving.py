@@ -116,13 +116,18 @@ def _plain(value: Any) -> bool:
     return False
 
 
-def _rebuild_env(cls: Any, state: Any) -> Any:
-    """An environment of privrl's class `cls` with the saved attributes (see _AgentPickler)."""
+def _environment_bases() -> tuple[type, ...]:
+    """privrl's environment base classes: what an agent's environment is saved as, and rebuilt from."""
     from privrl.envs.bandit import ContextualBandit
     from privrl.envs.features import FeatureMap
     from privrl.envs.finite import FiniteMDP
 
-    if not (isinstance(cls, type) and issubclass(cls, (FiniteMDP, FeatureMap, ContextualBandit))):
+    return (FiniteMDP, FeatureMap, ContextualBandit)
+
+
+def _rebuild_env(cls: Any, state: Any) -> Any:
+    """An environment of privrl's class `cls` with the saved attributes (see _AgentPickler)."""
+    if not (isinstance(cls, type) and issubclass(cls, _environment_bases())):
         raise SaveFormatError(f"saved agent rebuilds an environment of {cls!r}, not a privrl environment")
     if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
         raise SaveFormatError("saved agent rebuilds an environment from a state that is not a dict")
@@ -139,11 +144,7 @@ class _AgentPickler(pickle.Pickler):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        from privrl.envs.bandit import ContextualBandit
-        from privrl.envs.features import FeatureMap
-        from privrl.envs.finite import FiniteMDP
-
-        self._envs = (FiniteMDP, FeatureMap, ContextualBandit)  # resolved once, not per object
+        self._envs = _environment_bases()  # resolved once, not per object
 
     def reducer_override(self, obj: Any) -> Any:
         if not isinstance(obj, self._envs) or _ours(type(obj)):
