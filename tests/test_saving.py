@@ -321,3 +321,20 @@ def test_a_corrupted_rust_state_is_refused_or_runs_never_a_panic():
             except (PrivrlError, TypeError, ValueError):
                 outcomes["failed cleanly"] += 1
     assert outcomes["refused"] > 0 and outcomes["ran"] > 0
+
+
+@pytest.mark.parametrize("cls, env, privacy", CASES)
+def test_copy_copy_is_an_independent_agent_on_the_same_environment(cls, env, privacy):
+    # copy.copy used to share the Rust state: running the copy moved the original, and two runs
+    # branched from one checkpoint stepped one agent.
+    agent = cls(env, privacy, episodes=12, seed=3)
+    privrl.run(agent, env, episodes=4, seed=1, progress=False)
+    twin = copy.copy(agent)
+    assert twin.env is agent.env and twin._core is not agent._core
+    before = agent.policy().copy()
+    mine = privrl.run(twin, env, episodes=5, seed=2, progress=False)
+    assert agent.k == 4 and np.array_equal(agent.policy(), before)
+    theirs = privrl.run(agent, env, episodes=5, seed=2, progress=False)
+    assert twin.k == agent.k == 9
+    assert np.array_equal(mine.regret, theirs.regret)
+    assert np.array_equal(twin.policy(), agent.policy())

@@ -12,6 +12,7 @@ saving and the privacy report, and nothing of the episode's arithmetic.
 from __future__ import annotations
 
 import abc
+import copy
 import math
 import os
 import warnings
@@ -282,6 +283,12 @@ class Agent(abc.ABC):
         for guard, clipped in zip(self.guards.values(), self._core.clips, strict=False):
             if clipped != guard.clipped:
                 guard.count(clipped, stacklevel=4)
+
+    def __copy__(self) -> Agent:
+        """``copy.copy(agent)``: an independent agent (its own Rust state, guards and streams) on the
+        same environment object. A shallow copy would share the Rust state, and two runs would step
+        one agent."""
+        return copy.deepcopy(self, {id(self.env): self.env})
 
     def __repr__(self) -> str:
         env = getattr(self.env, "name", type(self.env).__name__)
