@@ -144,7 +144,8 @@ class LSVIUCB(Agent):
         (adaptive) one it is in posterior standard deviations (1: one std; the bonus and the
         sampling draw's scale). calibration.beta_used records the radius in use.
     ties : "random" (from the agent's seed) or "lowest".
-    lam : the ridge regularizer lambda (default None: App. D's d). Regret side only.
+    lam : the ridge regularizer lambda (default None: 1 under the default (adaptive) calibration,
+        App. D's d under the others). Regret side only.
     sensitivity : "clip" or "reject" user data outside ||phi|| <= 1, r in [0, 1]. V_{h+1} is
         projected on [0, H], so one user moves u by at most 2(H+1) (the sensitivity behind sigma_u).
     planning : "auto" (from counts once more users than states are stored), "per_sample" or

@@ -231,11 +231,11 @@ def release_plan(
 
 @dataclass(frozen=True, kw_only=True)
 class LSVIUCBCalibration(Calibration):
-    """Parameters of Alg. 2 under App. D's names: ``batches`` (as given), ``lam`` (= d), ``B``,
-    ``B0``, ``batch_length`` (ceil(K/B)), ``releases`` (R, the releases a user enters), ``alpha``
-    (p/6KH), ``sigma_Lambda``, ``sigma_u`` (Gaussian std, or Laplace b when pure; None non-private),
-    ``Upsilon``, ``c_K``, ``C``, ``shift`` (c_K + Upsilon, added to Lambda~), ``U_K``, ``chi``,
-    ``log_chi``, ``beta``; ``planning`` once an agent runs it."""
+    """Parameters of Alg. 2 under App. D's names: ``batches`` (as given), ``lam`` (d unless
+    given; 1 under "adaptive"), ``B``, ``B0``, ``batch_length`` (ceil(K/B)), ``releases`` (R, the
+    releases a user enters), ``alpha`` (p/6KH), ``sigma_Lambda``, ``sigma_u`` (Gaussian std, or
+    Laplace b when pure; None non-private), ``Upsilon``, ``c_K``, ``C``, ``shift`` (c_K + Upsilon,
+    added to Lambda~), ``U_K``, ``chi``, ``log_chi``, ``beta``; ``planning`` once an agent runs it."""
 
     batches: str | int
     lam: float
@@ -278,7 +278,8 @@ def calibrate_lsvi_ucb(
     ``mechanism`` gets sigma_Lambda times m_M / sqrt(B0)); ``"tight"``: the smallest noise of the
     release ``plan`` (default :func:`release_plan`) for (eps, delta), App. D's ratio kept; B is the
     paper's (it depends on eps only). Both feed the same Upsilon, c_K, C, U_K, chi, beta.
-    ``lam``: the ridge regularizer (default App. D's ``d``; Jin et al. use 1). It moves the regret
+    ``lam``: the ridge regularizer (default App. D's ``d``, and ``ADAPTIVE_LSVI_LAM`` = 1 under
+    ``"adaptive"``; Jin et al. use 1). It moves the regret
     side only (U_K, chi, beta, the exact server's Lambda_0): no noise scale depends on it.
     A paper calibration is returned as the paper computes it, also outside the regime its
     formulas are stated for (eps < 1): whether its noise certifies the target is
