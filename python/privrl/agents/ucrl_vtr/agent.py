@@ -31,7 +31,7 @@ from privrl.privacy.adaptive import DISTANCE_FLOOR, adaptive_constants
 from privrl.privacy.common import PRACTICAL_RULES, Calibration
 from privrl.privacy.plans import ReleasePlan
 
-CENTRES = ("feasible", "zero")  # the practical ridge's centre (UCRLVTR's ``centre``)
+CENTRES = ("feasible", "zero")  # the practical and adaptive ridge's centre (UCRLVTR's ``centre``)
 PAPER_SHIFT = "the shift 2*Upsilon, an event of probability <= p/3 under the paper's calibration"
 #: A lower bound on the dense d x d matrices a UCRL-VTR regression keeps per step: the billboard's
 #: design, inverse and exploration matrices and the server's Gram and inverse (or its mechanisms'
@@ -68,9 +68,10 @@ class UCRLVTR(Agent):
         the random part of the width (the bias bound is never scaled). calibration.beta_used
         records the radius in use.
     sensitivity : "clip" or "reject" user statistics outside ||X|| <= H, y in [0, H].
-    centre : the point the practical calibration's ridge pulls towards (no effect on "paper" /
-        "tight"): "feasible" (default; the min-norm model w0 with phi_1^T w0 = 1, a data-independent
-        prior that spends no privacy) or "zero" (the paper's ridge).
+    centre : the point the ridge of the practical and the default (adaptive) calibrations pulls
+        towards (no effect on "paper" / "tight"): "feasible" (default; the min-norm model w0 with
+        phi_1^T w0 = 1, a data-independent prior that spends no privacy) or "zero" (the paper's
+        ridge).
     exploration : "optimism" (the bonus ||phi||_{E_h}) or "sampling" (each user plans greedily for
         w_h ~ N(w~_h, E_h), drawn from the agent's exploration stream: post-processing of the
         billboard, the privacy noise and its accounting unchanged).
