@@ -155,7 +155,9 @@ class _DPModel:
 class JointDP(_DPModel):
     """(epsilon, delta)-joint DP (Def. "Joint DP"); ``delta = 0`` means pure JDP (Laplace).
 
-    ``epsilon`` in [1e-4, 1e15], ``delta`` 0 or in [1e-100, 1), ``p`` (regret failure probability) in (0, 1).
+    ``epsilon`` in [1e-4, 1e15], ``delta`` 0 or in [1e-100, 0.1) (up to 1 with
+    ``allow_large_delta=True``: a delta that large is a failure mode, not a setting), ``p`` (regret
+    failure probability) in (0, 1); a value outside raises PrivacyParameterError.
     ``calibration``: ``"adaptive"`` (default: the tight noise with the adaptive regret side,
     privrl.privacy.adaptive), ``"practical"`` (the tight noise with sharp regret-side constants,
     privrl.privacy.practical), ``"tight"`` (the smallest noise making the same release
@@ -165,13 +167,15 @@ class JointDP(_DPModel):
     in what is computed from the release (the regret side).
     ``mechanism``: the continual release of the server's prefix sums, ``"tree"`` (the paper's
     binary mechanism; the default of "paper" and "tight"), ``"honaker"``, ``"factorization"`` or
-    ``"blt"`` (the default of "adaptive" and "practical": the lowest variance); the others need ``delta > 0``
-    and get the noise scale of the same (eps, delta) (privrl.privacy.continual).
+    ``"blt"`` (the default of "adaptive" and "practical" with ``delta > 0``: the lowest variance;
+    pure DP keeps the tree); the others need ``delta > 0`` and get the noise scale of the same
+    (eps, delta) (privrl.privacy.continual).
     ``sampler``: ``"discrete"`` (the default wherever the mechanism has it: tree and BLT) draws
     every released noise with the exact discrete Gaussian / Laplace of Canonne, Kamath & Steinke
     (2020) on the lattice ``scale * 2^-24``, the data rounded to it, and accounts for it as such
-    (zCDP plus the rounding, docs/privacy.md): no floating-point side channel. ``"float"``: the
-    continuous laws (the paper's; Honaker and the factorization have nothing else).
+    (the continuous Gaussian's exact curve by domination, or zCDP when tighter, plus the rounding;
+    docs/privacy.md): no floating-point side channel. ``"float"``: the continuous laws (the
+    paper's; Honaker and the factorization have nothing else).
     """
 
     mechanism: str | None = None  # type: ignore[assignment]  # a field where _DPModel has a property
@@ -202,7 +206,9 @@ class JointDP(_DPModel):
 class LocalDP(_DPModel):
     """(epsilon, delta)-local DP (Def. "Local DP"); ``delta = 0`` means pure LDP (Laplace).
 
-    ``epsilon`` in [1e-4, 1e15], ``delta`` 0 or in [1e-100, 1), ``p`` (regret failure probability) in (0, 1).
+    ``epsilon`` in [1e-4, 1e15], ``delta`` 0 or in [1e-100, 0.1) (up to 1 with
+    ``allow_large_delta=True``: a delta that large is a failure mode, not a setting), ``p`` (regret
+    failure probability) in (0, 1); a value outside raises PrivacyParameterError.
     ``calibration``: ``"adaptive"`` (default: the tight noise, the adaptive regret side),
     ``"practical"`` (the tight noise, sharp regret-side constants), ``"tight"`` (the smallest noise
     of the same release plan for (eps, delta)) or ``"paper"`` (Cor. 2).
