@@ -338,3 +338,34 @@ def test_copy_copy_is_an_independent_agent_on_the_same_environment(cls, env, pri
     assert twin.k == agent.k == 9
     assert np.array_equal(mine.regret, theirs.regret)
     assert np.array_equal(twin.policy(), agent.policy())
+
+
+def test_every_privrl_error_is_importable_from_privrl_exceptions(tmp_path):
+    """The README's Errors section points users to privrl.exceptions; Agent.load's SaveFormatError
+    was only importable from the internal module privrl.agents.common.saving."""
+    import importlib
+    import pkgutil
+
+    import privrl.exceptions as exceptions
+
+    for mod in pkgutil.walk_packages(privrl.__path__, "privrl."):
+        if not mod.name.endswith("__main__"):
+            importlib.import_module(mod.name)
+    found, todo = set(), [PrivrlError]
+    while todo:
+        cls = todo.pop()
+        for sub in cls.__subclasses__():
+            if sub.__module__.startswith("privrl.") and sub not in found:
+                found.add(sub)
+                todo.append(sub)
+    missing = sorted(c.__name__ for c in found if getattr(exceptions, c.__name__, None) is not c)
+    assert not missing, f"not exported by privrl.exceptions: {missing}"
+    assert set(exceptions.__all__) >= {c.__name__ for c in found}
+
+    agent = UCRLVTR(RIVER, NonPrivate(), episodes=5, seed=0)
+    path = tmp_path / "agent.privrl"
+    agent.save(path)
+    data = path.read_bytes()
+    path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    with pytest.raises(exceptions.SaveFormatError, match="checksum"):
+        Agent.load(path)

@@ -48,6 +48,11 @@ class CapacityError(PrivrlError, ValueError):
     an agent run or taught past the K users it is calibrated for."""
 
 
+class SaveFormatError(PrivrlError, ValueError):
+    """A file that is not a saved agent of this privrl version, or that was modified (refused by
+    ``Agent.load``)."""
+
+
 class ConfigError(PrivrlError, ValueError):
     """A sweep configuration is invalid; the message starts with the offending key."""
 

@@ -22,17 +22,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from privrl.common.errors import PrivrlError
+from privrl.common.errors import SaveFormatError
 
 __all__ = ["SaveFormatError", "save_agent", "load_agent", "FORMAT"]
 
 MAGIC = b"privrl-agent\n"
 #: The payload layout; bumped when the agents' state changes shape.
 FORMAT = 2
-
-
-class SaveFormatError(PrivrlError, ValueError):
-    """A file that is not a saved agent of this privrl version, or that was modified."""
 
 
 # What the payload may name: privrl's own classes and functions, numpy's array / dtype / generator
