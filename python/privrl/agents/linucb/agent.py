@@ -59,7 +59,7 @@ class LinUCB(Agent):
     beta_scale / beta : multiply / override the radius (adaptive: 1, one std of the estimate's
         error; other calibrations: the self-normalized radius ``linucb_radius``).
     lam : the ridge regularizer (default 1). Regret side only.
-    sensitivity : "clip" or "reject" rewards outside [0, 1].
+    sensitivity : "clip" or "reject" contexts outside ||x|| <= 1 and rewards outside [0, 1].
     exploration : "optimism" | "sampling" (default: sampling; post-processing, the noise unchanged).
     """
 
