@@ -667,3 +667,18 @@ def test_agent_flags_take_list_and_quoted_values():
 
     got = _pairs('algorithm=UCRL-VTR,epsilons=[1, 10],name="a,b", beta_scale=0.1', "--agent J")
     assert got == {"algorithm": "UCRL-VTR", "epsilons": [1, 10], "name": "a,b", "beta_scale": 0.1}
+
+
+def test_a_closed_output_pipe_ends_quietly():
+    # `privrl docs | head -0`: the reader is gone before privrl writes. It printed "privrl: error:
+    # cannot write: Broken pipe" and exited 2, like a failed run; now it stops quietly with 141.
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "privrl", "docs"], stdout=w, stderr=subprocess.PIPE, text=True, timeout=120
+        )
+    finally:
+        os.close(w)
+    assert done.returncode == 141, done.stderr
+    assert "error" not in done.stderr.lower() and "Traceback" not in done.stderr

@@ -512,6 +512,9 @@ def main(argv: list[str] | None = None) -> int:
     except MemoryError as exc:  # numpy's, for an environment too large to build (an agent: ResourceError)
         print(f"privrl: error: out of memory: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `privrl report ... | head` closed the pipe: stop quietly, like head's peers
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 141
     except OSError as exc:  # an output folder that cannot be written (permissions, a file in the path)
         where = f": {exc.filename}" if exc.filename else ""
         print(f"privrl: error: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)

@@ -261,7 +261,8 @@ def learn(
         if given:
             raise TypeError(
                 f"privrl.learn on a privrl model ({type(env).__name__}) runs privrl.run, with exact regret: "
-                f"{', '.join(given)} apply to gymnasium environments only; use privrl.run(agent, env, "
+                f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to gymnasium environments "
+                "only; use privrl.run(agent, env, "
                 "callback=...) for a callback(k, cumulative exact regret)"
             )
         res = run(agent, env, episodes, seed, progress=progress)
