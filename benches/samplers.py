@@ -7,7 +7,8 @@ For each private workload of docs/benchmarks.md it builds the same agent twice, 
 2020) and ``sampler="float"`` (the continuous laws), runs both with privrl.run (the Rust agents,
 whole blocks of episodes per call) and prints the cost per episode of each and their ratio (best of
 R runs each, interleaved, so machine noise hits both alike), plus the final regret of each (the
-discrete tight / practical noise is larger: its accounting is zCDP, not the exact Gaussian curve).
+discrete tight / practical noise is slightly larger: its accounting adds the lattice rounding's mu
+on the continuous Gaussian's exact curve, by domination, or uses zCDP where that is tighter).
 Timed: privrl.run on a freshly built agent (construction outside the timer; ``privrl.run`` looked
 up before it, since its first lookup imports the harness, ~0.3 s).
 """
