@@ -77,7 +77,9 @@ def from_gymnasium(
       is the target of some terminated transition is then made absorbing (p(s|s,a) = 1 for all a)
       paying the rescaled value of a zero reward, ``reward(0.0)`` (0 without a rescale; refused
       outside [0, 1]), which reproduces "the episode has ended" inside a fixed horizon H exactly
-      as ``privrl.learn`` pads it.
+      as ``privrl.learn`` pads it. Such a state must not be one an episode can be in before its
+      end (an initial state, or reached by transitions that do not terminate): AssumptionError,
+      since absorbing it would erase its own actions and rewards.
     * init_dist: the argument if given, else ``env.unwrapped.initial_state_distrib`` if the env
       has it (FrozenLake, Taxi, CliffWalking), else uniform over the non-absorbing states (over
       all states if every state is absorbing).
@@ -94,29 +96,35 @@ def from_gymnasium(
     env_name = getattr(spec, "id", None) or type(base).__name__
     check_dense_size(f"from_gymnasium({env_name!r})", H, S, A)  # the model is (H, S, A, S)
     pad = padding_reward(reward)
-    P, R, terminal = _table_arrays(table, S, A, (lambda r: r) if reward is None else reward, pad)
+    P, R, terminal, live, own = _table_arrays(table, S, A, (lambda r: r) if reward is None else reward, pad)
     if init_dist is None:
         init_dist = getattr(base, "initial_state_distrib", None)
     if init_dist is None:
         mask = ~terminal if (~terminal).any() else np.ones(S, dtype=bool)
         init_dist = mask / mask.sum()
     init_dist = np.asarray(init_dist, dtype=np.float64)
-    return tabular_linear_mdp(
+    mdp = tabular_linear_mdp(
         np.broadcast_to(P, (H, S, A, S)),
         np.broadcast_to(R, (H, S, A)),
         init_dist,
         name=name or f"{env_name}(H={H})",
     )
+    _check_absorbing(terminal & ~own, live, mdp.init_dist > 0.0, table)
+    return mdp
 
 
 def _table_arrays(
     table: dict, S: int, A: int, scale: Callable[[float], float], pad: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """P (S, A, S), expected rescaled rewards R (S, A) (checked to lie in [0, 1]) and the terminal
-    states of a transition table, each terminal state made absorbing, paying `pad`."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """P (S, A, S), expected rescaled rewards R (S, A) (checked to lie in [0, 1]), the terminal
+    states of a transition table, each terminal state made absorbing, paying `pad`, the (S, S)
+    mask of the table's transitions s -> s' of positive probability that do not end the episode
+    (what an episode can still do before its end), and the states whose own table entries already
+    are the absorbing convention (every action ends the episode paying `pad`: FrozenLake's holes)."""
     P = np.zeros((S, A, S))
     R = np.zeros((S, A))
     terminal = np.zeros(S, dtype=bool)
+    live = np.zeros((S, S), dtype=bool)
     for s_key, acts in table.items():
         s = _table_index(s_key, S, "state", "P")
         for a_key, transitions in acts.items():
@@ -128,6 +136,8 @@ def _table_arrays(
                 R[s, a] += float(prob) * float(scale(float(rew)))
                 if term:
                     terminal[ns] = True
+                elif float(prob) > 0.0:
+                    live[s, ns] = True
     bad = (R < -1e-9) | (R > 1.0 + 1e-9)
     if bad.any():
         s, a = (int(i) for i in np.argwhere(bad)[0])
@@ -135,11 +145,47 @@ def _table_arrays(
             f"expected reward r(s={s}, a={a}) = {R[s, a]:.6g} of the gymnasium env is outside [0, 1] "
             "(rescale it with reward=...)"
         )
+    own = np.asarray(~live.any(axis=1) & (np.abs(R - pad) <= 1e-12).all(axis=1))
     for t in np.nonzero(terminal)[0]:
         P[t] = 0.0
         P[t, :, t] = 1.0
         R[t] = pad
-    return P, R, terminal
+    return P, R, terminal, live, own
+
+
+def _check_absorbing(terminal: np.ndarray, live: np.ndarray, start: np.ndarray, table: dict) -> None:
+    """Refuse (AssumptionError) a table in which a state where some transition ends the episode
+    (`terminal`: those whose own entries are not already the absorbing convention) is also a state
+    an episode can be in before its end (an initial state, or reached from one by transitions that
+    do not end it): making it absorbing, the convention for "the episode has ended", would erase
+    its own actions and rewards (a "stop" action listing the current state
+    as its terminated next state made every state absorbing, V* = 0 without a word). States only
+    ever reached by ending transitions (Taxi's delivered passenger, FrozenLake's holes and goal)
+    are absorbed exactly."""
+    if not terminal.any():
+        return
+    reached = start.copy()
+    frontier = start.copy()
+    while frontier.any():
+        frontier = live[frontier].any(axis=0) & ~reached
+        reached |= frontier
+    clash = np.nonzero(terminal & reached)[0]
+    if clash.size == 0:
+        return
+    t = int(clash[0])
+    ender = next(
+        f"P[{s}][{a}]"
+        for s, acts in table.items()
+        for a, transitions in acts.items()
+        if any(term and int(ns) == t for _, ns, _, term in transitions)
+    )
+    how = "an initial state" if start[t] else "reached before the episode ends"
+    raise AssumptionError(
+        f"state {t} of the gymnasium env's transition table is where a terminated transition ends "
+        f"({ender}) and also {how}: from_gymnasium makes the states that end an episode absorbing "
+        "(paying reward(0.0)), which would replace this state's own actions and rewards; list a "
+        "separate terminal state as the next state of the transitions that end the episode"
+    )
 
 
 def _table_index(value: Any, n: int, what: str, where: str) -> int:

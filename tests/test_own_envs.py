@@ -1,0 +1,100 @@
+"""A researcher's own environments through privrl's extension points (from_gymnasium on a
+hand-written toy-text table, FeatureMap, LinearMixtureMDP, ContextualBandit): each checked against
+an independent numpy computation on the model the test builds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privrl.exceptions import AssumptionError
+
+gymnasium = pytest.importorskip("gymnasium")
+
+
+class Corridor(gymnasium.Env):
+    """States 0..N-1 (and, with `end_state`, a separate terminal state N). Action 0 walks right
+    (reward 0, staying at the last state); action 1 cashes out: the episode ends with reward
+    s / (N - 1). Without `end_state` the terminated transition lists the current state as its
+    next state (as many hand-written tables do)."""
+
+    def __init__(self, N: int = 4, end_state: bool = False) -> None:
+        self.N = N
+        n = N + 1 if end_state else N
+        self.observation_space = gymnasium.spaces.Discrete(n)
+        self.action_space = gymnasium.spaces.Discrete(2)
+        self.P = {
+            s: {
+                0: [(1.0, min(s + 1, N - 1), 0.0, False)],
+                1: [(1.0, N if end_state else s, s / (N - 1), True)],
+            }
+            for s in range(N)
+        }
+        if end_state:
+            self.P[N] = {a: [(1.0, N, 0.0, True)] for a in range(2)}
+        self.initial_state_distrib = np.eye(n)[0]
+        self.s = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.s = 0
+        return self.s, {}
+
+    def step(self, action):
+        _, self.s, r, term = self.P[self.s][int(action)][0]
+        return self.s, r, term, False, {}
+
+
+def _episode_value(table: dict, init: np.ndarray, H: int, A: int, pad: float = 0.0) -> float:
+    """Optimal expected return of H steps of the table's episodes: a terminated transition ends
+    the episode, whose remaining steps pay `pad` (the absorbing convention, stated independently)."""
+    S = len(init)
+    V = np.zeros(S)  # value with h steps left, the episode still running
+    for left in range(1, H + 1):
+        V = np.array(
+            [
+                max(
+                    sum(p * (r + (pad * (left - 1) if term else V[ns])) for p, ns, r, term in table[s][a])
+                    for a in range(A)
+                )
+                if s in table
+                else 0.0
+                for s in range(S)
+            ]
+        )
+    return float(init @ V)
+
+
+def test_from_gymnasium_refuses_a_terminal_state_an_episode_can_be_in():
+    """A "cash out" action whose terminated transition lists the current state made every state
+    absorbing: the model's V* was 0 for an environment worth 1 (a silent wrong answer)."""
+    from privrl.envs import from_gymnasium
+
+    env = Corridor(4)
+    with pytest.raises(AssumptionError, match=r"state 0 .* terminated transition ends \(P\[0\]\[1\]\)"):
+        from_gymnasium(env, H=5)
+
+
+def test_from_gymnasium_own_table_with_a_separate_terminal_state_is_exact():
+    from privrl.envs import from_gymnasium
+
+    env = Corridor(4, end_state=True)
+    for H in (1, 3, 4, 6):
+        mdp = from_gymnasium(env, H=H)
+        want = _episode_value(env.P, env.initial_state_distrib, H, 2)
+        assert mdp.initial_value(mdp.optimal_values()) == pytest.approx(want, abs=1e-12)
+    assert want == 1.0  # walk to the end in 3 steps, cash out there
+
+
+def test_from_gymnasium_starting_in_a_state_that_already_ends_every_episode_is_exact():
+    """A hole of FrozenLake ends the episode whatever the action, paying 0: absorbing it is
+    exact, so an initial distribution on it is no clash (values from the table's own episodes)."""
+    from privrl.envs import from_gymnasium
+
+    env = gymnasium.make("FrozenLake-v1", is_slippery=True)
+    table = env.unwrapped.P
+    for start in (0, 5, 14):  # the start, a hole, next to the goal
+        init = np.eye(16)[start]
+        mdp = from_gymnasium(env, H=6, init_dist=init)
+        want = _episode_value(table, init, 6, 4)
+        assert mdp.initial_value(mdp.optimal_values()) == pytest.approx(want, abs=1e-12)
