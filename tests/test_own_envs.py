@@ -98,3 +98,18 @@ def test_from_gymnasium_starting_in_a_state_that_already_ends_every_episode_is_e
         mdp = from_gymnasium(env, H=6, init_dist=init)
         want = _episode_value(table, init, 6, 4)
         assert mdp.initial_value(mdp.optimal_values()) == pytest.approx(want, abs=1e-12)
+
+
+def test_from_gymnasium_names_the_table_entry_that_is_missing_or_not_a_distribution():
+    """A hand-written table listing only some states was refused as "P[h=0, s=1, a=0, :] sums
+    to 0" (the model's row, a step the table does not have), not as the table's own entry."""
+    from privrl.envs import from_gymnasium
+
+    env = Corridor(4, end_state=True)
+    del env.P[2]  # a state the author thought unreachable
+    with pytest.raises(AssumptionError, match=r"table P\[2\]\[0\] is missing"):
+        from_gymnasium(env, H=3)
+    env = Corridor(4, end_state=True)
+    env.P[1][0] = [(0.5, 2, 0.0, False), (0.4, 1, 0.0, False)]
+    with pytest.raises(AssumptionError, match=r"table P\[1\]\[0\] lists probabilities summing to 0\.9\b"):
+        from_gymnasium(env, H=3)

@@ -138,6 +138,19 @@ def _table_arrays(
                     terminal[ns] = True
                 elif float(prob) > 0.0:
                     live[s, ns] = True
+    # the rows an episode plays (terminal states' are replaced below): named by the table's own
+    # keys, not as P[h=0, s, a, :] of the model built from it
+    sums = P.sum(axis=2)
+    off = (np.abs(sums - 1.0) > 1e-9) & ~terminal[:, None]
+    if off.any():
+        s, a = (int(i) for i in np.argwhere(off)[0])
+        listed = s in table and a in table[s]
+        raise AssumptionError(
+            f"the gymnasium env's transition table P[{s}][{a}] "
+            + (f"lists probabilities summing to {sums[s, a]:.12g}" if listed else "is missing")
+            + f": every state 0..{S - 1} and action 0..{A - 1} of its spaces needs a list of "
+            "transitions whose probabilities sum to 1 (unreachable states included)"
+        )
     bad = (R < -1e-9) | (R > 1.0 + 1e-9)
     if bad.any():
         s, a = (int(i) for i in np.argwhere(bad)[0])
