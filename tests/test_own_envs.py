@@ -113,3 +113,17 @@ def test_from_gymnasium_names_the_table_entry_that_is_missing_or_not_a_distribut
     env.P[1][0] = [(0.5, 2, 0.0, False), (0.4, 1, 0.0, False)]
     with pytest.raises(AssumptionError, match=r"table P\[1\]\[0\] lists probabilities summing to 0\.9\b"):
         from_gymnasium(env, H=3)
+
+
+def test_classification_bandit_of_constant_features_says_why_none_is_left():
+    from privrl.envs import ContextualBandit
+    from privrl.exceptions import ShapeError
+
+    X, y = np.full((20, 3), 2.5), np.arange(20) % 2
+    with pytest.raises(ShapeError, match=r"every one of X's 3 columns is constant"):
+        ContextualBandit.from_classification(X, y, bias=False)
+    # the intercept alone is a context: every row the same x = [1/sqrt(2)]
+    env = ContextualBandit.from_classification(X, y)
+    assert env.p == 1 and np.allclose(env.contexts, 2**-0.5)
+    env = ContextualBandit.from_classification(X, y, standardize=False, bias=False)
+    assert env.p == 3 and np.allclose(np.linalg.norm(env.contexts, axis=1), 1.0)

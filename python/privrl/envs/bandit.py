@@ -117,6 +117,12 @@ class ContextualBandit:
         )
         X, labels = X[order], labels[order]
         featurizer = _Featurizer.fit(X, standardize, bias, scale)
+        if not featurizer.keep.any() and not bias:  # was "need p >= 1 context features, got p = 0"
+            raise ShapeError(
+                f"every one of X's {X.shape[1]} columns is constant, and standardize drops constant "
+                "columns: with bias=False no context feature is left (pass bias=True, or "
+                "standardize=False to keep them)"
+            )
         means = np.zeros((len(labels), len(classes)))
         means[np.arange(len(labels)), labels] = 1.0
         env = cls(featurizer(X), means, name=name)
