@@ -127,3 +127,20 @@ def test_classification_bandit_of_constant_features_says_why_none_is_left():
     assert env.p == 1 and np.allclose(env.contexts, 2**-0.5)
     env = ContextualBandit.from_classification(X, y, standardize=False, bias=False)
     assert env.p == 3 and np.allclose(np.linalg.norm(env.contexts, axis=1), 1.0)
+
+
+def test_from_gymnasium_warns_when_the_env_truncates_before_h():
+    """The model has no time limit: with a TimeLimit of 4 steps and H = 8 its optimal value was
+    1.0 while every episode of the environment (learn's, evaluate's) returned 0, without a word."""
+    import privrl
+    from privrl.envs import from_gymnasium
+    from privrl.exceptions import AssumptionWarning
+
+    env = gymnasium.make("FrozenLake-v1", is_slippery=False, max_episode_steps=4)
+    with pytest.warns(AssumptionWarning, match=r"truncates its episodes after 4 steps .* H = 8"):
+        mdp = from_gymnasium(env, H=8)
+    pi = mdp.optimal_policy()
+    assert privrl.evaluate(pi, mdp).value == 1.0
+    assert privrl.evaluate(pi, env, episodes=5, seed=0).value == 0.0  # what the warning says
+    mdp = from_gymnasium(gymnasium.make("FrozenLake-v1", is_slippery=False, max_episode_steps=8), H=8)
+    assert privrl.evaluate(mdp.optimal_policy(), mdp).value == 1.0  # H <= the limit: no warning

@@ -5,13 +5,20 @@ gymnasium Env. Sec. 2 (a tabular MDP is a linear MDP with one-hot features, Asm.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from privrl.common.checks import check_pos_int
-from privrl.common.errors import AssumptionError, CapacityError, IndexRangeError, ShapeError
+from privrl.common.errors import (
+    AssumptionError,
+    AssumptionWarning,
+    CapacityError,
+    IndexRangeError,
+    ShapeError,
+)
 from privrl.envs.finite import FiniteMDP, check_dense_size
 from privrl.envs.linear import LinearMDP, tabular_linear_mdp
 
@@ -80,6 +87,8 @@ def from_gymnasium(
       as ``privrl.learn`` pads it. Such a state must not be one an episode can be in before its
       end (an initial state, or reached by transitions that do not terminate): AssumptionError,
       since absorbing it would erase its own actions and rewards.
+    * The model has no time limit: an env whose ``spec.max_episode_steps`` is below H (its
+      episodes truncated before H, then padded by ``privrl.learn``) gives an AssumptionWarning.
     * init_dist: the argument if given, else ``env.unwrapped.initial_state_distrib`` if the env
       has it (FrozenLake, Taxi, CliffWalking), else uniform over the non-absorbing states (over
       all states if every state is absorbing).
@@ -110,6 +119,16 @@ def from_gymnasium(
         name=name or f"{env_name}(H={H})",
     )
     _check_absorbing(terminal & ~own, live, mdp.init_dist > 0.0, table)
+    limit = getattr(spec, "max_episode_steps", None)
+    if isinstance(limit, int) and limit < H:
+        warnings.warn(
+            f"{env_name} truncates its episodes after {limit} steps (its time limit), fewer than "
+            f"H = {H}: the model has no time limit, so its values are those of {H}-step episodes, "
+            f"while privrl.learn and privrl.evaluate on the environment see {limit} steps padded to "
+            f"H; use H <= {limit}, or gymnasium.make(..., max_episode_steps=H)",
+            AssumptionWarning,
+            stacklevel=2,
+        )
     return mdp
 
 
