@@ -32,8 +32,6 @@ class FeatureMap:
     transition kernel: ``privrl.run`` (exact regret) refuses it, ``privrl.learn`` runs on it.
     """
 
-    has_model = False
-
     def __init__(self, features: Any, H: Any, name: str | None = None) -> None:
         phi = _as_array(features, "features", 3, "(S, A, d)")
         _check_finite(phi, "features")

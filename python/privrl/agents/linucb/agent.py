@@ -64,7 +64,6 @@ class LinUCB(Agent):
     """
 
     name = "LinUCB"
-    env_type: type = ContextualBandit
 
     @classmethod
     def accepts(cls, env: Any) -> str | None:

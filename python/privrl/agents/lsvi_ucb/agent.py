@@ -156,7 +156,6 @@ class LSVIUCB(Agent):
     """
 
     name = "LSVI-UCB"
-    env_type: type = LinearMDP  # the environments it runs on (Asm. 1); sweeps check it up front
 
     @classmethod
     def accepts(cls, env: Any) -> str | None:

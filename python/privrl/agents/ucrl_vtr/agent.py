@@ -83,7 +83,6 @@ class UCRLVTR(Agent):
 
     name = "UCRL-VTR"
     env: LinearMixtureMDP
-    env_type: type = LinearMixtureMDP  # the environments it runs on (Asm. 2); sweeps check it up front
     _radius_key = "beta"
     #: The ridge regressions the agent keeps (UCRL-VTR+: two).
     _n_regressions = 1
