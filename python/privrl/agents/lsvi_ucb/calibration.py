@@ -108,24 +108,20 @@ def resolve_batches(
     (App. D's balance at the noise the calibration actually adds,
     :func:`lsvi_ucb_practical_batches`; Gaussian JDP only, otherwise as "static"), ``"every"``
     (B = K, Rem. "Non-Batched Algorithm") or an int in [1, K]."""
-    if isinstance(batches, str):
-        if batches == "every":
-            return K
-        if batches in ("static", "scaled"):
-            if kind == "none" or eps is None:
-                # non-private: a release after every user; under the adaptive rule (whose
-                # release costs O(S A d^2) per step) the static schedule of Wang et al. (2021)
-                # that keeps the sqrt(K) rate, B = ceil(sqrt(d H K))
-                return min(K, math.ceil(math.sqrt(d * H * K))) if calibration == "adaptive" else K
-            if pure:
-                return lsvi_ucb_num_batches_pure(eps, H, K, d)
-            if batches == "scaled" and delta is not None and calibration != "paper":
-                mechanism = resolve_mechanism(kind, calibration, pure, mechanism)
-                return lsvi_ucb_practical_batches(eps, delta, H, K, d, p, mechanism)
-            return lsvi_ucb_num_batches(eps, H, K, d)
-        raise PrivacyParameterError(
-            f"batches must be 'static', 'scaled', 'every' or an int in [1, K], got {batches!r}"
-        )
+    if isinstance(batches, str) and batches == "every":
+        return K
+    if isinstance(batches, str) and batches in ("static", "scaled"):
+        if kind == "none" or eps is None:
+            # non-private: a release after every user; under the adaptive rule (whose
+            # release costs O(S A d^2) per step) the static schedule of Wang et al. (2021)
+            # that keeps the sqrt(K) rate, B = ceil(sqrt(d H K))
+            return min(K, math.ceil(math.sqrt(d * H * K))) if calibration == "adaptive" else K
+        if pure:
+            return lsvi_ucb_num_batches_pure(eps, H, K, d)
+        if batches == "scaled" and delta is not None and calibration != "paper":
+            mechanism = resolve_mechanism(kind, calibration, pure, mechanism)
+            return lsvi_ucb_practical_batches(eps, delta, H, K, d, p, mechanism)
+        return lsvi_ucb_num_batches(eps, H, K, d)
     if isinstance(batches, bool) or not isinstance(batches, numbers.Integral):
         raise PrivacyParameterError(
             f"batches must be 'static', 'scaled', 'every' or an int in [1, K], got {batches!r}"
@@ -345,20 +341,12 @@ def _calibrate(
         **sampler_fields(plan, kind),
     )
     if kind == "none":
-        U_K = lsvi_ucb_U_K(lam, 0.0, 0.0, H, K, d)
         rule: dict[str, Any] = (
             {"release_rule": "practical", "shift_mult": PRACTICAL_LSVI_SHIFT_MULT}
             if calibration == "practical"
             else {}
         )
-        return LSVIUCBCalibration(
-            **base,
-            **rule,
-            U_K=U_K,
-            chi=lsvi_ucb_chi(U_K, H, K, d, p),
-            log_chi=lsvi_ucb_log_chi(U_K, H, K, d, p),
-            beta=lsvi_ucb_beta(lam, 0.0, U_K, H, K, d, p),
-        )
+        return LSVIUCBCalibration(**base, **rule, **_radius(lam, 0.0, 0.0, H, K, d, p))
     entry = user_entry(mechanism, R)
     tree = mechanism == "tree"
     if calibration == "practical":
@@ -391,7 +379,6 @@ def _calibrate(
     # gives the latter for its own tree calibration; otherwise both are taken explicitly.
     paper_ratio = tree and not pure and calibration == "paper"
     cK = lsvi_ucb_c_K(ups, d) if paper_ratio else lsvi_ucb_c_K_pure(ups, C, lam, d, H)
-    U_K = lsvi_ucb_U_K(lam, cK, C, H, K, d)
     return LSVIUCBCalibration(
         **base,
         **_profile_fields(entry),
@@ -403,10 +390,18 @@ def _calibrate(
         c_K=cK,
         C=C,
         shift=cK + ups,
+        **_radius(lam, cK, C, H, K, d, p),
+    )
+
+
+def _radius(lam: float, c_K: float, C: float, H: int, K: int, d: int, p: float) -> dict[str, Any]:
+    """App. D's U_K, chi, log_chi and radius beta for the shift c_K and the noise bound C."""
+    U_K = lsvi_ucb_U_K(lam, c_K, C, H, K, d)
+    return dict(
         U_K=U_K,
         chi=lsvi_ucb_chi(U_K, H, K, d, p),
         log_chi=lsvi_ucb_log_chi(U_K, H, K, d, p),
-        beta=lsvi_ucb_beta(lam, cK, U_K, H, K, d, p),
+        beta=lsvi_ucb_beta(lam, c_K, U_K, H, K, d, p),
     )
 
 
@@ -440,7 +435,6 @@ def _practical(
     spec = practical.BoundsSpec(noise, sl, su, 2.0, d, alpha)
     ups = practical.noise_bounds(spec, entry.max_variance_factor)[0]
     C = practical.noise_bounds(spec, 1.0)[1]  # fresh eta per release
-    U_K = lsvi_ucb_U_K(lam, 0.0, 0.0, H, K, d)
     return LSVIUCBCalibration(
         **base,
         **_profile_fields(entry),
@@ -452,10 +446,7 @@ def _practical(
         c_K=ups,
         C=C,
         shift=0.0,
-        U_K=U_K,
-        chi=lsvi_ucb_chi(U_K, H, K, d, p),
-        log_chi=lsvi_ucb_log_chi(U_K, H, K, d, p),
-        beta=lsvi_ucb_beta(lam, 0.0, U_K, H, K, d, p),
+        **_radius(lam, 0.0, 0.0, H, K, d, p),
         release_rule="practical",
         shift_mult=PRACTICAL_LSVI_SHIFT_MULT,
     )

@@ -381,7 +381,18 @@ def _calibrate(
         C = ucrl_vtr_C_pure(sigma_g, int(n), d, K, H, p)
         beta = ucrl_vtr_beta_pure(lam, ups, C, C_w, H, K, d, p)
         noise, sym = "laplace", 2.0
-    prof = _profile_fields(entry)
+    fields: dict[str, Any] = dict(
+        **base,
+        **_profile_fields(entry),
+        noise=noise,
+        noise_site="tree" if kind == "jdp" else "user",
+        node_budget=node_budget,
+        sigma_B=sigma,
+        sigma_g=sigma_g,
+        laplace_b=sigma if pure else None,
+        laplace_b_vector=sigma_g if pure else None,
+        sym_divisor=sym,
+    )
     if calibration == "practical":
         # regret side (privrl.privacy.practical): no constant shift, the per-release shift and
         # the noise part of the bonus are computed at every release; beta is the statistical
@@ -392,17 +403,8 @@ def _calibrate(
         ups, C = practical.noise_bounds(spec, v_max)
         beta = ucrl_vtr_beta_nonprivate(C_w, H, K, d, p)
         return UCRLVTRCalibration(
-            **base,
-            **prof,
-            noise=noise,
+            **fields,
             noise_terms=v_max,
-            noise_site="tree" if kind == "jdp" else "user",
-            node_budget=node_budget,
-            sigma_B=sigma,
-            sigma_g=sigma_g,
-            laplace_b=sigma if pure else None,
-            laplace_b_vector=sigma_g if pure else None,
-            sym_divisor=sym,
             Upsilon=ups,
             C=C,
             shift=0.0,
@@ -414,17 +416,8 @@ def _calibrate(
             shift_mult=practical.PRACTICAL_SHIFT_MULT,
         )
     return UCRLVTRCalibration(
-        **base,
-        **prof,
-        noise=noise,
+        **fields,
         noise_terms=n,
-        noise_site="tree" if kind == "jdp" else "user",
-        node_budget=node_budget,
-        sigma_B=sigma,
-        sigma_g=sigma_g,
-        laplace_b=sigma if pure else None,
-        laplace_b_vector=sigma_g if pure else None,
-        sym_divisor=sym,
         Upsilon=ups,
         C=C,
         shift=ucrl_vtr_shift(ups),

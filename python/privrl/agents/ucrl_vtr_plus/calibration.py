@@ -292,22 +292,13 @@ def _calibrate(
         **sampler_fields(plan, kind),
     )
     if kind == "none":
-        bh, bc, bt = ucrl_vtr_plus_betas_condition(lam, 0, 0, 0, 0, 0, 0, C_w, H, K, d, p)
         rule: dict[str, Any] = (
             {"release_rule": "practical", "shift_mult": practical.PRACTICAL_SHIFT_MULT}
             if (calibration == "practical")
             else {}
         )
-        return UCRLVTRPlusCalibration(
-            **base,
-            **rule,
-            beta_hat=bh,
-            beta_check=bc,
-            beta_tilde=bt,
-            beta_hat_condition=bh,
-            beta_check_condition=bc,
-            beta_tilde_condition=bt,
-        )
+        nonprivate = ucrl_vtr_plus_betas_condition(lam, 0, 0, 0, 0, 0, 0, C_w, H, K, d, p)
+        return UCRLVTRPlusCalibration(**base, **rule, **_radii(nonprivate))
     entry = user_entry(mechanism, K) if kind == "jdp" else None
     n = K if entry is None else entry.noise_terms
     if calibration in ("tight", "practical"):  # practical: the tight noise
@@ -349,25 +340,36 @@ def _calibrate(
     # Gaussian: the corollary radii (Upsilon >= C makes them satisfy the condition). Pure: the
     # corollary form when valid, else the condition (see ucrl_vtr_beta_pure).
     radii = cor if not pure else tuple(max(a, b) for a, b in zip(cor, cond, strict=True))
-    if calibration == "practical":
-        return _practical(base, entry, noise, sym, s1, sf, s2, sg, lam, C_w, H, K, d, p)
-    return UCRLVTRPlusCalibration(
+    fields: dict[str, Any] = dict(
         **base,
         **_profile_fields(entry),
         noise=noise,
-        noise_terms=n,
         noise_site="tree" if kind == "jdp" else "user",
         sigma_B1=s1,
         sigma_B2=s2,
         sigma_f=sf,
         sigma_g=sg,
         sym_divisor=sym,
+    )
+    if calibration == "practical":
+        return _practical(fields, entry, lam, C_w, H, K, d, p)
+    return UCRLVTRPlusCalibration(
+        **fields,
+        noise_terms=n,
         Upsilon1=u1,
         Upsilon2=u2,
         C1=c1,
         C2=c2,
         shift1=2.0 * u1,
         shift2=2.0 * u2,
+        **_radii(radii, cond),
+    )
+
+
+def _radii(radii: Any, cond: Any = None) -> dict[str, Any]:
+    """The three radii (beta_hat, beta_check, beta_tilde) and their conditions (default: the radii)."""
+    cond = radii if cond is None else cond
+    return dict(
         beta_hat=radii[0],
         beta_check=radii[1],
         beta_tilde=radii[2],
@@ -378,20 +380,7 @@ def _calibrate(
 
 
 def _practical(
-    base: dict[str, Any],
-    entry: Any,
-    noise: str,
-    sym: float,
-    s1: float,
-    sf: float,
-    s2: float,
-    sg: float,
-    lam: float,
-    C_w: float,
-    H: int,
-    K: int,
-    d: int,
-    p: float,
+    fields: dict[str, Any], entry: Any, lam: float, C_w: float, H: int, K: int, d: int, p: float
 ) -> UCRLVTRPlusCalibration:
     """The practical calibration's regret side (privrl.privacy.practical), for both regressions: no
     constant shift (the per-release shift and the privacy part of the bonus are computed at every
@@ -399,34 +388,21 @@ def _practical(
     noise), the Upsilon_i / C_i recorded are the sharp bounds at the worst release of the horizon."""
     v_max = float(K) if entry is None else entry.max_variance_factor
     alpha = p / (24.0 * K * H)
+    noise, sym = fields["noise"], fields["sym_divisor"]
     bounds = [
-        practical.noise_bounds(practical.BoundsSpec(noise, sm, sv, sym, d, alpha), v_max)
-        for sm, sv in ((s1, sf), (s2, sg))
+        practical.noise_bounds(practical.BoundsSpec(noise, fields[m], fields[v], sym, d, alpha), v_max)
+        for m, v in (("sigma_B1", "sigma_f"), ("sigma_B2", "sigma_g"))
     ]
-    bh, bc, bt = ucrl_vtr_plus_betas_condition(lam, 0, 0, 0, 0, 0, 0, C_w, H, K, d, p)
     return UCRLVTRPlusCalibration(
-        **base,
-        **_profile_fields(entry),
-        noise=noise,
+        **fields,
         noise_terms=v_max,
-        noise_site="tree" if entry is not None else "user",
-        sigma_B1=s1,
-        sigma_B2=s2,
-        sigma_f=sf,
-        sigma_g=sg,
-        sym_divisor=sym,
         Upsilon1=bounds[0][0],
         Upsilon2=bounds[1][0],
         C1=bounds[0][1],
         C2=bounds[1][1],
         shift1=0.0,
         shift2=0.0,
-        beta_hat=bh,
-        beta_check=bc,
-        beta_tilde=bt,
-        beta_hat_condition=bh,
-        beta_check_condition=bc,
-        beta_tilde_condition=bt,
+        **_radii(ucrl_vtr_plus_betas_condition(lam, 0, 0, 0, 0, 0, 0, C_w, H, K, d, p)),
         release_rule="practical",
         shift_mult=practical.PRACTICAL_SHIFT_MULT,
     )
