@@ -32,6 +32,7 @@ from privrl.common.checks import (
 )
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.gdp import (
+    _bisect,
     _check_mu,
     analytic_gaussian_delta,
     analytic_gaussian_epsilon,
@@ -71,8 +72,6 @@ __all__ = [
 ]
 
 _SQRT2 = math.sqrt(2.0)
-_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
-_BISECT_ITERS = 200
 
 
 # ============================================================================================
@@ -200,14 +199,7 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
     hi = max(2.0, (eps + 1.0) / (2.0 * r) + 2.0)
     while slope(hi) < 0.0:
         hi *= 2.0
-    for _ in range(_BISECT_ITERS):
-        mid = 0.5 * (lo + hi)
-        if slope(mid) < 0.0:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-13 * hi:
-            break
+    lo, hi = _bisect(lambda mid: slope(mid) < 0.0, lo, hi, 1e-13, False)
     best = min(log_delta(lo), log_delta(hi))
     return min(1.0, math.exp(best)) if best < 709.0 else 1.0
 
@@ -222,16 +214,7 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     hi = zcdp_epsilon_simple(r, dlt)
     if zcdp_delta(r, hi) > dlt:  # pragma: no cover - CKS is at least as tight as BS16
         return hi
-    lo = 0.0
-    for _ in range(_BISECT_ITERS):
-        mid = 0.5 * (lo + hi)
-        if zcdp_delta(r, mid) <= dlt:
-            hi = mid
-        else:
-            lo = mid
-        if hi - lo <= 1e-13 * max(hi, 1e-300):
-            break
-    return hi
+    return _bisect(lambda mid: zcdp_delta(r, mid) <= dlt, 0.0, hi, 1e-13, True, 1e-300)[1]
 
 
 @checked()
@@ -244,14 +227,7 @@ def zcdp_mu(epsilon: float, delta: float) -> float:
     lo, hi = 0.0, 1.0
     while zcdp_delta(0.5 * hi * hi, eps) <= dlt:
         lo, hi = hi, 2.0 * hi
-    for _ in range(_BISECT_ITERS):
-        mid = 0.5 * (lo + hi)
-        if zcdp_delta(0.5 * mid * mid, eps) <= dlt:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-13 * hi:
-            break
+    lo, hi = _bisect(lambda mid: zcdp_delta(0.5 * mid * mid, eps) <= dlt, lo, hi, 1e-13, False)
     if lo == 0.0:  # pragma: no cover - delta -> 0 as rho -> 0
         raise PrivacyParameterError(f"no zCDP level reaches (eps={eps}, delta={dlt})")
     return lo
@@ -364,16 +340,7 @@ def discrete_gaussian_epsilon(
         hi *= 2.0
         if hi > 1e6:
             return math.inf
-    lo = 0.0
-    for _ in range(_BISECT_ITERS):
-        mid = 0.5 * (lo + hi)
-        if discrete_gaussian_delta(m, mid, *args) <= dlt:
-            hi = mid
-        else:
-            lo = mid
-        if hi - lo <= 1e-15 * hi:
-            break
-    return hi
+    return _bisect(lambda mid: discrete_gaussian_delta(m, mid, *args) <= dlt, 0.0, hi, 1e-15, True)[1]
 
 
 @checked(rounding_mu=check_nonneg_real, grid_bits=lambda v, name: check_int(v, name, 0, 64))

@@ -4,6 +4,7 @@ mechanism (Balle & Wang 2018, Thm. 8); the tight accountant (privrl.privacy.acco
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from privrl.common.checks import (
@@ -18,6 +19,22 @@ from privrl.common.errors import PrivacyParameterError
 _SQRT2 = math.sqrt(2.0)
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 _BISECT_ITERS = 200
+
+
+def _bisect(
+    ok: Callable[[float], bool], lo: float, hi: float, rtol: float, ok_hi: bool, floor: float = 0.0
+) -> tuple[float, float]:
+    """The bracket ``[lo, hi]`` halved at most _BISECT_ITERS times, until ``hi - lo <= rtol *
+    max(hi, floor)``: the midpoint becomes the upper end where ``ok(mid)`` is ``ok_hi``, else the lower."""
+    for _ in range(_BISECT_ITERS):
+        mid = 0.5 * (lo + hi)
+        if bool(ok(mid)) is ok_hi:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo <= rtol * max(hi, floor):
+            break
+    return lo, hi
 
 
 def _check_x(x: Any) -> float:
@@ -103,16 +120,7 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
     hi = 0.5 * m * m + m * math.sqrt(2.0 * log_inverse(dlt)) + 1.0
     while gaussian_delta(hi, m) > dlt:
         hi *= 2.0
-    lo = 0.0
-    for _ in range(_BISECT_ITERS):
-        mid = 0.5 * (lo + hi)
-        if gaussian_delta(mid, m) <= dlt:
-            hi = mid
-        else:
-            lo = mid
-        if hi - lo <= 1e-15 * hi:
-            break
-    return hi
+    return _bisect(lambda mid: gaussian_delta(mid, m) <= dlt, 0.0, hi, 1e-15, True)[1]
 
 
 @checked()
@@ -124,14 +132,7 @@ def gaussian_mu(epsilon: float, delta: float) -> float:
     lo, hi = 0.0, 1.0
     while gaussian_delta(eps, hi) <= dlt:
         lo, hi = hi, 2.0 * hi
-    for _ in range(_BISECT_ITERS):
-        mid = 0.5 * (lo + hi)
-        if gaussian_delta(eps, mid) <= dlt:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-15 * hi:
-            break
+    lo, hi = _bisect(lambda mid: gaussian_delta(eps, mid) <= dlt, lo, hi, 1e-15, False)
     if lo == 0.0:  # pragma: no cover - delta(eps, mu) -> 0 as mu -> 0, so some mu > 0 works
         raise PrivacyParameterError(f"no Gaussian noise level reaches (eps={eps}, delta={dlt})")
     return lo
