@@ -279,6 +279,11 @@ class Agent(abc.ABC):
         """User values clipped to the sensitivity bounds so far."""
         return int(sum(self._core.clips))
 
+    @property
+    def guard(self) -> SensitivityGuard:
+        """The sensitivity guard of the (first) user statistic."""
+        return next(iter(self.guards.values()))
+
     def _sync_guards(self) -> None:
         for guard, clipped in zip(self.guards.values(), self._core.clips, strict=False):
             if clipped != guard.clipped:

@@ -160,10 +160,6 @@ class LinUCB(Agent):
             return noise_spec(cal, cal.sigma_B, cal.sigma_g, 1, self.noise_seeds(2))
         return None
 
-    @property
-    def guard(self) -> SensitivityGuard:
-        return next(iter(self.guards.values()))
-
     def release_plan(self) -> ReleasePlan:
         """What LinUCB releases about one user (privrl.agents.linucb.calibration.release_plan)."""
         return self._plan

@@ -315,10 +315,6 @@ class LSVIUCB(Agent):
         return privacy_of.release_plan(p.kind, p.pure, self.H, self.K, self.d, self.B, p.mechanism, p.sampler)
 
     @property
-    def guard(self) -> SensitivityGuard:
-        return next(iter(self.guards.values()))
-
-    @property
     def batch(self) -> int:
         """Index b of the current batch (0-based) = releases published since the start."""
         return int(self._core.releases)

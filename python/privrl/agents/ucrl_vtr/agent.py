@@ -208,10 +208,6 @@ class UCRLVTR(Agent):
         """The continual-release mechanism of the JDP server ("tree" unless JointDP chose one)."""
         return self.privacy.mechanism
 
-    @property
-    def guard(self) -> SensitivityGuard:
-        return next(iter(self.guards.values()))
-
     def _plus(self) -> tuple[float, float] | None:
         return None
 
