@@ -71,6 +71,12 @@ __all__ = [
 PRACTICAL_SHIFT_MULT = 1.0
 
 
+def nonprivate_rule(calibration: str, shift_mult: float = PRACTICAL_SHIFT_MULT) -> dict[str, Any]:
+    """A non-private calibration's release-rule fields: the practical rule and its shift multiplier
+    under ``calibration="practical"``, none (the class defaults) otherwise."""
+    return {"release_rule": "practical", "shift_mult": shift_mult} if calibration == "practical" else {}
+
+
 @checked(s=check_nonneg_real)
 def matrix_noise_bound(s: float, d: int, alpha: float) -> float:
     """High-probability spectral norm of a released symmetric noise matrix whose off-diagonal

@@ -341,11 +341,7 @@ def _calibrate(
         **sampler_fields(plan, kind),
     )
     if kind == "none":
-        rule: dict[str, Any] = (
-            {"release_rule": "practical", "shift_mult": PRACTICAL_LSVI_SHIFT_MULT}
-            if calibration == "practical"
-            else {}
-        )
+        rule = practical.nonprivate_rule(calibration, PRACTICAL_LSVI_SHIFT_MULT)
         return LSVIUCBCalibration(**base, **rule, **_radius(lam, 0.0, 0.0, H, K, d, p))
     entry = user_entry(mechanism, R)
     tree = mechanism == "tree"

@@ -331,11 +331,7 @@ def _calibrate(
     )
     if kind == "none":
         beta = ucrl_vtr_beta_nonprivate(C_w, H, K, d, p)
-        rule: dict[str, Any] = (
-            {"release_rule": "practical", "shift_mult": practical.PRACTICAL_SHIFT_MULT}
-            if (calibration == "practical")
-            else {}
-        )
+        rule = practical.nonprivate_rule(calibration)
         return UCRLVTRCalibration(**base, beta=beta, beta_condition=beta, **rule)
     tight = calibration in ("tight", "practical")  # practical: the tight noise
     fam = plan.family("Lambda")

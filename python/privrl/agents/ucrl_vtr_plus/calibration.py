@@ -292,11 +292,7 @@ def _calibrate(
         **sampler_fields(plan, kind),
     )
     if kind == "none":
-        rule: dict[str, Any] = (
-            {"release_rule": "practical", "shift_mult": practical.PRACTICAL_SHIFT_MULT}
-            if (calibration == "practical")
-            else {}
-        )
+        rule = practical.nonprivate_rule(calibration)
         nonprivate = ucrl_vtr_plus_betas_condition(lam, 0, 0, 0, 0, 0, 0, C_w, H, K, d, p)
         return UCRLVTRPlusCalibration(**base, **rule, **_radii(nonprivate))
     entry = user_entry(mechanism, K) if kind == "jdp" else None
