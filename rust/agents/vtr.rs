@@ -14,6 +14,7 @@
 //!           noise) and still unbiased (E[f(s')] = <phi_f, w> for any f fixed before s' is
 //!           drawn), it fills the bounds the noise is calibrated for where V itself varies by
 //!           little over a support (RiverSwimMixture S = 20: V* = 0.18 on a scale of H = 20);
+//!           planning reads it too: Q_h = r_h + lo + (hi - lo) / H clip_[0, H](<phi_f, w_h> + bonus);
 //!   intake  the sensitivity guard (clip or reject), and under LDP the user-side randomizer
 //!           (X X^T + B^1, X y + g^1, Cor. 2): only its output leaves the user;
 //!   server  adds the message to its sums — exact (Sherman-Morrison), 2H continual-release
@@ -329,7 +330,21 @@ impl VtrAgent {
         for h in (0..h_n).rev() {
             let (now, next) = plan.v[h * s_n..].split_at_mut(s_n);
             let phi = &mut plan.phis[h * rows * d..(h + 1) * rows * d];
-            self.features.phi_v(&next[..s_n], phi)?;
+            if adaptive {
+                // the level is known (every admissible p(.|s, a) sums to one): Q_h(s, a) = r + lo
+                // + (hi - lo) / H <phi_f, w> with f V_{h+1} normalized over the pair's support, the
+                // users' target, so the width is that of phi_f, the direction the data measure
+                self.features
+                    .support_range(&next[..s_n], &mut w.lo, &mut w.hi)?;
+                for (row, p) in phi.chunks_exact_mut(d).enumerate() {
+                    let f = &mut w.v2;
+                    self.features
+                        .normalized_target(row, &next[..s_n], FLAT, h_n as f64, f);
+                    self.features.phi_v_row(row, f, p)?;
+                }
+            } else {
+                self.features.phi_v(&next[..s_n], phi)?;
+            }
             let sl = h * d * d..(h + 1) * d * d;
             let explore = &board.explore[sl.clone()];
             let mean = &board.weights[h * d..(h + 1) * d];
@@ -367,17 +382,18 @@ impl VtrAgent {
                 upper: h_n as f64,
             };
             let r = &self.rewards[h * rows..(h + 1) * rows];
-            q.evaluate(phi, Some(r), &mut w.q)?;
             if adaptive {
-                // the support clip: every admissible model's Q_h(s, a) lies in
-                // r + [min, max] of V_{h+1} over the support of (s, a)
-                self.features
-                    .support_range(&next[..s_n], &mut w.lo, &mut w.hi)?;
+                // <phi_f, w> + width in [0, H]: Q_h(s, a) in r + [min, max] of V_{h+1} over the
+                // support of (s, a), where every admissible model's Q_h(s, a) lies
+                q.evaluate(phi, None, &mut w.q)?;
+                let scale = 1.0 / h_n as f64;
                 for (((qv, rv), lo), hi) in w.q.iter_mut().zip(r).zip(&w.lo).zip(&w.hi) {
-                    *qv = qv.clamp(rv + lo, rv + hi);
+                    *qv = rv + lo + (hi - lo) * scale * *qv;
                 }
                 // the normalized target spans [0, H] over every support it is not flat on
                 self.spread[h] = h_n as f64;
+            } else {
+                q.evaluate(phi, Some(r), &mut w.q)?;
             }
             let tie = self.ties.draw();
             group_max(&w.q, a_n, tie, now, &mut plan.pi[h * s_n..(h + 1) * s_n])?;
