@@ -337,10 +337,9 @@ impl VtrAgent {
                 self.features
                     .support_range(&next[..s_n], &mut w.lo, &mut w.hi)?;
                 for (row, p) in phi.chunks_exact_mut(d).enumerate() {
-                    let f = &mut w.v2;
-                    self.features
-                        .normalized_target(row, &next[..s_n], FLAT, h_n as f64, f);
-                    self.features.phi_v_row(row, f, p)?;
+                    let range = (w.lo[row], w.hi[row]);
+                    let amp = h_n as f64;
+                    (self.features).normalized_phi_row(row, &next[..s_n], range, FLAT, amp, p);
                 }
             } else {
                 self.features.phi_v(&next[..s_n], phi)?;

@@ -243,6 +243,67 @@ impl MixtureFeatures {
         }
     }
 
+    /// `phi_v_row(row, f)` of the normalized target `f` that [`Self::normalized_target`] gives
+    /// for `v` (same terms in the same order: the same bits), without building `f`; `range` is
+    /// v's (min, max) over the row's support (`support_range`).
+    pub fn normalized_phi_row(
+        &self,
+        row: usize,
+        v: &[f64],
+        range: (f64, f64),
+        tol: f64,
+        amp: f64,
+        out: &mut [f64],
+    ) {
+        let (lo, width) = (range.0, range.1 - range.0);
+        let f = |s: usize| {
+            if width <= tol {
+                amp
+            } else {
+                amp * ((v[s] - lo) / width)
+            }
+        };
+        macro_rules! fixed {
+            ($($n:literal)*) => {
+                match self.d {
+                    $($n => self.weighted_row::<$n>(row, f, out),)*
+                    _ => self.weighted_row_any(row, f, out),
+                }
+            };
+        }
+        fixed!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+    }
+
+    /// sum over row's support of f(s') phi(s'|row), skipping f(s') = 0 (as `phi_v_row` does).
+    fn weighted_row<const D: usize>(&self, row: usize, f: impl Fn(usize) -> f64, out: &mut [f64]) {
+        let mut acc = [0.0; D];
+        for k in self.indptr[row]..self.indptr[row + 1] {
+            let fs = f(self.next_state[k]);
+            if fs != 0.0 {
+                let x: &[f64; D] = self.values[k * D..(k + 1) * D].try_into().unwrap();
+                for i in 0..D {
+                    acc[i] += fs * x[i];
+                }
+            }
+        }
+        out.copy_from_slice(&acc);
+    }
+
+    fn weighted_row_any(&self, row: usize, f: impl Fn(usize) -> f64, out: &mut [f64]) {
+        out.iter_mut().for_each(|x| *x = 0.0);
+        for k in self.indptr[row]..self.indptr[row + 1] {
+            let fs = f(self.next_state[k]);
+            if fs != 0.0 {
+                for (oi, fi) in out
+                    .iter_mut()
+                    .zip(&self.values[k * self.d..(k + 1) * self.d])
+                {
+                    *oi += fs * fi;
+                }
+            }
+        }
+    }
+
     /// The features of one row (s, a) against one next state, d values (zeros if absent).
     pub fn feature(&self, row: usize, next: usize) -> CoreResult<Vec<f64>> {
         if row >= self.n_rows || next >= self.n_states {
@@ -262,6 +323,37 @@ impl MixtureFeatures {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn fused_normalized_features_equal_target_then_phi_bit_for_bit() {
+        // 4 rows over 5 next states, supports of 1-5 states (a flat value for some v); d = 3
+        // (the fixed-size path) and 17 (the general one)
+        for d in [3, 17] {
+            let mut dense = vec![0.0; 4 * 5 * d];
+            for (i, x) in dense.iter_mut().enumerate() {
+                if (i / d) % 5 <= (i / (5 * d)) + 1 {
+                    *x = ((i * 29 % 13) as f64 - 6.0) / 9.0;
+                }
+            }
+            let f = super::MixtureFeatures::from_dense(&dense, 4, 5, d).unwrap();
+            for v in [
+                [0.3, 1.1, 0.0, 2.9, 0.7],
+                [1.0; 5],
+                [0.0, 0.0, 4.0, 1e-12, 3.0],
+            ] {
+                let (mut lo, mut hi) = (vec![0.0; 4], vec![0.0; 4]);
+                f.support_range(&v, &mut lo, &mut hi).unwrap();
+                for row in 0..4 {
+                    let (mut t, mut a, mut b) = (vec![0.0; 5], vec![0.0; d], vec![0.0; d]);
+                    f.normalized_target(row, &v, 1e-9, 7.0, &mut t);
+                    f.phi_v_row(row, &t, &mut a).unwrap();
+                    f.normalized_phi_row(row, &v, (lo[row], hi[row]), 1e-9, 7.0, &mut b);
+                    let bits = |x: &Vec<f64>| x.iter().map(|y| y.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&a), bits(&b));
+                }
+            }
+        }
+    }
+
     #[test]
     fn dense_and_sparse_paths_agree_bit_for_bit() {
         // 3 rows, 4 next states, d = 2; row 0 dense, rows 1-2 sparse enough to stay under half
