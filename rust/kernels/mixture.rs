@@ -145,17 +145,7 @@ impl MixtureFeatures {
 
     fn phi_v_fixed<const D: usize>(&self, v: &[f64], out: &mut [f64]) {
         for (r, o) in out.chunks_exact_mut(D).enumerate() {
-            let mut acc = [0.0; D];
-            for k in self.indptr[r]..self.indptr[r + 1] {
-                let vs = v[self.next_state[k]];
-                if vs != 0.0 {
-                    let f: &[f64; D] = self.values[k * D..(k + 1) * D].try_into().unwrap();
-                    for i in 0..D {
-                        acc[i] += vs * f[i];
-                    }
-                }
-            }
-            o.copy_from_slice(&acc);
+            self.weighted_row::<D>(r, |s| v[s], o);
         }
     }
 
@@ -170,32 +160,13 @@ impl MixtureFeatures {
         }
         check_len("value vector", v.len(), self.n_states)?;
         check_len("phi_v output", out.len(), self.d)?;
-        let d = self.d;
-        out.iter_mut().for_each(|x| *x = 0.0);
-        for k in self.indptr[row]..self.indptr[row + 1] {
-            let vs = v[self.next_state[k]];
-            if vs != 0.0 {
-                for (oi, fi) in out.iter_mut().zip(&self.values[k * d..(k + 1) * d]) {
-                    *oi += vs * fi;
-                }
-            }
-        }
+        self.weighted_row_any(row, |s| v[s], out);
         Ok(())
     }
 
     fn phi_v_any(&self, v: &[f64], out: &mut [f64]) {
-        let d = self.d;
-        for (r, o) in out.chunks_exact_mut(d).enumerate() {
-            o.iter_mut().for_each(|x| *x = 0.0);
-            for k in self.indptr[r]..self.indptr[r + 1] {
-                let vs = v[self.next_state[k]];
-                if vs != 0.0 {
-                    let f = &self.values[k * d..(k + 1) * d];
-                    for (oi, fi) in o.iter_mut().zip(f) {
-                        *oi += vs * fi;
-                    }
-                }
-            }
+        for (r, o) in out.chunks_exact_mut(self.d).enumerate() {
+            self.weighted_row_any(r, |s| v[s], o);
         }
     }
 
@@ -274,7 +245,8 @@ impl MixtureFeatures {
         fixed!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
     }
 
-    /// sum over row's support of f(s') phi(s'|row), skipping f(s') = 0 (as `phi_v_row` does).
+    /// sum over row's support of f(s') phi(s'|row) in support order, skipping f(s') = 0: every
+    /// phi_v / normalized-feature sum (so they agree bit for bit).
     fn weighted_row<const D: usize>(&self, row: usize, f: impl Fn(usize) -> f64, out: &mut [f64]) {
         let mut acc = [0.0; D];
         for k in self.indptr[row]..self.indptr[row + 1] {
