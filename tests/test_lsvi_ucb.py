@@ -500,6 +500,30 @@ def test_a_schedule_that_never_releases_is_flagged():
         LSVIUCB(fmap, JointDP(1.0, 1e-5), episodes=1, seed=0)  # one user: nothing to release for
 
 
+def test_a_release_after_every_user_under_jdp_is_flagged():
+    """batches="every" under JDP composes K releases: the agent says what that costs (the composed
+    sigma_u, H Gram releases per user) against the default schedule's B, and stays quiet for the
+    non-private agent and for the paper's Rem. 2 variant asked by name."""
+    import warnings
+
+    from privrl.envs import FeatureMap
+    from privrl.exceptions import ScheduleWarning
+
+    fmap = FeatureMap.one_hot(16, 4, H=8)
+    with pytest.warns(ScheduleWarning, match=r"batches='every' under JointDP") as rec:
+        agent = LSVIUCB(fmap, JointDP(10.0, 1e-5), batches="every", episodes=20_000, seed=0)
+    static = LSVIUCB(fmap, JointDP(10.0, 1e-5), episodes=20_000, seed=0)
+    message = str(rec[0].message)
+    assert rec[0].filename == __file__
+    assert f"sigma_u = {agent.calibration.sigma_u:,.4g}" in message
+    assert f"B = {static.B} times" in message and static.B < agent.B == 20_000
+    assert agent.calibration.sigma_u > 10 * static.calibration.sigma_u  # what the warning is about
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ScheduleWarning)
+        LSVIUCB(fmap, NonPrivate(), batches="every", episodes=20_000, seed=0)
+        LSVIUCB(fmap, JointDP(10.0, 1e-5, calibration="paper"), batches="every", episodes=20_000, seed=0)
+
+
 _PEAK = """
 import sys
 import os

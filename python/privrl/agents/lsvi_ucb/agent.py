@@ -239,6 +239,8 @@ class LSVIUCB(Agent):
         )
         self._settle_exploration(cal)
         check_release(plan, cal, self.K)
+        if batches == "every" and kw["kind"] == "jdp" and kw["calibration"] != "paper":
+            self._warn_every(cal, kw)
         self.beta = self._radius(cal, cal.beta)
         self.calibration: Calibration = cal.replace(
             beta_used=self.beta, beta_scale=self.beta_scale, planning=planning
@@ -275,6 +277,25 @@ class LSVIUCB(Agent):
                 episodes=self.K,
                 adaptive=self._adaptive(cal, table),
             )
+        )
+
+    def _warn_every(self, cal: LSVIUCBCalibration, kw: dict[str, Any]) -> None:
+        """Say what a release after every user costs under JDP (Rem. 2) when the default schedule
+        releases fewer times: the composed eta noise and H d x d Lambda releases per user."""
+        static = privacy_of.resolve_batches(
+            "static", kw["kind"], self.privacy.pure, kw["epsilon"], self.H, self.K, self.d,
+            kw["calibration"], kw["delta"], kw["p"], kw["mechanism"],
+        )  # fmt: skip
+        if static >= self.B:
+            return
+        warnings.warn(
+            f"batches='every' under JointDP releases after each of the K = {self.K:,} users (Rem. 2): "
+            f"the releases compose, so each one's eta noise has std sigma_u = {cal.sigma_u:,.4g}, and "
+            f"every user costs H = {self.H} releases of a d x d Gram (d = {self.d}); the default "
+            f"batches='static' releases B = {static} times. Keep 'every' to run Rem. 2's variant; "
+            "pass batches='static' (or an int) for an agent that learns within its noise",
+            ScheduleWarning,
+            stacklevel=3,
         )
 
     def _private(self, cal: LSVIUCBCalibration) -> LsviPrivateSpec | None:
