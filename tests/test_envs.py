@@ -981,6 +981,7 @@ def test_from_gymnasium_refuses_a_table_outside_its_spaces_and_frozen_lake_a_bad
 
     class Table:
         P = None
+        initial_state_distrib = np.eye(2)[0]  # (a table without one: tests/test_own_envs.py)
 
         class observation_space:
             n = 2

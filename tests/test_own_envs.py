@@ -75,6 +75,34 @@ def test_from_gymnasium_refuses_a_terminal_state_an_episode_can_be_in():
         from_gymnasium(env, H=5)
 
 
+def test_from_gymnasium_checks_every_transition_reward_and_says_when_it_assumes_the_start():
+    """A transition paying outside [0, 1] is refused even when the mean over the listed
+    transitions is inside (privrl.learn would clip it: the model would not pay what the agent is
+    paid); a table without initial_state_distrib gets the uniform start with an AssumptionWarning
+    (env.reset may start elsewhere), and none once init_dist is given."""
+    from privrl.envs import from_gymnasium
+    from privrl.exceptions import AssumptionWarning
+
+    env = Corridor(3, end_state=True)
+    env.P[1][0] = [(0.5, 2, 1.5, False), (0.5, 0, -0.5, False)]  # mean 0.5, each outside [0, 1]
+    with pytest.raises(AssumptionError, match=r"P\[1\]\[0\] pays 1\.5 on its move to state 2"):
+        from_gymnasium(env, H=3)
+    with pytest.raises(AssumptionError, match=r"pays -0\.25 \(rescaled from -0\.5\) on its move to state 0"):
+        from_gymnasium(env, H=3, reward=lambda r: r / 2)  # 1.5 / 2 is inside, -0.5 / 2 is not
+    env = Corridor(3, end_state=True)
+    del env.initial_state_distrib
+    uniform = "no initial_state_distrib: the model starts uniformly over its 3 non-absorbing"
+    with pytest.warns(AssumptionWarning, match=uniform):
+        mdp = from_gymnasium(env, H=3)
+    np.testing.assert_array_equal(mdp.init_dist, [1 / 3, 1 / 3, 1 / 3, 0.0])  # not the terminal state
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AssumptionWarning)
+        mdp = from_gymnasium(env, H=3, init_dist=np.eye(4)[0])
+    assert mdp.initial_value(mdp.optimal_values()) == pytest.approx(_episode_value(env.P, np.eye(4)[0], 3, 2))
+
+
 def test_from_gymnasium_own_table_with_a_separate_terminal_state_is_exact():
     from privrl.envs import from_gymnasium
 

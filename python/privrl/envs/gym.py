@@ -77,9 +77,11 @@ def from_gymnasium(
     (prob, next_state, reward, terminated)); `env` may also be an env id string.
 
     * r_h(s,a) = sum over the listed transitions of prob * reward(r) (``reward`` rescales the
-      environment's rewards, as in ``privrl.learn``; none: as they are); it must lie in [0, 1]
-      (AssumptionError otherwise: CliffWalking or Taxi need a rescale, e.g. ``lambda r: (r +
-      100) / 100`` and ``lambda r: (r + 10) / 30``).
+      environment's rewards, as in ``privrl.learn``; none: as they are); every reward a listed
+      transition pays must lie in [0, 1], not only their mean (AssumptionError otherwise, naming
+      the transition: ``privrl.learn`` would clip it, so the model would not pay what the agent
+      is paid; CliffWalking or Taxi need a rescale, e.g. ``lambda r: (r + 100) / 100`` and
+      ``lambda r: (r + 10) / 30``).
     * A terminated transition goes to its listed next state, as in the table; every state that
       is the target of some terminated transition is then made absorbing (p(s|s,a) = 1 for all a)
       paying the rescaled value of a zero reward, ``reward(0.0)`` (0 without a rescale; refused
@@ -91,7 +93,8 @@ def from_gymnasium(
       episodes truncated before H, then padded by ``privrl.learn``) gives an AssumptionWarning.
     * init_dist: the argument if given, else ``env.unwrapped.initial_state_distrib`` if the env
       has it (FrozenLake, Taxi, CliffWalking), else uniform over the non-absorbing states (over
-      all states if every state is absorbing).
+      all states if every state is absorbing), with an AssumptionWarning: ``env.reset`` may start
+      elsewhere.
     """
     gymnasium = _import_gymnasium()
     if isinstance(env, str):
@@ -111,6 +114,14 @@ def from_gymnasium(
     if init_dist is None:
         mask = ~terminal if (~terminal).any() else np.ones(S, dtype=bool)
         init_dist = mask / mask.sum()
+        warnings.warn(
+            f"{env_name} has no initial_state_distrib: the model starts uniformly over its "
+            f"{int(mask.sum())} non-absorbing states, while its episodes start where env.reset puts "
+            "them (privrl.learn, privrl.evaluate); pass init_dist=... if they differ, or the model's "
+            "values and regret are not the environment's",
+            AssumptionWarning,
+            stacklevel=2,
+        )
     init_dist = np.asarray(init_dist, dtype=np.float64)
     mdp = tabular_linear_mdp(
         np.broadcast_to(P, (H, S, A, S)),
@@ -135,11 +146,12 @@ def from_gymnasium(
 def _table_arrays(
     table: dict, S: int, A: int, scale: Callable[[float], float], pad: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """P (S, A, S), expected rescaled rewards R (S, A) (checked to lie in [0, 1]), the terminal
-    states of a transition table, each terminal state made absorbing, paying `pad`, the (S, S)
-    mask of the table's transitions s -> s' of positive probability that do not end the episode
-    (what an episode can still do before its end), and the states whose own table entries already
-    are the absorbing convention (every action ends the episode paying `pad`: FrozenLake's holes)."""
+    """P (S, A, S), expected rescaled rewards R (S, A) (every transition's reward checked to lie
+    in [0, 1]), the terminal states of a transition table, each terminal state made absorbing,
+    paying `pad`, the (S, S) mask of the table's transitions s -> s' of positive probability that
+    do not end the episode (what an episode can still do before its end), and the states whose own
+    table entries already are the absorbing convention (every action ends the episode paying
+    `pad`: FrozenLake's holes)."""
     P = np.zeros((S, A, S))
     R = np.zeros((S, A))
     terminal = np.zeros(S, dtype=bool)
@@ -151,8 +163,17 @@ def _table_arrays(
             for prob, ns_key, rew, term in transitions:
                 # next state -1 read P's last state, 5 of 2 states was numpy's IndexError
                 ns = _table_index(ns_key, S, "next state", f"P[{s}][{a}]")
+                r = float(scale(float(rew)))
+                if float(prob) > 0.0 and not -1e-9 <= r <= 1.0 + 1e-9:
+                    # privrl.learn's guard would clip it: the model's expected reward would not be
+                    # the one the agent is paid on the environment
+                    raise AssumptionError(
+                        f"the gymnasium env's transition table P[{s}][{a}] pays {r:.6g}"
+                        f"{'' if r == float(rew) else f' (rescaled from {float(rew):.6g})'} on its move "
+                        f"to state {ns}, outside [0, 1] (rescale it with reward=...)"
+                    )
                 P[s, a, ns] += float(prob)
-                R[s, a] += float(prob) * float(scale(float(rew)))
+                R[s, a] += float(prob) * r
                 if term:
                     terminal[ns] = True
                 elif float(prob) > 0.0:
@@ -169,13 +190,6 @@ def _table_arrays(
             + (f"lists probabilities summing to {sums[s, a]:.12g}" if listed else "is missing")
             + f": every state 0..{S - 1} and action 0..{A - 1} of its spaces needs a list of "
             "transitions whose probabilities sum to 1 (unreachable states included)"
-        )
-    bad = (R < -1e-9) | (R > 1.0 + 1e-9)
-    if bad.any():
-        s, a = (int(i) for i in np.argwhere(bad)[0])
-        raise AssumptionError(
-            f"expected reward r(s={s}, a={a}) = {R[s, a]:.6g} of the gymnasium env is outside [0, 1] "
-            "(rescale it with reward=...)"
         )
     own = np.asarray(~live.any(axis=1) & (np.abs(R - pad) <= 1e-12).all(axis=1))
     for t in np.nonzero(terminal)[0]:
