@@ -105,3 +105,24 @@ def test_a_different_environment_is_refused_with_what_differs():
     other = RiverSwimMixture(S=5, H=3)
     with pytest.raises(ValueError, match="features"):
         privrl.run(agent, other, seed=0)
+
+
+def test_an_agent_built_on_a_feature_map_runs_on_any_model_with_its_features_and_horizon():
+    """A FeatureMap states only H and the features: an agent trained through privrl.learn is
+    scored with exact regret on the environment's model (from_gymnasium), the same users as on an
+    agent built on the model itself; a model with another horizon or other features is refused."""
+    gym = pytest.importorskip("gymnasium")
+    from privrl.agents import LSVIUCB
+    from privrl.envs import FeatureMap, from_gymnasium
+    from privrl.privacy import NonPrivate
+
+    model = from_gymnasium(gym.make("FrozenLake-v1", is_slippery=False), H=8)
+    on_map = LSVIUCB(FeatureMap.one_hot(16, 4, 8), NonPrivate(), episodes=300, seed=0)
+    on_model = LSVIUCB(model, NonPrivate(), episodes=300, seed=0)
+    a, b = (privrl.run(x, model, 300, seed=1) for x in (on_map, on_model))
+    np.testing.assert_array_equal(a.regret, b.regret)
+    with pytest.raises(ValueError, match=r"differs in its horizon.*agent\.env"):
+        privrl.run(on_map, from_gymnasium(gym.make("FrozenLake-v1", is_slippery=False), H=7), seed=0)
+    other = FeatureMap(np.asarray(model.features)[:, ::-1].copy(), 8)  # the actions' rows swapped
+    with pytest.raises(ValueError, match=r"differs in its features"):
+        privrl.run(LSVIUCB(other, NonPrivate(), episodes=3, seed=0), model, seed=0)

@@ -377,14 +377,16 @@ class Agent(abc.ABC):
 
     def check_env(self, env: Any) -> None:
         """Refuse (AssumptionError) an environment that is not the MDP the agent was built for: ``env``
-        must be ``agent.env`` or have its fingerprint (the same model rebuilt from its
-        constructor, e.g. after loading a saved agent in another process)."""
+        must be ``agent.env`` or agree with every part of its fingerprint (the same model rebuilt
+        from its constructor, e.g. after loading a saved agent in another process; for an agent
+        built on a FeatureMap, which states only H and the features, any model with those: an
+        agent trained through ``privrl.learn`` is scored on the environment's exact model)."""
         if env is self.env:
             return
         if not hasattr(env, "fingerprint"):
             raise TypeError(f"env must be a privrl environment, got {type(env).__name__}")
         mine, theirs = self.env.fingerprint(), env.fingerprint()
-        differ = sorted(k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k))
+        differ = sorted(k for k in mine if mine[k] != theirs.get(k))
         if differ:
             raise AssumptionError(
                 f"{self.label} was built for {self.env!r}; {env!r} differs in its {', '.join(differ)}: "
