@@ -298,3 +298,24 @@ def test_agents_accept_any_finite_mdp_with_features():
         bad = _OwnMixture(river)
         bad.C_w = -1.0
         UCRLVTR(bad, NonPrivate(calibration="paper"), episodes=5)
+
+
+def test_an_own_mixture_whose_features_break_asm_2_is_refused_as_a_linear_mixture_mdp_is():
+    """||phi_v(s, a)|| <= 1 for every v: S -> [0, 1] (Asm. 2, the bound behind the sensitivity of
+    X = phi_V) is checked on a user's own FiniteMDP as LinearMixtureMDP checks it at construction
+    (the guard would otherwise clip X at run time, silently): features scaled by 1.5 on
+    RiverSwimMixture, whose phi_v reaches norm 1 (the all-ones v gives phi_1, the weights' level)."""
+    from privrl.envs.mixture import check_phi_v_bound
+
+    river = RiverSwimMixture(S=4, H=4)
+    report: dict = {}
+    check_phi_v_bound(river.features, "river", report)
+    worst = max(report["phi_v_sufficient_max"], report["phi_v_exact_max"] or 0.0)
+    bad = _OwnMixture(river)
+    bad.features = 1.5 * river.features
+    want = 1.5 * float(np.linalg.norm(np.abs(river.features).sum(axis=2), axis=2).max())
+    assert worst <= 1.0 + 1e-9 and want > 1.0
+    with pytest.raises(AssumptionError, match=r"\|\|phi_v\(s=\d+, a=\d+\)\|\|_2 = [\d.]+ > 1"):
+        UCRLVTR(bad, NonPrivate(), episodes=5)
+    with pytest.raises(AssumptionError, match="Asm. 2"):
+        UCRLVTRPlus(bad, NonPrivate(), episodes=5)

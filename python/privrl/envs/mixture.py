@@ -135,51 +135,7 @@ class LinearMixtureMDP(FiniteMDP):
         self.weights: np.ndarray = _freeze(w)
         self.phi_v_matrix: np.ndarray = _freeze(phi.transpose(0, 1, 3, 2).reshape(S * A * d, S).copy())
         self.assumption_report: dict[str, Any] = {"w_norm_max": float(w_norms.max()), "C_w": C_w}
-        self._check_phi_v_bound()
-
-    # ---------------------------------------------------------------- Asm. 2
-    def _check_phi_v_bound(self) -> None:
-        phi = self.features
-        suff = np.linalg.norm(np.abs(phi).sum(axis=2), axis=2)  # (S, A)
-        report = self.assumption_report
-        report["phi_v_sufficient_max"] = float(suff.max())
-        failing = np.argwhere(suff > 1.0 + PROB_TOL)
-        exact_max = 0.0
-        unverified: list[tuple[int, int]] = []
-        rng = np.random.default_rng(RANDOM_SEARCH_SEED)
-        vert_cache: dict[int, np.ndarray] = {}
-        for s, a in failing:
-            s, a = int(s), int(a)
-            sub = phi[s, a]  # (S, d)
-            support = np.nonzero(np.any(sub != 0.0, axis=1))[0]
-            m = support.size
-            sub = sub[support]
-            if m <= EXACT_SUPPORT_MAX:
-                if m not in vert_cache:
-                    vert_cache[m] = _binary_vertices(m)
-                norms = np.linalg.norm(vert_cache[m] @ sub, axis=1)
-                k = int(norms.argmax())
-                val, vbest = float(norms[k]), vert_cache[m][k]
-                exact_max = max(exact_max, val)
-            else:
-                val, vbest = _random_vertex_search(sub, rng, RANDOM_SEARCH_STARTS)
-                if val <= 1.0 + PROB_TOL:
-                    unverified.append((s, a))
-            if val > 1.0 + PROB_TOL:
-                ones = [int(x) for x in support[vbest > 0.5]]
-                raise AssumptionError(
-                    f"||phi_v(s={s}, a={a})||_2 = {val:.12g} > 1 for v = indicator of next states {ones}: "
-                    "Asm. 2 requires ||phi_v(s,a)|| <= 1 for every v: S -> [0, 1]"
-                )
-        report["phi_v_exact_max"] = exact_max if len(failing) else None
-        report["phi_v_unverified"] = unverified
-        if unverified:
-            warnings.warn(
-                f"{self.name}: ||phi_v(s,a)|| <= 1 (Asm. 2) verified only by a randomized vertex search for "
-                f"{len(unverified)} state-action pairs with supports larger than {EXACT_SUPPORT_MAX}",
-                AssumptionWarning,
-                stacklevel=3,
-            )
+        check_phi_v_bound(self.features, self.name, self.assumption_report, stacklevel=3)
 
     # ---------------------------------------------------------------- value features
     def phi_v(self, v: Any) -> np.ndarray:
@@ -191,6 +147,54 @@ class LinearMixtureMDP(FiniteMDP):
         if v.ndim == 2 and v.shape[1] == S:
             return (v @ self.phi_v_matrix.T).reshape(v.shape[0], S, A, d)
         raise ShapeError(f"v must have shape (S,) or (n, S) with S={S}, got {v.shape}")
+
+
+def check_phi_v_bound(phi: np.ndarray, name: str, report: dict[str, Any], stacklevel: int = 2) -> None:
+    """Asm. 2's ||phi_v(s, a)|| <= 1 for every v: S -> [0, 1], for mixture features `phi`
+    (S, A, S, d): AssumptionError naming the worst v where it fails. The sufficient bound
+    ||sum_s' |phi(s'|s, a)| || <= 1 first; where it fails, exactly over the support's binary v
+    (the norm is convex in v, so its max over [0, 1]^S is at a vertex), or by a randomized vertex
+    search for supports above EXACT_SUPPORT_MAX (an AssumptionWarning says which pairs were only
+    searched). Findings go into `report`."""
+    suff = np.linalg.norm(np.abs(phi).sum(axis=2), axis=2)  # (S, A)
+    report["phi_v_sufficient_max"] = float(suff.max())
+    failing = np.argwhere(suff > 1.0 + PROB_TOL)
+    exact_max = 0.0
+    unverified: list[tuple[int, int]] = []
+    rng = np.random.default_rng(RANDOM_SEARCH_SEED)
+    vert_cache: dict[int, np.ndarray] = {}
+    for s, a in failing:
+        s, a = int(s), int(a)
+        sub = phi[s, a]  # (S, d)
+        support = np.nonzero(np.any(sub != 0.0, axis=1))[0]
+        m = support.size
+        sub = sub[support]
+        if m <= EXACT_SUPPORT_MAX:
+            if m not in vert_cache:
+                vert_cache[m] = _binary_vertices(m)
+            norms = np.linalg.norm(vert_cache[m] @ sub, axis=1)
+            k = int(norms.argmax())
+            val, vbest = float(norms[k]), vert_cache[m][k]
+            exact_max = max(exact_max, val)
+        else:
+            val, vbest = _random_vertex_search(sub, rng, RANDOM_SEARCH_STARTS)
+            if val <= 1.0 + PROB_TOL:
+                unverified.append((s, a))
+        if val > 1.0 + PROB_TOL:
+            ones = [int(x) for x in support[vbest > 0.5]]
+            raise AssumptionError(
+                f"||phi_v(s={s}, a={a})||_2 = {val:.12g} > 1 for v = indicator of next states {ones}: "
+                "Asm. 2 requires ||phi_v(s,a)|| <= 1 for every v: S -> [0, 1]"
+            )
+    report["phi_v_exact_max"] = exact_max if len(failing) else None
+    report["phi_v_unverified"] = unverified
+    if unverified:
+        warnings.warn(
+            f"{name}: ||phi_v(s,a)|| <= 1 (Asm. 2) verified only by a randomized vertex search for "
+            f"{len(unverified)} state-action pairs with supports larger than {EXACT_SUPPORT_MAX}",
+            AssumptionWarning,
+            stacklevel=stacklevel,
+        )
 
 
 # --------------------------------------------------------------------------------------------

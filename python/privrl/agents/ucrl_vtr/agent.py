@@ -25,7 +25,7 @@ from privrl.common.checks import as_f64, check_choice
 from privrl.common.errors import PrivacyParameterError
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.finite import FiniteMDP
-from privrl.envs.mixture import LinearMixtureMDP
+from privrl.envs.mixture import LinearMixtureMDP, check_phi_v_bound
 from privrl.privacy import practical
 from privrl.privacy.adaptive import DISTANCE_FLOOR, adaptive_constants
 from privrl.privacy.common import PRACTICAL_RULES, Calibration
@@ -108,7 +108,10 @@ class UCRLVTR(Agent):
         self.sensitivity = check_choice(sensitivity, ("clip", "reject"), "sensitivity")
         super().__init__(env, privacy, episodes, seed, beta_scale, beta, ties, exploration)
         # phi(s'|s, a) (S, A, S, d) and C_w >= ||w_h||: a LinearMixtureMDP's, or those of any
-        # FiniteMDP that carries them (``features``, ``C_w``; Asm. 2 is then the user's claim)
+        # FiniteMDP that carries them (``features``, ``C_w``: ||w_h|| <= C_w is then the user's
+        # claim; ||phi_v|| <= 1 is checked here as a LinearMixtureMDP checks it)
+        if not isinstance(env, LinearMixtureMDP):
+            check_phi_v_bound(np.asarray(env.features, dtype=np.float64), env.name, {}, stacklevel=3)
         self.mixture_features = np.ascontiguousarray(env.features, dtype=np.float64)
         self.C_w = float(env.C_w)
         self.d = self.mixture_features.shape[-1]
