@@ -317,5 +317,5 @@ def test_an_own_mixture_whose_features_break_asm_2_is_refused_as_a_linear_mixtur
     assert worst <= 1.0 + 1e-9 and want > 1.0
     with pytest.raises(AssumptionError, match=r"\|\|phi_v\(s=\d+, a=\d+\)\|\|_2 = [\d.]+ > 1"):
         UCRLVTR(bad, NonPrivate(), episodes=5)
-    with pytest.raises(AssumptionError, match="Asm. 2"):
+    with pytest.raises(AssumptionError, match=r"Asm\. 2"):
         UCRLVTRPlus(bad, NonPrivate(), episodes=5)
