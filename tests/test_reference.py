@@ -29,7 +29,7 @@ from privrl.agents.ucrl_vtr_plus.reference import of_agent as plus_reference
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.linear import RandomLinearMDP, RiverSwim
 from privrl.envs.mixture import HardToLearn, RiverSwimMixture
-from privrl.exceptions import AssumptionError
+from privrl.exceptions import AssumptionError, AssumptionWarning
 from privrl.privacy.models import JointDP, LocalDP, NonPrivate
 
 VTR_PRIVACY = [
@@ -210,7 +210,8 @@ class _Scaled(FiniteMDP):
 def test_the_guard_clips_and_warns_once(agent_kind):
     if agent_kind == "vtr":
         env = _Scaled(RiverSwimMixture(S=4, H=4), 40.0)
-        agent = UCRLVTR(env, JointDP(1.0, 1e-5, calibration="paper"), episodes=30, seed=2)
+        with pytest.warns(AssumptionWarning, match=r"scaled: \|\|phi_v.* > 1 .*guard clips X to norm 1"):
+            agent = UCRLVTR(env, JointDP(1.0, 1e-5, calibration="paper"), episodes=30, seed=2)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             privrl.run(agent, env, seed=1)
@@ -229,7 +230,10 @@ def test_the_guard_clips_and_warns_once(agent_kind):
 
 def test_reject_refuses_and_leaves_the_agent_as_it_was():
     env = _Scaled(RiverSwimMixture(S=4, H=4), 40.0)
-    agent = UCRLVTR(env, JointDP(1.0, 1e-5, calibration="paper"), episodes=20, seed=2, sensitivity="reject")
+    with pytest.warns(AssumptionWarning, match="guard refuses such a user at run time"):
+        agent = UCRLVTR(
+            env, JointDP(1.0, 1e-5, calibration="paper"), episodes=20, seed=2, sensitivity="reject"
+        )
     before = agent.release().design.copy()
     with pytest.raises(AssumptionError, match="outside the sensitivity bound"):
         privrl.run(agent, env, seed=1)
@@ -300,22 +304,25 @@ def test_agents_accept_any_finite_mdp_with_features():
         UCRLVTR(bad, NonPrivate(calibration="paper"), episodes=5)
 
 
-def test_an_own_mixture_whose_features_break_asm_2_is_refused_as_a_linear_mixture_mdp_is():
+def test_an_own_mixture_whose_features_break_asm_2_is_flagged_when_the_agent_is_built():
     """||phi_v(s, a)|| <= 1 for every v: S -> [0, 1] (Asm. 2, the bound behind the sensitivity of
-    X = phi_V) is checked on a user's own FiniteMDP as LinearMixtureMDP checks it at construction
-    (the guard would otherwise clip X at run time, silently): features scaled by 1.5 on
-    RiverSwimMixture, whose phi_v reaches norm 1 (the all-ones v gives phi_1, the weights' level)."""
+    X = phi_V) is checked on a user's own FiniteMDP as LinearMixtureMDP checks it (one function);
+    there it is the user's claim, so the agent warns (its guard then clips X at run time) rather
+    than refuse: RiverSwimMixture's features pass, the same scaled by 1.5 do not."""
     from privrl.envs.mixture import check_phi_v_bound
 
     river = RiverSwimMixture(S=4, H=4)
     report: dict = {}
     check_phi_v_bound(river.features, "river", report)
-    worst = max(report["phi_v_sufficient_max"], report["phi_v_exact_max"] or 0.0)
+    assert max(report["phi_v_sufficient_max"], report["phi_v_exact_max"] or 0.0) <= 1.0 + 1e-9
+    with pytest.raises(AssumptionError, match=r"\|\|phi_v\(s=\d+, a=\d+\)\|\|_2 = [\d.]+ > 1"):
+        check_phi_v_bound(1.5 * river.features, "scaled", {})
     bad = _OwnMixture(river)
     bad.features = 1.5 * river.features
-    want = 1.5 * float(np.linalg.norm(np.abs(river.features).sum(axis=2), axis=2).max())
-    assert worst <= 1.0 + 1e-9 and want > 1.0
-    with pytest.raises(AssumptionError, match=r"\|\|phi_v\(s=\d+, a=\d+\)\|\|_2 = [\d.]+ > 1"):
-        UCRLVTR(bad, NonPrivate(), episodes=5)
-    with pytest.raises(AssumptionError, match=r"Asm\. 2"):
-        UCRLVTRPlus(bad, NonPrivate(), episodes=5)
+    for cls in (UCRLVTR, UCRLVTRPlus):
+        with pytest.warns(AssumptionWarning, match=r"own mixture: \|\|phi_v.*Asm\. 2.*guard clips X") as rec:
+            cls(bad, NonPrivate(), episodes=5)
+        assert rec[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AssumptionWarning)
+        UCRLVTR(_OwnMixture(river), NonPrivate(), episodes=5)

@@ -6,6 +6,7 @@ MDP with optimistic (or sampled) planning on the user's side; non-private, JDP (
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from privrl.agents.common.specs import (
 )
 from privrl.agents.ucrl_vtr import calibration as privacy_of
 from privrl.common.checks import as_f64, check_choice
-from privrl.common.errors import PrivacyParameterError
+from privrl.common.errors import AssumptionError, AssumptionWarning, PrivacyParameterError
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.mixture import LinearMixtureMDP, check_phi_v_bound
@@ -108,10 +109,11 @@ class UCRLVTR(Agent):
         self.sensitivity = check_choice(sensitivity, ("clip", "reject"), "sensitivity")
         super().__init__(env, privacy, episodes, seed, beta_scale, beta, ties, exploration)
         # phi(s'|s, a) (S, A, S, d) and C_w >= ||w_h||: a LinearMixtureMDP's, or those of any
-        # FiniteMDP that carries them (``features``, ``C_w``: ||w_h|| <= C_w is then the user's
-        # claim; ||phi_v|| <= 1 is checked here as a LinearMixtureMDP checks it)
+        # FiniteMDP that carries them (``features``, ``C_w``: Asm. 2 is then the user's claim;
+        # ||phi_v|| <= 1 is checked as a LinearMixtureMDP checks it, a warning here: the guard
+        # enforces the bound on every X a user sends)
         if not isinstance(env, LinearMixtureMDP):
-            check_phi_v_bound(np.asarray(env.features, dtype=np.float64), env.name, {}, stacklevel=3)
+            self._check_own_features(env)
         self.mixture_features = np.ascontiguousarray(env.features, dtype=np.float64)
         self.C_w = float(env.C_w)
         self.d = self.mixture_features.shape[-1]
@@ -162,6 +164,19 @@ class UCRLVTR(Agent):
                     f"the radius {name} = {r:.6g} is too large: {name}^2 / lam overflows a double (the "
                     "exploration matrix); pass a smaller beta_scale or beta"
                 )
+
+    def _check_own_features(self, env: Any) -> None:
+        """Asm. 2's ||phi_v|| <= 1 on a user's own FiniteMDP: an AssumptionWarning where it fails."""
+        try:
+            check_phi_v_bound(np.asarray(env.features, dtype=np.float64), env.name, {}, stacklevel=4)
+        except AssumptionError as e:
+            what = "refuses such a user" if self.sensitivity == "reject" else "clips X to norm 1"
+            warnings.warn(
+                f"{env.name}: {e}; the agent's guard {what} at run time (the privacy bound holds, the "
+                "regression sees clipped features)",
+                AssumptionWarning,
+                stacklevel=3,
+            )
 
     @classmethod
     def accepts(cls, env: Any) -> str | None:
