@@ -363,9 +363,9 @@ impl LsviAgent {
             return q.evaluate(&self.table, None, out);
         }
         let f = &widths[h * rows..(h + 1) * rows];
-        for (r, (o, width)) in out.iter_mut().zip(f).enumerate() {
-            let mean = self.sparse.dot_with(r, w);
-            *o = (mean + beta * width).clamp(0.0, upper);
+        self.sparse.dot_rows(w, out);
+        for (o, width) in out.iter_mut().zip(f) {
+            *o = (*o + beta * width).clamp(0.0, upper);
         }
         Ok(())
     }

@@ -135,9 +135,31 @@ fn values(
     out[h_n * s_n..].iter_mut().for_each(|v| *v = 0.0);
     for h in (0..h_n).rev() {
         let (now, next) = out[h * s_n..].split_at_mut(s_n);
-        for (s, v) in now.iter_mut().enumerate() {
-            let row = (h * s_n + s) * a_n + pi[h * s_n + s];
-            *v = r[row] + p.expect(row, &next[..s_n]);
+        let next = &next[..s_n];
+        let row_of = |s: usize| (h * s_n + s) * a_n + pi[h * s_n + s];
+        let mut first = 0;
+        if let Transitions::Dense(dense) = p {
+            // four states at a time: four independent sums in flight, each its row's
+            // `Transitions::expect` bit for bit (same terms, same order, from +0)
+            while first + 4 <= s_n {
+                let rows = [0, 1, 2, 3].map(|k| row_of(first + k));
+                let [p0, p1, p2, p3] = rows.map(|row| &dense[row * s_n..(row + 1) * s_n]);
+                let mut acc = [0.0f64; 4];
+                for ((((x, a), b), c), e) in next.iter().zip(p0).zip(p1).zip(p2).zip(p3) {
+                    acc[0] += a * x;
+                    acc[1] += b * x;
+                    acc[2] += c * x;
+                    acc[3] += e * x;
+                }
+                for k in 0..4 {
+                    now[first + k] = r[rows[k]] + acc[k];
+                }
+                first += 4;
+            }
+        }
+        for (s, v) in now.iter_mut().enumerate().skip(first) {
+            let row = row_of(s);
+            *v = r[row] + p.expect(row, next);
         }
     }
 }

@@ -185,8 +185,9 @@ impl LsviAgent {
                 Exploration::Optimism => {
                     let b = &st.bonus[h * rows..(h + 1) * rows];
                     let vmax = (h_n - h) as f64;
-                    for (r, q) in w.q.iter_mut().enumerate() {
-                        *q = (self.sparse.dot_with(r, mean) + b[r]).min(vmax);
+                    self.sparse.dot_rows(mean, &mut w.q);
+                    for (q, b) in w.q.iter_mut().zip(b) {
+                        *q = (*q + b).min(vmax);
                     }
                 }
                 Exploration::Sampling(stream) if st.spec.diagonal => {
@@ -195,9 +196,7 @@ impl LsviAgent {
                     for (i, o) in w.w.iter_mut().enumerate() {
                         *o = mean[i] + l[i] * w.u[i];
                     }
-                    for (r, q) in w.q.iter_mut().enumerate() {
-                        *q = self.sparse.dot_with(r, &w.w);
-                    }
+                    self.sparse.dot_rows(&w.w, &mut w.q);
                 }
                 Exploration::Sampling(stream) => {
                     stream.normals(&mut w.u);
@@ -210,9 +209,7 @@ impl LsviAgent {
                                 .map(|(a, z)| a * z)
                                 .sum::<f64>();
                     }
-                    for (r, q) in w.q.iter_mut().enumerate() {
-                        *q = self.sparse.dot_with(r, &w.w);
-                    }
+                    self.sparse.dot_rows(&w.w, &mut w.q);
                 }
             }
             let tie = self.ties.draw();
