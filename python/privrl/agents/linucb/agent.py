@@ -18,7 +18,7 @@ from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_re
 from privrl.agents.common.specs import LinUcbSpec, NoiseSpec, bounds_spec, noise_spec
 from privrl.agents.linucb import calibration as privacy_of
 from privrl.agents.linucb.calibration import LinUCBCalibration
-from privrl.common.checks import check_choice, check_pos_int, check_real, numeric_array
+from privrl.common.checks import check_choice, check_real, numeric_array
 from privrl.common.errors import NonFiniteError, ScheduleWarning, ShapeError
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.bandit import ContextualBandit
@@ -99,8 +99,7 @@ class LinUCB(Agent):
         )
         kw = self.privacy.as_kwargs()
         kind = kw["kind"]
-        if not isinstance(schedule, str):
-            schedule = check_pos_int(schedule, "schedule")
+        schedule = privacy_of.check_schedule(schedule)
         self.schedule = schedule
         plan = privacy_of.release_plan(
             kind, self.privacy.pure, self.K, env.p, schedule, kw["mechanism"], kw["sampler"]

@@ -18,11 +18,15 @@ scales in the ratio :data:`VECTOR_TO_GRAM`; every noise scale comes from
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
 
 from privrl.agents.ucrl_vtr import calibration as vtr
 from privrl.agents.ucrl_vtr.calibration import UCRLVTRCalibration
-from privrl.common.checks import check_pos_int, check_positive_real, check_probability
+from privrl.common.checks import MAX_INT, check_pos_int, check_positive_real, check_probability
 from privrl.common.errors import PrivacyParameterError
 from privrl.common.memory import refuse_over_memory
 from privrl.privacy.common import DEFAULT_CALIBRATION, check_calibration, check_kind, privacy_args
@@ -64,6 +68,21 @@ VECTOR_TO_GRAM = 2.0 * THETA_BOUND
 SCHEDULES = ("auto", "geometric", "every")
 
 
+def check_schedule(schedule: Any) -> str | int:
+    """``schedule`` checked: one of :data:`SCHEDULES` or an integer L >= 1 (a release every L
+    users); anything else is refused with a message that names what is accepted."""
+    if isinstance(schedule, str) and schedule in SCHEDULES:
+        return schedule
+    integral = isinstance(schedule, (numbers.Integral, np.integer))
+    if integral and not isinstance(schedule, (bool, np.bool_)) and 1 <= int(schedule) <= MAX_INT:
+        return int(schedule)
+    raise PrivacyParameterError(
+        "schedule must be one of 'auto' (a release every p users), 'geometric' (after p, 2p, 4p, ... "
+        "users), 'every' (after every user) or an integer L in [1, 2^63 - 1] (a release every L "
+        f"users), got {schedule!r}"
+    )
+
+
 def linucb_leaf_ends(kind: str, K: int, p: int, schedule: str | int = "auto") -> list[int]:
     """The user counts at which a leaf of the private agents ends (and the billboard is
     released): a schedule of (K, p) only, fixed in advance (the release times never depend on the
@@ -102,6 +121,7 @@ def _leaf_count(kind: str, K: int, p: int, schedule: str | int) -> tuple[int, in
     geometric), checked, without building the list."""
     kind = check_kind(kind)
     K, p = check_pos_int(K, "K"), check_pos_int(p, "p")
+    schedule = check_schedule(schedule)
     if kind == "none" or schedule == "every":
         return K, 1
     if schedule == "auto":
@@ -111,8 +131,8 @@ def _leaf_count(kind: str, K: int, p: int, schedule: str | int) -> tuple[int, in
         while e < K:
             n, e = n + 1, e * 2
         return n, None
-    L = check_pos_int(schedule, "schedule")
-    return -(-K // L), L
+    assert isinstance(schedule, int)
+    return -(-K // schedule), schedule
 
 
 def linucb_leaves(kind: str, K: int, p: int, schedule: str | int = "auto") -> int:
@@ -216,8 +236,7 @@ def calibrate_linucb(
     K, arms, p = check_pos_int(K, "K"), check_pos_int(arms, "arms"), check_pos_int(p, "p")
     prob = check_probability(prob, "p")
     calibration = check_calibration(calibration)
-    if not (schedule in SCHEDULES or isinstance(schedule, int)):
-        raise PrivacyParameterError(f"schedule must be one of {SCHEDULES} or an int >= 1, got {schedule!r}")
+    schedule = check_schedule(schedule)
     lam = 1.0 if lam is None else check_positive_real(lam, "lam")
     mechanism = resolve_mechanism(kind, calibration, pure, mechanism)
     if plan is None:

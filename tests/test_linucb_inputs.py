@@ -1,0 +1,38 @@
+"""LinUCB and ContextualBandit as a new user meets them: bad parameters and inputs get a message
+that says what is accepted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privrl.agents import LinUCB
+from privrl.agents.linucb.calibration import calibrate_linucb, linucb_leaf_ends
+from privrl.common.errors import PrivacyParameterError
+from privrl.envs import ContextualBandit
+from privrl.privacy import JointDP, NonPrivate
+
+
+def small_bandit(n=60, p=4, A=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return ContextualBandit.from_classification(rng.normal(size=(n, p)), np.arange(n) % A, seed=1)
+
+
+@pytest.mark.parametrize("schedule", [1.5, 2.0, 0, -3, "Auto", "geom", None, True, [1, 2], 2**70])
+@pytest.mark.parametrize("privacy", [NonPrivate(), JointDP(1.0, 1e-5)])
+def test_a_bad_schedule_names_what_is_accepted(schedule, privacy):
+    """schedule=1.5 said "schedule must be an integer >= 1", hiding the named schedules."""
+    with pytest.raises(PrivacyParameterError, match=r"'auto'.*'geometric'.*'every'.*integer L") as e:
+        LinUCB(small_bandit(), privacy, episodes=50, seed=0, schedule=schedule)
+    assert repr(schedule) in str(e.value)
+    with pytest.raises(PrivacyParameterError, match=r"'auto'.*'geometric'.*'every'.*integer L"):
+        calibrate_linucb("jdp", 1.0, 1e-5, 50, 3, 4, schedule)
+    with pytest.raises(PrivacyParameterError, match=r"'auto'.*'geometric'.*'every'.*integer L"):
+        linucb_leaf_ends("jdp", 50, 4, schedule)
+
+
+def test_good_schedules_are_taken():
+    env = small_bandit()
+    for schedule in ("auto", "geometric", "every", 7, np.int64(7)):
+        ag = LinUCB(env, JointDP(1.0, 1e-5), episodes=50, seed=0, schedule=schedule)
+        assert ag.schedule == schedule and type(ag.schedule) in (str, int)
