@@ -3,6 +3,7 @@ LDP) next to Vowpal Wabbit's contextual bandit on the same stream of users.
 
     python benches/bandits.py [--datasets digits wine breast_cancer] [--K 100000] [--seeds 3]
                               [--privacy none jdp10 jdp1 jdp0.1 ldp10 ldp1] [--vw] [--out DIR]
+                              [--noise] [--lstsq]
 
 Every dataset is the supervised-to-bandit reduction of privrl.envs.datasets.load_bandit (arms =
 classes, reward 1 for the right class; contexts standardized, on the unit sphere with an
@@ -16,6 +17,8 @@ the same process: its accuracy and time per round (prediction + learning through
 one example string per round; it is non-private). Writes OUT/bandits.md and OUT/bandits.json.
 ``--noise`` prints only the reward vector's released noise std of JDP LinUCB against LSVI-UCB at
 H = 1 with static batches, both read from their privacy reports (:func:`noise_comparison`).
+``--lstsq`` prints only the datasets' table of docs/benchmarks.md (n, p, arms and the linear
+least-squares accuracy of :func:`lstsq_accuracy`).
 """
 
 from __future__ import annotations
@@ -117,6 +120,27 @@ def noise_comparison(dataset: str = "digits", K: int = 100_000, delta: float = 1
     return lines
 
 
+def lstsq_accuracy(env: Any) -> float:
+    """The accuracy of the best linear model a full-information learner fits on the whole table:
+    per arm the ordinary least-squares fit of the 0/1 reward on the context (every arm's reward
+    seen on every row), the argmax played on the same rows (in-sample; no exploration, no noise):
+    a ceiling of what LinUCB's disjoint linear arms can reach on the table."""
+    W = np.linalg.lstsq(env.contexts, env.means, rcond=None)[0]
+    return float(np.mean((env.contexts @ W).argmax(axis=1) == env.labels))
+
+
+def lstsq_table(datasets: list[str]) -> list[str]:
+    """docs/benchmarks.md's table of the classification bandits."""
+    lines = [
+        "| name | n | p (features + intercept) | arms | linear least-squares accuracy |",
+        "|---|---|---|---|---|",
+    ]
+    for name in datasets:
+        env = load_bandit(name, seed=0)
+        lines.append(f"| {name} | {env.S:,} | {env.p} | {env.A} | {lstsq_accuracy(env):.3f} |")
+    return lines
+
+
 def summary(runs: list[dict[str, Any]], K: int) -> dict[str, Any]:
     tail = [1.0 - r["gaps"][-(K // 10) :].mean() for r in runs]
     deciles = np.mean([[1.0 - g.mean() for g in np.array_split(r["gaps"], 10)] for r in runs], axis=0)
@@ -179,7 +203,16 @@ def main(argv: list[str] | None = None) -> None:
         help="print only the reward-noise comparison of JDP LinUCB with LSVI-UCB on the first dataset "
         "at --K users, then exit (default: off)",
     )
+    ap.add_argument(
+        "--lstsq",
+        action="store_true",
+        help="print only the datasets' sizes and linear least-squares accuracy (docs/benchmarks.md's "
+        "table), then exit (default: off)",
+    )
     a = ap.parse_args(argv)
+    if a.lstsq:
+        print("\n".join(lstsq_table(a.datasets)))
+        return
     if a.noise:
         print("\n".join(noise_comparison(a.datasets[0], a.K)))
         return
