@@ -8,7 +8,7 @@ import pytest
 
 from privrl.agents import LinUCB
 from privrl.agents.linucb.calibration import calibrate_linucb, linucb_leaf_ends
-from privrl.common.errors import PrivacyParameterError
+from privrl.common.errors import PrivacyParameterError, ShapeError
 from privrl.envs import ContextualBandit
 from privrl.privacy import JointDP, NonPrivate
 
@@ -36,3 +36,19 @@ def test_good_schedules_are_taken():
     for schedule in ("auto", "geometric", "every", 7, np.int64(7)):
         ag = LinUCB(env, JointDP(1.0, 1e-5), episodes=50, seed=0, schedule=schedule)
         assert ag.schedule == schedule and type(ag.schedule) in (str, int)
+
+
+def test_a_pandas_row_is_featurized_like_its_numpy_row():
+    """``env.featurize(X.iloc[0])`` (a pandas Series) was refused with "'Float64DType' object is
+    not iterable"."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame(rng.normal(size=(30, 4)), columns=list("abcd"))
+    X["n"] = pd.array(rng.integers(0, 5, size=30), dtype="Int64")
+    env = ContextualBandit.from_classification(X, np.arange(30) % 2, seed=0)
+    for i in (0, 7):
+        np.testing.assert_array_equal(env.featurize(X.iloc[i]), env.featurize(X.to_numpy(float)[i]))
+    ag = LinUCB(env, JointDP(1.0, 1e-5), episodes=10, seed=0)
+    assert 0 <= ag.choose(env.featurize(X.iloc[0])) < env.A
+    with pytest.raises(ShapeError, match="real numeric"):
+        env.featurize(pd.Series(["x"] * 5))

@@ -281,8 +281,11 @@ def _real_array(x: Any, name: str, ndmin: int) -> np.ndarray:
     guessed or left to numpy's raw errors)."""
     try:
         a = np.asarray(x)
-        # a pandas frame of numeric and bool columns (object as a whole when mixed) as floats
+        # a pandas frame of numeric and bool columns (object as a whole when mixed) as floats; a
+        # Series (a row, e.g. X.iloc[0]) has one dtype, not a column of them
         dtypes = getattr(x, "dtypes", None)
+        if dtypes is not None and getattr(x, "ndim", None) == 1:
+            dtypes = (dtypes,)
         numeric = dtypes is not None and all(_numeric_dtype(t) for t in dtypes)
         if a.dtype.kind == "O" and numeric:
             a = x.to_numpy(dtype=np.float64)
