@@ -52,3 +52,19 @@ def test_a_pandas_row_is_featurized_like_its_numpy_row():
     assert 0 <= ag.choose(env.featurize(X.iloc[0])) < env.A
     with pytest.raises(ShapeError, match="real numeric"):
         env.featurize(pd.Series(["x"] * 5))
+
+
+def test_a_raw_feature_row_given_as_a_context_points_to_featurize():
+    """``agent.choose(raw_row)`` of a classification bandit (p_raw + 1 features after the
+    intercept) only said the shape was wrong; the README's live-user recipe is featurize first."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(40, 5))
+    env = ContextualBandit.from_classification(X, np.arange(40) % 2, seed=0)
+    ag = LinUCB(env, JointDP(1.0, 1e-5), episodes=10, seed=0, schedule=2)
+    for call in (lambda: ag.choose(X[0]), lambda: ag.update(X[0], 0, 1.0)):
+        with pytest.raises(ShapeError, match=r"env\.featurize"):
+            call()
+    with pytest.raises(ShapeError) as e:
+        ag.choose(np.zeros(3))  # neither a context nor a raw row: no hint
+    assert "featurize" not in str(e.value)
+    assert 0 <= ag.choose(env.featurize(X[0])) < env.A

@@ -231,7 +231,13 @@ class LinUCB(Agent):
     def _context_vector(self, x: Any) -> np.ndarray:
         v = numeric_array(x, "context")
         if v.shape != (self.p,):
-            raise ShapeError(f"a context vector must have shape ({self.p},), got {v.shape}")
+            raw = getattr(self.env, "_featurizer", None)  # a classification bandit's raw transform
+            hint = (
+                f" (a row of {raw.width} raw features? map it with env.featurize(x) first)"
+                if raw is not None and v.shape[-1:] == (raw.width,)
+                else ""
+            )
+            raise ShapeError(f"a context vector must have shape ({self.p},), got {v.shape}{hint}")
         if not np.isfinite(v).all():
             raise NonFiniteError("a context vector must be finite")
         return v
