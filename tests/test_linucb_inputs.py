@@ -8,7 +8,7 @@ import pytest
 
 from privrl.agents import LinUCB
 from privrl.agents.linucb.calibration import calibrate_linucb, linucb_leaf_ends
-from privrl.common.errors import PrivacyParameterError, ShapeError
+from privrl.common.errors import NonFiniteError, PrivacyParameterError, ShapeError
 from privrl.envs import ContextualBandit
 from privrl.privacy import JointDP, NonPrivate
 
@@ -68,3 +68,20 @@ def test_a_raw_feature_row_given_as_a_context_points_to_featurize():
         ag.choose(np.zeros(3))  # neither a context nor a raw row: no hint
     assert "featurize" not in str(e.value)
     assert 0 <= ag.choose(env.featurize(X[0])) < env.A
+
+
+@pytest.mark.parametrize("y", [["1", 1] * 10, ["a", 1] * 10, [True, "x"] * 10, ["a", float("nan")] * 10])
+def test_a_list_of_mixed_labels_is_refused_like_a_series_of_them(y):
+    """numpy turns the list ["1", 1, ...] into strings: 1 and "1" became one class, "nan" a class
+    of its own, where the same labels as a pandas Series (object) are refused."""
+    X = np.random.default_rng(5).normal(size=(20, 3))
+    with pytest.raises((ShapeError, NonFiniteError)):
+        ContextualBandit.from_classification(X, y, seed=0)
+
+
+def test_a_list_of_text_labels_is_still_taken():
+    X = np.random.default_rng(5).normal(size=(20, 3))
+    env = ContextualBandit.from_classification(X, ["cat", "dog"] * 10, seed=0)
+    assert list(env.classes) == ["cat", "dog"] and env.classes.dtype.kind == "U"
+    env = ContextualBandit.from_classification(X, (b"a", b"b") * 10)
+    assert list(env.classes) == [b"a", b"b"]

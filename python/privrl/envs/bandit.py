@@ -96,7 +96,10 @@ class ContextualBandit:
         float64 (refused with NonFiniteError: rescale X)."""
         X = _real_array(X, "X", 2)
         try:
-            y = np.asarray(y)
+            raw, y = y, np.asarray(y)
+            if y.dtype.kind in "US" and not isinstance(raw, np.ndarray):
+                # numpy makes a list ["1", 1] strings, one class; a pandas Series of them is refused
+                y = _one_label_type(np.asarray(raw, dtype=object), y)
         except (TypeError, ValueError) as e:  # ragged
             raise ShapeError(f"y must be a 1-d array of labels: {e}") from None
         if X.ndim != 2 or y.shape != (X.shape[0],):
@@ -297,6 +300,13 @@ def _real_array(x: Any, name: str, ndmin: int) -> np.ndarray:
             "(encode text / categorical features as numbers first)"
         )
     return np.array(a, dtype=np.float64, ndmin=ndmin, order="C")
+
+
+def _one_label_type(obj: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``y``, numpy's text array of a sequence of labels, when the labels ``obj`` (as objects) are
+    all text; ``obj`` otherwise, so that mixed labels are refused like a pandas Series of them."""
+    text = (str, bytes, np.str_, np.bytes_)
+    return y if all(isinstance(v, text) for v in obj.reshape(-1)) else obj
 
 
 def _classes(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
