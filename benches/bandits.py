@@ -33,7 +33,7 @@ import numpy as np
 
 import privrl
 from privrl.agents import LinUCB
-from privrl.envs.datasets import load_bandit
+from privrl.envs.datasets import DATASETS, load_bandit
 from privrl.privacy import JointDP, LocalDP, NonPrivate
 
 PRIVACY = {
@@ -155,6 +155,22 @@ def summary(runs: list[dict[str, Any]], K: int) -> dict[str, Any]:
     }
 
 
+def at_least(low: int) -> Any:
+    """An argparse type: an integer >= low (--K 5 had no last 10% and empty tenths, --seeds 0 no
+    runs to average: a NaN table or a traceback)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {value}")
+        return value
+
+    return parse
+
+
 def main(argv: list[str] | None = None) -> None:
     # the module docstring's first paragraph (one sentence over two lines), as one line
     ap = argparse.ArgumentParser(
@@ -165,11 +181,15 @@ def main(argv: list[str] | None = None) -> None:
         "--datasets",
         nargs="+",
         default=["digits", "wine", "breast_cancer"],
+        choices=list(DATASETS),
+        metavar="DATASET",
         help="datasets of privrl.envs.datasets.load_bandit to run (default: digits wine breast_cancer; "
         "--noise uses the first)",
     )
-    ap.add_argument("--K", type=int, default=100_000, help="users (rounds) per run (default: 100000)")
-    ap.add_argument("--seeds", type=int, default=3, help="seeds per agent, 0 .. SEEDS-1 (default: 3)")
+    ap.add_argument(
+        "--K", type=at_least(10), default=100_000, help="users (rounds) per run, >= 10 (default: 100000)"
+    )
+    ap.add_argument("--seeds", type=at_least(1), default=3, help="seeds per agent, 0 .. SEEDS-1 (default: 3)")
     ap.add_argument(
         "--privacy",
         nargs="+",
@@ -182,6 +202,8 @@ def main(argv: list[str] | None = None) -> None:
         "--exploration",
         nargs="+",
         default=[None],
+        choices=["optimism", "sampling"],
+        metavar="RULE",
         help="LinUCB exploration rules to run: optimism and / or sampling (default: the agent's own default "
         "for each privacy setting)",
     )

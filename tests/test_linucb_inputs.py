@@ -85,3 +85,26 @@ def test_a_list_of_text_labels_is_still_taken():
     assert list(env.classes) == ["cat", "dog"] and env.classes.dtype.kind == "U"
     env = ContextualBandit.from_classification(X, (b"a", b"b") * 10)
     assert list(env.classes) == [b"a", b"b"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--K", "5"], ["--seeds", "0"], ["--exploration", "greedy"], ["--datasets", "iris"], ["--K", "x"]],
+)
+def test_benches_bandits_refuses_bad_arguments_before_running(args, tmp_path, capsys):
+    """--K 5 printed a table of NaN tenths ("last 10%" was the whole run), --seeds 0 ended in
+    "'numpy.float64' object is not iterable", a misspelt dataset or exploration rule in a traceback
+    after the other runs."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benches" / "bandits.py"
+    spec = importlib.util.spec_from_file_location("bandits_bench", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    with pytest.raises(SystemExit) as e:
+        bench.main([*args, "--privacy", "none", "--out", str(tmp_path)])
+    assert e.value.code == 2
+    assert "error: argument" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
