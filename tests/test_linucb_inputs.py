@@ -108,3 +108,20 @@ def test_benches_bandits_refuses_bad_arguments_before_running(args, tmp_path, ca
     assert e.value.code == 2
     assert "error: argument" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_sparse_and_masked_features_are_refused_with_what_to_do():
+    """A scipy sparse X (text features) was "got dtype object (encode text / categorical features
+    as numbers first)"; a masked array's masked (missing) entries were used as values."""
+    X = np.random.default_rng(6).normal(size=(20, 4))
+    y = np.arange(20) % 2
+    sparse = pytest.importorskip("scipy.sparse")
+    with pytest.raises(ShapeError, match=r"sparse.*toarray"):
+        ContextualBandit.from_classification(sparse.csr_matrix(X), y)
+    env = ContextualBandit.from_classification(X, y)
+    with pytest.raises(ShapeError, match=r"sparse.*toarray"):
+        env.featurize(sparse.csr_matrix(X[:2]))
+    with pytest.raises(NonFiniteError, match="masked"):
+        ContextualBandit.from_classification(np.ma.masked_array(X, mask=X > 1), y)
+    unmasked = ContextualBandit.from_classification(np.ma.masked_array(X), y)
+    np.testing.assert_array_equal(unmasked.contexts, env.contexts)

@@ -281,7 +281,13 @@ def _numeric_dtype(t: Any) -> bool:
 def _real_array(x: Any, name: str, ndmin: int) -> np.ndarray:
     """``x`` as a C-contiguous float64 array of at least ``ndmin`` dims; only bool / int / float
     data are taken (strings, objects and complex numbers are refused with a ShapeError, not
-    guessed or left to numpy's raw errors)."""
+    guessed or left to numpy's raw errors). A scipy sparse matrix is refused with a pointer to
+    ``.toarray()`` (numpy made it a 0-d object array), a masked array with masked entries as
+    missing values (numpy used the values under the mask)."""
+    if hasattr(x, "toarray") and hasattr(x, "nnz"):
+        raise ShapeError(f"{name} is a scipy sparse matrix: pass a dense array (its .toarray())")
+    if np.ma.isMaskedArray(x) and np.ma.getmaskarray(x).any():
+        raise NonFiniteError(f"{name} has masked (missing) entries: fill or drop them first")
     try:
         a = np.asarray(x)
         # a pandas frame of numeric and bool columns (object as a whole when mixed) as floats; a
