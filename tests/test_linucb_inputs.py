@@ -125,3 +125,18 @@ def test_sparse_and_masked_features_are_refused_with_what_to_do():
         ContextualBandit.from_classification(np.ma.masked_array(X, mask=X > 1), y)
     unmasked = ContextualBandit.from_classification(np.ma.masked_array(X), y)
     np.testing.assert_array_equal(unmasked.contexts, env.contexts)
+
+
+@pytest.mark.parametrize("dtype", ["string", "boolean", object])
+def test_pandas_missing_labels_are_named_as_missing(dtype):
+    """A pandas "string" / "boolean" y with pd.NA was "labels cannot be sorted (boolean value of NA
+    is ambiguous): give labels of one type"."""
+    pd = pytest.importorskip("pandas")
+    X = np.random.default_rng(7).normal(size=(6, 2))
+    values = [True, False, None, True, False, True]
+    if dtype != "boolean":
+        values = ["a", "b", pd.NA, "a", "b", "a"]
+    with pytest.raises(ShapeError, match="missing labels"):
+        ContextualBandit.from_classification(X, pd.Series(values, dtype=dtype))
+    full = pd.Series([v for v in values if v is not None and v is not pd.NA], dtype=dtype)
+    assert len(ContextualBandit.from_classification(X[: len(full)], full).classes) == 2

@@ -10,6 +10,7 @@ With disjoint arms the feature of (s, a) is ``phi = e_a (x) x_s`` (d = A p), nev
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -328,9 +329,15 @@ def _classes(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             "from_classification takes class labels (integers or strings)"
         )
     if kind == "O":
+        pd = sys.modules.get("pandas")  # a pandas y of labels can only hold pandas' missing values
+        missing = (pd.NA, pd.NaT) if pd is not None else ()
         for v in y:
             if v is None:
                 raise ShapeError("y contains None labels: every row needs a label (drop unlabelled rows)")
+            if any(v is m for m in missing):  # was "labels cannot be sorted (boolean value of NA ...)"
+                raise ShapeError(
+                    f"y contains missing labels ({v!r}): every row needs a label (drop unlabelled rows)"
+                )
             if isinstance(v, (float, np.floating)) and not math.isfinite(v):
                 raise NonFiniteError(
                     "y contains NaN or inf labels: every row needs a label (drop unlabelled rows)"
