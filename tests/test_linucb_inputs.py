@@ -10,7 +10,7 @@ from privrl.agents import LinUCB
 from privrl.agents.linucb.calibration import calibrate_linucb, linucb_leaf_ends
 from privrl.common.errors import NonFiniteError, PrivacyParameterError, ShapeError
 from privrl.envs import ContextualBandit
-from privrl.privacy import JointDP, NonPrivate
+from privrl.privacy import JointDP, LocalDP, NonPrivate
 
 
 def small_bandit(n=60, p=4, A=3, seed=0):
@@ -140,3 +140,22 @@ def test_pandas_missing_labels_are_named_as_missing(dtype):
         ContextualBandit.from_classification(X, pd.Series(values, dtype=dtype))
     full = pd.Series([v for v in values if v is not None and v is not pd.NA], dtype=dtype)
     assert len(ContextualBandit.from_classification(X[: len(full)], full).classes) == 2
+
+
+def test_the_privacy_report_describes_linucbs_mechanisms():
+    """LinUCB's report said "1 blt continual-release mechanisms of symmetric d x d matrices" (it
+    runs one per arm, of p x p blocks; docs/privacy.md) and every LDP report "d x d matrice"."""
+    env = small_bandit()
+    jdp = {
+        m["name"]: m["site"]
+        for m in LinUCB(env, JointDP(1.0, 1e-5), episodes=50).privacy_report()["mechanisms"]
+    }
+    assert "per arm" in jdp["Lambda"] and "p x p" in jdp["Lambda"] and "p-vector" in jdp["u"]
+    ldp = LinUCB(env, LocalDP(1.0, 1e-5), episodes=50).privacy_report()
+    sites = [m["site"] for m in ldp["mechanisms"]]
+    assert all("every arm" in s for s in sites) and "p x p" in sites[0]
+    import privrl
+
+    other = privrl.agents.UCRLVTR(privrl.envs.RiverSwimMixture(S=6, H=5), LocalDP(1.0, 1e-5), episodes=50)
+    text = str(other.privacy_report())
+    assert "matrice " not in text and "one symmetric d x d matrix release per step" in text

@@ -102,11 +102,25 @@ def _guard_text(guard: Any, stat: Any) -> str:
 
 def _site_text(f: ReleasedFamily, plan: ReleasePlan) -> str:
     what = "symmetric d x d matrices" if f.is_matrix else "d-vectors"
+    one = "symmetric d x d matrix" if f.is_matrix else "d-vector"  # was "d x d matrice"
+    if plan.algorithm == "linucb":  # H = 1, one p x p (p-vector) block per arm (docs/privacy.md)
+        block = "symmetric p x p blocks" if f.is_matrix else "p-vector blocks"
+        if f.site == "tree":
+            kind = "binary tree" if f.mechanism == "tree" else f"{f.mechanism} continual-release mechanism"
+            return (
+                f"server: one {kind} per arm of {block} over {plan.capacity} leaves (a user enters "
+                "the block of the arm it played: one mechanism's leaf)"
+            )
+        if f.site == "user":
+            return (
+                f"user: LocalRandomizer, one release of every arm's {block} (its own arm's statistic, "
+                "zeros elsewhere: the server does not learn the arm)"
+            )
     if f.site == "tree":
         kind = "binary trees" if f.mechanism == "tree" else f"{f.mechanism} continual-release mechanisms"
         return f"server: {f.instances} {kind} of {what} over {plan.capacity} leaves"
     if f.site == "user":
-        return f"user: LocalRandomizer, one {what[:-1]} release per step (H = {f.instances})"
+        return f"user: LocalRandomizer, one {one} release per step (H = {f.instances})"
     return f"server: {f.instances} x {f.draws} {what} releases (one per release and step, fresh noise)"
 
 
