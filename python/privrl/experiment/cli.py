@@ -233,13 +233,18 @@ def _run_and_show(
     band = raw.get("band", "std")  # the plot's band (--plot); the config key was accepted and ignored
     runs = config.runs()
     where = config.scheduler or (f"{config.n_jobs} {config.backend}" if config.n_jobs > 1 else "1 process")
-    print(
-        f"privrl: {len(runs)} runs ({sum(r.episodes for r in runs):,} episodes) on {where} -> {outdir}",
-        file=sys.stderr,
-    )
+
+    def header() -> None:  # printed once the config passed every check (the agents built), not before
+        print(
+            f"privrl: {len(runs)} runs ({sum(r.episodes for r in runs):,} episodes) on {where} -> {outdir}",
+            file=sys.stderr,
+        )
+
     t0 = time.perf_counter()
     try:
-        _, manifest = run_sweep(config, outdir, progress=not args.no_progress, resume=not args.fresh)
+        _, manifest = run_sweep(
+            config, outdir, progress=not args.no_progress, resume=not args.fresh, on_start=header
+        )
     except KeyboardInterrupt:
         print(
             f"\nprivrl: interrupted; finished runs are saved in {outdir}; rerun the same command to resume",

@@ -440,6 +440,19 @@ def _check_agent(spec: RunSpec, env: Any, key: str) -> None:
         raise ConfigError(key, message) from exc
 
 
+def _checked(config: SweepConfig, n_jobs: int | None, backend: str | None) -> tuple[int, str]:
+    """n_jobs and backend checked, and preflight: all that refuses a sweep, before the store is touched."""
+    n_jobs = config.n_jobs if n_jobs is None else int(n_jobs)
+    if n_jobs < 1:
+        raise ConfigError("n_jobs", f"must be >= 1, got {n_jobs}")
+    backend = config.backend if backend is None else backend
+    if backend not in BACKENDS:
+        raise ConfigError("backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    _check_not_bootstrapping()
+    preflight(config)  # the agents built once: their own checks
+    return n_jobs, backend
+
+
 def run_sweep(
     config: SweepConfig,
     outdir: str | os.PathLike | None = None,
@@ -449,23 +462,18 @@ def run_sweep(
     progress: bool = False,
     resume: bool = True,
     backend: str | None = None,
+    on_start: Callable[[], None] = lambda: None,
 ) -> tuple[pd.DataFrame, dict]:
     """Execute every run of `config` and return (tidy DataFrame, manifest).
 
-    With an outdir, each finished run is written at once (atomically) and, when `resume` is true,
-    runs already finished there are loaded instead of recomputed. The DataFrame lists runs in the
-    config's order and episodes in increasing order, whatever order the runs finished in.
+    With an outdir, each finished run is written at once (atomically) and, when `resume` is true, runs
+    already finished there are loaded instead of recomputed. The DataFrame lists runs in config order
+    and episodes in increasing order. `on_start()`: called once every check passed (the CLI's header).
     """
     outdir = outdir if outdir is not None else config.outdir
-    n_jobs = config.n_jobs if n_jobs is None else int(n_jobs)
-    if n_jobs < 1:
-        raise ConfigError("n_jobs", f"must be >= 1, got {n_jobs}")
+    n_jobs, backend = _checked(config, n_jobs, backend)
     scheduler = scheduler if scheduler is not None else config.scheduler
-    backend = config.backend if backend is None else backend
-    if backend not in BACKENDS:
-        raise ConfigError("backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    _check_not_bootstrapping()
-    preflight(config)  # before the store is touched: a bad config must not clobber a results folder
+    on_start()
     specs = config.runs()
     envs = {s.name: s.env for s in config.studies if s.env_spec is None}
     store = ResultStore(outdir, config.format) if outdir is not None else None

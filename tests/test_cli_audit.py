@@ -1,0 +1,39 @@
+"""The command line as a new user meets it: what it prints, and when, for refused input."""
+
+from __future__ import annotations
+
+import pytest
+
+from privrl.experiment.cli import main
+
+FLAGS = ["run", "--env", "RiverSwimMixture", "--env-arg", "S=4,H=5", "-K", "20", "--seeds", "1"]
+
+
+@pytest.mark.parametrize(
+    "env, agent",
+    [
+        ("RiverSwimMixture", "algorithm=UCRL-VTR,privacy=jdp,exploration=foo"),
+        ("RiverSwimMixture", "algorithm=UCRL-VTR,privacy=jdp,ties=bogus"),
+        ("RiverSwimMixture", "algorithm=UCRL-VTR,privacy=jdp,batches=0"),
+        ("RandomLinearMDP", "algorithm=LSVI-UCB,privacy=ldp"),
+    ],
+)
+def test_run_refuses_a_bad_agent_option_before_printing_anything(tmp_path, capsys, env, agent):
+    # the agent's own checks (preflight builds it) used to run after the "N runs ... ->" header
+    out = tmp_path / "out"
+    flags = ["run", "--env", env, "-K", "20", "--seeds", "1", "--epsilons", "1"]
+    argv = [*flags, "--agent", f"J:{agent}", "--out", str(out)]
+    assert main([*argv, "--no-progress"]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("privrl: error: agents.J"), captured.err
+    assert captured.out == ""
+    assert not out.exists()
+
+
+def test_run_prints_its_header_once_the_config_is_accepted(tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = [*FLAGS, "--agent", "J:algorithm=UCRL-VTR,privacy=jdp", "--out", str(out), "--no-progress"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("privrl: 1 runs (20 episodes) on 1 process ->"), err
