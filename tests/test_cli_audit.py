@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 from privrl.experiment.cli import main
@@ -37,3 +39,18 @@ def test_run_prints_its_header_once_the_config_is_accepted(tmp_path, capsys):
     assert main(argv) == 0
     err = capsys.readouterr().err
     assert err.startswith("privrl: 1 runs (20 episodes) on 1 process ->"), err
+
+
+def test_run_prints_a_warning_as_one_privrl_line_once(tmp_path, capsys):
+    # Python's format named a line of privrl's source (cli.py:245) and printed that line below it
+    out, agent = str(tmp_path / "out"), ["--agent", "J:algorithm=UCRL-VTR,privacy=jdp"]
+    assert main([*FLAGS, *agent, "--out", out, "--no-progress"]) == 0
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")  # pytest makes warnings errors; a user's shell shows them
+        assert main([*FLAGS, *agent, "-K", "30", "--seeds", "2", "--out", out, "--no-progress"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    warned = [line for line in lines if "runs of another config" in line]
+    assert len(warned) == 1, lines
+    assert warned[0].startswith(f"privrl: warning: UserWarning: {out} holds 1 runs of another config")
+    assert not any(".py:" in line or "run_sweep(" in line for line in lines), lines

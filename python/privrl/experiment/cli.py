@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -496,6 +497,23 @@ def _docs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _one_line_warnings() -> Any:
+    """warnings.showwarning for the command line: `privrl: warning: <category>: <message>`, each
+    message once (Python's format named a line of privrl's own source and printed that line; and,
+    its registry reset by every catch_warnings in between, repeated one message once per run)."""
+    shown: set[str] = set()
+
+    def show(
+        message: Any, category: type, filename: str, lineno: int, file: Any = None, line: Any = None
+    ) -> None:
+        text = f"privrl: warning: {category.__name__}: {message}"
+        if text not in shown:
+            shown.add(text)
+            print(text, file=sys.stderr if file is None else file)
+
+    return show
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = _parser()
     args = ap.parse_args(argv)
@@ -505,7 +523,9 @@ def main(argv: list[str] | None = None) -> int:
     from privrl.experiment.config import SweepError
 
     try:
-        return int(args.func(args))
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warnings()
+            return int(args.func(args))
     except SweepError as exc:
         # the config was fine; some runs raised (their tracebacks are in manifest.json)
         print(f"privrl: error: {exc}", file=sys.stderr)
