@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pytest
 
+from privrl.experiment import ConfigError, sweep
 from privrl.experiment.cli import main
 
 FLAGS = ["run", "--env", "RiverSwimMixture", "--env-arg", "S=4,H=5", "-K", "20", "--seeds", "1"]
@@ -54,3 +56,33 @@ def test_run_prints_a_warning_as_one_privrl_line_once(tmp_path, capsys):
     assert len(warned) == 1, lines
     assert warned[0].startswith(f"privrl: warning: UserWarning: {out} holds 1 runs of another config")
     assert not any(".py:" in line or "run_sweep(" in line for line in lines), lines
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        ({"seeds": 2.0}, "seeds: must be a seed count or a non-empty list of integer seeds, got 2.0"),
+        ({"seeds": None}, "seeds: must be a seed count or a non-empty list of integer seeds, got None"),
+        ({"seeds": "12"}, "seeds: must be a seed count or a non-empty list of integer seeds, got '12'"),
+        ({"epsilons": None}, "epsilons: must be a non-empty list of epsilons"),
+    ],
+)
+def test_sweep_names_a_seeds_or_epsilons_value_that_is_not_a_list(kw, message):
+    # list(2.0) was a bare TypeError ("'float' object is not iterable"); "12" two seeds '1' and '2'
+    with pytest.raises(ConfigError) as err:
+        sweep(
+            env="RiverSwimMixture", agents={"J": {"algorithm": "UCRL-VTR"}}, episodes=5, progress=False, **kw
+        )
+    assert str(err.value).startswith(message)
+
+
+def test_sweep_takes_seeds_and_epsilons_as_any_collection():
+    df, _ = sweep(
+        env="RiverSwimMixture",
+        agents={"J": {"algorithm": "UCRL-VTR", "privacy": "jdp"}},
+        episodes=5,
+        seeds=np.arange(2),
+        epsilons=(10.0, 1.0),
+        progress=False,
+    )
+    assert sorted(set(df["seed"])) == [0, 1] and sorted(set(df["epsilon"])) == [1.0, 10.0]

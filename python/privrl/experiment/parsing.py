@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from privrl.common.errors import ConfigError
@@ -26,6 +26,15 @@ from privrl.experiment.config import (
     _seeds,
 )
 from privrl.experiment.registry import ALGORITHMS, ENVIRONMENTS, _import, _lookup, did_you_mean
+
+
+def listed(value: Any) -> Any:
+    """`value` as a list when it is a collection (a tuple, range or numpy array of seeds or
+    epsilons), else as given, for the checks to name it (sweep(seeds=2.0) was list(2.0)'s bare
+    TypeError, and seeds="12" the seeds '1' and '2')."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        return value
+    return list(value)
 
 
 def _agent_table(name: Any, spec: Any, key: str) -> dict[str, Any]:

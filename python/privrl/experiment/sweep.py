@@ -35,7 +35,7 @@ from privrl.experiment.config import (
     make_privacy,
     resolve_algorithm,
 )
-from privrl.experiment.parsing import build_config
+from privrl.experiment.parsing import build_config, listed
 from privrl.experiment.progress import interactive
 from privrl.experiment.results import (
     COLUMNS,
@@ -580,8 +580,8 @@ def sweep(
     raw: dict[str, Any] = {
         "episodes": episodes,
         # a count or a list; one epsilon or a list (list("inf") would be its characters)
-        "seeds": int(seeds) if isinstance(seeds, (int, np.integer)) else list(seeds),
-        "epsilons": [epsilons] if isinstance(epsilons, (str, int, float, np.number)) else list(epsilons),
+        "seeds": int(seeds) if isinstance(seeds, (int, np.integer)) else listed(seeds),
+        "epsilons": [epsilons] if isinstance(epsilons, (str, int, float, np.number)) else listed(epsilons),
         "delta": delta,
         "root_seed": root_seed,
         "n_jobs": n_jobs,
