@@ -86,3 +86,19 @@ def test_sweep_takes_seeds_and_epsilons_as_any_collection():
         progress=False,
     )
     assert sorted(set(df["seed"])) == [0, 1] and sorted(set(df["epsilon"])) == [1.0, 10.0]
+
+
+@pytest.mark.parametrize(
+    "env_arg, message",
+    [
+        ("S=1", "env: RiverSwimMixture needs S >= 2 states"),
+        ("S=100000000,H=5", "env: RiverSwimMixture: a dense model with H=5, S=100000000"),
+    ],
+)
+def test_run_names_a_refused_environment_once(tmp_path, capsys, env_arg, message):
+    # "env: RiverSwimMixture: RiverSwimMixture needs ...": preflight prefixed a name the error had
+    argv = ["run", "--env", "RiverSwimMixture", "--env-arg", env_arg, "--agent", "J:algorithm=UCRL-VTR"]
+    assert main([*argv, "-K", "5", "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"privrl: error: {message}"), err
+    assert err.count("RiverSwimMixture") == 1, err

@@ -407,8 +407,9 @@ def preflight(config: SweepConfig) -> None:
                 env = make_env(study.env_spec)
             except ConfigError as exc:
                 raise ConfigError(f"{key}{exc.key}", str(exc).removeprefix(f"{exc.key}: ")) from None
-            except (ValueError, TypeError) as exc:
-                raise ConfigError(f"{key}env", f"{study.env_spec['name']}: {exc}") from exc
+            except (ValueError, TypeError) as exc:  # the name once (it was "env: X: X needs ...")
+                text, name = str(exc), study.env_spec["name"]
+                raise ConfigError(f"{key}env", text if text.startswith(name) else f"{name}: {text}") from exc
         for name, spec in study.agents.items():
             cls = resolve_algorithm(spec.algorithm, f"{key}agents.{name}.algorithm")
             accepts = getattr(cls, "accepts", None)
@@ -423,9 +424,8 @@ def preflight(config: SweepConfig) -> None:
 
 
 def _check_agent(spec: RunSpec, env: Any, key: str) -> None:
-    """Build the agent of `spec` (warnings silenced: the runs give them) and turn the privrl error
-    of a bad option into ConfigError("<key>.<option>: ...") (the option the message starts with;
-    the privacy model's name means the agent's privacy)."""
+    """Build the agent of `spec` (warnings silenced: the runs give them); a bad option's error becomes
+    ConfigError("<key>.<option>: ...") (the option it starts with; a privacy model's name: privacy)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
