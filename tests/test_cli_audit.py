@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from privrl.experiment import ConfigError, sweep
@@ -102,3 +103,19 @@ def test_run_names_a_refused_environment_once(tmp_path, capsys, env_arg, message
     err = capsys.readouterr().err
     assert err.startswith(f"privrl: error: {message}"), err
     assert err.count("RiverSwimMixture") == 1, err
+
+
+def test_report_csv_into_a_new_folder_and_not_onto_a_folder(tmp_path, capsys):
+    out = str(tmp_path / "out")
+    assert main([*FLAGS, "--agent", "J:algorithm=UCRL-VTR", "--out", out, "--no-progress"]) == 0
+    capsys.readouterr()
+    # pandas refused a folder that did not exist yet, after the table had been printed
+    csv = tmp_path / "tables" / "new" / "summary.csv"
+    assert main(["report", out, "--csv", str(csv)]) == 0
+    assert list(pd.read_csv(csv)["agent"]) == ["J"]
+    capsys.readouterr()
+    assert main(["report", out, "--csv", out]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith(f"privrl: error: --csv: {out} is a folder"), (
+        captured
+    )

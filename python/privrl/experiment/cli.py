@@ -356,10 +356,14 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from privrl.experiment.config import ConfigError
     from privrl.experiment.summary import report
 
+    if args.csv and Path(args.csv).is_dir():  # refused before the table is printed
+        raise ConfigError("--csv", f"{args.csv} is a folder; give a file name such as {args.csv}/summary.csv")
     summary = report(args.outdir)
-    if args.csv:
+    if args.csv:  # its folder made, as `privrl plot --output` makes its own (pandas refused a new one)
+        Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
         summary.to_csv(args.csv, index=False)
     return 0
 
