@@ -119,3 +119,13 @@ def test_report_csv_into_a_new_folder_and_not_onto_a_folder(tmp_path, capsys):
     assert captured.out == "" and captured.err.startswith(f"privrl: error: --csv: {out} is a folder"), (
         captured
     )
+
+
+@pytest.mark.parametrize("where", ["config.toml", "config.toml/results"])
+def test_run_refuses_a_file_as_its_results_folder_before_printing_anything(tmp_path, capsys, where):
+    (tmp_path / "config.toml").write_text("name = 'x'\n")
+    argv = [*FLAGS, "--agent", "J:algorithm=UCRL-VTR", "--out", str(tmp_path / where), "--no-progress"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    file = tmp_path / "config.toml"
+    assert err == f"privrl: error: outdir: {file} is a file, not a folder: give a folder for the results\n"

@@ -164,13 +164,13 @@ class ResultStore:
             raise ConfigError("format", "parquet needs pyarrow (pip install pyarrow), or use format = 'csv'")
         self.fmt = fmt
         self.ext = ".parquet" if fmt == "parquet" else ".csv"
-
-    def prepare(self) -> None:
-        for folder in (self.root, *self.root.parents):
+        for folder in (self.root, *self.root.parents):  # refused here, before a sweep prints or runs
             if folder.exists() and not folder.is_dir():
                 raise ConfigError(
                     "outdir", f"{folder} is a file, not a folder: give a folder for the results"
                 )
+
+    def prepare(self) -> None:
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         for stale in self.runs_dir.glob(".*.tmp"):  # leftovers of a killed writer
             stale.unlink(missing_ok=True)

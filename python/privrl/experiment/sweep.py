@@ -473,10 +473,10 @@ def run_sweep(
     outdir = outdir if outdir is not None else config.outdir
     n_jobs, backend = _checked(config, n_jobs, backend)
     scheduler = scheduler if scheduler is not None else config.scheduler
-    on_start()
     specs = config.runs()
     envs = {s.name: s.env for s in config.studies if s.env_spec is None}
-    store = ResultStore(outdir, config.format) if outdir is not None else None
+    store = ResultStore(outdir, config.format) if outdir is not None else None  # checks the folder
+    on_start()
     fmt = store.fmt if store is not None else None
     manifest = new_manifest(config.to_dict(), specs, fmt)
     results: dict[str, pd.DataFrame] = {}
