@@ -129,3 +129,21 @@ def test_run_refuses_a_file_as_its_results_folder_before_printing_anything(tmp_p
     err = capsys.readouterr().err
     file = tmp_path / "config.toml"
     assert err == f"privrl: error: outdir: {file} is a file, not a folder: give a folder for the results\n"
+
+
+def test_report_table_tells_near_zero_regrets_apart():
+    # ".1f" printed 0.00112 +- 1.66e-05 and 0.000388 +- 0.000379 both as "0.0 +- 0.0"
+    from privrl.experiment.summary import format_table
+
+    base = {"study": "s", "agent": "J", "privacy": "jdp", "epsilon": 1.0, "seeds": 2, "K": 200}
+    rest = {"slope": 1.0, "wall_time": 0.01, "sigma_name": "", "sigma": np.nan, "beta": 1.0}
+    rest |= {"eps_tight": 1.0, "eps_paper": np.nan, "verdict": "-"}
+    rows = [
+        {**base, "regret_mean": 0.00112, "regret_std": 1.66e-05, **rest},
+        {**base, "epsilon": 10.0, "regret_mean": 0.000388, "regret_std": 0.000379, **rest},
+        {**base, "epsilon": 0.1, "regret_mean": 2102.94, "regret_std": 14.71, **rest},
+        {**base, "epsilon": 0.5, "regret_mean": 0.0, "regret_std": np.nan, **rest},
+    ]
+    table = format_table(pd.DataFrame(rows))
+    assert "0.00112 +- 1.66e-05" in table and "0.000388 +- 0.000379" in table
+    assert "2102.9 +- 14.7" in table and "0.0 +- -" in table

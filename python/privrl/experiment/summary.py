@@ -189,6 +189,12 @@ def _eps(x: float) -> str:
     return "inf" if math.isinf(x) else f"{x:g}"
 
 
+def _regret(x: float) -> str:
+    """A regret for the table: one decimal, or three significant digits below 1 (".1f" printed
+    every near-optimal agent's 0.0011 and 0.0002 alike as 0.0 +- 0.0)."""
+    return "-" if math.isnan(x) else format(x, ".1f" if abs(x) >= 1 or x == 0 else ".3g")
+
+
 def _num(x: float | None, fmt: str = ".3g") -> str:
     return "-" if x is None or math.isnan(x) else format(x, fmt)
 
@@ -229,7 +235,7 @@ def format_table(summary: pd.DataFrame) -> str:
                 _eps(r.epsilon),
                 str(r.seeds),
                 str(r.K),
-                f"{r.regret_mean:.1f} +- {_num(r.regret_std, '.1f')}",
+                f"{_regret(r.regret_mean)} +- {_regret(r.regret_std)}",
                 _num(r.slope, ".2f"),
                 _num(r.wall_time, ".2f"),
                 sigma,
