@@ -147,3 +147,17 @@ def test_report_table_tells_near_zero_regrets_apart():
     table = format_table(pd.DataFrame(rows))
     assert "0.00112 +- 1.66e-05" in table and "0.000388 +- 0.000379" in table
     assert "2102.9 +- 14.7" in table and "0.0 +- -" in table
+
+
+def test_a_scheduler_that_is_not_an_address_is_refused_before_the_folder_is_made(tmp_path, capsys):
+    # 'foo' passed the config checks; connect refused it after the header, the folder and a
+    # manifest with status "interrupted"
+    out = tmp_path / "out"
+    argv = [*FLAGS, "--agent", "J:algorithm=UCRL-VTR", "--out", str(out), "--scheduler", "foo"]
+    assert main([*argv, "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err == "privrl: error: scheduler: expected an address like tcp://host:8786, got 'foo'\n"
+    assert not out.exists()
+    with pytest.raises(ConfigError, match=r"^scheduler: expected an address"):
+        sweep(env="RiverSwimMixture", agents={"J": "UCRL-VTR"}, scheduler="foo", outdir=out, progress=False)
+    assert not out.exists()

@@ -26,6 +26,7 @@ from privrl.experiment.config import (
     _seeds,
 )
 from privrl.experiment.registry import ALGORITHMS, ENVIRONMENTS, _import, _lookup, did_you_mean
+from privrl.experiment.scaleout import check_address
 
 
 def listed(value: Any) -> Any:
@@ -229,6 +230,7 @@ def _execution(raw: Mapping[str, Any]) -> dict[str, Any]:
     scheduler = raw.get("scheduler")
     if scheduler is not None and not isinstance(scheduler, str):
         raise ConfigError("scheduler", f"expected an address like tcp://host:8786, got {scheduler!r}")
+    check_address(scheduler)
     backend = raw.get("backend", "threads")
     if backend not in BACKENDS:
         raise ConfigError("backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")

@@ -8,9 +8,16 @@ from typing import Any
 
 from privrl.experiment.config import ConfigError, RunSpec
 
-__all__ = ["dask_results", "connect"]
+__all__ = ["dask_results", "connect", "check_address"]
 
 _HINT = "the Dask scheduler needs dask.distributed: pip install 'privrl[dask]'"
+
+
+def check_address(scheduler: Any) -> None:
+    """A scheduler given as a string is an address (tcp://host:8786): checked with the config, before
+    a sweep starts (connect found 'foo' after the results folder was made)."""
+    if isinstance(scheduler, str) and ":" not in scheduler:
+        raise ConfigError("scheduler", f"expected an address like tcp://host:8786, got {scheduler!r}")
 
 
 def connect(scheduler: Any) -> tuple[Any, bool]:
@@ -22,8 +29,7 @@ def connect(scheduler: Any) -> tuple[Any, bool]:
     if isinstance(scheduler, Client):
         return scheduler, False
     if isinstance(scheduler, str):
-        if "://" not in scheduler and ":" not in scheduler:
-            raise ConfigError("scheduler", f"expected an address like tcp://host:8786, got {scheduler!r}")
+        check_address(scheduler)
         try:
             return Client(scheduler, timeout="20s"), True
         except OSError as exc:

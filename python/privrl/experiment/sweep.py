@@ -44,7 +44,7 @@ from privrl.experiment.results import (
     normalize_frame,
     run_frame,
 )
-from privrl.experiment.scaleout import dask_results
+from privrl.experiment.scaleout import check_address, dask_results
 
 __all__ = ["sweep", "run_sweep", "execute_run", "run_seed_sequence", "SweepError"]
 
@@ -337,8 +337,7 @@ def _executor(
 def _load_finished(
     store: ResultStore, specs: Sequence[RunSpec], results: dict, manifest: dict, producer: dict
 ) -> int:
-    """Load the runs already finished in the folder into `results` and the manifest; returns how
-    many of them another privrl version or commit produced."""
+    """Load the folder's finished runs into `results` and the manifest; how many another version made."""
     stale = 0
     for spec in specs:
         if store.finished(spec.run_id):
@@ -440,8 +439,8 @@ def _check_agent(spec: RunSpec, env: Any, key: str) -> None:
         raise ConfigError(key, message) from exc
 
 
-def _checked(config: SweepConfig, n_jobs: int | None, backend: str | None) -> tuple[int, str]:
-    """n_jobs and backend checked, and preflight: all that refuses a sweep, before the store is touched."""
+def _checked(config: SweepConfig, n_jobs: int | None, backend: str | None, scheduler: Any) -> tuple:
+    """n_jobs, backend, scheduler checked, and preflight: all that refuses a sweep before the store."""
     n_jobs = config.n_jobs if n_jobs is None else int(n_jobs)
     if n_jobs < 1:
         raise ConfigError("n_jobs", f"must be >= 1, got {n_jobs}")
@@ -449,8 +448,10 @@ def _checked(config: SweepConfig, n_jobs: int | None, backend: str | None) -> tu
     if backend not in BACKENDS:
         raise ConfigError("backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")
     _check_not_bootstrapping()
+    scheduler = scheduler if scheduler is not None else config.scheduler
+    check_address(scheduler)
     preflight(config)  # the agents built once: their own checks
-    return n_jobs, backend
+    return n_jobs, backend, scheduler
 
 
 def run_sweep(
@@ -471,8 +472,7 @@ def run_sweep(
     and episodes in increasing order. `on_start()`: called once every check passed (the CLI's header).
     """
     outdir = outdir if outdir is not None else config.outdir
-    n_jobs, backend = _checked(config, n_jobs, backend)
-    scheduler = scheduler if scheduler is not None else config.scheduler
+    n_jobs, backend, scheduler = _checked(config, n_jobs, backend, scheduler)
     specs = config.runs()
     envs = {s.name: s.env for s in config.studies if s.env_spec is None}
     store = ResultStore(outdir, config.format) if outdir is not None else None  # checks the folder
