@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -161,3 +162,18 @@ def test_a_scheduler_that_is_not_an_address_is_refused_before_the_folder_is_made
     with pytest.raises(ConfigError, match=r"^scheduler: expected an address"):
         sweep(env="RiverSwimMixture", agents={"J": "UCRL-VTR"}, scheduler="foo", outdir=out, progress=False)
     assert not out.exists()
+
+
+def test_plot_labels_each_value_as_what_it_is(tmp_path):
+    # value="return" (one episode's return) was labelled "cumulative return", its slope "log R(k)"
+    from privrl.experiment import plot
+
+    df, _ = sweep(env="RiverSwimMixture", agents={"J": "UCRL-VTR"}, episodes=20, seeds=2, progress=False)
+    for value, label, slope in [
+        ("regret", "cumulative regret R(k)", "slope of log R(k) vs log k"),
+        ("return", "return of episode k", "slope of log return vs log k"),
+        ("cum_return", "cumulative return", "slope of log cumulative return vs log k"),
+    ]:
+        svg = Path(plot(df, output=tmp_path / value, value=value)["svg"]).read_text()
+        assert label in svg and slope in svg, value
+    assert "cumulative return" not in Path(tmp_path / "return.svg").read_text()

@@ -16,6 +16,12 @@ from privrl.experiment.summary import GROUP, curves, fit_slope
 
 #: The cumulative columns plot draws.
 _VALUES = ("regret", "return", "cum_return")
+#: Each value's axis label and symbol ("return", one episode's, was labelled cumulative).
+_AXIS = {
+    "regret": ("cumulative regret R(k)", "R(k)"),
+    "return": ("return of episode k", "return"),
+    "cum_return": ("cumulative return", "cumulative return"),
+}
 
 #: Image formats plot does not write (it writes PNG + SVG): refused rather than replaced.
 _OTHER_IMAGES = (".pdf", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp", ".gif", ".bmp")
@@ -142,7 +148,7 @@ def _draw_study(
     K = int(part["episode"].max())
     band_txt = "+- 1 std" if band == "std" else "95% CI"
     ax_lin.set_title(f"{study}\n{env}, K={K}; mean {band_txt} over seeds", fontsize=9.5)
-    ax_log.set_title(f"{study}\nlog-log; legend: slope of log R(k) vs log k", fontsize=9.5)
+    ax_log.set_title(f"{study}\nlog-log; legend: slope of log {_AXIS[value][1]} vs log k", fontsize=9.5)
     ax_log.set_xscale("log")
     if (part[value] > 0).any():
         ax_log.set_yscale("log")
@@ -150,7 +156,7 @@ def _draw_study(
         ax_log.text(0.5, 0.5, "no positive values: no log scale", ha="center", transform=ax_log.transAxes)
     for ax in (ax_lin, ax_log):
         ax.set_xlabel("episode k")
-        ax.set_ylabel("cumulative regret R(k)" if value == "regret" else "cumulative return")
+        ax.set_ylabel(_AXIS[value][0])
         ax.grid(True, alpha=0.3, which="both" if ax is ax_log else "major")
         ax.legend(fontsize=7.5, loc="upper left")
     return len(groups)
