@@ -177,3 +177,15 @@ def test_plot_labels_each_value_as_what_it_is(tmp_path):
         svg = Path(plot(df, output=tmp_path / value, value=value)["svg"]).read_text()
         assert label in svg and slope in svg, value
     assert "cumulative return" not in Path(tmp_path / "return.svg").read_text()
+
+
+def test_plot_title_of_one_seed_promises_no_band(tmp_path):
+    # one seed draws no band, and the title said "mean +- 1 std over seeds"
+    from privrl.experiment import plot
+
+    for seeds, title in [(1, "one seed, no band"), (2, "mean +- 1 std over seeds")]:
+        df, _ = sweep(
+            env="RiverSwimMixture", agents={"J": "UCRL-VTR"}, episodes=20, seeds=seeds, progress=False
+        )
+        svg = Path(plot(df, output=tmp_path / f"s{seeds}")["svg"]).read_text()
+        assert title in svg and ("over seeds" in svg) == (seeds > 1)

@@ -146,8 +146,10 @@ def _draw_study(
             ax_log.fill_between(k[pos], lo[pos], (m + h)[pos], color=colour, alpha=0.18, lw=0)
     env = part["env"].iloc[0]
     K = int(part["episode"].max())
-    band_txt = "+- 1 std" if band == "std" else "95% CI"
-    ax_lin.set_title(f"{study}\n{env}, K={K}; mean {band_txt} over seeds", fontsize=9.5)
+    band_txt = "mean +- 1 std over seeds" if band == "std" else "mean, 95% CI over seeds"
+    if part["seed"].nunique() == 1:  # no band is drawn: the title said there was one
+        band_txt = "one seed, no band"
+    ax_lin.set_title(f"{study}\n{env}, K={K}; {band_txt}", fontsize=9.5)
     ax_log.set_title(f"{study}\nlog-log; legend: slope of log {_AXIS[value][1]} vs log k", fontsize=9.5)
     ax_log.set_xscale("log")
     if (part[value] > 0).any():
