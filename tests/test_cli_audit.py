@@ -189,3 +189,12 @@ def test_plot_title_of_one_seed_promises_no_band(tmp_path):
         )
         svg = Path(plot(df, output=tmp_path / f"s{seeds}")["svg"]).read_text()
         assert title in svg and ("over seeds" in svg) == (seeds > 1)
+
+
+@pytest.mark.parametrize("bad", [["-j", "0"], ["--scheduler", "foo"]])
+def test_demo_refuses_bad_flags_before_printing_its_calibration_table(tmp_path, capsys, bad):
+    # `privrl demo -j 0` printed the paper-vs-tight noise table, then refused
+    assert main(["demo", *bad, "--out", str(tmp_path / "d"), "--no-progress"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("privrl: error: "), captured
+    assert not (tmp_path / "d").exists()

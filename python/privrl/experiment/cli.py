@@ -224,7 +224,13 @@ def _default_outdir(raw: dict) -> str:
 
 
 def _run_and_show(
-    raw: dict, outdir: str, args: argparse.Namespace, plot: bool, report: bool, plot_output: str | None = None
+    raw: dict,
+    outdir: str,
+    args: argparse.Namespace,
+    plot: bool,
+    report: bool,
+    plot_output: str | None = None,
+    intro: Any = None,
 ) -> int:
     from privrl.experiment import build_config, run_sweep
     from privrl.experiment.plots import plot as draw
@@ -236,6 +242,8 @@ def _run_and_show(
     where = config.scheduler or (f"{config.n_jobs} {config.backend}" if config.n_jobs > 1 else "1 process")
 
     def header() -> None:  # printed once the config passed every check (the agents built), not before
+        if intro is not None:  # the demo's calibration comparison: after the checks too
+            intro()
         print(
             f"privrl: {len(runs)} runs ({sum(r.episodes for r in runs):,} episodes) on {where} -> {outdir}",
             file=sys.stderr,
@@ -338,9 +346,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     outdir = args.out or raw.pop("outdir", "privrl-demo")
     raw.pop("outdir", None)
     t0 = time.perf_counter()
-    if not bandit:
-        _print_calibration_comparison(raw)
-    code = _run_and_show(raw, outdir, args, plot=True, report=True, plot_output=args.plot_output)
+    intro = None if bandit else (lambda: _print_calibration_comparison(raw))
+    code = _run_and_show(raw, outdir, args, plot=True, report=True, plot_output=args.plot_output, intro=intro)
     if code == 0:
         print(f"privrl: demo finished in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return code
