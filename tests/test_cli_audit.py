@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 
@@ -198,3 +199,26 @@ def test_demo_refuses_bad_flags_before_printing_its_calibration_table(tmp_path, 
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.startswith("privrl: error: "), captured
     assert not (tmp_path / "d").exists()
+
+
+def test_load_config_reads_a_file_as_privrl_run_does(tmp_path):
+    from privrl.experiment import load_config
+
+    # a folder was a bare IsADirectoryError, and an int was opened as a file descriptor (and closed)
+    with pytest.raises(ConfigError, match="is a folder, not a config file"):
+        load_config(tmp_path)
+    r, w = os.pipe()
+    try:
+        with pytest.raises(TypeError, match="path must be a path"):
+            load_config(r)
+        os.fstat(r)  # still open
+    finally:
+        os.close(r)
+        os.close(w)
+    (tmp_path / "bad.toml").write_bytes(b"\xff\xfe name = 1")
+    with pytest.raises(ConfigError, match="is not valid TOML"):
+        load_config(tmp_path / "bad.toml")
+    # the name (so the default folder privrl-results/NAME) is the file's stem, as for `privrl run`
+    path = tmp_path / "riverswim.toml"
+    path.write_text('episodes = 5\nenv = "RiverSwimMixture"\n[agents.J]\nalgorithm = "UCRL-VTR"\n')
+    assert load_config(path).to_dict()["name"] == "riverswim"

@@ -108,23 +108,6 @@ def _pairs(text: str, flag: str) -> dict:
     return out
 
 
-def _read_config(path: Path) -> dict[str, Any]:
-    from privrl.common.errors import ConfigError
-    from privrl.experiment.parsing import _tomllib
-
-    if not path.exists():
-        raise ConfigError("CONFIG", f"config file not found: {path}")
-    if path.is_dir():
-        raise ConfigError("CONFIG", f"{path} is a folder, not a config file")
-    tomllib = _tomllib()
-    try:
-        raw: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError("CONFIG", f"{path} is not valid TOML: {exc}") from exc
-    raw.setdefault("name", path.stem)
-    return raw
-
-
 def _sweep_flags(args: argparse.Namespace) -> dict[str, Any]:
     """The top-level keys the flags set (a flag left out keeps the config's value)."""
     flags = {
@@ -189,8 +172,9 @@ def _flag_agents(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 def _raw_config(args: argparse.Namespace) -> dict:
     """The config mapping: the TOML file (if any) with the command-line flags on top."""
     from privrl.experiment.config import _STUDY_KEYS, ConfigError
+    from privrl.experiment.parsing import read_config
 
-    raw = _read_config(Path(args.config)) if args.config is not None else {}
+    raw = read_config(args.config) if args.config is not None else {}
     flags = _sweep_flags(args)
     raw.update(flags)
     studies = raw.get("study")

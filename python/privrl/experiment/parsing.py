@@ -4,8 +4,10 @@ key checked once, here, with the key path in the error."""
 from __future__ import annotations
 
 import math
+import os
 import sys
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from privrl.common.errors import ConfigError
@@ -221,8 +223,6 @@ def _execution(raw: Mapping[str, Any]) -> dict[str, Any]:
     root_seed."""
     n_jobs = raw.get("n_jobs", 1)
     if n_jobs == -1:
-        import os
-
         n_jobs = os.cpu_count() or 1
     fmt = raw.get("format", "auto")
     if fmt not in ("auto", "parquet", "csv"):
@@ -287,14 +287,25 @@ def _tomllib() -> Any:
     return tomllib
 
 
-def load_config(path: str) -> SweepConfig:
-    """Read and validate a TOML sweep config (see build_config for the keys)."""
+def read_config(path: str | os.PathLike) -> dict[str, Any]:
+    """A TOML config file as a mapping, its `name` defaulting to the file's stem (the command line's
+    reading, shared: load_config opened a folder (IsADirectoryError), and an int as a file descriptor)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a path to a TOML config file, got {type(path).__name__}")
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError("CONFIG", f"config file not found: {path}")
+    if path.is_dir():
+        raise ConfigError("CONFIG", f"{path} is a folder, not a config file")
     tomllib = _tomllib()
     try:
-        with open(path, "rb") as f:
-            raw = tomllib.load(f)
-    except FileNotFoundError as exc:
-        raise ConfigError("", f"config file not found: {path}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError("", f"{path} is not valid TOML: {exc}") from exc
-    return build_config(raw)
+        raw: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError("CONFIG", f"{path} is not valid TOML: {exc}") from exc
+    raw.setdefault("name", path.stem)
+    return raw
+
+
+def load_config(path: str | os.PathLike) -> SweepConfig:
+    """Read and validate a TOML sweep config (see build_config for the keys)."""
+    return build_config(read_config(path))
