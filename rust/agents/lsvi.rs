@@ -363,10 +363,8 @@ impl LsviAgent {
             return q.evaluate(&self.table, None, out);
         }
         let f = &widths[h * rows..(h + 1) * rows];
-        self.sparse.dot_rows(w, out);
-        for (o, width) in out.iter_mut().zip(f) {
-            *o = (*o + beta * width).clamp(0.0, upper);
-        }
+        self.sparse
+            .dot_rows(w, out, |r, mean| (mean + beta * f[r]).clamp(0.0, upper));
         Ok(())
     }
 

@@ -92,11 +92,13 @@ impl SparseRows {
         cols.iter().zip(vals).map(|(&j, v)| v * x[j]).sum()
     }
 
-    /// `out[r] = phi_r^T x` for every row: [`Self::dot_with`]'s sums bit for bit (each row's
-    /// terms in the same order, from the same neutral element). When every row holds the same
-    /// columns (a dense table), four rows at a time, each x_j read once for the four: four
-    /// independent sums in flight instead of one chain of dependent additions.
-    pub fn dot_rows(&self, x: &[f64], out: &mut [f64]) {
+    /// `out[r] = f(r, phi_r^T x)` for every row, with [`Self::dot_with`]'s sums bit for bit (each
+    /// row's terms in the same order, from the same neutral element). When every row holds the
+    /// same columns (a dense table), four rows at a time, each x_j read once for the four: four
+    /// independent sums in flight instead of one chain of dependent additions; otherwise one
+    /// fused pass, row by row.
+    #[inline]
+    pub fn dot_rows(&self, x: &[f64], out: &mut [f64], f: impl Fn(usize, f64) -> f64) {
         let n = self.len();
         let mut r = 0;
         if n > 0 && *self.uniform.get_or_init(|| self.same_columns()) {
@@ -116,12 +118,14 @@ impl SparseRows {
                     acc[2] += c * xj;
                     acc[3] += e * xj;
                 }
-                out[r..r + 4].copy_from_slice(&acc);
+                for (k, a) in acc.into_iter().enumerate() {
+                    out[r + k] = f(r + k, a);
+                }
                 r += 4;
             }
         }
         for (i, o) in out[r..n].iter_mut().enumerate() {
-            *o = self.dot_with(r + i, x);
+            *o = f(r + i, self.dot_with(r + i, x));
         }
     }
 
@@ -174,7 +178,7 @@ mod tests {
         let dense = SparseRows::of(&full, 7);
         for s in [mixed, dense] {
             let mut out = vec![f64::NAN; 11];
-            s.dot_rows(&x, &mut out);
+            s.dot_rows(&x, &mut out, |_, v| v);
             for (r, o) in out.iter().enumerate() {
                 assert_eq!(o.to_bits(), s.dot_with(r, &x).to_bits(), "row {r}");
             }

@@ -185,10 +185,8 @@ impl LsviAgent {
                 Exploration::Optimism => {
                     let b = &st.bonus[h * rows..(h + 1) * rows];
                     let vmax = (h_n - h) as f64;
-                    self.sparse.dot_rows(mean, &mut w.q);
-                    for (q, b) in w.q.iter_mut().zip(b) {
-                        *q = (*q + b).min(vmax);
-                    }
+                    self.sparse
+                        .dot_rows(mean, &mut w.q, |r, m| (m + b[r]).min(vmax));
                 }
                 Exploration::Sampling(stream) if st.spec.diagonal => {
                     stream.normals(&mut w.u);
@@ -196,7 +194,7 @@ impl LsviAgent {
                     for (i, o) in w.w.iter_mut().enumerate() {
                         *o = mean[i] + l[i] * w.u[i];
                     }
-                    self.sparse.dot_rows(&w.w, &mut w.q);
+                    self.sparse.dot_rows(&w.w, &mut w.q, |_, q| q);
                 }
                 Exploration::Sampling(stream) => {
                     stream.normals(&mut w.u);
@@ -209,7 +207,7 @@ impl LsviAgent {
                                 .map(|(a, z)| a * z)
                                 .sum::<f64>();
                     }
-                    self.sparse.dot_rows(&w.w, &mut w.q);
+                    self.sparse.dot_rows(&w.w, &mut w.q, |_, q| q);
                 }
             }
             let tie = self.ties.draw();
