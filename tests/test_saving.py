@@ -369,3 +369,32 @@ def test_every_privrl_error_is_importable_from_privrl_exceptions(tmp_path):
     path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
     with pytest.raises(exceptions.SaveFormatError, match="checksum"):
         Agent.load(path)
+
+
+def _env_arrays(env):
+    return {k: v for k, v in vars(env).items() if isinstance(v, np.ndarray)}
+
+
+def test_copies_of_an_agent_keep_its_environment_read_only():
+    # numpy's copy of a read-only array is writeable: copy.deepcopy(agent) and pickle gave an
+    # environment whose model could be changed in place under its cached optimal values,
+    # sampling tables and fingerprint (a zeroed R ran with positive regret as the same MDP)
+    from privrl.agents.linucb.agent import LinUCB
+    from privrl.envs import ContextualBandit, FeatureMap
+
+    bandit = ContextualBandit(np.eye(2) / 2, [[0.2, 0.8], [0.6, 0.1]], name="toy")
+    agents = [cls(env, JointDP(1.0, 1e-5), episodes=10, seed=0) for cls, env, _ in CASES[:1] + CASES[-1:]]
+    agents.append(LinUCB(bandit, JointDP(1.0, 1e-5), episodes=10, seed=0))
+    agents.append(LSVIUCB(FeatureMap.one_hot(S=3, A=2, H=2), NonPrivate(), episodes=10, seed=0))
+    for agent in agents:
+        frozen = [k for k, v in _env_arrays(agent.env).items() if not v.flags.writeable]
+        assert frozen
+        twins = [copy.deepcopy(agent)] + [pickle.loads(pickle.dumps(agent, p)) for p in (4, 5)]
+        for twin in twins:
+            arrays = _env_arrays(twin.env)
+            assert twin.env is not agent.env and sorted(arrays) == sorted(_env_arrays(agent.env))
+            assert [k for k in frozen if arrays[k].flags.writeable] == []
+            with pytest.raises(ValueError, match="read-only"):
+                arrays[frozen[0]][...] = 0.0
+    env = copy.deepcopy(RIVER)
+    assert "_read_only" not in vars(env) and env.fingerprint() == RIVER.fingerprint()

@@ -18,12 +18,12 @@ import numpy as np
 
 from privrl.common.checks import check_choice, check_seed
 from privrl.common.errors import IndexRangeError, NonFiniteError, ShapeError
-from privrl.envs.finite import digest
+from privrl.envs.finite import ReadOnlyCopies, digest
 
 __all__ = ["ContextualBandit"]
 
 
-class ContextualBandit:
+class ContextualBandit(ReadOnlyCopies):
     """A contextual bandit on a public context table.
 
     Parameters

@@ -11,13 +11,13 @@ import numpy as np
 from privrl.common.checks import check_pos_int
 from privrl.common.errors import PrivacyParameterError, ShapeError
 from privrl.common.memory import refuse_over_memory
-from privrl.envs.finite import _as_array, _check_finite, _freeze, digest
+from privrl.envs.finite import ReadOnlyCopies, _as_array, _check_finite, _freeze, digest
 from privrl.envs.linear import check_phi_norms
 
 __all__ = ["FeatureMap"]
 
 
-class FeatureMap:
+class FeatureMap(ReadOnlyCopies):
     """The public part of a linear MDP with an unknown model: phi(s, a) for S states and A
     actions, and the horizon H. ||phi(s, a)|| <= 1 is required (it bounds the privacy
     sensitivity; AssumptionError otherwise).

@@ -39,6 +39,29 @@ def _freeze(x: np.ndarray) -> np.ndarray:
     return x
 
 
+class ReadOnlyCopies:
+    """Copies of an environment (``copy.deepcopy``, ``pickle``: an agent's copies and the sweep's
+    worker processes) keep its read-only arrays read-only. numpy's copy of a read-only array is
+    writeable, and a copied model changed in place would run under its cached optimal values,
+    sampling tables and fingerprint (``check_env`` took it for the original)."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_read_only"] = tuple(
+            k for k, v in state.items() if isinstance(v, np.ndarray) and not v.flags.writeable
+        )
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        names = state.pop("_read_only", ())
+        self.__dict__.update(state)
+        for name in names:
+            arr = self.__dict__.get(name)
+            if isinstance(arr, np.ndarray):
+                arr.flags.writeable = False
+
+
 def _as_array(x: Any, name: str, ndim: int, what: str) -> np.ndarray:
     """Copy `x` to a fresh C-contiguous float64 array with `ndim` dimensions."""
     kind = x.dtype.kind if isinstance(x, np.ndarray) else None
@@ -193,7 +216,7 @@ class Trajectory:
         return int(self.actions.shape[0])
 
 
-class FiniteMDP:
+class FiniteMDP(ReadOnlyCopies):
     """A finite-horizon, time-inhomogeneous MDP with S states, A actions and horizon H.
 
     Parameters
