@@ -7,6 +7,7 @@ values) and raises the privrl exception family; the Rust core re-checks lengths.
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 import sys
@@ -105,6 +106,11 @@ class NoiseStream:
         self.noise_kind, self.scale, self.grid_bits = parse_noise(noise, scale, grid_bits)
         self._s = _core.NoiseStream(self.noise_kind, self.scale, seed_bytes(seed), self.grid_bits)
 
+    def __copy__(self) -> NoiseStream:
+        """``copy.copy``: an independent stream at the same position (as ``copy.deepcopy``); a
+        shallow copy shared the Rust stream, and the two drew alternate parts of one sequence."""
+        return copy.deepcopy(self)
+
     def vectors(self, count: int, n: int) -> np.ndarray:
         """(count, n) i.i.d. entries."""
         count = check_int(count, "count", 0)
@@ -195,6 +201,10 @@ class RankOneInverse:
         )
         self.d = d
         self._sm = _core.ShermanMorrison(d, lam, _positive_int(refactor_every, "refactor_every"))
+
+    def __copy__(self) -> RankOneInverse:
+        """``copy.copy``: an independent Lambda (as ``copy.deepcopy``), not one shared with the original."""
+        return copy.deepcopy(self)
 
     def update(self, x: Any) -> None:
         self._sm.update(_bounded_rows(as_f64(x, "x", 1, (self.d,)), "x"))

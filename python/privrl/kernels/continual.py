@@ -29,6 +29,7 @@ factorization and BLT, with exact per-step variance and per-user sensitivity (Ap
 # tree.rs) and docs/privacy.md.
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -122,6 +123,12 @@ class PrefixMechanism:
     scale: float
     grid_bits: int
     divisor: float
+
+    def __copy__(self) -> Any:
+        """``copy.copy``: an independent mechanism (its own Rust state and noise stream's position),
+        as ``copy.deepcopy``. A shallow copy shared the Rust state: a leaf pushed to the copy was in
+        the original's prefix sums."""
+        return copy.deepcopy(self)
 
     def __init__(
         self,
