@@ -424,6 +424,15 @@ def test_kernel_seeds_are_checked_as_privrl_errors():
             kn.greedy(q, rng=rng)
     assert kn.greedy(q, rng=3)[1].tolist() == kn.greedy(q, rng=3)[1].tolist()
     assert kn.greedy(q, rng=np.random.default_rng(0))[1].shape == (1,)
+    # the tie seed is 63 bits: larger ints were masked into that range, so rng=2**63 broke ties
+    # as rng=0 and rng=2**64 + 1 as rng=1 (distinct seeds, one stream); they are refused
+    ties = np.zeros((64, 4))
+    assert kn.greedy(ties, rng=2**63 - 1)[1].tolist() != kn.greedy(ties, rng=0)[1].tolist()
+    for rng in (2**63, 2**64 + 1, np.uint64(2**63)):
+        with pytest.raises(PrivacyParameterError, match=r"rng must be None, an integer in \[0, 2\^63\)"):
+            kn.greedy(ties, rng=rng)
+        with pytest.raises(PrivacyParameterError, match="rng must be None"):
+            kn.optimistic_values(np.zeros((2, 1)), np.zeros(1), np.eye(1), 0.0, 2, rng=rng)
     with pytest.raises(PrivacyParameterError, match="seed must be >= 0"):
         kn.TreeAggregator(2, 4, seed=-1)
     with pytest.raises(TypeError, match="seed must be None, an int"):

@@ -389,12 +389,15 @@ def tie_seed(ties: str, rng: Any) -> int | None:
         raise PrivacyParameterError(f"ties must be 'random' or 'lowest', got {ties!r}")
     if rng is None:
         return int.from_bytes(os.urandom(8), "little") >> 1
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and rng >= 0:
-        return int(rng) & ((1 << 63) - 1)
+    # the seed is 63 bits: a larger int was masked to one (rng=2**63 broke ties as rng=0), refused
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and 0 <= int(rng) < 1 << 63:
+        return int(rng)
     if isinstance(rng, np.random.Generator):
         # One raw 64-bit draw from the generator's bit stream: ~10x cheaper than rng.integers.
         return int(rng.bit_generator.random_raw()) >> 1
-    raise PrivacyParameterError(f"rng must be None, an integer >= 0 or a numpy Generator, got {rng!r}")
+    raise PrivacyParameterError(
+        f"rng must be None, an integer in [0, 2^63) or a numpy Generator, got {rng!r}"
+    )
 
 
 def check_number(
