@@ -157,5 +157,14 @@ def analytic_gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float)
     """Smallest ``sigma`` for which the Gaussian mechanism with L2 sensitivity ``Delta`` is
     ``(eps, delta)``-DP (Balle & Wang 2018, Thm. 8 and their Alg. 1, by bisection):
     ``sigma = Delta / gaussian_mu(eps, delta)``. Valid for every ``eps > 0`` (the classical
-    ``Delta sqrt(2 log(1.25/delta)) / eps`` needs ``eps < 1``)."""
-    return l2_sensitivity / gaussian_mu(epsilon, delta)
+    ``Delta sqrt(2 log(1.25/delta)) / eps`` needs ``eps < 1``).
+
+    ``Delta / (Delta / mu)`` need not round back to ``mu``: a sigma one rounding below the
+    threshold certified a delta above the target (by up to 1e-12 relative), so the quotient is
+    raised by doubling relative steps from 2^-52 until ``analytic_gaussian_delta`` meets ``delta``."""
+    sigma = l2_sensitivity / gaussian_mu(epsilon, delta)
+    step = 2.0**-52
+    while 0.0 < sigma < math.inf and gaussian_delta(epsilon, l2_sensitivity / sigma) > delta:
+        sigma *= 1.0 + step
+        step *= 2.0
+    return sigma
