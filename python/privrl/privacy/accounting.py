@@ -417,6 +417,8 @@ class PrivacyAccountant:
     * Gaussian only: ``mu = sqrt(sum c Delta^2 / sigma^2)`` (Dong, Roth & Su 2019, Cor. 3.3) and
       the exact analytic Gaussian curve (Balle & Wang 2018, Thm. 8);
     * Laplace only: simple composition ``eps = sum c Delta_1 / b`` (App. "Simple Composition");
+      at ``delta > 0`` also zCDP (``rho = sum c eps_i^2 / 2``, CKS conversion) when smaller, the
+      bound :meth:`delta` reads below that epsilon;
     * mixed: the better of (simple composition of the Laplace part with the analytic Gaussian
       part) and (zCDP: ``rho = mu^2/2 + sum c eps_i^2 / 2``, Canonne-Kamath-Steinke conversion).
     """
@@ -476,9 +478,11 @@ class PrivacyAccountant:
     def epsilon(self, delta: float) -> float:
         """Smallest epsilon this accountant certifies at ``delta`` (see the class docstring)."""
         if not self.has_gaussian:
-            if delta != 0.0:
-                check_delta_open(delta, "delta")
-            return self.pure_epsilon
+            if delta == 0.0:
+                return self.pure_epsilon
+            dlt = check_delta_open(delta, "delta")
+            rho = self.rho  # inf: the zCDP route certifies nothing
+            return min(self.pure_epsilon, zcdp_epsilon(rho, dlt) if math.isfinite(rho) else math.inf)
         dlt = check_delta_open(delta, "delta")
         g = gaussian_epsilon(_finite(self.mu, "mu"), dlt)
         if not self.has_laplace:
