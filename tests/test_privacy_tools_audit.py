@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from privrl.exceptions import PrivacyParameterError
 from privrl.privacy import accounting as a
+from privrl.privacy import mechanisms as m
 
 
 def test_analytic_gaussian_sigma_is_private_by_its_own_delta():
@@ -67,3 +69,28 @@ def test_accountant_conversions_agree_on_random_ledgers():
         d = acc.delta(eps)
         if 0.0 < d < 0.5:  # near 1, zCDP's delta saturates in floating point
             assert acc.epsilon(d) <= eps * (1 + 1e-9) + 1e-12
+
+
+def test_gaussian_mechanism_never_releases_below_its_claim():
+    """gaussian_mechanism added the appendix's sigma = Delta sqrt(2 log(2/delta)) / eps whatever
+    eps: at (10, 1e-5) that is 0.494 Delta, which the exact Gaussian curve (Balle & Wang 2018)
+    puts at delta = 1.36e-5 > 1e-5. Where the appendix's sigma is private it is still used; where
+    it is not, the release is refused."""
+    rng = np.random.default_rng(0)
+    for eps in (0.1, 0.9, 1.0, 3.0, 7.0, 8.0, 10.0, 15.0, 50.0):
+        for dlt in (1e-1, 1e-3, 1e-5, 1e-12):
+            for sens in (0.5, 3.0):
+                sigma = m.gaussian_sigma(sens, eps, dlt)
+                private = a.analytic_gaussian_delta(sigma, sens, eps) <= dlt
+                assert private or eps >= 1.0  # the appendix's regime is always private
+                if private:
+                    out = m.gaussian_mechanism(np.zeros(3), sens, eps, dlt, np.random.default_rng(1))
+                    ref = np.random.default_rng(1).normal(0.0, sigma, 3)
+                    np.testing.assert_array_equal(out, ref)
+                else:
+                    with pytest.raises(PrivacyParameterError, match="analytic_gaussian_sigma"):
+                        m.gaussian_mechanism(np.zeros(3), sens, eps, dlt, rng)
+    assert a.analytic_gaussian_delta(m.gaussian_sigma(1.0, 10.0, 1e-5), 1.0, 10.0) > 1e-5
+    with pytest.raises(PrivacyParameterError):
+        m.gaussian_mechanism(1.0, 1.0, 10.0, 1e-5, rng)
+    assert m.gaussian_mechanism(1.0, 0.0, 10.0, 1e-5, rng) == 1.0  # no sensitivity, no noise

@@ -12,6 +12,7 @@ import numpy as np
 
 from privrl.common.checks import check_nonneg_real, check_positive_real, checked, log_inverse, numeric_array
 from privrl.common.errors import NonFiniteError, PrivacyParameterError
+from privrl.privacy.gdp import gaussian_delta
 
 __all__ = [
     "gaussian_sigma",
@@ -98,8 +99,21 @@ def gaussian_mechanism(value, l2_sensitivity: float, epsilon: float, delta: floa
 
     ``value`` is a scalar or an array (returned as float / float ndarray of the same shape);
     ``rng`` must be a ``numpy.random.Generator``.
+
+    The appendix's sigma is a valid (eps, delta) guarantee for eps < 1 and, by the exact curve
+    (Balle & Wang 2018, Thm. 8), up to eps ~ 7 - 12 (depending on delta); beyond, it is too small
+    (eps = 10, delta = 1e-5: sigma = 0.494 Delta is (10, 1.36e-5)-DP), and the release is refused
+    (PrivacyParameterError) instead of spending more than asked: use
+    ``accounting.analytic_gaussian_sigma`` there.
     """
     sigma = gaussian_sigma(l2_sensitivity, epsilon, delta)
+    exact = gaussian_delta(epsilon, l2_sensitivity / sigma) if sigma > 0.0 else 0.0
+    if exact > delta:
+        raise PrivacyParameterError(
+            f"the appendix's Gaussian sigma {sigma:.6g} is not ({epsilon}, {delta})-DP (it is stated for "
+            f"epsilon < 1; the exact curve gives delta = {exact:.3g}): add noise of "
+            "accounting.analytic_gaussian_sigma(l2_sensitivity, epsilon, delta) instead"
+        )
     rng = _check_rng(rng)
     arr = _as_finite_array(value)
     out = arr + rng.normal(0.0, sigma, size=arr.shape)
