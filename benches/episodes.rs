@@ -39,7 +39,7 @@ fn model(h: usize, s: usize, a: usize, rng: &mut ChaCha8Rng) -> FiniteModel {
     }
     let r: Vec<f64> = (0..h * s * a).map(|_| rng.random::<f64>()).collect();
     let init: Vec<f64> = (1..=s).map(|i| i as f64 / s as f64).collect();
-    FiniteModel::new((h, s, a), &p, &r, &cdf, &init).unwrap()
+    FiniteModel::new((h, s, a), &p, &r, &cdf, &init, None).unwrap()
 }
 
 fn uniforms(n: usize, rng: &mut ChaCha8Rng) -> Vec<f64> {

@@ -1017,3 +1017,26 @@ def test_bandit_regret_refuses_contexts_and_arms_of_other_lengths():
     with pytest.raises(ShapeError, match=r"contexts and arms must have one shape .* \(3,\) and \(2,\)"):
         env.regret([0, 1, 1], [0, 1])
     assert np.allclose(env.regret([0, 1, 1], 1), [0.0, 0.6, 0.6])  # one arm for every context
+
+
+def test_a_large_linear_mdp_values_its_policies_through_its_factors():
+    """Exact values of a linear MDP whose P is large (beyond LOW_RANK_MIN_ENTRIES) and whose d is
+    small (2 d < S) take phi^T (mu_h^T V): equal to the dense sums over P up to rounding, the
+    optimal policy's regret exactly 0 (V* by the same kernel); small or one-hot models keep P's
+    sums."""
+    from privrl import _core
+    from privrl.envs.linear import LOW_RANK_MIN_ENTRIES
+
+    env = RandomLinearMDP(S=200, A=4, d=8, H=8, seed=3)
+    assert env.P.size >= LOW_RANK_MIN_ENTRIES and set(env.kernel_factors()) == {"phi", "mu"}
+    rng = np.random.default_rng(0)
+    for pi in (env.optimal_policy(), rng.integers(0, env.A, size=(env.H, env.S))):
+        pol = np.ascontiguousarray(pi, dtype=np.int64)
+        dense = _core.policy_values(env.P, env.R, pol)
+        np.testing.assert_allclose(env.policy_values(pi), dense, rtol=1e-13, atol=1e-13)
+    optimal = env.policy_values(env.optimal_policy())
+    assert env.initial_value(env.optimal_values()) - env.initial_value(optimal) == 0
+    assert RandomLinearMDP(S=10, A=3, d=4, H=3, seed=0).kernel_factors() == {}  # small: P's sums
+    sub = env.P[:, :20, :, :20]
+    tabular = tabular_linear_mdp(sub / sub.sum(-1, keepdims=True), env.R[:, :20], np.full(20, 0.05))
+    assert tabular.kernel_factors() == {}  # one-hot: d = S A

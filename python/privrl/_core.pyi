@@ -187,7 +187,7 @@ def _restore_mixture(state: bytes) -> MixtureFeatures: ...
 def _restore_prefix(kind: str, state: bytes) -> PrefixMechanism: ...
 
 # ---------------------------------------------------------------- kernels the agents share
-def policy_values(p: _F64, r: _F64, pi: _I64) -> _F64: ...
+def policy_values(p: _F64, r: _F64, pi: _I64, phi: _F64 | None = None, mu: _F64 | None = None) -> _F64: ...
 def batched_matvec(m: _F64, v: _F64) -> _F64: ...
 def sigma_bar(
     x: _F64,
@@ -210,7 +210,16 @@ _Block = tuple[_F64, _F64, _I64]
 
 @final
 class Run:
-    def __new__(cls, p: _F64, r: _F64, cdf: _F64, init_cdf: _F64, v_star: _F64) -> Self: ...
+    def __new__(
+        cls,
+        p: _F64,
+        r: _F64,
+        cdf: _F64,
+        init_cdf: _F64,
+        v_star: _F64,
+        phi: _F64 | None = None,
+        mu: _F64 | None = None,
+    ) -> Self: ...
     @property
     def policy_changes(self) -> int: ...
 

@@ -33,7 +33,7 @@ use crate::continual::{restore_mechanism, PrefixMechanism};
 use crate::errors::{any_non_finite, CoreError, CoreResult};
 use crate::kernels::qeval::TieBreak;
 
-pub use model::{policy_values, FiniteModel};
+pub use model::{policy_values, Factors, FiniteModel};
 
 /// `||x|| <= x_bound` for every row and `y in [y_low, y_high]`: the bounds the privacy noise is
 /// calibrated for, enforced where user data enters a mechanism. Excesses within a relative 1e-9

@@ -19,13 +19,25 @@ pub struct FiniteModel {
     init_cdf: Vec<f64>,
 }
 
+/// The factors of a linear MDP's kernel, `P_h(s' | s, a) = phi(s, a)^T mu_h(s')`: `phi` (S A, d)
+/// and `mu` (H, S, d), row-major.
+#[derive(Debug, Clone, Copy)]
+pub struct Factors<'a> {
+    pub phi: &'a [f64],
+    pub mu: &'a [f64],
+    pub d: usize,
+}
+
 impl FiniteModel {
+    /// The model of `P`, `R` and the cumulative rows; with the kernel's `factors` (a linear MDP),
+    /// exact values take `E[V(s')] = phi^T (mu_h^T V)` where that is the cheaper sum (2 d < S).
     pub fn new(
         (h, s, a): (usize, usize, usize),
         p: &[f64],
         r: &[f64],
         cdf: &[f64],
         init_cdf: &[f64],
+        factors: Option<Factors<'_>>,
     ) -> CoreResult<Self> {
         if h == 0 || s == 0 || a == 0 {
             return Err(CoreError::Shape(format!(
@@ -43,7 +55,7 @@ impl FiniteModel {
             h,
             s,
             a,
-            p: Transitions::of(p, s),
+            p: Transitions::new(p, (h, s, a), factors)?,
             r: r.to_vec(),
             cdf: cdf.to_vec(),
             init_cdf: init_cdf.to_vec(),
@@ -85,9 +97,38 @@ impl FiniteModel {
 enum Transitions {
     Dense(Vec<f64>),
     Sparse(SparseRows),
+    /// A linear MDP's factors: `phi` (S A, d), `mu` (H, S, d).
+    LowRank {
+        phi: Vec<f64>,
+        mu: Vec<f64>,
+        d: usize,
+    },
 }
 
 impl Transitions {
+    /// The factors where they make the sums cheaper (2 d < S: `mu_h^T V` then one d-dot per
+    /// state instead of one S-sum), checked against `P`'s shape; `P`'s rows otherwise.
+    fn new(
+        p: &[f64],
+        (h, s, a): (usize, usize, usize),
+        factors: Option<Factors<'_>>,
+    ) -> CoreResult<Self> {
+        match factors {
+            Some(f) if 2 * f.d < s => {
+                check_len("features phi", f.phi.len(), s * a * f.d)?;
+                check_len("factors mu", f.mu.len(), h * s * f.d)?;
+                check_finite("phi", f.phi)?;
+                check_finite("mu", f.mu)?;
+                Ok(Transitions::LowRank {
+                    phi: f.phi.to_vec(),
+                    mu: f.mu.to_vec(),
+                    d: f.d,
+                })
+            }
+            _ => Ok(Transitions::of(p, s)),
+        }
+    }
+
     fn of(p: &[f64], s_n: usize) -> Self {
         let nnz = p.iter().filter(|&&q| q != 0.0).count();
         if 4 * nnz <= p.len() {
@@ -114,6 +155,7 @@ impl Transitions {
                     acc += q * next[j];
                 }
             }
+            Transitions::LowRank { .. } => unreachable!("values() sums the factors per step"),
         }
         acc
     }
@@ -133,6 +175,9 @@ fn values(
     out: &mut [f64],
 ) {
     out[h_n * s_n..].iter_mut().for_each(|v| *v = 0.0);
+    if let Transitions::LowRank { phi, mu, d } = p {
+        return low_rank_values((phi, mu, *d), r, (h_n, s_n, a_n), pi, out);
+    }
     for h in (0..h_n).rev() {
         let (now, next) = out[h * s_n..].split_at_mut(s_n);
         let next = &next[..s_n];
@@ -164,6 +209,33 @@ fn values(
     }
 }
 
+/// [`values`] of a linear MDP from its factors: `E[V_{h+1}(s') | s, a] = phi(s, a)^T m_h` with
+/// `m_h = sum_s' mu_h(s') V_{h+1}(s')`, d S + S d products per step instead of S^2.
+fn low_rank_values(
+    (phi, mu, d): (&[f64], &[f64], usize),
+    r: &[f64],
+    (h_n, s_n, a_n): (usize, usize, usize),
+    pi: &[usize],
+    out: &mut [f64],
+) {
+    let mut m = vec![0.0; d];
+    for h in (0..h_n).rev() {
+        let (now, next) = out[h * s_n..].split_at_mut(s_n);
+        m.iter_mut().for_each(|x| *x = 0.0);
+        for (mu_j, x) in mu[h * s_n * d..(h + 1) * s_n * d]
+            .chunks_exact(d)
+            .zip(&next[..s_n])
+        {
+            m.iter_mut().zip(mu_j).for_each(|(acc, u)| *acc += u * x);
+        }
+        for (s, v) in now.iter_mut().enumerate() {
+            let sa = s * a_n + pi[h * s_n + s];
+            let f = &phi[sa * d..(sa + 1) * d];
+            *v = r[h * s_n * a_n + sa] + f.iter().zip(&m).map(|(a, b)| a * b).sum::<f64>();
+        }
+    }
+}
+
 /// `FiniteMDP.policy_values`: V^pi (H + 1, S) by backward induction on P[h, s, pi_h(s), :],
 /// the sums over s' left to right (over P's nonzeros). `pi` holds action indices (checked here).
 pub fn policy_values(
@@ -171,6 +243,7 @@ pub fn policy_values(
     r: &[f64],
     dims: (usize, usize, usize),
     pi: &[i64],
+    factors: Option<Factors<'_>>,
 ) -> CoreResult<Vec<f64>> {
     let (h, s, a) = dims;
     check_len("transition kernel", p.len(), h * s * a * s)?;
@@ -186,7 +259,7 @@ pub fn policy_values(
         })
         .collect::<CoreResult<_>>()?;
     let mut out = vec![0.0; (h + 1) * s];
-    values(&Transitions::of(p, s), r, dims, &pi, &mut out);
+    values(&Transitions::new(p, dims, factors)?, r, dims, &pi, &mut out);
     Ok(out)
 }
 
@@ -199,16 +272,85 @@ mod tests {
         // H = 1, S = 2, A = 1: from either state go to state 1 w.p. 0.25.
         let p = [0.75, 0.25, 0.75, 0.25];
         let cdf = [0.75, 1.0, 0.75, 1.0];
-        let m = FiniteModel::new((1, 2, 1), &p, &[0.5, 1.0], &cdf, &[0.5, 1.0]).unwrap();
+        let m = FiniteModel::new((1, 2, 1), &p, &[0.5, 1.0], &cdf, &[0.5, 1.0], None).unwrap();
         let mut t = Trajectory::new(1);
         m.rollout(&[0, 0], &[0.5, 0.75], &mut t);
         assert_eq!(t.states, vec![1, 1]); // u = 0.5 is not < 0.5: the second state
         assert_eq!(t.rewards, vec![1.0]);
         m.rollout(&[0, 0], &[0.49, 0.1], &mut t);
         assert_eq!(t.states, vec![0, 0]);
-        let v = policy_values(&p, &[0.5, 1.0], (1, 2, 1), &[0, 0]).unwrap();
+        let v = policy_values(&p, &[0.5, 1.0], (1, 2, 1), &[0, 0], None).unwrap();
         assert_eq!(v, vec![0.5, 1.0, 0.0, 0.0]);
-        assert!(policy_values(&p, &[0.5, 1.0], (1, 2, 1), &[0, 1]).is_err());
+        assert!(policy_values(&p, &[0.5, 1.0], (1, 2, 1), &[0, 1], None).is_err());
+    }
+
+    #[test]
+    fn low_rank_values_are_the_dense_values() {
+        // H = 3, S = 9, A = 2, d = 3: P = phi mu_h^T with rows of phi and columns of mu on simplices
+        let (h_n, s_n, a_n, d) = (3, 9, 2, 3);
+        let phi: Vec<f64> = (0..s_n * a_n)
+            .flat_map(|i| {
+                let w = [
+                    1.0 + (i % 3) as f64,
+                    1.0 + (i % 5) as f64,
+                    0.5 + (i % 2) as f64,
+                ];
+                let t: f64 = w.iter().sum();
+                w.map(|x| x / t)
+            })
+            .collect();
+        let mut mu = vec![0.0; h_n * s_n * d];
+        for h in 0..h_n {
+            for i in 0..d {
+                let col: Vec<f64> = (0..s_n)
+                    .map(|j| 1.0 + ((h * 7 + i * 3 + j * 5) % 11) as f64)
+                    .collect();
+                let t: f64 = col.iter().sum();
+                for j in 0..s_n {
+                    mu[(h * s_n + j) * d + i] = col[j] / t;
+                }
+            }
+        }
+        let mut p = vec![0.0; h_n * s_n * a_n * s_n];
+        for h in 0..h_n {
+            for sa in 0..s_n * a_n {
+                for j in 0..s_n {
+                    p[(h * s_n * a_n + sa) * s_n + j] = (0..d)
+                        .map(|i| phi[sa * d + i] * mu[(h * s_n + j) * d + i])
+                        .sum();
+                }
+            }
+        }
+        let r: Vec<f64> = (0..h_n * s_n * a_n)
+            .map(|i| ((i * 13) % 17) as f64 / 17.0)
+            .collect();
+        let pi: Vec<i64> = (0..h_n * s_n).map(|i| ((i * 5) % a_n) as i64).collect();
+        let factors = Factors {
+            phi: &phi,
+            mu: &mu,
+            d,
+        };
+        let low = policy_values(&p, &r, (h_n, s_n, a_n), &pi, Some(factors)).unwrap();
+        let dense = policy_values(&p, &r, (h_n, s_n, a_n), &pi, None).unwrap();
+        for (a, b) in low.iter().zip(&dense) {
+            assert!((a - b).abs() <= 1e-14 * (1.0 + b.abs()), "{a} vs {b}");
+        }
+        assert!(matches!(
+            Transitions::new(&p, (h_n, s_n, a_n), Some(factors)).unwrap(),
+            Transitions::LowRank { .. }
+        ));
+        // 2 d >= S: the rows of P
+        let big = (h_n, 6, a_n); // S = 6 = 2 d
+        let p6 = vec![1.0 / 6.0; h_n * 6 * a_n * 6];
+        let f6 = Factors {
+            phi: &phi[..6 * a_n * d],
+            mu: &mu[..h_n * 6 * d],
+            d,
+        };
+        assert!(matches!(
+            Transitions::new(&p6, big, Some(f6)).unwrap(),
+            Transitions::Dense(_)
+        ));
     }
 
     #[test]

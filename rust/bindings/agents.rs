@@ -38,6 +38,8 @@ pub struct PyRun {
 #[pymethods]
 impl PyRun {
     #[new]
+    #[pyo3(signature = (p, r, cdf, init_cdf, v_star, phi=None, mu=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         p: PyReadonlyArray4<'_, f64>,
@@ -45,6 +47,8 @@ impl PyRun {
         cdf: PyReadonlyArray4<'_, f64>,
         init_cdf: PyReadonlyArray1<'_, f64>,
         v_star: PyReadonlyArray1<'_, f64>,
+        phi: Option<PyReadonlyArray2<'_, f64>>,
+        mu: Option<PyReadonlyArray3<'_, f64>>,
     ) -> PyResult<Self> {
         let sh = p.shape();
         let model = FiniteModel::new(
@@ -53,6 +57,7 @@ impl PyRun {
             contiguous("R", r.as_slice())?,
             contiguous("cdf", cdf.as_slice())?,
             contiguous("init_cdf", init_cdf.as_slice())?,
+            super::kernels::factors(&phi, &mu)?,
         )
         .py_ok(py)?;
         let cache = RegretCache::new(&model);

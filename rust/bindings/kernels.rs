@@ -15,13 +15,42 @@ use crate::kernels::practical::{self, Floored};
 use crate::kernels::rank_one;
 use crate::kernels::variance::{self, VarianceInputs};
 
-/// V^pi (H + 1, S) by backward induction (FiniteMDP.policy_values and the engine's regret).
+/// A linear MDP's kernel factors `phi` (S A, d) and `mu` (H, S, d), both or neither.
+pub(super) fn factors<'a>(
+    phi: &'a Option<PyReadonlyArray2<'_, f64>>,
+    mu: &'a Option<PyReadonlyArray3<'_, f64>>,
+) -> PyResult<Option<core::Factors<'a>>> {
+    match (phi, mu) {
+        (None, None) => Ok(None),
+        (Some(phi), Some(mu)) => {
+            let d = phi.shape()[1];
+            if mu.shape()[2] != d {
+                return Err(PyValueError::new_err(format!(
+                    "phi has d = {d} columns, mu {}",
+                    mu.shape()[2]
+                )));
+            }
+            Ok(Some(core::Factors {
+                phi: contiguous("phi", phi.as_slice())?,
+                mu: contiguous("mu", mu.as_slice())?,
+                d,
+            }))
+        }
+        _ => Err(PyValueError::new_err("give both phi and mu, or neither")),
+    }
+}
+
+/// V^pi (H + 1, S) by backward induction (FiniteMDP.policy_values and the engine's regret); a
+/// linear MDP's factors `phi`, `mu` make the sums `phi^T (mu_h^T V)` where that is cheaper.
 #[pyfunction]
+#[pyo3(signature = (p, r, pi, phi=None, mu=None))]
 pub fn policy_values<'py>(
     py: Python<'py>,
     p: PyReadonlyArray4<'_, f64>,
     r: PyReadonlyArray3<'_, f64>,
     pi: PyReadonlyArray2<'_, i64>,
+    phi: Option<PyReadonlyArray2<'_, f64>>,
+    mu: Option<PyReadonlyArray3<'_, f64>>,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let sh = p.shape();
     let (h, s) = (sh[0], sh[1]);
@@ -33,6 +62,7 @@ pub fn policy_values<'py>(
         contiguous("R", r.as_slice())?,
         (h, s, sh[2]),
         pis,
+        factors(&phi, &mu)?,
     )
     .py_ok(py)?;
     v.into_pyarray(py).reshape([h + 1, s])

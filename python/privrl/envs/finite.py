@@ -356,8 +356,14 @@ class FiniteMDP(ReadOnlyCopies):
     def policy_values(self, policy: Any) -> np.ndarray:
         """V^pi_h(s), shape (H+1, S), with V[H] = 0, by backward induction on P[h, s, pi_h(s), :]."""
         pol = np.ascontiguousarray(self._check_policy(policy), dtype=np.int64)
-        # The Rust kernel the runs' exact regret uses (sums over s' left to right).
-        return _freeze(_core.policy_values(self.P, self.R, pol))
+        # The Rust kernel the runs' exact regret uses (sums over s' left to right; a linear MDP's
+        # phi^T (mu_h^T V) where its factors make that cheaper: kernel_factors)
+        return _freeze(_core.policy_values(self.P, self.R, pol, **self.kernel_factors()))
+
+    def kernel_factors(self) -> dict[str, np.ndarray]:
+        """Factors of the kernel for the exact values (``phi`` (S A, d), ``mu`` (H, S, d) of
+        ``P_h(s'|s, a) = phi(s, a)^T mu_h(s')``) when a subclass has them: none here."""
+        return {}
 
     def _solve_optimal(self) -> None:
         """Q* and pi* by backward induction; V* is pi*'s value by the runs' kernel (policy_values):

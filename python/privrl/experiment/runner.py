@@ -100,7 +100,7 @@ def run(
         )
     agent.check_env(env)
     v_star = np.ascontiguousarray(env.optimal_values()[0])
-    state = _core.Run(env.P, env.R, env._cdf, env._init_cdf, v_star)
+    state = _core.Run(env.P, env.R, env._cdf, env._init_cdf, v_star, **env.kernel_factors())
     step = lambda u: agent._core.run(state, u)  # noqa: E731
     res = _run_users(agent, env.H + 1, step, episodes, seed, callback, progress)
     res.env = getattr(env, "name", None) or type(env).__name__
