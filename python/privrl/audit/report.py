@@ -486,6 +486,17 @@ def verdict_words(report: Mapping[str, Any]) -> str:
             f"within the target {target}: {exact}, and the paper's argument certifies it too "
             f"(eps = {_fmt(eps_p)})"
         )
+    if _within(report["paper"]["budget"], t["epsilon"], t["delta"]):
+        # the chain's figure is within the target, but the chain does not apply (within_target)
+        why: list[str] = [
+            "a step of its chain is outside its tools' regime (the Gaussian mechanism's eps < 1)"
+        ] * (not report["paper"]["in_tool_regime"])
+        if report["sampler"]["name"] == "discrete":
+            why.append("its chain is made for the continuous Gaussian, not the discrete sampler in use")
+        return (
+            f"within the target {target}: {exact}; the paper's composition argument does not certify "
+            f"this noise ({'; '.join(why)}; the chain would give eps = {_fmt(eps_p)})"
+        )
     return (
         f"within the target {target}: {exact}; the paper's composition argument does not certify this "
         f"noise (it would need eps = {_fmt(eps_p)}: the noise is calibrated for the exact accountant, "
