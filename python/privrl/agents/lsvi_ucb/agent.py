@@ -150,7 +150,8 @@ class LSVIUCB(Agent):
         projected on [0, H], so one user moves u by at most 2(H+1) (the sensitivity behind sigma_u).
     planning : "auto" (from counts once more users than states are stored), "per_sample" or
         "aggregated": the same release up to floating-point summation order.
-    exploration : "optimism" or "sampling" (see above; post-processing, the noise unchanged).
+    exploration : "optimism" or "sampling" (see above; post-processing, the noise unchanged); None
+        (default): "sampling" under the default (adaptive) calibration, "optimism" under the others.
 
     Attributes: calibration (App. D's names), batch_starts (1-based k_i), B, release_users.
     """
