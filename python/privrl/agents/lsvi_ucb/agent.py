@@ -136,8 +136,8 @@ class LSVIUCB(Agent):
         model is unknown (learn from interaction with privrl.learn; no exact regret).
     privacy : NonPrivate() | JointDP(eps, delta). LocalDP is refused: the paper has no LDP
         algorithm for linear MDPs (Rem. "Local Differential Privacy").
-    batches : "static" (default), "every" or an int B in [1, K]; batches start at
-        k_i = i ceil(K/B) + 1, a schedule fixed in advance.
+    batches : "static" (default), "scaled", "every" or an int B in [1, K] (see above); batches
+        start at k_i = i ceil(K/B) + 1, a schedule fixed in advance.
     episodes : K, the number of users the noise is calibrated for.
     beta_scale : multiplies the exploration radius (exploration only); `beta` overrides it. Under
         the paper / tight / practical calibrations the radius is App. D's beta; under the default
