@@ -518,6 +518,13 @@ def test_a_release_after_every_user_under_jdp_is_flagged():
     assert f"sigma_u = {agent.calibration.sigma_u:,.4g}" in message
     assert f"B = {static.B} times" in message and static.B < agent.B == 20_000
     assert agent.calibration.sigma_u > 10 * static.calibration.sigma_u  # what the warning is about
+    assert "std sigma_u" in message
+    # pure JDP: sigma_u is the Laplace scale b (the noise's std is sqrt(2) b), and the warning says so
+    with pytest.warns(ScheduleWarning, match=r"batches='every' under JointDP") as rec:
+        pure = LSVIUCB(fmap, JointDP(10.0, 0.0), batches="every", episodes=20_000, seed=0)
+    assert pure.calibration.noise == "laplace"
+    message = str(rec[0].message)
+    assert f"Laplace scale b sigma_u = {pure.calibration.sigma_u:,.4g}" in message and "std" not in message
     with warnings.catch_warnings():
         warnings.simplefilter("error", ScheduleWarning)
         LSVIUCB(fmap, NonPrivate(), batches="every", episodes=20_000, seed=0)

@@ -289,9 +289,10 @@ class LSVIUCB(Agent):
         )  # fmt: skip
         if static >= self.B:
             return
+        law = "Laplace scale b" if cal.noise == "laplace" else "std"  # pure JDP: b, std sqrt(2) b
         warnings.warn(
             f"batches='every' under JointDP releases after each of the K = {self.K:,} users (Rem. 2): "
-            f"the releases compose, so each one's eta noise has std sigma_u = {cal.sigma_u:,.4g}, and "
+            f"the releases compose, so each one's eta noise has {law} sigma_u = {cal.sigma_u:,.4g}, and "
             f"every user costs H = {self.H} releases of a d x d Gram (d = {self.d}); the default "
             f"batches='static' releases B = {static} times. Keep 'every' to run Rem. 2's variant; "
             "pass batches='static' (or an int) for an agent that learns within its noise",
