@@ -189,3 +189,22 @@ def test_a_radius_whose_square_overflows_is_refused_at_construction():
                 assert np.isfinite(privrl.run(agent, mix, seed=0).final_regret)
             agent = cls(mix, JointDP(1, 1e-5), episodes=5, seed=0, beta_scale=1e160)
             assert np.isfinite(privrl.run(agent, mix, seed=0).final_regret)
+
+
+def test_adaptive_reports_the_second_moments_radius_in_use():
+    """Under the adaptive rule both regressions' widths are in standard deviations (the
+    AdaptiveSpec of each reads the radius beta); calibration.beta_tilde_used said beta times the
+    theorem's beta_tilde (3 x 1,846 = 5,538 here), a radius the agent never uses. The practical
+    rule's beta_tilde (beta_scale x the theorem's) is unchanged."""
+    env = RiverSwimMixture(S=4, H=3)
+    plans = []
+    for beta in (1.0, 3.0):
+        agent = UCRLVTRPlus(env, JointDP(1.0, 1e-5), episodes=50, seed=0, beta=beta)
+        cal = agent.calibration
+        assert cal.release_rule == "adaptive" and cal.beta_tilde > 100.0
+        assert cal.beta_used == cal.beta_check_used == cal.beta_tilde_used == beta
+        privrl.run(agent, env, seed=1)
+        plans.append(agent.release2().explore)
+    assert not np.allclose(plans[0], plans[1])  # the radius reaches the second regression's width
+    practical = UCRLVTRPlus(env, JointDP(1.0, 1e-5, calibration="practical"), episodes=50, beta_scale=0.5)
+    assert practical.calibration.beta_tilde_used == 0.5 * practical.calibration.beta_tilde

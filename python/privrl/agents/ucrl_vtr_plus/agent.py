@@ -58,9 +58,11 @@ class UCRLVTRPlus(UCRLVTR):
     def _regressions(self, cal: Any, seeds: list[bytes]) -> list[RegressionSpec]:
         # The three radii move together under beta_scale (exploration only).
         scale = self._scale(cal)
-        # adaptive: sigma-bar's check width at one std of the weighted regression (variance <= 1)
-        self.beta_check = scale * (1.0 if cal.release_rule == "adaptive" else cal.beta_check)
-        self.beta_tilde = scale * cal.beta_tilde
+        # adaptive: sigma-bar's check width at one std of the weighted regression (variance <= 1),
+        # and the second moments' width in stds (its AdaptiveSpec reads the radius beta)
+        adaptive = cal.release_rule == "adaptive"
+        self.beta_check = scale * (1.0 if adaptive else cal.beta_check)
+        self.beta_tilde = scale * (1.0 if adaptive else cal.beta_tilde)
         self.calibration = self.calibration.replace(
             beta_check_used=self.beta_check, beta_tilde_used=self.beta_tilde
         )
