@@ -238,3 +238,22 @@ def test_hard_to_learn_example_runs():
     assert np.all(np.diff(res.regret) >= -1e-12)  # exact regret: every gap >= 0
     for key in ("sigma_B", "K0", "Upsilon", "C", "beta", "lam", "shift"):
         assert key in agent.calibration.to_dict()
+
+
+@pytest.mark.parametrize(
+    "privacy", [LocalDP(0.1, 1e-5, calibration="practical"), LocalDP(1.0, 0.0, calibration="practical")]
+)
+def test_a_practical_width_whose_square_overflows_is_refused_at_construction(privacy):
+    """beta_scale = 1e150 under the practical rule: beta^2 / lam is finite, but the width's privacy
+    part, scale x (C + Upsilon C_w) at the worst release, overflows once squared into E_h; the
+    agent was built and failed at its first plan with a NonFiniteError about an "inverse design
+    matrix". 1e140 still runs, and the same scale under NonPrivate (no privacy part) too."""
+    from privrl.envs import RiverSwimMixture
+
+    env = RiverSwimMixture(S=4, H=3)
+    with pytest.raises(PrivacyParameterError, match="privacy part"):
+        UCRLVTR(env, privacy, episodes=30, seed=0, beta_scale=1e150)
+    agent = UCRLVTR(env, privacy, episodes=30, seed=0, beta_scale=1e140)
+    assert np.isfinite(privrl.run(agent, env, seed=0).regret).all()
+    agent = UCRLVTR(env, NonPrivate(calibration="practical"), episodes=30, seed=0, beta_scale=1e150)
+    assert np.isfinite(privrl.run(agent, env, seed=0).regret).all()

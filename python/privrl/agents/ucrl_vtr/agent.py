@@ -164,6 +164,21 @@ class UCRLVTR(Agent):
                     f"the radius {name} = {r:.6g} is too large: {name}^2 / lam overflows a double (the "
                     "exploration matrix); pass a smaller beta_scale or beta"
                 )
+        if cal.release_rule != "practical":
+            return
+        # the planning regression's practical width: its privacy part gamma >= scale (C + Upsilon
+        # C_w) at the worst release enters E_h squared (LDP, beta_scale = 1e150: a NonFiniteError
+        # about an "inverse" mid-run); UCRL-VTR+'s second one only feeds min{H^2, .} of sigma-bar
+        full = getattr(cal, self._radius_key)
+        scale = self.beta / full if full else self.beta_scale
+        ups, c = (cal.Upsilon, cal.C) if plus is None else (cal.Upsilon1, cal.C1)
+        gamma = scale * (c + ups * self.C_w)
+        if not math.isfinite(gamma * gamma):
+            raise PrivacyParameterError(
+                f"the practical width's privacy part (radius scale {scale:.6g} times the noise bounds "
+                f"C + Upsilon C_w = {c + ups * self.C_w:.6g}) overflows a double once squared (the "
+                "exploration matrix); pass a smaller beta_scale or beta"
+            )
 
     def _check_own_features(self, env: Any) -> None:
         """Asm. 2's ||phi_v|| <= 1 on a user's own FiniteMDP: an AssumptionWarning where it fails."""
