@@ -466,3 +466,27 @@ def test_report_labels_what_the_guarantee_does_not_cover():
     ).privacy_report()
     assert rep["outside_guarantee"] is SIMULATION_ONLY and "clip_count" in SIMULATION_ONLY["outputs"]
     assert "not covered: regret" in format_privacy_report(rep) and "NOT private" in format_privacy_report(rep)
+
+
+@pytest.mark.parametrize("agent_cls", [UCRLVTR, UCRLVTRPlus])
+def test_verdict_names_why_the_paper_chain_does_not_certify(agent_cls):
+    """calibration="paper" on the default discrete sampler: the chain's own figure is below the
+    target, and it is refused only because it is made for the continuous Gaussian. The verdict
+    said "it would need eps = 0.25: the noise is calibrated for the exact accountant", which is
+    neither (the noise is the paper's, 0.25 < 1); sampler="float" lets the chain certify it."""
+    from privrl.audit.report import verdict_words
+    from privrl.envs import RiverSwimMixture
+
+    env = RiverSwimMixture(S=4, H=3)
+    rep = agent_cls(env, JointDP(1.0, 1e-5, calibration="paper"), episodes=100).privacy_report()
+    assert rep["paper"]["budget"][0] < 1.0 and rep["paper"]["in_tool_regime"]
+    assert not rep["within_target"]["paper"]
+    words = verdict_words(rep)
+    assert "not the discrete sampler in use" in words and "calibrated for the exact accountant" not in words
+    float_rep = agent_cls(
+        env, JointDP(1.0, 1e-5, calibration="paper", sampler="float"), episodes=100
+    ).privacy_report()
+    assert float_rep["within_target"]["paper"] and "certifies it too" in verdict_words(float_rep)
+    # noise from the accountant: the chain's figure is far above the target, the old words stand
+    tight = agent_cls(env, JointDP(1.0, 1e-5, calibration="tight"), episodes=100).privacy_report()
+    assert tight["paper"]["budget"][0] > 1.0 and "calibrated for the exact accountant" in verdict_words(tight)
