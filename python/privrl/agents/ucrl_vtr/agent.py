@@ -320,7 +320,9 @@ class UCRLVTR(Agent):
         )
 
     def release(self) -> Release:
-        """The current billboard (Lambda~_{k,h}, Lambda~^{-1}_{k,h}, w~_{k,h})_h."""
+        """The current billboard (Lambda~_{k,h}, Lambda~^{-1}_{k,h}, w~_{k,h})_h: the planning
+        regression's (for UCRL-VTR+ the first, weighted one of Alg. 3, Lambda^ and w^; the second
+        is ``release2``)."""
         return self._board(0)
 
     def values(self) -> np.ndarray:
