@@ -639,6 +639,17 @@ def test_hard_to_learn_rejects_invalid():
         HardToLearn(d=1, H=5, K=100)
 
 
+def test_hard_to_learn_refuses_one_step_by_its_own_rule():
+    """At H = 1, delta = 1/H = 1 and P(s+1|s,a) = 1 - delta - <mu_h, a> < 0 for half the actions,
+    whatever d and K: refused by HardToLearn naming H, not by the kernel check's bare
+    "P[...] is negative" (it passed the (d-1) Delta <= delta check)."""
+    for d, K in ((2, 1000), (3, 10**6)):
+        with pytest.raises(AssumptionError, match="H >= 2"):
+            HardToLearn(d=d, H=1, K=K)
+    m = HardToLearn(d=3, H=2, K=1, seed=0)  # delta = 1 - delta: the smallest horizon, every row valid
+    assert m.P.min() >= 0.0 and np.allclose(m.P.sum(axis=-1), 1.0)
+
+
 def test_random_linear_mixture_structure():
     S, A, d, H = 20, 4, 5, 10
     m = RandomLinearMixtureMDP(S=S, A=A, d=d, H=H, seed=0)

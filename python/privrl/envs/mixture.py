@@ -210,18 +210,26 @@ class HardToLearn(LinearMixtureMDP):
     phi(s+1|s,a) = (alpha(1-delta), -beta a), phi(x_{H+2}|s,a) = (alpha delta, beta a) for s
     non-absorbing, phi(s|s,a) = (alpha, 0) for s absorbing. So P(s+1|s,a) = 1 - delta - <mu_h, a>,
     P(x_{H+2}|s,a) = delta + <mu_h, a>. Reward 1 in x_{H+2} (every action), else 0.
-    Requires (d-1) Delta <= delta. C_w = ||w_h|| = 1 + (d-1) Delta.
+    Requires H >= 2 and (d-1) Delta <= delta (both AssumptionError): at H = 1, delta = 1 and
+    P(s+1|s,a) = -<mu_h, a> < 0 for half the actions. C_w = ||w_h|| = 1 + (d-1) Delta.
 
     Attributes: action_vectors (A, d-1), mu (H, d-1), delta, Delta, alpha, beta, K, seed.
     """
 
     def __init__(self, d: int, H: int, K: int, seed: int = 0, name: str | None = None) -> None:
         d = env_int("HardToLearn", "d", d, 2)
-        H = env_int("HardToLearn", "H", H, 1, "a horizon H >= 1")
+        # H = 1 (delta = 1): P(s+1|s,a) = 1 - delta - <mu_h, a> = -<mu_h, a> < 0 for half the actions
+        H = env_int(
+            "HardToLearn",
+            "H",
+            H,
+            2,
+            "a horizon H >= 2 (at H = 1, delta = 1/H = 1 leaves 1 - delta - <mu_h, a> < 0)",
+        )
         K = env_int("HardToLearn", "K", K, 1, "K >= 1 episodes")
         delta = 1.0 / H
         Delta = np.sqrt(delta / K) / (4.0 * np.sqrt(2.0))
-        if (d - 1) * Delta > delta + 1e-15:
+        if (d - 1) * Delta > delta + 1e-15:  # H >= 2: delta <= 1 - delta, so this also bounds P(s+1|s,a)
             raise AssumptionError(
                 f"HardToLearn needs (d-1) Delta <= delta for valid probabilities: (d-1) Delta = "
                 f"{(d - 1) * Delta:.6g} > delta = 1/H = {delta:.6g} (increase K or lower d)"
