@@ -1051,3 +1051,13 @@ def test_a_large_linear_mdp_values_its_policies_through_its_factors():
     sub = env.P[:, :20, :, :20]
     tabular = tabular_linear_mdp(sub / sub.sum(-1, keepdims=True), env.R[:, :20], np.full(20, 0.05))
     assert tabular.kernel_factors() == {}  # one-hot: d = S A
+
+
+def test_tabular_linear_mdp_refuses_mismatched_state_axes_as_finite_mdp_does():
+    """P (H, S, A, S') with S' != S is no kernel: a ShapeError naming the axes, as FiniteMDP gives
+    (tabular_linear_mdp raised numpy's "cannot reshape array" ValueError)."""
+    P = np.full((1, 2, 1, 3), 1.0 / 3.0)  # rows are distributions, over 3 next states of 2
+    R = np.zeros((1, 2, 1))
+    for build in (FiniteMDP, tabular_linear_mdp):
+        with pytest.raises(ShapeError, match="matching S axes"):
+            build(P, R, [1.0, 0.0])

@@ -247,7 +247,9 @@ def tabular_linear_mdp(P: Any, R: Any, init_dist: Any, name: str | None = None) 
     Asm. 1 holds with d = S*A (||theta_h|| <= sqrt(SA), the mu sufficient bound equals sqrt(SA))."""
     P = _as_array(P, "P", 4, "(H, S, A, S)")
     R = _as_array(R, "R", 3, "(H, S, A)")
-    H, S, A, _ = P.shape
+    H, S, A, S2 = P.shape
+    if S2 != S:  # was numpy's "cannot reshape array of size ..." from _one_hot_parts
+        raise ShapeError(f"P must have shape (H, S, A, S) with matching S axes, got {P.shape}")
     _check_shape(R, "R", (H, S, A), "(H, S, A)")
     features, mu, theta = _one_hot_parts(P, R)
     return LinearMDP(features, mu, theta, init_dist, name=name)
