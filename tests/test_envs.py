@@ -1061,3 +1061,15 @@ def test_tabular_linear_mdp_refuses_mismatched_state_axes_as_finite_mdp_does():
     for build in (FiniteMDP, tabular_linear_mdp):
         with pytest.raises(ShapeError, match="matching S axes"):
             build(P, R, [1.0, 0.0])
+
+
+def test_mixture_C_w_is_a_real_bound():
+    """C_w bounds ||w_h|| (Asm. 2) and enters the agents' calibration: a real number, not a string
+    float() reads ("2" was taken as 2.0), a bool (True as 1.0) or a list (float()'s bare TypeError)."""
+    m = RiverSwimMixture(S=3, H=2)
+    parts = (m.features, m.weights, m.R, m.init_dist)
+    for bad in ("2", True, [2.0], 1 + 1j, float("nan"), -1.0, float("inf")):
+        with pytest.raises(AssumptionError, match="C_w"):
+            LinearMixtureMDP(*parts, C_w=bad)
+    for good in (2, np.float64(2.0), np.int64(2)):
+        assert LinearMixtureMDP(*parts, C_w=good).C_w == 2.0

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.checks import check_all_finite, check_seed, numeric_array
-from privrl.common.errors import AssumptionError, AssumptionWarning, ShapeError
+from privrl.common.checks import check_all_finite, check_finite_real, check_seed, numeric_array
+from privrl.common.errors import AssumptionError, AssumptionWarning, PrivacyParameterError, ShapeError
 from privrl.envs.finite import (
     PROB_TOL,
     FiniteMDP,
@@ -118,9 +118,11 @@ class LinearMixtureMDP(FiniteMDP):
         if C_w is None:
             C_w = float(w_norms.max())
         else:
-            C_w = float(C_w)
-            if not np.isfinite(C_w) or C_w < 0:
-                raise AssumptionError(f"C_w must be a finite non-negative bound, got {C_w}")
+            # a real number: float() read "2" as 2.0, True as 1.0, and a list was float()'s TypeError
+            try:
+                C_w = check_finite_real(C_w, "C_w", positive=False)
+            except PrivacyParameterError:
+                raise AssumptionError(f"C_w must be a finite non-negative real bound, got {C_w!r}") from None
             if w_norms.max() > C_w + PROB_TOL:
                 h = int(np.argmax(w_norms))
                 raise AssumptionError(f"||w_h={h}||_2 = {w_norms[h]:.12g} > C_w = {C_w:.12g} (Asm. 2)")
