@@ -1073,3 +1073,18 @@ def test_mixture_C_w_is_a_real_bound():
             LinearMixtureMDP(*parts, C_w=bad)
     for good in (2, np.float64(2.0), np.int64(2)):
         assert LinearMixtureMDP(*parts, C_w=good).C_w == 2.0
+
+
+def test_from_gymnasium_checks_init_dist_as_finite_mdp_does():
+    """A complex init_dist lost its imaginary part with numpy's mere ComplexWarning (the model
+    built), a string was numpy's "could not convert" ValueError: both refused like FiniteMDP's."""
+    gymnasium = pytest.importorskip("gymnasium")
+    from privrl.envs import from_gymnasium
+
+    env = gymnasium.make("FrozenLake-v1")
+    start = np.r_[1.0, np.zeros(15)]
+    for bad in (start + 0.5j, ["a"] * 16):
+        with pytest.raises(TypeError, match="init_dist must be a real numeric array"):
+            from_gymnasium(env, 4, init_dist=bad)
+    for good in (start, start.tolist(), start.astype(np.float32)):
+        np.testing.assert_array_equal(from_gymnasium(env, 4, init_dist=good).init_dist, start)

@@ -19,7 +19,7 @@ from privrl.common.errors import (
     IndexRangeError,
     ShapeError,
 )
-from privrl.envs.finite import FiniteMDP, check_dense_size
+from privrl.envs.finite import FiniteMDP, _as_array, check_dense_size
 from privrl.envs.linear import LinearMDP, tabular_linear_mdp
 
 __all__ = ["from_gymnasium", "frozen_lake", "as_gymnasium"]
@@ -122,7 +122,9 @@ def from_gymnasium(
             AssumptionWarning,
             stacklevel=2,
         )
-    init_dist = np.asarray(init_dist, dtype=np.float64)
+    # checked as FiniteMDP checks it: numpy's cast dropped a complex part with a mere warning and
+    # read a string as numbers or raised its own "could not convert" ValueError
+    init_dist = _as_array(init_dist, "init_dist", 1, "(S,)")
     mdp = tabular_linear_mdp(
         np.broadcast_to(P, (H, S, A, S)),
         np.broadcast_to(R, (H, S, A)),
