@@ -1088,3 +1088,18 @@ def test_from_gymnasium_checks_init_dist_as_finite_mdp_does():
             from_gymnasium(env, 4, init_dist=bad)
     for good in (start, start.tolist(), start.astype(np.float32)):
         np.testing.assert_array_equal(from_gymnasium(env, 4, init_dist=good).init_dist, start)
+
+
+def test_one_hot_sizes_given_as_numpy_ints_meet_the_memory_guard():
+    """FeatureMap.one_hot(np.int64(2**31), np.int64(4), 3): numpy's (S A)^2 wrapped to 0 in int64,
+    so the memory guard passed and numpy raised its own "array is too big" ValueError (S = A =
+    np.int64(2**32): "cannot reshape array of size 0"); the sizes count as the Python ints do."""
+    from privrl.envs import FeatureMap
+    from privrl.exceptions import ResourceError
+
+    for S, A in ((2**31, 4), (2**32, 2**32)):
+        with pytest.raises(ResourceError, match=f"S A = {S * A} "):
+            FeatureMap.one_hot(np.int64(S), np.int64(A), 3)
+    small = FeatureMap.one_hot(np.int64(3), np.int32(2), np.int64(4))
+    assert (small.S, small.A, small.d, small.H) == (3, 2, 6, 4)
+    np.testing.assert_array_equal(small.features, FeatureMap.one_hot(3, 2, 4).features)

@@ -53,8 +53,8 @@ class FeatureMap(ReadOnlyCopies):
     @classmethod
     def one_hot(cls, S: int, A: int, H: int, name: str | None = None) -> FeatureMap:
         """The tabular feature map phi(s, a) = e_{s A + a} in R^(S A)."""
-        _check_count(S, "S")
-        _check_count(A, "A")
+        # Python ints: numpy's S A of np.int64(2**31) and 4 wrapped to 0 when squared, past the guard
+        S, A = _check_count(S, "S"), _check_count(A, "A")
         # np.eye(S A) asked numpy for 7.28 TiB at S = 10^5, A = 10 (the features and their flat copy)
         refuse_over_memory(
             "FeatureMap.one_hot",
@@ -65,10 +65,11 @@ class FeatureMap(ReadOnlyCopies):
         return cls(np.eye(S * A).reshape(S, A, S * A), H, name)
 
 
-def _check_count(value: Any, name: str) -> None:
+def _check_count(value: Any, name: str) -> int:
     """A size of the feature map (S, A, H): an integer >= 1 by privrl.common.checks.check_pos_int's
-    rule (bools, floats, 20.0 too, and strings are refused), raised as the ShapeError of a size."""
+    rule (bools, floats, 20.0 too, and strings are refused), raised as the ShapeError of a size;
+    returned as a Python int (numpy's fixed-width products of sizes wrap around)."""
     try:
-        check_pos_int(value, name)
+        return check_pos_int(value, name)
     except PrivacyParameterError:
         raise ShapeError(f"{name} must be an integer >= 1, got {value!r}") from None
