@@ -5,6 +5,7 @@ end-to-end audit, save/load and bad input."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -588,3 +589,22 @@ def test_looking_at_the_arriving_user_changes_nothing_later(exploration):
     strict.update(1, strict.act(1), 1.0)
     twin.update(1, twin.act(1), 1.0)
     assert np.array_equal(strict.policy(), twin.policy())
+
+
+def test_bandit_tables_must_be_two_dimensional_as_given():
+    """contexts (2,) and means (2,) built a bandit of ONE context with p = 2 and A = 2 (numpy's
+    ndmin made each a row); a 1-d table is refused naming the shapes as given, not as padded."""
+    from privrl.envs import ContextualBandit
+
+    for contexts, means in (
+        (np.zeros(2), np.zeros(2)),
+        (np.zeros(2), np.zeros((2, 2))),
+        (np.zeros((2, 1)), np.zeros(2)),
+    ):
+        with pytest.raises(
+            ShapeError,
+            match=rf"got {re.escape(str(np.shape(contexts)))} and {re.escape(str(np.shape(means)))}",
+        ):
+            ContextualBandit(contexts, means)
+    env = ContextualBandit(np.zeros((2, 1)), [[0.0, 1.0], [1.0, 0.0]])
+    assert (env.S, env.p, env.A) == (2, 1, 2)

@@ -42,9 +42,12 @@ class ContextualBandit(ReadOnlyCopies):
     def __init__(self, contexts: Any, means: Any, name: str | None = None):
         x = _real_array(contexts, "contexts", 2)
         m = _real_array(means, "means", 2)
-        if x.ndim != 2 or m.ndim != 2 or x.shape[0] != m.shape[0] or x.shape[0] == 0:
+        # the shapes as given: a 1-d table was read as one row, (2,) and (2,) built one context
+        given = (np.shape(contexts), np.shape(means))
+        if any(len(g) != 2 for g in given) or x.shape[0] != m.shape[0] or x.shape[0] == 0:
             raise ShapeError(
-                f"contexts must be (n, p) and means (n, A) with the same n >= 1, got {x.shape} and {m.shape}"
+                f"contexts must be (n, p) and means (n, A) with the same n >= 1, got {given[0]} and "
+                f"{given[1]}"
             )
         if m.shape[1] < 2 or x.shape[1] < 1:
             raise ShapeError(
