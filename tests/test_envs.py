@@ -1103,3 +1103,14 @@ def test_one_hot_sizes_given_as_numpy_ints_meet_the_memory_guard():
     small = FeatureMap.one_hot(np.int64(3), np.int32(2), np.int64(4))
     assert (small.S, small.A, small.d, small.H) == (3, 2, 6, 4)
     np.testing.assert_array_equal(small.features, FeatureMap.one_hot(3, 2, 4).features)
+
+
+def test_linear_mixture_refuses_a_dense_kernel_too_large_before_numpy_allocates():
+    """Features (100, 10, 100, 1) and weights (10^6, 1) asked numpy for a 745 GiB P (MemoryError
+    "Unable to allocate"): refused as LinearMDP refuses it, by the dense-size limit, naming H."""
+    S, A = 100, 10
+    feats = np.full((S, A, S, 1), 1.0 / S)
+    with pytest.raises(ShapeError, match="LinearMixtureMDP: a dense model with H=1000000, S=100, A=10"):
+        LinearMixtureMDP(feats, np.ones((10**6, 1)), np.zeros((1, S, A)), np.full(S, 1 / S))
+    small = LinearMixtureMDP(feats, np.ones((2, 1)), np.zeros((2, S, A)), np.full(S, 1 / S))
+    np.testing.assert_allclose(small.P, 1.0 / S)

@@ -127,6 +127,9 @@ class LinearMixtureMDP(FiniteMDP):
                 h = int(np.argmax(w_norms))
                 raise AssumptionError(f"||w_h={h}||_2 = {w_norms[h]:.12g} > C_w = {C_w:.12g} (Asm. 2)")
 
+        # P (H, S, A, S) can dwarf the features (S, A, S, d) at a long horizon: numpy's MemoryError
+        # "Unable to allocate 745 GiB" before (LinearMDP checks the same)
+        check_dense_size("LinearMixtureMDP", H, S, A)
         # P[h, s, a, s'] = phi(s'|s,a)^T w_h
         P = np.matmul(phi.reshape(S * A * S, d), w.T).T.reshape(H, S, A, S)
         super().__init__(P, R, init_dist, name=name)
