@@ -1114,3 +1114,14 @@ def test_linear_mixture_refuses_a_dense_kernel_too_large_before_numpy_allocates(
         LinearMixtureMDP(feats, np.ones((10**6, 1)), np.zeros((1, S, A)), np.full(S, 1 / S))
     small = LinearMixtureMDP(feats, np.ones((2, 1)), np.zeros((2, S, A)), np.full(S, 1 / S))
     np.testing.assert_allclose(small.P, 1.0 / S)
+
+
+def test_tabular_linear_mdp_refuses_one_hot_features_beyond_memory_before_numpy_allocates():
+    """P (1, 10, 10^5, 10) is 80 MB, its one-hot features (S A)^2 = 10^12 entries (7.28 TiB):
+    numpy's MemoryError "Unable to allocate"; a ResourceError naming S A, as FeatureMap.one_hot."""
+    from privrl.exceptions import ResourceError
+
+    S, A = 10, 10**5
+    P = np.broadcast_to(np.full(S, 1.0 / S), (1, S, A, S))
+    with pytest.raises(ResourceError, match=r"tabular_linear_mdp keeps .*S A = 1000000 .*GiB"):
+        tabular_linear_mdp(P, np.zeros((1, S, A)), np.full(S, 1.0 / S))

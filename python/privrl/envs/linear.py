@@ -11,6 +11,7 @@ import numpy as np
 
 from privrl.common.checks import check_seed
 from privrl.common.errors import AssumptionError, AssumptionWarning, ShapeError
+from privrl.common.memory import refuse_over_memory
 from privrl.envs.finite import (
     PROB_TOL,
     FiniteMDP,
@@ -251,6 +252,15 @@ def tabular_linear_mdp(P: Any, R: Any, init_dist: Any, name: str | None = None) 
     if S2 != S:  # was numpy's "cannot reshape array of size ..." from _one_hot_parts
         raise ShapeError(f"P must have shape (H, S, A, S) with matching S axes, got {P.shape}")
     _check_shape(R, "R", (H, S, A), "(H, S, A)")
+    # the one-hot features (S A, S A) and their flat copy dwarf P when A is large: S = 10,
+    # A = 10^5 asked numpy for 7.28 TiB (MemoryError) from an 80 MB P
+    refuse_over_memory(
+        "tabular_linear_mdp",
+        2.0 * (S * A) ** 2 + 2.0 * H * S * S * A,
+        f"two dense tables of S A = {S * A} one-hot features of dimension d = S A and mu (H, S, S A) "
+        f"(H = {H}, S = {S}, A = {A})",
+        "Use fewer actions or states, or a LinearMDP with features smaller than one-hot.",
+    )
     features, mu, theta = _one_hot_parts(P, R)
     return LinearMDP(features, mu, theta, init_dist, name=name)
 
