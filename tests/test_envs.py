@@ -454,6 +454,11 @@ def test_synthetic_linear_mdp():
     assert rep["theta_ok"]
     with pytest.raises(AssumptionError, match="d = 10"):
         SyntheticLinearMDP(H, d=12)
+    for d in (10.0, np.float64(10.0), "10"):  # the sizes' integer rule, as for H and n_actions
+        with pytest.raises(AssumptionError, match=r"SyntheticLinearMDP needs d >= 1 \(an integer\)"):
+            SyntheticLinearMDP(3, d=d)
+    with pytest.warns(AssumptionWarning, match="Asm. 1 not satisfied"):  # its mu bound, as above
+        assert SyntheticLinearMDP(3, d=np.int64(10)).d == 10
     with pytest.raises(AssumptionError, match="n_actions"):
         SyntheticLinearMDP(H, n_actions=300)
 

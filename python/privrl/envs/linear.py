@@ -355,7 +355,8 @@ class SyntheticLinearMDP(LinearMDP):
     def __init__(
         self, H: int, n_actions: int = 100, d: int = 10, seed: int = 0, name: str | None = None
     ) -> None:
-        if d != self.D:
+        # an integer by the sizes' rule first (d = 10.0 or True passed the comparison with 10)
+        if env_int("SyntheticLinearMDP", "d", d, 1) != self.D:
             raise AssumptionError(
                 f"SyntheticLinearMDP is only defined for d = {self.D} (8 code bits + 2), got d={d}"
             )
