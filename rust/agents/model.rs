@@ -155,7 +155,17 @@ impl Transitions {
                     acc += q * next[j];
                 }
             }
-            Transitions::LowRank { .. } => unreachable!("values() sums the factors per step"),
+            Transitions::LowRank { phi, mu, d } => {
+                // one row from the factors (values() sums mu_h^T V once per step instead)
+                let (s_n, d) = (next.len(), *d);
+                let rows = phi.len() / d;
+                let (h, sa) = (row / rows, row % rows);
+                let mu_h = &mu[h * s_n * d..(h + 1) * s_n * d];
+                for (i, f) in phi[sa * d..(sa + 1) * d].iter().enumerate() {
+                    let m: f64 = mu_h.chunks_exact(d).zip(next).map(|(u, x)| u[i] * x).sum();
+                    acc += f * m;
+                }
+            }
         }
         acc
     }
@@ -339,6 +349,18 @@ mod tests {
             Transitions::new(&p, (h_n, s_n, a_n), Some(factors)).unwrap(),
             Transitions::LowRank { .. }
         ));
+        let (low_t, dense_t) = (
+            Transitions::new(&p, (h_n, s_n, a_n), Some(factors)).unwrap(),
+            Transitions::new(&p, (h_n, s_n, a_n), None).unwrap(),
+        );
+        let next: Vec<f64> = (0..s_n).map(|j| j as f64 / 3.0).collect();
+        for row in [0, 7, h_n * s_n * a_n - 1] {
+            let (a, b) = (low_t.expect(row, &next), dense_t.expect(row, &next));
+            assert!(
+                (a - b).abs() <= 1e-14 * (1.0 + b.abs()),
+                "row {row}: {a} vs {b}"
+            );
+        }
         // 2 d >= S: the rows of P
         let big = (h_n, 6, a_n); // S = 6 = 2 d
         let p6 = vec![1.0 / 6.0; h_n * 6 * a_n * 6];
