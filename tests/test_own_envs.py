@@ -172,3 +172,36 @@ def test_from_gymnasium_warns_when_the_env_truncates_before_h():
     assert privrl.evaluate(pi, env, episodes=5, seed=0).value == 0.0  # what the warning says
     mdp = from_gymnasium(gymnasium.make("FrozenLake-v1", is_slippery=False, max_episode_steps=8), H=8)
     assert privrl.evaluate(mdp.optimal_policy(), mdp).value == 1.0  # H <= the limit: no warning
+
+
+class _ClosedCorridor(Corridor):
+    """A Corridor that counts its close() calls (class-wide: from_gymnasium makes its own)."""
+
+    closed = 0
+
+    def close(self):
+        type(self).closed += 1
+        super().close()
+
+
+def test_from_gymnasium_closes_the_env_it_made_from_an_id_but_not_one_passed_in():
+    """from_gymnasium("SomeId", H) made the environment and never closed it (a leaked window or
+    file of a rendering env); an environment the caller passes in stays theirs, open."""
+    from privrl.envs import from_gymnasium
+    from privrl.exceptions import AssumptionError
+
+    env_id = "privrl-test/ClosedCorridor-v0"
+    gymnasium.register(env_id, entry_point=_ClosedCorridor, kwargs={"end_state": True})
+    try:
+        _ClosedCorridor.closed = 0
+        mdp = from_gymnasium(env_id, H=3, reward=lambda r: r)
+        assert mdp.S == 5 and _ClosedCorridor.closed == 1
+        with pytest.raises(AssumptionError, match="reward"):  # closed on an error too
+            from_gymnasium(env_id, H=3, reward=lambda r: r + 5.0)
+        assert _ClosedCorridor.closed == 2
+        mine = _ClosedCorridor(end_state=True)
+        from_gymnasium(mine, H=3)
+        assert _ClosedCorridor.closed == 2  # the caller's env is not closed
+        mine.step(0)  # and still usable
+    finally:
+        gymnasium.registry.pop(env_id, None)

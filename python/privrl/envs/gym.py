@@ -74,7 +74,8 @@ def from_gymnasium(
 ) -> LinearMDP:
     """A finite-horizon (H steps, time-homogeneous) tabular linear MDP built from a gymnasium
     toy-text env's own transition table ``env.unwrapped.P`` (dict s -> a -> list of
-    (prob, next_state, reward, terminated)); `env` may also be an env id string.
+    (prob, next_state, reward, terminated)); `env` may also be an env id string (the env
+    ``gymnasium.make`` builds from it is closed before returning; an env passed in is left open).
 
     * r_h(s,a) = sum over the listed transitions of prob * reward(r) (``reward`` rescales the
       environment's rewards, as in ``privrl.learn``; none: as they are); every reward a listed
@@ -97,8 +98,18 @@ def from_gymnasium(
       elsewhere.
     """
     gymnasium = _import_gymnasium()
-    if isinstance(env, str):
-        env = gymnasium.make(env)
+    if not isinstance(env, str):
+        return _from_env(env, H, name, init_dist, reward)
+    made = gymnasium.make(env)  # made here, so closed here (an env the caller passed is theirs)
+    try:
+        return _from_env(made, H, name, init_dist, reward)
+    finally:
+        made.close()
+
+
+def _from_env(
+    env: Any, H: int, name: str | None, init_dist: Any, reward: Callable[[float], float] | None
+) -> LinearMDP:
     table = model_table(env)
     H = check_pos_int(H, "H")
     base = env.unwrapped
@@ -120,7 +131,7 @@ def from_gymnasium(
             "them (privrl.learn, privrl.evaluate); pass init_dist=... if they differ, or the model's "
             "values and regret are not the environment's",
             AssumptionWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     # checked as FiniteMDP checks it: numpy's cast dropped a complex part with a mere warning and
     # read a string as numbers or raised its own "could not convert" ValueError
@@ -140,7 +151,7 @@ def from_gymnasium(
             f"while privrl.learn and privrl.evaluate on the environment see {limit} steps padded to "
             f"H; use H <= {limit}, or gymnasium.make(..., max_episode_steps=H)",
             AssumptionWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     return mdp
 
