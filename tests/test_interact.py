@@ -126,7 +126,8 @@ def test_a_bandit_is_evaluated_exactly_and_learned_through_run():
     twin = LinUCB(env, NonPrivate(), episodes=40, seed=0)
     res = privrl.learn(agent, env, episodes=20, seed=1)
     np.testing.assert_array_equal(res.regret, privrl.run(twin, env, episodes=20, seed=1).regret)
-    for bad in (np.zeros((2, env.S), int), np.full((1, env.S), env.A), np.zeros((1, env.S))):
+    # a float table of whole numbers is taken, as a model takes it (the test at the end of this file)
+    for bad in (np.zeros((2, env.S), int), np.full((1, env.S), env.A), np.full((1, env.S), 0.5)):
         with pytest.raises(ShapeError):
             privrl.evaluate(bad, env)
 
@@ -202,15 +203,15 @@ def test_evaluate_blames_a_missing_environment_and_checks_actions():
 
 def test_evaluate_on_gymnasium_takes_h_from_an_array_policy():
     """Without H, an (H, S) array policy on a gymnasium env failed with "an (H, S) int array with
-    H = 10000": its first dimension is now H; a different H, or a non-int array, is named."""
+    H = 10000": its first dimension is now H; a different H, or a non-integer array, is named."""
     env = RiverSwimMixture(S=4, H=5)
     pi = env.optimal_policy()
     ev = privrl.evaluate(pi, as_gymnasium(env), episodes=50, seed=3)
     assert ev.value == privrl.evaluate(pi, as_gymnasium(env), episodes=50, seed=3, H=env.H).value
     with pytest.raises(ShapeError, match=r"with H = 5 rows, but H = 4 was given \(omit H"):
         privrl.evaluate(pi, as_gymnasium(env), episodes=2, H=4)
-    with pytest.raises(ShapeError, match=r"non-empty \(H, S\) int array .* shape \(5, 4\) and dtype float64"):
-        privrl.evaluate(pi.astype(float), as_gymnasium(env), episodes=2)
+    with pytest.raises(ShapeError, match=r"integer action indices, got dtype float64 with 1\.5 at \[0, 0\]"):
+        privrl.evaluate(pi + 0.5, as_gymnasium(env), episodes=2)
     with pytest.raises(ShapeError, match=r"shape \(0, 4\)"):
         privrl.evaluate(np.zeros((0, 4), dtype=int), as_gymnasium(env), episodes=2)
 
@@ -454,3 +455,41 @@ def test_a_run_whose_per_episode_arrays_cannot_fit_is_refused_up_front():
     with pytest.raises(ResourceError, match=r"episodes = 1000000000000000"):
         privrl.evaluate(pi, as_gymnasium(env), episodes=10**15, seed=0)
     assert privrl.evaluate(pi, env, episodes=10**15).exact
+
+
+def test_evaluate_takes_and_refuses_the_same_policy_tables_on_every_kind_of_environment():
+    """A whole-number float policy (np.zeros((H, S)), or an int policy cast to float) was taken on
+    a model and on nothing else: a gymnasium env refused it as "not an int array" and so did a
+    bandit. One rule now decides for all three (privrl.common.checks.integer_actions): integers, or
+    floats that are finite whole numbers, give the value of the same int policy; a fractional,
+    non-finite, bool or text table is a ShapeError on each."""
+    from privrl.envs import ContextualBandit
+
+    mdp = RiverSwimMixture(S=4, H=5)
+    gym_env = as_gymnasium(mdp)
+    bandit = ContextualBandit(np.eye(3) * 0.5, np.array([[0.1, 0.9], [0.8, 0.2], [0.5, 0.4]]))
+    pi_mdp, pi_bandit = mdp.optimal_policy(), np.array([[1, 0, 1]])
+
+    def values(pi, bandit_pi):
+        return (
+            privrl.evaluate(pi, mdp).value,
+            privrl.evaluate(pi, gym_env, episodes=20, seed=4).value,
+            privrl.evaluate(bandit_pi, bandit).value,
+        )
+
+    expected = values(pi_mdp, pi_bandit)
+    assert values(pi_mdp.astype(np.float64), pi_bandit.astype(np.float64)) == expected
+    assert values(pi_mdp.astype(np.float32), pi_bandit.astype(np.float32)) == expected
+    assert values(pi_mdp.astype(np.uint8), pi_bandit.astype(np.uint8)) == expected
+    for bad in (0.5, np.nan, np.inf):
+        for pi, env in ((pi_mdp, mdp), (pi_mdp, gym_env), (pi_bandit, bandit)):
+            table = pi.astype(np.float64)
+            table[0, 1] = bad
+            with pytest.raises(
+                ShapeError, match=r"integer action indices, got dtype float64 with .* at \[0, 1\]"
+            ):
+                privrl.evaluate(table, env, episodes=2, seed=0)
+    for dtype in (bool, str, object):
+        for pi, env in ((pi_mdp, mdp), (pi_mdp, gym_env), (pi_bandit, bandit)):
+            with pytest.raises(ShapeError, match="integer action indices"):
+                privrl.evaluate(pi.astype(dtype), env, episodes=2, seed=0)

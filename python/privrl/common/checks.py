@@ -36,6 +36,7 @@ __all__ = [
     "as_f64",
     "numeric_array",
     "check_seed",
+    "integer_actions",
     "seed_bytes",
     "tie_seed",
     "MAX_INT",
@@ -333,6 +334,27 @@ def numeric_array(x: Any, name: str) -> np.ndarray:
         return np.ascontiguousarray(x, dtype=np.float64)
     except (TypeError, ValueError, OverflowError) as e:
         raise ShapeError(f"{name} must be a float array: {e}") from None
+
+
+def integer_actions(table: np.ndarray, name: str = "policy") -> np.ndarray:
+    """A policy table's entries as int64 action indices: an integer dtype, or floats that are all
+    finite whole numbers (``np.zeros((H, S))`` is the policy of action 0); anything else (bool, a
+    fractional or non-finite float, complex, object, str) is refused with a ShapeError. The one
+    rule of every policy a model, a bandit or ``privrl.evaluate`` on a gymnasium env takes; the
+    shape is the caller's to check."""
+    if table.dtype.kind in "iu":
+        return table.astype(np.int64, copy=False)
+    if table.dtype.kind == "f":
+        finite = np.isfinite(table)  # inf == round(inf): a non-finite entry would become -2^63
+        whole = finite & (table == np.round(np.where(finite, table, 0.0)))
+        if whole.all():
+            return table.astype(np.int64)
+        bad = tuple(int(i) for i in np.argwhere(~whole)[0])
+        raise ShapeError(
+            f"{name} must hold integer action indices, got dtype {table.dtype} with "
+            f"{float(table[bad])} at {list(bad)} (a float table must hold whole numbers)"
+        )
+    raise ShapeError(f"{name} must hold integer action indices, got dtype {table.dtype}")
 
 
 def check_seed(seed: Any, name: str = "seed", generator: bool = True) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.checks import check_choice, check_seed
+from privrl.common.checks import check_choice, check_seed, integer_actions
 from privrl.common.errors import IndexRangeError, NonFiniteError, ShapeError
 from privrl.envs.finite import ReadOnlyCopies, digest
 
@@ -171,16 +171,18 @@ class ContextualBandit(ReadOnlyCopies):
         return self.best_means()[s] - self.means[s, a]
 
     def check_policy(self, policy: Any) -> np.ndarray:
-        """A policy table (1, S) of integer arms (one per context), as its (S,) arms."""
+        """A policy table (1, S) of integer arms (one per context; floats that are whole numbers
+        taken, as a FiniteMDP takes them), as its (S,) int64 arms."""
         pol = np.asarray(policy)
-        if pol.shape != (1, self.S) or pol.dtype.kind not in "iu":
+        if pol.shape != (1, self.S):
             raise ShapeError(
                 f"a bandit policy must be an int array of shape (1, S) = (1, {self.S}), "
                 f"got {pol.shape} {pol.dtype}"
             )
+        pol = integer_actions(pol, "a bandit policy")  # a model's rule (whole-number floats taken)
         if pol.size and (pol.min() < 0 or pol.max() >= self.A):
             raise ShapeError(f"a bandit policy's arms must lie in 0..{self.A - 1}")
-        return pol[0].astype(np.int64)
+        return pol[0].copy()
 
     def random_regret(self) -> float:
         """Expected regret per user of the uniformly random policy."""

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from privrl import _core
-from privrl.common.checks import check_all_finite, check_int, numeric_array
+from privrl.common.checks import check_all_finite, check_int, integer_actions, numeric_array
 from privrl.common.errors import (
     AssumptionError,
     IndexRangeError,
@@ -325,16 +325,7 @@ class FiniteMDP(ReadOnlyCopies):
             raise ShapeError(
                 f"policy must be an int array of shape (H, S) = {(self.H, self.S)}, got {pol.shape}"
             )
-        if not np.issubdtype(pol.dtype, np.integer):
-            # inf == round(inf): a non-finite entry would become action -2^63 in the message
-            if (
-                np.issubdtype(pol.dtype, np.floating)
-                and np.isfinite(pol).all()
-                and np.all(pol == np.round(pol))
-            ):
-                pol = pol.astype(np.int64)
-            else:
-                raise ShapeError(f"policy must hold integer action indices, got dtype {pol.dtype}")
+        pol = integer_actions(pol)  # the rule evaluate applies on a gymnasium env too
         if pol.size and (pol.min() < 0 or pol.max() >= self.A):
             bad = tuple(int(i) for i in np.argwhere((pol < 0) | (pol >= self.A))[0])
             raise AssumptionError(

@@ -13,7 +13,13 @@ from typing import Any
 import numpy as np
 
 from privrl.agents.common.base import Agent
-from privrl.common.checks import check_episodes, check_finite_real, check_pos_int, check_seed
+from privrl.common.checks import (
+    check_episodes,
+    check_finite_real,
+    check_pos_int,
+    check_seed,
+    integer_actions,
+)
 from privrl.common.errors import CapacityError, IndexRangeError, NonFiniteError, ShapeError
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.bandit import ContextualBandit
@@ -58,11 +64,12 @@ def _policy_fn(policy: Any, H: int | None) -> tuple[Callable[[int, int], int], i
     if callable(policy):
         return (lambda s, h: _action(policy(s, h), h)), (_MAX_STEPS if H is None else H)
     table = np.asarray(policy)
-    if table.ndim != 2 or table.dtype.kind not in "iu" or 0 in table.shape:
+    if table.ndim != 2 or 0 in table.shape:
         raise ShapeError(
             "policy must be a non-empty (H, S) int array or a callable (state, h), got an array of "
             f"shape {table.shape} and dtype {table.dtype}"
         )
+    table = integer_actions(table)  # the rule a model applies (whole-number floats taken)
     if H is not None and table.shape[0] != H:
         raise ShapeError(
             f"policy is an (H, S) array with H = {table.shape[0]} rows, but H = {H} was given "
@@ -95,7 +102,9 @@ def evaluate(
     On a privrl FiniteMDP (a model): exact, ``init_dist @ V^pi_1`` by backward induction (the
     (H, S) int policy over the model's H steps; `episodes` and `seed` are ignored, a different `H`
     or a `state` is refused); on a ContextualBandit: exact, the mean over the contexts of
-    ``means[s, pi[0, s]]`` (a (1, S) policy). On a gymnasium environment (no model):
+    ``means[s, pi[0, s]]`` (a (1, S) policy). An array policy holds integer actions, or floats
+    that are whole numbers, on every kind of environment (one rule; ShapeError otherwise).
+    On a gymnasium environment (no model):
     the mean return of `episodes` episodes of at most `H` steps (each also ends at the env's own
     end), from ``env.reset(seed=...)`` seeded once by `seed`; `policy` is an (H, S) int array or
     a callable (state, h) -> action, `state(obs)` maps an observation to a state index (by default
