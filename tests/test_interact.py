@@ -270,7 +270,7 @@ def test_learn_checks_observations_reference_and_seed():
     """Audit 4: with the default state=int, int() truncated the observation 3.7 to state 3 (and
     read "3" as 3); reference=nan gave an all-NaN regret; seed=-1 and a Generator failed inside
     gymnasium. The observation is now checked as an index, the reference as a finite value >= 0,
-    and a Generator / SeedSequence seeds the first reset with one int drawn from it."""
+    and a Generator seeds the first reset with one int drawn from it (a SeedSequence: the next test)."""
     from privrl.exceptions import PrivacyParameterError
 
     def agent(S=4, A=2, H=5):
@@ -284,9 +284,9 @@ def test_learn_checks_observations_reference_and_seed():
             privrl.learn(agent(16, 4, 8), lake, seed=0, reference=bad)
     with pytest.raises(PrivacyParameterError, match="seed must be None, an integer >= 0"):
         privrl.learn(agent(16, 4, 8), lake, seed=-1)
-    # a SeedSequence seeds as the int it generates: the same run either way
+    # a SeedSequence seeds as the int numpy reads it as: the same run either way
     seq = np.random.SeedSequence(3)
-    as_int = int(np.random.SeedSequence(3).generate_state(1, np.uint64)[0])
+    as_int = 3
     a, b = agent(16, 4, 8), agent(16, 4, 8)
     assert np.array_equal(privrl.learn(a, lake, seed=seq).returns, privrl.learn(b, lake, seed=as_int).returns)
     assert privrl.learn(agent(16, 4, 8), lake, seed=np.random.default_rng(0)).episodes == 6
@@ -493,3 +493,43 @@ def test_evaluate_takes_and_refuses_the_same_policy_tables_on_every_kind_of_envi
         for pi, env in ((pi_mdp, mdp), (pi_mdp, gym_env), (pi_bandit, bandit)):
             with pytest.raises(ShapeError, match="integer action indices"):
                 privrl.evaluate(pi.astype(dtype), env, episodes=2, seed=0)
+
+
+def test_equal_seeds_give_equal_runs_wherever_a_seed_is_taken():
+    """numpy reads 3, SeedSequence(3) and [3] as one seed (default_rng gives one stream), but
+    learn and evaluate reset a gymnasium env with 3 for the int and with an int generated from the
+    SeedSequence otherwise: two different runs. They now hand gymnasium the int numpy reads the
+    seed as (privrl.common.checks.int_seed); a seed no int equals (a spawned child) still gives one
+    reproducible run of its own. run, the agents and the seeded environments already agreed."""
+    from privrl.common.checks import int_seed
+    from privrl.envs import RandomLinearMixtureMDP
+
+    S = np.random.SeedSequence
+    same = (3, np.int64(3), S(3), [3], S([3, 0]))
+    assert {int_seed(s) for s in same} == {3}
+    lake = gym.make("FrozenLake-v1")  # slippery: the returns depend on the seed
+    from privrl.envs import frozen_lake
+
+    policy = frozen_lake(H=40).optimal_policy()  # reaches the goal about half the time
+
+    def learned(seed):
+        agent = LSVIUCB(FeatureMap.one_hot(16, 4, 40), NonPrivate(), episodes=60, seed=0, batches="every")
+        return privrl.learn(agent, lake, seed=seed, progress=False).returns.tolist()
+
+    def evaluated(seed):
+        return privrl.evaluate(policy, lake, episodes=200, seed=seed).value
+
+    for f in (learned, evaluated):
+        base = f(3)
+        assert all(f(s) == base for s in same[1:]), f.__name__
+        assert f(4) != base, f.__name__  # the seed matters here: the equalities above are not vacuous
+        child = S(3).spawn(1)[0]
+        assert int_seed(child) is None and f(child) == f(S(3).spawn(1)[0]) != base, f.__name__
+    env = RiverSwimMixture(S=4, H=5)
+    regrets = [
+        privrl.run(UCRLVTR(env, JointDP(1.0, 1e-5), episodes=30, seed=s), env, seed=s, progress=False).regret
+        for s in same
+    ]
+    assert all(np.array_equal(r, regrets[0]) for r in regrets)
+    models = [RandomLinearMixtureMDP(S=6, A=2, d=3, H=3, seed=s) for s in same]
+    assert all(np.array_equal(m.P, models[0].P) and np.array_equal(m.R, models[0].R) for m in models)

@@ -36,6 +36,7 @@ __all__ = [
     "as_f64",
     "numeric_array",
     "check_seed",
+    "int_seed",
     "integer_actions",
     "seed_bytes",
     "tie_seed",
@@ -379,6 +380,45 @@ def check_seed(seed: Any, name: str = "seed", generator: bool = True) -> Any:
         f"{name} must be None, an integer >= 0 (or a sequence of them) or a numpy SeedSequence"
         f"{' or Generator' if generator else ''}, got {seed!r}"
     )
+
+
+def _u32_words(value: Any) -> list[int]:
+    """The 32-bit words numpy reads an int (least significant first; 0 is one word) or a
+    sequence of ints (each element's words in turn) as, for SeedSequence entropy."""
+    if isinstance(value, (int, np.integer)):
+        n, words = int(value), []
+        while True:
+            words.append(n & 0xFFFFFFFF)
+            n >>= 32
+            if not n:
+                return words
+    return [w for v in value for w in _u32_words(v)]
+
+
+def int_seed(seed: Any) -> int | None:
+    """The int ``n >= 0`` whose ``np.random.SeedSequence(n)`` is in the state `seed` describes
+    (an int: itself; a SeedSequence, or a sequence of ints, that numpy seeds exactly as it seeds
+    some int: that int, e.g. ``SeedSequence(3)`` and ``[3]`` -> 3, as ``default_rng`` reads them);
+    None when no int is (None, a Generator, a spawned child such as ``SeedSequence(3).spawn(1)[0]``).
+    Where a seed must be handed on as an int (gymnasium's ``reset``, an environment's name),
+    equal seeds then give equal ints."""
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
+        return int(seed) if seed >= 0 else None
+    if isinstance(seed, (list, tuple)):
+        try:
+            seed = np.random.SeedSequence(seed)
+        except (TypeError, ValueError):
+            return None
+    if not isinstance(seed, np.random.SeedSequence) or seed.entropy is None:
+        return None
+    words = _u32_words(seed.entropy)
+    if seed.spawn_key:  # numpy pads the entropy to the pool size, then appends the spawn key
+        words = words + [0] * (seed.pool_size - len(words)) + _u32_words(seed.spawn_key)
+    n = sum(w << (32 * i) for i, w in enumerate(words))
+    same = seed.pool_size == np.random.SeedSequence(n).pool_size and np.array_equal(
+        np.random.SeedSequence(n).pool, seed.pool
+    )
+    return n if same else None
 
 
 def seed_bytes(seed: Any) -> bytes:

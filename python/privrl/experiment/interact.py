@@ -18,6 +18,7 @@ from privrl.common.checks import (
     check_finite_real,
     check_pos_int,
     check_seed,
+    int_seed,
     integer_actions,
 )
 from privrl.common.errors import CapacityError, IndexRangeError, NonFiniteError, ShapeError
@@ -406,11 +407,15 @@ def _check_spaces(agent: Agent, env: Any, state: Callable[[Any], int]) -> None:
 
 def _reset_seed(seed: Any) -> int | None:
     """learn's seed for the first ``env.reset`` (gymnasium takes None or an int >= 0): an int as
-    it is; a SeedSequence, a sequence of ints or a Generator (as privrl.run takes) gives one int
-    drawn from it."""
+    it is, and a SeedSequence or a sequence of ints that numpy reads as an int (``SeedSequence(3)``,
+    ``[3]``) as that int, so that equal seeds give equal runs; another SeedSequence (a spawned
+    child) or a Generator (as privrl.run takes) gives one int drawn from it."""
     seed = check_seed(seed)
-    if seed is None or isinstance(seed, (int, np.integer)):
-        return None if seed is None else int(seed)
+    if seed is None:
+        return None
+    same = int_seed(seed)
+    if same is not None:
+        return same
     if isinstance(seed, (np.random.Generator, np.random.BitGenerator)):
         return int(np.random.default_rng(seed).integers(2**63))
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
