@@ -283,6 +283,34 @@ def test_seeding_reproducibility():
     np.testing.assert_array_equal(t1[0], t1[1])
 
 
+def test_a_model_drawn_without_a_seed_is_named_by_the_seed_it_drew():
+    """RandomLinearMDP(seed=None) drew a new model each time under one name ("seed=None"): two
+    results files could not tell them apart, nor could either model be rebuilt. The seed is now
+    drawn at construction (OS entropy) and recorded in env.seed and the name, which rebuilds the
+    model; an int seed keeps its name, and a SeedSequence numpy reads as that int takes it too."""
+    for cls, kw in [
+        (RandomLinearMixtureMDP, dict(S=8, A=3, d=4, H=5)),
+        (RandomLinearMDP, dict(S=10, A=4, d=5, H=6)),
+        (HardToLearn, dict(d=5, H=6, K=10000)),
+        (SyntheticLinearMDP, dict(H=12, n_actions=8)),
+    ]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", AssumptionWarning)
+            a, b = cls(seed=None, **kw), cls(seed=None, **kw)
+            again = cls(seed=a.seed, **kw)
+            four, four_seq = cls(seed=4, **kw), cls(seed=np.random.SeedSequence(4), **kw)
+        assert isinstance(a.seed, int) and a.seed != b.seed and a.name != b.name, cls.__name__
+        assert a.name.endswith(f"seed={a.seed})") and again.name == a.name, cls.__name__
+        np.testing.assert_array_equal(again.P, a.P)
+        np.testing.assert_array_equal(again.R, a.R)
+        if cls in (RandomLinearMixtureMDP, RandomLinearMDP):  # continuous draws: never equal
+            assert not np.array_equal(a.P, b.P), cls.__name__
+        assert four.seed == 4 and four.name.endswith(", seed=4)"), cls.__name__
+        assert four_seq.seed == 4 and four_seq.name == four.name, cls.__name__
+        np.testing.assert_array_equal(four_seq.P, four.P)
+        np.testing.assert_array_equal(four_seq.R, four.R)
+
+
 # ------------------------------------------------------------------------------------------------
 # one-hot linear view
 # ------------------------------------------------------------------------------------------------

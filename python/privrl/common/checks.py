@@ -37,6 +37,7 @@ __all__ = [
     "numeric_array",
     "check_seed",
     "int_seed",
+    "model_seed",
     "integer_actions",
     "seed_bytes",
     "tie_seed",
@@ -419,6 +420,23 @@ def int_seed(seed: Any) -> int | None:
         np.random.SeedSequence(n).pool, seed.pool
     )
     return n if same else None
+
+
+def model_seed(seed: Any, name: str = "seed") -> Any:
+    """The seed a seeded environment draws its model from, records (``env.seed``) and is named by:
+    an int as given; None: an int drawn from OS entropy (numpy's 128 bits, what ``default_rng()``
+    draws), so that each model drawn has its own name and is rebuilt from it; a SeedSequence or a
+    sequence of ints that numpy reads as an int: that int (the same model, the same name, as the
+    int gives); anything else (a Generator, a spawned child) as given."""
+    seed = check_seed(seed, name)
+    if seed is None:
+        entropy = np.random.SeedSequence().entropy  # an int when drawn (not given)
+        assert isinstance(entropy, int)
+        return entropy
+    if isinstance(seed, (int, np.integer)):
+        return seed
+    same = int_seed(seed)
+    return seed if same is None else same
 
 
 def seed_bytes(seed: Any) -> bytes:

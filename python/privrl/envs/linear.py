@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.checks import check_seed
+from privrl.common.checks import model_seed
 from privrl.common.errors import AssumptionError, AssumptionWarning, ShapeError
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.finite import (
@@ -319,7 +319,8 @@ class RandomLinearMDP(LinearMDP):
     ) -> None:
         S, A, d, H = (env_int("RandomLinearMDP", k, v) for k, v in (("S", S), ("A", A), ("d", d), ("H", H)))
         check_dense_size("RandomLinearMDP", H, S, A, d)  # d alone was ignored: 8 TiB at d = 2^40
-        rng = np.random.default_rng(check_seed(seed))
+        seed = model_seed(seed)  # None: drawn here, so the name tells the model drawn
+        rng = np.random.default_rng(seed)
         phi = rng.dirichlet(np.full(d, 0.3), size=(S, A))  # (S, A, d)
         mu = rng.dirichlet(np.full(S, 0.5), size=(H, d)).transpose(0, 2, 1)  # (H, S, d)
         theta = rng.random((H, d))
@@ -368,7 +369,8 @@ class SyntheticLinearMDP(LinearMDP):
                 f"got {n_actions}"
             )
         check_dense_size("SyntheticLinearMDP", H, 2, A)
-        rng = np.random.default_rng(check_seed(seed))
+        seed = model_seed(seed)  # None: drawn here, so the name tells the model drawn
+        rng = np.random.default_rng(seed)
         alpha = rng.integers(0, 2, size=H).astype(np.int64)
         bits = (np.arange(A)[:, None] >> np.arange(self.N_BITS - 1, -1, -1)) & 1
         u = 2.0 * bits - 1.0  # (A, 8)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.checks import check_all_finite, check_finite_real, check_seed, numeric_array
+from privrl.common.checks import check_all_finite, check_finite_real, model_seed, numeric_array
 from privrl.common.errors import AssumptionError, AssumptionWarning, PrivacyParameterError, ShapeError
 from privrl.envs.finite import (
     PROB_TOL,
@@ -246,7 +246,8 @@ class HardToLearn(LinearMixtureMDP):
         check_dense_size("HardToLearn", max(H, d), S, A)  # features (S, A, S, d), mu (H, ...)
         bits = (np.arange(A)[:, None] >> np.arange(d - 2, -1, -1)) & 1
         avec = 2.0 * bits - 1.0  # (A, d-1)
-        rng = np.random.default_rng(check_seed(seed))
+        seed = model_seed(seed)  # None: drawn here, so the name tells the model drawn
+        rng = np.random.default_rng(seed)
         mu = Delta * (2.0 * rng.integers(0, 2, size=(H, d - 1)) - 1.0)  # (H, d-1)
         w = np.concatenate([np.full((H, 1), 1.0 / alpha), mu / beta], axis=1)  # (H, d)
 
@@ -296,7 +297,8 @@ class RandomLinearMixtureMDP(LinearMixtureMDP):
         )
         check_dense_size("RandomLinearMixtureMDP", max(H, d), S, A)
         m = min(S, self.SUPPORT)
-        rng = np.random.default_rng(check_seed(seed))
+        seed = model_seed(seed)  # None: drawn here, so the name tells the model drawn
+        rng = np.random.default_rng(seed)
         support = np.argsort(rng.random((d, S, A, S)), axis=-1)[..., :m]  # (d, S, A, m)
         vals = rng.dirichlet(np.full(m, 0.5), size=(d, S, A))  # (d, S, A, m)
         basis = np.zeros((d, S, A, S))
