@@ -65,10 +65,10 @@ def config(tmp_path) -> Path:
 
 def test_run_config_writes_results_report_and_plot(config, tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(["run", str(config), "--out", str(out), "--report", "--plot"]) == 0
+    assert main(["run", str(config), "--out", str(out), "--report", "--plot", "--progress"]) == 0
     captured = capsys.readouterr()
     assert "final regret" in captured.out and "LDP-UCRL-VTR" in captured.out
-    assert "ep/s" in captured.err  # the episodes progress bar reports its rate
+    assert "ep/s" in captured.err  # the episodes progress bar reports its rate (--progress: not a tty)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "complete" and len(manifest["runs"]) == 8
     assert manifest["config"]["name"] == "tiny"
@@ -682,3 +682,28 @@ def test_a_closed_output_pipe_ends_quietly():
         os.close(w)
     assert done.returncode == 141, done.stderr
     assert "error" not in done.stderr.lower() and "Traceback" not in done.stderr
+
+
+def test_progress_bars_only_in_a_terminal_unless_asked(config, tmp_path, capsys, monkeypatch):
+    """`privrl run ... 2> log` filled the log with carriage-return redraws of two bars: the CLI
+    passed progress=True unless --no-progress. Without a flag the bars now show only when stderr
+    is a terminal; --progress shows them anyway, --no-progress never (the two are exclusive)."""
+    from privrl.experiment import run_sweep
+
+    def bars(*flags: str, tty: bool = False) -> str:
+        monkeypatch.setattr(sys.stderr, "isatty", lambda: tty, raising=False)
+        out = tmp_path / f"out{len(list(tmp_path.iterdir()))}"
+        capsys.readouterr()
+        assert main(["run", str(config), "--out", str(out), "--seeds", "1", "-K", "8", *flags]) == 0
+        return capsys.readouterr().err
+
+    assert "ep/s" not in bars() and "\r" not in bars()  # a log file: the summary lines only
+    assert "privrl: 4 runs computed" in bars()
+    assert "ep/s" in bars("--progress")
+    assert "ep/s" in bars(tty=True)
+    assert "ep/s" not in bars("--no-progress", tty=True)
+    with pytest.raises(SystemExit):
+        main(["run", str(config), "--progress", "--no-progress"])
+    assert "not allowed with argument" in capsys.readouterr().err
+    with pytest.raises(TypeError, match="progress must be True, False or None"):
+        run_sweep(build_config({"env": ENV, "agents": AGENTS}), None, progress="no")

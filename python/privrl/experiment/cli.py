@@ -207,6 +207,12 @@ def _default_outdir(raw: dict) -> str:
     return str(raw.get("outdir") or Path("privrl-results") / str(raw.get("name", "sweep")))
 
 
+def _progress(args: argparse.Namespace) -> bool | None:
+    """--progress: the bars; --no-progress: none; neither: only when stderr is a terminal (a log
+    file or a pipe would fill with carriage-return redraws)."""
+    return True if args.progress else False if args.no_progress else None
+
+
 def _run_and_show(
     raw: dict,
     outdir: str,
@@ -236,7 +242,7 @@ def _run_and_show(
     t0 = time.perf_counter()
     try:
         _, manifest = run_sweep(
-            config, outdir, progress=not args.no_progress, resume=not args.fresh, on_start=header
+            config, outdir, progress=_progress(args), resume=not args.fresh, on_start=header
         )
     except KeyboardInterrupt:
         print(
@@ -399,7 +405,13 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--scheduler", help="run on a Dask cluster, e.g. tcp://host:8786 (pip install privrl[dask])"
         )
-        p.add_argument("--no-progress", action="store_true", help="no progress bars")
+        shown = p.add_mutually_exclusive_group()
+        shown.add_argument(
+            "--progress",
+            action="store_true",
+            help="progress bars even when stderr is not a terminal (default: only in a terminal)",
+        )
+        shown.add_argument("--no-progress", action="store_true", help="no progress bars")
         p.add_argument("--fresh", action="store_true", help="recompute every run instead of resuming")
 
     run = sub.add_parser("run", help="run a sweep from a TOML config and/or flags (resumable)")

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["interactive", "bar"]
+__all__ = ["interactive", "bar", "checked_progress"]
 
 
 def interactive() -> bool:
@@ -16,10 +16,16 @@ def interactive() -> bool:
     return bool(getattr(sys.stderr, "isatty", lambda: False)()) or "ipykernel" in sys.modules
 
 
-def bar(total: int, desc: str, progress: bool | None, unit: str = "user") -> Any:
-    """A tqdm bar of ``total`` steps shown after 2 s (``progress=None``: when interactive), or None."""
+def checked_progress(progress: Any) -> bool | None:
+    """`progress` as given when it is True, False or None (None: the caller asks interactive())."""
     if progress is not None and not isinstance(progress, (bool, np.bool_)):  # "no" showed the bar
         raise TypeError(f"progress must be True, False or None, got {progress!r}")
+    return None if progress is None else bool(progress)
+
+
+def bar(total: int, desc: str, progress: bool | None, unit: str = "user") -> Any:
+    """A tqdm bar of ``total`` steps shown after 2 s (``progress=None``: when interactive), or None."""
+    progress = checked_progress(progress)
     if not (interactive() if progress is None else progress):
         return None
     from tqdm.auto import tqdm  # type: ignore[import-untyped, unused-ignore]

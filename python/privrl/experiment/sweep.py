@@ -36,7 +36,7 @@ from privrl.experiment.config import (
     resolve_algorithm,
 )
 from privrl.experiment.parsing import build_config, listed
-from privrl.experiment.progress import interactive
+from privrl.experiment.progress import checked_progress, interactive
 from privrl.experiment.results import (
     COLUMNS,
     ResultStore,
@@ -460,7 +460,7 @@ def run_sweep(
     *,
     n_jobs: int | None = None,
     scheduler: Any = None,
-    progress: bool = False,
+    progress: bool | None = False,
     resume: bool = True,
     backend: str | None = None,
     on_start: Callable[[], None] = lambda: None,
@@ -470,8 +470,10 @@ def run_sweep(
     With an outdir, each finished run is written at once (atomically) and, when `resume` is true, runs
     already finished there are loaded instead of recomputed. The DataFrame lists runs in config order
     and episodes in increasing order. `on_start()`: called once every check passed (the CLI's header).
+    `progress`: the bars; None shows them only when interactive (never into a pipe or a log file).
     """
     outdir = outdir if outdir is not None else config.outdir
+    progress = interactive() if checked_progress(progress) is None else bool(progress)
     n_jobs, backend, scheduler = _checked(config, n_jobs, backend, scheduler)
     specs = config.runs()
     envs = {s.name: s.env for s in config.studies if s.env_spec is None}
@@ -575,8 +577,6 @@ def sweep(
         progress: tqdm bars (runs, episodes/s); None (default) shows them when running
         interactively (a terminal or a notebook), never in a pipe or a log file.
     """
-    if progress is None:
-        progress = interactive()
     raw: dict[str, Any] = {
         "episodes": episodes,
         # a count or a list; one epsilon or a list (list("inf") would be its characters)
