@@ -707,3 +707,43 @@ def test_progress_bars_only_in_a_terminal_unless_asked(config, tmp_path, capsys,
     assert "not allowed with argument" in capsys.readouterr().err
     with pytest.raises(TypeError, match="progress must be True, False or None"):
         run_sweep(build_config({"env": ENV, "agents": AGENTS}), None, progress="no")
+
+
+def test_demo_episodes_flag(tmp_path, capsys, monkeypatch):
+    """`privrl demo` had no -K: a quick look at the main job meant copying its config. -K sets every
+    study's K (rows every K/100 episodes); without it the demo runs exactly the bundled config (the
+    README's table), and K < 1 is refused, naming the flag, before anything is printed."""
+    from privrl.experiment import cli
+    from privrl.experiment.cli import _drop_unavailable, demo_config_text
+    from privrl.experiment.parsing import _tomllib
+
+    seen = []
+    monkeypatch.setattr(cli, "_run_and_show", lambda raw, *a, **k: seen.append(raw) or 0)
+    for bandit in ([], ["--bandit"]):
+        bundled = _drop_unavailable(_tomllib().loads(demo_config_text(bool(bandit))))
+        assert main(["demo", *bandit, "--out", str(tmp_path / "x"), "-j", "1"]) == 0
+        assert seen[-1]["study"] == bundled["study"]  # untouched: the documented table's K and rows
+        ids = [r.run_id for r in build_config(seen[-1]).runs()]
+        assert ids == [r.run_id for r in build_config({**bundled, "n_jobs": 1}).runs()]
+        assert main(["demo", *bandit, "-K", "250", "--out", str(tmp_path / "x"), "-j", "1"]) == 0
+        assert [(s["episodes"], s["log_every"]) for s in seen[-1]["study"]] == [(250, 2)] * len(
+            bundled["study"]
+        )
+        assert {k: v for k, v in seen[-1].items() if k != "study"} == {
+            k: v for k, v in seen[-2].items() if k != "study"
+        }
+    capsys.readouterr()
+    for bad in ("0", "-3"):
+        assert main(["demo", "-K", bad, "--out", str(tmp_path / "bad")]) == 2
+        captured = capsys.readouterr()
+        assert (
+            captured.out == ""
+            and captured.err == f"privrl: error: --episodes: must be an integer >= 1, got {bad}\n"
+        )
+    assert not (tmp_path / "bad").exists()
+    monkeypatch.undo()
+    out = tmp_path / "short"
+    assert main(["demo", "--episodes", "3", "--out", str(out), "-j", "1", "--no-progress"]) == 0
+    runs = json.loads((out / "manifest.json").read_text())["runs"].values()
+    assert len(runs) == len(build_config(seen[0]).runs()) and {r["episodes"] for r in runs} == {3}
+    assert "final regret" in capsys.readouterr().out

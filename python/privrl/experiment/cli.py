@@ -326,9 +326,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if args.print_config:
         print(demo_config_text(bandit), end="")
         return 0
+    from privrl.experiment.config import ConfigError
     from privrl.experiment.parsing import _tomllib
 
+    K = args.episodes
+    if K is not None and K < 1:  # refused before the calibration table is printed
+        raise ConfigError("--episodes", f"must be an integer >= 1, got {K}")
     raw = _drop_unavailable(_tomllib().loads(demo_config_text(bandit)))
+    if K is not None:  # every study (without -K: the config's K and log_every, as they are)
+        raw["study"] = [{**s, "episodes": K, "log_every": max(1, K // 100)} for s in raw["study"]]
     # -j 0 is refused as `privrl run` refuses it (it ran on every core)
     raw["n_jobs"] = args.n_jobs if args.n_jobs is not None else min(os.cpu_count() or 1, 8)
     if args.scheduler:
@@ -461,6 +467,13 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="the main job: non-private vs JDP vs LDP regret (bundled config)")
     sweep_flags(demo)
+    demo.add_argument(
+        "--episodes",
+        "-K",
+        type=int,
+        help="episodes K per run, >= 1 (default: the bundled config's, 10,000; 20,000 with --bandit); "
+        "a row is kept every K/100 episodes",
+    )
     demo.add_argument("--plot-output", help="where to write the plot (default OUT/regret.png)")
     demo.add_argument("--print-config", action="store_true", help="print the bundled demo config and exit")
     demo.add_argument(
