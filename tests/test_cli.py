@@ -747,3 +747,36 @@ def test_demo_episodes_flag(tmp_path, capsys, monkeypatch):
     runs = json.loads((out / "manifest.json").read_text())["runs"].values()
     assert len(runs) == len(build_config(seen[0]).runs()) and {r["episodes"] for r in runs} == {3}
     assert "final regret" in capsys.readouterr().out
+
+
+def test_epsilons_flag_replaces_an_agents_own_list(tmp_path, capsys):
+    """`privrl run demo.toml --epsilons 1` still ran the agents that list their own epsilons at
+    10, 1 and 0.1: the flag did not reach them. It now sets every private run's epsilon, each agent
+    whose list it replaced named on stderr; an --agent's own epsilons= with --epsilons is refused."""
+    path = tmp_path / "own.toml"
+    path.write_text(
+        'seeds = 1\nepisodes = 5\nepsilons = [10.0]\n[[study]]\nenv = "RiverSwimMixture"\n'
+        '[study.agents.J]\nalgorithm = "UCRL-VTR"\nprivacy = "jdp"\nepsilons = [10.0, 0.1]\n'
+        '[study.agents.L]\nalgorithm = "UCRL-VTR"\nprivacy = "ldp"\n'
+        '[study.agents.N]\nalgorithm = "UCRL-VTR"\nprivacy = "none"\n'
+    )
+
+    def run_epsilons(out: str, *flags: str) -> dict:
+        assert main(["run", str(path), "--out", str(tmp_path / out), "--no-progress", *flags]) == 0
+        runs = json.loads((tmp_path / out / "manifest.json").read_text())["runs"].values()
+        return {(r["agent"], float(r["epsilon"])) for r in runs}  # inf is "inf" in JSON
+
+    assert run_epsilons("config") == {("J", 10.0), ("J", 0.1), ("L", 10.0), ("N", float("inf"))}
+    capsys.readouterr()
+    assert run_epsilons("flag", "--epsilons", "2,0.5") == {
+        ("J", 2.0),
+        ("J", 0.5),
+        ("L", 2.0),
+        ("L", 0.5),
+        ("N", float("inf")),
+    }
+    assert "privrl: --epsilons replaces the epsilons of 'J'\n" in capsys.readouterr().err
+    flags = ["run", "--no-progress", "--env", "RiverSwimMixture", "-K", "5", "--out", str(tmp_path / "a")]
+    assert main([*flags, "--agent", "J:algorithm=UCRL-VTR,epsilons=[1, 2]", "--epsilons", "3"]) == 2
+    assert "--epsilons: an --agent sets its own epsilons too" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists()

@@ -151,6 +151,10 @@ def _flag_agents(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         if name in agents:  # a TOML table cannot repeat a key either: the first was dropped
             raise ConfigError("--agent", f"two agents named {name!r}")
         agents[name] = _pairs(rest, f"--agent {name}")
+        if args.epsilons is not None and "epsilons" in agents[name]:
+            raise ConfigError(
+                "--epsilons", "an --agent sets its own epsilons too: give the list once, in one or the other"
+            )
     for flag, key, kinds in _AGENT_FLAGS:
         value = getattr(args, key)
         if value is None:
@@ -184,6 +188,7 @@ def _raw_config(args: argparse.Namespace) -> dict:
         raw["study"] = {**studies, **per_study}
     elif isinstance(studies, list):
         raw["study"] = [{**s, **per_study} if isinstance(s, dict) else s for s in studies]
+    _override_agent_epsilons(raw, flags)
     agents = _flag_agents(args)
     if (args.env is not None or args.env_arg or agents) and "study" in raw:
         raise ConfigError(
@@ -201,6 +206,26 @@ def _raw_config(args: argparse.Namespace) -> dict:
     if agents:
         raw["agents"] = agents
     return raw
+
+
+def _override_agent_epsilons(raw: dict, flags: dict) -> None:
+    """--epsilons replaces the config's agents' own epsilons lists too (each replaced one is named
+    on stderr): a flag sets the epsilons of every run, as -K sets every run's K."""
+    if "epsilons" not in flags:
+        return
+    studies = raw.get("study")
+    tables = [raw] + ([studies] if isinstance(studies, dict) else list(studies or ()))
+    replaced = []
+    for table in tables:
+        agents = table.get("agents") if isinstance(table, dict) else None
+        if not isinstance(agents, dict):  # a malformed one is the config checks' to name
+            continue
+        for name, spec in agents.items():
+            if isinstance(spec, dict) and "epsilons" in spec:
+                agents[name] = {**spec, "epsilons": flags["epsilons"]}
+                replaced.append(repr(name))
+    if replaced:
+        print(f"privrl: --epsilons replaces the epsilons of {', '.join(replaced)}", file=sys.stderr)
 
 
 def _default_outdir(raw: dict) -> str:
@@ -425,7 +450,10 @@ def _parser() -> argparse.ArgumentParser:
     sweep_flags(run)
     run.add_argument("--episodes", "-K", type=int, help="episodes K per run")
     run.add_argument("--seeds", help="a count (5) or a list (0,1,2)")
-    run.add_argument("--epsilons", help="comma list, inf = non-private (inf,10,1)")
+    run.add_argument(
+        "--epsilons",
+        help="comma list, inf = non-private (inf,10,1); replaces the config's lists, an agent's own too",
+    )
     run.add_argument("--delta", type=float, help="delta of (eps, delta)-DP; 0 = pure DP")
     run.add_argument("--log-every", type=int, help="keep one row every N episodes (and the last)")
     run.add_argument("--root-seed", type=int, help="root of every run's SeedSequence (default 0)")
