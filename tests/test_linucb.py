@@ -360,6 +360,25 @@ def test_classification_datasets_load():
         load_bandit("mnist")
 
 
+def test_load_bandit_takes_the_users_name():
+    """load_bandit's dataset was a parameter called ``name``: a user's ``name=`` (the bandit's label,
+    a keyword of from_classification) was Python's TypeError "multiple values for argument 'name'"."""
+    pytest.importorskip("sklearn")
+    from privrl.envs.datasets import load_bandit
+
+    env = load_bandit("wine", seed=0, name="my wine")
+    assert env.name == "my wine"
+    default = load_bandit("wine", seed=0)
+    assert default.name == "wine"
+    np.testing.assert_array_equal(env.contexts, default.contexts)  # only the label differs
+    np.testing.assert_array_equal(env.means, default.means)
+    legacy = load_bandit(name="wine", seed=0)  # the dataset by its former keyword, as before
+    assert legacy.name == "wine"
+    np.testing.assert_array_equal(legacy.contexts, default.contexts)
+    with pytest.raises(TypeError, match="needs a dataset"):
+        load_bandit(seed=0)
+
+
 @pytest.mark.parametrize(
     "privacy",
     [

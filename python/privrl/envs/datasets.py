@@ -16,16 +16,24 @@ __all__ = ["DATASETS", "classification_bandit", "load_bandit"]
 DATASETS = {"digits": "load_digits", "wine": "load_wine", "breast_cancer": "load_breast_cancer"}
 
 
-def load_bandit(name: str, seed: Any = None, **kwargs: Any) -> ContextualBandit:
-    """The classification bandit of dataset ``name`` (one of :data:`DATASETS`); ``kwargs`` go to
-    ``from_classification`` (standardize, bias, scale)."""
-    check_choice(name, tuple(DATASETS), "dataset")
+def load_bandit(dataset: str | None = None, /, seed: Any = None, **kwargs: Any) -> ContextualBandit:
+    """The classification bandit of ``dataset`` (one of :data:`DATASETS`, positional); ``kwargs``
+    go to ``from_classification`` (standardize, bias, scale, and ``name``: the bandit's label,
+    the dataset's name by default). ``load_bandit(name="wine")``, the dataset given by keyword,
+    is read as before (``load_bandit("wine", name="x")`` was Python's TypeError "multiple values
+    for argument 'name'": the dataset's parameter was called ``name``)."""
+    if dataset is None:
+        if "name" not in kwargs:
+            raise TypeError(f"load_bandit() needs a dataset, one of {', '.join(DATASETS)}")
+        dataset = kwargs.pop("name")  # the dataset by its former keyword
+    check_choice(dataset, tuple(DATASETS), "dataset")
+    kwargs.setdefault("name", dataset)
     try:
         from sklearn import datasets
     except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError(f"the {name!r} bandit needs scikit-learn: pip install 'privrl[datasets]'") from e
-    X, y = getattr(datasets, DATASETS[name])(return_X_y=True)
-    return ContextualBandit.from_classification(X, y, seed=seed, name=name, **kwargs)
+        raise ImportError(f"the {dataset!r} bandit needs scikit-learn: pip install 'privrl[datasets]'") from e
+    X, y = getattr(datasets, DATASETS[dataset])(return_X_y=True)
+    return ContextualBandit.from_classification(X, y, seed=seed, **kwargs)
 
 
 def classification_bandit(dataset: str, seed: int | None = None) -> ContextualBandit:
