@@ -3,9 +3,14 @@ that says what is accepted."""
 
 from __future__ import annotations
 
+import datetime
+import decimal
+import fractions
+
 import numpy as np
 import pytest
 
+from privrl import run
 from privrl.agents import LinUCB
 from privrl.agents.linucb.calibration import calibrate_linucb, linucb_leaf_ends
 from privrl.common.errors import NonFiniteError, PrivacyParameterError, ShapeError
@@ -85,6 +90,46 @@ def test_a_list_of_text_labels_is_still_taken():
     assert list(env.classes) == ["cat", "dog"] and env.classes.dtype.kind == "U"
     env = ContextualBandit.from_classification(X, (b"a", b"b") * 10)
     assert list(env.classes) == [b"a", b"b"]
+
+
+@pytest.mark.parametrize(
+    "label",
+    [
+        lambda i: decimal.Decimal(i),
+        lambda i: fractions.Fraction(i, 1),
+        lambda i: datetime.date(2000, 1, 1 + i),
+    ],
+)
+def test_labels_an_agent_could_not_load_back_are_refused_at_construction(label):
+    """Decimal labels built a bandit whose agent saved, and Agent.load refused the file (its classes
+    held decimal.Decimal, a class the loader never reads): refused where they enter instead."""
+    X = np.random.default_rng(5).normal(size=(20, 3))
+    y = np.empty(20, dtype=object)
+    y[:] = [label(i % 2) for i in range(20)]
+    with pytest.raises(TypeError, match="integers, strings or booleans"):
+        ContextualBandit.from_classification(X, y, seed=0)
+    with pytest.raises(TypeError, match="integers, strings or booleans"):
+        ContextualBandit.from_classification(X, list(y), seed=0)
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [[3, 7], ["cat", "dog"], [np.int64(3), np.int64(7)], [2.0, 5.0], [False, True], [b"a", b"b"]],
+)
+def test_object_labels_of_the_accepted_types_save_and_load_back(labels, tmp_path):
+    """What from_classification takes in an object array (a pandas object column) an agent's file
+    carries: the loaded agent's bandit has the same classes and the agent goes on as the original."""
+    X = np.random.default_rng(5).normal(size=(20, 3))
+    y = np.empty(20, dtype=object)
+    y[:] = [labels[i % 2] for i in range(20)]
+    env = ContextualBandit.from_classification(X, y, seed=0)
+    agent = LinUCB(env, JointDP(1.0, 1e-5), episodes=40, seed=0)
+    run(agent, env, episodes=10, seed=1)
+    agent.save(tmp_path / "agent")
+    loaded = LinUCB.load(tmp_path / "agent")
+    assert list(loaded.env.classes) == list(env.classes) == sorted(set(labels))
+    a, b = run(agent, env, episodes=10, seed=2), run(loaded, loaded.env, episodes=10, seed=2)
+    np.testing.assert_array_equal(a.gaps, b.gaps)
 
 
 @pytest.mark.parametrize(

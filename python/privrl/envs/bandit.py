@@ -95,7 +95,9 @@ class ContextualBandit(ReadOnlyCopies):
         so a smaller x only loses signal against it); ``scale="max"`` appends 1 and divides every
         row by the largest row norm (the table's geometry kept, typical norms far below 1).
         ``seed`` shuffles the rows (users are drawn uniformly with replacement by the run's own
-        seed either way). Every label must be present (NaN / None refused, not made a class) and
+        seed either way). Labels are integers, strings or booleans (a Decimal, date, ... is refused with
+        TypeError: an agent's file carries the classes, and only those load back); every label must
+        be present (NaN / None refused, not made a class) and
         the features must be real numbers whose standardization and scaling do not overflow
         float64 (refused with NonFiniteError: rescale X)."""
         X = _real_array(X, "X", 2)
@@ -321,6 +323,11 @@ def _one_label_type(obj: np.ndarray, y: np.ndarray) -> np.ndarray:
     return y if all(isinstance(v, text) for v in obj.reshape(-1)) else obj
 
 
+#: The label types of an object array y that an agent's saved bandit loads back (numbers and text;
+#: a float label must also be finite).
+_LABEL_TYPES = (str, bytes, int, float, np.str_, np.bytes_, np.integer, np.floating, np.bool_)
+
+
 def _classes(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The sorted classes of the labels ``y`` (n,) and each row's class index; a missing label
     (NaN, NaT, None) is refused, not made a class of its own, as are labels that cannot be sorted."""
@@ -346,6 +353,14 @@ def _classes(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             if isinstance(v, (float, np.floating)) and not math.isfinite(v):
                 raise NonFiniteError(
                     "y contains NaN or inf labels: every row needs a label (drop unlabelled rows)"
+                )
+            if not isinstance(v, _LABEL_TYPES):
+                # a Decimal (or Fraction, date, ...) class was built and saved with the agent, and
+                # Agent.load refused the file (its loader reads privrl's and numpy's classes only)
+                raise TypeError(
+                    f"y holds a label of type {type(v).__name__} ({v!r}): class labels must be integers, "
+                    "strings or booleans (the bandit's classes are saved with an agent, and only those "
+                    "load back); convert them, e.g. y = [int(v) for v in y] or [str(v) for v in y]"
                 )
     try:
         classes, labels = np.unique(y, return_inverse=True)
