@@ -1,6 +1,7 @@
 """The exception family of privrl (its public path; defined in privrl.common.errors)."""
 
 from privrl.common.errors import (
+    AgentInUseError,
     AssumptionError,
     AssumptionWarning,
     CapacityError,
@@ -31,6 +32,7 @@ __all__ = [
     "SaveFormatError",
     "ConfigError",
     "SweepError",
+    "AgentInUseError",
     "AssumptionWarning",
     "PrivacyWarning",
     "ScheduleWarning",

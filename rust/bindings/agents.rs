@@ -8,9 +8,11 @@ use numpy::{
     PyReadonlyArray3, PyReadonlyArray4, PyReadwriteArray1, PyReadwriteArray2,
     PyUntypedArrayMethods,
 };
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::pyclass::boolean_struct::False;
 use pyo3::types::PyBytes;
+use pyo3::PyClass;
 
 use super::specs::{
     exploration, mechanisms, regression, ties, BoundsSpec, GuardSpec, LsviSpecPy, VtrSpecPy,
@@ -23,6 +25,38 @@ use crate::agents::{
 };
 use crate::kernels::mixture::MixtureFeatures;
 use crate::noise::{NodeShape, NoiseStream};
+
+// ---------------------------------------------------------------- one call at a time
+
+/// The agent object for one call: PyO3's own borrow (what a `&self` receiver takes, no other
+/// cost), refused with privrl's AgentInUseError while another thread's call holds the agent (a
+/// `run` releases the GIL for its block) instead of PyO3's bare "Already mutably borrowed".
+pub(super) fn state<'py, T: PyClass>(slf: &Bound<'py, T>) -> PyResult<PyRef<'py, T>> {
+    slf.try_borrow().map_err(|_| in_use(slf.py()))
+}
+
+/// `state` for a call that changes the agent (`&mut self`).
+pub(super) fn state_mut<'py, T: PyClass<Frozen = False>>(
+    slf: &Bound<'py, T>,
+) -> PyResult<PyRefMut<'py, T>> {
+    slf.try_borrow_mut().map_err(|_| in_use(slf.py()))
+}
+
+fn in_use(py: Python<'_>) -> PyErr {
+    let msg =
+        "this agent is in use by another thread (one of its calls, e.g. a privrl.run, has not \
+               returned): privrl agents are not thread-safe; the call was refused and the agent is \
+               unchanged. Give each thread its own agent (copy.copy(agent)) or serialize the calls \
+               with a lock";
+    let built = py
+        .import("privrl.common.errors")
+        .and_then(|m| m.getattr("AgentInUseError"))
+        .and_then(|c| c.call1((msg,)));
+    match built {
+        Ok(obj) => PyErr::from_value(obj),
+        Err(_) => PyRuntimeError::new_err(msg),
+    }
+}
 
 // ---------------------------------------------------------------- runs
 
@@ -237,87 +271,95 @@ impl PyVtrAgent {
         Ok(PyVtrAgent { inner })
     }
 
-    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py>> {
+    fn __reduce__<'py>(slf: &Bound<'_, Self>, py: Python<'py>) -> PyResult<Reduced<'py>> {
+        let this = state(slf)?;
         reduced(
             py,
             "_restore_vtr_agent",
             None,
-            crate::state::encode(&self.inner),
+            crate::state::encode(&this.inner),
         )
     }
 
     /// The (H, S) policy of the arriving user.
-    fn policy<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<i64>>> {
-        let (h, s) = (self.inner.h, self.inner.s);
-        let pi = self.inner.policy().py_ok(py)?;
+    fn policy<'py>(slf: &Bound<'_, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<i64>>> {
+        let mut this = state_mut(slf)?;
+        let (h, s) = (this.inner.h, this.inner.s);
+        let pi = this.inner.policy().py_ok(py)?;
         policy_array(py, pi, h, s)
     }
 
     /// The arriving user's planned values V_h(s) (H + 1, S).
-    fn values<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let (h, s) = (self.inner.h, self.inner.s);
-        let v = self.inner.values().py_ok(py)?.to_vec();
+    fn values<'py>(slf: &Bound<'_, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let mut this = state_mut(slf)?;
+        let (h, s) = (this.inner.h, this.inner.s);
+        let v = this.inner.values().py_ok(py)?.to_vec();
         v.into_pyarray(py).reshape([h + 1, s])
     }
 
     /// The arriving user's trajectory through the privacy model (checked indices).
     fn observe(
-        &mut self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         states: PyReadonlyArray1<'_, i64>,
         actions: PyReadonlyArray1<'_, i64>,
         rewards: PyReadonlyArray1<'_, f64>,
     ) -> PyResult<()> {
-        let a = &mut self.inner;
+        let mut this = state_mut(slf)?;
+        let a = &mut this.inner;
         let t = trajectory(states, actions, rewards, a.h, a.s, a.a)?;
         a.observe(&t).py_ok(py)
     }
 
     /// Chosen statistics X (H, d), y (H) as one user's (the audits' adversarial user).
     fn observe_statistics(
-        &mut self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         x: PyReadonlyArray2<'_, f64>,
         y: PyReadonlyArray1<'_, f64>,
     ) -> PyResult<()> {
+        let mut this = state_mut(slf)?;
         let (xs, ys) = (
             contiguous("X", x.as_slice())?,
             contiguous("y", y.as_slice())?,
         );
-        self.inner.observe_statistics(xs, ys).py_ok(py)
+        this.inner.observe_statistics(xs, ys).py_ok(py)
     }
 
     /// A block of users on `run`'s model: (gaps, returns, initial states).
     fn run<'py>(
-        &mut self,
+        slf: &Bound<'_, Self>,
         py: Python<'py>,
         run: &mut PyRun,
         uniforms: PyReadonlyArray2<'_, f64>,
     ) -> PyResult<Block<'py>> {
-        run_block(py, &mut self.inner, run, uniforms)
+        let mut this = state_mut(slf)?;
+        run_block(py, &mut this.inner, run, uniforms)
     }
 
     /// Regression i's intake on chosen statistics, nothing sent: under LDP the user's message
     /// (gram (H, d, d), target (H, d)); otherwise the guarded (X (H, d), y (H,)) as flat arrays.
     fn user_message<'py>(
-        &mut self,
+        slf: &Bound<'_, Self>,
         py: Python<'py>,
         i: usize,
         x: PyReadonlyArray2<'_, f64>,
         y: PyReadonlyArray1<'_, f64>,
     ) -> PyResult<Pair1<'py>> {
+        let mut this = state_mut(slf)?;
         let (xs, ys) = (
             contiguous("X", x.as_slice())?,
             contiguous("y", y.as_slice())?,
         );
-        let (m, t) = self.inner.user_message(i, xs, ys).py_ok(py)?;
+        let (m, t) = this.inner.user_message(i, xs, ys).py_ok(py)?;
         Ok((m.into_pyarray(py), t.into_pyarray(py)))
     }
 
     /// Regression i's billboard: (design, inverse, weights, explore, gamma or None, users).
-    fn billboard<'py>(&self, py: Python<'py>, i: usize) -> PyResult<BoardOut<'py>> {
-        let (h, d) = (self.inner.h, self.inner.d);
-        let b = &self.reg(i)?.board;
+    fn billboard<'py>(slf: &Bound<'_, Self>, py: Python<'py>, i: usize) -> PyResult<BoardOut<'py>> {
+        let this = state(slf)?;
+        let (h, d) = (this.inner.h, this.inner.d);
+        let b = &this.reg(i)?.board;
         Ok((
             mat3(py, &b.design, h, d)?,
             mat3(py, &b.inverse, h, d)?,
@@ -329,9 +371,10 @@ impl PyVtrAgent {
     }
 
     /// Regression i's released noise (matrix (H, d, d), vector (H, d)): JDP only.
-    fn noise<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Noise<'py>> {
-        let (h, d) = (self.inner.h, self.inner.d);
-        let Server::Jdp { grams, targets } = &self.reg(i)?.server else {
+    fn noise<'py>(slf: &Bound<'_, Self>, py: Python<'py>, i: usize) -> PyResult<Noise<'py>> {
+        let this = state(slf)?;
+        let (h, d) = (this.inner.h, this.inner.d);
+        let Server::Jdp { grams, targets } = &this.reg(i)?.server else {
             return Err(PyValueError::new_err(
                 "only JDP servers keep their noise apart from the data",
             ));
@@ -351,9 +394,10 @@ impl PyVtrAgent {
     }
 
     /// Regression i's server sums (exact: Lambda - lam I and targets; LDP: the privatized sums).
-    fn sums<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Noise<'py>> {
-        let (h, d) = (self.inner.h, self.inner.d);
-        let (g, t) = match &self.reg(i)?.server {
+    fn sums<'py>(slf: &Bound<'_, Self>, py: Python<'py>, i: usize) -> PyResult<Noise<'py>> {
+        let this = state(slf)?;
+        let (h, d) = (this.inner.h, this.inner.d);
+        let (g, t) = match &this.reg(i)?.server {
             Server::Exact { sms, target } => {
                 let mut g = vec![0.0; h * d * d];
                 for (hh, sm) in sms.iter().enumerate() {
@@ -375,51 +419,70 @@ impl PyVtrAgent {
     }
 
     /// The tree nodes summed in regression 0's current release (JDP), else 0.
-    fn nodes_used(&self) -> u64 {
-        match &self.inner.regs[0].server {
+    fn nodes_used(slf: &Bound<'_, Self>) -> PyResult<u64> {
+        let this = state(slf)?;
+        Ok(match &this.inner.regs[0].server {
             Server::Jdp { grams, .. } => grams[0].0.nodes_used(),
             _ => 0,
-        }
+        })
     }
 
     /// Var(released noise entry after t users) / Var(one draw) of regression i.
-    fn variance_factor(&self, i: usize, t: u64) -> PyResult<f64> {
-        Ok(self.reg(i)?.server.variance_factor(t))
+    fn variance_factor(slf: &Bound<'_, Self>, i: usize, t: u64) -> PyResult<f64> {
+        let this = state(slf)?;
+        Ok(this.reg(i)?.server.variance_factor(t))
     }
 
     /// Regression i's server state as bytes (everything the server holds; tests check that
     /// under LDP it holds no user key).
-    fn server_state<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyBytes>> {
-        let bytes = crate::state::encode(&self.reg(i)?.server).py_ok(py)?;
+    fn server_state<'py>(
+        slf: &Bound<'_, Self>,
+        py: Python<'py>,
+        i: usize,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let this = state(slf)?;
+        let bytes = crate::state::encode(&this.reg(i)?.server).py_ok(py)?;
         Ok(PyBytes::new(py, &bytes))
     }
 
     /// Regression i's user-side state (guard, randomizer streams) as bytes.
-    fn intake_state<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyBytes>> {
-        let bytes = crate::state::encode(&self.reg(i)?.intake).py_ok(py)?;
+    fn intake_state<'py>(
+        slf: &Bound<'_, Self>,
+        py: Python<'py>,
+        i: usize,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let this = state(slf)?;
+        let bytes = crate::state::encode(&this.reg(i)?.intake).py_ok(py)?;
         Ok(PyBytes::new(py, &bytes))
     }
 
     /// Values clipped by each regression's guard.
     #[getter]
-    fn clips(&self) -> Vec<u64> {
-        self.inner.regs.iter().map(|r| r.intake.clips).collect()
+    fn clips(slf: &Bound<'_, Self>) -> PyResult<Vec<u64>> {
+        let this = state(slf)?;
+        Ok(this.inner.regs.iter().map(|r| r.intake.clips).collect())
     }
 
     #[getter]
-    fn k(&self) -> u64 {
-        self.inner.k
+    fn k(slf: &Bound<'_, Self>) -> PyResult<u64> {
+        let this = state(slf)?;
+        Ok(this.inner.k)
     }
 
     #[getter]
-    fn policy_updates(&self) -> u64 {
-        self.inner.policy_updates
+    fn policy_updates(slf: &Bound<'_, Self>) -> PyResult<u64> {
+        let this = state(slf)?;
+        Ok(this.inner.policy_updates)
     }
 
     /// UCRL-VTR+: sigma-bar of the last user (H,), empty before any user.
     #[getter]
-    fn last_sigma_bar<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        self.inner.last_sigma_bar.clone().into_pyarray(py)
+    fn last_sigma_bar<'py>(
+        slf: &Bound<'_, Self>,
+        py: Python<'py>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let this = state(slf)?;
+        Ok(this.inner.last_sigma_bar.clone().into_pyarray(py))
     }
 }
 
@@ -500,45 +563,50 @@ impl PyLsviAgent {
         Ok(PyLsviAgent { inner })
     }
 
-    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py>> {
+    fn __reduce__<'py>(slf: &Bound<'_, Self>, py: Python<'py>) -> PyResult<Reduced<'py>> {
+        let this = state(slf)?;
         reduced(
             py,
             "_restore_lsvi_agent",
             None,
-            crate::state::encode(&self.inner),
+            crate::state::encode(&this.inner),
         )
     }
 
-    fn policy<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<i64>>> {
-        let (h, s) = (self.inner.h, self.inner.s);
-        let pi = self.inner.policy().py_ok(py)?;
+    fn policy<'py>(slf: &Bound<'_, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<i64>>> {
+        let mut this = state_mut(slf)?;
+        let (h, s) = (this.inner.h, this.inner.s);
+        let pi = this.inner.policy().py_ok(py)?;
         policy_array(py, pi, h, s)
     }
 
     fn observe(
-        &mut self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         states: PyReadonlyArray1<'_, i64>,
         actions: PyReadonlyArray1<'_, i64>,
         rewards: PyReadonlyArray1<'_, f64>,
     ) -> PyResult<()> {
-        let a = &mut self.inner;
+        let mut this = state_mut(slf)?;
+        let a = &mut this.inner;
         let t = trajectory(states, actions, rewards, a.h, a.s, a.a)?;
         a.observe(&t).py_ok(py)
     }
 
     fn run<'py>(
-        &mut self,
+        slf: &Bound<'_, Self>,
         py: Python<'py>,
         run: &mut PyRun,
         uniforms: PyReadonlyArray2<'_, f64>,
     ) -> PyResult<Block<'py>> {
-        run_block(py, &mut self.inner, run, uniforms)
+        let mut this = state_mut(slf)?;
+        run_block(py, &mut this.inner, run, uniforms)
     }
 
     /// (design, inverse, weights, users) of the current billboard.
-    fn billboard<'py>(&self, py: Python<'py>) -> PyResult<LsviBoard<'py>> {
-        let a = &self.inner;
+    fn billboard<'py>(slf: &Bound<'_, Self>, py: Python<'py>) -> PyResult<LsviBoard<'py>> {
+        let this = state(slf)?;
+        let a = &this.inner;
         let (h, d) = (a.h, a.d);
         let design: Vec<f64> = (0..h)
             .flat_map(|i| a.board_design(i).iter().copied())
@@ -555,9 +623,10 @@ impl PyLsviAgent {
     }
 
     /// The released matrix noise of the Lambda mechanisms (H, d, d): private only.
-    fn noise<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray3<f64>>> {
-        let (h, d) = (self.inner.h, self.inner.d);
-        let Some(p) = &self.inner.server.private else {
+    fn noise<'py>(slf: &Bound<'_, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyArray3<f64>>> {
+        let this = state(slf)?;
+        let (h, d) = (this.inner.h, this.inner.d);
+        let Some(p) = &this.inner.server.private else {
             return Err(PyValueError::new_err("a non-private server has no noise"));
         };
         let mut m = vec![0.0; h * d * d];
@@ -570,62 +639,76 @@ impl PyLsviAgent {
 
     /// The eta of the last release (H, d), or None.
     #[getter]
-    fn last_eta<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyArray2<f64>>>> {
-        let e = &self.inner.server.last_eta;
+    fn last_eta<'py>(
+        slf: &Bound<'_, Self>,
+        py: Python<'py>,
+    ) -> PyResult<Option<Bound<'py, PyArray2<f64>>>> {
+        let this = state(slf)?;
+        let e = &this.inner.server.last_eta;
         if e.is_empty() {
             return Ok(None);
         }
-        Ok(Some(mat2(py, e, self.inner.h, self.inner.d)?))
+        Ok(Some(mat2(py, e, this.inner.h, this.inner.d)?))
     }
 
-    fn variance_factor(&self, t: u64) -> f64 {
-        self.inner.variance_factor(t)
-    }
-
-    #[getter]
-    fn releases(&self) -> u64 {
-        self.inner.server.releases
+    fn variance_factor(slf: &Bound<'_, Self>, t: u64) -> PyResult<f64> {
+        let this = state(slf)?;
+        Ok(this.inner.variance_factor(t))
     }
 
     #[getter]
-    fn nodes_history(&self) -> Vec<u64> {
-        self.inner.server.nodes_history.clone()
+    fn releases(slf: &Bound<'_, Self>) -> PyResult<u64> {
+        let this = state(slf)?;
+        Ok(this.inner.server.releases)
+    }
+
+    #[getter]
+    fn nodes_history(slf: &Bound<'_, Self>) -> PyResult<Vec<u64>> {
+        let this = state(slf)?;
+        Ok(this.inner.server.nodes_history.clone())
     }
 
     /// The planning path of each release ("aggregated" or "per_sample").
     #[getter]
-    fn paths(&self) -> Vec<&'static str> {
-        self.inner
+    fn paths(slf: &Bound<'_, Self>) -> PyResult<Vec<&'static str>> {
+        let this = state(slf)?;
+        Ok(this
+            .inner
             .server
             .paths
             .iter()
             .map(|&a| if a { "aggregated" } else { "per_sample" })
-            .collect()
+            .collect())
     }
 
     #[getter]
-    fn release_users(&self) -> Vec<u64> {
-        self.inner.server.release_users.clone()
+    fn release_users(slf: &Bound<'_, Self>) -> PyResult<Vec<u64>> {
+        let this = state(slf)?;
+        Ok(this.inner.server.release_users.clone())
     }
 
     #[getter]
-    fn n(&self) -> u64 {
-        self.inner.server.n
+    fn n(slf: &Bound<'_, Self>) -> PyResult<u64> {
+        let this = state(slf)?;
+        Ok(this.inner.server.n)
     }
 
     #[getter]
-    fn clips(&self) -> Vec<u64> {
-        vec![self.inner.clips]
+    fn clips(slf: &Bound<'_, Self>) -> PyResult<Vec<u64>> {
+        let this = state(slf)?;
+        Ok(vec![this.inner.clips])
     }
 
     #[getter]
-    fn k(&self) -> u64 {
-        self.inner.k
+    fn k(slf: &Bound<'_, Self>) -> PyResult<u64> {
+        let this = state(slf)?;
+        Ok(this.inner.k)
     }
 
     #[getter]
-    fn policy_updates(&self) -> u64 {
-        self.inner.policy_updates
+    fn policy_updates(slf: &Bound<'_, Self>) -> PyResult<u64> {
+        let this = state(slf)?;
+        Ok(this.inner.policy_updates)
     }
 }
 

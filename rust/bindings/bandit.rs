@@ -8,6 +8,7 @@ use numpy::{
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+use super::agents::{state, state_mut};
 use super::specs::{exploration_stream, mechanisms, ties, BoundsSpec, GuardSpec, NoiseSpec};
 use super::{contiguous, reduced, seed32, IntoPy, Reduced};
 use crate::agents::linucb::{BanditServer, Context, LinUcb, LinUcbParts};
@@ -122,44 +123,51 @@ impl PyLinUcb {
         Ok(PyLinUcb { inner })
     }
 
-    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py>> {
+    fn __reduce__<'py>(slf: &Bound<'_, Self>, py: Python<'py>) -> PyResult<Reduced<'py>> {
+        let this = state(slf)?;
         reduced(
             py,
             "_restore_linucb_agent",
             None,
-            crate::state::encode(&self.inner),
+            crate::state::encode(&this.inner),
         )
     }
 
     /// The arm of the user with context `s`; `peek`: without taking the user's draws (its
     /// exploration and tie streams are left as they were).
     #[pyo3(signature = (s, peek=false))]
-    fn action(&mut self, s: usize, peek: bool) -> PyResult<usize> {
-        if s >= self.inner.n {
+    fn action(slf: &Bound<'_, Self>, s: usize, peek: bool) -> PyResult<usize> {
+        let mut this = state_mut(slf)?;
+        if s >= this.inner.n {
             return Err(PyValueError::new_err(format!(
                 "context index {s} out of range [0, {})",
-                self.inner.n
+                this.inner.n
             )));
         }
         Ok(match peek {
-            true => self.inner.peek(|m| m.action(s)),
-            false => self.inner.action(s),
+            true => this.inner.peek(|m| m.action(s)),
+            false => this.inner.action(s),
         })
     }
 
     /// The arm of the user with the context vector `x` (length p); `peek` as in `action`.
     #[pyo3(signature = (x, peek=false))]
-    fn action_x(&mut self, x: PyReadonlyArray1<'_, f64>, peek: bool) -> PyResult<usize> {
+    fn action_x(
+        slf: &Bound<'_, Self>,
+        x: PyReadonlyArray1<'_, f64>,
+        peek: bool,
+    ) -> PyResult<usize> {
+        let mut this = state_mut(slf)?;
         let x = contiguous("x", x.as_slice())?;
-        if x.len() != self.inner.p || crate::errors::any_non_finite(x) {
+        if x.len() != this.inner.p || crate::errors::any_non_finite(x) {
             return Err(PyValueError::new_err(format!(
                 "a context must be {} finite numbers",
-                self.inner.p
+                this.inner.p
             )));
         }
         Ok(match peek {
-            true => self.inner.peek(|m| m.action_x(x)),
-            false => self.inner.action_x(x),
+            true => this.inner.peek(|m| m.action_x(x)),
+            false => this.inner.action_x(x),
         })
     }
 
@@ -167,47 +175,62 @@ impl PyLinUcb {
     /// reported through the API, whose draws are taken here (`LinUcb::observe_user`).
     #[pyo3(signature = (x, a, r, user=false))]
     fn observe_x(
-        &mut self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         x: PyReadonlyArray1<'_, f64>,
         a: usize,
         r: f64,
         user: bool,
     ) -> PyResult<()> {
+        let mut this = state_mut(slf)?;
         let x = contiguous("x", x.as_slice())?;
         match user {
-            true => self.inner.observe_user(Context::Vector(x), a, r).py_ok(py),
-            false => self.inner.observe_x(x, a, r).py_ok(py),
+            true => this.inner.observe_user(Context::Vector(x), a, r).py_ok(py),
+            false => this.inner.observe_x(x, a, r).py_ok(py),
         }
     }
 
     /// Per arm (mean, width) of context `s` on the current billboard.
-    fn scores<'py>(&mut self, py: Python<'py>, s: usize) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        if s >= self.inner.n {
+    fn scores<'py>(
+        slf: &Bound<'_, Self>,
+        py: Python<'py>,
+        s: usize,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let mut this = state_mut(slf)?;
+        if s >= this.inner.n {
             return Err(PyValueError::new_err("context index out of range"));
         }
-        let mut out = vec![0.0; 2 * self.inner.arms];
-        self.inner.scores(s, &mut out);
-        out.into_pyarray(py).reshape([self.inner.arms, 2])
+        let mut out = vec![0.0; 2 * this.inner.arms];
+        this.inner.scores(s, &mut out);
+        out.into_pyarray(py).reshape([this.inner.arms, 2])
     }
 
     #[pyo3(signature = (s, a, r, user=false))]
-    fn observe(&mut self, py: Python<'_>, s: usize, a: usize, r: f64, user: bool) -> PyResult<()> {
+    fn observe(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        s: usize,
+        a: usize,
+        r: f64,
+        user: bool,
+    ) -> PyResult<()> {
+        let mut this = state_mut(slf)?;
         match user {
-            true => self.inner.observe_user(Context::Index(s), a, r).py_ok(py),
-            false => self.inner.observe(s, a, r).py_ok(py),
+            true => this.inner.observe_user(Context::Index(s), a, r).py_ok(py),
+            false => this.inner.observe(s, a, r).py_ok(py),
         }
     }
 
     /// A block of users on the bandit of expected rewards `means` (n, arms), with two uniforms
     /// per user: (exact regret, reward, context) per user.
     fn run<'py>(
-        &mut self,
+        slf: &Bound<'_, Self>,
         py: Python<'py>,
         means: PyReadonlyArray2<'_, f64>,
         uniforms: PyReadonlyArray2<'_, f64>,
     ) -> PyResult<Log<'py>> {
-        let a = &mut self.inner;
+        let mut this = state_mut(slf)?;
+        let a = &mut this.inner;
         if means.shape() != [a.n, a.arms] || uniforms.shape()[1] != 2 {
             return Err(PyValueError::new_err(
                 "means must be (n, arms) and uniforms (users, 2)",
@@ -226,8 +249,9 @@ impl PyLinUcb {
     }
 
     /// (design, inverse, weights, users) of the current billboard, per arm.
-    fn billboard<'py>(&self, py: Python<'py>) -> PyResult<Board<'py>> {
-        let a = &self.inner;
+    fn billboard<'py>(slf: &Bound<'_, Self>, py: Python<'py>) -> PyResult<Board<'py>> {
+        let this = state(slf)?;
+        let a = &this.inner;
         let (design, inverse, weights) = a.board();
         let (k, p) = (a.arms, a.p);
         Ok((
@@ -239,8 +263,9 @@ impl PyLinUcb {
     }
 
     /// The released (noisy) sums now, per arm: (Gram blocks, reward blocks).
-    fn released<'py>(&self, py: Python<'py>) -> PyResult<Sums<'py>> {
-        let a = &self.inner;
+    fn released<'py>(slf: &Bound<'_, Self>, py: Python<'py>) -> PyResult<Sums<'py>> {
+        let this = state(slf)?;
+        let a = &this.inner;
         let (k, p) = (a.arms, a.p);
         let mut g = vec![0.0; k * p * p];
         let mut t = vec![0.0; k * p];
@@ -251,33 +276,39 @@ impl PyLinUcb {
         ))
     }
 
-    fn variance_factor(&self) -> f64 {
-        self.inner.variance_factor()
+    fn variance_factor(slf: &Bound<'_, Self>) -> PyResult<f64> {
+        let this = state(slf)?;
+        Ok(this.inner.variance_factor())
     }
 
     #[getter]
-    fn shift(&self) -> f64 {
-        self.inner.shift
+    fn shift(slf: &Bound<'_, Self>) -> PyResult<f64> {
+        let this = state(slf)?;
+        Ok(this.inner.shift)
     }
 
     #[getter]
-    fn releases(&self) -> u64 {
-        self.inner.releases
+    fn releases(slf: &Bound<'_, Self>) -> PyResult<u64> {
+        let this = state(slf)?;
+        Ok(this.inner.releases)
     }
 
     #[getter]
-    fn release_users(&self) -> u64 {
-        self.inner.release_users
+    fn release_users(slf: &Bound<'_, Self>) -> PyResult<u64> {
+        let this = state(slf)?;
+        Ok(this.inner.release_users)
     }
 
     #[getter]
-    fn clips(&self) -> Vec<u64> {
-        vec![self.inner.clips]
+    fn clips(slf: &Bound<'_, Self>) -> PyResult<Vec<u64>> {
+        let this = state(slf)?;
+        Ok(vec![this.inner.clips])
     }
 
     #[getter]
-    fn k(&self) -> u64 {
-        self.inner.k
+    fn k(slf: &Bound<'_, Self>) -> PyResult<u64> {
+        let this = state(slf)?;
+        Ok(this.inner.k)
     }
 }
 

@@ -70,6 +70,12 @@ class SweepError(PrivrlError, RuntimeError):
         self.failures = failures
 
 
+class AgentInUseError(PrivrlError, RuntimeError):
+    """A call on an agent while another thread's call on it has not returned (a ``privrl.run``
+    releases the GIL for each block of users): agents are not thread-safe. The refused call
+    changed nothing; give each thread its own agent (``copy.copy(agent)``) or use a lock."""
+
+
 class AssumptionWarning(UserWarning):
     """An environment is outside an assumption of the paper that does not affect privacy."""
 
