@@ -208,3 +208,25 @@ def test_adaptive_reports_the_second_moments_radius_in_use():
     assert not np.allclose(plans[0], plans[1])  # the radius reaches the second regression's width
     practical = UCRLVTRPlus(env, JointDP(1.0, 1e-5, calibration="practical"), episodes=50, beta_scale=0.5)
     assert practical.calibration.beta_tilde_used == 0.5 * practical.calibration.beta_tilde
+
+
+def test_a_second_moment_width_that_overflows_is_refused_at_construction():
+    """Pure JDP, practical, beta_scale = 1e148 on RiverSwimMixture(S=4, H=5): the planning
+    regression's width fits a double, but the second-moment regression's exploration matrix
+    E2 = beta_tilde^2 A^{-1} + gamma2^2 A^{-2} (gamma2 >= scale (C2 + Upsilon2 C_w) = 1.9e156) was
+    inf from the first release, and the run failed at user 511 with a NonFiniteError about an
+    "inverse design matrix". Refused at construction, naming the second moments; 1e140 runs."""
+    import warnings
+
+    from privrl.exceptions import PrivacyParameterError
+    from privrl.privacy import JointDP
+
+    env = RiverSwimMixture(S=4, H=5)
+    privacy = JointDP(1.0, 0.0, calibration="practical")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # delta = 0 < 1/K is fine; the practical rule's notes
+        with pytest.raises(PrivacyParameterError, match=r"practical width \(second moments\) overflows"):
+            UCRLVTRPlus(env, privacy, episodes=600, seed=0, beta_scale=1e148)
+        agent = UCRLVTRPlus(env, privacy, episodes=600, seed=0, beta_scale=1e140)
+        assert np.isfinite(privrl.run(agent, env, seed=1).regret).all()
+        assert np.isfinite(agent.release2().explore).all()

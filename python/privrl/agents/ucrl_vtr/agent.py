@@ -6,6 +6,7 @@ MDP with optimistic (or sampled) planning on the user's side; non-private, JDP (
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from typing import Any
 
@@ -166,19 +167,30 @@ class UCRLVTR(Agent):
                 )
         if cal.release_rule != "practical":
             return
-        # the planning regression's practical width: its privacy part gamma >= scale (C + Upsilon
-        # C_w) at the worst release enters E_h squared (LDP, beta_scale = 1e150: a NonFiniteError
-        # about an "inverse" mid-run); UCRL-VTR+'s second one only feeds min{H^2, .} of sigma-bar
+        # the practical exploration matrix E = r^2 A^{-1} + gamma_t^2 A^{-2} (A floored at lam I, so
+        # its entries reach r^2 / lam + gamma_t^2 / lam^2), gamma_t >= scale (C + Upsilon C_w) at the
+        # worst release: refused where that bound overflows a double (LDP, beta_scale = 1e150: a
+        # NonFiniteError about an "inverse" mid-run). UCRL-VTR+'s second-moment regression has one
+        # too (radius beta_tilde, its own C2, Upsilon2): pure JDP practical at beta_scale = 1e148 on
+        # RiverSwimMixture(S=4, H=5) released E2 = inf from the first user and failed at user 511
         full = getattr(cal, self._radius_key)
         scale = self.beta / full if full else self.beta_scale
-        ups, c = (cal.Upsilon, cal.C) if plus is None else (cal.Upsilon1, cal.C1)
-        gamma = scale * (c + ups * self.C_w)
-        if not math.isfinite(gamma * gamma):
-            raise PrivacyParameterError(
-                f"the practical width's privacy part (radius scale {scale:.6g} times the noise bounds "
-                f"C + Upsilon C_w = {c + ups * self.C_w:.6g}) overflows a double once squared (the "
-                "exploration matrix); pass a smaller beta_scale or beta"
-            )
+        regs = (
+            [("", self.beta, cal.Upsilon, cal.C)]
+            if plus is None
+            else [("", self.beta, cal.Upsilon1, cal.C1), (" (second moments)", plus[1], cal.Upsilon2, cal.C2)]
+        )
+        for which, r, ups, c in regs:
+            gamma = scale * (c + ups * self.C_w)
+            # the kernel squares r and gamma first, then sums r^2 A^{-1} + gamma^2 A^{-2}
+            if not math.isfinite(gamma * gamma + r * r / cal.lam + gamma * gamma / cal.lam**2):
+                raise PrivacyParameterError(
+                    f"the practical width{which} overflows a double: radius {r:.6g} and privacy part "
+                    f"gamma >= {gamma:.6g} (radius scale {scale:.6g} times the noise bounds C + Upsilon C_w "
+                    f"= {c + ups * self.C_w:.6g}) make gamma^2 or the exploration matrix's bound r^2 / "
+                    f"lam + gamma^2 / lam^2 (lam = {cal.lam:g}) exceed {sys.float_info.max:.4g}; pass a "
+                    "smaller beta_scale or beta"
+                )
 
     def _check_own_features(self, env: Any) -> None:
         """Asm. 2's ||phi_v|| <= 1 on a user's own FiniteMDP: an AssumptionWarning where it fails."""
