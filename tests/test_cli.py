@@ -780,3 +780,35 @@ def test_epsilons_flag_replaces_an_agents_own_list(tmp_path, capsys):
     assert main([*flags, "--agent", "J:algorithm=UCRL-VTR,epsilons=[1, 2]", "--epsilons", "3"]) == 2
     assert "--epsilons: an --agent sets its own epsilons too" in capsys.readouterr().err
     assert not (tmp_path / "a").exists()
+
+
+def test_delta_flag_replaces_an_agents_own_delta(tmp_path, capsys):
+    """`privrl run CONFIG --delta X` replaced the top level's and every study's delta but not the
+    delta an agent sets itself (the gap --epsilons had): the flag now sets every private run's delta,
+    each agent whose delta it replaced named on stderr; an --agent's own delta= with --delta is refused."""
+    path = tmp_path / "own.toml"
+    path.write_text(
+        'seeds = 1\nepisodes = 5\nepsilons = [1.0]\ndelta = 1e-5\n[[study]]\nenv = "RiverSwimMixture"\n'
+        '[study.agents.J]\nalgorithm = "UCRL-VTR"\nprivacy = "jdp"\ndelta = 1e-3\n'
+        '[study.agents.K]\nalgorithm = "UCRL-VTR"\nprivacy = "jdp"\n'
+    )
+
+    def run_deltas(out: str, *flags: str) -> set:
+        assert main(["run", str(path), "--out", str(tmp_path / out), "--no-progress", *flags]) == 0
+        runs = json.loads((tmp_path / out / "manifest.json").read_text())["runs"].values()
+        return {(r["agent"], float(r["delta"])) for r in runs}
+
+    assert run_deltas("config") == {("J", 1e-3), ("K", 1e-5)}
+    capsys.readouterr()
+    assert run_deltas("flag", "--delta", "1e-6") == {("J", 1e-6), ("K", 1e-6)}
+    assert "privrl: --delta replaces the delta of 'J'\n" in capsys.readouterr().err
+    flags = ["run", "--no-progress", "--env", "RiverSwimMixture", "-K", "5", "--out", str(tmp_path / "a")]
+    assert main([*flags, "--agent", "J:algorithm=UCRL-VTR,privacy=jdp,delta=1e-3", "--delta", "1e-6"]) == 2
+    assert "--delta: an --agent sets its own delta too" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists()
+    import argparse
+
+    from privrl.experiment.cli import _parser
+
+    commands = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert "an agent's own too" in {a.dest: a.help for a in commands["run"]._actions}["delta"]

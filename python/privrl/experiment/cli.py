@@ -11,53 +11,15 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from privrl.common.errors import PrivrlError
 
 DEMO_CONFIG = "demo.toml"
 DEMO_BANDIT_CONFIG = "demo_bandit.toml"
 
 
-def kernel_demo() -> None:
-    """A short tour of the Rust kernels against their numpy references."""
-    from privrl import kernels as kn
-    from privrl.kernels import reference as R
-
-    rng = np.random.default_rng(0)
-    d, n_states, n_actions = 16, 1000, 10
-    phi = rng.uniform(-1, 1, (n_states * n_actions, d)) / np.sqrt(d)
-    sm = kn.RankOneInverse(d, lam=1.0)
-    t0 = time.perf_counter()
-    sm.update_batch(phi[:1000])
-    t_sm = time.perf_counter() - t0
-    w = sm.solve(rng.standard_normal(d))
-    t0 = time.perf_counter()
-    q, _, a = kn.optimistic_values(
-        phi, w, sm.inverse(), beta=1.0, n_actions=n_actions, upper=10.0, lower=0.0, ties="lowest"
-    )
-    t_q = time.perf_counter() - t0
-    qr, _, ar = R.optimistic_values_ref(phi, w, sm.inverse(), 1.0, n_actions, 10.0, 0.0, ties="lowest")
-    print(
-        f"Sherman-Morrison: 1000 rank-one updates at d={d} in {t_sm * 1e3:.2f} ms, "
-        f"max|Lambda Lambda^-1 - I| = {sm.inverse_error():.1e}"
-    )
-    print(
-        f"Optimistic Q over {n_states} states x {n_actions} actions in {t_q * 1e3:.2f} ms; "
-        f"max |Q - Q_numpy| = {np.abs(q - qr).max():.1e}, same greedy actions: {np.array_equal(a, ar)}"
-    )
-    tree = kn.TreeAggregator((d, d), capacity=1000, scale=1.0, seed=0)
-    for _ in range(13):
-        tree.push(np.zeros((d, d)))
-    off, diag = tree.release_variance()
-    print(
-        f"Tree mechanism: after 13 leaves the release sums {tree.nodes_used} nodes "
-        f"(<= ceil(log2 T + 1) = {tree.max_nodes}); per-entry noise variance {off:.1f} off-diagonal, "
-        f"{diag:.1f} diagonal"
-    )
-
-
 def cmd_kernels(args: argparse.Namespace) -> int:
+    from privrl.kernels.demo import kernel_demo
+
     kernel_demo()
     return 0
 
@@ -130,6 +92,9 @@ def _sweep_flags(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+# Sweep flags that also replace an agent's own value in a config: key -> what it is.
+_AGENT_OVERRIDES = {"epsilons": "the list", "delta": "delta"}
+
 # Agent keys that also have a flag: (flag, key, the privacy kinds it applies to).
 _AGENT_FLAGS = (
     ("--calibration", "calibration", ("none", "jdp", "ldp")),
@@ -151,9 +116,12 @@ def _flag_agents(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         if name in agents:  # a TOML table cannot repeat a key either: the first was dropped
             raise ConfigError("--agent", f"two agents named {name!r}")
         agents[name] = _pairs(rest, f"--agent {name}")
-        if args.epsilons is not None and "epsilons" in agents[name]:
+        given = [k for k in _AGENT_OVERRIDES if getattr(args, k) is not None and k in agents[name]]
+        if given:
+            key = given[0]
             raise ConfigError(
-                "--epsilons", "an --agent sets its own epsilons too: give the list once, in one or the other"
+                f"--{key}",
+                f"an --agent sets its own {key} too: give {_AGENT_OVERRIDES[key]} once, in one or the other",
             )
     for flag, key, kinds in _AGENT_FLAGS:
         value = getattr(args, key)
@@ -188,7 +156,7 @@ def _raw_config(args: argparse.Namespace) -> dict:
         raw["study"] = {**studies, **per_study}
     elif isinstance(studies, list):
         raw["study"] = [{**s, **per_study} if isinstance(s, dict) else s for s in studies]
-    _override_agent_epsilons(raw, flags)
+    _override_agent_keys(raw, flags)
     agents = _flag_agents(args)
     if (args.env is not None or args.env_arg or agents) and "study" in raw:
         raise ConfigError(
@@ -208,24 +176,25 @@ def _raw_config(args: argparse.Namespace) -> dict:
     return raw
 
 
-def _override_agent_epsilons(raw: dict, flags: dict) -> None:
-    """--epsilons replaces the config's agents' own epsilons lists too (each replaced one is named
-    on stderr): a flag sets the epsilons of every run, as -K sets every run's K."""
-    if "epsilons" not in flags:
-        return
+def _override_agent_keys(raw: dict, flags: dict) -> None:
+    """--epsilons and --delta replace the config's agents' own epsilons lists and deltas too (each
+    replaced one is named on stderr): a flag sets that value for every run, as -K sets every run's K."""
     studies = raw.get("study")
     tables = [raw] + ([studies] if isinstance(studies, dict) else list(studies or ()))
-    replaced = []
-    for table in tables:
-        agents = table.get("agents") if isinstance(table, dict) else None
-        if not isinstance(agents, dict):  # a malformed one is the config checks' to name
+    for key in _AGENT_OVERRIDES:
+        if key not in flags:
             continue
-        for name, spec in agents.items():
-            if isinstance(spec, dict) and "epsilons" in spec:
-                agents[name] = {**spec, "epsilons": flags["epsilons"]}
-                replaced.append(repr(name))
-    if replaced:
-        print(f"privrl: --epsilons replaces the epsilons of {', '.join(replaced)}", file=sys.stderr)
+        replaced = []
+        for table in tables:
+            agents = table.get("agents") if isinstance(table, dict) else None
+            if not isinstance(agents, dict):  # a malformed one is the config checks' to name
+                continue
+            for name, spec in agents.items():
+                if isinstance(spec, dict) and key in spec:
+                    agents[name] = {**spec, key: flags[key]}
+                    replaced.append(repr(name))
+        if replaced:
+            print(f"privrl: --{key} replaces the {key} of {', '.join(replaced)}", file=sys.stderr)
 
 
 def _default_outdir(raw: dict) -> str:
@@ -454,7 +423,11 @@ def _parser() -> argparse.ArgumentParser:
         "--epsilons",
         help="comma list, inf = non-private (inf,10,1); replaces the config's lists, an agent's own too",
     )
-    run.add_argument("--delta", type=float, help="delta of (eps, delta)-DP; 0 = pure DP")
+    run.add_argument(
+        "--delta",
+        type=float,
+        help="delta of (eps, delta)-DP, 0 = pure DP; replaces the config's delta, an agent's own too",
+    )
     run.add_argument("--log-every", type=int, help="keep one row every N episodes (and the last)")
     run.add_argument("--root-seed", type=int, help="root of every run's SeedSequence (default 0)")
     run.add_argument(
