@@ -587,3 +587,41 @@ def test_batch_starts_by_formula_and_a_huge_schedule_is_refused():
     lin = RandomLinearMDP(S=10, A=3, d=4, H=5, seed=1)
     with pytest.raises(ResourceError, match="its 1000000000000 batches"):
         LSVIUCB(lin, JointDP(1.0, 1e-20), batches="every", episodes=10**12)
+
+
+def test_adaptive_private_release_refuses_an_overflowing_lam(monkeypatch):
+    """LSVIUCB(env, JointDP(1, 1e-5), lam=1e200) under the default (adaptive) calibration failed
+    mid-run with a NonFiniteError at its first release: the release's privacy precision A^2 / kappa^2
+    (A >= lam) overflows float64. A lam past the limit derived from that arithmetic is refused at
+    construction, naming lam and the limit; a large lam below it runs, and so does an agent that
+    never releases (one batch: no precision is computed)."""
+    from privrl.agents.lsvi_ucb import agent as lsvi_agent
+    from privrl.agents.lsvi_ucb.calibration import adaptive_lam_limit
+    from privrl.exceptions import NonFiniteError
+    from privrl.privacy.adaptive import centre_direction
+
+    env = RandomLinearMDP(S=30, A=4, d=8, H=5, seed=0)
+    for priv in (JointDP(1.0, 1e-5), JointDP(1.0, 0.0)):
+        with pytest.raises(PrivacyParameterError, match=r"lam = 1e\+200 .* overflows float64 unless lam <= "):
+            LSVIUCB(env, priv, episodes=400, batches=10, lam=1e200, seed=0)
+    # the refusal is of a run that would really fail: without it the run stops at a release
+    priv = JointDP(1e6, 1e-5)  # a small eta std: the limit is below sqrt(max float)
+    safe = LSVIUCB(env, priv, episodes=400, batches=10, seed=0)
+    w1, exact = centre_direction(safe.features.reshape(-1, env.d))
+    limit = adaptive_lam_limit(safe.calibration.replace(lam=1e150), float(np.linalg.norm(w1)) * exact)
+    assert 1e150 < limit < 1.34e154
+    with pytest.raises(PrivacyParameterError, match="lam"):
+        LSVIUCB(env, priv, episodes=400, batches=10, lam=4 * limit, seed=0)
+    with monkeypatch.context() as m:
+        m.setattr(lsvi_agent.privacy_of, "check_adaptive_lam", lambda *a: None)
+        unchecked = LSVIUCB(env, priv, episodes=400, batches=10, lam=4 * limit, seed=0)
+        with pytest.raises(NonFiniteError, match="adaptive release"):
+            privrl.run(unchecked, env, seed=0)
+    for p, lam in ((priv, limit / 2), (JointDP(1.0, 1e-5), 1e150)):
+        agent = LSVIUCB(env, p, episodes=400, batches=10, lam=lam, seed=0)
+        res = privrl.run(agent, env, seed=0)
+        assert (
+            agent.batch == 9 and np.isfinite(res.regret).all() and np.isfinite(agent.release().weights).all()
+        )
+    one = LSVIUCB(env, JointDP(1.0, 1e-5), episodes=400, batches=1, lam=1e200, seed=0)
+    assert np.isfinite(privrl.run(one, env, seed=0).regret).all()

@@ -319,6 +319,8 @@ class LSVIUCB(Agent):
         if cal.release_rule != "adaptive":
             return None
         w1, exact = centre_direction(table)
+        norm = float(np.linalg.norm(w1)) if exact else 0.0
+        privacy_of.check_adaptive_lam(cal, norm, len(self.batch_starts) - 1)
         private = cal.kind == "jdp"
         return LsviAdaptiveSpec(
             w1=w1,

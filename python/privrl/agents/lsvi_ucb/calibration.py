@@ -57,7 +57,9 @@ from privrl.privacy.plans import ReleasedFamily, ReleasePlan, UserStatistic
 
 __all__ = [
     "LSVIUCBCalibration",
+    "adaptive_lam_limit",
     "calibrate_lsvi_ucb",
+    "check_adaptive_lam",
     "lsvi_ucb_B0",
     "lsvi_ucb_C",
     "lsvi_ucb_C_pure",
@@ -446,6 +448,49 @@ def _practical(
         release_rule="practical",
         shift_mult=PRACTICAL_LSVI_SHIFT_MULT,
     )
+
+
+def adaptive_lam_limit(
+    cal: LSVIUCBCalibration, centre_norm: float = 0.0, releases: int | None = None
+) -> float:
+    """The largest ridge ``lam`` whose private adaptive release (rust/agents/lsvi_adaptive.rs)
+    stays finite in float64 (inf when it never releases); ``centre_norm`` = ||w1|| when the value
+    shift is on, else 0; ``releases`` the releases the agent makes (default ``cal.releases``,
+    which is at least 1: one batch makes none). Each release of step h computes the privacy
+    precision P = A^2 / kappa^2: A the design (eigenvalues floored at lam, at most lam + K, the
+    Gram of K users with ||phi|| <= 1, + (1 + shift_mult) Upsilon, its noise and the shift),
+    squared before the division, and kappa^2 = (s_u / a)^2 + s_N^2 ||m - c w1||^2 >= (s_u / (H +
+    1))^2 (a <= H + 1, s_u eta's std), met where the backup is flat (step H's V_{H+1} = 0 always),
+    whose releases never go stale, so R of them add up undiscounted: the total R P and the
+    combination's R P m, ||m|| = ||A^{-1} u~ + c w1|| <= (K (H + 1) + C) / lam + H ||w1|| (a >= 1,
+    c <= H), must be finite, and A^2 too."""
+    R = int(cal.releases if releases is None else releases)
+    if cal.kind != "jdp" or cal.release_rule != "adaptive" or R == 0:
+        return math.inf
+    std_u = float(cal.sigma_u or 0.0) * (math.sqrt(2.0) if cal.noise == "laplace" else 1.0)
+    m = (cal.K * (cal.H + 1) + cal.C) / cal.lam + cal.H * centre_norm
+    rest = cal.K + (1.0 + cal.shift_mult) * cal.Upsilon
+    top = math.sqrt(_F64_MAX) * min(1.0, std_u / ((cal.H + 1) * math.sqrt(R * max(1.0, m))))
+    return top - rest
+
+
+_F64_MAX = 1.7976931348623157e308
+
+
+def check_adaptive_lam(
+    cal: LSVIUCBCalibration, centre_norm: float = 0.0, releases: int | None = None
+) -> None:
+    """Refuse (PrivacyParameterError) a ``lam`` above :func:`adaptive_lam_limit`: its release would
+    overflow to inf mid-run (a NonFiniteError at a release) instead of at construction."""
+    limit = adaptive_lam_limit(cal, centre_norm, releases)
+    if cal.lam > limit:
+        raise PrivacyParameterError(
+            f"lam = {cal.lam:.6g} is too large for the adaptive private release: its precision "
+            f"A^2 / kappa^2 (A >= lam, kappa >= eta's std / (H + 1) = {cal.sigma_u:.4g}"
+            f"{' sqrt 2' if cal.noise == 'laplace' else ''} / {cal.H + 1}), summed over its "
+            f"R = {cal.releases if releases is None else releases} releases, overflows float64 unless "
+            f"lam <= {max(limit, 0.0):.6g}; pass a smaller lam"
+        )
 
 
 def lsvi_ucb_practical_batches(
