@@ -1,7 +1,9 @@
 """LSVI-UCB / batched / JDP / pure-JDP LSVI-UCB (Alg. 2): planning against a numpy reference,
 learning, the batch schedule, calibrated noise, both planning paths, reproducibility, bad inputs."""
 
+import math
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -533,7 +535,9 @@ def test_a_release_after_every_user_under_jdp_is_flagged():
 
 _PEAK = """
 import sys
+import math
 import os
+import sys
 
 import numpy as np
 from privrl.agents import LSVIUCB
@@ -625,3 +629,37 @@ def test_adaptive_private_release_refuses_an_overflowing_lam(monkeypatch):
         )
     one = LSVIUCB(env, JointDP(1.0, 1e-5), episodes=400, batches=1, lam=1e200, seed=0)
     assert np.isfinite(privrl.run(one, env, seed=0).regret).all()
+
+
+def test_sampling_radius_whose_square_over_lam_overflows_is_refused(monkeypatch):
+    """exploration='sampling' with beta=1e308 at lam=1e-10 (or beta_scale=1e308 under the practical
+    calibration) built and drew w = -inf at the first user. The draw N(w~, beta^2 Lambda~^{-1})
+    (Lambda~ >= lam I) has covariance entries up to beta^2 / lam: where that overflows a double the
+    agent is refused at construction (UCRL-VTR's rule for its exploration matrix); just below it the
+    run is finite, and optimism (a clipped bonus) and the adaptive rule (a capped radius) are not
+    refused."""
+    from privrl.exceptions import NonFiniteError
+
+    env = RandomLinearMDP(S=30, A=4, d=8, H=5, seed=0)
+    practical = JointDP(1.0, 1e-5, calibration="practical")
+    kw = dict(episodes=100, seed=0, exploration="sampling", lam=1e-10)
+    for priv, radius in (
+        (practical, {"beta": 1e308}),
+        (practical, {"beta_scale": 1e308}),
+        (JointDP(1.0, 1e-5, calibration="paper"), {"beta": 1e308}),
+        (NonPrivate(calibration="practical"), {"beta": 1e308}),
+    ):
+        with pytest.raises(PrivacyParameterError, match=r"beta\^2 / lam.*overflows a double"):
+            LSVIUCB(env, priv, **kw, **radius)
+    with monkeypatch.context() as m:  # the refusal is of a run that really fails
+        m.setattr(LSVIUCB, "_check_draw", lambda self, cal: None)
+        with pytest.raises(NonFiniteError, match="w"):
+            privrl.run(LSVIUCB(env, practical, **kw, beta=1e308), env, seed=0)
+    edge = 0.99 * math.sqrt(sys.float_info.max * 1e-10)  # beta^2 / lam just finite
+    with pytest.raises(PrivacyParameterError, match="beta"):
+        LSVIUCB(env, practical, **kw, beta=edge * 1.02)
+    agent = LSVIUCB(env, practical, **kw, beta=edge)
+    assert np.isfinite(privrl.run(agent, env, seed=0).regret).all()
+    for priv, exploration in ((practical, "optimism"), (JointDP(1.0, 1e-5), "sampling")):
+        agent = LSVIUCB(env, priv, **{**kw, "exploration": exploration}, beta=1e308)
+        assert np.isfinite(privrl.run(agent, env, seed=0).regret).all()

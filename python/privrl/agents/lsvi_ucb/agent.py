@@ -243,6 +243,7 @@ class LSVIUCB(Agent):
         if batches == "every" and kw["kind"] == "jdp" and kw["calibration"] != "paper":
             self._warn_every(cal, kw)
         self.beta = self._radius(cal, cal.beta)
+        self._check_draw(cal)
         self.calibration: Calibration = cal.replace(
             beta_used=self.beta, beta_scale=self.beta_scale, planning=planning
         )
@@ -299,6 +300,23 @@ class LSVIUCB(Agent):
             ScheduleWarning,
             stacklevel=3,
         )
+
+    def _check_draw(self, cal: LSVIUCBCalibration) -> None:
+        """Refuse a sampling radius whose square over lam overflows a double, UCRL-VTR's rule for its
+        exploration matrix: the draw w ~ N(w~, beta^2 Lambda~^{-1}) (Lambda~ >= lam I) has
+        covariance entries up to beta^2 / lam, and beta = 1e308 at lam = 1e-10 drew w = -inf at the
+        first user (a NonFiniteError about 'w'). Below it the deviation beta (Lambda~^{-1})^{1/2} g is
+        at most beta / sqrt(lam) < 1.4e154 times ||g||, finite. Optimism (beta ||phi||_{Lambda~^{-1}},
+        clipped to [0, H]) and the adaptive rule (its radius capped, its draw's scale the posterior's,
+        not 1 / lam) need no such bound."""
+        if self.exploration != "sampling" or cal.release_rule == "adaptive":
+            return
+        if not math.isfinite(self.beta * self.beta / cal.lam):
+            raise PrivacyParameterError(
+                f"the radius beta = {self.beta:.6g} is too large for exploration='sampling' at lam = "
+                f"{cal.lam:g}: beta^2 / lam, the largest covariance entry of the draw N(w~, beta^2 "
+                "Lambda~^{-1}), overflows a double; pass a smaller beta_scale or beta (or a larger lam)"
+            )
 
     def _private(self, cal: LSVIUCBCalibration) -> LsviPrivateSpec | None:
         """H Lambda mechanisms over the R releases (one leaf per release), the eta stream, and
