@@ -311,6 +311,37 @@ def test_a_model_drawn_without_a_seed_is_named_by_the_seed_it_drew():
         np.testing.assert_array_equal(four_seq.R, four.R)
 
 
+def test_a_model_drawn_from_a_generator_is_named_by_an_int_seed():
+    """RandomLinearMDP(seed=np.random.default_rng(5)) was named "...seed=Generator(PCG64) at
+    0x7F...)": a memory address, different in every process, that rebuilt nothing. The int seed is
+    now drawn from the generator (128 bits; the generator advances) and recorded in env.seed and the
+    name, which rebuild the model; equal generators give equal names and models; an int seed keeps
+    its name and its model (the documented draws from default_rng(seed))."""
+    for cls, kw in [
+        (RandomLinearMixtureMDP, dict(S=8, A=3, d=4, H=5)),
+        (RandomLinearMDP, dict(S=10, A=4, d=5, H=6)),
+        (HardToLearn, dict(d=5, H=6, K=10000)),
+        (SyntheticLinearMDP, dict(H=12, n_actions=8)),
+    ]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", AssumptionWarning)
+            gen = np.random.default_rng(5)
+            a, b = cls(seed=gen, **kw), cls(seed=gen, **kw)
+            same = cls(seed=np.random.default_rng(5), **kw)
+            bits = cls(seed=np.random.PCG64(5), **kw)
+            again = cls(seed=a.seed, **kw)
+        assert isinstance(a.seed, int) and a.name.endswith(f"seed={a.seed})"), (cls.__name__, a.name)
+        assert "0x" not in a.name and " at " not in a.name and "Generator" not in a.name, a.name
+        assert again.name == same.name == bits.name == a.name != b.name, cls.__name__
+        for m in (again, same, bits):
+            np.testing.assert_array_equal(m.P, a.P)
+            np.testing.assert_array_equal(m.R, a.R)
+    rng = np.random.default_rng(4)  # RandomLinearMDP's documented draw order: phi first
+    four = RandomLinearMDP(S=10, A=4, d=5, H=6, seed=4)
+    np.testing.assert_array_equal(four.features, rng.dirichlet(np.full(5, 0.3), size=(10, 4)))
+    assert four.name == "RandomLinearMDP(S=10, A=4, d=5, H=6, seed=4)"
+
+
 # ------------------------------------------------------------------------------------------------
 # one-hot linear view
 # ------------------------------------------------------------------------------------------------
