@@ -1079,3 +1079,30 @@ def test_run_ids_of_an_environment_without_features_are_unchanged():
     env = FiniteMDP(P, np.full((2, 2, 2), 0.25), np.array([1.0, 0.0]), name="two")
     cfg = build_config({"env": env, "agents": {"t": {"algorithm": "UCRL-VTR", "privacy": "none"}}})
     assert cfg.studies[0].env_fingerprint() == {"object": repr(env), "sha256": "165301253926c8d2"}
+
+
+def test_a_sweep_env_with_seed_none_draws_one_model_per_study(tmp_path):
+    """sweep({"name": "RandomLinearMixtureMDP", "seed": None}, ...) rebuilt the environment in every
+    run, and seed=None draws a model from OS entropy at each construction: every run of the study
+    had its own model. The seed is now drawn once per study when the config is built and recorded in
+    the manifest's config, so the runs share one model and the recorded int reruns (and resumes)
+    the sweep; each build of a config draws its own. An environment whose seed=None draws nothing
+    (ClassificationBandit: no shuffle) keeps None."""
+    env = {**ENV, "seed": None}
+    agents = {"N": {"algorithm": "UCRL-VTR", "privacy": "none", "beta_scale": 0.1}}
+    kw = dict(agents=agents, epsilons=[INF], seeds=[0, 1, 2], episodes=20, log_every=10)
+    df, m = sweep(env=env, **kw, outdir=tmp_path / "a")
+    seed = m["config"]["studies"][0]["env"]["seed"]
+    assert (
+        isinstance(seed, int) and load_manifest(tmp_path / "a")["config"]["studies"][0]["env"]["seed"] == seed
+    )
+    assert set(df["env"]) == {f"RandomLinearMixtureMDP(S=6, A=3, d=3, H=5, seed={seed})"}
+    again, m2 = sweep(env={**ENV, "seed": seed}, **kw, outdir=tmp_path / "a")
+    assert (m2["n_computed"], m2["n_resumed"]) == (0, 3)
+    assert_same(again, sweep(env={**ENV, "seed": seed}, **kw)[0])
+    assert_same(again, df)
+    seeds = {build_config({"env": env, "agents": agents}).studies[0].env["seed"] for _ in range(2)}
+    assert len(seeds) == 2 and all(isinstance(s, int) for s in seeds)
+    bandit = {"name": "ClassificationBandit", "dataset": "digits", "seed": None}
+    linucb = {"L": {"algorithm": "LinUCB", "privacy": "none"}}
+    assert build_config({"env": bandit, "agents": linucb}).studies[0].env["seed"] is None

@@ -27,7 +27,14 @@ from privrl.experiment.config import (
     _number,
     _seeds,
 )
-from privrl.experiment.registry import ALGORITHMS, ENVIRONMENTS, _import, _lookup, did_you_mean
+from privrl.experiment.registry import (
+    ALGORITHMS,
+    DRAWN_FROM_SEED,
+    ENVIRONMENTS,
+    _import,
+    _lookup,
+    did_you_mean,
+)
 from privrl.experiment.scaleout import check_address
 
 
@@ -131,6 +138,12 @@ def _env(value: Any, key: str) -> Any:
     name = _lookup(ENVIRONMENTS, spec.pop("name"), f"{key}.name", "environment")
     fn = _import(ENVIRONMENTS, name, f"{key}.name", "environment")
     _check_kwargs(fn, spec, key, reserved=set())
+    if name in DRAWN_FROM_SEED and "seed" in spec and spec["seed"] is None:
+        # every run rebuilds the environment from the spec: seed = None would give each run its own
+        # model (OS entropy). One seed per study, drawn here, recorded in the manifest's config.
+        from privrl.common.checks import model_seed
+
+        spec["seed"] = model_seed(None)
     return {"name": name, **spec}
 
 

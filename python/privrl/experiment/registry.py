@@ -35,6 +35,14 @@ ENVIRONMENTS: dict[str, tuple[str, str]] = {
     "ClassificationBandit": ("privrl.envs.datasets", "classification_bandit"),
 }
 
+#: The registered environments whose model is drawn from ``seed`` (privrl.common.checks.model_seed):
+#: seed = None draws a new model from OS entropy at every construction. A sweep draws that seed
+#: once per study when its config is built (parsing._env), so its runs share one model and the
+#: manifest records it.
+DRAWN_FROM_SEED = frozenset(
+    {"HardToLearn", "RandomLinearMixtureMDP", "RandomLinearMDP", "SyntheticLinearMDP"}
+)
+
 
 def _canon(name: str) -> str:
     return re.sub(r"[^a-z0-9+]", "", name.lower())
