@@ -345,3 +345,43 @@ def test_audits_take_real_outputs_of_a_size_they_can_square():
         audit_lsvi_u_release(noise_multiplier=1e200, n_trials=20)
     with pytest.raises(PrivacyParameterError, match="rescale them"):
         audit_mechanism(lambda x, s: np.array([1e200 * (x + 1.0)]), 0.0, 1.0, 10)
+
+
+def test_gdp_bound_of_an_estimated_direction_keeps_its_level():
+    """The Gaussian-DP bound with direction=None was computed on every run, the training halves the
+    direction was fitted on included: two identical laws of 500 outputs gave mu >= 0.56 (eps >= 2.25
+    at delta 1e-5, flagging a claim of 0.5 for a mechanism that ignores its input), and at mu = 0
+    |m_a - m_b| made the one-sided 95% bound two-sided (P(mu_lower > 0) = 10%). Now the test halves
+    and the signed difference: the bound misses the true mu = 0 at most at its level."""
+    rng = np.random.default_rng(0)
+    res = A.audit_samples(
+        rng.standard_normal((1000, 500)), rng.standard_normal((1000, 500)), delta=1e-5, gaussian=True,
+        claimed_epsilon=0.5,
+    )  # fmt: skip
+    assert not res.flagged and res.gdp_epsilon_lower_bound < 0.5
+    R, misses = 300, 0
+    for _ in range(R):
+        res = A.audit_samples(
+            rng.standard_normal((400, 50)), rng.standard_normal((400, 50)), delta=1e-5, gaussian=True
+        )
+        misses += res.mu_lower > 0.0
+    # binomial(300, 0.05): mean 15, sd 3.8; the old two-sided behaviour gives ~30
+    assert misses <= 25
+    # a separation is still found along an estimated direction, below its true mu = 1
+    a = rng.standard_normal((4000, 20))
+    a[:, 0] += 1.0
+    res = A.audit_samples(a, rng.standard_normal((4000, 20)), delta=1e-5, gaussian=True)
+    assert 0.8 < res.mu_lower < 1.0
+
+
+def test_gdp_bound_of_point_masses_and_pure_dp_is_a_number():
+    """Identical noiseless outputs gave mu = inf (0/0) and, at delta = 0, eps = inf * False = NaN."""
+    z, o = np.zeros((10, 2)), np.ones((10, 2))
+    for delta in (0.0, 1e-5):
+        res = A.audit_samples(z, z, delta=delta, gaussian=True)
+        assert (res.mu_hat, res.mu_lower, res.gdp_epsilon_lower_bound) == (0.0, 0.0, 0.0)
+        res = A.audit_samples(o, z, delta=delta, gaussian=True, direction=[1.0, 1.0])
+        assert res.mu_lower == math.inf and res.gdp_epsilon_lower_bound == math.inf
+    rng = np.random.default_rng(1)
+    res = A.audit_samples(rng.normal(size=(50, 1)), rng.normal(size=(50, 1)), direction=[1.0], gaussian=True)
+    assert res.gdp_epsilon_lower_bound in (0.0, math.inf)
