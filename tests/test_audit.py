@@ -385,3 +385,22 @@ def test_gdp_bound_of_point_masses_and_pure_dp_is_a_number():
     rng = np.random.default_rng(1)
     res = A.audit_samples(rng.normal(size=(50, 1)), rng.normal(size=(50, 1)), direction=[1.0], gaussian=True)
     assert res.gdp_epsilon_lower_bound in (0.0, math.inf)
+
+
+def test_shipped_audits_refuse_work_they_cannot_finish():
+    """audit_ucrl_vtr_tree(K=2**40) ran 2^40 users per trial (no answer after minutes: years of
+    work), audit_lsvi_server(n_trials=10**13) had no size check at all (it ran until stopped), and
+    audit_lsvi_server(batches=1) ran every trial, then failed in numpy ("need at least one array to
+    concatenate"): one batch releases nothing before the last user."""
+    from privrl.audit.shipped import MAX_AUDIT_USERS
+    from privrl.exceptions import ResourceError
+
+    with pytest.raises(ResourceError, match="would run 21,990,232,555,520 users"):
+        A.audit_ucrl_vtr_tree(n_trials=10, K=2**40)
+    with pytest.raises(ResourceError, match="more than 1,073,741,824"):
+        A.audit_lsvi_server(n_trials=10, K=10**9, batches=4)
+    assert MAX_AUDIT_USERS == 2**30
+    with pytest.raises(ResourceError, match="n_trials = 10000000000000 outputs"):
+        A.audit_lsvi_server(n_trials=10**13)
+    with pytest.raises(PrivacyParameterError, match="batches >= 2"):
+        A.audit_lsvi_server(n_trials=10, batches=1)

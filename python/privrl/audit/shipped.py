@@ -30,7 +30,7 @@ from privrl.audit.mechanism_audit import (
     audit_samples,
 )
 from privrl.common.checks import check_pos_int, check_positive_real
-from privrl.common.errors import PrivacyParameterError
+from privrl.common.errors import PrivacyParameterError, ResourceError
 from privrl.common.memory import refuse_over_memory
 from privrl.kernels import NoiseStream
 from privrl.privacy.accounting import gaussian_epsilon, tree_nodes_per_leaf
@@ -53,6 +53,21 @@ def _refuse_over_memory(name: str, n_trials: int, width: int, fixed: float) -> N
         f"n_trials = {n_trials} outputs of {width} entries for each neighbour",
         "Use fewer n_trials or a smaller H / d.",
     )
+
+
+#: Most users (agent steps) an audit runs in all, 2 n_trials times the users of one run: an audit
+#: at K = 2^40 ran 2^40 users per trial (years); 2^30 is hours at the ~10 us an agent step costs.
+MAX_AUDIT_USERS = 2**30
+
+
+def _refuse_over_work(name: str, n_trials: int, users_per_run: int) -> None:
+    """Refuse (ResourceError) an audit that would run more than MAX_AUDIT_USERS users in all."""
+    total = 2 * n_trials * users_per_run
+    if total > MAX_AUDIT_USERS:
+        raise ResourceError(
+            f"{name} would run {total:,} users (n_trials = {n_trials} runs per neighbour of "
+            f"{users_per_run:,} users), more than {MAX_AUDIT_USERS:,}: use fewer n_trials or a smaller K"
+        )
 
 
 def _guard_of(plan: ReleasePlan, y_high: float | None = None) -> GuardSpec:
@@ -121,6 +136,7 @@ def audit_ucrl_vtr_tree(
         "audit_ucrl_vtr_tree", n_trials, n_nodes * (H * d * d + H * d), 8.0 * n_nodes * H * d * d
     )
     times = [2**level for level in range(n_nodes)]
+    _refuse_over_work("audit_ucrl_vtr_tree", n_trials, times[-1])
     user_a, user_b = _neighbours(plan, {k: getattr(cal, k) for k in plan.scale_keys}, neighbours)
     zero = Statistics(np.zeros((H, d)), np.zeros(H))
 
@@ -325,6 +341,14 @@ def audit_lsvi_server(
     plan = lsvi_ucb.release_plan("jdp", False, H, K, d, cal.B, "tree", sampler)
     user_a, user_b = _neighbours(plan, {k: getattr(cal, k) for k in plan.scale_keys}, "worst")
     ends = {int(k) - 1 for k in batch_starts(K, cal.B)[1:]}
+    if not ends:  # batches = 1: numpy's "need at least one array to concatenate" after the runs
+        raise PrivacyParameterError(
+            f"audit_lsvi_server needs a release before the last user: batches >= 2 and K > ceil(K / "
+            f"batches), got K = {K}, batches = {batches}"
+        )
+    # n_trials = 10^13 ran unrefused (no output was kept before the runs: a hang, then memory)
+    _refuse_over_memory("audit_lsvi_server", n_trials, len(ends) * H * d, 0.0)
+    _refuse_over_work("audit_lsvi_server", n_trials, int(K))
     rng = _seed_stream(seed)
     # the shipped LsviAgent (Rust) on a feature table whose rows are the two users' phi and 0;
     # its guard lets r + V up to H + 1 through, as the plan's worst case (V_{H+1} = 0 at H = 1)
