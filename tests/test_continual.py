@@ -504,3 +504,24 @@ def test_a_mechanism_whose_state_cannot_fit_in_memory_is_refused_up_front():
     with pytest.raises(ResourceError, match="blt mechanism"):
         make_prefix_mechanism("blt", 2**27, 4, buffers=64, seed=0)
     make_prefix_mechanism("blt", (40, 40), 1000, seed=0)  # an ordinary one is built
+
+
+@pytest.mark.parametrize("kind", ["tree", "honaker", "factorization", "blt"])
+def test_a_mechanism_whose_noise_variance_overflows_is_refused(kind):
+    """TreeAggregator((2, 2), 8, divisor=1e-200) was built and reported release_variance() = (nan,
+    nan) before a push (0 x inf) and (inf, inf) after; scale=1e160 the same (sigma^2 past the
+    doubles); divisor=1e-320 (subnormal) failed at the first push saying "the leaves' sum exceeds the
+    float range". Now refused at construction; the largest scales whose variance is finite still
+    report it exactly (variance_factor(t) x scale^2, 2 scale^2 / c^2 off the diagonal)."""
+    for args in ({"divisor": 1e-200}, {"divisor": 1e-320}, {"scale": 1e160}):
+        with pytest.raises(PrivacyParameterError, match=r"divisor|variance overflows"):
+            kn.make_prefix_mechanism(kind, (2, 2), 8, **args)
+    with pytest.raises(PrivacyParameterError, match="variance overflows"):
+        kn.make_prefix_mechanism(kind, 3, 8, noise="laplace", scale=1e154)
+    with pytest.raises(PrivacyParameterError, match="positive normal double"):
+        kn.make_prefix_mechanism(kind, (2, 2), 8, noise="none", divisor=1e-320)
+    m = kn.make_prefix_mechanism(kind, (2, 2), 8, scale=1e150, seed=0)
+    assert m.release_variance() == (0.0, 0.0)
+    m.push(np.eye(2))
+    off, diag = m.release_variance()
+    assert off == pytest.approx(m.variance_factor(1) * 2 * 1e300 / 2) and diag == pytest.approx(2 * off)

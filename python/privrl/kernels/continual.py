@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,6 +165,8 @@ class PrefixMechanism:
         capacity = check_int(capacity, "capacity")
         self.noise_kind, self.scale, self.grid_bits = parse_noise(noise, scale, grid_bits)
         self.divisor = check_finite_real(divisor, "divisor")
+        if self.divisor < sys.float_info.min:  # as NoiseStream's: 1 / divisor^2 is inf
+            raise PrivacyParameterError(f"divisor must be a positive normal double, got {divisor!r}")
         if buffers is not None and kind != "blt":
             raise PrivacyParameterError(f"buffers only applies to kind 'blt', not {kind!r}")
         nbuf = 0 if buffers is None else check_int(buffers, "buffers", 1, MAX_BLT_BUFFERS)
@@ -181,6 +184,14 @@ class PrefixMechanism:
             nbuf,
             bool(keep_last_node),
         )
+        # variance_factor(1) = 1 for every kind: step 1's variances are one node's
+        worst = max(self._m.step_variance(1)) * self._m.max_variance_factor()
+        if not math.isfinite(worst):  # release_variance() was inf, or NaN (0 * inf) before a push
+            raise PrivacyParameterError(
+                f"the released noise's variance overflows a double (scale {self.scale!r}, divisor "
+                f"{self.divisor!r}: a node's per-entry variance {max(self._m.step_variance(1))!r} times "
+                f"up to {self._m.max_variance_factor():g}); use a smaller scale or a larger divisor"
+            )
 
     def push(self, leaf: Any) -> None:
         """Add one leaf (the statistic of one episode or one batch); a (d, d) leaf must be
