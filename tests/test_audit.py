@@ -404,3 +404,29 @@ def test_shipped_audits_refuse_work_they_cannot_finish():
         A.audit_lsvi_server(n_trials=10**13)
     with pytest.raises(PrivacyParameterError, match="batches >= 2"):
         A.audit_lsvi_server(n_trials=10, batches=1)
+
+
+def test_audit_parameters_are_checked_at_the_edge():
+    """n_candidates=10**11 asked numpy for 745 GiB (MemoryError), -1 / 1.5 failed inside
+    np.geomspace; delta=False was taken as 0, a str delta / confidence / alpha was a bare TypeError
+    ("'<' not supported"); effective_epsilon "x" or NaN was stored as given; a text direction was
+    numpy's ValueError; betainc(True, ...) took True as 1, and numpy float32 parameters computed in
+    float32 (betainc(float32(2), 3, 0.5) = 0.68749999 for 11/16)."""
+    z, o = np.zeros((10, 2)), np.ones((10, 2))
+    for bad in (10**11, -1, 1.5, True):
+        with pytest.raises(PrivacyParameterError, match="n_candidates must be an integer"):
+            A.audit_samples(z, o, n_candidates=bad)
+    for kw in ({"delta": False}, {"delta": "0.1"}, {"confidence": "0.9"}, {"effective_epsilon": "x"}):
+        with pytest.raises(PrivacyParameterError, match="must be a real number"):
+            A.audit_samples(z, o, **kw)
+    with pytest.raises(PrivacyParameterError, match="effective_epsilon must be >= 0"):
+        A.audit_samples(z, o, effective_epsilon=float("nan"))
+    with pytest.raises(TypeError, match="direction must be a real numeric array"):
+        A.audit_samples(z, o, direction=["a", "b"])
+    with pytest.raises(PrivacyParameterError, match="alpha must be a real number"):
+        A.clopper_pearson(1, 4, "0.05")
+    with pytest.raises(PrivacyParameterError, match="a must be a real number"):
+        A.betainc(True, 1.0, 0.5)
+    assert A.betainc(np.float32(2.0), np.int64(3), np.float64(0.5)) == pytest.approx(11 / 16, rel=1e-14)
+    res = A.audit_samples(z, o, n_candidates=0, effective_epsilon=np.float64(1.5))
+    assert res.effective_epsilon == 1.5 and res.epsilon_lower_bound >= 0.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from privrl.common.checks import check_int
+from privrl.common.checks import check_int, check_probability, check_real
 from privrl.common.errors import PrivacyParameterError
 
 __all__ = ["betainc", "clopper_pearson"]
@@ -56,6 +56,7 @@ def betainc(a: float, b: float, x: float) -> float:
     """Regularized incomplete beta ``I_x(a, b)`` for ``a, b > 0``, ``x in [0, 1]`` (Numerical
     Recipes, Sec. 6.4: the continued fraction in ``x`` or, past the mean, in ``1 - x`` via
     ``I_x(a, b) = 1 - I_{1-x}(b, a)``). ``P(Bin(n, p) >= k) = I_p(k, n - k + 1)``."""
+    a, b, x = check_real(a, "a"), check_real(b, "b"), check_real(x, "x")  # True was 1, "0.5" a TypeError
     if not (a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)):
         raise PrivacyParameterError(f"betainc needs finite a, b > 0, got a={a}, b={b}")
     if a > BETAINC_MAX or b > BETAINC_MAX:
@@ -102,8 +103,7 @@ def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
     n = check_int(n, "n")
     if n < 1 or not (0 <= k <= n):
         raise PrivacyParameterError(f"need 0 <= k <= n and n >= 1, got k={k}, n={n}")
-    if not (0.0 < alpha < 1.0):
-        raise PrivacyParameterError(f"alpha must be in (0, 1), got {alpha}")
+    alpha = check_probability(alpha, "alpha")  # True was refused by value, "0.05" a bare TypeError
     if k == 0:
         lower = 0.0
     elif k == n:

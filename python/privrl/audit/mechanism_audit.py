@@ -30,7 +30,15 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from privrl.audit.intervals import _normal_quantile, _wilson, betainc, clopper_pearson
-from privrl.common.checks import check_pos_int, check_positive_real, numeric_array
+from privrl.common.checks import (
+    check_delta_pure_ok,
+    check_int,
+    check_pos_int,
+    check_positive_real,
+    check_probability,
+    check_real,
+    numeric_array,
+)
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.accounting import gaussian_epsilon
 from privrl.privacy.plans import ReleasePlan, statistic_worst_case
@@ -108,6 +116,11 @@ class AuditResult:
         )
 
 
+#: Most tail thresholds audit_samples tries per orientation (``n_candidates``; they are spaced
+#: geometrically over half the training runs, so more cannot help below 4 * 10^6 runs).
+MAX_CANDIDATES = 10**6
+
+
 def _eps_lb(tpr_lb: float, fpr_ub: float, delta: float) -> float:
     if tpr_lb <= delta or fpr_ub <= 0.0:
         return 0.0 if tpr_lb <= delta else math.inf
@@ -130,8 +143,9 @@ def _overflow_refused() -> Iterator[None]:
 
 def _checked_samples(
     samples_a: Any, samples_b: Any, delta: float, confidence: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """The two sample sets as (n, outputs) float arrays, after checking shapes and parameters."""
+) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """The two sample sets as (n, outputs) float arrays and (delta, confidence), after checking
+    shapes and parameters (a bool delta, or a str one (a bare TypeError), was taken as a number)."""
     # numeric_array: complex samples lost their imaginary part, strings were parsed (numpy's way)
     a, b = numeric_array(samples_a, "samples_a"), numeric_array(samples_b, "samples_b")
     if a.ndim < 1 or b.ndim < 1 or a.shape[0] != b.shape[0] or a.shape[1:] != b.shape[1:]:
@@ -139,14 +153,11 @@ def _checked_samples(
     n = a.shape[0]
     if n < 4:
         raise PrivacyParameterError(f"need at least 4 runs per neighbour, got {n}")
-    if not (0.0 < confidence < 1.0):
-        raise PrivacyParameterError(f"confidence must be in (0, 1), got {confidence}")
-    if not (0.0 <= delta < 1.0):
-        raise PrivacyParameterError(f"delta must be in [0, 1), got {delta}")
+    confidence, delta = check_probability(confidence, "confidence"), check_delta_pure_ok(delta)
     a, b = a.reshape(n, -1), b.reshape(n, -1)
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         raise PrivacyParameterError("samples contain NaN or inf")
-    return a, b
+    return a, b, delta, confidence
 
 
 def _choose_threshold(
@@ -200,16 +211,22 @@ def audit_samples(
     ``gaussian=True`` adds the Gaussian-DP bound (Gaussian mechanisms; ``direction`` oriented as
     output(a) - output(b)), on all runs for a given direction and on the test halves for an
     estimated one."""
-    a, b = _checked_samples(samples_a, samples_b, delta, confidence)
+    a, b, delta, confidence = _checked_samples(samples_a, samples_b, delta, confidence)
     if claimed_epsilon is not None:
         claimed_epsilon = check_positive_real(claimed_epsilon, "claimed_epsilon")
+    if effective_epsilon is not None:  # "x" and NaN were stored as given
+        effective_epsilon = check_real(effective_epsilon, "effective_epsilon")
+        if not effective_epsilon >= 0.0:
+            raise PrivacyParameterError(f"effective_epsilon must be >= 0, got {effective_epsilon!r}")
+    # 10**11 asked numpy for 745 GiB of candidates, -1 and 1.5 failed inside np.geomspace
+    n_candidates = check_int(n_candidates, "n_candidates", 0, MAX_CANDIDATES)
     n = a.shape[0]
     half = n // 2
     if direction is None:
         v = a[:half].mean(axis=0) - b[:half].mean(axis=0)
         stat = "projection on the difference of the training means"
     else:
-        v = np.asarray(direction, dtype=float).reshape(-1)
+        v = numeric_array(direction, "direction").reshape(-1)  # text / complex: a TypeError
         if v.shape[0] != a.shape[1]:
             raise PrivacyParameterError(f"direction has {v.shape[0]} entries, outputs have {a.shape[1]}")
         if not np.all(np.isfinite(v)):
@@ -218,7 +235,7 @@ def audit_samples(
         if inverse_variance is not None:
             # whitened: for independent Gaussian entries the likelihood ratio is linear in
             # Sigma^{-1} (mean_a - mean_b); weight 0 drops a duplicated output (a symmetric entry)
-            w = np.asarray(inverse_variance, dtype=float).reshape(-1)
+            w = numeric_array(inverse_variance, "inverse_variance").reshape(-1)
             if w.shape != v.shape or not np.all(np.isfinite(w)) or np.any(w < 0):
                 raise PrivacyParameterError("inverse_variance must be one finite weight >= 0 per output")
             v = v * w
