@@ -6,6 +6,7 @@ Every public function checks what it is given; the Rust agents then trust what t
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 import math
@@ -30,6 +31,7 @@ __all__ = [
     "check_real",
     "checked",
     "check_choice",
+    "did_you_mean",
     "check_episodes",
     "check_int",
     "check_finite_real",
@@ -243,10 +245,25 @@ def checked(**overrides: Checker | None) -> Callable[[F], F]:
     return decorate
 
 
+def did_you_mean(name: Any, choices: Any) -> str:
+    """``"did you mean 'x'? "`` for the closest of `choices` to a mistyped `name`, else ``""``: the one
+    home of the suggestions (config keys, registered names, choices). Case is ignored in the match
+    ('BLT' -> 'blt', 'Random' -> 'random'), the suggestion is spelled as accepted."""
+    folded: dict[str, str] = {}
+    for choice in map(str, choices):
+        folded.setdefault(choice.lower(), choice)
+    close = difflib.get_close_matches(str(name).lower(), list(folded), n=1)
+    return f"did you mean {folded[close[0]]!r}? " if close else ""
+
+
 def check_choice(value: Any, allowed: tuple[str, ...], name: str) -> str:
-    """One of the strings ``allowed`` (a ValueError naming them otherwise)."""
+    """One of the strings ``allowed`` (a ValueError naming them, and the close one of a typo, otherwise)."""
     if not isinstance(value, str) or value not in allowed:
-        raise PrivacyParameterError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+        hint = did_you_mean(value, allowed).strip() if isinstance(value, str) else ""
+        raise PrivacyParameterError(
+            f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}"
+            + (f"; {hint}" if hint else "")
+        )
     return value
 
 

@@ -117,7 +117,9 @@ def _check_kwargs(
 def _choice(value: Any, allowed: Sequence[str], key: str, what: str) -> str | None:
     """`value` if it is one of `allowed` (exact spelling), None if it is None."""
     if value is not None and (not isinstance(value, str) or value not in allowed):
-        raise ConfigError(key, f"unknown {what} {value!r}; use one of {', '.join(allowed)}")
+        raise ConfigError(
+            key, f"unknown {what} {value!r}; {did_you_mean(value, allowed)}use one of {', '.join(allowed)}"
+        )
     return value
 
 

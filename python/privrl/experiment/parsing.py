@@ -61,7 +61,9 @@ def _agent_table(name: Any, spec: Any, key: str) -> dict[str, Any]:
 
 def _privacy_kind(kind: Any, key: str) -> str:
     if not isinstance(kind, str) or kind.lower() not in PRIVACY_KINDS:
-        raise ConfigError(key, f"unknown privacy model {kind!r}; use none, jdp or ldp")
+        raise ConfigError(
+            key, f"unknown privacy model {kind!r}; {did_you_mean(kind, PRIVACY_KINDS)}use none, jdp or ldp"
+        )
     return PRIVACY_KINDS[kind.lower()]
 
 
@@ -90,7 +92,11 @@ def _agent_spec(name: Any, raw: Any, key: str) -> AgentSpec:
             f"only jdp agents choose a continual-release mechanism; this one has privacy = {kind!r}",
         )
     _check_kwargs(
-        cls.__init__, spec, key, reserved={"self", "env", "privacy", "episodes", "seed"}, also=_SPEC_KEYS
+        cls.__init__,
+        spec,
+        key,
+        reserved={"self", "env", "privacy", "episodes", "seed"},
+        also=_SPEC_KEYS,
     )
     if "beta_scale" in spec:  # checked, not converted: the run ids hash the options as written
         _number(spec["beta_scale"], f"{key}.beta_scale", low=0.0)

@@ -3,7 +3,6 @@ punctuation insensitive), and the environment and privacy model of a run built f
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import inspect
 import math
@@ -11,6 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from privrl.common.checks import did_you_mean
 from privrl.common.errors import ConfigError
 
 # Algorithms by canonical name -> (module, class). Resolved on first use, so an algorithm whose
@@ -46,13 +46,6 @@ DRAWN_FROM_SEED = frozenset(
 
 def _canon(name: str) -> str:
     return re.sub(r"[^a-z0-9+]", "", name.lower())
-
-
-def did_you_mean(name: Any, choices: Any) -> str:
-    """``"did you mean 'x'? "`` for the closest of `choices` to a mistyped `name`, else ``""``
-    (the one home of the config's suggestions)."""
-    close = difflib.get_close_matches(str(name), list(choices), n=1)
-    return f"did you mean {close[0]!r}? " if close else ""
 
 
 def _lookup(registry: Mapping[str, Any], name: Any, key: str, what: str) -> str:

@@ -38,7 +38,14 @@ from typing import Any
 import numpy as np
 
 from privrl import _core
-from privrl.common.checks import check_finite_real, check_int, check_symmetric, numeric_array, seed_bytes
+from privrl.common.checks import (
+    check_choice,
+    check_finite_real,
+    check_int,
+    check_symmetric,
+    numeric_array,
+    seed_bytes,
+)
 from privrl.common.errors import PrivacyParameterError, ShapeError
 from privrl.common.memory import refuse_over_memory
 
@@ -92,8 +99,7 @@ def parse_shape(shape: Any) -> tuple[tuple[int, ...], bool, int]:
 def parse_noise(noise: Any, scale: Any, grid_bits: Any) -> tuple[str, float, int]:
     """Validated (noise, scale, grid_bits); scale is 0 for "none", which takes no other scale than
     the default 1 or 0 (a scale it would ignore is refused)."""
-    if not isinstance(noise, str) or noise not in NOISES:
-        raise PrivacyParameterError(f"noise must be one of {NOISES}, got {noise!r}")
+    check_choice(noise, NOISES, "noise")
     grid_bits = check_int(grid_bits, "grid_bits", 0, MAX_GRID_BITS)
     if noise == "none":
         if check_finite_real(scale, "noise scale", positive=False) not in (0.0, 1.0):
@@ -159,8 +165,7 @@ class PrefixMechanism:
         keep_last_node: bool,
     ) -> None:
         """Validate every argument once, then build the Rust mechanism."""
-        if not isinstance(kind, str) or kind not in MECHANISMS:
-            raise PrivacyParameterError(f"mechanism kind must be one of {MECHANISMS}, got {kind!r}")
+        check_choice(kind, MECHANISMS, "mechanism kind")
         self.shape, self.symmetric, self.d = parse_shape(shape)
         capacity = check_int(capacity, "capacity")
         self.noise_kind, self.scale, self.grid_bits = parse_noise(noise, scale, grid_bits)
@@ -432,8 +437,7 @@ def make_prefix_mechanism(
     kind="tree" returns a TreeAggregator (the paper's binary mechanism, which also takes
     grid_bits for the discrete samplers and keep_last_node); the other kinds a PrefixMechanism
     (options: buffers for "blt", grid_bits)."""
-    if kind not in MECHANISMS:  # also refuses non-strings (MECHANISMS holds strings only)
-        raise PrivacyParameterError(f"mechanism kind must be one of {MECHANISMS}, got {kind!r}")
+    check_choice(kind, MECHANISMS, "mechanism kind")
     if kind == "tree":
         return TreeAggregator(
             shape, capacity, noise=noise, scale=scale, seed=seed, divisor=divisor, **options

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from privrl.common.checks import check_delta_pure_ok, check_user_epsilon
+from privrl.common.checks import check_choice, check_delta_pure_ok, check_user_epsilon
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.accounting import discrete_gaussian_draws, discrete_gaussian_mu, gaussian_mu, zcdp_mu
 from privrl.privacy.plans import (
@@ -143,15 +143,11 @@ class Calibration:
 
 
 def check_kind(kind: Any, allowed: tuple[str, ...] = KINDS) -> str:
-    if not isinstance(kind, str) or kind not in allowed:
-        raise PrivacyParameterError(f"kind must be one of {allowed}, got {kind!r}")
-    return kind
+    return check_choice(kind, allowed, "kind")
 
 
 def check_sampler(sampler: Any) -> str:
-    if not isinstance(sampler, str) or sampler not in SAMPLERS:
-        raise PrivacyParameterError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
-    return sampler
+    return check_choice(sampler, SAMPLERS, "sampler")
 
 
 #: The continual-release mechanisms that run the discrete samplers (tree: lattice node sums; BLT:
@@ -235,9 +231,7 @@ def paper_lattice_factor(plan: ReleasePlan, epsilon: float) -> float:
 
 
 def check_calibration(calibration: Any, allowed: tuple[str, ...] = CALIBRATIONS) -> str:
-    if not isinstance(calibration, str) or calibration not in allowed:
-        raise PrivacyParameterError(f"calibration must be one of {allowed}, got {calibration!r}")
-    return calibration
+    return check_choice(calibration, allowed, "calibration")
 
 
 def privacy_args(kind: str, epsilon: Any, delta: Any) -> tuple[float | None, float | None, bool]:

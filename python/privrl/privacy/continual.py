@@ -29,6 +29,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from privrl.common.checks import check_choice
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.accounting import tree_nodes_per_leaf
 from privrl.privacy.common import PRACTICAL_RULES
@@ -41,9 +42,7 @@ MECHANISMS = ("tree", "honaker", "factorization", "blt")
 
 
 def check_mechanism(mechanism: Any) -> str:
-    if not isinstance(mechanism, str) or mechanism not in MECHANISMS:
-        raise PrivacyParameterError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
-    return mechanism
+    return check_choice(mechanism, MECHANISMS, "mechanism")
 
 
 def resolve_mechanism(kind: str, calibration: str, pure: bool, mechanism: Any = None) -> str:

@@ -26,7 +26,7 @@ import numpy as np
 
 from privrl.agents.ucrl_vtr import calibration as vtr
 from privrl.agents.ucrl_vtr.calibration import UCRLVTRCalibration
-from privrl.common.checks import MAX_INT, check_pos_int, check_positive_real, check_probability
+from privrl.common.checks import MAX_INT, check_pos_int, check_positive_real, check_probability, did_you_mean
 from privrl.common.errors import PrivacyParameterError
 from privrl.common.memory import refuse_over_memory
 from privrl.privacy.common import DEFAULT_CALIBRATION, check_calibration, check_kind, privacy_args
@@ -76,10 +76,11 @@ def check_schedule(schedule: Any) -> str | int:
     integral = isinstance(schedule, (numbers.Integral, np.integer))
     if integral and not isinstance(schedule, (bool, np.bool_)) and 1 <= int(schedule) <= MAX_INT:
         return int(schedule)
+    hint = did_you_mean(schedule, SCHEDULES).strip() if isinstance(schedule, str) else ""
     raise PrivacyParameterError(
         "schedule must be one of 'auto' (a release every p users), 'geometric' (after p, 2p, 4p, ... "
         "users), 'every' (after every user) or an integer L in [1, 2^63 - 1] (a release every L "
-        f"users), got {schedule!r}"
+        f"users), got {schedule!r}" + (f"; {hint}" if hint else "")
     )
 
 

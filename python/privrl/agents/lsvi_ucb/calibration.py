@@ -36,7 +36,7 @@ from privrl.agents.lsvi_ucb.formulas import (
     lsvi_ucb_upsilon_pure,
 )
 from privrl.agents.ucrl_vtr.calibration import _profile_fields
-from privrl.common.checks import check_pos_int, check_positive_real, check_probability
+from privrl.common.checks import check_pos_int, check_positive_real, check_probability, did_you_mean
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy import practical
 from privrl.privacy.adaptive import ADAPTIVE_LSVI_LAM
@@ -125,8 +125,10 @@ def resolve_batches(
             return lsvi_ucb_practical_batches(eps, delta, H, K, d, p, mechanism)
         return lsvi_ucb_num_batches(eps, H, K, d)
     if isinstance(batches, bool) or not isinstance(batches, numbers.Integral):
+        hint = did_you_mean(batches, ("static", "scaled", "every")) if isinstance(batches, str) else ""
         raise PrivacyParameterError(
             f"batches must be 'static', 'scaled', 'every' or an int in [1, K], got {batches!r}"
+            + (f"; {hint.strip()}" if hint else "")
         )
     B = int(batches)
     if not (1 <= B <= K):

@@ -1,0 +1,85 @@
+"""Off the happy path: a mistyped or wrongly cased name gets the close valid one suggested, wherever
+a list of valid names exists (config keys, registered names, the choices an option takes)."""
+
+import re
+
+import pytest
+
+from privrl.agents import LSVIUCB, UCRLVTR, LinUCB
+from privrl.common.checks import did_you_mean
+from privrl.envs import RandomLinearMDP, RiverSwimMixture
+from privrl.envs.bandit import ContextualBandit
+from privrl.exceptions import PrivacyParameterError
+from privrl.experiment import ConfigError
+from privrl.experiment.cli import main
+from privrl.experiment.parsing import build_config
+from privrl.kernels import make_prefix_mechanism
+from privrl.privacy import JointDP, LocalDP
+
+RIVER = RiverSwimMixture(S=3, H=2)
+ENV = {"name": "RiverSwimMixture", "S": 3, "H": 2}
+
+
+def test_did_you_mean_ignores_case_and_spells_the_suggestion_as_accepted():
+    assert did_you_mean("BLT", ("tree", "honaker", "factorization", "blt")) == "did you mean 'blt'? "
+    assert did_you_mean("Random", ("random", "lowest")) == "did you mean 'random'? "
+    assert did_you_mean("SS", ["A", "H", "S", "d"]) == "did you mean 'S'? "
+    assert did_you_mean("foo", ("optimism", "sampling")) == ""
+
+
+@pytest.mark.parametrize(
+    ("build", "needle"),
+    [
+        (lambda: UCRLVTR(RIVER, episodes=5, ties="Random"), "got 'Random'; did you mean 'random'?"),
+        (lambda: UCRLVTR(RIVER, episodes=5, exploration="optimsm"), "did you mean 'optimism'?"),
+        (lambda: UCRLVTR(RIVER, episodes=5, centre="feasable"), "did you mean 'feasible'?"),
+        (lambda: JointDP(1.0, 1e-5, calibration="tigth"), "got 'tigth'; did you mean 'tight'?"),
+        (lambda: JointDP(1.0, 1e-5, mechanism="BLT"), "got 'BLT'; did you mean 'blt'?"),
+        (lambda: LocalDP(1.0, 1e-5, sampler="Float"), "did you mean 'float'?"),
+        (lambda: make_prefix_mechanism("Honaker", 2, 4, scale=1.0, seed=0), "did you mean 'honaker'?"),
+        (lambda: make_prefix_mechanism("tree", 2, 4, noise="Gaussian", seed=0), "did you mean 'gaussian'?"),
+        (
+            lambda: LSVIUCB(RandomLinearMDP(seed=0), JointDP(1.0, 1e-5), episodes=5, batches="evry"),
+            "got 'evry'; did you mean 'every'?",
+        ),
+    ],
+)
+def test_a_mistyped_choice_names_the_close_one(build, needle):
+    with pytest.raises(PrivacyParameterError, match=re.escape(needle)):
+        build()
+
+
+def test_linucb_schedule_typo_names_the_close_one():
+    bandit = ContextualBandit([[0.5, 0.0], [0.0, 0.5]], [[0.0, 1.0], [1.0, 0.0]])
+    with pytest.raises(PrivacyParameterError, match=re.escape("got 'geometrc'; did you mean 'geometric'?")):
+        LinUCB(bandit, JointDP(1.0, 1e-5), episodes=5, schedule="geometrc")
+
+
+def test_a_choice_without_a_close_one_is_refused_as_before():
+    with pytest.raises(PrivacyParameterError) as exc:
+        UCRLVTR(RIVER, episodes=5, exploration="foo")
+    assert str(exc.value) == "exploration must be one of 'optimism', 'sampling', got 'foo'"
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "needle"),
+    [
+        ("mechanism", "BLT", "unknown mechanism 'BLT'; did you mean 'blt'?"),
+        ("calibration", "Tight", "unknown calibration 'Tight'; did you mean 'tight'?"),
+        ("sampler", "discret", "unknown sampler 'discret'; did you mean 'discrete'?"),
+        ("privacy", "jpd", "unknown privacy model 'jpd'; did you mean 'jdp'?"),
+    ],
+)
+def test_config_choices_suggest_the_close_one(option, value, needle):
+    with pytest.raises(ConfigError, match=re.escape(needle)) as exc:
+        build_config({"env": ENV, "agents": {"J": {"algorithm": "UCRL-VTR", option: value}}})
+    assert exc.value.key == f"agents.J.{option}"
+
+
+def test_cli_suggests_the_close_mechanism(tmp_path, capsys):
+    argv = ["run", "--env", "RiverSwimMixture", "--env-arg", "S=3,H=2", "-K", "5", "--seeds", "1"]
+    argv += ["--agent", "J:algorithm=UCRL-VTR,mechanism=BLT", "--out", str(tmp_path / "r")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "privrl: error: agents.J.mechanism: unknown mechanism 'BLT'; did you mean 'blt'?" in err
+    assert "Traceback" not in err and not (tmp_path / "r").exists()
