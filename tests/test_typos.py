@@ -83,3 +83,32 @@ def test_cli_suggests_the_close_mechanism(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "privrl: error: agents.J.mechanism: unknown mechanism 'BLT'; did you mean 'blt'?" in err
     assert "Traceback" not in err and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    ("raw", "key", "needle"),
+    [
+        (
+            {"env": ENV, "agents": {"J": {"algorithm": "UCRL-VTR", "beta_scal": 0.1}}},
+            "agents.J.beta_scal",
+            "(UCRL-VTR accepts beta, beta_scale,",
+        ),
+        (
+            {"env": ENV, "agents": {"J": {"algorithm": "linucb", "ridge": 1.0}}},
+            "agents.J.ridge",
+            "unknown option; LinUCB accepts ",
+        ),
+        (
+            {"env": {"name": "frozenlake", "HH": 8}, "agents": {"J": {"algorithm": "LSVI-UCB"}}},
+            "env.HH",
+            "(FrozenLake accepts ",
+        ),
+    ],
+)
+def test_an_unknown_option_names_the_algorithm_or_environment_as_the_config_does(raw, key, needle):
+    """It said '__init__ accepts ...' for an agent option and 'frozen_lake accepts ...' for an
+    environment built by a function: the names of Python internals, not of the config."""
+    with pytest.raises(ConfigError, match=re.escape(needle)) as exc:
+        build_config(raw)
+    assert exc.value.key == key
+    assert "__init__" not in str(exc.value) and "frozen_lake" not in str(exc.value)

@@ -95,17 +95,23 @@ _STUDY_KEYS = {"name", "env", "agents", "episodes", "seeds", "epsilons", "delta"
 
 
 def _check_kwargs(
-    fn: Any, kwargs: Mapping[str, Any], key: str, reserved: set[str], also: Sequence[str] = ()
+    fn: Any,
+    kwargs: Mapping[str, Any],
+    key: str,
+    reserved: set[str],
+    also: Sequence[str] = (),
+    owner: str = "",
 ) -> None:
+    """Refuse a key of `kwargs` that `fn` does not take, naming what `owner` (the algorithm or environment
+    as the config spells it; default fn's name) accepts."""
     params = inspect.signature(fn).parameters
     if any(p.kind is p.VAR_KEYWORD for p in params.values()):
         return
     for k in kwargs:
         if k in reserved or k not in params:
             allowed = sorted(set(params) - reserved - {"self"})
-            message = (
-                f"unknown option; {getattr(fn, '__name__', fn)} accepts {', '.join(allowed) or 'no options'}"
-            )
+            name = owner or getattr(fn, "__name__", fn)
+            message = f"unknown option; {name} accepts {', '.join(allowed) or 'no options'}"
             if also:
                 message += f" (besides {', '.join(also)})"
             hint = did_you_mean(k, [*allowed, *also])

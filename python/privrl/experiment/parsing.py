@@ -97,6 +97,7 @@ def _agent_spec(name: Any, raw: Any, key: str) -> AgentSpec:
         key,
         reserved={"self", "env", "privacy", "episodes", "seed"},
         also=_SPEC_KEYS,
+        owner=algo,
     )
     if "beta_scale" in spec:  # checked, not converted: the run ids hash the options as written
         _number(spec["beta_scale"], f"{key}.beta_scale", low=0.0)
@@ -143,7 +144,7 @@ def _env(value: Any, key: str) -> Any:
     spec = dict(value)
     name = _lookup(ENVIRONMENTS, spec.pop("name"), f"{key}.name", "environment")
     fn = _import(ENVIRONMENTS, name, f"{key}.name", "environment")
-    _check_kwargs(fn, spec, key, reserved=set())
+    _check_kwargs(fn, spec, key, reserved=set(), owner=name)
     if name in DRAWN_FROM_SEED and "seed" in spec and spec["seed"] is None:
         # every run rebuilds the environment from the spec: seed = None would give each run its own
         # model (OS entropy). One seed per study, drawn here, recorded in the manifest's config.
