@@ -112,3 +112,28 @@ def test_an_unknown_option_names_the_algorithm_or_environment_as_the_config_does
         build_config(raw)
     assert exc.value.key == key
     assert "__init__" not in str(exc.value) and "frozen_lake" not in str(exc.value)
+
+
+@pytest.mark.parametrize("typo", ["algoritm", "Algorithm", "algorthm"])
+def test_a_misspelled_algorithm_key_is_named(typo):
+    """`algoritm = "UCRL-VTR"` said only 'agents.J.algorithm: missing': the key written, which is why
+    it is missing, was not named."""
+    with pytest.raises(ConfigError, match=re.escape("unknown key; did you mean 'algorithm'?")) as exc:
+        build_config({"env": ENV, "agents": {"J": {typo: "UCRL-VTR", "privacy": "jdp"}}})
+    assert exc.value.key == f"agents.J.{typo}"
+    assert "UCRL-VTR, UCRL-VTR+, LSVI-UCB, LinUCB" in str(exc.value)
+
+
+def test_a_missing_algorithm_without_a_near_key_is_still_missing():
+    with pytest.raises(ConfigError, match=re.escape("missing (one of UCRL-VTR")) as exc:
+        build_config({"env": ENV, "agents": {"J": {"privacy": "jdp"}}})
+    assert exc.value.key == "agents.J.algorithm"
+
+
+def test_cli_names_the_misspelled_algorithm_key(tmp_path, capsys):
+    argv = ["run", "--env", "RiverSwimMixture", "--env-arg", "S=3,H=2", "-K", "5", "--seeds", "1"]
+    argv += ["--agent", "J:algoritm=UCRL-VTR", "--out", str(tmp_path / "r")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "privrl: error: agents.J.algoritm: unknown key; did you mean 'algorithm'?" in err
+    assert "Traceback" not in err

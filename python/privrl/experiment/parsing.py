@@ -55,7 +55,11 @@ def _agent_table(name: Any, spec: Any, key: str) -> dict[str, Any]:
     if not isinstance(spec, Mapping):
         raise ConfigError(key, f"expected a table with at least 'algorithm', got {spec!r}")
     if "algorithm" not in spec:
-        raise ConfigError(f"{key}.algorithm", "missing (one of " + ", ".join(ALGORITHMS) + ")")
+        known = "(one of " + ", ".join(ALGORITHMS) + ")"
+        for typo in spec:  # `algoritm = ...`: name the key written, not only the one missing
+            if did_you_mean(typo, ["algorithm"]) and typo not in _SPEC_KEYS:
+                raise ConfigError(f"{key}.{typo}", f"unknown key; did you mean 'algorithm'? {known}")
+        raise ConfigError(f"{key}.algorithm", f"missing {known}")
     return dict(spec)
 
 
