@@ -22,9 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
 
-from privrl.common.errors import PrivrlError
 from privrl.experiment.config import (
-    _SPEC_KEYS,
     BACKENDS,
     ConfigError,
     RunSpec,
@@ -32,10 +30,9 @@ from privrl.experiment.config import (
     SweepError,
     _json_safe,
     make_env,
-    make_privacy,
-    resolve_algorithm,
 )
 from privrl.experiment.parsing import build_config, listed
+from privrl.experiment.preflight import build_agent, preflight
 from privrl.experiment.progress import checked_progress, interactive
 from privrl.experiment.results import (
     COLUMNS,
@@ -74,17 +71,6 @@ def _env_for(spec: RunSpec, env: Any = None) -> Any:
         _ENV_CACHE.clear()  # keep one: a big tabular env (P and its cdf) can take tens of MB
         _ENV_CACHE[key] = make_env(spec.env_spec)
     return _ENV_CACHE[key]
-
-
-def build_agent(spec: RunSpec, env: Any, seed: Any) -> Any:
-    """The agent of one run: the spec's algorithm on `env`, with the spec's privacy model and
-    constructor options (the one place a run's agent is built: by execute_run, and by preflight
-    before anything runs, so that the agent's own checks refuse a bad option up front)."""
-    cls = resolve_algorithm(spec.algorithm)
-    privacy = make_privacy(
-        spec.privacy, spec.epsilon, spec.delta, spec.p, spec.calibration, spec.mechanism, spec.sampler
-    )
-    return cls(env, privacy, episodes=spec.episodes, seed=seed, **dict(spec.options))
 
 
 def execute_run(
@@ -390,53 +376,6 @@ def _file_run(
     results[meta["run_id"]] = payload["frame"]
     manifest["runs"][meta["run_id"]] = meta
     return f"{meta['agent']} eps={meta['epsilon']:g} seed={meta['seed']}"
-
-
-def preflight(config: SweepConfig) -> None:
-    """What parsing cannot see and a run would only find mid-sweep, checked before anything is
-    written: each study's environment builds (its arguments are valid), each agent's algorithm
-    runs on it (UCRL-VTR needs a linear-mixture MDP, LSVI-UCB a linear MDP), and each agent is
-    built once per epsilon as its runs build it (build_agent), so that its own checks refuse a bad
-    option (exploration, batches, LocalDP on LSVI-UCB, ...) as a ConfigError naming the option."""
-    for i, study in enumerate(config.studies):
-        key = f"study[{i}]." if len(config.studies) > 1 else ""
-        env = study.env
-        if study.env_spec is not None:
-            try:
-                env = make_env(study.env_spec)
-            except ConfigError as exc:
-                raise ConfigError(f"{key}{exc.key}", str(exc).removeprefix(f"{exc.key}: ")) from None
-            except (ValueError, TypeError) as exc:  # the name once (it was "env: X: X needs ...")
-                text, name = str(exc), study.env_spec["name"]
-                raise ConfigError(f"{key}env", text if text.startswith(name) else f"{name}: {text}") from exc
-        for name, spec in study.agents.items():
-            cls = resolve_algorithm(spec.algorithm, f"{key}agents.{name}.algorithm")
-            accepts = getattr(cls, "accepts", None)
-            reason = accepts(env) if accepts is not None else None
-            if reason is not None:
-                raise ConfigError(f"{key}agents.{name}.algorithm", reason)
-        built = set()
-        for run in study.runs(config.root_seed):
-            if (run.agent, run.epsilon) not in built:  # the seeds build the same agent
-                built.add((run.agent, run.epsilon))
-                _check_agent(run, env, f"{key}agents.{run.agent}")
-
-
-def _check_agent(spec: RunSpec, env: Any, key: str) -> None:
-    """Build the agent of `spec` (warnings silenced: the runs give them); a bad option's error becomes
-    ConfigError("<key>.<option>: ...") (the option it starts with; a privacy model's name: privacy)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            build_agent(spec, env, seed=0)
-    except (PrivrlError, ValueError, TypeError) as exc:
-        message = str(exc)
-        first, _, rest = message.partition(" ")
-        if first in dict(spec.options) or first in _SPEC_KEYS:
-            raise ConfigError(f"{key}.{first}", rest) from exc
-        if first in ("NonPrivate", "JointDP", "LocalDP"):
-            raise ConfigError(f"{key}.privacy", message) from exc
-        raise ConfigError(key, message) from exc
 
 
 def _checked(config: SweepConfig, n_jobs: int | None, backend: str | None, scheduler: Any) -> tuple:
