@@ -137,3 +137,23 @@ def test_cli_names_the_misspelled_algorithm_key(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "privrl: error: agents.J.algoritm: unknown key; did you mean 'algorithm'?" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("resume", ["no", "false", 0, 1, None])
+def test_sweep_refuses_a_resume_that_is_not_a_bool(tmp_path, resume):
+    """sweep(..., resume="no") was taken as true: the folder's finished runs were loaded, not
+    recomputed, while the caller believed they were (progress= was already checked)."""
+    from privrl.experiment import sweep
+
+    kw = {
+        "env": ENV,
+        "agents": {"U": {"algorithm": "UCRL-VTR", "privacy": "none"}},
+        "episodes": 5,
+        "progress": False,
+        "outdir": tmp_path / "r",
+    }
+    _, first = sweep(**kw)
+    with pytest.raises(TypeError, match=re.escape(f"resume must be True or False, got {resume!r}")):
+        sweep(**kw, resume=resume)
+    _, fresh = sweep(**kw, resume=False)
+    assert (first["n_resumed"], fresh["n_resumed"], fresh["n_computed"]) == (0, 0, 1)
