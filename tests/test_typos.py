@@ -157,3 +157,54 @@ def test_sweep_refuses_a_resume_that_is_not_a_bool(tmp_path, resume):
         sweep(**kw, resume=resume)
     _, fresh = sweep(**kw, resume=False)
     assert (first["n_resumed"], fresh["n_resumed"], fresh["n_computed"]) == (0, 0, 1)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--env-arg", "S=3,H=2", "--agent", "J:algorithm=UCRL-VTR,beta_scale=0.1,beta_scale=0.2"],
+            "privrl: error: --agent J: beta_scale is given twice (0.1 and 0.2); give it once",
+        ),
+        (
+            ["--env-arg", "S=3,H=2,S=4", "--agent", "J:algorithm=UCRL-VTR"],
+            "privrl: error: --env-arg: S is given twice (3 and 4); give it once",
+        ),
+        (
+            ["--env-arg", "S=3,H=2", "--env-arg", "S=4", "--agent", "J:algorithm=UCRL-VTR"],
+            "privrl: error: --env-arg: S is given twice (3 and 4); give it once",
+        ),
+    ],
+)
+def test_cli_refuses_a_key_given_twice(tmp_path, capsys, flags, message):
+    """The last of two values silently won (beta_scale=0.1,beta_scale=0.2 ran at 0.2; S=3,...,S=4
+    at S = 4): one of the two settings the user wrote was dropped without a word."""
+    argv = [
+        "run",
+        "--env",
+        "RiverSwimMixture",
+        "-K",
+        "5",
+        "--seeds",
+        "1",
+        *flags,
+        "--out",
+        str(tmp_path / "r"),
+    ]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and not (tmp_path / "r").exists()
+
+
+def test_cli_env_arg_still_overrides_the_config(tmp_path):
+    from privrl.experiment import load_manifest
+
+    config = tmp_path / "c.toml"
+    config.write_text(
+        'episodes = 5\nseeds = 1\n[env]\nname = "RiverSwimMixture"\nS = 3\nH = 2\n'
+        '[agents.U]\nalgorithm = "UCRL-VTR"\nprivacy = "none"\n'
+    )
+    out = tmp_path / "r"
+    assert main(["run", str(config), "--env-arg", "S=4", "--out", str(out), "--no-progress"]) == 0
+    (study,) = load_manifest(out)["config"]["studies"]
+    assert study["env"] == {"name": "RiverSwimMixture", "S": 4, "H": 2}

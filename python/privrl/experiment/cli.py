@@ -60,13 +60,18 @@ def _top_level_items(text: str) -> list[str]:
     return [t.strip() for t in items if t.strip()]
 
 
-def _pairs(text: str, flag: str) -> dict:
-    out = {}
+def _pairs(text: str, flag: str, seen: dict | None = None) -> dict:
+    """K=V,... as a dict; a key given twice (here or in `seen`, the flag's earlier items) is refused:
+    the last value silently won (beta_scale=0.1,beta_scale=0.2 ran at 0.2)."""
+    out: dict = {}
     for item in _top_level_items(text):
         if "=" not in item:
             raise PrivrlError(f"{flag}: expected key=value, got {item!r}")
-        k, v = item.split("=", 1)
-        out[k.strip()] = _literal(v.strip())
+        k, v = (t.strip() for t in item.split("=", 1))
+        earlier = out if k in out else (seen or {})
+        if k in earlier:
+            raise PrivrlError(f"{flag}: {k} is given twice ({earlier[k]!r} and {v}); give it once")
+        out[k] = _literal(v)
     return out
 
 
@@ -169,8 +174,10 @@ def _raw_config(args: argparse.Namespace) -> dict:
             raw["env"] = {"name": raw["env"]}
         if not isinstance(raw.get("env"), dict):
             raise ConfigError("--env-arg", "give --env NAME (or env in the config) first")
+        given: dict = {}  # across repeated --env-arg flags (they override the config's env, not each other)
         for item in args.env_arg:
-            raw["env"].update(_pairs(item, "--env-arg"))
+            given.update(_pairs(item, "--env-arg", given))
+        raw["env"].update(given)
     if agents:
         raw["agents"] = agents
     return raw
