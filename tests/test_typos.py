@@ -208,3 +208,16 @@ def test_cli_env_arg_still_overrides_the_config(tmp_path):
     assert main(["run", str(config), "--env-arg", "S=4", "--out", str(out), "--no-progress"]) == 0
     (study,) = load_manifest(out)["config"]["studies"]
     assert study["env"] == {"name": "RiverSwimMixture", "S": 4, "H": 2}
+
+
+@pytest.mark.parametrize(
+    ("option", "needle"),
+    [("episodes", "the top-level or [[study]] `episodes`"), ("seed", "`seeds` and `root_seed`")],
+)
+def test_an_agent_spec_setting_what_the_sweep_sets_is_told_where_it_goes(option, needle):
+    """`episodes = 5` in an agent table was told "did you mean 'epsilons'?": the wrong key, for a
+    setting that exists, per study."""
+    with pytest.raises(ConfigError, match=re.escape("not an agent option: ")) as exc:
+        build_config({"env": ENV, "agents": {"J": {"algorithm": "UCRL-VTR", option: 5}}})
+    assert exc.value.key == f"agents.J.{option}"
+    assert needle in str(exc.value) and "epsilons'?" not in str(exc.value)

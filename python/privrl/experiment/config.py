@@ -94,6 +94,15 @@ _GLOBAL_KEYS = {
 _STUDY_KEYS = {"name", "env", "agents", "episodes", "seeds", "epsilons", "delta", "log_every"}
 
 
+# Constructor arguments the sweep sets for every agent of a study: where a config sets them instead.
+_SET_BY_THE_SWEEP = {
+    "episodes": "K is the study's, set by the top-level or [[study]] `episodes` (or -K)",
+    "seed": "each run's seed comes from `seeds` and `root_seed`",
+    "env": "the study's `env` table is every agent's environment",
+    "privacy": "`privacy` is a spec key (none, jdp, ldp)",
+}
+
+
 def _check_kwargs(
     fn: Any,
     kwargs: Mapping[str, Any],
@@ -108,6 +117,8 @@ def _check_kwargs(
     if any(p.kind is p.VAR_KEYWORD for p in params.values()):
         return
     for k in kwargs:
+        if k in _SET_BY_THE_SWEEP and k in reserved:  # 'episodes' was told "did you mean 'epsilons'?"
+            raise ConfigError(f"{key}.{k}", f"not an agent option: {_SET_BY_THE_SWEEP[k]}")
         if k in reserved or k not in params:
             allowed = sorted(set(params) - reserved - {"self"})
             name = owner or getattr(fn, "__name__", fn)
