@@ -181,6 +181,38 @@ def test_audit_lsvi_u_release_flags_broken_noise():
     assert res.flagged and res.epsilon_lower_bound > EPS
 
 
+def test_audit_lsvi_u_release_draws_eta_as_the_agent(monkeypatch):
+    """audit_lsvi_u_release drew float Gaussian eta whatever the agents' sampler (it had no
+    ``sampler``), though its docstring said "as the LSVI server draws it". Now the agents' default
+    (an LSVI-UCB agent built with JointDP's default draws discrete_gaussian): every audited u~ is
+    (round(u / unit) + eta / unit) * unit on the lattice unit = sigma_u 2^-grid_bits, as the agent's
+    release; sampler="float" keeps the continuous law (off the lattice)."""
+    from privrl.agents import LSVIUCB
+    from privrl.agents.lsvi_ucb import calibration as lsvi
+    from privrl.audit import shipped
+    from privrl.envs import RandomLinearMDP
+    from privrl.privacy import JointDP
+
+    agent = LSVIUCB(RandomLinearMDP(S=4, A=2, d=2, H=2, seed=0), JointDP(EPS, 1e-5), episodes=40, batches=4)
+    assert agent.calibration.node_noise == "discrete_gaussian"
+    seen = []
+    real = shipped.audit_samples
+    monkeypatch.setattr(shipped, "audit_samples", lambda a, b, **kw: seen.append((a, b)) or real(a, b, **kw))
+    cal = lsvi.calibrate_lsvi_ucb("jdp", EPS, 1e-5, 2, 40, 2, batches=4, calibration="tight")
+    unit = cal.sigma_u * 2.0**-agent.calibration.grid_bits
+    res = A.audit_lsvi_u_release(EPS, 1e-5, n_trials=200, seed=5)
+    assert "discrete" in res.name
+    for out in seen.pop():
+        assert np.abs(out / unit - np.round(out / unit)).max() < 1e-6  # on the agent's lattice
+        assert np.std(out, axis=0).mean() == pytest.approx(cal.sigma_u, rel=0.1)  # the agent's scale
+    res = A.audit_lsvi_u_release(EPS, 1e-5, n_trials=200, seed=5, sampler="float")
+    assert "float" in res.name
+    (a, _) = seen.pop()
+    assert np.abs(a / unit - np.round(a / unit)).max() > 0.1
+    with pytest.raises(PrivacyParameterError, match="sampler"):
+        A.audit_lsvi_u_release(n_trials=10, sampler="exact")
+
+
 def test_shipped_audits_refuse_pure_dp():
     with pytest.raises(PrivacyParameterError):
         A.audit_ucrl_vtr_tree(EPS, 0.0, n_trials=10)

@@ -32,7 +32,7 @@ from privrl.audit.mechanism_audit import (
 from privrl.common.checks import check_pos_int, check_positive_real
 from privrl.common.errors import PrivacyParameterError, ResourceError
 from privrl.common.memory import refuse_over_memory
-from privrl.kernels import NoiseStream
+from privrl.kernels import DEFAULT_GRID_BITS, NoiseStream
 from privrl.privacy.accounting import gaussian_epsilon, tree_nodes_per_leaf
 from privrl.privacy.plans import ReleasePlan
 
@@ -268,20 +268,23 @@ def audit_lsvi_u_release(
     confidence: float = 0.95,
     seed: Any = 0,
     plan: ReleasePlan | None = None,
+    sampler: str | None = None,
 ) -> AuditResult:
     """Audit the u-release of Alg. 2 (App. D, "M^u_h"): with the value functions fixed (the
     proof's ``a_{h+1}``), release ``b`` of step ``h`` is ``u~_{b,h} = sum_j phi_j (r_j + V(s'_j)) +
-    eta^b_h``, ``eta ~ N(0, sigma_u^2 I)`` fresh per release (a ``NoiseStream`` at the agent's
-    ``sigma_u``, as the LSVI server draws it). User 1 enters every one of the R releases with the
-    plan's worst pair (default plan: ``phi = e_1``, ``r + V = H + 1`` against ``phi = -e_1``): the
-    sensitivity ``2(H + 1)`` of every release."""
+    eta^b_h``, ``eta`` fresh per release at the agent's ``sigma_u``, drawn as the LSVI server draws
+    it: a ``NoiseStream`` of the calibration's node law, and under the discrete sampler the sum
+    rounded to eta's lattice first (``rust/agents/lsvi.rs``, ``release``). User 1 enters every one of
+    the R releases with the plan's worst pair (default plan: ``phi = e_1``, ``r + V = H + 1``
+    against ``phi = -e_1``): the sensitivity ``2(H + 1)`` of every release. ``sampler``: the noise
+    drawn, the agents' default "discrete" (exact discrete Gaussian on the lattice) or "float"."""
     n_trials, noise_multiplier = _counts(n_trials, noise_multiplier)
     cal = lsvi_ucb.calibrate_lsvi_ucb(
-        "jdp", epsilon, delta, H, K, d, batches=batches, calibration=calibration, plan=plan
+        "jdp", epsilon, delta, H, K, d, batches=batches, calibration=calibration, plan=plan, sampler=sampler
     )
     if cal.noise != "gaussian":
         raise PrivacyParameterError("audit_lsvi_u_release audits the Gaussian (delta > 0) release")
-    plan = plan if plan is not None else lsvi_ucb.release_plan("jdp", False, H, K, d, cal.B, "tree")
+    plan = plan if plan is not None else lsvi_ucb.release_plan("jdp", False, H, K, d, cal.B, "tree", sampler)
     sigma = cal.scale("sigma_u") * float(noise_multiplier)
     R = cal.releases
     user_a, user_b = _neighbours(plan, {k: getattr(cal, k) for k in plan.scale_keys}, "worst")
@@ -290,9 +293,16 @@ def audit_lsvi_u_release(
     rng = _seed_stream(seed)
 
     def draws(term: np.ndarray) -> np.ndarray:
-        stream = NoiseStream("gaussian", sigma, seed=rng.bytes(32))
+        # the agent's eta: its node law and lattice (grid sigma_u * 2^-grid_bits under "discrete")
+        stream = NoiseStream(
+            cal.node_noise, sigma, seed=rng.bytes(32), grid_bits=cal.grid_bits or DEFAULT_GRID_BITS
+        )
         eta = stream.vectors(int(n_trials) * R * H, d).reshape(int(n_trials), R * H * d)
-        return term + eta
+        unit = stream.lattice_unit()
+        if unit is None:
+            return term + eta
+        # the server's u~ = (round(u / unit) + round(eta / unit)) * unit
+        return (np.round(term / unit) + np.round(eta / unit)) * unit
 
     mu = float(np.linalg.norm(term_a - term_b)) / sigma
     return audit_samples(
@@ -303,7 +313,7 @@ def audit_lsvi_u_release(
         direction=term_a - term_b,
         claimed_epsilon=float(epsilon),
         effective_epsilon=gaussian_epsilon(mu, delta),
-        name=f"LSVI-UCB u-release ({calibration}, x{noise_multiplier:g} noise)",
+        name=f"LSVI-UCB u-release ({calibration}, {plan.sampler}, x{noise_multiplier:g} noise)",
         gaussian=True,  # white noise: the raw difference is already the likelihood-ratio direction
     )
 
