@@ -462,3 +462,15 @@ def test_audit_parameters_are_checked_at_the_edge():
     assert A.betainc(np.float32(2.0), np.int64(3), np.float64(0.5)) == pytest.approx(11 / 16, rel=1e-14)
     res = A.audit_samples(z, o, n_candidates=0, effective_epsilon=np.float64(1.5))
     assert res.effective_epsilon == 1.5 and res.epsilon_lower_bound >= 0.0
+
+
+def test_audit_samples_gaussian_is_a_bool():
+    """gaussian= took any truthy value: the string "no" added the Gaussian-DP bound. Now True /
+    False (numpy's bools too) and a TypeError otherwise."""
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((40, 2)) + 1.0, rng.standard_normal((40, 2))
+    for bad in ("no", "yes", 1, 0, None, 1.0):
+        with pytest.raises(TypeError, match="gaussian must be True or False"):
+            A.audit_samples(a, b, delta=1e-5, gaussian=bad)
+    assert A.audit_samples(a, b, delta=1e-5, gaussian=False).gdp_epsilon_lower_bound is None
+    assert A.audit_samples(a, b, delta=1e-5, gaussian=np.True_).gdp_epsilon_lower_bound is not None

@@ -160,6 +160,20 @@ def _checked_samples(
     return a, b, delta, confidence
 
 
+def _checked_claims(claimed: Any, effective: Any, gaussian: Any) -> tuple[float | None, float | None]:
+    """audit_samples' claimed_epsilon (> 0) and effective_epsilon (>= 0), None or checked, and
+    ``gaussian`` a bool: any truthy value (the string "no") added the Gaussian-DP bound."""
+    if not isinstance(gaussian, (bool, np.bool_)):
+        raise TypeError(f"gaussian must be True or False, got {gaussian!r}")
+    if claimed is not None:
+        claimed = check_positive_real(claimed, "claimed_epsilon")
+    if effective is not None:  # "x" and NaN were stored as given
+        effective = check_real(effective, "effective_epsilon")
+        if not effective >= 0.0:
+            raise PrivacyParameterError(f"effective_epsilon must be >= 0, got {effective!r}")
+    return claimed, effective
+
+
 def _choose_threshold(
     train_a: np.ndarray, train_b: np.ndarray, delta: float, z: float, n_candidates: int
 ) -> tuple[str, float]:
@@ -212,12 +226,7 @@ def audit_samples(
     output(a) - output(b)), on all runs for a given direction and on the test halves for an
     estimated one."""
     a, b, delta, confidence = _checked_samples(samples_a, samples_b, delta, confidence)
-    if claimed_epsilon is not None:
-        claimed_epsilon = check_positive_real(claimed_epsilon, "claimed_epsilon")
-    if effective_epsilon is not None:  # "x" and NaN were stored as given
-        effective_epsilon = check_real(effective_epsilon, "effective_epsilon")
-        if not effective_epsilon >= 0.0:
-            raise PrivacyParameterError(f"effective_epsilon must be >= 0, got {effective_epsilon!r}")
+    claimed_epsilon, effective_epsilon = _checked_claims(claimed_epsilon, effective_epsilon, gaussian)
     # 10**11 asked numpy for 745 GiB of candidates, -1 and 1.5 failed inside np.geomspace
     n_candidates = check_int(n_candidates, "n_candidates", 0, MAX_CANDIDATES)
     n = a.shape[0]
