@@ -474,3 +474,20 @@ def test_audit_samples_gaussian_is_a_bool():
             A.audit_samples(a, b, delta=1e-5, gaussian=bad)
     assert A.audit_samples(a, b, delta=1e-5, gaussian=False).gdp_epsilon_lower_bound is None
     assert A.audit_samples(a, b, delta=1e-5, gaussian=np.True_).gdp_epsilon_lower_bound is not None
+
+
+def test_audit_mechanism_names_ragged_outputs():
+    """A mechanism whose outputs change shape between runs failed in np.stack with numpy's bare
+    ValueError ("all input arrays must have the same shape"), and a ragged nested output with
+    numpy's "inhomogeneous shape" text. Now a privrl ShapeError naming the run and the shape
+    expected (the first run's)."""
+    from privrl.exceptions import ShapeError
+
+    with pytest.raises(ShapeError, match=r"one shape at every run: run 0 on neighbour_a returned shape "):
+        A.audit_mechanism(lambda x, s: np.zeros(1 + s[0] % 2), 0.0, 1.0, 20)
+    with pytest.raises(ShapeError, match=r"shape \(2,\), run 0 on neighbour_b returned \(3,\)"):
+        A.audit_mechanism(lambda x, s: np.zeros(2 if x == 0 else 3), 0.0, 1.0, 20)
+    with pytest.raises(ShapeError, match="mechanism_fn must return a real array of one shape; run 0"):
+        A.audit_mechanism(lambda x, s: [[0.0, 1.0], [x]], 0.0, 1.0, 20)
+    res = A.audit_mechanism(lambda x, s: np.array([x, x]), 0.0, 1.0, 20)  # one shape: audited
+    assert res.n_trials == 20 and res.epsilon_lower_bound > 0

@@ -39,7 +39,7 @@ from privrl.common.checks import (
     check_real,
     numeric_array,
 )
-from privrl.common.errors import PrivacyParameterError
+from privrl.common.errors import PrivacyParameterError, ShapeError
 from privrl.privacy.accounting import gaussian_epsilon
 from privrl.privacy.plans import ReleasePlan, statistic_worst_case
 
@@ -350,13 +350,30 @@ def audit_mechanism(
     if check_pos_int(n_trials, "n_trials") < 4:
         raise PrivacyParameterError(f"n_trials must be an int >= 4, got {n_trials!r}")
     rng = _seed_stream(seed)
-    # numeric_array: a complex output lost its imaginary part (np.asarray(..., float))
-    out_a = np.stack(
-        [numeric_array(mechanism_fn(neighbour_a, rng.bytes(32)), "output") for _ in range(int(n_trials))]
-    )
-    out_b = np.stack(
-        [numeric_array(mechanism_fn(neighbour_b, rng.bytes(32)), "output") for _ in range(int(n_trials))]
-    )
+    first: dict[str, tuple[int, ...]] = {}
+
+    def runs(neighbour: Any, which: str) -> np.ndarray:
+        out = []
+        for i in range(int(n_trials)):
+            where = f"run {i} on neighbour_{which}"
+            # numeric_array: a complex output lost its imaginary part (np.asarray(..., float))
+            try:
+                x = numeric_array(mechanism_fn(neighbour, rng.bytes(32)), "output")
+            except ShapeError as exc:  # a ragged nested sequence: numpy's "inhomogeneous shape"
+                raise ShapeError(
+                    f"mechanism_fn must return a real array of one shape; {where} returned something "
+                    f"numpy cannot make one of ({str(exc).removeprefix('output must be a float array: ')})"
+                ) from None
+            expected = first.setdefault("shape", x.shape)
+            if x.shape != expected:  # np.stack's bare "all input arrays must have the same shape"
+                raise ShapeError(
+                    f"mechanism_fn must return outputs of one shape at every run: run 0 on neighbour_a "
+                    f"returned shape {expected}, {where} returned {x.shape}"
+                )
+            out.append(x)
+        return np.stack(out)
+
+    out_a, out_b = runs(neighbour_a, "a"), runs(neighbour_b, "b")
     return audit_samples(
         out_a,
         out_b,
