@@ -222,3 +222,35 @@ def test_load_config_reads_a_file_as_privrl_run_does(tmp_path):
     path = tmp_path / "riverswim.toml"
     path.write_text('episodes = 5\nenv = "RiverSwimMixture"\n[agents.J]\nalgorithm = "UCRL-VTR"\n')
     assert load_config(path).to_dict()["name"] == "riverswim"
+
+
+def test_a_worker_process_warning_is_one_privrl_line_in_the_sweep_process(tmp_path, capfd):
+    """--backend processes: a warning raised in a worker (the agent's PrivacyWarning for delta > 1/K,
+    raised when the run builds it) was printed by the worker in Python's format (sweep.py:87 and the
+    source line below it), past the command line's one-line format. Now the worker records it and
+    the sweep's process raises it again: one `privrl: warning:` line, as on threads."""
+    agent = ["--agent", "J:algorithm=UCRL-VTR,privacy=jdp,delta=0.09", "--epsilons", "1", "--no-progress"]
+    flags = [*FLAGS[:-1], "2", *agent, "-j", "2"]
+    for backend in ("processes", "threads"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")  # pytest makes warnings errors; a user's shell shows them
+            assert main([*flags, "--backend", backend, "--out", str(tmp_path / backend)]) == 0
+        lines = capfd.readouterr().err.splitlines()  # the workers' stderr (fd 2) included
+        warned = [line for line in lines if "1/K" in line]
+        assert warned == [
+            "privrl: warning: PrivacyWarning: delta = 0.09 > 1/K = 0.05: with K users, a guarantee whose "
+            "delta exceeds 1/K allows publishing some user's data outright; choose delta <= 1/K"
+        ], (backend, lines)
+        assert not any(".py:" in line for line in lines), lines
+
+
+def test_sweep_on_processes_raises_the_workers_warnings_in_the_caller():
+    """From Python, a worker's warning is a warning of the sweep's caller (its filters apply: here
+    pytest.warns records it), not text printed by another process."""
+    from privrl.exceptions import PrivacyWarning
+
+    agents = {"J": {"algorithm": "UCRL-VTR", "privacy": "jdp", "delta": 0.09}}
+    kw = dict(env="RiverSwimMixture", epsilons=[1.0], seeds=2, episodes=20, progress=False)
+    with pytest.warns(PrivacyWarning, match=r"delta = 0.09 > 1/K = 0.05"):
+        _df, manifest = sweep(agents=agents, n_jobs=2, backend="processes", **kw)
+    assert manifest["status"] == "complete" and len(manifest["runs"]) == 2

@@ -34,13 +34,8 @@ from privrl.experiment.config import (
 from privrl.experiment.parsing import build_config, listed
 from privrl.experiment.preflight import build_agent, preflight
 from privrl.experiment.progress import checked_progress, interactive
-from privrl.experiment.results import (
-    COLUMNS,
-    ResultStore,
-    new_manifest,
-    normalize_frame,
-    run_frame,
-)
+from privrl.experiment.relay import recorded, reemit
+from privrl.experiment.results import COLUMNS, ResultStore, new_manifest, normalize_frame, run_frame
 from privrl.experiment.scaleout import check_address, dask_results
 
 __all__ = ["sweep", "run_sweep", "execute_run", "run_seed_sequence", "SweepError"]
@@ -180,7 +175,7 @@ def _init_worker(env_objects: dict, progress_queue: Any) -> None:
 
 def _worker_run(spec: RunSpec) -> dict:
     q = _PROGRESS_QUEUE
-    return guarded_run(spec, progress=None if q is None else (lambda n: q.put(n)))
+    return recorded(guarded_run, spec, progress=None if q is None else (lambda n: q.put(n)))
 
 
 class _Progress:
@@ -443,11 +438,13 @@ def run_sweep(
     t0 = time.perf_counter()
     status = "interrupted"
     failures: dict[str, str] = {}
+    registry: dict = {}  # the workers' warnings, raised again here: "default" filters once per sweep
     if store is not None and todo:
         store.remove_merged()  # it would no longer describe the folder until this sweep completes
     try:
         for payload in _executor(todo, envs, bar, n_jobs, scheduler, backend):
             bar.run_done(_file_run(payload, store, results, failures, manifest, producer))
+            reemit(payload, registry)  # after filing: an "error" filter loses no finished run
         status = "failed" if failures else "complete"
     finally:
         bar.close()
