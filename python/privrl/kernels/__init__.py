@@ -94,7 +94,9 @@ class NoiseStream:
     noise="discrete_gaussian" / "discrete_laplace" draw with the exact samplers on the grid
     scale * 2^-grid_bits (for discrete Laplace matrices: grid / divisor); the values are exact
     multiples of that lattice unit, and data they are added to must be rounded to it first
-    (`round_to_grid`), otherwise two neighbouring outputs have disjoint supports."""
+    (`round_to_grid`), otherwise two neighbouring outputs have disjoint supports. The default
+    "gaussian" is the continuous (float) law, which agents draw only with sampler="float": a
+    default agent draws "discrete_gaussian" (its law: ``agent.calibration.node_noise``)."""
 
     def __init__(
         self,

@@ -99,6 +99,13 @@ def parse_shape(shape: Any) -> tuple[tuple[int, ...], bool, int]:
 def parse_noise(noise: Any, scale: Any, grid_bits: Any) -> tuple[str, float, int]:
     """Validated (noise, scale, grid_bits); scale is 0 for "none", which takes no other scale than
     the default 1 or 0 (a scale it would ignore is refused)."""
+    if isinstance(noise, str) and noise in ("discrete", "float"):  # JointDP(sampler=...) names
+        raise PrivacyParameterError(
+            f"noise must be one of {NOISES}, got {noise!r}; {noise!r} is an agents' sampler name: the "
+            "kernels take the law, 'discrete_gaussian' / 'discrete_laplace' (sampler='discrete', the "
+            "agents' default) or 'gaussian' / 'laplace' (sampler='float'); an agent's is "
+            "agent.calibration.node_noise"
+        )
     check_choice(noise, NOISES, "noise")
     grid_bits = check_int(grid_bits, "grid_bits", 0, MAX_GRID_BITS)
     if noise == "none":
@@ -117,7 +124,9 @@ class PrefixMechanism:
     capacity: number of leaves T; pushing leaf T + 1 raises CapacityError.
     noise / scale: node law; "gaussian" N(0, scale^2), "laplace" Lap(scale), "none"; the secure
         samplers "discrete_gaussian" / "discrete_laplace" (grid scale * 2^-grid_bits) on the
-        tree and BLT (discrete Gaussian only; see TreeAggregator).
+        tree and BLT (discrete Gaussian only; see TreeAggregator). The default "gaussian" is the
+        continuous (float) law, what an agent draws with sampler="float"; a default agent draws
+        "discrete_gaussian" (``agent.calibration.node_noise`` names an agent's law).
     seed: None = OS entropy (real privacy); int / SeedSequence / 32 bytes = reproducible.
     buffers: BLT only, number of buffers (default DEFAULT_BLT_BUFFERS).
 
@@ -366,7 +375,8 @@ class TreeAggregator(PrefixMechanism):
     noise: "gaussian" (entries N(0, scale^2)), "laplace" (entries Laplace(scale)), the secure
         samplers "discrete_gaussian" / "discrete_laplace" (exact integer-arithmetic samplers on
         the grid scale * 2^-grid_bits; leaves are rounded to that grid, see docs/privacy.md),
-        or "none".
+        or "none". The default "gaussian" is the continuous (float) law of sampler="float", not
+        the default agents' "discrete_gaussian" (``agent.calibration.node_noise``).
     divisor: matrix node noise is (Z' + Z'^T) / divisor; sqrt(2) in App. B (Alg. 1), 2 in Alg. 2
         and for Laplace nodes (App. "Pure DP").
     seed: None draws the noise stream's key from OS entropy (the default for real privacy);
