@@ -601,6 +601,59 @@ def test_dask_cluster_results_equal_local_bit_for_bit(tmp_path, serial):
     )
 
 
+@pytest.mark.slow  # starts a one-worker LocalCluster
+def test_dask_workers_warnings_are_raised_in_the_sweeps_process(capfd):
+    """A warning raised in a Dask worker (the agent's PrivacyWarning for delta > 1/K) was printed by
+    the worker in Python's format, past the caller's filters; it is relayed as on --backend
+    processes: a warning of the sweep's caller (pytest.warns sees it), none printed by the worker.
+    Two threads in the worker: its runs record their warnings at once."""
+    distributed = pytest.importorskip("distributed")
+    from privrl.exceptions import PrivacyWarning
+
+    agents = {"J": {"algorithm": "UCRL-VTR", "privacy": "jdp", "delta": 0.09}}
+    kw = dict(env="RiverSwimMixture", epsilons=[1.0], seeds=2, episodes=20, progress=False)
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None, silence_logs=40
+        ) as cluster,
+        pytest.warns(PrivacyWarning, match=r"delta = 0.09 > 1/K = 0.05"),
+    ):
+        _df, manifest = sweep(agents=agents, scheduler=cluster.scheduler_address, **kw)
+    assert manifest["status"] == "complete" and len(manifest["runs"]) == 2
+    assert "1/K" not in capfd.readouterr().err  # the worker printed nothing of it
+
+
+def test_runs_recording_warnings_at_once_in_threads_get_their_own():
+    """relay.recorded in several threads of one process (a Dask worker's): each run gets the warnings
+    of its own thread, also when the first to start ends first, and the warning state is restored
+    once the last ends (warnings.catch_warnings, process-wide, mixed the runs' records up)."""
+    import threading
+    import warnings
+    from concurrent.futures import ThreadPoolExecutor
+
+    from privrl.experiment.relay import recorded
+
+    both_warned, a_done = threading.Barrier(2), threading.Event()
+
+    def run(tag: str) -> dict:
+        warnings.warn(f"{tag} first", UserWarning, stacklevel=1)
+        both_warned.wait(timeout=30)
+        if tag == "b":
+            assert a_done.wait(timeout=30)
+            warnings.warn("b after a ended", UserWarning, stacklevel=1)
+        return {}
+
+    before = (list(warnings.filters), warnings.showwarning)
+    with ThreadPoolExecutor(2) as pool:
+        fa, fb = pool.submit(recorded, run, "a"), pool.submit(recorded, run, "b")
+        a = fa.result(timeout=30)
+        a_done.set()
+        b = fb.result(timeout=30)
+    assert [w[1] for w in a["warnings"]] == ["a first"]
+    assert [w[1] for w in b["warnings"]] == ["b first", "b after a ended"]
+    assert (list(warnings.filters), warnings.showwarning) == before
+
+
 # ---------------------------------------------------------------------------------- gymnasium
 BUILT_INS = [
     ("HardToLearn", {"d": 3, "H": 4, "K": 100}),

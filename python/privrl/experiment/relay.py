@@ -1,10 +1,12 @@
-"""Warnings raised in a sweep's worker processes, carried back with the run's result and raised again in
-the sweep's own process: there the user's filters and the command line's one-line format
-(privrl.experiment.cli) apply to them as to the warnings of inline and threaded runs (a worker printed
-them itself, in Python's default format, under the worker's own filters)."""
+"""Warnings raised in a sweep's worker processes (--backend processes, a Dask cluster's workers),
+carried back with the run's result and raised again in the sweep's own process: there the user's
+filters and the command line's one-line format (privrl.experiment.cli) apply to them as to the
+warnings of inline and threaded runs (a worker printed them itself, in Python's default format,
+under the worker's own filters)."""
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -23,13 +25,47 @@ def _category(category: type) -> tuple[type, str]:
     return category, ""
 
 
+# The runs recording in this process, by thread: a Dask worker runs several at once in its threads,
+# and warnings.catch_warnings (process-wide state) would mix their records up and, exited out of
+# order, leave one run's recorder installed for good. The first run to record installs one
+# recorder (filters "always", showwarning dispatching by thread), the last one restores the state.
+_lock = threading.Lock()
+_sinks: dict[int, list[warnings.WarningMessage]] = {}
+_saved: list[Any] = []  # while runs record: the catch_warnings restoring the state, the showwarning before
+
+
+def _dispatch(
+    message: Any, category: type, filename: str, lineno: int, file: Any = None, line: Any = None
+) -> None:
+    sink = _sinks.get(threading.get_ident())
+    if sink is not None:
+        sink.append(warnings.WarningMessage(message, category, filename, lineno, file, line))
+    elif _saved:  # a thread that is not a run's: shown as before
+        _saved[1](message, category, filename, lineno, file, line)
+
+
 def recorded(fn: Callable[..., dict], *args: Any, **kwargs: Any) -> dict:
     """``fn(*args, **kwargs)`` (a run's payload) with the warnings it raised under ``"warnings"``,
     each distinct (category, message, place) once, in the order first raised; every warning is
-    recorded (the sweep's process filters them when they are raised again)."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    recorded (the sweep's process filters them when they are raised again). Runs of one process may
+    record at once in several threads (a Dask worker's): each gets the warnings of its own thread."""
+    caught: list[warnings.WarningMessage] = []
+    with _lock:
+        if not _sinks:
+            guard = warnings.catch_warnings()
+            guard.__enter__()
+            _saved[:] = [guard, warnings.showwarning]
+            warnings.simplefilter("always")
+            warnings.showwarning = _dispatch
+        _sinks[threading.get_ident()] = caught
+    try:
         payload = fn(*args, **kwargs)
+    finally:
+        with _lock:
+            del _sinks[threading.get_ident()]
+            if not _sinks:
+                _saved.pop(0).__exit__(None, None, None)
+                _saved.clear()
     seen: dict[Record, None] = {}
     for w in caught:
         category, prefix = _category(w.category)

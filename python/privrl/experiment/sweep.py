@@ -17,6 +17,7 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -307,7 +308,7 @@ def _executor(
     backend: str = "threads",
 ) -> Iterator[dict]:
     if scheduler is not None:
-        return dask_results(specs, envs, bar, scheduler, guarded_run)
+        return dask_results(specs, envs, bar, scheduler, partial(recorded, guarded_run))
     if n_jobs > 1 and len(specs) > 1:
         if backend == "threads":
             return _threads(specs, envs, bar, n_jobs)
