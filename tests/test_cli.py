@@ -196,6 +196,23 @@ def test_bad_mechanism_flags_are_a_clear_error(tmp_path, capsys, extra, needle):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize(
+    "flags, needle",
+    [
+        (["--env", "RiverSwimMixture"], "give one --agent NAME:algorithm="),
+        (["--env", "RiverSwimMixture", "--env-arg", "S=4", "-K", "5"], "give one --agent NAME:algorithm="),
+        (["-K", "5"], "give --env NAME and one --agent NAME:algorithm="),
+    ],
+)
+def test_flags_without_an_agent_ask_for_agent_flags(tmp_path, capsys, flags, needle):
+    """Flags without --agent and without a config said 'agents: expected a non-empty table of name ->
+    agent spec, got None', a config file's words: a command-line user is told the flag to pass."""
+    assert main(["run", *flags, "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"privrl: error: --agent: missing: {needle}"), err
+    assert "(or a config file)" in err and "None" not in err and not (tmp_path / "o").exists()
+
+
 _LSVI = ["--env", "RandomLinearMDP", "--env-arg", "S=6,A=2,d=3,H=3"]
 _LAKE = ["--env", "FrozenLake", "--agent", "N:algorithm=LSVI-UCB,privacy=none"]
 

@@ -146,6 +146,23 @@ def _flag_agents(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     return agents
 
 
+def _env_flags(raw: dict, args: argparse.Namespace) -> None:
+    """--env and --env-arg into the config's env."""
+    from privrl.experiment.config import ConfigError
+
+    if args.env is not None:
+        raw["env"] = {"name": args.env}
+    if args.env_arg:
+        if isinstance(raw.get("env"), str):  # env = "RiverSwimMixture" in the config
+            raw["env"] = {"name": raw["env"]}
+        if not isinstance(raw.get("env"), dict):
+            raise ConfigError("--env-arg", "give --env NAME (or env in the config) first")
+        given: dict = {}  # across repeated --env-arg flags (they override the config's env, not each other)
+        for item in args.env_arg:
+            given.update(_pairs(item, "--env-arg", given))
+        raw["env"].update(given)
+
+
 def _raw_config(args: argparse.Namespace) -> dict:
     """The config mapping: the TOML file (if any) with the command-line flags on top."""
     from privrl.experiment.config import _STUDY_KEYS, ConfigError
@@ -167,19 +184,15 @@ def _raw_config(args: argparse.Namespace) -> dict:
         raise ConfigError(
             "--env/--agent", "the config has [[study]] tables; edit them instead of using flags"
         )
-    if args.env is not None:
-        raw["env"] = {"name": args.env}
-    if args.env_arg:
-        if isinstance(raw.get("env"), str):  # env = "RiverSwimMixture" in the config
-            raw["env"] = {"name": raw["env"]}
-        if not isinstance(raw.get("env"), dict):
-            raise ConfigError("--env-arg", "give --env NAME (or env in the config) first")
-        given: dict = {}  # across repeated --env-arg flags (they override the config's env, not each other)
-        for item in args.env_arg:
-            given.update(_pairs(item, "--env-arg", given))
-        raw["env"].update(given)
+    _env_flags(raw, args)
     if agents:
         raw["agents"] = agents
+    elif args.config is None and raw:  # flags alone: the agents can only come from --agent
+        env = "" if "env" in raw else "--env NAME and "
+        raise ConfigError(
+            "--agent",
+            f"missing: give {env}one --agent NAME:algorithm=...,privacy=... per agent (or a config file)",
+        )
     return raw
 
 
