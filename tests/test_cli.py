@@ -382,6 +382,8 @@ def test_plot_and_report_commands(config, tmp_path, capsys):
         (("S = 6", "SS = 6"), "env.SS"),
         (('privacy = "ldp"', 'privacy = "cdp"'), "agents.LDP-UCRL-VTR.privacy"),
         (("episodes = 40", "episodes = 4.5"), "episodes"),
+        (("episodes = 40", "episodes = 40.0"), "episodes"),  # a size is an integer, as privrl.run's K
+        (("log_every = 10", "log_every = 10.0"), "log_every"),
         (("delta = 1e-5", "delta = 2.0"), "delta"),
     ],
 )

@@ -585,6 +585,29 @@ def test_lsvi_ucb_variants_sweep():
     json.dumps(cal, allow_nan=False)
 
 
+@pytest.mark.parametrize("key", ["episodes", "log_every"])
+def test_a_float_size_is_refused_in_a_config_as_by_privrl_run(key):
+    """episodes = 30.0 was taken as 30 by sweep() and config files, while privrl.run(episodes=5.0)
+    and the agents refuse a float size (check_pos_int, privrl's one integer rule): now refused
+    here too, naming the key, in a study as at the top level."""
+    import privrl
+    from privrl.agents import UCRLVTR
+    from privrl.envs import RiverSwimMixture
+    from privrl.exceptions import PrivacyParameterError
+
+    env = RiverSwimMixture(S=4, H=5)
+    with pytest.raises(PrivacyParameterError, match="episodes"):
+        privrl.run(UCRLVTR(env, episodes=10, seed=0), env, episodes=5.0)
+    raw = {"env": "RiverSwimMixture", "agents": {"J": {"algorithm": "UCRL-VTR"}}}
+    with pytest.raises(ConfigError, match=rf"^{key}: must be an integer >= 1, got 30.0$"):
+        build_config({**raw, key: 30.0})
+    with pytest.raises(ConfigError, match=rf"^study\[0\]\.{key}: must be an integer >= 1, got 30.0$"):
+        build_config({"study": [{**raw, key: 30.0}]})
+    with pytest.raises(ConfigError, match=rf"^{key}: "):
+        sweep(**{**SMALL, key: 30.0})
+    assert getattr(build_config({**raw, key: 30}).studies[0], key) == 30
+
+
 # --------------------------------------------------------------------------------------- Dask
 @pytest.mark.slow  # starts a two-worker LocalCluster
 def test_dask_cluster_results_equal_local_bit_for_bit(tmp_path, serial):

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from privrl.common.checks import check_epsilons, check_model_delta, check_number, check_seeds
+from privrl.common.checks import check_epsilons, check_model_delta, check_number, check_pos_int, check_seeds
 from privrl.common.errors import ConfigError, SweepError
 from privrl.experiment.registry import (
     ALGORITHMS,
@@ -55,8 +55,10 @@ def _keyed(check: Any) -> Any:
     return parse
 
 
-_number, _delta, _epsilons, _seeds = map(
-    _keyed, (check_number, check_model_delta, check_epsilons, check_seeds)
+# sizes (episodes, log_every) follow privrl's one integer rule, check_pos_int: 30.0 is refused as by
+# privrl.run and the agents (check_number's integer=True took it)
+_number, _pos_int, _delta, _epsilons, _seeds = map(
+    _keyed, (check_number, check_pos_int, check_model_delta, check_epsilons, check_seeds)
 )
 
 

@@ -25,6 +25,7 @@ from privrl.experiment.config import (
     _delta,
     _epsilons,
     _number,
+    _pos_int,
     _seeds,
 )
 from privrl.experiment.registry import (
@@ -184,13 +185,9 @@ def _study(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str, index:
     specs = {n: _agent_spec(n, s, f"{pre}agents.{n}") for n, s in agents.items()}
     delta = _delta(merged.get("delta", 1e-5), f"{pre}delta")
     _check_mechanisms(specs, delta, f"{pre}agents.")
-    episodes = _number(merged.get("episodes", 1000), f"{pre}episodes", integer=True, low=1)
+    episodes = _pos_int(merged.get("episodes", 1000), f"{pre}episodes")
     log_every = merged.get("log_every")
-    log_every = (
-        max(1, episodes // 100)
-        if log_every is None
-        else _number(log_every, f"{pre}log_every", integer=True, low=1)
-    )
+    log_every = max(1, episodes // 100) if log_every is None else _pos_int(log_every, f"{pre}log_every")
     name = merged.get("name")
     if name is None:
         name = env["name"] if isinstance(env, Mapping) else getattr(env, "name", f"study{index}")
@@ -209,11 +206,11 @@ def _study(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str, index:
 
 
 _GLOBAL_CHECKS = {
-    "episodes": lambda v, k: _number(v, k, integer=True, low=1),
+    "episodes": _pos_int,
     "seeds": _seeds,
     "epsilons": _epsilons,
     "delta": _delta,
-    "log_every": lambda v, k: _number(v, k, integer=True, low=1),
+    "log_every": _pos_int,
 }
 
 
