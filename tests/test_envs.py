@@ -262,13 +262,17 @@ def test_sample_episode_draws_one_uniform_block():
     assert r1.random() == r2.random()
 
 
+# the environments whose model is drawn from their seed, at small sizes
+SEEDED_ENVS = [
+    (RandomLinearMixtureMDP, dict(S=8, A=3, d=4, H=5)),
+    (RandomLinearMDP, dict(S=10, A=4, d=5, H=6)),
+    (HardToLearn, dict(d=5, H=6, K=10000)),
+    (SyntheticLinearMDP, dict(H=12, n_actions=8)),
+]
+
+
 def test_seeding_reproducibility():
-    for cls, kw in [
-        (RandomLinearMixtureMDP, dict(S=8, A=3, d=4, H=5)),
-        (RandomLinearMDP, dict(S=10, A=4, d=5, H=6)),
-        (HardToLearn, dict(d=5, H=6, K=10000)),
-        (SyntheticLinearMDP, dict(H=12, n_actions=8)),
-    ]:
+    for cls, kw in SEEDED_ENVS:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", AssumptionWarning)
             a, b, c = cls(seed=4, **kw), cls(seed=4, **kw), cls(seed=5, **kw)
@@ -288,12 +292,7 @@ def test_a_model_drawn_without_a_seed_is_named_by_the_seed_it_drew():
     results files could not tell them apart, nor could either model be rebuilt. The seed is now
     drawn at construction (OS entropy) and recorded in env.seed and the name, which rebuilds the
     model; an int seed keeps its name, and a SeedSequence numpy reads as that int takes it too."""
-    for cls, kw in [
-        (RandomLinearMixtureMDP, dict(S=8, A=3, d=4, H=5)),
-        (RandomLinearMDP, dict(S=10, A=4, d=5, H=6)),
-        (HardToLearn, dict(d=5, H=6, K=10000)),
-        (SyntheticLinearMDP, dict(H=12, n_actions=8)),
-    ]:
+    for cls, kw in SEEDED_ENVS:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", AssumptionWarning)
             a, b = cls(seed=None, **kw), cls(seed=None, **kw)
@@ -317,12 +316,7 @@ def test_a_model_drawn_from_a_generator_is_named_by_an_int_seed():
     now drawn from the generator (128 bits; the generator advances) and recorded in env.seed and the
     name, which rebuild the model; equal generators give equal names and models; an int seed keeps
     its name and its model (the documented draws from default_rng(seed))."""
-    for cls, kw in [
-        (RandomLinearMixtureMDP, dict(S=8, A=3, d=4, H=5)),
-        (RandomLinearMDP, dict(S=10, A=4, d=5, H=6)),
-        (HardToLearn, dict(d=5, H=6, K=10000)),
-        (SyntheticLinearMDP, dict(H=12, n_actions=8)),
-    ]:
+    for cls, kw in SEEDED_ENVS:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", AssumptionWarning)
             gen = np.random.default_rng(5)
