@@ -385,6 +385,10 @@ def test_plot_and_report_commands(config, tmp_path, capsys):
         (("episodes = 40", "episodes = 40.0"), "episodes"),  # a size is an integer, as privrl.run's K
         (("log_every = 10", "log_every = 10.0"), "log_every"),
         (("delta = 1e-5", "delta = 2.0"), "delta"),
+        (("seeds = [0, 1]", "seeds = [0, 1.0]"), "seeds[1]"),  # seeds, n_jobs, root_seed: integers too
+        (("delta = 1e-5", "delta = 1e-5\nn_jobs = 2.0"), "n_jobs"),
+        (("delta = 1e-5", "delta = 1e-5\nn_jobs = -1.0"), "n_jobs"),
+        (("delta = 1e-5", "delta = 1e-5\nroot_seed = 3.0"), "root_seed"),
     ],
 )
 def test_bad_config_is_a_clear_error(config, tmp_path, capsys, edit, key):
@@ -578,7 +582,7 @@ def test_cli_refuses_what_audit_4_found_it_accepting_or_crashing_on(tmp_path, ca
         err = capsys.readouterr().err
         assert err.startswith(f"privrl: error: {needle}"), err
 
-    refused(["demo", "-j", "0", "--out", str(tmp_path / "d")], "n_jobs: must be >= 1, got 0")
+    refused(["demo", "-j", "0", "--out", str(tmp_path / "d")], "n_jobs: must be an integer >= 1, got 0")
     assert not (tmp_path / "d").exists()
     twice = ["--agent", "J:algorithm=UCRL-VTR,privacy=jdp", "--agent", "J:algorithm=UCRL-VTR,privacy=ldp"]
     refused([*FLAG_SWEEP, "--out", str(tmp_path / "o"), *twice], "--agent: two agents named 'J'")

@@ -7,6 +7,7 @@ import importlib
 import importlib.util
 import json
 import math
+import re
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pandas as pd
 import pytest
 
 from privrl.exceptions import AssumptionWarning
-from privrl.experiment import ConfigError, build_config, load_manifest, load_results, sweep
+from privrl.experiment import ConfigError, build_config, load_manifest, load_results, run_sweep, sweep
 from privrl.experiment.results import atomic_write, parquet_available
 from privrl.experiment.sweep import run_seed_sequence
 
@@ -606,6 +607,41 @@ def test_a_float_size_is_refused_in_a_config_as_by_privrl_run(key):
     with pytest.raises(ConfigError, match=rf"^{key}: "):
         sweep(**{**SMALL, key: 30.0})
     assert getattr(build_config({**raw, key: 30}).studies[0], key) == 30
+
+
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        ({"n_jobs": 2.0}, "n_jobs: must be an integer >= 1, got 2.0"),
+        ({"n_jobs": -1.0}, "n_jobs: must be an integer >= 1, got -1.0"),  # all cores is the integer -1
+        ({"n_jobs": True}, "n_jobs: must be an integer >= 1, got True"),
+        ({"root_seed": 3.0}, "root_seed: must be an integer in [0, 9223372036854775807], got 3.0"),
+        ({"root_seed": -1}, "root_seed: must be an integer in [0, 9223372036854775807], got -1"),
+        ({"seeds": [1.0]}, "seeds[0]: (a seed) must be an integer in [0, 2^63), got 1.0"),
+        ({"seeds": [0, np.float64(2.0)]}, "seeds[1]: (a seed) must be an integer in [0, 2^63), got "),
+        ({"seeds": [0, "1"]}, "seeds[1]: (a seed) must be an integer in [0, 2^63), got '1'"),
+    ],
+)
+def test_n_jobs_root_seed_and_seeds_follow_the_integer_rule(raw, message):
+    """n_jobs = 2.0, root_seed = 3.0 and seeds = [1.0] were taken as integers by sweep() and config
+    files (check_number's integer=True), and run_sweep(n_jobs=2.5) ran on int(2.5) = 2 workers, while
+    episodes = 30.0 and every other size is refused (check_pos_int, privrl's one integer rule): now
+    refused here too, naming the key; Python and numpy integers are taken as before."""
+    base = {"env": "RiverSwimMixture", "agents": {"J": {"algorithm": "UCRL-VTR"}}, "episodes": 5}
+    with pytest.raises(ConfigError) as err:
+        build_config({**base, **raw})
+    assert str(err.value).startswith(message), str(err.value)
+    key = message.partition(":")[0]
+    assert err.value.key == key and isinstance(err.value, ValueError)
+    with pytest.raises(ConfigError, match="^" + re.escape(message)):
+        sweep(**{**SMALL, **raw}, progress=False)
+    ints = {"n_jobs": np.int64(2), "root_seed": np.int64(3), "seeds": [np.int64(1), 4]}
+    config = build_config({**base, **ints})
+    assert (config.n_jobs, config.root_seed, config.studies[0].seeds) == (2, 3, (1, 4))
+    assert build_config({**base, "n_jobs": -1}).n_jobs >= 1  # -1: all cores
+    for n_jobs in (2.5, 2.0, 0):
+        with pytest.raises(ConfigError, match=rf"^n_jobs: must be an integer >= 1, got {n_jobs}$"):
+            run_sweep(config, n_jobs=n_jobs)
 
 
 # --------------------------------------------------------------------------------------- Dask

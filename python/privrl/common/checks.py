@@ -437,7 +437,8 @@ MAX_SEED_COUNT = 100_000
 
 def check_seeds(value: Any, name: str) -> tuple[int, ...]:
     """A seed count (seeds 0..n-1) or a non-empty list of distinct integer seeds in [0, 2^63)."""
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        value = int(value)
         if not 1 <= value <= MAX_SEED_COUNT:
             raise PrivacyParameterError(
                 f"{name} (a seed count) must be in [1, {MAX_SEED_COUNT:,}], got {value}"
@@ -449,12 +450,11 @@ def check_seeds(value: Any, name: str) -> tuple[int, ...]:
         )
     out = []
     for i, s in enumerate(value):
-        if isinstance(s, int) and not isinstance(s, bool):  # exact: no float round trip
-            if not 0 <= s < 2**63:
-                raise PrivacyParameterError(f"{name}[{i}] (a seed) must be in [0, 2^63), got {s}")
-            out.append(s)
-        else:
-            out.append(int(check_number(s, f"{name}[{i}]", integer=True, low=0, high=2**53)))
+        # privrl's one integer rule (check_pos_int): a float such as 1.0 is refused, numpy ints taken
+        whole = isinstance(s, (numbers.Integral, np.integer)) and not isinstance(s, bool)
+        if not whole or not 0 <= int(s) < 2**63:
+            raise PrivacyParameterError(f"{name}[{i}] (a seed) must be an integer in [0, 2^63), got {s!r}")
+        out.append(int(s))
     if len(set(out)) != len(out):
         raise PrivacyParameterError(f"{name} has a repeated seed: {list(value)!r}")
     return tuple(out)

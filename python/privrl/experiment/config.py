@@ -12,7 +12,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from privrl.common.checks import check_epsilons, check_model_delta, check_number, check_pos_int, check_seeds
+from privrl.common.checks import (
+    MAX_INT,
+    check_epsilons,
+    check_int,
+    check_model_delta,
+    check_number,
+    check_pos_int,
+    check_seeds,
+)
 from privrl.common.errors import ConfigError, SweepError
 from privrl.experiment.registry import (
     ALGORITHMS,
@@ -55,11 +63,16 @@ def _keyed(check: Any) -> Any:
     return parse
 
 
-# sizes (episodes, log_every) follow privrl's one integer rule, check_pos_int: 30.0 is refused as by
-# privrl.run and the agents (check_number's integer=True took it)
-_number, _pos_int, _delta, _epsilons, _seeds = map(
-    _keyed, (check_number, check_pos_int, check_model_delta, check_epsilons, check_seeds)
+# sizes (episodes, log_every, n_jobs), root_seed and seeds follow privrl's one integer rule,
+# check_pos_int: 30.0 is refused as by privrl.run and the agents (check_number's integer=True took it)
+_number, _pos_int, _int, _delta, _epsilons, _seeds = map(
+    _keyed, (check_number, check_pos_int, check_int, check_model_delta, check_epsilons, check_seeds)
 )
+
+
+def _root_seed(value: Any, key: str = "root_seed") -> int:
+    """The root of every run's SeedSequence: an integer in [0, 2^63 - 1], as a seed."""
+    return int(_int(value, key, low=0, high=MAX_INT))
 
 
 PRIVACY_KINDS = {

@@ -4,6 +4,7 @@ key checked once, here, with the key path in the error."""
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import sys
 from collections.abc import Iterable, Mapping
@@ -26,6 +27,7 @@ from privrl.experiment.config import (
     _epsilons,
     _number,
     _pos_int,
+    _root_seed,
     _seeds,
 )
 from privrl.experiment.registry import (
@@ -243,8 +245,8 @@ def _execution(raw: Mapping[str, Any]) -> dict[str, Any]:
     """The settings of how a sweep runs: n_jobs (-1 = all cores), backend, scheduler, outdir, format,
     root_seed."""
     n_jobs = raw.get("n_jobs", 1)
-    if n_jobs == -1:
-        n_jobs = os.cpu_count() or 1
+    if isinstance(n_jobs, numbers.Integral) and int(n_jobs) == -1:
+        n_jobs = os.cpu_count() or 1  # an integer -1 (-1.0 is refused below, as 2.0)
     fmt = raw.get("format", "auto")
     if fmt not in ("auto", "parquet", "csv"):
         raise ConfigError("format", f"must be 'auto', 'parquet' or 'csv', got {fmt!r}")
@@ -261,12 +263,12 @@ def _execution(raw: Mapping[str, Any]) -> dict[str, Any]:
     if outdir is not None and not isinstance(outdir, str):
         raise ConfigError("outdir", f"expected a path, got {outdir!r}")
     return {
-        "n_jobs": _number(n_jobs, "n_jobs", integer=True, low=1),
+        "n_jobs": _pos_int(n_jobs, "n_jobs"),
         "scheduler": scheduler,
         "backend": backend,
         "outdir": outdir,
         "format": fmt,
-        "root_seed": _number(raw.get("root_seed", 0), "root_seed", integer=True, low=0),
+        "root_seed": _root_seed(raw.get("root_seed", 0)),
     }
 
 

@@ -30,6 +30,7 @@ from privrl.experiment.config import (
     SweepConfig,
     SweepError,
     _json_safe,
+    _pos_int,
     make_env,
 )
 from privrl.experiment.parsing import build_config, listed
@@ -376,9 +377,7 @@ def _file_run(
 
 def _checked(config: SweepConfig, n_jobs: int | None, backend: str | None, scheduler: Any) -> tuple:
     """n_jobs, backend, scheduler checked, and preflight: all that refuses a sweep before the store."""
-    n_jobs = config.n_jobs if n_jobs is None else int(n_jobs)
-    if n_jobs < 1:
-        raise ConfigError("n_jobs", f"must be >= 1, got {n_jobs}")
+    n_jobs = config.n_jobs if n_jobs is None else _pos_int(n_jobs, "n_jobs")  # 2.5 was int()'s 2
     backend = config.backend if backend is None else backend
     if backend not in BACKENDS:
         raise ConfigError("backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")
