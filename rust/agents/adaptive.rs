@@ -17,13 +17,16 @@
 //! Outputs (row-major d x d per step): `explore` = V diag((r_i + b_i)^2) V^T (optimism: the bonus
 //! ||phi||_explore), `factor` = V diag(r_i) V^T (sampling: w = w~ + factor z) and `bias` =
 //! V diag(b_i^2) V^T (sampling: the bias stays an optimistic bonus), gamma_h = nu + (lam + S +
-//! max lift) D. The statistical std sigma is `spread_scale` times half the spread of the users'
+//! max lift) D. Sampling plans on the largest of `draws` such models per (s, a)
+//! ([`max_over_draws`], optimistic sampling). The statistical std sigma is `spread_scale` times half the spread of the users'
 //! targets over a pair's support (H: the normalized target, `super::vtr`), `sigma_max` before
 //! the first plan.
 
 use serde::{Deserialize, Serialize};
 
+use crate::errors::CoreResult;
 use crate::kernels::eigen::sym_eigen;
+use crate::kernels::qeval::OptimisticQ;
 
 /// The adaptive rule's constants (functions of H and d, `privrl.privacy.adaptive`).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -38,6 +41,56 @@ pub struct AdaptiveSpec {
     /// bound is never scaled.
     #[serde(default = "unit_radius")]
     pub radius: f64,
+    /// The models each user draws under sampling (`privrl.privacy.adaptive.SAMPLING_DRAWS`);
+    /// Q_h(s, a) is the largest of theirs.
+    #[serde(default = "one_draw")]
+    pub draws: usize,
+}
+
+/// The draws of agents saved before `draws` existed: one (plain Thompson sampling).
+pub(crate) fn one_draw() -> usize {
+    1
+}
+
+/// Optimistic sampling (Ishfaq et al. 2021): per row, the largest over the draws of
+/// `<phi, mean + factor z_j> + ||phi||_bias`, clipped to `[0, upper]`, with the draws `zs`
+/// (`draws x d` standard normals) and `factor` symmetric (d x d, row-major). The bias norm and
+/// `<phi, mean>` are computed once per row, each draw adds only `<phi, factor z_j>`:
+/// `max_j clip(x_j) = clip(max_j x_j)`. `pert` is scratch (`draws x d`).
+#[allow(clippy::too_many_arguments)]
+pub fn max_over_draws(
+    d: usize,
+    phi: &[f64],
+    mean: &[f64],
+    factor: &[f64],
+    bias: &[f64],
+    zs: &[f64],
+    upper: f64,
+    pert: &mut [f64],
+    out: &mut [f64],
+) -> CoreResult<()> {
+    for (p, z) in pert.chunks_exact_mut(d).zip(zs.chunks_exact(d)) {
+        for (o, row) in p.iter_mut().zip(factor.chunks_exact(d)) {
+            *o = row.iter().zip(z).map(|(l, z)| l * z).sum::<f64>();
+        }
+    }
+    let q = OptimisticQ {
+        d,
+        w: mean,
+        inv: bias,
+        beta: 1.0,
+        lower: f64::NEG_INFINITY,
+        upper: f64::INFINITY,
+    };
+    q.evaluate(phi, None, out)?;
+    for (o, row) in out.iter_mut().zip(phi.chunks_exact(d)) {
+        let best = pert
+            .chunks_exact(d)
+            .map(|p| row.iter().zip(p).map(|(x, y)| x * y).sum::<f64>())
+            .fold(f64::NEG_INFINITY, f64::max);
+        *o = (*o + best).clamp(0.0, upper);
+    }
+    Ok(())
 }
 
 /// The radius of agents saved before `radius` existed: one standard deviation.
@@ -179,6 +232,7 @@ mod tests {
             spread_scale: 1.0,
             sigma_min: 0.5,
             radius: 1.0,
+            draws: 1,
         };
         let (mut de, mut inv, mut w, mut ex, mut fa, mut bi) =
             ([0.0; 4], [0.0; 4], [0.0; 2], [0.0; 4], [0.0; 4], [0.0; 4]);
@@ -212,5 +266,44 @@ mod tests {
         // no plan yet: sigma_max
         assert_eq!(spec.sigma(-1.0), 10.0);
         assert_eq!(spec.sigma(3.0), 1.5);
+    }
+
+    #[test]
+    fn max_over_draws_by_hand() {
+        // mean (0.5, 0.2), factor diag(2, 1), bias diag(1, 0) (||phi||_bias = |phi_1|), draws
+        // z1 = (1, -1), z2 = (-0.5, 2): perturbations p1 = (2, -1), p2 = (-1, 2); upper 3.
+        // row (1, 0): 0.5 + 1 + max(2, -1) = 3.5 -> 3; (0, 1): 0.2 + max(-1, 2) = 2.2;
+        // (1, 1): 0.7 + 1 + max(1, 1) = 2.7; (-1, -1): -0.7 + 1 + max(-1, -1) = -0.7 -> 0
+        let phi = [1.0, 0.0, 0.0, 1.0, 1.0, 1.0, -1.0, -1.0];
+        let (mean, factor, bias) = ([0.5, 0.2], [2.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.0, 0.0]);
+        let (mut pert, mut out) = ([0.0; 4], [0.0; 4]);
+        let zs = [1.0, -1.0, -0.5, 2.0];
+        max_over_draws(
+            2, &phi, &mean, &factor, &bias, &zs, 3.0, &mut pert, &mut out,
+        )
+        .unwrap();
+        let want = [3.0, 2.2, 2.7, 0.0];
+        assert!(
+            out.iter().zip(want).all(|(o, w)| (o - w).abs() < 1e-12),
+            "{out:?}"
+        );
+        // one draw: clip(<phi, mean + factor z1> + ||phi||_bias), plain Thompson sampling
+        max_over_draws(
+            2,
+            &phi,
+            &mean,
+            &factor,
+            &bias,
+            &zs[..2],
+            3.0,
+            &mut pert[..2],
+            &mut out,
+        )
+        .unwrap();
+        let want = [3.0, 0.0, 2.7, 0.0]; // (0, 1): 0.2 - 1 -> 0
+        assert!(
+            out.iter().zip(want).all(|(o, w)| (o - w).abs() < 1e-12),
+            "{out:?}"
+        );
     }
 }

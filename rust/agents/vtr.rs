@@ -29,7 +29,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::adaptive::{AdaptiveSpec, StepNoise, StepOut};
+use super::adaptive::{max_over_draws, AdaptiveSpec, StepNoise, StepOut};
 use super::bounds::NoiseBounds;
 use super::{outer, Draw, Episodic, Exploration, Guard, Mechanism, Ties, Trajectory};
 use crate::errors::{check_len, CoreError, CoreResult};
@@ -187,6 +187,7 @@ struct Work {
     lo: Vec<f64>,
     hi: Vec<f64>,
     z: Vec<f64>,
+    pert: Vec<f64>, // optimistic sampling's perturbations factor z_j (draws x d)
 }
 
 /// A UCRL-VTR or UCRL-VTR+ agent.
@@ -307,6 +308,7 @@ impl VtrAgent {
             lo: vec![0.0; s * a],
             hi: vec![0.0; s * a],
             z: vec![0.0; d],
+            pert: Vec::new(),
         };
         if self.plan.v.len() != (h + 1) * s {
             self.plan.v = vec![0.0; (h + 1) * s];
@@ -324,7 +326,8 @@ impl VtrAgent {
         let (h_n, s_n, a_n, d) = (self.h, self.s, self.a, self.d);
         let rows = s_n * a_n;
         let board = &self.regs[0].board;
-        let adaptive = self.adaptive();
+        let draws = self.adaptive().map(|a| a.draws); // Some: the adaptive rule
+        let adaptive = draws.is_some();
         let (plan, w) = (&mut self.plan, &mut self.work);
         plan.v[h_n * s_n..].iter_mut().for_each(|v| *v = 0.0);
         for h in (0..h_n).rev() {
@@ -353,20 +356,15 @@ impl VtrAgent {
                     .weights(mean, explore, 1.0, &mut w.draw, &mut w.w);
                 (explore, beta)
             } else {
-                // adaptive: sampling draws the random part with one normal vector per user
-                // (shared by every h) and keeps the bias bound as a bonus
+                // adaptive sampling: `draws` normal vectors per user (each shared by every h) for
+                // the random part, the bias bound a bonus, the largest Q per (s, a) (below)
+                w.w.copy_from_slice(mean);
                 match &mut self.exploration {
-                    Exploration::Optimism => {
-                        w.w.copy_from_slice(mean);
-                        (explore, 1.0)
-                    }
+                    Exploration::Optimism => (explore, 1.0),
                     Exploration::Sampling(stream) => {
                         if h == h_n - 1 {
+                            w.z.resize(draws.unwrap_or(1) * d, 0.0);
                             stream.normals(&mut w.z);
-                        }
-                        let f = &board.factor[sl.clone()];
-                        for ((o, m), row) in w.w.iter_mut().zip(mean).zip(f.chunks_exact(d)) {
-                            *o = m + row.iter().zip(&w.z).map(|(l, z)| l * z).sum::<f64>();
                         }
                         (&board.bias[sl.clone()], 1.0)
                     }
@@ -384,7 +382,13 @@ impl VtrAgent {
             if adaptive {
                 // <phi_f, w> + width in [0, H]: Q_h(s, a) in r + [min, max] of V_{h+1} over the
                 // support of (s, a), where every admissible model's Q_h(s, a) lies
-                q.evaluate(phi, None, &mut w.q)?;
+                if self.exploration.is_sampling() {
+                    let f = &board.factor[sl.clone()]; // the largest of the draws per (s, a)
+                    w.pert.resize(w.z.len(), 0.0);
+                    max_over_draws(d, phi, mean, f, inv, &w.z, q.upper, &mut w.pert, &mut w.q)?;
+                } else {
+                    q.evaluate(phi, None, &mut w.q)?;
+                }
                 let scale = 1.0 / h_n as f64;
                 for (((qv, rv), lo), hi) in w.q.iter_mut().zip(r).zip(&w.lo).zip(&w.hi) {
                     *qv = rv + lo + (hi - lo) * scale * *qv;
@@ -402,13 +406,11 @@ impl VtrAgent {
         Ok(())
     }
 
-    /// Whether the release rule is the adaptive one (whose users send the normalized target).
-    fn adaptive(&self) -> bool {
-        self.regs[0]
-            .spec
-            .practical
-            .as_ref()
-            .is_some_and(|p| p.adaptive.is_some())
+    /// The adaptive rule's constants, if it is the release rule (its users send the normalized
+    /// target; under sampling each draws `draws` models).
+    fn adaptive(&self) -> Option<&AdaptiveSpec> {
+        let p = self.regs[0].spec.practical.as_ref()?;
+        p.adaptive.as_ref()
     }
 
     /// The planned optimistic values V_h(s) (H + 1 x S) of the arriving user.
@@ -434,7 +436,7 @@ impl VtrAgent {
     fn statistics(&mut self, t: &Trajectory) -> CoreResult<()> {
         let (h_n, s_n, a_n, d) = (self.h, self.s, self.a, self.d);
         let rows = s_n * a_n;
-        let normalized = self.adaptive();
+        let normalized = self.adaptive().is_some();
         let (plan, w) = (&self.plan, &mut self.work);
         for h in 0..h_n {
             let next = &plan.v[(h + 1) * s_n..(h + 2) * s_n];

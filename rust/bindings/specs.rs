@@ -89,6 +89,7 @@ pub(super) struct AdaptiveSpecPy {
     pub(super) spread_scale: f64,
     pub(super) sigma_min: f64,
     pub(super) radius: f64,
+    pub(super) draws: usize,
 }
 
 /// The noise of a regression's mechanisms (JDP) or randomizer (LDP).
@@ -249,10 +250,18 @@ pub(super) fn regression(
                 spread_scale: a.spread_scale,
                 sigma_min: a.sigma_min,
                 radius: a.radius,
+                draws: a.draws,
             }),
         }),
     };
     let wrong = |what: &str| PyValueError::new_err(format!("{} regression: {what}", r.mode));
+    if let Some(a) = practical.as_ref().and_then(|p| p.adaptive.as_ref()) {
+        if a.draws == 0 {
+            return Err(wrong(
+                "a sampling user draws at least one model (draws >= 1)",
+            ));
+        }
+    }
     if r.mode != "exact" && r.guard.is_none() {
         // raw user statistics may only enter a mechanism inside the bounds its noise is for
         return Err(wrong("a private regression needs its sensitivity guard"));

@@ -11,6 +11,7 @@ import numpy as np
 
 from privrl.common.checks import seed_bytes
 from privrl.kernels import DEFAULT_GRID_BITS
+from privrl.privacy.adaptive import SAMPLING_DRAWS
 from privrl.privacy.practical import BoundsSpec
 
 __all__ = [
@@ -63,6 +64,7 @@ class AdaptiveSpec:
     spread_scale: float
     sigma_min: float
     radius: float = 1.0  # the random part's radius in standard deviations (beta_scale)
+    draws: int = SAMPLING_DRAWS  # the models a sampling user draws (the largest Q per pair)
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,9 @@ class UCRLVTR(Agent):
         ridge).
     exploration : "optimism" (the bonus ||phi||_{E_h}) or "sampling" (each user plans greedily for
         w_h ~ N(w~_h, E_h), drawn from the agent's exploration stream: post-processing of the
-        billboard, the privacy noise and its accounting unchanged).
+        billboard, the privacy noise and its accounting unchanged; under the default calibration
+        the user draws SAMPLING_DRAWS = 4 models of the random part, keeps the bias bound as a
+        bonus and plans on the largest Q per pair, privrl.privacy.adaptive).
 
     V~ is projected on [0, H] (not only min{H, .}): with noisy w~ the paper's Q~ can go negative,
     which would break the sensitivity bound ||X_{k,h}|| <= H that the calibration assumes; optimism
