@@ -216,6 +216,58 @@ impl AdaptiveSpec {
     }
 }
 
+/// Pessimistic tie-breaking: among the actions whose planned Q ties at a state's maximum (rows
+/// grouped by `a_n`), keep those with the largest pessimistic value `key(row)` (computed for tied
+/// rows only) and lower the others' Q by one ulp, so the greedy choice (and its random tie-break)
+/// is among them and V = max Q is unchanged. An optimistic Q at its ceiling (the support clip)
+/// ties with an action whose value is known to be that ceiling; playing the uncertain one can only
+/// lose.
+pub fn demote_dominated_ties(q: &mut [f64], a_n: usize, mut key: impl FnMut(usize) -> f64) {
+    for (g, row) in q.chunks_exact_mut(a_n).enumerate() {
+        let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if row.iter().filter(|&&x| x == m).count() < 2 {
+            continue;
+        }
+        let mut keys = [f64::NEG_INFINITY; 16];
+        let mut heap = Vec::new();
+        let keys: &mut [f64] = if a_n <= 16 {
+            &mut keys[..a_n]
+        } else {
+            heap.resize(a_n, f64::NEG_INFINITY);
+            &mut heap
+        };
+        for (a, k) in keys.iter_mut().enumerate() {
+            if row[a] == m {
+                *k = key(g * a_n + a);
+            }
+        }
+        let best = keys.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        for (x, k) in row.iter_mut().zip(keys.iter()) {
+            if *x == m && *k < best {
+                *x = m.next_down();
+            }
+        }
+    }
+}
+
+/// `<phi, w> - ||phi||_e` clipped to `[0, upper]`: the estimate's lower end along `phi` (e the
+/// width matrix, d x d).
+pub fn pessimistic(phi: &[f64], w: &[f64], e: &[f64], upper: f64) -> f64 {
+    let d = phi.len();
+    let mean: f64 = phi.iter().zip(w).map(|(x, y)| x * y).sum();
+    let quad: f64 = (0..d)
+        .map(|i| {
+            phi[i]
+                * e[i * d..(i + 1) * d]
+                    .iter()
+                    .zip(phi)
+                    .map(|(m, x)| m * x)
+                    .sum::<f64>()
+        })
+        .sum();
+    (mean - quad.max(0.0).sqrt()).clamp(0.0, upper)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -305,5 +357,31 @@ mod tests {
             out.iter().zip(want).all(|(o, w)| (o - w).abs() < 1e-12),
             "{out:?}"
         );
+    }
+
+    #[test]
+    fn dominated_ties_by_hand() {
+        // two states, three actions: state 0 ties actions 0 and 2 at 5 (keys 1 and 3: action 0
+        // is lowered by one ulp), action 1 below; state 1 ties all three with keys 2, 2, 1
+        // (action 2 lowered, 0 and 1 stay tied for the random tie-break)
+        let mut q = [5.0, 4.0, 5.0, 7.0, 7.0, 7.0];
+        let keys = [1.0, 9.0, 3.0, 2.0, 2.0, 1.0];
+        let mut asked = vec![];
+        demote_dominated_ties(&mut q, 3, |i| {
+            asked.push(i);
+            keys[i]
+        });
+        assert_eq!(asked, vec![0, 2, 3, 4, 5]); // keys only for the tied rows
+        assert_eq!(
+            q,
+            [5.0f64.next_down(), 4.0, 5.0, 7.0, 7.0, 7.0f64.next_down()]
+        );
+        // <phi, w> - ||phi||_e: phi (1, 2), w (1, 1), e = diag(4, 0) + 1 off-diagonal: quad 4 + 4
+        // = 8
+        let e = [4.0, 1.0, 1.0, 0.0];
+        let low = pessimistic(&[1.0, 2.0], &[1.0, 1.0], &e, 5.0);
+        assert!((low - (3.0 - 8.0f64.sqrt())).abs() < 1e-12);
+        assert_eq!(pessimistic(&[1.0, 2.0], &[1.0, 1.0], &e, 0.1), 0.1);
+        assert_eq!(pessimistic(&[1.0, 0.0], &[1.0, 1.0], &e, 5.0), 0.0); // 1 - 2 -> 0
     }
 }

@@ -10,26 +10,23 @@
 //!           regression); under the adaptive rule UCRL-VTR's target is normalized per pair:
 //!           f = H (V_{h+1} - lo) / (hi - lo) with [lo, hi] the range of V_{h+1} over the support
 //!           of (s_h, a_h) (f = H on a flat support), X_h = phi_f(s_h, a_h), y_h = f(s_{h+1}).
-//!           Still in the plan's bounds (||X|| <= H by Asm. 2, y in [0, H]: same guard, same
-//!           noise) and still unbiased (E[f(s')] = <phi_f, w> for any f fixed before s' is
-//!           drawn), it fills the bounds the noise is calibrated for where V itself varies by
-//!           little over a support (RiverSwimMixture S = 20: V* = 0.18 on a scale of H = 20);
-//!           planning reads it too: Q_h = r_h + lo + (hi - lo) / H clip_[0, H](<phi_f, w_h> + bonus);
+//!           In the plan's bounds and unbiased (`privrl.privacy.adaptive`); planning reads it too:
+//!           Q_h = r_h + lo + (hi - lo) / H clip_[0, H](<phi_f, w_h> + bonus), exact ties to the
+//!           largest pessimistic value;
 //!   intake  the sensitivity guard (clip or reject), and under LDP the user-side randomizer
 //!           (X X^T + B^1, X y + g^1, Cor. 2): only its output leaves the user;
 //!   server  adds the message to its sums — exact (Sherman-Morrison), 2H continual-release
 //!           mechanisms (JDP, Cor. 1) or sums of privatized messages (LDP) — and releases the
 //!           next billboard (Lambda~_h, Lambda~_h^{-1}, w~_h, E_h)_h.
 //!
-//! The release rule is the paper's (design = sums + (lam + shift) I, E_h = beta^2 Lambda~^{-1}) or
-//! the practical one (`privrl.privacy.practical`: the eigenvalue floor, the ridge centred at w0,
-//! E_h = beta^2 A^{-1} + gamma_t^2 A^{-2} with gamma_t from the noise bounds at time t). `E_h` is
-//! the exploration matrix: the bonus `||phi||_{E_h}` of optimism and the covariance of the
-//! sampled model. Everything after the server's sums is post-processing of the release.
+//! The release rule is the paper's (design = sums + (lam + shift) I, E_h = beta^2 Lambda~^{-1}),
+//! the practical one (`privrl.privacy.practical`: eigenvalue floor, ridge centred at w0, E_h =
+//! beta^2 A^{-1} + gamma_t^2 A^{-2}) or the adaptive one (`super::adaptive`). `E_h` is the bonus
+//! `||phi||_{E_h}` of optimism. Everything after the server's sums is post-processing.
 
 use serde::{Deserialize, Serialize};
 
-use super::adaptive::{max_over_draws, AdaptiveSpec, StepNoise, StepOut};
+use super::adaptive::{self, max_over_draws, AdaptiveSpec, StepNoise, StepOut};
 use super::bounds::NoiseBounds;
 use super::{outer, Draw, Episodic, Exploration, Guard, Mechanism, Ties, Trajectory};
 use crate::errors::{check_len, CoreError, CoreResult};
@@ -175,8 +172,7 @@ struct Work {
     x2: Vec<f64>,
     y2: Vec<f64>,
     v2: Vec<f64>,
-    /// The normalized targets f_h over the next states (H x S; zero off the visited supports).
-    f: Vec<f64>,
+    f: Vec<f64>, // the normalized targets f_h (H x S; zero off the visited supports)
     sig: Vec<f64>,
     gram: Vec<f64>,
     sums: Vec<f64>,
@@ -380,8 +376,7 @@ impl VtrAgent {
             };
             let r = &self.rewards[h * rows..(h + 1) * rows];
             if adaptive {
-                // <phi_f, w> + width in [0, H]: Q_h(s, a) in r + [min, max] of V_{h+1} over the
-                // support of (s, a), where every admissible model's Q_h(s, a) lies
+                // Q_h(s, a) in r + [min, max] of V_{h+1} over the support (every admissible model's)
                 if self.exploration.is_sampling() {
                     let f = &board.factor[sl.clone()]; // the largest of the draws per (s, a)
                     w.pert.resize(w.z.len(), 0.0);
@@ -393,6 +388,11 @@ impl VtrAgent {
                 for (((qv, rv), lo), hi) in w.q.iter_mut().zip(r).zip(&w.lo).zip(&w.hi) {
                     *qv = rv + lo + (hi - lo) * scale * *qv;
                 }
+                let (e, lo, hi) = (&board.explore[sl.clone()], &w.lo, &w.hi);
+                adaptive::demote_dominated_ties(&mut w.q, a_n, |i| {
+                    let low = adaptive::pessimistic(&phi[i * d..(i + 1) * d], mean, e, h_n as f64);
+                    r[i] + lo[i] + (hi[i] - lo[i]) * scale * low
+                });
                 // the normalized target spans [0, H] over every support it is not flat on
                 self.spread[h] = h_n as f64;
             } else {

@@ -24,6 +24,12 @@ Neither is scaled by a tuned constant (radius 1 on the random part: one standard
 and in both Q_h(s, a) is clipped to r + [min, max] of V_{h+1} over the support of (s, a) (every
 model of the mixture puts p(.|s, a) on the next states with phi(s'|s, a) != 0: a projection on
 part of the known feasible set, Asm. 2), which removes the ties at H that the [0, H] clip makes.
+The ties that remain are exact: an uncertain action's Q at its support ceiling r + max V_{h+1} can
+equal the known value of another (a deterministic action's flat support). Such ties go to the
+action with the largest pessimistic value r + lo + (hi - lo) / H clip(<phi_f, w~> - ||phi_f||_E,
+0, H) (the uncertain one can only be worse), then to the agent's tie-break: on
+RiverSwimMixture the random tie-break sent every other user the uncertain way wherever the reward
+was out of reach, and that was all of the adaptive agents' regret there.
 UCRL-VTR's and UCRL-VTR+'s users send a normalized target (UCRL-VTR+: its first and second
 moments): f = H (V_{h+1} - lo) / (hi - lo) with [lo, hi] the range
 of V_{h+1} over the support of (s_h, a_h) (f = H on a flat support), X = phi_f(s_h, a_h), y =

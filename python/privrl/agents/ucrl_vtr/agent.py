@@ -79,6 +79,9 @@ class UCRLVTR(Agent):
         billboard, the privacy noise and its accounting unchanged; under the default calibration
         the user draws SAMPLING_DRAWS = 4 models of the random part, keeps the bias bound as a
         bonus and plans on the largest Q per pair, privrl.privacy.adaptive).
+    ties : "random" (from the agent's seed) or "lowest": how exact ties between greedy actions are
+        broken; under the default calibration only among the tied actions of largest pessimistic
+        value (privrl.privacy.adaptive).
 
     V~ is projected on [0, H] (not only min{H, .}): with noisy w~ the paper's Q~ can go negative,
     which would break the sensitivity bound ||X_{k,h}|| <= H that the calibration assumes; optimism
