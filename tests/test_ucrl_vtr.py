@@ -257,3 +257,35 @@ def test_a_practical_width_whose_square_overflows_is_refused_at_construction(pri
     assert np.isfinite(privrl.run(agent, env, seed=0).regret).all()
     agent = UCRLVTR(env, NonPrivate(calibration="practical"), episodes=30, seed=0, beta_scale=1e150)
     assert np.isfinite(privrl.run(agent, env, seed=0).regret).all()
+
+
+@pytest.mark.parametrize("centre", ["feasible", "zero"])
+def test_a_practical_width_is_refused_or_runs_whatever_the_centre(centre):
+    """The practical width's privacy part gamma_t = scale (C + Upsilon C_w + (shift_mult Upsilon + lift) D)
+    includes the ridge's shift towards the centre (distance D); the construction check left the D term
+    out, so JDP practical with the tree at beta_scale = 1e150 on RiverSwimMixture(S=4, H=3) was built
+    and failed at user 7 with a NonFiniteError about an "inverse design matrix". Across the scales where
+    the width approaches the largest double, an agent is refused at construction or runs to the end."""
+    import warnings
+
+    from privrl.agents import UCRLVTRPlus
+    from privrl.envs import RiverSwimMixture
+
+    env = RiverSwimMixture(S=4, H=3)
+    privacies = (
+        JointDP(1.0, 1e-5, calibration="practical", mechanism="tree"),
+        JointDP(1.0, 0.0, calibration="practical"),
+        LocalDP(1.0, 0.0, calibration="practical"),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for cls in (UCRLVTR, UCRLVTRPlus):
+            for privacy in privacies:
+                for e in np.arange(147.0, 151.5, 0.5):
+                    try:
+                        agent = cls(env, privacy, episodes=30, seed=1, centre=centre, beta_scale=10.0**e)
+                    except PrivacyParameterError as err:
+                        assert "overflows a double" in str(err)
+                        continue
+                    assert np.isfinite(privrl.run(agent, env, seed=1).regret).all()
+                    assert np.isfinite(agent.release().explore).all()

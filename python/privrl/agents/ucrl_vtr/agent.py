@@ -173,29 +173,39 @@ class UCRLVTR(Agent):
         if cal.release_rule != "practical":
             return
         # the practical exploration matrix E = r^2 A^{-1} + gamma_t^2 A^{-2} (A floored at lam I, so
-        # its entries reach r^2 / lam + gamma_t^2 / lam^2), gamma_t >= scale (C + Upsilon C_w) at the
-        # worst release: refused where that bound overflows a double (LDP, beta_scale = 1e150: a
+        # its entries reach r^2 / lam + gamma_t^2 / lam^2), gamma_t >= scale (C + Upsilon (C_w +
+        # shift_mult D)) at the worst release (D: the centre's distance, the shift shift_mult Upsilon
+        # and the floor's lift >= 0 both pull towards the centre): refused where that bound overflows
+        # a double (LDP, beta_scale = 1e150: a
         # NonFiniteError about an "inverse" mid-run). UCRL-VTR+'s second-moment regression has one
         # too (radius beta_tilde, its own C2, Upsilon2): pure JDP practical at beta_scale = 1e148 on
         # RiverSwimMixture(S=4, H=5) released E2 = inf from the first user and failed at user 511
         full = getattr(cal, self._radius_key)
         scale = self.beta / full if full else self.beta_scale
+        # (without the shift's D term, JDP practical with the tree at beta_scale = 1e150 on
+        # RiverSwimMixture(S=4, H=3) passed and failed at user 7: E_h = inf)
+        distance = self._centre()[1]
         regs = (
             [("", self.beta, cal.Upsilon, cal.C)]
             if plus is None
             else [("", self.beta, cal.Upsilon1, cal.C1), (" (second moments)", plus[1], cal.Upsilon2, cal.C2)]
         )
+        over = []  # every regression whose width overflows (UCRL-VTR+: both may)
         for which, r, ups, c in regs:
-            gamma = scale * (c + ups * self.C_w)
+            bound = c + ups * (self.C_w + cal.shift_mult * distance)
+            gamma = scale * bound
             # the kernel squares r and gamma first, then sums r^2 A^{-1} + gamma^2 A^{-2}
             if not math.isfinite(gamma * gamma + r * r / cal.lam + gamma * gamma / cal.lam**2):
-                raise PrivacyParameterError(
+                over.append(
                     f"the practical width{which} overflows a double: radius {r:.6g} and privacy part "
-                    f"gamma >= {gamma:.6g} (radius scale {scale:.6g} times the noise bounds C + Upsilon C_w "
-                    f"= {c + ups * self.C_w:.6g}) make gamma^2 or the exploration matrix's bound r^2 / "
-                    f"lam + gamma^2 / lam^2 (lam = {cal.lam:g}) exceed {sys.float_info.max:.4g}; pass a "
-                    "smaller beta_scale or beta"
+                    f"gamma >= {gamma:.6g} (radius scale {scale:.6g} times the noise bounds C + Upsilon "
+                    f"(C_w + shift_mult D) = {bound:.6g}, D = {distance:.6g} the centre's distance)"
                 )
+        if over:
+            raise PrivacyParameterError(
+                f"{'; '.join(over)}: gamma^2 or the exploration matrix's bound r^2 / lam + gamma^2 / lam^2 "
+                f"(lam = {cal.lam:g}) exceeds {sys.float_info.max:.4g}; pass a smaller beta_scale or beta"
+            )
 
     def _check_own_features(self, env: Any) -> None:
         """Asm. 2's ||phi_v|| <= 1 on a user's own FiniteMDP: an AssumptionWarning where it fails."""
@@ -309,11 +319,7 @@ class UCRLVTR(Agent):
         if cal.release_rule == "adaptive":
             c = adaptive_constants(which, self.H, self.d)
             adaptive = AdaptiveSpec(c.sigma_max, c.spread_scale, c.sigma_min, radius=self.beta)
-        if self.centre == "feasible":
-            w0 = practical.feasible_centre(self.mixture_features)
-            distance = practical.centre_distance(self.C_w, self.mixture_features, w0)
-        else:
-            w0, distance = np.zeros(self.d), self.C_w
+        w0, distance = self._centre()
         if adaptive is not None:  # the adaptive ridge divides by D (DISTANCE_FLOOR)
             distance = max(distance, DISTANCE_FLOOR * self.C_w)
         full = getattr(cal, self._radius_key)
@@ -328,6 +334,13 @@ class UCRLVTR(Agent):
             bounds=bounds_spec(cal, sigma_m, sigma_v, self.d),
             adaptive=adaptive,
         )
+
+    def _centre(self) -> tuple[np.ndarray, float]:
+        """The practical ridge's centre w0 and its distance bound D >= ||w_h - w0||."""
+        if self.centre == "feasible":
+            w0 = practical.feasible_centre(self.mixture_features)
+            return w0, practical.centre_distance(self.C_w, self.mixture_features, w0)
+        return np.zeros(self.d), self.C_w
 
     def _board(self, i: int) -> Release:
         design, inverse, weights, explore, gamma, users = self._core.billboard(i)
