@@ -398,3 +398,15 @@ def test_copies_of_an_agent_keep_its_environment_read_only():
                 arrays[frozen[0]][...] = 0.0
     env = copy.deepcopy(RIVER)
     assert "_read_only" not in vars(env) and env.fingerprint() == RIVER.fingerprint()
+
+
+def test_a_save_that_cannot_be_written_names_the_path_asked_for(tmp_path):
+    """agent.save(folder / "missing" / "a.agent") raised FileNotFoundError about
+    'a.agent.<pid>.<hex>.tmp', a file the user never named (the save's temporary copy). The error
+    names the path passed to save(), and the failed save leaves nothing behind."""
+    agent = UCRLVTRPlus(RIVER, JointDP(1.0, 1e-5), episodes=10, seed=0)
+    target = tmp_path / "missing" / "a.agent"
+    with pytest.raises(FileNotFoundError) as err:
+        agent.save(target)
+    assert err.value.filename == str(target) and ".tmp" not in str(err.value)
+    assert list(tmp_path.iterdir()) == []

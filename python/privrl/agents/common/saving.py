@@ -179,9 +179,13 @@ def save_agent(agent: Any, path: str | os.PathLike) -> None:
         with open(tmp, "xb") as fh:
             fh.write(MAGIC + json.dumps(header).encode() + b"\n" + payload)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)  # a failed save leaves no copy of the agent behind
+        if isinstance(exc, OSError) and exc.filename == str(tmp):
+            # about the temporary copy, a name the user never gave: say it of the path asked for
+            # (a missing folder read "No such file or directory: 'a.agent.<pid>.<hex>.tmp'")
+            raise type(exc)(exc.errno, f"cannot save the agent: {exc.strerror}", str(path)) from exc
         raise
 
 
