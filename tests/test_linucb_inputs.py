@@ -204,3 +204,21 @@ def test_the_privacy_report_describes_linucbs_mechanisms():
     other = privrl.agents.UCRLVTR(privrl.envs.RiverSwimMixture(S=6, H=5), LocalDP(1.0, 1e-5), episodes=50)
     text = str(other.privacy_report())
     assert "matrice " not in text and "one symmetric d x d matrix release per step" in text
+
+
+@pytest.mark.parametrize("value, n", [(0.1, 3), (0.7, 3), (1 / 3, 10), (2.2, 7), (1e5 + 0.1, 3)])
+@pytest.mark.parametrize("kw", [{}, {"scale": "max"}, {"bias": False}])
+def test_a_constant_column_is_dropped_whatever_its_value(value, n, kw):
+    """A column of n equal values is constant: standardize drops it. numpy's std of three 0.1's is
+    1.4e-17 (their mean rounds), and the column was kept, "standardized" by that sd into rounding
+    noise of order 1 that took a share of every context's unit norm."""
+    assert np.full(n, value).std() > 0  # the case: numpy's std of the constant column is not 0
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(n, 2))
+    y = np.arange(n) % 2
+    with_const = ContextualBandit.from_classification(np.column_stack([X, np.full(n, value)]), y, **kw)
+    without = ContextualBandit.from_classification(X, y, **kw)
+    assert with_const.p == without.p
+    np.testing.assert_array_equal(with_const.contexts, without.contexts)
+    x = rng.normal(size=2)
+    np.testing.assert_array_equal(with_const.featurize(np.append(x, value)), without.featurize(x))

@@ -232,7 +232,9 @@ class _Featurizer:
         if standardize:
             with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
                 sd = X.std(axis=0)
-                keep = sd > 0
+                # constant = all values equal, not a computed std of 0: the mean of three 0.1's
+                # rounds, so such a column had sd 1.4e-17 and was kept as rounding noise of order 1
+                keep = np.ptp(X, axis=0) > 0
                 mean, sd = X[:, keep].mean(axis=0), sd[keep]
             _check_no_overflow(np.append(mean, sd), "X's column means / standard deviations")
         else:
