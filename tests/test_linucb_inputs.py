@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import fractions
+import warnings
 
 import numpy as np
 import pytest
@@ -222,3 +223,24 @@ def test_a_constant_column_is_dropped_whatever_its_value(value, n, kw):
     np.testing.assert_array_equal(with_const.contexts, without.contexts)
     x = rng.normal(size=2)
     np.testing.assert_array_equal(with_const.featurize(np.append(x, value)), without.featurize(x))
+
+
+KWS = [{}, {"scale": "max"}, {"bias": False}, {"standardize": False}, {"standardize": False, "bias": False}]
+
+
+@pytest.mark.parametrize("scale", [1e-160, 1e-200, 1e-300])
+@pytest.mark.parametrize("kw", KWS)
+def test_tiny_features_give_the_table_of_their_scale_free_shape(scale, kw):
+    """The transform is scale-free (standardize divides by the sd, scale divides by a norm), so X
+    times 1e-200 gives X's table, as X times 1e150 does. The squares of features below ~1e-154
+    underflowed: the column sds were 0 (or off by 1e-5), the table refused with 'the
+    standardized features overflowed (too large in magnitude)' or with 'every context must have
+    ||x|| <= 1 (... from_classification does)' (a row norm of 1e-300 for rows of norm 1e-200)."""
+    rng = np.random.default_rng(5)
+    X, y = rng.normal(size=(20, 3)), np.arange(20) % 2
+    env = ContextualBandit.from_classification(X, y, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy divide-by-zero warning either
+        tiny = ContextualBandit.from_classification(X * scale, y, **kw)
+        np.testing.assert_allclose(tiny.contexts, env.contexts, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(tiny.featurize(X[3] * scale), env.contexts[3], rtol=0, atol=1e-12)

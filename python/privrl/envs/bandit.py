@@ -231,7 +231,8 @@ class _Featurizer:
         p = X.shape[1]
         if standardize:
             with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
-                sd = X.std(axis=0)
+                c = _up_scale(X, 0)  # X / c is exact: the squares of tiny features do not underflow
+                sd = (X / c).std(axis=0) * c[0]
                 # constant = all values equal, not a computed std of 0: the mean of three 0.1's
                 # rounds, so such a column had sd 1.4e-17 and was kept as rounding noise of order 1
                 keep = np.ptp(X, axis=0) > 0
@@ -243,7 +244,7 @@ class _Featurizer:
         if scale == "max":
             Z = f._centred(X)
             with np.errstate(over="ignore", invalid="ignore"):
-                norm = float(np.linalg.norm(Z, axis=1).max())
+                norm = float(_row_norms(Z).max())
             _check_no_overflow(np.array([norm]), "the largest row norm of the features")
             f = replace(f, max_norm=max(norm, 1e-300))
         return f
@@ -264,11 +265,28 @@ class _Featurizer:
         if self.scale == "max":
             return Z / self.max_norm
         with np.errstate(over="ignore", invalid="ignore"):
-            norms = np.linalg.norm(Z, axis=1, keepdims=True)
+            norms = _row_norms(Z)[:, None]
         # an overflowed norm would silently zero the row (only the bias left): refuse it
         _check_no_overflow(norms, "the row norms of the features")
-        Z = Z / np.maximum(norms, 1e-300)
+        Z = Z / np.where(norms > 0.0, norms, 1.0)  # a zero row stays zero
         return np.hstack([Z, np.ones((Z.shape[0], 1))]) / np.sqrt(2.0) if self.bias else Z
+
+
+def _up_scale(a: np.ndarray, axis: int) -> np.ndarray:
+    """Powers of two c <= 1 (keepdims along ``axis``) that bring the largest |entry| of every row
+    (axis=1) or column (axis=0) of ``a`` into [1/2, 1) when it is below 1 (c = 1 otherwise).
+    Dividing by a power of two is exact, so a norm or a std of ``a / c`` times ``c`` is bit-identical
+    to that of ``a`` where its squares stay normal, and accurate where they would underflow
+    (features below ~1e-154: a std of 0, or norms off by 1e100). Large entries are not scaled (an
+    overflow is refused where it happens)."""
+    _, e = np.frexp(np.abs(a).max(axis=axis, keepdims=True))
+    return np.ldexp(1.0, np.minimum(e, 0))
+
+
+def _row_norms(Z: np.ndarray) -> np.ndarray:
+    """The Euclidean norm of every row of ``Z``, without underflow (:func:`_up_scale`)."""
+    c = _up_scale(Z, 1)
+    return np.linalg.norm(Z / c, axis=1) * c[:, 0]
 
 
 def _check_no_overflow(a: np.ndarray, what: str) -> None:
