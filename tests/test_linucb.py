@@ -471,7 +471,7 @@ def test_a_schedule_that_cannot_fit_in_memory_is_refused():
 
     cb = blobs(n=20, p=2, A=2)
     with pytest.raises(ResourceError, match=r"1099511627776 leaves ends.*GiB"):
-        LinUCB(cb, NonPrivate(), episodes=2**40, seed=0)
+        linucb_leaf_ends("none", 2**40, 2)
     with pytest.raises(PrivrlError):  # the BLT mechanism's K limit, then the ends' memory
         LinUCB(cb, JointDP(1.0, 1e-20), episodes=2**62, seed=0)
     with pytest.raises(ResourceError, match="leaves ends"):
@@ -480,6 +480,26 @@ def test_a_schedule_that_cannot_fit_in_memory_is_refused():
     assert linucb_leaves("jdp", 2**62, 2, "geometric") == 62
     for K, p, schedule in [(10, 3, "auto"), (20, 3, "geometric"), (4, 3, "every"), (10, 3, 4), (9, 3, 3)]:
         assert linucb_leaves("jdp", K, p, schedule) == len(linucb_leaf_ends("jdp", K, p, schedule))
+
+
+@pytest.mark.parametrize("schedule", ["auto", "every", 3])
+def test_a_nonprivate_agent_keeps_no_schedule_of_every_user(tmp_path, schedule):
+    """The non-private server refreshes its exact inverse after every user and never reads the
+    leaf ends, but the agent was handed the K-long list of every user: at K = 2e7 about 1 GB and
+    a 160 MB save file, and refused (ResourceError, 'Use fewer episodes') from K ~ 5e8 on a 24 GB
+    machine, where non-private LSVI-UCB runs at K = 10^12. Now its memory and its file do not
+    grow with K, and it plays as the agent of a small K does."""
+    cb = blobs(n=20, p=2, A=2)
+    big = LinUCB(cb, NonPrivate(), episodes=2**40, seed=0, schedule=schedule)
+    small = LinUCB(cb, NonPrivate(), episodes=50, seed=0, schedule=schedule)
+    first, second = privrl.run(big, cb, episodes=50, seed=1), privrl.run(small, cb, episodes=50, seed=1)
+    np.testing.assert_array_equal(first.gaps, second.gaps)
+    assert big.releases == small.releases == 50  # a refresh after every user
+    big.save(tmp_path / "big.privrl")
+    assert (tmp_path / "big.privrl").stat().st_size < 1e5
+    again = LinUCB.load(tmp_path / "big.privrl")
+    later = [privrl.run(agent, cb, episodes=5, seed=2).gaps for agent in (again, big)]
+    np.testing.assert_array_equal(*later)
 
 
 def test_a_beta_scale_whose_radius_overflows_is_refused():
