@@ -244,3 +244,19 @@ def test_tiny_features_give_the_table_of_their_scale_free_shape(scale, kw):
         tiny = ContextualBandit.from_classification(X * scale, y, **kw)
         np.testing.assert_allclose(tiny.contexts, env.contexts, rtol=0, atol=1e-12)
         np.testing.assert_allclose(tiny.featurize(X[3] * scale), env.contexts[3], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("lam", [1e-310, 5e-324])
+@pytest.mark.parametrize(
+    "privacy", [NonPrivate(), NonPrivate(calibration="paper"), JointDP(1.0, 1e-5), LocalDP(1.0, 0.0)]
+)
+def test_a_lam_whose_inverse_overflows_is_refused_by_name(lam, privacy):
+    """A subnormal lam (positive, so taken) starts the billboard's inverse I / lam at infinity: the
+    private agents released inf to every user before the first release, the non-private one
+    was refused with 'regularization lambda must be finite and > 0 with 1/lambda finite, got
+    0.000...' and the paper calibration blamed 'beta_scale = 1 times the calibration's radius
+    inf'. The agent now names lam; the smallest lam whose inverse is finite is taken."""
+    with pytest.raises(PrivacyParameterError, match=r"lam = .* is too small: .*I / lam.*overflows"):
+        LinUCB(small_bandit(), privacy, episodes=50, seed=0, lam=lam)
+    agent = LinUCB(small_bandit(), privacy, episodes=50, seed=0, lam=1e-300)
+    assert np.isfinite(agent.release().inverse).all()
