@@ -350,6 +350,24 @@ def test_radius_by_hand():
     )
 
 
+def test_the_radius_is_finite_where_its_ratios_overflow():
+    """K / (lam p) overflowed at lam = 1e-308 and 1 / alpha at alpha = 1e-310, so the radius was
+    inf for finite inputs and the paper-calibrated agent was refused with 'beta_scale = 1 times
+    the calibration's radius inf is not a finite radius'. The logs are finite: log(1 + q) = log q
+    to double precision at q = 5e309."""
+    tiny_lam = math.sqrt(2 * math.log(100) + 2 * (math.log(5) + 309 * math.log(10))) + 2 * math.sqrt(1e-308)
+    assert linucb_radius(1e-308, 100, 2, 0.01) == pytest.approx(tiny_lam, rel=1e-12)
+    tiny_alpha = math.sqrt(2 * 310 * math.log(10) + 2 * math.log(51)) + 2.0
+    assert linucb_radius(1.0, 100, 2, 1e-310) == pytest.approx(tiny_alpha, rel=1e-12)
+    env = blobs(n=20, p=2, A=2)
+    for privacy, K, lam in [
+        (NonPrivate(calibration="paper"), 50, 1e-308),
+        (NonPrivate(p=1e-300, calibration="paper"), 10**9, 1.0),
+    ]:
+        agent = LinUCB(env, privacy, episodes=K, seed=0, lam=lam, exploration="optimism")
+        assert math.isfinite(agent.beta) and agent.beta == agent.calibration.radius
+
+
 def test_classification_datasets_load():
     pytest.importorskip("sklearn")
     from privrl.envs.datasets import load_bandit

@@ -151,10 +151,11 @@ def linucb_radius(lam: float, K: int, p: int, alpha: float) -> float:
     regularizer of the estimate)."""
     lam = check_positive_real(lam, "lam")
     K, p, alpha = check_pos_int(K, "K"), check_pos_int(p, "p"), check_probability(alpha, "alpha")
-    return (
-        math.sqrt(2.0 * math.log(1.0 / alpha) + p * math.log1p(K / (lam * p)))
-        + math.sqrt(lam) * THETA_BOUND / SIGMA_R
-    )
+    # in logs where the ratios overflow: K / (lam p) at a tiny lam, 1 / alpha at a tiny alpha
+    ratio, inv_alpha = K / (lam * p), 1.0 / alpha
+    growth = math.log1p(ratio) if math.isfinite(ratio) else math.log(K) - math.log(lam) - math.log(p)
+    confidence = math.log(inv_alpha) if math.isfinite(inv_alpha) else -math.log(alpha)
+    return math.sqrt(2.0 * confidence + p * growth) + math.sqrt(lam) * THETA_BOUND / SIGMA_R
 
 
 def release_plan(
