@@ -3,6 +3,7 @@ learning, the batch schedule, calibrated noise, both planning paths, reproducibi
 
 import math
 import os
+import re
 import sys
 
 import numpy as np
@@ -16,7 +17,7 @@ from privrl.agents.common.base import SensitivityWarning
 from privrl.agents.lsvi_ucb.agent import batch_starts
 from privrl.agents.lsvi_ucb.reference import optimistic_values
 from privrl.envs import FiniteMDP, RandomLinearMDP, RiverSwim, RiverSwimMixture, Trajectory
-from privrl.exceptions import AssumptionError, PrivacyParameterError, ShapeError
+from privrl.exceptions import AssumptionError, PrivacyParameterError, PrivrlError, ShapeError
 from privrl.kernels import reference as R
 from privrl.privacy import JointDP, LocalDP, NonPrivate
 
@@ -537,6 +538,7 @@ _PEAK = """
 import sys
 import math
 import os
+import re
 import sys
 
 import numpy as np
@@ -663,3 +665,37 @@ def test_sampling_radius_whose_square_over_lam_overflows_is_refused(monkeypatch)
     for priv, exploration in ((practical, "optimism"), (JointDP(1.0, 1e-5), "sampling")):
         agent = LSVIUCB(env, priv, **{**kw, "exploration": exploration}, beta=1e308)
         assert np.isfinite(privrl.run(agent, env, seed=0).regret).all()
+
+
+@pytest.mark.parametrize("lam", [5e-324, 1e-310, 1e-308, 1e-306, 1e-305])
+@pytest.mark.parametrize(
+    "privacy",
+    [
+        NonPrivate(),
+        NonPrivate(calibration="paper"),
+        JointDP(1.0, 1e-3),
+        JointDP(1.0, 1e-3, calibration="practical"),
+        JointDP(1.0, 0.0, calibration="tight"),
+        JointDP(1.0, 0.0),
+    ],
+)
+def test_a_tiny_lam_is_refused_as_too_small(lam, privacy):
+    """lam near the bottom of the doubles: at 1e-308 the non-private, practical and adaptive
+    agents were refused with 'U_K must be finite and > 0, got inf' (App. D's internal U_K), the
+    adaptive JDP agent at 1e-305 with 'lam = 1e-305 is too large ...; pass a smaller lam' (the
+    wrong way), a subnormal lam by the Rust kernel with '1/lambda finite, got 0.000...' or, under
+    the tight calibration, built and then stopped mid-run with a NonFiniteError. Every refusal
+    now says lam is too small; an agent that is built runs its users with a finite billboard."""
+    env = RandomLinearMDP(S=6, A=2, d=3, H=2, seed=1)
+    try:
+        agent = LSVIUCB(env, privacy, episodes=30, seed=1, lam=lam, exploration="optimism")
+    except PrivacyParameterError as e:
+        assert re.search(r"lam = \S+ is too small", str(e)) and "U_K must" not in str(e), str(e)
+        return
+    try:
+        privrl.run(agent, env, seed=1)
+    except PrivrlError as e:  # the exact server's first update: 'lam = 1e-306 is too small for features ...'
+        assert re.search(r"lam = \S+ is too small", str(e)) and privacy.kind == "none", str(e)
+        return
+    release = agent.release()
+    assert np.isfinite(release.inverse).all() and np.isfinite(release.weights).all()

@@ -292,7 +292,7 @@ def calibrate_lsvi_ucb(
     calibration = check_calibration(calibration)
     mechanism = resolve_mechanism(kind, calibration, pure, mechanism)
     sampler = resolve_sampler(kind, mechanism, sampler)
-    lam = None if lam is None else check_positive_real(lam, "lam")
+    lam = None if lam is None else _check_lam(check_positive_real(lam, "lam"))
     B = resolve_batches(batches, kind, pure, eps, H, K, d, calibration, dlt, p, mechanism)
     if plan is None:
         plan = release_plan(kind, pure, H, K, d, B, mechanism, sampler)
@@ -394,9 +394,26 @@ def _calibrate(
     )
 
 
+def _check_lam(lam: float) -> float:
+    """Refuse a subnormal ``lam``, whose inverse 1 / lam (the billboard's Lambda~^{-1} before any
+    data, or the eigenvalue floor's) overflows a double: it failed mid-run with a NonFiniteError or
+    in the Rust kernel with "1/lambda finite, got 0.000..."."""
+    if not math.isfinite(1.0 / lam):
+        raise PrivacyParameterError(
+            f"lam = {lam:g} is too small: its inverse 1 / lam overflows a double; pass lam >= "
+            f"{1.0 / _F64_MAX:.4g}"
+        )
+    return lam
+
+
 def _radius(lam: float, c_K: float, C: float, H: int, K: int, d: int, p: float) -> dict[str, Any]:
     """App. D's U_K, chi, log_chi and radius beta for the shift c_K and the noise bound C."""
     U_K = lsvi_ucb_U_K(lam, c_K, C, H, K, d)
+    if not math.isfinite(U_K):  # was "U_K must be finite and > 0, got inf", a name the user never gave
+        raise PrivacyParameterError(
+            f"lam = {lam:g} is too small for App. D's radius: U_K = 2H sqrt(dK / (lam + c_K)) + C / "
+            f"(lam + c_K) overflows a double at c_K = {c_K:g}, C = {C:g}; pass a larger lam"
+        )
     return dict(
         U_K=U_K,
         chi=lsvi_ucb_chi(U_K, H, K, d, p),
@@ -485,6 +502,15 @@ def check_adaptive_lam(
     """Refuse (PrivacyParameterError) a ``lam`` above :func:`adaptive_lam_limit`: its release would
     overflow to inf mid-run (a NonFiniteError at a release) instead of at construction."""
     limit = adaptive_lam_limit(cal, centre_norm, releases)
+    if cal.lam > limit and cal.lam < ADAPTIVE_LSVI_LAM:
+        default = cal.replace(lam=ADAPTIVE_LSVI_LAM)
+        if adaptive_lam_limit(default, centre_norm, releases) >= ADAPTIVE_LSVI_LAM:
+            # the estimate's bound (K (H + 1) + C) / lam is what overflows: "too large" pointed the wrong way
+            raise PrivacyParameterError(
+                f"lam = {cal.lam:.6g} is too small for the adaptive private release: its estimate, up to "
+                f"(K (H + 1) + C) / lam, times the precision summed over its releases overflows float64; "
+                f"pass a larger lam (the default {ADAPTIVE_LSVI_LAM:g} is taken)"
+            )
     if cal.lam > limit:
         raise PrivacyParameterError(
             f"lam = {cal.lam:.6g} is too large for the adaptive private release: its precision "
