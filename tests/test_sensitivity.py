@@ -315,6 +315,20 @@ def test_reject_names_what_broke_the_bound():
         g.apply(np.array([[2.0, 0.0]]), np.array([-1.0]))
 
 
+def test_reject_writes_extreme_values_in_scientific_notation():
+    """A reward of 1e300 was named as 'y in [1000...000, 1000...000]' (301 digits each) and a
+    context of norm 1e200 as 'max ||x|| = 99999999999999996973...' (Rust's fixed notation); the
+    values outside 1e-4 .. 1e6 read in scientific notation, the others as before."""
+    g = SensitivityGuard(x_bound=1.0, y_low=0.0, y_high=1.0, mode="reject")
+    with pytest.raises(AssumptionError, match=r"\): y in \[1\.000000e300, 1\.000000e300\]$"):
+        g.apply(np.array([[0.5, 0.0]]), np.array([1e300]))
+    with pytest.raises(AssumptionError, match=r"max \|\|x\|\| = 1\.000000e200$") as e:
+        g.apply(np.array([[1e200, 0.0]]), np.array([0.5]))
+    assert len(str(e.value)) < 120
+    with pytest.raises(AssumptionError, match=r"y in \[-2\.500000e-7, 2(\.0)?\]$"):
+        g.apply(np.array([[0.5, 0.0], [0.5, 0.0]]), np.array([-2.5e-7, 2.0]))
+
+
 def test_rows_beyond_1e154_are_projected_not_zeroed():
     # ||x||^2 overflows for entries above ~1.3e154: the projection is still x / ||x|| (the row
     # kept its direction; it was zeroed by a division by inf)

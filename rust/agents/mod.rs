@@ -52,6 +52,17 @@ const GUARD_TOL: f64 = 1e-9;
 /// ||row||: the plain sum of squares, or (where it overflows, finite entries above ~1e154) the
 /// same norm with the row scaled by its largest entry first (the projection then shrinks it to
 /// the bound instead of a division by inf zeroing it).
+/// A number of a message, as `plain` writes it in the usual range and in scientific notation
+/// outside it: `{}` and `{:.6}` wrote a reward of 1e300 as 301 digits.
+fn readable(x: f64, plain: impl Fn(f64) -> String) -> String {
+    let a = x.abs();
+    if a == 0.0 || !a.is_finite() || (1e-4..1e6).contains(&a) {
+        plain(x)
+    } else {
+        format!("{x:.6e}")
+    }
+}
+
 fn row_norm(row: &[f64]) -> f64 {
     let n = row.iter().map(|v| v * v).sum::<f64>().sqrt();
     if n.is_finite() {
@@ -112,10 +123,15 @@ impl Guard {
                 });
             let mut found = vec![];
             if max_norm > loose {
-                found.push(format!("max ||x|| = {max_norm:.6}"));
+                let norm = readable(max_norm, |v| format!("{v:.6}"));
+                found.push(format!("max ||x|| = {norm}"));
             }
             if y_min < lo_tol || y_max > hi_tol {
-                found.push(format!("y in [{y_min}, {y_max}]"));
+                let (lo, hi) = (
+                    readable(y_min, |v| v.to_string()),
+                    readable(y_max, |v| v.to_string()),
+                );
+                found.push(format!("y in [{lo}, {hi}]"));
             }
             return Err(CoreError::Assumption(format!(
                 "user statistic outside the sensitivity bound (||x|| <= {}, y in [{}, {}]): {}",
