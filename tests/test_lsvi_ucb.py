@@ -16,7 +16,7 @@ from privrl.agents import LSVIUCB
 from privrl.agents.common.base import SensitivityWarning
 from privrl.agents.lsvi_ucb.agent import batch_starts
 from privrl.agents.lsvi_ucb.reference import optimistic_values
-from privrl.envs import FiniteMDP, RandomLinearMDP, RiverSwim, RiverSwimMixture, Trajectory
+from privrl.envs import FeatureMap, FiniteMDP, RandomLinearMDP, RiverSwim, RiverSwimMixture, Trajectory
 from privrl.exceptions import AssumptionError, PrivacyParameterError, PrivrlError, ShapeError
 from privrl.kernels import reference as R
 from privrl.privacy import JointDP, LocalDP, NonPrivate
@@ -699,3 +699,20 @@ def test_a_tiny_lam_is_refused_as_too_small(lam, privacy):
         return
     release = agent.release()
     assert np.isfinite(release.inverse).all() and np.isfinite(release.weights).all()
+
+
+@pytest.mark.parametrize("scale", [1e-170, 1e-250])
+@pytest.mark.parametrize("privacy", [JointDP(1.0, 1e-3), JointDP(1.0, 0.0)])
+def test_small_features_do_not_overflow_the_centre_norm(scale, privacy):
+    """The adaptive rule's centre direction w1 (phi^T w1 = 1) scales as 1 / ||phi||: at features of
+    norm 1e-170 its entries are ~1e170, finite, but np.linalg.norm squared them to inf, and the
+    agent was refused with 'lam = 1 is too large for the adaptive private release ... unless lam
+    <= 0; pass a smaller lam' (no lam can be). The norm is taken without overflow: the agent is
+    built and learns with a finite billboard, as on the same features of norm ~1."""
+    gymnasium = pytest.importorskip("gymnasium")
+    phi = np.random.default_rng(0).dirichlet(np.ones(3), size=(16, 4))
+    for features in (phi, phi * scale):
+        agent = LSVIUCB(FeatureMap(features, 5), privacy, episodes=40, seed=1, batches=8)
+        privrl.learn(agent, gymnasium.make("FrozenLake-v1"), seed=0)
+        release = agent.release()
+        assert np.isfinite(release.weights).all() and np.isfinite(release.inverse).all()

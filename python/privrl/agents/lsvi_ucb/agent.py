@@ -337,7 +337,8 @@ class LSVIUCB(Agent):
         if cal.release_rule != "adaptive":
             return None
         w1, exact = centre_direction(table)
-        norm = float(np.linalg.norm(w1)) if exact else 0.0
+        top = float(np.abs(w1).max()) if exact else 0.0  # scaled: ||w1||^2 overflowed at tiny features
+        norm = top * float(np.linalg.norm(w1 / top)) if top > 0.0 else 0.0
         privacy_of.check_adaptive_lam(cal, norm, len(self.batch_starts) - 1)
         private = cal.kind == "jdp"
         return LsviAdaptiveSpec(
