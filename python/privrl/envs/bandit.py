@@ -279,7 +279,7 @@ def _up_scale(a: np.ndarray, axis: int) -> np.ndarray:
     to that of ``a`` where its squares stay normal, and accurate where they would underflow
     (features below ~1e-154: a std of 0, or norms off by 1e100). Large entries are not scaled (an
     overflow is refused where it happens)."""
-    _, e = np.frexp(np.abs(a).max(axis=axis, keepdims=True))
+    _, e = np.frexp(np.abs(a).max(axis=axis, keepdims=True, initial=0.0))  # no columns: c = 1
     return np.ldexp(1.0, np.minimum(e, 0))
 
 
