@@ -216,6 +216,24 @@ impl AdaptiveSpec {
     }
 }
 
+/// The planned `Q_h(s, a) = r + lo + (hi - lo) / H x` of a normalized value `x` in `[0, H]`
+/// (`h` = H), exactly `r + hi` at the ceiling `x = H` and never above it. Rounded as written,
+/// `lo + (hi - lo) / H * H` can land an ulp above `hi` (H = 13: the uncertain action's ceiling
+/// beat a deterministic action's value `r + hi` by one ulp instead of tying with it, so the
+/// pessimistic tie-break never ran) or below it; the support clip puts Q in `r + [lo, hi]`.
+pub fn on_support(r: f64, lo: f64, hi: f64, x: f64, h: f64) -> f64 {
+    let top = r + hi;
+    if x >= h {
+        return top;
+    }
+    let q = r + lo + (hi - lo) * (1.0 / h) * x;
+    if q > top {
+        top
+    } else {
+        q // NaN stays NaN (the greedy step refuses it)
+    }
+}
+
 /// Pessimistic tie-breaking: among the actions whose planned Q ties at a state's maximum (rows
 /// grouped by `a_n`), keep those with the largest pessimistic value `key(row)` (computed for tied
 /// rows only) and lower the others' Q by one ulp, so the greedy choice (and its random tie-break)
@@ -357,6 +375,25 @@ mod tests {
             out.iter().zip(want).all(|(o, w)| (o - w).abs() < 1e-12),
             "{out:?}"
         );
+    }
+
+    #[test]
+    fn on_support_is_exact_at_both_ends() {
+        // H = 13, [0, 0.01]: lo + (hi - lo) / 13 * 13 rounds one ulp above hi; the ceiling is hi
+        let (lo, hi) = (0.0, 0.01);
+        assert!(lo + (hi - lo) * (1.0 / 13.0) * 13.0 > hi);
+        for h in 1..=30 {
+            let hf = h as f64;
+            for (r, lo, hi) in [(0.0, 0.0, 0.01), (0.3, 0.2, 0.7), (1.0, 2.5, 2.5)] {
+                assert_eq!(on_support(r, lo, hi, hf, hf), r + hi);
+                assert_eq!(on_support(r, lo, hi, 0.0, hf), r + lo);
+                for i in 0..=100 {
+                    let q = on_support(r, lo, hi, hf * i as f64 / 100.0, hf);
+                    assert!(q >= r + lo && q <= r + hi, "{h} {i} {q}");
+                }
+            }
+        }
+        assert!(on_support(0.0, 0.0, 1.0, f64::NAN, 4.0).is_nan());
     }
 
     #[test]

@@ -384,14 +384,13 @@ impl VtrAgent {
                 } else {
                     q.evaluate(phi, None, &mut w.q)?;
                 }
-                let scale = 1.0 / h_n as f64;
                 for (((qv, rv), lo), hi) in w.q.iter_mut().zip(r).zip(&w.lo).zip(&w.hi) {
-                    *qv = rv + lo + (hi - lo) * scale * *qv;
+                    *qv = adaptive::on_support(*rv, *lo, *hi, *qv, h_n as f64); // exact at H
                 }
                 let (e, lo, hi) = (&board.explore[sl.clone()], &w.lo, &w.hi);
                 adaptive::demote_dominated_ties(&mut w.q, a_n, |i| {
                     let low = adaptive::pessimistic(&phi[i * d..(i + 1) * d], mean, e, h_n as f64);
-                    r[i] + lo[i] + (hi[i] - lo[i]) * scale * low
+                    adaptive::on_support(r[i], lo[i], hi[i], low, h_n as f64)
                 });
                 // the normalized target spans [0, H] over every support it is not flat on
                 self.spread[h] = h_n as f64;
