@@ -104,6 +104,31 @@ def test_noise_and_report_do_not_move_with_the_rule(model):
     assert not np.array_equal(runs[0].regret, runs[1].regret)
 
 
+@pytest.mark.parametrize("cls", [UCRLVTR, UCRLVTRPlus])
+@pytest.mark.parametrize("privacy", [JointDP(5, 1e-5), JointDP(5, 0)], ids=["approx", "pure"])
+def test_noise_and_report_do_not_move_with_the_plan(cls, privacy):
+    # the plan's post-processing (optimistic sampling's draws, pessimistic ties, the tie-break)
+    # moves the policies, never the released noise (every regression's, draw for draw) or the report
+    env = RiverSwimMixture(S=6, H=5)
+    agents = {
+        (e, t): cls(env, privacy, episodes=200, seed=3, exploration=e, ties=t)
+        for e in ("optimism", "sampling")
+        for t in ("random", "lowest")
+    }
+    for a in agents.values():
+        privrl.run(a, env, 60, seed=7)
+    base = agents[("optimism", "random")]
+    ref = base.privacy_report()
+    for k, a in agents.items():
+        rep = a.privacy_report()
+        for key in ("tight", "paper", "mechanisms", "statistics", "target"):
+            assert rep[key] == ref[key], (k, key)
+        for i in range(2 if cls is UCRLVTRPlus else 1):
+            for n, m in zip(a._core.noise(i), base._core.noise(i), strict=True):
+                np.testing.assert_array_equal(n, m, err_msg=str((k, i)))
+    assert any(not np.array_equal(np.asarray(a.policy()), np.asarray(base.policy())) for a in agents.values())
+
+
 def test_noise_moves_the_report():
     env = RiverSwimMixture(S=6, H=5)
     r1 = UCRLVTR(env, JointDP(5, 1e-5, calibration="adaptive"), episodes=50, seed=0).privacy_report()
