@@ -202,6 +202,31 @@ def test_the_support_clip_is_exact_at_the_ceiling(cls, exploration):
     assert privrl.run(agent, env, 2000, seed=1).final_regret < 1e-9  # UCRL-VTR: was 0.0043
 
 
+@pytest.mark.parametrize("cls", [UCRLVTR, UCRLVTRPlus])
+@pytest.mark.parametrize("privacy", [NonPrivate(), JointDP(5, 1e-5)], ids=["none", "jdp"])
+def test_a_sampling_user_never_plans_on_a_non_finite_release(cls, privacy):
+    # features scaled by 1e-100 (weights by 1e100, the same MDP): the adaptive release's widths
+    # overflow. Optimism refuses the user (a non-finite width); sampling refused it too until the
+    # largest of the draws' Q dropped a NaN draw (f64::max) and planned on the others, silently
+    from privrl.common.errors import NonFiniteError
+    from privrl.envs import LinearMixtureMDP
+
+    base = RandomLinearMixtureMDP(S=5, A=2, d=2, H=3, seed=0)
+    f, w = np.asarray(base.features), np.asarray(base.weights)
+    env = LinearMixtureMDP(f * 1e-100, w * 1e100, base.R, base.init_dist)
+    for exploration in ("optimism", "sampling"):
+        agent = cls(env, privacy, episodes=50, seed=0, exploration=exploration)
+        for k in range(50):
+            rel = agent.release()
+            if not (np.isfinite(rel.weights).all() and np.isfinite(rel.explore).all()):
+                with pytest.raises(NonFiniteError):
+                    agent.policy()
+                break
+            privrl.run(agent, env, 1, seed=k)
+        else:
+            raise AssertionError(f"{exploration}: the release stayed finite; the test needs one that is not")
+
+
 def test_support_clip_bounds_the_planned_values():
     env = RiverSwimMixture(S=6, H=10)
     agent = UCRLVTR(env, JointDP(1, 1e-5, calibration="adaptive"), episodes=100, seed=0)

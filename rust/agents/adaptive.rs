@@ -24,7 +24,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::errors::CoreResult;
+use crate::errors::{check_finite, CoreResult};
 use crate::kernels::eigen::sym_eigen;
 use crate::kernels::qeval::OptimisticQ;
 
@@ -74,6 +74,8 @@ pub fn max_over_draws(
             *o = row.iter().zip(z).map(|(l, z)| l * z).sum::<f64>();
         }
     }
+    // a non-finite draw is refused, as a non-finite width is (f64::max would drop a NaN)
+    check_finite("w (a sampled model's factor z)", pert)?;
     let q = OptimisticQ {
         d,
         w: mean,
@@ -87,8 +89,11 @@ pub fn max_over_draws(
         let best = pert
             .chunks_exact(d)
             .map(|p| row.iter().zip(p).map(|(x, y)| x * y).sum::<f64>())
-            .fold(f64::NEG_INFINITY, f64::max);
-        *o = (*o + best).clamp(0.0, upper);
+            .fold(
+                f64::NEG_INFINITY,
+                |m, x| if x > m || x.is_nan() { x } else { m },
+            );
+        *o = (*o + best).clamp(0.0, upper); // NaN stays NaN: the greedy step refuses it
     }
     Ok(())
 }
@@ -375,6 +380,10 @@ mod tests {
             out.iter().zip(want).all(|(o, w)| (o - w).abs() < 1e-12),
             "{out:?}"
         );
+        // a NaN in one draw's model is refused, never dropped by the max over the draws
+        let nan = [f64::NAN, 0.0, 0.0, 1.0];
+        let r = max_over_draws(2, &phi, &mean, &nan, &bias, &zs, 3.0, &mut pert, &mut out);
+        assert!(matches!(r, Err(crate::errors::CoreError::NonFinite(_))));
     }
 
     #[test]
