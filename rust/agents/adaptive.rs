@@ -18,9 +18,9 @@
 //! ||phi||_explore), `factor` = V diag(r_i) V^T (sampling: w = w~ + factor z) and `bias` =
 //! V diag(b_i^2) V^T (sampling: the bias stays an optimistic bonus), gamma_h = nu + (lam + S +
 //! max lift) D. Sampling plans on the largest of `draws` such models per (s, a)
-//! ([`max_over_draws`], optimistic sampling). The statistical std sigma is `spread_scale` times half the spread of the users'
-//! targets over a pair's support (H: the normalized target, `super::vtr`), `sigma_max` before
-//! the first plan.
+//! ([`max_over_draws`], optimistic sampling). The statistical std sigma is `spread_scale` times
+//! half the spread of the users' targets over a pair's support (H: the normalized target,
+//! `super::vtr`), `sigma_max` before the first plan.
 
 use serde::{Deserialize, Serialize};
 

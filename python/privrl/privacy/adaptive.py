@@ -23,7 +23,8 @@ Neither is scaled by a tuned constant (radius 1 on the random part: one standard
               regressions receive nothing), the largest per (s, a) (optimistic sampling);
 and in both Q_h(s, a) is clipped to r + [min, max] of V_{h+1} over the support of (s, a) (every
 model of the mixture puts p(.|s, a) on the next states with phi(s'|s, a) != 0: a projection on
-part of the known feasible set, Asm. 2), which removes the ties at H that the [0, H] clip makes.
+part of the known feasible set, Asm. 2; exactly r + max at the ceiling, rust/agents/adaptive.rs
+on_support), which removes the ties at H that the [0, H] clip makes.
 The ties that remain are exact: an uncertain action's Q at its support ceiling r + max V_{h+1} can
 equal the known value of another (a deterministic action's flat support). Such ties go to the
 action with the largest pessimistic value r + lo + (hi - lo) / H clip(<phi_f, w~> - ||phi_f||_E,
