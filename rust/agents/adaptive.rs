@@ -25,6 +25,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::errors::{check_finite, CoreResult};
+use crate::kernels::dense::{dot, matvec, quad};
 use crate::kernels::eigen::sym_eigen;
 use crate::kernels::qeval::OptimisticQ;
 
@@ -70,9 +71,7 @@ pub fn max_over_draws(
     out: &mut [f64],
 ) -> CoreResult<()> {
     for (p, z) in pert.chunks_exact_mut(d).zip(zs.chunks_exact(d)) {
-        for (o, row) in p.iter_mut().zip(factor.chunks_exact(d)) {
-            *o = row.iter().zip(z).map(|(l, z)| l * z).sum::<f64>();
-        }
+        matvec(factor, z, p);
     }
     // a non-finite draw is refused, as a non-finite width is (f64::max would drop a NaN)
     check_finite("w (a sampled model's factor z)", pert)?;
@@ -276,19 +275,7 @@ pub fn demote_dominated_ties(q: &mut [f64], a_n: usize, mut key: impl FnMut(usiz
 /// `<phi, w> - ||phi||_e` clipped to `[0, upper]`: the estimate's lower end along `phi` (e the
 /// width matrix, d x d).
 pub fn pessimistic(phi: &[f64], w: &[f64], e: &[f64], upper: f64) -> f64 {
-    let d = phi.len();
-    let mean: f64 = phi.iter().zip(w).map(|(x, y)| x * y).sum();
-    let quad: f64 = (0..d)
-        .map(|i| {
-            phi[i]
-                * e[i * d..(i + 1) * d]
-                    .iter()
-                    .zip(phi)
-                    .map(|(m, x)| m * x)
-                    .sum::<f64>()
-        })
-        .sum();
-    (mean - quad.max(0.0).sqrt()).clamp(0.0, upper)
+    (dot(phi, w) - quad(phi, e).sqrt()).clamp(0.0, upper)
 }
 
 #[cfg(test)]

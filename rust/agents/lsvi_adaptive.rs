@@ -36,6 +36,7 @@ use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
 use super::bounds::NoiseBounds;
+use crate::kernels::dense::matvec;
 use crate::kernels::sparse::SparseRows;
 
 /// The adaptive rule's public constants.
@@ -186,17 +187,6 @@ fn rebuild(e: &[f64], v: &DMatrix<f64>, f: impl Fn(f64) -> f64, out: &mut [f64])
             out[i * d + j] = s;
             out[j * d + i] = s;
         }
-    }
-}
-
-fn matvec(m: &[f64], x: &[f64], out: &mut [f64]) {
-    let d = x.len();
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = m[i * d..(i + 1) * d]
-            .iter()
-            .zip(x)
-            .map(|(a, b)| a * b)
-            .sum();
     }
 }
 

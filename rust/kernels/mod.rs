@@ -13,7 +13,9 @@
 //! * [`practical`]: the eigenvalue-floored release of the practical calibration.
 //! * [`sparse`]: a table's rows as (column, value) lists, summed like the dense rows.
 //! * [`variance`]: UCRL-VTR+'s per-step variance estimate sigma-bar.
+//! * [`dense`]: the small dot / quadratic-form / matrix-vector helpers the kernels share.
 
+pub mod dense;
 pub mod eigen;
 pub mod mixture;
 pub mod practical;

@@ -8,6 +8,7 @@
 //! ||X2||_{M~_h}). One kernel for `UCRLVTRPlus.sigma_bar` and the episode engine.
 
 use crate::errors::{check_len, CoreError, CoreResult};
+use crate::kernels::dense::{dot, quad};
 
 /// The first-moment ("hat") and second-moment ("tilde") billboards' parts the estimate reads,
 /// row-major per step.
@@ -23,20 +24,6 @@ pub struct VarianceInputs<'a> {
     /// beta~ with Lambda~^{-1}, 1 with M~.
     pub tilde_radius: f64,
     pub beta_check: f64,
-}
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).fold(0.0, |s, (x, y)| s + x * y)
-}
-
-/// `x^T m x`, m row-major d x d, clamped at 0 (round-off of an indefinite form).
-fn quad(x: &[f64], m: &[f64]) -> f64 {
-    let d = x.len();
-    let mut s = 0.0;
-    for i in 0..d {
-        s += x[i] * dot(&m[i * d..(i + 1) * d], x);
-    }
-    s.max(0.0)
 }
 
 /// sigma-bar for every step from X, X2 (H x d); writes `out` (H).

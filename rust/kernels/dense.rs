@@ -1,0 +1,28 @@
+//! Small dense helpers the agents' kernels share (row-major d x d matrices, d-vectors).
+
+/// `a . b`, summed left to right from 0.
+pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).fold(0.0, |s, (x, y)| s + x * y)
+}
+
+/// `x^T m x`, m row-major d x d, clamped at 0 (round-off of an indefinite form; NaN gives 0).
+pub(crate) fn quad(x: &[f64], m: &[f64]) -> f64 {
+    let d = x.len();
+    let mut s = 0.0;
+    for i in 0..d {
+        s += x[i] * dot(&m[i * d..(i + 1) * d], x);
+    }
+    s.max(0.0)
+}
+
+/// `out = m x`, m row-major (out.len() x x.len()).
+pub(crate) fn matvec(m: &[f64], x: &[f64], out: &mut [f64]) {
+    let d = x.len();
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = m[i * d..(i + 1) * d]
+            .iter()
+            .zip(x)
+            .map(|(a, b)| a * b)
+            .sum();
+    }
+}
