@@ -11,6 +11,7 @@ import functools
 import inspect
 import math
 import numbers
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -27,6 +28,7 @@ __all__ = [
     "check_nonneg_real",
     "check_pos_int",
     "check_positive_real",
+    "check_invertible",
     "check_probability",
     "check_real",
     "checked",
@@ -163,6 +165,18 @@ def check_positive_real(value: Any, name: str) -> float:
     if not (math.isfinite(x) and x > 0.0):
         raise PrivacyParameterError(f"{name} must be finite and > 0, got {value!r}")
     return x
+
+
+def check_invertible(value: float, name: str, what: str, default: float | None = None) -> float:
+    """A positive ``value`` whose inverse is finite: a subnormal ridge ``lam`` makes ``what`` (an
+    inverse the agent computes from it, e.g. its billboard's I / lam before any data) inf."""
+    if not math.isfinite(1.0 / value):
+        tail = "" if default is None else f" (the default is {default:g})"
+        raise PrivacyParameterError(
+            f"{name} = {value:g} is too small: {what} overflows a double; pass {name} >= "
+            f"{1.0 / sys.float_info.max:.4g}{tail}"
+        )
+    return value
 
 
 def check_pos_int(value: Any, name: str) -> int:

@@ -8,7 +8,6 @@ oracle is privrl.agents.linucb.reference.
 from __future__ import annotations
 
 import math
-import sys
 import warnings
 from typing import Any
 
@@ -19,8 +18,8 @@ from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_re
 from privrl.agents.common.specs import LinUcbSpec, NoiseSpec, bounds_spec, noise_spec
 from privrl.agents.linucb import calibration as privacy_of
 from privrl.agents.linucb.calibration import LinUCBCalibration
-from privrl.common.checks import check_choice, check_real, numeric_array
-from privrl.common.errors import NonFiniteError, PrivacyParameterError, ScheduleWarning, ShapeError
+from privrl.common.checks import check_choice, check_invertible, check_real, numeric_array
+from privrl.common.errors import NonFiniteError, ScheduleWarning, ShapeError
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.finite import Trajectory
@@ -110,12 +109,8 @@ class LinUCB(Agent):
             kind, kw["epsilon"], kw["delta"], self.K, env.A, env.p, schedule, kw["p"], kw["calibration"],
             kw["mechanism"], plan, kw["sampler"], lam,
         )  # fmt: skip
-        if not math.isfinite(1.0 / cal.lam):  # a subnormal lam: the private servers' billboard held inf
-            raise PrivacyParameterError(
-                f"lam = {cal.lam:g} is too small: the initial billboard's inverse I / lam, which every user "
-                "reads until the first release, overflows a double; pass lam >= "
-                f"{1.0 / sys.float_info.max:.4g} (the default is 1)"
-            )
+        what = "the initial billboard's inverse I / lam, which every user reads until the first release,"
+        check_invertible(cal.lam, "lam", what, default=1)  # a subnormal lam: the billboard held inf
         self._settle_exploration(cal)
         check_release(plan, cal, self.K)
         self.beta = self._radius(cal, cal.beta)

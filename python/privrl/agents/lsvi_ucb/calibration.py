@@ -36,7 +36,13 @@ from privrl.agents.lsvi_ucb.formulas import (
     lsvi_ucb_upsilon_pure,
 )
 from privrl.agents.ucrl_vtr.calibration import _profile_fields
-from privrl.common.checks import check_pos_int, check_positive_real, check_probability, did_you_mean
+from privrl.common.checks import (
+    check_invertible,
+    check_pos_int,
+    check_positive_real,
+    check_probability,
+    did_you_mean,
+)
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy import practical
 from privrl.privacy.adaptive import ADAPTIVE_LSVI_LAM
@@ -292,7 +298,8 @@ def calibrate_lsvi_ucb(
     calibration = check_calibration(calibration)
     mechanism = resolve_mechanism(kind, calibration, pure, mechanism)
     sampler = resolve_sampler(kind, mechanism, sampler)
-    lam = None if lam is None else _check_lam(check_positive_real(lam, "lam"))
+    if lam is not None:
+        lam = check_invertible(check_positive_real(lam, "lam"), "lam", "its inverse 1 / lam")
     B = resolve_batches(batches, kind, pure, eps, H, K, d, calibration, dlt, p, mechanism)
     if plan is None:
         plan = release_plan(kind, pure, H, K, d, B, mechanism, sampler)
@@ -392,18 +399,6 @@ def _calibrate(
         shift=cK + ups,
         **_radius(lam, cK, C, H, K, d, p),
     )
-
-
-def _check_lam(lam: float) -> float:
-    """Refuse a subnormal ``lam``, whose inverse 1 / lam (the billboard's Lambda~^{-1} before any
-    data, or the eigenvalue floor's) overflows a double: it failed mid-run with a NonFiniteError or
-    in the Rust kernel with "1/lambda finite, got 0.000..."."""
-    if not math.isfinite(1.0 / lam):
-        raise PrivacyParameterError(
-            f"lam = {lam:g} is too small: its inverse 1 / lam overflows a double; pass lam >= "
-            f"{1.0 / _F64_MAX:.4g}"
-        )
-    return lam
 
 
 def _radius(lam: float, c_K: float, C: float, H: int, K: int, d: int, p: float) -> dict[str, Any]:
