@@ -13,10 +13,10 @@ import privrl
 from privrl import kernels as kn
 from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
 from privrl.audit.report import format_privacy_report
-from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP
+from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP, RiverSwimMixture
 from privrl.exceptions import PrivacyParameterError
 from privrl.privacy import JointDP, LocalDP
-from privrl.privacy.plans import plan_rounding_mu, rounding_per_draw
+from privrl.privacy.plans import plan_rounded_draws, plan_rounding_mu, rounding_per_draw
 
 MIX = RandomLinearMixtureMDP(S=5, A=2, d=3, H=3, seed=0)
 LIN = RandomLinearMDP(S=5, A=2, d=3, H=3, seed=0)
@@ -153,6 +153,17 @@ def test_rounding_term_by_hand():
     want = math.sqrt(3 * 6 * ((2.0**-24 * math.sqrt(2)) ** 2 + (2.0**-24 * math.sqrt(2)) ** 2))
     assert plan_rounding_mu(plan) == pytest.approx(want, rel=1e-12)
     assert plan_rounding_mu(ucrl_vtr.release_plan("jdp", False, 3, 50, 2, "tree", "float")) == 0.0
+    assert plan_rounded_draws(plan) == pytest.approx(3 * 6 * 2, rel=1e-12)  # H trees of 6 nodes per leaf, matrix and vector
+
+
+def test_rounding_that_outgrows_the_budget_names_the_episodes():
+    # eps = 1e-3: K = 100 fits, K = 10^6 does not (the rounding grows with the rounded draws a user
+    # enters, through K): the refusal says so instead of blaming epsilon alone
+    env = RiverSwimMixture(S=6, H=20)
+    UCRLVTR(env, JointDP(1e-3, 1e-7), episodes=100, seed=0)
+    with pytest.raises(PrivacyParameterError, match="rounded draws one user's data enters") as e:
+        UCRLVTR(env, JointDP(1e-3, 1e-7), episodes=10**6, seed=0)
+    assert "fewer episodes" in str(e.value) and "sampler='float'" in str(e.value)
 
 
 def test_discrete_lattice_too_fine_is_refused_at_construction():

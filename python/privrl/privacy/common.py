@@ -23,6 +23,7 @@ from privrl.privacy.plans import (
     ReleasePlan,
     plan_mu,
     plan_pure_epsilon,
+    plan_rounded_draws,
     plan_rounding_epsilon,
     plan_rounding_mu,
 )
@@ -215,7 +216,9 @@ def plan_target(plan: ReleasePlan, epsilon: float, delta: float) -> float:
     if target - rounding <= 0.0:
         raise PrivacyParameterError(
             f"the lattice rounding of the discrete samplers alone ({rounding:.3g}) exceeds the budget "
-            f"({target:.3g}) at epsilon={epsilon}; use sampler='float' or a larger epsilon"
+            f"({target:.3g}) at epsilon={epsilon}: the rounding grows with the rounded draws one user's "
+            f"data enters ({plan_rounded_draws(plan):,.0f} here, set by H, K and the mechanism); use "
+            f"sampler='float', a larger epsilon or fewer episodes"
         )
     return target - rounding
 

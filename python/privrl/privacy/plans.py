@@ -62,6 +62,7 @@ __all__ = [
     "WorstCase",
     "law_factor",
     "plan_mu",
+    "plan_rounded_draws",
     "plan_rounding_epsilon",
     "plan_rounding_mu",
     "rounding_per_draw",
@@ -313,6 +314,12 @@ def rounding_per_draw(plan: ReleasePlan, f: ReleasedFamily) -> float:
     if plan.noise == "laplace":
         return step * (c / 2.0) * d * d if f.is_matrix else step * d
     return step * (c / 2.0) * d if f.is_matrix else step * math.sqrt(d)
+
+
+def plan_rounded_draws(plan: ReleasePlan) -> float:
+    """How many rounded draws one user's data enters over the whole release (every family's
+    instances): what the discrete samplers' rounding grows with (H, K through the mechanism)."""
+    return sum(f.instances * _rounded_draws(plan, f) for f in plan.families)
 
 
 def plan_rounding_mu(plan: ReleasePlan) -> float:
