@@ -48,14 +48,16 @@ pub struct AdaptiveSpec {
     pub draws: usize,
 }
 
-/// The draws of agents saved before `draws` existed: one (plain Thompson sampling).
+/// The draws of agents saved before `draws` existed: one.
 pub(crate) fn one_draw() -> usize {
     1
 }
 
-/// Optimistic sampling (Ishfaq et al. 2021): per row, the largest over the draws of
-/// `<phi, mean + factor z_j> + ||phi||_bias`, clipped to `[0, upper]`, with the draws `zs`
-/// (`draws x d` standard normals) and `factor` symmetric (d x d, row-major). The bias norm and
+/// Optimistic sampling (Ishfaq et al. 2021) floored at the mean (optimistic Bayesian sampling,
+/// May et al. 2012): per row, `<phi, mean> + ||phi||_bias + max(0, max_j <phi, factor z_j>)`,
+/// clipped to `[0, upper]`, with the draws `zs` (`draws x d` standard normals) and `factor`
+/// symmetric (d x d, row-major). A draw never takes a pair below its estimate plus the bias
+/// bound, so no user plans on a model more pessimistic than the mean. The bias norm and
 /// `<phi, mean>` are computed once per row, each draw adds only `<phi, factor z_j>`:
 /// `max_j clip(x_j) = clip(max_j x_j)`. `pert` is scratch (`draws x d`).
 #[allow(clippy::too_many_arguments)]
@@ -88,10 +90,7 @@ pub fn max_over_draws(
         let best = pert
             .chunks_exact(d)
             .map(|p| row.iter().zip(p).map(|(x, y)| x * y).sum::<f64>())
-            .fold(
-                f64::NEG_INFINITY,
-                |m, x| if x > m || x.is_nan() { x } else { m },
-            );
+            .fold(0.0, |m, x| if x > m || x.is_nan() { x } else { m }); // the floor: the mean
         *o = (*o + best).clamp(0.0, upper); // NaN stays NaN: the greedy step refuses it
     }
     Ok(())
@@ -334,8 +333,10 @@ mod tests {
     fn max_over_draws_by_hand() {
         // mean (0.5, 0.2), factor diag(2, 1), bias diag(1, 0) (||phi||_bias = |phi_1|), draws
         // z1 = (1, -1), z2 = (-0.5, 2): perturbations p1 = (2, -1), p2 = (-1, 2); upper 3.
-        // row (1, 0): 0.5 + 1 + max(2, -1) = 3.5 -> 3; (0, 1): 0.2 + max(-1, 2) = 2.2;
-        // (1, 1): 0.7 + 1 + max(1, 1) = 2.7; (-1, -1): -0.7 + 1 + max(-1, -1) = -0.7 -> 0
+        // the largest of the floor 0 (the mean) and the draws:
+        // row (1, 0): 0.5 + 1 + max(0, 2, -1) = 3.5 -> 3; (0, 1): 0.2 + max(0, -1, 2) = 2.2;
+        // (1, 1): 0.7 + 1 + max(0, 1, 1) = 2.7; (-1, -1): -0.7 + 1 + max(0, -1, -1) = 0.3 (the
+        // floor: without it -0.7 -> 0)
         let phi = [1.0, 0.0, 0.0, 1.0, 1.0, 1.0, -1.0, -1.0];
         let (mean, factor, bias) = ([0.5, 0.2], [2.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.0, 0.0]);
         let (mut pert, mut out) = ([0.0; 4], [0.0; 4]);
@@ -344,12 +345,12 @@ mod tests {
             2, &phi, &mean, &factor, &bias, &zs, 3.0, &mut pert, &mut out,
         )
         .unwrap();
-        let want = [3.0, 2.2, 2.7, 0.0];
+        let want = [3.0, 2.2, 2.7, 0.3];
         assert!(
             out.iter().zip(want).all(|(o, w)| (o - w).abs() < 1e-12),
             "{out:?}"
         );
-        // one draw: clip(<phi, mean + factor z1> + ||phi||_bias), plain Thompson sampling
+        // one draw: clip(<phi, mean> + ||phi||_bias + max(0, <phi, factor z1>))
         max_over_draws(
             2,
             &phi,
@@ -362,7 +363,7 @@ mod tests {
             &mut out,
         )
         .unwrap();
-        let want = [3.0, 0.0, 2.7, 0.0]; // (0, 1): 0.2 - 1 -> 0
+        let want = [3.0, 0.2, 2.7, 0.3]; // (0, 1): 0.2 + max(0, -1); plain TS: 0.2 - 1 -> 0
         assert!(
             out.iter().zip(want).all(|(o, w)| (o - w).abs() < 1e-12),
             "{out:?}"

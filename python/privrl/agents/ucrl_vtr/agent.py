@@ -78,7 +78,8 @@ class UCRLVTR(Agent):
         w_h ~ N(w~_h, E_h), drawn from the agent's exploration stream: post-processing of the
         billboard, the privacy noise and its accounting unchanged; under the default calibration
         the user draws SAMPLING_DRAWS = 4 models of the random part, keeps the bias bound as a
-        bonus and plans on the largest Q per pair, privrl.privacy.adaptive).
+        bonus and plans on the largest Q per pair, never below the estimate's,
+        privrl.privacy.adaptive).
     ties : "random" (from the agent's seed) or "lowest": how exact ties between greedy actions are
         broken; under the default calibration only among the tied actions of largest pessimistic
         value (privrl.privacy.adaptive).
