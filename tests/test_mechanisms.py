@@ -315,3 +315,24 @@ def test_dp_tool_edges_audit_9():
     ):
         with pytest.raises(PrivrlError):
             bad()
+
+
+def test_subnormal_delta_keeps_the_appendix_tools_finite():
+    """Below 2 / DBL_MAX ~ 1.1e-308 the quotient 2 / delta overflows: gaussian_sigma refused a
+    finite sigma as an overflow, gaussian_mechanism_epsilon returned inf, and the composition
+    budgets returned eps0 = 0. log(2 / delta) = log 2 - log delta is finite there."""
+    for delta in (1e-309, 5e-324):
+        log_two_over = math.log(2.0) - math.log(delta)  # 710.2 at 1e-309, 745.1 at 5e-324
+        assert 700.0 < log_two_over < 746.0
+        sigma = math.sqrt(2.0 * log_two_over)
+        assert m.gaussian_sigma(1.0, 1.0, delta) == pytest.approx(sigma, rel=1e-14)
+        assert m.gaussian_mechanism_epsilon(1.0, 3.0, delta) == pytest.approx(sigma / 3.0, rel=1e-14)
+        eps0, delta0 = m.advanced_composition_budget(1.0, delta, 10)
+        assert eps0 == pytest.approx(1.0 / math.sqrt(80.0 * log_two_over), rel=1e-14) and eps0 > 0.0
+        assert delta0 == delta / 20.0
+        # tree_depth(10) = 5 nodes: the advanced budget over 5
+        assert m.tree_node_budget(1.0, delta, 10)[0] == pytest.approx(
+            1.0 / math.sqrt(40.0 * log_two_over), rel=1e-14
+        )
+    # continuity with the normal range, where the bits are log(2 / delta)'s
+    assert m.gaussian_sigma(1.0, 1.0, 1e-300) == math.sqrt(2.0 * math.log(2.0 / 1e-300))

@@ -61,7 +61,17 @@ def gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float) -> float
     the ``1.25/delta`` of Dwork & Roth). The paper states the guarantee for ``epsilon in (0, 1)``;
     larger epsilons are accepted here, the caller is responsible for the regime.
     """
-    return _finite_scale(l2_sensitivity * math.sqrt(2.0 * math.log(2.0 / delta)) / epsilon, "sigma")
+    return _finite_scale(l2_sensitivity * math.sqrt(2.0 * _log_two_over(delta)) / epsilon, "sigma")
+
+
+def _log_two_over(delta: float) -> float:
+    """``log(2 / delta)`` for ``delta`` in (0, 1), also below 2 / DBL_MAX ~ 1.1e-308 (a subnormal
+    delta, which the tools accept): ``2 / delta`` overflows there and ``log(inf)`` made sigma inf
+    (refused as an overflow), the per-node epsilon of the composition budgets 0 and the certified
+    epsilon inf, where ``log 2 - log delta`` (~710-745) is finite. Elsewhere the same bits as
+    ``log(2 / delta)``."""
+    inv = 2.0 / delta
+    return math.log(inv) if math.isfinite(inv) else math.log(2.0) - math.log(delta)
 
 
 def _finite_scale(scale: float, name: str) -> float:
@@ -210,7 +220,7 @@ def advanced_composition_budget(epsilon: float, delta: float, k: int) -> Budget:
     exact composition to delta = 0.98 at eps = 300). The agents check their paper calibration
     with the tight accountant and refuse one that misses its target.
     """
-    return epsilon / math.sqrt(8.0 * k * math.log(2.0 / delta)), delta / (2.0 * k)
+    return epsilon / math.sqrt(8.0 * k * _log_two_over(delta)), delta / (2.0 * k)
 
 
 # --------------------------------------------------------------------------------------------
@@ -263,7 +273,7 @@ def gaussian_mechanism_epsilon(l2_sensitivity: float, sigma: float, delta: float
     sensitivity ``Delta`` gives ``eps = Delta sqrt(2 log(2/delta)) / sigma`` (the inverse of
     :func:`gaussian_sigma`; the appendix states the guarantee for ``eps < 1``, so a larger value
     certifies nothing by this tool)."""
-    return l2_sensitivity * math.sqrt(2.0 * math.log(2.0 / delta)) / sigma
+    return l2_sensitivity * math.sqrt(2.0 * _log_two_over(delta)) / sigma
 
 
 @checked(b=check_positive_real)
