@@ -644,3 +644,20 @@ def test_accountant_refuses_losses_beyond_the_doubles():
     assert P().add_laplace(1.0, 1e-300).epsilon(1e-5) == pytest.approx(1e300)
     mixed = P().add_laplace(1.0, 1e-300).add_gaussian(1.0, 1.0)
     assert mixed.epsilon(1e-5) == pytest.approx(1e300) and mixed.delta(1.0) == 1.0
+
+
+def test_analytic_gaussian_sigma_refuses_an_overflowing_scale():
+    """analytic_gaussian_sigma(1e308, 1, 1e-5) returned sigma = inf (gaussian_mu(1, 1e-5) = 0.268 < 1,
+    so Delta / mu = 3.7e308 passes the doubles) where the appendix's gaussian_sigma refuses the same
+    overflow: a mechanism built on it releases inf or NaN."""
+    mu = a.gaussian_mu(1.0, 1e-5)
+    assert mu < 1.0 and math.isinf(1e308 / mu)
+    for call in (
+        lambda: a.analytic_gaussian_sigma(1e308, 1.0, 1e-5),
+        lambda: m.gaussian_sigma(1e308, 1.0, 1e-5),
+    ):
+        with pytest.raises(PrivacyParameterError, match="overflows"):
+            call()
+    # the largest finite one is returned as before: Delta / mu, at most raised by a few ulps
+    s = a.analytic_gaussian_sigma(1e307, 1.0, 1e-5)
+    assert math.isfinite(s) and s == pytest.approx(1e307 / mu, rel=1e-12)
