@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from _helpers import calibration as c
@@ -661,3 +662,15 @@ def test_analytic_gaussian_sigma_refuses_an_overflowing_scale():
     # the largest finite one is returned as before: Delta / mu, at most raised by a few ulps
     s = a.analytic_gaussian_sigma(1e307, 1.0, 1e-5)
     assert math.isfinite(s) and s == pytest.approx(1e307 / mu, rel=1e-12)
+
+
+def test_accountant_epsilon_refuses_a_bool_delta():
+    """PrivacyAccountant.epsilon(False) of a Laplace ledger returned the pure-DP epsilon (False == 0.0)
+    while epsilon(True) was refused as 'delta must be a real number': a bool is no delta either way."""
+    acc = a.PrivacyAccountant().add_laplace(1.0, 2.0, count=3)  # pure: 3 * 1 / 2 = 1.5
+    assert acc.epsilon(0.0) == 1.5 and acc.epsilon(np.float64(0.0)) == 1.5
+    for bad in (False, True, np.bool_(False)):
+        with pytest.raises(PrivacyParameterError, match="delta must be a real number"):
+            acc.epsilon(bad)
+    with pytest.raises(PrivacyParameterError, match="delta must be a real number"):
+        a.PrivacyAccountant().add_gaussian(1.0, 1.0).epsilon(False)

@@ -27,6 +27,7 @@ from privrl.common.checks import (
     check_nonneg_real,
     check_pos_int,
     check_positive_real,
+    check_real,
     checked,
     log_inverse,
 )
@@ -477,6 +478,7 @@ class PrivacyAccountant:
     # --- conversions ----------------------------------------------------------------------
     def epsilon(self, delta: float) -> float:
         """Smallest epsilon this accountant certifies at ``delta`` (see the class docstring)."""
+        check_real(delta, "delta")  # False == 0.0: a bool was read as pure DP
         if not self.has_gaussian:
             if delta == 0.0:
                 return self.pure_epsilon
