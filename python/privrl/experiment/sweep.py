@@ -518,7 +518,8 @@ def sweep(
     raw: dict[str, Any] = {
         "episodes": episodes,
         # a count or a list; one epsilon or a list (list("inf") would be its characters)
-        "seeds": int(seeds) if isinstance(seeds, (int, np.integer)) else listed(seeds),
+        # (a bool is passed on as it is, for check_seeds to refuse: int(True) ran one seed)
+        "seeds": seeds if isinstance(seeds, (int, np.integer)) else listed(seeds),
         "epsilons": [epsilons] if isinstance(epsilons, (str, int, float, np.number)) else listed(epsilons),
         "delta": delta,
         "root_seed": root_seed,
