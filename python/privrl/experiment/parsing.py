@@ -89,6 +89,13 @@ def _agent_spec(name: Any, raw: Any, key: str) -> AgentSpec:
     sampler = _choice(spec.pop("sampler", None), SAMPLERS, f"{key}.sampler", "sampler")
     if sampler is not None and kind == "none":
         raise ConfigError(f"{key}.sampler", "a non-private agent draws no noise; remove 'sampler'")
+    for own, value in (("epsilons", eps), ("delta", delta)):
+        if value is not None and kind == "none":  # ignored: a "none" agent runs once, at eps = inf
+            raise ConfigError(
+                f"{key}.{own}",
+                f"a non-private agent runs once, at epsilon = inf, with no {own}; remove {own!r} "
+                "(or set privacy = 'jdp' / 'ldp')",
+            )
     if sampler == "discrete" and mechanism in ("honaker", "factorization"):
         raise ConfigError(
             f"{key}.sampler", f"mechanism {mechanism!r} has no discrete sampler; use sampler = 'float'"
