@@ -37,3 +37,26 @@ def test_a_non_private_agent_refuses_its_own_epsilons_and_delta(own):
         assert sorted(df.epsilon.unique()) == own["epsilons"]
     else:
         assert list(df.delta.unique()) == [own["delta"]]
+
+
+@pytest.mark.parametrize("name", ["", "  ", 3, ["x"]])
+def test_the_sweep_name_must_be_a_non_empty_string(name, tmp_path, monkeypatch, capsys):
+    """The top-level `name` was str()-ed unchecked: name = 3 was accepted, and name = "" made
+    `privrl run`'s default output folder privrl-results/ itself (every sweep's parent). A study's
+    name was already refused the same way."""
+    from privrl.experiment import build_config
+    from privrl.experiment.cli import main
+
+    raw = {"name": name, "env": ENV, "agents": AGENTS, "episodes": 3}
+    with pytest.raises(ConfigError) as err:
+        build_config(raw)
+    assert err.value.key == "name"
+    if isinstance(name, str):
+        (tmp_path / "c.toml").write_text(
+            f'name = "{name}"\nepisodes = 3\n[env]\nname = "RiverSwimMixture"\nS = 4\nH = 2\n'
+            '[agents.J]\nalgorithm = "UCRL-VTR"\n'
+        )
+        monkeypatch.chdir(tmp_path)
+        assert main(["run", "c.toml", "--no-progress"]) == 2
+        assert "privrl: error: name:" in capsys.readouterr().err
+        assert not (tmp_path / "privrl-results").exists()

@@ -302,9 +302,10 @@ def build_config(raw: Mapping[str, Any]) -> SweepConfig:
         if k in raw:  # reported under the top-level key rather than under the first study's
             check(raw[k], k)
     defaults = {k: raw[k] for k in _GLOBAL_CHECKS if k in raw}
-    cfg = SweepConfig(
-        studies=_studies(raw, defaults), name=str(raw.get("name", "sweep")), raw=dict(raw), **_execution(raw)
-    )
+    name = raw.get("name", "sweep")
+    if not isinstance(name, str) or not name.strip():  # "" made the default outdir privrl-results itself
+        raise ConfigError("name", f"expected a non-empty string, got {name!r}")
+    cfg = SweepConfig(studies=_studies(raw, defaults), name=name, raw=dict(raw), **_execution(raw))
     cfg.runs()  # duplicate run ids are a config error, raised now rather than mid-sweep
     return cfg
 
