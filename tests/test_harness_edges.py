@@ -60,3 +60,26 @@ def test_the_sweep_name_must_be_a_non_empty_string(name, tmp_path, monkeypatch, 
         assert main(["run", "c.toml", "--no-progress"]) == 2
         assert "privrl: error: name:" in capsys.readouterr().err
         assert not (tmp_path / "privrl-results").exists()
+
+
+@pytest.mark.parametrize("record", ["[1]", '{"table": null}', "other"])
+def test_a_run_record_that_is_not_this_runs_is_recomputed(record, tmp_path):
+    """Resuming read a run record that is valid JSON but not this run's (a list: a TypeError that
+    stopped the sweep; another run's record: its rows filed under this run's id). Such a record
+    now counts as unfinished, as a torn one did: the run is recomputed and the table equals an
+    uninterrupted sweep's."""
+    import json
+
+    kw = dict(epsilons=[1.0], seeds=3, episodes=8, progress=False)
+    base, _ = sweep(ENV, AGENTS, **kw)
+    out = tmp_path / "out"
+    sweep(ENV, AGENTS, outdir=out, **kw)
+    records = sorted((out / "runs").glob("*.json"))
+    text = records[1].read_text() if record == "other" else record
+    records[0].write_text(text)
+    if record == "other":
+        assert json.loads(text)["run_id"] != records[0].stem
+    df, manifest = sweep(ENV, AGENTS, outdir=out, **kw)
+    assert (manifest["n_resumed"], manifest["n_computed"]) == (2, 1)
+    cols = [c for c in df.columns if c != "wall_time"]
+    assert df[cols].equals(base[cols])

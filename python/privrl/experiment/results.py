@@ -183,10 +183,14 @@ class ResultStore:
         if not meta.exists():
             return False
         try:
-            table = json.loads(meta.read_text())["table"]
-        except (ValueError, KeyError):
+            record = json.loads(meta.read_text())
+            # a record that is not this run's table (a list, another run's record: its rows would be
+            # filed under this run id) is unfinished, as a torn one is: the run is recomputed
+            if record["run_id"] != run_id or not isinstance(record["table"], str):
+                return False
+            return (self.runs_dir / record["table"]).exists()
+        except (ValueError, KeyError, TypeError):
             return False
-        return (self.runs_dir / table).exists()
 
     def write_run(self, frame: pd.DataFrame, meta: dict) -> None:
         run_id = meta["run_id"]
