@@ -718,8 +718,9 @@ fn parse_noise(noise: &str, scale: f64, grid_bits: u32) -> PyResult<NodeNoise> {
 
 /// The BLT parameters (theta, omega) used for horizon `capacity` with `buffers` buffers.
 #[pyfunction]
-fn blt_parameters(capacity: u64, buffers: usize) -> (Vec<f64>, Vec<f64>) {
-    crate::continual::blt_parameters(capacity, buffers)
+fn blt_parameters(py: Python<'_>, capacity: u64, buffers: usize) -> PyResult<(Vec<f64>, Vec<f64>)> {
+    MechanismKind::parse("blt", buffers).py_ok(py)?; // buffers = 2^31 aborted, 2^63 panicked
+    Ok(crate::continual::blt_parameters(capacity, buffers))
 }
 
 /// Deliberately panics: used by the test that a Rust panic surfaces as a Python exception.

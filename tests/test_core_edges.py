@@ -1,0 +1,21 @@
+"""Raw privrl._core entry points that aborted, panicked or hung on malformed input (fuzzing of
+the binding's surface): each now raises a privrl error, and the valid calls are unchanged."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+from privrl import _core
+from privrl.common.errors import PrivacyParameterError
+
+SEED = b"\x01" * 32
+
+
+@pytest.mark.parametrize("buffers", [_core.MAX_BLT_BUFFERS + 1, 2**31, 2**63])
+def test_blt_parameters_refuses_too_many_buffers(buffers):
+    # 2^31 buffers aborted the process (allocation), 2^63 panicked (capacity overflow)
+    with pytest.raises(PrivacyParameterError, match="blt buffers"):
+        _core.blt_parameters(100, buffers)
+    theta, omega = _core.blt_parameters(100, _core.MAX_BLT_BUFFERS)
+    assert len(theta) == len(omega) == _core.MAX_BLT_BUFFERS
