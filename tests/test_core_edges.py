@@ -19,3 +19,12 @@ def test_blt_parameters_refuses_too_many_buffers(buffers):
         _core.blt_parameters(100, buffers)
     theta, omega = _core.blt_parameters(100, _core.MAX_BLT_BUFFERS)
     assert len(theta) == len(omega) == _core.MAX_BLT_BUFFERS
+
+
+@pytest.mark.parametrize("capacity", [2**63, 2**64 - 1])
+def test_honaker_refuses_capacity_beyond_2_63(capacity):
+    # T >= 2^63 indexed past the 63 levels of the multiplier's table (a PanicException)
+    with pytest.raises(PrivacyParameterError, match="honaker capacity"):
+        _core.PrefixMechanism("honaker", False, 3, capacity, "gaussian", 1.0, SEED)
+    m = _core.PrefixMechanism("honaker", False, 3, 2**63 - 1, "gaussian", 1.0, SEED)
+    assert np.isfinite(m.l2_multiplier) and m.l2_multiplier > 1

@@ -215,6 +215,12 @@ impl Honaker {
         seed: [u8; 32],
     ) -> CoreResult<Self> {
         check_common(shape, noise, capacity)?;
+        if capacity >> (MAX_LEVEL + 1) != 0 {
+            // T < 2^63 (MAX_LEVEL): T >= 2^63 indexed past the innovation table (a panic)
+            return Err(CoreError::InvalidParameter(format!(
+                "honaker capacity must be at most 2^63 - 1, got {capacity}"
+            )));
+        }
         let innov = Innovations::new(shape, noise, seed);
         let p = innov.packing.packed;
         Ok(Honaker {
