@@ -28,3 +28,23 @@ def test_honaker_refuses_capacity_beyond_2_63(capacity):
         _core.PrefixMechanism("honaker", False, 3, capacity, "gaussian", 1.0, SEED)
     m = _core.PrefixMechanism("honaker", False, 3, 2**63 - 1, "gaussian", 1.0, SEED)
     assert np.isfinite(m.l2_multiplier) and m.l2_multiplier > 1
+
+
+def test_guard_with_inconsistent_bounds_is_refused():
+    from privrl.agents import SensitivityGuard
+    from privrl.agents.common.specs import GuardSpec
+
+    x, y = np.ones((2, 3)), np.full(2, 0.5)
+    # a guard changed after it was built: y_low > y_high panicked in f64::clamp
+    g = SensitivityGuard(1.0, 0.0, 1.0)
+    g.y_low = 2.0
+    with pytest.raises(PrivacyParameterError, match="sensitivity guard"):
+        g.apply(x, y)
+    nan = float("nan")
+    for bounds in ((1.0, 0.0, -1.0), (1.0, nan, 1.0), (-1.0, 0.0, 1.0)):
+        spec = GuardSpec(*bounds, False)
+        xx = x.copy()  # x_bound = -1 flipped the rows' signs silently
+        with pytest.raises(PrivacyParameterError, match="sensitivity guard"):
+            _core.apply_guard(spec, xx, y.copy())
+        assert np.array_equal(xx, x)
+    assert _core.apply_guard(GuardSpec(1.0, -np.inf, np.inf, False), x.copy(), y.copy()) == 2

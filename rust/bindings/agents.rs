@@ -738,6 +738,17 @@ fn apply_guard(
 ) -> PyResult<usize> {
     let d = x.shape()[1].max(1);
     let g = Guard::from(spec);
+    // NaN fails both: y_low > y_high panicked in f64::clamp, x_bound < 0 flipped the rows' signs
+    if !(g.x_bound > 0.0 && g.y_low <= g.y_high) {
+        return Err(super::to_pyerr(
+            py,
+            crate::errors::CoreError::InvalidParameter(format!(
+                "a sensitivity guard needs x_bound > 0 and y_low <= y_high, got x_bound = {}, \
+                 y in [{}, {}]",
+                g.x_bound, g.y_low, g.y_high
+            )),
+        ));
+    }
     let xs = x
         .as_slice_mut()
         .map_err(|_| PyValueError::new_err("X must be C-contiguous float64"))?;
