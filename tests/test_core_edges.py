@@ -48,3 +48,18 @@ def test_guard_with_inconsistent_bounds_is_refused():
             _core.apply_guard(spec, xx, y.copy())
         assert np.array_equal(xx, x)
     assert _core.apply_guard(GuardSpec(1.0, -np.inf, np.inf, False), x.copy(), y.copy()) == 2
+
+
+def _edited(obj, pos, value):
+    restore, args = obj.__reduce__()
+    state = bytearray(args[-1])
+    state[pos] = value
+    return restore, (*args[:-1], bytes(state))
+
+
+def test_restored_noise_stream_is_checked_like_a_built_one():
+    s = _core.NoiseStream("discrete_gaussian", 1.0, SEED, 10)
+    restore, args = _edited(s, 12, 0xFF)  # grid_bits 10 -> 255: vectors() never returned
+    with pytest.raises(PrivacyParameterError, match="grid_bits"):
+        restore(*args)
+    assert np.array_equal(pickle.loads(pickle.dumps(s)).vectors(2, 3), s.vectors(2, 3))

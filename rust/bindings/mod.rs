@@ -733,14 +733,7 @@ fn _panic_for_test() -> PyResult<()> {
     Err(PyRuntimeError::new_err("unreachable"))
 }
 
-/// Rebuild a pickled NoiseStream / ShermanMorrison / MixtureFeatures / PrefixMechanism.
-#[pyfunction]
-fn _restore_noise_stream(py: Python<'_>, state: &[u8]) -> PyResult<PyNoiseStream> {
-    Ok(PyNoiseStream {
-        inner: crate::state::decode("noise stream", state).py_ok(py)?,
-    })
-}
-
+/// Rebuild a pickled ShermanMorrison / MixtureFeatures / PrefixMechanism (NoiseStream: noise.rs).
 #[pyfunction]
 fn _restore_sm(py: Python<'_>, state: &[u8]) -> PyResult<PySM> {
     Ok(PySM {
@@ -778,7 +771,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(blt_parameters, m)?)?;
     m.add_function(wrap_pyfunction!(tree_depth, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
-    m.add_function(wrap_pyfunction!(_restore_noise_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(noise::_restore_noise_stream, m)?)?;
     m.add_function(wrap_pyfunction!(_restore_sm, m)?)?;
     m.add_function(wrap_pyfunction!(_restore_mixture, m)?)?;
     m.add_function(wrap_pyfunction!(_restore_prefix, m)?)?;
