@@ -63,3 +63,15 @@ def test_restored_noise_stream_is_checked_like_a_built_one():
     with pytest.raises(PrivacyParameterError, match="grid_bits"):
         restore(*args)
     assert np.array_equal(pickle.loads(pickle.dumps(s)).vectors(2, 3), s.vectors(2, 3))
+
+
+def test_restored_mixture_features_are_checked():
+    m = _core.MixtureFeatures(np.random.default_rng(0).random((4, 2, 3)))
+    restore, args = _edited(m, 22, 0xFF)  # d = 3 -> ~2^62: phi_v aborted the process
+    with pytest.raises(PrivacyParameterError, match="mixture features"):
+        restore(*args)
+    restore, args = _edited(m, 0, 0)  # n_rows 4 -> 0: phi_v panicked (chunk size 0)
+    with pytest.raises(PrivacyParameterError, match="mixture features"):
+        restore(*args)
+    v = np.array([0.3, 0.7])
+    assert np.array_equal(pickle.loads(pickle.dumps(m)).phi_v(v), m.phi_v(v))

@@ -743,9 +743,9 @@ fn _restore_sm(py: Python<'_>, state: &[u8]) -> PyResult<PySM> {
 
 #[pyfunction]
 fn _restore_mixture(py: Python<'_>, state: &[u8]) -> PyResult<PyMixture> {
-    Ok(PyMixture {
-        inner: crate::state::decode("mixture features", state).py_ok(py)?,
-    })
+    let inner: CoreMixture = crate::state::decode("mixture features", state).py_ok(py)?;
+    inner.check_consistent().py_ok(py)?; // an edited dimension aborted phi_v (allocation)
+    Ok(PyMixture { inner })
 }
 
 #[pyfunction]

@@ -88,7 +88,11 @@ impl MixtureFeatures {
                 .and_then(|n| n.checked_mul(self.d))
                 == Some(t.len())
         });
-        if !ordered || !by_next_ok || self.next_state.iter().any(|&s| s >= self.n_states) {
+        if !ordered
+            || !by_next_ok
+            || self.d == 0
+            || self.next_state.iter().any(|&s| s >= self.n_states)
+        {
             return Err(CoreError::InvalidParameter(
                 "not a consistent saved mixture features state".into(),
             ));
