@@ -75,3 +75,27 @@ def test_restored_mixture_features_are_checked():
         restore(*args)
     v = np.array([0.3, 0.7])
     assert np.array_equal(pickle.loads(pickle.dumps(m)).phi_v(v), m.phi_v(v))
+
+
+def test_vtr_agent_refuses_a_centre_of_the_wrong_length(monkeypatch):
+    # the practical rule's centre w0 is indexed by the features' d: a w0 of another length made
+    # _core.VtrAgent index past its end (a PanicException); the binding refuses it
+    import dataclasses
+
+    from privrl.agents import UCRLVTR
+    from privrl.envs import RiverSwimMixture
+    from privrl.privacy import NonPrivate
+
+    specs = []
+    real = _core.VtrAgent
+    monkeypatch.setattr(_core, "VtrAgent", lambda spec: specs.append(spec) or real(spec))
+    UCRLVTR(RiverSwimMixture(S=3, H=3), NonPrivate(), episodes=10, seed=0)
+    spec = specs[0]
+    reg = spec.regressions[0]
+    d = spec.features.shape[-1]
+    for n in (0, d - 1, d + 1):
+        practical = dataclasses.replace(reg.practical, w0=np.zeros(n))
+        bad = dataclasses.replace(spec, regressions=[dataclasses.replace(reg, practical=practical)])
+        with pytest.raises(ValueError, match=f"w0 has {n} entries, the features d = {d}"):
+            real(bad)
+    real(spec)  # the genuine spec still builds

@@ -255,6 +255,15 @@ pub(super) fn regression(
         }),
     };
     let wrong = |what: &str| PyValueError::new_err(format!("{} regression: {what}", r.mode));
+    if let Some(p) = &practical {
+        if p.w0.len() != d {
+            // the centre is indexed by the features' d (an index past its end panicked)
+            return Err(wrong(&format!(
+                "the centre w0 has {} entries, the features d = {d}",
+                p.w0.len()
+            )));
+        }
+    }
     if let Some(a) = practical.as_ref().and_then(|p| p.adaptive.as_ref()) {
         if a.draws == 0 {
             return Err(wrong(
