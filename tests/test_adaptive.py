@@ -161,7 +161,9 @@ def test_sampling_regret_does_not_follow_the_centre():
     for eps in (10, 1):
         regret = {}
         for centre in ("feasible", "zero"):
-            agent = UCRLVTR(env, JointDP(eps, 1e-5), episodes=K, seed=0, centre=centre, exploration="sampling")
+            agent = UCRLVTR(
+                env, JointDP(eps, 1e-5), episodes=K, seed=0, centre=centre, exploration="sampling"
+            )
             regret[centre] = privrl.run(agent, env, K, seed=0).final_regret
         assert max(regret.values()) < 0.07, (eps, regret)  # whichever the centre: not one such user
 

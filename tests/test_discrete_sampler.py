@@ -153,7 +153,8 @@ def test_rounding_term_by_hand():
     want = math.sqrt(3 * 6 * ((2.0**-24 * math.sqrt(2)) ** 2 + (2.0**-24 * math.sqrt(2)) ** 2))
     assert plan_rounding_mu(plan) == pytest.approx(want, rel=1e-12)
     assert plan_rounding_mu(ucrl_vtr.release_plan("jdp", False, 3, 50, 2, "tree", "float")) == 0.0
-    assert plan_rounded_draws(plan) == pytest.approx(3 * 6 * 2, rel=1e-12)  # H trees of 6 nodes per leaf, matrix and vector
+    # H trees of 6 nodes per leaf, for the matrix and the vector
+    assert plan_rounded_draws(plan) == pytest.approx(3 * 6 * 2, rel=1e-12)
 
 
 def test_rounding_that_outgrows_the_budget_names_the_episodes():
