@@ -43,7 +43,7 @@ pub struct AdaptiveSpec {
     #[serde(default = "unit_radius")]
     pub radius: f64,
     /// The models each user draws under sampling (`privrl.privacy.adaptive.SAMPLING_DRAWS`);
-    /// Q_h(s, a) is the largest of theirs.
+    /// Q_h(s, a) is the largest of theirs and the estimate's (`max_over_draws`).
     #[serde(default = "one_draw")]
     pub draws: usize,
 }
