@@ -37,6 +37,7 @@ __all__ = [
     "check_episodes",
     "check_int",
     "check_finite_real",
+    "check_finite_scale",
     "as_f64",
     "numeric_array",
     "check_seed",
@@ -498,6 +499,17 @@ def check_symmetric(a: np.ndarray, name: str) -> np.ndarray:
             f"exceeds {SYMMETRY_RTOL:g} x its largest entry {scale:.3g}"
         )
     return a
+
+
+def check_finite_scale(scale: float, name: str) -> float:
+    """A noise scale that overflowed (a tiny epsilon, a huge sensitivity) is refused: a mechanism
+    with an infinite scale would release inf or NaN."""
+    if not math.isfinite(scale):
+        raise PrivacyParameterError(
+            f"the noise scale {name} overflows ({scale}): the sensitivity / epsilon ratio is beyond a "
+            "double's range"
+        )
+    return scale
 
 
 def log_inverse(delta: float) -> float:

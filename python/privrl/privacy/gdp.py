@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from privrl.common.checks import (
+    check_finite_scale,
     check_nonneg_real,
     check_positive_real,
     check_real,
@@ -167,9 +168,4 @@ def analytic_gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float)
     while 0.0 < sigma < math.inf and gaussian_delta(epsilon, l2_sensitivity / sigma) > delta:
         sigma *= 1.0 + step
         step *= 2.0
-    if not math.isfinite(sigma):  # as mechanisms.gaussian_sigma: an inf sigma would release inf / NaN
-        raise PrivacyParameterError(
-            f"the noise scale sigma overflows ({sigma}): the sensitivity / epsilon ratio is beyond a "
-            "double's range"
-        )
-    return sigma
+    return check_finite_scale(sigma, "sigma")  # as gaussian_sigma: inf would release inf / NaN

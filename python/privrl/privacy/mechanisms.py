@@ -10,7 +10,14 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from privrl.common.checks import check_nonneg_real, check_positive_real, checked, log_inverse, numeric_array
+from privrl.common.checks import (
+    check_finite_scale,
+    check_nonneg_real,
+    check_positive_real,
+    checked,
+    log_inverse,
+    numeric_array,
+)
 from privrl.common.errors import NonFiniteError, PrivacyParameterError
 from privrl.privacy.gdp import gaussian_delta
 
@@ -61,7 +68,7 @@ def gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float) -> float
     the ``1.25/delta`` of Dwork & Roth). The paper states the guarantee for ``epsilon in (0, 1)``;
     larger epsilons are accepted here, the caller is responsible for the regime.
     """
-    return _finite_scale(l2_sensitivity * math.sqrt(2.0 * _log_two_over(delta)) / epsilon, "sigma")
+    return check_finite_scale(l2_sensitivity * math.sqrt(2.0 * _log_two_over(delta)) / epsilon, "sigma")
 
 
 def _log_two_over(delta: float) -> float:
@@ -74,24 +81,13 @@ def _log_two_over(delta: float) -> float:
     return math.log(inv) if math.isfinite(inv) else math.log(2.0) - math.log(delta)
 
 
-def _finite_scale(scale: float, name: str) -> float:
-    """A noise scale that overflowed (a tiny epsilon, a huge sensitivity) is refused: a mechanism
-    with an infinite scale would release inf or NaN."""
-    if not math.isfinite(scale):
-        raise PrivacyParameterError(
-            f"the noise scale {name} overflows ({scale}): the sensitivity / epsilon ratio is beyond a "
-            "double's range"
-        )
-    return scale
-
-
 @checked()
 def laplace_scale(l1_sensitivity: float, epsilon: float) -> float:
     """Scale ``b`` of the Laplace mechanism, App. "Laplace Mechanism": ``b = Delta_1 / epsilon``.
 
     Adding i.i.d. ``Lap(b)`` noise to every coordinate of ``f(x)`` is ``(epsilon, 0)``-DP.
     """
-    return _finite_scale(l1_sensitivity / epsilon, "b")
+    return check_finite_scale(l1_sensitivity / epsilon, "b")
 
 
 def _return_like(value, out: np.ndarray):
