@@ -469,12 +469,14 @@ def test_an_agent_larger_than_the_machine_is_refused_before_allocating(monkeypat
     LSVIUCB(fmap, JointDP(1.0, 1e-5, mechanism="tree"), episodes=10, batches=10, seed=0)
     monkeypatch.setattr(lsvi_agent, "physical_memory", lambda: None)  # the OS does not say
     LSVIUCB(fmap, NonPrivate(), episodes=10, seed=0)
-    # gymnasium's Taxi one-hot (S = 500, A = 6: d = rows = 3,000) on a 24 GiB machine: at its own
-    # time limit H = 200 non-private, (6 + 4 + 4.5 * 200) * 9e6 * 8 bytes = 61.0 GiB; at H = 30
-    # JDP (BLT) with 20 batches, (10 + (5 + 8 + 4) * 30) * 9e6 * 8 = 34.9 GiB (it was killed).
-    monkeypatch.setattr(lsvi_agent, "physical_memory", lambda: 24 * 2**30)
-    with pytest.raises(ResourceError, match=r"H = 200, d = 3000 need about 61\.0 GiB, this machine has 24"):
+    # gymnasium's Taxi one-hot (S = 500, A = 6: d = rows = 3,000): at its own time limit H = 200
+    # non-private, its diagonal matrices map one page a diagonal entry: (6 + 4) * 9e6 + 4.5 * 200
+    # * 512 * 3,001 entries * 8 bytes = 10.97 GiB (dense: 61.0 GiB); at H = 30 JDP (BLT) with 20
+    # batches, (10 + (5 + 8 + 4) * 30) * 9e6 * 8 = 34.9 GiB (it was killed).
+    monkeypatch.setattr(lsvi_agent, "physical_memory", lambda: 10 * 2**30)
+    with pytest.raises(ResourceError, match=r"H = 200, d = 3000 need about 11\.0 GiB, this machine has 10"):
         LSVIUCB(FeatureMap.one_hot(500, 6, H=200), NonPrivate(), episodes=10, seed=0)
+    monkeypatch.setattr(lsvi_agent, "physical_memory", lambda: 24 * 2**30)
     taxi = FeatureMap.one_hot(500, 6, H=30)
     with pytest.raises(ResourceError, match=r"blt over 19 releases need about 34\.9 GiB"):
         LSVIUCB(taxi, JointDP(10.0, 1e-5), episodes=20_000, batches=20, seed=0)

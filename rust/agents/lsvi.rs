@@ -77,6 +77,10 @@ pub struct Billboard {
     /// copied only before a user changes them without a release following).
     #[serde(default)]
     pub lazy: bool,
+    /// Non-private, per step: design and inverse are +0 off the diagonal (known from the
+    /// copies; empty after a load: unknown), so copying a plain diagonal matrix is its diagonal.
+    #[serde(skip)]
+    pub plain: Vec<bool>,
 }
 
 /// An LSVI-UCB agent.
@@ -190,6 +194,7 @@ impl LsviAgent {
             forms: vec![],
             widths: vec![],
             lazy: false,
+            plain: vec![true; h],
         };
         let private = p.private.is_some();
         // the data's own variance (non-private one-hot adaptive): see `lsvi_adaptive`
@@ -299,10 +304,25 @@ impl LsviAgent {
         if !self.board.lazy {
             return;
         }
-        let dd = self.d * self.d;
+        let (d, dd) = (self.d, self.d * self.d);
+        let board = &mut self.board;
         for (hh, sm) in self.server.exact.iter().enumerate() {
-            self.board.design[hh * dd..(hh + 1) * dd].copy_from_slice(sm.matrix());
-            self.board.inverse[hh * dd..(hh + 1) * dd].copy_from_slice(sm.inverse());
+            let design = &mut board.design[hh * dd..(hh + 1) * dd];
+            let inverse = &mut board.inverse[hh * dd..(hh + 1) * dd];
+            if sm.is_plain_diagonal() && board.plain.get(hh) == Some(&true) {
+                // both sides +0 off the diagonal: the full copy, bit for bit, in O(d)
+                let (m, inv) = (sm.matrix(), sm.inverse());
+                for j in (0..d).map(|j| j * d + j) {
+                    design[j] = m[j];
+                    inverse[j] = inv[j];
+                }
+            } else {
+                design.copy_from_slice(sm.matrix());
+                inverse.copy_from_slice(sm.inverse());
+                if let Some(p) = board.plain.get_mut(hh) {
+                    *p = sm.is_plain_diagonal();
+                }
+            }
         }
         self.board.forms.clone_from(&self.server.forms);
         self.board.widths.clone_from(&self.server.widths);
@@ -501,7 +521,7 @@ impl LsviAgent {
             };
             response(
                 &self.server,
-                &self.table,
+                &self.sparse,
                 aggregated,
                 hh,
                 next,

@@ -172,6 +172,12 @@ pub struct ShermanMorrison {
     /// dropped by every other change of the inverse).
     #[serde(skip)]
     inverse_diagonal: std::sync::OnceLock<Vec<f64>>,
+    /// Every off-diagonal entry of Lambda and its inverse is known to be +0 (set by `new` and
+    /// by the diagonal refactorization, kept by one-hot updates; a factorized update and a load
+    /// clear it): the diagonal refactorization then reads and writes the diagonal only, O(d),
+    /// and leaves the off-diagonal pages untouched (a tabular d of thousands: never mapped).
+    #[serde(skip)]
+    plain: bool,
 }
 
 impl ShermanMorrison {
@@ -196,17 +202,25 @@ impl ShermanMorrison {
                 "dimension d = {d}: a d x d matrix does not fit in memory"
             )));
         }
+        // lam I and I / lam from zeroed allocations with the diagonal written (the entries of
+        // `identity * lam` and `identity / lam` bit for bit: +0 off the diagonal)
+        let scaled_eye = |v: f64| {
+            let mut m = DMatrix::from_vec(d, d, vec![0.0; d * d]);
+            (0..d).for_each(|j| m[(j, j)] = v);
+            m
+        };
         Ok(ShermanMorrison {
             d,
             lam,
-            matrix: DMatrix::identity(d, d) * lam,
-            inverse: DMatrix::identity(d, d) / lam,
+            matrix: scaled_eye(lam),
+            inverse: scaled_eye(1.0 / lam),
             since_refactor: 0,
             refactor_every,
             updates: 0,
             diagonal: true,
             work: DVector::zeros(d),
             inverse_diagonal: std::sync::OnceLock::new(),
+            plain: true,
         })
     }
 
@@ -230,6 +244,11 @@ impl ShermanMorrison {
     }
     pub fn inverse(&self) -> &[f64] {
         self.inverse.as_slice()
+    }
+    /// Lambda and its inverse are diagonal with every off-diagonal entry +0 (known, not
+    /// scanned): their diagonals are all there is to copy.
+    pub fn is_plain_diagonal(&self) -> bool {
+        self.plain && self.diagonal
     }
     /// The entries `inverse_ii`, contiguous (the same values as [`Self::inverse`]'s diagonal).
     pub fn inverse_diagonal(&self) -> &[f64] {
@@ -415,6 +434,7 @@ impl ShermanMorrison {
         self.matrix = next;
         self.inverse = inverse;
         self.inverse_diagonal.take();
+        self.plain = false;
         self.updates += 1;
         self.diagonal &= nonzeros_at_most_one(x);
         self.since_refactor = 0;
@@ -446,19 +466,26 @@ impl ShermanMorrison {
     fn refactorize_diagonal(&mut self) -> bool {
         let d = self.d;
         let m = self.matrix.as_slice();
+        // known +0 off the diagonal (`plain`, with every update one-hot): the diagonal only
+        let known = self.is_plain_diagonal();
         let plain = (0..d).all(|j| {
             let v = m[j * d + j];
-            v > 0.0 && (v + v).is_finite() && (0..d).all(|i| i == j || m[j * d + i].to_bits() == 0)
+            v > 0.0
+                && (v + v).is_finite()
+                && (known || (0..d).all(|i| i == j || m[j * d + i].to_bits() == 0))
         });
         if !plain {
             return false;
         }
         let inv = self.inverse.as_mut_slice();
-        inv.fill(0.0);
+        if !known {
+            inv.fill(0.0);
+        }
         for j in 0..d {
             let s = m[j * d + j].sqrt();
             inv[j * d + j] = (1.0 / s) / s;
         }
+        self.plain = true;
         true
     }
 
@@ -546,6 +573,54 @@ mod tests {
         let x = spd_solve(&a, 2, &[1.0, 2.0]).unwrap();
         assert!((4.0 * x[0] + x[1] - 1.0).abs() < 1e-12);
         assert!((x[0] + 3.0 * x[1] - 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn plain_diagonal_paths_are_the_scanning_ones_bit_for_bit() {
+        // new() writes lam I and I / lam from zeroed memory: identity * lam and identity / lam
+        for lam in [1e-3, 0.7, 3.0] {
+            let a = ShermanMorrison::new(5, lam, 8).unwrap();
+            let (m, i) = (
+                DMatrix::<f64>::identity(5, 5) * lam,
+                DMatrix::<f64>::identity(5, 5) / lam,
+            );
+            assert!(a
+                .matrix()
+                .iter()
+                .zip(m.as_slice())
+                .all(|(u, v)| u.to_bits() == v.to_bits()));
+            assert!(a
+                .inverse()
+                .iter()
+                .zip(i.as_slice())
+                .all(|(u, v)| u.to_bits() == v.to_bits()));
+            assert!(a.is_plain_diagonal());
+        }
+        // the O(d) refactorization (off-diagonal known +0) against a state that has to scan and
+        // fill (a restored one: plain unknown), through many refactorizations
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let d = 30;
+        let mut fast = ShermanMorrison::new(d, 0.5, 16).unwrap();
+        let mut scan = fast.clone();
+        scan.plain = false;
+        for _ in 0..400 {
+            let mut x = vec![0.0; d];
+            x[rng.random_range(0..d)] = rng.random_range(-1.0..1.0);
+            fast.update(&x).unwrap();
+            scan.update(&x).unwrap();
+            for (u, v) in [
+                (fast.inverse(), scan.inverse()),
+                (fast.matrix(), scan.matrix()),
+            ] {
+                assert!(u.iter().zip(v).all(|(a, b)| a.to_bits() == b.to_bits()));
+            }
+        }
+        // the scanning state became plain at its first refactorization; a dense update ends it
+        assert!(fast.is_plain_diagonal() && scan.is_plain_diagonal());
+        let mut x = vec![0.0; d];
+        (x[0], x[1]) = (0.5, 0.5);
+        fast.update(&x).unwrap();
+        assert!(!fast.is_plain_diagonal());
     }
 
     #[test]

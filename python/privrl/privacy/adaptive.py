@@ -140,7 +140,15 @@ def centre_direction(table: np.ndarray) -> tuple[np.ndarray, bool]:
     and whether it holds exactly (to 1e-9): then a value level c is c w1 in the linear class, the
     adaptive LSVI rule's value shift and prior centre."""
     table = np.asarray(table, dtype=float)
-    w1 = np.linalg.lstsq(table, np.ones(table.shape[0]), rcond=None)[0]
+    nonzero = table != 0
+    if (nonzero.sum(axis=1) <= 1).all() and (table[nonzero] == 1.0).all():
+        # one-hot rows: the normal equations n_j w_j = n_j give w1 = 1 on every used column and
+        # the min norm 0 elsewhere, exactly (lstsq's answer bit for bit when each column is used
+        # once, FeatureMap.one_hot's table; lstsq rounds it otherwise), without lstsq's O(d^3):
+        # a tabular d of thousands took seconds
+        w1 = nonzero.any(axis=0).astype(float)
+    else:
+        w1 = np.linalg.lstsq(table, np.ones(table.shape[0]), rcond=None)[0]
     return np.ascontiguousarray(w1), bool(np.abs(table @ w1 - 1.0).max() <= 1e-9)
 
 

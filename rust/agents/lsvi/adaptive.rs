@@ -83,7 +83,7 @@ impl LsviAgent {
             let u = &mut work.u;
             response(
                 &self.server,
-                &self.table,
+                &self.sparse,
                 aggregated,
                 hh,
                 target,

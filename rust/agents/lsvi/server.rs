@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Planning, Private};
 use crate::kernels::rank_one::ShermanMorrison;
+use crate::kernels::sparse::SparseRows;
 
 /// The server of Alg. 2.
 #[derive(Serialize, Deserialize)]
@@ -83,7 +84,7 @@ impl Server {
 #[allow(clippy::too_many_arguments)]
 pub(super) fn response(
     srv: &Server,
-    table: &[f64],
+    table: &SparseRows,
     aggregated: bool,
     h: usize,
     next: Option<&[f64]>,
@@ -112,9 +113,10 @@ pub(super) fn response(
         let row = srv.states[i * (h_n + 1) + h] * a_n + srv.actions[i * h_n + h];
         let vi = next.map_or(0.0, |v| v[srv.states[i * (h_n + 1) + h + 1]]);
         let target = srv.rewards[i * h_n + h] + vi;
-        u.iter_mut()
-            .zip(&table[row * d..(row + 1) * d])
-            .for_each(|(x, p)| *x += p * target);
+        // over the row's nonzeros: the dense sum bit for bit (a skipped term is 0 * target,
+        // +-0, and u starts at +0 and is never -0), in O(nnz) instead of O(d)
+        let (cols, vals) = table.row(row);
+        cols.iter().zip(vals).for_each(|(&j, p)| u[j] += p * target);
     }
 }
 

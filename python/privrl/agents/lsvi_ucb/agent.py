@@ -41,7 +41,13 @@ MAX_STORED_STEPS = 1 << 28
 
 
 def dense_entries(
-    H: int, d: int, rows: int, private: bool, mechanism: str = "tree", releases: int = 0
+    H: int,
+    d: int,
+    rows: int,
+    private: bool,
+    mechanism: str = "tree",
+    releases: int = 0,
+    one_hot: bool = False,
 ) -> float:
     """Entries (8 bytes each) of the large state an LSVI-UCB agent holds at its peak, read off its
     structures (rust/agents/lsvi.rs, rust/continual/): the features table (`rows` = S A rows of d)
@@ -58,9 +64,16 @@ def dense_entries(
       buffers + 4 (encoder and state, 2 x buffers packed, and about eight packed accumulators,
       leaves and draws).
 
+    Non-private with `one_hot` rows (at most one nonzero a row: every Lambda_h stays diagonal),
+    the four matrices are written on their diagonals only, in zeroed allocations whose other
+    pages the system never maps: each holds at most min(d^2, 512 (d + 1)) entries (a 4 KiB page
+    of 512 entries per diagonal entry, one more for the alignment).
+
     An upper bound on the peak resident memory measured for every mechanism, within 20%
     (tests/test_lsvi_ucb.py)."""
     if not private:
+        if one_hot:
+            return 6.0 * rows * d + 4.0 * d * d + 4.5 * H * min(d * d, 512.0 * (d + 1))
         per_step = 4.5
     elif releases == 0:
         per_step = 3.0
@@ -76,12 +89,18 @@ def dense_entries(
 
 
 def check_memory(
-    H: int, d: int, rows: int, private: bool, mechanism: str = "tree", releases: int = 0
+    H: int,
+    d: int,
+    rows: int,
+    private: bool,
+    mechanism: str = "tree",
+    releases: int = 0,
+    one_hot: bool = False,
 ) -> None:
     """Refuse, before allocating, an agent whose dense d x d state (:func:`dense_entries`) exceeds
     the machine's physical memory: the process would be killed by the operating system, not
     raise. The rest of the agent comes on top."""
-    need = 8 * dense_entries(H, d, rows, private, mechanism, releases)
+    need = 8 * dense_entries(H, d, rows, private, mechanism, releases, one_hot)
     have = physical_memory()
     if have is not None and need > have:
         what = "its noise mechanism's state" if private else "Lambda_h and its inverse"
@@ -218,7 +237,9 @@ class LSVIUCB(Agent):
         )  # fmt: skip
         self.batch_starts = batch_starts(self.K, self.B)
         releases = len(self.batch_starts) - 1
-        check_memory(self.H, self.d, self.S * self.A, kw["kind"] != "none", kw["mechanism"], releases)
+        private = kw["kind"] != "none"
+        one_hot = is_one_hot(phi.reshape(-1, self.d))
+        check_memory(self.H, self.d, self.S * self.A, private, kw["mechanism"], releases, one_hot)
         if releases == 0 and self.K > 1:
             why = (
                 f"the {batches!r} schedule's B is 1 at K = {self.K}, d = {self.d}: App. D's B grows "
