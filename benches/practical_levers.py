@@ -52,8 +52,8 @@ class Lever(UCRLVTR):
         self.row = row
         super().__init__(*args, **kwargs)
 
-    def _practical(self, cal, sigma_m, sigma_v, radius):
-        spec = super()._practical(cal, sigma_m, sigma_v, radius)
+    def _practical(self, cal, sigma_m, sigma_v, radius, which):
+        spec = super()._practical(cal, sigma_m, sigma_v, radius, which)
         if self.row == "practical, stat. radius":  # gamma_t = 0
             return dataclasses.replace(spec, noise_scale=0.0)
         if self.row == "practical, full bias":
