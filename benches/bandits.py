@@ -24,6 +24,7 @@ least-squares accuracy of :func:`lstsq_accuracy`).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import time
 from pathlib import Path
@@ -232,6 +233,9 @@ def main(argv: list[str] | None = None) -> None:
         "table), then exit (default: off)",
     )
     a = ap.parse_args(argv)
+    if a.vw and not (a.lstsq or a.noise) and importlib.util.find_spec("vowpalwabbit") is None:
+        # refused up front: the LinUCB runs before the first Vowpal Wabbit one take minutes to hours
+        ap.error("--vw needs Vowpal Wabbit's Python package (not a privrl extra): pip install vowpalwabbit")
     if a.lstsq:
         print("\n".join(lstsq_table(a.datasets)))
         return

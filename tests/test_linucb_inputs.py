@@ -260,3 +260,24 @@ def test_a_lam_whose_inverse_overflows_is_refused_by_name(lam, privacy):
         LinUCB(small_bandit(), privacy, episodes=50, seed=0, lam=lam)
     agent = LinUCB(small_bandit(), privacy, episodes=50, seed=0, lam=1e-300)
     assert np.isfinite(agent.release().inverse).all()
+
+
+def test_benches_bandits_vw_without_vowpal_wabbit_is_refused_before_running(tmp_path, capsys, monkeypatch):
+    """`benches/bandits.py --vw` (docs/privacy-cost.md) without Vowpal Wabbit's package ran every
+    LinUCB run of the first dataset (at the default K = 10^5, minutes) and then died in
+    ModuleNotFoundError: it is refused up front, naming the package to install."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    monkeypatch.setitem(sys.modules, "vowpalwabbit", None)  # not importable, whether installed or not
+    path = Path(__file__).resolve().parents[1] / "benches" / "bandits.py"
+    spec = importlib.util.spec_from_file_location("bandits_bench_vw", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--vw", "--privacy", "none", "--K", "10", "--seeds", "1", "--out", str(tmp_path)])
+    assert e.value.code == 2
+    assert "pip install vowpalwabbit" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
