@@ -27,14 +27,7 @@ from privrl.agents.linucb import calibration as linucb
 from privrl.agents.lsvi_ucb import calibration as lsvi_ucb
 from privrl.agents.ucrl_vtr import calibration as ucrl_vtr
 from privrl.agents.ucrl_vtr_plus import calibration as ucrl_vtr_plus
-from privrl.audit.paper_argument import (  # noqa: F401
-    _advanced,
-    _compose,
-    _paper_lsvi,
-    _paper_vtr,
-    _step,
-    _tree_equivalent_sigma,
-)
+from privrl.audit.paper_argument import _paper_lsvi, _paper_vtr
 from privrl.privacy.accounting import PrivacyAccountant
 from privrl.privacy.common import Calibration
 from privrl.privacy.plans import ReleasedFamily, ReleasePlan, law_factor, statistic_worst_case
@@ -195,11 +188,6 @@ def _statistics(plan: ReleasePlan, scales: Mapping[str, float]) -> list[dict[str
             }
         )
     return out
-
-
-# ============================================================================================
-# (a) The paper's composition argument, recomputed forward
-# ============================================================================================
 
 
 # ============================================================================================
@@ -553,14 +541,3 @@ def summarize_privacy_report(report: dict[str, Any]) -> dict[str, Any]:
             for mm in report["mechanisms"]
         ],
     }
-
-
-# ============================================================================================
-# Paper vs tight side by side (for the demo / README)
-# ============================================================================================
-_RADIUS_KEYS = {"ucrl_vtr": "beta", "ucrl_vtr_plus": "beta_hat", "lsvi_ucb": "beta"}
-_REGULARIZER_KEYS = {
-    "ucrl_vtr": ("Upsilon",),
-    "ucrl_vtr_plus": ("Upsilon1", "Upsilon2"),
-    "lsvi_ucb": ("c_K",),
-}
