@@ -57,27 +57,12 @@ _CALIBRATE: dict[str, Any] = {
 def plan_of(algorithm: str, cal: Any) -> ReleasePlan:
     """The default release plan of ``algorithm`` for the structure a calibration was made for."""
     mod = _MODULES[algorithm]
-    args = (cal.kind, bool(getattr(cal, "pure", False)), cal.H, cal.K, cal.d)
+    pure = bool(getattr(cal, "pure", False))
+    tail = (getattr(cal, "mechanism", "tree"), getattr(cal, "sampler", None) or "float")
     if algorithm == "linucb":
-        return mod.release_plan(
-            cal.kind,
-            bool(getattr(cal, "pure", False)),
-            cal.K,
-            cal.context_dim,
-            cal.schedule,
-            getattr(cal, "mechanism", "tree"),
-            getattr(cal, "sampler", None) or "float",
-        )
-    if algorithm == "lsvi_ucb":
-        return mod.release_plan(
-            *args,
-            cal.B,
-            getattr(cal, "mechanism", "tree"),
-            getattr(cal, "sampler", None) or "float",
-        )
-    return mod.release_plan(
-        *args, getattr(cal, "mechanism", "tree"), getattr(cal, "sampler", None) or "float"
-    )
+        return mod.release_plan(cal.kind, pure, cal.K, cal.context_dim, cal.schedule, *tail)
+    batches = (cal.B,) if algorithm == "lsvi_ucb" else ()
+    return mod.release_plan(cal.kind, pure, cal.H, cal.K, cal.d, *batches, *tail)
 
 
 # ============================================================================================
