@@ -311,10 +311,8 @@ class Study:
                         # the default sampler became the discrete one: its runs get new ids, so a
                         # results folder of the float era is not resumed as if it were discrete
                         ident["sampler"] = spec.sampler or "default"
-                    eps_tag = "inf" if math.isinf(eps) else f"{eps:g}"
-                    run_id = (
-                        f"{_slug(self.name)}__{_slug(spec.name)}__eps{eps_tag}__seed{seed}__"
-                        f"{_digest(ident, 8)}"
+                    run_id = (  # f"{inf:g}" is "inf" (an epsilon is > 0 or inf: check_epsilons)
+                        f"{_slug(self.name)}__{_slug(spec.name)}__eps{eps:g}__seed{seed}__{_digest(ident, 8)}"
                     )
                     out.append(
                         RunSpec(

@@ -185,10 +185,6 @@ def verdict(slope: float, late_rate: float = math.nan) -> str:
     return "not learning yet (linear)"
 
 
-def _eps(x: float) -> str:
-    return "inf" if math.isinf(x) else f"{x:g}"
-
-
 def _regret(x: float) -> str:
     """A regret for the table: one decimal, or three significant digits below 1 (".1f" printed
     every near-optimal agent's 0.0011 and 0.0002 alike as 0.0 +- 0.0)."""
@@ -232,7 +228,7 @@ def format_table(summary: pd.DataFrame) -> str:
                 r.study,
                 r.agent,
                 r.privacy,
-                _eps(r.epsilon),
+                f"{r.epsilon:g}",  # an infinite epsilon prints inf
                 str(r.seeds),
                 str(r.K),
                 f"{_regret(r.regret_mean)} +- {_regret(r.regret_std)}",
