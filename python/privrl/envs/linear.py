@@ -22,6 +22,7 @@ from privrl.envs.finite import (
     check_dense_size,
     env_int,
 )
+from privrl.envs.mixture import _binary_vertices
 
 __all__ = [
     "LinearMDP",
@@ -38,9 +39,7 @@ EXACT_MU_MAX_S = 16
 def _sign_vertices(n: int) -> np.ndarray:
     """All v in {-1,+1}^n with v[0] = +1 (the other half is -v), shape (2^(n-1), n)."""
     m = max(n - 1, 0)
-    codes = np.arange(2**m, dtype=np.int64)
-    bits = (codes[:, None] >> np.arange(m - 1, -1, -1)) & 1
-    return np.concatenate([np.ones((2**m, 1)), 2.0 * bits - 1.0], axis=1)[:, :n]
+    return np.concatenate([np.ones((2**m, 1)), 2.0 * _binary_vertices(m) - 1.0], axis=1)[:, :n]
 
 
 #: Entries of P (8 bytes each) from which a linear MDP's exact values use its factors (2 MiB).
