@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from privrl.agents.common.base import Agent
-from privrl.audit.mechanism_audit import AuditResult, Statistics, _neighbours, _seed_stream, audit_samples
+from privrl.audit.mechanism_audit import AuditResult, Statistics, _neighbours, audit_samples
 from privrl.common.checks import check_delta_pure_ok, check_pos_int, check_positive_real
 from privrl.common.errors import PrivacyParameterError
 from privrl.envs.finite import Trajectory
@@ -83,7 +83,7 @@ def audit_agent(
             f"make_agent(noise_seed) must build a privrl Agent, got {type(probe).__name__} from "
             f"{make_agent!r}"
         )
-    rng = _seed_stream(seed)
+    rng = np.random.default_rng(seed)
 
     def runs(users: Sequence[User], n: int) -> np.ndarray:
         return np.stack([billboards(make_agent(int(rng.integers(2**63))), users) for _ in range(n)])

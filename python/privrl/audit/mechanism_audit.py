@@ -325,10 +325,6 @@ def _sym_inverse_variance(H: int, d: int, sigma: float, divisor: float) -> np.nd
     return np.broadcast_to(w, (H, d, d)).reshape(-1)
 
 
-def _seed_stream(seed: Any) -> np.random.Generator:
-    return np.random.default_rng(seed)
-
-
 def audit_mechanism(
     mechanism_fn: Callable[[Any, Any], Any],
     neighbour_a: Any,
@@ -349,7 +345,7 @@ def audit_mechanism(
     :func:`audit_samples`. ``seed`` makes the audit reproducible."""
     if check_pos_int(n_trials, "n_trials") < 4:
         raise PrivacyParameterError(f"n_trials must be an int >= 4, got {n_trials!r}")
-    rng = _seed_stream(seed)
+    rng = np.random.default_rng(seed)
     first: dict[str, tuple[int, ...]] = {}
 
     def runs(neighbour: Any, which: str) -> np.ndarray:

@@ -25,7 +25,6 @@ from privrl.audit.mechanism_audit import (
     AuditResult,
     Statistics,
     _neighbours,
-    _seed_stream,
     _sym_inverse_variance,
     audit_samples,
 )
@@ -154,7 +153,7 @@ def audit_ucrl_vtr_tree(
 
     blank = [bytes(32)] * (2 * H)
     exact = run(user_a, "none", blank) - run(user_b, "none", blank)
-    rng = _seed_stream(seed)
+    rng = np.random.default_rng(seed)
     sa = np.stack(
         [run(user_a, cal.node_noise, [rng.bytes(32) for _ in range(2 * H)]) for _ in range(int(n_trials))]
     )
@@ -217,7 +216,7 @@ def audit_ldp_randomizer(
         raise PrivacyParameterError("audit_ldp_randomizer audits the Gaussian (delta > 0) randomizer")
     sigma = cal.scale("sigma_B") * float(noise_multiplier)
     user_a, user_b = _neighbours(plan, {k: getattr(cal, k) for k in plan.scale_keys}, neighbours)
-    rng = _seed_stream(seed)
+    rng = np.random.default_rng(seed)
 
     def draws(user: Statistics) -> np.ndarray:
         rnd = _vtr_regression("ldp", plan, cal, sigma, cal.node_noise, 1, [rng.bytes(32), rng.bytes(32)])
@@ -290,7 +289,7 @@ def audit_lsvi_u_release(
     user_a, user_b = _neighbours(plan, {k: getattr(cal, k) for k in plan.scale_keys}, "worst")
     term_a = np.broadcast_to(user_a.X * user_a.y[:, None], (R, H, d)).reshape(-1)
     term_b = np.broadcast_to(user_b.X * user_b.y[:, None], (R, H, d)).reshape(-1)
-    rng = _seed_stream(seed)
+    rng = np.random.default_rng(seed)
 
     def draws(term: np.ndarray) -> np.ndarray:
         # the agent's eta: its node law and lattice (grid sigma_u * 2^-grid_bits under "discrete")
@@ -359,7 +358,7 @@ def audit_lsvi_server(
     # n_trials = 10^13 ran unrefused (no output was kept before the runs: a hang, then memory)
     _refuse_over_memory("audit_lsvi_server", n_trials, len(ends) * H * d, 0.0)
     _refuse_over_work("audit_lsvi_server", n_trials, int(K))
-    rng = _seed_stream(seed)
+    rng = np.random.default_rng(seed)
     # the shipped LsviAgent (Rust) on a feature table whose rows are the two users' phi and 0;
     # its guard lets r + V up to H + 1 through, as the plan's worst case (V_{H+1} = 0 at H = 1)
     table = np.stack([user_a.X[0], user_b.X[0], np.zeros(d)])
