@@ -78,11 +78,8 @@ EPSILON_RANGE = (1e-4, 1e15)
 
 
 def check_epsilon(value: Any, name: str = "epsilon") -> float:
-    """A privacy budget: finite and > 0."""
-    x = check_real(value, name)
-    if not (math.isfinite(x) and x > 0.0):
-        raise PrivacyParameterError(f"{name} must be finite and > 0, got {value!r}")
-    return x
+    """A privacy budget: finite and > 0 (check_positive_real)."""
+    return check_positive_real(value, name)
 
 
 def check_user_epsilon(value: Any, name: str = "epsilon") -> float:
