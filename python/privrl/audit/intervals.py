@@ -8,6 +8,7 @@ import math
 
 from privrl.common.checks import check_int, check_probability, check_real
 from privrl.common.errors import PrivacyParameterError
+from privrl.privacy.gdp import _bisect, normal_cdf
 
 __all__ = ["betainc", "clopper_pearson"]
 
@@ -129,12 +130,6 @@ def _wilson(k: int, n: int, z: float) -> tuple[float, float]:
 
 
 def _normal_quantile(q: float) -> float:
-    """Inverse standard normal CDF by bisection on erfc (only used for the selection step)."""
-    lo, hi = -40.0, 40.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if 0.5 * math.erfc(-mid / math.sqrt(2.0)) < q:
-            lo = mid
-        else:
-            hi = mid
+    """Inverse standard normal CDF by bisection (only used for the selection step)."""
+    lo, hi = _bisect(lambda x: normal_cdf(x) >= q, -40.0, 40.0, 0.0, True)  # to the last bit
     return 0.5 * (lo + hi)
