@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 
 use super::{contiguous, IntoPy};
 use crate::agents as core;
+use crate::kernels::dense;
 use crate::kernels::practical::{self, Floored};
 use crate::kernels::rank_one;
 use crate::kernels::variance::{self, VarianceInputs};
@@ -194,7 +195,24 @@ pub fn sigma_bar<'py>(
     Ok(out.into_pyarray(py))
 }
 
+/// `(max |a_ij|, max |a_ij - a_ji|, i, j)` of a square matrix (crate::kernels::dense::symmetry_gap).
+#[pyfunction]
+pub fn symmetry_gap(a: PyReadonlyArray2<'_, f64>) -> PyResult<(f64, f64, usize, usize)> {
+    let sh = a.shape();
+    if sh[0] != sh[1] {
+        return Err(PyValueError::new_err(format!(
+            "a {} x {} matrix is not square",
+            sh[0], sh[1]
+        )));
+    }
+    Ok(match a.as_slice() {
+        Ok(flat) => dense::symmetry_gap(flat, sh[0]),
+        Err(_) => dense::symmetry_gap(&a.as_array().iter().copied().collect::<Vec<_>>(), sh[0]),
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(symmetry_gap, m)?)?;
     m.add_function(wrap_pyfunction!(policy_values, m)?)?;
     m.add_function(wrap_pyfunction!(batched_matvec, m)?)?;
     m.add_function(wrap_pyfunction!(floored_release, m)?)?;

@@ -26,3 +26,27 @@ pub(crate) fn matvec(m: &[f64], x: &[f64], out: &mut [f64]) {
             .sum();
     }
 }
+
+/// The symmetry check of a row-major d x d matrix `a` (`privrl.common.checks.check_symmetric`,
+/// one pass, no temporaries): `(scale, gap, i, j)` with scale = max |a_ij| (NaN when an entry
+/// is NaN; the gap is then not computed) and gap = |a_ij - a_ji| at its first largest (i, j) in
+/// row-major order (numpy's argmax of |a - a^T|).
+pub fn symmetry_gap(a: &[f64], d: usize) -> (f64, f64, usize, usize) {
+    let mut scale = 0.0f64;
+    for &v in a {
+        if v.is_nan() {
+            return (f64::NAN, 0.0, 0, 0);
+        }
+        scale = scale.max(v.abs());
+    }
+    let (mut gap, mut at) = (f64::NEG_INFINITY, (0, 0));
+    for i in 0..d {
+        for j in 0..d {
+            let g = (a[i * d + j] - a[j * d + i]).abs();
+            if g > gap {
+                (gap, at) = (g, (i, j));
+            }
+        }
+    }
+    (scale, gap, at.0, at.1)
+}

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from privrl import _core
 from privrl.common.errors import AssumptionError, NonFiniteError, PrivacyParameterError, ShapeError
 from privrl.common.seeds import check_seed, int_seed, model_seed, seed_bytes, tie_seed
 
@@ -484,15 +485,13 @@ def check_symmetric(a: np.ndarray, name: str) -> np.ndarray:
     checks (ShapeError, NonFiniteError)."""
     if a.ndim != 2 or a.shape[0] != a.shape[1] or a.size == 0:
         return a
-    scale = float(np.abs(a).max())
+    # one pass in Rust: numpy's abs, max, a - a^T and argmax took 13 us at d = 5 (most of a tree step)
+    scale, gap, i, j = _core.symmetry_gap(np.asarray(a, dtype=np.float64))
     if not math.isfinite(scale):
         return a
-    with np.errstate(over="ignore", invalid="ignore"):
-        gap = np.abs(a - a.T)
-    i, j = np.unravel_index(int(np.argmax(gap)), gap.shape)
-    if gap[i, j] > SYMMETRY_RTOL * scale:
+    if gap > SYMMETRY_RTOL * scale:
         raise AssumptionError(
-            f"{name} must be symmetric: |{name}[{i}, {j}] - {name}[{j}, {i}]| = {gap[i, j]:.3g} "
+            f"{name} must be symmetric: |{name}[{i}, {j}] - {name}[{j}, {i}]| = {gap:.3g} "
             f"exceeds {SYMMETRY_RTOL:g} x its largest entry {scale:.3g}"
         )
     return a
