@@ -116,7 +116,11 @@ pub(super) fn response(
         // over the row's nonzeros: the dense sum bit for bit (a skipped term is 0 * target,
         // +-0, and u starts at +0 and is never -0), in O(nnz) instead of O(d)
         let (cols, vals) = table.row(row);
-        cols.iter().zip(vals).for_each(|(&j, p)| u[j] += p * target);
+        if cols.len() == d {
+            u.iter_mut().zip(vals).for_each(|(x, p)| *x += p * target); // a dense row
+        } else {
+            cols.iter().zip(vals).for_each(|(&j, p)| u[j] += p * target);
+        }
     }
 }
 
