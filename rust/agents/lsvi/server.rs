@@ -102,7 +102,11 @@ pub(super) fn response(
             let ns = &srv.next_sum[h * s_n * d..(h + 1) * s_n * d];
             let cols = &srv.next_cols[h * s_n..(h + 1) * s_n];
             for ((row, c), &vs) in ns.chunks_exact(d).zip(cols).zip(v) {
-                c.iter().for_each(|&j| u[j] += row[j] * vs);
+                if c.len() == d {
+                    u.iter_mut().zip(row).for_each(|(x, r)| *x += r * vs); // every column: dense
+                } else {
+                    c.iter().for_each(|&j| u[j] += row[j] * vs);
+                }
             }
         }
         return;
