@@ -306,10 +306,11 @@ impl LsviAgent {
         }
         let (d, dd) = (self.d, self.d * self.d);
         let board = &mut self.board;
+        board.plain.resize(self.server.exact.len(), false); // after a load: unknown until copied
         for (hh, sm) in self.server.exact.iter().enumerate() {
             let design = &mut board.design[hh * dd..(hh + 1) * dd];
             let inverse = &mut board.inverse[hh * dd..(hh + 1) * dd];
-            if sm.is_plain_diagonal() && board.plain.get(hh) == Some(&true) {
+            if sm.is_plain_diagonal() && board.plain[hh] {
                 // both sides +0 off the diagonal: the full copy, bit for bit, in O(d)
                 let (m, inv) = (sm.matrix(), sm.inverse());
                 for j in (0..d).map(|j| j * d + j) {
@@ -319,9 +320,7 @@ impl LsviAgent {
             } else {
                 design.copy_from_slice(sm.matrix());
                 inverse.copy_from_slice(sm.inverse());
-                if let Some(p) = board.plain.get_mut(hh) {
-                    *p = sm.is_plain_diagonal();
-                }
+                board.plain[hh] = sm.is_plain_diagonal();
             }
         }
         self.board.forms.clone_from(&self.server.forms);
