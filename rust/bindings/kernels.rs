@@ -4,7 +4,7 @@
 
 use numpy::{
     IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
-    PyReadonlyArray3, PyReadonlyArray4, PyUntypedArrayMethods,
+    PyReadonlyArray3, PyReadonlyArray4, PyReadonlyArrayDyn, PyUntypedArrayMethods,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -211,7 +211,19 @@ pub fn symmetry_gap(a: PyReadonlyArray2<'_, f64>) -> PyResult<(f64, f64, usize, 
     })
 }
 
+/// max |a_i| over an array of any shape and layout, NaN when an entry is NaN
+/// (crate::kernels::dense::max_abs): finite iff every entry is.
+#[pyfunction]
+pub fn max_abs(py: Python<'_>, a: PyReadonlyArrayDyn<'_, f64>) -> f64 {
+    match a.as_slice() {
+        Ok(flat) if flat.len() > super::DETACH_WORK => py.detach(|| dense::max_abs(flat)),
+        Ok(flat) => dense::max_abs(flat),
+        Err(_) => dense::max_abs_iter(a.as_array().iter()),
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(max_abs, m)?)?;
     m.add_function(wrap_pyfunction!(symmetry_gap, m)?)?;
     m.add_function(wrap_pyfunction!(policy_values, m)?)?;
     m.add_function(wrap_pyfunction!(batched_matvec, m)?)?;

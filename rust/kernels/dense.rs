@@ -32,12 +32,9 @@ pub(crate) fn matvec(m: &[f64], x: &[f64], out: &mut [f64]) {
 /// is NaN; the gap is then not computed) and gap = |a_ij - a_ji| at its first largest (i, j) in
 /// row-major order (numpy's argmax of |a - a^T|).
 pub fn symmetry_gap(a: &[f64], d: usize) -> (f64, f64, usize, usize) {
-    let mut scale = 0.0f64;
-    for &v in a {
-        if v.is_nan() {
-            return (f64::NAN, 0.0, 0, 0);
-        }
-        scale = scale.max(v.abs());
+    let scale = max_abs(a);
+    if scale.is_nan() {
+        return (f64::NAN, 0.0, 0, 0);
     }
     let (mut gap, mut at) = (f64::NEG_INFINITY, (0, 0));
     for i in 0..d {
@@ -49,4 +46,42 @@ pub fn symmetry_gap(a: &[f64], d: usize) -> (f64, f64, usize, usize) {
         }
     }
     (scale, gap, at.0, at.1)
+}
+
+/// max |a_i| (0 for no entries), NaN when an entry is NaN: one pass, no temporaries. Finite iff
+/// every entry is (`privrl.common.checks.check_all_finite`: numpy's isfinite(a).all() took
+/// 1.3 us on a small array, a third of some public kernels' calls). Eight independent lanes of
+/// compare-and-select maxima, and of sums of |a_i| * 0 (NaN once an entry is NaN or inf: then
+/// the exact answer comes from a second, scalar pass), which the compiler vectorizes; one running
+/// f64::max did not vectorize and was 5x slower than numpy on 40,000 entries.
+pub fn max_abs(a: &[f64]) -> f64 {
+    const L: usize = 8;
+    let (mut m, mut z) = ([0.0f64; L], [0.0f64; L]);
+    let chunks = a.chunks_exact(L);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for k in 0..L {
+            let v = c[k].abs();
+            m[k] = if v > m[k] { v } else { m[k] };
+            z[k] += v * 0.0;
+        }
+    }
+    if z.iter().any(|x| x.is_nan()) {
+        return max_abs_iter(a);
+    }
+    max_abs_iter(m.iter().chain(rest))
+}
+
+/// `max_abs` of entries read one by one (a strided array).
+pub fn max_abs_iter<'a>(a: impl IntoIterator<Item = &'a f64>) -> f64 {
+    let (mut m, mut nan) = (0.0f64, false);
+    for &v in a {
+        nan |= v.is_nan();
+        m = m.max(v.abs());
+    }
+    if nan {
+        f64::NAN
+    } else {
+        m
+    }
 }

@@ -340,8 +340,14 @@ def as_f64(x: Any, name: str, ndim: int, shape: tuple | None = None, finite: boo
 
 
 def check_all_finite(a: np.ndarray, name: str) -> np.ndarray:
-    """`a`, refused (NonFiniteError, naming the first bad index) if any entry is NaN or inf."""
-    if a.size and not np.isfinite(a).all():
+    """`a`, refused (NonFiniteError, naming the first bad index) if any entry is NaN or inf.
+    A float64 ndarray is read in one Rust pass (its max |a_i| is finite iff every entry is; numpy's
+    isfinite(a).all() took 1.3 us on a small array, a third of some public kernels' calls)."""
+    if type(a) is np.ndarray and a.dtype == np.float64:
+        finite = math.isfinite(_core.max_abs(a))
+    else:  # other dtypes, a masked array (its mask): numpy's test
+        finite = not a.size or bool(np.isfinite(a).all())
+    if not finite:
         bad = np.argwhere(~np.isfinite(a))[0]
         raise NonFiniteError(
             f"{name} contains a non-finite value {a[tuple(bad)]} at index {tuple(int(i) for i in bad)}"

@@ -1,0 +1,71 @@
+"""The public edge's checks read in one Rust pass (helper audit of the per-call overhead) refuse
+exactly what their numpy expressions refused, with the same exception and message."""
+
+import numpy as np
+import pytest
+
+from privrl import _core
+from privrl.common.checks import check_all_finite
+from privrl.common.errors import NonFiniteError
+
+
+def _arrays():
+    """Contiguous, strided, transposed, 0-d, empty and 3-d float64 arrays, with NaN / inf / -inf /
+    -0.0 / subnormal / huge entries in every position class (vectorized lanes and the tail)."""
+    rng = np.random.default_rng(7)
+    out = [rng.normal(size=n) for n in (1, 7, 8, 9, 16, 17, 100)]
+    out += [rng.normal(size=(5, 5)), rng.normal(size=(6, 14))[:, ::3], rng.normal(size=(4, 6)).T]
+    out += [np.array(2.5), np.array(-np.inf), np.zeros(0), np.zeros((3, 0)), rng.normal(size=(2, 3, 4))]
+    out += [np.array([-0.0, 5e-324, -1.7e308, 1e300]), np.full(11, -0.0)]
+    for n in (3, 8, 13, 40):
+        for at in {0, n // 2, n - 1}:
+            for bad in (np.nan, np.inf, -np.inf):
+                a = rng.normal(size=n)
+                a[at] = bad
+                out.append(a)
+    both = rng.normal(size=24)
+    both[[3, 20]] = (np.inf, np.nan)  # an inf and a NaN: NaN, as np.abs(a).max()
+    out += [both, both[::-1].copy(), both[::2]]
+    return out
+
+
+def test_max_abs_is_numpys_abs_max():
+    """_core.max_abs(a) is np.abs(a).max() (NaN when an entry is NaN, 0 for no entries) on every
+    layout; check_all_finite takes its finiteness for np.isfinite(a).all()."""
+    for a in _arrays():
+        got = _core.max_abs(a)
+        want = np.abs(a).max() if a.size else 0.0
+        assert (np.isnan(got) and np.isnan(want)) or got == want, a
+        assert np.isfinite(got) == bool(np.isfinite(a).all())
+
+
+def _old_check_all_finite(a, name):
+    """check_all_finite before the Rust pass (numpy's isfinite)."""
+    if a.size and not np.isfinite(a).all():
+        bad = np.argwhere(~np.isfinite(a))[0]
+        raise NonFiniteError(
+            f"{name} contains a non-finite value {a[tuple(bad)]} at index {tuple(int(i) for i in bad)}"
+        )
+    return a
+
+
+def _outcome(f, a):
+    try:
+        return f(a, "x") is a
+    except Exception as e:  # the class and message are what is compared
+        return type(e), str(e)
+
+
+def test_check_all_finite_refuses_what_numpy_refused():
+    """The same array back, or the same exception class and message (first bad index in
+    logical order), on float64 arrays of every layout and on the dtypes and subclasses still read
+    by numpy: ints, bools, float32, big-endian float64 and a masked array (whose masked NaN
+    passes, as before)."""
+    cases = _arrays()
+    cases += [np.arange(6), np.array([True, False]), np.array([1.0, np.nan], dtype=np.float32)]
+    cases += [np.array([1.0, np.inf, 2.0], dtype=">f8"), np.array([3.0, 1.0], dtype=">f8")]
+    cases += [np.ma.masked_invalid(np.array([1.0, np.nan])), np.ma.array([np.inf, 1.0], mask=[False, True])]
+    for a in cases:
+        assert _outcome(check_all_finite, a) == _outcome(_old_check_all_finite, a), a
+    with pytest.raises(NonFiniteError, match=r"x contains a non-finite value nan at index \(1, 0\)"):
+        check_all_finite(np.array([[1.0, np.nan], [3.0, 4.0]]).T, "x")
