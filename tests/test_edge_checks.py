@@ -69,3 +69,29 @@ def test_check_all_finite_refuses_what_numpy_refused():
         assert _outcome(check_all_finite, a) == _outcome(_old_check_all_finite, a), a
     with pytest.raises(NonFiniteError, match=r"x contains a non-finite value nan at index \(1, 0\)"):
         check_all_finite(np.array([[1.0, np.nan], [3.0, 4.0]]).T, "x")
+
+
+def _old_bounded_rows(x, name):
+    """kernels._bounded_rows before its Rust pre-check (numpy's einsum alone)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        sq = np.einsum("...i,...i->...", x, x)
+    if not np.all(np.isfinite(sq)) and np.all(np.isfinite(x)):
+        raise NonFiniteError(f"{name}: ||x||^2 overflows a float (entries up to ~1e154 are representable)")
+    return x
+
+
+def test_rank_one_rows_skip_the_numpy_norm_test_only_where_it_passes():
+    """RankOneInverse.update / update_batch skip the ||x||^2 test when every |x_i| <= 1e150 (one
+    Rust pass): the squares' sums then stay finite in any order (rows of 10^5 entries at the
+    bound included), and the outcome is the numpy test's on both sides of the bound."""
+    from privrl.kernels import _SAFE_ENTRY, _bounded_rows
+
+    for n in (1, 5, 8, 10**5):
+        edge = np.full(n, -_SAFE_ENTRY)
+        assert np.isfinite(np.einsum("i,i->", edge, edge)) and np.isfinite(edge @ edge)
+    rng = np.random.default_rng(3)
+    cases = [rng.normal(size=5), rng.normal(size=(4, 5)), np.full(3, _SAFE_ENTRY), np.zeros((0, 3))]
+    cases += [np.array([1e154, 1.0]), np.array([[1.0, 2.0], [2e154, 1e154]]), np.array([1e151, 0.0])]
+    cases += [np.array([np.nan, 1e200]), np.array([np.inf, 1.0]), np.array([[1e300, 1.0], [1.0, np.nan]])]
+    for x in cases:
+        assert _outcome(_bounded_rows, x) == _outcome(_old_bounded_rows, x), x
