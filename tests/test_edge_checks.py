@@ -6,7 +6,7 @@ import pytest
 
 from privrl import _core
 from privrl.common.checks import check_all_finite
-from privrl.common.errors import NonFiniteError
+from privrl.common.errors import NonFiniteError, ShapeError
 
 
 def _arrays():
@@ -95,3 +95,74 @@ def test_rank_one_rows_skip_the_numpy_norm_test_only_where_it_passes():
     cases += [np.array([np.nan, 1e200]), np.array([np.inf, 1.0]), np.array([[1e300, 1.0], [1.0, np.nan]])]
     for x in cases:
         assert _outcome(_bounded_rows, x) == _outcome(_old_bounded_rows, x), x
+
+
+def test_value_range_is_numpys_min_and_max():
+    from privrl.common.checks import value_range
+
+    rng = np.random.default_rng(5)
+    big = np.array([-(2**63), 2**63 - 1, 0], dtype=np.int64)
+    cases = [rng.integers(-9, 9, n) for n in (1, 2, 7, 40)] + [big, rng.integers(0, 5, 20)[::3]]
+    cases += [
+        np.array([3, 1], dtype=np.int32),
+        np.array([2**64 - 1, 0], dtype=np.uint64),
+        np.arange(6).reshape(2, 3),
+    ]
+    for x in cases:
+        lo, hi = value_range(x)
+        assert (lo, hi) == (x.min(), x.max()) and type(lo)(hi) == hi, x
+
+
+def _old_check_trajectory(agent, t):
+    """Agent._check_trajectory before the Rust passes (numpy's min / max / isfinite)."""
+    agent._check_budget()
+    out = []
+    for name, arr, n, hi in (
+        ("states", t.states, agent.H + 1, agent.S),
+        ("actions", t.actions, agent.H, agent.A),
+    ):
+        x = np.asarray(arr)
+        if x.shape != (n,):
+            raise ShapeError(f"trajectory {name} must have shape ({n},) for H = {agent.H}, got {x.shape}")
+        if x.dtype.kind not in "iu":
+            raise TypeError(f"trajectory {name} must be integers, got dtype {x.dtype}")
+        if n and (x.min() < 0 or x.max() >= hi):
+            raise ShapeError(f"trajectory {name} must lie in [0, {hi}), got values in [{x.min()}, {x.max()}]")
+        out.append(np.ascontiguousarray(x, dtype=np.int64))
+    r = np.asarray(t.rewards)
+    if r.shape != (agent.H,) or r.dtype.kind not in "biuf":
+        raise ShapeError(
+            f"trajectory rewards must be {agent.H} real numbers, got shape {r.shape}, dtype {r.dtype}"
+        )
+    if not np.isfinite(r).all():
+        raise NonFiniteError("trajectory rewards contain NaN or inf")
+    return out[0], out[1], np.ascontiguousarray(r, dtype=np.float64)
+
+
+def test_an_agents_trajectory_check_refuses_what_numpy_refused():
+    """observe()'s index and reward checks (int64 index vectors and float64 rewards in one Rust
+    pass each) return the same arrays, or raise the same exception and message, as numpy's."""
+    from privrl.agents import LSVIUCB
+    from privrl.envs import FeatureMap, Trajectory
+
+    agent = LSVIUCB(FeatureMap.one_hot(4, 2, 3), privacy=None, episodes=10, seed=0)
+    s, a, r = np.array([0, 3, 2, 1]), np.array([1, 0, 1]), np.array([0.5, 1.0, 0.0])
+    states = [s, s[::-1], np.array([0, 4, 2, 1]), np.array([-1, 0, 0, 0]), s.astype(np.uint8)]
+    states += [np.array([0, 2**64 - 1, 0, 0], dtype=np.uint64), s.astype(np.int32), np.arange(8)[::2], s[:3]]
+    actions = [a, np.array([0, 2, 1]), np.array([1, -5, 0], dtype=np.int16), a.astype(float)]
+    rewards = [r, np.array([0.0, np.nan, 1.0]), np.array([np.inf, 0, 0]), np.array([1, 0, 1]), r > 0]
+    rewards += [np.array([0.5, -np.inf, 0.1])[::-1], r.astype(np.float32), np.array([1.0, np.nan], "f4")]
+
+    def outcome(f, t):
+        try:
+            return [x.tolist() for x in f(t)]
+        except Exception as e:  # the class and message are what is compared
+            return type(e), str(e)
+
+    for ss in states:
+        for aa in actions:
+            for rr in rewards:
+                t = Trajectory(ss, aa, rr)
+                assert outcome(agent._check_trajectory, t) == outcome(
+                    lambda t: _old_check_trajectory(agent, t), t
+                ), (ss, aa, rr)

@@ -222,7 +222,20 @@ pub fn max_abs(py: Python<'_>, a: PyReadonlyArrayDyn<'_, f64>) -> f64 {
     }
 }
 
+/// `(min, max)` of a non-empty int64 vector in one pass (an agent's check of a trajectory's
+/// state and action indices: numpy's x.min() and x.max() took 2.6 us of a 10.7 us observe).
+#[pyfunction]
+pub fn index_range(x: PyReadonlyArray1<'_, i64>) -> PyResult<(i64, i64)> {
+    let a = x.as_array();
+    let first = *a
+        .first()
+        .ok_or_else(|| PyValueError::new_err("index_range of an empty array"))?;
+    Ok(a.iter()
+        .fold((first, first), |(lo, hi), &v| (lo.min(v), hi.max(v))))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(index_range, m)?)?;
     m.add_function(wrap_pyfunction!(max_abs, m)?)?;
     m.add_function(wrap_pyfunction!(symmetry_gap, m)?)?;
     m.add_function(wrap_pyfunction!(policy_values, m)?)?;

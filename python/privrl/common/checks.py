@@ -40,6 +40,8 @@ __all__ = [
     "check_finite_real",
     "check_finite_scale",
     "as_f64",
+    "all_finite",
+    "value_range",
     "numeric_array",
     "check_seed",
     "int_seed",
@@ -339,20 +341,32 @@ def as_f64(x: Any, name: str, ndim: int, shape: tuple | None = None, finite: boo
     return check_all_finite(a, name) if finite else a
 
 
-def check_all_finite(a: np.ndarray, name: str) -> np.ndarray:
-    """`a`, refused (NonFiniteError, naming the first bad index) if any entry is NaN or inf.
-    A float64 ndarray is read in one Rust pass (its max |a_i| is finite iff every entry is; numpy's
-    isfinite(a).all() took 1.3 us on a small array, a third of some public kernels' calls)."""
+def all_finite(a: np.ndarray) -> bool:
+    """numpy's ``not a.size or np.isfinite(a).all()``; a float64 ndarray is read in one Rust pass
+    (its max |a_i| is finite iff every entry is; numpy's isfinite(a).all() took 1.3 us on a small
+    array, a third of some public kernels' calls)."""
     if type(a) is np.ndarray and a.dtype == np.float64:
-        finite = math.isfinite(_core.max_abs(a))
-    else:  # other dtypes, a masked array (its mask): numpy's test
-        finite = not a.size or bool(np.isfinite(a).all())
-    if not finite:
+        return math.isfinite(_core.max_abs(a))
+    return not a.size or bool(np.isfinite(a).all())  # other dtypes, a masked array (its mask)
+
+
+def check_all_finite(a: np.ndarray, name: str) -> np.ndarray:
+    """`a`, refused (NonFiniteError, naming the first bad index) if any entry is NaN or inf
+    (:func:`all_finite`)."""
+    if not all_finite(a):
         bad = np.argwhere(~np.isfinite(a))[0]
         raise NonFiniteError(
             f"{name} contains a non-finite value {a[tuple(bad)]} at index {tuple(int(i) for i in bad)}"
         )
     return a
+
+
+def value_range(x: np.ndarray) -> tuple[Any, Any]:
+    """``(x.min(), x.max())`` of a non-empty integer array; an int64 vector in one Rust pass (numpy's
+    min and max took 2.6 us of an agent's 10.7 us observe, checking a trajectory's indices)."""
+    if type(x) is np.ndarray and x.dtype == np.int64 and x.ndim == 1:
+        return _core.index_range(x)
+    return x.min(), x.max()
 
 
 def numeric_array(x: Any, name: str) -> np.ndarray:

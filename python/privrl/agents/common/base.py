@@ -24,6 +24,7 @@ import numpy as np
 from privrl import _core
 from privrl.agents.common.specs import GuardSpec
 from privrl.common.checks import (
+    all_finite,
     check_choice,
     check_episodes,
     check_nonneg_real,
@@ -32,6 +33,7 @@ from privrl.common.checks import (
     check_seed,
     numeric_array,
     seed_bytes,
+    value_range,
 )
 from privrl.common.errors import (
     AssumptionError,
@@ -361,7 +363,8 @@ class Agent(abc.ABC):
                 raise ShapeError(f"trajectory {name} must have shape ({n},) for H = {self.H}, got {x.shape}")
             if x.dtype.kind not in "iu":
                 raise TypeError(f"trajectory {name} must be integers, got dtype {x.dtype}")
-            if n and (x.min() < 0 or x.max() >= hi):
+            lo, top = value_range(x) if n else (0, 0)
+            if lo < 0 or top >= hi:
                 raise ShapeError(
                     f"trajectory {name} must lie in [0, {hi}), got values in [{x.min()}, {x.max()}]"
                 )
@@ -371,7 +374,7 @@ class Agent(abc.ABC):
             raise ShapeError(
                 f"trajectory rewards must be {self.H} real numbers, got shape {r.shape}, dtype {r.dtype}"
             )
-        if not np.isfinite(r).all():
+        if not all_finite(r):
             raise NonFiniteError("trajectory rewards contain NaN or inf")
         return out[0], out[1], np.ascontiguousarray(r, dtype=np.float64)
 
