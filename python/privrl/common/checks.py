@@ -331,7 +331,7 @@ def as_f64(x: Any, name: str, ndim: int, shape: tuple | None = None, finite: boo
     a = numeric_array(x, name)
     if a.ndim != ndim:
         raise ShapeError(f"{name} must have {ndim} dimension(s), got shape {a.shape}")
-    if shape is not None:
+    if shape is not None and a.shape != shape:  # equal tuples pass the loop (0.55 us a call)
         for i, (got, want) in enumerate(zip(a.shape, shape, strict=False)):
             if want is not None and got != want:
                 raise ShapeError(
