@@ -69,7 +69,9 @@ SQRT2 = math.sqrt(2.0)
 
 def _scalar(x: Any, name: str) -> float:
     """A real scalar (inf allowed: clipping bounds); the Rust kernels check the ranges. float()
-    alone would also take "1.5" or True."""
+    alone would also take "1.5" or True. A float is one (isinstance of numbers.Real cost 0.3 us)."""
+    if type(x) is float:
+        return x
     if isinstance(x, bool) or not isinstance(x, (numbers.Real, np.floating, np.integer)):
         raise TypeError(f"{name} must be a real number, got {x!r}")
     try:
