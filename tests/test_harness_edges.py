@@ -83,3 +83,22 @@ def test_a_run_record_that_is_not_this_runs_is_recomputed(record, tmp_path):
     assert (manifest["n_resumed"], manifest["n_computed"]) == (2, 1)
     cols = [c for c in df.columns if c != "wall_time"]
     assert df[cols].equals(base[cols])
+
+
+def test_a_sweep_env_with_negative_rewards_names_the_sweep_key():
+    """A sweep env table {name = "gymnasium", id = "CliffWalking-v1"} without a rescale said
+    "(rescale it with reward=...)": a sweep's env table has no reward= (a callable cannot be in a
+    TOML file); the key that rescales there is reward_range."""
+    gymnasium = pytest.importorskip("gymnasium")
+    ids = sorted(k for k in gymnasium.registry if k.startswith("CliffWalking-v"))
+    env = {"name": "gymnasium", "id": ids[-1], "H": 5}
+    with pytest.raises(ConfigError, match="outside") as err:
+        sweep(env, {"L": {"algorithm": "LSVI-UCB", "privacy": "none"}}, episodes=5, progress=False)
+    assert "reward_range" in str(err.value) and "reward=..." not in str(err.value)
+    df, _ = sweep(
+        {**env, "reward_range": "auto"},
+        {"L": {"algorithm": "LSVI-UCB", "privacy": "none"}},
+        episodes=5,
+        progress=False,
+    )
+    assert len(df) >= 1

@@ -52,7 +52,17 @@ def gymnasium_linear_mdp(
         raise AssumptionError(f"gymnasium.make({id!r}{args}) failed: {type(exc).__name__}: {exc}") from exc
     try:
         if reward_range is None:
-            return from_gymnasium(env, H, init_dist=init_dist)
+            try:
+                return from_gymnasium(env, H, init_dist=init_dist)
+            except AssumptionError as exc:
+                if "(rescale it with reward=...)" not in str(exc):
+                    raise
+                # a sweep's env table has no reward= (a callable): its rescale is reward_range
+                msg = str(exc).replace(
+                    "(rescale it with reward=...)",
+                    "(rescale it with reward_range = 'auto' or [lo, hi])",
+                )
+                raise AssumptionError(msg) from exc
         table = model_table(env)
         if isinstance(reward_range, str):
             if reward_range != "auto":
