@@ -224,3 +224,39 @@ def test_the_facade_is_typed(tmp_path):
     assert out.returncode == 1 and 'Argument "episodes" to "run" has incompatible type "str"' in out.stdout, (
         out.stdout
     )
+
+
+def test_own_finite_mdp_features_say_what_is_wrong_with_them():
+    """A FiniteMDP subclass with its own phi holding a NaN was refused with "must be a finite (S, A, d)
+    = (3, 2, d) array, got shape (3, 2, 2)": the shape it had was right, the NaN went unnamed; one
+    without features said "got shape ()". Each reason now names the problem."""
+    from privrl.envs import FiniteMDP
+
+    rng = np.random.default_rng(0)
+    S, A, H = 3, 2, 2
+    P = rng.dirichlet(np.ones(S), size=(H, S, A))
+
+    class Own(FiniteMDP):
+        def __init__(self, features):
+            super().__init__(P, np.full((H, S, A), 0.5), np.ones(S) / S)
+            if features is not None:
+                self.features = features
+
+    phi = np.full((S, A, 2), 0.5)
+    assert LSVIUCB.accepts(Own(phi)) is None
+    bad = phi.copy()
+    bad[1, 0, 1] = np.nan
+    cases = [
+        (LSVIUCB, Own(bad), "non-finite value nan at index (1, 0, 1)"),
+        (LSVIUCB, Own(None), "it has none"),
+        (LSVIUCB, Own(phi[:, :1]), r"got shape (3, 1, 2)"),
+        (UCRLVTR, Own(np.full((S, A, S, 2), np.inf)), "non-finite value inf at index (0, 0, 0, 0)"),
+        (UCRLVTR, Own(phi), r"got shape (3, 2, 2)"),
+    ]
+    for cls, env, reason in cases:
+        assert reason in cls.accepts(env)
+        with pytest.raises(TypeError) as err:
+            cls(env, episodes=5)
+        assert reason in str(err.value) and "got shape ()" not in str(err.value)
+    with pytest.raises(NonFiniteError, match=r"^P contains a non-finite value nan at index \(0, 0, 0, 0\)$"):
+        FiniteMDP(np.full((H, S, A, S), np.nan), np.zeros((H, S, A)), np.ones(S) / S)

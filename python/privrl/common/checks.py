@@ -56,6 +56,7 @@ __all__ = [
     "LARGE_DELTA",
     "check_epsilons",
     "check_seeds",
+    "feature_table_problem",
 ]
 
 Checker = Callable[[Any, str], Any]
@@ -351,6 +352,26 @@ def all_finite(a: np.ndarray) -> bool:
     if type(a) is np.ndarray and a.dtype == np.float64:
         return math.isfinite(_core.max_abs(a))
     return not a.size or bool(np.isfinite(a).all())  # other dtypes, a masked array (its mask)
+
+
+def feature_table_problem(f: Any, lead: tuple[int, ...], ndim: int) -> str | None:
+    """Why `f` is not a finite real feature table of `ndim` dimensions whose first axes are `lead`
+    (an agent's ``accepts`` on a FiniteMDP of the user's own), or None if it is one."""
+    if f is None:
+        return "it has none"
+    shape = getattr(f, "shape", None)
+    if shape is None:
+        return f"got a {type(f).__name__}, not an array"
+    if len(shape) != ndim or tuple(shape[: len(lead)]) != lead:
+        return f"got shape {tuple(shape)}"
+    a = np.asarray(f)
+    if a.dtype.kind not in "biuf":
+        return f"got dtype {a.dtype}, not a real number type"
+    bad = np.argwhere(~np.isfinite(a))
+    if len(bad):
+        idx = tuple(int(i) for i in bad[0])
+        return f"it holds the non-finite value {float(a[idx])} at index {idx}"
+    return None
 
 
 def check_all_finite(a: np.ndarray, name: str) -> np.ndarray:

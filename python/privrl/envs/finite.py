@@ -122,7 +122,7 @@ def _check_finite(arr: np.ndarray, name: str) -> None:
     bad = ~np.isfinite(arr)
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise NonFiniteError(f"{name} contains a non-finite value {arr[idx]!r} at index {idx}")
+        raise NonFiniteError(f"{name} contains a non-finite value {float(arr[idx])} at index {idx}")
 
 
 def _check_shape(arr: np.ndarray, name: str, shape: tuple[int, ...], what: str) -> None:

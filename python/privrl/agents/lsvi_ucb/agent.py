@@ -22,7 +22,7 @@ from privrl.agents.common.specs import (
 )
 from privrl.agents.lsvi_ucb import calibration as privacy_of
 from privrl.agents.lsvi_ucb.calibration import LSVIUCBCalibration
-from privrl.common.checks import check_choice, check_positive_real
+from privrl.common.checks import check_choice, check_positive_real, feature_table_problem
 from privrl.common.errors import PrivacyParameterError, ResourceError, ScheduleWarning
 from privrl.common.memory import physical_memory, refuse_over_memory
 from privrl.envs.features import FeatureMap
@@ -188,13 +188,12 @@ class LSVIUCB(Agent):
             return (
                 f"LSVI-UCB needs a LinearMDP (Asm. 1), a FeatureMap or a FiniteMDP with features; got {name}"
             )
-        f: Any = getattr(env, "features", None)
-        shape = getattr(f, "shape", ())
-        if len(shape) != 3 or tuple(shape[:2]) != (env.S, env.A) or not np.all(np.isfinite(f)):
+        problem = feature_table_problem(getattr(env, "features", None), (env.S, env.A), 3)
+        if problem is not None:
             return (
                 f"LSVI-UCB needs a LinearMDP (Asm. 1) or a FiniteMDP with linear features phi(s, a): "
-                f"{name}.features must be a finite (S, A, d) = ({env.S}, {env.A}, d) array, got shape "
-                f"{tuple(shape)}"
+                f"{name}.features must be a finite (S, A, d) = ({env.S}, {env.A}, d) array: "
+                f"{problem}"
             )
         return None
 

@@ -23,7 +23,7 @@ from privrl.agents.common.specs import (
     noise_spec,
 )
 from privrl.agents.ucrl_vtr import calibration as privacy_of
-from privrl.common.checks import as_f64, check_choice
+from privrl.common.checks import as_f64, check_choice, feature_table_problem
 from privrl.common.errors import AssumptionError, AssumptionWarning, PrivacyParameterError
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.finite import FiniteMDP
@@ -233,13 +233,12 @@ class UCRLVTR(Agent):
                 f"{cls.name} needs a LinearMixtureMDP (Asm. 2) or a FiniteMDP with mixture features; "
                 f"got {name}"
             )
-        f: Any = getattr(env, "features", None)
-        shape = getattr(f, "shape", ())
-        if len(shape) != 4 or tuple(shape[:3]) != (env.S, env.A, env.S) or not np.all(np.isfinite(f)):
+        problem = feature_table_problem(getattr(env, "features", None), (env.S, env.A, env.S), 4)
+        if problem is not None:
             return (
                 f"{cls.name} needs a LinearMixtureMDP (Asm. 2) or a FiniteMDP with mixture features "
                 f"phi(s'|s, a): {name}.features must be a finite (S, A, S, d) = ({env.S}, {env.A}, "
-                f"{env.S}, d) array, got shape {tuple(shape)}"
+                f"{env.S}, d) array: {problem}"
             )
         C_w = getattr(env, "C_w", None)
         if (
