@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -102,3 +104,34 @@ def test_a_sweep_env_with_negative_rewards_names_the_sweep_key():
         progress=False,
     )
     assert len(df) >= 1
+
+
+def test_the_summary_says_which_delta_calibration_and_mechanism_each_row_ran():
+    """Comparing two mechanisms (or pure against approximate DP) through privrl report --csv gave
+    rows told apart only by the agents' display names: the summary had no delta, calibration or
+    mechanism column, though every run record holds them."""
+    from privrl.experiment import summarize
+
+    agents = {
+        "blt": {"algorithm": "UCRL-VTR", "privacy": "jdp"},
+        "tree": {"algorithm": "UCRL-VTR", "privacy": "jdp", "mechanism": "tree", "calibration": "tight"},
+        "pure": {"algorithm": "UCRL-VTR", "privacy": "jdp", "delta": 0.0},
+        "ldp": {"algorithm": "UCRL-VTR", "privacy": "ldp"},
+    }
+    df, manifest = sweep(ENV, agents, epsilons=[math.inf, 1.0], episodes=5, delta=1e-4, progress=False)
+    summary = summarize(df, manifest).set_index(["agent", "privacy"])
+    expect = {
+        ("blt", "jdp"): (1e-4, "adaptive", "blt"),
+        ("tree", "jdp"): (1e-4, "tight", "tree"),
+        ("pure", "jdp"): (0.0, "adaptive", "tree"),
+        ("ldp", "ldp"): (1e-4, "adaptive", ""),
+    }
+    for key, (delta, calibration, mechanism) in expect.items():
+        row = summary.loc[key]
+        assert (row.delta, row.calibration, row.mechanism) == (delta, calibration, mechanism)
+    for name in agents:  # the eps = inf row of each is the non-private algorithm: no delta, no mechanism
+        row = summary.loc[(name, "none")]
+        assert math.isnan(row.delta) and row.mechanism == ""
+    # "tight" has no noise to tighten at eps = inf: its non-private member is the paper's regret side
+    assert summary.loc[("tree", "none")].calibration == "paper"
+    assert summarize(df.drop(columns="delta"), manifest).delta.isna().all()  # an older table: NaN

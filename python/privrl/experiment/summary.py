@@ -100,15 +100,31 @@ def _first_number(values: Any) -> float:
     return math.nan
 
 
+def _provenance(part: pd.DataFrame, cals: list[dict]) -> dict[str, Any]:
+    """What else tells two rows of one agent family apart: delta (NaN when non-private), the
+    calibration and, for JDP, the continual-release mechanism the runs used ("" where there is none:
+    non-private and LDP runs). A comparison of two mechanisms or deltas needs them in the table."""
+    privacy = part["privacy"].iloc[0]
+    deltas = part["delta"].dropna().unique() if "delta" in part else []
+    found = [c for c in cals if c]
+    return {
+        "delta": float(deltas[0]) if len(deltas) == 1 else math.nan,
+        "calibration": str(found[0].get("calibration", "")) if found else "",
+        "mechanism": str(found[0].get("mechanism") or "") if found and privacy == "jdp" else "",
+    }
+
+
 #: The results-table columns summarize reads.
 _USED = (*GROUP, "algorithm", "seed", "run_id", "episode", "regret", "wall_time")
 
 
 def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
-    """One row per (study, agent, privacy, epsilon): algorithm, seeds, K, final regret mean and std,
-    slope of log R vs log K (of the seed-mean curve), mean wall time per run, the noise scale used
-    (sigma_B for UCRL-VTR, sigma_Lambda for LSVI-UCB, ...), the beta used, and the epsilon the
-    releases spend under the paper's argument (eps_paper) and the tight accountant (eps_tight)."""
+    """One row per (study, agent, privacy, epsilon): delta (NaN when non-private), the calibration
+    and the continual-release mechanism (JDP; "" otherwise) of its runs, algorithm, seeds, K, final
+    regret mean and std, slope of log R vs log K (of the seed-mean curve), mean wall time per run,
+    the noise scale used (sigma_B for UCRL-VTR, sigma_Lambda for LSVI-UCB, ...), the beta used, and
+    the epsilon the releases spend under the paper's argument (eps_paper) and the tight accountant
+    (eps_tight)."""
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a privrl results table (a pandas DataFrame), got {type(df).__name__}")
     if manifest is not None and not isinstance(manifest, dict):
@@ -138,6 +154,7 @@ def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
         rows.append(
             {
                 **dict(zip(GROUP, key, strict=True)),
+                **_provenance(part, cals),
                 "algorithm": part["algorithm"].iloc[0],
                 "seeds": last["seed"].nunique(),
                 "K": K,
