@@ -410,3 +410,26 @@ def test_a_save_that_cannot_be_written_names_the_path_asked_for(tmp_path):
         agent.save(target)
     assert err.value.filename == str(target) and ".tmp" not in str(err.value)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_edited_header_is_refused(tmp_path):
+    """The header (agent class, label, episodes done and K) is outside the payload's checksum: a
+    file whose header was edited (one byte of its label flipped, its episodes_done changed) loaded
+    silently, though a modified file is refused. Each field must now describe the loaded agent."""
+    agent = UCRLVTR(RiverSwimMixture(S=4, H=3), JointDP(1.0, 1e-5), episodes=10, seed=0)
+    privrl.run(agent, agent.env, episodes=3, seed=0)
+    path = tmp_path / "a.privrl"
+    agent.save(path)
+    assert Agent.load(path).k == 3
+    head, _, payload = path.read_bytes()[len(MAGIC) :].partition(b"\n")
+    header = json.loads(head)
+    edits = {
+        "episodes_done": 7,
+        "episodes": 11,
+        "label": header["label"].replace("blt", "tree"),
+        "agent": "privrl.agents.lsvi_ucb.agent.LSVIUCB",
+    }
+    for key, value in edits.items():
+        path.write_bytes(MAGIC + json.dumps({**header, key: value}).encode() + b"\n" + payload)
+        with pytest.raises(SaveFormatError, match=f"header's {key} .* the file was modified"):
+            Agent.load(path)

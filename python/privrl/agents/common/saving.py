@@ -189,6 +189,23 @@ def save_agent(agent: Any, path: str | os.PathLike) -> None:
         raise
 
 
+def _check_header_describes(path: str | os.PathLike, header: dict, agent: Any) -> None:
+    """The header's description is outside the checksum: it must describe the payload it heads (an
+    edited "episodes_done" or "agent" loaded silently, though a modified file is refused)."""
+    described = {
+        "agent": f"{type(agent).__module__}.{type(agent).__qualname__}",
+        "label": getattr(agent, "label", None),
+        "episodes_done": int(getattr(agent, "k", -1)),
+        "episodes": int(getattr(agent, "K", -1)),
+    }
+    for key, value in described.items():
+        if header.get(key) != value:
+            raise SaveFormatError(
+                f"{path}: the header's {key} {header.get(key)!r} does not describe the saved agent "
+                f"({value!r}): the file was modified"
+            )
+
+
 def load_agent(path: str | os.PathLike, expected: type | None = None) -> Any:
     """The agent saved at `path` (an instance of `expected` when given), after checking the
     format, the privrl version and the checksum; it carries its environment (``agent.env``)."""
@@ -223,6 +240,7 @@ def load_agent(path: str | os.PathLike, expected: type | None = None) -> Any:
         raise
     except Exception as e:  # a payload that matches its checksum but is not a pickled agent
         raise SaveFormatError(f"{path}: the payload is not a saved agent ({type(e).__name__}: {e})") from e
+    _check_header_describes(path, header, agent)
     if expected is not None and not isinstance(agent, expected):
         raise SaveFormatError(f"{path} holds a {type(agent).__name__}, not a {expected.__name__}")
     return agent
