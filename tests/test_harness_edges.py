@@ -135,3 +135,24 @@ def test_the_summary_says_which_delta_calibration_and_mechanism_each_row_ran():
     # "tight" has no noise to tighten at eps = inf: its non-private member is the paper's regret side
     assert summary.loc[("tree", "none")].calibration == "paper"
     assert summarize(df.drop(columns="delta"), manifest).delta.isna().all()  # an older table: NaN
+
+
+def test_a_private_agent_without_a_finite_epsilon_is_flagged():
+    """sweep(env, {"U": {"privacy": "jdp"}}) without epsilons ran U only at the default [inf], i.e. as
+    the non-private algorithm, and said nothing: no row of the 'jdp' agent was private (LSVI-UCB
+    with privacy = 'ldp', which is refused at any finite epsilon, even ran). Now an EpsilonWarning
+    names the agent; an agent with a finite epsilon of its own or the sweep's is not flagged."""
+    from privrl.exceptions import EpsilonWarning
+
+    with pytest.warns(EpsilonWarning, match=r"agents\.U: privacy = 'jdp' .* only as the non-private"):
+        df, _ = sweep(ENV, AGENTS, episodes=5, progress=False)
+    assert set(df.privacy) == {"none"}
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EpsilonWarning)
+        df, _ = sweep(ENV, AGENTS, epsilons=[math.inf, 1.0], episodes=5, progress=False)
+        assert set(df.privacy) == {"none", "jdp"}
+        own = {"U": {**AGENTS["U"], "epsilons": [2.0]}, "N": {"algorithm": "UCRL-VTR", "privacy": "none"}}
+        df, _ = sweep(ENV, own, episodes=5, progress=False)
+        assert set(df.privacy) == {"none", "jdp"}

@@ -6,6 +6,7 @@ from privrl.common.errors import (
     AssumptionWarning,
     CapacityError,
     ConfigError,
+    EpsilonWarning,
     IndexRangeError,
     NonFiniteError,
     NotPositiveDefiniteError,
@@ -36,4 +37,5 @@ __all__ = [
     "AssumptionWarning",
     "PrivacyWarning",
     "ScheduleWarning",
+    "EpsilonWarning",
 ]

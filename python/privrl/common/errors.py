@@ -84,6 +84,11 @@ class PrivacyWarning(UserWarning):
     """A privacy report found the release above its (eps, delta) target."""
 
 
+class EpsilonWarning(UserWarning):
+    """A private (jdp / ldp) agent of a sweep whose epsilons are all inf (the sweep's default list is
+    [inf]): it runs only as the non-private algorithm, so no row of it is private."""
+
+
 class ScheduleWarning(UserWarning):
     """A private agent's release schedule leaves it nothing to learn from within its K users (a
     single batch: the policy is never updated)."""

@@ -7,11 +7,12 @@ import math
 import numbers
 import os
 import sys
+import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from privrl.common.errors import ConfigError
+from privrl.common.errors import ConfigError, EpsilonWarning
 from privrl.experiment.config import (
     _GLOBAL_KEYS,
     _SPEC_KEYS,
@@ -202,7 +203,7 @@ def _study(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str, index:
         name = env["name"] if isinstance(env, Mapping) else getattr(env, "name", f"study{index}")
     if not isinstance(name, str) or not name:
         raise ConfigError(f"{pre}name", f"expected a non-empty string, got {name!r}")
-    return Study(
+    study = Study(
         name=name,
         env=env,
         agents=specs,
@@ -212,6 +213,25 @@ def _study(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str, index:
         delta=delta,
         log_every=log_every,
     )
+    _warn_private_agents_without_epsilon(study, pre)
+    return study
+
+
+def _warn_private_agents_without_epsilon(study: Study, pre: str) -> None:
+    """A jdp / ldp agent whose epsilons are all inf (the sweep's default list is [inf]) runs only as
+    the non-private algorithm: no row of it is private, which a sweep left without its epsilons
+    gave without a word."""
+    for spec in study.agents.values():
+        eps = spec.epsilons or study.epsilons
+        if spec.privacy != "none" and not any(math.isfinite(e) for e in eps):
+            warnings.warn(
+                f"{pre}agents.{spec.name}: privacy = {spec.privacy!r} but its epsilons are "
+                f"{[float(e) for e in eps]}: it runs only as the non-private algorithm (epsilon = inf); "
+                "give the sweep (or the agent) finite epsilons, e.g. epsilons = [inf, 10, 1] "
+                "(privrl run --epsilons inf,10,1)",
+                EpsilonWarning,
+                stacklevel=2,
+            )
 
 
 _GLOBAL_CHECKS = {
