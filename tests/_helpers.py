@@ -1,6 +1,19 @@
 """Shared test helpers (exact reference quantities used by several test files)."""
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
+
+
+def load_bench(filename, module_name):
+    """A script of benches/ (not a package) imported as a fresh module named `module_name`."""
+    path = Path(__file__).resolve().parents[1] / "benches" / filename
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def uniform_policy_gap(env):

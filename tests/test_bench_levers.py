@@ -2,25 +2,18 @@
 overrides UCRLVTR._practical, whose signature gained the regression `which` with the adaptive
 calibration, and every row then raised TypeError before its first user."""
 
-import importlib.util
 import math
-from pathlib import Path
 
 import pytest
 
+from _helpers import load_bench
 from privrl.envs import RiverSwimMixture
 from privrl.privacy import JointDP
-
-_PATH = Path(__file__).resolve().parents[1] / "benches" / "practical_levers.py"
 
 
 @pytest.fixture(scope="module")
 def levers():
-    spec = importlib.util.spec_from_file_location("practical_levers_bench", _PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("practical_levers.py", "practical_levers_bench")
 
 
 def test_every_row_runs(levers):

@@ -1,23 +1,17 @@
 """benches/privacy_cost.py's reading of a finished study: the ordering check (eps 0.1 >= 1 >= 10
 >= inf within 2 std of the difference) and the practical / tight ratio, on hand-made tables."""
 
-import importlib.util
 import math
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-_PATH = Path(__file__).resolve().parents[1] / "benches" / "privacy_cost.py"
+from _helpers import load_bench
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("privacy_cost_bench", _PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("privacy_cost.py", "privacy_cost_bench")
 
 
 def _row(agent, eps, regret, std):

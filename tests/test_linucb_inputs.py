@@ -141,14 +141,9 @@ def test_benches_bandits_refuses_bad_arguments_before_running(args, tmp_path, ca
     """--K 5 printed a table of NaN tenths ("last 10%" was the whole run), --seeds 0 ended in
     "'numpy.float64' object is not iterable", a misspelt dataset or exploration rule in a traceback
     after the other runs."""
-    import importlib.util
-    from pathlib import Path
+    from _helpers import load_bench
 
-    path = Path(__file__).resolve().parents[1] / "benches" / "bandits.py"
-    spec = importlib.util.spec_from_file_location("bandits_bench", path)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_bench("bandits.py", "bandits_bench")
     with pytest.raises(SystemExit) as e:
         bench.main([*args, "--privacy", "none", "--out", str(tmp_path)])
     assert e.value.code == 2
@@ -266,16 +261,12 @@ def test_benches_bandits_vw_without_vowpal_wabbit_is_refused_before_running(tmp_
     """`benches/bandits.py --vw` (docs/privacy-cost.md) without Vowpal Wabbit's package ran every
     LinUCB run of the first dataset (at the default K = 10^5, minutes) and then died in
     ModuleNotFoundError: it is refused up front, naming the package to install."""
-    import importlib.util
     import sys
-    from pathlib import Path
+
+    from _helpers import load_bench
 
     monkeypatch.setitem(sys.modules, "vowpalwabbit", None)  # not importable, whether installed or not
-    path = Path(__file__).resolve().parents[1] / "benches" / "bandits.py"
-    spec = importlib.util.spec_from_file_location("bandits_bench_vw", path)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_bench("bandits.py", "bandits_bench_vw")
     with pytest.raises(SystemExit) as e:
         bench.main(["--vw", "--privacy", "none", "--K", "10", "--seeds", "1", "--out", str(tmp_path)])
     assert e.value.code == 2
