@@ -567,6 +567,11 @@ def test_the_symmetry_check_is_numpys_in_one_rust_pass():
     cases += [np.round(rng.normal(size=(6, 6)), 1), np.eye(3), np.full((4, 4), 2.0)]
     cases += [np.array([[0.0, np.inf], [1.0, 0.0]]), np.arange(25.0).reshape(5, 5).T]
     cases += [rng.normal(size=(7, 14))[:, ::2], np.array([[1e308, -1e308], [1e308, 1.0]])]
+    # larger matrices with many tied gaps (integers), a symmetric one, and planted ties
+    cases += [np.round(rng.normal(size=(d, d))) for d in (33, 70, 100)] + [np.ones((70, 70))]
+    tied = np.zeros((70, 70))
+    tied[65, 3] = tied[40, 50] = tied[5, 64] = 1.0  # gaps of 1 at (3, 65), (40, 50), (5, 64)...
+    cases.append(tied)
     for a in cases:
         scale, gap, i, j = _core.symmetry_gap(a)
         assert scale == np.abs(a).max()
