@@ -57,6 +57,7 @@ __all__ = [
     "check_epsilons",
     "check_seeds",
     "feature_table_problem",
+    "is_one_hot",
 ]
 
 Checker = Callable[[Any, str], Any]
@@ -352,6 +353,12 @@ def all_finite(a: np.ndarray) -> bool:
     if type(a) is np.ndarray and a.dtype == np.float64:
         return math.isfinite(_core.max_abs(a))
     return not a.size or bool(np.isfinite(a).all())  # other dtypes, a masked array (its mask)
+
+
+def is_one_hot(table: Any) -> bool:
+    """Every row of a feature table (rows, d) has at most one nonzero entry (tabular features):
+    its Gram matrices are diagonal and a product with it is a gather."""
+    return bool(((np.asarray(table) != 0).sum(axis=1) <= 1).all())
 
 
 def feature_table_problem(f: Any, lead: tuple[int, ...], ndim: int) -> str | None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.checks import model_seed
+from privrl.common.checks import is_one_hot, model_seed
 from privrl.common.errors import AssumptionError, AssumptionWarning, ShapeError
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.finite import (
@@ -133,9 +133,9 @@ def phi_matmul(phi_flat: np.ndarray, X: np.ndarray) -> np.ndarray:
     that term: a gather, the same values (up to the sign of a zero) without the O(n d m) dense
     product (Taxi one-hot, n = d = 3,000, S = 500, H = 20: 7 s of a LinearMDP's construction, which
     a sweep repeats per run)."""
-    nonzero = phi_flat != 0
-    if not (nonzero.sum(axis=1) <= 1).all():
+    if not is_one_hot(phi_flat):
         return np.matmul(phi_flat, X)
+    nonzero = phi_flat != 0
     col = nonzero.argmax(axis=1)  # 0 for an all-zero row, whose scale below is 0
     scale = phi_flat[np.arange(phi_flat.shape[0]), col]
     return np.ascontiguousarray(X[..., col, :] * scale[:, None])

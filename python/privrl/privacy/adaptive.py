@@ -58,6 +58,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from privrl.common.checks import is_one_hot  # one-hot rows: the released Gram's data part is diagonal
+
 __all__ = [
     "ADAPTIVE_LSVI_LAM",
     "DISTANCE_FLOOR",
@@ -141,7 +143,7 @@ def centre_direction(table: np.ndarray) -> tuple[np.ndarray, bool]:
     adaptive LSVI rule's value shift and prior centre."""
     table = np.asarray(table, dtype=float)
     nonzero = table != 0
-    if (nonzero.sum(axis=1) <= 1).all() and (table[nonzero] == 1.0).all():
+    if is_one_hot(table) and (table[nonzero] == 1.0).all():
         # one-hot rows: the normal equations n_j w_j = n_j give w1 = 1 on every used column and
         # the min norm 0 elsewhere, exactly (lstsq's answer bit for bit when each column is used
         # once, FeatureMap.one_hot's table; lstsq rounds it otherwise), without lstsq's O(d^3):
@@ -150,9 +152,3 @@ def centre_direction(table: np.ndarray) -> tuple[np.ndarray, bool]:
     else:
         w1 = np.linalg.lstsq(table, np.ones(table.shape[0]), rcond=None)[0]
     return np.ascontiguousarray(w1), bool(np.abs(table @ w1 - 1.0).max() <= 1e-9)
-
-
-def is_one_hot(table: np.ndarray) -> bool:
-    """Every row of the feature table has at most one nonzero entry (tabular features): the
-    released Gram's data part is diagonal, so the adaptive rule projects the release on it."""
-    return bool(((np.asarray(table) != 0).sum(axis=1) <= 1).all())
