@@ -575,7 +575,7 @@ def test_cli_refuses_what_audit_4_found_it_accepting_or_crashing_on(tmp_path, ca
     """demo -j 0 ran on every core (run -j 0 is refused); two --agent flags with one name dropped
     the first; a non-UTF-8 config, a corrupt / foreign manifest and plot on a folder with no
     finished run were tracebacks (exit 1) or an empty table (exit 0); a folder as the config
-    was "cannot write"; --output fig.pdf wrote fig.png."""
+    was "cannot write"; --output fig.pdf wrote fig.png (now: fig.pdf too; fig.gif is refused)."""
 
     def refused(argv, needle):
         assert main(argv) == 2
@@ -599,8 +599,15 @@ def test_cli_refuses_what_audit_4_found_it_accepting_or_crashing_on(tmp_path, ca
     out = tmp_path / "r"
     assert main([*FLAG_SWEEP, "--out", str(out), "--agent", "J:algorithm=UCRL-VTR,privacy=jdp"]) == 0
     capsys.readouterr()
-    refused(["plot", str(out), "--output", str(tmp_path / "fig.pdf")], "output: ")
+    refused(["plot", str(out), "--output", str(tmp_path / "fig.gif")], "output: ")  # matplotlib has no GIF
     assert not (tmp_path / "fig.png").exists()
+    # fig.pdf: the PDF asked for, next to the PNG and the SVG (it was refused; before that, fig.png only)
+    assert main(["plot", str(out), "--output", str(tmp_path / "fig.pdf")]) == 0
+    written = [str(tmp_path / f"fig.{x}") for x in ("png", "svg", "pdf")]
+    assert capsys.readouterr().out.splitlines()[:3] == written
+    assert (tmp_path / "fig.pdf").read_bytes().startswith(b"%PDF-")
+    assert (tmp_path / "fig.png").read_bytes().startswith(b"\x89PNG")
+    assert b"privrl-curve-" in (tmp_path / "fig.svg").read_bytes()
     for f in (out / "runs").iterdir():
         f.unlink()
     for f in out.glob("results.*"):

@@ -274,7 +274,8 @@ def _run_and_show(
         show(outdir)
     if plot:
         out = draw(outdir, output=plot_output or Path(outdir) / "regret", band=band)
-        print(f"privrl: plot written to {out['png']} and {out['svg']}", file=sys.stderr)
+        files = [v for k, v in out.items() if k != "curves"]
+        print(f"privrl: plot written to {', '.join(files[:-1])} and {files[-1]}", file=sys.stderr)
     return 0
 
 
@@ -368,7 +369,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
     out = plot(args.outdir, output=args.output, band=args.band)
     counts = ", ".join(f"{k}: {v} curves" for k, v in out["curves"].items())
-    print(f"{out['png']}\n{out['svg']}\n({counts})")
+    files = "\n".join(v for k, v in out.items() if k != "curves")
+    print(f"{files}\n({counts})")
     return 0
 
 
@@ -495,7 +497,9 @@ def _parser() -> argparse.ArgumentParser:
         help="episodes K per run, >= 1 (default: the bundled config's, 10,000; 20,000 with --bandit); "
         "a row is kept every K/100 episodes",
     )
-    demo.add_argument("--plot-output", help="where to write the plot (default OUT/regret.png)")
+    demo.add_argument(
+        "--plot-output", help="where to write the plot (default OUT/regret.png; a .pdf path adds a PDF)"
+    )
     demo.add_argument("--print-config", action="store_true", help="print the bundled demo config and exit")
     demo.add_argument(
         "--bandit",
@@ -506,7 +510,12 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plot", help="draw regret curves of a results folder (PNG + SVG)")
     p.add_argument("outdir")
-    p.add_argument("--output", "-o", help="file stem or .png path (default OUTDIR/regret)")
+    p.add_argument(
+        "--output",
+        "-o",
+        help="file stem or .png / .svg path; a .pdf (.eps, .ps, .jpg, .tif, .webp) path also writes "
+        "that file (default OUTDIR/regret)",
+    )
     p.add_argument("--band", choices=["std", "ci95"], default="std", help="band across seeds")
     p.set_defaults(func=cmd_plot)
 

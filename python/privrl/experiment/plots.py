@@ -23,8 +23,10 @@ _AXIS = {
     "cum_return": ("cumulative return", "cumulative return"),
 }
 
-#: Image formats plot does not write (it writes PNG + SVG): refused rather than replaced.
-_OTHER_IMAGES = (".pdf", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp", ".gif", ".bmp")
+#: Image formats matplotlib writes besides PNG and SVG: a path with one of them gets that file too
+#: (fig.pdf: fig.pdf, fig.png and fig.svg). Any other image suffix is refused rather than replaced.
+_EXTRA_FORMATS = (".pdf", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff", ".webp")
+_OTHER_IMAGES = (".gif", ".bmp")
 
 __all__ = ["plot", "plot_runs"]
 
@@ -49,17 +51,24 @@ def _check_table(df: pd.DataFrame, value: str, key: str) -> None:
         raise ConfigError(key, "no finished runs to plot yet (privrl report says how many are missing)")
 
 
-def _stem(output: str | os.PathLike) -> Path:
-    """The file stem of plot's PNG and SVG (its folder created); another image format refused."""
+def _stem(output: str | os.PathLike) -> tuple[Path, str | None]:
+    """The file stem of plot's PNG and SVG (its folder created) and the extra format asked for
+    (".pdf" for fig.pdf, None for a stem or a .png / .svg path); an image format matplotlib does
+    not write is refused."""
     stem = Path(output)
-    if stem.suffix.lower() in _OTHER_IMAGES:  # it wrote fig.png + fig.svg for fig.pdf
+    suffix = stem.suffix.lower()
+    if suffix in _OTHER_IMAGES:  # it wrote fig.png + fig.svg for fig.gif
+        formats = ", ".join(_EXTRA_FORMATS)
         raise ConfigError(
-            "output", f"{output}: plot writes a PNG and an SVG; give a stem or a .png / .svg path"
+            "output",
+            f"{output}: plot writes a PNG and an SVG, and also one of {formats} when the path "
+            "ends with it; give a stem or one of those paths",
         )
-    if stem.suffix.lower() in (".png", ".svg"):
+    extra = suffix if suffix in _EXTRA_FORMATS else None
+    if extra is not None or suffix in (".png", ".svg"):
         stem = stem.with_suffix("")
     stem.parent.mkdir(parents=True, exist_ok=True)
-    return stem
+    return stem, extra
 
 
 def plot(
@@ -72,7 +81,10 @@ def plot(
     """Draw the regret curves of a results folder (or of a sweep DataFrame) and save PNG + SVG.
 
     One row of two panels (linear, log-log) per study. `output` is the file stem or a .png/.svg path
-    (default OUTDIR/regret). Returns {"png": path, "svg": path, "curves": {study: n_curves}}.
+    (default OUTDIR/regret); a path ending in .pdf, .eps, .ps, .jpg, .jpeg, .tif, .tiff or .webp
+    gets that file too, next to the PNG and the SVG (fig.pdf: fig.pdf, fig.png, fig.svg). Returns
+    {"png": path, "svg": path, "curves": {study: n_curves}}, plus {"pdf": path} (the extra
+    format's name without its dot) when one was asked for.
     Every curve carries the SVG id "privrl-curve-<panel>-<study>-<i>" so tools can count them.
     """
     import matplotlib
@@ -91,7 +103,7 @@ def plot(
         if output is None:
             output = Path(source) / "regret"
     _check_table(df, value, "source" if isinstance(source, pd.DataFrame) else "OUTDIR")
-    stem = _stem(output)
+    stem, extra = _stem(output)
     studies = list(dict.fromkeys(df["study"]))
     fig, axes = plt.subplots(len(studies), 2, figsize=(12, 4.6 * len(studies)), squeeze=False)
     counts: dict[str, int] = {}
@@ -104,8 +116,13 @@ def plot(
     png, svg = stem.with_suffix(".png"), stem.with_suffix(".svg")
     fig.savefig(png, dpi=110)
     fig.savefig(svg)
+    written: dict[str, Any] = {"png": str(png), "svg": str(svg)}
+    if extra is not None:
+        path = stem.with_suffix(extra)
+        fig.savefig(path, dpi=110)
+        written[extra[1:]] = str(path)
     plt.close(fig)
-    return {"png": str(png), "svg": str(svg), "curves": counts}
+    return {**written, "curves": counts}
 
 
 def _draw_study(
