@@ -40,7 +40,7 @@ def test_frozen_lake_example_prints_what_its_comments_say(tmp_path):
     (code,) = [
         b
         for b in re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)
-        if "FeatureMap.one_hot" in b and "privrl.learn" in b
+        if "FeatureMap.one_hot(" in b and "privrl.learn" in b and "FrozenLake" in b
     ]
     res = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600

@@ -345,7 +345,8 @@ def test_gymnasium_models_refuse_bad_ranges_ids_and_horizons():
 def test_evaluate_on_a_model_refuses_what_it_would_ignore_and_checks_observations():
     """Audit 4: on a model, H = 3 (goal 6 steps away) still gave the H = 8 value 1.0, and state=
     and episodes=-5 were ignored; on gymnasium, Blackjack's tuples, a float state or a bool state
-    leaked numpy's TypeError / IndexError, and the default state=int truncated observations."""
+    leaked numpy's TypeError / IndexError (Blackjack's tuples are states since), and the default
+    state=int truncated observations."""
     from privrl.envs import frozen_lake
     from privrl.exceptions import IndexRangeError, PrivacyParameterError
 
@@ -362,8 +363,10 @@ def test_evaluate_on_a_model_refuses_what_it_would_ignore_and_checks_observation
     for bad, shown in ((lambda o: o + 0.5, "0.5"), (lambda o: True, "True"), (lambda o: (o,), r"\(0,\)")):
         with pytest.raises(IndexRangeError, match=rf"gave state {shown} at step 0"):
             privrl.evaluate(pi, gym_lake, episodes=2, seed=0, state=bad)
-    with pytest.raises(IndexRangeError, match=r"gave state \(\d+, \d+, \d+\) at step 0"):
-        privrl.evaluate(np.zeros((3, 704), dtype=int), gym.make("Blackjack-v1"), episodes=2, seed=0)
+    # Blackjack's (player, dealer, ace) tuples: indexed by default since (tests/test_tabular_spaces.py),
+    # a policy over other states refused before the first episode
+    with pytest.raises(ShapeError, match=r"\(704 states\), the policy has 16 states: pass state="):
+        privrl.evaluate(np.zeros((3, 16), dtype=int), gym.make("Blackjack-v1"), episodes=2, seed=0)
     with pytest.raises(ShapeError, match="not state indices: pass state="):
         privrl.evaluate(lambda s, h: 0, gym.make("MountainCar-v0"), episodes=2, seed=0, H=5)
     with pytest.raises(ShapeError, match=r"the observation itself\), got 0\.7"):

@@ -4,6 +4,8 @@ model there is no exact regret, only realized returns."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -14,7 +16,7 @@ from privrl.common.memory import refuse_over_memory
 from privrl.envs.finite import ReadOnlyCopies, _as_array, _check_finite, _freeze, digest
 from privrl.envs.linear import check_phi_norms
 
-__all__ = ["FeatureMap"]
+__all__ = ["FeatureMap", "observation_index"]
 
 
 class FeatureMap(ReadOnlyCopies):
@@ -64,6 +66,27 @@ class FeatureMap(ReadOnlyCopies):
         )
         return cls(np.eye(S * A).reshape(S, A, S * A), H, name)
 
+    @classmethod
+    def one_hot_for(cls, env: Any, H: int, name: str | None = None) -> FeatureMap:
+        """:meth:`one_hot` sized for a gymnasium environment with tabular spaces: A from its
+        Discrete action space, S from its observation space, a Discrete, a Tuple of Discrete
+        spaces (Blackjack-v1: 32 x 11 x 2 = 704 states), a 1-D MultiDiscrete or MultiBinary, whose
+        observations ``privrl.learn`` indexes by :func:`observation_index`. The name is the
+        environment's id."""
+        obs, acts = getattr(env, "observation_space", None), getattr(env, "action_space", None)
+        found = observation_index(obs)
+        n_act = getattr(acts, "n", None)
+        if found is None or n_act is None or np.ndim(n_act) != 0 or int(getattr(acts, "start", 0)) != 0:
+            raise ShapeError(
+                f"FeatureMap.one_hot_for needs a Discrete action space (0..A-1) and a Discrete, Tuple of "
+                f"Discrete, 1-D MultiDiscrete or MultiBinary observation space; the environment has {acts} "
+                f"and {obs}: "
+                "build FeatureMap(features, H) and pass learn a state= mapping"
+            )
+        spec = getattr(env, "spec", None)
+        label = name if name is not None else getattr(spec, "id", None) or "FeatureMap.one_hot"
+        return cls.one_hot(found[0], int(n_act), H, label)
+
 
 def _check_count(value: Any, name: str) -> int:
     """A size of the feature map (S, A, H): an integer >= 1 by privrl.common.checks.check_pos_int's
@@ -73,3 +96,45 @@ def _check_count(value: Any, name: str) -> int:
         return check_pos_int(value, name)
     except PrivacyParameterError:
         raise ShapeError(f"{name} must be an integer >= 1, got {value!r}") from None
+
+
+def observation_index(space: Any) -> tuple[int, Callable[[Any], int]] | None:
+    """The number of states S and the state index of an observation for a gymnasium observation
+    space with finitely many observations: Discrete(n, start) (``obs - start``), a Tuple of
+    Discrete spaces, a 1-D MultiDiscrete or a 1-D MultiBinary (the mixed-radix index of
+    ``obs - start``, the last component fastest: ``numpy.ravel_multi_index``'s order; Blackjack-v1's
+    (player sum, dealer card, usable ace) is ``22 * p + 2 * c + u``). None for any other space (Box,
+    Dict, nested Tuples ...). An observation outside the space gets index -1 (learn refuses it)."""
+    if _is(space, "Discrete"):
+        start = int(space.start)
+        return int(space.n), (lambda obs: int(obs) - start) if start else int
+    if _is(space, "Tuple") and space.spaces and all(_is(x, "Discrete") for x in space.spaces):
+        sizes = [int(x.n) for x in space.spaces]
+        starts = [int(x.start) for x in space.spaces]
+    elif _is(space, "MultiDiscrete") and np.ndim(space.nvec) == 1 and len(space.nvec) > 0:
+        sizes = [int(x) for x in space.nvec]
+        starts = [int(x) for x in np.broadcast_to(getattr(space, "start", 0), len(sizes))]
+    elif _is(space, "MultiBinary") and np.ndim(space.n) == 0 and int(space.n) > 0:
+        sizes, starts = [2] * int(space.n), [0] * int(space.n)
+    else:
+        return None
+    strides = [math.prod(sizes[i + 1 :]) for i in range(len(sizes))]
+    parts = list(zip(starts, strides, sizes, strict=True))
+
+    def index(obs: Any) -> int:
+        if len(obs) != len(parts):
+            return -1
+        flat = 0
+        for x, (start, stride, size) in zip(obs, parts, strict=True):
+            i = int(x) - start
+            if not 0 <= i < size:  # outside the space: never the index of another state
+                return -1
+            flat += i * stride
+        return flat
+
+    return math.prod(sizes), index
+
+
+def _is(space: Any, kind: str) -> bool:
+    """`space` is a gymnasium space of class `kind` (or a subclass), without importing gymnasium."""
+    return any(c.__name__ == kind and "gymnasium" in c.__module__ for c in type(space).__mro__)

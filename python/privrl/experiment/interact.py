@@ -24,6 +24,7 @@ from privrl.common.checks import (
 from privrl.common.errors import CapacityError, IndexRangeError, NonFiniteError, ShapeError
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.bandit import ContextualBandit
+from privrl.envs.features import observation_index
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.gym import padding_reward
 from privrl.experiment.progress import bar
@@ -173,8 +174,19 @@ def _monte_carlo(
     to the horizon as learn does when `reward` is given)."""
     act, horizon = _policy_fn(policy, H)
     act = _checked_actions(act, getattr(env, "action_space", None))
-    if state is int:  # the observation itself, checked as an index (int() truncated 3.7)
-        state = _identity if not callable(policy) else _observation_index(env)
+    if state is int:  # the observation itself, checked as an index (int() truncated 3.7), or its
+        # index in a Tuple / MultiDiscrete / MultiBinary / Discrete(start != 0) space, as learn takes it
+        space = getattr(env, "observation_space", None)
+        found = observation_index(space)
+        if found is not None and not callable(policy) and np.shape(policy)[-1] != found[0]:
+            raise ShapeError(
+                f"the environment's observation space is {space} ({found[0]} states), the policy has "
+                f"{np.shape(policy)[-1]} states: pass state=... mapping observations to the policy's states"
+            )
+        if found is not None and found[1] is not int:
+            state = found[1]
+        else:
+            state = _identity if not callable(policy) else _observation_index(env)
     scale = float if reward is None else reward
     # learn's padding: only with a rescale (else it is 0) and a horizon (an H or an array's rows)
     pad = padding_reward(reward) if reward is not None and (H is not None or not callable(policy)) else 0.0
@@ -284,14 +296,14 @@ def learn(
             f"{agent.label} is a contextual-bandit agent: run it on its ContextualBandit with "
             "privrl.run(agent, bandit); learn drives MDP agents on gymnasium environments"
         )
-    _check_spaces(agent, env, state)
+    flat = _check_spaces(agent, env, state)
     if reference is not None:
         reference = check_finite_real(reference, "reference", positive=False)
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be a callable (k, return), got {callback!r}")
     seed = _reset_seed(seed)
     if state is int:  # the observation itself, checked as an index (int() truncated 3.7 and "3")
-        state = _identity
+        state = flat if flat is not None else _identity
     left = agent.K - agent.k
     K = left if episodes is None else check_episodes(episodes)
     if left < K or K == 0:  # an empty run would pass unnoticed (privrl.run refuses it too)
@@ -374,10 +386,12 @@ def _episodes(
     return returns, early
 
 
-def _check_spaces(agent: Agent, env: Any, state: Callable[[Any], int]) -> None:
+def _check_spaces(agent: Agent, env: Any, state: Callable[[Any], int]) -> Callable[[Any], int] | None:
     """Refuse, before the first user, an environment whose gymnasium spaces do not fit the agent:
     a Discrete action space of another size, or (with the default ``state=int``) observations
-    that are not the agent's state indices."""
+    that do not index the agent's S states. Returns the default ``state``'s index of a
+    Tuple / MultiDiscrete / MultiBinary / Discrete(start != 0) observation
+    (privrl.envs.features.observation_index), None where it is the observation itself."""
     acts, obs = getattr(env, "action_space", None), getattr(env, "observation_space", None)
     n_act = getattr(acts, "n", None)
     if acts is not None and (n_act is None or np.ndim(n_act) != 0):  # Box, MultiDiscrete, ...
@@ -391,18 +405,20 @@ def _check_spaces(agent: Agent, env: Any, state: Callable[[Any], int]) -> None:
             "(its feature map was built for another environment?)"
         )
     if state is not int or obs is None:
-        return
-    n_obs = getattr(obs, "n", None)
-    if n_obs is None:
+        return None
+    found = observation_index(obs)
+    if found is None:
         raise ShapeError(
             f"the environment's observations ({obs}) are not state indices: pass state=... mapping an "
             f"observation to a state index in [0, {agent.S}) of the agent's feature map"
         )
-    if int(n_obs) != agent.S or int(getattr(obs, "start", 0)) != 0:
+    if found[0] != agent.S:
         raise ShapeError(
-            f"the environment's observation space is {obs}, the agent's feature map has S = {agent.S} "
-            "states: build the agent on this environment's model, or pass state=..."
+            f"the environment's observation space is {obs} ({found[0]} states), the agent's feature map "
+            f"has S = {agent.S} states: build the agent on this environment's model "
+            "(FeatureMap.one_hot_for(env, H)), or pass state=..."
         )
+    return None if found[1] is int else found[1]  # Discrete from 0: the observation itself
 
 
 def _reset_seed(seed: Any) -> int | None:

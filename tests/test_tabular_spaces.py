@@ -1,0 +1,137 @@
+"""Gymnasium environments with tabular but structured observations (a Tuple of Discrete spaces as
+Blackjack-v1's, a MultiDiscrete, a MultiBinary, a Discrete that starts elsewhere than 0):
+privrl.envs.features.observation_index against numpy's ravel_multi_index, FeatureMap.one_hot_for,
+and privrl.learn / privrl.evaluate indexing them by default exactly as an explicit state= does."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import privrl
+from privrl.agents import LSVIUCB
+from privrl.envs import FeatureMap
+from privrl.envs.features import observation_index
+from privrl.exceptions import ShapeError
+from privrl.privacy import JointDP, NonPrivate
+
+gym = pytest.importorskip("gymnasium")
+spaces = gym.spaces
+D = spaces.Discrete
+
+
+@pytest.mark.parametrize(
+    ("space", "sizes", "starts"),
+    [
+        (
+            spaces.Tuple((spaces.Discrete(32), spaces.Discrete(11), spaces.Discrete(2))),
+            (32, 11, 2),
+            (0, 0, 0),
+        ),
+        (spaces.Tuple((D(3, start=-1), D(4, start=2))), (3, 4), (-1, 2)),
+        (spaces.MultiDiscrete([3, 5, 2]), (3, 5, 2), (0, 0, 0)),
+        (spaces.MultiDiscrete([4, 3], start=[1, -2]), (4, 3), (1, -2)),
+        (spaces.MultiBinary(4), (2, 2, 2, 2), (0, 0, 0, 0)),
+        (spaces.Discrete(7, start=3), (7,), (3,)),
+    ],
+)
+def test_observation_index_is_numpys_row_major_index(space, sizes, starts):
+    n, index = observation_index(space)
+    assert n == int(np.prod(sizes))
+    seen = []
+    for combo in itertools.product(*(range(s, s + k) for s, k in zip(starts, sizes, strict=True))):
+        obs = combo[0] if isinstance(space, spaces.Discrete) else np.array(combo)
+        i = index(obs)
+        assert i == np.ravel_multi_index(tuple(c - s for c, s in zip(combo, starts, strict=True)), sizes)
+        seen.append(i)
+    assert sorted(seen) == list(range(n))  # every state index once
+    if not isinstance(space, spaces.Discrete):  # outside the space (or the wrong length): -1, never a state
+        below = np.array(starts) - 1
+        assert index(below) == -1 and index(np.array(starts)[:-1]) == -1
+
+
+def test_other_spaces_have_no_index():
+    assert observation_index(spaces.Box(0, 1, (2,))) is None
+    assert observation_index(spaces.Tuple((spaces.Discrete(2), spaces.Box(0, 1)))) is None
+    assert observation_index(spaces.Dict({"a": spaces.Discrete(2)})) is None
+    assert observation_index(spaces.MultiDiscrete([[2, 2], [2, 2]])) is None  # 2-D
+    assert observation_index(None) is None
+
+    class LooksDiscrete:  # not a gymnasium space: not guessed at
+        n, start = 4, 0
+
+    assert observation_index(LooksDiscrete()) is None
+
+
+def test_one_hot_for_sizes_the_map_from_the_spaces():
+    fm = FeatureMap.one_hot_for(gym.make("Blackjack-v1"), H=4)
+    assert (fm.S, fm.A, fm.d, fm.H, fm.name) == (704, 2, 1408, 4, "Blackjack-v1")
+    np.testing.assert_array_equal(fm.features, FeatureMap.one_hot(704, 2, 4).features)
+    lake = FeatureMap.one_hot_for(gym.make("FrozenLake-v1"), H=8, name="lake")
+    assert (lake.S, lake.A, lake.name) == (16, 4, "lake")
+    with pytest.raises(ShapeError, match=r"one_hot_for needs a Discrete action space.*Box"):
+        FeatureMap.one_hot_for(gym.make("CartPole-v1"), H=8)
+
+
+class _RowCol(gym.ObservationWrapper):
+    """FrozenLake with (row, col) observations in a Tuple space (row from 1: a shifted start)."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.observation_space = spaces.Tuple((spaces.Discrete(4, start=1), spaces.Discrete(4)))
+
+    def observation(self, obs):
+        return (int(obs) // 4 + 1, int(obs) % 4)
+
+
+@pytest.mark.parametrize("privacy", [NonPrivate(), JointDP(10.0, 1e-5)])
+def test_learn_indexes_a_tuple_observation_as_the_flat_one(privacy):
+    """The same FrozenLake seen through (row, col) observations learns bit for bit as the plain
+    one: the default index of the Tuple space is the environment's own state s = 4 row + col."""
+    fm = FeatureMap.one_hot(16, 4, H=20)
+    plain = LSVIUCB(fm, privacy, batches=10, episodes=300, seed=3)
+    tupled = LSVIUCB(fm, privacy, batches=10, episodes=300, seed=3)
+    a = privrl.learn(plain, gym.make("FrozenLake-v1", is_slippery=True), seed=5, progress=False)
+    b = privrl.learn(tupled, _RowCol(gym.make("FrozenLake-v1", is_slippery=True)), seed=5, progress=False)
+    np.testing.assert_array_equal(a.returns, b.returns)
+    assert a.returns.sum() > 0  # the episodes reached the goal at times: the states mattered
+    np.testing.assert_array_equal(plain.policy(), tupled.policy())
+    pi = plain.policy()
+    ev = privrl.evaluate(pi, _RowCol(gym.make("FrozenLake-v1")), episodes=50, seed=1)
+    assert ev.value == privrl.evaluate(pi, gym.make("FrozenLake-v1"), episodes=50, seed=1).value
+
+
+def test_learn_runs_blackjack_by_default_and_refuses_a_mismatched_map():
+    env = gym.make("Blackjack-v1")
+    agent = LSVIUCB(FeatureMap.one_hot_for(env, H=4), NonPrivate(), episodes=200, seed=0)
+    explicit = LSVIUCB(FeatureMap.one_hot_for(env, H=4), NonPrivate(), episodes=200, seed=0)
+    rescale = lambda r: (r + 1) / 2  # noqa: E731
+    a = privrl.learn(agent, env, seed=1, reward=rescale, progress=False)
+    flat = lambda o: int(np.ravel_multi_index(o, (32, 11, 2)))  # noqa: E731
+    b = privrl.learn(explicit, gym.make("Blackjack-v1"), seed=1, reward=rescale, state=flat, progress=False)
+    np.testing.assert_array_equal(a.returns, b.returns)
+    pi = agent.policy()
+    ev = privrl.evaluate(pi, gym.make("Blackjack-v1"), episodes=300, seed=2, reward=rescale)
+    again = privrl.evaluate(pi, gym.make("Blackjack-v1"), episodes=300, seed=2, reward=rescale, state=flat)
+    assert ev == again
+    small = LSVIUCB(FeatureMap.one_hot(16, 2, H=4), NonPrivate(), episodes=5, seed=0)
+    with pytest.raises(ShapeError, match=r"\(704 states\).*S = 16.*one_hot_for"):
+        privrl.learn(small, env, seed=0)
+    assert small.k == 0
+
+
+def test_the_blackjack_block_of_the_docs_runs():
+    """docs/harness.md's Blackjack block, as written (20,000 users of JDP LSVI-UCB, ~8 s)."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "harness.md").read_text()
+    (code,) = [b for b in re.findall(r"^```python\n(.*?)^```", text, re.S | re.M) if "Blackjack-v1" in b]
+    code += "\nassert agent.k == 20_000 and res.returns.shape == (20_000,)\n"
+    code += "assert 2 * res.returns[-2000:].mean() - 4 > 2 * res.returns[:2000].mean() - 4 + 0.1\n"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
