@@ -490,3 +490,32 @@ def test_verdict_names_why_the_paper_chain_does_not_certify(agent_cls):
     # noise from the accountant: the chain's figure is far above the target, the old words stand
     tight = agent_cls(env, JointDP(1.0, 1e-5, calibration="tight"), episodes=100).privacy_report()
     assert tight["paper"]["budget"][0] > 1.0 and "calibrated for the exact accountant" in verdict_words(tight)
+
+
+@pytest.mark.parametrize("mechanism", ["blt", "tree"])
+def test_paper_chain_past_overflow_certifies_nothing(mechanism):
+    """The paper's chain read on noise calibrated for the tight accountant (JDP LSVI-UCB, eps = 1):
+    its nested advanced compositions blow up (k eps (e^eps - 1) at every level), and the report
+    printed that figure, eps = 6e+32 on BLT (1.5e+91 at other sizes), as the paper argument's
+    (eps, delta). Past log(DBL_MAX) = 709.8 the bound constrains no event of representable
+    probability: the report gives eps = inf and says the chain certifies nothing; the tight
+    accountant certifies the target. A finite figure is never above that limit."""
+    from privrl.agents import LSVIUCB
+    from privrl.audit.paper_argument import VACUOUS_EPSILON
+    from privrl.audit.report import verdict_words
+
+    env = RandomLinearMDP(S=20, A=3, d=10, H=20, seed=0)
+    rep = LSVIUCB(env, JointDP(1.0, 1e-5, mechanism=mechanism), episodes=10_000).privacy_report()
+    assert math.isinf(rep["paper"]["budget"][0]) and not rep["within_target"]["paper"]
+    finite = [s["epsilon"] for s in rep["paper"]["steps"] if not math.isinf(s["epsilon"])]
+    assert finite and max(finite) <= VACUOUS_EPSILON
+    assert rep["tight"]["budget"][0] == pytest.approx(1.0, rel=1e-6) and rep["within_target"]["tight"]
+    text = format_privacy_report(rep)
+    assert "e+" not in text.split("(a) paper's")[1].split("(b) tight")[0]  # no astronomical figure
+    assert "[vacuous:" in text and "certifies nothing for this noise" in verdict_words(rep)
+    # the paper's own noise is still certified by its own chain, with a finite figure
+    paper = LSVIUCB(
+        env, JointDP(1.0, 1e-5, calibration="paper", mechanism=mechanism, sampler="float"), episodes=10_000
+    ).privacy_report()
+    assert paper["paper"]["budget"][0] < 1.0 and paper["within_target"]["paper"]
+    assert "[vacuous:" not in format_privacy_report(paper)

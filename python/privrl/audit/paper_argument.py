@@ -6,6 +6,7 @@ post-processing, the Billboard lemma) for UCRL-VTR / UCRL-VTR+ (App. B-C) and LS
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 from privrl.privacy.mechanisms import (
@@ -31,18 +32,30 @@ def _tree_equivalent_sigma(m: dict[str, Any]) -> float:
     return float(m["scale"]) * math.sqrt(m["draws_per_user_paper"]) / float(m["l2_multiplier"])
 
 
+#: Past this epsilon (log of the largest double, 709.78) e^eps overflows: an (eps, delta) bound there
+#: constrains no event of a representable probability, i.e. it certifies nothing. The chain then
+#: reports eps = inf, as advanced_composition already did for an input past it: noise calibrated for
+#: the tight accountant, read through the chain's nested advanced compositions (k eps (e^eps - 1)
+#: at every level), came out as eps = 6e+32 or 1.5e+91, printed as the paper's guarantee.
+VACUOUS_EPSILON = math.log(sys.float_info.max)
+
+
+def _vacuous(budget: tuple[float, float]) -> tuple[float, float]:
+    return (math.inf, budget[1]) if budget[0] > VACUOUS_EPSILON else budget
+
+
 # The paper's forward argument may reach a step that certifies nothing (epsilon = inf: the tight noise
 # at a large target); the public compositions refuse inf as bad input, here it is the answer.
 def _compose(budgets: list[tuple[float, float]]) -> tuple[float, float]:
     if any(math.isinf(e) for e, _ in budgets):
         return math.inf, min(1.0, sum(dl for _, dl in budgets))
-    return simple_composition(budgets)
+    return _vacuous(simple_composition(budgets))
 
 
 def _advanced(eps: float, delta: float, k: int, delta_prime: float) -> tuple[float, float]:
     if math.isinf(eps):
         return math.inf, min(1.0, k * delta + delta_prime)
-    return advanced_composition(eps, delta, k, delta_prime)
+    return _vacuous(advanced_composition(eps, delta, k, delta_prime))
 
 
 def _paper_vtr(cal: Any, mechs: list[dict]) -> dict[str, Any]:

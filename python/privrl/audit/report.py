@@ -27,7 +27,7 @@ from privrl.agents.linucb import calibration as linucb
 from privrl.agents.lsvi_ucb import calibration as lsvi_ucb
 from privrl.agents.ucrl_vtr import calibration as ucrl_vtr
 from privrl.agents.ucrl_vtr_plus import calibration as ucrl_vtr_plus
-from privrl.audit.paper_argument import _paper_lsvi, _paper_vtr
+from privrl.audit.paper_argument import VACUOUS_EPSILON, _paper_lsvi, _paper_vtr
 from privrl.privacy.accounting import PrivacyAccountant
 from privrl.privacy.common import Calibration
 from privrl.privacy.plans import ReleasedFamily, ReleasePlan, law_factor, statistic_worst_case
@@ -430,6 +430,12 @@ def format_privacy_report(report: Mapping[str, Any]) -> str:
             if p["in_tool_regime"]
             else "  [a per-draw eps >= 1: outside the Gaussian mechanism tool's regime, certifies nothing]"
         )
+        + (
+            f"  [vacuous: the chain's eps passes {VACUOUS_EPSILON:.1f}, where e^eps overflows, so it "
+            "certifies nothing for this noise; the tight accountant (b) is the certificate]"
+            if math.isinf(p["budget"][0])
+            else ""
+        )
     )
     for s in p["steps"]:
         lines.append(f"       {s['step']}: ({_fmt(s['epsilon'])}, {_fmt(s['delta'])})  <- {s['tool']}")
@@ -469,6 +475,12 @@ def verdict_words(report: Mapping[str, Any]) -> str:
         return (
             f"within the target {target}: {exact}; the paper's composition argument does not certify "
             f"this noise ({'; '.join(why)}; the chain would give eps = {_fmt(eps_p)})"
+        )
+    if math.isinf(eps_p):
+        return (
+            f"within the target {target}: {exact}; the paper's composition argument certifies nothing "
+            "for this noise (its chain's bound is vacuous, eps = inf: the noise is calibrated for the "
+            "exact accountant, not for the appendix's composition chain)"
         )
     return (
         f"within the target {target}: {exact}; the paper's composition argument does not certify this "
