@@ -142,18 +142,26 @@ def test_run_with_nothing_left_says_so():
 
 def test_evaluating_mid_training_leaves_the_run_unchanged():
     """evaluate(agent, env) reads the arriving user's policy (under sampling its draw is that
-    user's, cached): a twin that is evaluated between blocks of users runs bit for bit the same."""
-    from privrl.envs import RandomLinearMDP
+    user's, cached): a twin that is evaluated between blocks of users runs bit for bit the same,
+    and the value is the same on every call (a look: no stream consumed), LinUCB included. It is
+    the draw the next user plays (the value of agent.policy()), so it moves between users."""
+    from privrl.agents import LinUCB
+    from privrl.envs import ContextualBandit, RandomLinearMDP
 
+    rng = np.random.default_rng(3)
+    bandit = ContextualBandit.from_classification(rng.normal(size=(30, 3)), np.arange(30) % 3, seed=0)
     for env, make in (
         (RandomLinearMDP(30, 4, 6, 5, seed=0), lambda e: LSVIUCB(e, JointDP(10, 1e-5), episodes=200, seed=1)),
         (RiverSwimMixture(S=6, H=10), lambda e: UCRLVTR(e, JointDP(10, 1e-5), episodes=200, seed=1,
                                                         exploration="sampling")),
+        (bandit, lambda e: LinUCB(e, JointDP(10, 1e-5), episodes=200, seed=1, exploration="sampling")),
     ):  # fmt: skip
         plain, watched = make(env), make(env)
+        assert watched.exploration == "sampling"
         for s in range(4):
-            privrl.evaluate(watched, env)
-            privrl.evaluate(watched, env)
+            first = privrl.evaluate(watched, env).value
+            assert [privrl.evaluate(watched, env).value for _ in range(3)] == [first] * 3
+            assert first == privrl.evaluate(watched.policy(), env).value
             np.testing.assert_array_equal(
                 privrl.run(plain, env, 50, seed=s).regret, privrl.run(watched, env, 50, seed=s).regret
             )

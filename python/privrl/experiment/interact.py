@@ -118,8 +118,14 @@ def evaluate(
     ``privrl.learn`` does, and then an episode that ends before its H steps is padded as learn pads
     it (``reward(0.0)`` per missing step; with an H or an array policy), so the value is on learn's
     scale and comparable to ``from_gymnasium(env, H, reward=...)``'s exact one (gymnasium only).
-    `policy` may also be a privrl agent: the policy of the user arriving now (``agent.policy()``,
-    one draw under sampling) over the agent's horizon.
+    `policy` may also be a privrl agent: the policy of the user arriving now (``agent.policy()``)
+    over the agent's horizon, the policy ``privrl.run`` plays for its next user. Under
+    ``exploration="sampling"`` that is one draw around the released estimate (the draw that user
+    will play), not the greedy policy of the estimate itself: its value is the arriving user's exact
+    expected return and moves from user to user with the draws. It is a look: the same value on
+    every call, no random stream consumed, and a later run is bit for bit the run without the
+    evaluation. To follow the estimate rather than one draw, average evaluate over users (e.g. from
+    a ``privrl.run`` callback) or use ``exploration="optimism"``.
     """
     if H is not None:
         H = check_pos_int(H, "H")
