@@ -16,7 +16,7 @@ from privrl.agents.linucb import reference as ref
 from privrl.agents.linucb.calibration import VECTOR_TO_GRAM, calibrate_linucb, linucb_radius, release_plan
 from privrl.agents.ucrl_vtr.calibration import calibrate_ucrl_vtr
 from privrl.audit.report import privacy_report_from_calibration
-from privrl.common.errors import NonFiniteError, PrivrlError, ShapeError
+from privrl.common.errors import AssumptionError, NonFiniteError, PrivrlError, ShapeError
 from privrl.envs import ContextualBandit, Trajectory
 from privrl.privacy import JointDP, LocalDP, NonPrivate
 
@@ -87,10 +87,23 @@ def test_featurize_maps_raw_rows_as_the_table_was_built(tmp_path):
 
 
 def test_bandit_refuses_bad_tables():
-    with pytest.raises(ShapeError, match=r"\|\|x\|\| <= 1"):
-        ContextualBandit([[2.0, 0.0]], [[0.0, 1.0]])
-    with pytest.raises(ShapeError, match=r"\[0, 1\]"):
-        ContextualBandit([[0.5, 0.0]], [[0.0, 2.0]])
+    """Values outside the assumptions (||x|| > 1, a mean outside [0, 1]) are AssumptionError, the
+    class LinearMDP / FiniteMDP raise for theirs (they were ShapeError: the shapes were right);
+    still ValueError. Wrong shapes stay ShapeError."""
+    from privrl.envs import RandomLinearMDP
+    from privrl.envs.linear import LinearMDP
+
+    for contexts, means, match in (
+        ([[2.0, 0.0]], [[0.0, 1.0]], r"\|\|x\|\| <= 1"),
+        ([[0.5, 0.0]], [[0.0, 2.0]], r"\[0, 1\].*means\[0, 1\] = 2"),
+        ([[0.5, 0.0]], [[-0.5, 1.0]], r"\[0, 1\].*means\[0, 0\] = -0.5"),
+    ):
+        with pytest.raises(AssumptionError, match=match) as err:
+            ContextualBandit(contexts, means)
+        assert isinstance(err.value, ValueError) and not isinstance(err.value, ShapeError)
+    env = RandomLinearMDP(S=5, A=2, d=3, H=2, seed=0)
+    with pytest.raises(AssumptionError):  # the same kind of violation on a linear MDP
+        LinearMDP(2 * env.features, env.mu, env.theta, env.init_dist)
     with pytest.raises(NonFiniteError):
         ContextualBandit([[np.nan, 0.0]], [[0.0, 1.0]])
     with pytest.raises(ShapeError):

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from privrl.common.checks import check_choice, check_seed, integer_actions
-from privrl.common.errors import IndexRangeError, NonFiniteError, ShapeError
+from privrl.common.errors import AssumptionError, IndexRangeError, NonFiniteError, ShapeError
 from privrl.envs.finite import ReadOnlyCopies, digest
 
 __all__ = ["ContextualBandit"]
@@ -31,6 +31,8 @@ class ContextualBandit(ReadOnlyCopies):
     contexts : (n, p) real array, every row of norm <= 1 (checked: the privacy noise is
         calibrated for ``||x|| <= 1``; :meth:`from_classification` scales for you).
     means : (n, A) expected rewards in [0, 1] (rewards are Bernoulli(means[s, a])).
+    A value outside these ranges raises AssumptionError (a ValueError), as LinearMDP and FiniteMDP
+    do for theirs; a wrong shape raises ShapeError.
     name : a label for results.
 
     Attributes: ``H = 1``, ``S = n`` (contexts play the role of states), ``A``, ``p``,
@@ -56,14 +58,18 @@ class ContextualBandit(ReadOnlyCopies):
         if not (np.isfinite(x).all() and np.isfinite(m).all()):
             raise NonFiniteError("contexts and means must be finite")
         norms = np.linalg.norm(x, axis=1)
+        # values outside the model's assumptions: AssumptionError, as LinearMDP / FiniteMDP raise it
         if norms.max() > 1.0 + 1e-9:
-            raise ShapeError(
+            raise AssumptionError(
                 f"every context must have ||x|| <= 1 (the privacy noise is calibrated for it); the "
                 f"largest is {norms.max():.12g} (context {int(norms.argmax())}): scale the table "
                 "(ContextualBandit.from_classification does)"
             )
         if m.min() < 0.0 or m.max() > 1.0:
-            raise ShapeError("means must lie in [0, 1] (rewards are Bernoulli)")
+            bad = np.unravel_index(int(np.argmax((m < 0.0) | (m > 1.0))), m.shape)
+            raise AssumptionError(
+                f"means must lie in [0, 1] (rewards are Bernoulli); means[{bad[0]}, {bad[1]}] = {m[bad]:.12g}"
+            )
         x.setflags(write=False)
         m.setflags(write=False)
         self.contexts, self.means = x, m
