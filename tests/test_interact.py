@@ -10,7 +10,7 @@ import pytest
 import privrl
 from privrl.agents import LSVIUCB, UCRLVTR
 from privrl.envs import FeatureMap, RiverSwimMixture, as_gymnasium
-from privrl.exceptions import AssumptionError, ShapeError
+from privrl.exceptions import AssumptionError, SeedError, ShapeError
 from privrl.privacy import JointDP, NonPrivate
 
 gym = pytest.importorskip("gymnasium")
@@ -290,7 +290,7 @@ def test_learn_checks_observations_reference_and_seed():
     for bad in (float("nan"), "1", -1.0):
         with pytest.raises(PrivacyParameterError, match="reference must be"):
             privrl.learn(agent(16, 4, 8), lake, seed=0, reference=bad)
-    with pytest.raises(PrivacyParameterError, match="seed must be None, an integer >= 0"):
+    with pytest.raises(SeedError, match="seed must be None, an integer >= 0"):  # was PrivacyParameterError
         privrl.learn(agent(16, 4, 8), lake, seed=-1)
     # a SeedSequence seeds as the int numpy reads it as: the same run either way
     seq = np.random.SeedSequence(3)
@@ -544,3 +544,34 @@ def test_equal_seeds_give_equal_runs_wherever_a_seed_is_taken():
     assert all(np.array_equal(r, regrets[0]) for r in regrets)
     models = [RandomLinearMixtureMDP(S=6, A=2, d=3, H=3, seed=s) for s in same]
     assert all(np.array_equal(m.P, models[0].P) and np.array_equal(m.R, models[0].R) for m in models)
+
+
+def test_a_bad_seed_is_a_seed_error_everywhere_a_seed_is_taken():
+    """A negative, float, string or bool seed raised PrivacyParameterError (a privacy-parameter
+    class for a seed), and seed_bytes / a model's rng a bare TypeError. Every one is now SeedError,
+    naming the argument, and still both a ValueError and a TypeError (numpy's own classes for a bad
+    seed), so existing `except ValueError` / `except TypeError` clauses keep catching it."""
+    from privrl import kernels as kn
+    from privrl.envs import RandomLinearMDP
+    from privrl.exceptions import PrivacyParameterError, PrivrlError
+    from privrl.privacy import mechanisms
+
+    env = RiverSwimMixture(S=4, H=3)
+    calls = [
+        lambda s: UCRLVTR(env, NonPrivate(), episodes=5, seed=s),
+        lambda s: privrl.run(UCRLVTR(env, NonPrivate(), episodes=5, seed=0), env, seed=s),
+        lambda s: RandomLinearMDP(S=5, A=2, d=3, H=2, seed=s),
+        lambda s: kn.TreeAggregator(2, 4, seed=s),
+        lambda s: kn.greedy(np.zeros((2, 2)), rng=s),
+    ]
+    for call in calls:
+        for bad in (-1, 1.5, "3", True, 2**200 if call is calls[-1] else -(2**70)):
+            with pytest.raises(SeedError, match=r"seed|rng") as err:
+                call(bad)
+            e = err.value
+            assert isinstance(e, PrivrlError) and isinstance(e, ValueError) and isinstance(e, TypeError)
+            assert not isinstance(e, PrivacyParameterError)
+    with pytest.raises(SeedError, match="rng must be"):
+        env.sample_initial_state(rng=3)
+    with pytest.raises(SeedError, match=r"rng must be a numpy\.random\.Generator"):
+        mechanisms.gaussian_mechanism(np.zeros(2), 1.0, 0.5, 1e-5, rng=3)

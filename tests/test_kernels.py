@@ -15,6 +15,7 @@ from privrl.exceptions import (
     NotPositiveDefiniteError,
     PrivacyParameterError,
     PrivrlError,
+    SeedError,
     ShapeError,
 )
 from privrl.kernels import reference as R
@@ -415,12 +416,11 @@ def test_spd_kernels_and_sigma_bar_refuse_what_they_would_silently_change():
 
 def test_kernel_seeds_are_checked_as_privrl_errors():
     """Audit 5: greedy(q, rng="abc" / 1.5 / RandomState / SeedSequence) leaked AttributeError and
-    rng=-1 was taken; a mechanism's seed=-1 was a builtin ValueError and seed=True was seed 1."""
-    from privrl.exceptions import PrivacyParameterError
-
+    rng=-1 was taken; a mechanism's seed=-1 was a builtin ValueError and seed=True was seed 1.
+    They were PrivacyParameterError, now SeedError (a PrivrlError, ValueError and TypeError)."""
     q = np.ones((1, 2))
     for rng in ("abc", 1.5, np.random.RandomState(0), np.random.SeedSequence(0), -1, True):
-        with pytest.raises(PrivacyParameterError, match="rng must be None"):
+        with pytest.raises(SeedError, match="rng must be None"):
             kn.greedy(q, rng=rng)
     assert kn.greedy(q, rng=3)[1].tolist() == kn.greedy(q, rng=3)[1].tolist()
     assert kn.greedy(q, rng=np.random.default_rng(0))[1].shape == (1,)
@@ -429,11 +429,12 @@ def test_kernel_seeds_are_checked_as_privrl_errors():
     ties = np.zeros((64, 4))
     assert kn.greedy(ties, rng=2**63 - 1)[1].tolist() != kn.greedy(ties, rng=0)[1].tolist()
     for rng in (2**63, 2**64 + 1, np.uint64(2**63)):
-        with pytest.raises(PrivacyParameterError, match=r"rng must be None, an integer in \[0, 2\^63\)"):
+        # SeedError (a ValueError and a TypeError) since seeds stopped raising PrivacyParameterError
+        with pytest.raises(SeedError, match=r"rng must be None, an integer in \[0, 2\^63\)"):
             kn.greedy(ties, rng=rng)
-        with pytest.raises(PrivacyParameterError, match="rng must be None"):
+        with pytest.raises(SeedError, match="rng must be None"):
             kn.optimistic_values(np.zeros((2, 1)), np.zeros(1), np.eye(1), 0.0, 2, rng=rng)
-    with pytest.raises(PrivacyParameterError, match="seed must be >= 0"):
+    with pytest.raises(SeedError, match="seed must be >= 0"):
         kn.TreeAggregator(2, 4, seed=-1)
     with pytest.raises(TypeError, match="seed must be None, an int"):
         kn.TreeAggregator(2, 4, seed=True)

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from privrl.exceptions import NonFiniteError, PrivacyParameterError
+from privrl.exceptions import NonFiniteError, PrivacyParameterError, SeedError
 from privrl.privacy import mechanisms as m
 
 
@@ -94,9 +94,10 @@ def test_zero_sensitivity_adds_no_noise():
 
 
 def test_mechanisms_reject_bad_rng_and_nonfinite_values():
-    with pytest.raises(PrivacyParameterError, match="rng"):
+    # a bad rng is SeedError (it was PrivacyParameterError, a class for the privacy parameters)
+    with pytest.raises(SeedError, match="rng"):
         m.gaussian_mechanism(1.0, 1.0, 1.0, 0.5, rng=np.random.RandomState(0))
-    with pytest.raises(PrivacyParameterError, match="rng"):
+    with pytest.raises(SeedError, match="rng"):
         m.laplace_mechanism(1.0, 1.0, 1.0, rng=0)
     with pytest.raises(NonFiniteError):
         m.laplace_mechanism(np.array([1.0, np.nan]), 1.0, 1.0, np.random.default_rng(0))

@@ -16,6 +16,7 @@ from privrl.common.errors import (
     ResourceError,
     SaveFormatError,
     ScheduleWarning,
+    SeedError,
     ShapeError,
     SweepError,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "ShapeError",
     "NonFiniteError",
     "PrivacyParameterError",
+    "SeedError",
     "AssumptionError",
     "NotPositiveDefiniteError",
     "IndexRangeError",

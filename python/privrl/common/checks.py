@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from privrl import _core
-from privrl.common.errors import AssumptionError, NonFiniteError, PrivacyParameterError, ShapeError
+from privrl.common.errors import AssumptionError, NonFiniteError, PrivacyParameterError, SeedError, ShapeError
 from privrl.common.seeds import check_seed, int_seed, model_seed, seed_bytes, tie_seed
 
 __all__ = [
@@ -504,23 +504,19 @@ def check_seeds(value: Any, name: str) -> tuple[int, ...]:
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         value = int(value)
         if not 1 <= value <= MAX_SEED_COUNT:
-            raise PrivacyParameterError(
-                f"{name} (a seed count) must be in [1, {MAX_SEED_COUNT:,}], got {value}"
-            )
+            raise SeedError(f"{name} (a seed count) must be in [1, {MAX_SEED_COUNT:,}], got {value}")
         return tuple(range(value))
     if not isinstance(value, (list, tuple)) or not value:
-        raise PrivacyParameterError(
-            f"{name} must be a seed count or a non-empty list of integer seeds, got {value!r}"
-        )
+        raise SeedError(f"{name} must be a seed count or a non-empty list of integer seeds, got {value!r}")
     out = []
     for i, s in enumerate(value):
         # privrl's one integer rule (check_pos_int): a float such as 1.0 is refused, numpy ints taken
         whole = isinstance(s, (numbers.Integral, np.integer)) and not isinstance(s, bool)
         if not whole or not 0 <= int(s) < 2**63:
-            raise PrivacyParameterError(f"{name}[{i}] (a seed) must be an integer in [0, 2^63), got {s!r}")
+            raise SeedError(f"{name}[{i}] (a seed) must be an integer in [0, 2^63), got {s!r}")
         out.append(int(s))
     if len(set(out)) != len(out):
-        raise PrivacyParameterError(f"{name} has a repeated seed: {list(value)!r}")
+        raise SeedError(f"{name} has a repeated seed: {list(value)!r}")
     return tuple(out)
 
 

@@ -25,6 +25,13 @@ class PrivacyParameterError(PrivrlError, ValueError):
     """epsilon, delta, sigma, K ... outside the range the mechanism is defined on."""
 
 
+class SeedError(PrivrlError, ValueError, TypeError):
+    """A seed or random generator numpy would not take (a negative or bool int, a float, a string,
+    an int past the 63 bits a tie seed holds, a non-Generator where a Generator goes). Both a
+    ValueError and a TypeError, as numpy raises either for a bad seed (a negative int, a float);
+    until this class it was PrivacyParameterError, which names the privacy parameters."""
+
+
 class AssumptionError(PrivrlError, ValueError):
     """An environment or a user input violates an assumption the guarantees rely on
     (Asm. 1 / Asm. 2, ||phi|| <= 1, values in [0, H], rewards in [0, 1])."""

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.errors import PrivacyParameterError
+from privrl.common.errors import PrivacyParameterError, SeedError
 
 __all__ = ["check_seed", "int_seed", "model_seed", "seed_bytes", "tie_seed"]
 
@@ -33,7 +33,7 @@ def check_seed(seed: Any, name: str = "seed", generator: bool = True) -> Any:
             return seed
         except (TypeError, ValueError):
             pass
-    raise PrivacyParameterError(
+    raise SeedError(
         f"{name} must be None, an integer >= 0 (or a sequence of them) or a numpy SeedSequence"
         f"{' or Generator' if generator else ''}, got {seed!r}"
     )
@@ -109,17 +109,17 @@ def seed_bytes(seed: Any) -> bytes:
         return os.urandom(32)
     if isinstance(seed, (bytes, bytearray)):
         if len(seed) != 32:
-            raise PrivacyParameterError(f"a bytes seed must have 32 bytes, got {len(seed)}")
+            raise SeedError(f"a bytes seed must have 32 bytes, got {len(seed)}")
         return bytes(seed)
     if isinstance(seed, np.random.Generator):
         return seed.bytes(32)
     if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
         if int(seed) < 0:
-            raise PrivacyParameterError(f"seed must be >= 0, got {seed}")
+            raise SeedError(f"seed must be >= 0, got {seed}")
         seed = np.random.SeedSequence(int(seed))
     if isinstance(seed, np.random.SeedSequence):
         return seed.generate_state(8, dtype=np.uint32).astype("<u4").tobytes()
-    raise TypeError(
+    raise SeedError(
         f"seed must be None, an int, 32 bytes, a SeedSequence or a Generator, got {type(seed).__name__}"
     )
 
@@ -138,6 +138,4 @@ def tie_seed(ties: str, rng: Any) -> int | None:
     if isinstance(rng, np.random.Generator):
         # One raw 64-bit draw from the generator's bit stream: ~10x cheaper than rng.integers.
         return int(rng.bit_generator.random_raw()) >> 1
-    raise PrivacyParameterError(
-        f"rng must be None, an integer in [0, 2^63) or a numpy Generator, got {rng!r}"
-    )
+    raise SeedError(f"rng must be None, an integer in [0, 2^63) or a numpy Generator, got {rng!r}")

@@ -18,6 +18,7 @@ from privrl.common.errors import (
     IndexRangeError,
     NonFiniteError,
     PrivacyParameterError,
+    SeedError,
     ShapeError,
 )
 
@@ -83,7 +84,7 @@ def _as_array(x: Any, name: str, ndim: int, what: str) -> np.ndarray:
 
 def _check_rng(rng: Any) -> np.random.Generator:
     if not isinstance(rng, np.random.Generator):
-        raise TypeError(
+        raise SeedError(
             f"rng must be a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}"
         )
     return rng

@@ -18,7 +18,7 @@ from privrl.common.checks import (
     log_inverse,
     numeric_array,
 )
-from privrl.common.errors import NonFiniteError, PrivacyParameterError
+from privrl.common.errors import NonFiniteError, PrivacyParameterError, SeedError
 from privrl.privacy.gdp import gaussian_delta
 
 __all__ = [
@@ -44,9 +44,7 @@ Budget = tuple[float, float]
 
 def _check_rng(rng) -> np.random.Generator:
     if not isinstance(rng, np.random.Generator):
-        raise PrivacyParameterError(
-            f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), got {rng!r}"
-        )
+        raise SeedError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), got {rng!r}")
     return rng
 
 
