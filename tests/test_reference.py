@@ -255,6 +255,43 @@ def test_callback_sees_the_cumulative_regret():
         assert math.isclose(c, res.regret[k - 1], rel_tol=1e-12, abs_tol=1e-12)
 
 
+def test_callback_fires_per_block_and_a_split_run_is_the_whole_run():
+    """What docs/harness.md says of run's callback: it fires after blocks of users (16 first, at
+    most runner.BLOCK later), not per user; its return value does not stop the run; an exception
+    it raises leaves the agent at the end of that block. Stopping after exactly k users is
+    episodes=k and a second run on the same Generator: the two results are the whole run's."""
+    from privrl.envs import RandomLinearMixtureMDP
+    from privrl.experiment import runner
+
+    env = RandomLinearMixtureMDP(S=6, A=2, d=3, H=5, seed=0)
+
+    def make():
+        return UCRLVTR(env, JointDP(1.0, 1e-5), episodes=6000, seed=0)
+
+    seen: list[int] = []
+    whole = privrl.run(
+        make(), env, seed=np.random.default_rng(1), callback=lambda k, c: seen.append(k) or True
+    )
+    steps = np.diff([0, *seen])
+    assert seen[0] == 16 and seen[-1] == 6000 and steps.max() <= runner.BLOCK and len(seen) < 6000 // 16
+    agent = make()
+
+    def stop_at_1000(k, c):
+        if k >= 1000:
+            raise RuntimeError("stop")  # any exception: the run ends after this block
+
+    with pytest.raises(RuntimeError, match="stop"):
+        privrl.run(agent, env, seed=1, callback=stop_at_1000)
+    assert 1000 <= agent.k <= 16 + runner.BLOCK
+    split, g = make(), np.random.default_rng(1)
+    first, rest = privrl.run(split, env, episodes=1000, seed=g), privrl.run(split, env, seed=g)
+    assert split.k == 6000 and first.gaps.size == 1000
+    for key in ("gaps", "returns", "initial_states"):
+        np.testing.assert_array_equal(
+            np.concatenate([getattr(first, key), getattr(rest, key)]), getattr(whole, key)
+        )
+
+
 def test_the_engine_keyword_is_deprecated_and_ignored():
     env = RiverSwimMixture(S=4, H=3)
     a = privrl.run(UCRLVTR(env, NonPrivate(calibration="paper"), episodes=10, seed=0), env, seed=0)
