@@ -1033,6 +1033,50 @@ def test_verdict_of_a_negligible_regret():
     assert verdict(0.3) == "learned" and verdict(0.7, 0.5) == "learning"
 
 
+def test_verdict_reads_the_level_against_the_random_policy(tmp_path):
+    """The verdict read only the slope: a fixed policy 2% of the random policy's regret per episode
+    from optimal (linear, slope 1) was "not learning yet (linear)", like one at 90%. A linear curve
+    at most 5% of the uniformly random policy's regret per episode is now "near-optimal"; the sweep
+    records that scale per run (random_regret, the model's exact value), and summarize reads it."""
+    from itertools import product
+
+    from privrl.envs import RandomLinearMixtureMDP, RiverSwimMixture
+    from privrl.experiment.summary import NEAR_OPTIMAL_SHARE, summarize, verdict
+
+    assert verdict(1.0, 0.02, 1.0).startswith("near-optimal (linear at 2.0% of the random")
+    assert verdict(1.0, 0.9, 1.0) == verdict(1.0, 0.9) == "not learning yet (linear)"
+    assert verdict(1.0, 0.02) == "not learning yet (linear)"  # no scale recorded: as before
+    assert verdict(0.7, 0.02, 1.0) == "learning" and verdict(0.3, 0.02, 1.0) == "learned"
+    assert verdict(1.0, NEAR_OPTIMAL_SHARE * 1.01, 1.0) == "not learning yet (linear)"
+    ep = np.arange(1, 1001)
+    frames = [
+        pd.DataFrame({"study": "s", "agent": name, "privacy": "none", "epsilon": math.inf, "algorithm": "x",
+                      "seed": 0, "run_id": name, "episode": ep, "regret": rate * ep, "wall_time": 0.0})
+        for name, rate in (("near", 0.02), ("far", 0.9))
+    ]  # fmt: skip
+    runs = {"near": {"random_regret": 1.0}, "far": {"random_regret": 1.0}}
+    got = summarize(pd.concat(frames), {"runs": runs}).set_index("agent").verdict
+    assert got["near"].startswith("near-optimal") and got["far"] == "not learning yet (linear)"
+    # the random policy's regret: exact (a uniformly random table per (h, s) plays as the random
+    # policy, each (h, s) being visited at most once an episode), checked by enumerating the tables
+    env = RandomLinearMixtureMDP(S=2, A=2, d=2, H=2, seed=4)
+    tables = [np.array(t).reshape(2, 2) for t in product(range(2), repeat=4)]
+    v_rand = np.mean([env.initial_value(env.policy_values(t)) for t in tables])
+    assert env.random_regret() == pytest.approx(env.initial_value(env.optimal_values()) - v_rand, abs=1e-12)
+    assert env.random_regret() > 0
+    out = tmp_path / "rand"
+    sweep(
+        env={"name": "RiverSwimMixture", "S": 4, "H": 3},
+        agents={"a": {"algorithm": "UCRL-VTR", "privacy": "none"}},
+        seeds=1,
+        episodes=20,
+        outdir=out,
+        progress=False,
+    )
+    (record,) = load_manifest(out)["runs"].values()
+    assert record["random_regret"] == pytest.approx(RiverSwimMixture(S=4, H=3).random_regret(), rel=1e-12)
+
+
 def test_config_typos_get_a_suggestion():
     """A mistyped key, environment or option names the closest valid one; an [[agents]] list
     (a natural TOML guess) is told the table form."""

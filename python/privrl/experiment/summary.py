@@ -169,7 +169,10 @@ def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
                 "eps_tight": eps_tight,
             }
         )
-        rows[-1]["verdict"] = verdict(rows[-1]["slope"], _late_rate(mean_curve))
+        randoms = _numbers(runs.get(r, {}).get("random_regret") for r in run_ids)
+        rows[-1]["verdict"] = verdict(
+            rows[-1]["slope"], _late_rate(mean_curve), float(np.mean(randoms)) if randoms else math.nan
+        )
     return pd.DataFrame(rows)
 
 
@@ -188,9 +191,18 @@ def _late_rate(curve: pd.Series) -> float:
     return float((reg[-1] - reg[i]) / (ep[-1] - ep[i]))
 
 
-def verdict(slope: float, late_rate: float = math.nan) -> str:
+#: A linear curve whose regret per episode is at most this share of the uniformly random policy's
+#: is "near-optimal" (a fixed policy close to the best one), not "not learning".
+NEAR_OPTIMAL_SHARE = 0.05
+
+
+def verdict(slope: float, late_rate: float = math.nan, random_rate: float = math.nan) -> str:
     """A few words on a regret curve from its log-log slope over the last 90% of episodes, and
-    its regret per episode there (below NEGLIGIBLE_RATE: negligible, whatever the slope)."""
+    its regret per episode there (below NEGLIGIBLE_RATE: negligible, whatever the slope).
+    ``random_rate``, the uniformly random policy's regret per episode (the sweep records it per
+    run): a linear curve at most NEAR_OPTIMAL_SHARE of it is a near-optimal policy, not one that
+    does not learn (the slope alone read an agent 2% of the random policy's regret per episode from
+    optimal as "not learning yet")."""
     if late_rate < NEGLIGIBLE_RATE:
         return f"learned (< {NEGLIGIBLE_RATE:g} regret per episode)"
     if math.isnan(slope):
@@ -199,6 +211,8 @@ def verdict(slope: float, late_rate: float = math.nan) -> str:
         return "learned"
     if slope < 0.9:
         return "learning"
+    if random_rate > 0 and late_rate <= NEAR_OPTIMAL_SHARE * random_rate:
+        return f"near-optimal (linear at {late_rate / random_rate:.1%} of the random policy's regret)"
     return "not learning yet (linear)"
 
 

@@ -122,6 +122,8 @@ def execute_run(
         "wall_time": res.wall_time,
         "policy_changes": res.policy_changes,
         "clip_count": getattr(agent, "clip_count", None),
+        # the uniformly random policy's regret per episode: the scale of the summary's verdict
+        "random_regret": env.random_regret(),
         "calibration": _json_safe(res.calibration),
         "privacy_report": _privacy_digest(agent),
     }
