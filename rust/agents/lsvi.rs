@@ -26,6 +26,7 @@ use crate::noise::{NodeShape, NoiseStream};
 
 mod adaptive;
 pub(crate) mod rows;
+mod sampled;
 mod server;
 
 use crate::kernels::sparse::SparseRows;
@@ -133,6 +134,8 @@ struct Work {
     /// Q_h of steps 1..H-1 from the last release (what optimism plans on), and that release
     released: Vec<f64>,
     released_for: Option<u64>,
+    /// `sampled::one_hot_scale` of the table.
+    one_hot: Option<f64>,
 }
 
 /// The parts of an [`LsviAgent`].
@@ -405,6 +408,7 @@ impl LsviAgent {
             scratch: vec![0.0; d + s * a],
             released: vec![0.0; h * s * a],
             released_for: None,
+            one_hot: sampled::one_hot_scale(&self.table, &self.sparse),
         };
     }
 
@@ -443,7 +447,7 @@ impl LsviAgent {
         pi: &mut [usize],
         w: &mut Work,
     ) -> CoreResult<()> {
-        let (s_n, a_n, d) = (self.s, self.a, self.d);
+        let (s_n, a_n) = (self.s, self.a);
         if self.adaptive.is_some() {
             return self.plan_adaptive(exploration, pi, w);
         }
@@ -454,10 +458,7 @@ impl LsviAgent {
             let q = if cached && h > 0 {
                 &w.released[h * rows..(h + 1) * rows]
             } else {
-                let inv = self.board_inverse(h);
-                let mean = &self.board.weights[h * d..(h + 1) * d];
-                let beta = exploration.weights(mean, inv, self.beta, &mut w.draw, &mut w.w);
-                self.q_rows(h, &w.w, beta, self.board_widths(), inv, &mut w.q)?;
+                self.step_q(h, exploration, w)?;
                 &w.q
             };
             let tie = self.ties.draw();
@@ -671,6 +672,8 @@ impl LsviAgent {
         let next = self.k + 1;
         if !(next.is_multiple_of(self.batch_len) && next < self.episodes) {
             self.materialize(); // no release follows this user: keep the billboard
+        } else {
+            self.work.draw.factors.clear(); // the billboard changes from here on
         }
         let (h_n, s_n, a_n, d) = (self.h, self.s, self.a, self.d);
         let w = &mut self.work;

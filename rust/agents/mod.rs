@@ -18,6 +18,7 @@
 
 pub mod adaptive;
 pub mod bounds;
+mod factor;
 pub mod linucb;
 pub mod lsvi;
 pub mod lsvi_adaptive;
@@ -213,6 +214,8 @@ pub enum Exploration {
 pub(crate) struct Draw {
     factor: Vec<f64>,
     z: Vec<f64>,
+    /// [`Exploration::weights_kept`]'s factors, per step, of one version of the covariances.
+    pub(crate) factors: factor::Factors,
 }
 
 impl Exploration {
@@ -241,6 +244,32 @@ impl Exploration {
                 for ((o, m), row) in out.iter_mut().zip(mean).zip(draw.factor.chunks_exact(d)) {
                     *o = m + radius * row.iter().zip(&draw.z).map(|(l, z)| l * z).sum::<f64>();
                 }
+                0.0
+            }
+        }
+    }
+
+    /// [`Self::weights`] for step h of covariances at `version` (`plain`: `cov` is +0 off the
+    /// diagonal, known): the factor is computed once per version and step and kept in `draw`
+    /// (the same values, `factor`'s module doc); the caller clears it before `cov` changes.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn weights_kept(
+        &mut self,
+        mean: &[f64],
+        cov: &[f64],
+        radius: f64,
+        draw: &mut Draw,
+        out: &mut [f64],
+        (version, h, plain): (u64, usize, bool),
+    ) -> f64 {
+        let d = mean.len();
+        match self {
+            Exploration::Optimism => self.weights(mean, cov, radius, draw, out),
+            Exploration::Sampling(stream) => {
+                let f = draw.factors.get(version, h, cov, d, plain);
+                draw.z.resize(d, 0.0);
+                stream.normals(&mut draw.z);
+                f.draw(mean, radius, &draw.z, out);
                 0.0
             }
         }

@@ -48,6 +48,7 @@ def dense_entries(
     mechanism: str = "tree",
     releases: int = 0,
     one_hot: bool = False,
+    kept_factors: bool = False,
 ) -> float:
     """Entries (8 bytes each) of the large state an LSVI-UCB agent holds at its peak, read off its
     structures (rust/agents/lsvi.rs, rust/continual/): the features table (`rows` = S A rows of d)
@@ -69,6 +70,10 @@ def dense_entries(
     pages the system never maps: each holds at most min(d^2, 512 (d + 1)) entries (a 4 KiB page
     of 512 entries per diagonal entry, one more for the alignment).
 
+    `kept_factors` (exploration="sampling" under the paper / tight / practical calibrations): the
+    draw's factor of every Lambda~_h^{-1}, kept for the release, d^2 more per step (d entries
+    where Lambda_h is diagonal, non-private `one_hot`).
+
     An upper bound on the peak resident memory measured for every mechanism, within 20%
     (tests/test_lsvi_ucb.py)."""
     if not private:
@@ -85,7 +90,7 @@ def dense_entries(
             "factorization": (releases + 2.0) / 2.0,
             "blt": _core.DEFAULT_BLT_BUFFERS + 4.0,
         }.get(mechanism, logr + 2.0)
-    return 6.0 * rows * d + 4.0 * d * d + per_step * H * d * d
+    return 6.0 * rows * d + 4.0 * d * d + (per_step + kept_factors) * H * d * d
 
 
 def check_memory(
@@ -96,11 +101,12 @@ def check_memory(
     mechanism: str = "tree",
     releases: int = 0,
     one_hot: bool = False,
+    kept_factors: bool = False,
 ) -> None:
     """Refuse, before allocating, an agent whose dense d x d state (:func:`dense_entries`) exceeds
     the machine's physical memory: the process would be killed by the operating system, not
     raise. The rest of the agent comes on top."""
-    need = 8 * dense_entries(H, d, rows, private, mechanism, releases, one_hot)
+    need = 8 * dense_entries(H, d, rows, private, mechanism, releases, one_hot, kept_factors)
     have = physical_memory()
     if have is not None and need > have:
         what = "its noise mechanism's state" if private else "Lambda_h and its inverse"
@@ -238,7 +244,8 @@ class LSVIUCB(Agent):
         releases = len(self.batch_starts) - 1
         private = kw["kind"] != "none"
         one_hot = is_one_hot(phi.reshape(-1, self.d))
-        check_memory(self.H, self.d, self.S * self.A, private, kw["mechanism"], releases, one_hot)
+        kept = self.exploration == "sampling" and kw["calibration"] != "adaptive"  # Rust: factor.rs
+        check_memory(self.H, self.d, self.S * self.A, private, kw["mechanism"], releases, one_hot, kept)
         if releases == 0 and self.K > 1:
             why = (
                 f"the {batches!r} schedule's B is 1 at K = {self.K}, d = {self.d}: App. D's B grows "
