@@ -303,9 +303,12 @@ _NUMERIC_KINDS = "biuf"
 def check_int(x: Any, name: str, low: int = 1, high: int = MAX_INT) -> int:
     """`x` as a Python int in [low, high]; bools, floats and strings are refused
     (PrivacyParameterError, a ValueError), so nothing wraps or overflows in Rust."""
-    if isinstance(x, bool) or not isinstance(x, (numbers.Integral, np.integer)):
+    if type(x) is int:  # the common case, without the ABC checks (0.5 -> 0.1 us a call)
+        v = x
+    elif isinstance(x, bool) or not isinstance(x, (numbers.Integral, np.integer)):
         raise PrivacyParameterError(f"{name} must be an integer in [{low}, {high}], got {x!r}")
-    v = int(x)
+    else:
+        v = int(x)
     if not (low <= v <= high):
         raise PrivacyParameterError(f"{name} must be an integer in [{low}, {high}], got {v}")
     return v
