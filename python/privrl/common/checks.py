@@ -339,7 +339,8 @@ def as_f64(x: Any, name: str, ndim: int, shape: tuple | None = None, finite: boo
     a = numeric_array(x, name)
     if a.ndim != ndim:
         raise ShapeError(f"{name} must have {ndim} dimension(s), got shape {a.shape}")
-    if shape is not None and a.shape != shape:  # equal tuples pass the loop (0.55 us a call)
+    # equal tuples pass the loop (0.55 us a call), and so does a shape of None only (any size)
+    if shape is not None and a.shape != shape and shape.count(None) != len(shape):
         for i, (got, want) in enumerate(zip(a.shape, shape, strict=False)):
             if want is not None and got != want:
                 raise ShapeError(
