@@ -18,6 +18,7 @@ import numpy as np
 from privrl import _core
 from privrl.common.checks import (
     MAX_INT,
+    all_finite,
     as_f64,
     check_all_finite,
     check_finite_real,
@@ -146,16 +147,21 @@ class NoiseStream:
         unit = self.lattice_unit(symmetric, divisor)
         if unit is None:
             return a.copy() if a is x else a  # never the caller's array itself
-        with np.errstate(over="ignore"):
-            r = np.round(a / unit)
-        if not np.isfinite(r).all():
+        # np.rint is np.round at 0 decimals (half to even) without its Python layer (2.1 -> 0.8 us
+        # at n = 3); a / unit below 1e300 cannot overflow, so no np.errstate (0.9 us) is needed
+        if _core.max_abs(a) < unit * 1e300:
+            r = np.rint(a / unit)
+        else:
+            with np.errstate(over="ignore"):
+                r = np.rint(a / unit)
+        if not all_finite(np.asarray(r)):
             raise PrivacyParameterError(
                 f"x / lattice unit overflows (unit {unit:g}): x is too large for this lattice"
             )
         if symmetric and self.noise_kind == "discrete_laplace" and a.ndim >= 2:
             d = a.shape[-1]
             idx = np.arange(d)
-            r[..., idx, idx] = 2.0 * np.round(a[..., idx, idx] / (2.0 * unit))
+            r[..., idx, idx] = 2.0 * np.rint(a[..., idx, idx] / (2.0 * unit))
         return r * unit
 
     def privatize(self, x: Any, symmetric: bool = False, divisor: float = SQRT2) -> np.ndarray:
