@@ -192,6 +192,8 @@ class LinUCB(Agent):
     def act(self, state: Any, h: Any = 0) -> int:
         """The arm of the arriving user, whose context index is ``state`` (the same arm however
         often it is asked; the user's draws are taken when :meth:`update` reports it)."""
+        if type(state) is int and type(h) is int and 0 <= state < self.S and h == 0:
+            return int(self._core.action(state, peek=True))  # Python ints in range
         if (
             isinstance(state, bool)
             or not isinstance(state, (int, np.integer))
