@@ -178,10 +178,10 @@ class NoiseStream:
             div = _divisor(divisor)
             for i in range(count):  # the noise is symmetric: a message would not be
                 check_symmetric(a[i], f"x[{i}]")
-            flat = np.ascontiguousarray(a, dtype=np.float64).reshape(count, d * d)
+            flat = a.reshape(count, d * d)  # as_f64: C-contiguous float64, so a view
             return _finite_out(self._s.privatize(flat, div).reshape(count, d, d), "messages")
         a = as_f64(x, "x", 2, (None, None), finite=True)
-        return _finite_out(self._s.privatize(np.ascontiguousarray(a, dtype=np.float64), None), "messages")
+        return _finite_out(self._s.privatize(a, None), "messages")  # as_f64: C-contiguous float64
 
     @property
     def draws(self) -> int:
@@ -272,6 +272,8 @@ def _finite_out(out: np.ndarray, what: str) -> np.ndarray:
 def _divisor(divisor: Any) -> float:
     """The symmetric noise's divisor: a finite normal double > 0 (a subnormal one made every
     entry inf)."""
+    if divisor is SQRT2:  # the default, valid (its checks took 0.2 us of a 1.9 us tiny draw)
+        return SQRT2
     div = check_finite_real(divisor, "divisor")
     if not div >= sys.float_info.min:
         raise PrivacyParameterError(f"divisor must be a positive normal double, got {divisor!r}")
