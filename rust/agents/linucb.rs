@@ -611,6 +611,26 @@ impl LinUcb {
         Ok(())
     }
 
+    /// The greedy arm of every context (n): the argmax over arms of the released estimate's
+    /// mean reward `x^T w~_a` (no width, no draw), ties to the lowest arm. Post-processing of the
+    /// billboard's weights only: no stream moves.
+    pub fn greedy_policy(&self) -> Vec<usize> {
+        let p = self.p;
+        (0..self.n)
+            .map(|s| {
+                let x = self.context(s);
+                let mut best = (0, f64::NEG_INFINITY);
+                for (a, w) in self.weights.chunks_exact(p).enumerate() {
+                    let m: f64 = w.iter().zip(x).map(|(a, b)| a * b).sum();
+                    if m > best.1 {
+                        best = (a, m);
+                    }
+                }
+                best.0
+            })
+            .collect()
+    }
+
     /// The billboard: per arm the design, its inverse, the weights.
     pub fn board(&self) -> (&[f64], &[f64], &[f64]) {
         (&self.design, &self.inverse, &self.weights)

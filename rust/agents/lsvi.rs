@@ -25,6 +25,7 @@ use crate::kernels::rank_one::{spd_inverse_into, ShermanMorrison};
 use crate::noise::{NodeShape, NoiseStream};
 
 mod adaptive;
+mod greedy;
 pub(crate) mod rows;
 mod sampled;
 mod server;

@@ -37,6 +37,7 @@ use crate::kernels::rank_one::{batched_matvec, min_eigenvalue, spd_inverse_into,
 use crate::kernels::variance::{sigma_bar, VarianceInputs};
 use crate::noise::NoiseStream;
 
+mod greedy;
 mod server;
 
 /// A support over which V_{h+1} varies by at most this much is flat: its normalized target is

@@ -26,6 +26,9 @@ use crate::agents::{
 use crate::kernels::mixture::MixtureFeatures;
 use crate::noise::{NodeShape, NoiseStream};
 
+mod arrays;
+use arrays::{mat2, mat3, policy_array};
+
 // ---------------------------------------------------------------- one call at a time
 
 /// The agent object for one call: PyO3's own borrow (what a `&self` receiver takes, no other
@@ -175,34 +178,6 @@ fn trajectory(
     })
 }
 
-fn policy_array<'py>(
-    py: Python<'py>,
-    pi: &[usize],
-    h: usize,
-    s: usize,
-) -> PyResult<Bound<'py, PyArray2<i64>>> {
-    let v: Vec<i64> = pi.iter().map(|&a| a as i64).collect();
-    v.into_pyarray(py).reshape([h, s])
-}
-
-fn mat3<'py>(
-    py: Python<'py>,
-    v: &[f64],
-    h: usize,
-    d: usize,
-) -> PyResult<Bound<'py, PyArray3<f64>>> {
-    v.to_vec().into_pyarray(py).reshape([h, d, d])
-}
-
-fn mat2<'py>(
-    py: Python<'py>,
-    v: &[f64],
-    h: usize,
-    d: usize,
-) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    v.to_vec().into_pyarray(py).reshape([h, d])
-}
-
 // ---------------------------------------------------------------- UCRL-VTR / UCRL-VTR+
 
 /// A UCRL-VTR / UCRL-VTR+ agent (`crate::agents::vtr`).
@@ -287,6 +262,17 @@ impl PyVtrAgent {
         let (h, s) = (this.inner.h, this.inner.s);
         let pi = this.inner.policy().py_ok(py)?;
         policy_array(py, pi, h, s)
+    }
+
+    /// The greedy policy of the released estimate (H, S): no bonus, no draw, lowest-index ties;
+    /// reads the agent only (`crate::agents::vtr::greedy`).
+    fn greedy_policy<'py>(
+        slf: &Bound<'_, Self>,
+        py: Python<'py>,
+    ) -> PyResult<Bound<'py, PyArray2<i64>>> {
+        let this = state(slf)?;
+        let pi = this.inner.greedy_policy().py_ok(py)?;
+        policy_array(py, &pi, this.inner.h, this.inner.s)
     }
 
     /// The arriving user's planned values V_h(s) (H + 1, S).
@@ -578,6 +564,17 @@ impl PyLsviAgent {
         let (h, s) = (this.inner.h, this.inner.s);
         let pi = this.inner.policy().py_ok(py)?;
         policy_array(py, pi, h, s)
+    }
+
+    /// The greedy policy of the released estimate (H, S): no bonus, no draw, lowest-index ties;
+    /// reads the agent only (`crate::agents::lsvi::greedy`).
+    fn greedy_policy<'py>(
+        slf: &Bound<'_, Self>,
+        py: Python<'py>,
+    ) -> PyResult<Bound<'py, PyArray2<i64>>> {
+        let this = state(slf)?;
+        let pi = this.inner.greedy_policy().py_ok(py)?;
+        policy_array(py, &pi, this.inner.h, this.inner.s)
     }
 
     fn observe(

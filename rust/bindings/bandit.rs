@@ -150,6 +150,22 @@ impl PyLinUcb {
         })
     }
 
+    /// The greedy arm of every context (1, n): the argmax of the released mean reward, ties to
+    /// the lowest arm; reads the agent only (no stream moves).
+    fn greedy_policy<'py>(
+        slf: &Bound<'_, Self>,
+        py: Python<'py>,
+    ) -> PyResult<Bound<'py, PyArray2<i64>>> {
+        let this = state(slf)?;
+        let pi: Vec<i64> = this
+            .inner
+            .greedy_policy()
+            .iter()
+            .map(|&a| a as i64)
+            .collect();
+        pi.into_pyarray(py).reshape([1, this.inner.n])
+    }
+
     /// The arm of the user with the context vector `x` (length p); `peek` as in `action`.
     #[pyo3(signature = (x, peek=false))]
     fn action_x(
