@@ -322,6 +322,18 @@ class Agent(abc.ABC):
         """The (H, S) int policy of the user arriving now (episode self.k + 1)."""
         return self._core.policy()
 
+    def greedy_policy(self) -> np.ndarray:
+        """What the agent has learned: the (H, S) int policy greedy for the released estimate, with
+        no exploration (no optimism bonus, no posterior draw), ties to the lowest action. Score it
+        with ``privrl.evaluate(agent.greedy_policy(), env)``; :meth:`policy` is the next user's
+        (optimistic, or under ``exploration="sampling"`` that user's own draw).
+
+        Privacy: post-processing of the current billboard (:meth:`release`) only, never of the
+        users' data. Deterministic and side-effect free: it consumes no random stream and leaves
+        the cached policy, ``policy_updates`` and every later user's draw as they were. Each agent
+        class documents which estimate it plans on."""
+        return self._core.greedy_policy()
+
     def act(self, state: Any, h: int = 0) -> int:
         """The action of the user arriving now in `state` at step `h` (0-based): its policy is
         computed once per user from the current release, so the calls of one episode agree."""

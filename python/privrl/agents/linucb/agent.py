@@ -189,6 +189,12 @@ class LinUCB(Agent):
         user's draws, one model per context). A look: no later user's draw moves with it."""
         return np.array([[self._core.action(s, peek=True) for s in range(self.S)]], dtype=np.int64)
 
+    def greedy_policy(self) -> np.ndarray:
+        """The (1, n) greedy arm of every context of the table (Agent.greedy_policy): ``argmax_a
+        x^T w~_a`` with ``w~_a = G~_a^{-1} b~_a`` the billboard's per-arm estimate (no width, no
+        draw), ties to the lowest arm. Post-processing of the billboard only; no stream moves."""
+        return self._core.greedy_policy()
+
     def act(self, state: Any, h: Any = 0) -> int:
         """The arm of the arriving user, whose context index is ``state`` (the same arm however
         often it is asked; the user's draws are taken when :meth:`update` reports it)."""

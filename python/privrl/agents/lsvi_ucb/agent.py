@@ -395,6 +395,16 @@ class LSVIUCB(Agent):
         """The user count k of every billboard published so far, the initial one included."""
         return list(self._core.release_users)
 
+    def greedy_policy(self) -> np.ndarray:
+        """The greedy policy of the released weights (Agent.greedy_policy): for every step h the
+        billboard's w~_h (the perturbed ridge regression of the targets r + V_{h+1}(s') of the last
+        release; the initial billboard's before any release), acted on with the users' planner at
+        radius 0: ``Q_h(s, a) = clip(phi(s, a)^T w~_h, 0, H)`` (paper / practical rules) or
+        ``min(phi^T w~_h, H - h)`` (adaptive rule, its posterior mean without the width); the
+        argmax over actions, ties to the lowest. The weights already hold the release's backup from
+        V_{H+1} = 0, so no step reads another. Post-processing of the billboard only."""
+        return self._core.greedy_policy()
+
     def release(self) -> Release:
         """The current billboard (Lambda~_{b,h}, Lambda~^{-1}_{b,h}, w~_{b,h})_h."""
         design, inverse, weights, users = self._core.billboard()

@@ -349,6 +349,16 @@ class UCRLVTR(Agent):
             design, inverse, weights, int(users), explore if practical_rule else None, gamma, explore
         )
 
+    def greedy_policy(self) -> np.ndarray:
+        """The greedy policy of the released estimate (Agent.greedy_policy): value iteration from
+        V_{H+1} = 0 on the billboard's mixture weights w~_h with the users' planner, zero bonus and
+        no draw: ``Q_h(s, a) = clip(r_h(s, a) + <phi_{V_{h+1}}(s, a), w~_h>, 0, H)``; under the
+        adaptive rule its normalized target, ``Q_h = r + lo + (hi - lo) / H clip(<phi_f, w~_h>, 0,
+        H)`` capped at ``r + hi`` (``[lo, hi]`` the range of V_{h+1} over the pair's support, the
+        rule's projection of the estimate); ``V_h = max_a Q_h``, ties to the lowest action (no
+        pessimistic tie rule: that one ranks the widths). Post-processing of the billboard only."""
+        return self._core.greedy_policy()
+
     def release(self) -> Release:
         """The current billboard (Lambda~_{k,h}, Lambda~^{-1}_{k,h}, w~_{k,h})_h: the planning
         regression's (for UCRL-VTR+ the first, weighted one of Alg. 3, Lambda^ and w^; the second

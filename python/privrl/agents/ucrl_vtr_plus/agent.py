@@ -103,6 +103,12 @@ class UCRLVTRPlus(UCRLVTR):
     def guard2(self) -> SensitivityGuard:
         return list(self.guards.values())[1]
 
+    def greedy_policy(self) -> np.ndarray:
+        """UCRL-VTR's greedy policy (:meth:`UCRLVTR.greedy_policy`) on the first regression's
+        billboard (the variance-weighted first moments, the one its users plan on); the second
+        moments' regression only enters the users' variance weights, so it plays no part here."""
+        return self._core.greedy_policy()
+
     def release2(self) -> Release:
         """The second-moment regression's billboard (Lambda~, w~ of Alg. 3)."""
         return self._board(1)
