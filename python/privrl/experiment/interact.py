@@ -124,8 +124,9 @@ def evaluate(
     will play), not the greedy policy of the estimate itself: its value is the arriving user's exact
     expected return and moves from user to user with the draws. It is a look: the same value on
     every call, no random stream consumed, and a later run is bit for bit the run without the
-    evaluation. To follow the estimate rather than one draw, average evaluate over users (e.g. from
-    a ``privrl.run`` callback) or use ``exploration="optimism"``.
+    evaluation. To score the learned estimate itself, evaluate ``agent.greedy_policy()`` (the policy
+    greedy for the released estimate: no optimism bonus, no draw, ties to the lowest action; as free
+    of side effects), e.g. ``privrl.evaluate(agent.greedy_policy(), env)``.
     """
     if H is not None:
         H = check_pos_int(H, "H")
