@@ -134,3 +134,26 @@ def test_vtr_greedy_learns_riverswim(cls):
     private = cls(env, JointDP(1.0, 1e-5, calibration="adaptive"), episodes=400, seed=0)
     privrl.run(private, env, seed=1)
     assert privrl.evaluate(private.greedy_policy(), env).value >= random_value
+
+
+def test_adaptive_lsvi_greedy_is_its_planner_without_the_width():
+    env = RandomLinearMDP(S=6, A=3, d=4, H=3, seed=2)
+    agent = LSVIUCB(env, JointDP(1.0, 1e-5, calibration="adaptive"), episodes=80, seed=0)
+    privrl.run(agent, env, episodes=80, seed=1)
+    q = np.einsum("sad,hd->hsa", agent.features, agent.release().weights)
+    q = np.minimum(q, (env.H - np.arange(env.H))[:, None, None])  # min(phi^T w~_h, H - h)
+    assert np.array_equal(agent.greedy_policy(), _greedy(q))
+
+
+@pytest.mark.parametrize("privacy", ("none", "jdp"))
+def test_vtr_greedy_is_value_iteration_on_the_released_weights(privacy):
+    env = RiverSwimMixture(S=5, H=4)
+    agent = UCRLVTR(env, PRIVACY[privacy](), episodes=60, seed=0)
+    privrl.run(agent, env, seed=1)
+    w = agent.release().weights  # (H, d)
+    v, pi = np.zeros(env.S), np.zeros((env.H, env.S), dtype=np.int64)
+    for h in reversed(range(env.H)):
+        phi_v = np.einsum("sptd,t->spd", agent.mixture_features, v)
+        q = np.clip(env.R[h] + phi_v @ w[h], 0.0, env.H)
+        pi[h], v = _greedy(q), q.max(axis=1)
+    assert np.array_equal(agent.greedy_policy(), pi)
