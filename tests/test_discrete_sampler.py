@@ -254,3 +254,53 @@ def test_the_kernels_default_law_is_the_float_sampler_and_the_agents_names_are_p
             kn.TreeAggregator(4, 8, noise=name)
         with pytest.raises(PrivacyParameterError, match="'discrete_gaussian' / 'discrete_laplace'"):
             kn.NoiseStream(name)
+
+
+def _nearest_even_multiple(v: float, unit: float, parity: int = 1) -> float:
+    """The multiple of parity * unit nearest to v, halves to the even multiple: the float
+    coordinate v / (parity * unit) rounded from the definition with Python's fractions,
+    independently of numpy's rounding."""
+    from fractions import Fraction
+
+    q = Fraction(v / (parity * unit))
+    lo = math.floor(q)
+    frac = q - lo
+    k = lo + 1 if frac > Fraction(1, 2) or (frac == Fraction(1, 2) and lo % 2 == 1) else lo
+    return float(k * parity) * unit
+
+
+@pytest.mark.parametrize(
+    ("noise", "scale", "bits", "symmetric"),
+    [
+        ("discrete_gaussian", 1.0, 4, False),
+        ("discrete_gaussian", 3.0, 24, False),
+        ("discrete_laplace", 2.0, 6, True),
+    ],
+)
+def test_round_to_grid_is_the_nearest_lattice_point_halves_to_even(noise, scale, bits, symmetric):
+    """The data side of the discrete samplers' lattice (what a user's message is rounded to before
+    the exact integer noise): the nearest lattice point, exact halves to the even one, and for
+    symmetric discrete Laplace matrices an even multiple on the diagonal. Checked on exact halves,
+    negatives, zeros and random values, on both of round_to_grid's paths (below and above
+    unit * 1e300)."""
+    st = kn.NoiseStream(noise, scale, seed=0, grid_bits=bits)
+    unit = st.lattice_unit(symmetric)
+    rng = np.random.default_rng(1)
+    halves = (np.arange(-6, 7) + 0.5) * unit  # exact ties: k + 1/2 units
+    x = np.concatenate([halves, [0.0, -0.0, unit, -unit], rng.normal(0.0, 40 * unit, 40)])
+    if symmetric:
+        d = 7
+        m = rng.normal(0.0, 40 * unit, (3, d, d))
+        m = m + np.swapaxes(m, 1, 2)
+        m[0, np.arange(d), np.arange(d)] = halves[:d] * 2  # odd multiples: ties for the even rule
+        got = st.round_to_grid(m, symmetric=True)
+        for idx in np.ndindex(m.shape):
+            parity = 2 if idx[1] == idx[2] else 1
+            assert got[idx] == _nearest_even_multiple(float(m[idx]), unit, parity), idx
+    got = st.round_to_grid(x, symmetric=symmetric)
+    want = [_nearest_even_multiple(float(v), unit) for v in x]
+    assert got.tolist() == want
+    plain = st.lattice_unit()  # the errstate path (above unit * 1e300): the same rule
+    big = np.array([3.5, -2.5, 7.25]) * plain * 1e300
+    if np.isfinite(big).all():
+        assert st.round_to_grid(big).tolist() == [_nearest_even_multiple(float(v), plain) for v in big]
