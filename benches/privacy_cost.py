@@ -33,7 +33,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 EPSILONS = [0.1, 1.0, 10.0]
@@ -148,11 +147,9 @@ def study_table(
 
 
 def random_policy_regret(env: Any) -> float:
-    """Per-episode regret of the uniformly random policy (exact, by backward induction)."""
-    v = np.zeros(env.S)
-    for h in range(env.H - 1, -1, -1):
-        v = (env.R[h] + env.P[h] @ v).mean(axis=1)
-    return float(env.initial_value(env.optimal_values()) - env.init_dist @ v)
+    """Per-episode regret of the uniformly random policy (exact, by backward induction:
+    ``FiniteMDP.random_regret``)."""
+    return env.random_regret()
 
 
 def summarize_study(frames: dict[int, pd.DataFrame], out: Path) -> pd.DataFrame:
