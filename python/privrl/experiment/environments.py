@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["gymnasium_linear_mdp", "reward_bounds", "register_gymnasium_envs", "GYM_IDS"]
+__all__ = ["GymnasiumTask", "gymnasium_linear_mdp", "reward_bounds", "register_gymnasium_envs", "GYM_IDS"]
 
 
 def reward_bounds(table: dict) -> tuple[float, float]:
@@ -22,6 +22,7 @@ def gymnasium_linear_mdp(
     H: int = 20,
     reward_range: str | Sequence[float] | None = None,
     init_dist: Any = None,
+    model: bool = True,
     **make_kwargs: Any,
 ) -> Any:
     """A gymnasium toy-text env (gymnasium.make(id, **make_kwargs)) with a transition table
@@ -36,21 +37,27 @@ def gymnasium_linear_mdp(
     is unchanged and regret is the original regret divided by (hi - lo). CliffWalking-v1: lo = -100,
     hi = 0 (a step is worth 0.99, the cliff 0, the goal's absorbing state 1). Taxi-v4: lo = -10,
     hi = 20.
+
+    model=False: no model is read, the environment is learned from by interaction
+    (:class:`GymnasiumTask`, ``privrl.learn``): any gymnasium environment with tabular spaces, with
+    or without a table (Blackjack-v1 has none); its runs record realized returns, not regret.
     """
     from privrl.common.errors import AssumptionError
     from privrl.envs import from_gymnasium
-    from privrl.envs.gym import _import_gymnasium, model_table
+    from privrl.envs.gym import model_table
 
-    gymnasium = _import_gymnasium()
-    if "is_slippery" in make_kwargs and not isinstance(make_kwargs["is_slippery"], bool):
-        # gymnasium reads any truthy value as True: "no" built the slippery lake
-        raise AssumptionError(f"is_slippery must be True or False, got {make_kwargs['is_slippery']!r}")
+    if not isinstance(model, bool):
+        raise AssumptionError(f"model must be true or false, got {model!r}")
+    if not model:
+        if init_dist is not None:
+            raise AssumptionError(
+                "init_dist is a model's start distribution: with model = false the environment's own "
+                "reset draws each episode's start"
+            )
+        return GymnasiumTask(id, H, reward_range, **make_kwargs)
+    env = _make(id, make_kwargs)
     try:
-        env = gymnasium.make(id, **make_kwargs)
-    except (gymnasium.error.Error, KeyError, ValueError, TypeError) as exc:  # an unknown id, map, option
-        args = "".join(f", {k}={v!r}" for k, v in make_kwargs.items())
-        raise AssumptionError(f"gymnasium.make({id!r}{args}) failed: {type(exc).__name__}: {exc}") from exc
-    try:
+        _has_model(env)
         if reward_range is None:
             try:
                 return from_gymnasium(env, H, init_dist=init_dist)
@@ -63,31 +70,140 @@ def gymnasium_linear_mdp(
                     "(rescale it with reward_range = 'auto' or [lo, hi])",
                 )
                 raise AssumptionError(msg) from exc
-        table = model_table(env)
-        if isinstance(reward_range, str):
-            if reward_range != "auto":
-                raise AssumptionError(f"reward_range must be None, 'auto' or [lo, hi], got {reward_range!r}")
-            lo, hi = reward_bounds(table)
-        else:
-            lo, hi = (float(x) for x in reward_range)
-            t_lo, t_hi = reward_bounds(table)
-            if lo > t_lo or hi < t_hi:
-                raise AssumptionError(
-                    f"reward_range [{lo:g}, {hi:g}] must contain the table's rewards and 0, "
-                    f"i.e. [{t_lo:g}, {t_hi:g}]"
-                )
+        lo, hi = _reward_range(model_table(env), reward_range)
         width = hi - lo
-        if not (hi > lo and math.isfinite(width)):  # an infinite width would map every reward to 0
-            raise AssumptionError(f"reward_range needs finite lo < hi, got [{lo:g}, {hi:g}]")
         return from_gymnasium(
             env,
             H,
-            name=f"{id}(H={int(H)}, rewards (r - {lo:g}) / {width:g})",
+            name=f"{id}(H={int(H)}, rewards {_affine(lo, hi)})",
             init_dist=init_dist,
             reward=lambda r: (float(r) - lo) / width,
         )
     finally:
         env.close()
+
+
+def _make(id: str, make_kwargs: dict[str, Any]) -> Any:
+    """gymnasium.make(id, **make_kwargs), its failures as AssumptionError naming the call."""
+    from privrl.common.errors import AssumptionError
+    from privrl.envs.gym import _import_gymnasium
+
+    gymnasium = _import_gymnasium()
+    if "is_slippery" in make_kwargs and not isinstance(make_kwargs["is_slippery"], bool):
+        # gymnasium reads any truthy value as True: "no" built the slippery lake
+        raise AssumptionError(f"is_slippery must be True or False, got {make_kwargs['is_slippery']!r}")
+    try:
+        return gymnasium.make(id, **make_kwargs)
+    except (gymnasium.error.Error, KeyError, ValueError, TypeError) as exc:  # an unknown id, map, option
+        args = "".join(f", {k}={v!r}" for k, v in make_kwargs.items())
+        raise AssumptionError(f"gymnasium.make({id!r}{args}) failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _has_model(env: Any) -> None:
+    """ShapeError for an environment without a transition table, saying what a sweep can do instead."""
+    from privrl.common.errors import ShapeError
+    from privrl.envs.gym import model_table
+
+    try:
+        model_table(env)
+    except ShapeError as exc:
+        raise ShapeError(
+            f"{exc}; in a sweep, model = false learns it by interaction instead (realized returns, no regret)"
+        ) from None
+
+
+def _reward_range(table: dict | None, reward_range: str | Sequence[float]) -> tuple[float, float]:
+    """[lo, hi] of a reward_range ("auto": the table's rewards and 0; [lo, hi]: checked to contain
+    them, or only 0 without a table), finite with lo < hi."""
+    from privrl.common.errors import AssumptionError
+
+    if isinstance(reward_range, str):
+        if reward_range != "auto":
+            raise AssumptionError(f"reward_range must be None, 'auto' or [lo, hi], got {reward_range!r}")
+        if table is None:
+            raise AssumptionError(
+                "reward_range = 'auto' reads the rewards of the transition table env.unwrapped.P, which "
+                "this environment has not: give reward_range = [lo, hi], the range of its rewards"
+            )
+        lo, hi = reward_bounds(table)
+    else:
+        lo, hi = (float(x) for x in reward_range)
+        t_lo, t_hi = reward_bounds(table) if table is not None else (0.0, 0.0)
+        if lo > t_lo or hi < t_hi:
+            what = (
+                f"the table's rewards and 0, i.e. [{t_lo:g}, {t_hi:g}]"
+                if table is not None
+                else "0, the reward of the steps after an episode ends"
+            )
+            raise AssumptionError(f"reward_range [{lo:g}, {hi:g}] must contain {what}")
+    if not (hi > lo and math.isfinite(hi - lo)):  # an infinite width would map every reward to 0
+        raise AssumptionError(f"reward_range needs finite lo < hi, got [{lo:g}, {hi:g}]")
+    return lo, hi
+
+
+def _affine(lo: float, hi: float) -> str:
+    """The rescale r -> (r - lo) / (hi - lo) as text: "(r + 100) / 100" for lo = -100, hi = 0."""
+    shift = f"r - {lo:g}" if lo >= 0 else f"r + {-lo:g}"
+    return f"({shift}) / {hi - lo:g}"
+
+
+class GymnasiumTask:
+    """A gymnasium environment a sweep learns from by interaction, with no model (in a sweep:
+    ``env = {name = "gymnasium", id = "Blackjack-v1", H = 4, model = false, reward_range = [-1, 1]}``).
+
+    Each run builds its own ``gymnasium.make(id, **make_kwargs)`` (:meth:`make`) and an LSVI-UCB
+    agent on ``features``, the one-hot feature map of the environment's tabular spaces
+    (``FeatureMap.one_hot_for``), and runs ``privrl.learn`` on it with :attr:`reward`, the rescale
+    into [0, 1] that ``reward_range`` gives (None: the rewards as they are; the agent's guard
+    clips what is outside [0, 1], with a warning). There is no exact regret without a model:
+    the runs record realized returns, and their regret is NaN.
+    """
+
+    def __init__(
+        self, id: str, H: int, reward_range: str | Sequence[float] | None = None, **make_kwargs: Any
+    ) -> None:
+        from privrl.envs.features import FeatureMap
+
+        self.id, self.make_kwargs = id, dict(make_kwargs)
+        env = self.make()
+        try:
+            self.features = FeatureMap.one_hot_for(env, H)
+            self.H = self.features.H
+            if reward_range is None:
+                self.range: tuple[float, float] | None = None
+            else:
+                table = getattr(getattr(env, "unwrapped", None), "P", None)
+                self.range = _reward_range(table if isinstance(table, dict) else None, reward_range)
+        finally:
+            env.close()
+        scale = "" if self.range is None else f", rewards {_affine(*self.range)}"
+        self.name = f"{id}(H={self.H}{scale}, learned by interaction)"
+
+    def make(self) -> Any:
+        """A new instance of the gymnasium environment (each run steps its own)."""
+        return _make(self.id, self.make_kwargs)
+
+    @property
+    def reward(self) -> Any:
+        """learn's ``reward=``: r -> (r - lo) / (hi - lo), or None without a reward_range."""
+        if self.range is None:
+            return None
+        lo, width = self.range[0], self.range[1] - self.range[0]
+        return lambda r: (float(r) - lo) / width
+
+    def learn(self, agent: Any, seed: Any, callback: Any) -> Any:
+        """``privrl.learn(agent, env, seed=seed, reward=self.reward, callback=callback)`` on a new
+        instance of the environment (closed after)."""
+        from privrl.experiment.interact import learn
+
+        env = self.make()
+        try:
+            return learn(agent, env, seed=seed, reward=self.reward, callback=callback, progress=False)
+        finally:
+            env.close()
+
+    def __repr__(self) -> str:
+        return f"GymnasiumTask({self.name!r})"
 
 
 # privrl's environments under gymnasium ids, with their docs/benchmarks.md default sizes.

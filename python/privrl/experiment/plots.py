@@ -21,6 +21,7 @@ _AXIS = {
     "regret": ("cumulative regret R(k)", "R(k)"),
     "return": ("return of episode k", "return"),
     "cum_return": ("cumulative return", "cumulative return"),
+    "window_return": ("mean return per episode, last K/10 users", "return"),
 }
 
 #: Image formats matplotlib writes besides PNG and SVG: a path with one of them gets that file too
@@ -109,7 +110,11 @@ def plot(
     counts: dict[str, int] = {}
     for row, study in enumerate(studies):
         part = df[df["study"] == study]
-        counts[study] = _draw_study(axes[row], part, study, row, band, plt.get_cmap, value)
+        if value == "regret" and part["regret"].isna().all():  # learned by interaction: no regret
+            part, drawn = _window_returns(part), "window_return"
+        else:
+            drawn = value
+        counts[study] = _draw_study(axes[row], part, study, row, band, plt.get_cmap, drawn)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -128,10 +133,50 @@ def plot(
 def _draw_study(
     axes: Any, part: pd.DataFrame, study: str, row: int, band: str, get_cmap: Any, value: str = "regret"
 ) -> int:
-    """One study's curves on its (linear, log-log) pair of axes; returns the number of curves."""
+    """One study's curves on its (linear, log-log) pair of axes; returns the number of curves.
+    value "window_return" (a study learned by interaction, with no regret): the mean return per
+    episode over the last tenth of the users on the left (_window_returns), the cumulative return
+    on the right, both on linear axes."""
+    learned = value == "window_return"
+    right = ("cum", "cum_return") if learned else ("log", value)
+    panels = [(axes[0], "lin", value), (axes[1], *right)]
+    n_groups = 0
+    for ax, name, v in panels:
+        n_groups = _draw_panel(ax, part, v, name, row, band, get_cmap)
+    env = part["env"].iloc[0]
+    K = int(part["episode"].max())
+    band_txt = "mean +- 1 std over seeds" if band == "std" else "mean, 95% CI over seeds"
+    if part["seed"].nunique() == 1:  # no band is drawn: the title said there was one
+        band_txt = "one seed, no band"
+    ax_lin, ax_log = axes
+    where = f"{env}, K={K}; {band_txt}"
+    if len(where) > 90:  # a long environment name ran off the figure's left edge
+        where = f"{env}\nK={K}; {band_txt}"
+    ax_lin.set_title(f"{study}\n{where}", fontsize=9.5)
+    if learned:
+        ax_log.set_title(f"{study}\nno model, no regret: realized returns", fontsize=9.5)
+    else:
+        ax_log.set_title(f"{study}\nlog-log; legend: slope of log {_AXIS[value][1]} vs log k", fontsize=9.5)
+        ax_log.set_xscale("log")
+        if (part[value] > 0).any():
+            ax_log.set_yscale("log")
+        else:  # every curve is 0 (an agent that never errs): nothing to draw on a log scale
+            ax_log.text(0.5, 0.5, "no positive values: no log scale", ha="center", transform=ax_log.transAxes)
+    for ax, name, v in panels:
+        ax.set_xlabel("episode k")
+        ax.set_ylabel(_AXIS[v][0])
+        ax.grid(True, alpha=0.3, which="both" if name == "log" else "major")
+        ax.legend(fontsize=7.5, loc="lower right" if v == "window_return" else "upper left")
+    return n_groups
+
+
+def _draw_panel(
+    ax: Any, part: pd.DataFrame, value: str, name: str, row: int, band: str, get_cmap: Any
+) -> int:
+    """The curves of `value` on one panel, `name` "lin" or "cum" (linear axes) or "log" (log-log,
+    the legend with each curve's slope); each curve's SVG id is privrl-curve-<name>-<row>-<i>."""
     groups = list(curves(part, band=band, value=value).groupby(GROUP, sort=False, dropna=False))
     cmap = get_cmap("tab10" if len(groups) <= 10 else "tab20")
-    ax_lin, ax_log = axes
     # one colour per agent, one line style per epsilon, and markers at staggered positions: curves
     # that coincide (every fixed-policy agent of a study) stay distinguishable
     agents = list(dict.fromkeys(key[1] for key, _ in groups))
@@ -149,36 +194,38 @@ def _draw_study(
             "markevery": (i % 7 * max(1, len(k) // 70), max(1, len(k) // 10)),
         }
         label = _label(key[1], key[2], key[3])
+        if name != "log":
+            (line,) = ax.plot(k, m, label=f"{label} (n={int(g['n'].max())})", **style)
+            line.set_gid(f"privrl-curve-{name}-{row}-{i}")
+            ax.fill_between(k, m - h, m + h, color=colour, alpha=0.18, lw=0)
+            continue
         slope = fit_slope(k, m)
-        n = int(g["n"].max())
-        (line,) = ax_lin.plot(k, m, label=f"{label} (n={n})", **style)
-        line.set_gid(f"privrl-curve-lin-{row}-{i}")
-        ax_lin.fill_between(k, m - h, m + h, color=colour, alpha=0.18, lw=0)
         pos = m > 0
         slope_txt = "n/a" if math.isnan(slope) else f"{slope:.2f}"
-        (line,) = ax_log.plot(k[pos], m[pos], label=f"{label}: slope {slope_txt}", **style)
+        (line,) = ax.plot(k[pos], m[pos], label=f"{label}: slope {slope_txt}", **style)
         line.set_gid(f"privrl-curve-log-{row}-{i}")
         if pos.any():
             lo = np.maximum(m - h, m[pos].min() * 1e-2)
-            ax_log.fill_between(k[pos], lo[pos], (m + h)[pos], color=colour, alpha=0.18, lw=0)
-    env = part["env"].iloc[0]
-    K = int(part["episode"].max())
-    band_txt = "mean +- 1 std over seeds" if band == "std" else "mean, 95% CI over seeds"
-    if part["seed"].nunique() == 1:  # no band is drawn: the title said there was one
-        band_txt = "one seed, no band"
-    ax_lin.set_title(f"{study}\n{env}, K={K}; {band_txt}", fontsize=9.5)
-    ax_log.set_title(f"{study}\nlog-log; legend: slope of log {_AXIS[value][1]} vs log k", fontsize=9.5)
-    ax_log.set_xscale("log")
-    if (part[value] > 0).any():
-        ax_log.set_yscale("log")
-    else:  # every curve is 0 (an agent that never errs): nothing to draw on a log scale
-        ax_log.text(0.5, 0.5, "no positive values: no log scale", ha="center", transform=ax_log.transAxes)
-    for ax in (ax_lin, ax_log):
-        ax.set_xlabel("episode k")
-        ax.set_ylabel(_AXIS[value][0])
-        ax.grid(True, alpha=0.3, which="both" if ax is ax_log else "major")
-        ax.legend(fontsize=7.5, loc="upper left")
+            ax.fill_between(k[pos], lo[pos], (m + h)[pos], color=colour, alpha=0.18, lw=0)
     return len(groups)
+
+
+def _window_returns(part: pd.DataFrame) -> pd.DataFrame:
+    """`part` with a "window_return" column: at each logged episode k of a run, its mean return per
+    episode over the users since the last logged episode at or before k - K / 10 (a trailing
+    average over about a tenth of the run, from cum_return; the first points average from 0)."""
+    part = part.sort_values(["run_id", "episode"]).copy()
+    out = np.empty(len(part))
+    at = 0
+    for _, run in part.groupby("run_id", sort=False):
+        ep = np.r_[0.0, run["episode"].to_numpy(dtype=float)]
+        cum = np.r_[0.0, run["cum_return"].to_numpy(dtype=float)]
+        j = np.maximum(np.searchsorted(ep, ep[1:] - ep[-1] / 10, side="right") - 1, 0)
+        j = np.minimum(j, np.arange(len(ep) - 1))  # never the point itself
+        out[at : at + len(ep) - 1] = (cum[1:] - cum[j]) / (ep[1:] - ep[j])
+        at += len(ep) - 1
+    part["window_return"] = out
+    return part
 
 
 def plot_runs(

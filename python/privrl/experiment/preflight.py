@@ -18,7 +18,15 @@ from privrl.experiment.config import (
     resolve_algorithm,
 )
 
-__all__ = ["build_agent", "preflight"]
+__all__ = ["agent_env", "build_agent", "preflight"]
+
+
+def agent_env(env: Any) -> Any:
+    """What an agent is built on: the environment itself, or the feature map of a gymnasium
+    environment learned by interaction (privrl.experiment.environments.GymnasiumTask)."""
+    from privrl.experiment.environments import GymnasiumTask
+
+    return env.features if isinstance(env, GymnasiumTask) else env
 
 
 def build_agent(spec: RunSpec, env: Any, seed: Any) -> Any:
@@ -29,7 +37,7 @@ def build_agent(spec: RunSpec, env: Any, seed: Any) -> Any:
     privacy = make_privacy(
         spec.privacy, spec.epsilon, spec.delta, spec.p, spec.calibration, spec.mechanism, spec.sampler
     )
-    return cls(env, privacy, episodes=spec.episodes, seed=seed, **dict(spec.options))
+    return cls(agent_env(env), privacy, episodes=spec.episodes, seed=seed, **dict(spec.options))
 
 
 def preflight(config: SweepConfig) -> None:
@@ -52,7 +60,11 @@ def preflight(config: SweepConfig) -> None:
         for name, spec in study.agents.items():
             cls = resolve_algorithm(spec.algorithm, f"{key}agents.{name}.algorithm")
             accepts = getattr(cls, "accepts", None)
-            reason = accepts(env) if accepts is not None else None
+            reason = accepts(agent_env(env)) if accepts is not None else None
+            if reason is not None and agent_env(env) is not env:
+                reason += (
+                    " (a study with model = false gives agents the one-hot FeatureMap: LSVI-UCB runs on it)"
+                )
             if reason is not None:
                 raise ConfigError(f"{key}agents.{name}.algorithm", reason)
         built = set()

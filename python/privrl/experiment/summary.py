@@ -169,11 +169,29 @@ def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
                 "eps_tight": eps_tight,
             }
         )
+        first, late = _return_rates(part)
+        rows[-1]["return_first"], rows[-1]["return_last"] = first, late
         randoms = _numbers(runs.get(r, {}).get("random_regret") for r in run_ids)
         rows[-1]["verdict"] = verdict(
             rows[-1]["slope"], _late_rate(mean_curve), float(np.mean(randoms)) if randoms else math.nan
         )
     return pd.DataFrame(rows)
+
+
+def _return_rates(part: pd.DataFrame) -> tuple[float, float]:
+    """Mean realized return per episode over the first and the last ~10% of the episodes, from the
+    seed-mean cumulative return at the logged episodes: up to the first logged k >= K / 10, and
+    from the last logged k <= 9 K / 10 (NaN without a cum_return column). A study learned by
+    interaction has no regret: these are its learning curve's two ends."""
+    if "cum_return" not in part:
+        return math.nan, math.nan
+    curve = part.groupby("episode", sort=True)["cum_return"].mean()
+    ep = np.r_[0.0, curve.index.to_numpy(dtype=float)]
+    cum = np.r_[0.0, curve.to_numpy(dtype=float)]
+    K = ep[-1]
+    i = max(1, int(np.searchsorted(ep, 0.1 * K)))
+    j = min(len(ep) - 2, int(np.searchsorted(ep, 0.9 * K, side="right")) - 1)
+    return float(cum[i] / ep[i]), float((cum[-1] - cum[j]) / (K - ep[j]))
 
 
 #: Regret per episode over the last 90% below which a curve is "negligible" whatever its slope
@@ -251,6 +269,11 @@ def format_table(summary: pd.DataFrame) -> str:
         "eps certified (tight; paper)",
         "verdict",
     ]
+    # a study learned by interaction has no regret: its rows need their returns (the first and last
+    # 10% of its users), and only then is the column printed
+    returns = "return_last" in summary and bool(summary["regret_mean"].isna().any())
+    if returns:
+        header.insert(7, "return (first -> last 10%)")
     lines = []
     for r in summary.itertuples(index=False):
         sigma = "-" if not r.sigma_name else f"{r.sigma_name}={r.sigma:.3g}"
@@ -271,10 +294,12 @@ def format_table(summary: pd.DataFrame) -> str:
                 r.verdict,
             ]
         )
+        if returns:
+            lines[-1].insert(7, f"{_num(r.return_first, '.3f')} -> {_num(r.return_last, '.3f')}")
     widths = [
         max(len(h), *(len(line[i]) for line in lines)) if lines else len(h) for i, h in enumerate(header)
     ]
-    right = {3, 4, 5, 6, 7, 8, 10, 11}
+    right = {3, 4, 5, 6, 7, 8, 10, 11} if not returns else {3, 4, 5, 6, 7, 8, 9, 11, 12}
 
     def fmt(cells: list[str]) -> str:
         return "  ".join(

@@ -18,7 +18,7 @@ import traceback
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
@@ -33,6 +33,7 @@ from privrl.experiment.config import (
     _pos_int,
     make_env,
 )
+from privrl.experiment.environments import GymnasiumTask
 from privrl.experiment.parsing import build_config, listed
 from privrl.experiment.preflight import build_agent, preflight
 from privrl.experiment.progress import checked_progress, interactive
@@ -108,7 +109,23 @@ def execute_run(
             progress(k - state["reported"])
             state["reported"] = k
 
-    res = run(agent, env, seed=env_seq, callback=callback)
+    if isinstance(env, GymnasiumTask):  # no model: privrl.learn, realized returns, no regret
+        out = env.learn(agent, env_seq, callback)
+        res = _Outcome(env.name, agent.label, np.full(K, np.nan), out.returns, out.wall_time, None, None)
+        extra = {"terminated_early": out.terminated_early}
+    else:
+        ran = run(agent, env, seed=env_seq, callback=callback)
+        # the uniformly random policy's regret per episode: the scale of the summary's verdict
+        res = _Outcome(
+            ran.env,
+            ran.agent,
+            ran.regret,
+            ran.returns,
+            ran.wall_time,
+            ran.policy_changes,
+            env.random_regret(),
+        )
+        extra = {}
     idx = logged - 1
     frame = run_frame(
         spec, res.env, logged, res.regret[idx], res.returns[idx], np.cumsum(res.returns)[idx], stamps
@@ -118,16 +135,28 @@ def execute_run(
         "status": "done",
         "env": res.env,
         "label": res.agent,
-        "final_regret": res.final_regret,
+        "final_regret": None if res.random_regret is None else float(res.regret[-1]),  # None: no model
         "wall_time": res.wall_time,
         "policy_changes": res.policy_changes,
         "clip_count": getattr(agent, "clip_count", None),
-        # the uniformly random policy's regret per episode: the scale of the summary's verdict
-        "random_regret": env.random_regret(),
-        "calibration": _json_safe(res.calibration),
+        "random_regret": res.random_regret,
+        "calibration": _json_safe(agent.calibration.to_dict()),
         "privacy_report": _privacy_digest(agent),
+        **extra,
     }
     return {"frame": frame, "meta": meta}
+
+
+class _Outcome(NamedTuple):
+    """What a run's record reads of privrl.run's or privrl.learn's result."""
+
+    env: str
+    agent: str
+    regret: np.ndarray
+    returns: np.ndarray
+    wall_time: float
+    policy_changes: int | None
+    random_regret: float | None
 
 
 def _privacy_digest(agent: Any) -> Any:

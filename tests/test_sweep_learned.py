@@ -1,0 +1,191 @@
+"""Sweeps over gymnasium environments learned by interaction (env table ``model = false``): each run is
+privrl.learn with the run's own streams, records realized returns and no regret, and the report and
+the plot read its returns."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("gymnasium")
+pytest.importorskip("pandas")
+
+import gymnasium as gym
+
+import privrl
+from privrl.agents import LSVIUCB
+from privrl.envs import FeatureMap
+from privrl.experiment import ConfigError, load_manifest, load_results, summarize, sweep
+from privrl.experiment.environments import GymnasiumTask
+from privrl.experiment.parsing import build_config
+from privrl.experiment.summary import format_table
+from privrl.experiment.sweep import run_seed_sequence
+from privrl.privacy import JointDP, NonPrivate
+
+LAKE = {"name": "gymnasium", "id": "FrozenLake-v1", "H": 8, "is_slippery": False, "model": False}
+BLACKJACK = {"name": "gymnasium", "id": "Blackjack-v1", "H": 4, "model": False, "reward_range": [-1, 1]}
+AGENTS = {
+    "LSVI": {"algorithm": "LSVI-UCB", "privacy": "none", "batches": "every", "lam": 1.0},
+    "JDP": {"algorithm": "LSVI-UCB", "privacy": "jdp", "batches": 4},
+}
+
+
+def _sweep(env=LAKE, **kw):
+    args = {"agents": AGENTS, "epsilons": [math.inf, 10.0], "seeds": 2, "episodes": 300, "progress": False}
+    return sweep(env=env, **{**args, **kw})
+
+
+def test_runs_are_privrl_learn_with_the_run_streams():
+    """Each run's returns are privrl.learn's, bit for bit, for the agent built on the environment's
+    one-hot feature map with the run's agent stream and learn seeded with its environment stream."""
+    df, manifest = _sweep()
+    assert df["regret"].isna().all()
+    config = build_config(
+        {"env": LAKE, "agents": AGENTS, "epsilons": [math.inf, 10.0], "seeds": 2, "episodes": 300}
+    )
+    specs = list(config.studies[0].runs(config.root_seed))
+    # the JDP agent runs at eps = inf too: the non-private algorithm with its options
+    assert len(specs) == 6 and set(df["run_id"]) == {s.run_id for s in specs}
+    for spec in specs:
+        agent_seq, env_seq = run_seed_sequence(spec).spawn(2)
+        env = gym.make("FrozenLake-v1", is_slippery=False)
+        features = FeatureMap.one_hot_for(env, 8)
+        privacy = NonPrivate() if spec.privacy == "none" else JointDP(10.0, 1e-5)
+        agent = LSVIUCB(features, privacy, episodes=300, seed=agent_seq, **dict(spec.options))
+        returns = privrl.learn(agent, env, seed=env_seq, progress=False).returns
+        rows = df[df["run_id"] == spec.run_id].sort_values("episode")
+        k = rows["episode"].to_numpy()
+        assert np.array_equal(rows["cum_return"].to_numpy(), np.cumsum(returns)[k - 1])
+        assert np.array_equal(rows["return"].to_numpy(), returns[k - 1])
+        record = manifest["runs"][spec.run_id]
+        assert record["random_regret"] is None and record["final_regret"] is None
+        assert record["env"] == "FrozenLake-v1(H=8, learned by interaction)"
+        assert record["terminated_early"] > 0  # the lake's holes and goal end episodes before H
+
+
+def test_threads_give_the_same_table(tmp_path):
+    one, _ = _sweep()
+    two, _ = _sweep(n_jobs=2)
+    cols = ["run_id", "episode", "return", "cum_return"]
+    a = one[cols].sort_values(cols[:2]).reset_index(drop=True)
+    b = two[cols].sort_values(cols[:2]).reset_index(drop=True)
+    assert a.equals(b)
+
+
+def test_rescaled_rewards_and_resume(tmp_path):
+    """Blackjack (no transition table): rewards -1 / 0 / 1 mapped by reward_range into [0, 1], so a
+    user's return is (H + total reward) / 2 with H = 4 in [0, 4]; rerunning resumes every run."""
+    out = tmp_path / "bj"
+    df, _ = _sweep(env=BLACKJACK, agents={"LSVI": AGENTS["LSVI"]}, epsilons=[math.inf], outdir=out)
+    assert (
+        (df["return"] >= 0) & (df["return"] <= 4) & (df["return"] * 2 == np.round(df["return"] * 2))
+    ).all()
+    again, manifest = _sweep(env=BLACKJACK, agents={"LSVI": AGENTS["LSVI"]}, epsilons=[math.inf], outdir=out)
+    assert manifest["n_resumed"] == 2 and manifest["n_computed"] == 0
+    assert again.reset_index(drop=True).equals(load_results(out).reset_index(drop=True))
+    assert load_manifest(out)["config"]["studies"][0]["env"]["model"] is False
+
+
+def test_summary_reads_the_returns():
+    df, manifest = _sweep()
+    summary = summarize(df, manifest)
+    for row in summary.itertuples(index=False):
+        part = df[(df["agent"] == row.agent) & (df["epsilon"] == row.epsilon)]
+        curve = part.groupby("episode")["cum_return"].mean()
+        ep, cum = np.r_[0, curve.index.to_numpy()], np.r_[0.0, curve.to_numpy()]
+        # the log points are every 3 episodes: the first 10% ends at 30, the last starts at 270
+        i, j = int(np.flatnonzero(ep == 30)[0]), int(np.flatnonzero(ep == 270)[0])
+        assert row.return_first == pytest.approx(cum[i] / 30, rel=1e-12)
+        assert row.return_last == pytest.approx((cum[-1] - cum[j]) / 30, rel=1e-12)
+        assert math.isnan(row.regret_mean) and row.verdict == "-"
+    text = format_table(summary)
+    assert "return (first -> last 10%)" in text.splitlines()[0]
+    nonprivate = summary[summary["privacy"] == "none"].iloc[0]
+    assert f"{nonprivate.return_first:.3f} -> {nonprivate.return_last:.3f}" in text
+    # the non-private agent, a release every user, is learning the deterministic lake (0 -> 0.22)
+    assert nonprivate.return_last > nonprivate.return_first + 0.1
+
+
+def test_model_studies_print_no_return_column():
+    df, manifest = sweep(
+        env={"name": "RiverSwimMixture", "S": 4, "H": 5},
+        agents={"U": {"algorithm": "UCRL-VTR", "privacy": "none"}},
+        episodes=50,
+        progress=False,
+    )
+    summary = summarize(df, manifest)
+    assert "return (first" not in format_table(summary)
+    assert summary.loc[0, "return_last"] == pytest.approx(
+        (df["cum_return"].iloc[-1] - df.loc[df["episode"] == 45, "cum_return"].iloc[0]) / 5, rel=1e-12
+    )
+
+
+def test_plot_draws_returns(tmp_path):
+    from privrl.experiment import plot
+    from privrl.experiment.plots import _window_returns
+
+    df, _ = _sweep()
+    out = plot(df, tmp_path / "fig")
+    svg = (tmp_path / "fig.svg").read_text()
+    assert out["curves"]["gymnasium"] == 3  # LSVI, JDP at eps = inf and at 10
+    assert svg.count('id="privrl-curve-lin-0-') == 3 and svg.count('id="privrl-curve-cum-0-') == 3
+    assert 'id="privrl-curve-log-' not in svg
+    win = _window_returns(df)
+    for _, run in win.groupby("run_id"):
+        k = run["episode"].to_numpy()
+        cum = run["cum_return"].to_numpy()
+        for t in range(len(k)):  # K = 300: the mean return over the users since k - 30
+            back = [s for s in range(t) if k[s] <= k[t] - 30]
+            lo_k, lo_c = (k[back[-1]], cum[back[-1]]) if back else (0, 0.0)
+            assert run["window_return"].iloc[t] == pytest.approx((cum[t] - lo_c) / (k[t] - lo_k), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("env", "algorithm", "message"),
+    [
+        ({**BLACKJACK, "reward_range": "auto"}, "LSVI-UCB", r"give reward_range = \[lo, hi\]"),
+        ({**BLACKJACK, "reward_range": [-1, -0.5]}, "LSVI-UCB", "must contain 0, the reward of the steps"),
+        ({**BLACKJACK, "reward_range": [0, 0]}, "LSVI-UCB", "needs finite lo < hi"),
+        ({**LAKE, "model": "no"}, "LSVI-UCB", "model must be true or false"),
+        ({**LAKE, "init_dist": [1.0] + [0.0] * 15}, "LSVI-UCB", "init_dist is a model's start distribution"),
+        (LAKE, "UCRL-VTR", "LSVI-UCB runs on it"),
+        ({**LAKE, "id": "CartPole-v1", "is_slippery": None}, "LSVI-UCB", "FeatureMap.one_hot_for needs"),
+        ({k: v for k, v in BLACKJACK.items() if k != "model"}, "LSVI-UCB", "model = false learns it"),
+    ],
+)
+def test_refused_before_anything_runs(tmp_path, env, algorithm, message):
+    env = {k: v for k, v in env.items() if v is not None}
+    with pytest.raises(ConfigError, match=message):
+        sweep(
+            env=env, agents={"a": {"algorithm": algorithm, "privacy": "none"}}, episodes=10, outdir=tmp_path
+        )
+    assert not any(tmp_path.iterdir())
+
+
+def test_task_is_a_rescaled_learn():
+    task = GymnasiumTask("Blackjack-v1", 4, [-1, 1])
+    assert task.features.S == 704 and task.features.A == 2 and task.H == 4
+    assert [task.reward(r) for r in (-1, 0, 1)] == [0.0, 0.5, 1.0]
+    assert "rewards (r + 1) / 2" in task.name
+    assert GymnasiumTask("FrozenLake-v1", 4).reward is None
+
+
+def test_cli_run_and_report(tmp_path):
+    config = tmp_path / "lake.toml"
+    config.write_text(
+        "episodes = 200\nseeds = 1\n"
+        '[env]\nname = "gymnasium"\nid = "FrozenLake-v1"\nH = 8\nis_slippery = false\nmodel = false\n'
+        '[agents.LSVI]\nalgorithm = "LSVI-UCB"\nprivacy = "none"\nbatches = "every"\nlam = 1.0\n'
+    )
+    out = tmp_path / "res"
+    cmd = [sys.executable, "-m", "privrl"]
+    subprocess.run([*cmd, "run", str(config), "-o", str(out)], check=True, capture_output=True)
+    report = subprocess.run([*cmd, "report", str(out)], check=True, capture_output=True, text=True).stdout
+    assert "return (first -> last 10%)" in report and "learned by interaction" not in report
+    records = json.loads((out / "manifest.json").read_text())["runs"]
+    assert [r["env"] for r in records.values()] == ["FrozenLake-v1(H=8, learned by interaction)"]
