@@ -205,3 +205,10 @@ def test_deterministic_lake_learned_equals_the_model_study():
     b = model[cols].sort_values(cols[:4]).reset_index(drop=True)
     assert a.equals(b) and model["regret"].notna().all()
     assert a["cum_return"].max() > 0  # some user reached the goal
+
+
+def test_a_gymnasium_object_is_refused_with_its_table():
+    """A sweep rebuilds the environment in every run: a gymnasium.Env object is refused with the
+    table that names it (the id it was made from)."""
+    with pytest.raises(ConfigError, match=r"'id': 'Blackjack-v1'.*'model': False"):
+        sweep(env=gym.make("Blackjack-v1"), agents={"a": {"algorithm": "LSVI-UCB"}}, episodes=10)

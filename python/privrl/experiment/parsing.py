@@ -151,10 +151,17 @@ def _env(value: Any, key: str) -> Any:
     if isinstance(value, str):
         value = {"name": value}
     if not isinstance(value, Mapping) or "name" not in value:
+        spec = getattr(value, "spec", None)
+        gym_hint = (  # a gymnasium.Env: each run needs its own, built from the id
+            f" (a gymnasium environment: give {{'name': 'gymnasium', 'id': {spec.id!r}, 'H': ...}}, with "
+            "'model': False to learn it by interaction)"
+            if hasattr(value, "step") and getattr(spec, "id", None)
+            else ""
+        )
         raise ConfigError(
             key,
             f"expected an environment name, a table with 'name' and its keyword "
-            f"arguments, or a privrl FiniteMDP or ContextualBandit; got {value!r}",
+            f"arguments, or a privrl FiniteMDP or ContextualBandit; got {value!r}{gym_hint}",
         )
     spec = dict(value)
     name = _lookup(ENVIRONMENTS, spec.pop("name"), f"{key}.name", "environment")
