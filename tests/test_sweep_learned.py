@@ -156,6 +156,11 @@ def test_plot_draws_returns(tmp_path):
         (LAKE, "UCRL-VTR", "LSVI-UCB runs on it"),
         ({**LAKE, "id": "CartPole-v1", "is_slippery": None}, "LSVI-UCB", "FeatureMap.one_hot_for needs"),
         ({k: v for k, v in BLACKJACK.items() if k != "model"}, "LSVI-UCB", "model = false learns it"),
+        (
+            {**LAKE, "id": "CliffWalking-v1", "is_slippery": None},
+            "LSVI-UCB",
+            r"\[-100, 0\], outside \[0, 1\]",
+        ),
     ],
 )
 def test_refused_before_anything_runs(tmp_path, env, algorithm, message):

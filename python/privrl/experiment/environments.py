@@ -154,14 +154,16 @@ class GymnasiumTask:
     Each run builds its own ``gymnasium.make(id, **make_kwargs)`` (:meth:`make`) and an LSVI-UCB
     agent on ``features``, the one-hot feature map of the environment's tabular spaces
     (``FeatureMap.one_hot_for``), and runs ``privrl.learn`` on it with :attr:`reward`, the rescale
-    into [0, 1] that ``reward_range`` gives (None: the rewards as they are; the agent's guard
-    clips what is outside [0, 1], with a warning). There is no exact regret without a model:
+    into [0, 1] that ``reward_range`` gives (None: the rewards as they are; refused where the
+    transition table lists rewards outside [0, 1], and without a table the agent's guard clips
+    what is outside, with a warning). There is no exact regret without a model:
     the runs record realized returns, and their regret is NaN.
     """
 
     def __init__(
         self, id: str, H: int, reward_range: str | Sequence[float] | None = None, **make_kwargs: Any
     ) -> None:
+        from privrl.common.errors import AssumptionError
         from privrl.envs.features import FeatureMap
 
         self.id, self.make_kwargs = id, dict(make_kwargs)
@@ -169,11 +171,19 @@ class GymnasiumTask:
         try:
             self.features = FeatureMap.one_hot_for(env, H)
             self.H = self.features.H
-            if reward_range is None:
-                self.range: tuple[float, float] | None = None
-            else:
-                table = getattr(getattr(env, "unwrapped", None), "P", None)
-                self.range = _reward_range(table if isinstance(table, dict) else None, reward_range)
+            table = getattr(getattr(env, "unwrapped", None), "P", None)
+            table = table if isinstance(table, dict) else None
+            self.range: tuple[float, float] | None = None
+            if reward_range is not None:
+                self.range = _reward_range(table, reward_range)
+            elif table is not None and not 0.0 <= reward_bounds(table)[0] <= reward_bounds(table)[1] <= 1.0:
+                # known outside [0, 1]: the agent's guard would clip every such reward (CliffWalking's
+                # -1 per step to 0), as the model path refuses them
+                lo, hi = reward_bounds(table)
+                raise AssumptionError(
+                    f"{id}'s transition table lists rewards in [{lo:g}, {hi:g}], outside [0, 1]: rescale "
+                    "them with reward_range = 'auto' or [lo, hi]"
+                )
         finally:
             env.close()
         scale = "" if self.range is None else f", rewards {_affine(*self.range)}"
