@@ -151,11 +151,11 @@ def _env(value: Any, key: str) -> Any:
     if isinstance(value, str):
         value = {"name": value}
     if not isinstance(value, Mapping) or "name" not in value:
-        spec = getattr(value, "spec", None)
+        gym_id = getattr(getattr(value, "spec", None), "id", None)
         gym_hint = (  # a gymnasium.Env: each run needs its own, built from the id
-            f" (a gymnasium environment: give {{'name': 'gymnasium', 'id': {spec.id!r}, 'H': ...}}, with "
+            f" (a gymnasium environment: give {{'name': 'gymnasium', 'id': {gym_id!r}, 'H': ...}}, with "
             "'model': False to learn it by interaction)"
-            if hasattr(value, "step") and getattr(spec, "id", None)
+            if hasattr(value, "step") and gym_id
             else ""
         )
         raise ConfigError(
