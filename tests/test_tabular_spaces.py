@@ -135,3 +135,65 @@ def test_the_blackjack_block_of_the_docs_runs():
     code += "assert 2 * res.returns[-2000:].mean() - 4 > 2 * res.returns[:2000].mean() - 4 + 0.1\n"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
+
+
+class _Shaped(gym.ObservationWrapper):
+    """FrozenLake whose (row, col) observations are rewritten by `f` (to fall outside the space)."""
+
+    def __init__(self, env, f):
+        super().__init__(env)
+        self.f = f
+        self.observation_space = spaces.Tuple((spaces.Discrete(4), spaces.Discrete(4)))
+
+    def observation(self, obs):
+        return self.f(int(obs) // 4, int(obs) % 4)
+
+
+@pytest.mark.parametrize(
+    "space",
+    [
+        spaces.Tuple((D(4), D(3, start=2))),
+        spaces.MultiDiscrete([4, 3], start=[0, 2]),
+        spaces.Discrete(4, start=2),
+    ],
+)
+def test_an_observation_that_is_not_in_the_space_is_never_a_state(space):
+    """A float, a str, a bool or a non-sequence is not in the space: index -1, as documented, and
+    never truncated onto the state of another observation (1.7 is not (1, ...))."""
+    _, index = observation_index(space)
+    bad = [1.7, 1.0, np.float64(2.0), "1", True, None, np.array(2)]
+    if isinstance(space, spaces.Discrete):
+        assert [index(x) for x in bad] == [-1] * len(bad)
+        assert index(np.int8(3)) == 1 and index(3) == 1
+        return
+    for x in bad:
+        for obs in [(x, 2), (1, x), [x, 3], x]:
+            assert index(obs) == -1, obs
+    assert index((1, np.int64(3))) == 4 and index([np.int8(1), 3]) == 4
+    assert index("13") == -1  # a str of the right length is not a sequence of integers
+    assert index(((1, 2), 3)) == -1 and index(np.array([[1, 3]])) == -1  # nested, 2-D
+
+
+def test_a_1d_multibinary_given_by_its_shape_is_indexed():
+    n, index = observation_index(spaces.MultiBinary([3]))
+    assert n == 8 and index(np.array([1, 0, 1], dtype=np.int8)) == 5
+    assert observation_index(spaces.MultiBinary([2, 2])) is None  # 2-D
+
+
+@pytest.mark.parametrize(
+    "f", [lambda r, c: (r + 0.5, c), lambda r, c: (r, c, 0), lambda r, c: 4 * r + c, lambda r, c: (r + 4, c)]
+)
+def test_learn_and_evaluate_refuse_an_observation_outside_the_space_by_name(f):
+    """An observation outside the Tuple space is refused naming it, by learn and by evaluate with
+    an array and with a callable policy (a callable was handed state -1 and ran on)."""
+    env = _Shaped(gym.make("FrozenLake-v1"), f)
+    agent = LSVIUCB(FeatureMap.one_hot(16, 4, H=5), NonPrivate(), episodes=5, seed=0)
+    with pytest.raises(ShapeError, match=r"is not in the environment's observation space Tuple"):
+        privrl.learn(agent, env, progress=False)
+    assert agent.k == 0
+    seen = []
+    calls = [agent.policy(), lambda s, h: seen.append(s) or 0]
+    for policy in calls:
+        with pytest.raises(ShapeError, match=r"is not in the environment's observation space Tuple"):
+            privrl.evaluate(policy, env, episodes=2, H=5)
+    assert seen == []

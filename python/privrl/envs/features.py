@@ -104,35 +104,51 @@ def observation_index(space: Any) -> tuple[int, Callable[[Any], int]] | None:
     Discrete spaces, a 1-D MultiDiscrete or a 1-D MultiBinary (the mixed-radix index of
     ``obs - start``, the last component fastest: ``numpy.ravel_multi_index``'s order; Blackjack-v1's
     (player sum, dealer card, usable ace) is ``22 * p + 2 * c + u``). None for any other space (Box,
-    Dict, nested Tuples ...). An observation outside the space gets index -1 (learn refuses it)."""
+    Dict, nested Tuples ...). An observation outside the space gets index -1 (learn refuses it): a
+    component out of its range, a sequence of the wrong length or not a sequence, and a component that
+    is not an integer (a float such as 1.7 or 1.0, a str, a bool: never truncated onto a state), the
+    rule learn applies to a plain Discrete observation. Discrete from 0 gives ``int`` (the observation
+    is its own index, checked by its user)."""
     if _is(space, "Discrete"):
-        start = int(space.start)
-        return int(space.n), (lambda obs: int(obs) - start) if start else int
+        start, n = int(space.start), int(space.n)
+        return n, (lambda obs: _component(obs, start, n)) if start else int
     if _is(space, "Tuple") and space.spaces and all(_is(x, "Discrete") for x in space.spaces):
         sizes = [int(x.n) for x in space.spaces]
         starts = [int(x.start) for x in space.spaces]
     elif _is(space, "MultiDiscrete") and np.ndim(space.nvec) == 1 and len(space.nvec) > 0:
         sizes = [int(x) for x in space.nvec]
         starts = [int(x) for x in np.broadcast_to(getattr(space, "start", 0), len(sizes))]
-    elif _is(space, "MultiBinary") and np.ndim(space.n) == 0 and int(space.n) > 0:
-        sizes, starts = [2] * int(space.n), [0] * int(space.n)
+    elif _is(space, "MultiBinary") and len(space.shape) == 1 and space.shape[0] > 0:
+        sizes, starts = [2] * int(space.shape[0]), [0] * int(space.shape[0])
     else:
         return None
     strides = [math.prod(sizes[i + 1 :]) for i in range(len(sizes))]
     parts = list(zip(starts, strides, sizes, strict=True))
 
     def index(obs: Any) -> int:
+        # a tuple / list (its components are checked below) or a 1-D array of the space's length
+        if not isinstance(obs, (tuple, list, np.ndarray)) or (isinstance(obs, np.ndarray) and obs.ndim != 1):
+            return -1
         if len(obs) != len(parts):
             return -1
         flat = 0
         for x, (start, stride, size) in zip(obs, parts, strict=True):
-            i = int(x) - start
-            if not 0 <= i < size:  # outside the space: never the index of another state
+            i = _component(x, start, size)
+            if i < 0:  # outside the space: never the index of another state
                 return -1
             flat += i * stride
         return flat
 
     return math.prod(sizes), index
+
+
+def _component(x: Any, start: int, size: int) -> int:
+    """``x - start`` for an integer x (a Python or numpy integer, not a bool) in start..start+size-1,
+    else -1."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        return -1
+    i = int(x) - start
+    return i if 0 <= i < size else -1
 
 
 def _is(space: Any, kind: str) -> bool:

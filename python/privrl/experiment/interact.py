@@ -191,7 +191,7 @@ def _monte_carlo(
                 f"{np.shape(policy)[-1]} states: pass state=... mapping observations to the policy's states"
             )
         if found is not None and found[1] is not int:
-            state = found[1]
+            state = _checked_index(space, *found)
         else:
             state = _identity if not callable(policy) else _observation_index(env)
     scale = float if reward is None else reward
@@ -425,7 +425,25 @@ def _check_spaces(agent: Agent, env: Any, state: Callable[[Any], int]) -> Callab
             f"has S = {agent.S} states: build the agent on this environment's model "
             "(FeatureMap.one_hot_for(env, H)), or pass state=..."
         )
-    return None if found[1] is int else found[1]  # Discrete from 0: the observation itself
+    return None if found[1] is int else _checked_index(obs, *found)  # Discrete from 0: the obs itself
+
+
+def _checked_index(space: Any, n: int, index: Callable[[Any], int]) -> Callable[[Any], int]:
+    """The default ``state`` of a structured observation space: its observation_index, refusing an
+    observation outside the space (index -1) with a message naming the observation and the space
+    (a callable policy of evaluate would otherwise be handed state -1)."""
+
+    def state(obs: Any) -> int:
+        i = index(obs)
+        if not 0 <= i < n:
+            raise ShapeError(
+                f"the observation {obs!r} is not in the environment's observation space {space}: its "
+                "components must be integers in their ranges; pass state=... mapping observations to "
+                "state indices"
+            )
+        return i
+
+    return state
 
 
 def _reset_seed(seed: Any) -> int | None:
