@@ -192,6 +192,30 @@ def test_plot_title_of_one_seed_promises_no_band(tmp_path):
         assert title in svg and ("over seeds" in svg) == (seeds > 1)
 
 
+def test_plot_keeps_every_dot_of_the_name_asked_for(tmp_path):
+    """fig_eps0.5.pdf wrote fig_eps0.pdf / .png / .svg (Path.with_suffix dropped ".5"), so figures
+    of eps 0.1 and 0.5 overwrote each other; a stem with a dot lost it too, and fig.PDF was written
+    as fig.pdf. Every file is the name asked for, with .png / .svg next to it."""
+    from privrl.experiment import plot
+
+    df, _ = sweep(env="RiverSwimMixture", agents={"J": "UCRL-VTR"}, episodes=20, seeds=1, progress=False)
+    for asked, stem, extra in [
+        ("fig_eps0.1.pdf", "fig_eps0.1", "fig_eps0.1.pdf"),
+        ("fig_eps0.5.pdf", "fig_eps0.5", "fig_eps0.5.pdf"),
+        ("run.v2", "run.v2", None),
+        ("a.b.png", "a.b", None),
+        ("Fig.PDF", "Fig", "Fig.PDF"),
+    ]:
+        out = plot(df, output=tmp_path / asked)
+        want = {"png": tmp_path / f"{stem}.png", "svg": tmp_path / f"{stem}.svg"}
+        if extra is not None:
+            want["pdf"] = tmp_path / extra
+        assert {k: v for k, v in out.items() if k != "curves"} == {k: str(v) for k, v in want.items()}
+        assert all(p.exists() for p in want.values()), asked
+    assert (tmp_path / "fig_eps0.1.pdf").read_bytes().startswith(b"%PDF-")
+    assert not (tmp_path / "fig_eps0.pdf").exists() and not (tmp_path / "run.png").exists()
+
+
 @pytest.mark.parametrize("bad", [["-j", "0"], ["--scheduler", "foo"]])
 def test_demo_refuses_bad_flags_before_printing_its_calibration_table(tmp_path, capsys, bad):
     # `privrl demo -j 0` printed the paper-vs-tight noise table, then refused

@@ -72,6 +72,12 @@ def _stem(output: str | os.PathLike) -> tuple[Path, str | None]:
     return stem, extra
 
 
+def _with(stem: Path, suffix: str) -> Path:
+    """`stem` + `suffix`: the stem is the whole name (fig_eps0.5 -> fig_eps0.5.png; Path.with_suffix
+    replaced its ".5", so fig_eps0.1.pdf and fig_eps0.5.pdf both wrote fig_eps0.*)."""
+    return stem.parent / (stem.name + suffix)
+
+
 def plot(
     source: str | os.PathLike | pd.DataFrame,
     output: str | os.PathLike | None = None,
@@ -84,7 +90,8 @@ def plot(
     One row of two panels (linear, log-log) per study. `output` is the file stem or a .png/.svg path
     (default OUTDIR/regret); a path ending in .pdf, .eps, .ps, .jpg, .jpeg, .tif, .tiff or .webp
     gets that file too, next to the PNG and the SVG (fig.pdf: fig.pdf, fig.png, fig.svg). Returns
-    {"png": path, "svg": path, "curves": {study: n_curves}}, plus {"pdf": path} (the extra
+    {"png": path, "svg": path, "curves": {study: n_curves}} (the name asked for kept whole:
+    fig_eps0.5.pdf gives fig_eps0.5.png), plus {"pdf": path} (the extra
     format's name without its dot) when one was asked for.
     Every curve carries the SVG id "privrl-curve-<panel>-<study>-<i>" so tools can count them.
     """
@@ -118,12 +125,12 @@ def plot(
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    png, svg = stem.with_suffix(".png"), stem.with_suffix(".svg")
+    png, svg = _with(stem, ".png"), _with(stem, ".svg")
     fig.savefig(png, dpi=110)
     fig.savefig(svg)
     written: dict[str, Any] = {"png": str(png), "svg": str(svg)}
     if extra is not None:
-        path = stem.with_suffix(extra)
+        path = _with(stem, Path(output).suffix)  # the path asked for (fig.PDF stays fig.PDF)
         fig.savefig(path, dpi=110)
         written[extra[1:]] = str(path)
     plt.close(fig)
