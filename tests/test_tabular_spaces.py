@@ -197,3 +197,22 @@ def test_learn_and_evaluate_refuse_an_observation_outside_the_space_by_name(f):
         with pytest.raises(ShapeError, match=r"is not in the environment's observation space Tuple"):
             privrl.evaluate(policy, env, episodes=2, H=5)
     assert seen == []
+
+
+def test_evaluate_hands_a_callable_the_index_on_a_shifted_discrete():
+    """evaluate's docstring said a callable gets "the observation itself"; on a Discrete(n, start)
+    it is handed obs - start, the index learn uses (the docstring now says so)."""
+
+    class Shifted(gym.ObservationWrapper):
+        def __init__(self, env):
+            super().__init__(env)
+            self.observation_space = spaces.Discrete(16, start=10)
+
+        def observation(self, obs):
+            return int(obs) + 10
+
+    seen = []
+    privrl.evaluate(lambda s, h: seen.append(s) or 0, Shifted(gym.make("FrozenLake-v1")), episodes=3, H=4)
+    assert seen and all(0 <= s < 16 for s in seen) and seen[0] == 0  # FrozenLake starts in state 0
+    doc = privrl.evaluate.__doc__
+    assert "a callable is handed that" in doc and "obs - start" in doc

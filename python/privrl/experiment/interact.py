@@ -110,7 +110,10 @@ def evaluate(
     the mean return of `episodes` episodes of at most `H` steps (each also ends at the env's own
     end), from ``env.reset(seed=...)`` seeded once by `seed`; `policy` is an (H, S) int array or
     a callable (state, h) -> action, `state(obs)` maps an observation to a state index (by default
-    the observation itself, which must then be an index of a Discrete observation space). Without
+    the observation itself, which must then be an index of a Discrete observation space from 0; on
+    a Tuple of Discrete spaces, a 1-D MultiDiscrete or MultiBinary, or a Discrete from start != 0,
+    its ``privrl.envs.features.observation_index`` as learn takes it: a callable is handed that
+    index, ``obs - start`` on a shifted Discrete, not the observation). Without
     `H`, an (H, S) array policy runs its H rows (its first dimension is H; a given `H` must equal
     it, ShapeError otherwise) and a callable runs to the env's own end, at most 10^4 steps; an action
     outside a Discrete action space is refused (IndexRangeError). `H`, when given, is an integer
