@@ -216,3 +216,19 @@ def test_evaluate_hands_a_callable_the_index_on_a_shifted_discrete():
     assert seen and all(0 <= s < 16 for s in seen) and seen[0] == 0  # FrozenLake starts in state 0
     doc = privrl.evaluate.__doc__
     assert "a callable is handed that" in doc and "obs - start" in doc
+
+
+def test_one_hot_for_a_space_past_64_bits_names_the_limit():
+    """MultiBinary(64) has 2^64 states: the refusal said "S must be an integer >= 1, got
+    18446744073709551616" (a false reason); it now gives the range the count is outside of."""
+
+    class Env(gym.Env):
+        observation_space = spaces.MultiBinary(64)
+        action_space = spaces.Discrete(2)
+
+    with pytest.raises(
+        ShapeError, match=r"S must be an integer in \[1, 2\^63 - 1\], got 18446744073709551616"
+    ):
+        FeatureMap.one_hot_for(Env(), H=3)
+    with pytest.raises(ShapeError, match=r"S must be an integer >= 1, got 0"):
+        FeatureMap.one_hot(0, 2, H=3)

@@ -94,8 +94,8 @@ def _check_count(value: Any, name: str) -> int:
     returned as a Python int (numpy's fixed-width products of sizes wrap around)."""
     try:
         return check_pos_int(value, name)
-    except PrivacyParameterError:
-        raise ShapeError(f"{name} must be an integer >= 1, got {value!r}") from None
+    except PrivacyParameterError as e:  # its message: ">= 1", or the range [1, 2^63 - 1] past it
+        raise ShapeError(str(e)) from None
 
 
 def observation_index(space: Any) -> tuple[int, Callable[[Any], int]] | None:
