@@ -158,12 +158,13 @@ class _Shaped(gym.ObservationWrapper):
     ],
 )
 def test_an_observation_that_is_not_in_the_space_is_never_a_state(space):
-    """A float, a str, a bool or a non-sequence is not in the space: index -1, as documented, and
-    never truncated onto the state of another observation (1.7 is not (1, ...))."""
+    """A float, a str or a non-sequence is not in the space: index -1, as documented, and never
+    truncated onto the state of another observation (1.7 is not (1, ...)); a bool is refused as a
+    Discrete observation (as learn refuses it on Discrete(n)), taken as 0 / 1 in a component."""
     _, index = observation_index(space)
-    bad = [1.7, 1.0, np.float64(2.0), "1", True, None, np.array(2)]
+    bad = [1.7, 1.0, np.float64(2.0), "1", None, np.array(2)]
     if isinstance(space, spaces.Discrete):
-        assert [index(x) for x in bad] == [-1] * len(bad)
+        assert [index(x) for x in [*bad, True, np.True_]] == [-1] * (len(bad) + 2)
         assert index(np.int8(3)) == 1 and index(3) == 1
         return
     for x in bad:
@@ -177,6 +178,10 @@ def test_an_observation_that_is_not_in_the_space_is_never_a_state(space):
 def test_a_1d_multibinary_given_by_its_shape_is_indexed():
     n, index = observation_index(spaces.MultiBinary([3]))
     assert n == 8 and index(np.array([1, 0, 1], dtype=np.int8)) == 5
+    # a bool array is in the space (gymnasium's contains) and indexes as its 0 / 1 values
+    assert spaces.MultiBinary(3).contains(np.array([True, False, True]))
+    assert index(np.array([True, False, True])) == 5 and index((True, 0, 1)) == 5
+    assert observation_index(spaces.Tuple((D(2), D(3))))[1]((True, 2)) == 5
     assert observation_index(spaces.MultiBinary([2, 2])) is None  # 2-D
 
 

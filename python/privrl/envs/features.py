@@ -106,12 +106,14 @@ def observation_index(space: Any) -> tuple[int, Callable[[Any], int]] | None:
     (player sum, dealer card, usable ace) is ``22 * p + 2 * c + u``). None for any other space (Box,
     Dict, nested Tuples ...). An observation outside the space gets index -1 (learn refuses it): a
     component out of its range, a sequence of the wrong length or not a sequence, and a component that
-    is not an integer (a float such as 1.7 or 1.0, a str, a bool: never truncated onto a state), the
-    rule learn applies to a plain Discrete observation. Discrete from 0 gives ``int`` (the observation
-    is its own index, checked by its user)."""
+    is not an integer (a float such as 1.7 or 1.0, a str: never truncated onto a state), the rule
+    learn applies to a plain Discrete observation, which refuses a bool too; a component of a
+    Tuple / MultiDiscrete / MultiBinary observation may be a bool (a MultiBinary observation as a
+    bool array: gymnasium's ``contains`` takes it, and it is exactly 0 or 1). Discrete from 0 gives
+    ``int`` (the observation is its own index, checked by its user)."""
     if _is(space, "Discrete"):
         start, n = int(space.start), int(space.n)
-        return n, (lambda obs: _component(obs, start, n)) if start else int
+        return n, (lambda obs: _component(obs, start, n, False)) if start else int
     if _is(space, "Tuple") and space.spaces and all(_is(x, "Discrete") for x in space.spaces):
         sizes = [int(x.n) for x in space.spaces]
         starts = [int(x.start) for x in space.spaces]
@@ -133,7 +135,7 @@ def observation_index(space: Any) -> tuple[int, Callable[[Any], int]] | None:
             return -1
         flat = 0
         for x, (start, stride, size) in zip(obs, parts, strict=True):
-            i = _component(x, start, size)
+            i = _component(x, start, size, True)
             if i < 0:  # outside the space: never the index of another state
                 return -1
             flat += i * stride
@@ -142,10 +144,13 @@ def observation_index(space: Any) -> tuple[int, Callable[[Any], int]] | None:
     return math.prod(sizes), index
 
 
-def _component(x: Any, start: int, size: int) -> int:
-    """``x - start`` for an integer x (a Python or numpy integer, not a bool) in start..start+size-1,
-    else -1."""
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+def _component(x: Any, start: int, size: int, bools: bool) -> int:
+    """``x - start`` for an integer x (a Python or numpy integer; a bool where `bools`) in
+    start..start+size-1, else -1."""
+    if isinstance(x, (bool, np.bool_)):
+        if not bools:
+            return -1
+    elif not isinstance(x, (int, np.integer)):
         return -1
     i = int(x) - start
     return i if 0 <= i < size else -1
