@@ -216,6 +216,32 @@ def test_plot_keeps_every_dot_of_the_name_asked_for(tmp_path):
     assert not (tmp_path / "fig_eps0.pdf").exists() and not (tmp_path / "run.png").exists()
 
 
+@pytest.mark.parametrize("suffix", [".eps", ".ps"])
+def test_plot_postscript_draws_the_bands_as_their_translucent_colour(tmp_path, caplog, suffix):
+    """PostScript has no transparency: matplotlib drew each seed band (alpha 0.18) in its curve's
+    full colour, solid blocks hiding one another, and logged "partially transparent artists will be
+    rendered opaque". The bands are now their colour composited over the white background."""
+    import logging
+    import re
+
+    from matplotlib.colors import to_rgb
+
+    from privrl.experiment import plot
+
+    df, _ = sweep(env="RiverSwimMixture", agents={"J": "UCRL-VTR"}, episodes=20, seeds=2, progress=False)
+    with caplog.at_level(logging.WARNING):
+        out = plot(df, output=tmp_path / f"fig{suffix}")
+    assert not [r for r in caplog.records if "transparen" in r.getMessage()]
+    colours = {
+        tuple(float(v) for v in c.split())
+        for c in re.findall(r"([0-9.]+ [0-9.]+ [0-9.]+) setrgbcolor", Path(out[suffix[1:]]).read_text())
+    }
+    line = to_rgb("C0")
+    band = tuple(0.18 * c + 0.82 for c in line)  # 0.18 of the colour over white
+    assert any(all(abs(a - b) < 2e-3 for a, b in zip(c, band, strict=True)) for c in colours), colours
+    assert "fill-opacity: 0.18" in Path(out["svg"]).read_text()  # the SVG keeps its translucent bands
+
+
 @pytest.mark.parametrize("bad", [["-j", "0"], ["--scheduler", "foo"]])
 def test_demo_refuses_bad_flags_before_printing_its_calibration_table(tmp_path, capsys, bad):
     # `privrl demo -j 0` printed the paper-vs-tight noise table, then refused

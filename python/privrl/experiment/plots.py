@@ -89,7 +89,9 @@ def plot(
 
     One row of two panels (linear, log-log) per study. `output` is the file stem or a .png/.svg path
     (default OUTDIR/regret); a path ending in .pdf, .eps, .ps, .jpg, .jpeg, .tif, .tiff or .webp
-    gets that file too, next to the PNG and the SVG (fig.pdf: fig.pdf, fig.png, fig.svg). Returns
+    gets that file too, next to the PNG and the SVG (fig.pdf: fig.pdf, fig.png, fig.svg; in .eps /
+    .ps the translucent seed bands are drawn as their colour over white: PostScript has no
+    transparency). Returns
     {"png": path, "svg": path, "curves": {study: n_curves}} (the name asked for kept whole:
     fig_eps0.5.pdf gives fig_eps0.5.png), plus {"pdf": path} (the extra
     format's name without its dot) when one was asked for.
@@ -131,10 +133,44 @@ def plot(
     written: dict[str, Any] = {"png": str(png), "svg": str(svg)}
     if extra is not None:
         path = _with(stem, Path(output).suffix)  # the path asked for (fig.PDF stays fig.PDF)
+        if extra in (".eps", ".ps"):  # PostScript has no transparency: the bands would be solid
+            _opaque(fig)
         fig.savefig(path, dpi=110)
         written[extra[1:]] = str(path)
     plt.close(fig)
     return {**written, "curves": counts}
+
+
+def _opaque(fig: Any) -> None:
+    """Every translucent artist of `fig` (the seed bands at alpha 0.18, the grid at 0.3, the
+    legend's frame) as its colour composited over the background, at alpha 1: PostScript has no
+    transparency, and matplotlib's PS backend drew a band in its curve's full colour (a solid
+    block hiding the other agents' bands; the warning "partially transparent artists will be
+    rendered opaque")."""
+    from matplotlib.collections import Collection
+    from matplotlib.colors import to_rgba
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    def over(rgba: Any, bg: Any) -> tuple[float, float, float, float]:
+        r, g, b, a = to_rgba(rgba)
+        return (*(a * c + (1.0 - a) * k for c, k in zip((r, g, b), bg[:3], strict=True)), 1.0)
+
+    bg = to_rgba(fig.get_facecolor())  # white: the axes' background is opaque too
+    for art in fig.findobj(lambda x: isinstance(x, (Collection, Line2D, Patch))):
+        alpha = art.get_alpha()
+        if alpha is None or alpha >= 1.0:
+            continue
+        if isinstance(art, Line2D):
+            colour = over(to_rgba(art.get_color(), alpha), bg)
+            art.set_alpha(None)
+            art.set_color(colour)
+            continue
+        faces = [over(c, bg) for c in np.atleast_2d(art.get_facecolor())]
+        edges = [over(c, bg) for c in np.atleast_2d(art.get_edgecolor())]
+        art.set_alpha(None)
+        art.set_facecolor(faces if isinstance(art, Collection) else faces[0])
+        art.set_edgecolor(edges if isinstance(art, Collection) else edges[0])
 
 
 def _draw_study(
