@@ -217,3 +217,36 @@ def test_a_gymnasium_object_is_refused_with_its_table():
     table that names it (the id it was made from)."""
     with pytest.raises(ConfigError, match=r"'id': 'Blackjack-v1'.*'model': False"):
         sweep(env=gym.make("Blackjack-v1"), agents={"a": {"algorithm": "LSVI-UCB"}}, episodes=10)
+
+
+def test_plot_styles_a_learned_study_as_its_model_study(tmp_path, monkeypatch):
+    """A study learned by interaction draws its curves in the table's order, as a model study does:
+    the same (agent, epsilon) gets the same colour, line style, marker, legend place and SVG id in
+    both rows of a mixed figure (the return curves were drawn in the order of the run ids, sorted
+    by name: agent "Z" took agent "A"'s colour and eps = 10 the non-private agent's marker)."""
+    import matplotlib.pyplot as plt
+
+    from privrl.experiment import plot
+
+    agents = {"Z": {"algorithm": "LSVI-UCB", "privacy": "none"}, "A": AGENTS["JDP"]}
+    model = {k: v for k, v in LAKE.items() if k != "model"}
+    studies = [
+        {"name": "model", "env": model, "agents": agents},
+        {"name": "learned", "env": LAKE, "agents": agents},
+    ]
+    df, _ = sweep(studies=studies, epsilons=[math.inf, 10.0], seeds=2, episodes=60, progress=False)
+    figures = []
+    close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: figures.append(fig) or close(fig))
+    plot(df, tmp_path / "fig")
+    rows = [ax.get_lines() for ax in figures[0].axes[::2]]  # each row's left panel
+    order = list(dict.fromkeys(zip(df["agent"], df["epsilon"], strict=True)))  # the table's groups
+    assert len(order) == 3 and all(len(lines) == len(order) for lines in rows)
+    for lines in rows:
+        # the legend lists the groups in the table's order: Z (non-private), then A at inf and at 10
+        for line, (agent, eps) in zip(lines, order, strict=True):
+            label = line.get_label()
+            assert label.startswith(agent) and (eps == math.inf) == ("eps=" not in label)
+    for a, b in zip(*rows, strict=True):
+        assert a.get_label() == b.get_label() and a.get_color() == b.get_color()
+        assert a.get_linestyle() == b.get_linestyle() and a.get_marker() == b.get_marker()

@@ -256,19 +256,20 @@ def _draw_panel(
 def _window_returns(part: pd.DataFrame) -> pd.DataFrame:
     """`part` with a "window_return" column: at each logged episode k of a run, its mean return per
     episode over the users since the last logged episode at or before k - K / 10 (a trailing
-    average over about a tenth of the run, from cum_return; the first points average from 0)."""
-    part = part.sort_values(["run_id", "episode"]).copy()
-    out = np.empty(len(part))
-    at = 0
-    for _, run in part.groupby("run_id", sort=False):
-        ep = np.r_[0.0, run["episode"].to_numpy(dtype=float)]
-        cum = np.r_[0.0, run["cum_return"].to_numpy(dtype=float)]
+    average over about a tenth of the run, from cum_return; the first points average from 0). The
+    rows keep their order: the curves are drawn in the table's order, as a model study's are (sorted
+    by run id, agent "Z" took agent "A"'s colour)."""
+    ids = part["run_id"].to_numpy()
+    episodes, cums = part["episode"].to_numpy(dtype=float), part["cum_return"].to_numpy(dtype=float)
+    out = np.full(len(part), np.nan)
+    for run_id in dict.fromkeys(ids):
+        at = np.flatnonzero(ids == run_id)
+        at = at[np.argsort(episodes[at], kind="stable")]
+        ep, cum = np.r_[0.0, episodes[at]], np.r_[0.0, cums[at]]
         j = np.maximum(np.searchsorted(ep, ep[1:] - ep[-1] / 10, side="right") - 1, 0)
         j = np.minimum(j, np.arange(len(ep) - 1))  # never the point itself
-        out[at : at + len(ep) - 1] = (cum[1:] - cum[j]) / (ep[1:] - ep[j])
-        at += len(ep) - 1
-    part["window_return"] = out
-    return part
+        out[at] = (cum[1:] - cum[j]) / (ep[1:] - ep[j])
+    return part.assign(window_return=out)
 
 
 def plot_runs(
