@@ -4,6 +4,7 @@ the plot read its returns."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import subprocess
@@ -250,3 +251,24 @@ def test_plot_styles_a_learned_study_as_its_model_study(tmp_path, monkeypatch):
     for a, b in zip(*rows, strict=True):
         assert a.get_label() == b.get_label() and a.get_color() == b.get_color()
         assert a.get_linestyle() == b.get_linestyle() and a.get_marker() == b.get_marker()
+
+
+@pytest.mark.parametrize("log_every", [100, 300])
+def test_report_returns_are_the_first_and_last_tenth_whatever_the_log_grid(tmp_path, log_every):
+    """The report's 'return (first -> last 10%)' is the mean return of the first and the last 30 of
+    K = 300 users whatever log_every: read off a sweep that logs every episode (the same runs: the
+    run key has no log_every). Before, a grid of one row per 100 episodes gave the first and last
+    thirds, and one row per run (log_every = K) the whole run's mean twice ('no learning')."""
+    from privrl.experiment import report
+
+    kw = {"agents": {"L": AGENTS["LSVI"]}, "epsilons": [math.inf], "seeds": 2, "episodes": 300}
+    full, _ = _sweep(**kw, log_every=1)
+    coarse, manifest = _sweep(**kw, log_every=log_every, outdir=tmp_path / "res")
+    ends = [df.loc[df["episode"] == 300, "cum_return"].to_numpy() for df in (full, coarse)]
+    assert np.array_equal(*ends)
+    returns = np.stack([run["return"].to_numpy() for _, run in full.groupby("seed")])  # (seeds, K)
+    first, last = returns[:, :30].mean(), returns[:, -30:].mean()
+    assert last > first  # the non-private agent learns the lake: the two ends differ
+    for summary in (summarize(coarse, manifest), report(tmp_path / "res", file=io.StringIO())):
+        assert summary.loc[0, "return_first"] == pytest.approx(first, rel=1e-12, abs=1e-12)
+        assert summary.loc[0, "return_last"] == pytest.approx(last, rel=1e-12, abs=1e-12)

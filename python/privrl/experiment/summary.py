@@ -13,7 +13,7 @@ import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may 
 
 from privrl.common.errors import ConfigError
 
-__all__ = ["GROUP", "curves", "fit_slope", "report", "summarize", "verdict"]
+__all__ = ["GROUP", "curves", "fit_slope", "report", "return_ends", "summarize", "verdict"]
 
 # One curve / table row per (study, agent, privacy model, epsilon); seeds are aggregated.
 GROUP = ["study", "agent", "privacy", "epsilon"]
@@ -169,7 +169,9 @@ def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
                 "eps_tight": eps_tight,
             }
         )
-        first, late = _return_rates(part)
+        ends = [[runs.get(r, {}).get(k) for r in run_ids] for k in ("return_first", "return_last")]
+        exact = all(len(_numbers(e)) == len(run_ids) for e in ends)  # every run recorded its own
+        first, late = (float(np.mean(_numbers(e))) for e in ends) if exact else _return_rates(part)
         rows[-1]["return_first"], rows[-1]["return_last"] = first, late
         randoms = _numbers(runs.get(r, {}).get("random_regret") for r in run_ids)
         rows[-1]["verdict"] = verdict(
@@ -178,11 +180,20 @@ def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def return_ends(returns: np.ndarray) -> tuple[float, float]:
+    """A run's mean return per episode over its first and its last ceil(K / 10) episodes, from all
+    K of them (each run's record holds them: the summary's return_first / return_last)."""
+    n = -(-len(returns) // 10)
+    return float(np.mean(returns[:n])), float(np.mean(returns[-n:]))
+
+
 def _return_rates(part: pd.DataFrame) -> tuple[float, float]:
     """Mean realized return per episode over the first and the last ~10% of the episodes, from the
     seed-mean cumulative return at the logged episodes: up to the first logged k >= K / 10, and
     from the last logged k <= 9 K / 10 (NaN without a cum_return column). A study learned by
-    interaction has no regret: these are its learning curve's two ends."""
+    interaction has no regret: these are its learning curve's two ends. Used only where the run
+    records do not give return_ends (a table without its manifest, or runs of an older version):
+    on a grid coarser than K / 10 the windows are wider than a tenth."""
     if "cum_return" not in part:
         return math.nan, math.nan
     curve = part.groupby("episode", sort=True)["cum_return"].mean()

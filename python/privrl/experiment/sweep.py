@@ -40,6 +40,7 @@ from privrl.experiment.progress import checked_progress, interactive
 from privrl.experiment.relay import recorded, reemit
 from privrl.experiment.results import COLUMNS, ResultStore, new_manifest, normalize_frame, run_frame
 from privrl.experiment.scaleout import check_address, dask_results
+from privrl.experiment.summary import return_ends
 
 __all__ = ["sweep", "run_sweep", "execute_run", "run_seed_sequence", "SweepError"]
 
@@ -140,6 +141,9 @@ def execute_run(
         "policy_changes": res.policy_changes,
         "clip_count": getattr(agent, "clip_count", None),
         "random_regret": res.random_regret,
+        # the mean return of the first and the last tenth of the users, from every episode (the
+        # table keeps only the logged ones): the report's 'return (first -> last 10%)'
+        **dict(zip(("return_first", "return_last"), return_ends(res.returns), strict=True)),
         "calibration": _json_safe(agent.calibration.to_dict()),
         "privacy_report": _privacy_digest(agent),
         **extra,
