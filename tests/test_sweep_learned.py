@@ -272,3 +272,17 @@ def test_report_returns_are_the_first_and_last_tenth_whatever_the_log_grid(tmp_p
     for summary in (summarize(coarse, manifest), report(tmp_path / "res", file=io.StringIO())):
         assert summary.loc[0, "return_first"] == pytest.approx(first, rel=1e-12, abs=1e-12)
         assert summary.loc[0, "return_last"] == pytest.approx(last, rel=1e-12, abs=1e-12)
+
+
+def test_a_horizon_beyond_the_time_limit_is_refused(tmp_path):
+    """FrozenLake-v1's TimeLimit truncates an episode at 100 steps: with H = 101 every episode
+    that lasted would end at step 100 and be padded (a zero reward after it), a problem other than
+    the lake's H-step one (the model study of the same table runs all H steps). Refused before
+    anything is written, naming the limit and the keyword that lifts it; with it the sweep runs."""
+    lake = {**LAKE, "H": 101}
+    kw = {"agents": {"L": AGENTS["LSVI"]}, "episodes": 5, "progress": False}
+    with pytest.raises(ConfigError, match=r"H = 101 .* max_episode_steps = 100") as info:
+        sweep(env=lake, outdir=tmp_path / "res", **kw)
+    assert info.value.key == "env" and not (tmp_path / "res").exists()
+    df, _ = sweep(env={**lake, "max_episode_steps": 101}, **kw)
+    assert len(df) == 5 and df["cum_return"].notna().all()

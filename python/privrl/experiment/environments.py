@@ -156,7 +156,9 @@ class GymnasiumTask:
     (``FeatureMap.one_hot_for``), and runs ``privrl.learn`` on it with :attr:`reward`, the rescale
     into [0, 1] that ``reward_range`` gives (None: the rewards as they are; refused where the
     transition table lists rewards outside [0, 1], and without a table the agent's guard clips
-    what is outside, with a warning). There is no exact regret without a model:
+    what is outside, with a warning). An H beyond the environment's time limit
+    (``spec.max_episode_steps``) is refused: give ``max_episode_steps`` in make_kwargs to lift it.
+    There is no exact regret without a model:
     the runs record realized returns, and their regret is NaN.
     """
 
@@ -171,6 +173,15 @@ class GymnasiumTask:
         try:
             self.features = FeatureMap.one_hot_for(env, H)
             self.H = self.features.H
+            limit = getattr(getattr(env, "spec", None), "max_episode_steps", None)
+            if isinstance(limit, int) and limit < self.H:
+                # the TimeLimit would end every long episode at `limit`, and learn pad the rest as if
+                # the environment had ended it: another problem than the H-step one (the model has none)
+                raise AssumptionError(
+                    f"H = {self.H} exceeds {id}'s time limit max_episode_steps = {limit}: every episode "
+                    f"that lasts would be truncated at step {limit} and padded to H; give H <= {limit}, "
+                    f"or max_episode_steps = {self.H} (a gymnasium.make keyword) in the env table"
+                )
             table = getattr(getattr(env, "unwrapped", None), "P", None)
             table = table if isinstance(table, dict) else None
             self.range: tuple[float, float] | None = None
