@@ -286,3 +286,18 @@ def test_a_horizon_beyond_the_time_limit_is_refused(tmp_path):
     assert info.value.key == "env" and not (tmp_path / "res").exists()
     df, _ = sweep(env={**lake, "max_episode_steps": 101}, **kw)
     assert len(df) == 5 and df["cum_return"].notna().all()
+
+
+@pytest.mark.parametrize(
+    "bad", [[-1], [-1, 1, 2], ["a", 1], 5, [False, True], {"lo": -1, "hi": 1}, "[-1, 1]"]
+)
+@pytest.mark.parametrize("model", [False, True])
+def test_a_malformed_reward_range_is_refused_by_name(tmp_path, bad, model):
+    """reward_range is 'auto' or [lo, hi], two numbers: anything else is a ConfigError that names
+    reward_range and what it got, before anything is written (a one-number list was 'not enough
+    values to unpack', a table 'could not convert string to float: lo', and [false, true] ran as
+    [0, 1])."""
+    env = {**LAKE, "model": model, "reward_range": bad}
+    with pytest.raises(ConfigError, match=r"reward_range must be 'auto' or \[lo, hi\], two numbers, got"):
+        sweep(env=env, agents={"a": AGENTS["LSVI"]}, episodes=5, outdir=tmp_path / "res", progress=False)
+    assert not (tmp_path / "res").exists()

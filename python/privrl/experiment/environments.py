@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from numbers import Real
 from typing import Any
+
+import numpy as np
 
 __all__ = ["GymnasiumTask", "gymnasium_linear_mdp", "reward_bounds", "register_gymnasium_envs", "GYM_IDS"]
 
@@ -117,9 +120,14 @@ def _reward_range(table: dict | None, reward_range: str | Sequence[float]) -> tu
     them, or only 0 without a table), finite with lo < hi."""
     from privrl.common.errors import AssumptionError
 
+    listed = isinstance(reward_range, (Sequence, np.ndarray)) and not isinstance(reward_range, str)
+    if not (isinstance(reward_range, str) and reward_range == "auto") and not (
+        listed
+        and len(reward_range) == 2
+        and all(isinstance(x, Real) and not isinstance(x, (bool, np.bool_)) for x in reward_range)
+    ):  # [-1] was "not enough values to unpack", {"lo": ...} a float() error, [false, true] [0, 1]
+        raise AssumptionError(f"reward_range must be 'auto' or [lo, hi], two numbers, got {reward_range!r}")
     if isinstance(reward_range, str):
-        if reward_range != "auto":
-            raise AssumptionError(f"reward_range must be None, 'auto' or [lo, hi], got {reward_range!r}")
         if table is None:
             raise AssumptionError(
                 "reward_range = 'auto' reads the rewards of the transition table env.unwrapped.P, which "
