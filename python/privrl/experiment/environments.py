@@ -115,9 +115,9 @@ def _has_model(env: Any) -> None:
         ) from None
 
 
-def _reward_range(table: dict | None, reward_range: str | Sequence[float]) -> tuple[float, float]:
+def _reward_range(table: dict | None, reward_range: Any) -> tuple[float, float]:
     """[lo, hi] of a reward_range ("auto": the table's rewards and 0; [lo, hi]: checked to contain
-    them, or only 0 without a table), finite with lo < hi."""
+    them, or only 0 without a table), finite with lo < hi; anything else (Any: a config value) refused."""
     from privrl.common.errors import AssumptionError
 
     listed = isinstance(reward_range, (Sequence, np.ndarray)) and not isinstance(reward_range, str)
