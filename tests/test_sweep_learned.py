@@ -301,3 +301,18 @@ def test_a_malformed_reward_range_is_refused_by_name(tmp_path, bad, model):
     with pytest.raises(ConfigError, match=r"reward_range must be 'auto' or \[lo, hi\], two numbers, got"):
         sweep(env=env, agents={"a": AGENTS["LSVI"]}, episodes=5, outdir=tmp_path / "res", progress=False)
     assert not (tmp_path / "res").exists()
+
+
+@pytest.mark.parametrize("value", ["False", "no", 0, 1])
+def test_a_boolean_make_keyword_takes_a_boolean(tmp_path, value):
+    """gymnasium reads any truthy value as True: natural = "False" (what `--env-arg natural=False`
+    gives: TOML's booleans are lower case) played Blackjack with the natural bonus. A keyword whose
+    default is True or False (the registration's or the constructor's) takes a boolean, as
+    is_slippery does; refused before anything is written."""
+    env = {**BLACKJACK, "natural": value}
+    with pytest.raises(ConfigError, match=f"natural must be True or False, got {value!r}"):
+        sweep(env=env, agents={"a": AGENTS["LSVI"]}, episodes=5, outdir=tmp_path / "res", progress=False)
+    assert not (tmp_path / "res").exists()
+    natural = {**BLACKJACK, "natural": True}
+    df, _ = sweep(env=natural, agents={"a": AGENTS["LSVI"]}, episodes=5, progress=False)
+    assert len(df) == 5

@@ -92,14 +92,37 @@ def _make(id: str, make_kwargs: dict[str, Any]) -> Any:
     from privrl.envs.gym import _import_gymnasium
 
     gymnasium = _import_gymnasium()
-    if "is_slippery" in make_kwargs and not isinstance(make_kwargs["is_slippery"], bool):
-        # gymnasium reads any truthy value as True: "no" built the slippery lake
-        raise AssumptionError(f"is_slippery must be True or False, got {make_kwargs['is_slippery']!r}")
+    flags = {"is_slippery", *_boolean_keywords(gymnasium, id)}
+    for key in flags.intersection(make_kwargs):
+        if not isinstance(make_kwargs[key], bool):
+            # gymnasium reads any truthy value as True: "no" built the slippery lake, and "False"
+            # (`--env-arg natural=False`: TOML's booleans are lower case) Blackjack's natural bonus
+            value = make_kwargs[key]
+            toml = str(value).lower() in ("true", "false")
+            hint = " (TOML's booleans are true / false, lower case)" if toml else ""
+            raise AssumptionError(f"{key} must be True or False, got {value!r}{hint}")
     try:
         return gymnasium.make(id, **make_kwargs)
     except (gymnasium.error.Error, KeyError, ValueError, TypeError) as exc:  # an unknown id, map, option
         args = "".join(f", {k}={v!r}" for k, v in make_kwargs.items())
         raise AssumptionError(f"gymnasium.make({id!r}{args}) failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _boolean_keywords(gymnasium: Any, id: str) -> set[str]:
+    """The make keywords of `id` whose default, the registration's or the constructor's, is a bool
+    (none where the id or its constructor cannot be read: make reports that)."""
+    import inspect
+
+    try:
+        spec = gymnasium.spec(id)
+        creator = spec.entry_point
+        if isinstance(creator, str):
+            creator = gymnasium.envs.registration.load_env_creator(creator)
+        params = inspect.signature(creator).parameters.values()
+        defaults = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+    except Exception:  # an unknown id, an entry point that does not load or has no signature
+        return set()
+    return {k for k, v in {**defaults, **(spec.kwargs or {})}.items() if isinstance(v, bool)}
 
 
 def _has_model(env: Any) -> None:
