@@ -316,3 +316,35 @@ def test_a_boolean_make_keyword_takes_a_boolean(tmp_path, value):
     natural = {**BLACKJACK, "natural": True}
     df, _ = sweep(env=natural, agents={"a": AGENTS["LSVI"]}, episodes=5, progress=False)
     assert len(df) == 5
+
+
+class _Corridor(gym.Env):
+    """Two states, two actions; registered by the test below only, in this process."""
+
+    def __init__(self):
+        self.observation_space, self.action_space = gym.spaces.Discrete(2), gym.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        return 0, {}
+
+    def step(self, action):
+        return int(action), float(action), False, False, {}
+
+
+def test_an_id_registered_in_the_script_only_says_why_workers_miss_it():
+    """An id registered by gymnasium.register in the calling process passes the checks there, but
+    the worker processes of backend = "processes" import modules only and never see it: each run's
+    error says so and what to do (it was gymnasium's bare 'Namespace ... not found. Have you
+    installed the proper package?'). On threads the same sweep runs."""
+    gym.register("privrl_test/Corridor-v0", entry_point=_Corridor)
+    try:
+        env = {"name": "gymnasium", "id": "privrl_test/Corridor-v0", "H": 2, "model": False}
+        kw = {"env": env, "agents": {"a": AGENTS["LSVI"]}, "seeds": 2, "episodes": 5, "progress": False}
+        df, _ = sweep(**kw, n_jobs=2)
+        assert len(df) == 10
+        hint = r"worker process.*register it at the import of a module"
+        with pytest.raises(privrl.experiment.SweepError, match=hint):
+            sweep(**kw, n_jobs=2, backend="processes")
+    finally:
+        gym.registry.pop("privrl_test/Corridor-v0")

@@ -105,7 +105,23 @@ def _make(id: str, make_kwargs: dict[str, Any]) -> Any:
         return gymnasium.make(id, **make_kwargs)
     except (gymnasium.error.Error, KeyError, ValueError, TypeError) as exc:  # an unknown id, map, option
         args = "".join(f", {k}={v!r}" for k, v in make_kwargs.items())
-        raise AssumptionError(f"gymnasium.make({id!r}{args}) failed: {type(exc).__name__}: {exc}") from exc
+        hint = ""
+        if isinstance(exc, gymnasium.error.UnregisteredEnv) and _in_worker():
+            hint = (
+                " (a sweep's worker process: an id that gymnasium.register registered in your script's "
+                "process only is missing here; register it at the import of a module and give "
+                "id = 'module:Name-v0', or run on threads)"
+            )
+        raise AssumptionError(
+            f"gymnasium.make({id!r}{args}) failed: {type(exc).__name__}: {exc}{hint}"
+        ) from exc
+
+
+def _in_worker() -> bool:
+    """Whether this is a process multiprocessing started (a worker of backend = "processes")."""
+    import multiprocessing
+
+    return multiprocessing.parent_process() is not None
 
 
 def _boolean_keywords(gymnasium: Any, id: str) -> set[str]:
