@@ -348,3 +348,49 @@ def test_an_id_registered_in_the_script_only_says_why_workers_miss_it():
             sweep(**kw, n_jobs=2, backend="processes")
     finally:
         gym.registry.pop("privrl_test/Corridor-v0")
+
+
+def test_two_studies_on_threads_each_get_their_environment(monkeypatch):
+    """The threads of a sweep share the process's one-environment cache: a run must get its
+    environment even when a run of another study, on another thread, replaces the cache's entry
+    between the store and the read (forced here: the store of the lake waits until the other
+    thread has cleared the cache; the run read the entry back and failed with a KeyError)."""
+    import importlib
+    import threading
+
+    sweep_module = importlib.import_module("privrl.experiment.sweep")  # the module, not the function
+    config = build_config(
+        {
+            "study": [
+                {"name": "lake", "env": LAKE, "agents": {"a": AGENTS["LSVI"]}},
+                {"name": "blackjack", "env": BLACKJACK, "agents": {"a": AGENTS["LSVI"]}},
+            ]
+        }
+    )
+    lake, blackjack = config.runs()
+    stored, cleared = threading.Event(), threading.Event()
+
+    class Pausing(dict):
+        def clear(self):
+            super().clear()
+            cleared.set()
+
+        def __setitem__(self, key, value):
+            super().__setitem__(key, value)
+            if "FrozenLake" in key:  # the other thread may clear the cache now
+                cleared.clear()  # (this thread's own clear came before the store)
+                stored.set()
+                cleared.wait(1.0)
+
+    monkeypatch.setattr(sweep_module, "_ENV_CACHE", Pausing())
+    got = {}
+
+    def other():
+        stored.wait(5.0)
+        got["blackjack"] = sweep_module._env_for(blackjack)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    got["lake"] = sweep_module._env_for(lake)
+    thread.join()
+    assert got["lake"].id == "FrozenLake-v1" and got["blackjack"].id == "Blackjack-v1"

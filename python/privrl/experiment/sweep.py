@@ -55,6 +55,7 @@ def run_seed_sequence(spec: RunSpec) -> np.random.SeedSequence:
 
 # Environments rebuilt from specs, cached per process: a worker runs many seeds of one study.
 _ENV_CACHE: dict[str, Any] = {}
+_ENV_LOCK = threading.Lock()
 # Environments given as objects, installed once per worker process (see _init_worker).
 _ENV_OBJECTS: dict[str, Any] = {}
 _PROGRESS_QUEUE: Any = None
@@ -66,10 +67,13 @@ def _env_for(spec: RunSpec, env: Any = None) -> Any:
     if spec.env_spec is None:
         return _ENV_OBJECTS[spec.study]
     key = json.dumps(_json_safe(spec.env_spec), sort_keys=True)
-    if key not in _ENV_CACHE:
-        _ENV_CACHE.clear()  # keep one: a big tabular env (P and its cdf) can take tens of MB
-        _ENV_CACHE[key] = make_env(spec.env_spec)
-    return _ENV_CACHE[key]
+    with _ENV_LOCK:  # threads of one process share it: another study's run may replace the entry
+        found = _ENV_CACHE.get(key)
+        if found is None:
+            found = make_env(spec.env_spec)
+            _ENV_CACHE.clear()  # keep one: a big tabular env (P and its cdf) can take tens of MB
+            _ENV_CACHE[key] = found
+        return found
 
 
 def execute_run(
