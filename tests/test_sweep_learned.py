@@ -394,3 +394,27 @@ def test_two_studies_on_threads_each_get_their_environment(monkeypatch):
     got["lake"] = sweep_module._env_for(lake)
     thread.join()
     assert got["lake"].id == "FrozenLake-v1" and got["blackjack"].id == "Blackjack-v1"
+
+
+@pytest.mark.parametrize("log_every", [3, 100])
+def test_the_return_panel_says_how_many_users_it_averages(tmp_path, monkeypatch, log_every):
+    """The learned study's left panel averages each point over the users since the last logged
+    episode at or before k - K / 10: about K / 10 users on the default grid, and on a grid coarser
+    than K / 10 (log_every = 100 at K = 300) as many as the widest such window, which its axis label
+    then gives (it said 'last K/10 users' whatever the grid)."""
+    import matplotlib.pyplot as plt
+
+    from privrl.experiment import plot
+
+    df, _ = _sweep(agents={"L": AGENTS["LSVI"]}, epsilons=[math.inf], log_every=log_every)
+    figures = []
+    close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: figures.append(fig) or close(fig))
+    plot(df, tmp_path / "fig")
+    label = figures[0].axes[0].get_ylabel()
+    k = np.r_[0, np.sort(df["episode"].unique())]
+    widest = max(k[i] - k[k <= k[i] - 30].max(initial=0) for i in range(1, len(k)))  # K / 10 = 30
+    if widest <= 1.25 * 30:
+        assert label == "mean return per episode, last K/10 users"
+    else:
+        assert f"last K/10 to {widest:g} users" in label

@@ -210,6 +210,9 @@ def _draw_study(
         ax.set_ylabel(_AXIS[v][0])
         ax.grid(True, alpha=0.3, which="both" if name == "log" else "major")
         ax.legend(fontsize=7.5, loc="lower right" if v == "window_return" else "upper left")
+    widest = float(part["window_users"].max()) if learned else 0.0
+    if widest > 1.25 * K / 10:  # a log grid coarser than K / 10: the windows are wider than it
+        ax_lin.set_ylabel(f"mean return per episode, last K/10 to {widest:g} users")
     return n_groups
 
 
@@ -256,12 +259,13 @@ def _draw_panel(
 def _window_returns(part: pd.DataFrame) -> pd.DataFrame:
     """`part` with a "window_return" column: at each logged episode k of a run, its mean return per
     episode over the users since the last logged episode at or before k - K / 10 (a trailing
-    average over about a tenth of the run, from cum_return; the first points average from 0). The
+    average over about a tenth of the run, from cum_return; the first points average from 0), and
+    "window_users", how many users that is (more than K / 10 on a log grid coarser than it). The
     rows keep their order: the curves are drawn in the table's order, as a model study's are (sorted
     by run id, agent "Z" took agent "A"'s colour)."""
     ids = part["run_id"].to_numpy()
     episodes, cums = part["episode"].to_numpy(dtype=float), part["cum_return"].to_numpy(dtype=float)
-    out = np.full(len(part), np.nan)
+    out, users = np.full(len(part), np.nan), np.full(len(part), np.nan)
     for run_id in dict.fromkeys(ids):
         at = np.flatnonzero(ids == run_id)
         at = at[np.argsort(episodes[at], kind="stable")]
@@ -269,7 +273,8 @@ def _window_returns(part: pd.DataFrame) -> pd.DataFrame:
         j = np.maximum(np.searchsorted(ep, ep[1:] - ep[-1] / 10, side="right") - 1, 0)
         j = np.minimum(j, np.arange(len(ep) - 1))  # never the point itself
         out[at] = (cum[1:] - cum[j]) / (ep[1:] - ep[j])
-    return part.assign(window_return=out)
+        users[at] = ep[1:] - ep[j]
+    return part.assign(window_return=out, window_users=users)
 
 
 def plot_runs(
