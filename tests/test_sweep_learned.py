@@ -418,3 +418,16 @@ def test_the_return_panel_says_how_many_users_it_averages(tmp_path, monkeypatch,
         assert label == "mean return per episode, last K/10 users"
     else:
         assert f"last K/10 to {widest:g} users" in label
+
+
+def test_summary_of_a_truncated_table_reads_its_own_returns():
+    """summarize(df[df.episode <= k], manifest) summarizes the first k users (K = k in its row):
+    its returns are those of the table's own first and last tenth, not the full runs' that the
+    records hold (a summary's columns describe one K)."""
+    df, manifest = _sweep(agents={"L": AGENTS["LSVI"]}, epsilons=[math.inf], log_every=1)
+    head = df[df["episode"] <= 150]
+    row = summarize(head, manifest).iloc[0]
+    returns = np.stack([run["return"].to_numpy() for _, run in head.groupby("seed")])  # (seeds, 150)
+    assert row.K == 150
+    assert row.return_first == pytest.approx(returns[:, :15].mean(), rel=1e-12, abs=1e-12)
+    assert row.return_last == pytest.approx(returns[:, -15:].mean(), rel=1e-12, abs=1e-12)

@@ -170,7 +170,9 @@ def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
             }
         )
         ends = [[runs.get(r, {}).get(k) for r in run_ids] for k in ("return_first", "return_last")]
-        exact = all(len(_numbers(e)) == len(run_ids) for e in ends)  # every run recorded its own
+        # every run recorded its own, over the K of this table (not one cut at an earlier episode)
+        whole = all(runs.get(r, {}).get("episodes") == K for r in run_ids)
+        exact = whole and all(len(_numbers(e)) == len(run_ids) for e in ends)
         first, late = (float(np.mean(_numbers(e))) for e in ends) if exact else _return_rates(part)
         rows[-1]["return_first"], rows[-1]["return_last"] = first, late
         randoms = _numbers(runs.get(r, {}).get("random_regret") for r in run_ids)
