@@ -140,7 +140,7 @@ def execute_run(
         "status": "done",
         "env": res.env,
         "label": res.agent,
-        "final_regret": None if res.random_regret is None else float(res.regret[-1]),  # None: no model
+        "final_regret": float(res.regret[-1]) if math.isfinite(res.regret[-1]) else None,  # None: no model
         "wall_time": res.wall_time,
         "policy_changes": res.policy_changes,
         "clip_count": getattr(agent, "clip_count", None),
