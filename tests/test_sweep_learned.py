@@ -431,3 +431,23 @@ def test_summary_of_a_truncated_table_reads_its_own_returns():
     assert row.K == 150
     assert row.return_first == pytest.approx(returns[:, :15].mean(), rel=1e-12, abs=1e-12)
     assert row.return_last == pytest.approx(returns[:, -15:].mean(), rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["threads", "processes"])
+def test_a_task_object_runs_as_its_table(backend):
+    """sweep(env=GymnasiumTask(...)) is the table's sweep: under the same study name the same runs
+    give the same returns bit for bit (threads share the object, processes get a pickled copy), and
+    the manifest records the task's fingerprint."""
+    agents = {"L": {"algorithm": "LSVI-UCB", "privacy": "none"}}
+    kw = {"seeds": 2, "episodes": 200, "progress": False}
+    table, _ = sweep(studies=[{"name": "bj", "env": BLACKJACK, "agents": agents}], **kw)
+    task = GymnasiumTask("Blackjack-v1", 4, [-1, 1])
+    obj, manifest = sweep(
+        studies=[{"name": "bj", "env": task, "agents": agents}], n_jobs=2, backend=backend, **kw
+    )
+    cols = ["agent", "epsilon", "seed", "episode", "return", "cum_return"]
+    a = table[cols].sort_values(cols[:4]).reset_index(drop=True)
+    b = obj[cols].sort_values(cols[:4]).reset_index(drop=True)
+    assert a.equals(b)
+    env = manifest["config"]["studies"][0]["env"]
+    assert env["id"] == "Blackjack-v1" and env["H"] == "4" and env["reward_range"] == "(-1.0, 1.0)"

@@ -270,6 +270,14 @@ class GymnasiumTask:
         finally:
             env.close()
 
+    def fingerprint(self) -> dict[str, str]:
+        """What a run depends on, as text (a sweep given the object enters its run ids by it):
+        the id, H, the make keywords and the reward range."""
+        import json
+
+        kwargs = json.dumps(self.make_kwargs, sort_keys=True, default=repr)
+        return {"id": self.id, "H": str(self.H), "make_kwargs": kwargs, "reward_range": repr(self.range)}
+
     def __repr__(self) -> str:
         return f"GymnasiumTask({self.name!r})"
 

@@ -145,8 +145,9 @@ def _check_mechanisms(specs: Mapping[str, AgentSpec], delta: float, key: str) ->
 def _env(value: Any, key: str) -> Any:
     from privrl.envs.bandit import ContextualBandit
     from privrl.envs.finite import FiniteMDP
+    from privrl.experiment.environments import GymnasiumTask
 
-    if isinstance(value, (FiniteMDP, ContextualBandit)):
+    if isinstance(value, (FiniteMDP, ContextualBandit, GymnasiumTask)):
         return value
     if isinstance(value, str):
         value = {"name": value}
@@ -154,14 +155,15 @@ def _env(value: Any, key: str) -> Any:
         gym_id = getattr(getattr(value, "spec", None), "id", None)
         gym_hint = (  # a gymnasium.Env: each run needs its own, built from the id
             f" (a gymnasium environment: give {{'name': 'gymnasium', 'id': {gym_id!r}, 'H': ...}}, with "
-            "'model': False to learn it by interaction)"
+            f"'model': False to learn it by interaction, or GymnasiumTask({gym_id!r}, H), "
+            "privrl.experiment.environments)"
             if hasattr(value, "step") and gym_id
             else ""
         )
         raise ConfigError(
             key,
             f"expected an environment name, a table with 'name' and its keyword "
-            f"arguments, or a privrl FiniteMDP or ContextualBandit; got {value!r}{gym_hint}",
+            f"arguments, or a privrl FiniteMDP, ContextualBandit or GymnasiumTask; got {value!r}{gym_hint}",
         )
     spec = dict(value)
     name = _lookup(ENVIRONMENTS, spec.pop("name"), f"{key}.name", "environment")
