@@ -47,7 +47,6 @@ def gymnasium_linear_mdp(
     """
     from privrl.common.errors import AssumptionError
     from privrl.envs import from_gymnasium
-    from privrl.envs.gym import model_table
 
     if not isinstance(model, bool):
         raise AssumptionError(f"model must be true or false, got {model!r}")
@@ -60,7 +59,7 @@ def gymnasium_linear_mdp(
         return GymnasiumTask(id, H, reward_range, **make_kwargs)
     env = _make(id, make_kwargs)
     try:
-        _has_model(env)
+        table = _model_table(env)
         if reward_range is None:
             try:
                 return from_gymnasium(env, H, init_dist=init_dist)
@@ -73,7 +72,7 @@ def gymnasium_linear_mdp(
                     "(rescale it with reward_range = 'auto' or [lo, hi])",
                 )
                 raise AssumptionError(msg) from exc
-        lo, hi = _reward_range(model_table(env), reward_range)
+        lo, hi = _reward_range(table, reward_range)
         width = hi - lo
         return from_gymnasium(
             env,
@@ -141,13 +140,14 @@ def _boolean_keywords(gymnasium: Any, id: str) -> set[str]:
     return {k for k, v in {**defaults, **(spec.kwargs or {})}.items() if isinstance(v, bool)}
 
 
-def _has_model(env: Any) -> None:
-    """ShapeError for an environment without a transition table, saying what a sweep can do instead."""
+def _model_table(env: Any) -> dict:
+    """The environment's transition table (privrl.envs.gym.model_table); without one, its
+    ShapeError says what a sweep can do instead."""
     from privrl.common.errors import ShapeError
     from privrl.envs.gym import model_table
 
     try:
-        model_table(env)
+        return model_table(env)
     except ShapeError as exc:
         raise ShapeError(
             f"{exc}; in a sweep, model = false learns it by interaction instead (realized returns, no regret)"
@@ -234,10 +234,10 @@ class GymnasiumTask:
             self.range: tuple[float, float] | None = None
             if reward_range is not None:
                 self.range = _reward_range(table, reward_range)
-            elif table is not None and not 0.0 <= reward_bounds(table)[0] <= reward_bounds(table)[1] <= 1.0:
+            elif table is not None and not 0.0 <= (bounds := reward_bounds(table))[0] <= bounds[1] <= 1.0:
                 # known outside [0, 1]: the agent's guard would clip every such reward (CliffWalking's
                 # -1 per step to 0), as the model path refuses them
-                lo, hi = reward_bounds(table)
+                lo, hi = bounds
                 raise AssumptionError(
                     f"{id}'s transition table lists rewards in [{lo:g}, {hi:g}], outside [0, 1]: rescale "
                     "them with reward_range = 'auto' or [lo, hi]"
