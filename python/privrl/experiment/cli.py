@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from privrl.common.errors import PrivrlError
+from privrl.experiment.parsing import flag_list as _list
+from privrl.experiment.parsing import flag_literal as _literal
+from privrl.experiment.parsing import top_level_items as _top_level_items
 
 DEMO_CONFIG = "demo.toml"
 DEMO_BANDIT_CONFIG = "demo_bandit.toml"
@@ -22,42 +25,6 @@ def cmd_kernels(args: argparse.Namespace) -> int:
 
     kernel_demo()
     return 0
-
-
-def _literal(text: str) -> Any:
-    """A flag value as a TOML literal (1e-5, inf, true, [1, 2], "x"), else the raw string."""
-    from privrl.experiment.parsing import _tomllib
-
-    try:
-        return _tomllib().loads(f"v = {text}")["v"]
-    except Exception:  # not a TOML literal: a bare word such as jdp or UCRL-VTR
-        return text
-
-
-def _list(text: str) -> list:
-    text = text.strip()
-    if text.startswith("["):
-        return _literal(text)
-    return [_literal(t.strip()) for t in text.split(",") if t.strip()]
-
-
-def _top_level_items(text: str) -> list[str]:
-    """`text` split at the commas outside brackets and quotes (``epsilons=[1, 10]`` stays one)."""
-    items, depth, quote, start = [], 0, "", 0
-    for i, c in enumerate(text):
-        if quote:
-            quote = "" if c == quote else quote
-        elif c in "\"'":
-            quote = c
-        elif c in "[{":
-            depth += 1
-        elif c in "]}":
-            depth -= 1
-        elif c == "," and depth == 0:
-            items.append(text[start:i])
-            start = i + 1
-    items.append(text[start:])
-    return [t.strip() for t in items if t.strip()]
 
 
 def _pairs(text: str, flag: str, seen: dict | None = None) -> dict:
@@ -237,7 +204,7 @@ def _run_and_show(
     intro: Any = None,
 ) -> int:
     from privrl.experiment import build_config, run_sweep
-    from privrl.experiment.plots import plot as draw
+    from privrl.experiment.cost_plot import figures as draw
     from privrl.experiment.summary import report as show
 
     config = build_config(raw)  # checks the config's band too
@@ -273,9 +240,11 @@ def _run_and_show(
     if report:
         show(outdir)
     if plot:
-        out = draw(outdir, output=plot_output or Path(outdir) / "regret", band=band)
-        files = [v for k, v in out.items() if k != "curves"]
-        print(f"privrl: plot written to {', '.join(files[:-1])} and {files[-1]}", file=sys.stderr)
+        figures = draw(outdir, plot_output, band)
+        for what, out in zip(("plot", "privacy cost (regret vs epsilon)"), figures, strict=True):
+            files = [v for v in (out or {}).values() if isinstance(v, str)]
+            if files:
+                print(f"privrl: {what} written to {', '.join(files[:-1])} and {files[-1]}", file=sys.stderr)
     return 0
 
 
@@ -365,12 +334,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from privrl.experiment.plots import plot
+    from privrl.experiment.cost_plot import figures
 
-    out = plot(args.outdir, output=args.output, band=args.band)
-    counts = ", ".join(f"{k}: {v} curves" for k, v in out["curves"].items())
-    files = "\n".join(v for k, v in out.items() if k != "curves")
-    print(f"{files}\n({counts})")
+    out, cost = figures(args.outdir, args.output, args.band)
+    for res, counted, what in ((out, "curves", "curves"), (cost or {}, "agents", "private agents")):
+        if res:
+            counts = ", ".join(f"{k}: {v} {what}" for k, v in res[counted].items())
+            print("\n".join(v for k, v in res.items() if k != counted) + f"\n({counts})")
     return 0
 
 
@@ -484,7 +454,7 @@ def _parser() -> argparse.ArgumentParser:
         f"{gaussian_default} under the {' and '.join(PRACTICAL_RULES)} calibrations with delta > 0, "
         f"else {other_default}; all but the tree need delta > 0)",
     )
-    run.add_argument("--plot", action="store_true", help="also draw OUT/regret.png and .svg")
+    run.add_argument("--plot", action="store_true", help="also draw OUT/regret.png, .svg and regret_cost.*")
     run.add_argument("--report", action="store_true", help="also print the report table")
     run.set_defaults(func=cmd_run)
 
@@ -508,7 +478,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("plot", help="draw regret curves of a results folder (PNG + SVG)")
+    p = sub.add_parser("plot", help="draw the regret curves (PNG + SVG) and regret vs epsilon (+ _cost)")
     p.add_argument("outdir")
     p.add_argument(
         "--output",

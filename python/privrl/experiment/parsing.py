@@ -369,3 +369,37 @@ def read_config(path: str | os.PathLike) -> dict[str, Any]:
 def load_config(path: str | os.PathLike) -> SweepConfig:
     """Read and validate a TOML sweep config (see build_config for the keys)."""
     return build_config(read_config(path))
+
+
+def flag_literal(text: str) -> Any:
+    """A flag value as a TOML literal (1e-5, inf, true, [1, 2], "x"), else the raw string."""
+    try:
+        return _tomllib().loads(f"v = {text}")["v"]
+    except Exception:  # not a TOML literal: a bare word such as jdp or UCRL-VTR
+        return text
+
+
+def flag_list(text: str) -> list:
+    text = text.strip()
+    if text.startswith("["):
+        return flag_literal(text)
+    return [flag_literal(t.strip()) for t in text.split(",") if t.strip()]
+
+
+def top_level_items(text: str) -> list[str]:
+    """`text` split at the commas outside brackets and quotes (``epsilons=[1, 10]`` stays one)."""
+    items, depth, quote, start = [], 0, "", 0
+    for i, c in enumerate(text):
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "\"'":
+            quote = c
+        elif c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    return [t.strip() for t in items if t.strip()]

@@ -1,0 +1,246 @@
+"""What privacy costs, in one figure per study: each private agent's final regret against its epsilon,
+beside the non-private agents and the uniformly random policy (Sec. 5's question, read off a sweep).
+
+`privrl plot` draws it next to the regret curves (OUTDIR/regret_cost.png and .svg) whenever a study
+has a private agent; from Python, :func:`plot_cost`."""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import numpy as np
+import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
+
+from privrl.common.errors import ConfigError
+from privrl.experiment.plots import _EXTRA_FORMATS, _check_table, _opaque, _stem, _window_returns, _with
+from privrl.experiment.summary import GROUP, t975
+
+__all__ = ["cost_table", "figures", "plot_cost"]
+
+_MARKERS = ("o", "s", "^", "D", "v", "x", "*", "<", ">", "+")
+
+
+def _run_values(df: pd.DataFrame, records: dict[str, dict]) -> pd.DataFrame:
+    """One row per run: its GROUP keys, K, and its end value: the cumulative regret at its last logged
+    episode, or, for a run learned by interaction (no regret), its mean return per user over the
+    last tenth of the users (the run record's ``return_last``, from all K users, or else the table's
+    trailing window at K), with the uniformly random policy's cumulative regret over the same K when
+    its record has the policy's rate (``random_regret``, per episode)."""
+    rows = []
+    for run_id, part in df.groupby("run_id", sort=False):
+        part = part.sort_values("episode", kind="stable")
+        last = part.iloc[-1]
+        record = records.get(str(run_id), {})
+        learned = bool(part["regret"].isna().all())
+        if learned:
+            value = record.get("return_last")
+            if not isinstance(value, (int, float)) or record.get("episodes") != int(last["episode"]):
+                value = float(_window_returns(part)["window_return"].iloc[-1])
+        else:
+            value = float(last["regret"])
+        rnd = record.get("random_regret")
+        rnd = float(rnd) if isinstance(rnd, (int, float)) and not learned else math.nan
+        rows.append(
+            {
+                **{k: last[k] for k in GROUP},
+                "env": last["env"] if "env" in part else "",
+                "seed": last["seed"],
+                "K": int(last["episode"]),
+                "learned": learned,
+                "value": float(value),
+                "random_regret": rnd * int(last["episode"]),  # its rate per episode, over K
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def cost_table(source: str | os.PathLike | pd.DataFrame, band: str = "std") -> pd.DataFrame:
+    """The figure's numbers: one row per (study, agent, privacy, epsilon) with ``value`` the mean over
+    seeds of each run's final cumulative regret (or, for a study learned by interaction, of its mean
+    return per user over the last tenth of the users), ``half`` the band's half width (``band``
+    "std": one standard deviation across seeds; "ci95": the Student-t 95% interval; NaN with one
+    seed), ``n`` the seeds, ``K``, ``learned`` and ``random_regret`` (the uniformly random policy's
+    cumulative regret over K, from the rate per episode that model runs of a results folder record;
+    NaN otherwise)."""
+    if band not in ("std", "ci95"):
+        raise ConfigError("band", f"must be 'std' or 'ci95', got {band!r}")
+    records: dict[str, dict] = {}
+    if isinstance(source, pd.DataFrame):
+        df = source
+    else:
+        from privrl.experiment.results import load_results, load_run_records
+
+        df, records = load_results(source), load_run_records(source)
+    key = "source" if isinstance(source, pd.DataFrame) else "OUTDIR"
+    _check_table(df, "regret", key)
+    if "run_id" not in df:
+        raise ConfigError(key, "not a privrl results table: no column run_id")
+    runs = _run_values(df, records)
+    out = []
+    for group, part in runs.groupby(GROUP, sort=False, dropna=False):
+        n = len(part)
+        std = float(np.std(part["value"], ddof=1)) if n > 1 else math.nan
+        half = std if band == "std" else (t975(n - 1) * std / math.sqrt(n) if n > 1 else math.nan)
+        out.append(
+            {
+                **dict(zip(GROUP, group, strict=True)),
+                "env": part["env"].iloc[0],
+                "K": int(part["K"].max()),
+                "learned": bool(part["learned"].all()),
+                "value": float(part["value"].mean()),
+                "half": half,
+                "n": n,
+                "random_regret": float(part["random_regret"].mean()),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def plot_cost(
+    source: str | os.PathLike | pd.DataFrame,
+    output: str | os.PathLike | None = None,
+    band: str = "std",
+    title: str | None = None,
+) -> dict[str, Any]:
+    """Draw what privacy costs in each study of a results folder (or sweep DataFrame): per private
+    agent, its final cumulative regret (mean over seeds, with a ``band`` bar) against epsilon on a
+    log axis, one line per agent; each non-private agent as a dashed level with its band; the
+    uniformly random policy's regret as a dotted grey level, with a right axis in percent of it
+    (the report's "privacy cost" scale) when the runs recorded it. A study learned by interaction
+    (no regret) shows the mean return per user over the last tenth of the users instead (higher is
+    better; no random level). Studies without a private agent are left out; a source with none is
+    refused. `output`: the file stem or a .png / .svg path (default OUTDIR/regret_cost), and a .pdf
+    (.eps, .ps, .jpg, .tif, .webp) path writes that file too, as :func:`privrl.experiment.plots.plot`.
+    Returns {"png": path, "svg": path, "agents": {study: private lines}} (plus the extra format's
+    key). The SVG ids: privrl-cost-<row>-<i> (private agents), privrl-cost-base-<row>-<i>
+    (non-private levels), privrl-cost-random-<row>."""
+    if output is None and isinstance(source, pd.DataFrame):
+        raise ConfigError("output", "plot_cost(DataFrame) needs an output path")
+    table = cost_table(source, band)
+    if not _studies(table):
+        raise ConfigError(
+            "source",
+            "no private agent with an epsilon in these results: nothing to compare (plot draws the curves)",
+        )
+    if output is None:
+        output = os.path.join(os.fspath(source), "regret_cost")
+    return _draw(table, output, band, title)
+
+
+def figures(
+    outdir: str | os.PathLike, output: str | os.PathLike | None = None, band: str = "std"
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """What `privrl plot` draws: the regret curves (:func:`privrl.experiment.plots.plot`, at `output`,
+    default OUTDIR/regret) and the cost figure at the same stem with "_cost" (OUTDIR/regret_cost,
+    fig.pdf -> fig_cost.pdf), or None for it when no study has a private agent (nothing to compare)."""
+    from privrl.experiment.plots import plot
+
+    target = os.fspath(output if output is not None else os.path.join(os.fspath(outdir), "regret"))
+    curves = plot(outdir, output=target, band=band)
+    table = cost_table(outdir, band)
+    if not _studies(table):
+        return curves, None
+    root, suffix = os.path.splitext(target)
+    if suffix.lower() not in (".png", ".svg", *_EXTRA_FORMATS):  # a stem ("fig_eps0.5" keeps its ".5")
+        root, suffix = target, ""
+    return curves, _draw(table, root + "_cost" + suffix, band, None)
+
+
+def _studies(table: pd.DataFrame) -> list[str]:
+    """The studies with a private agent of finite epsilon, in order."""
+    private = table[(table["privacy"] != "none") & np.isfinite(table["epsilon"].astype(float))]
+    return list(dict.fromkeys(private["study"]))
+
+
+def _draw(table: pd.DataFrame, output: str | os.PathLike, band: str, title: str | None) -> dict[str, Any]:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    studies = _studies(table)
+    stem, extra = _stem(output)
+    fig, axes = plt.subplots(len(studies), 1, figsize=(7.8, 4.8 * len(studies)), squeeze=False)
+    lines: dict[str, int] = {}
+    for row, study in enumerate(studies):
+        lines[study] = _draw_study(axes[row][0], table[table["study"] == study], study, row, band, plt)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    png, svg = _with(stem, ".png"), _with(stem, ".svg")
+    fig.savefig(png, dpi=110)
+    fig.savefig(svg)
+    written: dict[str, Any] = {"png": str(png), "svg": str(svg)}
+    if extra is not None:
+        path = _with(stem, os.path.splitext(os.fspath(output))[1])
+        if extra in (".eps", ".ps"):
+            _opaque(fig)
+        fig.savefig(path, dpi=110)
+        written[extra[1:]] = str(path)
+    plt.close(fig)
+    return {**written, "agents": lines}
+
+
+def _draw_study(ax: Any, part: pd.DataFrame, study: str, row: int, band: str, plt: Any) -> int:
+    """One study's panel; returns the number of private agents' lines."""
+    learned = bool(part["learned"].all())
+    cmap = plt.get_cmap("tab10" if part["agent"].nunique() <= 10 else "tab20")
+    agents = list(dict.fromkeys(part["agent"]))
+    colour = {a: cmap(i % cmap.N) for i, a in enumerate(agents)}
+    private = part[(part["privacy"] != "none") & np.isfinite(part["epsilon"])]
+    base = part[part["privacy"] == "none"]
+    drawn = [*private["value"], *base["value"]]
+    lo_eps, hi_eps = float(private["epsilon"].min()), float(private["epsilon"].max())
+    n_lines = 0
+    for i, ((agent, privacy), g) in enumerate(private.groupby(["agent", "privacy"], sort=False)):
+        g = g.sort_values("epsilon")
+        eps, m, h = g["epsilon"].to_numpy(float), g["value"].to_numpy(float), g["half"].to_numpy(float)
+        name = agent if privacy.lower() in agent.lower() else f"{agent} ({privacy.upper()})"
+        container = ax.errorbar(
+            eps,
+            m,
+            yerr=np.where(np.isfinite(h), h, 0.0),
+            color=colour[agent],
+            marker=_MARKERS[i % len(_MARKERS)],
+            ms=5,
+            lw=1.6,
+            capsize=3,
+            label=f"{name} (n={int(g['n'].max())})",
+        )
+        container.lines[0].set_gid(f"privrl-cost-{row}-{i}")
+        n_lines += 1
+    for i, (_, g) in enumerate(base.iterrows()):
+        m, h = float(g["value"]), float(g["half"])
+        line = ax.axhline(m, color=colour[g["agent"]], ls="--", lw=1.4, label=f"{g['agent']} (non-private)")
+        line.set_gid(f"privrl-cost-base-{row}-{i}")
+        if math.isfinite(h) and h > 0:
+            ax.axhspan(m - h, m + h, color=colour[g["agent"]], alpha=0.12, lw=0)
+    rnd = float(part["random_regret"].mean()) if not learned else math.nan
+    if math.isfinite(rnd) and rnd > 0:
+        line = ax.axhline(rnd, color="0.45", ls=":", lw=1.4, label="uniformly random policy")
+        line.set_gid(f"privrl-cost-random-{row}")
+        drawn.append(rnd)
+        ax.secondary_yaxis(
+            "right", functions=(lambda r: 100.0 * r / rnd, lambda p: p * rnd / 100.0)
+        ).set_ylabel("% of the random policy's regret")
+    ax.set_xscale("log")
+    if hi_eps > lo_eps:
+        ax.set_xlim(lo_eps / 1.6, hi_eps * 1.6)
+    else:  # one epsilon: a decade around it
+        ax.set_xlim(lo_eps / 3.0, hi_eps * 3.0)
+    if not learned and all(v > 0 for v in drawn if math.isfinite(v)):
+        ax.set_yscale("log")
+    band_txt = "mean +- 1 std over seeds" if band == "std" else "mean, 95% CI over seeds"
+    if int(part["n"].max()) == 1:
+        band_txt = "one seed, no band"
+    what = "final cumulative regret R(K)"
+    if learned:
+        what = "mean return per user, last K/10 users (higher is better)"
+    ax.set_title(f"{study}\n{part['env'].iloc[0]}, K={int(part['K'].max())}; {band_txt}", fontsize=9.5)
+    ax.set_xlabel("epsilon (log scale; smaller is more private)")
+    ax.set_ylabel(what)
+    ax.grid(True, alpha=0.3, which="both")
+    ax.legend(fontsize=7.5, loc="best")
+    return n_lines

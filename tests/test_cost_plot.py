@@ -1,0 +1,146 @@
+"""The privacy-cost figure (privrl.experiment.cost_plot, drawn by `privrl plot` beside the curves): its
+numbers against numpy on the results rows and run records, its curves counted in the SVG, its file
+names, and the refusals."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pandas")
+pytest.importorskip("matplotlib")
+
+from privrl.experiment import ConfigError, load_results, sweep
+from privrl.experiment.cli import main
+from privrl.experiment.cost_plot import cost_table, figures, plot_cost
+from privrl.experiment.results import load_run_records
+from privrl.experiment.summary import t975
+
+ENV = {"name": "RiverSwimMixture", "S": 4, "H": 5}
+AGENTS = {
+    "plain": {"algorithm": "UCRL-VTR", "privacy": "none"},
+    "JDP": {"algorithm": "UCRL-VTR", "privacy": "jdp", "calibration": "paper"},
+    "LDP": {"algorithm": "UCRL-VTR", "privacy": "ldp", "epsilons": [5.0]},
+}
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("cost") / "sweep"
+    sweep(
+        env=ENV,
+        agents=AGENTS,
+        epsilons=[10.0, 1.0],
+        seeds=3,
+        episodes=40,
+        log_every=10,
+        outdir=out,
+        progress=False,
+    )
+    return out
+
+
+def _svg_ids(path: str) -> list[str]:
+    return re.findall(r'id="(privrl-cost[^"]*)"', Path(path).read_text())
+
+
+@pytest.mark.parametrize("band", ["std", "ci95"])
+def test_the_table_is_each_runs_final_regret_averaged_over_seeds(results, band):
+    """value: the mean over seeds of each run's cumulative regret at its last episode; half: the std
+    across seeds (ddof 1) or the Student-t 95% half width; the random level: each run record's rate
+    per episode times K, averaged (numpy on the rows and the records)."""
+    df, records = load_results(results), load_run_records(results)
+    table = cost_table(results, band=band)
+    assert len(table) == 1 + 2 + 1  # plain; JDP at 10 and 1; LDP at its own 5
+    for _, row in table.iterrows():
+        part = df[(df["agent"] == row["agent"]) & (df["epsilon"] == row["epsilon"])]
+        finals = np.array([g.sort_values("episode")["regret"].iloc[-1] for _, g in part.groupby("seed")])
+        assert row["n"] == 3 and row["K"] == 40 and not row["learned"]
+        assert row["value"] == pytest.approx(finals.mean(), rel=1e-12)
+        std = np.std(finals, ddof=1)
+        assert row["half"] == pytest.approx(std if band == "std" else t975(2) * std / math.sqrt(3), rel=1e-12)
+        rates = [records[r]["random_regret"] for r in dict.fromkeys(part["run_id"])]
+        assert row["random_regret"] == pytest.approx(np.mean(rates) * 40, rel=1e-12)
+        assert row["random_regret"] > 0
+
+
+def test_the_figure_draws_one_line_per_private_agent(results, tmp_path):
+    out = plot_cost(results, tmp_path / "cost.png")
+    assert Path(out["png"]).stat().st_size > 0 and out["svg"] == str(tmp_path / "cost.svg")
+    assert out["agents"] == {
+        "RiverSwimMixture": 2
+    }  # JDP (two epsilons) and LDP (one); the study is named after its env
+    ids = _svg_ids(out["svg"])
+    assert sorted(i for i in ids if re.fullmatch(r"privrl-cost-0-\d+", i)) == [
+        "privrl-cost-0-0",
+        "privrl-cost-0-1",
+    ]
+    assert [i for i in ids if i.startswith("privrl-cost-base")] == ["privrl-cost-base-0-0"]
+    assert "privrl-cost-random-0" in ids
+
+
+def test_privrl_plot_writes_the_cost_figure_beside_the_curves(results, tmp_path, capsys):
+    assert main(["plot", str(results), "-o", str(tmp_path / "fig.pdf")]) == 0
+    printed = capsys.readouterr().out
+    for name in ("fig.pdf", "fig.png", "fig.svg", "fig_cost.pdf", "fig_cost.png", "fig_cost.svg"):
+        assert (tmp_path / name).stat().st_size > 0, name
+        assert str(tmp_path / name) in printed
+    assert "(RiverSwimMixture: 2 private agents)" in printed
+    # a stem keeps its dots: fig_eps0.5 -> fig_eps0.5_cost.png, not fig_eps0_cost.png
+    _, cost = figures(results, tmp_path / "fig_eps0.5")
+    assert cost is not None and cost["png"] == str(tmp_path / "fig_eps0.5_cost.png")
+    # the default: OUTDIR/regret and OUTDIR/regret_cost
+    _, cost = figures(results)
+    assert cost is not None and cost["svg"] == str(results / "regret_cost.svg")
+
+
+def test_without_a_private_agent_there_is_nothing_to_compare(tmp_path):
+    out = tmp_path / "plain"
+    sweep(env=ENV, agents={"plain": AGENTS["plain"]}, seeds=1, episodes=20, outdir=out, progress=False)
+    curves, cost = figures(out)
+    assert cost is None and Path(curves["png"]).exists()
+    assert not (out / "regret_cost.png").exists()
+    with pytest.raises(ConfigError, match="no private agent"):
+        plot_cost(out)
+
+
+def test_refusals(results, tmp_path):
+    df = load_results(results)
+    with pytest.raises(ConfigError, match="needs an output path"):
+        plot_cost(df)
+    with pytest.raises(ConfigError, match="band"):
+        cost_table(results, band="iqr")
+    with pytest.raises(ConfigError, match="writes a PNG and an SVG"):
+        plot_cost(results, tmp_path / "x.gif")
+    # a table without runs to compare: the plot's own message
+    with pytest.raises(ConfigError, match="no finished runs"):
+        cost_table(df.iloc[:0])
+    # from a DataFrame there are no run records: no random level, the figure still drawn
+    out = plot_cost(df, tmp_path / "from_df")
+    assert "privrl-cost-random-0" not in _svg_ids(out["svg"])
+    assert cost_table(df)["random_regret"].isna().all()
+
+
+def test_a_learned_study_compares_the_runs_returns(tmp_path):
+    """A study learned by interaction (no regret): each run's value is its record's return_last."""
+    pytest.importorskip("gymnasium")
+    lake = {"name": "gymnasium", "id": "FrozenLake-v1", "H": 8, "is_slippery": False, "model": False}
+    agents = {
+        "LSVI": {"algorithm": "LSVI-UCB", "privacy": "none", "lam": 1.0},
+        "JDP": {"algorithm": "LSVI-UCB", "privacy": "jdp", "batches": 4},
+    }
+    out = tmp_path / "lake"
+    sweep(env=lake, agents=agents, epsilons=[10.0], seeds=2, episodes=200, outdir=out, progress=False)
+    records = load_run_records(out)
+    table = cost_table(out)
+    assert table["learned"].all() and table["random_regret"].isna().all()
+    for _, row in table.iterrows():
+        mine = [r["return_last"] for r in records.values() if r["agent"] == row["agent"]]
+        assert len(mine) == 2 and row["value"] == pytest.approx(np.mean(mine), rel=1e-12)
+    drawn = plot_cost(out, tmp_path / "lake_cost")
+    assert drawn["agents"] == {"gymnasium": 1}
+    assert "privrl-cost-random-0" not in _svg_ids(drawn["svg"])
