@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
 
 from privrl.common.errors import ConfigError
-from privrl.experiment.plots import _EXTRA_FORMATS, _check_table, _opaque, _stem, _window_returns, _with
+from privrl.experiment.plots import _EXTRA_FORMATS, _check_table, _stem, _window_returns, save
 from privrl.experiment.summary import GROUP, t975
 
 __all__ = ["cost_table", "figures", "plot_cost"]
@@ -161,26 +161,12 @@ def _draw(table: pd.DataFrame, output: str | os.PathLike, band: str, title: str 
     import matplotlib.pyplot as plt
 
     studies = _studies(table)
-    stem, extra = _stem(output)
+    _stem(output)  # a path it cannot write is refused before drawing
     fig, axes = plt.subplots(len(studies), 1, figsize=(7.8, 4.8 * len(studies)), squeeze=False)
     lines: dict[str, int] = {}
     for row, study in enumerate(studies):
         lines[study] = _draw_study(axes[row][0], table[table["study"] == study], study, row, band, plt)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    png, svg = _with(stem, ".png"), _with(stem, ".svg")
-    fig.savefig(png, dpi=110)
-    fig.savefig(svg)
-    written: dict[str, Any] = {"png": str(png), "svg": str(svg)}
-    if extra is not None:
-        path = _with(stem, os.path.splitext(os.fspath(output))[1])
-        if extra in (".eps", ".ps"):
-            _opaque(fig)
-        fig.savefig(path, dpi=110)
-        written[extra[1:]] = str(path)
-    plt.close(fig)
-    return {**written, "agents": lines}
+    return {**save(fig, output, title), "agents": lines}
 
 
 def _draw_study(ax: Any, part: pd.DataFrame, study: str, row: int, band: str, plt: Any) -> int:

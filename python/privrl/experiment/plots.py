@@ -113,7 +113,7 @@ def plot(
         if output is None:
             output = Path(source) / "regret"
     _check_table(df, value, "source" if isinstance(source, pd.DataFrame) else "OUTDIR")
-    stem, extra = _stem(output)
+    _stem(output)  # a path it cannot write is refused before drawing
     studies = list(dict.fromkeys(df["study"]))
     fig, axes = plt.subplots(len(studies), 2, figsize=(12, 4.6 * len(studies)), squeeze=False)
     counts: dict[str, int] = {}
@@ -124,13 +124,22 @@ def plot(
         else:
             drawn = value
         counts[study] = _draw_study(axes[row], part, study, row, band, plt.get_cmap, drawn)
+    return {**save(fig, output, title), "curves": counts}
+
+
+def save(fig: Any, output: str | os.PathLike, title: str | None = None) -> dict[str, str]:
+    """Write `fig` (titled, laid out) as PNG and SVG at `output`'s stem (:func:`_stem`), and in the
+    extra format its suffix asks for; close it; return {"png": path, "svg": path, [format: path]}."""
+    import matplotlib.pyplot as plt
+
+    stem, extra = _stem(output)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
     png, svg = _with(stem, ".png"), _with(stem, ".svg")
     fig.savefig(png, dpi=110)
     fig.savefig(svg)
-    written: dict[str, Any] = {"png": str(png), "svg": str(svg)}
+    written = {"png": str(png), "svg": str(svg)}
     if extra is not None:
         path = _with(stem, Path(output).suffix)  # the path asked for (fig.PDF stays fig.PDF)
         if extra in (".eps", ".ps"):  # PostScript has no transparency: the bands would be solid
@@ -138,7 +147,7 @@ def plot(
         fig.savefig(path, dpi=110)
         written[extra[1:]] = str(path)
     plt.close(fig)
-    return {**written, "curves": counts}
+    return written
 
 
 def _opaque(fig: Any) -> None:
