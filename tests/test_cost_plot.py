@@ -144,3 +144,20 @@ def test_a_learned_study_compares_the_runs_returns(tmp_path):
     drawn = plot_cost(out, tmp_path / "lake_cost")
     assert drawn["agents"] == {"gymnasium": 1}
     assert "privrl-cost-random-0" not in _svg_ids(drawn["svg"])
+
+
+def test_a_private_agents_run_at_eps_inf_is_its_level(tmp_path):
+    """A jdp agent swept at eps = inf runs its algorithm without noise (recorded as privacy "none"):
+    drawn as its level, not as a point on the epsilon axis."""
+    out = tmp_path / "inf"
+    jdp = {"JDP": AGENTS["JDP"]}
+    sweep(env=ENV, agents=jdp, epsilons=[math.inf, 1.0], seeds=1, episodes=20, outdir=out, progress=False)
+    drawn = plot_cost(out, tmp_path / "inf_cost")
+    ids = _svg_ids(drawn["svg"])
+    assert (
+        "privrl-cost-base-0-0" in ids
+        and "privrl-cost-0-0" in ids
+        and drawn["agents"] == {"RiverSwimMixture": 1}
+    )
+    table = cost_table(out)
+    assert table[["privacy", "epsilon"]].values.tolist() == [["none", math.inf], ["jdp", 1.0]]
