@@ -161,3 +161,23 @@ def test_a_private_agents_run_at_eps_inf_is_its_level(tmp_path):
     )
     table = cost_table(out)
     assert table[["privacy", "epsilon"]].values.tolist() == [["none", math.inf], ["jdp", 1.0]]
+
+
+def test_the_report_prints_the_figures_share_of_the_random_policy(results, capsys):
+    """`privrl report`'s "% of random": the final regret over the random policy's regret over K (the
+    records' rates per episode times K, numpy), the figure's right axis for the same row."""
+    from privrl.experiment.summary import report
+
+    df, records = load_results(results), load_run_records(results)
+    summary = report(results)
+    text = capsys.readouterr().out
+    assert "% of random" in text.splitlines()[0]
+    figure = cost_table(results)
+    for _, row in summary.iterrows():
+        part = df[(df["agent"] == row["agent"]) & (df["epsilon"] == row["epsilon"])]
+        rates = [records[r]["random_regret"] for r in dict.fromkeys(part["run_id"])]
+        assert row["random_regret"] == pytest.approx(np.mean(rates) * 40, rel=1e-12)
+        assert row["pct_random"] == pytest.approx(100 * row["regret_mean"] / row["random_regret"], rel=1e-12)
+        drawn = figure[(figure["agent"] == row["agent"]) & (figure["epsilon"] == row["epsilon"])].iloc[0]
+        assert row["pct_random"] == pytest.approx(100 * drawn["value"] / drawn["random_regret"], rel=1e-12)
+        assert f"{row['pct_random']:.3g}%" in text

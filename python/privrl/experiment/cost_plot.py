@@ -15,7 +15,7 @@ import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may 
 
 from privrl.common.errors import ConfigError
 from privrl.experiment.plots import _EXTRA_FORMATS, _check_table, _stem, _window_returns, save
-from privrl.experiment.summary import GROUP, t975
+from privrl.experiment.summary import GROUP, random_level, t975
 
 __all__ = ["cost_table", "figures", "plot_cost"]
 
@@ -26,8 +26,7 @@ def _run_values(df: pd.DataFrame, records: dict[str, dict]) -> pd.DataFrame:
     """One row per run: its GROUP keys, K, and its end value: the cumulative regret at its last logged
     episode, or, for a run learned by interaction (no regret), its mean return per user over the
     last tenth of the users (the run record's ``return_last``, from all K users, or else the table's
-    trailing window at K), with the uniformly random policy's cumulative regret over the same K when
-    its record has the policy's rate (``random_regret``, per episode)."""
+    trailing window at K), and the random policy's rate per episode its record has (``rate``)."""
     rows = []
     for run_id, part in df.groupby("run_id", sort=False):
         part = part.sort_values("episode", kind="stable")
@@ -40,8 +39,6 @@ def _run_values(df: pd.DataFrame, records: dict[str, dict]) -> pd.DataFrame:
                 value = float(_window_returns(part)["window_return"].iloc[-1])
         else:
             value = float(last["regret"])
-        rnd = record.get("random_regret")
-        rnd = float(rnd) if isinstance(rnd, (int, float)) and not learned else math.nan
         rows.append(
             {
                 **{k: last[k] for k in GROUP},
@@ -50,7 +47,7 @@ def _run_values(df: pd.DataFrame, records: dict[str, dict]) -> pd.DataFrame:
                 "K": int(last["episode"]),
                 "learned": learned,
                 "value": float(value),
-                "random_regret": rnd * int(last["episode"]),  # its rate per episode, over K
+                "rate": None if learned else record.get("random_regret"),
             }
         )
     return pd.DataFrame(rows)
@@ -62,8 +59,8 @@ def cost_table(source: str | os.PathLike | pd.DataFrame, band: str = "std") -> p
     return per user over the last tenth of the users), ``half`` the band's half width (``band``
     "std": one standard deviation across seeds; "ci95": the Student-t 95% interval; NaN with one
     seed), ``n`` the seeds, ``K``, ``learned`` and ``random_regret`` (the uniformly random policy's
-    cumulative regret over K, from the rate per episode that model runs of a results folder record;
-    NaN otherwise)."""
+    cumulative regret over K, :func:`privrl.experiment.summary.random_level`, from the rates the
+    model runs of a results folder record; NaN otherwise)."""
     if band not in ("std", "ci95"):
         raise ConfigError("band", f"must be 'std' or 'ci95', got {band!r}")
     records: dict[str, dict] = {}
@@ -92,7 +89,7 @@ def cost_table(source: str | os.PathLike | pd.DataFrame, band: str = "std") -> p
                 "value": float(part["value"].mean()),
                 "half": half,
                 "n": n,
-                "random_regret": float(part["random_regret"].mean()),
+                "random_regret": random_level(part["rate"], int(part["K"].max())),
             }
         )
     return pd.DataFrame(out)

@@ -13,7 +13,7 @@ import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may 
 
 from privrl.common.errors import ConfigError
 
-__all__ = ["GROUP", "curves", "fit_slope", "report", "return_ends", "summarize", "verdict"]
+__all__ = ["GROUP", "curves", "fit_slope", "random_level", "report", "return_ends", "summarize", "verdict"]
 
 # One curve / table row per (study, agent, privacy model, epsilon); seeds are aggregated.
 GROUP = ["study", "agent", "privacy", "epsilon"]
@@ -124,7 +124,9 @@ def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
     regret mean and std, slope of log R vs log K (of the seed-mean curve), mean wall time per run,
     the noise scale used (sigma_B for UCRL-VTR, sigma_Lambda for LSVI-UCB, ...), the beta used, and
     the epsilon the releases spend under the paper's argument (eps_paper) and the tight accountant
-    (eps_tight)."""
+    (eps_tight), the uniformly random policy's cumulative regret over K (random_regret,
+    :func:`random_level`) and the final regret as a percentage of it (pct_random; both NaN without
+    a recorded random policy)."""
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a privrl results table (a pandas DataFrame), got {type(df).__name__}")
     if manifest is not None and not isinstance(manifest, dict):
@@ -175,11 +177,22 @@ def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
         exact = whole and all(len(_numbers(e)) == len(run_ids) for e in ends)
         first, late = (float(np.mean(_numbers(e))) for e in ends) if exact else _return_rates(part)
         rows[-1]["return_first"], rows[-1]["return_last"] = first, late
-        randoms = _numbers(runs.get(r, {}).get("random_regret") for r in run_ids)
-        rows[-1]["verdict"] = verdict(
-            rows[-1]["slope"], _late_rate(mean_curve), float(np.mean(randoms)) if randoms else math.nan
+        randoms = [runs.get(r, {}).get("random_regret") for r in run_ids]
+        random_regret = random_level(randoms, K)
+        rows[-1]["random_regret"] = random_regret
+        rows[-1]["pct_random"] = (
+            100.0 * rows[-1]["regret_mean"] / random_regret if random_regret > 0 else math.nan
         )
+        rows[-1]["verdict"] = verdict(rows[-1]["slope"], _late_rate(mean_curve), random_regret / K)
     return pd.DataFrame(rows)
+
+
+def random_level(rates: Iterable[Any], K: int) -> float:
+    """The uniformly random policy's cumulative regret over K episodes: the mean of the runs' recorded
+    rates per episode (``random_regret`` in a run record; None or missing ones skipped) times K; NaN
+    when no run recorded one (a study learned by interaction)."""
+    numbers = _numbers(rates)
+    return float(np.mean(numbers)) * K if numbers else math.nan
 
 
 def return_ends(returns: np.ndarray) -> tuple[float, float]:
@@ -253,6 +266,11 @@ def _regret(x: float) -> str:
     return "-" if math.isnan(x) else format(x, ".1f" if abs(x) >= 1 or x == 0 else ".3g")
 
 
+def _pct(x: float) -> str:
+    """A share of the random policy's regret: 3 significant digits, "-" without a random policy."""
+    return "-" if math.isnan(x) else f"{x:.3g}%"
+
+
 def _num(x: float | None, fmt: str = ".3g") -> str:
     return "-" if x is None or math.isnan(x) else format(x, fmt)
 
@@ -275,6 +293,7 @@ def format_table(summary: pd.DataFrame) -> str:
         "seeds",
         "K",
         "final regret (mean +- std)",
+        "% of random",
         "slope",
         "wall s/run",
         "sigma used",
@@ -286,7 +305,7 @@ def format_table(summary: pd.DataFrame) -> str:
     # 10% of its users), and only then is the column printed
     returns = "return_last" in summary and bool(summary["regret_mean"].isna().any())
     if returns:
-        header.insert(7, "return (first -> last 10%)")
+        header.insert(8, "return (first -> last 10%)")
     lines = []
     for r in summary.itertuples(index=False):
         sigma = "-" if not r.sigma_name else f"{r.sigma_name}={r.sigma:.3g}"
@@ -299,6 +318,7 @@ def format_table(summary: pd.DataFrame) -> str:
                 str(r.seeds),
                 str(r.K),
                 f"{_regret(r.regret_mean)} +- {_regret(r.regret_std)}",
+                _pct(getattr(r, "pct_random", math.nan)),
                 _num(r.slope, ".2f"),
                 _num(r.wall_time, ".2f"),
                 sigma,
@@ -308,11 +328,11 @@ def format_table(summary: pd.DataFrame) -> str:
             ]
         )
         if returns:
-            lines[-1].insert(7, f"{_num(r.return_first, '.3f')} -> {_num(r.return_last, '.3f')}")
+            lines[-1].insert(8, f"{_num(r.return_first, '.3f')} -> {_num(r.return_last, '.3f')}")
     widths = [
         max(len(h), *(len(line[i]) for line in lines)) if lines else len(h) for i, h in enumerate(header)
     ]
-    right = {3, 4, 5, 6, 7, 8, 10, 11} if not returns else {3, 4, 5, 6, 7, 8, 9, 11, 12}
+    right = {3, 4, 5, 6, 7, 8, 9, 11, 12} if not returns else {3, 4, 5, 6, 7, 8, 9, 10, 12, 13}
 
     def fmt(cells: list[str]) -> str:
         return "  ".join(
