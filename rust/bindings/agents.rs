@@ -26,6 +26,7 @@ use crate::agents::{
 use crate::kernels::mixture::MixtureFeatures;
 use crate::noise::{NodeShape, NoiseStream};
 
+pub(super) mod act;
 mod arrays;
 use arrays::{mat2, mat3, policy_array};
 
@@ -780,6 +781,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRun>()?;
     m.add_class::<PyVtrAgent>()?;
     m.add_class::<PyLsviAgent>()?;
+    m.add_function(wrap_pyfunction!(act::agent_act, m)?)?;
     m.add_function(wrap_pyfunction!(_restore_vtr_agent, m)?)?;
     m.add_function(wrap_pyfunction!(_restore_lsvi_agent, m)?)?;
     m.add_function(wrap_pyfunction!(practical_noise_bounds, m)?)?;

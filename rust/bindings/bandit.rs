@@ -8,6 +8,7 @@ use numpy::{
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+use super::agents::act::index_arg;
 use super::agents::{state, state_mut};
 use super::specs::{exploration_stream, mechanisms, ties, BoundsSpec, GuardSpec, NoiseSpec};
 use super::{contiguous, reduced, seed32, IntoPy, Reduced};
@@ -147,6 +148,24 @@ impl PyLinUcb {
         Ok(match peek {
             true => this.inner.peek(|m| m.action(s)),
             false => this.inner.action(s),
+        })
+    }
+
+    /// `act(state, h)`'s common case (`bindings::agents::act`): the arm `action(state, peek=True)`
+    /// gives, when `state` and `h` are indices read there, `state` in range and `h` 0; None for
+    /// anything else (the Python wrapper checks it).
+    fn act(
+        slf: &Bound<'_, Self>,
+        state: &Bound<'_, PyAny>,
+        h: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<usize>> {
+        let (Some(s), Some(0)) = (index_arg(state), index_arg(h)) else {
+            return Ok(None);
+        };
+        let mut this = state_mut(slf)?;
+        Ok(match usize::try_from(s) {
+            Ok(s) if s < this.inner.n => Some(this.inner.peek(|m| m.action(s))),
+            _ => None,
         })
     }
 

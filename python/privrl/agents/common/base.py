@@ -337,8 +337,10 @@ class Agent(abc.ABC):
     def act(self, state: Any, h: int = 0) -> int:
         """The action of the user arriving now in `state` at step `h` (0-based): its policy is
         computed once per user from the current release, so the calls of one episode agree."""
-        if type(state) is int and type(h) is int and 0 <= state < self.S and 0 <= h < self.H:
-            return self._core.policy().item(h, state)  # Python ints in range: no loop of checks
+        # ints and numpy integers in range, read in one Rust call (None: checked below, as before)
+        a = _core.agent_act(self._core, state, h)
+        if a is not None:
+            return a
         for name, v, hi in (("state", state, self.S), ("h", h, self.H)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= int(v) < hi:
                 raise ShapeError(f"{name} must be an integer in [0, {hi}), got {v!r}")

@@ -198,8 +198,9 @@ class LinUCB(Agent):
     def act(self, state: Any, h: Any = 0) -> int:
         """The arm of the arriving user, whose context index is ``state`` (the same arm however
         often it is asked; the user's draws are taken when :meth:`update` reports it)."""
-        if type(state) is int and type(h) is int and 0 <= state < self.S and h == 0:
-            return int(self._core.action(state, peek=True))  # Python ints in range
+        a = self._core.act(state, h)  # ints and numpy integers in range, h 0 (None: checked below)
+        if a is not None:
+            return a
         if (
             isinstance(state, bool)
             or not isinstance(state, (int, np.integer))
