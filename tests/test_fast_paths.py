@@ -1,5 +1,7 @@
 """The per-call fast paths of the public edge, against the checks they bypass: agent.act's
-one Rust call for ints and numpy integers in range (_core.agent_act, LinUcbAgent.act)."""
+one Rust call for ints and numpy integers in range (_core.agent_act, LinUcbAgent.act), and the
+symmetry check of a stack of matrices in one Rust call (check_symmetric_stack: privatize,
+floored_release)."""
 
 from __future__ import annotations
 
@@ -8,9 +10,11 @@ import enum
 import numpy as np
 import pytest
 
+from privrl import kernels as kn
 from privrl.agents import LSVIUCB, UCRLVTR, LinUCB
+from privrl.common.checks import check_symmetric, check_symmetric_stack
 from privrl.envs import ContextualBandit, FeatureMap, RiverSwimMixture
-from privrl.exceptions import ShapeError
+from privrl.exceptions import AssumptionError, ShapeError
 from privrl.privacy import NonPrivate
 
 
@@ -43,3 +47,30 @@ def test_act_reads_numpy_integers_in_one_call_and_refuses_as_before():
     for bad, msg in (((np.int64(3),), "state must be a context index"), ((0, np.int64(1)), "one step")):
         with pytest.raises(ShapeError, match=msg):
             bandit.act(*bad)
+
+
+def test_a_stack_is_checked_for_symmetry_as_matrix_by_matrix():
+    """check_symmetric_stack (privatize, floored_release: one Rust call) refuses the first
+    asymmetric matrix of a stack with check_symmetric's message, and passes what it passes."""
+    rng = np.random.default_rng(5)
+    sym = rng.normal(size=(6, 4, 4))
+    sym = sym + sym.transpose(0, 2, 1)
+    check_symmetric_stack(sym, "x")
+    sym[2, 0, 1] += 1e-14  # within 1e-10 of its largest entry: rounding passes
+    check_symmetric_stack(sym, "x")
+    bad = sym.copy()
+    bad[3, 1, 2] += 1e-6
+    bad[5, 0, 3] += 1.0
+    bad[1, 0, 0] = np.nan  # left to the finiteness checks, as by check_symmetric
+    with pytest.raises(AssumptionError) as want:
+        for k in range(len(bad)):
+            check_symmetric(bad[k], f"x[{k}]")
+    with pytest.raises(AssumptionError) as got:
+        check_symmetric_stack(bad, "x")
+    assert str(got.value) == str(want.value) and "x[3]" in str(got.value)
+    stream = kn.NoiseStream("gaussian", 1.0, seed=0)
+    with pytest.raises(AssumptionError, match=r"x\[3\] must be symmetric"):
+        stream.privatize(np.nan_to_num(bad), symmetric=True)
+    assert stream.draws == 0  # refused before any noise is drawn
+    check_symmetric_stack(np.zeros((0, 3, 3)), "x")
+    check_symmetric_stack(np.zeros((2, 0, 0)), "x")

@@ -211,6 +211,34 @@ pub fn symmetry_gap(a: PyReadonlyArray2<'_, f64>) -> PyResult<(f64, f64, usize, 
     })
 }
 
+/// The first of a (count, d, d) stack of matrices refused by the symmetry rule
+/// `gap > rtol * scale` (crate::kernels::dense::first_asymmetric), as `(k, scale, gap, i, j)`,
+/// or None: `privrl.common.checks.check_symmetric_stack`, one call for the whole stack.
+#[pyfunction]
+pub fn first_asymmetric(
+    py: Python<'_>,
+    a: PyReadonlyArray3<'_, f64>,
+    rtol: f64,
+) -> PyResult<Option<dense::Asymmetry>> {
+    let sh = a.shape();
+    if sh[1] != sh[2] {
+        return Err(PyValueError::new_err(format!(
+            "a stack of {} x {} matrices is not square",
+            sh[1], sh[2]
+        )));
+    }
+    let d = sh[1];
+    Ok(match a.as_slice() {
+        Ok(flat) if flat.len() > super::DETACH_WORK => {
+            py.detach(|| dense::first_asymmetric(flat, d, rtol))
+        }
+        Ok(flat) => dense::first_asymmetric(flat, d, rtol),
+        Err(_) => {
+            dense::first_asymmetric(&a.as_array().iter().copied().collect::<Vec<_>>(), d, rtol)
+        }
+    })
+}
+
 /// max |a_i| over an array of any shape and layout, NaN when an entry is NaN
 /// (crate::kernels::dense::max_abs): finite iff every entry is.
 #[pyfunction]
@@ -238,6 +266,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(index_range, m)?)?;
     m.add_function(wrap_pyfunction!(max_abs, m)?)?;
     m.add_function(wrap_pyfunction!(symmetry_gap, m)?)?;
+    m.add_function(wrap_pyfunction!(first_asymmetric, m)?)?;
     m.add_function(wrap_pyfunction!(policy_values, m)?)?;
     m.add_function(wrap_pyfunction!(batched_matvec, m)?)?;
     m.add_function(wrap_pyfunction!(floored_release, m)?)?;

@@ -48,6 +48,23 @@ pub fn symmetry_gap(a: &[f64], d: usize) -> (f64, f64, usize, usize) {
     (scale, gap, at.0, at.1)
 }
 
+/// `(k, scale, gap, i, j)`: matrix k of a stack, its largest |entry| and its largest asymmetry.
+pub type Asymmetry = (usize, f64, f64, usize, usize);
+
+/// The first matrix of a row-major stack of d x d matrices that `symmetry_gap` finds asymmetric,
+/// `gap > rtol * scale` with a finite scale (`privrl.common.checks.check_symmetric`'s rule, whose
+/// loop over a stack this replaces), as `(k, scale, gap, i, j)`; None when every one passes (a
+/// matrix with a non-finite entry is left to the finiteness checks, as there).
+pub fn first_asymmetric(a: &[f64], d: usize, rtol: f64) -> Option<Asymmetry> {
+    if d == 0 {
+        return None;
+    }
+    a.chunks_exact(d * d).enumerate().find_map(|(k, m)| {
+        let (scale, gap, i, j) = symmetry_gap(m, d);
+        (scale.is_finite() && gap > rtol * scale).then_some((k, scale, gap, i, j))
+    })
+}
+
 /// max |a_i| (0 for no entries), NaN when an entry is NaN: one pass, no temporaries. Finite iff
 /// every entry is (`privrl.common.checks.check_all_finite`: numpy's isfinite(a).all() took
 /// 1.3 us on a small array, a third of some public kernels' calls). Eight independent lanes of
@@ -83,5 +100,24 @@ pub fn max_abs_iter<'a>(a: impl IntoIterator<Item = &'a f64>) -> f64 {
         f64::NAN
     } else {
         m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_asymmetric;
+
+    #[test]
+    fn first_asymmetric_finds_the_first_failing_matrix_only() {
+        let sym = [1.0, 2.0, 2.0, 3.0];
+        let off = [1.0, 2.0, 2.0 + 1e-9, 3.0]; // gap 1e-9 > 1e-10 x 3
+        let near = [1.0, 2.0, 2.0 + 1e-12, 3.0]; // rounding: passes
+        let nan = [f64::NAN, 2.0, 5.0, 3.0]; // left to the finiteness check
+        let stack: Vec<f64> = [sym, near, nan, off, off].concat();
+        let (k, scale, gap, i, j) = first_asymmetric(&stack, 2, 1e-10).unwrap();
+        assert_eq!((k, scale, i, j), (3, 3.0, 0, 1));
+        assert!((gap - 1e-9).abs() < 1e-15);
+        assert_eq!(first_asymmetric(&[sym, near].concat(), 2, 1e-10), None);
+        assert_eq!(first_asymmetric(&[], 0, 1e-10), None);
     }
 }

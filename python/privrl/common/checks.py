@@ -541,11 +541,26 @@ def check_symmetric(a: np.ndarray, name: str) -> np.ndarray:
     if not math.isfinite(scale):
         return a
     if gap > SYMMETRY_RTOL * scale:
-        raise AssumptionError(
-            f"{name} must be symmetric: |{name}[{i}, {j}] - {name}[{j}, {i}]| = {gap:.3g} "
-            f"exceeds {SYMMETRY_RTOL:g} x its largest entry {scale:.3g}"
-        )
+        raise _asymmetric(name, scale, gap, i, j)
     return a
+
+
+def check_symmetric_stack(a: np.ndarray, name: str) -> np.ndarray:
+    """A (count, d, d) float64 stack `a`, checked as ``check_symmetric(a[k], f"{name}[{k}]")`` for
+    k in order (the same rule, refusal and message) in one Rust call: the Python loop took 1.2 us
+    a matrix."""
+    bad = _core.first_asymmetric(a, SYMMETRY_RTOL)
+    if bad is not None:
+        k, scale, gap, i, j = bad
+        raise _asymmetric(f"{name}[{k}]", scale, gap, i, j)
+    return a
+
+
+def _asymmetric(name: str, scale: float, gap: float, i: int, j: int) -> AssumptionError:
+    return AssumptionError(
+        f"{name} must be symmetric: |{name}[{i}, {j}] - {name}[{j}, {i}]| = {gap:.3g} "
+        f"exceeds {SYMMETRY_RTOL:g} x its largest entry {scale:.3g}"
+    )
 
 
 def check_finite_scale(scale: float, name: str) -> float:

@@ -24,6 +24,7 @@ from privrl.common.checks import (
     check_finite_real,
     check_int,
     check_symmetric,
+    check_symmetric_stack,
     numeric_array,
     seed_bytes,
     tie_seed,
@@ -176,8 +177,7 @@ class NoiseStream:
             if a.shape[2] != d:
                 raise ShapeError(f"x must be (count, d, d), got {a.shape}")
             div = _divisor(divisor)
-            for i in range(count):  # the noise is symmetric: a message would not be
-                check_symmetric(a[i], f"x[{i}]")
+            check_symmetric_stack(a, "x")  # the noise is symmetric: a message would not be
             flat = a.reshape(count, d * d)  # as_f64: C-contiguous float64, so a view
             return _finite_out(self._s.privatize(flat, div).reshape(count, d, d), "messages")
         a = as_f64(x, "x", 2, (None, None), finite=True)
@@ -297,8 +297,7 @@ def floored_release(gram: Any, target: Any, lam: float, shift: float, w0: Any) -
     target = as_f64(target, "target", 2)
     n, d = target.shape
     gram = as_f64(gram, "gram", 3, (n, d, d))
-    for h in range(n):
-        check_symmetric(gram[h], f"gram[{h}]")
+    check_symmetric_stack(gram, "gram")
     lam, shift = check_finite_real(lam, "lam"), check_finite_real(shift, "shift", positive=False)
     if lam < sys.float_info.min or not math.isfinite(lam + shift):  # 1 / lam, lam + shift: finite
         raise PrivacyParameterError(
