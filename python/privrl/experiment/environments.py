@@ -4,6 +4,7 @@ as linear MDPs through an affine reward rescale, and privrl's environments regis
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from numbers import Real
 from typing import Any
@@ -91,6 +92,8 @@ def _make(id: str, make_kwargs: dict[str, Any]) -> Any:
     from privrl.envs.gym import _import_gymnasium
 
     gymnasium = _import_gymnasium()
+    if str(id).startswith(_NAMESPACE):  # privrl's own ids register themselves, in whichever process
+        register_gymnasium_envs()  # (an id that is not a str: make refuses it below)
     flags = {"is_slippery", *_boolean_keywords(gymnasium, id)}
     for key in flags.intersection(make_kwargs):
         if not isinstance(make_kwargs[key], bool):
@@ -283,6 +286,7 @@ class GymnasiumTask:
 
 
 # privrl's environments under gymnasium ids, with their docs/benchmarks.md default sizes.
+_NAMESPACE = "privrl/"
 GYM_IDS: dict[str, dict[str, Any]] = {
     "privrl/RiverSwimMixture-v0": {"name": "RiverSwimMixture"},
     "privrl/RandomLinearMixtureMDP-v0": {"name": "RandomLinearMixtureMDP"},
@@ -291,6 +295,9 @@ GYM_IDS: dict[str, dict[str, Any]] = {
     "privrl/SyntheticLinearMDP-v0": {"name": "SyntheticLinearMDP", "H": 15},
     "privrl/RiverSwim-v0": {"name": "RiverSwim"},
 }
+
+
+_REGISTERING = threading.Lock()
 
 
 def _make_gym(**spec: Any) -> Any:
@@ -302,11 +309,16 @@ def _make_gym(**spec: Any) -> Any:
 
 def register_gymnasium_envs() -> list[str]:
     """Register privrl's environments with gymnasium, so gymnasium.make("privrl/RiverSwim-v0", S=8)
-    returns the FiniteMDP wrapped by privrl.envs.as_gymnasium (kwargs go to the constructor)."""
+    returns the FiniteMDP wrapped by privrl.envs.as_gymnasium (kwargs go to the constructor).
+    A sweep's env table or GymnasiumTask naming an id of the privrl/ namespace calls it itself,
+    in whichever process builds the environment (a worker of backend = "processes" too)."""
     from privrl.envs.gym import _import_gymnasium
 
     gymnasium = _import_gymnasium()
-    for gym_id, spec in GYM_IDS.items():
-        if gym_id not in gymnasium.registry:
-            gymnasium.register(gym_id, entry_point=_make_gym, kwargs=dict(spec), disable_env_checker=False)
+    with _REGISTERING:  # the threads of a sweep may resolve an id at once
+        for gym_id, spec in GYM_IDS.items():
+            if gym_id not in gymnasium.registry:
+                gymnasium.register(
+                    gym_id, entry_point=_make_gym, kwargs=dict(spec), disable_env_checker=False
+                )
     return list(GYM_IDS)

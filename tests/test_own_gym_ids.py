@@ -1,0 +1,100 @@
+"""privrl's own gymnasium ids (privrl/RiverSwim-v0, ...) in a sweep's env table, GymnasiumTask and
+the CLI: they register themselves wherever the environment is built (the calling process, a thread,
+a worker process of backend = "processes"), with no register_gymnasium_envs() call first."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("gymnasium")
+pytest.importorskip("pandas")
+
+import gymnasium as gym
+
+import privrl
+from privrl.agents import LSVIUCB
+from privrl.envs import RiverSwim, as_gymnasium
+from privrl.experiment import sweep
+from privrl.experiment.environments import GYM_IDS, GymnasiumTask, register_gymnasium_envs
+from privrl.experiment.parsing import build_config
+from privrl.experiment.sweep import run_seed_sequence
+from privrl.privacy import NonPrivate
+
+RIVER = {"name": "gymnasium", "id": "privrl/RiverSwim-v0", "H": 5, "S": 4, "model": False}
+AGENTS = {"L": {"algorithm": "LSVI-UCB", "privacy": "none"}}
+
+
+@pytest.fixture
+def unregistered():
+    """privrl's ids absent from this process's gymnasium registry (another test may have registered
+    them), and absent again after the test."""
+
+    def drop():
+        for gym_id in GYM_IDS:
+            gym.registry.pop(gym_id, None)
+
+    drop()
+    yield
+    drop()
+
+
+def test_a_sweep_names_an_own_id_unregistered(unregistered):
+    """Each run is privrl.learn on as_gymnasium(RiverSwim(S=4)) with the run's streams, bit for bit:
+    the id resolves to privrl's environment built with the table's make keywords (H = 5 is the
+    learner's horizon, not a make keyword: the model keeps its default H = 20)."""
+    kw = {"agents": AGENTS, "seeds": 2, "episodes": 60, "progress": False, "log_every": 1}
+    df, manifest = sweep(env=RIVER, **kw)
+    config = build_config({"env": RIVER, "agents": AGENTS, "seeds": 2, "episodes": 60})
+    specs = list(config.studies[0].runs(config.root_seed))
+    assert len(specs) == 2 and set(df["run_id"]) == {s.run_id for s in specs}
+    for spec in specs:
+        agent_seq, env_seq = run_seed_sequence(spec).spawn(2)
+        env = as_gymnasium(RiverSwim(S=4))
+        features = GymnasiumTask("privrl/RiverSwim-v0", 5, S=4).features
+        agent = LSVIUCB(features, NonPrivate(), episodes=60, seed=agent_seq, **dict(spec.options))
+        returns = privrl.learn(agent, env, seed=env_seq, progress=False).returns
+        rows = df[df["run_id"] == spec.run_id].sort_values("episode")
+        assert np.array_equal(rows["return"].to_numpy(), returns)
+        assert manifest["runs"][spec.run_id]["env"] == "privrl/RiverSwim-v0(H=5, learned by interaction)"
+
+
+def test_worker_processes_register_it_themselves(unregistered):
+    """A worker of backend = "processes" (forkserver or spawn: it does not inherit the parent's
+    registry) builds its run's environment from the id: the same table as on threads."""
+    register_gymnasium_envs()  # in this process only: the workers must do without it
+    kw = {"env": RIVER, "agents": AGENTS, "seeds": 2, "episodes": 40, "progress": False, "n_jobs": 2}
+    threads, _ = sweep(**kw)
+    procs, _ = sweep(**kw, backend="processes")
+    cols = ["run_id", "episode", "return", "cum_return"]
+    a = threads[cols].sort_values(cols[:2]).reset_index(drop=True)
+    b = procs[cols].sort_values(cols[:2]).reset_index(drop=True)
+    assert len(a) == 80 and a.equals(b)
+
+
+def test_an_unknown_own_id_names_the_namespace_ids(unregistered):
+    """An id of the privrl/ namespace that privrl does not define is gymnasium's own 'doesn't exist'
+    error for the registered namespace, not 'Namespace privrl not found'."""
+    with pytest.raises(privrl.experiment.ConfigError, match="privrl/RiverSwam-v0") as info:
+        sweep(env={**RIVER, "id": "privrl/RiverSwam-v0"}, agents=AGENTS, episodes=5, progress=False)
+    assert "Namespace privrl not found" not in str(info.value)
+
+
+def test_cli_runs_an_own_id(tmp_path):
+    """privrl run on a config that names privrl/RiverSwim-v0: a fresh process, nothing registered."""
+    config = tmp_path / "river.toml"
+    config.write_text(
+        "episodes = 30\nseeds = 1\n"
+        '[env]\nname = "gymnasium"\nid = "privrl/RiverSwim-v0"\nH = 5\nS = 4\nmodel = false\n'
+        '[agents.L]\nalgorithm = "LSVI-UCB"\nprivacy = "none"\n'
+    )
+    out = tmp_path / "res"
+    cmd = [sys.executable, "-m", "privrl", "run", str(config), "-o", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    records = json.loads((out / "manifest.json").read_text())["runs"]
+    assert [r["env"] for r in records.values()] == ["privrl/RiverSwim-v0(H=5, learned by interaction)"]
