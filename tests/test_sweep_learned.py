@@ -213,6 +213,23 @@ def test_deterministic_lake_learned_equals_the_model_study():
     assert a["cum_return"].max() > 0  # some user reached the goal
 
 
+def test_a_learned_run_records_its_policy_changes_as_a_model_run_does():
+    """On the non-slippery lake the learned study's users play the model study's policies (the same
+    agent streams, the same trajectories): each run record's policy_changes, counted by privrl.run
+    on the model, is the learned run's too. It was null for every run learned by interaction."""
+    agents = {"L": {"algorithm": "LSVI-UCB", "privacy": "jdp", "batches": 5}}
+    kw = {"agents": agents, "epsilons": [math.inf, 10.0], "seeds": 2, "episodes": 100, "progress": False}
+    _, learned = sweep(env=LAKE, **kw)
+    _, model = sweep(env={k: v for k, v in LAKE.items() if k != "model"}, **kw)
+
+    def changes(manifest):
+        return {(r["agent"], r["epsilon"], r["seed"]): r["policy_changes"] for r in manifest["runs"].values()}
+
+    counts = changes(learned)
+    assert len(counts) == 4 and counts == changes(model)
+    assert all(isinstance(n, int) and 1 <= n <= 100 for n in counts.values())
+
+
 def test_a_gymnasium_object_is_refused_with_its_table():
     """A sweep rebuilds the environment in every run: a gymnasium.Env object is refused with the
     table that names it (the id it was made from)."""

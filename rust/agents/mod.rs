@@ -327,39 +327,57 @@ impl Trajectory {
     }
 }
 
+/// How often a run's policy changed: the distinct consecutive policies its users played (the
+/// first user's counts). The one rule behind `privrl.run`'s count (through [`RegretCache`]) and
+/// `privrl.learn`'s (the binding `PolicyChanges`, on the policies its users are handed).
+#[derive(Debug, Clone, Default)]
+pub struct PolicyChanges<T> {
+    last: Vec<T>,
+    seen: bool,
+    /// Distinct consecutive policies seen.
+    pub count: u64,
+}
+
+impl<T: PartialEq + Clone> PolicyChanges<T> {
+    /// Count `pi` if it differs from the last policy seen (the first one always does); whether it did.
+    pub fn see(&mut self, pi: &[T]) -> bool {
+        if self.seen && self.last.as_slice() == pi {
+            return false;
+        }
+        self.last.clear();
+        self.last.extend_from_slice(pi);
+        self.seen = true;
+        self.count += 1;
+        true
+    }
+}
+
 /// Per-episode exact regret `V*_1(s_1) - V^{pi_k}_1(s_1)`, with `V^{pi_k}` recomputed only when
 /// the policy changes.
 #[derive(Debug, Clone)]
 pub struct RegretCache {
-    pi: Vec<usize>,
     v1: Vec<f64>,
     work: Vec<f64>,
-    valid: bool,
-    /// Distinct consecutive policies seen.
-    pub changes: u64,
+    /// The policies seen, and how often they changed.
+    pub policy: PolicyChanges<usize>,
 }
 
 impl RegretCache {
     pub fn new(model: &FiniteModel) -> Self {
         RegretCache {
-            pi: vec![0; model.h * model.s],
             v1: vec![0.0; model.s],
             work: vec![0.0; (model.h + 1) * model.s],
-            valid: false,
-            changes: 0,
+            policy: PolicyChanges::default(),
         }
     }
 
     /// Make `pi` the current policy (its exact values computed if it changed).
     pub fn set_policy(&mut self, model: &FiniteModel, pi: &[usize]) {
-        if self.valid && self.pi == pi {
+        if !self.policy.see(pi) {
             return;
         }
         model.values_into(pi, &mut self.work);
         self.v1.copy_from_slice(&self.work[..model.s]);
-        self.pi.copy_from_slice(pi);
-        self.valid = true;
-        self.changes += 1;
     }
 
     /// `V^{pi}_1(s)` of the current policy.
@@ -462,6 +480,17 @@ pub(crate) fn psd_factor(m: &[f64], d: usize, out: &mut [f64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn policy_changes_count_distinct_consecutive_policies() {
+        let mut c = PolicyChanges::default();
+        let seen: Vec<bool> = [[0, 1], [0, 1], [1, 1], [0, 1], [0, 1]]
+            .iter()
+            .map(|pi| c.see(pi))
+            .collect();
+        assert_eq!(seen, [true, false, true, true, false]);
+        assert_eq!(c.count, 3);
+    }
 
     #[test]
     fn guard_clips_rows_and_values() {

@@ -109,7 +109,7 @@ impl PyRun {
     /// Distinct consecutive policies so far.
     #[getter]
     fn policy_changes(&self) -> u64 {
-        self.cache.changes
+        self.cache.policy.count
     }
 }
 

@@ -262,7 +262,38 @@ pub fn index_range(x: PyReadonlyArray1<'_, i64>) -> PyResult<(i64, i64)> {
         .fold((first, first), |(lo, hi), &v| (lo.min(v), hi.max(v))))
 }
 
+/// How often the policies handed to a run's users changed (`crate::agents::PolicyChanges`, the
+/// rule of `Run.policy_changes`): `privrl.learn` shows it each user's (H, S) policy.
+#[pyclass(module = "privrl._core", name = "PolicyChanges")]
+#[derive(Default)]
+pub struct PyPolicyChanges {
+    inner: core::PolicyChanges<i64>,
+}
+
+#[pymethods]
+impl PyPolicyChanges {
+    #[new]
+    fn new() -> Self {
+        Self::default()
+    }
+
+    /// Count `pi` if it differs from the last policy seen; whether it did.
+    fn see(&mut self, pi: PyReadonlyArray2<'_, i64>) -> PyResult<bool> {
+        let pi = pi
+            .as_slice()
+            .map_err(|_| PyValueError::new_err("policy must be a C-contiguous int64 array"))?;
+        Ok(self.inner.see(pi))
+    }
+
+    /// Distinct consecutive policies seen.
+    #[getter]
+    fn count(&self) -> u64 {
+        self.inner.count
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyPolicyChanges>()?;
     m.add_function(wrap_pyfunction!(index_range, m)?)?;
     m.add_function(wrap_pyfunction!(max_abs, m)?)?;
     m.add_function(wrap_pyfunction!(symmetry_gap, m)?)?;

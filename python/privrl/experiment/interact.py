@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from privrl import _core
 from privrl.agents.common.base import Agent
 from privrl.common.checks import (
     check_episodes,
@@ -248,6 +249,9 @@ class LearnResult:
     wall_time: float
     agent: str
     terminated_early: int = 0  # episodes the environment ended before H (padded, see learn)
+    #: distinct consecutive policies the users played (the first user's counts): privrl.run's
+    #: RunResult.policy_changes, by the same rule (privrl._core.PolicyChanges)
+    policy_changes: int = 0
 
     @property
     def episodes(self) -> int:
@@ -298,7 +302,7 @@ def learn(
                 "callback=...) for a callback(k, cumulative exact regret)"
             )
         res = run(agent, env, episodes, seed, progress=progress)
-        return LearnResult(res.returns, res.regret, res.wall_time, agent.label, 0)
+        return LearnResult(res.returns, res.regret, res.wall_time, agent.label, 0, res.policy_changes)
     if not (hasattr(env, "reset") and hasattr(env, "step")):
         raise TypeError(f"env must be a gymnasium environment (reset / step), got {type(env).__name__}")
     if isinstance(agent.env, ContextualBandit):  # its contexts are the bandit's, not observations
@@ -327,9 +331,9 @@ def learn(
     scale = reward if reward is not None else float
     pad = padding_reward(reward)
     t0 = time.perf_counter()
-    returns, early = _episodes(agent, env, K, seed, state, scale, pad, callback, progress)
+    returns, early, changes = _episodes(agent, env, K, seed, state, scale, pad, callback, progress)
     regret = None if reference is None else np.cumsum(reference - returns)
-    return LearnResult(returns, regret, time.perf_counter() - t0, agent.label, early)
+    return LearnResult(returns, regret, time.perf_counter() - t0, agent.label, early, changes)
 
 
 def _episodes(
@@ -342,12 +346,14 @@ def _episodes(
     pad: float,
     callback: Callable[[int, float], None] | None,
     progress: bool | None,
-) -> tuple[np.ndarray, int]:
-    """The episodes of :func:`learn`: K users on `env`, padded after the environment's end.
+) -> tuple[np.ndarray, int, int]:
+    """The episodes of :func:`learn`: K users on `env`, padded after the environment's end; their
+    returns, how many the environment ended early and how often the users' policy changed.
 
-    The user's policy is read from Rust once per user but converted to nested lists only when
-    the agent computed a new one (``policy_updates`` moved: at a release, or every user when each
-    user draws its own model); a step's state index that is a plain int in range skips the full check.
+    The user's policy is read from Rust once per user but converted to nested lists (and shown to
+    the policy-change count) only when the agent computed a new one (``policy_updates`` moved: at
+    a release, or every user when each user draws its own model; otherwise it is the previous
+    user's table); a step's state index that is a plain int in range skips the full check.
     """
     H, S = agent.H, agent.S
     core = agent._core
@@ -358,6 +364,7 @@ def _episodes(
     rewards = np.empty(H, dtype=np.float64)
     pi: list[list[int]] = []
     pi_of = -1  # the policy_updates count `pi` was read at
+    changes = _core.PolicyChanges()
     pbar = bar(K, agent.label, progress)
     try:
         for k in range(K):
@@ -365,6 +372,7 @@ def _episodes(
             table = core.policy()  # plans the arriving user's policy if it is due
             if core.policy_updates != pi_of:
                 pi, pi_of = table.tolist(), core.policy_updates
+                changes.see(table)
             s = _state_index(state(obs), S)
             states[0] = s
             done = False
@@ -393,7 +401,7 @@ def _episodes(
     finally:
         if pbar is not None:
             pbar.close()
-    return returns, early
+    return returns, early, changes.count
 
 
 def _check_spaces(agent: Agent, env: Any, state: Callable[[Any], int]) -> Callable[[Any], int] | None:

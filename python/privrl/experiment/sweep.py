@@ -116,7 +116,8 @@ def execute_run(
 
     if isinstance(env, GymnasiumTask):  # no model: privrl.learn, realized returns, no regret
         out = env.learn(agent, env_seq, callback)
-        res = _Outcome(env.name, agent.label, np.full(K, np.nan), out.returns, out.wall_time, None, None)
+        nan = np.full(K, np.nan)
+        res = _Outcome(env.name, agent.label, nan, out.returns, out.wall_time, out.policy_changes, None)
         extra = {"terminated_early": out.terminated_early}
     else:
         ran = run(agent, env, seed=env_seq, callback=callback)
@@ -163,7 +164,7 @@ class _Outcome(NamedTuple):
     regret: np.ndarray
     returns: np.ndarray
     wall_time: float
-    policy_changes: int | None
+    policy_changes: int
     random_regret: float | None
 
 
