@@ -197,6 +197,29 @@ def test_cli_run_and_report(tmp_path):
     assert [r["env"] for r in records.values()] == ["FrozenLake-v1(H=8, learned by interaction)"]
 
 
+def test_the_report_says_which_scale_the_returns_are_on(tmp_path):
+    """A study learned by interaction prints returns on the reward_range rescale (Blackjack's -1 / 1
+    mapped to 0 / 1): the report states the map under the table, one that does send reward_range's
+    ends to 0 and 1, and a study without reward_range is said to be on the environment's own rewards.
+    Before, the return column did not say (only the plot's title did)."""
+    from privrl.experiment import report
+
+    studies = [
+        {"name": "bj", "env": BLACKJACK, "agents": {"L": AGENTS["LSVI"]}},
+        {"name": "lake", "env": LAKE, "agents": {"L": AGENTS["LSVI"]}},
+    ]
+    sweep(studies=studies, episodes=20, outdir=tmp_path / "res", progress=False)
+    out = io.StringIO()
+    summary = report(tmp_path / "res", file=out)
+    notes = {line.split(":")[0]: line for line in out.getvalue().splitlines() if line.startswith("return of")}
+    assert set(notes) == {"return of bj", "return of lake"}
+    rescale = notes["return of bj"].rpartition("r -> ")[2]
+    lo, hi = BLACKJACK["reward_range"]
+    assert [eval(rescale, {"r": r}) for r in (lo, 0, hi)] == [0.0, 0.5, 1.0]
+    assert notes["return of lake"].endswith("on the environment's own rewards")
+    assert dict(zip(summary["study"], summary["reward_rescale"], strict=True)) == {"bj": rescale, "lake": ""}
+
+
 def test_deterministic_lake_learned_equals_the_model_study():
     """On the non-slippery lake (one start state, deterministic moves) the environment's stream draws
     nothing that matters: a study learned by interaction and the same study on from_gymnasium's model

@@ -11,7 +11,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["GymnasiumTask", "gymnasium_linear_mdp", "reward_bounds", "register_gymnasium_envs", "GYM_IDS"]
+__all__ = [
+    "GymnasiumTask",
+    "gymnasium_linear_mdp",
+    "reward_bounds",
+    "reward_rescale",
+    "register_gymnasium_envs",
+    "GYM_IDS",
+]
 
 
 def reward_bounds(table: dict) -> tuple[float, float]:
@@ -78,7 +85,7 @@ def gymnasium_linear_mdp(
         return from_gymnasium(
             env,
             H,
-            name=f"{id}(H={int(H)}, rewards {_affine(lo, hi)})",
+            name=f"{id}(H={int(H)}{_REWARDS}{_affine(lo, hi)})",
             init_dist=init_dist,
             reward=lambda r: (float(r) - lo) / width,
         )
@@ -191,6 +198,21 @@ def _reward_range(table: dict | None, reward_range: Any) -> tuple[float, float]:
     return lo, hi
 
 
+# How an environment's name states its reward rescale and that it is learned by interaction:
+# "Blackjack-v1(H=4, rewards (r + 1) / 2, learned by interaction)", "Taxi-v4(H=20, rewards (r + 10) / 30)".
+_REWARDS, _LEARNED = ", rewards ", ", learned by interaction)"
+
+
+def reward_rescale(env_name: str) -> str | None:
+    """The reward rescale an environment's name states ("(r + 1) / 2" of the names above: the
+    results table's env column, the run records' env), or None: the rewards as the environment pays
+    them (any name without the fragment, e.g. a privrl model's)."""
+    _, found, tail = env_name.rpartition(_REWARDS)
+    if not found:
+        return None
+    return tail[: -len(_LEARNED)] if tail.endswith(_LEARNED) else tail.removesuffix(")")
+
+
 def _affine(lo: float, hi: float) -> str:
     """The rescale r -> (r - lo) / (hi - lo) as text: "(r + 100) / 100" for lo = -100, hi = 0."""
     shift = f"r - {lo:g}" if lo >= 0 else f"r + {-lo:g}"
@@ -247,8 +269,8 @@ class GymnasiumTask:
                 )
         finally:
             env.close()
-        scale = "" if self.range is None else f", rewards {_affine(*self.range)}"
-        self.name = f"{id}(H={self.H}{scale}, learned by interaction)"
+        scale = "" if self.range is None else f"{_REWARDS}{_affine(*self.range)}"
+        self.name = f"{id}(H={self.H}{scale}{_LEARNED}"
 
     def make(self) -> Any:
         """A new instance of the gymnasium environment (each run steps its own)."""

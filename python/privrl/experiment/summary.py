@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
 
 from privrl.common.errors import ConfigError
+from privrl.experiment.environments import reward_rescale
 
 __all__ = ["GROUP", "curves", "fit_slope", "random_level", "report", "return_ends", "summarize", "verdict"]
 
@@ -124,9 +125,12 @@ def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
     regret mean and std, slope of log R vs log K (of the seed-mean curve), mean wall time per run,
     the noise scale used (sigma_B for UCRL-VTR, sigma_Lambda for LSVI-UCB, ...), the beta used, and
     the epsilon the releases spend under the paper's argument (eps_paper) and the tight accountant
-    (eps_tight), the uniformly random policy's cumulative regret over K (random_regret,
-    :func:`random_level`) and the final regret as a percentage of it (pct_random; both NaN without
-    a recorded random policy)."""
+    (eps_tight); the mean return per user over the first and the last tenth of the users
+    (return_first, return_last) and the reward rescale they (and the regret) are on, as the
+    environment's name states it (reward_rescale: "(r + 1) / 2" under reward_range = [-1, 1]; ""
+    for the rewards as the environment pays them); the uniformly random policy's cumulative regret
+    over K (random_regret, :func:`random_level`) and the final regret as a percentage of it
+    (pct_random; both NaN without a recorded random policy)."""
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a privrl results table (a pandas DataFrame), got {type(df).__name__}")
     if manifest is not None and not isinstance(manifest, dict):
@@ -177,6 +181,8 @@ def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
         exact = whole and all(len(_numbers(e)) == len(run_ids) for e in ends)
         first, late = (float(np.mean(_numbers(e))) for e in ends) if exact else _return_rates(part)
         rows[-1]["return_first"], rows[-1]["return_last"] = first, late
+        # the scale of those returns (and of the regret): the rescale the env's name states, or ""
+        rows[-1]["reward_rescale"] = (reward_rescale(str(part["env"].iloc[0])) or "") if "env" in part else ""
         randoms = [runs.get(r, {}).get("random_regret") for r in run_ids]
         random_regret = random_level(randoms, K)
         rows[-1]["random_regret"] = random_regret
@@ -340,7 +346,26 @@ def format_table(summary: pd.DataFrame) -> str:
             for i, (c, w) in enumerate(zip(cells, widths, strict=True))
         ).rstrip()
 
-    return "\n".join([fmt(header), fmt(["-" * w for w in widths])] + [fmt(line) for line in lines])
+    table = [fmt(header), fmt(["-" * w for w in widths])] + [fmt(line) for line in lines]
+    return "\n".join(table + (_return_scales(summary) if returns else []))
+
+
+def _return_scales(summary: pd.DataFrame) -> list[str]:
+    """Under the table, per study, the scale its returns (and its regret, if it has one) are on: the
+    rewards rescaled into [0, 1] by its reward_range (the plot's title states the same map), or the
+    environment's own."""
+    rescales = summary.get("reward_rescale", pd.Series("", index=summary.index)).fillna("")
+    notes = []
+    for study, part in summary.assign(reward_rescale=rescales).groupby("study", sort=False):
+        rescale = part["reward_rescale"].iloc[0]
+        what = "return" if part["regret_mean"].isna().all() else "return and regret"
+        scale = (
+            f"the rewards rescaled into [0, 1] by reward_range, r -> {rescale}"
+            if rescale
+            else "the environment's own rewards"
+        )
+        notes.append(f"{what} of {study}: per user, on {scale}")
+    return notes
 
 
 def report(outdir: str | os.PathLike, file: Any = None) -> pd.DataFrame:
