@@ -304,3 +304,16 @@ def test_round_to_grid_is_the_nearest_lattice_point_halves_to_even(noise, scale,
     big = np.array([3.5, -2.5, 7.25]) * plain * 1e300
     if np.isfinite(big).all():
         assert st.round_to_grid(big).tolist() == [_nearest_even_multiple(float(v), plain) for v in big]
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "discrete_gaussian", "discrete_laplace"])
+def test_round_to_grid_keeps_the_input_shape(noise):
+    """round_to_grid returns an array of x's shape, as a numpy ufunc would: a 0-d array for a Python
+    or numpy scalar or a 0-d array (it was shape (1,)), and each value is the one the same number
+    gets inside a 1-D array."""
+    st = kn.NoiseStream(noise, 1.0, seed=0, grid_bits=3)
+    for x in (0.3, -2, True, np.float64(0.3), np.float32(-1.7), np.array(0.3), [0.3], np.full((2, 3), 0.7)):
+        got = st.round_to_grid(x)
+        assert isinstance(got, np.ndarray) and got.shape == np.shape(x), repr(x)
+        flat = st.round_to_grid(np.ravel(np.asarray(x, dtype=np.float64)))
+        assert np.array_equal(got.ravel(), flat), repr(x)

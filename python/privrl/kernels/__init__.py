@@ -143,8 +143,11 @@ class NoiseStream:
         """`x` rounded to the lattice of the discrete samplers (unchanged for continuous noise).
         For symmetric discrete Laplace matrices the diagonal goes to even lattice units: their
         diagonal noise is 2 Z'_ii, and data of the other parity would be told apart. NaN / inf
-        are refused (NonFiniteError), as by :meth:`privatize`."""
+        are refused (NonFiniteError), as by :meth:`privatize`. The result has `x`'s shape: a 0-d
+        array for a scalar (a Python or numpy number, or a 0-d array)."""
         a = check_all_finite(numeric_array(x, "x"), "x")
+        if a.ndim == 1 and np.ndim(x) == 0:  # numeric_array gives a scalar as shape (1,)
+            a = a.reshape(())
         unit = self.lattice_unit(symmetric, divisor)
         if unit is None:
             return a.copy() if a is x else a  # never the caller's array itself
@@ -163,7 +166,7 @@ class NoiseStream:
             d = a.shape[-1]
             idx = np.arange(d)
             r[..., idx, idx] = 2.0 * np.rint(a[..., idx, idx] / (2.0 * unit))
-        return r * unit
+        return np.asarray(r * unit)  # numpy gives a 0-d input's result as a scalar: an array, as above
 
     def privatize(self, x: Any, symmetric: bool = False, divisor: float = SQRT2) -> np.ndarray:
         """The user-side randomizer's messages: ``x + noise`` for a (count, n) block of vectors or
