@@ -74,3 +74,33 @@ def test_a_stack_is_checked_for_symmetry_as_matrix_by_matrix():
     assert stream.draws == 0  # refused before any noise is drawn
     check_symmetric_stack(np.zeros((0, 3, 3)), "x")
     check_symmetric_stack(np.zeros((2, 0, 0)), "x")
+
+
+def test_the_manifest_records_versions_without_importing_them():
+    """environment_info reads the optional dependencies' versions from their installed metadata
+    (importlib.metadata), equal to what each module says, without importing any of them."""
+    import importlib.metadata
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, json\n"
+        "from privrl.experiment.results import environment_info\n"
+        "before = set(sys.modules)\n"
+        "info = environment_info()['versions']\n"
+        "new = [m for m in ('dask', 'distributed', 'gymnasium', 'matplotlib', 'pyarrow')\n"
+        "       if m in sys.modules and m not in before]\n"
+        "print(json.dumps([info, new]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    import json
+
+    info, imported = json.loads(out.strip().splitlines()[-1])
+    assert imported == []
+    for dist in ("pyarrow", "matplotlib", "dask", "distributed", "gymnasium"):
+        try:
+            module = __import__(dist)
+        except ImportError:
+            assert dist not in info
+            continue
+        assert info[dist] == module.__version__ == importlib.metadata.version(dist)
