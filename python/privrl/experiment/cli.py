@@ -241,7 +241,7 @@ def _run_and_show(
         show(outdir)
     if plot:
         figures = draw(outdir, plot_output, band)
-        for what, out in zip(("plot", "privacy cost (regret vs epsilon)"), figures, strict=True):
+        for what, out in zip(("plot", "privacy cost (vs epsilon)"), figures, strict=True):
             files = [v for v in (out or {}).values() if isinstance(v, str)]
             if files:
                 print(f"privrl: {what} written to {', '.join(files[:-1])} and {files[-1]}", file=sys.stderr)
