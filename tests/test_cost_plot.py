@@ -181,3 +181,16 @@ def test_the_report_prints_the_figures_share_of_the_random_policy(results, capsy
         drawn = figure[(figure["agent"] == row["agent"]) & (figure["epsilon"] == row["epsilon"])].iloc[0]
         assert row["pct_random"] == pytest.approx(100 * drawn["value"] / drawn["random_regret"], rel=1e-12)
         assert f"{row['pct_random']:.3g}%" in text
+
+
+def test_sweeps_dataframe_and_manifest_give_the_folders_figure(results, tmp_path):
+    """From Python, sweep's (df, manifest) draw what the folder draws, the random level included."""
+    from privrl.experiment.results import load_manifest
+
+    df, records = load_results(results), load_run_records(results)
+    manifest = {**load_manifest(results), "runs": records}
+    from_df = cost_table(df, manifest=manifest)
+    assert from_df.equals(cost_table(results))
+    assert "privrl-cost-random-0" in _svg_ids(plot_cost(df, tmp_path / "df", manifest=manifest)["svg"])
+    with pytest.raises(ConfigError, match="manifest"):
+        cost_table(df, manifest=[records])

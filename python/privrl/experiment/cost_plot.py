@@ -53,19 +53,27 @@ def _run_values(df: pd.DataFrame, records: dict[str, dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def cost_table(source: str | os.PathLike | pd.DataFrame, band: str = "std") -> pd.DataFrame:
+def cost_table(
+    source: str | os.PathLike | pd.DataFrame, band: str = "std", manifest: dict | None = None
+) -> pd.DataFrame:
     """The figure's numbers: one row per (study, agent, privacy, epsilon) with ``value`` the mean over
     seeds of each run's final cumulative regret (or, for a study learned by interaction, of its mean
     return per user over the last tenth of the users), ``half`` the band's half width (``band``
     "std": one standard deviation across seeds; "ci95": the Student-t 95% interval; NaN with one
     seed), ``n`` the seeds, ``K``, ``learned`` and ``random_regret`` (the uniformly random policy's
     cumulative regret over K, :func:`privrl.experiment.summary.random_level`, from the rates the
-    model runs of a results folder record; NaN otherwise)."""
+    model runs record: a results folder's run records, or for a DataFrame the ``manifest`` that
+    :func:`privrl.experiment.sweep` returns with it; NaN otherwise)."""
     if band not in ("std", "ci95"):
         raise ConfigError("band", f"must be 'std' or 'ci95', got {band!r}")
     records: dict[str, dict] = {}
+    if manifest is not None and not isinstance(manifest, dict):
+        raise ConfigError(
+            "manifest", f"must be the manifest dict sweep returns, got {type(manifest).__name__}"
+        )
     if isinstance(source, pd.DataFrame):
-        df = source
+        # the run records of sweep's (df, manifest), as summarize(df, manifest) reads them
+        df, records = source, dict((manifest or {}).get("runs", {}))
     else:
         from privrl.experiment.results import load_results, load_run_records
 
@@ -100,6 +108,7 @@ def plot_cost(
     output: str | os.PathLike | None = None,
     band: str = "std",
     title: str | None = None,
+    manifest: dict | None = None,
 ) -> dict[str, Any]:
     """Draw what privacy costs in each study of a results folder (or sweep DataFrame): per private
     agent, its final cumulative regret (mean over seeds, with a ``band`` bar) against epsilon on a
@@ -112,10 +121,12 @@ def plot_cost(
     (.eps, .ps, .jpg, .tif, .webp) path writes that file too, as :func:`privrl.experiment.plots.plot`.
     Returns {"png": path, "svg": path, "agents": {study: private lines}} (plus the extra format's
     key). The SVG ids: privrl-cost-<row>-<i> (private agents), privrl-cost-base-<row>-<i>
-    (non-private levels), privrl-cost-random-<row>."""
+    (non-private levels), privrl-cost-random-<row>. From a DataFrame, pass sweep's ``manifest``
+    too for the random level (``df, manifest = sweep(...); plot_cost(df, "cost.png",
+    manifest=manifest)``)."""
     if output is None and isinstance(source, pd.DataFrame):
         raise ConfigError("output", "plot_cost(DataFrame) needs an output path")
-    table = cost_table(source, band)
+    table = cost_table(source, band, manifest)
     if not _studies(table):
         raise ConfigError(
             "source",
