@@ -44,6 +44,39 @@ def results(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def linear(tmp_path_factory) -> Path:
+    """A study whose final regrets are all positive (its figure's regret axis is logarithmic)."""
+    out = tmp_path_factory.mktemp("cost") / "linear"
+    agents = {
+        "LSVI": {"algorithm": "LSVI-UCB", "privacy": "none"},
+        "JDP": {"algorithm": "LSVI-UCB", "privacy": "jdp"},
+    }
+    env = {"name": "RandomLinearMDP", "S": 10, "A": 3, "d": 4, "H": 4, "seed": 0}
+    sweep(env=env, agents=agents, epsilons=[10.0, 1.0], seeds=2, episodes=40, outdir=out, progress=False)
+    return out
+
+
+def _drawn_figure(monkeypatch, source, output):
+    """plot_cost's figure as saved (its axes laid out), re-rendered for measuring."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    import privrl.experiment.cost_plot as cost_plot
+
+    figs = []
+
+    def spy(fig, out, title=None):
+        figs.append(fig)
+        return save(fig, out, title)
+
+    save = cost_plot.save
+    monkeypatch.setattr(cost_plot, "save", spy)
+    drawn = plot_cost(source, output)
+    (fig,) = figs
+    FigureCanvasAgg(fig).draw()
+    return fig, drawn
+
+
 def _svg_ids(path: str) -> list[str]:
     return re.findall(r'id="(privrl-cost[^"]*)"', Path(path).read_text())
 
@@ -194,3 +227,16 @@ def test_sweeps_dataframe_and_manifest_give_the_folders_figure(results, tmp_path
     assert "privrl-cost-random-0" in _svg_ids(plot_cost(df, tmp_path / "df", manifest=manifest)["svg"])
     with pytest.raises(ConfigError, match="manifest"):
         cost_table(df, manifest=[records])
+
+
+def test_the_percent_axis_of_a_log_panel_stays_inside_the_figure(linear, tmp_path, monkeypatch):
+    """The right axis (% of the random policy) of a panel on a log regret axis: its tick labels and
+    its label inside the saved figure (it was created before the log scale and laid out as linear:
+    its wider log tick labels and its label were cut off at the right edge)."""
+    fig, drawn = _drawn_figure(monkeypatch, linear, tmp_path / "lin_cost.png")
+    assert "privrl-cost-random-0" in _svg_ids(drawn["svg"])
+    (ax,) = fig.axes
+    assert ax.get_yscale() == "log" and len(ax.child_axes) == 1
+    renderer = fig.canvas.get_renderer()
+    right = ax.child_axes[0].get_tightbbox(renderer)
+    assert right.x0 >= 0 and right.x1 <= fig.bbox.x1, (right, fig.bbox)

@@ -216,9 +216,6 @@ def _draw_study(ax: Any, part: pd.DataFrame, study: str, row: int, band: str, pl
         line = ax.axhline(rnd, color="0.45", ls=":", lw=1.4, label="uniformly random policy")
         line.set_gid(f"privrl-cost-random-{row}")
         drawn.append(rnd)
-        ax.secondary_yaxis(
-            "right", functions=(lambda r: 100.0 * r / rnd, lambda p: p * rnd / 100.0)
-        ).set_ylabel("% of the random policy's regret")
     ax.set_xscale("log")
     if hi_eps > lo_eps:
         ax.set_xlim(lo_eps / 1.6, hi_eps * 1.6)
@@ -226,6 +223,11 @@ def _draw_study(ax: Any, part: pd.DataFrame, study: str, row: int, band: str, pl
         ax.set_xlim(lo_eps / 3.0, hi_eps * 3.0)
     if not learned and all(v > 0 for v in drawn if math.isfinite(v)):
         ax.set_yscale("log")
+    if math.isfinite(rnd) and rnd > 0:  # after the scale: made before, it was laid out as linear and
+        # its log tick labels and its label ran off the figure's right edge
+        ax.secondary_yaxis(
+            "right", functions=(lambda r: 100.0 * r / rnd, lambda p: p * rnd / 100.0)
+        ).set_ylabel("% of the random policy's regret")
     band_txt = "mean +- 1 std over seeds" if band == "std" else "mean, 95% CI over seeds"
     if int(part["n"].max()) == 1:
         band_txt = "one seed, no band"
