@@ -240,3 +240,24 @@ def test_the_percent_axis_of_a_log_panel_stays_inside_the_figure(linear, tmp_pat
     renderer = fig.canvas.get_renderer()
     right = ax.child_axes[0].get_tightbbox(renderer)
     assert right.x0 >= 0 and right.x1 <= fig.bbox.x1, (right, fig.bbox)
+
+
+def test_a_line_whose_points_have_different_seed_counts_says_so(results, tmp_path, monkeypatch):
+    """An unfinished sweep: one JDP run at eps = 1 not finished (no record). The JDP line's points
+    rest on 3 and 2 seeds (counted from the rows); its legend said n=3 for both."""
+    import shutil
+
+    out = tmp_path / "partial"
+    shutil.copytree(results, out)
+    (record,) = (out / "runs").glob("RiverSwimMixture__JDP__eps1__seed2__*.json")
+    record.unlink()
+    df = load_results(out)
+    jdp = df[df["agent"] == "JDP"]
+    seeds = sorted(set(jdp.groupby("epsilon")["seed"].nunique()))
+    assert seeds == [2, 3]
+    fig, _ = _drawn_figure(monkeypatch, out, tmp_path / "partial_cost.png")
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    (label,) = [t for t in labels if t.startswith("JDP")]
+    assert label.endswith(f"(n={seeds[0]}-{seeds[-1]})"), labels
+    (ldp,) = [t for t in labels if t.startswith("LDP")]
+    assert ldp.endswith(f"(n={df[df['agent'] == 'LDP']['seed'].nunique()})"), labels

@@ -192,6 +192,8 @@ def _draw_study(ax: Any, part: pd.DataFrame, study: str, row: int, band: str, pl
         g = g.sort_values("epsilon")
         eps, m, h = g["epsilon"].to_numpy(float), g["value"].to_numpy(float), g["half"].to_numpy(float)
         name = agent if privacy.lower() in agent.lower() else f"{agent} ({privacy.upper()})"
+        lo, hi = int(g["n"].min()), int(g["n"].max())  # an unfinished sweep: points on fewer seeds
+        seeds = f"n={hi}" if lo == hi else f"n={lo}-{hi}"
         container = ax.errorbar(
             eps,
             m,
@@ -201,7 +203,7 @@ def _draw_study(ax: Any, part: pd.DataFrame, study: str, row: int, band: str, pl
             ms=5,
             lw=1.6,
             capsize=3,
-            label=f"{name} (n={int(g['n'].max())})",
+            label=f"{name} ({seeds})",
         )
         container.lines[0].set_gid(f"privrl-cost-{row}-{i}")
         n_lines += 1
