@@ -261,3 +261,19 @@ def test_a_line_whose_points_have_different_seed_counts_says_so(results, tmp_pat
     assert label.endswith(f"(n={seeds[0]}-{seeds[-1]})"), labels
     (ldp,) = [t for t in labels if t.startswith("LDP")]
     assert ldp.endswith(f"(n={df[df['agent'] == 'LDP']['seed'].nunique()})"), labels
+
+
+@pytest.mark.parametrize("given", ["figs/", "figs/.", "sub//fig.pdf"])
+def test_the_cost_figure_is_at_the_curves_stem_whatever_the_spelling(results, tmp_path, given):
+    """The cost figure sits beside the curves, at their stem + "_cost", however the output path is
+    spelled: `-o figs/` wrote the curves at figs.png and the cost figure into the folder, at
+    figs/_cost.png."""
+    import os
+
+    curves, cost = figures(results, str(tmp_path) + os.sep + given.replace("/", os.sep))
+    assert cost is not None
+    for key in ("png", "svg"):
+        made, beside = Path(curves[key]), Path(cost[key])
+        assert made.exists() and beside.exists()
+        assert beside.parent == made.parent
+        assert beside.name == made.name[: -len(made.suffix)] + "_cost" + made.suffix

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -150,10 +151,10 @@ def figures(
     table = cost_table(outdir, band)
     if not _studies(table):
         return curves, None
-    root, suffix = os.path.splitext(target)
-    if suffix.lower() not in (".png", ".svg", *_EXTRA_FORMATS):  # a stem ("fig_eps0.5" keeps its ".5")
-        root, suffix = target, ""
-    return curves, _draw(table, root + "_cost" + suffix, band, None)
+    path = Path(target)  # as plot reads it: "figs/" and "figs/." are the stem figs (figs.png)
+    suffix = path.suffix if path.suffix.lower() in (".png", ".svg", *_EXTRA_FORMATS) else ""
+    name = path.name[: len(path.name) - len(suffix)]  # a stem ("fig_eps0.5" keeps its ".5")
+    return curves, _draw(table, path.parent / (name + "_cost" + suffix), band, None)
 
 
 def _studies(table: pd.DataFrame) -> list[str]:
