@@ -277,3 +277,22 @@ def test_the_cost_figure_is_at_the_curves_stem_whatever_the_spelling(results, tm
         assert made.exists() and beside.exists()
         assert beside.parent == made.parent
         assert beside.name == made.name[: -len(made.suffix)] + "_cost" + made.suffix
+
+
+def test_a_model_runs_missing_regret_is_not_replaced_by_its_returns(results):
+    """A run of a model study whose regret column is NaN (all rows) was read as a run learned by
+    interaction: its mean return per user was averaged in with the other seeds' final regrets. It
+    is a missing regret: the point is the mean of the other seeds' (as the report's)."""
+    from privrl.experiment.summary import summarize
+
+    df = load_results(results)
+    run = df[(df["agent"] == "JDP") & (df["epsilon"] == 1.0) & (df["seed"] == 0)]["run_id"].iloc[0]
+    df.loc[df["run_id"] == run, "regret"] = np.nan
+    part = df[(df["agent"] == "JDP") & (df["epsilon"] == 1.0)]
+    finals = [g.sort_values("episode")["regret"].iloc[-1] for _, g in part.groupby("seed")]
+    assert np.isnan(finals).sum() == 1
+    row = cost_table(df).set_index(["agent", "epsilon"]).loc[("JDP", 1.0)]
+    assert not row["learned"]
+    assert row["value"] == pytest.approx(np.nanmean(finals), rel=1e-12)
+    report = summarize(df).set_index(["agent", "epsilon"]).loc[("JDP", 1.0)]
+    assert row["value"] == pytest.approx(report["regret_mean"], rel=1e-12)

@@ -25,15 +25,19 @@ _MARKERS = ("o", "s", "^", "D", "v", "x", "*", "<", ">", "+")
 
 def _run_values(df: pd.DataFrame, records: dict[str, dict]) -> pd.DataFrame:
     """One row per run: its GROUP keys, K, and its end value: the cumulative regret at its last logged
-    episode, or, for a run learned by interaction (no regret), its mean return per user over the
-    last tenth of the users (the run record's ``return_last``, from all K users, or else the table's
-    trailing window at K), and the random policy's rate per episode its record has (``rate``)."""
+    episode, or, for a run of a study learned by interaction (no regret in any run), its mean return
+    per user over the last tenth of the users (the run record's ``return_last``, from all K users, or
+    else the table's trailing window at K), and the random policy's rate per episode its record has
+    (``rate``)."""
     rows = []
+    # a study without any regret was learned by interaction; a run of a model study with a NaN
+    # regret stays a (missing) regret, not its returns averaged in with the other runs' regrets
+    no_model = df.groupby("study", sort=False)["regret"].apply(lambda r: bool(r.isna().all()))
     for run_id, part in df.groupby("run_id", sort=False):
         part = part.sort_values("episode", kind="stable")
         last = part.iloc[-1]
         record = records.get(str(run_id), {})
-        learned = bool(part["regret"].isna().all())
+        learned = bool(no_model[last["study"]])
         if learned:
             value = record.get("return_last")
             if not isinstance(value, (int, float)) or record.get("episodes") != int(last["episode"]):
