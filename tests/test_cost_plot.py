@@ -296,3 +296,26 @@ def test_a_model_runs_missing_regret_is_not_replaced_by_its_returns(results):
     assert row["value"] == pytest.approx(np.nanmean(finals), rel=1e-12)
     report = summarize(df).set_index(["agent", "epsilon"]).loc[("JDP", 1.0)]
     assert row["value"] == pytest.approx(report["regret_mean"], rel=1e-12)
+
+
+def test_an_optimal_agents_rounding_residue_does_not_make_a_log_axis(linear, tmp_path, monkeypatch):
+    """The non-private agent's regret at an optimal agent's rounding residue (1e-13 per episode,
+    below fit_slope's 1e-9: no slope, "learned"): the panel stays linear, as for an exact 0 (the
+    log axis ran from 1e-12 to the private agents' regrets, a dozen decades)."""
+    from privrl.experiment.summary import fit_slope
+
+    df = load_results(linear)
+    plain = df["privacy"] == "none"
+    df.loc[plain, "regret"] = 1e-13 * df.loc[plain, "episode"]
+    curve = df[plain].groupby("episode")["regret"].mean()
+    assert math.isnan(fit_slope(curve.index.to_numpy(), curve.to_numpy()))  # rounding, by that rule
+    fig, _ = _drawn_figure(monkeypatch, df, tmp_path / "residue_cost")
+    (ax,) = fig.axes
+    assert ax.get_yscale() == "linear"
+    low, high = ax.get_ylim()
+    ends = df[~plain].sort_values("episode").groupby(["agent", "epsilon", "seed"])["regret"].last()
+    points = ends.groupby(level=["agent", "epsilon"]).mean()
+    assert low <= 0 < points.min() and points.max() < high
+    # the same table with the agent's real regret: a log axis (every final regret positive)
+    fig, _ = _drawn_figure(monkeypatch, load_results(linear), tmp_path / "real_cost")
+    assert fig.axes[0].get_yscale() == "log"

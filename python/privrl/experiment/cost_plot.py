@@ -228,7 +228,10 @@ def _draw_study(ax: Any, part: pd.DataFrame, study: str, row: int, band: str, pl
         ax.set_xlim(lo_eps / 1.6, hi_eps * 1.6)
     else:  # one epsilon: a decade around it
         ax.set_xlim(lo_eps / 3.0, hi_eps * 3.0)
-    if not learned and all(v > 0 for v in drawn if math.isfinite(v)):
+    # a log axis only for regrets above rounding (fit_slope's 1e-9 per episode): an optimal agent's
+    # residue (1e-13 per episode) stretched it over a dozen decades, squashing every other point
+    floor = 1e-9 * int(part["K"].max())
+    if not learned and all(v > floor for v in drawn if math.isfinite(v)):
         ax.set_yscale("log")
     if math.isfinite(rnd) and rnd > 0:  # after the scale: made before, it was laid out as linear and
         # its log tick labels and its label ran off the figure's right edge
