@@ -49,6 +49,28 @@ def padding_reward(reward: Callable[[float], float] | None) -> float:
     return pad
 
 
+def time_limit(env: Any) -> int | None:
+    """The most steps an episode of `env` lasts before gymnasium truncates it, or None: the smallest
+    of its ``spec.max_episode_steps``, the limit of every ``TimeLimit`` wrapper around it (one
+    applied by hand to an environment without a spec too) and, for a privrl model wrapped by
+    :func:`as_gymnasium` (``privrl/RiverSwim-v0`` ...), the model's own horizon H, after which the
+    wrapper truncates its episodes."""
+    limits = []
+    spec = getattr(env, "spec", None)
+    limit = getattr(spec, "max_episode_steps", None)
+    if isinstance(limit, int):
+        limits.append(limit)
+    layer, seen = env, 0
+    while layer is not None and seen < 100:  # a wrapper's .env, down to the unwrapped environment
+        steps = getattr(layer, "_max_episode_steps", None)
+        if type(layer).__name__ == "TimeLimit" and isinstance(steps, int):
+            limits.append(steps)
+        if _ADAPTER_CLASS is not None and isinstance(layer, _ADAPTER_CLASS):
+            limits.append(int(layer.mdp.H))
+        layer, seen = getattr(layer, "env", None), seen + 1
+    return min(limits) if limits else None
+
+
 def model_table(env: Any) -> dict:
     """``env.unwrapped.P`` of a tabular toy-text environment: s -> a -> [(prob, next_state,
     reward, terminated)]; ShapeError for any other object (no model to read)."""
@@ -143,8 +165,8 @@ def _from_env(
         name=name or f"{env_name}(H={H})",
     )
     _check_absorbing(terminal & ~own, live, mdp.init_dist > 0.0, table)
-    limit = getattr(spec, "max_episode_steps", None)
-    if isinstance(limit, int) and limit < H:
+    limit = time_limit(env)
+    if limit is not None and limit < H:
         warnings.warn(
             f"{env_name} truncates its episodes after {limit} steps (its time limit), fewer than "
             f"H = {H}: the model has no time limit, so its values are those of {H}-step episodes, "

@@ -239,21 +239,18 @@ class GymnasiumTask:
     ) -> None:
         from privrl.common.errors import AssumptionError
         from privrl.envs.features import FeatureMap
+        from privrl.envs.gym import time_limit
 
         self.id, self.make_kwargs = id, dict(make_kwargs)
         env = self.make()
         try:
             self.features = FeatureMap.one_hot_for(env, H)
             self.H = self.features.H
-            limit = getattr(getattr(env, "spec", None), "max_episode_steps", None)
-            if isinstance(limit, int) and limit < self.H:
+            limit = time_limit(env)
+            if limit is not None and limit < self.H:
                 # the TimeLimit would end every long episode at `limit`, and learn pad the rest as if
                 # the environment had ended it: another problem than the H-step one (the model has none)
-                raise AssumptionError(
-                    f"H = {self.H} exceeds {id}'s time limit max_episode_steps = {limit}: every episode "
-                    f"that lasts would be truncated at step {limit} and padded to H; give H <= {limit}, "
-                    f"or max_episode_steps = {self.H} (a gymnasium.make keyword) in the env table"
-                )
+                raise AssumptionError(_time_limit_message(id, self.H, limit, str(id).startswith(_NAMESPACE)))
             table = getattr(getattr(env, "unwrapped", None), "P", None)
             table = table if isinstance(table, dict) else None
             self.range: tuple[float, float] | None = None
@@ -305,6 +302,21 @@ class GymnasiumTask:
 
     def __repr__(self) -> str:
         return f"GymnasiumTask({self.name!r})"
+
+
+def _time_limit_message(id: str, H: int, limit: int, own: bool) -> str:
+    """Why GymnasiumTask refuses an H beyond the environment's time limit, and what to give instead."""
+    if own:  # as_gymnasium truncates at the model's H, which the table's H (the learner's) does not set
+        return (
+            f"H = {H} exceeds the horizon of {id}'s model, H = {limit}, after which its episodes are "
+            f"truncated: every episode would be cut at step {limit} and padded to H; give H <= {limit} "
+            "(the table's H is the learner's horizon; the model keeps its default)"
+        )
+    return (
+        f"H = {H} exceeds {id}'s time limit max_episode_steps = {limit}: every episode "
+        f"that lasts would be truncated at step {limit} and padded to H; give H <= {limit}, "
+        f"or max_episode_steps = {H} (a gymnasium.make keyword) in the env table"
+    )
 
 
 # privrl's environments under gymnasium ids, with their docs/benchmarks.md default sizes.

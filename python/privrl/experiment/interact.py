@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,12 +23,18 @@ from privrl.common.checks import (
     int_seed,
     integer_actions,
 )
-from privrl.common.errors import CapacityError, IndexRangeError, NonFiniteError, ShapeError
+from privrl.common.errors import (
+    AssumptionWarning,
+    CapacityError,
+    IndexRangeError,
+    NonFiniteError,
+    ShapeError,
+)
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.features import observation_index
 from privrl.envs.finite import FiniteMDP
-from privrl.envs.gym import padding_reward
+from privrl.envs.gym import padding_reward, time_limit
 from privrl.experiment.progress import bar
 
 __all__ = ["Evaluation", "LearnResult", "evaluate", "learn"]
@@ -279,7 +286,10 @@ def learn(
     outside, with a warning). An episode the environment ends before H is padded up to H with
     self-loops at its last state worth the rescaled value of a zero reward, ``reward(0.0)``: after
     its end the environment pays nothing, so ending is never worse for the agent than the
-    environment says (a rescale that maps 0 outside [0, 1] is refused). `callback(k, return)` runs
+    environment says (a rescale that maps 0 outside [0, 1] is refused); an environment whose time
+    limit (``privrl.envs.gym.time_limit``: its TimeLimit, or a privrl model's own H behind
+    ``as_gymnasium``) is below H gives an AssumptionWarning, since a truncated episode is padded
+    the same way although it could have gone on. `callback(k, return)` runs
     after each episode; `progress` shows a bar (None: in a terminal or a notebook, after 2 s).
     Ctrl-C stops between two users: the agent is left after the last whole user. A privrl model
     (it has exact values) runs through ``privrl.run``: its returns, and its exact regret as
@@ -311,6 +321,7 @@ def learn(
             "privrl.run(agent, bandit); learn drives MDP agents on gymnasium environments"
         )
     flat = _check_spaces(agent, env, state)
+    _warn_time_limit(env, agent.H)
     if reference is not None:
         reference = check_finite_real(reference, "reference", positive=False)
     if callback is not None and not callable(callback):
@@ -402,6 +413,21 @@ def _episodes(
         if pbar is not None:
             pbar.close()
     return returns, early, changes.count
+
+
+def _warn_time_limit(env: Any, H: int) -> None:
+    """An AssumptionWarning when gymnasium truncates `env`'s episodes before H steps: truncation is
+    not the environment's end, and the padding's self-loops at a state the episode could go on from
+    teach the agent dynamics the environment does not have."""
+    limit = time_limit(env)
+    if limit is not None and limit < H:
+        warnings.warn(
+            f"the environment truncates its episodes after {limit} steps (its time limit), fewer than "
+            f"the agent's H = {H}: every longer episode is cut at step {limit} and padded as if "
+            f"it had ended there; use H <= {limit}, or gymnasium.make(..., max_episode_steps=H)",
+            AssumptionWarning,
+            stacklevel=3,
+        )
 
 
 def _check_spaces(agent: Agent, env: Any, state: Callable[[Any], int]) -> Callable[[Any], int] | None:

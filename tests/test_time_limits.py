@@ -1,0 +1,69 @@
+"""An environment whose episodes gymnasium truncates before the learner's horizon H: a TimeLimit
+(gymnasium.make's max_episode_steps, or one wrapped by hand around an environment without a spec)
+or, behind as_gymnasium (privrl/RiverSwim-v0 ...), the privrl model's own H. learn pads a truncated
+episode as if the environment had ended it, so it warns; GymnasiumTask refuses such an H."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("gymnasium")
+
+import gymnasium as gym
+from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv
+from gymnasium.wrappers import TimeLimit
+
+import privrl
+from privrl.agents import LSVIUCB
+from privrl.common.errors import AssumptionError, AssumptionWarning
+from privrl.envs import FeatureMap, RiverSwim, as_gymnasium, from_gymnasium
+from privrl.experiment.environments import GymnasiumTask
+from privrl.privacy import NonPrivate
+
+
+def _agent(env, H: int, K: int = 5) -> LSVIUCB:
+    return LSVIUCB(FeatureMap.one_hot_for(env, H), NonPrivate(), episodes=K, seed=0)
+
+
+def test_learn_warns_when_a_privrl_model_behind_as_gymnasium_ends_before_h():
+    """as_gymnasium(RiverSwim(H=20)) truncates every episode after its 20 steps: an agent with
+    H = 25 sees each of its episodes cut there and padded (every one counted as ended early), which
+    learn now says; at H = 20 there is nothing to say and no episode ends early."""
+    env = as_gymnasium(RiverSwim(S=4))  # the model's default H = 20: RiverSwim never terminates
+    with pytest.warns(AssumptionWarning, match="after 20 steps"):
+        res = privrl.learn(_agent(env, 25), env, seed=0)
+    assert res.terminated_early == res.episodes  # each one truncated at step 20 < 25
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = privrl.learn(_agent(env, 20), env, seed=0)
+    assert res.terminated_early == 0
+
+
+@pytest.mark.parametrize("by_hand", [False, True])
+def test_learn_warns_below_a_time_limit(by_hand: bool):
+    """gymnasium.make(..., max_episode_steps=3), or TimeLimit(FrozenLakeEnv(), 3) (no spec to read
+    the limit from), with H = 8: warned by learn and by from_gymnasium (whose model has no limit)."""
+    if by_hand:
+        env = TimeLimit(FrozenLakeEnv(is_slippery=False), 3)
+        assert env.spec is None
+    else:
+        env = gym.make("FrozenLake-v1", is_slippery=False, max_episode_steps=3)
+    with pytest.warns(AssumptionWarning, match="after 3 steps"):
+        privrl.learn(_agent(env, 8), env, seed=0)
+    with pytest.warns(AssumptionWarning, match="after 3 steps"):
+        from_gymnasium(env, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = privrl.learn(_agent(env, 3), env, seed=0)
+    assert np.all(res.returns == 0.0)  # 3 steps never reach the 4x4 lake's goal (6 moves away)
+
+
+def test_a_task_refuses_h_beyond_an_own_models_horizon():
+    """GymnasiumTask (a model = false env table) on privrl/RiverSwim-v0: H = 25 beyond the model's
+    H = 20 is refused, as an H beyond a time limit is (it ran every episode cut at 20 and padded)."""
+    with pytest.raises(AssumptionError, match=r"H = 25 exceeds .*RiverSwim-v0's model, H = 20"):
+        GymnasiumTask("privrl/RiverSwim-v0", 25, S=4)
+    assert GymnasiumTask("privrl/RiverSwim-v0", 20, S=4).H == 20
