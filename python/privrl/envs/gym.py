@@ -112,6 +112,10 @@ def from_gymnasium(
       as ``privrl.learn`` pads it. Such a state must not be one an episode can be in before its
       end (an initial state, or reached by transitions that do not terminate): AssumptionError,
       since absorbing it would erase its own actions and rewards.
+    * The model is the unwrapped environment's: a reward, observation or action wrapper around
+      `env` (TransformReward, ...) is refused with an AssumptionError (pass ``reward`` instead),
+      any wrapper but gymnasium's neutral ones (TimeLimit, OrderEnforcing, PassiveEnvChecker,
+      RecordEpisodeStatistics, recording and rendering) gives an AssumptionWarning.
     * The model has no time limit: an env whose ``spec.max_episode_steps`` is below H (its
       episodes truncated before H, then padded by ``privrl.learn``) gives an AssumptionWarning.
     * init_dist: the argument if given, else ``env.unwrapped.initial_state_distrib`` if the env
@@ -129,10 +133,55 @@ def from_gymnasium(
         made.close()
 
 
+# gymnasium's wrappers that leave what an environment observes, takes and pays as its table says
+# (a TimeLimit is read by time_limit; the others check, record or render)
+_NEUTRAL_WRAPPERS = frozenset(
+    {
+        "TimeLimit",
+        "OrderEnforcing",
+        "PassiveEnvChecker",
+        "RecordEpisodeStatistics",
+        "RecordVideo",
+        "RenderCollection",
+        "HumanRendering",
+    }
+)
+
+
+def _check_wrappers(env: Any) -> None:
+    """Refuse (AssumptionError) a reward, observation or action wrapper around the environment:
+    the model is read from the unwrapped table ``env.unwrapped.P``, so it would not be the
+    environment ``privrl.learn`` and ``privrl.evaluate`` step (TransformReward(env, f) paid f(r)
+    while the model paid r); warn (AssumptionWarning) of any other wrapper but gymnasium's neutral
+    ones, which may change them too."""
+    gymnasium = _import_gymnasium()
+    changing = (gymnasium.RewardWrapper, gymnasium.ObservationWrapper, gymnasium.ActionWrapper)
+    layer, seen = env, 0
+    while isinstance(layer, gymnasium.Wrapper) and seen < 100:
+        kind = type(layer).__name__
+        if isinstance(layer, changing):
+            raise AssumptionError(
+                f"the environment is wrapped in {kind}, which changes its rewards, observations or "
+                "actions, while from_gymnasium reads the unwrapped environment's transition table "
+                "env.unwrapped.P: the model would not be the environment learn and evaluate step; "
+                "build the model from the environment without it (a reward rescale: reward=...)"
+            )
+        if not (kind in _NEUTRAL_WRAPPERS and type(layer).__module__.startswith("gymnasium")):
+            warnings.warn(
+                f"the environment is wrapped in {kind}: from_gymnasium reads the unwrapped environment's "
+                "transition table env.unwrapped.P, so the model is what the wrapper leaves unchanged "
+                "only if it changes no reward, observation, action or transition",
+                AssumptionWarning,
+                stacklevel=4,
+            )
+        layer, seen = layer.env, seen + 1
+
+
 def _from_env(
     env: Any, H: int, name: str | None, init_dist: Any, reward: Callable[[float], float] | None
 ) -> LinearMDP:
     table = model_table(env)
+    _check_wrappers(env)
     H = check_pos_int(H, "H")
     base = env.unwrapped
     S = int(getattr(getattr(base, "observation_space", None), "n", len(table)))
