@@ -71,6 +71,22 @@ def time_limit(env: Any) -> int | None:
     return min(limits) if limits else None
 
 
+def not_a_model(env: Any) -> str:
+    """What to do instead when a gymnasium environment is handed where a privrl model is expected
+    (an agent's constructor): "" for anything else. The class name alone named gymnasium's outer
+    wrapper ("got TimeLimit")."""
+    if isinstance(env, FiniteMDP) or not (hasattr(env, "reset") and hasattr(env, "step")):
+        return ""
+    spec = getattr(env, "spec", None)
+    label = getattr(spec, "id", None) or type(getattr(env, "unwrapped", env)).__name__
+    tabular = isinstance(getattr(getattr(env, "unwrapped", None), "P", None), dict)
+    model = "; or run on its model privrl.envs.from_gymnasium(env, H), for exact regret" if tabular else ""
+    return (
+        f": {label} is a gymnasium environment, not a model; build LSVI-UCB on its feature map "
+        f"(FeatureMap.one_hot_for(env, H) for tabular spaces) and learn with privrl.learn(agent, env){model}"
+    )
+
+
 def model_table(env: Any) -> dict:
     """``env.unwrapped.P`` of a tabular toy-text environment: s -> a -> [(prob, next_state,
     reward, terminated)]; ShapeError for any other object (no model to read)."""

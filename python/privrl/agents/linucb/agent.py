@@ -23,6 +23,7 @@ from privrl.common.errors import NonFiniteError, ScheduleWarning, ShapeError
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.finite import Trajectory
+from privrl.envs.gym import not_a_model
 from privrl.privacy.common import PRACTICAL_RULES
 from privrl.privacy.plans import ReleasePlan
 
@@ -69,7 +70,7 @@ class LinUCB(Agent):
     def accepts(cls, env: Any) -> str | None:
         if isinstance(env, ContextualBandit):
             return None
-        return f"LinUCB runs on a ContextualBandit (H = 1), got {type(env).__name__}"
+        return f"LinUCB runs on a ContextualBandit (H = 1), got {type(env).__name__}{not_a_model(env)}"
 
     def __init__(
         self,

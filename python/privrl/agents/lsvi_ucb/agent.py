@@ -27,6 +27,7 @@ from privrl.common.errors import PrivacyParameterError, ResourceError, ScheduleW
 from privrl.common.memory import physical_memory, refuse_over_memory
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP
+from privrl.envs.gym import not_a_model
 from privrl.envs.linear import LinearMDP, check_phi_norms
 from privrl.privacy.adaptive import centre_direction, is_one_hot
 from privrl.privacy.common import PRACTICAL_RULES, Calibration
@@ -193,6 +194,7 @@ class LSVIUCB(Agent):
         if not isinstance(env, FiniteMDP):
             return (
                 f"LSVI-UCB needs a LinearMDP (Asm. 1), a FeatureMap or a FiniteMDP with features; got {name}"
+                + not_a_model(env)
             )
         problem = feature_table_problem(getattr(env, "features", None), (env.S, env.A), 3)
         if problem is not None:

@@ -27,6 +27,7 @@ from privrl.common.checks import as_f64, check_choice, feature_table_problem
 from privrl.common.errors import AssumptionError, AssumptionWarning, PrivacyParameterError
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.finite import FiniteMDP
+from privrl.envs.gym import not_a_model
 from privrl.envs.mixture import LinearMixtureMDP, check_phi_v_bound
 from privrl.privacy import practical
 from privrl.privacy.adaptive import DISTANCE_FLOOR, adaptive_constants
@@ -231,7 +232,7 @@ class UCRLVTR(Agent):
         if not isinstance(env, FiniteMDP):
             return (
                 f"{cls.name} needs a LinearMixtureMDP (Asm. 2) or a FiniteMDP with mixture features; "
-                f"got {name}"
+                f"got {name}{not_a_model(env)}"
             )
         problem = feature_table_problem(getattr(env, "features", None), (env.S, env.A, env.S), 4)
         if problem is not None:
