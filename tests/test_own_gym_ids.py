@@ -98,3 +98,22 @@ def test_cli_runs_an_own_id(tmp_path):
     assert done.returncode == 0, done.stderr
     records = json.loads((out / "manifest.json").read_text())["runs"]
     assert [r["env"] for r in records.values()] == ["privrl/RiverSwim-v0(H=5, learned by interaction)"]
+
+
+def test_a_model_table_naming_an_own_id_points_to_the_privrl_environment(unregistered):
+    """Without model = false the table asks for a model, which privrl/RiverSwim-v0 has (it is
+    privrl's RiverSwim) but not as a transition table: the error names the privrl environment
+    (it said 'has no model'), and the table it gives runs with exact regret, the regret of
+    privrl.run on RiverSwim(S=4, H=5) with the run's streams."""
+    table = {k: v for k, v in RIVER.items() if k != "model"}
+    with pytest.raises(privrl.experiment.ConfigError, match="privrl's RiverSwim behind as_gymnasium") as info:
+        sweep(env=table, agents=AGENTS, episodes=5, progress=False)
+    assert 'env = {name = "RiverSwim", ...}' in str(info.value) and "has no model" not in str(info.value)
+    named = {"name": "RiverSwim", "H": 5, "S": 4}
+    df, _ = sweep(env=named, agents=AGENTS, seeds=1, episodes=20, progress=False, log_every=1)
+    (spec,) = build_config({"env": named, "agents": AGENTS, "seeds": 1, "episodes": 20}).studies[0].runs(0)
+    agent_seq, env_seq = run_seed_sequence(spec).spawn(2)
+    env = RiverSwim(S=4, H=5)
+    agent = LSVIUCB(env, NonPrivate(), episodes=20, seed=agent_seq, **dict(spec.options))
+    regret = privrl.run(agent, env, seed=env_seq, progress=False).regret
+    assert np.array_equal(df.sort_values("episode")["regret"].to_numpy(), regret)

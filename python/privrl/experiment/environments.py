@@ -67,7 +67,7 @@ def gymnasium_linear_mdp(
         return GymnasiumTask(id, H, reward_range, **make_kwargs)
     env = _make(id, make_kwargs)
     try:
-        table = _model_table(env)
+        table = _model_table(env, id)
         if reward_range is None:
             try:
                 return from_gymnasium(env, H, init_dist=init_dist)
@@ -150,15 +150,23 @@ def _boolean_keywords(gymnasium: Any, id: str) -> set[str]:
     return {k for k, v in {**defaults, **(spec.kwargs or {})}.items() if isinstance(v, bool)}
 
 
-def _model_table(env: Any) -> dict:
+def _model_table(env: Any, id: str) -> dict:
     """The environment's transition table (privrl.envs.gym.model_table); without one, its
-    ShapeError says what a sweep can do instead."""
+    ShapeError says what a sweep can do instead (for privrl's own ids: name the privrl environment,
+    whose model gives exact regret)."""
     from privrl.common.errors import ShapeError
     from privrl.envs.gym import model_table
 
     try:
         return model_table(env)
     except ShapeError as exc:
+        own = GYM_IDS.get(str(id))
+        if own is not None:
+            raise ShapeError(
+                f"{id} is privrl's {own['name']} behind as_gymnasium, which has no transition table to "
+                f'read: for its model and exact regret name it, env = {{name = "{own["name"]}", ...}} with '
+                "the same keywords; or model = false learns it by interaction (realized returns, no regret)"
+            ) from None
         raise ShapeError(
             f"{exc}; in a sweep, model = false learns it by interaction instead (realized returns, no regret)"
         ) from None
