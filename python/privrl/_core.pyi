@@ -37,6 +37,7 @@ __all__ = [
     "blt_parameters",
     "tree_depth",
     "Run",
+    "PolicyChanges",
     "VtrAgent",
     "LsviAgent",
     "LinUcbAgent",
