@@ -175,7 +175,7 @@ def test_refused_before_anything_runs(tmp_path, env, algorithm, message):
 
 def test_task_is_a_rescaled_learn():
     task = GymnasiumTask("Blackjack-v1", 4, [-1, 1])
-    assert task.features.S == 704 and task.features.A == 2 and task.H == 4
+    assert task.features.S == 705 and task.features.absorbing == 704 and task.features.A == 2 and task.H == 4
     assert [task.reward(r) for r in (-1, 0, 1)] == [0.0, 0.5, 1.0]
     assert "rewards (r + 1) / 2" in task.name
     assert GymnasiumTask("FrozenLake-v1", 4).reward is None

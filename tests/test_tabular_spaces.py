@@ -67,8 +67,9 @@ def test_other_spaces_have_no_index():
 
 def test_one_hot_for_sizes_the_map_from_the_spaces():
     fm = FeatureMap.one_hot_for(gym.make("Blackjack-v1"), H=4)
-    assert (fm.S, fm.A, fm.d, fm.H, fm.name) == (704, 2, 1408, 4, "Blackjack-v1")
-    np.testing.assert_array_equal(fm.features, FeatureMap.one_hot(704, 2, 4).features)
+    # 704 hands and the absorbing state after the end (no transition table: tests/test_absorbing.py)
+    assert (fm.S, fm.A, fm.d, fm.H, fm.name, fm.absorbing) == (705, 2, 1410, 4, "Blackjack-v1", 704)
+    np.testing.assert_array_equal(fm.features, FeatureMap.one_hot(705, 2, 4).features)
     lake = FeatureMap.one_hot_for(gym.make("FrozenLake-v1"), H=8, name="lake")
     assert (lake.S, lake.A, lake.name) == (16, 4, "lake")
     with pytest.raises(ShapeError, match=r"one_hot_for needs a Discrete action space.*Box"):

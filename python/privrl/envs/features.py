@@ -29,12 +29,28 @@ class FeatureMap(ReadOnlyCopies):
     features : array (S, A, d)
     H : int, the horizon of an episode.
     name : str, optional
+    absorbing : int, optional
+        The index of a state no observation maps to, where ``privrl.learn`` puts an episode the
+        environment ends before H: the step that ends it goes there, and the padded steps up to H
+        stay there, paying ``reward(0.0)``. Without one (the default) the padding self-loops at
+        the episode's last observed state, which is right only where that state is one no episode
+        acts from (FrozenLake's holes and goal); where the last observation is also a state users
+        act from (Blackjack's hand after "stick"), the padded steps would teach the agent that
+        state's value as 0 and the ending step would read the value of a live state. To declare
+        one on your own map, give your features one more state (its rows one-hot or any rows with
+        ||phi|| <= 1) and its index here, e.g. the last, ``S - 1``; your ``state=`` mapping must
+        never give it (learn refuses an observation mapped to it). With the default ``state`` of a
+        tabular observation space of n states, the absorbing state is the last, S = n + 1.
 
-    Attributes: S, A, d, H, features, features_flat (S*A, d, row s*A + a), name. There is no
-    transition kernel: ``privrl.run`` (exact regret) refuses it, ``privrl.learn`` runs on it.
+    Attributes: S, A, d, H, features, features_flat (S*A, d, row s*A + a), name, absorbing (an
+    index or None). There is no transition kernel: ``privrl.run`` (exact regret) refuses it,
+    ``privrl.learn`` runs on it.
     """
 
-    def __init__(self, features: Any, H: Any, name: str | None = None) -> None:
+    #: the absorbing state's index, or None (a class default: a FeatureMap saved before it had one)
+    absorbing: int | None = None
+
+    def __init__(self, features: Any, H: Any, name: str | None = None, absorbing: Any = None) -> None:
         phi = _as_array(features, "features", 3, "(S, A, d)")
         _check_finite(phi, "features")
         _check_count(H, "H")
@@ -44,19 +60,37 @@ class FeatureMap(ReadOnlyCopies):
         self.features = _freeze(phi)
         self.features_flat = _freeze(phi.reshape(S * A, d).copy())
         self.name = name if name is not None else "FeatureMap"
+        if absorbing is not None:
+            if isinstance(absorbing, (bool, np.bool_)) or not isinstance(absorbing, (int, np.integer)):
+                raise ShapeError(f"absorbing must be a state index (an integer) or None, got {absorbing!r}")
+            if not 0 <= int(absorbing) < S:
+                raise ShapeError(f"absorbing = {int(absorbing)} is not a state: the states are 0..{S - 1}")
+            if S < 2:
+                raise ShapeError("an absorbing state needs another state besides it (S >= 2)")
+            self.absorbing = int(absorbing)
 
     def fingerprint(self) -> dict[str, str]:
-        """A digest of the horizon and the features (see FiniteMDP.fingerprint)."""
-        return {"horizon": digest(self.H), "features": digest(self.features)}
+        """A digest of the horizon and the features (see FiniteMDP.fingerprint), and of the
+        absorbing state where there is one (a map without one keeps its fingerprint)."""
+        out = {"horizon": digest(self.H), "features": digest(self.features)}
+        if self.absorbing is not None:
+            out["absorbing"] = digest(self.absorbing)
+        return out
 
     def __repr__(self) -> str:
-        return f"FeatureMap(name={self.name!r}, S={self.S}, A={self.A}, d={self.d}, H={self.H})"
+        extra = "" if self.absorbing is None else f", absorbing={self.absorbing}"
+        return f"FeatureMap(name={self.name!r}, S={self.S}, A={self.A}, d={self.d}, H={self.H}{extra})"
 
     @classmethod
-    def one_hot(cls, S: int, A: int, H: int, name: str | None = None) -> FeatureMap:
-        """The tabular feature map phi(s, a) = e_{s A + a} in R^(S A)."""
+    def one_hot(cls, S: int, A: int, H: int, name: str | None = None, absorbing: bool = False) -> FeatureMap:
+        """The tabular feature map phi(s, a) = e_{s A + a} in R^(S A); with ``absorbing=True``, over
+        S + 1 states, the last (index S) the absorbing state (d = (S + 1) A, see the class)."""
         # Python ints: numpy's S A of np.int64(2**31) and 4 wrapped to 0 when squared, past the guard
         S, A = _check_count(S, "S"), _check_count(A, "A")
+        if not isinstance(absorbing, (bool, np.bool_)):
+            raise ShapeError(f"absorbing must be True or False, got {absorbing!r}")
+        last = S if absorbing else None
+        S += int(bool(absorbing))
         # np.eye(S A) asked numpy for 7.28 TiB at S = 10^5, A = 10 (the features and their flat copy)
         refuse_over_memory(
             "FeatureMap.one_hot",
@@ -64,15 +98,24 @@ class FeatureMap(ReadOnlyCopies):
             f"two dense tables of S A = {S * A} one-hot features of dimension d = S A (S = {S}, A = {A})",
             "Use a feature map smaller than one-hot: FeatureMap(features, H) with features (S, A, d).",
         )
-        return cls(np.eye(S * A).reshape(S, A, S * A), H, name)
+        return cls(np.eye(S * A).reshape(S, A, S * A), H, name, last)
 
     @classmethod
-    def one_hot_for(cls, env: Any, H: int, name: str | None = None) -> FeatureMap:
+    def one_hot_for(
+        cls, env: Any, H: int, name: str | None = None, absorbing: bool | None = None
+    ) -> FeatureMap:
         """:meth:`one_hot` sized for a gymnasium environment with tabular spaces: A from its
         Discrete action space, S from its observation space, a Discrete, a Tuple of Discrete
         spaces (Blackjack-v1: 32 x 11 x 2 = 704 states), a 1-D MultiDiscrete or MultiBinary, whose
         observations ``privrl.learn`` indexes by :func:`observation_index`. The name is the
-        environment's id."""
+        environment's id.
+
+        With ``absorbing=None`` (the default) it adds an absorbing state, the last (S + 1 states,
+        d = (S + 1) A), exactly where ``privrl.learn``'s padding needs one
+        (``privrl.envs.gym.needs_absorbing``): the environment has no transition table
+        ``env.unwrapped.P`` (Blackjack-v1), or its table ends an episode in a state an episode can
+        also be in before its end. FrozenLake, CliffWalking and Taxi, whose terminal states are
+        only terminal, get none (the map, and every run on it, as before). True or False decides."""
         obs, acts = getattr(env, "observation_space", None), getattr(env, "action_space", None)
         found = observation_index(obs)
         n_act = getattr(acts, "n", None)
@@ -85,7 +128,11 @@ class FeatureMap(ReadOnlyCopies):
             )
         spec = getattr(env, "spec", None)
         label = name if name is not None else getattr(spec, "id", None) or "FeatureMap.one_hot"
-        return cls.one_hot(found[0], int(n_act), H, label)
+        if absorbing is None:
+            from privrl.envs.gym import needs_absorbing
+
+            absorbing = needs_absorbing(env)
+        return cls.one_hot(found[0], int(n_act), H, label, absorbing)
 
 
 def _check_count(value: Any, name: str) -> int:

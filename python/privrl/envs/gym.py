@@ -87,6 +87,45 @@ def not_a_model(env: Any) -> str:
     )
 
 
+def needs_absorbing(env: Any) -> bool:
+    """Whether ``privrl.learn``'s padding of an episode the environment ends before H needs a state
+    of its own (``FeatureMap.absorbing``; ``FeatureMap.one_hot_for`` adds one where this is True):
+    the environment has no transition table ``env.unwrapped.P`` (Blackjack-v1: nothing says its
+    last observation is not a state users act from; a privrl model behind :func:`as_gymnasium`
+    excepted, which never ends an episode), or its table ends an episode in a state an episode
+    can also be in before its end (an initial state, or reached from one by transitions that do
+    not end it: the rule by which :func:`from_gymnasium` refuses such a table). False for
+    FrozenLake, CliffWalking and Taxi: their terminal states are only ever entered by the
+    transition that ends the episode, so self-loops there teach nothing false."""
+    base = getattr(env, "unwrapped", env)
+    if _ADAPTER_CLASS is not None and isinstance(base, _ADAPTER_CLASS):
+        return False  # terminated is always False: nothing is ever padded after an end
+    table = getattr(base, "P", None)
+    if not isinstance(table, dict):
+        return True
+    n = int(getattr(getattr(base, "observation_space", None), "n", len(table)))
+    ended = np.zeros(n, dtype=bool)
+    live = np.zeros((n, n), dtype=bool)
+    for s_key, acts in table.items():
+        s = _table_index(s_key, n, "state", "P")
+        for a_key, transitions in acts.items():
+            for prob, ns_key, _, term in transitions:
+                ns = _table_index(ns_key, n, "next state", f"P[{s}][{a_key}]")
+                if float(prob) > 0.0:
+                    if term:
+                        ended[ns] = True
+                    else:
+                        live[s, ns] = True
+    init = getattr(base, "initial_state_distrib", None)
+    # without one, from_gymnasium's default: every state no transition ends in may start
+    start = np.asarray(init, dtype=float).reshape(-1)[:n] > 0.0 if init is not None else ~ended
+    reached, frontier = start.copy(), start.copy()
+    while frontier.any():
+        frontier = live[frontier].any(axis=0) & ~reached
+        reached |= frontier
+    return bool((ended & reached).any())
+
+
 def model_table(env: Any) -> dict:
     """``env.unwrapped.P`` of a tabular toy-text environment: s -> a -> [(prob, next_state,
     reward, terminated)]; ShapeError for any other object (no model to read)."""

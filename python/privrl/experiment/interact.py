@@ -196,7 +196,10 @@ def _monte_carlo(
         # index in a Tuple / MultiDiscrete / MultiBinary / Discrete(start != 0) space, as learn takes it
         space = getattr(env, "observation_space", None)
         found = observation_index(space)
-        if found is not None and not callable(policy) and np.shape(policy)[-1] != found[0]:
+        # one more column: an agent's policy on FeatureMap.one_hot_for's map with its absorbing state,
+        # the last, which no observation indexes (the padding after the end plays no action)
+        columns = None if callable(policy) else np.shape(policy)[-1]
+        if found is not None and columns is not None and columns not in (found[0], found[0] + 1):
             raise ShapeError(
                 f"the environment's observation space is {space} ({found[0]} states), the policy has "
                 f"{np.shape(policy)[-1]} states: pass state=... mapping observations to the policy's states"
@@ -284,9 +287,14 @@ def learn(
     to ``agent.observe``. `state(obs)` maps observations to state indices of the agent's feature
     map; `reward(r)` rescales rewards into [0, 1] (the agent's sensitivity guard clips what is
     outside, with a warning). An episode the environment ends before H is padded up to H with
-    self-loops at its last state worth the rescaled value of a zero reward, ``reward(0.0)``: after
-    its end the environment pays nothing, so ending is never worse for the agent than the
-    environment says (a rescale that maps 0 outside [0, 1] is refused); an environment whose time
+    steps worth the rescaled value of a zero reward, ``reward(0.0)``: after its end the environment
+    pays nothing, so ending is never worse for the agent than the environment says (a rescale that
+    maps 0 outside [0, 1] is refused). Where the agent's FeatureMap has an absorbing state
+    (``FeatureMap.absorbing``; ``FeatureMap.one_hot_for`` adds one where the environment's last
+    observation may be a state users act from, Blackjack-v1's), the step that ends the episode goes
+    to it and the padded steps stay there; otherwise they are self-loops at the episode's last
+    observed state (FrozenLake's holes and goal). `state(obs)` must never give the absorbing state
+    (ShapeError). An environment whose time
     limit (``privrl.envs.gym.time_limit``: its TimeLimit, or a privrl model's own H behind
     ``as_gymnasium``) is below H gives an AssumptionWarning, since a truncated episode is padded
     the same way although it could have gone on. `callback(k, return)` runs
@@ -367,6 +375,7 @@ def _episodes(
     user's table); a step's state index that is a plain int in range skips the full check.
     """
     H, S = agent.H, agent.S
+    z = _absorbing(agent)  # -1: none, the padding self-loops at the last observed state
     core = agent._core
     returns = np.empty(K)
     early = 0
@@ -384,7 +393,7 @@ def _episodes(
             if core.policy_updates != pi_of:
                 pi, pi_of = table.tolist(), core.policy_updates
                 changes.see(table)
-            s = _state_index(state(obs), S)
+            s = _state_index(state(obs), S, z)
             states[0] = s
             done = False
             for h in range(H):
@@ -394,13 +403,14 @@ def _episodes(
                 else:
                     obs, r_env, terminated, truncated, _ = env.step(a)
                     s = state(obs)
-                    if type(s) is not int or not 0 <= s < S:
-                        s = _state_index(s, S)
+                    if type(s) is not int or not 0 <= s < S or s == z:
+                        s = _state_index(s, S, z)
                     r = float(scale(r_env))
                     if not math.isfinite(r):
                         raise NonFiniteError(f"reward(r) gave {r} for the environment's reward {r_env!r}")
                     done = bool(terminated or truncated)
                     early += int(done and h < H - 1)
+                    s = z if done and z >= 0 else s  # ended: the absorbing state, not the last observation
                 actions[h], rewards[h], states[h + 1] = a, r, s
             returns[k] = rewards.sum()
             core.observe(states, actions, rewards)  # checked here, step by step
@@ -417,8 +427,9 @@ def _episodes(
 
 def _warn_time_limit(env: Any, H: int) -> None:
     """An AssumptionWarning when gymnasium truncates `env`'s episodes before H steps: truncation is
-    not the environment's end, and the padding's self-loops at a state the episode could go on from
-    teach the agent dynamics the environment does not have."""
+    not the environment's end, and the padding (at the absorbing state, or self-loops at the last
+    state) after a state the episode could go on from teaches the agent dynamics the environment
+    does not have."""
     limit = time_limit(env)
     if limit is not None and limit < H:
         warnings.warn(
@@ -456,7 +467,7 @@ def _check_spaces(agent: Agent, env: Any, state: Callable[[Any], int]) -> Callab
             f"the environment's observations ({obs}) are not state indices: pass state=... mapping an "
             f"observation to a state index in [0, {agent.S}) of the agent's feature map"
         )
-    if found[0] != agent.S:
+    if found[0] != agent.S and not (found[0] == agent.S - 1 and _absorbing(agent) == agent.S - 1):
         raise ShapeError(
             f"the environment's observation space is {obs} ({found[0]} states), the agent's feature map "
             f"has S = {agent.S} states: build the agent on this environment's model "
@@ -518,10 +529,21 @@ def _observation_index(env: Any) -> Callable[[Any], int]:
     return lambda obs: _state_index(obs, top)
 
 
-def _state_index(s: Any, S: int) -> int:
+def _absorbing(agent: Agent) -> int:
+    """The absorbing state of the agent's FeatureMap (FeatureMap.absorbing), -1 if it has none."""
+    z = getattr(agent.env, "absorbing", None)
+    return -1 if z is None else int(z)
+
+
+def _state_index(s: Any, S: int, absorbing: int = -1) -> int:
     if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or not 0 <= int(s) < S:
         raise ShapeError(
             f"state(obs) must give an integer state index in [0, {S}) (without state=..., the observation "
             f"itself), got {s!r}"
+        )
+    if int(s) == absorbing:
+        raise ShapeError(
+            f"state(obs) gave {int(s)}, the feature map's absorbing state, where learn puts an episode "
+            "after its end: no observation may map to it"
         )
     return int(s)
