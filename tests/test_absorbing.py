@@ -280,5 +280,29 @@ def test_blackjack_pads_at_its_absorbing_state_and_the_sweep_task_too():
             ended += 1
             assert (states[after[0] :] == z).all() and (rewards[after[0] :] == 0.5).all()
     assert ended > 250  # nearly every hand ends within H = 4 steps
-    assert GymnasiumTask("Blackjack-v1", H, [-1, 1]).features.absorbing == z
-    assert GymnasiumTask("FrozenLake-v1", H).features.absorbing is None
+    jack, lake = GymnasiumTask("Blackjack-v1", H, [-1, 1]), GymnasiumTask("FrozenLake-v1", H)
+    assert jack.features.absorbing == z and jack.fingerprint()["padding"] == "absorbing"
+    assert lake.features.absorbing is None and "padding" not in lake.fingerprint()
+
+
+def test_a_sweep_learning_blackjack_gets_new_run_ids(monkeypatch):
+    """The run ids of a table learning Blackjack by interaction carry the padding (a results folder
+    of the self-loop era is not resumed as this one's); FrozenLake's, whose runs are as before, and
+    a model's stay as they were. The run streams are keyed without it: the same numbers."""
+    from privrl.experiment import environments
+    from privrl.experiment.parsing import build_config
+
+    def ids(env):
+        config = build_config({"env": env, "agents": {"a": {"algorithm": "LSVI-UCB", "privacy": "jdp"}}})
+        return [(s.run_id, s.key) for s in config.studies[0].runs(config.root_seed)]
+
+    jack = {"name": "gymnasium", "id": "Blackjack-v1", "H": 4, "model": False, "reward_range": [-1, 1]}
+    lake = {"name": "gymnasium", "id": "FrozenLake-v1", "H": 8, "is_slippery": False, "model": False}
+    model = {"name": "gymnasium", "id": "FrozenLake-v1", "H": 8, "is_slippery": False}
+    assert environments.learned_padding(jack) == "absorbing"
+    assert environments.learned_padding(lake) is None and environments.learned_padding(model) is None
+    now = {k: ids(v) for k, v in (("jack", jack), ("lake", lake), ("model", model))}
+    monkeypatch.setattr(environments, "learned_padding", lambda spec: None)  # the ids without it
+    before = {k: ids(v) for k, v in (("jack", jack), ("lake", lake), ("model", model))}
+    assert now["lake"] == before["lake"] and now["model"] == before["model"]
+    assert all(a[0] != b[0] and a[1] == b[1] for a, b in zip(now["jack"], before["jack"], strict=True))

@@ -279,7 +279,10 @@ class Study:
         return out
 
     def runs(self, root_seed: int) -> list[RunSpec]:
+        from privrl.experiment.environments import learned_padding
+
         out = []
+        padding = learned_padding(self.env_spec)  # None but for a gymnasium env learned by interaction
         for spec in self.agents.values():
             eps_list = (math.inf,) if spec.privacy == "none" else (spec.epsilons or self.epsilons)
             for eps in eps_list:
@@ -307,6 +310,8 @@ class Study:
                     }
                     if spec.mechanism is not None:  # only when set: older run ids stay valid
                         ident["mechanism"] = spec.mechanism
+                    if padding is not None:  # learn pads at an absorbing state: not the self-loop era's runs
+                        ident["padding"] = padding
                     if private and spec.sampler != "float":
                         # the default sampler became the discrete one: its runs get new ids, so a
                         # results folder of the float era is not resumed as if it were discrete

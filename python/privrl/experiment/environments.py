@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from numbers import Real
 from typing import Any
 
@@ -302,14 +302,38 @@ class GymnasiumTask:
 
     def fingerprint(self) -> dict[str, str]:
         """What a run depends on, as text (a sweep given the object enters its run ids by it):
-        the id, H, the make keywords and the reward range."""
+        the id, H, the make keywords and the reward range, and "padding" where the feature map has an
+        absorbing state (learn pads there: a run of the self-loop era is not resumed as its own)."""
         import json
 
         kwargs = json.dumps(self.make_kwargs, sort_keys=True, default=repr)
-        return {"id": self.id, "H": str(self.H), "make_kwargs": kwargs, "reward_range": repr(self.range)}
+        out = {"id": self.id, "H": str(self.H), "make_kwargs": kwargs, "reward_range": repr(self.range)}
+        if self.features.absorbing is not None:
+            out["padding"] = "absorbing"
+        return out
 
     def __repr__(self) -> str:
         return f"GymnasiumTask({self.name!r})"
+
+
+def learned_padding(spec: Any) -> str | None:
+    """ "absorbing" for an env table that learns a gymnasium environment by interaction
+    (``model = false``) whose one-hot map gets an absorbing state (privrl.envs.gym.needs_absorbing:
+    learn pads its ended episodes there), else None: a sweep enters it in its run ids, so that a
+    results folder of the self-loop era is not resumed as if it were this one."""
+    from privrl.envs.gym import needs_absorbing
+
+    if not isinstance(spec, Mapping) or spec.get("name") != "gymnasium" or spec.get("model") is not False:
+        return None
+    own = ("name", "id", "H", "reward_range", "init_dist", "model")
+    try:
+        env = _make(str(spec.get("id")), {k: v for k, v in spec.items() if k not in own})
+    except Exception:  # a table that cannot build: refused, in its own words, where the env is built
+        return None
+    try:
+        return "absorbing" if needs_absorbing(env) else None
+    finally:
+        env.close()
 
 
 def _time_limit_message(id: str, H: int, limit: int, own: bool) -> str:
