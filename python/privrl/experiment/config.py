@@ -256,6 +256,9 @@ class Study:
     epsilons: tuple[float, ...]
     delta: float
     log_every: int
+    #: "absorbing" for a gymnasium env learned by interaction whose one-hot map has an absorbing
+    #: state (environments.learned_padding, set where the config is parsed), else None
+    padding: str | None = None
 
     @property
     def env_spec(self) -> dict | None:
@@ -279,10 +282,8 @@ class Study:
         return out
 
     def runs(self, root_seed: int) -> list[RunSpec]:
-        from privrl.experiment.environments import learned_padding
-
         out = []
-        padding = learned_padding(self.env_spec)  # None but for a gymnasium env learned by interaction
+        padding = self.padding  # None but for a gymnasium env learned by interaction
         for spec in self.agents.values():
             eps_list = (math.inf,) if spec.privacy == "none" else (spec.epsilons or self.epsilons)
             for eps in eps_list:

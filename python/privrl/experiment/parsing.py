@@ -212,6 +212,8 @@ def _study(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str, index:
         name = env["name"] if isinstance(env, Mapping) else getattr(env, "name", f"study{index}")
     if not isinstance(name, str) or not name:
         raise ConfigError(f"{pre}name", f"expected a non-empty string, got {name!r}")
+    from privrl.experiment.environments import learned_padding
+
     study = Study(
         name=name,
         env=env,
@@ -221,6 +223,7 @@ def _study(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str, index:
         epsilons=_epsilons(merged.get("epsilons", [math.inf]), f"{pre}epsilons"),
         delta=delta,
         log_every=log_every,
+        padding=learned_padding(env),
     )
     _warn_private_agents_without_epsilon(study, pre)
     return study
