@@ -16,7 +16,7 @@ import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may 
 
 from privrl.common.errors import ConfigError
 from privrl.experiment.plots import _EXTRA_FORMATS, _check_table, _stem, _window_returns, save
-from privrl.experiment.summary import GROUP, random_level, t975
+from privrl.experiment.summary import GROUP, random_level, recorded_end, t975
 
 __all__ = ["cost_table", "figures", "plot_cost"]
 
@@ -39,8 +39,8 @@ def _run_values(df: pd.DataFrame, records: dict[str, dict]) -> pd.DataFrame:
         record = records.get(str(run_id), {})
         learned = bool(no_model[last["study"]])
         if learned:
-            value = record.get("return_last")
-            if not isinstance(value, (int, float)) or record.get("episodes") != int(last["episode"]):
+            value = recorded_end(record, "return_last", int(last["episode"]))
+            if value is None:
                 value = float(_window_returns(part)["window_return"].iloc[-1])
         else:
             value = float(last["regret"])

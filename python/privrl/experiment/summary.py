@@ -175,10 +175,10 @@ def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
                 "eps_tight": eps_tight,
             }
         )
-        ends = [[runs.get(r, {}).get(k) for r in run_ids] for k in ("return_first", "return_last")]
-        # every run recorded its own, over the K of this table (not one cut at an earlier episode)
-        whole = all(runs.get(r, {}).get("episodes") == K for r in run_ids)
-        exact = whole and all(len(_numbers(e)) == len(run_ids) for e in ends)
+        ends = [
+            [recorded_end(runs.get(r, {}), k, K) for r in run_ids] for k in ("return_first", "return_last")
+        ]
+        exact = all(v is not None for e in ends for v in e)
         first, late = (float(np.mean(_numbers(e))) for e in ends) if exact else _return_rates(part)
         rows[-1]["return_first"], rows[-1]["return_last"] = first, late
         # the scale of those returns (and of the regret): the rescale the env's name states, or ""
@@ -191,6 +191,14 @@ def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
         )
         rows[-1]["verdict"] = verdict(rows[-1]["slope"], _late_rate(mean_curve), random_regret / K)
     return pd.DataFrame(rows)
+
+
+def recorded_end(record: dict, key: str, K: int) -> float | None:
+    """A run record's own ``return_first`` / ``return_last`` (``key``), from all its users, when it
+    recorded one over the K of the table read (not a run cut at an earlier episode); else None (the
+    caller falls back to the table's rows)."""
+    value = record.get(key)
+    return float(value) if isinstance(value, (int, float)) and record.get("episodes") == K else None
 
 
 def random_level(rates: Iterable[Any], K: int) -> float:
