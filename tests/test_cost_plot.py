@@ -319,3 +319,63 @@ def test_an_optimal_agents_rounding_residue_does_not_make_a_log_axis(linear, tmp
     # the same table with the agent's real regret: a log axis (every final regret positive)
     fig, _ = _drawn_figure(monkeypatch, load_results(linear), tmp_path / "real_cost")
     assert fig.axes[0].get_yscale() == "log"
+
+
+def test_agents_at_one_epsilon_are_spread_apart_around_its_tick(results, tmp_path, monkeypatch):
+    """Two private agents at the same epsilon: their points were drawn at the same x and hid each
+    other's bars. Each line is now moved by one constant factor within [10^-DODGE, 10^DODGE] (the
+    first and last line at the two ends), different per line, and the x range shows all of them."""
+    from matplotlib.lines import Line2D
+
+    import privrl.experiment.cost_plot as cost_plot
+
+    fig, _ = _drawn_figure(monkeypatch, results, tmp_path / "spread_cost.png")
+    (ax,) = [a for a in fig.axes if a.get_gid() is None and a.get_legend() is not None]
+    lines = sorted(
+        (ln for ln in ax.get_lines() if (ln.get_gid() or "").startswith("privrl-cost-0-")), key=Line2D.get_gid
+    )
+    table = cost_table(results)
+    factors = []
+    for line, agent in zip(lines, ["JDP", "LDP"], strict=True):
+        eps = np.sort(table[(table["agent"] == agent)]["epsilon"].to_numpy(float))
+        factor = np.asarray(line.get_xdata(), float) / eps
+        assert np.allclose(factor, factor[0], rtol=1e-12)
+        factors.append(float(factor[0]))
+    assert factors == pytest.approx([10.0**-cost_plot._DODGE, 10.0**cost_plot._DODGE], rel=1e-12)
+    lo, hi = ax.get_xlim()
+    assert lo < min(min(ln.get_xdata()) for ln in lines) and hi > max(max(ln.get_xdata()) for ln in lines)
+
+
+def test_a_bar_reaching_zero_on_a_log_axis_is_cut_with_a_caret(linear, tmp_path, monkeypatch):
+    """On a log regret axis, a point whose band (mean - std) reaches 0 had a bar with no lower end
+    (it ran off the bottom of the panel). Now it ends at a positive `bottom` under every other point
+    and bar end, marked by a down caret, and the panel shows it."""
+    df = load_results(linear)
+    run = (df["agent"] == "JDP") & (df["epsilon"] == 1.0) & (df["seed"] == 0)
+    df.loc[run, "regret"] = df.loc[run, "regret"] * 1e-3  # two seeds a 1000x apart: std > mean
+    row = cost_table(df).set_index(["agent", "epsilon"]).loc[("JDP", 1.0)]
+    assert row["value"] - row["half"] < 0 < row["value"]
+    fig, _ = _drawn_figure(monkeypatch, df, tmp_path / "cut.png")
+    (ax,) = [a for a in fig.axes if a.get_legend() is not None]
+    assert ax.get_yscale() == "log"
+    carets = [ln for ln in ax.get_lines() if ln.get_marker() == 7]
+    (caret,) = carets
+    (bottom,) = set(np.asarray(caret.get_ydata(), float))
+    others = cost_table(df)
+    ends = np.concatenate(
+        [others["value"], (others["value"] - others["half"])[others["value"] > others["half"]]]
+    )
+    assert 0 < bottom < ends.min() and ax.get_ylim()[0] < bottom
+    bars = [c for c in ax.collections if c.get_segments() and len(c.get_segments()[0]) == 2]
+    lows = [min(seg[0][1], seg[1][1]) for c in bars for seg in c.get_segments()]
+    assert min(lows) == pytest.approx(bottom, rel=1e-12)
+
+
+def test_the_legend_sits_below_the_panel_and_inside_the_figure(results, tmp_path, monkeypatch):
+    """The legend was placed inside the panel ("best") and could cover points and levels: it is now
+    under the panel (no overlap with the axes' area) and inside the saved figure."""
+    fig, _ = _drawn_figure(monkeypatch, results, tmp_path / "legend_cost.png")
+    (ax,) = [a for a in fig.axes if a.get_legend() is not None]
+    renderer = fig.canvas.get_renderer()
+    legend, panel = ax.get_legend().get_window_extent(renderer), ax.get_window_extent(renderer)
+    assert legend.y1 <= panel.y0 and legend.y0 >= 0 and legend.x0 >= 0 and legend.x1 <= fig.bbox.x1

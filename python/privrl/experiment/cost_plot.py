@@ -20,6 +20,8 @@ from privrl.experiment.summary import GROUP, random_level, recorded_end, t975
 
 __all__ = ["cost_table", "figures", "plot_cost"]
 
+# how far (decades, each side) the points of agents at one epsilon are spread apart on the axis
+_DODGE = 0.03
 _MARKERS = ("o", "s", "^", "D", "v", "x", "*", "<", ">", "+")
 
 
@@ -117,7 +119,9 @@ def plot_cost(
 ) -> dict[str, Any]:
     """Draw what privacy costs in each study of a results folder (or sweep DataFrame): per private
     agent, its final cumulative regret (mean over seeds, with a ``band`` bar) against epsilon on a
-    log axis, one line per agent; each non-private agent as a dashed level with its band; the
+    log axis, one line per agent (agents at one epsilon spread apart by at most 10^(+-_DODGE) along
+    the axis; on a log regret axis a bar reaching 0 cut at the panel's bottom with a down caret);
+    each non-private agent as a dashed level with its band; the
     uniformly random policy's regret as a dotted grey level, with a right axis in percent of it
     (the report's "privacy cost" scale) when the runs recorded it. A study learned by interaction
     (no regret) shows the mean return per user over the last tenth of the users instead (higher is
@@ -186,55 +190,42 @@ def _draw_study(ax: Any, part: pd.DataFrame, study: str, row: int, band: str, pl
     """One study's panel; returns the number of private agents' lines."""
     learned = bool(part["learned"].all())
     cmap = plt.get_cmap("tab10" if part["agent"].nunique() <= 10 else "tab20")
-    agents = list(dict.fromkeys(part["agent"]))
-    colour = {a: cmap(i % cmap.N) for i, a in enumerate(agents)}
+    colour = {a: cmap(i % cmap.N) for i, a in enumerate(dict.fromkeys(part["agent"]))}
     private = part[(part["privacy"] != "none") & np.isfinite(part["epsilon"])]
     base = part[part["privacy"] == "none"]
-    drawn = [*private["value"], *base["value"]]
-    lo_eps, hi_eps = float(private["epsilon"].min()), float(private["epsilon"].max())
-    n_lines = 0
-    for i, ((agent, privacy), g) in enumerate(private.groupby(["agent", "privacy"], sort=False)):
-        g = g.sort_values("epsilon")
-        eps, m, h = g["epsilon"].to_numpy(float), g["value"].to_numpy(float), g["half"].to_numpy(float)
-        name = agent if privacy.lower() in agent.lower() else f"{agent} ({privacy.upper()})"
-        lo, hi = int(g["n"].min()), int(g["n"].max())  # an unfinished sweep: points on fewer seeds
-        seeds = f"n={hi}" if lo == hi else f"n={lo}-{hi}"
-        container = ax.errorbar(
-            eps,
-            m,
-            yerr=np.where(np.isfinite(h), h, 0.0),
-            color=colour[agent],
-            marker=_MARKERS[i % len(_MARKERS)],
-            ms=5,
-            lw=1.6,
-            capsize=3,
-            label=f"{name} ({seeds})",
-        )
-        container.lines[0].set_gid(f"privrl-cost-{row}-{i}")
-        n_lines += 1
+    rnd = float(part["random_regret"].mean()) if not learned else math.nan
+    has_rnd = math.isfinite(rnd) and rnd > 0
+    drawn = [*private["value"], *base["value"], *([rnd] if has_rnd else [])]
+    # a log axis only for regrets above rounding (fit_slope's 1e-9 per episode): an optimal agent's
+    # residue (1e-13 per episode) stretched it over a dozen decades, squashing every other point
+    floor = 1e-9 * int(part["K"].max())
+    log = not learned and all(v > floor for v in drawn if math.isfinite(v))
+    bottom = math.nan
+    if log:
+        ax.set_yscale("log")
+        # a bar reaching 0 has no lower end on a log axis: it is drawn down to `bottom`, under every
+        # point and bar end above 0, and ends there in a down caret (the interval goes on below)
+        ends = [*drawn, *(part["value"] - part["half"].fillna(0.0))]
+        bottom = min((v for v in ends if v > floor), default=math.nan) / 2.0
+    n_lines, clipped = _private_lines(ax, private, colour, row, bottom)
     for i, (_, g) in enumerate(base.iterrows()):
         m, h = float(g["value"]), float(g["half"])
         line = ax.axhline(m, color=colour[g["agent"]], ls="--", lw=1.4, label=f"{g['agent']} (non-private)")
         line.set_gid(f"privrl-cost-base-{row}-{i}")
         if math.isfinite(h) and h > 0:
-            ax.axhspan(m - h, m + h, color=colour[g["agent"]], alpha=0.12, lw=0)
-    rnd = float(part["random_regret"].mean()) if not learned else math.nan
-    if math.isfinite(rnd) and rnd > 0:
+            low = max(m - h, bottom) if log else m - h
+            ax.axhspan(low, m + h, color=colour[g["agent"]], alpha=0.12, lw=0)
+    if has_rnd:
         line = ax.axhline(rnd, color="0.45", ls=":", lw=1.4, label="uniformly random policy")
         line.set_gid(f"privrl-cost-random-{row}")
-        drawn.append(rnd)
     ax.set_xscale("log")
-    if hi_eps > lo_eps:
-        ax.set_xlim(lo_eps / 1.6, hi_eps * 1.6)
-    else:  # one epsilon: a decade around it
-        ax.set_xlim(lo_eps / 3.0, hi_eps * 3.0)
-    # a log axis only for regrets above rounding (fit_slope's 1e-9 per episode): an optimal agent's
-    # residue (1e-13 per episode) stretched it over a dozen decades, squashing every other point
-    floor = 1e-9 * int(part["K"].max())
-    if not learned and all(v > floor for v in drawn if math.isfinite(v)):
-        ax.set_yscale("log")
-    if math.isfinite(rnd) and rnd > 0:  # after the scale: made before, it was laid out as linear and
-        # its log tick labels and its label ran off the figure's right edge
+    lo_eps, hi_eps = float(private["epsilon"].min()), float(private["epsilon"].max())
+    wide = 1.6 * 10.0**_DODGE if n_lines > 1 else 1.6  # room for the spread points
+    ax.set_xlim(*((lo_eps / wide, hi_eps * wide) if hi_eps > lo_eps else (lo_eps / 3.0, hi_eps * 3.0)))
+    if clipped:
+        ax.set_ylim(bottom=bottom / 1.15)
+    if has_rnd:  # after the scale: made before, it was laid out as linear and its log tick labels
+        # and its label ran off the figure's right edge
         ax.secondary_yaxis(
             "right", functions=(lambda r: 100.0 * r / rnd, lambda p: p * rnd / 100.0)
         ).set_ylabel("% of the random policy's regret")
@@ -248,5 +239,39 @@ def _draw_study(ax: Any, part: pd.DataFrame, study: str, row: int, band: str, pl
     ax.set_xlabel("epsilon (log scale; smaller is more private)")
     ax.set_ylabel(what)
     ax.grid(True, alpha=0.3, which="both")
-    ax.legend(fontsize=7.5, loc="best")
+    # below the panel, where it covers no point (inside, "best" still sat on bars and levels)
+    ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, frameon=False)
     return n_lines
+
+
+def _private_lines(ax: Any, private: pd.DataFrame, colour: dict, row: int, bottom: float) -> tuple[int, bool]:
+    """Each private agent's points against epsilon with their bars; on a log axis (`bottom` finite)
+    a bar reaching 0 is cut at `bottom` with a down caret. Returns (lines drawn, whether one was cut)."""
+    groups = list(private.groupby(["agent", "privacy"], sort=False))
+    clipped = False
+    for i, ((agent, privacy), g) in enumerate(groups):
+        g = g.sort_values("epsilon")
+        eps, m, h = g["epsilon"].to_numpy(float), g["value"].to_numpy(float), g["half"].to_numpy(float)
+        h = np.where(np.isfinite(h), h, 0.0)
+        # agents at one epsilon are spread along the axis (+-_DODGE decades from the first to the
+        # last) so their bars do not hide each other; the epsilon is the tick they straddle
+        x = eps * 10.0 ** (_DODGE * (2.0 * i / (len(groups) - 1) - 1.0)) if len(groups) > 1 else eps
+        cut = m - h <= 0 if math.isfinite(bottom) else np.zeros(len(m), bool)
+        name = agent if privacy.lower() in agent.lower() else f"{agent} ({privacy.upper()})"
+        lo, hi = int(g["n"].min()), int(g["n"].max())  # an unfinished sweep: points on fewer seeds
+        container = ax.errorbar(
+            x,
+            m,
+            yerr=np.vstack([np.where(cut, m - bottom, h), h]),
+            color=colour[agent],
+            marker=_MARKERS[i % len(_MARKERS)],
+            ms=5,
+            lw=1.6,
+            capsize=3,
+            label=f"{name} (n={hi})" if lo == hi else f"{name} (n={lo}-{hi})",
+        )
+        container.lines[0].set_gid(f"privrl-cost-{row}-{i}")
+        if cut.any():
+            clipped = True
+            ax.plot(x[cut], np.full(int(cut.sum()), bottom), ls="none", marker=7, ms=6, color=colour[agent])
+    return len(groups), clipped
