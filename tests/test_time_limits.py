@@ -67,3 +67,22 @@ def test_a_task_refuses_h_beyond_an_own_models_horizon():
     with pytest.raises(AssumptionError, match=r"H = 25 exceeds .*RiverSwim-v0's model, H = 20"):
         GymnasiumTask("privrl/RiverSwim-v0", 25, S=4)
     assert GymnasiumTask("privrl/RiverSwim-v0", 20, S=4).H == 20
+
+
+def test_evaluate_warns_below_a_time_limit_as_learn_does():
+    """evaluate pads an episode truncated before its H as learn pads one (reward(0.0) a step), so it
+    warns by learn's rule (it was silent): an H, an (H, S) array policy's rows or an agent's H above
+    the limit; not at H <= the limit, nor for a callable without H (it runs to the env's own end).
+    The warning points at the caller's line."""
+    env = gym.make("FrozenLake-v1", is_slippery=False, max_episode_steps=3)
+    with pytest.warns(AssumptionWarning, match=r"after 3 steps .* H = 8") as seen:
+        privrl.evaluate(lambda s, h: 2, env, episodes=2, seed=0, H=8)
+    assert {w.filename for w in seen if w.category is AssumptionWarning} == {__file__}
+    with pytest.warns(AssumptionWarning, match="after 3 steps"):
+        privrl.evaluate(np.zeros((8, 16), dtype=int), env, episodes=2, seed=0)
+    with pytest.warns(AssumptionWarning, match="after 3 steps"):
+        privrl.evaluate(_agent(env, 8), env, episodes=2, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        privrl.evaluate(np.zeros((3, 16), dtype=int), env, episodes=2, seed=0)
+        privrl.evaluate(lambda s, h: 2, env, episodes=2, seed=0)

@@ -129,6 +129,8 @@ def evaluate(
     ``privrl.learn`` does, and then an episode that ends before its H steps is padded as learn pads
     it (``reward(0.0)`` per missing step; with an H or an array policy), so the value is on learn's
     scale and comparable to ``from_gymnasium(env, H, reward=...)``'s exact one (gymnasium only).
+    An environment whose time limit (``privrl.envs.gym.time_limit``) is below that H gives learn's
+    AssumptionWarning: its truncated episodes are padded as if they had ended.
     `policy` may also be a privrl agent: the policy of the user arriving now (``agent.policy()``)
     over the agent's horizon, the policy ``privrl.run`` plays for its next user. Under
     ``exploration="sampling"`` that is one draw around the released estimate (the draw that user
@@ -191,6 +193,8 @@ def _monte_carlo(
     """evaluate on a gymnasium environment: the mean return of n episodes (rescaled and padded
     to the horizon as learn does when `reward` is given)."""
     act, horizon = _policy_fn(policy, H)
+    if H is not None or not callable(policy):  # a horizon episodes are padded to, as learn's H
+        _warn_time_limit(env, horizon, "the policy's", stacklevel=4)
     act = _checked_actions(act, getattr(env, "action_space", None))
     if state is int:  # the observation itself, checked as an index (int() truncated 3.7), or its
         # index in a Tuple / MultiDiscrete / MultiBinary / Discrete(start != 0) space, as learn takes it
@@ -425,19 +429,20 @@ def _episodes(
     return returns, early, changes.count
 
 
-def _warn_time_limit(env: Any, H: int) -> None:
-    """An AssumptionWarning when gymnasium truncates `env`'s episodes before H steps: truncation is
-    not the environment's end, and the padding (at the absorbing state, or self-loops at the last
-    state) after a state the episode could go on from teaches the agent dynamics the environment
-    does not have."""
+def _warn_time_limit(env: Any, H: int, whose: str = "the agent's", stacklevel: int = 3) -> None:
+    """An AssumptionWarning when gymnasium truncates `env`'s episodes before H steps (learn's and
+    evaluate's rule): truncation is not the environment's end, and the padding (at the absorbing
+    state, or self-loops at the last state; evaluate's reward(0.0) a step) after a state the
+    episode could go on from teaches the agent dynamics, or gives a value, the environment does not
+    have. `stacklevel` points the warning at the caller of learn / evaluate."""
     limit = time_limit(env)
     if limit is not None and limit < H:
         warnings.warn(
             f"the environment truncates its episodes after {limit} steps (its time limit), fewer than "
-            f"the agent's H = {H}: every longer episode is cut at step {limit} and padded as if "
+            f"{whose} H = {H}: every longer episode is cut at step {limit} and padded as if "
             f"it had ended there; use H <= {limit}, or gymnasium.make(..., max_episode_steps=H)",
             AssumptionWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
 
 
