@@ -49,6 +49,30 @@ def test_act_reads_numpy_integers_in_one_call_and_refuses_as_before():
             bandit.act(*bad)
 
 
+def test_act_and_update_refuse_a_timedelta64_index():
+    """numpy files np.timedelta64 under np.integer, so the Python checks behind act's fast path took
+    np.timedelta64(2) as state 2 (and h, and LinUCB's context and arm): a duration is no index,
+    refused as a float is (common.checks.is_index)."""
+    mdp = RiverSwimMixture(S=4, H=3)
+    fmap = FeatureMap.one_hot(4, mdp.A, H=3)
+    for agent in (UCRLVTR(mdp, NonPrivate(), episodes=5, seed=0), LSVIUCB(fmap, NonPrivate(), episodes=5)):
+        with pytest.raises(ShapeError, match=r"state must be an integer in \[0, 4\), got np.timedelta64"):
+            agent.act(np.timedelta64(2), 1)
+        with pytest.raises(ShapeError, match=r"h must be an integer in \[0, 3\), got np.timedelta64\(1\)"):
+            agent.act(2, np.timedelta64(1))
+    env = ContextualBandit(np.eye(3), np.array([[0.2, 0.8], [0.9, 0.1], [0.5, 0.6]]))
+    bandit = LinUCB(env, NonPrivate(), episodes=5, seed=0)
+    with pytest.raises(ShapeError, match="state must be a context index"):
+        bandit.act(np.timedelta64(1))
+    with pytest.raises(ShapeError, match="one step"):
+        bandit.act(0, np.timedelta64(0))
+    with pytest.raises(ShapeError, match="arm must be an integer"):
+        bandit.update(1, np.timedelta64(0), 0.5)
+    with pytest.raises(TypeError, match="context must be a real numeric array"):
+        bandit.update(np.timedelta64(1), 0, 0.5)  # not an index: read as a vector, and refused
+    assert bandit.k == 0
+
+
 def test_a_stack_is_checked_for_symmetry_as_matrix_by_matrix():
     """check_symmetric_stack (privatize, floored_release: one Rust call) refuses the first
     asymmetric matrix of a stack with check_symmetric's message, and passes what it passes."""

@@ -182,6 +182,12 @@ def check_invertible(value: float, name: str, what: str, default: float | None =
     return value
 
 
+def is_index(value: Any) -> bool:
+    """Whether `value` is an integer a state, step or action index may be: a Python int or a numpy
+    integer, not a bool nor an np.timedelta64 (numpy files a duration under np.integer)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.timedelta64))
+
+
 def check_pos_int(value: Any, name: str) -> int:
     """An integer in [1, 2^63 - 1] (bools and floats are refused; the Rust side takes 64 bits)."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):

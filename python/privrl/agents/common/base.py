@@ -31,6 +31,7 @@ from privrl.common.checks import (
     check_positive_real,
     check_real,
     check_seed,
+    is_index,
     numeric_array,
     seed_bytes,
     value_range,
@@ -342,7 +343,7 @@ class Agent(abc.ABC):
         if a is not None:
             return a
         for name, v, hi in (("state", state, self.S), ("h", h, self.H)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= int(v) < hi:
+            if not is_index(v) or not 0 <= int(v) < hi:
                 raise ShapeError(f"{name} must be an integer in [0, {hi}), got {v!r}")
         return int(self._core.policy()[int(h), int(state)])
 

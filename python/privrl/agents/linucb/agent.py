@@ -18,7 +18,7 @@ from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_re
 from privrl.agents.common.specs import LinUcbSpec, NoiseSpec, bounds_spec, noise_spec
 from privrl.agents.linucb import calibration as privacy_of
 from privrl.agents.linucb.calibration import LinUCBCalibration
-from privrl.common.checks import check_choice, check_invertible, check_real, numeric_array
+from privrl.common.checks import check_choice, check_invertible, check_real, is_index, numeric_array
 from privrl.common.errors import NonFiniteError, ScheduleWarning, ShapeError
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.bandit import ContextualBandit
@@ -202,13 +202,9 @@ class LinUCB(Agent):
         a = self._core.act(state, h)  # ints and numpy integers in range, h 0 (None: checked below)
         if a is not None:
             return a
-        if (
-            isinstance(state, bool)
-            or not isinstance(state, (int, np.integer))
-            or not 0 <= int(state) < self.S
-        ):
+        if not is_index(state) or not 0 <= int(state) < self.S:
             raise ShapeError(f"state must be a context index in [0, {self.S}), got {state!r}")
-        if not isinstance(h, (int, np.integer)) or isinstance(h, bool) or h != 0:  # 0.0, an array
+        if not is_index(h) or h != 0:  # 0.0, an array
             raise ShapeError(f"a bandit has one step (h = 0), got h = {h!r}")
         return int(self._core.action(int(state), peek=True))
 
@@ -229,12 +225,12 @@ class LinUCB(Agent):
         played ``arm`` and got ``reward``; the context and reward go through the sensitivity
         guard (``||x|| <= 1``, ``r`` in [0, 1]: clipped and counted, or refused)."""
         self._check_budget()
-        if not isinstance(arm, (int, np.integer)) or isinstance(arm, bool) or not 0 <= int(arm) < self.A:
+        if not is_index(arm) or not 0 <= int(arm) < self.A:
             raise ShapeError(f"arm must be an integer in [0, {self.A}), got {arm!r}")
         reward = check_real(reward, "reward")  # a string or None was a raw TypeError
         if not math.isfinite(reward):
             raise NonFiniteError("reward must be finite")
-        if isinstance(context, (int, np.integer)) and not isinstance(context, bool):
+        if is_index(context):
             if not 0 <= int(context) < self.S:
                 raise ShapeError(f"context must be an index in [0, {self.S}) or a vector, got {context!r}")
             self._core.observe(int(context), int(arm), float(reward), user=True)
