@@ -165,7 +165,10 @@ def test_an_observation_that_is_not_in_the_space_is_never_a_state(space):
     _, index = observation_index(space)
     bad = [1.7, 1.0, np.float64(2.0), "1", None, np.array(2)]
     if isinstance(space, spaces.Discrete):
-        assert [index(x) for x in [*bad, True, np.True_]] == [-1] * (len(bad) + 2)
+        # a 0-d integer array is in a Discrete space (gymnasium's contains): the integer it holds
+        assert space.contains(np.array(2)) and index(np.array(3)) == 1 and index(np.array(2)) == 0
+        bad = [x for x in bad if not isinstance(x, np.ndarray)] + [np.array(2.0), np.array([3]), np.array(6)]
+        assert [index(x) for x in [*bad, True, np.True_, np.array(True)]] == [-1] * (len(bad) + 3)
         assert index(np.int8(3)) == 1 and index(3) == 1
         return
     for x in bad:
@@ -222,6 +225,47 @@ def test_evaluate_hands_a_callable_the_index_on_a_shifted_discrete():
     assert seen and all(0 <= s < 16 for s in seen) and seen[0] == 0  # FrozenLake starts in state 0
     doc = privrl.evaluate.__doc__
     assert "a callable is handed that" in doc and "obs - start" in doc
+
+
+class _ZeroD(gym.Env):
+    """Observations that are 0-d numpy arrays, np.array(start + t % 4), of a Discrete(4, start)."""
+
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, start: int):
+        self.start = start
+        self.observation_space = spaces.Discrete(4, start=start)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.array(self.start), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.array(self.start + self.t % 4), float(action), self.t >= 3, False, {}
+
+
+@pytest.mark.parametrize("start", [0, 1])
+def test_a_discrete_observation_that_is_a_0d_array_is_the_integer_it_holds(start):
+    """gymnasium's Discrete space contains np.array(3): learn and evaluate (an array, a callable, an
+    agent) refused it ("must give an integer state index ..., got array(0)", or on a shifted
+    Discrete "the observation array(1) is not in the environment's observation space"); they take it
+    as the integer it holds, and a callable policy is handed that int. A 0-d float array is still
+    refused."""
+    env = _ZeroD(start)
+    assert env.observation_space.contains(np.array(start))
+    agent = LSVIUCB(FeatureMap.one_hot_for(env, 3), NonPrivate(), episodes=5, seed=0)
+    assert agent.S == 5  # no transition table: one_hot_for adds the absorbing state
+    res = privrl.learn(agent, env, episodes=2, seed=0, progress=False)
+    assert res.episodes == 2 and agent.k == 2
+    seen = []
+    value = privrl.evaluate(lambda s, h: seen.append(s) or 1, env, episodes=2, seed=0, H=3).value
+    assert value == 3.0 and seen == [0, 1, 2] * 2 and all(type(s) is int for s in seen)
+    assert privrl.evaluate(np.ones((3, 4), dtype=int), env, episodes=2, seed=0).value == 3.0
+    privrl.evaluate(agent, env, episodes=2, seed=0)
+    with pytest.raises(ShapeError, match=r"state index in \[0, 5\).*got array\(0\.5\)"):
+        privrl.learn(agent, env, episodes=1, state=lambda obs: np.array(0.5), progress=False)
 
 
 def test_one_hot_for_a_space_past_64_bits_names_the_limit():

@@ -32,7 +32,7 @@ from privrl.common.errors import (
 )
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.bandit import ContextualBandit
-from privrl.envs.features import observation_index
+from privrl.envs.features import integer_observation, observation_index
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.gym import padding_reward, time_limit
 from privrl.experiment.progress import bar
@@ -89,11 +89,12 @@ def _policy_fn(policy: Any, H: int | None) -> tuple[Callable[[int, int], int], i
 
     def act(s: Any, h: int) -> int:
         # a negative index would read the table from its end, a float or a tuple fail in numpy
-        if not isinstance(s, (int, np.integer)) or isinstance(s, bool) or not 0 <= s < n_states:
+        i = integer_observation(s)  # np.array(3) as 3
+        if i is None or not 0 <= i < n_states:
             raise IndexRangeError(
                 f"state(obs) gave state {s!r} at step {h}: the policy has states 0..{n_states - 1}"
             )
-        return int(table[h, s])
+        return int(table[h, i])
 
     return act, table.shape[0]
 
@@ -541,14 +542,17 @@ def _absorbing(agent: Agent) -> int:
 
 
 def _state_index(s: Any, S: int, absorbing: int = -1) -> int:
-    if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or not 0 <= int(s) < S:
+    """state(obs) as a state index of the agent or policy: an integer in [0, S) by
+    privrl.envs.features.integer_observation's rule (a 0-d integer array, np.array(3), as 3)."""
+    i = integer_observation(s)
+    if i is None or not 0 <= i < S:
         raise ShapeError(
             f"state(obs) must give an integer state index in [0, {S}) (without state=..., the observation "
             f"itself), got {s!r}"
         )
-    if int(s) == absorbing:
+    if i == absorbing:
         raise ShapeError(
-            f"state(obs) gave {int(s)}, the feature map's absorbing state, where learn puts an episode "
+            f"state(obs) gave {i}, the feature map's absorbing state, where learn puts an episode "
             "after its end: no observation may map to it"
         )
-    return int(s)
+    return i
