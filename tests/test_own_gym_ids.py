@@ -117,3 +117,27 @@ def test_a_model_table_naming_an_own_id_points_to_the_privrl_environment(unregis
     agent = LSVIUCB(env, NonPrivate(), episodes=20, seed=agent_seq, **dict(spec.options))
     regret = privrl.run(agent, env, seed=env_seq, progress=False).regret
     assert np.array_equal(df.sort_values("episode")["regret"].to_numpy(), regret)
+
+
+def test_from_gymnasium_names_the_model_behind_an_own_id(unregistered):
+    """from_gymnasium takes an id string and gymnasium.make's it; privrl/RiverSwim-v0 gave gymnasium's
+    "Namespace privrl not found" (unregistered), and the made env (registered, or as_gymnasium(mdp))
+    "has no model ... (FrozenLake, CliffWalking, Taxi)". It is privrl's own model: each is a ShapeError
+    naming the model to use, and the id is refused without being made or registered."""
+    from privrl.envs import from_gymnasium
+    from privrl.exceptions import ShapeError
+
+    with pytest.raises(
+        ShapeError, match=r"'privrl/RiverSwim-v0' is a privrl model .* privrl\.envs\.RiverSwim\(\.\.\.\)"
+    ):
+        from_gymnasium("privrl/RiverSwim-v0", 5)
+    with pytest.raises(ShapeError, match=r"privrl\.envs\.HardToLearn\(\.\.\.\)"):
+        from_gymnasium("privrl/HardToLearn-v0", 5)
+    assert "privrl/RiverSwim-v0" not in gym.registry
+    register_gymnasium_envs()
+    for env in (gym.make("privrl/RiverSwim-v0", S=4), as_gymnasium(RiverSwim(S=4))):
+        with pytest.raises(ShapeError, match=r"is a privrl model wrapped .* env\.unwrapped\.mdp") as info:
+            from_gymnasium(env, 5)
+        assert "has no model" not in str(info.value)
+    with pytest.raises(ShapeError, match="has no model"):  # another table-less env, as before
+        from_gymnasium(gym.make("Blackjack-v1"), 5)

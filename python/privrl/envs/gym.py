@@ -126,10 +126,28 @@ def needs_absorbing(env: Any) -> bool:
     return bool((ended & reached).any())
 
 
+#: The gymnasium namespace of privrl's own models (``gymnasium.make("privrl/RiverSwim-v0")`` once
+#: ``privrl.experiment.environments.register_gymnasium_envs`` has registered them).
+NAMESPACE = "privrl/"
+
+
+def _own_model(label: str, use: str) -> ShapeError:
+    """from_gymnasium's refusal of a privrl model behind as_gymnasium (an object, or its id)."""
+    return ShapeError(
+        f"{label} is a privrl model wrapped for gymnasium (as_gymnasium): from_gymnasium reads the "
+        "transition table env.unwrapped.P of a gymnasium toy-text environment, which it has not, and "
+        f"a privrl model needs no reading: {use}, and run privrl.run or privrl.evaluate on it"
+    )
+
+
 def model_table(env: Any) -> dict:
     """``env.unwrapped.P`` of a tabular toy-text environment: s -> a -> [(prob, next_state,
-    reward, terminated)]; ShapeError for any other object (no model to read)."""
+    reward, terminated)]; ShapeError for any other object (no model to read; a privrl model behind
+    :func:`as_gymnasium` is named as one)."""
     base = getattr(env, "unwrapped", None)
+    if _ADAPTER_CLASS is not None and isinstance(base, _ADAPTER_CLASS):
+        label = getattr(getattr(env, "spec", None), "id", None) or base.mdp.name
+        raise _own_model(label, "use the model itself, env.unwrapped.mdp")
     table = getattr(base, "P", None)
     if not isinstance(table, dict):
         spec = getattr(env, "spec", None)
@@ -153,6 +171,8 @@ def from_gymnasium(
     toy-text env's own transition table ``env.unwrapped.P`` (dict s -> a -> list of
     (prob, next_state, reward, terminated)); `env` may also be an env id string (the env
     ``gymnasium.make`` builds from it is closed before returning; an env passed in is left open).
+    A privrl model behind :func:`as_gymnasium`, or its id (``"privrl/RiverSwim-v0"``), is refused
+    (ShapeError) naming the model to use instead: it has no table to read and is a model already.
 
     * r_h(s,a) = sum over the listed transitions of prob * reward(r) (``reward`` rescales the
       environment's rewards, as in ``privrl.learn``; none: as they are); every reward a listed
@@ -181,6 +201,9 @@ def from_gymnasium(
     gymnasium = _import_gymnasium()
     if not isinstance(env, str):
         return _from_env(env, H, name, init_dist, reward)
+    if env.startswith(NAMESPACE):  # privrl's own model: refused as model_table refuses it made
+        model = env[len(NAMESPACE) :].rpartition("-v")[0] or env[len(NAMESPACE) :]
+        raise _own_model(repr(env), f"build the model itself, privrl.envs.{model}(...)")
     made = gymnasium.make(env)  # made here, so closed here (an env the caller passed is theirs)
     try:
         return _from_env(made, H, name, init_dist, reward)

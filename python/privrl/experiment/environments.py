@@ -96,10 +96,10 @@ def gymnasium_linear_mdp(
 def _make(id: str, make_kwargs: dict[str, Any]) -> Any:
     """gymnasium.make(id, **make_kwargs), its failures as AssumptionError naming the call."""
     from privrl.common.errors import AssumptionError
-    from privrl.envs.gym import _import_gymnasium
+    from privrl.envs.gym import NAMESPACE, _import_gymnasium
 
     gymnasium = _import_gymnasium()
-    if str(id).startswith(_NAMESPACE):  # privrl's own ids register themselves, in whichever process
+    if str(id).startswith(NAMESPACE):  # privrl's own ids register themselves, in whichever process
         register_gymnasium_envs()  # (an id that is not a str: make refuses it below)
     flags = {"is_slippery", *_boolean_keywords(gymnasium, id)}
     for key in flags.intersection(make_kwargs):
@@ -247,7 +247,7 @@ class GymnasiumTask:
     ) -> None:
         from privrl.common.errors import AssumptionError
         from privrl.envs.features import FeatureMap
-        from privrl.envs.gym import time_limit
+        from privrl.envs.gym import NAMESPACE, time_limit
 
         self.id, self.make_kwargs = id, dict(make_kwargs)
         env = self.make()
@@ -258,7 +258,7 @@ class GymnasiumTask:
             if limit is not None and limit < self.H:
                 # the TimeLimit would end every long episode at `limit`, and learn pad the rest as if
                 # the environment had ended it: another problem than the H-step one (the model has none)
-                raise AssumptionError(_time_limit_message(id, self.H, limit, str(id).startswith(_NAMESPACE)))
+                raise AssumptionError(_time_limit_message(id, self.H, limit, str(id).startswith(NAMESPACE)))
             table = getattr(getattr(env, "unwrapped", None), "P", None)
             table = table if isinstance(table, dict) else None
             self.range: tuple[float, float] | None = None
@@ -351,8 +351,8 @@ def _time_limit_message(id: str, H: int, limit: int, own: bool) -> str:
     )
 
 
-# privrl's environments under gymnasium ids, with their docs/benchmarks.md default sizes.
-_NAMESPACE = "privrl/"
+# privrl's environments under gymnasium ids (privrl.envs.gym.NAMESPACE), with their
+# docs/benchmarks.md default sizes.
 GYM_IDS: dict[str, dict[str, Any]] = {
     "privrl/RiverSwimMixture-v0": {"name": "RiverSwimMixture"},
     "privrl/RandomLinearMixtureMDP-v0": {"name": "RandomLinearMixtureMDP"},
