@@ -5,8 +5,7 @@
 
 use numpy::{
     IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
-    PyReadonlyArray3, PyReadonlyArray4, PyReadwriteArray1, PyReadwriteArray2,
-    PyUntypedArrayMethods,
+    PyReadwriteArray1, PyReadwriteArray2, PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -20,15 +19,15 @@ use super::specs::{
 use super::{contiguous, reduced, seed32, IntoPy, Reduced};
 use crate::agents::lsvi::{self, LsviAgent, LsviParts, Planning, Shift};
 use crate::agents::vtr::{self, PlusSpec, Server, VtrAgent, VtrParts};
-use crate::agents::{
-    self as core, EpisodeLog, Episodic, FiniteModel, Guard, RegretCache, Trajectory,
-};
+use crate::agents::{Episodic, Guard};
 use crate::kernels::mixture::MixtureFeatures;
 use crate::noise::{NodeShape, NoiseStream};
 
 pub(super) mod act;
 mod arrays;
+mod run;
 use arrays::{mat2, mat3, policy_array};
+use run::{run_block, trajectory, Block, PyRun};
 
 // ---------------------------------------------------------------- one call at a time
 
@@ -60,123 +59,6 @@ fn in_use(py: Python<'_>) -> PyErr {
         Ok(obj) => PyErr::from_value(obj),
         Err(_) => PyRuntimeError::new_err(msg),
     }
-}
-
-// ---------------------------------------------------------------- runs
-
-/// One run of `privrl.run` on a model: the model, V*_1 and the exact-regret cache (the policy
-/// changes count across the run's blocks).
-#[pyclass(module = "privrl._core", name = "Run")]
-pub struct PyRun {
-    model: FiniteModel,
-    cache: RegretCache,
-    v_star: Vec<f64>,
-}
-
-#[pymethods]
-impl PyRun {
-    #[new]
-    #[pyo3(signature = (p, r, cdf, init_cdf, v_star, phi=None, mu=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        p: PyReadonlyArray4<'_, f64>,
-        r: PyReadonlyArray3<'_, f64>,
-        cdf: PyReadonlyArray4<'_, f64>,
-        init_cdf: PyReadonlyArray1<'_, f64>,
-        v_star: PyReadonlyArray1<'_, f64>,
-        phi: Option<PyReadonlyArray2<'_, f64>>,
-        mu: Option<PyReadonlyArray3<'_, f64>>,
-    ) -> PyResult<Self> {
-        let sh = p.shape();
-        let model = FiniteModel::new(
-            (sh[0], sh[1], sh[2]),
-            contiguous("P", p.as_slice())?,
-            contiguous("R", r.as_slice())?,
-            contiguous("cdf", cdf.as_slice())?,
-            contiguous("init_cdf", init_cdf.as_slice())?,
-            super::kernels::factors(&phi, &mu)?,
-        )
-        .py_ok(py)?;
-        let cache = RegretCache::new(&model);
-        Ok(PyRun {
-            model,
-            cache,
-            v_star: contiguous("v_star", v_star.as_slice())?.to_vec(),
-        })
-    }
-
-    /// Distinct consecutive policies so far.
-    #[getter]
-    fn policy_changes(&self) -> u64 {
-        self.cache.policy.count
-    }
-}
-
-type Block<'py> = (
-    Bound<'py, PyArray1<f64>>,
-    Bound<'py, PyArray1<f64>>,
-    Bound<'py, PyArray1<i64>>,
-);
-
-/// A block of users on `run`'s model (GIL released); raises the first fault after the block's
-/// completed users are applied.
-fn run_block<'py, A: Episodic + Send>(
-    py: Python<'py>,
-    agent: &mut A,
-    run: &mut PyRun,
-    uniforms: PyReadonlyArray2<'_, f64>,
-) -> PyResult<Block<'py>> {
-    let u = contiguous("uniforms", uniforms.as_slice())?;
-    if uniforms.shape()[1] != run.model.h + 1 {
-        return Err(PyValueError::new_err("uniforms must have H + 1 columns"));
-    }
-    let mut log = EpisodeLog::default();
-    let PyRun {
-        model,
-        cache,
-        v_star,
-    } = run;
-    let res = py.detach(|| core::run_block(agent, model, cache, v_star, u, &mut log));
-    res.map_err(|(_, e)| e).py_ok(py)?;
-    Ok((
-        log.gaps.into_pyarray(py),
-        log.returns.into_pyarray(py),
-        log.starts.into_pyarray(py),
-    ))
-}
-
-fn trajectory(
-    states: PyReadonlyArray1<'_, i64>,
-    actions: PyReadonlyArray1<'_, i64>,
-    rewards: PyReadonlyArray1<'_, f64>,
-    h: usize,
-    s: usize,
-    a: usize,
-) -> PyResult<Trajectory> {
-    let idx =
-        |what: &str, x: PyReadonlyArray1<'_, i64>, n: usize, hi: usize| -> PyResult<Vec<usize>> {
-            let v = x
-                .as_slice()
-                .map_err(|_| PyValueError::new_err(format!("{what} must be contiguous int64")))?;
-            if v.len() != n || v.iter().any(|&i| i < 0 || i as usize >= hi) {
-                return Err(PyValueError::new_err(format!(
-                    "{what} must be {n} indices in [0, {hi})"
-                )));
-            }
-            Ok(v.iter().map(|&i| i as usize).collect())
-        };
-    let r = contiguous("rewards", rewards.as_slice())?;
-    if r.len() != h {
-        return Err(PyValueError::new_err(format!(
-            "rewards must have {h} values"
-        )));
-    }
-    Ok(Trajectory {
-        states: idx("states", states, h + 1, s)?,
-        actions: idx("actions", actions, h, a)?,
-        rewards: r.to_vec(),
-    })
 }
 
 // ---------------------------------------------------------------- UCRL-VTR / UCRL-VTR+
