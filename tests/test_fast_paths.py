@@ -128,3 +128,55 @@ def test_the_manifest_records_versions_without_importing_them():
             assert dist not in info
             continue
         assert info[dist] == module.__version__ == importlib.metadata.version(dist)
+
+
+def test_one_integer_rule_refuses_a_duration_at_every_public_edge():
+    """numpy files np.timedelta64 under np.integer and numbers.Integral, so the integer and real
+    checks other than act's took np.timedelta64(5) as 5: K, H, d, batches, a LinUCB schedule, the
+    privacy epsilon, a kernel's beta, a callable policy's action in evaluate and an action given to
+    a privrl model behind gymnasium (there by gymnasium's own rule, Discrete.contains). One rule
+    (common.kinds.is_integer / is_real / integer_value) refuses it everywhere; a 0-d integer array
+    stays the integer it holds where gymnasium takes one."""
+    gym = pytest.importorskip("gymnasium")
+    from privrl import evaluate
+    from privrl.common.checks import check_episodes, check_int, check_pos_int, check_real, check_seeds
+    from privrl.common.errors import PrivacyParameterError
+    from privrl.envs import RandomLinearMDP, RiverSwim, as_gymnasium
+    from privrl.exceptions import SeedError
+    from privrl.kernels import RankOneInverse, optimistic_values
+    from privrl.privacy import JointDP
+
+    td = np.timedelta64(5)
+    for check in (check_episodes, lambda v: check_pos_int(v, "H"), lambda v: check_int(v, "n")):
+        with pytest.raises(PrivacyParameterError, match="integer"):
+            check(td)
+    with pytest.raises(PrivacyParameterError, match="real number"):
+        check_real(td, "epsilon")
+    with pytest.raises(SeedError):
+        check_seeds([0, td], "seeds")
+    with pytest.raises(PrivacyParameterError):
+        JointDP(td, 1e-5)
+    env = RandomLinearMDP(S=5, A=2, d=3, H=2, seed=0)
+    with pytest.raises(PrivacyParameterError, match="episodes"):
+        LSVIUCB(env, NonPrivate(), episodes=td)
+    with pytest.raises(PrivacyParameterError, match="batches"):
+        LSVIUCB(env, JointDP(1.0, 1e-5), episodes=10, batches=np.timedelta64(2))
+    bandit = ContextualBandit(np.eye(3) / 2, np.full((3, 2), 0.5))
+    with pytest.raises(PrivacyParameterError, match="schedule"):
+        LinUCB(bandit, JointDP(1.0, 1e-5), episodes=10, schedule=np.timedelta64(2))
+    with pytest.raises(PrivacyParameterError, match="d must be an integer"):
+        RankOneInverse(td, 1.0)
+    with pytest.raises(TypeError, match="beta must be a real number"):
+        optimistic_values(np.zeros((2, 3)), np.zeros(3), np.eye(3), np.timedelta64(1), n_actions=2)
+    river = RiverSwim(S=3, H=4)
+    frozen = gym.make("FrozenLake-v1", is_slippery=False)
+    with pytest.raises(TypeError, match="action at step 0 must be an integer"):
+        evaluate(lambda s, h: np.timedelta64(1), frozen, episodes=1, seed=0, H=3)
+    two = evaluate(lambda s, h: np.array(2), frozen, episodes=2, seed=0, H=3)
+    assert two == evaluate(lambda s, h: 2, frozen, episodes=2, seed=0, H=3)
+    lake = as_gymnasium(river)
+    lake.reset(seed=0)
+    for bad in (np.timedelta64(1), np.bool_(True)):  # as gymnasium's Discrete.contains (True is in)
+        assert not lake.action_space.contains(bad)
+        with pytest.raises(ShapeError, match="action must be an integer"):
+            lake.step(bad)

@@ -10,7 +10,6 @@ import difflib
 import functools
 import inspect
 import math
-import numbers
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -19,6 +18,7 @@ import numpy as np
 
 from privrl import _core
 from privrl.common.errors import AssumptionError, NonFiniteError, PrivacyParameterError, SeedError, ShapeError
+from privrl.common.kinds import integer_value, is_index, is_integer, is_real
 from privrl.common.seeds import check_seed, int_seed, model_seed, seed_bytes, tie_seed
 
 __all__ = [
@@ -58,6 +58,10 @@ __all__ = [
     "check_seeds",
     "feature_table_problem",
     "is_one_hot",
+    "is_index",
+    "is_integer",
+    "is_real",
+    "integer_value",
 ]
 
 Checker = Callable[[Any, str], Any]
@@ -66,12 +70,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def check_real(value: Any, name: str) -> float:
     """``value`` as a float; bool / str / complex / None are refused (float() would take "1")."""
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+    if not is_real(value):
         raise PrivacyParameterError(f"{name} must be a real number, got {value!r}")
     try:
         return float(value)
     except OverflowError:  # an int too large for a double
-        return math.inf if value > 0 else -math.inf  # type: ignore[operator]  # Real has no __gt__ in typeshed
+        return math.inf if value > 0 else -math.inf
 
 
 # A user's privacy budget outside this range is no guarantee anyone needs, and the calibrations'
@@ -182,15 +186,9 @@ def check_invertible(value: float, name: str, what: str, default: float | None =
     return value
 
 
-def is_index(value: Any) -> bool:
-    """Whether `value` is an integer a state, step or action index may be: a Python int or a numpy
-    integer, not a bool nor an np.timedelta64 (numpy files a duration under np.integer)."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.timedelta64))
-
-
 def check_pos_int(value: Any, name: str) -> int:
     """An integer in [1, 2^63 - 1] (bools and floats are refused; the Rust side takes 64 bits)."""
-    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
+    if not is_integer(value):
         raise PrivacyParameterError(f"{name} must be an integer >= 1, got {value!r}")
     v = int(value)
     if v < 1:
@@ -292,7 +290,7 @@ def check_choice(value: Any, allowed: tuple[str, ...], name: str) -> str:
 
 def check_episodes(episodes: Any) -> int:
     """K, the number of users: an integer in [1, 2^63 - 1] (the trees count leaves in 64 bits)."""
-    if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)):
+    if not is_integer(episodes):
         raise PrivacyParameterError(f"episodes (K) must be an integer >= 1, got {episodes!r}")
     if not (1 <= int(episodes) <= MAX_INT):
         raise PrivacyParameterError(f"episodes (K) must be in [1, 2^63 - 1], got {episodes}")
@@ -311,7 +309,7 @@ def check_int(x: Any, name: str, low: int = 1, high: int = MAX_INT) -> int:
     (PrivacyParameterError, a ValueError), so nothing wraps or overflows in Rust."""
     if type(x) is int:  # the common case, without the ABC checks (0.5 -> 0.1 us a call)
         v = x
-    elif isinstance(x, bool) or not isinstance(x, (numbers.Integral, np.integer)):
+    elif not is_integer(x):
         raise PrivacyParameterError(f"{name} must be an integer in [{low}, {high}], got {x!r}")
     else:
         v = int(x)
@@ -324,9 +322,7 @@ def check_finite_real(x: Any, name: str, positive: bool = True) -> float:
     """`x` as a finite float (> 0 when `positive`, else >= 0); PrivacyParameterError otherwise
     (also for str / complex / None and ints too large for a double)."""
     # a float is a real number (isinstance of numbers.Real cost 0.3 us a call)
-    if type(x) is not float and (
-        isinstance(x, bool) or not isinstance(x, (numbers.Real, np.floating, np.integer))
-    ):
+    if type(x) is not float and not is_real(x):
         raise PrivacyParameterError(f"{name} must be a real number, got {x!r}")
     try:
         v = float(x)
@@ -465,11 +461,7 @@ def check_number(
     exactly, within the bounds; bools and other types are refused."""
     if isinstance(value, str) and value.strip().lower() in ("inf", "+inf", "infinity"):
         value = math.inf
-    if (
-        isinstance(value, (bool, np.bool_))
-        or not isinstance(value, (int, float, np.integer, np.floating))
-        or (integer and not float(value).is_integer())
-    ):
+    if not is_real(value) or (integer and not float(value).is_integer()):
         raise PrivacyParameterError(
             f"{name} must be {'an integer' if integer else 'a number'}, got {value!r}"
         )
@@ -511,7 +503,7 @@ MAX_SEED_COUNT = 100_000
 
 def check_seeds(value: Any, name: str) -> tuple[int, ...]:
     """A seed count (seeds 0..n-1) or a non-empty list of distinct integer seeds in [0, 2^63)."""
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+    if is_integer(value):
         value = int(value)
         if not 1 <= value <= MAX_SEED_COUNT:
             raise SeedError(f"{name} (a seed count) must be in [1, {MAX_SEED_COUNT:,}], got {value}")
@@ -521,8 +513,7 @@ def check_seeds(value: Any, name: str) -> tuple[int, ...]:
     out = []
     for i, s in enumerate(value):
         # privrl's one integer rule (check_pos_int): a float such as 1.0 is refused, numpy ints taken
-        whole = isinstance(s, (numbers.Integral, np.integer)) and not isinstance(s, bool)
-        if not whole or not 0 <= int(s) < 2**63:
+        if not is_integer(s) or not 0 <= int(s) < 2**63:
             raise SeedError(f"{name}[{i}] (a seed) must be an integer in [0, 2^63), got {s!r}")
         out.append(int(s))
     if len(set(out)) != len(out):

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.checks import check_pos_int, is_index
+from privrl.common.checks import check_pos_int, integer_value, is_index, is_integer
 from privrl.common.errors import PrivacyParameterError, ShapeError
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.finite import ReadOnlyCopies, _as_array, _check_finite, _freeze, digest
@@ -61,7 +61,7 @@ class FeatureMap(ReadOnlyCopies):
         self.features_flat = _freeze(phi.reshape(S * A, d).copy())
         self.name = name if name is not None else "FeatureMap"
         if absorbing is not None:
-            if isinstance(absorbing, (bool, np.bool_)) or not isinstance(absorbing, (int, np.integer)):
+            if not is_integer(absorbing):
                 raise ShapeError(f"absorbing must be a state index (an integer) or None, got {absorbing!r}")
             if not 0 <= int(absorbing) < S:
                 raise ShapeError(f"absorbing = {int(absorbing)} is not a state: the states are 0..{S - 1}")
@@ -158,11 +158,12 @@ def observation_index(space: Any) -> tuple[int, Callable[[Any], int]] | None:
     Tuple / MultiDiscrete / MultiBinary observation may be a bool (a MultiBinary observation as a
     bool array: gymnasium's ``contains`` takes it, and it is exactly 0 or 1). Discrete from 0 gives
     ``int`` (the observation is its own index, checked by its user). A Discrete observation may be
-    a 0-d integer array, ``np.array(3)``, the integer it holds (:func:`integer_observation`, the
-    rule of its users too); a component of a Tuple / MultiDiscrete observation is an integer scalar."""
+    a 0-d integer array, ``np.array(3)``, the integer it holds (the rule of its users too:
+    :func:`privrl.common.checks.integer_value`); a component of a Tuple / MultiDiscrete observation
+    is an integer scalar."""
     if _is(space, "Discrete"):
         start, n = int(space.start), int(space.n)
-        return n, (lambda obs: _shifted(integer_observation(obs), start, n)) if start else int
+        return n, (lambda obs: _shifted(integer_value(obs), start, n)) if start else int
     if _is(space, "Tuple") and space.spaces and all(_is(x, "Discrete") for x in space.spaces):
         sizes = [int(x.n) for x in space.spaces]
         starts = [int(x.start) for x in space.spaces]
@@ -191,18 +192,6 @@ def observation_index(space: Any) -> tuple[int, Callable[[Any], int]] | None:
         return flat
 
     return math.prod(sizes), index
-
-
-def integer_observation(obs: Any) -> int | None:
-    """The integer an observation (or a state index) is: a Python or numpy integer (not a bool, not
-    an np.timedelta64: ``privrl.common.checks.is_index``) or a 0-d numpy array of an integer dtype,
-    ``np.array(3)``, which gymnasium's Discrete space contains and an environment may return;
-    None for anything else (a float such as 3.0 is never truncated onto a state)."""
-    if is_index(obs):
-        return int(obs)
-    if isinstance(obs, np.ndarray) and obs.ndim == 0 and obs.dtype.kind in "iu":
-        return int(obs)
-    return None
 
 
 def _shifted(i: int | None, start: int, size: int) -> int:

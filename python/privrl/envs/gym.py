@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.checks import check_pos_int
+from privrl.common.checks import check_pos_int, integer_value, is_integer
 from privrl.common.errors import (
     AssumptionError,
     AssumptionWarning,
@@ -399,7 +399,7 @@ def _check_absorbing(terminal: np.ndarray, live: np.ndarray, start: np.ndarray, 
 def _table_index(value: Any, n: int, what: str, where: str) -> int:
     """An index of a gymnasium transition table: an integer in 0..n-1 (IndexRangeError otherwise;
     a float or a string is a TypeError: int() truncated them)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+    if not is_integer(value):
         raise TypeError(
             f"the gymnasium env's transition table {where} lists {what} {value!r}: not an integer"
         )
@@ -497,15 +497,13 @@ def _adapter_class() -> Any:
 def _action_index(action: Any, A: int) -> int:
     """`action` as an index in 0..A-1, by gymnasium's rule for a Discrete(A) action (its
     ``contains``): a Python int or a numpy integer scalar / 0-d array; int(0.5) would be action 0."""
-    integral = isinstance(action, (int, np.integer)) or (
-        isinstance(action, np.ndarray) and action.shape == () and action.dtype.kind in "iu"
-    )
-    if not integral:
+    # gymnasium's rule exactly: a Python bool is an int to it (not an np.bool_, not a duration)
+    a = int(action) if isinstance(action, bool) else integer_value(action)
+    if a is None:
         raise ShapeError(
             f"action must be an integer in 0..{A - 1} (an int or a numpy integer, as gymnasium's "
             f"Discrete({A}) takes), got {action!r} of type {type(action).__name__}"
         )
-    a = int(action)
     if not 0 <= a < A:
         raise IndexRangeError(f"action {a} is not in 0..{A - 1}")
     return a

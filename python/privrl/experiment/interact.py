@@ -22,6 +22,7 @@ from privrl.common.checks import (
     check_seed,
     int_seed,
     integer_actions,
+    integer_value,
 )
 from privrl.common.errors import (
     AssumptionWarning,
@@ -32,7 +33,7 @@ from privrl.common.errors import (
 )
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.bandit import ContextualBandit
-from privrl.envs.features import integer_observation, observation_index
+from privrl.envs.features import observation_index
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.gym import padding_reward, time_limit
 from privrl.experiment.progress import bar
@@ -62,9 +63,10 @@ _MAX_STEPS = 10_000
 
 def _action(a: Any, h: int) -> int:
     """A callable policy's action, checked as an integer index (int() truncated 2.9 and read "2")."""
-    if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
+    i = integer_value(a)  # np.array(2) as 2, as gymnasium's Discrete takes it
+    if i is None:
         raise TypeError(f"the policy's action at step {h} must be an integer, got {a!r}")
-    return int(a)
+    return i
 
 
 def _policy_fn(policy: Any, H: int | None) -> tuple[Callable[[int, int], int], int]:
@@ -89,7 +91,7 @@ def _policy_fn(policy: Any, H: int | None) -> tuple[Callable[[int, int], int], i
 
     def act(s: Any, h: int) -> int:
         # a negative index would read the table from its end, a float or a tuple fail in numpy
-        i = integer_observation(s)  # np.array(3) as 3
+        i = integer_value(s)  # np.array(3) as 3
         if i is None or not 0 <= i < n_states:
             raise IndexRangeError(
                 f"state(obs) gave state {s!r} at step {h}: the policy has states 0..{n_states - 1}"
@@ -543,8 +545,8 @@ def _absorbing(agent: Agent) -> int:
 
 def _state_index(s: Any, S: int, absorbing: int = -1) -> int:
     """state(obs) as a state index of the agent or policy: an integer in [0, S) by
-    privrl.envs.features.integer_observation's rule (a 0-d integer array, np.array(3), as 3)."""
-    i = integer_observation(s)
+    privrl.common.checks.integer_value's rule (a 0-d integer array, np.array(3), as 3)."""
+    i = integer_value(s)
     if i is None or not 0 <= i < S:
         raise ShapeError(
             f"state(obs) must give an integer state index in [0, {S}) (without state=..., the observation "

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import math
-import numbers
 import sys
 from typing import Any
 
@@ -25,6 +24,8 @@ from privrl.common.checks import (
     check_int,
     check_symmetric,
     check_symmetric_stack,
+    is_integer,
+    is_real,
     numeric_array,
     seed_bytes,
     tie_seed,
@@ -74,7 +75,7 @@ def _scalar(x: Any, name: str) -> float:
     alone would also take "1.5" or True. A float is one (isinstance of numbers.Real cost 0.3 us)."""
     if type(x) is float:
         return x
-    if isinstance(x, bool) or not isinstance(x, (numbers.Real, np.floating, np.integer)):
+    if not is_real(x):
         raise TypeError(f"{name} must be a real number, got {x!r}")
     try:
         return float(x)
@@ -84,7 +85,7 @@ def _scalar(x: Any, name: str) -> float:
 
 def _positive_int(x: Any, name: str) -> int:
     # Bounded above as well: a Python int beyond u64 would surface as OverflowError from PyO3.
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+    if not is_integer(x):
         raise PrivacyParameterError(f"{name} must be an integer >= 1, got {x!r}")
     if not (1 <= int(x) <= MAX_INT):
         raise PrivacyParameterError(f"{name} must be an integer in [1, {MAX_INT}], got {x}")

@@ -18,15 +18,19 @@ scales in the ratio :data:`VECTOR_TO_GRAM`; every noise scale comes from
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, replace
 from typing import Any
 
-import numpy as np
-
 from privrl.agents.ucrl_vtr import calibration as vtr
 from privrl.agents.ucrl_vtr.calibration import UCRLVTRCalibration
-from privrl.common.checks import MAX_INT, check_pos_int, check_positive_real, check_probability, did_you_mean
+from privrl.common.checks import (
+    MAX_INT,
+    check_pos_int,
+    check_positive_real,
+    check_probability,
+    did_you_mean,
+    is_integer,
+)
 from privrl.common.errors import PrivacyParameterError
 from privrl.common.memory import refuse_over_memory
 from privrl.privacy.common import DEFAULT_CALIBRATION, check_calibration, check_kind, privacy_args
@@ -73,8 +77,7 @@ def check_schedule(schedule: Any) -> str | int:
     users); anything else is refused with a message that names what is accepted."""
     if isinstance(schedule, str) and schedule in SCHEDULES:
         return schedule
-    integral = isinstance(schedule, (numbers.Integral, np.integer))
-    if integral and not isinstance(schedule, (bool, np.bool_)) and 1 <= int(schedule) <= MAX_INT:
+    if is_integer(schedule) and 1 <= int(schedule) <= MAX_INT:
         return int(schedule)
     hint = did_you_mean(schedule, SCHEDULES).strip() if isinstance(schedule, str) else ""
     raise PrivacyParameterError(

@@ -8,7 +8,6 @@ Algorithm", App. "Pure joint DP in the linear setting" (constants derived in the
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +41,7 @@ from privrl.common.checks import (
     check_positive_real,
     check_probability,
     did_you_mean,
+    is_integer,
 )
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy import practical
@@ -130,7 +130,7 @@ def resolve_batches(
             mechanism = resolve_mechanism(kind, calibration, pure, mechanism)
             return lsvi_ucb_practical_batches(eps, delta, H, K, d, p, mechanism)
         return lsvi_ucb_num_batches(eps, H, K, d)
-    if isinstance(batches, bool) or not isinstance(batches, numbers.Integral):
+    if not is_integer(batches):
         hint = did_you_mean(batches, ("static", "scaled", "every")) if isinstance(batches, str) else ""
         raise PrivacyParameterError(
             f"batches must be 'static', 'scaled', 'every' or an int in [1, K], got {batches!r}"

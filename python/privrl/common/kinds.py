@@ -1,0 +1,48 @@
+"""What privrl counts as an integer or a real number, once: the rule every check at the public edge
+(``privrl.common.checks``, re-exported there) and every index read (states, steps, actions, a
+gymnasium observation) uses. Python and numpy file a bool under int and a duration
+(np.timedelta64) under np.integer and numbers.Integral: neither is a number here."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+__all__ = ["integer_value", "is_index", "is_integer", "is_real"]
+
+# Not numbers to privrl although Python / numpy file them so: a bool is an int, np.bool_ converts to
+# one, and numpy files a duration (np.timedelta64) under np.integer and numbers.Integral.
+_NOT_NUMBERS = (bool, np.bool_, np.timedelta64)
+
+
+def is_index(value: Any) -> bool:
+    """Whether `value` is an integer a state, step or action index may be: a Python int or a numpy
+    integer, not a bool nor an np.timedelta64 (:func:`is_integer` on the concrete types, for the
+    hot paths)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, _NOT_NUMBERS)
+
+
+def is_integer(value: Any) -> bool:
+    """privrl's one integer rule: a Python int, a numpy integer or another ``numbers.Integral``;
+    not a bool / np.bool_ nor an np.timedelta64 (``int()`` of each gives a number it does not mean)."""
+    return isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, _NOT_NUMBERS)
+
+
+def is_real(value: Any) -> bool:
+    """privrl's one real-number rule: a ``numbers.Real`` or a numpy integer / floating scalar; not a
+    bool / np.bool_ nor an np.timedelta64 (str, complex and None are not numbers.Real)."""
+    return isinstance(value, (numbers.Real, np.floating, np.integer)) and not isinstance(value, _NOT_NUMBERS)
+
+
+def integer_value(value: Any) -> int | None:
+    """The integer `value` is (:func:`is_index`), or that a 0-d numpy array of an integer dtype holds
+    (``np.array(3)``, which gymnasium's Discrete space contains: an environment may return it as an
+    observation, a policy as an action); None for anything else (a float such as 3.0 is never
+    truncated onto an index)."""
+    if is_index(value):
+        return int(value)
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu":
+        return int(value)
+    return None
