@@ -30,6 +30,7 @@ __all__ = [
     "normalize_frame",
     "parquet_available",
     "load_run_records",
+    "logged_episodes",
 ]
 
 # The tidy results schema: one row per (run, logged episode). wall_time (seconds since the run
@@ -51,6 +52,11 @@ COLUMNS: dict[str, str] = {
     "run_id": "object",
 }
 STRING_COLUMNS = [c for c, t in COLUMNS.items() if t == "object"]
+
+
+def logged_episodes(episodes: int, log_every: int) -> np.ndarray:
+    """The episodes a run's table holds: every log_every-th and the last (1-based)."""
+    return np.unique(np.r_[np.arange(log_every, episodes + 1, log_every), episodes]).astype(np.int64)
 
 
 def parquet_available() -> bool:
@@ -203,18 +209,29 @@ class ResultStore:
 
     def read_run(self, run_id: str) -> tuple[pd.DataFrame, dict]:
         """A finished run's rows and record; a table that cannot be read (a damaged or foreign
-        file) is a ConfigError naming it (a resumed sweep recomputes that run instead)."""
+        file), or whose rows are not this run's logged episodes (cut short, another run's file), is
+        a ConfigError naming it (a resumed sweep recomputes that run instead)."""
         meta = json.loads(self.meta_path(run_id).read_text())
         path = self.runs_dir / meta["table"]
         try:
             # a missing or mistyped column is as foreign as a parse error (a KeyError leaked)
-            return normalize_frame(_read_table(path)), meta
+            frame = normalize_frame(_read_table(path))
         except Exception as exc:  # pyarrow / pandas parse errors: no common base class
             raise ConfigError(
                 "OUTDIR",
                 f"{path} is not a readable run table ({type(exc).__name__}: {exc}); delete it and "
                 "rerun the sweep (the run is recomputed), or rerun with --fresh",
             ) from exc
+        wrong = _not_this_run(frame, run_id, meta)
+        if wrong:
+            # a readable table that is not this run's rows (cut short, empty, another run's file):
+            # resumed, it was filed under this run id and the report read it as this run
+            raise ConfigError(
+                "OUTDIR",
+                f"{path} is not the table of run {run_id} ({wrong}); delete it and rerun the sweep "
+                "(the run is recomputed), or rerun with --fresh",
+            )
+        return frame, meta
 
     def write_manifest(self, manifest: dict) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -231,6 +248,26 @@ class ResultStore:
                 (self.root / f"results{other}").unlink(missing_ok=True)
         atomic_write(path, lambda p: _write_table_as(df, p, self.fmt))
         return path
+
+
+def _not_this_run(frame: pd.DataFrame, run_id: str, meta: dict) -> str:
+    """Why `frame` is not the rows of the run `meta` records ("" when it is): every row names the
+    run, and the episodes are the ones its K and log_every log."""
+    if (frame["run_id"] != run_id).any():
+        other = frame.loc[frame["run_id"] != run_id, "run_id"].iloc[0]
+        return f"its rows are of run {other}"
+    try:
+        expected = logged_episodes(int(meta["episodes"]), int(meta["log_every"]))
+    except (KeyError, TypeError, ValueError):
+        return "its record gives no episodes and log_every"
+    if not np.array_equal(frame["episode"].to_numpy(), expected):
+        return f"episodes {_span(frame['episode'])} where the run logs {_span(expected)}"
+    return ""
+
+
+def _span(episodes: Any) -> str:
+    e = np.asarray(episodes)
+    return "none" if not len(e) else f"{e[0]}..{e[-1]} ({len(e)} rows)"
 
 
 def _write_table_as(df: pd.DataFrame, path: Path, fmt: str) -> None:

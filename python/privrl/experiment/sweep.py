@@ -38,7 +38,14 @@ from privrl.experiment.parsing import build_config, listed
 from privrl.experiment.preflight import build_agent, preflight
 from privrl.experiment.progress import checked_progress, interactive
 from privrl.experiment.relay import recorded, reemit
-from privrl.experiment.results import COLUMNS, ResultStore, new_manifest, normalize_frame, run_frame
+from privrl.experiment.results import (
+    COLUMNS,
+    ResultStore,
+    logged_episodes,
+    new_manifest,
+    normalize_frame,
+    run_frame,
+)
 from privrl.experiment.scaleout import check_address, dask_results
 from privrl.experiment.summary import return_ends
 
@@ -95,7 +102,7 @@ def execute_run(
     t_build = time.perf_counter()
     agent = build_agent(spec, env, agent_seq)
     K, every = spec.episodes, spec.log_every
-    logged = np.unique(np.r_[np.arange(every, K + 1, every), K]).astype(np.int64)
+    logged = logged_episodes(K, every)
     stamps = np.full(len(logged), np.nan)
     state = {"i": 0, "reported": 0}
     step = max(1, K // 100)

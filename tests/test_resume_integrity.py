@@ -1,0 +1,49 @@
+"""A resumed sweep reads a finished run's table only when it is that run's rows: a table cut short,
+emptied to its header or replaced by another run's file is recomputed, like an unreadable one, and
+load_results names it instead of filing foreign rows under the run id."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from privrl.experiment import ConfigError, load_results, sweep
+from privrl.experiment.results import ResultStore
+
+BASE = dict(
+    env={"name": "RiverSwimMixture", "S": 4, "H": 3},
+    agents={"JDP": {"algorithm": "UCRL-VTR", "privacy": "jdp"}},
+    epsilons=[10.0, 1.0],
+    seeds=[0, 1],
+    episodes=40,
+    log_every=10,
+    format="csv",
+)
+
+
+def _table(store: ResultStore, run_id: str):
+    return store.runs_dir / json.loads(store.meta_path(run_id).read_text())["table"]
+
+
+@pytest.mark.parametrize("damage", ["cut short", "header only", "another run's rows"])
+def test_a_table_that_is_not_the_runs_rows_is_recomputed(tmp_path, damage):
+    out = tmp_path / "res"
+    df1, m1 = sweep(**BASE, outdir=out)
+    store = ResultStore(out, "csv")
+    first, other = list(m1["runs"])[:2]
+    table = _table(store, first)
+    rows = pd.read_csv(table, dtype=str, keep_default_na=False)
+    if damage == "cut short":
+        rows.iloc[:2].to_csv(table, index=False)
+    elif damage == "header only":
+        rows.iloc[:0].to_csv(table, index=False)
+    else:
+        table.write_bytes(_table(store, other).read_bytes())
+    with pytest.raises(ConfigError, match=rf"is not the table of run {first}.*--fresh"):
+        load_results(out)
+    df2, m2 = sweep(**BASE, outdir=out)
+    assert (m2["n_computed"], m2["n_resumed"]) == (1, len(m1["runs"]) - 1)
+    pd.testing.assert_frame_equal(df1.drop(columns="wall_time"), df2.drop(columns="wall_time"))
+    pd.testing.assert_frame_equal(load_results(out).drop(columns="wall_time"), df2.drop(columns="wall_time"))
