@@ -1,6 +1,7 @@
 """A resumed sweep reads a finished run's table only when it is that run's rows: a table cut short,
 emptied to its header or replaced by another run's file is recomputed, like an unreadable one, and
-load_results names it instead of filing foreign rows under the run id."""
+load_results names it instead of filing foreign rows under the run id; the manifest names what
+a run's numbers depend on."""
 
 from __future__ import annotations
 
@@ -47,3 +48,21 @@ def test_a_table_that_is_not_the_runs_rows_is_recomputed(tmp_path, damage):
     assert (m2["n_computed"], m2["n_resumed"]) == (1, len(m1["runs"]) - 1)
     pd.testing.assert_frame_equal(df1.drop(columns="wall_time"), df2.drop(columns="wall_time"))
     pd.testing.assert_frame_equal(load_results(out).drop(columns="wall_time"), df2.drop(columns="wall_time"))
+
+
+def test_the_manifest_records_scikit_learns_version_for_a_classification_bandit(tmp_path):
+    """A ClassificationBandit study reads scikit-learn's bundled dataset: the manifest names the
+    version that provided it (the env spec alone does not pin the data)."""
+    import importlib.metadata
+
+    from privrl.experiment import load_manifest
+
+    pytest.importorskip("sklearn")
+    out = tmp_path / "bandit"
+    sweep(
+        env={"name": "ClassificationBandit", "dataset": "wine", "seed": 0},
+        agents={"LinUCB": {"algorithm": "LinUCB", "privacy": "none"}},
+        episodes=20,
+        outdir=out,
+    )
+    assert load_manifest(out)["versions"]["scikit-learn"] == importlib.metadata.version("scikit-learn")

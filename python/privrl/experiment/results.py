@@ -133,7 +133,8 @@ def environment_info() -> dict:
         "numpy": np.__version__,
         "pandas": pd.__version__,
     }
-    for dist in ("pyarrow", "matplotlib", "dask", "distributed", "gymnasium"):
+    # scikit-learn: its bundled datasets are the ClassificationBandit environments' data
+    for dist in ("pyarrow", "matplotlib", "dask", "distributed", "gymnasium", "scikit-learn"):
         # from the installed metadata, without importing them (dask and gymnasium took 0.35 s per
         # sweep to import for their version alone); an absent optional dependency is just not recorded
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
