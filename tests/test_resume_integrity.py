@@ -66,3 +66,14 @@ def test_the_manifest_records_scikit_learns_version_for_a_classification_bandit(
         outdir=out,
     )
     assert load_manifest(out)["versions"]["scikit-learn"] == importlib.metadata.version("scikit-learn")
+
+
+def test_the_manifest_names_the_commit_the_rust_core_was_built_from(tmp_path):
+    """In a checkout, git_commit is the source tree's; the agents run the compiled extension, which
+    may be an older commit's build: the manifest names that one too."""
+    from privrl import _core
+    from privrl.experiment import load_manifest
+
+    out = tmp_path / "ext"
+    sweep(**{**BASE, "epsilons": [10.0], "seeds": [0]}, outdir=out)
+    assert load_manifest(out)["extension_commit"] == (_core.GIT_COMMIT or None)

@@ -124,7 +124,8 @@ def _source_commit() -> str | None:
 
 
 def environment_info() -> dict:
-    """privrl and dependency versions, Python, platform, and the git commit of the privrl source."""
+    """privrl and dependency versions, Python, platform, the git commit of the privrl source and the
+    commit its compiled Rust core was built from."""
     import privrl
 
     versions = {
@@ -139,7 +140,16 @@ def environment_info() -> dict:
         # sweep to import for their version alone); an absent optional dependency is just not recorded
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             versions[dist] = importlib.metadata.version(dist)
-    return {"versions": versions, "platform": platform.platform(), "git_commit": _git_commit()}
+    from privrl import _core
+
+    return {
+        "versions": versions,
+        "platform": platform.platform(),
+        "git_commit": _git_commit(),
+        # the build the Rust agents ran: in a checkout, git_commit is the source tree's, and an
+        # extension not rebuilt since (maturin develop) is an older commit's code
+        "extension_commit": getattr(_core, "GIT_COMMIT", "") or None,
+    }
 
 
 def _read_table(path: Path) -> pd.DataFrame:
