@@ -433,3 +433,28 @@ def test_an_edited_header_is_refused(tmp_path):
         path.write_bytes(MAGIC + json.dumps({**header, key: value}).encode() + b"\n" + payload)
         with pytest.raises(SaveFormatError, match=f"header's {key} .* the file was modified"):
             Agent.load(path)
+
+
+def test_copies_of_a_saved_agent_share_its_noise_as_docs_privacy_md_says(tmp_path):
+    """docs/privacy.md 'Copies share their noise': two copies of one JDP agent given users that
+    differ in one user release Gram matrices whose difference is that user's raw statistic (at
+    most the sensitivity 2 H^2), far below the noise; independent agents differ by the noise."""
+    from privrl.envs import RandomLinearMixtureMDP
+    from privrl.envs.finite import Trajectory
+
+    env = RandomLinearMixtureMDP(seed=0)
+    agent = UCRLVTR(env, JointDP(1.0, 1e-5), episodes=100, seed=3)
+    privrl.run(agent, env, 10, seed=1)
+    agent.save(tmp_path / "a.privrl")
+    twin, other = Agent.load(tmp_path / "a.privrl"), UCRLVTR(env, JointDP(1.0, 1e-5), episodes=100, seed=4)
+    privrl.run(other, env, 10, seed=1)
+
+    def user(s: int) -> Trajectory:
+        return Trajectory(states=np.full(env.H + 1, s), actions=np.zeros(env.H, int), rewards=np.zeros(env.H))
+
+    agent.observe(user(0))
+    twin.observe(user(5))
+    other.observe(user(5))
+    mine, its, theirs = (np.asarray(a.release().design, float) for a in (agent, twin, other))
+    sigma = agent.calibration.sigma_B
+    assert 0 < np.abs(mine - its).max() <= 2 * env.H**2 < sigma / 10 < np.abs(mine - theirs).max()
