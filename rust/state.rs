@@ -13,13 +13,22 @@ pub fn encode<T: Serialize>(x: &T) -> CoreResult<Vec<u8>> {
         .map_err(|e| CoreError::InvalidParameter(format!("cannot save state: {e}")))
 }
 
-/// A `T` from bytes written by [`encode`]; a clear error for anything else.
+/// A `T` from bytes written by [`encode`]; a clear error for anything else, bytes left over after
+/// the state included (`bincode::deserialize` ignored them: a state of another layout that ends
+/// in more fields, or bytes appended to a saved file, decoded as if they were not there).
 pub fn decode<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> CoreResult<T> {
-    bincode::deserialize(bytes).map_err(|e| {
-        CoreError::InvalidParameter(format!(
-            "not a saved {what} state (corrupt or from another version): {e}"
-        ))
-    })
+    use bincode::Options;
+
+    // encode's layout (bincode::serialize: fixed-width integers, little endian, no size limit)
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .reject_trailing_bytes()
+        .deserialize(bytes)
+        .map_err(|e| {
+            CoreError::InvalidParameter(format!(
+                "not a saved {what} state (corrupt or from another version): {e}"
+            ))
+        })
 }
 
 /// Refuse a restored state whose buffers do not have the sizes its dimensions give (a saved file

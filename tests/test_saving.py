@@ -458,3 +458,29 @@ def test_copies_of_a_saved_agent_share_its_noise_as_docs_privacy_md_says(tmp_pat
     mine, its, theirs = (np.asarray(a.release().design, float) for a in (agent, twin, other))
     sigma = agent.calibration.sigma_B
     assert 0 < np.abs(mine - its).max() <= 2 * env.H**2 < sigma / 10 < np.abs(mine - theirs).max()
+
+
+@pytest.mark.parametrize("cls,env,privacy", CASES[:2] + CASES[-2:], ids=lambda x: getattr(x, "label", ""))
+def test_a_rust_state_with_bytes_after_it_is_refused(tmp_path, cls, env, privacy):
+    """The Rust agent's state must end where its layout ends: bytes after it (a state of another
+    layout with more fields, bytes appended to a file whose checksum was recomputed) are refused,
+    never decoded as if they were not there."""
+    import struct
+
+    agent = cls(env, privacy, episodes=30, seed=0)
+    privrl.run(agent, env, 5, seed=1)
+    restore, (state,) = agent._core.__reduce__()[:2]
+    with pytest.raises(PrivrlError, match="corrupt or from another version"):
+        restore(state + b"\0" * 8)
+    agent.save(tmp_path / "a.privrl")
+    head, _, payload = (tmp_path / "a.privrl").read_bytes()[len(MAGIC) :].partition(b"\n")
+    at = payload.find(state)
+    # the state's length before it: BINBYTES (4 bytes) or BINBYTES8 (8 bytes)
+    width, fmt = (4, "<I") if payload[at - 5 : at - 4] == b"B" else (8, "<Q")
+    assert struct.unpack(fmt, payload[at - width : at]) == (len(state),)
+    longer = state + b"\0" * 8
+    edited = payload[: at - width] + struct.pack(fmt, len(longer)) + longer + payload[at + len(state) :]
+    header = {**json.loads(head), "sha256": hashlib.sha256(edited).hexdigest()}
+    (tmp_path / "b.privrl").write_bytes(MAGIC + json.dumps(header).encode() + b"\n" + edited)
+    with pytest.raises(SaveFormatError, match="corrupt or from another version"):
+        Agent.load(tmp_path / "b.privrl")
