@@ -77,3 +77,25 @@ def test_the_manifest_names_the_commit_the_rust_core_was_built_from(tmp_path):
     out = tmp_path / "ext"
     sweep(**{**BASE, "epsilons": [10.0], "seeds": [0]}, outdir=out)
     assert load_manifest(out)["extension_commit"] == (_core.GIT_COMMIT or None)
+
+
+def test_long_study_and_agent_names_make_run_ids_that_fit_a_file_name(tmp_path):
+    """A run id names the run's files: a study and agent of 150 and 120 characters wrote
+    runs/<a 300-character id>.parquet (OSError 'File name too long' after the first run had been
+    computed). Their ids are cut to fit, stay apart (two agents of one long prefix) and resume;
+    an id that fits is as it was."""
+    from privrl.experiment import build_config
+
+    agents = {"J": BASE["agents"]["JDP"]}
+    pinned = build_config(
+        {"env": BASE["env"], "agents": agents, "epsilons": [10.0], "seeds": [0], "episodes": 20}
+    )
+    assert [r.run_id for r in pinned.runs()] == ["RiverSwimMixture__J__eps10__seed0__3869fce1"]
+    long = {"A" * 120 + "1": BASE["agents"]["JDP"], "A" * 120 + "2": BASE["agents"]["JDP"]}
+    study = {"name": "S" * 150, "env": BASE["env"], "agents": long}
+    kw = dict(studies=[study], epsilons=[10.0], seeds=[0, 12345678901234], episodes=20, format="csv")
+    _, m1 = sweep(**kw, outdir=tmp_path / "long")
+    assert len(m1["runs"]) == 4 and all(len(r) <= 234 for r in m1["runs"])  # config.MAX_RUN_ID
+    assert all(r.startswith("SSSS") and "__AAAA" in r for r in m1["runs"])
+    _, m2 = sweep(**kw, outdir=tmp_path / "long")
+    assert (m2["n_computed"], m2["n_resumed"]) == (0, 4)

@@ -317,9 +317,8 @@ class Study:
                         # the default sampler became the discrete one: its runs get new ids, so a
                         # results folder of the float era is not resumed as if it were discrete
                         ident["sampler"] = spec.sampler or "default"
-                    run_id = (  # f"{inf:g}" is "inf" (an epsilon is > 0 or inf: check_epsilons)
-                        f"{_slug(self.name)}__{_slug(spec.name)}__eps{eps:g}__seed{seed}__{_digest(ident, 8)}"
-                    )
+                    # f"{inf:g}" is "inf" (an epsilon is > 0 or inf: check_epsilons)
+                    run_id = _run_id(self.name, spec.name, f"__eps{eps:g}__seed{seed}__{_digest(ident, 8)}")
                     out.append(
                         RunSpec(
                             run_id=run_id,
@@ -359,6 +358,24 @@ class Study:
 
 def _slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9.+-]+", "-", s).strip("-") or "x"
+
+
+#: The longest run id: its files runs/<id>.parquet and their temporary copies
+#: .<id>.parquet.<pid>.tmp (a pid has at most 7 digits) fit a file name of 255 bytes.
+MAX_RUN_ID = 234
+
+
+def _run_id(study: str, agent: str, tail: str) -> str:
+    """``<study>__<agent><tail>`` of the names' slugs; where that is longer than MAX_RUN_ID (a file
+    name too long to write), the slugs are cut to fit (the tail's digest covers the whole names,
+    so the ids stay apart). Every id that fits is as it was."""
+    head, name = _slug(study), _slug(agent)
+    run_id = f"{head}__{name}{tail}"
+    if len(run_id) <= MAX_RUN_ID:
+        return run_id
+    room = MAX_RUN_ID - len(tail) - 2
+    cut = min(len(head), max(room // 2, room - len(name)))
+    return f"{head[:cut]}__{name[: room - cut]}{tail}"
 
 
 #: How n_jobs > 1 runs execute locally: threads (the Rust agents run blocks of episodes with the GIL
