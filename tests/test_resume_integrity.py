@@ -99,3 +99,25 @@ def test_long_study_and_agent_names_make_run_ids_that_fit_a_file_name(tmp_path):
     assert all(r.startswith("SSSS") and "__AAAA" in r for r in m1["runs"])
     _, m2 = sweep(**kw, outdir=tmp_path / "long")
     assert (m2["n_computed"], m2["n_resumed"]) == (0, 4)
+
+
+def test_two_runs_on_one_generator_concatenate_as_docs_harness_md_says():
+    """docs/harness.md: run episodes=k, then run again on the same numpy Generator: the gaps and
+    returns concatenate to the one run's bit for bit, and its regret is their cumulative sum."""
+    import numpy as np
+
+    import privrl
+    from privrl.agents import LSVIUCB
+    from privrl.envs import RandomLinearMDP
+    from privrl.privacy import JointDP
+
+    env = RandomLinearMDP(S=10, A=3, d=4, H=3, seed=0)
+    whole = privrl.run(
+        LSVIUCB(env, JointDP(1.0, 1e-5), episodes=40, seed=3), env, seed=np.random.default_rng(5)
+    )
+    agent, rng = LSVIUCB(env, JointDP(1.0, 1e-5), episodes=40, seed=3), np.random.default_rng(5)
+    first, second = privrl.run(agent, env, 15, seed=rng), privrl.run(agent, env, seed=rng)
+    gaps = np.r_[first.gaps, second.gaps]
+    np.testing.assert_array_equal(gaps, whole.gaps)
+    np.testing.assert_array_equal(np.r_[first.returns, second.returns], whole.returns)
+    np.testing.assert_array_equal(np.cumsum(gaps), whole.regret)
