@@ -484,3 +484,15 @@ def test_a_rust_state_with_bytes_after_it_is_refused(tmp_path, cls, env, privacy
     (tmp_path / "b.privrl").write_bytes(MAGIC + json.dumps(header).encode() + b"\n" + edited)
     with pytest.raises(SaveFormatError, match="corrupt or from another version"):
         Agent.load(tmp_path / "b.privrl")
+
+
+def test_a_saved_file_carries_the_released_noise_as_docs_privacy_md_says(tmp_path):
+    """docs/privacy.md: a saved file is as sensitive as the users' data, since it holds the noise
+    streams' keys: the loaded agent's noise in the current release is the original's, exactly."""
+    agent = UCRLVTR(RIVER, JointDP(1.0, 1e-5), episodes=40, seed=3)
+    privrl.run(agent, RIVER, 10, seed=1)
+    agent.save(tmp_path / "a.privrl")
+    loaded = Agent.load(tmp_path / "a.privrl")
+    for mine, its in zip(agent._core.noise(0), loaded._core.noise(0), strict=True):
+        assert np.abs(mine).max() > 0
+        np.testing.assert_array_equal(mine, its)
