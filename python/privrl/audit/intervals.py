@@ -1,16 +1,19 @@
 """Confidence intervals for the privacy audit (privrl.audit): exact Clopper-Pearson intervals
-from the regularized incomplete beta function (no scipy), Wilson intervals for the selection step,
+from the regularized incomplete beta function (no scipy), the exact lower confidence bound on the
+noncentrality of a t statistic (the Gaussian-DP audit's mu), Wilson intervals for the selection step,
 and the standard normal quantile."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from privrl.common.checks import check_int, check_probability, check_real
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.gdp import _bisect, normal_cdf
 
-__all__ = ["betainc", "clopper_pearson"]
+__all__ = ["betainc", "clopper_pearson", "noncentral_t_lower"]
 
 
 def _betacf(a: float, b: float, x: float) -> float:
@@ -133,3 +136,58 @@ def _normal_quantile(q: float) -> float:
     """Inverse standard normal CDF by bisection (only used for the selection step)."""
     lo, hi = _bisect(lambda x: normal_cdf(x) >= q, -40.0, 40.0, 0.0, True)  # to the last bit
     return 0.5 * (lo + hi)
+
+
+_ERFC = np.frompyfunc(math.erfc, 1, 1)
+
+
+def _noncentral_t_cdf(t: float, df: int, ncp: float) -> float:
+    """``P(T <= t)`` for a noncentral t, ``T = (Z + ncp) / W`` with ``W = sqrt(chi^2_df / df)``:
+    ``E_W[Phi(t W - ncp)]`` by Simpson's rule over W's density (``df >= 2``), on a grid that
+    resolves both that density (width ~ ``1 / sqrt(2 df)``) and the step of ``Phi`` (width ~ ``1 / |t|``)."""
+    sd = 1.0 / math.sqrt(2.0 * df)
+    lo, hi = max(0.0, 1.0 - 12.0 * sd), 1.0 + 12.0 * sd
+    if df < 8:  # the chi's right tail is heavier than the normal approximation's
+        hi = math.sqrt(1.0 + 100.0 / df)
+    step = min(sd, 1.0 / max(abs(t), 1e-300)) / 16.0
+    m = int(min(400_000, max(2_000, math.ceil((hi - lo) / step))))
+    m += m % 2
+    w = np.linspace(lo, hi, m + 1)
+    with np.errstate(divide="ignore"):  # log(0) at w = 0, where the density is 0 (df >= 2)
+        log_f = (
+            math.log(2.0) + 0.5 * df * math.log(0.5 * df) - math.lgamma(0.5 * df)
+            + (df - 1) * np.log(w) - 0.5 * df * w * w
+        )  # fmt: skip
+    phi = 0.5 * np.asarray(_ERFC((ncp - t * w) / math.sqrt(2.0)), dtype=float)
+    g = np.exp(log_f) * phi
+    simpson = g[0] + g[-1] + 4.0 * g[1:-1:2].sum() + 2.0 * g[2:-1:2].sum()
+    return float(min(1.0, simpson * (hi - lo) / (3.0 * m)))
+
+
+def noncentral_t_lower(t: float, df: int, confidence: float) -> float:
+    """One-sided lower confidence bound at level ``confidence`` on the noncentrality ``ncp >= 0`` of
+    a noncentral t statistic with ``df`` degrees of freedom observed at ``t``: the ``ncp`` at which
+    ``P(T >= t) = 1 - confidence`` (0 when even ``ncp = 0`` makes ``t`` that likely), exact
+    (``P(bound > ncp) = 1 - confidence`` at every ``ncp``, the t statistic's law, not a normal
+    approximation). For two samples of ``n`` runs each of ``N(m_a, s^2)``, ``N(m_b, s^2)`` and the
+    pooled two-sample t statistic (``df = 2n - 2``), ``ncp = sqrt(n / 2) (m_a - m_b) / s``."""
+    t = check_real(t, "t")
+    df = check_int(df, "df", low=2)
+    confidence = check_probability(confidence, "confidence")
+    if not math.isfinite(t):
+        raise PrivacyParameterError(f"t must be finite, got {t}")
+    if _noncentral_t_cdf(t, df, 0.0) <= confidence:
+        return 0.0
+    hi = max(1.0, 2.0 * t)
+    while _noncentral_t_cdf(t, df, hi) > confidence:  # the cdf decreases in ncp to 0
+        hi *= 2.0
+    lo = 0.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if _noncentral_t_cdf(t, df, mid) > confidence:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-10 * hi:
+            break
+    return lo  # the conservative (smaller) end

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from privrl.audit.intervals import _normal_quantile, _wilson, betainc, clopper_pearson
+from privrl.audit.intervals import _normal_quantile, _wilson, betainc, clopper_pearson, noncentral_t_lower
 from privrl.common.checks import (
     check_delta_pure_ok,
     check_int,
@@ -302,15 +302,18 @@ def _gdp_bound(sa: np.ndarray, sb: np.ndarray, delta: float, confidence: float) 
     or the training means' difference), so the one-sided bound holds at its level also at mu = 0
     (|m_a - m_b| was two-sided there: P(mu_lower > 0) = 10% at 95%); it is taken over the runs
     given (all of them for a given direction, the test halves for an estimated one: the scores of
-    the runs it was fitted on are biased apart). Standard error sqrt(2/n + mu^2/(4n)) (normal
-    approximation, n runs per neighbour). Scores with no spread: mu 0 if equal, else inf."""
+    the runs it was fitted on are biased apart). The bound is exact for Gaussian scores: the pooled
+    two-sample t statistic sqrt(n/2) mu_hat is a noncentral t with 2n - 2 degrees of freedom and
+    noncentrality sqrt(n/2) mu (n runs per neighbour), inverted by intervals.noncentral_t_lower (the
+    normal approximation mu_hat - z sqrt(2/n + mu_hat^2/(4n)) it replaces exceeded mu in 8.6% of
+    audits at n = 4, 6.2% at n = 10, for a stated 5%). Scores with no spread: mu 0 if equal, else inf."""
     n = sa.shape[0]
     s = math.sqrt(0.5 * (float(sa.var(ddof=1)) + float(sb.var(ddof=1))))
     diff = float(sa.mean() - sb.mean())
     # point masses (s = 0): identical (0/0 was inf) or told apart without error
     mu = diff / s if s > 0 else (0.0 if diff == 0 else math.copysign(math.inf, diff))
-    se = math.sqrt(2.0 / n + mu * mu / (4.0 * n)) if math.isfinite(mu) else 0.0
-    mu_lo = max(0.0, mu - _normal_quantile(confidence) * se)
+    root = math.sqrt(0.5 * n)
+    mu_lo = noncentral_t_lower(mu * root, 2 * n - 2, confidence) / root if math.isfinite(mu) else max(0.0, mu)
     # delta = 0: a Gaussian pair with mu > 0 has no finite pure epsilon (inf * False was NaN at mu = 0)
     return mu, mu_lo, gaussian_epsilon(mu_lo, delta) if delta > 0 else (math.inf if mu_lo > 0 else 0.0)
 
