@@ -38,3 +38,13 @@ def test_gdp_bound_keeps_its_level_at_small_n():
         misses += res.mu_lower > 5.0
     # binomial(1000, 0.05): mean 50, sd 6.9; the normal approximation gives ~86 (sd 8.9)
     assert misses <= 65
+
+
+def test_audit_agent_refuses_too_few_runs_before_running():
+    """n_fit = 1 gave NaN variances (ddof = 1), hence a zero direction: a LinUCB agent with 100x too
+    little noise came out eps >= 0, unflagged (n_fit = 50 flags it). n_trials = 3 and a confidence
+    of 2 were refused only after the 2 n_fit fit runs."""
+    for kw in ({"n_fit": 1}, {"n_trials": 3}, {"confidence": 2.0}):
+        with pytest.raises(PrivacyParameterError):
+            A.audit_linucb_agent(**{"n_trials": 200, "n_fit": 100, "noise_multiplier": 0.01, **kw})
+    assert A.audit_linucb_agent(n_trials=200, n_fit=2, noise_multiplier=0.01).flagged

@@ -27,7 +27,7 @@ import numpy as np
 
 from privrl.agents.common.base import Agent
 from privrl.audit.mechanism_audit import AuditResult, Statistics, _neighbours, audit_samples
-from privrl.common.checks import check_delta_pure_ok, check_pos_int, check_positive_real
+from privrl.common.checks import check_delta_pure_ok, check_pos_int, check_positive_real, check_probability
 from privrl.common.errors import PrivacyParameterError
 from privrl.envs.finite import Trajectory
 
@@ -70,11 +70,19 @@ def audit_agent(
     name: str = "agent",
 ) -> AuditResult:
     """Audit a whole agent on two neighbouring user sequences (same length, differing in one
-    user): ``make_agent(noise_seed)`` builds a fresh agent for one run (an int seed). ``n_fit`` runs per
-    sequence estimate the whitened direction, ``n_trials`` fresh runs per sequence are audited
+    user): ``make_agent(noise_seed)`` builds a fresh agent for one run (an int seed). ``n_fit >= 2`` runs per
+    sequence estimate the whitened direction, ``n_trials >= 4`` fresh runs per sequence are audited
     along it (see the module comment). ``claimed_epsilon`` / ``delta``: the agent's guarantee."""
     n_trials, n_fit = check_pos_int(n_trials, "n_trials"), check_pos_int(n_fit, "n_fit")
-    delta = check_delta_pure_ok(delta)
+    # n_fit = 1 left every fitted variance NaN (ddof = 1): a zero direction and eps >= 0 whatever the
+    # agent (a 100x under-noised one unflagged); n_trials < 4 and a bad confidence were refused by
+    # audit_samples only after every run
+    if n_fit < 2 or n_trials < 4:
+        raise PrivacyParameterError(
+            f"audit_agent needs n_fit >= 2 (the direction's variances) and n_trials >= 4 runs per sequence, "
+            f"got n_fit = {n_fit}, n_trials = {n_trials}"
+        )
+    delta, confidence = check_delta_pure_ok(delta), check_probability(confidence, "confidence")
     if len(users_a) != len(users_b) or sum(a is not b for a, b in zip(users_a, users_b, strict=True)) > 1:
         raise PrivacyParameterError("the two user sequences must have the same length and differ in one user")
     probe = make_agent(0)
