@@ -48,3 +48,10 @@ def test_audit_agent_refuses_too_few_runs_before_running():
         with pytest.raises(PrivacyParameterError):
             A.audit_linucb_agent(**{"n_trials": 200, "n_fit": 100, "noise_multiplier": 0.01, **kw})
     assert A.audit_linucb_agent(n_trials=200, n_fit=2, noise_multiplier=0.01).flagged
+
+
+def test_inverse_variance_needs_a_direction():
+    """inverse_variance without a direction was silently ignored (the audit ran unwhitened)."""
+    x = np.random.default_rng(0).normal(size=(10, 3))
+    with pytest.raises(PrivacyParameterError, match="inverse_variance"):
+        A.audit_samples(x, x + 1.0, inverse_variance=[1.0, 1.0, 1.0])

@@ -220,8 +220,9 @@ def audit_samples(
 ) -> AuditResult:
     """Audit from outputs already drawn: ``samples_a`` / ``samples_b`` of shape ``(n, ...)``
     (run ``i`` on neighbour a / b, independent noise). ``direction``: the projection direction
-    (flattened output shape); ``None`` estimates it from the training halves. See the module
-    comment for the method; ``delta`` is the claimed delta, ``confidence = 1 - alpha``.
+    (flattened output shape); ``None`` estimates it from the training halves; ``inverse_variance``
+    (one weight per output, with a given ``direction`` only) whitens it. See the module comment for
+    the method; ``delta`` is the claimed delta, ``confidence = 1 - alpha``.
     ``gaussian=True`` adds the Gaussian-DP bound (Gaussian mechanisms; ``direction`` oriented as
     output(a) - output(b)), on all runs for a given direction and on the test halves for an
     estimated one."""
@@ -232,6 +233,8 @@ def audit_samples(
     n = a.shape[0]
     half = n // 2
     if direction is None:
+        if inverse_variance is not None:  # was silently ignored: an unwhitened statistic
+            raise PrivacyParameterError("inverse_variance weights a given direction: pass direction too")
         v = a[:half].mean(axis=0) - b[:half].mean(axis=0)
         stat = "projection on the difference of the training means"
     else:
