@@ -55,3 +55,22 @@ def test_inverse_variance_needs_a_direction():
     x = np.random.default_rng(0).normal(size=(10, 3))
     with pytest.raises(PrivacyParameterError, match="inverse_variance"):
         A.audit_samples(x, x + 1.0, inverse_variance=[1.0, 1.0, 1.0])
+
+
+def test_flag_reads_two_bounds_at_half_the_level_each():
+    """``flagged`` compares the larger of the Clopper-Pearson and the Gaussian-DP bounds with the
+    claim; both were taken at ``confidence``, so a correct mechanism could be flagged at up to twice
+    the stated rate (union bound). Now each is at ``1 - (1 - confidence) / 2`` (Bonferroni)."""
+    from privrl.audit.intervals import noncentral_t_lower
+
+    rng = np.random.default_rng(2)
+    n = 2000
+    a, b = rng.normal(2.0, 1.0, (n, 1)), rng.normal(0.0, 1.0, (n, 1))
+    both = A.audit_samples(a, b, delta=1e-5, direction=[1.0], gaussian=True, confidence=0.95)
+    alone = A.audit_samples(a, b, delta=1e-5, direction=[1.0], confidence=0.975)
+    assert both.confidence == 0.95
+    assert (both.epsilon_lower_bound, both.tpr_lower, both.fpr_upper) == (
+        alone.epsilon_lower_bound, alone.tpr_lower, alone.fpr_upper,
+    )  # fmt: skip
+    root = np.sqrt(n / 2)
+    assert both.mu_lower == pytest.approx(noncentral_t_lower(both.mu_hat * root, 2 * n - 2, 0.975) / root)
