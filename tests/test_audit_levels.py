@@ -74,3 +74,22 @@ def test_flag_reads_two_bounds_at_half_the_level_each():
     )  # fmt: skip
     root = np.sqrt(n / 2)
     assert both.mu_lower == pytest.approx(noncentral_t_lower(both.mu_hat * root, 2 * n - 2, 0.975) / root)
+
+
+def test_audits_check_their_parameters_before_running():
+    """audit_mechanism ran its 2 n_trials runs before audit_samples refused confidence = 1.5 or
+    delta = 2; the shipped audits ran theirs before refusing confidence = 1.5 or n_trials = 3."""
+    calls = []
+
+    def mech(x, seed):
+        calls.append(x)
+        return np.array([x])
+
+    for kw in ({"confidence": 1.5}, {"delta": 2.0}):
+        with pytest.raises(PrivacyParameterError):
+            A.audit_mechanism(mech, 0.0, 1.0, 50, **kw)
+    assert calls == []
+    for audit in (A.audit_ucrl_vtr_tree, A.audit_ldp_randomizer, A.audit_lsvi_u_release, A.audit_lsvi_server):
+        for kw in ({"confidence": 1.5}, {"n_trials": 3}):
+            with pytest.raises(PrivacyParameterError, match=r"confidence|n_trials"):
+                audit(**kw)

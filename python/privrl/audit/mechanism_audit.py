@@ -358,6 +358,9 @@ def audit_mechanism(
     :func:`audit_samples`. ``seed`` makes the audit reproducible."""
     if check_pos_int(n_trials, "n_trials") < 4:
         raise PrivacyParameterError(f"n_trials must be an int >= 4, got {n_trials!r}")
+    # before the 2 n_trials runs (audit_samples refused them after)
+    check_probability(confidence, "confidence")
+    check_delta_pure_ok(delta)
     rng = np.random.default_rng(seed)
     first: dict[str, tuple[int, ...]] = {}
 
