@@ -93,3 +93,35 @@ def test_audits_check_their_parameters_before_running():
         for kw in ({"confidence": 1.5}, {"n_trials": 3}):
             with pytest.raises(PrivacyParameterError, match=r"confidence|n_trials"):
                 audit(**kw)
+
+
+def test_audit_agent_takes_copies_of_the_shared_users():
+    """Users 2..K were compared by identity: a copy of a shared trajectory counted as a second
+    differing user and the neighbouring sequences were refused."""
+    import copy
+
+    from privrl.agents import LinUCB
+    from privrl.audit.agent_audit import audit_agent
+    from privrl.envs.bandit import ContextualBandit
+    from privrl.envs.finite import Trajectory
+    from privrl.privacy import JointDP
+
+    x = np.array([0.6, 0.8])
+    env = ContextualBandit(np.stack([x, -x, [1.0, 0.0]]), [[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+
+    def user(s: int, a: int, r: float) -> Trajectory:
+        return Trajectory(np.array([s, s]), np.array([a]), np.array([r]))
+
+    others = [user(2, 1, 1.0), user(0, 1, 0.0)]
+    res = audit_agent(
+        lambda seed: LinUCB(env, JointDP(4.0, 1e-5), episodes=3, seed=seed, schedule="every"),
+        [user(0, 0, 1.0), *others], [user(1, 0, 1.0), *copy.deepcopy(others)],
+        delta=1e-5, n_trials=50, n_fit=20,
+    )  # fmt: skip
+    assert res.n_trials == 50
+    with pytest.raises(PrivacyParameterError, match="differ in one user"):
+        audit_agent(
+            lambda seed: LinUCB(env, JointDP(4.0, 1e-5), episodes=3, seed=seed, schedule="every"),
+            [user(0, 0, 1.0), *others], [user(1, 0, 1.0), user(2, 1, 0.0), others[1]],
+            delta=1e-5, n_trials=50, n_fit=20,
+        )  # fmt: skip

@@ -55,6 +55,17 @@ def billboards(agent: Any, users: Sequence[User]) -> np.ndarray:
     return np.concatenate(out)
 
 
+def _same_user(a: Any, b: Any) -> bool:
+    """One user in both sequences: the same object, or equal data (a copy of a trajectory or of
+    statistics was counted as a different user, refusing neighbouring sequences)."""
+    if a is b:
+        return True
+    if type(a) is not type(b) or not isinstance(a, (Trajectory, Statistics)):
+        return False
+    fields = ("X", "y") if isinstance(a, Statistics) else ("states", "actions", "rewards")
+    return all(np.array_equal(getattr(a, f), getattr(b, f)) for f in fields)
+
+
 def audit_agent(
     make_agent: Callable[[Any], Any],
     users_a: Sequence[User],
@@ -83,7 +94,10 @@ def audit_agent(
             f"got n_fit = {n_fit}, n_trials = {n_trials}"
         )
     delta, confidence = check_delta_pure_ok(delta), check_probability(confidence, "confidence")
-    if len(users_a) != len(users_b) or sum(a is not b for a, b in zip(users_a, users_b, strict=True)) > 1:
+    if (
+        len(users_a) != len(users_b)
+        or sum(not _same_user(a, b) for a, b in zip(users_a, users_b, strict=True)) > 1
+    ):
         raise PrivacyParameterError("the two user sequences must have the same length and differ in one user")
     probe = make_agent(0)
     if not isinstance(probe, Agent):
