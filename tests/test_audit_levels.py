@@ -125,3 +125,12 @@ def test_audit_agent_takes_copies_of_the_shared_users():
             [user(0, 0, 1.0), *others], [user(1, 0, 1.0), user(2, 1, 0.0), others[1]],
             delta=1e-5, n_trials=50, n_fit=20,
         )  # fmt: skip
+
+
+def test_outputs_without_entries_are_refused():
+    """Samples of shape (n, 0) (a mechanism returning an empty array) scored 0 everywhere and the
+    audit reported eps >= 0, not flagged, for a release it never saw."""
+    with pytest.raises(PrivacyParameterError, match="no entries"):
+        A.audit_samples(np.zeros((10, 0)), np.zeros((10, 0)), claimed_epsilon=1.0)
+    with pytest.raises(PrivacyParameterError, match="no entries"):
+        A.audit_mechanism(lambda x, seed: np.zeros(0), 0.0, 1.0, 10)

@@ -158,6 +158,8 @@ def _checked_samples(
     if n < 4:
         raise PrivacyParameterError(f"need at least 4 runs per neighbour, got {n}")
     confidence, delta = check_probability(confidence, "confidence"), check_delta_pure_ok(delta)
+    if a.size == 0:  # every score was 0: an audit of nothing reported eps >= 0
+        raise PrivacyParameterError(f"the outputs have no entries (samples of shape {a.shape})")
     a, b = a.reshape(n, -1), b.reshape(n, -1)
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         raise PrivacyParameterError("samples contain NaN or inf")
