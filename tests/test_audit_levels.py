@@ -134,3 +134,19 @@ def test_outputs_without_entries_are_refused():
         A.audit_samples(np.zeros((10, 0)), np.zeros((10, 0)), claimed_epsilon=1.0)
     with pytest.raises(PrivacyParameterError, match="no entries"):
         A.audit_mechanism(lambda x, seed: np.zeros(0), 0.0, 1.0, 10)
+
+
+def test_report_of_another_algorithms_calibration_is_refused():
+    """privacy_report_from_calibration('lsvi_ucb', a UCRL-VTR calibration) failed inside plan_of
+    with "'UCRLVTRCalibration' object has no attribute 'B'", and a dict with "no attribute 'kind'"."""
+    from privrl.agents.ucrl_vtr import calibration as U
+    from privrl.audit.report import privacy_report_from_calibration
+
+    cal = U.calibrate_ucrl_vtr("jdp", 1.0, 1e-5, 2, 8, 2, 1.0, calibration="tight", sampler="float")
+    for other in ("lsvi_ucb", "linucb", "ucrl_vtr_plus"):
+        with pytest.raises(ValueError, match="algorithm='ucrl_vtr'"):
+            privacy_report_from_calibration(other, cal)
+    with pytest.raises(TypeError, match="Calibration"):
+        privacy_report_from_calibration("ucrl_vtr", {"kind": "jdp"})
+    tight = privacy_report_from_calibration("ucrl_vtr", cal)["tight"]
+    assert tight["epsilon_at_target_delta"] == pytest.approx(1.0)

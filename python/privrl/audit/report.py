@@ -244,6 +244,14 @@ def privacy_report_from_calibration(
     ``epsilon = inf``."""
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+    # another algorithm's calibration (or none) failed inside plan_of with a bare AttributeError
+    if not isinstance(cal, Calibration):
+        raise TypeError(f"cal must be a privrl Calibration, got {type(cal).__name__}")
+    if cal.algorithm != algorithm:
+        raise ValueError(
+            f"cal is a calibration of {cal.algorithm!r}, not of {algorithm!r}: "
+            f"pass algorithm={cal.algorithm!r}"
+        )
     kind = cal.kind
     plan = plan if plan is not None else plan_of(algorithm, cal)
     rep: dict[str, Any] = {
