@@ -150,3 +150,20 @@ def test_report_of_another_algorithms_calibration_is_refused():
         privacy_report_from_calibration("ucrl_vtr", {"kind": "jdp"})
     tight = privacy_report_from_calibration("ucrl_vtr", cal)["tight"]
     assert tight["epsilon_at_target_delta"] == pytest.approx(1.0)
+
+
+def test_report_refuses_a_plan_that_does_not_fit_its_calibration():
+    """A JDP calibration with an LDP plan was reported as eps = 0.47, within its target of 1 (the 4
+    tree nodes per user counted as one release); an H = 3 plan with an H = 2 calibration as 4.26."""
+    from privrl.agents.ucrl_vtr import calibration as U
+    from privrl.audit.report import plan_of, privacy_report_from_calibration
+
+    def cal(kind: str, H: int) -> object:
+        return U.calibrate_ucrl_vtr(kind, 1.0, 1e-5, H, 8, 2, 1.0, calibration="tight", sampler="float")
+
+    jdp = cal("jdp", 2)
+    for other, what in ((cal("ldp", 2), "model"), (cal("jdp", 3), "H")):
+        with pytest.raises(PrivacyParameterError, match=what):
+            privacy_report_from_calibration("ucrl_vtr", jdp, plan=plan_of("ucrl_vtr", other))
+    same = privacy_report_from_calibration("ucrl_vtr", jdp, plan=plan_of("ucrl_vtr", jdp))
+    assert same["tight"]["epsilon_at_target_delta"] == pytest.approx(1.0)

@@ -28,6 +28,7 @@ from privrl.agents.lsvi_ucb import calibration as lsvi_ucb
 from privrl.agents.ucrl_vtr import calibration as ucrl_vtr
 from privrl.agents.ucrl_vtr_plus import calibration as ucrl_vtr_plus
 from privrl.audit.paper_argument import VACUOUS_EPSILON, _paper_lsvi, _paper_vtr
+from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.accounting import PrivacyAccountant
 from privrl.privacy.common import Calibration
 from privrl.privacy.plans import ReleasedFamily, ReleasePlan, law_factor, statistic_worst_case
@@ -224,6 +225,23 @@ def _within(budget: Any, eps_t: float, dlt_t: float, rel: float = 1e-9) -> bool:
     return bool(budget[0] <= eps_t * (1 + rel) and budget[1] <= dlt_t * (1 + rel) + 1e-300)
 
 
+def _check_plan_fits(plan: ReleasePlan, cal: Calibration) -> None:
+    """A ``plan`` given with ``cal`` must be one of its algorithm, model, H, noise and sampler: a JDP
+    calibration with an LDP plan was reported as (0.47, 1e-5), within its (1, 1e-5) target, its 4
+    tree nodes per user counted as one release."""
+    sampler = getattr(cal, "sampler", None)
+    pairs = {
+        "algorithm": (plan.algorithm, cal.algorithm),
+        "model": (plan.model, cal.kind),
+        "H": (plan.H, getattr(cal, "H", plan.H)),
+        "noise": (plan.noise, cal.noise if cal.kind != "none" else plan.noise),
+        "sampler": (plan.sampler, sampler if sampler is not None else plan.sampler),
+    }
+    wrong = [f"{k} {p!r} (calibration: {c!r})" for k, (p, c) in pairs.items() if p != c]
+    if wrong:
+        raise PrivacyParameterError(f"the release plan does not fit the calibration: plan {', '.join(wrong)}")
+
+
 def privacy_report_from_calibration(
     algorithm: str,
     cal: Calibration,
@@ -254,6 +272,7 @@ def privacy_report_from_calibration(
         )
     kind = cal.kind
     plan = plan if plan is not None else plan_of(algorithm, cal)
+    _check_plan_fits(plan, cal)
     rep: dict[str, Any] = {
         "algorithm": algorithm,
         "title": plan.title,
