@@ -167,3 +167,14 @@ def test_report_refuses_a_plan_that_does_not_fit_its_calibration():
             privacy_report_from_calibration("ucrl_vtr", jdp, plan=plan_of("ucrl_vtr", other))
     same = privacy_report_from_calibration("ucrl_vtr", jdp, plan=plan_of("ucrl_vtr", jdp))
     assert same["tight"]["epsilon_at_target_delta"] == pytest.approx(1.0)
+
+
+def test_gdp_bound_of_a_separation_near_the_largest_double():
+    """A finite mu_hat of 1.4e307 over 1,000 runs made the t statistic sqrt(n/2) mu_hat overflow:
+    noncentral_t_lower refused it (t must be finite); before that, gaussian_epsilon refused the bound
+    mu_lower ~ 1.4e307 (its epsilon overflows past mu = 1.9e154)."""
+    n = 1000
+    a = np.full((n, 1), 1e150)
+    b = np.where(np.arange(n) % 2 == 0, 1e-157, -1e-157).reshape(n, 1)
+    res = A.audit_samples(a, b, direction=[1.0], gaussian=True, delta=1e-5, claimed_epsilon=1.0)
+    assert 0.0 < res.mu_lower < res.mu_hat and res.flagged

@@ -325,9 +325,15 @@ def _gdp_bound(sa: np.ndarray, sb: np.ndarray, delta: float, confidence: float) 
     # point masses (s = 0): identical (0/0 was inf) or told apart without error
     mu = diff / s if s > 0 else (0.0 if diff == 0 else math.copysign(math.inf, diff))
     root = math.sqrt(0.5 * n)
-    mu_lo = noncentral_t_lower(mu * root, 2 * n - 2, confidence) / root if math.isfinite(mu) else max(0.0, mu)
-    # delta = 0: a Gaussian pair with mu > 0 has no finite pure epsilon (inf * False was NaN at mu = 0)
-    return mu, mu_lo, gaussian_epsilon(mu_lo, delta) if delta > 0 else (math.inf if mu_lo > 0 else 0.0)
+    # the t statistic of a finite mu near the largest double overflowed (a PrivacyParameterError):
+    # capped at 1e300, the bound (increasing in t) stays a valid, smaller one
+    t = min(mu * root, 1e300)
+    mu_lo = noncentral_t_lower(t, 2 * n - 2, confidence) / root if math.isfinite(mu) else max(0.0, mu)
+    # delta = 0: a Gaussian pair with mu > 0 has no finite pure epsilon (inf * False was NaN at mu = 0);
+    # past mu = 1e154 the epsilon (~ mu^2 / 2) overflows (gaussian_epsilon raised): that of 1e154, smaller
+    if delta == 0:
+        return mu, mu_lo, math.inf if mu_lo > 0 else 0.0
+    return mu, mu_lo, gaussian_epsilon(min(mu_lo, 1e154), delta) if math.isfinite(mu_lo) else math.inf
 
 
 def _sym_inverse_variance(H: int, d: int, sigma: float, divisor: float) -> np.ndarray:
