@@ -27,7 +27,10 @@ from privrl.common.errors import SaveFormatError
 __all__ = ["SaveFormatError", "save_agent", "load_agent", "FORMAT"]
 
 MAGIC = b"privrl-agent\n"
-#: The payload layout; bumped when the agents' state changes shape.
+#: The payload layout; bumped when the agents' state changes shape (bincode carries no layout
+#: information: an old file of another layout would decode as garbage). tests/test_saved_files.py
+#: loads golden files of this format (tests/data/saved/format<FORMAT>, written by make.py there) and
+#: fails when they no longer continue as recorded: bump FORMAT and rerun make.py.
 FORMAT = 2
 
 
