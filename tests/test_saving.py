@@ -496,3 +496,63 @@ def test_a_saved_file_carries_the_released_noise_as_docs_privacy_md_says(tmp_pat
     for mine, its in zip(agent._core.noise(0), loaded._core.noise(0), strict=True):
         assert np.abs(mine).max() > 0
         np.testing.assert_array_equal(mine, its)
+
+
+def _renamed(src, dst, old: bytes, new: bytes) -> None:
+    """`src` with the pickled name `old` replaced by `new` (same length) and the checksum recomputed."""
+    head, _, payload = src.read_bytes()[len(MAGIC) :].partition(b"\n")
+    assert len(old) == len(new) and payload.count(b"\x8c" + bytes([len(old)]) + old) >= 1
+    edited = payload.replace(b"\x8c" + bytes([len(old)]) + old, b"\x8c" + bytes([len(new)]) + new)
+    header = {**json.loads(head), "sha256": hashlib.sha256(edited).hexdigest()}
+    dst.write_bytes(MAGIC + json.dumps(header).encode() + b"\n" + edited)
+
+
+@pytest.mark.parametrize(
+    "old, new, refused",
+    [
+        (b"calibration", b"calibratioN", "the saved UCRLVTR lacks calibration and has unknown calibratioN"),
+        (b"guards", b"guardz", "lacks guards and has unknown guardz"),
+        (b"sigma_B", b"sigma_b", r"UCRLVTR\.calibration \(UCRLVTRCalibration\) lacks sigma_B"),
+        (b"allow_large_delta", b"allow_large_delt4", r"UCRLVTR\.privacy \(JointDP\) lacks allow_large_delta"),
+    ],
+)
+def test_a_file_with_renamed_attributes_is_refused_at_load(tmp_path, old, new, refused):
+    """A file whose Python part was edited (an attribute renamed) with its checksum recomputed
+    loaded, then failed later (privacy_report() raised AttributeError): refused at load, naming
+    what differs."""
+    agent = UCRLVTR(RIVER, JointDP(1.0, 1e-5), episodes=20, seed=0)
+    privrl.run(agent, RIVER, 3, seed=1)
+    agent.save(tmp_path / "a.privrl")
+    Agent.load(tmp_path / "a.privrl").privacy_report()
+    _renamed(tmp_path / "a.privrl", tmp_path / "b.privrl", old, new)
+    with pytest.raises(SaveFormatError, match=f"not an agent privrl saves .*{refused}"):
+        Agent.load(tmp_path / "b.privrl")
+
+
+@pytest.mark.parametrize(
+    "name, value, refused",
+    [
+        ("ties", 3, "its ties is a int, not a string"),
+        ("H", "3", "its H is a str, not an integer"),
+        ("calibration", None, "its calibration is a NoneType, not a Calibration"),
+        ("guards", {"x": 1}, "its guards is a dict, not a dict of SensitivityGuard"),
+    ],
+)
+def test_a_file_whose_attributes_have_other_types_is_refused_at_load(tmp_path, name, value, refused):
+    agent = LSVIUCB(LINEAR, JointDP(1.0, 1e-5), episodes=10, seed=0)
+    setattr(agent, name, value)
+    agent.save(tmp_path / "a.privrl")
+    with pytest.raises(SaveFormatError, match=f"not an agent privrl saves .*{refused}"):
+        Agent.load(tmp_path / "a.privrl")
+
+
+@pytest.mark.parametrize("cls, env, privacy", CASES + _bandit())
+def test_every_agent_holds_the_attributes_its_class_declares_it_saves(cls, env, privacy):
+    """Agent._SAVED (what Agent.load accepts) is what today's agents hold, fresh and mid-run: an
+    attribute added or renamed must change the declaration (and the save FORMAT)."""
+    from privrl.agents.common.saved_shape import saved_shape_problem
+
+    agent = cls(env, privacy, episodes=20, seed=0)
+    assert set(vars(agent)) == cls._SAVED and saved_shape_problem(agent) is None
+    privrl.run(agent, env, 3, seed=1)
+    assert set(vars(agent)) == cls._SAVED and saved_shape_problem(agent) is None

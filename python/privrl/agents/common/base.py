@@ -180,6 +180,14 @@ class Agent(abc.ABC):
 
     name = "agent"
     _core: Any  # the Rust agent
+    #: The attributes a saved agent of this class holds (its __dict__), and the Rust class of its
+    #: ``_core``: Agent.load refuses a file whose agent has others (privrl.agents.common.saved_shape).
+    #: A change of them is a change of the save format (bump saving.FORMAT).
+    _SAVED: frozenset[str] = frozenset(
+        {"env", "privacy", "K", "H", "S", "A", "d", "beta_scale", "_beta_override", "ties", "exploration"}
+        | {"seed", "_streams", "_core", "calibration", "guards", "sensitivity", "beta"}
+    )
+    _SAVED_CORE = ""
     #: The calibration the agent was built with (privrl.privacy.common.Calibration subclass).
     calibration: Calibration
     #: One SensitivityGuard per statistic of the release plan (statistic name -> guard).

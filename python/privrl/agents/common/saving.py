@@ -22,6 +22,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from privrl.agents.common.saved_shape import saved_shape_problem
 from privrl.common.errors import SaveFormatError
 
 __all__ = ["SaveFormatError", "save_agent", "load_agent", "FORMAT"]
@@ -243,7 +244,17 @@ def load_agent(path: str | os.PathLike, expected: type | None = None) -> Any:
         raise
     except Exception as e:  # a payload that matches its checksum but is not a pickled agent
         raise SaveFormatError(f"{path}: the payload is not a saved agent ({type(e).__name__}: {e})") from e
+    _check_loaded(path, header, agent, expected)
+    return agent
+
+
+def _check_loaded(path: str | os.PathLike, header: dict, agent: Any, expected: type | None) -> None:
+    """Refuse a loaded payload that is not what privrl saves (attributes, their types: a payload
+    edited with its checksum recomputed, or of another layout), that its header does not describe,
+    or that is not an instance of `expected`."""
+    problem = saved_shape_problem(agent)
+    if problem:
+        raise SaveFormatError(f"{path}: not an agent privrl saves ({problem}): the file was modified")
     _check_header_describes(path, header, agent)
     if expected is not None and not isinstance(agent, expected):
         raise SaveFormatError(f"{path} holds a {type(agent).__name__}, not a {expected.__name__}")
-    return agent

@@ -65,6 +65,8 @@ class LinUCB(Agent):
     """
 
     name = "LinUCB"
+    _SAVED = Agent._SAVED | {"_plan", "p", "schedule"}
+    _SAVED_CORE = "LinUcbAgent"
 
     @classmethod
     def accepts(cls, env: Any) -> str | None:

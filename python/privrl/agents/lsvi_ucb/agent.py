@@ -183,6 +183,8 @@ class LSVIUCB(Agent):
     """
 
     name = "LSVI-UCB"
+    _SAVED = Agent._SAVED | {"B", "batch_starts", "batches", "features", "planning"}
+    _SAVED_CORE = "LsviAgent"
 
     @classmethod
     def accepts(cls, env: Any) -> str | None:

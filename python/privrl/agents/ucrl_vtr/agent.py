@@ -91,6 +91,8 @@ class UCRLVTR(Agent):
     """
 
     name = "UCRL-VTR"
+    _SAVED = Agent._SAVED | {"C_w", "centre", "mixture_features"}
+    _SAVED_CORE = "VtrAgent"
     env: LinearMixtureMDP
     _radius_key = "beta"
     #: The ridge regressions the agent keeps (UCRL-VTR+: two).

@@ -38,6 +38,7 @@ class UCRLVTRPlus(UCRLVTR):
     """
 
     name = "UCRL-VTR+"
+    _SAVED = UCRLVTR._SAVED | {"beta_check", "beta_tilde"}
     _radius_key = "beta_hat"
     _n_regressions = 2
     _privacy_module: Any = privacy_of
