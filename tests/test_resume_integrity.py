@@ -121,3 +121,40 @@ def test_two_runs_on_one_generator_concatenate_as_docs_harness_md_says():
     np.testing.assert_array_equal(gaps, whole.gaps)
     np.testing.assert_array_equal(np.r_[first.returns, second.returns], whole.returns)
     np.testing.assert_array_equal(np.cumsum(gaps), whole.regret)
+
+
+def test_prepare_removes_only_temporaries_no_live_writer_can_own(tmp_path):
+    """A sweep starting on a results folder removed every leftover temporary file (runs/.*.tmp),
+    including one another sweep running on the folder was writing (its os.replace then failed).
+    It now removes those of a writer that is gone (the pid in the name is not alive: a killed
+    sweep's), and any older than STALE_TEMPORARY_AGE (a reused pid); a live writer's stay."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from privrl.experiment.results import STALE_TEMPORARY_AGE, ResultStore
+
+    runs = tmp_path / "out" / "runs"
+    runs.mkdir(parents=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        names = {
+            "live": f".a.parquet.{live.pid}.tmp",
+            "mine": f".b.json.{os.getpid()}.tmp",
+            "dead": f".c.parquet.{dead.pid}.tmp",
+            "old_live": f".d.json.{live.pid}.tmp",
+            "no_pid": ".e.json.tmp",
+        }
+        for name in names.values():
+            (runs / name).write_text("partial")
+        old = time.time() - STALE_TEMPORARY_AGE - 60
+        os.utime(runs / names["old_live"], (old, old))
+        ResultStore(tmp_path / "out", fmt="csv").prepare()
+        left = {k for k, name in names.items() if (runs / name).exists()}
+        assert left == {"live", "mine"}
+    finally:
+        live.kill()
+        live.wait()

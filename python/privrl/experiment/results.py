@@ -10,6 +10,7 @@ import json
 import os
 import platform
 import subprocess
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,42 @@ def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+#: A temporary file a live writer holds is never this old (atomic_write writes one run's table or
+#: record, in seconds): older ones are leftovers whatever their pid (a pid reused since the crash).
+STALE_TEMPORARY_AGE = 3600.0
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether process `pid` runs on this machine (True when it cannot be told)."""
+    if pid <= 0:
+        return False
+    if os.name == "nt":  # os.kill(pid, 0) would terminate it there: the age decides
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: another user's live process
+        return True
+    return True
+
+
+def _stale_temporary(path: Path, now: float) -> bool:
+    """Whether `path`, a temporary file of atomic_write (.<name>.<pid>.tmp), is a leftover that no
+    live writer can own: its writer's pid is not alive here, or it is older than
+    STALE_TEMPORARY_AGE. Our own pid's are kept (another thread of this process may be writing)."""
+    try:
+        age = now - path.stat().st_mtime
+    except FileNotFoundError:
+        return False
+    if age > STALE_TEMPORARY_AGE:
+        return True
+    pid = path.name.removesuffix(".tmp").rpartition(".")[2]
+    if not pid.isdigit():  # not named by atomic_write: no writer of this version owns it
+        return True
+    return int(pid) != os.getpid() and not _pid_alive(int(pid))
 
 
 def _write_json(path: Path, obj: Any) -> None:
@@ -192,8 +229,10 @@ class ResultStore:
 
     def prepare(self) -> None:
         self.runs_dir.mkdir(parents=True, exist_ok=True)
-        for stale in self.runs_dir.glob(".*.tmp"):  # leftovers of a killed writer
-            stale.unlink(missing_ok=True)
+        now = time.time()
+        for tmp in self.runs_dir.glob(".*.tmp"):
+            if _stale_temporary(tmp, now):  # a killed writer's leftover, never a live writer's
+                tmp.unlink(missing_ok=True)
 
     def meta_path(self, run_id: str) -> Path:
         return self.runs_dir / f"{run_id}.json"
