@@ -156,3 +156,27 @@ def test_a_private_agent_without_a_finite_epsilon_is_flagged():
         own = {"U": {**AGENTS["U"], "epsilons": [2.0]}, "N": {"algorithm": "UCRL-VTR", "privacy": "none"}}
         df, _ = sweep(ENV, own, episodes=5, progress=False)
         assert set(df.privacy) == {"none", "jdp"}
+
+
+def test_a_results_folder_given_as_tilde_is_the_home_folder(tmp_path, monkeypatch):
+    """sweep(outdir="~/x") and `privrl run --out '~/x'` (quoted: no shell expanded it) made a folder
+    named ~ in the working directory while pandas wrote the tables to the home's x: the run failed
+    ('Cannot save file into a non-existent directory'). ~ is now expanded, as other tools do, by the
+    library (ResultStore, load_results, figures) and by the CLI's path arguments."""
+    from privrl.experiment import load_results
+    from privrl.experiment.cli import main
+
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir()
+    cwd.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    df, _ = sweep(ENV, AGENTS, epsilons=[10.0], seeds=1, episodes=5, outdir="~/x", progress=False)
+    assert (home / "x" / "manifest.json").exists() and len(load_results("~/x")) == len(df)
+    argv = ["run", "--env", "RiverSwimMixture", "--env-arg", "S=4,H=3", "--episodes", "5", "--seeds", "1"]
+    argv += ["--agent", "U:algorithm=UCRL-VTR,privacy=none", "--out", "~/y", "--no-progress"]
+    assert main(argv) == 0
+    assert main(["report", "~/y", "--csv", "~/y/summary.csv"]) == 0
+    assert main(["plot", "~/y", "--output", "~/fig"]) == 0
+    assert (home / "y" / "manifest.json").exists() and (home / "y" / "summary.csv").exists()
+    assert (home / "fig.png").exists() and not list(cwd.iterdir())

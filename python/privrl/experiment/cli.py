@@ -184,6 +184,12 @@ def _override_agent_keys(raw: dict, flags: dict) -> None:
             print(f"privrl: --{key} replaces the {key} of {', '.join(replaced)}", file=sys.stderr)
 
 
+def _user_path(arg: str) -> str:
+    """A path argument with a leading ~ expanded, as a shell does unquoted (a quoted '~/x' made a
+    folder named ~ in the working directory, and pandas then wrote to the home's x)."""
+    return os.path.expanduser(arg)
+
+
 def _default_outdir(raw: dict) -> str:
     return str(raw.get("outdir") or Path("privrl-results") / str(raw.get("name", "sweep")))
 
@@ -386,7 +392,10 @@ def _parser() -> argparse.ArgumentParser:
 
     def sweep_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument(
-            "--out", "-o", help="results folder (default: outdir of the config, else privrl-results/NAME)"
+            "--out",
+            "-o",
+            type=_user_path,
+            help="results folder (default: outdir of the config, else privrl-results/NAME)",
         )
         p.add_argument("--n-jobs", "-j", type=int, help="local workers (-1: all cores)")
         p.add_argument(
@@ -407,7 +416,12 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--fresh", action="store_true", help="recompute every run instead of resuming")
 
     run = sub.add_parser("run", help="run a sweep from a TOML config and/or flags (resumable)")
-    run.add_argument("config", nargs="?", help="sweep config (TOML); flags below override its top-level keys")
+    run.add_argument(
+        "config",
+        nargs="?",
+        type=_user_path,
+        help="sweep config (TOML); flags below override its top-level keys",
+    )
     sweep_flags(run)
     run.add_argument("--episodes", "-K", type=int, help="episodes K per run")
     run.add_argument("--seeds", help="a count (5) or a list (0,1,2)")
@@ -468,7 +482,9 @@ def _parser() -> argparse.ArgumentParser:
         "a row is kept every K/100 episodes",
     )
     demo.add_argument(
-        "--plot-output", help="where to write the plot (default OUT/regret.png; a .pdf path adds a PDF)"
+        "--plot-output",
+        type=_user_path,
+        help="where to write the plot (default OUT/regret.png; a .pdf path adds a PDF)",
     )
     demo.add_argument("--print-config", action="store_true", help="print the bundled demo config and exit")
     demo.add_argument(
@@ -479,10 +495,11 @@ def _parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("plot", help="draw the regret curves (PNG + SVG) and regret vs epsilon (+ _cost)")
-    p.add_argument("outdir")
+    p.add_argument("outdir", type=_user_path)
     p.add_argument(
         "--output",
         "-o",
+        type=_user_path,
         help="file stem or .png / .svg path; a .pdf (.eps, .ps, .jpg, .tif, .webp) path also writes "
         "that file (default OUTDIR/regret)",
     )
@@ -490,8 +507,8 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_plot)
 
     r = sub.add_parser("report", help="print the summary table of a results folder")
-    r.add_argument("outdir")
-    r.add_argument("--csv", help="also write the table to this CSV file")
+    r.add_argument("outdir", type=_user_path)
+    r.add_argument("--csv", type=_user_path, help="also write the table to this CSV file")
     r.set_defaults(func=cmd_report)
 
     docs = sub.add_parser("docs", help="where the documentation is installed, and its files")

@@ -154,7 +154,8 @@ def figures(
     fig.pdf -> fig_cost.pdf), or None for it when no study has a private agent (nothing to compare)."""
     from privrl.experiment.plots import plot
 
-    target = os.fspath(output if output is not None else os.path.join(os.fspath(outdir), "regret"))
+    outdir = os.path.expanduser(outdir)
+    target = os.path.expanduser(output if output is not None else os.path.join(outdir, "regret"))
     curves = plot(outdir, output=target, band=band)
     table = cost_table(outdir, band)
     if not _studies(table):

@@ -56,7 +56,7 @@ def _stem(output: str | os.PathLike) -> tuple[Path, str | None]:
     """The file stem of plot's PNG and SVG (its folder created) and the extra format asked for
     (".pdf" for fig.pdf, None for a stem or a .png / .svg path); an image format matplotlib does
     not write is refused."""
-    stem = Path(output)
+    stem = Path(output).expanduser()
     suffix = stem.suffix.lower()
     if suffix in _OTHER_IMAGES:  # it wrote fig.png + fig.svg for fig.gif
         formats = ", ".join(_EXTRA_FORMATS)
@@ -141,7 +141,7 @@ def save(fig: Any, output: str | os.PathLike, title: str | None = None) -> dict[
     fig.savefig(svg)
     written = {"png": str(png), "svg": str(svg)}
     if extra is not None:
-        path = _with(stem, Path(output).suffix)  # the path asked for (fig.PDF stays fig.PDF)
+        path = _with(stem, Path(output).expanduser().suffix)  # the path asked for (fig.PDF stays fig.PDF)
         if extra in (".eps", ".ps"):  # PostScript has no transparency: the bands would be solid
             _opaque(fig)
         fig.savefig(path, dpi=110)

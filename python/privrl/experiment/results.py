@@ -213,7 +213,7 @@ class ResultStore:
     """
 
     def __init__(self, outdir: str | os.PathLike, fmt: str = "auto"):
-        self.root = Path(outdir)
+        self.root = Path(outdir).expanduser()  # ~/x as a shell gives it (pandas expanded it, mkdir did not)
         self.runs_dir = self.root / "runs"
         if fmt == "auto":
             fmt = "parquet" if parquet_available() else "csv"
@@ -329,7 +329,7 @@ def _write_table_as(df: pd.DataFrame, path: Path, fmt: str) -> None:
 
 
 def load_manifest(outdir: str | os.PathLike) -> dict:
-    path = Path(outdir) / "manifest.json"
+    path = Path(outdir).expanduser() / "manifest.json"
     if not path.exists():
         raise ConfigError("OUTDIR", f"{outdir} has no manifest.json: not a privrl results folder")
     try:
