@@ -16,7 +16,7 @@ import pytest
 
 import privrl
 from privrl.agents import LSVIUCB, UCRLVTR, Agent, UCRLVTRPlus
-from privrl.agents.common.saving import MAGIC, SaveFormatError
+from privrl.agents.common.saving import FORMAT, MAGIC, SaveFormatError
 from privrl.envs import RandomLinearMDP, RiverSwimMixture
 from privrl.exceptions import PrivrlError
 from privrl.privacy import JointDP, LocalDP, NonPrivate
@@ -556,3 +556,35 @@ def test_every_agent_holds_the_attributes_its_class_declares_it_saves(cls, env, 
     assert set(vars(agent)) == cls._SAVED and saved_shape_problem(agent) is None
     privrl.run(agent, env, 3, seed=1)
     assert set(vars(agent)) == cls._SAVED and saved_shape_problem(agent) is None
+
+
+@pytest.mark.parametrize(
+    "fmt, refused",
+    [
+        (
+            str(FORMAT),
+            rf"the header's save format is the str '{FORMAT}', not an integer "
+            rf"\(this privrl reads format {FORMAT}\)",
+        ),
+        (float(FORMAT), rf"the header's save format is the float {FORMAT}\.0, not an integer"),
+        (True, r"the header's save format is the bool True, not an integer"),
+        (None, r"the header's save format is the NoneType None, not an integer"),
+        ("absent", rf"the header has no save format \(this privrl reads format {FORMAT}\)"),
+        (FORMAT + 1, rf"save format {FORMAT + 1}, this privrl reads format {FORMAT}$"),
+    ],
+)
+def test_a_header_of_another_format_says_what_it_holds(tmp_path, fmt, refused):
+    """A header holding the string "2" was refused as "save format '2', this privrl reads format 2"
+    (which reads as the same format): the message now names the value's type."""
+    agent = UCRLVTR(RIVER, NonPrivate(), episodes=5, seed=0)
+    agent.save(tmp_path / "a.privrl")
+    head, _, payload = (tmp_path / "a.privrl").read_bytes()[len(MAGIC) :].partition(b"\n")
+    header = json.loads(head)
+    assert header["format"] == FORMAT
+    if fmt == "absent":
+        del header["format"]
+    else:
+        header["format"] = fmt
+    (tmp_path / "a.privrl").write_bytes(MAGIC + json.dumps(header).encode() + b"\n" + payload)
+    with pytest.raises(SaveFormatError, match=refused):
+        Agent.load(tmp_path / "a.privrl")

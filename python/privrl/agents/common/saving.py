@@ -210,6 +210,21 @@ def _check_header_describes(path: str | os.PathLike, header: dict, agent: Any) -
             )
 
 
+def _check_format(path: str | os.PathLike, header: dict) -> None:
+    """Refuse a header whose save format is not this privrl's FORMAT, saying what it holds (a
+    string "2" read "save format '2', this privrl reads format 2")."""
+    fmt = header.get("format")
+    if "format" not in header:
+        raise SaveFormatError(f"{path}: the header has no save format (this privrl reads format {FORMAT})")
+    if type(fmt) is not int:
+        raise SaveFormatError(
+            f"{path}: the header's save format is the {type(fmt).__name__} {fmt!r}, not an integer "
+            f"(this privrl reads format {FORMAT}): the file was modified"
+        )
+    if fmt != FORMAT:
+        raise SaveFormatError(f"{path}: save format {fmt}, this privrl reads format {FORMAT}")
+
+
 def load_agent(path: str | os.PathLike, expected: type | None = None) -> Any:
     """The agent saved at `path` (an instance of `expected` when given), after checking the
     format, the privrl version and the checksum; it carries its environment (``agent.env``)."""
@@ -225,10 +240,7 @@ def load_agent(path: str | os.PathLike, expected: type | None = None) -> Any:
         raise SaveFormatError(f"{path}: unreadable header") from None
     if not isinstance(header, dict):
         raise SaveFormatError(f"{path}: unreadable header (not a JSON object)")
-    if header.get("format") != FORMAT:
-        raise SaveFormatError(
-            f"{path}: save format {header.get('format')!r}, this privrl reads format {FORMAT}"
-        )
+    _check_format(path, header)
     if header.get("privrl") != __version__:
         raise SaveFormatError(
             f"{path} was saved by privrl {header.get('privrl')}; this is privrl {__version__}: "
