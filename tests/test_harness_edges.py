@@ -180,3 +180,40 @@ def test_a_results_folder_given_as_tilde_is_the_home_folder(tmp_path, monkeypatc
     assert main(["plot", "~/y", "--output", "~/fig"]) == 0
     assert (home / "y" / "manifest.json").exists() and (home / "y" / "summary.csv").exists()
     assert (home / "fig.png").exists() and not list(cwd.iterdir())
+
+
+def test_a_manifests_recorded_config_reruns_as_written(tmp_path):
+    """manifest.json records the sweep's config with its [[study]] tables under "studies", which
+    build_config refused ('unknown key'), so the recorded config re-ran only after renaming it to
+    "study". build_config takes it as written, and `privrl run OUTDIR/manifest.json` reruns it:
+    the same run ids and the same numbers."""
+    from privrl.experiment import load_manifest, load_results
+    from privrl.experiment.cli import main
+    from privrl.experiment.parsing import build_config
+
+    studies = [
+        {"name": "mix", "env": ENV, "agents": {**AGENTS, "N": {"algorithm": "UCRL-VTR", "privacy": "none"}}},
+        {"name": "lin", "env": {"name": "RandomLinearMDP", "S": 5, "A": 2, "d": 3, "H": 3}, "episodes": 6}
+        | {"agents": {"L": {"algorithm": "LSVI-UCB", "privacy": "jdp", "delta": 1e-3, "batches": 2}}},
+    ]
+    first, second = tmp_path / "first", tmp_path / "second"
+    sweep(studies=studies, epsilons=[math.inf, 1.0], seeds=2, episodes=5, outdir=first, progress=False)
+    manifest = load_manifest(first)
+    assert "studies" in manifest["config"]
+    assert [r.run_id for r in build_config(manifest["config"]).runs()] == list(manifest["runs"])
+    assert main(["run", str(first / "manifest.json"), "--out", str(second), "--no-progress"]) == 0
+    assert list(load_manifest(second)["runs"]) == list(manifest["runs"])
+    a, b = (load_results(d).drop(columns="wall_time") for d in (first, second))
+    assert a.equals(b)
+
+
+def test_a_json_config_must_be_a_manifest(tmp_path):
+    from privrl.experiment.parsing import build_config, read_config
+
+    for text, refused in [("[1]", "not a privrl manifest"), ("{", "not valid JSON"), ("{}", "no 'config'")]:
+        (tmp_path / "x.json").write_text(text)
+        with pytest.raises(ConfigError, match=refused):
+            read_config(tmp_path / "x.json")
+    with pytest.raises(ConfigError, match="not both") as err:
+        build_config({"study": [{"env": ENV, "agents": AGENTS}], "studies": [{"env": ENV, "agents": AGENTS}]})
+    assert err.value.key == "studies"

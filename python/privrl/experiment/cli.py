@@ -420,7 +420,8 @@ def _parser() -> argparse.ArgumentParser:
         "config",
         nargs="?",
         type=_user_path,
-        help="sweep config (TOML); flags below override its top-level keys",
+        help="sweep config (TOML, or a results folder's manifest.json: its recorded config); flags below "
+        "override its top-level keys",
     )
     sweep_flags(run)
     run.add_argument("--episodes", "-K", type=int, help="episodes K per run")

@@ -3,6 +3,7 @@ key checked once, here, with the key path in the error."""
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 import os
@@ -318,10 +319,12 @@ def build_config(raw: Mapping[str, Any]) -> SweepConfig:
     n_jobs, backend ("threads" | "processes"), root_seed, outdir, scheduler, format ("auto" |
     "parquet" | "csv"), and either
     env + agents (one study) or [[study]] tables (name, env, agents, and any of the sweep-level
-    keys as per-study overrides). Raises ConfigError naming the offending key.
+    keys as per-study overrides; ``studies``, as a manifest's "config" records them, is the same).
+    Raises ConfigError naming the offending key.
     """
     if not isinstance(raw, Mapping):
         raise ConfigError("", f"a config must be a table, got {type(raw).__name__}")
+    raw = studies_as_study(raw)
     unknown = set(raw) - _GLOBAL_KEYS
     if unknown:
         bad = sorted(unknown)[0]
@@ -342,6 +345,31 @@ def build_config(raw: Mapping[str, Any]) -> SweepConfig:
     return cfg
 
 
+def studies_as_study(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """`raw` with a top-level ``studies`` (how a results folder's manifest.json records the
+    [[study]] tables: its "config") as ``study``, so that the recorded config runs as written."""
+    raw = dict(raw)
+    if "studies" in raw:
+        if "study" in raw:
+            raise ConfigError("studies", "give either [[study]] tables or studies (a manifest's), not both")
+        raw["study"] = raw.pop("studies")
+    return raw
+
+
+def _read_manifest_config(path: Path) -> dict[str, Any]:
+    """The config a results folder's manifest.json records (privrl run OUTDIR/manifest.json reruns
+    it: the same run ids)."""
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError("CONFIG", f"{path} is not valid JSON: {exc}") from exc
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("config"), dict):
+        raise ConfigError(
+            "CONFIG", f"{path} is not a privrl manifest (no 'config' table): give a TOML config"
+        )
+    return studies_as_study(manifest["config"])
+
+
 def _tomllib() -> Any:
     if sys.version_info >= (3, 11):
         import tomllib
@@ -352,7 +380,8 @@ def _tomllib() -> Any:
 
 def read_config(path: str | os.PathLike) -> dict[str, Any]:
     """A TOML config file as a mapping, its `name` defaulting to the file's stem (the command line's
-    reading, shared: load_config opened a folder (IsADirectoryError), and an int as a file descriptor)."""
+    reading, shared: load_config opened a folder (IsADirectoryError), and an int as a file descriptor);
+    a results folder's manifest.json gives the config it records (the same runs, the same run ids)."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a path to a TOML config file, got {type(path).__name__}")
     path = Path(path)
@@ -360,13 +389,15 @@ def read_config(path: str | os.PathLike) -> dict[str, Any]:
         raise ConfigError("CONFIG", f"config file not found: {path}")
     if path.is_dir():
         raise ConfigError("CONFIG", f"{path} is a folder, not a config file")
+    if path.suffix.lower() == ".json":  # a results folder's manifest.json: the config it records
+        return _read_manifest_config(path)
     tomllib = _tomllib()
     try:
         raw: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError("CONFIG", f"{path} is not valid TOML: {exc}") from exc
     raw.setdefault("name", path.stem)
-    return raw
+    return studies_as_study(raw)
 
 
 def load_config(path: str | os.PathLike) -> SweepConfig:
