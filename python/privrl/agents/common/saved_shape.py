@@ -9,10 +9,9 @@ classes declare what they save), so that saving stays below them."""
 from __future__ import annotations
 
 import dataclasses
-import numbers
 from typing import Any
 
-import numpy as np
+from privrl.common.kinds import is_index, is_real
 
 __all__ = ["saved_shape_problem"]
 
@@ -23,14 +22,6 @@ def _env_bases() -> tuple[type, ...]:
     from privrl.envs.finite import FiniteMDP
 
     return (FiniteMDP, FeatureMap, ContextualBandit)
-
-
-def _is_int(x: Any) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-
-
-def _is_real(x: Any) -> bool:
-    return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
 
 
 def _ours(obj: Any) -> bool:
@@ -99,10 +90,10 @@ def _type_problem(agent: Any, core: str) -> str | None:
             and all(_ours(g) for g in guards.values()),
             "a dict of SensitivityGuard",
         ),
-        *((name, _is_int(state[name]), "an integer") for name in ("K", "H", "S", "A", "d")),
+        *((name, is_index(state[name]), "an integer") for name in ("K", "H", "S", "A", "d")),
         *((name, isinstance(state[name], str), "a string") for name in ("ties", "exploration")),
-        ("beta_scale", _is_real(state["beta_scale"]), "a number"),
-        ("beta", _is_real(state["beta"]), "a number"),
+        ("beta_scale", is_real(state["beta_scale"]), "a number"),
+        ("beta", is_real(state["beta"]), "a number"),
     ]
     for name, ok, what in checks:
         if not ok:
