@@ -182,6 +182,28 @@ def test_a_results_folder_given_as_tilde_is_the_home_folder(tmp_path, monkeypatc
     assert (home / "fig.png").exists() and not list(cwd.iterdir())
 
 
+def test_a_config_files_tilde_outdir_is_printed_as_the_folder_written(tmp_path, monkeypatch, capsys):
+    """A config file's outdir = "~/z": the results went to the home's z (ResultStore expands it)
+    but the CLI's messages printed "-> ~/z" and "results in ~/z/...". They now name the folder the
+    results are in."""
+    from privrl.experiment.cli import main
+
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir()
+    cwd.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    (cwd / "c.toml").write_text(
+        'outdir = "~/z"\nepisodes = 5\nseeds = 1\nepsilons = [10.0]\n'
+        '[env]\nname = "RiverSwimMixture"\nS = 4\nH = 3\n'
+        '[agents.U]\nalgorithm = "UCRL-VTR"\nprivacy = "none"\n'
+    )
+    assert main(["run", "c.toml", "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert (home / "z" / "manifest.json").exists() and not (cwd / "~").exists()
+    assert f"-> {home / 'z'}" in err and "~/z" not in err, err
+
+
 def test_a_manifests_recorded_config_reruns_as_written(tmp_path):
     """manifest.json records the sweep's config with its [[study]] tables under "studies", which
     build_config refused ('unknown key'), so the recorded config re-ran only after renaming it to

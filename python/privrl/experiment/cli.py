@@ -191,7 +191,9 @@ def _user_path(arg: str) -> str:
 
 
 def _default_outdir(raw: dict) -> str:
-    return str(raw.get("outdir") or Path("privrl-results") / str(raw.get("name", "sweep")))
+    """The config's outdir (``~/x`` as the home's x, as the results are written there), or
+    privrl-results/<name>."""
+    return _user_path(str(raw.get("outdir") or Path("privrl-results") / str(raw.get("name", "sweep"))))
 
 
 def _progress(args: argparse.Namespace) -> bool | None:
@@ -329,7 +331,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     raw["n_jobs"] = args.n_jobs if args.n_jobs is not None else min(os.cpu_count() or 1, 8)
     if args.scheduler:
         raw["scheduler"] = args.scheduler
-    outdir = args.out or raw.pop("outdir", "privrl-demo")
+    outdir = args.out or _user_path(str(raw.pop("outdir", "privrl-demo")))
     raw.pop("outdir", None)
     t0 = time.perf_counter()
     intro = None if bandit else (lambda: _print_calibration_comparison(raw))
