@@ -180,6 +180,44 @@ def test_plot_labels_each_value_as_what_it_is(tmp_path):
     assert "cumulative return" not in Path(tmp_path / "return.svg").read_text()
 
 
+def test_plot_legends_sit_under_their_panels_and_name_a_curve_off_the_log_scale(tmp_path, monkeypatch):
+    """The legends were drawn inside the panels (upper left): the demo's 14 entries covered half of
+    each panel and the curves under them, and an agent with zero regret throughout (nothing to draw
+    on a log scale) was listed as 'slope n/a' beside no line. Each legend now sits under its panel,
+    inside the figure and clear of every panel, and such an agent's entry says why it has no line."""
+    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from privrl.experiment import plot
+
+    agents = {"J": "UCRL-VTR", "P": {"algorithm": "UCRL-VTR", "privacy": "jdp", "calibration": "paper"}}
+    df, _ = sweep(
+        env="RiverSwimMixture", agents=agents, epsilons=[np.inf, 1.0], episodes=20, seeds=2, progress=False
+    )
+    final = df[df["episode"] == 20].groupby("agent")["regret"].max()
+    assert final["J"] == 0 and final["P"] > 0  # the non-private optimistic agent never errs here
+    figures = []
+    close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: figures.append(fig) or close(fig))
+    plot(df, tmp_path / "fig")
+    fig = figures[0]
+    canvas = FigureCanvasAgg(fig)  # the closed figure's layout, as it was saved
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    whole = fig.bbox
+    panels = [ax.get_window_extent(renderer) for ax in fig.axes]
+    for ax, panel in zip(fig.axes, panels, strict=True):
+        box = ax.get_legend().get_window_extent(renderer)
+        assert box.y1 <= panel.y0 and box.y0 >= whole.y0 and box.x0 >= whole.x0 and box.x1 <= whole.x1
+        assert not any(box.overlaps(other) for other in panels)
+    log_labels = [line.get_label() for line in fig.axes[1].get_lines()]
+    zero = [label for label in log_labels if label.startswith("J")]  # J at inf and at eps 1
+    assert len(zero) == 2 and all(label.endswith(": 0 throughout, off the log scale") for label in zero), (
+        log_labels
+    )
+    assert any(label.startswith("P") and ": slope " in label for label in log_labels), log_labels
+
+
 def test_plot_title_of_one_seed_promises_no_band(tmp_path):
     # one seed draws no band, and the title said "mean +- 1 std over seeds"
     from privrl.experiment import plot

@@ -115,7 +115,9 @@ def plot(
     _check_table(df, value, "source" if isinstance(source, pd.DataFrame) else "OUTDIR")
     _stem(output)  # a path it cannot write is refused before drawing
     studies = list(dict.fromkeys(df["study"]))
-    fig, axes = plt.subplots(len(studies), 2, figsize=(12, 4.6 * len(studies)), squeeze=False)
+    # each row: 4.6 in for its panels and, under them, its legends' lines (two entries a line)
+    heights = [4.6 + 0.17 * math.ceil(_n_curves(df[df["study"] == s]) / 2) for s in studies]
+    fig, axes = plt.subplots(len(studies), 2, figsize=(12, sum(heights)), squeeze=False)
     counts: dict[str, int] = {}
     for row, study in enumerate(studies):
         part = df[df["study"] == study]
@@ -218,7 +220,8 @@ def _draw_study(
         ax.set_xlabel("episode k")
         ax.set_ylabel(_AXIS[v][0])
         ax.grid(True, alpha=0.3, which="both" if name == "log" else "major")
-        ax.legend(fontsize=7.5, loc="lower right" if v == "window_return" else "upper left")
+        # under the panel, where it covers no curve (inside, 14 entries hid half of the panel)
+        ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, frameon=False)
     widest = float(part["window_users"].max()) if learned else 0.0
     if widest > 1.25 * K / 10:  # a log grid coarser than K / 10: the windows are wider than it
         ax_lin.set_ylabel(f"mean return per episode, last K/10 to {widest:g} users")
@@ -256,13 +259,20 @@ def _draw_panel(
             continue
         slope = fit_slope(k, m)
         pos = m > 0
-        slope_txt = "n/a" if math.isnan(slope) else f"{slope:.2f}"
-        (line,) = ax.plot(k[pos], m[pos], label=f"{label}: slope {slope_txt}", **style)
+        slope_txt = "slope n/a" if math.isnan(slope) else f"slope {slope:.2f}"
+        if not pos.any():  # an agent that never errs: its legend entry says why no line is drawn
+            slope_txt = "0 throughout, off the log scale"
+        (line,) = ax.plot(k[pos], m[pos], label=f"{label}: {slope_txt}", **style)
         line.set_gid(f"privrl-curve-log-{row}-{i}")
         if pos.any():
             lo = np.maximum(m - h, m[pos].min() * 1e-2)
             ax.fill_between(k[pos], lo[pos], (m + h)[pos], color=colour, alpha=0.18, lw=0)
     return len(groups)
+
+
+def _n_curves(part: pd.DataFrame) -> int:
+    """How many curves a study's panel draws: one per (GROUP) key, as :func:`_draw_panel`."""
+    return int(part.groupby(GROUP, sort=False, dropna=False).ngroups)
 
 
 def _window_returns(part: pd.DataFrame) -> pd.DataFrame:
