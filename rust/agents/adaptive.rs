@@ -40,17 +40,10 @@ pub struct AdaptiveSpec {
     pub sigma_min: f64,
     /// The random part's radius in standard deviations (`beta_scale`; 1: one std). The bias
     /// bound is never scaled.
-    #[serde(default = "unit_radius")]
     pub radius: f64,
     /// The models each user draws under sampling (`privrl.privacy.adaptive.SAMPLING_DRAWS`);
     /// Q_h(s, a) is the largest of theirs and the estimate's (`max_over_draws`).
-    #[serde(default = "one_draw")]
     pub draws: usize,
-}
-
-/// The draws of agents saved before `draws` existed: one.
-pub(crate) fn one_draw() -> usize {
-    1
 }
 
 /// Optimistic sampling (Ishfaq et al. 2021) floored at the mean (optimistic Bayesian sampling,
@@ -94,11 +87,6 @@ pub fn max_over_draws(
         *o = (*o + best).clamp(0.0, upper); // NaN stays NaN: the greedy step refuses it
     }
     Ok(())
-}
-
-/// The radius of agents saved before `radius` existed: one standard deviation.
-pub(crate) fn unit_radius() -> f64 {
-    1.0
 }
 
 /// One step's outputs (row-major d x d, weights d).

@@ -77,7 +77,6 @@ pub struct Billboard {
     pub widths: Vec<f64>,
     /// Non-private: design and inverse are the server's exact matrices, not copied yet (they are
     /// copied only before a user changes them without a release following).
-    #[serde(default)]
     pub lazy: bool,
     /// Non-private, per step: design and inverse are +0 off the diagonal (known from the
     /// copies; empty after a load: unknown), so copying a plain diagonal matrix is its diagonal.
@@ -114,7 +113,6 @@ pub struct LsviAgent {
     pi: Vec<usize>,
     pi_for: Option<(u64, u64)>,
     /// The adaptive release rule (calibration "adaptive", `super::lsvi_adaptive`).
-    #[serde(default)]
     pub adaptive: Option<Box<AdaptiveState>>,
     #[serde(skip)]
     work: Work,

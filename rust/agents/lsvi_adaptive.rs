@@ -55,7 +55,6 @@ pub struct AdaptiveLsvi {
     pub alpha: f64,
     /// The width's radius in posterior standard deviations (`beta_scale`; 1: one std): scales
     /// Sigma_h^{1/2} and the bonus rows.
-    #[serde(default = "super::adaptive::unit_radius")]
     pub radius: f64,
 }
 
@@ -89,7 +88,6 @@ pub struct AdaptiveState {
     pub spec: AdaptiveLsvi,
     pub history: Vec<Vec<PastRelease>>,
     /// The off-diagonal std s_N of the last released Gram.
-    #[serde(default)]
     pub s_n: f64,
     /// Sigma_h = L L^T (H x d x d, row-major L; one-hot rows: the diagonal, H x d).
     pub factor: Vec<f64>,

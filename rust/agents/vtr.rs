@@ -62,7 +62,6 @@ pub struct PracticalSpec {
     pub bounds: NoiseBounds,
     /// The adaptive rule (calibration "adaptive", `super::adaptive`) in place of the practical
     /// one's widths: same released sums, honest widths, the support clip when planning.
-    #[serde(default)]
     pub adaptive: Option<AdaptiveSpec>,
 }
 
@@ -130,9 +129,7 @@ pub struct Billboard {
     /// Users whose statistics it includes.
     pub users: u64,
     /// Adaptive rule: the sampling factor V diag(r) V^T and the bias matrix V diag(b^2) V^T.
-    #[serde(default)]
     pub factor: Vec<f64>,
-    #[serde(default)]
     pub bias: Vec<f64>,
 }
 
@@ -208,7 +205,6 @@ pub struct VtrAgent {
     pub last_sigma_bar: Vec<f64>,
     /// The spread of the users' targets over a pair's support per step (H; < 0: no plan yet;
     /// the normalized target's H once planned): the adaptive rule's statistical std.
-    #[serde(default)]
     pub spread: Vec<f64>,
     plan: Plan,
     #[serde(skip)]

@@ -87,7 +87,6 @@ pub struct ExactSum {
     unit: Option<f64>,
     scratch: Vec<f64>,
     /// Discrete Laplace matrices: d, whose diagonal lives on twice the lattice unit.
-    #[serde(default)]
     even_diagonal: Option<usize>,
 }
 

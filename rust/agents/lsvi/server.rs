@@ -25,11 +25,8 @@ pub struct Server {
     /// The targets' second moments, kept by a non-private adaptive agent on one-hot rows (empty
     /// otherwise): per step h and coordinate j over the users with phi_j != 0, the sum of r^2
     /// (H x d) and, per next state s', their count and the sum of r (H x S x d).
-    #[serde(default)]
     pub reward_sq: Vec<f64>,
-    #[serde(default)]
     pub next_count: Vec<f64>,
-    #[serde(default)]
     pub next_reward: Vec<f64>,
     /// The (s, a, r) of the first `record_capacity` users, for the per-sample path.
     pub record_capacity: u64,
