@@ -165,6 +165,45 @@ def test_a_scheduler_that_is_not_an_address_is_refused_before_the_folder_is_made
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    "env, args, key, says",
+    [
+        ("gymnasium", [], "env.id", "missing: gymnasium needs id: give it in the env table (id = ...)"),
+        ("HardToLearn", [], "env.d", "missing: HardToLearn needs d, H, K: give them"),
+        ("HardToLearn", ["--env-arg", "d=3,H=4"], "env.K", "missing: HardToLearn needs K: give it"),
+        (
+            "ClassificationBandit",
+            [],
+            "env.dataset",
+            "needs dataset (one of 'digits', 'wine', 'breast_cancer'): give it in the env table",
+        ),
+        (
+            "digits",
+            [],
+            "env.name",
+            "'digits' is a dataset, not an environment: its bandit is ClassificationBandit",
+        ),
+        ("Breast-Cancer", [], "env.name", 'dataset = "breast_cancer"'),
+    ],
+)
+def test_an_environment_without_its_required_arguments_is_a_config_error(
+    tmp_path, capsys, env, args, key, says
+):
+    """An environment table missing a constructor's required argument ran the preflight and failed
+    with Python's TypeError text ("env: gymnasium_linear_mdp() missing 1 required positional
+    argument: 'id'"); a dataset's name as the environment was an unknown environment. Both are
+    refused when the config is read, naming the key and what to give."""
+    out = tmp_path / "out"
+    agent = ["--agent", "L:algorithm=LSVI-UCB,privacy=none", "--out", str(out), "--no-progress"]
+    assert main(["run", "--env", env, *args, "-K", "20", *agent]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"privrl: error: {key}: ") and says in err[0], err
+    assert not out.exists()
+    spec = {"name": env, **dict(kv.split("=") for a in args[1:] for kv in a.split(","))}
+    with pytest.raises(ConfigError, match=rf"^{key}: "):
+        sweep(env=spec, agents={"L": "LSVI-UCB"}, episodes=20, progress=False)
+
+
 def test_plot_labels_each_value_as_what_it_is(tmp_path):
     # value="return" (one episode's return) was labelled "cumulative return", its slope "log R(k)"
     from privrl.experiment import plot

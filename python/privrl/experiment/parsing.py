@@ -3,6 +3,7 @@ key checked once, here, with the key path in the error."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import numbers
@@ -167,9 +168,10 @@ def _env(value: Any, key: str) -> Any:
             f"arguments, or a privrl FiniteMDP, ContextualBandit or GymnasiumTask; got {value!r}{gym_hint}",
         )
     spec = dict(value)
-    name = _lookup(ENVIRONMENTS, spec.pop("name"), f"{key}.name", "environment")
+    name = _env_name(spec.pop("name"), f"{key}.name")
     fn = _import(ENVIRONMENTS, name, f"{key}.name", "environment")
     _check_kwargs(fn, spec, key, reserved=set(), owner=name)
+    _check_required(fn, spec, key, name)
     if name in DRAWN_FROM_SEED and "seed" in spec and spec["seed"] is None:
         # every run rebuilds the environment from the spec: seed = None would give each run its own
         # model (OS entropy). One seed per study, drawn here, recorded in the manifest's config.
@@ -177,6 +179,47 @@ def _env(value: Any, key: str) -> Any:
 
         spec["seed"] = model_seed(None)
     return {"name": name, **spec}
+
+
+def _env_name(name: Any, key: str) -> str:
+    """The registered environment `name` stands for; a dataset's name ("digits") is refused naming
+    the environment that loads it."""
+    from privrl.envs.datasets import DATASETS
+
+    try:
+        return _lookup(ENVIRONMENTS, name, key, "environment")
+    except ConfigError:
+        if isinstance(name, str) and name.lower().replace("-", "_") in DATASETS:
+            raise ConfigError(
+                key,
+                f"{name!r} is a dataset, not an environment: its bandit is ClassificationBandit "
+                f'(env = {{ name = "ClassificationBandit", dataset = "{name.lower().replace("-", "_")}" }}; '
+                f"privrl run --env ClassificationBandit --env-arg dataset={name.lower().replace('-', '_')})",
+            ) from None
+        raise
+
+
+def _check_required(fn: Any, spec: Mapping[str, Any], key: str, name: str) -> None:
+    """Refuse an environment table without an argument its constructor requires, as a config
+    error at parse time (it was Python's TypeError when the first run built the environment:
+    "env: gymnasium_linear_mdp() missing 1 required positional argument: 'id'")."""
+    kinds = (
+        inspect.Parameter.POSITIONAL_ONLY,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+    )
+    params = inspect.signature(fn).parameters.values()
+    missing = [p.name for p in params if p.kind in kinds and p.default is p.empty and p.name not in spec]
+    if missing:
+        from privrl.envs.datasets import DATASETS
+
+        choices = f" (one of {', '.join(map(repr, DATASETS))})" if missing[0] == "dataset" else ""
+        them = "them" if missing[1:] else "it"
+        raise ConfigError(
+            f"{key}.{missing[0]}",
+            f"missing: {name} needs {', '.join(missing)}{choices}: give {them} in the env table "
+            f"({missing[0]} = ...) or as privrl run --env-arg {missing[0]}=...",
+        )
 
 
 def _study(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str, index: int) -> Study:
