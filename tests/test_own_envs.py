@@ -206,3 +206,29 @@ def test_from_gymnasium_closes_the_env_it_made_from_an_id_but_not_one_passed_in(
         mine.step(0)  # and still usable
     finally:
         gymnasium.registry.pop(env_id, None)
+
+
+def test_rewards_just_outside_the_unit_interval_are_shown_as_such_and_means_take_the_rewards_rule():
+    """A reward or a bandit mean a hair above 1 is named with digits that show it (".6g" printed
+    1 + 1e-8 as "= 1 is outside [0, 1]"), and a bandit's means follow FiniteMDP's rule for
+    rewards: round-off within 1e-9 is clipped (it was refused, with "means[0, 1] = 1"), beyond it
+    refused; the clipped bandit's exact regret agrees with numpy's on the clipped means."""
+    from privrl.envs import ContextualBandit, FiniteMDP, from_gymnasium
+
+    P = np.full((1, 2, 2, 2), 0.5)
+    R = np.zeros((1, 2, 2))
+    R[0, 1, 0] = 1 + 1e-8
+    with pytest.raises(AssumptionError, match=r"R\[h=0, s=1, a=0\] = 1\.00000001 is outside \[0, 1\]"):
+        FiniteMDP(P, R, [0.5, 0.5])
+    with pytest.raises(AssumptionError, match=r"means\[0, 1\] = 1\.00000001$"):
+        ContextualBandit([[0.5]], [[0.2, 1 + 1e-8]])
+    means = np.array([[0.2, 0.1 * 3 / 0.3], [1.0, -1e-17]])  # 1.0000000000000002 and a negative zero-ish
+    env = ContextualBandit([[0.5], [0.25]], means)
+    np.testing.assert_array_equal(env.means, [[0.2, 1.0], [1.0, 0.0]])
+    assert float(np.max(np.abs(env.means - means))) <= 1e-9  # round-off only
+    np.testing.assert_array_equal(env.regret(np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1])), [0.8, 0, 0, 1])
+    table = Corridor(3, end_state=True)
+    table.P[1][0] = [(1.0, 2, 1.0, False)]
+    shown = r"pays 1\.0000001 \(rescaled from 1\.0\) on its move to state 2"
+    with pytest.raises(AssumptionError, match=shown):
+        from_gymnasium(table, H=3, reward=lambda r: r * (1 + 1e-7))

@@ -18,7 +18,7 @@ import numpy as np
 
 from privrl.common.checks import check_choice, check_seed, integer_actions
 from privrl.common.errors import AssumptionError, IndexRangeError, NonFiniteError, ShapeError
-from privrl.envs.finite import ReadOnlyCopies, digest
+from privrl.envs.finite import ReadOnlyCopies, digest, outside_unit_interval
 
 __all__ = ["ContextualBandit"]
 
@@ -30,7 +30,8 @@ class ContextualBandit(ReadOnlyCopies):
     ----------
     contexts : (n, p) real array, every row of norm <= 1 (checked: the privacy noise is
         calibrated for ``||x|| <= 1``; :meth:`from_classification` scales for you).
-    means : (n, A) expected rewards in [0, 1] (rewards are Bernoulli(means[s, a])).
+    means : (n, A) expected rewards in [0, 1] (rewards are Bernoulli(means[s, a])); round-off
+        within 1e-9 is clipped into [0, 1], as FiniteMDP's rewards.
     A value outside these ranges raises AssumptionError (a ValueError), as LinearMDP and FiniteMDP
     do for theirs; a wrong shape raises ShapeError.
     name : a label for results.
@@ -65,11 +66,13 @@ class ContextualBandit(ReadOnlyCopies):
                 f"largest is {norms.max():.12g} (context {int(norms.argmax())}): scale the table "
                 "(ContextualBandit.from_classification does)"
             )
-        if m.min() < 0.0 or m.max() > 1.0:
-            bad = np.unravel_index(int(np.argmax((m < 0.0) | (m > 1.0))), m.shape)
+        bad = outside_unit_interval(m)  # FiniteMDP's rule for rewards: round-off within 1e-9 clipped
+        if bad is not None:
             raise AssumptionError(
-                f"means must lie in [0, 1] (rewards are Bernoulli); means[{bad[0]}, {bad[1]}] = {m[bad]:.12g}"
+                f"means must lie in [0, 1] (rewards are Bernoulli); means[{bad[0]}, {bad[1]}] = "
+                f"{float(m[bad])!r}"
             )
+        np.clip(m, 0.0, 1.0, out=m)
         x.setflags(write=False)
         m.setflags(write=False)
         self.contexts, self.means = x, m

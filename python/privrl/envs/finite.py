@@ -151,12 +151,20 @@ def _check_kernel(P: np.ndarray, name: str = "P") -> np.ndarray:
     return np.maximum(P, 0.0, out=P)
 
 
+def outside_unit_interval(x: np.ndarray) -> tuple[int, ...] | None:
+    """The index of the first entry of `x` outside [0, 1] by more than the round-off PROB_TOL, or
+    None: the one rule for rewards and mean rewards (FiniteMDP's R, ContextualBandit's means), whose
+    round-off the caller then clips into [0, 1]."""
+    bad = (x < -PROB_TOL) | (x > 1.0 + PROB_TOL)
+    return tuple(int(i) for i in np.argwhere(bad)[0]) if bad.any() else None
+
+
 def _check_rewards(R: np.ndarray, name: str = "R") -> np.ndarray:
-    bad = (R < -PROB_TOL) | (R > 1.0 + PROB_TOL)
-    if bad.any():
-        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+    idx = outside_unit_interval(R)
+    if idx is not None:
+        # repr: the shortest digits that tell the value from the bound (".6g" printed 1 + 1e-8 as 1)
         raise AssumptionError(
-            f"{name}[h={idx[0]}, s={idx[1]}, a={idx[2]}] = {R[idx]:.6g} is outside [0, 1]: "
+            f"{name}[h={idx[0]}, s={idx[1]}, a={idx[2]}] = {float(R[idx])!r} is outside [0, 1]: "
             "rewards must lie in [0, 1]"
         )
     return np.clip(R, 0.0, 1.0, out=R)

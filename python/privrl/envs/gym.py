@@ -19,7 +19,7 @@ from privrl.common.errors import (
     IndexRangeError,
     ShapeError,
 )
-from privrl.envs.finite import FiniteMDP, _as_array, check_dense_size
+from privrl.envs.finite import FiniteMDP, _as_array, check_dense_size, outside_unit_interval
 from privrl.envs.linear import LinearMDP, tabular_linear_mdp
 
 __all__ = ["from_gymnasium", "frozen_lake", "as_gymnasium"]
@@ -326,12 +326,12 @@ def _table_arrays(
                 # next state -1 read P's last state, 5 of 2 states was numpy's IndexError
                 ns = _table_index(ns_key, S, "next state", f"P[{s}][{a}]")
                 r = float(scale(float(rew)))
-                if float(prob) > 0.0 and not -1e-9 <= r <= 1.0 + 1e-9:
+                if float(prob) > 0.0 and outside_unit_interval(np.array([r])) is not None:
                     # privrl.learn's guard would clip it: the model's expected reward would not be
                     # the one the agent is paid on the environment
                     raise AssumptionError(
-                        f"the gymnasium env's transition table P[{s}][{a}] pays {r:.6g}"
-                        f"{'' if r == float(rew) else f' (rescaled from {float(rew):.6g})'} on its move "
+                        f"the gymnasium env's transition table P[{s}][{a}] pays {r!r}"
+                        f"{'' if r == float(rew) else f' (rescaled from {float(rew)!r})'} on its move "
                         f"to state {ns}, outside [0, 1] (rescale it with reward=...)"
                     )
                 P[s, a, ns] += float(prob)
