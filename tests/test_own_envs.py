@@ -232,3 +232,42 @@ def test_rewards_just_outside_the_unit_interval_are_shown_as_such_and_means_take
     shown = r"pays 1\.0000001 \(rescaled from 1\.0\) on its move to state 2"
     with pytest.raises(AssumptionError, match=shown):
         from_gymnasium(table, H=3, reward=lambda r: r * (1 + 1e-7))
+
+
+def test_a_reward_rescale_that_is_not_a_function_of_numbers_is_named_before_any_user():
+    """learn, evaluate and from_gymnasium call the rescale on 0 (the padding's reward) before any
+    user: a rescale that is not callable, or returns None (a function without `return`), a str or
+    an array, is refused there naming the rescale (it was "'float' object is not callable" and
+    "float() argument must be a string or a real number, not 'NoneType'"; a str "0.5" was read as
+    0.5). A rescale returning a numpy scalar or a 0-d array still learns the same returns."""
+    import privrl
+    from privrl.agents import LSVIUCB
+    from privrl.envs import FeatureMap, from_gymnasium
+    from privrl.privacy import NonPrivate
+
+    env = Corridor(3, end_state=True)
+    agent = LSVIUCB(FeatureMap.one_hot(4, 2, 3), NonPrivate(), episodes=5, seed=0)
+
+    def forgot_return(r):
+        (r + 1) / 2
+
+    with pytest.raises(TypeError, match=r"reward must be a callable .* got 2\.0"):
+        privrl.learn(agent, env, seed=1, reward=2.0)
+    for bad, shown in ((forgot_return, r"None \(NoneType\)"), (lambda r: "0.5", r"'0\.5' \(str\)")):
+        with pytest.raises(TypeError, match=rf"reward\(0\.0\) returned {shown}, not a real number"):
+            privrl.learn(agent, env, seed=1, reward=bad)
+        with pytest.raises(TypeError, match=r"reward\(0\.0\) returned"):
+            privrl.evaluate(np.zeros((3, 4), dtype=int), env, episodes=2, seed=0, reward=bad)
+        with pytest.raises(TypeError, match=r"reward\(0\.0\) returned"):
+            from_gymnasium(env, H=3, reward=bad)
+    assert agent.k == 0  # refused before any user
+    returns = {}
+    for kind, rescale in (
+        ("float", lambda r: r / 2),
+        ("numpy", lambda r: np.float32(r) / 2),
+        ("0-d", lambda r: np.asarray(r / 2)),
+    ):
+        fresh = LSVIUCB(FeatureMap.one_hot(4, 2, 3), NonPrivate(), episodes=5, seed=0)
+        returns[kind] = privrl.learn(fresh, env, seed=1, reward=rescale).returns
+    np.testing.assert_array_equal(returns["float"], returns["numpy"])
+    np.testing.assert_array_equal(returns["float"], returns["0-d"])

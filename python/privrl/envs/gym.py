@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.checks import check_pos_int, integer_value, is_integer
+from privrl.common.checks import check_pos_int, integer_value, is_integer, is_real
 from privrl.common.errors import (
     AssumptionError,
     AssumptionWarning,
@@ -37,10 +37,21 @@ def _import_gymnasium() -> Any:
 
 def padding_reward(reward: Callable[[float], float] | None) -> float:
     """What a step after the environment's end pays: the rescaled value of a zero reward,
-    ``reward(0.0)`` (0 without a rescale), checked to lie in [0, 1]. One rule for
+    ``reward(0.0)`` (0 without a rescale), checked to be a real number in [0, 1]. One rule for
     :func:`from_gymnasium`'s absorbing states and ``privrl.learn``'s padding: ending is never
     worse for the agent than the environment says."""
-    pad = 0.0 if reward is None else float(reward(0.0))
+    if reward is not None and not callable(reward):  # was "'float' object is not callable"
+        raise TypeError(
+            f"reward must be a callable mapping an environment's reward into [0, 1], got {reward!r}"
+        )
+    out = 0.0 if reward is None else reward(0.0)
+    if not (is_real(out) or (isinstance(out, np.ndarray) and out.shape == () and out.dtype.kind in "iuf")):
+        # a rescale without `return` gave None: float()'s "argument must be ... not 'NoneType'"
+        raise TypeError(
+            f"reward(0.0) returned {out!r} ({type(out).__name__}), not a real number: the rescale must "
+            "return the rescaled reward (a function without `return` gives None)"
+        )
+    pad = float(out)
     if not 0.0 <= pad <= 1.0:
         raise AssumptionError(
             f"reward(0.0) = {pad:g} is outside [0, 1]: the steps after an episode ends pay the "
