@@ -271,3 +271,16 @@ def test_a_reward_rescale_that_is_not_a_function_of_numbers_is_named_before_any_
         returns[kind] = privrl.learn(fresh, env, seed=1, reward=rescale).returns
     np.testing.assert_array_equal(returns["float"], returns["numpy"])
     np.testing.assert_array_equal(returns["float"], returns["0-d"])
+
+
+def test_rewards_and_theta_that_disagree_are_shown_with_the_digits_that_differ():
+    """LinearMDP given both R and theta that disagree by more than 1e-9 names both values with
+    the digits that tell them apart (".6g" printed "R[...] = 0.5 but phi^T theta_h = 0.5")."""
+    from privrl.envs import LinearMDP
+
+    phi, mu, theta = np.ones((2, 1, 1)), np.full((1, 2, 1), 0.5), np.array([[0.5]])
+    shown = r"R\[h=0, s=0, a=0\] = 0\.50000001 but phi\^T theta_h = 0\.5: R and theta are inconsistent"
+    with pytest.raises(AssumptionError, match=shown):
+        LinearMDP(phi, mu, theta, [0.5, 0.5], R=np.full((1, 2, 1), 0.5 + 1e-8))
+    env = LinearMDP(phi, mu, theta, [0.5, 0.5], R=np.full((1, 2, 1), 0.5 + 1e-10))  # round-off: taken
+    np.testing.assert_allclose(env.R, 0.5 + 1e-10, rtol=0, atol=0)

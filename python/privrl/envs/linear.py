@@ -190,9 +190,9 @@ def _linear_rewards(
             diff = np.abs(R - R_lin)
             if diff.max() > PROB_TOL:
                 idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
-                raise AssumptionError(
-                    f"R[h={idx[0]}, s={idx[1]}, a={idx[2]}] = {R[idx]:.6g} but phi^T theta_h = "
-                    f"{R_lin[idx]:.6g}: R and theta are inconsistent"
+                raise AssumptionError(  # repr: ".6g" printed 0.5 and 0.50000001 both as 0.5
+                    f"R[h={idx[0]}, s={idx[1]}, a={idx[2]}] = {float(R[idx])!r} but phi^T theta_h = "
+                    f"{float(R_lin[idx])!r}: R and theta are inconsistent (by more than {PROB_TOL:g})"
                 )
         else:
             R = R_lin
