@@ -178,3 +178,50 @@ def test_gdp_bound_of_a_separation_near_the_largest_double():
     b = np.where(np.arange(n) % 2 == 0, 1e-157, -1e-157).reshape(n, 1)
     res = A.audit_samples(a, b, direction=[1.0], gaussian=True, delta=1e-5, claimed_epsilon=1.0)
     assert 0.0 < res.mu_lower < res.mu_hat and res.flagged
+
+
+def test_agent_audit_direction_whitens_with_the_outputs_covariance():
+    """audit_agent projected on (m_a - m_b) / var, each output whitened alone: outputs sharing noise
+    (a continual mechanism's prefixes reuse its nodes) lost the pair's information. Two Gaussian
+    laws with covariance [[1, 0.9], [0.9, 1]] and mean difference (1, 0): the likelihood-ratio
+    direction Sigma^-1 (1, 0) separates them by mu = sqrt(1 / 0.19) = 2.29, the per-output one by
+    1.0. With fewer than FULL_WHITENING_RUNS fit runs per output the per-output one is kept."""
+    from privrl.audit.agent_audit import FULL_WHITENING_RUNS, _direction
+
+    rng = np.random.default_rng(0)
+    cov = np.array([[1.0, 0.9], [0.9, 1.0]])
+
+    def draw(n, mean):
+        return rng.multivariate_normal(mean, cov, size=n)
+
+    def separation(direction):
+        a, b = draw(20_000, [1.0, 0.0]) @ direction, draw(20_000, [0.0, 0.0]) @ direction
+        return (a.mean() - b.mean()) / np.sqrt(0.5 * (a.var() + b.var()))
+
+    full = _direction(draw(1000, [1.0, 0.0]), draw(1000, [0.0, 0.0]))
+    assert separation(full) == pytest.approx(np.sqrt(1 / 0.19), rel=0.03)
+    few = FULL_WHITENING_RUNS  # 2 few - 2 < FULL_WHITENING_RUNS * 2 outputs
+    alone = _direction(draw(few, [1.0, 0.0]), draw(few, [0.0, 0.0]))
+    assert separation(alone) < 1.3
+    # outputs that never vary are dropped either way (a deterministic shift, a repeated entry)
+    fa, fb = draw(1000, [1.0, 0.0]), draw(1000, [0.0, 0.0])
+    constant = np.full((1000, 1), 7.0)
+    padded = _direction(np.hstack([fa, constant]), np.hstack([fb, constant]))
+    assert padded[2] == 0.0 and np.allclose(padded[:2], _direction(fa, fb))
+
+
+def test_linucb_agent_audit_reaches_near_its_pairs_exact_mu():
+    """audit_linucb_agent's pair (x against -x on one arm) moved only a reward block, 64% of the
+    plan's worst whitened sensitivity, and its direction ignored the releases' shared noise: at the
+    calibrated noise its bound was 1.54 and 0.7x the noise (true eps 6.06) was not flagged (2.62).
+    The pair now switches the arm (96% of the worst case), whitened by the outputs' covariance. The
+    outputs (releases 1..K-1; the last user's billboard is never published) reveal mu = 0.74 of
+    the pair, eps 3.09 at delta 1e-5: the bound is 2.68 at x1 (not flagged), 4.22 at x0.7 and
+    6.43 at x0.5 (flagged)."""
+    from privrl.privacy.gdp import gaussian_epsilon
+
+    ceiling = gaussian_epsilon(0.74, 1e-5)
+    x1 = A.audit_linucb_agent(noise_multiplier=1.0)
+    assert not x1.flagged and 2.3 < x1.gdp_epsilon_lower_bound < ceiling
+    x07 = A.audit_linucb_agent(noise_multiplier=0.7)
+    assert x07.flagged and x07.gdp_epsilon_lower_bound < gaussian_epsilon(0.74 / 0.7, 1e-5)
