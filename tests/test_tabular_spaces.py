@@ -161,7 +161,8 @@ class _Shaped(gym.ObservationWrapper):
 def test_an_observation_that_is_not_in_the_space_is_never_a_state(space):
     """A float, a str or a non-sequence is not in the space: index -1, as documented, and never
     truncated onto the state of another observation (1.7 is not (1, ...)); a bool is refused as a
-    Discrete observation (as learn refuses it on Discrete(n)), taken as 0 / 1 in a component."""
+    Discrete observation (as learn refuses it on Discrete(n)), taken as 0 / 1 in a component; a
+    0-d integer array is the integer it holds, as an observation and as a component."""
     _, index = observation_index(space)
     bad = [1.7, 1.0, np.float64(2.0), "1", None, np.array(2)]
     if isinstance(space, spaces.Discrete):
@@ -171,10 +172,17 @@ def test_an_observation_that_is_not_in_the_space_is_never_a_state(space):
         assert [index(x) for x in [*bad, True, np.True_, np.array(True)]] == [-1] * (len(bad) + 3)
         assert index(np.int8(3)) == 1 and index(3) == 1
         return
+    bad = [x for x in bad if not isinstance(x, np.ndarray)] + [np.array(2.0), np.array([1]), np.array(True)]
     for x in bad:
         for obs in [(x, 2), (1, x), [x, 3], x]:
             assert index(obs) == -1, obs
     assert index((1, np.int64(3))) == 4 and index([np.int8(1), 3]) == 4
+    # a 0-d integer array is a component gymnasium's contains takes (as a Discrete observation):
+    # the integer it holds (it was refused: learn said the observation was not in the space)
+    for obs in [(np.array(1), 3), (1, np.array(3, dtype=np.int8)), [np.array(1), np.array(3)]]:
+        assert space.contains(obs if isinstance(space, spaces.Tuple) else np.asarray(obs)), obs
+        assert index(obs) == 4, obs
+    assert index((np.array(9), 3)) == -1  # out of its range
     assert index("13") == -1  # a str of the right length is not a sequence of integers
     assert index(((1, 2), 3)) == -1 and index(np.array([[1, 3]])) == -1  # nested, 2-D
 

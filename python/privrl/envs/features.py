@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.checks import check_pos_int, integer_value, is_index, is_integer
+from privrl.common.checks import check_pos_int, integer_value, is_integer
 from privrl.common.errors import PrivacyParameterError, ShapeError
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.finite import ReadOnlyCopies, _as_array, _check_finite, _freeze, digest
@@ -159,8 +159,8 @@ def observation_index(space: Any) -> tuple[int, Callable[[Any], int]] | None:
     bool array: gymnasium's ``contains`` takes it, and it is exactly 0 or 1). Discrete from 0 gives
     ``int`` (the observation is its own index, checked by its user). A Discrete observation may be
     a 0-d integer array, ``np.array(3)``, the integer it holds (the rule of its users too:
-    :func:`privrl.common.checks.integer_value`); a component of a Tuple / MultiDiscrete observation
-    is an integer scalar."""
+    :func:`privrl.common.checks.integer_value`), and so may a component of a Tuple / MultiDiscrete
+    observation (gymnasium's ``contains`` takes both)."""
     if _is(space, "Discrete"):
         start, n = int(space.start), int(space.n)
         return n, (lambda obs: _shifted(integer_value(obs), start, n)) if start else int
@@ -200,14 +200,18 @@ def _shifted(i: int | None, start: int, size: int) -> int:
 
 
 def _component(x: Any, start: int, size: int, bools: bool) -> int:
-    """``x - start`` for an integer x (a Python or numpy integer, ``is_index``; a bool where
-    `bools`) in start..start+size-1, else -1."""
+    """``x - start`` for an integer x (a Python or numpy integer or a 0-d integer array, as
+    gymnasium's Discrete contains: ``integer_value``; a bool where `bools`) in start..start+size-1,
+    else -1."""
     if isinstance(x, (bool, np.bool_)):
         if not bools:
             return -1
-    elif not is_index(x):
+        value: int | None = int(x)
+    else:
+        value = integer_value(x)
+    if value is None:
         return -1
-    i = int(x) - start
+    i = value - start
     return i if 0 <= i < size else -1
 
 
