@@ -17,7 +17,7 @@ import math
 import os
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -50,6 +50,9 @@ from privrl.envs.finite import FiniteMDP, Trajectory
 from privrl.privacy.adaptive import MAX_RADIUS
 from privrl.privacy.common import Calibration
 from privrl.privacy.models import JointDP, LocalDP, NonPrivate
+
+if TYPE_CHECKING:
+    from privrl.audit.report import PrivacyReport
 
 PRIVACY_MODELS = (NonPrivate, JointDP, LocalDP)
 #: How a user turns the billboard into a policy (``exploration=``): the optimistic Q of the
@@ -439,7 +442,7 @@ class Agent(abc.ABC):
 
         return load_agent(path, cls)
 
-    def privacy_report(self) -> Any:
+    def privacy_report(self) -> PrivacyReport:
         """Every released mechanism and the (eps, delta) it yields under the paper's argument and
         the tight accountant (privrl.audit.report)."""
         from privrl.audit.report import privacy_report

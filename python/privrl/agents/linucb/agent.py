@@ -65,6 +65,8 @@ class LinUCB(Agent):
     """
 
     name = "LinUCB"
+    #: The calibration the agent was built with (``sigma_B``, ``sigma_g``, ``beta``, ...).
+    calibration: LinUCBCalibration
     _SAVED = Agent._SAVED | {"_plan", "p", "schedule"}
     _SAVED_CORE = "LinUcbAgent"
 
@@ -117,7 +119,7 @@ class LinUCB(Agent):
         self._settle_exploration(cal)
         check_release(plan, cal, self.K)
         self.beta = self._radius(cal, cal.beta)
-        self.calibration: LinUCBCalibration = cal.replace(beta_used=self.beta, beta_scale=self.beta_scale)
+        self.calibration = cal.replace(beta_used=self.beta, beta_scale=self.beta_scale)
         (stat,) = plan.statistics
         self.guards = {
             stat.name: SensitivityGuard(x_bound=stat.x_bound, y_low=0.0, y_high=1.0, mode=sensitivity)

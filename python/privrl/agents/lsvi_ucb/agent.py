@@ -30,7 +30,7 @@ from privrl.envs.finite import FiniteMDP
 from privrl.envs.gym import not_a_model
 from privrl.envs.linear import LinearMDP, check_phi_norms
 from privrl.privacy.adaptive import centre_direction, is_one_hot
-from privrl.privacy.common import PRACTICAL_RULES, Calibration
+from privrl.privacy.common import PRACTICAL_RULES
 from privrl.privacy.models import LocalDP
 from privrl.privacy.plans import ReleasePlan
 
@@ -183,6 +183,8 @@ class LSVIUCB(Agent):
     """
 
     name = "LSVI-UCB"
+    #: The calibration the agent was built with (App. D's names: ``sigma_Lambda``, ``sigma_u``, ...).
+    calibration: LSVIUCBCalibration
     _SAVED = Agent._SAVED | {"B", "batch_starts", "batches", "features", "planning"}
     _SAVED_CORE = "LsviAgent"
 
@@ -275,9 +277,7 @@ class LSVIUCB(Agent):
             self._warn_every(cal, kw)
         self.beta = self._radius(cal, cal.beta)
         self._check_draw(cal)
-        self.calibration: Calibration = cal.replace(
-            beta_used=self.beta, beta_scale=self.beta_scale, planning=planning
-        )
+        self.calibration = cal.replace(beta_used=self.beta, beta_scale=self.beta_scale, planning=planning)
         (stat,) = plan.statistics
         # phi against the plan's x bound, rewards against [0, 1] (then r + V <= H + 1 holds since
         # V~ is projected on [0, H])

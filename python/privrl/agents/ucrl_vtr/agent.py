@@ -23,6 +23,7 @@ from privrl.agents.common.specs import (
     noise_spec,
 )
 from privrl.agents.ucrl_vtr import calibration as privacy_of
+from privrl.agents.ucrl_vtr.calibration import UCRLVTRCalibration
 from privrl.common.checks import as_f64, check_choice, feature_table_problem
 from privrl.common.errors import AssumptionError, AssumptionWarning, PrivacyParameterError
 from privrl.common.memory import refuse_over_memory
@@ -31,7 +32,7 @@ from privrl.envs.gym import not_a_model
 from privrl.envs.mixture import LinearMixtureMDP, check_phi_v_bound
 from privrl.privacy import practical
 from privrl.privacy.adaptive import DISTANCE_FLOOR, adaptive_constants
-from privrl.privacy.common import PRACTICAL_RULES, Calibration
+from privrl.privacy.common import PRACTICAL_RULES
 from privrl.privacy.plans import ReleasePlan
 
 CENTRES = ("feasible", "zero")  # the practical and adaptive ridge's centre (UCRLVTR's ``centre``)
@@ -91,6 +92,8 @@ class UCRLVTR(Agent):
     """
 
     name = "UCRL-VTR"
+    #: The calibration the agent was built with (Alg. 1's names: ``sigma_B``, ``beta``, ...).
+    calibration: UCRLVTRCalibration
     _SAVED = Agent._SAVED | {"C_w", "centre", "mixture_features"}
     _SAVED_CORE = "VtrAgent"
     env: LinearMixtureMDP
@@ -139,7 +142,7 @@ class UCRLVTR(Agent):
         check_release(plan, cal, self.K)
         radius = getattr(cal, self._radius_key)
         self.beta = self._radius(cal, radius)
-        self.calibration: Calibration = cal.replace(beta_used=self.beta, beta_scale=self.beta_scale)
+        self.calibration = cal.replace(beta_used=self.beta, beta_scale=self.beta_scale)
         if cal.release_rule in PRACTICAL_RULES:
             self.calibration = self.calibration.replace(centre=centre)
         self.guards = {

@@ -13,6 +13,7 @@ from privrl.agents.common.base import Release, SensitivityGuard
 from privrl.agents.common.specs import RegressionSpec
 from privrl.agents.ucrl_vtr.agent import UCRLVTR
 from privrl.agents.ucrl_vtr_plus import calibration as privacy_of
+from privrl.agents.ucrl_vtr_plus.calibration import UCRLVTRPlusCalibration
 from privrl.privacy.plans import ReleasePlan
 
 
@@ -38,6 +39,9 @@ class UCRLVTRPlus(UCRLVTR):
     """
 
     name = "UCRL-VTR+"
+    #: The calibration the agent was built with (Alg. 3's names: ``sigma_B1``, ``beta_hat``, ...); not
+    #: a UCRLVTRCalibration (no ``sigma_B``), hence the narrowed override.
+    calibration: UCRLVTRPlusCalibration  # type: ignore[assignment]
     _SAVED = UCRLVTR._SAVED | {"beta_check", "beta_tilde"}
     _radius_key = "beta_hat"
     _n_regressions = 2
