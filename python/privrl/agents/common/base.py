@@ -152,6 +152,15 @@ class Release:
     gamma: np.ndarray | None = None
     explore: np.ndarray | None = None
 
+    def __repr__(self) -> str:
+        # the arrays by shape: a release holds H (or A) d x d matrices, far too many numbers to read
+        parts = [f"users={self.users}"]
+        for name in ("design", "inverse", "weights", "bonus", "gamma", "explore"):
+            value = getattr(self, name)
+            if value is not None:
+                parts.append(f"{name}=<{np.asarray(value).dtype} array {np.shape(value)}>")
+        return f"Release({', '.join(parts)})"
+
 
 def check_privacy_model(privacy: Any, allowed: tuple = PRIVACY_MODELS) -> Any:
     if not isinstance(privacy, allowed):
