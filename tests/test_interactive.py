@@ -3,6 +3,8 @@ agents hand back, and short, informative reprs."""
 
 import typing
 
+import numpy as np
+
 import privrl
 from privrl.agents import LSVIUCB, UCRLVTR, Agent, LinUCB, UCRLVTRPlus
 from privrl.agents.linucb.calibration import LinUCBCalibration
@@ -11,6 +13,7 @@ from privrl.agents.ucrl_vtr.calibration import UCRLVTRCalibration
 from privrl.agents.ucrl_vtr_plus.calibration import UCRLVTRPlusCalibration
 from privrl.audit.report import PrivacyReport
 from privrl.envs import RiverSwimMixture
+from privrl.experiment.interact import LearnResult
 from privrl.privacy import JointDP
 
 
@@ -40,3 +43,22 @@ def test_a_release_shows_its_arrays_by_shape_not_their_numbers():
     assert text.startswith("Release(users=10, ")
     assert "design=<float64 array (20, 3, 3)>" in text and "weights=<float64 array (20, 3)>" in text
     assert str(agent.release()) == text
+
+
+def test_a_learn_result_repr_is_a_summary_like_run_results():
+    # Before: LearnResult's repr printed its per-episode returns (and regret) arrays in full up to
+    # numpy's 1,000-element threshold: over 10,000 characters, where RunResult shows one line.
+    res = LearnResult(
+        returns=np.linspace(0.0, 1.0, 1000), regret=np.arange(1000.0), wall_time=0.5, agent="LSVI-UCB[x]"
+    )
+    text = repr(res)
+    assert len(text) < 250, text
+    assert text == (
+        "LearnResult(agent='LSVI-UCB[x]', episodes=1000, mean_return=0.5, final_regret=999, "
+        "wall_time=0.5s, terminated_early=0, policy_changes=0)"
+    )
+    empty = LearnResult(returns=np.zeros(0), regret=None, wall_time=0.0, agent="a")
+    assert (
+        repr(empty)
+        == "LearnResult(agent='a', episodes=0, wall_time=0s, terminated_early=0, policy_changes=0)"
+    )

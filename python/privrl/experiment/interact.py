@@ -274,6 +274,20 @@ class LearnResult:
     def episodes(self) -> int:
         return len(self.returns)
 
+    def __repr__(self) -> str:
+        # RunResult's summary, not the per-episode arrays
+        last = (
+            f", final_regret={float(self.regret[-1]):.6g}"
+            if self.regret is not None and len(self.regret)
+            else ""
+        )
+        mean = f", mean_return={float(np.mean(self.returns)):.6g}" if len(self.returns) else ""
+        return (
+            f"LearnResult(agent={self.agent!r}, episodes={self.episodes}{mean}{last}, "
+            f"wall_time={self.wall_time:.3g}s, terminated_early={self.terminated_early}, "
+            f"policy_changes={self.policy_changes})"
+        )
+
 
 def learn(
     agent: Agent,
