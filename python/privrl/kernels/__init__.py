@@ -421,7 +421,7 @@ def optimistic_values(
     offset: Any = None,
     ties: str = "random",
     rng: Any = None,
-):
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Fused optimistic_q + greedy for phi of shape (n_states * n_actions, d), rows grouped by
     state. Returns (Q (n_states, n_actions), V (n_states,), greedy actions (n_states,)). `inv` is
     checked for symmetry as in optimistic_q (AssumptionError)."""
