@@ -2,9 +2,11 @@
 agents hand back, and short, informative reprs."""
 
 import inspect
+import re
 import typing
 
 import numpy as np
+import pytest
 
 import privrl
 import privrl.audit
@@ -19,6 +21,7 @@ from privrl.audit.report import PrivacyReport
 from privrl.envs import RiverSwimMixture
 from privrl.experiment.interact import LearnResult
 from privrl.privacy import JointDP
+from privrl.privacy.common import CALIBRATIONS
 
 
 def test_each_agent_declares_the_calibration_class_it_holds():
@@ -95,3 +98,27 @@ def test_every_public_function_is_annotated():
     assert not unannotated
     ret = typing.get_type_hints(kn.optimistic_values)["return"]
     assert ret == tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _named(name: str, text: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", text) is not None
+
+
+@pytest.mark.parametrize("cls", [UCRLVTR, UCRLVTRPlus, LSVIUCB, LinUCB])
+def test_help_of_each_agent_documents_every_constructor_argument(cls):
+    # Before: help(UCRLVTRPlus) had no Parameters section at all, LinUCB's left out `ties` and
+    # UCRLVTR's and LSVIUCB's `seed`.
+    doc = inspect.getdoc(cls)
+    assert "Parameters\n----------\n" in doc, cls.__name__
+    section = doc.split("Parameters\n----------\n", 1)[1]
+    missing = [p for p in inspect.signature(cls).parameters if not _named(p, section)]
+    assert not missing, f"{cls.__name__}: {missing}"
+
+
+def test_help_of_sweep_documents_every_argument_and_every_calibration():
+    # Before: sweep's docstring never named log_every, root_seed, format or resume, and listed the
+    # calibrations as ("paper" | "tight"), without the default "adaptive" or "practical".
+    doc = inspect.getdoc(privrl.experiment.sweep)
+    missing = [p for p in inspect.signature(privrl.experiment.sweep).parameters if not _named(p, doc)]
+    assert not missing
+    assert all(f'"{c}"' in doc for c in CALIBRATIONS)

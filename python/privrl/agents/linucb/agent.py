@@ -59,6 +59,7 @@ class LinUCB(Agent):
         int L (every L users); fixed in advance (:func:`privrl.agents.linucb.calibration.linucb_leaf_ends`).
     beta_scale / beta : multiply / override the radius (adaptive: 1, one std of the estimate's
         error; other calibrations: the self-normalized radius ``linucb_radius``).
+    ties : "random" (from the agent's seed) or "lowest": how exact ties between arms are broken.
     lam : the ridge regularizer (default 1). Regret side only.
     sensitivity : "clip" or "reject" contexts outside ||x|| <= 1 and rewards outside [0, 1].
     exploration : "optimism" | "sampling" (default: sampling; post-processing, the noise unchanged).

@@ -165,6 +165,7 @@ class LSVIUCB(Agent):
     batches : "static" (default), "scaled", "every" or an int B in [1, K] (see above); batches
         start at k_i = i ceil(K/B) + 1, a schedule fixed in advance.
     episodes : K, the number of users the noise is calibrated for.
+    seed : reproducible ties, exploration and privacy noise (None: OS entropy).
     beta_scale : multiplies the exploration radius (exploration only); `beta` overrides it. Under
         the paper / tight / practical calibrations the radius is App. D's beta; under the default
         (adaptive) one it is in posterior standard deviations (1: one std; the bonus and the

@@ -65,6 +65,7 @@ class UCRLVTR(Agent):
         JointDP(..., mechanism="honaker" | "factorization" | "blt") replaces the 2H binary trees
         by that continual-release mechanism at the same (eps, delta) (privrl.privacy.continual).
     episodes : K, the number of users the privacy noise is calibrated for.
+    seed : reproducible ties, exploration and privacy noise (None: OS entropy).
     beta_scale : multiplies the exploration radius (exploration only: the privacy noise depends
         only on (eps, delta, H, K, d)); `beta` overrides the radius altogether. Under the paper /
         tight / practical calibrations the radius is the theoretical beta_k; under the default

@@ -36,6 +36,22 @@ class UCRLVTRPlus(UCRLVTR):
     V / sigma-bar in [0, sqrt(d)] (since sigma-bar^2 >= H^2/d), ||phi_{V^2}|| <= H^2, V^2 in [0, H^2].
     The episode runs in Rust (rust/agents/vtr.rs); the numpy oracle is
     privrl.agents.ucrl_vtr_plus.reference.
+
+    Parameters
+    ----------
+    env : LinearMixtureMDP (Asm. 2 is checked when it is built).
+    privacy : NonPrivate() | JointDP(eps, delta) | LocalDP(eps, delta); delta = 0 selects pure DP
+        (JointDP's ``mechanism=`` as for UCRLVTR).
+    episodes : K, the number of users the privacy noise is calibrated for.
+    seed : reproducible ties, exploration and privacy noise (None: OS entropy).
+    beta_scale : multiplies the three radii (beta^, beta-check, beta~) together (exploration only);
+        `beta` overrides beta^ and scales the other two by the same factor. calibration.beta_used,
+        beta_check_used and beta_tilde_used record the radii in use.
+    ties : "random" (from the agent's seed) or "lowest", as for UCRLVTR.
+    sensitivity : "clip" or "reject" user statistics outside the bounds above.
+    centre : as for UCRLVTR ("feasible", the default, or "zero"; practical and adaptive
+        calibrations only).
+    exploration : "optimism" or "sampling", as for UCRLVTR (post-processing, the noise unchanged).
     """
 
     name = "UCRL-VTR+"
