@@ -2,8 +2,10 @@
 agents hand back, and short, informative reprs."""
 
 import inspect
+import json
 import re
 import typing
+import warnings
 
 import numpy as np
 import pytest
@@ -19,6 +21,7 @@ from privrl.agents.ucrl_vtr.calibration import UCRLVTRCalibration
 from privrl.agents.ucrl_vtr_plus.calibration import UCRLVTRPlusCalibration
 from privrl.audit.report import PrivacyReport
 from privrl.envs import RiverSwimMixture
+from privrl.experiment import build_config, run_sweep, sweep
 from privrl.experiment.interact import LearnResult
 from privrl.privacy import JointDP
 from privrl.privacy.common import CALIBRATIONS
@@ -122,3 +125,26 @@ def test_help_of_sweep_documents_every_argument_and_every_calibration():
     missing = [p for p in inspect.signature(privrl.experiment.sweep).parameters if not _named(p, doc)]
     assert not missing
     assert all(f'"{c}"' in doc for c in CALIBRATIONS)
+
+
+def test_a_sweep_warning_points_at_the_users_call_of_sweep_or_run_sweep(tmp_path):
+    # Before: the two warnings run_sweep gives about its output folder used fixed stacklevels that
+    # fit a direct run_sweep call only: through sweep() they pointed at sweep.py, not the notebook
+    # cell or script line.
+    out = tmp_path / "w"
+    small = {"env": {"name": "RiverSwimMixture", "S": 4, "H": 5}, "seeds": 1, "episodes": 20, "epsilons": [1]}
+    sweep(**small, agents={"A": {"algorithm": "UCRL-VTR", "privacy": "jdp"}}, outdir=out)
+    meta_path = next((out / "runs").glob("*.json"))
+    meta = json.loads(meta_path.read_text())
+    meta["producer"]["git_commit"] = "0" * 40  # a run resumed from another commit
+    meta_path.write_text(json.dumps(meta))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sweep(**small, agents={"A": {"algorithm": "UCRL-VTR", "privacy": "jdp"}}, outdir=out)
+        sweep(**small, agents={"B": {"algorithm": "UCRL-VTR", "privacy": "ldp"}}, outdir=out)
+        config = build_config({**small, "agents": {"C": {"algorithm": "UCRL-VTR", "privacy": "none"}}})
+        run_sweep(config, out)
+    messages = [(str(w.message), w.filename) for w in caught]
+    assert [m for m, _ in messages if "another privrl version" in m]
+    assert len([m for m, _ in messages if "runs of another config" in m]) == 2
+    assert {f for _, f in messages} == {__file__}, messages

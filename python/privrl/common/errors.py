@@ -6,6 +6,8 @@ builtin / numpy class a user would catch anyway (ValueError, numpy.linalg.LinAlg
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 
@@ -99,3 +101,15 @@ class EpsilonWarning(UserWarning):
 class ScheduleWarning(UserWarning):
     """A private agent's release schedule leaves it nothing to learn from within its K users (a
     single batch: the policy is never updated)."""
+
+
+def stacklevel_outside(module: str) -> int:
+    """The ``stacklevel`` that points a warning raised in `module` at its first caller outside it:
+    the user's line whichever public function of `module` they called (``sweep`` goes through
+    ``run_sweep``, which users may also call), where a fixed level fits only one of them."""
+    frame = sys._getframe(1)  # the function that warns: stacklevel 1
+    level = 1
+    while frame.f_back is not None and frame.f_globals.get("__name__") == module:
+        frame = frame.f_back
+        level += 1
+    return level

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
 
+from privrl.common.errors import stacklevel_outside
 from privrl.experiment.config import (
     BACKENDS,
     ConfigError,
@@ -396,7 +397,7 @@ def _warn_other_config(store: ResultStore, specs: Sequence[RunSpec], outdir: Any
             f"{outdir} holds {len(dropped)} runs of another config (e.g. {dropped[0]}): this sweep's "
             "manifest replaces its manifest, so they leave its table and reports (their files stay in "
             "runs/); use another output folder to keep both",
-            stacklevel=3,
+            stacklevel=stacklevel_outside(__name__),
         )
 
 
@@ -476,7 +477,7 @@ def run_sweep(
                 f"{stale} resumed runs in {outdir} were computed by another privrl version or commit "
                 "(see their 'producer' in runs/*.json; none: a version before it was recorded); use "
                 "resume=False (privrl run --fresh) to recompute them",
-                stacklevel=2,
+                stacklevel=stacklevel_outside(__name__),
             )
         store.write_manifest(manifest)
     todo = [s for s in specs if s.run_id not in results]
