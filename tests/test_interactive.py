@@ -20,7 +20,8 @@ from privrl.agents.lsvi_ucb.calibration import LSVIUCBCalibration
 from privrl.agents.ucrl_vtr.calibration import UCRLVTRCalibration
 from privrl.agents.ucrl_vtr_plus.calibration import UCRLVTRPlusCalibration
 from privrl.audit.report import PrivacyReport
-from privrl.envs import RiverSwimMixture
+from privrl.common.errors import AssumptionWarning
+from privrl.envs import RiverSwimMixture, SyntheticLinearMDP
 from privrl.experiment import build_config, run_sweep, sweep
 from privrl.experiment.interact import LearnResult
 from privrl.privacy import JointDP
@@ -148,3 +149,14 @@ def test_a_sweep_warning_points_at_the_users_call_of_sweep_or_run_sweep(tmp_path
     assert [m for m, _ in messages if "another privrl version" in m]
     assert len([m for m, _ in messages if "runs of another config" in m]) == 2
     assert {f for _, f in messages} == {__file__}, messages
+
+
+def test_a_linear_mdps_assumption_warning_points_at_the_users_line_through_a_subclass():
+    # Before: LinearMDP.__init__ warned with stacklevel=2, the user's line only for a direct
+    # LinearMDP(...): SyntheticLinearMDP(H=5) (whose mu breaks Asm. 1's sqrt(d) bound) pointed at
+    # its own super().__init__ call in privrl/envs/linear.py.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        SyntheticLinearMDP(H=5)
+    assert [str(w.message) for w in caught if w.category is AssumptionWarning]
+    assert {w.filename for w in caught} == {__file__}

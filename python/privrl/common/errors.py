@@ -104,12 +104,17 @@ class ScheduleWarning(UserWarning):
 
 
 def stacklevel_outside(module: str) -> int:
-    """The ``stacklevel`` that points a warning raised in `module` at its first caller outside it:
-    the user's line whichever public function of `module` they called (``sweep`` goes through
-    ``run_sweep``, which users may also call), where a fixed level fits only one of them."""
+    """The ``stacklevel`` that points a warning raised in `module` (or a submodule of it) at its
+    first caller outside it: the user's line whichever public function of `module` they called
+    (``sweep`` goes through ``run_sweep``, which users may also call; ``SyntheticLinearMDP``
+    through ``LinearMDP.__init__``), where a fixed level fits only one of them."""
     frame = sys._getframe(1)  # the function that warns: stacklevel 1
     level = 1
-    while frame.f_back is not None and frame.f_globals.get("__name__") == module:
+    while frame.f_back is not None and _within(frame.f_globals.get("__name__"), module):
         frame = frame.f_back
         level += 1
     return level
+
+
+def _within(name: str | None, module: str) -> bool:
+    return name is not None and (name == module or name.startswith(module + "."))

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from privrl.common.checks import is_one_hot, model_seed
-from privrl.common.errors import AssumptionError, AssumptionWarning, ShapeError
+from privrl.common.errors import AssumptionError, AssumptionWarning, ShapeError, stacklevel_outside
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.finite import (
     PROB_TOL,
@@ -114,7 +114,12 @@ class LinearMDP(FiniteMDP):
             )
         self.assumption_report: dict[str, Any] = report
         for m in msgs:
-            warnings.warn(f"{self.name}: Asm. 1 not satisfied: {m}", AssumptionWarning, stacklevel=2)
+            # at the user's line, also through a subclass (SyntheticLinearMDP) or from_gymnasium
+            warnings.warn(
+                f"{self.name}: Asm. 1 not satisfied: {m}",
+                AssumptionWarning,
+                stacklevel=stacklevel_outside("privrl"),
+            )
 
     def kernel_factors(self) -> dict[str, np.ndarray]:
         """``phi`` (S A, d) and ``mu`` (H, S, d) of ``P_h(s'|s, a) = phi(s, a)^T mu_h(s')`` when they
