@@ -23,6 +23,38 @@ def test_noncentral_t_lower_is_the_exact_quantile():
             noncentral_t_lower(*bad)
 
 
+def _old_noncentral_t_cdf(t, df, ncp):
+    """_noncentral_t_cdf as it was: math.erfc at every grid point, the grid built at every call."""
+    import math
+
+    sd = 1.0 / math.sqrt(2.0 * df)
+    lo, hi = max(0.0, 1.0 - 12.0 * sd), 1.0 + 12.0 * sd
+    if df < 8:
+        hi = math.sqrt(1.0 + 100.0 / df)
+    m = int(min(400_000, max(2_000, math.ceil((hi - lo) / (min(sd, 1.0 / max(abs(t), 1e-300)) / 16.0)))))
+    m += m % 2
+    w = np.linspace(lo, hi, m + 1)
+    with np.errstate(divide="ignore"):
+        log_f = (
+            math.log(2.0) + 0.5 * df * math.log(0.5 * df) - math.lgamma(0.5 * df)
+            + (df - 1) * np.log(w) - 0.5 * df * w * w
+        )  # fmt: skip
+    phi = 0.5 * np.asarray(np.frompyfunc(math.erfc, 1, 1)((ncp - t * w) / math.sqrt(2.0)), dtype=float)
+    g = np.exp(log_f) * phi
+    simpson = g[0] + g[-1] + 4.0 * g[1:-1:2].sum() + 2.0 * g[2:-1:2].sum()
+    return float(min(1.0, simpson * (hi - lo) / (3.0 * m)))
+
+
+def test_noncentral_t_cdf_is_bit_identical_to_the_erfc_at_every_point():
+    """The cdf evaluates math.erfc only off its flat tails (exactly 2 and 0) and reuses the grid across
+    the bisection: the same numbers as before, to the bit (t = 1e6 took 1.4 s, now 0.3 s)."""
+    from privrl.audit.intervals import _noncentral_t_cdf
+
+    for t, df in ((-4.0, 6), (1.7, 2), (3.0, 7), (50.0, 98), (1e4, 30), (1e6, 98), (1e100, 8)):
+        for ncp in (0.0, 1.0, abs(t), 2.0 * abs(t)):
+            assert _noncentral_t_cdf(t, df, ncp) == _old_noncentral_t_cdf(t, df, ncp), (t, df, ncp)
+
+
 @pytest.mark.slow  # about 12 s: 1,000 audits of 4 runs
 def test_gdp_bound_keeps_its_level_at_small_n():
     """mu_lower was mu_hat - z sqrt(2/n + mu_hat^2/(4n)), a normal approximation: on N(5, 1) vs

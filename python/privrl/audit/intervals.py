@@ -5,6 +5,7 @@ and the standard normal quantile."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -139,12 +140,17 @@ def _normal_quantile(q: float) -> float:
 
 
 _ERFC = np.frompyfunc(math.erfc, 1, 1)
+#: math.erfc(z) is exactly 2.0 at z <= -6 (erfc(6) = 2e-17 is below half an ulp of 2) and 0.0 at
+#: z >= 27.3 (erfc(27.3) < 1e-325 underflows): only the points between go through math.erfc (a
+#: large t put 400,000 points on the grid, all but a few hundred in these two flat tails).
+_ERFC_IS_2, _ERFC_IS_0 = -6.0, 27.3
 
 
-def _noncentral_t_cdf(t: float, df: int, ncp: float) -> float:
-    """``P(T <= t)`` for a noncentral t, ``T = (Z + ncp) / W`` with ``W = sqrt(chi^2_df / df)``:
-    ``E_W[Phi(t W - ncp)]`` by Simpson's rule over W's density (``df >= 2``), on a grid that
-    resolves both that density (width ~ ``1 / sqrt(2 df)``) and the step of ``Phi`` (width ~ ``1 / |t|``)."""
+@functools.lru_cache(maxsize=2)
+def _noncentral_t_grid(t: float, df: int) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """The Simpson grid of ``_noncentral_t_cdf`` at ``(t, df)``: its points ``w``, W's density at
+    them, and the rule's ``hi - lo`` and ``3 m``. It does not depend on ``ncp``: the bisection of
+    ``noncentral_t_lower`` builds it once (read-only arrays), not at each of its ~40 steps."""
     sd = 1.0 / math.sqrt(2.0 * df)
     lo, hi = max(0.0, 1.0 - 12.0 * sd), 1.0 + 12.0 * sd
     if df < 8:  # the chi's right tail is heavier than the normal approximation's
@@ -158,10 +164,24 @@ def _noncentral_t_cdf(t: float, df: int, ncp: float) -> float:
             math.log(2.0) + 0.5 * df * math.log(0.5 * df) - math.lgamma(0.5 * df)
             + (df - 1) * np.log(w) - 0.5 * df * w * w
         )  # fmt: skip
-    phi = 0.5 * np.asarray(_ERFC((ncp - t * w) / math.sqrt(2.0)), dtype=float)
-    g = np.exp(log_f) * phi
+    density = np.exp(log_f)
+    w.flags.writeable = density.flags.writeable = False
+    return w, density, hi - lo, 3.0 * m
+
+
+def _noncentral_t_cdf(t: float, df: int, ncp: float) -> float:
+    """``P(T <= t)`` for a noncentral t, ``T = (Z + ncp) / W`` with ``W = sqrt(chi^2_df / df)``:
+    ``E_W[Phi(t W - ncp)]`` by Simpson's rule over W's density (``df >= 2``), on a grid that
+    resolves both that density (width ~ ``1 / sqrt(2 df)``) and the step of ``Phi`` (width ~ ``1 / |t|``)."""
+    w, density, span, thirds = _noncentral_t_grid(t, df)
+    z = (ncp - t * w) / math.sqrt(2.0)
+    low = z <= _ERFC_IS_2
+    erfc = np.where(low, 2.0, 0.0)  # erfc's exact values beyond these points
+    ramp = ~(low | (z >= _ERFC_IS_0))  # the rest, and NaN, as math.erfc gives them
+    erfc[ramp] = np.asarray(_ERFC(z[ramp]), dtype=float)
+    g = density * (0.5 * erfc)
     simpson = g[0] + g[-1] + 4.0 * g[1:-1:2].sum() + 2.0 * g[2:-1:2].sum()
-    return float(min(1.0, simpson * (hi - lo) / (3.0 * m)))
+    return float(min(1.0, simpson * span / thirds))
 
 
 def noncentral_t_lower(t: float, df: int, confidence: float) -> float:
