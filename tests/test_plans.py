@@ -335,3 +335,63 @@ def test_plan_functions_refuse_bad_scales_names_and_bounds():
         with pytest.raises(PrivacyParameterError, match=match):
             plan.with_statistic(name, **change)
     assert plan_mu(plan.with_statistic(name, x_bound=4.0), scales) > plan_mu(plan, scales) > 0
+
+
+def _old_best_angle(A, S, a, b, y, yp, free_angle):
+    lin = S * a * b * y * yp
+    if not free_angle:
+        return np.where(lin > 0.0, -1.0, 1.0) * np.ones_like(a)
+    quad = A * a * a * b * b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = np.where(quad > 0.0, -lin / (2.0 * quad), np.where(lin > 0.0, -1.0, 1.0))
+    return np.clip(c, -1.0, 1.0)
+
+
+def _old_refine(A, S, y, yp, a0, b0, free_angle):
+    """_refine as it was (np.meshgrid, np.clip, np.unravel_index)."""
+    from privrl.privacy.plans import _objective
+
+    c0 = float(_old_best_angle(A, S, np.array(a0), np.array(b0), y, yp, free_angle))
+    val = float(_objective(A, S, np.array(a0), np.array(b0), np.array(c0), y, yp))
+    steps, h = np.linspace(-1.0, 1.0, 9), 0.01
+    while h > 1e-12:
+        a = np.clip(a0 + h * steps, 0.0, 1.0)
+        b = np.clip(b0 + h * steps, 0.0, 1.0)
+        aa, bb = np.meshgrid(a, b, indexing="ij")
+        cc = _old_best_angle(A, S, aa, bb, y, yp, free_angle)
+        g = _objective(A, S, aa, bb, cc, y, yp)
+        i, j = (int(v) for v in np.unravel_index(int(np.argmax(g)), g.shape))
+        if g[i, j] >= val:
+            val, a0, b0, c0 = float(g[i, j]), float(a[i]), float(b[j]), float(cc[i, j])
+        h /= 3.0
+    best = [a0, b0, c0]
+    for k, special in enumerate(((0.0, 1.0), (0.0, 1.0), (-1.0, 0.0, 1.0))):
+        target = min(special, key=lambda t: abs(t - best[k]))
+        if abs(target - best[k]) < 1e-3:
+            trial = list(best)
+            trial[k] = target
+            sval = float(_objective(A, S, *(np.array(v) for v in trial), y, yp))
+            if sval >= val * (1 - 1e-12):
+                val, best = max(val, sval), trial
+    return val, (best[0], best[1], best[2])
+
+
+def test_the_worst_case_search_is_bit_identical_to_meshgrid_and_clip():
+    """_refine builds its grids without np.meshgrid and clips with np.minimum / np.maximum (a third
+    of the time of an LSVI-UCB calibration): the same grids and the same search, to the bit."""
+    from privrl.privacy import plans
+
+    ab = np.linspace(0.0, 1.0, 101)
+    for got, want in zip(plans._grid(ab, ab[::-1]), np.meshgrid(ab, ab[::-1], indexing="ij"), strict=True):
+        assert got.flags.c_contiguous and np.array_equal(got, want)
+    c = np.array([-np.inf, -2.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 3.0, np.inf, np.nan])
+    np.testing.assert_array_equal(np.minimum(np.maximum(c, -1.0), 1.0), np.clip(c, -1.0, 1.0))
+    assert np.signbit(np.minimum(np.maximum(c, -1.0), 1.0)[4])  # -0.0 stays -0.0, as np.clip keeps it
+    rng = np.random.default_rng(3)
+    for k in range(30):
+        A, S = (0.0 if k % 7 == 0 else float(10 ** rng.uniform(-6, 3))), float(10 ** rng.uniform(-6, 3))
+        y, yp = (float(v) for v in rng.uniform(-2, 2, 2))
+        a0, b0 = (float(v) for v in rng.integers(0, 101, 2) / 100)
+        for free in (False, True):
+            want = _old_refine(A, S, y, yp, a0, b0, free)
+            assert plans._refine(A, S, y, yp, (a0, b0), 0.01, free) == want, (A, S, y, yp, a0, b0, free)

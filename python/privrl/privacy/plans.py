@@ -383,7 +383,7 @@ def _best_angle(
     quad = A * a * a * b * b
     with np.errstate(divide="ignore", invalid="ignore"):
         c = np.where(quad > 0.0, -lin / (2.0 * quad), np.where(lin > 0.0, -1.0, 1.0))
-    return np.clip(c, -1.0, 1.0)
+    return np.minimum(np.maximum(c, -1.0), 1.0)  # np.clip's values (its bounds are not +-0), 5x cheaper
 
 
 def _maximise_vertex(
@@ -392,7 +392,7 @@ def _maximise_vertex(
     """max over a, b in [0, 1] (the angle in closed form): a grid, then local grids around the
     best candidates (g is a polynomial of degree 4 on a square)."""
     ab = np.linspace(0.0, 1.0, 101)
-    a, b = np.meshgrid(ab, ab, indexing="ij")
+    a, b = _grid(ab, ab)
     c = _best_angle(A, S, a, b, y, yp, free_angle)
     g = _objective(A, S, a, b, c, y, yp)
     best_val, best_pt = -math.inf, (0.0, 0.0, 1.0)
@@ -404,6 +404,16 @@ def _maximise_vertex(
     return best_val, best_pt
 
 
+def _grid(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.meshgrid(a, b, indexing="ij")``: the same C-contiguous arrays, without meshgrid's
+    generality (it cost a third of an LSVI-UCB calibration, ~30,000 calls by _refine)."""
+    aa = np.empty((a.size, b.size))
+    bb = np.empty((a.size, b.size))
+    aa[...] = a[:, None]
+    bb[...] = b
+    return aa, bb
+
+
 def _refine(
     A: float, S: float, y: float, yp: float, pt: tuple[float, float], h: float, free_angle: bool
 ) -> tuple[float, tuple[float, float, float]]:
@@ -412,12 +422,12 @@ def _refine(
     val = float(_objective(A, S, np.array(a0), np.array(b0), np.array(c0), y, yp))
     steps = np.linspace(-1.0, 1.0, 9)
     while h > 1e-12:
-        a = np.clip(a0 + h * steps, 0.0, 1.0)
-        b = np.clip(b0 + h * steps, 0.0, 1.0)
-        aa, bb = np.meshgrid(a, b, indexing="ij")
+        a = np.minimum(np.maximum(a0 + h * steps, 0.0), 1.0)  # np.clip's values: a0 + h s is never -0.0
+        b = np.minimum(np.maximum(b0 + h * steps, 0.0), 1.0)
+        aa, bb = _grid(a, b)
         cc = _best_angle(A, S, aa, bb, y, yp, free_angle)
         g = _objective(A, S, aa, bb, cc, y, yp)
-        i, j = (int(v) for v in np.unravel_index(int(np.argmax(g)), g.shape))
+        i, j = divmod(int(g.argmax()), g.shape[1])
         if g[i, j] >= val:
             val, a0, b0, c0 = float(g[i, j]), float(a[i]), float(b[j]), float(cc[i, j])
         h /= 3.0
