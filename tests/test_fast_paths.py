@@ -130,6 +130,27 @@ def test_the_manifest_records_versions_without_importing_them():
         assert info[dist] == module.__version__ == importlib.metadata.version(dist)
 
 
+def test_privrl_run_does_not_import_pandas():
+    """privrl.run imports the harness package, whose results tables are pandas': pandas (and pyarrow)
+    is imported only by what builds or reads a table (a sweep, load_results, report), not by a run
+    (it was 0.3-0.6 s of the first privrl.run of every script)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, privrl\n"
+        "from privrl.agents import UCRLVTR\n"
+        "from privrl.envs import RiverSwimMixture\n"
+        "from privrl.privacy import JointDP\n"
+        "env = RiverSwimMixture(S=4, H=5)\n"
+        "privrl.run(UCRLVTR(env, JointDP(1.0, 1e-5), episodes=20, seed=0), env, seed=1)\n"
+        "import privrl.experiment\n"
+        "print(sorted(m for m in ('pandas', 'pyarrow') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
 def test_one_integer_rule_refuses_a_duration_at_every_public_edge():
     """numpy files np.timedelta64 under np.integer and numbers.Integral, so the integer and real
     checks other than act's took np.timedelta64(5) as 5: K, H, d, batches, a LinUCB schedule, the

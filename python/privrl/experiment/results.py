@@ -13,13 +13,15 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
 
 from privrl.experiment.config import ConfigError, RunSpec, _json_safe
 from privrl.privacy.regret_side import SIMULATION_ONLY
+
+if TYPE_CHECKING:
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
 
 __all__ = [
     "COLUMNS",
@@ -169,7 +171,7 @@ def environment_info() -> dict:
         "privrl": privrl.__version__,
         "python": platform.python_version(),
         "numpy": np.__version__,
-        "pandas": pd.__version__,
+        "pandas": importlib.metadata.version("pandas"),  # as pd.__version__, without importing it
     }
     # scikit-learn: its bundled datasets are the ClassificationBandit environments' data
     for dist in ("pyarrow", "matplotlib", "dask", "distributed", "gymnasium", "scikit-learn"):
@@ -190,6 +192,8 @@ def environment_info() -> dict:
 
 
 def _read_table(path: Path) -> pd.DataFrame:
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
+
     if path.suffix == ".parquet":
         return pd.read_parquet(path)
     # The CSV holds repr() floats; pandas < 3 parses them exactly only with "round_trip" (pandas 3
@@ -344,6 +348,8 @@ def load_manifest(outdir: str | os.PathLike) -> dict:
 def load_results(outdir: str | os.PathLike, run_ids: Iterable[str] | None = None) -> pd.DataFrame:
     """The tidy table of a results folder: every finished run the manifest lists, in the config's
     run order (so the table is the same whatever order the runs finished in)."""
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
+
     manifest = load_manifest(outdir)
     store = ResultStore(outdir, "csv")
     ids = list(run_ids) if run_ids is not None else list(manifest.get("runs", {}))
@@ -372,6 +378,8 @@ def run_frame(
     cum_return: np.ndarray,
     wall: np.ndarray,
 ) -> pd.DataFrame:
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
+
     n = len(episodes)
     df = pd.DataFrame(
         {

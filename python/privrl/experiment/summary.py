@@ -6,13 +6,15 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
 
 from privrl.common.errors import ConfigError
 from privrl.experiment.environments import reward_rescale
+
+if TYPE_CHECKING:
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
 
 __all__ = ["GROUP", "curves", "fit_slope", "random_level", "report", "return_ends", "summarize", "verdict"]
 
@@ -131,6 +133,8 @@ def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
     for the rewards as the environment pays them); the uniformly random policy's cumulative regret
     over K (random_regret, :func:`random_level`) and the final regret as a percentage of it
     (pct_random; both NaN without a recorded random policy)."""
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
+
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a privrl results table (a pandas DataFrame), got {type(df).__name__}")
     if manifest is not None and not isinstance(manifest, dict):
@@ -362,6 +366,8 @@ def _return_scales(summary: pd.DataFrame) -> list[str]:
     """Under the table, per study, the scale its returns (and its regret, if it has one) are on: the
     rewards rescaled into [0, 1] by its reward_range (the plot's title states the same map), or the
     environment's own."""
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
+
     rescales = summary.get("reward_rescale", pd.Series("", index=summary.index)).fillna("")
     notes = []
     for study, part in summary.assign(reward_rescale=rescales).groupby("study", sort=False):

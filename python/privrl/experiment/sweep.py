@@ -18,10 +18,9 @@ import traceback
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
 
 from privrl.common.errors import stacklevel_outside
 from privrl.experiment.config import (
@@ -49,6 +48,9 @@ from privrl.experiment.results import (
 )
 from privrl.experiment.scaleout import check_address, dask_results
 from privrl.experiment.summary import return_ends
+
+if TYPE_CHECKING:
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
 
 __all__ = ["sweep", "run_sweep", "execute_run", "run_seed_sequence", "SweepError"]
 
@@ -454,6 +456,8 @@ def run_sweep(
     and episodes in increasing order. `on_start()`: called once every check passed (the CLI's header).
     `progress`: the bars; None shows them only when interactive (never into a pipe or a log file).
     """
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
+
     outdir = outdir if outdir is not None else config.outdir
     progress = interactive() if checked_progress(progress) is None else bool(progress)
     if not isinstance(resume, (bool, np.bool_)):  # resume="no" was true: the folder's runs were reused
@@ -522,6 +526,8 @@ def run_sweep(
 
 
 def _empty_frame() -> pd.DataFrame:
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
+
     return normalize_frame(pd.DataFrame({c: pd.Series(dtype=t) for c, t in COLUMNS.items()}))
 
 
