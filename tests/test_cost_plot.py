@@ -131,6 +131,27 @@ def test_privrl_plot_writes_the_cost_figure_beside_the_curves(results, tmp_path,
     assert cost is not None and cost["svg"] == str(results / "regret_cost.svg")
 
 
+def test_privrl_plot_reads_the_folder_once_for_both_figures(results, tmp_path, monkeypatch):
+    """figures (privrl plot, run --plot, demo) reads every run's table once, not once per figure,
+    and draws what plot(OUTDIR) and cost_table(OUTDIR) give."""
+    from privrl.experiment import results as results_module
+
+    reads = []
+    real = results_module.load_results
+    monkeypatch.setattr(results_module, "load_results", lambda *a, **k: reads.append(a) or real(*a, **k))
+    curves, cost = figures(results, tmp_path / "fig")
+    assert len(reads) == 1 and cost is not None
+    monkeypatch.undo()
+    assert _svg_ids(cost["svg"]) == _svg_ids(plot_cost(results, tmp_path / "alone")["svg"])
+    from privrl.experiment import plot
+
+    alone = plot(results, tmp_path / "alone_curves")
+    assert curves["curves"] == alone["curves"]
+    svgs = (curves["svg"], alone["svg"])
+    ids = [re.findall(r'id="(privrl-curve[^"]*)"', Path(f).read_text()) for f in svgs]
+    assert ids[0] == ids[1] and ids[0]
+
+
 def test_without_a_private_agent_there_is_nothing_to_compare(tmp_path):
     out = tmp_path / "plain"
     sweep(env=ENV, agents={"plain": AGENTS["plain"]}, seeds=1, episodes=20, outdir=out, progress=False)

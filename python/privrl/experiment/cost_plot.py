@@ -153,11 +153,16 @@ def figures(
     default OUTDIR/regret) and the cost figure at the same stem with "_cost" (OUTDIR/regret_cost,
     fig.pdf -> fig_cost.pdf), or None for it when no study has a private agent (nothing to compare)."""
     from privrl.experiment.plots import plot
+    from privrl.experiment.results import load_results, load_run_records
 
     outdir = os.path.expanduser(outdir)
     target = os.path.expanduser(output if output is not None else os.path.join(outdir, "regret"))
-    curves = plot(outdir, output=target, band=band)
-    table = cost_table(outdir, band)
+    # the folder read once for both figures (each read every run's table: ~8 ms a run), checked as
+    # plot(outdir) checks it; the run records are what cost_table(outdir) reads
+    df = load_results(outdir)
+    _check_table(df, "regret", "OUTDIR")
+    curves = plot(df, output=target, band=band)
+    table = cost_table(df, band, {"runs": load_run_records(outdir)})
     if not _studies(table):
         return curves, None
     path = Path(target)  # as plot reads it: "figs/" and "figs/." are the stem figs (figs.png)
