@@ -376,22 +376,53 @@ def _old_refine(A, S, y, yp, a0, b0, free_angle):
     return val, (best[0], best[1], best[2])
 
 
-def test_the_worst_case_search_is_bit_identical_to_meshgrid_and_clip():
-    """_refine builds its grids without np.meshgrid and clips with np.minimum / np.maximum (a third
-    of the time of an LSVI-UCB calibration): the same grids and the same search, to the bit."""
+def _old_maximise(A, S, y_low, y_high, free_angle):
+    """_maximise as it was: per vertex a 101 x 101 grid, then _refine from its 3 best points, one by one."""
+    from privrl.privacy.plans import _objective
+
+    ys = sorted({float(y_low), float(y_high)})
+    best = (-math.inf, (0.0, 0.0, 1.0, 0.0, 0.0))
+    for y in ys:
+        for yp in ys:
+            ab = np.linspace(0.0, 1.0, 101)
+            a, b = np.meshgrid(ab, ab, indexing="ij")
+            g = _objective(A, S, a, b, _old_best_angle(A, S, a, b, y, yp, free_angle), y, yp)
+            vertex = (-math.inf, (0.0, 0.0, 1.0))
+            for idx in np.argsort(g, axis=None)[::-1][:3]:
+                i, j = (int(v) for v in np.unravel_index(int(idx), g.shape))
+                val, pt = _old_refine(A, S, y, yp, float(ab[i]), float(ab[j]), free_angle)
+                if val > vertex[0]:
+                    vertex = (val, pt)
+            if vertex[0] > best[0]:
+                best = (vertex[0], (*vertex[1], y, yp))
+    return best
+
+
+def test_the_worst_case_search_is_bit_identical_to_one_search_at_a_time():
+    """_refine searches from every start at once (rows of (n, 9, 9) arrays) and clips with np.minimum /
+    np.maximum (an LSVI-UCB calibration spent most of its time in the searches' numpy calls): the
+    same searches, the same maximum, to the bit, whether a start is searched alone or with others."""
     from privrl.privacy import plans
 
-    ab = np.linspace(0.0, 1.0, 101)
-    for got, want in zip(plans._grid(ab, ab[::-1]), np.meshgrid(ab, ab[::-1], indexing="ij"), strict=True):
-        assert got.flags.c_contiguous and np.array_equal(got, want)
     c = np.array([-np.inf, -2.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 3.0, np.inf, np.nan])
     np.testing.assert_array_equal(np.minimum(np.maximum(c, -1.0), 1.0), np.clip(c, -1.0, 1.0))
     assert np.signbit(np.minimum(np.maximum(c, -1.0), 1.0)[4])  # -0.0 stays -0.0, as np.clip keeps it
     rng = np.random.default_rng(3)
-    for k in range(30):
-        A, S = (0.0 if k % 7 == 0 else float(10 ** rng.uniform(-6, 3))), float(10 ** rng.uniform(-6, 3))
-        y, yp = (float(v) for v in rng.uniform(-2, 2, 2))
-        a0, b0 = (float(v) for v in rng.integers(0, 101, 2) / 100)
-        for free in (False, True):
+    for free in (False, True):
+        cases, wants = [], []
+        for k in range(30):
+            A, S = (0.0 if k % 7 == 0 else float(10 ** rng.uniform(-6, 3))), float(10 ** rng.uniform(-6, 3))
+            y, yp = (float(v) for v in rng.uniform(-2, 2, 2))
+            a0, b0 = (float(v) for v in rng.integers(0, 101, 2) / 100)
             want = _old_refine(A, S, y, yp, a0, b0, free)
-            assert plans._refine(A, S, y, yp, (a0, b0), 0.01, free) == want, (A, S, y, yp, a0, b0, free)
+            assert plans._refine(A, S, [(y, yp, (a0, b0))], 0.01, free) == [want]
+            cases.append((A, S, y, yp, a0, b0))
+            wants.append(want)
+        A, S = cases[1][:2]  # one (A, S), many starts at once
+        together = plans._refine(A, S, [(y, yp, (a0, b0)) for _, _, y, yp, a0, b0 in cases], 0.01, free)
+        assert together == [_old_refine(A, S, y, yp, a0, b0, free) for _, _, y, yp, a0, b0 in cases]
+        for A, S, y, yp, _, _ in cases[:10]:
+            y_low, y_high = min(y, yp, 0.0), max(y, yp)
+            assert plans._maximise.__wrapped__(A, S, y_low, y_high, free) == _old_maximise(
+                A, S, y_low, y_high, free
+            )
