@@ -550,7 +550,8 @@ def sweep(
     resume: bool = True,
     format: str = "auto",
 ) -> tuple[pd.DataFrame, dict]:
-    """Run every (agent, epsilon, seed) on `env` and return (tidy DataFrame, manifest).
+    """Run every (agent, epsilon, seed) on `env` and return (df, manifest): one row per run and logged
+    episode (privrl.experiment.COLUMNS), and the manifest dict (versions, config, every run's record).
 
     env: a registered name, {"name": ..., **kwargs} (rebuilt inside each worker) or a FiniteMDP.
     agents: {display name: {"algorithm": "UCRL-VTR" | "UCRL-VTR+" | "LSVI-UCB" | "LinUCB", "privacy": "none" |
@@ -564,20 +565,16 @@ def sweep(
     seeds: a count (0..n-1) or a list; root_seed: the root of every run's SeedSequence (with the
         run's key, docs/harness.md "Reproducibility"). log_every: log a row every that many
         episodes, and always the last (None: max(1, K // 100)).
-    n_jobs > 1 runs on local threads (backend="threads", the
-        default: the Rust agents release the GIL, and a script needs no __main__ guard) or
-        processes (backend="processes": for a user's own agents or environments written in
-        Python, which hold the GIL); scheduler (a Dask address, Client or cluster) runs each run
-        as a Dask task.
-        Results are identical either way (only the wall_time column differs). outdir: write the
-        results folder (see docs/harness.md) and, when `resume` is true (the default), load the
-        runs already finished there instead of recomputing them; format: its table's format,
-        "parquet" (needs pyarrow), "csv" or "auto" (parquet when pyarrow is installed).
-        studies: several [env + agents] tables in one sweep (the TOML [[study]]).
-        progress: tqdm bars (runs, episodes/s); None (default) shows them when running
-        interactively (a terminal or a notebook), never in a pipe or a log file.
-    Returns (df, manifest): one row per run and logged episode (privrl.experiment.COLUMNS), and
-    the manifest dict (versions, config, every run's record; OUTDIR/manifest.json).
+    n_jobs > 1 runs on local threads (backend="threads", the default: the Rust agents release the
+        GIL, and a script needs no __main__ guard) or processes (backend="processes": for a user's
+        own agents or environments written in Python, which hold the GIL); scheduler (a Dask
+        address, Client or cluster) runs each run as a Dask task. Results are identical either way
+        (only the wall_time column differs). outdir: write the results folder (see
+        docs/harness.md) and, when `resume` is true (the default), load the runs already finished
+        there instead of recomputing them; format: its table's format, "parquet" (needs pyarrow),
+        "csv" or "auto" (parquet when pyarrow is installed). studies: several [env + agents]
+        tables in one sweep (the TOML [[study]]). progress: tqdm bars (runs, episodes/s); None
+        (default) shows them when interactive (a terminal or a notebook), never in a pipe or a log.
     """
     raw: dict[str, Any] = {
         "episodes": episodes,
