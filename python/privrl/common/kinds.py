@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["integer_value", "is_index", "is_integer", "is_real"]
+__all__ = ["integer_value", "is_index", "is_integer", "is_real", "real_value"]
 
 # Not numbers to privrl although Python / numpy file them so: a bool is an int, np.bool_ converts to
 # one, and numpy files a duration (np.timedelta64) under np.integer and numbers.Integral.
@@ -45,4 +45,15 @@ def integer_value(value: Any) -> int | None:
         return int(value)
     if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu":
         return int(value)
+    return None
+
+
+def real_value(value: Any) -> float | None:
+    """The real number `value` is (:func:`is_real`), or that a 0-d numpy array of an integer or
+    floating dtype holds (``np.array(0.5)``), as a float; None for anything else (a str such as
+    "0.5", None, a bool, a complex, an array of another shape: never converted)."""
+    if type(value) is float or is_real(value):
+        return float(value)
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        return float(value)
     return None

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.checks import check_pos_int, integer_value, is_integer, is_real
+from privrl.common.checks import check_pos_int, integer_value, is_integer
 from privrl.common.errors import (
     AssumptionError,
     AssumptionWarning,
@@ -19,6 +19,7 @@ from privrl.common.errors import (
     IndexRangeError,
     ShapeError,
 )
+from privrl.common.kinds import real_value
 from privrl.envs.finite import FiniteMDP, _as_array, check_dense_size, outside_unit_interval
 from privrl.envs.linear import LinearMDP, tabular_linear_mdp
 
@@ -45,13 +46,13 @@ def padding_reward(reward: Callable[[float], float] | None) -> float:
             f"reward must be a callable mapping an environment's reward into [0, 1], got {reward!r}"
         )
     out = 0.0 if reward is None else reward(0.0)
-    if not (is_real(out) or (isinstance(out, np.ndarray) and out.shape == () and out.dtype.kind in "iuf")):
+    pad = real_value(out)
+    if pad is None:
         # a rescale without `return` gave None: float()'s "argument must be ... not 'NoneType'"
         raise TypeError(
             f"reward(0.0) returned {out!r} ({type(out).__name__}), not a real number: the rescale must "
             "return the rescaled reward (a function without `return` gives None)"
         )
-    pad = float(out)
     if not 0.0 <= pad <= 1.0:
         raise AssumptionError(
             f"reward(0.0) = {pad:g} is outside [0, 1]: the steps after an episode ends pay the "

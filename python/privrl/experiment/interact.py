@@ -28,7 +28,6 @@ from privrl.common.errors import (
     AssumptionWarning,
     CapacityError,
     IndexRangeError,
-    NonFiniteError,
     ShapeError,
 )
 from privrl.common.memory import refuse_over_memory
@@ -37,6 +36,7 @@ from privrl.envs.features import observation_index
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.gym import padding_reward, time_limit
 from privrl.experiment.progress import bar
+from privrl.experiment.steps import step_reward
 
 __all__ = ["Evaluation", "LearnResult", "evaluate", "learn"]
 
@@ -215,7 +215,6 @@ def _monte_carlo(
             state = _checked_index(space, *found)
         else:
             state = _identity if not callable(policy) else _observation_index(env)
-    scale = float if reward is None else reward
     # learn's padding: only with a rescale (else it is 0) and a horizon (an H or an array's rows)
     pad = padding_reward(reward) if reward is not None and (H is not None or not callable(policy)) else 0.0
     returns = np.empty(n)
@@ -224,9 +223,7 @@ def _monte_carlo(
         total = 0.0
         for h in range(horizon):
             obs, r_env, terminated, truncated, _ = env.step(act(state(obs), h))
-            r = float(scale(r_env))
-            if not math.isfinite(r):  # as learn refuses it (a NaN value was returned)
-                raise NonFiniteError(f"reward(r) gave {r} for the environment's reward {r_env!r}")
+            r = step_reward(r_env, reward, f"episode {k + 1}, step {h}")  # as learn checks it
             total += r
             if terminated or truncated:
                 total += pad * (horizon - h - 1)
@@ -368,10 +365,9 @@ def learn(
         f"the return and the regret of each of its episodes = {K}",
         "Pass fewer episodes= per call: the agent learns on from where a call stopped.",
     )
-    scale = reward if reward is not None else float
     pad = padding_reward(reward)
     t0 = time.perf_counter()
-    returns, early, changes = _episodes(agent, env, K, seed, state, scale, pad, callback, progress)
+    returns, early, changes = _episodes(agent, env, K, seed, state, reward, pad, callback, progress)
     regret = None if reference is None else np.cumsum(reference - returns)
     return LearnResult(returns, regret, time.perf_counter() - t0, agent.label, early, changes)
 
@@ -382,7 +378,7 @@ def _episodes(
     K: int,
     seed: Any,
     state: Callable[[Any], int],
-    scale: Callable[[float], float],
+    reward: Callable[[float], float] | None,
     pad: float,
     callback: Callable[[int, float], None] | None,
     progress: bool | None,
@@ -426,9 +422,7 @@ def _episodes(
                     s = state(obs)
                     if type(s) is not int or not 0 <= s < S or s == z:
                         s = _state_index(s, S, z)
-                    r = float(scale(r_env))
-                    if not math.isfinite(r):
-                        raise NonFiniteError(f"reward(r) gave {r} for the environment's reward {r_env!r}")
+                    r = step_reward(r_env, reward, f"user {k + 1}, step {h}")
                     done = bool(terminated or truncated)
                     early += int(done and h < H - 1)
                     s = z if done and z >= 0 else s  # ended: the absorbing state, not the last observation
