@@ -72,3 +72,39 @@ def test_a_real_reward_of_any_kind_is_learned_as_before():
         np.testing.assert_array_equal(res.returns, plain.returns)
     with pytest.raises(NonFiniteError, match=r"environment's reward at user 2, step 0 is nan"):
         privrl.learn(_agent(), Chain(math.nan, user=1, step=0), episodes=5, seed=1)
+
+
+class Malformed(Chain):
+    """Chain whose reset or step returns `out` at user `user`, step `step` (step None: reset)."""
+
+    def __init__(self, out, user, step):
+        super().__init__()
+        self.out, self.at = out, (user, step)
+
+    def reset(self, seed=None, options=None):
+        got = super().reset(seed=seed)
+        return self.out(self) if self.at == (self.k, None) else got
+
+    def step(self, a):
+        t = self.t
+        got = super().step(a)
+        return self.out(self) if self.at == (self.k, t) else got
+
+
+@pytest.mark.parametrize(
+    ("out", "step", "match"),
+    [
+        (lambda env: env.s, None, r"env\.reset\(\) returned \d \(int\) at user 2: gymnasium's reset returns"),
+        (lambda env: (env.s, 0.0, False, {}), 1, r"\(tuple of 4\) at user 2, step 1.*gym < 0\.26"),
+        (lambda env: None, 3, r"env\.step\(\) returned None \(NoneType\) at user 2, step 3"),
+    ],
+)
+def test_a_malformed_reset_or_step_is_refused_naming_what_it_returned(out, step, match):
+    """The unpacking gave a bare 'too many / not enough values to unpack' (or 'cannot unpack
+    non-iterable NoneType') naming neither the call nor the user."""
+    agent = _agent()
+    with pytest.raises(ValueError, match=match):
+        privrl.learn(agent, Malformed(out, 1, step), episodes=4, seed=1)
+    assert agent.k == 1
+    with pytest.raises(ValueError, match=match.replace("user", "episode")):
+        privrl.evaluate(lambda s, h: 1, Malformed(out, 1, step), episodes=3, seed=0, H=H)

@@ -36,7 +36,7 @@ from privrl.envs.features import observation_index
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.gym import padding_reward, time_limit
 from privrl.experiment.progress import bar
-from privrl.experiment.steps import step_reward
+from privrl.experiment.steps import reset_observation, step_result, step_reward
 
 __all__ = ["Evaluation", "LearnResult", "evaluate", "learn"]
 
@@ -219,10 +219,12 @@ def _monte_carlo(
     pad = padding_reward(reward) if reward is not None and (H is not None or not callable(policy)) else 0.0
     returns = np.empty(n)
     for k in range(n):
-        obs, _ = env.reset(seed=seed if k == 0 else None)
+        obs = reset_observation(env.reset(seed=seed if k == 0 else None), f"episode {k + 1}")
         total = 0.0
         for h in range(horizon):
-            obs, r_env, terminated, truncated, _ = env.step(act(state(obs), h))
+            obs, r_env, terminated, truncated = step_result(
+                env.step(act(state(obs), h)), f"episode {k + 1}, step {h}"
+            )
             r = step_reward(r_env, reward, f"episode {k + 1}, step {h}")  # as learn checks it
             total += r
             if terminated or truncated:
@@ -405,7 +407,7 @@ def _episodes(
     pbar = bar(K, agent.label, progress)
     try:
         for k in range(K):
-            obs, _ = env.reset(seed=seed if k == 0 else None)
+            obs = reset_observation(env.reset(seed=seed if k == 0 else None), f"user {k + 1}")
             table = core.policy()  # plans the arriving user's policy if it is due
             if core.policy_updates != pi_of:
                 pi, pi_of = table.tolist(), core.policy_updates
@@ -418,7 +420,7 @@ def _episodes(
                 if done:  # after the environment's end: stay, paid as a zero reward
                     r = pad
                 else:
-                    obs, r_env, terminated, truncated, _ = env.step(a)
+                    obs, r_env, terminated, truncated = step_result(env.step(a), f"user {k + 1}, step {h}")
                     s = state(obs)
                     if type(s) is not int or not 0 <= s < S or s == z:
                         s = _state_index(s, S, z)

@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from privrl.common.errors import NonFiniteError
+from privrl.common.errors import NonFiniteError, ShapeError
 from privrl.common.kinds import real_value
 
 
@@ -38,3 +38,38 @@ def step_reward(r_env: Any, reward: Callable[[float], float] | None, where: str)
     if not math.isfinite(r):
         raise NonFiniteError(f"reward(r) gave {r} for the environment's reward {r_env!r} at {where}")
     return r
+
+
+def reset_observation(out: Any, where: str) -> Any:
+    """The observation of ``env.reset()``'s ``(observation, info)`` (the tuple's unpacking gave a
+    bare "too many values to unpack" for an observation returned alone)."""
+    if isinstance(out, (tuple, list)) and len(out) == 2:
+        return out[0]
+    raise ShapeError(
+        f"env.reset() returned {_short(out)} at {where}: gymnasium's reset returns (observation, info)"
+    )
+
+
+def step_result(out: Any, where: str) -> tuple[Any, Any, Any, Any]:
+    """``(obs, reward, terminated, truncated)`` of ``env.step()``'s five-tuple (its unpacking gave
+    a bare "not enough values to unpack (expected 5, got 4)" for the old gym API's four)."""
+    if isinstance(out, (tuple, list)) and len(out) == 5:
+        return out[0], out[1], out[2], out[3]
+    old = (
+        " (the four of gym < 0.26, (obs, reward, done, info): port the environment to gymnasium, "
+        "or wrap it with shimmy's GymV21CompatibilityV0)"
+        if isinstance(out, (tuple, list)) and len(out) == 4
+        else ""
+    )
+    raise ShapeError(
+        f"env.step() returned {_short(out)} at {where}: gymnasium's step returns (observation, "
+        f"reward, terminated, truncated, info){old}"
+    )
+
+
+def _short(out: Any) -> str:
+    """A malformed return named by its kind and length, and its start."""
+    text = repr(out)
+    text = text if len(text) <= 120 else text[:117] + "..."
+    size = f" of {len(out)}" if isinstance(out, (tuple, list)) else ""
+    return f"{text} ({type(out).__name__}{size})"
