@@ -108,3 +108,58 @@ def test_a_malformed_reset_or_step_is_refused_naming_what_it_returned(out, step,
     assert agent.k == 1
     with pytest.raises(ValueError, match=match.replace("user", "episode")):
         privrl.evaluate(lambda s, h: 1, Malformed(out, 1, step), episodes=3, seed=0, H=H)
+
+
+class Raising(Chain):
+    """Chain whose reset (step None) or step `step` of user `user` raises `error`."""
+
+    def __init__(self, error, user, step):
+        super().__init__()
+        self.error, self.at = error, (user, step)
+
+    def reset(self, seed=None, options=None):
+        got = super().reset(seed=seed)
+        if self.at == (self.k, None):
+            raise self.error
+        return got
+
+    def step(self, a):
+        if self.at == (self.k, self.t):
+            raise self.error
+        return super().step(a)
+
+
+@pytest.mark.skipif(not hasattr(BaseException, "add_note"), reason="exception notes: Python 3.11+")
+@pytest.mark.parametrize("error", [RuntimeError("boom"), KeyboardInterrupt()])
+@pytest.mark.parametrize(
+    ("step", "where"), [(None, "at env.reset / state(obs)"), (0, "at step 0"), (H - 1, f"at step {H - 1}")]
+)
+def test_a_failing_user_is_named_and_left_out_and_learn_continues_as_without_it(error, step, where):
+    """The user's own exception came through with nothing saying which user or step failed or what
+    the agent kept; now it carries a note (its type unchanged) and the run continued afterwards is
+    the run without the failing user, bit for bit."""
+    agent, twin = _agent(), _agent()
+    privrl.learn(agent, Chain(), episodes=5, seed=1)
+    privrl.learn(twin, Chain(), episodes=5, seed=1)
+    with pytest.raises(type(error)) as info:
+        privrl.learn(agent, Raising(error, 2, step), episodes=6, seed=3)
+    assert agent.k == 7 and agent.clip_count == 0
+    note = (
+        f"privrl.learn stopped at user 3 of 6, {where}: the agent kept the 2 users of this call "
+        "before it (agent.k = 7)"
+    )
+    assert any(n.startswith(note) for n in info.value.__notes__)
+    privrl.learn(twin, Chain(), episodes=2, seed=3)  # the two users before the failing one
+    after, without = (
+        privrl.learn(agent, Chain(), episodes=8, seed=4),
+        privrl.learn(twin, Chain(), episodes=8, seed=4),
+    )
+    np.testing.assert_array_equal(after.returns, without.returns)
+    assert agent.k == twin.k and agent.policy_updates == twin.policy_updates
+    np.testing.assert_array_equal(agent.policy(), twin.policy())
+    with pytest.raises(type(error)) as info:
+        privrl.evaluate(lambda s, h: 1, Raising(error, 1, step), episodes=3, seed=0, H=H)
+    assert (
+        f"privrl.evaluate stopped in episode 2 of 3, {'at env.reset' if step is None else where}"
+        in info.value.__notes__
+    )

@@ -36,7 +36,7 @@ from privrl.envs.features import observation_index
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.gym import padding_reward, time_limit
 from privrl.experiment.progress import bar
-from privrl.experiment.steps import reset_observation, step_result, step_reward
+from privrl.experiment.steps import learn_stop, note_stop, reset_observation, step_result, step_reward
 
 __all__ = ["Evaluation", "LearnResult", "evaluate", "learn"]
 
@@ -218,19 +218,29 @@ def _monte_carlo(
     # learn's padding: only with a rescale (else it is 0) and a horizon (an H or an array's rows)
     pad = padding_reward(reward) if reward is not None and (H is not None or not callable(policy)) else 0.0
     returns = np.empty(n)
-    for k in range(n):
-        obs = reset_observation(env.reset(seed=seed if k == 0 else None), f"episode {k + 1}")
-        total = 0.0
-        for h in range(horizon):
-            obs, r_env, terminated, truncated = step_result(
-                env.step(act(state(obs), h)), f"episode {k + 1}, step {h}"
-            )
-            r = step_reward(r_env, reward, f"episode {k + 1}, step {h}")  # as learn checks it
-            total += r
-            if terminated or truncated:
-                total += pad * (horizon - h - 1)
-                break
-        returns[k] = total
+    k = h = 0
+    try:
+        for k in range(n):
+            h = -1
+            obs = reset_observation(env.reset(seed=seed if k == 0 else None), f"episode {k + 1}")
+            total = 0.0
+            for h in range(horizon):
+                obs, r_env, terminated, truncated = step_result(
+                    env.step(act(state(obs), h)), f"episode {k + 1}, step {h}"
+                )
+                r = step_reward(r_env, reward, f"episode {k + 1}, step {h}")  # as learn checks it
+                total += r
+                if terminated or truncated:
+                    total += pad * (horizon - h - 1)
+                    break
+            returns[k] = total
+    except BaseException as e:  # the user's own error (a policy, state or env raising) or privrl's
+        note_stop(
+            e,
+            f"privrl.evaluate stopped in episode {k + 1} of {n}, "
+            + (f"at step {h}" if h >= 0 else "at env.reset"),
+        )
+        raise
     stderr = float(returns.std(ddof=1) / math.sqrt(n)) if n > 1 else math.inf
     return Evaluation(value=float(returns.mean()), exact=False, stderr=stderr, episodes=n)
 
@@ -405,8 +415,10 @@ def _episodes(
     pi_of = -1  # the policy_updates count `pi` was read at
     changes = _core.PolicyChanges()
     pbar = bar(K, agent.label, progress)
+    k, h, observed = 0, -1, False  # where a failure stopped the loop (h = -1: at reset)
     try:
         for k in range(K):
+            h, observed = -1, False
             obs = reset_observation(env.reset(seed=seed if k == 0 else None), f"user {k + 1}")
             table = core.policy()  # plans the arriving user's policy if it is due
             if core.policy_updates != pi_of:
@@ -431,11 +443,15 @@ def _episodes(
                 actions[h], rewards[h], states[h + 1] = a, r, s
             returns[k] = rewards.sum()
             core.observe(states, actions, rewards)  # checked here, step by step
+            observed = True
             agent._sync_guards()
             if callback is not None:
                 callback(k + 1, returns[k])
             if pbar is not None:
                 pbar.update(1)
+    except BaseException as e:  # the user's own error or privrl's, with where it stopped
+        note_stop(e, learn_stop(k, K, h, observed, agent.k))
+        raise
     finally:
         if pbar is not None:
             pbar.close()

@@ -73,3 +73,27 @@ def _short(out: Any) -> str:
     text = text if len(text) <= 120 else text[:117] + "..."
     size = f" of {len(out)}" if isinstance(out, (tuple, list)) else ""
     return f"{text} ({type(out).__name__}{size})"
+
+
+def note_stop(e: BaseException, text: str) -> None:
+    """Add `text` to the traceback of `e`, the user's own exception or privrl's (PEP 678 notes;
+    Python 3.10 has none and shows the exception alone)."""
+    add = getattr(e, "add_note", None)
+    if add is not None:
+        add(text)
+
+
+def learn_stop(k: int, K: int, h: int, observed: bool, agent_k: int) -> str:
+    """Where privrl.learn stopped (user k + 1 of its K, at reset (h = -1) or step h) and what the
+    agent kept: a user whose episode failed is not observed at all."""
+    if observed:  # the callback or the progress bar, after agent.observe
+        return (
+            f"privrl.learn stopped after user {k + 1} of {K}, which the agent observed (agent.k = "
+            f"{agent_k}); privrl.learn(agent, env, ...) again continues with the next user"
+        )
+    where = "at env.reset / state(obs)" if h < 0 else f"at step {h}"
+    return (
+        f"privrl.learn stopped at user {k + 1} of {K}, {where}: the agent kept the {k} users of this "
+        f"call before it (agent.k = {agent_k}) and nothing of this one; privrl.learn(agent, env, ...) "
+        "again continues from there (the returns of this call's users went to callback only)"
+    )
