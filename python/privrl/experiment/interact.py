@@ -222,13 +222,11 @@ def _monte_carlo(
     try:
         for k in range(n):
             h = -1
-            obs = reset_observation(env.reset(seed=seed if k == 0 else None), f"episode {k + 1}")
+            obs = reset_observation(env.reset(seed=seed if k == 0 else None), "episode", k)
             total = 0.0
             for h in range(horizon):
-                obs, r_env, terminated, truncated = step_result(
-                    env.step(act(state(obs), h)), f"episode {k + 1}, step {h}"
-                )
-                r = step_reward(r_env, reward, f"episode {k + 1}, step {h}")  # as learn checks it
+                obs, r_env, terminated, truncated = step_result(env.step(act(state(obs), h)), "episode", k, h)
+                r = step_reward(r_env, reward, "episode", k, h)  # as learn checks it
                 total += r
                 if terminated or truncated:
                     total += pad * (horizon - h - 1)
@@ -419,7 +417,7 @@ def _episodes(
     try:
         for k in range(K):
             h, observed = -1, False
-            obs = reset_observation(env.reset(seed=seed if k == 0 else None), f"user {k + 1}")
+            obs = reset_observation(env.reset(seed=seed if k == 0 else None), "user", k)
             table = core.policy()  # plans the arriving user's policy if it is due
             if core.policy_updates != pi_of:
                 pi, pi_of = table.tolist(), core.policy_updates
@@ -432,11 +430,11 @@ def _episodes(
                 if done:  # after the environment's end: stay, paid as a zero reward
                     r = pad
                 else:
-                    obs, r_env, terminated, truncated = step_result(env.step(a), f"user {k + 1}, step {h}")
+                    obs, r_env, terminated, truncated = step_result(env.step(a), "user", k, h)
                     s = state(obs)
                     if type(s) is not int or not 0 <= s < S or s == z:
                         s = _state_index(s, S, z)
-                    r = step_reward(r_env, reward, f"user {k + 1}, step {h}")
+                    r = step_reward(r_env, reward, "user", k, h)
                     done = bool(terminated or truncated)
                     early += int(done and h < H - 1)
                     s = z if done and z >= 0 else s  # ended: the absorbing state, not the last observation

@@ -12,45 +12,46 @@ from privrl.common.errors import NonFiniteError, ShapeError
 from privrl.common.kinds import real_value
 
 
-def step_reward(r_env: Any, reward: Callable[[float], float] | None, where: str) -> float:
+def step_reward(r_env: Any, reward: Callable[[float], float] | None, who: str, k: int, h: int) -> float:
     """The reward of one step: the environment's `r_env` (a real number, a 0-d numeric array or a
     bool) or, with a rescale, ``reward(r_env)`` (a real number, by padding_reward's rule), finite;
-    `where` names the user and the step in the messages."""
-    if reward is None:
-        r = real_value(r_env)
-        if r is None and isinstance(r_env, bool):  # a 0 / 1 reward, as float() took it
-            r = float(r_env)
-        if r is None:
+    the messages name `who` k + 1 and step h (built only for a message: this runs at every step)."""
+    out = r_env if reward is None else reward(r_env)
+    # Python's float and int first (FrozenLake pays an int): real_value's general rule costs ~1 us
+    r = out if type(out) is float else float(out) if type(out) is int else real_value(out)
+    if r is None and reward is None and isinstance(r_env, bool):  # a 0 / 1 reward, as float() took it
+        r = float(r_env)
+    if r is None:
+        where = _where(who, k, h)
+        if reward is None:
             raise TypeError(
                 f"the environment's reward at {where} is {r_env!r} ({type(r_env).__name__}), not a real "
                 "number: env.step must return (obs, reward, terminated, truncated, info) with a real reward"
             )
-        if not math.isfinite(r):
-            raise NonFiniteError(f"the environment's reward at {where} is {r}: rewards must be finite")
-        return r
-    out = reward(r_env)
-    r = real_value(out)
-    if r is None:
         raise TypeError(
             f"reward(r) returned {out!r} ({type(out).__name__}) for the environment's reward {r_env!r} at "
             f"{where}, not a real number: the rescale must return the rescaled reward"
         )
     if not math.isfinite(r):
+        where = _where(who, k, h)
+        if reward is None:
+            raise NonFiniteError(f"the environment's reward at {where} is {r}: rewards must be finite")
         raise NonFiniteError(f"reward(r) gave {r} for the environment's reward {r_env!r} at {where}")
     return r
 
 
-def reset_observation(out: Any, where: str) -> Any:
+def reset_observation(out: Any, who: str, k: int) -> Any:
     """The observation of ``env.reset()``'s ``(observation, info)`` (the tuple's unpacking gave a
     bare "too many values to unpack" for an observation returned alone)."""
     if isinstance(out, (tuple, list)) and len(out) == 2:
         return out[0]
     raise ShapeError(
-        f"env.reset() returned {_short(out)} at {where}: gymnasium's reset returns (observation, info)"
+        f"env.reset() returned {_short(out)} at {_where(who, k, -1)}: gymnasium's reset returns "
+        "(observation, info)"
     )
 
 
-def step_result(out: Any, where: str) -> tuple[Any, Any, Any, Any]:
+def step_result(out: Any, who: str, k: int, h: int) -> tuple[Any, Any, Any, Any]:
     """``(obs, reward, terminated, truncated)`` of ``env.step()``'s five-tuple (its unpacking gave
     a bare "not enough values to unpack (expected 5, got 4)" for the old gym API's four)."""
     if isinstance(out, (tuple, list)) and len(out) == 5:
@@ -62,9 +63,14 @@ def step_result(out: Any, where: str) -> tuple[Any, Any, Any, Any]:
         else ""
     )
     raise ShapeError(
-        f"env.step() returned {_short(out)} at {where}: gymnasium's step returns (observation, "
+        f"env.step() returned {_short(out)} at {_where(who, k, h)}: gymnasium's step returns (observation, "
         f"reward, terminated, truncated, info){old}"
     )
+
+
+def _where(who: str, k: int, h: int) -> str:
+    """ "user 3, step 2" (k = 2, h = 2); "user 3" at reset (h = -1)."""
+    return f"{who} {k + 1}" if h < 0 else f"{who} {k + 1}, step {h}"
 
 
 def _short(out: Any) -> str:
