@@ -36,7 +36,12 @@ from privrl.envs.features import observation_index
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.gym import padding_reward, time_limit
 from privrl.experiment.progress import bar
-from privrl.experiment.steps import learn_stop, note_stop, reset_observation, step_result, step_reward
+from privrl.experiment.steps import (
+    env_step,
+    learn_stop,
+    note_stop,
+    reset_observation,
+)
 
 __all__ = ["Evaluation", "LearnResult", "evaluate", "learn"]
 
@@ -225,8 +230,7 @@ def _monte_carlo(
             obs = reset_observation(env.reset(seed=seed if k == 0 else None), "episode", k)
             total = 0.0
             for h in range(horizon):
-                obs, r_env, terminated, truncated = step_result(env.step(act(state(obs), h)), "episode", k, h)
-                r = step_reward(r_env, reward, "episode", k, h)  # as learn checks it
+                obs, r, terminated, truncated = env_step(env, act(state(obs), h), reward, "episode", k, h)
                 total += r
                 if terminated or truncated:
                     total += pad * (horizon - h - 1)
@@ -430,11 +434,10 @@ def _episodes(
                 if done:  # after the environment's end: stay, paid as a zero reward
                     r = pad
                 else:
-                    obs, r_env, terminated, truncated = step_result(env.step(a), "user", k, h)
+                    obs, r, terminated, truncated = env_step(env, a, reward, "user", k, h)
                     s = state(obs)
                     if type(s) is not int or not 0 <= s < S or s == z:
                         s = _state_index(s, S, z)
-                    r = step_reward(r_env, reward, "user", k, h)
                     done = bool(terminated or truncated)
                     early += int(done and h < H - 1)
                     s = z if done and z >= 0 else s  # ended: the absorbing state, not the last observation

@@ -40,6 +40,20 @@ def step_reward(r_env: Any, reward: Callable[[float], float] | None, who: str, k
     return r
 
 
+def env_step(env: Any, a: int, reward: Callable[[float], float] | None, who: str, k: int, h: int) -> tuple:
+    """``(obs, reward, terminated, truncated)`` of ``env.step(a)``, checked by :func:`step_result`
+    and :func:`step_reward`; the common case (a five-tuple, a finite float reward and no rescale)
+    inline, as learn's loop ran before the checks (this runs at every step)."""
+    out = env.step(a)
+    if type(out) is tuple and len(out) == 5:
+        obs, r_env, terminated, truncated, _ = out
+    else:
+        obs, r_env, terminated, truncated = step_result(out, who, k, h)
+    if reward is None and type(r_env) is float and math.isfinite(r_env):
+        return obs, r_env, terminated, truncated
+    return obs, step_reward(r_env, reward, who, k, h), terminated, truncated
+
+
 def reset_observation(out: Any, who: str, k: int) -> Any:
     """The observation of ``env.reset()``'s ``(observation, info)`` (the tuple's unpacking gave a
     bare "too many values to unpack" for an observation returned alone)."""
