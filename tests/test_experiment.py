@@ -1262,3 +1262,37 @@ def test_a_sweep_env_with_seed_none_draws_one_model_per_study(tmp_path):
     bandit = {"name": "ClassificationBandit", "dataset": "digits", "seed": None}
     linucb = {"L": {"algorithm": "LinUCB", "privacy": "none"}}
     assert build_config({"env": bandit, "agents": linucb}).studies[0].env["seed"] is None
+
+
+def test_a_notebook_without_ipywidgets_gets_a_text_bar_and_no_warning():
+    """tqdm.auto in a Jupyter kernel without ipywidgets warned "IProgress not found. Please update
+    jupyter and ipywidgets" before falling back to the text bar; the bar works without a widget, so
+    privrl's bars come up with no warning (a fresh process: tqdm.auto warns on its first import)."""
+    import subprocess
+    import sys
+
+    code = """
+import sys, types, warnings
+try:
+    import ipywidgets  # noqa: F401
+    print("has-ipywidgets"); raise SystemExit
+except ImportError:
+    pass
+class ZMQInteractiveShell:  # what tqdm.autonotebook looks for (tqdm 4.70)
+    config = {"IPKernelApp": {}}
+sys.modules["IPython"] = types.SimpleNamespace(get_ipython=lambda: ZMQInteractiveShell())
+sys.modules["ipykernel.zmqshell"] = types.ModuleType("ipykernel.zmqshell")
+with warnings.catch_warnings(record=True) as seen:  # tqdm.auto catches a warning raised as error
+    warnings.simplefilter("always")
+    from privrl.experiment.progress import bar
+    b = bar(3, "users", True)
+    b.update(3); b.close()
+import tqdm.notebook, tqdm.std
+text = isinstance(b, tqdm.std.tqdm) and not isinstance(b, tqdm.notebook.tqdm_notebook)
+print(text, [str(w.message) for w in seen])
+"""
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    if res.stdout.strip() == "has-ipywidgets":
+        pytest.skip("ipywidgets is installed: tqdm.auto gives the notebook widget")
+    assert res.stdout.strip() == "True []"  # the text bar, no warning

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["interactive", "bar", "checked_progress"]
+__all__ = ["interactive", "bar", "checked_progress", "tqdm_class"]
 
 
 def interactive() -> bool:
@@ -23,13 +23,24 @@ def checked_progress(progress: Any) -> bool | None:
     return None if progress is None else bool(progress)
 
 
+def tqdm_class() -> Any:
+    """tqdm.auto's bar class: the notebook widget in a Jupyter kernel with ipywidgets, the text bar
+    elsewhere. Without ipywidgets tqdm.auto falls back to the text bar by itself but first warns
+    "IProgress not found. Please update jupyter and ipywidgets" on every first import: a bar needs
+    no widget, so that warning is silenced here."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        from tqdm.auto import tqdm  # type: ignore[import-untyped, unused-ignore]
+    return tqdm
+
+
 def bar(total: int, desc: str, progress: bool | None, unit: str = "user") -> Any:
     """A tqdm bar of ``total`` steps shown after 2 s (``progress=None``: when interactive), or None."""
     progress = checked_progress(progress)
     if not (interactive() if progress is None else progress):
         return None
-    from tqdm.auto import tqdm  # type: ignore[import-untyped, unused-ignore]
-
-    return tqdm(
+    return tqdm_class()(
         total=total, desc=desc, unit=unit, delay=2.0, file=sys.stderr, dynamic_ncols=True, leave=False
     )

@@ -36,7 +36,7 @@ from privrl.experiment.config import (
 from privrl.experiment.environments import GymnasiumTask
 from privrl.experiment.parsing import build_config, listed
 from privrl.experiment.preflight import build_agent, preflight
-from privrl.experiment.progress import checked_progress, interactive
+from privrl.experiment.progress import checked_progress, interactive, tqdm_class
 from privrl.experiment.relay import recorded, reemit
 from privrl.experiment.results import (
     COLUMNS,
@@ -237,8 +237,7 @@ class _Progress:
         self.bars = None
         if not enabled:
             return
-        from tqdm.auto import tqdm  # type: ignore[import-untyped, unused-ignore]
-
+        tqdm = tqdm_class()
         self.bars = (
             tqdm(total=n_runs, initial=n_done, desc="runs", unit="run", position=0, file=sys.stderr),
             tqdm(
