@@ -508,20 +508,7 @@ impl AdaptiveState {
             }
         }
         let n = rows.len();
-        let b = &mut self.bonus[h * n..(h + 1) * n];
-        // ||L^T phi|| with y = L^T phi accumulated row by row of L (contiguous): each y_k sums
-        // p_i l_ik in the row's column order, as a per-k fold would, so the bits are the same.
-        let mut y = vec![0.0; d];
-        for (r, o) in b.iter_mut().enumerate() {
-            let (cols, vals) = rows.row(r);
-            y.fill(0.0);
-            for (&i, p) in cols.iter().zip(vals) {
-                y.iter_mut()
-                    .zip(&l[i * d..(i + 1) * d])
-                    .for_each(|(s, li)| *s += p * li);
-            }
-            *o = y.iter().map(|s| s * s).sum::<f64>().sqrt();
-        }
+        rows.norms_through(l, d, &mut self.bonus[h * n..(h + 1) * n]);
     }
 }
 
