@@ -70,7 +70,8 @@ pub struct Billboard {
     pub inverse: Vec<f64>,
     pub weights: Vec<f64>,
     pub users: u64,
-    /// Non-private: the server's `forms` of this release (empty when private).
+    /// Non-private: the server's `forms` of this release (empty when private; not copied under
+    /// the adaptive rule, which never reads them).
     pub forms: Vec<f64>,
     /// sqrt(max(form, 0)) of every form (rebuilt from forms after a load).
     #[serde(skip)]
@@ -325,8 +326,10 @@ impl LsviAgent {
                 board.plain[hh] = sm.is_plain_diagonal();
             }
         }
-        self.board.forms.clone_from(&self.server.forms);
-        self.board.widths.clone_from(&self.server.widths);
+        if self.adaptive.is_none() {
+            self.board.forms.clone_from(&self.server.forms);
+            self.board.widths.clone_from(&self.server.widths);
+        }
         self.board.lazy = false;
     }
 
@@ -687,6 +690,9 @@ impl LsviAgent {
         srv.next_columns_ready(s_n, d);
         let rows = s_n * a_n;
         let mut refresh = false;
+        // the adaptive rule's widths come from its posterior (`lsvi_adaptive`): the forms, the
+        // other rules' widths, are neither read nor kept current there (O(S A nnz) per step)
+        let forms = self.adaptive.is_none();
         let i = srv.n as usize;
         if srv.n < srv.record_capacity {
             srv.states[i * (h_n + 1)..(i + 1) * (h_n + 1)].copy_from_slice(&t.states);
@@ -708,17 +714,19 @@ impl LsviAgent {
                     }
                 }
             } else {
-                update_forms(
-                    &mut srv.forms[h * rows..(h + 1) * rows],
-                    &mut srv.widths[h * rows..(h + 1) * rows],
-                    &self.sparse,
-                    srv.exact[h].inverse(),
-                    ph,
-                    nz,
-                    &mut w.scratch,
-                );
+                if forms {
+                    update_forms(
+                        &mut srv.forms[h * rows..(h + 1) * rows],
+                        &mut srv.widths[h * rows..(h + 1) * rows],
+                        &self.sparse,
+                        srv.exact[h].inverse(),
+                        ph,
+                        nz,
+                        &mut w.scratch,
+                    );
+                }
                 srv.exact[h].update_within(ph, nz)?;
-                refresh |= srv.exact[h].updates().is_multiple_of(1024);
+                refresh |= forms && srv.exact[h].updates().is_multiple_of(1024);
             }
             let rs = &mut srv.reward_sum[h * d..(h + 1) * d];
             nz.iter().for_each(|&j| rs[j] += ph[j] * w.r[h]);

@@ -45,7 +45,8 @@ pub struct Server {
     /// The eta of the last release (H x d).
     pub last_eta: Vec<f64>,
     /// Non-private: `phi_r^T Lambda_h^{-1} phi_r` for every step h and table row r (H x S A),
-    /// kept current by the rank-one updates (a bonus costs O(d) per row, not O(d^2)).
+    /// kept current by the rank-one updates (a bonus costs O(d) per row, not O(d^2)); under the
+    /// adaptive rule, whose widths come from its posterior, left at their initial values.
     pub forms: Vec<f64>,
     /// sqrt(max(form, 0)) of every form, kept with it (rebuilt from forms after a load).
     #[serde(skip)]
