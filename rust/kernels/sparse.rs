@@ -136,6 +136,25 @@ impl SparseRows {
     /// a time or, when every row holds the same columns (a dense table), four at a time with each
     /// row of L read once for the four.
     pub fn norms_through(&self, l: &[f64], d: usize, out: &mut [f64]) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx2") {
+                // SAFETY: only taken when the CPU reports AVX2. Wider registers only: without
+                // FMA (not enabled) every product and sum rounds as in the plain build.
+                return unsafe { self.norms_through_avx2(l, d, out) };
+            }
+        }
+        self.norms_through_impl(l, d, out)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn norms_through_avx2(&self, l: &[f64], d: usize, out: &mut [f64]) {
+        self.norms_through_impl(l, d, out)
+    }
+
+    #[inline(always)]
+    fn norms_through_impl(&self, l: &[f64], d: usize, out: &mut [f64]) {
         let n = self.len();
         let norm = |y: &[f64]| y.iter().map(|s| s * s).sum::<f64>().sqrt();
         let mut r = 0;
