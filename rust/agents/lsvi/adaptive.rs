@@ -20,10 +20,11 @@ impl LsviAgent {
         let w = &self.board.weights[h * d..(h + 1) * d];
         let b = &st.bonus[h * rows..(h + 1) * rows];
         let vmax = (self.h - h) as f64;
-        for (s, v) in next.iter_mut().enumerate() {
-            let best = (s * a_n..(s + 1) * a_n)
-                .map(|r| self.sparse.dot_with(r, w) + b[r])
-                .fold(f64::NEG_INFINITY, f64::max);
+        // dot_rows: dot_with's sums bit for bit, four dense rows at a time
+        let mut q = vec![0.0; rows];
+        self.sparse.dot_rows(w, &mut q, |r, m| m + b[r]);
+        for (v, qs) in next.iter_mut().zip(q.chunks_exact(a_n)) {
+            let best = qs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             *v = best.clamp(0.0, vmax);
         }
     }
