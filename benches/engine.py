@@ -92,6 +92,14 @@ WORKLOADS = [
     Workload("frozen-jdp", "JDP LSVI-UCB static (eps 10), FrozenLake one-hot", 20_000, lambda: (
         env := _frozen_lake(),
         lambda: LSVIUCB(env, JointDP(10.0, 1e-5, calibration="paper"), episodes=20_000, seed=1, lam=1.0))),
+    # the LSVI-UCB a user gets by default (calibration "adaptive", per-user sampling): non-private,
+    # its release after each of ceil(sqrt(d H K)) batches is privrl's costliest path per episode
+    Workload("linear-def", "LSVI-UCB defaults, non-private, RandomLinearMDP", 2_000, lambda: (
+        env := RandomLinearMDP(),
+        lambda: LSVIUCB(env, NonPrivate(), episodes=2_000, seed=1)), reference=False),
+    Workload("linear-jdp-def", "JDP LSVI-UCB defaults (eps 1), RandomLinearMDP", 10_000, lambda: (
+        env := RandomLinearMDP(),
+        lambda: LSVIUCB(env, JointDP(1.0, 1e-5), episodes=10_000, seed=1)), reference=False),
     # the same pair with the defaults a user gets (calibration "adaptive", per-user sampling):
     # not the paper's algorithms, so no numpy reference
     Workload("frozen-every-def", "LSVI-UCB every episode, defaults, FrozenLake one-hot", 20_000, lambda: (

@@ -352,44 +352,51 @@ pub fn group_max(
     let n = q.len() / n_actions;
     check_len("max buffer", vmax.len(), n)?;
     check_len("argmax buffer", argmax.len(), n)?;
-    if let Some(i) = q.iter().position(|x| x.is_nan()) {
+    // a branch-free scan first (it vectorizes), the position only for the message
+    if q.iter().fold(false, |acc, x| acc | x.is_nan()) {
+        let i = q.iter().position(|x| x.is_nan()).unwrap_or(0);
         return Err(CoreError::NonFinite(format!(
             "Q value is NaN at flat index {i}"
         )));
     }
+    // The running best's value is kept in a register (`top`, equal to row[best] under ==: a tie
+    // may swap +0 and -0, so the max written is row[best] itself, as before).
+    let groups = q
+        .chunks_exact(n_actions)
+        .zip(vmax.iter_mut().zip(argmax.iter_mut()));
     match tie {
         TieBreak::Lowest => {
-            for (g, row) in q.chunks_exact(n_actions).enumerate() {
-                let mut best = 0;
-                for a in 1..n_actions {
-                    if row[a] > row[best] {
-                        best = a;
+            for (row, (v, arg)) in groups {
+                let (mut best, mut top) = (0, row[0]);
+                for (a, &x) in row.iter().enumerate().skip(1) {
+                    if x > top {
+                        (best, top) = (a, x);
                     }
                 }
-                vmax[g] = row[best];
-                argmax[g] = best;
+                *v = row[best];
+                *arg = best;
             }
         }
         TieBreak::Random(seed) => {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            for (g, row) in q.chunks_exact(n_actions).enumerate() {
-                let mut best = 0;
+            for (row, (v, arg)) in groups {
+                let (mut best, mut top) = (0, row[0]);
                 let mut ties = 1u32;
-                for a in 1..n_actions {
-                    if row[a] > row[best] {
-                        best = a;
+                for (a, &x) in row.iter().enumerate().skip(1) {
+                    if x > top {
+                        (best, top) = (a, x);
                         ties = 1;
-                    } else if row[a] == row[best] {
+                    } else if x == top {
                         // Reservoir sampling: the k-th tie replaces the choice w.p. 1/k,
                         // so every maximizer ends up chosen w.p. 1/(number of ties).
                         ties += 1;
                         if rng.random_range(0..ties) == 0 {
-                            best = a;
+                            (best, top) = (a, x);
                         }
                     }
                 }
-                vmax[g] = row[best];
-                argmax[g] = best;
+                *v = row[best];
+                *arg = best;
             }
         }
     }
