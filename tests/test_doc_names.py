@@ -1,0 +1,65 @@
+"""The names README.md and docs/*.md quote are the API's: every dotted `privrl.x.y` resolves, and
+the README's Errors section lists every exception privrl.exceptions exports (and none it lacks)."""
+
+import builtins
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+import privrl.exceptions
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _dotted() -> list[tuple[str, str]]:
+    out = set()
+    for doc in DOCS:
+        for span in re.findall(r"`([^`]+)`", doc.read_text()):
+            for name in re.findall(r"\bprivrl(?:\.[A-Za-z_]\w*)+", span):
+                out.add((doc.name, name))
+    return sorted(out)
+
+
+DOTTED = _dotted()
+
+
+def _resolve(name: str) -> object:
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj: object = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ImportError(name)
+
+
+def test_the_docs_quote_dotted_names():
+    assert len(DOTTED) >= 50
+
+
+@pytest.mark.parametrize(("doc", "name"), DOTTED, ids=[f"{d}:{n}" for d, n in DOTTED])
+def test_dotted_name_resolves(doc, name):
+    try:
+        _resolve(name)
+    except (ImportError, AttributeError) as e:
+        pytest.fail(f"{doc} quotes `{name}`, which does not exist ({e})")
+
+
+def _errors_section() -> str:
+    text = (ROOT / "README.md").read_text()
+    return text.split("\n## Errors\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_readme_errors_section_lists_every_exception():
+    section = _errors_section()
+    named = set(re.findall(r"`(\w+Error)`", section))
+    exported = {n for n in privrl.exceptions.__all__ if n.endswith("Error")}
+    assert exported <= named, f"not in README's Errors section: {sorted(exported - named)}"
+    unknown = {n for n in named - exported if not hasattr(builtins, n)}
+    assert not unknown, f"README's Errors section names {sorted(unknown)}, not in privrl.exceptions"
