@@ -461,8 +461,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--exploration",
         choices=EXPLORATIONS,
-        help="exploration rule of every --agent that does not set its own (default: the algorithm's, "
-        "optimism for UCRL-VTR, sampling for LSVI-UCB under the adaptive calibration)",
+        help="exploration rule of every --agent that does not set its own (default: the algorithm's: "
+        "optimism for UCRL-VTR and UCRL-VTR+, sampling for LinUCB, and for LSVI-UCB sampling under "
+        "the adaptive calibration, optimism under the others)",
     )
     run.add_argument(
         "--mechanism",
