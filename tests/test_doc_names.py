@@ -1,6 +1,8 @@
 """The names README.md and docs/*.md quote are the API's: every dotted `privrl.x.y` resolves, and
-the README's Errors section lists every exception privrl.exceptions exports (and none it lacks)."""
+the README's Errors section lists every exception and warning privrl.exceptions exports (and none it
+lacks), which is every one privrl defines."""
 
+import ast
 import builtins
 import importlib
 import re
@@ -60,6 +62,26 @@ def test_readme_errors_section_lists_every_exception():
     section = _errors_section()
     named = set(re.findall(r"`(\w+Error)`", section))
     exported = {n for n in privrl.exceptions.__all__ if n.endswith("Error")}
+    assert exported
     assert exported <= named, f"not in README's Errors section: {sorted(exported - named)}"
     unknown = {n for n in named - exported if not hasattr(builtins, n)}
     assert not unknown, f"README's Errors section names {sorted(unknown)}, not in privrl.exceptions"
+
+
+def test_readme_errors_section_lists_every_warning():
+    section = _errors_section()
+    named = set(re.findall(r"`(\w+Warning)`", section)) - {"UserWarning"}
+    exported = {n for n in privrl.exceptions.__all__ if n.endswith("Warning")}
+    assert exported and exported == named, (sorted(exported - named), sorted(named - exported))
+
+
+def test_privrl_exceptions_exports_every_exception_and_warning_privrl_defines():
+    """A user filtering a warning imports it from privrl.exceptions (SensitivityWarning lived in
+    privrl.agents only)."""
+    defined = set()
+    for path in (ROOT / "python" / "privrl").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and re.search(r"(Error|Warning)$", node.name):
+                defined.add(node.name)
+    assert {"SensitivityWarning", "ScheduleWarning", "ShapeError"} <= defined
+    assert defined <= set(privrl.exceptions.__all__), sorted(defined - set(privrl.exceptions.__all__))

@@ -17,6 +17,7 @@ from privrl.common.errors import (
     SaveFormatError,
     ScheduleWarning,
     SeedError,
+    SensitivityWarning,
     ShapeError,
     SweepError,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "AgentInUseError",
     "AssumptionWarning",
     "PrivacyWarning",
+    "SensitivityWarning",
     "ScheduleWarning",
     "EpsilonWarning",
 ]

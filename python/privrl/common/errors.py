@@ -93,6 +93,10 @@ class PrivacyWarning(UserWarning):
     """A privacy report found the release above its (eps, delta) target."""
 
 
+class SensitivityWarning(UserWarning):
+    """User data exceeded a bound the privacy calibration assumes and was clipped."""
+
+
 class EpsilonWarning(UserWarning):
     """A private (jdp / ldp) agent of a sweep whose epsilons are all inf (the sweep's default list is
     [inf]): it runs only as the non-private algorithm, so no row of it is private."""

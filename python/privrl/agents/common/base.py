@@ -42,6 +42,7 @@ from privrl.common.errors import (
     NonFiniteError,
     PrivacyParameterError,
     PrivacyWarning,
+    SensitivityWarning,
     ShapeError,
 )
 from privrl.envs.bandit import ContextualBandit
@@ -69,10 +70,6 @@ def default_exploration(algorithm: str, release_rule: str) -> str:
     if algorithm == "linucb":
         return "sampling"
     return "sampling" if algorithm == "lsvi_ucb" and release_rule == "adaptive" else "optimism"
-
-
-class SensitivityWarning(UserWarning):
-    """User data exceeded a bound the privacy calibration assumes and was clipped."""
 
 
 @dataclass
