@@ -812,6 +812,24 @@ def test_epsilons_flag_replaces_an_agents_own_list(tmp_path, capsys):
     assert not (tmp_path / "a").exists()
 
 
+def test_epsilons_flag_names_each_replaced_agent_with_its_study(tmp_path, capsys):
+    """The demo config has an agent 'JDP' in each of its two studies with its own epsilons: the
+    stderr line said "replaces the epsilons of 'JDP', 'JDP'"; it now names each one's study."""
+    from privrl.experiment.cli import _parser, _raw_config, demo_config_text
+    from privrl.experiment.parsing import _tomllib
+
+    path = tmp_path / "demo.toml"
+    path.write_text(demo_config_text())
+    studies = [
+        s["name"] for s in _tomllib().loads(demo_config_text())["study"] if "epsilons" in s["agents"]["JDP"]
+    ]
+    assert len(studies) == 2
+    raw = _raw_config(_parser().parse_args(["run", str(path), "--epsilons", "5"]))
+    assert all(a.get("epsilons", [5.0]) == [5.0] for s in raw["study"] for a in s["agents"].values())
+    named = ", ".join(f"'JDP' ({s})" for s in studies)
+    assert f"privrl: --epsilons replaces the epsilons of {named}\n" in capsys.readouterr().err
+
+
 def test_delta_flag_replaces_an_agents_own_delta(tmp_path, capsys):
     """`privrl run CONFIG --delta X` replaced the top level's and every study's delta but not the
     delta an agent sets itself (the gap --epsilons had): the flag now sets every private run's delta,

@@ -176,10 +176,11 @@ def _override_agent_keys(raw: dict, flags: dict) -> None:
             agents = table.get("agents") if isinstance(table, dict) else None
             if not isinstance(agents, dict):  # a malformed one is the config checks' to name
                 continue
+            study = table.get("name") if table is not raw else None  # two studies may share an agent name
             for name, spec in agents.items():
                 if isinstance(spec, dict) and key in spec:
                     agents[name] = {**spec, key: flags[key]}
-                    replaced.append(repr(name))
+                    replaced.append(f"{name!r} ({study})" if isinstance(study, str) else repr(name))
         if replaced:
             print(f"privrl: --{key} replaces the {key} of {', '.join(replaced)}", file=sys.stderr)
 
