@@ -246,3 +246,14 @@ def test_bench_command_is_accepted(script):
         unknown = [f for f in _flags(args) if f not in probe["options"]]
         assert not unknown, f"{doc}: `{command}`: {script} has no option {unknown}"
     assert not probe["errors"], f"{script} refuses {probe['errors']}: {res.stderr[-2000:]}"
+
+
+@pytest.mark.parametrize("sub", ["run", "demo", "plot", "report"])
+def test_every_option_of_a_privrl_subcommand_is_documented(sub):
+    """The reverse check: an option added to the CLI is named in the docs, as `--name` in docs/harness.md
+    (the command line's page) or the README."""
+    text = (ROOT / "docs" / "harness.md").read_text() + (ROOT / "README.md").read_text()
+    options = {o for o in _options(_privrl_subparsers()[sub]) if o.startswith("--") and o != "--help"}
+    assert options
+    missing = sorted(o for o in options if not re.search(re.escape(o) + r"(?![\w-])", text))
+    assert not missing, f"privrl {sub}: undocumented {missing}"
