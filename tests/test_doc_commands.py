@@ -257,3 +257,40 @@ def test_every_option_of_a_privrl_subcommand_is_documented(sub):
     assert options
     missing = sorted(o for o in options if not re.search(re.escape(o) + r"(?![\w-])", text))
     assert not missing, f"privrl {sub}: undocumented {missing}"
+
+
+def _env_tables() -> list:
+    out = []
+    for doc in DOCS:
+        for span in re.findall(r"`([^`]*)`", doc.read_text()):
+            span = " ".join(span.split()).removeprefix("env = ")
+            if re.match(r"\{ ?name = ", span) and "..." not in span:
+                out.append(pytest.param(span, id=f"{doc.name}:{span[:50]}"))
+    return out
+
+
+ENV_TABLES = _env_tables()
+MIXTURES = {"HardToLearn", "RandomLinearMixtureMDP", "RiverSwimMixture"}
+
+
+def test_the_docs_give_env_tables():
+    assert len(ENV_TABLES) >= 8
+
+
+@pytest.mark.parametrize("table", ENV_TABLES)
+def test_env_table_in_prose_passes_the_sweep_checks(table):
+    """An inline `env = {...}` of the docs is a sweep's env as written (an agent of the algorithm it is
+    for built on it, K = 10)."""
+    env = _tomllib().loads(f"env = {table}")["env"]
+    if env["name"] == "gymnasium" or env["name"] == "FrozenLake":
+        pytest.importorskip("gymnasium")
+    if env["name"] == "ClassificationBandit":
+        pytest.importorskip("sklearn")
+    algorithm = (
+        "LinUCB"
+        if env["name"] == "ClassificationBandit"
+        else "UCRL-VTR"
+        if env["name"] in MIXTURES
+        else "LSVI-UCB"
+    )
+    _check_config({"env": env, "agents": {"a": {"algorithm": algorithm}}, "episodes": 10, "epsilons": [1.0]})
