@@ -63,8 +63,8 @@ def _commands() -> list[tuple[str, str, bool]]:
         prose = "".join(line for line in _prose_lines(text))
         for span in re.findall(r"`([^`]+)`", prose):
             span = " ".join(span.split())
-            if re.match(r"(privrl|python -m privrl|python benches/\S+\.py)( |$)", span):
-                out.append((doc.name, span, False))
+            if re.match(r"(privrl|python -m privrl|(python )?benches/\S+\.py)( |$)", span):
+                out.append((doc.name, re.sub(r"^python (?=benches/)", "", span), False))
     return out
 
 
@@ -93,7 +93,9 @@ def _argv(command: str) -> tuple[str, list[str]]:
         return "privrl", tokens[3:]
     if tokens[0] == "privrl":
         return "privrl", tokens[1:]
-    return tokens[1], tokens[2:]
+    if tokens[0] == "python":
+        tokens = tokens[1:]
+    return tokens[0], tokens[1:]
 
 
 def _unbracket(args: list[str]) -> tuple[list[str], bool]:
