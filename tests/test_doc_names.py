@@ -85,3 +85,34 @@ def test_privrl_exceptions_exports_every_exception_and_warning_privrl_defines():
                 defined.add(node.name)
     assert {"SensitivityWarning", "ScheduleWarning", "ShapeError"} <= defined
     assert defined <= set(privrl.exceptions.__all__), sorted(defined - set(privrl.exceptions.__all__))
+
+
+# paths the docs name as gone (benchmarks.md: "the removed episode engine (`rust/engine/`, ...)")
+REMOVED = {"rust/engine"}
+
+
+def _paths() -> list:
+    out = set()
+    for doc in DOCS:
+        pattern = r"(?<![\w/])((?:rust|tests|benches|python|docs)/[\w./-]*\w)(?:::(\w+))?"
+        for path, test in re.findall(pattern, doc.read_text()):
+            if "<" not in path and path not in REMOVED:
+                out.add((doc.name, path, test))
+    return sorted(out)
+
+
+PATHS = _paths()
+
+
+def test_the_docs_name_repository_files():
+    assert len(PATHS) >= 40 and any(test for _, _, test in PATHS)
+
+
+@pytest.mark.parametrize(("doc", "path", "test"), PATHS, ids=[f"{d}:{p}::{t}" for d, p, t in PATHS])
+def test_quoted_file_and_test_exist(doc, path, test):
+    """A file the docs point to (rust/agents/vtr.rs, tests/test_plans.py, benches/family.py, ...)
+    exists, and a test they name by tests/file.py::name (or a Rust fn by rust/file.rs::name) is in it."""
+    target = ROOT / path
+    assert target.exists(), f"{doc} names {path}, which does not exist"
+    if test:
+        assert re.search(rf"\b(def|fn) {test}\b", target.read_text()), f"{doc}: no {test} in {path}"
