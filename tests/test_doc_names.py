@@ -116,3 +116,30 @@ def test_quoted_file_and_test_exist(doc, path, test):
     assert target.exists(), f"{doc} names {path}, which does not exist"
     if test:
         assert re.search(rf"\b(def|fn) {test}\b", target.read_text()), f"{doc}: no {test} in {path}"
+
+
+def test_documented_results_columns_are_the_tables(tmp_path):
+    """README's "Columns:" line and docs/harness.md's results-table rows name exactly the columns
+    of a sweep's table, in the README's order; the folder holds the files both list."""
+    from privrl.experiment import sweep
+
+    readme = (ROOT / "README.md").read_text()
+    line = readme.split("\nColumns: ", 1)[1].split(".\n", 1)[0]
+    listed = [c for part in re.findall(r"`([^`]+)`", line) for c in part.split(", ")]
+    harness = (ROOT / "docs" / "harness.md").read_text().split("### Results table", 1)[1]
+    rows = re.findall(r"^\| (`[^|]+) \|", harness.split("\n## ", 1)[0], re.M)
+    in_table = [c for row in rows for c in re.findall(r"`(\w+)`", row)]
+    df, _ = sweep(
+        env={"name": "RiverSwimMixture", "S": 3, "H": 3},
+        agents={"J": {"algorithm": "UCRL-VTR", "privacy": "jdp"}},
+        epsilons=[1.0],
+        episodes=5,
+        outdir=tmp_path / "out",
+        format="csv",
+    )
+    assert listed == list(df.columns)
+    assert sorted(in_table) == sorted(df.columns)
+    files = {p.name for p in (tmp_path / "out").iterdir()}
+    assert {"manifest.json", "results.csv", "runs"} <= files
+    run_files = {p.suffix for p in (tmp_path / "out" / "runs").iterdir()}
+    assert run_files == {".csv", ".json"}
