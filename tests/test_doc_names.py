@@ -143,3 +143,18 @@ def test_documented_results_columns_are_the_tables(tmp_path):
     assert {"manifest.json", "results.csv", "runs"} <= files
     run_files = {p.suffix for p in (tmp_path / "out" / "runs").iterdir()}
     assert run_files == {".csv", ".json"}
+
+
+def test_every_config_key_is_documented():
+    """Each top-level, [[study]] and agent-spec key a sweep config accepts is named in
+    docs/harness.md (as `key`, **key** or in its TOML example); `description` was accepted and
+    named nowhere."""
+    from privrl.experiment.config import _GLOBAL_KEYS, _SPEC_KEYS, _STUDY_KEYS
+
+    text = (ROOT / "docs" / "harness.md").read_text()
+    keys = set(_GLOBAL_KEYS) | set(_STUDY_KEYS) | set(_SPEC_KEYS)
+    assert {"band", "description", "epsilons", "sampler"} <= keys
+    missing = sorted(
+        k for k in keys if not re.search(rf"`{k}\b|\*\*{k}\*\*|^(# )?{k} = |\[{k}\]|\[\[{k}\]\]", text, re.M)
+    )
+    assert not missing, f"config keys docs/harness.md does not name: {missing}"
