@@ -92,6 +92,18 @@ def test_q_bad_inputs():
         kn.optimistic_values(phi, np.ones(3), inv, 1.0, n_actions=3)
 
 
+def test_mechanism_shape_message_says_a_vector_is_an_int():
+    """TreeAggregator((3,), ...) (numpy's way to write a vector's shape) said "matrix mechanisms
+    need a square shape (d, d)", not how to ask for a vector; the int form works."""
+    with pytest.raises(ShapeError, match=r"int n \(a vector.*got \(3,\); for a vector pass the int 3"):
+        kn.TreeAggregator((3,), capacity=4, seed=0)
+    with pytest.raises(ShapeError, match=r"\(d, d\) \(a symmetric"):
+        kn.make_prefix_mechanism("blt", (2, 2, 2), capacity=4, seed=0)
+    tree = kn.TreeAggregator(3, capacity=4, seed=0)
+    tree.push(np.ones(3))
+    assert tree.release().shape == (3,)
+
+
 # ---------------------------------------------------------------- rank-one updates
 
 

@@ -85,7 +85,11 @@ def parse_shape(shape: Any) -> tuple[tuple[int, ...], bool, int]:
     """(shape tuple, symmetric?, d) of an int n (vectors) or (d, d) (symmetric matrices)."""
     if isinstance(shape, (tuple, list)):
         if len(shape) != 2:
-            raise ShapeError(f"matrix mechanisms need a square shape (d, d), got {tuple(shape)!r}")
+            hint = f"; for a vector pass the int {shape[0]!r}" if len(shape) == 1 else ""
+            raise ShapeError(
+                "a mechanism's shape is an int n (a vector of n entries) or (d, d) (a symmetric d x d "
+                f"matrix), got {tuple(shape)!r}{hint}"
+            )
         d = check_int(shape[0], "d", 1, MAX_NODE_LEN)
         if check_int(shape[1], "d", 1, MAX_NODE_LEN) != d:
             raise ShapeError(f"matrix mechanisms need a square shape (d, d), got {tuple(shape)!r}")
