@@ -5,16 +5,17 @@ so in its privacy report; the float samplers stay available and are named."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 
 import privrl
 from privrl import kernels as kn
-from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
+from privrl.agents import LSVIUCB, UCRLVTR, LinUCB, UCRLVTRPlus
 from privrl.audit.report import format_privacy_report
-from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP, RiverSwimMixture
-from privrl.exceptions import PrivacyParameterError
+from privrl.envs import ContextualBandit, RandomLinearMDP, RandomLinearMixtureMDP, RiverSwimMixture
+from privrl.exceptions import PrivacyParameterError, PrivacyWarning
 from privrl.privacy import JointDP, LocalDP
 from privrl.privacy.plans import plan_rounded_draws, plan_rounding_mu, rounding_per_draw
 
@@ -177,6 +178,26 @@ def test_discrete_lattice_too_fine_is_refused_at_construction():
     # classical Gaussian formula certifies only eps = 2.6e19 (base.check_certified)
     with pytest.raises(PrivacyParameterError, match=r"calibration='paper' at epsilon = 1e\+13"):
         UCRLVTR(MIX, JointDP(1e13, 1e-5, sampler="float", calibration="paper"), episodes=1000, seed=0)
+
+
+def test_lattice_refusal_names_the_users_the_scale_holds():
+    # the lattice overflows through K as much as through epsilon (JDP eps = 1, K = 1e9 overflows
+    # it): the refusal says how many users the noise scale holds, not only "epsilon too large".
+    # LDP LinUCB's scale does not depend on K, so that count is the exact boundary: the sums of
+    # users' x x^T (entries up to 1) fit below 2^51 lattice steps of sigma_B 2^-24 / 2
+    env = ContextualBandit(np.eye(3) * 0.9, np.full((3, 2), 0.5))
+    model = LocalDP(0.01, 1e-10)
+    sigma = LinUCB(env, model, episodes=10, seed=0).calibration.sigma_B
+    fit = math.floor(2.0**51 * sigma * 2.0**-25)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)  # delta > 1/K
+        LinUCB(env, model, episodes=fit, schedule=10**6, seed=0)
+        with pytest.raises(PrivacyParameterError, match="too fine for sums") as e:
+            LinUCB(env, model, episodes=fit + 1, schedule=10**6, seed=0)
+        assert f"hold at most {fit:,} users" in str(e.value) and "fewer episodes" in str(e.value)
+        assert "sampler='float'" in str(e.value)
+        with pytest.raises(PrivacyParameterError, match="K too large for this epsilon"):
+            LinUCB(env, JointDP(1.0, 1e-5), episodes=10**9, schedule=10**6, seed=0)
 
 
 def test_mechanisms_without_a_discrete_sampler():

@@ -505,8 +505,13 @@ def check_lattice_range(plan: Any, cal: Any, users: int) -> None:
         entry = stat.x_bound**2 if f.is_matrix else stat.x_bound * y
         unit = float(getattr(cal, f.scale_key)) * 2.0**-plan.grid_bits / 2.0  # /2: Laplace matrices' g / c
         if users * entry > _LATTICE_HEADROOM * unit:
+            # the cause is the pair (epsilon, K): at eps = 1 a K of 1e9 users overflows it too, so
+            # the message says how many users this scale holds rather than blaming epsilon alone
+            fit = math.floor(_LATTICE_HEADROOM * unit / entry)
             raise PrivacyParameterError(
                 f"the discrete sampler's lattice ({f.scale_key} * 2^-{plan.grid_bits} = {2 * unit:.3g}) is "
-                f"too fine for sums of {users} users' {f.name} (entries up to {entry:.3g}): the noise "
-                "scale is too small (epsilon too large) for exact lattice sums; use sampler='float'"
+                f"too fine for sums of {users} users' {f.name} (entries up to {entry:.3g}): at this noise "
+                f"scale exact lattice sums hold at most {fit:,} users, fewer than episodes = {users} "
+                "(epsilon too large for this K, or K too large for this epsilon); use sampler='float', a "
+                "smaller epsilon or fewer episodes"
             )
