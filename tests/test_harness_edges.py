@@ -239,3 +239,21 @@ def test_a_json_config_must_be_a_manifest(tmp_path):
     with pytest.raises(ConfigError, match="not both") as err:
         build_config({"study": [{"env": ENV, "agents": AGENTS}], "studies": [{"env": ENV, "agents": AGENTS}]})
     assert err.value.key == "studies"
+
+
+@pytest.mark.parametrize(("where", "key"), [("top", "delta"), ("agent", "agents.U.delta")])
+def test_a_sweeps_large_delta_refusal_names_what_runs_one(where, key):
+    """A sweep's delta >= 0.1 was refused with the privacy models' advice "pass
+    allow_large_delta=True", an option neither sweep() nor its agent tables take: the refusal now
+    says that a sweep does not run one and how to (the model with allow_large_delta, privrl.run)."""
+    agents = {"U": {**AGENTS["U"], "delta": 0.5}} if where == "agent" else AGENTS
+    top = {"delta": 0.999} if where == "top" else {}
+    with pytest.raises(ConfigError, match=r"must be < 0\.1, got 0\.(5|999)") as err:
+        sweep(ENV, agents, epsilons=[1.0], episodes=3, progress=False, **top)
+    assert err.value.key == key
+    assert "A sweep does not run one" in str(err.value) and "allow_large_delta=True) and privrl.run" in str(
+        err.value
+    )
+    assert "to run it anyway" not in str(err.value)
+    # below 0.1 nothing changed: the sweep runs
+    sweep(ENV, AGENTS, epsilons=[1.0], episodes=3, progress=False, delta=0.09)
