@@ -14,6 +14,7 @@ import privrl
 from privrl.agents import LSVIUCB
 from privrl.envs import FeatureMap
 from privrl.exceptions import NonFiniteError
+from privrl.experiment.interact import LearnResult
 from privrl.privacy import JointDP
 
 gym = pytest.importorskip("gymnasium")
@@ -163,3 +164,57 @@ def test_a_failing_user_is_named_and_left_out_and_learn_continues_as_without_it(
         f"privrl.evaluate stopped in episode 2 of 3, {'at env.reset' if step is None else where}"
         in info.value.__notes__
     )
+
+
+class Ending(Raising):
+    """Raising whose episodes end at either end (state 0 or 3): some users end before H."""
+
+    def step(self, a):
+        obs, r, _, truncated, info = super().step(a)
+        return obs, r, obs in (0, 3), truncated, info
+
+
+def _stop_callback(at, error):
+    def callback(k, ret):
+        if k == at:
+            raise error
+
+    return callback
+
+
+@pytest.mark.skipif(not hasattr(BaseException, "add_note"), reason="exception notes: Python 3.11+")
+@pytest.mark.parametrize("error", [RuntimeError("boom"), KeyboardInterrupt()])
+@pytest.mark.parametrize(
+    ("user", "step", "by_callback"), [(3, None, False), (3, 0, False), (0, 0, False), (4, None, True)]
+)
+def test_a_stopped_learn_hands_back_the_result_of_the_users_the_agent_kept(error, user, step, by_callback):
+    """The returns of the users before the failing one went to callback only: the exception now
+    carries exc.partial, the LearnResult of the users the agent observed, equal to what a call of
+    that many users returns (returns, regret, early ends, policy changes), bit for bit."""
+    agent, twin = _agent(), _agent()
+    if by_callback:  # the callback raises after user `user` was observed (it is kept)
+        env, callback, kept = Ending(None, -1, -1), _stop_callback(user, error), user
+    else:
+        env, callback, kept = Ending(error, user, step), None, user
+    with pytest.raises(type(error)) as info:
+        privrl.learn(agent, env, episodes=6, seed=3, reference=2.0, callback=callback)
+    partial = info.value.partial
+    assert isinstance(partial, LearnResult)
+    assert partial.episodes == agent.k == kept
+    which = f"this call's {kept} users" if by_callback else f"those {kept} users"
+    assert any(
+        n.endswith(f"the exception's .partial is the LearnResult of {which}") for n in info.value.__notes__
+    )
+    if kept == 0:
+        assert partial.returns.shape == (0,) and partial.regret.shape == (0,)
+        assert (partial.terminated_early, partial.policy_changes) == (0, 0)
+        return
+    whole = privrl.learn(twin, Ending(None, -1, -1), episodes=kept, seed=3, reference=2.0)
+    np.testing.assert_array_equal(partial.returns, whole.returns)
+    np.testing.assert_array_equal(partial.regret, whole.regret)
+    assert (partial.terminated_early, partial.policy_changes, partial.agent) == (
+        whole.terminated_early,
+        whole.policy_changes,
+        whole.agent,
+    )
+    assert whole.terminated_early > 0  # the early ends counted are those of the kept users only

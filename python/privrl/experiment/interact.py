@@ -36,7 +36,16 @@ from privrl.envs.features import observation_index
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.gym import padding_reward, time_limit
 from privrl.experiment.progress import bar
+from privrl.experiment.spaces import (
+    absorbing_state,
+    check_spaces,
+    checked_index,
+    identity,
+    observation_index_of,
+    state_index,
+)
 from privrl.experiment.steps import (
+    attach_partial,
     env_step,
     learn_stop,
     note_stop,
@@ -217,9 +226,9 @@ def _monte_carlo(
                 f"{np.shape(policy)[-1]} states: pass state=... mapping observations to the policy's states"
             )
         if found is not None and found[1] is not int:
-            state = _checked_index(space, *found)
+            state = checked_index(space, *found)
         else:
-            state = _identity if not callable(policy) else _observation_index(env)
+            state = identity if not callable(policy) else observation_index_of(env)
     # learn's padding: only with a rescale (else it is 0) and a horizon (an H or an array's rows)
     pad = padding_reward(reward) if reward is not None and (H is not None or not callable(policy)) else 0.0
     returns = np.empty(n)
@@ -331,28 +340,21 @@ def learn(
     ``as_gymnasium``) is below H gives an AssumptionWarning, since a truncated episode is padded
     the same way although it could have gone on. `callback(k, return)` runs
     after each episode; `progress` shows a bar (None: in a terminal or a notebook, after 2 s).
-    Ctrl-C stops between two users: the agent is left after the last whole user. A privrl model
+    Ctrl-C stops between two users: the agent is left after the last whole user. Whatever stops
+    the loop (the environment, `state`, `reward` or `callback` raising, privrl's own checks, Ctrl-C)
+    leaves with its own exception, which names the user and step in a note and carries
+    ``exc.partial``: the LearnResult of this call's users the agent kept (``agent.k`` moved by
+    ``exc.partial.episodes``), as an uninterrupted call would have returned them. A privrl model
     (it has exact values) runs through ``privrl.run``: its returns, and its exact regret as
     ``regret``. `callback`, `reference`, `reward` and `state` are for gymnasium environments: on
     a model they are refused (TypeError) rather than ignored; ``privrl.run(agent, env,
     callback=...)`` calls ``callback(k, cumulative exact regret)`` after each block of users.
     """
-    from privrl.experiment.runner import run
-
     if not isinstance(agent, Agent):
         raise TypeError(f"agent must be a privrl Agent, got {type(agent).__name__}")
     if isinstance(env, (FiniteMDP, ContextualBandit)):
-        unused = {"callback": callback, "reference": reference, "reward": reward}
-        given = [k for k, v in unused.items() if v is not None] + (["state"] if state is not int else [])
-        if given:
-            raise TypeError(
-                f"privrl.learn on a privrl model ({type(env).__name__}) runs privrl.run, with exact regret: "
-                f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to gymnasium environments "
-                "only; use privrl.run(agent, env, "
-                "callback=...) for a callback(k, cumulative exact regret)"
-            )
-        res = run(agent, env, episodes, seed, progress=progress)
-        return LearnResult(res.returns, res.regret, res.wall_time, agent.label, 0, res.policy_changes)
+        _refuse_gym_arguments(env, callback, reference, reward, state)
+        return _run_model(agent, env, episodes, seed, progress)
     if not (hasattr(env, "reset") and hasattr(env, "step")):
         raise TypeError(f"env must be a gymnasium environment (reset / step), got {type(env).__name__}")
     if isinstance(agent.env, ContextualBandit):  # its contexts are the bandit's, not observations
@@ -360,7 +362,7 @@ def learn(
             f"{agent.label} is a contextual-bandit agent: run it on its ContextualBandit with "
             "privrl.run(agent, bandit); learn drives MDP agents on gymnasium environments"
         )
-    flat = _check_spaces(agent, env, state)
+    flat = check_spaces(agent, env, state)
     _warn_time_limit(env, agent.H)
     if reference is not None:
         reference = check_finite_real(reference, "reference", positive=False)
@@ -368,7 +370,7 @@ def learn(
         raise TypeError(f"callback must be a callable (k, return), got {callback!r}")
     seed = _reset_seed(seed)
     if state is int:  # the observation itself, checked as an index (int() truncated 3.7 and "3")
-        state = flat if flat is not None else _identity
+        state = flat if flat is not None else identity
     left = agent.K - agent.k
     K = left if episodes is None else check_episodes(episodes)
     if left < K or K == 0:  # an empty run would pass unnoticed (privrl.run refuses it too)
@@ -381,9 +383,46 @@ def learn(
     )
     pad = padding_reward(reward)
     t0 = time.perf_counter()
-    returns, early, changes = _episodes(agent, env, K, seed, state, reward, pad, callback, progress)
-    regret = None if reference is None else np.cumsum(reference - returns)
-    return LearnResult(returns, regret, time.perf_counter() - t0, agent.label, early, changes)
+
+    def result(returns: np.ndarray, early: int, changes: int) -> LearnResult:
+        """The LearnResult of `returns`, this call's whole users (all K, or those before a stop)."""
+        regret = None if reference is None else np.cumsum(reference - returns)
+        return LearnResult(returns, regret, time.perf_counter() - t0, agent.label, early, changes)
+
+    return _episodes(agent, env, K, seed, state, reward, pad, callback, progress, result)
+
+
+def _refuse_gym_arguments(env: Any, callback: Any, reference: Any, reward: Any, state: Any) -> None:
+    """learn on a privrl model runs privrl.run: the arguments for gymnasium environments are
+    refused (TypeError) rather than ignored."""
+    unused = {"callback": callback, "reference": reference, "reward": reward}
+    given = [k for k, v in unused.items() if v is not None] + (["state"] if state is not int else [])
+    if given:
+        raise TypeError(
+            f"privrl.learn on a privrl model ({type(env).__name__}) runs privrl.run, with exact regret: "
+            f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to gymnasium environments "
+            "only; use privrl.run(agent, env, "
+            "callback=...) for a callback(k, cumulative exact regret)"
+        )
+
+
+def _run_model(
+    agent: Agent, env: FiniteMDP | ContextualBandit, episodes: int | None, seed: Any, progress: bool | None
+) -> LearnResult:
+    """learn on a privrl model: privrl.run's returns and exact regret (a stopped run's partial
+    RunResult, ``exc.partial``, as a LearnResult too)."""
+    from privrl.experiment.runner import run
+
+    def result(res: Any) -> LearnResult:
+        return LearnResult(res.returns, res.regret, res.wall_time, agent.label, 0, res.policy_changes)
+
+    try:
+        return result(run(agent, env, episodes, seed, progress=progress))
+    except BaseException as e:
+        got = getattr(e, "partial", None)
+        if got is not None:
+            attach_partial(e, result(got))
+        raise
 
 
 def _episodes(
@@ -396,9 +435,13 @@ def _episodes(
     pad: float,
     callback: Callable[[int, float], None] | None,
     progress: bool | None,
-) -> tuple[np.ndarray, int, int]:
-    """The episodes of :func:`learn`: K users on `env`, padded after the environment's end; their
-    returns, how many the environment ended early and how often the users' policy changed.
+    result: Callable[[np.ndarray, int, int], LearnResult],
+) -> LearnResult:
+    """The episodes of :func:`learn`: K users on `env`, padded after the environment's end;
+    ``result(returns, early, changes)`` of their returns, how many the environment ended early and
+    how often the users' policy changed. When the loop stops (an exception of the environment, of
+    privrl, of the callback, or Ctrl-C), the exception leaves with ``partial``: that result over
+    the users of this call the agent observed (``agent.k`` moved by as many), and a note saying so.
 
     The user's policy is read from Rust once per user but converted to nested lists (and shown to
     the policy-change count) only when the agent computed a new one (``policy_updates`` moved: at
@@ -406,7 +449,7 @@ def _episodes(
     user's table); a step's state index that is a plain int in range skips the full check.
     """
     H, S = agent.H, agent.S
-    z = _absorbing(agent)  # -1: none, the padding self-loops at the last observed state
+    z = absorbing_state(agent)  # -1: none, the padding self-loops at the last observed state
     core = agent._core
     returns = np.empty(K)
     early = 0
@@ -417,16 +460,20 @@ def _episodes(
     pi_of = -1  # the policy_updates count `pi` was read at
     changes = _core.PolicyChanges()
     pbar = bar(K, agent.label, progress)
-    k, h, observed = 0, -1, False  # where a failure stopped the loop (h = -1: at reset)
+    k0 = core.k  # the users the agent had before this call
+    k, h = 0, -1  # where a failure stopped the loop (h = -1: at reset)
+    # the early ends before user k, and the policy changes before its policy if it was a new one
+    early_before, changes_before = 0, -1
     try:
         for k in range(K):
-            h, observed = -1, False
+            h, early_before, changes_before = -1, early, -1
             obs = reset_observation(env.reset(seed=seed if k == 0 else None), "user", k)
             table = core.policy()  # plans the arriving user's policy if it is due
             if core.policy_updates != pi_of:
                 pi, pi_of = table.tolist(), core.policy_updates
+                changes_before = changes.count
                 changes.see(table)
-            s = _state_index(state(obs), S, z)
+            s = state_index(state(obs), S, z)
             states[0] = s
             done = False
             for h in range(H):
@@ -437,26 +484,32 @@ def _episodes(
                     obs, r, terminated, truncated = env_step(env, a, reward, "user", k, h)
                     s = state(obs)
                     if type(s) is not int or not 0 <= s < S or s == z:
-                        s = _state_index(s, S, z)
+                        s = state_index(s, S, z)
                     done = bool(terminated or truncated)
                     early += int(done and h < H - 1)
                     s = z if done and z >= 0 else s  # ended: the absorbing state, not the last observation
                 actions[h], rewards[h], states[h + 1] = a, r, s
             returns[k] = rewards.sum()
             core.observe(states, actions, rewards)  # checked here, step by step
-            observed = True
             agent._sync_guards()
             if callback is not None:
                 callback(k + 1, returns[k])
             if pbar is not None:
                 pbar.update(1)
     except BaseException as e:  # the user's own error or privrl's, with where it stopped
-        note_stop(e, learn_stop(k, K, h, observed, agent.k))
+        # the users the agent observed, read from the agent: a Ctrl-C that lands as observe returns
+        # is raised after the agent took user k (a flag set after observe would miss it)
+        kept = core.k - k0
+        whole = kept == k + 1  # user k observed (the callback or Ctrl-C after it), else left out
+        count = changes.count if whole or changes_before < 0 else changes_before
+        partial = result(returns[:kept].copy(), early if whole else early_before, count)
+        note_stop(e, learn_stop(k, K, h, whole, agent.k))
+        attach_partial(e, partial)
         raise
     finally:
         if pbar is not None:
             pbar.close()
-    return returns, early, changes.count
+    return result(returns, early, changes.count)
 
 
 def _warn_time_limit(env: Any, H: int, whose: str = "the agent's", stacklevel: int = 3) -> None:
@@ -476,59 +529,6 @@ def _warn_time_limit(env: Any, H: int, whose: str = "the agent's", stacklevel: i
         )
 
 
-def _check_spaces(agent: Agent, env: Any, state: Callable[[Any], int]) -> Callable[[Any], int] | None:
-    """Refuse, before the first user, an environment whose gymnasium spaces do not fit the agent:
-    a Discrete action space of another size, or (with the default ``state=int``) observations
-    that do not index the agent's S states. Returns the default ``state``'s index of a
-    Tuple / MultiDiscrete / MultiBinary / Discrete(start != 0) observation
-    (privrl.envs.features.observation_index), None where it is the observation itself."""
-    acts, obs = getattr(env, "action_space", None), getattr(env, "observation_space", None)
-    n_act = getattr(acts, "n", None)
-    if acts is not None and (n_act is None or np.ndim(n_act) != 0):  # Box, MultiDiscrete, ...
-        raise ShapeError(
-            f"the environment's action space is {acts}: privrl's agents play one of A = {agent.A} "
-            "discrete actions (a gymnasium Discrete space); discretize the environment first"
-        )
-    if n_act is not None and (int(n_act) != agent.A or int(getattr(acts, "start", 0)) != 0):
-        raise ShapeError(
-            f"the environment's action space is {acts}, the agent has A = {agent.A} actions 0..{agent.A - 1} "
-            "(its feature map was built for another environment?)"
-        )
-    if state is not int or obs is None:
-        return None
-    found = observation_index(obs)
-    if found is None:
-        raise ShapeError(
-            f"the environment's observations ({obs}) are not state indices: pass state=... mapping an "
-            f"observation to a state index in [0, {agent.S}) of the agent's feature map"
-        )
-    if found[0] != agent.S and not (found[0] == agent.S - 1 and _absorbing(agent) == agent.S - 1):
-        raise ShapeError(
-            f"the environment's observation space is {obs} ({found[0]} states), the agent's feature map "
-            f"has S = {agent.S} states: build the agent on this environment's model "
-            "(FeatureMap.one_hot_for(env, H)), or pass state=..."
-        )
-    return None if found[1] is int else _checked_index(obs, *found)  # Discrete from 0: the obs itself
-
-
-def _checked_index(space: Any, n: int, index: Callable[[Any], int]) -> Callable[[Any], int]:
-    """The default ``state`` of a structured observation space: its observation_index, refusing an
-    observation outside the space (index -1) with a message naming the observation and the space
-    (a callable policy of evaluate would otherwise be handed state -1)."""
-
-    def state(obs: Any) -> int:
-        i = index(obs)
-        if not 0 <= i < n:
-            raise ShapeError(
-                f"the observation {obs!r} is not in the environment's observation space {space}: its "
-                "components must be integers in their ranges; pass state=... mapping observations to "
-                "state indices"
-            )
-        return i
-
-    return state
-
-
 def _reset_seed(seed: Any) -> int | None:
     """learn's seed for the first ``env.reset`` (gymnasium takes None or an int >= 0): an int as
     it is, and a SeedSequence or a sequence of ints that numpy reads as an int (``SeedSequence(3)``,
@@ -544,44 +544,3 @@ def _reset_seed(seed: Any) -> int | None:
         return int(np.random.default_rng(seed).integers(2**63))
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     return int(seq.generate_state(1, np.uint64)[0])
-
-
-def _identity(obs: Any) -> Any:
-    return obs
-
-
-def _observation_index(env: Any) -> Callable[[Any], int]:
-    """The default ``state`` of evaluate with a callable policy: the observation itself, checked
-    to be an index of the environment's Discrete observation space."""
-    space = getattr(env, "observation_space", None)
-    n = getattr(space, "n", None)
-    if n is None:
-        raise ShapeError(
-            f"the environment's observations ({space}) are not state indices: pass state=... mapping "
-            "an observation to the state index the policy takes"
-        )
-    top = int(getattr(space, "start", 0)) + int(n)
-    return lambda obs: _state_index(obs, top)
-
-
-def _absorbing(agent: Agent) -> int:
-    """The absorbing state of the agent's FeatureMap (FeatureMap.absorbing), -1 if it has none."""
-    z = getattr(agent.env, "absorbing", None)
-    return -1 if z is None else int(z)
-
-
-def _state_index(s: Any, S: int, absorbing: int = -1) -> int:
-    """state(obs) as a state index of the agent or policy: an integer in [0, S) by
-    privrl.common.checks.integer_value's rule (a 0-d integer array, np.array(3), as 3)."""
-    i = integer_value(s)
-    if i is None or not 0 <= i < S:
-        raise ShapeError(
-            f"state(obs) must give an integer state index in [0, {S}) (without state=..., the observation "
-            f"itself), got {s!r}"
-        )
-    if i == absorbing:
-        raise ShapeError(
-            f"state(obs) gave {i}, the feature map's absorbing state, where learn puts an episode "
-            "after its end: no observation may map to it"
-        )
-    return i

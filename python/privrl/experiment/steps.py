@@ -103,17 +103,26 @@ def note_stop(e: BaseException, text: str) -> None:
         add(text)
 
 
+def attach_partial(e: BaseException, partial: Any) -> None:
+    """Hand the result of the users a stopped call completed to its caller as ``e.partial`` (a
+    LearnResult from privrl.learn, a RunResult from privrl.run): the exception keeps its type, and
+    its note names the attribute (every exception takes one: BaseException has a __dict__)."""
+    e.partial = partial  # type: ignore[attr-defined]
+
+
 def learn_stop(k: int, K: int, h: int, observed: bool, agent_k: int) -> str:
     """Where privrl.learn stopped (user k + 1 of its K, at reset (h = -1) or step h) and what the
-    agent kept: a user whose episode failed is not observed at all."""
+    agent kept: a user whose episode failed is not observed at all. The note names the exception's
+    ``partial`` (:func:`attach_partial`), the LearnResult of the users the agent kept."""
     if observed:  # the callback or the progress bar, after agent.observe
         return (
             f"privrl.learn stopped after user {k + 1} of {K}, which the agent observed (agent.k = "
-            f"{agent_k}); privrl.learn(agent, env, ...) again continues with the next user"
+            f"{agent_k}); privrl.learn(agent, env, ...) again continues with the next user; the "
+            f"exception's .partial is the LearnResult of this call's {k + 1} users"
         )
     where = "at env.reset / state(obs)" if h < 0 else f"at step {h}"
     return (
         f"privrl.learn stopped at user {k + 1} of {K}, {where}: the agent kept the {k} users of this "
         f"call before it (agent.k = {agent_k}) and nothing of this one; privrl.learn(agent, env, ...) "
-        "again continues from there (the returns of this call's users went to callback only)"
+        f"again continues from there; the exception's .partial is the LearnResult of those {k} users"
     )
