@@ -25,7 +25,7 @@ use crate::noise::{NodeShape, NoiseStream};
 
 pub(super) mod act;
 mod arrays;
-mod run;
+pub(super) mod run;
 use arrays::{mat2, mat3, policy_array};
 use run::{run_block, trajectory, Block, PyRun};
 

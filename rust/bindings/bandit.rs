@@ -9,6 +9,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use super::agents::act::index_arg;
+use super::agents::run::finish_block;
 use super::agents::{state, state_mut};
 use super::specs::{exploration_stream, mechanisms, ties, BoundsSpec, GuardSpec, NoiseSpec};
 use super::{contiguous, reduced, seed32, IntoPy, Reduced};
@@ -275,12 +276,7 @@ impl PyLinUcb {
         let u = contiguous("uniforms", uniforms.as_slice())?;
         let mut log = EpisodeLog::default();
         let res = py.detach(|| a.run(m, u, &mut log));
-        res.map_err(|(_, e)| e).py_ok(py)?;
-        Ok((
-            log.gaps.into_pyarray(py),
-            log.returns.into_pyarray(py),
-            log.starts.into_pyarray(py),
-        ))
+        finish_block(py, res, log)
     }
 
     /// (design, inverse, weights, users) of the current billboard, per arm.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ from privrl.common.memory import refuse_over_memory
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.finite import FiniteMDP
 from privrl.experiment.progress import bar
+from privrl.experiment.steps import attach_partial, note_stop
 
 #: Most episodes per call into Rust: bounds the uniforms drawn ahead, how often progress callbacks
 #: fire and how long Ctrl-C waits (the block size then adapts to ~0.2 s per call).
@@ -81,15 +82,21 @@ def run(
     ones about 0.2 s of work each, at most 4,096 users (BLOCK), so k jumps (16, 2764, 6860, ... for
     JDP UCRL-VTR on RiverSwimMixture). It is a progress hook: its return value is ignored, it cannot
     stop the run inside a block, and an exception it raises ends the run after that block's users
-    (the agent is left there and can run on; the RunResult is lost). To stop after user k, run
+    (the agent is left there and can run on; the exception's ``partial`` is the RunResult of the
+    users run so far). To stop after user k, run
     ``episodes=k`` and call run again with the same numpy Generator as ``seed`` (an int seed would
     restart the environment's stream): the two results are the one run's, bit for bit. Every agent
     runs in Rust, one call per block of users (a callback per user would cost a call per user:
     1.36 s against 0.71 s measured for that agent at K = 20,000); `engine` is accepted for one
     release and ignored (a DeprecationWarning).
     `progress`: a progress bar (None: in a terminal or a notebook, once the run has taken 2 s).
-    Ctrl-C stops the run within a block (~0.2 s): the agent is left after the last whole user and
-    can run on.
+    Ctrl-C is raised when the block in flight returns (~0.2 s): the agent is left after the last
+    whole user and can run on. Whatever stops the run (Ctrl-C, the callback raising, an error of
+    the agent at a user) leaves with its own exception, carrying ``exc.partial``: the RunResult of
+    the users of this call the agent observed (``agent.k`` moved by ``exc.partial.episodes``), and a
+    note saying so; a numpy Generator given as `seed` is left after those users' uniforms, so
+    ``run(agent, env, seed=that generator)`` continues the run (after ``agent.save`` and
+    ``Agent.load`` too) and the two results concatenate to the uninterrupted run's, bit for bit.
     """
     if engine is not None:
         warnings.warn(
@@ -109,11 +116,11 @@ def run(
     agent.check_env(env)
     v_star = np.ascontiguousarray(env.optimal_values()[0])
     state = _core.Run(env.P, env.R, env._cdf, env._init_cdf, v_star, **env.kernel_factors())
-    step = lambda u: agent._core.run(state, u)  # noqa: E731
-    res = _run_users(agent, env.H + 1, step, episodes, seed, callback, progress)
-    res.env = getattr(env, "name", None) or type(env).__name__
-    res.policy_changes = int(state.policy_changes)
-    return res
+    name = getattr(env, "name", None) or type(env).__name__
+    changes = lambda: int(state.policy_changes)  # noqa: E731
+    return _run_users(
+        agent, env.H + 1, (agent._core.run, state), episodes, seed, callback, progress, name, changes
+    )
 
 
 def _run_bandit(
@@ -123,17 +130,31 @@ def _run_bandit(
     rows, and its Bernoulli reward); exact regret from the bandit's means."""
     agent.check_env(env)
     means = np.ascontiguousarray(env.means)
-    res = _run_users(agent, 2, lambda u: agent._core.run(means, u), episodes, seed, callback, progress)
-    res.env = env.name
-    res.policy_changes = int(agent._core.releases)
-    return res
+    changes = lambda: int(agent._core.releases)  # noqa: E731
+    return _run_users(
+        agent, 2, (agent._core.run, means), episodes, seed, callback, progress, env.name, changes
+    )
 
 
 def _run_users(
-    agent: Agent, width: int, call: Callable, episodes: int | None, seed: Any, callback: Any, progress: Any
+    agent: Agent,
+    width: int,
+    call: tuple[Callable, Any],
+    episodes: int | None,
+    seed: Any,
+    callback: Any,
+    progress: Any,
+    env_name: str,
+    changes: Callable[[], int],
 ) -> RunResult:
-    """The users of a run in blocks of ~0.2 s of work, each one Rust ``call(uniforms)`` on a
-    (users, width) block of the environment stream's uniforms."""
+    """The users of a run in blocks of ~0.2 s of work, each one Rust call ``method(first,
+    uniforms)`` (`call` = (method, first)) on a (users, width) block of the environment stream's
+    uniforms; `changes()` counts the policy changes so far.
+
+    A stop (Ctrl-C, the callback raising, a Rust error at a user of a block) leaves with
+    ``exc.partial``, the RunResult of the users the agent observed, and the generator after their
+    uniforms (:func:`_stopped`), so that run(agent, env, seed=<that generator>) continues the run.
+    """
     left = agent.K - agent.k
     K = left if episodes is None else check_episodes(episodes)
     if left < K:
@@ -158,44 +179,103 @@ def _run_users(
     rng = np.random.default_rng(check_seed(seed))
     gaps, returns = np.empty(K), np.empty(K)
     starts = np.empty(K, dtype=np.int64)
+    method, first = call
     pbar = bar(K, agent.label, progress)
     t0 = time.perf_counter()
+
+    def result(n: int) -> RunResult:
+        """The RunResult of the first n users of this call."""
+        return RunResult(
+            regret=np.cumsum(gaps[:n]),
+            gaps=gaps[:n],
+            returns=returns[:n],
+            initial_states=starts[:n],
+            calibration=agent.calibration.to_dict(),
+            wall_time=time.perf_counter() - t0,
+            agent=agent.label,
+            env=env_name,
+            seed=seed,
+            policy_changes=changes(),
+        )
+
     # a first block small enough for Ctrl-C to stop a slow agent at once (256 users took 5 s on
     # JDP LSVI-UCB with a release every user); the uniforms are drawn in stream order whatever
     # the blocks, so the run does not depend on them
     done, cum, block = 0, 0.0, _FIRST_BLOCK
+    k0, start, drawn, before = agent.k, 0, 0, rng.bit_generator.state
+    got: list = []  # a block's (gaps, returns, starts), kept by list.extend: see below
     try:
         while done < K:
             n = min(block, K - done)
+            start, before = done, rng.bit_generator.state  # the stream before this block's uniforms
+            drawn = done + n
             u = rng.random((n, width))
             tb = time.perf_counter()
             try:
-                g, r, s = call(u)
+                # Ctrl-C during the call raises as it returns (at the next bytecode): a Python-level
+                # call's result would be lost with the users the agent took; list.extend stores it
+                # in C first, and map calls the Rust method from C (no bytecode in between)
+                got.extend(map(method, (first,), (u,)))
             finally:
                 agent._sync_guards()
+            g, r, s = got[0]
             gaps[done : done + n], returns[done : done + n], starts[done : done + n] = g, r, s
+            done += n
+            got.clear()
             if callback is not None:
                 cum += float(g.sum())
-                callback(done + n, cum)
+                callback(done, cum)
             if pbar is not None:
                 pbar.update(n)
-            done += n
             block = _next_block(block, n, time.perf_counter() - tb)
+    except BaseException as e:
+        done = _stopped(e, agent.k - k0, done, start, drawn, before, got, rng, width, (gaps, returns, starts))
+        note_stop(
+            e,
+            f"privrl.run stopped after {done} of its {K} users (agent.k = {agent.k}): the exception's "
+            f".partial is the RunResult of those {done} users; privrl.run(agent, env, seed=rng) with "
+            "the numpy Generator given as seed continues the run where it stopped",
+        )
+        attach_partial(e, result(done))
+        raise
     finally:
         if pbar is not None:
             pbar.close()
-    return RunResult(
-        regret=np.cumsum(gaps),
-        gaps=gaps,
-        returns=returns,
-        initial_states=starts,
-        calibration=agent.calibration.to_dict(),
-        wall_time=time.perf_counter() - t0,
-        agent=agent.label,
-        env="",
-        seed=seed,
-        policy_changes=0,
-    )
+    return result(K)
+
+
+def _stopped(
+    e: BaseException,
+    ran: int,
+    done: int,
+    start: int,
+    drawn: int,
+    before: Mapping[str, Any],
+    got: list,
+    rng: np.random.Generator,
+    width: int,
+    into: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> int:
+    """After a stop: the users of this call whose results are stored, made the `ran` users the
+    agent observed. A block the agent ran whose results were not stored yet (Ctrl-C as the Rust call
+    returned: `got`; a Rust error at a user of the block: its users before, the error's `_block`)
+    is stored; the generator, which drew the uniforms of users [start, drawn), is put back after the
+    uniforms of the `ran` users (`before` is its state at `start`), as if the stop had come between
+    two users."""
+    block = getattr(e, "_block", None)
+    if block is not None:
+        del e._block  # type: ignore[attr-defined]
+        got[:] = [block]
+    if got and done == start and start + len(got[0][0]) == ran:
+        g, r, s = got[0]
+        for out, values in zip(into, (g, r, s), strict=True):
+            out[start:ran] = values
+        done = ran
+    if start <= ran < drawn:  # uniforms drawn for users that did not run: undrawn
+        rng.bit_generator.state = before
+        if ran > start:
+            rng.random((ran - start, width))
+    return done
 
 
 def _next_block(block: int, n: int, seconds: float) -> int:

@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 
 use crate::agents::{self as core, EpisodeLog, Episodic, FiniteModel, RegretCache, Trajectory};
 use crate::bindings::{contiguous, IntoPy};
+use crate::errors::CoreError;
 
 /// One run of `privrl.run` on a model: the model, V*_1 and the exact-regret cache (the policy
 /// changes count across the run's blocks).
@@ -85,12 +86,36 @@ pub(super) fn run_block<'py, A: Episodic + Send>(
         v_star,
     } = run;
     let res = py.detach(|| core::run_block(agent, model, cache, v_star, u, &mut log));
-    res.map_err(|(_, e)| e).py_ok(py)?;
-    Ok((
+    finish_block(py, res, log)
+}
+
+/// A block's (gaps, returns, starts); when it failed at user `e`, the error, carrying the log of
+/// the `e` users the agent observed before it as the exception's `_block` (privrl.run hands them
+/// back in the stopped run's partial result instead of losing them).
+pub(in crate::bindings) fn finish_block<'py>(
+    py: Python<'py>,
+    res: Result<(), (usize, CoreError)>,
+    mut log: EpisodeLog,
+) -> PyResult<Block<'py>> {
+    let failed = res.err();
+    if let Some((e, _)) = failed {
+        log.gaps.truncate(e); // the failing user's entries, logged before its observe
+        log.returns.truncate(e);
+        log.starts.truncate(e);
+    }
+    let block = (
         log.gaps.into_pyarray(py),
         log.returns.into_pyarray(py),
         log.starts.into_pyarray(py),
-    ))
+    );
+    match failed {
+        None => Ok(block),
+        Some((_, fault)) => {
+            let err = Err::<(), _>(fault).py_ok(py).unwrap_err();
+            err.value(py).setattr("_block", block)?;
+            Err(err)
+        }
+    }
 }
 
 pub(super) fn trajectory(
