@@ -14,7 +14,8 @@ import pytest
 import privrl
 from privrl.agents import LSVIUCB, UCRLVTR, Agent
 from privrl.envs import RandomLinearMDP, RiverSwimMixture
-from privrl.exceptions import CapacityError
+from privrl.exceptions import AgentInUseError, CapacityError
+from privrl.experiment import runner
 from privrl.experiment.interact import LearnResult
 from privrl.experiment.runner import RunResult
 from privrl.privacy import JointDP
@@ -120,3 +121,63 @@ def test_learn_on_a_model_hands_back_the_stopped_run_as_a_learn_result():
     whole = privrl.learn(twin, env, seed=5)
     np.testing.assert_array_equal(partial.returns, whole.returns)
     np.testing.assert_array_equal(partial.regret, whole.regret)
+
+
+def _hold(agent, env, users):
+    """Another thread's privrl.run of `users` users on `agent` in one Rust call, started and waited
+    for until it holds the agent (agent.k raises AgentInUseError)."""
+    thread = threading.Thread(target=lambda: privrl.run(agent, env, episodes=users, seed=9))
+    thread.start()
+    while thread.is_alive():
+        try:
+            _ = agent.k
+        except AgentInUseError:
+            return thread
+    pytest.skip("the other thread's run ended before it was seen holding the agent")
+
+
+def test_a_block_refused_because_another_thread_holds_the_agent_ran_none_of_its_users(monkeypatch):
+    """The stop's bookkeeping reads the blocks, not agent.k: while another thread holds the agent
+    agent.k raises too, and the other thread's users are not this run's."""
+    env, agent = _river(K=40_000)
+    rng, other = np.random.default_rng(5), {}
+
+    def callback(k, regret):  # after the first block: another thread takes the agent
+        monkeypatch.setattr(runner, "_FIRST_BLOCK", 30_000)
+        other["thread"] = _hold(agent, env, 30_000)
+
+    with pytest.raises(AgentInUseError) as info:
+        privrl.run(agent, env, episodes=100, seed=rng, callback=callback)
+    other["thread"].join()
+    partial = info.value.partial
+    assert partial.episodes == 16 and agent.k == 16 + 30_000
+    _, twin = _river(K=40_000)
+    twin_rng = np.random.default_rng(5)
+    _same(_joined(partial), _joined(privrl.run(twin, env, episodes=16, seed=twin_rng)))
+    np.testing.assert_array_equal(rng.random(8), twin_rng.random(8))  # after the 16 users' uniforms
+
+
+def test_learn_refused_because_another_thread_holds_the_agent_keeps_the_users_before():
+    """privrl.learn's stop read agent.k, which raises while another thread holds the agent: the
+    AgentInUseError of the refused observe came back replaced, without its partial result."""
+    pytest.importorskip("gymnasium")
+    from privrl.envs.gym import as_gymnasium
+
+    model, agent = _river(K=40_000)
+    env = as_gymnasium(model)
+    real_reset, real_step, resets, other = env.reset, env.step, [], {}
+
+    def reset(**kwargs):
+        resets.append(1)
+        return real_reset(**kwargs)
+
+    def step(a):  # user 3, step 0: another thread takes the agent (learn's observe is refused)
+        if len(resets) == 3 and "thread" not in other:
+            other["thread"] = _hold(agent, model, 30_000)
+        return real_step(a)
+
+    env.reset, env.step = reset, step
+    with pytest.raises(AgentInUseError) as info:
+        privrl.learn(agent, env, episodes=5, seed=1)
+    other["thread"].join()
+    assert info.value.partial.episodes == 2 and agent.k == 2 + 30_000

@@ -25,6 +25,7 @@ from privrl.common.checks import (
     integer_value,
 )
 from privrl.common.errors import (
+    AgentInUseError,
     AssumptionWarning,
     CapacityError,
     IndexRangeError,
@@ -50,6 +51,7 @@ from privrl.experiment.steps import (
     learn_stop,
     note_stop,
     reset_observation,
+    users_now,
 )
 
 __all__ = ["Evaluation", "LearnResult", "evaluate", "learn"]
@@ -498,12 +500,14 @@ def _episodes(
                 pbar.update(1)
     except BaseException as e:  # the user's own error or privrl's, with where it stopped
         # the users the agent observed, read from the agent: a Ctrl-C that lands as observe returns
-        # is raised after the agent took user k (a flag set after observe would miss it)
-        kept = core.k - k0
+        # is raised after the agent took user k (a flag set after observe would miss it); a call
+        # refused because another thread holds the agent (AgentInUseError) changed nothing
+        now = users_now(agent)
+        kept = k if now is None or isinstance(e, AgentInUseError) else now - k0
         whole = kept == k + 1  # user k observed (the callback or Ctrl-C after it), else left out
         count = changes.count if whole or changes_before < 0 else changes_before
         partial = result(returns[:kept].copy(), early if whole else early_before, count)
-        note_stop(e, learn_stop(k, K, h, whole, agent.k))
+        note_stop(e, learn_stop(k, K, h, whole, now))
         attach_partial(e, partial)
         raise
     finally:

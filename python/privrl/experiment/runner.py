@@ -19,7 +19,7 @@ from privrl.common.memory import refuse_over_memory
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.finite import FiniteMDP
 from privrl.experiment.progress import bar
-from privrl.experiment.steps import attach_partial, note_stop
+from privrl.experiment.steps import attach_partial, note_stop, users_now
 
 #: Most episodes per call into Rust: bounds the uniforms drawn ahead, how often progress callbacks
 #: fire and how long Ctrl-C waits (the block size then adapts to ~0.2 s per call).
@@ -202,7 +202,7 @@ def _run_users(
     # JDP LSVI-UCB with a release every user); the uniforms are drawn in stream order whatever
     # the blocks, so the run does not depend on them
     done, cum, block = 0, 0.0, _FIRST_BLOCK
-    k0, start, drawn, before = agent.k, 0, 0, rng.bit_generator.state
+    start, drawn, before = 0, 0, rng.bit_generator.state
     got: list = []  # a block's (gaps, returns, starts), kept by list.extend: see below
     try:
         while done < K:
@@ -229,10 +229,11 @@ def _run_users(
                 pbar.update(n)
             block = _next_block(block, n, time.perf_counter() - tb)
     except BaseException as e:
-        done = _stopped(e, agent.k - k0, done, start, drawn, before, got, rng, width, (gaps, returns, starts))
+        done = _stopped(e, done, start, drawn, before, got, rng, width, (gaps, returns, starts))
+        now = users_now(agent)  # None while another thread holds the agent
         note_stop(
             e,
-            f"privrl.run stopped after {done} of its {K} users (agent.k = {agent.k}): the exception's "
+            f"privrl.run stopped after {done} of its {K} users (agent.k = {now}): the exception's "
             f".partial is the RunResult of those {done} users; privrl.run(agent, env, seed=rng) with "
             "the numpy Generator given as seed continues the run where it stopped",
         )
@@ -246,7 +247,6 @@ def _run_users(
 
 def _stopped(
     e: BaseException,
-    ran: int,
     done: int,
     start: int,
     drawn: int,
@@ -256,25 +256,26 @@ def _stopped(
     width: int,
     into: tuple[np.ndarray, np.ndarray, np.ndarray],
 ) -> int:
-    """After a stop: the users of this call whose results are stored, made the `ran` users the
-    agent observed. A block the agent ran whose results were not stored yet (Ctrl-C as the Rust call
-    returned: `got`; a Rust error at a user of the block: its users before, the error's `_block`)
-    is stored; the generator, which drew the uniforms of users [start, drawn), is put back after the
-    uniforms of the `ran` users (`before` is its state at `start`), as if the stop had come between
-    two users."""
+    """After a stop: the users of this call whose results are stored, made the users the agent
+    observed. A block the agent ran whose results were not stored yet (Ctrl-C as the Rust call
+    returned: `got`; a Rust error at a user of the block: its users before it, the error's `_block`)
+    is stored; a block call that raised without one ran no user (refused: AgentInUseError, a bad
+    argument). Read from the blocks, not from agent.k, which another thread may hold. The generator,
+    which drew the uniforms of users [start, drawn), is put back after the uniforms of the users
+    that ran (`before` is its state at `start`), as if the stop had come between two users."""
     block = getattr(e, "_block", None)
     if block is not None:
         del e._block  # type: ignore[attr-defined]
         got[:] = [block]
-    if got and done == start and start + len(got[0][0]) == ran:
-        g, r, s = got[0]
-        for out, values in zip(into, (g, r, s), strict=True):
+    if got and done == start:  # the block ran (in full, or up to its failing user): store it
+        ran = start + len(got[0][0])
+        for out, values in zip(into, got[0], strict=True):
             out[start:ran] = values
         done = ran
-    if start <= ran < drawn:  # uniforms drawn for users that did not run: undrawn
+    if done < drawn:  # uniforms drawn for users that did not run: undrawn
         rng.bit_generator.state = before
-        if ran > start:
-            rng.random((ran - start, width))
+        if done > start:
+            rng.random((done - start, width))
     return done
 
 

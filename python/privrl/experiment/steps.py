@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from privrl.common.errors import NonFiniteError, ShapeError
+from privrl.common.errors import AgentInUseError, NonFiniteError, ShapeError
 from privrl.common.kinds import real_value
 
 
@@ -110,7 +110,16 @@ def attach_partial(e: BaseException, partial: Any) -> None:
     e.partial = partial  # type: ignore[attr-defined]
 
 
-def learn_stop(k: int, K: int, h: int, observed: bool, agent_k: int) -> str:
+def users_now(agent: Any) -> int | None:
+    """``agent.k`` for a stop's note, None while another thread's call holds the agent (reading it
+    then raises AgentInUseError, which would replace the exception being handled)."""
+    try:
+        return int(agent.k)
+    except AgentInUseError:
+        return None
+
+
+def learn_stop(k: int, K: int, h: int, observed: bool, agent_k: int | None) -> str:
     """Where privrl.learn stopped (user k + 1 of its K, at reset (h = -1) or step h) and what the
     agent kept: a user whose episode failed is not observed at all. The note names the exception's
     ``partial`` (:func:`attach_partial`), the LearnResult of the users the agent kept."""
