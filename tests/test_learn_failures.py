@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import privrl
+import privrl.experiment
 from privrl.agents import LSVIUCB
 from privrl.envs import FeatureMap
 from privrl.exceptions import NonFiniteError
@@ -199,7 +200,7 @@ def test_a_stopped_learn_hands_back_the_result_of_the_users_the_agent_kept(error
     with pytest.raises(type(error)) as info:
         privrl.learn(agent, env, episodes=6, seed=3, reference=2.0, callback=callback)
     partial = info.value.partial
-    assert isinstance(partial, LearnResult)
+    assert isinstance(partial, LearnResult) and privrl.experiment.partial_result(info.value) is partial
     assert partial.episodes == agent.k == kept
     which = f"this call's {kept} users" if by_callback else f"those {kept} users"
     assert any(

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import privrl
+import privrl.experiment
 from privrl.agents import LSVIUCB, UCRLVTR, Agent
 from privrl.envs import RandomLinearMDP, RiverSwimMixture
 from privrl.exceptions import AgentInUseError, CapacityError
@@ -50,8 +51,9 @@ def test_a_raising_callback_hands_back_the_users_run_and_the_run_goes_on_bit_for
     rng = np.random.default_rng(5)
     with pytest.raises(RuntimeError) as info:
         privrl.run(agent, env, seed=rng, callback=callback)
-    partial = info.value.partial
+    partial = privrl.experiment.partial_result(info.value)  # info.value.partial, typed
     assert isinstance(partial, RunResult) and partial.episodes == agent.k == 16
+    assert partial is info.value.partial and privrl.experiment.partial_result(RuntimeError("stop")) is None
     np.testing.assert_array_equal(partial.regret, np.cumsum(partial.gaps))
     assert any(
         "the exception's .partial is the RunResult of those 16 users" in n for n in info.value.__notes__

@@ -29,6 +29,7 @@ __all__ = [
     "COLUMNS",
     "load_results",
     "load_manifest",
+    "partial_result",
     "plot",
     "report",
     "summarize",
@@ -41,6 +42,10 @@ def __getattr__(name: str):
         from privrl.experiment.plots import plot
 
         return plot
+    if name == "partial_result":  # privrl.learn's module, imported on first use
+        from privrl.experiment.interact import partial_result
+
+        return partial_result
     if name in ("report", "summarize"):
         from privrl.experiment import summary as _summary
 

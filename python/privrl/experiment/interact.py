@@ -9,7 +9,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -54,7 +54,10 @@ from privrl.experiment.steps import (
     users_now,
 )
 
-__all__ = ["Evaluation", "LearnResult", "evaluate", "learn"]
+if TYPE_CHECKING:
+    from privrl.experiment.runner import RunResult
+
+__all__ = ["Evaluation", "LearnResult", "evaluate", "learn", "partial_result"]
 
 
 @dataclass(frozen=True)
@@ -309,6 +312,25 @@ class LearnResult:
             f"wall_time={self.wall_time:.3g}s, terminated_early={self.terminated_early}, "
             f"policy_changes={self.policy_changes})"
         )
+
+
+def partial_result(exc: BaseException) -> RunResult | LearnResult | None:
+    """The result of the users a stopped ``privrl.run`` or ``privrl.learn`` completed: the
+    ``partial`` attribute of the exception that stopped it (Ctrl-C's KeyboardInterrupt, the user's
+    environment or callback raising, privrl's own errors), a RunResult from run and a LearnResult
+    from learn (also from learn on a privrl model), over the users of that call the agent kept
+    (``agent.k`` moved by its ``episodes``); None for an exception that did not stop either, e.g.
+    one raised before the first user. ``exc.partial`` itself, typed::
+
+        try:
+            res = privrl.learn(agent, env)
+        except KeyboardInterrupt as e:
+            res = privrl.experiment.partial_result(e)
+    """
+    from privrl.experiment.runner import RunResult
+
+    got = getattr(exc, "partial", None)
+    return got if isinstance(got, (RunResult, LearnResult)) else None
 
 
 def learn(
