@@ -219,3 +219,36 @@ def test_a_stopped_learn_hands_back_the_result_of_the_users_the_agent_kept(error
         whole.agent,
     )
     assert whole.terminated_early > 0  # the early ends counted are those of the kept users only
+
+
+@pytest.mark.parametrize("after", [0.02, 0.1])
+def test_ctrl_c_wherever_it_lands_hands_back_every_user_the_agent_kept(after):
+    """A real Ctrl-C (interrupt_main from a timer) lands in the environment, in the agent's observe
+    (raised as it returns, after the agent took the user) or in between: the partial result is
+    always the users in the agent, equal to a call of that many users."""
+    import _thread
+    import threading
+
+    make = lambda: LSVIUCB(FeatureMap.one_hot(4, 2, H=H), JointDP(10.0, 1e-5), episodes=20_000, seed=0)  # noqa: E731
+    agent, twin = make(), make()
+    timer = threading.Timer(after, _thread.interrupt_main)
+    timer.start()
+    try:
+        privrl.learn(agent, Ending(None, -1, -1), seed=3, reference=2.0)
+    except KeyboardInterrupt as e:
+        partial = e.partial
+    else:
+        pytest.skip("learn ended before the interrupt")
+    finally:
+        timer.cancel()
+    assert partial.episodes == agent.k
+    if agent.k == 0:
+        return
+    whole = privrl.learn(twin, Ending(None, -1, -1), episodes=agent.k, seed=3, reference=2.0)
+    np.testing.assert_array_equal(partial.returns, whole.returns)
+    np.testing.assert_array_equal(partial.regret, whole.regret)
+    assert (partial.terminated_early, partial.policy_changes) == (
+        whole.terminated_early,
+        whole.policy_changes,
+    )
+    np.testing.assert_array_equal(agent.policy(), twin.policy())
