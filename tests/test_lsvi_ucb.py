@@ -718,3 +718,17 @@ def test_small_features_do_not_overflow_the_centre_norm(scale, privacy):
         privrl.learn(agent, gymnasium.make("FrozenLake-v1"), seed=0)
         release = agent.release()
         assert np.isfinite(release.weights).all() and np.isfinite(release.inverse).all()
+
+
+def test_a_tiny_p_is_refused_by_the_practical_calibration():
+    """The practical calibration's noise bounds at alpha = p / (6 K H): at p = 1e-300, K = 10^7,
+    H = 20 alpha is subnormal, 1 / alpha overflows, and the agent was built with Upsilon = c_K =
+    C = inf (every other calibration refused it). Now refused, naming p; p = 1e-100 builds with
+    finite bounds."""
+    env = RandomLinearMDP()
+    with pytest.raises(PrivacyParameterError, match=r"p = 1e-300 is too small"):
+        LSVIUCB(env, JointDP(1.0, 1e-8, calibration="practical", p=1e-300), episodes=10**7, seed=0)
+    cal = LSVIUCB(
+        env, JointDP(1.0, 1e-8, calibration="practical", p=1e-100), episodes=10**7, seed=0
+    ).calibration
+    assert all(math.isfinite(v) and v > 0 for v in (cal.Upsilon, cal.c_K, cal.C))

@@ -447,6 +447,12 @@ def _practical(
     spec = practical.BoundsSpec(noise, sl, su, 2.0, d, alpha)
     ups = practical.noise_bounds(spec, entry.max_variance_factor)[0]
     C = practical.noise_bounds(spec, 1.0)[1]  # fresh eta per release
+    if not (math.isfinite(ups) and math.isfinite(C)):  # built with Upsilon = c_K = C = inf before
+        raise PrivacyParameterError(
+            f"p = {p:g} is too small for the practical noise bounds at K = {K}, H = {H}: their "
+            f"failure probability per bound, alpha = p / (6 K H) = {alpha:g}, makes them overflow a "
+            "double; pass a larger p"
+        )
     return LSVIUCBCalibration(
         **base,
         **_profile_fields(entry),
