@@ -129,7 +129,6 @@ impl SparseRows {
         }
     }
 
-    /// Every row holds the same columns as the first.
     /// `out[r] = ||L^T phi_r||` for every row, L a row-major d x d matrix: y = L^T phi_r summed
     /// row by row of L (each y_k adds p_i l_ik in the row's column order from +0, as a fold per k
     /// would), then sqrt(sum_k y_k^2) in k order. Bit for bit the same whether the rows go one at
@@ -199,6 +198,7 @@ impl SparseRows {
         }
     }
 
+    /// Every row holds the same columns as the first.
     fn same_columns(&self) -> bool {
         let len = self.start[1] - self.start[0];
         let c0 = &self.col[..len];

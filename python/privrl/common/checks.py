@@ -138,14 +138,20 @@ def check_delta_pure_ok(value: Any, name: str = "delta") -> float:
 LARGE_DELTA = 0.1
 
 
-def check_model_delta(value: Any, name: str = "delta", allow_large: bool = False) -> float:
-    """A privacy model's delta: in [0, 1), and below LARGE_DELTA unless ``allow_large``."""
+def check_model_delta(
+    value: Any,
+    name: str = "delta",
+    allow_large: bool = False,
+    remedy: str = ", or pass allow_large_delta=True to run it anyway",
+) -> float:
+    """A privacy model's delta: in [0, 1), and below LARGE_DELTA unless ``allow_large``; `remedy`
+    ends the refusal (what the caller can do instead)."""
     x = check_delta_pure_ok(value, name)
     if x >= LARGE_DELTA and not allow_large:
         raise PrivacyParameterError(
             f"{name} must be < {LARGE_DELTA:g}, got {x:g}: a delta this large is a privacy failure mode, "
             "not a setting (a mechanism that publishes one user's data outright with probability delta "
-            "satisfies it); use delta <= 1/K, or pass allow_large_delta=True to run it anyway"
+            f"satisfies it); use delta <= 1/K{remedy}"
         )
     return x
 

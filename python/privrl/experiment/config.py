@@ -13,9 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from privrl.common.checks import (
-    LARGE_DELTA,
     MAX_INT,
-    check_delta_pure_ok,
     check_epsilons,
     check_int,
     check_model_delta,
@@ -23,7 +21,7 @@ from privrl.common.checks import (
     check_pos_int,
     check_seeds,
 )
-from privrl.common.errors import ConfigError, PrivacyParameterError, SweepError
+from privrl.common.errors import ConfigError, SweepError
 from privrl.experiment.registry import (
     ALGORITHMS,
     ENVIRONMENTS,
@@ -68,15 +66,12 @@ def _keyed(check: Any) -> Any:
 def check_sweep_delta(value: Any, name: str = "delta") -> float:
     """A sweep's delta (check_model_delta): a sweep has no ``allow_large_delta``, so its refusal of
     a delta >= LARGE_DELTA names what runs one instead of an option the sweep does not take."""
-    x = check_delta_pure_ok(value, name)
-    if x >= LARGE_DELTA:
-        raise PrivacyParameterError(
-            f"{name} must be < {LARGE_DELTA:g}, got {x:g}: a delta this large is a privacy failure mode, "
-            "not a setting (a mechanism that publishes one user's data outright with probability delta "
-            "satisfies it); use delta <= 1/K. A sweep does not run one: to study it, build the agent "
-            "with JointDP / LocalDP(epsilon, delta, allow_large_delta=True) and privrl.run it"
-        )
-    return check_model_delta(x, name)
+    return check_model_delta(
+        value,
+        name,
+        remedy=". A sweep does not run one: to study it, build the agent with JointDP / "
+        "LocalDP(epsilon, delta, allow_large_delta=True) and privrl.run it",
+    )
 
 
 # sizes (episodes, log_every, n_jobs), root_seed and seeds follow privrl's one integer rule,
