@@ -266,6 +266,11 @@ class Agent(abc.ABC):
             return min(rho, MAX_RADIUS)
         if self._beta_override is not None:
             return self._beta_override
+        if not math.isfinite(theoretical):  # UCRL-VTR+'s non-private radii at p = 1e-300, K = 10^7
+            raise PrivacyParameterError(
+                f"the calibration's radius is {theoretical:g} at p = {cal.p:g}, K = {cal.K}, H = {cal.H}: "
+                "its log(1 / p) terms overflow a double; pass a larger p, or the radius itself as beta="
+            )
         radius = self.beta_scale * theoretical
         if not math.isfinite(radius):  # beta_scale = 1e308 gave beta_used = inf
             raise PrivacyParameterError(

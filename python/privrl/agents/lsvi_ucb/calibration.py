@@ -354,6 +354,7 @@ def _calibrate(
     if kind == "none":
         rule = practical.nonprivate_rule(calibration, PRACTICAL_LSVI_SHIFT_MULT)
         return LSVIUCBCalibration(**base, **rule, **_radius(lam, 0.0, 0.0, H, K, d, p))
+    practical.check_bound_alpha(p, 6.0 * K * H, "6 K H", K, H)
     entry = user_entry(mechanism, R)
     tree = mechanism == "tree"
     if calibration == "practical":
@@ -447,11 +448,10 @@ def _practical(
     spec = practical.BoundsSpec(noise, sl, su, 2.0, d, alpha)
     ups = practical.noise_bounds(spec, entry.max_variance_factor)[0]
     C = practical.noise_bounds(spec, 1.0)[1]  # fresh eta per release
-    if not (math.isfinite(ups) and math.isfinite(C)):  # built with Upsilon = c_K = C = inf before
+    if not (math.isfinite(ups) and math.isfinite(C)):  # a tiny p is refused before (check_bound_alpha)
         raise PrivacyParameterError(
-            f"p = {p:g} is too small for the practical noise bounds at K = {K}, H = {H}: their "
-            f"failure probability per bound, alpha = p / (6 K H) = {alpha:g}, makes them overflow a "
-            "double; pass a larger p"
+            f"the practical noise bounds overflow a double (Upsilon = {ups:g}, C = {C:g}) at "
+            f"epsilon = {eps:g}, K = {K}, H = {H}: pass a larger epsilon or a smaller K"
         )
     return LSVIUCBCalibration(
         **base,

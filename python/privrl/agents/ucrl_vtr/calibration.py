@@ -333,6 +333,7 @@ def _calibrate(
         beta = ucrl_vtr_beta_nonprivate(C_w, H, K, d, p)
         rule = practical.nonprivate_rule(calibration)
         return UCRLVTRCalibration(**base, beta=beta, beta_condition=beta, **rule)
+    practical.check_bound_alpha(p, 6.0 * K * H, "6 K H", K, H)
     tight = calibration in ("tight", "practical")  # practical: the tight noise
     fam = plan.family("Lambda")
     entry = user_entry(mechanism, K) if kind == "jdp" else None

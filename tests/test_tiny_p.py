@@ -1,0 +1,87 @@
+"""A regret failure probability p so small that the noise bounds' per-bound failure probability
+alpha = p / (6 K H) (UCRL-VTR, LSVI-UCB) or p / (24 K H) (UCRL-VTR+) has an overflowing inverse:
+every private calibration refuses it naming p (it was refused as "Upsilon must be finite and
+>= 0, got inf", an internal name, by all but LSVI-UCB's practical one), and a non-private radius
+that overflows names p instead of blaming beta_scale. The largest such p is computed, not
+hard-coded: the refusal starts exactly where 1 / alpha overflows."""
+
+import math
+import warnings
+
+import pytest
+
+from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
+from privrl.common.errors import PrivacyParameterError
+from privrl.envs import RandomLinearMDP, RiverSwimMixture
+from privrl.privacy import JointDP, LocalDP, NonPrivate
+from privrl.privacy.practical import check_bound_alpha
+
+K, H = 10**7, 20
+AGENTS = [
+    (UCRLVTR, lambda: RiverSwimMixture(S=6, H=H), 6.0, ("jdp", "ldp")),
+    (UCRLVTRPlus, lambda: RiverSwimMixture(S=6, H=H), 24.0, ("jdp", "ldp")),
+    (LSVIUCB, RandomLinearMDP, 6.0, ("jdp",)),
+]
+CALIBRATIONS = ("paper", "tight", "practical", "adaptive")
+
+
+def _privacy(kind, calibration, p, pure=False):
+    if kind == "none":
+        return NonPrivate(calibration=calibration, p=p)
+    model = JointDP if kind == "jdp" else LocalDP
+    return model(1.0, 0.0 if pure else 1e-9, calibration=calibration, p=p)
+
+
+def _build(cls, env, privacy):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cls(env, privacy, episodes=K, seed=1)
+
+
+@pytest.mark.parametrize("cls,make_env,factor,kinds", AGENTS)
+def test_every_private_calibration_refuses_a_tiny_p_naming_it(cls, make_env, factor, kinds):
+    env = make_env()
+    for kind in kinds:
+        for calibration in CALIBRATIONS:
+            for pure in (False, True):
+                with pytest.raises(PrivacyParameterError, match=r"p = 1e-300 is too small for the noise"):
+                    _build(cls, env, _privacy(kind, calibration, 1e-300, pure))
+
+
+@pytest.mark.parametrize("factor,text", [(6.0, "6 K H"), (24.0, "24 K H")])
+def test_the_refusal_starts_where_one_over_alpha_overflows(factor, text):
+    split = factor * K * H
+
+    # the smallest p with a finite 1 / (p / split), found by stepping down one ulp at a time
+    def finite(x):
+        return math.isfinite(1.0 / (x / split))
+
+    p = split / 1.7976931348623157e308
+    while finite(math.nextafter(p, 0.0)):
+        p = math.nextafter(p, 0.0)
+    while not finite(p):
+        p = math.nextafter(p, 1.0)
+    assert check_bound_alpha(p, split, text, K, H) == p / split
+    below = math.nextafter(p, 0.0)
+    with pytest.raises(PrivacyParameterError, match=rf"alpha = p / \({text}\)"):
+        check_bound_alpha(below, split, text, K, H)
+
+
+def test_a_larger_p_still_builds_every_private_agent_with_finite_bounds():
+    for cls, make_env, _, kinds in AGENTS:
+        env = make_env()
+        for kind in kinds:
+            cal = _build(cls, env, _privacy(kind, "paper", 1e-100)).calibration
+            bounds = [getattr(cal, f) for f in ("Upsilon", "C", "Upsilon1", "C1") if hasattr(cal, f)]
+            assert bounds and all(math.isfinite(b) and b > 0 for b in bounds), (cls, kind)
+
+
+def test_a_non_private_radius_that_overflows_names_p_not_beta_scale():
+    env = RiverSwimMixture(S=6, H=H)
+    for calibration in ("paper", "tight", "practical"):
+        with pytest.raises(PrivacyParameterError, match=r"radius is inf at p = 1e-300") as e:
+            _build(UCRLVTRPlus, env, _privacy("none", calibration, 1e-300))
+        assert "beta_scale" not in str(e.value)
+    # the non-private agents whose radius stays finite still build
+    assert math.isfinite(_build(UCRLVTR, env, _privacy("none", "paper", 1e-300)).beta)
+    assert math.isfinite(_build(LSVIUCB, RandomLinearMDP(), _privacy("none", "paper", 1e-300)).beta)
