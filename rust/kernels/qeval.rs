@@ -369,9 +369,9 @@ pub fn group_max(
             for (row, (v, arg)) in groups {
                 let (mut best, mut top) = (0, row[0]);
                 for (a, &x) in row.iter().enumerate().skip(1) {
-                    if x > top {
-                        (best, top) = (a, x);
-                    }
+                    let gt = x > top; // selects, not a branch: x > top is unpredictable
+                    best = if gt { a } else { best };
+                    top = if gt { x } else { top };
                 }
                 *v = row[best];
                 *arg = best;
@@ -383,16 +383,20 @@ pub fn group_max(
                 let (mut best, mut top) = (0, row[0]);
                 let mut ties = 1u32;
                 for (a, &x) in row.iter().enumerate().skip(1) {
-                    if x > top {
-                        (best, top) = (a, x);
-                        ties = 1;
-                    } else if x == top {
+                    if x == top {
                         // Reservoir sampling: the k-th tie replaces the choice w.p. 1/k,
                         // so every maximizer ends up chosen w.p. 1/(number of ties).
                         ties += 1;
                         if rng.random_range(0..ties) == 0 {
                             (best, top) = (a, x);
                         }
+                    } else {
+                        // a new maximum or not, without a branch (x > top is unpredictable on
+                        // continuous Q values; a tie, x == top, is the rare case above)
+                        let gt = x > top;
+                        best = if gt { a } else { best };
+                        top = if gt { x } else { top };
+                        ties = if gt { 1 } else { ties };
                     }
                 }
                 *v = row[best];
@@ -469,6 +473,63 @@ mod tests {
         }
         for c in counts {
             assert!((c as f64 - 1000.0).abs() < 120.0, "{counts:?}");
+        }
+    }
+
+    /// The scan before its selects (a branch on x > top), kept as the oracle of group_max: one
+    /// stream for the whole call under Random, as group_max draws.
+    fn branchy(q: &[f64], n: usize, tie: TieBreak, vmax: &mut [f64], argmax: &mut [usize]) {
+        let mut rng = match tie {
+            TieBreak::Random(seed) => Some(ChaCha8Rng::seed_from_u64(seed)),
+            TieBreak::Lowest => None,
+        };
+        for (g, row) in q.chunks_exact(n).enumerate() {
+            let (mut best, mut top) = (0, row[0]);
+            let mut ties = 1u32;
+            for (a, &x) in row.iter().enumerate().skip(1) {
+                if x > top {
+                    (best, top) = (a, x);
+                    ties = 1;
+                } else if x == top {
+                    if let Some(r) = rng.as_mut() {
+                        ties += 1;
+                        if r.random_range(0..ties) == 0 {
+                            (best, top) = (a, x);
+                        }
+                    }
+                }
+            }
+            vmax[g] = row[best];
+            argmax[g] = best;
+        }
+    }
+
+    #[test]
+    fn selects_equal_the_branchy_scan_bit_for_bit() {
+        // Q values drawn from a few levels (ties with the running max and with the final one,
+        // +0 against -0, clipped bounds) and continuous ones, 1 to 11 actions, both tie rules
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let levels = [0.0, -0.0, 1.0, 2.5, 2.5, 8.0];
+        for case in 0..400u64 {
+            let n = 1 + (case % 11) as usize;
+            let groups = 1 + (case % 7) as usize;
+            let q: Vec<f64> = (0..n * groups)
+                .map(|_| {
+                    if case % 3 == 0 {
+                        rng.random::<f64>() * 8.0
+                    } else {
+                        levels[rng.random_range(0..levels.len())]
+                    }
+                })
+                .collect();
+            for tie in [TieBreak::Lowest, TieBreak::Random(case)] {
+                let (mut v, mut a) = (vec![0.0; groups], vec![0; groups]);
+                let (mut v0, mut a0) = (vec![0.0; groups], vec![0; groups]);
+                group_max(&q, n, tie, &mut v, &mut a).unwrap();
+                branchy(&q, n, tie, &mut v0, &mut a0);
+                let bits = |x: &[f64]| x.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!((bits(&v), &a), (bits(&v0), &a0), "case {case}: {q:?}");
+            }
         }
     }
 }
