@@ -189,12 +189,19 @@ impl MixtureFeatures {
     }
 
     /// The min and max of `v` over row r's support (None: no support).
+    ///
+    /// By comparisons (`x < a`, `x > b`), not `f64::min` / `max`, whose NaN handling costs a chain
+    /// of four instructions per entry: v is finite here (values of a plan), where the two give the
+    /// same extremes except possibly the sign of a zero extreme, which no caller can tell
+    /// (`(v - lo) / (hi - lo)` of a zero v at a zero lo is a zero either way, skipped, and a zero
+    /// width is flat either way).
     fn row_range(&self, r: usize, v: &[f64]) -> Option<(f64, f64)> {
         let next = &self.next_state[self.indptr[r]..self.indptr[r + 1]];
         let (mut a, mut b) = (f64::INFINITY, f64::NEG_INFINITY);
         for &s in next {
-            a = a.min(v[s]);
-            b = b.max(v[s]);
+            let x = v[s];
+            a = if x < a { x } else { a };
+            b = if x > b { x } else { b };
         }
         (!next.is_empty()).then_some((a, b))
     }
