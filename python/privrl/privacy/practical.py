@@ -55,6 +55,7 @@ from privrl.common.errors import PrivacyParameterError
 
 __all__ = [
     "PRACTICAL_SHIFT_MULT",
+    "check_bound_alpha",
     "centre_distance",
     "feasible_centre",
     "confidence_noise_width",
