@@ -264,18 +264,30 @@ fn dot_quads(
     out: &mut [f64],
     f: &impl Fn(usize, f64) -> f64,
 ) -> usize {
+    let done = dot_blocks::<4>(quads, cols, x, out, f, 0);
+    done + dot_blocks::<1>(&quads[done * cols.len()..], cols, x, out, f, done)
+}
+
+/// [`dot_quads`] over the whole groups of G interleaved blocks (4 G rows) of `quads`, the first
+/// row being `first`; returns the rows done.
+#[inline(always)]
+fn dot_blocks<const G: usize>(
+    quads: &[f64],
+    cols: &[usize],
+    x: &[f64],
+    out: &mut [f64],
+    f: &impl Fn(usize, f64) -> f64,
+    first: usize,
+) -> usize {
     let zero: f64 = std::iter::empty::<f64>().sum();
     let width = 4 * cols.len();
-    let mut r = 0;
-    let mut sixteen = quads.chunks_exact(4 * width);
-    for group in &mut sixteen {
-        let (b0, rest) = group.split_at(width);
-        let (b1, rest) = rest.split_at(width);
-        let (b2, b3) = rest.split_at(width);
-        let mut acc = [[zero; 4]; 4];
+    let mut r = first;
+    for group in quads.chunks_exact(G * width) {
+        let blocks: [&[f64]; G] = std::array::from_fn(|g| &group[g * width..(g + 1) * width]);
+        let mut acc = [[zero; 4]; G];
         for (t, &j) in cols.iter().enumerate() {
             let xj = x[j];
-            for (a, b) in acc.iter_mut().zip([b0, b1, b2, b3]) {
+            for (a, b) in acc.iter_mut().zip(blocks) {
                 for (al, vl) in a.iter_mut().zip(&b[4 * t..4 * t + 4]) {
                     *al += vl * xj;
                 }
@@ -284,22 +296,9 @@ fn dot_quads(
         for (k, v) in acc.into_iter().flatten().enumerate() {
             out[r + k] = f(r + k, v);
         }
-        r += 16;
+        r += 4 * G;
     }
-    for block in sixteen.remainder().chunks_exact(width) {
-        let mut acc = [zero; 4];
-        for (&j, v) in cols.iter().zip(block.chunks_exact(4)) {
-            let xj = x[j];
-            for (a, vl) in acc.iter_mut().zip(v) {
-                *a += vl * xj;
-            }
-        }
-        for (k, a) in acc.into_iter().enumerate() {
-            out[r + k] = f(r + k, a);
-        }
-        r += 4;
-    }
-    r
+    r - first
 }
 
 #[cfg(target_arch = "x86_64")]
