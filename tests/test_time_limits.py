@@ -86,3 +86,42 @@ def test_evaluate_warns_below_a_time_limit_as_learn_does():
         warnings.simplefilter("error")
         privrl.evaluate(np.zeros((3, 16), dtype=int), env, episodes=2, seed=0)
         privrl.evaluate(lambda s, h: 2, env, episodes=2, seed=0)
+
+
+class _SelfTruncating(gym.Env):
+    """A chain that truncates its own episodes after 3 steps (truncated=True, no TimeLimit and no
+    spec for privrl to read): moving right (1) from 0 reaches the rewarding end, 5, only in 5 steps."""
+
+    observation_space = gym.spaces.Discrete(6)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.s = self.t = 0
+        return 0, {}
+
+    def step(self, a):
+        self.t += 1
+        self.s = min(self.s + 1, 5) if a == 1 else 0
+        return self.s, float(self.s == 5), self.s == 5, self.t >= 3, {}
+
+
+def test_learn_and_evaluate_warn_when_the_environment_truncates_itself_before_h():
+    """An environment that truncates an episode itself before H (no time limit to read up front)
+    had every episode padded as if it had ended, silently: 300 users at H = 8 all cut at step 3
+    (terminated_early = 300) and no warning. learn and evaluate (padding to an H) now say so once,
+    at the first such episode, pointing at the caller's line; at H = 3 nothing is cut."""
+    env = _SelfTruncating()
+    with pytest.warns(AssumptionWarning, match=r"truncated .* after 3 steps .* H = 8") as seen:
+        res = privrl.learn(_agent(env, 8, K=30), env, seed=0)
+    assert res.terminated_early == 30
+    said = [w for w in seen if w.category is AssumptionWarning]
+    assert len(said) == 1 and said[0].filename == __file__
+    with pytest.warns(AssumptionWarning, match=r"truncated .* after 3 steps .* H = 8") as seen:
+        privrl.evaluate(np.ones((8, 6), dtype=int), env, episodes=4, seed=0)
+    assert {w.filename for w in seen if w.category is AssumptionWarning} == {__file__}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert privrl.learn(_agent(env, 3, K=5), env, seed=0).terminated_early == 0
+        privrl.evaluate(np.ones((3, 6), dtype=int), env, episodes=4, seed=0)
+        privrl.evaluate(lambda s, h: 1, env, episodes=4, seed=0)  # no H: nothing is padded

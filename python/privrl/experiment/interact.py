@@ -52,6 +52,7 @@ from privrl.experiment.steps import (
     note_stop,
     reset_observation,
     users_now,
+    warn_self_truncated,
 )
 
 if TYPE_CHECKING:
@@ -235,7 +236,10 @@ def _monte_carlo(
         else:
             state = identity if not callable(policy) else observation_index_of(env)
     # learn's padding: only with a rescale (else it is 0) and a horizon (an H or an array's rows)
-    pad = padding_reward(reward) if reward is not None and (H is not None or not callable(policy)) else 0.0
+    padded = H is not None or not callable(policy)  # else an episode runs to the env's own end
+    pad = padding_reward(reward) if reward is not None and padded else 0.0
+    limit = time_limit(env)  # below the horizon: warned of above
+    said = limit is not None and limit < horizon
     returns = np.empty(n)
     k = h = 0
     try:
@@ -247,6 +251,10 @@ def _monte_carlo(
                 obs, r, terminated, truncated = env_step(env, act(state(obs), h), reward, "episode", k, h)
                 total += r
                 if terminated or truncated:
+                    cut = bool(padded and truncated and not terminated and h < horizon - 1)
+                    said = said or (
+                        cut and warn_self_truncated(f"episode {k + 1}", h, horizon, "the policy's")
+                    )
                     total += pad * (horizon - h - 1)
                     break
             returns[k] = total
@@ -474,6 +482,8 @@ def _episodes(
     """
     H, S = agent.H, agent.S
     z = absorbing_state(agent)  # -1: none, the padding self-loops at the last observed state
+    limit = time_limit(env)  # a time limit below H was warned of up front; else a truncation is said
+    said = limit is not None and limit < H  # at the first episode the environment cuts before H
     core = agent._core
     returns = np.empty(K)
     early = 0
@@ -511,6 +521,11 @@ def _episodes(
                         s = state_index(s, S, z)
                     done = bool(terminated or truncated)
                     early += int(done and h < H - 1)
+                    # the first episode the environment cuts before H (truncated, not ended): said once
+                    cut = bool(truncated and not terminated and h < H - 1)
+                    said = said or (
+                        cut and warn_self_truncated(f"user {k + 1}'s episode", h, H, "the agent's")
+                    )
                     s = z if done and z >= 0 else s  # ended: the absorbing state, not the last observation
                 actions[h], rewards[h], states[h + 1] = a, r, s
             returns[k] = rewards.sum()

@@ -5,10 +5,11 @@ number (a str "1.0" was converted by float(), None gave float()'s bare TypeError
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
-from privrl.common.errors import AgentInUseError, NonFiniteError, ShapeError
+from privrl.common.errors import AgentInUseError, AssumptionWarning, NonFiniteError, ShapeError
 from privrl.common.kinds import real_value
 
 
@@ -135,3 +136,20 @@ def learn_stop(k: int, K: int, h: int, observed: bool, agent_k: int | None) -> s
         f"call before it (agent.k = {agent_k}) and nothing of this one; privrl.learn(agent, env, ...) "
         f"again continues from there; the exception's .partial is the LearnResult of those {k} users"
     )
+
+
+def warn_self_truncated(episode: str, h: int, H: int, whose: str) -> bool:
+    """The AssumptionWarning of an episode the environment truncated itself before H (learn's and
+    evaluate's, once per call; a time limit privrl can read was warned of up front): the padding
+    after it, as if it had ended, stands for steps the environment could have gone on with.
+    Points at the caller of learn / evaluate (this, their loop, them, the caller); True: said."""
+    warnings.warn(
+        f"the environment truncated {episode} after {h + 1} steps (truncated=True), "
+        f"before {whose} H = {H}, and has no time limit privrl can read (a TimeLimit, "
+        "spec.max_episode_steps): such an episode is padded to H as if it had ended although it "
+        "could have gone on; use an H no longer than the environment's own episodes, or make it "
+        "end them with terminated=True",
+        AssumptionWarning,
+        stacklevel=4,
+    )
+    return True
