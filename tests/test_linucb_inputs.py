@@ -14,7 +14,7 @@ import pytest
 from privrl import run
 from privrl.agents import LinUCB
 from privrl.agents.linucb.calibration import calibrate_linucb, linucb_leaf_ends
-from privrl.common.errors import NonFiniteError, PrivacyParameterError, ShapeError
+from privrl.common.errors import AssumptionWarning, NonFiniteError, PrivacyParameterError, ShapeError
 from privrl.envs import ContextualBandit
 from privrl.privacy import JointDP, LocalDP, NonPrivate
 
@@ -272,3 +272,21 @@ def test_benches_bandits_vw_without_vowpal_wabbit_is_refused_before_running(tmp_
     assert e.value.code == 2
     assert "pip install vowpalwabbit" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("X_of", [lambda x: x[:, None], lambda x: np.column_stack([x, np.full(len(x), 3.0)])])
+def test_one_feature_column_on_the_unit_sphere_is_warned_of(X_of):
+    """A single feature (or a single one left once constant columns are dropped) put on the unit
+    sphere by scale="row" keeps only its sign: 2,000 rows became 2 distinct contexts, silently, and
+    three classes cut at x = -0.5 / 0.5 lost what separates them. Now an AssumptionWarning names
+    scale="max", which keeps the magnitude (2,000 distinct contexts); two columns are not warned of."""
+    x = np.random.default_rng(0).normal(size=2000)
+    y = np.digitize(x, [-0.5, 0.5])
+    with pytest.warns(AssumptionWarning, match=r"only its sign .* scale=\"max\""):
+        env = ContextualBandit.from_classification(X_of(x), y)
+    assert len(np.unique(env.contexts.round(12), axis=0)) == 2  # the collapse it warns of
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        kept = ContextualBandit.from_classification(X_of(x), y, scale="max")
+        ContextualBandit.from_classification(np.column_stack([x, x**2]), y)
+    assert len(np.unique(kept.contexts.round(12), axis=0)) == 2000

@@ -11,13 +11,20 @@ from __future__ import annotations
 
 import math
 import sys
+import warnings
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from privrl.common.checks import check_choice, check_seed, integer_actions
-from privrl.common.errors import AssumptionError, IndexRangeError, NonFiniteError, ShapeError
+from privrl.common.errors import (
+    AssumptionError,
+    AssumptionWarning,
+    IndexRangeError,
+    NonFiniteError,
+    ShapeError,
+)
 from privrl.envs.finite import ReadOnlyCopies, digest, outside_unit_interval
 
 __all__ = ["ContextualBandit"]
@@ -101,8 +108,9 @@ class ContextualBandit(ReadOnlyCopies):
         columns dropped); ``scale="row"`` (default) puts every row on the unit sphere and, with
         ``bias``, appends a constant so that ``x = [z / ||z||, 1] / sqrt(2)`` (each arm's linear
         model gets an intercept; every ||x|| = 1: the privacy noise is calibrated for ||x|| <= 1,
-        so a smaller x only loses signal against it); ``scale="max"`` appends 1 and divides every
-        row by the largest row norm (the table's geometry kept, typical norms far below 1).
+        so a smaller x only loses signal against it; of a single feature column only the sign is
+        left, with an AssumptionWarning); ``scale="max"`` appends 1 and divides every row by the
+        largest row norm (the table's geometry kept, typical norms far below 1).
         ``seed`` shuffles the rows (users are drawn uniformly with replacement by the run's own
         seed either way). Labels are integers, strings or booleans (a Decimal, date, ... is refused with
         TypeError: an agent's file carries the classes, and only those load back); every label must
@@ -140,6 +148,14 @@ class ContextualBandit(ReadOnlyCopies):
                 f"every one of X's {X.shape[1]} columns is constant, and standardize drops constant "
                 "columns: with bias=False no context feature is left (pass bias=True, or "
                 "standardize=False to keep them)"
+            )
+        if scale == "row" and np.count_nonzero(featurizer.keep) == 1:
+            warnings.warn(
+                f'X has one feature column ({X.shape[1]} given; constant ones are dropped): scale="row" '
+                "puts each row on the unit sphere, which in one dimension keeps only its sign (every "
+                'context is one of two vectors); pass scale="max" to keep the feature\'s magnitude',
+                AssumptionWarning,
+                stacklevel=2,
             )
         means = np.zeros((len(labels), len(classes)))
         means[np.arange(len(labels)), labels] = 1.0
