@@ -128,7 +128,12 @@ class ContextualBandit(ReadOnlyCopies):
         if X.ndim != 2 or y.shape != (X.shape[0],):
             raise ShapeError(f"X must be (n, p) and y (n,), got {X.shape} and {y.shape}")
         if not np.isfinite(X).all():
-            raise NonFiniteError("X contains NaN or inf")
+            bad = ~np.isfinite(X)
+            i, j = (int(v) for v in np.argwhere(bad)[0])
+            raise NonFiniteError(
+                f"X contains NaN or inf: X[{i}, {j}] = {X[i, j]}, in {int(bad.any(axis=1).sum())} of its "
+                f"{X.shape[0]} rows; drop or impute those rows (and their labels) first"
+            )
         check_choice(scale, ("row", "max"), "scale")
         for key, flag in (("standardize", standardize), ("bias", bias)):
             if not isinstance(flag, (bool, np.bool_)):  # "no" is truthy
