@@ -63,6 +63,16 @@ class ReadOnlyCopies:
                 arr.flags.writeable = False
 
 
+def _remedy(name: str, what: str, arr: np.ndarray) -> str:
+    """What to give instead of an array one axis short: a step-indexed array without its step axis
+    (one step's kernel, rewards, ...), or a start state index for the initial distribution."""
+    if what.startswith("(H, ") and arr.ndim == what.count(",") and arr.ndim > 0:
+        return f"; for a time-homogeneous model pass np.broadcast_to({name}, (H,) + {name}.shape)"
+    if name == "init_dist" and arr.ndim == 0:
+        return "; a start state s0 is np.eye(S)[s0]"
+    return ""
+
+
 def _as_array(x: Any, name: str, ndim: int, what: str) -> np.ndarray:
     """Copy `x` to a fresh C-contiguous float64 array with `ndim` dimensions."""
     kind = x.dtype.kind if isinstance(x, np.ndarray) else None
@@ -76,7 +86,9 @@ def _as_array(x: Any, name: str, ndim: int, what: str) -> np.ndarray:
         # numpy would parse strings and drop imaginary parts with a mere warning.
         raise TypeError(f"{name} must be a real numeric array of shape {what}, got dtype kind {kind!r}")
     if arr.ndim != ndim:
-        raise ShapeError(f"{name} must have shape {what} ({ndim} dims), got shape {arr.shape}")
+        raise ShapeError(
+            f"{name} must have shape {what} ({ndim} dims), got shape {arr.shape}{_remedy(name, what, arr)}"
+        )
     if arr.size == 0:
         raise ShapeError(f"{name} must be non-empty, got shape {arr.shape}")
     return arr
