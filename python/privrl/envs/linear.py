@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from privrl.common.blas import matmul_1thread, one_blas_thread
 from privrl.common.checks import is_one_hot, model_seed
 from privrl.common.errors import AssumptionError, AssumptionWarning, ShapeError, stacklevel_outside
 from privrl.common.memory import refuse_over_memory
@@ -138,8 +139,8 @@ def phi_matmul(phi_flat: np.ndarray, X: np.ndarray) -> np.ndarray:
     that term: a gather, the same values (up to the sign of a zero) without the O(n d m) dense
     product (Taxi one-hot, n = d = 3,000, S = 500, H = 20: 7 s of a LinearMDP's construction, which
     a sweep repeats per run)."""
-    if not is_one_hot(phi_flat):
-        return np.matmul(phi_flat, X)
+    if not is_one_hot(phi_flat):  # one BLAS thread: the same bits at any thread count
+        return matmul_1thread(phi_flat, X)
     nonzero = phi_flat != 0
     col = nonzero.argmax(axis=1)  # 0 for an all-zero row, whose scale below is 0
     scale = phi_flat[np.arange(phi_flat.shape[0]), col]
@@ -202,7 +203,8 @@ def _linear_rewards(
         else:
             R = R_lin
     else:
-        theta, *_ = np.linalg.lstsq(phi_flat, R.reshape(H, S * A).T, rcond=None)
+        with one_blas_thread():  # the same bits at any BLAS thread count (privrl.common.blas)
+            theta, *_ = np.linalg.lstsq(phi_flat, R.reshape(H, S * A).T, rcond=None)
         theta = np.ascontiguousarray(theta.T)
         resid = float(np.abs(np.matmul(phi_flat, theta.T).T - R.reshape(H, S * A)).max())
         reward_linear = resid <= 1e-8

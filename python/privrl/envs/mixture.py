@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from privrl.common.blas import matmul_1thread
 from privrl.common.checks import check_all_finite, check_finite_real, model_seed, numeric_array
 from privrl.common.errors import AssumptionError, AssumptionWarning, PrivacyParameterError, ShapeError
 from privrl.envs.finite import (
@@ -131,7 +132,8 @@ class LinearMixtureMDP(FiniteMDP):
         # "Unable to allocate 745 GiB" before (LinearMDP checks the same)
         check_dense_size("LinearMixtureMDP", H, S, A)
         # P[h, s, a, s'] = phi(s'|s,a)^T w_h
-        P = np.matmul(phi.reshape(S * A * S, d), w.T).T.reshape(H, S, A, S)
+        # (one BLAS thread: the same bits at any thread count, privrl.common.blas)
+        P = matmul_1thread(phi.reshape(S * A * S, d), w.T).T.reshape(H, S, A, S)
         super().__init__(P, R, init_dist, name=name)
 
         self.d: int = int(d)

@@ -58,6 +58,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from privrl.common.blas import one_blas_thread
 from privrl.common.checks import is_one_hot  # one-hot rows: the released Gram's data part is diagonal
 
 __all__ = [
@@ -150,5 +151,6 @@ def centre_direction(table: np.ndarray) -> tuple[np.ndarray, bool]:
         # a tabular d of thousands took seconds
         w1 = nonzero.any(axis=0).astype(float)
     else:
-        w1 = np.linalg.lstsq(table, np.ones(table.shape[0]), rcond=None)[0]
+        with one_blas_thread():  # the same bits at any BLAS thread count (privrl.common.blas)
+            w1 = np.linalg.lstsq(table, np.ones(table.shape[0]), rcond=None)[0]
     return np.ascontiguousarray(w1), bool(np.abs(table @ w1 - 1.0).max() <= 1e-9)
