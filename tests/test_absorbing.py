@@ -7,6 +7,7 @@ transition's target read V_{h+1}(s_last), the value of a live state, where the e
 from __future__ import annotations
 
 import copy
+import warnings
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from gymnasium import spaces
 
 import privrl
 from privrl.agents import LSVIUCB
-from privrl.common.errors import AssumptionError, ShapeError
+from privrl.common.errors import AssumptionError, AssumptionWarning, ShapeError
 from privrl.envs import FeatureMap, as_gymnasium, from_gymnasium
 from privrl.envs.gym import needs_absorbing
 from privrl.experiment.environments import GymnasiumTask
@@ -184,7 +185,11 @@ def test_the_values_learned_at_the_hand_are_the_exact_ones():
     for absorbing in (True, False):
         fm = FeatureMap.one_hot_for(Stick(), H, absorbing=absorbing)
         agent = LSVIUCB(fm, NonPrivate(), batches="every", episodes=500, seed=0)
-        privrl.learn(agent, Stick(), seed=1, progress=False)
+        if absorbing:
+            privrl.learn(agent, Stick(), seed=1, progress=False)
+        else:  # the self-loops at the hand, warned of
+            with pytest.warns(AssumptionWarning, match="ended at state 0, a state users also act from"):
+                privrl.learn(agent, Stick(), seed=1, progress=False)
         w = agent.release().weights.reshape(H, fm.S, fm.A)
         path = np.array([w[0, 0, 1], w[1, 1, 0], w[1, 1, 1], w[2, 0, 0]])
         greedy = privrl.evaluate(agent.greedy_policy(), Stick(), episodes=5, seed=0, H=H).value
@@ -306,3 +311,23 @@ def test_a_sweep_learning_blackjack_gets_new_run_ids(monkeypatch):
     before = {k: ids(v) for k, v in (("jack", jack), ("lake", lake), ("model", model))}
     assert now["lake"] == before["lake"] and now["model"] == before["model"]
     assert all(a[0] != b[0] and a[1] == b[1] for a, b in zip(now["jack"], before["jack"], strict=True))
+
+
+def test_learn_warns_when_an_own_map_without_an_absorbing_state_self_loops_where_users_act():
+    """Blackjack-v1 on a map of one's own without an absorbing state (FeatureMap.one_hot(704, 2, 4)):
+    a hand that ends is padded with self-loops at the player's hand, a state other users act from,
+    which mixes the padded steps into that hand's real transitions (docs/harness.md). It ran
+    silently; learn now warns once, naming the state and the maps that have an absorbing state.
+    one_hot_for's map (absorbing state added) and FrozenLake (holes and goal only terminal) are quiet."""
+    env = gym.make("Blackjack-v1")
+    agent = LSVIUCB(FeatureMap.one_hot(704, 2, 4), NonPrivate(), episodes=50, seed=0)
+    with pytest.warns(AssumptionWarning, match=r"ended at state \d+, a state users also act from") as seen:
+        privrl.learn(agent, env, seed=0, reward=lambda r: (r + 1) / 2)
+    assert len([w for w in seen if w.category is AssumptionWarning]) == 1
+    assert {w.filename for w in seen if w.category is AssumptionWarning} == {__file__}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        own = LSVIUCB(FeatureMap.one_hot_for(env, 4), NonPrivate(), episodes=50, seed=0)
+        privrl.learn(own, env, seed=0, reward=lambda r: (r + 1) / 2)
+        lake = gym.make("FrozenLake-v1")
+        privrl.learn(LSVIUCB(FeatureMap.one_hot(16, 4, 8), NonPrivate(), episodes=200, seed=0), lake, seed=0)

@@ -46,6 +46,7 @@ from privrl.experiment.spaces import (
     state_index,
 )
 from privrl.experiment.steps import (
+    SelfLoops,
     attach_partial,
     env_step,
     learn_stop,
@@ -484,6 +485,7 @@ def _episodes(
     z = absorbing_state(agent)  # -1: none, the padding self-loops at the last observed state
     limit = time_limit(env)  # a time limit below H was warned of up front; else a truncation is said
     said = limit is not None and limit < H  # at the first episode the environment cuts before H
+    loops = SelfLoops(z < 0)  # self-loops at a state users act from: said once
     core = agent._core
     returns = np.empty(K)
     early = 0
@@ -509,13 +511,14 @@ def _episodes(
                 changes.see(table)
             s = state_index(state(obs), S, z)
             states[0] = s
-            done = False
+            done, t, term = False, H - 1, False  # the last real step, and whether it ended the episode
             for h in range(H):
                 a = pi[h][s]
                 if done:  # after the environment's end: stay, paid as a zero reward
                     r = pad
                 else:
                     obs, r, terminated, truncated = env_step(env, a, reward, "user", k, h)
+                    t, term = h, bool(terminated)
                     s = state(obs)
                     if type(s) is not int or not 0 <= s < S or s == z:
                         s = state_index(s, S, z)
@@ -529,6 +532,7 @@ def _episodes(
                     s = z if done and z >= 0 else s  # ended: the absorbing state, not the last observation
                 actions[h], rewards[h], states[h + 1] = a, r, s
             returns[k] = rewards.sum()
+            loops.see(states, t, term, H, k)
             core.observe(states, actions, rewards)  # checked here, step by step
             agent._sync_guards()
             if callback is not None:

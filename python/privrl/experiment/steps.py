@@ -9,6 +9,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from privrl.common.errors import AgentInUseError, AssumptionWarning, NonFiniteError, ShapeError
 from privrl.common.kinds import real_value
 
@@ -153,3 +155,41 @@ def warn_self_truncated(episode: str, h: int, H: int, whose: str) -> bool:
         stacklevel=4,
     )
     return True
+
+
+class SelfLoops:
+    """learn's watch over its padding without an absorbing state: an episode the environment ends
+    before H is padded with self-loops at its last state, which is wrong where users also act from
+    that state (its real transitions get mixed with the padded ones; Blackjack-v1's hands). Warns
+    once, at the first such state; inactive where the agent's map has an absorbing state."""
+
+    def __init__(self, active: bool) -> None:
+        self.active = active
+        self.acted: set[int] = set()  # states a user took a real step from
+        self.ended: set[int] = set()  # states an episode ended at, then padded
+
+    def see(self, states: np.ndarray, t: int, ended: bool, H: int, k: int) -> None:
+        """User k's `states`: real steps from states[0..t], then (`ended` by the environment before
+        step H - 1) self-loops at states[t + 1]."""
+        if not self.active:
+            return
+        real = states[: t + 1].tolist()
+        self.acted.update(real)
+        hit = -1
+        if ended and t < H - 1:
+            end = int(states[t + 1])
+            self.ended.add(end)
+            hit = end if end in self.acted else -1
+        if hit < 0 and self.ended and not self.ended.isdisjoint(real):
+            hit = next(s for s in real if s in self.ended)
+        if hit >= 0:
+            self.active = False
+            warnings.warn(
+                f"by user {k + 1}, an episode ended at state {hit}, a state users also act from, and "
+                "the agent's feature map has no absorbing state: learn pads an ended episode with "
+                "self-loops at its last state, which mixes those padded steps into that state's real "
+                "transitions; give the map one (FeatureMap.one_hot_for(env, H) adds it, or "
+                "FeatureMap.one_hot(S, A, H, absorbing=True), FeatureMap(features, H, absorbing=i))",
+                AssumptionWarning,
+                stacklevel=4,
+            )
