@@ -290,3 +290,30 @@ def test_one_hot_for_a_space_past_64_bits_names_the_limit():
         FeatureMap.one_hot_for(Env(), H=3)
     with pytest.raises(ShapeError, match=r"S must be an integer >= 1, got 0"):
         FeatureMap.one_hot(0, 2, H=3)
+
+
+def test_an_action_space_starting_elsewhere_than_0_is_refused_with_the_wrapper_to_use():
+    """A Discrete(2, start=1) action space with an agent of A = 2 was refused as if the feature map
+    were another environment's; its remedy is to shift the actions, which the message now names
+    (gymnasium's TransformAction), and the wrapped environment learns."""
+    from gymnasium.wrappers import TransformAction
+
+    class Shifted(gym.Env):
+        observation_space = spaces.Discrete(3)
+        action_space = spaces.Discrete(2, start=1)
+
+        def reset(self, seed=None, options=None):
+            super().reset(seed=seed)
+            return 0, {}
+
+        def step(self, a):
+            assert a in (1, 2)
+            return 2, float(a == 2), True, False, {}  # 2: only ever an end
+
+    agent = LSVIUCB(FeatureMap.one_hot(3, 2, 2), NonPrivate(), episodes=20, seed=0)
+    with pytest.raises(
+        ShapeError, match=r"start=1.*wrappers\.TransformAction\(env, lambda a: a \+ 1, Discrete\(2\)\)"
+    ):
+        privrl.learn(agent, Shifted(), seed=0)
+    res = privrl.learn(agent, TransformAction(Shifted(), lambda a: a + 1, spaces.Discrete(2)), seed=0)
+    assert res.episodes == 20

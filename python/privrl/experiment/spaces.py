@@ -37,10 +37,17 @@ def check_spaces(agent: Agent, env: Any, state: Callable[[Any], int]) -> Callabl
             f"the environment's action space is {acts}: privrl's agents play one of A = {agent.A} "
             "discrete actions (a gymnasium Discrete space); discretize the environment first"
         )
-    if n_act is not None and (int(n_act) != agent.A or int(getattr(acts, "start", 0)) != 0):
+    start = int(getattr(acts, "start", 0)) if n_act is not None else 0
+    if n_act is not None and (int(n_act) != agent.A or start != 0):
+        shift = (
+            f"; shift the actions: gymnasium.wrappers.TransformAction(env, lambda a: a + {start}, "
+            f"Discrete({agent.A}))"
+            if int(n_act) == agent.A
+            else " (its feature map was built for another environment?)"
+        )
         raise ShapeError(
-            f"the environment's action space is {acts}, the agent has A = {agent.A} actions 0..{agent.A - 1} "
-            "(its feature map was built for another environment?)"
+            f"the environment's action space is {acts}, the agent has A = {agent.A} actions "
+            f"0..{agent.A - 1}{shift}"
         )
     if state is not int or obs is None:
         return None
