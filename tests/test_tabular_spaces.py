@@ -310,6 +310,11 @@ def test_an_action_space_starting_elsewhere_than_0_is_refused_with_the_wrapper_t
             assert a in (1, 2)
             return 2, float(a == 2), True, False, {}  # 2: only ever an end
 
+    with pytest.raises(
+        ShapeError, match=r"one_hot_for .*TransformAction\(env, lambda a: a \+ 1, Discrete\(2\)\)"
+    ):
+        FeatureMap.one_hot_for(Shifted(), 2)
+    assert FeatureMap.one_hot_for(TransformAction(Shifted(), lambda a: a + 1, spaces.Discrete(2)), 2).A == 2
     agent = LSVIUCB(FeatureMap.one_hot(3, 2, 2), NonPrivate(), episodes=20, seed=0)
     with pytest.raises(
         ShapeError, match=r"start=1.*wrappers\.TransformAction\(env, lambda a: a \+ 1, Discrete\(2\)\)"

@@ -120,11 +120,17 @@ class FeatureMap(ReadOnlyCopies):
         found = observation_index(obs)
         n_act = getattr(acts, "n", None)
         if found is None or n_act is None or np.ndim(n_act) != 0 or int(getattr(acts, "start", 0)) != 0:
+            shifted = found is not None and n_act is not None and np.ndim(n_act) == 0
             raise ShapeError(
                 f"FeatureMap.one_hot_for needs a Discrete action space (0..A-1) and a Discrete, Tuple of "
                 f"Discrete, 1-D MultiDiscrete or MultiBinary observation space; the environment has {acts} "
                 f"and {obs}: "
-                "build FeatureMap(features, H) and pass learn a state= mapping"
+                + (
+                    f"shift the actions first, gymnasium.wrappers.TransformAction(env, lambda a: a + "
+                    f"{int(getattr(acts, 'start', 0))}, Discrete({n_act}))"
+                    if shifted
+                    else "build FeatureMap(features, H) and pass learn a state= mapping"
+                )
             )
         spec = getattr(env, "spec", None)
         label = name if name is not None else getattr(spec, "id", None) or "FeatureMap.one_hot"
