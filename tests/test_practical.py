@@ -10,6 +10,8 @@ from privrl import kernels, run
 from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
 from privrl.agents.lsvi_ucb import calibration as lsvi_cal
 from privrl.envs import RandomLinearMDP, RandomLinearMixtureMDP, RiverSwimMixture
+from privrl.envs.finite import FiniteMDP
+from privrl.exceptions import AssumptionError
 from privrl.privacy import JointDP, LocalDP, NonPrivate, practical
 
 
@@ -280,3 +282,42 @@ def test_centre_option():
     assert not np.allclose(feasible.release().weights, zero.release().weights)
     with pytest.raises(ValueError, match="centre"):
         UCRLVTR(env, priv, episodes=50, centre="origin")
+
+
+class _OwnMixture(FiniteMDP):
+    """A user's own FiniteMDP with mixture features and a claimed C_w (Asm. 2 is the user's claim):
+    P and R random, the features d = 3 random distributions over s' per (s, a), divided by sqrt(3)."""
+
+    def __init__(self, scale, C_w):
+        rng = np.random.default_rng(0)
+        S, A, H, d = 4, 2, 3, 3
+        P = rng.dirichlet(np.ones(S), size=(H, S, A))
+        super().__init__(P, rng.uniform(size=(H, S, A)), np.full(S, 1 / S), name="own")
+        features = rng.dirichlet(np.ones(S), size=(S, A, d)).transpose(0, 1, 3, 2) / math.sqrt(d)
+        self.features, self.C_w = features * scale, C_w
+
+
+def test_centre_distance_when_the_centre_lies_outside_the_C_w_ball():
+    """Features scaled by 1/2 make the exact centre's ||w0|| = 2 ||w0 of the base||: above C_w no w of
+    norm <= C_w satisfies the constraints, so Pythagoras's sqrt(C_w^2 - ||w0||^2) (clamped to 0) was a
+    bound of 0 that pinned the adaptive estimate to w0 whatever the users sent; the triangle
+    inequality bounds ||w - w0|| for every ||w|| <= C_w. Features so small that ||w0||^2 overflows
+    are refused, naming the features (was NaN weights at the first policy)."""
+    base = RiverSwimMixture(S=4, H=3)
+    f = base.features * 0.5
+    w0 = practical.feasible_centre(f)
+    assert np.linalg.norm(w0) > 1.0  # exact, and outside C_w = 1
+    assert practical.centre_distance(1.0, f, w0) == pytest.approx(1.0 + np.linalg.norm(w0), rel=1e-12)
+    # unchanged where the centre is inside the ball: the same bits as the closed form
+    w0 = practical.feasible_centre(base.features)
+    assert practical.centre_distance(base.C_w, base.features, w0) == math.sqrt(base.C_w**2 - float(w0 @ w0))
+    env = _OwnMixture(0.5, 1.0)  # ||w0|| = 2 sqrt(3) / sqrt(3) = 2 > C_w
+    centre = practical.feasible_centre(env.features)
+    assert np.linalg.norm(centre) == pytest.approx(2.0, rel=1e-12)
+    agent = UCRLVTR(env, NonPrivate(), episodes=300, seed=0)
+    run(agent, env, seed=1)
+    assert np.abs(agent.release().weights - centre).max() > 1.0  # the users moved it (was 4e-16)
+    tiny = _OwnMixture(1e-300, 1.0)
+    with pytest.raises(AssumptionError, match=r"features.*too small.*centre='zero'"):
+        UCRLVTR(tiny, NonPrivate(), episodes=5, seed=0)
+    UCRLVTR(tiny, NonPrivate(), episodes=5, seed=0, centre="zero")  # no centre, no overflow

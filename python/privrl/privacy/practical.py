@@ -51,7 +51,7 @@ from typing import Any
 
 from privrl import _core
 from privrl.common.checks import check_nonneg_real, checked
-from privrl.common.errors import PrivacyParameterError
+from privrl.common.errors import AssumptionError, PrivacyParameterError
 
 __all__ = [
     "PRACTICAL_SHIFT_MULT",
@@ -144,14 +144,24 @@ def centre_distance(C_w: float, features: Any, w0: Any) -> float:
     """A bound on ``||w - w0||`` over every admissible ``w`` (``||w|| <= C_w``, every row of the model
     a distribution): ``sqrt(C_w^2 - ||w0||^2)`` when ``w0`` satisfies ``phi_1^T w0 = 1`` exactly
     (``w0`` in the row space, ``w - w0`` in the null space of the constraints: Pythagoras, module
-    comment), the triangle inequality's ``C_w + ||w0||`` otherwise."""
+    comment) and ``||w0|| <= C_w`` (within LinearMixtureMDP's 1e-9), the triangle inequality's
+    ``C_w + ||w0||`` otherwise: also where ``||w0|| > C_w`` (a user's own features whose exact centre
+    no ``||w|| <= C_w`` reaches; Pythagoras clamped to 0 pinned the estimate to ``w0``).
+    AssumptionError where ``||w0||^2`` overflows (features of norm ~1e-300)."""
     import numpy as np
 
     f = np.asarray(features, dtype=float)
     phi_1 = f.sum(axis=2).reshape(-1, f.shape[-1])
     w0 = np.asarray(w0, dtype=float)
-    norm2 = float(w0 @ w0)
-    if np.abs(phi_1 @ w0 - 1.0).max() <= 1e-9:
+    with np.errstate(over="ignore"):  # refused just below
+        norm2 = float(w0 @ w0)
+    if not math.isfinite(norm2):
+        raise AssumptionError(
+            "the mixture features are too small for the practical / adaptive ridge's centre: its "
+            f"||w0||^2 (w0 with sum_s' phi(s'|s, a)^T w0 = 1, largest |phi| = {np.abs(f).max():.3g}) "
+            "overflows a double; give features of norm of order 1 or pass centre='zero'"
+        )
+    if np.abs(phi_1 @ w0 - 1.0).max() <= 1e-9 and math.sqrt(norm2) <= C_w + 1e-9 * max(1.0, C_w):
         return math.sqrt(max(C_w * C_w - norm2, 0.0))
     return C_w + math.sqrt(norm2)
 
