@@ -228,6 +228,30 @@ def test_the_guard_clips_and_warns_once(agent_kind):
     assert sum(issubclass(w.category, SensitivityWarning) for w in caught) == 1
 
 
+class _NoRows(FiniteMDP):
+    """A user's own mixture model with phi(.|s=1, a) = 0: sum_s' phi^T w = 1 has no solution there,
+    so the practical ridge's centre distance is the triangle inequality's (practical.centre_distance)."""
+
+    def __init__(self, base):
+        super().__init__(base.P, base.R, base.init_dist, name="no rows")
+        features = base.features.copy()
+        features[1] = 0.0
+        self.features, self.C_w = features, base.C_w
+
+
+@pytest.mark.parametrize(
+    "privacy",
+    [
+        JointDP(1.0, 1e-5, calibration="practical", sampler="float"),
+        LocalDP(10.0, 1e-5, calibration="practical"),
+    ],
+)
+def test_practical_reference_on_features_with_zero_rows(privacy):
+    env = _NoRows(RiverSwimMixture(S=4, H=4))
+    agent = UCRLVTR(env, privacy, episodes=20, seed=3, ties="lowest", beta_scale=0.05)
+    _compare_vtr(agent, env, 20, "lowest", 3)
+
+
 def test_reject_refuses_and_leaves_the_agent_as_it_was():
     env = _Scaled(RiverSwimMixture(S=4, H=4), 40.0)
     with pytest.warns(AssumptionWarning, match="guard refuses such a user at run time"):

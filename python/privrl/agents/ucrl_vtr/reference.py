@@ -183,7 +183,11 @@ def _practical(agent, i, sigma_m, sigma_v, radius):
     if agent.centre == "feasible":
         phi_1 = agent.mixture_features.sum(axis=2).reshape(-1, d)
         w0 = np.linalg.lstsq(phi_1, np.ones(len(phi_1)), rcond=None)[0]
-        D = math.sqrt(max(agent.C_w**2 - w0 @ w0, 0.0))
+        # Pythagoras where w0 is exactly feasible and within C_w, else the triangle inequality
+        exact = np.abs(phi_1 @ w0 - 1.0).max() <= 1e-9 and math.sqrt(w0 @ w0) <= agent.C_w + 1e-9 * max(
+            1.0, agent.C_w
+        )
+        D = math.sqrt(max(agent.C_w**2 - w0 @ w0, 0.0)) if exact else agent.C_w + math.sqrt(w0 @ w0)
     else:
         w0, D = np.zeros(d), agent.C_w
     full = getattr(cal, agent._radius_key)
