@@ -99,3 +99,33 @@ def test_vtr_agent_refuses_a_centre_of_the_wrong_length(monkeypatch):
         with pytest.raises(ValueError, match=f"w0 has {n} entries, the features d = {d}"):
             real(bad)
     real(spec)  # the genuine spec still builds
+
+
+def test_sherman_morrison_does_not_cancel_at_a_tiny_lam():
+    """Lambda^{-1} - u u^T / (1 + x^T u) cancels where 1 + x^T u is huge (lam = 1e-12): the inverse of
+    Lambda = 1 + 1e-12 came out 1.000122 (d = 1, the one-hot path), a dense d = 3 inverse off by a
+    relative 9e-5 after three unit rows (condition number 8.75). Both must be the inverse of the
+    matrix kept beside them, as at lam = 1 (the same bits there: below x^T u = 1e6 the update is
+    unchanged)."""
+    from privrl.agents import LinUCB
+    from privrl.envs.bandit import ContextualBandit
+    from privrl.kernels import RankOneInverse
+    from privrl.privacy import NonPrivate
+
+    env = ContextualBandit(np.ones((1, 1)), np.array([[0.2, 0.8]]))
+    agent = LinUCB(env, NonPrivate(), episodes=10, seed=0, lam=1e-12)
+    for n in range(1, 4):
+        agent.update(0, 1, 1.0)
+        rel = agent.release()
+        assert rel.design[1, 0, 0] == n + 1e-12
+        assert rel.inverse[1, 0, 0] == pytest.approx(1 / (n + 1e-12), rel=1e-12)
+        assert rel.weights[1, 0] == pytest.approx(n / (n + 1e-12), rel=1e-12)
+    rng = np.random.default_rng(0)
+    xs = rng.normal(size=(3, 3))
+    xs /= np.linalg.norm(xs, axis=1, keepdims=True)
+    for lam in (1e-12, 1.0):
+        r = RankOneInverse(3, lam)
+        for x in xs:
+            r.update(x)
+        assert np.linalg.cond(r.matrix()) < 10  # three unit rows: well conditioned (8.75)
+        np.testing.assert_allclose(r.inverse(), np.linalg.inv(r.matrix()), rtol=1e-9, atol=1e-9)

@@ -11,6 +11,13 @@ use nalgebra::{DMatrix, DVector};
 
 use crate::errors::{any_non_finite, check_finite, check_len, CoreError, CoreResult};
 
+/// Sherman-Morrison subtracts `u u^T / (1 + x^T u)` (u = Lambda^{-1} x) from Lambda^{-1}: where
+/// `1 + x^T u` is large (x along a direction the design has barely seen: a tiny lam) the two
+/// nearly cancel and the new inverse loses about log10(1 + x^T u) digits (lam = 1e-12, d = 1,
+/// x = 1: 1.000122 for 1 / (1 + 1e-12)). Beyond this bound the update factorizes the new Lambda
+/// instead. `x^T u <= ||x||^2 / lam`, so features of norm <= 1 with lam >= 1e-6 never reach it.
+const SM_CANCEL_LIMIT: f64 = 1e6;
+
 /// Inverse of a symmetric positive-definite matrix given row-major (symmetric, so
 /// row- and column-major agree). The input is symmetrized first, so rounding
 /// asymmetry in a noisy sum never breaks the factorization.
@@ -329,11 +336,18 @@ impl ShermanMorrison {
         let d = self.d;
         let jj = j * d + j;
         let uj = xj * self.inverse.as_slice()[jj];
-        let scale = 1.0 / (1.0 + xj * uj);
+        let denom = 1.0 + xj * uj;
+        let scale = 1.0 / denom;
         if !(uj.abs() * uj.abs() * scale).is_finite() || !scale.is_finite() {
             return false;
         }
-        self.inverse.as_mut_slice()[jj] -= (uj * uj) * scale;
+        if denom > SM_CANCEL_LIMIT {
+            // the new entry's inverse as Cholesky gives it (refactorize_diagonal, the dense path's)
+            let s = (self.matrix.as_slice()[jj] + xj * xj).sqrt();
+            self.inverse.as_mut_slice()[jj] = (1.0 / s) / s;
+        } else {
+            self.inverse.as_mut_slice()[jj] -= (uj * uj) * scale;
+        }
         if let Some(diag) = self.inverse_diagonal.get_mut() {
             diag[j] = self.inverse.as_slice()[jj];
         }
@@ -376,6 +390,12 @@ impl ShermanMorrison {
             // still finite, so factorize it; when rounding made it singular, refuse the update
             return self.update_by_factorization(x);
         }
+        // the subtraction would cancel (SM_CANCEL_LIMIT): factorize the new matrix instead, or,
+        // where rounding makes it singular (the state then unchanged), go on with Sherman-Morrison
+        if denom > SM_CANCEL_LIMIT && self.update_by_factorization(x).is_ok() {
+            return Ok(());
+        }
+        let u = self.work.as_slice();
         // Lambda^{-1} -= u u^T / (1 + x^T u); Lambda += x x^T. u u^T is exactly symmetric,
         // so both matrices stay exactly symmetric.
         self.inverse_diagonal.take();
