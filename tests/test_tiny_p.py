@@ -14,7 +14,7 @@ from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
 from privrl.common.errors import PrivacyParameterError
 from privrl.envs import RandomLinearMDP, RiverSwimMixture
 from privrl.privacy import JointDP, LocalDP, NonPrivate
-from privrl.privacy.practical import check_bound_alpha
+from privrl.privacy.bounds import check_bound_alpha
 
 K, H = 10**7, 20
 AGENTS = [

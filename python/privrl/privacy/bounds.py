@@ -10,8 +10,10 @@ import math
 
 from privrl import _core
 from privrl.common.checks import checked
+from privrl.common.errors import PrivacyParameterError
 
 __all__ = [
+    "check_bound_alpha",
     "gaussian_matrix_bound",
     "gaussian_vector_bound",
     "laplace_matrix_bound",
@@ -102,3 +104,20 @@ def laplace_vector_sum_bound(b: float, n: int, d: int, alpha: float) -> float:
       ``t = 4b max(sqrt(n L'/3), L')``, ``L' = log(2d/alpha)``.
     """
     return _core.laplace_sum_bounds(b, b, n, d, alpha)[1]  # the agents' own (rust/agents/bounds.rs)
+
+
+def check_bound_alpha(p: float, split: float, split_text: str, K: int, H: int) -> float:
+    """``alpha = p / split``: the failure probability of each noise bound of a private calibration
+    (the corollaries' union bound: ``split`` = 6 K H for UCRL-VTR and LSVI-UCB, 24 K H for
+    UCRL-VTR+), checked once where the calibration starts. Refused when ``1 / alpha`` overflows a
+    double: every bound, through ``log(1 / alpha)``, would be inf (p = 1e-300, K = 10^7, H = 20
+    was refused with an internal name, "Upsilon must be finite"; found by the extreme-parameter
+    audit)."""
+    alpha = p / split
+    if not math.isfinite(1.0 / alpha):
+        raise PrivacyParameterError(
+            f"p = {p:g} is too small for the noise bounds at K = {K}, H = {H}: their failure "
+            f"probability per bound, alpha = p / ({split_text}) = {alpha:g}, makes them overflow a "
+            "double; pass a larger p"
+        )
+    return alpha

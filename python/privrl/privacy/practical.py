@@ -51,11 +51,10 @@ from typing import Any
 
 from privrl import _core
 from privrl.common.checks import check_nonneg_real, checked
-from privrl.common.errors import AssumptionError, PrivacyParameterError
+from privrl.common.errors import AssumptionError
 
 __all__ = [
     "PRACTICAL_SHIFT_MULT",
-    "check_bound_alpha",
     "centre_distance",
     "feasible_centre",
     "confidence_noise_width",
@@ -77,23 +76,6 @@ def nonprivate_rule(calibration: str, shift_mult: float = PRACTICAL_SHIFT_MULT) 
     """A non-private calibration's release-rule fields: the practical rule and its shift multiplier
     under ``calibration="practical"``, none (the class defaults) otherwise."""
     return {"release_rule": "practical", "shift_mult": shift_mult} if calibration == "practical" else {}
-
-
-def check_bound_alpha(p: float, split: float, split_text: str, K: int, H: int) -> float:
-    """``alpha = p / split``: the failure probability of each noise bound of a private calibration
-    (the corollaries' union bound: ``split`` = 6 K H for UCRL-VTR and LSVI-UCB, 24 K H for
-    UCRL-VTR+), checked once where the calibration starts. Refused when ``1 / alpha`` overflows a
-    double: every bound, through ``log(1 / alpha)``, would be inf (p = 1e-300, K = 10^7, H = 20
-    was refused with an internal name, "Upsilon must be finite"; found by the extreme-parameter
-    audit)."""
-    alpha = p / split
-    if not math.isfinite(1.0 / alpha):
-        raise PrivacyParameterError(
-            f"p = {p:g} is too small for the noise bounds at K = {K}, H = {H}: their failure "
-            f"probability per bound, alpha = p / ({split_text}) = {alpha:g}, makes them overflow a "
-            "double; pass a larger p"
-        )
-    return alpha
 
 
 @checked(s=check_nonneg_real)

@@ -46,6 +46,7 @@ from privrl.common.checks import (
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy import practical
 from privrl.privacy.adaptive import ADAPTIVE_LSVI_LAM
+from privrl.privacy.bounds import check_bound_alpha
 from privrl.privacy.common import (
     DEFAULT_CALIBRATION,
     Calibration,
@@ -354,7 +355,7 @@ def _calibrate(
     if kind == "none":
         rule = practical.nonprivate_rule(calibration, PRACTICAL_LSVI_SHIFT_MULT)
         return LSVIUCBCalibration(**base, **rule, **_radius(lam, 0.0, 0.0, H, K, d, p))
-    practical.check_bound_alpha(p, 6.0 * K * H, "6 K H", K, H)
+    check_bound_alpha(p, 6.0 * K * H, "6 K H", K, H)
     entry = user_entry(mechanism, R)
     tree = mechanism == "tree"
     if calibration == "practical":

@@ -49,6 +49,7 @@ from privrl.common.checks import (
 )
 from privrl.privacy import practical
 from privrl.privacy.accounting import gaussian_epsilon
+from privrl.privacy.bounds import check_bound_alpha
 from privrl.privacy.common import (
     DEFAULT_CALIBRATION,
     Calibration,
@@ -333,7 +334,7 @@ def _calibrate(
         beta = ucrl_vtr_beta_nonprivate(C_w, H, K, d, p)
         rule = practical.nonprivate_rule(calibration)
         return UCRLVTRCalibration(**base, beta=beta, beta_condition=beta, **rule)
-    practical.check_bound_alpha(p, 6.0 * K * H, "6 K H", K, H)
+    check_bound_alpha(p, 6.0 * K * H, "6 K H", K, H)
     tight = calibration in ("tight", "practical")  # practical: the tight noise
     fam = plan.family("Lambda")
     entry = user_entry(mechanism, K) if kind == "jdp" else None

@@ -30,6 +30,7 @@ from privrl.agents.ucrl_vtr_plus.formulas import (
 )
 from privrl.common.checks import check_pos_int
 from privrl.privacy import practical
+from privrl.privacy.bounds import check_bound_alpha
 from privrl.privacy.common import (
     DEFAULT_CALIBRATION,
     Calibration,
@@ -295,7 +296,7 @@ def _calibrate(
         rule = practical.nonprivate_rule(calibration)
         nonprivate = ucrl_vtr_plus_betas_condition(lam, 0, 0, 0, 0, 0, 0, C_w, H, K, d, p)
         return UCRLVTRPlusCalibration(**base, **rule, **_radii(nonprivate))
-    practical.check_bound_alpha(p, 24.0 * K * H, "24 K H", K, H)
+    check_bound_alpha(p, 24.0 * K * H, "24 K H", K, H)
     entry = user_entry(mechanism, K) if kind == "jdp" else None
     n = K if entry is None else entry.noise_terms
     if calibration in ("tight", "practical"):  # practical: the tight noise
