@@ -37,6 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bounds::NoiseBounds;
 use crate::kernels::dense::matvec;
+use crate::kernels::eigen::spectral_rebuild;
 use crate::kernels::sparse::SparseRows;
 
 /// The adaptive rule's public constants.
@@ -177,15 +178,8 @@ fn sym_eig(m: &[f64], d: usize) -> (Vec<f64>, DMatrix<f64>) {
 
 /// V diag(f(e)) V^T.
 fn rebuild(e: &[f64], v: &DMatrix<f64>, f: impl Fn(f64) -> f64, out: &mut [f64]) {
-    let d = e.len();
     let fe: Vec<f64> = e.iter().map(|&x| f(x)).collect();
-    for i in 0..d {
-        for j in i..d {
-            let s: f64 = (0..d).map(|k| v[(i, k)] * v[(j, k)] * fe[k]).sum();
-            out[i * d + j] = s;
-            out[j * d + i] = s;
-        }
-    }
+    spectral_rebuild(v.as_slice(), &fe, out);
 }
 
 impl AdaptiveLsvi {
