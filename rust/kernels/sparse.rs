@@ -187,37 +187,48 @@ impl SparseRows {
             let c0 = &self.col[..len];
             let mut y = vec![0.0; 4 * d];
             while r + 4 <= n {
-                y.fill(0.0);
-                let (y0, rest) = y.split_at_mut(d);
-                let (y1, rest) = rest.split_at_mut(d);
-                let (y2, y3) = rest.split_at_mut(d);
                 let v = &self.val[r * len..(r + 4) * len];
-                for (t, &i) in c0.iter().enumerate() {
-                    let (a, b, c, e) = (v[t], v[len + t], v[2 * len + t], v[3 * len + t]);
-                    let li = &l[i * d..(i + 1) * d];
-                    for k in 0..d {
-                        let x = li[k];
-                        y0[k] += a * x;
-                        y1[k] += b * x;
-                        y2[k] += c * x;
-                        y3[k] += e * x;
-                    }
+                let (v0, rest) = v.split_at(len);
+                let (v1, rest) = rest.split_at(len);
+                let (v2, v3) = rest.split_at(len);
+                // y_q[k] = sum_t p_qt l[c_t][k] in t order from +0, a block of k at a time kept
+                // in registers (the four rows' sums of a block, each its own chain)
+                let vs = [v0, v1, v2, v3];
+                let mut kb = 0;
+                while kb + 8 <= d {
+                    four_rows_block::<8>(c0, vs, l, d, kb, &mut y);
+                    kb += 8;
                 }
-                out[r] = norm(y0);
-                out[r + 1] = norm(y1);
-                out[r + 2] = norm(y2);
-                out[r + 3] = norm(y3);
+                while kb + 4 <= d {
+                    four_rows_block::<4>(c0, vs, l, d, kb, &mut y);
+                    kb += 4;
+                }
+                while kb < d {
+                    four_rows_block::<1>(c0, vs, l, d, kb, &mut y);
+                    kb += 1;
+                }
+                for q in 0..4 {
+                    out[r + q] = norm(&y[q * d..(q + 1) * d]);
+                }
                 r += 4;
             }
         }
         let mut y = vec![0.0; d];
         for (rr, o) in out.iter_mut().enumerate().skip(r) {
             let (cols, vals) = self.row(rr);
-            y.fill(0.0);
-            for (&i, p) in cols.iter().zip(vals) {
-                y.iter_mut()
-                    .zip(&l[i * d..(i + 1) * d])
-                    .for_each(|(s, li)| *s += p * li);
+            // the same sums one row at a time, a block of k in registers
+            let mut kb = 0;
+            while kb + 8 <= d {
+                row_block::<8>(cols, vals, l, d, kb, &mut y);
+                kb += 8;
+            }
+            while kb + 4 <= d {
+                row_block::<4>(cols, vals, l, d, kb, &mut y);
+                kb += 4;
+            }
+            while kb < d {
+                row_block::<1>(cols, vals, l, d, kb, &mut y);
+                kb += 1;
             }
             *o = norm(&y);
         }
@@ -249,6 +260,53 @@ impl SparseRows {
         self.start.windows(2).all(|w| w[1] - w[0] == len)
             && self.col.chunks_exact(len.max(1)).all(|c| c == c0)
     }
+}
+
+/// y_q[kb..kb + W] = sum_t p_qt l[c_t][kb..kb + W] for the four rows of values `vs` (columns
+/// `cols`), in t order from +0, into y (4 x d): [`SparseRows::norms_through`]'s sums, W entries of
+/// k at a time in registers.
+#[inline(always)]
+fn four_rows_block<const W: usize>(
+    cols: &[usize],
+    vs: [&[f64]; 4],
+    l: &[f64],
+    d: usize,
+    kb: usize,
+    y: &mut [f64],
+) {
+    let mut acc = [[0.0f64; W]; 4];
+    let [v0, v1, v2, v3] = vs;
+    for ((((&i, &a), &b), &c), &e) in cols.iter().zip(v0).zip(v1).zip(v2).zip(v3) {
+        let x: &[f64; W] = l[i * d + kb..i * d + kb + W].try_into().unwrap();
+        for (q, p) in [a, b, c, e].into_iter().enumerate() {
+            for j in 0..W {
+                acc[q][j] += p * x[j];
+            }
+        }
+    }
+    for (q, a) in acc.iter().enumerate() {
+        y[q * d + kb..q * d + kb + W].copy_from_slice(a);
+    }
+}
+
+/// [`four_rows_block`] for one row (its columns and values) into y (d).
+#[inline(always)]
+fn row_block<const W: usize>(
+    cols: &[usize],
+    vals: &[f64],
+    l: &[f64],
+    d: usize,
+    kb: usize,
+    y: &mut [f64],
+) {
+    let mut acc = [0.0f64; W];
+    for (&i, p) in cols.iter().zip(vals) {
+        let x: &[f64; W] = l[i * d + kb..i * d + kb + W].try_into().unwrap();
+        for j in 0..W {
+            acc[j] += p * x[j];
+        }
+    }
+    y[kb..kb + W].copy_from_slice(&acc);
 }
 
 /// `out[r] = f(r, phi_r^T x)` for the rows of the interleaved blocks `quads` (columns `cols`):
@@ -404,8 +462,14 @@ mod tests {
     fn norms_through_are_the_per_column_folds_bit_for_bit() {
         // ||L^T phi_r|| as set_width computed it before norms_through: a fold over the row's
         // columns for each k, then the sum of squares in k order; 11 rows (blocks of four and a
-        // tail of three on the dense table), mixed rows, magnitudes that show the order
-        let d = 7;
+        // tail of three on the dense table), mixed rows, magnitudes that show the order; d with
+        // and without tails of register blocks (8, then 4, then one entry)
+        for d in [1, 3, 4, 7, 8, 12, 15, 16, 17] {
+            norms_through_case(d);
+        }
+    }
+
+    fn norms_through_case(d: usize) {
         let mut t = vec![0.0; 11 * d];
         for (i, v) in t.iter_mut().enumerate() {
             if (i / d) % 4 != 1 || i % 3 != 0 {
@@ -422,6 +486,12 @@ mod tests {
         for s in [SparseRows::of(&t, d), SparseRows::of(&full, d)] {
             let mut out = vec![f64::NAN; 11];
             s.norms_through(&l, d, &mut out);
+            let mut plain = vec![f64::NAN; 11];
+            s.norms_through_impl(&l, d, &mut plain);
+            assert!(out
+                .iter()
+                .zip(&plain)
+                .all(|(a, b)| a.to_bits() == b.to_bits()));
             for (r, o) in out.iter().enumerate() {
                 let (cols, vals) = s.row(r);
                 let fold = (0..d)
