@@ -141,3 +141,32 @@ def test_from_gymnasium_names_the_model_behind_an_own_id(unregistered):
         assert "has no model" not in str(info.value)
     with pytest.raises(ShapeError, match="has no model"):  # another table-less env, as before
         from_gymnasium(gym.make("Blackjack-v1"), 5)
+
+
+def test_a_wrapped_model_pickles_and_steps_on_where_it_was():
+    """as_gymnasium's class was local to a function: pickle refused the environment ("Can't pickle
+    local object '_adapter_class.<locals>.GymnasiumAdapter'"), so it could not go to a process pool.
+    A pickled copy, mid-episode, steps on as the original does (the same model, step and stream)."""
+    import pickle
+
+    register_gymnasium_envs()
+    for env in (as_gymnasium(RiverSwim(S=4, H=6)), gym.make("privrl/RiverSwim-v0", S=4)):
+        env.reset(seed=5)
+        for _ in range(2):
+            env.step(1)
+        copy = pickle.loads(pickle.dumps(env))
+        assert type(copy.unwrapped) is type(env.unwrapped)
+        ours = [env.step(a) for a in (1, 0, 1)]
+        theirs = [copy.step(a) for a in (1, 0, 1)]
+        assert ours == theirs
+    # and in a fresh process, as a process pool's worker loads it (the class is built there on demand)
+    env = as_gymnasium(RiverSwim(S=4, H=6))
+    env.reset(seed=5)
+    blob = pickle.dumps(env)
+    code = (
+        "import pickle, sys\n"
+        "e = pickle.loads(sys.stdin.buffer.read())\n"
+        "print([e.step(1)[0] for _ in range(3)])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True, check=True)
+    assert out.stdout.decode().strip() == str([env.step(1)[0] for _ in range(3)])

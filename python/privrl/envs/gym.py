@@ -502,6 +502,10 @@ def _adapter_class() -> Any:
             truncated = self._h >= self.mdp.H
             return self._s, reward, False, truncated, {"h": self._h}
 
+    # pickled by reference as privrl.envs.gym.GymnasiumAdapter (the module's __getattr__ builds the
+    # class), so a wrapped model goes to a process pool; as a local class it was not picklable
+    GymnasiumAdapter.__qualname__ = "GymnasiumAdapter"
+    GymnasiumAdapter.__module__ = __name__
     _ADAPTER_CLASS = GymnasiumAdapter
     return GymnasiumAdapter
 
