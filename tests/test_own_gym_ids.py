@@ -60,7 +60,7 @@ def test_a_sweep_names_an_own_id_unregistered(unregistered):
         returns = privrl.learn(agent, env, seed=env_seq, progress=False).returns
         rows = df[df["run_id"] == spec.run_id].sort_values("episode")
         assert np.array_equal(rows["return"].to_numpy(), returns)
-        assert manifest["runs"][spec.run_id]["env"] == "privrl/RiverSwim-v0(H=5, learned by interaction)"
+        assert manifest["runs"][spec.run_id]["env"] == "privrl/RiverSwim-v0(H=5, S=4, learned by interaction)"
 
 
 def test_worker_processes_register_it_themselves(unregistered):
@@ -97,7 +97,7 @@ def test_cli_runs_an_own_id(tmp_path):
     done = subprocess.run(cmd, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     records = json.loads((out / "manifest.json").read_text())["runs"]
-    assert [r["env"] for r in records.values()] == ["privrl/RiverSwim-v0(H=5, learned by interaction)"]
+    assert [r["env"] for r in records.values()] == ["privrl/RiverSwim-v0(H=5, S=4, learned by interaction)"]
 
 
 def test_a_model_table_naming_an_own_id_points_to_the_privrl_environment(unregistered):

@@ -65,7 +65,7 @@ def test_runs_are_privrl_learn_with_the_run_streams():
         assert np.array_equal(rows["return"].to_numpy(), returns[k - 1])
         record = manifest["runs"][spec.run_id]
         assert record["random_regret"] is None and record["final_regret"] is None
-        assert record["env"] == "FrozenLake-v1(H=8, learned by interaction)"
+        assert record["env"] == "FrozenLake-v1(H=8, is_slippery=False, learned by interaction)"
         assert record["terminated_early"] > 0  # the lake's holes and goal end episodes before H
 
 
@@ -194,7 +194,8 @@ def test_cli_run_and_report(tmp_path):
     report = subprocess.run([*cmd, "report", str(out)], check=True, capture_output=True, text=True).stdout
     assert "return (first -> last 10%)" in report and "learned by interaction" not in report
     records = json.loads((out / "manifest.json").read_text())["runs"]
-    assert [r["env"] for r in records.values()] == ["FrozenLake-v1(H=8, learned by interaction)"]
+    label = "FrozenLake-v1(H=8, is_slippery=False, learned by interaction)"
+    assert [r["env"] for r in records.values()] == [label]
 
 
 def test_the_report_says_which_scale_the_returns_are_on(tmp_path):
@@ -491,3 +492,32 @@ def test_a_task_object_runs_as_its_table(backend):
     assert a.equals(b)
     env = manifest["config"]["studies"][0]["env"]
     assert env["id"] == "Blackjack-v1" and env["H"] == "4" and env["reward_range"] == "(-1.0, 1.0)"
+
+
+def test_the_environment_label_names_the_make_keywords():
+    """The results table's env column (the run records', the report's and the plots' titles) named
+    an environment by its id and H only: the slippery lake and the other, or the 4x4 map and the
+    8x8, had the same label, so two sweeps' tables could not be told apart (and a table pasted beside
+    another was mislabeled). The label now states the gymnasium.make keywords (sorted); without any
+    it is as before."""
+    from privrl.experiment.registry import make_env
+
+    base = {"name": "gymnasium", "id": "FrozenLake-v1", "H": 8}
+    labels = {
+        (model, kw): make_env({**base, **dict([kw] if kw else []), "model": model}).name
+        for model in (True, False)
+        for kw in (None, ("is_slippery", True), ("is_slippery", False), ("map_name", "8x8"))
+    }
+    assert len(set(labels.values())) == len(labels)  # eight environments, eight labels
+    assert labels[True, None] == "FrozenLake-v1(H=8)"  # no keywords: the label of before
+    assert labels[False, None] == "FrozenLake-v1(H=8, learned by interaction)"
+    assert labels[True, ("is_slippery", False)] == "FrozenLake-v1(H=8, is_slippery=False)"
+    assert labels[False, ("map_name", "8x8")] == "FrozenLake-v1(H=8, map_name='8x8', learned by interaction)"
+    # with a reward rescale too, which the report still reads off the label
+    task = GymnasiumTask("Blackjack-v1", 4, [-1, 1], natural=True)
+    assert task.name == "Blackjack-v1(H=4, natural=True, rewards (r + 1) / 2, learned by interaction)"
+    from privrl.experiment.environments import reward_rescale
+
+    assert reward_rescale(task.name) == "(r + 1) / 2"
+    df, _ = _sweep(env={**LAKE, "is_slippery": True}, episodes=20, seeds=1, epsilons=[math.inf])
+    assert set(df["env"]) == {"FrozenLake-v1(H=8, is_slippery=True, learned by interaction)"}

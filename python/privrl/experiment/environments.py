@@ -69,8 +69,10 @@ def gymnasium_linear_mdp(
     try:
         table = _model_table(env, id)
         if reward_range is None:
+            # the default name, f"{spec id}(H={H})", where there are no make keywords (as before)
+            name = f"{_spec_id(env, id)}(H={int(H)}{_keywords(make_kwargs)})" if make_kwargs else None
             try:
-                return from_gymnasium(env, H, init_dist=init_dist)
+                return from_gymnasium(env, H, name=name, init_dist=init_dist)
             except AssumptionError as exc:
                 if "(rescale it with reward=...)" not in str(exc):
                     raise
@@ -85,7 +87,7 @@ def gymnasium_linear_mdp(
         return from_gymnasium(
             env,
             H,
-            name=f"{id}(H={int(H)}{_REWARDS}{_affine(lo, hi)})",
+            name=f"{id}(H={int(H)}{_keywords(make_kwargs)}{_REWARDS}{_affine(lo, hi)})",
             init_dist=init_dist,
             reward=lambda r: (float(r) - lo) / width,
         )
@@ -221,6 +223,19 @@ def reward_rescale(env_name: str) -> str | None:
     return tail[: -len(_LEARNED)] if tail.endswith(_LEARNED) else tail.removesuffix(")")
 
 
+def _keywords(make_kwargs: Mapping[str, Any]) -> str:
+    """The gymnasium.make keywords as an environment's name states them, sorted:
+    ", is_slippery=False, map_name='8x8'" ("" without any). Without them two environments of one id
+    (the slippery lake and the other, the 4x4 map and the 8x8) had the same name in the results
+    table, the run records, the report and the plots."""
+    return "".join(f", {k}={make_kwargs[k]!r}" for k in sorted(make_kwargs))
+
+
+def _spec_id(env: Any, id: str) -> str:
+    """The id from_gymnasium names a made environment by (its spec's), else the id it was made from."""
+    return str(getattr(getattr(env, "spec", None), "id", None) or id)
+
+
 def _affine(lo: float, hi: float) -> str:
     """The rescale r -> (r - lo) / (hi - lo) as text: "(r + 100) / 100" for lo = -100, hi = 0."""
     shift = f"r - {lo:g}" if lo >= 0 else f"r + {-lo:g}"
@@ -275,7 +290,7 @@ class GymnasiumTask:
         finally:
             env.close()
         scale = "" if self.range is None else f"{_REWARDS}{_affine(*self.range)}"
-        self.name = f"{id}(H={self.H}{scale}{_LEARNED}"
+        self.name = f"{id}(H={self.H}{_keywords(self.make_kwargs)}{scale}{_LEARNED}"
 
     def make(self) -> Any:
         """A new instance of the gymnasium environment (each run steps its own)."""
