@@ -259,3 +259,21 @@ def test_ctrl_c_wherever_it_lands_hands_back_every_user_the_agent_kept(after):
         whole.policy_changes,
     )
     np.testing.assert_array_equal(agent.policy(), twin.policy())
+
+
+@pytest.mark.parametrize("error", [RuntimeError("boom"), KeyboardInterrupt()])
+@pytest.mark.parametrize("step", [None, 2])
+def test_a_stopped_evaluation_keeps_the_estimate_of_its_whole_episodes(error, step):
+    """A Monte-Carlo privrl.evaluate stopped partway (Ctrl-C in a long evaluation, the environment
+    raising) lost every episode it had run: the exception carried no partial result. Now it
+    carries ``partial``, the Evaluation of the whole episodes before the stop, equal to evaluate's
+    over that many episodes with the same seed; a stop in the first episode carries none."""
+    policy = np.ones((H, 4), dtype=np.int64)
+    with pytest.raises(type(error)) as info:
+        privrl.evaluate(policy, Raising(type(error)(), 5, step), episodes=9, seed=2)
+    got = privrl.experiment.partial_result(info.value)
+    assert got == privrl.evaluate(policy, Chain(), episodes=5, seed=2)
+    assert got.episodes == 5 and not got.exact and math.isfinite(got.stderr)
+    with pytest.raises(type(error)) as info:
+        privrl.evaluate(policy, Raising(type(error)(), 0, step), episodes=9, seed=2)
+    assert privrl.experiment.partial_result(info.value) is None

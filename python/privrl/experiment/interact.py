@@ -265,8 +265,16 @@ def _monte_carlo(
             f"privrl.evaluate stopped in episode {k + 1} of {n}, "
             + (f"at step {h}" if h >= 0 else "at env.reset"),
         )
+        if k > 0:  # the estimate over the whole episodes before it (Ctrl-C in a long evaluation)
+            note_stop(e, f"e.partial: the Evaluation of the {k} whole episode{'s' * (k > 1)} before it")
+            attach_partial(e, _estimate(returns[:k]))
         raise
-    stderr = float(returns.std(ddof=1) / math.sqrt(n)) if n > 1 else math.inf
+    return _estimate(returns)
+
+
+def _estimate(returns: np.ndarray) -> Evaluation:
+    """The Monte-Carlo Evaluation of these episodes' returns: their mean and its standard error."""
+    stderr = float(returns.std(ddof=1) / math.sqrt(n)) if (n := len(returns)) > 1 else math.inf
     return Evaluation(value=float(returns.mean()), exact=False, stderr=stderr, episodes=n)
 
 
@@ -323,13 +331,14 @@ class LearnResult:
         )
 
 
-def partial_result(exc: BaseException) -> RunResult | LearnResult | None:
+def partial_result(exc: BaseException) -> RunResult | LearnResult | Evaluation | None:
     """The result of the users a stopped ``privrl.run`` or ``privrl.learn`` completed: the
     ``partial`` attribute of the exception that stopped it (Ctrl-C's KeyboardInterrupt, the user's
     environment or callback raising, privrl's own errors), a RunResult from run and a LearnResult
     from learn (also from learn on a privrl model), over the users of that call the agent kept
     (``agent.k`` moved by its ``episodes``); None for an exception that did not stop either, e.g.
-    one raised before the first user. ``exc.partial`` itself, typed::
+    one raised before the first user; from a stopped Monte-Carlo ``privrl.evaluate``, the Evaluation
+    of its whole episodes. ``exc.partial`` itself, typed::
 
         try:
             res = privrl.learn(agent, env)
@@ -339,7 +348,7 @@ def partial_result(exc: BaseException) -> RunResult | LearnResult | None:
     from privrl.experiment.runner import RunResult
 
     got = getattr(exc, "partial", None)
-    return got if isinstance(got, (RunResult, LearnResult)) else None
+    return got if isinstance(got, (RunResult, LearnResult, Evaluation)) else None
 
 
 def learn(
