@@ -644,6 +644,28 @@ def test_n_jobs_root_seed_and_seeds_follow_the_integer_rule(raw, message):
             run_sweep(config, n_jobs=n_jobs)
 
 
+def test_run_sweep_takes_n_jobs_minus_one_as_all_cores(monkeypatch):
+    """n_jobs = -1 is all cores in a config, sweep() and privrl run -j -1, but run_sweep(config,
+    n_jobs=-1) refused it ("n_jobs: must be an integer >= 1, got -1"). Now the same rule there:
+    the run is on all cores (2 here, the cores monkeypatched), and -1.0 / 0 are still refused."""
+    import os
+    import sys
+
+    sweep_mod = sys.modules["privrl.experiment.sweep"]  # the package's `sweep` is the function
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    seen = []
+    real = sweep_mod._threads
+    monkeypatch.setattr(
+        sweep_mod, "_threads", lambda specs, envs, bar, n: seen.append(n) or real(specs, envs, bar, n)
+    )
+    config = build_config({**SMALL, "seeds": 2})
+    df, _ = run_sweep(config, n_jobs=-1)
+    assert seen == [2] and len(df) > 0
+    for n_jobs in (-1.0, 0, True):
+        with pytest.raises(ConfigError, match=rf"^n_jobs: must be an integer >= 1, got {n_jobs}$"):
+            run_sweep(config, n_jobs=n_jobs)
+
+
 # --------------------------------------------------------------------------------------- Dask
 @pytest.mark.slow  # starts a two-worker LocalCluster
 def test_dask_cluster_results_equal_local_bit_for_bit(tmp_path, serial):

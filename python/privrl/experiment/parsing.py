@@ -324,12 +324,18 @@ def _studies(raw: Mapping[str, Any], defaults: Mapping[str, Any]) -> list[Study]
     return studies
 
 
+def n_jobs_value(n_jobs: Any) -> int:
+    """A sweep's n_jobs: an integer >= 1, or the integer -1 for all cores (the config's rule, and
+    run_sweep's n_jobs= too, which refused -1); anything else a ConfigError naming n_jobs."""
+    if isinstance(n_jobs, numbers.Integral) and int(n_jobs) == -1:
+        return os.cpu_count() or 1  # an integer -1 (-1.0 is refused below, as 2.0)
+    return int(_pos_int(n_jobs, "n_jobs"))
+
+
 def _execution(raw: Mapping[str, Any]) -> dict[str, Any]:
     """The settings of how a sweep runs: n_jobs (-1 = all cores), backend, scheduler, outdir, format,
     root_seed."""
-    n_jobs = raw.get("n_jobs", 1)
-    if isinstance(n_jobs, numbers.Integral) and int(n_jobs) == -1:
-        n_jobs = os.cpu_count() or 1  # an integer -1 (-1.0 is refused below, as 2.0)
+    n_jobs = n_jobs_value(raw.get("n_jobs", 1))
     fmt = raw.get("format", "auto")
     if fmt not in ("auto", "parquet", "csv"):
         raise ConfigError("format", f"must be 'auto', 'parquet' or 'csv', got {fmt!r}")
@@ -346,7 +352,7 @@ def _execution(raw: Mapping[str, Any]) -> dict[str, Any]:
     if outdir is not None and not isinstance(outdir, str):
         raise ConfigError("outdir", f"expected a path, got {outdir!r}")
     return {
-        "n_jobs": _pos_int(n_jobs, "n_jobs"),
+        "n_jobs": n_jobs,
         "scheduler": scheduler,
         "backend": backend,
         "outdir": outdir,

@@ -30,11 +30,10 @@ from privrl.experiment.config import (
     SweepConfig,
     SweepError,
     _json_safe,
-    _pos_int,
     make_env,
 )
 from privrl.experiment.environments import GymnasiumTask
-from privrl.experiment.parsing import build_config, listed
+from privrl.experiment.parsing import build_config, listed, n_jobs_value
 from privrl.experiment.preflight import build_agent, preflight
 from privrl.experiment.progress import checked_progress, interactive, tqdm_class
 from privrl.experiment.relay import recorded, reemit
@@ -426,7 +425,7 @@ def _file_run(
 
 def _checked(config: SweepConfig, n_jobs: int | None, backend: str | None, scheduler: Any) -> tuple:
     """n_jobs, backend, scheduler checked, and preflight: all that refuses a sweep before the store."""
-    n_jobs = config.n_jobs if n_jobs is None else _pos_int(n_jobs, "n_jobs")  # 2.5 was int()'s 2
+    n_jobs = config.n_jobs if n_jobs is None else n_jobs_value(n_jobs)  # 2.5 was int()'s 2; -1 all cores
     backend = config.backend if backend is None else backend
     if backend not in BACKENDS:
         raise ConfigError("backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")
