@@ -812,6 +812,28 @@ def test_epsilons_flag_replaces_an_agents_own_list(tmp_path, capsys):
     assert not (tmp_path / "a").exists()
 
 
+def test_env_and_agent_flags_say_what_of_the_config_they_replace(tmp_path, capsys):
+    """`privrl run my.toml --agent X:...` ran X alone and `--env NAME` dropped the config's env
+    table (its S, H, ...) with nothing said, where --epsilons names each agent whose list it
+    replaces: a user adding an agent to a config's lost the others silently. Both now say on stderr
+    what they replace; flags without a config say nothing."""
+    path = tmp_path / "one.toml"
+    path.write_text(
+        'seeds = 1\nepisodes = 5\n[env]\nname = "RiverSwimMixture"\nS = 4\nH = 5\n'
+        '[agents.N]\nalgorithm = "UCRL-VTR"\nprivacy = "none"\n'
+        '[agents.L]\nalgorithm = "UCRL-VTR"\nprivacy = "ldp"\n'
+    )
+    flags = ["--no-progress", "--agent", "X:algorithm=UCRL-VTR,privacy=none", "--env", "RiverSwimMixture"]
+    assert main(["run", str(path), "--out", str(tmp_path / "a"), *flags]) == 0
+    err = capsys.readouterr().err
+    assert "privrl: --agent replaces the config's agents 'N', 'L'\n" in err
+    assert "privrl: --env replaces the config's env {'name': 'RiverSwimMixture', 'S': 4, 'H': 5}\n" in err
+    config = json.loads((tmp_path / "a" / "manifest.json").read_text())["config"]["studies"][0]
+    assert list(config["agents"]) == ["X"] and config["env"] == {"name": "RiverSwimMixture"}
+    assert main(["run", *flags, "-K", "5", "--seeds", "1", "--out", str(tmp_path / "b")]) == 0
+    assert "replaces the config's" not in capsys.readouterr().err
+
+
 def test_epsilons_flag_names_each_replaced_agent_with_its_study(tmp_path, capsys):
     """The demo config has an agent 'JDP' in each of its two studies with its own epsilons: the
     stderr line said "replaces the epsilons of 'JDP', 'JDP'"; it now names each one's study."""

@@ -118,6 +118,8 @@ def _env_flags(raw: dict, args: argparse.Namespace) -> None:
     from privrl.experiment.config import ConfigError
 
     if args.env is not None:
+        if raw.get("env") is not None:  # the config's table, whose arguments go with it (said, not silent)
+            print(f"privrl: --env replaces the config's env {raw['env']!r}", file=sys.stderr)
         raw["env"] = {"name": args.env}
     if args.env_arg:
         if isinstance(raw.get("env"), str):  # env = "RiverSwimMixture" in the config
@@ -153,6 +155,11 @@ def _raw_config(args: argparse.Namespace) -> dict:
         )
     _env_flags(raw, args)
     if agents:
+        if isinstance(raw.get("agents"), dict) and raw["agents"]:  # all of them: said, as --epsilons says
+            print(
+                f"privrl: --agent replaces the config's agents {', '.join(map(repr, raw['agents']))}",
+                file=sys.stderr,
+            )
         raw["agents"] = agents
     elif args.config is None and raw:  # flags alone: the agents can only come from --agent
         env = "" if "env" in raw else "--env NAME and "
