@@ -257,3 +257,28 @@ def test_a_sweeps_large_delta_refusal_names_what_runs_one(where, key):
     assert "to run it anyway" not in str(err.value)
     # below 0.1 nothing changed: the sweep runs
     sweep(ENV, AGENTS, epsilons=[1.0], episodes=3, progress=False, delta=0.09)
+
+
+def test_a_manifest_of_an_object_environment_says_it_reruns_from_python(tmp_path, capsys):
+    """The manifest's config is 're-runnable as written' with privrl run OUTDIR/manifest.json, but
+    a study whose environment was given as a Python object records only its name and digests:
+    rerunning it said "expected an environment name, a table with 'name' ...; got {'object': ...,
+    'sha256': ...}", as if the user had written that table. It now says the environment was a
+    Python object and reruns from Python with it; an env table's manifest reruns as before."""
+    pytest.importorskip("pandas")
+    from privrl.envs import RiverSwimMixture
+    from privrl.experiment import load_manifest
+    from privrl.experiment.cli import main
+    from privrl.experiment.parsing import build_config
+
+    kw = {"agents": AGENTS, "epsilons": [1.0], "episodes": 5, "progress": False}
+    sweep(RiverSwimMixture(S=4, H=3), outdir=str(tmp_path / "obj"), **kw)
+    with pytest.raises(
+        ConfigError,
+        match=r"^study\[0\]\.env: RiverSwimMixture\(.*\) was given to the sweep as a Python object",
+    ):
+        build_config(load_manifest(tmp_path / "obj")["config"])
+    assert main(["run", str(tmp_path / "obj" / "manifest.json"), "--out", str(tmp_path / "again")]) == 2
+    assert "rerun this sweep from Python, passing the same object" in capsys.readouterr().err
+    sweep(ENV, outdir=str(tmp_path / "table"), **kw)
+    assert len(build_config(load_manifest(tmp_path / "table")["config"]).runs()) == 1

@@ -153,6 +153,13 @@ def _env(value: Any, key: str) -> Any:
         return value
     if isinstance(value, str):
         value = {"name": value}
+    if isinstance(value, Mapping) and "name" not in value and "object" in value:  # a manifest's record
+        raise ConfigError(
+            key,
+            f"{value['object']} was given to the sweep as a Python object, and a manifest keeps only its "
+            "name and digests, not the object: rerun this sweep from Python, passing the same object "
+            "(sweep(env=..., outdir=...) resumes it), or give an environment table with 'name'",
+        )
     if not isinstance(value, Mapping) or "name" not in value:
         gym_id = getattr(getattr(value, "spec", None), "id", None)
         gym_hint = (  # a gymnasium.Env: each run needs its own, built from the id
