@@ -282,3 +282,24 @@ def test_a_manifest_of_an_object_environment_says_it_reruns_from_python(tmp_path
     assert "rerun this sweep from Python, passing the same object" in capsys.readouterr().err
     sweep(ENV, outdir=str(tmp_path / "table"), **kw)
     assert len(build_config(load_manifest(tmp_path / "table")["config"]).runs()) == 1
+
+
+def test_summarize_given_a_folder_names_the_call_that_takes_one(tmp_path):
+    """plot, report and cost_table take a results folder, summarize a DataFrame: summarize(OUTDIR)
+    said only "df must be a privrl results table (a pandas DataFrame), got str". It now names the
+    call that takes a folder, whose table equals summarize's of the folder's runs."""
+    pytest.importorskip("pandas")
+    import io
+
+    from privrl.experiment import report, summarize
+
+    df, manifest = sweep(ENV, AGENTS, epsilons=[1.0], episodes=5, progress=False, outdir=str(tmp_path))
+    for folder in (str(tmp_path), tmp_path):
+        with pytest.raises(
+            TypeError, match=r"got (str|PosixPath|WindowsPath): for a results folder, report\(OUTDIR\)"
+        ):
+            summarize(folder)
+    with pytest.raises(TypeError, match=r"got int$"):
+        summarize(3)
+    printed = report(tmp_path, file=io.StringIO())
+    assert printed["regret_mean"].tolist() == summarize(df, manifest)["regret_mean"].tolist()

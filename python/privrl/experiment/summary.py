@@ -136,7 +136,14 @@ def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
     import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
     if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"df must be a privrl results table (a pandas DataFrame), got {type(df).__name__}")
+        folder = (  # plot, report and cost_table take a folder: summarize("results/x") is a likely slip
+            ": for a results folder, report(OUTDIR) prints this table and returns it"
+            if isinstance(df, (str, os.PathLike))
+            else ""
+        )
+        raise TypeError(
+            f"df must be a privrl results table (a pandas DataFrame), got {type(df).__name__}{folder}"
+        )
     if manifest is not None and not isinstance(manifest, dict):
         raise TypeError(f"manifest must be a dict (load_manifest) or None, got {type(manifest).__name__}")
     missing = [c for c in _USED if c not in df]
