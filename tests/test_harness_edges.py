@@ -303,3 +303,23 @@ def test_summarize_given_a_folder_names_the_call_that_takes_one(tmp_path):
         summarize(3)
     printed = report(tmp_path, file=io.StringIO())
     assert printed["regret_mean"].tolist() == summarize(df, manifest)["regret_mean"].tolist()
+
+
+def test_run_given_a_results_folder_says_how_to_resume_it(tmp_path, capsys):
+    """`privrl run OUTDIR` (a results folder as the config, a natural way to ask for a resume) said
+    only "OUTDIR is a folder, not a config file". For a folder with a manifest it now gives the
+    command that resumes it, which does: every run resumed, none computed."""
+    pytest.importorskip("pandas")
+    from privrl.experiment.cli import main
+
+    out = tmp_path / "res"
+    sweep(ENV, AGENTS, epsilons=[1.0], episodes=5, progress=False, outdir=str(out))
+    assert main(["run", str(out)]) == 2
+    err = capsys.readouterr().err
+    command = f"privrl run {out / 'manifest.json'} --out {out}"
+    assert f"CONFIG: {out} is a folder, not a config file; it is a results folder: {command} resumes" in err
+    assert main(["run", str(out / "manifest.json"), "--out", str(out), "--no-progress"]) == 0
+    assert "0 runs computed, 1 resumed" in capsys.readouterr().err
+    (tmp_path / "plain").mkdir()
+    assert main(["run", str(tmp_path / "plain")]) == 2
+    assert capsys.readouterr().err.rstrip().endswith("is a folder, not a config file")

@@ -444,7 +444,12 @@ def read_config(path: str | os.PathLike) -> dict[str, Any]:
     if not path.exists():
         raise ConfigError("CONFIG", f"config file not found: {path}")
     if path.is_dir():
-        raise ConfigError("CONFIG", f"{path} is a folder, not a config file")
+        again = (  # a results folder: its manifest records the config
+            f"; it is a results folder: privrl run {path / 'manifest.json'} --out {path} resumes its sweep"
+            if (path / "manifest.json").is_file()
+            else ""
+        )
+        raise ConfigError("CONFIG", f"{path} is a folder, not a config file{again}")
     if path.suffix.lower() == ".json":  # a results folder's manifest.json: the config it records
         return _read_manifest_config(path)
     tomllib = _tomllib()
