@@ -277,3 +277,36 @@ def test_a_stopped_evaluation_keeps_the_estimate_of_its_whole_episodes(error, st
     with pytest.raises(type(error)) as info:
         privrl.evaluate(policy, Raising(type(error)(), 0, step), episodes=9, seed=2)
     assert privrl.experiment.partial_result(info.value) is None
+
+
+class Starts(Chain):
+    """Chain that records each episode's start state (drawn from the environment's stream)."""
+
+    def __init__(self):
+        super().__init__()
+        self.starts = []
+
+    def reset(self, seed=None, options=None):
+        got = super().reset(seed=seed)
+        self.starts.append(self.s)
+        return got
+
+
+def test_learn_in_chunks_seeds_as_the_harness_doc_says():
+    """docs/harness.md (A run that stops halfway): a seed given again reseeds env.reset at the call's
+    first user and seed=None continues the environment's stream, so a seeded first call and
+    seed=None after it meet one call's users (their start states) bit for bit; a numpy Generator
+    gives one draw per call, so chunks sharing it neither replay each other nor meet one call's."""
+
+    def starts(*seeds):
+        agent, env = _agent(), Starts()
+        for s in seeds:
+            privrl.learn(agent, env, 30 // len(seeds), seed=s, progress=False)
+        return env.starts
+
+    assert starts(3, None) == starts(3)
+    assert starts(3, 3)[:15] == starts(3, 3)[15:]  # an int given again replays
+    g = np.random.default_rng(5)
+    chunked = starts(g, g)
+    assert chunked[:15] != chunked[15:]  # one draw per call: no replay
+    assert chunked != starts(np.random.default_rng(5))  # reseeded at the second call
