@@ -400,3 +400,35 @@ def test_the_legend_sits_below_the_panel_and_inside_the_figure(results, tmp_path
     renderer = fig.canvas.get_renderer()
     legend, panel = ax.get_legend().get_window_extent(renderer), ax.get_window_extent(renderer)
     assert legend.y1 <= panel.y0 and legend.y0 >= 0 and legend.x0 >= 0 and legend.x1 <= fig.bbox.x1
+
+
+@pytest.mark.parametrize("level", [None, 299.1165])
+def test_one_flat_point_on_a_log_axis_is_inside_its_panel(linear, tmp_path, monkeypatch, level):
+    """One private agent at one epsilon whose seeds end at the same regret (or one seed: no bar), on
+    a log axis: matplotlib's autoscale left a view 3e-13 high around the point (its zero bar's
+    rounding on the log scale): the panel was blank, a random level beside it (an agent as bad as
+    random, 299.0 against 299.1) off the view, with RuntimeWarnings. The panel now spans the
+    point and its levels."""
+    import privrl.experiment.cost_plot as cost_plot
+
+    df = load_results(linear)
+    df = df[(df["privacy"] == "jdp") & (df["epsilon"] == 10.0)].copy()
+    K = int(df["episode"].max())
+    df.loc[df["episode"] == K, "regret"] = 299.0
+    manifest = None
+    if level is not None:  # the random policy's regret per episode, read by the figure's level
+        records = {k: {**r, "random_regret": level / K} for k, r in load_run_records(linear).items()}
+        manifest = {"runs": records}
+    figs = []
+    save = cost_plot.save
+    monkeypatch.setattr(
+        cost_plot, "save", lambda fig, out, title=None: figs.append(fig) or save(fig, out, title)
+    )
+    drawn = plot_cost(df, tmp_path / "flat", manifest=manifest)
+    (fig,) = figs
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    low, high = ax.get_ylim()
+    assert ax.get_yscale() == "log" and low < 299.0 < high and high / low > 2, (low, high)
+    if level is not None:
+        assert low < level < high and "privrl-cost-random-0" in _svg_ids(drawn["svg"])

@@ -214,6 +214,9 @@ def _draw_study(ax: Any, part: pd.DataFrame, study: str, row: int, band: str, pl
         ends = [*drawn, *(part["value"] - part["half"].fillna(0.0))]
         bottom = min((v for v in ends if v > floor), default=math.nan) / 2.0
     n_lines, clipped = _private_lines(ax, private, colour, row, bottom)
+    if log:
+        levels = [*_level_values(base), *([rnd] if has_rnd else [])]
+        _flat_log_limits(ax, private, levels)
     for i, (_, g) in enumerate(base.iterrows()):
         m, h = float(g["value"]), float(g["half"])
         line = ax.axhline(m, color=colour[g["agent"]], ls="--", lw=1.4, label=f"{g['agent']} (non-private)")
@@ -248,6 +251,28 @@ def _draw_study(ax: Any, part: pd.DataFrame, study: str, row: int, band: str, pl
     # below the panel, where it covers no point (inside, "best" still sat on bars and levels)
     ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, frameon=False)
     return n_lines
+
+
+def _level_values(base: pd.DataFrame) -> list[float]:
+    """The non-private levels' values and band ends (what their dashed lines and bands show)."""
+    half = base["half"].fillna(0.0)
+    return [*base["value"], *(base["value"] - half), *(base["value"] + half)]
+
+
+def _flat_log_limits(ax: Any, private: pd.DataFrame, levels: list[float]) -> None:
+    """On a log axis whose private points are one value with no bar (one agent at one epsilon, one
+    seed or seeds that agree: an agent no better than random, say), matplotlib's autoscale left a
+    view 1e-13 high around it (its bar's rounding on the log scale): the panel came out blank, the
+    levels outside it, with RuntimeWarnings (299.0 against a random level of 299.1). Such a panel
+    takes its limits from its numbers, every point and level, widened by a factor 1.5 each way;
+    any other panel is autoscaled as before."""
+    half = private["half"].fillna(0.0)
+    ends = np.r_[private["value"] - half, private["value"] + half]
+    if len(ends) == 0 or np.ptp(ends) > 0:
+        return
+    shown = [v for v in [*ends, *levels] if math.isfinite(v) and v > 0]
+    ax.autoscale(False, axis="y")  # the pending autoscale of the flat view is dropped, not run
+    ax.set_ylim(min(shown) / 1.5, max(shown) * 1.5)
 
 
 def _private_lines(ax: Any, private: pd.DataFrame, colour: dict, row: int, bottom: float) -> tuple[int, bool]:
