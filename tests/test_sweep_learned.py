@@ -521,3 +521,36 @@ def test_the_environment_label_names_the_make_keywords():
     assert reward_rescale(task.name) == "(r + 1) / 2"
     df, _ = _sweep(env={**LAKE, "is_slippery": True}, episodes=20, seeds=1, epsilons=[math.inf])
     assert set(df["env"]) == {"FrozenLake-v1(H=8, is_slippery=True, learned by interaction)"}
+
+
+def test_a_mistyped_make_keyword_is_told_the_keywords_the_environment_takes():
+    """A gymnasium.make keyword mistyped in an env table (is_slipery = false) was refused with
+    gymnasium's TypeError alone ("got an unexpected keyword argument 'is_slipery'"): it now also
+    gets the close keyword and every keyword the environment takes (read off its registration and
+    constructor), on both paths (model = false and the model)."""
+    import inspect
+
+    from gymnasium.envs.toy_text.blackjack import BlackjackEnv
+    from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv
+
+    from privrl.exceptions import AssumptionError
+    from privrl.experiment.environments import gymnasium_linear_mdp
+
+    def keywords(cls):  # an environment's make keywords: its constructor's, as installed
+        return ", ".join(sorted(p for p in inspect.signature(cls).parameters if p != "self"))
+
+    takes = keywords(FrozenLakeEnv)
+    for make in (
+        lambda: GymnasiumTask("FrozenLake-v1", 8, is_slipery=False),
+        lambda: gymnasium_linear_mdp("FrozenLake-v1", 8, is_slipery=False),
+    ):
+        with pytest.raises(AssumptionError) as info:
+            make()
+        message = str(info.value)
+        assert "unexpected keyword argument 'is_slipery'" in message
+        assert message.endswith(f"(did you mean 'is_slippery'? FrozenLake-v1 takes {takes})"), message
+    with pytest.raises(AssumptionError) as info:
+        GymnasiumTask("Blackjack-v1", 4, [-1, 1], zzz=True)  # nothing close: the list alone
+    assert str(info.value).endswith(f" (Blackjack-v1 takes {keywords(BlackjackEnv)})")
+    with pytest.raises(ConfigError, match=r"^env: gymnasium\.make.*\(did you mean 'natural'\?"):
+        _sweep(env={**BLACKJACK, "natual": True}, episodes=5, seeds=1)

@@ -4,6 +4,7 @@ as linear MDPs through an affine reward rescale, and privrl's environments regis
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from numbers import Real
@@ -97,13 +98,15 @@ def gymnasium_linear_mdp(
 
 def _make(id: str, make_kwargs: dict[str, Any]) -> Any:
     """gymnasium.make(id, **make_kwargs), its failures as AssumptionError naming the call."""
+    from privrl.common.checks import did_you_mean
     from privrl.common.errors import AssumptionError
     from privrl.envs.gym import NAMESPACE, _import_gymnasium
 
     gymnasium = _import_gymnasium()
     if str(id).startswith(NAMESPACE):  # privrl's own ids register themselves, in whichever process
         register_gymnasium_envs()  # (an id that is not a str: make refuses it below)
-    flags = {"is_slippery", *_boolean_keywords(gymnasium, id)}
+    keywords = _make_keywords(gymnasium, id)
+    flags = {"is_slippery", *(k for k, v in keywords.items() if isinstance(v, bool))}
     for key in flags.intersection(make_kwargs):
         if not isinstance(make_kwargs[key], bool):
             # gymnasium reads any truthy value as True: "no" built the slippery lake, and "False"
@@ -117,6 +120,9 @@ def _make(id: str, make_kwargs: dict[str, Any]) -> Any:
     except (gymnasium.error.Error, KeyError, ValueError, TypeError) as exc:  # an unknown id, map, option
         args = "".join(f", {k}={v!r}" for k, v in make_kwargs.items())
         hint = ""
+        typo = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
+        if typo is not None and keywords:  # is_slipery = false: the keywords it takes, the close one first
+            hint = f" ({did_you_mean(typo.group(1), keywords)}{id} takes {', '.join(sorted(keywords))})"
         if isinstance(exc, gymnasium.error.UnregisteredEnv) and _in_worker():
             hint = (
                 " (a sweep's worker process: an id that gymnasium.register registered in your script's "
@@ -135,9 +141,10 @@ def _in_worker() -> bool:
     return multiprocessing.parent_process() is not None
 
 
-def _boolean_keywords(gymnasium: Any, id: str) -> set[str]:
-    """The make keywords of `id` whose default, the registration's or the constructor's, is a bool
-    (none where the id or its constructor cannot be read: make reports that)."""
+def _make_keywords(gymnasium: Any, id: str) -> dict[str, Any]:
+    """The make keywords of `id` with their defaults, the registration's or the constructor's (none
+    where the id or its constructor cannot be read: make reports that): a bool default asks for a
+    bool, and a mistyped keyword is told the close one."""
     import inspect
 
     try:
@@ -148,8 +155,8 @@ def _boolean_keywords(gymnasium: Any, id: str) -> set[str]:
         params = inspect.signature(creator).parameters.values()
         defaults = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
     except Exception:  # an unknown id, an entry point that does not load or has no signature
-        return set()
-    return {k for k, v in {**defaults, **(spec.kwargs or {})}.items() if isinstance(v, bool)}
+        return {}
+    return {**defaults, **(spec.kwargs or {})}
 
 
 def _model_table(env: Any, id: str) -> dict:
