@@ -323,3 +323,47 @@ def test_run_given_a_results_folder_says_how_to_resume_it(tmp_path, capsys):
     (tmp_path / "plain").mkdir()
     assert main(["run", str(tmp_path / "plain")]) == 2
     assert capsys.readouterr().err.rstrip().endswith("is a folder, not a config file")
+
+
+def test_the_report_of_a_folder_with_failed_runs_says_they_failed(tmp_path, monkeypatch):
+    """privrl report on a folder whose runs raised said "(1 of 2 runs finished: rerun `privrl run`
+    ...)", as for runs merely not run yet (Ctrl-C, kill -9): nothing said they failed, nor where
+    the error is. It now counts the failed runs and quotes one's error; a folder whose missing runs
+    did not fail reads as before."""
+    pytest.importorskip("pandas")
+    import io
+    import sys
+
+    from privrl.experiment import SweepError, report
+
+    module = sys.modules["privrl.experiment.sweep"]
+    real = module.execute_run
+
+    def execute_run(spec, env=None, progress=None, stop=None):
+        if spec.seed == 1:
+            raise RuntimeError("simulator lost")
+        return real(spec, env, progress, stop)
+
+    monkeypatch.setattr(module, "execute_run", execute_run)
+    with pytest.raises(SweepError):
+        sweep(ENV, AGENTS, epsilons=[1.0], seeds=2, episodes=5, progress=False, outdir=str(tmp_path))
+    out = io.StringIO()
+    report(tmp_path, file=out)
+    assert (
+        out.getvalue()
+        .rstrip()
+        .endswith(
+            "(1 of 2 runs finished; 1 failed, e.g. RuntimeError: simulator lost (manifest.json): "
+            "rerun `privrl run` on the same config to complete)"
+        )
+    )
+    monkeypatch.setattr(module, "execute_run", real)
+    sweep(ENV, AGENTS, epsilons=[1.0], seeds=2, episodes=5, progress=False, outdir=str(tmp_path))
+    next((tmp_path / "runs").glob("*seed1*.json")).unlink()  # finished, then its record lost
+    out = io.StringIO()
+    report(tmp_path, file=out)
+    assert (
+        out.getvalue()
+        .rstrip()
+        .endswith("(1 of 2 runs finished: rerun `privrl run` on the same config to complete)")
+    )

@@ -393,13 +393,18 @@ def report(outdir: str | os.PathLike, file: Any = None) -> pd.DataFrame:
     """Print the summary table of a results folder (to `file`, default stdout) and return it."""
     from privrl.experiment.results import load_manifest, load_results, load_run_records
 
-    total = len(load_manifest(outdir).get("runs", {}))
+    runs = load_manifest(outdir).get("runs", {})
     records = load_run_records(outdir)
     df = load_results(outdir)
     summary = summarize(df, {"runs": records})
-    done = len(records)
+    total, done = len(runs), len(records)
+    # runs that raised (their error and traceback are in the manifest): not merely unfinished
+    failed = [
+        r for k, r in runs.items() if k not in records and isinstance(r, dict) and r.get("status") == "failed"
+    ]
     text = format_table(summary)
     if done < total:
-        text += f"\n({done} of {total} runs finished: rerun `privrl run` on the same config to complete)"
+        why = f"; {len(failed)} failed, e.g. {failed[0].get('error')} (manifest.json)" if failed else ""
+        text += f"\n({done} of {total} runs finished{why}: rerun `privrl run` on the same config to complete)"
     print(text, file=file)
     return summary
