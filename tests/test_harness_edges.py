@@ -367,3 +367,32 @@ def test_the_report_of_a_folder_with_failed_runs_says_they_failed(tmp_path, monk
         .rstrip()
         .endswith("(1 of 2 runs finished: rerun `privrl run` on the same config to complete)")
     )
+
+
+def test_plot_runs_of_learn_results_titles_without_an_empty_environment(tmp_path, monkeypatch):
+    """plot_runs of privrl.learn's results (which name no environment) titled its panel
+    ", K=30; mean +- 1 std over seeds": the empty name left a leading comma. Run results keep
+    their environment's name first."""
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    gym = pytest.importorskip("gymnasium")
+    import privrl
+    import privrl.experiment.plots as plots
+    from privrl.agents import LSVIUCB
+    from privrl.envs import FeatureMap, RandomLinearMDP
+    from privrl.privacy import NonPrivate
+
+    figs = []
+    save = plots.save
+    monkeypatch.setattr(plots, "save", lambda fig, out, title=None: figs.append(fig) or save(fig, out, title))
+    lake = gym.make("FrozenLake-v1", is_slippery=False)
+
+    def agent(s, env):
+        return LSVIUCB(env, NonPrivate(), episodes=30, seed=s, batches="every")
+
+    learned = [privrl.learn(agent(s, FeatureMap.one_hot_for(lake, H=8)), lake, seed=s) for s in (0, 1)]
+    plots.plot_runs(learned, tmp_path / "learned")
+    assert figs[-1].axes[0].get_title().splitlines()[1] == "K=30; mean +- 1 std over seeds"
+    model = RandomLinearMDP(S=5, A=2, d=3, H=3, seed=0)
+    plots.plot_runs([privrl.run(agent(s, model), model, seed=s) for s in (0, 1)], tmp_path / "run")
+    assert figs[-1].axes[0].get_title().splitlines()[1] == f"{model.name}, K=30; mean +- 1 std over seeds"

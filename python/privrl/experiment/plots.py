@@ -203,7 +203,8 @@ def _draw_study(
     if part["seed"].nunique() == 1:  # no band is drawn: the title said there was one
         band_txt = "one seed, no band"
     ax_lin, ax_log = axes
-    where = f"{env}, K={K}; {band_txt}"
+    # plot_runs of privrl.learn's results has no environment name: the title began ", K=..."
+    where = f"{env}, K={K}; {band_txt}" if env else f"K={K}; {band_txt}"
     if len(where) > 90:  # a long environment name ran off the figure's left edge
         where = f"{env}\nK={K}; {band_txt}"
     ax_lin.set_title(f"{study}\n{where}", fontsize=9.5)
