@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 import subprocess
 import sys
 
@@ -554,3 +555,31 @@ def test_a_mistyped_make_keyword_is_told_the_keywords_the_environment_takes():
     assert str(info.value).endswith(f" (Blackjack-v1 takes {keywords(BlackjackEnv)})")
     with pytest.raises(ConfigError, match=r"^env: gymnasium\.make.*\(did you mean 'natural'\?"):
         _sweep(env={**BLACKJACK, "natual": True}, episodes=5, seeds=1)
+
+
+def test_the_environment_label_tells_start_distributions_apart():
+    """A gymnasium env table's init_dist (the model's start distribution) was not in its label: two
+    sweeps of FrozenLake from two starts had the same env column. The label now carries a digest
+    of the distribution's values (the same values, list or array, the same digest); without one it
+    is as before."""
+    from privrl.experiment.registry import make_env
+
+    base = {"name": "gymnasium", "id": "FrozenLake-v1", "H": 8}
+    corner, uniform = [1.0] + [0.0] * 15, [1 / 16] * 16
+
+    def label(**kw):
+        return make_env({**base, **kw}).name
+
+    assert label() == "FrozenLake-v1(H=8)"
+    names = {label(init_dist=corner), label(init_dist=uniform), label()}
+    assert len(names) == 3 and label(init_dist=corner) == label(init_dist=np.array(corner))
+    assert re.fullmatch(
+        r"FrozenLake-v1\(H=8, is_slippery=False, init_dist #[0-9a-f]{8}\)",
+        label(is_slippery=False, init_dist=uniform),
+    )
+    cliff = {"name": "gymnasium", "id": "CliffWalking-v1", "H": 8, "reward_range": "auto"}
+    start = [0.0] * 36 + [1.0] + [0.0] * 11  # the usual start, given
+    assert re.fullmatch(
+        r"CliffWalking-v1\(H=8, init_dist #[0-9a-f]{8}, rewards \(r \+ 100\) / 100\)",
+        make_env({**cliff, "init_dist": start}).name,
+    )

@@ -3,6 +3,7 @@ as linear MDPs through an affine reward rescale, and privrl's environments regis
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import threading
@@ -71,7 +72,8 @@ def gymnasium_linear_mdp(
         table = _model_table(env, id)
         if reward_range is None:
             # the default name, f"{spec id}(H={H})", where there are no make keywords (as before)
-            name = f"{_spec_id(env, id)}(H={int(H)}{_keywords(make_kwargs)})" if make_kwargs else None
+            given = _keywords(make_kwargs) + _start(init_dist)
+            name = f"{_spec_id(env, id)}(H={int(H)}{given})" if given else None
             try:
                 return from_gymnasium(env, H, name=name, init_dist=init_dist)
             except AssumptionError as exc:
@@ -88,7 +90,7 @@ def gymnasium_linear_mdp(
         return from_gymnasium(
             env,
             H,
-            name=f"{id}(H={int(H)}{_keywords(make_kwargs)}{_REWARDS}{_affine(lo, hi)})",
+            name=f"{id}(H={int(H)}{_keywords(make_kwargs)}{_start(init_dist)}{_REWARDS}{_affine(lo, hi)})",
             init_dist=init_dist,
             reward=lambda r: (float(r) - lo) / width,
         )
@@ -236,6 +238,18 @@ def _keywords(make_kwargs: Mapping[str, Any]) -> str:
     (the slippery lake and the other, the 4x4 map and the 8x8) had the same name in the results
     table, the run records, the report and the plots."""
     return "".join(f", {k}={make_kwargs[k]!r}" for k in sorted(make_kwargs))
+
+
+def _start(init_dist: Any) -> str:
+    """A given start distribution as an environment's name states it, ", init_dist #1a2b3c4d" (a
+    digest of its values: two tables' distributions, or the model's own, are told apart), or ""."""
+    if init_dist is None:
+        return ""
+    try:
+        blob = np.ascontiguousarray(init_dist, dtype=float).tobytes()
+    except (TypeError, ValueError):  # refused by the model, in its own words, when it is built
+        blob = repr(init_dist).encode()
+    return f", init_dist #{hashlib.sha256(blob).hexdigest()[:8]}"
 
 
 def _spec_id(env: Any, id: str) -> str:
