@@ -396,3 +396,32 @@ def test_plot_runs_of_learn_results_titles_without_an_empty_environment(tmp_path
     model = RandomLinearMDP(S=5, A=2, d=3, H=3, seed=0)
     plots.plot_runs([privrl.run(agent(s, model), model, seed=s) for s in (0, 1)], tmp_path / "run")
     assert figs[-1].axes[0].get_title().splitlines()[1] == f"{model.name}, K=30; mean +- 1 std over seeds"
+
+
+def test_learn_with_nothing_left_says_so_in_runs_words():
+    """privrl.learn(agent, env) on an agent that has used all its K users said "has 0 of its 20
+    episodes left, cannot learn 0" (0: the default, all it has left, which nobody asked for), while
+    privrl.run says the agent has run all its K episodes and what to do. Both say the latter now;
+    asking for more than is left keeps each call's message."""
+    gym = pytest.importorskip("gymnasium")
+    import privrl
+    from privrl.agents import LSVIUCB
+    from privrl.envs import FeatureMap, frozen_lake
+    from privrl.exceptions import CapacityError
+    from privrl.privacy import NonPrivate
+
+    lake = gym.make("FrozenLake-v1", is_slippery=False)
+    agent = LSVIUCB(FeatureMap.one_hot_for(lake, H=8), NonPrivate(), episodes=20, seed=0, batches="every")
+    privrl.learn(agent, lake, 15, seed=0)
+    with pytest.raises(CapacityError, match=r"has 5 of its 20 episodes left, cannot learn 6$"):
+        privrl.learn(agent, lake, 6)
+    model = frozen_lake(H=8, is_slippery=False)
+    with pytest.raises(
+        CapacityError, match=r"is calibrated for 20 episodes and has run 15: 5 remain, cannot run 6$"
+    ):
+        privrl.run(agent, model, 6)
+    privrl.learn(agent, lake)  # the 5 left
+    said = r"has run all 20 episodes it is calibrated for \(its privacy budget covers no more users\)"
+    for call in (lambda: privrl.learn(agent, lake), lambda: privrl.run(agent, model)):
+        with pytest.raises(CapacityError, match=said):
+            call()

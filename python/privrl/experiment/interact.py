@@ -27,7 +27,6 @@ from privrl.common.checks import (
 from privrl.common.errors import (
     AgentInUseError,
     AssumptionWarning,
-    CapacityError,
     IndexRangeError,
     ShapeError,
 )
@@ -53,6 +52,7 @@ from privrl.experiment.steps import (
     note_stop,
     reset_observation,
     users_now,
+    users_to_run,
     warn_self_truncated,
 )
 
@@ -413,10 +413,7 @@ def learn(
     seed = _reset_seed(seed)
     if state is int:  # the observation itself, checked as an index (int() truncated 3.7 and "3")
         state = flat if flat is not None else identity
-    left = agent.K - agent.k
-    K = left if episodes is None else check_episodes(episodes)
-    if left < K or K == 0:  # an empty run would pass unnoticed (privrl.run refuses it too)
-        raise CapacityError(f"{agent.label} has {left} of its {agent.K} episodes left, cannot learn {K}")
+    K = users_to_run(agent, episodes, "learn")  # none left: refused in run's words
     refuse_over_memory(
         "privrl.learn",
         2.0 * K,

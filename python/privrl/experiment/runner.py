@@ -13,13 +13,12 @@ import numpy as np
 
 from privrl import _core
 from privrl.agents.common.base import Agent
-from privrl.common.checks import check_episodes, check_seed
-from privrl.common.errors import CapacityError
+from privrl.common.checks import check_seed
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.finite import FiniteMDP
 from privrl.experiment.progress import bar
-from privrl.experiment.steps import attach_partial, note_stop, users_now
+from privrl.experiment.steps import attach_partial, note_stop, users_now, users_to_run
 
 #: Most episodes per call into Rust: bounds the uniforms drawn ahead, how often progress callbacks
 #: fire and how long Ctrl-C waits (the block size then adapts to ~0.2 s per call).
@@ -155,18 +154,7 @@ def _run_users(
     ``exc.partial``, the RunResult of the users the agent observed, and the generator after their
     uniforms (:func:`_stopped`), so that run(agent, env, seed=<that generator>) continues the run.
     """
-    left = agent.K - agent.k
-    K = left if episodes is None else check_episodes(episodes)
-    if left < K:
-        raise CapacityError(
-            f"{agent.label} is calibrated for {agent.K} episodes and has run {agent.k}: "
-            f"{left} remain, cannot run {K}"
-        )
-    if K == 0:  # "all it has left" of nothing: an empty run would pass unnoticed
-        raise CapacityError(
-            f"{agent.label} has run all {agent.K} episodes it is calibrated for (its privacy "
-            "budget covers no more users): build a new agent, with a larger K if needed"
-        )
+    K = users_to_run(agent, episodes, "run")
     if callback is not None and not callable(callback):  # found after a whole block of users before
         raise TypeError(f"callback must be a callable (k, cumulative regret), got {callback!r}")
     # the result's per-episode arrays (numpy's "Unable to allocate 7.28 TiB" at 10^12 before)

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.errors import AgentInUseError, AssumptionWarning, NonFiniteError, ShapeError
+from privrl.common.checks import check_episodes
+from privrl.common.errors import AgentInUseError, AssumptionWarning, CapacityError, NonFiniteError, ShapeError
 from privrl.common.kinds import real_value
 
 
@@ -111,6 +112,27 @@ def attach_partial(e: BaseException, partial: Any) -> None:
     LearnResult from privrl.learn, a RunResult from privrl.run): the exception keeps its type, and
     its note names the attribute (every exception takes one: BaseException has a __dict__)."""
     e.partial = partial  # type: ignore[attr-defined]
+
+
+def users_to_run(agent: Any, episodes: Any, verb: str) -> int:
+    """K, the users of a privrl.run / privrl.learn call (`episodes`; None: all the agent has left),
+    refused (CapacityError) beyond what it has left, and where it has none left in run's words for
+    both (learn said "has 0 of its 20 episodes left, cannot learn 0", of a K nobody asked for)."""
+    left = agent.K - agent.k
+    K = left if episodes is None else check_episodes(episodes)
+    if left < K:
+        raise CapacityError(
+            f"{agent.label} is calibrated for {agent.K} episodes and has run {agent.k}: {left} remain, "
+            f"cannot run {K}"
+            if verb == "run"
+            else f"{agent.label} has {left} of its {agent.K} episodes left, cannot learn {K}"
+        )
+    if K == 0:  # "all it has left" of nothing: an empty call would pass unnoticed
+        raise CapacityError(
+            f"{agent.label} has run all {agent.K} episodes it is calibrated for (its privacy "
+            "budget covers no more users): build a new agent, with a larger K if needed"
+        )
+    return K
 
 
 def users_now(agent: Any) -> int | None:
