@@ -491,3 +491,19 @@ def test_audit_mechanism_names_ragged_outputs():
         A.audit_mechanism(lambda x, s: [[0.0, 1.0], [x]], 0.0, 1.0, 20)
     res = A.audit_mechanism(lambda x, s: np.array([x, x]), 0.0, 1.0, 20)  # one shape: audited
     assert res.n_trials == 20 and res.epsilon_lower_bound > 0
+
+
+def test_clopper_pearson_upper_bound_holds_at_a_small_alpha():
+    # upper is the p at which P(Bin(n, p) <= k) = alpha. It was the quantile 1 - alpha of a beta law,
+    # and 1 - alpha rounds in doubles: at alpha = 1e-16 the bound had P(Bin <= k) = 1.67e-16, and below
+    # 5.5e-17 (1 - alpha == 1.0) it stayed at 0.99759 for (3, 10) whatever alpha (true 1 - 3e-47 at
+    # 1e-100), so the audit's FPR upper bound, hence its epsilon lower bound, was not at its level
+    stats = pytest.importorskip("scipy.stats")
+    for alpha in (1e-6, 1e-10, 1e-16, 1e-30, 1e-100):
+        for k, n in ((3, 10), (5_000, 20_000), (19_990, 20_000)):
+            lo, hi = A.clopper_pearson(k, n, alpha)
+            # (up to betainc's lgamma round-off, ~1e-11 relative at n = 20,000)
+            assert stats.binom.cdf(k, n, hi) <= alpha * (1 + 1e-9), (alpha, k, n, hi)
+            assert stats.binom.sf(k - 1, n, lo) <= alpha * (1 + 1e-9), (alpha, k, n, lo)
+            # and still the exact quantile (scipy's, in the flipped form that keeps alpha's digits)
+            assert 1.0 - hi == pytest.approx(stats.beta.ppf(alpha, n - k, k + 1), rel=1e-9, abs=2.3e-16)

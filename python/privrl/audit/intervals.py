@@ -101,7 +101,8 @@ def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
     proportion with ``k`` successes in ``n`` trials: ``(lower, upper)`` with
     ``P(p < lower) <= alpha`` and ``P(p > upper) <= alpha``;
     ``lower = Beta^{-1}(alpha; k, n - k + 1)`` (0 if ``k = 0``),
-    ``upper = Beta^{-1}(1 - alpha; k + 1, n - k)`` (1 if ``k = n``); closed forms
+    ``upper = Beta^{-1}(1 - alpha; k + 1, n - k) = 1 - Beta^{-1}(alpha; n - k, k + 1)`` (1 if
+    ``k = n``; the second form, computed, keeps the digits of a small ``alpha``); closed forms
     ``upper = 1 - alpha^{1/n}`` at ``k = 0`` and ``lower = alpha^{1/n}`` at ``k = n``. The
     bisection returns the conservative end of its bracket."""
     k = check_int(k, "k", low=0)
@@ -120,7 +121,11 @@ def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
     elif k == 0:
         upper = -math.expm1(math.log(alpha) / n)
     else:
-        upper = _beta_quantile(1.0 - alpha, k + 1, n - k)[1]
+        # 1 - Beta^{-1}(alpha; n - k, k + 1) (the failures' lower bound): Beta^{-1}(1 - alpha; k + 1,
+        # n - k) read 1 - alpha, which rounds (to 1.0 below alpha = 5.5e-17), and the bound missed
+        # its level (P(Bin(10, upper) <= 3) = 1.67e-16 at alpha = 1e-16). The next double above
+        # 1 - lower end keeps the conservative side through the subtraction's rounding.
+        upper = min(1.0, math.nextafter(1.0 - _beta_quantile(alpha, n - k, k + 1)[0], 2.0))
     return lower, upper
 
 
