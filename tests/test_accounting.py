@@ -206,6 +206,22 @@ def test_zcdp_cks_is_the_minimum_over_alpha():
         assert a.zcdp_delta(rho, eps) <= brute * (1 + 1e-9)
 
 
+def test_zcdp_delta_at_a_subnormal_rho():
+    # the bracket's end (eps + 1) / (2 rho) overflowed below rho ~ 2e-308 and the bisection ran on
+    # [1, inf]: zcdp_delta(1e-310, 0.5) was 0.99999999997 (a vacuous delta for almost no privacy
+    # loss), and so the accountant's delta of a Laplace release of L1 / b = 1e-160 below its pure eps.
+    # Any alpha > 1 gives a valid delta (CKS Cor. 13), so the value at alpha = 1 / sqrt(2 rho) bounds it
+    def cks(rho, eps, al):
+        return math.exp((al - 1) * (al * rho - eps) + al * math.log1p(-1 / al) - math.log(al - 1))
+
+    for rho in (1e-309, 1e-315, 5e-324):
+        for eps in (0.0, 1e-3, 0.5):
+            assert a.zcdp_delta(rho, eps) <= cks(rho, eps, 1.0 / math.sqrt(2.0 * rho)) < 1e-150
+            assert a.zcdp_delta(rho, eps) <= a.zcdp_delta(1e-300, eps)  # delta grows with rho
+    acc = a.PrivacyAccountant().add_laplace(1e-160, 1.0)
+    assert acc.delta(1e-170) <= cks(acc.rho, 1e-170, 1.0 / math.sqrt(2.0 * acc.rho)) < 1e-150
+
+
 def test_zcdp_conversions_ordering():
     for mu in (0.1, 0.5, 1.0, 3.0):
         rho = mu * mu / 2

@@ -198,7 +198,12 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
 
     lo = 1.0 + 1e-12
     hi = max(2.0, (eps + 1.0) / (2.0 * r) + 2.0)
-    while slope(hi) < 0.0:
+    if math.isinf(hi):
+        # a subnormal rho (or a huge eps): the bracket [1, inf] gave delta ~ 1 (0.99999999997 at
+        # rho = 1e-310); the root may lie past the doubles, and every alpha is valid: 1 / sqrt(rho)
+        # is past the root at eps = 0, 1 / sqrt(2 rho), and costs e^(eps / sqrt(rho)) less beyond
+        hi = 1.0 / math.sqrt(r)
+    while slope(hi) < 0.0 and math.isfinite(2.0 * hi):
         hi *= 2.0
     lo, hi = _bisect(lambda mid: slope(mid) < 0.0, lo, hi, 1e-13, False)
     best = min(log_delta(lo), log_delta(hi))
