@@ -222,6 +222,21 @@ def test_zcdp_delta_at_a_subnormal_rho():
     assert acc.delta(1e-170) <= cks(acc.rho, 1e-170, 1.0 / math.sqrt(2.0 * acc.rho)) < 1e-150
 
 
+def test_huge_privacy_losses_are_inf_not_an_error_about_another_argument():
+    # mu >= 1.35e154 (or l2_sensitivity / sigma), rho ~1e308: the epsilon is past the doubles; these
+    # raised "epsilon must be finite and >= 0, got inf" (an argument the caller never passed) from
+    # the bisection's bracket, and zcdp_mu(1e308, delta) "rho must be finite and >= 0, got inf"
+    assert a.gaussian_epsilon(math.inf, 1e-5) == math.inf  # the rule these now follow
+    assert a.gaussian_epsilon(1.4e154, 1e-5) == a.gaussian_epsilon(1e200, 1e-5) == math.inf
+    assert a.analytic_gaussian_epsilon(2.0, 1e308, 1e-5) == math.inf
+    assert a.zcdp_epsilon_simple(1e308, 1e-5) == a.zcdp_epsilon(1e308, 1e-5) == math.inf
+    assert 1.3e154 < a.gaussian_epsilon(1.3e154, 1e-5) < math.inf  # below, still computed
+    mu = a.zcdp_mu(1e308, 1e-5)
+    # rho + 2 sqrt(rho log(1 / delta)) = eps gives rho = eps (1 - 7e-154): mu = sqrt(2 eps)
+    assert math.isfinite(0.5 * mu * mu) and a.zcdp_delta(0.5 * mu * mu, 1e308) <= 1e-5
+    assert mu == pytest.approx(math.sqrt(2.0) * 1e154, rel=1e-12)
+
+
 def test_zcdp_conversions_ordering():
     for mu in (0.1, 0.5, 1.0, 3.0):
         rho = mu * mu / 2

@@ -218,6 +218,8 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     if r == 0.0:
         return 0.0
     hi = zcdp_epsilon_simple(r, dlt)
+    if math.isinf(hi):  # rho >~ 1e308: an epsilon past the doubles certifies nothing
+        return math.inf
     if zcdp_delta(r, hi) > dlt:  # pragma: no cover - CKS is at least as tight as BS16
         return hi
     return _bisect(lambda mid: zcdp_delta(r, mid) <= dlt, 0.0, hi, 1e-13, True, 1e-300)[1]
@@ -230,10 +232,15 @@ def zcdp_mu(epsilon: float, delta: float) -> float:
     Steinke 2020 is ``mu^2 / 2``-zCDP, Thm. 4 / 14). ``zcdp_delta`` increases with ``rho``, so this
     is a bisection; the lower end of the final bracket is returned (the private side)."""
     eps, dlt = epsilon, delta
+
+    def ok(mu: float) -> bool:  # a rho past the doubles (epsilon ~1e308) is no level to take
+        rho = 0.5 * mu * mu
+        return math.isfinite(rho) and zcdp_delta(rho, eps) <= dlt
+
     lo, hi = 0.0, 1.0
-    while zcdp_delta(0.5 * hi * hi, eps) <= dlt:
+    while ok(hi):
         lo, hi = hi, 2.0 * hi
-    lo, hi = _bisect(lambda mid: zcdp_delta(0.5 * mid * mid, eps) <= dlt, lo, hi, 1e-13, False)
+    lo, hi = _bisect(ok, lo, hi, 1e-13, False)
     if lo == 0.0:  # pragma: no cover - delta -> 0 as rho -> 0
         raise PrivacyParameterError(f"no zCDP level reaches (eps={eps}, delta={dlt})")
     return lo

@@ -4,6 +4,7 @@ mechanism (Balle & Wang 2018, Thm. 8); the tight accountant (privrl.privacy.acco
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,7 @@ from privrl.common.errors import PrivacyParameterError
 _SQRT2 = math.sqrt(2.0)
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 _BISECT_ITERS = 200
+_HALF_MAX = 0.5 * sys.float_info.max
 
 
 def _bisect(
@@ -119,8 +121,10 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
         return 0.0
     # Upper bracket: privacy loss ~ N(mu^2/2, mu^2) and Phi^{-1}(1 - delta) <= sqrt(2 log(1/delta)).
     hi = 0.5 * m * m + m * math.sqrt(2.0 * log_inverse(dlt)) + 1.0
-    while gaussian_delta(hi, m) > dlt:
+    while hi <= _HALF_MAX and gaussian_delta(hi, m) > dlt:
         hi *= 2.0
+    if hi > _HALF_MAX:  # mu >~ 1.3e154: an epsilon near or past the doubles' end (where the
+        return math.inf  # bisection's lo + hi overflows) certifies nothing, as mu = inf
     return _bisect(lambda mid: gaussian_delta(mid, m) <= dlt, 0.0, hi, 1e-15, True)[1]
 
 
