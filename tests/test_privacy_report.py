@@ -519,3 +519,18 @@ def test_paper_chain_past_overflow_certifies_nothing(mechanism):
     ).privacy_report()
     assert paper["paper"]["budget"][0] < 1.0 and paper["within_target"]["paper"]
     assert "[vacuous:" not in format_privacy_report(paper)
+
+
+def test_report_names_the_angle_of_the_worst_pair():
+    # The joint worst case's line printed the two neighbours' norms and values only, "||x|| = 20,
+    # y = 20 vs ||x'|| = 20, y' = 20": two users that look equal. What separates them is the angle
+    # (docs/privacy.md: for Alg. 1 the worst pair is x' = -x, the matrix unmoved, the vector by 2 H^2)
+    from privrl.envs import RiverSwimMixture
+
+    agent = UCRLVTR(RiverSwimMixture(S=4, H=3), JointDP(1.0, 1e-5, calibration="tight"), episodes=10)
+    rep = agent.privacy_report()
+    s = rep["statistics"][0]
+    x, xp = s["worst_x"], s["worst_x_prime"]
+    cos = sum(u * v for u, v in zip(x, xp, strict=True)) / (math.hypot(*x) * math.hypot(*xp))
+    assert cos == pytest.approx(-1.0)  # x' = -x, as the doc derives
+    assert "||x'|| = 3, y' = 3, cos(x, x') = -1" in format_privacy_report(rep)

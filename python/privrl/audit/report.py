@@ -401,6 +401,15 @@ def _fmt(x: Any) -> str:
     return str(x)
 
 
+def _cosine(x: list[float], x_prime: list[float]) -> str:
+    """``", cos(x, x') = c"`` of the worst pair (what separates two users of equal norms and values,
+    e.g. Alg. 1's x' = -x), empty when either is 0."""
+    norms = math.hypot(*x) * math.hypot(*x_prime)
+    if norms == 0.0:
+        return ""
+    return f", cos(x, x') = {_fmt(sum(u * v for u, v in zip(x, x_prime, strict=True)) / norms)}"
+
+
 def format_privacy_report(report: Mapping[str, Any]) -> str:
     """A printable text form of :func:`privacy_report` (also ``str(report)``)."""
     lines = []
@@ -439,6 +448,7 @@ def format_privacy_report(report: Mapping[str, Any]) -> str:
             f"{_fmt(s['mu_squared_per_step'])} per step, x {s['instances']} steps; realised by "
             f"||x|| = {_fmt(math.hypot(*s['worst_x']))}, y = {_fmt(s['worst_y'])} vs "
             f"||x'|| = {_fmt(math.hypot(*s['worst_x_prime']))}, y' = {_fmt(s['worst_y_prime'])}"
+            + _cosine(s["worst_x"], s["worst_x_prime"])
         )
     rs = report.get("regret_side")
     if rs:
