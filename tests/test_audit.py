@@ -298,6 +298,17 @@ def test_shipped_audits_check_their_counts_at_the_edge(audit):
         f(noise_multiplier=0, n_trials=10)
 
 
+@pytest.mark.parametrize("audit", ["audit_ucrl_vtr_tree", "audit_ldp_randomizer"])
+def test_shipped_audits_refuse_a_noise_multiplier_whose_variance_underflows(audit):
+    # sigma = sigma_B * 1e-170 ~ 1e-167: sigma^2 underflows to 0 and the exact mu's 1 / sigma^2
+    # raised a bare ZeroDivisionError (float sampler; at 1e-160 "inverse_variance must be one finite
+    # weight >= 0 per output", an argument the caller never passed); refused by name now
+    f = getattr(A, audit)
+    for tiny in (1e-300, 1e-170, 1e-160):
+        with pytest.raises(PrivacyParameterError, match="noise_multiplier"):
+            f(noise_multiplier=tiny, n_trials=10, sampler="float")
+
+
 def test_agent_audits_check_the_agent_delta_and_noise_multiplier():
     from privrl.envs import RandomLinearMixtureMDP
 

@@ -47,6 +47,19 @@ def _counts(n_trials: Any, noise_multiplier: Any, confidence: Any) -> tuple[int,
     return n_trials, check_positive_real(noise_multiplier, "noise_multiplier")
 
 
+def _scaled_sigma(base: float, noise_multiplier: float) -> float:
+    """``base * noise_multiplier``, refused (by the multiplier's name) where its variance leaves the
+    doubles: the exact mu and the audit's weights divide by sigma^2 (a noise_multiplier of 1e-170
+    gave sigma^2 = 0 and a bare ZeroDivisionError)."""
+    sigma = base * noise_multiplier
+    if not (sigma * sigma > 0.0 and math.isfinite(1.0 / (sigma * sigma))):
+        raise PrivacyParameterError(
+            f"noise_multiplier = {noise_multiplier!r} scales the calibrated sigma {base:.6g} to {sigma:.3g}, "
+            "whose variance is not a double with a finite inverse: there is no noise left to audit"
+        )
+    return sigma
+
+
 def _refuse_over_memory(name: str, n_trials: int, width: int, fixed: float) -> None:
     """Refuse (ResourceError) an audit whose ``n_trials`` outputs of ``width`` entries per neighbour
     (and their checked copies in audit_samples) cannot fit in memory: d = 10^5 asked numpy for 149
@@ -134,7 +147,7 @@ def audit_ucrl_vtr_tree(
     cal = ucrl_vtr.calibrate_ucrl_vtr("jdp", epsilon, delta, H, K, d, 1.0, calibration=calibration, plan=plan)
     if cal.noise != "gaussian":
         raise PrivacyParameterError("audit_ucrl_vtr_tree audits the Gaussian (delta > 0) release")
-    sigma = cal.scale("sigma_B") * float(noise_multiplier)
+    sigma = _scaled_sigma(cal.scale("sigma_B"), float(noise_multiplier))
     n_nodes = tree_nodes_per_leaf(K)
     _refuse_over_memory(
         "audit_ucrl_vtr_tree", n_trials, n_nodes * (H * d * d + H * d), 8.0 * n_nodes * H * d * d
@@ -219,7 +232,7 @@ def audit_ldp_randomizer(
     cal = ucrl_vtr.calibrate_ucrl_vtr("ldp", epsilon, delta, H, 1, d, 1.0, calibration=calibration, plan=plan)
     if cal.noise != "gaussian":
         raise PrivacyParameterError("audit_ldp_randomizer audits the Gaussian (delta > 0) randomizer")
-    sigma = cal.scale("sigma_B") * float(noise_multiplier)
+    sigma = _scaled_sigma(cal.scale("sigma_B"), float(noise_multiplier))
     user_a, user_b = _neighbours(plan, {k: getattr(cal, k) for k in plan.scale_keys}, neighbours)
     rng = np.random.default_rng(seed)
 
