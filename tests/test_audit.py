@@ -309,6 +309,35 @@ def test_shipped_audits_refuse_a_noise_multiplier_whose_variance_underflows(audi
             f(noise_multiplier=tiny, n_trials=10, sampler="float")
 
 
+@pytest.mark.parametrize(
+    "audit",
+    [
+        "audit_mechanism",
+        "audit_ucrl_vtr_tree",
+        "audit_ldp_randomizer",
+        "audit_lsvi_u_release",
+        "audit_lsvi_server",
+        "audit_linucb_agent",
+        "audit_ucrl_vtr_agent",
+    ],
+)
+def test_audits_refuse_a_bad_seed_by_name(audit):
+    # the seed went to np.random.default_rng unchecked: -1 raised numpy's "expected non-negative
+    # integer" (a ValueError naming no argument), 1.5 / "a" a TypeError about SeedSequence's entropy,
+    # and True ran as seed 1; privrl's seed rule (check_seed, SeedError) applies now
+    from privrl.exceptions import SeedError
+
+    f = getattr(A, audit)
+    for bad in (-1, 1.5, "a", True):
+        with pytest.raises(SeedError, match="seed must be"):
+            if audit == "audit_mechanism":
+                f(lambda x, s: np.asarray(x, dtype=float), np.zeros(2), np.ones(2), 8, seed=bad)
+            elif audit.endswith("_agent"):
+                f(n_trials=8, n_fit=4, seed=bad)
+            else:
+                f(n_trials=8, seed=bad)
+
+
 def test_agent_audits_check_the_agent_delta_and_noise_multiplier():
     from privrl.envs import RandomLinearMixtureMDP
 

@@ -44,7 +44,13 @@ import numpy as np
 
 from privrl.agents.common.base import Agent
 from privrl.audit.mechanism_audit import AuditResult, Statistics, _neighbours, audit_samples
-from privrl.common.checks import check_delta_pure_ok, check_pos_int, check_positive_real, check_probability
+from privrl.common.checks import (
+    check_delta_pure_ok,
+    check_pos_int,
+    check_positive_real,
+    check_probability,
+    check_seed,
+)
 from privrl.common.errors import PrivacyParameterError
 from privrl.envs.finite import Trajectory
 
@@ -111,6 +117,7 @@ def audit_agent(
             f"got n_fit = {n_fit}, n_trials = {n_trials}"
         )
     delta, confidence = check_delta_pure_ok(delta), check_probability(confidence, "confidence")
+    check_seed(seed)  # numpy's "expected non-negative integer" named no argument; True was seed 1
     if (
         len(users_a) != len(users_b)
         or sum(not _same_user(a, b) for a, b in zip(users_a, users_b, strict=True)) > 1

@@ -39,6 +39,7 @@ from privrl.common.checks import (
     check_positive_real,
     check_probability,
     check_real,
+    check_seed,
     numeric_array,
 )
 from privrl.common.errors import PrivacyParameterError, ShapeError
@@ -369,7 +370,7 @@ def audit_mechanism(
     # before the 2 n_trials runs (audit_samples refused them after)
     check_probability(confidence, "confidence")
     check_delta_pure_ok(delta)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     first: dict[str, tuple[int, ...]] = {}
 
     def runs(neighbour: Any, which: str) -> np.ndarray:

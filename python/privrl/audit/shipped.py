@@ -28,7 +28,7 @@ from privrl.audit.mechanism_audit import (
     _sym_inverse_variance,
     audit_samples,
 )
-from privrl.common.checks import check_pos_int, check_positive_real, check_probability
+from privrl.common.checks import check_pos_int, check_positive_real, check_probability, check_seed
 from privrl.common.errors import PrivacyParameterError, ResourceError
 from privrl.common.memory import refuse_over_memory
 from privrl.kernels import DEFAULT_GRID_BITS, NoiseStream
@@ -36,10 +36,12 @@ from privrl.privacy.accounting import gaussian_epsilon, tree_nodes_per_leaf
 from privrl.privacy.plans import ReleasePlan
 
 
-def _counts(n_trials: Any, noise_multiplier: Any, confidence: Any) -> tuple[int, float]:
+def _counts(n_trials: Any, noise_multiplier: Any, confidence: Any, seed: Any) -> tuple[int, float]:
     """The shipped audits' n_trials (an integer >= 4) and noise_multiplier (> 0), checked at the
-    edge like audit_mechanism's, and confidence in (0, 1): all before the runs (audit_samples
-    refused n_trials = 3 or confidence = 1.5 only after 2 n_trials of them)."""
+    edge like audit_mechanism's, confidence in (0, 1) and the seed: all before the runs
+    (audit_samples refused n_trials = 3 or confidence = 1.5 only after 2 n_trials of them; numpy
+    refused seed = -1 naming no argument, and took True for 1)."""
+    check_seed(seed)
     n_trials = check_pos_int(n_trials, "n_trials")
     if n_trials < 4:
         raise PrivacyParameterError(f"n_trials must be an int >= 4, got {n_trials!r}")
@@ -142,7 +144,7 @@ def audit_ucrl_vtr_tree(
     everything the release says about user 1. ``noise_multiplier`` scales the calibrated sigma
     (0.01: a deliberately broken mechanism). ``sampler``: the noise drawn, the agents' default
     "discrete" (exact discrete Gaussian on the lattice) or "float"."""
-    n_trials, noise_multiplier = _counts(n_trials, noise_multiplier, confidence)
+    n_trials, noise_multiplier = _counts(n_trials, noise_multiplier, confidence, seed)
     plan = plan if plan is not None else ucrl_vtr.release_plan("jdp", delta == 0.0, H, K, d, "tree", sampler)
     cal = ucrl_vtr.calibrate_ucrl_vtr("jdp", epsilon, delta, H, K, d, 1.0, calibration=calibration, plan=plan)
     if cal.noise != "gaussian":
@@ -225,7 +227,7 @@ def audit_ldp_randomizer(
     with the calibration of ``plan`` (default ``privrl.agents.ucrl_vtr.calibration.release_plan``)
     privatizes one user's statistics (the plan's worst pair, or the worst user against zeros);
     the output is everything the user sends, ``(X X^T + B^1, X y + g^1)`` for all ``h``."""
-    n_trials, noise_multiplier = _counts(n_trials, noise_multiplier, confidence)
+    n_trials, noise_multiplier = _counts(n_trials, noise_multiplier, confidence, seed)
     H, d = check_pos_int(H, "H"), check_pos_int(d, "d")
     _refuse_over_memory("audit_ldp_randomizer", n_trials, H * d * d + H * d, 8.0 * H * d * d)
     plan = plan if plan is not None else ucrl_vtr.release_plan("ldp", delta == 0.0, H, 1, d, "tree", sampler)
@@ -295,7 +297,7 @@ def audit_lsvi_u_release(
     the R releases with the plan's worst pair (default plan: ``phi = e_1``, ``r + V = H + 1``
     against ``phi = -e_1``): the sensitivity ``2(H + 1)`` of every release. ``sampler``: the noise
     drawn, the agents' default "discrete" (exact discrete Gaussian on the lattice) or "float"."""
-    n_trials, noise_multiplier = _counts(n_trials, noise_multiplier, confidence)
+    n_trials, noise_multiplier = _counts(n_trials, noise_multiplier, confidence, seed)
     cal = lsvi_ucb.calibrate_lsvi_ucb(
         "jdp", epsilon, delta, H, K, d, batches=batches, calibration=calibration, plan=plan, sampler=sampler
     )
@@ -355,7 +357,7 @@ def audit_lsvi_server(
     the proof analyses; user 1 sends the plan's worst pair (``phi = e_1, r + V = H + 1`` against
     ``-e_1``, fed to the server as its guard would let through), users 2..K send zeros; the
     output is ``u~`` of every release. ``noise_multiplier`` scales both sigma_u and sigma_Lambda."""
-    n_trials, noise_multiplier = _counts(n_trials, noise_multiplier, confidence)
+    n_trials, noise_multiplier = _counts(n_trials, noise_multiplier, confidence, seed)
     from privrl.agents.lsvi_ucb.agent import batch_starts
 
     H = 1
