@@ -257,3 +257,21 @@ def test_linucb_agent_audit_reaches_near_its_pairs_exact_mu():
     assert not x1.flagged and 2.3 < x1.gdp_epsilon_lower_bound < ceiling
     x07 = A.audit_linucb_agent(noise_multiplier=0.7)
     assert x07.flagged and x07.gdp_epsilon_lower_bound < gaussian_epsilon(0.74 / 0.7, 1e-5)
+
+
+def test_audit_does_not_depend_on_a_tiny_output_unit():
+    """The scores' variances (~ (outputs x direction)^2) underflowed for outputs of 2^-500 with an
+    estimated direction (scores ~ 1e-301) or 1e-300 with a given one: s = 0, so the Gaussian-DP
+    bound was inf (a false flag of any claim) and, below, the Clopper-Pearson bound 0. The audit is
+    now the same in every unit (the samples and direction are scaled by powers of two, exactly)."""
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(0.0, 1.0, (400, 3)), rng.normal(1.0, 1.0, (400, 3))
+    for direction, scale in ((None, 2.0**-500), (None, 1e-200), (-np.ones(3), 1e-300)):
+        ref = A.audit_samples(a, b, direction=direction, gaussian=True, delta=1e-5, claimed_epsilon=10.0)
+        got = A.audit_samples(
+            a * scale, b * scale, direction=direction, gaussian=True, delta=1e-5, claimed_epsilon=10.0
+        )
+        assert 0.0 < ref.gdp_epsilon_lower_bound < 10.0 and not ref.flagged
+        assert got.gdp_epsilon_lower_bound == pytest.approx(ref.gdp_epsilon_lower_bound, rel=1e-12)
+        assert got.epsilon_lower_bound == pytest.approx(ref.epsilon_lower_bound, rel=1e-12)
+        assert not got.flagged

@@ -146,6 +146,31 @@ def _overflow_refused() -> Iterator[None]:
             ) from None
 
 
+#: Smallest binary exponent of the scores' scale (max |output| times max |direction|) the audit
+#: takes as given: below, their variances (~ scale^2) underflow.
+_MIN_SCORE_EXPONENT = -300
+
+
+def _exponent(x: np.ndarray) -> int | None:
+    """The binary exponent of max |x| (None when x is all zeros)."""
+    top = float(np.max(np.abs(x))) if x.size else 0.0
+    return math.frexp(top)[1] if top > 0.0 else None
+
+
+def _unit_scores(
+    a: np.ndarray, b: np.ndarray, v: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(a, b, v, shift): the samples and the direction scaled by powers of two (exactly) to a unit
+    scale when their scores' scale is below 2^_MIN_SCORE_EXPONENT, scores times 2^shift being the
+    given ones; unchanged (shift 0) otherwise. Outputs of 1e-300 (or 2^-500 with an estimated
+    direction, scores ~ 1e-301) left the scores' variances 0: the Gaussian-DP bound inf, a false
+    flag, and the Clopper-Pearson bound 0, where the audit does not depend on the outputs' unit."""
+    ea, ev = _exponent(np.concatenate([a.reshape(-1), b.reshape(-1)])), _exponent(v)
+    if ea is None or ev is None or ea + ev >= _MIN_SCORE_EXPONENT:
+        return a, b, v, 0
+    return np.ldexp(a, -ea), np.ldexp(b, -ea), np.ldexp(v, -ev), ea + ev
+
+
 def _checked_samples(
     samples_a: Any, samples_b: Any, delta: float, confidence: float
 ) -> tuple[np.ndarray, np.ndarray, float, float]:
@@ -260,6 +285,7 @@ def audit_samples(
                 raise PrivacyParameterError("inverse_variance must be one finite weight >= 0 per output")
             v = v * w
             stat = "whitened likelihood-ratio statistic (Sigma^-1 times the exact noiseless difference)"
+    a, b, v, shift = _unit_scores(a, b, v)
     with _overflow_refused():
         sa, sb = a @ v, b @ v
     train_a, test_a = sa[:half], sa[half:]
@@ -278,7 +304,7 @@ def audit_samples(
     tpr_lb, _ = clopper_pearson(tp, m, alpha / 2.0)
     _, fpr_ub = clopper_pearson(fp, m, alpha / 2.0)
     eps_lb = _eps_lb(tpr_lb, fpr_ub, delta)
-    threshold = t if orient == "a>" else -t
+    threshold = math.ldexp(t if orient == "a>" else -t, shift)  # in the scores' own unit
     # an estimated direction fits the training halves' noise: their scores are further apart than
     # fresh runs' (identical laws gave mu >= 0.56 at 500 outputs), so only the test halves count
     gdp_a, gdp_b = (sa, sb) if direction is not None else (test_a, test_b)
