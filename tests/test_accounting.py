@@ -237,6 +237,26 @@ def test_huge_privacy_losses_are_inf_not_an_error_about_another_argument():
     assert mu == pytest.approx(math.sqrt(2.0) * 1e154, rel=1e-12)
 
 
+def test_accountant_checks_the_entries_it_is_built_with():
+    # PrivacyAccountant(entries=...) took anything: a mistyped kind was left out of every sum
+    # (epsilon 0 for a release of mu = 1), a sigma of 0 a ZeroDivisionError at epsilon(), and
+    # summary()'s own dicts an AttributeError; now each entry is checked as add_* checks it
+    from privrl.privacy.accounting import PrivacyAccountant, _Entry
+
+    with pytest.raises(PrivacyParameterError, match=r"entries\[0\].kind"):
+        PrivacyAccountant(entries=[_Entry("gausian", 1.0, 1.0, 1, "")])
+    with pytest.raises(PrivacyParameterError, match=r"entries\[0\]: sigma"):
+        PrivacyAccountant(entries=[_Entry("gaussian", 1.0, 0.0, 1, "")])
+    with pytest.raises(PrivacyParameterError, match=r"entries\[1\]"):
+        PrivacyAccountant(entries=[_Entry("gaussian", 1.0, 1.0, 1, ""), 3])
+    with pytest.raises(PrivacyParameterError, match="entries must be"):
+        PrivacyAccountant(entries="abc")
+    acc = PrivacyAccountant().add_gaussian(1.0, 2.0, 3, "x").add_laplace(1.0, 10.0, 2)
+    for rebuilt in (PrivacyAccountant(entries=acc.entries), PrivacyAccountant(entries=acc.summary())):
+        assert rebuilt == acc and rebuilt.epsilon(1e-5) == acc.epsilon(1e-5)
+    assert PrivacyAccountant(entries=acc.entries).entries is not acc.entries  # a copy, not an alias
+
+
 def test_zcdp_conversions_ordering():
     for mu in (0.1, 0.5, 1.0, 3.0):
         rho = mu * mu / 2

@@ -17,9 +17,11 @@ accountant).
 # * Natural logarithms everywhere.
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from privrl.common.checks import (
     check_delta_open,
@@ -437,6 +439,31 @@ class PrivacyAccountant:
     """
 
     entries: list[_Entry] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        """Entries given to the constructor (another accountant's ``entries``, or the dicts of its
+        ``summary()``) are checked as ``add_gaussian`` / ``add_laplace`` check theirs: a kind
+        "gausian" was silently left out of every sum (epsilon 0), a sigma of 0 a ZeroDivisionError."""
+        given: Any = self.entries  # whatever the caller passed, not necessarily a list of entries
+        self.entries = []
+        if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Iterable):
+            raise PrivacyParameterError(f"entries must be a list of entries (acc.entries), got {given!r}")
+        for i, e in enumerate(given):
+            row = dataclasses.asdict(e) if isinstance(e, _Entry) else e
+            if not (isinstance(row, Mapping) and {"kind", "sensitivity", "scale", "count"} <= set(row)):
+                raise PrivacyParameterError(
+                    f"entries[{i}] must be an accountant's entry (acc.entries) or a dict of "
+                    f"acc.summary(), got {e!r}"
+                )
+            add = {"gaussian": self.add_gaussian, "laplace": self.add_laplace}.get(row["kind"])
+            if add is None:
+                raise PrivacyParameterError(
+                    f"entries[{i}].kind must be 'gaussian' or 'laplace', got {row['kind']!r}"
+                )
+            try:
+                add(row["sensitivity"], row["scale"], row["count"], row.get("label", ""))
+            except PrivacyParameterError as err:
+                raise PrivacyParameterError(f"entries[{i}]: {err}") from None
 
     def add_gaussian(
         self, l2_sensitivity: float, sigma: float, count: int = 1, label: str = ""
