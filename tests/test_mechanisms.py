@@ -12,6 +12,7 @@ import pytest
 
 from privrl.exceptions import NonFiniteError, PrivacyParameterError, SeedError
 from privrl.privacy import mechanisms as m
+from privrl.privacy.gdp import gaussian_delta
 
 
 # --------------------------------------------------------------------------------------------
@@ -53,8 +54,9 @@ def test_laplace_scale_hand_values():
 # Mechanisms
 # --------------------------------------------------------------------------------------------
 def test_gaussian_mechanism_is_value_plus_exact_noise():
+    # sampler="float": numpy's own normal draws (the default, "discrete", is tested below)
     value = np.arange(12.0).reshape(3, 4)
-    out = m.gaussian_mechanism(value, 1.0, 1.0, 0.5, np.random.default_rng(7))
+    out = m.gaussian_mechanism(value, 1.0, 1.0, 0.5, np.random.default_rng(7), sampler="float")
     sigma = math.sqrt(2.0 * math.log(4.0))  # 1.665109, see test above
     expected = value + np.random.default_rng(7).normal(0.0, sigma, size=(3, 4))
     assert out.shape == (3, 4)
@@ -63,34 +65,39 @@ def test_gaussian_mechanism_is_value_plus_exact_noise():
 
 def test_laplace_mechanism_is_value_plus_exact_noise():
     value = np.linspace(-1.0, 1.0, 5)
-    out = m.laplace_mechanism(value, 3.0, 0.5, np.random.default_rng(3))
+    out = m.laplace_mechanism(value, 3.0, 0.5, np.random.default_rng(3), sampler="float")
     expected = value + np.random.default_rng(3).laplace(0.0, 6.0, size=5)  # b = 3/0.5 = 6
     np.testing.assert_allclose(out, expected, rtol=0, atol=1e-12)
 
 
-def test_mechanisms_scalar_in_scalar_out():
-    g = m.gaussian_mechanism(1.5, 1.0, 1.0, 0.5, np.random.default_rng(0))
-    lap = m.laplace_mechanism(1.5, 1.0, 1.0, np.random.default_rng(0))
+@pytest.mark.parametrize("sampler", [None, "discrete", "float"])
+def test_mechanisms_scalar_in_scalar_out(sampler):
+    g = m.gaussian_mechanism(1.5, 1.0, 1.0, 0.5, np.random.default_rng(0), sampler=sampler)
+    lap = m.laplace_mechanism(1.5, 1.0, 1.0, np.random.default_rng(0), sampler=sampler)
     assert isinstance(g, float) and isinstance(lap, float)
 
 
-def test_mechanism_noise_statistics():
+@pytest.mark.parametrize("sampler", [None, "float"])
+def test_mechanism_noise_statistics(sampler):
     rng = np.random.default_rng(12345)
     n = 200_000
-    g = m.gaussian_mechanism(np.zeros(n), 1.0, 1.0, 0.5, rng)
+    g = m.gaussian_mechanism(np.zeros(n), 1.0, 1.0, 0.5, rng, sampler=sampler)
     # std must be sigma = 1.665109 (standard error of the sample std ~ sigma / sqrt(2n) ~ 0.3%)
     assert np.std(g) == pytest.approx(1.665109, rel=0.01)
     assert abs(np.mean(g)) < 0.02
-    lap = m.laplace_mechanism(np.zeros(n), 3.0, 0.5, rng)
-    # Lap(b=6): E|x| = b = 6, std = b sqrt 2 = 8.485281
-    assert np.mean(np.abs(lap)) == pytest.approx(6.0, rel=0.01)
-    assert np.std(lap) == pytest.approx(8.485281, rel=0.01)
+    lap = m.laplace_mechanism(np.zeros(n), 3.0, 0.5, rng, sampler=sampler)
+    # Lap(b): E|x| = b, std = b sqrt 2; b = 3 / 0.5 = 6 (float), and with the rounding of the
+    # n = 200,000 entries b = 3 / (0.5 - n 2^-24) = 6.1465 (discrete)
+    b = 6.0 if sampler == "float" else 3.0 / (0.5 - n * 2.0**-24)
+    assert np.mean(np.abs(lap)) == pytest.approx(b, rel=0.01)
+    assert np.std(lap) == pytest.approx(b * math.sqrt(2.0), rel=0.01)
 
 
-def test_zero_sensitivity_adds_no_noise():
-    v = np.array([1.0, 2.0])
-    np.testing.assert_array_equal(m.laplace_mechanism(v, 0.0, 1.0, np.random.default_rng(0)), v)
-    np.testing.assert_array_equal(m.gaussian_mechanism(v, 0.0, 1.0, 0.1, np.random.default_rng(0)), v)
+@pytest.mark.parametrize("sampler", [None, "float"])
+def test_zero_sensitivity_adds_no_noise(sampler):
+    v, rng = np.array([1.0, 2.0]), np.random.default_rng(0)
+    np.testing.assert_array_equal(m.laplace_mechanism(v, 0.0, 1.0, rng, sampler=sampler), v)
+    np.testing.assert_array_equal(m.gaussian_mechanism(v, 0.0, 1.0, 0.1, rng, sampler=sampler), v)
 
 
 def test_mechanisms_reject_bad_rng_and_nonfinite_values():
@@ -366,7 +373,7 @@ def test_the_float_mechanisms_warn_of_the_floating_point_side_channel():
     # input 0 (Delta_1 = 1, eps = 1) cannot come from the neighbour 1 (~81% of 20,000 measured), so a
     # single release tells the two apart (eps = inf for that pair). The docstrings said nothing of it.
     rng = np.random.default_rng(0)
-    out = np.array([m.laplace_mechanism(0.0, 1.0, 1.0, rng) for _ in range(2000)])
+    out = np.array([m.laplace_mechanism(0.0, 1.0, 1.0, rng, sampler="float") for _ in range(2000)])
     b = m.laplace_scale(1.0, 1.0)
     own = _reachable(out, 0.0, b, 3)
     assert own.mean() > 0.98  # the model of numpy's sampler reproduces its own outputs
@@ -374,3 +381,48 @@ def test_the_float_mechanisms_warn_of_the_floating_point_side_channel():
     for f in (m.laplace_mechanism, m.gaussian_mechanism):
         doc = f.__doc__ or ""
         assert "Mironov" in doc and "NoiseStream" in doc and "discrete" in doc, f.__name__
+
+
+def test_discrete_laplace_scale_spends_exactly_epsilon_with_the_rounding():
+    # Delta_1 / b + n 2^-24 = eps, by hand: b = Delta_1 / (eps - n 2^-24)
+    assert m.discrete_laplace_scale(1.0, 1.0, 1) == 1.0 / (1.0 - 2.0**-24) == 1.0000000596046483
+    b = m.discrete_laplace_scale(3.0, 0.5, 5)
+    assert b == 3.0 / (0.5 - 5 * 2.0**-24)
+    assert 3.0 / b + 5 * 2.0**-24 == pytest.approx(0.5, rel=1e-15)
+    with pytest.raises(PrivacyParameterError, match="rounding"):
+        m.discrete_laplace_scale(1.0, 1.0, 2**24)  # the rounding alone would spend eps
+    for bad in (-1, 1.5, True, "3"):
+        with pytest.raises(PrivacyParameterError, match="entries"):
+            m.discrete_laplace_scale(1.0, 1.0, bad)
+        with pytest.raises(PrivacyParameterError, match="entries"):
+            m.discrete_gaussian_mechanism_delta(1.0, 1.0, 1.0, bad)
+
+
+def test_discrete_gaussian_delta_adds_only_the_rounding():
+    sigma = m.gaussian_sigma(1.0, 0.5, 1e-5)
+    # no entries, no rounding: the continuous Gaussian's exact delta (Balle & Wang 2018)
+    assert m.discrete_gaussian_mechanism_delta(1.0, sigma, 0.5, 0) == gaussian_delta(0.5, 1.0 / sigma)
+    d1, d3 = (m.discrete_gaussian_mechanism_delta(1.0, sigma, 0.5, n) for n in (1, 3))
+    assert gaussian_delta(0.5, 1.0 / sigma) < d1 < d3 < 1.001 * gaussian_delta(0.5, 1.0 / sigma)
+
+
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+def test_the_default_mechanisms_draw_on_the_lattice(noise):
+    # sampler=None is "discrete": value rounded to the lattice scale 2^-24, integer noise added, so
+    # every output is a lattice point, reachable from any input (the float sampler's sparse,
+    # input-dependent set of doubles is what Mironov's attack reads); seeded calls reproduce
+    def release(value, rng):
+        if noise == "laplace":
+            return m.laplace_mechanism(value, 1.0, 1.0, rng)
+        return m.gaussian_mechanism(value, 1.0, 0.5, 1e-5, rng)
+
+    scale = m.discrete_laplace_scale(1.0, 1.0, 3) if noise == "laplace" else m.gaussian_sigma(1.0, 0.5, 1e-5)
+    unit = scale * 2.0**-24
+    for value in (np.zeros(3), np.array([1.0, -0.3, 1e-9])):
+        out = release(value, np.random.default_rng(5))
+        k = out / unit  # integers up to the rounding of k unit / unit (~1e-9 at k ~ 1e7)
+        assert np.abs(k - np.rint(k)).max() < 1e-6 and not np.array_equal(out, value)
+        np.testing.assert_array_equal(out, release(value, np.random.default_rng(5)))
+        assert not np.array_equal(out, release(value, np.random.default_rng(6)))
+    with pytest.raises(PrivacyParameterError, match="sampler"):
+        m.laplace_mechanism(0.0, 1.0, 1.0, np.random.default_rng(0), sampler="exact")

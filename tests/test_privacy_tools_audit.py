@@ -84,12 +84,20 @@ def test_gaussian_mechanism_never_releases_below_its_claim():
                 private = a.analytic_gaussian_delta(sigma, sens, eps) <= dlt
                 assert private or eps >= 1.0  # the appendix's regime is always private
                 if private:
-                    out = m.gaussian_mechanism(np.zeros(3), sens, eps, dlt, np.random.default_rng(1))
+                    rng1 = np.random.default_rng(1)
+                    out = m.gaussian_mechanism(np.zeros(3), sens, eps, dlt, rng1, sampler="float")
                     ref = np.random.default_rng(1).normal(0.0, sigma, 3)
                     np.testing.assert_array_equal(out, ref)
+                    # the default (discrete) sampler: the same sigma where the rounding keeps it private
+                    if m.discrete_gaussian_mechanism_delta(sens, sigma, eps, 3) <= dlt:
+                        m.gaussian_mechanism(np.zeros(3), sens, eps, dlt, np.random.default_rng(1))
+                    else:
+                        with pytest.raises(PrivacyParameterError, match="lattice rounding"):
+                            m.gaussian_mechanism(np.zeros(3), sens, eps, dlt, np.random.default_rng(1))
                 else:
-                    with pytest.raises(PrivacyParameterError, match="analytic_gaussian_sigma"):
-                        m.gaussian_mechanism(np.zeros(3), sens, eps, dlt, rng)
+                    for sampler in ("float", "discrete"):
+                        with pytest.raises(PrivacyParameterError, match="analytic_gaussian_sigma"):
+                            m.gaussian_mechanism(np.zeros(3), sens, eps, dlt, rng, sampler=sampler)
     assert a.analytic_gaussian_delta(m.gaussian_sigma(1.0, 10.0, 1e-5), 1.0, 10.0) > 1e-5
     with pytest.raises(PrivacyParameterError):
         m.gaussian_mechanism(1.0, 1.0, 10.0, 1e-5, rng)

@@ -12,6 +12,7 @@ import numpy as np
 
 from privrl.common.checks import (
     check_finite_scale,
+    check_int,
     check_nonneg_real,
     check_positive_real,
     checked,
@@ -19,6 +20,10 @@ from privrl.common.checks import (
     numeric_array,
 )
 from privrl.common.errors import NonFiniteError, PrivacyParameterError, SeedError
+from privrl.kernels import NoiseStream
+from privrl.kernels.continual import DEFAULT_GRID_BITS
+from privrl.privacy.accounting import discrete_gaussian_delta, discrete_gaussian_draws
+from privrl.privacy.common import DEFAULT_SAMPLER, check_sampler
 from privrl.privacy.gdp import gaussian_delta
 
 __all__ = [
@@ -26,6 +31,8 @@ __all__ = [
     "laplace_scale",
     "gaussian_mechanism",
     "laplace_mechanism",
+    "discrete_laplace_scale",
+    "discrete_gaussian_mechanism_delta",
     "simple_composition",
     "simple_composition_budget",
     "advanced_composition",
@@ -98,7 +105,68 @@ def _return_like(value, out: np.ndarray):
     return out
 
 
-def gaussian_mechanism(value, l2_sensitivity: float, epsilon: float, delta: float, rng: np.random.Generator):
+def _mechanism_sampler(sampler) -> str:
+    """``sampler`` of the release tools: None is the agents' default, DEFAULT_SAMPLER."""
+    return DEFAULT_SAMPLER if sampler is None else check_sampler(sampler)
+
+
+def _discrete_release(noise: str, scale: float, arr: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``arr`` rounded to the lattice ``scale * 2^-DEFAULT_GRID_BITS`` plus exact discrete noise of
+    ``scale``, drawn from a stream keyed by 32 bytes of ``rng`` (seeded calls reproduce)."""
+    if arr.size == 0:
+        return arr.astype(float)
+    stream = NoiseStream(noise, scale, seed=rng, grid_bits=DEFAULT_GRID_BITS)
+    return stream.privatize(arr.reshape(1, -1)).reshape(arr.shape)
+
+
+def _check_entries(value, name: str) -> int:
+    return check_int(value, name, 0)
+
+
+@checked(entries=_check_entries)
+def discrete_laplace_scale(l1_sensitivity: float, epsilon: float, entries: int) -> float:
+    """Scale ``b`` of :func:`laplace_mechanism` with the exact discrete sampler (App. "Laplace
+    Mechanism" on the lattice): the data is rounded to the lattice ``b 2^-k`` (k =
+    DEFAULT_GRID_BITS = 24) and discrete Laplace noise of scale ``b`` added. Rounding moves each
+    of the ``n = entries`` coordinates of two neighbours by at most half a step, so their rounded
+    L1 distance is at most ``Delta_1 + n b 2^-k`` and the release is ``(Delta_1 / b + n 2^-k)``-DP
+    (the geometric mechanism); ``b = Delta_1 / (epsilon - n 2^-k)`` spends exactly ``epsilon``.
+    Refused when the rounding alone, ``n 2^-k``, reaches ``epsilon``."""
+    n = entries
+    rounding = n * 2.0**-DEFAULT_GRID_BITS
+    if rounding >= epsilon:
+        raise PrivacyParameterError(
+            f"the lattice rounding of {n} entries alone spends n 2^-{DEFAULT_GRID_BITS} = {rounding:.3g} "
+            f">= epsilon = {epsilon}: release fewer entries at once, or pass sampler='float' (no formal "
+            "guarantee)"
+        )
+    return check_finite_scale(l1_sensitivity / (epsilon - rounding), "b")
+
+
+@checked(sigma=check_positive_real, entries=_check_entries)
+def discrete_gaussian_mechanism_delta(
+    l2_sensitivity: float, sigma: float, epsilon: float, entries: int
+) -> float:
+    """The delta at ``epsilon`` of :func:`gaussian_mechanism` with the exact discrete sampler:
+    the data rounded to the lattice ``sigma 2^-k`` (k = DEFAULT_GRID_BITS) and discrete Gaussian
+    noise of ``sigma`` added, accounted as the agents' releases are (docs/privacy.md, "The agents'
+    default"): whitened sensitivity ``mu = Delta_2 / sigma + sqrt(n) 2^-k`` (the rounding moves
+    two neighbours' ``n = entries`` coordinates by at most one step each) on the continuous
+    Gaussian's exact curve by domination (``accounting.discrete_gaussian_delta``)."""
+    n = entries
+    rounding = math.sqrt(n) * 2.0**-DEFAULT_GRID_BITS
+    mu = l2_sensitivity / sigma + rounding
+    return discrete_gaussian_delta(mu, epsilon, *discrete_gaussian_draws(rounding, DEFAULT_GRID_BITS))
+
+
+def gaussian_mechanism(
+    value,
+    l2_sensitivity: float,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+    sampler: str | None = None,
+):
     """``value + N(0, sigma^2 I)`` with ``sigma = gaussian_sigma(...)``, App. "Gaussian Mechanism".
 
     ``value`` is a scalar or an array (returned as float / float ndarray of the same shape);
@@ -110,45 +178,67 @@ def gaussian_mechanism(value, l2_sensitivity: float, epsilon: float, delta: floa
     (PrivacyParameterError) instead of spending more than asked: use
     ``accounting.analytic_gaussian_sigma`` there.
 
-    The noise is numpy's float normal sampler: its outputs carry the floating-point side channel of
-    Mironov (2012) (Jin et al. 2022 for Gaussian samplers), which voids the formal guarantee of a real
-    release (docs/privacy.md, "The floating-point side channel"). For that, draw with the exact
-    discrete sampler: ``privrl.kernels.NoiseStream("discrete_gaussian", sigma).privatize(
-    np.atleast_2d(value))`` (the data rounded to the lattice ``sigma * 2^-24``, accounted as in
-    docs/privacy.md, "The agents' default"). This function is the appendix's mechanism for experiments.
+    ``sampler`` (None: the agents' default, "discrete"): "discrete" rounds ``value`` to the lattice
+    ``sigma * 2^-24`` and adds the exact discrete Gaussian of Canonne, Kamath & Steinke (2020)
+    (``privrl.kernels.NoiseStream("discrete_gaussian", sigma)``, keyed by 32 bytes of ``rng``), with
+    the rounding in the guarantee (:func:`discrete_gaussian_mechanism_delta`); "float" adds numpy's
+    float normal draws (``value + rng.normal(0, sigma)``), whose outputs carry the floating-point
+    side channel of Mironov (2012) (Jin et al. 2022 for Gaussian samplers), which voids the formal
+    guarantee of a real release (docs/privacy.md, "The floating-point side channel"): for
+    experiments that want numpy's draws.
     """
     sigma = gaussian_sigma(l2_sensitivity, epsilon, delta)
-    exact = gaussian_delta(epsilon, l2_sensitivity / sigma) if sigma > 0.0 else 0.0
-    if exact > delta:
-        raise PrivacyParameterError(
-            f"the appendix's Gaussian sigma {sigma:.6g} is not ({epsilon}, {delta})-DP (it is stated for "
-            f"epsilon < 1; the exact curve gives delta = {exact:.3g}): add noise of "
-            "accounting.analytic_gaussian_sigma(l2_sensitivity, epsilon, delta) instead"
-        )
+    sampler = _mechanism_sampler(sampler)
     rng = _check_rng(rng)
     arr = _as_finite_array(value)
+    if sampler == "discrete":
+        if sigma == 0.0:
+            return _return_like(value, arr.astype(float))
+        exact = discrete_gaussian_mechanism_delta(l2_sensitivity, sigma, epsilon, arr.size)
+    else:
+        exact = gaussian_delta(epsilon, l2_sensitivity / sigma) if sigma > 0.0 else 0.0
+    if exact > delta:
+        rounded = " with the lattice rounding" if sampler == "discrete" else ""
+        raise PrivacyParameterError(
+            f"the appendix's Gaussian sigma {sigma:.6g} is not ({epsilon}, {delta})-DP (it is stated for "
+            f"epsilon < 1; the exact curve{rounded} gives "
+            f"delta = {exact:.3g}): add noise of accounting.analytic_gaussian_sigma(l2_sensitivity, epsilon, "
+            "delta) instead"
+        )
+    if sampler == "discrete":
+        return _return_like(value, _discrete_release("discrete_gaussian", sigma, arr, rng))
     out = arr + rng.normal(0.0, sigma, size=arr.shape)
     return _return_like(value, out)
 
 
-def laplace_mechanism(value, l1_sensitivity: float, epsilon: float, rng: np.random.Generator):
+def laplace_mechanism(
+    value, l1_sensitivity: float, epsilon: float, rng: np.random.Generator, sampler: str | None = None
+):
     """``value + Lap(b)^{shape}`` with ``b = laplace_scale(...)``, App. "Laplace Mechanism".
 
     ``value`` is a scalar or an array; ``rng`` must be a ``numpy.random.Generator``.
 
-    The noise is numpy's float Laplace sampler (inversion, ``b log(2U)``), whose outputs reveal the
-    input (Mironov 2012): for ``laplace_mechanism(0.0, 1.0, 1.0, rng)`` about 81% of the outputs
-    cannot be produced from the neighbour ``1.0`` (80.9% of 20,000 draws,
-    tests/test_mechanisms.py), so one release tells the two apart (epsilon = inf for that pair). For a
-    real release draw with the exact discrete sampler: ``privrl.kernels.NoiseStream(
-    "discrete_laplace", b).privatize(np.atleast_2d(value))`` (the data rounded to the lattice
-    ``b * 2^-24``: ``(Delta_1 / b + n 2^-24)``-DP for ``n`` entries, docs/privacy.md, "The agents'
-    default"). This function is the appendix's mechanism for experiments.
+    ``sampler`` (None: the agents' default, "discrete"): "discrete" rounds ``value`` to the lattice
+    ``b * 2^-24`` and adds the exact discrete Laplace (``privrl.kernels.NoiseStream(
+    "discrete_laplace", b)``, keyed by 32 bytes of ``rng``), with ``b =``
+    :func:`discrete_laplace_scale` so that the release, rounding included, is exactly
+    ``(epsilon, 0)``-DP. "float" adds numpy's float Laplace draws (inversion, ``b log(2U)``) with
+    ``b = Delta_1 / epsilon``, whose outputs reveal the input (Mironov 2012): for
+    ``laplace_mechanism(0.0, 1.0, 1.0, rng, sampler="float")`` about 81% of the outputs cannot be
+    produced from the neighbour ``1.0`` (80.9% of 20,000 draws, tests/test_mechanisms.py), so one
+    release tells the two apart (epsilon = inf for that pair): for experiments that want numpy's
+    draws.
     """
     b = laplace_scale(l1_sensitivity, epsilon)
+    sampler = _mechanism_sampler(sampler)
     rng = _check_rng(rng)
     arr = _as_finite_array(value)
-    out = arr + rng.laplace(0.0, b, size=arr.shape) if b > 0 else arr.copy()
+    if b == 0.0:
+        return _return_like(value, arr.astype(float))
+    if sampler == "discrete":
+        scale = discrete_laplace_scale(l1_sensitivity, epsilon, arr.size)
+        return _return_like(value, _discrete_release("discrete_laplace", scale, arr, rng))
+    out = arr + rng.laplace(0.0, b, size=arr.shape)
     return _return_like(value, out)
 
 
