@@ -332,11 +332,9 @@ impl VtrAgent {
                 // users' target, so the width is that of phi_f, the direction the data measure
                 self.features
                     .support_range(&next[..s_n], &mut w.lo, &mut w.hi)?;
-                let (feats, amp) = (&self.features, h_n as f64);
-                for (row, p) in phi.chunks_exact_mut(d).enumerate() {
-                    let range = (w.lo[row], w.hi[row]);
-                    feats.normalized_phi_row(row, &next[..s_n], range, FLAT, amp, p);
-                }
+                let amp = h_n as f64;
+                self.features
+                    .normalized_phi(&next[..s_n], &w.lo, &w.hi, FLAT, amp, phi)?;
             } else {
                 self.features.phi_v(&next[..s_n], phi)?;
             }

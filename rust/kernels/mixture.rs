@@ -3,6 +3,8 @@
 
 use crate::errors::{check_finite, check_len, CoreError, CoreResult};
 
+mod normalized;
+
 /// CSR over the rows (s, a): for each row the next states with a nonzero feature vector.
 #[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
 pub struct MixtureFeatures {

@@ -26,11 +26,8 @@ impl VtrAgent {
         for h in (0..h_n).rev() {
             if adaptive {
                 self.features.support_range(&next, &mut lo, &mut hi)?;
-                for (row, p) in phi.chunks_exact_mut(d).enumerate() {
-                    let range = (lo[row], hi[row]);
-                    self.features
-                        .normalized_phi_row(row, &next, range, FLAT, top, p);
-                }
+                self.features
+                    .normalized_phi(&next, &lo, &hi, FLAT, top, &mut phi)?;
             } else {
                 self.features.phi_v(&next, &mut phi)?;
             }
