@@ -184,10 +184,59 @@ impl MixtureFeatures {
         check_len("value vector", v.len(), self.n_states)?;
         check_len("support minima", lo.len(), self.n_rows)?;
         check_len("support maxima", hi.len(), self.n_rows)?;
-        for (r, (l, h)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
-            (*l, *h) = self.row_range(r, v).unwrap_or((0.0, 0.0));
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx2") {
+                // SAFETY: only taken when the CPU reports AVX2 (comparisons only: no rounding).
+                unsafe { self.support_range_avx2(v, lo, hi) };
+                return Ok(());
+            }
         }
+        self.support_range_impl(v, lo, hi);
         Ok(())
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn support_range_avx2(&self, v: &[f64], lo: &mut [f64], hi: &mut [f64]) {
+        self.support_range_impl(v, lo, hi)
+    }
+
+    #[inline(always)]
+    fn support_range_impl(&self, v: &[f64], lo: &mut [f64], hi: &mut [f64]) {
+        for (r, (l, h)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
+            (*l, *h) = self.row_extremes(r, v);
+        }
+    }
+
+    /// `row_range(r, v)` ((0, 0) without support), four lanes at a time: each lane keeps the
+    /// first of its smallest / largest values by row_range's comparisons (NaN ignored), and the
+    /// lanes are then compared. Equal values have equal bits but for zeros, so this is
+    /// row_range's result unless an extreme is a zero, whose sign depends on the order: such
+    /// rows are scanned in row_range's order.
+    #[inline(always)]
+    fn row_extremes(&self, r: usize, v: &[f64]) -> (f64, f64) {
+        let next = &self.next_state[self.indptr[r]..self.indptr[r + 1]];
+        let (mut mn, mut mx) = ([f64::INFINITY; 4], [f64::NEG_INFINITY; 4]);
+        let mut quads = next.chunks_exact(4);
+        for q in &mut quads {
+            let x = [v[q[0]], v[q[1]], v[q[2]], v[q[3]]];
+            for l in 0..4 {
+                mn[l] = if x[l] < mn[l] { x[l] } else { mn[l] };
+            }
+            for l in 0..4 {
+                mx[l] = if x[l] > mx[l] { x[l] } else { mx[l] };
+            }
+        }
+        let rest = quads.remainder().iter().map(|&s| v[s]);
+        let a = (mn.into_iter().chain(rest.clone()))
+            .fold(f64::INFINITY, |a, x| if x < a { x } else { a });
+        let b =
+            (mx.into_iter().chain(rest)).fold(f64::NEG_INFINITY, |b, x| if x > b { x } else { b });
+        if next.is_empty() || a == 0.0 || b == 0.0 {
+            return self.row_range(r, v).unwrap_or((0.0, 0.0));
+        }
+        (a, b)
     }
 
     /// The min and max of `v` over row r's support (None: no support).
@@ -376,6 +425,61 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn support_range_equals_row_range_bit_for_bit() {
+        // the old per-entry scan (row_range) is the oracle; supports of 0 to 23 entries (past a
+        // few lanes of four, odd remainders), values with ties, signed zeros, NaN, infinities
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let bits = |x: &[f64]| x.iter().map(|y| y.to_bits()).collect::<Vec<_>>();
+        for n_states in [1, 2, 4, 5, 9, 16, 23] {
+            let (n_rows, d) = (13, 2);
+            let mut dense = vec![0.0; n_rows * n_states * d];
+            for r in 0..n_rows {
+                let p = rng.random_range(0.0..1.2);
+                for s in 0..n_states {
+                    if rng.random_range(0.0..1.0) < p {
+                        dense[(r * n_states + s) * d + 1] = 1.0;
+                    }
+                }
+            }
+            let f = MixtureFeatures::from_dense(&dense, n_rows, n_states, d).unwrap();
+            let pool = [
+                0.0,
+                -0.0,
+                1.5,
+                -2.0,
+                f64::NAN,
+                f64::INFINITY,
+                1e-300,
+                -1e-300,
+            ];
+            for trial in 0..60 {
+                let v: Vec<f64> = (0..n_states)
+                    .map(|_| match trial % 6 {
+                        0 => rng.random_range(-3.0..3.0),
+                        1 => pool[rng.random_range(0..4)],
+                        2 => pool[rng.random_range(0..8)],
+                        3 => [0.0, -0.0, 1.0][rng.random_range(0..3)], // a zero minimum
+                        4 => [0.0, -0.0, -1.0][rng.random_range(0..3)], // a zero maximum
+                        _ => [0.0, -0.0][rng.random_range(0..2)],
+                    })
+                    .collect();
+                let (mut lo, mut hi) = (vec![9.0; n_rows], vec![9.0; n_rows]);
+                f.support_range(&v, &mut lo, &mut hi).unwrap();
+                let (mut plo, mut phi) = (vec![9.0; n_rows], vec![9.0; n_rows]);
+                f.support_range_impl(&v, &mut plo, &mut phi);
+                let (want_lo, want_hi): (Vec<f64>, Vec<f64>) = (0..n_rows)
+                    .map(|r| f.row_range(r, &v).unwrap_or((0.0, 0.0)))
+                    .unzip();
+                let at = format!("S {n_states} trial {trial}");
+                assert_eq!(bits(&lo), bits(&want_lo), "{at}");
+                assert_eq!(bits(&hi), bits(&want_hi), "{at}");
+                assert_eq!((bits(&plo), bits(&phi)), (bits(&lo), bits(&hi)), "{at}");
+            }
+        }
+    }
 
     #[test]
     fn phi_v_matches_dense() {
