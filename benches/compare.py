@@ -81,7 +81,7 @@ def bench_tree(rng, d, n, quick):
     leaf = np.full((d, d), 0.5)
 
     def rust():
-        tr = kn.TreeAggregator((d, d), n, scale=1.0, seed=3)
+        tr = kn.TreeAggregator((d, d), n, noise="gaussian", scale=1.0, seed=3)  # numpy's law
         for _ in range(steps):
             tr.push_release(leaf)  # one call per step: push the leaf, release the prefix
 

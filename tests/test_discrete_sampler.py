@@ -253,20 +253,21 @@ def test_paper_pure_scales_pay_the_rounding_by_hand():
     assert cal.sigma_g / flt.sigma_g == pytest.approx(eps / (eps - rounding), rel=1e-12)
 
 
-def test_the_kernels_default_law_is_the_float_sampler_and_the_agents_names_are_pointed_at_it():
-    """The kernels' noise="gaussian" default is the continuous law (sampler="float"), not a default
-    agent's "discrete_gaussian": with the agent's sigma_B a default TreeAggregator releases off the
-    agent's lattice, and the agent's own node_noise on it. The agents' sampler names "discrete" /
-    "float" were refused with the bare list of laws; now the refusal gives the mapping."""
+def test_the_kernels_default_law_is_the_agents_discrete_sampler_and_the_agents_names_are_pointed_at_it():
+    """The kernels' default law (noise=None) is a default agent's "discrete_gaussian" (it was the
+    continuous "gaussian", sampler="float"): with the agent's sigma_B a default TreeAggregator
+    releases on the agent's lattice, as with the agent's own node_noise, and the float law off it.
+    The agents' sampler names "discrete" / "float" were refused with the bare list of laws; now
+    the refusal gives the mapping."""
     cal = UCRLVTR(MIX, JointDP(1.0, 1e-5), episodes=20, seed=0).calibration
     floated = UCRLVTR(MIX, JointDP(1.0, 1e-5, sampler="float"), episodes=20, seed=0).calibration
     assert cal.node_noise == "discrete_gaussian" and floated.node_noise == "gaussian"
     sigma, unit = cal.sigma_B, cal.sigma_B * 2.0**-cal.grid_bits
     leaf = np.full(4, 0.3)
-    for noise, on_lattice in ((None, False), (floated.node_noise, False), (cal.node_noise, True)):
+    for noise, on_lattice in ((None, True), (floated.node_noise, False), (cal.node_noise, True)):
         extra = {} if noise is None else {"noise": noise}
         tree = kn.TreeAggregator(4, 8, scale=sigma, seed=1, grid_bits=cal.grid_bits, **extra)
-        assert tree.noise_kind == (noise or "gaussian")
+        assert tree.noise_kind == (noise or cal.node_noise)
         tree.push(leaf)
         units = tree.release() / unit
         assert (np.abs(units - np.round(units)).max() < 1e-6) == on_lattice

@@ -100,12 +100,12 @@ class NoiseStream:
     scale * 2^-grid_bits (for discrete Laplace matrices: grid / divisor); the values are exact
     multiples of that lattice unit, and data they are added to must be rounded to it first
     (`round_to_grid`), otherwise two neighbouring outputs have disjoint supports. The default
-    "gaussian" is the continuous (float) law, which agents draw only with sampler="float": a
-    default agent draws "discrete_gaussian" (its law: ``agent.calibration.node_noise``)."""
+    None is "discrete_gaussian", a default agent's law (``agent.calibration.node_noise``);
+    "gaussian" / "laplace" are the continuous (float) laws of sampler="float"."""
 
     def __init__(
         self,
-        noise: str = "gaussian",
+        noise: str | None = None,
         scale: float = 1.0,
         seed: Any = None,
         grid_bits: int = DEFAULT_GRID_BITS,

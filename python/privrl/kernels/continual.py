@@ -52,6 +52,8 @@ from privrl.common.memory import refuse_over_memory
 __all__ = [
     "MECHANISMS",
     "NOISES",
+    "DISCRETE_MECHANISMS",
+    "default_noise",
     "PrefixMechanism",
     "TreeAggregator",
     "MechanismProfile",
@@ -65,6 +67,9 @@ __all__ = [
 MECHANISMS: tuple[str, ...] = _core.MECHANISMS
 #: Node-noise laws: continuous, secure discrete (the tree, BLT (Gaussian only) and NoiseStream), or none.
 NOISES: tuple[str, ...] = _core.NOISES
+#: The mechanisms that run the exact discrete samplers (tree: lattice node sums; BLT: its encoder
+#: form, discrete Gaussian only). Honaker and the factorization weight node values by non-dyadic reals.
+DISCRETE_MECHANISMS: tuple[str, ...] = ("tree", "blt")
 #: Largest node (vector length or d * d) any mechanism accepts.
 MAX_NODE_LEN: int = _core.MAX_NODE_LEN
 #: Default and largest k of the 2^-k grid of the discrete samplers (docs/privacy.md: rounding
@@ -100,9 +105,20 @@ def parse_shape(shape: Any) -> tuple[tuple[int, ...], bool, int]:
     return (n,), False, n
 
 
-def parse_noise(noise: Any, scale: Any, grid_bits: Any) -> tuple[str, float, int]:
-    """Validated (noise, scale, grid_bits); scale is 0 for "none", which takes no other scale than
-    the default 1 or 0 (a scale it would ignore is refused)."""
+def default_noise(kind: str | None = None) -> str:
+    """The law of ``noise=None``: the exact "discrete_gaussian" (the agents' default sampler,
+    DEFAULT_SAMPLER = "discrete") wherever it exists, NoiseStream (``kind`` None), the tree and
+    BLT; the continuous "gaussian" on Honaker's tree and the factorization, which have no other
+    (privrl.privacy.common.resolve_sampler's rule)."""
+    return "discrete_gaussian" if kind is None or kind in DISCRETE_MECHANISMS else "gaussian"
+
+
+def parse_noise(noise: Any, scale: Any, grid_bits: Any, kind: str | None = None) -> tuple[str, float, int]:
+    """Validated (noise, scale, grid_bits), None being :func:`default_noise` of ``kind``; scale is
+    0 for "none", which takes no other scale than the default 1 or 0 (a scale it would ignore is
+    refused)."""
+    if noise is None:
+        noise = default_noise(kind)
     if isinstance(noise, str) and noise in ("discrete", "float"):  # JointDP(sampler=...) names
         raise PrivacyParameterError(
             f"noise must be one of {NOISES}, got {noise!r}; {noise!r} is an agents' sampler name: the "
@@ -128,9 +144,11 @@ class PrefixMechanism:
     capacity: number of leaves T; pushing leaf T + 1 raises CapacityError.
     noise / scale: node law; "gaussian" N(0, scale^2), "laplace" Lap(scale), "none"; the secure
         samplers "discrete_gaussian" / "discrete_laplace" (grid scale * 2^-grid_bits) on the
-        tree and BLT (discrete Gaussian only; see TreeAggregator). The default "gaussian" is the
-        continuous (float) law, what an agent draws with sampler="float"; a default agent draws
-        "discrete_gaussian" (``agent.calibration.node_noise`` names an agent's law).
+        tree and BLT (discrete Gaussian only; see TreeAggregator). The default None is
+        "discrete_gaussian" on the tree and BLT (the exact sampler, as a default agent's; leaves
+        are rounded to the grid) and "gaussian" on Honaker / the factorization (no discrete one);
+        pass "gaussian" for the continuous law of sampler="float" (``agent.calibration.node_noise``
+        names an agent's law).
     seed: None = OS entropy (real privacy); int / SeedSequence / 32 bytes = reproducible.
     buffers: BLT only, number of buffers (default DEFAULT_BLT_BUFFERS).
 
@@ -155,7 +173,7 @@ class PrefixMechanism:
         kind: str,
         shape: Any,
         capacity: int,
-        noise: str = "gaussian",
+        noise: str | None = None,
         scale: float = 1.0,
         seed: Any = None,
         divisor: float = SQRT2,
@@ -181,7 +199,7 @@ class PrefixMechanism:
         check_choice(kind, MECHANISMS, "mechanism kind")
         self.shape, self.symmetric, self.d = parse_shape(shape)
         capacity = check_int(capacity, "capacity")
-        self.noise_kind, self.scale, self.grid_bits = parse_noise(noise, scale, grid_bits)
+        self.noise_kind, self.scale, self.grid_bits = parse_noise(noise, scale, grid_bits, kind)
         self.divisor = check_finite_real(divisor, "divisor")
         if self.divisor < sys.float_info.min:  # as NoiseStream's: 1 / divisor^2 is inf
             raise PrivacyParameterError(f"divisor must be a positive normal double, got {divisor!r}")
@@ -379,8 +397,8 @@ class TreeAggregator(PrefixMechanism):
     noise: "gaussian" (entries N(0, scale^2)), "laplace" (entries Laplace(scale)), the secure
         samplers "discrete_gaussian" / "discrete_laplace" (exact integer-arithmetic samplers on
         the grid scale * 2^-grid_bits; leaves are rounded to that grid, see docs/privacy.md),
-        or "none". The default "gaussian" is the continuous (float) law of sampler="float", not
-        the default agents' "discrete_gaussian" (``agent.calibration.node_noise``).
+        or "none". The default None is "discrete_gaussian", a default agent's law
+        (``agent.calibration.node_noise``); "gaussian" is the continuous law of sampler="float".
     divisor: matrix node noise is (Z' + Z'^T) / divisor; sqrt(2) in App. B (Alg. 1), 2 in Alg. 2
         and for Laplace nodes (App. "Pure DP").
     seed: None draws the noise stream's key from OS entropy (the default for real privacy);
@@ -396,7 +414,7 @@ class TreeAggregator(PrefixMechanism):
         self,
         shape: int | tuple[int, int],
         capacity: int,
-        noise: str = "gaussian",
+        noise: str | None = None,
         scale: float = 1.0,
         seed: Any = None,
         divisor: float = SQRT2,
@@ -440,7 +458,7 @@ def make_prefix_mechanism(
     kind: str,
     shape: Any,
     capacity: int,
-    noise: str = "gaussian",
+    noise: str | None = None,
     scale: float = 1.0,
     seed: Any = None,
     divisor: float = SQRT2,
@@ -450,7 +468,8 @@ def make_prefix_mechanism(
 
     kind="tree" returns a TreeAggregator (the paper's binary mechanism, which also takes
     grid_bits for the discrete samplers and keep_last_node); the other kinds a PrefixMechanism
-    (options: buffers for "blt", grid_bits)."""
+    (options: buffers for "blt", grid_bits). ``noise=None``: "discrete_gaussian" on the tree and
+    BLT, "gaussian" on the others (:func:`default_noise`)."""
     check_choice(kind, MECHANISMS, "mechanism kind")
     if kind == "tree":
         return TreeAggregator(

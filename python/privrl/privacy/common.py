@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from privrl.common.checks import check_choice, check_delta_pure_ok, check_user_epsilon
 from privrl.common.errors import PrivacyParameterError
+from privrl.kernels.continual import DISCRETE_MECHANISMS
 from privrl.privacy.accounting import discrete_gaussian_draws, discrete_gaussian_mu, gaussian_mu, zcdp_mu
 from privrl.privacy.plans import (
     DEFAULT_SAMPLER,
@@ -149,11 +150,6 @@ def check_kind(kind: Any, allowed: tuple[str, ...] = KINDS) -> str:
 
 def check_sampler(sampler: Any) -> str:
     return check_choice(sampler, SAMPLERS, "sampler")
-
-
-#: The continual-release mechanisms that run the discrete samplers (tree: lattice node sums; BLT:
-#: its encoder form). Honaker and the factorization weight node values by non-dyadic reals.
-DISCRETE_MECHANISMS = ("tree", "blt")
 
 
 def check_sampler_for(kind: str, mechanism: str, sampler: Any) -> str:
