@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from privrl import kernels as kn
+from privrl.privacy import JointDP
 from privrl.privacy.common import DEFAULT_SAMPLER, node_noise, resolve_sampler
 
 
@@ -42,3 +43,69 @@ def test_a_default_noise_stream_draws_the_agents_exact_law_on_its_lattice():
     # the continuous law stays one argument away, and is what it was
     f = kn.NoiseStream("gaussian", 3.0, seed=0).vectors(2000, 3)
     assert not np.array_equal(f / unit, np.round(f / unit))
+
+
+def _public_callables():
+    """(name, callable) of every public function / class of the privacy layer, the agents'
+    calibration modules, the audits and the kernels (their __all__)."""
+    import importlib
+
+    names = [
+        "privrl.kernels",
+        "privrl.kernels.continual",
+        "privrl.audit",
+        "privrl.audit.comparison",
+        "privrl.audit.report",
+    ]
+    names += [
+        f"privrl.privacy.{m}" for m in ("accounting", "common", "continual", "mechanisms", "models", "plans")
+    ]
+    names += [f"privrl.agents.{a}.calibration" for a in ("linucb", "lsvi_ucb", "ucrl_vtr", "ucrl_vtr_plus")]
+    for name in names:
+        mod = importlib.import_module(name)
+        for attr in getattr(mod, "__all__", ()):
+            obj = getattr(mod, attr)
+            if callable(obj):
+                yield f"{name}.{attr}", obj
+
+
+def test_every_public_sampler_and_mechanism_default_is_the_agents_rule():
+    """A public function taking ``sampler`` / ``mechanism`` defaults to None, resolved by the one
+    rule the agents use (resolve_sampler / resolve_mechanism); lsvi_ucb_practical_batches
+    defaulted to mechanism="tree" while the default agent's (adaptive, Gaussian JDP) server runs
+    BLT. The Calibration records are results (their fields are filled by calibrate_*), not
+    entries, and are left out."""
+    import inspect
+
+    from privrl.privacy.common import Calibration
+
+    seen, wrong = set(), []
+    for name, obj in _public_callables():
+        if obj in seen or (inspect.isclass(obj) and issubclass(obj, Calibration)):
+            continue
+        seen.add(obj)
+        try:
+            params = inspect.signature(obj).parameters
+        except (TypeError, ValueError):
+            continue
+        for key in ("mechanism",):
+            p = params.get(key)
+            if p is not None and p.default is not inspect.Parameter.empty and p.default is not None:
+                wrong.append(f"{name}({key}={p.default!r})")
+    assert len(seen) > 40
+    assert wrong == []
+
+
+def test_the_scaled_batches_called_bare_are_the_default_agents():
+    """lsvi_ucb_practical_batches with no mechanism gives the B of a default LSVIUCB(batches=
+    "scaled") agent (its own mechanism, BLT, resolved the agent's way)."""
+    from privrl.agents import LSVIUCB
+    from privrl.agents.lsvi_ucb import calibration as lsvi
+    from privrl.envs import RandomLinearMDP
+
+    env = RandomLinearMDP(S=20, A=3, d=4, H=3, seed=0)
+    for eps in (1.0, 10.0):
+        agent = LSVIUCB(env, JointDP(eps, 1e-5), batches="scaled", episodes=2000, seed=0)
+        assert agent.calibration.mechanism == "blt"
+        assert lsvi.lsvi_ucb_practical_batches(eps, 1e-5, 3, 2000, 4, 0.05) == agent.B
+        assert lsvi.lsvi_ucb_practical_batches(eps, 1e-5, 3, 2000, 4, 0.05, "blt") == agent.B

@@ -524,7 +524,7 @@ def check_adaptive_lam(
 
 
 def lsvi_ucb_practical_batches(
-    epsilon: float, delta: float, H: int, K: int, d: int, p: float, mechanism: str = "tree"
+    epsilon: float, delta: float, H: int, K: int, d: int, p: float, mechanism: str | None = None
 ) -> int:
     """The number of static batches of practical Alg. 2: App. D's choice ``B = ceil((K eps)^{2/5}
     / (d^{3/5} H^{1/5}))`` balances the batching term of its regret bound (``~ K / B``) against the
@@ -534,7 +534,9 @@ def lsvi_ucb_practical_batches(
     (d^{3/5} H^{1/5}))``, clipped to [1, K]: more batches when the noise is smaller. A function of
     (eps, delta, H, K, d, mechanism) only: the schedule stays data-independent (App. D, Rem.
     "Data-Dependent Batches"). ``p`` (the regret failure probability) is not used: neither B
-    depends on it (the parameter stays for the callers that pass it)."""
+    depends on it (the parameter stays for the callers that pass it). ``mechanism=None`` is the
+    default agent's (resolve_mechanism under DEFAULT_CALIBRATION: BLT, Gaussian JDP)."""
+    mechanism = resolve_mechanism("jdp", DEFAULT_CALIBRATION, False, mechanism)
     B_paper = lsvi_ucb_num_batches(epsilon, H, K, d)
     rho = lsvi_ucb_sigma_u(epsilon, delta, H, B_paper) / _tight_sigma_u(
         epsilon, delta, H, K, d, B_paper, mechanism
