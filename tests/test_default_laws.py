@@ -88,7 +88,7 @@ def test_every_public_sampler_and_mechanism_default_is_the_agents_rule():
             params = inspect.signature(obj).parameters
         except (TypeError, ValueError):
             continue
-        for key in ("mechanism",):
+        for key in ("sampler", "mechanism"):
             p = params.get(key)
             if p is not None and p.default is not inspect.Parameter.empty and p.default is not None:
                 wrong.append(f"{name}({key}={p.default!r})")
@@ -109,3 +109,24 @@ def test_the_scaled_batches_called_bare_are_the_default_agents():
         assert agent.calibration.mechanism == "blt"
         assert lsvi.lsvi_ucb_practical_batches(eps, 1e-5, 3, 2000, 4, 0.05) == agent.B
         assert lsvi.lsvi_ucb_practical_batches(eps, 1e-5, 3, 2000, 4, 0.05, "blt") == agent.B
+
+
+@pytest.mark.parametrize("mechanism", ["tree", "honaker", "factorization", "blt"])
+def test_a_release_plan_built_without_a_sampler_takes_the_agents_rule(mechanism):
+    """ReleasePlan defaulted to sampler="discrete" whatever its mechanism: a plan built by hand
+    for Honaker's tree or the factorization (no discrete sampler) was accounted with the lattice
+    rounding of a sampler they cannot run (sigma_B 304.8513 against the agent's 304.8455 at eps 1,
+    delta 1e-5, H 3, K 200, d 4). Now sampler=None resolves as resolve_sampler does, and the plan
+    equals the one the calibration builds (release_plan(..., mechanism))."""
+    import dataclasses
+
+    from privrl.agents.ucrl_vtr.calibration import release_plan
+    from privrl.privacy.common import tight_scales
+    from privrl.privacy.plans import ReleasePlan
+
+    built = release_plan("jdp", False, 3, 200, 4, mechanism)
+    fields = {f.name: getattr(built, f.name) for f in dataclasses.fields(built) if f.name != "sampler"}
+    by_hand = ReleasePlan(**fields)
+    assert by_hand.sampler == built.sampler == resolve_sampler("jdp", mechanism)
+    assert by_hand == built
+    assert tight_scales(by_hand, 1.0, 1e-5) == tight_scales(built, 1.0, 1e-5)

@@ -22,6 +22,7 @@ from privrl.privacy.accounting import discrete_gaussian_draws, discrete_gaussian
 from privrl.privacy.plans import (
     DEFAULT_SAMPLER,
     ReleasePlan,
+    default_sampler,
     plan_mu,
     plan_pure_epsilon,
     plan_rounded_draws,
@@ -171,11 +172,7 @@ def resolve_sampler(kind: str, mechanism: str, sampler: Any = None) -> str:
     rule behind every public ``sampler=None``: the privacy models, the calibrations, the release
     plans, the reports and the audits."""
     if sampler is None:
-        sampler = (
-            DEFAULT_SAMPLER
-            if kind != "none" and (kind == "ldp" or mechanism in DISCRETE_MECHANISMS)
-            else "float"
-        )
+        sampler = default_sampler(kind, mechanism)
     return check_sampler_for(kind, mechanism, sampler)
 
 

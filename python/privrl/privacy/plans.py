@@ -51,7 +51,7 @@ import numpy as np
 
 from privrl.common.checks import check_pos_int, check_positive_real, check_real
 from privrl.common.errors import PrivacyParameterError
-from privrl.kernels.continual import DEFAULT_GRID_BITS
+from privrl.kernels.continual import DEFAULT_GRID_BITS, DISCRETE_MECHANISMS
 
 __all__ = [
     "Form",
@@ -60,6 +60,8 @@ __all__ = [
     "Site",
     "UserStatistic",
     "WorstCase",
+    "DEFAULT_SAMPLER",
+    "default_sampler",
     "law_factor",
     "plan_mu",
     "plan_rounded_draws",
@@ -135,6 +137,15 @@ class ReleasedFamily:
 DEFAULT_SAMPLER = "discrete"
 
 
+def default_sampler(kind: str, mechanism: str) -> str:
+    """The sampler of ``sampler=None`` (the one rule, privacy.common.resolve_sampler): DEFAULT_SAMPLER
+    wherever the release has it (the tree, BLT, the LDP randomizer), "float" on Honaker / the
+    factorization (no discrete sampler) and without noise (``kind`` "none")."""
+    if kind != "none" and (kind == "ldp" or mechanism in DISCRETE_MECHANISMS):
+        return DEFAULT_SAMPLER
+    return "float"
+
+
 @dataclass(frozen=True)
 class ReleasePlan:
     """Everything an algorithm releases about one user (see the module comment)."""
@@ -151,9 +162,14 @@ class ReleasePlan:
     #: the noise samplers: "discrete" (exact discrete laws on the lattice scale * 2^-grid_bits,
     #: accounted as such, see the module comment) or "float" (the continuous laws); the lattice is
     #: the finest the exact samplers allow (privrl.kernels.DEFAULT_GRID_BITS = 24: the rounding
-    #: costs ~ 2^-24 of the scale, and sums up to 2^28 scales stay exact).
-    sampler: str = DEFAULT_SAMPLER
+    #: costs ~ 2^-24 of the scale, and sums up to 2^28 scales stay exact). None: the agents' rule,
+    #: :func:`default_sampler` of (model, mechanism).
+    sampler: str = None  # type: ignore[assignment]  # resolved to a str in __post_init__
     grid_bits: int = DEFAULT_GRID_BITS
+
+    def __post_init__(self) -> None:
+        if self.sampler is None:
+            object.__setattr__(self, "sampler", default_sampler(self.model, self.mechanism))
 
     def statistic(self, name: str) -> UserStatistic:
         for s in self.statistics:
