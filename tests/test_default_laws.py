@@ -130,3 +130,74 @@ def test_a_release_plan_built_without_a_sampler_takes_the_agents_rule(mechanism)
     assert by_hand.sampler == built.sampler == resolve_sampler("jdp", mechanism)
     assert by_hand == built
     assert tight_scales(by_hand, 1.0, 1e-5) == tight_scales(built, 1.0, 1e-5)
+
+
+def _cases():
+    from privrl.agents import LSVIUCB, UCRLVTR, LinUCB, UCRLVTRPlus
+    from privrl.envs import ContextualBandit, RandomLinearMDP, RiverSwimMixture
+
+    river = RiverSwimMixture(S=4, H=3)
+    linear = RandomLinearMDP(S=20, A=3, d=4, H=3, seed=0)
+    bandit = ContextualBandit(np.eye(3)[:2] * 0.5, np.array([[0.1, 0.9], [0.8, 0.2]]))
+    return [
+        ("ucrl_vtr", UCRLVTR, river, lambda a: {"H": 3, "d": a.d, "C_w": float(river.C_w)}),
+        ("ucrl_vtr_plus", UCRLVTRPlus, river, lambda a: {"H": 3, "d": a.d, "C_w": float(river.C_w)}),
+        ("lsvi_ucb", LSVIUCB, linear, lambda a: {"H": 3, "d": 4}),
+        ("linucb", LinUCB, bandit, lambda a: {"arms": 2, "p": 3}),
+    ]
+
+
+@pytest.mark.parametrize("case", _cases(), ids=lambda c: c[0])
+@pytest.mark.parametrize("model", ["jdp", "ldp", "pure"])
+def test_every_calibration_entry_called_bare_gives_the_agents_noise(case, model):
+    """calibrate_<algorithm>, release_plan, tight_scales and privacy_report_from_calibration called
+    with no calibration / mechanism / sampler give what the agent with the same epsilon uses: every
+    field its calibration sets at construction (every sigma, the sampler, grid_bits, mechanism),
+    its plan, and the report's sampler / mechanism / tight budget (the four algorithms; LinUCB's
+    calibrate_linucb was compared with the agent's only through its plan)."""
+    import importlib
+
+    from privrl.audit.report import privacy_report_from_calibration
+    from privrl.privacy import LocalDP
+    from privrl.privacy.common import tight_scales
+
+    name, cls, env, extra = case
+    if name == "lsvi_ucb" and model == "ldp":
+        pytest.skip("no LDP algorithm for linear MDPs")
+    privacy = LocalDP(1.0, 1e-5) if model == "ldp" else JointDP(1.0, 0.0 if model == "pure" else 1e-5)
+    K = 200
+    agent = cls(env, privacy, episodes=K, seed=0)
+    mod = importlib.import_module(f"privrl.agents.{name}.calibration")
+    cal = getattr(mod, f"calibrate_{name}")(privacy.kind, 1.0, privacy.delta, K=K, **extra(agent))
+
+    def at_construction(c):  # without what only an agent records (the radii it uses, its centre)
+        skip = ("beta_scale", "centre", "planning")
+        return {k: v for k, v in c.to_dict().items() if not k.endswith("_used") and k not in skip}
+
+    assert at_construction(cal) == at_construction(agent.calibration)
+    assert cal.sampler == agent.calibration.sampler == "discrete"
+    plan_args = (privacy.kind, privacy.pure) + (
+        (K, 3) if name == "linucb" else (3, K, agent.d) + ((agent.B,) if name == "lsvi_ucb" else ())
+    )
+    plan = mod.release_plan(*plan_args)
+    assert plan == agent.release_plan()
+    assert tight_scales(plan, 1.0, privacy.delta) == tight_scales(agent.release_plan(), 1.0, privacy.delta)
+    direct, shipped = privacy_report_from_calibration(name, cal), agent.privacy_report()
+    for key in ("sampler", "mechanism", "tight", "paper", "within_target"):
+        assert direct[key] == shipped[key], key
+
+
+def test_every_audit_defaults_to_the_agents_sampler():
+    """Each public audit, called with no sampler, audits the agents' default discrete noise
+    (tests/test_one_home checked audit_ucrl_vtr_tree only)."""
+    import privrl.audit as A
+
+    for f, kw in (
+        (A.audit_ucrl_vtr_tree, {"H": 1, "d": 1, "K": 2}),
+        (A.audit_ldp_randomizer, {"H": 1, "d": 1}),
+        (A.audit_lsvi_u_release, {"H": 1, "d": 1, "K": 4, "batches": 2}),
+        (A.audit_lsvi_server, {"d": 1, "K": 4, "batches": 2}),
+        (A.audit_ucrl_vtr_agent, {"K": 2, "n_fit": 10}),
+        (A.audit_linucb_agent, {"K": 2, "n_fit": 10}),
+    ):
+        assert f"{DEFAULT_SAMPLER}, x1 noise" in f(4.0, n_trials=20, **kw).name, f.__name__
