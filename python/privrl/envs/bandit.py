@@ -107,7 +107,8 @@ class ContextualBandit(ReadOnlyCopies):
         right class and 0 otherwise. Features are standardized (zero mean, unit variance; constant
         columns dropped); ``scale="row"`` (default) puts every row on the unit sphere and, with
         ``bias``, appends a constant so that ``x = [z / ||z||, 1] / sqrt(2)`` (each arm's linear
-        model gets an intercept; every ||x|| = 1: the privacy noise is calibrated for ||x|| <= 1,
+        model gets an intercept; ||x|| = 1 but for a row at the column means, z = 0, which stays
+        [0, 1] / sqrt(2), or 0 without ``bias``: the privacy noise is calibrated for ||x|| <= 1,
         so a smaller x only loses signal against it; of a single feature column only the sign is
         left, with an AssumptionWarning); ``scale="max"`` appends 1 and divides every row by the
         largest row norm (the table's geometry kept, typical norms far below 1).
