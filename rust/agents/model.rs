@@ -186,7 +186,15 @@ fn values(
 ) {
     out[h_n * s_n..].iter_mut().for_each(|v| *v = 0.0);
     if let Transitions::LowRank { phi, mu, d } = p {
-        return low_rank_values((phi, mu, *d), r, (h_n, s_n, a_n), pi, out);
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx2") {
+                // SAFETY: only taken when the CPU reports AVX2. Wider registers only: without
+                // FMA (not enabled) every product and sum rounds as in the plain build.
+                return unsafe { low_rank_values_avx2((phi, mu, *d), r, (h_n, s_n, a_n), pi, out) };
+            }
+        }
+        return low_rank_values((phi, mu, *d), r, (h_n, s_n, a_n), pi, out, false);
     }
     for h in (0..h_n).rev() {
         let (now, next) = out[h * s_n..].split_at_mut(s_n);
@@ -219,6 +227,55 @@ fn values(
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn low_rank_values_avx2(
+    factors: (&[f64], &[f64], usize),
+    r: &[f64],
+    dims: (usize, usize, usize),
+    pi: &[usize],
+    out: &mut [f64],
+) {
+    low_rank_values(factors, r, dims, pi, out, true)
+}
+
+/// `m = mu_h^T v` (mu_h row-major S x d): each m_i adds mu_h(s', i) v(s') in s' order from +0,
+/// a block of up to 16 entries of m at a time kept in registers (a sum kept in memory waits on a
+/// store and a reload at every s').
+#[inline(always)]
+fn mu_times_v(mu_h: &[f64], v: &[f64], d: usize, m: &mut [f64]) {
+    let mut kb = 0;
+    while kb + 16 <= d {
+        mu_block::<16>(mu_h, v, d, kb, m);
+        kb += 16;
+    }
+    while kb + 8 <= d {
+        mu_block::<8>(mu_h, v, d, kb, m);
+        kb += 8;
+    }
+    while kb + 4 <= d {
+        mu_block::<4>(mu_h, v, d, kb, m);
+        kb += 4;
+    }
+    while kb < d {
+        mu_block::<1>(mu_h, v, d, kb, m);
+        kb += 1;
+    }
+}
+
+/// [`mu_times_v`]'s sums for m[kb..kb + W].
+#[inline(always)]
+fn mu_block<const W: usize>(mu_h: &[f64], v: &[f64], d: usize, kb: usize, m: &mut [f64]) {
+    let mut acc = [0.0f64; W];
+    for (mu_j, x) in mu_h.chunks_exact(d).zip(v) {
+        let u: &[f64; W] = mu_j[kb..kb + W].try_into().unwrap();
+        for (a, u) in acc.iter_mut().zip(u) {
+            *a += u * x;
+        }
+    }
+    m[kb..kb + W].copy_from_slice(&acc);
+}
+
 /// [`values`] of a linear MDP from its factors: `E[V_{h+1}(s') | s, a] = phi(s, a)^T m_h` with
 /// `m_h = sum_s' mu_h(s') V_{h+1}(s')`, d S + S d products per step instead of S^2.
 fn low_rank_values(
@@ -227,23 +284,31 @@ fn low_rank_values(
     (h_n, s_n, a_n): (usize, usize, usize),
     pi: &[usize],
     out: &mut [f64],
+    wide: bool,
 ) {
     let mut m = vec![0.0; d];
     for h in (0..h_n).rev() {
         let (now, next) = out[h * s_n..].split_at_mut(s_n);
-        m.iter_mut().for_each(|x| *x = 0.0);
-        for (mu_j, x) in mu[h * s_n * d..(h + 1) * s_n * d]
-            .chunks_exact(d)
-            .zip(&next[..s_n])
-        {
-            m.iter_mut().zip(mu_j).for_each(|(acc, u)| *acc += u * x);
-        }
+        mu_times_v(&mu[h * s_n * d..(h + 1) * s_n * d], &next[..s_n], d, &mut m);
         // eight states at a time: eight independent sums in flight (one alone waits on each
         // addition's latency), each the same terms in the same order from Iterator::sum's
         // neutral element as the one-state fold below, bit for bit
         let zero: f64 = std::iter::empty::<f64>().sum();
         let sa_of = |s: usize| s * a_n + pi[h * s_n + s];
         let mut first = 0;
+        #[cfg(target_arch = "x86_64")]
+        while wide && first + 16 <= s_n {
+            // sixteen states in AVX2 lanes, four per register (only reached from
+            // low_rank_values_avx2): the same products and sums per lane as the loop below
+            let sa: [usize; 16] = std::array::from_fn(|k| sa_of(first + k));
+            let f: [&[f64]; 16] = sa.map(|x| &phi[x * d..(x + 1) * d]);
+            // SAFETY: wide is only true under low_rank_values_avx2 (the CPU reports AVX2)
+            let acc = unsafe { sixteen_dots_avx2(f, &m, zero) };
+            for k in 0..16 {
+                now[first + k] = r[h * s_n * a_n + sa[k]] + acc[k];
+            }
+            first += 16;
+        }
         while first + 8 <= s_n {
             let sa: [usize; 8] = std::array::from_fn(|k| sa_of(first + k));
             let f: [&[f64]; 8] = sa.map(|x| &phi[x * d..(x + 1) * d]);
@@ -264,6 +329,59 @@ fn low_rank_values(
             *v = r[h * s_n * a_n + sa] + f.iter().zip(&m).map(|(a, b)| a * b).sum::<f64>();
         }
     }
+}
+
+/// `sum_j f_k[j] m[j]` for the sixteen rows f_k (each of length m.len()), in j order from
+/// `zero`: lane k of register g holds row 4 g + k; two columns of four rows come from two
+/// 128-bit loads per pair of rows and one unpack each (no gathers). Plain multiplies and adds
+/// (no FMA): each lane rounds as the scalar loop.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn sixteen_dots_avx2(f: [&[f64]; 16], m: &[f64], zero: f64) -> [f64; 16] {
+    use std::arch::x86_64::*;
+    let d = m.len();
+    for fk in &f {
+        assert!(fk.len() >= d);
+    }
+    let mut acc = [_mm256_set1_pd(zero); 4];
+    let mut j = 0;
+    while j + 2 <= d {
+        let (m0, m1) = (_mm256_set1_pd(m[j]), _mm256_set1_pd(m[j + 1]));
+        for (g, a) in acc.iter_mut().enumerate() {
+            let row = |k: usize| f[4 * g + k].as_ptr().add(j);
+            // [f0[j], f0[j+1], f2[j], f2[j+1]] and [f1[j], f1[j+1], f3[j], f3[j+1]]
+            let t0 = _mm256_insertf128_pd::<1>(
+                _mm256_castpd128_pd256(_mm_loadu_pd(row(0))),
+                _mm_loadu_pd(row(2)),
+            );
+            let t1 = _mm256_insertf128_pd::<1>(
+                _mm256_castpd128_pd256(_mm_loadu_pd(row(1))),
+                _mm_loadu_pd(row(3)),
+            );
+            let c0 = _mm256_unpacklo_pd(t0, t1); // [f0[j], f1[j], f2[j], f3[j]]
+            let c1 = _mm256_unpackhi_pd(t0, t1); // the same at j + 1
+            *a = _mm256_add_pd(*a, _mm256_mul_pd(c0, m0));
+            *a = _mm256_add_pd(*a, _mm256_mul_pd(c1, m1));
+        }
+        j += 2;
+    }
+    if j < d {
+        let mj = _mm256_set1_pd(m[j]);
+        for (g, a) in acc.iter_mut().enumerate() {
+            let c = _mm256_set_pd(
+                f[4 * g + 3][j],
+                f[4 * g + 2][j],
+                f[4 * g + 1][j],
+                f[4 * g][j],
+            );
+            *a = _mm256_add_pd(*a, _mm256_mul_pd(c, mj));
+        }
+    }
+    let mut out = [0.0; 16];
+    for (g, a) in acc.iter().enumerate() {
+        _mm256_storeu_pd(out[4 * g..].as_mut_ptr(), *a);
+    }
+    out
 }
 
 /// `FiniteMDP.policy_values`: V^pi (H + 1, S) by backward induction on P[h, s, pi_h(s), :],
@@ -407,7 +525,7 @@ mod tests {
         let pi: Vec<usize> = (0..h_n * s_n).map(|i| (i * 5) % a_n).collect();
         let mut out = vec![f64::NAN; (h_n + 1) * s_n];
         out[h_n * s_n..].iter_mut().for_each(|v| *v = 0.0);
-        low_rank_values((&phi, &mu, d), &r, (h_n, s_n, a_n), &pi, &mut out);
+        low_rank_values((&phi, &mu, d), &r, (h_n, s_n, a_n), &pi, &mut out, false);
         let mut want = vec![0.0; (h_n + 1) * s_n];
         for h in (0..h_n).rev() {
             let mut m = vec![0.0; d];
@@ -425,6 +543,104 @@ mod tests {
         }
         for (i, (a, b)) in out.iter().zip(&want).enumerate() {
             assert_eq!(a.to_bits(), b.to_bits(), "entry {i}: {a} vs {b}");
+        }
+    }
+
+    /// low_rank_values before m was summed in registers and sixteen states went in AVX2 lanes:
+    /// the test oracle.
+    fn low_rank_values_before(
+        (phi, mu, d): (&[f64], &[f64], usize),
+        r: &[f64],
+        (h_n, s_n, a_n): (usize, usize, usize),
+        pi: &[usize],
+        out: &mut [f64],
+    ) {
+        let mut m = vec![0.0; d];
+        for h in (0..h_n).rev() {
+            let (now, next) = out[h * s_n..].split_at_mut(s_n);
+            m.iter_mut().for_each(|x| *x = 0.0);
+            for (mu_j, x) in mu[h * s_n * d..(h + 1) * s_n * d]
+                .chunks_exact(d)
+                .zip(&next[..s_n])
+            {
+                m.iter_mut().zip(mu_j).for_each(|(acc, u)| *acc += u * x);
+            }
+            let zero: f64 = std::iter::empty::<f64>().sum();
+            let sa_of = |s: usize| s * a_n + pi[h * s_n + s];
+            let mut first = 0;
+            while first + 8 <= s_n {
+                let sa: [usize; 8] = std::array::from_fn(|k| sa_of(first + k));
+                let f: [&[f64]; 8] = sa.map(|x| &phi[x * d..(x + 1) * d]);
+                let mut acc = [zero; 8];
+                for (j, mj) in m.iter().enumerate() {
+                    for (a, fk) in acc.iter_mut().zip(&f) {
+                        *a += fk[j] * mj;
+                    }
+                }
+                for k in 0..8 {
+                    now[first + k] = r[h * s_n * a_n + sa[k]] + acc[k];
+                }
+                first += 8;
+            }
+            for (s, v) in now.iter_mut().enumerate().skip(first) {
+                let sa = sa_of(s);
+                let f = &phi[sa * d..(sa + 1) * d];
+                *v = r[h * s_n * a_n + sa] + f.iter().zip(&m).map(|(a, b)| a * b).sum::<f64>();
+            }
+        }
+    }
+
+    #[test]
+    fn low_rank_values_equal_the_previous_kernel_bit_for_bit() {
+        // random factors (signs and magnitudes that show the order of the additions, exact
+        // zeros), S across the sixteen / eight / one state paths, d odd and even, across the
+        // register blocks of m (16, 8, 4, 1); the plain and the AVX2 paths against the oracle
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let val = |rng: &mut rand_chacha::ChaCha8Rng| {
+            let u: f64 = rng.random::<f64>() - 0.5;
+            let e: i32 = rng.random_range(-8..8);
+            if rng.random_range(0..10) == 0 {
+                0.0
+            } else {
+                u * 10f64.powi(e)
+            }
+        };
+        for (s_n, d) in [
+            (1, 1),
+            (7, 3),
+            (16, 16),
+            (17, 5),
+            (33, 17),
+            (35, 2),
+            (49, 31),
+            (100, 16),
+        ] {
+            let (h_n, a_n) = (3, 3);
+            let phi: Vec<f64> = (0..s_n * a_n * d).map(|_| val(&mut rng)).collect();
+            let mu: Vec<f64> = (0..h_n * s_n * d).map(|_| val(&mut rng)).collect();
+            let r: Vec<f64> = (0..h_n * s_n * a_n).map(|_| val(&mut rng)).collect();
+            let pi: Vec<usize> = (0..h_n * s_n).map(|_| rng.random_range(0..a_n)).collect();
+            let dims = (h_n, s_n, a_n);
+            let fresh = || {
+                let mut o = vec![f64::NAN; (h_n + 1) * s_n];
+                o[h_n * s_n..].iter_mut().for_each(|v| *v = 0.0);
+                o
+            };
+            let mut want = fresh();
+            low_rank_values_before((&phi, &mu, d), &r, dims, &pi, &mut want);
+            let mut plain = fresh();
+            low_rank_values((&phi, &mu, d), &r, dims, &pi, &mut plain, false);
+            let mut dispatched = fresh();
+            let t = Transitions::LowRank {
+                phi: phi.clone(),
+                mu: mu.clone(),
+                d,
+            };
+            values(&t, &r, dims, &pi, &mut dispatched);
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&plain), bits(&want), "plain, S {s_n}, d {d}");
+            assert_eq!(bits(&dispatched), bits(&want), "dispatched, S {s_n}, d {d}");
         }
     }
 
