@@ -359,13 +359,44 @@ pub fn group_max(
             "Q value is NaN at flat index {i}"
         )));
     }
-    // The running best's value is kept in a register (`top`, equal to row[best] under ==: a tie
-    // may swap +0 and -0, so the max written is row[best] itself, as before).
+    let mut rng = match tie {
+        TieBreak::Random(seed) => Some(ChaCha8Rng::seed_from_u64(seed)),
+        TieBreak::Lowest => None,
+    };
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    {
+        if n_actions >= 2 && std::is_x86_feature_detected!("avx2") {
+            // SAFETY: only taken when the CPU reports AVX2.
+            done = unsafe { group_max_avx2(q, n_actions, rng.as_mut(), vmax, argmax) };
+        }
+    }
+    let a_n = n_actions;
+    scan_groups(
+        &q[done * a_n..],
+        a_n,
+        rng.as_mut(),
+        &mut vmax[done..],
+        &mut argmax[done..],
+    );
+    Ok(())
+}
+
+/// [`group_max`]'s scan of the groups of `q` in order (the tie draws of `rng`, if any, in
+/// order): the running best's value is kept in a register (`top`, equal to row[best] under ==:
+/// a tie may swap +0 and -0, so the max written is row[best] itself).
+fn scan_groups(
+    q: &[f64],
+    n_actions: usize,
+    rng: Option<&mut ChaCha8Rng>,
+    vmax: &mut [f64],
+    argmax: &mut [usize],
+) {
     let groups = q
         .chunks_exact(n_actions)
         .zip(vmax.iter_mut().zip(argmax.iter_mut()));
-    match tie {
-        TieBreak::Lowest => {
+    match rng {
+        None => {
             for (row, (v, arg)) in groups {
                 let (mut best, mut top) = (0, row[0]);
                 for (a, &x) in row.iter().enumerate().skip(1) {
@@ -377,8 +408,7 @@ pub fn group_max(
                 *arg = best;
             }
         }
-        TieBreak::Random(seed) => {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        Some(rng) => {
             for (row, (v, arg)) in groups {
                 let (mut best, mut top) = (0, row[0]);
                 let mut ties = 1u32;
@@ -404,7 +434,69 @@ pub fn group_max(
             }
         }
     }
-    Ok(())
+}
+
+/// [`scan_groups`] on eight groups at a time in AVX2 lanes (two registers of four groups, the
+/// scan's compare-and-select per lane: each group's running best is its scalar scan's); a block
+/// where some entry equals its group's running best (a tie: the reservoir's draws) is scanned
+/// again by [`scan_groups`], which draws in group order as before (groups without ties draw
+/// nothing). No NaN in `q` (checked by the caller). Returns the groups done (a multiple of 8).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn group_max_avx2(
+    q: &[f64],
+    n_actions: usize,
+    mut rng: Option<&mut ChaCha8Rng>,
+    vmax: &mut [f64],
+    argmax: &mut [usize],
+) -> usize {
+    use std::arch::x86_64::*;
+    let a_n = n_actions;
+    let blocks = q.len() / (8 * a_n);
+    assert!(vmax.len() >= 8 * blocks && argmax.len() >= 8 * blocks);
+    for b in 0..blocks {
+        let block = &q[b * 8 * a_n..(b + 1) * 8 * a_n];
+        let lanes = |a: usize, k: usize| {
+            _mm256_set_pd(
+                block[(k + 3) * a_n + a],
+                block[(k + 2) * a_n + a],
+                block[(k + 1) * a_n + a],
+                block[k * a_n + a],
+            )
+        };
+        let (mut top0, mut top1) = (lanes(0, 0), lanes(0, 4));
+        let (mut best0, mut best1) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+        let mut tie = _mm256_setzero_pd();
+        for a in 1..a_n {
+            let (x0, x1) = (lanes(a, 0), lanes(a, 4));
+            let idx = _mm256_set1_pd(a as f64);
+            let (gt0, gt1) = (
+                _mm256_cmp_pd::<_CMP_GT_OQ>(x0, top0),
+                _mm256_cmp_pd::<_CMP_GT_OQ>(x1, top1),
+            );
+            let eq0 = _mm256_cmp_pd::<_CMP_EQ_OQ>(x0, top0);
+            let eq1 = _mm256_cmp_pd::<_CMP_EQ_OQ>(x1, top1);
+            tie = _mm256_or_pd(tie, _mm256_or_pd(eq0, eq1));
+            top0 = _mm256_blendv_pd(top0, x0, gt0);
+            top1 = _mm256_blendv_pd(top1, x1, gt1);
+            best0 = _mm256_blendv_pd(best0, idx, gt0);
+            best1 = _mm256_blendv_pd(best1, idx, gt1);
+        }
+        let (v, arg) = (&mut vmax[8 * b..8 * b + 8], &mut argmax[8 * b..8 * b + 8]);
+        if rng.is_some() && _mm256_movemask_pd(tie) != 0 {
+            scan_groups(block, a_n, rng.as_deref_mut(), v, arg);
+            continue;
+        }
+        let mut idx = [0.0f64; 8];
+        _mm256_storeu_pd(idx.as_mut_ptr(), best0);
+        _mm256_storeu_pd(idx[4..].as_mut_ptr(), best1);
+        for (k, &i) in idx.iter().enumerate() {
+            let best = i as usize; // an action index, exact in f64
+            arg[k] = best;
+            v[k] = block[k * a_n + best];
+        }
+    }
+    8 * blocks
 }
 
 #[cfg(test)]
@@ -501,6 +593,44 @@ mod tests {
             }
             vmax[g] = row[best];
             argmax[g] = best;
+        }
+    }
+
+    #[test]
+    fn eight_groups_in_lanes_equal_the_scalar_scan_bit_for_bit() {
+        // enough groups for the AVX2 blocks of eight and a tail (1 to 43 groups), 2 to 13
+        // actions; continuous Q values, a few levels (ties with the running max and the final
+        // one, +0 against -0, clipped bounds) or continuous values with a rare tie, so that some
+        // blocks fall back and others not; the dispatched group_max against the scalar scan
+        // (group_max's previous body, one stream for the whole call) and the branchy oracle
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let levels = [0.0, -0.0, 1.0, 2.5, 2.5, 8.0];
+        for case in 0..600u64 {
+            let n = 2 + (case % 12) as usize;
+            let groups = 1 + (case % 43) as usize;
+            let q: Vec<f64> = (0..n * groups)
+                .map(|_| match case % 3 {
+                    0 => rng.random::<f64>() * 8.0,
+                    1 => levels[rng.random_range(0..levels.len())],
+                    _ if rng.random_range(0..40) == 0 => 8.0,
+                    _ => rng.random::<f64>() * 8.0,
+                })
+                .collect();
+            for tie in [TieBreak::Lowest, TieBreak::Random(case)] {
+                let (mut v, mut a) = (vec![0.0; groups], vec![0; groups]);
+                let (mut v0, mut a0) = (vec![0.0; groups], vec![0; groups]);
+                let (mut v1, mut a1) = (vec![0.0; groups], vec![0; groups]);
+                group_max(&q, n, tie, &mut v, &mut a).unwrap();
+                let mut r = match tie {
+                    TieBreak::Random(seed) => Some(ChaCha8Rng::seed_from_u64(seed)),
+                    TieBreak::Lowest => None,
+                };
+                scan_groups(&q, n, r.as_mut(), &mut v0, &mut a0);
+                branchy(&q, n, tie, &mut v1, &mut a1);
+                let bits = |x: &[f64]| x.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!((bits(&v), &a), (bits(&v0), &a0), "case {case}: {q:?}");
+                assert_eq!((bits(&v), &a), (bits(&v1), &a1), "case {case}: {q:?}");
+            }
         }
     }
 
