@@ -11,6 +11,8 @@
 //! * [`eigen`]: eigendecompositions of the small symmetric matrices the releases take spectral
 //!   functions of (a closed-form 3x3 solver, nalgebra's otherwise).
 //! * [`practical`]: the eigenvalue-floored release of the practical calibration.
+//! * [`spd_blocks`]: the triangular inverse of `rank_one::spd_inverse_into`, four columns at a
+//!   time.
 //! * [`sparse`]: a table's rows as (column, value) lists, summed like the dense rows.
 //! * [`variance`]: UCRL-VTR+'s per-step variance estimate sigma-bar.
 //! * [`dense`]: the small dot / quadratic-form / matrix-vector helpers the kernels share.
@@ -22,5 +24,6 @@ pub mod practical;
 pub mod qeval;
 pub mod rank_one;
 pub mod sparse;
+pub mod spd_blocks;
 pub mod values;
 pub mod variance;

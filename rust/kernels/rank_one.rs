@@ -69,16 +69,7 @@ pub fn spd_inverse_into(a: &[f64], d: usize, out: &mut [f64]) -> CoreResult<()> 
             }
         }
     }
-    for j in 0..d {
-        li[j * d + j] = 1.0 / l[j * d + j];
-        for i in j + 1..d {
-            let mut s = 0.0;
-            for k in j..i {
-                s -= l[i * d + k] * li[k * d + j];
-            }
-            li[i * d + j] = s / l[i * d + i];
-        }
-    }
+    super::spd_blocks::factor_inverse(l, d, li);
     inverse_from_factor(li, d, out);
     Ok(())
 }
