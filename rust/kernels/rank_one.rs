@@ -52,22 +52,8 @@ pub fn spd_inverse_into(a: &[f64], d: usize, out: &mut [f64]) -> CoreResult<()> 
         &mut heap
     };
     let (l, li) = l.split_at_mut(d * d);
-    for i in 0..d {
-        for j in 0..=i {
-            // halves first: (a + a^T) overflows above ~9e307 where the halves' sum does not
-            let mut s = 0.5 * a[i * d + j] + 0.5 * a[j * d + i];
-            for k in 0..j {
-                s -= l[i * d + k] * l[j * d + k];
-            }
-            if i == j {
-                if s.is_nan() || s <= 0.0 {
-                    return Err(not_positive_definite(d));
-                }
-                l[i * d + i] = s.sqrt();
-            } else {
-                l[i * d + j] = s / l[j * d + j];
-            }
-        }
+    if !super::spd_blocks::cholesky(a, d, l) {
+        return Err(not_positive_definite(d));
     }
     super::spd_blocks::factor_inverse(l, d, li);
     inverse_from_factor(li, d, out);
