@@ -265,11 +265,11 @@ def test_end_to_end_agent_audit_catches_a_third_less_noise():
     trajectories run through the agent's plans, every billboard as output. The whitened direction
     is estimated on separate runs; with 0.7x and 0.5x the noise the agent is flagged, with its
     noise it is not, and the bound stays below the claim."""
-    half = A.audit_ucrl_vtr_agent(epsilon=EPS, noise_multiplier=0.5)
+    half = A.audit_ucrl_vtr_agent(epsilon=EPS, noise_multiplier=0.5, calibration="tight")
     assert half.flagged and half.gdp_epsilon_lower_bound > EPS
     assert half.gdp_epsilon_lower_bound < half.effective_epsilon
-    assert A.audit_ucrl_vtr_agent(epsilon=EPS, noise_multiplier=0.7).flagged
-    full = A.audit_ucrl_vtr_agent(epsilon=EPS, noise_multiplier=1.0)
+    assert A.audit_ucrl_vtr_agent(epsilon=EPS, noise_multiplier=0.7, calibration="tight").flagged
+    full = A.audit_ucrl_vtr_agent(epsilon=EPS, noise_multiplier=1.0, calibration="tight")
     assert not full.flagged and 2.5 < full.gdp_epsilon_lower_bound < EPS
     assert "end to end" in full.name and "discrete" in full.name
 

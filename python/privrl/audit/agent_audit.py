@@ -24,8 +24,11 @@ sequences of users that differ in one user); issue 14, item 2.
 # releases after users 1..K-1, and a continual mechanism's nodes that only the K-th release would
 # sum are not seen. The release plan counts every node a user enters (the tree's ceil(log2 K) + 1:
 # 3 at K = 4, of which the releases 1..3 show 2), so these outputs reveal less than the plan's
-# worst case: for audit_linucb_agent's pair the exact mu over its outputs is 0.74 (eps 3.09 at
-# delta 1e-5) against the plan's 0.925 (eps 4).
+# worst case: for audit_linucb_agent's pair under the tree (calibration="tight") the exact mu over
+# its outputs is 0.74 (eps 3.09 at delta 1e-5) against the plan's 0.925 (eps 4). Under the default
+# BLT (encoder C lower-triangular Toeplitz, c_0 = 1) the releases 1..K-1 are A_{K-1} (x + C_{K-1}^-1 z)
+# on their leading blocks, so they reveal ||C_{K-1} e_1|| of the plan's multiplier ||C e_1||:
+# 1.0967 of 1.1130 at K = 4, mu 0.893 for that pair (eps 3.84).
 #
 # The Gaussian-DP bound is exact for scores that are Gaussian with one variance under both
 # sequences. A billboard is linear in the noise when the users' statistics do not depend on it
@@ -180,12 +183,32 @@ def _direction(fa: np.ndarray, fb: np.ndarray) -> np.ndarray:
     return direction
 
 
+def _audited_model(
+    epsilon: float, delta: float, calibration: str | None, mechanism: str | None, sampler: str | None
+) -> Any:
+    """The JointDP model an agent audit runs: ``JointDP(epsilon, delta)`` with only the choices
+    given (None leaves JointDP's own default, so that an audit called without them audits the agent
+    a user gets with ``JointDP(epsilon, delta)``: today the adaptive calibration with the BLT
+    mechanism and the discrete sampler)."""
+    from privrl.privacy import JointDP
+
+    given = {"calibration": calibration, "mechanism": mechanism, "sampler": sampler}
+    chosen: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+    return JointDP(epsilon, delta, **chosen)
+
+
+def _describe(model: Any) -> str:
+    """What an agent audit ran, for its name: calibration, mechanism, sampler."""
+    return f"{model.calibration}, {model.mechanism}, {model.sampler}"
+
+
 def audit_ucrl_vtr_agent(
     epsilon: float = 4.0,
     delta: float = 1e-5,
     *,
     noise_multiplier: float = 1.0,
-    calibration: str = "tight",
+    calibration: str | None = None,
+    mechanism: str | None = None,
     sampler: str | None = None,
     K: int = 4,
     n_trials: int = 2000,
@@ -193,7 +216,10 @@ def audit_ucrl_vtr_agent(
     confidence: float = 0.95,
     seed: Any = 0,
 ) -> AuditResult:
-    """End-to-end audit of the shipped JDP UCRL-VTR agent (Alg. 1, its default discrete noise)
+    """End-to-end audit of the shipped JDP UCRL-VTR agent (Alg. 1), by default the one a user runs
+    with ``JointDP(epsilon, delta)``: ``calibration``, ``mechanism`` and ``sampler`` left None take
+    JointDP's own defaults (today adaptive, BLT, discrete; ``calibration="tight"`` audits the
+    paper's tree), and the result's name says which was audited. The agent runs
     on a small RandomLinearMixtureMDP (S=3, A=2, d=2, H=2, seed 0) with K users. User 1 sends, in
     the two sequences, the release plan's worst pair of statistics (an adversarial user); users
     2..K are fixed trajectories of a uniformly random policy, run through the agent's plans. The agent's
@@ -204,7 +230,6 @@ def audit_ucrl_vtr_agent(
     from privrl.agents import UCRLVTR
     from privrl.audit.report import privacy_report_from_calibration
     from privrl.envs import RandomLinearMixtureMDP
-    from privrl.privacy import JointDP
 
     class Scaled(UCRLVTR):  # the shipped agent with its node noise scaled (a broken agent)
         def _regression(self, cal, guard, sigma_m, sigma_v, *rest):
@@ -212,7 +237,7 @@ def audit_ucrl_vtr_agent(
             return super()._regression(cal, guard, sigma_m * m, sigma_v * m, *rest)
 
     env = RandomLinearMixtureMDP(S=3, A=2, d=2, H=2, seed=0)
-    model = JointDP(epsilon, delta, calibration=calibration, sampler=sampler)
+    model = _audited_model(epsilon, delta, calibration, mechanism, sampler)
     keys = ("sigma_B", "sigma_g")
 
     def make(noise_seed: Any) -> Any:
@@ -244,7 +269,7 @@ def audit_ucrl_vtr_agent(
         n_fit=n_fit,
         confidence=confidence,
         seed=seed,
-        name=f"UCRL-VTR JDP agent end to end ({calibration}, {model.sampler}, x{noise_multiplier:g} noise)",
+        name=f"UCRL-VTR JDP agent end to end ({_describe(model)}, x{noise_multiplier:g} noise)",
     )
 
 
@@ -253,7 +278,8 @@ def audit_linucb_agent(
     delta: float = 1e-5,
     *,
     noise_multiplier: float = 1.0,
-    calibration: str = "tight",
+    calibration: str | None = None,
+    mechanism: str | None = None,
     sampler: str | None = None,
     K: int = 4,
     n_trials: int = 2000,
@@ -261,18 +287,21 @@ def audit_linucb_agent(
     confidence: float = 0.95,
     seed: Any = 0,
 ) -> AuditResult:
-    """End-to-end audit of the shipped JDP LinUCB agent (its default noise) on a two-arm bandit
+    """End-to-end audit of the shipped JDP LinUCB agent, by default the one a user runs with
+    ``JointDP(epsilon, delta)`` (``calibration``, ``mechanism``, ``sampler`` None: JointDP's
+    defaults, today adaptive, BLT, discrete; ``calibration="tight"`` audits the paper's tree; the
+    result's name says which), on a two-arm bandit
     with contexts x, -x and e_1 (||x|| = 1): user 1 has context x and reward 1 and plays arm 0 in
     one sequence, arm 1 in the other (both arms' Gram and reward blocks differ: whitened
-    sensitivity^2 1 / sigma_B^2 + 2 / sigma_g^2 per node, 96% of the plan's worst case under the
-    tight calibration; x against -x on one arm moves only a reward block, 4 / sigma_g^2, 64% of it),
+    sensitivity^2 1 / sigma_B^2 + 2 / sigma_g^2 per leaf, 96% of the plan's worst case under the
+    tight noise, whose sigma_g = 2 sigma_B under every mechanism; x against -x on one arm moves
+    only a reward block, 4 / sigma_g^2, 64% of it),
     users 2..K are fixed (context, arm, reward) triples; the output is every billboard. The
     noise is multiplied by ``noise_multiplier`` (0.5: a broken agent)."""
     noise_multiplier = check_positive_real(noise_multiplier, "noise_multiplier")
     from privrl.agents import LinUCB
     from privrl.audit.report import privacy_report_from_calibration
     from privrl.envs.bandit import ContextualBandit
-    from privrl.privacy import JointDP
 
     class Scaled(LinUCB):  # the shipped agent with its noise scaled (a broken agent)
         def _noise(self, cal):
@@ -283,7 +312,7 @@ def audit_linucb_agent(
 
     x = np.array([0.6, 0.8])
     env = ContextualBandit(np.stack([x, -x, [1.0, 0.0]]), [[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
-    model = JointDP(epsilon, delta, calibration=calibration, sampler=sampler)
+    model = _audited_model(epsilon, delta, calibration, mechanism, sampler)
 
     def make(noise_seed: Any) -> Any:
         return Scaled(env, model, episodes=K, seed=noise_seed, schedule="every")
@@ -312,5 +341,5 @@ def audit_linucb_agent(
         n_fit=n_fit,
         confidence=confidence,
         seed=seed,
-        name=f"LinUCB JDP agent end to end ({calibration}, {model.sampler}, x{noise_multiplier:g} noise)",
+        name=f"LinUCB JDP agent end to end ({_describe(model)}, x{noise_multiplier:g} noise)",
     )
