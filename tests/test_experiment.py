@@ -411,6 +411,33 @@ def test_calibrations_are_the_privacy_models_list(monkeypatch):
     assert build_config({"env": ENV, "agents": {"x": agent}}).studies[0].agents["x"].calibration == "future"
 
 
+def test_discrete_sampler_rule_is_the_privacy_models(monkeypatch):
+    # The config repeated which mechanisms have a discrete sampler (honaker, factorization written
+    # out) and ignored the privacy kind: an LDP agent with mechanism = 'honaker' was told its
+    # sampler was wrong, not that only jdp agents choose a mechanism. It now asks the privacy
+    # models' rule (privrl.privacy.plans.has_discrete_sampler, behind check_sampler_for).
+    import privrl.privacy.plans as plans
+    from privrl.exceptions import PrivacyParameterError
+    from privrl.privacy.common import check_sampler_for
+    from privrl.privacy.continual import MECHANISMS
+
+    def agent(**kw):
+        return {"env": ENV, "agents": {"x": {"algorithm": "UCRL-VTR", **kw}}}
+
+    for mechanism in MECHANISMS:
+        try:
+            check_sampler_for("jdp", mechanism, "discrete")
+        except PrivacyParameterError:
+            with pytest.raises(ConfigError, match=rf"^agents\.x\.sampler: mechanism '{mechanism}' has no"):
+                build_config(agent(privacy="jdp", mechanism=mechanism, sampler="discrete"))
+        else:
+            build_config(agent(privacy="jdp", mechanism=mechanism, sampler="discrete"))
+    with pytest.raises(ConfigError, match=r"^agents\.x\.mechanism: only jdp agents"):
+        build_config(agent(privacy="ldp", mechanism="honaker", sampler="discrete"))
+    monkeypatch.setattr(plans, "DISCRETE_MECHANISMS", (*plans.DISCRETE_MECHANISMS, "honaker"))
+    build_config(agent(privacy="jdp", mechanism="honaker", sampler="discrete"))
+
+
 def test_mechanism_option_reaches_the_privacy_model():
     agents = {
         "tree": {"algorithm": "UCRL-VTR", "privacy": "jdp", "calibration": "paper"},

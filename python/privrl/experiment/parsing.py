@@ -81,6 +81,7 @@ def _agent_spec(name: Any, raw: Any, key: str) -> AgentSpec:
     # The privacy models list the calibrations and mechanisms they accept; imported here, as the
     # algorithms are, so that importing the harness stays light.
     from privrl.privacy.models import CALIBRATIONS, MECHANISMS, SAMPLERS
+    from privrl.privacy.plans import DISCRETE_MECHANISMS, has_discrete_sampler
 
     spec = _agent_table(name, raw, key)
     algo = _lookup(ALGORITHMS, spec.pop("algorithm"), f"{key}.algorithm", "algorithm")
@@ -99,9 +100,12 @@ def _agent_spec(name: Any, raw: Any, key: str) -> AgentSpec:
                 f"a non-private agent runs once, at epsilon = inf, with no {own}; remove {own!r} "
                 "(or set privacy = 'jdp' / 'ldp')",
             )
-    if sampler == "discrete" and mechanism in ("honaker", "factorization"):
+    # the privacy models' rule (mechanism None resolves to the tree or BLT, which have the sampler)
+    if sampler == "discrete" and mechanism is not None and not has_discrete_sampler(kind, mechanism):
         raise ConfigError(
-            f"{key}.sampler", f"mechanism {mechanism!r} has no discrete sampler; use sampler = 'float'"
+            f"{key}.sampler",
+            f"mechanism {mechanism!r} has no discrete sampler (only {DISCRETE_MECHANISMS} do); "
+            "use sampler = 'float'",
         )
     if mechanism is not None and kind != "jdp":
         raise ConfigError(

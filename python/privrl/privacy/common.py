@@ -23,6 +23,7 @@ from privrl.privacy.plans import (
     DEFAULT_SAMPLER,
     ReleasePlan,
     default_sampler,
+    has_discrete_sampler,
     plan_mu,
     plan_pure_epsilon,
     plan_rounded_draws,
@@ -157,7 +158,7 @@ def check_sampler_for(kind: str, mechanism: str, sampler: Any) -> str:
     """``sampler`` checked against the server's mechanism (a clear error for a discrete sampler on
     a mechanism that has none)."""
     sampler = check_sampler(sampler)
-    if sampler == "discrete" and kind == "jdp" and mechanism not in DISCRETE_MECHANISMS:
+    if sampler == "discrete" and not has_discrete_sampler(kind, mechanism):
         raise PrivacyParameterError(
             f"mechanism {mechanism!r} has no discrete (secure) sampler (only {DISCRETE_MECHANISMS} do); "
             "pass sampler='float' to run it with the continuous laws"

@@ -62,6 +62,7 @@ __all__ = [
     "WorstCase",
     "DEFAULT_SAMPLER",
     "default_sampler",
+    "has_discrete_sampler",
     "law_factor",
     "plan_mu",
     "plan_rounded_draws",
@@ -137,11 +138,19 @@ class ReleasedFamily:
 DEFAULT_SAMPLER = "discrete"
 
 
+def has_discrete_sampler(kind: str, mechanism: str) -> bool:
+    """Whether a release of ``kind`` whose JDP server runs ``mechanism`` can draw with the discrete
+    sampler: all but a JDP server on a mechanism outside DISCRETE_MECHANISMS (Honaker, the
+    factorization). The one rule behind :func:`default_sampler`, privacy.common.check_sampler_for
+    and the sweep configs' check (privrl.experiment.parsing)."""
+    return kind != "jdp" or mechanism in DISCRETE_MECHANISMS
+
+
 def default_sampler(kind: str, mechanism: str) -> str:
     """The sampler of ``sampler=None`` (the one rule, privacy.common.resolve_sampler): DEFAULT_SAMPLER
-    wherever the release has it (the tree, BLT, the LDP randomizer), "float" on Honaker / the
-    factorization (no discrete sampler) and without noise (``kind`` "none")."""
-    if kind != "none" and (kind == "ldp" or mechanism in DISCRETE_MECHANISMS):
+    wherever the release has it (:func:`has_discrete_sampler`: the tree, BLT, the LDP randomizer),
+    "float" on Honaker / the factorization (no discrete sampler) and without noise (``kind`` "none")."""
+    if kind != "none" and has_discrete_sampler(kind, mechanism):
         return DEFAULT_SAMPLER
     return "float"
 
