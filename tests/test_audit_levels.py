@@ -346,3 +346,18 @@ def test_default_ucrl_vtr_agent_audit_flags_half_the_noise():
     x1 = A.audit_ucrl_vtr_agent(noise_multiplier=1.0)
     assert not x1.flagged and x1.gdp_epsilon_lower_bound < 4.0
     assert x1.effective_epsilon == pytest.approx(4.0, rel=1e-12)
+
+
+@pytest.mark.parametrize("audit", ["audit_ucrl_vtr_tree", "audit_ldp_randomizer"])
+def test_vtr_audits_draw_the_agents_vector_noise_at_d_1(audit):
+    """The UCRL-VTR tree and randomizer audits drew the vector's noise with sigma_B, the matrix's:
+    at d = 1 the worst pair (+-H e_1) leaves X X^T unchanged, so the tight calibration lowers
+    sigma_B to 0.42 sigma_g (H = 1, K = 2) and the audits ran 0.42x the agent's vector noise:
+    effective eps 11.11 against the claimed 4, a correct agent flagged (bound 10.5-10.9). Each
+    family now has the agent's own sigma (sigma_B = sigma_g at d >= 2: same bits there)."""
+    f = getattr(A, audit)
+    kw = {"H": 1, "d": 1, "n_trials": 2000, **({"K": 2} if audit == "audit_ucrl_vtr_tree" else {})}
+    x1 = f(4.0, **kw)
+    assert x1.effective_epsilon == pytest.approx(4.0, abs=1e-5) and not x1.flagged
+    half = f(4.0, noise_multiplier=0.5, **kw)
+    assert half.flagged and 4.0 < half.gdp_epsilon_lower_bound < half.effective_epsilon

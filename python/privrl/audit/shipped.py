@@ -95,13 +95,13 @@ def _guard_of(plan: ReleasePlan, y_high: float | None = None) -> GuardSpec:
 
 
 def _vtr_regression(
-    mode: str, plan: ReleasePlan, cal: Any, sigma: float, noise: str, K: int, seeds: list
+    mode: str, plan: ReleasePlan, cal: Any, sigmas: tuple[float, float], noise: str, K: int, seeds: list
 ) -> Any:
     """The shipped UCRL-VTR regression (Rust: the guard, the mechanisms or the randomizer, the
-    paper's release) with node noise ``sigma``, alone on a one-state model: the audits feed it
-    chosen statistics."""
+    paper's release) with node noise ``sigmas`` (the matrix's sigma_B, the vector's sigma_g), alone
+    on a one-state model: the audits feed it chosen statistics."""
     H, d = plan.H, plan.statistics[0].dim
-    ns = noise_spec(cal, sigma, sigma, K, seeds)
+    ns = noise_spec(cal, *sigmas, K, seeds)
     spec = RegressionSpec(
         mode=mode,
         lam=float(cal.lam),
@@ -149,7 +149,9 @@ def audit_ucrl_vtr_tree(
     cal = ucrl_vtr.calibrate_ucrl_vtr("jdp", epsilon, delta, H, K, d, 1.0, calibration=calibration, plan=plan)
     if cal.noise != "gaussian":
         raise PrivacyParameterError("audit_ucrl_vtr_tree audits the Gaussian (delta > 0) release")
-    sigma = _scaled_sigma(cal.scale("sigma_B"), float(noise_multiplier))
+    # the matrix's and the vector's noise, each the agent's (at d = 1 the pair +-H e_1 leaves X X^T
+    # unchanged and the tight calibration lowers sigma_B below sigma_g)
+    sigma_m, sigma_v = (_scaled_sigma(cal.scale(k), float(noise_multiplier)) for k in ("sigma_B", "sigma_g"))
     n_nodes = tree_nodes_per_leaf(K)
     _refuse_over_memory(
         "audit_ucrl_vtr_tree", n_trials, n_nodes * (H * d * d + H * d), 8.0 * n_nodes * H * d * d
@@ -160,7 +162,7 @@ def audit_ucrl_vtr_tree(
     zero = Statistics(np.zeros((H, d)), np.zeros(H))
 
     def run(user: Statistics, noise: str, seeds: list) -> np.ndarray:
-        server = _vtr_regression("jdp", plan, cal, sigma, noise, K, seeds)
+        server = _vtr_regression("jdp", plan, cal, (sigma_m, sigma_v), noise, K, seeds)
         out = []
         for t in range(1, times[-1] + 1):
             u = user if t == 1 else zero
@@ -181,17 +183,19 @@ def audit_ucrl_vtr_tree(
         [run(user_b, cal.node_noise, [rng.bytes(32) for _ in range(2 * H)]) for _ in range(int(n_trials))]
     )
     # exact mu of what is audited: per released node the (whitened) difference; the matrix noise
-    # (Z' + Z'^T)/sqrt 2 has variance sigma^2 off and 2 sigma^2 on the diagonal.
+    # (Z' + Z'^T)/sqrt 2 has variance sigma_B^2 off and 2 sigma_B^2 on the diagonal.
     dm = user_a.X[:, :, None] * user_a.X[:, None, :] - user_b.X[:, :, None] * user_b.X[:, None, :]
     dv = user_a.X * user_a.y[:, None] - user_b.X * user_b.y[:, None]
     off = dm - np.einsum("hii->hi", dm)[..., None] * np.eye(d)
     mu2 = (
-        (np.sum(np.triu(off, 1) ** 2) + np.sum(np.einsum("hii->hi", dm) ** 2) / 2.0 + np.sum(dv**2))
-        * n_nodes
-        / (sigma * sigma)
-    )
+        (np.sum(np.triu(off, 1) ** 2) + np.sum(np.einsum("hii->hi", dm) ** 2) / 2.0) / (sigma_m * sigma_m)
+        + np.sum(dv**2) / (sigma_v * sigma_v)
+    ) * n_nodes
     per_release = np.concatenate(
-        [_sym_inverse_variance(H, d, sigma, cal.scale("sym_divisor")), np.full(H * d, 1.0 / (sigma * sigma))]
+        [
+            _sym_inverse_variance(H, d, sigma_m, cal.scale("sym_divisor")),
+            np.full(H * d, 1.0 / (sigma_v * sigma_v)),
+        ]
     )
     return audit_samples(
         sa,
@@ -234,12 +238,13 @@ def audit_ldp_randomizer(
     cal = ucrl_vtr.calibrate_ucrl_vtr("ldp", epsilon, delta, H, 1, d, 1.0, calibration=calibration, plan=plan)
     if cal.noise != "gaussian":
         raise PrivacyParameterError("audit_ldp_randomizer audits the Gaussian (delta > 0) randomizer")
-    sigma = _scaled_sigma(cal.scale("sigma_B"), float(noise_multiplier))
+    sigma_m, sigma_v = (_scaled_sigma(cal.scale(k), float(noise_multiplier)) for k in ("sigma_B", "sigma_g"))
     user_a, user_b = _neighbours(plan, {k: getattr(cal, k) for k in plan.scale_keys}, neighbours)
     rng = np.random.default_rng(seed)
 
     def draws(user: Statistics) -> np.ndarray:
-        rnd = _vtr_regression("ldp", plan, cal, sigma, cal.node_noise, 1, [rng.bytes(32), rng.bytes(32)])
+        sigmas, seeds = (sigma_m, sigma_v), [rng.bytes(32), rng.bytes(32)]
+        rnd = _vtr_regression("ldp", plan, cal, sigmas, cal.node_noise, 1, seeds)
         out = np.empty((int(n_trials), H * d * d + H * d))
         for i in range(int(n_trials)):
             gram, target = rnd.user_message(0, user.X, user.y)
@@ -253,7 +258,9 @@ def audit_ldp_randomizer(
     dm = np.einsum("hi,hj->hij", user_a.X, user_a.X) - np.einsum("hi,hj->hij", user_b.X, user_b.X)
     dv = user_a.X * user_a.y[:, None] - user_b.X * user_b.y[:, None]
     diag = np.einsum("hii->hi", dm)
-    mu2 = (np.sum(np.triu(dm, 1) ** 2) + np.sum(diag**2) / 2.0 + np.sum(dv**2)) / (sigma * sigma)
+    mu2 = (np.sum(np.triu(dm, 1) ** 2) + np.sum(diag**2) / 2.0) / (sigma_m * sigma_m) + np.sum(dv**2) / (
+        sigma_v * sigma_v
+    )
     return audit_samples(
         draws(user_a),
         draws(user_b),
@@ -265,8 +272,8 @@ def audit_ldp_randomizer(
         name=f"UCRL-VTR LDP randomizer ({calibration}, {plan.sampler}, x{noise_multiplier:g} noise)",
         inverse_variance=np.concatenate(
             [
-                _sym_inverse_variance(H, d, sigma, cal.scale("sym_divisor")),
-                np.full(H * d, 1.0 / (sigma * sigma)),
+                _sym_inverse_variance(H, d, sigma_m, cal.scale("sym_divisor")),
+                np.full(H * d, 1.0 / (sigma_v * sigma_v)),
             ]
         ),
         gaussian=True,
