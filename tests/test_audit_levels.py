@@ -361,3 +361,18 @@ def test_vtr_audits_draw_the_agents_vector_noise_at_d_1(audit):
     assert x1.effective_epsilon == pytest.approx(4.0, abs=1e-5) and not x1.flagged
     half = f(4.0, noise_multiplier=0.5, **kw)
     assert half.flagged and 4.0 < half.gdp_epsilon_lower_bound < half.effective_epsilon
+
+
+@pytest.mark.parametrize("audit", ["audit_ucrl_vtr_tree", "audit_lsvi_server"])
+def test_server_audits_refuse_the_practical_rules_by_name(audit):
+    """The two audits build the paper's release of the tree by hand: calibration='adaptive' (the
+    default agents') or 'practical' ran it with their shift 0 and failed after building the
+    mechanisms with NotPositiveDefiniteError ("the noise exceeded the shift"), and resolved the
+    mechanism to BLT on the tree's release plan. Refused by name now, pointing at 'tight' (the
+    same noise)."""
+    f = getattr(A, audit)
+    for calibration in ("adaptive", "practical"):
+        with pytest.raises(PrivacyParameterError, match=r"calibration='tight' audits that noise"):
+            f(calibration=calibration, n_trials=10)
+    with pytest.raises(PrivacyParameterError, match="calibration"):
+        f(calibration="loose", n_trials=10)

@@ -33,6 +33,7 @@ from privrl.common.errors import PrivacyParameterError, ResourceError
 from privrl.common.memory import refuse_over_memory
 from privrl.kernels import DEFAULT_GRID_BITS, NoiseStream
 from privrl.privacy.accounting import gaussian_epsilon, tree_nodes_per_leaf
+from privrl.privacy.common import PRACTICAL_RULES, check_calibration
 from privrl.privacy.plans import ReleasePlan
 
 
@@ -60,6 +61,21 @@ def _scaled_sigma(base: float, noise_multiplier: float) -> float:
             "whose variance is not a double with a finite inverse: there is no noise left to audit"
         )
     return sigma
+
+
+def _paper_release(calibration: Any, name: str, end_to_end: str) -> str:
+    """The JDP-server audits build the paper's release of the binary tree by hand (its constant
+    shift, no per-release rule): ``calibration`` checked and the practical / adaptive rules refused
+    by name before any run (they ran with shift 0 and failed with NotPositiveDefiniteError, "the
+    noise exceeded the shift", or drew BLT noise on the tree's release times)."""
+    calibration = check_calibration(calibration)
+    if calibration in PRACTICAL_RULES:
+        raise PrivacyParameterError(
+            f"{name} audits the paper's release of the binary tree (calibration 'tight' or 'paper'), "
+            f"got calibration={calibration!r}: its noise is the tight calibration's, its release a "
+            f"post-processing of the same noisy sums, so calibration='tight' audits that noise{end_to_end}"
+        )
+    return calibration
 
 
 def _refuse_over_memory(name: str, n_trials: int, width: int, fixed: float) -> None:
@@ -143,8 +159,15 @@ def audit_ucrl_vtr_tree(
     ``t = 1, 2, 4, ...``: exactly the ``tree_nodes_per_leaf(K)`` nodes containing user 1, hence
     everything the release says about user 1. ``noise_multiplier`` scales the calibrated sigma
     (0.01: a deliberately broken mechanism). ``sampler``: the noise drawn, the agents' default
-    "discrete" (exact discrete Gaussian on the lattice) or "float"."""
+    "discrete" (exact discrete Gaussian on the lattice) or "float". ``calibration``: "tight" (the
+    noise of every calibration but the paper's) or "paper"; this is the tree's release, not the
+    default agent's BLT (audit_ucrl_vtr_agent audits that agent end to end)."""
     n_trials, noise_multiplier = _counts(n_trials, noise_multiplier, confidence, seed)
+    calibration = _paper_release(
+        calibration,
+        "audit_ucrl_vtr_tree",
+        " (audit_ucrl_vtr_agent audits the default agent, BLT, end to end)",
+    )
     plan = plan if plan is not None else ucrl_vtr.release_plan("jdp", delta == 0.0, H, K, d, "tree", sampler)
     cal = ucrl_vtr.calibrate_ucrl_vtr("jdp", epsilon, delta, H, K, d, 1.0, calibration=calibration, plan=plan)
     if cal.noise != "gaussian":
@@ -363,10 +386,14 @@ def audit_lsvi_server(
     ``u~ = Lambda~ w~`` is ``sum_j phi_j r_j + eta`` at every release, the Gaussian mechanism
     the proof analyses; user 1 sends the plan's worst pair (``phi = e_1, r + V = H + 1`` against
     ``-e_1``, fed to the server as its guard would let through), users 2..K send zeros; the
-    output is ``u~`` of every release. ``noise_multiplier`` scales both sigma_u and sigma_Lambda."""
+    output is ``u~`` of every release. ``noise_multiplier`` scales both sigma_u and sigma_Lambda.
+    ``calibration``: "tight" (the tree's noise of every calibration but the paper's; the default
+    agent's server runs BLT for the design, which u~ does not show, and its sigma_u differs only by
+    the discrete lattice's share: 3e-8 relative at K = 8, batches 4) or "paper"."""
     n_trials, noise_multiplier = _counts(n_trials, noise_multiplier, confidence, seed)
     from privrl.agents.lsvi_ucb.agent import batch_starts
 
+    calibration = _paper_release(calibration, "audit_lsvi_server", "")
     H = 1
     cal = lsvi_ucb.calibrate_lsvi_ucb(
         "jdp", epsilon, delta, H, K, d, batches=batches, calibration=calibration, sampler=sampler
