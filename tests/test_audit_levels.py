@@ -201,6 +201,22 @@ def test_report_refuses_a_plan_that_does_not_fit_its_calibration():
     assert same["tight"]["epsilon_at_target_delta"] == pytest.approx(1.0)
 
 
+def test_report_refuses_a_plan_of_another_mechanism():
+    """The plan's fit ignored the mechanism: the default UCRL-VTR calibration (BLT, sigma_B 14.48
+    at eps 4, H = 2, K = 8, d = 2) read through the tree's plan was reported as eps 7.41 with
+    mechanism "tree", a report of a release the calibration does not make (its own: eps 4 on BLT)."""
+    from privrl.agents.ucrl_vtr import calibration as U
+    from privrl.audit.report import plan_of, privacy_report_from_calibration
+
+    blt = U.calibrate_ucrl_vtr("jdp", 4.0, 1e-5, 2, 8, 2, 1.0)
+    tree = U.calibrate_ucrl_vtr("jdp", 4.0, 1e-5, 2, 8, 2, 1.0, calibration="tight")
+    assert (blt.mechanism, tree.mechanism) == ("blt", "tree")
+    with pytest.raises(PrivacyParameterError, match=r"mechanism 'tree' \(calibration: 'blt'\)"):
+        privacy_report_from_calibration("ucrl_vtr", blt, plan=plan_of("ucrl_vtr", tree))
+    own = privacy_report_from_calibration("ucrl_vtr", blt, plan=plan_of("ucrl_vtr", blt))
+    assert own["tight"]["epsilon_at_target_delta"] == pytest.approx(4.0)
+
+
 def test_gdp_bound_of_a_separation_near_the_largest_double():
     """A finite mu_hat of 1.4e307 over 1,000 runs made the t statistic sqrt(n/2) mu_hat overflow:
     noncentral_t_lower refused it (t must be finite); before that, gaussian_epsilon refused the bound

@@ -226,9 +226,9 @@ def _within(budget: Any, eps_t: float, dlt_t: float, rel: float = 1e-9) -> bool:
 
 
 def _check_plan_fits(plan: ReleasePlan, cal: Calibration) -> None:
-    """A ``plan`` given with ``cal`` must be one of its algorithm, model, H, noise and sampler: a JDP
-    calibration with an LDP plan was reported as (0.47, 1e-5), within its (1, 1e-5) target, its 4
-    tree nodes per user counted as one release."""
+    """A ``plan`` given with ``cal`` must be one of its algorithm, model, H, noise, sampler and
+    mechanism: a JDP calibration with an LDP plan was reported as (0.47, 1e-5), within its
+    (1, 1e-5) target, its 4 tree nodes per user counted as one release."""
     sampler = getattr(cal, "sampler", None)
     pairs = {
         "algorithm": (plan.algorithm, cal.algorithm),
@@ -236,6 +236,7 @@ def _check_plan_fits(plan: ReleasePlan, cal: Calibration) -> None:
         "H": (plan.H, getattr(cal, "H", plan.H)),
         "noise": (plan.noise, cal.noise if cal.kind != "none" else plan.noise),
         "sampler": (plan.sampler, sampler if sampler is not None else plan.sampler),
+        "mechanism": (plan.mechanism, getattr(cal, "mechanism", plan.mechanism)),
     }
     wrong = [f"{k} {p!r} (calibration: {c!r})" for k, (p, c) in pairs.items() if p != c]
     if wrong:
