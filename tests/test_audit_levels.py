@@ -392,3 +392,40 @@ def test_server_audits_refuse_the_practical_rules_by_name(audit):
             f(calibration=calibration, n_trials=10)
     with pytest.raises(PrivacyParameterError, match="calibration"):
         f(calibration="loose", n_trials=10)
+
+
+def test_agent_audit_of_an_agent_that_publishes_nothing_about_user_1():
+    """LinUCB with its default schedule at K = 2 releases first after the last user: every output
+    is the initial billboard in both sequences, no output varies, and _direction reached numpy's
+    "zero-size array to reduction operation maximum" (a ValueError naming nothing). With no noise
+    anywhere the direction is the raw difference: zero here, so the bound is 0 (the outputs carry
+    nothing about user 1) and nothing is flagged."""
+    import warnings
+
+    from privrl.agents import LinUCB
+    from privrl.envs.bandit import ContextualBandit
+    from privrl.envs.finite import Trajectory
+    from privrl.privacy import JointDP
+
+    x = np.array([0.6, 0.8])
+    env = ContextualBandit(np.stack([x, -x, [1.0, 0.0]]), [[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+
+    def user(a: int) -> Trajectory:
+        return Trajectory(np.array([0, 0]), np.array([a]), np.array([1.0]))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the agent's own ScheduleWarning: no user sees a release
+
+        def make(s):
+            return LinUCB(env, JointDP(4.0, 1e-5), episodes=2, seed=s)
+
+        res = A.audit_agent(
+            make,
+            [user(0), user(1)],
+            [user(1), user(1)],
+            delta=1e-5,
+            claimed_epsilon=4.0,
+            n_trials=50,
+            n_fit=20,
+        )
+    assert res.epsilon_lower_bound == 0.0 and res.gdp_epsilon_lower_bound == 0.0 and not res.flagged

@@ -170,6 +170,8 @@ def _direction(fa: np.ndarray, fb: np.ndarray) -> np.ndarray:
     var = 0.5 * (fa.var(axis=0, ddof=1) + fb.var(axis=0, ddof=1))
     diff = fa.mean(axis=0) - fb.mean(axis=0)
     keep = var > 1e-12 * max(float(var.max()), 1e-300)
+    if not keep.any():  # no noise anywhere: the raw difference (zero when nothing tells them apart)
+        return diff
     if len(fa) + len(fb) - 2 < FULL_WHITENING_RUNS * int(keep.sum()):
         return np.where(keep, diff / np.where(keep, var, 1.0), 0.0)
     xa, xb = fa[:, keep], fb[:, keep]
