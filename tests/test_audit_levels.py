@@ -3,6 +3,8 @@ probability at most 1 - confidence, at small sample sizes too."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -269,9 +271,9 @@ def test_linucb_agent_audit_reaches_near_its_pairs_exact_mu():
     from privrl.privacy.gdp import gaussian_epsilon
 
     ceiling = gaussian_epsilon(0.74, 1e-5)
-    x1 = A.audit_linucb_agent(noise_multiplier=1.0, calibration="tight")
+    x1 = A.audit_linucb_agent(noise_multiplier=1.0, calibration="tight", schedule="every")
     assert not x1.flagged and 2.3 < x1.gdp_epsilon_lower_bound < ceiling
-    x07 = A.audit_linucb_agent(noise_multiplier=0.7, calibration="tight")
+    x07 = A.audit_linucb_agent(noise_multiplier=0.7, calibration="tight", schedule="every")
     assert x07.flagged and x07.gdp_epsilon_lower_bound < gaussian_epsilon(0.74 / 0.7, 1e-5)
 
 
@@ -293,12 +295,14 @@ def test_audit_does_not_depend_on_a_tiny_output_unit():
         assert not got.flagged
 
 
-def _default_linucb_pair_mu() -> float:
+def _default_linucb_pair_mu(**schedule: Any) -> float:
     """The exact mu of audit_linucb_agent's pair over its outputs under JointDP(4, 1e-5)'s defaults
-    (BLT): the pair's whitened change per leaf, sqrt(1 / sigma_B^2 + 2 / sigma_g^2) (the agent's
-    tight scales), times ||C_{K-1} e_1||, the first K - 1 = 3 entries of the BLT encoder's first
-    column (c_0 = 1, c_j = sum_i omega_i theta_i^(j - 1)): the releases 1..K-1 are the leading
-    blocks A_{K-1} (x + C_{K-1}^-1 z), an invertible map of C_{K-1} x + z (the module comment)."""
+    (BLT over L leaves: L = 2 under LinUCB's default schedule 'auto' at K = 4, p = 2, users 1-2 in
+    leaf 1; L = 4 under 'every'): the pair's whitened change per leaf, sqrt(1 / sigma_B^2 +
+    2 / sigma_g^2) (the agent's tight scales), times ||C_{L-1} e_1||, the first L - 1 entries of the
+    BLT encoder's first column (c_0 = 1, c_j = sum_i omega_i theta_i^(j - 1)): the releases
+    1..L-1 (the last one is never published) are the leading blocks A_{L-1} (x + C_{L-1}^-1 z), an
+    invertible map of C_{L-1} x + z (the module comment of privrl.audit.agent_audit)."""
     from privrl.agents import LinUCB
     from privrl.envs.bandit import ContextualBandit
     from privrl.kernels.continual import blt_parameters
@@ -306,18 +310,20 @@ def _default_linucb_pair_mu() -> float:
 
     x = np.array([0.6, 0.8])
     env = ContextualBandit(np.stack([x, -x, [1.0, 0.0]]), [[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
-    cal = LinUCB(env, JointDP(4.0, 1e-5), episodes=4, seed=0, schedule="every").calibration
-    assert (cal.mechanism, cal.leaves) == ("blt", 4)
-    theta, omega = blt_parameters(4)
-    column = [1.0] + [float(np.sum(omega * theta ** (j - 1))) for j in (1, 2)]
+    cal = LinUCB(env, JointDP(4.0, 1e-5), episodes=4, seed=0, **schedule).calibration
+    L = cal.leaves
+    assert cal.mechanism == "blt" and (4 if schedule else 2) == L
+    theta, omega = blt_parameters(L)
+    column = [1.0] + [float(np.sum(omega * theta ** (j - 1))) for j in range(1, L - 1)]
     return float(np.hypot(1.0 / cal.sigma_B, np.sqrt(2.0) / cal.sigma_g) * np.linalg.norm(column))
 
 
 def test_agent_audits_default_to_the_agent_jointdp_runs():
     """audit_ucrl_vtr_agent / audit_linucb_agent defaulted to calibration="tight" (the paper's tree)
     while JointDP(eps, delta), the agent a user runs, is adaptive with the BLT mechanism: an audit
-    called without arguments audited an agent nobody runs. Now None takes JointDP's own defaults,
-    and the effective epsilon is that agent's own report (4.000 at x1, the whole claim)."""
+    called without arguments audited an agent nobody runs, and audit_linucb_agent ran LinUCB with
+    schedule 'every' where LinUCB's default is 'auto'. Now None takes JointDP's and LinUCB's own
+    defaults, and the effective epsilon is that agent's own report (4.000 at x1, the whole claim)."""
     from privrl.agents import UCRLVTR, LinUCB
     from privrl.envs import RandomLinearMixtureMDP
     from privrl.envs.bandit import ContextualBandit
@@ -328,7 +334,7 @@ def test_agent_audits_default_to_the_agent_jointdp_runs():
     bandit = ContextualBandit(np.stack([x, -x, [1.0, 0.0]]), [[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
     agents = {
         A.audit_ucrl_vtr_agent: UCRLVTR(RandomLinearMixtureMDP(S=3, A=2, d=2, H=2, seed=0), model, 4),
-        A.audit_linucb_agent: LinUCB(bandit, model, episodes=4, schedule="every"),
+        A.audit_linucb_agent: LinUCB(bandit, model, episodes=4),  # LinUCB's default schedule too
     }
     for audit, agent in agents.items():
         res = audit(n_trials=20, n_fit=10)
@@ -336,18 +342,21 @@ def test_agent_audits_default_to_the_agent_jointdp_runs():
         assert res.effective_epsilon == agent.privacy_report()["tight"]["budget"][0]
         tree = audit(n_trials=20, n_fit=10, calibration="tight")
         assert "(tight, tree, discrete, x1 noise)" in tree.name
+    assert "schedule 'auto' (" in A.audit_linucb_agent(n_trials=20, n_fit=10).name
 
 
-def test_default_linucb_agent_audit_flags_half_the_noise():
-    """The default agent's audit (JointDP(4, 1e-5): adaptive, BLT, discrete) meets the standard of
-    the tree's: x1 not flagged and below the exact epsilon of its outputs (mu 0.893, eps 3.84:
-    _default_linucb_pair_mu), x0.5 flagged and below that of half the noise (eps 8.70)."""
+@pytest.mark.parametrize("schedule", [{}, {"schedule": "every"}])
+def test_default_linucb_agent_audit_flags_half_the_noise(schedule):
+    """The default agent's audit (JointDP(4, 1e-5): adaptive, BLT, discrete; LinUCB's default
+    schedule 'auto' and 'every') meets the standard of the tree's: x1 not flagged and below the
+    exact epsilon of its outputs (mu 0.863, eps 3.69 under 'auto'; 0.893, 3.84 under 'every':
+    _default_linucb_pair_mu), x0.5 flagged and below that of half the noise (8.35; 8.70)."""
     from privrl.privacy.gdp import gaussian_epsilon
 
-    mu = _default_linucb_pair_mu()
-    x1 = A.audit_linucb_agent(noise_multiplier=1.0)
+    mu = _default_linucb_pair_mu(**schedule)
+    x1 = A.audit_linucb_agent(noise_multiplier=1.0, **schedule)
     assert not x1.flagged and x1.gdp_epsilon_lower_bound < gaussian_epsilon(mu, 1e-5)
-    half = A.audit_linucb_agent(noise_multiplier=0.5)
+    half = A.audit_linucb_agent(noise_multiplier=0.5, **schedule)
     assert "blt" in half.name and half.flagged
     assert 4.0 < half.gdp_epsilon_lower_bound < gaussian_epsilon(2.0 * mu, 1e-5)
 

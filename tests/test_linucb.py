@@ -297,9 +297,9 @@ def test_tight_sigma_against_dp_accounting():
 def test_end_to_end_audit_flags_half_the_noise():
     from privrl.audit import audit_linucb_agent
 
-    half = audit_linucb_agent(epsilon=4.0, noise_multiplier=0.5, calibration="tight")
+    half = audit_linucb_agent(epsilon=4.0, noise_multiplier=0.5, calibration="tight", schedule="every")
     assert half.flagged and half.gdp_epsilon_lower_bound > 4.0
-    full = audit_linucb_agent(epsilon=4.0, noise_multiplier=1.0, calibration="tight")
+    full = audit_linucb_agent(epsilon=4.0, noise_multiplier=1.0, calibration="tight", schedule="every")
     assert not full.flagged and full.gdp_epsilon_lower_bound < 4.0
 
 

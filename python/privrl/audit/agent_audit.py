@@ -283,6 +283,7 @@ def audit_linucb_agent(
     calibration: str | None = None,
     mechanism: str | None = None,
     sampler: str | None = None,
+    schedule: str | int | None = None,
     K: int = 4,
     n_trials: int = 2000,
     n_fit: int = 1000,
@@ -299,7 +300,10 @@ def audit_linucb_agent(
     tight noise, whose sigma_g = 2 sigma_B under every mechanism; x against -x on one arm moves
     only a reward block, 4 / sigma_g^2, 64% of it),
     users 2..K are fixed (context, arm, reward) triples; the output is every billboard. The
-    noise is multiplied by ``noise_multiplier`` (0.5: a broken agent)."""
+    noise is multiplied by ``noise_multiplier`` (0.5: a broken agent). ``schedule``: LinUCB's
+    (None: its default, "auto", which at K = 4 releases once, after users 1-2, and at K = 2 never
+    before the last user, leaving nothing to audit: bound 0); ``schedule="every"`` releases after
+    every user."""
     noise_multiplier = check_positive_real(noise_multiplier, "noise_multiplier")
     from privrl.agents import LinUCB
     from privrl.audit.report import privacy_report_from_calibration
@@ -315,16 +319,17 @@ def audit_linucb_agent(
     x = np.array([0.6, 0.8])
     env = ContextualBandit(np.stack([x, -x, [1.0, 0.0]]), [[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
     model = _audited_model(epsilon, delta, calibration, mechanism, sampler)
+    scheduled: dict[str, Any] = {} if schedule is None else {"schedule": schedule}  # None: LinUCB's default
 
     def make(noise_seed: Any) -> Any:
-        return Scaled(env, model, episodes=K, seed=noise_seed, schedule="every")
+        return Scaled(env, model, episodes=K, seed=noise_seed, **scheduled)
 
     def user(s: int, a: int, r: float) -> Trajectory:
         return Trajectory(np.array([s, s]), np.array([a]), np.array([r]))
 
     rng = np.random.default_rng(12345)
     others = [user(int(rng.integers(3)), int(rng.integers(2)), float(rng.integers(2))) for _ in range(K - 1)]
-    probe = LinUCB(env, model, episodes=K, seed=0, schedule="every")
+    probe = LinUCB(env, model, episodes=K, seed=0, **scheduled)
     cal = probe.calibration
     scaled = cal.replace(
         sigma_B=cal.scale("sigma_B") * noise_multiplier, sigma_g=cal.scale("sigma_g") * noise_multiplier
@@ -343,5 +348,6 @@ def audit_linucb_agent(
         n_fit=n_fit,
         confidence=confidence,
         seed=seed,
-        name=f"LinUCB JDP agent end to end ({_describe(model)}, x{noise_multiplier:g} noise)",
+        name=f"LinUCB JDP agent end to end, schedule {probe.schedule!r} ({_describe(model)}, "
+        f"x{noise_multiplier:g} noise)",
     )
