@@ -438,3 +438,20 @@ def test_agent_audit_of_an_agent_that_publishes_nothing_about_user_1():
             n_fit=20,
         )
     assert res.epsilon_lower_bound == 0.0 and res.gdp_epsilon_lower_bound == 0.0 and not res.flagged
+
+
+def test_every_audit_takes_its_fewest_runs_from_one_rule(monkeypatch):
+    """audit_samples, audit_mechanism, the shipped audits (_counts) and audit_agent each wrote
+    "n >= 4" out; now privrl.audit.mechanism_audit.MIN_RUNS (check_trials) is the one rule: raised
+    to 8, every one refuses 6 runs, by name and before any run."""
+    import privrl.audit.mechanism_audit as M
+
+    monkeypatch.setattr(M, "MIN_RUNS", 8)
+    rng = np.random.default_rng(0)
+    with pytest.raises(PrivacyParameterError, match="at least 8 runs"):
+        A.audit_samples(rng.normal(size=(6, 1)), rng.normal(size=(6, 1)), direction=[1.0])
+    with pytest.raises(PrivacyParameterError, match=r"n_trials must be an int >= 8, got 6"):
+        A.audit_mechanism(lambda x, s: np.asarray(x, dtype=float), np.zeros(1), np.ones(1), 6)
+    for audit in (A.audit_ucrl_vtr_tree, A.audit_lsvi_server, A.audit_linucb_agent):
+        with pytest.raises(PrivacyParameterError, match=r"n_trials must be an int >= 8, got 6"):
+            audit(n_trials=6)

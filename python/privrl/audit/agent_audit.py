@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from privrl.agents.common.base import Agent
-from privrl.audit.mechanism_audit import AuditResult, Statistics, _neighbours, audit_samples
+from privrl.audit.mechanism_audit import AuditResult, Statistics, _neighbours, audit_samples, check_trials
 from privrl.common.checks import (
     check_delta_pure_ok,
     check_pos_int,
@@ -108,16 +108,15 @@ def audit_agent(
 ) -> AuditResult:
     """Audit a whole agent on two neighbouring user sequences (same length, differing in one
     user): ``make_agent(noise_seed)`` builds a fresh agent for one run (an int seed). ``n_fit >= 2`` runs per
-    sequence estimate the whitened direction, ``n_trials >= 4`` fresh runs per sequence are audited
+    sequence estimate the whitened direction, ``n_trials >= MIN_RUNS`` (4) fresh runs per sequence are audited
     along it (see the module comment). ``claimed_epsilon`` / ``delta``: the agent's guarantee."""
-    n_trials, n_fit = check_pos_int(n_trials, "n_trials"), check_pos_int(n_fit, "n_fit")
     # n_fit = 1 left every fitted variance NaN (ddof = 1): a zero direction and eps >= 0 whatever the
-    # agent (a 100x under-noised one unflagged); n_trials < 4 and a bad confidence were refused by
-    # audit_samples only after every run
-    if n_fit < 2 or n_trials < 4:
+    # agent (a 100x under-noised one unflagged); too few n_trials and a bad confidence were refused
+    # by audit_samples only after every run
+    n_trials, n_fit = check_trials(n_trials), check_pos_int(n_fit, "n_fit")
+    if n_fit < 2:
         raise PrivacyParameterError(
-            f"audit_agent needs n_fit >= 2 (the direction's variances) and n_trials >= 4 runs per sequence, "
-            f"got n_fit = {n_fit}, n_trials = {n_trials}"
+            f"audit_agent needs n_fit >= 2 runs per sequence (the direction's variances), got n_fit = {n_fit}"
         )
     delta, confidence = check_delta_pure_ok(delta), check_probability(confidence, "confidence")
     check_seed(seed)  # numpy's "expected non-negative integer" named no argument; True was seed 1

@@ -171,6 +171,20 @@ def _unit_scores(
     return np.ldexp(a, -ea), np.ldexp(b, -ea), np.ldexp(v, -ev), ea + ev
 
 
+#: The fewest runs per neighbour an audit takes (the sample variances and the t inversion of the
+#: Gaussian-DP bound need them): the one rule behind audit_samples' check of its samples and the
+#: checks, before any run, of every audit that makes its own runs (:func:`check_trials`).
+MIN_RUNS = 4
+
+
+def check_trials(n_trials: Any) -> int:
+    """``n_trials`` as an int >= MIN_RUNS, refused by name before any run."""
+    n = check_pos_int(n_trials, "n_trials")
+    if n < MIN_RUNS:
+        raise PrivacyParameterError(f"n_trials must be an int >= {MIN_RUNS}, got {n_trials!r}")
+    return n
+
+
 def _checked_samples(
     samples_a: Any, samples_b: Any, delta: float, confidence: float
 ) -> tuple[np.ndarray, np.ndarray, float, float]:
@@ -181,8 +195,8 @@ def _checked_samples(
     if a.ndim < 1 or b.ndim < 1 or a.shape[0] != b.shape[0] or a.shape[1:] != b.shape[1:]:
         raise PrivacyParameterError(f"samples must have equal shapes (n, ...), got {a.shape} and {b.shape}")
     n = a.shape[0]
-    if n < 4:
-        raise PrivacyParameterError(f"need at least 4 runs per neighbour, got {n}")
+    if n < MIN_RUNS:
+        raise PrivacyParameterError(f"need at least {MIN_RUNS} runs per neighbour, got {n}")
     confidence, delta = check_probability(confidence, "confidence"), check_delta_pure_ok(delta)
     if a.size == 0:  # every score was 0: an audit of nothing reported eps >= 0
         raise PrivacyParameterError(f"the outputs have no entries (samples of shape {a.shape})")
@@ -391,8 +405,7 @@ def audit_mechanism(
     and must draw its noise from ``noise_seed`` (32 random bytes, a fresh value for every run:
     the runs are independent). It is run ``n_trials`` times on each neighbour; then
     :func:`audit_samples`. ``seed`` makes the audit reproducible."""
-    if check_pos_int(n_trials, "n_trials") < 4:
-        raise PrivacyParameterError(f"n_trials must be an int >= 4, got {n_trials!r}")
+    check_trials(n_trials)
     # before the 2 n_trials runs (audit_samples refused them after)
     check_probability(confidence, "confidence")
     check_delta_pure_ok(delta)

@@ -27,6 +27,7 @@ from privrl.audit.mechanism_audit import (
     _neighbours,
     _sym_inverse_variance,
     audit_samples,
+    check_trials,
 )
 from privrl.common.checks import check_pos_int, check_positive_real, check_probability, check_seed
 from privrl.common.errors import PrivacyParameterError, ResourceError
@@ -38,14 +39,12 @@ from privrl.privacy.plans import ReleasePlan
 
 
 def _counts(n_trials: Any, noise_multiplier: Any, confidence: Any, seed: Any) -> tuple[int, float]:
-    """The shipped audits' n_trials (an integer >= 4) and noise_multiplier (> 0), checked at the
+    """The shipped audits' n_trials (an integer >= MIN_RUNS) and noise_multiplier (> 0), checked at the
     edge like audit_mechanism's, confidence in (0, 1) and the seed: all before the runs
     (audit_samples refused n_trials = 3 or confidence = 1.5 only after 2 n_trials of them; numpy
     refused seed = -1 naming no argument, and took True for 1)."""
     check_seed(seed)
-    n_trials = check_pos_int(n_trials, "n_trials")
-    if n_trials < 4:
-        raise PrivacyParameterError(f"n_trials must be an int >= 4, got {n_trials!r}")
+    n_trials = check_trials(n_trials)
     check_probability(confidence, "confidence")
     return n_trials, check_positive_real(noise_multiplier, "noise_multiplier")
 
