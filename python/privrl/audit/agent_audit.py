@@ -25,10 +25,12 @@ sequences of users that differ in one user); issue 14, item 2.
 # sum are not seen. The release plan counts every node a user enters (the tree's ceil(log2 K) + 1:
 # 3 at K = 4, of which the releases 1..3 show 2), so these outputs reveal less than the plan's
 # worst case: for audit_linucb_agent's pair under the tree (calibration="tight") the exact mu over
-# its outputs is 0.74 (eps 3.09 at delta 1e-5) against the plan's 0.925 (eps 4). Under the default
-# BLT (encoder C lower-triangular Toeplitz, c_0 = 1) the releases 1..K-1 are A_{K-1} (x + C_{K-1}^-1 z)
-# on their leading blocks, so they reveal ||C_{K-1} e_1|| of the plan's multiplier ||C e_1||:
-# 1.0967 of 1.1130 at K = 4, mu 0.893 for that pair (eps 3.84).
+# its outputs is 0.74 (eps 3.09 at delta 1e-5) against the plan's 0.925 (eps 4) (schedule="every",
+# 4 leaves). Under the default BLT (encoder C lower-triangular Toeplitz, c_0 = 1) the releases
+# 1..L-1 of L leaves are A_{L-1} (x + C_{L-1}^-1 z) on their leading blocks, so they reveal
+# ||C_{L-1} e_1|| of the plan's multiplier ||C e_1||: with schedule="every" 1.0967 of 1.1130 at
+# K = 4, mu 0.893 for that pair (eps 3.84); with LinUCB's default schedule "auto" (L = 2 at K = 4)
+# c_0 = 1 of 1.0501, mu 0.863 (eps 3.69).
 #
 # The Gaussian-DP bound is exact for scores that are Gaussian with one variance under both
 # sequences. A billboard is linear in the noise when the users' statistics do not depend on it
