@@ -34,11 +34,11 @@ use crate::kernels::mixture::MixtureFeatures;
 use crate::kernels::practical::{floored_release, Floored};
 use crate::kernels::qeval::{group_max, OptimisticQ};
 use crate::kernels::rank_one::{batched_matvec, min_eigenvalue, spd_inverse_into, ShermanMorrison};
-use crate::kernels::variance::{sigma_bar, VarianceInputs};
 use crate::noise::NoiseStream;
 
 mod greedy;
 mod server;
+pub mod user;
 
 /// A support over which V_{h+1} varies by at most this much is flat: its normalized target is
 /// the constant H (the mass features, exact), not a ratio of rounding errors.
@@ -165,13 +165,7 @@ struct Work {
     q: Vec<f64>,
     w: Vec<f64>,
     draw: Draw,
-    x: Vec<f64>,
-    y: Vec<f64>,
-    x2: Vec<f64>,
-    y2: Vec<f64>,
-    v2: Vec<f64>,
-    f: Vec<f64>, // the normalized targets f_h (H x S; zero off the visited supports)
-    sig: Vec<f64>,
+    user: user::UserWork, // the user's statistics (X, y, ...: `user::statistics`)
     gram: Vec<f64>,
     sums: Vec<f64>,
     leaf: Vec<f64>,
@@ -285,13 +279,7 @@ impl VtrAgent {
             q: vec![0.0; s * a],
             w: vec![0.0; d],
             draw: Draw::default(),
-            x: vec![0.0; h * d],
-            y: vec![0.0; h],
-            x2: vec![0.0; h * d],
-            y2: vec![0.0; h],
-            v2: vec![0.0; s],
-            f: vec![0.0; h * s],
-            sig: vec![0.0; h],
+            user: user::UserWork::new(h, s, d),
             gram: vec![0.0; h * d * d],
             sums: vec![0.0; h * d],
             leaf: vec![0.0; d * d],
@@ -426,65 +414,34 @@ impl VtrAgent {
     }
 
     /// The user's statistics X_h, y_h (and UCRL-VTR+'s weighting and second moments) from its
-    /// plan and trajectory, into the work buffers.
+    /// plan and trajectory, into the work buffers (`user::statistics`, a client's code too).
     fn statistics(&mut self, t: &Trajectory) -> CoreResult<()> {
-        let (h_n, s_n, a_n, d) = (self.h, self.s, self.a, self.d);
-        let rows = s_n * a_n;
-        let normalized = self.adaptive().is_some();
-        let (plan, w) = (&self.plan, &mut self.work);
-        for h in 0..h_n {
-            let next = &plan.v[(h + 1) * s_n..(h + 2) * s_n];
-            if normalized {
-                // the adaptive rule's target: V_{h+1} shifted by its minimum over the pair's
-                // support and amplified to fill [0, H] there (module doc)
-                let row = t.states[h] * a_n + t.actions[h];
-                let f = &mut w.f[h * s_n..(h + 1) * s_n];
-                self.features
-                    .normalized_target(row, next, FLAT, h_n as f64, f);
-                self.features
-                    .phi_v_row(row, f, &mut w.x[h * d..(h + 1) * d])?;
-                w.y[h] = f[t.states[h + 1]];
-            } else {
-                let row = (h * rows + t.states[h] * a_n + t.actions[h]) * d;
-                w.x[h * d..(h + 1) * d].copy_from_slice(&plan.phis[row..row + d]);
-                w.y[h] = next[t.states[h + 1]];
-            }
-        }
-        let Some(p) = self.plus else {
-            return Ok(());
-        };
-        // UCRL-VTR+: phi_{V^2}, V^2 for the second moments (of the normalized target f under the
-        // adaptive rule); sigma-bar from both billboards; (X / sigma-bar, y / sigma-bar) for the
-        // first regression
-        for h in 0..h_n {
-            let next = if normalized {
-                &w.f[h * s_n..(h + 1) * s_n]
-            } else {
-                &plan.v[(h + 1) * s_n..(h + 2) * s_n]
+        let plus = self.plus.map(|p| {
+            let (hat, tilde) = (&self.regs[0].board, &self.regs[1].board);
+            let boards = user::VtrBoards {
+                hat_weights: &hat.weights,
+                hat_inverse: &hat.inverse,
+                hat_gamma: &hat.gamma,
+                tilde_weights: &tilde.weights,
+                tilde_explore: &tilde.explore,
             };
-            w.v2.iter_mut().zip(next).for_each(|(a, b)| *a = b * b);
-            let row = t.states[h] * a_n + t.actions[h];
-            self.features
-                .phi_v_row(row, &w.v2, &mut w.x2[h * d..(h + 1) * d])?;
-            w.y2[h] = w.y[h] * w.y[h];
-        }
-        let (hat, tilde) = (&self.regs[0].board, &self.regs[1].board);
-        let inputs = VarianceInputs {
-            d,
-            hat_weights: &hat.weights,
-            hat_inverse: &hat.inverse,
-            hat_gamma: (!hat.gamma.is_empty()).then_some(&hat.gamma[..]),
-            tilde_weights: &tilde.weights,
-            tilde_form: &tilde.explore,
-            tilde_radius: 1.0,
-            beta_check: p.beta_check,
+            user::variance_inputs(self.d, &p, boards)
+        });
+        let inputs = user::UserInputs {
+            h: self.h,
+            s: self.s,
+            a: self.a,
+            d: self.d,
+            features: &self.features,
+            v: &self.plan.v,
+            phis: &self.plan.phis,
+            normalized: self.adaptive().is_some(),
+            plus,
         };
-        sigma_bar(&inputs, &w.x, &w.x2, &mut w.sig)?;
-        for ((xh, yh), s) in w.x.chunks_exact_mut(d).zip(w.y.iter_mut()).zip(&w.sig) {
-            xh.iter_mut().for_each(|v| *v /= s);
-            *yh /= s;
+        user::statistics(&inputs, t, &mut self.work.user)?;
+        if self.plus.is_some() {
+            self.last_sigma_bar.clone_from(&self.work.user.sig);
         }
-        self.last_sigma_bar.clone_from(&w.sig);
         Ok(())
     }
 
@@ -498,7 +455,8 @@ impl VtrAgent {
         messages.resize_with(self.regs.len(), Default::default);
         let mut clips = [0u64; 2];
         for (i, reg) in self.regs.iter_mut().enumerate() {
-            let (x, y) = if i == 0 { (&w.x, &w.y) } else { (&w.x2, &w.y2) };
+            let u = &w.user;
+            let (x, y) = if i == 0 { (&u.x, &u.y) } else { (&u.x2, &u.y2) };
             let (mx, my) = &mut messages[i];
             mx.clone_from(x);
             my.clone_from(y);
@@ -506,10 +464,19 @@ impl VtrAgent {
         }
         for (i, reg) in self.regs.iter_mut().enumerate() {
             reg.intake.clips += clips[i];
-            let (mx, my) = &messages[i];
-            reg.server.receive(mx, my, h, d, &mut w.leaf)?;
         }
-        w.messages = messages;
+        let out = self.serve(&messages);
+        self.work.messages = messages;
+        out
+    }
+
+    /// One user's messages (per regression, what its intake made of its statistics) into the
+    /// servers' sums, then the next billboards.
+    fn serve(&mut self, messages: &[(Vec<f64>, Vec<f64>)]) -> CoreResult<()> {
+        let (h, d) = (self.h, self.d);
+        for (reg, (mx, my)) in self.regs.iter_mut().zip(messages) {
+            reg.server.receive(mx, my, h, d, &mut self.work.leaf)?;
+        }
         self.k += 1;
         self.plan.user = None;
         for reg in self.regs.iter_mut() {
@@ -531,8 +498,8 @@ impl VtrAgent {
         }
         check_len("X", x.len(), self.h * self.d)?;
         check_len("y", y.len(), self.h)?;
-        self.work.x.copy_from_slice(x);
-        self.work.y.copy_from_slice(y);
+        self.work.user.x.copy_from_slice(x);
+        self.work.user.y.copy_from_slice(y);
         self.submit()
     }
 }

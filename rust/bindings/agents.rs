@@ -25,6 +25,7 @@ use crate::noise::{NodeShape, NoiseStream};
 
 pub(super) mod act;
 mod arrays;
+mod client;
 pub(super) mod run;
 use arrays::{mat2, mat3, policy_array};
 use run::{run_block, trajectory, Block, PyRun};
@@ -222,6 +223,22 @@ impl PyVtrAgent {
         );
         let (m, t) = this.inner.user_message(i, xs, ys).py_ok(py)?;
         Ok((m.into_pyarray(py), t.into_pyarray(py)))
+    }
+
+    /// The arriving user's LDP client (public values, no stream keyed): LDP only.
+    fn ldp_client(slf: &Bound<'_, Self>, py: Python<'_>) -> PyResult<client::PyVtrClient> {
+        client::ldp_client(py, slf)
+    }
+
+    /// One LDP message (grams (n, H, d, d), targets (n, H, d)) built on billboard `release`.
+    fn receive(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        release: u64,
+        grams: numpy::PyReadonlyArray4<'_, f64>,
+        targets: numpy::PyReadonlyArray3<'_, f64>,
+    ) -> PyResult<()> {
+        client::receive(py, slf, release, grams, targets)
     }
 
     /// Regression i's billboard: (design, inverse, weights, explore, gamma or None, users).
@@ -663,6 +680,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRun>()?;
     m.add_class::<PyVtrAgent>()?;
     m.add_class::<PyLsviAgent>()?;
+    client::register(m)?;
     m.add_function(wrap_pyfunction!(act::agent_act, m)?)?;
     m.add_function(wrap_pyfunction!(_restore_vtr_agent, m)?)?;
     m.add_function(wrap_pyfunction!(_restore_lsvi_agent, m)?)?;

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from privrl import _core
+from privrl.agents.common.ldp import LdpClient, LdpMessage, check_message, check_trajectory
 from privrl.agents.common.specs import GuardSpec
 from privrl.common.checks import (
-    all_finite,
     check_choice,
     check_episodes,
     check_nonneg_real,
@@ -34,7 +34,6 @@ from privrl.common.checks import (
     is_index,
     numeric_array,
     seed_bytes,
-    value_range,
 )
 from privrl.common.errors import (
     AssumptionError,
@@ -176,6 +175,13 @@ def _seed_copy(seed: Any) -> np.random.SeedSequence:
         pool_size=seed.pool_size,
         n_children_spawned=seed.n_children_spawned,
     )
+
+
+def _client_seeds(seed: Any, children: int, positions: list[int]) -> list[bytes]:
+    """The 32-byte keys of a seeded LDP client: as an agent built with ``seed`` keys its intake
+    (its seed's noise child spawns ``children`` streams; the intake's are at ``positions``)."""
+    streams = _seed_copy(seed).spawn(3)[1].spawn(children)
+    return [seed_bytes(streams[i]) for i in positions]
 
 
 class Agent(abc.ABC):
@@ -387,35 +393,56 @@ class Agent(abc.ABC):
             )
 
     def _check_trajectory(self, t: Trajectory) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """A user's trajectory must index this MDP: integer states in [0, S), actions in [0, A)
-        (a negative index would silently select another state's features), finite rewards."""
+        """A user's trajectory must index this MDP: integer states in [0, S), actions in [0, A) (a
+        negative index would silently select another state's features), finite rewards."""
         if not isinstance(t, Trajectory):
             raise TypeError(f"observe() takes a privrl Trajectory, got {type(t).__name__}")
         self._check_budget()
-        out = []
-        for name, arr, n, hi in (
-            ("states", t.states, self.H + 1, self.S),
-            ("actions", t.actions, self.H, self.A),
-        ):
-            x = np.asarray(arr)
-            if x.shape != (n,):
-                raise ShapeError(f"trajectory {name} must have shape ({n},) for H = {self.H}, got {x.shape}")
-            if x.dtype.kind not in "iu":
-                raise TypeError(f"trajectory {name} must be integers, got dtype {x.dtype}")
-            lo, top = value_range(x) if n else (0, 0)
-            if lo < 0 or top >= hi:
-                raise ShapeError(
-                    f"trajectory {name} must lie in [0, {hi}), got values in [{x.min()}, {x.max()}]"
-                )
-            out.append(np.ascontiguousarray(x, dtype=np.int64))
-        r = np.asarray(t.rewards)
-        if r.shape != (self.H,) or r.dtype.kind not in "biuf":
-            raise ShapeError(
-                f"trajectory rewards must be {self.H} real numbers, got shape {r.shape}, dtype {r.dtype}"
+        return check_trajectory(t, self.H, self.S, self.A)
+
+    # ------------------------------------------------------------------ LDP: the user side apart
+    def _intake_streams(self) -> tuple[int, list[int]] | None:
+        """The LDP intake's noise streams among the agent's privacy-noise children: how many its
+        seed's noise child spawns, and the positions of the intake's (matrix, vector) pairs in
+        order; a seeded client keys its own alike. None: the agent has no LDP client."""
+        return None
+
+    def _message_shape(self) -> tuple[int, ...]:
+        """An LDP message's grams are ``(*lead, d, d)`` and its targets ``(*lead, d)``: (*lead, d)."""
+        raise NotImplementedError
+
+    def ldp_client(self, seed: Any = None) -> LdpClient:
+        """The user side of the arriving user under LocalDP, apart from the server, for a device:
+        the public values it needs (the policy and values planned on the current billboard, the
+        features, the guards' bounds, the calibrated noise) and its own noise streams (``seed=None``:
+        keyed from OS entropy at its first ``privatize``; a seed keys them as an agent built with
+        that seed keys its intake). ``client.privatize(trajectory)`` makes the message,
+        :meth:`receive` takes it (privrl.agents.common.ldp). Plans the arriving user as
+        :meth:`policy` does. Refused (PrivacyParameterError) unless the agent is LocalDP."""
+        streams = self._intake_streams()
+        if self.calibration.kind != "ldp" or streams is None:
+            raise PrivacyParameterError(
+                f"ldp_client() is the user side of LocalDP; {self.label} has none (under "
+                f"{self.privacy.label} the users' statistics reach the server raw or exactly; use observe)"
             )
-        if not all_finite(r):
-            raise NonFiniteError("trajectory rewards contain NaN or inf")
-        return out[0], out[1], np.ascontiguousarray(r, dtype=np.float64)
+        self._check_budget()
+        seed = check_seed(seed, generator=False)
+        seeds = None if seed is None else _client_seeds(seed, *streams)
+        return LdpClient(self._core.ldp_client(), self.name, self.H, self.S, self.A, seeds)
+
+    def receive(self, message: LdpMessage) -> None:
+        """The server side under LocalDP: one user's message (``client.privatize``), checked at the
+        edge (an LdpMessage of this agent kind, shapes, finite values, a billboard this agent has
+        released), added to the sums; then the next billboard, as :meth:`observe` does. A message
+        built on an earlier billboard than the current one is accepted: the user's statistic
+        ``X_h = phi_V(s_h, a_h), y_h = V(s_{h+1})`` is unbiased for any V fixed before its
+        transitions (value-targeted regression), within the guard's bounds, and its noise is the
+        user's own; it enters the next release like any message (docs/privacy.md, "Clients")."""
+        if self.calibration.kind != "ldp" or self._intake_streams() is None:
+            raise PrivacyParameterError(f"receive() takes LocalDP messages; {self.label} is not LocalDP")
+        m = check_message(message, self.name, self._message_shape(), self.k)
+        self._check_budget()
+        self._core.receive(int(m.release), np.ascontiguousarray(m.grams), np.ascontiguousarray(m.targets))
 
     def check_env(self, env: Any) -> None:
         """Refuse (AssumptionError) an environment that is not the MDP the agent was built for: ``env``

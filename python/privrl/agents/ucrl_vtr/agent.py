@@ -164,6 +164,16 @@ class UCRLVTR(Agent):
         )
         self._check_radii(cal)
 
+    def _intake_streams(self) -> tuple[int, list[int]]:
+        """2H noise seeds per regression; regression i's intake keys its (matrix, vector) streams
+        with the first two of its block (``_regression``)."""
+        n, H = self._n_regressions, self.H
+        return 2 * H * n, [2 * H * i + j for i in range(n) for j in (0, 1)]
+
+    def _message_shape(self) -> tuple[int, ...]:
+        """Per regression and step: grams (n, H, d, d), targets (n, H, d)."""
+        return (self._n_regressions, self.H, self.d)
+
     def _check_radii(self, cal: Any) -> None:
         """Refuse a radius whose square over lam overflows a double: the exploration matrix
         beta^2 Lambda~^{-1} would be inf at the first release (beta_scale = 1e160 under the paper's

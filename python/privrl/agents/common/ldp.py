@@ -1,0 +1,182 @@
+"""The LDP user side apart from the server (Cor. 2; Alg. 1 and Alg. 3 under LDP): the client a
+user's device runs (``agent.ldp_client()``), the message it sends (``LdpMessage``) and its checks.
+
+Under LocalDP only the user's randomized message ever leaves the user. ``agent.observe`` simulates
+that inside one process; for a deployment the user side runs on the device instead::
+
+    client = agent.ldp_client()  # server: public values only, no noise key
+    # ... pickle the client, ship it to the device ...
+    trajectory = env.sample_episode(client.policy, rng)  # device: the user acts
+    message = client.privatize(trajectory)  # device: guard + randomizer, its own OS-entropy noise
+    agent.receive(message)  # server: adds the message, releases the next billboard
+
+The client runs the agent's own Rust code for the user side (the statistics from the billboard,
+the sensitivity guard, the randomizer): one implementation for ``observe`` and the client.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from privrl.common.checks import all_finite, value_range
+from privrl.common.errors import AssumptionError, NonFiniteError, ShapeError
+from privrl.envs.finite import Trajectory
+
+__all__ = ["LdpClient", "LdpMessage", "check_message"]
+
+
+@dataclass(frozen=True)
+class LdpMessage:
+    """Everything that leaves a user's device under LocalDP, and nothing else.
+
+    agent    the agent kind whose client built it ("UCRL-VTR", "UCRL-VTR+", "LinUCB");
+    release  the billboard it was built on: the users that billboard includes (``agent.k`` when
+             the client was made); public;
+    grams    (n, H, d, d) float64: per regression n and step h the randomized Gram matrix
+             ``X_h X_h^T + B_h`` (B_h the user's own symmetric noise, Cor. 2);
+    targets  (n, H, d) float64: the randomized ``X_h y_h + g_h``.
+
+    UCRL-VTR has n = 1 regression, UCRL-VTR+ n = 2 (the weighted first moments, then the second
+    moments). No raw statistic, no trajectory, no noise key and no clip count is in it.
+    """
+
+    agent: str
+    release: int
+    grams: np.ndarray
+    targets: np.ndarray
+
+    def __repr__(self) -> str:
+        return (
+            f"LdpMessage(agent={self.agent!r}, release={self.release}, grams=<{self.grams.dtype} array "
+            f"{self.grams.shape}>, targets=<{self.targets.dtype} array {self.targets.shape}>)"
+        )
+
+
+class LdpClient:
+    """The user side of one LDP user: what it needs from the billboard it was made on (the policy
+    and values planned on it, the features, the guards' bounds, the randomizer's calibrated noise
+    laws) and its own noise streams. Made by ``agent.ldp_client(seed)``; holds no server state,
+    and pickles (it goes to the device).
+
+    ``seed=None``: the streams are keyed from OS entropy at the first :meth:`privatize`, on the
+    device (a client shipped before that carries no key). A seed keys them as the agent built with
+    that seed keys its own user side (its intake): ``agent.ldp_client(seed=s)`` on a fresh agent
+    made with ``seed=s`` privatizes the first user exactly as that agent's ``observe`` does. For
+    experiments only: a seeded key is known to whoever knows the seed.
+    """
+
+    def __init__(self, core: Any, agent: str, H: int, S: int, A: int, seeds: list[bytes] | None):
+        self._core = core
+        self.agent = agent
+        self.H, self.S, self.A = H, S, A
+        if seeds is not None:
+            self._core.key(seeds)
+        self._n_keys = 2 * int(np.asarray(self._core.clips).size)
+
+    @property
+    def release(self) -> int:
+        """The billboard this client was made on (the users it includes)."""
+        return int(self._core.release)
+
+    @property
+    def policy(self) -> np.ndarray:
+        """The user's (H, S) policy, planned on the billboard."""
+        return self._core.policy()
+
+    @property
+    def values(self) -> np.ndarray:
+        """The user's planned values V_h(s), (H + 1, S) (V_{H+1} = 0)."""
+        return self._core.values()
+
+    @property
+    def keyed(self) -> bool:
+        """Whether the noise streams are keyed (at the first privatize without a seed)."""
+        return bool(self._core.keyed)
+
+    @property
+    def clip_count(self) -> int:
+        """Values this client's guards clipped (counted on the device: the server never sees it)."""
+        return int(sum(self._core.clips))
+
+    def privatize(self, trajectory: Trajectory) -> LdpMessage:
+        """The message of the user's trajectory: its statistics from the billboard's values, the
+        sensitivity guard (clip or reject, as the agent), the randomizer's noise. Each call draws
+        fresh noise: one message per user."""
+        s, a, r = check_trajectory(trajectory, self.H, self.S, self.A)
+        if not self.keyed:
+            self._core.key([os.urandom(32) for _ in range(self._n_keys)])
+        grams, targets = self._core.privatize(s, a, r)
+        return LdpMessage(self.agent, self.release, grams, targets)
+
+    def take_streams(self, other: Any) -> None:
+        """Continue ``other``'s noise streams (one device serving several users in turn, as the
+        agent's own intake serves every user of ``observe``); ``other`` gives them up and cannot
+        privatize again. With ``other`` seeded like the agent's intake, every message equals
+        ``observe``'s."""
+        if not isinstance(other, LdpClient) or other.agent != self.agent:
+            raise TypeError(f"take_streams needs another {self.agent} LdpClient, got {other!r}")
+        self._core.take_streams(other._core)
+
+    def __repr__(self) -> str:
+        return f"LdpClient(agent={self.agent!r}, release={self.release}, keyed={self.keyed})"
+
+
+def check_trajectory(t: Any, H: int, S: int, A: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A user's trajectory must index the MDP: integer states in [0, S), actions in [0, A) (a
+    negative index would silently select another state's features), finite rewards."""
+    if not isinstance(t, Trajectory):
+        raise TypeError(f"observe() takes a privrl Trajectory, got {type(t).__name__}")
+    out = []
+    for name, arr, n, hi in (("states", t.states, H + 1, S), ("actions", t.actions, H, A)):
+        x = np.asarray(arr)
+        if x.shape != (n,):
+            raise ShapeError(f"trajectory {name} must have shape ({n},) for H = {H}, got {x.shape}")
+        if x.dtype.kind not in "iu":
+            raise TypeError(f"trajectory {name} must be integers, got dtype {x.dtype}")
+        lo, top = value_range(x) if n else (0, 0)
+        if lo < 0 or top >= hi:
+            raise ShapeError(f"trajectory {name} must lie in [0, {hi}), got values in [{x.min()}, {x.max()}]")
+        out.append(np.ascontiguousarray(x, dtype=np.int64))
+    r = np.asarray(t.rewards)
+    if r.shape != (H,) or r.dtype.kind not in "biuf":
+        raise ShapeError(f"trajectory rewards must be {H} real numbers, got shape {r.shape}, dtype {r.dtype}")
+    if not all_finite(r):
+        raise NonFiniteError("trajectory rewards contain NaN or inf")
+    return out[0], out[1], np.ascontiguousarray(r, dtype=np.float64)
+
+
+def check_message(message: Any, agent: str, shape: tuple[int, ...], k: int) -> LdpMessage:
+    """A message at the server's public edge: an LdpMessage of this agent kind, built on a
+    billboard this agent has released (``release <= k``; an earlier one is accepted, see
+    ``Agent.receive``), grams ``(*lead, d, d)`` and targets ``(*lead, d)`` of finite float64
+    values, for ``shape = (*lead, d)``."""
+    if not isinstance(message, LdpMessage):
+        got = type(message).__name__
+        raise TypeError(f"receive() takes an LdpMessage (client.privatize(...)), got {got}")
+    if message.agent != agent:
+        raise AssumptionError(
+            f"a message of a {message.agent!r} client cannot enter a {agent} agent: its statistics are "
+            "another algorithm's"
+        )
+    release: Any = message.release
+    if isinstance(release, (bool, np.bool_)) or not isinstance(release, (int, np.integer)) or release < 0:
+        raise ShapeError(f"the message's release must be an int >= 0, got {release!r}")
+    if release > k:
+        raise AssumptionError(
+            f"the message was built on billboard {release}, but this agent has released only billboard {k} "
+            "(a message of another agent?)"
+        )
+    wants = (("grams", message.grams, (*shape, shape[-1])), ("targets", message.targets, shape))
+    for name, value, want in wants:
+        arr = np.asarray(value)
+        if arr.shape != want:
+            raise ShapeError(f"the message's {name} must have shape {want} for this agent, got {arr.shape}")
+        if arr.dtype != np.float64:
+            raise TypeError(f"the message's {name} must be float64, got dtype {arr.dtype}")
+        if not all_finite(arr):
+            raise NonFiniteError(f"the message's {name} contain NaN or inf")
+    return message

@@ -1,0 +1,240 @@
+"""The public LDP client / server split (agent.ldp_client / client.privatize / agent.receive): the
+user side runs apart from the server (a device), on the agent's own Rust code, with its own noise;
+the server takes messages at a checked edge (privrl.agents.common.ldp)."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+
+import numpy as np
+import pytest
+
+from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
+from privrl.agents.common.ldp import LdpClient, LdpMessage
+from privrl.common.checks import seed_bytes
+from privrl.common.errors import AssumptionError, NonFiniteError, PrivacyParameterError, ShapeError
+from privrl.envs import RiverSwimMixture
+from privrl.envs.features import FeatureMap
+from privrl.privacy import JointDP, LocalDP, NonPrivate
+
+SEED = 3
+VTRS = [UCRLVTR, UCRLVTRPlus]
+
+
+def _env():
+    return RiverSwimMixture(S=5, H=4)
+
+
+def _ldp(calibration="adaptive"):
+    return LocalDP(2.0, 1e-5, calibration=calibration)
+
+
+def _releases(agent):
+    """Every regression's billboard (design, inverse, weights)."""
+    boards = [agent.release()] + ([agent.release2()] if isinstance(agent, UCRLVTRPlus) else [])
+    return [(b.design, b.inverse, b.weights) for b in boards]
+
+
+def _equal(ra, rb):
+    """Two lists of billboards, bit for bit."""
+    pairs = [(x, y) for a, b in zip(ra, rb, strict=True) for x, y in zip(a, b, strict=True)]
+    return all(np.array_equal(x, y) for x, y in pairs)
+
+
+def _same(a, b):
+    return _equal(_releases(a), _releases(b))
+
+
+@pytest.mark.parametrize("cls", VTRS)
+@pytest.mark.parametrize("calibration", ["paper", "practical", "adaptive"])
+@pytest.mark.parametrize("exploration", ["optimism", "sampling"])
+def test_receive_of_privatize_equals_observe(cls, calibration, exploration):
+    """Two agents of one seed: the first observes 25 users; the second hands each user a client
+    (the first seeded like its intake, each next one continuing the previous one's streams, as the
+    intake serves every user in turn) and receives its message. Every billboard, every policy and
+    every message's release index agree bit for bit."""
+    env = _env()
+    obs = cls(env, _ldp(calibration), episodes=25, seed=SEED, exploration=exploration)
+    split = cls(env, _ldp(calibration), episodes=25, seed=SEED, exploration=exploration)
+    rng_a, rng_b = np.random.default_rng(7), np.random.default_rng(7)
+    previous = None
+    for k in range(25):
+        pi = obs.policy()
+        client = split.ldp_client(seed=SEED if previous is None else None)
+        if previous is not None:
+            client.take_streams(previous)
+        np.testing.assert_array_equal(client.policy, pi)
+        np.testing.assert_array_equal(client.values, obs.values())
+        obs.observe(env.sample_episode(pi, rng_a))
+        message = client.privatize(env.sample_episode(client.policy, rng_b))
+        assert message.release == k
+        split.receive(message)
+        assert _same(obs, split), f"user {k + 1}"
+        previous = client
+    assert split.k == obs.k == 25
+
+
+def test_the_first_user_of_a_fresh_agent_needs_only_the_seed():
+    """agent.ldp_client(seed=s) on a fresh agent built with seed s: the same message as the
+    agent's own intake makes (its randomizer keys: the seed's noise child, 2H per regression,
+    the first two of regression i's block, tests/test_ldp_separation.py)."""
+    env = _env()
+    obs, split = (UCRLVTRPlus(env, _ldp("paper"), episodes=5, seed=SEED) for _ in range(2))
+    traj = env.sample_episode(obs.policy(), np.random.default_rng(1))
+    obs.observe(traj)
+    split.receive(split.ldp_client(seed=SEED).privatize(traj))
+    assert _same(obs, split)
+    # the key derivation, spelt out
+    H = split.H
+    noise = [seed_bytes(s) for s in np.random.SeedSequence(SEED).spawn(3)[1].spawn(4 * H)]
+    raw = split.ldp_client()
+    raw._core.key([noise[0], noise[1], noise[2 * H], noise[2 * H + 1]])
+    seeded = split.ldp_client(seed=SEED)
+    traj = env.sample_episode(raw.policy, np.random.default_rng(2))
+    a, b = raw.privatize(traj), seeded.privatize(traj)
+    np.testing.assert_array_equal(a.grams, b.grams)
+    np.testing.assert_array_equal(a.targets, b.targets)
+
+
+@pytest.mark.parametrize("cls", VTRS)
+def test_unseeded_clients_draw_their_own_noise(cls):
+    """seed=None: each client's noise comes from OS entropy (keyed at its first privatize, on the
+    device): two clients of one billboard differ on one trajectory; a client shipped unkeyed
+    carries no key."""
+    env = _env()
+    agent = cls(env, _ldp(), episodes=5, seed=SEED)
+    traj = env.sample_episode(agent.policy(), np.random.default_rng(1))
+    a, b = agent.ldp_client(), agent.ldp_client()
+    assert not a.keyed
+    ma, mb = a.privatize(traj), b.privatize(traj)
+    assert a.keyed and ma.release == mb.release == 0
+    assert not np.array_equal(ma.grams, mb.grams)
+    assert not np.array_equal(ma.targets, mb.targets)
+    # a second message of one client draws fresh noise too
+    assert not np.array_equal(a.privatize(traj).grams, ma.grams)
+
+
+@pytest.mark.parametrize("cls", VTRS)
+def test_client_pickles_and_holds_no_server_state(cls):
+    """The client goes to a device: it pickles (and privatizes alike after the trip), and holds
+    none of the agent's seeds (the intake's, the other noise streams', ties, exploration) and none
+    of the server's sums."""
+    env = _env()
+    agent = cls(env, _ldp("paper"), episodes=30, seed=SEED, exploration="sampling")
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        agent.observe(env.sample_episode(agent.policy(), rng))
+    root = np.random.SeedSequence(SEED).spawn(3)
+    n = 2 if cls is UCRLVTRPlus else 1
+    every_seed = [seed_bytes(s) for s in root[1].spawn(2 * agent.H * n)]
+    every_seed += [seed_bytes(root[0]), seed_bytes(root[2])]
+    sums = []
+    for i in range(n):
+        gram, target = agent._core.sums(i)
+        sums += [gram.tobytes(), target.tobytes()]
+        sums += [g.tobytes() for g in gram] + [t.tobytes() for t in target]
+    intake = [agent._core.intake_state(i) for i in range(n)]
+    client = agent.ldp_client()
+    blob = pickle.dumps(client)
+    assert not any(s in blob for s in every_seed), "the client holds an agent's seed"
+    assert not any(s in blob for s in sums), "the client holds the server's sums"
+    assert not any(state in blob for state in intake)
+    np.testing.assert_array_equal(client.policy, agent.policy())
+    # after the trip, the same messages from the same key
+    seeded = agent.ldp_client(seed=11)
+    shipped = pickle.loads(pickle.dumps(seeded))
+    traj = env.sample_episode(seeded.policy, rng)
+    a, b = seeded.privatize(traj), shipped.privatize(traj)
+    np.testing.assert_array_equal(a.grams, b.grams)
+    assert a == dataclasses.replace(b, grams=a.grams, targets=a.targets)
+    agent.receive(b)
+    assert agent.k == 11
+
+
+def test_a_message_on_an_earlier_billboard_enters_the_next_release():
+    """Two clients made on billboard 0; the first's message moves the server to billboard 1; the
+    second's (built on billboard 0) is accepted and enters release 2, as it would through observe
+    in that order (the statistic is unbiased for any V fixed before the user's transitions)."""
+    env = _env()
+    agent = UCRLVTR(env, _ldp("paper"), episodes=5, seed=SEED)
+    first, second = agent.ldp_client(seed=1), agent.ldp_client(seed=2)
+    rng = np.random.default_rng(1)
+    m1 = first.privatize(env.sample_episode(first.policy, rng))
+    m2 = second.privatize(env.sample_episode(second.policy, rng))
+    agent.receive(m1)
+    gram1, _ = agent._core.sums(0)
+    agent.receive(m2)
+    gram2, target2 = agent._core.sums(0)
+    assert (m2.release, agent.k, agent.release().users) == (0, 2, 2)
+    np.testing.assert_array_equal(gram2, gram1 + m2.grams[0])
+    np.testing.assert_array_equal(target2, m1.targets[0] + m2.targets[0])
+    # a billboard the agent never released is refused
+    with pytest.raises(AssumptionError, match="released only billboard 2"):
+        agent.receive(dataclasses.replace(m2, release=3))
+
+
+@pytest.mark.parametrize("privacy", [JointDP(1.0, 1e-5), NonPrivate()])
+@pytest.mark.parametrize("cls", VTRS)
+def test_no_client_without_local_dp(cls, privacy):
+    agent = cls(_env(), privacy, episodes=5, seed=SEED)
+    with pytest.raises(PrivacyParameterError, match="user side of LocalDP"):
+        agent.ldp_client()
+    with pytest.raises(PrivacyParameterError, match="not LocalDP"):
+        H, d = agent.H, agent.d
+        agent.receive(LdpMessage(agent.name, 0, np.zeros((1, H, d, d)), np.zeros((1, H, d))))
+
+
+def test_lsvi_ucb_has_no_local_dp_hence_no_client():
+    """LSVI-UCB refuses LocalDP (no LDP algorithm for linear MDPs in the paper): no client."""
+    fm = FeatureMap.one_hot(4, 2, 3)
+    with pytest.raises(PrivacyParameterError, match="LocalDP"):
+        LSVIUCB(fm, _ldp(), episodes=5, seed=SEED)
+    agent = LSVIUCB(fm, JointDP(1.0, 1e-5), episodes=5, seed=SEED)
+    with pytest.raises(PrivacyParameterError, match="user side of LocalDP"):
+        agent.ldp_client()
+
+
+def test_receive_refuses_what_is_not_a_message_of_this_agent():
+    env = _env()
+    agent, plus = UCRLVTR(env, _ldp(), episodes=5, seed=SEED), UCRLVTRPlus(env, _ldp(), episodes=5, seed=SEED)
+    good = agent.ldp_client(seed=1).privatize(env.sample_episode(agent.policy(), np.random.default_rng(1)))
+    other = plus.ldp_client(seed=1).privatize(env.sample_episode(plus.policy(), np.random.default_rng(1)))
+    before = _releases(agent)
+    with pytest.raises(AssumptionError, match="'UCRL-VTR\\+' client cannot enter a UCRL-VTR agent"):
+        agent.receive(other)
+    with pytest.raises(ShapeError, match=rf"grams must have shape \(1, 4, {agent.d}, {agent.d}\)"):
+        agent.receive(dataclasses.replace(good, grams=good.grams[:, :3]))
+    with pytest.raises(ShapeError, match="targets must have shape"):
+        agent.receive(dataclasses.replace(good, targets=good.targets[..., :-1]))
+    bad = good.grams.copy()
+    bad[0, 1, 2, 1] = np.nan
+    with pytest.raises(NonFiniteError, match="grams contain NaN"):
+        agent.receive(dataclasses.replace(good, grams=bad))
+    with pytest.raises(NonFiniteError, match="targets contain NaN"):
+        agent.receive(dataclasses.replace(good, targets=np.full_like(good.targets, np.inf)))
+    with pytest.raises(TypeError, match="float64"):
+        agent.receive(dataclasses.replace(good, targets=good.targets.astype(np.float32)))
+    for release in (-1, True, 0.0):
+        with pytest.raises(ShapeError, match="release must be an int"):
+            agent.receive(dataclasses.replace(good, release=release))
+    with pytest.raises(TypeError, match="takes an LdpMessage"):
+        agent.receive((good.grams, good.targets))
+    assert agent.k == 0 and _equal(before, _releases(agent))
+    agent.receive(good)
+    assert agent.k == 1
+
+
+def test_client_checks_the_trajectory_and_guards_like_observe():
+    env = _env()
+    agent = UCRLVTR(env, _ldp(), episodes=5, seed=SEED, sensitivity="reject")
+    client = agent.ldp_client(seed=1)
+    assert isinstance(client, LdpClient) and client.values.shape == (agent.H + 1, agent.S)
+    traj = env.sample_episode(client.policy, np.random.default_rng(1))
+    with pytest.raises(ShapeError, match="states must lie in"):
+        client.privatize(dataclasses.replace(traj, states=traj.states + env.S))
+    with pytest.raises(TypeError, match="takes a privrl Trajectory"):
+        client.privatize((traj.states, traj.actions))
+    with pytest.raises(TypeError, match="another UCRL-VTR LdpClient"):
+        client.take_streams(object())
+    assert client.clip_count == 0
