@@ -10,12 +10,13 @@ import pickle
 import numpy as np
 import pytest
 
-from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
+from privrl.agents import LSVIUCB, UCRLVTR, LinUCB, UCRLVTRPlus
 from privrl.agents.common.ldp import LdpClient, LdpMessage
 from privrl.common.checks import seed_bytes
 from privrl.common.errors import AssumptionError, NonFiniteError, PrivacyParameterError, ShapeError
-from privrl.envs import RiverSwimMixture
+from privrl.envs import ContextualBandit, RiverSwimMixture
 from privrl.envs.features import FeatureMap
+from privrl.envs.finite import Trajectory
 from privrl.privacy import JointDP, LocalDP, NonPrivate
 
 SEED = 3
@@ -238,3 +239,79 @@ def test_client_checks_the_trajectory_and_guards_like_observe():
     with pytest.raises(TypeError, match="another UCRL-VTR LdpClient"):
         client.take_streams(object())
     assert client.clip_count == 0
+
+
+# ---------------------------------------------------------------- LinUCB
+
+
+def _bandit():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(12, 3))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    return ContextualBandit(x, rng.uniform(size=(12, 4)))
+
+
+@pytest.mark.parametrize("exploration", ["optimism", "sampling"])
+def test_linucb_receive_of_privatize_equals_observe(exploration):
+    """LinUCB LDP (every arm's block noised by the user): for one sequence of (context, arm,
+    reward), the server's sums and every billboard (released every 5 users) agree bit for bit
+    between observe and receive(client.privatize), the client chain seeded like the intake.
+    (The users' arms are peeked per context on the billboard; the client path takes one user's
+    exploration draws when the client is made, since the server never learns the context.)"""
+    env = _bandit()
+    kw = dict(episodes=30, seed=SEED, schedule=5, exploration=exploration)
+    obs, split = (LinUCB(env, _ldp(), **kw) for _ in range(2))
+    rng = np.random.default_rng(3)
+    previous = None
+    for k in range(30):
+        s, a = int(rng.integers(env.S)), int(rng.integers(env.A))
+        traj = Trajectory(np.array([s, 0]), np.array([a]), np.array([float(rng.uniform() < 0.5)]))
+        client = split.ldp_client(seed=SEED if previous is None else None)
+        if previous is not None:
+            client.take_streams(previous)
+        assert client.policy.shape == (1, env.S) and client.release == k
+        obs.observe(traj)
+        split.receive(client.privatize(traj))
+        previous = client
+        for x, y in zip(obs._core.released(), split._core.released(), strict=True):
+            np.testing.assert_array_equal(x, y)
+        ro, rs = obs.release(), split.release()
+        assert ro.users == rs.users
+        for x, y in ((ro.design, rs.design), (ro.inverse, rs.inverse), (ro.weights, rs.weights)):
+            np.testing.assert_array_equal(x, y)
+    assert obs.releases == split.releases == 5
+
+
+def test_linucb_client_is_its_own_and_checked():
+    env = _bandit()
+    agent = LinUCB(env, _ldp(), episodes=30, seed=SEED, schedule=5)
+    traj = Trajectory(np.array([2, 0]), np.array([1]), np.array([1.0]))
+    a, b = agent.ldp_client(), agent.ldp_client()
+    ma, mb = a.privatize(traj), b.privatize(traj)
+    assert ma.grams.shape == (4, 3, 3) and ma.targets.shape == (4, 3) and ma.agent == "LinUCB"
+    assert not np.array_equal(ma.grams, mb.grams)
+    # no seed of the agent, no server sum in a shipped client
+    root = np.random.SeedSequence(SEED).spawn(3)
+    seeds = [seed_bytes(s) for s in root[1].spawn(2)] + [seed_bytes(root[0]), seed_bytes(root[2])]
+    agent.receive(ma)
+    gram, target = agent._core.released()
+    blob = pickle.dumps(agent.ldp_client())
+    server = [gram.tobytes(), target.tobytes(), *(g.tobytes() for g in gram)]
+    assert not any(x in blob for x in seeds + server)
+    shipped = pickle.loads(pickle.dumps(agent.ldp_client(seed=5)))
+    agent.receive(shipped.privatize(traj))
+    assert agent.k == 2
+    with pytest.raises(ShapeError, match=r"grams must have shape \(4, 3, 3\)"):
+        agent.receive(dataclasses.replace(mb, grams=mb.grams[:2]))
+    with pytest.raises(NonFiniteError, match="targets contain NaN"):
+        agent.receive(dataclasses.replace(mb, targets=np.full_like(mb.targets, np.nan)))
+    vtr = UCRLVTR(_env(), _ldp(), episodes=5, seed=SEED)
+    with pytest.raises(AssumptionError, match="'LinUCB' client cannot enter a UCRL-VTR agent"):
+        vtr.receive(mb)
+    with pytest.raises(ShapeError, match="actions must lie in"):
+        a.privatize(Trajectory(np.array([2, 0]), np.array([4]), np.array([1.0])))
+    agent.receive(mb)  # built on billboard 0, the server at 2: accepted
+    assert agent.k == 3
+    for privacy in (JointDP(1.0, 1e-5), NonPrivate()):
+        with pytest.raises(PrivacyParameterError, match="user side of LocalDP"):
+            LinUCB(env, privacy, episodes=10, seed=SEED).ldp_client()

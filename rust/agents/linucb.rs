@@ -34,7 +34,9 @@ use super::bounds::NoiseBounds;
 use super::{Guard, Mechanism, Stream, Ties};
 use crate::errors::{CoreError, CoreResult};
 use crate::kernels::rank_one::{spd_inverse, ShermanMorrison};
-use crate::noise::{NodeShape, NoiseStream};
+use crate::noise::NoiseStream;
+
+pub mod user;
 
 /// The server's per-arm sums under each privacy model.
 #[derive(Serialize, Deserialize)]
@@ -118,6 +120,9 @@ pub struct LinUcb {
     pub shift: f64,
     #[serde(skip)]
     work: Vec<f64>,
+    /// The last LDP message's buffers (gram, target), reused (not state).
+    #[serde(skip)]
+    message: (Vec<f64>, Vec<f64>),
 }
 
 impl LinUcb {
@@ -192,6 +197,7 @@ impl LinUcb {
             gamma2: 0.0,
             shift: 0.0,
             work: vec![],
+            message: Default::default(),
         })
     }
 
@@ -429,41 +435,21 @@ impl LinUcb {
                 vector,
                 divisor,
             } => {
-                let shape = NodeShape::SymMatrix {
-                    d: p,
-                    divisor: *divisor,
-                };
-                let mut m = vec![0.0; pp];
-                let mut scratch = vec![0.0; pp];
-                for b in 0..self.arms {
-                    m.iter_mut().for_each(|v| *v = 0.0);
-                    if b == a {
-                        for i in 0..p {
-                            for j in 0..p {
-                                m[i * p + j] = xs[i] * xs[j];
-                            }
-                        }
-                    }
-                    matrix.privatize(shape, &mut m, &mut scratch)?;
-                    gram[b * pp..(b + 1) * pp]
-                        .iter_mut()
-                        .zip(&m)
-                        .for_each(|(g, v)| *g += v);
-                    let v = &mut m[..p];
-                    if b == a {
-                        v.iter_mut().zip(&xs).for_each(|(t, x)| *t = x * r);
-                    } else {
-                        v.iter_mut().for_each(|t| *t = 0.0);
-                    }
-                    vector.privatize(NodeShape::Vector(p), v, &mut scratch[..p])?;
-                    target[b * p..(b + 1) * p]
-                        .iter_mut()
-                        .zip(v.iter())
-                        .for_each(|(t, x)| *t += x);
-                }
+                // the user side (`user::ldp_message`, a client's code too), then the sums
+                let (mg, mt) = &mut self.message;
+                let rz = (&mut **matrix, &mut **vector, *divisor);
+                user::ldp_message(&xs, a, r, self.arms, rz, mg, mt)?;
+                gram.iter_mut().zip(mg.iter()).for_each(|(g, v)| *g += v);
+                target.iter_mut().zip(mt.iter()).for_each(|(t, x)| *t += x);
             }
         }
         self.clips += bad;
+        self.finish_user(a)
+    }
+
+    /// A user's data is in the server's sums: count it, refresh (exact) or release at the
+    /// schedule's next end.
+    fn finish_user(&mut self, a: usize) -> CoreResult<()> {
         self.k += 1;
         match self.server {
             BanditServer::Exact { .. } => self.refresh_exact(a)?,

@@ -4,6 +4,7 @@
 use numpy::PyUntypedArrayMethods;
 use numpy::{
     IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
+    PyReadonlyArray3,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -13,6 +14,7 @@ use super::agents::run::finish_block;
 use super::agents::{state, state_mut};
 use super::specs::{exploration_stream, mechanisms, ties, BoundsSpec, GuardSpec, NoiseSpec};
 use super::{contiguous, reduced, seed32, IntoPy, Reduced};
+use crate::agents::linucb::user::LinUcbClient;
 use crate::agents::linucb::{BanditServer, Context, LinUcb, LinUcbParts};
 use crate::agents::EpisodeLog;
 use crate::errors::CoreError;
@@ -341,6 +343,141 @@ impl PyLinUcb {
         let this = state(slf)?;
         Ok(this.inner.k)
     }
+
+    /// The arriving user's LDP client (public values, no stream keyed; takes the user's
+    /// exploration draws): LDP only.
+    fn ldp_client(slf: &Bound<'_, Self>, py: Python<'_>) -> PyResult<PyLinUcbClient> {
+        let mut this = state_mut(slf)?;
+        let inner = this.inner.client().py_ok(py)?;
+        Ok(PyLinUcbClient { inner })
+    }
+
+    /// One LDP message (grams (A, p, p), targets (A, p)) built on the billboard after `release`
+    /// users.
+    fn receive(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        release: u64,
+        grams: PyReadonlyArray3<'_, f64>,
+        targets: PyReadonlyArray2<'_, f64>,
+    ) -> PyResult<()> {
+        let mut this = state_mut(slf)?;
+        let (a, p) = (this.inner.arms, this.inner.p);
+        if grams.shape() != [a, p, p] || targets.shape() != [a, p] {
+            return Err(PyValueError::new_err(format!(
+                "a message of this agent is grams ({a}, {p}, {p}) and targets ({a}, {p}), got {:?} \
+                 and {:?}",
+                grams.shape(),
+                targets.shape()
+            )));
+        }
+        let g = contiguous("grams", grams.as_slice())?;
+        let t = contiguous("targets", targets.as_slice())?;
+        this.inner.receive(release, g, t).py_ok(py)
+    }
+}
+
+/// The LDP user side of one LinUCB user (`crate::agents::linucb::user::LinUcbClient`).
+#[pyclass(module = "privrl._core", name = "LinUcbClient")]
+pub struct PyLinUcbClient {
+    inner: LinUcbClient,
+}
+
+#[pymethods]
+impl PyLinUcbClient {
+    fn __reduce__<'py>(slf: &Bound<'_, Self>, py: Python<'py>) -> PyResult<Reduced<'py>> {
+        let this = state(slf)?;
+        reduced(
+            py,
+            "_restore_linucb_client",
+            None,
+            crate::state::encode(&this.inner),
+        )
+    }
+
+    /// Key the randomizer: 2 x 32 bytes (matrix, vector).
+    fn key(slf: &Bound<'_, Self>, py: Python<'_>, seeds: Vec<Vec<u8>>) -> PyResult<()> {
+        let mut this = state_mut(slf)?;
+        let seeds = seeds
+            .into_iter()
+            .map(seed32)
+            .collect::<PyResult<Vec<_>>>()?;
+        this.inner.key(&seeds).py_ok(py)
+    }
+
+    /// This client continues `other`'s streams (which `other` gives up).
+    fn take_streams(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        other: &Bound<'_, PyLinUcbClient>,
+    ) -> PyResult<()> {
+        if slf.is(other) {
+            return Err(PyValueError::new_err(
+                "a client cannot take its own streams",
+            ));
+        }
+        let mut this = state_mut(slf)?;
+        let mut that = state_mut(other)?;
+        this.inner.take_streams(&mut that.inner).py_ok(py)
+    }
+
+    /// The message of a one-step trajectory (context index, arm, reward): (grams (A, p, p),
+    /// targets (A, p)).
+    fn privatize<'py>(
+        slf: &Bound<'_, Self>,
+        py: Python<'py>,
+        states: PyReadonlyArray1<'_, i64>,
+        actions: PyReadonlyArray1<'_, i64>,
+        rewards: PyReadonlyArray1<'_, f64>,
+    ) -> PyResult<Sums<'py>> {
+        let mut this = state_mut(slf)?;
+        let c = &mut this.inner;
+        let (s, a, r) = (states.as_slice()?, actions.as_slice()?, rewards.as_slice()?);
+        let (Some(&s), Some(&a), Some(&r)) = (s.first(), a.first(), r.first()) else {
+            return Err(PyValueError::new_err(
+                "a bandit trajectory has a context, an arm and a reward",
+            ));
+        };
+        let (s, a) = (usize::try_from(s), usize::try_from(a));
+        let (Ok(s), Ok(a)) = (s, a) else {
+            return Err(PyValueError::new_err("context and arm must be >= 0"));
+        };
+        let (g, t) = c.privatize(s, a, r).py_ok(py)?;
+        let (n, p) = (c.arms, c.p);
+        Ok((
+            g.into_pyarray(py).reshape([n, p, p])?,
+            t.into_pyarray(py).reshape([n, p])?,
+        ))
+    }
+
+    /// The arm of every context (1, n) on the billboard the client was made on.
+    fn policy<'py>(slf: &Bound<'_, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<i64>>> {
+        let this = state(slf)?;
+        let v: Vec<i64> = this.inner.pi.iter().map(|&a| a as i64).collect();
+        v.into_pyarray(py).reshape([1, this.inner.n])
+    }
+
+    #[getter]
+    fn keyed(slf: &Bound<'_, Self>) -> PyResult<bool> {
+        Ok(state(slf)?.inner.keyed())
+    }
+
+    #[getter]
+    fn release(slf: &Bound<'_, Self>) -> PyResult<u64> {
+        Ok(state(slf)?.inner.release)
+    }
+
+    #[getter]
+    fn clips(slf: &Bound<'_, Self>) -> PyResult<Vec<u64>> {
+        Ok(vec![state(slf)?.inner.clips])
+    }
+}
+
+#[pyfunction]
+fn _restore_linucb_client(py: Python<'_>, state: &[u8]) -> PyResult<PyLinUcbClient> {
+    let inner: LinUcbClient = crate::state::decode("LinUCB client", state).py_ok(py)?;
+    inner.check_restored().py_ok(py)?;
+    Ok(PyLinUcbClient { inner })
 }
 
 #[pyfunction]
@@ -354,5 +491,7 @@ fn _restore_linucb_agent(py: Python<'_>, state: &[u8]) -> PyResult<PyLinUcb> {
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyLinUcb>()?;
     m.add_function(wrap_pyfunction!(_restore_linucb_agent, m)?)?;
+    m.add_class::<PyLinUcbClient>()?;
+    m.add_function(wrap_pyfunction!(_restore_linucb_client, m)?)?;
     Ok(())
 }

@@ -169,6 +169,14 @@ class LinUCB(Agent):
             return noise_spec(cal, cal.sigma_B, cal.sigma_g, 1, self.noise_seeds(2))
         return None
 
+    def _intake_streams(self) -> tuple[int, list[int]]:
+        """The LDP randomizer's two streams are the agent's two noise seeds (``_noise``)."""
+        return 2, [0, 1]
+
+    def _message_shape(self) -> tuple[int, ...]:
+        """Every arm's block: grams (A, p, p), targets (A, p)."""
+        return (self.A, self.p)
+
     def release_plan(self) -> ReleasePlan:
         """What LinUCB releases about one user (privrl.agents.linucb.calibration.release_plan)."""
         return self._plan
