@@ -437,7 +437,7 @@ class Agent(abc.ABC):
         built on an earlier billboard than the current one is accepted: the user's statistic
         ``X_h = phi_V(s_h, a_h), y_h = V(s_{h+1})`` is unbiased for any V fixed before its
         transitions (value-targeted regression), within the guard's bounds, and its noise is the
-        user's own; it enters the next release like any message (docs/privacy.md, "Clients")."""
+        user's own; it enters the next release like any message (docs/privacy.md, "LDP clients")."""
         if self.calibration.kind != "ldp" or self._intake_streams() is None:
             raise PrivacyParameterError(f"receive() takes LocalDP messages; {self.label} is not LocalDP")
         m = check_message(message, self.name, self._message_shape(), self.k)
