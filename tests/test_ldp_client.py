@@ -234,7 +234,7 @@ def test_client_checks_the_trajectory_and_guards_like_observe():
     traj = env.sample_episode(client.policy, np.random.default_rng(1))
     with pytest.raises(ShapeError, match="states must lie in"):
         client.privatize(dataclasses.replace(traj, states=traj.states + env.S))
-    with pytest.raises(TypeError, match="takes a privrl Trajectory"):
+    with pytest.raises(TypeError, match=r"privatize\(\) takes a privrl Trajectory"):
         client.privatize((traj.states, traj.actions))
     with pytest.raises(TypeError, match="another UCRL-VTR LdpClient"):
         client.take_streams(object())
@@ -310,6 +310,8 @@ def test_linucb_client_is_its_own_and_checked():
         vtr.receive(mb)
     with pytest.raises(ShapeError, match="actions must lie in"):
         a.privatize(Trajectory(np.array([2, 0]), np.array([4]), np.array([1.0])))
+    with pytest.raises(AttributeError, match="a LinUCB user plans no values"):
+        a.values  # noqa: B018
     agent.receive(mb)  # built on billboard 0, the server at 2: accepted
     assert agent.k == 3
     for privacy in (JointDP(1.0, 1e-5), NonPrivate()):

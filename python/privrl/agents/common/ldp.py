@@ -89,7 +89,9 @@ class LdpClient:
 
     @property
     def values(self) -> np.ndarray:
-        """The user's planned values V_h(s), (H + 1, S) (V_{H+1} = 0)."""
+        """The user's planned values V_h(s), (H + 1, S) (V_{H+1} = 0); UCRL-VTR / UCRL-VTR+ only."""
+        if not hasattr(self._core, "values"):
+            raise AttributeError(f"a {self.agent} user plans no values: its client has only the policy")
         return self._core.values()
 
     @property
@@ -106,7 +108,7 @@ class LdpClient:
         """The message of the user's trajectory: its statistics from the billboard's values, the
         sensitivity guard (clip or reject, as the agent), the randomizer's noise. Each call draws
         fresh noise: one message per user."""
-        s, a, r = check_trajectory(trajectory, self.H, self.S, self.A)
+        s, a, r = check_trajectory(trajectory, self.H, self.S, self.A, "privatize()")
         if not self.keyed:
             self._core.key([os.urandom(32) for _ in range(self._n_keys)])
         grams, targets = self._core.privatize(s, a, r)
@@ -125,11 +127,13 @@ class LdpClient:
         return f"LdpClient(agent={self.agent!r}, release={self.release}, keyed={self.keyed})"
 
 
-def check_trajectory(t: Any, H: int, S: int, A: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def check_trajectory(
+    t: Any, H: int, S: int, A: int, caller: str = "observe()"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A user's trajectory must index the MDP: integer states in [0, S), actions in [0, A) (a
     negative index would silently select another state's features), finite rewards."""
     if not isinstance(t, Trajectory):
-        raise TypeError(f"observe() takes a privrl Trajectory, got {type(t).__name__}")
+        raise TypeError(f"{caller} takes a privrl Trajectory, got {type(t).__name__}")
     out = []
     for name, arr, n, hi in (("states", t.states, H + 1, S), ("actions", t.actions, H, A)):
         x = np.asarray(arr)
