@@ -317,3 +317,19 @@ def test_linucb_client_is_its_own_and_checked():
     for privacy in (JointDP(1.0, 1e-5), NonPrivate()):
         with pytest.raises(PrivacyParameterError, match="user side of LocalDP"):
             LinUCB(env, privacy, episodes=10, seed=SEED).ldp_client()
+
+
+def test_streams_taken_are_never_drawn_twice():
+    """take_streams moves the streams: the giver's next privatize keys fresh OS-entropy streams,
+    never the taken ones (whose next draws are the taker's)."""
+    env = _env()
+    agent = UCRLVTR(env, _ldp(), episodes=5, seed=SEED)
+    giver, twin, taker = agent.ldp_client(seed=1), agent.ldp_client(seed=1), agent.ldp_client()
+    traj = env.sample_episode(giver.policy, np.random.default_rng(0))
+    taker.take_streams(giver)
+    assert taker.keyed and not giver.keyed
+    expected = twin.privatize(traj)
+    np.testing.assert_array_equal(taker.privatize(traj).grams, expected.grams)
+    assert not np.array_equal(giver.privatize(traj).grams, expected.grams)
+    with pytest.raises(ValueError, match="keyed client"):
+        agent.ldp_client().take_streams(agent.ldp_client())
