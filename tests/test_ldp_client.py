@@ -4,6 +4,7 @@ the server takes messages at a checked edge (privrl.agents.common.ldp)."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import pickle
 
@@ -333,3 +334,21 @@ def test_streams_taken_are_never_drawn_twice():
     assert not np.array_equal(giver.privatize(traj).grams, expected.grams)
     with pytest.raises(ValueError, match="keyed client"):
         agent.ldp_client().take_streams(agent.ldp_client())
+
+
+@pytest.mark.parametrize("cls", VTRS)
+def test_a_server_that_never_planned_releases_alike(cls):
+    """A copy of the server made before any user (it never plans: its clients come from the
+    original) receives the original's messages: its billboards equal the original's (under the
+    adaptive rule its statistical std reads the spread planning sets; UCRL-VTR+'s first
+    regression released another design before)."""
+    env = _env()
+    agent = cls(env, _ldp(), episodes=30, seed=SEED)
+    copy_ = copy.copy(agent)
+    rng = np.random.default_rng(0)
+    for k in range(20):
+        client = agent.ldp_client(seed=k)
+        message = client.privatize(env.sample_episode(client.policy, rng))
+        agent.receive(message)
+        copy_.receive(message)
+    assert _same(agent, copy_)

@@ -425,6 +425,13 @@ impl VtrAgent {
             }
         }
         self.work_ready();
+        if self.adaptive().is_some() {
+            // the messages' normalized targets span [0, H] (the spread planning sets,
+            // `ensure_plan`): a server that never planned (a copy, a restored save) releases
+            // as the one whose clients sent them
+            let top = self.h as f64;
+            self.spread.iter_mut().for_each(|s| *s = top);
+        }
         self.serve(message)
     }
 }
