@@ -18,6 +18,7 @@ from privrl.common.errors import AssumptionError, NonFiniteError, PrivacyParamet
 from privrl.envs import ContextualBandit, RiverSwimMixture
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import Trajectory
+from privrl.envs.mixture import LinearMixtureMDP
 from privrl.privacy import JointDP, LocalDP, NonPrivate
 
 SEED = 3
@@ -184,7 +185,7 @@ def test_no_client_without_local_dp(cls, privacy):
         agent.ldp_client()
     with pytest.raises(PrivacyParameterError, match="not LocalDP"):
         H, d = agent.H, agent.d
-        agent.receive(LdpMessage(agent.name, 0, np.zeros((1, H, d, d)), np.zeros((1, H, d))))
+        agent.receive(LdpMessage(agent.name, 0, np.zeros((1, H, d, d)), np.zeros((1, H, d)), "x"))
 
 
 def test_lsvi_ucb_has_no_local_dp_hence_no_client():
@@ -352,3 +353,23 @@ def test_a_server_that_never_planned_releases_alike(cls):
         agent.receive(message)
         copy_.receive(message)
     assert _same(agent, copy_)
+
+
+def test_receive_refuses_another_agents_message():
+    """A message of an agent of the same kind and shapes but another calibration (epsilon) or
+    environment is refused by its identity; a copy of the agent (a restored server) accepts it."""
+    env = _env()
+    agent = UCRLVTR(env, _ldp(), episodes=10, seed=SEED)
+    client = agent.ldp_client(seed=1)
+    message = client.privatize(env.sample_episode(client.policy, np.random.default_rng(0)))
+    other_eps = UCRLVTR(env, LocalDP(4.0, 1e-5), episodes=10, seed=SEED)
+    # the same model but for its rewards: same kind and shapes, another environment
+    moved = LinearMixtureMDP(env.features, env.weights, env.R * 0.5, env.init_dist, env.C_w)
+    other_env = UCRLVTR(moved, _ldp(), episodes=10, seed=SEED)
+    for other in (other_eps, other_env):
+        with pytest.raises(AssumptionError, match="built by another UCRL-VTR agent"):
+            other.receive(message)
+        assert other.k == 0
+    restored = pickle.loads(pickle.dumps(agent))
+    restored.receive(message)
+    assert restored.k == 1 and client.identity == message.identity

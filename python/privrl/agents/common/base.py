@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import abc
 import copy
+import hashlib
 import math
 import os
 import warnings
@@ -428,7 +429,15 @@ class Agent(abc.ABC):
         self._check_budget()
         seed = check_seed(seed, generator=False)
         seeds = None if seed is None else _client_seeds(seed, *streams)
-        return LdpClient(self._core.ldp_client(), self.name, self.H, self.S, self.A, seeds)
+        core = self._core.ldp_client()
+        return LdpClient(core, self.name, self._ldp_identity(), (self.H, self.S, self.A), seeds)
+
+    def _ldp_identity(self) -> str:
+        """The public digest an LDP message carries: the agent kind, its calibration, its guards
+        and its environment's fingerprint (a copy or a restored save of the agent has the same)."""
+        guards = [g.spec for g in self.guards.values()]
+        text = repr((self.name, self.calibration, guards, sorted(self.env.fingerprint().items())))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def receive(self, message: LdpMessage) -> None:
         """The server side under LocalDP: one user's message (``client.privatize``), checked at the
@@ -440,7 +449,7 @@ class Agent(abc.ABC):
         user's own; it enters the next release like any message (docs/privacy.md, "LDP clients")."""
         if self.calibration.kind != "ldp" or self._intake_streams() is None:
             raise PrivacyParameterError(f"receive() takes LocalDP messages; {self.label} is not LocalDP")
-        m = check_message(message, self.name, self._message_shape(), self.k)
+        m = check_message(message, self.name, self._ldp_identity(), self._message_shape(), self.k)
         self._check_budget()
         self._core.receive(int(m.release), np.ascontiguousarray(m.grams), np.ascontiguousarray(m.targets))
 

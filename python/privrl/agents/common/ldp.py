@@ -38,7 +38,9 @@ class LdpMessage:
              the client was made); public;
     grams    (n, H, d, d) float64: per regression n and step h the randomized Gram matrix
              ``X_h X_h^T + B_h`` (B_h the user's own symmetric noise, Cor. 2);
-    targets  (n, H, d) float64: the randomized ``X_h y_h + g_h``.
+    targets  (n, H, d) float64: the randomized ``X_h y_h + g_h``;
+    identity the public digest of the agent whose client built it (its kind, calibration, guards
+             and environment's fingerprint: ``Agent.receive`` refuses another agent's messages).
 
     UCRL-VTR has n = 1 regression, UCRL-VTR+ n = 2 (the weighted first moments, then the second
     moments). No raw statistic, no trajectory, no noise key and no clip count is in it.
@@ -48,6 +50,7 @@ class LdpMessage:
     release: int
     grams: np.ndarray
     targets: np.ndarray
+    identity: str
 
     def __repr__(self) -> str:
         return (
@@ -69,9 +72,12 @@ class LdpClient:
     experiments only: a seeded key is known to whoever knows the seed.
     """
 
-    def __init__(self, core: Any, agent: str, H: int, S: int, A: int, seeds: list[bytes] | None):
+    def __init__(
+        self, core: Any, agent: str, identity: str, shape: tuple[int, int, int], seeds: list[bytes] | None
+    ):
+        H, S, A = shape
         self._core = core
-        self.agent = agent
+        self.agent, self.identity = agent, identity
         self.H, self.S, self.A = H, S, A
         if seeds is not None:
             self._core.key(seeds)
@@ -112,7 +118,7 @@ class LdpClient:
         if not self.keyed:
             self._core.key([os.urandom(32) for _ in range(self._n_keys)])
         grams, targets = self._core.privatize(s, a, r)
-        return LdpMessage(self.agent, self.release, grams, targets)
+        return LdpMessage(self.agent, self.release, grams, targets, self.identity)
 
     def take_streams(self, other: Any) -> None:
         """Continue ``other``'s noise streams (one device serving several users in turn, as the
@@ -153,8 +159,8 @@ def check_trajectory(
     return out[0], out[1], np.ascontiguousarray(r, dtype=np.float64)
 
 
-def check_message(message: Any, agent: str, shape: tuple[int, ...], k: int) -> LdpMessage:
-    """A message at the server's public edge: an LdpMessage of this agent kind, built on a
+def check_message(message: Any, agent: str, identity: str, shape: tuple[int, ...], k: int) -> LdpMessage:
+    """A message at the server's public edge: an LdpMessage of this agent kind and identity, built on a
     billboard this agent has released (``release <= k``; an earlier one is accepted, see
     ``Agent.receive``), grams ``(*lead, d, d)`` and targets ``(*lead, d)`` of finite float64
     values, for ``shape = (*lead, d)``."""
@@ -165,6 +171,12 @@ def check_message(message: Any, agent: str, shape: tuple[int, ...], k: int) -> L
         raise AssumptionError(
             f"a message of a {message.agent!r} client cannot enter a {agent} agent: its statistics are "
             "another algorithm's"
+        )
+    if message.identity != identity:
+        raise AssumptionError(
+            f"the message was built by another {agent} agent (identity {message.identity!r}, this agent's "
+            f"{identity!r}: another calibration, guard or environment); its noise and statistics are not "
+            "the ones this agent's release is calibrated for"
         )
     release: Any = message.release
     if isinstance(release, (bool, np.bool_)) or not isinstance(release, (int, np.integer)) or release < 0:
