@@ -11,8 +11,7 @@ import pickle
 import numpy as np
 import pytest
 
-from privrl.agents import LSVIUCB, UCRLVTR, LinUCB, UCRLVTRPlus
-from privrl.agents.common.ldp import LdpClient, LdpMessage
+from privrl.agents import LSVIUCB, UCRLVTR, LdpClient, LdpMessage, LinUCB, UCRLVTRPlus
 from privrl.common.checks import seed_bytes
 from privrl.common.errors import AssumptionError, NonFiniteError, PrivacyParameterError, ShapeError
 from privrl.envs import ContextualBandit, RiverSwimMixture

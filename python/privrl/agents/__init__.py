@@ -5,6 +5,7 @@ LinUCB (H = 1) for linear contextual bandits, each with a privacy model plugged 
 """
 
 from privrl.agents.common.base import Agent, Release, SensitivityGuard, SensitivityWarning
+from privrl.agents.common.ldp import LdpClient, LdpMessage
 from privrl.agents.linucb import LinUCB
 from privrl.agents.lsvi_ucb import LSVIUCB
 from privrl.agents.ucrl_vtr import UCRLVTR
@@ -15,6 +16,8 @@ __all__ = [
     "Release",
     "SensitivityGuard",
     "SensitivityWarning",
+    "LdpClient",
+    "LdpMessage",
     "LinUCB",
     "LSVIUCB",
     "UCRLVTR",

@@ -34,8 +34,8 @@ class LdpMessage:
     """Everything that leaves a user's device under LocalDP, and nothing else.
 
     agent    the agent kind whose client built it ("UCRL-VTR", "UCRL-VTR+", "LinUCB");
-    release  the billboard it was built on: the users that billboard includes (``agent.k`` when
-             the client was made); public;
+    release  the agent's users when the client was made (``agent.k``; UCRL-VTR: the users of the
+             billboard it was built on; LinUCB releases at its schedule's ends); public;
     grams    (n, H, d, d) float64: per regression n and step h the randomized Gram matrix
              ``X_h X_h^T + B_h`` (B_h the user's own symmetric noise, Cor. 2);
     targets  (n, H, d) float64: the randomized ``X_h y_h + g_h``;
