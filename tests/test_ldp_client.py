@@ -372,3 +372,31 @@ def test_receive_refuses_another_agents_message():
     restored = pickle.loads(pickle.dumps(agent))
     restored.receive(message)
     assert restored.k == 1 and client.identity == message.identity
+
+
+_RUN = """
+import hashlib, numpy as np
+from privrl.agents import UCRLVTR
+from privrl.envs import RiverSwimMixture
+from privrl.privacy import LocalDP
+env = RiverSwimMixture(S=5, H=4)
+agent = UCRLVTR(env, LocalDP(2.0, 1e-5), episodes=5, seed=3)
+client = agent.ldp_client({seed})
+m = client.privatize(env.sample_episode(client.policy, np.random.default_rng(0)))
+print(hashlib.sha256(m.grams.tobytes() + m.targets.tobytes()).hexdigest())
+"""
+
+
+def test_unseeded_client_differs_run_to_run():
+    """Two runs of one script (the agent seeded alike, the same trajectory): an unseeded client's
+    messages differ, a seeded one's repeat."""
+    import subprocess
+    import sys
+
+    def run(seed):
+        out = subprocess.run([sys.executable, "-c", _RUN.format(seed=seed)], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out.stdout.strip()
+
+    assert run("") != run("")
+    assert run("seed=7") == run("seed=7")
