@@ -187,6 +187,37 @@ def test_every_calibration_entry_called_bare_gives_the_agents_noise(case, model)
         assert direct[key] == shipped[key], key
 
 
+@pytest.mark.parametrize("case", _cases(), ids=lambda c: c[0])
+def test_a_calibration_given_a_plan_takes_its_mechanism_and_refuses_another(case):
+    """calibrate_<algorithm>(..., plan=P) with mechanism / sampler None resolved them without P: a
+    tree plan under the default calibration gave the tree's sigma in a calibration labelled BLT
+    (UCRL-VTR, H 5, K 1000, d 4, eps 1: sigma_B 1318.98, BLT's own 705.23), which an agent would run
+    as BLT and its report account as BLT (eps 0.504 for a target of 1). Now the plan's mechanism and
+    sampler are the calibration's (the same fields as naming them), and a plan of another mechanism
+    or sampler than the ones named is refused."""
+    import importlib
+
+    from privrl.common.errors import PrivacyParameterError
+
+    name, cls, env, extra = case
+    K = 200
+    agent = cls(env, JointDP(1.0, 1e-5), episodes=K, seed=0)
+    mod = importlib.import_module(f"privrl.agents.{name}.calibration")
+    calibrate = getattr(mod, f"calibrate_{name}")
+    plan_args = ("jdp", False) + ((K, 3) if name == "linucb" else (3, K, agent.d))
+    plan_args += (agent.B,) if name == "lsvi_ucb" else ()
+    tree = mod.release_plan(*plan_args, mechanism="tree")
+    assert agent.calibration.mechanism == "blt" and tree.mechanism == "tree"
+    given = calibrate("jdp", 1.0, 1e-5, K=K, plan=tree, **extra(agent))
+    named = calibrate("jdp", 1.0, 1e-5, K=K, mechanism="tree", **extra(agent))
+    assert given.to_dict() == named.to_dict()
+    assert given.mechanism == "tree" and given.sampler == tree.sampler
+    with pytest.raises(PrivacyParameterError, match="release plan is one of mechanism 'tree'"):
+        calibrate("jdp", 1.0, 1e-5, K=K, plan=tree, mechanism="blt", **extra(agent))
+    with pytest.raises(PrivacyParameterError, match="sampler 'float' asked for"):
+        calibrate("jdp", 1.0, 1e-5, K=K, plan=tree, sampler="float", **extra(agent))
+
+
 def test_every_audit_defaults_to_the_agents_sampler():
     """Each public audit, called with no sampler, audits the agents' default discrete noise
     (tests/test_one_home checked audit_ucrl_vtr_tree only)."""

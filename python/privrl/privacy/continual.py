@@ -32,7 +32,7 @@ from typing import Any
 from privrl.common.checks import check_choice
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.accounting import tree_nodes_per_leaf
-from privrl.privacy.common import PRACTICAL_RULES
+from privrl.privacy.common import PRACTICAL_RULES, resolve_sampler
 from privrl.privacy.mechanisms import tree_depth
 
 __all__ = ["MECHANISMS", "UserEntry", "check_mechanism", "mechanism_profile_cached", "user_entry"]
@@ -59,6 +59,28 @@ def resolve_mechanism(kind: str, calibration: str, pure: bool, mechanism: Any = 
             "keeps the binary tree, whose L1 multiplier the paper's pure-DP analysis covers"
         )
     return mechanism
+
+
+def resolve_release_choices(
+    kind: str, calibration: str, pure: bool, mechanism: Any, sampler: Any, plan: Any
+) -> tuple[str, str]:
+    """The (mechanism, sampler) of a calibration: the arguments, or where one is None and a release
+    ``plan`` is given, the plan's; then the one rule of the models (:func:`resolve_mechanism`,
+    ``resolve_sampler``). A plan of another mechanism or sampler than the ones named is refused:
+    its noise would be calibrated for one mechanism and labelled (and run) as another (a tree plan
+    under the default calibration gave the tree's sigma in a calibration labelled BLT)."""
+    if plan is not None:
+        mechanism = plan.mechanism if mechanism is None else mechanism
+        sampler = plan.sampler if sampler is None else sampler
+    mechanism = resolve_mechanism(kind, calibration, pure, mechanism)
+    sampler = resolve_sampler(kind, mechanism, sampler)
+    if plan is not None and (plan.mechanism, plan.sampler) != (mechanism, sampler):
+        raise PrivacyParameterError(
+            f"the release plan is one of mechanism {plan.mechanism!r} and sampler {plan.sampler!r}, "
+            f"not of the mechanism {mechanism!r} and sampler {sampler!r} asked for: pass the plan's "
+            "(or None for them) or a plan built with them"
+        )
+    return mechanism, sampler
 
 
 @functools.lru_cache(maxsize=256)

@@ -34,7 +34,7 @@ from privrl.common.checks import (
 from privrl.common.errors import PrivacyParameterError
 from privrl.common.memory import refuse_over_memory
 from privrl.privacy.common import DEFAULT_CALIBRATION, check_calibration, check_kind, privacy_args
-from privrl.privacy.continual import resolve_mechanism
+from privrl.privacy.continual import resolve_release_choices
 from privrl.privacy.plans import ReleasePlan, UserStatistic
 
 __all__ = [
@@ -243,7 +243,7 @@ def calibrate_linucb(
     calibration = check_calibration(calibration)
     schedule = check_schedule(schedule)
     lam = 1.0 if lam is None else check_positive_real(lam, "lam")
-    mechanism = resolve_mechanism(kind, calibration, pure, mechanism)
+    mechanism, sampler = resolve_release_choices(kind, calibration, pure, mechanism, sampler, plan)
     if plan is None:
         plan = release_plan(kind, pure, K, p, schedule, mechanism, sampler)
     leaves = linucb_leaves(kind, K, p, schedule)

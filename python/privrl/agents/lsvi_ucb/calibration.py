@@ -59,7 +59,7 @@ from privrl.privacy.common import (
     sampler_fields,
     tight_scales,
 )
-from privrl.privacy.continual import resolve_mechanism, user_entry
+from privrl.privacy.continual import resolve_mechanism, resolve_release_choices, user_entry
 from privrl.privacy.plans import ReleasedFamily, ReleasePlan, UserStatistic
 
 __all__ = [
@@ -297,8 +297,7 @@ def calibrate_lsvi_ucb(
     H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
     p = check_probability(p, "p")
     calibration = check_calibration(calibration)
-    mechanism = resolve_mechanism(kind, calibration, pure, mechanism)
-    sampler = resolve_sampler(kind, mechanism, sampler)
+    mechanism, sampler = resolve_release_choices(kind, calibration, pure, mechanism, sampler, plan)
     if lam is not None:
         lam = check_invertible(check_positive_real(lam, "lam"), "lam", "its inverse 1 / lam")
     B = resolve_batches(batches, kind, pure, eps, H, K, d, calibration, dlt, p, mechanism)

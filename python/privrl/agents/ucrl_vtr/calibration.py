@@ -62,7 +62,7 @@ from privrl.privacy.common import (
     sampler_fields,
     tight_scales,
 )
-from privrl.privacy.continual import resolve_mechanism, user_entry
+from privrl.privacy.continual import resolve_mechanism, resolve_release_choices, user_entry
 from privrl.privacy.mechanisms import (
     advanced_composition_budget,
     simple_composition_budget,
@@ -284,8 +284,7 @@ def mixture_entry(
     C_w = check_positive_real(C_w, "C_w")
     p = check_probability(p, "p")
     calibration = check_calibration(calibration)
-    mechanism = resolve_mechanism(kind, calibration, pure, mechanism)
-    sampler = resolve_sampler(kind, mechanism, sampler)
+    mechanism, sampler = resolve_release_choices(kind, calibration, pure, mechanism, sampler, plan)
     if plan is None:
         plan = plan_of(kind, pure, H, K, d, mechanism, sampler)
     if calibration == "adaptive":  # the practical noise, the adaptive regret side
