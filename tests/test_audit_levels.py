@@ -440,6 +440,56 @@ def test_agent_audit_of_an_agent_that_publishes_nothing_about_user_1():
     assert res.epsilon_lower_bound == 0.0 and res.gdp_epsilon_lower_bound == 0.0 and not res.flagged
 
 
+def test_agent_audit_flags_a_raw_statistic_released_beside_noised_ones(monkeypatch):
+    """An agent whose billboards carry one statistic of the users without noise, beside its noised
+    releases, is not private at any epsilon; _direction dropped every output that never varies
+    (as the deterministic shift must be), so the raw one was dropped too and the audit of a JDP
+    LinUCB with the leak appended saw only the noised outputs: not flagged (bound below the claim).
+    Now a noiseless output whose fit runs differ between the sequences is the direction alone, and
+    the audit separates the sequences outright (infinite bound, flagged); without the leak the same
+    audit is still not flagged."""
+    import warnings
+
+    from privrl.agents import LinUCB
+    from privrl.audit import agent_audit
+    from privrl.envs.bandit import ContextualBandit
+    from privrl.envs.finite import Trajectory
+    from privrl.privacy import JointDP
+
+    x = np.array([0.6, 0.8])
+    env = ContextualBandit(np.stack([x, -x, [1.0, 0.0]]), [[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+
+    def user(a: int) -> Trajectory:
+        return Trajectory(np.array([0, 0]), np.array([a]), np.array([1.0]))
+
+    def make(s):
+        return LinUCB(env, JointDP(4.0, 1e-5), episodes=3, seed=s, schedule="every")
+
+    def audit():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return A.audit_agent(
+                make,
+                [user(0), user(1)],
+                [user(1), user(1)],
+                delta=1e-5,
+                claimed_epsilon=4.0,
+                n_trials=200,
+                n_fit=50,
+            )
+
+    clean = audit()
+    assert not clean.flagged and clean.gdp_epsilon_lower_bound < 4.0
+    honest = agent_audit.billboards
+
+    def leaky(agent, users):  # the users' actions, raw
+        return np.concatenate([honest(agent, users), [float(sum(int(u.actions[0]) for u in users))]])
+
+    monkeypatch.setattr(agent_audit, "billboards", leaky)
+    leak = audit()
+    assert leak.flagged and leak.gdp_epsilon_lower_bound > 4.0
+
+
 def test_every_audit_takes_its_fewest_runs_from_one_rule(monkeypatch):
     """audit_samples, audit_mechanism, the shipped audits (_counts) and audit_agent each wrote
     "n >= 4" out; now privrl.audit.mechanism_audit.MIN_RUNS (check_trials) is the one rule: raised

@@ -164,13 +164,20 @@ def _direction(fa: np.ndarray, fb: np.ndarray) -> np.ndarray:
     covariance, inverted on its eigenvalues above 1e-9 of the largest), when the fit runs number at
     least FULL_WHITENING_RUNS per varying output; otherwise each output whitened alone,
     (m_a - m_b) / var. Outputs that never vary (the deterministic shift, repeated symmetric
-    entries) carry no noise and are dropped. The releases of a continual mechanism share noise
-    (the tree's prefix at t + 1 reuses nodes of the prefix at t): whitening each output alone
-    ignores it (measured on audit_linucb_agent's pair: mu 0.56 against 0.72 with the covariance;
-    the pair's exact mu over its outputs is 0.74)."""
+    entries) carry no noise and are dropped, unless they differ between the sequences: then they
+    alone are the direction (a noiseless difference separates the sequences outright). The
+    releases of a continual mechanism share noise (the tree's prefix at t + 1 reuses nodes of the
+    prefix at t): whitening each output alone ignores it (measured on audit_linucb_agent's pair:
+    mu 0.56 against 0.72 with the covariance; the pair's exact mu over its outputs is 0.74)."""
     var = 0.5 * (fa.var(axis=0, ddof=1) + fb.var(axis=0, ddof=1))
     diff = fa.mean(axis=0) - fb.mean(axis=0)
     keep = var > 1e-12 * max(float(var.max()), 1e-300)
+    # an output without noise whose fit runs of the two sequences do not overlap tells them apart
+    # alone (a statistic released raw beside noised ones): the raw difference on those outputs;
+    # audit_samples judges it on fresh runs like any direction
+    apart = ~keep & ((fa.max(axis=0) < fb.min(axis=0)) | (fb.max(axis=0) < fa.min(axis=0)))
+    if apart.any():
+        return np.where(apart, diff, 0.0)
     if not keep.any():  # no noise anywhere: the raw difference (zero when nothing tells them apart)
         return diff
     if len(fa) + len(fb) - 2 < FULL_WHITENING_RUNS * int(keep.sum()):
