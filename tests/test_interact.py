@@ -506,6 +506,31 @@ def test_evaluate_takes_and_refuses_the_same_policy_tables_on_every_kind_of_envi
                 privrl.evaluate(pi.astype(dtype), env, episodes=2, seed=0)
 
 
+def test_a_whole_number_policy_entry_beyond_int64_is_named_as_given():
+    """A float 1e20 or a uint64 2^63 + 1 in a policy table was cast to int64 (a RuntimeWarning for
+    the float) and refused as "policy[h=0, s=0] = -9223372036854775808 is not an action": an index
+    nobody passed. It is refused with its own value, on a model, a gymnasium env and a bandit."""
+    import re
+    import warnings
+
+    from privrl.envs import ContextualBandit
+
+    mdp = RiverSwimMixture(S=4, H=5)
+    bandit = ContextualBandit(np.eye(3) * 0.5, np.array([[0.1, 0.9], [0.8, 0.2], [0.5, 0.4]]))
+    envs = ((mdp, (5, 4)), (as_gymnasium(mdp), (5, 4)), (bandit, (1, 3)))
+    for big, shown in ((1e20, "1e+20"), (-1e19, "-1e+19"), (np.uint64(2**63 + 1), "9223372036854775809")):
+        for env, shape in envs:
+            table = np.zeros(shape, dtype=np.asarray(big).dtype)
+            table[0, 1] = big
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # the cast's RuntimeWarning came first
+                with pytest.raises(ShapeError, match=rf"holds {re.escape(shown)} at \[0, 1\]"):
+                    privrl.evaluate(table, env, episodes=2, seed=0)
+    top = np.zeros((5, 4), dtype=np.uint64)
+    top[0, 0] = 1  # a uint64 table in range: the int policy's value, as before
+    assert privrl.evaluate(top, mdp).value == privrl.evaluate(top.astype(np.int64), mdp).value
+
+
 def test_equal_seeds_give_equal_runs_wherever_a_seed_is_taken():
     """numpy reads 3, SeedSequence(3) and [3] as one seed (default_rng gives one stream), but
     learn and evaluate reset a gymnasium env with 3 for the int and with an int generated from the

@@ -437,12 +437,16 @@ def integer_actions(table: np.ndarray, name: str = "policy") -> np.ndarray:
     fractional or non-finite float, complex, object, str) is refused with a ShapeError. The one
     rule of every policy a model, a bandit or ``privrl.evaluate`` on a gymnasium env takes; the
     shape is the caller's to check."""
-    if table.dtype.kind in "iu":
+    if table.dtype.kind == "i":
+        return table.astype(np.int64, copy=False)
+    if table.dtype.kind == "u":
+        _refuse_beyond_int64(table, name)  # a uint64 2^63 + 1 wrapped to the index -2^63 + 1
         return table.astype(np.int64, copy=False)
     if table.dtype.kind == "f":
         finite = np.isfinite(table)  # inf == round(inf): a non-finite entry would become -2^63
         whole = finite & (table == np.round(np.where(finite, table, 0.0)))
         if whole.all():
+            _refuse_beyond_int64(table, name)  # 1e20 cast to -2^63 (and a RuntimeWarning)
             return table.astype(np.int64)
         bad = tuple(int(i) for i in np.argwhere(~whole)[0])
         raise ShapeError(
@@ -450,6 +454,15 @@ def integer_actions(table: np.ndarray, name: str = "policy") -> np.ndarray:
             f"{float(table[bad])} at {list(bad)} (a float table must hold whole numbers)"
         )
     raise ShapeError(f"{name} must hold integer action indices, got dtype {table.dtype}")
+
+
+def _refuse_beyond_int64(table: np.ndarray, name: str) -> None:
+    """A whole number no int64 holds is no action index: refused with its own value (the cast
+    wrapped it, and the error named a negative index nobody passed)."""
+    beyond = (table >= 2**63) | (table < -(2**63))  # exact for uint64 and float64 alike
+    if beyond.any():
+        bad = tuple(int(i) for i in np.argwhere(beyond)[0])
+        raise ShapeError(f"{name} holds {table[bad]} at {list(bad)}: no action index is that large")
 
 
 def check_number(
