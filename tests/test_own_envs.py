@@ -273,6 +273,29 @@ def test_a_reward_rescale_that_is_not_a_function_of_numbers_is_named_before_any_
     np.testing.assert_array_equal(returns["float"], returns["0-d"])
 
 
+def test_a_state_map_that_is_not_callable_is_named_before_any_user():
+    """learn's and evaluate's state= was called on the first observation whatever it was: a str,
+    None or an int raised Python's bare "'str' object is not callable", naming no argument. It is
+    refused first, naming state; a callable map learns as before."""
+    import privrl
+    from privrl.agents import LSVIUCB
+    from privrl.envs import FeatureMap
+    from privrl.privacy import NonPrivate
+
+    env = Corridor(3, end_state=True)
+    agent = LSVIUCB(FeatureMap.one_hot(4, 2, 3), NonPrivate(), episodes=5, seed=0)
+    for bad in ("obs", None, 3):
+        with pytest.raises(TypeError, match=r"state must be a callable mapping an observation"):
+            privrl.learn(agent, env, seed=1, state=bad)
+        with pytest.raises(TypeError, match=r"state must be a callable mapping an observation"):
+            privrl.evaluate(np.zeros((3, 4), dtype=int), env, episodes=2, seed=0, state=bad)
+    assert agent.k == 0  # refused before any user
+    fresh = LSVIUCB(FeatureMap.one_hot(4, 2, 3), NonPrivate(), episodes=5, seed=0)
+    default = privrl.learn(fresh, env, seed=1).returns
+    mapped = LSVIUCB(FeatureMap.one_hot(4, 2, 3), NonPrivate(), episodes=5, seed=0)
+    np.testing.assert_array_equal(privrl.learn(mapped, env, seed=1, state=lambda o: int(o)).returns, default)
+
+
 def test_rewards_and_theta_that_disagree_are_shown_with_the_digits_that_differ():
     """LinearMDP given both R and theta that disagree by more than 1e-9 names both values with
     the digits that tell them apart (".6g" printed "R[...] = 0.5 but phi^T theta_h = 0.5")."""

@@ -39,6 +39,7 @@ from privrl.experiment.progress import bar
 from privrl.experiment.spaces import (
     absorbing_state,
     check_spaces,
+    check_state_map,
     checked_index,
     identity,
     observation_index_of,
@@ -220,6 +221,7 @@ def _monte_carlo(
     if H is not None or not callable(policy):  # a horizon episodes are padded to, as learn's H
         _warn_time_limit(env, horizon, "the policy's", stacklevel=4)
     act = _checked_actions(act, getattr(env, "action_space", None))
+    check_state_map(state)
     if state is int:  # the observation itself, checked as an index (int() truncated 3.7), or its
         # index in a Tuple / MultiDiscrete / MultiBinary / Discrete(start != 0) space, as learn takes it
         space = getattr(env, "observation_space", None)

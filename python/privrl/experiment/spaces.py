@@ -17,11 +17,20 @@ from privrl.envs.features import observation_index
 __all__ = [
     "absorbing_state",
     "check_spaces",
+    "check_state_map",
     "checked_index",
     "identity",
     "observation_index_of",
     "state_index",
 ]
+
+
+def check_state_map(state: Any) -> None:
+    """learn's and evaluate's ``state``: a callable observation -> state index (``int``, the
+    default, is one); anything else was called on the first observation, a bare "'str' object is
+    not callable" naming no argument."""
+    if not callable(state):
+        raise TypeError(f"state must be a callable mapping an observation to a state index, got {state!r}")
 
 
 def check_spaces(agent: Agent, env: Any, state: Callable[[Any], int]) -> Callable[[Any], int] | None:
@@ -30,6 +39,7 @@ def check_spaces(agent: Agent, env: Any, state: Callable[[Any], int]) -> Callabl
     that do not index the agent's S states. Returns the default ``state``'s index of a
     Tuple / MultiDiscrete / MultiBinary / Discrete(start != 0) observation
     (privrl.envs.features.observation_index), None where it is the observation itself."""
+    check_state_map(state)
     acts, obs = getattr(env, "action_space", None), getattr(env, "observation_space", None)
     n_act = getattr(acts, "n", None)
     if acts is not None and (n_act is None or np.ndim(n_act) != 0):  # Box, MultiDiscrete, ...
