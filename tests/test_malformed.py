@@ -743,3 +743,23 @@ def test_bad_seeds_are_named_at_every_edge():
     with pytest.raises(ValueError, match=r"^seed must be .* SeedSequence, got Generator"):
         UCRLVTR(mix, jdp, episodes=2, seed=np.random.default_rng(0))  # the agent spawns 3 streams
     RandomLinearMDP(5, 2, 3, 2, seed=np.random.default_rng(0))  # numpy takes a Generator there
+
+
+def test_evaluate_on_a_model_refuses_a_bad_seed_as_on_a_gymnasium_env():
+    """evaluate on a model (exact) or a bandit ignores seed, but took any: seed="7", -1, 1.5 or
+    True gave the value without a word, while the same call on a gymnasium env (and episodes=-1 on
+    the model) was refused. The seed is checked on every environment; a good one gives the value
+    as before, the same for every seed."""
+    from privrl import evaluate
+    from privrl.envs import ContextualBandit, RiverSwimMixture
+
+    mdp = RiverSwimMixture(S=4, H=5)
+    bandit = ContextualBandit(np.eye(3) * 0.5, np.array([[0.1, 0.9], [0.8, 0.2], [0.5, 0.4]]))
+    for env, pi in ((mdp, mdp.optimal_policy()), (bandit, np.array([[1, 0, 1]]))):
+        for bad in (-1, True, 1.5, "7", [3, -2], object()):
+            with pytest.raises(ValueError, match=r"^seed must be None, an integer >= 0"):
+                evaluate(pi, env, seed=bad)
+        values = {
+            evaluate(pi, env, seed=good).value for good in (None, 0, 2**70, [1, 2], np.random.default_rng(0))
+        }
+        assert len(values) == 1

@@ -178,7 +178,7 @@ def evaluate(
     if isinstance(policy, Agent):
         H = policy.H if H is None else H
         policy = policy.policy()
-    n = check_episodes(episodes)
+    n, _ = check_episodes(episodes), check_seed(seed)  # both checked, though a model ignores them
     if isinstance(env, (FiniteMDP, ContextualBandit)):
         if reward is not None:
             raise TypeError("reward= applies to gymnasium environments: a model carries its own rewards")
