@@ -595,3 +595,26 @@ def test_the_symmetry_check_is_numpys_in_one_rust_pass():
     assert np.isnan(_core.symmetry_gap(np.array([[1.0, np.nan], [0.0, 1.0]]))[0])
     with pytest.raises(ValueError, match="not square"):
         _core.symmetry_gap(np.zeros((2, 3)))
+
+
+def test_greedy_ties_must_be_a_name_not_an_array():
+    """greedy / optimistic_values compared ties == "lowest" before checking it was a str: an array
+    of names raised numpy's "truth value of an array ... is ambiguous" (a ValueError naming no
+    argument), and a 0-d array('lowest') was taken, which the agents' ties= refuses. Both are
+    refused naming ties; the names (and a numpy str_) break ties as before."""
+    from privrl.exceptions import PrivacyParameterError
+
+    q = np.array([[1.0, 1.0, 0.0], [0.0, 2.0, 2.0]])
+    phi, w, inv = np.eye(2)[[0, 0, 1, 1]], np.ones(2), np.eye(2)
+    for bad in (np.array(["random", "lowest"]), np.array("lowest"), ["lowest"]):
+        with pytest.raises(PrivacyParameterError, match="ties must be 'random' or 'lowest'"):
+            kn.greedy(q, ties=bad)
+        with pytest.raises(PrivacyParameterError, match="ties must be 'random' or 'lowest'"):
+            kn.optimistic_values(phi, w, inv, 0.0, 2, ties=bad)
+    for name in ("lowest", np.str_("lowest")):
+        v, a = kn.greedy(q, ties=name)
+        assert v.tolist() == [1.0, 2.0] and a.tolist() == [0, 1]
+    assert (
+        kn.greedy(q, ties="random", rng=3)[1].tolist()
+        == kn.greedy(q, ties=np.str_("random"), rng=3)[1].tolist()
+    )

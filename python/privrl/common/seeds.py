@@ -124,12 +124,14 @@ def seed_bytes(seed: Any) -> bytes:
     )
 
 
-def tie_seed(ties: str, rng: Any) -> int | None:
+def tie_seed(ties: Any, rng: Any) -> int | None:
     """The u64 seed the Rust argmax uses for random tie-breaking (None = lowest index)."""
+    # a str first: an array compared elementwise ("truth value of an array ... is ambiguous"), and
+    # a 0-d array('lowest') was taken where the agents' ties= refuses it
+    if not isinstance(ties, str) or ties not in ("random", "lowest"):
+        raise PrivacyParameterError(f"ties must be 'random' or 'lowest', got {ties!r}")
     if ties == "lowest":
         return None
-    if ties != "random":
-        raise PrivacyParameterError(f"ties must be 'random' or 'lowest', got {ties!r}")
     if rng is None:
         return int.from_bytes(os.urandom(8), "little") >> 1
     # the seed is 63 bits: a larger int was masked to one (rng=2**63 broke ties as rng=0), refused
