@@ -618,3 +618,33 @@ def test_greedy_ties_must_be_a_name_not_an_array():
         kn.greedy(q, ties="random", rng=3)[1].tolist()
         == kn.greedy(q, ties=np.str_("random"), rng=3)[1].tolist()
     )
+
+
+def test_kernel_true_false_options_refuse_what_is_neither():
+    """NoiseStream's symmetric= and the tree's keep_last_node= were read by truthiness: "no",
+    None, 1 or 0.5 chose the matrix lattice / messages or kept the node noise without a word,
+    where the envs' absorbing and the privacy models' allow_large_delta refuse them. Each is a
+    TypeError naming the option; True / False (and numpy bools) work as before."""
+    st = kn.NoiseStream("discrete_laplace", 1.0, seed=0)
+    x = np.eye(2)[None] * 0.3
+    calls = {
+        "symmetric": (
+            lambda v: st.lattice_unit(v, 2.0),
+            lambda v: st.round_to_grid(x, v, 2.0),
+            lambda v: st.privatize(x, v, 2.0),
+        ),
+        "keep_last_node": (
+            lambda v: kn.TreeAggregator(3, 4, keep_last_node=v),
+            lambda v: kn.make_prefix_mechanism("tree", 3, 4, keep_last_node=v),
+        ),
+    }
+    for name, fns in calls.items():
+        for fn in fns:
+            for bad in ("no", None, 1, 0.5):
+                with pytest.raises(TypeError, match=rf"^{name} must be True or False, got {bad!r}"):
+                    fn(bad)
+    assert st.lattice_unit(np.True_, 2.0) == st.lattice_unit(True, 2.0) == 2.0**-24 / 2
+    assert st.lattice_unit(False) == st.lattice_unit(np.False_) == 2.0**-24
+    tree = kn.TreeAggregator(3, 4, noise="gaussian", seed=0, keep_last_node=np.True_)
+    tree.push(np.zeros(3))
+    assert tree.last_node_noise().shape == (3,)  # kept, as with True

@@ -39,6 +39,7 @@ from privrl.kernels.continual import (
     MechanismProfile,
     PrefixMechanism,
     TreeAggregator,
+    check_flag,
     make_prefix_mechanism,
     mechanism_profile,
     parse_noise,
@@ -133,6 +134,7 @@ class NoiseStream:
 
     def lattice_unit(self, symmetric: bool = False, divisor: float = SQRT2) -> float | None:
         """The lattice the discrete samplers' values live on (None for continuous noise)."""
+        check_flag(symmetric, "symmetric")  # a truthy "no" chose the matrix lattice
         if not self.noise_kind.startswith("discrete"):
             return None
         grid = self.scale * 2.0**-self.grid_bits
@@ -175,7 +177,7 @@ class NoiseStream:
         With a discrete sampler the data is rounded to the lattice (:meth:`round_to_grid`) and the
         exact integer noise added before one scaling, so each message is a function of the
         integer release alone. Draws like :meth:`vectors` / :meth:`symmetric`."""
-        if symmetric:
+        if check_flag(symmetric, "symmetric"):
             a = as_f64(x, "x", 3, (None, None, None), finite=True)
             count, d = a.shape[0], a.shape[1]
             if a.shape[2] != d:

@@ -105,6 +105,14 @@ def parse_shape(shape: Any) -> tuple[tuple[int, ...], bool, int]:
     return (n,), False, n
 
 
+def check_flag(value: Any, name: str) -> bool:
+    """A True / False option (a numpy bool taken): a truthy "no", None or 1.5 is refused, as the
+    envs' absorbing / standardize and the privacy models' allow_large_delta refuse them."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def default_noise(kind: str | None = None) -> str:
     """The law of ``noise=None``: the exact "discrete_gaussian" (the agents' default sampler,
     DEFAULT_SAMPLER = "discrete") wherever it exists, NoiseStream (``kind`` None), the tree and
@@ -218,7 +226,7 @@ class PrefixMechanism:
             self.divisor,
             self.grid_bits,
             nbuf,
-            bool(keep_last_node),
+            check_flag(keep_last_node, "keep_last_node"),
         )
         # variance_factor(1) = 1 for every kind: step 1's variances are one node's
         worst = max(self._m.step_variance(1)) * self._m.max_variance_factor()
