@@ -1183,3 +1183,59 @@ def test_tabular_linear_mdp_refuses_one_hot_features_beyond_memory_before_numpy_
     P = np.broadcast_to(np.full(S, 1.0 / S), (1, S, A, S))
     with pytest.raises(ResourceError, match=r"tabular_linear_mdp keeps .*S A = 1000000 .*GiB"):
         tabular_linear_mdp(P, np.zeros((1, S, A)), np.full(S, 1.0 / S))
+
+
+def test_an_environment_name_is_a_str_or_none_on_every_constructor():
+    """name= is the label results and plots carry; every constructor kept whatever it was given
+    (name=object(), nan or ["a"] became the env's name, and privrl.run's RunResult.env), and the
+    named ones let a falsy name=0 or [] fall silently to their default. A non-str name is a
+    TypeError naming name; a str (or None, or "") labels the env as before."""
+    import gymnasium as gym
+
+    from privrl.envs import (
+        ContextualBandit,
+        FeatureMap,
+        FiniteMDP,
+        HardToLearn,
+        LinearMDP,
+        RandomLinearMDP,
+        RandomLinearMixtureMDP,
+        RiverSwim,
+        RiverSwimMixture,
+        SyntheticLinearMDP,
+        from_gymnasium,
+        tabular_linear_mdp,
+    )
+
+    def _quiet(make):  # SyntheticLinearMDP's Asm. 1 warning at every d (its own test pins it)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", AssumptionWarning)
+            return make()
+
+    swim = RiverSwimMixture(S=3, H=2)
+    X, y = np.eye(4), [0, 1, 0, 1]
+    makers = {
+        "FiniteMDP": lambda n: FiniteMDP(swim.P, swim.R, swim.init_dist, name=n),
+        "tabular_linear_mdp": lambda n: tabular_linear_mdp(swim.P, swim.R, swim.init_dist, name=n),
+        "LinearMDP": lambda n: LinearMDP(
+            np.eye(2)[:, None], np.full((1, 2, 2), 0.5), np.zeros((1, 2)), [1, 0], name=n
+        ),
+        "RiverSwim": lambda n: RiverSwim(S=3, H=2, name=n),
+        "RiverSwimMixture": lambda n: RiverSwimMixture(S=3, H=2, name=n),
+        "RandomLinearMDP": lambda n: RandomLinearMDP(4, 2, 2, 2, name=n),
+        "RandomLinearMixtureMDP": lambda n: RandomLinearMixtureMDP(S=3, A=2, d=2, H=2, name=n),
+        "SyntheticLinearMDP": lambda n: _quiet(lambda: SyntheticLinearMDP(H=2, n_actions=3, name=n)),
+        "HardToLearn": lambda n: HardToLearn(d=3, H=2, K=10, name=n),
+        "FeatureMap": lambda n: FeatureMap(np.eye(2)[:, None], 2, name=n),
+        "FeatureMap.one_hot": lambda n: FeatureMap.one_hot(2, 2, 2, name=n),
+        "ContextualBandit": lambda n: ContextualBandit(np.eye(2) * 0.5, np.eye(2), name=n),
+        "from_classification": lambda n: ContextualBandit.from_classification(X, y, name=n),
+        "from_gymnasium": lambda n: from_gymnasium(gym.make("FrozenLake-v1"), 3, name=n),
+    }
+    for what, make in makers.items():
+        for bad in (object(), float("nan"), 0, ["a"], b"x"):
+            with pytest.raises(TypeError, match=r"^name must be a str \(a label for results\) or None"):
+                make(bad)
+                pytest.fail(f"{what} took name={bad!r}")
+        assert make("mine").name == "mine"
+        assert isinstance(make(None).name, str) and make(None).name  # each its own default

@@ -25,7 +25,7 @@ from privrl.common.errors import (
     NonFiniteError,
     ShapeError,
 )
-from privrl.envs.finite import ReadOnlyCopies, digest, outside_unit_interval
+from privrl.envs.finite import ReadOnlyCopies, digest, env_name, outside_unit_interval
 
 __all__ = ["ContextualBandit"]
 
@@ -86,7 +86,7 @@ class ContextualBandit(ReadOnlyCopies):
         self.S, self.p = x.shape
         self.A = m.shape[1]
         self.d = self.A * self.p
-        self.name = name or f"ContextualBandit(n={self.S}, p={self.p}, A={self.A})"
+        self.name = env_name(name) or f"ContextualBandit(n={self.S}, p={self.p}, A={self.A})"
         self.labels: np.ndarray | None = None  # classification only: each row's arm
         self.classes: np.ndarray | None = None  # classification only: arm a is class classes[a]
         self._featurizer: _Featurizer | None = None

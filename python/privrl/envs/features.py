@@ -13,7 +13,7 @@ import numpy as np
 from privrl.common.checks import check_pos_int, integer_value, is_integer
 from privrl.common.errors import PrivacyParameterError, ShapeError
 from privrl.common.memory import refuse_over_memory
-from privrl.envs.finite import ReadOnlyCopies, _as_array, _check_finite, _freeze, digest
+from privrl.envs.finite import ReadOnlyCopies, _as_array, _check_finite, _freeze, digest, env_name
 from privrl.envs.linear import check_phi_norms
 
 __all__ = ["FeatureMap", "observation_index"]
@@ -59,7 +59,7 @@ class FeatureMap(ReadOnlyCopies):
         self.S, self.A, self.d, self.H = int(S), int(A), int(d), int(H)
         self.features = _freeze(phi)
         self.features_flat = _freeze(phi.reshape(S * A, d).copy())
-        self.name = name if name is not None else "FeatureMap"
+        self.name = name if env_name(name) is not None else "FeatureMap"
         if absorbing is not None:
             if not is_integer(absorbing):
                 raise ShapeError(f"absorbing must be a state index (an integer) or None, got {absorbing!r}")

@@ -107,6 +107,15 @@ def _check_rng(rng: Any) -> np.random.Generator:
 MAX_DENSE_ENTRIES = 1 << 28
 
 
+def env_name(name: Any) -> Any:
+    """An environment's ``name=`` (a label for results), returned as given: a str or None (each
+    constructor keeps its own default). A number, a list or an object was kept as the label, and
+    name=0 or [] fell silently to the default."""
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"name must be a str (a label for results) or None, got {name!r}")
+    return name
+
+
 def env_int(env: str, key: str, value: Any, low: int = 1, what: str | None = None) -> int:
     """An environment's size argument by check_int's rule: an integer (not 20.0, nan, True or
     "6") in [low, 2^63 - 1], else AssumptionError naming the environment (one rule for every
@@ -276,7 +285,8 @@ class FiniteMDP(ReadOnlyCopies):
         self.P: np.ndarray = _freeze(P)
         self.R: np.ndarray = _freeze(R)
         self.init_dist: np.ndarray = _freeze(init_dist)
-        self.name: str = name if name is not None else type(self).__name__
+        label = env_name(name)
+        self.name: str = label if label is not None else type(self).__name__
         # Sampling tables: cumulative rows, last positive entry forced to 1.
         self._cdf = _freeze(_cdf(self.P))
         self._init_cdf = _freeze(_cdf(self.init_dist))

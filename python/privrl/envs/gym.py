@@ -21,6 +21,7 @@ from privrl.common.errors import (
 )
 from privrl.common.kinds import real_value
 from privrl.envs.finite import FiniteMDP, _as_array, check_dense_size, outside_unit_interval
+from privrl.envs.finite import env_name as check_env_name
 from privrl.envs.linear import LinearMDP, tabular_linear_mdp
 
 __all__ = ["from_gymnasium", "frozen_lake", "as_gymnasium"]
@@ -301,7 +302,7 @@ def _from_env(
         np.broadcast_to(P, (H, S, A, S)),
         np.broadcast_to(R, (H, S, A)),
         init_dist,
-        name=name or f"{env_name}(H={H})",
+        name=check_env_name(name) or f"{env_name}(H={H})",
     )
     _check_absorbing(terminal & ~own, live, mdp.init_dist > 0.0, table)
     limit = time_limit(env)

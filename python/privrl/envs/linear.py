@@ -22,6 +22,7 @@ from privrl.envs.finite import (
     _freeze,
     check_dense_size,
     env_int,
+    env_name,
 )
 from privrl.envs.mixture import _binary_vertices
 
@@ -322,7 +323,7 @@ class RiverSwim(LinearMDP):
         features, mu, theta = _one_hot_parts(np.ascontiguousarray(P), np.ascontiguousarray(R))
         init = np.zeros(S)
         init[0] = 1.0
-        super().__init__(features, mu, theta, init, name=name or f"RiverSwim(S={S}, H={H})")
+        super().__init__(features, mu, theta, init, name=env_name(name) or f"RiverSwim(S={S}, H={H})")
 
 
 # --------------------------------------------------------------------------------------------
@@ -350,7 +351,7 @@ class RandomLinearMDP(LinearMDP):
             mu,
             theta,
             np.full(S, 1.0 / S),
-            name=name or f"RandomLinearMDP(S={S}, A={A}, d={d}, H={H}, seed={seed})",
+            name=env_name(name) or f"RandomLinearMDP(S={S}, A={A}, d={d}, H={H}, seed={seed})",
         )
 
 
@@ -418,5 +419,5 @@ class SyntheticLinearMDP(LinearMDP):
             mu,
             theta,
             np.array([0.5, 0.5]),
-            name=name or f"SyntheticLinearMDP(H={H}, n_actions={A}, seed={seed})",
+            name=env_name(name) or f"SyntheticLinearMDP(H={H}, n_actions={A}, seed={seed})",
         )

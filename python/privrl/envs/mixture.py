@@ -22,6 +22,7 @@ from privrl.envs.finite import (
     _freeze,
     check_dense_size,
     env_int,
+    env_name,
 )
 
 __all__ = ["LinearMixtureMDP", "HardToLearn", "RandomLinearMixtureMDP", "RiverSwimMixture"]
@@ -271,9 +272,8 @@ class HardToLearn(LinearMixtureMDP):
         self.delta, self.Delta, self.alpha, self.beta = delta, float(Delta), alpha, beta
         self.action_vectors = _freeze(avec)
         self.mu = _freeze(mu)
-        super().__init__(
-            feats, w, R, init, C_w=None, name=name or f"HardToLearn(d={d}, H={H}, K={K}, seed={seed})"
-        )
+        label = env_name(name) or f"HardToLearn(d={d}, H={H}, K={K}, seed={seed})"
+        super().__init__(feats, w, R, init, C_w=None, name=label)
 
 
 class RandomLinearMixtureMDP(LinearMixtureMDP):
@@ -316,7 +316,7 @@ class RandomLinearMixtureMDP(LinearMixtureMDP):
             R,
             np.full(S, 1.0 / S),
             C_w=float(np.sqrt(d)),
-            name=name or f"RandomLinearMixtureMDP(S={S}, A={A}, d={d}, H={H}, seed={seed})",
+            name=env_name(name) or f"RandomLinearMixtureMDP(S={S}, A={A}, d={d}, H={H}, seed={seed})",
         )
 
 
@@ -361,5 +361,5 @@ class RiverSwimMixture(LinearMixtureMDP):
             R,
             init,
             C_w=float(np.sqrt(3.0) * np.linalg.norm(self.W)),
-            name=name or f"RiverSwimMixture(S={S}, H={H})",
+            name=env_name(name) or f"RiverSwimMixture(S={S}, H={H})",
         )
