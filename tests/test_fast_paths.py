@@ -14,7 +14,7 @@ from privrl import kernels as kn
 from privrl.agents import LSVIUCB, UCRLVTR, LinUCB
 from privrl.common.checks import check_symmetric, check_symmetric_stack
 from privrl.envs import ContextualBandit, FeatureMap, RiverSwimMixture
-from privrl.exceptions import AssumptionError, ShapeError
+from privrl.exceptions import AssumptionError, PrivrlError, ShapeError
 from privrl.privacy import NonPrivate
 
 
@@ -201,3 +201,37 @@ def test_one_integer_rule_refuses_a_duration_at_every_public_edge():
         assert not lake.action_space.contains(bad)
         with pytest.raises(ShapeError, match="action must be an integer"):
             lake.step(bad)
+
+
+def test_act_and_update_take_a_0d_integer_array_as_learn_does():
+    """learn takes np.array(2) from state(obs), evaluate from a callable policy and the gymnasium
+    adapter as an action (privrl.common.kinds.integer_value), but agent.act refused it ("state
+    must be an integer in [0, 4), got array(2)"), as LinUCB's act and update did for a context
+    index, an arm and a reward np.array(0.5). Each is read as the number it holds, with the same
+    arm / action and the same billboard as the Python int; a 0-d float or bool array, or a 1-d
+    one, is refused as before."""
+    mdp = RiverSwimMixture(S=4, H=3)
+    fmap = FeatureMap.one_hot(4, mdp.A, H=3)
+    for agent in (UCRLVTR(mdp, NonPrivate(), episodes=5, seed=0), LSVIUCB(fmap, NonPrivate(), episodes=5)):
+        pi = agent.policy()
+        for s, h in ((2, 1), (3, 2), (0, 0)):
+            assert agent.act(np.array(s), np.array(h, dtype=np.uint8)) == agent.act(s, h) == pi[h, s]
+        for bad in ((np.array(2.0), 0), (np.array(True), 0), (np.array([2]), 0), (0, np.array(1.0))):
+            with pytest.raises(ShapeError, match="must be an integer in"):
+                agent.act(*bad)
+    env = ContextualBandit(np.eye(3) * 0.5, np.array([[0.2, 0.8], [0.9, 0.1], [0.5, 0.6]]))
+    plain, arrays = (LinUCB(env, NonPrivate(), episodes=5, seed=0) for _ in range(2))
+    for s, arm, r in ((0, 1, 0.8), (2, 0, 0.5), (1, 0, 1)):
+        assert arrays.act(np.array(s), np.array(0)) == plain.act(s, 0)
+        plain.update(s, arm, r)
+        arrays.update(np.array(s), np.array(arm), np.array(r))
+    one, other = plain.release(), arrays.release()
+    for part in ("design", "inverse", "weights", "users"):
+        np.testing.assert_array_equal(getattr(one, part), getattr(other, part))
+    assert arrays.k == 3
+    with pytest.raises(ShapeError, match="arm must be an integer"):
+        arrays.update(0, np.array(1.0), 0.5)
+    with pytest.raises(ShapeError, match="one step"):
+        arrays.act(0, np.array(0.0))
+    with pytest.raises(PrivrlError, match="reward must be a real number"):
+        arrays.update(0, 1, np.array("0.5"))

@@ -32,7 +32,7 @@ from privrl.common.checks import (
     check_positive_real,
     check_real,
     check_seed,
-    is_index,
+    integer_value,
     numeric_array,
     seed_bytes,
 )
@@ -371,10 +371,12 @@ class Agent(abc.ABC):
         a = _core.agent_act(self._core, state, h)
         if a is not None:
             return a
-        for name, v, hi in (("state", state, self.S), ("h", h, self.H)):
-            if not is_index(v) or not 0 <= int(v) < hi:
+        # a 0-d integer array (np.array(2)) too: learn takes it from state(obs), as gymnasium does
+        s, t = integer_value(state), integer_value(h)
+        for name, v, i, hi in (("state", state, s, self.S), ("h", h, t, self.H)):
+            if i is None or not 0 <= i < hi:
                 raise ShapeError(f"{name} must be an integer in [0, {hi}), got {v!r}")
-        return int(self._core.policy()[int(h), int(state)])
+        return int(self._core.policy()[t, s])
 
     def observe(self, trajectory: Trajectory) -> None:
         """Feed the arriving user's trajectory through the privacy model to the server (checked

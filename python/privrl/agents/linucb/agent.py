@@ -18,7 +18,7 @@ from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_re
 from privrl.agents.common.specs import LinUcbSpec, NoiseSpec, bounds_spec, noise_spec
 from privrl.agents.linucb import calibration as privacy_of
 from privrl.agents.linucb.calibration import LinUCBCalibration
-from privrl.common.checks import check_choice, check_invertible, check_real, is_index, numeric_array
+from privrl.common.checks import check_choice, check_invertible, check_real, integer_value, numeric_array
 from privrl.common.errors import NonFiniteError, ScheduleWarning, ShapeError
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.bandit import ContextualBandit
@@ -215,11 +215,12 @@ class LinUCB(Agent):
         a = self._core.act(state, h)  # ints and numpy integers in range, h 0 (None: checked below)
         if a is not None:
             return a
-        if not is_index(state) or not 0 <= int(state) < self.S:
+        s = integer_value(state)  # a 0-d integer array too, as learn and gymnasium take it
+        if s is None or not 0 <= s < self.S:
             raise ShapeError(f"state must be a context index in [0, {self.S}), got {state!r}")
-        if not is_index(h) or h != 0:  # 0.0, an array
+        if integer_value(h) != 0:  # 0.0, an array of another shape or dtype
             raise ShapeError(f"a bandit has one step (h = 0), got h = {h!r}")
-        return int(self._core.action(int(state), peek=True))
+        return int(self._core.action(s, peek=True))
 
     def observe(self, trajectory: Trajectory) -> None:
         """The user's (context, arm, reward) as a one-step Trajectory (states (2,), actions (1,),
@@ -238,17 +239,21 @@ class LinUCB(Agent):
         played ``arm`` and got ``reward``; the context and reward go through the sensitivity
         guard (``||x|| <= 1``, ``r`` in [0, 1]: clipped and counted, or refused)."""
         self._check_budget()
-        if not is_index(arm) or not 0 <= int(arm) < self.A:
+        a = integer_value(arm)  # a 0-d integer array too (an action gymnasium's Discrete holds)
+        if a is None or not 0 <= a < self.A:
             raise ShapeError(f"arm must be an integer in [0, {self.A}), got {arm!r}")
+        if isinstance(reward, np.ndarray) and reward.ndim == 0:  # np.array(0.5), as learn's reward=
+            reward = reward[()]
         reward = check_real(reward, "reward")  # a string or None was a raw TypeError
         if not math.isfinite(reward):
             raise NonFiniteError("reward must be finite")
-        if is_index(context):
-            if not 0 <= int(context) < self.S:
+        c = integer_value(context)  # an index (a 0-d integer array too); else a context vector
+        if c is not None:
+            if not 0 <= c < self.S:
                 raise ShapeError(f"context must be an index in [0, {self.S}) or a vector, got {context!r}")
-            self._core.observe(int(context), int(arm), float(reward), user=True)
+            self._core.observe(c, a, float(reward), user=True)
         else:
-            self._core.observe_x(self._context_vector(context), int(arm), float(reward), user=True)
+            self._core.observe_x(self._context_vector(context), a, float(reward), user=True)
         self._sync_guards()
 
     def _context_vector(self, x: Any) -> np.ndarray:
