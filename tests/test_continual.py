@@ -526,3 +526,22 @@ def test_a_mechanism_whose_noise_variance_overflows_is_refused(kind):
     m.push(np.eye(2))
     off, diag = m.release_variance()
     assert off == pytest.approx(m.variance_factor(1) * 2 * 1e300 / 2) and diag == pytest.approx(2 * off)
+
+
+@pytest.mark.parametrize("kind", kn.MECHANISMS)
+def test_a_leaf_of_the_wrong_shape_is_named_by_the_shape_given(kind):
+    """A scalar or 0-d leaf for a vector mechanism of n = 3 was refused as "leaf must have shape
+    (3,), got (1,)": the shape numeric_array made of it, not one the user passed. The message
+    names the shape given, () here, on push and push_release; a scalar leaf where n = 1 is taken
+    as before."""
+    m = kn.make_prefix_mechanism(kind, 3, 4, noise="gaussian", seed=0)
+    for leaf in (np.array(1.0), 2.0):
+        for push in (m.push, m.push_release):
+            with pytest.raises(ShapeError, match=r"^leaf must have shape \(3,\), got \(\)$"):
+                push(leaf)
+    with pytest.raises(ShapeError, match=r"got \(3, 1\)$"):
+        m.push(np.ones((3, 1)))
+    one = kn.make_prefix_mechanism(kind, 1, 4, noise="gaussian", seed=0)
+    one.push(np.array(2.0))
+    one.push(3.0)
+    assert one.exact_sum().tolist() == [5.0] and m.steps == 0

@@ -244,8 +244,8 @@ class PrefixMechanism:
 
     def _leaf(self, leaf: Any) -> np.ndarray:
         a = numeric_array(leaf, "leaf")
-        if a.shape != self.shape:
-            raise ShapeError(f"leaf must have shape {self.shape}, got {a.shape}")
+        if a.shape != self.shape:  # the shape given: numeric_array makes a 0-d leaf (1,)
+            raise ShapeError(f"leaf must have shape {self.shape}, got {np.shape(leaf)}")
         return check_symmetric(a, "leaf")
 
     def push_zero(self) -> None:
