@@ -1078,6 +1078,62 @@ def test_from_gymnasium_refuses_a_table_outside_its_spaces_and_frozen_lake_a_bad
             frozen_lake(H=H)
 
 
+def test_from_gymnasium_names_a_malformed_transition_of_the_table():
+    """A transition that is not (probability, next_state, reward, terminated) numbers: a short
+    tuple or a bare number was Python's "not enough values to unpack" / "cannot unpack
+    non-iterable float object", a str reward "could not convert string to float", a NaN
+    probability or reward "mu / theta contains a non-finite value" (arrays the user never
+    passed), and a terminated "no" (truthy) ended the episode. Each names the table entry; a
+    well-formed table (and FrozenLake, CliffWalking, Taxi) builds the same model as before."""
+    gym = pytest.importorskip("gymnasium")
+    from privrl.envs import from_gymnasium
+    from privrl.exceptions import AssumptionError, NonFiniteError
+
+    class Table:
+        P = None
+        initial_state_distrib = np.eye(2)[0]
+
+        class observation_space:
+            n = 2
+
+        class action_space:
+            n = 1
+
+    class Env:
+        unwrapped = Table()
+
+    back = {0: [(1.0, 1, 0.5, False)]}
+    for transitions, error, match in [
+        ([(1.0, 1, 0.5)], ShapeError, r"lists \(1\.0, 1, 0\.5\): each transition is a \(probability"),
+        (
+            (1.0, 1, 0.5, False),
+            ShapeError,
+            r"lists 1\.0: each transition is a",
+        ),  # a tuple, not a list of them
+        ([(np.nan, 1, 0.5, False)], AssumptionError, "lists probability nan: not a finite number"),
+        ([(True, 1, 0.5, False)], AssumptionError, "lists probability True: not a finite number"),
+        ([(1.0, 1, np.nan, False)], AssumptionError, "lists reward nan: not a finite number"),
+        ([(1.0, 1, "0.5", False)], AssumptionError, "lists reward '0.5': not a finite number"),
+        ([(1.0, 1, 0.5, "no")], AssumptionError, "lists terminated 'no': not True or False"),
+    ]:
+        Table.P = {0: {0: transitions}, 1: back}
+        with pytest.raises(error, match=rf"^the gymnasium env's transition table P\[0\]\[0\] {match}"):
+            from_gymnasium(Env(), 2)
+    Table.P = {0: {0: [(1.0, 1, 0.5, False)]}, 1: back}
+    with pytest.raises(NonFiniteError, match=r"P\[0\]\[0\] pays 0\.5, rescaled to nan"):
+        from_gymnasium(Env(), 2, reward=lambda r: r if r == 0.0 else float("nan"))
+    Table.P = {0: {0: [(np.float32(1.0), np.int64(1), np.array(0.5), np.True_)]}, 1: {0: [(1, 1, 0, 1)]}}
+    model = from_gymnasium(Env(), 2)  # numpy numbers, a 0-d reward and 0 / 1 flags, as before
+    assert model.P[0, 0, 0].tolist() == [0.0, 1.0] and model.R[0, 0, 0] == 0.5
+    for env_id, rescale in (
+        ("FrozenLake-v1", None),
+        ("CliffWalking-v1", lambda r: (r + 100) / 100),
+        ("Taxi-v4", lambda r: (r + 10) / 30),
+    ):
+        model = from_gymnasium(gym.make(env_id), 3, reward=rescale)
+        assert np.isfinite(model.P).all() and model.H == 3
+
+
 def test_bandit_regret_refuses_contexts_and_arms_of_other_lengths():
     """Fuzzing: regret([0, 1, 2], [0, 1]) was numpy's IndexError ("shape mismatch")."""
     from privrl.envs import ContextualBandit

@@ -5,6 +5,7 @@ gymnasium Env. Sec. 2 (a tabular MDP is a linear MDP with one-hot features, Asm.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +18,7 @@ from privrl.common.errors import (
     AssumptionWarning,
     CapacityError,
     IndexRangeError,
+    NonFiniteError,
     ShapeError,
 )
 from privrl.common.kinds import real_value
@@ -335,10 +337,15 @@ def _table_arrays(
         s = _table_index(s_key, S, "state", "P")
         for a_key, transitions in acts.items():
             a = _table_index(a_key, A, "action", f"P[{s}]")
-            for prob, ns_key, rew, term in transitions:
+            for entry in transitions:
+                prob, ns_key, rew, term = _transition(entry, f"P[{s}][{a}]")
                 # next state -1 read P's last state, 5 of 2 states was numpy's IndexError
                 ns = _table_index(ns_key, S, "next state", f"P[{s}][{a}]")
-                r = float(scale(float(rew)))
+                r = float(scale(rew))
+                if not math.isfinite(r):  # a NaN passed the [0, 1] test and surfaced as "theta"
+                    raise NonFiniteError(
+                        f"the gymnasium env's transition table P[{s}][{a}] pays {rew!r}, rescaled to {r!r}"
+                    )
                 if float(prob) > 0.0 and outside_unit_interval(np.array([r])) is not None:
                     # privrl.learn's guard would clip it: the model's expected reward would not be
                     # the one the agent is paid on the environment
@@ -407,6 +414,32 @@ def _check_absorbing(terminal: np.ndarray, live: np.ndarray, start: np.ndarray, 
         "(paying reward(0.0)), which would replace this state's own actions and rewards; list a "
         "separate terminal state as the next state of the transitions that end the episode"
     )
+
+
+def _transition(entry: Any, where: str) -> tuple[float, Any, float, bool]:
+    """One (prob, next_state, reward, terminated) of a transition table, checked: a short tuple or
+    a bare number was Python's "not enough values to unpack", a str reward numpy's "could not
+    convert string to float", a NaN probability or reward surfaced as "mu" / "theta", and a
+    terminated "no" (truthy) ended the episode."""
+    if not isinstance(entry, (tuple, list)) or len(entry) != 4:
+        raise ShapeError(
+            f"the gymnasium env's transition table {where} lists {entry!r}: each transition is a "
+            "(probability, next_state, reward, terminated) tuple"
+        )
+    prob, ns, rew, term = entry
+    values = []
+    for name, v in (("probability", prob), ("reward", rew)):
+        x = real_value(v)
+        if x is None or not math.isfinite(x):
+            raise AssumptionError(
+                f"the gymnasium env's transition table {where} lists {name} {v!r}: not a finite number"
+            )
+        values.append(x)
+    if not isinstance(term, (bool, np.bool_)) and not (is_integer(term) and int(term) in (0, 1)):
+        raise AssumptionError(
+            f"the gymnasium env's transition table {where} lists terminated {term!r}: not True or False"
+        )
+    return values[0], ns, values[1], bool(term)
 
 
 def _table_index(value: Any, n: int, what: str, where: str) -> int:
