@@ -545,3 +545,33 @@ def test_a_leaf_of_the_wrong_shape_is_named_by_the_shape_given(kind):
     one.push(np.array(2.0))
     one.push(3.0)
     assert one.exact_sum().tolist() == [5.0] and m.steps == 0
+
+
+@pytest.mark.parametrize("kind", kn.MECHANISMS)
+def test_make_prefix_mechanism_names_an_option_of_another_kind(kind):
+    """make_prefix_mechanism handed its options to TreeAggregator or PrefixMechanism as they came:
+    buffers= on the tree (even buffers=None, which PrefixMechanism takes on every kind) was
+    "TreeAggregator.__init__() got an unexpected keyword argument 'buffers'", keep_last_node= on
+    the others "PrefixMechanism.__init__() got an unexpected keyword argument", a typo the same:
+    classes the caller never named. The options are named as make_prefix_mechanism's; None /
+    False (the defaults) are taken on every kind, and the mechanisms built are unchanged."""
+    make = lambda **o: kn.make_prefix_mechanism(kind, 3, 4, noise="gaussian", seed=0, **o)  # noqa: E731
+    with pytest.raises(
+        TypeError, match=r"^make_prefix_mechanism\(\) has no option 'bufers': its options are"
+    ):
+        make(bufers=4)
+    if kind != "blt":
+        with pytest.raises(
+            PrivacyParameterError, match=rf"^buffers only applies to kind 'blt', not '{kind}'"
+        ):
+            make(buffers=4)
+    if kind != "tree":
+        with pytest.raises(
+            PrivacyParameterError, match=rf"^keep_last_node only applies to kind 'tree', not '{kind}'"
+        ):
+            make(keep_last_node=True)
+    plain, defaults = make(), make(buffers=None, keep_last_node=False)
+    assert type(plain) is type(defaults)
+    for m in (plain, defaults):
+        m.push(np.ones(3))
+    np.testing.assert_array_equal(plain.release(), defaults.release())

@@ -479,10 +479,22 @@ def make_prefix_mechanism(
     (options: buffers for "blt", grid_bits). ``noise=None``: "discrete_gaussian" on the tree and
     BLT, "gaussian" on the others (:func:`default_noise`)."""
     check_choice(kind, MECHANISMS, "mechanism kind")
+    # named here: an option of another kind was "TreeAggregator.__init__() got an unexpected
+    # keyword argument 'buffers'" (even buffers=None, which PrefixMechanism takes on every kind)
+    for key in options:
+        if key not in ("grid_bits", "buffers", "keep_last_node"):
+            raise TypeError(
+                f"make_prefix_mechanism() has no option {key!r}: its options are grid_bits, buffers "
+                "(kind 'blt') and keep_last_node (kind 'tree')"
+            )
     if kind == "tree":
+        if options.pop("buffers", None) is not None:
+            raise PrivacyParameterError("buffers only applies to kind 'blt', not 'tree'")
         return TreeAggregator(
             shape, capacity, noise=noise, scale=scale, seed=seed, divisor=divisor, **options
         )
+    if "keep_last_node" in options and check_flag(options.pop("keep_last_node"), "keep_last_node"):
+        raise PrivacyParameterError(f"keep_last_node only applies to kind 'tree', not {kind!r}")
     return PrefixMechanism(
         kind, shape, capacity, noise=noise, scale=scale, seed=seed, divisor=divisor, **options
     )
