@@ -28,6 +28,8 @@
 //! `x^T w~_a + beta * s_a(x) * z_a` (Thompson sampling: the law of `x^T w_a` for `w_a ~
 //! N(w~_a, beta^2 Sigma_a)`, post-processing of the billboard).
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use super::bounds::NoiseBounds;
@@ -36,6 +38,7 @@ use crate::errors::{CoreError, CoreResult};
 use crate::kernels::rank_one::{spd_inverse, ShermanMorrison};
 use crate::noise::NoiseStream;
 
+pub mod policy;
 pub mod user;
 
 /// The server's per-arm sums under each privacy model.
@@ -92,7 +95,8 @@ pub struct LinUcb {
     pub arms: usize,
     pub p: usize,
     pub n: usize,
-    contexts: Vec<f64>,
+    /// The table (shared with the clients; serialized as the plain vector).
+    contexts: Arc<Vec<f64>>,
     guard: Guard,
     lam: f64,
     beta: f64,
@@ -173,7 +177,7 @@ impl LinUcb {
             arms,
             p,
             n,
-            contexts: table,
+            contexts: Arc::new(table),
             guard,
             lam,
             beta,
@@ -264,18 +268,27 @@ impl LinUcb {
 
     /// Per-arm (mean, width) of the context vector `x` (length p, `||x|| <= 1`).
     pub fn scores_x(&mut self, x: &[f64], out: &mut [f64]) {
-        let (p, pp) = (self.p, self.p * self.p);
-        self.work.resize(p, 0.0);
-        for a in 0..self.arms {
-            let inv = &self.inverse[a * pp..(a + 1) * pp];
-            let g = &mut self.work;
-            inverse_times(inv, x, g);
-            let v1: f64 = g.iter().zip(x).map(|(a, b)| a * b).sum();
-            let v2: f64 = g.iter().map(|v| v * v).sum();
-            let w = &self.weights[a * p..(a + 1) * p];
-            out[2 * a] = w.iter().zip(x).map(|(a, b)| a * b).sum();
-            out[2 * a + 1] = (self.sigma_r * self.sigma_r * v1.max(0.0) + self.gamma2 * v2).sqrt();
-        }
+        let (scorer, work, _) = self.user();
+        scorer.scores(x, out, work);
+    }
+
+    /// What the arriving user reads: the billboard's [`policy::Scorer`], the scratch it uses and
+    /// the agent's (exploration, tie) streams the user's draws come from.
+    fn user(&mut self) -> (policy::Scorer<'_>, &mut Vec<f64>, policy::Draws<'_>) {
+        let scorer = policy::Scorer {
+            arms: self.arms,
+            p: self.p,
+            inverse: &self.inverse,
+            weights: &self.weights,
+            sigma_r: self.sigma_r,
+            gamma2: self.gamma2,
+            beta: self.beta,
+        };
+        (
+            scorer,
+            &mut self.work,
+            (&mut self.exploration, &mut self.ties),
+        )
     }
 
     /// `f` with the exploration and tie streams left as they were: a look at the arriving
@@ -310,40 +323,11 @@ impl LinUcb {
         self.choose(&xs)
     }
 
-    /// The argmax of the indices of a context inside the bound.
+    /// The argmax of the indices of a context inside the bound ([`policy::Scorer::choose`], the
+    /// user's draws from the agent's exploration and tie streams).
     fn choose(&mut self, xs: &[f64]) -> usize {
-        let mut sc = vec![0.0; 2 * self.arms];
-        self.scores_x(xs, &mut sc);
-        let mut best = f64::NEG_INFINITY;
-        let mut ties = 0usize;
-        let mut idx = vec![0.0; self.arms];
-        for a in 0..self.arms {
-            let z = match &mut self.exploration {
-                None => 1.0,
-                Some(st) => {
-                    let mut z = [0.0];
-                    st.normals(&mut z);
-                    z[0]
-                }
-            };
-            idx[a] = sc[2 * a] + self.beta * sc[2 * a + 1] * z;
-            if idx[a] > best {
-                best = idx[a];
-                ties = 1;
-            } else if idx[a] == best {
-                ties += 1;
-            }
-        }
-        let pick = match &mut self.ties.0 {
-            Some(st) if ties > 1 => st.below(ties),
-            _ => 0,
-        };
-        idx.iter()
-            .enumerate()
-            .filter(|(_, &v)| v == best)
-            .nth(pick)
-            .map(|(a, _)| a)
-            .unwrap_or(0)
+        let (scorer, work, draws) = self.user();
+        scorer.choose_drawing(xs, work, draws)
     }
 
     /// A user reported through the API (`LinUCB.update`, after a `peek`): its draws are taken

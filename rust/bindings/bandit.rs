@@ -450,10 +450,11 @@ impl PyLinUcbClient {
         ))
     }
 
-    /// The arm of every context (1, n) on the billboard the client was made on.
+    /// The arm of every context (1, n) on the billboard the client was made on (computed here,
+    /// on the device, from the client's copy of it).
     fn policy<'py>(slf: &Bound<'_, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<i64>>> {
         let this = state(slf)?;
-        let v: Vec<i64> = this.inner.pi.iter().map(|&a| a as i64).collect();
+        let v: Vec<i64> = this.inner.policy().iter().map(|&a| a as i64).collect();
         v.into_pyarray(py).reshape([1, this.inner.n])
     }
 

@@ -4,8 +4,11 @@
 //! [`LinUcbClient`] (a user's device, its own streams) both run; and the server's
 //! [`LinUcb::receive`] of such a message.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
+use super::policy::Board;
 use super::{BanditServer, LinUcb};
 use crate::agents::Guard;
 use crate::errors::{check_len, CoreError, CoreResult};
@@ -51,16 +54,22 @@ pub(super) fn ldp_message(
 }
 
 /// The user side of one LDP LinUCB user: the public context table (rows inside the guard's
-/// bound), the arm of every context on the billboard it was made on, the guard and the
-/// randomizer's laws, and its own streams once keyed.
+/// bound, shared with the agent), a copy of the billboard it was made on (per arm the inverse and
+/// weights, the widths' constants: what [`super::policy::Scorer`] reads), the user's exploration draws the agent
+/// took when it made the client (and the tie picks its tie stream would give, one per number of
+/// tied arms), the guard and the randomizer's laws, and its own streams once keyed.
 #[derive(Serialize, Deserialize)]
 pub struct LinUcbClient {
     pub arms: usize,
     pub p: usize,
     pub n: usize,
-    contexts: Vec<f64>,
+    contexts: Arc<Vec<f64>>,
     guard: Guard,
-    pub pi: Vec<usize>,
+    board: Board,
+    /// The user's exploration factors, one per arm (`None`: optimism, every factor 1).
+    z: Option<Vec<f64>>,
+    /// `picks[t - 2]`: the agent's tie stream's pick among `t` tied arms (`None`: the lowest).
+    picks: Option<Vec<usize>>,
     laws: (NodeNoise, NodeNoise, f64),
     streams: Option<(NoiseStream, NoiseStream)>,
     pub clips: u64,
@@ -120,6 +129,24 @@ impl LinUcbClient {
         Ok((gram, target))
     }
 
+    /// The arm of the user of context `s` (a table row) on the billboard the client was made
+    /// on, with the draws the agent took for it ([`super::policy::Scorer::choose`], the agent's code).
+    pub fn action(&self, s: usize, work: &mut Vec<f64>) -> usize {
+        let x = &self.contexts[s * self.p..(s + 1) * self.p];
+        let mut z = self.z.iter().flatten();
+        let z = || z.next().copied().unwrap_or(1.0);
+        let pick = |t: usize| self.picks.as_ref().map_or(0, |v| v[t - 2]);
+        self.board
+            .scorer(self.arms, self.p)
+            .choose(x, work, z, pick)
+    }
+
+    /// The arm of every context of the table (n).
+    pub fn policy(&self) -> Vec<usize> {
+        let mut work = vec![];
+        (0..self.n).map(|s| self.action(s, &mut work)).collect()
+    }
+
     /// A restored client's sizes against its dimensions.
     pub fn check_restored(&self) -> CoreResult<()> {
         const WHAT: &str = "LinUCB client";
@@ -128,12 +155,21 @@ impl LinUcbClient {
             WHAT,
             &[
                 ("contexts", self.contexts.len(), &[self.n, self.p]),
-                ("policy", self.pi.len(), &[self.n]),
+                (
+                    "inverse",
+                    self.board.inverse.len(),
+                    &[self.arms, self.p, self.p],
+                ),
+                ("weights", self.board.weights.len(), &[self.arms, self.p]),
             ],
         )?;
-        if self.p == 0 || self.pi.iter().any(|&a| a >= self.arms) {
+        let picks_ok = self.picks.as_ref().is_none_or(|v| {
+            v.len() == self.arms.saturating_sub(1) && v.iter().enumerate().all(|(i, &k)| k < i + 2)
+        });
+        let z_ok = self.z.as_ref().is_none_or(|z| z.len() == self.arms);
+        if self.p == 0 || self.arms == 0 || !picks_ok || !z_ok {
             return Err(CoreError::InvalidParameter(format!(
-                "not a consistent saved {WHAT} state: its policy"
+                "not a consistent saved {WHAT} state: its draws"
             )));
         }
         Ok(())
@@ -141,9 +177,9 @@ impl LinUcbClient {
 }
 
 impl LinUcb {
-    /// The arriving user's LDP client: the arm of every context on the current billboard (the
-    /// user's exploration draws, taken here: the server never learns the context to take them
-    /// at `receive`), the table, the guard and the randomizer's laws, no stream keyed.
+    /// The arriving user's LDP client: a copy of the current billboard (O(arms p^2)), the user's
+    /// exploration draws (taken here: the server never learns the context to take them at
+    /// `receive`), the table (shared), the guard and the randomizer's laws, no stream keyed.
     pub fn client(&mut self) -> CoreResult<LinUcbClient> {
         let BanditServer::Ldp {
             matrix,
@@ -157,20 +193,36 @@ impl LinUcb {
             ));
         };
         let laws = (matrix.noise(), vector.noise(), *divisor);
-        let pi = (0..self.n).map(|s| self.peek(|a| a.action(s))).collect();
-        if let Some(st) = &mut self.exploration {
-            let mut z = [0.0];
-            for _ in 0..self.arms {
-                st.normals(&mut z); // one user's draws, as `choose` takes them
+        // the user's draws, as `choose` takes them: a normal per arm; the tie stream's pick for
+        // every number of tied arms, looked at (the server never learns the context to take one)
+        let z = self.exploration.as_mut().map(|st| {
+            let mut z = vec![0.0; self.arms];
+            for v in z.iter_mut() {
+                st.normals(std::slice::from_mut(v));
             }
-        }
+            z
+        });
+        let picks = self
+            .ties
+            .0
+            .as_ref()
+            .map(|st| (2..=self.arms).map(|t| st.clone().below(t)).collect());
+        let board = Board {
+            inverse: self.inverse.clone(),
+            weights: self.weights.clone(),
+            sigma_r: self.sigma_r,
+            gamma2: self.gamma2,
+            beta: self.beta,
+        };
         Ok(LinUcbClient {
             arms: self.arms,
             p: self.p,
             n: self.n,
-            contexts: self.contexts.clone(),
+            contexts: Arc::clone(&self.contexts),
             guard: self.guard,
-            pi,
+            board,
+            z,
+            picks,
             laws,
             streams: None,
             clips: 0,
