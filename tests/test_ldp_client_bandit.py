@@ -3,15 +3,23 @@ that its table policy is the agent's (rust/agents/linucb/user.rs, rust/agents/li
 
 from __future__ import annotations
 
+import pickle
 import time
 
 import numpy as np
 import pytest
 
-from privrl.agents import LinUCB
-from privrl.envs import ContextualBandit
+from privrl.agents import UCRLVTR, LinUCB
+from privrl.common.errors import (
+    AssumptionError,
+    NonFiniteError,
+    PrivacyParameterError,
+    SensitivityWarning,
+    ShapeError,
+)
+from privrl.envs import ContextualBandit, RiverSwimMixture
 from privrl.envs.finite import Trajectory
-from privrl.privacy import LocalDP
+from privrl.privacy import JointDP, LocalDP, NonPrivate
 
 SEED = 3
 
@@ -63,3 +71,115 @@ def test_building_a_client_does_not_scale_with_the_table():
     contexts), linear in n; here 20 vs 40,000 contexts."""
     small, large = _build_time(20), _build_time(40_000)
     assert large < 10 * small + 1e-3, (small, large)
+
+
+def _live_contexts(env, n, rng):
+    """Live users' contexts: table rows, vectors outside the table, and ones the guard projects
+    (norm 1.5 to 3)."""
+    out = []
+    for k in range(n):
+        kind = k % 3
+        if kind == 0:
+            out.append(env.contexts[int(rng.integers(env.S))].copy())
+        else:
+            v = rng.normal(size=env.p)
+            out.append(
+                v / np.linalg.norm(v) * (rng.uniform(0.2, 1.0) if kind == 1 else rng.uniform(1.5, 3.0))
+            )
+    return out
+
+
+@pytest.mark.parametrize("exploration", ["optimism", "sampling"])
+@pytest.mark.parametrize("ties", ["random", "lowest"])
+def test_live_client_equals_the_agents_choose_and_update(exploration, ties):
+    """Two agents of one seed. The first serves 30 live users with agent.choose(x) and
+    agent.update(x, arm, r); the second hands each user a client (the first seeded like the agent,
+    each next one continuing the previous one's streams) that picks client.choose(x) and sends
+    client.privatize_update(x, arm, r) to receive. Every arm, every billboard (released every 5
+    users; the first five users tie every arm under optimism), the sums and the clip counts agree
+    bit for bit, for table rows, contexts outside the table and ones the guard projects."""
+    env = _bandit()
+    kw = dict(episodes=30, seed=SEED, schedule=5, exploration=exploration, ties=ties)
+    obs, split = (LinUCB(env, LocalDP(2.0, 1e-5), **kw) for _ in range(2))
+    rng = np.random.default_rng(4)
+    previous = None
+    with pytest.warns(SensitivityWarning):  # the agent's clip warning (the client counts on the device)
+        for x in _live_contexts(env, 30, rng):
+            r = float(rng.uniform() < 0.5)
+            a = obs.choose(x)
+            assert obs.choose(x) == a  # a look
+            obs.update(x, a, r)
+            client = split.ldp_client(seed=SEED if previous is None else None)
+            if previous is not None:
+                client.take_streams(previous)
+            assert client.choose(x) == client.choose(x) == a
+            split.receive(client.privatize_update(x, a, r))
+            previous = client
+            for u, v in zip(obs._core.released(), split._core.released(), strict=True):
+                np.testing.assert_array_equal(u, v)
+            ro, rs = obs.release(), split.release()
+            for u, v in ((ro.design, rs.design), (ro.inverse, rs.inverse), (ro.weights, rs.weights)):
+                np.testing.assert_array_equal(u, v)
+    assert obs.releases == split.releases == 5
+    assert previous.clip_count == obs.clip_count == 10
+
+
+def test_live_client_refuses_like_update_and_draws_nothing_then():
+    """Wrong length, NaN, a table index, an arm out of range, a non-finite reward and (under
+    sensitivity="reject") a reward outside [0, 1] are refused with the agent's messages; a refused
+    user leaves the client's draws and noise as they were (its next message equals a twin's).
+    Under "clip" the reward is clipped and counted on the device. UCRL-VTR's client has no live
+    context; JointDP / NonPrivate have no client."""
+    env = _bandit()
+    agent = LinUCB(env, LocalDP(2.0, 1e-5), episodes=10, seed=SEED, sensitivity="reject")
+    client, twin = agent.ldp_client(seed=1), agent.ldp_client(seed=1)
+    x = np.array([0.6, 0.0, 0.0])
+    for bad, err, match in (
+        (np.ones(4) / 2, ShapeError, r"must have shape \(3,\), got \(4,\)"),
+        (np.array([np.nan, 0.0, 0.0]), NonFiniteError, "context vector must be finite"),
+        (2, ShapeError, "got the index 2 .*privatize"),
+    ):
+        with pytest.raises(err, match=match):
+            client.choose(bad)
+        with pytest.raises(err, match=match):
+            client.privatize_update(bad, 0, 1.0)
+    with pytest.raises(ShapeError, match=r"arm must be an integer in \[0, 4\), got 4"):
+        client.privatize_update(x, 4, 1.0)
+    with pytest.raises(NonFiniteError, match="reward must be finite"):
+        client.privatize_update(x, 1, float("nan"))
+    with pytest.raises(AssumptionError, match=r"outside the sensitivity bound .*y in \[2, 2\]"):
+        client.privatize_update(x, 1, 2.0)
+    with pytest.raises(AssumptionError, match=r"max \|\|x\|\| = 1.5"):
+        client.privatize_update(np.array([1.5, 0.0, 0.0]), 1, 1.0)
+    assert client.clip_count == 0
+    assert client.choose(x) == twin.choose(x)
+    m, t = client.privatize_update(x, 1, 1.0), twin.privatize_update(x, 1, 1.0)
+    np.testing.assert_array_equal(m.grams, t.grams)
+    np.testing.assert_array_equal(m.targets, t.targets)
+    agent.receive(m)
+    clipping = LinUCB(env, LocalDP(2.0, 1e-5), episodes=10, seed=SEED).ldp_client()
+    clipping.privatize_update(np.array([1.5, 0.0, 0.0]), 1, 2.0)
+    assert clipping.clip_count == 2
+    vtr = UCRLVTR(RiverSwimMixture(S=5, H=4), LocalDP(2.0, 1e-5), episodes=5, seed=SEED).ldp_client()
+    with pytest.raises(TypeError, match="UCRL-VTR user has no context vector"):
+        vtr.choose(x)
+    for privacy in (JointDP(1.0, 1e-5), NonPrivate()):
+        with pytest.raises(PrivacyParameterError, match="user side of LocalDP"):
+            LinUCB(env, privacy, episodes=10, seed=SEED).ldp_client()
+
+
+def test_a_shipped_live_client_keys_on_the_device():
+    """A pickled unkeyed client carries no key; its first choose keys its streams from OS entropy
+    (two devices draw apart under sampling), and its message enters the agent."""
+    env = _bandit()
+    agent = LinUCB(env, LocalDP(2.0, 1e-5), episodes=10, seed=SEED, exploration="sampling")
+    blob = pickle.dumps(agent.ldp_client())
+    a, b = pickle.loads(blob), pickle.loads(blob)
+    assert not a.keyed
+    x = np.array([0.3, -0.2, 0.5])
+    arms_a = [a.choose(x)]
+    assert a.keyed
+    ma, mb = a.privatize_update(x, arms_a[0], 1.0), b.privatize_update(x, 0, 1.0)
+    assert not np.array_equal(ma.grams, mb.grams)
+    agent.receive(ma)
+    assert agent.k == 1

@@ -310,17 +310,11 @@ impl LinUcb {
 
     /// The arm the user with the context vector `x` plays (`x` clipped to the guard's bound).
     pub fn action_x(&mut self, x: &[f64]) -> usize {
-        let mut xs = x.to_vec();
-        // a context outside the ball is projected on it, as the intake would (not counted here:
-        // acting releases nothing)
-        let loose = Guard {
-            reject: false,
-            ..self.guard
-        };
-        if loose.apply(&mut xs, self.p, None).is_err() {
-            return 0;
+        // a context outside the ball is projected on it, as the intake would
+        match policy::project(self.guard, x, self.p) {
+            Some(xs) => self.choose(&xs),
+            None => 0,
         }
-        self.choose(&xs)
     }
 
     /// The argmax of the indices of a context inside the bound ([`policy::Scorer::choose`], the

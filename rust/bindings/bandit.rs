@@ -450,6 +450,39 @@ impl PyLinUcbClient {
         ))
     }
 
+    /// The arm of the live user of context vector `x` (p), the user's own draws looked at.
+    fn choose(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        x: PyReadonlyArray1<'_, f64>,
+    ) -> PyResult<usize> {
+        let this = state(slf)?;
+        this.inner
+            .choose_x(contiguous("x", x.as_slice())?)
+            .py_ok(py)
+    }
+
+    /// The message of the live user of context vector `x` who played arm `a` and got reward
+    /// `r` (its draws taken): (grams (A, p, p), targets (A, p)).
+    fn privatize_x<'py>(
+        slf: &Bound<'_, Self>,
+        py: Python<'py>,
+        x: PyReadonlyArray1<'_, f64>,
+        a: usize,
+        r: f64,
+    ) -> PyResult<Sums<'py>> {
+        let mut this = state_mut(slf)?;
+        let c = &mut this.inner;
+        let (g, t) = c
+            .privatize_x(contiguous("x", x.as_slice())?, a, r)
+            .py_ok(py)?;
+        let (n, p) = (c.arms, c.p);
+        Ok((
+            g.into_pyarray(py).reshape([n, p, p])?,
+            t.into_pyarray(py).reshape([n, p])?,
+        ))
+    }
+
     /// The arm of every context (1, n) on the billboard the client was made on (computed here,
     /// on the device, from the client's copy of it).
     fn policy<'py>(slf: &Bound<'_, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<i64>>> {

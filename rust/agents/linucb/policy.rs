@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::inverse_times;
-use crate::agents::{Stream, Ties};
+use crate::agents::{Guard, Stream, Ties};
 
 /// A user's (exploration, tie) streams: `None` exploration is optimism, `Ties(None)` the lowest arm.
 pub type Draws<'a> = (&'a mut Option<Stream>, &'a mut Ties);
@@ -92,6 +92,17 @@ impl Scorer<'_> {
         };
         self.choose(xs, work, z, pick)
     }
+}
+
+/// A live context projected on the guard's ball, as the intake would (not counted: acting
+/// releases nothing); `None` if the guard cannot (a non-finite entry).
+pub fn project(guard: Guard, x: &[f64], p: usize) -> Option<Vec<f64>> {
+    let mut xs = x.to_vec();
+    let loose = Guard {
+        reject: false,
+        ..guard
+    };
+    loose.apply(&mut xs, p, None).ok().map(|_| xs)
 }
 
 /// A client's copy of the billboard it was made on: what [`Scorer`] reads (O(arms p^2)).

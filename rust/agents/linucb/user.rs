@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::policy::Board;
 use super::{BanditServer, LinUcb};
-use crate::agents::Guard;
+use crate::agents::{Guard, Stream, Ties};
 use crate::errors::{check_len, CoreError, CoreResult};
 use crate::noise::{NodeNoise, NodeShape, NoiseStream};
 
@@ -72,19 +72,29 @@ pub struct LinUcbClient {
     picks: Option<Vec<usize>>,
     laws: (NodeNoise, NodeNoise, f64),
     streams: Option<(NoiseStream, NoiseStream)>,
+    /// Whether the agent explores by sampling and breaks ties at random (which own streams a
+    /// live user's draws come from).
+    sampling: bool,
+    random_ties: bool,
+    /// The live user's own (exploration, tie) streams, keyed with the noise streams.
+    draws: Option<(Option<Stream>, Ties)>,
     pub clips: u64,
     /// The users the billboard it was made on follows (the message's release index).
     pub release: u64,
 }
 
 impl LinUcbClient {
-    /// Key the randomizer: two 32-byte seeds (matrix, vector).
+    /// Key the client: four 32-byte seeds, the randomizer's (matrix, vector), then the live
+    /// user's exploration and tie streams (read only under sampling / random ties).
     pub fn key(&mut self, seeds: &[[u8; 32]]) -> CoreResult<()> {
-        check_len("client seeds", seeds.len(), 2)?;
+        check_len("client seeds", seeds.len(), 4)?;
         self.streams = Some((
             NoiseStream::new(self.laws.0, seeds[0])?,
             NoiseStream::new(self.laws.1, seeds[1])?,
         ));
+        let exploration = self.sampling.then(|| Stream::new(seeds[2]));
+        let ties = Ties(self.random_ties.then(|| Stream::new(seeds[3])));
+        self.draws = Some((exploration, ties));
         Ok(())
     }
 
@@ -100,6 +110,7 @@ impl LinUcbClient {
             ));
         }
         self.streams = other.streams.take();
+        self.draws = other.draws.take();
         self.clips = other.clips;
         Ok(())
     }
@@ -107,26 +118,87 @@ impl LinUcbClient {
     /// The message of the user of context `s` who played arm `a` and got reward `r`: the guard
     /// (clip and count, or refuse), then the randomizer (the agent's own code).
     pub fn privatize(&mut self, s: usize, a: usize, r: f64) -> CoreResult<(Vec<f64>, Vec<f64>)> {
-        let p = self.p;
         if s >= self.n || a >= self.arms {
             return Err(CoreError::Shape(format!(
                 "context {s} / arm {a} out of range (n = {}, arms = {})",
                 self.n, self.arms
             )));
         }
+        let table = Arc::clone(&self.contexts);
+        self.message(&table[s * self.p..(s + 1) * self.p], a, r)
+    }
+
+    /// The guard on `(x, r)` (clip and count, or refuse), then the randomizer.
+    fn message(&mut self, x: &[f64], a: usize, r: f64) -> CoreResult<(Vec<f64>, Vec<f64>)> {
         let Some((matrix, vector)) = &mut self.streams else {
             return Err(CoreError::InvalidParameter(
                 "the client has no noise streams yet (key it first)".into(),
             ));
         };
-        let mut xs = self.contexts[s * p..(s + 1) * p].to_vec();
+        let mut xs = x.to_vec();
         let mut y = [r];
-        let bad = self.guard.apply(&mut xs, p, Some(&mut y))? as u64;
+        let bad = self.guard.apply(&mut xs, self.p, Some(&mut y))? as u64;
         let (mut gram, mut target) = (vec![], vec![]);
         let rz = (matrix, vector, self.laws.2);
         ldp_message(&xs, a, y[0], self.arms, rz, &mut gram, &mut target)?;
         self.clips += bad;
         Ok((gram, target))
+    }
+
+    /// The arm of the live user of context vector `x` (length p, finite; projected on the
+    /// guard's ball as the agent's `action_x`), on the client's billboard with the user's own
+    /// draws looked at, not taken: the agent's `choose(x)`.
+    pub fn choose_x(&self, x: &[f64]) -> CoreResult<usize> {
+        let xs = self.live(x)?;
+        let Some((exploration, ties)) = &self.draws else {
+            return Err(CoreError::InvalidParameter(
+                "the client has no streams yet (key it first)".into(),
+            ));
+        };
+        let (mut e, mut t) = (exploration.clone(), ties.clone());
+        let scorer = self.board.scorer(self.arms, self.p);
+        Ok(scorer.choose_drawing(&xs, &mut vec![], (&mut e, &mut t)))
+    }
+
+    /// The message of the live user of context vector `x` who played arm `a` and got reward
+    /// `r`: its draws taken (as the agent's `update(x, a, r)` takes them), then the guard and
+    /// the randomizer; a refused user leaves the draws as they were.
+    pub fn privatize_x(&mut self, x: &[f64], a: usize, r: f64) -> CoreResult<(Vec<f64>, Vec<f64>)> {
+        if x.len() != self.p || a >= self.arms {
+            return Err(CoreError::Shape(format!(
+                "context of length {} / arm {a} out of range (p = {}, arms = {})",
+                x.len(),
+                self.p,
+                self.arms
+            )));
+        }
+        let xs = self.live(x)?;
+        let Some((exploration, ties)) = &mut self.draws else {
+            return Err(CoreError::InvalidParameter(
+                "the client has no streams yet (key it first)".into(),
+            ));
+        };
+        let saved = (exploration.clone(), ties.clone());
+        let scorer = self.board.scorer(self.arms, self.p);
+        scorer.choose_drawing(&xs, &mut vec![], (exploration, ties));
+        let out = self.message(x, a, r);
+        if out.is_err() {
+            self.draws = Some(saved);
+        }
+        out
+    }
+
+    /// A live context of length p projected on the guard's ball ([`super::policy::project`]).
+    fn live(&self, x: &[f64]) -> CoreResult<Vec<f64>> {
+        if x.len() != self.p {
+            return Err(CoreError::Shape(format!(
+                "a context vector must have length {}, got {}",
+                self.p,
+                x.len()
+            )));
+        }
+        super::policy::project(self.guard, x, self.p)
+            .ok_or_else(|| CoreError::NonFinite("a context vector must be finite".into()))
     }
 
     /// The arm of the user of context `s` (a table row) on the billboard the client was made
@@ -167,7 +239,11 @@ impl LinUcbClient {
             v.len() == self.arms.saturating_sub(1) && v.iter().enumerate().all(|(i, &k)| k < i + 2)
         });
         let z_ok = self.z.as_ref().is_none_or(|z| z.len() == self.arms);
-        if self.p == 0 || self.arms == 0 || !picks_ok || !z_ok {
+        let draws_ok = self.streams.is_some() == self.draws.is_some()
+            && self.draws.as_ref().is_none_or(|(e, t)| {
+                e.is_some() == self.sampling && t.0.is_some() == self.random_ties
+            });
+        if self.p == 0 || self.arms == 0 || !picks_ok || !z_ok || !draws_ok {
             return Err(CoreError::InvalidParameter(format!(
                 "not a consistent saved {WHAT} state: its draws"
             )));
@@ -225,6 +301,9 @@ impl LinUcb {
             picks,
             laws,
             streams: None,
+            sampling: self.exploration.is_some(),
+            random_ties: self.ties.0.is_some(),
+            draws: None,
             clips: 0,
             release: self.k,
         })

@@ -178,11 +178,14 @@ def _seed_copy(seed: Any) -> np.random.SeedSequence:
     )
 
 
-def _client_seeds(seed: Any, children: int, positions: list[int]) -> list[bytes]:
+def _client_seeds(seed: Any, children: int, positions: list[int], draws: bool = False) -> list[bytes]:
     """The 32-byte keys of a seeded LDP client: as an agent built with ``seed`` keys its intake
-    (its seed's noise child spawns ``children`` streams; the intake's are at ``positions``)."""
-    streams = _seed_copy(seed).spawn(3)[1].spawn(children)
-    return [seed_bytes(streams[i]) for i in positions]
+    (its seed's noise child spawns ``children`` streams; the intake's are at ``positions``);
+    ``draws``: then a live user's exploration and tie streams, as that agent keys its own."""
+    root = _seed_copy(seed).spawn(3)
+    streams = root[1].spawn(children)
+    keys = [seed_bytes(streams[i]) for i in positions]
+    return keys + ([seed_bytes(root[2]), seed_bytes(root[0])] if draws else [])
 
 
 class Agent(abc.ABC):
@@ -419,7 +422,9 @@ class Agent(abc.ABC):
         the public values it needs (the policy and values planned on the current billboard, the
         features, the guards' bounds, the calibrated noise) and its own noise streams (``seed=None``:
         keyed from OS entropy at its first ``privatize``; a seed keys them as an agent built with
-        that seed keys its intake). ``client.privatize(trajectory)`` makes the message,
+        that seed keys its intake, and a LinUCB client's exploration and tie streams as that agent
+        keys its own). ``client.privatize(trajectory)`` (LinUCB, a live context:
+        ``client.choose(x)``, ``client.privatize_update(x, arm, reward)``) makes the message,
         :meth:`receive` takes it (privrl.agents.common.ldp). Plans the arriving user as
         :meth:`policy` does. Refused (PrivacyParameterError) unless the agent is LocalDP."""
         streams = self._intake_streams()
@@ -430,9 +435,18 @@ class Agent(abc.ABC):
             )
         self._check_budget()
         seed = check_seed(seed, generator=False)
-        seeds = None if seed is None else _client_seeds(seed, *streams)
+        context = self._client_context()
+        draws = context is not None  # a live user's own exploration and tie streams
+        seeds = None if seed is None else _client_seeds(seed, *streams, draws=draws)
         core = self._core.ldp_client()
-        return LdpClient(core, self.name, self._ldp_identity(), (self.H, self.S, self.A), seeds)
+        n_keys = len(streams[1]) + 2 * draws
+        shape = (self.H, self.S, self.A)
+        return LdpClient(core, self.name, self._ldp_identity(), shape, seeds, n_keys, context)
+
+    def _client_context(self) -> tuple[int, int | None] | None:
+        """A client's live contexts (LinUCB): their length p and a raw-feature width for the
+        error's hint; None: the client privatizes trajectories only."""
+        return None
 
     def _ldp_identity(self) -> str:
         """The public digest an LDP message carries: the agent kind, its calibration, its guards

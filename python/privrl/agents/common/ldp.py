@@ -10,23 +10,26 @@ that inside one process; for a deployment the user side runs on the device inste
     message = client.privatize(trajectory)  # device: guard + randomizer, its own OS-entropy noise
     agent.receive(message)  # server: adds the message, releases the next billboard
 
-The client runs the agent's own Rust code for the user side (the statistics from the billboard,
+LinUCB's client also serves a live user with its own context vector ``x``, as the agent's
+``choose`` / ``update`` do: ``arm = client.choose(x)``, ``message = client.privatize_update(x, arm,
+reward)``. The client runs the agent's own Rust code for the user side (the statistics from the billboard,
 the sensitivity guard, the randomizer): one implementation for ``observe`` and the client.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from privrl.common.checks import all_finite, value_range
+from privrl.common.checks import all_finite, check_real, is_index, numeric_array, value_range
 from privrl.common.errors import AssumptionError, NonFiniteError, ShapeError
 from privrl.envs.finite import Trajectory
 
-__all__ = ["LdpClient", "LdpMessage", "check_message"]
+__all__ = ["LdpClient", "LdpMessage", "check_context", "check_message"]
 
 
 @dataclass(frozen=True)
@@ -70,18 +73,31 @@ class LdpClient:
     that seed keys its own user side (its intake): ``agent.ldp_client(seed=s)`` on a fresh agent
     made with ``seed=s`` privatizes the first user exactly as that agent's ``observe`` does. For
     experiments only: a seeded key is known to whoever knows the seed.
+
+    LinUCB (one decision per user, its own context vector x): :meth:`choose` and
+    :meth:`privatize_update` mirror ``agent.choose(x)`` / ``agent.update(x, arm, reward)``, the
+    user's exploration and tie draws from the client's own streams (keyed with its noise; a seed
+    keys them as the agent of that seed keys its own).
     """
 
     def __init__(
-        self, core: Any, agent: str, identity: str, shape: tuple[int, int, int], seeds: list[bytes] | None
+        self,
+        core: Any,
+        agent: str,
+        identity: str,
+        shape: tuple[int, int, int],
+        seeds: list[bytes] | None,
+        n_keys: int,
+        context: tuple[int, int | None] | None = None,
     ):
         H, S, A = shape
         self._core = core
         self.agent, self.identity = agent, identity
         self.H, self.S, self.A = H, S, A
+        self._context = context  # LinUCB: (p, a raw-feature width for the hint)
         if seeds is not None:
             self._core.key(seeds)
-        self._n_keys = 2 * int(np.asarray(self._core.clips).size)
+        self._n_keys = n_keys
 
     @property
     def release(self) -> int:
@@ -115,10 +131,53 @@ class LdpClient:
         sensitivity guard (clip or reject, as the agent), the randomizer's noise. Each call draws
         fresh noise: one message per user."""
         s, a, r = check_trajectory(trajectory, self.H, self.S, self.A, "privatize()")
-        if not self.keyed:
-            self._core.key([os.urandom(32) for _ in range(self._n_keys)])
+        self._key_once()
         grams, targets = self._core.privatize(s, a, r)
         return LdpMessage(self.agent, self.release, grams, targets, self.identity)
+
+    def choose(self, x: Any) -> int:
+        """LinUCB: the arm of the live user of context vector ``x`` (length p, not necessarily in
+        the table), as ``agent.choose(x)``: projected on ``||x|| <= 1``, scored on the billboard
+        the client was made on (the agent's Rust code), under sampling with the user's own draws
+        from the client's exploration stream, ties from its tie stream. A look: the same arm
+        however often it is asked; :meth:`privatize_update` takes the draws."""
+        v = self._live(x)
+        self._key_once()
+        return int(self._core.choose(v))
+
+    def privatize_update(self, x: Any, arm: Any, reward: Any) -> LdpMessage:
+        """LinUCB: the message of the live user of context vector ``x`` who played ``arm`` and got
+        ``reward``, as ``agent.update(x, arm, reward)`` sends it: the user's draws taken from the
+        client's streams (as the agent takes them), the sensitivity guard on ``(x, reward)``
+        (clipped and counted in :attr:`clip_count`, or refused, as the agent), the randomizer's
+        noise. One message per user; a refused user draws nothing."""
+        v = self._live(x)
+        if not is_index(arm) or not 0 <= int(arm) < self.A:
+            raise ShapeError(f"arm must be an integer in [0, {self.A}), got {arm!r}")
+        r = check_real(reward, "reward")
+        if not math.isfinite(r):
+            raise NonFiniteError("reward must be finite")
+        self._key_once()
+        grams, targets = self._core.privatize_x(v, int(arm), float(r))
+        return LdpMessage(self.agent, self.release, grams, targets, self.identity)
+
+    def _live(self, x: Any) -> np.ndarray:
+        if self._context is None:
+            raise TypeError(
+                f"a {self.agent} user has no context vector: its client privatizes a trajectory (privatize)"
+            )
+        p, raw = self._context
+        if is_index(x):
+            raise ShapeError(
+                f"a context vector must have shape ({p},), got the index {x!r} (a table context is "
+                "privatized as a Trajectory: privatize)"
+            )
+        return check_context(x, p, raw)
+
+    def _key_once(self) -> None:
+        """Key every stream from OS entropy, on the device, at the first use of an unkeyed client."""
+        if not self.keyed:
+            self._core.key([os.urandom(32) for _ in range(self._n_keys)])
 
     def take_streams(self, other: Any) -> None:
         """Continue ``other``'s noise streams (one device serving several users in turn, as the
@@ -131,6 +190,22 @@ class LdpClient:
 
     def __repr__(self) -> str:
         return f"LdpClient(agent={self.agent!r}, release={self.release}, keyed={self.keyed})"
+
+
+def check_context(x: Any, p: int, raw_width: int | None = None) -> np.ndarray:
+    """A live user's context vector: p finite real numbers (``raw_width``: the width of a
+    classification bandit's raw features, named in the hint when ``x`` has it)."""
+    v = numeric_array(x, "context")
+    if v.shape != (p,):
+        hint = (
+            f" (a row of {raw_width} raw features? map it with env.featurize(x) first)"
+            if raw_width is not None and v.shape[-1:] == (raw_width,)
+            else ""
+        )
+        raise ShapeError(f"a context vector must have shape ({p},), got {v.shape}{hint}")
+    if not np.isfinite(v).all():
+        raise NonFiniteError("a context vector must be finite")
+    return np.ascontiguousarray(v, dtype=np.float64)
 
 
 def check_trajectory(

@@ -15,10 +15,11 @@ import numpy as np
 
 from privrl import _core
 from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_release
+from privrl.agents.common.ldp import check_context
 from privrl.agents.common.specs import LinUcbSpec, NoiseSpec, bounds_spec, noise_spec
 from privrl.agents.linucb import calibration as privacy_of
 from privrl.agents.linucb.calibration import LinUCBCalibration
-from privrl.common.checks import check_choice, check_invertible, check_real, integer_value, numeric_array
+from privrl.common.checks import check_choice, check_invertible, check_real, integer_value
 from privrl.common.errors import NonFiniteError, ScheduleWarning, ShapeError
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.bandit import ContextualBandit
@@ -257,15 +258,12 @@ class LinUCB(Agent):
         self._sync_guards()
 
     def _context_vector(self, x: Any) -> np.ndarray:
-        v = numeric_array(x, "context")
-        if v.shape != (self.p,):
-            raw = getattr(self.env, "_featurizer", None)  # a classification bandit's raw transform
-            hint = (
-                f" (a row of {raw.width} raw features? map it with env.featurize(x) first)"
-                if raw is not None and v.shape[-1:] == (raw.width,)
-                else ""
-            )
-            raise ShapeError(f"a context vector must have shape ({self.p},), got {v.shape}{hint}")
-        if not np.isfinite(v).all():
-            raise NonFiniteError("a context vector must be finite")
-        return v
+        return check_context(x, self.p, self._raw_width())
+
+    def _raw_width(self) -> int | None:
+        raw = getattr(self.env, "_featurizer", None)  # a classification bandit's raw transform
+        return None if raw is None else int(raw.width)
+
+    def _client_context(self) -> tuple[int, int | None]:
+        """A LinUCB client takes live contexts: ``client.choose(x)``, ``client.privatize_update``."""
+        return self.p, self._raw_width()
