@@ -180,10 +180,11 @@ class LdpClient:
             self._core.key([os.urandom(32) for _ in range(self._n_keys)])
 
     def take_streams(self, other: Any) -> None:
-        """Continue ``other``'s noise streams (one device serving several users in turn, as the
-        agent's own intake serves every user of ``observe``); ``other`` gives them up (its next
-        privatize keys fresh streams from OS entropy, never the ones taken). With ``other``
-        seeded like the agent's intake, every message equals ``observe``'s."""
+        """Continue ``other``'s noise streams (LinUCB: and its live users' exploration and tie
+        streams; one device serving several users in turn, as the agent's own intake serves every
+        user of ``observe``); ``other`` gives them up (its next privatize keys fresh streams
+        from OS entropy, never the ones taken). With ``other`` seeded like the agent's intake,
+        every message equals ``observe``'s (LinUCB live users: ``update``'s)."""
         if not isinstance(other, LdpClient) or other.agent != self.agent:
             raise TypeError(f"take_streams needs another {self.agent} LdpClient, got {other!r}")
         self._core.take_streams(other._core)
