@@ -183,3 +183,21 @@ def test_a_shipped_live_client_keys_on_the_device():
     assert not np.array_equal(ma.grams, mb.grams)
     agent.receive(ma)
     assert agent.k == 1
+
+
+def test_the_table_policy_is_computed_once_on_the_device():
+    """client.policy is every table context's arm, computed on the device (O(n A p^2)); it cannot
+    change (the client's billboard and draws are fixed), so a second look reuses it and a caller's
+    edit of the returned array does not reach the client. Before: 40,000 contexts computed anew at
+    every look."""
+    agent = LinUCB(_bandit(n=40_000), LocalDP(2.0, 1e-5), episodes=10, seed=SEED)
+    client = agent.ldp_client()
+    t = time.perf_counter()
+    first = client.policy
+    once = time.perf_counter() - t
+    t = time.perf_counter()
+    again = client.policy
+    assert time.perf_counter() - t < once / 5, once
+    np.testing.assert_array_equal(first, again)
+    first[0, 0] = -1
+    assert client.policy[0, 0] >= 0

@@ -95,6 +95,7 @@ class LdpClient:
         self.agent, self.identity = agent, identity
         self.H, self.S, self.A = H, S, A
         self._context = context  # LinUCB: (p, a raw-feature width for the hint)
+        self._policy: np.ndarray | None = None
         if seeds is not None:
             self._core.key(seeds)
         self._n_keys = n_keys
@@ -106,8 +107,11 @@ class LdpClient:
 
     @property
     def policy(self) -> np.ndarray:
-        """The user's (H, S) policy, planned on the billboard."""
-        return self._core.policy()
+        """The user's (H, S) policy, planned on the billboard (LinUCB: every table context's arm,
+        computed on the device at the first look, O(n A p^2), then kept)."""
+        if self._policy is None:
+            self._policy = self._core.policy()
+        return self._policy.copy()
 
     @property
     def values(self) -> np.ndarray:
