@@ -339,3 +339,55 @@ def test_round_to_grid_keeps_the_input_shape(noise):
         assert isinstance(got, np.ndarray) and got.shape == np.shape(x), repr(x)
         flat = st.round_to_grid(np.ravel(np.asarray(x, dtype=np.float64)))
         assert np.array_equal(got.ravel(), flat), repr(x)
+
+
+@pytest.mark.parametrize("noise", ["discrete_gaussian", "discrete_laplace", "gaussian", "laplace"])
+def test_the_default_divisor_is_one_the_sampler_draws_with(noise):
+    """divisor=None is 2 for discrete Laplace (the only integer divisor in the paper; its sampler
+    refuses sqrt(2)) and sqrt(2) otherwise, on NoiseStream and the continual mechanisms alike: with
+    the defaults privatize(m, symmetric=True) raised for discrete Laplace, and lattice_unit(True)
+    answered grid / sqrt(2), a lattice no draw lives on."""
+    want = 2.0 if noise == "discrete_laplace" else math.sqrt(2.0)
+    m = np.eye(3)[None] * 0.3
+    for call in ("symmetric", "privatize"):
+        a, b = kn.NoiseStream(noise, 1.0, seed=0), kn.NoiseStream(noise, 1.0, seed=0)
+        args = (1, 3) if call == "symmetric" else (m,)
+        kw = {} if call == "symmetric" else {"symmetric": True}
+        got, ref = getattr(a, call)(*args, **kw), getattr(b, call)(*args, divisor=want, **kw)
+        assert got.tolist() == ref.tolist()
+    st = kn.NoiseStream(noise, 1.0, seed=0)
+    assert st.lattice_unit(True) == st.lattice_unit(True, want)
+    assert st.round_to_grid(m, symmetric=True).tolist() == st.round_to_grid(m, True, want).tolist()
+    if noise == "discrete_laplace":
+        assert st.lattice_unit(True) == 2.0**-24 / 2
+    tree = kn.TreeAggregator((3, 3), 4, noise=noise, seed=0)
+    kind = {"discrete_laplace": "tree", "laplace": "honaker"}.get(noise, "blt")  # kinds it takes
+    other = kn.make_prefix_mechanism(kind, (3, 3), 4, noise=noise, seed=0)
+    assert tree.divisor == other.divisor == want
+
+
+@pytest.mark.parametrize(
+    ("noise", "divisor"),
+    [
+        ("discrete_laplace", 1.5),
+        ("discrete_laplace", math.sqrt(2.0)),
+        ("discrete_laplace", 65.0),
+        ("discrete_gaussian", 1.5),
+        ("discrete_gaussian", 9.0),
+    ],
+)
+def test_lattice_unit_refuses_a_divisor_the_sampler_refuses(noise, divisor):
+    """lattice_unit / round_to_grid answered for any divisor (grid / 1.5 for discrete Laplace),
+    though the sampler refuses it: no draw lives on that lattice. They now ask the sampler's own
+    rule (the same message as a draw's)."""
+    st = kn.NoiseStream(noise, 1.0, seed=0)
+    with pytest.raises(PrivacyParameterError, match="divisor") as drawn:
+        st.symmetric(1, 2, divisor)
+    for call in (
+        lambda: st.lattice_unit(True, divisor),
+        lambda: st.round_to_grid(np.eye(2), symmetric=True, divisor=divisor),
+    ):
+        with pytest.raises(PrivacyParameterError, match="divisor") as got:
+            call()
+        assert str(got.value) == str(drawn.value)
+    assert st.lattice_unit(False, divisor) == 2.0**-24  # vectors take no divisor

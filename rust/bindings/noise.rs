@@ -129,6 +129,19 @@ impl PyNoiseStream {
         out.into_pyarray(py).reshape([count, n])
     }
 
+    /// The lattice unit of this stream's vectors (divisor None) or symmetric matrices, in data
+    /// units (None for continuous noise): the sampler's own rule (`NodeNoise::lattice_unit`), so
+    /// a divisor it refuses is refused here too.
+    #[pyo3(signature = (divisor=None))]
+    fn lattice_unit(&self, py: Python<'_>, divisor: Option<f64>) -> PyResult<Option<f64>> {
+        let shape = match divisor {
+            None => NodeShape::Vector(1),
+            Some(divisor) => NodeShape::SymMatrix { d: 1, divisor },
+        };
+        shape.validate().py_ok(py)?;
+        self.inner.noise().lattice_unit(shape).py_ok(py)
+    }
+
     #[getter]
     fn draws(&self) -> u64 {
         self.inner.draws()

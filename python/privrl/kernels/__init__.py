@@ -40,6 +40,7 @@ from privrl.kernels.continual import (
     PrefixMechanism,
     TreeAggregator,
     check_flag,
+    default_divisor,
     make_prefix_mechanism,
     mechanism_profile,
     parse_noise,
@@ -98,7 +99,8 @@ class NoiseStream:
     vectors and symmetric (Z' + Z'^T)/divisor matrices. seed=None keys it from OS entropy.
 
     noise="discrete_gaussian" / "discrete_laplace" draw with the exact samplers on the grid
-    scale * 2^-grid_bits (for discrete Laplace matrices: grid / divisor); the values are exact
+    scale * 2^-grid_bits (for discrete Laplace matrices: grid / divisor, divisor an integer in
+    [1, 64], default 2; sqrt(2) by default for the other laws); the values are exact
     multiples of that lattice unit, and data they are added to must be rounded to it first
     (`round_to_grid`), otherwise two neighbouring outputs have disjoint supports. The default
     None is "discrete_gaussian", a default agent's law (``agent.calibration.node_noise``);
@@ -125,24 +127,22 @@ class NoiseStream:
         n = check_int(n, "n", 1, MAX_NODE_LEN)
         return self._s.vectors(count, n)
 
-    def symmetric(self, count: int, d: int, divisor: float = SQRT2) -> np.ndarray:
+    def symmetric(self, count: int, d: int, divisor: float | None = None) -> np.ndarray:
         """(count, d, d) symmetric noise matrices."""
         count = check_int(count, "count", 0)
         (d, _), _, _ = parse_shape((d, d))
-        out = self._s.symmetric(count, d, _divisor(divisor)).reshape(count, d, d)
+        out = self._s.symmetric(count, d, _divisor(divisor, self.noise_kind)).reshape(count, d, d)
         return _finite_out(out, "noise")
 
-    def lattice_unit(self, symmetric: bool = False, divisor: float = SQRT2) -> float | None:
-        """The lattice the discrete samplers' values live on (None for continuous noise)."""
-        check_flag(symmetric, "symmetric")  # a truthy "no" chose the matrix lattice
-        if not self.noise_kind.startswith("discrete"):
-            return None
-        grid = self.scale * 2.0**-self.grid_bits
-        if symmetric and self.noise_kind == "discrete_laplace":
-            return grid / _divisor(divisor)
-        return grid
+    def lattice_unit(self, symmetric: bool = False, divisor: float | None = None) -> float | None:
+        """The lattice the discrete samplers' values live on (None for continuous noise). A
+        divisor the discrete sampler refuses is refused (PrivacyParameterError): the sampler's
+        own rule, so no grid is given that no draw lives on."""
+        if check_flag(symmetric, "symmetric"):  # a truthy "no" chose the matrix lattice
+            return self._s.lattice_unit(_divisor(divisor, self.noise_kind))
+        return self._s.lattice_unit(None)
 
-    def round_to_grid(self, x: Any, symmetric: bool = False, divisor: float = SQRT2) -> np.ndarray:
+    def round_to_grid(self, x: Any, symmetric: bool = False, divisor: float | None = None) -> np.ndarray:
         """`x` rounded to the lattice of the discrete samplers (unchanged for continuous noise).
         For symmetric discrete Laplace matrices the diagonal goes to even lattice units: their
         diagonal noise is 2 Z'_ii, and data of the other parity would be told apart. NaN / inf
@@ -171,7 +171,7 @@ class NoiseStream:
             r[..., idx, idx] = 2.0 * np.rint(a[..., idx, idx] / (2.0 * unit))
         return np.asarray(r * unit)  # numpy gives a 0-d input's result as a scalar: an array, as above
 
-    def privatize(self, x: Any, symmetric: bool = False, divisor: float = SQRT2) -> np.ndarray:
+    def privatize(self, x: Any, symmetric: bool = False, divisor: float | None = None) -> np.ndarray:
         """The user-side randomizer's messages: ``x + noise`` for a (count, n) block of vectors or
         a (count, d, d) block of symmetric matrices (``symmetric=True``, noise (Z' + Z'^T)/divisor).
         With a discrete sampler the data is rounded to the lattice (:meth:`round_to_grid`) and the
@@ -182,7 +182,7 @@ class NoiseStream:
             count, d = a.shape[0], a.shape[1]
             if a.shape[2] != d:
                 raise ShapeError(f"x must be (count, d, d), got {a.shape}")
-            div = _divisor(divisor)
+            div = _divisor(divisor, self.noise_kind)
             check_symmetric_stack(a, "x")  # the noise is symmetric: a message would not be
             flat = a.reshape(count, d * d)  # as_f64: C-contiguous float64, so a view
             return _finite_out(self._s.privatize(flat, div).reshape(count, d, d), "messages")
@@ -275,9 +275,11 @@ def _finite_out(out: np.ndarray, what: str) -> np.ndarray:
     return check_all_finite(out, f"the {what} (overflowed: a matrix too close to singular, or too large)")
 
 
-def _divisor(divisor: Any) -> float:
+def _divisor(divisor: Any, noise_kind: str) -> float:
     """The symmetric noise's divisor: a finite normal double > 0 (a subnormal one made every
-    entry inf)."""
+    entry inf); None is the kind's default (:func:`default_divisor`)."""
+    if divisor is None:
+        return default_divisor(noise_kind)
     if divisor is SQRT2:  # the default, valid (its checks took 0.2 us of a 1.9 us tiny draw)
         return SQRT2
     div = check_finite_real(divisor, "divisor")

@@ -86,6 +86,13 @@ MAX_FACTORIZATION_CAPACITY: int = _core.MAX_FACTORIZATION_CAPACITY
 SQRT2 = math.sqrt(2.0)
 
 
+def default_divisor(noise_kind: str) -> float:
+    """The divisor of symmetric (Z' + Z'^T)/divisor matrix noise when none is given: 2 for
+    discrete Laplace (App. "Pure DP", the agents' sym_divisor; its sampler takes only an integer
+    divisor), sqrt(2) otherwise (App. B)."""
+    return 2.0 if noise_kind == "discrete_laplace" else SQRT2
+
+
 def parse_shape(shape: Any) -> tuple[tuple[int, ...], bool, int]:
     """(shape tuple, symmetric?, d) of an int n (vectors) or (d, d) (symmetric matrices)."""
     if isinstance(shape, (tuple, list)):
@@ -184,7 +191,7 @@ class PrefixMechanism:
         noise: str | None = None,
         scale: float = 1.0,
         seed: Any = None,
-        divisor: float = SQRT2,
+        divisor: float | None = None,
         grid_bits: int = DEFAULT_GRID_BITS,
         buffers: int | None = None,
     ):
@@ -208,6 +215,8 @@ class PrefixMechanism:
         self.shape, self.symmetric, self.d = parse_shape(shape)
         capacity = check_int(capacity, "capacity")
         self.noise_kind, self.scale, self.grid_bits = parse_noise(noise, scale, grid_bits, kind)
+        if divisor is None:
+            divisor = default_divisor(self.noise_kind)
         self.divisor = check_finite_real(divisor, "divisor")
         if self.divisor < sys.float_info.min:  # as NoiseStream's: 1 / divisor^2 is inf
             raise PrivacyParameterError(f"divisor must be a positive normal double, got {divisor!r}")
@@ -408,7 +417,8 @@ class TreeAggregator(PrefixMechanism):
         or "none". The default None is "discrete_gaussian", a default agent's law
         (``agent.calibration.node_noise``); "gaussian" is the continuous law of sampler="float".
     divisor: matrix node noise is (Z' + Z'^T) / divisor; sqrt(2) in App. B (Alg. 1), 2 in Alg. 2
-        and for Laplace nodes (App. "Pure DP").
+        and for Laplace nodes (App. "Pure DP"). None: 2 for "discrete_laplace" (whose sampler
+        takes only an integer divisor), sqrt(2) otherwise (:func:`default_divisor`).
     seed: None draws the noise stream's key from OS entropy (the default for real privacy);
         an int / SeedSequence / 32 bytes gives a bit-reproducible stream.
     keep_last_node: keep a copy of the most recently drawn node noise (`last_node_noise()`),
@@ -425,7 +435,7 @@ class TreeAggregator(PrefixMechanism):
         noise: str | None = None,
         scale: float = 1.0,
         seed: Any = None,
-        divisor: float = SQRT2,
+        divisor: float | None = None,
         keep_last_node: bool = False,
         grid_bits: int = DEFAULT_GRID_BITS,
     ):
@@ -469,7 +479,7 @@ def make_prefix_mechanism(
     noise: str | None = None,
     scale: float = 1.0,
     seed: Any = None,
-    divisor: float = SQRT2,
+    divisor: float | None = None,
     **options: Any,
 ) -> PrefixMechanism:
     """The continual-release mechanism `kind`.
