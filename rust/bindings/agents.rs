@@ -28,6 +28,7 @@ mod arrays;
 mod client;
 pub(super) mod run;
 use arrays::{mat2, mat3, policy_array};
+pub(super) use client::{key_client, py_client, reduce_client, take_client_streams, PyClient};
 use run::{run_block, trajectory, Block, PyRun};
 
 // ---------------------------------------------------------------- one call at a time

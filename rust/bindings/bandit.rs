@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 
 use super::agents::act::index_arg;
 use super::agents::run::finish_block;
-use super::agents::{state, state_mut};
+use super::agents::{key_client, py_client, reduce_client, state, state_mut, take_client_streams};
 use super::specs::{exploration_stream, mechanisms, ties, BoundsSpec, GuardSpec, NoiseSpec};
 use super::{contiguous, reduced, seed32, IntoPy, Reduced};
 use crate::agents::linucb::user::LinUcbClient;
@@ -383,26 +383,17 @@ pub struct PyLinUcbClient {
     inner: LinUcbClient,
 }
 
+py_client!(PyLinUcbClient, "_restore_linucb_client");
+
 #[pymethods]
 impl PyLinUcbClient {
     fn __reduce__<'py>(slf: &Bound<'_, Self>, py: Python<'py>) -> PyResult<Reduced<'py>> {
-        let this = state(slf)?;
-        reduced(
-            py,
-            "_restore_linucb_client",
-            None,
-            crate::state::encode(&this.inner),
-        )
+        reduce_client(slf, py)
     }
 
     /// Key the randomizer: 2 x 32 bytes (matrix, vector).
     fn key(slf: &Bound<'_, Self>, py: Python<'_>, seeds: Vec<Vec<u8>>) -> PyResult<()> {
-        let mut this = state_mut(slf)?;
-        let seeds = seeds
-            .into_iter()
-            .map(seed32)
-            .collect::<PyResult<Vec<_>>>()?;
-        this.inner.key(&seeds).py_ok(py)
+        key_client(slf, py, seeds)
     }
 
     /// This client continues `other`'s streams (which `other` gives up).
@@ -411,14 +402,7 @@ impl PyLinUcbClient {
         py: Python<'_>,
         other: &Bound<'_, PyLinUcbClient>,
     ) -> PyResult<()> {
-        if slf.is(other) {
-            return Err(PyValueError::new_err(
-                "a client cannot take its own streams",
-            ));
-        }
-        let mut this = state_mut(slf)?;
-        let mut that = state_mut(other)?;
-        this.inner.take_streams(&mut that.inner).py_ok(py)
+        take_client_streams(slf, py, other)
     }
 
     /// The message of a one-step trajectory (context index, arm, reward): (grams (A, p, p),

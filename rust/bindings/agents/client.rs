@@ -8,12 +8,87 @@ use numpy::{
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::pyclass::boolean_struct::False;
+use pyo3::PyClass;
 
 use super::super::{contiguous, reduced, seed32, IntoPy, Reduced};
 use super::arrays::policy_array;
 use super::run::trajectory;
 use super::{state, state_mut, PyVtrAgent};
 use crate::agents::vtr::user::{Message, VtrClient};
+use crate::errors::CoreResult;
+
+// ---------------------------------------------------------------- what every LDP client shares
+
+/// A Python LDP client class (its core client in `inner`): what `reduce_client`, `key_client`
+/// and `take_client_streams` need of it. Implemented by `py_client!`.
+pub(in crate::bindings) trait PyClient: PyClass<Frozen = False> {
+    /// The `_core` function that restores a pickled client.
+    const RESTORE: &'static str;
+    fn encode(&self) -> CoreResult<Vec<u8>>;
+    fn key_streams(&mut self, seeds: &[[u8; 32]]) -> CoreResult<()>;
+    fn take_streams_of(&mut self, other: &mut Self) -> CoreResult<()>;
+}
+
+/// `impl PyClient` for a client class whose core client (`key`, `take_streams`) is `inner`.
+macro_rules! py_client {
+    ($class:ty, $restore:literal) => {
+        impl $crate::bindings::agents::PyClient for $class {
+            const RESTORE: &'static str = $restore;
+            fn encode(&self) -> $crate::errors::CoreResult<Vec<u8>> {
+                $crate::state::encode(&self.inner)
+            }
+            fn key_streams(&mut self, seeds: &[[u8; 32]]) -> $crate::errors::CoreResult<()> {
+                self.inner.key(seeds)
+            }
+            fn take_streams_of(&mut self, other: &mut Self) -> $crate::errors::CoreResult<()> {
+                self.inner.take_streams(&mut other.inner)
+            }
+        }
+    };
+}
+pub(in crate::bindings) use py_client;
+
+/// `__reduce__` of an LDP client: (its `RESTORE` function, (the core's bytes,)).
+pub(in crate::bindings) fn reduce_client<'py, T: PyClient>(
+    slf: &Bound<'_, T>,
+    py: Python<'py>,
+) -> PyResult<Reduced<'py>> {
+    let this = state(slf)?;
+    reduced(py, T::RESTORE, None, this.encode())
+}
+
+/// `key` of an LDP client: its streams keyed from 32-byte seeds.
+pub(in crate::bindings) fn key_client<T: PyClient>(
+    slf: &Bound<'_, T>,
+    py: Python<'_>,
+    seeds: Vec<Vec<u8>>,
+) -> PyResult<()> {
+    let mut this = state_mut(slf)?;
+    let seeds = seeds
+        .into_iter()
+        .map(seed32)
+        .collect::<PyResult<Vec<_>>>()?;
+    this.key_streams(&seeds).py_ok(py)
+}
+
+/// `take_streams` of an LDP client: it continues `other`'s streams (which `other` gives up).
+pub(in crate::bindings) fn take_client_streams<T: PyClient>(
+    slf: &Bound<'_, T>,
+    py: Python<'_>,
+    other: &Bound<'_, T>,
+) -> PyResult<()> {
+    if slf.as_any().is(other.as_any()) {
+        return Err(PyValueError::new_err(
+            "a client cannot take its own streams",
+        ));
+    }
+    let mut this = state_mut(slf)?;
+    let mut that = state_mut(other)?;
+    this.take_streams_of(&mut that).py_ok(py)
+}
+
+// ---------------------------------------------------------------- UCRL-VTR's client
 
 /// A message as numpy arrays: grams (n, H, d, d), targets (n, H, d), n the regressions.
 pub(super) type MessageOut<'py> = (Bound<'py, PyArray4<f64>>, Bound<'py, PyArray3<f64>>);
@@ -40,26 +115,17 @@ pub struct PyVtrClient {
     inner: VtrClient,
 }
 
+py_client!(PyVtrClient, "_restore_vtr_client");
+
 #[pymethods]
 impl PyVtrClient {
     fn __reduce__<'py>(slf: &Bound<'_, Self>, py: Python<'py>) -> PyResult<Reduced<'py>> {
-        let this = state(slf)?;
-        reduced(
-            py,
-            "_restore_vtr_client",
-            None,
-            crate::state::encode(&this.inner),
-        )
+        reduce_client(slf, py)
     }
 
     /// Key the randomizers: 2 x 32 bytes (matrix, vector) per regression.
     fn key(slf: &Bound<'_, Self>, py: Python<'_>, seeds: Vec<Vec<u8>>) -> PyResult<()> {
-        let mut this = state_mut(slf)?;
-        let seeds = seeds
-            .into_iter()
-            .map(seed32)
-            .collect::<PyResult<Vec<_>>>()?;
-        this.inner.key(&seeds).py_ok(py)
+        key_client(slf, py, seeds)
     }
 
     /// This client continues `other`'s streams (which `other` gives up).
@@ -68,14 +134,7 @@ impl PyVtrClient {
         py: Python<'_>,
         other: &Bound<'_, PyVtrClient>,
     ) -> PyResult<()> {
-        if slf.is(other) {
-            return Err(PyValueError::new_err(
-                "a client cannot take its own streams",
-            ));
-        }
-        let mut this = state_mut(slf)?;
-        let mut that = state_mut(other)?;
-        this.inner.take_streams(&mut that.inner).py_ok(py)
+        take_client_streams(slf, py, other)
     }
 
     /// The message of the user's trajectory: (grams (n, H, d, d), targets (n, H, d)).
