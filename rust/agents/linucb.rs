@@ -41,6 +41,18 @@ use crate::noise::NoiseStream;
 pub mod policy;
 pub mod user;
 
+/// A live user's context vector `x` has length `p` and its arm `a` is one of `arms` (the
+/// agent's `observe_x` and the LDP client's `privatize_x`).
+fn check_context_arm(x: &[f64], a: usize, p: usize, arms: usize) -> CoreResult<()> {
+    if x.len() != p || a >= arms {
+        return Err(CoreError::Shape(format!(
+            "context of length {} / arm {a} out of range (p = {p}, arms = {arms})",
+            x.len()
+        )));
+    }
+    Ok(())
+}
+
 /// The server's per-arm sums under each privacy model.
 #[derive(Serialize, Deserialize)]
 pub enum BanditServer {
@@ -367,14 +379,7 @@ impl LinUcb {
     /// The user of context vector `x` played arm `a` and got reward `r` (`x` and `r` through the
     /// guard: clipped and counted, or refused).
     pub fn observe_x(&mut self, x: &[f64], a: usize, r: f64) -> CoreResult<()> {
-        if x.len() != self.p || a >= self.arms {
-            return Err(CoreError::Shape(format!(
-                "context of length {} / arm {a} out of range (p = {}, arms = {})",
-                x.len(),
-                self.p,
-                self.arms
-            )));
-        }
+        check_context_arm(x, a, self.p, self.arms)?;
         if self.k >= self.episodes {
             return Err(CoreError::Capacity(format!(
                 "the agent was calibrated for {} users",
@@ -729,5 +734,26 @@ mod tests {
         // a reward outside [0, 1] is clipped and counted
         ag.observe(1, 0, 3.0).unwrap();
         assert_eq!(ag.clips, 1);
+    }
+
+    #[test]
+    fn a_live_context_or_arm_of_another_shape_is_refused() {
+        // check_context_arm, shared with the LDP client's privatize_x
+        let mut ag = agent(None);
+        for (x, a) in [
+            (&[1.0][..], 0),
+            (&[1.0, 0.0, 0.0][..], 0),
+            (&[1.0, 0.0][..], 2),
+        ] {
+            let err = ag.observe_x(x, a, 1.0).unwrap_err().to_string();
+            let want = format!(
+                "context of length {} / arm {a} out of range (p = 2, arms = 2)",
+                x.len()
+            );
+            assert!(err.contains(&want), "{err}");
+        }
+        assert_eq!(ag.k, 0);
+        ag.observe_x(&[1.0, 0.0], 1, 1.0).unwrap();
+        assert_eq!(ag.k, 1);
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::policy::Board;
-use super::{BanditServer, LinUcb};
+use super::{check_context_arm, BanditServer, LinUcb};
 use crate::agents::{Guard, Stream, Ties};
 use crate::errors::{check_len, CoreError, CoreResult};
 use crate::noise::{NodeNoise, NodeShape, NoiseStream};
@@ -164,14 +164,7 @@ impl LinUcbClient {
     /// `r`: its draws taken (as the agent's `update(x, a, r)` takes them), then the guard and
     /// the randomizer; a refused user leaves the draws as they were.
     pub fn privatize_x(&mut self, x: &[f64], a: usize, r: f64) -> CoreResult<(Vec<f64>, Vec<f64>)> {
-        if x.len() != self.p || a >= self.arms {
-            return Err(CoreError::Shape(format!(
-                "context of length {} / arm {a} out of range (p = {}, arms = {})",
-                x.len(),
-                self.p,
-                self.arms
-            )));
-        }
+        check_context_arm(x, a, self.p, self.arms)?;
         let xs = self.live(x)?;
         let Some((exploration, ties)) = &mut self.draws else {
             return Err(CoreError::InvalidParameter(
