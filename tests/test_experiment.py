@@ -1014,10 +1014,14 @@ def test_sweep_from_a_plain_script(tmp_path, guarded, backend):
         assert res.returncode == 0 and "rows 10" in res.stdout, res.stderr  # 2 seeds x 5 episodes
     else:
         assert res.returncode != 0, res.stdout
-        # the parent's error and each worker's say what to add
+        # the parent's error and each worker's say what to add. The two workers print their
+        # tracebacks on one stderr at once, and Python writes an exception's type, ": " and message
+        # in separate writes: under load CI saw "RuntimeError: RuntimeErrorsweep() called ...". The
+        # message itself is one write: look for it whole, and for the workers' RuntimeError apart.
         assert "RuntimeError: a sweep worker process died" in res.stderr, res.stderr
-        worker = "RuntimeError: sweep() called while a worker process imports your script: put the sweep"
+        worker = "sweep() called while a worker process imports your script: put the sweep"
         assert f'{worker} under `if __name__ == "__main__":`' in res.stderr, res.stderr
+        assert res.stderr.count("RuntimeError") >= 2, res.stderr  # the parent's and a worker's
 
 
 def test_threads_and_processes_give_the_same_results(tmp_path):
