@@ -17,6 +17,7 @@ import hashlib
 import math
 import os
 import warnings
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -186,6 +187,10 @@ def _client_seeds(seed: Any, children: int, positions: list[int], draws: bool = 
     streams = root[1].spawn(children)
     keys = [seed_bytes(streams[i]) for i in positions]
     return keys + ([seed_bytes(root[2]), seed_bytes(root[0])] if draws else [])
+
+
+#: Each agent's LDP identity (Agent._ldp_identity), computed on first use.
+_LDP_IDENTITY: weakref.WeakKeyDictionary[Agent, str] = weakref.WeakKeyDictionary()
 
 
 class Agent(abc.ABC):
@@ -450,10 +455,15 @@ class Agent(abc.ABC):
 
     def _ldp_identity(self) -> str:
         """The public digest an LDP message carries: the agent kind, its calibration, its guards
-        and its environment's fingerprint (a copy or a restored save of the agent has the same)."""
-        guards = [g.spec for g in self.guards.values()]
-        text = repr((self.name, self.calibration, guards, sorted(self.env.fingerprint().items())))
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        and its environment's fingerprint (a copy or a restored save of the agent has the same).
+        Computed once per agent object (all fixed at construction): the digest took 15 us of a
+        23 us receive. Kept beside the agent, not in it (its __dict__ is the save format)."""
+        known = _LDP_IDENTITY.get(self)
+        if known is None:
+            guards = [g.spec for g in self.guards.values()]
+            text = repr((self.name, self.calibration, guards, sorted(self.env.fingerprint().items())))
+            known = _LDP_IDENTITY[self] = hashlib.sha256(text.encode()).hexdigest()[:16]
+        return known
 
     def receive(self, message: LdpMessage) -> None:
         """The server side under LocalDP: one user's message (``client.privatize``), checked at the
