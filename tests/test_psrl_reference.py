@@ -20,6 +20,15 @@ from privrl.agents.psrl.formulas import (
     psrl_sensitivity,
     psrl_sigma,
 )
+from privrl.agents.psrl.reference import (
+    Billboard,
+    capped_increment,
+    greedy_plan,
+    policy_values,
+    run_reference,
+    simplex_project,
+    user_policy,
+)
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.gdp import analytic_gaussian_delta, gaussian_delta
 from privrl.privacy.plans import plan_mu
@@ -177,3 +186,162 @@ def test_calibration_refuses_bad_inputs_at_the_edge(kwargs, match):
         psrl_accountant(object())  # type: ignore[arg-type]
     with pytest.raises(PrivacyParameterError):
         psrl_accountant(calibrate_psrl("none", None, None, 16, 4, 20, 10))
+
+
+# --------------------------------------------------------------------------------------------
+# the numpy reference
+# --------------------------------------------------------------------------------------------
+def frozen_lake_4x4_slippery():
+    """gymnasium's FrozenLake-v1 4x4 (is_slippery=True) by hand: the intended move or either
+    perpendicular one, 1/3 each (LEFT, DOWN, RIGHT, UP = 0..3), reward 1 on entering G; holes and
+    G absorbing with reward 0 (learn's padding: reward(0) = 0)."""
+    desc = ["SFFF", "FHFH", "FFFH", "HFFG"]
+    P, R = np.zeros((16, 4, 16)), np.zeros((16, 4, 16))
+    moves = {0: (0, -1), 1: (1, 0), 2: (0, 1), 3: (-1, 0)}
+    for s in range(16):
+        row, col = divmod(s, 4)
+        if desc[row][col] in "HG":
+            P[s, :, s] = 1.0
+            continue
+        for a in range(4):
+            for b in ((a - 1) % 4, a, (a + 1) % 4):
+                dr, dc = moves[b]
+                s2 = min(max(row + dr, 0), 3) * 4 + min(max(col + dc, 0), 3)
+                P[s, a, s2] += 1.0 / 3.0
+                R[s, a, s2] = float(desc[s2 // 4][s2 % 4] == "G")
+    return P, R
+
+
+def _exact_values(P, R, H, start, rule):
+    r, V = (P * R).sum(2), np.zeros(P.shape[0])
+    for _ in range(H):
+        V = rule(r + P @ V, axis=1)
+    return float(V[start])
+
+
+def test_frozen_lake_table_is_gymnasiums():
+    gym = pytest.importorskip("gymnasium")
+    P, R = frozen_lake_4x4_slippery()
+    env = gym.make("FrozenLake-v1", is_slippery=True).unwrapped
+    Pg, Rg = np.zeros_like(P), np.zeros_like(R)
+    for s in range(16):
+        for a in range(4):
+            for prob, s2, rew, done in env.P[s][a]:
+                if done and s2 == s:  # gymnasium's terminal states loop with reward 0: absorbing
+                    Pg[s, :, s], Rg[s] = 1.0, 0.0
+                    continue
+                Pg[s, a, s2] += prob
+                Rg[s, a, s2] = rew
+    assert np.abs(P - Pg).max() < 1e-15 and np.array_equal(R, Rg)
+
+
+def test_capped_increment_counts_the_first_m_visits_by_hand():
+    # one user: (0, 1) -> 2 paid 0.5, (0, 1) -> 3 paid 1, (3, 0) -> 3 paid 0.25
+    s, a, r, s2 = [[0, 0, 3]], [[1, 1, 0]], [[0.5, 1.0, 0.25]], [[2, 3, 3]]
+    dN, dR = capped_increment(s, a, r, s2, 4, 2, m=1)
+    assert dN.sum() == 2 and dN[0, 1, 2] == 1 and dN[3, 0, 3] == 1 and dN[0, 1, 3] == 0
+    assert dR[0, 1] == 0.5 and dR[3, 0] == 0.25
+    dN2, dR2 = capped_increment(s, a, r, s2, 4, 2, m=2)
+    assert dN2[0, 1, 3] == 1 and dR2[0, 1] == 1.5
+    # two users are capped separately
+    dN3, _ = capped_increment(s * 2, a * 2, r * 2, s2 * 2, 4, 2, m=1)
+    assert np.array_equal(dN3, 2 * dN)
+
+
+def test_simplex_projection_keeps_the_released_total_and_is_the_nearest_point():
+    rng = np.random.default_rng(1)
+    Y = rng.normal(0.5, 2.0, (200, 6))
+    X = simplex_project(Y)
+    assert (X >= 0).all()
+    assert np.allclose(X.sum(1), np.maximum(Y.sum(1), 0.0))
+    # by hand: [2, -1, 0.5] (total 1.5): theta = 0.5 gives [1.5, 0, 0]
+    assert np.allclose(simplex_project(np.array([2.0, -1.0, 0.5])), [1.5, 0.0, 0.0])
+    # a released total <= 0: the only point of the simplex is 0 (the probe's copy gave [1.5, 0, 0])
+    assert np.array_equal(simplex_project(np.array([2.0, -3.0, 0.5])), [0.0, 0.0, 0.0])
+    # the nearest point: no feasible perturbation (moving mass between two cells) gets closer
+    for y, x in zip(Y[:20], X[:20], strict=True):
+        for i in range(6):
+            for k in range(6):
+                t = min(x[k], 1e-3)
+                if i != k and t > 0:
+                    z = x.copy()
+                    z[i] += t
+                    z[k] -= t
+                    assert np.linalg.norm(z - y) >= np.linalg.norm(x - y) - 1e-12
+
+
+def test_billboard_draws_the_same_count_with_and_without_noise():
+    S, A = 3, 2
+    dN, dR = np.ones((S, A, S)), np.ones((S, A))
+    quiet, noisy = Billboard(S, A, 0.0), Billboard(S, A, 2.0)
+    g0, g1 = np.random.default_rng(5), np.random.default_rng(5)
+    quiet.publish(dN, dR, g0)
+    noisy.publish(dN, dR, g1)
+    assert g0.random() == g1.random()  # S A S + S A draws either way
+    assert np.array_equal(quiet.N, dN) and quiet.var == 0.0
+    z = np.random.default_rng(5).standard_normal(S * A * S + S * A)
+    assert np.allclose(noisy.N.ravel(), 1.0 + 2.0 * z[: S * A * S])
+    assert np.allclose(noisy.R.ravel(), 1.0 + 2.0 * z[S * A * S :])
+    noisy.publish(dN, dR, g1)
+    assert noisy.var == 2 * 4.0  # v_j = j sigma^2
+
+
+def test_user_policy_follows_the_documented_order_of_draws():
+    """The interface a Rust agent must reproduce: replay the draws in the documented order from a
+    copy of the stream and rebuild the model and the plan."""
+    S, A, H = 4, 3, 5
+    rng0 = np.random.default_rng(11)
+    board = Billboard(S, A, 1.5)
+    board.publish(rng0.integers(0, 9, (S, A, S)).astype(float), rng0.random((S, A)) * 3, rng0)
+    g = np.random.default_rng(7)
+    pi = user_policy(board, H, g)
+    replay = np.random.default_rng(7)
+    sd = math.sqrt(board.var)
+    N = simplex_project(board.N + sd * replay.standard_normal((S, A, S)))
+    n = N.sum(2)
+    Rs = np.clip(board.R + sd * replay.standard_normal((S, A)), 0.0, n)
+    G = replay.gamma(1.0 + N)
+    ga, gb = replay.gamma(1.0 + Rs), replay.gamma(1.0 + n - Rs)
+    P, r = G / G.sum(2, keepdims=True), ga / (ga + gb)
+    V, expect = np.zeros(S), np.empty((H, S), np.int64)
+    for h in reversed(range(H)):
+        Q = r + P @ V
+        u = replay.random((S, A))
+        expect[h] = np.where(Q.max(1, keepdims=True) - 1e-12 <= Q, u, -1.0).argmax(1)
+        V = Q.max(1)
+    assert np.array_equal(pi, expect)
+    assert g.random() == replay.random()  # the same number of draws consumed
+
+
+def test_greedy_plan_is_optimal_on_its_model_and_breaks_ties_at_random():
+    P, R = frozen_lake_4x4_slippery()
+    r = (P * R).sum(2)
+    pi = greedy_plan(P, r, 20, np.random.default_rng(0))
+    best = _exact_values(P, R, 20, 0, np.max)
+    assert policy_values(pi[None], P, R, 0)[0] == pytest.approx(best, rel=1e-12)
+    # all actions tied (zero reward): every action is chosen, each about 1/A of the time
+    flat = greedy_plan(P, np.zeros((16, 4)), 50, np.random.default_rng(0))
+    share = np.bincount(flat.ravel(), minlength=4) / flat.size
+    assert np.abs(share - 0.25).max() < 0.05  # 800 draws: 0.05 is 3.3 standard deviations
+
+
+def test_run_reference_beats_the_uniform_policy_on_slippery_frozen_lake():
+    """The probe's setting (slippery 4x4, H = 20, JDP eps 10, delta 1e-5) at K = 5,000, seed 0. The
+    last batch's users draw their policies i.i.d. given the billboard, so the mean of their exact
+    values is within a few standard errors of its expectation: that expectation beats the uniform
+    policy's exact success (0.0124) if the mean exceeds it by 3 standard errors. The realised
+    successes of the last 10% are binomial: 3 of their standard deviations at the uniform rate."""
+    P, R = frozen_lake_4x4_slippery()
+    H, K = 20, 5_000
+    uniform = _exact_values(P, R, H, 0, np.mean)
+    best = _exact_values(P, R, H, 0, np.max)
+    assert round(uniform, 4) == 0.0124 and round(best, 3) == 0.199
+    run = run_reference(P, R, 0, H, K, 10.0, 1e-5, seed=0)
+    assert psrl_num_batches(10.0, H, K, 16, 4) == run.B and run.sigma == psrl_sigma(10.0, 1e-5, H)
+    assert run.board.j == run.B - 1
+    values = policy_values(run.policies, P, R, 0)
+    assert values.max() <= best + 1e-12
+    se = values.std(ddof=1) / math.sqrt(len(values))
+    assert values.mean() > uniform + 3 * se
+    tail = run.returns[K - K // 10 :]
+    assert tail.mean() > uniform + 3 * math.sqrt(uniform * (1 - uniform) / len(tail))
