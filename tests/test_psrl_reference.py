@@ -345,3 +345,18 @@ def test_run_reference_beats_the_uniform_policy_on_slippery_frozen_lake():
     assert values.mean() > uniform + 3 * se
     tail = run.returns[K - K // 10 :]
     assert tail.mean() > uniform + 3 * math.sqrt(uniform * (1 - uniform) / len(tail))
+
+
+def test_run_reference_without_noise_publishes_the_exact_capped_sums():
+    """eps = inf: sigma 0, B = K (a release after every user but the last), so the billboard holds
+    the true capped sums of users 0..K-2: integer counts, 1 to H counted visits per user (the first
+    step always counts), each (s, a) at most m = 1 per user, reward sums in [0, n]."""
+    P, R = frozen_lake_4x4_slippery()
+    K, H = 60, 20
+    run = run_reference(P, R, 0, H, K, math.inf, 1e-5, seed=3)
+    assert (run.B, run.sigma, run.board.j, run.board.var) == (K, 0.0, K - 1, 0.0)
+    N, n = run.board.N, run.board.N.sum(2)
+    assert np.array_equal(N, np.round(N)) and K - 1 <= N.sum() <= (K - 1) * H
+    assert n.max() <= K - 1  # at most one counted visit of each (s, a) per user
+    assert (run.board.R >= 0).all() and (n - run.board.R >= 0).all()
+    assert run.returns.shape == (K,) and set(np.unique(run.returns)) <= {0.0, 1.0}
