@@ -63,6 +63,14 @@ def test_sensitivity_is_reached_by_two_users_on_disjoint_pairs_and_never_exceede
     u2 = [((h + H) % S, (h + H) // S, 1.0, 0) for h in range(H)]
     x1, x2 = _user_statistic(u1, S, A, m), _user_statistic(u2, S, A, m)
     assert np.linalg.norm(x1 - x2) == pytest.approx(psrl_sensitivity(H, m), rel=1e-15)
+    # cap m = 2, 4: H / m pairs each visited m times into one s', paid 1 every time
+    for mm in (2, 4):
+        pairs = [(i % S, i // S) for i in range(2 * H // mm)]
+        v1 = [(*pairs[h // mm], 1.0, 0) for h in range(H)]
+        v2 = [(*pairs[H // mm + h // mm], 1.0, 0) for h in range(H)]
+        y1, y2 = _user_statistic(v1, S, A, mm), _user_statistic(v2, S, A, mm)
+        assert y1 @ y1 == 2 * mm * H
+        assert np.linalg.norm(y1 - y2) == pytest.approx(psrl_sensitivity(H, mm), rel=1e-15)
     rng = np.random.default_rng(0)
     for mm in (1, 2, 3):
         worst = 0.0
