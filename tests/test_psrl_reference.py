@@ -22,6 +22,8 @@ from privrl.agents.psrl.formulas import (
 )
 from privrl.agents.psrl.reference import (
     Billboard,
+    DrawLog,
+    Replay,
     capped_increment,
     greedy_plan,
     policy_values,
@@ -368,3 +370,30 @@ def test_run_reference_without_noise_publishes_the_exact_capped_sums():
     assert n.max() <= K - 1  # at most one counted visit of each (s, a) per user
     assert (run.board.R >= 0).all() and (n - run.board.R >= 0).all()
     assert run.returns.shape == (K,) and set(np.unique(run.returns)) <= {0.0, 1.0}
+
+
+def test_a_recorded_stream_replays_the_release_and_the_policy_and_names_a_divergence():
+    """The comparison hook for an agent: its draws, recorded as (kind, parameter, values), replayed
+    into the reference give back its release and policy; a different posterior count shows up as
+    the first gamma draw whose shape parameters differ."""
+    S, A, H = 4, 3, 6
+    rec_noise, rec_user = DrawLog(np.random.default_rng(2)), DrawLog(np.random.default_rng(3))
+    dN = np.random.default_rng(4).integers(0, 5, (S, A, S)).astype(float)
+    dR = np.minimum(dN.sum(2), 2.0)
+    board = Billboard(S, A, 1.0)
+    board.publish(dN, dR, rec_noise)
+    pi = user_policy(board, H, rec_user)
+    kinds = [k for k, _, _ in rec_user.log]
+    assert kinds == ["normal", "normal", "gamma", "gamma", "gamma"] + ["uniform"] * H
+    again = Billboard(S, A, 1.0)
+    again.publish(dN, dR, Replay(rec_noise.log))
+    assert np.array_equal(again.N, board.N) and np.array_equal(again.R, board.R)
+    assert np.array_equal(user_policy(again, H, Replay(rec_user.log)), pi)
+    bump = np.zeros((S, A, S))
+    bump[0, 0, 0] = 1.0  # another release (one count more): the row's projection and its Dirichlet move
+    other = Billboard(S, A, 1.0)
+    other.publish(dN + bump, dR, Replay(rec_noise.log))
+    with pytest.raises(AssertionError, match="draw 2: the reference asks gamma"):
+        user_policy(other, H, Replay(rec_user.log))
+    with pytest.raises(AssertionError, match="beyond"):
+        user_policy(board, H, Replay(rec_user.log[:-1]))

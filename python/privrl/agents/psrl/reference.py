@@ -3,9 +3,9 @@
 on a hot path.
 
 The release's noise comes from ``noise_rng`` (:meth:`Billboard.publish`) and the users' exploration
-from ``rng`` (:func:`user_policy`), each a numpy Generator passed in, in a fixed documented order of
-draws (the same number of draws whatever the data, also without noise), so an agent that exposes its
-streams can be compared with it draw for draw.
+from ``rng`` (:func:`user_policy`), each a Stream passed in (a numpy Generator, or :class:`Replay` of
+recorded draws), in a fixed documented order of draws (the same number whatever the data, also
+without noise), so an agent that records its own draws can be compared with it draw for draw.
 """
 
 # The episode (one user): H steps from `start`; the environment is stationary (P, R the same at
@@ -15,7 +15,8 @@ streams can be compared with it draw for draw.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -23,6 +24,9 @@ from privrl.agents.psrl.formulas import psrl_batch_bounds, psrl_num_batches, psr
 
 __all__ = [
     "Billboard",
+    "DrawLog",
+    "Replay",
+    "Stream",
     "ReferenceRun",
     "capped_increment",
     "greedy_plan",
@@ -35,6 +39,82 @@ __all__ = [
 
 #: Q values within this of the maximum are ties (broken uniformly at random).
 TIE = 1e-12
+
+
+# ============================================================================================
+# (0) The streams: a numpy Generator, or a record / replay of one (the agent comparison's hook)
+# ============================================================================================
+class Stream(Protocol):
+    """The three draws the reference makes (numpy Generator's names): standard normals, gammas of
+    given shape parameters (scale 1) and uniforms on [0, 1)."""
+
+    def standard_normal(self, size: Any) -> Any: ...
+
+    def gamma(self, shape: Any) -> Any: ...
+
+    def random(self, size: Any) -> Any: ...
+
+
+@dataclass
+class DrawLog:
+    """A Stream that draws from ``rng`` and records every call: ``log`` holds (kind, parameter,
+    values), kind "normal" / "uniform" (parameter: the shape asked) or "gamma" (parameter: the
+    shape parameters asked)."""
+
+    rng: np.random.Generator
+    log: list[tuple[str, Any, np.ndarray]] = field(default_factory=list)
+
+    def standard_normal(self, size: Any) -> np.ndarray:
+        out = np.asarray(self.rng.standard_normal(size))
+        self.log.append(("normal", tuple(np.atleast_1d(size)), out))
+        return out
+
+    def gamma(self, shape: Any) -> np.ndarray:
+        out = np.asarray(self.rng.gamma(shape))
+        self.log.append(("gamma", np.array(shape, float), out))
+        return out
+
+    def random(self, size: Any) -> np.ndarray:
+        out = np.asarray(self.rng.random(size))
+        self.log.append(("uniform", tuple(np.atleast_1d(size)), out))
+        return out
+
+
+class Replay:
+    """A Stream that returns recorded draws in order (a DrawLog's ``log``, or an agent's record of
+    its own draws in the same format), refusing a call of another kind or parameter than the one
+    recorded: the reference then recomputes the agent's release and policies from the agent's own
+    randomness, and a mismatch names the first draw where the two computations part (for gammas,
+    the first posterior count that differs, to ``rtol``)."""
+
+    def __init__(self, log: list[tuple[str, Any, np.ndarray]], rtol: float = 1e-9) -> None:
+        self.log, self.i, self.rtol = list(log), 0, rtol
+
+    def _next(self, kind: str, param: Any) -> np.ndarray:
+        if self.i >= len(self.log):
+            raise AssertionError(f"draw {self.i}: a {kind} draw asked beyond the {len(self.log)} recorded")
+        rec_kind, rec_param, values = self.log[self.i]
+        same = rec_kind == kind and (
+            np.allclose(rec_param, param, rtol=self.rtol, atol=0.0)
+            if kind == "gamma" and np.shape(rec_param) == np.shape(param)
+            else rec_param == param
+        )
+        if not same:
+            raise AssertionError(
+                f"draw {self.i}: the reference asks {kind} {np.shape(param)}, the record has {rec_kind} "
+                f"{np.shape(rec_param)} (or other gamma shape parameters)"
+            )
+        self.i += 1
+        return values
+
+    def standard_normal(self, size: Any) -> np.ndarray:
+        return self._next("normal", tuple(np.atleast_1d(size)))
+
+    def gamma(self, shape: Any) -> np.ndarray:
+        return self._next("gamma", np.array(shape, float))
+
+    def random(self, size: Any) -> np.ndarray:
+        return self._next("uniform", tuple(np.atleast_1d(size)))
 
 
 # ============================================================================================
@@ -73,7 +153,7 @@ class Billboard:
         self.j = 0
         self.sigma = float(sigma)
 
-    def publish(self, dN: np.ndarray, dR: np.ndarray, noise_rng: np.random.Generator) -> None:
+    def publish(self, dN: np.ndarray, dR: np.ndarray, noise_rng: Stream) -> None:
         """Release one increment. Draws: S A S standard normals (counts, C order), then S A (rewards)."""
         self.N = self.N + dN + self.sigma * noise_rng.standard_normal(self.N.shape)
         self.R = self.R + dR + self.sigma * noise_rng.standard_normal(self.R.shape)
@@ -105,9 +185,7 @@ def simplex_project(Y: np.ndarray) -> np.ndarray:
     return np.where(z > 0.0, np.maximum(Y - theta, 0.0), 0.0)
 
 
-def posterior_model(
-    board: Billboard, rng: np.random.Generator, alpha0: float = 1.0
-) -> tuple[np.ndarray, np.ndarray]:
+def posterior_model(board: Billboard, rng: Stream, alpha0: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """One draw (P, r) of the model given the billboard:
 
     1. the true sums given the release: with a flat prior the counts are ``N ~ N(N~, v_j)`` per
@@ -135,7 +213,7 @@ def posterior_model(
 # ============================================================================================
 # (4) The user's policy: greedy H-step value iteration on its model
 # ============================================================================================
-def greedy_plan(P: np.ndarray, r: np.ndarray, H: int, rng: np.random.Generator) -> np.ndarray:
+def greedy_plan(P: np.ndarray, r: np.ndarray, H: int, rng: Stream) -> np.ndarray:
     """The greedy H-step policy ``pi[h, s]`` (h = 0..H-1) of the stationary model (P, r):
     ``Q_h = r + P V_{h+1}``, ``V_H = 0``, ``V_h = max_a Q_h``, for h = H-1 down to 0; ties (within
     TIE of the maximum) broken uniformly: one (S, A) array of uniforms from ``rng`` per h, in that
@@ -151,7 +229,7 @@ def greedy_plan(P: np.ndarray, r: np.ndarray, H: int, rng: np.random.Generator) 
     return pi
 
 
-def user_policy(board: Billboard, H: int, rng: np.random.Generator, alpha0: float = 1.0) -> np.ndarray:
+def user_policy(board: Billboard, H: int, rng: Stream, alpha0: float = 1.0) -> np.ndarray:
     """One user's policy (H, S): a model drawn from the posterior given the billboard
     (:func:`posterior_model`), then its greedy plan (:func:`greedy_plan`), both from ``rng``."""
     P, r = posterior_model(board, rng, alpha0)
