@@ -23,6 +23,7 @@ pub mod linucb;
 pub mod lsvi;
 pub mod lsvi_adaptive;
 pub mod model;
+pub mod psrl;
 pub mod vtr;
 
 use rand::{RngCore, SeedableRng};

@@ -1,0 +1,187 @@
+use super::*;
+use rand::SeedableRng;
+use rand_chacha::ChaCha12Rng;
+
+fn parts(s: usize, a: usize, h: usize, k: u64, sigma: f64, bounds: Vec<u64>) -> PsrlParts {
+    PsrlParts {
+        s,
+        a,
+        h,
+        episodes: k,
+        m: 1,
+        sigma,
+        bounds,
+        reject: false,
+        alpha0: 1.0,
+        noise_seed: [1; 32],
+        exploration_seed: [2; 32],
+    }
+}
+
+fn traj(states: &[usize], actions: &[usize], rewards: &[f64]) -> Trajectory {
+    Trajectory {
+        states: states.to_vec(),
+        actions: actions.to_vec(),
+        rewards: rewards.to_vec(),
+    }
+}
+
+#[test]
+fn psrl_gamma_draws_have_the_law_mean_and_variance() {
+    let mut rng = ChaCha12Rng::from_seed([7; 32]);
+    for k in [1.0, 2.5, 40.0] {
+        let n = 200_000;
+        let g = gamma_draws(&mut rng, &vec![k; n]).unwrap();
+        let mean = g.iter().sum::<f64>() / n as f64;
+        let var = g.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64;
+        // mean k, variance k; standard errors sqrt(k / n) and ~ k sqrt(2 / n) (kurtosis ~ 6 / k)
+        assert!(
+            (mean - k).abs() < 5.0 * (k / n as f64).sqrt(),
+            "mean {mean} for {k}"
+        );
+        let se_var = k * ((2.0 + 6.0 / k) / n as f64).sqrt();
+        assert!((var - k).abs() < 5.0 * se_var, "var {var} for {k}");
+    }
+    assert!(gamma_draws(&mut rng, &[f64::NAN]).is_err());
+}
+
+#[test]
+fn psrl_simplex_projection_keeps_the_total_and_nonnegativity() {
+    let mut row = vec![3.0, -1.0, 0.5, 0.2];
+    simplex_project(&mut row);
+    assert!((row.iter().sum::<f64>() - 2.7).abs() < 1e-12);
+    assert!(row.iter().all(|&x| x >= 0.0));
+    // on the simplex already: unchanged
+    let mut row = vec![1.0, 2.0, 0.0];
+    simplex_project(&mut row);
+    assert_eq!(row, vec![1.0, 2.0, 0.0]);
+    // a released total <= 0: the zero vector
+    let mut row = vec![1.0, -2.0];
+    simplex_project(&mut row);
+    assert_eq!(row, vec![0.0, 0.0]);
+}
+
+#[test]
+fn psrl_counts_only_the_first_m_visits_and_releases_at_batch_ends() {
+    // S 3, A 2, H 4, K 4 in batches [0, 2, 4): one release, after user 2
+    let mut ag = PsrlAgent::new(parts(3, 2, 4, 4, 0.0, vec![0, 2, 4])).unwrap();
+    let t = traj(&[0, 0, 0, 1, 2], &[1, 1, 1, 0], &[0.5, 1.0, 0.25, 1.0]);
+    ag.policy().unwrap();
+    ag.observe(&t).unwrap();
+    let (dn, dr) = ag.increment();
+    // (0, 1) visited 3 times: only the first (0 -> 0, reward 0.5) counted; (1, 0) -> 2 once
+    assert_eq!(dn[3], 1.0);
+    assert_eq!(dn[2 * 3 + 2], 1.0);
+    assert_eq!(dn.iter().sum::<f64>(), 2.0);
+    assert_eq!(dr[1], 0.5);
+    assert_eq!(dr[2], 1.0);
+    ag.observe(&t).unwrap();
+    assert_eq!(ag.releases, 1);
+    assert_eq!(ag.board_n[3], 2.0);
+    assert_eq!(ag.board_r[1], 1.0);
+    assert_eq!(ag.increment().0.iter().sum::<f64>(), 0.0);
+    ag.observe(&t).unwrap();
+    ag.observe(&t).unwrap();
+    // no release after the last batch; the budget is spent
+    assert_eq!(ag.releases, 1);
+    assert!(ag.observe(&t).is_err());
+    assert!(ag.policy().is_err());
+    // the cap m = 2 counts the second visit too
+    let mut p = parts(3, 2, 4, 4, 0.0, vec![0, 2, 4]);
+    p.m = 2;
+    let mut ag = PsrlAgent::new(p).unwrap();
+    ag.observe(&t).unwrap();
+    assert_eq!(ag.increment().0.iter().sum::<f64>(), 3.0);
+    assert_eq!(ag.increment().1[1], 1.5);
+}
+
+#[test]
+fn psrl_guard_clips_and_counts_or_refuses_rewards_and_checks_indices() {
+    let mut ag = PsrlAgent::new(parts(2, 2, 2, 3, 1.0, vec![0, 1, 3])).unwrap();
+    ag.observe(&traj(&[0, 1, 0], &[0, 1], &[1.5, -0.5]))
+        .unwrap();
+    assert_eq!(ag.clips, 2);
+    let mut p = parts(2, 2, 2, 3, 1.0, vec![0, 1, 3]);
+    p.reject = true;
+    let mut ag = PsrlAgent::new(p).unwrap();
+    assert!(matches!(
+        ag.observe(&traj(&[0, 1, 0], &[0, 1], &[1.5, 0.0])),
+        Err(CoreError::Assumption(_))
+    ));
+    assert_eq!(ag.k, 0);
+    assert!(ag.observe(&traj(&[0, 2, 0], &[0, 1], &[0.5, 0.0])).is_err());
+    assert!(ag.observe(&traj(&[0, 1, 0], &[0, 2], &[0.5, 0.0])).is_err());
+    assert!(ag.observe(&traj(&[0, 1], &[0], &[0.5])).is_err());
+    assert!(ag
+        .observe(&traj(&[0, 1, 0], &[0, 1], &[f64::NAN, 0.0]))
+        .is_err());
+    assert_eq!(ag.k, 0);
+}
+
+#[test]
+fn psrl_refuses_bad_parameters() {
+    assert!(PsrlAgent::new(parts(2, 2, 2, 3, 1.0, vec![0, 3, 3])).is_err());
+    assert!(PsrlAgent::new(parts(2, 2, 2, 3, 1.0, vec![0, 2])).is_err());
+    assert!(PsrlAgent::new(parts(2, 2, 2, 3, -1.0, vec![0, 3])).is_err());
+    assert!(PsrlAgent::new(parts(0, 2, 2, 3, 1.0, vec![0, 3])).is_err());
+}
+
+#[test]
+fn psrl_records_draws_in_the_reference_order_and_one_policy_per_user() {
+    let (s, a, h) = (3, 2, 4);
+    let mut ag = PsrlAgent::new(parts(s, a, h, 4, 2.0, vec![0, 2, 4])).unwrap();
+    ag.set_record(true);
+    let t = traj(&[0, 0, 0, 1, 2], &[1, 1, 1, 0], &[0.5, 1.0, 0.25, 1.0]);
+    let p1 = ag.policy().unwrap().to_vec();
+    assert_eq!(p1, ag.policy().unwrap().to_vec()); // the same user: no new draw
+    ag.observe(&t).unwrap();
+    ag.policy().unwrap();
+    ag.observe(&t).unwrap();
+    let log = ag.record.clone().unwrap();
+    let kinds: Vec<(&str, Vec<usize>)> = log.explore[..5 + h]
+        .iter()
+        .map(|r| (r.kind.name(), r.shape.clone()))
+        .collect();
+    let mut want = vec![
+        ("normal", vec![s, a, s]),
+        ("normal", vec![s, a]),
+        ("gamma", vec![s, a, s]),
+        ("gamma", vec![s, a]),
+        ("gamma", vec![s, a]),
+    ];
+    want.extend((0..h).map(|_| ("uniform", vec![s, a])));
+    assert_eq!(kinds, want);
+    assert_eq!(log.explore.len(), 2 * (5 + h));
+    assert_eq!(ag.policy_updates, 2);
+    // one release: S A S normals then S A
+    let shapes: Vec<Vec<usize>> = log.noise.iter().map(|r| r.shape.clone()).collect();
+    assert_eq!(shapes, vec![vec![s, a, s], vec![s, a]]);
+    // the billboard is increment + sigma z
+    let z0 = log.noise[0].values[3];
+    assert!((ag.board_n[3] - (2.0 + 2.0 * z0)).abs() < 1e-12);
+    // before any release: variance 0, so the counts drawn are 0 and the Dirichlet shapes 1
+    assert!(log.explore[2].params.iter().all(|&x| x == 1.0));
+}
+
+#[test]
+fn psrl_state_round_trips() {
+    let mut ag = PsrlAgent::new(parts(3, 2, 4, 6, 1.0, vec![0, 2, 4, 6])).unwrap();
+    let t = traj(&[0, 0, 0, 1, 2], &[1, 1, 1, 0], &[0.5, 1.0, 0.25, 1.0]);
+    for _ in 0..3 {
+        ag.policy().unwrap();
+        ag.observe(&t).unwrap();
+    }
+    let bytes = crate::state::encode(&ag).unwrap();
+    let mut back: PsrlAgent = crate::state::decode("PSRL", &bytes).unwrap();
+    back.check_restored().unwrap();
+    for _ in 0..3 {
+        assert_eq!(
+            ag.policy().unwrap().to_vec(),
+            back.policy().unwrap().to_vec()
+        );
+        ag.observe(&t).unwrap();
+        back.observe(&t).unwrap();
+    }
+    assert_eq!(ag.board_n, back.board_n);
+    assert_eq!(ag.board_r, back.board_r);
+}
