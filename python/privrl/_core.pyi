@@ -1,7 +1,7 @@
 # Hand-written stub of the compiled Rust module privrl._core (rust/bindings/), checked by
 # `python -m mypy.stubtest privrl._core` (tests/test_stub.py). Use the validated wrappers in
 # privrl.kernels; these are the raw bindings.
-from typing import final
+from typing import Any, final
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +41,7 @@ __all__ = [
     "VtrAgent",
     "VtrClient",
     "LsviAgent",
+    "PsrlAgent",
     "LinUcbAgent",
     "LinUcbClient",
     "agent_act",
@@ -50,6 +51,7 @@ __all__ = [
     "_restore_vtr_agent",
     "_restore_vtr_client",
     "_restore_lsvi_agent",
+    "_restore_psrl_agent",
     "_restore_linucb_agent",
     "_restore_linucb_client",
     "policy_values",
@@ -319,6 +321,42 @@ class LsviAgent:
     def policy_updates(self) -> int: ...
 
 @final
+class PsrlAgent:
+    def __new__(
+        cls,
+        *,
+        n_states: int,
+        n_actions: int,
+        horizon: int,
+        episodes: int,
+        m: int,
+        sigma: float,
+        bounds: list[int],
+        reject: bool,
+        noise_seed: bytes,
+        exploration_seed: bytes,
+        alpha0: float = ...,
+    ) -> Self: ...
+    def policy(self) -> _I64: ...
+    def observe(self, states: _I64, actions: _I64, rewards: _F64) -> None: ...
+    def run(self, run: Run, uniforms: _F64) -> _Block: ...
+    def billboard(self) -> tuple[_F64, _F64, int]: ...
+    def set_record(self, on: bool) -> None: ...
+    def draw_record(self) -> tuple[list[tuple[str, Any, _F64]], list[tuple[str, Any, _F64]]] | None: ...
+    @property
+    def releases(self) -> int: ...
+    @property
+    def num_batches(self) -> int: ...
+    @property
+    def variance(self) -> float: ...
+    @property
+    def clips(self) -> int: ...
+    @property
+    def k(self) -> int: ...
+    @property
+    def policy_updates(self) -> int: ...
+
+@final
 class LinUcbAgent:
     def __new__(cls, spec: object) -> Self: ...
     def act(self, state: object, h: object) -> int | None: ...
@@ -369,3 +407,4 @@ def laplace_sum_bounds(b_m: float, b_v: float, n: int, d: int, alpha: float) -> 
 def _restore_vtr_agent(state: bytes) -> VtrAgent: ...
 def _restore_vtr_client(state: bytes) -> VtrClient: ...
 def _restore_lsvi_agent(state: bytes) -> LsviAgent: ...
+def _restore_psrl_agent(state: bytes) -> PsrlAgent: ...

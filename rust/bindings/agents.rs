@@ -26,6 +26,7 @@ use crate::noise::{NodeShape, NoiseStream};
 pub(super) mod act;
 mod arrays;
 mod client;
+mod psrl;
 pub(super) mod run;
 use arrays::{mat2, mat3, policy_array};
 pub(super) use client::{key_client, py_client, reduce_client, take_client_streams, PyClient};
@@ -681,6 +682,8 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRun>()?;
     m.add_class::<PyVtrAgent>()?;
     m.add_class::<PyLsviAgent>()?;
+    m.add_class::<psrl::PyPsrlAgent>()?;
+    m.add_function(wrap_pyfunction!(psrl::_restore_psrl_agent, m)?)?;
     client::register(m)?;
     m.add_function(wrap_pyfunction!(act::agent_act, m)?)?;
     m.add_function(wrap_pyfunction!(_restore_vtr_agent, m)?)?;
