@@ -146,9 +146,10 @@ impl PyPsrlAgent {
         Ok(state(slf)?.inner.variance())
     }
 
+    /// Rewards clipped so far, one count per guarded statistic (one), as the other agents'.
     #[getter]
-    fn clips(slf: &Bound<'_, Self>) -> PyResult<u64> {
-        Ok(state(slf)?.inner.clips)
+    fn clips(slf: &Bound<'_, Self>) -> PyResult<Vec<u64>> {
+        Ok(vec![state(slf)?.inner.clips])
     }
 
     #[getter]

@@ -72,6 +72,7 @@ _PRIVRL_FUNCTIONS = {
     ("privrl._core", "_restore_vtr_agent"),
     ("privrl._core", "_restore_lsvi_agent"),
     ("privrl._core", "_restore_linucb_agent"),
+    ("privrl._core", "_restore_psrl_agent"),
     ("privrl.agents.common.saving", "_rebuild_env"),
 }
 

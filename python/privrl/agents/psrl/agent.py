@@ -1,0 +1,132 @@
+"""Private tabular PSRL on a time-homogeneous release (work in progress, not exported): the Python
+face of the Rust agent privrl._core.PsrlAgent (rust/agents/psrl.rs); oracle: reference.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from privrl import _core
+from privrl.agents.common.base import Agent, Release, SensitivityGuard
+from privrl.agents.psrl import calibration as privacy_of
+from privrl.agents.psrl.calibration import PSRLCalibration
+from privrl.agents.psrl.formulas import psrl_batch_bounds
+from privrl.common.checks import check_choice
+from privrl.common.errors import PrivacyParameterError
+from privrl.envs.features import FeatureMap
+from privrl.envs.finite import FiniteMDP
+from privrl.privacy.models import LocalDP
+from privrl.privacy.plans import ReleasePlan
+
+__all__ = ["PSRL"]
+
+
+class PSRL(Agent):
+    """Posterior sampling on a released, noisy tabular model (reference.py reads top to bottom).
+
+    Users come in B static batches (``calibration.B``; bounds ``round(linspace(0, K, B + 1))``).
+    Each user draws a model (P, r) from the posterior given the billboard (noisy cumulative counts
+    N~ (S, A, S) and reward sums R~ (S, A), noise variance j sigma^2 per cell after j releases) from
+    its own exploration stream, plays its greedy H-step policy, and its first ``m`` visits of each
+    (s, a) (rewards in [0, 1]) join the batch's increment, released with N(0, sigma^2) per cell at
+    the end of batches 1..B-1: a user enters one Gaussian release (calibrate_psrl).
+
+    Parameters
+    ----------
+    env : a FeatureMap (privrl.learn on a gymnasium environment; FeatureMap.one_hot_for) or a
+        FiniteMDP: only its S, A and H are read (the agent is tabular).
+    privacy : NonPrivate() (sigma 0, a release after every user) | JointDP(eps, delta > 0).
+        LocalDP is refused (not designed).
+    episodes : K, the users the noise is calibrated for.
+    seed : reproducible privacy noise and exploration (None: OS entropy).
+    m : the per-user cap (visits of each (s, a) counted per user).
+    batches : "static" (default), "every" or an int B in [1, K] (calibration.resolve_batches).
+    sensitivity : "clip" (counted) or "reject" rewards outside [0, 1].
+    """
+
+    name = "PSRL"
+    calibration: PSRLCalibration
+    _SAVED = Agent._SAVED | {"B", "bounds", "m", "batches", "sensitivity"}
+    _SAVED_CORE = "PsrlAgent"
+
+    @classmethod
+    def accepts(cls, env: Any) -> str | None:
+        """None if the agent runs on `env` (a FeatureMap or a FiniteMDP), else why not."""
+        if isinstance(env, (FeatureMap, FiniteMDP)):
+            return None
+        return f"PSRL needs a FeatureMap (privrl.learn) or a FiniteMDP; got {type(env).__name__}"
+
+    def __init__(
+        self,
+        env: FeatureMap | FiniteMDP,
+        privacy: Any = None,
+        episodes: int = 1000,
+        seed: Any = None,
+        m: int = 1,
+        batches: str | int = "static",
+        sensitivity: str = "clip",
+    ):
+        reason = self.accepts(env)
+        if reason is not None:
+            raise TypeError(reason)
+        if isinstance(privacy, LocalDP):
+            raise PrivacyParameterError(
+                "LocalDP is not available for PSRL (not designed): use JointDP(eps, delta) or NonPrivate()"
+            )
+        self.sensitivity = check_choice(sensitivity, ("clip", "reject"), "sensitivity")
+        super().__init__(env, privacy, episodes, seed, exploration="sampling")
+        kw = self.privacy.as_kwargs()
+        cal = privacy_of.calibrate_psrl(
+            kw["kind"],
+            kw["epsilon"],
+            kw["delta"],
+            self.S,
+            self.A,
+            self.H,
+            self.K,
+            m=m,
+            batches=batches,
+            p=kw["p"],
+        )
+        self.calibration, self.m, self.batches, self.B = cal, cal.m, batches, cal.B
+        self.d = self.S * self.A
+        self.beta_scale, self.beta = 1.0, 0.0  # no confidence radius
+        self.bounds = psrl_batch_bounds(self.K, self.B)
+        (stat,) = self.release_plan().statistics
+        self.guards = {
+            stat.name: SensitivityGuard(x_bound=stat.x_bound, y_low=0.0, y_high=1.0, mode=sensitivity)
+        }
+        self._core = _core.PsrlAgent(
+            n_states=self.S,
+            n_actions=self.A,
+            horizon=self.H,
+            episodes=self.K,
+            m=self.m,
+            sigma=float(cal.sigma or 0.0),
+            bounds=[int(b) for b in self.bounds],
+            reject=sensitivity == "reject",
+            noise_seed=self.noise_seeds(1)[0],
+            exploration_seed=self._stream_seed(2),
+        )
+
+    def release_plan(self) -> ReleasePlan:
+        """One statistic per user (its capped counts and reward sums), released once."""
+        return privacy_of.release_plan(self.calibration.kind, self.H, self.K, self.S, self.A, self.B, self.m)
+
+    def billboard(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """The released N~ (S, A, S), R~ (S, A) and the number of releases j."""
+        N, R, j = self._core.billboard()
+        return N, R, int(j)
+
+    def release(self) -> Release:
+        """The billboard in the shared Release record (work in progress): ``design`` holds N~
+        (S, A, S), ``weights`` R~ (S, A), ``inverse`` is empty (no matrix to invert)."""
+        N, R, _ = self.billboard()
+        return Release(design=N, inverse=np.empty(0), weights=R, users=self.k)
+
+    def greedy_policy(self) -> np.ndarray:
+        """Not built yet (work in progress): PSRL's greedy estimate needs a point model (the
+        posterior mean) the Rust core does not compute."""
+        raise NotImplementedError("PSRL.greedy_policy is not built yet (work in progress)")
