@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Episodic, Guard, Stream, Trajectory};
 use crate::errors::{CoreError, CoreResult};
-use crate::noise::{NodeNoise, NodeShape, NoiseStream};
+use crate::noise::{NodeNoise, NodeShape, NoiseStream, MAX_NODE_LEN};
 
 /// Q values within this of the step's maximum are ties (the reference's `TIE`).
 pub const TIE: f64 = 1e-12;
@@ -137,7 +137,18 @@ impl PsrlAgent {
             )));
         }
         check_bounds(&p.bounds, p.episodes)?;
-        let (sa, sas) = (p.s * p.a, p.s * p.a * p.s);
+        let sas = p.s.checked_mul(p.a).and_then(|x| x.checked_mul(p.s));
+        let sas = match sas {
+            Some(n) if n <= MAX_NODE_LEN => n,
+            _ => {
+                return Err(invalid(format!(
+                    "PSRL's billboard holds S A S = {} x {} x {} counts: more than the {} a \
+                     release can draw",
+                    p.s, p.a, p.s, MAX_NODE_LEN
+                )))
+            }
+        };
+        let sa = p.s * p.a;
         Ok(PsrlAgent {
             s: p.s,
             a: p.a,

@@ -124,6 +124,10 @@ fn psrl_refuses_bad_parameters() {
     assert!(PsrlAgent::new(parts(2, 2, 2, 3, 1.0, vec![0, 2])).is_err());
     assert!(PsrlAgent::new(parts(2, 2, 2, 3, -1.0, vec![0, 3])).is_err());
     assert!(PsrlAgent::new(parts(0, 2, 2, 3, 1.0, vec![0, 3])).is_err());
+    // S A S beyond what a release draws (2^27): refused before any allocation
+    let big = PsrlAgent::new(parts(1 << 14, 1, 2, 3, 1.0, vec![0, 3]));
+    assert!(matches!(big, Err(CoreError::InvalidParameter(m)) if m.contains("S A S")));
+    assert!(PsrlAgent::new(parts(usize::MAX / 2, 3, 2, 3, 1.0, vec![0, 3])).is_err());
 }
 
 #[test]
