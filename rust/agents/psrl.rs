@@ -317,6 +317,55 @@ impl PsrlAgent {
         }
     }
 
+    /// The greedy (H, S) policy of the billboard's plug-in model, no draw, lowest-index ties:
+    /// counts N = each row of N~ projected on the nonnegative simplex of its released total,
+    /// R = R~ clipped to [0, n], P = (alpha0 + N) / (S alpha0 + n), r = (1 + R) / (2 + n) (the
+    /// Dirichlet and Beta means at the projected counts; not the exact posterior mean, which the
+    /// projection's nonlinearity moves). Reads the agent only.
+    pub fn greedy_policy(&self) -> Vec<usize> {
+        let (s, a) = (self.s, self.a);
+        let mut p = self.board_n.clone();
+        let mut r = vec![0.0; s * a];
+        for (i, row) in p.chunks_exact_mut(s).enumerate() {
+            simplex_project(row);
+            let n: f64 = row.iter().sum();
+            let rs = self.board_r[i].max(0.0).min(n);
+            let total = s as f64 * self.alpha0 + n;
+            row.iter_mut().for_each(|c| *c = (self.alpha0 + *c) / total);
+            r[i] = (1.0 + rs) / (2.0 + n);
+        }
+        let mut pi = vec![0; self.h * s];
+        let mut v = vec![0.0; s];
+        let mut q = vec![0.0; a];
+        for h in (0..self.h).rev() {
+            let mut next = vec![0.0; s];
+            for st in 0..s {
+                for (act, qa) in q.iter_mut().enumerate() {
+                    let i = st * a + act;
+                    let row = &p[i * s..(i + 1) * s];
+                    *qa = r[i] + row.iter().zip(&v).map(|(x, y)| x * y).sum::<f64>();
+                }
+                let (best, top) =
+                    q.iter()
+                        .enumerate()
+                        .fold(
+                            (0, f64::NEG_INFINITY),
+                            |b, (i, &x)| {
+                                if x > b.1 {
+                                    (i, x)
+                                } else {
+                                    b
+                                }
+                            },
+                        );
+                pi[h * s + st] = best;
+                next[st] = top;
+            }
+            v = next;
+        }
+        pi
+    }
+
     fn ensure_policy(&mut self) -> CoreResult<()> {
         if self.pi_for == Some(self.k) {
             return Ok(());

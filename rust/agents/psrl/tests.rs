@@ -189,3 +189,29 @@ fn psrl_state_round_trips() {
     assert_eq!(ag.board_n, back.board_n);
     assert_eq!(ag.board_r, back.board_r);
 }
+
+#[test]
+fn psrl_greedy_policy_plans_on_the_plug_in_model_without_a_draw() {
+    // S 2, A 2, H 2, no noise; batches [0, 3, 4): one release after 3 users
+    let mut ag = PsrlAgent::new(parts(2, 2, 2, 4, 0.0, vec![0, 3, 4])).unwrap();
+    // nothing released: P uniform, r = 1/2 everywhere, every Q tied: action 0
+    assert_eq!(ag.greedy_policy(), vec![0; 4]);
+    // action 1 at state 0 pays 1 and stays; action 0 pays 0 and moves to 1
+    for _ in 0..3 {
+        ag.observe(&traj(&[0, 0, 0], &[1, 1], &[1.0, 1.0])).unwrap();
+    }
+    let mut twin = PsrlAgent::new(parts(2, 2, 2, 4, 0.0, vec![0, 3, 4])).unwrap();
+    for _ in 0..3 {
+        twin.observe(&traj(&[0, 0, 0], &[1, 1], &[1.0, 1.0]))
+            .unwrap();
+    }
+    // (0, 1): one counted visit per user (m = 1): N = 3 into 0, R = 3: r = 4 / 5, P(0) = 4 / 5
+    let pi = ag.greedy_policy();
+    assert_eq!(pi[0], 1);
+    assert_eq!(pi[2], 1);
+    // no stream consumed: the next user's draw is the twin's
+    assert_eq!(
+        ag.policy().unwrap().to_vec(),
+        twin.policy().unwrap().to_vec()
+    );
+}

@@ -75,6 +75,17 @@ impl PyPsrlAgent {
         policy_array(py, pi, h, s)
     }
 
+    /// The greedy policy (H, S) of the billboard's plug-in model: no draw, lowest-index ties;
+    /// reads the agent only (`crate::agents::psrl::PsrlAgent::greedy_policy`).
+    fn greedy_policy<'py>(
+        slf: &Bound<'_, Self>,
+        py: Python<'py>,
+    ) -> PyResult<Bound<'py, PyArray2<i64>>> {
+        let this = state(slf)?;
+        let pi = this.inner.greedy_policy();
+        policy_array(py, &pi, this.inner.h, this.inner.s)
+    }
+
     fn observe(
         slf: &Bound<'_, Self>,
         py: Python<'_>,

@@ -127,6 +127,8 @@ class PSRL(Agent):
         return Release(design=N, inverse=np.empty(0), weights=R, users=self.k)
 
     def greedy_policy(self) -> np.ndarray:
-        """Not built yet (work in progress): PSRL's greedy estimate needs a point model (the
-        posterior mean) the Rust core does not compute."""
-        raise NotImplementedError("PSRL.greedy_policy is not built yet (work in progress)")
+        """The (H, S) policy greedy for the billboard's plug-in model, no draw, lowest-index ties:
+        each (s, a) row of N~ projected on the nonnegative simplex of its released total (N),
+        R = R~ clipped to [0, n], P = (1 + N) / (S + n), r = (1 + R) / (2 + n) (the Dirichlet and
+        Beta means at those counts). Post-processing of the billboard; consumes no stream."""
+        return self._core.greedy_policy()
