@@ -10,7 +10,7 @@ import privrl
 from privrl import _core
 from privrl.agents.psrl.agent import PSRL
 from privrl.agents.psrl.calibration import calibrate_psrl
-from privrl.agents.psrl.formulas import psrl_batch_bounds
+from privrl.agents.psrl.formulas import psrl_batch_bounds, psrl_sigma
 from privrl.agents.psrl.reference import Billboard, Replay, capped_increment, policy_values, user_policy
 from privrl.common.errors import AssumptionError, PrivacyParameterError, SensitivityWarning
 from privrl.envs.features import FeatureMap
@@ -61,13 +61,8 @@ def _run_agent(P, R, H, K, B, sigma, m, seed):
     return agent, np.stack(pis), trajs
 
 
-@pytest.mark.parametrize(
-    "S, A, H, K, B, sigma, m",
-    [(5, 3, 6, 40, 4, 2.0, 1), (5, 3, 6, 40, 5, 0.7, 2), (4, 2, 5, 12, 12, 0.0, 1)],
-)
-def test_the_reference_replays_the_agents_draws_to_the_same_release_and_policies(S, A, H, K, B, sigma, m):
-    P, R = _random_mdp(S, A, seed=S + K)
-    agent, pis, trajs = _run_agent(P, R, H, K, B, sigma, m, seed=3)
+def _replay(agent, pis, trajs, S, A, H, K, B, sigma, m):
+    """The reference fed the agent's users and recorded draws: every policy equal; the billboard."""
     noise_log, explore_log = agent.draw_record()
     noise, rng = Replay(noise_log), Replay(explore_log)
     board = Billboard(S, A, sigma)
@@ -81,6 +76,29 @@ def test_the_reference_replays_the_agents_draws_to_the_same_release_and_policies
             batch = np.array([trajs[k] for k in range(k0, k1)], float).transpose(1, 0, 2)
             board.publish(*capped_increment(*batch, S, A, m), noise)
     assert noise.i == len(noise_log) == 2 * (B - 1) and rng.i == len(explore_log)
+    return board
+
+
+def test_the_reference_replays_the_agent_on_slippery_frozen_lake():
+    """gymnasium's table (H 20, sigma of JDP eps 10), 300 users in 4 batches: 6,000 (h, s) entries
+    of policy equal and the billboard bit for bit here (compared to rtol 1e-9)."""
+    P, R = frozen_lake_4x4_slippery()
+    H, K, B, sigma = 20, 300, 4, psrl_sigma(10.0, 1e-5, 20)
+    agent, pis, trajs = _run_agent(P, R, H, K, B, sigma, 1, seed=11)
+    board = _replay(agent, pis, trajs, 16, 4, H, K, B, sigma, 1)
+    N, Rr, _ = agent.billboard()
+    np.testing.assert_allclose(N, board.N, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(Rr, board.R, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "S, A, H, K, B, sigma, m",
+    [(5, 3, 6, 40, 4, 2.0, 1), (5, 3, 6, 40, 5, 0.7, 2), (4, 2, 5, 12, 12, 0.0, 1)],
+)
+def test_the_reference_replays_the_agents_draws_to_the_same_release_and_policies(S, A, H, K, B, sigma, m):
+    P, R = _random_mdp(S, A, seed=S + K)
+    agent, pis, trajs = _run_agent(P, R, H, K, B, sigma, m, seed=3)
+    board = _replay(agent, pis, trajs, S, A, H, K, B, sigma, m)
     N, Rr, j = agent.billboard()
     assert j == B - 1 == board.j
     np.testing.assert_allclose(N, board.N, rtol=1e-9, atol=1e-12)
