@@ -171,6 +171,9 @@ def test_psrl_class_is_reproducible_and_saves_mid_run(tmp_path):
     g = c.greedy_policy()
     np.testing.assert_array_equal(g, a.greedy_policy())
     assert g.shape == (5, 4) and c.policy_updates == a.policy_updates
+    # an agent that served all its users saves and loads too (its batch index is then B)
+    a.save(tmp_path / "done.agent")
+    assert PSRL.load(tmp_path / "done.agent").k == 60
 
 
 def test_psrl_class_clips_and_counts_or_refuses_rewards():

@@ -189,8 +189,14 @@ impl PsrlAgent {
             && self.board_r.len() == sa
             && self.inc_r.len() == sa
             && self.pi.len() == self.h * self.s
-            && self.batch + 1 < self.bounds.len()
-            && self.k <= self.episodes;
+            && self.batch < self.bounds.len()
+            && self.k <= self.episodes
+            && self.m >= 1
+            && self.sigma.is_finite()
+            && self.sigma >= 0.0
+            && self.alpha0.is_finite()
+            && self.alpha0 > 0.0
+            && sas <= MAX_NODE_LEN;
         self.guard.check_restored("PSRL")?;
         check_bounds(&self.bounds, self.episodes)?;
         if ok {

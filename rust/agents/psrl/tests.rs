@@ -215,3 +215,33 @@ fn psrl_greedy_policy_plans_on_the_plug_in_model_without_a_draw() {
         twin.policy().unwrap().to_vec()
     );
 }
+
+#[test]
+fn psrl_restore_refuses_an_inconsistent_state() {
+    let ag = PsrlAgent::new(parts(3, 2, 4, 6, 1.0, vec![0, 2, 4, 6])).unwrap();
+    let bytes = crate::state::encode(&ag).unwrap();
+    let ok: PsrlAgent = crate::state::decode("PSRL", &bytes).unwrap();
+    assert!(ok.check_restored().is_ok());
+    // an agent that served all its K users restores (its batch index is then B)
+    let mut done = PsrlAgent::new(parts(3, 2, 4, 2, 1.0, vec![0, 1, 2])).unwrap();
+    let t = traj(&[0, 0, 0, 1, 2], &[1, 1, 1, 0], &[0.5, 1.0, 0.25, 1.0]);
+    done.observe(&t).unwrap();
+    done.observe(&t).unwrap();
+    let back: PsrlAgent =
+        crate::state::decode("PSRL", &crate::state::encode(&done).unwrap()).unwrap();
+    back.check_restored().unwrap();
+    let edits: [fn(&mut PsrlAgent); 5] = [
+        |a| a.sigma = f64::NAN,
+        |a| a.sigma = -1.0,
+        |a| a.alpha0 = 0.0,
+        |a| a.m = 0,
+        |a| a.board_r.push(0.0),
+    ];
+    for edit in edits {
+        let mut bad: PsrlAgent = crate::state::decode("PSRL", &bytes).unwrap();
+        edit(&mut bad);
+        let bytes = crate::state::encode(&bad).unwrap();
+        let back: PsrlAgent = crate::state::decode("PSRL", &bytes).unwrap();
+        assert!(back.check_restored().is_err());
+    }
+}
