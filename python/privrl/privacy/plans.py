@@ -81,7 +81,10 @@ Site = Literal["tree", "user", "release"]
 class UserStatistic:
     """What one user contributes at one step: a vector ``x`` in R^dim with ``||x||_2 <= x_bound``
     and a scalar ``y`` in ``[y_low, y_high]``; ``enforced_by`` says where the bounds are enforced
-    (the agents' SensitivityGuards are built from these numbers)."""
+    (the agents' SensitivityGuards are built from these numbers). ``nonnegative`` (opt-in): every
+    entry of every user's x is >= 0 (counts, sums of nonnegative rewards), so two users' x make an
+    angle of cosine c in [0, 1] and the worst pair is no longer x' = -x (:func:`statistic_worst_case`);
+    a SensitivityGuard does not enforce it: the statistic must be nonnegative by construction."""
 
     name: str
     x: str
@@ -91,6 +94,7 @@ class UserStatistic:
     y_low: float
     y_high: float
     source: str
+    nonnegative: bool = False
 
 
 @dataclass(frozen=True)
@@ -260,7 +264,16 @@ def _weights(plan: ReleasePlan, stat: UserStatistic, scales: Mapping[str, float]
 
 def statistic_worst_case(plan: ReleasePlan, name: str, scales: Mapping[str, float]) -> WorstCase:
     """Exact worst case over neighbouring users of one step's joint release for statistic ``name``
-    (see the module comment), with the noise scales ``scales`` (calibration key -> scale)."""
+    (see the module comment), with the noise scales ``scales`` (calibration key -> scale).
+
+    A ``nonnegative`` statistic restricts the cosine to c in [0, 1]: for x, x' >= 0 entrywise
+    ``<x, x'> >= 0``, and every c in [0, 1] is reached by x = a R e_1, x' = b R (c e_1 +
+    sqrt(1 - c^2) e_2), both >= 0 (R = x_bound; in one dimension only c = 1), so the maximum over
+    the restricted box is still exact. g is concave quadratic in c, so c* = -S y y' / (2 A a b)
+    clipped to [0, 1]; with y y' >= 0 it is c* = 0: orthogonal users, ``||x - x'||^2 <= ||x||^2 +
+    ||x'||^2 <= 2 R^2`` instead of ``4 R^2`` at x' = -x (a scaled family's mu falls by sqrt 2; an
+    outer family's ``a^4 + b^4 - 2 a^2 b^2 c^2`` is worst at c = 0 either way). PSRL's counts and
+    reward sums (R^2 = 2 m H, y = 1): ``||x - x'||^2 <= 4 m H``, mu = 2 sqrt(m H) / sigma."""
     stat = plan.statistic(name)
     wo, ws = _weights(plan, stat, _checked_scales(plan, scales))
     R = stat.x_bound
@@ -270,7 +283,8 @@ def statistic_worst_case(plan: ReleasePlan, name: str, scales: Mapping[str, floa
             f"the worst case of statistic {name!r} overflows a double (x_bound = {R:g}, y in "
             f"[{stat.y_low:g}, {stat.y_high:g}]): bounds this large protect nothing"
         )
-    value, (a, b, c, y, yp) = _maximise(A, S, stat.y_low, stat.y_high, stat.dim >= 2)
+    c_low = 0.0 if stat.nonnegative else -1.0
+    value, (a, b, c, y, yp) = _maximise(A, S, stat.y_low, stat.y_high, stat.dim >= 2, c_low)
     x = np.zeros(stat.dim)
     xp = np.zeros(stat.dim)
     x[0] = a * R
@@ -369,7 +383,8 @@ def plan_pure_epsilon(plan: ReleasePlan, scales: Mapping[str, float]) -> float:
 
 # ------------------------------------------------------------------------------------------
 # The maximisation: g = A (a^4 + b^4 - 2 a^2 b^2 c^2) + S (a^2 y^2 + b^2 y'^2 - 2 a b c y y')
-# over a, b in [0, 1], c in [-1, 1] ({-1, 1} in one dimension), y, y' in {y_low, y_high}.
+# over a, b in [0, 1], c in [c_low, 1] ({-1, 1} in one dimension; c_low = 0 for a nonnegative
+# statistic, {1} in one dimension), y, y' in {y_low, y_high}.
 # ------------------------------------------------------------------------------------------
 def _objective(
     A: float, S: float, a: np.ndarray, b: np.ndarray, c: np.ndarray, y: Any, yp: Any
@@ -381,15 +396,15 @@ def _objective(
 
 @functools.lru_cache(maxsize=1024)
 def _maximise(
-    A: float, S: float, y_low: float, y_high: float, free_angle: bool
+    A: float, S: float, y_low: float, y_high: float, free_angle: bool, c_low: float = -1.0
 ) -> tuple[float, tuple[float, float, float, float, float]]:
     """Global maximum of the quartic above: a grid over (a, b, c) for each vertex (y, y'), then
     successive local grids around the best candidates (the function is a polynomial of degree 4
     on a box, so the coarse grid already lands in the basin of the maximum)."""
     ys = sorted({float(y_low), float(y_high)})
     vertices = [(y, yp) for y in ys for yp in ys]
-    starts = [(y, yp, pt) for y, yp in vertices for pt in _starts(A, S, y, yp, free_angle)]
-    refined = _refine(A, S, starts, 0.01, free_angle)  # every vertex's 3 candidates at once
+    starts = [(y, yp, pt) for y, yp in vertices for pt in _starts(A, S, y, yp, free_angle, c_low)]
+    refined = _refine(A, S, starts, 0.01, free_angle, c_low)  # every vertex's 3 candidates at once
     best: tuple[float, tuple[float, float, float, float, float]] = (-math.inf, (0.0, 0.0, 1.0, 0.0, 0.0))
     for v, (y, yp) in enumerate(vertices):
         best_val, best_pt = -math.inf, (0.0, 0.0, 1.0)  # the vertex's best candidate, the first of ties
@@ -402,32 +417,41 @@ def _maximise(
 
 
 def _best_angle(
-    A: float, S: float, a: np.ndarray, b: np.ndarray, y: Any, yp: Any, free_angle: bool
+    A: float, S: float, a: np.ndarray, b: np.ndarray, y: Any, yp: Any, free_angle: bool, c_low: float = -1.0
 ) -> np.ndarray:
     """The cosine c maximising g at each (a, b): g is concave quadratic in c (``-2 A a^2 b^2 c^2
-    - 2 S a b y y' c``), so c* = -S y y' / (2 A a b) clipped to [-1, 1]; in one dimension the
-    better of c = -1 and c = 1."""
+    - 2 S a b y y' c``), so c* = -S y y' / (2 A a b) clipped to [c_low, 1]; in one dimension the
+    better of c = -1 and c = 1 (c = 1 for a nonnegative statistic, c_low = 0)."""
     lin = S * a * b * y * yp
+    if not free_angle and c_low >= 0.0:
+        return np.ones_like(a * b)
     if not free_angle:
         return np.where(lin > 0.0, -1.0, 1.0) * np.ones_like(a)
     quad = A * a * a * b * b
     with np.errstate(divide="ignore", invalid="ignore"):
         c = np.where(quad > 0.0, -lin / (2.0 * quad), np.where(lin > 0.0, -1.0, 1.0))
-    return np.minimum(np.maximum(c, -1.0), 1.0)  # np.clip's values (its bounds are not +-0), 5x cheaper
+    return np.minimum(np.maximum(c, c_low), 1.0)  # np.clip's values (its bounds are not +-0), 5x cheaper
 
 
-def _starts(A: float, S: float, y: float, yp: float, free_angle: bool) -> list[tuple[float, float]]:
+def _starts(
+    A: float, S: float, y: float, yp: float, free_angle: bool, c_low: float = -1.0
+) -> list[tuple[float, float]]:
     """The 3 best points of a grid over a, b in [0, 1] (the angle in closed form), best first: where
     _refine starts (g is a polynomial of degree 4 on a square)."""
     ab = np.linspace(0.0, 1.0, 101)
     a, b = np.meshgrid(ab, ab, indexing="ij")
-    c = _best_angle(A, S, a, b, y, yp, free_angle)
+    c = _best_angle(A, S, a, b, y, yp, free_angle, c_low)
     g = _objective(A, S, a, b, c, y, yp)
     return [(float(ab[idx // 101]), float(ab[idx % 101])) for idx in np.argsort(g, axis=None)[::-1][:3]]
 
 
 def _refine(
-    A: float, S: float, starts: list[tuple[float, float, tuple[float, float]]], h: float, free_angle: bool
+    A: float,
+    S: float,
+    starts: list[tuple[float, float, tuple[float, float]]],
+    h: float,
+    free_angle: bool,
+    c_low: float = -1.0,
 ) -> list[tuple[float, tuple[float, float, float]]]:
     """Successive local 9 x 9 grids (step h, h/3, ... down to 1e-12) around each start (y, y', (a, b)),
     then each coordinate snapped to the box's special values when that loses nothing. Every start
@@ -440,7 +464,10 @@ def _refine(
     a0 = np.array([s[2][0] for s in starts])
     b0 = np.array([s[2][1] for s in starts])
     c0 = np.array(
-        [float(_best_angle(A, S, np.array(a), np.array(b), u, v, free_angle)) for u, v, (a, b) in starts]
+        [
+            float(_best_angle(A, S, np.array(a), np.array(b), u, v, free_angle, c_low))
+            for u, v, (a, b) in starts
+        ]
     )
     val = np.array(
         [
@@ -457,7 +484,7 @@ def _refine(
         bb = np.empty((n, 9, 9))
         aa[...] = a[:, :, None]
         bb[...] = b[:, None, :]
-        cc = _best_angle(A, S, aa, bb, y, yp, free_angle)
+        cc = _best_angle(A, S, aa, bb, y, yp, free_angle, c_low)
         g = _objective(A, S, aa, bb, cc, y, yp).reshape(n, 81)
         k = g.argmax(axis=1)  # each start's first maximum, as np.argmax of its 9 x 9 grid
         i, j = k // 9, k % 9
