@@ -32,6 +32,7 @@ from privrl.agents.psrl.reference import (
     user_policy,
 )
 from privrl.common.errors import PrivacyParameterError
+from privrl.privacy.common import tight_scales
 from privrl.privacy.gdp import analytic_gaussian_delta, gaussian_delta
 from privrl.privacy.plans import plan_mu
 
@@ -141,12 +142,31 @@ def test_release_plan_is_one_statistic_released_once():
     assert release_plan("none", 20, 20_000, 16, 4, 6).families == ()
 
 
-def test_generic_plan_accountant_sees_no_sign_constraint():
-    """The accounting gap this branch leaves open (calibration.py's module comment): plan_mu takes
-    x' = -x, sqrt(2) above the true Delta of nonnegative statistics; calibrate_psrl does not use it."""
+def test_generic_plan_accountant_sees_the_sign_constraint():
+    """The plan's statistic is nonnegative (UserStatistic.nonnegative): plan_mu's worst pair is
+    orthogonal, mu = Delta / sigma = 2 sqrt(m H) / sigma; the same statistic with a free angle takes
+    x' = -x, sqrt(2) above (2.829 vs 2.000 at eps 10; its sigma 6.32 vs 4.47)."""
     cal = calibrate_psrl("jdp", 10.0, 1e-5, 16, 4, 20, 20_000)
     plan = release_plan("jdp", 20, 20_000, 16, 4, cal.B)
-    assert plan_mu(plan, {"sigma": cal.sigma}) == pytest.approx(math.sqrt(2.0) * cal.mu, rel=1e-9)
+    (stat,) = plan.statistics
+    assert stat.nonnegative
+    assert plan_mu(plan, {"sigma": cal.sigma}) == pytest.approx(cal.mu, rel=1e-12)
+    free = plan.with_statistic(stat.name, nonnegative=False)
+    assert plan_mu(free, {"sigma": cal.sigma}) == pytest.approx(math.sqrt(2.0) * cal.mu, rel=1e-9)
+    assert round(plan_mu(free, {"sigma": cal.sigma}), 3) == 2.829 and round(cal.mu, 3) == 2.000
+    assert tight_scales(free, 10.0, 1e-5)["sigma"] == pytest.approx(math.sqrt(2.0) * cal.sigma, rel=1e-9)
+
+
+@pytest.mark.parametrize("eps, H, m", [(10.0, 20, 1), (1.0, 20, 1), (10.0, 8, 1), (1.0, 20, 2), (0.1, 30, 4)])
+def test_calibrated_sigma_is_the_plans_and_psrl_sigma(eps, H, m):
+    """Both ways: calibrate_psrl's sigma is tight_scales of its plan, and equals psrl_sigma (the
+    analytic Gaussian of Delta = 2 sqrt(m H)); it meets delta and 1e-6 less noise misses it."""
+    cal = calibrate_psrl("jdp", eps, 1e-5, 16, 4, H, 20_000, m=m)
+    plan = release_plan("jdp", H, 20_000, 16, 4, cal.B, m)
+    assert cal.sigma == tight_scales(plan, eps, 1e-5)["sigma"]
+    assert cal.sigma == pytest.approx(psrl_sigma(eps, 1e-5, H, m), rel=1e-12)
+    assert analytic_gaussian_delta(cal.sigma, psrl_sensitivity(H, m), eps) <= 1e-5
+    assert analytic_gaussian_delta(cal.sigma * (1 - 1e-6), psrl_sensitivity(H, m), eps) > 1e-5
 
 
 def test_calibration_fields_and_ledger():

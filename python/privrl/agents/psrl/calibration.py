@@ -6,11 +6,10 @@ the formulas are privrl.agents.psrl.formulas.
 """
 
 # What the generic tools do with this plan (checked in tests/test_psrl_reference.py):
-# * privrl.privacy.plans.plan_mu reads the statistic as a vector of norm <= x_bound with a free
-#   angle, so its worst pair is x' = -x: ||x - x'|| = 2 x_bound = 2 sqrt(2 m H), sqrt(2) above the
-#   true Delta = 2 sqrt(m H) of nonnegative statistics. UserStatistic has no sign constraint (a
-#   cosine restricted to [0, 1]); until it has one, tight_scales on this plan gives a sigma sqrt(2)
-#   too large, so calibrate_psrl calibrates with psrl_sigma (one Gaussian mechanism, exact curve).
+# * the statistic is declared nonnegative (UserStatistic.nonnegative), so privrl.privacy.plans.plan_mu
+#   restricts the worst pair's cosine to [0, 1]: orthogonal users, ||x - x'|| = sqrt(2) x_bound =
+#   2 sqrt(m H) = Delta (with a free angle, x' = -x, it was sqrt(2) larger). calibrate_psrl's sigma is
+#   tight_scales of this plan, equal to psrl_sigma (one Gaussian mechanism, exact curve).
 # * privrl.audit.report.privacy_report_from_calibration knows four algorithms (ALGORITHMS, plan_of,
 #   the paper-argument section) and refuses "psrl"; psrl_accountant gives the tight ledger instead.
 from __future__ import annotations
@@ -23,12 +22,11 @@ from privrl.agents.psrl.formulas import (
     psrl_num_batches,
     psrl_releases,
     psrl_sensitivity,
-    psrl_sigma,
 )
 from privrl.common.checks import check_choice, check_pos_int, check_probability, did_you_mean, is_integer
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.accounting import PrivacyAccountant
-from privrl.privacy.common import Calibration, check_kind, in_theorem_regime, privacy_args
+from privrl.privacy.common import Calibration, check_kind, in_theorem_regime, privacy_args, tight_scales
 from privrl.privacy.plans import ReleasedFamily, ReleasePlan, UserStatistic
 
 __all__ = [
@@ -86,7 +84,8 @@ def release_plan(kind: str, H: int, K: int, S: int, A: int, B: int, m: int = 1) 
         y_low=1.0,
         y_high=1.0,
         source=f"the per-user cap m = {m} (first m visits of each (s, a) counted), rewards in [0, 1], "
-        "H steps; x >= 0 entrywise (not representable in UserStatistic)",
+        "H steps; x >= 0 entrywise (counts and sums of rewards in [0, 1])",
+        nonnegative=True,
     )
     R = max(psrl_releases(B), 1)  # a plan's capacity is >= 1; B = 1 releases nothing
     if kind == "none":
@@ -154,10 +153,11 @@ def calibrate_psrl(
 ) -> PSRLCalibration:
     """All parameters of private tabular PSRL for ``kind`` in ``{"none", "jdp"}`` (LDP: a later
     step). Gaussian noise only: ``delta`` must be > 0 (pure DP would need a Laplace release and its
-    L1 accounting, not designed). ``batches``: see :func:`resolve_batches`. ``sigma`` is
-    :func:`~privrl.agents.psrl.formulas.psrl_sigma` (one Gaussian mechanism per user, the exact
-    analytic Gaussian curve); ``p`` is recorded for the Calibration base (PSRL uses no confidence
-    radius)."""
+    L1 accounting, not designed). ``batches``: see :func:`resolve_batches`. ``sigma`` is the plan's
+    (:func:`release_plan`, :func:`privrl.privacy.common.tight_scales`: one Gaussian mechanism per
+    user of sensitivity sqrt(2) x_bound, the exact analytic Gaussian curve), which is
+    :func:`~privrl.agents.psrl.formulas.psrl_sigma`; ``p`` is recorded for the Calibration base
+    (PSRL uses no confidence radius)."""
     kind = check_kind(kind, ("none", "jdp"))
     eps, dlt, pure = privacy_args(kind, epsilon, delta)
     if pure:
@@ -194,7 +194,7 @@ def calibrate_psrl(
     if kind == "none":
         return PSRLCalibration(**base)
     assert eps is not None and dlt is not None  # privacy_args: both given for "jdp"
-    sigma = psrl_sigma(eps, dlt, H, m)
+    sigma = tight_scales(release_plan(kind, H, K, S, A, B, m), eps, dlt)["sigma"]
     return PSRLCalibration(**base, noise="gaussian", sampler=sampler, sigma=sigma, mu=Delta / sigma)
 
 
