@@ -16,6 +16,9 @@ from privrl.audit.report import (
 
 __all__ = ["calibration_comparison", "format_calibration_comparison"]
 
+#: PSRL has one calibration (its own tight one, no paper's): nothing to compare
+_COMPARED = tuple(a for a in ALGORITHMS if a != "psrl")
+
 _RADIUS_KEYS = {"ucrl_vtr": "beta", "ucrl_vtr_plus": "beta_hat", "lsvi_ucb": "beta"}
 _REGULARIZER_KEYS = {
     "ucrl_vtr": ("Upsilon",),
@@ -43,8 +46,8 @@ def calibration_comparison(
     epsilon each release actually spends under the tight accountant. Keys: ``algorithm, kind,
     epsilon, delta, H, K, d, paper, tight (the two calibrations), rows (list of {quantity, paper,
     tight, ratio})``."""
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+    if algorithm not in _COMPARED:
+        raise ValueError(f"algorithm must be one of {_COMPARED}, got {algorithm!r}")
     extra: dict[str, Any] = {"batches": batches} if algorithm == "lsvi_ucb" else {"C_w": C_w}
     cals = {
         c: _CALIBRATE[algorithm](

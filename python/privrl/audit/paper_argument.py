@@ -1,7 +1,8 @@
 """The paper's privacy argument, recomputed forward from the tools of its appendix (App. "Differential
 Privacy Tools": Gaussian and Laplace mechanisms, advanced and simple composition, the tree-based method,
-post-processing, the Billboard lemma) for UCRL-VTR / UCRL-VTR+ (App. B-C) and LSVI-UCB (App. D): the
-(a) part of the privacy report (privrl.audit.report)."""
+post-processing, the Billboard lemma) for UCRL-VTR / UCRL-VTR+ (App. B-C) and LSVI-UCB (App. D), and
+private tabular PSRL's own (one Gaussian mechanism per user): the (a) part of the privacy report
+(privrl.audit.report)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import math
 import sys
 from typing import Any
 
+from privrl.privacy.gdp import analytic_gaussian_epsilon
 from privrl.privacy.mechanisms import (
     advanced_composition,
     billboard_jdp,
@@ -170,3 +172,21 @@ def _paper_lsvi(cal: Any, mechs: list[dict]) -> dict[str, Any]:
         _step("(Lambda~, w~) and all users' policies", total, "App. Post-processing + Billboard Lemma")
     )
     return {"budget": total, "steps": steps, "in_tool_regime": e0 < 1.0 and eu < 1.0}
+
+
+def _paper_psrl(cal: Any, mechs: list[dict]) -> dict[str, Any]:
+    """Private tabular PSRL's own argument (privrl.agents.psrl.formulas.psrl_sigma), forward: a user
+    enters ONE released increment (its batch's), a Gaussian mechanism of sensitivity Delta at std
+    sigma (Balle & Wang 2018, Thm. 8: the exact curve, no eps < 1 regime); every other release has
+    sensitivity 0 for that user (adaptive composition adds nothing); post-processing and the
+    billboard lemma give the policies. No composition over B: the budget is the one mechanism's."""
+    (inc,) = mechs
+    dlt = cal.target()[1]
+    one = (analytic_gaussian_epsilon(inc["scale"], inc["sensitivity"], dlt), dlt)
+    steps = [_step(f"{inc['name']}: the user's batch, one release", one, "Analytic Gaussian mechanism")]
+    steps.append(
+        _step(f"the {cal.releases} releases (sensitivity 0 in the others)", one, "Adaptive composition")
+    )
+    total = billboard_jdp(post_processing(one))
+    steps.append(_step("billboard and all users' policies", total, "Post-processing + Billboard Lemma"))
+    return {"budget": total, "steps": steps, "in_tool_regime": True}

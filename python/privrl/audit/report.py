@@ -25,9 +25,10 @@ from typing import Any
 
 from privrl.agents.linucb import calibration as linucb
 from privrl.agents.lsvi_ucb import calibration as lsvi_ucb
+from privrl.agents.psrl import calibration as psrl
 from privrl.agents.ucrl_vtr import calibration as ucrl_vtr
 from privrl.agents.ucrl_vtr_plus import calibration as ucrl_vtr_plus
-from privrl.audit.paper_argument import VACUOUS_EPSILON, _paper_lsvi, _paper_vtr
+from privrl.audit.paper_argument import VACUOUS_EPSILON, _paper_lsvi, _paper_psrl, _paper_vtr
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.accounting import PrivacyAccountant
 from privrl.privacy.common import Calibration
@@ -45,9 +46,11 @@ __all__ = [
     "summarize_privacy_report",
 ]
 
-ALGORITHMS = ("ucrl_vtr", "ucrl_vtr_plus", "lsvi_ucb", "linucb")
+ALGORITHMS = ("ucrl_vtr", "ucrl_vtr_plus", "lsvi_ucb", "linucb", "psrl")
 _MODULES = {"ucrl_vtr": ucrl_vtr, "ucrl_vtr_plus": ucrl_vtr_plus, "lsvi_ucb": lsvi_ucb, "linucb": linucb}
+_MODULES["psrl"] = psrl  # work in progress, not exported (its agent is not in privrl.agents yet)
 _CALIBRATE: dict[str, Any] = {
+    "psrl": psrl.calibrate_psrl,
     "ucrl_vtr": ucrl_vtr.calibrate_ucrl_vtr,
     "ucrl_vtr_plus": ucrl_vtr_plus.calibrate_ucrl_vtr_plus,
     "lsvi_ucb": lsvi_ucb.calibrate_lsvi_ucb,
@@ -62,6 +65,8 @@ def plan_of(algorithm: str, cal: Any) -> ReleasePlan:
     tail = (getattr(cal, "mechanism", "tree"), getattr(cal, "sampler", None) or "float")
     if algorithm == "linucb":
         return mod.release_plan(cal.kind, pure, cal.K, cal.context_dim, cal.schedule, *tail)
+    if algorithm == "psrl":  # one release plan, no paper / tight variants, float sampler
+        return mod.release_plan(cal.kind, cal.H, cal.K, cal.S, cal.A, cal.B, cal.m)
     batches = (cal.B,) if algorithm == "lsvi_ucb" else ()
     return mod.release_plan(cal.kind, pure, cal.H, cal.K, cal.d, *batches, *tail)
 
@@ -100,6 +105,10 @@ def _site_text(f: ReleasedFamily, plan: ReleasePlan) -> str:
         return f"server: {f.instances} {kind} of {what} over {plan.capacity} leaves"
     if f.site == "user":
         return f"user: LocalRandomizer, one {one} release per step (H = {f.instances})"
+    if plan.algorithm == "psrl":
+        return (
+            f"server: the increment of the user's batch, {f.draws} release of the pooled sums (fresh noise)"
+        )
     return f"server: {f.instances} x {f.draws} {what} releases (one per release and step, fresh noise)"
 
 
@@ -318,7 +327,7 @@ def privacy_report_from_calibration(
     mechs = [_entry(f, plan, cal, guards) for f in plan.families]
     scales = {k: float(getattr(cal, k)) for k in plan.scale_keys}
     stats = _statistics(plan, scales)
-    paper = _paper_lsvi(cal, mechs) if algorithm == "lsvi_ucb" else _paper_vtr(cal, mechs)
+    paper = {"lsvi_ucb": _paper_lsvi, "psrl": _paper_psrl}.get(algorithm, _paper_vtr)(cal, mechs)
     tight = _tight(cal, plan, stats, mechs)
     eps_t, dlt_t = cal.target()
     rep["regret_side"] = regret_side(algorithm, cal)

@@ -28,6 +28,8 @@ OVERRUN_TOL = 1e-6
 def regret_side(algorithm: str, cal: Calibration) -> dict[str, Any]:
     """What the calibration sets on the regret side (never the privacy): the rule the released
     statistics are post-processed with, the regularization, the radius and the noise bounds."""
+    if algorithm == "psrl":
+        return _psrl_side(cal)
     out: dict[str, Any] = {
         "rule": getattr(cal, "release_rule", "paper"),
         "mechanism": getattr(cal, "mechanism", "tree"),
@@ -59,6 +61,25 @@ def regret_side(algorithm: str, cal: Calibration) -> dict[str, Any]:
     if algorithm == "lsvi_ucb":
         out["batches"] = getattr(cal, "B", None)
     return out
+
+
+def _psrl_side(cal: Calibration) -> dict[str, Any]:
+    """Private tabular PSRL (privrl.agents.psrl.reference.posterior_model): no radius, no bonus; the
+    billboard's noise variance per cell after the last release is ``releases sigma^2``."""
+    last = cal.noise_variance(cal.releases) if cal.kind != "none" else 0.0  # type: ignore[attr-defined]
+    return {
+        "rule": "posterior sampling",
+        "mechanism": cal.mechanism,
+        "radius": None,
+        "radius_used": None,
+        "noise_bound_matrix": None,
+        "noise_bound_vector": None,
+        "regularization": "counts ~ N(released, j sigma^2) projected on the nonnegative simplex of the "
+        f"released total, reward sums clipped to [0, n]; noise variance per cell {last:.4g} after the "
+        "last release",
+        "bonus": "none: one model per user, Dirichlet(1 + N), Beta(1 + R, 1 + n - R), greedy H-step VI",
+        "batches": cal.B,  # type: ignore[attr-defined]
+    }
 
 
 def _shift(cal: Calibration) -> str:

@@ -10,8 +10,9 @@ the formulas are privrl.agents.psrl.formulas.
 #   restricts the worst pair's cosine to [0, 1]: orthogonal users, ||x - x'|| = sqrt(2) x_bound =
 #   2 sqrt(m H) = Delta (with a free angle, x' = -x, it was sqrt(2) larger). calibrate_psrl's sigma is
 #   tight_scales of this plan, equal to psrl_sigma (one Gaussian mechanism, exact curve).
-# * privrl.audit.report.privacy_report_from_calibration knows four algorithms (ALGORITHMS, plan_of,
-#   the paper-argument section) and refuses "psrl"; psrl_accountant gives the tight ledger instead.
+# * privrl.audit.report.privacy_report_from_calibration("psrl", cal) reports it (plan_of: this
+#   release_plan; its "paper" part is the one Gaussian mechanism per user, the tight part the plan's
+#   mu); psrl_accountant is the same ledger on its own.
 from __future__ import annotations
 
 import math
