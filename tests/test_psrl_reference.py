@@ -131,7 +131,7 @@ def test_batch_bounds_and_releases():
 # the release plan and the calibration
 # --------------------------------------------------------------------------------------------
 def test_release_plan_is_one_statistic_released_once():
-    plan = release_plan("jdp", 20, 20_000, 16, 4, 6)
+    plan = release_plan("jdp", 20, 20_000, 16, 4, 6, sampler="float")
     (stat,) = plan.statistics
     (fam,) = plan.families
     assert stat.dim == 16 * 4 * 16 + 16 * 4
@@ -146,8 +146,8 @@ def test_generic_plan_accountant_sees_the_sign_constraint():
     """The plan's statistic is nonnegative (UserStatistic.nonnegative): plan_mu's worst pair is
     orthogonal, mu = Delta / sigma = 2 sqrt(m H) / sigma; the same statistic with a free angle takes
     x' = -x, sqrt(2) above (2.829 vs 2.000 at eps 10; its sigma 6.32 vs 4.47)."""
-    cal = calibrate_psrl("jdp", 10.0, 1e-5, 16, 4, 20, 20_000)
-    plan = release_plan("jdp", 20, 20_000, 16, 4, cal.B)
+    cal = calibrate_psrl("jdp", 10.0, 1e-5, 16, 4, 20, 20_000, sampler="float")
+    plan = release_plan("jdp", 20, 20_000, 16, 4, cal.B, sampler="float")
     (stat,) = plan.statistics
     assert stat.nonnegative
     assert plan_mu(plan, {"sigma": cal.sigma}) == pytest.approx(cal.mu, rel=1e-12)
@@ -161,8 +161,8 @@ def test_generic_plan_accountant_sees_the_sign_constraint():
 def test_calibrated_sigma_is_the_plans_and_psrl_sigma(eps, H, m):
     """Both ways: calibrate_psrl's sigma is tight_scales of its plan, and equals psrl_sigma (the
     analytic Gaussian of Delta = 2 sqrt(m H)); it meets delta and 1e-6 less noise misses it."""
-    cal = calibrate_psrl("jdp", eps, 1e-5, 16, 4, H, 20_000, m=m)
-    plan = release_plan("jdp", H, 20_000, 16, 4, cal.B, m)
+    cal = calibrate_psrl("jdp", eps, 1e-5, 16, 4, H, 20_000, m=m, sampler="float")
+    plan = release_plan("jdp", H, 20_000, 16, 4, cal.B, m, "float")
     assert cal.sigma == tight_scales(plan, eps, 1e-5)["sigma"]
     assert cal.sigma == pytest.approx(psrl_sigma(eps, 1e-5, H, m), rel=1e-12)
     assert analytic_gaussian_delta(cal.sigma, psrl_sensitivity(H, m), eps) <= 1e-5
@@ -170,7 +170,7 @@ def test_calibrated_sigma_is_the_plans_and_psrl_sigma(eps, H, m):
 
 
 def test_calibration_fields_and_ledger():
-    cal = calibrate_psrl("jdp", 10.0, 1e-5, 16, 4, 20, 20_000)
+    cal = calibrate_psrl("jdp", 10.0, 1e-5, 16, 4, 20, 20_000, sampler="float")
     assert isinstance(cal, PSRLCalibration) and dataclasses.is_dataclass(cal)
     with pytest.raises(dataclasses.FrozenInstanceError):
         cal.sigma = 1.0  # type: ignore[misc]
@@ -183,13 +183,13 @@ def test_calibration_fields_and_ledger():
         cal.noise_variance(6)
     # one Gaussian release per user, whatever B: the same ledger at B = 2 and B = 50
     for B in (2, 50):
-        other = calibrate_psrl("jdp", 10.0, 1e-5, 16, 4, 20, 20_000, batches=B)
+        other = calibrate_psrl("jdp", 10.0, 1e-5, 16, 4, 20, 20_000, batches=B, sampler="float")
         assert other.sigma == cal.sigma and other.B == B
     led = psrl_accountant(cal)
     assert led.mu == pytest.approx(cal.mu, rel=1e-15)
     assert led.delta(10.0) <= 1e-5
     assert led.epsilon(1e-5) <= 10.0 * (1 + 1e-9)  # the inversion's bracket (the report's tolerance)
-    cal1 = calibrate_psrl("jdp", 1.0, 1e-5, 16, 4, 20, 20_000, m=2)
+    cal1 = calibrate_psrl("jdp", 1.0, 1e-5, 16, 4, 20, 20_000, m=2, sampler="float")
     assert cal1.sensitivity == psrl_sensitivity(20, 2) and cal1.B == 3
     none = calibrate_psrl("none", None, None, 16, 4, 20, 1000)
     assert none.sigma is None and none.B == 1000 and none.noise_variance(999) == 0.0
@@ -205,7 +205,7 @@ def test_calibration_fields_and_ledger():
         (dict(m=0), "m"),
         (dict(batches="statc"), "did you mean 'static'"),
         (dict(batches=0), "batches"),
-        (dict(sampler="discrete"), "sampler"),
+        (dict(sampler="discreet"), "sampler"),
     ],
 )
 def test_calibration_refuses_bad_inputs_at_the_edge(kwargs, match):

@@ -28,7 +28,7 @@ def test_the_report_is_one_gaussian_mechanism_per_user(eps, m):
     """Hand values: Delta = 2 sqrt(m H) (8.944 at m 1, 12.65 at m 2), mu = Delta / sigma, the worst
     pair orthogonal users of norm sqrt(2 m H); the paper part is the one mechanism's analytic
     epsilon, whatever the B - 1 releases."""
-    cal = calibrate_psrl("jdp", eps, 1e-5, 16, 4, 20, 20_000, m=m)
+    cal = calibrate_psrl("jdp", eps, 1e-5, 16, 4, 20, 20_000, m=m, sampler="float")
     rep = privacy_report_from_calibration("psrl", cal, label="PSRL")
     Delta = psrl_sensitivity(20, m)
     assert Delta == pytest.approx(2.0 * math.sqrt(20.0 * m), rel=1e-15)
@@ -57,7 +57,7 @@ def test_the_report_is_one_gaussian_mechanism_per_user(eps, m):
 
 def test_too_little_noise_is_reported_over_the_target():
     """sigma 10% below the calibration: mu = Delta / (0.9 sigma) = 2.2227 at eps 10, over the target."""
-    cal = calibrate_psrl("jdp", 10.0, 1e-5, 16, 4, 20, 20_000)
+    cal = calibrate_psrl("jdp", 10.0, 1e-5, 16, 4, 20, 20_000, sampler="float")
     low = dataclasses.replace(cal, sigma=0.9 * cal.sigma)
     rep = privacy_report_from_calibration("psrl", low)
     assert rep["tight"]["mu"] == pytest.approx(psrl_sensitivity(20, 1) / (0.9 * cal.sigma), rel=1e-12)
@@ -69,7 +69,7 @@ def test_non_private_report_and_the_plan():
     cal = calibrate_psrl("none", None, None, 16, 4, 20, 1000)
     rep = privacy_report_from_calibration("psrl", cal)
     assert rep["mechanisms"] == [] and rep["tight"]["epsilon_at_target_delta"] == math.inf
-    jdp = calibrate_psrl("jdp", 10.0, 1e-5, 5, 3, 7, 500, m=2, batches=4)
+    jdp = calibrate_psrl("jdp", 10.0, 1e-5, 5, 3, 7, 500, m=2, batches=4, sampler="float")
     plan = plan_of("psrl", jdp)
     assert (plan.H, plan.capacity, plan.statistics[0].dim, plan.statistics[0].nonnegative) == (7, 3, 90, True)
 

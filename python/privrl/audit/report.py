@@ -65,8 +65,8 @@ def plan_of(algorithm: str, cal: Any) -> ReleasePlan:
     tail = (getattr(cal, "mechanism", "tree"), getattr(cal, "sampler", None) or "float")
     if algorithm == "linucb":
         return mod.release_plan(cal.kind, pure, cal.K, cal.context_dim, cal.schedule, *tail)
-    if algorithm == "psrl":  # one release plan, no paper / tight variants, float sampler
-        return mod.release_plan(cal.kind, cal.H, cal.K, cal.S, cal.A, cal.B, cal.m)
+    if algorithm == "psrl":  # one release plan, no paper / tight variants
+        return mod.release_plan(cal.kind, cal.H, cal.K, cal.S, cal.A, cal.B, cal.m, cal.sampler)
     batches = (cal.B,) if algorithm == "lsvi_ucb" else ()
     return mod.release_plan(cal.kind, pure, cal.H, cal.K, cal.d, *batches, *tail)
 

@@ -27,8 +27,15 @@ from privrl.agents.psrl.formulas import (
 from privrl.common.checks import check_choice, check_pos_int, check_probability, did_you_mean, is_integer
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.accounting import PrivacyAccountant
-from privrl.privacy.common import Calibration, check_kind, in_theorem_regime, privacy_args, tight_scales
-from privrl.privacy.plans import ReleasedFamily, ReleasePlan, UserStatistic
+from privrl.privacy.common import (
+    Calibration,
+    check_kind,
+    in_theorem_regime,
+    privacy_args,
+    sampler_fields,
+    tight_scales,
+)
+from privrl.privacy.plans import DEFAULT_SAMPLER, ReleasedFamily, ReleasePlan, UserStatistic
 
 __all__ = [
     "MECHANISM",
@@ -44,9 +51,13 @@ TITLE = "private tabular PSRL on a time-homogeneous release (probe 49)"
 #: running sum. Not one of privrl.privacy.continual.MECHANISMS (a user enters one release, not a
 #: continual-release mechanism's leaf).
 MECHANISM = "increments"
-#: The samplers this calibration supports: the continuous Gaussian only, for now (the probe's; a
-#: discrete sampler would be accounted by zCDP plus the lattice rounding, privacy.common.plan_target).
-SAMPLERS = ("float",)
+#: The samplers: "discrete" (the agents' default, privrl.privacy.plans.DEFAULT_SAMPLER: the exact
+#: discrete Gaussian on the lattice sigma 2^-grid_bits, data rounded to it; one draw of dimension
+#: n = S A S + S A per user, accounted as every agent's: whitened sensitivity Delta / sigma +
+#: sqrt(n) 2^-grid_bits on the continuous curve by domination, privacy.common.plan_target,
+#: privacy.mechanisms.discrete_gaussian_mechanism_delta) or "float" (the continuous Gaussian, the
+#: numpy reference's and the probe's).
+SAMPLERS = ("discrete", "float")
 
 
 def resolve_batches(batches: str | int, kind: str, eps: float | None, H: int, K: int, S: int, A: int) -> int:
@@ -69,13 +80,16 @@ def resolve_batches(batches: str | int, kind: str, eps: float | None, H: int, K:
     return B
 
 
-def release_plan(kind: str, H: int, K: int, S: int, A: int, B: int, m: int = 1) -> ReleasePlan:
+def release_plan(
+    kind: str, H: int, K: int, S: int, A: int, B: int, m: int = 1, sampler: str | None = None
+) -> ReleasePlan:
     """What PSRL releases about one user: ONE statistic per episode (not per step: the release is
     pooled over h), the vector x of its capped counts n(s, a, s') and reward sums R(s, a)
     (``S A S + S A`` entries, all >= 0, ``||x||^2 <= 2 m H``, psrl_sensitivity's derivation), in
     ONE released family: the increment of its batch, noised once (site "release", one draw, L2
     multiplier 1, one instance per user). ``y`` is the constant 1 (the plan's vector family is
-    ``x y``). ``capacity`` = the run's releases, B - 1."""
+    ``x y``). ``capacity`` = the run's releases, B - 1. ``sampler`` None: DEFAULT_SAMPLER
+    ("discrete") when private, "float" without noise (see SAMPLERS)."""
     stat = UserStatistic(
         name="n(s, a, s'), R(s, a) of the capped visits",
         x="the user's counts n(s, a, s') and reward sums R(s, a) of its first m visits of each (s, a)",
@@ -91,6 +105,7 @@ def release_plan(kind: str, H: int, K: int, S: int, A: int, B: int, m: int = 1) 
     R = max(psrl_releases(B), 1)  # a plan's capacity is >= 1; B = 1 releases nothing
     if kind == "none":
         return ReleasePlan("psrl", TITLE, "none", None, H, R, MECHANISM, (stat,), sampler="float")
+    sampler = DEFAULT_SAMPLER if sampler is None else check_choice(sampler, SAMPLERS, "sampler")
     family = ReleasedFamily(
         name="increment",
         paper="the batch's own pooled sums + N(0, sigma^2) per cell (the billboard sums them)",
@@ -110,7 +125,7 @@ def release_plan(kind: str, H: int, K: int, S: int, A: int, B: int, m: int = 1) 
         mechanism=MECHANISM,
         instances=1,
     )
-    return ReleasePlan("psrl", TITLE, kind, "gaussian", H, R, MECHANISM, (stat,), (family,), sampler="float")
+    return ReleasePlan("psrl", TITLE, kind, "gaussian", H, R, MECHANISM, (stat,), (family,), sampler=sampler)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,7 +165,7 @@ def calibrate_psrl(
     m: int = 1,
     batches: str | int = "static",
     p: float = 0.05,
-    sampler: str = "float",
+    sampler: str | None = None,
 ) -> PSRLCalibration:
     """All parameters of private tabular PSRL for ``kind`` in ``{"none", "jdp"}`` (LDP: a later
     step). Gaussian noise only: ``delta`` must be > 0 (pure DP would need a Laplace release and its
@@ -158,7 +173,9 @@ def calibrate_psrl(
     (:func:`release_plan`, :func:`privrl.privacy.common.tight_scales`: one Gaussian mechanism per
     user of sensitivity sqrt(2) x_bound, the exact analytic Gaussian curve), which is
     :func:`~privrl.agents.psrl.formulas.psrl_sigma`; ``p`` is recorded for the Calibration base
-    (PSRL uses no confidence radius)."""
+    (PSRL uses no confidence radius). ``sampler`` (SAMPLERS; None: "discrete"): the discrete
+    Gaussian's sigma is ``Delta / (mu_discrete - sqrt(S A S + S A) 2^-grid_bits)``, about 1e-6
+    above the float sigma at S A = 64 (plan_target; the float sigma is psrl_sigma)."""
     kind = check_kind(kind, ("none", "jdp"))
     eps, dlt, pure = privacy_args(kind, epsilon, delta)
     if pure:
@@ -168,7 +185,7 @@ def calibrate_psrl(
     S, A = check_pos_int(S, "S"), check_pos_int(A, "A")
     H, K, m = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(m, "m")
     p = check_probability(p, "p")
-    sampler = check_choice(sampler, SAMPLERS, "sampler")
+    sampler = None if sampler is None else check_choice(sampler, SAMPLERS, "sampler")
     B = resolve_batches(batches, kind, eps, H, K, S, A)
     Delta = psrl_sensitivity(H, m)
     base: dict[str, Any] = dict(
@@ -195,16 +212,25 @@ def calibrate_psrl(
     if kind == "none":
         return PSRLCalibration(**base)
     assert eps is not None and dlt is not None  # privacy_args: both given for "jdp"
-    sigma = tight_scales(release_plan(kind, H, K, S, A, B, m), eps, dlt)["sigma"]
-    return PSRLCalibration(**base, noise="gaussian", sampler=sampler, sigma=sigma, mu=Delta / sigma)
+    plan = release_plan(kind, H, K, S, A, B, m, sampler)
+    sigma = tight_scales(plan, eps, dlt)["sigma"]
+    fields = sampler_fields(plan, kind)
+    return PSRLCalibration(**base, noise="gaussian", **fields, sigma=sigma, mu=Delta / sigma)
 
 
 def psrl_accountant(cal: PSRLCalibration) -> PrivacyAccountant:
     """One user's privacy ledger: ONE Gaussian release of sensitivity ``cal.sensitivity`` at std
     ``cal.sigma`` (the increment of its batch; every other release has sensitivity 0 for that user),
-    whatever B. ``psrl_accountant(cal).epsilon(cal.delta) <= cal.epsilon``."""
+    whatever B. ``psrl_accountant(cal).epsilon(cal.delta) <= cal.epsilon``. The continuous law's
+    ledger: a discrete-sampler calibration is refused (its certificate is the privacy report's,
+    privrl.audit.report.privacy_report_from_calibration("psrl", cal)["tight"])."""
     if not isinstance(cal, PSRLCalibration):
         raise TypeError(f"cal must be a PSRLCalibration, got {type(cal).__name__}")
     if cal.kind == "none" or cal.sigma is None:
         raise PrivacyParameterError("a non-private PSRL calibration releases no noise: nothing to account")
+    if cal.sampler != "float":
+        raise PrivacyParameterError(
+            f"psrl_accountant is the continuous Gaussian's ledger; this calibration draws with "
+            f"sampler={cal.sampler!r}: read privacy_report_from_calibration('psrl', cal)['tight']"
+        )
     return PrivacyAccountant().add_gaussian(cal.sensitivity, cal.sigma, 1, "PSRL increment (one per user)")
