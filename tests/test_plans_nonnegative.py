@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.common import tight_scales
 from privrl.privacy.gdp import analytic_gaussian_sigma
 from privrl.privacy.plans import ReleasedFamily, ReleasePlan, UserStatistic, plan_mu, statistic_worst_case
@@ -73,3 +74,12 @@ def test_tight_scales_of_a_nonnegative_vector_plan_is_the_analytic_gaussian():
     assert got == pytest.approx(analytic_gaussian_sigma(math.sqrt(80.0), 10.0, 1e-5), rel=1e-12)
     free = tight_scales(_plan(5, R, 1.0, 1.0, False), 10.0, 1e-5)["sigma"]
     assert free == pytest.approx(analytic_gaussian_sigma(2.0 * R, 10.0, 1e-5), rel=1e-12)
+
+
+def test_with_statistic_takes_the_flag_as_a_bool_only():
+    """A truthy non-bool (the string "no") turned the sign constraint on: sqrt(2) less noise."""
+    plan = _plan(5, 1.0, 1.0, 1.0, False)
+    for bad in ("no", 1, None):
+        with pytest.raises(PrivacyParameterError, match="nonnegative must be True or False"):
+            plan.with_statistic("s", nonnegative=bad)
+    assert plan.with_statistic("s", nonnegative=np.bool_(True)).statistic("s").nonnegative is True

@@ -217,6 +217,7 @@ class ReleasePlan:
             "x_bound": check_positive_real,
             "y_low": check_real,
             "y_high": check_real,
+            "nonnegative": _check_flag,
         }
         changes = {
             k: checks[k](v, k) if k in checks else v for k, v in changes.items()
@@ -225,6 +226,13 @@ class ReleasePlan:
         if not new.y_low <= new.y_high:
             raise PrivacyParameterError(f"need y_low <= y_high, got [{new.y_low!r}, {new.y_high!r}]")
         return replace(self, statistics=tuple(new if s is old else s for s in self.statistics))
+
+
+def _check_flag(x: Any, name: str) -> bool:
+    """A bool (numpy's too): a truthy string or number switched the sign constraint on silently."""
+    if not isinstance(x, (bool, np.bool_)):
+        raise PrivacyParameterError(f"{name} must be True or False, got {x!r}")
+    return bool(x)
 
 
 def law_factor(f: ReleasedFamily) -> float:
