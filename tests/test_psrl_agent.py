@@ -146,7 +146,7 @@ def _users(agent, n, seed):
 def test_psrl_class_is_built_from_calibrate_psrl_and_refuses_local_dp():
     fm = FeatureMap.one_hot(6, 3, 5)
     agent = PSRL(fm, JointDP(10.0, 1e-5), episodes=300, seed=0, m=2)
-    cal = calibrate_psrl("jdp", 10.0, 1e-5, 6, 3, 5, 300, m=2)
+    cal = calibrate_psrl("jdp", 10.0, 1e-5, 6, 3, 5, 300, m=2, sampler="float")  # what the Rust core draws
     assert agent.calibration == cal and agent.B == cal.B
     np.testing.assert_array_equal(agent.bounds, psrl_batch_bounds(300, cal.B))
     assert agent._core.num_batches == cal.B

@@ -89,6 +89,7 @@ class PSRL(Agent):
             m=m,
             batches=batches,
             p=kw["p"],
+            sampler="float",  # the Rust core draws float Gaussian noise (work in progress: the discrete one)
         )
         self.calibration, self.m, self.batches, self.B = cal, cal.m, batches, cal.B
         self.d = self.S * self.A
@@ -113,7 +114,8 @@ class PSRL(Agent):
 
     def release_plan(self) -> ReleasePlan:
         """One statistic per user (its capped counts and reward sums), released once."""
-        return privacy_of.release_plan(self.calibration.kind, self.H, self.K, self.S, self.A, self.B, self.m)
+        cal = self.calibration
+        return privacy_of.release_plan(cal.kind, self.H, self.K, self.S, self.A, self.B, self.m, cal.sampler)
 
     def billboard(self) -> tuple[np.ndarray, np.ndarray, int]:
         """The released N~ (S, A, S), R~ (S, A) and the number of releases j."""
