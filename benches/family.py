@@ -20,7 +20,9 @@ The family (issue 21, "The study on a family"):
 * RandomLinearMDP(S=100, A=10, d=16, H=20, seed) seeds 0-2: LSVI-UCB, exact regret;
 * FrozenLake 4x4 non-slippery (H = 8) and slippery (H = 20), CliffWalking (H = 30): LSVI-UCB on
   one-hot features through ``privrl.learn`` on the gymnasium environment itself (FrozenLake's
-  regret is realized against its exact optimal value, from ``from_gymnasium``'s model).
+  regret is realized against its exact optimal value, from ``from_gymnasium``'s model); the same
+  three again with PSRL (privrl.agents.PSRL: posterior sampling on a pooled tabular release), the
+  keys ending in ``-psrl``.
 
 Agent variants: "default" is the constructor with no argument beyond the environment, the privacy
 model (its epsilon, delta = 1e-5) and K; the others set one keyword (``exploration``, ``centre``)
@@ -207,6 +209,13 @@ def family() -> dict[str, FamilyEnv]:
         "cliff", "CliffWalking (H=30), learn", "LSVI-UCB", _cliff(30), 20_000, ("jdp",), via="learn",
         success=_cliff_success(30), extra={"H": 30},
     )  # fmt: skip
+    # the same gymnasium environments with the tabular agent (PSRL on the pooled release)
+    for key in ("frozen", "frozen-slippery", "cliff"):
+        e = out[key]
+        out[f"{key}-psrl"] = FamilyEnv(
+            f"{key}-psrl", e.label.replace(", learn", ", learn, PSRL"), "PSRL", e.build, e.K, e.models,
+            via="learn", reference=e.reference, success=e.success, extra=e.extra,
+        )  # fmt: skip
     return out
 
 
@@ -226,8 +235,9 @@ def privacy_model(key: str) -> Any:
 
 def _agent_class(algorithm: str) -> Any:
     from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
+    from privrl.agents.psrl.agent import PSRL
 
-    return {"UCRL-VTR": UCRLVTR, "UCRL-VTR+": UCRLVTRPlus, "LSVI-UCB": LSVIUCB}[algorithm]
+    return {"UCRL-VTR": UCRLVTR, "UCRL-VTR+": UCRLVTRPlus, "LSVI-UCB": LSVIUCB, "PSRL": PSRL}[algorithm]
 
 
 def job_key(env: str, privacy: str, variant: str, seed: int, K: int) -> str:
@@ -449,7 +459,7 @@ def _linear_targets(by: Rows, fam: dict[str, FamilyEnv]) -> list[str]:
 def _gym_targets(by: Rows, fam: dict[str, FamilyEnv]) -> list[str]:
     out = ["## Gymnasium through learn: success rate of the first / last 10% of users", ""]
     out += ["| environment | privacy | agent | first 10% | last 10% |", "|---|---|---|---|---|"]
-    for e in ("frozen", "frozen-slippery", "cliff"):
+    for e in [k for k in fam if fam[k].via == "learn"]:
         for k, r in sorted(by.items(), key=lambda kv: (kv[0][2], kv[0][3])):
             if k[0] == e and "success_last" in r:
                 first, last = r["success_first"], r["success_last"]
