@@ -10,7 +10,7 @@ import privrl
 from privrl import _core
 from privrl.agents.psrl.agent import PSRL
 from privrl.agents.psrl.calibration import calibrate_psrl
-from privrl.agents.psrl.formulas import psrl_batch_bounds, psrl_sigma
+from privrl.agents.psrl.formulas import psrl_batch_bounds
 from privrl.agents.psrl.reference import Billboard, Replay, capped_increment, policy_values, user_policy
 from privrl.common.errors import AssumptionError, PrivacyParameterError, SensitivityWarning
 from privrl.envs.features import FeatureMap
@@ -26,7 +26,7 @@ def _random_mdp(S, A, seed):
     return P, R
 
 
-def _run_agent(P, R, H, K, B, sigma, m, seed):
+def _run_agent(P, R, H, K, B, sigma, m, seed, sampler="float"):
     """K users of the Rust agent on (P, R) from state 0, recording its draws; returns the agent,
     the users' policies and trajectories (s, a, r, s')."""
     S, A, _ = P.shape
@@ -37,6 +37,7 @@ def _run_agent(P, R, H, K, B, sigma, m, seed):
         episodes=K,
         m=m,
         sigma=sigma,
+        sampler=sampler,
         bounds=[int(b) for b in psrl_batch_bounds(K, B)],
         reject=True,
         noise_seed=bytes([seed]) * 32,
@@ -62,10 +63,11 @@ def _run_agent(P, R, H, K, B, sigma, m, seed):
 
 
 def _replay(agent, pis, trajs, S, A, H, K, B, sigma, m):
-    """The reference fed the agent's users and recorded draws: every policy equal; the billboard."""
+    """The reference fed the agent's users and recorded draws: every policy equal; the billboard
+    (float: two normal draws per release; discrete: one draw of S A S + S A lattice integers)."""
     noise_log, explore_log = agent.draw_record()
     noise, rng = Replay(noise_log), Replay(explore_log)
-    board = Billboard(S, A, sigma)
+    board = Billboard(S, A, sigma, agent.grid_bits)
     bounds = psrl_batch_bounds(K, B)
     for j in range(B):
         k0, k1 = int(bounds[j]), int(bounds[j + 1])
@@ -75,16 +77,19 @@ def _replay(agent, pis, trajs, S, A, H, K, B, sigma, m):
         if j < B - 1:
             batch = np.array([trajs[k] for k in range(k0, k1)], float).transpose(1, 0, 2)
             board.publish(*capped_increment(*batch, S, A, m), noise)
-    assert noise.i == len(noise_log) == 2 * (B - 1) and rng.i == len(explore_log)
+    draws = {"float": 2, "discrete": 1}[agent.sampler]
+    assert noise.i == len(noise_log) == draws * (B - 1) and rng.i == len(explore_log)
     return board
 
 
-def test_the_reference_replays_the_agent_on_slippery_frozen_lake():
+@pytest.mark.parametrize("sampler", ["float", "discrete"])
+def test_the_reference_replays_the_agent_on_slippery_frozen_lake(sampler):
     """gymnasium's table (H 20, sigma of JDP eps 10), 300 users in 4 batches: 6,000 (h, s) entries
-    of policy equal and the billboard bit for bit here (compared to rtol 1e-9)."""
+    of policy equal and the billboard bit for bit here (compared to rtol 1e-9), both samplers."""
     P, R = frozen_lake_4x4_slippery()
-    H, K, B, sigma = 20, 300, 4, psrl_sigma(10.0, 1e-5, 20)
-    agent, pis, trajs = _run_agent(P, R, H, K, B, sigma, 1, seed=11)
+    H, K, B = 20, 300, 4
+    sigma = calibrate_psrl("jdp", 10.0, 1e-5, 16, 4, H, K, sampler=sampler).sigma
+    agent, pis, trajs = _run_agent(P, R, H, K, B, sigma, 1, seed=11, sampler=sampler)
     board = _replay(agent, pis, trajs, 16, 4, H, K, B, sigma, 1)
     N, Rr, _ = agent.billboard()
     np.testing.assert_allclose(N, board.N, rtol=1e-9, atol=1e-12)
@@ -92,12 +97,21 @@ def test_the_reference_replays_the_agent_on_slippery_frozen_lake():
 
 
 @pytest.mark.parametrize(
-    "S, A, H, K, B, sigma, m",
-    [(5, 3, 6, 40, 4, 2.0, 1), (5, 3, 6, 40, 5, 0.7, 2), (4, 2, 5, 12, 12, 0.0, 1)],
+    "S, A, H, K, B, sigma, m, sampler",
+    [
+        (5, 3, 6, 40, 4, 2.0, 1, "float"),
+        (5, 3, 6, 40, 5, 0.7, 2, "float"),
+        (4, 2, 5, 12, 12, 0.0, 1, "float"),
+        (5, 3, 6, 40, 4, 2.0, 1, "discrete"),
+        (5, 3, 6, 40, 5, 0.7, 2, "discrete"),
+        (4, 2, 5, 12, 12, 0.3, 1, "discrete"),
+    ],
 )
-def test_the_reference_replays_the_agents_draws_to_the_same_release_and_policies(S, A, H, K, B, sigma, m):
+def test_the_reference_replays_the_agents_draws_to_the_same_release_and_policies(
+    S, A, H, K, B, sigma, m, sampler
+):
     P, R = _random_mdp(S, A, seed=S + K)
-    agent, pis, trajs = _run_agent(P, R, H, K, B, sigma, m, seed=3)
+    agent, pis, trajs = _run_agent(P, R, H, K, B, sigma, m, seed=3, sampler=sampler)
     board = _replay(agent, pis, trajs, S, A, H, K, B, sigma, m)
     N, Rr, j = agent.billboard()
     assert j == B - 1 == board.j
@@ -146,8 +160,12 @@ def _users(agent, n, seed):
 def test_psrl_class_is_built_from_calibrate_psrl_and_refuses_local_dp():
     fm = FeatureMap.one_hot(6, 3, 5)
     agent = PSRL(fm, JointDP(10.0, 1e-5), episodes=300, seed=0, m=2)
-    cal = calibrate_psrl("jdp", 10.0, 1e-5, 6, 3, 5, 300, m=2, sampler="float")  # what the Rust core draws
+    cal = calibrate_psrl("jdp", 10.0, 1e-5, 6, 3, 5, 300, m=2)  # the default sampler: discrete
     assert agent.calibration == cal and agent.B == cal.B
+    assert (agent._core.sampler, agent._core.grid_bits) == ("discrete", cal.grid_bits) == ("discrete", 24)
+    flt = PSRL(fm, JointDP(10.0, 1e-5, sampler="float"), episodes=300, seed=0, m=2)
+    assert flt.calibration == calibrate_psrl("jdp", 10.0, 1e-5, 6, 3, 5, 300, m=2, sampler="float")
+    assert (flt._core.sampler, flt._core.grid_bits) == ("float", None)
     np.testing.assert_array_equal(agent.bounds, psrl_batch_bounds(300, cal.B))
     assert agent._core.num_batches == cal.B
     _users(agent, int(agent.bounds[1]), seed=1)  # the first batch: one release after it

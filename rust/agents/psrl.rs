@@ -4,8 +4,12 @@
 //! Users come in B batches (bounds fixed in advance). Each user counts only its first `m` visits
 //! of each (s, a) (the public cap): `dN[s, a, s']` and `dR[s, a]` (rewards in [0, 1]), added to
 //! the running batch's increment. At the end of batches 1..B-1 the server publishes the batch's
-//! increment plus N(0, sigma^2) per cell (S A S normals for the counts, then S A for the reward
-//! sums, from the privacy [`NoiseStream`]) into the billboard's running sums `N~`, `R~`.
+//! increment plus noise of scale sigma per cell into the billboard's running sums `N~`, `R~`, from
+//! the privacy [`NoiseStream`] by the calibration's [`Sampler`]: the agents' exact discrete
+//! Gaussian (the increment, S A S counts then S A reward sums as one vector, rounded to the lattice
+//! sigma 2^-grid_bits and integer noise added: [`NoiseStream::privatize`], every discrete release's
+//! operation) or float N(0, sigma^2) (S A S unit normals for the counts, then S A for the reward
+//! sums, scaled by sigma: the numpy reference's draws).
 //! Each user then draws a model from the posterior given the billboard from its own exploration
 //! stream, in the reference's order: S A S normals (counts ~ N(N~, j sigma^2), each row projected
 //! on the nonnegative simplex of its released total), S A normals (reward sums, clipped to
@@ -19,7 +23,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{Episodic, Guard, Stream, Trajectory};
 use crate::errors::{CoreError, CoreResult};
-use crate::noise::{NodeNoise, NodeShape, NoiseStream, MAX_NODE_LEN};
+use crate::noise::{
+    round_half_even, NodeNoise, NodeShape, NoiseStream, LATTICE_LIMIT, MAX_GRID_BITS, MAX_NODE_LEN,
+};
 
 /// Q values within this of the step's maximum are ties (the reference's `TIE`).
 pub const TIE: f64 = 1e-12;
@@ -30,6 +36,8 @@ pub enum DrawKind {
     Normal,
     Gamma,
     Uniform,
+    /// A discrete-sampler release's noise, in integer lattice units.
+    DiscreteGaussian,
 }
 
 impl DrawKind {
@@ -38,12 +46,25 @@ impl DrawKind {
             DrawKind::Normal => "normal",
             DrawKind::Gamma => "gamma",
             DrawKind::Uniform => "uniform",
+            DrawKind::DiscreteGaussian => "discrete_gaussian",
         }
     }
 }
 
+/// How a release draws its noise (the calibration's sampler).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sampler {
+    /// Float N(0, sigma^2): unit normals (S A S, then S A) scaled by sigma; sigma 0 still draws.
+    Float,
+    /// The agents' exact discrete Gaussian with variance parameter sigma^2 on the lattice
+    /// `sigma 2^-grid_bits`, the increment rounded to it (one vector node of S A S + S A entries
+    /// per release); sigma > 0.
+    Discrete { grid_bits: u32 },
+}
+
 /// One call's draws: its kind, the array shape asked, the gamma shape parameters (empty for the
-/// others) and the values (standard normals / gammas of scale 1 / uniforms on [0, 1)).
+/// others) and the values (standard normals / gammas of scale 1 / uniforms on [0, 1) / a discrete
+/// release's integer noise in lattice units).
 #[derive(Debug, Clone)]
 pub struct DrawRecord {
     pub kind: DrawKind,
@@ -66,8 +87,9 @@ pub struct PsrlParts {
     pub h: usize,
     pub episodes: u64,
     pub m: u32,
-    /// The release's noise scale (0: non-private, the noise still drawn and multiplied by 0).
+    /// The release's noise scale (0: non-private, the float noise still drawn and multiplied by 0).
     pub sigma: f64,
+    pub sampler: Sampler,
     /// The batches' user bounds 0 = b_0 < ... < b_B = K (the reference's psrl_batch_bounds).
     pub bounds: Vec<u64>,
     /// Rewards refused (true) or clipped and counted (false) outside [0, 1].
@@ -99,7 +121,8 @@ pub struct PsrlAgent {
     /// The running batch's capped increment.
     inc_n: Vec<f64>,
     inc_r: Vec<f64>,
-    /// Unit Gaussian privacy noise (scaled by sigma at the release).
+    /// The privacy noise: unit Gaussian (float, scaled by sigma at the release) or the discrete
+    /// Gaussian of scale sigma (its law says which: [`PsrlAgent::sampler`]).
     noise: NoiseStream,
     explore: Stream,
     pub k: u64,
@@ -149,6 +172,7 @@ impl PsrlAgent {
             }
         };
         let sa = p.s * p.a;
+        let law = noise_law(p.sampler, p.sigma, sas + sa, p.episodes, p.m, p.h)?;
         Ok(PsrlAgent {
             s: p.s,
             a: p.a,
@@ -170,7 +194,7 @@ impl PsrlAgent {
             releases: 0,
             inc_n: vec![0.0; sas],
             inc_r: vec![0.0; sa],
-            noise: NoiseStream::new(NodeNoise::Gaussian { sigma: 1.0 }, p.noise_seed)?,
+            noise: NoiseStream::new(law, p.noise_seed)?,
             explore: Stream::new(p.exploration_seed),
             k: 0,
             batch: 0,
@@ -196,7 +220,11 @@ impl PsrlAgent {
             && self.sigma >= 0.0
             && self.alpha0.is_finite()
             && self.alpha0 > 0.0
-            && sas <= MAX_NODE_LEN;
+            && sas <= MAX_NODE_LEN
+            && self.sampler().is_some_and(|smp| {
+                let law = noise_law(smp, self.sigma, sas + sa, self.episodes, self.m, self.h);
+                law.is_ok_and(|law| law == self.noise.noise())
+            });
         self.guard.check_restored("PSRL")?;
         check_bounds(&self.bounds, self.episodes)?;
         if ok {
@@ -209,6 +237,15 @@ impl PsrlAgent {
     /// Start (or stop, `false`) the debug record of every draw.
     pub fn set_record(&mut self, on: bool) {
         self.record = on.then(DrawLog::default);
+    }
+
+    /// The release's sampler, read from the noise stream's law (None: a law PSRL never draws).
+    pub fn sampler(&self) -> Option<Sampler> {
+        match self.noise.noise() {
+            NodeNoise::Gaussian { sigma: 1.0 } => Some(Sampler::Float),
+            NodeNoise::DiscreteGaussian { grid_bits, .. } => Some(Sampler::Discrete { grid_bits }),
+            _ => None,
+        }
     }
 
     /// The number of batches B.
@@ -414,8 +451,12 @@ impl PsrlAgent {
         Ok(())
     }
 
-    /// Publish the running increment plus N(0, sigma^2) per cell (counts, then reward sums).
+    /// Publish the running increment plus noise per cell (counts, then reward sums): float
+    /// N(0, sigma^2), or the discrete sampler's release ([`PsrlAgent::release_discrete`]).
     fn release(&mut self) -> CoreResult<()> {
+        if let Some(Sampler::Discrete { .. }) = self.sampler() {
+            return self.release_discrete();
+        }
         let (sa, sas) = (self.s * self.a, self.s * self.a * self.s);
         let mut zn = vec![0.0; sas];
         let mut zr = vec![0.0; sa];
@@ -436,6 +477,74 @@ impl PsrlAgent {
         self.releases += 1;
         Ok(())
     }
+
+    /// The discrete sampler's release: the increment x (S A S counts then S A reward sums, one
+    /// vector of n entries) rounded to the lattice u = sigma 2^-grid_bits (half to even) plus the
+    /// exact integer noise z, scaled once, `(round(x / u) + z) u` ([`NoiseStream::privatize`]: the
+    /// released increment is a function of the integer release alone), added to the billboard.
+    fn release_discrete(&mut self) -> CoreResult<()> {
+        let sas = self.inc_n.len();
+        let n = sas + self.inc_r.len();
+        let shape = NodeShape::Vector(n);
+        let mut x: Vec<f64> = self.inc_n.iter().chain(&self.inc_r).copied().collect();
+        let mut rounded = vec![0.0; n];
+        self.noise.privatize(shape, &mut x, &mut rounded)?;
+        if self.record.is_some() {
+            // z = released / u - round(x / u): exact while |round(x / u) + z| < 2^51 (new() keeps
+            // every entry of x within 2^50 lattice units; z is ~ 2^grid_bits)
+            let u = self.noise.noise().lattice_unit(shape)?.unwrap_or(1.0);
+            let z: Vec<f64> = x
+                .iter()
+                .zip(&rounded)
+                .map(|(v, r)| round_half_even(v / u) - r)
+                .collect();
+            self.log(true, DrawKind::DiscreteGaussian, vec![n], &[], &z);
+        }
+        let board = self.board_n.iter_mut().chain(self.board_r.iter_mut());
+        for (b, v) in board.zip(&x) {
+            *b += v;
+        }
+        self.inc_n.iter_mut().for_each(|x| *x = 0.0);
+        self.inc_r.iter_mut().for_each(|x| *x = 0.0);
+        self.releases += 1;
+        Ok(())
+    }
+}
+
+/// The noise stream's law for `sampler` on a release of `n` = S A S + S A entries: unit Gaussian
+/// (float) or the discrete Gaussian of scale sigma > 0 on its lattice, refused when a batch's
+/// largest entry (K users' min(m, H) counted visits) could exceed 2^50 lattice units (the lattice's
+/// exact range is 2^52: a release would fail mid-run, or the record's noise be inexact).
+fn noise_law(
+    sampler: Sampler,
+    sigma: f64,
+    n: usize,
+    k: u64,
+    m: u32,
+    h: usize,
+) -> CoreResult<NodeNoise> {
+    let Sampler::Discrete { grid_bits } = sampler else {
+        return Ok(NodeNoise::Gaussian { sigma: 1.0 });
+    };
+    if !(sigma > 0.0 && grid_bits <= MAX_GRID_BITS && n <= MAX_NODE_LEN) {
+        return Err(invalid(format!(
+            "the discrete sampler needs sigma > 0 (a non-private PSRL draws with the float \
+             sampler), grid_bits <= {MAX_GRID_BITS} and S A S + S A <= {MAX_NODE_LEN}; got \
+             sigma {sigma}, grid_bits {grid_bits}, {n} entries"
+        )));
+    }
+    let law = NodeNoise::DiscreteGaussian { sigma, grid_bits };
+    law.validate()?;
+    let unit = law.lattice_unit(NodeShape::Vector(n))?.unwrap_or(1.0);
+    let largest = k as f64 * (m as f64).min(h as f64);
+    if largest / unit > LATTICE_LIMIT / 4.0 {
+        return Err(invalid(format!(
+            "the discrete sampler's lattice sigma 2^-{grid_bits} = {unit:e} is too fine for a \
+             batch of up to K = {k} users' counts (up to {largest} in one cell): use a larger \
+             sigma, fewer grid bits or the float sampler"
+        )));
+    }
+    Ok(law)
 }
 
 impl Episodic for PsrlAgent {

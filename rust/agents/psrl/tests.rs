@@ -10,6 +10,7 @@ fn parts(s: usize, a: usize, h: usize, k: u64, sigma: f64, bounds: Vec<u64>) -> 
         episodes: k,
         m: 1,
         sigma,
+        sampler: Sampler::Float,
         bounds,
         reject: false,
         alpha0: 1.0,
@@ -244,4 +245,95 @@ fn psrl_restore_refuses_an_inconsistent_state() {
         let back: PsrlAgent = crate::state::decode("PSRL", &bytes).unwrap();
         assert!(back.check_restored().is_err());
     }
+}
+
+fn discrete(s: usize, a: usize, h: usize, k: u64, sigma: f64, bounds: Vec<u64>) -> PsrlParts {
+    PsrlParts {
+        sampler: Sampler::Discrete { grid_bits: 24 },
+        ..parts(s, a, h, k, sigma, bounds)
+    }
+}
+
+#[test]
+fn psrl_discrete_release_is_the_noise_streams_privatize() {
+    // S 3, A 2, H 4, K 4 in batches [0, 2, 4): one release, after user 2, of n = 18 + 6 entries
+    let (s, a, sigma) = (3, 2, 1.7);
+    let mut ag = PsrlAgent::new(discrete(s, a, 4, 4, sigma, vec![0, 2, 4])).unwrap();
+    assert_eq!(ag.sampler(), Some(Sampler::Discrete { grid_bits: 24 }));
+    ag.set_record(true);
+    let t = traj(&[0, 0, 0, 1, 2], &[1, 1, 1, 0], &[0.3, 1.0, 0.25, 0.7]);
+    for _ in 0..2 {
+        ag.policy().unwrap();
+        ag.observe(&t).unwrap();
+    }
+    let mut x: Vec<f64> = ag.inc_n.iter().chain(&ag.inc_r).copied().collect();
+    assert!(x.iter().all(|v| *v == 0.0)); // released and cleared
+                                          // the same stream, by hand: the increment (2 counts of (0, 1) -> 0 and (1, 0) -> 2, reward
+                                          // sums 0.6 and 1.4) through NoiseStream::privatize as one vector node
+    x[3] = 2.0;
+    x[2 * s + 2] = 2.0;
+    x[s * a * s + 1] = 0.6;
+    x[s * a * s + 2] = 1.4;
+    let law = NodeNoise::DiscreteGaussian {
+        sigma,
+        grid_bits: 24,
+    };
+    let mut stream = NoiseStream::new(law, [1; 32]).unwrap();
+    let mut scratch = vec![0.0; x.len()];
+    let shape = NodeShape::Vector(x.len());
+    stream.privatize(shape, &mut x, &mut scratch).unwrap();
+    let board: Vec<f64> = ag.board_n.iter().chain(&ag.board_r).copied().collect();
+    assert_eq!(board, x);
+    // the record: one draw of n integers, released = (round(x / u) + z) u
+    let log = ag.record.clone().unwrap();
+    assert_eq!(log.noise.len(), 1);
+    let rec = &log.noise[0];
+    assert_eq!(
+        (rec.kind.name(), rec.shape.clone()),
+        ("discrete_gaussian", vec![24])
+    );
+    let u = sigma * 2f64.powi(-24);
+    for ((z, r), b) in rec.values.iter().zip(&scratch).zip(&board) {
+        assert_eq!(z.fract(), 0.0);
+        assert_eq!((r + z) * u, *b);
+    }
+    assert!(rec.values.iter().any(|z| z.abs() > 1e6)); // noise of ~ 2^24 units
+    assert_eq!(ag.variance(), sigma * sigma);
+}
+
+#[test]
+fn psrl_discrete_sampler_refuses_what_it_cannot_draw_and_round_trips() {
+    // no noise scale, too many grid bits, a lattice too fine for K users' counts
+    assert!(PsrlAgent::new(discrete(2, 2, 2, 3, 0.0, vec![0, 3])).is_err());
+    let mut p = discrete(2, 2, 2, 3, 1.0, vec![0, 3]);
+    p.sampler = Sampler::Discrete { grid_bits: 25 };
+    assert!(PsrlAgent::new(p).is_err());
+    let fine = PsrlAgent::new(discrete(2, 2, 2, 1 << 40, 1e-6, vec![0, 1 << 40]));
+    assert!(matches!(fine, Err(CoreError::InvalidParameter(m)) if m.contains("too fine")));
+    // save / load continues identically
+    let mut ag = PsrlAgent::new(discrete(3, 2, 4, 6, 1.0, vec![0, 2, 4, 6])).unwrap();
+    let t = traj(&[0, 0, 0, 1, 2], &[1, 1, 1, 0], &[0.5, 1.0, 0.25, 1.0]);
+    for _ in 0..3 {
+        ag.policy().unwrap();
+        ag.observe(&t).unwrap();
+    }
+    let bytes = crate::state::encode(&ag).unwrap();
+    let mut back: PsrlAgent = crate::state::decode("PSRL", &bytes).unwrap();
+    back.check_restored().unwrap();
+    for _ in 0..3 {
+        assert_eq!(
+            ag.policy().unwrap().to_vec(),
+            back.policy().unwrap().to_vec()
+        );
+        ag.observe(&t).unwrap();
+        back.observe(&t).unwrap();
+    }
+    assert_eq!(ag.board_n, back.board_n);
+    assert_eq!(ag.board_r, back.board_r);
+    // a saved sigma that is not the noise law's is refused
+    let mut bad: PsrlAgent = crate::state::decode("PSRL", &bytes).unwrap();
+    bad.sigma = 2.0;
+    let bytes = crate::state::encode(&bad).unwrap();
+    let back: PsrlAgent = crate::state::decode("PSRL", &bytes).unwrap();
+    assert!(back.check_restored().is_err());
 }

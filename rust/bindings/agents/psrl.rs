@@ -2,6 +2,7 @@
 //! class `PsrlAgent` the Python class `privrl.agents.psrl.agent.PSRL` owns.
 
 use numpy::{IntoPyArray, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
@@ -9,8 +10,9 @@ use super::super::{reduced, seed32, IntoPy, Reduced};
 use super::arrays::{mat2, policy_array};
 use super::run::{run_block, trajectory, Block, PyRun};
 use super::{state, state_mut};
-use crate::agents::psrl::{DrawRecord, PsrlAgent, PsrlParts};
+use crate::agents::psrl::{DrawRecord, PsrlAgent, PsrlParts, Sampler};
 use crate::agents::Episodic;
+use crate::noise::DEFAULT_GRID_BITS;
 
 type Board<'py> = (Bound<'py, PyArray3<f64>>, Bound<'py, PyArray2<f64>>, u64);
 
@@ -22,9 +24,11 @@ pub struct PyPsrlAgent {
 
 #[pymethods]
 impl PyPsrlAgent {
+    /// `sampler`: the calibration's, "discrete" (the exact discrete Gaussian on the lattice
+    /// sigma 2^-grid_bits; `grid_bits` None: the kernels' DEFAULT_GRID_BITS) or "float".
     #[new]
-    #[pyo3(signature = (*, n_states, n_actions, horizon, episodes, m, sigma, bounds, reject,
-        noise_seed, exploration_seed, alpha0=1.0))]
+    #[pyo3(signature = (*, n_states, n_actions, horizon, episodes, m, sigma, sampler, bounds,
+        reject, noise_seed, exploration_seed, grid_bits=None, alpha0=1.0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -34,12 +38,26 @@ impl PyPsrlAgent {
         episodes: u64,
         m: u32,
         sigma: f64,
+        sampler: &str,
         bounds: Vec<u64>,
         reject: bool,
         noise_seed: Vec<u8>,
         exploration_seed: Vec<u8>,
+        grid_bits: Option<u32>,
         alpha0: f64,
     ) -> PyResult<Self> {
+        let sampler = match (sampler, grid_bits) {
+            ("float", None) => Sampler::Float,
+            ("discrete", k) => Sampler::Discrete {
+                grid_bits: k.unwrap_or(DEFAULT_GRID_BITS),
+            },
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "sampler must be 'discrete' or 'float' (grid_bits only with 'discrete'), got \
+                     {sampler:?} with grid_bits {grid_bits:?}"
+                )))
+            }
+        };
         let inner = PsrlAgent::new(PsrlParts {
             s: n_states,
             a: n_actions,
@@ -47,6 +65,7 @@ impl PyPsrlAgent {
             episodes,
             m,
             sigma,
+            sampler,
             bounds,
             reject,
             alpha0,
@@ -140,6 +159,24 @@ impl PyPsrlAgent {
             return Ok(None);
         };
         Ok(Some((records(py, &log.noise)?, records(py, &log.explore)?)))
+    }
+
+    /// The release's sampler: "discrete" or "float".
+    #[getter]
+    fn sampler(slf: &Bound<'_, Self>) -> PyResult<&'static str> {
+        Ok(match state(slf)?.inner.sampler() {
+            Some(Sampler::Discrete { .. }) => "discrete",
+            _ => "float",
+        })
+    }
+
+    /// The discrete sampler's lattice bits (None for float).
+    #[getter]
+    fn grid_bits(slf: &Bound<'_, Self>) -> PyResult<Option<u32>> {
+        Ok(match state(slf)?.inner.sampler() {
+            Some(Sampler::Discrete { grid_bits }) => Some(grid_bits),
+            _ => None,
+        })
     }
 
     #[getter]

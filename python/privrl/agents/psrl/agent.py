@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from privrl import _core
-from privrl.agents.common.base import Agent, Release, SensitivityGuard
+from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_release
 from privrl.agents.psrl import calibration as privacy_of
 from privrl.agents.psrl.calibration import PSRLCalibration
 from privrl.agents.psrl.formulas import psrl_batch_bounds
@@ -30,15 +30,18 @@ class PSRL(Agent):
     Each user draws a model (P, r) from the posterior given the billboard (noisy cumulative counts
     N~ (S, A, S) and reward sums R~ (S, A), noise variance j sigma^2 per cell after j releases) from
     its own exploration stream, plays its greedy H-step policy, and its first ``m`` visits of each
-    (s, a) (rewards in [0, 1]) join the batch's increment, released with N(0, sigma^2) per cell at
-    the end of batches 1..B-1: a user enters one Gaussian release (calibrate_psrl).
+    (s, a) (rewards in [0, 1]) join the batch's increment, released with noise of scale sigma per
+    cell at the end of batches 1..B-1: a user enters one Gaussian release (calibrate_psrl). The
+    noise is the privacy model's sampler (``JointDP(..., sampler=)``): by default the agents' exact
+    discrete Gaussian, the increment rounded to the lattice sigma 2^-24 (one vector of S A S + S A
+    entries per release); ``"float"`` draws N(0, sigma^2) (the numpy reference's).
 
     Parameters
     ----------
     env : a FeatureMap (privrl.learn on a gymnasium environment; FeatureMap.one_hot_for) or a
         FiniteMDP: only its S, A and H are read (the agent is tabular).
-    privacy : NonPrivate() (sigma 0, a release after every user) | JointDP(eps, delta > 0).
-        LocalDP is refused (not designed).
+    privacy : NonPrivate() (sigma 0, a release after every user) | JointDP(eps, delta > 0) (its
+        ``sampler``: "discrete" by default, or "float"). LocalDP is refused (not designed).
     episodes : K, the users the noise is calibrated for.
     seed : reproducible privacy noise and exploration (None: OS entropy).
     m : the per-user cap (visits of each (s, a) counted per user).
@@ -89,13 +92,15 @@ class PSRL(Agent):
             m=m,
             batches=batches,
             p=kw["p"],
-            sampler="float",  # the Rust core draws float Gaussian noise (work in progress: the discrete one)
+            sampler=kw["sampler"],  # the privacy model's (JointDP: "discrete" unless asked "float")
         )
         self.calibration, self.m, self.batches, self.B = cal, cal.m, batches, cal.B
         self.d = self.S * self.A
         self.beta_scale, self.beta = 1.0, 0.0  # no confidence radius
         self.bounds = psrl_batch_bounds(self.K, self.B)
-        (stat,) = self.release_plan().statistics
+        plan = self.release_plan()
+        check_release(plan, cal, self.K)
+        (stat,) = plan.statistics
         self.guards = {
             stat.name: SensitivityGuard(x_bound=stat.x_bound, y_low=0.0, y_high=1.0, mode=sensitivity)
         }
@@ -106,6 +111,8 @@ class PSRL(Agent):
             episodes=self.K,
             m=self.m,
             sigma=float(cal.sigma or 0.0),
+            sampler=cal.sampler or "float",  # non-private: no sampler, unit normals times 0
+            grid_bits=cal.grid_bits,
             bounds=[int(b) for b in self.bounds],
             reject=sensitivity == "reject",
             noise_seed=self.noise_seeds(1)[0],

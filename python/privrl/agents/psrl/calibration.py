@@ -56,7 +56,7 @@ MECHANISM = "increments"
 #: n = S A S + S A per user, accounted as every agent's: whitened sensitivity Delta / sigma +
 #: sqrt(n) 2^-grid_bits on the continuous curve by domination, privacy.common.plan_target,
 #: privacy.mechanisms.discrete_gaussian_mechanism_delta) or "float" (the continuous Gaussian, the
-#: numpy reference's and the probe's).
+#: probe's). The Rust core draws either (rust/agents/psrl.rs), the numpy reference too (Billboard).
 SAMPLERS = ("discrete", "float")
 
 

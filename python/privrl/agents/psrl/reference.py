@@ -46,7 +46,8 @@ TIE = 1e-12
 # ============================================================================================
 class Stream(Protocol):
     """The three draws the reference makes (numpy Generator's names): standard normals, gammas of
-    given shape parameters (scale 1) and uniforms on [0, 1)."""
+    given shape parameters (scale 1) and uniforms on [0, 1). A release with the discrete sampler
+    draws its noise through :class:`DrawLog` or :class:`Replay` (:meth:`Billboard.publish`)."""
 
     def standard_normal(self, size: Any) -> Any: ...
 
@@ -58,8 +59,8 @@ class Stream(Protocol):
 @dataclass
 class DrawLog:
     """A Stream that draws from ``rng`` and records every call: ``log`` holds (kind, parameter,
-    values), kind "normal" / "uniform" (parameter: the shape asked) or "gamma" (parameter: the
-    shape parameters asked)."""
+    values), kind "normal" / "uniform" / "discrete_gaussian" (parameter: the shape asked) or
+    "gamma" (parameter: the shape parameters asked)."""
 
     rng: np.random.Generator
     log: list[tuple[str, Any, np.ndarray]] = field(default_factory=list)
@@ -77,6 +78,20 @@ class DrawLog:
     def random(self, size: Any) -> np.ndarray:
         out = np.asarray(self.rng.random(size))
         self.log.append(("uniform", tuple(np.atleast_1d(size)), out))
+        return out
+
+    def discrete_gaussian(self, size: Any, sigma: float, grid_bits: int) -> np.ndarray:
+        """Exact discrete Gaussian noise of scale ``sigma`` on the lattice ``sigma 2^-grid_bits``,
+        in integer lattice units: privrl's one sampler (privrl.kernels.NoiseStream, keyed by 32
+        bytes of ``rng``), not a numpy one."""
+        from privrl.kernels import NoiseStream as KernelStream
+
+        stream = KernelStream("discrete_gaussian", sigma, seed=self.rng, grid_bits=grid_bits)
+        shape = tuple(np.atleast_1d(size))
+        unit = stream.lattice_unit()
+        assert unit is not None
+        out = np.rint(stream.vectors(1, math.prod(shape)).reshape(shape) / unit)
+        self.log.append(("discrete_gaussian", shape, out))
         return out
 
 
@@ -116,6 +131,9 @@ class Replay:
     def random(self, size: Any) -> np.ndarray:
         return self._next("uniform", tuple(np.atleast_1d(size)))
 
+    def discrete_gaussian(self, size: Any, sigma: float, grid_bits: int) -> np.ndarray:
+        return self._next("discrete_gaussian", tuple(np.atleast_1d(size)))
+
 
 # ============================================================================================
 # (1) The user's statistic: its capped increment
@@ -145,18 +163,35 @@ def capped_increment(s, a, r, s2, S: int, A: int, m: int = 1) -> tuple[np.ndarra
 class Billboard:
     """What every user reads: ``N~ = sum_j (dN_j + Z_j)``, ``R~ = sum_j (dR_j + Z'_j)`` over the
     ``j`` releases so far, Z, Z' i.i.d. N(0, sigma^2) per cell (sigma = 0: no noise). A batch's
-    increment is released once, at the batch's end: a user enters one release (psrl_sigma)."""
+    increment is released once, at the batch's end: a user enters one release (psrl_sigma).
+    ``grid_bits`` given: the discrete sampler instead, the increment rounded to the lattice
+    ``u = sigma 2^-grid_bits`` and exact discrete Gaussian noise of scale sigma added on it."""
 
-    def __init__(self, S: int, A: int, sigma: float) -> None:
+    def __init__(self, S: int, A: int, sigma: float, grid_bits: int | None = None) -> None:
         self.N = np.zeros((S, A, S))
         self.R = np.zeros((S, A))
         self.j = 0
         self.sigma = float(sigma)
+        self.grid_bits = grid_bits
 
     def publish(self, dN: np.ndarray, dR: np.ndarray, noise_rng: Stream) -> None:
-        """Release one increment. Draws: S A S standard normals (counts, C order), then S A (rewards)."""
-        self.N = self.N + dN + self.sigma * noise_rng.standard_normal(self.N.shape)
-        self.R = self.R + dR + self.sigma * noise_rng.standard_normal(self.R.shape)
+        """Release one increment. Draws: S A S standard normals (counts, C order), then S A (rewards);
+        with the discrete sampler one vector of S A S + S A integers (counts then rewards), and the
+        released increment is ``(round(x / u) + z) u`` (half to even; one scaling of the integer sum),
+        z from ``noise_rng`` a :class:`DrawLog` (privrl's sampler; wrap a numpy Generator in one) or
+        a :class:`Replay`."""
+        if self.grid_bits is None:
+            self.N = self.N + dN + self.sigma * noise_rng.standard_normal(self.N.shape)
+            self.R = self.R + dR + self.sigma * noise_rng.standard_normal(self.R.shape)
+        else:
+            if not isinstance(noise_rng, (DrawLog, Replay)):
+                raise TypeError("the discrete sampler's noise comes from a DrawLog or a Replay")
+            x = np.concatenate([np.ravel(dN), np.ravel(dR)])
+            u = self.sigma * 2.0**-self.grid_bits
+            z = noise_rng.discrete_gaussian((x.size,), self.sigma, self.grid_bits)
+            released = (np.rint(x / u) + z) * u
+            self.N = self.N + released[: self.N.size].reshape(self.N.shape)
+            self.R = self.R + released[self.N.size :].reshape(self.R.shape)
         self.j += 1
 
     @property
