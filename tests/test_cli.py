@@ -215,6 +215,7 @@ def test_flags_without_an_agent_ask_for_agent_flags(tmp_path, capsys, flags, nee
 
 _LSVI = ["--env", "RandomLinearMDP", "--env-arg", "S=6,A=2,d=3,H=3"]
 _LAKE = ["--env", "FrozenLake", "--agent", "N:algorithm=LSVI-UCB,privacy=none"]
+_PSRL = ["--env", "RiverSwimMixture", "--agent"]  # a FiniteMDP: PSRL runs on its S, A and H
 
 
 @pytest.mark.parametrize(
@@ -229,6 +230,18 @@ _LAKE = ["--env", "FrozenLake", "--agent", "N:algorithm=LSVI-UCB,privacy=none"]
         ([*_LSVI, "--agent", "L:algorithm=LSVI-UCB,privacy=ldp"], "agents.L.privacy: LocalDP is not"),
         ([*_LAKE, "--env-arg", "H=8,map_name=9x9"], "env: FrozenLake: map_name must be one of gymnasium's"),
         ([*_LAKE, "--env-arg", "H=8,is_slippery=no"], "env: FrozenLake: is_slippery must be True or False"),
+        ([*_PSRL, "L:algorithm=PSRL,privacy=ldp"], "agents.L.privacy: LocalDP is not available for PSRL"),
+        ([*_PSRL, "J:algorithm=PSRL,m=0"], "agents.J.m: must be an integer >= 1, got 0"),
+        ([*_PSRL, "J:algorithm=PSRL,batches=weekly"], "agents.J.batches: must be 'static', 'every'"),
+        ([*_PSRL, "J:algorithm=PSRL,sensitivity=drop"], "agents.J.sensitivity: must be one of 'clip'"),
+        ([*_PSRL, "J:algorithm=PSRL,exploration=optimism"], "agents.J.exploration: unknown option"),
+        ([*_PSRL, "J:algorithm=PSRL,mechanism=honaker"], "agents.J.mechanism: 'honaker' does not apply to"),
+        ([*_PSRL, "J:algorithm=PSRL", "--mechanism", "tree"], "--mechanism: no --agent agent uses it: PSRL"),
+        ([*_PSRL, "J:algorithm=PSRL", "--delta", "0"], "agents.J: PSRL's release is Gaussian: delta must"),
+        (
+            ["--env", "ClassificationBandit", "--env-arg", "dataset=wine", "--agent", "J:algorithm=PSRL"],
+            "agents.J.algorithm: PSRL needs a FeatureMap (privrl.learn) or a FiniteMDP; got ContextualBandit",
+        ),
     ],
 )
 def test_bad_agent_options_and_env_arguments_stop_before_anything_runs(tmp_path, capsys, extra, needle):
@@ -244,6 +257,37 @@ def test_bad_agent_options_and_env_arguments_stop_before_anything_runs(tmp_path,
     last = err.strip().splitlines()[-1]
     assert last.startswith(f"privrl: error: {needle}"), err
     assert "Traceback" not in err and not out.exists()
+
+
+def test_psrl_runs_from_flags_with_its_options_and_a_report(tmp_path, capsys):
+    """PSRL by name (any case) on the registered FrozenLake, with its constructor options m and
+    batches and the shared --mechanism / --exploration flags, which fill in the LSVI-UCB agent
+    and skip PSRL (no continual-release mechanism, always sampling): the runs, their manifest
+    (label, calibration) and the privacy-report columns of the summary."""
+    pytest.importorskip("gymnasium")
+    out = tmp_path / "o"
+    argv = ["run", "--no-progress", "--env", "FrozenLake", "-K", "60", "--epsilons", "10", "--seeds", "0,1"]
+    agents = ["--agent", "P:algorithm=psrl,m=2,batches=3", "--agent", "N:algorithm=PSRL,privacy=none"]
+    agents += ["--agent", "U:algorithm=LSVI-UCB,batches=2"]
+    agents += ["--mechanism", "tree", "--exploration", "optimism"]
+    assert main([*argv, "--out", str(out), *agents, "--report"]) == 0
+    runs = {r["agent"]: r for r in json.loads((out / "manifest.json").read_text())["runs"].values()}
+    assert {a: (r["status"], r["algorithm"]) for a, r in runs.items()} == {
+        "P": ("done", "PSRL"),
+        "N": ("done", "PSRL"),
+        "U": ("done", "LSVI-UCB"),
+    }
+    p, u = runs["P"], runs["U"]
+    assert p["options"] == {"m": 2, "batches": 3} and p["mechanism"] is None
+    cal = p["calibration"]
+    assert (cal["m"], cal["B"], cal["mechanism"]) == (2, 3, "increments")
+    assert p["label"].startswith("PSRL[JDP(eps=10, delta=1e-05") and "tree" not in p["label"]
+    assert u["mechanism"] == "tree" and u["options"]["exploration"] == "optimism"
+    assert p["privacy_report"]["within_target"] == {"paper": True, "tight": True}
+    table = capsys.readouterr().out
+    assert "sigma=6.32" in table  # Delta / mu at m = 2: 2 sqrt(2 H) / 2.0004 (H 20)
+    results = load_results(out)
+    assert results[results.agent == "P"].run_id.nunique() == 2 and results.regret.notna().all()
 
 
 def test_help_says_which_mechanism_and_demo_agents_run(capsys):

@@ -141,7 +141,7 @@ def test_a_changed_count_is_named_by_the_replay():
 
 
 # --------------------------------------------------------------------------------------------
-# the Python class (work in progress, not exported): privrl.agents.psrl.agent.PSRL
+# the Python class: privrl.agents.PSRL (privrl.agents.psrl.agent.PSRL)
 # --------------------------------------------------------------------------------------------
 def _users(agent, n, seed):
     """n users acting on a random episode through act / observe; returns their policies."""

@@ -48,7 +48,7 @@ __all__ = [
 
 ALGORITHMS = ("ucrl_vtr", "ucrl_vtr_plus", "lsvi_ucb", "linucb", "psrl")
 _MODULES = {"ucrl_vtr": ucrl_vtr, "ucrl_vtr_plus": ucrl_vtr_plus, "lsvi_ucb": lsvi_ucb, "linucb": linucb}
-_MODULES["psrl"] = psrl  # work in progress, not exported (its agent is not in privrl.agents yet)
+_MODULES["psrl"] = psrl
 _CALIBRATE: dict[str, Any] = {
     "psrl": psrl.calibrate_psrl,
     "ucrl_vtr": ucrl_vtr.calibrate_ucrl_vtr,

@@ -77,8 +77,9 @@ _AGENT_FLAGS = (
 
 def _flag_agents(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """The --agent agents, with --calibration / --mechanism filled in where an agent does not set
-    them itself (only for the privacy kinds they mean something to)."""
+    them itself (only for the privacy kinds and algorithms they mean something to)."""
     from privrl.experiment.config import PRIVACY_KINDS, ConfigError
+    from privrl.experiment.registry import flag_targets
 
     agents = {}
     for item in args.agent or ():
@@ -103,12 +104,7 @@ def _flag_agents(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             raise ConfigError(
                 flag, f"applies to --agent agents; in a config file, set {key} in the agent's table"
             )
-        targets = [
-            a for a in agents.values() if PRIVACY_KINDS.get(str(a.get("privacy", "jdp")).lower()) in kinds
-        ]
-        if not targets:
-            raise ConfigError(flag, f"no {' or '.join(kinds)} agent among the --agent agents to apply it to")
-        for agent in targets:
+        for agent in flag_targets(list(agents.values()), flag, key, kinds, PRIVACY_KINDS):
             agent.setdefault(key, value)
     return agents
 

@@ -20,7 +20,13 @@ ALGORITHMS: dict[str, tuple[str, str]] = {
     "UCRL-VTR+": ("privrl.agents.ucrl_vtr_plus.agent", "UCRLVTRPlus"),
     "LSVI-UCB": ("privrl.agents.lsvi_ucb.agent", "LSVIUCB"),
     "LinUCB": ("privrl.agents.linucb.agent", "LinUCB"),
+    "PSRL": ("privrl.agents.psrl.agent", "PSRL"),
 }
+
+#: The options an algorithm has no use for, which the command line's --mechanism / --exploration
+#: flags do not fill in for its agents (an agent that sets one itself is refused by the agent):
+#: PSRL noises each batch's increment once (no continual-release mechanism) and always samples.
+UNUSED_FLAGS: dict[str, frozenset[str]] = {"PSRL": frozenset({"mechanism", "exploration"})}
 
 # Environments by canonical name -> (module, callable); kwargs are checked against its signature.
 ENVIRONMENTS: dict[str, tuple[str, str]] = {
@@ -67,6 +73,23 @@ def _import(registry: Mapping[str, tuple[str, str]], name: str, key: str, what: 
         raise ConfigError(
             key, f"{what} {name!r} is not available in this privrl install ({module}.{attr}: {exc})"
         ) from exc
+
+
+def flag_targets(
+    agents: list[dict[str, Any]], flag: str, key: str, kinds: tuple[str, ...], privacy: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """The agent specs a command-line flag (--mechanism, ...) fills `key` in for: those of a
+    privacy kind in `kinds` (``privacy`` maps its spellings) whose algorithm has a use for it
+    (:data:`UNUSED_FLAGS`); none is a ConfigError naming `flag`."""
+    of_kind = [a for a in agents if privacy.get(str(a.get("privacy", "jdp")).lower()) in kinds]
+    if not of_kind:
+        raise ConfigError(flag, f"no {' or '.join(kinds)} agent among the --agent agents to apply it to")
+    unused = {_canon(k): k for k, keys in UNUSED_FLAGS.items() if key in keys}
+    targets = [a for a in of_kind if _canon(str(a.get("algorithm", ""))) not in unused]
+    if not targets:
+        names = ", ".join(sorted({unused[_canon(str(a.get("algorithm", "")))] for a in of_kind}))
+        raise ConfigError(flag, f"no --agent agent uses it: {names} takes no {key}")
+    return targets
 
 
 def resolve_algorithm(name: str, key: str = "algorithm") -> type:

@@ -1,2 +1,7 @@
-"""Private tabular PSRL on a time-homogeneous release (work in progress, branch psrl): its formulas,
-release plan and calibration, and the numpy reference; no agent and no public export yet."""
+"""Private tabular PSRL on a time-homogeneous release (counts and reward sums pooled over the H
+steps, docs/algorithms.md "PSRL"): the agent, its formulas, release plan and calibration, its numpy
+reference."""
+
+from privrl.agents.psrl.agent import PSRL
+
+__all__ = ["PSRL"]

@@ -1,5 +1,7 @@
-"""Private tabular PSRL on a time-homogeneous release (work in progress, not exported): the Python
-face of the Rust agent privrl._core.PsrlAgent (rust/agents/psrl.rs); oracle: reference.py.
+"""Private tabular PSRL on a time-homogeneous release (not in the paper; docs/algorithms.md "PSRL"):
+posterior sampling on the released counts and reward sums, pooled over the H steps, under NonPrivate
+and JointDP. The Python face of the Rust agent privrl._core.PsrlAgent (rust/agents/psrl.rs); the
+numpy oracle is privrl.agents.psrl.reference.
 """
 
 from __future__ import annotations
@@ -17,14 +19,19 @@ from privrl.common.checks import check_choice
 from privrl.common.errors import PrivacyParameterError
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP
-from privrl.privacy.models import LocalDP
+from privrl.privacy.continual import resolve_mechanism
+from privrl.privacy.models import JointDP, LocalDP
 from privrl.privacy.plans import ReleasePlan
 
 __all__ = ["PSRL"]
 
 
 class PSRL(Agent):
-    """Posterior sampling on a released, noisy tabular model (reference.py reads top to bottom).
+    """PSRL (posterior sampling) on a released, noisy tabular model, for tabular environments: a
+    FiniteMDP (``privrl.run``, exact regret) or a FeatureMap such as the one-hot map of gymnasium's
+    FrozenLake (``privrl.learn``, FeatureMap.one_hot_for). The release is time-homogeneous: counts
+    and reward sums are pooled over the H steps, so a model whose kernel depends on h is learned as
+    its average over h. privrl.agents.psrl.reference reads top to bottom.
 
     Users come in B static batches (``calibration.B``; bounds ``round(linspace(0, K, B + 1))``).
     Each user draws a model (P, r) from the posterior given the billboard (noisy cumulative counts
@@ -41,7 +48,10 @@ class PSRL(Agent):
     env : a FeatureMap (privrl.learn on a gymnasium environment; FeatureMap.one_hot_for) or a
         FiniteMDP: only its S, A and H are read (the agent is tabular).
     privacy : NonPrivate() (sigma 0, a release after every user) | JointDP(eps, delta > 0) (its
-        ``sampler``: "discrete" by default, or "float"). LocalDP is refused (not designed).
+        ``sampler``: "discrete" by default, or "float"). LocalDP is refused (PrivacyParameterError:
+        not designed). JointDP's calibration does not apply (the noise is the tight Gaussian of one
+        release per user, the paper-style argument's too), nor its mechanism: one chosen other than
+        JointDP's default is refused.
     episodes : K, the users the noise is calibrated for.
     seed : reproducible privacy noise and exploration (None: OS entropy).
     m : the per-user cap (visits of each (s, a) counted per user).
@@ -77,6 +87,14 @@ class PSRL(Agent):
         if isinstance(privacy, LocalDP):
             raise PrivacyParameterError(
                 "LocalDP is not available for PSRL (not designed): use JointDP(eps, delta) or NonPrivate()"
+            )
+        chosen = getattr(privacy, "mechanism", None)  # a chosen one (not the default) is refused:
+        if isinstance(privacy, JointDP) and chosen != resolve_mechanism(
+            "jdp", privacy.calibration, privacy.pure
+        ):
+            raise PrivacyParameterError(  # a sweep would record it for a run that never used it
+                f"mechanism {chosen!r} does not apply to PSRL: each batch's increment is noised once, with "
+                "no continual-release mechanism; leave JointDP's mechanism unset"
             )
         self.sensitivity = check_choice(sensitivity, ("clip", "reject"), "sensitivity")
         super().__init__(env, privacy, episodes, seed, exploration="sampling")
@@ -119,6 +137,14 @@ class PSRL(Agent):
             exploration_seed=self._stream_seed(2),
         )
 
+    @property
+    def label(self) -> str:
+        """``PSRL[JDP(eps=.., delta=..), sampling]`` (", float" when the noise is the continuous
+        Gaussian): JointDP's mechanism and calibration, which PSRL does not use, are not named."""
+        p, tag = self.privacy, ", float" if self.calibration.sampler == "float" else ""
+        model = "NonPrivate" if p.kind == "none" else f"JDP(eps={p.epsilon:g}, delta={p.delta:g}{tag})"
+        return f"{self.name}[{model}, sampling]"
+
     def release_plan(self) -> ReleasePlan:
         """One statistic per user (its capped counts and reward sums), released once."""
         cal = self.calibration
@@ -130,7 +156,7 @@ class PSRL(Agent):
         return N, R, int(j)
 
     def release(self) -> Release:
-        """The billboard in the shared Release record (work in progress): ``design`` holds N~
+        """The billboard in the shared Release record: ``design`` holds N~
         (S, A, S), ``weights`` R~ (S, A), ``inverse`` is empty (no matrix to invert)."""
         N, R, _ = self.billboard()
         return Release(design=N, inverse=np.empty(0), weights=R, users=self.k)

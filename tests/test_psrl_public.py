@@ -1,0 +1,52 @@
+"""PSRL as a public privrl agent: exported as privrl.agents.PSRL, named PSRL in sweep configs and on
+the command line (tests/test_cli.py has its command-line cases), labelled without the options it
+does not use, and refusing a continual-release mechanism it would not run."""
+
+from __future__ import annotations
+
+import pytest
+
+import privrl
+from privrl.common.errors import PrivacyParameterError
+from privrl.envs.features import FeatureMap
+from privrl.privacy import JointDP, LocalDP, NonPrivate
+
+
+def test_psrl_is_exported_and_registered():
+    from privrl.agents import PSRL
+    from privrl.agents.psrl import PSRL as Same
+    from privrl.agents.psrl.agent import PSRL as Defined
+    from privrl.experiment import ALGORITHMS
+    from privrl.experiment.config import resolve_algorithm
+
+    assert PSRL is Same is Defined and "PSRL" in privrl.agents.__all__
+    assert "PSRL" in ALGORITHMS and resolve_algorithm("psrl") is PSRL
+
+
+def test_the_label_names_what_the_agent_runs():
+    """JointDP's default mechanism (BLT under the adaptive calibration) and its calibration are
+    not PSRL's: the label said 'PSRL[JDP(eps=10, delta=1e-05, blt), sampling]'; it names the
+    noise's sampler where it is the continuous Gaussian, as the other agents' labels do."""
+    from privrl.agents import PSRL
+
+    fm = FeatureMap.one_hot(3, 2, 4)
+    agent = PSRL(fm, JointDP(10.0, 1e-5, calibration="paper"), episodes=50, seed=0)
+    tag = ", float" if agent.calibration.sampler == "float" else ""
+    assert agent.label == f"PSRL[JDP(eps=10, delta=1e-05{tag}), sampling]"
+    assert PSRL(fm, NonPrivate(), episodes=50, seed=0).label == "PSRL[NonPrivate, sampling]"
+
+
+@pytest.mark.parametrize("mechanism", ["tree", "honaker", "factorization"])
+def test_a_chosen_continual_release_mechanism_is_refused(mechanism):
+    """PSRL noises each batch's increment once: JointDP(mechanism='honaker') was accepted and
+    recorded (a sweep's manifest said honaker) for a run that never used it. JointDP's default
+    (BLT, or the tree under 'paper' / 'tight') is what every JointDP resolves to, and is accepted."""
+    from privrl.agents import PSRL
+
+    fm = FeatureMap.one_hot(3, 2, 4)
+    with pytest.raises(PrivacyParameterError, match=f"mechanism '{mechanism}' does not apply to PSRL"):
+        PSRL(fm, JointDP(10.0, 1e-5, mechanism=mechanism), episodes=50)
+    for privacy in (JointDP(10.0, 1e-5, mechanism="blt"), JointDP(10.0, 1e-5, calibration="paper")):
+        assert PSRL(fm, privacy, episodes=50, seed=0).calibration.mechanism == "increments"
+    with pytest.raises(PrivacyParameterError, match="LocalDP is not available for PSRL"):
+        PSRL(fm, LocalDP(10.0, 1e-5), episodes=50)
