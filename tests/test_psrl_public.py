@@ -50,3 +50,32 @@ def test_a_chosen_continual_release_mechanism_is_refused(mechanism):
         assert PSRL(fm, privacy, episodes=50, seed=0).calibration.mechanism == "increments"
     with pytest.raises(PrivacyParameterError, match="LocalDP is not available for PSRL"):
         PSRL(fm, LocalDP(10.0, 1e-5), episodes=50)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=BaseException,  # pyo3's PanicException
+    reason="known bug (rust/agents/psrl.rs, not this branch's to fix): check_restored compares "
+    "pi.len() with h * s unchecked, so a saved H whose product with S wraps to H S restores and "
+    "policy() panics (index out of bounds at the policy loop); found by byte flips of a saved state",
+)
+def test_a_saved_state_whose_horizon_overflows_is_refused_not_a_panic():
+    """A saved PSRL state whose H is 4 + 2^62 (H S wraps to 16 = len(pi) at S = 4) restored and
+    panicked in policy(); it must be refused at restore (PrivrlError), as the other agents are."""
+    import struct
+
+    from privrl.agents import PSRL
+    from privrl.envs import RiverSwimMixture
+    from privrl.exceptions import PrivrlError
+
+    env = RiverSwimMixture(S=4, H=4)
+    agent = PSRL(env, JointDP(1.0, 1e-5), episodes=10, seed=0, batches=5)
+    privrl.run(agent, env, episodes=3, seed=1, progress=False)
+    restore, (state,) = agent._core.__reduce__()[:2]
+    assert struct.unpack("<4Q", state[:32]) == (4, 2, 4, 10)  # S, A, H, K
+    bad = state[:16] + struct.pack("<Q", 4 + 2**62) + state[24:]
+    try:
+        core = restore(bad)
+    except PrivrlError:
+        return
+    core.policy()

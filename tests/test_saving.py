@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import privrl
-from privrl.agents import LSVIUCB, UCRLVTR, Agent, UCRLVTRPlus
+from privrl.agents import LSVIUCB, PSRL, UCRLVTR, Agent, UCRLVTRPlus
 from privrl.agents.common.saving import FORMAT, MAGIC, SaveFormatError
 from privrl.envs import RandomLinearMDP, RiverSwimMixture
 from privrl.exceptions import PrivrlError
@@ -35,6 +35,11 @@ CASES = [
     (LSVIUCB, LINEAR, JointDP(1.0, 1e-5)),
     (LSVIUCB, LINEAR, JointDP(1.0, 1e-5, calibration="practical", mechanism="factorization")),
 ]
+#: PSRL (tabular: any FiniteMDP; batches=4 releases three times within the tests' 60 users)
+PSRL_CASES = [
+    (PSRL, RIVER, NonPrivate()),
+    (PSRL, LINEAR, JointDP(1.0, 1e-5)),
+]
 
 _CONTINUE = """
 import sys, numpy as np, privrl
@@ -45,7 +50,7 @@ np.save(sys.argv[2], privrl.run(agent, agent.env, 35, seed=2).regret)
 
 
 @pytest.mark.parametrize(
-    "cls,env,privacy", CASES, ids=lambda x: getattr(x, "label", getattr(x, "__name__", ""))
+    "cls,env,privacy", CASES + PSRL_CASES, ids=lambda x: getattr(x, "label", getattr(x, "__name__", ""))
 )
 def test_saved_agent_continues_in_another_process(tmp_path, cls, env, privacy):
     full = cls(env, privacy, episodes=60, seed=0)
@@ -143,6 +148,22 @@ def test_a_restored_state_with_corrupted_dimensions_is_refused(cls, env, privacy
         bad = bytearray(blob)
         bad[offset] = 0x7F
         with pytest.raises(PrivrlError, match=r"not a consistent saved|not a saved"):
+            restore(bytes(bad))
+
+
+@pytest.mark.parametrize("cls, env, privacy", PSRL_CASES)
+def test_a_restored_psrl_state_with_corrupted_dimensions_is_refused(cls, env, privacy):
+    """As above for PSRL's leading S, A, H, K: refused (its Rust check_restored; K is refused by
+    the batch bounds' own check, which names the corrupted K: 'batch bounds must rise strictly
+    from 0 to K = 127')."""
+    agent = cls(env, privacy, episodes=20, seed=0, batches=4)
+    privrl.run(agent, env, episodes=5, seed=1, progress=False)
+    restore, (blob,) = agent._core.__reduce__()[:2]
+    restore(blob)
+    for offset in range(32):
+        bad = bytearray(blob)
+        bad[offset] = 0x7F
+        with pytest.raises(PrivrlError, match=r"not a consistent saved PSRL state|batch bounds must rise"):
             restore(bytes(bad))
 
 
@@ -323,7 +344,7 @@ def test_a_corrupted_rust_state_is_refused_or_runs_never_a_panic():
     assert outcomes["refused"] > 0 and outcomes["ran"] > 0
 
 
-@pytest.mark.parametrize("cls, env, privacy", CASES)
+@pytest.mark.parametrize("cls, env, privacy", CASES + PSRL_CASES)
 def test_copy_copy_is_an_independent_agent_on_the_same_environment(cls, env, privacy):
     # copy.copy used to share the Rust state: running the copy moved the original, and two runs
     # branched from one checkpoint stepped one agent.
@@ -460,7 +481,9 @@ def test_copies_of_a_saved_agent_share_its_noise_as_docs_privacy_md_says(tmp_pat
     assert 0 < np.abs(mine - its).max() <= 2 * env.H**2 < sigma / 10 < np.abs(mine - theirs).max()
 
 
-@pytest.mark.parametrize("cls,env,privacy", CASES[:2] + CASES[-2:], ids=lambda x: getattr(x, "label", ""))
+@pytest.mark.parametrize(
+    "cls,env,privacy", CASES[:2] + CASES[-2:] + PSRL_CASES[1:], ids=lambda x: getattr(x, "label", "")
+)
 def test_a_rust_state_with_bytes_after_it_is_refused(tmp_path, cls, env, privacy):
     """The Rust agent's state must end where its layout ends: bytes after it (a state of another
     layout with more fields, bytes appended to a file whose checksum was recomputed) are refused,
@@ -546,7 +569,7 @@ def test_a_file_whose_attributes_have_other_types_is_refused_at_load(tmp_path, n
         Agent.load(tmp_path / "a.privrl")
 
 
-@pytest.mark.parametrize("cls, env, privacy", CASES + _bandit())
+@pytest.mark.parametrize("cls, env, privacy", CASES + _bandit() + PSRL_CASES)
 def test_every_agent_holds_the_attributes_its_class_declares_it_saves(cls, env, privacy):
     """Agent._SAVED (what Agent.load accepts) is what today's agents hold, fresh and mid-run: an
     attribute added or renamed must change the declaration (and the save FORMAT)."""
