@@ -318,6 +318,7 @@ def test_shipped_audits_refuse_a_noise_multiplier_whose_variance_underflows(audi
         "audit_lsvi_u_release",
         "audit_lsvi_server",
         "audit_linucb_agent",
+        "audit_psrl_agent",
         "audit_ucrl_vtr_agent",
     ],
 )
@@ -348,7 +349,7 @@ def test_agent_audits_check_the_agent_delta_and_noise_multiplier():
         A.audit_agent(lambda s: object(), users, users[:1] + users[:1], delta=1e-5, n_trials=5, n_fit=5)
     with pytest.raises(PrivacyParameterError, match="delta"):
         A.audit_agent(lambda s: object(), users, users, delta=float("nan"), n_trials=5, n_fit=5)
-    for f in (A.audit_ucrl_vtr_agent, A.audit_linucb_agent):
+    for f in (A.audit_ucrl_vtr_agent, A.audit_linucb_agent, A.audit_psrl_agent):
         with pytest.raises(PrivacyParameterError, match="noise_multiplier"):
             f(noise_multiplier=0, n_trials=5, n_fit=5)
 

@@ -52,6 +52,24 @@ def test_a_chosen_continual_release_mechanism_is_refused(mechanism):
         PSRL(fm, LocalDP(10.0, 1e-5), episodes=50)
 
 
+def test_end_to_end_audit_flags_half_the_noise():
+    """audit_psrl_agent runs the shipped PSRL (JointDP(4, 1e-5), a release after every user) on two
+    user sequences differing in user 1 (the release plan's worst pair: disjoint (s, a) pairs,
+    ||x - x'|| = 2 sqrt(m H)). With half the noise it is flagged (measured bound 8.42, effective
+    eps 9.08), with its own noise not (3.39 < 4; seeds 1-5: 3.20-3.70, mu estimate 0.83-0.93
+    against the exact 0.925); the effective epsilon at x1 is the agent's own report."""
+    from privrl.agents import PSRL
+    from privrl.audit import audit_psrl_agent
+
+    half = audit_psrl_agent(epsilon=4.0, noise_multiplier=0.5)
+    assert half.flagged and 4.0 < half.gdp_epsilon_lower_bound < half.effective_epsilon
+    full = audit_psrl_agent(epsilon=4.0, noise_multiplier=1.0)
+    assert not full.flagged and 2.5 < full.gdp_epsilon_lower_bound < 4.0
+    agent = PSRL(FeatureMap.one_hot(2, 2, 2), JointDP(4.0, 1e-5), episodes=4, batches="every")
+    assert full.effective_epsilon == agent.privacy_report()["tight"]["budget"][0]
+    assert full.name.startswith("PSRL JDP agent end to end (") and full.name.endswith("x1 noise)")
+
+
 @pytest.mark.xfail(
     strict=True,
     raises=BaseException,  # pyo3's PanicException

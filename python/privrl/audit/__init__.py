@@ -1,7 +1,7 @@
 """Checking the privacy claims: the privacy report of an agent (the paper's argument and the tight
 accountant), empirical audits of the mechanisms and of whole agents, and their confidence intervals."""
 
-from privrl.audit.agent_audit import audit_agent, audit_linucb_agent, audit_ucrl_vtr_agent
+from privrl.audit.agent_audit import audit_agent, audit_linucb_agent, audit_psrl_agent, audit_ucrl_vtr_agent
 from privrl.audit.intervals import betainc, clopper_pearson
 from privrl.audit.mechanism_audit import AuditResult, audit_mechanism, audit_samples
 from privrl.audit.shipped import (
@@ -23,5 +23,6 @@ __all__ = [
     "audit_lsvi_server",
     "audit_agent",
     "audit_linucb_agent",
+    "audit_psrl_agent",
     "audit_ucrl_vtr_agent",
 ]

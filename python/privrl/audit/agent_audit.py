@@ -59,7 +59,7 @@ from privrl.common.checks import (
 from privrl.common.errors import PrivacyParameterError
 from privrl.envs.finite import Trajectory
 
-__all__ = ["audit_agent", "audit_linucb_agent", "audit_ucrl_vtr_agent", "billboards"]
+__all__ = ["audit_agent", "audit_linucb_agent", "audit_psrl_agent", "audit_ucrl_vtr_agent", "billboards"]
 
 
 User = Trajectory | Statistics
@@ -67,9 +67,11 @@ User = Trajectory | Statistics
 
 def billboards(agent: Any, users: Sequence[User]) -> np.ndarray:
     """Run ``agent`` on the user sequence (plan, observe, release per user) and return every
-    billboard it publishes, flattened: per user and step the design and ``design @ weights``. A
-    user given as Statistics is an adversarial user who sends chosen statistics (inside the
-    sensitivity guard's bounds, which still apply) instead of a trajectory's."""
+    billboard it publishes, flattened: per user and step the design and ``design @ weights``; a
+    release with no matrix to invert (PSRL's: the noisy counts N~ in ``design``, the reward sums
+    R~ in ``weights``) as its design and weights. A user given as Statistics is an adversarial
+    user who sends chosen statistics (inside the sensitivity guard's bounds, which still apply)
+    instead of a trajectory's."""
     out = []
     for user in users:
         agent.policy()
@@ -78,6 +80,9 @@ def billboards(agent: Any, users: Sequence[User]) -> np.ndarray:
         else:
             agent.observe(user)
         rel = agent.release()
+        if np.size(rel.inverse) == 0:  # the released sums themselves, linear in the noise
+            out.append(np.concatenate([np.ravel(rel.design), np.ravel(rel.weights)]))
+            continue
         target = np.einsum("hij,hj->hi", rel.design, rel.weights)
         out.append(np.concatenate([rel.design.reshape(-1), target.reshape(-1)]))
     return np.concatenate(out)
@@ -358,4 +363,69 @@ def audit_linucb_agent(
         seed=seed,
         name=f"LinUCB JDP agent end to end, schedule {probe.schedule!r} ({_describe(model)}, "
         f"x{noise_multiplier:g} noise)",
+    )
+
+
+def audit_psrl_agent(
+    epsilon: float = 4.0,
+    delta: float = 1e-5,
+    *,
+    noise_multiplier: float = 1.0,
+    K: int = 4,
+    n_trials: int = 2000,
+    n_fit: int = 1000,
+    confidence: float = 0.95,
+    seed: Any = 0,
+) -> AuditResult:
+    """End-to-end audit of the shipped JDP PSRL agent (privrl.agents.PSRL), the one a user runs
+    with ``JointDP(epsilon, delta)`` (its noise is its own calibration's whatever JointDP's
+    calibration; the result's name says the sampler drawn), on the one-hot map of S = 2 states,
+    A = 2 actions, H = 2, cap m = 1, with a release after every user (``batches="every"``; sigma
+    does not depend on B: one release per user). User 1 plays action 0 in one sequence and action
+    1 in the other on the same states 0 -> 1 -> 0 with rewards 1: its capped counts and reward
+    sums sit on disjoint (s, a) pairs, ||x||^2 = 2 m H each, so ||x - x'|| is the sensitivity
+    2 sqrt(m H), the release plan's worst case (mu = the calibration's mu). Users 2..K are fixed
+    random trajectories (their counts do not follow the billboard: every output is linear in the
+    noise, Gaussian, and the GDP bound is exact); the output is every billboard (N~, R~). The
+    noise is multiplied by ``noise_multiplier`` (0.5: a broken agent)."""
+    noise_multiplier = check_positive_real(noise_multiplier, "noise_multiplier")
+    from privrl.agents import PSRL
+    from privrl.audit.report import privacy_report_from_calibration
+    from privrl.envs.features import FeatureMap
+
+    class Scaled(PSRL):  # the shipped agent with its noise scaled (a broken agent)
+        def _noise_sigma(self, cal):
+            return super()._noise_sigma(cal) * noise_multiplier
+
+    env = FeatureMap.one_hot(2, 2, 2, name="audit")
+    model = _audited_model(epsilon, delta, None, None, None)
+
+    def make(noise_seed: Any) -> Any:
+        return Scaled(env, model, episodes=K, seed=noise_seed, batches="every")
+
+    def user(actions: Any, states: Any = (0, 1, 0), rewards: Any = (1.0, 1.0)) -> Trajectory:
+        return Trajectory(np.array(states), np.array(actions), np.array(rewards, dtype=float))
+
+    rng = np.random.default_rng(12345)
+    others = [
+        user(rng.integers(2, size=2), rng.integers(2, size=3), rng.integers(2, size=2)) for _ in range(K - 1)
+    ]
+    probe = PSRL(env, model, episodes=K, seed=0, batches="every")
+    cal = probe.calibration
+    scaled = cal.replace(sigma=float(cal.sigma or 0.0) * noise_multiplier)  # JointDP: a sigma > 0
+    effective = privacy_report_from_calibration("psrl", scaled, plan=probe.release_plan())["tight"]["budget"][
+        0
+    ]
+    return audit_agent(
+        make,
+        [user((0, 0)), *others],
+        [user((1, 1)), *others],
+        delta=delta,
+        claimed_epsilon=float(epsilon),
+        effective_epsilon=float(effective),
+        n_trials=n_trials,
+        n_fit=n_fit,
+        confidence=confidence,
+        seed=seed,
+        name=f"PSRL JDP agent end to end ({cal.sampler}, x{noise_multiplier:g} noise)",
     )

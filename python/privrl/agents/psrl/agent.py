@@ -128,7 +128,7 @@ class PSRL(Agent):
             horizon=self.H,
             episodes=self.K,
             m=self.m,
-            sigma=float(cal.sigma or 0.0),
+            sigma=self._noise_sigma(cal),
             sampler=cal.sampler or "float",  # non-private: no sampler, unit normals times 0
             grid_bits=cal.grid_bits,
             bounds=[int(b) for b in self.bounds],
@@ -136,6 +136,11 @@ class PSRL(Agent):
             noise_seed=self.noise_seeds(1)[0],
             exploration_seed=self._stream_seed(2),
         )
+
+    def _noise_sigma(self, cal: PSRLCalibration) -> float:
+        """The std of the noise per released cell the core draws: the calibration's sigma (0
+        non-private). privrl.audit.audit_psrl_agent scales it to audit a broken agent."""
+        return float(cal.sigma or 0.0)
 
     @property
     def label(self) -> str:

@@ -46,7 +46,7 @@ __all__ = [
     "resolve_batches",
 ]
 
-TITLE = "private tabular PSRL on a time-homogeneous release (probe 49)"
+TITLE = "private tabular PSRL on a time-homogeneous release (pooled over the H steps; not in the paper)"
 #: The release mechanism: each batch's own sums noised once ("increments"); the billboard is their
 #: running sum. Not one of privrl.privacy.continual.MECHANISMS (a user enters one release, not a
 #: continual-release mechanism's leaf).
