@@ -97,3 +97,33 @@ def test_a_saved_state_whose_horizon_overflows_is_refused_not_a_panic():
     except PrivrlError:
         return
     core.policy()
+
+
+def test_a_sweep_learns_a_gymnasium_environment_with_psrl_as_privrl_learn_does():
+    """A sweep naming PSRL on a gymnasium environment without a model (model = false: the one-hot
+    FeatureMap, privrl.learn) runs each run as privrl.learn with the run's streams, bit for bit."""
+    import math
+
+    import numpy as np
+
+    gym = pytest.importorskip("gymnasium")
+    from privrl.agents import PSRL
+    from privrl.experiment import build_config, sweep
+    from privrl.experiment.sweep import run_seed_sequence
+
+    lake = {"name": "gymnasium", "id": "FrozenLake-v1", "H": 8, "is_slippery": True, "model": False}
+    agents = {"P": {"algorithm": "PSRL", "privacy": "jdp", "batches": 4, "m": 2}}
+    args = {"env": lake, "agents": agents, "epsilons": [math.inf, 10.0], "seeds": 2, "episodes": 200}
+    df, manifest = sweep(**args, progress=False)
+    config = build_config(args)
+    specs = list(config.studies[0].runs(config.root_seed))
+    assert len(specs) == 4 and set(df["run_id"]) == {s.run_id for s in specs}
+    for spec in specs:
+        agent_seq, env_seq = run_seed_sequence(spec).spawn(2)
+        env = gym.make("FrozenLake-v1", is_slippery=True)
+        privacy = NonPrivate() if math.isinf(spec.epsilon) else JointDP(10.0, 1e-5)
+        agent = PSRL(FeatureMap.one_hot_for(env, 8), privacy, episodes=200, seed=agent_seq, batches=4, m=2)
+        returns = privrl.learn(agent, env, seed=env_seq, progress=False).returns
+        rows = df[df["run_id"] == spec.run_id].sort_values("episode")
+        assert np.array_equal(rows["return"].to_numpy(), returns[rows["episode"].to_numpy() - 1])
+        assert manifest["runs"][spec.run_id]["label"] == agent.label

@@ -63,7 +63,8 @@ def preflight(config: SweepConfig) -> None:
             reason = accepts(agent_env(env)) if accepts is not None else None
             if reason is not None and agent_env(env) is not env:
                 reason += (
-                    " (a study with model = false gives agents the one-hot FeatureMap: LSVI-UCB runs on it)"
+                    " (a study with model = false gives agents the one-hot FeatureMap: LSVI-UCB runs on it, "
+                    "PSRL too)"
                 )
             if reason is not None:
                 raise ConfigError(f"{key}agents.{name}.algorithm", reason)
