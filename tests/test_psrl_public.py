@@ -127,3 +127,25 @@ def test_a_sweep_learns_a_gymnasium_environment_with_psrl_as_privrl_learn_does()
         rows = df[df["run_id"] == spec.run_id].sort_values("episode")
         assert np.array_equal(rows["return"].to_numpy(), returns[rows["episode"].to_numpy() - 1])
         assert manifest["runs"][spec.run_id]["label"] == agent.label
+
+
+def test_a_single_batch_warns_that_the_agent_never_releases():
+    """At K = 228 (FrozenLake, H 20, JDP eps 10; 2,289 at eps 1) the 'static' schedule's B is 1:
+    the agent never released and every user sampled from the prior, silently (LSVI-UCB warns).
+    Now a ScheduleWarning, also for batches=1; not at B >= 2, K = 1 or without noise (B = K)."""
+    import warnings
+
+    from privrl.agents import PSRL
+    from privrl.common.errors import ScheduleWarning
+    from privrl.envs.gym import frozen_lake
+
+    env = frozen_lake()
+    with pytest.warns(ScheduleWarning, match="'static' schedule's B is 1 at K = 228, S A = 64"):
+        assert PSRL(env, JointDP(10.0, 1e-5), episodes=228).B == 1
+    with pytest.warns(ScheduleWarning, match=r"a single batch \(batches=1\): the agent never releases"):
+        PSRL(env, JointDP(10.0, 1e-5), episodes=50, batches=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert PSRL(env, JointDP(10.0, 1e-5), episodes=229).B == 2
+        PSRL(env, JointDP(1.0, 1e-5), episodes=1)
+        PSRL(env, NonPrivate(), episodes=5)

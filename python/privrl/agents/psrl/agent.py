@@ -6,6 +6,7 @@ numpy oracle is privrl.agents.psrl.reference.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ from privrl.agents.psrl import calibration as privacy_of
 from privrl.agents.psrl.calibration import PSRLCalibration
 from privrl.agents.psrl.formulas import psrl_batch_bounds
 from privrl.common.checks import check_choice
-from privrl.common.errors import PrivacyParameterError
+from privrl.common.errors import PrivacyParameterError, ScheduleWarning
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP
 from privrl.privacy.continual import resolve_mechanism
@@ -117,6 +118,7 @@ class PSRL(Agent):
         self.d = self.S * self.A
         self.beta_scale, self.beta = 1.0, 0.0  # no confidence radius
         self.bounds = psrl_batch_bounds(self.K, self.B)
+        self._warn_single_batch(batches)
         plan = self.release_plan()
         check_release(plan, cal, self.K)
         (stat,) = plan.statistics
@@ -136,6 +138,25 @@ class PSRL(Agent):
             reject=sensitivity == "reject",
             noise_seed=self.noise_seeds(1)[0],
             exploration_seed=self._stream_seed(2),
+        )
+
+    def _warn_single_batch(self, batches: str | int) -> None:
+        """ScheduleWarning when B = 1 and K > 1 (as LSVI-UCB's): the agent never releases, and
+        every user samples from the prior (FrozenLake, H 20: up to K = 228 at eps 10, 2,289 at eps 1)."""
+        if self.B > 1 or self.K == 1:
+            return
+        why = (
+            f"the {batches!r} schedule's B is 1 at K = {self.K}, S A = {self.S * self.A}: App. D's B "
+            "grows with K eps and shrinks with S A"
+            if isinstance(batches, str)
+            else f"batches={batches!r}"
+        )
+        warnings.warn(
+            f"a single batch ({why}): the agent never releases, so every one of its {self.K} users "
+            "draws its model from the prior; pass batches=<int> (more releases: the noise per cell "
+            "stays, the billboard's adds up) or more users",
+            ScheduleWarning,
+            stacklevel=3,
         )
 
     def _noise_sigma(self, cal: PSRLCalibration) -> float:
