@@ -149,3 +149,23 @@ def test_a_single_batch_warns_that_the_agent_never_releases():
         assert PSRL(env, JointDP(10.0, 1e-5), episodes=229).B == 2
         PSRL(env, JointDP(1.0, 1e-5), episodes=1)
         PSRL(env, NonPrivate(), episodes=5)
+
+
+def test_psrl_on_a_gymnasium_env_points_to_its_feature_map():
+    """PSRL(gym.make(...)) said only 'got TimeLimit' (the other agents name the id and what to
+    build): now the id, 'build PSRL on its feature map' and, for a tabular table, its model;
+    following it learns (Blackjack: no table) and runs on FrozenLake's model."""
+    gym = pytest.importorskip("gymnasium")
+    from privrl.agents import PSRL
+    from privrl.envs import from_gymnasium
+
+    for gym_id, tabular in (("FrozenLake-v1", True), ("Blackjack-v1", False)):
+        env = gym.make(gym_id)
+        with pytest.raises(TypeError, match=f"{gym_id} is a gymnasium environment, not a model") as info:
+            PSRL(env, NonPrivate(), episodes=5)
+        assert "build PSRL on its feature map (FeatureMap.one_hot_for(env, H)" in str(info.value)
+        assert ("from_gymnasium(env, H)" in str(info.value)) == tabular
+        agent = PSRL(FeatureMap.one_hot_for(env, 4), NonPrivate(), episodes=5, seed=0)
+        assert privrl.learn(agent, env, seed=0, reward=lambda r: (r + 1) / 2).episodes == 5
+    lake = from_gymnasium(gym.make("FrozenLake-v1"), 4)
+    assert privrl.run(PSRL(lake, NonPrivate(), episodes=5, seed=0), lake, seed=0).regret.shape == (5,)

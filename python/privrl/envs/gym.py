@@ -86,10 +86,11 @@ def time_limit(env: Any) -> int | None:
     return min(limits) if limits else None
 
 
-def not_a_model(env: Any) -> str:
+def not_a_model(env: Any, agent: str = "LSVI-UCB") -> str:
     """What to do instead when a gymnasium environment is handed where a privrl model is expected
     (an agent's constructor): "" for anything else. The class name alone named gymnasium's outer
-    wrapper ("got TimeLimit")."""
+    wrapper ("got TimeLimit"). ``agent``: the agent the hint builds on the feature map (LSVI-UCB,
+    or PSRL for PSRL's own constructor)."""
     if isinstance(env, FiniteMDP) or not (hasattr(env, "reset") and hasattr(env, "step")):
         return ""
     spec = getattr(env, "spec", None)
@@ -97,7 +98,7 @@ def not_a_model(env: Any) -> str:
     tabular = isinstance(getattr(getattr(env, "unwrapped", None), "P", None), dict)
     model = "; or run on its model privrl.envs.from_gymnasium(env, H), for exact regret" if tabular else ""
     return (
-        f": {label} is a gymnasium environment, not a model; build LSVI-UCB on its feature map "
+        f": {label} is a gymnasium environment, not a model; build {agent} on its feature map "
         f"(FeatureMap.one_hot_for(env, H) for tabular spaces) and learn with privrl.learn(agent, env){model}"
     )
 

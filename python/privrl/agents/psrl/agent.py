@@ -20,6 +20,7 @@ from privrl.common.checks import check_choice
 from privrl.common.errors import PrivacyParameterError, ScheduleWarning
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP
+from privrl.envs.gym import not_a_model
 from privrl.privacy.continual import resolve_mechanism
 from privrl.privacy.models import JointDP, LocalDP
 from privrl.privacy.plans import ReleasePlan
@@ -71,7 +72,8 @@ class PSRL(Agent):
         """None if the agent runs on `env` (a FeatureMap or a FiniteMDP), else why not."""
         if isinstance(env, (FeatureMap, FiniteMDP)):
             return None
-        return f"PSRL needs a FeatureMap (privrl.learn) or a FiniteMDP; got {type(env).__name__}"
+        hint = not_a_model(env, "PSRL")  # a gymnasium environment: what to build instead
+        return f"PSRL needs a FeatureMap (privrl.learn) or a FiniteMDP; got {type(env).__name__}{hint}"
 
     def __init__(
         self,
