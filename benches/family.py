@@ -234,8 +234,7 @@ def privacy_model(key: str) -> Any:
 
 
 def _agent_class(algorithm: str) -> Any:
-    from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
-    from privrl.agents.psrl.agent import PSRL
+    from privrl.agents import LSVIUCB, PSRL, UCRLVTR, UCRLVTRPlus
 
     return {"UCRL-VTR": UCRLVTR, "UCRL-VTR+": UCRLVTRPlus, "LSVI-UCB": LSVIUCB, "PSRL": PSRL}[algorithm]
 
