@@ -70,16 +70,9 @@ def test_end_to_end_audit_flags_half_the_noise():
     assert full.name.startswith("PSRL JDP agent end to end (") and full.name.endswith("x1 noise)")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=BaseException,  # pyo3's PanicException
-    reason="known bug (rust/agents/psrl.rs, not this branch's to fix): check_restored compares "
-    "pi.len() with h * s unchecked, so a saved H whose product with S wraps to H S restores and "
-    "policy() panics (index out of bounds at the policy loop); found by byte flips of a saved state",
-)
 def test_a_saved_state_whose_horizon_overflows_is_refused_not_a_panic():
     """A saved PSRL state whose H is 4 + 2^62 (H S wraps to 16 = len(pi) at S = 4) restored and
-    panicked in policy(); it must be refused at restore (PrivrlError), as the other agents are."""
+    panicked in policy(); it is refused at restore (PrivrlError), as the other agents are."""
     import struct
 
     from privrl.agents import PSRL
@@ -92,11 +85,8 @@ def test_a_saved_state_whose_horizon_overflows_is_refused_not_a_panic():
     restore, (state,) = agent._core.__reduce__()[:2]
     assert struct.unpack("<4Q", state[:32]) == (4, 2, 4, 10)  # S, A, H, K
     bad = state[:16] + struct.pack("<Q", 4 + 2**62) + state[24:]
-    try:
-        core = restore(bad)
-    except PrivrlError:
-        return
-    core.policy()
+    with pytest.raises(PrivrlError, match="not a consistent saved PSRL state: its policy holds 16 entries"):
+        restore(bad)
 
 
 def test_a_sweep_learns_a_gymnasium_environment_with_psrl_as_privrl_learn_does():

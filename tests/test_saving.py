@@ -153,9 +153,8 @@ def test_a_restored_state_with_corrupted_dimensions_is_refused(cls, env, privacy
 
 @pytest.mark.parametrize("cls, env, privacy", PSRL_CASES)
 def test_a_restored_psrl_state_with_corrupted_dimensions_is_refused(cls, env, privacy):
-    """As above for PSRL's leading S, A, H, K: refused (its Rust check_restored; K is refused by
-    the batch bounds' own check, which names the corrupted K: 'batch bounds must rise strictly
-    from 0 to K = 127')."""
+    """As above for PSRL's leading S, A, H, K: refused by its Rust check_restored, a corrupted K
+    too (it said the constructor's 'batch bounds must rise strictly from 0 to K = 127')."""
     agent = cls(env, privacy, episodes=20, seed=0, batches=4)
     privrl.run(agent, env, episodes=5, seed=1, progress=False)
     restore, (blob,) = agent._core.__reduce__()[:2]
@@ -163,7 +162,7 @@ def test_a_restored_psrl_state_with_corrupted_dimensions_is_refused(cls, env, pr
     for offset in range(32):
         bad = bytearray(blob)
         bad[offset] = 0x7F
-        with pytest.raises(PrivrlError, match=r"not a consistent saved PSRL state|batch bounds must rise"):
+        with pytest.raises(PrivrlError, match=r"not a consistent saved PSRL state"):
             restore(bytes(bad))
 
 
@@ -300,7 +299,7 @@ def test_a_corrupted_rust_state_is_refused_or_runs_never_a_panic():
 
     import numpy as np
 
-    from privrl.agents import LSVIUCB, UCRLVTR, LinUCB, UCRLVTRPlus
+    from privrl.agents import LSVIUCB, PSRL, UCRLVTR, LinUCB, UCRLVTRPlus
     from privrl.envs import ContextualBandit, RandomLinearMDP, RiverSwimMixture
     from privrl.exceptions import PrivrlError
     from privrl.privacy import JointDP, LocalDP, NonPrivate
@@ -319,6 +318,8 @@ def test_a_corrupted_rust_state_is_refused_or_runs_never_a_panic():
         UCRLVTRPlus(mix, LocalDP(1.0, 1e-5), episodes=10, seed=0, exploration="sampling"),
         LinUCB(cb, JointDP(1.0, 1e-5), episodes=40, seed=0),
         LinUCB(cb, NonPrivate(), episodes=40, seed=0),
+        PSRL(mix, JointDP(1.0, 1e-5), episodes=10, seed=0, batches=5),
+        PSRL(mix, NonPrivate(), episodes=10, seed=0),
     ]
     rng = np.random.default_rng(2026)
     outcomes = {"refused": 0, "ran": 0, "failed cleanly": 0}

@@ -172,6 +172,12 @@ impl PsrlAgent {
             }
         };
         let sa = p.s * p.a;
+        let Some(hs) = p.h.checked_mul(p.s) else {
+            return Err(invalid(format!(
+                "PSRL's policy holds H S = {} x {} actions: more than memory can hold",
+                p.h, p.s
+            )));
+        };
         let law = noise_law(p.sampler, p.sigma, sas + sa, p.episodes, p.m, p.h)?;
         Ok(PsrlAgent {
             s: p.s,
@@ -198,24 +204,59 @@ impl PsrlAgent {
             explore: Stream::new(p.exploration_seed),
             k: 0,
             batch: 0,
-            pi: vec![0; p.h * p.s],
+            pi: vec![0; hs],
             pi_for: None,
             policy_updates: 0,
             record: None,
         })
     }
 
-    /// A restored agent's sizes agree with each other.
+    /// A restored agent is one `new` could have built and `observe` reached: its buffers hold the
+    /// entries its dimensions give (products checked: a dimension whose product wraps is refused,
+    /// not read), its bounds rise from 0 to K, its batch is the one user k belongs to and its
+    /// releases the batches closed before it, its policy's actions are in range, and its sigma,
+    /// alpha0, m and noise law are the calibration's kind. Anything else is "not a consistent
+    /// saved PSRL state".
     pub fn check_restored(&self) -> CoreResult<()> {
-        let (sa, sas) = (self.s * self.a, self.s * self.a * self.s);
-        let ok = self.board_n.len() == sas
-            && self.inc_n.len() == sas
-            && self.board_r.len() == sa
-            && self.inc_r.len() == sa
-            && self.pi.len() == self.h * self.s
-            && self.batch < self.bounds.len()
-            && self.k <= self.episodes
-            && self.m >= 1
+        const WHAT: &str = "PSRL";
+        let refuse = |what: &str| {
+            Err(invalid(format!(
+                "not a consistent saved {WHAT} state: {what}"
+            )))
+        };
+        self.guard.check_restored(WHAT)?;
+        let (s, a, h) = (self.s, self.a, self.h);
+        if s == 0 || a == 0 || h == 0 {
+            return refuse("a dimension S, A or H of 0");
+        }
+        crate::state::check_sizes(
+            WHAT,
+            &[
+                ("N~", self.board_n.len(), &[s, a, s]),
+                ("its increment dN", self.inc_n.len(), &[s, a, s]),
+                ("R~", self.board_r.len(), &[s, a]),
+                ("its increment dR", self.inc_r.len(), &[s, a]),
+                ("its policy", self.pi.len(), &[h, s]),
+            ],
+        )?;
+        let (sa, sas) = (self.board_r.len(), self.board_n.len());
+        if check_bounds(&self.bounds, self.episodes).is_err() {
+            return refuse("its batch bounds do not rise strictly from 0 to K");
+        }
+        // user k is in batch b: bounds[b] <= k < bounds[b + 1], or b = B after the last user;
+        // b batches have closed, each but the last with a release
+        let b = self.num_batches();
+        let schedule = match self.batch {
+            x if x < b => self.bounds[x] <= self.k && self.k < self.bounds[x + 1],
+            x => x == b && self.k == self.episodes,
+        };
+        if !(schedule && self.releases == self.batch.min(b - 1) as u64) {
+            return refuse("its batch, user count and releases disagree");
+        }
+        if self.pi.iter().any(|&x| x >= a) {
+            return refuse("its policy (an action out of range)");
+        }
+        let ok = self.m >= 1
             && self.sigma.is_finite()
             && self.sigma >= 0.0
             && self.alpha0.is_finite()
@@ -225,12 +266,10 @@ impl PsrlAgent {
                 let law = noise_law(smp, self.sigma, sas + sa, self.episodes, self.m, self.h);
                 law.is_ok_and(|law| law == self.noise.noise())
             });
-        self.guard.check_restored("PSRL")?;
-        check_bounds(&self.bounds, self.episodes)?;
         if ok {
             Ok(())
         } else {
-            Err(invalid("not a consistent saved PSRL state".into()))
+            refuse("its m, sigma, alpha0 or noise law")
         }
     }
 

@@ -247,6 +247,54 @@ fn psrl_restore_refuses_an_inconsistent_state() {
     }
 }
 
+#[test]
+fn psrl_restore_refuses_dimensions_whose_products_overflow_and_a_broken_schedule() {
+    // S 4, A 2, H 4, K 6 in batches [0, 2, 4, 6]; two users served, the third's policy drawn
+    let mut ag = PsrlAgent::new(parts(4, 2, 4, 6, 1.0, vec![0, 2, 4, 6])).unwrap();
+    let t = traj(&[0, 0, 1, 2, 3], &[1, 1, 1, 0], &[0.5, 1.0, 0.25, 1.0]);
+    for _ in 0..2 {
+        ag.policy().unwrap();
+        ag.observe(&t).unwrap();
+    }
+    ag.policy().unwrap();
+    let bytes = crate::state::encode(&ag).unwrap();
+    let ok: PsrlAgent = crate::state::decode("PSRL", &bytes).unwrap();
+    ok.check_restored().unwrap();
+    let edits: [fn(&mut PsrlAgent); 9] = [
+        |a| a.h = 4 + (1 << 62), // H S wraps to 16 = len(pi): policy() indexed past it
+        |a| a.s = 1 << 32,       // S A S wraps to 0
+        |a| a.a = (1 << 63) + 2, // S A wraps to 8 = len(R~), S A S to 32 = len(N~)
+        |a| a.batch = 3,         // batch B before the last user: observe read bounds[B + 1]
+        |a| a.batch = 0,         // k = 2 is in batch 1
+        |a| a.k = 5,             // k = 5 is in batch 2
+        |a| a.releases = 7,      // after batch 1, one release
+        |a| a.pi[0] = 2,         // an action out of range, returned as the user's policy
+        |a| a.bounds = vec![0, 2, 4, 7], // bounds ending past K
+    ];
+    for (i, edit) in edits.iter().enumerate() {
+        let mut bad: PsrlAgent = crate::state::decode("PSRL", &bytes).unwrap();
+        edit(&mut bad);
+        let bytes = crate::state::encode(&bad).unwrap();
+        let back: PsrlAgent = crate::state::decode("PSRL", &bytes).unwrap();
+        let err = back
+            .check_restored()
+            .expect_err(&format!("edit {i} restored"));
+        let msg = err.to_string();
+        assert!(
+            msg.contains("not a consistent saved PSRL state"),
+            "edit {i}: {msg}"
+        );
+    }
+}
+
+#[test]
+fn psrl_new_refuses_a_horizon_whose_policy_overflows() {
+    // H S beyond usize: refused before any allocation (S A S itself is small)
+    let h = (1usize << 62) + 4;
+    let err = PsrlAgent::new(parts(4, 2, h, 6, 1.0, vec![0, 2, 4, 6]));
+    assert!(err.is_err());
+}
+
 fn discrete(s: usize, a: usize, h: usize, k: u64, sigma: f64, bounds: Vec<u64>) -> PsrlParts {
     PsrlParts {
         sampler: Sampler::Discrete { grid_bits: 24 },
