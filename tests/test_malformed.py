@@ -537,6 +537,7 @@ def _calls():
             a.observe(env.sample_episode(a.policy(), np.random.default_rng(k)))
 
     add("observe-beyond-K", observe_too_many)
+    _psrl_calls(add, env, lenv, jdp)
     add("run-agent", lambda: run("agent", env))
     add(
         "run-env-mismatch",
@@ -621,6 +622,77 @@ def _calls():
     return calls
 
 
+def _psrl_calls(add, env, lenv, jdp):
+    """PSRL's public edge (privrl.agents.PSRL, tabular: a FiniteMDP or a FeatureMap): its
+    constructor's options, observe / act on a bad user, and a run past K."""
+    import gymnasium as gym
+
+    from privrl.agents import PSRL
+    from privrl.envs import Trajectory
+    from privrl.experiment.runner import run
+    from privrl.privacy.models import JointDP, LocalDP
+
+    lake = gym.make("FrozenLake-v1")
+    for i, e in enumerate([lake, None, "FrozenLake-v1", 5]):
+        add(f"psrl-env-{i}", lambda e=e: PSRL(e, jdp, episodes=10, seed=0))
+    for i, p in enumerate(["jdp", 1.0, {"epsilon": 1}, JointDP, LocalDP(1.0, 1e-5), JointDP(1.0, 0.0)]):
+        add(f"psrl-privacy-{i}", lambda p=p: PSRL(env, p, episodes=10, seed=0))
+    add("psrl-mechanism", lambda: PSRL(env, JointDP(1.0, 1e-5, mechanism="honaker"), episodes=10))
+    for i, k in enumerate(BAD_COUNTS):
+        add(f"psrl-episodes-{i}", lambda k=k: PSRL(env, jdp, episodes=k, seed=0))
+    for i, s in enumerate(BAD_SEEDS[:4]):  # a list of ints is a seed sequence
+        add(f"psrl-seed-{i}", lambda s=s: PSRL(env, jdp, episodes=10, seed=s))
+    for i, m in enumerate([0, -1, 1.0, 1.5, True, "2", None, 10**30]):
+        add(f"psrl-m-{i}", lambda m=m: PSRL(env, jdp, episodes=10, seed=0, m=m))
+    for i, b in enumerate([0, -1, 11, "foo", "EVERY", True, 1.0, None, "3", 2**70]):
+        add(f"psrl-batches-{i}", lambda b=b: PSRL(env, jdp, episodes=10, seed=0, batches=b))
+    options = [dict(sensitivity="no"), dict(sensitivity=None), dict(beta=1.0), dict(ties="lowest")]
+    for i, kw in enumerate(options):
+        add(f"psrl-option-{i}", lambda kw=kw: PSRL(env, jdp, episodes=10, seed=0, **kw))
+
+    def observe_bad(traj_fn, sensitivity="clip"):
+        a = PSRL(env, jdp, episodes=4, seed=0, sensitivity=sensitivity)
+        t = env.sample_episode(a.policy(), np.random.default_rng(0))
+        a.observe(traj_fn(t))
+
+    for i, f in enumerate(
+        [
+            lambda t: "trajectory",
+            lambda t: (t.states, t.actions, t.rewards),
+            lambda t: Trajectory(t.states[:-1], t.actions, t.rewards),
+            lambda t: Trajectory(t.states, t.actions[:-1], t.rewards),
+            lambda t: Trajectory(t.states, t.actions, t.rewards[:-1]),
+            lambda t: Trajectory(t.states - 10, t.actions, t.rewards),
+            lambda t: Trajectory(t.states + 4, t.actions, t.rewards),
+            lambda t: Trajectory(t.states, t.actions + 7, t.rewards),
+            lambda t: Trajectory(t.states.astype(float), t.actions, t.rewards),
+            lambda t: Trajectory(t.states, t.actions.astype(bool), t.rewards),
+            lambda t: Trajectory(t.states, t.actions, np.full(3, np.nan)),
+            lambda t: Trajectory(t.states, t.actions, np.full(3, -np.inf)),
+            lambda t: Trajectory(t.states, t.actions, np.array(["a"] * 3)),
+            lambda t: Trajectory(t.states, t.actions, np.zeros(3, complex)),
+        ]
+    ):
+        add(f"observe-psrl-{i}", lambda f=f: observe_bad(f))
+    for i, r in enumerate([[0.0, -0.5, 1.0], [0.0, 5.0, 1.0]]):
+        add(
+            f"observe-psrl-reject-{i}",
+            lambda r=r: observe_bad(lambda t: Trajectory(t.states, t.actions, np.array(r)), "reject"),
+        )
+    for i, (s, h) in enumerate([(4, 0), (-1, 0), (0, 3), (0, -1), (1.5, 0), (True, 0), ("1", 0), (None, 0)]):
+        add(f"psrl-act-{i}", lambda s=s, h=h: PSRL(env, jdp, episodes=4, seed=0).act(s, h))
+    add("psrl-act-array", lambda: PSRL(env, jdp, episodes=4, seed=0).act(np.array([1]), 0))
+    add("psrl-run-beyond-K", lambda: run(PSRL(env, jdp, episodes=2, seed=0), env, episodes=3))
+    add("psrl-run-env-mismatch", lambda: run(PSRL(env, jdp, episodes=2, seed=0), lenv))
+
+    def policy_after_k():
+        a = PSRL(env, jdp, episodes=2, seed=0)
+        run(a, env, seed=1)
+        a.policy()
+
+    add("psrl-policy-beyond-K", policy_after_k)
+
+
 CORPUS = _calls()
 
 
@@ -665,6 +737,15 @@ def test_controls_succeed():
         a = UCRLVTR(env22, privacy, episodes=4, seed=0)
         a.observe_statistics(np.ones((2, 2)), np.ones(2))
         a._core.noise(0) if privacy.kind == "jdp" else a._core.sums(0)
+    from privrl.agents import PSRL
+    from privrl.envs import Trajectory
+
+    for sensitivity in ("clip", "reject"):  # the PSRL cases' controls
+        p = PSRL(env, JointDP(1.0, 1e-5), episodes=4, seed=0, m=2, batches=2, sensitivity=sensitivity)
+        t = env.sample_episode(p.policy(), np.random.default_rng(0))
+        p.observe(Trajectory(t.states, t.actions, np.array([0.0, 0.5, 1.0])))
+        p.act(np.int64(3), 2), p.act(np.array(1), 0)
+    run(PSRL(env, JointDP(1.0, 1e-5), episodes=2, seed=0), env, seed=1)
 
 
 def test_corpus_is_large():
