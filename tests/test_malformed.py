@@ -642,7 +642,7 @@ def _psrl_calls(add, env, lenv, jdp):
         add(f"psrl-episodes-{i}", lambda k=k: PSRL(env, jdp, episodes=k, seed=0))
     for i, s in enumerate(BAD_SEEDS[:4]):  # a list of ints is a seed sequence
         add(f"psrl-seed-{i}", lambda s=s: PSRL(env, jdp, episodes=10, seed=s))
-    for i, m in enumerate([0, -1, 1.0, 1.5, True, "2", None, 10**30]):
+    for i, m in enumerate([0, -1, 1.0, 1.5, True, "2", None, 10**30, 2**32, 2**40]):
         add(f"psrl-m-{i}", lambda m=m: PSRL(env, jdp, episodes=10, seed=0, m=m))
     for i, b in enumerate([0, -1, 11, "foo", "EVERY", True, 1.0, None, "3", 2**70]):
         add(f"psrl-batches-{i}", lambda b=b: PSRL(env, jdp, episodes=10, seed=0, batches=b))

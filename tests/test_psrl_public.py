@@ -159,3 +159,21 @@ def test_psrl_on_a_gymnasium_env_points_to_its_feature_map():
         assert privrl.learn(agent, env, seed=0, reward=lambda r: (r + 1) / 2).episodes == 5
     lake = from_gymnasium(gym.make("FrozenLake-v1"), 4)
     assert privrl.run(PSRL(lake, NonPrivate(), episodes=5, seed=0), lake, seed=0).regret.shape == (5,)
+
+
+@pytest.mark.parametrize("privacy", [JointDP(1.0, 1e-5), NonPrivate()])
+def test_a_cap_beyond_32_bits_is_refused_by_name(privacy):
+    """The Rust core counts m in 32 bits: m = 2^32 passed calibrate_psrl's [1, 2^63 - 1] and the
+    core's constructor raised OverflowError 'out of range integral type conversion attempted'
+    (not a privrl exception, naming nothing). Refused where m is checked, by name; 2^32 - 1 builds."""
+    from privrl.agents import PSRL
+    from privrl.agents.psrl.calibration import calibrate_psrl
+    from privrl.envs import RiverSwimMixture
+
+    env = RiverSwimMixture(S=4, H=4)
+    for m in (2**32, 2**40):
+        with pytest.raises(PrivacyParameterError, match=r"m must be an integer in \[1, 2\^32 - 1\]"):
+            PSRL(env, privacy, episodes=10, seed=0, m=m)
+        with pytest.raises(PrivacyParameterError, match=r"m must be an integer in \[1, 2\^32 - 1\]"):
+            calibrate_psrl(privacy.kind, privacy.epsilon, privacy.delta, 4, 2, 4, 10, m=m)
+    assert PSRL(env, privacy, episodes=10, seed=0, m=2**32 - 1).m == 2**32 - 1

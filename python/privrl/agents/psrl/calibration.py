@@ -58,6 +58,9 @@ MECHANISM = "increments"
 #: privacy.mechanisms.discrete_gaussian_mechanism_delta) or "float" (the continuous Gaussian, the
 #: probe's). The Rust core draws either (rust/agents/psrl.rs), the numpy reference too (Billboard).
 SAMPLERS = ("discrete", "float")
+#: The largest per-user cap m: the Rust core counts a user's visits of an (s, a) in 32 bits (a cap
+#: beyond H counts every visit, as m = H does).
+MAX_M = 2**32 - 1
 
 
 def resolve_batches(batches: str | int, kind: str, eps: float | None, H: int, K: int, S: int, A: int) -> int:
@@ -184,6 +187,8 @@ def calibrate_psrl(
         )
     S, A = check_pos_int(S, "S"), check_pos_int(A, "A")
     H, K, m = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(m, "m")
+    if m > MAX_M:
+        raise PrivacyParameterError(f"m must be an integer in [1, 2^32 - 1] (the per-user cap), got {m}")
     p = check_probability(p, "p")
     sampler = None if sampler is None else check_choice(sampler, SAMPLERS, "sampler")
     B = resolve_batches(batches, kind, eps, H, K, S, A)
