@@ -629,6 +629,7 @@ def _psrl_calls(add, env, lenv, jdp):
 
     from privrl.agents import PSRL
     from privrl.envs import Trajectory
+    from privrl.envs.features import FeatureMap
     from privrl.experiment.runner import run
     from privrl.privacy.models import JointDP, LocalDP
 
@@ -691,6 +692,7 @@ def _psrl_calls(add, env, lenv, jdp):
         a.policy()
 
     add("psrl-policy-beyond-K", policy_after_k)
+    add("psrl-horizon-memory", lambda: PSRL(FeatureMap.one_hot(4, 2, 2**40), jdp, episodes=10, seed=0))
 
 
 CORPUS = _calls()

@@ -177,3 +177,29 @@ def test_a_cap_beyond_32_bits_is_refused_by_name(privacy):
         with pytest.raises(PrivacyParameterError, match=r"m must be an integer in \[1, 2\^32 - 1\]"):
             calibrate_psrl(privacy.kind, privacy.epsilon, privacy.delta, 4, 2, 4, 10, m=m)
     assert PSRL(env, privacy, episodes=10, seed=0, m=2**32 - 1).m == 2**32 - 1
+
+
+def test_a_horizon_too_long_for_memory_is_refused_before_allocating():
+    """PSRL on FeatureMap.one_hot(4, 2, 2^30) (a feature map holds no H-sized table) allocated its
+    (H, S) policy in Rust (32 GiB): 'memory allocation of 34359738368 bytes failed' and the process
+    aborted. Refused with a ResourceError before anything is allocated, as LSVI-UCB's dense state is
+    (privrl.common.memory.refuse_over_memory); run in a child process, where an abort is a failed test."""
+    import subprocess
+    import sys
+
+    code = (
+        "from privrl.agents import PSRL\n"
+        "from privrl.envs.features import FeatureMap\n"
+        "from privrl.exceptions import ResourceError\n"
+        "from privrl.privacy import JointDP\n"
+        "for H in (2**30, 2**40, 2**62 + 4):\n"
+        "    try:\n"
+        "        PSRL(FeatureMap.one_hot(4, 2, H), JointDP(1.0, 1e-5), episodes=10, seed=0)\n"
+        "    except ResourceError as e:\n"
+        "        assert 'PSRL keeps its (H, S) policy' in str(e), e\n"
+        "    else:\n"
+        "        raise SystemExit(f'H = {H} built')\n"
+        "print('refused')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "refused", (proc.returncode, proc.stderr[-2000:])

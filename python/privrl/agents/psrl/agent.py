@@ -18,6 +18,7 @@ from privrl.agents.psrl.calibration import PSRLCalibration
 from privrl.agents.psrl.formulas import psrl_batch_bounds
 from privrl.common.checks import check_choice
 from privrl.common.errors import PrivacyParameterError, ScheduleWarning
+from privrl.common.memory import refuse_over_memory
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.gym import not_a_model
@@ -102,6 +103,13 @@ class PSRL(Agent):
             )
         self.sensitivity = check_choice(sensitivity, ("clip", "reject"), "sensitivity")
         super().__init__(env, privacy, episodes, seed, exploration="sampling")
+        S, A, H = self.S, self.A, self.H  # a FeatureMap holds no H-sized table: H is unbounded
+        refuse_over_memory(  # the core's policy and the array policy() returns; the billboard,
+            self.name,  # increment and one user's posterior draw (about 8 of S A S + S A)
+            2.0 * H * S + 8.0 * (S * A * S + S * A),
+            f"its (H, S) policy twice and (S, A, S) tables (H = {H}, S = {S}, A = {A})",
+            "Use a shorter horizon (FeatureMap.one_hot_for(env, H)) or fewer states.",
+        )
         kw = self.privacy.as_kwargs()
         cal = privacy_of.calibrate_psrl(
             kw["kind"],
