@@ -631,7 +631,7 @@ def _psrl_calls(add, env, lenv, jdp):
     from privrl.envs import Trajectory
     from privrl.envs.features import FeatureMap
     from privrl.experiment.runner import run
-    from privrl.privacy.models import JointDP, LocalDP
+    from privrl.privacy.models import JointDP, LocalDP, NonPrivate
 
     lake = gym.make("FrozenLake-v1")
     for i, e in enumerate([lake, None, "FrozenLake-v1", 5]):
@@ -693,6 +693,7 @@ def _psrl_calls(add, env, lenv, jdp):
 
     add("psrl-policy-beyond-K", policy_after_k)
     add("psrl-horizon-memory", lambda: PSRL(FeatureMap.one_hot(4, 2, 2**40), jdp, episodes=10, seed=0))
+    add("psrl-bounds-memory", lambda: PSRL(env, NonPrivate(), episodes=2**40, seed=0))  # B = K
 
 
 CORPUS = _calls()

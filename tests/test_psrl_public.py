@@ -196,10 +196,26 @@ def test_a_horizon_too_long_for_memory_is_refused_before_allocating():
         "    try:\n"
         "        PSRL(FeatureMap.one_hot(4, 2, H), JointDP(1.0, 1e-5), episodes=10, seed=0)\n"
         "    except ResourceError as e:\n"
-        "        assert 'PSRL keeps its (H, S) policy' in str(e), e\n"
+        "        assert 'PSRL keeps its (H, S) policy twice' in str(e), e\n"
         "    else:\n"
         "        raise SystemExit(f'H = {H} built')\n"
         "print('refused')\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "refused", (proc.returncode, proc.stderr[-2000:])
+
+
+@pytest.mark.parametrize("privacy, batches", [(NonPrivate(), "static"), (JointDP(1.0, 1e-20), "every")])
+def test_batch_bounds_too_many_for_memory_are_refused(privacy, batches):
+    """Without noise (or under 'every') B = K: the agent builds K + 1 batch bounds in numpy, a Python
+    list and the core (about 56 bytes a user: K = 10^8 took 26 s and 5.5 GB; 10^9 would be killed by
+    the OS). K = 2^40 raised numpy's MemoryError 'Unable to allocate 8.00 TiB' (not a privrl
+    exception), 2^62 ValueError 'array is too big'. Now a ResourceError naming B, before allocating."""
+    from privrl.agents import PSRL
+    from privrl.envs import RiverSwimMixture
+    from privrl.exceptions import ResourceError
+
+    env = RiverSwimMixture(S=4, H=4)
+    for K in (2**40, 2**62):
+        with pytest.raises(ResourceError, match=f"B \\+ 1 batch bounds .*B = {K}\\)"):
+            PSRL(env, privacy, episodes=K, seed=0, batches=batches)

@@ -103,13 +103,6 @@ class PSRL(Agent):
             )
         self.sensitivity = check_choice(sensitivity, ("clip", "reject"), "sensitivity")
         super().__init__(env, privacy, episodes, seed, exploration="sampling")
-        S, A, H = self.S, self.A, self.H  # a FeatureMap holds no H-sized table: H is unbounded
-        refuse_over_memory(  # the core's policy and the array policy() returns; the billboard,
-            self.name,  # increment and one user's posterior draw (about 8 of S A S + S A)
-            2.0 * H * S + 8.0 * (S * A * S + S * A),
-            f"its (H, S) policy twice and (S, A, S) tables (H = {H}, S = {S}, A = {A})",
-            "Use a shorter horizon (FeatureMap.one_hot_for(env, H)) or fewer states.",
-        )
         kw = self.privacy.as_kwargs()
         cal = privacy_of.calibrate_psrl(
             kw["kind"],
@@ -125,6 +118,7 @@ class PSRL(Agent):
             sampler=kw["sampler"],  # the privacy model's (JointDP: "discrete" unless asked "float")
         )
         self.calibration, self.m, self.batches, self.B = cal, cal.m, batches, cal.B
+        self._refuse_over_memory()
         self.d = self.S * self.A
         self.beta_scale, self.beta = 1.0, 0.0  # no confidence radius
         self.bounds = psrl_batch_bounds(self.K, self.B)
@@ -148,6 +142,22 @@ class PSRL(Agent):
             reject=sensitivity == "reject",
             noise_seed=self.noise_seeds(1)[0],
             exploration_seed=self._stream_seed(2),
+        )
+
+    def _refuse_over_memory(self) -> None:
+        """ResourceError before anything is allocated for a state beyond physical memory (the
+        allocation would abort): the (H, S) policy twice (the core's and policy()'s array; a
+        FeatureMap bounds no H), the (S, A, S) tables (billboard, increment, one user's posterior
+        draw: about 8 of S A S + S A) and the B + 1 batch bounds (numpy's, the Python list handed
+        to the core, the core's: about 7 doubles each; B = K without noise or under "every")."""
+        S, A, H, B = self.S, self.A, self.H, self.B
+        refuse_over_memory(
+            self.name,
+            2.0 * H * S + 8.0 * (S * A * S + S * A) + 7.0 * (B + 1),
+            f"its (H, S) policy twice, (S, A, S) tables and B + 1 batch bounds (H = {H}, S = {S}, "
+            f"A = {A}, B = {B})",
+            "Use a shorter horizon (FeatureMap.one_hot_for(env, H)), fewer states, or fewer batches "
+            "(batches=<int>; without noise B is K: fewer users per agent).",
         )
 
     def _warn_single_batch(self, batches: str | int) -> None:
