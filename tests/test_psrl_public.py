@@ -219,3 +219,24 @@ def test_batch_bounds_too_many_for_memory_are_refused(privacy, batches):
     for K in (2**40, 2**62):
         with pytest.raises(ResourceError, match=f"B \\+ 1 batch bounds .*B = {K}\\)"):
             PSRL(env, privacy, episodes=K, seed=0, batches=batches)
+
+
+def test_the_repr_names_the_privacy_model_as_the_label_does():
+    """repr(agent) said 'PSRL(JDP(eps=1, delta=1e-05, blt), ...)' (JointDP's own label, naming a
+    mechanism PSRL never runs) while agent.label says 'PSRL[JDP(eps=1, delta=1e-05), sampling]'."""
+    from privrl.agents import PSRL
+    from privrl.envs import RiverSwimMixture
+
+    env = RiverSwimMixture(S=4, H=4)
+    cases = [
+        (JointDP(1.0, 1e-5), "JDP(eps=1, delta=1e-05)"),
+        (JointDP(1.0, 1e-5, sampler="float", calibration="paper"), "JDP(eps=1, delta=1e-05, float)"),
+        (NonPrivate(), "NonPrivate"),
+    ]
+    for privacy, model in cases:
+        agent = PSRL(env, privacy, episodes=10, seed=0, batches=2)
+        privrl.run(agent, env, episodes=3, seed=1, progress=False)
+        assert repr(agent) == (
+            f"PSRL({model}, exploration='sampling', K=10, episodes_done=3, env='RiverSwimMixture(S=4, H=4)')"
+        )
+        assert agent.label == f"PSRL[{model}, sampling]"
