@@ -256,6 +256,14 @@ impl PsrlAgent {
         if self.pi.iter().any(|&x| x >= a) {
             return refuse("its policy (an action out of range)");
         }
+        // the billboard is noisy but finite; the increment holds counts and reward sums of at
+        // most K users' min(m, H) counted visits of a cell
+        let cap = self.episodes as f64 * f64::from(self.m).min(h as f64);
+        let mut board = self.board_n.iter().chain(&self.board_r);
+        let mut inc = self.inc_n.iter().chain(&self.inc_r);
+        if !(board.all(|x| x.is_finite()) && inc.all(|&x| (0.0..=cap).contains(&x))) {
+            return refuse("its billboard (not finite) or increment (outside [0, K min(m, H)])");
+        }
         let ok = self.m >= 1
             && self.sigma.is_finite()
             && self.sigma >= 0.0

@@ -260,7 +260,7 @@ fn psrl_restore_refuses_dimensions_whose_products_overflow_and_a_broken_schedule
     let bytes = crate::state::encode(&ag).unwrap();
     let ok: PsrlAgent = crate::state::decode("PSRL", &bytes).unwrap();
     ok.check_restored().unwrap();
-    let edits: [fn(&mut PsrlAgent); 9] = [
+    let edits: [fn(&mut PsrlAgent); 14] = [
         |a| a.h = 4 + (1 << 62), // H S wraps to 16 = len(pi): policy() indexed past it
         |a| a.s = 1 << 32,       // S A S wraps to 0
         |a| a.a = (1 << 63) + 2, // S A wraps to 8 = len(R~), S A S to 32 = len(N~)
@@ -270,6 +270,11 @@ fn psrl_restore_refuses_dimensions_whose_products_overflow_and_a_broken_schedule
         |a| a.releases = 7,      // after batch 1, one release
         |a| a.pi[0] = 2,         // an action out of range, returned as the user's policy
         |a| a.bounds = vec![0, 2, 4, 7], // bounds ending past K
+        |a| a.board_n[0] = f64::NAN, // greedy_policy() planned on NaN, silently
+        |a| a.board_r[1] = f64::INFINITY,
+        |a| a.inc_n[0] = -1.0,      // a count below 0
+        |a| a.inc_r[0] = 1e300,     // a batch's reward sum beyond its users' K min(m, H)
+        |a| a.inc_n[3] = 7.0 * 1e9, // a count beyond K min(m, H) = 6
     ];
     for (i, edit) in edits.iter().enumerate() {
         let mut bad: PsrlAgent = crate::state::decode("PSRL", &bytes).unwrap();
