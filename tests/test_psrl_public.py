@@ -240,3 +240,6 @@ def test_the_repr_names_the_privacy_model_as_the_label_does():
             f"PSRL({model}, exploration='sampling', K=10, episodes_done=3, env='RiverSwimMixture(S=4, H=4)')"
         )
         assert agent.label == f"PSRL[{model}, sampling]"
+        if privacy.kind == "jdp":  # ldp_client's refusal names the model as the label does
+            with pytest.raises(PrivacyParameterError, match=r"under JDP\(eps=1, delta=1e-05(, float)?\) the"):
+                agent.ldp_client()

@@ -338,14 +338,20 @@ class Agent(abc.ABC):
     def __repr__(self) -> str:
         env = getattr(self.env, "name", type(self.env).__name__)
         return (
-            f"{type(self).__name__}({self.privacy.label}, exploration={self.exploration!r}, K={self.K}, "
+            f"{type(self).__name__}({self._model_label}, exploration={self.exploration!r}, K={self.K}, "
             f"episodes_done={self.k}, env={env!r})"
         )
 
     @property
+    def _model_label(self) -> str:
+        """The privacy model as the label, the repr and the messages name it: the model's own label
+        (an agent that runs only part of it, PSRL, names that part)."""
+        return str(self.privacy.label)
+
+    @property
     def label(self) -> str:
         tag = "" if self.exploration == "optimism" else ", sampling"
-        return f"{self.name}[{self.privacy.label}{tag}]"
+        return f"{self.name}[{self._model_label}{tag}]"
 
     @abc.abstractmethod
     def release_plan(self) -> Any:
@@ -436,7 +442,7 @@ class Agent(abc.ABC):
         if self.calibration.kind != "ldp" or streams is None:
             raise PrivacyParameterError(
                 f"ldp_client() is the user side of LocalDP; {self.label} has none (under "
-                f"{self.privacy.label} the users' statistics reach the server raw or exactly; use observe)"
+                f"{self._model_label} the users' statistics reach the server raw or exactly; use observe)"
             )
         self._check_budget()
         seed = check_seed(seed, generator=False)

@@ -187,22 +187,10 @@ class PSRL(Agent):
     @property
     def _model_label(self) -> str:
         """``JDP(eps=.., delta=..)`` (", float" when the noise is the continuous Gaussian) or
-        ``NonPrivate``: JointDP's mechanism and calibration, which PSRL does not use, are not named."""
+        ``NonPrivate``: JointDP's mechanism and calibration, which PSRL does not use, are not named
+        (in the label ``PSRL[JDP(eps=.., delta=..), sampling]``, the repr and the messages)."""
         p, tag = self.privacy, ", float" if self.calibration.sampler == "float" else ""
         return "NonPrivate" if p.kind == "none" else f"JDP(eps={p.epsilon:g}, delta={p.delta:g}{tag})"
-
-    @property
-    def label(self) -> str:
-        """``PSRL[JDP(eps=.., delta=..), sampling]`` (its privacy model as :attr:`_model_label`)."""
-        return f"{self.name}[{self._model_label}, sampling]"
-
-    def __repr__(self) -> str:
-        """As the other agents' (Agent.__repr__), naming the privacy model as the label does."""
-        env = getattr(self.env, "name", type(self.env).__name__)
-        return (
-            f"PSRL({self._model_label}, exploration='sampling', K={self.K}, episodes_done={self.k}, "
-            f"env={env!r})"
-        )
 
     def release_plan(self) -> ReleasePlan:
         """One statistic per user (its capped counts and reward sums), released once."""
