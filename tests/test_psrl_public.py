@@ -243,3 +243,32 @@ def test_the_repr_names_the_privacy_model_as_the_label_does():
         if privacy.kind == "jdp":  # ldp_client's refusal names the model as the label does
             with pytest.raises(PrivacyParameterError, match=r"under JDP\(eps=1, delta=1e-05(, float)?\) the"):
                 agent.ldp_client()
+
+
+def test_batch_bounds_are_exact_for_every_k_the_agent_accepts():
+    """psrl_batch_bounds rounded a float64 linspace: beyond K = 2^53 its bounds missed K (K = 2^53 + 1,
+    B = 3 ended at 2^53, and the core refused the constructor's own schedule: 'batch bounds must rise
+    strictly from 0 to K = 9007199254740993'), and at K = 2^63 - 1 (check_episodes' largest) the
+    float K cast to int64 wrapped: OverflowError "can't convert negative int to unsigned". Up to
+    2^53 the bounds are the float ones, bit for bit (the schedule every run so far used)."""
+    import numpy as np
+
+    from privrl.agents import PSRL
+    from privrl.agents.psrl.formulas import psrl_batch_bounds
+    from privrl.envs import RiverSwimMixture
+
+    env = RiverSwimMixture(S=4, H=4)
+    for K, B in [(2**53 + 1, 3), (10**17 + 3, 7), (2**62 + 1, 1000), (2**63 - 1, 2)]:
+        agent = PSRL(env, JointDP(1.0, 1e-20, sampler="float"), episodes=K, seed=0, batches=B)
+        bounds = [int(b) for b in agent.bounds]
+        assert bounds[0] == 0 and bounds[-1] == K and len(bounds) == B + 1
+        sizes = np.diff(np.array(bounds, dtype=object))  # differ by at most 1
+        assert all(s in (K // B, K // B + 1) for s in sizes)
+        j = B // 2  # round(j K / B), half to even, in exact integers
+        q, r = divmod(j * K, B)
+        assert bounds[j] == q + (2 * r > B or (2 * r == B and q % 2 == 1))
+    rng = np.random.default_rng(0)
+    cases = [(5, 2), (10, 4), (7, 6), (20_000, 3), (2**53, 7), (2**53 - 1, 1000)]
+    cases += [(int(k), int(rng.integers(1, min(k, 5000) + 1))) for k in rng.integers(1, 2**53, 200)]
+    for K, B in cases:
+        assert np.array_equal(psrl_batch_bounds(K, B), np.linspace(0, K, B + 1).round().astype(np.int64))

@@ -94,4 +94,11 @@ def psrl_batch_bounds(K: int, B: int) -> np.ndarray:
     user)."""
     if B > K:
         raise PrivacyParameterError(f"B must be at most K = {K} (every batch holds a user), got {B}")
-    return np.linspace(0, K, B + 1).round().astype(np.int64)
+    if K <= 2**53:  # j K / B in float64, rounded half to even (the schedule of every run so far)
+        return np.linspace(0, K, B + 1).round().astype(np.int64)
+    # beyond 2^53 a float K is not K: the same rounding in exact integers (half to even)
+    bounds = []
+    for j in range(B + 1):
+        q, r = divmod(j * K, B)
+        bounds.append(q + (2 * r > B or (2 * r == B and q % 2 == 1)))
+    return np.array(bounds, dtype=np.int64)
