@@ -272,3 +272,22 @@ def test_batch_bounds_are_exact_for_every_k_the_agent_accepts():
     cases += [(int(k), int(rng.integers(1, min(k, 5000) + 1))) for k in rng.integers(1, 2**53, 200)]
     for K, B in cases:
         assert np.array_equal(psrl_batch_bounds(K, B), np.linspace(0, K, B + 1).round().astype(np.int64))
+
+
+def test_the_release_counts_the_users_its_billboard_holds():
+    """Release.users is the users whose data the billboard holds (LSVI-UCB's, LinUCB's: 140 users
+    after 20 releases; test_lsvi_ucb detects a new release by it). PSRL's said agent.k: after 7
+    users in batches [0, 2, 4, 6, 8, 10] its billboard holds 6 (three releases), and a finished
+    agent's last batch is never released. Now bounds[j] after j releases."""
+    from privrl.agents import PSRL
+    from privrl.envs import RiverSwimMixture
+
+    env = RiverSwimMixture(S=4, H=4)
+    agent = PSRL(env, JointDP(1.0, 1e-5), episodes=10, seed=0, batches=5)
+    assert list(agent.bounds) == [0, 2, 4, 6, 8, 10] and agent.release().users == 0
+    for users, (held, j) in zip((1, 6, 3), ((0, 0), (6, 3), (8, 4)), strict=True):
+        privrl.run(agent, env, episodes=users, seed=1, progress=False)
+        assert (agent.release().users, agent.billboard()[2]) == (held, j)
+    exact = PSRL(env, NonPrivate(), episodes=10, seed=0)  # a release after every user but the last
+    privrl.run(exact, env, seed=1, progress=False)
+    assert (exact.k, exact.release().users, exact.billboard()[2]) == (10, 9, 9)

@@ -204,9 +204,10 @@ class PSRL(Agent):
 
     def release(self) -> Release:
         """The billboard in the shared Release record: ``design`` holds N~
-        (S, A, S), ``weights`` R~ (S, A), ``inverse`` is empty (no matrix to invert)."""
-        N, R, _ = self.billboard()
-        return Release(design=N, inverse=np.empty(0), weights=R, users=self.k)
+        (S, A, S), ``weights`` R~ (S, A), ``inverse`` is empty (no matrix to invert), ``users`` the
+        users whose data it holds (``bounds[j]`` after j releases; the running batch is not in it)."""
+        N, R, j = self.billboard()
+        return Release(design=N, inverse=np.empty(0), weights=R, users=int(self.bounds[j]))
 
     def greedy_policy(self) -> np.ndarray:
         """The (H, S) policy greedy for the billboard's plug-in model, no draw, lowest-index ties:
