@@ -96,6 +96,12 @@ class UserStatistic:
     source: str
     nonnegative: bool = False
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickling (agent.save files): a statistic saved before ``nonnegative`` existed had
+        none, i.e. the default False (the same worst case, the same noise)."""
+        for key, value in {"nonnegative": False, **state}.items():
+            object.__setattr__(self, key, value)
+
 
 @dataclass(frozen=True)
 class ReleasedFamily:
