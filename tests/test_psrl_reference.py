@@ -19,6 +19,7 @@ from privrl.agents.psrl.formulas import (
     psrl_releases,
     psrl_sensitivity,
     psrl_sigma,
+    psrl_x_bound,
 )
 from privrl.agents.psrl.reference import (
     Billboard,
@@ -86,6 +87,29 @@ def test_sensitivity_is_reached_by_two_users_on_disjoint_pairs_and_never_exceede
             assert xa @ xa <= 2 * mm * H + 1e-12  # ||x||^2 <= 2 m H
             worst = max(worst, float(np.linalg.norm(xa - xb)))
         assert worst <= psrl_sensitivity(H, mm) + 1e-12
+
+
+def test_a_cap_above_the_horizon_is_the_cap_at_the_horizon():
+    """m >= H counts every visit (a user makes H steps): ||x||^2 <= 2 min(m, H) H. By hand at H = 4:
+    2 sqrt(4 * 4) = 8 for m = 4, 100 (it was 2 sqrt(400) = 40 at m = 100: 5x the noise for nothing),
+    2 sqrt(8) for m = 2. Reached by two users each visiting one (s, a) H times into one s', paid 1
+    (||x||^2 = H^2 + H^2), on disjoint pairs; never exceeded by random users."""
+    H, S, A = 4, 3, 2
+    assert psrl_sensitivity(H, 4) == psrl_sensitivity(H, 100) == psrl_sensitivity(H, 2**31) == 8.0
+    assert psrl_sensitivity(H, 2) == 2.0 * math.sqrt(8.0)
+    assert psrl_sigma(1.0, 1e-5, H, 100) == psrl_sigma(1.0, 1e-5, H, H)
+    assert psrl_x_bound(H, 100) == psrl_x_bound(H, H) == math.sqrt(32.0)
+    assert psrl_x_bound(20, 1) == math.sqrt(40.0)
+    u1, u2 = [(0, 0, 1.0, 1)] * H, [(1, 1, 1.0, 2)] * H
+    for m in (H, 100):
+        x1, x2 = _user_statistic(u1, S, A, m), _user_statistic(u2, S, A, m)
+        assert x1 @ x1 == 2 * H * H
+        assert np.linalg.norm(x1 - x2) == psrl_sensitivity(H, m)
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        v = [(rng.integers(2), rng.integers(2), rng.random(), rng.integers(S)) for _ in range(H)]
+        x = _user_statistic(v, S, A, 100)
+        assert x @ x <= psrl_sensitivity(H, 100) ** 2 / 2 + 1e-12
 
 
 def test_sigma_matches_the_probes_digits_and_the_analytic_gaussian_delta():

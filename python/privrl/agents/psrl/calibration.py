@@ -15,7 +15,6 @@ the formulas are privrl.agents.psrl.formulas.
 #   mu); psrl_accountant is the same ledger on its own.
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +22,7 @@ from privrl.agents.psrl.formulas import (
     psrl_num_batches,
     psrl_releases,
     psrl_sensitivity,
+    psrl_x_bound,
 )
 from privrl.common.checks import check_choice, check_pos_int, check_probability, did_you_mean, is_integer
 from privrl.common.errors import PrivacyParameterError
@@ -98,7 +98,7 @@ def release_plan(
         x="the user's counts n(s, a, s') and reward sums R(s, a) of its first m visits of each (s, a)",
         y="1",
         dim=S * A * S + S * A,
-        x_bound=math.sqrt(2.0 * m * H),
+        x_bound=psrl_x_bound(H, m),
         y_low=1.0,
         y_high=1.0,
         source=f"the per-user cap m = {m} (first m visits of each (s, a) counted), rewards in [0, 1], "

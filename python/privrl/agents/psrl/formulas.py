@@ -26,23 +26,34 @@ __all__ = [
     "psrl_releases",
     "psrl_sensitivity",
     "psrl_sigma",
+    "psrl_x_bound",
 ]
 
 
 @checked(m=check_pos_int)
 def psrl_sensitivity(H: int, m: int = 1) -> float:
-    """Replace-one L2 sensitivity of one user's capped pooled statistic: ``Delta = 2 sqrt(m H)``.
+    """Replace-one L2 sensitivity of one user's capped pooled statistic: ``Delta = 2 sqrt(m H)``
+    (``2 sqrt(min(m, H) H)``: a cap above H counts every visit, as m = H does).
 
     One user (one episode of H steps, learn's padded steps included) contributes x = (c, r): per
     (s, a) the count vector c_sa in N^S of its first m visits (``|c_sa|_1 <= m``) and the sum r_sa of
     their rewards (rewards in [0, 1], so ``0 <= r_sa <= |c_sa|_1``); a user makes H steps, so
-    ``sum_sa |c_sa|_1 <= H``. Entries are integers in [0, m], hence ``||c_sa||^2 <= m |c_sa|_1`` and
-    ``r_sa^2 <= m |c_sa|_1``; summed over (s, a): ``||x||^2 <= 2 m H``. Both neighbours are
+    ``sum_sa |c_sa|_1 <= H``. Entries are integers in [0, min(m, H)] (``|c_sa|_1 <= min(m, H)``),
+    hence ``||c_sa||^2 <= min(m, H) |c_sa|_1`` and ``r_sa^2 <= min(m, H) |c_sa|_1``; summed over
+    (s, a): ``||x||^2 <= 2 min(m, H) H`` (written 2 m H below, for m <= H). Both neighbours are
     nonnegative (x, x' >= 0, so <x, x'> >= 0): ``||x - x'||^2 <= ||x||^2 + ||x'||^2 <= 4 m H``,
     ``Delta = 2 sqrt(m H)`` (8.944 at H = 20, m = 1). Tight when S A >= 2 H / m: two users with
     disjoint (s, a) sets, each visited m times into one s' and paid 1 each time. Without the cap
     ``||c||^2`` reaches ``H^2`` (one (s, a) visited H times): ``Delta = 2 H``."""
-    return 2.0 * math.sqrt(m * H)
+    return 2.0 * math.sqrt(min(m, H) * H)
+
+
+@checked(m=check_pos_int)
+def psrl_x_bound(H: int, m: int = 1) -> float:
+    """The bound on one user's statistic, ``||x|| <= sqrt(2 min(m, H) H)`` (psrl_sensitivity's
+    derivation; its Delta is sqrt(2) times this, the two users being nonnegative): the release
+    plan's ``x_bound`` and the agent's SensitivityGuard. 6.325 (sqrt 40) at H = 20, m = 1."""
+    return math.sqrt(2.0 * min(m, H) * H)
 
 
 @checked(m=check_pos_int)
