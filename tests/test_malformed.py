@@ -628,11 +628,12 @@ def _psrl_calls(add, env, lenv, jdp):
     import gymnasium as gym
 
     from privrl.agents import PSRL
-    from privrl.envs import Trajectory
+    from privrl.envs import RiverSwim, Trajectory
     from privrl.envs.features import FeatureMap
     from privrl.experiment.runner import run
     from privrl.privacy.models import JointDP, LocalDP, NonPrivate
 
+    env = RiverSwim(S=4, H=3)  # stationary: PSRL pools over h (it warns on a step-dependent kernel)
     lake = gym.make("FrozenLake-v1")
     for i, e in enumerate([lake, None, "FrozenLake-v1", 5]):
         add(f"psrl-env-{i}", lambda e=e: PSRL(e, jdp, episodes=10, seed=0))
@@ -741,8 +742,9 @@ def test_controls_succeed():
         a.observe_statistics(np.ones((2, 2)), np.ones(2))
         a._core.noise(0) if privacy.kind == "jdp" else a._core.sums(0)
     from privrl.agents import PSRL
-    from privrl.envs import Trajectory
+    from privrl.envs import RiverSwim, Trajectory
 
+    env = RiverSwim(S=4, H=3)  # as _psrl_calls
     for sensitivity in ("clip", "reject"):  # the PSRL cases' controls
         p = PSRL(env, JointDP(1.0, 1e-5), episodes=4, seed=0, m=2, batches=2, sensitivity=sensitivity)
         t = env.sample_episode(p.policy(), np.random.default_rng(0))

@@ -291,3 +291,25 @@ def test_the_release_counts_the_users_its_billboard_holds():
     exact = PSRL(env, NonPrivate(), episodes=10, seed=0)  # a release after every user but the last
     privrl.run(exact, env, seed=1, progress=False)
     assert (exact.k, exact.release().users, exact.billboard()[2]) == (10, 9, 9)
+
+
+def test_a_step_dependent_model_warns_that_psrl_pools_over_the_steps():
+    """PSRL learns one stationary model (its release is pooled over h): on a FiniteMDP whose kernel
+    depends on h it is misspecified, and says so (AssumptionWarning); a stationary model (RiverSwim,
+    RiverSwimMixture) and a FeatureMap (no model) say nothing."""
+    import warnings
+
+    import numpy as np
+
+    from privrl.agents import PSRL
+    from privrl.envs import RandomLinearMDP, RiverSwim, RiverSwimMixture
+    from privrl.exceptions import AssumptionWarning
+
+    moving = RandomLinearMDP(S=10, A=3, d=4, H=3, seed=0)
+    assert not np.array_equal(np.asarray(moving.P)[0], np.asarray(moving.P)[1])
+    with pytest.warns(AssumptionWarning, match="depend on the step h"):
+        PSRL(moving, NonPrivate(), episodes=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for env in (RiverSwim(S=4, H=3), RiverSwimMixture(S=4, H=3), FeatureMap.one_hot(4, 2, 3)):
+            PSRL(env, NonPrivate(), episodes=5)

@@ -17,7 +17,7 @@ import pytest
 import privrl
 from privrl.agents import LSVIUCB, PSRL, UCRLVTR, Agent, UCRLVTRPlus
 from privrl.agents.common.saving import FORMAT, MAGIC, SaveFormatError
-from privrl.envs import RandomLinearMDP, RiverSwimMixture
+from privrl.envs import RandomLinearMDP, RiverSwim, RiverSwimMixture
 from privrl.exceptions import PrivrlError
 from privrl.privacy import JointDP, LocalDP, NonPrivate
 
@@ -35,10 +35,11 @@ CASES = [
     (LSVIUCB, LINEAR, JointDP(1.0, 1e-5)),
     (LSVIUCB, LINEAR, JointDP(1.0, 1e-5, calibration="practical", mechanism="factorization")),
 ]
-#: PSRL (tabular: any FiniteMDP; batches=4 releases three times within the tests' 60 users)
+#: PSRL (tabular: any FiniteMDP, stationary: it pools over h, and warns on RandomLinearMDP's
+#: step-dependent kernel; batches=4 releases three times within the tests' 60 users)
 PSRL_CASES = [
     (PSRL, RIVER, NonPrivate()),
-    (PSRL, LINEAR, JointDP(1.0, 1e-5)),
+    (PSRL, RiverSwim(S=5, H=3), JointDP(1.0, 1e-5)),
 ]
 
 _CONTINUE = """

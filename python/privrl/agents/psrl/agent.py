@@ -17,7 +17,7 @@ from privrl.agents.psrl import calibration as privacy_of
 from privrl.agents.psrl.calibration import PSRLCalibration
 from privrl.agents.psrl.formulas import psrl_batch_bounds
 from privrl.common.checks import check_choice
-from privrl.common.errors import PrivacyParameterError, ScheduleWarning
+from privrl.common.errors import AssumptionWarning, PrivacyParameterError, ScheduleWarning
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP
@@ -34,7 +34,7 @@ class PSRL(Agent):
     FiniteMDP (``privrl.run``, exact regret) or a FeatureMap such as the one-hot map of gymnasium's
     FrozenLake (``privrl.learn``, FeatureMap.one_hot_for). The release is time-homogeneous: counts
     and reward sums are pooled over the H steps, so a model whose kernel depends on h is learned as
-    one kernel pooled over the steps (misspecified, not refused). privrl.agents.psrl.reference
+    one kernel pooled over the steps (misspecified: run, with an AssumptionWarning). privrl.agents.psrl.reference
     reads top to bottom.
 
     Users come in B static batches (``calibration.B``; bounds ``round(linspace(0, K, B + 1))``).
@@ -89,6 +89,7 @@ class PSRL(Agent):
         reason = self.accepts(env)
         if reason is not None:
             raise TypeError(reason)
+        _warn_time_dependent(env)
         if isinstance(privacy, LocalDP):
             raise PrivacyParameterError(
                 "LocalDP is not available for PSRL (not designed): use JointDP(eps, delta) or NonPrivate()"
@@ -215,3 +216,23 @@ class PSRL(Agent):
         R = R~ clipped to [0, n], P = (1 + N) / (S + n), r = (1 + R) / (2 + n) (the Dirichlet and
         Beta means at those counts). Post-processing of the billboard; consumes no stream."""
         return self._core.greedy_policy()
+
+
+def _warn_time_dependent(env: Any) -> None:
+    """AssumptionWarning for a FiniteMDP whose kernel or rewards depend on the step h: PSRL pools
+    its release over the H steps (one stationary model), so it learns their average, a
+    misspecified model (run, not refused; gymnasium environments are stationary)."""
+    if not isinstance(env, FiniteMDP) or env.H < 2:
+        return
+    P, R = np.asarray(env.P), np.asarray(env.R)
+    if not (
+        np.array_equal(P, np.broadcast_to(P[:1], P.shape))
+        and np.array_equal(R, np.broadcast_to(R[:1], R.shape))
+    ):
+        warnings.warn(
+            f"{type(env).__name__}'s transitions or rewards depend on the step h; PSRL pools its "
+            "release over the H steps and learns one stationary model (their average): "
+            "misspecified here. LSVIUCB / UCRLVTR learn a model per step",
+            AssumptionWarning,
+            stacklevel=3,
+        )
