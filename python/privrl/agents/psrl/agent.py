@@ -34,8 +34,8 @@ class PSRL(Agent):
     FiniteMDP (``privrl.run``, exact regret) or a FeatureMap such as the one-hot map of gymnasium's
     FrozenLake (``privrl.learn``, FeatureMap.one_hot_for). The release is time-homogeneous: counts
     and reward sums are pooled over the H steps, so a model whose kernel depends on h is learned as
-    one kernel pooled over the steps (misspecified: run, with an AssumptionWarning). privrl.agents.psrl.reference
-    reads top to bottom.
+    one kernel pooled over the steps (misspecified: run, with an AssumptionWarning).
+    privrl.agents.psrl.reference reads top to bottom.
 
     Users come in B static batches (``calibration.B``; bounds ``round(linspace(0, K, B + 1))``).
     Each user draws a model (P, r) from the posterior given the billboard (noisy cumulative counts
