@@ -1,0 +1,43 @@
+"""benches/psrl_study.py (the PSRL study of /work/notes/probes50/psrl_study.md) rebuilds the agent's
+Rust core for the variants its constructor has no option for (alpha0, geometric batch bounds): the
+rebuilt core must be the constructor's, draw for draw, when the variant is the default."""
+
+import numpy as np
+import pytest
+
+import privrl
+from _helpers import load_bench
+
+
+@pytest.fixture(scope="module")
+def study():
+    return load_bench("psrl_study.py", "psrl_study_bench")
+
+
+@pytest.mark.parametrize("eps", [10.0, float("inf")])
+def test_the_rebuilt_core_of_the_default_variant_learns_as_the_agent(study, eps):
+    runs = []
+    for rebuild in (False, True):
+        env, H = study.frozen(True)
+        agent = study.agent_for(env, H, eps, 3, 300, {}, rebuild=rebuild)
+        runs.append((np.asarray(privrl.learn(agent, env, seed=7, progress=False).returns), agent.billboard()))
+    (r0, (N0, R0, j0)), (r1, (N1, R1, j1)) = runs
+    assert j0 == j1 > 0
+    np.testing.assert_array_equal(r0, r1)
+    np.testing.assert_array_equal(N0, N1)
+    np.testing.assert_array_equal(R0, R1)
+
+
+def test_the_schedules_and_the_prior_reach_the_core(study):
+    env, H = study.frozen(True)
+    geom = study.agent_for(env, H, 10.0, 0, 20_000, study.parse("B=geom"))
+    # App. D's B = 6 at K 20,000, eps 10; sizes doubling: 20,000 (2^j - 1) / 63
+    assert list(geom.bounds) == [0, 317, 952, 2222, 4762, 9841, 20_000] and geom._core.num_batches == 6
+    dbl = study.agent_for(env, H, 10.0, 0, 20, study.parse("B=dbl"))
+    assert list(dbl.bounds) == [0, 1, 3, 7, 15, 20] and dbl._core.num_batches == 5
+    core = study.agent_for(env, H, 10.0, 0, 50, study.parse("alpha0=1/S"))._core
+    core.set_record(True)
+    core.policy()  # the first user: no release yet, its Dirichlet shapes are alpha0 + 0
+    _, shapes, _ = next(rec for rec in core.draw_record()[1] if rec[0] == "gamma")
+    assert shapes.shape == (16, 4, 16) and np.all(shapes == 1 / 16)
+    assert study.parse("m=2,B=3,alpha0=0.5") == {"m": 2, "B": 3, "alpha0": 0.5}
