@@ -9,7 +9,8 @@ behind /work/notes/probes50/psrl_study.md. One process, a few seconds per run.
 ``learn``: privrl.learn(PSRL(FeatureMap.one_hot_for(env, H), JointDP(eps, 1e-5) or NonPrivate(),
 episodes=K, seed=s), env, seed=10_000 + s); prints the last 10% of users' success per seed. A
 VARIANT is comma-separated key=value ("" the default agent): B=<int> | geom (App. D's B, batch
-sizes doubling) | dbl (batch sizes 1, 2, 4, ... up to K), m=<int>, alpha0=<float> | 1/S.
+sizes doubling) | dbl (batch sizes 1, 2, 4, ... up to K), m=<int>, alpha0=<float> | 1/S (the
+agent's default, formulas.psrl_prior; alpha0=1 the uniform prior it had before).
 ``board``: the final billboard of the default agent, and the exact value on FrozenLake's model of
 users' posterior draws with and without the release's noise in them (counts, rewards).
 ``denoise``: the numpy reference's runs (reference.run_reference on FrozenLake's model) with the
@@ -84,8 +85,8 @@ def agent_for(
         bounds = np.round(K * (2.0**j - 1) / (2.0**agent.B - 1)).astype(np.int64)
     if B == "dbl":  # releases after users 1, 3, 7, ..., 2^i - 1 < K
         bounds = np.array([0] + [2**i - 1 for i in range(1, 64) if 2**i - 1 < K] + [K])
-    alpha0 = 1.0 / agent.S if v.get("alpha0") == "1/S" else float(v.get("alpha0", 1.0))
-    if rebuild or B in ("geom", "dbl") or alpha0 != 1.0:
+    alpha0 = 1.0 / agent.S if v.get("alpha0") == "1/S" else float(v.get("alpha0", made["alpha0"]))
+    if rebuild or B in ("geom", "dbl") or alpha0 != made["alpha0"]:
         agent.bounds = np.asarray(bounds)
         made.update(bounds=[int(b) for b in bounds], alpha0=alpha0)
         agent._core = real(**made)

@@ -35,9 +35,10 @@ def test_the_schedules_and_the_prior_reach_the_core(study):
     assert list(geom.bounds) == [0, 317, 952, 2222, 4762, 9841, 20_000] and geom._core.num_batches == 6
     dbl = study.agent_for(env, H, 10.0, 0, 20, study.parse("B=dbl"))
     assert list(dbl.bounds) == [0, 1, 3, 7, 15, 20] and dbl._core.num_batches == 5
-    core = study.agent_for(env, H, 10.0, 0, 50, study.parse("alpha0=1/S"))._core
-    core.set_record(True)
-    core.policy()  # the first user: no release yet, its Dirichlet shapes are alpha0 + 0
-    _, shapes, _ = next(rec for rec in core.draw_record()[1] if rec[0] == "gamma")
-    assert shapes.shape == (16, 4, 16) and np.all(shapes == 1 / 16)
+    for spec, alpha0 in (("", 1 / 16), ("alpha0=1", 1.0)):  # the agent's prior 1/S; the uniform one
+        core = study.agent_for(env, H, 10.0, 0, 50, study.parse(spec))._core
+        core.set_record(True)
+        core.policy()  # the first user: no release yet, its Dirichlet shapes are alpha0 + 0
+        _, shapes, _ = next(rec for rec in core.draw_record()[1] if rec[0] == "gamma")
+        assert shapes.shape == (16, 4, 16) and np.all(shapes == alpha0)
     assert study.parse("m=2,B=3,alpha0=0.5") == {"m": 2, "B": 3, "alpha0": 0.5}

@@ -10,7 +10,7 @@ import privrl
 from privrl import _core
 from privrl.agents.psrl.agent import PSRL
 from privrl.agents.psrl.calibration import calibrate_psrl
-from privrl.agents.psrl.formulas import psrl_batch_bounds
+from privrl.agents.psrl.formulas import psrl_batch_bounds, psrl_prior
 from privrl.agents.psrl.reference import Billboard, Replay, capped_increment, policy_values, user_policy
 from privrl.common.errors import AssumptionError, PrivacyParameterError, SensitivityWarning
 from privrl.envs.features import FeatureMap
@@ -42,6 +42,7 @@ def _run_agent(P, R, H, K, B, sigma, m, seed, sampler="float"):
         reject=True,
         noise_seed=bytes([seed]) * 32,
         exploration_seed=bytes([seed + 1]) * 32,
+        alpha0=psrl_prior(S),  # the agent's prior (the reference's default)
     )
     agent.set_record(True)
     env = np.random.default_rng(seed)
@@ -224,3 +225,17 @@ def test_psrl_learns_slippery_frozen_lake_through_learn():
     P, R = frozen_lake_4x4_slippery()
     greedy = agent.greedy_policy()
     assert greedy.shape == (20, 16) and policy_values(greedy[None], P, R, 0)[0] > 0.0124
+
+
+def test_the_agents_transition_prior_is_worth_one_observation():
+    """formulas.psrl_prior: Dirichlet(1/S + N) (total prior mass 1 whatever S; the uniform
+    Dirichlet(1) weighed as S observations): 1/16 = 0.0625 on FrozenLake, 1/48 on CliffWalking. The
+    class's core draws its first user's transition rows (no release yet: N = 0) with shapes 1/S."""
+    assert psrl_prior(16) == 0.0625 and psrl_prior(48) == 1 / 48 and psrl_prior(1) == 1.0
+    with pytest.raises(PrivacyParameterError):
+        psrl_prior(0)
+    agent = PSRL(FeatureMap.one_hot(5, 3, 6), JointDP(5.0, 1e-5), episodes=40, seed=3)
+    agent._core.set_record(True)
+    agent._core.policy()
+    _, shapes, _ = next(rec for rec in agent._core.draw_record()[1] if rec[0] == "gamma")
+    assert shapes.shape == (5, 3, 5) and np.all(shapes == 0.2)

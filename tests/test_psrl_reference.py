@@ -354,7 +354,7 @@ def test_user_policy_follows_the_documented_order_of_draws():
     N = simplex_project(board.N + sd * replay.standard_normal((S, A, S)))
     n = N.sum(2)
     Rs = np.clip(board.R + sd * replay.standard_normal((S, A)), 0.0, n)
-    G = replay.gamma(1.0 + N)
+    G = replay.gamma(1.0 / S + N)  # the default prior: Dirichlet(1/S + N) (formulas.psrl_prior)
     ga, gb = replay.gamma(1.0 + Rs), replay.gamma(1.0 + n - Rs)
     P, r = G / G.sum(2, keepdims=True), ga / (ga + gb)
     V, expect = np.zeros(S), np.empty((H, S), np.int64)

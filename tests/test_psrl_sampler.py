@@ -66,10 +66,12 @@ def test_the_float_sampler_is_unchanged_bit_for_bit():
     assert (j, _sha(N, R), _sha(pis)) == (4, "05152a9288fda867", "41bfcf14d2d661a0")
 
 
-def test_the_float_sampler_through_learn_is_unchanged_bit_for_bit():
+def test_the_float_sampler_through_learn_is_unchanged_bit_for_bit(monkeypatch):
     """The class on gymnasium's slippery FrozenLake (K 3,000, seed 0), JointDP(10, 1e-5,
-    sampler="float"): billboard, returns and greedy policy as the float-only build gave them."""
+    sampler="float"): billboard, returns and greedy policy as the float-only build gave them, with
+    that build's uniform Dirichlet(1) prior (the agent's prior is now formulas.psrl_prior, 1/S)."""
     gym = pytest.importorskip("gymnasium")
+    monkeypatch.setattr("privrl.agents.psrl.agent.psrl_prior", lambda S: 1.0)
     env = gym.make("FrozenLake-v1", is_slippery=True)
     fm = FeatureMap.one_hot_for(env, 20)
     agent = PSRL(fm, JointDP(10.0, 1e-5, sampler="float"), episodes=3000, seed=0)

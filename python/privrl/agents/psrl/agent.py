@@ -15,7 +15,7 @@ from privrl import _core
 from privrl.agents.common.base import Agent, Release, SensitivityGuard, check_release
 from privrl.agents.psrl import calibration as privacy_of
 from privrl.agents.psrl.calibration import PSRLCalibration
-from privrl.agents.psrl.formulas import psrl_batch_bounds
+from privrl.agents.psrl.formulas import psrl_batch_bounds, psrl_prior
 from privrl.common.checks import check_choice
 from privrl.common.errors import AssumptionWarning, PrivacyParameterError, ScheduleWarning
 from privrl.common.memory import refuse_over_memory
@@ -40,12 +40,14 @@ class PSRL(Agent):
     Users come in B static batches (``calibration.B``; bounds ``round(linspace(0, K, B + 1))``).
     Each user draws a model (P, r) from the posterior given the billboard (noisy cumulative counts
     N~ (S, A, S) and reward sums R~ (S, A), noise variance j sigma^2 per cell after j releases) from
-    its own exploration stream, plays its greedy H-step policy, and its first ``m`` visits of each
-    (s, a) (rewards in [0, 1]) join the batch's increment, released with noise of scale sigma per
-    cell at the end of batches 1..B-1: a user enters one Gaussian release (calibrate_psrl). The
-    noise is the privacy model's sampler (``JointDP(..., sampler=)``): by default the agents' exact
-    discrete Gaussian, the increment rounded to the lattice sigma 2^-24 (one vector of S A S + S A
-    entries per release); ``"float"`` draws N(0, sigma^2) (the numpy reference's).
+    its own exploration stream (P(.|s, a) ~ Dirichlet(1/S + N), formulas.psrl_prior: a prior worth
+    one observation; mean rewards ~ Beta(1 + R, 1 + n - R)), plays its greedy H-step policy, and its
+    first ``m`` visits of each (s, a) (rewards in [0, 1]) join the batch's increment, released with
+    noise of scale sigma per cell at the end of batches 1..B-1: a user enters one Gaussian release
+    (calibrate_psrl). The noise is the privacy model's sampler (``JointDP(..., sampler=)``): by
+    default the agents' exact discrete Gaussian, the increment rounded to the lattice sigma 2^-24
+    (one vector of S A S + S A entries per release); ``"float"`` draws N(0, sigma^2) (the numpy
+    reference's).
 
     Parameters
     ----------
@@ -143,6 +145,7 @@ class PSRL(Agent):
             reject=sensitivity == "reject",
             noise_seed=self.noise_seeds(1)[0],
             exploration_seed=self._stream_seed(2),
+            alpha0=psrl_prior(self.S),  # Dirichlet(1/S + N): a prior worth one observation
         )
 
     def _refuse_over_memory(self) -> None:
@@ -213,8 +216,9 @@ class PSRL(Agent):
     def greedy_policy(self) -> np.ndarray:
         """The (H, S) policy greedy for the billboard's plug-in model, no draw, lowest-index ties:
         each (s, a) row of N~ projected on the nonnegative simplex of its released total (N),
-        R = R~ clipped to [0, n], P = (1 + N) / (S + n), r = (1 + R) / (2 + n) (the Dirichlet and
-        Beta means at those counts). Post-processing of the billboard; consumes no stream."""
+        R = R~ clipped to [0, n], P = (1/S + N) / (1 + n), r = (1 + R) / (2 + n) (the Dirichlet and
+        Beta means at those counts; formulas.psrl_prior). Post-processing of the billboard; consumes
+        no stream."""
         return self._core.greedy_policy()
 
 

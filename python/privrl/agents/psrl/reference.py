@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from privrl.agents.psrl.formulas import psrl_batch_bounds, psrl_num_batches, psrl_sigma
+from privrl.agents.psrl.formulas import psrl_batch_bounds, psrl_num_batches, psrl_prior, psrl_sigma
 
 __all__ = [
     "Billboard",
@@ -220,14 +220,17 @@ def simplex_project(Y: np.ndarray) -> np.ndarray:
     return np.where(z > 0.0, np.maximum(Y - theta, 0.0), 0.0)
 
 
-def posterior_model(board: Billboard, rng: Stream, alpha0: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+def posterior_model(
+    board: Billboard, rng: Stream, alpha0: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """One draw (P, r) of the model given the billboard:
 
     1. the true sums given the release: with a flat prior the counts are ``N ~ N(N~, v_j)`` per
        cell (``v_j = j sigma^2``, the release's own noise), each (s, a) row projected on the
        nonnegative simplex of its released total (:func:`simplex_project`); reward sums
        ``R ~ N(R~, v_j)`` clipped to ``[0, n(s, a)]`` (rewards in [0, 1]), ``n = sum_s' N``;
-    2. ``P(.|s, a) ~ Dirichlet(alpha0 + N(s, a, .))`` (uniform prior, alpha0 = 1) and the mean reward
+    2. ``P(.|s, a) ~ Dirichlet(alpha0 + N(s, a, .))`` (alpha0 None: psrl_prior(S) = 1/S, a prior worth
+       one observation; the probe's was the uniform alpha0 = 1) and the mean reward
        ``r(s, a) ~ Beta(1 + R, 1 + n - R)`` (Agrawal & Goyal's Bernoulli trick for [0, 1] rewards).
 
     Draws from ``rng``, in this order: S A S standard normals (counts), S A (reward sums), S A S
@@ -235,6 +238,7 @@ def posterior_model(board: Billboard, rng: Stream, alpha0: float = 1.0) -> tuple
     of shapes 1 + n - R (the Beta as ga / (ga + gb)); all in C order."""
     sd = math.sqrt(board.var)
     S, A, _ = board.N.shape
+    alpha0 = psrl_prior(S) if alpha0 is None else alpha0
     N = simplex_project(board.N + sd * rng.standard_normal((S, A, S)))
     n = N.sum(2)
     R = np.clip(board.R + sd * rng.standard_normal((S, A)), 0.0, n)
@@ -264,7 +268,7 @@ def greedy_plan(P: np.ndarray, r: np.ndarray, H: int, rng: Stream) -> np.ndarray
     return pi
 
 
-def user_policy(board: Billboard, H: int, rng: Stream, alpha0: float = 1.0) -> np.ndarray:
+def user_policy(board: Billboard, H: int, rng: Stream, alpha0: float | None = None) -> np.ndarray:
     """One user's policy (H, S): a model drawn from the posterior given the billboard
     (:func:`posterior_model`), then its greedy plan (:func:`greedy_plan`), both from ``rng``."""
     P, r = posterior_model(board, rng, alpha0)
@@ -311,7 +315,7 @@ def run_reference(
     seed: int,
     m: int = 1,
     B: int | None = None,
-    alpha0: float = 1.0,
+    alpha0: float | None = None,
 ) -> ReferenceRun:
     """K users of PSRL on the tabular environment (P, R, start) (rewards in [0, 1] paid on the
     transition; absorbing ends padded inside P and R, as learn does). ``eps = inf``: non-private
