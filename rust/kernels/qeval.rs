@@ -4,7 +4,7 @@
 //! in one call, then per state (rows grouped by the number of actions) the max and a
 //! greedy action, ties broken uniformly at random from a seed or by lowest index.
 
-use rand::{Rng, SeedableRng};
+use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::errors::{check_finite, check_len, CoreError, CoreResult};
@@ -415,11 +415,14 @@ fn scan_groups(
                 for (a, &x) in row.iter().enumerate().skip(1) {
                     if x == top {
                         // Reservoir sampling: the k-th tie replaces the choice w.p. 1/k,
-                        // so every maximizer ends up chosen w.p. 1/(number of ties).
+                        // so every maximizer ends up chosen w.p. 1/(number of ties). The draw
+                        // is `rng.random_range(0..ties) == 0` without a branch on its outcome
+                        // (unpredictable: on clipped Q values most groups tie throughout), and
+                        // top stays as it is: x == top, so every later comparison (== and >,
+                        // +0 equal to -0) gives the same answer; the max written is row[best].
                         ties += 1;
-                        if rng.random_range(0..ties) == 0 {
-                            (best, top) = (a, x);
-                        }
+                        let take = draw_is_zero(rng, ties);
+                        best = if take { a } else { best };
                     } else {
                         // a new maximum or not, without a branch (x > top is unpredictable on
                         // continuous Q values; a tie, x == top, is the rare case above)
@@ -434,6 +437,22 @@ fn scan_groups(
             }
         }
     }
+}
+
+/// `rng.random_range(0..n) == 0` for n >= 1, the same words drawn: rand 0.9's single draw from a
+/// u32 range (`UniformInt::sample_single_inclusive`, Lemire's widening multiply): the high word of
+/// one u32 times n is the result, plus one when the low word falls in the biased zone (above
+/// 2^32 - n) and adding the high word of a second u32 times n overflows it (tested against
+/// `random_range` on scripted words, the zone's included).
+#[inline(always)]
+fn draw_is_zero<R: RngCore + ?Sized>(rng: &mut R, n: u32) -> bool {
+    let m = u64::from(rng.next_u32()) * u64::from(n);
+    let (hi, lo) = ((m >> 32) as u32, m as u32);
+    if lo > n.wrapping_neg() {
+        let hi2 = ((u64::from(rng.next_u32()) * u64::from(n)) >> 32) as u32;
+        return hi == 0 && lo.checked_add(hi2).is_some();
+    }
+    hi == 0
 }
 
 /// [`scan_groups`] on eight groups at a time in AVX2 lanes (two registers of four groups, the
@@ -502,6 +521,7 @@ unsafe fn group_max_avx2(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::Rng;
 
     #[test]
     fn q_matches_direct_formula() {
@@ -630,6 +650,52 @@ mod tests {
                 let bits = |x: &[f64]| x.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
                 assert_eq!((bits(&v), &a), (bits(&v0), &a0), "case {case}: {q:?}");
                 assert_eq!((bits(&v), &a), (bits(&v1), &a1), "case {case}: {q:?}");
+            }
+        }
+    }
+
+    /// A generator of scripted words (then a counter), and how many it gave.
+    struct Script(Vec<u32>, usize);
+
+    impl RngCore for Script {
+        fn next_u32(&mut self) -> u32 {
+            self.1 += 1;
+            self.0.get(self.1 - 1).copied().unwrap_or(self.1 as u32)
+        }
+        fn next_u64(&mut self) -> u64 {
+            rand::rand_core::impls::next_u64_via_u32(self)
+        }
+        fn fill_bytes(&mut self, dst: &mut [u8]) {
+            rand::rand_core::impls::fill_bytes_via_next(self, dst)
+        }
+    }
+
+    #[test]
+    fn tie_draw_is_random_range_bit_for_bit() {
+        // words at the edges of every n's zero result and of its biased zone (lo > 2^32 - n:
+        // a second word, whose high word may carry into the result), and random ones
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for n in 1..40u32 {
+            let mut words = vec![0, 1, u32::MAX, u32::MAX - 1];
+            let edge = ((1u64 << 32).div_ceil(u64::from(n))) as u32; // the first x with hi = 1
+            words.extend([edge.wrapping_sub(1), edge, edge.wrapping_add(1)]);
+            for k in 0..u64::from(n) {
+                // x with x n = k 2^32 + (2^32 - j), j < n: the biased zone
+                for j in 1..u64::from(n) {
+                    let t = (k << 32) + (1u64 << 32) - j;
+                    if t.is_multiple_of(u64::from(n)) && t / u64::from(n) <= u64::from(u32::MAX) {
+                        words.push((t / u64::from(n)) as u32);
+                    }
+                }
+            }
+            words.extend((0..200).map(|_| rng.next_u32()));
+            for &w in &words {
+                for second in [0, 1, u32::MAX, u32::MAX / 3, rng.next_u32()] {
+                    let (mut a, mut b) = (Script(vec![w, second], 0), Script(vec![w, second], 0));
+                    let want = a.random_range(0..n) == 0;
+                    assert_eq!(draw_is_zero(&mut b, n), want, "n {n}, words {w} {second}");
+                    assert_eq!(a.1, b.1, "n {n}, words {w} {second}: words drawn");
+                }
             }
         }
     }
