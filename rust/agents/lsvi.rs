@@ -22,10 +22,11 @@ use super::{Draw, Episodic, Exploration, Guard, Mechanism, Ties, Trajectory};
 use crate::errors::{check_len, CoreError, CoreResult};
 use crate::kernels::qeval::{group_max, OptimisticQ};
 use crate::kernels::rank_one::{spd_inverse_into, ShermanMorrison};
-use crate::noise::{NodeShape, NoiseStream};
+use crate::noise::NoiseStream;
 
 mod adaptive;
 mod greedy;
+mod incremental;
 pub(crate) mod rows;
 mod sampled;
 mod server;
@@ -136,6 +137,7 @@ struct Work {
     released_for: Option<u64>,
     /// `sampled::one_hot_scale` of the table.
     one_hot: Option<f64>,
+    inc: incremental::Cache,
 }
 
 /// The parts of an [`LsviAgent`].
@@ -411,6 +413,7 @@ impl LsviAgent {
             released: vec![0.0; h * s * a],
             released_for: None,
             one_hot: sampled::one_hot_scale(&self.table, &self.sparse),
+            inc: incremental::Cache::new(h, s, d),
         };
     }
 
@@ -506,9 +509,10 @@ impl LsviAgent {
         // w~_h for h = H..1 (V_{H+1} = 0), V_{h+1} from the billboard being released
         let mut work = std::mem::take(&mut self.work);
         let w = &mut work;
-        w.released_for = None;
         let rows = s_n * a_n;
-        for hh in (0..h_n).rev() {
+        let incremental = self.release_incremental(aggregated, w);
+        w.released_for = None;
+        for hh in (0..h_n).rev().filter(|_| !incremental) {
             let next = if hh == h_n - 1 {
                 None
             } else {
@@ -519,6 +523,7 @@ impl LsviAgent {
                 for (v, q) in w.v[..s_n].iter_mut().zip(q.chunks_exact(a_n)) {
                     *v = q.iter().copied().fold(f64::NEG_INFINITY, f64::max);
                 }
+                w.inc.keep_values(hh + 1, &w.v[..s_n]);
                 Some(&w.v[..s_n])
             };
             response(
@@ -566,28 +571,15 @@ impl LsviAgent {
             }
         }
         self.board.users = users;
+        let fits = self.incremental_fits(aggregated, &work);
         let srv = &mut self.server;
         srv.releases += 1;
         work.released_for = Some(srv.releases);
+        work.inc.released(srv.releases, fits);
         self.work = work;
         srv.paths.push(aggregated);
         srv.release_users.push(users);
         Ok(())
-    }
-
-    /// eta_h for every step, one fresh d-vector each (private servers; every release rule draws
-    /// them here, in this order): the lattice unit of a discrete sampler, None otherwise.
-    fn draw_eta(&mut self) -> CoreResult<Option<f64>> {
-        let (h_n, d) = (self.h, self.d);
-        let Some(p) = &mut self.server.private else {
-            return Ok(None);
-        };
-        self.server.last_eta.resize(h_n * d, 0.0);
-        for hh in 0..h_n {
-            let e = &mut self.server.last_eta[hh * d..(hh + 1) * d];
-            p.eta.fill(NodeShape::Vector(d), e)?;
-        }
-        p.eta.noise().lattice_unit(NodeShape::Vector(d))
     }
 
     /// Lambda~_h and its inverse for every step (Alg. 2, lines 17-18): the exact matrices, or the
@@ -727,6 +719,9 @@ impl LsviAgent {
                 }
                 srv.exact[h].update_within(ph, nz)?;
                 refresh |= forms && srv.exact[h].updates().is_multiple_of(1024);
+                if forms {
+                    w.inc.touch(h, nz, srv.exact[h].just_refactorized());
+                }
             }
             let rs = &mut srv.reward_sum[h * d..(h + 1) * d];
             nz.iter().for_each(|&j| rs[j] += ph[j] * w.r[h]);
@@ -752,6 +747,7 @@ impl LsviAgent {
         if refresh {
             // the inverse was refactorized: the forms follow it exactly again
             (0..h_n).for_each(|h| self.refresh_forms(h));
+            (0..h_n).for_each(|h| self.work.inc.touch(h, &[], true));
         }
         Ok(())
     }
@@ -782,15 +778,5 @@ impl Episodic for LsviAgent {
         self.receive(t)?;
         self.k += 1;
         self.end_of_batch()
-    }
-}
-
-impl LsviAgent {
-    /// The release's variance factor of the Lambda mechanisms after t leaves (0 non-private).
-    pub fn variance_factor(&self, t: u64) -> f64 {
-        self.server
-            .private
-            .as_ref()
-            .map_or(0.0, |p| p.trees[0].0.variance_factor(t))
     }
 }

@@ -249,6 +249,11 @@ impl ShermanMorrison {
     pub fn updates(&self) -> u64 {
         self.updates
     }
+    /// The inverse was recomputed as a whole by the last update (a refactorization, periodic or
+    /// the overflow / cancellation fallback): every entry may have moved, not only the updated ones.
+    pub fn just_refactorized(&self) -> bool {
+        self.since_refactor == 0
+    }
     /// Lambda is known to be diagonal (every update had at most one nonzero): then
     /// `Lambda^{-1} u` is `inverse_ii u_i` entry by entry.
     pub fn is_diagonal(&self) -> bool {

@@ -95,6 +95,11 @@ impl SparseRows {
         &rows[start[j]..start[j + 1]]
     }
 
+    /// Every row holds the same columns ([`Self::dot_rows`] then takes its four-row path).
+    pub fn is_uniform(&self) -> bool {
+        !self.is_empty() && *self.uniform.get_or_init(|| self.same_columns())
+    }
+
     /// `phi_r^T x`.
     #[inline(always)]
     pub fn dot_with(&self, r: usize, x: &[f64]) -> f64 {

@@ -3,8 +3,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Planning, Private};
+use crate::errors::CoreResult;
 use crate::kernels::rank_one::ShermanMorrison;
 use crate::kernels::sparse::SparseRows;
+use crate::noise::NodeShape;
 
 /// The server of Alg. 2.
 #[derive(Serialize, Deserialize)]
@@ -191,5 +193,30 @@ impl super::LsviAgent {
             .iter()
             .flat_map(|p| p.trees.iter().map(|m| m.dim()));
         crate::state::check_dims(WHAT, dims.chain(trees), d)
+    }
+}
+
+impl super::LsviAgent {
+    /// eta_h for every step, one fresh d-vector each (private servers; every release rule draws
+    /// them here, in this order): the lattice unit of a discrete sampler, None otherwise.
+    pub(super) fn draw_eta(&mut self) -> CoreResult<Option<f64>> {
+        let (h_n, d) = (self.h, self.d);
+        let Some(p) = &mut self.server.private else {
+            return Ok(None);
+        };
+        self.server.last_eta.resize(h_n * d, 0.0);
+        for hh in 0..h_n {
+            let e = &mut self.server.last_eta[hh * d..(hh + 1) * d];
+            p.eta.fill(NodeShape::Vector(d), e)?;
+        }
+        p.eta.noise().lattice_unit(NodeShape::Vector(d))
+    }
+
+    /// The release's variance factor of the Lambda mechanisms after t leaves (0 non-private).
+    pub fn variance_factor(&self, t: u64) -> f64 {
+        self.server
+            .private
+            .as_ref()
+            .map_or(0.0, |p| p.trees[0].0.variance_factor(t))
     }
 }
