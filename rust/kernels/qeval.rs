@@ -385,10 +385,10 @@ pub fn group_max(
 /// [`group_max`]'s scan of the groups of `q` in order (the tie draws of `rng`, if any, in
 /// order): the running best's value is kept in a register (`top`, equal to row[best] under ==:
 /// a tie may swap +0 and -0, so the max written is row[best] itself).
-fn scan_groups(
+fn scan_groups<R: RngCore + ?Sized>(
     q: &[f64],
     n_actions: usize,
-    rng: Option<&mut ChaCha8Rng>,
+    rng: Option<&mut R>,
     vmax: &mut [f64],
     argmax: &mut [usize],
 ) {
@@ -439,6 +439,90 @@ fn scan_groups(
     }
 }
 
+/// The words of a block's draws read ahead into a buffer, then the generator's (whose stream
+/// continues right after them).
+struct ReadAhead<'a, R: RngCore + ?Sized> {
+    words: &'a [u32],
+    next: usize,
+    rng: &'a mut R,
+}
+
+impl<R: RngCore + ?Sized> RngCore for ReadAhead<'_, R> {
+    #[inline(always)]
+    fn next_u32(&mut self) -> u32 {
+        let w = match self.words.get(self.next) {
+            Some(&w) => w,
+            None => self.rng.next_u32(),
+        };
+        self.next += 1;
+        w
+    }
+    fn next_u64(&mut self) -> u64 {
+        rand::rand_core::impls::next_u64_via_u32(self)
+    }
+    fn fill_bytes(&mut self, dst: &mut [u8]) {
+        rand::rand_core::impls::fill_bytes_via_next(self, dst)
+    }
+}
+
+/// [`scan_groups`] on a block of groups whose entries all equal their group's first (what clipped
+/// Q values give: every action at H): each group draws for its 2nd, ..., n-th tie in order, so the
+/// block's words are known in advance: they are read in one copy (`Rng::fill`, whole words in
+/// stream order, the same words next_u32 gives), each draw one word at a fixed place; when a word
+/// falls in its draw's biased zone (which takes one more), draw by draw, reading on from the
+/// generator. The same words, actions and maxima; false (nothing drawn) when the block's draws
+/// exceed the buffer.
+fn tied_block<R: RngCore + ?Sized>(
+    block: &[f64],
+    n_actions: usize,
+    rng: &mut R,
+    vmax: &mut [f64],
+    argmax: &mut [usize],
+) -> bool {
+    let groups = vmax.len().min(argmax.len());
+    let need = groups * (n_actions - 1);
+    let mut buf = [0u32; 64];
+    if need > buf.len() || block.len() != groups * n_actions {
+        return false;
+    }
+    rand::Rng::fill(rng, &mut buf[..need]);
+    let per = n_actions - 1;
+    let groups = block.chunks_exact(n_actions).zip(vmax).zip(argmax);
+    // group g's draw for its (i + 2)-th tie reads word g (n - 1) + i unless an earlier word fell
+    // in its draw's biased zone (low word above 2^32 - n: a few words in 2^32)
+    let zone = buf[..need].chunks_exact(per).any(|ws| {
+        (ws.iter().zip(2u64..)).any(|(&w, t)| (u64::from(w) * t) as u32 > (t as u32).wrapping_neg())
+    });
+    if zone {
+        // draw by draw, reading on from the generator after the buffer
+        let mut words = ReadAhead {
+            words: &buf[..need],
+            next: 0,
+            rng,
+        };
+        for ((row, v), arg) in groups {
+            let mut best = 0;
+            for (a, ties) in (1..n_actions).zip(2u32..) {
+                let take = draw_is_zero(&mut words, ties);
+                best = if take { a } else { best };
+            }
+            *v = row[best];
+            *arg = best;
+        }
+        return true;
+    }
+    for (((row, v), arg), ws) in groups.zip(buf.chunks_exact(per)) {
+        // the draw is 0 when the high word of w t is (no zone: no second word)
+        let mut best = 0;
+        for ((a, &w), t) in (1..).zip(ws).zip(2u64..) {
+            best = if (u64::from(w) * t) >> 32 == 0 { a } else { best };
+        }
+        *v = row[best];
+        *arg = best;
+    }
+    true
+}
+
 /// `rng.random_range(0..n) == 0` for n >= 1, the same words drawn: rand 0.9's single draw from a
 /// u32 range (`UniformInt::sample_single_inclusive`, Lemire's widening multiply): the high word of
 /// one u32 times n is the result, plus one when the low word falls in the biased zone (above
@@ -486,6 +570,7 @@ unsafe fn group_max_avx2(
         let (mut top0, mut top1) = (lanes(0, 0), lanes(0, 4));
         let (mut best0, mut best1) = (_mm256_setzero_pd(), _mm256_setzero_pd());
         let mut tie = _mm256_setzero_pd();
+        let mut all = _mm256_castsi256_pd(_mm256_set1_epi64x(-1)); // every entry ties its group
         for a in 1..a_n {
             let (x0, x1) = (lanes(a, 0), lanes(a, 4));
             let idx = _mm256_set1_pd(a as f64);
@@ -496,6 +581,7 @@ unsafe fn group_max_avx2(
             let eq0 = _mm256_cmp_pd::<_CMP_EQ_OQ>(x0, top0);
             let eq1 = _mm256_cmp_pd::<_CMP_EQ_OQ>(x1, top1);
             tie = _mm256_or_pd(tie, _mm256_or_pd(eq0, eq1));
+            all = _mm256_and_pd(all, _mm256_and_pd(eq0, eq1));
             top0 = _mm256_blendv_pd(top0, x0, gt0);
             top1 = _mm256_blendv_pd(top1, x1, gt1);
             best0 = _mm256_blendv_pd(best0, idx, gt0);
@@ -503,7 +589,10 @@ unsafe fn group_max_avx2(
         }
         let (v, arg) = (&mut vmax[8 * b..8 * b + 8], &mut argmax[8 * b..8 * b + 8]);
         if rng.is_some() && _mm256_movemask_pd(tie) != 0 {
-            scan_groups(block, a_n, rng.as_deref_mut(), v, arg);
+            let tied = _mm256_movemask_pd(all) == 0xF;
+            if !(tied && rng.as_deref_mut().is_some_and(|r| tied_block(block, a_n, r, v, arg))) {
+                scan_groups(block, a_n, rng.as_deref_mut(), v, arg);
+            }
             continue;
         }
         let mut idx = [0.0f64; 8];
@@ -696,6 +785,50 @@ mod tests {
                     assert_eq!(draw_is_zero(&mut b, n), want, "n {n}, words {w} {second}");
                     assert_eq!(a.1, b.1, "n {n}, words {w} {second}: words drawn");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn tied_blocks_draw_the_words_of_the_scan() {
+        // blocks of 8 groups whose entries all tie (+0 against -0 too), 2 to 9 actions, beside
+        // mixed ones: group_max against the branchy oracle; and the read-ahead against the scan
+        // on scripted words in the biased zone of every n (an extra word each), words counted
+        let mut rng = ChaCha8Rng::seed_from_u64(8);
+        for case in 0..300u64 {
+            let n = 2 + (case % 8) as usize;
+            let groups = 8 * (1 + (case % 5) as usize) + (case % 3) as usize;
+            let q: Vec<f64> = (0..groups)
+                .flat_map(|g| {
+                    let level = [8.0, 0.0, 2.5][g % 3];
+                    let mixed = case % 4 == 3 && g % 7 == 0;
+                    (0..n).map(move |a| match (mixed, a % 2) {
+                        (true, 1) => level - 1.0,
+                        (_, 1) if level == 0.0 => -0.0,
+                        _ => level,
+                    })
+                })
+                .collect();
+            let (mut v, mut a) = (vec![0.0; groups], vec![0; groups]);
+            let (mut v1, mut a1) = (vec![0.0; groups], vec![0; groups]);
+            group_max(&q, n, TieBreak::Random(case), &mut v, &mut a).unwrap();
+            branchy(&q, n, TieBreak::Random(case), &mut v1, &mut a1);
+            let bits = |x: &[f64]| x.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!((bits(&v), &a), (bits(&v1), &a1), "case {case}");
+        }
+        for n in 2..9usize {
+            let q = vec![8.0; 8 * n];
+            for zone in 0..8 * (n - 1) {
+                // the draw at word `zone` (ties t) falls in t's biased zone when t is no power of 2
+                let t = (2 + zone % (n - 1)) as u64;
+                let mut words: Vec<u32> = (0..80).map(|_| rng.next_u32()).collect();
+                words[zone] = (((1u64 << 32) - 1) / t) as u32;
+                let (mut a, mut b) = (Script(words.clone(), 0), Script(words, 0));
+                let (mut v0, mut a0) = (vec![0.0; 8], vec![0; 8]);
+                let (mut v1, mut a1) = (vec![0.0; 8], vec![0; 8]);
+                assert!(tied_block(&q, n, &mut a, &mut v0, &mut a0));
+                scan_groups(&q, n, Some(&mut b), &mut v1, &mut a1);
+                assert_eq!((&a0, a.1), (&a1, b.1), "n {n}, zone word {zone}");
             }
         }
     }
