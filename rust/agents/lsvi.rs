@@ -715,6 +715,7 @@ impl LsviAgent {
                         ph,
                         nz,
                         &mut w.scratch,
+                        srv.exact[h].is_plain_diagonal(),
                     );
                 }
                 srv.exact[h].update_within(ph, nz)?;

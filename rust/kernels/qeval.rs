@@ -515,7 +515,11 @@ fn tied_block<R: RngCore + ?Sized>(
         // the draw is 0 when the high word of w t is (no zone: no second word)
         let mut best = 0;
         for ((a, &w), t) in (1..).zip(ws).zip(2u64..) {
-            best = if (u64::from(w) * t) >> 32 == 0 { a } else { best };
+            best = if (u64::from(w) * t) >> 32 == 0 {
+                a
+            } else {
+                best
+            };
         }
         *v = row[best];
         *arg = best;
@@ -590,7 +594,11 @@ unsafe fn group_max_avx2(
         let (v, arg) = (&mut vmax[8 * b..8 * b + 8], &mut argmax[8 * b..8 * b + 8]);
         if rng.is_some() && _mm256_movemask_pd(tie) != 0 {
             let tied = _mm256_movemask_pd(all) == 0xF;
-            if !(tied && rng.as_deref_mut().is_some_and(|r| tied_block(block, a_n, r, v, arg))) {
+            if !(tied
+                && rng
+                    .as_deref_mut()
+                    .is_some_and(|r| tied_block(block, a_n, r, v, arg)))
+            {
                 scan_groups(block, a_n, rng.as_deref_mut(), v, arg);
             }
             continue;

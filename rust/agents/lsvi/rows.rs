@@ -10,7 +10,13 @@ use crate::kernels::sparse::SparseRows;
 /// +-0 and would subtract +0 (f - (+0) = f for every f), and the denominator's dot skips x's
 /// zeros (products +-0 that leave the sum as it was) — the same bits as the dense update.
 /// `nz` lists the columns where x may be nonzero (ascending); `scratch` holds at least d + rows
-/// entries (u, then the visited marks). `widths` follows the forms that move.
+/// entries (u, then the visited marks). `widths` follows the forms that move. `plain_diagonal`:
+/// `inv` is known to be +0 off its diagonal (`ShermanMorrison::is_plain_diagonal`).
+///
+/// With a plain diagonal inverse and one nonzero x_j, u is `0 + x_j inv_jj` at j and +0 elsewhere
+/// (every other product is +-0, added to +0), so the rows that move are those holding column j,
+/// where t = phi_rj u_j (the row's other terms are +-0: t is that product when it is not 0, and a
+/// zero t moves nothing either way): O(rows holding j) instead of O(d).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn update_forms(
     forms: &mut [f64],
@@ -20,8 +26,27 @@ pub(super) fn update_forms(
     x: &[f64],
     nz: &[usize],
     scratch: &mut [f64],
+    plain_diagonal: bool,
 ) {
     let d = x.len();
+    let mut hot = nz.iter().copied().filter(|&j| x[j] != 0.0);
+    if let (true, Some(j), None) = (plain_diagonal, hot.next(), hot.next()) {
+        let uj = 0.0 + x[j] * inv[j * d + j];
+        let denom = 1.0 + (0.0 + x[j] * uj);
+        for &r in rows.rows_with(j) {
+            let (cols, vals) = rows.row(r);
+            let t = cols
+                .iter()
+                .zip(vals)
+                .find(|(&c, _)| c == j)
+                .map_or(0.0, |(_, v)| v * uj);
+            if t != 0.0 {
+                forms[r] -= t * t / denom;
+                widths[r] = width(forms[r]);
+            }
+        }
+        return;
+    }
     let (u, seen) = scratch.split_at_mut(d);
     u.iter_mut().for_each(|v| *v = 0.0);
     let mut denom_dot = 0.0;
@@ -169,17 +194,24 @@ mod tests {
             })
             .collect();
         let mut scratch = vec![0.0; d + n];
-        for inv in [&diag, &full] {
-            for x in [&onehot, &spread, &pair] {
+        let zero = vec![0.0; d];
+        let (neg, tiny): (Vec<f64>, _) = (onehot.iter().map(|v| -v).collect(), {
+            let mut t = zero.clone();
+            t[3] = 1e-200; // t^2 underflows: the forms stay
+            t
+        });
+        for (inv, plain) in [(&diag, true), (&diag, false), (&full, false)] {
+            for x in [&onehot, &spread, &pair, &neg, &tiny] {
                 let (mut a, mut b) = (forms0.clone(), forms0.clone());
-                let nz: Vec<usize> = (0..d).filter(|&j| x[j] != 0.0).collect();
+                // nz: a superset of x's nonzeros (the table row's columns)
+                let nz: Vec<usize> = (0..d).filter(|&j| x[j] != 0.0 || j == 9).collect();
                 let mut widths: Vec<f64> = forms0.iter().map(|&f| width(f)).collect();
-                update_forms(&mut a, &mut widths, &rows, inv, x, &nz, &mut scratch);
+                update_forms(&mut a, &mut widths, &rows, inv, x, &nz, &mut scratch, plain);
                 dense(&mut b, &table, inv, x);
                 let bits = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&a), bits(&b));
                 assert_eq!(widths, a.iter().map(|&f| width(f)).collect::<Vec<_>>());
-                assert_ne!(a, forms0);
+                assert!(a != forms0 || std::ptr::eq(x, &tiny));
             }
         }
     }
