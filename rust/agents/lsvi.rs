@@ -459,8 +459,9 @@ impl LsviAgent {
         let rows = s_n * a_n;
         // optimism plans on the release's own Q_h (same weights, beta, forms: the same values)
         let cached = !exploration.is_sampling() && w.released_for == Some(self.server.releases);
+        let first = cached && w.inc.valid_for == Some(self.server.releases); // Q_1 kept too
         for h in 0..self.h {
-            let q = if cached && h > 0 {
+            let q = if cached && (h > 0 || first) {
                 &w.released[h * rows..(h + 1) * rows]
             } else {
                 self.step_q(h, exploration, w)?;
@@ -572,6 +573,12 @@ impl LsviAgent {
         }
         self.board.users = users;
         let fits = self.incremental_fits(aggregated, &work);
+        if fits && !incremental {
+            // Q_1 as the users' plan computes it, kept for them and the next release
+            let (w0, inv) = (&self.board.weights[..d], self.board_inverse(0));
+            let q = &mut work.released[..rows];
+            self.q_rows(0, w0, self.beta, self.board_widths(), inv, q)?;
+        }
         let srv = &mut self.server;
         srv.releases += 1;
         work.released_for = Some(srv.releases);

@@ -127,7 +127,7 @@ impl LsviAgent {
             return false;
         }
         let (h_n, s_n, a_n, d) = (self.h, self.s, self.a, self.d);
-        let (rows, upper, beta) = (s_n * a_n, h_n as f64, self.beta);
+        let rows = s_n * a_n;
         let c = &mut w.inc;
         let srv = &self.server;
         c.moved.clear();
@@ -143,33 +143,9 @@ impl LsviAgent {
             let g = hh + 1;
             if g < h_n {
                 // Q_{h+1}: the rows of the columns whose weight moved or that a user touched
-                let wg = &self.board.weights[g * d..(g + 1) * d];
-                let widths = &srv.widths[g * rows..(g + 1) * rows];
                 let q = &mut w.released[g * rows..(g + 1) * rows];
-                c.states.clear();
-                if c.everything[g] {
-                    // every row (a row without a column too: its width may have moved)
-                    for r in 0..rows {
-                        let mean = self.sparse.dot_with(r, wg);
-                        q[r] = (mean + beta * widths[r]).clamp(0.0, upper);
-                        mark(&mut c.states, &mut c.state_marks, r / a_n);
-                    }
-                } else {
-                    let mut redo = |j: usize| {
-                        for &r in self.sparse.rows_with(j) {
-                            let mean = self.sparse.dot_with(r, wg);
-                            q[r] = (mean + beta * widths[r]).clamp(0.0, upper);
-                            mark(&mut c.states, &mut c.state_marks, r / a_n);
-                        }
-                    };
-                    let touched = &c.touched[g];
-                    touched.iter().for_each(|&j| redo(j));
-                    // the moved weights' columns a user did not touch (those are done)
-                    c.moved
-                        .iter()
-                        .filter(|&&j| !c.marks[g * d + j])
-                        .for_each(|&j| redo(j));
-                }
+                self.redo_q(g, c, q);
+                let q = &w.released[g * rows..(g + 1) * rows];
                 // V_{h+1} at those states; a V that moved feeds the columns of its next_sum row
                 let values = &mut c.values[g * s_n..(g + 1) * s_n];
                 for &s in &c.states {
@@ -214,9 +190,43 @@ impl LsviAgent {
                 }
             }
         }
+        // Q_1, for the users' plan (`plan_policy`)
+        self.redo_q(0, c, &mut w.released[..rows]);
+        c.states.iter().for_each(|&s| c.state_marks[s] = false);
         c.moved.iter().for_each(|&j| c.moved_marks[j] = false);
         c.moved.clear();
         true
+    }
+
+    /// Step g's Q rows (`q_rows`' values) at the columns a user touched or whose weight moved
+    /// (`c.moved`), every row when the step moved as a whole; their states into `c.states`.
+    fn redo_q(&self, g: usize, c: &mut Cache, q: &mut [f64]) {
+        let (d, a_n, rows) = (self.d, self.a, self.s * self.a);
+        let (upper, beta) = (self.h as f64, self.beta);
+        let wg = &self.board.weights[g * d..(g + 1) * d];
+        let widths = &self.server.widths[g * rows..(g + 1) * rows];
+        c.states.clear();
+        let mut redo = |r: usize, states: &mut Vec<usize>, marks: &mut [bool]| {
+            let mean = self.sparse.dot_with(r, wg);
+            q[r] = (mean + beta * widths[r]).clamp(0.0, upper);
+            mark(states, marks, r / a_n);
+        };
+        if c.everything[g] {
+            // every row (a row without a column too: its width may have moved)
+            (0..rows).for_each(|r| redo(r, &mut c.states, &mut c.state_marks));
+            return;
+        }
+        for &j in &c.touched[g] {
+            for &r in self.sparse.rows_with(j) {
+                redo(r, &mut c.states, &mut c.state_marks);
+            }
+        }
+        // the moved weights' columns a user did not touch (those are done)
+        for &j in c.moved.iter().filter(|&&j| !c.marks[g * d + j]) {
+            for &r in self.sparse.rows_with(j) {
+                redo(r, &mut c.states, &mut c.state_marks);
+            }
+        }
     }
 }
 
@@ -303,8 +313,15 @@ mod tests {
                     bits(&full.board.weights),
                     "user {k}"
                 );
-                let (qi, qf) = (&inc.work.released[rows..], &full.work.released[rows..]);
+                let (qi, qf) = (&inc.work.released, &full.work.released);
                 assert_eq!(bits(qi), bits(qf), "user {k}");
+                // the kept Q_1 is the users' plan's own
+                if inc.work.inc.valid_for == Some(inc.server.releases) {
+                    let mut w = std::mem::take(&mut inc.work);
+                    inc.step_q(0, &mut Exploration::Optimism, &mut w).unwrap();
+                    assert_eq!(bits(&w.q), bits(&w.released[..rows]), "user {k}");
+                    inc.work = w;
+                }
             }
             assert!(used > 1000, "the incremental release ran {used} times");
         }
