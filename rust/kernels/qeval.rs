@@ -352,17 +352,38 @@ pub fn group_max(
     let n = q.len() / n_actions;
     check_len("max buffer", vmax.len(), n)?;
     check_len("argmax buffer", argmax.len(), n)?;
+    // every entry equal (and so none NaN): clipped Q values, every action of every state tied
+    let first = q.first().copied().unwrap_or(0.0);
+    let same = q.iter().fold(true, |acc, &x| acc & (x == first));
     // a branch-free scan first (it vectorizes), the position only for the message
-    if q.iter().fold(false, |acc, x| acc | x.is_nan()) {
+    if !same && q.iter().fold(false, |acc, x| acc | x.is_nan()) {
         let i = q.iter().position(|x| x.is_nan()).unwrap_or(0);
         return Err(CoreError::NonFinite(format!(
             "Q value is NaN at flat index {i}"
         )));
     }
     let mut rng = match tie {
-        TieBreak::Random(seed) => Some(ChaCha8Rng::seed_from_u64(seed)),
+        TieBreak::Random(seed) => Some(Lazy { seed, rng: None }),
         TieBreak::Lowest => None,
     };
+    let a_n = n_actions;
+    if let Some(r) = rng
+        .as_mut()
+        .filter(|_| (2..=65).contains(&a_n) && !q.is_empty())
+    {
+        if same {
+            // every entry ties its group (clipped Q values): the groups' words in blocks of
+            // at most 64, each block's read in one copy (`tied_block`)
+            let m = 64 / (a_n - 1);
+            for (i, block) in q.chunks(m * a_n).enumerate() {
+                let (v, arg) = (&mut vmax[i * m..], &mut argmax[i * m..]);
+                let k = block.len() / a_n;
+                let drawn = tied_block(block, a_n, r, &mut v[..k], &mut arg[..k]);
+                debug_assert!(drawn);
+            }
+            return Ok(());
+        }
+    }
     let mut done = 0;
     #[cfg(target_arch = "x86_64")]
     {
@@ -371,7 +392,6 @@ pub fn group_max(
             done = unsafe { group_max_avx2(q, n_actions, rng.as_mut(), vmax, argmax) };
         }
     }
-    let a_n = n_actions;
     scan_groups(
         &q[done * a_n..],
         a_n,
@@ -439,6 +459,35 @@ fn scan_groups<R: RngCore + ?Sized>(
     }
 }
 
+/// The tie stream of one [`group_max`] call, seeded at its first draw (the same words; a call
+/// without a tie seeds nothing).
+struct Lazy {
+    seed: u64,
+    rng: Option<ChaCha8Rng>,
+}
+
+impl Lazy {
+    #[inline(always)]
+    fn get(&mut self) -> &mut ChaCha8Rng {
+        let seed = self.seed;
+        self.rng
+            .get_or_insert_with(|| ChaCha8Rng::seed_from_u64(seed))
+    }
+}
+
+impl RngCore for Lazy {
+    #[inline(always)]
+    fn next_u32(&mut self) -> u32 {
+        self.get().next_u32()
+    }
+    fn next_u64(&mut self) -> u64 {
+        self.get().next_u64()
+    }
+    fn fill_bytes(&mut self, dst: &mut [u8]) {
+        self.get().fill_bytes(dst)
+    }
+}
+
 /// The words of a block's draws read ahead into a buffer, then the generator's (whose stream
 /// continues right after them).
 struct ReadAhead<'a, R: RngCore + ?Sized> {
@@ -485,21 +534,41 @@ fn tied_block<R: RngCore + ?Sized>(
     if need > buf.len() || block.len() != groups * n_actions {
         return false;
     }
+    if groups == 0 {
+        return true;
+    }
     rand::Rng::fill(rng, &mut buf[..need]);
     let per = n_actions - 1;
-    let groups = block.chunks_exact(n_actions).zip(vmax).zip(argmax);
-    // group g's draw for its (i + 2)-th tie reads word g (n - 1) + i unless an earlier word fell
-    // in its draw's biased zone (low word above 2^32 - n: a few words in 2^32)
-    let zone = buf[..need].chunks_exact(per).any(|ws| {
-        (ws.iter().zip(2u64..)).any(|(&w, t)| (u64::from(w) * t) as u32 > (t as u32).wrapping_neg())
-    });
+    // group g's draw for its (i + 1)-th tie (rank i, range n = i + 1) reads word g (A - 1) + i - 1
+    // unless an earlier word fell in its draw's biased zone (low word of w n above 2^32 - n: a few
+    // words in 2^32), which the pass notes; rank by rank over the groups, a draw is 0 when the
+    // high word of w n is (w <= (2^32 - 1) / n), and the last rank drawn 0 is the group's choice
+    let (mut best, mut zone) = ([0u8; 64], false);
+    for (i, n) in (1..=per as u8).zip(2u64..) {
+        for (g, b) in best[..groups].iter_mut().enumerate() {
+            let m = u64::from(buf[g * per + usize::from(i) - 1]) * n;
+            zone |= m as u32 > (n as u32).wrapping_neg();
+            // the choice by a mask, not a branch (the draw is unpredictable)
+            let take = 0u8.wrapping_sub(u8::from(m >> 32 == 0));
+            *b = (i & take) | (*b & !take);
+        }
+    }
+    let groups = block
+        .chunks_exact(n_actions)
+        .zip(vmax.iter_mut())
+        .zip(argmax.iter_mut());
+    for (((row, v), arg), &b) in groups.zip(&best) {
+        *v = row[usize::from(b)];
+        *arg = usize::from(b);
+    }
     if zone {
-        // draw by draw, reading on from the generator after the buffer
+        // again, draw by draw, reading on from the generator after the buffer
         let mut words = ReadAhead {
             words: &buf[..need],
             next: 0,
             rng,
         };
+        let groups = block.chunks_exact(n_actions).zip(vmax).zip(argmax);
         for ((row, v), arg) in groups {
             let mut best = 0;
             for (a, ties) in (1..n_actions).zip(2u32..) {
@@ -509,20 +578,6 @@ fn tied_block<R: RngCore + ?Sized>(
             *v = row[best];
             *arg = best;
         }
-        return true;
-    }
-    for (((row, v), arg), ws) in groups.zip(buf.chunks_exact(per)) {
-        // the draw is 0 when the high word of w t is (no zone: no second word)
-        let mut best = 0;
-        for ((a, &w), t) in (1..).zip(ws).zip(2u64..) {
-            best = if (u64::from(w) * t) >> 32 == 0 {
-                a
-            } else {
-                best
-            };
-        }
-        *v = row[best];
-        *arg = best;
     }
     true
 }
@@ -553,7 +608,7 @@ fn draw_is_zero<R: RngCore + ?Sized>(rng: &mut R, n: u32) -> bool {
 unsafe fn group_max_avx2(
     q: &[f64],
     n_actions: usize,
-    mut rng: Option<&mut ChaCha8Rng>,
+    mut rng: Option<&mut Lazy>,
     vmax: &mut [f64],
     argmax: &mut [usize],
 ) -> usize {
@@ -823,6 +878,25 @@ mod tests {
             branchy(&q, n, TieBreak::Random(case), &mut v1, &mut a1);
             let bits = |x: &[f64]| x.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
             assert_eq!((bits(&v), &a), (bits(&v1), &a1), "case {case}");
+        }
+        // every entry of the call equal (the whole call through tied_block, in blocks of at most
+        // 64 words), +0 against -0, 1 to 70 groups, 2 to 12 actions (66 and 70: the scan)
+        for case in 0..200u64 {
+            let n = [2, 3, 4, 5, 7, 12, 66, 70][(case % 8) as usize];
+            let groups = 1 + (case * 7 % 70) as usize;
+            let q: Vec<f64> = (0..n * groups)
+                .map(|i| match case % 3 {
+                    0 => 8.0,
+                    1 => [0.0, -0.0][(i * 7 + (case as usize)) % 5 % 2],
+                    _ => 2.5,
+                })
+                .collect();
+            let (mut v, mut a) = (vec![0.0; groups], vec![0; groups]);
+            let (mut v1, mut a1) = (vec![0.0; groups], vec![0; groups]);
+            group_max(&q, n, TieBreak::Random(case), &mut v, &mut a).unwrap();
+            branchy(&q, n, TieBreak::Random(case), &mut v1, &mut a1);
+            let bits = |x: &[f64]| x.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!((bits(&v), &a), (bits(&v1), &a1), "all equal, case {case}");
         }
         for n in 2..9usize {
             let q = vec![8.0; 8 * n];
