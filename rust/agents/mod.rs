@@ -35,7 +35,7 @@ use crate::continual::{restore_mechanism, PrefixMechanism};
 use crate::errors::{any_non_finite, CoreError, CoreResult};
 use crate::kernels::qeval::TieBreak;
 
-pub use model::{policy_values, Factors, FiniteModel};
+pub use model::{policy_values, Factors, FiniteModel, ValuesOnDemand};
 
 /// `||x|| <= x_bound` for every row and `y in [y_low, y_high]`: the bounds the privacy noise is
 /// calibrated for, enforced where user data enters a mechanism. Excesses within a relative 1e-9
@@ -354,11 +354,13 @@ impl<T: PartialEq + Clone> PolicyChanges<T> {
 }
 
 /// Per-episode exact regret `V*_1(s_1) - V^{pi_k}_1(s_1)`, with `V^{pi_k}` recomputed only when
-/// the policy changes.
+/// the policy changes: all of it, or, for a model with sparse rows, at the states the starts
+/// asked for reach ([`ValuesOnDemand`]: the same values).
 #[derive(Debug, Clone)]
 pub struct RegretCache {
     v1: Vec<f64>,
     work: Vec<f64>,
+    on_demand: Option<ValuesOnDemand>,
     /// The policies seen, and how often they changed.
     pub policy: PolicyChanges<usize>,
 }
@@ -368,13 +370,18 @@ impl RegretCache {
         RegretCache {
             v1: vec![0.0; model.s],
             work: vec![0.0; (model.h + 1) * model.s],
+            on_demand: model.sparse_rows().then(ValuesOnDemand::default),
             policy: PolicyChanges::default(),
         }
     }
 
-    /// Make `pi` the current policy (its exact values computed if it changed).
+    /// Make `pi` the current policy (its exact values computed, or forgotten, if it changed).
     pub fn set_policy(&mut self, model: &FiniteModel, pi: &[usize]) {
         if !self.policy.see(pi) {
+            return;
+        }
+        if let Some(c) = &mut self.on_demand {
+            c.reset(model);
             return;
         }
         model.values_into(pi, &mut self.work);
@@ -382,8 +389,11 @@ impl RegretCache {
     }
 
     /// `V^{pi}_1(s)` of the current policy.
-    pub fn value(&self, s: usize) -> f64 {
-        self.v1[s]
+    pub fn value(&mut self, model: &FiniteModel, s: usize) -> f64 {
+        match &mut self.on_demand {
+            Some(c) => model.value_on_demand(&self.policy.last, s, c),
+            None => self.v1[s],
+        }
     }
 }
 
@@ -420,7 +430,7 @@ pub fn run_block<A: Episodic + ?Sized>(
         cache.set_policy(model, pi);
         model.rollout(pi, u, &mut traj);
         let s0 = traj.states[0];
-        log.gaps.push(v_star[s0] - cache.value(s0));
+        log.gaps.push(v_star[s0] - cache.value(model, s0));
         log.returns.push(traj.rewards.iter().sum());
         log.starts.push(s0 as i64);
         agent.observe(&traj).map_err(|f| (e, f))?;

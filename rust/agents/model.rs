@@ -90,6 +90,79 @@ impl FiniteModel {
     }
 }
 
+/// `V^pi_h(s)` of one policy at the (h, s) reachable from the starts asked for, computed on demand
+/// for a model with sparse rows (tabular dynamics reach few states from one start: a deterministic
+/// model H of the H S), each by [`FiniteModel::values_into`]'s own expression (`r + sum_{s'}
+/// P(s') V_{h+1}(s')` over the row's nonzeros in order, from +0): the same bits.
+#[derive(Debug, Clone, Default)]
+pub struct ValuesOnDemand {
+    /// (H + 1) x S values, and their state: 0 unknown, 1 queued, 2 known.
+    v: Vec<f64>,
+    state: Vec<u8>,
+    /// (h, s) as h S + s, level by level from a start.
+    order: Vec<usize>,
+}
+
+impl ValuesOnDemand {
+    /// A new policy: nothing known but V_{H+1} = 0.
+    pub fn reset(&mut self, model: &FiniteModel) {
+        let (h, s) = (model.h, model.s);
+        self.v.resize((h + 1) * s, 0.0);
+        self.state.clear();
+        self.state.resize(h * s, 0);
+        self.state.resize((h + 1) * s, 2);
+        self.v[h * s..].iter_mut().for_each(|v| *v = 0.0);
+    }
+}
+
+impl FiniteModel {
+    /// P's rows are kept sparse (`ValuesOnDemand` applies).
+    pub fn sparse_rows(&self) -> bool {
+        matches!(self.p, Transitions::Sparse(_))
+    }
+
+    /// `V^pi_1(s0)` from `c` (reset for `pi`), computing the values it needs that `c` lacks: the
+    /// (h, s) reachable from (1, s0) breadth first, then their values from the last level back.
+    /// `values_into`'s value at (1, s0) for a model with sparse rows (NaN otherwise).
+    pub fn value_on_demand(&self, pi: &[usize], s0: usize, c: &mut ValuesOnDemand) -> f64 {
+        let Transitions::Sparse(p) = &self.p else {
+            return f64::NAN;
+        };
+        let (s_n, a_n) = (self.s, self.a);
+        if c.state[s0] != 2 {
+            c.order.clear();
+            c.order.push(s0);
+            c.state[s0] = 1;
+            let mut i = 0;
+            while let Some(&k) = c.order.get(i) {
+                i += 1;
+                let row = k * a_n + pi[k]; // k = h S + s, so (h S + s) A + pi_h(s)
+                for &j in p.row(row).0 {
+                    let next = (k / s_n + 1) * s_n + j;
+                    if c.state[next] == 0 {
+                        c.state[next] = 1;
+                        c.order.push(next);
+                    }
+                }
+            }
+            // breadth first from one start: the levels in order, so backwards every successor
+            // is known when its predecessor is computed
+            for &k in c.order.iter().rev() {
+                let row = k * a_n + pi[k];
+                let next = &c.v[(k / s_n + 1) * s_n..(k / s_n + 2) * s_n];
+                let (cols, probs) = p.row(row);
+                let mut acc = 0.0;
+                for (q, &j) in probs.iter().zip(cols) {
+                    acc += q * next[j];
+                }
+                c.v[k] = self.r[row] + acc;
+                c.state[k] = 2;
+            }
+        }
+        c.v[s0]
+    }
+}
+
 /// P's rows for the values' sums: over their nonzeros when at most a quarter of the entries are
 /// nonzero (tabular dynamics: the skipped terms are exact zeros, the sums the same bits), dense
 /// otherwise (the sequential reads are faster than the indexed ones there).
@@ -430,6 +503,46 @@ mod tests {
         let v = policy_values(&p, &[0.5, 1.0], (1, 2, 1), &[0, 0], None).unwrap();
         assert_eq!(v, vec![0.5, 1.0, 0.0, 0.0]);
         assert!(policy_values(&p, &[0.5, 1.0], (1, 2, 1), &[0, 1], None).is_err());
+    }
+
+    #[test]
+    fn values_on_demand_are_the_full_values() {
+        // sparse rows: deterministic moves and a few two-way splits, a zero-reward row; random
+        // policies, starts asked in a random order (repeats: the values kept)
+        let (h_n, s_n, a_n) = (5, 12, 3);
+        let mut p = vec![0.0; h_n * s_n * a_n * s_n];
+        for (row, r) in p.chunks_exact_mut(s_n).enumerate() {
+            let (j, k) = ((row * 7 + 3) % s_n, (row * 5 + 1) % s_n);
+            if row % 4 == 0 && j != k {
+                (r[j], r[k]) = (0.3, 0.7);
+            } else {
+                r[j] = 1.0;
+            }
+        }
+        let cdf: Vec<f64> = p
+            .chunks_exact(s_n)
+            .flat_map(|r| r.iter().scan(0.0, |c, &q| Some(*c + q)).collect::<Vec<_>>())
+            .collect();
+        let rew: Vec<f64> = (0..h_n * s_n * a_n)
+            .map(|i| (i % 7) as f64 / 6.0 + 0.1)
+            .collect();
+        let init: Vec<f64> = (1..=s_n).map(|i| i as f64 / s_n as f64).collect();
+        let m = FiniteModel::new((h_n, s_n, a_n), &p, &rew, &cdf, &init, None).unwrap();
+        assert!(m.sparse_rows());
+        let mut c = ValuesOnDemand::default();
+        let mut full = vec![0.0; (h_n + 1) * s_n];
+        for seed in 0..20usize {
+            let pi: Vec<usize> = (0..h_n * s_n)
+                .map(|i| (i * 31 + seed * 17) % 7 % a_n)
+                .collect();
+            m.values_into(&pi, &mut full);
+            c.reset(&m);
+            for k in 0..3 * s_n {
+                let s0 = (k * 5 + seed) % s_n;
+                let v = m.value_on_demand(&pi, s0, &mut c);
+                assert_eq!(v.to_bits(), full[s0].to_bits(), "policy {seed}, start {s0}");
+            }
+        }
     }
 
     #[test]
