@@ -739,6 +739,7 @@ impl LsviAgent {
                 let x = &mut srv.next_sum[ns + j];
                 if *x == 0.0 && ph[j] != 0.0 && !cols.contains(&j) {
                     cols.push(j);
+                    w.inc.next_column(h, t.states[h + 1], j);
                 }
                 *x += ph[j];
             }

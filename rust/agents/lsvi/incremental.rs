@@ -38,6 +38,10 @@ pub(super) struct Cache {
     moved_marks: Vec<bool>,
     states: Vec<usize>,
     state_marks: Vec<bool>,
+    /// Per step and column, the first and last next state whose next_cols row holds the column
+    /// (H x d; empty until built from next_cols, then kept by `next_column`): u_h[j]'s sum runs
+    /// over those states only (the others' next_sum entries are +0 and not in their rows).
+    spans: Vec<[u32; 2]>,
 }
 
 impl Cache {
@@ -54,6 +58,33 @@ impl Cache {
             moved_marks: vec![false; d],
             states: vec![],
             state_marks: vec![false; s],
+            spans: vec![],
+        }
+    }
+
+    /// Column j joined next_cols' row (h, s') (kept in the spans once they are built).
+    pub(super) fn next_column(&mut self, h: usize, s: usize, j: usize) {
+        let d = self.col_marks.len();
+        if let Some(span) = self.spans.get_mut(h * d + j) {
+            let s = s as u32;
+            *span = [span[0].min(s), span[1].max(s)];
+        }
+    }
+
+    /// The spans from next_cols (H x S rows of columns).
+    fn spans_ready(&mut self, next_cols: &[Vec<usize>], h: usize) {
+        let d = self.col_marks.len();
+        if !self.spans.is_empty() || h == 0 {
+            return;
+        }
+        self.spans = vec![[u32::MAX, 0]; h * d];
+        let s_n = next_cols.len() / h;
+        for (k, cols) in next_cols.iter().enumerate() {
+            for &j in cols {
+                let span = &mut self.spans[(k / s_n) * d + j];
+                let s = (k % s_n) as u32;
+                *span = [span[0].min(s), span[1].max(s)];
+            }
         }
     }
 
@@ -130,6 +161,10 @@ impl LsviAgent {
         let rows = s_n * a_n;
         let c = &mut w.inc;
         let srv = &self.server;
+        if u32::try_from(s_n).is_err() {
+            return false;
+        }
+        c.spans_ready(&srv.next_cols, h_n);
         c.moved.clear();
         for hh in (0..h_n).rev() {
             c.cols.clear();
@@ -174,8 +209,14 @@ impl LsviAgent {
             for &j in &c.cols {
                 c.col_marks[j] = false;
                 let mut u = rs[j];
-                if g < h_n {
-                    for (s, &v) in values.iter().enumerate() {
+                let [lo, hi] = c.spans[hh * d + j];
+                if g < h_n && lo <= hi {
+                    for (s, &v) in values
+                        .iter()
+                        .enumerate()
+                        .take(hi as usize + 1)
+                        .skip(lo as usize)
+                    {
                         let x = ns[s * d + j];
                         let cols = &next_cols[s];
                         if x != 0.0 || (!v.is_finite() && (cols.len() == d || cols.contains(&j))) {
