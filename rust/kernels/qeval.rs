@@ -543,16 +543,29 @@ fn tied_block<R: RngCore + ?Sized>(
     // unless an earlier word fell in its draw's biased zone (low word of w n above 2^32 - n: a few
     // words in 2^32), which the pass notes; rank by rank over the groups, a draw is 0 when the
     // high word of w n is (w <= (2^32 - 1) / n), and the last rank drawn 0 is the group's choice
-    let (mut best, mut zone) = ([0u8; 64], false);
-    for (i, n) in (1..=per as u8).zip(2u64..) {
-        for (g, b) in best[..groups].iter_mut().enumerate() {
-            let m = u64::from(buf[g * per + usize::from(i) - 1]) * n;
-            zone |= m as u32 > (n as u32).wrapping_neg();
-            // the choice by a mask, not a branch (the draw is unpredictable)
-            let take = 0u8.wrapping_sub(u8::from(m >> 32 == 0));
-            *b = (i & take) | (*b & !take);
+    let mut best = [0u8; 64];
+    let (words, best_g) = (&buf[..need], &mut best[..groups]);
+    // the common action counts with the ranks unrolled (the same arithmetic)
+    let zone = match per {
+        1 => choices::<1>(words, best_g),
+        2 => choices::<2>(words, best_g),
+        3 => choices::<3>(words, best_g),
+        4 => choices::<4>(words, best_g),
+        5 => choices::<5>(words, best_g),
+        _ => {
+            let mut zone = false;
+            for (i, n) in (1..=per as u8).zip(2u64..) {
+                for (g, b) in best_g.iter_mut().enumerate() {
+                    let m = u64::from(words[g * per + usize::from(i) - 1]) * n;
+                    zone |= m as u32 > (n as u32).wrapping_neg();
+                    // the choice by a mask, not a branch (the draw is unpredictable)
+                    let take = 0u8.wrapping_sub(u8::from(m >> 32 == 0));
+                    *b = (i & take) | (*b & !take);
+                }
+            }
+            zone
         }
-    }
+    };
     let groups = block
         .chunks_exact(n_actions)
         .zip(vmax.iter_mut())
@@ -580,6 +593,25 @@ fn tied_block<R: RngCore + ?Sized>(
         }
     }
     true
+}
+
+/// [`tied_block`]'s choices with `PER` = A - 1 words a group (the ranks unrolled): per group the
+/// last rank whose word's draw is 0, by a mask; whether a word fell in its draw's biased zone.
+#[inline(always)]
+fn choices<const PER: usize>(words: &[u32], best: &mut [u8]) -> bool {
+    let mut zone = false;
+    for (ws, b) in words.chunks_exact(PER).zip(best.iter_mut()) {
+        let mut choice = 0u8;
+        for (i, &w) in ws.iter().enumerate() {
+            let n = i as u64 + 2;
+            let m = u64::from(w) * n;
+            zone |= m as u32 > (n as u32).wrapping_neg();
+            let take = 0u8.wrapping_sub(u8::from(m >> 32 == 0));
+            choice = ((i as u8 + 1) & take) | (choice & !take);
+        }
+        *b = choice;
+    }
+    zone
 }
 
 /// `rng.random_range(0..n) == 0` for n >= 1, the same words drawn: rand 0.9's single draw from a
