@@ -727,7 +727,7 @@ impl LsviAgent {
                 }
                 srv.exact[h].update_within(ph, nz)?;
                 refresh |= forms && srv.exact[h].updates().is_multiple_of(1024);
-                if forms {
+                if forms && w.one_hot.is_some() {
                     w.inc.touch(h, nz, srv.exact[h].just_refactorized());
                 }
             }

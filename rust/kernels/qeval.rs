@@ -354,7 +354,9 @@ pub fn group_max(
     check_len("argmax buffer", argmax.len(), n)?;
     // every entry equal (and so none NaN): clipped Q values, every action of every state tied
     let first = q.first().copied().unwrap_or(0.0);
-    let same = q.iter().fold(true, |acc, &x| acc & (x == first));
+    let same = q
+        .chunks(16) // branch-free within a chunk (it vectorizes), out at the first unequal one
+        .all(|c| c.iter().fold(true, |acc, &x| acc & (x == first)));
     // a branch-free scan first (it vectorizes), the position only for the message
     if !same && q.iter().fold(false, |acc, x| acc | x.is_nan()) {
         let i = q.iter().position(|x| x.is_nan()).unwrap_or(0);
@@ -362,28 +364,25 @@ pub fn group_max(
             "Q value is NaN at flat index {i}"
         )));
     }
+    let a_n = n_actions;
+    if let (true, TieBreak::Random(seed)) = (same && (2..=65).contains(&a_n) && !q.is_empty(), tie)
+    {
+        // every entry ties its group (clipped Q values): the groups' words in blocks of at most
+        // 64, each block's read in one copy (`tied_block`)
+        let mut r = ChaCha8Rng::seed_from_u64(seed);
+        let m = 64 / (a_n - 1);
+        for (i, block) in q.chunks(m * a_n).enumerate() {
+            let (v, arg) = (&mut vmax[i * m..], &mut argmax[i * m..]);
+            let k = block.len() / a_n;
+            let drawn = tied_block(block, a_n, &mut r, &mut v[..k], &mut arg[..k]);
+            debug_assert!(drawn);
+        }
+        return Ok(());
+    }
     let mut rng = match tie {
-        TieBreak::Random(seed) => Some(Lazy { seed, rng: None }),
+        TieBreak::Random(seed) => Some(ChaCha8Rng::seed_from_u64(seed)),
         TieBreak::Lowest => None,
     };
-    let a_n = n_actions;
-    if let Some(r) = rng
-        .as_mut()
-        .filter(|_| (2..=65).contains(&a_n) && !q.is_empty())
-    {
-        if same {
-            // every entry ties its group (clipped Q values): the groups' words in blocks of
-            // at most 64, each block's read in one copy (`tied_block`)
-            let m = 64 / (a_n - 1);
-            for (i, block) in q.chunks(m * a_n).enumerate() {
-                let (v, arg) = (&mut vmax[i * m..], &mut argmax[i * m..]);
-                let k = block.len() / a_n;
-                let drawn = tied_block(block, a_n, r, &mut v[..k], &mut arg[..k]);
-                debug_assert!(drawn);
-            }
-            return Ok(());
-        }
-    }
     let mut done = 0;
     #[cfg(target_arch = "x86_64")]
     {
@@ -435,14 +434,12 @@ fn scan_groups<R: RngCore + ?Sized>(
                 for (a, &x) in row.iter().enumerate().skip(1) {
                     if x == top {
                         // Reservoir sampling: the k-th tie replaces the choice w.p. 1/k,
-                        // so every maximizer ends up chosen w.p. 1/(number of ties). The draw
-                        // is `rng.random_range(0..ties) == 0` without a branch on its outcome
-                        // (unpredictable: on clipped Q values most groups tie throughout), and
-                        // top stays as it is: x == top, so every later comparison (== and >,
-                        // +0 equal to -0) gives the same answer; the max written is row[best].
+                        // so every maximizer ends up chosen w.p. 1/(number of ties). (A
+                        // call whose entries all tie goes through `tied_block` instead.)
                         ties += 1;
-                        let take = draw_is_zero(rng, ties);
-                        best = if take { a } else { best };
+                        if rand::Rng::random_range(rng, 0..ties) == 0 {
+                            (best, top) = (a, x);
+                        }
                     } else {
                         // a new maximum or not, without a branch (x > top is unpredictable on
                         // continuous Q values; a tie, x == top, is the rare case above)
@@ -456,35 +453,6 @@ fn scan_groups<R: RngCore + ?Sized>(
                 *arg = best;
             }
         }
-    }
-}
-
-/// The tie stream of one [`group_max`] call, seeded at its first draw (the same words; a call
-/// without a tie seeds nothing).
-struct Lazy {
-    seed: u64,
-    rng: Option<ChaCha8Rng>,
-}
-
-impl Lazy {
-    #[inline(always)]
-    fn get(&mut self) -> &mut ChaCha8Rng {
-        let seed = self.seed;
-        self.rng
-            .get_or_insert_with(|| ChaCha8Rng::seed_from_u64(seed))
-    }
-}
-
-impl RngCore for Lazy {
-    #[inline(always)]
-    fn next_u32(&mut self) -> u32 {
-        self.get().next_u32()
-    }
-    fn next_u64(&mut self) -> u64 {
-        self.get().next_u64()
-    }
-    fn fill_bytes(&mut self, dst: &mut [u8]) {
-        self.get().fill_bytes(dst)
     }
 }
 
@@ -640,7 +608,7 @@ fn draw_is_zero<R: RngCore + ?Sized>(rng: &mut R, n: u32) -> bool {
 unsafe fn group_max_avx2(
     q: &[f64],
     n_actions: usize,
-    mut rng: Option<&mut Lazy>,
+    mut rng: Option<&mut ChaCha8Rng>,
     vmax: &mut [f64],
     argmax: &mut [usize],
 ) -> usize {
@@ -661,7 +629,6 @@ unsafe fn group_max_avx2(
         let (mut top0, mut top1) = (lanes(0, 0), lanes(0, 4));
         let (mut best0, mut best1) = (_mm256_setzero_pd(), _mm256_setzero_pd());
         let mut tie = _mm256_setzero_pd();
-        let mut all = _mm256_castsi256_pd(_mm256_set1_epi64x(-1)); // every entry ties its group
         for a in 1..a_n {
             let (x0, x1) = (lanes(a, 0), lanes(a, 4));
             let idx = _mm256_set1_pd(a as f64);
@@ -672,7 +639,6 @@ unsafe fn group_max_avx2(
             let eq0 = _mm256_cmp_pd::<_CMP_EQ_OQ>(x0, top0);
             let eq1 = _mm256_cmp_pd::<_CMP_EQ_OQ>(x1, top1);
             tie = _mm256_or_pd(tie, _mm256_or_pd(eq0, eq1));
-            all = _mm256_and_pd(all, _mm256_and_pd(eq0, eq1));
             top0 = _mm256_blendv_pd(top0, x0, gt0);
             top1 = _mm256_blendv_pd(top1, x1, gt1);
             best0 = _mm256_blendv_pd(best0, idx, gt0);
@@ -680,14 +646,7 @@ unsafe fn group_max_avx2(
         }
         let (v, arg) = (&mut vmax[8 * b..8 * b + 8], &mut argmax[8 * b..8 * b + 8]);
         if rng.is_some() && _mm256_movemask_pd(tie) != 0 {
-            let tied = _mm256_movemask_pd(all) == 0xF;
-            if !(tied
-                && rng
-                    .as_deref_mut()
-                    .is_some_and(|r| tied_block(block, a_n, r, v, arg)))
-            {
-                scan_groups(block, a_n, rng.as_deref_mut(), v, arg);
-            }
+            scan_groups(block, a_n, rng.as_deref_mut(), v, arg);
             continue;
         }
         let mut idx = [0.0f64; 8];

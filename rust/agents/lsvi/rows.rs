@@ -30,7 +30,8 @@ pub(super) fn update_forms(
 ) {
     let d = x.len();
     let mut hot = nz.iter().copied().filter(|&j| x[j] != 0.0);
-    if let (true, Some(j), None) = (plain_diagonal, hot.next(), hot.next()) {
+    let one = plain_diagonal.then(|| (hot.next(), hot.next()));
+    if let Some((Some(j), None)) = one {
         let uj = 0.0 + x[j] * inv[j * d + j];
         let denom = 1.0 + (0.0 + x[j] * uj);
         for &r in rows.rows_with(j) {
