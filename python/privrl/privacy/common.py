@@ -15,7 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from privrl.common.checks import check_choice, check_delta_pure_ok, check_user_epsilon
+from privrl.common.checks import (
+    check_choice,
+    check_delta_pure_ok,
+    check_user_epsilon,
+    did_you_mean,
+    is_integer,
+)
 from privrl.common.errors import PrivacyParameterError
 from privrl.kernels.continual import DISCRETE_MECHANISMS
 from privrl.privacy.accounting import discrete_gaussian_draws, discrete_gaussian_mu, gaussian_mu, zcdp_mu
@@ -225,6 +231,21 @@ def paper_lattice_factor(plan: ReleasePlan, epsilon: float) -> float:
     if plan.sampler != "discrete" or plan.noise != "laplace":
         return 1.0
     return epsilon / plan_target(plan, epsilon, 0.0)
+
+
+def check_batch_count(batches: Any, K: int, names: tuple[str, ...]) -> int:
+    """An agent's explicit batch count B, an int in [1, K]; `names` are the schedules it also takes
+    by name (named in the message, with a did-you-mean hint for a misspelt one)."""
+    if not is_integer(batches):
+        hint = did_you_mean(batches, names) if isinstance(batches, str) else ""
+        raise PrivacyParameterError(
+            f"batches must be {', '.join(map(repr, names))} or an int in [1, K], got {batches!r}"
+            + (f"; {hint.strip()}" if hint else "")
+        )
+    B = int(batches)
+    if not (1 <= B <= K):
+        raise PrivacyParameterError(f"batches must be an int in [1, K={K}], got {batches!r}")
+    return B
 
 
 def check_calibration(calibration: Any, allowed: tuple[str, ...] = CALIBRATIONS) -> str:

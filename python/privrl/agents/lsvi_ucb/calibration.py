@@ -40,8 +40,6 @@ from privrl.common.checks import (
     check_pos_int,
     check_positive_real,
     check_probability,
-    did_you_mean,
-    is_integer,
 )
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy import practical
@@ -50,6 +48,7 @@ from privrl.privacy.bounds import check_bound_alpha
 from privrl.privacy.common import (
     DEFAULT_CALIBRATION,
     Calibration,
+    check_batch_count,
     check_calibration,
     check_kind,
     in_theorem_regime,
@@ -131,16 +130,7 @@ def resolve_batches(
             mechanism = resolve_mechanism(kind, calibration, pure, mechanism)
             return lsvi_ucb_practical_batches(eps, delta, H, K, d, p, mechanism)
         return lsvi_ucb_num_batches(eps, H, K, d)
-    if not is_integer(batches):
-        hint = did_you_mean(batches, ("static", "scaled", "every")) if isinstance(batches, str) else ""
-        raise PrivacyParameterError(
-            f"batches must be 'static', 'scaled', 'every' or an int in [1, K], got {batches!r}"
-            + (f"; {hint.strip()}" if hint else "")
-        )
-    B = int(batches)
-    if not (1 <= B <= K):
-        raise PrivacyParameterError(f"batches must be an int in [1, K={K}], got {batches!r}")
-    return B
+    return check_batch_count(batches, K, ("static", "scaled", "every"))
 
 
 def release_plan(

@@ -24,11 +24,12 @@ from privrl.agents.psrl.formulas import (
     psrl_sensitivity,
     psrl_x_bound,
 )
-from privrl.common.checks import check_choice, check_pos_int, check_probability, did_you_mean, is_integer
+from privrl.common.checks import check_choice, check_pos_int, check_probability
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.accounting import PrivacyAccountant
 from privrl.privacy.common import (
     Calibration,
+    check_batch_count,
     check_kind,
     in_theorem_regime,
     privacy_args,
@@ -71,16 +72,7 @@ def resolve_batches(batches: str | int, kind: str, eps: float | None, H: int, K:
         return K
     if isinstance(batches, str) and batches == "static":
         return K if kind == "none" or eps is None else psrl_num_batches(eps, H, K, S, A)
-    if not is_integer(batches):
-        hint = did_you_mean(batches, ("static", "every")) if isinstance(batches, str) else ""
-        raise PrivacyParameterError(
-            f"batches must be 'static', 'every' or an int in [1, K], got {batches!r}"
-            + (f"; {hint.strip()}" if hint else "")
-        )
-    B = int(batches)
-    if not (1 <= B <= K):
-        raise PrivacyParameterError(f"batches must be an int in [1, K={K}], got {batches!r}")
-    return B
+    return check_batch_count(batches, K, ("static", "every"))
 
 
 def release_plan(
