@@ -239,3 +239,17 @@ def test_the_agents_transition_prior_is_worth_one_observation():
     agent._core.policy()
     _, shapes, _ = next(rec for rec in agent._core.draw_record()[1] if rec[0] == "gamma")
     assert shapes.shape == (5, 3, 5) and np.all(shapes == 0.2)
+
+
+def test_the_core_has_no_default_prior_of_its_own():
+    """The prior's default is set once, formulas.psrl_prior (the class passes it): the binding
+    requires alpha0 (it defaulted to the uniform 1.0, a second default) and takes any given one."""
+    kw = dict(n_states=2, n_actions=2, horizon=2, episodes=3, m=1, sigma=1.0, sampler="float")
+    kw.update(bounds=[0, 3], reject=True, noise_seed=bytes(32), exploration_seed=bytes(32))
+    with pytest.raises(TypeError, match="alpha0"):
+        _core.PsrlAgent(**kw)
+    core = _core.PsrlAgent(**kw, alpha0=0.5)
+    core.set_record(True)
+    core.policy()
+    _, shapes, _ = next(rec for rec in core.draw_record()[1] if rec[0] == "gamma")
+    assert shapes.shape == (2, 2, 2) and np.all(shapes == 0.5)

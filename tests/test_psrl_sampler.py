@@ -36,6 +36,7 @@ def _core_run(S, A, H, K, B, sigma, sampler, seed=3, record=False):
         reject=True,
         noise_seed=bytes([seed]) * 32,
         exploration_seed=bytes([seed + 1]) * 32,
+        alpha0=1.0,  # the uniform prior the float pin below was recorded with
     )
     agent.set_record(record)
     g = np.random.default_rng(0)
@@ -161,7 +162,7 @@ def test_a_seeded_discrete_agent_is_reproducible():
 
 def test_the_discrete_sampler_refuses_what_it_cannot_draw():
     kw = dict(n_states=2, n_actions=2, horizon=2, episodes=3, m=1, bounds=[0, 3], reject=True)
-    seeds = dict(noise_seed=bytes(32), exploration_seed=bytes(32))
+    seeds = dict(noise_seed=bytes(32), exploration_seed=bytes(32), alpha0=1.0)
     with pytest.raises(PrivacyParameterError, match="sigma > 0"):
         _core.PsrlAgent(**kw, sigma=0.0, sampler="discrete", **seeds)
     with pytest.raises(ValueError, match="sampler must be"):

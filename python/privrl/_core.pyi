@@ -336,8 +336,8 @@ class PsrlAgent:
         reject: bool,
         noise_seed: bytes,
         exploration_seed: bytes,
+        alpha0: float,
         grid_bits: int | None = ...,
-        alpha0: float = ...,
     ) -> Self: ...
     def policy(self) -> _I64: ...
     def greedy_policy(self) -> _I64: ...

@@ -26,9 +26,11 @@ pub struct PyPsrlAgent {
 impl PyPsrlAgent {
     /// `sampler`: the calibration's, "discrete" (the exact discrete Gaussian on the lattice
     /// sigma 2^-grid_bits; `grid_bits` None: the kernels' DEFAULT_GRID_BITS) or "float".
+    /// `alpha0`: the Dirichlet prior per next state, required (its default is set once, in
+    /// privrl.agents.psrl.formulas.psrl_prior, which the class passes).
     #[new]
     #[pyo3(signature = (*, n_states, n_actions, horizon, episodes, m, sigma, sampler, bounds,
-        reject, noise_seed, exploration_seed, grid_bits=None, alpha0=1.0))]
+        reject, noise_seed, exploration_seed, alpha0, grid_bits=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -43,8 +45,8 @@ impl PyPsrlAgent {
         reject: bool,
         noise_seed: Vec<u8>,
         exploration_seed: Vec<u8>,
-        grid_bits: Option<u32>,
         alpha0: f64,
+        grid_bits: Option<u32>,
     ) -> PyResult<Self> {
         let sampler = match (sampler, grid_bits) {
             ("float", None) => Sampler::Float,
