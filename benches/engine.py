@@ -9,7 +9,8 @@ second, identical agent for N episodes, times the reference alone and prints the
 Rust. The FrozenLake rows (gymnasium's 4x4 map, not slippery, H = 8, one-hot features d = 64)
 also give the ratios issue 20 asks for, measured in the same run: LSVI-UCB with a release every
 episode against static batches under JDP, and privrl.learn on the gymnasium environment against
-privrl.run on its model.
+privrl.run on its model. frozen-psrl is PSRL (JDP eps 10) on the slippery map's model, H = 20:
+its reference is fed the agent's own recorded draws, exploration and noise (_psrl_reference_cost).
 
 What is timed: privrl.run on a freshly built agent, from its first episode to its last (the
 agent's construction and calibration are outside the timer; one-time costs inside it, such as the
@@ -32,8 +33,9 @@ from dataclasses import dataclass
 import numpy as np
 
 import privrl
-from privrl.agents import LSVIUCB, UCRLVTR, UCRLVTRPlus
+from privrl.agents import LSVIUCB, PSRL, UCRLVTR, UCRLVTRPlus
 from privrl.agents.lsvi_ucb.reference import of_agent as lsvi_reference
+from privrl.agents.psrl.reference import Billboard, Replay, capped_increment, user_policy
 from privrl.agents.ucrl_vtr.reference import of_agent as vtr_reference
 from privrl.agents.ucrl_vtr_plus.reference import of_agent as plus_reference
 from privrl.envs import (
@@ -57,10 +59,10 @@ class Workload:
     reference: bool = True  # False: the agent is not the paper's algorithm (no numpy reference)
 
 
-def _frozen_lake():
+def _frozen_lake(slippery: bool = False, H: int = 8):
     import gymnasium as gym
 
-    return from_gymnasium(gym.make("FrozenLake-v1", is_slippery=False), H=8)
+    return from_gymnasium(gym.make("FrozenLake-v1", is_slippery=slippery), H=H)
 
 
 WORKLOADS = [
@@ -108,6 +110,11 @@ WORKLOADS = [
     Workload("frozen-jdp-def", "JDP LSVI-UCB static (eps 10), defaults, FrozenLake one-hot", 20_000, lambda: (
         env := _frozen_lake(),
         lambda: LSVIUCB(env, JointDP(10.0, 1e-5), episodes=20_000, seed=1)), reference=False),
+    # PSRL as privrl.learn's FrozenLake rows run it (slippery, H 20; its default discrete sampler,
+    # B = 6 batches: the first release at user 3,333); its reference is fed the agent's own draws
+    Workload("frozen-psrl", "JDP PSRL (eps 10), slippery FrozenLake H=20", 20_000, lambda: (
+        env := _frozen_lake(slippery=True, H=20),
+        lambda: PSRL(env, JointDP(10.0, 1e-5), episodes=20_000, seed=1))),
 ]  # fmt: skip
 
 
@@ -120,9 +127,42 @@ def _reference_of(agent):
     return ref
 
 
+def _psrl_reference_cost(agent: PSRL, env, n: int) -> float:
+    """Seconds per episode of PSRL's numpy reference (privrl.agents.psrl.reference) fed the agent's
+    own draws, as tests/test_psrl_agent.py replays them: the core records each user's draws (the
+    record cleared per user), the reference draws the same user's policy from them (checked equal)
+    and, at a batch's end, publishes the same release from the recorded noise. Timed: user_policy,
+    and capped_increment + publish at a release (with Replay's checks of each draw's parameters);
+    200 users hold no release (the first is at user 3,333), so the ratio is the users' plans'."""
+    S, H, core = agent.S, agent.H, agent._core  # the record has no public face: the tests' hook
+    board = Billboard(S, agent.A, float(agent.calibration.sigma or 0.0), core.grid_bits)
+    rng, batch, j, spent = np.random.default_rng(2), [], 0, 0.0
+    for k in range(n):
+        core.set_record(True)  # starting clears it: this user's draws only
+        pi = agent.policy()
+        traj = env.sample_episode(pi, rng)
+        agent.observe(traj)
+        noise_log, explore_log = core.draw_record()
+        noise, explore = Replay(noise_log), Replay(explore_log)
+        batch.append((traj.states[:-1], traj.actions, traj.rewards, traj.states[1:]))
+        t0 = time.perf_counter()
+        ref_pi = user_policy(board, H, explore)
+        if k + 1 == agent.bounds[j + 1] and j + 1 < agent.B:
+            rows = np.array(batch, float).transpose(1, 0, 2)
+            board.publish(*capped_increment(*rows, S, agent.A, agent.m), noise)
+            batch, j = [], j + 1
+        spent += time.perf_counter() - t0
+        if not np.array_equal(ref_pi, pi) or (noise.i, explore.i) != (len(noise_log), len(explore_log)):
+            raise AssertionError(f"user {k}: the reference's policy or draws are not the agent's")
+    core.set_record(False)
+    return spent / n
+
+
 def _reference_cost(make: Callable, env, n: int) -> float:
     """Seconds per episode of the numpy reference, run in lockstep with an agent (same users)."""
     agent = make()
+    if isinstance(agent, PSRL):
+        return _psrl_reference_cost(agent, env, n)
     ref = _reference_of(agent)
     rng = np.random.default_rng(2)
     spent = 0.0
