@@ -243,7 +243,6 @@ def audit_ucrl_vtr_agent(
     user, an upper bound on what these neighbours can reveal)."""
     noise_multiplier = check_positive_real(noise_multiplier, "noise_multiplier")
     from privrl.agents import UCRLVTR
-    from privrl.audit.report import privacy_report_from_calibration
     from privrl.envs import RandomLinearMixtureMDP
 
     class Scaled(UCRLVTR):  # the shipped agent with its node noise scaled (a broken agent)
@@ -270,21 +269,15 @@ def audit_ucrl_vtr_agent(
     first_a, first_b = _neighbours(plan, {k: getattr(probe.calibration, k) for k in plan.scale_keys}, "worst")
     cal = probe.calibration
     scaled = cal.replace(**{k: getattr(cal, k) * noise_multiplier for k in keys})
-    effective = privacy_report_from_calibration("ucrl_vtr", scaled, plan=probe.release_plan())["tight"][
-        "budget"
-    ][0]
-    return audit_agent(
+    return _end_to_end(
         make,
-        [first_a, *others],
-        [first_b, *others],
-        delta=delta,
-        claimed_epsilon=float(epsilon),
-        effective_epsilon=float(effective),
-        n_trials=n_trials,
-        n_fit=n_fit,
-        confidence=confidence,
-        seed=seed,
-        name=f"UCRL-VTR JDP agent end to end ({_describe(model)}, x{noise_multiplier:g} noise)",
+        ("ucrl_vtr", probe, scaled),
+        (first_a, first_b),
+        others,
+        epsilon,
+        delta,
+        dict(n_trials=n_trials, n_fit=n_fit, confidence=confidence, seed=seed),
+        f"UCRL-VTR JDP agent end to end ({_describe(model)}, x{noise_multiplier:g} noise)",
     )
 
 
@@ -319,7 +312,6 @@ def audit_linucb_agent(
     every user."""
     noise_multiplier = check_positive_real(noise_multiplier, "noise_multiplier")
     from privrl.agents import LinUCB
-    from privrl.audit.report import privacy_report_from_calibration
     from privrl.envs.bandit import ContextualBandit
 
     class Scaled(LinUCB):  # the shipped agent with its noise scaled (a broken agent)
@@ -347,21 +339,15 @@ def audit_linucb_agent(
     scaled = cal.replace(
         sigma_B=cal.scale("sigma_B") * noise_multiplier, sigma_g=cal.scale("sigma_g") * noise_multiplier
     )
-    effective = privacy_report_from_calibration("linucb", scaled, plan=probe.release_plan())["tight"][
-        "budget"
-    ][0]
-    return audit_agent(
+    return _end_to_end(
         make,
-        [user(0, 0, 1.0), *others],
-        [user(0, 1, 1.0), *others],
-        delta=delta,
-        claimed_epsilon=float(epsilon),
-        effective_epsilon=float(effective),
-        n_trials=n_trials,
-        n_fit=n_fit,
-        confidence=confidence,
-        seed=seed,
-        name=f"LinUCB JDP agent end to end, schedule {probe.schedule!r} ({_describe(model)}, "
+        ("linucb", probe, scaled),
+        (user(0, 0, 1.0), user(0, 1, 1.0)),
+        others,
+        epsilon,
+        delta,
+        dict(n_trials=n_trials, n_fit=n_fit, confidence=confidence, seed=seed),
+        f"LinUCB JDP agent end to end, schedule {probe.schedule!r} ({_describe(model)}, "
         f"x{noise_multiplier:g} noise)",
     )
 
@@ -390,7 +376,6 @@ def audit_psrl_agent(
     noise is multiplied by ``noise_multiplier`` (0.5: a broken agent)."""
     noise_multiplier = check_positive_real(noise_multiplier, "noise_multiplier")
     from privrl.agents import PSRL
-    from privrl.audit.report import privacy_report_from_calibration
     from privrl.envs.features import FeatureMap
 
     class Scaled(PSRL):  # the shipped agent with its noise scaled (a broken agent)
@@ -413,19 +398,43 @@ def audit_psrl_agent(
     probe = PSRL(env, model, episodes=K, seed=0, batches="every")
     cal = probe.calibration
     scaled = cal.replace(sigma=float(cal.sigma or 0.0) * noise_multiplier)  # JointDP: a sigma > 0
-    effective = privacy_report_from_calibration("psrl", scaled, plan=probe.release_plan())["tight"]["budget"][
-        0
-    ]
+    return _end_to_end(
+        make,
+        ("psrl", probe, scaled),
+        (user((0, 0)), user((1, 1))),
+        others,
+        epsilon,
+        delta,
+        dict(n_trials=n_trials, n_fit=n_fit, confidence=confidence, seed=seed),
+        f"PSRL JDP agent end to end ({cal.sampler}, x{noise_multiplier:g} noise)",
+    )
+
+
+def _end_to_end(
+    make: Callable[[Any], Any],
+    scaled_agent: tuple[str, Any, Any],
+    first: tuple[Any, Any],
+    others: list[Any],
+    epsilon: float,
+    delta: float,
+    settings: dict[str, Any],
+    name: str,
+) -> AuditResult:
+    """The agent audits' common end: audit_agent on two user sequences that differ in user 1
+    (``first``: its two versions) then share ``others``, against the claimed epsilon and the
+    effective one the tight report gives the scaled calibration (``scaled_agent``: (algorithm, a
+    probe agent whose release plan is audited, the calibration with its noise scaled))."""
+    from privrl.audit.report import privacy_report_from_calibration
+
+    algorithm, probe, scaled = scaled_agent
+    report = privacy_report_from_calibration(algorithm, scaled, plan=probe.release_plan())
     return audit_agent(
         make,
-        [user((0, 0)), *others],
-        [user((1, 1)), *others],
+        [first[0], *others],
+        [first[1], *others],
         delta=delta,
         claimed_epsilon=float(epsilon),
-        effective_epsilon=float(effective),
-        n_trials=n_trials,
-        n_fit=n_fit,
-        confidence=confidence,
-        seed=seed,
-        name=f"PSRL JDP agent end to end ({cal.sampler}, x{noise_multiplier:g} noise)",
+        effective_epsilon=float(report["tight"]["budget"][0]),
+        name=name,
+        **settings,
     )
