@@ -1,6 +1,6 @@
 """Writes the saved-agent golden files that tests/test_saved_files.py loads.
 
-    python tests/data/saved/make.py
+    python tests/data/saved/make.py [NAME ...]
 
 One small agent per kind of Rust state (agent x privacy model x release rule x exploration), run
 for SAVED_AFTER episodes on a tiny environment with fixed seeds and saved to
@@ -13,7 +13,9 @@ else fails it, unless ``FORMAT`` (privrl/agents/common/saving.py) is bumped, whi
 files. After a bump, run this script: it writes ``format<new>/``; keep the old folder (the test
 checks that its files are refused with a SaveFormatError) or delete it.
 
-Rerunning it at an unchanged FORMAT must leave the JSON files unchanged (the .privrl files hold
+Names write only those cases (a new agent kind's files, leaving the others as they were saved:
+they are what pins the older code's layout). Rerunning it at an unchanged FORMAT must leave the
+JSON files unchanged (the .privrl files hold
 the privrl version in their header; everything else is deterministic).
 """
 
@@ -30,9 +32,9 @@ from typing import Any
 import numpy as np
 
 import privrl
-from privrl.agents import LSVIUCB, UCRLVTR, LinUCB, UCRLVTRPlus
+from privrl.agents import LSVIUCB, PSRL, UCRLVTR, LinUCB, UCRLVTRPlus
 from privrl.agents.common.saving import FORMAT
-from privrl.envs import ContextualBandit, RandomLinearMDP, RandomLinearMixtureMDP
+from privrl.envs import ContextualBandit, RandomLinearMDP, RandomLinearMixtureMDP, RiverSwim
 from privrl.privacy import JointDP, LocalDP, NonPrivate
 
 HERE = Path(__file__).resolve().parent
@@ -67,6 +69,9 @@ def cases() -> dict[str, Callable[[], Any]]:
         "linucb_jdp": lambda: LinUCB(_bandit(), jdp, exploration="optimism", **kw),
         "linucb_jdp_sampling": lambda: LinUCB(_bandit(), jdp, exploration="sampling", **kw),
         "linucb_ldp": lambda: LinUCB(_bandit(), ldp, **kw),
+        # PSRL on a stationary tabular model (it pools over h); 5 batches: releases at users 2, 4, 6, 8
+        "psrl_jdp": lambda: PSRL(RiverSwim(S=3, H=2), jdp, batches=5, **kw),
+        "psrl_nonprivate": lambda: PSRL(RiverSwim(S=3, H=2), NonPrivate(), **kw),
     }
 
 
@@ -93,19 +98,24 @@ def continuation(agent: Any) -> dict[str, Any]:
     }
 
 
-def main() -> int:
+def main(names: list[str]) -> int:
     out = HERE / f"format{FORMAT}"
     out.mkdir(exist_ok=True)
-    for name, make in cases().items():
+    every = cases()
+    unknown = sorted(set(names) - set(every))
+    if unknown:
+        raise SystemExit(f"unknown case(s) {unknown}; known: {sorted(every)}")
+    chosen = {n: every[n] for n in names} if names else every
+    for name, make in chosen.items():
         agent = make()
         privrl.run(agent, agent.env, SAVED_AFTER, seed=1)
         agent.save(out / f"{name}.privrl")
         record = {"agent": agent.label, "format": FORMAT, "saved_after": SAVED_AFTER, **continuation(agent)}
         (out / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
     sizes = sum(p.stat().st_size for p in out.iterdir())
-    print(f"wrote {len(cases())} saved agents to {out} ({sizes / 1024:.0f} KiB)")
+    print(f"wrote {len(chosen)} saved agents to {out} ({sizes / 1024:.0f} KiB in the folder)")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
