@@ -253,3 +253,26 @@ def test_the_core_has_no_default_prior_of_its_own():
     core.policy()
     _, shapes, _ = next(rec for rec in core.draw_record()[1] if rec[0] == "gamma")
     assert shapes.shape == (2, 2, 2) and np.all(shapes == 0.5)
+
+
+def test_the_prior_moves_the_policies_and_not_the_released_noise():
+    """The Dirichlet prior is the regret side (post-processing of the billboard): two cores that
+    differ only in alpha0 (the uniform 1 and psrl_prior's 1/S), fed the same users, release the
+    same billboard bit for bit (the noise stream is the release's own, whatever the prior; the
+    calibration, hence the report, has no prior in it); their users' policies differ."""
+    S, A, H, K = 4, 2, 3, 40
+    kw = dict(n_states=S, n_actions=A, horizon=H, episodes=K, m=1, sigma=2.0, sampler="discrete")
+    kw.update(grid_bits=24, bounds=[0, 10, 20, 30, 40], reject=True)
+    kw.update(noise_seed=bytes(range(32)), exploration_seed=bytes(range(1, 33)))
+    cores = [_core.PsrlAgent(**kw, alpha0=a) for a in (1.0, psrl_prior(S))]
+    rng = np.random.default_rng(3)
+    policies: list[list[np.ndarray]] = [[], []]
+    for _ in range(K):
+        s = rng.integers(S, size=H + 1)
+        a, r = rng.integers(A, size=H), rng.integers(2, size=H).astype(float)
+        for pol, core in zip(policies, cores):
+            pol.append(np.asarray(core.policy()).copy())
+            core.observe(s, a, r)
+    (n0, r0, j0), (n1, r1, j1) = (c.billboard() for c in cores)
+    assert j0 == j1 == 3 and n0.tobytes() == n1.tobytes() and r0.tobytes() == r1.tobytes()
+    assert any(not np.array_equal(p, q) for p, q in zip(*policies))
