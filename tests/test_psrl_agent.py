@@ -270,9 +270,9 @@ def test_the_prior_moves_the_policies_and_not_the_released_noise():
     for _ in range(K):
         s = rng.integers(S, size=H + 1)
         a, r = rng.integers(A, size=H), rng.integers(2, size=H).astype(float)
-        for pol, core in zip(policies, cores):
+        for pol, core in zip(policies, cores, strict=True):
             pol.append(np.asarray(core.policy()).copy())
             core.observe(s, a, r)
     (n0, r0, j0), (n1, r1, j1) = (c.billboard() for c in cores)
     assert j0 == j1 == 3 and n0.tobytes() == n1.tobytes() and r0.tobytes() == r1.tobytes()
-    assert any(not np.array_equal(p, q) for p, q in zip(*policies))
+    assert any(not np.array_equal(p, q) for p, q in zip(*policies, strict=True))
