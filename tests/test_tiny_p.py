@@ -85,3 +85,17 @@ def test_a_non_private_radius_that_overflows_names_p_not_beta_scale():
     # the non-private agents whose radius stays finite still build
     assert math.isfinite(_build(UCRLVTR, env, _privacy("none", "paper", 1e-300)).beta)
     assert math.isfinite(_build(LSVIUCB, RandomLinearMDP(), _privacy("none", "paper", 1e-300)).beta)
+
+
+@pytest.mark.parametrize("p", [0.0, -0.0, -1e-3, 1.0, 1.5, math.inf, math.nan])
+def test_check_bound_alpha_refuses_a_p_outside_the_open_interval_like_the_privacy_models(p):
+    # p = 0 asks for noise bounds that never fail: the noise is Gaussian / Laplace, unbounded, so
+    # no finite bound holds with probability 1 (log(1 / alpha) = inf); it divided by zero.
+    with pytest.raises(PrivacyParameterError, match=r"p must be in \(0, 1\)"):
+        check_bound_alpha(p, 6.0 * K * H, "6 K H", K, H)
+
+
+@pytest.mark.parametrize("split", [0.0, -60.0, math.inf, math.nan])
+def test_check_bound_alpha_refuses_a_split_that_is_not_a_positive_count(split):
+    with pytest.raises(PrivacyParameterError, match=r"split must be finite and > 0"):
+        check_bound_alpha(0.05, split, "6 K H", K, H)

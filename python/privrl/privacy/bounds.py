@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from privrl import _core
-from privrl.common.checks import checked
+from privrl.common.checks import check_positive_real, checked
 from privrl.common.errors import PrivacyParameterError
 
 __all__ = [
@@ -106,13 +106,15 @@ def laplace_vector_sum_bound(b: float, n: int, d: int, alpha: float) -> float:
     return _core.laplace_sum_bounds(b, b, n, d, alpha)[1]  # the agents' own (rust/agents/bounds.rs)
 
 
+@checked(split=check_positive_real)
 def check_bound_alpha(p: float, split: float, split_text: str, K: int, H: int) -> float:
     """``alpha = p / split``: the failure probability of each noise bound of a private calibration
     (the corollaries' union bound: ``split`` = 6 K H for UCRL-VTR and LSVI-UCB, 24 K H for
     UCRL-VTR+), checked once where the calibration starts. Refused when ``1 / alpha`` overflows a
     double: every bound, through ``log(1 / alpha)``, would be inf (p = 1e-300, K = 10^7, H = 20
     was refused with an internal name, "Upsilon must be finite"; found by the extreme-parameter
-    audit)."""
+    audit). ``p`` is checked like the privacy models' (in (0, 1)): at p = 0 the bounds would have to
+    hold with probability 1, and the noise is unbounded, so none is finite (it divided by zero)."""
     alpha = p / split
     if not math.isfinite(1.0 / alpha):
         raise PrivacyParameterError(
