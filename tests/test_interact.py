@@ -4,6 +4,8 @@ model the agent does not know (a FeatureMap)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -600,3 +602,23 @@ def test_a_bad_seed_is_a_seed_error_everywhere_a_seed_is_taken():
         env.sample_initial_state(rng=3)
     with pytest.raises(SeedError, match=r"rng must be a numpy\.random\.Generator"):
         mechanisms.gaussian_mechanism(np.zeros(2), 1.0, 0.5, 1e-5, rng=3)
+
+
+def test_learn_refuses_a_reference_above_an_episodes_largest_value():
+    """reference=1e308 (finite, >= 0) was taken: the regret cumsum(reference - returns) overflowed
+    to inf at the second user, with numpy's RuntimeWarning (an error under -W error, raised after
+    the agent had taken every user). The reference is an episode's value: H steps of rewards in
+    [0, 1] (learn's contract), so it lies in [0, H]; above H it is refused before any user."""
+    from privrl.exceptions import PrivacyParameterError
+
+    lake = gym.make("FrozenLake-v1", is_slippery=False)
+    H = 8
+    for bad in (1e308, math.nextafter(float(H), math.inf), 1e6):
+        agent = LSVIUCB(FeatureMap.one_hot(16, 4, H), NonPrivate(), episodes=6, seed=0)
+        with pytest.raises(PrivacyParameterError, match=r"reference must be in \[0, H\] = \[0, 8\]"):
+            privrl.learn(agent, lake, seed=0, reference=bad)
+        assert agent.k == 0  # refused before the first user
+    for good in (0.0, 1.0, float(H)):  # the whole range is taken, H included
+        agent = LSVIUCB(FeatureMap.one_hot(16, 4, H), NonPrivate(), episodes=6, seed=0)
+        res = privrl.learn(agent, lake, seed=0, reference=good)
+        assert np.array_equal(res.regret, np.cumsum(good - res.returns))

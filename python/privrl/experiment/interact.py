@@ -17,7 +17,6 @@ from privrl import _core
 from privrl.agents.common.base import Agent
 from privrl.common.checks import (
     check_episodes,
-    check_finite_real,
     check_pos_int,
     check_seed,
     int_seed,
@@ -48,6 +47,7 @@ from privrl.experiment.spaces import (
 from privrl.experiment.steps import (
     SelfLoops,
     attach_partial,
+    check_reference,
     env_step,
     learn_stop,
     note_stop,
@@ -409,7 +409,7 @@ def learn(
     flat = check_spaces(agent, env, state)
     _warn_time_limit(env, agent.H)
     if reference is not None:
-        reference = check_finite_real(reference, "reference", positive=False)
+        reference = check_reference(reference, agent.H)
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be a callable (k, return), got {callback!r}")
     seed = _reset_seed(seed)

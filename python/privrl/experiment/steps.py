@@ -11,9 +11,29 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.checks import check_episodes
-from privrl.common.errors import AgentInUseError, AssumptionWarning, CapacityError, NonFiniteError, ShapeError
+from privrl.common.checks import check_episodes, check_finite_real
+from privrl.common.errors import (
+    AgentInUseError,
+    AssumptionWarning,
+    CapacityError,
+    NonFiniteError,
+    PrivacyParameterError,
+    ShapeError,
+)
 from privrl.common.kinds import real_value
+
+
+def check_reference(reference: Any, H: int) -> float:
+    """learn's `reference`: the value of one episode, H steps of rewards in [0, 1], so in [0, H]
+    (PrivacyParameterError otherwise). Above H, the regret ``cumsum(reference - returns)`` measured
+    nothing and overflowed (1e308 gave inf, numpy's RuntimeWarning, after every user ran)."""
+    v = check_finite_real(reference, "reference", positive=False)
+    if v > H:
+        raise PrivacyParameterError(
+            f"reference must be in [0, H] = [0, {H}] (the value of one episode: H steps of rewards in "
+            f"[0, 1]), got {reference!r}"
+        )
+    return v
 
 
 def step_reward(r_env: Any, reward: Callable[[float], float] | None, who: str, k: int, h: int) -> float:
