@@ -400,3 +400,26 @@ def test_unseeded_client_differs_run_to_run():
 
     assert run("") != run("")
     assert run("seed=7") == run("seed=7")
+
+
+@pytest.mark.parametrize("cls", VTRS)
+def test_the_same_message_received_twice_is_refused(cls):
+    """A message is one user's one contribution (its statistics, its fresh noise, one of the K
+    users). The same LdpMessage object handed to receive twice was added twice (k 1 -> 2, the sums
+    moved again). Now refused (AssumptionError) and nothing moves; another agent (a copy, a restored
+    save) still takes it, as does a new message of equal content (the server cannot tell a copy
+    from another user: deduplicating re-sent copies is the transport's job, docs/privacy.md)."""
+    env = _env()
+    agent = cls(env, _ldp(), episodes=10, seed=SEED)
+    client = agent.ldp_client(seed=1)
+    message = client.privatize(env.sample_episode(client.policy, np.random.default_rng(0)))
+    twin = copy.copy(agent)
+    agent.receive(message)
+    before = _releases(agent)
+    with pytest.raises(AssumptionError, match="already received this message"):
+        agent.receive(message)
+    assert agent.k == 1 and _equal(before, _releases(agent))
+    twin.receive(message)
+    assert twin.k == 1 and _same(agent, twin)
+    agent.receive(pickle.loads(pickle.dumps(message)))  # another object: taken
+    assert agent.k == 2

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from privrl import _core
-from privrl.agents.common.ldp import LdpClient, LdpMessage, check_message, check_trajectory
+from privrl.agents.common.ldp import RECEIVED, LdpClient, LdpMessage, check_message, check_trajectory
 from privrl.agents.common.specs import GuardSpec
 from privrl.common.checks import (
     check_choice,
@@ -396,7 +396,8 @@ class Agent(abc.ABC):
         """Feed the arriving user's trajectory through the privacy model to the server (checked
         here, where user data enters). UCRL-VTR and UCRL-VTR+ read its states and actions only:
         a linear mixture MDP's reward function is known (the model's r), so the trajectory's
-        rewards are checked for finiteness and not used."""
+        rewards are checked for finiteness and not used. Each call is one user: a trajectory
+        observed twice is two users with equal trajectories (docs/privacy.md, "One call, one user")."""
         s, a, r = self._check_trajectory(trajectory)
         self._core.observe(s, a, r)
         self._sync_guards()
@@ -478,12 +479,15 @@ class Agent(abc.ABC):
         built on an earlier billboard than the current one is accepted: the user's statistic
         ``X_h = phi_V(s_h, a_h), y_h = V(s_{h+1})`` is unbiased for any V fixed before its
         transitions (value-targeted regression), within the guard's bounds, and its noise is the
-        user's own; it enters the next release like any message (docs/privacy.md, "LDP clients")."""
+        user's own; it enters the next release like any message (docs/privacy.md, "LDP clients").
+        Each message is one user: the same message object again is refused (AssumptionError)."""
         if self.calibration.kind != "ldp" or self._intake_streams() is None:
             raise PrivacyParameterError(f"receive() takes LocalDP messages; {self.label} is not LocalDP")
         m = check_message(message, self.name, self._ldp_identity(), self._message_shape(), self.k)
+        RECEIVED.refuse_again(m, self, self.label)
         self._check_budget()
         self._core.receive(int(m.release), np.ascontiguousarray(m.grams), np.ascontiguousarray(m.targets))
+        RECEIVED.add(m, self)
 
     def check_env(self, env: Any) -> None:
         """Refuse (AssumptionError) an environment that is not the MDP the agent was built for: ``env``

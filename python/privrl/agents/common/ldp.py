@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import os
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,7 @@ from privrl.common.checks import all_finite, check_real, is_index, numeric_array
 from privrl.common.errors import AssumptionError, NonFiniteError, ShapeError
 from privrl.envs.finite import Trajectory
 
-__all__ = ["LdpClient", "LdpMessage", "check_context", "check_message"]
+__all__ = ["RECEIVED", "LdpClient", "LdpMessage", "ReceivedMessages", "check_context", "check_message"]
 
 
 @dataclass(frozen=True)
@@ -276,3 +277,37 @@ def check_message(message: Any, agent: str, identity: str, shape: tuple[int, ...
         if not all_finite(arr):
             raise NonFiniteError(f"the message's {name} contain NaN or inf")
     return message
+
+
+class ReceivedMessages:
+    """The message objects each server has taken (``Agent.receive``), by id, held weakly (an entry
+    leaves with its message, so a reused id is never mistaken for it); kept beside the agent, not
+    in it (its __dict__ is the save format): a copy or a restored save starts with none."""
+
+    def __init__(self) -> None:
+        self._seen: weakref.WeakKeyDictionary[Any, weakref.WeakValueDictionary[int, LdpMessage]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def refuse_again(self, message: LdpMessage, server: Any, label: str) -> None:
+        """Refuse (AssumptionError) a message object ``server`` has already taken: it is one user's
+        one contribution, and added again its statistics and its noise would count twice and take a
+        second of the K users. A copy of a message (unpickled, re-sent) is another object, which the
+        server cannot tell from another user's: delivering each message once is the transport's job."""
+        seen = self._seen.get(server)
+        if seen is not None and seen.get(id(message)) is message:
+            raise AssumptionError(
+                f"{label} already received this message (release {message.release}): a message is one "
+                "user's one contribution, and receiving it again would count that user twice"
+            )
+
+    def add(self, message: LdpMessage, server: Any) -> None:
+        """Record that ``server`` took ``message`` (after it was added: a refused one is not taken)."""
+        seen = self._seen.get(server)
+        if seen is None:
+            seen = self._seen[server] = weakref.WeakValueDictionary()
+        seen[id(message)] = message
+
+
+#: The one record of the messages each agent received.
+RECEIVED = ReceivedMessages()
