@@ -34,6 +34,7 @@ import numpy as np
 from privrl.audit.intervals import _normal_quantile, _wilson, betainc, clopper_pearson, noncentral_t_lower
 from privrl.common.checks import (
     check_delta_pure_ok,
+    check_flag,
     check_int,
     check_pos_int,
     check_positive_real,
@@ -209,8 +210,7 @@ def _checked_samples(
 def _checked_claims(claimed: Any, effective: Any, gaussian: Any) -> tuple[float | None, float | None]:
     """audit_samples' claimed_epsilon (> 0) and effective_epsilon (>= 0), None or checked, and
     ``gaussian`` a bool: any truthy value (the string "no") added the Gaussian-DP bound."""
-    if not isinstance(gaussian, (bool, np.bool_)):
-        raise TypeError(f"gaussian must be True or False, got {gaussian!r}")
+    check_flag(gaussian, "gaussian")
     if claimed is not None:
         claimed = check_positive_real(claimed, "claimed_epsilon")
     if effective is not None:  # "x" and NaN were stored as given

@@ -18,7 +18,7 @@ import numpy as np
 
 from privrl import _core
 from privrl.common.errors import AssumptionError, NonFiniteError, PrivacyParameterError, SeedError, ShapeError
-from privrl.common.kinds import integer_value, is_index, is_integer, is_real
+from privrl.common.kinds import check_flag, integer_value, is_index, is_integer, is_real
 from privrl.common.seeds import check_seed, int_seed, model_seed, seed_bytes, tie_seed
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "check_real",
     "checked",
     "check_choice",
+    "check_flag",
     "did_you_mean",
     "check_episodes",
     "check_int",

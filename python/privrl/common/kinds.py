@@ -1,6 +1,6 @@
-"""What privrl counts as an integer or a real number, once: the rule every check at the public edge
-(``privrl.common.checks``, re-exported there) and every index read (states, steps, actions, a
-gymnasium observation) uses. Python and numpy file a bool under int and a duration
+"""What privrl counts as an integer, a real number or a True / False option, once: the rule every
+check at the public edge (``privrl.common.checks``, re-exported there) and every index read (states,
+steps, actions, a gymnasium observation) uses. Python and numpy file a bool under int and a duration
 (np.timedelta64) under np.integer and numbers.Integral: neither is a number here."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["integer_value", "is_index", "is_integer", "is_real", "real_value"]
+__all__ = ["check_flag", "integer_value", "is_index", "is_integer", "is_real", "real_value"]
 
 # Not numbers to privrl although Python / numpy file them so: a bool is an int, np.bool_ converts to
 # one, and numpy files a duration (np.timedelta64) under np.integer and numbers.Integral.
@@ -57,3 +57,15 @@ def real_value(value: Any) -> float | None:
     if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
         return float(value)
     return None
+
+
+def check_flag(
+    value: Any, name: str, error: type[Exception] = TypeError, hint: str = "", numpy: bool = True
+) -> bool:
+    """A True / False option as a bool: True, False or numpy's bools (Python's only with ``numpy=False``,
+    for a value passed on as given: a run's name reads np.True_); anything else raises ``error``
+    ending with ``hint``. A truthy "no", None or 1.5 switched options on silently; each caller keeps
+    the class it documents (TypeError, ShapeError, AssumptionError, PrivacyParameterError)."""
+    if not isinstance(value, (bool, np.bool_) if numpy else bool):
+        raise error(f"{name} must be True or False, got {value!r}{hint}")
+    return bool(value)

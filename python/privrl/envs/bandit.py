@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.checks import check_choice, check_seed, integer_actions
+from privrl.common.checks import check_choice, check_flag, check_seed, integer_actions
 from privrl.common.errors import (
     AssumptionError,
     AssumptionWarning,
@@ -136,9 +136,8 @@ class ContextualBandit(ReadOnlyCopies):
                 f"{X.shape[0]} rows; drop or impute those rows (and their labels) first"
             )
         check_choice(scale, ("row", "max"), "scale")
-        for key, flag in (("standardize", standardize), ("bias", bias)):
-            if not isinstance(flag, (bool, np.bool_)):  # "no" is truthy
-                raise ShapeError(f"{key} must be True or False, got {flag!r}")
+        standardize = check_flag(standardize, "standardize", ShapeError)  # "no" is truthy
+        bias = check_flag(bias, "bias", ShapeError)
         classes, labels = _classes(y)
         if len(classes) < 2:
             raise ShapeError("a classification bandit needs at least 2 classes")

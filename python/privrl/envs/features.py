@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.checks import check_pos_int, integer_value, is_integer
+from privrl.common.checks import check_flag, check_pos_int, integer_value, is_integer
 from privrl.common.errors import PrivacyParameterError, ShapeError
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.finite import ReadOnlyCopies, _as_array, _check_finite, _freeze, digest, env_name
@@ -87,10 +87,9 @@ class FeatureMap(ReadOnlyCopies):
         S + 1 states, the last (index S) the absorbing state (d = (S + 1) A, see the class)."""
         # Python ints: numpy's S A of np.int64(2**31) and 4 wrapped to 0 when squared, past the guard
         S, A = _check_count(S, "S"), _check_count(A, "A")
-        if not isinstance(absorbing, (bool, np.bool_)):
-            raise ShapeError(f"absorbing must be True or False, got {absorbing!r}")
+        absorbing = check_flag(absorbing, "absorbing", ShapeError)
         last = S if absorbing else None
-        S += int(bool(absorbing))
+        S += int(absorbing)
         # np.eye(S A) asked numpy for 7.28 TiB at S = 10^5, A = 10 (the features and their flat copy)
         refuse_over_memory(
             "FeatureMap.one_hot",

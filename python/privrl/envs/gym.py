@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.checks import check_pos_int, integer_value, is_integer
+from privrl.common.checks import check_flag, check_pos_int, integer_value, is_integer
 from privrl.common.errors import (
     AssumptionError,
     AssumptionWarning,
@@ -475,9 +475,7 @@ def frozen_lake(H: int = 20, map_name: str = "4x4", is_slippery: bool = True) ->
             f"map_name must be one of gymnasium's FrozenLake maps {', '.join(map(repr, maps))}, "
             f"got {map_name!r}"
         )
-    if not isinstance(is_slippery, (bool, np.bool_)):
-        raise AssumptionError(f"is_slippery must be True or False, got {is_slippery!r}")
-    is_slippery = bool(is_slippery)
+    is_slippery = check_flag(is_slippery, "is_slippery", AssumptionError)
     env = gymnasium.make("FrozenLake-v1", map_name=map_name, is_slippery=is_slippery)
     try:
         return from_gymnasium(env, H, name=f"FrozenLake-v1(map={map_name}, slippery={is_slippery}, H={H})")

@@ -100,7 +100,7 @@ def gymnasium_linear_mdp(
 
 def _make(id: str, make_kwargs: dict[str, Any]) -> Any:
     """gymnasium.make(id, **make_kwargs), its failures as AssumptionError naming the call."""
-    from privrl.common.checks import did_you_mean
+    from privrl.common.checks import check_flag, did_you_mean
     from privrl.common.errors import AssumptionError
     from privrl.envs.gym import NAMESPACE, _import_gymnasium
 
@@ -110,13 +110,13 @@ def _make(id: str, make_kwargs: dict[str, Any]) -> Any:
     keywords = _make_keywords(gymnasium, id)
     flags = {"is_slippery", *(k for k, v in keywords.items() if isinstance(v, bool))}
     for key in flags.intersection(make_kwargs):
-        if not isinstance(make_kwargs[key], bool):
-            # gymnasium reads any truthy value as True: "no" built the slippery lake, and "False"
-            # (`--env-arg natural=False`: TOML's booleans are lower case) Blackjack's natural bonus
-            value = make_kwargs[key]
-            toml = str(value).lower() in ("true", "false")
-            hint = " (TOML's booleans are true / false, lower case)" if toml else ""
-            raise AssumptionError(f"{key} must be True or False, got {value!r}{hint}")
+        # gymnasium reads any truthy value as True: "no" built the slippery lake, and "False"
+        # (`--env-arg natural=False`: TOML's booleans are lower case) Blackjack's natural bonus; a
+        # Python bool only (the run's name reads the value's repr: np.True_ would be another run)
+        value = make_kwargs[key]
+        toml = str(value).lower() in ("true", "false")
+        hint = " (TOML's booleans are true / false, lower case)" if toml else ""
+        check_flag(value, key, AssumptionError, hint, numpy=False)
     try:
         return gymnasium.make(id, **make_kwargs)
     except (gymnasium.error.Error, KeyError, ValueError, TypeError) as exc:  # an unknown id, map, option

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from privrl.common.checks import check_flag
 from privrl.common.errors import stacklevel_outside
 from privrl.experiment.config import (
     BACKENDS,
@@ -458,8 +459,7 @@ def run_sweep(
 
     outdir = outdir if outdir is not None else config.outdir
     progress = interactive() if checked_progress(progress) is None else bool(progress)
-    if not isinstance(resume, (bool, np.bool_)):  # resume="no" was true: the folder's runs were reused
-        raise TypeError(f"resume must be True or False, got {resume!r}")
+    check_flag(resume, "resume")  # resume="no" was true: the folder's runs were reused
     n_jobs, backend, scheduler = _checked(config, n_jobs, backend, scheduler)
     specs = config.runs()
     envs = {s.name: s.env for s in config.studies if s.env_spec is None}

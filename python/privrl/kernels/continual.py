@@ -41,6 +41,7 @@ from privrl import _core
 from privrl.common.checks import (
     check_choice,
     check_finite_real,
+    check_flag,
     check_int,
     check_symmetric,
     numeric_array,
@@ -110,14 +111,6 @@ def parse_shape(shape: Any) -> tuple[tuple[int, ...], bool, int]:
         return (d, d), True, d
     n = check_int(shape, "vector length", 1, MAX_NODE_LEN)
     return (n,), False, n
-
-
-def check_flag(value: Any, name: str) -> bool:
-    """A True / False option (a numpy bool taken): a truthy "no", None or 1.5 is refused, as the
-    envs' absorbing / standardize and the privacy models' allow_large_delta refuse them."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
 
 
 def default_noise(kind: str | None = None) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from privrl.common.checks import check_model_delta, check_probability, check_user_epsilon
+from privrl.common.checks import check_flag, check_model_delta, check_probability, check_user_epsilon
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.common import (
     CALIBRATIONS,
@@ -96,9 +96,11 @@ class _DPModel:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_user_epsilon(self.epsilon, "epsilon"))
-        large = getattr(self, "allow_large_delta", False)
-        if not isinstance(large, bool):  # a truthy "no" must not unlock the large-delta guard
-            raise PrivacyParameterError(f"allow_large_delta must be True or False, got {large!r}")
+        # a truthy "no" must not unlock the large-delta guard; np.True_ is stored as True
+        flag = getattr(self, "allow_large_delta", False)
+        large = check_flag(flag, "allow_large_delta", PrivacyParameterError)
+        if hasattr(self, "allow_large_delta"):
+            object.__setattr__(self, "allow_large_delta", large)
         object.__setattr__(self, "delta", check_model_delta(self.delta, "delta", large))
         object.__setattr__(self, "p", check_probability(self.p, "p"))
         check_calibration(self.calibration)

@@ -49,7 +49,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from privrl.common.checks import check_pos_int, check_positive_real, check_real
+from privrl.common.checks import check_flag, check_pos_int, check_positive_real, check_real
 from privrl.common.errors import PrivacyParameterError
 from privrl.kernels.continual import DEFAULT_GRID_BITS, DISCRETE_MECHANISMS
 
@@ -223,7 +223,7 @@ class ReleasePlan:
             "x_bound": check_positive_real,
             "y_low": check_real,
             "y_high": check_real,
-            "nonnegative": _check_flag,
+            "nonnegative": lambda x, k: check_flag(x, k, PrivacyParameterError),
         }
         changes = {
             k: checks[k](v, k) if k in checks else v for k, v in changes.items()
@@ -232,13 +232,6 @@ class ReleasePlan:
         if not new.y_low <= new.y_high:
             raise PrivacyParameterError(f"need y_low <= y_high, got [{new.y_low!r}, {new.y_high!r}]")
         return replace(self, statistics=tuple(new if s is old else s for s in self.statistics))
-
-
-def _check_flag(x: Any, name: str) -> bool:
-    """A bool (numpy's too): a truthy string or number switched the sign constraint on silently."""
-    if not isinstance(x, (bool, np.bool_)):
-        raise PrivacyParameterError(f"{name} must be True or False, got {x!r}")
-    return bool(x)
 
 
 def law_factor(f: ReleasedFamily) -> float:
