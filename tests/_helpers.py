@@ -1,18 +1,26 @@
 """Shared test helpers (exact reference quantities used by several test files)."""
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
 
 
 def load_bench(filename, module_name):
-    """A script of benches/ (not a package) imported as a fresh module named `module_name`."""
+    """A script of benches/ (not a package) imported as a fresh module named `module_name`,
+    registered in sys.modules before it runs (importlib's recipe: a @dataclass, pickle and
+    typing.get_type_hints look the module up there) and unregistered if it fails to load."""
     path = Path(__file__).resolve().parents[1] / "benches" / filename
     spec = importlib.util.spec_from_file_location(module_name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
     return module
 
 

@@ -2,32 +2,32 @@
 fed the agent's own recorded draws (tests/test_psrl_agent.py's replay), user by user and through
 its releases; a reference that parts from the agent is refused, not timed."""
 
-import importlib.util
+import dataclasses
 import sys
+import typing
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from _helpers import load_bench
 from privrl.agents import PSRL
 from privrl.privacy import JointDP
 
 
 @pytest.fixture(scope="module")
 def engine():
-    """benches/engine.py imported as a module, registered while loading (its @dataclass looks
-    its module up in sys.modules; _helpers.load_bench does not register)."""
-    path = Path(__file__).resolve().parents[1] / "benches" / "engine.py"
-    spec = importlib.util.spec_from_file_location("engine_bench", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["engine_bench"] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules["engine_bench"]
-    return module
+    """benches/engine.py imported as a module (its @dataclass looks its module up in sys.modules:
+    load_bench registers it before running it, importlib's recipe)."""
+    return load_bench("engine.py", "engine_bench")
+
+
+def test_load_bench_registers_the_module_so_a_dataclass_script_loads(engine):
+    """load_bench ran the script unregistered: engine.py's @dataclass Workload failed with
+    "'NoneType' object has no attribute '__dict__'" (dataclasses reads sys.modules[cls.__module__])."""
+    assert sys.modules["engine_bench"] is engine
+    assert [f.name for f in dataclasses.fields(engine.Workload)][:3] == ["name", "what", "K"]
+    assert typing.get_type_hints(engine.Workload)["K"] is int  # resolved in the registered module
 
 
 def _agent(engine, K=40, batches=4):
