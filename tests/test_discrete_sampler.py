@@ -344,10 +344,11 @@ def test_round_to_grid_keeps_the_input_shape(noise):
 @pytest.mark.parametrize("noise", ["discrete_gaussian", "discrete_laplace", "gaussian", "laplace"])
 def test_the_default_divisor_is_one_the_sampler_draws_with(noise):
     """divisor=None is 2 for discrete Laplace (the only integer divisor in the paper; its sampler
-    refuses sqrt(2)) and sqrt(2) otherwise, on NoiseStream and the continual mechanisms alike: with
-    the defaults privatize(m, symmetric=True) raised for discrete Laplace, and lattice_unit(True)
+    refuses sqrt(2)) and continuous Laplace (App. "Pure DP", tests/test_default_divisor.py) and
+    sqrt(2) for the Gaussian laws, on NoiseStream and the continual mechanisms alike: with the
+    defaults privatize(m, symmetric=True) raised for discrete Laplace, and lattice_unit(True)
     answered grid / sqrt(2), a lattice no draw lives on."""
-    want = 2.0 if noise == "discrete_laplace" else math.sqrt(2.0)
+    want = 2.0 if noise in ("discrete_laplace", "laplace") else math.sqrt(2.0)
     m = np.eye(3)[None] * 0.3
     for call in ("symmetric", "privatize"):
         a, b = kn.NoiseStream(noise, 1.0, seed=0), kn.NoiseStream(noise, 1.0, seed=0)

@@ -111,7 +111,7 @@ def _calls():
         add(f"tree-scale-{i}", lambda v=v: kn.TreeAggregator(3, 10, scale=v, seed=0))
     for i, v in enumerate(BAD_SEEDS):
         add(f"tree-seed-{i}", lambda v=v: kn.TreeAggregator(3, 10, seed=v))
-    # None is the kind's default divisor (2 for discrete Laplace, sqrt(2) otherwise), not a malformed one
+    # None is the kind's default divisor (2 for the Laplace laws, sqrt(2) for Gaussian), not malformed
     for i, v in enumerate([0.0, -1.0, float("nan"), float("inf"), "2", 5e-324]):
         add(f"tree-divisor-{i}", lambda v=v: kn.TreeAggregator((2, 2), 10, seed=0, divisor=v))
     for i, v in enumerate([-1, 25, 1.5, None, 10**20]):

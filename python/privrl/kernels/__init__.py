@@ -100,11 +100,13 @@ class NoiseStream:
 
     noise="discrete_gaussian" / "discrete_laplace" draw with the exact samplers on the grid
     scale * 2^-grid_bits (for discrete Laplace matrices: grid / divisor, divisor an integer in
-    [1, 64], default 2; sqrt(2) by default for the other laws); the values are exact
-    multiples of that lattice unit, and data they are added to must be rounded to it first
-    (`round_to_grid`), otherwise two neighbouring outputs have disjoint supports. The default
-    None is "discrete_gaussian", a default agent's law (``agent.calibration.node_noise``);
-    "gaussian" / "laplace" are the continuous (float) laws of sampler="float"."""
+    [1, 64]); the values are exact multiples of that lattice unit, and data they are added to
+    must be rounded to it first (`round_to_grid`), otherwise two neighbouring outputs have
+    disjoint supports. The default None is "discrete_gaussian", a default agent's law
+    (``agent.calibration.node_noise``); "gaussian" / "laplace" are the continuous (float) laws of
+    sampler="float". ``divisor=None`` is :func:`~privrl.kernels.continual.default_divisor`: 2
+    for both Laplace laws (App. "Pure DP", (Z' + Z'^T)/2: entry variances b^2 off the diagonal,
+    2 b^2 on it), sqrt(2) for the Gaussian laws (App. B)."""
 
     def __init__(
         self,

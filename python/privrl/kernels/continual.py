@@ -88,10 +88,13 @@ SQRT2 = math.sqrt(2.0)
 
 
 def default_divisor(noise_kind: str) -> float:
-    """The divisor of symmetric (Z' + Z'^T)/divisor matrix noise when none is given: 2 for
-    discrete Laplace (App. "Pure DP", the agents' sym_divisor; its sampler takes only an integer
-    divisor), sqrt(2) otherwise (App. B)."""
-    return 2.0 if noise_kind == "discrete_laplace" else SQRT2
+    """The divisor of symmetric (Z' + Z'^T)/divisor matrix noise when none is given, the one rule
+    of the kernels and the agents' ``sym_divisor`` (UCRL-VTR, UCRL-VTR+): 2 for both Laplace laws
+    (App. "Pure DP": release M + Z', symmetrize by post-processing, M + (Z' + Z'^T)/2, the matrix
+    laplace_matrix_bound bounds; the discrete sampler takes only an integer divisor), sqrt(2) for
+    the Gaussian laws (App. B, Alg. 1) and "none". Off the diagonal an entry has variance
+    2 Var(Z'_ij) / divisor^2, on it 4 Var(Z'_ii) / divisor^2: b^2 and 2 b^2 for Lap(b) entries."""
+    return 2.0 if noise_kind in ("laplace", "discrete_laplace") else SQRT2
 
 
 def parse_shape(shape: Any) -> tuple[tuple[int, ...], bool, int]:
@@ -410,8 +413,8 @@ class TreeAggregator(PrefixMechanism):
         or "none". The default None is "discrete_gaussian", a default agent's law
         (``agent.calibration.node_noise``); "gaussian" is the continuous law of sampler="float".
     divisor: matrix node noise is (Z' + Z'^T) / divisor; sqrt(2) in App. B (Alg. 1), 2 in Alg. 2
-        and for Laplace nodes (App. "Pure DP"). None: 2 for "discrete_laplace" (whose sampler
-        takes only an integer divisor), sqrt(2) otherwise (:func:`default_divisor`).
+        and for Laplace nodes (App. "Pure DP"). None: 2 for "laplace" and "discrete_laplace",
+        sqrt(2) for the Gaussian laws (:func:`default_divisor`).
     seed: None draws the noise stream's key from OS entropy (the default for real privacy);
         an int / SeedSequence / 32 bytes gives a bit-reproducible stream.
     keep_last_node: keep a copy of the most recently drawn node noise (`last_node_noise()`),

@@ -188,7 +188,7 @@ def release_plan(
             l2_source="App. D: ||phi phi^T||_F <= 1: 2 (the paper's 'L1' used as L2)",
             l1_sensitivity=lam_l1,
             l1_source="2 ||phi||_1^2 <= 2d",
-            sym_divisor=2.0,
+            sym_divisor=2.0,  # Alg. 2's (Z' + Z'^T)/2 for both laws, not kernels' default_divisor
             mechanism=mechanism,
             instances=H,
         ),

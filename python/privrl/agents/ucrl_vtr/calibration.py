@@ -47,6 +47,7 @@ from privrl.common.checks import (
     check_positive_real,
     check_probability,
 )
+from privrl.kernels.continual import default_divisor
 from privrl.privacy import practical
 from privrl.privacy.accounting import gaussian_epsilon
 from privrl.privacy.bounds import check_bound_alpha
@@ -100,7 +101,6 @@ __all__ = [
     "ucrl_vtr_upsilon_pure",
 ]
 
-_SQRT2 = math.sqrt(2.0)
 TITLE = "UCRL-VTR (Alg. 1)"
 
 
@@ -163,7 +163,7 @@ def release_plan(
             l2_source="App. B: ||X X^T||_F <= H^2, neighbours differ by both terms: 2 H^2",
             l1_sensitivity=l1m,
             l1_source="2 ||X||_1^2 <= 2 d H^2",
-            sym_divisor=2.0 if pure else _SQRT2,
+            sym_divisor=default_divisor("laplace" if pure else "gaussian"),  # App. B / "Pure DP"
             **common,
         ),
         ReleasedFamily(
@@ -359,7 +359,7 @@ def _calibrate(
         ups = ucrl_vtr_upsilon(s_eff, n_eff, d, K, H, p)
         C = ucrl_vtr_C(s_eff * sigma_g / sigma, n_eff, d, K, H, p)
         beta = ucrl_vtr_beta(lam, ups, C_w, H, K, d, p)
-        noise, sym = "gaussian", _SQRT2
+        noise = "gaussian"
     else:
         if tight:
             scales = tight_scales(plan, eps, 0.0)
@@ -377,7 +377,8 @@ def _calibrate(
         ups = ucrl_vtr_upsilon_pure(sigma, int(n), d, K, H, p)
         C = ucrl_vtr_C_pure(sigma_g, int(n), d, K, H, p)
         beta = ucrl_vtr_beta_pure(lam, ups, C, C_w, H, K, d, p)
-        noise, sym = "laplace", 2.0
+        noise = "laplace"
+    sym = default_divisor(noise)  # (Z' + Z'^T)/sym: App. B's sqrt(2), App. "Pure DP"'s 2
     fields: dict[str, Any] = dict(
         **base,
         **_profile_fields(entry),

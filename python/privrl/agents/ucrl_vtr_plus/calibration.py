@@ -29,6 +29,7 @@ from privrl.agents.ucrl_vtr_plus.formulas import (
     ucrl_vtr_plus_upsilon_pure,
 )
 from privrl.common.checks import check_pos_int
+from privrl.kernels.continual import default_divisor
 from privrl.privacy import practical
 from privrl.privacy.bounds import check_bound_alpha
 from privrl.privacy.common import (
@@ -64,7 +65,6 @@ __all__ = [
     "ucrl_vtr_plus_upsilon_pure",
 ]
 
-_SQRT2 = math.sqrt(2.0)
 TITLE = "UCRL-VTR+ (Alg. 3)"
 
 
@@ -179,7 +179,7 @@ def release_plan(
             l2_source=l2s,
             l1_sensitivity=l1,
             l1_source=l1s,
-            sym_divisor=(2.0 if pure else _SQRT2) if form == "outer" else None,
+            sym_divisor=default_divisor("laplace" if pure else "gaussian") if form == "outer" else None,
             mechanism=label,
             instances=H,
         )
@@ -326,13 +326,14 @@ def _calibrate(
         u2 = ucrl_vtr_plus_upsilon(s2 * r, n_eff, d, K, H, p)
         c1 = ucrl_vtr_plus_C(sf * r, n_eff, d, K, H, p)
         c2 = ucrl_vtr_plus_C(sg * r, n_eff, d, K, H, p)
-        noise, sym = "gaussian", _SQRT2
+        noise = "gaussian"
     else:
         u1 = ucrl_vtr_plus_upsilon_pure(s1, int(n), d, K, H, p)
         u2 = ucrl_vtr_plus_upsilon_pure(s2, int(n), d, K, H, p)
         c1 = ucrl_vtr_plus_C_pure(sf, int(n), d, K, H, p)
         c2 = ucrl_vtr_plus_C_pure(sg, int(n), d, K, H, p)
-        noise, sym = "laplace", 2.0
+        noise = "laplace"
+    sym = default_divisor(noise)  # (Z' + Z'^T)/sym: App. B's sqrt(2), App. "Pure DP"'s 2
     cor = ucrl_vtr_plus_betas(lam, u1, u2, C_w, H, K, d, p)
     cond = ucrl_vtr_plus_betas_condition(lam, u1, 3.0 * u1, c1, u2, 3.0 * u2, c2, C_w, H, K, d, p)
     # Gaussian: the corollary radii (Upsilon >= C makes them satisfy the condition). Pure: the
