@@ -471,8 +471,26 @@ impl PyLinUcbClient {
     /// on the device, from the client's copy of it).
     fn policy<'py>(slf: &Bound<'_, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<i64>>> {
         let this = state(slf)?;
-        let v: Vec<i64> = this.inner.policy().iter().map(|&a| a as i64).collect();
+        let v = this.inner.policy().py_ok(py)?;
+        let v: Vec<i64> = v.iter().map(|&a| a as i64).collect();
         v.into_pyarray(py).reshape([1, this.inner.n])
+    }
+
+    /// Whether the client holds the context table (a restored client holds none).
+    #[getter]
+    fn has_contexts(slf: &Bound<'_, Self>) -> PyResult<bool> {
+        Ok(state(slf)?.inner.has_contexts())
+    }
+
+    /// Attach the public context table (n, p) to a restored client (projected by its guard).
+    fn attach_contexts(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        contexts: PyReadonlyArray2<'_, f64>,
+    ) -> PyResult<()> {
+        let mut this = state_mut(slf)?;
+        let table = contiguous("contexts", contexts.as_slice())?.to_vec();
+        this.inner.attach_contexts(table).py_ok(py)
     }
 
     #[getter]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import sys
 import warnings
+import weakref
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -91,6 +92,12 @@ class ContextualBandit(ReadOnlyCopies):
         self.classes: np.ndarray | None = None  # classification only: arm a is class classes[a]
         self._featurizer: _Featurizer | None = None
         self._fingerprint: dict[str, str] | None = None
+        _LIVE.add(self)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """An unpickled bandit (a device's, a worker's) is live too (:func:`find_contexts`)."""
+        super().__setstate__(state)
+        _LIVE.add(self)
 
     @classmethod
     def from_classification(
@@ -240,6 +247,21 @@ class ContextualBandit(ReadOnlyCopies):
 
     def __repr__(self) -> str:
         return f"ContextualBandit(name={self.name!r}, n={self.S}, p={self.p}, A={self.A})"
+
+
+#: The bandits alive in this process (weakly held): a LinUCB LDP client restored here reads the
+#: public table its users' context indices point into from one of them (:func:`find_contexts`),
+#: so that a pickled client carries the table's digest, not a copy of the table.
+_LIVE: weakref.WeakSet[ContextualBandit] = weakref.WeakSet()
+
+
+def find_contexts(table_digest: str) -> np.ndarray | None:
+    """The (read-only) context table of a live bandit whose ``fingerprint()["contexts"]`` is
+    ``table_digest``, or None when no bandit of this process has that table."""
+    for env in list(_LIVE):
+        if env.fingerprint()["contexts"] == table_digest:
+            return env.contexts
+    return None
 
 
 @dataclass(frozen=True)

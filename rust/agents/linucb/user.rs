@@ -54,7 +54,8 @@ pub(super) fn ldp_message(
 }
 
 /// The user side of one LDP LinUCB user: the public context table (rows inside the guard's
-/// bound, shared with the agent), a copy of the billboard it was made on (per arm the inverse and
+/// bound, shared with the agent; not saved: a restored client reads the device's own copy of the
+/// public table, [`LinUcbClient::attach_contexts`]), a copy of the billboard it was made on (per arm the inverse and
 /// weights, the widths' constants: what [`super::policy::Scorer`] reads), the user's exploration draws the agent
 /// took when it made the client (and the tie picks its tie stream would give, one per number of
 /// tied arms), the guard and the randomizer's laws, and its own streams once keyed.
@@ -63,6 +64,9 @@ pub struct LinUcbClient {
     pub arms: usize,
     pub p: usize,
     pub n: usize,
+    /// The table (n x p) the table users' contexts index, or empty: a saved client carries no
+    /// table (0.9 MB of the digits bandit's), only what a user needs to act and privatize.
+    #[serde(skip)]
     contexts: Arc<Vec<f64>>,
     guard: Guard,
     board: Board,
@@ -115,6 +119,32 @@ impl LinUcbClient {
         Ok(())
     }
 
+    /// Whether the client holds the context table (a restored one holds none until attached).
+    pub fn has_contexts(&self) -> bool {
+        self.contexts.len() == self.n * self.p
+    }
+
+    /// Attach the public context table `table` (n x p, the agent's, as the environment holds
+    /// it) to a restored client: projected on the guard's ball as the agent's own table was
+    /// when the agent was built (clip, or refuse a row outside under "reject"), so its rows are
+    /// the agent's bit for bit.
+    pub fn attach_contexts(&mut self, table: Vec<f64>) -> CoreResult<()> {
+        check_len("context table", table.len(), self.n * self.p)?;
+        let mut table = table;
+        self.guard.apply(&mut table, self.p, None)?;
+        self.contexts = Arc::new(table);
+        Ok(())
+    }
+
+    fn table(&self) -> CoreResult<&[f64]> {
+        if !self.has_contexts() {
+            return Err(CoreError::InvalidParameter(
+                "the client holds no context table (attach the public table first)".into(),
+            ));
+        }
+        Ok(&self.contexts)
+    }
+
     /// The message of the user of context `s` who played arm `a` and got reward `r`: the guard
     /// (clip and count, or refuse), then the randomizer (the agent's own code).
     pub fn privatize(&mut self, s: usize, a: usize, r: f64) -> CoreResult<(Vec<f64>, Vec<f64>)> {
@@ -124,6 +154,7 @@ impl LinUcbClient {
                 self.n, self.arms
             )));
         }
+        self.table()?;
         let table = Arc::clone(&self.contexts);
         self.message(&table[s * self.p..(s + 1) * self.p], a, r)
     }
@@ -207,9 +238,10 @@ impl LinUcbClient {
     }
 
     /// The arm of every context of the table (n).
-    pub fn policy(&self) -> Vec<usize> {
+    pub fn policy(&self) -> CoreResult<Vec<usize>> {
+        self.table()?;
         let mut work = vec![];
-        (0..self.n).map(|s| self.action(s, &mut work)).collect()
+        Ok((0..self.n).map(|s| self.action(s, &mut work)).collect())
     }
 
     /// A restored client's sizes against its dimensions.
@@ -219,7 +251,6 @@ impl LinUcbClient {
         crate::state::check_sizes(
             WHAT,
             &[
-                ("contexts", self.contexts.len(), &[self.n, self.p]),
                 (
                     "inverse",
                     self.board.inverse.len(),

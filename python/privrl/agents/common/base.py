@@ -455,9 +455,10 @@ class Agent(abc.ABC):
         shape = (self.H, self.S, self.A)
         return LdpClient(core, self.name, self._ldp_identity(), shape, seeds, n_keys, context)
 
-    def _client_context(self) -> tuple[int, int | None] | None:
-        """A client's live contexts (LinUCB): their length p and a raw-feature width for the
-        error's hint; None: the client privatizes trajectories only."""
+    def _client_context(self) -> tuple[int, int | None, str] | None:
+        """A client's live contexts (LinUCB): their length p, a raw-feature width for the
+        error's hint and the digest of the context table (a restored client reads the table
+        from a live bandit of that digest); None: the client privatizes trajectories only."""
         return None
 
     def _ldp_identity(self) -> str:

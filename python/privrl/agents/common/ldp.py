@@ -89,13 +89,13 @@ class LdpClient:
         shape: tuple[int, int, int],
         seeds: list[bytes] | None,
         n_keys: int,
-        context: tuple[int, int | None] | None = None,
+        context: tuple[int, int | None, str] | None = None,
     ):
         H, S, A = shape
         self._core = core
         self.agent, self.identity = agent, identity
         self.H, self.S, self.A = H, S, A
-        self._context = context  # LinUCB: (p, a raw-feature width for the hint)
+        self._context = context  # LinUCB: (p, a raw-feature width for the hint, the table's digest)
         self._policy: np.ndarray | None = None
         if seeds is not None:
             self._core.key(seeds)
@@ -111,6 +111,7 @@ class LdpClient:
         """The user's (H, S) policy, planned on the billboard (LinUCB: every table context's arm,
         computed on the device at the first look, O(n A p^2), then kept)."""
         if self._policy is None:
+            self._attach_table()
             self._policy = self._core.policy()
         return self._policy.copy()
 
@@ -136,6 +137,7 @@ class LdpClient:
         sensitivity guard (clip or reject, as the agent), the randomizer's noise. Each call draws
         fresh noise: one message per user."""
         s, a, r = check_trajectory(trajectory, self.H, self.S, self.A, "privatize()")
+        self._attach_table()
         self._key_once()
         grams, targets = self._core.privatize(s, a, r)
         return LdpMessage(self.agent, self.release, grams, targets, self.identity)
@@ -171,13 +173,31 @@ class LdpClient:
             raise TypeError(
                 f"a {self.agent} user has no context vector: its client privatizes a trajectory (privatize)"
             )
-        p, raw = self._context
+        p, raw, _ = self._context
         if is_index(x):
             raise ShapeError(
                 f"a context vector must have shape ({p},), got the index {x!r} (a table context is "
                 "privatized as a Trajectory: privatize)"
             )
         return check_context(x, p, raw)
+
+    def _attach_table(self) -> None:
+        """LinUCB: a client made by the agent shares the agent's context table; a restored one (a
+        pickle carries the table's digest, not the table: 0.9 MB of the digits bandit's) reads the
+        public table of a live bandit of that digest in this process, at its first table user."""
+        if self._context is None or self._core.has_contexts:
+            return
+        from privrl.envs.bandit import find_contexts
+
+        table = find_contexts(self._context[2])
+        if table is None:
+            raise AssumptionError(
+                f"this {self.agent} client was restored where no ContextualBandit holds its context "
+                f"table (digest {self._context[2]}): build or load that bandit in this process (its "
+                "table is public; policy and privatize(trajectory) index it), or serve a live user "
+                "with choose(x) and privatize_update(x, arm, reward), which need no table"
+            )
+        self._core.attach_contexts(table)
 
     def _key_once(self) -> None:
         """Key every stream from OS entropy, on the device, at the first use of an unkeyed client."""

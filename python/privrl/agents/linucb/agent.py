@@ -264,6 +264,8 @@ class LinUCB(Agent):
         raw = getattr(self.env, "_featurizer", None)  # a classification bandit's raw transform
         return None if raw is None else int(raw.width)
 
-    def _client_context(self) -> tuple[int, int | None]:
-        """A LinUCB client takes live contexts: ``client.choose(x)``, ``client.privatize_update``."""
-        return self.p, self._raw_width()
+    def _client_context(self) -> tuple[int, int | None, str]:
+        """A LinUCB client takes live contexts: ``client.choose(x)``, ``client.privatize_update``;
+        its table users (``privatize(trajectory)``, ``policy``) index the env's public table, which
+        a pickled client names by digest instead of carrying it."""
+        return self.p, self._raw_width(), self.env.fingerprint()["contexts"]
