@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from privrl import _core
 from privrl.agents.common.base import Agent
 from privrl.common.checks import (
     check_episodes,
@@ -24,7 +23,6 @@ from privrl.common.checks import (
     integer_value,
 )
 from privrl.common.errors import (
-    AgentInUseError,
     AssumptionWarning,
     IndexRangeError,
     ShapeError,
@@ -34,25 +32,20 @@ from privrl.envs.bandit import ContextualBandit
 from privrl.envs.features import observation_index
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.gym import padding_reward, time_limit
-from privrl.experiment.progress import bar
+from privrl.experiment.episodes import learn_episodes
 from privrl.experiment.spaces import (
-    absorbing_state,
     check_spaces,
     check_state_map,
     checked_index,
     identity,
     observation_index_of,
-    state_index,
 )
 from privrl.experiment.steps import (
-    SelfLoops,
     attach_partial,
     check_reference,
     env_step,
-    learn_stop,
     note_stop,
     reset_observation,
-    users_now,
     users_to_run,
     warn_self_truncated,
 )
@@ -430,7 +423,7 @@ def learn(
         regret = None if reference is None else np.cumsum(reference - returns)
         return LearnResult(returns, regret, time.perf_counter() - t0, agent.label, early, changes)
 
-    return _episodes(agent, env, K, seed, state, reward, pad, callback, progress, result)
+    return learn_episodes(agent, env, K, seed, state, reward, pad, callback, progress, result)
 
 
 def _refuse_gym_arguments(env: Any, callback: Any, reference: Any, reward: Any, state: Any) -> None:
@@ -464,105 +457,6 @@ def _run_model(
         if got is not None:
             attach_partial(e, result(got))
         raise
-
-
-def _episodes(
-    agent: Agent,
-    env: Any,
-    K: int,
-    seed: Any,
-    state: Callable[[Any], int],
-    reward: Callable[[float], float] | None,
-    pad: float,
-    callback: Callable[[int, float], None] | None,
-    progress: bool | None,
-    result: Callable[[np.ndarray, int, int], LearnResult],
-) -> LearnResult:
-    """The episodes of :func:`learn`: K users on `env`, padded after the environment's end;
-    ``result(returns, early, changes)`` of their returns, how many the environment ended early and
-    how often the users' policy changed. When the loop stops (an exception of the environment, of
-    privrl, of the callback, or Ctrl-C), the exception leaves with ``partial``: that result over
-    the users of this call the agent observed (``agent.k`` moved by as many), and a note saying so.
-
-    The user's policy is read from Rust once per user but converted to nested lists (and shown to
-    the policy-change count) only when the agent computed a new one (``policy_updates`` moved: at
-    a release, or every user when each user draws its own model; otherwise it is the previous
-    user's table); a step's state index that is a plain int in range skips the full check.
-    """
-    H, S = agent.H, agent.S
-    z = absorbing_state(agent)  # -1: none, the padding self-loops at the last observed state
-    limit = time_limit(env)  # a time limit below H was warned of up front; else a truncation is said
-    said = limit is not None and limit < H  # at the first episode the environment cuts before H
-    loops = SelfLoops(z < 0)  # self-loops at a state users act from: said once
-    core = agent._core
-    returns = np.empty(K)
-    early = 0
-    states = np.empty(H + 1, dtype=np.int64)
-    actions = np.empty(H, dtype=np.int64)
-    rewards = np.empty(H, dtype=np.float64)
-    pi: list[list[int]] = []
-    pi_of = -1  # the policy_updates count `pi` was read at
-    changes = _core.PolicyChanges()
-    pbar = bar(K, agent.label, progress)
-    k0 = core.k  # the users the agent had before this call
-    k, h = 0, -1  # where a failure stopped the loop (h = -1: at reset)
-    # the early ends before user k, and the policy changes before its policy if it was a new one
-    early_before, changes_before = 0, -1
-    try:
-        for k in range(K):
-            h, early_before, changes_before = -1, early, -1
-            obs = reset_observation(env.reset(seed=seed if k == 0 else None), "user", k)
-            table = core.policy()  # plans the arriving user's policy if it is due
-            if core.policy_updates != pi_of:
-                pi, pi_of = table.tolist(), core.policy_updates
-                changes_before = changes.count
-                changes.see(table)
-            s = state_index(state(obs), S, z)
-            states[0] = s
-            done, t, term = False, H - 1, False  # the last real step, and whether it ended the episode
-            for h in range(H):
-                a = pi[h][s]
-                if done:  # after the environment's end: stay, paid as a zero reward
-                    r = pad
-                else:
-                    obs, r, terminated, truncated = env_step(env, a, reward, "user", k, h)
-                    t, term = h, bool(terminated)
-                    s = state(obs)
-                    if type(s) is not int or not 0 <= s < S or s == z:
-                        s = state_index(s, S, z)
-                    done = bool(terminated or truncated)
-                    early += int(done and h < H - 1)
-                    # the first episode the environment cuts before H (truncated, not ended): said once
-                    cut = bool(truncated and not terminated and h < H - 1)
-                    said = said or (
-                        cut and warn_self_truncated(f"user {k + 1}'s episode", h, H, "the agent's")
-                    )
-                    s = z if done and z >= 0 else s  # ended: the absorbing state, not the last observation
-                actions[h], rewards[h], states[h + 1] = a, r, s
-            returns[k] = rewards.sum()
-            loops.see(states, t, term, H, k)
-            core.observe(states, actions, rewards)  # checked here, step by step
-            agent._sync_guards()
-            if callback is not None:
-                callback(k + 1, returns[k])
-            if pbar is not None:
-                pbar.update(1)
-    except BaseException as e:  # the user's own error or privrl's, with where it stopped
-        # the users the agent observed, read from the agent: a Ctrl-C that lands as observe returns
-        # is raised after the agent took user k (a flag set after observe would miss it); a call
-        # refused because another thread holds the agent (AgentInUseError) changed nothing
-        now = users_now(agent)
-        kept = k if now is None or isinstance(e, AgentInUseError) else now - k0
-        whole = kept == k + 1  # user k observed (the callback or Ctrl-C after it), else left out
-        count = changes.count if whole or changes_before < 0 else changes_before
-        partial = result(returns[:kept].copy(), early if whole else early_before, count)
-        note_stop(e, learn_stop(k, K, h, whole, now))
-        attach_partial(e, partial)
-        raise
-    finally:
-        if pbar is not None:
-            pbar.close()
-    return result(returns, early, changes.count)
 
 
 def _warn_time_limit(env: Any, H: int, whose: str = "the agent's", stacklevel: int = 3) -> None:
