@@ -14,6 +14,8 @@ import pytest
 import privrl
 from privrl.agents import LSVIUCB
 from privrl.envs import FeatureMap
+from privrl.exceptions import AssumptionWarning
+from privrl.experiment.steps import SelfLoops
 from privrl.privacy import NonPrivate
 
 gym = pytest.importorskip("gymnasium")
@@ -65,3 +67,28 @@ def test_learn_makes_no_call_of_its_own_per_step(kind):
     short, long = _privrl_calls(4, kind), _privrl_calls(16, kind)
     grew = {name: (short[name], n) for name, n in long.items() if n > short[name]}
     assert not grew, f"privrl calls that grow with H (at H = 4, at H = 16): {grew}"
+
+
+def test_the_self_loop_watch_passes_over_a_repeated_episode():
+    # FrozenLake without slip under an unchanged policy: every user walks the previous user's path,
+    # which can add no state to the watch (before, each user's states were sliced and added again)
+    loops = SelfLoops(True)
+    path = np.array([0, 4, 8, 9, 13, 14, 15, 15, 15])  # ended at the goal after 6 steps, H = 8
+    loops.see(path, 5, True, 8, 0)
+    assert loops.acted == {0, 4, 8, 9, 13, 14} and loops.ended == {15}
+    loops.acted.clear()  # a repeat that was looked at would fill it again
+    loops.see(path.copy(), 5, True, 8, 1)
+    assert loops.acted == set() and loops.active
+    loops.see(path, 5, False, 8, 2)  # another end (or t, or path): looked at
+    assert loops.acted == {0, 4, 8, 9, 13, 14} and loops.active
+
+
+def test_the_self_loop_watch_still_warns_after_repeats():
+    loops = SelfLoops(True)
+    ended_at_5 = np.array([0, 1, 5, 5, 5])  # a hole at 5, H = 4
+    for k in range(3):
+        loops.see(ended_at_5, 1, True, 4, k)
+    assert loops.active
+    with pytest.warns(AssumptionWarning, match="by user 5, an episode ended at state 5"):
+        loops.see(np.array([0, 1, 5, 6, 7]), 3, False, 4, 4)  # a user acts from 5
+    assert not loops.active

@@ -213,17 +213,23 @@ class SelfLoops:
         self.active = active
         self.acted: set[int] = set()  # states a user took a real step from
         self.ended: set[int] = set()  # states an episode ended at, then padded
+        self.last: tuple = ()  # the previous user's (states, t, ended): the same adds nothing
 
     def see(self, states: np.ndarray, t: int, ended: bool, H: int, k: int) -> None:
         """User k's `states`: real steps from states[0..t], then (`ended` by the environment before
-        step H - 1) self-loops at states[t + 1]."""
+        step H - 1) self-loops at states[t + 1]. The same episode as the previous user's (a
+        deterministic environment under an unchanged policy) is passed over: it found nothing."""
         if not self.active:
             return
-        real = states[: t + 1].tolist()
+        path = states.tolist()
+        if (path, t, ended) == self.last:
+            return
+        self.last = (path, t, ended)
+        real = path[: t + 1]
         self.acted.update(real)
         hit = -1
         if ended and t < H - 1:
-            end = int(states[t + 1])
+            end = path[t + 1]
             self.ended.add(end)
             hit = end if end in self.acted else -1
         if hit < 0 and self.ended and not self.ended.isdisjoint(real):
