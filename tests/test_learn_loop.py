@@ -14,7 +14,7 @@ import pytest
 import privrl
 from privrl.agents import LSVIUCB
 from privrl.envs import FeatureMap
-from privrl.exceptions import AssumptionWarning
+from privrl.exceptions import AssumptionWarning, SensitivityWarning
 from privrl.experiment.steps import SelfLoops
 from privrl.privacy import NonPrivate
 
@@ -92,3 +92,25 @@ def test_the_self_loop_watch_still_warns_after_repeats():
     with pytest.warns(AssumptionWarning, match="by user 5, an episode ended at state 5"):
         loops.see(np.array([0, 1, 5, 6, 7]), 3, False, 4, 4)  # a user acts from 5
     assert not loops.active
+
+
+def test_a_clip_during_learn_is_counted_and_said_at_its_user():
+    agent = LSVIUCB(FeatureMap.one_hot(4, 2, H=4), NonPrivate(), episodes=12, seed=0)
+    seen = []
+
+    def rescale(r):  # 1.5 (outside [0, 1], clipped to 1) once, in user 5's episode
+        seen.append(r)
+        return 1.5 if len(seen) == 18 else float(r)
+
+    said = []
+    with pytest.warns(SensitivityWarning) as rec:
+        privrl.learn(
+            agent,
+            Ring(int),
+            seed=0,
+            progress=False,
+            reward=rescale,
+            callback=lambda k, ret: said.append((k, len(rec), agent.guard.clipped)),
+        )
+    assert len(rec) == 1 and agent.clip_count == agent.guard.clipped == 1
+    assert said[3] == (4, 0, 0) and said[4] == (5, 1, 1) and said[-1] == (12, 1, 1)
