@@ -203,6 +203,34 @@ def measure(w: Workload, quick: bool, n_ref: int) -> dict:
     }
 
 
+class PlainLake:
+    """A deterministic gymnasium toy-text environment's transitions in plain Python (FrozenLake
+    without slip): the same spaces, start, observations, rewards (FrozenLake's ints) and ends as
+    `env` (checked in tests/test_bench_engine.py), at ~0.2 us a reset or step, so that privrl.learn
+    on it times privrl's own work."""
+
+    def __init__(self, env) -> None:
+        base = env.unwrapped
+        self.action_space, self.observation_space, self.spec = env.action_space, env.observation_space, None
+        self.start = int(np.flatnonzero(base.initial_state_distrib)[0])
+        assert base.initial_state_distrib[self.start] == 1.0, "a deterministic start"
+        self.table = {}
+        for s, moves in base.P.items():
+            for a, outcomes in moves.items():
+                assert len(outcomes) == 1, "deterministic transitions only (is_slippery=False)"
+                _, nxt, r, end = outcomes[0]
+                self.table[s, a] = (int(nxt), r, end)
+        self.s = self.start
+
+    def reset(self, seed=None, options=None):
+        self.s = self.start
+        return self.s, {}
+
+    def step(self, a):
+        self.s, r, end = self.table[self.s, a]
+        return self.s, r, end, False, {}
+
+
 def learn_vs_run(K: int) -> dict:
     """privrl.learn on the gymnasium FrozenLake against privrl.run on its model (static JDP).
 
@@ -212,7 +240,8 @@ def learn_vs_run(K: int) -> dict:
     same billboards (checked). Also timed: the same users' env.reset / env.step calls on the
     gymnasium environment alone, replayed from the recorded actions (learn's floor: it must make
     them), and on its unwrapped FrozenLakeEnv (what the TimeLimit / OrderEnforcing /
-    PassiveEnvChecker wrappers add).
+    PassiveEnvChecker wrappers add). privrl's own share: privrl.learn on PlainLake, the same map's
+    transitions in plain Python (~0.2 us a call against gymnasium's ~6), the same users again.
     """
     import gymnasium as gym
 
@@ -240,10 +269,13 @@ def learn_vs_run(K: int) -> dict:
     ran, learnt = agent(model), agent(fmap)
     run(ran, model, seed=2, progress=False)  # untimed: warm-up, and the same users on both sides
     learn(learnt, Record(make_gym()), seed=2, progress=False)
-    mine, theirs = ran.release(), learnt.release()
-    same = all(np.array_equal(getattr(mine, f), getattr(theirs, f)) for f in ("design", "weights", "users"))
+    plain = agent(fmap)
+    learn(plain, PlainLake(make_gym()), seed=2, progress=False)
+    mine, theirs, own = ran.release(), learnt.release(), plain.release()
+    fields = ("design", "weights", "users")
+    same = all(np.array_equal(getattr(a, f), getattr(theirs, f)) for a in (mine, own) for f in fields)
     times = {}
-    for name, env in (("run", model), ("learn", make_gym())):
+    for name, env in (("run", model), ("learn", make_gym()), ("own", PlainLake(make_gym()))):
         a = agent(model if name == "run" else fmap)
         t0 = time.perf_counter()
         (run if name == "run" else learn)(a, env, seed=2, progress=False)
@@ -262,6 +294,8 @@ def learn_vs_run(K: int) -> dict:
         "env_us": 1e6 * times["env"],
         "unwrapped_us": 1e6 * times["unwrapped"],
         "env_ratio": times["env"] / times["run"],
+        "own_us": 1e6 * times["own"],
+        "own_ratio": times["own"] / times["run"],
         "same_users": same,
     }
 
@@ -311,7 +345,9 @@ def main() -> None:
             f"FrozenLake: privrl.learn on gymnasium {lr['learn_us']:.1f} us/user, privrl.run on the model "
             f"{lr['run_us']:.1f} us/episode: {lr['ratio']:.2f}x (target <= 3); the same users' "
             f"env.reset/step alone {lr['env_us']:.1f} us/user ({lr['env_ratio']:.2f}x run; "
-            f"unwrapped env {lr['unwrapped_us']:.1f}); same users on both sides: {lr['same_users']}"
+            f"unwrapped env {lr['unwrapped_us']:.1f}); privrl's own share (learn on a plain-Python copy "
+            f"of the map) {lr['own_us']:.1f} us/user ({lr['own_ratio']:.2f}x run); same users on all sides: "
+            f"{lr['same_users']}"
         )
     if args.peer:
         peer = peer_ratio(args.peer, args.peer_episodes, by.get("mixture-ldp"))

@@ -1,6 +1,7 @@
 """benches/engine.py's frozen-psrl workload: PSRL's numpy reference timed in lockstep with the agent,
 fed the agent's own recorded draws (tests/test_psrl_agent.py's replay), user by user and through
-its releases; a reference that parts from the agent is refused, not timed."""
+its releases; a reference that parts from the agent is refused, not timed. And the plain-Python
+FrozenLake its frozen-learn figure times privrl.learn's own share on."""
 
 import dataclasses
 import sys
@@ -58,3 +59,24 @@ def test_a_reference_that_releases_late_is_refused(engine):
     agent.bounds = np.array([0, 11, 20, 30, 40])
     with pytest.raises(AssertionError, match="user 9: the reference's policy or draws are not"):
         engine._psrl_reference_cost(agent, env, 12)
+
+
+def test_the_plain_lake_is_gymnasiums_frozen_lake(engine):
+    # learn's own share is timed on it: every (state, action) must give gymnasium's observation,
+    # reward (an int, as FrozenLake pays) and end, from gymnasium's start
+    gym = pytest.importorskip("gymnasium")
+    real = gym.make("FrozenLake-v1", is_slippery=False)
+    plain = engine.PlainLake(real)
+    assert (plain.action_space, plain.observation_space, plain.spec) == (
+        real.action_space,
+        real.observation_space,
+        None,
+    )
+    assert plain.reset(seed=0)[0] == real.reset(seed=0)[0] == 0
+    for s in range(16):
+        for a in range(4):
+            real.unwrapped.s, plain.s = s, s
+            theirs, mine = real.unwrapped.step(a), plain.step(a)
+            assert mine[:4] == theirs[:4] and type(mine[1]) is type(theirs[1]), (s, a)
+    with pytest.raises(AssertionError, match="deterministic transitions only"):
+        engine.PlainLake(gym.make("FrozenLake-v1", is_slippery=True))
