@@ -14,7 +14,13 @@ import pytest
 from privrl import run
 from privrl.agents import LinUCB
 from privrl.agents.linucb.calibration import calibrate_linucb, linucb_leaf_ends
-from privrl.common.errors import AssumptionWarning, NonFiniteError, PrivacyParameterError, ShapeError
+from privrl.common.errors import (
+    AssumptionWarning,
+    NonFiniteError,
+    PrivacyParameterError,
+    ScheduleWarning,
+    ShapeError,
+)
 from privrl.envs import ContextualBandit
 from privrl.privacy import JointDP, LocalDP, NonPrivate
 
@@ -300,3 +306,16 @@ def test_non_finite_features_are_refused_naming_where_and_what_to_do():
     X[3, 2], X[40, 0], X[40, 4] = np.nan, np.inf, np.nan
     with pytest.raises(NonFiniteError, match=r"X\[3, 2\] = nan, in 2 of its 500 rows; drop or impute"):
         ContextualBandit.from_classification(X, y)
+
+
+@pytest.mark.parametrize("privacy", [JointDP(1.0, 1e-5), LocalDP(1.0, 1e-5)])
+def test_a_single_user_gets_no_schedule_warning(privacy):
+    """K = 1 has no later user to read a release, so "none of its users ever sees a release" (and
+    its advice, schedule=<int> < K = 1, impossible) was a false alarm; LSVI-UCB and PSRL warn only
+    for K > 1. K = 2, whose second user plans on the initial billboard, still warns."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        LinUCB(small_bandit(), privacy, episodes=1, seed=0)
+    assert [w for w in caught if issubclass(w.category, ScheduleWarning)] == []
+    with pytest.warns(ScheduleWarning, match="none of its users ever sees a release"):
+        LinUCB(small_bandit(), privacy, episodes=2, seed=0)

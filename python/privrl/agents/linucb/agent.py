@@ -131,7 +131,8 @@ class LinUCB(Agent):
         # the exact (non-private) server refreshes after every user and never reads the ends: one
         # end at K, not the K-long list of every user (1 GB and a 160 MB save file at K = 2e7)
         ends = privacy_of.linucb_leaf_ends(kind, self.K, env.p, schedule) if private else [self.K]
-        if private and ends[0] >= self.K:  # the first release comes after the last user
+        # the first release comes after the last user (K = 1: no later user to read one)
+        if private and self.K > 1 and ends[0] >= self.K:
             warnings.warn(
                 f"the schedule {schedule!r} releases the billboard first after {ends[0]} users, but the "
                 f"agent has K = {self.K}: none of its users ever sees a release (every arm is played "
