@@ -119,6 +119,19 @@ def test_one_hot_for_adds_the_absorbing_state_exactly_where_it_is_needed():
     assert FeatureMap.one_hot_for(gym.make("FrozenLake-v1"), H, absorbing=True).absorbing == 16
 
 
+def test_one_hot_for_takes_an_id_as_from_gymnasium_does():
+    """from_gymnasium("FrozenLake-v1", H) works, but FeatureMap.one_hot_for("FrozenLake-v1", H)
+    raised ShapeError "the environment has None and None"; any other object without gymnasium
+    spaces is a TypeError naming what to pass."""
+    by_id = FeatureMap.one_hot_for("FrozenLake-v1", H)
+    made = FeatureMap.one_hot_for(gym.make("FrozenLake-v1"), H)
+    assert by_id.fingerprint() == made.fingerprint() and by_id.name == made.name == "FrozenLake-v1"
+    assert FeatureMap.one_hot_for("Blackjack-v1", H).absorbing == 32 * 11 * 2
+    for bad in (None, 3, {"id": "FrozenLake-v1"}):
+        with pytest.raises(TypeError, match=r"a gymnasium environment \(gymnasium.make\(id\)\) or its id"):
+            FeatureMap.one_hot_for(bad, H)
+
+
 def _with_table(P: dict, init: list) -> gym.Env:
     env = Stick()
     env.P, env.initial_state_distrib = P, np.asarray(init, dtype=float)

@@ -114,8 +114,23 @@ class FeatureMap(ReadOnlyCopies):
         (``privrl.envs.gym.needs_absorbing``): the environment has no transition table
         ``env.unwrapped.P`` (Blackjack-v1), or its table ends an episode in a state an episode can
         also be in before its end. FrozenLake, CliffWalking and Taxi, whose terminal states are
-        only terminal, get none (the map, and every run on it, as before). True or False decides."""
+        only terminal, get none (the map, and every run on it, as before). True or False decides.
+        `env` may also be an id (``"FrozenLake-v1"``), as for ``from_gymnasium``: the environment
+        ``gymnasium.make`` builds from it is closed before returning."""
+        if isinstance(env, str):
+            from privrl.envs.gym import _import_gymnasium
+
+            made = _import_gymnasium().make(env)
+            try:
+                return cls.one_hot_for(made, H, name, absorbing)
+            finally:
+                made.close()
         obs, acts = getattr(env, "observation_space", None), getattr(env, "action_space", None)
+        if obs is None and acts is None:  # "the environment has None and None" said nothing
+            raise TypeError(
+                "FeatureMap.one_hot_for takes a gymnasium environment (gymnasium.make(id)) or its id, "
+                f"got {type(env).__name__}"
+            )
         found = observation_index(obs)
         n_act = getattr(acts, "n", None)
         if found is None or n_act is None or np.ndim(n_act) != 0 or int(getattr(acts, "start", 0)) != 0:
