@@ -425,3 +425,25 @@ def test_learn_with_nothing_left_says_so_in_runs_words():
     for call in (lambda: privrl.learn(agent, lake), lambda: privrl.run(agent, model)):
         with pytest.raises(CapacityError, match=said):
             call()
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_runs_warning_names_the_agent_and_epsilon_that_raised_it(n_jobs):
+    """A sweep's ScheduleWarning ("a single batch ... the agent never releases") or PrivacyWarning
+    came without the run it was about: with several agents and epsilons the user could not tell
+    which one never releases. Every backend now raises a run's warnings again prefixed with
+    "<study> / <agent> at eps=<eps>: " (inline and threads printed them bare)."""
+    import warnings
+
+    from privrl.exceptions import PrivacyWarning
+
+    agents = {
+        "loose": {"algorithm": "UCRL-VTR", "privacy": "jdp", "delta": 0.09},
+        "fine": {"algorithm": "UCRL-VTR", "privacy": "jdp"},
+    }
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        sweep(ENV, agents, epsilons=[1.0, 2.0], seeds=2, episodes=20, n_jobs=n_jobs, progress=False)
+    texts = sorted({str(w.message) for w in seen if issubclass(w.category, PrivacyWarning)})
+    assert [t.split(": ")[0] for t in texts] == [f"{ENV['name']} / loose at eps={e}" for e in (1, 2)]
+    assert all("delta = 0.09 > 1/K = 0.05" in t for t in texts)

@@ -1,8 +1,8 @@
-"""Warnings raised in a sweep's worker processes (--backend processes, a Dask cluster's workers),
-carried back with the run's result and raised again in the sweep's own process: there the user's
-filters and the command line's one-line format (privrl.experiment.cli) apply to them as to the
-warnings of inline and threaded runs (a worker printed them itself, in Python's default format,
-under the worker's own filters)."""
+"""Warnings raised by a sweep's runs (inline, on threads, in worker processes, on a Dask cluster's
+workers), carried back with the run's result and raised again in the sweep's own process, prefixed
+with the run they came from: there the user's filters and the command line's one-line format
+(privrl.experiment.cli) apply to them (a worker printed them itself, in Python's default format,
+under the worker's own filters; and no backend said which agent and epsilon warned)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["recorded", "reemit"]
+__all__ = ["recorded", "reemit", "run_label"]
 
 #: A recorded warning: (category, message, filename, lineno).
 Record = tuple[type, str, str, int]
@@ -74,10 +74,23 @@ def recorded(fn: Callable[..., dict], *args: Any, **kwargs: Any) -> dict:
     return payload
 
 
+def run_label(payload: dict) -> str:
+    """The run a payload comes from, as a warning's prefix names it: ``"<study> / <agent> at
+    eps=<epsilon>: "`` (the seeds of one agent and epsilon share it, so their repeats show once);
+    "" for a payload that names no run."""
+    meta = payload.get("meta") or (payload["spec"].describe() if "spec" in payload else {})
+    if "agent" not in meta:
+        return ""
+    return f"{meta.get('study')} / {meta['agent']} at eps={float(meta.get('epsilon', float('inf'))):g}: "
+
+
 def reemit(payload: dict, registry: dict) -> dict:
-    """Raise the warnings of a worker's ``payload`` again in this process (its filters and
+    """Raise the warnings of a run's ``payload`` again in this process (its filters and
     ``warnings.showwarning`` apply; ``registry``, one per sweep, shows a "default"-filtered warning
-    once per sweep rather than once per run) and return the payload without them."""
+    once per sweep rather than once per run), each prefixed with the run it came from (run_label:
+    a sweep's ScheduleWarning did not say which of its agents and epsilons never releases), and
+    return the payload without them."""
+    label = run_label(payload)
     for category, message, filename, lineno in payload.pop("warnings", ()):
-        warnings.warn_explicit(message, category, filename, lineno, registry=registry)
+        warnings.warn_explicit(label + message, category, filename, lineno, registry=registry)
     return payload

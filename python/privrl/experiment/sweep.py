@@ -268,7 +268,7 @@ class _Progress:
 
 def _inline(specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: _Progress) -> Iterator[dict]:
     for spec in specs:
-        yield guarded_run(spec, envs.get(spec.study), progress=bar.episodes)
+        yield recorded(guarded_run, spec, envs.get(spec.study), progress=bar.episodes)
 
 
 def _processes(
@@ -337,7 +337,8 @@ def _threads(
     released, so runs proceed in parallel (a user's Python agents or environments take turns)."""
     stop = threading.Event()
     with cf.ThreadPoolExecutor(max_workers=min(n_jobs, len(specs))) as pool:
-        futures = [pool.submit(guarded_run, s, envs.get(s.study), bar.episodes, stop) for s in specs]
+        run = partial(recorded, guarded_run)
+        futures = [pool.submit(run, s, envs.get(s.study), bar.episodes, stop) for s in specs]
         try:
             for fut in cf.as_completed(futures):
                 yield fut.result()
