@@ -355,7 +355,7 @@ def test_a_worker_process_warning_is_one_privrl_line_in_the_sweep_process(tmp_pa
     """--backend processes: a warning raised in a worker (the agent's PrivacyWarning for delta > 1/K,
     raised when the run builds it) was printed by the worker in Python's format (sweep.py:87 and the
     source line below it), past the command line's one-line format. Now the worker records it and
-    the sweep's process raises it again: one `privrl: warning:` line, as on threads."""
+    the sweep's process raises it again: one `privrl: warning:` line, as on threads, naming the run."""
     agent = ["--agent", "J:algorithm=UCRL-VTR,privacy=jdp,delta=0.09", "--epsilons", "1", "--no-progress"]
     flags = [*FLAGS[:-1], "2", *agent, "-j", "2"]
     for backend in ("processes", "threads"):
@@ -365,7 +365,8 @@ def test_a_worker_process_warning_is_one_privrl_line_in_the_sweep_process(tmp_pa
         lines = capfd.readouterr().err.splitlines()  # the workers' stderr (fd 2) included
         warned = [line for line in lines if "1/K" in line]
         assert warned == [
-            "privrl: warning: PrivacyWarning: delta = 0.09 > 1/K = 0.05: with K users, a guarantee whose "
+            "privrl: warning: PrivacyWarning: RiverSwimMixture / J at eps=1: delta = 0.09 > 1/K = 0.05: "
+            "with K users, a guarantee whose "
             "delta exceeds 1/K allows publishing some user's data outright; choose delta <= 1/K"
         ], (backend, lines)
         assert not any(".py:" in line for line in lines), lines
