@@ -362,3 +362,35 @@ def test_guard_takes_real_bounds_and_matching_lengths():
         Xc, yc = g.apply(X, [0.5, 2.0])
     assert (X == 1.0).all() and np.linalg.norm(Xc, axis=1).max() <= 1.0  # a copy is clipped
     assert yc.tolist() == [0.5, 1.0]
+
+
+def test_a_clip_warning_points_at_the_users_line_and_says_what_to_do():
+    """privrl.learn on CliffWalking without reward= (rewards -1 / -100) warned "clipping user
+    statistics to the sensitivity bound ... (counted in agent.clip_count)" at privrl's own line
+    (interact.py's `return _episodes(...)`) and left the user to guess why and what to do. Now it
+    names the rescale (learn's reward=, a sweep's reward_range) and points at the caller's line,
+    from learn, from observe and from LinUCB's update alike."""
+    gym = pytest.importorskip("gymnasium")
+    import privrl
+    from privrl.agents import LinUCB
+    from privrl.envs import ContextualBandit, FeatureMap
+    from privrl.privacy import NonPrivate
+
+    def warned(call):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            call()
+        (w,) = [w for w in seen if issubclass(w.category, SensitivityWarning)]
+        assert w.filename == __file__, w.filename
+        assert "privrl.learn(..., reward=lambda r: (r - lo) / (hi - lo))" in str(w.message)
+        assert "reward_range" in str(w.message) and "sensitivity='reject'" in str(w.message)
+
+    env = gym.make("CliffWalking-v1")
+    agent = LSVIUCB(FeatureMap.one_hot_for(env, 5), NonPrivate(), episodes=2, seed=0)
+    warned(lambda: privrl.learn(agent, env, seed=0, progress=False))
+    lin = LSVIUCB(RandomLinearMDP(S=5, A=2, d=D, H=H, seed=0), NonPrivate(), episodes=2, seed=0)
+    warned(lambda: lin.observe(Trajectory(np.zeros(H + 1, int), np.zeros(H, int), np.full(H, 2.0))))
+    rng = np.random.default_rng(0)
+    bandit = ContextualBandit.from_classification(rng.normal(size=(20, 3)), np.arange(20) % 2, seed=1)
+    arm = LinUCB(bandit, NonPrivate(), episodes=5, seed=0)
+    warned(lambda: arm.update(bandit.contexts[0], 0, 5.0))

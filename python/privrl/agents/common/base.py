@@ -45,6 +45,7 @@ from privrl.common.errors import (
     PrivacyWarning,
     SensitivityWarning,
     ShapeError,
+    stacklevel_outside,
 )
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.features import FeatureMap
@@ -109,7 +110,10 @@ class SensitivityGuard:
         if self.clipped and not self._warned:
             warnings.warn(
                 f"clipping user statistics to the sensitivity bound ||x|| <= {self.x_bound:g}"
-                f", y in [{self.y_low:g}, {self.y_high:g}] (counted in agent.clip_count)",
+                f", y in [{self.y_low:g}, {self.y_high:g}] (counted in agent.clip_count): the noise is "
+                "calibrated for data inside it. Rewards outside [0, 1] (a gymnasium environment's own) "
+                "need a rescale: privrl.learn(..., reward=lambda r: (r - lo) / (hi - lo)), a sweep's "
+                "reward_range; sensitivity='reject' refuses such users instead",
                 SensitivityWarning,
                 stacklevel=stacklevel,
             )
@@ -327,7 +331,8 @@ class Agent(abc.ABC):
     def _sync_guards(self) -> None:
         for guard, clipped in zip(self.guards.values(), self._core.clips, strict=False):
             if clipped != guard.clipped:
-                guard.count(clipped, stacklevel=4)
+                # at the user's line, through learn / run / observe (a fixed 4 named learn's own line)
+                guard.count(clipped, stacklevel=stacklevel_outside("privrl") + 1)
 
     def __copy__(self) -> Agent:
         """``copy.copy(agent)``: an independent agent (its own Rust state, guards and streams) on the
