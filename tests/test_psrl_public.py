@@ -313,3 +313,26 @@ def test_a_step_dependent_model_warns_that_psrl_pools_over_the_steps():
         warnings.simplefilter("error")
         for env in (RiverSwim(S=4, H=3), RiverSwimMixture(S=4, H=3), FeatureMap.one_hot(4, 2, 3)):
             PSRL(env, NonPrivate(), episodes=5)
+
+
+def test_past_k_the_next_users_policy_is_refused_saying_how_to_score_the_agent():
+    """After its K users PSRL's policy(), act() and privrl.evaluate(agent, env) raised the core's
+    "this PSRL agent was calibrated for 5 users: all have been served" (LSVI-UCB and UCRL-VTR
+    answer them), without saying how to read what it learned. Now the CapacityError names
+    greedy_policy, which still scores it; nothing changes before K."""
+    from privrl.agents import PSRL
+    from privrl.common.errors import CapacityError
+    from privrl.envs import RiverSwim
+
+    env = RiverSwim(S=4, H=5)
+    agent = PSRL(env, NonPrivate(), episodes=5, seed=0)
+    before = (agent.policy().copy(), agent.act(0, 0))
+    privrl.run(agent, env, seed=0)
+    for call in (agent.policy, lambda: agent.act(0, 0), lambda: privrl.evaluate(agent, env)):
+        with pytest.raises(
+            CapacityError, match=r"all K = 5 users .* privrl.evaluate\(agent.greedy_policy\(\), env\)"
+        ):
+            call()
+    assert privrl.evaluate(agent.greedy_policy(), env).exact
+    fresh = PSRL(env, NonPrivate(), episodes=5, seed=0)
+    assert (fresh.policy() == before[0]).all() and fresh.act(0, 0) == before[1]

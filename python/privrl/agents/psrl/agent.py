@@ -17,7 +17,7 @@ from privrl.agents.psrl import calibration as privacy_of
 from privrl.agents.psrl.calibration import PSRLCalibration
 from privrl.agents.psrl.formulas import psrl_batch_bounds, psrl_prior
 from privrl.common.checks import check_choice
-from privrl.common.errors import AssumptionWarning, PrivacyParameterError, ScheduleWarning
+from privrl.common.errors import AssumptionWarning, CapacityError, PrivacyParameterError, ScheduleWarning
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP
@@ -212,6 +212,28 @@ class PSRL(Agent):
         users whose data it holds (``bounds[j]`` after j releases; the running batch is not in it)."""
         N, R, j = self.billboard()
         return Release(design=N, inverse=np.empty(0), weights=R, users=int(self.bounds[j]))
+
+    def policy(self) -> np.ndarray:
+        """The (H, S) policy of the user arriving now: that user's posterior draw, planned once
+        per user. Past K there is no such user (CapacityError, saying how to score the agent)."""
+        self._refuse_past_k()
+        return super().policy()
+
+    def act(self, state: Any, h: int = 0) -> int:
+        """The action of the user arriving now (Agent.act); past K, CapacityError as policy()."""
+        self._refuse_past_k()
+        return super().act(state, h)
+
+    def _refuse_past_k(self) -> None:
+        """Each user draws its own model, so the policy past K is no one's (the core refuses it);
+        "all have been served" did not say how to read what the agent learned."""
+        if self.k >= self.K:
+            raise CapacityError(
+                f"{self.label} has served all K = {self.K} users it is calibrated for: there is no "
+                "next user to draw a model for (policy(), act(), privrl.evaluate(agent, env)); score "
+                "what it learned with privrl.evaluate(agent.greedy_policy(), env), or build an agent "
+                "with a larger K"
+            )
 
     def greedy_policy(self) -> np.ndarray:
         """The (H, S) policy greedy for the billboard's plug-in model, no draw, lowest-index ties:
