@@ -322,3 +322,24 @@ def test_an_action_space_starting_elsewhere_than_0_is_refused_with_the_wrapper_t
         privrl.learn(agent, Shifted(), seed=0)
     res = privrl.learn(agent, TransformAction(Shifted(), lambda a: a + 1, spaces.Discrete(2)), seed=0)
     assert res.episodes == 20
+
+
+def test_a_vector_environment_is_refused_as_one():
+    """gymnasium.make_vec("FrozenLake-v1", num_envs=2) (batched spaces: MultiDiscrete([4 4])
+    actions, MultiDiscrete([16 16]) observations) was refused by learn as "discretize the
+    environment first", by evaluate as a policy of the wrong number of states, and by
+    FeatureMap.one_hot_for as the wrong spaces: none said that it is a vector environment."""
+    if not hasattr(gym, "make_vec"):
+        pytest.skip("gymnasium < 1.0 has no make_vec")
+    vec = gym.make_vec("FrozenLake-v1", num_envs=2)
+    agent = LSVIUCB(FeatureMap.one_hot(16, 4, 8), NonPrivate(), episodes=2, seed=0)
+    calls = [
+        lambda: privrl.learn(agent, vec, seed=0),
+        lambda: privrl.evaluate(np.zeros((8, 16), int), vec, episodes=2, seed=0),
+        lambda: FeatureMap.one_hot_for(vec, 8),
+    ]
+    for call in calls:
+        with pytest.raises(TypeError, match=r"vector environment \(2 copies .* pass gymnasium.make\(id\)"):
+            call()
+    assert agent.k == 0
+    vec.close()

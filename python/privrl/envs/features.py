@@ -125,6 +125,7 @@ class FeatureMap(ReadOnlyCopies):
                 return cls.one_hot_for(made, H, name, absorbing)
             finally:
                 made.close()
+        refuse_vector_env(env)
         obs, acts = getattr(env, "observation_space", None), getattr(env, "action_space", None)
         if obs is None and acts is None:  # "the environment has None and None" said nothing
             raise TypeError(
@@ -153,6 +154,18 @@ class FeatureMap(ReadOnlyCopies):
 
             absorbing = needs_absorbing(env)
         return cls.one_hot(found[0], int(n_act), H, label, absorbing)
+
+
+def refuse_vector_env(env: Any) -> None:
+    """A gymnasium vector environment (``gymnasium.make_vec``: num_envs copies stepped at once,
+    batched spaces) is refused with a TypeError saying so: its MultiDiscrete batch of actions was
+    refused as "discretize the environment first", and its batch of observations read as states."""
+    if hasattr(env, "num_envs") and hasattr(env, "single_action_space"):
+        raise TypeError(
+            f"{type(env).__name__} is a vector environment ({env.num_envs} copies stepped at once): "
+            "privrl plays one user per episode on one environment; pass gymnasium.make(id), not "
+            "gymnasium.make_vec(id, num_envs=...)"
+        )
 
 
 def _check_count(value: Any, name: str) -> int:

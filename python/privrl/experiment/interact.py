@@ -34,6 +34,7 @@ from privrl.envs.finite import FiniteMDP
 from privrl.envs.gym import padding_reward, time_limit
 from privrl.experiment.episodes import learn_episodes
 from privrl.experiment.spaces import (
+    check_gym_env,
     check_spaces,
     check_state_map,
     checked_index,
@@ -161,13 +162,8 @@ def evaluate(
     """
     if H is not None:
         H = check_pos_int(H, "H")
-    if not isinstance(env, (FiniteMDP, ContextualBandit)) and not (
-        hasattr(env, "reset") and hasattr(env, "step")
-    ):
-        raise TypeError(
-            "env must be a privrl FiniteMDP, a ContextualBandit or a gymnasium environment (reset / step), "
-            f"got {type(env).__name__}"
-        )
+    if not isinstance(env, (FiniteMDP, ContextualBandit)):
+        check_gym_env(env, "a privrl FiniteMDP, a ContextualBandit or a gymnasium environment (reset / step)")
     if isinstance(policy, Agent):
         H = policy.H if H is None else H
         policy = policy.policy()
@@ -392,8 +388,7 @@ def learn(
     if isinstance(env, (FiniteMDP, ContextualBandit)):
         _refuse_gym_arguments(env, callback, reference, reward, state)
         return _run_model(agent, env, episodes, seed, progress)
-    if not (hasattr(env, "reset") and hasattr(env, "step")):
-        raise TypeError(f"env must be a gymnasium environment (reset / step), got {type(env).__name__}")
+    check_gym_env(env, "a gymnasium environment (reset / step)")
     if isinstance(agent.env, ContextualBandit):  # its contexts are the bandit's, not observations
         raise TypeError(
             f"{agent.label} is a contextual-bandit agent: run it on its ContextualBandit with "

@@ -12,7 +12,7 @@ import numpy as np
 from privrl.agents.common.base import Agent
 from privrl.common.checks import integer_value
 from privrl.common.errors import ShapeError
-from privrl.envs.features import observation_index
+from privrl.envs.features import observation_index, refuse_vector_env
 
 __all__ = [
     "absorbing_state",
@@ -31,6 +31,15 @@ def check_state_map(state: Any) -> None:
     not callable" naming no argument."""
     if not callable(state):
         raise TypeError(f"state must be a callable mapping an observation to a state index, got {state!r}")
+
+
+def check_gym_env(env: Any, what: str) -> None:
+    """learn's and evaluate's environment that is not a privrl model: one gymnasium environment
+    (reset / step; a vector environment refused, privrl.envs.features.refuse_vector_env), else a
+    TypeError saying `what` it must be."""
+    if not (hasattr(env, "reset") and hasattr(env, "step")):
+        raise TypeError(f"env must be {what}, got {type(env).__name__}")
+    refuse_vector_env(env)
 
 
 def check_spaces(agent: Agent, env: Any, state: Callable[[Any], int]) -> Callable[[Any], int] | None:
