@@ -158,3 +158,34 @@ def test_every_config_key_is_documented():
         k for k in keys if not re.search(rf"`{k}\b|\*\*{k}\*\*|^(# )?{k} = |\[{k}\]|\[\[{k}\]\]", text, re.M)
     )
     assert not missing, f"config keys docs/harness.md does not name: {missing}"
+
+
+def test_a_bare_import_gives_the_subpackages_the_docs_name():
+    """The README writes `privrl.exceptions.PrivrlError`, `privrl.envs.FeatureMap(phi, H)`,
+    `privrl.experiment.partial_result(exc)`; after a bare `import privrl` each was an AttributeError
+    (so `except privrl.exceptions.PrivrlError:` raised AttributeError over the error it meant to
+    catch). They import on first use; `import privrl` alone still imports none of them."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, privrl\n"
+        "assert not any(m.startswith('privrl.') for m in sys.modules), sorted(sys.modules)\n"
+        "try:\n"
+        "    privrl.run(None, None)\n"
+        "except privrl.exceptions.PrivrlError:\n"
+        "    raise SystemExit('not a PrivrlError')\n"
+        "except TypeError:\n"
+        "    pass\n"
+        "for name in ('agents', 'audit', 'common', 'envs', 'experiment', 'kernels', 'privacy'):\n"
+        "    assert getattr(privrl, name).__name__ == 'privrl.' + name\n"
+        "assert privrl.envs.FeatureMap and privrl.experiment.partial_result\n"
+        "try:\n"
+        "    privrl.nothing\n"
+        "except AttributeError as e:\n"
+        "    assert 'nothing' in str(e)\n"
+        "else:\n"
+        "    raise SystemExit('privrl.nothing did not raise')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr

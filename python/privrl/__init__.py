@@ -20,9 +20,20 @@ if TYPE_CHECKING:  # the lazy exports, typed for mypy and IDEs
     from privrl.experiment.runner import run
 
 
+#: The subpackages ``privrl.<name>`` gives after a bare ``import privrl`` (imported on first use):
+#: ``except privrl.exceptions.PrivrlError`` raised AttributeError, hiding the error it meant to catch.
+_SUBMODULES = frozenset(
+    {"agents", "audit", "common", "envs", "exceptions", "experiment", "kernels", "privacy"}
+)
+
+
 def __getattr__(name: str):
     # Lazy so that importing a light submodule (privrl.envs, privrl.privacy) never pays
     # for the agents or the harness.
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
     if name == "run":
         from privrl.experiment.runner import run
 
