@@ -432,3 +432,28 @@ def test_one_flat_point_on_a_log_axis_is_inside_its_panel(linear, tmp_path, monk
     assert ax.get_yscale() == "log" and low < 299.0 < high and high / low > 2, (low, high)
     if level is not None:
         assert low < level < high and "privrl-cost-random-0" in _svg_ids(drawn["svg"])
+
+
+def test_a_folder_as_output_is_refused_not_written_beside_it(results, tmp_path, monkeypatch):
+    """privrl.plot(runs, ".") wrote the hidden files ./.png and ./.svg, and an existing folder
+    given as the output (`privrl plot results/rs -o figs` with figs a folder, plot_runs(runs,
+    "results")) had its files written beside it, as figs.png. Both are refused, naming a path in
+    the folder; a stem that is not a folder is drawn as before."""
+    import privrl
+    from privrl.agents import UCRLVTR
+    from privrl.envs import RiverSwimMixture
+    from privrl.privacy import NonPrivate
+
+    env = RiverSwimMixture(S=4, H=3)
+    runs = [privrl.run(UCRLVTR(env, NonPrivate(), episodes=20, seed=0), env, seed=0)]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "figs").mkdir()
+    for folder in (".", "figs", str(tmp_path / "figs"), "figs/.", ".."):
+        with pytest.raises(ConfigError, match=r"is a folder: .* e\.g\. .*regret\.png"):
+            privrl.plot(runs, folder)
+        with pytest.raises(ConfigError, match="is a folder"):
+            figures(results, folder)
+        with pytest.raises(ConfigError, match="is a folder"):
+            plot_cost(results, folder)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["figs"] and not any((tmp_path / "figs").iterdir())
+    assert Path(privrl.plot(runs, "figs/regret")["png"]).is_file()

@@ -57,6 +57,12 @@ def _stem(output: str | os.PathLike) -> tuple[Path, str | None]:
     (".pdf" for fig.pdf, None for a stem or a .png / .svg path); an image format matplotlib does
     not write is refused."""
     stem = Path(output).expanduser()
+    if stem.name in ("", "..") or stem.is_dir():  # "." wrote the hidden files .png / .svg, a folder
+        raise ConfigError(  # its files beside it (results/rs -> results/rs.png)
+            "output",
+            f"{output} is a folder: plot writes files at a stem; give a path in it, e.g. "
+            f"{Path(output) / 'regret.png'}",
+        )
     suffix = stem.suffix.lower()
     if suffix in _OTHER_IMAGES:  # it wrote fig.png + fig.svg for fig.gif
         formats = ", ".join(_EXTRA_FORMATS)
