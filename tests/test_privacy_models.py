@@ -133,3 +133,12 @@ def test_negative_zero_delta_is_zero(cls):
     model = cls(1.0, -0.0)
     assert model.delta == 0.0 and math.copysign(1.0, model.delta) == 1.0 and model.pure
     assert "-0" not in repr(model) and "-0" not in model.label
+
+
+@pytest.mark.parametrize("value", [1.0, 10, 0])
+def test_an_epsilon_given_to_nonprivate_is_named_as_not_one(value):
+    """NonPrivate(1.0), an epsilon by habit, said only "p must be in (0, 1), got 1.0", leaving the
+    user to guess what p is; now the message says p is the regret failure probability, not an
+    epsilon, and names the private models."""
+    with pytest.raises(PrivacyParameterError, match=r"p must be in \(0, 1\), got .*not an epsilon.*JointDP"):
+        NonPrivate(value)

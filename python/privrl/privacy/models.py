@@ -41,7 +41,14 @@ class NonPrivate:
     calibration: str = DEFAULT_CALIBRATION
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "p", check_probability(self.p, "p"))
+        try:
+            object.__setattr__(self, "p", check_probability(self.p, "p"))
+        except PrivacyParameterError as e:  # NonPrivate(1.0) read as an epsilon said only "p must be ..."
+            raise PrivacyParameterError(
+                f"{e}: NonPrivate's p is the regret failure probability of the confidence widths, not "
+                "an epsilon (a non-private agent has none; JointDP(eps, delta) or LocalDP(eps, delta) "
+                "is private)"
+            ) from None
         check_calibration(self.calibration)
 
     @property
