@@ -447,3 +447,20 @@ def test_a_runs_warning_names_the_agent_and_epsilon_that_raised_it(n_jobs):
     texts = sorted({str(w.message) for w in seen if issubclass(w.category, PrivacyWarning)})
     assert [t.split(": ")[0] for t in texts] == [f"{ENV['name']} / loose at eps={e}" for e in (1, 2)]
     assert all("delta = 0.09 > 1/K = 0.05" in t for t in texts)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_runs_warning_shows_once_per_sweep_under_the_default_filter(n_jobs):
+    """Each run records its warnings under a filter of its own (relay.recorded), which empties the
+    sweep's warning registry; since inline and thread runs record too (c2ca51d), a warning of
+    every seed of an agent showed once per seed under Python's "default" filter. It shows once."""
+    import warnings
+
+    from privrl.exceptions import PrivacyWarning
+
+    agents = {"loose": {"algorithm": "UCRL-VTR", "privacy": "jdp", "delta": 0.09}}
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("default")
+        sweep(ENV, agents, epsilons=[1.0], seeds=3, episodes=20, n_jobs=n_jobs, progress=False)
+    texts = [str(w.message) for w in seen if issubclass(w.category, PrivacyWarning)]
+    assert len(texts) == 1 and texts[0].startswith(f"{ENV['name']} / loose at eps=1: delta = 0.09"), texts

@@ -86,11 +86,17 @@ def run_label(payload: dict) -> str:
 
 def reemit(payload: dict, registry: dict) -> dict:
     """Raise the warnings of a run's ``payload`` again in this process (its filters and
-    ``warnings.showwarning`` apply; ``registry``, one per sweep, shows a "default"-filtered warning
-    once per sweep rather than once per run), each prefixed with the run it came from (run_label:
+    ``warnings.showwarning`` apply; ``registry``, one per sweep, shows each distinct warning once
+    per sweep rather than once per run), each prefixed with the run it came from (run_label:
     a sweep's ScheduleWarning did not say which of its agents and epsilons never releases), and
     return the payload without them."""
     label = run_label(payload)
     for category, message, filename, lineno in payload.pop("warnings", ()):
-        warnings.warn_explicit(label + message, category, filename, lineno, registry=registry)
+        # once per sweep by our own record: warn_explicit empties a registry whenever the filters
+        # changed, and recorded() changes them at each run in this process (inline and thread runs)
+        key = ("privrl-sweep", category, label + message, filename, lineno)
+        if registry.get(key):
+            continue
+        registry[key] = True
+        warnings.warn_explicit(label + message, category, filename, lineno)
     return payload
