@@ -464,3 +464,20 @@ def test_a_runs_warning_shows_once_per_sweep_under_the_default_filter(n_jobs):
         sweep(ENV, agents, epsilons=[1.0], seeds=3, episodes=20, n_jobs=n_jobs, progress=False)
     texts = [str(w.message) for w in seen if issubclass(w.category, PrivacyWarning)]
     assert len(texts) == 1 and texts[0].startswith(f"{ENV['name']} / loose at eps=1: delta = 0.09"), texts
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_runs_warning_points_at_the_sweep_call(n_jobs):
+    """A sweep's run warning was shown at privrl's preflight.py line where the run built its agent
+    (Python's format then printed that source line, `return cls(agent_env(env), ...`); it points at
+    the caller's sweep(...) line."""
+    import warnings
+
+    from privrl.exceptions import PrivacyWarning
+
+    agents = {"loose": {"algorithm": "UCRL-VTR", "privacy": "jdp", "delta": 0.09}}
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        sweep(ENV, agents, epsilons=[1.0], seeds=2, episodes=20, n_jobs=n_jobs, progress=False)
+    (w,) = [w for w in seen if issubclass(w.category, PrivacyWarning)]
+    assert w.filename == __file__, (w.filename, w.lineno)

@@ -6,6 +6,7 @@ under the worker's own filters; and no backend said which agent and epsilon warn
 
 from __future__ import annotations
 
+import sys
 import threading
 import warnings
 from collections.abc import Callable
@@ -91,6 +92,7 @@ def reemit(payload: dict, registry: dict) -> dict:
     a sweep's ScheduleWarning did not say which of its agents and epsilons never releases), and
     return the payload without them."""
     label = run_label(payload)
+    caller = _outside_privrl()
     for category, message, filename, lineno in payload.pop("warnings", ()):
         # once per sweep by our own record: warn_explicit empties a registry whenever the filters
         # changed, and recorded() changes them at each run in this process (inline and thread runs)
@@ -98,5 +100,15 @@ def reemit(payload: dict, registry: dict) -> dict:
         if registry.get(key):
             continue
         registry[key] = True
-        warnings.warn_explicit(label + message, category, filename, lineno)
+        # at the sweep's caller (the user's sweep(...) line), not where the run raised it in privrl
+        # (preflight.py's agent construction, printed with that source line)
+        warnings.warn_explicit(label + message, category, *(caller or (filename, lineno)))
     return payload
+
+
+def _outside_privrl() -> tuple[str, int] | None:
+    """The file and line of the first caller outside privrl (None: the stack is privrl's only)."""
+    frame: Any = sys._getframe(1)
+    while frame is not None and str(frame.f_globals.get("__name__", "")).split(".")[0] == "privrl":
+        frame = frame.f_back
+    return None if frame is None else (frame.f_code.co_filename, frame.f_lineno)
