@@ -144,9 +144,11 @@ def test_a_private_agent_without_a_finite_epsilon_is_flagged():
     names the agent; an agent with a finite epsilon of its own or the sweep's is not flagged."""
     from privrl.exceptions import EpsilonWarning
 
-    with pytest.warns(EpsilonWarning, match=r"agents\.U: privacy = 'jdp' .* only as the non-private"):
+    with pytest.warns(EpsilonWarning, match=r"agents\.U: privacy = 'jdp' .* only as the non-private") as seen:
         df, _ = sweep(ENV, AGENTS, episodes=5, progress=False)
     assert set(df.privacy) == {"none"}
+    # at the caller's sweep(...) line: stacklevel=2 named parsing.py's own line
+    assert [w.filename for w in seen if issubclass(w.category, EpsilonWarning)] == [__file__]
     import warnings
 
     with warnings.catch_warnings():

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from privrl.common.errors import ConfigError, EpsilonWarning
+from privrl.common.errors import ConfigError, EpsilonWarning, stacklevel_outside
 from privrl.experiment.config import (
     _GLOBAL_KEYS,
     _SPEC_KEYS,
@@ -297,7 +297,7 @@ def _warn_private_agents_without_epsilon(study: Study, pre: str) -> None:
                 "give the sweep (or the agent) finite epsilons, e.g. epsilons = [inf, 10, 1] "
                 "(privrl run --epsilons inf,10,1)",
                 EpsilonWarning,
-                stacklevel=2,
+                stacklevel=stacklevel_outside("privrl"),  # 2 named _study's own line in parsing.py
             )
 
 
