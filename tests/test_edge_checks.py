@@ -255,3 +255,26 @@ def test_scalar_checks_take_a_float_as_before():
             assert outcome(lambda v, p=pos: check_finite_real(v, "s", p), x) == outcome(
                 lambda v, p=pos: old_finite(v, "s", p), x
             ), x
+
+
+def test_beta_and_beta_scale_together_are_refused():
+    """beta replaces the exploration radius and beta_scale multiplies the calibration's: given both,
+    beta_scale was silently dropped (beta_used = beta) while calibration.beta_scale, and so every
+    sweep record, said 2. Refused at construction (a sweep: "agents.J.beta: replaces ..."); either
+    alone as before, and beta with the default beta_scale = 1."""
+    from privrl.agents import LSVIUCB, UCRLVTR, LinUCB, UCRLVTRPlus
+    from privrl.common.errors import PrivacyParameterError
+    from privrl.envs import ContextualBandit, RandomLinearMDP, RiverSwimMixture
+    from privrl.privacy import JointDP
+
+    mix, lin = RiverSwimMixture(S=4, H=3), RandomLinearMDP(S=6, A=2, d=3, H=3, seed=0)
+    rng = np.random.default_rng(0)
+    bandit = ContextualBandit.from_classification(rng.normal(size=(20, 3)), np.arange(20) % 2, seed=1)
+    for cls, env in ((UCRLVTR, mix), (UCRLVTRPlus, mix), (LSVIUCB, lin), (LinUCB, bandit)):
+        both = r"beta replaces .* \(beta = 3\) .* \(beta_scale = 2\): give one"
+        with pytest.raises(PrivacyParameterError, match=both):
+            cls(env, JointDP(1.0, 1e-5), episodes=50, beta=3, beta_scale=2)
+        assert cls(env, JointDP(1.0, 1e-5), episodes=50, beta=3).calibration.beta_used == 3
+        assert cls(env, JointDP(1.0, 1e-5), episodes=50, beta=3, beta_scale=1).calibration.beta_used == 3
+        scaled = cls(env, JointDP(1.0, 1e-5), episodes=50, beta_scale=2).calibration
+        assert scaled.beta_scale == 2

@@ -8,7 +8,8 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from privrl.common.errors import PrivacyWarning
+from privrl.common.checks import check_nonneg_real
+from privrl.common.errors import PrivacyParameterError, PrivacyWarning
 from privrl.privacy.common import PRACTICAL_RULES, Calibration
 
 #: Outputs of a simulated run that the (eps, delta) guarantee does not cover: the privacy report
@@ -136,3 +137,18 @@ def warn_if_over_target(report: Mapping[str, Any]) -> None:
             PrivacyWarning,
             stacklevel=3,
         )
+
+
+def check_radius(beta_scale: Any, beta: Any) -> tuple[float, float | None]:
+    """An agent's ``beta_scale`` (>= 0, a multiple of the calibration's exploration radius) and
+    ``beta`` (None, or the radius itself, >= 0): one of them, since beta replaces the radius that
+    beta_scale multiplies (given both, beta_scale was dropped while the calibration recorded it);
+    beta with the default beta_scale = 1 is taken."""
+    scale = check_nonneg_real(beta_scale, "beta_scale")
+    radius = None if beta is None else check_nonneg_real(beta, "beta")
+    if radius is not None and scale != 1.0:
+        raise PrivacyParameterError(
+            f"beta replaces the exploration radius (beta = {beta!r}) and beta_scale multiplies the "
+            f"calibration's (beta_scale = {beta_scale!r}): give one of them"
+        )
+    return scale, radius

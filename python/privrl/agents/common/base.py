@@ -29,7 +29,6 @@ from privrl.agents.common.specs import GuardSpec
 from privrl.common.checks import (
     check_choice,
     check_episodes,
-    check_nonneg_real,
     check_positive_real,
     check_real,
     check_seed,
@@ -53,6 +52,7 @@ from privrl.envs.finite import FiniteMDP, Trajectory
 from privrl.privacy.adaptive import MAX_RADIUS
 from privrl.privacy.common import Calibration
 from privrl.privacy.models import JointDP, LocalDP, NonPrivate
+from privrl.privacy.regret_side import check_radius
 
 if TYPE_CHECKING:
     from privrl.audit.report import PrivacyReport
@@ -248,8 +248,7 @@ class Agent(abc.ABC):
                 stacklevel=3,
             )
         self.H, self.S, self.A = env.H, env.S, env.A
-        self.beta_scale = check_nonneg_real(beta_scale, "beta_scale")
-        self._beta_override = None if beta is None else check_nonneg_real(beta, "beta")
+        self.beta_scale, self._beta_override = check_radius(beta_scale, beta)
         self.ties = check_choice(ties, ("random", "lowest"), "ties")
         # None: default_exploration once the calibration is known (_settle_exploration)
         self.exploration: str = (
