@@ -127,6 +127,9 @@ def test_one_hot_for_takes_an_id_as_from_gymnasium_does():
     made = FeatureMap.one_hot_for(gym.make("FrozenLake-v1"), H)
     assert by_id.fingerprint() == made.fingerprint() and by_id.name == made.name == "FrozenLake-v1"
     assert FeatureMap.one_hot_for("Blackjack-v1", H).absorbing == 32 * 11 * 2
+    # a privrl id (gymnasium: "Namespace privrl not found") names the model and its one-hot map
+    with pytest.raises(ShapeError, match=r"privrl.envs.RiverSwim\(...\), .* FeatureMap.one_hot\(mdp.S"):
+        FeatureMap.one_hot_for("privrl/RiverSwim-v0", H)
     for bad in (None, 3, {"id": "FrozenLake-v1"}):
         with pytest.raises(TypeError, match=r"a gymnasium environment \(gymnasium.make\(id\)\) or its id"):
             FeatureMap.one_hot_for(bad, H)

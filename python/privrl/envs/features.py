@@ -118,8 +118,15 @@ class FeatureMap(ReadOnlyCopies):
         `env` may also be an id (``"FrozenLake-v1"``), as for ``from_gymnasium``: the environment
         ``gymnasium.make`` builds from it is closed before returning."""
         if isinstance(env, str):
-            from privrl.envs.gym import _import_gymnasium
+            from privrl.envs.gym import NAMESPACE, _import_gymnasium
 
+            if env.startswith(NAMESPACE):  # gymnasium said "Namespace privrl not found"
+                model = env[len(NAMESPACE) :].rpartition("-v")[0] or env[len(NAMESPACE) :]
+                raise ShapeError(
+                    f"{env!r} is a privrl model: build it, mdp = privrl.envs.{model}(...), and its map, "
+                    "FeatureMap.one_hot(mdp.S, mdp.A, H) (or gymnasium.make the id after "
+                    "privrl.experiment.environments.register_gymnasium_envs())"
+                )
             made = _import_gymnasium().make(env)
             try:
                 return cls.one_hot_for(made, H, name, absorbing)
