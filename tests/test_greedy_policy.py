@@ -157,3 +157,21 @@ def test_vtr_greedy_is_value_iteration_on_the_released_weights(privacy):
         q = np.clip(env.R[h] + phi_v @ w[h], 0.0, env.H)
         pi[h], v = _greedy(q), q.max(axis=1)
     assert np.array_equal(agent.greedy_policy(), pi)
+
+
+def test_evaluate_on_a_model_names_what_a_policy_is():
+    """privrl.evaluate(lambda s, h: 0, model), a callable policy (evaluate takes one on a gymnasium
+    environment), or a name or None, said "policy must be an int array of shape (H, S) = (5, 4),
+    got ()". Now a TypeError says what a model takes; arrays, lists and agents as before."""
+    from privrl.envs.datasets import load_bandit
+
+    env = RiverSwimMixture(S=4, H=5)
+    for model in (env, load_bandit("wine", seed=0)):
+        for bad in (lambda s, h: 0, "greedy", None, 3):
+            with pytest.raises(
+                TypeError, match=r"on a model, policy is an \(H, S\) int array or a privrl agent"
+            ):
+                privrl.evaluate(bad, model)
+    table = np.zeros((5, 4), int)
+    assert privrl.evaluate(table.tolist(), env).value == privrl.evaluate(table, env).value
+    assert privrl.evaluate(UCRLVTR(env, NonPrivate(), episodes=5, seed=0), env).exact

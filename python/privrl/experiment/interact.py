@@ -188,6 +188,9 @@ def _exact_value(policy: Any, env: FiniteMDP | ContextualBandit, H: int | None, 
             f"H = {H}, but the model's horizon is H = {env.H}: its exact value is over its own H "
             "steps (build the model with the horizon you want)"
         )
+    if callable(policy) or np.ndim(policy) == 0:  # "must be an int array of shape (H, S), got ()"
+        raise TypeError(f"on a model, policy is an (H, S) int array or a privrl agent (a callable (s, h) "
+                        f"-> a is for gymnasium environments), got {type(policy).__name__}")  # fmt: skip
     if isinstance(env, FiniteMDP):
         V = env.policy_values(policy)
         return Evaluation(value=env.initial_value(V), exact=True, values=V)
