@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,16 +90,30 @@ _SQRT2 = math.sqrt(2.0)
 # ============================================================================================
 # Composition
 # ============================================================================================
+def _iterate(values: Any, name: str, expects: str) -> Iterator[Any]:
+    """``iter(values)`` for the composition tools, refusing (PrivacyParameterError) what is not a
+    sequence of items: None, a number or a 0-d array raised Python's bare "TypeError: 'NoneType'
+    object is not iterable" from inside the sum, and a string was read character by character."""
+    if not isinstance(values, (str, bytes, Mapping)):
+        try:
+            return iter(values)
+        except TypeError:
+            pass
+    raise PrivacyParameterError(f"{name} must be {expects}, got {values!r}")
+
+
 def composed_l2_sensitivity(sensitivities: Iterable[float], counts: Iterable[int] | None = None) -> float:
     """``sqrt(sum_i c_i Delta_i^2)``: the L2 sensitivity of the concatenation of releases with
     common noise ``sigma`` (each ``Delta_i`` repeated ``c_i`` times; ``counts`` default 1). A
     composition of Gaussian mechanisms with one noise level is one Gaussian mechanism with this
     sensitivity (Dong, Roth & Su 2019, Cor. 3.3; also exact for adaptive compositions)."""
-    sens = [check_nonneg_real(s, f"sensitivities[{i}]") for i, s in enumerate(sensitivities)]
+    items = _iterate(sensitivities, "sensitivities", "an iterable of L2 sensitivities, e.g. [1.0, 2.0]")
+    sens = [check_nonneg_real(s, f"sensitivities[{i}]") for i, s in enumerate(items)]
     if counts is None:
         cnt = [1] * len(sens)
     else:
-        cnt = [check_pos_int(c, f"counts[{i}]") for i, c in enumerate(counts)]
+        counted = _iterate(counts, "counts", "None or an iterable of positive integers, e.g. [3, 1]")
+        cnt = [check_pos_int(c, f"counts[{i}]") for i, c in enumerate(counted)]
         if len(cnt) != len(sens):
             raise PrivacyParameterError(
                 f"counts must match sensitivities in length, got {len(cnt)} != {len(sens)}"
@@ -117,7 +131,8 @@ def gaussian_composition_mu(terms: Iterable[tuple[float, float, int]]) -> float:
     ``mu``-GDP (Dong, Roth & Su 2019, Cor. 3.3), i.e. exactly as private as one Gaussian
     release with ``Delta / sigma = mu``."""
     total = 0.0
-    for i, t in enumerate(terms):
+    items = _iterate(terms, "terms", "an iterable of (l2_sensitivity, sigma, count), e.g. [(1.0, 2.0, 3)]")
+    for i, t in enumerate(items):
         try:
             s, sg, c = t
         except (TypeError, ValueError):
@@ -136,7 +151,8 @@ def laplace_composition_epsilon(terms: Iterable[tuple[float, float, int]]) -> fl
     for ``terms`` of ``(l1_sensitivity, b, count)`` (App. "Laplace Mechanism": one release is
     ``(Delta1 / b, 0)``-DP). No Gaussian-style accountant improves on this for delta = 0."""
     total = 0.0
-    for i, t in enumerate(terms):
+    items = _iterate(terms, "terms", "an iterable of (l1_sensitivity, b, count), e.g. [(1.0, 2.0, 3)]")
+    for i, t in enumerate(items):
         try:
             s, b, c = t
         except (TypeError, ValueError):
@@ -168,7 +184,8 @@ def zcdp_rho_pure(epsilon: float) -> float:
 
 def zcdp_compose(rhos: Iterable[float]) -> float:
     """Bun & Steinke (2016), Lem. 2.3: (adaptive) composition adds the ``rho``s."""
-    return sum(check_nonneg_real(r, f"rhos[{i}]") for i, r in enumerate(rhos))
+    items = _iterate(rhos, "rhos", "an iterable of zCDP parameters, e.g. [0.1, 0.2]")
+    return sum(check_nonneg_real(r, f"rhos[{i}]") for i, r in enumerate(items))
 
 
 @checked(rho=check_nonneg_real)

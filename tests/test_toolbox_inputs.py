@@ -1,0 +1,44 @@
+"""Bad inputs to the composition tools give a clear PrivacyParameterError (a privacy researcher's trial).
+
+``composed_l2_sensitivity``, ``gaussian_composition_mu``, ``laplace_composition_epsilon`` and
+``zcdp_compose`` iterated their argument unchecked: None or a number escaped as Python's bare
+"TypeError: 'NoneType' object is not iterable" from inside the sum, and a string was read one
+character at a time. ``mechanisms.simple_composition`` already refused these.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from privrl.common.errors import PrivacyParameterError
+from privrl.privacy import accounting as acc
+
+CALLS = {
+    "sensitivities": lambda v: acc.composed_l2_sensitivity(v),
+    "counts": lambda v: acc.composed_l2_sensitivity([1.0, 2.0], v),
+    "terms": lambda v: acc.gaussian_composition_mu(v),
+    "laplace terms": lambda v: acc.laplace_composition_epsilon(v),
+    "rhos": lambda v: acc.zcdp_compose(v),
+}
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+@pytest.mark.parametrize("bad", [None, 5, 1.5, np.float64(2.0), np.array(3.0), "12", b"12", {"a": 1}])
+def test_a_non_sequence_is_refused_by_name(name, bad):
+    if name == "counts" and bad is None:
+        return  # counts=None is the default: every sensitivity counted once
+    arg = name.split()[-1]
+    with pytest.raises(PrivacyParameterError, match=rf"^{arg} must be (None or )?an iterable of .*, got "):
+        CALLS[name](bad)
+
+
+def test_sequences_still_compose_to_the_hand_values():
+    # sqrt(3 * 1^2 + 1 * 2^2), sqrt(4 (1/2)^2 + (1/1)^2), 4 * 1/2, 0.1 + 0.2
+    assert acc.composed_l2_sensitivity([1.0, 2.0], [3, 1]) == math.sqrt(7.0)
+    assert acc.composed_l2_sensitivity(np.array([1.0, 2.0]), np.array([3, 1])) == math.sqrt(7.0)
+    assert acc.composed_l2_sensitivity(s for s in (1.0, 2.0)) == math.sqrt(5.0)
+    assert acc.gaussian_composition_mu([(1.0, 2.0, 4), (1.0, 1.0, 1)]) == math.sqrt(2.0)
+    assert acc.laplace_composition_epsilon(iter([(1.0, 2.0, 4)])) == 2.0
+    assert acc.zcdp_compose((0.1, 0.2)) == pytest.approx(0.3, rel=1e-15)
+    assert acc.zcdp_compose([]) == 0.0
