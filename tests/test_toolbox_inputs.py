@@ -42,3 +42,21 @@ def test_sequences_still_compose_to_the_hand_values():
     assert acc.laplace_composition_epsilon(iter([(1.0, 2.0, 4)])) == 2.0
     assert acc.zcdp_compose((0.1, 0.2)) == pytest.approx(0.3, rel=1e-15)
     assert acc.zcdp_compose([]) == 0.0
+
+
+def test_tree_depth_is_documented_as_the_papers_bound_not_the_count():
+    """tree_depth's docstring called ceil(log2 n) + 1 "the largest number of tree nodes a prefix
+    sum over n leaves uses": prefix t uses popcount(t) nodes, at most floor(log2(n + 1)), and a
+    leaf enters tree_nodes_per_leaf(n) released nodes; both are below m unless n is a power of 2."""
+    from privrl.privacy.accounting import tree_nodes_per_leaf
+    from privrl.privacy.mechanisms import tree_depth
+
+    for n in range(1, 300):
+        used = max(bin(t).count("1") for t in range(1, n + 1))
+        assert used == math.floor(math.log2(n + 1)) <= tree_depth(n) == math.ceil(math.log2(n) + 1)
+        assert tree_nodes_per_leaf(n) == math.floor(math.log2(n)) + 1 <= tree_depth(n)
+    assert (max(bin(t).count("1") for t in range(1, 5)), tree_depth(4)) == (2, 3)
+    assert (tree_nodes_per_leaf(5), tree_depth(5)) == (3, 4)
+    doc = " ".join((tree_depth.__doc__ or "").split())
+    assert "the largest number of tree nodes" not in doc
+    assert "popcount(t)" in doc and "tree_nodes_per_leaf(n) = floor(log2 n) + 1" in doc

@@ -328,9 +328,13 @@ def advanced_composition_budget(epsilon: float, delta: float, k: int) -> Budget:
 # --------------------------------------------------------------------------------------------
 @checked()
 def tree_depth(n: int) -> int:
-    """App. "Tree-based method": ``m = ceil(log2(n) + 1)``, the largest number of tree nodes a
-    prefix sum over ``n`` leaves uses (also the number of nodes one leaf belongs to). This is the
-    paper's ``K0`` (UCRL-VTR, ``n = K``) and ``B0`` (LSVI-UCB, ``n = B``).
+    """App. "Tree-based method": ``m = ceil(log2(n) + 1)``, the paper's bound on the tree nodes a
+    prefix sum over ``n`` leaves uses ("at most m nodes") and the number of nodes of its complete
+    tree one leaf belongs to. This is the paper's ``K0`` (UCRL-VTR, ``n = K``) and ``B0``
+    (LSVI-UCB, ``n = B``). It is a bound, not the count: prefix ``t`` uses ``popcount(t)`` nodes,
+    at most ``floor(log2(n + 1))`` (2, not 3, at ``n = 4``), and the binary mechanism the agents
+    run puts a leaf in ``accounting.tree_nodes_per_leaf(n) = floor(log2 n) + 1`` released nodes
+    (3, not 4, at ``n = 5``; equal to ``m`` when ``n`` is a power of two).
 
     Computed exactly with integers: ``ceil(log2 n) + 1 = (n - 1).bit_length() + 1``.
     """
