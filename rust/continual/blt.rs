@@ -269,7 +269,7 @@ impl Blt {
             let r = round_half_even(e / unit);
             if r.is_nan() || r.abs() > LATTICE_LIMIT {
                 return Err(CoreError::InvalidParameter(format!(
-                    "leaf: encoded value {e} leaves the exact range of the noise lattice (grid \
+                    "leaf: encoded value {e:?} leaves the exact range of the noise lattice (grid \
                      {unit:e}, up to 2^52 grid steps); use a larger noise scale or fewer grid bits"
                 )));
             }

@@ -65,7 +65,7 @@ pub fn to_lattice_units(
         let r = lattice_round(*v, u, is_even_entry(even, i));
         if r.is_nan() || r.abs() > LATTICE_LIMIT {
             return Err(CoreError::InvalidParameter(format!(
-                "value {v} at flat index {i} leaves the exact range of the noise lattice (grid \
+                "value {v:?} at flat index {i} leaves the exact range of the noise lattice (grid \
                  {u:e}, up to 2^52 grid steps); use a larger noise scale or fewer grid bits"
             )));
         }
@@ -137,7 +137,7 @@ impl ExactSum {
                     *r = lattice_round(*x, u, is_even_entry(self.even_diagonal, i));
                     if !(r.abs() <= LATTICE_LIMIT && (self.sum[i] + *r).abs() <= LATTICE_LIMIT) {
                         return Err(CoreError::InvalidParameter(format!(
-                            "{what}: value {x} at flat index {i} leaves the exact range of the \
+                            "{what}: value {x:?} at flat index {i} leaves the exact range of the \
                              noise lattice (grid {u:e}, sums up to 2^52 grid steps); use a larger \
                              noise scale or fewer grid bits"
                         )));

@@ -185,7 +185,7 @@ impl NodeNoise {
         };
         if !(v.is_finite() && v > 0.0) {
             return Err(CoreError::InvalidParameter(format!(
-                "{name} must be finite and > 0, got {v}"
+                "{name} must be finite and > 0, got {v:?}"
             )));
         }
         if v > MAX_NOISE_SCALE {
@@ -206,7 +206,7 @@ impl NodeNoise {
             let g = self.grid().unwrap_or(0.0);
             if !(g.is_normal()) {
                 return Err(CoreError::InvalidParameter(format!(
-                    "{name} {v} * 2^-{grid_bits} is not a normal double; use a larger scale or fewer grid bits"
+                    "{name} {v:?} * 2^-{grid_bits} is not a normal double; use a larger scale or fewer grid bits"
                 )));
             }
         }
