@@ -60,3 +60,23 @@ def test_tree_depth_is_documented_as_the_papers_bound_not_the_count():
     doc = " ".join((tree_depth.__doc__ or "").split())
     assert "the largest number of tree nodes" not in doc
     assert "popcount(t)" in doc and "tree_nodes_per_leaf(n) = floor(log2 n) + 1" in doc
+
+
+def test_audit_samples_finds_the_gap_along_a_direction_given_either_way_round():
+    """audit_samples tried only {score(a) > t} and {score(b) < t}: a direction given as b - a (the
+    neighbours' outputs 3 noise sds apart) audited nothing, eps_lb 0, while the same samples along
+    a - b gave 3.36. The threshold test now tries both neighbours in both tails."""
+    from privrl.audit import audit_samples
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(400, 3))
+    b = rng.normal(size=(400, 3)) + np.array([3.0, 0.0, 0.0])
+    along = audit_samples(a, b, direction=np.array([-1.0, 0.0, 0.0]))  # a - b
+    against = audit_samples(a, b, direction=np.array([1.0, 0.0, 0.0]))  # b - a
+    assert along.epsilon_lower_bound > 3.0
+    assert against.epsilon_lower_bound == along.epsilon_lower_bound
+    assert (along.orientation, against.orientation) == ("score(a) > t", "score(a) < t")
+    assert against.threshold == -along.threshold
+    # identical laws: still no evidence either way round
+    null = audit_samples(a, rng.normal(size=(400, 3)), direction=np.array([1.0, 0.0, 0.0]))
+    assert null.epsilon_lower_bound < 0.5

@@ -220,6 +220,19 @@ def _checked_claims(claimed: Any, effective: Any, gaussian: Any) -> tuple[float 
     return claimed, effective
 
 
+#: The four rejection sets a threshold on a score can define: which neighbour is the positive one
+#: and which tail it is tested in (DP bounds both P_a(E) <= e^eps P_b(E) + delta and the reverse).
+#: A direction oriented from b to a makes "a>" and "b<" the informative ones; with only those two,
+#: a direction given the other way round (b - a) audited nothing: eps_lb 0 for a mechanism whose
+#: outputs 3 noise sds apart the same samples bound by 3.36 along a - b.
+_ORIENTATIONS = {"a>": "score(a) > t", "b<": "score(b) < t", "b>": "score(b) > t", "a<": "score(a) < t"}
+
+
+def _orientations(a: np.ndarray, b: np.ndarray) -> tuple[tuple[str, np.ndarray, np.ndarray], ...]:
+    """(orientation, positive scores, negative scores), the rejection set being {positive > t}."""
+    return (("a>", a, b), ("b<", -b, -a), ("b>", b, a), ("a<", -a, -b))
+
+
 def _choose_threshold(
     train_a: np.ndarray, train_b: np.ndarray, delta: float, z: float, n_candidates: int
 ) -> tuple[str, float]:
@@ -230,7 +243,7 @@ def _choose_threshold(
         np.concatenate([[0], np.round(np.geomspace(1, max(1, half // 2), n_candidates))]).astype(int)
     )
     ks = ks[ks < half]
-    for orient, pos, neg in (("a>", train_a, train_b), ("b<", -train_b, -train_a)):
+    for orient, pos, neg in _orientations(train_a, train_b):
         neg_sorted = np.sort(neg)
         pos_sorted = np.sort(pos)
         # candidates: the upper tail of the negatives (small FPR), the lower tail of the
@@ -266,9 +279,11 @@ def audit_samples(
 ) -> AuditResult:
     """Audit from outputs already drawn: ``samples_a`` / ``samples_b`` of shape ``(n, ...)``
     (run ``i`` on neighbour a / b, independent noise). ``direction``: the projection direction
-    (flattened output shape); ``None`` estimates it from the training halves; ``inverse_variance``
-    (one weight per output, with a given ``direction`` only) whitens it. See the module comment for
-    the method; ``delta`` is the claimed delta, ``confidence = 1 - alpha``.
+    (flattened output shape; either sign: the threshold test tries both neighbours in both tails,
+    only the Gaussian-DP bound reads its orientation); ``None`` estimates it from the training
+    halves; ``inverse_variance`` (one weight per output, with a given ``direction`` only) whitens
+    it. See the module comment for the method; ``delta`` is the claimed delta,
+    ``confidence = 1 - alpha``.
     ``gaussian=True`` adds the Gaussian-DP bound (Gaussian mechanisms; ``direction`` oriented as
     output(a) - output(b)), on all runs for a given direction and on the test halves for an
     estimated one; both bounds are then taken at ``1 - (1 - confidence) / 2``, so that together,
@@ -308,17 +323,14 @@ def audit_samples(
     # correct mechanism was flagged when either passed its claim, at up to twice the stated rate)
     alpha = (1.0 - confidence) / (2.0 if gaussian else 1.0)
     orient, t = _choose_threshold(train_a, train_b, delta, _normal_quantile(1.0 - alpha / 2.0), n_candidates)
-    if orient == "a>":
-        pos_test, neg_test = test_a, test_b
-    else:
-        pos_test, neg_test = -test_b, -test_a
+    _, pos_test, neg_test = next(o for o in _orientations(test_a, test_b) if o[0] == orient)
     m = pos_test.shape[0]
     tp = int(np.count_nonzero(pos_test > t))
     fp = int(np.count_nonzero(neg_test > t))
     tpr_lb, _ = clopper_pearson(tp, m, alpha / 2.0)
     _, fpr_ub = clopper_pearson(fp, m, alpha / 2.0)
     eps_lb = _eps_lb(tpr_lb, fpr_ub, delta)
-    threshold = math.ldexp(t if orient == "a>" else -t, shift)  # in the scores' own unit
+    threshold = math.ldexp(-t if orient.endswith("<") else t, shift)  # in the scores' own unit
     # an estimated direction fits the training halves' noise: their scores are further apart than
     # fresh runs' (identical laws gave mu >= 0.56 at 500 outputs), so only the test halves count
     gdp_a, gdp_b = (sa, sb) if direction is not None else (test_a, test_b)
@@ -333,7 +345,7 @@ def audit_samples(
         confidence=float(confidence),
         n_trials=n,
         n_test=m,
-        orientation="score(a) > t" if orient == "a>" else "score(b) < t",
+        orientation=_ORIENTATIONS[orient],
         threshold=threshold,
         tpr=tp / m,
         fpr=fp / m,
