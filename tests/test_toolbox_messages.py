@@ -25,13 +25,12 @@ def _message(call) -> str:
 
 
 def test_lattice_range_message_prints_a_huge_value_with_an_exponent():
-    rng = np.random.default_rng(0)
-    msg = _message(lambda: gaussian_mechanism(1e300, 1.0, 0.5, 1e-5, rng))
-    assert "value 1e300 at flat index 0" in msg
-    msg = _message(lambda: laplace_mechanism(np.array([0.0, -1e200]), 1.0, 1.0, rng))
-    assert "value -1e200 at flat index 1" in msg
-    stream = NoiseStream("discrete_gaussian", 1.0, seed=0)
-    assert "value 1e300" in _message(lambda: stream.privatize(np.array([[1e300]])))
+    # the kernels' own refusal (gaussian_mechanism / laplace_mechanism refuse first, in their own
+    # words: test_mechanism_tools_refuse_an_out_of_range_value_in_their_own_words)
+    gauss = NoiseStream("discrete_gaussian", 1.0, seed=0)
+    assert "value 1e300 at flat index 0" in _message(lambda: gauss.privatize(np.array([[1e300]])))
+    lap = NoiseStream("discrete_laplace", 1.0, seed=0)
+    assert "value -1e200 at flat index 1" in _message(lambda: lap.privatize(np.array([[0.0, -1e200]])))
 
 
 def test_tree_and_blt_leaf_messages_print_a_huge_value_with_an_exponent():
@@ -45,3 +44,24 @@ def test_tree_and_blt_leaf_messages_print_a_huge_value_with_an_exponent():
 def test_a_subnormal_discrete_scale_is_printed_with_an_exponent(noise):
     msg = _message(lambda: NoiseStream(noise, 1e-320, seed=0))
     assert "1e-320 * 2^-24 is not a normal double" in msg
+
+
+def test_mechanism_tools_refuse_an_out_of_range_value_in_their_own_words():
+    """gaussian_mechanism / laplace_mechanism passed on the kernels' advice 'use a larger noise
+    scale or fewer grid bits': these tools take no grid_bits (their lattice is scale * 2^-24).
+    The refusal now names the range and the tools' own way out (sampler='float')."""
+    rng = np.random.default_rng(0)
+    sigma = 2.0 * np.sqrt(2.0 * np.log(2.0 / 1e-5)) / 0.5  # gaussian_sigma(2, 0.5, 1e-5)
+    limit = 2.0**52 * sigma * 2.0**-24  # 2^28 sigma
+    for call in (
+        lambda v: gaussian_mechanism(v, 2.0, 0.5, 1e-5, rng),
+        lambda v: laplace_mechanism(v, 1.0, 1.0, rng),
+    ):
+        for value, index in ((1e300, 0), (np.array([0.0, -1e200]), 1)):
+            msg = _message(lambda c=call, v=value: c(v))
+            assert f"at flat index {index} is beyond the discrete sampler's exact range" in msg
+            assert "sampler='float'" in msg and "grid bits" not in msg
+    msg = _message(lambda: gaussian_mechanism(np.array([1.0, 1.01 * limit]), 2.0, 0.5, 1e-5, rng))
+    assert f"|value| <= {limit:.6g}" in msg
+    out = gaussian_mechanism(np.array([0.99 * limit]), 2.0, 0.5, 1e-5, rng)  # inside: released
+    assert abs(out[0] - 0.99 * limit) < 10 * sigma

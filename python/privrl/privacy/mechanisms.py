@@ -116,7 +116,26 @@ def _discrete_release(noise: str, scale: float, arr: np.ndarray, rng: np.random.
     if arr.size == 0:
         return arr.astype(float)
     stream = NoiseStream(noise, scale, seed=rng, grid_bits=DEFAULT_GRID_BITS)
+    _check_lattice_range(arr, scale, stream.lattice_unit())
     return stream.privatize(arr.reshape(1, -1)).reshape(arr.shape)
+
+
+def _check_lattice_range(arr: np.ndarray, scale: float, unit: float | None) -> None:
+    """The kernels' lattice-range rule (an entry is at most 2^52 lattice steps from 0), refused
+    in the words of these tools: the kernels' own message advised 'fewer grid bits', which these
+    tools do not take (their lattice is fixed at ``scale * 2^-DEFAULT_GRID_BITS``)."""
+    if unit is None:
+        return
+    steps = np.abs(np.rint(arr.reshape(-1) / unit))
+    over = np.flatnonzero(~(steps <= 2.0**52))
+    if over.size:
+        i = int(over[0])
+        raise PrivacyParameterError(
+            f"value {float(arr.reshape(-1)[i])!r} at flat index {i} is beyond the discrete sampler's "
+            f"exact range: at most 2^52 steps of its lattice, the noise scale {scale:.6g} * "
+            f"2^-{DEFAULT_GRID_BITS}, i.e. |value| <= {2.0**52 * unit:.6g}; centre or rescale the "
+            "statistic, or pass sampler='float' (numpy's draws, no formal guarantee)"
+        )
 
 
 def _check_entries(value, name: str) -> int:
