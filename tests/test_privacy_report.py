@@ -148,6 +148,8 @@ def test_ucrl_vtr_paper_chain_hand_values():
     node = rep["paper"]["steps"][0]
     assert node["epsilon"] == pytest.approx(3.56388e-4, rel=1e-5)
     assert node["delta"] == pytest.approx(1e-5 / (8 * 10 * 15), rel=1e-12)
+    # the step's label names the formula it printed: delta / (4 F H K0) with F = 2 families
+    assert "delta/(4F H K0)" in node["tool"]
     assert node["epsilon"] == pytest.approx(cal.node_budget[0], rel=1e-12)
     # tree (first form of advanced composition over K0 = 15 nodes, delta' = delta/(8H)):
     #   sqrt(2 * 15 * log(8e6)) e0 + 15 e0 (e^e0 - 1) = 21.8376 * 3.56388e-4 + 1.9e-6 = 7.7845e-3

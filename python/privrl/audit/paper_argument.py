@@ -108,7 +108,7 @@ def _paper_vtr(cal: Any, mechs: list[dict]) -> dict[str, Any]:
             else f" of the binary tree with the same GDP mu as {m['mechanism']}"
         )
         steps.append(
-            _step(f"{m['name']}: one tree node{eq}", (e0, d0), "App. Gaussian Mechanism (delta/(2F H K0))")
+            _step(f"{m['name']}: one tree node{eq}", (e0, d0), "App. Gaussian Mechanism (delta/(4F H K0))")
         )
         tree = _advanced(e0, d0, K0, d_h / 2)
         steps.append(
