@@ -575,3 +575,22 @@ def test_make_prefix_mechanism_names_an_option_of_another_kind(kind):
     for m in (plain, defaults):
         m.push(np.ones(3))
     np.testing.assert_array_equal(plain.release(), defaults.release())
+
+
+def test_grid_bits_with_a_law_without_a_lattice_is_refused():
+    """grid_bits set the lattice of the discrete samplers only; given with "gaussian" / "laplace" /
+    "none" (or a plan of sampler "float") it was silently ignored. A value other than the default
+    is now refused; the default (which internal callers pass with every law) is accepted."""
+    from privrl.privacy.plans import ReleasePlan
+
+    for noise in ("gaussian", "laplace", "none"):
+        with pytest.raises(PrivacyParameterError, match="grid_bits applies to the discrete sampler only"):
+            kn.NoiseStream(noise, 1.0, seed=0, grid_bits=10)
+        assert kn.NoiseStream(noise, 1.0, seed=0, grid_bits=kn.DEFAULT_GRID_BITS).grid_bits == 24
+    with pytest.raises(PrivacyParameterError, match="noise='gaussian' has no lattice"):
+        kn.make_prefix_mechanism("tree", 2, 8, noise="gaussian", scale=1.0, seed=0, grid_bits=3)
+    with pytest.raises(PrivacyParameterError, match="grid_bits applies"):
+        kn.PrefixMechanism("honaker", 2, 8, noise="gaussian", scale=1.0, seed=0, grid_bits=3)
+    assert kn.NoiseStream("discrete_gaussian", 1.0, seed=0, grid_bits=10).grid_bits == 10
+    with pytest.raises(PrivacyParameterError, match="sampler='float' has no lattice"):
+        ReleasePlan("psrl", "t", "none", None, 2, 4, "tree", (), sampler="float", grid_bits=10)

@@ -139,6 +139,12 @@ def parse_noise(noise: Any, scale: Any, grid_bits: Any, kind: str | None = None)
         )
     check_choice(noise, NOISES, "noise")
     grid_bits = check_int(grid_bits, "grid_bits", 0, MAX_GRID_BITS)
+    if grid_bits != DEFAULT_GRID_BITS and not noise.startswith("discrete_"):  # it was ignored
+        raise PrivacyParameterError(
+            f"grid_bits applies to the discrete sampler only; noise={noise!r} has no lattice, got "
+            f"grid_bits={grid_bits} (leave it at its default {DEFAULT_GRID_BITS}, or pass "
+            "noise='discrete_gaussian' / 'discrete_laplace')"
+        )
     if noise == "none":
         if check_finite_real(scale, "noise scale", positive=False) not in (0.0, 1.0):
             raise PrivacyParameterError(

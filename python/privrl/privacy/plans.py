@@ -189,6 +189,11 @@ class ReleasePlan:
     def __post_init__(self) -> None:
         if self.sampler is None:
             object.__setattr__(self, "sampler", default_sampler(self.model, self.mechanism))
+        if self.sampler != "discrete" and self.grid_bits != DEFAULT_GRID_BITS:  # it was ignored
+            raise PrivacyParameterError(
+                f"grid_bits applies to the discrete sampler only; sampler={self.sampler!r} has no "
+                f"lattice, got grid_bits={self.grid_bits!r} (leave it at its default {DEFAULT_GRID_BITS})"
+            )
 
     def statistic(self, name: str) -> UserStatistic:
         for s in self.statistics:
