@@ -725,3 +725,30 @@ def test_accountant_epsilon_refuses_a_bool_delta():
             acc.epsilon(bad)
     with pytest.raises(PrivacyParameterError, match="delta must be a real number"):
         a.PrivacyAccountant().add_gaussian(1.0, 1.0).epsilon(False)
+
+
+def test_empty_compositions_return_the_float_zero():
+    """The documented return type is float: an empty accountant's epsilon / pure_epsilon and
+    zcdp_compose([]) returned the int 0 (sum() of nothing), as did the plan sums of a plan with no
+    released family (a non-private plan)."""
+    from privrl.privacy import plans
+
+    acc = a.PrivacyAccountant()
+    got = {
+        "epsilon(1e-5)": acc.epsilon(1e-5),
+        "epsilon(0)": acc.epsilon(0.0),
+        "delta(1)": acc.delta(1.0),
+        "pure_epsilon": acc.pure_epsilon,
+        "mu": acc.mu,
+        "rho": acc.rho,
+        "zcdp_compose": a.zcdp_compose([]),
+        "composed_l2_sensitivity": a.composed_l2_sensitivity([]),
+        "gaussian_composition_mu": a.gaussian_composition_mu([]),
+        "laplace_composition_epsilon": a.laplace_composition_epsilon([]),
+    }
+    plan = plans.ReleasePlan("psrl", "t", "none", None, 2, 4, "tree", ())
+    got["plan_rounded_draws"] = plans.plan_rounded_draws(plan)
+    got["plan_rounding_epsilon"] = plans.plan_rounding_epsilon(plan)
+    got["plan_pure_epsilon"] = plans.plan_pure_epsilon(plan, {})
+    for name, value in got.items():
+        assert type(value) is float and value == 0.0, (name, value)

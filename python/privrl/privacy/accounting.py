@@ -185,7 +185,7 @@ def zcdp_rho_pure(epsilon: float) -> float:
 def zcdp_compose(rhos: Iterable[float]) -> float:
     """Bun & Steinke (2016), Lem. 2.3: (adaptive) composition adds the ``rho``s."""
     items = _iterate(rhos, "rhos", "an iterable of zCDP parameters, e.g. [0.1, 0.2]")
-    return sum(check_nonneg_real(r, f"rhos[{i}]") for i, r in enumerate(items))
+    return sum((check_nonneg_real(r, f"rhos[{i}]") for i, r in enumerate(items)), 0.0)  # [] -> 0.0
 
 
 @checked(rho=check_nonneg_real)
@@ -515,7 +515,7 @@ class PrivacyAccountant:
     @property
     def pure_epsilon(self) -> float:
         """Simple-composition epsilon of the Laplace part (0 if none)."""
-        return sum(e.count * e.sensitivity / e.scale for e in self.entries if e.kind == "laplace")
+        return sum((e.count * e.sensitivity / e.scale for e in self.entries if e.kind == "laplace"), 0.0)
 
     @property
     def rho(self) -> float:

@@ -370,7 +370,7 @@ def rounding_per_draw(plan: ReleasePlan, f: ReleasedFamily) -> float:
 def plan_rounded_draws(plan: ReleasePlan) -> float:
     """How many rounded draws one user's data enters over the whole release (every family's
     instances): what the discrete samplers' rounding grows with (H, K through the mechanism)."""
-    return sum(f.instances * _rounded_draws(plan, f) for f in plan.families)
+    return sum((f.instances * _rounded_draws(plan, f) for f in plan.families), 0.0)  # no family: 0.0
 
 
 def plan_rounding_mu(plan: ReleasePlan) -> float:
@@ -384,13 +384,15 @@ def plan_rounding_mu(plan: ReleasePlan) -> float:
 def plan_rounding_epsilon(plan: ReleasePlan) -> float:
     """The discrete Laplace release's epsilon added by the rounding (simple composition of every
     rounded draw's lattice step); 0 for the float samplers."""
-    return sum(f.instances * f.l1_multiplier * rounding_per_draw(plan, f) for f in plan.families)
+    return sum((f.instances * f.l1_multiplier * rounding_per_draw(plan, f) for f in plan.families), 0.0)
 
 
 def plan_pure_epsilon(plan: ReleasePlan, scales: Mapping[str, float]) -> float:
     """Simple composition of the Laplace releases of one user: ``sum_f instances * draws * L1_f / b_f``."""
     scales = _checked_scales(plan, scales)
-    return sum(f.instances * f.l1_multiplier * f.l1_sensitivity / scales[f.scale_key] for f in plan.families)
+    return sum(
+        (f.instances * f.l1_multiplier * f.l1_sensitivity / scales[f.scale_key] for f in plan.families), 0.0
+    )
 
 
 # ------------------------------------------------------------------------------------------
