@@ -189,3 +189,55 @@ def test_a_bare_import_gives_the_subpackages_the_docs_name():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
+
+
+def _raised(call):
+    try:
+        call()
+    except Exception as exc:  # the class is what is compared
+        return exc
+    raise AssertionError("accepted a string size")
+
+
+def test_the_errors_section_names_the_class_a_string_size_raises():
+    """README's Errors section said a string where a number goes raises PrivacyParameterError
+    or, for an environment's size, AssumptionError; a feature map's sizes raise ShapeError
+    (pinned in tests/test_envs.py), frozen_lake's H PrivacyParameterError, a sweep config's
+    ConfigError. Each entry point given "10" must raise the class the README names nearest before
+    it in that section, and its message must quote '10'."""
+    import numpy as np
+
+    import privrl
+    import privrl.envs as e
+    from privrl.agents import LSVIUCB, PSRL
+    from privrl.experiment import build_config
+    from privrl.privacy import JointDP
+
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Errors") :]
+    section = section[: section.index("SaveFormatError")]
+    classes = ("AssumptionError", "ShapeError", "ConfigError", "PrivacyParameterError")
+    fm = e.FeatureMap.one_hot(3, 2, 4)
+    rs = e.RiverSwim(S=4, H=3)
+    lin = e.RandomLinearMDP(S=4, A=2, d=3, H=2)
+    sweep = {"env": {"name": "riverswim"}, "agents": {"a": {"algorithm": "PSRL"}}}
+    cases = [
+        ("`RiverSwim(S=...)`", lambda: e.RiverSwim(S="10")),
+        ("`RiverSwimMixture(S=...)`", lambda: e.RiverSwimMixture(S="10")),
+        ("`RandomLinearMDP(S=..., A=..., d=..., H=...)`", lambda: e.RandomLinearMDP(d="10")),
+        ("`HardToLearn(d=..., H=..., K=...)`", lambda: e.HardToLearn(d=4, H=3, K="10")),
+        ("`FeatureMap(features, H=...)`", lambda: e.FeatureMap(np.zeros((3, 2, 4)), H="10")),
+        ("`FeatureMap.one_hot(S, A, H)`", lambda: e.FeatureMap.one_hot(3, "10", 4)),
+        ("`log_every`)", lambda: build_config({**sweep, "episodes": "10"})),
+        ("`log_every`)", lambda: build_config({**sweep, "seeds": "10"})),
+        ("`schedule`;", lambda: PSRL(fm, episodes="10")),
+        ("`schedule`;", lambda: PSRL(fm, m="10")),
+        ("`schedule`;", lambda: LSVIUCB(lin, JointDP(1.0, 1e-5), batches="10")),
+        ("`evaluate`;", lambda: privrl.run(PSRL(rs, episodes=10), rs, episodes="10")),
+        ("`frozen_lake(H=...)`", lambda: pytest.importorskip("gymnasium") and e.frozen_lake(H="10")),
+    ]
+    for label, call in cases:
+        at = section.index(label)
+        named = max(classes, key=lambda c: section.rfind(f"`{c}`", 0, at))
+        exc = _raised(call)
+        assert type(exc).__name__ == named and "'10'" in str(exc), (label, named, exc)
