@@ -71,8 +71,8 @@ impl FiniteModel {
         &self.r[h * n..(h + 1) * n]
     }
 
-    /// Roll out the policy `pi` (H x S, action indices) with the H + 1 uniforms `u`: u[0] draws
-    /// s_0, u[h + 1] the transition at step h; `np.searchsorted(row, u, side="right")`.
+    /// Roll out the policy `pi` (H x S, action indices) with the H + 1 uniforms `u`: `u[0]` draws
+    /// s_0, `u[h + 1]` the transition at step h; `np.searchsorted(row, u, side="right")`.
     pub fn rollout(&self, pi: &[usize], u: &[f64], t: &mut Trajectory) {
         let (s_n, a_n) = (self.s, self.a);
         let mut s = draw(&self.init_cdf, u[0]);
