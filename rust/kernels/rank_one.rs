@@ -145,6 +145,9 @@ pub fn batched_matvec(m: &[f64], v: &[f64], d: usize, out: &mut [f64]) -> CoreRe
 
 /// Smallest eigenvalue of a symmetric matrix (for diagnostics and tests).
 pub fn min_eigenvalue(a: &[f64], d: usize) -> CoreResult<f64> {
+    if d == 0 {
+        return Err(CoreError::Shape("matrix dimension must be >= 1".into()));
+    }
     check_len("matrix", a.len(), d * d)?;
     check_finite("matrix", a)?;
     let m = symmetrized(&DMatrix::from_column_slice(d, d, a));
@@ -742,5 +745,14 @@ mod tests {
         assert!(!c.is_diagonal() && !c.refactorize_diagonal());
         c.update(&[0.0, 0.0, 0.5]).unwrap();
         assert!(!c.is_diagonal()); // once dense, always dense
+    }
+
+    #[test]
+    fn min_eigenvalue_refuses_an_empty_matrix() {
+        use super::{min_eigenvalue, CoreError};
+        // d = 0 reached nalgebra's tridiagonalization, which panics on a 0 x 0 matrix
+        assert!(matches!(min_eigenvalue(&[], 0), Err(CoreError::Shape(_))));
+        // [[2, 1], [1, 2]] has eigenvalues 1 and 3
+        assert!((min_eigenvalue(&[2.0, 1.0, 1.0, 2.0], 2).unwrap() - 1.0).abs() < 1e-12);
     }
 }
