@@ -701,8 +701,8 @@ impl PyPrefix {
     }
 }
 
-/// ceil(log2 n + 1): the most nodes any release of an n-leaf binary tree uses (K0 / B0 of the
-/// paper).
+/// ceil(log2 n + 1): the paper's bound K0 / B0 on the nodes a release of an n-leaf binary tree
+/// uses (release t uses popcount(t), at most floor(log2(n + 1))).
 #[pyfunction]
 fn tree_depth(n: u64) -> usize {
     crate::continual::tree_depth(n)

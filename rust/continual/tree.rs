@@ -128,7 +128,9 @@ impl TreeAggregator {
     pub fn nodes_used(&self) -> usize {
         self.levels.len()
     }
-    /// Largest number of nodes any release of this tree can use: ceil(log2 T + 1).
+    /// The paper's bound ceil(log2 T + 1) on the nodes a release uses ([`tree_depth`]; the largest
+    /// [`Self::nodes_used`] over the tree's T leaves is floor(log2(T + 1)), smaller for every
+    /// T >= 2).
     pub fn max_nodes(&self) -> usize {
         tree_depth(self.capacity)
     }
@@ -245,7 +247,10 @@ impl TreeAggregator {
     }
 }
 
-/// ceil(log2 n + 1): the most nodes any prefix of an n-leaf tree uses (App. "Tree-based method").
+/// ceil(log2 n + 1): the paper's bound K0 on the nodes a prefix of an n-leaf tree uses (App.
+/// "Tree-based method"), not their count: prefix t uses popcount(t) nodes, at most
+/// floor(log2(n + 1)) over t <= n, at least one below the bound for every n >= 2 (n = 4:
+/// bound 3, at most 2 used).
 pub fn tree_depth(n: u64) -> usize {
     if n <= 1 {
         return 1;
@@ -354,6 +359,19 @@ mod tests {
         for n in 1u64..5000 {
             let want = ((n as f64).log2() + 1.0).ceil() as usize;
             assert_eq!(tree_depth(n), want, "n = {n}");
+        }
+    }
+
+    #[test]
+    fn depth_is_a_bound_on_the_nodes_used_not_their_count() {
+        // the largest popcount(t) over t = 1..=n is floor(log2(n + 1)) <= ceil(log2 n + 1), equal
+        // only at n = 1 (n = 3: 2 and 3; n = 4: 2 and 3)
+        let mut most = 0;
+        for n in 1u64..5000 {
+            most = most.max(n.count_ones() as usize);
+            assert_eq!(most, (n + 1).ilog2() as usize, "n = {n}");
+            assert!(most <= tree_depth(n), "n = {n}");
+            assert_eq!(most == tree_depth(n), n == 1, "n = {n}");
         }
     }
 

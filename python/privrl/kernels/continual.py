@@ -450,7 +450,11 @@ class TreeAggregator(PrefixMechanism):
 
     @property
     def max_nodes(self) -> int:
-        """ceil(log2 T + 1): the most nodes any release uses (K0 / B0 of the paper)."""
+        """ceil(log2 T + 1): the paper's bound K0 / B0 on the nodes a release uses.
+
+        Not their count: release t uses popcount(t) nodes (``nodes_used``), at most
+        floor(log2(T + 1)) over the tree's T leaves (T = 4: bound 3, at most 2 used).
+        """
         return _core.tree_depth(self.capacity)
 
     def __repr__(self) -> str:
