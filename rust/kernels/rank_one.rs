@@ -15,7 +15,8 @@ use crate::errors::{any_non_finite, check_finite, check_len, CoreError, CoreResu
 /// `1 + x^T u` is large (x along a direction the design has barely seen: a tiny lam) the two
 /// nearly cancel and the new inverse loses about log10(1 + x^T u) digits (lam = 1e-12, d = 1,
 /// x = 1: 1.000122 for 1 / (1 + 1e-12)). Beyond this bound the update factorizes the new Lambda
-/// instead. `x^T u <= ||x||^2 / lam`, so features of norm <= 1 with lam >= 1e-6 never reach it.
+/// instead. `x^T u <= ||x||^2 / lam`, so features of norm <= 1 with lam >= 1 / (1e6 - 1) (just
+/// above 1e-6) never reach it; at lam = 1e-6 a unit x along an unseen direction gives 1 + 1e6.
 const SM_CANCEL_LIMIT: f64 = 1e6;
 
 /// Inverse of a symmetric positive-definite matrix given row-major (symmetric, so
@@ -745,6 +746,18 @@ mod tests {
         assert!(!c.is_diagonal() && !c.refactorize_diagonal());
         c.update(&[0.0, 0.0, 0.5]).unwrap();
         assert!(!c.is_diagonal()); // once dense, always dense
+    }
+
+    #[test]
+    fn cancel_limit_is_reached_at_lam_1e_minus_6_not_above() {
+        use super::ShermanMorrison;
+        // a unit x on a fresh direction: 1 + x^T u = 1 + 1 / lam (to rounding); refactor_every
+        // large, so just_refactorized() after one dense update means the factorized fallback ran
+        for (lam, fallback) in [(1e-6, true), (1.1e-6, false), (1e-3, false)] {
+            let mut dense = ShermanMorrison::new(2, lam, usize::MAX).unwrap();
+            dense.update(&[0.6, 0.8]).unwrap();
+            assert_eq!(dense.just_refactorized(), fallback, "lam = {lam}");
+        }
     }
 
     #[test]
