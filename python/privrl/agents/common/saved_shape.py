@@ -16,7 +16,8 @@ from privrl.common.kinds import is_index, is_real
 __all__ = ["saved_shape_problem"]
 
 
-def _env_bases() -> tuple[type, ...]:
+def _environment_bases() -> tuple[type, ...]:
+    """privrl's environment base classes: what an agent's environment is saved as, and rebuilt from."""
     from privrl.envs.bandit import ContextualBandit
     from privrl.envs.features import FeatureMap
     from privrl.envs.finite import FiniteMDP
@@ -80,7 +81,7 @@ def _type_problem(agent: Any, core: str) -> str | None:
     guards = state["guards"]
     checks: list[tuple[str, bool, str]] = [
         ("_core", kind.__module__ == "privrl._core" and kind.__name__ == core, f"a privrl._core.{core}"),
-        ("env", isinstance(state["env"], _env_bases()), "a privrl environment"),
+        ("env", isinstance(state["env"], _environment_bases()), "a privrl environment"),
         ("privacy", isinstance(state["privacy"], (NonPrivate, JointDP, LocalDP)), "a privacy model"),
         ("calibration", isinstance(state["calibration"], Calibration), "a Calibration"),
         (

@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from privrl.agents.common.saved_shape import saved_shape_problem
+from privrl.agents.common.saved_shape import _environment_bases, saved_shape_problem
 from privrl.common.errors import SaveFormatError
 
 __all__ = ["SaveFormatError", "save_agent", "load_agent", "FORMAT"]
@@ -115,15 +115,6 @@ def _plain(value: Any) -> bool:
     if isinstance(value, dict):
         return all(isinstance(k, str) and _plain(v) for k, v in value.items())
     return False
-
-
-def _environment_bases() -> tuple[type, ...]:
-    """privrl's environment base classes: what an agent's environment is saved as, and rebuilt from."""
-    from privrl.envs.bandit import ContextualBandit
-    from privrl.envs.features import FeatureMap
-    from privrl.envs.finite import FiniteMDP
-
-    return (FiniteMDP, FeatureMap, ContextualBandit)
 
 
 def _rebuild_env(cls: Any, state: Any) -> Any:
