@@ -37,6 +37,7 @@ from privrl.kernels.continual import (
     DEFAULT_GRID_BITS,
     MAX_NODE_LEN,
     MECHANISMS,
+    SQRT2,
     MechanismProfile,
     PrefixMechanism,
     TreeAggregator,
@@ -68,8 +69,6 @@ __all__ = [
     "spd_solve",
     "min_eigenvalue",
 ]
-
-SQRT2 = math.sqrt(2.0)
 
 
 def _scalar(x: Any, name: str) -> float:

@@ -35,6 +35,7 @@ from privrl.common.checks import (
 )
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.gdp import (
+    _SQRT2,
     _bisect,
     _check_mu,
     analytic_gaussian_delta,
@@ -73,8 +74,6 @@ __all__ = [
     "PrivacyAccountant",
     "tree_nodes_per_leaf",
 ]
-
-_SQRT2 = math.sqrt(2.0)
 
 
 # ============================================================================================
