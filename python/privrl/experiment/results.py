@@ -78,6 +78,12 @@ def normalize_frame(df: pd.DataFrame) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
+def _empty_frame() -> pd.DataFrame:
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
+
+    return normalize_frame(pd.DataFrame({c: pd.Series(dtype=t) for c, t in COLUMNS.items()}))
+
+
 def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
     """Write through a temporary file in the same folder and os.replace it into place, so a reader
     (or a rerun after kill -9) sees either the old file or the complete new one, never a torn one."""
@@ -355,7 +361,7 @@ def load_results(outdir: str | os.PathLike, run_ids: Iterable[str] | None = None
     ids = list(run_ids) if run_ids is not None else list(manifest.get("runs", {}))
     frames = [store.read_run(r)[0] for r in ids if store.finished(r)]
     if not frames:
-        return normalize_frame(pd.DataFrame({c: pd.Series(dtype=t) for c, t in COLUMNS.items()}))
+        return _empty_frame()
     return normalize_frame(pd.concat(frames, ignore_index=True))
 
 

@@ -39,8 +39,8 @@ from privrl.experiment.preflight import build_agent, preflight
 from privrl.experiment.progress import checked_progress, interactive, tqdm_class
 from privrl.experiment.relay import recorded, reemit
 from privrl.experiment.results import (
-    COLUMNS,
     ResultStore,
+    _empty_frame,
     logged_episodes,
     new_manifest,
     normalize_frame,
@@ -522,12 +522,6 @@ def run_sweep(
         store.write_manifest(manifest)
     # the manifest as manifest.json holds it (inf/nan as strings), with or without an outdir
     return df, _json_safe(manifest)
-
-
-def _empty_frame() -> pd.DataFrame:
-    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
-
-    return normalize_frame(pd.DataFrame({c: pd.Series(dtype=t) for c, t in COLUMNS.items()}))
 
 
 def sweep(
