@@ -81,9 +81,9 @@ _number, _pos_int, _int, _delta, _epsilons, _seeds = map(
 )
 
 
-def _root_seed(value: Any, key: str = "root_seed") -> int:
+def _root_seed(value: Any) -> int:
     """The root of every run's SeedSequence: an integer in [0, 2^63 - 1], as a seed."""
-    return int(_int(value, key, low=0, high=MAX_INT))
+    return int(_int(value, "root_seed", low=0, high=MAX_INT))
 
 
 PRIVACY_KINDS = {
