@@ -225,7 +225,7 @@ def observation_index(space: Any) -> tuple[int, Callable[[Any], int]] | None:
             return -1
         flat = 0
         for x, (start, stride, size) in zip(obs, parts, strict=True):
-            i = _component(x, start, size, True)
+            i = _component(x, start, size)
             if i < 0:  # outside the space: never the index of another state
                 return -1
             flat += i * stride
@@ -239,13 +239,10 @@ def _shifted(i: int | None, start: int, size: int) -> int:
     return i - start if i is not None and 0 <= i - start < size else -1
 
 
-def _component(x: Any, start: int, size: int, bools: bool) -> int:
+def _component(x: Any, start: int, size: int) -> int:
     """``x - start`` for an integer x (a Python or numpy integer or a 0-d integer array, as
-    gymnasium's Discrete contains: ``integer_value``; a bool where `bools`) in start..start+size-1,
-    else -1."""
+    gymnasium's Discrete contains: ``integer_value``; a bool too) in start..start+size-1, else -1."""
     if isinstance(x, (bool, np.bool_)):
-        if not bools:
-            return -1
         value: int | None = int(x)
     else:
         value = integer_value(x)
