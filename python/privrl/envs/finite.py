@@ -152,13 +152,13 @@ def _check_shape(arr: np.ndarray, name: str, shape: tuple[int, ...], what: str) 
         raise ShapeError(f"{name} must have shape {what} = {shape}, got {arr.shape}")
 
 
-def _check_kernel(P: np.ndarray, name: str = "P") -> np.ndarray:
+def _check_kernel(P: np.ndarray) -> np.ndarray:
     """Check that the last axis of P holds probability distributions; clip round-off negatives."""
     neg = P < -NEG_TOL
     if neg.any():
         idx = tuple(int(i) for i in np.argwhere(neg)[0])
         raise AssumptionError(
-            f"{name}[h={idx[0]}, s={idx[1]}, a={idx[2]}, s'={idx[3]}] = {P[idx]:.6g} is negative: "
+            f"P[h={idx[0]}, s={idx[1]}, a={idx[2]}, s'={idx[3]}] = {P[idx]:.6g} is negative: "
             "transition probabilities must be >= 0"
         )
     sums = P.sum(axis=-1)
@@ -166,7 +166,7 @@ def _check_kernel(P: np.ndarray, name: str = "P") -> np.ndarray:
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
         raise AssumptionError(
-            f"{name}[h={idx[0]}, s={idx[1]}, a={idx[2]}, :] sums to {sums[idx]:.12g}, not 1 "
+            f"P[h={idx[0]}, s={idx[1]}, a={idx[2]}, :] sums to {sums[idx]:.12g}, not 1 "
             f"(tolerance {PROB_TOL:g}): rows of the transition kernel must be distributions"
         )
     return np.maximum(P, 0.0, out=P)
@@ -180,12 +180,12 @@ def outside_unit_interval(x: np.ndarray) -> tuple[int, ...] | None:
     return tuple(int(i) for i in np.argwhere(bad)[0]) if bad.any() else None
 
 
-def _check_rewards(R: np.ndarray, name: str = "R") -> np.ndarray:
+def _check_rewards(R: np.ndarray) -> np.ndarray:
     idx = outside_unit_interval(R)
     if idx is not None:
         # repr: the shortest digits that tell the value from the bound (".6g" printed 1 + 1e-8 as 1)
         raise AssumptionError(
-            f"{name}[h={idx[0]}, s={idx[1]}, a={idx[2]}] = {float(R[idx])!r} is outside [0, 1]: "
+            f"R[h={idx[0]}, s={idx[1]}, a={idx[2]}] = {float(R[idx])!r} is outside [0, 1]: "
             "rewards must lie in [0, 1]"
         )
     return np.clip(R, 0.0, 1.0, out=R)
@@ -275,8 +275,8 @@ class FiniteMDP(ReadOnlyCopies):
         _check_finite(P, "P")
         _check_finite(R, "R")
         _check_finite(init_dist, "init_dist")
-        P = _check_kernel(P, "P")
-        R = _check_rewards(R, "R")
+        P = _check_kernel(P)
+        R = _check_rewards(R)
         init_dist = _check_distribution(init_dist, "init_dist")
 
         self.H: int = int(H)

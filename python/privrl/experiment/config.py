@@ -181,9 +181,9 @@ def _json_safe(x: Any) -> Any:
     return repr(x)
 
 
-def _digest(obj: Any, n: int = 10) -> str:
+def _digest(obj: Any) -> str:
     blob = json.dumps(_json_safe(obj), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(blob.encode()).hexdigest()[:n]
+    return hashlib.sha256(blob.encode()).hexdigest()[:8]
 
 
 @dataclass(frozen=True)
@@ -329,7 +329,7 @@ class Study:
                         # results folder of the float era is not resumed as if it were discrete
                         ident["sampler"] = spec.sampler or "default"
                     # f"{inf:g}" is "inf" (an epsilon is > 0 or inf: check_epsilons)
-                    run_id = _run_id(self.name, spec.name, f"__eps{eps:g}__seed{seed}__{_digest(ident, 8)}")
+                    run_id = _run_id(self.name, spec.name, f"__eps{eps:g}__seed{seed}__{_digest(ident)}")
                     out.append(
                         RunSpec(
                             run_id=run_id,
