@@ -25,9 +25,8 @@ def _environment_bases() -> tuple[type, ...]:
     return (FiniteMDP, FeatureMap, ContextualBandit)
 
 
-def _ours(obj: Any) -> bool:
-    module = type(obj).__module__
-    return module == "privrl" or module.startswith("privrl.")
+def _ours(cls: type) -> bool:
+    return cls.__module__ == "privrl" or cls.__module__.startswith("privrl.")
 
 
 def _dataclass_problem(obj: Any, where: str, seen: set[int]) -> str | None:
@@ -40,7 +39,7 @@ def _dataclass_problem(obj: Any, where: str, seen: set[int]) -> str | None:
         items: Any = enumerate(obj)
     elif isinstance(obj, dict):
         items = obj.items()
-    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type) and _ours(obj):
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type) and _ours(type(obj)):
         state = getattr(obj, "__dict__", None)
         if not isinstance(state, dict):
             return f"{where} ({type(obj).__name__}) has no attributes"
@@ -88,7 +87,7 @@ def _type_problem(agent: Any, core: str) -> str | None:
             "guards",
             isinstance(guards, dict)
             and all(isinstance(k, str) and type(g).__name__ == "SensitivityGuard" for k, g in guards.items())
-            and all(_ours(g) for g in guards.values()),
+            and all(_ours(type(g)) for g in guards.values()),
             "a dict of SensitivityGuard",
         ),
         *((name, is_index(state[name]), "an integer") for name in ("K", "H", "S", "A", "d")),

@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from privrl.agents.common.saved_shape import _environment_bases, saved_shape_problem
+from privrl.agents.common.saved_shape import _environment_bases, _ours, saved_shape_problem
 from privrl.common.errors import SaveFormatError
 
 __all__ = ["SaveFormatError", "save_agent", "load_agent", "FORMAT"]
@@ -143,10 +143,6 @@ class _AgentPickler(pickle.Pickler):
             return NotImplemented
         base = next(c for c in type(obj).__mro__ if _ours(c))
         return _rebuild_env, (base, {k: v for k, v in vars(obj).items() if _plain(v)})
-
-
-def _ours(cls: type) -> bool:
-    return cls.__module__ == "privrl" or cls.__module__.startswith("privrl.")
 
 
 def save_agent(agent: Any, path: str | os.PathLike) -> None:
