@@ -15,7 +15,7 @@ agent's default, formulas.psrl_prior; alpha0=1 the uniform prior it had before).
 users' posterior draws with and without the release's noise in them (counts, rewards).
 ``denoise``: the numpy reference's runs (reference.run_reference on FrozenLake's model) with the
 counts projected on the simplex (the agent's) or clipped at 0. ``cliff``: non-private users of the
-reference on CliffWalking (H 30, rewards (r + 100) / 100), the uniform priors against one
+reference on CliffWalking (H 30, rewards (r + 100) / 100), the agent's priors against one
 pseudo-observation at the top of the known range (cliff_run's priors).
 """
 
@@ -34,6 +34,7 @@ import privrl
 from privrl import _core
 from privrl.agents import PSRL
 from privrl.agents.psrl import reference
+from privrl.agents.psrl.formulas import psrl_prior
 from privrl.agents.psrl.reference import Billboard, capped_increment, greedy_plan, policy_values
 from privrl.envs import FeatureMap, from_gymnasium
 from privrl.privacy import JointDP, NonPrivate
@@ -179,12 +180,16 @@ def plan(P: np.ndarray, r: np.ndarray, H: int, rng: np.random.Generator, top: An
 
 
 def cliff_run(seed: int, K: int, prior: str, H: int = 30) -> float:
-    """prior "uniform" (the agent's), "reward" (Beta(1 + R, n - R): one pseudo-observation paying 1)
-    or "value" (that, and Dirichlet(1 + N, 1) over the S states and one fictitious state paying 1
-    per step to the end: one pseudo-transition to the top of the value range)."""
+    """prior "uniform" (the agent's: Beta(1 + R, 1 + n - R) rewards), "reward" (Beta(1 + R, n - R):
+    one pseudo-observation paying 1) or "value" (that, and Dirichlet(1/S + N, 1) over the S states
+    and one fictitious state paying 1 per step to the end: one pseudo-transition to the top of the
+    value range). Transitions: the agent's Dirichlet(1/S + N) (formulas.psrl_prior) in all three; the
+    first version drew Dirichlet(1 + N), the prior before 613e793 (48 pseudo-counts per row on
+    CliffWalking), under which psrl_study.md's item 5 measured "reward" 0.000-0.001."""
     model = from_gymnasium(gym.make("CliffWalking-v1"), H=H, reward=lambda r: (r + 100.0) / 100.0)
     P, r = model.P[0], model.R[0]
     S, A, _ = P.shape
+    alpha0 = psrl_prior(S)  # the agent's transition prior
     start = int(np.argmax(model.init_dist))
     env_rng, rng = np.random.default_rng([seed, 0]), np.random.default_rng([seed, 2])
     bb = Billboard(S, A, 0.0)
@@ -195,7 +200,7 @@ def cliff_run(seed: int, K: int, prior: str, H: int = 30) -> float:
         N = PROJECT(bb.N)
         n = N.sum(2)
         R = np.clip(bb.R, 0.0, n)
-        G = rng.gamma(1.0 + N)
+        G = rng.gamma(alpha0 + N)
         g_top = rng.gamma(np.ones((S, A))) if prior == "value" else np.zeros((S, A))
         total = G.sum(2) + g_top
         ga, gb = rng.gamma(1.0 + R), rng.gamma(1.0 + n - R if prior == "uniform" else n - R)  # shape 0: 0

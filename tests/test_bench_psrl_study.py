@@ -42,3 +42,28 @@ def test_the_schedules_and_the_prior_reach_the_core(study):
         _, shapes, _ = next(rec for rec in core.draw_record()[1] if rec[0] == "gamma")
         assert shapes.shape == (16, 4, 16) and np.all(shapes == alpha0)
     assert study.parse("m=2,B=3,alpha0=0.5") == {"m": 2, "B": 3, "alpha0": 0.5}
+
+
+def test_the_cliff_study_draws_the_agents_transition_prior(study, monkeypatch):
+    # cliff_run's transitions are the agent's Dirichlet(1/S + N) (formulas.psrl_prior, 1/48 on
+    # CliffWalking) under every reward prior; it drew Dirichlet(1 + N) (the prior before 613e793)
+    shapes = []
+    make = np.random.default_rng
+
+    class Recording:
+        def __init__(self, seed):
+            self.rng = make(seed)
+
+        def gamma(self, shape):
+            shapes.append(np.array(shape, float))
+            return self.rng.gamma(shape)
+
+        def __getattr__(self, name):
+            return getattr(self.rng, name)
+
+    monkeypatch.setattr(np.random, "default_rng", Recording)
+    for prior in ("uniform", "reward", "value"):
+        shapes.clear()
+        study.cliff_run(0, 1, prior)
+        assert shapes[0].shape == (48, 4, 48)  # the first user's: an empty billboard, N = 0
+        np.testing.assert_array_equal(shapes[0], np.full((48, 4, 48), 1 / 48))
