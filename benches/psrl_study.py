@@ -43,8 +43,9 @@ PROJECT = reference.simplex_project
 
 
 def seeds(spec: str) -> range:
-    lo, hi = map(int, spec.split("-"))
-    return range(lo, hi + 1)
+    """Seeds ``"lo-hi"`` (inclusive) or one seed ``"s"``."""
+    lo, _, hi = spec.partition("-")
+    return range(int(lo), int(hi or lo) + 1)
 
 
 def show(label: str, xs: list[float], t0: float) -> None:

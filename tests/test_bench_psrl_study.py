@@ -67,3 +67,10 @@ def test_the_cliff_study_draws_the_agents_transition_prior(study, monkeypatch):
         study.cliff_run(0, 1, prior)
         assert shapes[0].shape == (48, 4, 48)  # the first user's: an empty billboard, N = 0
         np.testing.assert_array_equal(shapes[0], np.full((48, 4, 48), 1 / 48))
+
+
+def test_the_seed_option_takes_one_seed_or_a_range(study):
+    # '--seeds 0' raised ValueError (not enough values to unpack): one seed is its own range
+    assert list(study.seeds("0")) == [0]
+    assert list(study.seeds("3")) == [3]
+    assert list(study.seeds("0-2")) == [0, 1, 2]
