@@ -621,6 +621,17 @@ mod tests {
         }
     }
 
+    /// group_max against the branchy oracle (ties seeded by `case`): equal to the bit.
+    fn assert_like_branchy(q: &[f64], n: usize, case: u64, what: &str) {
+        let groups = q.len() / n;
+        let (mut v, mut a) = (vec![0.0; groups], vec![0; groups]);
+        let (mut v1, mut a1) = (vec![0.0; groups], vec![0; groups]);
+        group_max(q, n, TieBreak::Random(case), &mut v, &mut a).unwrap();
+        branchy(q, n, TieBreak::Random(case), &mut v1, &mut a1);
+        let bits = |x: &[f64]| x.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert_eq!((bits(&v), &a), (bits(&v1), &a1), "{what}case {case}");
+    }
+
     #[test]
     fn eight_groups_in_lanes_equal_the_scalar_scan_bit_for_bit() {
         // enough groups for the AVX2 blocks of eight and a tail (1 to 43 groups), 2 to 13
@@ -725,12 +736,7 @@ mod tests {
                     })
                 })
                 .collect();
-            let (mut v, mut a) = (vec![0.0; groups], vec![0; groups]);
-            let (mut v1, mut a1) = (vec![0.0; groups], vec![0; groups]);
-            group_max(&q, n, TieBreak::Random(case), &mut v, &mut a).unwrap();
-            branchy(&q, n, TieBreak::Random(case), &mut v1, &mut a1);
-            let bits = |x: &[f64]| x.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-            assert_eq!((bits(&v), &a), (bits(&v1), &a1), "case {case}");
+            assert_like_branchy(&q, n, case, "");
         }
         // every entry of the call equal (the whole call through tied_block, in blocks of at most
         // 64 words), +0 against -0, 1 to 70 groups, 2 to 12 actions (66 and 70: the scan)
@@ -744,12 +750,7 @@ mod tests {
                     _ => 2.5,
                 })
                 .collect();
-            let (mut v, mut a) = (vec![0.0; groups], vec![0; groups]);
-            let (mut v1, mut a1) = (vec![0.0; groups], vec![0; groups]);
-            group_max(&q, n, TieBreak::Random(case), &mut v, &mut a).unwrap();
-            branchy(&q, n, TieBreak::Random(case), &mut v1, &mut a1);
-            let bits = |x: &[f64]| x.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-            assert_eq!((bits(&v), &a), (bits(&v1), &a1), "all equal, case {case}");
+            assert_like_branchy(&q, n, case, "all equal, ");
         }
         for n in 2..9usize {
             let q = vec![8.0; 8 * n];
