@@ -32,7 +32,11 @@ def _category(category: type) -> tuple[type, str]:
 # recorder (filters "always", showwarning dispatching by thread), the last one restores the state.
 _lock = threading.Lock()
 _sinks: dict[int, list[warnings.WarningMessage]] = {}
-_saved: list[Any] = []  # while runs record: the catch_warnings restoring the state, the showwarning before
+_saved: list[Any] = []  # while runs record: the catch_warnings restoring the state
+# The showwarning the recorder replaced, kept after the last run restores it: a warning of another
+# thread (the sweep's own, raising a finished run's warnings again) may have fetched _dispatch just
+# before the last run ended; it is shown as it would have been a moment later, not dropped.
+_before: list[Any] = [warnings.showwarning]
 
 
 def _dispatch(
@@ -41,8 +45,8 @@ def _dispatch(
     sink = _sinks.get(threading.get_ident())
     if sink is not None:
         sink.append(warnings.WarningMessage(message, category, filename, lineno, file, line))
-    elif _saved:  # a thread that is not a run's: shown as before
-        _saved[1](message, category, filename, lineno, file, line)
+    else:  # a thread that is not a run's: shown as before
+        _before[0](message, category, filename, lineno, file, line)
 
 
 def recorded(fn: Callable[..., dict], *args: Any, **kwargs: Any) -> dict:
@@ -55,7 +59,8 @@ def recorded(fn: Callable[..., dict], *args: Any, **kwargs: Any) -> dict:
         if not _sinks:
             guard = warnings.catch_warnings()
             guard.__enter__()
-            _saved[:] = [guard, warnings.showwarning]
+            _saved[:] = [guard]
+            _before[0] = warnings.showwarning
             warnings.simplefilter("always")
             warnings.showwarning = _dispatch
         _sinks[threading.get_ident()] = caught
