@@ -3,6 +3,8 @@ privrl.agents.psrl.reference, draw for draw: the reference replays the agent's o
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 
@@ -10,8 +12,15 @@ import privrl
 from privrl import _core
 from privrl.agents.psrl.agent import PSRL
 from privrl.agents.psrl.calibration import calibrate_psrl
-from privrl.agents.psrl.formulas import psrl_batch_bounds, psrl_prior
-from privrl.agents.psrl.reference import Billboard, Replay, capped_increment, policy_values, user_policy
+from privrl.agents.psrl.formulas import psrl_batch_bounds, psrl_prior, psrl_reward_prior
+from privrl.agents.psrl.reference import (
+    Billboard,
+    Replay,
+    capped_increment,
+    policy_values,
+    simplex_project,
+    user_policy,
+)
 from privrl.common.errors import AssumptionError, PrivacyParameterError, SensitivityWarning
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import Trajectory
@@ -276,3 +285,105 @@ def test_the_prior_moves_the_policies_and_not_the_released_noise():
     (n0, r0, j0), (n1, r1, j1) = (c.billboard() for c in cores)
     assert j0 == j1 == 3 and n0.tobytes() == n1.tobytes() and r0.tobytes() == r1.tobytes()
     assert any(not np.array_equal(p, q) for p, q in zip(*policies, strict=True))
+
+
+def _sha(*parts) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p if isinstance(p, bytes) else np.ascontiguousarray(p).tobytes())
+    return h.hexdigest()[:16]
+
+
+def _fixed_users_run(privacy):
+    """The class (one-hot S 4, A 2, H 3, K 40 in 4 batches, seed 7) fed 40 users whose episodes do not
+    follow its policies (default_rng(3)): the releases j, fingerprints of its billboard, of its
+    privacy report (less the regret side's "bonus", which names the priors) and of the users'
+    policies, and the agent (its draws recorded)."""
+    S, A, H, K = 4, 2, 3, 40
+    agent = PSRL(FeatureMap.one_hot(S, A, H), privacy, episodes=K, seed=7, batches=4)
+    agent._core.set_record(True)
+    g, pis = np.random.default_rng(3), []
+    for _ in range(K):
+        pis.append(agent.policy())
+        s, a = g.integers(S, size=H + 1), g.integers(A, size=H)
+        agent.observe(Trajectory(s, a, g.integers(2, size=H).astype(float)))
+    N, R, j = agent.billboard()
+    report = agent.privacy_report().to_dict()
+    report.get("regret_side", {}).pop("bonus", None)
+    return (j, _sha(N, R), _sha(repr(report).encode()), _sha(np.stack(pis))), agent
+
+
+@pytest.mark.parametrize(
+    "privacy, release, report, old_policies",
+    [
+        (JointDP(5.0, 1e-5), "2913b7cddaac68c7", "dd49c4d3d8f58d0e", "0228af97bdb0581a"),
+        (JointDP(5.0, 1e-5, sampler="float"), "1e25bf6ecfb3e335", "22e81011b559d6f2", "5a6f7cb417268126"),
+        (NonPrivate(), "bc1288430f2d24d3", "6f82ef1de5d3064f", "658d4663b2a6bc76"),
+    ],
+    ids=["discrete", "float", "none"],
+)
+def test_the_reward_prior_moves_the_policies_and_not_the_release_or_the_report(
+    privacy, release, report, old_policies
+):
+    """The reward prior is the regret side (post-processing of the billboard), both ways. The
+    fingerprints were recorded by this test's _fixed_users_run on the build before the prior became
+    Beta(1 + R, n - R) (commit 2752990, the uniform Beta(1 + R, 1 + n - R)): the billboard and the
+    privacy report are the same bit for bit now, the users' policies are not. The release is also
+    the reference's for the same users and the agent's recorded noise (no prior in it)."""
+    (j, got_release, got_report, policies), agent = _fixed_users_run(privacy)
+    assert (j, got_release, got_report) == (3, release, report)
+    assert policies != old_policies
+    S, A, H, K = agent.S, agent.A, agent.H, agent.K
+    noise = Replay(agent._core.draw_record()[0])
+    board = Billboard(S, A, float(agent.calibration.sigma or 0.0), agent._core.grid_bits)
+    g = np.random.default_rng(3)
+    users = [(g.integers(S, size=H + 1), g.integers(A, size=H), g.integers(2, size=H)) for _ in range(K)]
+    for j in range(agent.B - 1):
+        batch = users[int(agent.bounds[j]) : int(agent.bounds[j + 1])]
+        rows = np.array([(s[:-1], a, r, s[1:]) for s, a, r in batch], float).transpose(1, 0, 2)
+        board.publish(*capped_increment(*rows, S, A, 1), noise)
+    N, R, _ = agent.billboard()
+    np.testing.assert_allclose(N, board.N, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(R, board.R, rtol=1e-9, atol=1e-12)
+
+
+def test_an_unvisited_pair_draws_the_mean_reward_one():
+    """formulas.psrl_reward_prior in the class's core: before any release every pair is unvisited,
+    its reward gammas have shapes 1 + R = 1 and n - R = 0, the second is 0 (Gamma(0), no draw), so
+    every mean reward drawn is ga / (ga + 0) = 1 exactly; the reference replaying the same draws
+    gives the same policy."""
+    agent = PSRL(FeatureMap.one_hot(5, 3, 6), JointDP(5.0, 1e-5), episodes=40, seed=3)
+    agent._core.set_record(True)
+    pi = agent.policy()
+    log = agent._core.draw_record()[1]
+    (_, a_shapes, ga), (_, b_shapes, gb) = log[3], log[4]
+    assert [rec[0] for rec in log[2:5]] == ["gamma"] * 3
+    assert np.all(a_shapes == 1.0) and np.all(b_shapes == 0.0)
+    assert np.all(gb == 0.0) and np.all(ga > 0.0) and np.all(ga / (ga + gb) == 1.0)
+    np.testing.assert_array_equal(user_policy(Billboard(5, 3, agent.calibration.sigma), 6, Replay(log)), pi)
+
+
+def test_the_greedy_policy_plans_on_the_posterior_means_at_the_released_counts():
+    """greedy_policy against numpy: N = each row of N~ projected on its simplex, R = R~ clipped to
+    [0, n], P = (1/S + N) / (1 + n), r = (a0 + R) / (a0 + b0 + n) = (1 + R) / (1 + n) (the
+    Beta(1 + R, n - R) mean, formulas.psrl_reward_prior; 1 at an unvisited pair), H-step value
+    iteration with lowest-index ties; JointDP(2, 1e-5) float noise, after the 3 releases of 60
+    users (some rows' released totals are <= 0: unvisited)."""
+    S, A, H = 5, 3, 4
+    agent = PSRL(
+        FeatureMap.one_hot(S, A, H), JointDP(2.0, 1e-5, sampler="float"), episodes=60, seed=5, batches=4
+    )
+    _users(agent, 60, seed=4)
+    Nt, Rt, j = agent.billboard()
+    assert j == 3
+    N = simplex_project(Nt)
+    n = N.sum(2)
+    a0, b0 = psrl_reward_prior()
+    r = (a0 + np.clip(Rt, 0.0, n)) / (a0 + b0 + n)
+    P = (psrl_prior(S) + N) / (S * psrl_prior(S) + n)[:, :, None]
+    assert (n == 0).any() and np.all(r[n == 0] == 1.0)
+    V, want = np.zeros(S), np.empty((H, S), np.int64)
+    for h in reversed(range(H)):
+        Q = r + P @ V
+        want[h], V = Q.argmax(1), Q.max(1)
+    np.testing.assert_array_equal(agent.greedy_policy(), want)

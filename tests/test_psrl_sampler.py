@@ -36,7 +36,7 @@ def _core_run(S, A, H, K, B, sigma, sampler, seed=3, record=False):
         reject=True,
         noise_seed=bytes([seed]) * 32,
         exploration_seed=bytes([seed + 1]) * 32,
-        alpha0=1.0,  # the uniform prior the float pin below was recorded with
+        alpha0=1.0,  # the uniform Dirichlet prior the float pin below was first recorded with
     )
     agent.set_record(record)
     g = np.random.default_rng(0)
@@ -60,17 +60,25 @@ def _sha(*arrays) -> str:
 
 
 def test_the_float_sampler_is_unchanged_bit_for_bit():
-    """Fingerprints recorded with the build before the discrete sampler existed (commit 86dbb00,
-    whose core drew float noise only): the same billboard and policies from sampler="float"."""
+    """Fingerprints of the billboard and policies from sampler="float". Recorded with the build
+    before the discrete sampler existed (commit 86dbb00, whose core drew float noise only):
+    (4, 05152a9288fda867, 41bfcf14d2d661a0), reproduced by every build up to 2752990; re-recorded
+    when the reward prior became Beta(1 + R, n - R) (formulas.psrl_reward_prior): the users follow
+    their policies here, so the billboard moved with them. The float release itself, for users
+    who do not follow the policies, is pinned across that change in test_psrl_agent.py
+    (test_the_reward_prior_moves_the_policies_and_not_the_release_or_the_report[float])."""
     agent, pis, _ = _core_run(5, 3, 6, 200, 5, 2.0, "float")
     N, R, j = agent.billboard()
-    assert (j, _sha(N, R), _sha(pis)) == (4, "05152a9288fda867", "41bfcf14d2d661a0")
+    assert (j, _sha(N, R), _sha(pis)) == (4, "d4c21b4bd71d762b", "570ba584fb8277ba")
 
 
 def test_the_float_sampler_through_learn_is_unchanged_bit_for_bit(monkeypatch):
     """The class on gymnasium's slippery FrozenLake (K 3,000, seed 0), JointDP(10, 1e-5,
-    sampler="float"): billboard, returns and greedy policy as the float-only build gave them, with
-    that build's uniform Dirichlet(1) prior (the agent's prior is now formulas.psrl_prior, 1/S)."""
+    sampler="float"): billboard, returns and greedy policy, with the float-only build's uniform
+    Dirichlet(1) prior (the agent's prior is now formulas.psrl_prior, 1/S). As the float-only build
+    gave them until 2752990: (2, d963654dc72f6303, 816f5822ccc648e6, 1fe967d29775415b); re-recorded
+    when the reward prior became Beta(1 + R, n - R) (formulas.psrl_reward_prior, not monkeypatched:
+    the core has no other), which changes the users' policies, hence what they release."""
     gym = pytest.importorskip("gymnasium")
     monkeypatch.setattr("privrl.agents.psrl.agent.psrl_prior", lambda S: 1.0)
     env = gym.make("FrozenLake-v1", is_slippery=True)
@@ -79,7 +87,7 @@ def test_the_float_sampler_through_learn_is_unchanged_bit_for_bit(monkeypatch):
     res = privrl.learn(agent, env, seed=0)
     N, R, j = agent.billboard()
     got = (j, _sha(N, R), _sha(np.asarray(res.returns)), _sha(agent.greedy_policy()))
-    assert got == (2, "d963654dc72f6303", "816f5822ccc648e6", "1fe967d29775415b")
+    assert got == (2, "aed6614f61c9a8cd", "ab8c6dcc6febd13f", "ff7cc5d127410c13")
 
 
 def test_the_default_is_the_discrete_sampler_and_the_report_says_so():

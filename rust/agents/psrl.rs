@@ -13,9 +13,12 @@
 //! Each user then draws a model from the posterior given the billboard from its own exploration
 //! stream, in the reference's order: S A S normals (counts ~ N(N~, j sigma^2), each row projected
 //! on the nonnegative simplex of its released total), S A normals (reward sums, clipped to
-//! [0, n]), S A S gammas (Dirichlet(alpha0 + N)), S A gammas (1 + R), S A gammas (1 + n - R)
-//! (r = Beta by the gamma ratio); then H-step value iteration h = H-1..0 with one (S, A) block
-//! of uniforms per step breaking ties (within `TIE` of the maximum: the largest uniform wins).
+//! [0, n]), S A S gammas (Dirichlet(alpha0 + N)), S A gammas (1 + R), S A gammas (n - R)
+//! (r ~ Beta(1 + R, n - R) by the gamma ratio: the optimistic reward prior of
+//! `formulas.psrl_reward_prior`, one pseudo-observation paying 1, so an unvisited pair draws
+//! r = 1; a gamma of shape 0 is the point 0, no draw); then H-step value iteration h = H-1..0
+//! with one (S, A) block of uniforms per step breaking ties (within `TIE` of the maximum: the
+//! largest uniform wins).
 
 use rand::Rng;
 use rand_distr::{Distribution, Gamma};
@@ -367,8 +370,10 @@ impl PsrlAgent {
             let t: f64 = row.iter().sum();
             row.iter_mut().for_each(|g| *g /= t);
         }
+        // r ~ Beta(1 + R, n - R) (formulas.psrl_reward_prior): ga > 0 (shape >= 1), gb = 0 where
+        // R = n (an unvisited pair: r = 1, the top of [0, 1])
         let sh_a: Vec<f64> = rs.iter().map(|r| 1.0 + r).collect();
-        let sh_b: Vec<f64> = rs.iter().zip(&n).map(|(r, n)| 1.0 + n - r).collect();
+        let sh_b: Vec<f64> = rs.iter().zip(&n).map(|(r, n)| n - r).collect();
         let ga = self.gammas(vec![s, a], &sh_a)?;
         let gb = self.gammas(vec![s, a], &sh_b)?;
         let r = ga.iter().zip(&gb).map(|(x, y)| x / (x + y)).collect();
@@ -409,9 +414,10 @@ impl PsrlAgent {
 
     /// The greedy (H, S) policy of the billboard's plug-in model, no draw, lowest-index ties:
     /// counts N = each row of N~ projected on the nonnegative simplex of its released total,
-    /// R = R~ clipped to [0, n], P = (alpha0 + N) / (S alpha0 + n), r = (1 + R) / (2 + n) (the
-    /// Dirichlet and Beta means at the projected counts; not the exact posterior mean, which the
-    /// projection's nonlinearity moves). Reads the agent only.
+    /// R = R~ clipped to [0, n], P = (alpha0 + N) / (S alpha0 + n), r = (1 + R) / (1 + n) (the
+    /// Dirichlet and Beta(1 + R, n - R) means at the projected counts: an unvisited pair's r is 1;
+    /// not the exact posterior mean, which the projection's nonlinearity moves). Reads the agent
+    /// only.
     pub fn greedy_policy(&self) -> Vec<usize> {
         let (s, a) = (self.s, self.a);
         let mut p = self.board_n.clone();
@@ -422,7 +428,7 @@ impl PsrlAgent {
             let rs = self.board_r[i].max(0.0).min(n);
             let total = s as f64 * self.alpha0 + n;
             row.iter_mut().for_each(|c| *c = (self.alpha0 + *c) / total);
-            r[i] = (1.0 + rs) / (2.0 + n);
+            r[i] = (1.0 + rs) / (1.0 + n);
         }
         let mut pi = vec![0; self.h * s];
         let mut v = vec![0.0; s];
@@ -639,11 +645,16 @@ fn check_bounds(bounds: &[u64], k: u64) -> CoreResult<()> {
     }
 }
 
-/// Gamma(shape, 1) draws, one per shape parameter (rand_distr: Marsaglia-Tsang).
+/// Gamma(shape, 1) draws, one per shape parameter (rand_distr: Marsaglia-Tsang). A shape of
+/// exactly 0 is the point 0 and consumes no randomness, as numpy's `gamma(0.0)` (rand_distr
+/// refuses it); a negative or NaN shape is an error.
 pub fn gamma_draws<R: Rng + ?Sized>(rng: &mut R, shapes: &[f64]) -> CoreResult<Vec<f64>> {
     shapes
         .iter()
         .map(|&k| {
+            if k == 0.0 {
+                return Ok(0.0);
+            }
             Gamma::new(k, 1.0)
                 .map(|g| g.sample(rng))
                 .map_err(|_| CoreError::NonFinite(format!("gamma shape parameter {k}")))

@@ -194,27 +194,68 @@ fn psrl_state_round_trips() {
 #[test]
 fn psrl_greedy_policy_plans_on_the_plug_in_model_without_a_draw() {
     // S 2, A 2, H 2, no noise; batches [0, 3, 4): one release after 3 users
-    let mut ag = PsrlAgent::new(parts(2, 2, 2, 4, 0.0, vec![0, 3, 4])).unwrap();
-    // nothing released: P uniform, r = 1/2 everywhere, every Q tied: action 0
+    let agent = || PsrlAgent::new(parts(2, 2, 2, 4, 0.0, vec![0, 3, 4])).unwrap();
+    let mut ag = agent();
+    // nothing released: P uniform, r = (1 + 0) / (1 + 0) = 1 everywhere, every Q tied: action 0
     assert_eq!(ag.greedy_policy(), vec![0; 4]);
-    // action 1 at state 0 pays 1 and stays; action 0 pays 0 and moves to 1
-    for _ in 0..3 {
-        ag.observe(&traj(&[0, 0, 0], &[1, 1], &[1.0, 1.0])).unwrap();
-    }
-    let mut twin = PsrlAgent::new(parts(2, 2, 2, 4, 0.0, vec![0, 3, 4])).unwrap();
-    for _ in 0..3 {
-        twin.observe(&traj(&[0, 0, 0], &[1, 1], &[1.0, 1.0]))
-            .unwrap();
-    }
-    // (0, 1): one counted visit per user (m = 1): N = 3 into 0, R = 3: r = 4 / 5, P(0) = 4 / 5
-    let pi = ag.greedy_policy();
-    assert_eq!(pi[0], 1);
-    assert_eq!(pi[2], 1);
+    // user 1 plays (0, 0) paying `ra`, then (0, 1) paying 0.8; users 2, 3 play (0, 1) twice paying
+    // 0.8 (m = 1: one counted visit per user), all staying at 0. By hand, r = (1 + R) / (1 + n):
+    // (0, 1) has n = 3, R = 2.4, r = 3.4 / 4 = 0.85; (0, 0) has n = 1, R = ra, r = (1 + ra) / 2:
+    // 0.84 at ra = 0.68, 0.86 at ra = 0.72. The last step (h = 1) at state 0 takes the larger:
+    // action 1, then action 0. The uniform prior's (1 + R) / (2 + n) gave 0.68 against 0.56 and
+    // 0.573: action 1 both times.
+    let feed = |ag: &mut PsrlAgent, ra: f64| {
+        ag.observe(&traj(&[0, 0, 0], &[0, 1], &[ra, 0.8])).unwrap();
+        for _ in 0..2 {
+            ag.observe(&traj(&[0, 0, 0], &[1, 1], &[0.8, 0.8])).unwrap();
+        }
+    };
+    feed(&mut ag, 0.68);
+    assert_eq!(ag.greedy_policy()[2], 1);
+    let mut above = agent();
+    feed(&mut above, 0.72);
+    assert_eq!(above.greedy_policy()[2], 0);
     // no stream consumed: the next user's draw is the twin's
+    let mut twin = agent();
+    feed(&mut twin, 0.68);
     assert_eq!(
         ag.policy().unwrap().to_vec(),
         twin.policy().unwrap().to_vec()
     );
+}
+
+#[test]
+fn psrl_gamma_of_shape_zero_is_the_point_zero_and_draws_nothing() {
+    // numpy's gamma(0.0) is 0.0 and consumes no randomness; rand_distr refuses the shape
+    let (mut x, mut y) = (
+        ChaCha12Rng::from_seed([5; 32]),
+        ChaCha12Rng::from_seed([5; 32]),
+    );
+    let with_zeros = gamma_draws(&mut x, &[0.0, 2.5, 0.0, 0.7, 0.0]).unwrap();
+    let without = gamma_draws(&mut y, &[2.5, 0.7]).unwrap();
+    assert_eq!(
+        (with_zeros[0], with_zeros[2], with_zeros[4]),
+        (0.0, 0.0, 0.0)
+    );
+    assert_eq!((with_zeros[1], with_zeros[3]), (without[0], without[1]));
+    assert_eq!(x.random::<u64>(), y.random::<u64>());
+    assert!(gamma_draws(&mut x, &[-1e-300]).is_err());
+}
+
+#[test]
+fn psrl_an_unvisited_pair_draws_the_mean_reward_one() {
+    // r ~ Beta(1 + R, n - R): before any release every pair has n = R = 0, so gb = Gamma(0) = 0
+    // and r = ga / ga = 1 exactly (the top of [0, 1]); the recorded shapes are 1 and 0
+    let (s, a) = (3, 2);
+    let mut ag = PsrlAgent::new(parts(s, a, 4, 4, 2.0, vec![0, 2, 4])).unwrap();
+    ag.set_record(true);
+    let (_, r) = ag.posterior_model().unwrap();
+    assert_eq!(r, vec![1.0; s * a]);
+    let log = ag.record.clone().unwrap();
+    assert!(log.explore[3].params.iter().all(|&x| x == 1.0));
+    assert!(log.explore[4].params.iter().all(|&x| x == 0.0));
+    assert!(log.explore[3].values.iter().all(|&x| x > 0.0));
+    assert!(log.explore[4].values.iter().all(|&x| x == 0.0));
 }
 
 #[test]

@@ -41,7 +41,8 @@ class PSRL(Agent):
     Each user draws a model (P, r) from the posterior given the billboard (noisy cumulative counts
     N~ (S, A, S) and reward sums R~ (S, A), noise variance j sigma^2 per cell after j releases) from
     its own exploration stream (P(.|s, a) ~ Dirichlet(1/S + N), formulas.psrl_prior: a prior worth
-    one observation; mean rewards ~ Beta(1 + R, 1 + n - R)), plays its greedy H-step policy, and its
+    one observation; mean rewards ~ Beta(1 + R, n - R), formulas.psrl_reward_prior: one
+    pseudo-observation paying 1, so an unvisited pair draws 1), plays its greedy H-step policy, and its
     first ``m`` visits of each (s, a) (rewards in [0, 1]) join the batch's increment, released with
     noise of scale sigma per cell at the end of batches 1..B-1: a user enters one Gaussian release
     (calibrate_psrl). The noise is the privacy model's sampler (``JointDP(..., sampler=)``): by
@@ -238,9 +239,9 @@ class PSRL(Agent):
     def greedy_policy(self) -> np.ndarray:
         """The (H, S) policy greedy for the billboard's plug-in model, no draw, lowest-index ties:
         each (s, a) row of N~ projected on the nonnegative simplex of its released total (N),
-        R = R~ clipped to [0, n], P = (1/S + N) / (1 + n), r = (1 + R) / (2 + n) (the Dirichlet and
-        Beta means at those counts; formulas.psrl_prior). Post-processing of the billboard; consumes
-        no stream."""
+        R = R~ clipped to [0, n], P = (1/S + N) / (1 + n), r = (1 + R) / (1 + n) (the Dirichlet and
+        Beta(1 + R, n - R) means at those counts, 1 at an unvisited pair; formulas.psrl_prior,
+        formulas.psrl_reward_prior). Post-processing of the billboard; consumes no stream."""
         return self._core.greedy_policy()
 
 

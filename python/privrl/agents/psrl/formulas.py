@@ -25,6 +25,7 @@ __all__ = [
     "psrl_num_batches",
     "psrl_prior",
     "psrl_releases",
+    "psrl_reward_prior",
     "psrl_sensitivity",
     "psrl_sigma",
     "psrl_x_bound",
@@ -104,6 +105,25 @@ def psrl_prior(S: int) -> float:
     0.0028), eps 1 0.032 vs 0.029 (+0.0026 +- 0.0017); non-slippery (H 8) eps 10 0.977 vs 0.970
     (+0.0066 +- 0.0031), eps 1 0.122 vs 0.041 (+0.08 +- 0.02)."""
     return 1.0 / S
+
+
+def psrl_reward_prior() -> tuple[float, float]:
+    """The Beta prior of each mean reward, ``r(s, a) ~ Beta(a0 + R, b0 + n - R)`` given the pair's
+    n counted visits and their reward sum R (rewards in [0, 1]; Agrawal & Goyal's Bernoulli trick):
+    ``(a0, b0) = (1, 0)``, so ``r(s, a) ~ Beta(1 + R, n - R)``, one pseudo-observation paying 1.
+
+    Optimism in the face of the unknown reward: Beta(1 + R, n - R) is the limit b -> 0 of the
+    Beta(1, b) prior's posterior, so an unvisited pair (n = R = 0) draws Beta(1, 0), the point 1, the
+    top of [0, 1] (its gamma pair: ga ~ Gamma(1) > 0 and gb ~ Gamma(0), the point 0, r = ga / (ga +
+    gb) = 1; the Rust core draws no randomness for a shape of 0, as numpy's ``gamma(0.0)``). The
+    posterior mean ``(1 + R) / (1 + n)`` (the agent's greedy_policy) tends to the empirical mean
+    R / n as the pair is visited. The uniform prior Beta(1 + R, 1 + n - R) used before put an
+    unvisited pair's mean at 0.5, below the 0.99 CliffWalking pays per step after
+    ``(r + 100) / 100``: no draw made the unexplored way to the goal look better than the known one,
+    and PSRL never reached the goal, even without privacy. Not a function of the privacy: the
+    release's noise enters the posterior through the drawn counts and reward sums (post-processing of
+    the billboard, as :func:`psrl_prior`)."""
+    return 1.0, 0.0
 
 
 @checked()

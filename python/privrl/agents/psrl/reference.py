@@ -20,7 +20,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from privrl.agents.psrl.formulas import psrl_batch_bounds, psrl_num_batches, psrl_prior, psrl_sigma
+from privrl.agents.psrl.formulas import (
+    psrl_batch_bounds,
+    psrl_num_batches,
+    psrl_prior,
+    psrl_reward_prior,
+    psrl_sigma,
+)
 
 __all__ = [
     "Billboard",
@@ -231,11 +237,14 @@ def posterior_model(
        ``R ~ N(R~, v_j)`` clipped to ``[0, n(s, a)]`` (rewards in [0, 1]), ``n = sum_s' N``;
     2. ``P(.|s, a) ~ Dirichlet(alpha0 + N(s, a, .))`` (alpha0 None: psrl_prior(S) = 1/S, a prior worth
        one observation; the probe's was the uniform alpha0 = 1) and the mean reward
-       ``r(s, a) ~ Beta(1 + R, 1 + n - R)`` (Agrawal & Goyal's Bernoulli trick for [0, 1] rewards).
+       ``r(s, a) ~ Beta(1 + R, n - R)`` (psrl_reward_prior: one pseudo-observation paying 1, so an
+       unvisited pair draws r = 1, the top of [0, 1]; Agrawal & Goyal's Bernoulli trick for [0, 1]
+       rewards; the probe's was the uniform Beta(1 + R, 1 + n - R)).
 
     Draws from ``rng``, in this order: S A S standard normals (counts), S A (reward sums), S A S
     gammas of shapes alpha0 + N (the Dirichlet, normalised per row), S A gammas of shapes 1 + R, S A
-    of shapes 1 + n - R (the Beta as ga / (ga + gb)); all in C order."""
+    of shapes n - R (the Beta as ga / (ga + gb); a shape of 0 is the point 0, numpy's gamma(0.0),
+    which draws nothing); all in C order."""
     sd = math.sqrt(board.var)
     S, A, _ = board.N.shape
     alpha0 = psrl_prior(S) if alpha0 is None else alpha0
@@ -244,8 +253,9 @@ def posterior_model(
     R = np.clip(board.R + sd * rng.standard_normal((S, A)), 0.0, n)
     G = rng.gamma(alpha0 + N)
     P = G / G.sum(2, keepdims=True)
-    ga = rng.gamma(1.0 + R)
-    gb = rng.gamma(1.0 + n - R)
+    a0, b0 = psrl_reward_prior()
+    ga = rng.gamma(a0 + R)
+    gb = rng.gamma(b0 + n - R)
     return P, ga / (ga + gb)
 
 
