@@ -181,12 +181,13 @@ def plan(P: np.ndarray, r: np.ndarray, H: int, rng: np.random.Generator, top: An
 
 
 def cliff_run(seed: int, K: int, prior: str, H: int = 30) -> float:
-    """prior "uniform" (the agent's: Beta(1 + R, 1 + n - R) rewards), "reward" (Beta(1 + R, n - R):
-    one pseudo-observation paying 1) or "value" (that, and Dirichlet(1/S + N, 1) over the S states
-    and one fictitious state paying 1 per step to the end: one pseudo-transition to the top of the
-    value range). Transitions: the agent's Dirichlet(1/S + N) (formulas.psrl_prior) in all three; the
-    first version drew Dirichlet(1 + N), the prior before 613e793 (48 pseudo-counts per row on
-    CliffWalking), under which psrl_study.md's item 5 measured "reward" 0.000-0.001."""
+    """prior "uniform" (Beta(1 + R, 1 + n - R) rewards, the agent's until formulas.psrl_reward_prior),
+    "reward" (Beta(1 + R, n - R): one pseudo-observation paying 1, the agent's now) or "value" (that,
+    and Dirichlet(1/S + N, 1) over the S states and one fictitious state paying 1 per step to the
+    end: one pseudo-transition to the top of the value range). Transitions: the agent's
+    Dirichlet(1/S + N) (formulas.psrl_prior) in all three; the first version drew Dirichlet(1 + N),
+    the prior before 613e793 (48 pseudo-counts per row on CliffWalking), under which psrl_study.md's
+    item 5 measured "reward" 0.000-0.001."""
     model = from_gymnasium(gym.make("CliffWalking-v1"), H=H, reward=lambda r: (r + 100.0) / 100.0)
     P, r = model.P[0], model.R[0]
     S, A, _ = P.shape

@@ -122,7 +122,14 @@ def psrl_reward_prior() -> tuple[float, float]:
     ``(r + 100) / 100``: no draw made the unexplored way to the goal look better than the known one,
     and PSRL never reached the goal, even without privacy. Not a function of the privacy: the
     release's noise enters the posterior through the drawn counts and reward sums (post-processing of
-    the billboard, as :func:`psrl_prior`)."""
+    the billboard, as :func:`psrl_prior`).
+
+    Measured (the agent; ``benches/family.py --envs frozen-psrl frozen-slippery-psrl cliff-psrl
+    --privacy none jdp10 jdp1 jdp0.1 --seeds 3``, K 20,000, last 10% success, mean of seeds 0-2,
+    uniform -> this prior): CliffWalking non-private 0.000 -> 0.717 (JDP eps 10, 1, 0.1: 0.000
+    either way); slippery FrozenLake non-private 0.202 -> 0.197, JDP eps 10 0.113 -> 0.128, eps 1
+    0.031 -> 0.041; non-slippery non-private 0.995 -> 0.996, eps 10 0.976 -> 0.973, eps 1 0.038 ->
+    0.505."""
     return 1.0, 0.0
 
 
