@@ -7,7 +7,7 @@ import math
 import pytest
 
 from privrl.agents.psrl.calibration import calibrate_psrl
-from privrl.agents.psrl.formulas import psrl_sensitivity
+from privrl.agents.psrl.formulas import psrl_prior, psrl_reward_prior, psrl_sensitivity
 from privrl.audit.comparison import calibration_comparison
 from privrl.audit.report import (
     ALGORITHMS,
@@ -77,3 +77,12 @@ def test_non_private_report_and_the_plan():
 def test_calibration_comparison_refuses_psrl_it_has_no_paper_calibration():
     with pytest.raises(ValueError, match="must be one of"):
         calibration_comparison("psrl", "jdp", 10.0, 1e-5, H=20, K=1000, d=64)
+
+
+def test_the_regret_side_names_the_priors_the_agent_draws_from():
+    """The report's regret side said Dirichlet(1 + N), Beta(1 + R, 1 + n - R) after the agent's
+    priors became 1/S per next state (613e793) and Beta(1 + R, n - R) (formulas.psrl_reward_prior)."""
+    assert psrl_prior(7) == 1 / 7 and psrl_reward_prior() == (1.0, 0.0)
+    cal = calibrate_psrl("jdp", 10.0, 1e-5, 16, 4, 20, 20_000, sampler="float")
+    bonus = privacy_report_from_calibration("psrl", cal, label="PSRL")["regret_side"]["bonus"]
+    assert "Dirichlet(1/S + N)" in bonus and "Beta(1 + R, n - R)" in bonus, bonus

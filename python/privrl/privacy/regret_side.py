@@ -78,7 +78,8 @@ def _psrl_side(cal: Calibration) -> dict[str, Any]:
         "regularization": "counts ~ N(released, j sigma^2) projected on the nonnegative simplex of the "
         f"released total, reward sums clipped to [0, n]; noise variance per cell {last:.4g} after the "
         "last release",
-        "bonus": "none: one model per user, Dirichlet(1 + N), Beta(1 + R, 1 + n - R), greedy H-step VI",
+        # the priors of privrl.agents.psrl.formulas: psrl_prior (1/S) and psrl_reward_prior ((1, 0))
+        "bonus": "none: one model per user, Dirichlet(1/S + N), Beta(1 + R, n - R), greedy H-step VI",
         "batches": cal.B,  # type: ignore[attr-defined]
     }
 
