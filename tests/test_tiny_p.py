@@ -99,3 +99,16 @@ def test_check_bound_alpha_refuses_a_p_outside_the_open_interval_like_the_privac
 def test_check_bound_alpha_refuses_a_split_that_is_not_a_positive_count(split):
     with pytest.raises(PrivacyParameterError, match=r"split must be finite and > 0"):
         check_bound_alpha(0.05, split, "6 K H", K, H)
+
+
+@pytest.mark.parametrize("p", [5e-324, 1e-320])
+def test_a_p_whose_alpha_underflows_to_zero_is_refused_naming_p_not_divided_by(p):
+    # p / (6 K H) rounds to 0.0 for p this close to the smallest double: 1 / alpha raised
+    # ZeroDivisionError from every private linear agent's constructor, not the refusal naming p
+    assert p / (6.0 * K * H) == 0.0
+    with pytest.raises(PrivacyParameterError, match=r"is too small for the noise"):
+        check_bound_alpha(p, 6.0 * K * H, "6 K H", K, H)
+    env = RiverSwimMixture(S=6, H=H)
+    for kind in ("jdp", "ldp"):
+        with pytest.raises(PrivacyParameterError, match=r"is too small for the noise"):
+            _build(UCRLVTR, env, _privacy(kind, "adaptive", p))

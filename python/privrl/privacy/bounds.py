@@ -116,7 +116,8 @@ def check_bound_alpha(p: float, split: float, split_text: str, K: int, H: int) -
     audit). ``p`` is checked like the privacy models' (in (0, 1)): at p = 0 the bounds would have to
     hold with probability 1, and the noise is unbounded, so none is finite (it divided by zero)."""
     alpha = p / split
-    if not math.isfinite(1.0 / alpha):
+    # alpha underflows to 0 for p near the smallest double (p = 5e-324): 1 / alpha divided by zero
+    if alpha == 0.0 or not math.isfinite(1.0 / alpha):
         raise PrivacyParameterError(
             f"p = {p:g} is too small for the noise bounds at K = {K}, H = {H}: their failure "
             f"probability per bound, alpha = p / ({split_text}) = {alpha:g}, makes them overflow a "
