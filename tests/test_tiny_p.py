@@ -112,3 +112,12 @@ def test_a_p_whose_alpha_underflows_to_zero_is_refused_naming_p_not_divided_by(p
     for kind in ("jdp", "ldp"):
         with pytest.raises(PrivacyParameterError, match=r"is too small for the noise"):
             _build(UCRLVTR, env, _privacy(kind, "adaptive", p))
+
+
+@pytest.mark.parametrize("split", [5e-324, 1e-300, 0.01, 0.5])
+def test_check_bound_alpha_refuses_a_split_below_one_bound(split):
+    # split counts the bounds p is shared among: below 1, alpha = p / split exceeded p and was
+    # returned as a failure probability of 5.0, 5e298 or inf
+    with pytest.raises(PrivacyParameterError, match=r"split must be >= 1"):
+        check_bound_alpha(0.05, split, "6 K H", K, H)
+    assert check_bound_alpha(0.05, 1.0, "1", K, H) == 0.05

@@ -114,7 +114,12 @@ def check_bound_alpha(p: float, split: float, split_text: str, K: int, H: int) -
     double: every bound, through ``log(1 / alpha)``, would be inf (p = 1e-300, K = 10^7, H = 20
     was refused with an internal name, "Upsilon must be finite"; found by the extreme-parameter
     audit). ``p`` is checked like the privacy models' (in (0, 1)): at p = 0 the bounds would have to
-    hold with probability 1, and the noise is unbounded, so none is finite (it divided by zero)."""
+    hold with probability 1, and the noise is unbounded, so none is finite (it divided by zero).
+    ``split`` is a count of bounds, >= 1 (below, alpha exceeded p, up to inf)."""
+    if split < 1.0:  # split = 1e-300 returned alpha = 5e298 (inf at 5e-324): no probability
+        raise PrivacyParameterError(
+            f"split must be >= 1 (the number of noise bounds p is shared among), got {split!r}"
+        )
     alpha = p / split
     # alpha underflows to 0 for p near the smallest double (p = 5e-324): 1 / alpha divided by zero
     if alpha == 0.0 or not math.isfinite(1.0 / alpha):
