@@ -1,4 +1,4 @@
-"""What privrl counts as an integer, a real number or a True / False option, once: the rule every
+"""What privrl counts as an integer, a real number, a True / False option or an array, once: the rule every
 check at the public edge (``privrl.common.checks``, re-exported there) and every index read (states,
 steps, actions, a gymnasium observation) uses. Python and numpy file a bool under int and a duration
 (np.timedelta64) under np.integer and numbers.Integral: neither is a number here."""
@@ -10,7 +10,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_flag", "integer_value", "is_index", "is_integer", "is_real", "real_value"]
+from privrl.common.errors import ShapeError
+
+__all__ = ["array_value", "check_flag", "integer_value", "is_index", "is_integer", "is_real", "real_value"]
 
 # Not numbers to privrl although Python / numpy file them so: a bool is an int, np.bool_ converts to
 # one, and numpy files a duration (np.timedelta64) under np.integer and numbers.Integral.
@@ -57,6 +59,18 @@ def real_value(value: Any) -> float | None:
     if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
         return float(value)
     return None
+
+
+def array_value(value: Any, name: str) -> np.ndarray:
+    """``np.asarray(value)``, an ndarray as given; what numpy makes no array of (a ragged nested list
+    such as ``[[0, 1], [0]]``) is a ShapeError naming `name`: numpy's own ValueError ("setting an
+    array element with a sequence") named no argument."""
+    if isinstance(value, np.ndarray):
+        return value
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ShapeError(f"{name} must be an array: {e}") from None
 
 
 def check_flag(

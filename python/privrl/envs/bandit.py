@@ -26,6 +26,7 @@ from privrl.common.errors import (
     NonFiniteError,
     ShapeError,
 )
+from privrl.common.kinds import array_value
 from privrl.envs.finite import ReadOnlyCopies, digest, env_name, outside_unit_interval
 
 __all__ = ["ContextualBandit"]
@@ -212,7 +213,7 @@ class ContextualBandit(ReadOnlyCopies):
     def check_policy(self, policy: Any) -> np.ndarray:
         """A policy table (1, S) of integer arms (one per context; floats that are whole numbers
         taken, as a FiniteMDP takes them), as its (S,) int64 arms."""
-        pol = np.asarray(policy)
+        pol = array_value(policy, "a bandit policy")
         if pol.shape != (1, self.S):
             raise ShapeError(
                 f"a bandit policy must be an int array of shape (1, S) = (1, {self.S}), "

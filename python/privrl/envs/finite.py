@@ -21,6 +21,7 @@ from privrl.common.errors import (
     SeedError,
     ShapeError,
 )
+from privrl.common.kinds import array_value
 
 __all__ = ["FiniteMDP", "Trajectory"]
 
@@ -351,7 +352,7 @@ class FiniteMDP(ReadOnlyCopies):
 
     # ---------------------------------------------------------------- exact values
     def _check_policy(self, policy: Any) -> np.ndarray:
-        pol = np.asarray(policy)
+        pol = array_value(policy, "policy")
         if pol.shape != (self.H, self.S):
             raise ShapeError(
                 f"policy must be an int array of shape (H, S) = {(self.H, self.S)}, got {pol.shape}"

@@ -27,6 +27,7 @@ from privrl.common.errors import (
     IndexRangeError,
     ShapeError,
 )
+from privrl.common.kinds import array_value
 from privrl.common.memory import refuse_over_memory
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.features import observation_index
@@ -91,7 +92,7 @@ def _policy_fn(policy: Any, H: int | None) -> tuple[Callable[[int, int], int], i
     a callable."""
     if callable(policy):
         return (lambda s, h: _action(policy(s, h), h)), (_MAX_STEPS if H is None else H)
-    table = np.asarray(policy)
+    table = array_value(policy, "policy")
     if table.ndim != 2 or 0 in table.shape:
         raise ShapeError(
             "policy must be a non-empty (H, S) int array or a callable (state, h), got an array of "
@@ -188,13 +189,14 @@ def _exact_value(policy: Any, env: FiniteMDP | ContextualBandit, H: int | None, 
             f"H = {H}, but the model's horizon is H = {env.H}: its exact value is over its own H "
             "steps (build the model with the horizon you want)"
         )
-    if callable(policy) or np.ndim(policy) == 0:  # "must be an int array of shape (H, S), got ()"
+    table = None if callable(policy) else array_value(policy, "policy")  # np.ndim: a ragged list's ValueError
+    if table is None or table.ndim == 0:  # "must be an int array of shape (H, S), got ()"
         raise TypeError(f"on a model, policy is an (H, S) int array or a privrl agent (a callable (s, h) "
                         f"-> a is for gymnasium environments), got {type(policy).__name__}")  # fmt: skip
     if isinstance(env, FiniteMDP):
-        V = env.policy_values(policy)
+        V = env.policy_values(table)
         return Evaluation(value=env.initial_value(V), exact=True, values=V)
-    arms = env.check_policy(policy)  # a bandit's users are uniform over the contexts
+    arms = env.check_policy(table)  # a bandit's users are uniform over the contexts
     return Evaluation(value=float(env.means[np.arange(env.S), arms].mean()), exact=True)
 
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from privrl.common.checks import all_finite, check_real, is_index, numeric_array, value_range
 from privrl.common.errors import AssumptionError, NonFiniteError, ShapeError
+from privrl.common.kinds import array_value
 from privrl.envs.finite import Trajectory
 
 __all__ = ["RECEIVED", "LdpClient", "LdpMessage", "ReceivedMessages", "check_context", "check_message"]
@@ -243,7 +244,7 @@ def check_trajectory(
         raise TypeError(f"{caller} takes a privrl Trajectory, got {type(t).__name__}")
     out = []
     for name, arr, n, hi in (("states", t.states, H + 1, S), ("actions", t.actions, H, A)):
-        x = np.asarray(arr)
+        x = array_value(arr, f"trajectory {name}")  # a ragged list: numpy's ValueError named nothing
         if x.shape != (n,):
             raise ShapeError(f"trajectory {name} must have shape ({n},) for H = {H}, got {x.shape}")
         if x.dtype.kind not in "iu":
@@ -252,7 +253,7 @@ def check_trajectory(
         if lo < 0 or top >= hi:
             raise ShapeError(f"trajectory {name} must lie in [0, {hi}), got values in [{x.min()}, {x.max()}]")
         out.append(np.ascontiguousarray(x, dtype=np.int64))
-    r = np.asarray(t.rewards)
+    r = array_value(t.rewards, "trajectory rewards")
     if r.shape != (H,) or r.dtype.kind not in "biuf":
         raise ShapeError(f"trajectory rewards must be {H} real numbers, got shape {r.shape}, dtype {r.dtype}")
     if not all_finite(r):
