@@ -46,6 +46,7 @@ from privrl.common.errors import (
     ShapeError,
     stacklevel_outside,
 )
+from privrl.common.seeds import noise_seeds
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP, Trajectory
@@ -262,9 +263,7 @@ class Agent(abc.ABC):
     # ------------------------------------------------------------------ streams
     def noise_seeds(self, n: int) -> list[bytes]:
         """n independent 32-byte seeds for privacy-noise streams (OS entropy without a seed)."""
-        if self._streams is None:
-            return [os.urandom(32) for _ in range(n)]
-        return [seed_bytes(s) for s in self._streams[1].spawn(n)]
+        return noise_seeds(None if self._streams is None else self._streams[1], n)
 
     def _stream_seed(self, i: int) -> bytes:
         return os.urandom(32) if self._streams is None else seed_bytes(self._streams[i])

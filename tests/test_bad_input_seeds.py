@@ -1,0 +1,39 @@
+"""Agent.noise_seeds(n), a public method of every agent: n is an integer >= 0 whose seeds fit in
+memory. A bool, a negative or a float were taken or failed deep in numpy (True gave one seed, -1
+none, 0.5 "'float' object cannot be interpreted as an integer", 2^63 numpy's OverflowError, 2^31
+ran for hours: found by hB's bad-input fuzz); the seeds of a valid n are unchanged."""
+
+import numpy as np
+import pytest
+
+from privrl.agents import PSRL
+from privrl.common.seeds import seed_bytes
+from privrl.envs import RiverSwim
+from privrl.exceptions import PrivacyParameterError, ResourceError
+from privrl.privacy import NonPrivate
+
+
+def _agent(seed=3):
+    return PSRL(RiverSwim(S=3, H=3), NonPrivate(), episodes=4, seed=seed)
+
+
+@pytest.mark.parametrize("n", [True, False, np.bool_(True), -1, np.int64(-1), 0.5, 1.0, "2", None, 1 + 0j])
+def test_noise_seeds_refuses_what_is_not_a_count(n):
+    for seed in (3, None):
+        with pytest.raises(PrivacyParameterError, match=r"n \(a number of seeds\) must be an integer >= 0"):
+            _agent(seed).noise_seeds(n)
+
+
+@pytest.mark.parametrize("n", [2**40, 2**63, 2**64])
+def test_noise_seeds_refuses_a_count_beyond_memory_before_spawning(n):
+    with pytest.raises(ResourceError, match=r"noise_seeds keeps"):
+        _agent().noise_seeds(n)
+
+
+def test_noise_seeds_of_a_valid_count_are_the_spawned_children():
+    # the seeds a valid n gives are as before: the next children of the agent's noise stream
+    agent, twin = _agent(seed=3), _agent(seed=3)
+    assert agent.noise_seeds(np.int64(2)) == [seed_bytes(s) for s in twin._streams[1].spawn(2)]
+    assert agent.noise_seeds(1) == [seed_bytes(s) for s in twin._streams[1].spawn(1)]
+    assert agent.noise_seeds(0) == []
+    assert len(_agent(seed=None).noise_seeds(3)) == 3
