@@ -65,3 +65,18 @@ def test_evaluate_on_a_gymnasium_env_refuses_a_ragged_policy_naming_it():
     env = RiverSwim(S=3, H=3)
     with pytest.raises(ShapeError, match=r"policy must be an array"):
         privrl.evaluate(RAGGED, as_gymnasium(env), episodes=2, seed=0, H=3)
+
+
+@pytest.mark.parametrize("field", ["grams", "targets"])
+def test_receive_refuses_a_ragged_message_field_naming_it(field):
+    import dataclasses
+
+    env = RiverSwimMixture(S=3, H=3)
+    make = lambda: UCRLVTR(env, LocalDP(1.0, 1e-5), episodes=4, seed=0)  # noqa: E731
+    message = make().ldp_client(seed=1).privatize(Trajectory(STATES, ACTIONS, REWARDS))
+    server = make()
+    with pytest.raises(ShapeError, match=rf"the message's {field} must be an array"):
+        server.receive(dataclasses.replace(message, **{field: RAGGED}))
+    assert server.k == 0
+    server.receive(message)
+    assert server.k == 1

@@ -290,7 +290,7 @@ def check_message(message: Any, agent: str, identity: str, shape: tuple[int, ...
         )
     wants = (("grams", message.grams, (*shape, shape[-1])), ("targets", message.targets, shape))
     for name, value, want in wants:
-        arr = np.asarray(value)
+        arr = array_value(value, f"the message's {name}")  # a ragged list: numpy's ValueError named none
         if arr.shape != want:
             raise ShapeError(f"the message's {name} must have shape {want} for this agent, got {arr.shape}")
         if arr.dtype != np.float64:
