@@ -487,7 +487,7 @@ class Agent(abc.ABC):
         Each message is one user: the same message object again is refused (AssumptionError)."""
         if self.calibration.kind != "ldp" or self._intake_streams() is None:
             raise PrivacyParameterError(f"receive() takes LocalDP messages; {self.label} is not LocalDP")
-        m = check_message(message, self.name, self._ldp_identity(), self._message_shape(), self.k)
+        m = check_message(message, self.name, self._ldp_identity(), self._message_shape(), self.k, self.K)
         RECEIVED.refuse_again(m, self, self.label)
         self._check_budget()
         self._core.receive(int(m.release), np.ascontiguousarray(m.grams), np.ascontiguousarray(m.targets))

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from privrl import _core
 from privrl.common.checks import all_finite, check_real, is_index, numeric_array, value_range
 from privrl.common.errors import AssumptionError, NonFiniteError, ShapeError
 from privrl.common.kinds import array_value
@@ -261,11 +262,17 @@ def check_trajectory(
     return out[0], out[1], np.ascontiguousarray(r, dtype=np.float64)
 
 
-def check_message(message: Any, agent: str, identity: str, shape: tuple[int, ...], k: int) -> LdpMessage:
+#: The sums of an LDP server's K messages stay within this (the release is computed from them).
+MESSAGE_RANGE = 1e300
+
+
+def check_message(
+    message: Any, agent: str, identity: str, shape: tuple[int, ...], k: int, K: int
+) -> LdpMessage:
     """A message at the server's public edge: an LdpMessage of this agent kind and identity, built on a
     billboard this agent has released (``release <= k``; an earlier one is accepted, see
     ``Agent.receive``), grams ``(*lead, d, d)`` and targets ``(*lead, d)`` of finite float64
-    values, for ``shape = (*lead, d)``."""
+    values of size at most ``MESSAGE_RANGE / K``, for ``shape = (*lead, d)``."""
     if not isinstance(message, LdpMessage):
         got = type(message).__name__
         raise TypeError(f"receive() takes an LdpMessage (client.privatize(...)), got {got}")
@@ -290,14 +297,28 @@ def check_message(message: Any, agent: str, identity: str, shape: tuple[int, ...
         )
     wants = (("grams", message.grams, (*shape, shape[-1])), ("targets", message.targets, shape))
     for name, value, want in wants:
-        arr = array_value(value, f"the message's {name}")  # a ragged list: numpy's ValueError named none
-        if arr.shape != want:
-            raise ShapeError(f"the message's {name} must have shape {want} for this agent, got {arr.shape}")
-        if arr.dtype != np.float64:
-            raise TypeError(f"the message's {name} must be float64, got dtype {arr.dtype}")
-        if not all_finite(arr):
-            raise NonFiniteError(f"the message's {name} contain NaN or inf")
+        _check_message_array(value, f"the message's {name}", want, K)
     return message
+
+
+def _check_message_array(value: Any, name: str, want: tuple[int, ...], K: int) -> None:
+    """One of a message's arrays: shape `want`, float64, finite, and of size at most MESSAGE_RANGE /
+    K, so K messages' sums stay within MESSAGE_RANGE (an entry near a double's range, 8e307, was
+    taken, and the sums or the release became inf / NaN, the agent unusable after it)."""
+    arr = array_value(value, name)  # a ragged list: numpy's ValueError named none
+    if arr.shape != want:
+        raise ShapeError(f"{name} must have shape {want} for this agent, got {arr.shape}")
+    if arr.dtype != np.float64:
+        raise TypeError(f"{name} must be float64, got dtype {arr.dtype}")
+    if not all_finite(arr):
+        raise NonFiniteError(f"{name} contain NaN or inf")
+    top = _core.max_abs(arr) if arr.size else 0.0
+    if top > MESSAGE_RANGE / K:
+        raise NonFiniteError(
+            f"{name} hold a value of size {top:g}, beyond {MESSAGE_RANGE:g} / K = {MESSAGE_RANGE / K:g}: "
+            f"the sums of K = {K} messages could overflow (a client of this agent sends a clipped "
+            "statistic plus the calibrated noise, far below)"
+        )
 
 
 class ReceivedMessages:
