@@ -11,7 +11,7 @@ import pytest
 
 from privrl.agents import UCRLVTR, LinUCB
 from privrl.envs import ContextualBandit, RiverSwimMixture, Trajectory
-from privrl.exceptions import NonFiniteError
+from privrl.exceptions import AssumptionError, NonFiniteError
 from privrl.privacy import LocalDP
 
 TRAJ = Trajectory(np.array([0, 1, 2, 1]), np.array([0, 1, 0]), np.array([0.5, 1.0, 0.0]))
@@ -63,3 +63,22 @@ def test_the_bound_is_far_above_any_message_a_client_sends():
     for seed in range(5):
         server.receive(_vtr().ldp_client(seed=seed).privatize(TRAJ))  # each client's message is taken
     assert server.k == 5
+
+
+def test_a_message_with_asymmetric_grams_is_refused_and_changes_nothing():
+    # every client's grams are symmetric (x x^T plus symmetric noise); an asymmetric one was taken and
+    # its asymmetry silently dropped, as the kernels refuse to do for a non-symmetric matrix
+    for make, message in (
+        (_vtr, _vtr().ldp_client(seed=1).privatize(TRAJ)),
+        (_bandit(), _bandit()().ldp_client(seed=1).privatize_update(np.array([0.3, 0.1, 0.2]), 0, 0.5)),
+    ):
+        g = message.grams.reshape(-1, message.grams.shape[-1], message.grams.shape[-1])
+        assert np.array_equal(g, np.swapaxes(g, 1, 2))  # a client's own: exactly symmetric
+        bad = message.grams.copy()
+        bad.reshape(g.shape)[0, 0, 1] += 1.0
+        server = make()
+        with pytest.raises(AssumptionError, match=r"the message's grams\[0\] must be symmetric"):
+            server.receive(dataclasses.replace(message, grams=bad))
+        assert server.k == 0
+        server.receive(message)
+        assert server.k == 1

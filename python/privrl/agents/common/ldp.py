@@ -27,7 +27,14 @@ from typing import Any
 import numpy as np
 
 from privrl import _core
-from privrl.common.checks import all_finite, check_real, is_index, numeric_array, value_range
+from privrl.common.checks import (
+    all_finite,
+    check_real,
+    check_symmetric_stack,
+    is_index,
+    numeric_array,
+    value_range,
+)
 from privrl.common.errors import AssumptionError, NonFiniteError, ShapeError
 from privrl.common.kinds import array_value
 from privrl.envs.finite import Trajectory
@@ -297,14 +304,15 @@ def check_message(
         )
     wants = (("grams", message.grams, (*shape, shape[-1])), ("targets", message.targets, shape))
     for name, value, want in wants:
-        _check_message_array(value, f"the message's {name}", want, K)
+        _check_message_array(value, f"the message's {name}", want, K, name == "grams")
     return message
 
 
-def _check_message_array(value: Any, name: str, want: tuple[int, ...], K: int) -> None:
-    """One of a message's arrays: shape `want`, float64, finite, and of size at most MESSAGE_RANGE /
-    K, so K messages' sums stay within MESSAGE_RANGE (an entry near a double's range, 8e307, was
-    taken, and the sums or the release became inf / NaN, the agent unusable after it)."""
+def _check_message_array(value: Any, name: str, want: tuple[int, ...], K: int, symmetric: bool) -> None:
+    """One of a message's arrays: shape `want`, float64, finite, symmetric matrices (`symmetric`: the
+    grams) and of size at most MESSAGE_RANGE / K, so K messages' sums stay within MESSAGE_RANGE (an
+    entry near a double's range, 8e307, was taken, and the sums or the release became inf / NaN, the
+    agent unusable after it)."""
     arr = array_value(value, name)  # a ragged list: numpy's ValueError named none
     if arr.shape != want:
         raise ShapeError(f"{name} must have shape {want} for this agent, got {arr.shape}")
@@ -312,6 +320,9 @@ def _check_message_array(value: Any, name: str, want: tuple[int, ...], K: int) -
         raise TypeError(f"{name} must be float64, got dtype {arr.dtype}")
     if not all_finite(arr):
         raise NonFiniteError(f"{name} contain NaN or inf")
+    if symmetric:  # the grams, as every client's (x x^T plus symmetric noise): an asymmetric one
+        # was taken, its asymmetry silently dropped (the release came out symmetric)
+        check_symmetric_stack(np.ascontiguousarray(arr).reshape(-1, want[-1], want[-1]), name)
     top = _core.max_abs(arr) if arr.size else 0.0
     if top > MESSAGE_RANGE / K:
         raise NonFiniteError(
