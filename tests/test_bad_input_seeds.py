@@ -37,3 +37,26 @@ def test_noise_seeds_of_a_valid_count_are_the_spawned_children():
     assert agent.noise_seeds(1) == [seed_bytes(s) for s in twin._streams[1].spawn(1)]
     assert agent.noise_seeds(0) == []
     assert len(_agent(seed=None).noise_seeds(3)) == 3
+
+
+@pytest.mark.parametrize(
+    "rng", ["abc", 1.5, -1, True, 2**63, np.random.RandomState(0), np.random.SeedSequence(0)]
+)
+def test_a_bad_rng_is_refused_with_ties_lowest_too(rng):
+    # ties="lowest" needs no rng, but the one given was ignored whatever it was, while ties="random"
+    # refuses it: one rule for the argument, whichever tie rule is chosen
+    from privrl import kernels as kn
+    from privrl.exceptions import SeedError
+
+    q = np.zeros((3, 2))
+    for ties in ("random", "lowest"):
+        with pytest.raises(SeedError, match=r"rng must be None, an integer in \[0, 2\^63\)"):
+            kn.greedy(q, ties=ties, rng=rng)
+        with pytest.raises(SeedError, match=r"rng must be None"):
+            kn.optimistic_values(np.zeros((2, 1)), np.zeros(1), np.eye(1), 0.0, 2, ties=ties, rng=rng)
+    # a valid rng with ties="lowest": the lowest index, and a Generator is not drawn from
+    gen = np.random.default_rng(5)
+    state = gen.bit_generator.state
+    for valid in (None, 3, gen):
+        assert kn.greedy(q, ties="lowest", rng=valid)[1].tolist() == [0, 0, 0]
+    assert gen.bit_generator.state == state

@@ -146,14 +146,14 @@ def tie_seed(ties: Any, rng: Any) -> int | None:
     # a 0-d array('lowest') was taken where the agents' ties= refuses it
     if not isinstance(ties, str) or ties not in ("random", "lowest"):
         raise PrivacyParameterError(f"ties must be 'random' or 'lowest', got {ties!r}")
-    if ties == "lowest":
-        return None
-    if rng is None:
-        return int.from_bytes(os.urandom(8), "little") >> 1
     # the seed is 63 bits: a larger int was masked to one (rng=2**63 broke ties as rng=0), refused
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and 0 <= int(rng) < 1 << 63:
-        return int(rng)
-    if isinstance(rng, np.random.Generator):
+        return None if ties == "lowest" else int(rng)
+    if rng is None or isinstance(rng, np.random.Generator):
+        if ties == "lowest":  # the rng is checked all the same (a '1', -1 or True was ignored)
+            return None
+        if rng is None:
+            return int.from_bytes(os.urandom(8), "little") >> 1
         # One raw 64-bit draw from the generator's bit stream: ~10x cheaper than rng.integers.
         return int(rng.bit_generator.random_raw()) >> 1
     raise SeedError(f"rng must be None, an integer in [0, 2^63) or a numpy Generator, got {rng!r}")
