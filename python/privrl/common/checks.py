@@ -18,7 +18,7 @@ import numpy as np
 
 from privrl import _core
 from privrl.common.errors import AssumptionError, NonFiniteError, PrivacyParameterError, SeedError, ShapeError
-from privrl.common.kinds import check_flag, integer_value, is_index, is_integer, is_real
+from privrl.common.kinds import check_flag, integer_value, is_index, is_integer, is_real, real_or_nan
 from privrl.common.seeds import check_seed, int_seed, model_seed, seed_bytes, tie_seed
 
 __all__ = [
@@ -481,11 +481,11 @@ def check_number(
     exactly, within the bounds; bools and other types are refused."""
     if isinstance(value, str) and value.strip().lower() in ("inf", "+inf", "infinity"):
         value = math.inf
-    if not is_real(value) or (integer and not float(value).is_integer()):
+    x = real_or_nan(value)  # an int beyond a double (10**400) is NaN, refused as not finite below
+    if not is_real(value) or (integer and not (x.is_integer() or is_integer(value))):
         raise PrivacyParameterError(
             f"{name} must be {'an integer' if integer else 'a number'}, got {value!r}"
         )
-    x = float(value)
     if math.isnan(x) or (math.isinf(x) and not allow_inf):
         raise PrivacyParameterError(f"{name} must be a finite number, got {value!r}")
     if low is not None and (x < low or (low_open and x == low)):

@@ -5,6 +5,7 @@ steps, actions, a gymnasium observation) uses. Python and numpy file a bool unde
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
@@ -12,7 +13,16 @@ import numpy as np
 
 from privrl.common.errors import ShapeError
 
-__all__ = ["array_value", "check_flag", "integer_value", "is_index", "is_integer", "is_real", "real_value"]
+__all__ = [
+    "array_value",
+    "check_flag",
+    "integer_value",
+    "is_index",
+    "is_integer",
+    "is_real",
+    "real_or_nan",
+    "real_value",
+]
 
 # Not numbers to privrl although Python / numpy file them so: a bool is an int, np.bool_ converts to
 # one, and numpy files a duration (np.timedelta64) under np.integer and numbers.Integral.
@@ -71,6 +81,15 @@ def array_value(value: Any, name: str) -> np.ndarray:
         return np.asarray(value)
     except (TypeError, ValueError, OverflowError) as e:
         raise ShapeError(f"{name} must be an array: {e}") from None
+
+
+def real_or_nan(value: Any) -> float:
+    """``float(value)`` for a real number (:func:`is_real`), NaN for anything else and for an int
+    beyond a double (``10**400``: float() raised OverflowError, not a ValueError)."""
+    try:
+        return float(value) if is_real(value) else math.nan
+    except OverflowError:
+        return math.nan
 
 
 def check_flag(

@@ -1,0 +1,30 @@
+"""A number in a sweep's config or arguments that no double holds (an int such as 10**400): refused
+as not finite, with the key's name (a ConfigError, a ValueError). float() raised a bare
+OverflowError ('int too large to convert to float') from check_number, the parser of config
+numbers (found by hB's bad-input fuzz: build_config / sweep with epsilons=[10**400])."""
+
+import math
+
+import pytest
+
+from privrl.common.checks import check_number
+from privrl.exceptions import PrivacyParameterError
+from privrl.experiment import ConfigError, build_config
+
+CONFIG = {"env": "riverswim", "agents": {"a": {"algorithm": "psrl"}}, "seeds": 1, "episodes": 10}
+
+
+@pytest.mark.parametrize("value", [10**400, -(10**400)])
+def test_an_epsilon_beyond_a_double_is_refused_naming_it(value):
+    with pytest.raises(ConfigError, match=r"epsilons\[1\]: must be a finite number"):
+        build_config(dict(CONFIG, epsilons=[1.0, value]))
+
+
+@pytest.mark.parametrize("integer", [False, True])
+def test_check_number_refuses_an_int_beyond_a_double_as_not_finite(integer):
+    for value in (10**400, -(10**400)):
+        with pytest.raises(PrivacyParameterError, match=r"n must be a finite number"):
+            check_number(value, "n", integer=integer, allow_inf=True)
+    # what a double holds is taken as before: a big int, inf where allowed
+    assert check_number(2**60, "n", integer=integer) == 2**60
+    assert check_number("inf", "n", allow_inf=True) == math.inf
