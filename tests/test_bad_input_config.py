@@ -28,3 +28,27 @@ def test_check_number_refuses_an_int_beyond_a_double_as_not_finite(integer):
     # what a double holds is taken as before: a big int, inf where allowed
     assert check_number(2**60, "n", integer=integer) == 2**60
     assert check_number("inf", "n", allow_inf=True) == math.inf
+
+
+@pytest.mark.parametrize("key,zero_d,scalar", [("seeds", 1, 1), ("epsilons", 1.0, 1.0)])
+def test_sweep_takes_a_0d_array_as_its_number(key, zero_d, scalar):
+    # seeds=np.array(1) / epsilons=np.array(1.0) raised 'iteration over a 0-d array' (a TypeError
+    # naming no argument) from list(); numpy's scalars were taken, and so is their 0-d array now
+    import warnings
+
+    import numpy as np
+
+    from privrl.envs import RiverSwimMixture
+    from privrl.experiment import sweep
+    from privrl.experiment.parsing import listed
+
+    assert listed(np.array(zero_d)) == scalar and type(listed(np.array(zero_d))) is type(scalar)
+    env = RiverSwimMixture(S=3, H=3)
+    kw = {"epsilons": [1.0], "seeds": 1, key: np.array(zero_d)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = sweep(env, {"u": "ucrl_vtr"}, episodes=3, **kw)
+        want = sweep(env, {"u": "ucrl_vtr"}, episodes=3, **dict(kw, **{key: scalar}))
+    assert got[0]["regret"].tolist() == want[0]["regret"].tolist()
+    with pytest.raises(ConfigError, match=key):
+        sweep(env, {"u": "ucrl_vtr"}, episodes=3, **dict(kw, **{key: np.array("x")}))

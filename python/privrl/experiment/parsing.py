@@ -47,7 +47,10 @@ from privrl.experiment.scaleout import check_address
 def listed(value: Any) -> Any:
     """`value` as a list when it is a collection (a tuple, range or numpy array of seeds or
     epsilons), else as given, for the checks to name it (sweep(seeds=2.0) was list(2.0)'s bare
-    TypeError, and seeds="12" the seeds '1' and '2')."""
+    TypeError, and seeds="12" the seeds '1' and '2'). A 0-d array is its number, as numpy's scalars
+    are (np.array(1)'s list() was 'iteration over a 0-d array', a TypeError naming no argument)."""
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+        return value.item()
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         return value
     return list(value)
