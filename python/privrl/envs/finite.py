@@ -5,7 +5,6 @@ Sec. 2 (Preliminaries) of the paper: M = (S, A, H, {r_h}, {p_h}), deterministic 
 from __future__ import annotations
 
 import hashlib
-import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +20,7 @@ from privrl.common.errors import (
     SeedError,
     ShapeError,
 )
-from privrl.common.kinds import array_value
+from privrl.common.kinds import array_value, integer_value
 
 __all__ = ["FiniteMDP", "Trajectory"]
 
@@ -318,14 +317,15 @@ class FiniteMDP(ReadOnlyCopies):
 
     def sample_next_state(self, h: int, s: int, a: int, rng: np.random.Generator) -> int:
         """Draw s' ~ p_h(.|s,a) with one uniform (inverse-cdf on the precomputed row)."""
-        if any(isinstance(v, (bool, np.bool_)) for v in (h, s, a)):  # True was index 1
+        # True was index 1; 1.5, "1" and None raised operator.index's TypeError, naming no argument
+        t, i, j = (integer_value(v) for v in (h, s, a))  # ints, numpy ints, 0-d integer arrays
+        if t is None or i is None or j is None:
             raise TypeError(f"(h, s, a) must be integers, got ({h!r}, {s!r}, {a!r})")
-        h, s, a = (operator.index(v) for v in (h, s, a))  # TypeError for 1.5, "1", None
-        if not (0 <= h < self.H and 0 <= s < self.S and 0 <= a < self.A):
+        if not (0 <= t < self.H and 0 <= i < self.S and 0 <= j < self.A):
             raise IndexRangeError(
-                f"(h, s, a) = ({h}, {s}, {a}) out of range for H={self.H}, S={self.S}, A={self.A}"
+                f"(h, s, a) = ({t}, {i}, {j}) out of range for H={self.H}, S={self.S}, A={self.A}"
             )
-        return int(np.searchsorted(self._cdf[h, s, a], _check_rng(rng).random(), side="right"))
+        return int(np.searchsorted(self._cdf[t, i, j], _check_rng(rng).random(), side="right"))
 
     def sample_episode(self, policy: Any, rng: np.random.Generator) -> Trajectory:
         """Roll out the deterministic time-dependent policy `policy` (int array (H, S)).

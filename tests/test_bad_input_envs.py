@@ -1,0 +1,27 @@
+"""FiniteMDP.sample_next_state(h, s, a, rng): an index that is not an integer is refused naming
+(h, s, a) (1.5, "1" and None raised operator.index's TypeError "'float' object cannot be interpreted
+as an integer", naming no argument; found by hB's bad-input fuzz); what was taken still is, with the
+same draw."""
+
+import numpy as np
+import pytest
+
+from privrl.envs import RiverSwim
+from privrl.exceptions import IndexRangeError
+
+
+@pytest.mark.parametrize("bad", [1.5, 1.0, "1", None, True, np.bool_(True), np.array(1.5), [1]])
+def test_sample_next_state_refuses_a_non_integer_index_naming_it(bad):
+    env = RiverSwim(S=3, H=3)
+    for args in ((bad, 0, 0), (0, bad, 0), (0, 0, bad)):
+        with pytest.raises(TypeError, match=r"\(h, s, a\) must be integers"):
+            env.sample_next_state(*args, np.random.default_rng(0))
+
+
+def test_sample_next_state_takes_the_integers_it_took():
+    env = RiverSwim(S=3, H=3)
+    want = env.sample_next_state(1, 2, 1, np.random.default_rng(4))
+    for args in ((np.int64(1), np.int32(2), np.uint8(1)), (np.array(1), 2, np.array(1))):
+        assert env.sample_next_state(*args, np.random.default_rng(4)) == want
+    with pytest.raises(IndexRangeError):
+        env.sample_next_state(3, 0, 0, np.random.default_rng(0))
