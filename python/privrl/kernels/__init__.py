@@ -530,4 +530,5 @@ def _index_array(x: Any, name: str) -> np.ndarray:
         raise TypeError(f"{name} must be an integer index array, got dtype {raw.dtype}")
     if raw.dtype.kind == "u" and int(raw.max()) > MAX_INT:
         raise ShapeError(f"{name}: index {int(raw.max())} is beyond int64")
-    return np.ascontiguousarray(raw, dtype=np.int64)
+    # astype keeps a 0-d index 0-d (ascontiguousarray made it (1,): states=0 passed the 1-d check)
+    return raw.astype(np.int64, order="C", copy=False)
