@@ -35,3 +35,17 @@ def test_phi_v_rows_refuses_a_scalar_row():
     with pytest.raises(ShapeError, match=r"rows must be 1 indices"):
         m.phi_v_rows(v, 3)
     assert m.phi_v_rows(v, [3]).tolist() == m.phi_v(v[0])[[3]].tolist()
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "laplace", "discrete_gaussian", "discrete_laplace"])
+def test_privatize_refuses_messages_of_no_entries_naming_x(noise):
+    # a zero-width block reached the Rust stream, whose 'nodes must have at least one entry' named
+    # no argument; vectors(count, 0) and symmetric(count, 0) refuse the same width by name
+    stream = kn.NoiseStream(noise, 1.0, seed=0)
+    for x, symmetric in ((np.zeros((2, 0)), False), (np.zeros((0, 0)), False), (np.zeros((2, 0, 0)), True)):
+        with pytest.raises(ShapeError, match=r"x must be \(count, "):
+            stream.privatize(x, symmetric=symmetric)
+    assert stream.draws == 0  # nothing was drawn
+    # no messages (count 0) of a real width are still an empty block, as before
+    assert stream.privatize(np.zeros((0, 3))).shape == (0, 3)
+    assert stream.privatize(np.zeros((0, 3, 3)), symmetric=True).shape == (0, 3, 3)

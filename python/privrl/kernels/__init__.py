@@ -181,13 +181,15 @@ class NoiseStream:
         if check_flag(symmetric, "symmetric"):
             a = as_f64(x, "x", 3, (None, None, None), finite=True)
             count, d = a.shape[0], a.shape[1]
-            if a.shape[2] != d:
-                raise ShapeError(f"x must be (count, d, d), got {a.shape}")
+            if a.shape[2] != d or d == 0:  # d = 0: the Rust stream's 'nodes must have at least one entry'
+                raise ShapeError(f"x must be (count, d, d) with d >= 1, as symmetric() takes, got {a.shape}")
             div = _divisor(divisor, self.noise_kind)
             check_symmetric_stack(a, "x")  # the noise is symmetric: a message would not be
             flat = a.reshape(count, d * d)  # as_f64: C-contiguous float64, so a view
             return _finite_out(self._s.privatize(flat, div).reshape(count, d, d), "messages")
         a = as_f64(x, "x", 2, (None, None), finite=True)
+        if a.shape[1] == 0:  # the Rust stream's 'nodes must have at least one entry' named no argument
+            raise ShapeError(f"x must be (count, n) with n >= 1, as vectors() takes, got {a.shape}")
         return _finite_out(self._s.privatize(a, None), "messages")  # as_f64: C-contiguous float64
 
     @property
