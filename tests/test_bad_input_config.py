@@ -52,3 +52,26 @@ def test_sweep_takes_a_0d_array_as_its_number(key, zero_d, scalar):
     assert got[0]["regret"].tolist() == want[0]["regret"].tolist()
     with pytest.raises(ConfigError, match=key):
         sweep(env, {"u": "ucrl_vtr"}, episodes=3, **dict(kw, **{key: np.array("x")}))
+
+
+@pytest.mark.parametrize("key", ["format", "backend", "band"])
+@pytest.mark.parametrize("value", [[], ["csv", "parquet"]])
+def test_a_choice_given_as_an_array_is_refused_naming_its_key(key, value):
+    # `value in (choices)` with an array was numpy's 'truth value of an array is ambiguous', a
+    # ValueError naming no key
+    import numpy as np
+
+    with pytest.raises(ConfigError, match=rf"^{key}: must be"):
+        build_config(dict(CONFIG, epsilons=[1.0], **{key: np.array(value)}))
+
+
+@pytest.mark.parametrize("value", [[], ["4x4", "8x8"]])
+def test_frozen_lake_refuses_a_map_name_array_naming_it(value):
+    import numpy as np
+
+    pytest.importorskip("gymnasium")
+    from privrl.envs import frozen_lake
+    from privrl.exceptions import AssumptionError
+
+    with pytest.raises(AssumptionError, match=r"map_name must be one of"):
+        frozen_lake(map_name=np.array(value))

@@ -470,7 +470,10 @@ def frozen_lake(H: int = 20, map_name: str = "4x4", is_slippery: bool = True) ->
     from gymnasium.envs.toy_text.frozen_lake import MAPS
 
     maps = tuple(MAPS)
-    if map_name not in maps:  # a tuple: an unhashable argument is refused here too
+    # a str first: an array's `in` was numpy's 'truth value of an array is ambiguous' (a tuple: an
+    # unhashable argument is refused here too); typed Any, as what a caller passes may be anything
+    name: Any = map_name
+    if not isinstance(name, str) or name not in maps:
         raise AssumptionError(
             f"map_name must be one of gymnasium's FrozenLake maps {', '.join(map(repr, maps))}, "
             f"got {map_name!r}"

@@ -351,16 +351,18 @@ def _execution(raw: Mapping[str, Any]) -> dict[str, Any]:
     root_seed."""
     n_jobs = n_jobs_value(raw.get("n_jobs", 1))
     fmt = raw.get("format", "auto")
-    if fmt not in ("auto", "parquet", "csv"):
+    # a str first: an array's `in` was numpy's 'truth value of an array is ambiguous', naming no key
+    if not isinstance(fmt, str) or fmt not in ("auto", "parquet", "csv"):
         raise ConfigError("format", f"must be 'auto', 'parquet' or 'csv', got {fmt!r}")
     scheduler = raw.get("scheduler")
     if scheduler is not None and not isinstance(scheduler, str):
         raise ConfigError("scheduler", f"expected an address like tcp://host:8786, got {scheduler!r}")
     check_address(scheduler)
     backend = raw.get("backend", "threads")
-    if backend not in BACKENDS:
+    if not isinstance(backend, str) or backend not in BACKENDS:
         raise ConfigError("backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    if raw.get("band", "std") not in ("std", "ci95"):  # the plot's band of `privrl run --plot`
+    band = raw.get("band", "std")  # the plot's band of `privrl run --plot`
+    if not isinstance(band, str) or band not in ("std", "ci95"):
         raise ConfigError("band", f"must be 'std' or 'ci95', got {raw['band']!r}")
     outdir = raw.get("outdir")
     if outdir is not None and not isinstance(outdir, str):
