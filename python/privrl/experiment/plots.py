@@ -103,6 +103,7 @@ def plot(
     format's name without its dot) when one was asked for.
     Every curve carries the SVG id "privrl-curve-<panel>-<study>-<i>" so tools can count them.
     """
+    _check_title(title)
     import matplotlib
 
     matplotlib.use("Agg", force=True)  # files only: never needs a display
@@ -303,6 +304,13 @@ def _window_returns(part: pd.DataFrame) -> pd.DataFrame:
     return part.assign(window_return=out, window_users=users)
 
 
+def _check_title(title: Any) -> None:
+    """A plot's title: a str or None (a number was drawn as its repr, and plot_runs' title=nan,
+    the study's name, matched none of its rows: KeyError 'run_id')."""
+    if title is not None and not isinstance(title, str):
+        raise TypeError(f"title must be a str or None, got {title!r}")
+
+
 def plot_runs(
     results: Any, output: str | os.PathLike, band: str = "std", title: str | None = None
 ) -> dict[str, Any]:
@@ -310,6 +318,7 @@ def plot_runs(
     list of them (the seeds of one agent: one curve, mean with a band), or a dict label -> list.
     Cumulative exact regret when every result has it (learn: with a ``reference``), else the
     cumulative realized return. Saves `output` as PNG and SVG; returns their paths."""
+    _check_title(title)  # it names the study: a NaN title matched no row ("KeyError: 'run_id'")
     groups = results if isinstance(results, dict) else {None: results}
     rows = []
     for label, group in groups.items():

@@ -1,0 +1,33 @@
+"""privrl.plot(results, output, title=...) and privrl.experiment.plot: the title is a str or None.
+plot_runs names the study by it, and title=nan matched none of its rows: a KeyError 'run_id' from
+pandas (found by hB's bad-input fuzz); a number was drawn as its repr."""
+
+import math
+import warnings
+
+import pytest
+
+import privrl
+from privrl.agents import UCRLVTR
+from privrl.envs import RiverSwimMixture
+from privrl.experiment import plot
+from privrl.privacy import NonPrivate
+
+
+@pytest.fixture(scope="module")
+def result():
+    env = RiverSwimMixture(S=3, H=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return privrl.run(UCRLVTR(env, NonPrivate(), episodes=20, seed=0), env, seed=0)
+
+
+@pytest.mark.parametrize("title", [math.nan, 3, 1.5, True, b"t", ["t"]])
+def test_a_title_that_is_not_a_string_is_refused(result, title, tmp_path):
+    with pytest.raises(TypeError, match=r"title must be a str or None"):
+        privrl.plot(result, tmp_path / "p.png", title=title)
+    assert not list(tmp_path.iterdir())  # refused before drawing
+    out = privrl.plot(result, tmp_path / "q.png", title="runs")
+    with pytest.raises(TypeError, match=r"title must be a str or None"):
+        plot(tmp_path, tmp_path / "r.png", title=title)
+    assert sorted(out) == ["curves", "png", "svg"]
