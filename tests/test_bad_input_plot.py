@@ -31,3 +31,17 @@ def test_a_title_that_is_not_a_string_is_refused(result, title, tmp_path):
     with pytest.raises(TypeError, match=r"title must be a str or None"):
         plot(tmp_path, tmp_path / "r.png", title=title)
     assert sorted(out) == ["curves", "png", "svg"]
+
+
+@pytest.mark.parametrize("path", [None, 3, 1.5, ["a"]])
+def test_a_path_that_is_not_a_path_is_refused_naming_it(result, path, tmp_path):
+    # Path(None) / Path(3) raised 'expected str, bytes or os.PathLike object, not int', naming no
+    # argument, from privrl.plot's output and from load_results / load_manifest / report's outdir
+    from privrl.experiment import load_manifest, load_results, report
+
+    if path is not None:  # output=None is plot_runs' own refusal (a DataFrame needs an output path)
+        with pytest.raises(TypeError, match=r"output must be a path"):
+            privrl.plot(result, path)
+    for load in (load_results, load_manifest, report):
+        with pytest.raises(TypeError, match=r"outdir must be a results folder's path"):
+            load(path)

@@ -56,6 +56,8 @@ def _stem(output: str | os.PathLike) -> tuple[Path, str | None]:
     """The file stem of plot's PNG and SVG (its folder created) and the extra format asked for
     (".pdf" for fig.pdf, None for a stem or a .png / .svg path); an image format matplotlib does
     not write is refused."""
+    if not isinstance(output, (str, os.PathLike)):  # Path(3)'s TypeError named no argument
+        raise TypeError(f"output must be a path (a str or os.PathLike), got {output!r}")
     stem = Path(output).expanduser()
     if stem.name in ("", "..") or stem.is_dir():  # "." wrote the hidden files .png / .svg, a folder
         raise ConfigError(  # its files beside it (results/rs -> results/rs.png)

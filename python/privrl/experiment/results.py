@@ -339,6 +339,8 @@ def _write_table_as(df: pd.DataFrame, path: Path, fmt: str) -> None:
 
 
 def load_manifest(outdir: str | os.PathLike) -> dict:
+    if not isinstance(outdir, (str, os.PathLike)):  # Path(None) named no argument (load_results, report too)
+        raise TypeError(f"outdir must be a results folder's path (a str or os.PathLike), got {outdir!r}")
     path = Path(outdir).expanduser() / "manifest.json"
     if not path.exists():
         raise ConfigError("OUTDIR", f"{outdir} has no manifest.json: not a privrl results folder")
