@@ -49,3 +49,24 @@ def test_privatize_refuses_messages_of_no_entries_naming_x(noise):
     # no messages (count 0) of a real width are still an empty block, as before
     assert stream.privatize(np.zeros((0, 3))).shape == (0, 3)
     assert stream.privatize(np.zeros((0, 3, 3)), symmetric=True).shape == (0, 3, 3)
+
+
+def test_a_masked_entry_is_refused_as_missing_data_as_a_bandit_refuses_it():
+    # numeric_array (every kernel's and model's float input) converted a masked array with the
+    # values under its mask, silently; ContextualBandit already refused it as missing data
+    from privrl.envs import FiniteMDP, RiverSwim
+    from privrl.exceptions import NonFiniteError
+
+    masked = np.ma.masked_array(np.eye(3), mask=np.eye(3, dtype=bool)[::-1])
+    with pytest.raises(NonFiniteError, match=r"matrix has masked \(missing\) entries"):
+        kn.min_eigenvalue(masked)
+    with pytest.raises(NonFiniteError, match=r"w has masked \(missing\) entries"):
+        kn.optimistic_q(PHI, np.ma.masked_array(W, mask=[True, False, False]), INV, 1.0)
+    env = RiverSwim(S=3, H=3)
+    R = np.ma.masked_array(env.R, mask=np.zeros(env.R.shape, dtype=bool))
+    R.mask[0, 0, 0] = True
+    with pytest.raises(NonFiniteError, match=r"has masked \(missing\) entries"):
+        FiniteMDP(env.P, R, env.init_dist)
+    # a masked array without a masked entry is its data, as before
+    unmasked = np.ma.masked_array(np.eye(3), mask=False)
+    assert kn.min_eigenvalue(unmasked) == kn.min_eigenvalue(np.eye(3))

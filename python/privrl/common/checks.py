@@ -417,13 +417,12 @@ def numeric_array(x: Any, name: str) -> np.ndarray:
     """`x` as a C-contiguous float64 array. Only bool / int / float inputs are converted:
     complex (numpy would drop the imaginary part with a mere warning), strings (numpy parses
     "1.5"), objects (ints beyond 64 bits, None, ...) raise TypeError instead of being guessed."""
-    if isinstance(x, np.ndarray):
-        kind = x.dtype.kind
-    else:
-        try:
-            kind = np.asarray(x).dtype.kind
-        except (TypeError, ValueError, OverflowError) as e:
-            raise ShapeError(f"{name} must be a float array: {e}") from None
+    try:
+        kind = x.dtype.kind if isinstance(x, np.ndarray) else np.asarray(x).dtype.kind
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ShapeError(f"{name} must be a float array: {e}") from None
+    if type(x) is not np.ndarray and np.ma.is_masked(x):  # converted, the values under the mask were used
+        raise NonFiniteError(f"{name} has masked (missing) entries: fill or drop them first")  # as a bandit's
     if kind not in _NUMERIC_KINDS:
         raise TypeError(f"{name} must be a real numeric array (bool, int or float), got dtype kind {kind!r}")
     try:

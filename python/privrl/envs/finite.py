@@ -75,6 +75,8 @@ def _remedy(name: str, what: str, arr: np.ndarray) -> str:
 
 def _as_array(x: Any, name: str, ndim: int, what: str) -> np.ndarray:
     """Copy `x` to a fresh C-contiguous float64 array with `ndim` dimensions."""
+    if type(x) is not np.ndarray and np.ma.is_masked(x):  # copied, the values under the mask were used
+        raise NonFiniteError(f"{name} has masked (missing) entries: fill or drop them first")  # as a bandit's
     kind = x.dtype.kind if isinstance(x, np.ndarray) else None
     try:
         if kind is None:
