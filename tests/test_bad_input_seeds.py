@@ -24,7 +24,7 @@ def test_noise_seeds_refuses_what_is_not_a_count(n):
             _agent(seed).noise_seeds(n)
 
 
-@pytest.mark.parametrize("n", [2**40, 2**63, 2**64])
+@pytest.mark.parametrize("n", [2**40, 2**63, 2**64, 10**400])
 def test_noise_seeds_refuses_a_count_beyond_memory_before_spawning(n):
     with pytest.raises(ResourceError, match=r"noise_seeds keeps"):
         _agent().noise_seeds(n)

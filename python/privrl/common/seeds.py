@@ -134,7 +134,8 @@ def noise_seeds(parent: np.random.SeedSequence | None, n: Any) -> list[bytes]:
     if not is_integer(n) or int(n) < 0:
         raise PrivacyParameterError(f"n (a number of seeds) must be an integer >= 0, got {n!r}")
     n = int(n)
-    refuse_over_memory("noise_seeds", 56.0 * n, f"{n} spawned seeds", "Ask for fewer seeds.")
+    # min: 56.0 * 10**400 raised OverflowError (any n from 2^64 on is beyond memory all the same)
+    refuse_over_memory("noise_seeds", 56.0 * min(n, 2**64), f"{n} spawned seeds", "Ask for fewer seeds.")
     if parent is None:
         return [os.urandom(32) for _ in range(n)]
     return [seed_bytes(s) for s in parent.spawn(n)]
