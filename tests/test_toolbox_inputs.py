@@ -80,3 +80,18 @@ def test_audit_samples_finds_the_gap_along_a_direction_given_either_way_round():
     # identical laws: still no evidence either way round
     null = audit_samples(a, rng.normal(size=(400, 3)), direction=np.array([1.0, 0.0, 0.0]))
     assert null.epsilon_lower_bound < 0.5
+
+
+@pytest.mark.parametrize("sampler", ["float", "discrete", None])
+def test_a_negative_zero_sensitivity_is_zero(sampler):
+    # -0.0 passed the sensitivity check (-0.0 >= 0) and reached numpy's normal(scale=-0.0), which
+    # raised its own ValueError 'scale < 0' under sampler="float" (found by hB's bad-input fuzz);
+    # it is 0.0 now, as a delta of -0.0 already was: the same release as a sensitivity of 0
+    from privrl.common.checks import check_nonneg_real
+    from privrl.privacy import mechanisms as mech
+
+    assert math.copysign(1.0, check_nonneg_real(-0.0, "l2_sensitivity")) == 1.0
+    for fn, args in ((mech.gaussian_mechanism, (1.0, 1e-5)), (mech.laplace_mechanism, (1.0,))):
+        got = fn(np.arange(3.0), -0.0, *args, np.random.default_rng(0), sampler)
+        want = fn(np.arange(3.0), 0.0, *args, np.random.default_rng(0), sampler)
+        assert np.array_equal(got, want)

@@ -166,8 +166,9 @@ def check_probability(value: Any, name: str = "p") -> float:
 
 
 def check_nonneg_real(value: Any, name: str) -> float:
-    """A finite real >= 0 (sensitivities, noise scales, bounds)."""
-    x = check_real(value, name)
+    """A finite real >= 0 (sensitivities, noise scales, bounds); -0.0 is returned as 0.0 (numpy's
+    normal(scale=-0.0) raised its own 'scale < 0': gaussian_mechanism(l2_sensitivity=-0.0))."""
+    x = check_real(value, name) + 0.0  # -0.0 + 0.0 is +0.0; every other value is unchanged
     if not (math.isfinite(x) and x >= 0.0):
         raise PrivacyParameterError(f"{name} must be finite and >= 0, got {value!r}")
     return x
