@@ -25,3 +25,18 @@ def test_sample_next_state_takes_the_integers_it_took():
         assert env.sample_next_state(*args, np.random.default_rng(4)) == want
     with pytest.raises(IndexRangeError):
         env.sample_next_state(3, 0, 0, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("field,value", [("P", np.nan), ("P", np.inf), ("R", np.nan), ("R", -np.inf)])
+def test_tabular_linear_mdp_names_the_array_the_user_passed(field, value):
+    # a NaN in P or R was reported as the derived mu's or theta's ("mu contains a non-finite value")
+    from privrl.envs import tabular_linear_mdp
+    from privrl.exceptions import NonFiniteError
+
+    env = RiverSwim(S=3, H=3)
+    parts = {"P": env.P.copy(), "R": env.R.copy()}
+    parts[field][0, 1, 0, ...] = value
+    with pytest.raises(NonFiniteError, match=rf"^{field} contains a non-finite value"):
+        tabular_linear_mdp(parts["P"], parts["R"], env.init_dist)
+    built = tabular_linear_mdp(env.P, env.R, env.init_dist)  # finite P and R: built as before
+    assert np.array_equal(built.P, env.P) and np.array_equal(built.R, env.R)

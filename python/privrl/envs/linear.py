@@ -273,6 +273,8 @@ def tabular_linear_mdp(P: Any, R: Any, init_dist: Any, name: str | None = None) 
     if S2 != S:  # was numpy's "cannot reshape array of size ..." from _one_hot_parts
         raise ShapeError(f"P must have shape (H, S, A, S) with matching S axes, got {P.shape}")
     _check_shape(R, "R", (H, S, A), "(H, S, A)")
+    _check_finite(P, "P")  # before they become mu and theta: a NaN in P was reported as mu's
+    _check_finite(R, "R")
     # the one-hot features (S A, S A) and their flat copy dwarf P when A is large: S = 10,
     # A = 10^5 asked numpy for 7.28 TiB (MemoryError) from an 80 MB P
     refuse_over_memory(
