@@ -29,7 +29,7 @@ from privrl.audit.mechanism_audit import (
     audit_samples,
     check_trials,
 )
-from privrl.common.checks import check_pos_int, check_positive_real, check_probability, check_seed
+from privrl.common.checks import check_pos_int, check_positive_real, check_probability, check_real, check_seed
 from privrl.common.errors import PrivacyParameterError, ResourceError
 from privrl.common.memory import refuse_over_memory
 from privrl.kernels import DEFAULT_GRID_BITS, NoiseStream
@@ -167,6 +167,7 @@ def audit_ucrl_vtr_tree(
         "audit_ucrl_vtr_tree",
         " (audit_ucrl_vtr_agent audits the default agent, BLT, end to end)",
     )
+    delta = check_real(delta, "delta")  # delta == 0.0 below: np.array([]) was numpy's 'truth value ...'
     plan = plan if plan is not None else ucrl_vtr.release_plan("jdp", delta == 0.0, H, K, d, "tree", sampler)
     cal = ucrl_vtr.calibrate_ucrl_vtr("jdp", epsilon, delta, H, K, d, 1.0, calibration=calibration, plan=plan)
     if cal.noise != "gaussian":
@@ -256,6 +257,7 @@ def audit_ldp_randomizer(
     n_trials, noise_multiplier = _counts(n_trials, noise_multiplier, confidence, seed)
     H, d = check_pos_int(H, "H"), check_pos_int(d, "d")
     _refuse_over_memory("audit_ldp_randomizer", n_trials, H * d * d + H * d, 8.0 * H * d * d)
+    delta = check_real(delta, "delta")  # delta == 0.0 below: np.array([]) was numpy's 'truth value ...'
     plan = plan if plan is not None else ucrl_vtr.release_plan("ldp", delta == 0.0, H, 1, d, "tree", sampler)
     cal = ucrl_vtr.calibrate_ucrl_vtr("ldp", epsilon, delta, H, 1, d, 1.0, calibration=calibration, plan=plan)
     if cal.noise != "gaussian":
