@@ -40,3 +40,20 @@ def test_tabular_linear_mdp_names_the_array_the_user_passed(field, value):
         tabular_linear_mdp(parts["P"], parts["R"], env.init_dist)
     built = tabular_linear_mdp(env.P, env.R, env.init_dist)  # finite P and R: built as before
     assert np.array_equal(built.P, env.P) and np.array_equal(built.R, env.R)
+
+
+def test_a_float16_policy_is_read_without_a_warning():
+    # integer_actions compared a float16 table with 2^63, which overflows float16 to inf with a
+    # RuntimeWarning ('overflow encountered in cast'): an error wherever warnings are errors
+    import warnings
+
+    import privrl
+
+    env = RiverSwim(S=3, H=3)
+    pi = env.optimal_policy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value = privrl.evaluate(pi.astype(np.float16), env).value
+        trajectory = env.sample_episode(pi.astype(np.float16), np.random.default_rng(0))
+    assert value == privrl.evaluate(pi, env).value
+    assert np.array_equal(trajectory.actions, env.sample_episode(pi, np.random.default_rng(0)).actions)

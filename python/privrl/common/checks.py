@@ -460,7 +460,8 @@ def integer_actions(table: np.ndarray, name: str = "policy") -> np.ndarray:
 def _refuse_beyond_int64(table: np.ndarray, name: str) -> None:
     """A whole number no int64 holds is no action index: refused with its own value (the cast
     wrapped it, and the error named a negative index nobody passed)."""
-    beyond = (table >= 2**63) | (table < -(2**63))  # exact for uint64 and float64 alike
+    with np.errstate(over="ignore"):  # 2^63 overflows float16 to inf (a RuntimeWarning): no entry is beyond
+        beyond = (table >= 2**63) | (table < -(2**63))  # exact for uint64 and float64 alike
     if beyond.any():
         bad = tuple(int(i) for i in np.argwhere(beyond)[0])
         raise ShapeError(f"{name} holds {table[bad]} at {list(bad)}: no action index is that large")
