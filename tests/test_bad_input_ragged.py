@@ -80,3 +80,21 @@ def test_receive_refuses_a_ragged_message_field_naming_it(field):
     assert server.k == 0
     server.receive(message)
     assert server.k == 1
+
+
+@pytest.mark.parametrize("name", ["states", "actions", "rewards"])
+def test_a_masked_trajectory_field_is_refused_as_missing_data(name):
+    """A masked entry in a trajectory's field was unmasked silently (the values under the mask entered
+    the user's statistics), though every other array input refuses it (7ab2af1): one rule now,
+    privrl.common.kinds.refuse_masked, read by array_value."""
+    from privrl.exceptions import NonFiniteError
+
+    parts = {"states": STATES, "actions": ACTIONS, "rewards": REWARDS}
+    masked = np.ma.masked_array(parts[name], mask=[i == 1 for i in range(len(parts[name]))])
+    agent = PSRL(RiverSwim(S=3, H=3), NonPrivate(), episodes=4, seed=0)
+    with pytest.raises(NonFiniteError, match=rf"trajectory {name} has masked \(missing\) entries"):
+        agent.observe(Trajectory(**{**parts, name: masked}))
+    assert agent.k == 0
+    unmasked = np.ma.masked_array(parts[name], mask=False)  # no masked entry: its data, as before
+    agent.observe(Trajectory(**{**parts, name: unmasked}))
+    assert agent.k == 1

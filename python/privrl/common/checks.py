@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from privrl import _core
+from privrl.common import kinds
 from privrl.common.errors import AssumptionError, NonFiniteError, PrivacyParameterError, SeedError, ShapeError
 from privrl.common.kinds import check_flag, integer_value, is_index, is_integer, is_real, real_or_nan
 from privrl.common.seeds import check_seed, int_seed, model_seed, seed_bytes, tie_seed
@@ -422,8 +423,7 @@ def numeric_array(x: Any, name: str) -> np.ndarray:
         kind = x.dtype.kind if isinstance(x, np.ndarray) else np.asarray(x).dtype.kind
     except (TypeError, ValueError, OverflowError) as e:
         raise ShapeError(f"{name} must be a float array: {e}") from None
-    if type(x) is not np.ndarray and np.ma.is_masked(x):  # converted, the values under the mask were used
-        raise NonFiniteError(f"{name} has masked (missing) entries: fill or drop them first")  # as a bandit's
+    kinds.refuse_masked(x, name)  # converted, the values under the mask were used
     if kind not in _NUMERIC_KINDS:
         raise TypeError(f"{name} must be a real numeric array (bool, int or float), got dtype kind {kind!r}")
     try:

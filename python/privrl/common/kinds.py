@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from privrl.common.errors import ShapeError
+from privrl.common.errors import NonFiniteError, ShapeError
 
 __all__ = [
     "array_value",
@@ -22,6 +22,7 @@ __all__ = [
     "is_real",
     "real_or_nan",
     "real_value",
+    "refuse_masked",
 ]
 
 # Not numbers to privrl although Python / numpy file them so: a bool is an int, np.bool_ converts to
@@ -71,10 +72,20 @@ def real_value(value: Any) -> float | None:
     return None
 
 
+def refuse_masked(x: Any, name: str) -> None:
+    """A numpy masked array with masked entries is missing data, refused with a NonFiniteError naming
+    `name`: numpy's conversions (np.asarray, a copy, a dtype cast) use the values under the mask,
+    silently. The rule of every array privrl takes (a masked array without a masked entry is its
+    data)."""
+    if type(x) is not np.ndarray and np.ma.is_masked(x):
+        raise NonFiniteError(f"{name} has masked (missing) entries: fill or drop them first")
+
+
 def array_value(value: Any, name: str) -> np.ndarray:
     """``np.asarray(value)``, an ndarray as given; what numpy makes no array of (a ragged nested list
     such as ``[[0, 1], [0]]``) is a ShapeError naming `name`: numpy's own ValueError ("setting an
-    array element with a sequence") named no argument."""
+    array element with a sequence") named no argument; masked entries are refused (refuse_masked)."""
+    refuse_masked(value, name)
     if isinstance(value, np.ndarray):
         return value
     try:

@@ -26,7 +26,7 @@ from privrl.common.errors import (
     NonFiniteError,
     ShapeError,
 )
-from privrl.common.kinds import array_value
+from privrl.common.kinds import array_value, refuse_masked
 from privrl.envs.finite import ReadOnlyCopies, digest, env_name, outside_unit_interval
 
 __all__ = ["ContextualBandit"]
@@ -367,8 +367,7 @@ def _real_array(x: Any, name: str, ndmin: int) -> np.ndarray:
     missing values (numpy used the values under the mask)."""
     if hasattr(x, "toarray") and hasattr(x, "nnz"):
         raise ShapeError(f"{name} is a scipy sparse matrix: pass a dense array (its .toarray())")
-    if np.ma.isMaskedArray(x) and np.ma.getmaskarray(x).any():
-        raise NonFiniteError(f"{name} has masked (missing) entries: fill or drop them first")
+    refuse_masked(x, name)
     try:
         a = np.asarray(x)
         # a pandas frame of numeric and bool columns (object as a whole when mixed) as floats; a

@@ -20,7 +20,7 @@ from privrl.common.errors import (
     SeedError,
     ShapeError,
 )
-from privrl.common.kinds import array_value, integer_value
+from privrl.common.kinds import array_value, integer_value, refuse_masked
 
 __all__ = ["FiniteMDP", "Trajectory"]
 
@@ -75,8 +75,7 @@ def _remedy(name: str, what: str, arr: np.ndarray) -> str:
 
 def _as_array(x: Any, name: str, ndim: int, what: str) -> np.ndarray:
     """Copy `x` to a fresh C-contiguous float64 array with `ndim` dimensions."""
-    if type(x) is not np.ndarray and np.ma.is_masked(x):  # copied, the values under the mask were used
-        raise NonFiniteError(f"{name} has masked (missing) entries: fill or drop them first")  # as a bandit's
+    refuse_masked(x, name)  # copied, the values under the mask were used
     kind = x.dtype.kind if isinstance(x, np.ndarray) else None
     try:
         if kind is None:
