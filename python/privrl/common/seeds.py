@@ -6,6 +6,7 @@ stands for (``int_seed``), the seed a seeded environment is drawn from and named
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,15 @@ from privrl.common.errors import PrivacyParameterError, SeedError
 from privrl.common.kinds import is_integer
 from privrl.common.memory import refuse_over_memory
 
-__all__ = ["check_seed", "int_seed", "model_seed", "noise_seeds", "seed_bytes", "tie_seed"]
+__all__ = [
+    "check_seed",
+    "int_seed",
+    "model_seed",
+    "noise_seeds",
+    "seed_bytes",
+    "spawn_noise_seeds",
+    "tie_seed",
+]
 
 
 def check_seed(seed: Any, name: str = "seed", generator: bool = True) -> Any:
@@ -126,19 +135,26 @@ def seed_bytes(seed: Any) -> bytes:
     )
 
 
-def noise_seeds(parent: np.random.SeedSequence | None, n: Any) -> list[bytes]:
-    """``n`` independent 32-byte seeds for privacy-noise streams, spawned from ``parent`` (OS entropy
-    for None): ``Agent.noise_seeds``. ``n`` is an integer >= 0 whose seeds fit in memory (about 440
-    bytes each while spawned): True gave one seed and -1 none, 2^31 ran for hours (100 us a seed)
-    and 2^63 raised numpy's OverflowError."""
+def noise_seeds(streams: Sequence[np.random.SeedSequence] | None, n: Any) -> list[bytes]:
+    """``n`` independent 32-byte seeds for privacy-noise streams, spawned from an agent's noise child
+    ``streams[1]`` (OS entropy for None): ``Agent.noise_seeds``. ``n`` is an integer >= 0 whose seeds
+    fit in memory (about 440 bytes each while spawned): True gave one seed and -1 none, 2^31 ran for
+    hours (100 us a seed) and 2^63 raised numpy's OverflowError."""
     if not is_integer(n) or int(n) < 0:
         raise PrivacyParameterError(f"n (a number of seeds) must be an integer >= 0, got {n!r}")
     n = int(n)
     # min: 56.0 * 10**400 raised OverflowError (any n from 2^64 on is beyond memory all the same)
     refuse_over_memory("noise_seeds", 56.0 * min(n, 2**64), f"{n} spawned seeds", "Ask for fewer seeds.")
-    if parent is None:
+    return spawn_noise_seeds(streams, n)
+
+
+def spawn_noise_seeds(streams: Sequence[np.random.SeedSequence] | None, n: int) -> list[bytes]:
+    """noise_seeds without its checks, for the agents' constructors: the few seeds their plan needs
+    (2 H per statistic at most), a count privrl computes inside the public edge (the memory check,
+    meant for a caller's n, counted these seeds against an agent built at its memory bound)."""
+    if streams is None:
         return [os.urandom(32) for _ in range(n)]
-    return [seed_bytes(s) for s in parent.spawn(n)]
+    return [seed_bytes(s) for s in streams[1].spawn(n)]
 
 
 def tie_seed(ties: Any, rng: Any) -> int | None:

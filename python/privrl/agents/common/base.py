@@ -263,7 +263,7 @@ class Agent(abc.ABC):
     # ------------------------------------------------------------------ streams
     def noise_seeds(self, n: int) -> list[bytes]:
         """n independent 32-byte seeds for privacy-noise streams (OS entropy without a seed)."""
-        return noise_seeds(None if self._streams is None else self._streams[1], n)
+        return noise_seeds(self._streams, n)
 
     def _stream_seed(self, i: int) -> bytes:
         return os.urandom(32) if self._streams is None else seed_bytes(self._streams[i])

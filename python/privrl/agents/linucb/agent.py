@@ -22,6 +22,7 @@ from privrl.agents.linucb.calibration import LinUCBCalibration
 from privrl.common.checks import check_choice, check_invertible, check_real, integer_value
 from privrl.common.errors import NonFiniteError, ScheduleWarning, ShapeError
 from privrl.common.memory import refuse_over_memory
+from privrl.common.seeds import spawn_noise_seeds
 from privrl.envs.bandit import ContextualBandit
 from privrl.envs.finite import Trajectory
 from privrl.envs.gym import not_a_model
@@ -166,9 +167,11 @@ class LinUCB(Agent):
         """JDP: one mechanism per arm and family over ``cal.leaves`` leaves; LDP: the user's two
         randomizer streams; None non-private."""
         if cal.kind == "jdp":
-            return noise_spec(cal, cal.sigma_B, cal.sigma_g, cal.leaves, self.noise_seeds(2 * self.A))
+            return noise_spec(
+                cal, cal.sigma_B, cal.sigma_g, cal.leaves, spawn_noise_seeds(self._streams, 2 * self.A)
+            )
         if cal.kind == "ldp":
-            return noise_spec(cal, cal.sigma_B, cal.sigma_g, 1, self.noise_seeds(2))
+            return noise_spec(cal, cal.sigma_B, cal.sigma_g, 1, spawn_noise_seeds(self._streams, 2))
         return None
 
     def _intake_streams(self) -> tuple[int, list[int]]:

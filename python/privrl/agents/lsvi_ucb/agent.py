@@ -25,6 +25,7 @@ from privrl.agents.lsvi_ucb.calibration import LSVIUCBCalibration
 from privrl.common.checks import check_choice, check_positive_real, feature_table_problem
 from privrl.common.errors import PrivacyParameterError, ResourceError, ScheduleWarning
 from privrl.common.memory import physical_memory, refuse_over_memory
+from privrl.common.seeds import spawn_noise_seeds
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.gym import not_a_model
@@ -355,7 +356,7 @@ class LSVIUCB(Agent):
         the shift: App. D's constant c_K + Upsilon, or the practical rule's per release."""
         if cal.kind != "jdp":
             return None
-        seeds = self.noise_seeds(self.H + 1)
+        seeds = spawn_noise_seeds(self._streams, self.H + 1)
         practical = cal.release_rule in PRACTICAL_RULES
         return LsviPrivateSpec(
             noise=noise_spec(cal, cal.sigma_Lambda, cal.sigma_u, cal.releases, seeds),

@@ -19,6 +19,7 @@ from privrl.agents.psrl.formulas import psrl_batch_bounds, psrl_prior
 from privrl.common.checks import check_choice
 from privrl.common.errors import AssumptionWarning, CapacityError, PrivacyParameterError, ScheduleWarning
 from privrl.common.memory import refuse_over_memory
+from privrl.common.seeds import spawn_noise_seeds
 from privrl.envs.features import FeatureMap
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.gym import not_a_model
@@ -144,7 +145,7 @@ class PSRL(Agent):
             grid_bits=cal.grid_bits,
             bounds=[int(b) for b in self.bounds],
             reject=sensitivity == "reject",
-            noise_seed=self.noise_seeds(1)[0],
+            noise_seed=spawn_noise_seeds(self._streams, 1)[0],
             exploration_seed=self._stream_seed(2),
             alpha0=psrl_prior(self.S),  # Dirichlet(1/S + N): a prior worth one observation
         )

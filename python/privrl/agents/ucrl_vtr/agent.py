@@ -27,6 +27,7 @@ from privrl.agents.ucrl_vtr.calibration import UCRLVTRCalibration
 from privrl.common.checks import as_f64, check_choice, feature_table_problem
 from privrl.common.errors import AssumptionError, AssumptionWarning, PrivacyParameterError
 from privrl.common.memory import refuse_over_memory
+from privrl.common.seeds import spawn_noise_seeds
 from privrl.envs.finite import FiniteMDP
 from privrl.envs.gym import not_a_model
 from privrl.envs.mixture import LinearMixtureMDP, check_phi_v_bound
@@ -150,7 +151,7 @@ class UCRLVTR(Agent):
             s.name: SensitivityGuard(x_bound=s.x_bound, y_low=s.y_low, y_high=s.y_high, mode=sensitivity)
             for s in plan.statistics
         }
-        seeds = self.noise_seeds(2 * self.H * len(plan.statistics))
+        seeds = spawn_noise_seeds(self._streams, 2 * self.H * len(plan.statistics))
         self._core = _core.VtrAgent(
             VtrSpec(
                 features=self.mixture_features,
