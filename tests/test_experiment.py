@@ -785,6 +785,44 @@ def test_a_warning_on_its_way_when_the_last_run_ends_is_shown_not_dropped():
     assert shown == ["a finished run's warning"]
 
 
+@pytest.mark.parametrize("action", ["ignore", "error"])
+def test_the_sweeps_own_warnings_meet_the_users_filters_while_runs_record(action):
+    """The recorder's filter "always" (process-wide) also caught the sweep's own thread: a finished
+    run's warning raised again there while another run still recorded (a thread sweep) was shown past
+    the user's "ignore" or "error" filter, and obeyed it once no run was in flight: which one a user
+    got depended on the timing. The filter is now the runs' threads' only."""
+    import threading
+    import warnings
+
+    from privrl.experiment.relay import recorded, reemit
+
+    inside, leave = threading.Event(), threading.Event()
+
+    def run() -> dict:
+        inside.set()
+        assert leave.wait(timeout=30)
+        return {}
+
+    shown: list[str] = []
+    finished = {"warnings": [(UserWarning, "a finished run's warning", "sweep.py", 1)]}
+    with warnings.catch_warnings():
+        warnings.simplefilter(action, UserWarning)
+        warnings.showwarning = lambda message, *_a, **_k: shown.append(str(message))
+        t = threading.Thread(target=recorded, args=(run,))
+        t.start()
+        try:
+            assert inside.wait(timeout=30)  # another run records
+            if action == "error":
+                with pytest.raises(UserWarning, match="a finished run's warning"):
+                    reemit(dict(finished), {})
+            else:
+                reemit(dict(finished), {})
+        finally:
+            leave.set()
+            t.join(timeout=30)
+    assert shown == []
+
+
 # ---------------------------------------------------------------------------------- gymnasium
 BUILT_INS = [
     ("HardToLearn", {"d": 3, "H": 4, "K": 100}),

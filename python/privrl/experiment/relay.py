@@ -10,7 +10,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["recorded", "reemit", "run_label"]
 
@@ -29,7 +29,8 @@ def _category(category: type) -> tuple[type, str]:
 # The runs recording in this process, by thread: a Dask worker runs several at once in its threads,
 # and warnings.catch_warnings (process-wide state) would mix their records up and, exited out of
 # order, leave one run's recorder installed for good. The first run to record installs one
-# recorder (filters "always", showwarning dispatching by thread), the last one restores the state.
+# recorder (a filter "always" for the runs' threads, showwarning dispatching by thread), the last
+# one restores the state.
 _lock = threading.Lock()
 _sinks: dict[int, list[warnings.WarningMessage]] = {}
 _saved: list[Any] = []  # while runs record: the catch_warnings restoring the state
@@ -37,6 +38,17 @@ _saved: list[Any] = []  # while runs record: the catch_warnings restoring the st
 # thread (the sweep's own, raising a finished run's warnings again) may have fetched _dispatch just
 # before the last run ended; it is shown as it would have been a moment later, not dropped.
 _before: list[Any] = [warnings.showwarning]
+
+
+class _InARun:
+    """The message pattern of the recorder's "always" filter: it matches in a recording run's thread
+    only (the warnings module calls a filter's ``match`` with the message's text). Another thread's
+    warnings (the sweep's own, raising a finished run's again while other runs record) go on to the
+    filters of the user, as they do once no run records: a plain "always" filter had them shown past
+    an "ignore" or "error" filter whenever a run was still in flight."""
+
+    def match(self, _text: str) -> bool:
+        return threading.get_ident() in _sinks
 
 
 def _dispatch(
@@ -61,7 +73,9 @@ def recorded(fn: Callable[..., dict], *args: Any, **kwargs: Any) -> dict:
             guard.__enter__()
             _saved[:] = [guard]
             _before[0] = warnings.showwarning
-            warnings.simplefilter("always")
+            # first, before the user's (the guard's copy; entering it reset the registries): not by
+            # simplefilter, which would take out a user's own plain "always" filter
+            cast(list, warnings.filters).insert(0, ("always", _InARun(), Warning, None, 0))
             warnings.showwarning = _dispatch
         _sinks[threading.get_ident()] = caught
     try:
