@@ -887,6 +887,38 @@ def test_as_gymnasium_adapter():
     assert isinstance(env, gym_mod.GymnasiumAdapter)
 
 
+def test_threads_wrapping_their_first_model_at_once_get_one_adapter_class(monkeypatch):
+    """_adapter_class checked for a class and then built one: two threads wrapping their first model
+    at once (a thread sweep's runs making privrl's own gymnasium ids) each built a GymnasiumAdapter
+    of its own, and the adapter of the class not kept was neither recognized (isinstance against the
+    kept class: its horizon, needs_absorbing) nor picklable as privrl.envs.gym.GymnasiumAdapter.
+    Forced here: the first thread to build waits (up to 2 s, a bound on the fixed code's path) for the
+    second to reach the build too."""
+    import pickle
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    pytest.importorskip("gymnasium")
+    from privrl.envs import gym as gym_mod
+
+    monkeypatch.setattr(gym_mod, "_ADAPTER_CLASS", None)
+    arrived, both, real = [], threading.Event(), gym_mod._import_gymnasium
+
+    def building():  # called once per class built
+        arrived.append(threading.get_ident())
+        if len(arrived) == 2:
+            both.set()
+        both.wait(timeout=2.0)  # the other thread's arrival (before the fix, it came at once)
+        return real()
+
+    monkeypatch.setattr(gym_mod, "_import_gymnasium", building)
+    with ThreadPoolExecutor(2) as pool:
+        a, b = pool.map(lambda _: gym_mod.as_gymnasium(RiverSwim(S=4, H=5)), range(2))
+    assert type(a) is type(b) is gym_mod.GymnasiumAdapter
+    for env in (a, b):
+        assert type(pickle.loads(pickle.dumps(env))) is gym_mod.GymnasiumAdapter
+
+
 def test_gym_helpers_raise_a_hint_without_gymnasium(monkeypatch):
     import sys
 

@@ -6,6 +6,7 @@ gymnasium Env. Sec. 2 (a tabular MDP is a linear MDP with one-hot features, Asm.
 from __future__ import annotations
 
 import math
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -487,6 +488,10 @@ def frozen_lake(H: int = 20, map_name: str = "4x4", is_slippery: bool = True) ->
 
 
 _ADAPTER_CLASS: Any = None
+# Threads may wrap their first model at once (a thread sweep's runs making privrl's own gymnasium
+# ids): without the lock each could build a class of its own, and an adapter of the class not kept
+# was neither recognized (its horizon, needs_absorbing) nor picklable as GymnasiumAdapter.
+_ADAPTER_LOCK = threading.Lock()
 
 
 def _adapter_class() -> Any:
@@ -494,6 +499,13 @@ def _adapter_class() -> Any:
     global _ADAPTER_CLASS
     if _ADAPTER_CLASS is not None:
         return _ADAPTER_CLASS
+    with _ADAPTER_LOCK:
+        if _ADAPTER_CLASS is None:
+            _ADAPTER_CLASS = _new_adapter_class()
+        return _ADAPTER_CLASS
+
+
+def _new_adapter_class() -> Any:
     _import_gymnasium()  # the install hint if it is missing
     from gymnasium import Env, spaces
 
@@ -542,7 +554,6 @@ def _adapter_class() -> Any:
     # class), so a wrapped model goes to a process pool; as a local class it was not picklable
     GymnasiumAdapter.__qualname__ = "GymnasiumAdapter"
     GymnasiumAdapter.__module__ = __name__
-    _ADAPTER_CLASS = GymnasiumAdapter
     return GymnasiumAdapter
 
 
