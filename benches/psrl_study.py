@@ -34,7 +34,7 @@ import privrl
 from privrl import _core
 from privrl.agents import PSRL
 from privrl.agents.psrl import reference
-from privrl.agents.psrl.formulas import psrl_prior
+from privrl.agents.psrl.formulas import psrl_prior, psrl_reward_prior
 from privrl.agents.psrl.reference import Billboard, capped_increment, greedy_plan, policy_values
 from privrl.envs import FeatureMap, from_gymnasium
 from privrl.privacy import JointDP, NonPrivate
@@ -115,14 +115,17 @@ def learn(a: argparse.Namespace) -> None:
 
 
 def model_draw(Nt, Rt, v, rng, count_noise=True, reward_noise=True):  # type: ignore[no-untyped-def]
-    """reference.posterior_model with the release's noise optionally left out of the counts / rewards."""
+    """reference.posterior_model with the release's noise optionally left out of the counts / rewards
+    (the agent's priors: Dirichlet(psrl_prior(S) + N), Beta(a0 + R, b0 + n - R) of psrl_reward_prior;
+    it drew the earlier Dirichlet(1 + N) and Beta(1 + R, 1 + n - R))."""
     sd = math.sqrt(v)
     S, A, _ = Nt.shape
     N = PROJECT(Nt + (sd * rng.standard_normal((S, A, S)) if count_noise else 0.0))
     n = N.sum(2)
     R = np.clip(Rt + (sd * rng.standard_normal((S, A)) if reward_noise else 0.0), 0.0, n)
-    G = rng.gamma(1.0 + N)
-    ga, gb = rng.gamma(1.0 + R), rng.gamma(1.0 + n - R)
+    G = rng.gamma(psrl_prior(S) + N)
+    a0, b0 = psrl_reward_prior()
+    ga, gb = rng.gamma(a0 + R), rng.gamma(b0 + n - R)
     return G / G.sum(2, keepdims=True), ga / (ga + gb)
 
 

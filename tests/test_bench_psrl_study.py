@@ -74,3 +74,18 @@ def test_the_seed_option_takes_one_seed_or_a_range(study):
     assert list(study.seeds("0")) == [0]
     assert list(study.seeds("3")) == [3]
     assert list(study.seeds("0-2")) == [0, 1, 2]
+
+
+def test_the_board_studys_posterior_draw_is_the_references(study):
+    # model_draw (the board study's "posterior (agent)" case, both noises in) drew Dirichlet(1 + N)
+    # and Beta(1 + R, 1 + n - R), the priors before 613e793 and 5883d89: it is the reference's
+    # posterior_model now, draw for draw, on a billboard with visited and unvisited pairs
+    from privrl.agents.psrl.reference import Billboard, posterior_model
+
+    rng = np.random.default_rng(5)
+    board = Billboard(4, 2, sigma=0.7)
+    board.publish(rng.integers(0, 5, (4, 2, 4)) * (rng.random((4, 2, 1)) < 0.6), rng.random((4, 2)), rng)
+    want = posterior_model(board, np.random.default_rng(11))
+    got = study.model_draw(board.N, board.R, board.var, np.random.default_rng(11))
+    for w, g in zip(want, got, strict=True):
+        np.testing.assert_array_equal(g, w)
