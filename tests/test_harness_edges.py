@@ -483,3 +483,20 @@ def test_a_runs_warning_points_at_the_sweep_call(n_jobs):
         sweep(ENV, agents, epsilons=[1.0], seeds=2, episodes=20, n_jobs=n_jobs, progress=False)
     (w,) = [w for w in seen if issubclass(w.category, PrivacyWarning)]
     assert w.filename == __file__, (w.filename, w.lineno)
+
+
+@pytest.mark.parametrize(
+    "kw, key",
+    [({"n_jobs": "10"}, "n_jobs"), ({"format": "xlsx"}, "format"), ({"backend": "gpu"}, "backend"),
+     ({"scheduler": "foo"}, "scheduler"), ({"root_seed": -1}, "root_seed"), ({"outdir": 3}, "outdir")],
+)  # fmt: skip
+def test_a_sweep_config_built_directly_is_checked_as_a_parsed_one(kw, key):
+    """SweepConfig is exported; built directly it took n_jobs="10", format="xlsx", ... (the TOML and
+    dict path refused them), and the sweep failed later (the CLI's `n_jobs > 1` a bare TypeError).
+    One check now, its own (__post_init__: parsing.execution_values), whichever way it is built."""
+    from privrl.exceptions import ConfigError
+    from privrl.experiment import SweepConfig
+
+    with pytest.raises(ConfigError, match=rf"^{key}: "):
+        SweepConfig(studies=[], **kw)
+    assert SweepConfig(studies=[], n_jobs=-1).n_jobs >= 1  # -1: all cores, as in a config

@@ -409,6 +409,12 @@ class SweepConfig:
     name: str = "sweep"
     raw: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        from privrl.experiment.parsing import execution_values  # parsing builds this class
+
+        for key, value in execution_values(vars(self)).items():
+            setattr(self, key, value)
+
     def runs(self) -> list[RunSpec]:
         out = [r for s in self.studies for r in s.runs(self.root_seed)]
         seen: dict[str, RunSpec] = {}

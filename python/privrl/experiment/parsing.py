@@ -346,9 +346,13 @@ def n_jobs_value(n_jobs: Any) -> int:
     return int(_pos_int(n_jobs, "n_jobs"))
 
 
-def _execution(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """The settings of how a sweep runs: n_jobs (-1 = all cores), backend, scheduler, outdir, format,
-    root_seed."""
+_EXECUTION_KEYS = ("n_jobs", "scheduler", "backend", "outdir", "format", "root_seed")
+
+
+def execution_values(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of how a sweep runs, checked: n_jobs (-1 = all cores), backend, scheduler,
+    outdir, format, root_seed. SweepConfig's own check (a config built directly too: it is
+    exported, and took n_jobs="10" or format="xlsx", failing mid-sweep)."""
     n_jobs = n_jobs_value(raw.get("n_jobs", 1))
     fmt = raw.get("format", "auto")
     # a str first: an array's `in` was numpy's 'truth value of an array is ambiguous', naming no key
@@ -361,9 +365,6 @@ def _execution(raw: Mapping[str, Any]) -> dict[str, Any]:
     backend = raw.get("backend", "threads")
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ConfigError("backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    band = raw.get("band", "std")  # the plot's band of `privrl run --plot`
-    if not isinstance(band, str) or band not in ("std", "ci95"):
-        raise ConfigError("band", f"must be 'std' or 'ci95', got {raw['band']!r}")
     outdir = raw.get("outdir")
     if outdir is not None and not isinstance(outdir, str):
         raise ConfigError("outdir", f"expected a path, got {outdir!r}")
@@ -405,7 +406,11 @@ def build_config(raw: Mapping[str, Any]) -> SweepConfig:
     name = raw.get("name", "sweep")
     if not isinstance(name, str) or not name.strip():  # "" made the default outdir privrl-results itself
         raise ConfigError("name", f"expected a non-empty string, got {name!r}")
-    cfg = SweepConfig(studies=_studies(raw, defaults), name=name, raw=dict(raw), **_execution(raw))
+    band = raw.get("band", "std")  # the plot's band of `privrl run --plot`
+    if not isinstance(band, str) or band not in ("std", "ci95"):
+        raise ConfigError("band", f"must be 'std' or 'ci95', got {raw['band']!r}")
+    execution = {k: raw[k] for k in _EXECUTION_KEYS if k in raw}
+    cfg = SweepConfig(studies=_studies(raw, defaults), name=name, raw=dict(raw), **execution)  # checks them
     cfg.runs()  # duplicate run ids are a config error, raised now rather than mid-sweep
     return cfg
 
