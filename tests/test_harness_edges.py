@@ -493,7 +493,7 @@ def test_a_runs_warning_points_at_the_sweep_call(n_jobs):
 def test_a_sweep_config_built_directly_is_checked_as_a_parsed_one(kw, key):
     """SweepConfig is exported; built directly it took n_jobs="10", format="xlsx", ... (the TOML and
     dict path refused them), and the sweep failed later (the CLI's `n_jobs > 1` a bare TypeError).
-    One check now, its own (__post_init__: parsing.execution_values), whichever way it is built."""
+    One check now, its own (__post_init__: config.execution_values), whichever way it is built."""
     from privrl.exceptions import ConfigError
     from privrl.experiment import SweepConfig
 

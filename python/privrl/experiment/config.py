@@ -7,6 +7,8 @@ import hashlib
 import inspect
 import json
 import math
+import numbers
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -395,6 +397,53 @@ def _run_id(study: str, agent: str, tail: str) -> str:
 BACKENDS = ("threads", "processes")
 
 
+def check_address(scheduler: Any) -> None:
+    """A scheduler given as a string is an address (tcp://host:8786): checked with the config, before
+    a sweep starts (connect found 'foo' after the results folder was made)."""
+    if isinstance(scheduler, str) and ":" not in scheduler:
+        raise ConfigError("scheduler", f"expected an address like tcp://host:8786, got {scheduler!r}")
+
+
+def n_jobs_value(n_jobs: Any) -> int:
+    """A sweep's n_jobs: an integer >= 1, or the integer -1 for all cores (the config's rule, and
+    run_sweep's n_jobs= too, which refused -1); anything else a ConfigError naming n_jobs."""
+    if isinstance(n_jobs, numbers.Integral) and int(n_jobs) == -1:
+        return os.cpu_count() or 1  # an integer -1 (-1.0 is refused below, as 2.0)
+    return int(_pos_int(n_jobs, "n_jobs"))
+
+
+EXECUTION_KEYS = ("n_jobs", "scheduler", "backend", "outdir", "format", "root_seed")
+
+
+def execution_values(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of how a sweep runs, checked: n_jobs (-1 = all cores), backend, scheduler,
+    outdir, format, root_seed. SweepConfig's own check (a config built directly too: it is
+    exported, and took n_jobs="10" or format="xlsx", failing mid-sweep)."""
+    n_jobs = n_jobs_value(raw.get("n_jobs", 1))
+    fmt = raw.get("format", "auto")
+    # a str first: an array's `in` was numpy's 'truth value of an array is ambiguous', naming no key
+    if not isinstance(fmt, str) or fmt not in ("auto", "parquet", "csv"):
+        raise ConfigError("format", f"must be 'auto', 'parquet' or 'csv', got {fmt!r}")
+    scheduler = raw.get("scheduler")
+    if scheduler is not None and not isinstance(scheduler, str):
+        raise ConfigError("scheduler", f"expected an address like tcp://host:8786, got {scheduler!r}")
+    check_address(scheduler)
+    backend = raw.get("backend", "threads")
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ConfigError("backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    outdir = raw.get("outdir")
+    if outdir is not None and not isinstance(outdir, str):
+        raise ConfigError("outdir", f"expected a path, got {outdir!r}")
+    return {
+        "n_jobs": n_jobs,
+        "scheduler": scheduler,
+        "backend": backend,
+        "outdir": outdir,
+        "format": fmt,
+        "root_seed": _root_seed(raw.get("root_seed", 0)),
+    }
+
+
 @dataclass
 class SweepConfig:
     """A validated sweep: studies plus execution settings (n_jobs, scheduler, output format)."""
@@ -410,8 +459,6 @@ class SweepConfig:
     raw: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from privrl.experiment.parsing import execution_values  # parsing builds this class
-
         for key, value in execution_values(vars(self)).items():
             setattr(self, key, value)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import inspect
 import json
 import math
-import numbers
 import os
 import sys
 import warnings
@@ -19,7 +18,7 @@ from privrl.experiment.config import (
     _GLOBAL_KEYS,
     _SPEC_KEYS,
     _STUDY_KEYS,
-    BACKENDS,
+    EXECUTION_KEYS,
     PRIVACY_KINDS,
     AgentSpec,
     Study,
@@ -30,7 +29,6 @@ from privrl.experiment.config import (
     _epsilons,
     _number,
     _pos_int,
-    _root_seed,
     _seeds,
 )
 from privrl.experiment.registry import (
@@ -41,7 +39,6 @@ from privrl.experiment.registry import (
     _lookup,
     did_you_mean,
 )
-from privrl.experiment.scaleout import check_address
 
 
 def listed(value: Any) -> Any:
@@ -338,46 +335,6 @@ def _studies(raw: Mapping[str, Any], defaults: Mapping[str, Any]) -> list[Study]
     return studies
 
 
-def n_jobs_value(n_jobs: Any) -> int:
-    """A sweep's n_jobs: an integer >= 1, or the integer -1 for all cores (the config's rule, and
-    run_sweep's n_jobs= too, which refused -1); anything else a ConfigError naming n_jobs."""
-    if isinstance(n_jobs, numbers.Integral) and int(n_jobs) == -1:
-        return os.cpu_count() or 1  # an integer -1 (-1.0 is refused below, as 2.0)
-    return int(_pos_int(n_jobs, "n_jobs"))
-
-
-_EXECUTION_KEYS = ("n_jobs", "scheduler", "backend", "outdir", "format", "root_seed")
-
-
-def execution_values(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """The settings of how a sweep runs, checked: n_jobs (-1 = all cores), backend, scheduler,
-    outdir, format, root_seed. SweepConfig's own check (a config built directly too: it is
-    exported, and took n_jobs="10" or format="xlsx", failing mid-sweep)."""
-    n_jobs = n_jobs_value(raw.get("n_jobs", 1))
-    fmt = raw.get("format", "auto")
-    # a str first: an array's `in` was numpy's 'truth value of an array is ambiguous', naming no key
-    if not isinstance(fmt, str) or fmt not in ("auto", "parquet", "csv"):
-        raise ConfigError("format", f"must be 'auto', 'parquet' or 'csv', got {fmt!r}")
-    scheduler = raw.get("scheduler")
-    if scheduler is not None and not isinstance(scheduler, str):
-        raise ConfigError("scheduler", f"expected an address like tcp://host:8786, got {scheduler!r}")
-    check_address(scheduler)
-    backend = raw.get("backend", "threads")
-    if not isinstance(backend, str) or backend not in BACKENDS:
-        raise ConfigError("backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    outdir = raw.get("outdir")
-    if outdir is not None and not isinstance(outdir, str):
-        raise ConfigError("outdir", f"expected a path, got {outdir!r}")
-    return {
-        "n_jobs": n_jobs,
-        "scheduler": scheduler,
-        "backend": backend,
-        "outdir": outdir,
-        "format": fmt,
-        "root_seed": _root_seed(raw.get("root_seed", 0)),
-    }
-
-
 def build_config(raw: Mapping[str, Any]) -> SweepConfig:
     """Validate a config mapping (the parsed TOML, or sweep()'s arguments) into a SweepConfig.
 
@@ -409,7 +366,7 @@ def build_config(raw: Mapping[str, Any]) -> SweepConfig:
     band = raw.get("band", "std")  # the plot's band of `privrl run --plot`
     if not isinstance(band, str) or band not in ("std", "ci95"):
         raise ConfigError("band", f"must be 'std' or 'ci95', got {raw['band']!r}")
-    execution = {k: raw[k] for k in _EXECUTION_KEYS if k in raw}
+    execution = {k: raw[k] for k in EXECUTION_KEYS if k in raw}
     cfg = SweepConfig(studies=_studies(raw, defaults), name=name, raw=dict(raw), **execution)  # checks them
     cfg.runs()  # duplicate run ids are a config error, raised now rather than mid-sweep
     return cfg

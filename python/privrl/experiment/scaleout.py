@@ -6,18 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from privrl.experiment.config import ConfigError, RunSpec
+from privrl.experiment.config import ConfigError, RunSpec, check_address
 
 __all__ = ["dask_results", "connect", "check_address"]
 
 _HINT = "the Dask scheduler needs dask.distributed: pip install 'privrl[dask]'"
-
-
-def check_address(scheduler: Any) -> None:
-    """A scheduler given as a string is an address (tcp://host:8786): checked with the config, before
-    a sweep starts (connect found 'foo' after the results folder was made)."""
-    if isinstance(scheduler, str) and ":" not in scheduler:
-        raise ConfigError("scheduler", f"expected an address like tcp://host:8786, got {scheduler!r}")
 
 
 def connect(scheduler: Any) -> tuple[Any, bool]:

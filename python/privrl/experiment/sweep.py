@@ -32,9 +32,10 @@ from privrl.experiment.config import (
     SweepError,
     _json_safe,
     make_env,
+    n_jobs_value,
 )
 from privrl.experiment.environments import GymnasiumTask
-from privrl.experiment.parsing import build_config, listed, n_jobs_value
+from privrl.experiment.parsing import build_config, listed
 from privrl.experiment.preflight import build_agent, preflight
 from privrl.experiment.progress import checked_progress, interactive, tqdm_class
 from privrl.experiment.relay import recorded, reemit
