@@ -159,12 +159,16 @@ def test_a_block_refused_because_another_thread_holds_the_agent_ran_none_of_its_
     np.testing.assert_array_equal(rng.random(8), twin_rng.random(8))  # after the 16 users' uniforms
 
 
-def test_learn_refused_because_another_thread_holds_the_agent_keeps_the_users_before():
+def test_learn_refused_because_another_thread_holds_the_agent_keeps_the_users_before(monkeypatch):
     """privrl.learn's stop read agent.k, which raises while another thread holds the agent: the
-    AgentInUseError of the refused observe came back replaced, without its partial result."""
+    AgentInUseError of the refused observe came back replaced, without its partial result. The
+    other thread's run is one Rust call (one block of 30,000 users): with the runner's first block
+    of 16 users, _hold could see the agent held by that small block and learn's observe land
+    between two blocks, taken (the CI of 4d61612 failed so: DID NOT RAISE)."""
     pytest.importorskip("gymnasium")
     from privrl.envs.gym import as_gymnasium
 
+    monkeypatch.setattr(runner, "_FIRST_BLOCK", 30_000)
     model, agent = _river(K=40_000)
     env = as_gymnasium(model)
     real_reset, real_step, resets, other = env.reset, env.step, [], {}
