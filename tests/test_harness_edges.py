@@ -500,3 +500,15 @@ def test_a_sweep_config_built_directly_is_checked_as_a_parsed_one(kw, key):
     with pytest.raises(ConfigError, match=rf"^{key}: "):
         SweepConfig(studies=[], **kw)
     assert SweepConfig(studies=[], n_jobs=-1).n_jobs >= 1  # -1: all cores, as in a config
+
+
+def test_a_config_outdir_may_be_a_pathlib_path():
+    """A config's outdir given as a pathlib.Path (the dict passed to build_config / sweep, or a
+    SweepConfig built directly) was refused as 'expected a path, got PosixPath(...)'; it is kept as
+    its str (the manifest records the config as text), as run_sweep's own outdir= takes it."""
+    from pathlib import Path
+
+    from privrl.experiment import SweepConfig
+
+    assert SweepConfig(studies=[], outdir=Path("/tmp/privrl-x")).outdir == "/tmp/privrl-x"
+    assert SweepConfig(studies=[], outdir="/tmp/privrl-x").outdir == "/tmp/privrl-x"

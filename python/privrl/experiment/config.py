@@ -432,7 +432,9 @@ def execution_values(raw: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ConfigError("backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")
     outdir = raw.get("outdir")
-    if outdir is not None and not isinstance(outdir, str):
+    if isinstance(outdir, os.PathLike):  # a pathlib.Path was refused as "expected a path"
+        outdir = os.fspath(outdir)
+    if outdir is not None and not isinstance(outdir, str):  # a bytes path refused too: the manifest is text
         raise ConfigError("outdir", f"expected a path, got {outdir!r}")
     return {
         "n_jobs": n_jobs,
