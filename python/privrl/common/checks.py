@@ -288,7 +288,7 @@ def did_you_mean(name: Any, choices: Any) -> str:
 
 def check_choice(value: Any, allowed: tuple[str, ...], name: str) -> str:
     """One of the strings ``allowed`` (a ValueError naming them, and the close one of a typo, otherwise)."""
-    if not isinstance(value, str) or value not in allowed:
+    if not kinds.is_choice(value, allowed):
         hint = did_you_mean(value, allowed).strip() if isinstance(value, str) else ""
         raise PrivacyParameterError(
             f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}"

@@ -16,6 +16,7 @@ from privrl.common.errors import NonFiniteError, ShapeError
 __all__ = [
     "array_value",
     "check_flag",
+    "is_choice",
     "integer_value",
     "is_index",
     "is_integer",
@@ -70,6 +71,14 @@ def real_value(value: Any) -> float | None:
     if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
         return float(value)
     return None
+
+
+def is_choice(value: Any, allowed: Any) -> bool:
+    """Whether ``value`` is one of the strings ``allowed``: a str first (``value in allowed`` with a
+    numpy array was numpy's "truth value of an array is ambiguous", naming no argument; an
+    unhashable value in a set raised TypeError). The rule of every option chosen by name; each
+    caller raises its own error."""
+    return isinstance(value, str) and value in allowed
 
 
 def refuse_masked(x: Any, name: str) -> None:

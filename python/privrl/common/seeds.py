@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from privrl.common.errors import PrivacyParameterError, SeedError
-from privrl.common.kinds import is_integer
+from privrl.common.kinds import is_choice, is_integer
 from privrl.common.memory import refuse_over_memory
 
 __all__ = [
@@ -161,7 +161,7 @@ def tie_seed(ties: Any, rng: Any) -> int | None:
     """The u64 seed the Rust argmax uses for random tie-breaking (None = lowest index)."""
     # a str first: an array compared elementwise ("truth value of an array ... is ambiguous"), and
     # a 0-d array('lowest') was taken where the agents' ties= refuses it
-    if not isinstance(ties, str) or ties not in ("random", "lowest"):
+    if not is_choice(ties, ("random", "lowest")):
         raise PrivacyParameterError(f"ties must be 'random' or 'lowest', got {ties!r}")
     # the seed is 63 bits: a larger int was masked to one (rng=2**63 broke ties as rng=0), refused
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and 0 <= int(rng) < 1 << 63:

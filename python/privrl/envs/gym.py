@@ -22,7 +22,7 @@ from privrl.common.errors import (
     NonFiniteError,
     ShapeError,
 )
-from privrl.common.kinds import real_value
+from privrl.common.kinds import is_choice, real_value
 from privrl.envs.finite import FiniteMDP, _as_array, check_dense_size, outside_unit_interval
 from privrl.envs.finite import env_name as check_env_name
 from privrl.envs.linear import LinearMDP, tabular_linear_mdp
@@ -471,10 +471,7 @@ def frozen_lake(H: int = 20, map_name: str = "4x4", is_slippery: bool = True) ->
     from gymnasium.envs.toy_text.frozen_lake import MAPS
 
     maps = tuple(MAPS)
-    # a str first: an array's `in` was numpy's 'truth value of an array is ambiguous' (a tuple: an
-    # unhashable argument is refused here too); typed Any, as what a caller passes may be anything
-    name: Any = map_name
-    if not isinstance(name, str) or name not in maps:
+    if not is_choice(map_name, maps):  # a str first (an array's `in` named no argument)
         raise AssumptionError(
             f"map_name must be one of gymnasium's FrozenLake maps {', '.join(map(repr, maps))}, "
             f"got {map_name!r}"

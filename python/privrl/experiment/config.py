@@ -24,6 +24,7 @@ from privrl.common.checks import (
     check_seeds,
 )
 from privrl.common.errors import ConfigError, SweepError
+from privrl.common.kinds import is_choice
 from privrl.experiment.registry import (
     ALGORITHMS,
     ENVIRONMENTS,
@@ -161,7 +162,7 @@ def _check_kwargs(
 
 def _choice(value: Any, allowed: Sequence[str], key: str, what: str) -> str | None:
     """`value` if it is one of `allowed` (exact spelling), None if it is None."""
-    if value is not None and (not isinstance(value, str) or value not in allowed):
+    if value is not None and not is_choice(value, allowed):
         raise ConfigError(
             key, f"unknown {what} {value!r}; {did_you_mean(value, allowed)}use one of {', '.join(allowed)}"
         )
@@ -421,15 +422,14 @@ def execution_values(raw: Mapping[str, Any]) -> dict[str, Any]:
     exported, and took n_jobs="10" or format="xlsx", failing mid-sweep)."""
     n_jobs = n_jobs_value(raw.get("n_jobs", 1))
     fmt = raw.get("format", "auto")
-    # a str first: an array's `in` was numpy's 'truth value of an array is ambiguous', naming no key
-    if not isinstance(fmt, str) or fmt not in ("auto", "parquet", "csv"):
+    if not is_choice(fmt, ("auto", "parquet", "csv")):
         raise ConfigError("format", f"must be 'auto', 'parquet' or 'csv', got {fmt!r}")
     scheduler = raw.get("scheduler")
     if scheduler is not None and not isinstance(scheduler, str):
         raise ConfigError("scheduler", f"expected an address like tcp://host:8786, got {scheduler!r}")
     check_address(scheduler)
     backend = raw.get("backend", "threads")
-    if not isinstance(backend, str) or backend not in BACKENDS:
+    if not is_choice(backend, BACKENDS):
         raise ConfigError("backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")
     outdir = raw.get("outdir")
     if isinstance(outdir, os.PathLike):  # a pathlib.Path was refused as "expected a path"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from privrl.common.errors import ConfigError, EpsilonWarning, stacklevel_outside
+from privrl.common.kinds import is_choice
 from privrl.experiment.config import (
     _GLOBAL_KEYS,
     _SPEC_KEYS,
@@ -364,7 +365,7 @@ def build_config(raw: Mapping[str, Any]) -> SweepConfig:
     if not isinstance(name, str) or not name.strip():  # "" made the default outdir privrl-results itself
         raise ConfigError("name", f"expected a non-empty string, got {name!r}")
     band = raw.get("band", "std")  # the plot's band of `privrl run --plot`
-    if not isinstance(band, str) or band not in ("std", "ci95"):
+    if not is_choice(band, ("std", "ci95")):
         raise ConfigError("band", f"must be 'std' or 'ci95', got {raw['band']!r}")
     execution = {k: raw[k] for k in EXECUTION_KEYS if k in raw}
     cfg = SweepConfig(studies=_studies(raw, defaults), name=name, raw=dict(raw), **execution)  # checks them
