@@ -36,18 +36,13 @@ __all__ = [
 ]
 
 
+# Imported on first use: matplotlib only by whoever plots, privrl.learn's module when asked for.
+_LAZY = {"plot": "plots", "partial_result": "interact", "report": "summary", "summarize": "summary"}
+
+
 def __getattr__(name: str):
-    # matplotlib is imported only by whoever plots.
-    if name == "plot":
-        from privrl.experiment.plots import plot
+    if name in _LAZY:
+        import importlib
 
-        return plot
-    if name == "partial_result":  # privrl.learn's module, imported on first use
-        from privrl.experiment.interact import partial_result
-
-        return partial_result
-    if name in ("report", "summarize"):
-        from privrl.experiment import summary as _summary
-
-        return getattr(_summary, name)
+        return getattr(importlib.import_module(f"privrl.experiment.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'privrl.experiment' has no attribute {name!r}")
