@@ -308,61 +308,47 @@ def _certified(tight: float, paper: float, target: float) -> str:
     return f"{tight:.3g}; paper {'yes' if within else 'no'}" + (f" ({paper:.3g})" if within else "")
 
 
+#: The report table's columns: (header, right-aligned, the cell of a row of summarize()'s output).
+_COLUMNS: list[tuple[str, bool, Any]] = [
+    ("study", False, lambda r: r.study),
+    ("agent", False, lambda r: r.agent),
+    ("privacy", False, lambda r: r.privacy),
+    ("eps", True, lambda r: f"{r.epsilon:g}"),  # an infinite epsilon prints inf
+    ("seeds", True, lambda r: str(r.seeds)),
+    ("K", True, lambda r: str(r.K)),
+    ("final regret (mean +- std)", True, lambda r: f"{_regret(r.regret_mean)} +- {_regret(r.regret_std)}"),
+    ("% of random", True, lambda r: _pct(getattr(r, "pct_random", math.nan))),
+    ("slope", True, lambda r: _num(r.slope, ".2f")),
+    ("wall s/run", True, lambda r: _num(r.wall_time, ".2f")),
+    ("sigma used", False, lambda r: "-" if not r.sigma_name else f"{r.sigma_name}={r.sigma:.3g}"),
+    ("beta used", True, lambda r: _num(r.beta)),
+    ("eps certified (tight; paper)", True, lambda r: _certified(r.eps_tight, r.eps_paper, r.epsilon)),
+    ("verdict", False, lambda r: r.verdict),
+]
+#: The column a study learned by interaction adds before "slope": its users' returns.
+_RETURNS = (
+    "return (first -> last 10%)",
+    True,
+    lambda r: f"{_num(r.return_first, '.3f')} -> {_num(r.return_last, '.3f')}",
+)
+
+
 def format_table(summary: pd.DataFrame) -> str:
     """A fixed-width text table of summarize()'s output."""
-    header = [
-        "study",
-        "agent",
-        "privacy",
-        "eps",
-        "seeds",
-        "K",
-        "final regret (mean +- std)",
-        "% of random",
-        "slope",
-        "wall s/run",
-        "sigma used",
-        "beta used",
-        "eps certified (tight; paper)",
-        "verdict",
-    ]
     # a study learned by interaction has no regret: its rows need their returns (the first and last
     # 10% of its users), and only then is the column printed
     returns = "return_last" in summary and bool(summary["regret_mean"].isna().any())
-    if returns:
-        header.insert(8, "return (first -> last 10%)")
-    lines = []
-    for r in summary.itertuples(index=False):
-        sigma = "-" if not r.sigma_name else f"{r.sigma_name}={r.sigma:.3g}"
-        lines.append(
-            [
-                r.study,
-                r.agent,
-                r.privacy,
-                f"{r.epsilon:g}",  # an infinite epsilon prints inf
-                str(r.seeds),
-                str(r.K),
-                f"{_regret(r.regret_mean)} +- {_regret(r.regret_std)}",
-                _pct(getattr(r, "pct_random", math.nan)),
-                _num(r.slope, ".2f"),
-                _num(r.wall_time, ".2f"),
-                sigma,
-                _num(r.beta),
-                _certified(r.eps_tight, r.eps_paper, r.epsilon),
-                r.verdict,
-            ]
-        )
-        if returns:
-            lines[-1].insert(8, f"{_num(r.return_first, '.3f')} -> {_num(r.return_last, '.3f')}")
+    columns = [*_COLUMNS[:8], _RETURNS, *_COLUMNS[8:]] if returns else _COLUMNS
+    header = [h for h, _, _ in columns]
+    lines = [[cell(r) for _, _, cell in columns] for r in summary.itertuples(index=False)]
     widths = [
         max(len(h), *(len(line[i]) for line in lines)) if lines else len(h) for i, h in enumerate(header)
     ]
-    right = {3, 4, 5, 6, 7, 8, 9, 11, 12} if not returns else {3, 4, 5, 6, 7, 8, 9, 10, 12, 13}
 
     def fmt(cells: list[str]) -> str:
         return "  ".join(
-            c.rjust(w) if i in right else c.ljust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+            c.rjust(w) if right else c.ljust(w)
+            for c, w, (_, right, _) in zip(cells, widths, columns, strict=True)
         ).rstrip()
 
     table = [fmt(header), fmt(["-" * w for w in widths])] + [fmt(line) for line in lines]
