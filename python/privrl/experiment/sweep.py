@@ -18,7 +18,7 @@ import traceback
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -127,56 +127,35 @@ def execute_run(
 
     if isinstance(env, GymnasiumTask):  # no model: privrl.learn, realized returns, no regret
         out = env.learn(agent, env_seq, callback)
-        nan = np.full(K, np.nan)
-        res = _Outcome(env.name, agent.label, nan, out.returns, out.wall_time, out.policy_changes, None)
+        env_name, regret, random_regret = env.name, np.full(K, np.nan), None
         extra = {"terminated_early": out.terminated_early}
     else:
-        ran = run(agent, env, seed=env_seq, callback=callback)
+        out = run(agent, env, seed=env_seq, callback=callback)
         # the uniformly random policy's regret per episode: the scale of the summary's verdict
-        res = _Outcome(
-            ran.env,
-            ran.agent,
-            ran.regret,
-            ran.returns,
-            ran.wall_time,
-            ran.policy_changes,
-            env.random_regret(),
-        )
+        env_name, regret, random_regret = out.env, out.regret, env.random_regret()
         extra = {}
     idx = logged - 1
     frame = run_frame(
-        spec, res.env, logged, res.regret[idx], res.returns[idx], np.cumsum(res.returns)[idx], stamps
+        spec, env_name, logged, regret[idx], out.returns[idx], np.cumsum(out.returns)[idx], stamps
     )
     meta = {
         **spec.describe(),
         "status": "done",
-        "env": res.env,
-        "label": res.agent,
-        "final_regret": float(res.regret[-1]) if math.isfinite(res.regret[-1]) else None,  # None: no model
-        "wall_time": res.wall_time,
-        "policy_changes": res.policy_changes,
+        "env": env_name,
+        "label": out.agent,
+        "final_regret": float(regret[-1]) if math.isfinite(regret[-1]) else None,  # None: no model
+        "wall_time": out.wall_time,
+        "policy_changes": out.policy_changes,
         "clip_count": getattr(agent, "clip_count", None),
-        "random_regret": res.random_regret,
+        "random_regret": random_regret,
         # the mean return of the first and the last tenth of the users, from every episode (the
         # table keeps only the logged ones): the report's 'return (first -> last 10%)'
-        **dict(zip(("return_first", "return_last"), return_ends(res.returns), strict=True)),
+        **dict(zip(("return_first", "return_last"), return_ends(out.returns), strict=True)),
         "calibration": _json_safe(agent.calibration.to_dict()),
         "privacy_report": _privacy_digest(agent),
         **extra,
     }
     return {"frame": frame, "meta": meta}
-
-
-class _Outcome(NamedTuple):
-    """What a run's record reads of privrl.run's or privrl.learn's result."""
-
-    env: str
-    agent: str
-    regret: np.ndarray
-    returns: np.ndarray
-    wall_time: float
-    policy_changes: int
-    random_regret: float | None
 
 
 def _privacy_digest(agent: Any) -> Any:
