@@ -234,15 +234,20 @@ def _check_required(fn: Any, spec: Mapping[str, Any], key: str, name: str) -> No
         )
 
 
+def _refuse_unknown(raw: Mapping[str, Any], keys: set[str], pre: str, takes: str) -> None:
+    """Refuse the first key of `raw` (sorted) that is not in `keys`, with the close one and what
+    `takes` them ("a study takes ", "the top level takes ")."""
+    unknown = sorted(set(raw) - keys)
+    if unknown:
+        bad = unknown[0]
+        raise ConfigError(
+            f"{pre}{bad}", f"unknown key; {did_you_mean(bad, keys)}{takes}{', '.join(sorted(keys))}"
+        )
+
+
 def _study(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str, index: int) -> Study:
     pre = f"{key}." if key else ""
-    unknown = set(raw) - _STUDY_KEYS
-    if unknown:
-        bad = sorted(unknown)[0]
-        raise ConfigError(
-            f"{pre}{bad}",
-            f"unknown key; {did_you_mean(bad, _STUDY_KEYS)}a study takes {', '.join(sorted(_STUDY_KEYS))}",
-        )
+    _refuse_unknown(raw, _STUDY_KEYS, pre, "a study takes ")
     merged = {**defaults, **raw}
     if "env" not in merged:
         raise ConfigError(f"{pre}env", "missing: every study needs an environment")
@@ -349,14 +354,7 @@ def build_config(raw: Mapping[str, Any]) -> SweepConfig:
     if not isinstance(raw, Mapping):
         raise ConfigError("", f"a config must be a table, got {type(raw).__name__}")
     raw = studies_as_study(raw)
-    unknown = set(raw) - _GLOBAL_KEYS
-    if unknown:
-        bad = sorted(unknown)[0]
-        raise ConfigError(
-            bad,
-            f"unknown key; {did_you_mean(bad, _GLOBAL_KEYS)}the top level takes "
-            + ", ".join(sorted(_GLOBAL_KEYS)),
-        )
+    _refuse_unknown(raw, _GLOBAL_KEYS, "", "the top level takes ")
     for k, check in _GLOBAL_CHECKS.items():
         if k in raw:  # reported under the top-level key rather than under the first study's
             check(raw[k], k)
