@@ -44,17 +44,8 @@ def _pairs(text: str, flag: str, seen: dict | None = None) -> dict:
 
 def _sweep_flags(args: argparse.Namespace) -> dict[str, Any]:
     """The top-level keys the flags set (a flag left out keeps the config's value)."""
-    flags = {
-        "episodes": args.episodes,
-        "delta": args.delta,
-        "log_every": args.log_every,
-        "n_jobs": args.n_jobs,
-        "backend": args.backend,
-        "root_seed": args.root_seed,
-        "format": args.format,
-        "scheduler": args.scheduler,
-    }
-    out = {k: v for k, v in flags.items() if v is not None}
+    keys = ("episodes", "delta", "log_every", "n_jobs", "backend", "root_seed", "format", "scheduler")
+    out = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     if args.seeds is not None:
         seeds = _list(args.seeds)
         one_count = len(seeds) == 1 and "," not in args.seeds and not args.seeds.startswith("[")
