@@ -45,9 +45,9 @@ from privrl.experiment.spaces import (
 from privrl.experiment.steps import (
     attach_partial,
     check_reference,
-    env_step,
     note_stop,
     reset_observation,
+    step_parts,
     users_to_run,
     warn_self_truncated,
 )
@@ -245,7 +245,9 @@ def _monte_carlo(
             obs = reset_observation(env.reset(seed=seed if k == 0 else None), "episode", k)
             total = 0.0
             for h in range(horizon):
-                obs, r, terminated, truncated = env_step(env, act(state(obs), h), reward, "episode", k, h)
+                obs, r, terminated, truncated = step_parts(
+                    env.step(act(state(obs), h)), reward, "episode", k, h
+                )
                 total += r
                 if terminated or truncated:
                     cut = bool(padded and truncated and not terminated and h < horizon - 1)

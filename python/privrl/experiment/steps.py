@@ -64,11 +64,6 @@ def step_reward(r_env: Any, reward: Callable[[float], float] | None, who: str, k
     return r
 
 
-def env_step(env: Any, a: int, reward: Callable[[float], float] | None, who: str, k: int, h: int) -> tuple:
-    """``(obs, reward, terminated, truncated)`` of ``env.step(a)``, checked by :func:`step_parts`."""
-    return step_parts(env.step(a), reward, who, k, h)
-
-
 def step_parts(out: Any, reward: Callable[[float], float] | None, who: str, k: int, h: int) -> tuple:
     """``(obs, reward, terminated, truncated)`` of ``env.step()``'s return `out`, checked by
     :func:`step_result` and :func:`step_reward`; the common case (a five-tuple, a finite float
