@@ -305,22 +305,26 @@ class Study:
                 privacy = spec.privacy if private else "none"
                 delta = (spec.delta if spec.delta is not None else self.delta) if private else math.nan
                 for seed in self.seeds:
-                    ident = {
+                    # what the run's id and its RunSpec both hold (the id's digest sorts the keys)
+                    common: dict[str, Any] = {
                         "study": self.name,
-                        "env": self.env_fingerprint(),
                         "agent": spec.name,
                         "algorithm": spec.algorithm,
                         "privacy": privacy,
                         "epsilon": eps,
                         "delta": delta,
                         "p": spec.p,
-                        # None became "adaptive" (issue 21): a folder of the paper-default era
-                        # is not resumed as if its runs had the new default
-                        "calibration": spec.calibration or "adaptive (default)",
                         "seed": seed,
                         "root_seed": root_seed,
                         "episodes": self.episodes,
                         "log_every": self.log_every,
+                    }
+                    ident = {
+                        **common,
+                        "env": self.env_fingerprint(),
+                        # None became "adaptive" (issue 21): a folder of the paper-default era
+                        # is not resumed as if its runs had the new default
+                        "calibration": spec.calibration or "adaptive (default)",
                         "options": spec.options,
                     }
                     if spec.mechanism is not None:  # only when set: older run ids stay valid
@@ -336,20 +340,10 @@ class Study:
                     out.append(
                         RunSpec(
                             run_id=run_id,
-                            study=self.name,
-                            agent=spec.name,
-                            algorithm=spec.algorithm,
-                            privacy=privacy,
-                            epsilon=eps,
-                            delta=delta,
-                            p=spec.p,
+                            **common,
                             # the calibration's regret side also defines the eps = inf member
                             calibration=spec.calibration,
                             mechanism=spec.mechanism if private else None,
-                            seed=seed,
-                            root_seed=root_seed,
-                            episodes=self.episodes,
-                            log_every=self.log_every,
                             options=tuple(sorted(spec.options.items())),
                             env_spec=self.env_spec,
                             sampler=spec.sampler if private else None,
