@@ -84,11 +84,6 @@ _number, _pos_int, _int, _delta, _epsilons, _seeds = map(
 )
 
 
-def _root_seed(value: Any) -> int:
-    """The root of every run's SeedSequence: an integer in [0, 2^63 - 1], as a seed."""
-    return int(_int(value, "root_seed", low=0, high=MAX_INT))
-
-
 PRIVACY_KINDS = {
     "none": "none",
     "nonprivate": "none",
@@ -436,7 +431,8 @@ def execution_values(raw: Mapping[str, Any]) -> dict[str, Any]:
         "backend": backend,
         "outdir": outdir,
         "format": fmt,
-        "root_seed": _root_seed(raw.get("root_seed", 0)),
+        # the root of every run's SeedSequence: an integer in [0, 2^63 - 1], as a seed
+        "root_seed": int(_int(raw.get("root_seed", 0), "root_seed", low=0, high=MAX_INT)),
     }
 
 
