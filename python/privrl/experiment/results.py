@@ -12,6 +12,7 @@ import platform
 import subprocess
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -150,19 +151,13 @@ def _git_commit() -> str | None:
 
 
 def _source_commit() -> str | None:
-    here = Path(__file__).resolve().parent
+    here = str(Path(__file__).resolve().parent)
+    git = partial(subprocess.run, capture_output=True, text=True, timeout=5)
     try:
-        out = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
-        )
+        out = git(["git", "-C", here, "rev-parse", "HEAD"])
         if out.returncode != 0:
             return None
-        dirty = subprocess.run(
-            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-        ).stdout.strip()
+        dirty = git(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"]).stdout.strip()
         return out.stdout.strip() + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return None
