@@ -191,12 +191,6 @@ def _default_outdir(raw: dict) -> str:
     return _user_path(str(raw.get("outdir") or Path("privrl-results") / str(raw.get("name", "sweep"))))
 
 
-def _progress(args: argparse.Namespace) -> bool | None:
-    """--progress: the bars; --no-progress: none; neither: only when stderr is a terminal (a log
-    file or a pipe would fill with carriage-return redraws)."""
-    return True if args.progress else False if args.no_progress else None
-
-
 def _run_and_show(
     raw: dict,
     outdir: str,
@@ -223,11 +217,12 @@ def _run_and_show(
             file=sys.stderr,
         )
 
+    # --progress: the bars; --no-progress: none; neither: only when stderr is a terminal (a log
+    # file or a pipe would fill with carriage-return redraws)
+    progress = True if args.progress else False if args.no_progress else None
     t0 = time.perf_counter()
     try:
-        _, manifest = run_sweep(
-            config, outdir, progress=_progress(args), resume=not args.fresh, on_start=header
-        )
+        _, manifest = run_sweep(config, outdir, progress=progress, resume=not args.fresh, on_start=header)
     except KeyboardInterrupt:
         print(
             f"\nprivrl: interrupted; finished runs are saved in {outdir}; rerun the same command to resume",
