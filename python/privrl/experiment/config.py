@@ -359,10 +359,6 @@ class Study:
         }
 
 
-def _slug(s: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.+-]+", "-", s).strip("-") or "x"
-
-
 #: The longest run id: its files runs/<id>.parquet and their temporary copies
 #: .<id>.parquet.<pid>.tmp (a pid has at most 7 digits) fit a file name of 255 bytes.
 MAX_RUN_ID = 234
@@ -372,7 +368,7 @@ def _run_id(study: str, agent: str, tail: str) -> str:
     """``<study>__<agent><tail>`` of the names' slugs; where that is longer than MAX_RUN_ID (a file
     name too long to write), the slugs are cut to fit (the tail's digest covers the whole names,
     so the ids stay apart). Every id that fits is as it was."""
-    head, name = _slug(study), _slug(agent)
+    head, name = (re.sub(r"[^A-Za-z0-9.+-]+", "-", s).strip("-") or "x" for s in (study, agent))
     run_id = f"{head}__{name}{tail}"
     if len(run_id) <= MAX_RUN_ID:
         return run_id
