@@ -246,11 +246,6 @@ class _Progress:
                 b.close()
 
 
-def _inline(specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: _Progress) -> Iterator[dict]:
-    for spec in specs:
-        yield recorded(guarded_run, spec, envs.get(spec.study), progress=bar.episodes)
-
-
 def _processes(
     specs: Sequence[RunSpec], envs: Mapping[str, Any], bar: _Progress, n_jobs: int
 ) -> Iterator[dict]:
@@ -344,7 +339,7 @@ def _executor(
         if backend == "threads":
             return _threads(specs, envs, bar, n_jobs)
         return _processes(specs, envs, bar, n_jobs)
-    return _inline(specs, envs, bar)
+    return (recorded(guarded_run, s, envs.get(s.study), progress=bar.episodes) for s in specs)  # inline
 
 
 def _load_finished(
