@@ -155,19 +155,20 @@ def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
         K = int(part["episode"].max())
         last = part[part["episode"] == K]
         mean_curve = part.groupby("episode", sort=True)["regret"].mean()
-        run_ids = list(dict.fromkeys(part["run_id"]))
-        cals = [runs.get(r, {}).get("calibration") or {} for r in run_ids]
-        walls = [runs.get(r, {}).get("wall_time") for r in run_ids]
-        walls = [w for w in walls if isinstance(w, (int, float))] or list(
-            part.groupby("run_id")["wall_time"].max()
-        )
-        spent = [(runs.get(r, {}).get("privacy_report") or {}) for r in run_ids]
-        if part["privacy"].iloc[0] == "none":  # nothing released under a budget: nothing spent
-            spent = [{} for _ in spent]
+        records = [runs.get(r, {}) for r in dict.fromkeys(part["run_id"])]
+        cals = [rec.get("calibration") or {} for rec in records]
+        walls = [w for w in (rec.get("wall_time") for rec in records) if isinstance(w, (int, float))]
+        walls = walls or list(part.groupby("run_id")["wall_time"].max())
+        nothing = part["privacy"].iloc[0] == "none"  # nothing released under a budget: nothing spent
+        spent = [{} if nothing else (rec.get("privacy_report") or {}) for rec in records]
         sigma_name, sigma = _sigma(spent)
         betas = _numbers(c.get("beta_used") for c in cals)
-        eps_paper = _first_number(s.get("paper", {}).get("epsilon") for s in spent)
-        eps_tight = _first_number(s.get("tight", {}).get("epsilon") for s in spent)
+        regret_mean = float(last["regret"].mean())
+        slope = fit_slope(mean_curve.index.to_numpy(), mean_curve.to_numpy())
+        ends = [[recorded_end(rec, k, K) for rec in records] for k in ("return_first", "return_last")]
+        exact = all(v is not None for e in ends for v in e)
+        first, late = (float(np.mean(_numbers(e))) for e in ends) if exact else _return_rates(part)
+        random_regret = random_level((rec.get("random_regret") for rec in records), K)
         rows.append(
             {
                 **dict(zip(GROUP, key, strict=True)),
@@ -175,32 +176,24 @@ def summarize(df: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
                 "algorithm": part["algorithm"].iloc[0],
                 "seeds": last["seed"].nunique(),
                 "K": K,
-                "regret_mean": float(last["regret"].mean()),
+                "regret_mean": regret_mean,
                 "regret_std": float(last["regret"].std(ddof=1)) if len(last) > 1 else math.nan,
-                "slope": fit_slope(mean_curve.index.to_numpy(), mean_curve.to_numpy()),
+                "slope": slope,
                 "wall_time": float(np.mean(walls)) if walls else math.nan,
                 "sigma_name": sigma_name,
                 "sigma": sigma,
                 "beta": float(np.mean(betas)) if betas else math.nan,
-                "eps_paper": eps_paper,
-                "eps_tight": eps_tight,
+                "eps_paper": _first_number(s.get("paper", {}).get("epsilon") for s in spent),
+                "eps_tight": _first_number(s.get("tight", {}).get("epsilon") for s in spent),
+                "return_first": first,
+                "return_last": late,
+                # the scale of those returns (and of the regret): the rescale the env's name states, or ""
+                "reward_rescale": (reward_rescale(str(part["env"].iloc[0])) or "") if "env" in part else "",
+                "random_regret": random_regret,
+                "pct_random": 100.0 * regret_mean / random_regret if random_regret > 0 else math.nan,
+                "verdict": verdict(slope, _late_rate(mean_curve), random_regret / K),
             }
         )
-        ends = [
-            [recorded_end(runs.get(r, {}), k, K) for r in run_ids] for k in ("return_first", "return_last")
-        ]
-        exact = all(v is not None for e in ends for v in e)
-        first, late = (float(np.mean(_numbers(e))) for e in ends) if exact else _return_rates(part)
-        rows[-1]["return_first"], rows[-1]["return_last"] = first, late
-        # the scale of those returns (and of the regret): the rescale the env's name states, or ""
-        rows[-1]["reward_rescale"] = (reward_rescale(str(part["env"].iloc[0])) or "") if "env" in part else ""
-        randoms = [runs.get(r, {}).get("random_regret") for r in run_ids]
-        random_regret = random_level(randoms, K)
-        rows[-1]["random_regret"] = random_regret
-        rows[-1]["pct_random"] = (
-            100.0 * rows[-1]["regret_mean"] / random_regret if random_regret > 0 else math.nan
-        )
-        rows[-1]["verdict"] = verdict(rows[-1]["slope"], _late_rate(mean_curve), random_regret / K)
     return pd.DataFrame(rows)
 
 
