@@ -105,33 +105,25 @@ def run(
         )
     if not isinstance(agent, Agent):
         raise TypeError(f"agent must be a privrl Agent, got {type(agent).__name__}")
-    if isinstance(env, ContextualBandit):
-        return _run_bandit(agent, env, episodes, seed, callback, progress)
-    if not isinstance(env, FiniteMDP):
+    if not isinstance(env, (FiniteMDP, ContextualBandit)):
         raise TypeError(
             f"privrl.run needs an environment with an exact model for exact regret; "
             f"{type(env).__name__} has none: use privrl.learn(agent, env) for realized returns"
         )
     agent.check_env(env)
-    v_star = np.ascontiguousarray(env.optimal_values()[0])
-    state = _core.Run(env.P, env.R, env._cdf, env._init_cdf, v_star, **env.kernel_factors())
-    name = getattr(env, "name", None) or type(env).__name__
-    changes = lambda: int(state.policy_changes)  # noqa: E731
+    first: Any  # what the agent's Rust run takes besides the uniforms: the bandit's means, or the model
+    if isinstance(env, ContextualBandit):
+        # per user two uniforms (its context, uniform over the table's rows, and its Bernoulli
+        # reward); exact regret from the bandit's means
+        width, first, name = 2, np.ascontiguousarray(env.means), env.name
+        changes = lambda: int(agent._core.releases)  # noqa: E731
+    else:
+        v_star = np.ascontiguousarray(env.optimal_values()[0])
+        state = _core.Run(env.P, env.R, env._cdf, env._init_cdf, v_star, **env.kernel_factors())
+        width, first, name = env.H + 1, state, getattr(env, "name", None) or type(env).__name__
+        changes = lambda: int(state.policy_changes)  # noqa: E731
     return _run_users(
-        agent, env.H + 1, (agent._core.run, state), episodes, seed, callback, progress, name, changes
-    )
-
-
-def _run_bandit(
-    agent: Agent, env: ContextualBandit, episodes: int | None, seed: Any, callback: Any, progress: Any
-) -> RunResult:
-    """`run` on a contextual bandit: per user two uniforms (its context, uniform over the table's
-    rows, and its Bernoulli reward); exact regret from the bandit's means."""
-    agent.check_env(env)
-    means = np.ascontiguousarray(env.means)
-    changes = lambda: int(agent._core.releases)  # noqa: E731
-    return _run_users(
-        agent, 2, (agent._core.run, means), episodes, seed, callback, progress, env.name, changes
+        agent, width, (agent._core.run, first), episodes, seed, callback, progress, name, changes
     )
 
 
