@@ -557,14 +557,11 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.showwarning = _one_line_warnings()
             return int(args.func(args))
-    except SweepError as exc:
-        # the config was fine; some runs raised (their tracebacks are in manifest.json)
-        print(f"privrl: error: {exc}", file=sys.stderr)
-        return 1
     except (PrivrlError, ImportError, FileNotFoundError) as exc:
-        # Bad input is the user's to fix: one line, argparse's convention and exit status.
+        # Bad input is the user's to fix: one line, argparse's convention and exit status; a
+        # SweepError's config was fine, some runs raised (their tracebacks are in manifest.json): 1
         print(f"privrl: error: {exc}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(exc, SweepError) else 2
     except MemoryError as exc:  # numpy's, for an environment too large to build (an agent: ResourceError)
         print(f"privrl: error: out of memory: {exc}", file=sys.stderr)
         return 2
