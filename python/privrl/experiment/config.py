@@ -146,13 +146,12 @@ def _check_kwargs(
         if k in reserved or k not in params:
             allowed = sorted(set(params) - reserved - {"self"})
             name = owner or getattr(fn, "__name__", fn)
-            message = f"unknown option; {name} accepts {', '.join(allowed) or 'no options'}"
-            if also:
-                message += f" (besides {', '.join(also)})"
+            accepts = f"{name} accepts {', '.join(allowed) or 'no options'}"
+            accepts += f" (besides {', '.join(also)})" if also else ""
             hint = did_you_mean(k, [*allowed, *also])
-            if hint:
-                message = f"unknown option; {hint}({message.removeprefix('unknown option; ')})"
-            raise ConfigError(f"{key}.{k}", message)
+            raise ConfigError(
+                f"{key}.{k}", f"unknown option; {hint}({accepts})" if hint else f"unknown option; {accepts}"
+            )
 
 
 def _choice(value: Any, allowed: Sequence[str], key: str, what: str) -> str | None:
