@@ -46,9 +46,8 @@ def learn_episodes(
 ) -> Result:
     """K users on `env`, padded after the environment's end; ``result(returns, early, changes)``
     of their returns, how many the environment ended early and how often the users' policy
-    changed. When the loop stops (an exception of the environment, of privrl, of the callback, or
-    Ctrl-C), the exception leaves with ``partial``: that result over the users of this call the
-    agent observed (``agent.k`` moved by as many), and a note saying so.
+    changed. A stop leaves as ``privrl.learn`` says, with ``partial``: that result over the users of
+    this call the agent observed.
 
     The user's policy is read from Rust once per user but converted to nested lists (and shown to
     the policy-change count) only when the agent computed a new one (``policy_updates`` moved: at

@@ -140,12 +140,8 @@ def _run_users(
 ) -> RunResult:
     """The users of a run in blocks of ~0.2 s of work, each one Rust call ``method(first,
     uniforms)`` (`call` = (method, first)) on a (users, width) block of the environment stream's
-    uniforms; `changes()` counts the policy changes so far.
-
-    A stop (Ctrl-C, the callback raising, a Rust error at a user of a block) leaves with
-    ``exc.partial``, the RunResult of the users the agent observed, and the generator after their
-    uniforms (:func:`_stopped`), so that run(agent, env, seed=<that generator>) continues the run.
-    """
+    uniforms; `changes()` counts the policy changes so far. A stop leaves as :func:`run` says (the
+    generator after the uniforms of the users that ran: :func:`_stopped`)."""
     K = users_to_run(agent, episodes, "run")
     if callback is not None and not callable(callback):  # found after a whole block of users before
         raise TypeError(f"callback must be a callable (k, cumulative regret), got {callback!r}")
