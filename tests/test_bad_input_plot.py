@@ -45,3 +45,38 @@ def test_a_path_that_is_not_a_path_is_refused_naming_it(result, path, tmp_path):
     for load in (load_results, load_manifest, report):
         with pytest.raises(TypeError, match=r"outdir must be a results folder's path"):
             load(path)
+
+
+def test_an_array_for_an_option_chosen_by_name_is_refused_naming_it(tmp_path):
+    """band= / value= / backend= given a numpy array of allowed names: `x not in allowed` compared it
+    elementwise and numpy raised 'The truth value of an array with more than one element is
+    ambiguous' (a ValueError naming no argument) from summary.curves, cost_plot.cost_table,
+    experiment.plot and run_sweep (found by hB reading the sites e695d13's common.kinds.is_choice
+    did not reach). Each now raises its own documented refusal, as for any other wrong name."""
+    import numpy as np
+    import pandas as pd
+
+    from privrl.experiment import ConfigError, build_config, run_sweep
+    from privrl.experiment.cost_plot import cost_table
+    from privrl.experiment.summary import curves
+
+    names = np.array(["std", "ci95"])
+    with pytest.raises(ValueError, match=r"band must be 'std' or 'ci95', got array"):
+        curves(pd.DataFrame(), band=names)
+    with pytest.raises(ConfigError, match=r"band: must be 'std' or 'ci95', got array"):
+        cost_table(pd.DataFrame(), band=names)
+    config = build_config(
+        {
+            "env": {"name": "RiverSwimMixture", "S": 3, "H": 3},
+            "agents": {"UCRL-VTR": {"algorithm": "UCRL-VTR"}},
+            "episodes": 4,
+            "log_every": 2,
+        }
+    )
+    with pytest.raises(ConfigError, match=r"backend: must be one of threads, processes, got array"):
+        run_sweep(config, tmp_path / "r", backend=np.array(["threads", "processes"]))
+    assert not (tmp_path / "r").exists()  # refused before the store
+    df, _ = run_sweep(config, tmp_path / "s")
+    with pytest.raises(ConfigError, match=r"value: must be one of regret, return, cum_return, got array"):
+        plot(df, tmp_path / "p.png", value=np.array(["regret", "return"]))
+    assert not (tmp_path / "p.png").exists()

@@ -786,6 +786,26 @@ def test_progress_bars_only_in_a_terminal_unless_asked(config, tmp_path, capsys,
         run_sweep(build_config({"env": ENV, "agents": AGENTS}), None, progress="no")
 
 
+def test_demo_backend_flag_reaches_the_sweep(tmp_path, monkeypatch):
+    """`privrl demo --backend processes` was accepted (the sweep flags' parser) and dropped: cmd_demo
+    copied -j and --scheduler into the config, not --backend, so the demo ran on threads whatever
+    the flag said (found by hB). The flag now sets the config's backend; left out, the bundled
+    config's (none: the sweep's default) stays."""
+    from privrl.experiment import cli
+    from privrl.experiment.cli import _drop_unavailable, demo_config_text
+    from privrl.experiment.parsing import _tomllib
+
+    seen = []
+    monkeypatch.setattr(cli, "_run_and_show", lambda raw, *a, **k: seen.append(raw) or 0)
+    bundled = _drop_unavailable(_tomllib().loads(demo_config_text(False)))
+    for backend in ("processes", "threads"):
+        assert main(["demo", "--backend", backend, "--out", str(tmp_path / "x"), "-j", "2"]) == 0
+        assert seen[-1]["backend"] == backend
+        assert build_config(seen[-1]).backend == backend
+    assert main(["demo", "--out", str(tmp_path / "x"), "-j", "2"]) == 0
+    assert seen[-1].get("backend") == bundled.get("backend")
+
+
 def test_demo_episodes_flag(tmp_path, capsys, monkeypatch):
     """`privrl demo` had no -K: a quick look at the main job meant copying its config. -K sets every
     study's K (rows every K/100 episodes); without it the demo runs exactly the bundled config (the

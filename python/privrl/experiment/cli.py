@@ -319,8 +319,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raw["study"] = [{**s, "episodes": K, "log_every": max(1, K // 100)} for s in raw["study"]]
     # -j 0 is refused as `privrl run` refuses it (it ran on every core)
     raw["n_jobs"] = args.n_jobs if args.n_jobs is not None else min(os.cpu_count() or 1, 8)
-    if args.scheduler:
-        raw["scheduler"] = args.scheduler
+    for key in ("backend", "scheduler"):  # a flag left out keeps the config's value
+        if getattr(args, key):
+            raw[key] = getattr(args, key)
     outdir = args.out or _user_path(str(raw.pop("outdir", "privrl-demo")))
     raw.pop("outdir", None)
     t0 = time.perf_counter()

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
 
 from privrl.common.errors import ConfigError
+from privrl.common.kinds import is_choice
 from privrl.experiment.plots import _EXTRA_FORMATS, _check_table, _stem, _window_returns, save
 from privrl.experiment.summary import GROUP, random_level, recorded_end, t975
 
@@ -71,7 +72,7 @@ def cost_table(
     cumulative regret over K, :func:`privrl.experiment.summary.random_level`, from the rates the
     model runs record: a results folder's run records, or for a DataFrame the ``manifest`` that
     :func:`privrl.experiment.sweep` returns with it; NaN otherwise)."""
-    if band not in ("std", "ci95"):
+    if not is_choice(band, ("std", "ci95")):
         raise ConfigError("band", f"must be 'std' or 'ci95', got {band!r}")
     records: dict[str, dict] = {}
     if manifest is not None and not isinstance(manifest, dict):

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
 
 from privrl.common.errors import ConfigError
+from privrl.common.kinds import is_choice
 from privrl.experiment.summary import GROUP, curves, fit_slope
 
 #: The cumulative columns plot draws.
@@ -43,7 +44,7 @@ def _label(agent: str, privacy: str, eps: float) -> str:
 
 def _check_table(df: pd.DataFrame, value: str, key: str) -> None:
     """A results table plot can draw `value` of, or ConfigError (a KeyError before)."""
-    if value not in _VALUES:
+    if not is_choice(value, _VALUES):
         raise ConfigError("value", f"must be one of {', '.join(_VALUES)}, got {value!r}")
     missing = [c for c in ("study", "agent", "privacy", "epsilon", "seed", "episode", value) if c not in df]
     if missing:

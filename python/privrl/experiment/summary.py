@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from privrl.common.errors import ConfigError
+from privrl.common.kinds import is_choice
 from privrl.experiment.environments import reward_rescale
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def curves(df: pd.DataFrame, band: str = "std", value: str = "regret") -> pd.Dat
     """Mean of `value` (cumulative regret, or "cum_return") across seeds per group and logged
     episode, with band half-width (`band` = "std": one standard deviation; "ci95": Student-t 95%
     confidence interval). One seed has no spread: its std and band are NaN (no band is drawn)."""
-    if band not in ("std", "ci95"):
+    if not is_choice(band, ("std", "ci95")):
         raise ValueError(f"band must be 'std' or 'ci95', got {band!r}")
     g = df.groupby([*GROUP, "episode"], sort=False, dropna=False)[value]
     out = g.agg(

@@ -24,6 +24,7 @@ import numpy as np
 
 from privrl.common.checks import check_flag
 from privrl.common.errors import stacklevel_outside
+from privrl.common.kinds import is_choice
 from privrl.experiment.config import (
     BACKENDS,
     ConfigError,
@@ -404,7 +405,7 @@ def _checked(config: SweepConfig, n_jobs: int | None, backend: str | None, sched
     """n_jobs, backend, scheduler checked, and preflight: all that refuses a sweep before the store."""
     n_jobs = config.n_jobs if n_jobs is None else n_jobs_value(n_jobs)  # 2.5 was int()'s 2; -1 all cores
     backend = config.backend if backend is None else backend
-    if backend not in BACKENDS:
+    if not is_choice(backend, BACKENDS):
         raise ConfigError("backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")
     _check_not_bootstrapping()
     scheduler = scheduler if scheduler is not None else config.scheduler
