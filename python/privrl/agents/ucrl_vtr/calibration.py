@@ -69,7 +69,14 @@ from privrl.privacy.mechanisms import (
     simple_composition_budget,
     tree_node_budget,
 )
-from privrl.privacy.plans import ReleasedFamily, ReleasePlan, UserStatistic, statistic_worst_case
+from privrl.privacy.plans import (
+    Form,
+    ReleasedFamily,
+    ReleasePlan,
+    Site,
+    UserStatistic,
+    statistic_worst_case,
+)
 
 __all__ = [
     "UCRLVTRCalibration",
@@ -134,64 +141,89 @@ def release_plan(
         source="||phi_f|| <= ||f||_inf (Asm. 2) with f in [0, H] (V~ projected on [0, H]; the adaptive "
         "rule's normalized target by construction): ||X|| <= H, y in [0, H]",
     )
-    if kind == "none":
-        return ReleasePlan("ucrl_vtr", TITLE, "none", None, H, K, "tree", (stat,))
     l2 = ucrl_vtr_l2_sensitivity(H)
     l1m, l1v = ucrl_vtr_l1_sensitivities(H, d)
+    rows: tuple[_Row, ...] = (
+        (
+            "Lambda",
+            "B_{k,h} (X X^T)",
+            stat,
+            "outer",
+            "sigma_B",
+            1.0,
+            l2,
+            "App. B: ||X X^T||_F <= H^2, neighbours differ by both terms: 2 H^2",
+            l1m,
+            "2 ||X||_1^2 <= 2 d H^2",
+        ),
+        (
+            "u",
+            "g_{k,h} (X y)",
+            stat,
+            "scaled",
+            "sigma_g",
+            1.0,
+            l2,
+            "App. B: ||X y||_2 <= H^2: 2 H^2",
+            l1v,
+            "2 ||X||_1 |y| <= 2 sqrt(d) H^2",
+        ),
+    )
+    return mixture_plan("ucrl_vtr", TITLE, kind, pure, H, K, mechanism, sampler, (stat,), rows)
+
+
+#: One released family of a linear-mixture plan: name, paper, statistic, form, scale key, the
+#: Gaussian scale ratio (pure: the L1 sensitivity), L2 sensitivity and its source, L1 and its source.
+_Row = tuple[str, str, UserStatistic, Form, str, float, float, str, float, str]
+
+
+def mixture_plan(
+    algorithm: str,
+    title: str,
+    kind: str,
+    pure: bool,
+    H: int,
+    K: int,
+    mechanism: str,
+    sampler: str,
+    stats: tuple[UserStatistic, ...],
+    rows: tuple[_Row, ...],
+) -> ReleasePlan:
+    """The release plan of Alg. 1 or Alg. 3 from its ``rows``, each family released as
+    :func:`release_plan` says (the matrix families symmetrized, App. B / "Pure DP")."""
+    if kind == "none":
+        return ReleasePlan(algorithm, title, "none", None, H, K, "tree", stats)
+    site: Site
     if kind == "jdp":
         e = user_entry(mechanism, K)
         site, draws, draws_paper, mult, label = "tree", e.draws, e.draws_paper, e.multiplier, mechanism
     else:
         site, draws, draws_paper, mult, label = "user", 1, 1, 1.0, "local randomizer"
-    common: dict[str, Any] = dict(
-        statistic=stat.name,
-        site=site,
-        draws=draws,
-        draws_paper=draws_paper,
-        multiplier=mult,
-        mechanism=label,
-        instances=H,
-    )
-    families = (
+    families = tuple(
         ReleasedFamily(
-            name="Lambda",
-            paper="B_{k,h} (X X^T)",
-            form="outer",
-            scale_key="sigma_B",
-            scale_ratio=l1m if pure else 1.0,
+            name=name,
+            paper=paper,
+            statistic=stat.name,
+            form=form,
+            site=site,
+            scale_key=key,
+            scale_ratio=l1 if pure else ratio,
+            draws=draws,
+            draws_paper=draws_paper,
+            multiplier=mult,
             l2_sensitivity=l2,
-            l2_source="App. B: ||X X^T||_F <= H^2, neighbours differ by both terms: 2 H^2",
-            l1_sensitivity=l1m,
-            l1_source="2 ||X||_1^2 <= 2 d H^2",
-            sym_divisor=default_divisor("laplace" if pure else "gaussian"),  # App. B / "Pure DP"
-            **common,
-        ),
-        ReleasedFamily(
-            name="u",
-            paper="g_{k,h} (X y)",
-            form="scaled",
-            scale_key="sigma_g",
-            scale_ratio=l1v if pure else 1.0,
-            l2_sensitivity=l2,
-            l2_source="App. B: ||X y||_2 <= H^2: 2 H^2",
-            l1_sensitivity=l1v,
-            l1_source="2 ||X||_1 |y| <= 2 sqrt(d) H^2",
-            sym_divisor=None,
-            **common,
-        ),
+            l2_source=l2s,
+            l1_sensitivity=l1,
+            l1_source=l1s,
+            sym_divisor=default_divisor("laplace" if pure else "gaussian") if form == "outer" else None,
+            mechanism=label,
+            instances=H,
+        )
+        for name, paper, stat, form, key, ratio, l2, l2s, l1, l1s in rows
     )
-    return ReleasePlan(
-        "ucrl_vtr",
-        TITLE,
-        kind,
-        "laplace" if pure else "gaussian",
-        H,
-        K,
-        mechanism if kind == "jdp" else "tree",
-        (stat,),
-        families,
-        sampler=sampler,
-    )
+    noise = "laplace" if pure else "gaussian"
+    plan_mechanism = mechanism if kind == "jdp" else "tree"
+    return ReleasePlan(algorithm, title, kind, noise, H, K, plan_mechanism, stats, families, sampler=sampler)
 
 
 @dataclass(frozen=True, kw_only=True)

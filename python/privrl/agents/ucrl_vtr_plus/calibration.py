@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from privrl.agents.ucrl_vtr.calibration import _profile_fields, mixture_entry, ucrl_vtr_K0
+from privrl.agents.ucrl_vtr.calibration import _profile_fields, _Row, mixture_entry, mixture_plan, ucrl_vtr_K0
 from privrl.agents.ucrl_vtr_plus.formulas import (
     ucrl_vtr_plus_bernstein_terms,
     ucrl_vtr_plus_betas,
@@ -43,7 +43,7 @@ from privrl.privacy.common import (
     tight_scales,
 )
 from privrl.privacy.continual import resolve_mechanism, user_entry
-from privrl.privacy.plans import Form, ReleasedFamily, ReleasePlan, Site, UserStatistic
+from privrl.privacy.plans import ReleasePlan, UserStatistic
 
 __all__ = [
     "UCRLVTRPlusCalibration",
@@ -106,25 +106,17 @@ def release_plan(
         y_high=float(H) ** 2,
         source="||phi_{f^2}|| <= ||f^2||_inf <= H^2, f^2 in [0, H^2]",
     )
-    if kind == "none":
-        return ReleasePlan("ucrl_vtr_plus", TITLE, "none", None, H, K, "tree", (first, second))
-    site: Site
-    if kind == "jdp":
-        e = user_entry(mechanism, K)
-        site, draws, draws_paper, mult, label = "tree", e.draws, e.draws_paper, e.multiplier, mechanism
-    else:
-        site, draws, draws_paper, mult, label = "user", 1, 1, 1.0, "local randomizer"
     h4 = float(H) ** 4
-    rows: tuple[
-        tuple[str, str, UserStatistic, Form, str, float, str, float, str], ...
-    ] = (  # name, paper, statistic, form, scale key, L2, L2 source, L1, L1 source
+    l2_first, l2_second = 2.0 * d, 2.0 * h4  # also the Gaussian scale ratios (the paper's)
+    rows: tuple[_Row, ...] = (
         (
             "Lambda^",
             "B^1 (weighted phi_V phi_V^T)",
             first,
             "outer",
             "sigma_B1",
-            2.0 * d,
+            l2_first,
+            l2_first,
             "App. C: ||sigma_bar^-2 phi phi^T||_F <= d: 2d",
             2.0 * d * d,
             "2 ||x||_1^2 <= 2 d^2",
@@ -135,7 +127,8 @@ def release_plan(
             first,
             "scaled",
             "sigma_f",
-            2.0 * d,
+            l2_first,
+            l2_first,
             "||sigma_bar^-2 phi V||_2 <= d: 2d",
             2.0 * d**1.5,
             "2 ||x||_1 |y| <= 2 d^{3/2}",
@@ -146,7 +139,8 @@ def release_plan(
             second,
             "outer",
             "sigma_B2",
-            2.0 * h4,
+            l2_second,
+            l2_second,
             "||phi_{V^2} phi_{V^2}^T||_F <= H^4: 2 H^4",
             2.0 * d * h4,
             "2 ||x||_1^2 <= 2 d H^4",
@@ -157,46 +151,14 @@ def release_plan(
             second,
             "scaled",
             "sigma_g",
-            2.0 * h4,
+            l2_second,
+            l2_second,
             "||phi_{V^2} V^2||_2 <= H^4: 2 H^4",
             2.0 * math.sqrt(d) * h4,
             "2 ||x||_1 |y| <= 2 sqrt(d) H^4",
         ),
     )
-    families = tuple(
-        ReleasedFamily(
-            name=name,
-            paper=paper,
-            statistic=stat.name,
-            form=form,
-            site=site,
-            scale_key=key,
-            scale_ratio=l1 if pure else l2,
-            draws=draws,
-            draws_paper=draws_paper,
-            multiplier=mult,
-            l2_sensitivity=l2,
-            l2_source=l2s,
-            l1_sensitivity=l1,
-            l1_source=l1s,
-            sym_divisor=default_divisor("laplace" if pure else "gaussian") if form == "outer" else None,
-            mechanism=label,
-            instances=H,
-        )
-        for name, paper, stat, form, key, l2, l2s, l1, l1s in rows
-    )
-    return ReleasePlan(
-        "ucrl_vtr_plus",
-        TITLE,
-        kind,
-        "laplace" if pure else "gaussian",
-        H,
-        K,
-        mechanism if kind == "jdp" else "tree",
-        (first, second),
-        families,
-        sampler=sampler,
-    )
+    return mixture_plan("ucrl_vtr_plus", TITLE, kind, pure, H, K, mechanism, sampler, (first, second), rows)
 
 
 @dataclass(frozen=True, kw_only=True)
