@@ -370,17 +370,25 @@ def _calibrate(
     fam = plan.family("Lambda")
     entry = user_entry(mechanism, K) if kind == "jdp" else None
     n = K if entry is None else entry.noise_terms
+    if tight:
+        scales = tight_scales(plan, eps, 0.0 if pure else dlt)
+        sigma, sigma_g = scales["sigma_B"], scales["sigma_g"]
+    elif pure:
+        sigma, sigma_g = (
+            ucrl_vtr_laplace_scales_jdp(eps, H, K, d)
+            if kind == "jdp"
+            else ucrl_vtr_laplace_scales_ldp(eps, H, d)
+        )
+        f = paper_lattice_factor(plan, eps)
+        sigma, sigma_g = sigma * f, sigma_g * f
+    else:
+        sigma = (
+            ucrl_vtr_sigma_jdp(eps, dlt, H, K) * entry.paper_sigma_factor
+            if entry is not None
+            else ucrl_vtr_sigma_ldp(eps, dlt, H)
+        )
+        sigma_g = sigma
     if not pure:
-        if tight:
-            scales = tight_scales(plan, eps, dlt)
-            sigma, sigma_g = scales["sigma_B"], scales["sigma_g"]
-        else:
-            sigma = (
-                ucrl_vtr_sigma_jdp(eps, dlt, H, K) * entry.paper_sigma_factor
-                if entry is not None
-                else ucrl_vtr_sigma_ldp(eps, dlt, H)
-            )
-            sigma_g = sigma
         node_budget = _gaussian_node_budget(
             plan, fam, {"sigma_B": sigma, "sigma_g": sigma_g}, eps, dlt, tight, H, K
         )
@@ -393,17 +401,6 @@ def _calibrate(
         beta = ucrl_vtr_beta(lam, ups, C_w, H, K, d, p)
         noise = "gaussian"
     else:
-        if tight:
-            scales = tight_scales(plan, eps, 0.0)
-            sigma, sigma_g = scales["sigma_B"], scales["sigma_g"]
-        else:
-            sigma, sigma_g = (
-                ucrl_vtr_laplace_scales_jdp(eps, H, K, d)
-                if kind == "jdp"
-                else ucrl_vtr_laplace_scales_ldp(eps, H, d)
-            )
-            f = paper_lattice_factor(plan, eps)
-            sigma, sigma_g = sigma * f, sigma_g * f
         draws = fam.draws if tight else fam.draws_paper
         node_budget = simple_composition_budget(eps, 0.0, 2 * H * int(draws or 1))
         ups = ucrl_vtr_upsilon_pure(sigma, int(n), d, K, H, p)
@@ -411,7 +408,22 @@ def _calibrate(
         beta = ucrl_vtr_beta_pure(lam, ups, C, C_w, H, K, d, p)
         noise = "laplace"
     sym = default_divisor(noise)  # (Z' + Z'^T)/sym: App. B's sqrt(2), App. "Pure DP"'s 2
-    fields: dict[str, Any] = dict(
+    if calibration == "practical":
+        # regret side (privrl.privacy.practical): no constant shift, the per-release shift and
+        # the noise part of the bonus are computed at every release; beta is the statistical
+        # width (the non-private radius), the Upsilon / C recorded are the sharp bounds at the
+        # worst release of the horizon (noise_terms: the largest variance factor).
+        n = float(K) if entry is None else entry.max_variance_factor
+        ups, C = practical.noise_bounds(
+            practical.BoundsSpec(noise, sigma, sigma_g, sym, d, p / (6.0 * K * H)), n
+        )
+        beta = condition = ucrl_vtr_beta_nonprivate(C_w, H, K, d, p)
+        shift, low, high = 0.0, 0.0, 0.0
+        rule = dict(release_rule="practical", shift_mult=practical.PRACTICAL_SHIFT_MULT)
+    else:
+        shift, low, high, rule = ucrl_vtr_shift(ups), ups, 3.0 * ups, {}
+        condition = ucrl_vtr_beta_condition(lam, ups, 3.0 * ups, C, C_w, H, K, d, p)
+    return UCRLVTRCalibration(
         **base,
         **_profile_fields(entry),
         noise=noise,
@@ -422,39 +434,15 @@ def _calibrate(
         laplace_b=sigma if pure else None,
         laplace_b_vector=sigma_g if pure else None,
         sym_divisor=sym,
-    )
-    if calibration == "practical":
-        # regret side (privrl.privacy.practical): no constant shift, the per-release shift and
-        # the noise part of the bonus are computed at every release; beta is the statistical
-        # width (the non-private radius), the Upsilon / C recorded are the sharp bounds at the
-        # worst release of the horizon.
-        v_max = float(K) if entry is None else entry.max_variance_factor
-        spec = practical.BoundsSpec(noise, sigma, sigma_g, sym, d, p / (6.0 * K * H))
-        ups, C = practical.noise_bounds(spec, v_max)
-        beta = ucrl_vtr_beta_nonprivate(C_w, H, K, d, p)
-        return UCRLVTRCalibration(
-            **fields,
-            noise_terms=v_max,
-            Upsilon=ups,
-            C=C,
-            shift=0.0,
-            ups_low=0.0,
-            ups_high=0.0,
-            beta=beta,
-            beta_condition=beta,
-            release_rule="practical",
-            shift_mult=practical.PRACTICAL_SHIFT_MULT,
-        )
-    return UCRLVTRCalibration(
-        **fields,
         noise_terms=n,
         Upsilon=ups,
         C=C,
-        shift=ucrl_vtr_shift(ups),
-        ups_low=ups,
-        ups_high=3.0 * ups,
+        shift=shift,
+        ups_low=low,
+        ups_high=high,
         beta=beta,
-        beta_condition=ucrl_vtr_beta_condition(lam, ups, 3.0 * ups, C, C_w, H, K, d, p),
+        beta_condition=condition,
+        **rule,
     )
 
 
