@@ -301,7 +301,24 @@ def _calibrate(
     # Gaussian: the corollary radii (Upsilon >= C makes them satisfy the condition). Pure: the
     # corollary form when valid, else the condition (see ucrl_vtr_beta_pure).
     radii = cor if not pure else tuple(max(a, b) for a, b in zip(cor, cond, strict=True))
-    fields: dict[str, Any] = dict(
+    if calibration == "practical":
+        # the regret side (privrl.privacy.practical), for both regressions: no constant shift (the
+        # per-release shift and the privacy part of the bonus are computed at every release), the
+        # radii are the non-private ones (Zhou et al. 2021: the Thm.'s condition with no noise), the
+        # Upsilon_i / C_i recorded are the sharp bounds at the worst release of the horizon
+        # (noise_terms: the largest variance factor).
+        n = float(K) if entry is None else entry.max_variance_factor
+        alpha = p / (24.0 * K * H)
+        (u1, c1), (u2, c2) = (
+            practical.noise_bounds(practical.BoundsSpec(noise, m, v, sym, d, alpha), n)
+            for m, v in ((s1, sf), (s2, sg))
+        )
+        shift1 = shift2 = 0.0
+        radii_fields = _radii(ucrl_vtr_plus_betas_condition(lam, 0, 0, 0, 0, 0, 0, C_w, H, K, d, p))
+        rule = dict(release_rule="practical", shift_mult=practical.PRACTICAL_SHIFT_MULT)
+    else:
+        shift1, shift2, radii_fields, rule = 2.0 * u1, 2.0 * u2, _radii(radii, cond), {}
+    return UCRLVTRPlusCalibration(
         **base,
         **_profile_fields(entry),
         noise=noise,
@@ -311,19 +328,15 @@ def _calibrate(
         sigma_f=sf,
         sigma_g=sg,
         sym_divisor=sym,
-    )
-    if calibration == "practical":
-        return _practical(fields, entry, lam, C_w, H, K, d, p)
-    return UCRLVTRPlusCalibration(
-        **fields,
         noise_terms=n,
         Upsilon1=u1,
         Upsilon2=u2,
         C1=c1,
         C2=c2,
-        shift1=2.0 * u1,
-        shift2=2.0 * u2,
-        **_radii(radii, cond),
+        shift1=shift1,
+        shift2=shift2,
+        **radii_fields,
+        **rule,
     )
 
 
@@ -337,33 +350,4 @@ def _radii(radii: Any, cond: Any = None) -> dict[str, Any]:
         beta_hat_condition=cond[0],
         beta_check_condition=cond[1],
         beta_tilde_condition=cond[2],
-    )
-
-
-def _practical(
-    fields: dict[str, Any], entry: Any, lam: float, C_w: float, H: int, K: int, d: int, p: float
-) -> UCRLVTRPlusCalibration:
-    """The practical calibration's regret side (privrl.privacy.practical), for both regressions: no
-    constant shift (the per-release shift and the privacy part of the bonus are computed at every
-    release), the radii are the non-private ones (Zhou et al. 2021: the Thm.'s condition with no
-    noise), the Upsilon_i / C_i recorded are the sharp bounds at the worst release of the horizon."""
-    v_max = float(K) if entry is None else entry.max_variance_factor
-    alpha = p / (24.0 * K * H)
-    noise, sym = fields["noise"], fields["sym_divisor"]
-    bounds = [
-        practical.noise_bounds(practical.BoundsSpec(noise, fields[m], fields[v], sym, d, alpha), v_max)
-        for m, v in (("sigma_B1", "sigma_f"), ("sigma_B2", "sigma_g"))
-    ]
-    return UCRLVTRPlusCalibration(
-        **fields,
-        noise_terms=v_max,
-        Upsilon1=bounds[0][0],
-        Upsilon2=bounds[1][0],
-        C1=bounds[0][1],
-        C2=bounds[1][1],
-        shift1=0.0,
-        shift2=0.0,
-        **_radii(ucrl_vtr_plus_betas_condition(lam, 0, 0, 0, 0, 0, 0, C_w, H, K, d, p)),
-        release_rule="practical",
-        shift_mult=practical.PRACTICAL_SHIFT_MULT,
     )
