@@ -347,9 +347,8 @@ def _calibrate(
     check_bound_alpha(p, 6.0 * K * H, "6 K H", K, H)
     entry = user_entry(mechanism, R)
     tree = mechanism == "tree"
-    if calibration == "practical":
-        return _practical(base, entry, plan, eps, dlt, pure, lam, H, K, d, p)
-    if calibration == "tight":
+    noise = "laplace" if pure else "gaussian"
+    if calibration in ("tight", "practical"):  # practical: the tight noise
         sc = tight_scales(plan, eps, 0.0 if pure else dlt)
         sl, su = sc["sigma_Lambda"], sc["sigma_u"]
     elif pure:
@@ -361,34 +360,41 @@ def _calibrate(
         su = lsvi_ucb_sigma_u(eps, dlt, H, B)
         if not tree:
             sl = sl * entry.multiplier / math.sqrt(B0)
-    if pure:
-        ups = lsvi_ucb_upsilon_pure(sl, B0, d, K, H, p)
-        C = lsvi_ucb_C_pure(su, d, K, H, p)
+    if calibration == "practical":
+        ups, C = _practical_bounds(noise, sl, su, entry, eps, H, K, d, p)
+        cK, shift, radius = ups, 0.0, _radius(lam, 0.0, 0.0, H, K, d, p)
+        rule = dict(release_rule="practical", shift_mult=PRACTICAL_LSVI_SHIFT_MULT)
     else:
-        # App. D's printed Upsilon (a factor B0) for the tree; a general mechanism: one draw of
-        # std sigma sqrt(max_t v(t)).
-        ups = (
-            lsvi_ucb_upsilon(sl, B0, d, K, H, p)
-            if tree
-            else lsvi_ucb_upsilon(sl * math.sqrt(entry.noise_terms), 1, d, K, H, p)
-        )
-        C = lsvi_ucb_C(su, d, K, H, p)
-    # App. D needs c_K >= d Upsilon and C <= H (lam + c_K) (Lem. "Lem.B.4"); the paper's sigma ratio
-    # gives the latter for its own tree calibration; otherwise both are taken explicitly.
-    paper_ratio = tree and not pure and calibration == "paper"
-    cK = lsvi_ucb_c_K(ups, d) if paper_ratio else lsvi_ucb_c_K_pure(ups, C, lam, d, H)
+        if pure:
+            ups = lsvi_ucb_upsilon_pure(sl, B0, d, K, H, p)
+            C = lsvi_ucb_C_pure(su, d, K, H, p)
+        else:
+            # App. D's printed Upsilon (a factor B0) for the tree; a general mechanism: one draw of
+            # std sigma sqrt(max_t v(t)).
+            ups = (
+                lsvi_ucb_upsilon(sl, B0, d, K, H, p)
+                if tree
+                else lsvi_ucb_upsilon(sl * math.sqrt(entry.noise_terms), 1, d, K, H, p)
+            )
+            C = lsvi_ucb_C(su, d, K, H, p)
+        # App. D needs c_K >= d Upsilon and C <= H (lam + c_K) (Lem. "Lem.B.4"); the paper's sigma ratio
+        # gives the latter for its own tree calibration; otherwise both are taken explicitly.
+        paper_ratio = tree and not pure and calibration == "paper"
+        cK = lsvi_ucb_c_K(ups, d) if paper_ratio else lsvi_ucb_c_K_pure(ups, C, lam, d, H)
+        shift, radius, rule = cK + ups, _radius(lam, cK, C, H, K, d, p), {}
     return LSVIUCBCalibration(
         **base,
         **_profile_fields(entry),
-        noise="laplace" if pure else "gaussian",
+        noise=noise,
         sym_divisor=2.0,
         sigma_Lambda=sl,
         sigma_u=su,
         Upsilon=ups,
         c_K=cK,
         C=C,
-        shift=cK + ups,
-        **_radius(lam, cK, C, H, K, d, p),
+        shift=shift,
+        **radius,
+        **rule,
     )
 
 
@@ -413,29 +419,16 @@ def _radius(lam: float, c_K: float, C: float, H: int, K: int, d: int, p: float) 
 PRACTICAL_LSVI_SHIFT_MULT = 2.0
 
 
-def _practical(
-    base: dict[str, Any],
-    entry: Any,
-    plan: ReleasePlan,
-    eps: float,
-    dlt: float,
-    pure: bool,
-    lam: float,
-    H: int,
-    K: int,
-    d: int,
-    p: float,
-) -> LSVIUCBCalibration:
+def _practical_bounds(
+    noise: str, sl: float, su: float, entry: Any, eps: float, H: int, K: int, d: int, p: float
+) -> tuple[float, float]:
     """The practical calibration's regret side for Alg. 2 (privrl.privacy.practical): the tight
-    noise of ``plan``; the per-release shift ``PRACTICAL_LSVI_SHIFT_MULT * Upsilon_b`` (applied by
+    noise of the plan; the per-release shift ``PRACTICAL_LSVI_SHIFT_MULT * Upsilon_b`` (applied by
     the server, with the noise actually released at b); the radius is the non-private one (App.
     D's beta with c_K = C = 0): a privacy part in the radius was measured to cost regret here
-    (docs/algorithms.md). Upsilon, C, c_K record the sharp bounds at the worst release."""
-    sc = tight_scales(plan, eps, 0.0 if pure else dlt)
-    sl, su = sc["sigma_Lambda"], sc["sigma_u"]
-    alpha = p / (6.0 * K * H)
-    noise = "laplace" if pure else "gaussian"
-    spec = practical.BoundsSpec(noise, sl, su, 2.0, d, alpha)
+    (docs/algorithms.md). Upsilon, C, c_K record the sharp bounds at the worst release: this
+    returns (Upsilon, C)."""
+    spec = practical.BoundsSpec(noise, sl, su, 2.0, d, p / (6.0 * K * H))
     ups = practical.noise_bounds(spec, entry.max_variance_factor)[0]
     C = practical.noise_bounds(spec, 1.0)[1]  # fresh eta per release
     if not (math.isfinite(ups) and math.isfinite(C)):  # a tiny p is refused before (check_bound_alpha)
@@ -443,21 +436,7 @@ def _practical(
             f"the practical noise bounds overflow a double (Upsilon = {ups:g}, C = {C:g}) at "
             f"epsilon = {eps:g}, K = {K}, H = {H}: pass a larger epsilon or a smaller K"
         )
-    return LSVIUCBCalibration(
-        **base,
-        **_profile_fields(entry),
-        noise=noise,
-        sym_divisor=2.0,
-        sigma_Lambda=sl,
-        sigma_u=su,
-        Upsilon=ups,
-        c_K=ups,
-        C=C,
-        shift=0.0,
-        **_radius(lam, 0.0, 0.0, H, K, d, p),
-        release_rule="practical",
-        shift_mult=PRACTICAL_LSVI_SHIFT_MULT,
-    )
+    return ups, C
 
 
 def adaptive_lam_limit(
