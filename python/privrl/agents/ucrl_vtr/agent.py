@@ -292,18 +292,8 @@ class UCRLVTR(Agent):
     def _regressions(self, cal: Any, seeds: list[bytes]) -> list[RegressionSpec]:
         """UCRL-VTR's one regression (statistic X_{k,h}, y_{k,h}; noise sigma_B, sigma_g)."""
         (guard,) = self.guards.values()
-        return [
-            self._regression(
-                cal,
-                guard,
-                getattr(cal, "sigma_B", None),
-                getattr(cal, "sigma_g", None),
-                cal.shift,
-                self.beta,
-                seeds,
-                "vtr",
-            )
-        ]
+        sigmas = getattr(cal, "sigma_B", None), getattr(cal, "sigma_g", None)
+        return [self._regression(cal, guard, *sigmas, cal.shift, self.beta, seeds, "vtr")]
 
     def _regression(self, cal, guard, sigma_m, sigma_v, shift, radius, seeds, which) -> RegressionSpec:
         """One regression per the privacy model: exact for NonPrivate, 2H continual-release

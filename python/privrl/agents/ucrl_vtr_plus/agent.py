@@ -91,25 +91,12 @@ class UCRLVTRPlus(UCRLVTR):
         H = self.H
         return [
             self._regression(
-                cal,
-                first,
-                getattr(cal, "sigma_B1", None),
-                getattr(cal, "sigma_f", None),
-                cal.shift1,
-                self.beta,
-                seeds[: 2 * H],
-                "hat",
-            ),
-            self._regression(
-                cal,
-                second,
-                getattr(cal, "sigma_B2", None),
-                getattr(cal, "sigma_g", None),
-                cal.shift2,
-                self.beta_tilde,
-                seeds[2 * H :],
-                "tilde",
-            ),
+                cal, guard, getattr(cal, m, None), getattr(cal, v, None), shift, radius, sd, which
+            )
+            for guard, m, v, shift, radius, sd, which in (
+                (first, "sigma_B1", "sigma_f", cal.shift1, self.beta, seeds[: 2 * H], "hat"),
+                (second, "sigma_B2", "sigma_g", cal.shift2, self.beta_tilde, seeds[2 * H :], "tilde"),
+            )
         ]
 
     def observe_statistics(self, X: Any, y: Any) -> None:
