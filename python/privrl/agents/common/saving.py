@@ -36,8 +36,9 @@ FORMAT = 2
 
 
 # What the payload may name: privrl's own classes and functions, numpy's array / dtype / generator
-# reconstructors, and plain containers. Anything else (os.system, eval, ...) is refused.
-_NUMPY = {
+# reconstructors, and plain containers (module -> its names; None: any). Anything else (os.system,
+# eval, ...) is refused.
+_ALLOWED: dict[str, set[str] | None] = {
     "numpy": None,
     "numpy.core.multiarray": {"_reconstruct", "scalar"},
     "numpy._core.multiarray": {"_reconstruct", "scalar"},
@@ -47,19 +48,21 @@ _NUMPY = {
     "numpy.random._pickle": {"__generator_ctor", "__bit_generator_ctor", "__randomstate_ctor"},
     "numpy.random.bit_generator": {"SeedSequence", "__pyx_unpickle_SeedSequence"},
     "numpy.random._pcg64": {"PCG64"},
-}
-_BUILTINS = {
-    "set",
-    "frozenset",
-    "slice",
-    "complex",
-    "range",
-    "bytearray",
-    "object",
-    "float",
-    "int",
-    "bool",
-    "type",
+    "builtins": {
+        "set",
+        "frozenset",
+        "slice",
+        "complex",
+        "range",
+        "bytearray",
+        "object",
+        "float",
+        "int",
+        "bool",
+        "type",
+    },
+    "copyreg": {"_reconstructor", "__newobj__"},
+    "collections": {"OrderedDict"},
 }
 
 
@@ -88,15 +91,8 @@ class _RestrictedUnpickler(pickle.Unpickler):
                     if isinstance(found, type) and found.__module__ == module:
                         return found
             raise SaveFormatError(f"saved agent refers to {module}.{name}, which privrl never saves: refused")
-        if module in _NUMPY and (_NUMPY[module] is None or name in _NUMPY[module]):  # type: ignore[operator]
-            return super().find_class(module, name)
-        if module == "builtins" and name in _BUILTINS:
-            return super().find_class(module, name)
-        if (module, name) in {
-            ("copyreg", "_reconstructor"),
-            ("copyreg", "__newobj__"),
-            ("collections", "OrderedDict"),
-        }:
+        names = _ALLOWED.get(module, set())
+        if names is None or name in names:
             return super().find_class(module, name)
         raise SaveFormatError(f"saved agent refers to {module}.{name}, which privrl never saves: refused")
 
