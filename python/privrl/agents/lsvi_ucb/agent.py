@@ -95,20 +95,10 @@ def dense_entries(
     return 6.0 * rows * d + 4.0 * d * d + (per_step + kept_factors) * H * d * d
 
 
-def check_memory(
-    H: int,
-    d: int,
-    rows: int,
-    private: bool,
-    mechanism: str = "tree",
-    releases: int = 0,
-    one_hot: bool = False,
-    kept_factors: bool = False,
-) -> None:
-    """Refuse, before allocating, an agent whose dense d x d state (:func:`dense_entries`) exceeds
-    the machine's physical memory: the process would be killed by the operating system, not
-    raise. The rest of the agent comes on top."""
-    need = 8 * dense_entries(H, d, rows, private, mechanism, releases, one_hot, kept_factors)
+def check_memory(need: float, H: int, d: int, private: bool, mechanism: str, releases: int) -> None:
+    """Refuse, before allocating, an agent whose dense d x d state, ``need`` bytes (8
+    :func:`dense_entries`), exceeds the machine's physical memory: the process would be killed by
+    the operating system, not raise. The rest of the agent comes on top."""
     have = physical_memory()
     if have is not None and need > have:
         what = "its noise mechanism's state" if private else "Lambda_h and its inverse"
@@ -253,7 +243,10 @@ class LSVIUCB(Agent):
         private = kw["kind"] != "none"
         one_hot = is_one_hot(phi.reshape(-1, self.d))
         kept = self.exploration == "sampling" and kw["calibration"] != "adaptive"  # Rust: factor.rs
-        check_memory(self.H, self.d, self.S * self.A, private, kw["mechanism"], releases, one_hot, kept)
+        entries = dense_entries(
+            self.H, self.d, self.S * self.A, private, kw["mechanism"], releases, one_hot, kept
+        )
+        check_memory(8 * entries, self.H, self.d, private, kw["mechanism"], releases)
         if releases == 0 and self.K > 1:
             why = (
                 f"the {batches!r} schedule's B is 1 at K = {self.K}, d = {self.d}: App. D's B grows "
