@@ -232,10 +232,8 @@ def calibrate_linucb(
     DP). The noise is Alg. 1's at H = 1 (``calibration``: "paper" Cor. 1 / 2, "tight", "practical"
     and "adaptive" the tight noise); ``lam`` (default 1) and the radius are the regret side
     only.
-    A paper calibration is returned as the paper computes it, also outside the regime its
-    formulas are stated for (eps < 1): whether its noise certifies the target is
-    ``privacy_report_from_calibration(...)["within_target"]["tight"]`` (LDP at eps = 1000 does
-    not); an agent built with it refuses one that does not (PrivacyParameterError)."""
+    A paper calibration outside its formulas' regime (eps < 1): as
+    :func:`privrl.agents.ucrl_vtr.calibration.calibrate_ucrl_vtr` says."""
     kind = check_kind(kind)
     _, _, pure = privacy_args(kind, epsilon, delta)
     K, arms, p = check_pos_int(K, "K"), check_pos_int(arms, "arms"), check_pos_int(p, "p")

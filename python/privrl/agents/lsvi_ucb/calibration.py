@@ -4,7 +4,7 @@ Paper: Luyo et al., Sec. 4, Alg. 2, App. D "Initialization of the parameters" (J
 Algorithm", App. "Pure joint DP in the linear setting" (constants derived in the docstrings).
 """
 
-# Conventions as in privrl.agents.ucrl_vtr.calibration; the failure probability per event is p/(6KH).
+# Conventions as in privrl.agents.ucrl_vtr.formulas; the failure probability per event is p/(6KH).
 from __future__ import annotations
 
 import math
@@ -278,10 +278,8 @@ def calibrate_lsvi_ucb(
     ``lam``: the ridge regularizer (default App. D's ``d``, and ``ADAPTIVE_LSVI_LAM`` = 1 under
     ``"adaptive"``; Jin et al. use 1). It moves the regret
     side only (U_K, chi, beta, the exact server's Lambda_0): no noise scale depends on it.
-    A paper calibration is returned as the paper computes it, also outside the regime its
-    formulas are stated for (eps < 1): whether its noise certifies the target is
-    ``privacy_report_from_calibration(...)["within_target"]["tight"]`` (LDP at eps = 1000 does
-    not); an agent built with it refuses one that does not (PrivacyParameterError)."""
+    A paper calibration outside its formulas' regime (eps < 1): as
+    :func:`privrl.agents.ucrl_vtr.calibration.calibrate_ucrl_vtr` says."""
     kind = check_kind(kind, ("none", "jdp"))
     eps, dlt, pure = privacy_args(kind, epsilon, delta)
     H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")

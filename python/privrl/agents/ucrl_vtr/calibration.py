@@ -4,11 +4,7 @@ Paper: Luyo et al., Sec. 3, Cor. 1 (JDP), Cor. 2 (LDP), Thm. 1, App. B; pure DP:
 App. "Pure DP in the UCRL-VTR Framework" (constants derived in the docstrings).
 """
 
-# Conventions: natural logarithms; the "scale" of a noise is its standard deviation (Gaussian) or
-# its Laplace parameter b (density exp(-|x|/b)/2b), the paper reuses sigma for both; alpha is a
-# per-event failure probability, the corollaries take alpha = p/(6KH) and union-bound over (k, h).
-# Where the paper derives a scale by composing the tools of App. "Differential Privacy Tools", a
-# `*_composed` twin rebuilds it from privrl.privacy.mechanisms (equal to the printed form here).
+# Conventions as in privrl.agents.ucrl_vtr.formulas; the failure probability per event is p/(6KH).
 from __future__ import annotations
 
 import math

@@ -4,7 +4,7 @@ Paper: Luyo et al., App. C (Alg. 3, Cor. "JDP-UCRL-VTR+" / "LDP-UCRL-VTR+", Thm.
 pure DP as for UCRL-VTR (remark after Cor. "LDP-UCRL-VTR+", constants derived in the docstrings).
 """
 
-# Conventions as in privrl.agents.ucrl_vtr.calibration; the failure probability per event is p/(24KH).
+# Conventions as in privrl.agents.ucrl_vtr.formulas; the failure probability per event is p/(24KH).
 from __future__ import annotations
 
 import math
