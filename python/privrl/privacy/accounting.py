@@ -124,23 +124,31 @@ def composed_l2_sensitivity(sensitivities: Iterable[float], counts: Iterable[int
     return math.sqrt(total)
 
 
+def _terms(terms: Any, sensitivity: str, scale: str) -> Iterator[tuple[float, float, int]]:
+    """The checked ``(sensitivity, scale, count)`` triples of a composition's ``terms``, each
+    refused by its index and field name."""
+    items = _iterate(terms, "terms", f"an iterable of ({sensitivity}, {scale}, count), e.g. [(1.0, 2.0, 3)]")
+    for i, t in enumerate(items):
+        try:
+            s, sc, c = t
+        except (TypeError, ValueError):
+            raise PrivacyParameterError(
+                f"terms[{i}] must be ({sensitivity}, {scale}, count), got {t!r}"
+            ) from None
+        yield (
+            check_nonneg_real(s, f"terms[{i}].{sensitivity}"),
+            check_positive_real(sc, f"terms[{i}].{scale}"),
+            check_pos_int(c, f"terms[{i}].count"),
+        )
+
+
 def gaussian_composition_mu(terms: Iterable[tuple[float, float, int]]) -> float:
     """``mu = sqrt(sum_i c_i (Delta_i / sigma_i)^2)`` for ``terms`` of
     ``(l2_sensitivity, sigma, count)``: the adaptive composition of Gaussian releases is
     ``mu``-GDP (Dong, Roth & Su 2019, Cor. 3.3), i.e. exactly as private as one Gaussian
     release with ``Delta / sigma = mu``."""
     total = 0.0
-    items = _iterate(terms, "terms", "an iterable of (l2_sensitivity, sigma, count), e.g. [(1.0, 2.0, 3)]")
-    for i, t in enumerate(items):
-        try:
-            s, sg, c = t
-        except (TypeError, ValueError):
-            raise PrivacyParameterError(
-                f"terms[{i}] must be (l2_sensitivity, sigma, count), got {t!r}"
-            ) from None
-        s = check_nonneg_real(s, f"terms[{i}].l2_sensitivity")
-        sg = check_positive_real(sg, f"terms[{i}].sigma")
-        c = check_pos_int(c, f"terms[{i}].count")
+    for s, sg, c in _terms(terms, "l2_sensitivity", "sigma"):
         total += c * (s / sg) ** 2
     return math.sqrt(total)
 
@@ -150,15 +158,7 @@ def laplace_composition_epsilon(terms: Iterable[tuple[float, float, int]]) -> fl
     for ``terms`` of ``(l1_sensitivity, b, count)`` (App. "Laplace Mechanism": one release is
     ``(Delta1 / b, 0)``-DP). No Gaussian-style accountant improves on this for delta = 0."""
     total = 0.0
-    items = _iterate(terms, "terms", "an iterable of (l1_sensitivity, b, count), e.g. [(1.0, 2.0, 3)]")
-    for i, t in enumerate(items):
-        try:
-            s, b, c = t
-        except (TypeError, ValueError):
-            raise PrivacyParameterError(f"terms[{i}] must be (l1_sensitivity, b, count), got {t!r}") from None
-        s = check_nonneg_real(s, f"terms[{i}].l1_sensitivity")
-        b = check_positive_real(b, f"terms[{i}].b")
-        c = check_pos_int(c, f"terms[{i}].count")
+    for s, b, c in _terms(terms, "l1_sensitivity", "b"):
         total += c * s / b
     return total
 
@@ -166,7 +166,6 @@ def laplace_composition_epsilon(terms: Iterable[tuple[float, float, int]]) -> fl
 # ============================================================================================
 # zero-concentrated DP (Bun & Steinke 2016; Canonne, Kamath & Steinke 2020)
 # ============================================================================================
-@checked(sigma=check_positive_real)
 @checked(sigma=check_positive_real)
 def zcdp_rho_gaussian(l2_sensitivity: float, sigma: float) -> float:
     """Bun & Steinke (2016), Prop. 1.6: the Gaussian mechanism is ``rho``-zCDP with
