@@ -132,6 +132,24 @@ def _vtr_regression(
     )
 
 
+def _gram_pair(
+    a: Statistics, b: Statistics, sigma_m: float, sigma_v: float, divisor: float
+) -> tuple[np.ndarray, float, np.ndarray]:
+    """(direction, mu^2, inverse_variance) of one UCRL-VTR message ``(X X^T + B, X y + g)`` for the
+    neighbours ``a`` and ``b``: the noiseless difference, its whitened squared norm and the
+    per-entry weights. The matrix noise (Z' + Z'^T)/sqrt 2 has variance sigma_B^2 off and 2
+    sigma_B^2 on the diagonal; the lower triangle repeats the upper one."""
+    H, d = a.X.shape
+    dm = np.einsum("hi,hj->hij", a.X, a.X) - np.einsum("hi,hj->hij", b.X, b.X)
+    dv = a.X * a.y[:, None] - b.X * b.y[:, None]
+    diag = np.einsum("hii->hi", dm)
+    mu2 = (np.sum(np.triu(dm, 1) ** 2) + np.sum(diag**2) / 2.0) / (sigma_m * sigma_m) + np.sum(dv**2) / (
+        sigma_v * sigma_v
+    )
+    weights = [_sym_inverse_variance(H, d, sigma_m, divisor), np.full(H * d, 1.0 / (sigma_v * sigma_v))]
+    return np.concatenate([dm.reshape(-1), dv.reshape(-1)]), float(mu2), np.concatenate(weights)
+
+
 def audit_ucrl_vtr_tree(
     epsilon: float = 4.0,
     delta: float = 1e-5,
@@ -205,21 +223,8 @@ def audit_ucrl_vtr_tree(
     sb = np.stack(
         [run(user_b, cal.node_noise, [rng.bytes(32) for _ in range(2 * H)]) for _ in range(int(n_trials))]
     )
-    # exact mu of what is audited: per released node the (whitened) difference; the matrix noise
-    # (Z' + Z'^T)/sqrt 2 has variance sigma_B^2 off and 2 sigma_B^2 on the diagonal.
-    dm = user_a.X[:, :, None] * user_a.X[:, None, :] - user_b.X[:, :, None] * user_b.X[:, None, :]
-    dv = user_a.X * user_a.y[:, None] - user_b.X * user_b.y[:, None]
-    off = dm - np.einsum("hii->hi", dm)[..., None] * np.eye(d)
-    mu2 = (
-        (np.sum(np.triu(off, 1) ** 2) + np.sum(np.einsum("hii->hi", dm) ** 2) / 2.0) / (sigma_m * sigma_m)
-        + np.sum(dv**2) / (sigma_v * sigma_v)
-    ) * n_nodes
-    per_release = np.concatenate(
-        [
-            _sym_inverse_variance(H, d, sigma_m, cal.scale("sym_divisor")),
-            np.full(H * d, 1.0 / (sigma_v * sigma_v)),
-        ]
-    )
+    # exact mu of what is audited: per released node the (whitened) difference of one user's message
+    _, mu2, per_release = _gram_pair(user_a, user_b, sigma_m, sigma_v, cal.scale("sym_divisor"))
     return audit_samples(
         sa,
         sb,
@@ -227,7 +232,7 @@ def audit_ucrl_vtr_tree(
         confidence=confidence,
         direction=exact,
         claimed_epsilon=float(epsilon),
-        effective_epsilon=gaussian_epsilon(math.sqrt(mu2), delta),
+        effective_epsilon=gaussian_epsilon(math.sqrt(mu2 * n_nodes), delta),
         name=f"UCRL-VTR JDP tree release ({calibration}, {plan.sampler}, x{noise_multiplier:g} noise)",
         inverse_variance=np.tile(per_release, n_nodes),
         gaussian=True,
@@ -275,31 +280,17 @@ def audit_ldp_randomizer(
             out[i] = np.concatenate([gram, target])
         return out
 
-    def clean(user: Statistics) -> np.ndarray:
-        g = np.einsum("hi,hj->hij", user.X, user.X)
-        return np.concatenate([g.reshape(-1), (user.X * user.y[:, None]).reshape(-1)])
-
-    dm = np.einsum("hi,hj->hij", user_a.X, user_a.X) - np.einsum("hi,hj->hij", user_b.X, user_b.X)
-    dv = user_a.X * user_a.y[:, None] - user_b.X * user_b.y[:, None]
-    diag = np.einsum("hii->hi", dm)
-    mu2 = (np.sum(np.triu(dm, 1) ** 2) + np.sum(diag**2) / 2.0) / (sigma_m * sigma_m) + np.sum(dv**2) / (
-        sigma_v * sigma_v
-    )
+    direction, mu2, inverse_variance = _gram_pair(user_a, user_b, sigma_m, sigma_v, cal.scale("sym_divisor"))
     return audit_samples(
         draws(user_a),
         draws(user_b),
         delta=delta,
         confidence=confidence,
-        direction=clean(user_a) - clean(user_b),
+        direction=direction,
         claimed_epsilon=float(epsilon),
         effective_epsilon=gaussian_epsilon(math.sqrt(mu2), delta),
         name=f"UCRL-VTR LDP randomizer ({calibration}, {plan.sampler}, x{noise_multiplier:g} noise)",
-        inverse_variance=np.concatenate(
-            [
-                _sym_inverse_variance(H, d, sigma_m, cal.scale("sym_divisor")),
-                np.full(H * d, 1.0 / (sigma_v * sigma_v)),
-            ]
-        ),
+        inverse_variance=inverse_variance,
         gaussian=True,
     )
 
