@@ -266,7 +266,7 @@ def audit_ucrl_vtr_agent(
     # stay far inside the bounds: before any data the optimistic plan has V~ = H everywhere and
     # every user's X_{1,h} is the same); users 2..K: real trajectories, whose statistics then
     # follow the billboard adaptively
-    first_a, first_b = _neighbours(plan, {k: getattr(probe.calibration, k) for k in plan.scale_keys}, "worst")
+    first_a, first_b = _neighbours(plan, probe.calibration, "worst")
     cal = probe.calibration
     scaled = cal.replace(**{k: getattr(cal, k) * noise_multiplier for k in keys})
     return _end_to_end(

@@ -468,12 +468,12 @@ class Statistics(NamedTuple):
     y: np.ndarray
 
 
-def _neighbours(plan: ReleasePlan, scales: dict, kind: str) -> tuple[Statistics, Statistics]:
-    """Two neighbouring users for every step, read from the release plan: ``"worst"`` (default)
-    the pair that realises the plan's joint worst case (privrl.privacy.plans), ``"zero"`` the
-    worst user against one who sends zeros."""
+def _neighbours(plan: ReleasePlan, cal: Any, kind: str) -> tuple[Statistics, Statistics]:
+    """Two neighbouring users for every step, read from the release plan at the scales of the
+    calibration ``cal``: ``"worst"`` (default) the pair that realises the plan's joint worst case
+    (privrl.privacy.plans), ``"zero"`` the worst user against one who sends zeros."""
     (stat,) = plan.statistics
-    w = statistic_worst_case(plan, stat.name, scales)
+    w = statistic_worst_case(plan, stat.name, {k: getattr(cal, k) for k in plan.scale_keys})
     H = plan.H
     a = Statistics(np.tile(w.x, (H, 1)), np.full(H, w.y))
     if kind == "worst":

@@ -199,7 +199,7 @@ def audit_ucrl_vtr_tree(
     )
     times = [2**level for level in range(n_nodes)]
     _refuse_over_work("audit_ucrl_vtr_tree", n_trials, times[-1])
-    user_a, user_b = _neighbours(plan, {k: getattr(cal, k) for k in plan.scale_keys}, neighbours)
+    user_a, user_b = _neighbours(plan, cal, neighbours)
     zero = Statistics(np.zeros((H, d)), np.zeros(H))
 
     def run(user: Statistics, noise: str, seeds: list) -> np.ndarray:
@@ -268,7 +268,7 @@ def audit_ldp_randomizer(
     if cal.noise != "gaussian":
         raise PrivacyParameterError("audit_ldp_randomizer audits the Gaussian (delta > 0) randomizer")
     sigma_m, sigma_v = (_scaled_sigma(cal.scale(k), float(noise_multiplier)) for k in ("sigma_B", "sigma_g"))
-    user_a, user_b = _neighbours(plan, {k: getattr(cal, k) for k in plan.scale_keys}, neighbours)
+    user_a, user_b = _neighbours(plan, cal, neighbours)
     rng = np.random.default_rng(seed)
 
     def draws(user: Statistics) -> np.ndarray:
@@ -328,7 +328,7 @@ def audit_lsvi_u_release(
     plan = plan if plan is not None else lsvi_ucb.release_plan("jdp", False, H, K, d, cal.B, "tree", sampler)
     sigma = cal.scale("sigma_u") * float(noise_multiplier)
     R = cal.releases
-    user_a, user_b = _neighbours(plan, {k: getattr(cal, k) for k in plan.scale_keys}, "worst")
+    user_a, user_b = _neighbours(plan, cal, "worst")
     term_a = np.broadcast_to(user_a.X * user_a.y[:, None], (R, H, d)).reshape(-1)
     term_b = np.broadcast_to(user_b.X * user_b.y[:, None], (R, H, d)).reshape(-1)
     rng = np.random.default_rng(seed)
@@ -394,7 +394,7 @@ def audit_lsvi_server(
         raise PrivacyParameterError("audit_lsvi_server audits the Gaussian (delta > 0) release")
     m = float(noise_multiplier)
     plan = lsvi_ucb.release_plan("jdp", False, H, K, d, cal.B, "tree", sampler)
-    user_a, user_b = _neighbours(plan, {k: getattr(cal, k) for k in plan.scale_keys}, "worst")
+    user_a, user_b = _neighbours(plan, cal, "worst")
     ends = {int(k) - 1 for k in batch_starts(K, cal.B)[1:]}
     if not ends:  # batches = 1: numpy's "need at least one array to concatenate" after the runs
         raise PrivacyParameterError(
