@@ -377,14 +377,20 @@ def min_eigenvalue(a: Any) -> float:
     return _core.min_eigenvalue(check_symmetric(as_f64(a, "matrix", 2), "matrix"))
 
 
-def _q_inputs(phi, w, inv, offset):
-    phi = as_f64(phi, "phi", 2)
+def _q_inputs(phi, w, inv, offset, n_actions=None, name="phi"):
+    """The feature rows ``phi`` (refused as ``name``), ``w``, the symmetric ``inv``, ``offset``
+    (None or one per row) and ``n_actions`` (None, or a positive int that splits the rows), checked."""
+    phi = as_f64(phi, name, 2)
     d = phi.shape[1]
     w = as_f64(w, "w", 1, (d,))
     inv = check_symmetric(as_f64(inv, "inv", 2, (d, d)), "inv")
     if offset is not None:
         offset = as_f64(offset, "offset", 1, (phi.shape[0],))
-    return phi, w, inv, offset
+    if n_actions is not None:
+        n_actions = _positive_int(n_actions, "n_actions")
+        if phi.shape[0] % n_actions:
+            raise ShapeError(f"{phi.shape[0]} feature rows do not split into groups of {n_actions} actions")
+    return phi, w, inv, offset, n_actions
 
 
 def optimistic_q(
@@ -403,7 +409,7 @@ def optimistic_q(
     rounding, e.g. of np.linalg.inv, passes and the kernel uses (inv + inv^T) / 2). This O(d^2)
     check is the only one on `inv`: it is not checked to be positive (semi-)definite, and an
     indefinite `inv` gives a bonus of 0 where phi^T inv phi < 0."""
-    phi, w, inv, offset = _q_inputs(phi, w, inv, offset)
+    phi, w, inv, offset, _ = _q_inputs(phi, w, inv, offset)
     q = _core.optimistic_q(
         phi, w, inv, _scalar(beta, "beta"), _scalar(lower, "lower"), _scalar(upper, "upper"), offset
     )
@@ -432,10 +438,7 @@ def optimistic_values(
     """Fused optimistic_q + greedy for phi of shape (n_states * n_actions, d), rows grouped by
     state. Returns (Q (n_states, n_actions), V (n_states,), greedy actions (n_states,)). `inv` is
     checked for symmetry as in optimistic_q (AssumptionError)."""
-    phi, w, inv, offset = _q_inputs(phi, w, inv, offset)
-    n_actions = _positive_int(n_actions, "n_actions")
-    if phi.shape[0] % n_actions:
-        raise ShapeError(f"{phi.shape[0]} feature rows do not split into groups of {n_actions} actions")
+    phi, w, inv, offset, n_actions = _q_inputs(phi, w, inv, offset, n_actions)
     q, v, greedy = _core.optimistic_values(
         phi,
         w,
@@ -468,13 +471,7 @@ def state_values(
     for every state. The rows are read through the index, never copied into an (n * A, d) block.
     `inv` is checked for symmetry as in optimistic_q (AssumptionError).
     """
-    table = as_f64(table, "table", 2)
-    d = table.shape[1]
-    w = as_f64(w, "w", 1, (d,))
-    inv = check_symmetric(as_f64(inv, "inv", 2, (d, d)), "inv")
-    n_actions = _positive_int(n_actions, "n_actions")
-    if table.shape[0] % n_actions:
-        raise ShapeError(f"{table.shape[0]} feature rows do not split into groups of {n_actions} actions")
+    table, w, inv, _, n_actions = _q_inputs(table, w, inv, None, n_actions, "table")
     if states is not None:
         states = _index_array(states, "states")
         if states.ndim != 1:
