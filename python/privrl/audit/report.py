@@ -34,7 +34,7 @@ from privrl.privacy.accounting import PrivacyAccountant
 from privrl.privacy.common import Calibration
 from privrl.privacy.plans import ReleasedFamily, ReleasePlan, law_factor, statistic_worst_case
 from privrl.privacy.regret_side import SIMULATION_ONLY, regret_side, warn_if_over_target
-from privrl.privacy.samplers import discrete_tight, format_sampler, sampler_section
+from privrl.privacy.samplers import discrete_tight, format_sampler, sampler_section, tight_section
 
 __all__ = [
     "ALGORITHMS",
@@ -201,30 +201,15 @@ def _tight(
         e = acc.epsilon(0.0)
         if plan.sampler == "discrete":
             return discrete_tight(plan, None, e, eps_t, dlt_t)
-        return {
-            "budget": (e, 0.0),
-            "epsilon_at_target_delta": e,
-            "delta_at_target_epsilon": acc.delta(eps_t),
-            "mu": None,
-            "rho": acc.rho,
-            "composed_sensitivity_over_sigma": None,
-            "method": acc.method(),
-        }
+        return tight_section(e, 0.0, acc.delta(eps_t), None, acc.rho, acc.method())
     for s in stats:
         # one Gaussian per step with the joint worst-case change of the statistic's families
         acc.add_gaussian(math.sqrt(s["mu_squared_per_step"]), 1.0, s["instances"], s["statistic"])
     if plan.sampler == "discrete":
         return discrete_tight(plan, acc.mu, 0.0, eps_t, dlt_t)
     e = acc.epsilon(dlt_t)
-    return {
-        "budget": (e, dlt_t),
-        "epsilon_at_target_delta": e,
-        "delta_at_target_epsilon": acc.delta(eps_t),
-        "mu": acc.mu,
-        "rho": acc.rho,
-        "composed_sensitivity_over_sigma": acc.mu,
-        "method": acc.method() + "; joint worst case of each step's matrix and vector (privrl.privacy.plans)",
-    }
+    method = acc.method() + "; joint worst case of each step's matrix and vector (privrl.privacy.plans)"
+    return tight_section(e, dlt_t, acc.delta(eps_t), acc.mu, acc.rho, method)
 
 
 # ============================================================================================
@@ -310,15 +295,7 @@ def privacy_report_from_calibration(
             mechanisms=[],
             statistics=[],
             paper={"budget": (math.inf, 0.0), "steps": [], "in_tool_regime": True},
-            tight={
-                "budget": (math.inf, 0.0),
-                "epsilon_at_target_delta": math.inf,
-                "delta_at_target_epsilon": 1.0,
-                "mu": None,
-                "rho": None,
-                "composed_sensitivity_over_sigma": None,
-                "method": "no noise",
-            },
+            tight=tight_section(math.inf, 0.0, 1.0, None, None, "no noise"),
             within_target={"paper": False, "tight": False},
         )
         rep["target"] = {"epsilon": None, "delta": None}

@@ -21,7 +21,24 @@ from privrl.privacy.accounting import (
 )
 from privrl.privacy.plans import ReleasePlan, plan_rounding_epsilon, plan_rounding_mu
 
-__all__ = ["discrete_tight", "format_sampler", "sampler_section"]
+__all__ = ["discrete_tight", "format_sampler", "sampler_section", "tight_section"]
+
+
+def tight_section(
+    epsilon: float, delta: float, delta_at_target: float, mu: float | None, rho: float | None, method: str
+) -> dict[str, Any]:
+    """The report's ``tight`` entry: the budget ``(epsilon, delta)`` (``epsilon`` at the target delta),
+    the delta at the target epsilon, the composed ``mu`` (also ``composed_sensitivity_over_sigma``;
+    None for Laplace), the zCDP ``rho`` and how it was accounted."""
+    return {
+        "budget": (epsilon, delta),
+        "epsilon_at_target_delta": epsilon,
+        "delta_at_target_epsilon": delta_at_target,
+        "mu": mu,
+        "rho": rho,
+        "composed_sensitivity_over_sigma": mu,
+        "method": method,
+    }
 
 
 def sampler_section(plan: ReleasePlan) -> dict[str, Any]:
@@ -63,34 +80,24 @@ def discrete_tight(plan: ReleasePlan, mu: float | None, pure_eps: float, eps_t: 
     account as the discrete laws are proven to compose (zCDP / pure DP)."""
     if plan.noise == "laplace":
         e = pure_eps + plan_rounding_epsilon(plan)
-        return {
-            "budget": (e, 0.0),
-            "epsilon_at_target_delta": e,
-            "delta_at_target_epsilon": 0.0 if e <= eps_t else 1.0,
-            "mu": None,
-            "rho": 0.5 * e * e,
-            "composed_sensitivity_over_sigma": None,
-            "method": "simple composition of the discrete Laplace draws, plus the lattice rounding",
-        }
+        method = "simple composition of the discrete Laplace draws, plus the lattice rounding"
+        return tight_section(e, 0.0, 0.0 if e <= eps_t else 1.0, None, 0.5 * e * e, method)
     rounding = plan_rounding_mu(plan)
     m = float(mu or 0.0) + rounding
     rho = 0.5 * m * m
     draws = discrete_gaussian_draws(rounding, plan.grid_bits)
     e = min(zcdp_epsilon(rho, dlt_t), discrete_gaussian_epsilon(m, dlt_t, *draws))
-    return {
-        "budget": (e, dlt_t),
-        "epsilon_at_target_delta": e,
-        "delta_at_target_epsilon": min(zcdp_delta(rho, eps_t), discrete_gaussian_delta(m, eps_t, *draws)),
-        "mu": m,
-        "rho": rho,
-        "composed_sensitivity_over_sigma": m,
-        "method": (
-            "discrete Gaussian: whitened sensitivity mu + mu_rounding on the continuous Gaussian's exact "
-            "curve by domination (discrete_gaussian_mu), or zCDP with rho = (mu + mu_rounding)^2 / 2 "
-            "(Canonne, Kamath & Steinke 2020) when tighter; mu the joint worst case of each step "
-            "(privrl.privacy.plans)"
-        ),
-    }
+    return tight_section(
+        e,
+        dlt_t,
+        min(zcdp_delta(rho, eps_t), discrete_gaussian_delta(m, eps_t, *draws)),
+        m,
+        rho,
+        "discrete Gaussian: whitened sensitivity mu + mu_rounding on the continuous Gaussian's exact "
+        "curve by domination (discrete_gaussian_mu), or zCDP with rho = (mu + mu_rounding)^2 / 2 "
+        "(Canonne, Kamath & Steinke 2020) when tighter; mu the joint worst case of each step "
+        "(privrl.privacy.plans)",
+    )
 
 
 def format_sampler(s: dict[str, Any] | None) -> str:
