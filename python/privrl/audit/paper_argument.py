@@ -25,13 +25,15 @@ def _step(what: str, budget: Any, tool: str) -> dict[str, Any]:
     return {"step": what, "epsilon": budget[0], "delta": budget[1], "tool": tool}
 
 
-def _tree_equivalent_sigma(m: dict[str, Any]) -> float:
+def _tree_equivalent(m: dict[str, Any]) -> tuple[float, str]:
     """The node sigma of the binary tree (the paper's K0 / B0 nodes per user) whose composition has
     the same GDP ``mu`` as the family's mechanism: the paper's tree argument then certifies it too
-    (privrl.privacy.continual). The tree itself: its own sigma."""
+    (privrl.privacy.continual), and the words that say so in the node's step. The tree itself: its
+    own sigma, no words."""
     if m["draws_per_user"] is not None:
-        return float(m["scale"])
-    return float(m["scale"]) * math.sqrt(m["draws_per_user_paper"]) / float(m["l2_multiplier"])
+        return float(m["scale"]), ""
+    sigma = float(m["scale"]) * math.sqrt(m["draws_per_user_paper"]) / float(m["l2_multiplier"])
+    return sigma, f" of the binary tree with the same GDP mu as {m['mechanism']}"
 
 
 #: Past this epsilon (log of the largest double, 709.78) e^eps overflows: an (eps, delta) bound there
@@ -100,13 +102,9 @@ def _paper_vtr(cal: Any, mechs: list[dict]) -> dict[str, Any]:
     d0 = d_h / (2 * K0)
     fam_budgets, regime = [], True
     for m in mechs:
-        e0 = gaussian_mechanism_epsilon(m["sensitivity"], _tree_equivalent_sigma(m), d0)
+        sigma, eq = _tree_equivalent(m)
+        e0 = gaussian_mechanism_epsilon(m["sensitivity"], sigma, d0)
         regime &= e0 < 1.0
-        eq = (
-            ""
-            if m["draws_per_user"] is not None
-            else f" of the binary tree with the same GDP mu as {m['mechanism']}"
-        )
         steps.append(
             _step(f"{m['name']}: one tree node{eq}", (e0, d0), "App. Gaussian Mechanism (delta/(4F H K0))")
         )
@@ -148,12 +146,8 @@ def _paper_lsvi(cal: Any, mechs: list[dict]) -> dict[str, Any]:
     d_p = dlt / (4 * H)  # delta'  of M^Lambda_h and M^u_h
     d_1 = d_p / (2 * B)  # delta'_1 of one prefix / one u release
     d_0 = d_1 / (2 * B0)  # one node
-    e0 = gaussian_mechanism_epsilon(lam["sensitivity"], _tree_equivalent_sigma(lam), d_0)
-    eq = (
-        ""
-        if lam["draws_per_user"] is not None
-        else f" of the binary tree with the same GDP mu as {lam['mechanism']}"
-    )
+    sigma, eq = _tree_equivalent(lam)
+    e0 = gaussian_mechanism_epsilon(lam["sensitivity"], sigma, d_0)
     steps.append(_step(f"Lambda: one tree node{eq}", (e0, d_0), "App. Gaussian Mechanism"))
     pre = _advanced(e0, d_0, B0, d_1 / 2)
     steps.append(_step(f"Lambda: one prefix sum ({B0} nodes)", pre, "App. Tree-based method"))
