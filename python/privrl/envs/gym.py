@@ -136,11 +136,17 @@ def needs_absorbing(env: Any) -> bool:
     init = getattr(base, "initial_state_distrib", None)
     # without one, from_gymnasium's default: every state no transition ends in may start
     start = np.asarray(init, dtype=float).reshape(-1)[:n] > 0.0 if init is not None else ~ended
+    return bool((ended & _reached(start, live)).any())
+
+
+def _reached(start: np.ndarray, live: np.ndarray) -> np.ndarray:
+    """The states an episode can be in before its end: the ``start`` states and those reached from
+    them by the transitions ``live[s, s']`` that do not end it."""
     reached, frontier = start.copy(), start.copy()
     while frontier.any():
         frontier = live[frontier].any(axis=0) & ~reached
         reached |= frontier
-    return bool((ended & reached).any())
+    return reached
 
 
 #: The gymnasium namespace of privrl's own models (``gymnasium.make("privrl/RiverSwim-v0")`` once
@@ -394,12 +400,7 @@ def _check_absorbing(terminal: np.ndarray, live: np.ndarray, start: np.ndarray, 
     are absorbed exactly."""
     if not terminal.any():
         return
-    reached = start.copy()
-    frontier = start.copy()
-    while frontier.any():
-        frontier = live[frontier].any(axis=0) & ~reached
-        reached |= frontier
-    clash = np.nonzero(terminal & reached)[0]
+    clash = np.nonzero(terminal & _reached(start, live))[0]
     if clash.size == 0:
         return
     t = int(clash[0])
