@@ -24,26 +24,21 @@ def _betacf(a: float, b: float, x: float) -> float:
     qab, qap, qam = a + b, a + 1.0, a - 1.0
     c = 1.0
     dd = 1.0 - qab * x / qap
-    dd = tiny if abs(dd) < tiny else dd
-    dd = 1.0 / dd
+    dd = 1.0 / (tiny if abs(dd) < tiny else dd)
     h = dd
     for m in range(1, 200_000):
         m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        dd = 1.0 + aa * dd
-        dd = tiny if abs(dd) < tiny else dd
-        c = 1.0 + aa / c
-        c = tiny if abs(c) < tiny else c
-        dd = 1.0 / dd
-        h *= dd * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        dd = 1.0 + aa * dd
-        dd = tiny if abs(dd) < tiny else dd
-        c = 1.0 + aa / c
-        c = tiny if abs(c) < tiny else c
-        dd = 1.0 / dd
-        delta = dd * c
-        h *= delta
+        # the even and the odd step of the fraction, each one Lentz update of (dd, c, h)
+        for aa in (
+            m * (b - m) * x / ((qam + m2) * (a + m2)),
+            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
+        ):
+            dd = 1.0 + aa * dd
+            dd = 1.0 / (tiny if abs(dd) < tiny else dd)
+            c = 1.0 + aa / c
+            c = tiny if abs(c) < tiny else c
+            delta = dd * c
+            h *= delta
         if abs(delta - 1.0) < 1e-15:
             return h
     raise PrivacyParameterError(  # pragma: no cover - within BETAINC_MAX it converges in ~sqrt(max(a, b))
