@@ -201,13 +201,5 @@ def noncentral_t_lower(t: float, df: int, confidence: float) -> float:
     hi = max(1.0, 2.0 * t)
     while _noncentral_t_cdf(t, df, hi) > confidence:  # the cdf decreases in ncp to 0
         hi *= 2.0
-    lo = 0.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if _noncentral_t_cdf(t, df, mid) > confidence:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-10 * hi:
-            break
-    return lo  # the conservative (smaller) end
+    # the conservative (smaller) end of the final bracket
+    return _bisect(lambda mid: _noncentral_t_cdf(t, df, mid) > confidence, 0.0, hi, 1e-10, False)[0]
