@@ -554,7 +554,8 @@ def mechanism_profile(kind: str, capacity: int, buffers: int | None = None) -> M
     m = make_prefix_mechanism(
         kind, 1, capacity, noise="none", seed=b"\0" * 32, **({} if buffers is None else {"buffers": buffers})
     )
-    n_leaf = _quantities_per_leaf(m)
+    # the tree and Honaker's: one node / released subtree per level; else leaf 1 enters every encoder row
+    n_leaf = capacity.bit_length() if kind in ("tree", "honaker") else capacity
     return MechanismProfile(
         kind,
         capacity,
@@ -565,12 +566,6 @@ def mechanism_profile(kind: str, capacity: int, buffers: int | None = None) -> M
         _core.tree_depth(capacity),
         m.worst_leaf,
     )
-
-
-def _quantities_per_leaf(m: PrefixMechanism) -> int:
-    if m.kind in ("tree", "honaker"):
-        return m.capacity.bit_length()  # one node / released subtree per level
-    return m.capacity  # leaf 1 enters every encoder row
 
 
 def blt_parameters(capacity: int, buffers: int = DEFAULT_BLT_BUFFERS) -> tuple[np.ndarray, np.ndarray]:
