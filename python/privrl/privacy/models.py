@@ -22,6 +22,9 @@ from privrl.privacy.continual import MECHANISMS, resolve_mechanism
 
 __all__ = ["NonPrivate", "JointDP", "LocalDP", "CALIBRATIONS", "MECHANISMS", "SAMPLERS"]
 
+#: What ``as_kwargs`` reads from a privacy model (then its ``sampler``): the ``calibrate_*`` arguments.
+_KWARGS = ("kind", "epsilon", "delta", "p", "calibration", "mechanism")
+
 
 @dataclass(frozen=True)
 class NonPrivate:
@@ -83,15 +86,7 @@ class NonPrivate:
     def as_kwargs(self) -> dict[str, Any]:
         """``kind, epsilon, delta, p, calibration, mechanism, sampler`` ready for the
         ``calibrate_*`` functions of privrl.privacy."""
-        return {
-            "kind": "none",
-            "epsilon": None,
-            "delta": None,
-            "p": self.p,
-            "calibration": self.calibration,
-            "mechanism": "tree",
-            "sampler": "float",
-        }
+        return {**{k: getattr(self, k) for k in _KWARGS}, "sampler": self.sampler}
 
 
 @dataclass(frozen=True)
@@ -149,15 +144,7 @@ class _DPModel:
     def as_kwargs(self) -> dict[str, Any]:
         """``kind, epsilon, delta, p, calibration, mechanism, sampler`` ready for the
         ``calibrate_*`` functions of privrl.privacy."""
-        return {
-            "kind": self.kind,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "p": self.p,
-            "calibration": self.calibration,
-            "mechanism": self.mechanism,
-            "sampler": self._sampler(),
-        }
+        return {**{k: getattr(self, k) for k in _KWARGS}, "sampler": self._sampler()}
 
 
 @dataclass(frozen=True)
