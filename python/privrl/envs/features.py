@@ -242,14 +242,7 @@ def _shifted(i: int | None, start: int, size: int) -> int:
 def _component(x: Any, start: int, size: int) -> int:
     """``x - start`` for an integer x (a Python or numpy integer or a 0-d integer array, as
     gymnasium's Discrete contains: ``integer_value``; a bool too) in start..start+size-1, else -1."""
-    if isinstance(x, (bool, np.bool_)):
-        value: int | None = int(x)
-    else:
-        value = integer_value(x)
-    if value is None:
-        return -1
-    i = value - start
-    return i if 0 <= i < size else -1
+    return _shifted(int(x) if isinstance(x, (bool, np.bool_)) else integer_value(x), start, size)
 
 
 def _is(space: Any, kind: str) -> bool:
