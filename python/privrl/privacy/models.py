@@ -202,9 +202,7 @@ class JointDP(_DPModel):
 class LocalDP(_DPModel):
     """(epsilon, delta)-local DP (Def. "Local DP"); ``delta = 0`` means pure LDP (Laplace).
 
-    ``epsilon`` in [1e-4, 1e15], ``delta`` 0 or in [1e-100, 0.1) (up to 1 with
-    ``allow_large_delta=True``: a delta that large is a failure mode, not a setting), ``p`` (regret
-    failure probability) in (0, 1); a value outside raises PrivacyParameterError.
+    ``epsilon``, ``delta``, ``allow_large_delta`` and ``p``: as in JointDP.
     ``calibration``: ``"adaptive"`` (default: the tight noise, the adaptive regret side),
     ``"practical"`` (the tight noise, sharp regret-side constants), ``"tight"`` (the smallest noise
     of the same release plan for (eps, delta)) or ``"paper"`` (Cor. 2).
