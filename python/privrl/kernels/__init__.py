@@ -7,7 +7,6 @@ values) and raises the privrl exception family; the Rust core re-checks lengths.
 
 from __future__ import annotations
 
-import copy
 import math
 import sys
 from typing import Any
@@ -37,6 +36,7 @@ from privrl.kernels.continual import (
     DEFAULT_GRID_BITS,
     MAX_NODE_LEN,
     MECHANISMS,
+    IndependentCopy,
     MechanismProfile,
     PrefixMechanism,
     TreeAggregator,
@@ -92,7 +92,7 @@ def _positive_int(x: Any, name: str) -> int:
     return int(x)
 
 
-class NoiseStream:
+class NoiseStream(IndependentCopy):
     """A privacy-noise stream (ChaCha12) of i.i.d. Gaussian N(0, scale^2) or Laplace(scale)
     vectors and symmetric (Z' + Z'^T)/divisor matrices. seed=None keys it from OS entropy.
 
@@ -115,11 +115,6 @@ class NoiseStream:
     ):
         self.noise_kind, self.scale, self.grid_bits = parse_noise(noise, scale, grid_bits)
         self._s = _core.NoiseStream(self.noise_kind, self.scale, seed_bytes(seed), self.grid_bits)
-
-    def __copy__(self) -> NoiseStream:
-        """``copy.copy``: an independent stream at the same position (as ``copy.deepcopy``); a
-        shallow copy shared the Rust stream, and the two drew alternate parts of one sequence."""
-        return copy.deepcopy(self)
 
     def vectors(self, count: int, n: int) -> np.ndarray:
         """(count, n) i.i.d. entries."""
@@ -214,7 +209,7 @@ def _bounded_rows(x: np.ndarray, name: str) -> np.ndarray:
     return x
 
 
-class RankOneInverse:
+class RankOneInverse(IndependentCopy):
     """Lambda = lam I + sum x x^T and Lambda^{-1}, maintained by Sherman-Morrison in O(d^2)
     per update and re-factorized by Cholesky every `refactor_every` updates."""
 
@@ -227,10 +222,6 @@ class RankOneInverse:
         )
         self.d = d
         self._sm = _core.ShermanMorrison(d, lam, _positive_int(refactor_every, "refactor_every"))
-
-    def __copy__(self) -> RankOneInverse:
-        """``copy.copy``: an independent Lambda (as ``copy.deepcopy``), not one shared with the original."""
-        return copy.deepcopy(self)
 
     def update(self, x: Any) -> None:
         self._sm.update(_bounded_rows(as_f64(x, "x", 1, (self.d,)), "x"))

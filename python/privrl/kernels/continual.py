@@ -33,7 +33,7 @@ import copy
 import math
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -85,6 +85,7 @@ MAX_COEFFICIENTS: int = _core.MAX_COEFFICIENTS
 #: Largest capacity of the exact square-root factorization (it keeps O(T) innovations).
 MAX_FACTORIZATION_CAPACITY: int = _core.MAX_FACTORIZATION_CAPACITY
 SQRT2 = math.sqrt(2.0)
+_Self = TypeVar("_Self")
 
 
 def default_divisor(noise_kind: str) -> float:
@@ -168,7 +169,17 @@ def parse_noise(noise: Any, scale: Any, grid_bits: Any, kind: str | None = None)
     return noise, check_finite_real(scale, "noise scale"), grid_bits
 
 
-class PrefixMechanism:
+class IndependentCopy:
+    """A Python wrapper of Rust state whose ``copy.copy`` is an independent object (its own Rust
+    state and noise stream's position), as ``copy.deepcopy``: a shallow copy shared the Rust state
+    (a leaf pushed to a mechanism's copy was in the original's prefix sums, a stream and its copy
+    drew alternate parts of one sequence, a RankOneInverse's copy updated the original's Lambda)."""
+
+    def __copy__(self: _Self) -> _Self:
+        return copy.deepcopy(self)
+
+
+class PrefixMechanism(IndependentCopy):
     """One continual-release mechanism of kind "tree", "honaker", "factorization" or "blt".
 
     shape: an int n (vectors) or (d, d) (symmetric matrices, node noise (Z' + Z'^T)/divisor).
@@ -192,12 +203,6 @@ class PrefixMechanism:
     scale: float
     grid_bits: int
     divisor: float
-
-    def __copy__(self) -> Any:
-        """``copy.copy``: an independent mechanism (its own Rust state and noise stream's position),
-        as ``copy.deepcopy``. A shallow copy shared the Rust state: a leaf pushed to the copy was in
-        the original's prefix sums."""
-        return copy.deepcopy(self)
 
     def __init__(
         self,
