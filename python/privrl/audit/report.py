@@ -87,10 +87,10 @@ def _guard_text(guard: Any, stat: Any) -> str:
 def _site_text(f: ReleasedFamily, plan: ReleasePlan) -> str:
     what = "symmetric d x d matrices" if f.is_matrix else "d-vectors"
     one = "symmetric d x d matrix" if f.is_matrix else "d-vector"  # was "d x d matrice"
+    kind = "binary tree" if f.mechanism == "tree" else f"{f.mechanism} continual-release mechanism"
     if plan.algorithm == "linucb":  # H = 1, one p x p (p-vector) block per arm (docs/privacy.md)
         block = "symmetric p x p blocks" if f.is_matrix else "p-vector blocks"
         if f.site == "tree":
-            kind = "binary tree" if f.mechanism == "tree" else f"{f.mechanism} continual-release mechanism"
             return (
                 f"server: one {kind} per arm of {block} over {plan.capacity} leaves (a user enters "
                 "the block of the arm it played: one mechanism's leaf)"
@@ -101,8 +101,7 @@ def _site_text(f: ReleasedFamily, plan: ReleasePlan) -> str:
                 "zeros elsewhere: the server does not learn the arm)"
             )
     if f.site == "tree":
-        kind = "binary trees" if f.mechanism == "tree" else f"{f.mechanism} continual-release mechanisms"
-        return f"server: {f.instances} {kind} of {what} over {plan.capacity} leaves"
+        return f"server: {f.instances} {kind}s of {what} over {plan.capacity} leaves"
     if f.site == "user":
         return f"user: LocalRandomizer, one {one} release per step (H = {f.instances})"
     if plan.algorithm == "psrl":
