@@ -13,6 +13,7 @@ from privrl.audit.report import (
     plan_of,
     privacy_report_from_calibration,
 )
+from privrl.common.kinds import is_choice
 
 __all__ = ["calibration_comparison", "format_calibration_comparison"]
 
@@ -46,7 +47,7 @@ def calibration_comparison(
     epsilon each release actually spends under the tight accountant. Keys: ``algorithm, kind,
     epsilon, delta, H, K, d, paper, tight (the two calibrations), rows (list of {quantity, paper,
     tight, ratio})``."""
-    if algorithm not in _COMPARED:
+    if not is_choice(algorithm, _COMPARED):
         raise ValueError(f"algorithm must be one of {_COMPARED}, got {algorithm!r}")
     extra: dict[str, Any] = {"batches": batches} if algorithm == "lsvi_ucb" else {"C_w": C_w}
     cals = {

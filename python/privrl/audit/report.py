@@ -30,6 +30,7 @@ from privrl.agents.ucrl_vtr import calibration as ucrl_vtr
 from privrl.agents.ucrl_vtr_plus import calibration as ucrl_vtr_plus
 from privrl.audit.paper_argument import VACUOUS_EPSILON, _paper_lsvi, _paper_psrl, _paper_vtr
 from privrl.common.errors import PrivacyParameterError
+from privrl.common.kinds import is_choice
 from privrl.privacy.accounting import PrivacyAccountant
 from privrl.privacy.common import Calibration
 from privrl.privacy.plans import ReleasedFamily, ReleasePlan, law_factor, statistic_worst_case
@@ -254,7 +255,7 @@ def privacy_report_from_calibration(
     in_tool_regime), tight (budget, epsilon_at_target_delta, delta_at_target_epsilon, mu, rho,
     method), within_target (paper, tight)``. ``NonPrivate`` gives ``mechanisms = []`` and
     ``epsilon = inf``."""
-    if algorithm not in ALGORITHMS:
+    if not is_choice(algorithm, ALGORITHMS):
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
     # another algorithm's calibration (or none) failed inside plan_of with a bare AttributeError
     if not isinstance(cal, Calibration):
