@@ -468,25 +468,11 @@ fn identity(n: usize) -> Vec<f64> {
 }
 
 impl PrefixMechanism for Blt {
-    fn to_state(&self) -> CoreResult<Vec<u8>> {
-        crate::state::encode(self)
-    }
+    innovation_basics!();
     fn kind(&self) -> MechanismKind {
         MechanismKind::Blt {
             buffers: self.theta.len(),
         }
-    }
-    fn shape(&self) -> NodeShape {
-        self.shape
-    }
-    fn noise_law(&self) -> NodeNoise {
-        self.innov.noise
-    }
-    fn capacity(&self) -> u64 {
-        self.capacity
-    }
-    fn steps(&self) -> u64 {
-        self.t
     }
     fn push(&mut self, leaf: &[f64]) -> CoreResult<()> {
         if self.t >= self.capacity {
@@ -536,9 +522,6 @@ impl PrefixMechanism for Blt {
         }
         Ok(())
     }
-    fn exact_sum(&self) -> Vec<f64> {
-        self.exact.value()
-    }
     fn nodes_used(&self) -> u64 {
         self.t
     }
@@ -548,9 +531,6 @@ impl PrefixMechanism for Blt {
     fn push_cost(&self) -> u64 {
         // Every buffer is read and updated once.
         (2 * self.theta.len() as u64 + 1) * self.innov.packing.packed as u64
-    }
-    fn nodes_drawn(&self) -> u64 {
-        self.innov.drawn
     }
     fn variance_factor(&self, t: u64) -> f64 {
         let t = t.min(self.capacity);

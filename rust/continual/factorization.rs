@@ -125,48 +125,9 @@ impl Factorization {
 }
 
 impl PrefixMechanism for Factorization {
-    fn to_state(&self) -> CoreResult<Vec<u8>> {
-        crate::state::encode(self)
-    }
+    exact_plus_noise!(current);
     fn kind(&self) -> MechanismKind {
         MechanismKind::Factorization
-    }
-    fn shape(&self) -> NodeShape {
-        self.shape
-    }
-    fn noise_law(&self) -> NodeNoise {
-        self.innov.noise
-    }
-    fn capacity(&self) -> u64 {
-        self.capacity
-    }
-    fn steps(&self) -> u64 {
-        self.t
-    }
-    fn push(&mut self, leaf: &[f64]) -> CoreResult<()> {
-        if self.t >= self.capacity {
-            return Err(capacity_error(self.capacity));
-        }
-        self.exact.add("leaf", leaf)?;
-        self.advance()
-    }
-    fn push_zero(&mut self) -> CoreResult<()> {
-        self.advance()
-    }
-    fn noise_into(&self, out: &mut [f64]) -> CoreResult<()> {
-        crate::errors::check_len("release buffer", out.len(), self.shape.len())?;
-        self.innov.packing.unpack(&self.current, out);
-        self.exact.noise_in_place(out);
-        Ok(())
-    }
-    fn release_into(&self, out: &mut [f64]) -> CoreResult<()> {
-        crate::errors::check_len("release buffer", out.len(), self.shape.len())?;
-        self.innov.packing.unpack(&self.current, out);
-        self.exact.release_in_place(out);
-        Ok(())
-    }
-    fn exact_sum(&self) -> Vec<f64> {
-        self.exact.value()
     }
     fn nodes_used(&self) -> u64 {
         self.t
@@ -177,9 +138,6 @@ impl PrefixMechanism for Factorization {
     fn push_cost(&self) -> u64 {
         // The next noise sums all t + 1 innovations.
         (self.t + 1).saturating_mul(self.innov.packing.packed as u64)
-    }
-    fn nodes_drawn(&self) -> u64 {
-        self.innov.drawn
     }
     fn variance_factor(&self, t: u64) -> f64 {
         let t = t.min(self.capacity);

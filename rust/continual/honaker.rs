@@ -292,48 +292,9 @@ impl Honaker {
 }
 
 impl PrefixMechanism for Honaker {
-    fn to_state(&self) -> CoreResult<Vec<u8>> {
-        crate::state::encode(self)
-    }
+    exact_plus_noise!(total);
     fn kind(&self) -> MechanismKind {
         MechanismKind::Honaker
-    }
-    fn shape(&self) -> NodeShape {
-        self.shape
-    }
-    fn noise_law(&self) -> NodeNoise {
-        self.innov.noise
-    }
-    fn capacity(&self) -> u64 {
-        self.capacity
-    }
-    fn steps(&self) -> u64 {
-        self.t
-    }
-    fn push(&mut self, leaf: &[f64]) -> CoreResult<()> {
-        if self.t >= self.capacity {
-            return Err(capacity_error(self.capacity));
-        }
-        self.exact.add("leaf", leaf)?;
-        self.advance()
-    }
-    fn push_zero(&mut self) -> CoreResult<()> {
-        self.advance()
-    }
-    fn noise_into(&self, out: &mut [f64]) -> CoreResult<()> {
-        crate::errors::check_len("release buffer", out.len(), self.shape.len())?;
-        self.innov.packing.unpack(&self.total, out);
-        self.exact.noise_in_place(out);
-        Ok(())
-    }
-    fn release_into(&self, out: &mut [f64]) -> CoreResult<()> {
-        crate::errors::check_len("release buffer", out.len(), self.shape.len())?;
-        self.innov.packing.unpack(&self.total, out);
-        self.exact.release_in_place(out);
-        Ok(())
-    }
-    fn exact_sum(&self) -> Vec<f64> {
-        self.exact.value()
     }
     fn nodes_used(&self) -> u64 {
         // Every node of the complete subtrees of [1, t]: sum over set bits l of (2^(l+1) - 1).
@@ -341,9 +302,6 @@ impl PrefixMechanism for Honaker {
     }
     fn live_nodes(&self) -> usize {
         self.est.len()
-    }
-    fn nodes_drawn(&self) -> u64 {
-        self.innov.drawn
     }
     fn variance_factor(&self, t: u64) -> f64 {
         honaker_variance_factor(t.min(self.capacity))

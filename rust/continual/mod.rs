@@ -40,6 +40,65 @@
 //! file per mechanism (the binary tree in `tree.rs`, `honaker.rs`, `factorization.rs`,
 //! `blt.rs`), and the node noise they all draw in [`crate::noise`].
 
+/// The [`PrefixMechanism`] methods the innovation mechanisms (BLT, factorization, Honaker) answer
+/// alike from their fields `shape`, `capacity`, `t`, `innov` and `exact`.
+macro_rules! innovation_basics {
+    () => {
+        fn to_state(&self) -> $crate::errors::CoreResult<Vec<u8>> {
+            $crate::state::encode(self)
+        }
+        fn shape(&self) -> $crate::noise::NodeShape {
+            self.shape
+        }
+        fn noise_law(&self) -> $crate::noise::NodeNoise {
+            self.innov.noise
+        }
+        fn capacity(&self) -> u64 {
+            self.capacity
+        }
+        fn steps(&self) -> u64 {
+            self.t
+        }
+        fn exact_sum(&self) -> Vec<f64> {
+            self.exact.value()
+        }
+        fn nodes_drawn(&self) -> u64 {
+            self.innov.drawn
+        }
+    };
+}
+
+/// [`innovation_basics`] and the pushes and releases of a mechanism whose packed noise `$noise`
+/// is recomputed by `advance()` and added to the exact sum (factorization, Honaker); a refused
+/// leaf leaves the state unchanged.
+macro_rules! exact_plus_noise {
+    ($noise:ident) => {
+        innovation_basics!();
+        fn push(&mut self, leaf: &[f64]) -> $crate::errors::CoreResult<()> {
+            if self.t >= self.capacity {
+                return Err($crate::continual::capacity_error(self.capacity));
+            }
+            self.exact.add("leaf", leaf)?;
+            self.advance()
+        }
+        fn push_zero(&mut self) -> $crate::errors::CoreResult<()> {
+            self.advance()
+        }
+        fn noise_into(&self, out: &mut [f64]) -> $crate::errors::CoreResult<()> {
+            $crate::errors::check_len("release buffer", out.len(), self.shape.len())?;
+            self.innov.packing.unpack(&self.$noise, out);
+            self.exact.noise_in_place(out);
+            Ok(())
+        }
+        fn release_into(&self, out: &mut [f64]) -> $crate::errors::CoreResult<()> {
+            $crate::errors::check_len("release buffer", out.len(), self.shape.len())?;
+            self.innov.packing.unpack(&self.$noise, out);
+            self.exact.release_in_place(out);
+            Ok(())
+        }
+    };
+}
+
 mod blt;
 mod factorization;
 mod honaker;
