@@ -473,18 +473,6 @@ impl LsviAgent {
         Ok(())
     }
 
-    fn check_room(&self) -> CoreResult<()> {
-        if self.k >= self.episodes {
-            return Err(CoreError::Capacity(format!(
-                "the agent was calibrated for K = {} episodes; episode {} would exceed its \
-                 privacy accounting",
-                self.episodes,
-                self.k + 1
-            )));
-        }
-        Ok(())
-    }
-
     /// The planning path of the next release (true: from counts).
     fn aggregated(&self) -> bool {
         match self.server.planning {
@@ -782,7 +770,7 @@ impl Episodic for LsviAgent {
     }
 
     fn observe(&mut self, t: &Trajectory) -> CoreResult<()> {
-        self.check_room()?;
+        crate::agents::check_room(self.k, self.episodes)?;
         check_len("trajectory states", t.states.len(), self.h + 1)?;
         self.receive(t)?;
         self.k += 1;

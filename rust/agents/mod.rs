@@ -438,6 +438,18 @@ pub fn run_block<A: Episodic + ?Sized>(
     Ok(())
 }
 
+/// Refuses episode k + 1 of an agent calibrated for `episodes` (LSVI-UCB, UCRL-VTR).
+pub(crate) fn check_room(k: u64, episodes: u64) -> CoreResult<()> {
+    if k >= episodes {
+        return Err(CoreError::Capacity(format!(
+            "the agent was calibrated for K = {episodes} episodes; episode {} would exceed its \
+             privacy accounting",
+            k + 1
+        )));
+    }
+    Ok(())
+}
+
 /// `x x^T` into `out` (d x d, row-major).
 pub(crate) fn outer(x: &[f64], out: &mut [f64]) {
     let d = x.len();

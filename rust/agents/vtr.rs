@@ -401,18 +401,6 @@ impl VtrAgent {
         Ok(&self.plan.v)
     }
 
-    fn check_room(&self) -> CoreResult<()> {
-        if self.k >= self.episodes {
-            return Err(CoreError::Capacity(format!(
-                "the agent was calibrated for K = {} episodes; episode {} would exceed its \
-                 privacy accounting",
-                self.episodes,
-                self.k + 1
-            )));
-        }
-        Ok(())
-    }
-
     /// The user's statistics X_h, y_h (and UCRL-VTR+'s weighting and second moments) from its
     /// plan and trajectory, into the work buffers (`user::statistics`, a client's code too).
     fn statistics(&mut self, t: &Trajectory) -> CoreResult<()> {
@@ -489,7 +477,7 @@ impl VtrAgent {
     /// An adversarial user (the audits): statistics X (H x d), y (H) sent to the first
     /// regression as they are, without planning.
     pub fn observe_statistics(&mut self, x: &[f64], y: &[f64]) -> CoreResult<()> {
-        self.check_room()?;
+        crate::agents::check_room(self.k, self.episodes)?;
         self.work_ready();
         if self.plus.is_some() {
             return Err(CoreError::InvalidParameter(
@@ -536,7 +524,7 @@ impl Episodic for VtrAgent {
     }
 
     fn observe(&mut self, t: &Trajectory) -> CoreResult<()> {
-        self.check_room()?;
+        crate::agents::check_room(self.k, self.episodes)?;
         self.ensure_plan()?;
         self.statistics(t)?;
         self.submit()

@@ -400,7 +400,7 @@ impl VtrAgent {
     /// earlier billboard is accepted: its V is still fixed before the user's transitions),
     /// added to the sums; then the next billboards, as `observe` does.
     pub fn receive(&mut self, release: u64, message: &Message) -> CoreResult<()> {
-        self.check_room()?;
+        crate::agents::check_room(self.k, self.episodes)?;
         if release > self.k {
             return Err(CoreError::InvalidParameter(format!(
                 "the message was built on billboard {release}, but this agent has released only \
