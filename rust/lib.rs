@@ -24,6 +24,25 @@
 //! The PyO3 binding module (`bindings`, the `privrl._core` Python module) is compiled only with
 //! the `python` feature.
 
+/// `in_blocks!(d, [8, 4, 1], kernel(args..), out)`: `kernel::<W>(args.., kb, out)` for the
+/// entries kb..kb + W of 0..d, as many blocks of the first width as fit, then of the next (the
+/// last width 1 finishes), in k order: a block's sums stay in registers (`agents::model`,
+/// `kernels::sparse`).
+macro_rules! in_blocks {
+    ($d:expr, [$($w:literal),+], $kernel:ident $args:tt, $out:expr) => {{
+        let mut kb = 0;
+        $(
+            while $d - kb >= $w {
+                in_blocks!(@call $kernel::<$w> $args, kb, $out);
+                kb += $w;
+            }
+        )+
+    }};
+    (@call $kernel:ident::<$w:literal> ($($arg:expr),*), $kb:ident, $out:expr) => {
+        $kernel::<$w>($($arg,)* $kb, $out)
+    };
+}
+
 pub mod agents;
 pub mod continual;
 pub mod errors;

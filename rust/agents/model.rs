@@ -247,23 +247,7 @@ unsafe fn low_rank_values_avx2(
 /// store and a reload at every s').
 #[inline(always)]
 fn mu_times_v(mu_h: &[f64], v: &[f64], d: usize, m: &mut [f64]) {
-    let mut kb = 0;
-    while kb + 16 <= d {
-        mu_block::<16>(mu_h, v, d, kb, m);
-        kb += 16;
-    }
-    while kb + 8 <= d {
-        mu_block::<8>(mu_h, v, d, kb, m);
-        kb += 8;
-    }
-    while kb + 4 <= d {
-        mu_block::<4>(mu_h, v, d, kb, m);
-        kb += 4;
-    }
-    while kb < d {
-        mu_block::<1>(mu_h, v, d, kb, m);
-        kb += 1;
-    }
+    in_blocks!(d, [16, 8, 4, 1], mu_block(mu_h, v, d), m);
 }
 
 /// [`mu_times_v`]'s sums for m[kb..kb + W].

@@ -199,19 +199,7 @@ impl SparseRows {
                 // y_q[k] = sum_t p_qt l[c_t][k] in t order from +0, a block of k at a time kept
                 // in registers (the four rows' sums of a block, each its own chain)
                 let vs = [v0, v1, v2, v3];
-                let mut kb = 0;
-                while kb + 8 <= d {
-                    four_rows_block::<8>(c0, vs, l, d, kb, &mut y);
-                    kb += 8;
-                }
-                while kb + 4 <= d {
-                    four_rows_block::<4>(c0, vs, l, d, kb, &mut y);
-                    kb += 4;
-                }
-                while kb < d {
-                    four_rows_block::<1>(c0, vs, l, d, kb, &mut y);
-                    kb += 1;
-                }
+                in_blocks!(d, [8, 4, 1], four_rows_block(c0, vs, l, d), &mut y);
                 for q in 0..4 {
                     out[r + q] = norm(&y[q * d..(q + 1) * d]);
                 }
@@ -222,19 +210,7 @@ impl SparseRows {
         for (rr, o) in out.iter_mut().enumerate().skip(r) {
             let (cols, vals) = self.row(rr);
             // the same sums one row at a time, a block of k in registers
-            let mut kb = 0;
-            while kb + 8 <= d {
-                row_block::<8>(cols, vals, l, d, kb, &mut y);
-                kb += 8;
-            }
-            while kb + 4 <= d {
-                row_block::<4>(cols, vals, l, d, kb, &mut y);
-                kb += 4;
-            }
-            while kb < d {
-                row_block::<1>(cols, vals, l, d, kb, &mut y);
-                kb += 1;
-            }
+            in_blocks!(d, [8, 4, 1], row_block(cols, vals, l, d), &mut y);
             *o = norm(&y);
         }
     }
