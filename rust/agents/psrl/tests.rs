@@ -168,9 +168,10 @@ fn psrl_records_draws_in_the_reference_order_and_one_policy_per_user() {
     assert!(log.explore[2].params.iter().all(|&x| x == 1.0));
 }
 
-#[test]
-fn psrl_state_round_trips() {
-    let mut ag = PsrlAgent::new(parts(3, 2, 4, 6, 1.0, vec![0, 2, 4, 6])).unwrap();
+/// Three users, a save and a load, three more: the loaded agent continues as the original did.
+/// The saved bytes.
+fn assert_round_trips(p: PsrlParts) -> Vec<u8> {
+    let mut ag = PsrlAgent::new(p).unwrap();
     let t = traj(&[0, 0, 0, 1, 2], &[1, 1, 1, 0], &[0.5, 1.0, 0.25, 1.0]);
     for _ in 0..3 {
         ag.policy().unwrap();
@@ -189,6 +190,12 @@ fn psrl_state_round_trips() {
     }
     assert_eq!(ag.board_n, back.board_n);
     assert_eq!(ag.board_r, back.board_r);
+    bytes
+}
+
+#[test]
+fn psrl_state_round_trips() {
+    assert_round_trips(parts(3, 2, 4, 6, 1.0, vec![0, 2, 4, 6]));
 }
 
 #[test]
@@ -405,25 +412,7 @@ fn psrl_discrete_sampler_refuses_what_it_cannot_draw_and_round_trips() {
     let fine = PsrlAgent::new(discrete(2, 2, 2, 1 << 40, 1e-6, vec![0, 1 << 40]));
     assert!(matches!(fine, Err(CoreError::InvalidParameter(m)) if m.contains("too fine")));
     // save / load continues identically
-    let mut ag = PsrlAgent::new(discrete(3, 2, 4, 6, 1.0, vec![0, 2, 4, 6])).unwrap();
-    let t = traj(&[0, 0, 0, 1, 2], &[1, 1, 1, 0], &[0.5, 1.0, 0.25, 1.0]);
-    for _ in 0..3 {
-        ag.policy().unwrap();
-        ag.observe(&t).unwrap();
-    }
-    let bytes = crate::state::encode(&ag).unwrap();
-    let mut back: PsrlAgent = crate::state::decode("PSRL", &bytes).unwrap();
-    back.check_restored().unwrap();
-    for _ in 0..3 {
-        assert_eq!(
-            ag.policy().unwrap().to_vec(),
-            back.policy().unwrap().to_vec()
-        );
-        ag.observe(&t).unwrap();
-        back.observe(&t).unwrap();
-    }
-    assert_eq!(ag.board_n, back.board_n);
-    assert_eq!(ag.board_r, back.board_r);
+    let bytes = assert_round_trips(discrete(3, 2, 4, 6, 1.0, vec![0, 2, 4, 6]));
     // a saved sigma that is not the noise law's is refused
     let mut bad: PsrlAgent = crate::state::decode("PSRL", &bytes).unwrap();
     bad.sigma = 2.0;
