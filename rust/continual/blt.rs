@@ -596,15 +596,11 @@ mod tests {
     use super::*;
     use crate::continual::restore_mechanism;
 
-    fn seed(b: u8) -> [u8; 32] {
-        [b; 32]
-    }
-
     /// BLT: closed-form multipliers and doubled variance against direct summation.
     #[test]
     fn blt_profile_matches_direct_sums() {
         for cap in [1u64, 2, 3, 17, 1000, 5000] {
-            let m = Blt::new(NodeShape::Vector(1), NodeNoise::Zero, cap, seed(0), 8).unwrap();
+            let m = Blt::new(NodeShape::Vector(1), NodeNoise::Zero, cap, [0; 32], 8).unwrap();
             let coeffs = m.leaf_coefficients(1).unwrap();
             let l2: f64 = coeffs.iter().map(|c| c * c).sum::<f64>().sqrt();
             let l1: f64 = coeffs.iter().sum();

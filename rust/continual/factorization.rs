@@ -169,10 +169,6 @@ impl PrefixMechanism for Factorization {
 mod tests {
     use super::*;
 
-    fn seed(b: u8) -> [u8; 32] {
-        [b; 32]
-    }
-
     #[test]
     fn factorization_coefficients() {
         let c = sqrt_coefficients(6);
@@ -186,7 +182,7 @@ mod tests {
             let s: f64 = (0..=j).map(|i| c[i] * c[j - i]).sum();
             assert!((s - 1.0).abs() < 1e-12);
         }
-        let m = Factorization::new(NodeShape::Vector(1), NodeNoise::Zero, 300, seed(0)).unwrap();
+        let m = Factorization::new(NodeShape::Vector(1), NodeNoise::Zero, 300, [0; 32]).unwrap();
         let want: f64 = c.iter().map(|x| x * x).sum();
         assert!((m.l2_multiplier() - want.sqrt()).abs() < 1e-12);
         assert!((m.variance_factor(300) - want).abs() < 1e-12);
@@ -195,7 +191,7 @@ mod tests {
                 NodeShape::Vector(1),
                 NodeNoise::Zero,
                 MAX_FACTORIZATION_CAPACITY + 1,
-                seed(0)
+                [0; 32]
             ),
             Err(CoreError::Capacity(_))
         ));

@@ -347,14 +347,10 @@ impl PrefixMechanism for Honaker {
 mod tests {
     use super::*;
 
-    fn seed(b: u8) -> [u8; 32] {
-        [b; 32]
-    }
-
     #[test]
     fn honaker_max_variance_by_brute_force() {
         for cap in [1u64, 2, 5, 6, 13, 100, 1000, 4095, 4096, 10_000] {
-            let m = Honaker::new(NodeShape::Vector(1), NodeNoise::Zero, cap, seed(0)).unwrap();
+            let m = Honaker::new(NodeShape::Vector(1), NodeNoise::Zero, cap, [0; 32]).unwrap();
             let brute = (1..=cap).map(honaker_variance_factor).fold(0.0, f64::max);
             assert!((m.max_variance_factor() - brute).abs() < 1e-12, "cap {cap}");
         }
@@ -463,7 +459,7 @@ mod tests {
             assert!((at - m2).abs() <= 1e-12 * m2, "T {cap}: {at} vs {m2}");
             prev = m2;
         }
-        let m = Honaker::new(NodeShape::Vector(1), NodeNoise::Zero, 10_000, seed(0)).unwrap();
+        let m = Honaker::new(NodeShape::Vector(1), NodeNoise::Zero, 10_000, [0; 32]).unwrap();
         assert_eq!(m.l2_multiplier(), m10k.sqrt());
         assert_eq!(m.worst_leaf(), 5461);
         let col = m.leaf_coefficients(5461).unwrap();

@@ -364,10 +364,6 @@ pub(crate) fn bit_length(n: u64) -> u32 {
 mod tests {
     use super::*;
 
-    fn seed(b: u8) -> [u8; 32] {
-        [b; 32]
-    }
-
     const KINDS: [MechanismKind; 4] = [
         MechanismKind::Tree,
         MechanismKind::Honaker,
@@ -381,7 +377,7 @@ mod tests {
     fn zero_noise_releases_exact_prefix_for_every_kind() {
         for kind in KINDS {
             let mut m =
-                make_mechanism(kind, NodeShape::Vector(2), NodeNoise::Zero, 40, seed(0)).unwrap();
+                make_mechanism(kind, NodeShape::Vector(2), NodeNoise::Zero, 40, [0; 32]).unwrap();
             let mut s = [0.0, 0.0];
             let mut out = [0.0; 2];
             for t in 0..40 {
@@ -405,7 +401,7 @@ mod tests {
                 NodeShape::Vector(2),
                 NodeNoise::Gaussian { sigma: 1.0 },
                 8,
-                seed(1),
+                [1; 32],
             )
             .unwrap();
             m.push(&[1.0, 2.0]).unwrap();
@@ -441,7 +437,7 @@ mod tests {
                 },
                 NodeNoise::Gaussian { sigma: 2.0 },
                 50,
-                seed(2),
+                [2; 32],
             )
             .unwrap();
             for _ in 0..23 {
@@ -484,7 +480,7 @@ mod tests {
                 }
             }
             let m =
-                make_mechanism(kind, NodeShape::Vector(4), NodeNoise::Zero, cap, seed(0)).unwrap();
+                make_mechanism(kind, NodeShape::Vector(4), NodeNoise::Zero, cap, [0; 32]).unwrap();
             for t in [1u64, 2, 3, 7, 8, 21, 31, 40] {
                 let got = acc[t as usize - 1] / reps as f64;
                 let want = m.variance_factor(t);
@@ -504,7 +500,7 @@ mod tests {
         let cap = 10_000u64;
         let mean_std = |kind: MechanismKind| {
             let m =
-                make_mechanism(kind, NodeShape::Vector(1), NodeNoise::Zero, cap, seed(0)).unwrap();
+                make_mechanism(kind, NodeShape::Vector(1), NodeNoise::Zero, cap, [0; 32]).unwrap();
             let mult = m.l2_multiplier();
             (1..=cap)
                 .map(|t| (m.variance_factor(t)).sqrt() * mult)
@@ -527,7 +523,7 @@ mod tests {
             grid_bits: 10,
         };
         for kind in KINDS {
-            let made = make_mechanism(kind, NodeShape::Vector(2), dg, 4, seed(0));
+            let made = make_mechanism(kind, NodeShape::Vector(2), dg, 4, [0; 32]);
             match kind {
                 MechanismKind::Tree | MechanismKind::Blt { .. } => assert!(made.is_ok()),
                 _ => assert!(matches!(made, Err(CoreError::InvalidParameter(_)))),
@@ -539,10 +535,10 @@ mod tests {
     fn bad_parameters_rejected() {
         for kind in KINDS {
             assert!(
-                make_mechanism(kind, NodeShape::Vector(0), NodeNoise::Zero, 4, seed(0)).is_err()
+                make_mechanism(kind, NodeShape::Vector(0), NodeNoise::Zero, 4, [0; 32]).is_err()
             );
             assert!(
-                make_mechanism(kind, NodeShape::Vector(2), NodeNoise::Zero, 0, seed(0)).is_err()
+                make_mechanism(kind, NodeShape::Vector(2), NodeNoise::Zero, 0, [0; 32]).is_err()
             );
             assert!(make_mechanism(
                 kind,
@@ -552,7 +548,7 @@ mod tests {
                 },
                 NodeNoise::Zero,
                 4,
-                seed(0)
+                [0; 32]
             )
             .is_err());
             assert!(make_mechanism(
@@ -560,11 +556,11 @@ mod tests {
                 NodeShape::Vector(2),
                 NodeNoise::Gaussian { sigma: f64::NAN },
                 4,
-                seed(0)
+                [0; 32]
             )
             .is_err());
             let m =
-                make_mechanism(kind, NodeShape::Vector(2), NodeNoise::Zero, 4, seed(0)).unwrap();
+                make_mechanism(kind, NodeShape::Vector(2), NodeNoise::Zero, 4, [0; 32]).unwrap();
             assert!(m.leaf_coefficients(0).is_err());
             assert!(m.leaf_coefficients(5).is_err());
         }

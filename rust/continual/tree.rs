@@ -350,10 +350,6 @@ mod tests {
     use super::*;
     use crate::continual::make_mechanism;
 
-    fn seed(b: u8) -> [u8; 32] {
-        [b; 32]
-    }
-
     #[test]
     fn depth_matches_formula() {
         for n in 1u64..5000 {
@@ -381,7 +377,7 @@ mod tests {
             NodeShape::Vector(3),
             NodeNoise::Gaussian { sigma: 1.0 },
             1000,
-            seed(1),
+            [1; 32],
         )
         .unwrap();
         for t in 1..=1000u64 {
@@ -397,7 +393,7 @@ mod tests {
     #[test]
     fn zero_noise_releases_exact_prefix() {
         let mut tr =
-            TreeAggregator::new(NodeShape::Vector(2), NodeNoise::Zero, 50, seed(0)).unwrap();
+            TreeAggregator::new(NodeShape::Vector(2), NodeNoise::Zero, 50, [0; 32]).unwrap();
         let mut s = [0.0, 0.0];
         for t in 0..50 {
             let leaf = [t as f64, -(t as f64) * 0.5];
@@ -417,7 +413,7 @@ mod tests {
                 },
                 NodeNoise::Gaussian { sigma: 2.0 },
                 64,
-                seed(b),
+                [b; 32],
             )
             .unwrap();
             (0..64)
@@ -439,7 +435,7 @@ mod tests {
                 NodeShape::SymMatrix { d, divisor: 2.0 },
                 noise,
                 100,
-                seed(3),
+                [3; 32],
             )
             .unwrap();
             for _ in 0..37 {
@@ -460,13 +456,13 @@ mod tests {
             NodeShape::Vector(2),
             NodeNoise::Gaussian { sigma: 0.0 },
             10,
-            seed(0),
+            [0; 32],
         );
         assert!(matches!(bad, Err(CoreError::InvalidParameter(_))));
-        let bad = TreeAggregator::new(NodeShape::Vector(2), NodeNoise::Zero, 0, seed(0));
+        let bad = TreeAggregator::new(NodeShape::Vector(2), NodeNoise::Zero, 0, [0; 32]);
         assert!(matches!(bad, Err(CoreError::InvalidParameter(_))));
         let mut tr =
-            TreeAggregator::new(NodeShape::Vector(2), NodeNoise::Zero, 3, seed(0)).unwrap();
+            TreeAggregator::new(NodeShape::Vector(2), NodeNoise::Zero, 3, [0; 32]).unwrap();
         assert!(matches!(tr.push(&[1.0]), Err(CoreError::Shape(_))));
         assert!(matches!(
             tr.push(&[1.0, f64::NAN]),
@@ -490,7 +486,7 @@ mod tests {
                 NodeShape::Vector(4),
                 NodeShape::SymMatrix { d: 2, divisor: 2.0 },
             ] {
-                let mut tr = TreeAggregator::new(shape, noise, 20, seed(5)).unwrap();
+                let mut tr = TreeAggregator::new(shape, noise, 20, [5; 32]).unwrap();
                 let unit = noise.lattice_unit(shape).unwrap().unwrap();
                 let leaf = [0.1234567, -2.0, 5.5, 0.1234567];
                 for _ in 0..13 {
@@ -530,7 +526,7 @@ mod tests {
             sigma: 1.0,
             grid_bits: 24,
         };
-        let mut tr = TreeAggregator::new(NodeShape::Vector(1), noise, 4, seed(0)).unwrap();
+        let mut tr = TreeAggregator::new(NodeShape::Vector(1), noise, 4, [0; 32]).unwrap();
         assert!(matches!(
             tr.push(&[1e300]),
             Err(CoreError::InvalidParameter(_))
@@ -540,9 +536,9 @@ mod tests {
             sigma: 1.0,
             grid_bits: 25,
         };
-        assert!(TreeAggregator::new(NodeShape::Vector(1), bad, 4, seed(0)).is_err());
+        assert!(TreeAggregator::new(NodeShape::Vector(1), bad, 4, [0; 32]).is_err());
         let odd = NodeShape::SymMatrix { d: 2, divisor: 1.7 };
-        assert!(TreeAggregator::new(odd, noise, 4, seed(0)).is_err());
+        assert!(TreeAggregator::new(odd, noise, 4, [0; 32]).is_err());
         let lap = NodeNoise::DiscreteLaplace {
             scale: 1.0,
             grid_bits: 4,
@@ -554,7 +550,7 @@ mod tests {
             },
             lap,
             4,
-            seed(0)
+            [0; 32]
         )
         .is_err());
     }
@@ -567,7 +563,7 @@ mod tests {
                 NodeShape::Vector(1),
                 NodeNoise::Zero,
                 cap,
-                seed(0),
+                [0; 32],
             )
             .unwrap();
             let bl = 64 - cap.leading_zeros();

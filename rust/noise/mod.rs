@@ -448,10 +448,6 @@ pub fn standard_laplace<R: Rng + ?Sized>(rng: &mut R) -> f64 {
 mod tests {
     use super::*;
 
-    fn seed(b: u8) -> [u8; 32] {
-        [b; 32]
-    }
-
     #[test]
     fn discrete_node_variances_empirical() {
         let cases = [
@@ -488,7 +484,7 @@ mod tests {
             ),
         ];
         for (noise, shape) in cases {
-            let mut st = NoiseStream::new(noise, seed(9)).unwrap();
+            let mut st = NoiseStream::new(noise, [9; 32]).unwrap();
             let n = shape.len();
             let mut buf = vec![0.0; n];
             let (mut off, mut diag, mut no, mut nd) = (0.0, 0.0, 0.0, 0.0);
