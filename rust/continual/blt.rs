@@ -12,8 +12,8 @@
 //! is asked for, the same draws and operations, so the same values bit for bit.
 
 use crate::continual::{
-    capacity_error, check_common, check_leaf_index, check_profile_len, MechanismKind,
-    PrefixMechanism, MAX_BLT_BUFFERS, MAX_COEFFICIENTS,
+    capacity_error, check_common, check_leaf_index, check_profile_len, fits_or_refuse,
+    MechanismKind, PrefixMechanism, MAX_BLT_BUFFERS, MAX_COEFFICIENTS,
 };
 use crate::errors::{CoreError, CoreResult};
 use crate::noise::{round_half_even, ExactSum, Innovations, NodeNoise, NodeShape, LATTICE_LIMIT};
@@ -244,12 +244,7 @@ impl Blt {
             && self.acc.len() == p
             && self.z.len() == p
             && self.yacc.len() == if discrete { p } else { 0 };
-        if !ok {
-            return Err(CoreError::InvalidParameter(
-                "not a saved blt state: its buffers do not fit its parameters".into(),
-            ));
-        }
-        Ok(self)
+        fits_or_refuse(self, ok, "blt")
     }
 
     pub fn parameters(&self) -> (&[f64], &[f64]) {

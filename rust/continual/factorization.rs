@@ -2,7 +2,7 @@
 //! Upadhyay 2023): noise `L z` with L lower-triangular Toeplitz, `c_j = binom(2j, j) / 4^j`.
 
 use crate::continual::{
-    capacity_error, check_common, check_leaf_index, MechanismKind, PrefixMechanism,
+    capacity_error, check_common, check_leaf_index, fits_or_refuse, MechanismKind, PrefixMechanism,
     MAX_FACTORIZATION_CAPACITY, MAX_FACTORIZATION_HISTORY,
 };
 use crate::errors::{CoreError, CoreResult};
@@ -51,12 +51,7 @@ impl Factorization {
             && self.c.len() as u64 >= self.capacity
             && self.current.len() == p
             && t.checked_mul(p) == Some(self.history.len());
-        if !ok {
-            return Err(CoreError::InvalidParameter(
-                "not a saved factorization state: its buffers do not fit its parameters".into(),
-            ));
-        }
-        Ok(self)
+        fits_or_refuse(self, ok, "factorization")
     }
 
     pub fn new(

@@ -30,7 +30,8 @@
 //! tests/test_continual.py against the dense projection `Delta^T M^T (M M^T)^+ M Delta`.
 
 use crate::continual::{
-    bit_length, capacity_error, check_common, check_leaf_index, MechanismKind, PrefixMechanism,
+    bit_length, capacity_error, check_common, check_leaf_index, fits_or_refuse, MechanismKind,
+    PrefixMechanism,
 };
 use crate::errors::{CoreError, CoreResult};
 use crate::noise::{ExactSum, Innovations, NodeNoise, NodeShape};
@@ -249,12 +250,7 @@ impl Honaker {
             && self.total.len() == p
             && self.node.len() == p
             && self.est.iter().chain(&self.spare).all(|v| v.len() == p);
-        if !ok {
-            return Err(CoreError::InvalidParameter(
-                "not a saved honaker state: its buffers do not fit its parameters".into(),
-            ));
-        }
-        Ok(self)
+        fits_or_refuse(self, ok, "honaker")
     }
 
     /// Stream order of the draws: at step t the leaf node first, then each node completed by

@@ -330,6 +330,17 @@ pub(crate) fn check_common(shape: NodeShape, noise: NodeNoise, capacity: u64) ->
     Ok(())
 }
 
+/// A restored mechanism `m` if its buffers fit its parameters (`ok`), else the refusal naming
+/// its `kind` (each mechanism's `checked`).
+pub(crate) fn fits_or_refuse<T>(m: T, ok: bool, kind: &str) -> CoreResult<T> {
+    if !ok {
+        return Err(CoreError::InvalidParameter(format!(
+            "not a saved {kind} state: its buffers do not fit its parameters"
+        )));
+    }
+    Ok(m)
+}
+
 pub(crate) fn capacity_error(capacity: u64) -> CoreError {
     CoreError::Capacity(format!(
         "mechanism built for T = {capacity} leaves is full; it cannot release prefix {}",

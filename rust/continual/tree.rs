@@ -12,7 +12,9 @@
 use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
 
-use crate::continual::{bit_length, check_leaf_index, MechanismKind, PrefixMechanism};
+use crate::continual::{
+    bit_length, check_leaf_index, fits_or_refuse, MechanismKind, PrefixMechanism,
+};
 use crate::errors::{CoreError, CoreResult};
 use crate::noise::{draw_node_noise_with, ExactSum, NodeLaws, NodeNoise, NodeShape};
 
@@ -88,12 +90,7 @@ impl TreeAggregator {
             && self.levels.len() <= 65
             && self.prefix.iter().chain(&self.spare).all(|v| v.len() == n)
             && (self.last_node.is_empty() || self.last_node.len() == n);
-        if !ok {
-            return Err(CoreError::InvalidParameter(
-                "not a saved tree state: its buffers do not fit its parameters".into(),
-            ));
-        }
-        Ok(self)
+        fits_or_refuse(self, ok, "tree")
     }
 
     /// Keep a copy of the most recently drawn node noise (for tests against a reference).
