@@ -4,6 +4,7 @@ inline, on local processes or on a Dask cluster, collected into a tidy table and
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import hashlib
 import json
 import math
@@ -50,6 +51,7 @@ from privrl.experiment.results import (
 )
 from privrl.experiment.scaleout import check_address, dask_results
 from privrl.experiment.summary import return_ends
+from privrl.experiment.writers import registered
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
@@ -441,63 +443,66 @@ def run_sweep(
     specs = config.runs()
     envs = {s.name: s.env for s in config.studies if s.env_spec is None}
     store = ResultStore(outdir, config.format) if outdir is not None else None  # checks the folder
-    on_start()
-    fmt = store.fmt if store is not None else None
-    manifest = new_manifest(config.to_dict(), specs, fmt)
-    results: dict[str, pd.DataFrame] = {}
-    producer = {"privrl": manifest["privrl"], "git_commit": manifest["git_commit"]}
-    if store is not None:
-        _warn_other_config(store, specs, outdir)
-        store.prepare()
-        stale = _load_finished(store, specs, results, manifest, producer) if resume else 0
-        if stale:
-            # The run id covers the config, not the code: say so when the code has changed.
-            warnings.warn(
-                f"{stale} resumed runs in {outdir} were computed by another privrl version or commit "
-                "(see their 'producer' in runs/*.json; none: a version before it was recorded); use "
-                "resume=False (privrl run --fresh) to recompute them",
-                stacklevel=stacklevel_outside(__name__),
-            )
-        store.write_manifest(manifest)
-    todo = [s for s in specs if s.run_id not in results]
-    n_resumed = len(specs) - len(todo)
-    bar = _Progress(progress, len(specs), len(specs) - len(todo), sum(s.episodes for s in todo))
-    t0 = time.perf_counter()
-    status = "interrupted"
-    failures: dict[str, str] = {}
-    registry: dict = {}  # the workers' warnings, raised again here: "default" filters once per sweep
-    if store is not None and todo:
-        store.remove_merged()  # it would no longer describe the folder until this sweep completes
-    try:
-        for payload in _executor(todo, envs, bar, n_jobs, scheduler, backend):
-            bar.run_done(_file_run(payload, store, results, failures, manifest, producer))
-            reemit(payload, registry)  # after filing: an "error" filter loses no finished run
-        status = "failed" if failures else "complete"
-    finally:
-        bar.close()
-        manifest.update(
-            status=status,
-            n_runs=len(specs),
-            n_computed=len(results) - n_resumed,
-            n_resumed=n_resumed,
-            sweep_wall_time=time.perf_counter() - t0,
-        )
+    # a live sweep of another config writing the folder is refused here, before anything is written
+    writing = registered(store.root, [s.run_id for s in specs], outdir) if store else contextlib.nullcontext()
+    with writing:
+        on_start()
+        fmt = store.fmt if store is not None else None
+        manifest = new_manifest(config.to_dict(), specs, fmt)
+        results: dict[str, pd.DataFrame] = {}
+        producer = {"privrl": manifest["privrl"], "git_commit": manifest["git_commit"]}
         if store is not None:
+            _warn_other_config(store, specs, outdir)
+            store.prepare()
+            stale = _load_finished(store, specs, results, manifest, producer) if resume else 0
+            if stale:
+                # The run id covers the config, not the code: say so when the code has changed.
+                warnings.warn(
+                    f"{stale} resumed runs in {outdir} were computed by another privrl version or commit "
+                    "(see their 'producer' in runs/*.json; none: a version before it was recorded); use "
+                    "resume=False (privrl run --fresh) to recompute them",
+                    stacklevel=stacklevel_outside(__name__),
+                )
             store.write_manifest(manifest)
-    if failures:
-        first = next(iter(failures))
-        raise SweepError(
-            f"{len(failures)} of {len(specs)} runs failed (the others are saved; rerun to retry "
-            f"the failed ones): {first}: {failures[first]}",
-            failures,
-        )
-    frames = [results[s.run_id] for s in specs]
-    df = normalize_frame(pd.concat(frames, ignore_index=True)) if frames else _empty_frame()
-    if store is not None:
-        manifest["results_file"] = store.write_merged(df).name
-        store.write_manifest(manifest)
-    # the manifest as manifest.json holds it (inf/nan as strings), with or without an outdir
-    return df, _json_safe(manifest)
+        todo = [s for s in specs if s.run_id not in results]
+        n_resumed = len(specs) - len(todo)
+        bar = _Progress(progress, len(specs), len(specs) - len(todo), sum(s.episodes for s in todo))
+        t0 = time.perf_counter()
+        status = "interrupted"
+        failures: dict[str, str] = {}
+        registry: dict = {}  # the workers' warnings, raised again here: "default" filters once per sweep
+        if store is not None and todo:
+            store.remove_merged()  # it would no longer describe the folder until this sweep completes
+        try:
+            for payload in _executor(todo, envs, bar, n_jobs, scheduler, backend):
+                bar.run_done(_file_run(payload, store, results, failures, manifest, producer))
+                reemit(payload, registry)  # after filing: an "error" filter loses no finished run
+            status = "failed" if failures else "complete"
+        finally:
+            bar.close()
+            manifest.update(
+                status=status,
+                n_runs=len(specs),
+                n_computed=len(results) - n_resumed,
+                n_resumed=n_resumed,
+                sweep_wall_time=time.perf_counter() - t0,
+            )
+            if store is not None:
+                store.write_manifest(manifest)
+        if failures:
+            first = next(iter(failures))
+            raise SweepError(
+                f"{len(failures)} of {len(specs)} runs failed (the others are saved; rerun to retry "
+                f"the failed ones): {first}: {failures[first]}",
+                failures,
+            )
+        frames = [results[s.run_id] for s in specs]
+        df = normalize_frame(pd.concat(frames, ignore_index=True)) if frames else _empty_frame()
+        if store is not None:
+            manifest["results_file"] = store.write_merged(df).name
+            store.write_manifest(manifest)
+        # the manifest as manifest.json holds it (inf/nan as strings), with or without an outdir
+        return df, _json_safe(manifest)
 
 
 def sweep(

@@ -1,0 +1,141 @@
+"""The sweeps writing one results folder at the same time: each holds an advisory lock on a file of
+its own there for its whole life, so that a sweep of another config is refused while one runs."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import socket
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from privrl.experiment.config import ConfigError
+
+try:  # POSIX; elsewhere (Windows) sweeps are not coordinated, as before
+    import fcntl
+
+    HAVE_LOCKS = True
+except ImportError:  # pragma: no cover - not on Linux / macOS
+    HAVE_LOCKS = False
+
+__all__ = ["registered", "runs_digest"]
+
+MUTEX = ".privrl.lock"  # held for the few file operations of a registration, then removed
+PREFIX = ".privrl-sweep-"  # one per live sweep: <prefix><host>-<pid>.lock, its runs' digest inside
+
+
+def runs_digest(run_ids: Iterable[str]) -> str:
+    """The identity of a sweep's config in a folder: its set of run ids (what its manifest lists)."""
+    return hashlib.sha256("\n".join(sorted(run_ids)).encode()).hexdigest()[:16]
+
+
+def _lock(fd: int, shared: bool = False, block: bool = True) -> bool:
+    flags = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | (0 if block else fcntl.LOCK_NB)
+    try:
+        fcntl.flock(fd, flags)
+    except BlockingIOError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _mutex(root: Path) -> Iterator[None]:
+    """An exclusive lock on root/.privrl.lock, removed on release when no sweep is registered (a
+    finished folder holds only its results). The file can be removed under a waiting opener: it
+    locks again until the file it locked is the one at the path."""
+    path = root / MUTEX
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        _lock(fd)
+        try:
+            if os.path.samestat(os.fstat(fd), os.stat(path)):
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    try:
+        yield
+        if not any(root.glob(f"{PREFIX}*.lock")):
+            path.unlink(missing_ok=True)
+    finally:
+        os.close(fd)
+
+
+def _live_others(root: Path, digest: str) -> list[dict]:
+    """The registrations of live sweeps of another config (a dead sweep's file, whose lock its
+    process released as it ended, kill -9 included, is removed)."""
+    others = []
+    for path in root.glob(f"{PREFIX}*.lock"):
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        try:
+            if _lock(fd, shared=True, block=False):  # nobody holds it: its sweep is gone
+                path.unlink(missing_ok=True)
+                continue
+            try:
+                info = json.loads(os.read(fd, 1 << 16) or b"{}")
+            except ValueError:
+                info = {}
+            if info.get("digest") != digest:
+                others.append({"file": path.name, **info})
+        finally:
+            os.close(fd)
+    return others
+
+
+@contextlib.contextmanager
+def registered(root: Path, run_ids: list[str], describe: Any) -> Iterator[None]:
+    """Register a sweep of `run_ids` as writing `root` for the duration of the block. A live sweep
+    of another set of runs (another config) writing there is refused (ConfigError, before anything
+    is written): its manifest and ours would replace each other, and the folder's table and
+    reports would silently hold the runs of whichever ended last. Sweeps of the same config may
+    share the folder (their runs are the same bits). Without fcntl, or on a file system that
+    refuses locks, nothing is checked."""
+    held = _register(root, run_ids, describe) if HAVE_LOCKS else None
+    try:
+        yield
+    finally:
+        if held is not None:
+            fd, mine = held
+            with contextlib.suppress(OSError), _mutex(root):
+                mine.unlink(missing_ok=True)
+            os.close(fd)
+
+
+def _register(root: Path, run_ids: list[str], describe: Any) -> tuple[int, Path] | None:
+    """Check that no live sweep of another config writes `root` and register this one: its file,
+    locked until the sweep ends (the descriptor and the path), or None where locks fail."""
+    digest = runs_digest(run_ids)
+    host = socket.gethostname()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with _mutex(root):
+            others = _live_others(root, digest)
+            if others:
+                o = others[0]
+                raise ConfigError(
+                    "OUTDIR",
+                    f"{describe} is being written by another sweep of a different config "
+                    f"({o.get('runs', '?')} runs, e.g. {o.get('example', '?')}; process "
+                    f"{o.get('pid', '?')} on {o.get('host', '?')}): its manifest and this sweep's "
+                    "would replace each other. Use another output folder, or wait until that sweep ends",
+                )
+            mine = root / f"{PREFIX}{host}-{os.getpid()}-{os.urandom(4).hex()}.lock"
+            fd = os.open(mine, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                _lock(fd)  # exclusive until this sweep ends: the others see it live
+                info = {"digest": digest, "runs": len(run_ids), "example": run_ids[0] if run_ids else None}
+                info.update(pid=os.getpid(), host=host)
+                os.write(fd, json.dumps(info).encode())
+            except OSError:
+                os.close(fd)
+                mine.unlink(missing_ok=True)
+                raise
+            return fd, mine
+    except OSError:  # a file system without locks (ENOLCK), a read-only folder: uncoordinated, as before
+        return None

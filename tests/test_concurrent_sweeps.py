@@ -1,0 +1,115 @@
+"""Two sweeps writing one results folder at the same time (two terminals, two cluster jobs, a resume
+started while the first sweep still runs): real processes, synchronized through files."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from privrl.experiment import ConfigError, build_config, load_manifest, load_results, run_sweep
+from privrl.experiment.results import _read_table, normalize_frame
+
+pytest.importorskip("fcntl")
+
+ENV = {"name": "RiverSwimMixture", "S": 3, "H": 3}
+JDP = {"J": {"algorithm": "UCRL-VTR", "privacy": "jdp"}}
+LDP = {"L": {"algorithm": "UCRL-VTR", "privacy": "ldp"}}
+
+
+def config(agents: dict) -> dict:
+    return {"env": ENV, "agents": agents, "epsilons": [5.0], "seeds": 2, "episodes": 60, "format": "csv"}
+
+
+# A sweep that stops in on_start (every check passed, nothing written yet) until `go` exists.
+HOLD = """
+import json, sys, time
+from pathlib import Path
+from privrl.experiment import build_config, run_sweep
+raw, out, flags = json.loads(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+def hold():
+    (flags / "started").touch()
+    while not (flags / "go").exists():
+        time.sleep(0.01)
+run_sweep(build_config(raw), out, progress=False, on_start=hold)
+"""
+
+
+def held_sweep(raw: dict, out: Path, flags: Path) -> subprocess.Popen:
+    """A sweep in another process, waiting (live, past its checks) until flags/go is touched."""
+    flags.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, json.dumps(raw), str(out), str(flags)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (flags / "started").exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the held sweep never started"
+        time.sleep(0.01)
+    return proc
+
+
+def finish(proc: subprocess.Popen, flags: Path) -> None:
+    (flags / "go").touch()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+
+
+def hidden(out: Path) -> list[str]:
+    return sorted(p.name for p in out.iterdir() if p.name.startswith("."))
+
+
+def test_a_sweep_of_another_config_is_refused_while_one_writes_the_folder(tmp_path):
+    # Before: both ran; each wrote its own manifest and results file over the other's, so the folder
+    # ended with the runs of whichever sweep finished last, and the other said "results in
+    # OUT/results.csv" with no warning (probed: a jdp and an ldp config, 12 runs each: the folder's
+    # manifest, table and report held 12 of the 24 finished runs).
+    out = tmp_path / "out"
+    proc = held_sweep(config(JDP), out, tmp_path / "flags")
+    try:
+        with pytest.raises(ConfigError, match="being written by another sweep of a different config") as exc:
+            run_sweep(build_config(config(LDP)), out, progress=False)
+        assert exc.value.key == "OUTDIR"
+        assert not (out / "runs").exists()  # refused before anything was written
+    finally:
+        finish(proc, tmp_path / "flags")
+    assert set(load_results(out)["agent"]) == {"J"} and load_manifest(out)["status"] == "complete"
+    assert hidden(out) == []  # the registrations leave with their sweeps
+    # once the first has ended, another config is the sequential case: warned, and it replaces it
+    with pytest.warns(UserWarning, match="runs of another config"):
+        run_sweep(build_config(config(LDP)), out, progress=False)
+    assert set(load_results(out)["agent"]) == {"L"}
+
+
+def test_sweeps_of_one_config_share_a_folder_and_give_the_same_table(tmp_path):
+    out, alone = tmp_path / "out", tmp_path / "alone"
+    proc = held_sweep(config(JDP), out, tmp_path / "flags")
+    try:
+        df, _ = run_sweep(build_config(config(JDP)), out, progress=False)
+    finally:
+        finish(proc, tmp_path / "flags")
+    expected, _ = run_sweep(build_config(config(JDP)), alone, progress=False)
+    merged = normalize_frame(_read_table(out / "results.csv"))
+    for table in (df, load_results(out), merged):
+        pd.testing.assert_frame_equal(table.drop(columns="wall_time"), expected.drop(columns="wall_time"))
+    assert load_manifest(out)["status"] == "complete" and hidden(out) == []
+
+
+def test_a_killed_sweeps_registration_does_not_block_the_folder(tmp_path):
+    out = tmp_path / "out"
+    proc = held_sweep(config(JDP), out, tmp_path / "flags")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    assert any(n.startswith(".privrl-sweep-") for n in hidden(out))  # left by kill -9
+    df, _ = run_sweep(build_config(config(LDP)), out, progress=False)
+    assert set(df["agent"]) == {"L"} and hidden(out) == []
