@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -113,3 +114,41 @@ def test_a_killed_sweeps_registration_does_not_block_the_folder(tmp_path):
     assert any(n.startswith(".privrl-sweep-") for n in hidden(out))  # left by kill -9
     df, _ = run_sweep(build_config(config(LDP)), out, progress=False)
     assert set(df["agent"]) == {"L"} and hidden(out) == []
+
+
+def test_a_sweep_starting_on_another_machine_keeps_this_machines_live_temporary(tmp_path, monkeypatch):
+    # Before: a temporary file named its writer's pid only, and a sweep starting on a folder removed
+    # one whose pid was not alive on *its* machine: with two cluster jobs sharing a folder over a
+    # network file system, the job starting second could remove a run file the first was writing,
+    # whose os.replace then failed (FileNotFoundError): that sweep stopped. Here this process plays
+    # the writer on node-a, as a pid not alive here, and the sweep on this machine starts mid-write.
+    from privrl.experiment.results import ResultStore, atomic_write
+
+    out, dead = tmp_path / "out", subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (out / "runs").mkdir(parents=True)
+    real_pid, real_host = os.getpid, socket.gethostname
+
+    def write(path: Path) -> None:
+        path.write_text("{}")
+        with monkeypatch.context() as here:
+            here.setattr(os, "getpid", real_pid)
+            here.setattr(socket, "gethostname", real_host)
+            ResultStore(out, "csv").prepare()
+
+    with monkeypatch.context() as there:
+        there.setattr(os, "getpid", lambda: dead.pid)
+        there.setattr(socket, "gethostname", lambda: "node-a.cluster")
+        atomic_write(out / "runs" / "r.json", write)
+    assert (out / "runs" / "r.json").read_text() == "{}" and not list(out.rglob("*.tmp"))
+
+
+def test_the_temporary_of_the_longest_run_id_fits_a_file_name(tmp_path, monkeypatch):
+    from privrl.experiment.config import MAX_RUN_ID
+    from privrl.experiment.results import atomic_write
+
+    monkeypatch.setattr(os, "getpid", lambda: 4_194_304)  # Linux's largest pid: 7 digits
+    names = [f"{c * MAX_RUN_ID}.parquet" for c in "ab"]
+    for name in names:
+        atomic_write(tmp_path / name, lambda p, name=name: p.write_text(name))
+    assert [(tmp_path / n).read_text() for n in names] == names

@@ -358,8 +358,8 @@ class Study:
         }
 
 
-#: The longest run id: its files runs/<id>.parquet and their temporary copies
-#: .<id>.parquet.<pid>.tmp (a pid has at most 7 digits) fit a file name of 255 bytes.
+#: The longest run id: its files runs/<id>.parquet fit a file name of 255 bytes (their temporary
+#: copies .<id>.parquet.<pid>@<host>.tmp are cut to fit: results._temporary).
 MAX_RUN_ID = 234
 
 

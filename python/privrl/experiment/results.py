@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import hashlib
 import importlib.metadata
 import json
 import os
 import platform
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterable
@@ -89,7 +91,7 @@ def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
     """Write through a temporary file in the same folder and os.replace it into place, so a reader
     (or a rerun after kill -9) sees either the old file or the complete new one, never a torn one."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = _temporary(path)
     try:
         write(tmp)
         with open(tmp, "rb+") as f:
@@ -103,6 +105,24 @@ def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
 #: A temporary file a live writer holds is never this old (atomic_write writes one run's table or
 #: record, in seconds): older ones are leftovers whatever their pid (a pid reused since the crash).
 STALE_TEMPORARY_AGE = 3600.0
+
+
+def _host() -> str:
+    """This machine, as a temporary file's name holds it: a digest of its host name (8 hex digits)."""
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def _temporary(path: Path) -> Path:
+    """atomic_write's temporary file for `path`: .<name>.<pid>@<host>.tmp. The host tells which
+    machine's pid it is: two sweeps on two machines sharing a folder (cluster jobs on a network
+    file system) took each other's live temporaries for a dead writer's (pid not alive *here*).
+    A name that would pass 255 bytes (a run id near MAX_RUN_ID) is cut, a digest keeping it apart."""
+    tag = f"{os.getpid()}@{_host()}"
+    name, room = path.name, 255 - len(tag) - len("...tmp")
+    if len(name.encode()) > room:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:12]
+        name = name.encode()[: room - 13].decode(errors="ignore") + "-" + digest
+    return path.with_name(f".{name}.{tag}.tmp")
 
 
 def _pid_alive(pid: int) -> bool:
@@ -121,16 +141,20 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _stale_temporary(path: Path, now: float) -> bool:
-    """Whether `path`, a temporary file of atomic_write (.<name>.<pid>.tmp), is a leftover that no
-    live writer can own: its writer's pid is not alive here, or it is older than
-    STALE_TEMPORARY_AGE. Our own pid's are kept (another thread of this process may be writing)."""
+    """Whether `path`, a temporary file of atomic_write (.<name>.<pid>@<host>.tmp, or
+    .<name>.<pid>.tmp before the host was named), is a leftover that no live writer can own: it is
+    older than STALE_TEMPORARY_AGE, or it was written on this machine (or names no machine) by a pid
+    not alive here. Our own pid's are kept (another thread of this process may be writing); another
+    machine's only age."""
     try:
         age = now - path.stat().st_mtime
     except FileNotFoundError:
         return False
     if age > STALE_TEMPORARY_AGE:
         return True
-    pid = path.name.removesuffix(".tmp").rpartition(".")[2]
+    pid, _, host = path.name.removesuffix(".tmp").rpartition(".")[2].partition("@")
+    if host and host != _host():  # its writer's liveness cannot be told from here: the age decides
+        return False
     if not pid.isdigit():  # not named by atomic_write: no writer of this version owns it
         return True
     return int(pid) != os.getpid() and not _pid_alive(int(pid))
