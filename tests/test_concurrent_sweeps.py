@@ -3,6 +3,7 @@ started while the first sweep still runs): real processes, synchronized through 
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
@@ -152,3 +153,40 @@ def test_the_temporary_of_the_longest_run_id_fits_a_file_name(tmp_path, monkeypa
     for name in names:
         atomic_write(tmp_path / name, lambda p, name=name: p.write_text(name))
     assert [(tmp_path / n).read_text() for n in names] == names
+
+
+COMPLETE = """
+import json, sys
+from privrl.experiment import build_config, run_sweep
+run_sweep(build_config(json.loads(sys.argv[1])), sys.argv[2], progress=False)
+"""
+
+
+def test_a_sweep_interrupted_after_another_completed_the_folder_keeps_the_complete_manifest(
+    tmp_path, monkeypatch
+):
+    # Before: a sweep of the same config resumed into the folder (or run --fresh) while the first
+    # ran, then interrupted (Ctrl-C) after the first completed, wrote its manifest over the
+    # complete one: status 'interrupted', 10 of 12 runs 'pending' (probed with privrl run: all 12
+    # finished on disk, results.parquet there but no results_file). Here the other sweep, in
+    # another process, completes the folder while this one is at its first run, then Ctrl-C.
+    sweep_module = importlib.import_module("privrl.experiment.sweep")  # the attribute is sweep()
+    out, raw = tmp_path / "out", config(JDP)
+
+    def the_other_completes_then_ctrl_c(*args: object, **kwargs: object) -> dict:
+        done = subprocess.run(
+            [sys.executable, "-c", COMPLETE, json.dumps(raw), str(out)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep_module, "execute_run", the_other_completes_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(build_config(raw), out, progress=False)
+    manifest = load_manifest(out)
+    assert manifest["status"] == "complete" and manifest["n_computed"] == 2
+    assert {r["status"] for r in manifest["runs"].values()} == {"done"}
+    assert (out / manifest["results_file"]).exists() and hidden(out) == []

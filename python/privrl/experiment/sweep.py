@@ -51,7 +51,7 @@ from privrl.experiment.results import (
 )
 from privrl.experiment.scaleout import check_address, dask_results
 from privrl.experiment.summary import return_ends
-from privrl.experiment.writers import registered
+from privrl.experiment.writers import folder_lock, keeps_complete, registered
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
@@ -452,18 +452,21 @@ def run_sweep(
         results: dict[str, pd.DataFrame] = {}
         producer = {"privrl": manifest["privrl"], "git_commit": manifest["git_commit"]}
         if store is not None:
-            _warn_other_config(store, specs, outdir)
-            store.prepare()
-            stale = _load_finished(store, specs, results, manifest, producer) if resume else 0
-            if stale:
-                # The run id covers the config, not the code: say so when the code has changed.
-                warnings.warn(
-                    f"{stale} resumed runs in {outdir} were computed by another privrl version or commit "
-                    "(see their 'producer' in runs/*.json; none: a version before it was recorded); use "
-                    "resume=False (privrl run --fresh) to recompute them",
-                    stacklevel=stacklevel_outside(__name__),
-                )
-            store.write_manifest(manifest)
+            with folder_lock(store.root):  # not between another sweep's end and its merged table
+                _warn_other_config(store, specs, outdir)
+                store.prepare()
+                stale = _load_finished(store, specs, results, manifest, producer) if resume else 0
+                if stale:
+                    # The run id covers the config, not the code: say so when the code has changed.
+                    warnings.warn(
+                        f"{stale} resumed runs in {outdir} were computed by another privrl version or "
+                        "commit (see their 'producer' in runs/*.json; none: a version before it was "
+                        "recorded); use resume=False (privrl run --fresh) to recompute them",
+                        stacklevel=stacklevel_outside(__name__),
+                    )
+                store.write_manifest(manifest)
+                if len(results) < len(specs):  # it would not describe the folder until this sweep completes
+                    store.remove_merged()
         todo = [s for s in specs if s.run_id not in results]
         n_resumed = len(specs) - len(todo)
         bar = _Progress(progress, len(specs), len(specs) - len(todo), sum(s.episodes for s in todo))
@@ -471,8 +474,6 @@ def run_sweep(
         status = "interrupted"
         failures: dict[str, str] = {}
         registry: dict = {}  # the workers' warnings, raised again here: "default" filters once per sweep
-        if store is not None and todo:
-            store.remove_merged()  # it would no longer describe the folder until this sweep completes
         try:
             for payload in _executor(todo, envs, bar, n_jobs, scheduler, backend):
                 bar.run_done(_file_run(payload, store, results, failures, manifest, producer))
@@ -488,7 +489,9 @@ def run_sweep(
                 sweep_wall_time=time.perf_counter() - t0,
             )
             if store is not None:
-                store.write_manifest(manifest)
+                with folder_lock(store.root):
+                    if not keeps_complete(store.root, manifest):  # another sweep completed the folder
+                        store.write_manifest(manifest)
         if failures:
             first = next(iter(failures))
             raise SweepError(
@@ -499,8 +502,9 @@ def run_sweep(
         frames = [results[s.run_id] for s in specs]
         df = normalize_frame(pd.concat(frames, ignore_index=True)) if frames else _empty_frame()
         if store is not None:
-            manifest["results_file"] = store.write_merged(df).name
-            store.write_manifest(manifest)
+            with folder_lock(store.root):
+                manifest["results_file"] = store.write_merged(df).name
+                store.write_manifest(manifest)
         # the manifest as manifest.json holds it (inf/nan as strings), with or without an outdir
         return df, _json_safe(manifest)
 

@@ -21,7 +21,7 @@ try:  # POSIX; elsewhere (Windows) sweeps are not coordinated, as before
 except ImportError:  # pragma: no cover - not on Linux / macOS
     HAVE_LOCKS = False
 
-__all__ = ["registered", "runs_digest"]
+__all__ = ["folder_lock", "keeps_complete", "registered", "runs_digest"]
 
 MUTEX = ".privrl.lock"  # held for the few file operations of a registration, then removed
 PREFIX = ".privrl-sweep-"  # one per live sweep: <prefix><host>-<pid>.lock, its runs' digest inside
@@ -139,3 +139,33 @@ def _register(root: Path, run_ids: list[str], describe: Any) -> tuple[int, Path]
             return fd, mine
     except OSError:  # a file system without locks (ENOLCK), a read-only folder: uncoordinated, as before
         return None
+
+
+@contextlib.contextmanager
+def folder_lock(root: Path) -> Iterator[None]:
+    """The folder's mutex around a sweep's reading and writing of its manifest and merged table, so
+    that another sweep's start and end do not interleave with them (unlocked without fcntl or where
+    the file system refuses locks)."""
+    with contextlib.ExitStack() as stack:
+        if HAVE_LOCKS:
+            with contextlib.suppress(OSError):
+                stack.enter_context(_mutex(root))
+        yield
+
+
+def keeps_complete(root: Path, manifest: dict) -> bool:
+    """Whether the folder's manifest.json says its runs, the same as `manifest`'s, are complete while
+    `manifest` does not: a sweep of the same config interrupted (or failed) after another sweep
+    completed the folder, whose manifest it would replace by one of pending runs."""
+    if manifest.get("status") == "complete":
+        return False
+    try:
+        found = json.loads((root / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(found, dict)
+        and found.get("status") == "complete"
+        and isinstance(found.get("runs"), dict)
+        and set(found["runs"]) == set(manifest["runs"])
+    )
