@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -40,7 +41,8 @@ def hold():
     (flags / "started").touch()
     while not (flags / "go").exists():
         time.sleep(0.01)
-run_sweep(build_config(raw), out, progress=False, on_start=hold)
+_, manifest = run_sweep(build_config(raw), out, progress=False, on_start=hold)
+print(manifest["n_computed"], manifest["n_resumed"])
 """
 
 
@@ -61,10 +63,12 @@ def held_sweep(raw: dict, out: Path, flags: Path) -> subprocess.Popen:
     return proc
 
 
-def finish(proc: subprocess.Popen, flags: Path) -> None:
-    (flags / "go").touch()
-    _, err = proc.communicate(timeout=60)
+def finish(proc: subprocess.Popen, flags: Path) -> list[int]:
+    """Let the held sweep go on; its manifest's n_computed and n_resumed once it ended."""
+    (flags / "go").touch(exist_ok=True)
+    out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
+    return [int(n) for n in out.split()]
 
 
 def hidden(out: Path) -> list[str]:
@@ -170,23 +174,47 @@ def test_a_sweep_interrupted_after_another_completed_the_folder_keeps_the_comple
     # complete one: status 'interrupted', 10 of 12 runs 'pending' (probed with privrl run: all 12
     # finished on disk, results.parquet there but no results_file). Here the other sweep, in
     # another process, completes the folder while this one is at its first run, then Ctrl-C.
+    # (on threads: a sweep of one process at a time, the default, holds each run's claim while
+    # computing it, so the other cannot complete the folder before this one's run ends)
     sweep_module = importlib.import_module("privrl.experiment.sweep")  # the attribute is sweep()
-    out, raw = tmp_path / "out", config(JDP)
+    out, raw, once = tmp_path / "out", config(JDP), threading.Lock()
 
     def the_other_completes_then_ctrl_c(*args: object, **kwargs: object) -> dict:
-        done = subprocess.run(
-            [sys.executable, "-c", COMPLETE, json.dumps(raw), str(out)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
+        with once:
+            if not (out / "results.csv").exists():
+                done = subprocess.run(
+                    [sys.executable, "-c", COMPLETE, json.dumps(raw), str(out)],
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
+                assert done.returncode == 0, done.stderr
         raise KeyboardInterrupt
 
     monkeypatch.setattr(sweep_module, "execute_run", the_other_completes_then_ctrl_c)
     with pytest.raises(KeyboardInterrupt):
-        run_sweep(build_config(raw), out, progress=False)
+        run_sweep(build_config(raw), out, progress=False, n_jobs=2, backend="threads")
     manifest = load_manifest(out)
     assert manifest["status"] == "complete" and manifest["n_computed"] == 2
     assert {r["status"] for r in manifest["runs"].values()} == {"done"}
     assert (out / manifest["results_file"]).exists() and hidden(out) == []
+
+
+def test_two_sweeps_of_one_config_split_its_runs(tmp_path):
+    # Before: each computed every run it had not found finished when it started, so two terminals
+    # (or cluster jobs) started together on one config computed every run twice (probed: 12 runs,
+    # 12 + 12 computed, 3.6 s each, no faster than one). Now a run another sweep is computing is
+    # left to it and loaded once it is filed: every run is computed once, whatever the timing.
+    out, raw = tmp_path / "out", {**config(JDP), "seeds": 6, "episodes": 3000}
+    flags = [tmp_path / f"flags{i}" for i in range(2)]
+    procs = [held_sweep(raw, out, f) for f in flags]
+    for f in flags:  # both go on together (finish waits for one to end)
+        (f / "go").touch()
+    counts = [finish(p, f) for p, f in zip(procs, flags, strict=True)]
+    assert sum(c[0] for c in counts) == 6 and all(sum(c) == 6 for c in counts), counts
+    expected, _ = run_sweep(build_config(raw), tmp_path / "alone", progress=False)
+    pd.testing.assert_frame_equal(
+        load_results(out).drop(columns="wall_time"), expected.drop(columns="wall_time")
+    )
+    assert load_manifest(out)["status"] == "complete" and hidden(out) == []
+    assert not [p.name for p in (out / "runs").iterdir() if p.name.startswith(".")]

@@ -280,6 +280,25 @@ class ResultStore:
         except (ValueError, KeyError, TypeError):
             return False
 
+    def stamp(self, run_id: str) -> tuple[int, int] | None:
+        """Which file a run's record is now (inode, mtime), None when it has none: a record whose
+        stamp differs later was filed since, by another sweep writing the folder."""
+        try:
+            st = self.meta_path(run_id).stat()
+        except FileNotFoundError:
+            return None
+        return st.st_ino, st.st_mtime_ns
+
+    def filed_since(self, run_id: str, stamp: tuple[int, int] | None) -> tuple[pd.DataFrame, dict] | None:
+        """The run's rows and record if another sweep filed it after `stamp` was taken, else None (a
+        record as it was then, none, or a table that cannot be read: the run is to be computed)."""
+        if self.stamp(run_id) in (None, stamp) or not self.finished(run_id):
+            return None
+        try:
+            return self.read_run(run_id)
+        except ConfigError:
+            return None
+
     def write_run(self, frame: pd.DataFrame, meta: dict) -> None:
         run_id = meta["run_id"]
         table = self.runs_dir / f"{run_id}{self.ext}"

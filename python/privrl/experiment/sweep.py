@@ -51,7 +51,7 @@ from privrl.experiment.results import (
 )
 from privrl.experiment.scaleout import check_address, dask_results
 from privrl.experiment.summary import return_ends
-from privrl.experiment.writers import folder_lock, keeps_complete, registered
+from privrl.experiment.writers import folder_lock, in_turn, keeps_complete, registered
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # users may lack pandas-stubs
@@ -335,6 +335,7 @@ def _executor(
     n_jobs: int,
     scheduler: Any,
     backend: str = "threads",
+    store: ResultStore | None = None,
 ) -> Iterator[dict]:
     if scheduler is not None:
         return dask_results(specs, envs, bar, scheduler, partial(recorded, guarded_run))
@@ -342,7 +343,21 @@ def _executor(
         if backend == "threads":
             return _threads(specs, envs, bar, n_jobs)
         return _processes(specs, envs, bar, n_jobs)
-    return (recorded(guarded_run, s, envs.get(s.study), progress=bar.episodes) for s in specs)  # inline
+
+    def compute(s: RunSpec) -> dict:
+        return recorded(guarded_run, s, envs.get(s.study), progress=bar.episodes)
+
+    if store is None:
+        return (compute(s) for s in specs)  # inline
+    stamps = {s.run_id: store.stamp(s.run_id) for s in specs}  # a record unlike these: another sweep's
+    return in_turn(store.runs_dir, specs, compute, lambda s: _filed(store, s, stamps[s.run_id]))
+
+
+def _filed(store: ResultStore, spec: RunSpec, stamp: Any) -> dict | None:
+    """The payload of a run another sweep of the config filed after this one started, or None."""
+    if (found := store.filed_since(spec.run_id, stamp)) is None:
+        return None
+    return {"frame": found[0], "meta": {**found[1], "resumed": True}, "loaded": True}
 
 
 def _load_finished(
@@ -395,12 +410,12 @@ def _file_run(
             "traceback": payload["traceback"],
         }
         return f"FAILED {spec.agent} eps={spec.epsilon:g} seed={spec.seed}"
-    meta = {**payload["meta"], "producer": producer}
-    if store is not None:
+    meta = payload["meta"] if payload.get("loaded") else {**payload["meta"], "producer": producer}
+    if store is not None and not payload.get("loaded"):  # loaded: another sweep filed it
         store.write_run(payload["frame"], meta)
     results[meta["run_id"]] = payload["frame"]
     manifest["runs"][meta["run_id"]] = meta
-    return f"{meta['agent']} eps={meta['epsilon']:g} seed={meta['seed']}"
+    return f"{meta['agent']} eps={float(meta['epsilon']):g} seed={meta['seed']}"
 
 
 def _checked(config: SweepConfig, n_jobs: int | None, backend: str | None, scheduler: Any) -> tuple:
@@ -475,7 +490,8 @@ def run_sweep(
         failures: dict[str, str] = {}
         registry: dict = {}  # the workers' warnings, raised again here: "default" filters once per sweep
         try:
-            for payload in _executor(todo, envs, bar, n_jobs, scheduler, backend):
+            for payload in _executor(todo, envs, bar, n_jobs, scheduler, backend, store):
+                n_resumed += bool(payload.get("loaded"))
                 bar.run_done(_file_run(payload, store, results, failures, manifest, producer))
                 reemit(payload, registry)  # after filing: an "error" filter loses no finished run
             status = "failed" if failures else "complete"

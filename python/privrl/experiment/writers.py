@@ -8,7 +8,7 @@ import hashlib
 import json
 import os
 import socket
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ try:  # POSIX; elsewhere (Windows) sweeps are not coordinated, as before
 except ImportError:  # pragma: no cover - not on Linux / macOS
     HAVE_LOCKS = False
 
-__all__ = ["folder_lock", "keeps_complete", "registered", "runs_digest"]
+__all__ = ["folder_lock", "in_turn", "keeps_complete", "registered", "runs_digest"]
 
 MUTEX = ".privrl.lock"  # held for the few file operations of a registration, then removed
 PREFIX = ".privrl-sweep-"  # one per live sweep: <prefix><host>-<pid>.lock, its runs' digest inside
@@ -104,6 +104,7 @@ def registered(root: Path, run_ids: list[str], describe: Any) -> Iterator[None]:
             fd, mine = held
             with contextlib.suppress(OSError), _mutex(root):
                 mine.unlink(missing_ok=True)
+                _live_others(root, "")  # and a killed sweep's, so the folder ends clean
             os.close(fd)
 
 
@@ -169,3 +170,70 @@ def keeps_complete(root: Path, manifest: dict) -> bool:
         and isinstance(found.get("runs"), dict)
         and set(found["runs"]) == set(manifest["runs"])
     )
+
+
+def _take(path: Path, block: bool) -> int | None:
+    """An exclusive flock on the file at `path` (created): its descriptor, -1 when another holds
+    it (block=False), None where the file system refuses locks. A file its holder removed as this
+    one opened it is not taken: the path's is."""
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            return None
+        try:
+            if not _lock(fd, block=block):
+                os.close(fd)
+                return -1
+            if os.path.samestat(os.fstat(fd), os.stat(path)):
+                return fd
+        except FileNotFoundError:
+            pass
+        except OSError:
+            os.close(fd)
+            return None
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _claim(runs_dir: Path, run_id: str, block: bool) -> Iterator[bool]:
+    """Hold runs/.<run_id>.claim while this sweep computes and files the run: True once held,
+    False when another sweep holds it (block=False); True, unlocked, where locks fail. The file is
+    removed on release."""
+    path = runs_dir / f".{run_id}.claim"
+    fd = _take(path, block)
+    if fd is None or fd < 0:
+        yield fd is None
+        return
+    try:
+        yield True
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        os.close(fd)
+
+
+def in_turn(
+    runs_dir: Path,
+    specs: Sequence[Any],
+    compute: Callable[[Any], dict],
+    load: Callable[[Any], dict | None],
+) -> Iterator[dict]:
+    """The payloads of `specs`, one at a time, shared with the other sweeps of the config writing
+    the folder: a run another sweep is computing (its claim held) is left for later, and a run
+    found finished (by another sweep since this one started) is `load`ed (None: recomputed)
+    instead of computed. Each run's claim is held until the consumer asks for the next payload
+    (it has filed this one). Without fcntl every run is computed, in order."""
+    later = []
+    for spec in specs:
+        if not HAVE_LOCKS:
+            yield compute(spec)
+            continue
+        with _claim(runs_dir, spec.run_id, block=False) as mine:
+            if mine:
+                yield load(spec) or compute(spec)
+            else:
+                later.append(spec)
+    for spec in later:  # computed, or being computed, by another sweep: wait for its claim
+        with _claim(runs_dir, spec.run_id, block=True):
+            yield load(spec) or compute(spec)
