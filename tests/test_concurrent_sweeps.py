@@ -218,3 +218,21 @@ def test_two_sweeps_of_one_config_split_its_runs(tmp_path):
     )
     assert load_manifest(out)["status"] == "complete" and hidden(out) == []
     assert not [p.name for p in (out / "runs").iterdir() if p.name.startswith(".")]
+
+
+def test_a_killed_sweeps_run_claim_is_taken_over_and_removed(tmp_path):
+    # Before: a sweep killed while computing a run left runs/.<run_id>.claim, and a resume on
+    # threads (which takes no claims) left it there for good.
+    out, raw = tmp_path / "out", {**config(JDP), "seeds": 3, "episodes": 30_000}
+    proc = subprocess.Popen([sys.executable, "-c", COMPLETE, json.dumps(raw), str(out)])
+    deadline = time.monotonic() + 60
+    runs = out / "runs"
+    while not (runs.exists() and list(runs.glob(".*.claim"))):  # a run in flight
+        assert proc.poll() is None, "the sweep ended before a run was in flight"
+        assert time.monotonic() < deadline, "no run was ever in flight"
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    _, manifest = run_sweep(build_config(raw), out, progress=False, n_jobs=2, backend="threads")
+    assert manifest["status"] == "complete" and manifest["n_computed"] >= 1
+    assert [p.name for p in out.rglob(".*")] == []

@@ -133,6 +133,7 @@ def _register(root: Path, run_ids: list[str], describe: Any) -> tuple[int, Path]
                 info = {"digest": digest, "runs": len(run_ids), "example": run_ids[0] if run_ids else None}
                 info.update(pid=os.getpid(), host=host)
                 os.write(fd, json.dumps(info).encode())
+                _drop_stale_claims(root / "runs")
             except OSError:
                 os.close(fd)
                 mine.unlink(missing_ok=True)
@@ -211,6 +212,15 @@ def _claim(runs_dir: Path, run_id: str, block: bool) -> Iterator[bool]:
         with contextlib.suppress(OSError):
             path.unlink()
         os.close(fd)
+
+
+def _drop_stale_claims(runs_dir: Path) -> None:
+    """Remove the run claims no sweep holds (a killed sweep's: its lock went with it)."""
+    for path in runs_dir.glob(".*.claim"):
+        fd = _take(path, block=False)
+        if fd is not None and fd >= 0:
+            path.unlink(missing_ok=True)
+            os.close(fd)
 
 
 def in_turn(
