@@ -1,5 +1,7 @@
-"""The sweeps writing one results folder at the same time: each holds an advisory lock on a file of
-its own there for its whole life, so that a sweep of another config is refused while one runs."""
+"""The sweeps writing one results folder at the same time (docs/harness.md, Resuming): each holds
+an advisory lock on a file of its own there for its whole life, so that a sweep of another config
+is refused while one runs; a folder mutex orders their manifest writes; run claims split the runs
+of sweeps of one config."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ except ImportError:  # pragma: no cover - not on Linux / macOS
 __all__ = ["folder_lock", "in_turn", "keeps_complete", "registered", "runs_digest"]
 
 MUTEX = ".privrl.lock"  # held for the few file operations of a registration, then removed
-PREFIX = ".privrl-sweep-"  # one per live sweep: <prefix><host>-<pid>.lock, its runs' digest inside
+PREFIX = ".privrl-sweep-"  # one per live sweep: <prefix><host>-<pid>-<hex>.lock, its runs' digest inside
 
 
 def runs_digest(run_ids: Iterable[str]) -> str:
@@ -47,15 +49,9 @@ def _mutex(root: Path) -> Iterator[None]:
     finished folder holds only its results). The file can be removed under a waiting opener: it
     locks again until the file it locked is the one at the path."""
     path = root / MUTEX
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        _lock(fd)
-        try:
-            if os.path.samestat(os.fstat(fd), os.stat(path)):
-                break
-        except FileNotFoundError:
-            pass
-        os.close(fd)
+    fd = _take(path, block=True)
+    if fd is None:
+        raise OSError(f"cannot lock {path}")
     try:
         yield
         if not any(root.glob(f"{PREFIX}*.lock")):
