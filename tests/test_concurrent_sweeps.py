@@ -236,3 +236,33 @@ def test_a_killed_sweeps_run_claim_is_taken_over_and_removed(tmp_path):
     _, manifest = run_sweep(build_config(raw), out, progress=False, n_jobs=2, backend="threads")
     assert manifest["status"] == "complete" and manifest["n_computed"] >= 1
     assert [p.name for p in out.rglob(".*")] == []
+
+
+def test_two_threads_writing_one_file_do_not_share_a_temporary(tmp_path):
+    # Before: the temporary file was named by the pid alone, so two sweeps of one process (two
+    # threads of a notebook, n_jobs=2 each, one config, one folder; probed 3 times) wrote one
+    # run's table through the same temporary: one's os.replace failed (FileNotFoundError) and,
+    # once, moved the other's half-written parquet into place ("magic bytes not found").
+    from privrl.experiment.results import atomic_write
+
+    target, entered, release, failed = tmp_path / "t.json", threading.Event(), threading.Event(), []
+
+    def slow(path: Path) -> None:
+        path.write_text("first")
+        entered.set()
+        assert release.wait(30)
+
+    def first() -> None:
+        try:
+            atomic_write(target, slow)
+        except BaseException as exc:
+            failed.append(exc)
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    assert entered.wait(30)
+    atomic_write(target, lambda p: p.write_text("second"))  # while the first is mid-write
+    assert target.read_text() == "second"
+    release.set()
+    thread.join(30)
+    assert not failed and target.read_text() == "first" and not list(tmp_path.glob(".*"))

@@ -359,7 +359,7 @@ class Study:
 
 
 #: The longest run id: its files runs/<id>.parquet fit a file name of 255 bytes (their temporary
-#: copies .<id>.parquet.<pid>@<host>.tmp are cut to fit: results._temporary).
+#: copies .<id>.parquet.<pid>-<n>@<host>.tmp are cut to fit: results._temporary).
 MAX_RUN_ID = 234
 
 

@@ -7,6 +7,7 @@ import contextlib
 import datetime as _dt
 import hashlib
 import importlib.metadata
+import itertools
 import json
 import os
 import platform
@@ -112,12 +113,17 @@ def _host() -> str:
     return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
 
 
+_WRITES = itertools.count()
+
+
 def _temporary(path: Path) -> Path:
-    """atomic_write's temporary file for `path`: .<name>.<pid>@<host>.tmp. The host tells which
+    """atomic_write's temporary file for `path`: .<name>.<pid>-<n>@<host>.tmp. The host tells which
     machine's pid it is: two sweeps on two machines sharing a folder (cluster jobs on a network
     file system) took each other's live temporaries for a dead writer's (pid not alive *here*).
-    A name that would pass 255 bytes (a run id near MAX_RUN_ID) is cut, a digest keeping it apart."""
-    tag = f"{os.getpid()}@{_host()}"
+    n, a count of this process's writes, keeps two threads writing one file apart (two sweeps of
+    one process: one's os.replace moved the other's half-written file into place). A name that
+    would pass 255 bytes (a run id near MAX_RUN_ID) is cut, a digest keeping it apart."""
+    tag = f"{os.getpid()}-{next(_WRITES)}@{_host()}"
     name, room = path.name, 255 - len(tag) - len("...tmp")
     if len(name.encode()) > room:
         digest = hashlib.sha256(name.encode()).hexdigest()[:12]
@@ -141,7 +147,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _stale_temporary(path: Path, now: float) -> bool:
-    """Whether `path`, a temporary file of atomic_write (.<name>.<pid>@<host>.tmp, or
+    """Whether `path`, a temporary file of atomic_write (.<name>.<pid>-<n>@<host>.tmp, or
     .<name>.<pid>.tmp before the host was named), is a leftover that no live writer can own: it is
     older than STALE_TEMPORARY_AGE, or it was written on this machine (or names no machine) by a pid
     not alive here. Our own pid's are kept (another thread of this process may be writing); another
@@ -152,7 +158,8 @@ def _stale_temporary(path: Path, now: float) -> bool:
         return False
     if age > STALE_TEMPORARY_AGE:
         return True
-    pid, _, host = path.name.removesuffix(".tmp").rpartition(".")[2].partition("@")
+    writer, _, host = path.name.removesuffix(".tmp").rpartition(".")[2].partition("@")
+    pid = writer.partition("-")[0]
     if host and host != _host():  # its writer's liveness cannot be told from here: the age decides
         return False
     if not pid.isdigit():  # not named by atomic_write: no writer of this version owns it
