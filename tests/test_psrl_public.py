@@ -55,8 +55,8 @@ def test_a_chosen_continual_release_mechanism_is_refused(mechanism):
 def test_end_to_end_audit_flags_half_the_noise():
     """audit_psrl_agent runs the shipped PSRL (JointDP(4, 1e-5), a release after every user) on two
     user sequences differing in user 1 (the release plan's worst pair: disjoint (s, a) pairs,
-    ||x - x'|| = 2 sqrt(m H)). With half the noise it is flagged (measured bound 8.42, effective
-    eps 9.08), with its own noise not (3.39 < 4; seeds 1-5: 3.20-3.70, mu estimate 0.83-0.93
+    ||x - x'|| = 2 sqrt(m H)). With half the noise it is flagged (measured bound 8.73, effective
+    eps 9.08), with its own noise not (3.63 < 4; seeds 1-5: 3.15-3.75, mu estimate 0.82-0.94
     against the exact 0.925); the effective epsilon at x1 is the agent's own report."""
     from privrl.agents import PSRL
     from privrl.audit import audit_psrl_agent
