@@ -30,6 +30,31 @@ def test_block_runs_as_a_script(code, tmp_path):
         [sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600
     )
     assert res.returncode == 0, res.stderr[-3000:]
+    for claimed in claimed_numbers(code):
+        assert is_printed(claimed, res.stdout), f"comment claims {claimed}, printed {res.stdout[:300]!r}"
+
+
+NUMBER = r"-?\d+(?:\.\d+)?"
+
+
+def claimed_numbers(code):
+    """The numbers a print line's comment says it prints: those before the comment's first '('
+    (an aside such as other seeds' range), a percentage excluded ('the last 10%')."""
+    comments = [line.partition("  # ")[2] for line in code.splitlines() if line.lstrip().startswith("print(")]
+    return [n for c in comments for n in re.findall(NUMBER + r"(?![\d.%])", c.partition("(")[0])]
+
+
+def is_printed(claimed, stdout):
+    """Some number the block printed reads as ``claimed`` at the precision ``claimed`` is given."""
+    digits = len(claimed.partition(".")[2])
+    return any(f"{float(n):.{digits}f}" == claimed for n in re.findall(NUMBER, stdout))
+
+
+def test_the_comment_check_reads_the_claims_and_the_rounding():
+    code = "print(x)  # success of the last 10%: 0.112 (seeds 0-2: 0.112-0.164)\nprint(k, n)  # 300 300\n"
+    assert claimed_numbers(code) == ["0.112", "300", "300"]
+    assert is_printed("0.112", "0.1115\n") and is_printed("300", "300 1000")
+    assert not is_printed("0.83", "0.8249") and not is_printed("700", "70 0.7")
 
 
 def test_frozen_lake_example_prints_what_its_comments_say(tmp_path):
