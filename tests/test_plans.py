@@ -426,3 +426,55 @@ def test_the_worst_case_search_is_bit_identical_to_one_search_at_a_time():
             assert plans._maximise.__wrapped__(A, S, y_low, y_high, free) == _old_maximise(
                 A, S, y_low, y_high, free
             )
+
+
+# ------------------------------------------------------------------------------------------
+# A plan given to a calibration must be one of its algorithm, model, noise law and H
+# ------------------------------------------------------------------------------------------
+def test_a_calibration_refuses_a_plan_of_another_algorithm_model_law_or_H():
+    """calibrate_*(plan=...) took any plan: a JDP UCRL-VTR calibration given the LDP plan was
+    calibrated as if a user entered one release (sigma_B 12.23 instead of the JDP plan's 24.46 at
+    eps 4, H 2, K 8, d 2: half the noise, certified as (4, 1e-5)-JDP), another H's plan set the
+    noise of these statistics, another algorithm's failed with a bare KeyError ('sigma_B',
+    'sigma_Lambda') and a non-plan with an AttributeError. Each is refused naming what does not
+    fit (privrl.privacy.plans.check_plan), and the plans each calibration builds itself still
+    calibrate to the same noise."""
+    from privrl.agents.linucb import calibration as linucb
+    from privrl.exceptions import PrivacyParameterError
+
+    def vtr(plan):
+        return ucrl_vtr.calibrate_ucrl_vtr("jdp", 4.0, 1e-5, 2, 8, 2, 1.0, calibration="tight", plan=plan)
+
+    own = ucrl_vtr.release_plan("jdp", False, 2, 8, 2, "tree", None)
+    assert vtr(own).scale("sigma_B") == ucrl_vtr.calibrate_ucrl_vtr(
+        "jdp", 4.0, 1e-5, 2, 8, 2, 1.0, calibration="tight", mechanism="tree"
+    ).scale("sigma_B")
+    refused = {
+        "model 'ldp'": ucrl_vtr.release_plan("ldp", False, 2, 8, 2, None, None),
+        "H 3": ucrl_vtr.release_plan("jdp", False, 3, 8, 2, "tree", None),
+        "algorithm 'lsvi_ucb'": lsvi_ucb.release_plan("jdp", False, 2, 8, 2, 2),
+        "algorithm 'ucrl_vtr_plus'": ucrl_vtr_plus.release_plan("jdp", False, 2, 8, 2),
+        "noise 'laplace'": ucrl_vtr.release_plan("jdp", True, 2, 8, 2, None, None),
+    }
+    for what, plan in refused.items():
+        with pytest.raises(
+            PrivacyParameterError, match=rf"release plan does not fit the calibration: plan .*{what}"
+        ):
+            vtr(plan)
+    with pytest.raises(TypeError, match=r"plan must be a ReleasePlan or None, got 'x'"):
+        vtr("x")
+    with pytest.raises(PrivacyParameterError, match=r"plan algorithm 'ucrl_vtr' \(calibration: 'lsvi_ucb'\)"):
+        lsvi_ucb.calibrate_lsvi_ucb("jdp", 4.0, 1e-5, 2, 8, 2, plan=own)
+    with pytest.raises(
+        PrivacyParameterError, match=r"plan algorithm 'ucrl_vtr' \(calibration: 'ucrl_vtr_plus'\)"
+    ):
+        ucrl_vtr_plus.calibrate_ucrl_vtr_plus("jdp", 4.0, 1e-5, 2, 8, 2, 1.0, plan=own)
+    with pytest.raises(
+        PrivacyParameterError, match=r"plan algorithm 'ucrl_vtr' \(calibration: 'linucb'\), .*H 2"
+    ):
+        linucb.calibrate_linucb("jdp", 4.0, 1e-5, 100, 3, 4, plan=own)
+    # LinUCB's own plan goes through the UCRL-VTR calibration it is built on (its release at H = 1)
+    mine = linucb.release_plan("jdp", False, 100, 4)
+    assert linucb.calibrate_linucb("jdp", 4.0, 1e-5, 100, 3, 4, plan=mine).scale("sigma_g") == (
+        linucb.calibrate_linucb("jdp", 4.0, 1e-5, 100, 3, 4).scale("sigma_g")
+    )

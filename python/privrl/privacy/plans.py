@@ -61,6 +61,7 @@ __all__ = [
     "UserStatistic",
     "WorstCase",
     "DEFAULT_SAMPLER",
+    "check_plan",
     "default_sampler",
     "has_discrete_sampler",
     "law_factor",
@@ -237,6 +238,33 @@ class ReleasePlan:
         if not new.y_low <= new.y_high:
             raise PrivacyParameterError(f"need y_low <= y_high, got [{new.y_low!r}, {new.y_high!r}]")
         return replace(self, statistics=tuple(new if s is old else s for s in self.statistics))
+
+
+def check_plan(plan: Any, algorithms: tuple[str, ...], kind: str, pure: bool, H: int) -> None:
+    """A release ``plan`` given to a calibration must be one of its algorithm, privacy model, noise
+    law and H (None: the calibration builds its own). Another one was calibrated as if it were the
+    algorithm's: an LDP plan under a JDP calibration certified the tree's ``log K`` releases per
+    user as one, another H's statistics set the noise of these, and another algorithm's plan failed
+    with a bare KeyError or AttributeError. The calibrations' side of the report's check
+    (``privrl.audit.report``: a plan given with a calibration must fit it)."""
+    if plan is None:
+        return
+    if not isinstance(plan, ReleasePlan):
+        raise TypeError(f"plan must be a ReleasePlan or None, got {plan!r}")
+    noise = None if kind == "none" else ("laplace" if pure else "gaussian")
+    pairs = {
+        "algorithm": (plan.algorithm, algorithms),
+        "model": (plan.model, (kind,)),
+        "noise": (plan.noise, (noise,)),
+        "H": (plan.H, (H,)),
+    }
+    wrong = [
+        f"{k} {p!r} (calibration: {' or '.join(map(repr, ok))})"
+        for k, (p, ok) in pairs.items()
+        if p not in ok
+    ]
+    if wrong:
+        raise PrivacyParameterError(f"the release plan does not fit the calibration: plan {', '.join(wrong)}")
 
 
 def law_factor(f: ReleasedFamily) -> float:

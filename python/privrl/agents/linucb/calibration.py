@@ -35,7 +35,7 @@ from privrl.common.errors import PrivacyParameterError
 from privrl.common.memory import refuse_over_memory
 from privrl.privacy.common import DEFAULT_CALIBRATION, check_calibration, check_kind, privacy_args
 from privrl.privacy.continual import resolve_release_choices
-from privrl.privacy.plans import ReleasePlan, UserStatistic
+from privrl.privacy.plans import ReleasePlan, UserStatistic, check_plan
 
 __all__ = [
     "LinUCBCalibration",
@@ -237,6 +237,7 @@ def calibrate_linucb(
     kind = check_kind(kind)
     _, _, pure = privacy_args(kind, epsilon, delta)
     K, arms, p = check_pos_int(K, "K"), check_pos_int(arms, "arms"), check_pos_int(p, "p")
+    check_plan(plan, ("linucb",), kind, pure, 1)
     prob = check_probability(prob, "p")
     calibration = check_calibration(calibration)
     schedule = check_schedule(schedule)

@@ -59,7 +59,7 @@ from privrl.privacy.common import (
     tight_scales,
 )
 from privrl.privacy.continual import resolve_mechanism, resolve_release_choices, user_entry
-from privrl.privacy.plans import ReleasedFamily, ReleasePlan, UserStatistic
+from privrl.privacy.plans import ReleasedFamily, ReleasePlan, UserStatistic, check_plan
 
 __all__ = [
     "LSVIUCBCalibration",
@@ -283,6 +283,7 @@ def calibrate_lsvi_ucb(
     kind = check_kind(kind, ("none", "jdp"))
     eps, dlt, pure = privacy_args(kind, epsilon, delta)
     H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
+    check_plan(plan, ("lsvi_ucb",), kind, pure, H)
     p = check_probability(p, "p")
     calibration = check_calibration(calibration)
     mechanism, sampler = resolve_release_choices(kind, calibration, pure, mechanism, sampler, plan)

@@ -71,6 +71,7 @@ from privrl.privacy.plans import (
     ReleasePlan,
     Site,
     UserStatistic,
+    check_plan,
     statistic_worst_case,
 )
 
@@ -279,9 +280,9 @@ def calibrate_ucrl_vtr(
     formulas are stated for (eps < 1): whether its noise certifies the target is
     ``privacy_report_from_calibration(...)["within_target"]["tight"]`` (LDP at eps = 1000 does
     not); an agent built with it refuses one that does not (PrivacyParameterError)."""
-    return mixture_entry(
-        _calibrate, release_plan, kind, epsilon, delta, H, K, d, C_w, p, calibration, mechanism, plan, sampler
-    )
+    # LinUCB's release is this regression at H = 1: its calibration passes its own plan here
+    args = (kind, epsilon, delta, H, K, d, C_w, p, calibration, mechanism, plan, sampler)
+    return mixture_entry(_calibrate, release_plan, *args, ("ucrl_vtr", "linucb"))
 
 
 _Cal = TypeVar("_Cal", bound=Calibration)
@@ -302,13 +303,16 @@ def mixture_entry(
     mechanism: Any,
     plan: ReleasePlan | None,
     sampler: Any,
+    algorithms: tuple[str, ...],
 ) -> _Cal:
     """The public edge of the linear-mixture calibrations (Alg. 1 and Alg. 3): the arguments
     checked once, the mechanism, sampler and release plan resolved, then ``calibrate`` (the
-    adaptive rule takes the practical noise with the adaptive regret side)."""
+    adaptive rule takes the practical noise with the adaptive regret side). ``algorithms``: the
+    plans a given ``plan`` may be of (:func:`privrl.privacy.plans.check_plan`)."""
     kind = check_kind(kind)
     eps, dlt, pure = privacy_args(kind, epsilon, delta)
     H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
+    check_plan(plan, algorithms, kind, pure, H)
     C_w = check_positive_real(C_w, "C_w")
     p = check_probability(p, "p")
     calibration = check_calibration(calibration)

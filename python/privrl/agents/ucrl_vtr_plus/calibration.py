@@ -215,9 +215,8 @@ def calibrate_ucrl_vtr_plus(
     Non-private: Zhou et al. (2021)'s radii (the Thm. condition with ``Upsilon = C = 0``).
     ``"tight"``: the smallest noise of ``plan`` (default :func:`release_plan`) for (eps, delta),
     the paper's ratios between the four families kept; the same Upsilon, C and radii formulas."""
-    return mixture_entry(
-        _calibrate, release_plan, kind, epsilon, delta, H, K, d, C_w, p, calibration, mechanism, plan, sampler
-    )
+    args = (kind, epsilon, delta, H, K, d, C_w, p, calibration, mechanism, plan, sampler)
+    return mixture_entry(_calibrate, release_plan, *args, ("ucrl_vtr_plus",))
 
 
 def _calibrate(
