@@ -478,3 +478,51 @@ def test_a_calibration_refuses_a_plan_of_another_algorithm_model_law_or_H():
     assert linucb.calibrate_linucb("jdp", 4.0, 1e-5, 100, 3, 4, plan=mine).scale("sigma_g") == (
         linucb.calibrate_linucb("jdp", 4.0, 1e-5, 100, 3, 4).scale("sigma_g")
     )
+
+
+def test_a_calibration_and_the_report_refuse_a_plan_of_another_K_d_or_batches():
+    """A plan of the right algorithm, model, law and H but another K, d or batch count was taken:
+    its tree nodes, dimensions or releases per user set the noise. Measured before the check:
+    UCRL-VTR JDP tight at K = 1000 given the K = 8 plan: sigma_B 24.46 instead of 38.68, certified
+    as (4, 1e-5)-JDP (its own report: (6.84, 1e-5)); pure at d = 7 given the d = 2 plan: b 64.0
+    instead of 224.0 (report: eps 10.74); LSVI-UCB at K = 1000 (B 16) given the B = 3 plan:
+    sigma_u 12.97 instead of 35.53 (13.43); LinUCB at K = 1000 given the K = 10 plan: sigma_g
+    3.82 instead of 7.64 (9.08). The report took the K = 8 plan with the K = 1000 calibration and
+    said (2.38, 1e-5). Each is refused (privrl.privacy.plans.check_plan_shape); a what-if plan of
+    wider bounds is still taken."""
+    from privrl.agents.linucb import calibration as linucb
+    from privrl.audit.report import privacy_report_from_calibration
+    from privrl.exceptions import PrivacyParameterError
+
+    def vtr(delta, d, plan):
+        return ucrl_vtr.calibrate_ucrl_vtr("jdp", 4.0, delta, 2, 1000, d, 1.0, calibration="tight", plan=plan)
+
+    misfit = r"release plan does not fit the calibration: plan capacity 8 \(calibration: 1000\)"
+    k8 = ucrl_vtr.release_plan("jdp", False, 2, 8, 2, "tree", None)
+    with pytest.raises(PrivacyParameterError, match=misfit):
+        vtr(1e-5, 2, k8)
+    with pytest.raises(PrivacyParameterError, match=r"plan statistic dims \(2,\) \(calibration: \(7,\)\)"):
+        vtr(0.0, 7, ucrl_vtr.release_plan("jdp", True, 2, 1000, 2, None, None))
+    with pytest.raises(PrivacyParameterError, match=r"plan capacity 2 \(calibration: 15\)"):
+        lsvi_ucb.calibrate_lsvi_ucb(
+            "jdp",
+            4.0,
+            1e-5,
+            2,
+            1000,
+            2,
+            calibration="tight",
+            plan=lsvi_ucb.release_plan("jdp", False, 2, 1000, 2, 3),
+        )
+    with pytest.raises(PrivacyParameterError, match=r"plan capacity 3 \(calibration: 250\)"):
+        linucb.calibrate_linucb("jdp", 4.0, 1e-5, 1000, 3, 4, plan=linucb.release_plan("jdp", False, 10, 4))
+    own = ucrl_vtr.calibrate_ucrl_vtr(
+        "jdp", 4.0, 1e-5, 2, 1000, 2, 1.0, calibration="tight", mechanism="tree"
+    )
+    with pytest.raises(PrivacyParameterError, match=misfit):
+        privacy_report_from_calibration("ucrl_vtr", own, plan=k8)
+    k1000 = ucrl_vtr.release_plan("jdp", False, 2, 1000, 2, "tree", None)
+    wide = k1000.with_statistic(k1000.statistics[0].name, x_bound=4.0, y_high=4.0)
+    assert vtr(1e-5, 2, wide).scale("sigma_B") > 1.9 * vtr(1e-5, 2, k1000).scale("sigma_B")
+    assert vtr(1e-5, 2, k1000).scale("sigma_B") == own.scale("sigma_B")
+    assert privacy_report_from_calibration("ucrl_vtr", own, plan=k1000)["within_target"]["tight"]

@@ -33,7 +33,13 @@ from privrl.common.errors import PrivacyParameterError
 from privrl.common.kinds import is_choice
 from privrl.privacy.accounting import PrivacyAccountant
 from privrl.privacy.common import Calibration
-from privrl.privacy.plans import ReleasedFamily, ReleasePlan, law_factor, statistic_worst_case
+from privrl.privacy.plans import (
+    ReleasedFamily,
+    ReleasePlan,
+    check_plan_shape,
+    law_factor,
+    statistic_worst_case,
+)
 from privrl.privacy.regret_side import SIMULATION_ONLY, regret_side, warn_if_over_target
 from privrl.privacy.samplers import discrete_tight, format_sampler, sampler_section, tight_section
 
@@ -235,6 +241,7 @@ def _check_plan_fits(plan: ReleasePlan, cal: Calibration) -> None:
     wrong = [f"{k} {p!r} (calibration: {c!r})" for k, (p, c) in pairs.items() if p != c]
     if wrong:
         raise PrivacyParameterError(f"the release plan does not fit the calibration: plan {', '.join(wrong)}")
+    check_plan_shape(plan, plan_of(cal.algorithm, cal))  # another K's tree nodes, another d's dims
 
 
 def privacy_report_from_calibration(

@@ -62,6 +62,7 @@ __all__ = [
     "WorstCase",
     "DEFAULT_SAMPLER",
     "check_plan",
+    "check_plan_shape",
     "default_sampler",
     "has_discrete_sampler",
     "law_factor",
@@ -263,6 +264,25 @@ def check_plan(plan: Any, algorithms: tuple[str, ...], kind: str, pure: bool, H:
         for k, (p, ok) in pairs.items()
         if p not in ok
     ]
+    if wrong:
+        raise PrivacyParameterError(f"the release plan does not fit the calibration: plan {', '.join(wrong)}")
+
+
+def check_plan_shape(plan: ReleasePlan, own: ReleasePlan) -> None:
+    """A given ``plan`` must release what ``own`` (the plan the calibration builds from its own
+    K, d, batches) releases: the mechanisms' capacity, the statistics' dimensions, each family's
+    site, instances and draws per user. One of another K (d) was taken: a JDP UCRL-VTR calibration
+    at K = 1000 given the K = 8 plan counted 4 tree nodes per user, not 10, and was certified as
+    (4, 1e-5)-JDP with sigma_B 24.46 for the 38.68 that needs. The statistics' bounds may differ
+    (:meth:`ReleasePlan.with_statistic`: a what-if is the user's stated claim)."""
+    pairs = {
+        "capacity": (plan.capacity, own.capacity),
+        "statistic dims": tuple(tuple(s.dim for s in p.statistics) for p in (plan, own)),
+        "families (site, instances, draws)": tuple(
+            tuple((f.site, f.instances, f.draws) for f in p.families) for p in (plan, own)
+        ),
+    }
+    wrong = [f"{k} {p!r} (calibration: {c!r})" for k, (p, c) in pairs.items() if p != c]
     if wrong:
         raise PrivacyParameterError(f"the release plan does not fit the calibration: plan {', '.join(wrong)}")
 

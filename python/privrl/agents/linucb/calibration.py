@@ -35,7 +35,7 @@ from privrl.common.errors import PrivacyParameterError
 from privrl.common.memory import refuse_over_memory
 from privrl.privacy.common import DEFAULT_CALIBRATION, check_calibration, check_kind, privacy_args
 from privrl.privacy.continual import resolve_release_choices
-from privrl.privacy.plans import ReleasePlan, UserStatistic, check_plan
+from privrl.privacy.plans import ReleasePlan, UserStatistic, check_plan, check_plan_shape
 
 __all__ = [
     "LinUCBCalibration",
@@ -243,8 +243,9 @@ def calibrate_linucb(
     schedule = check_schedule(schedule)
     lam = 1.0 if lam is None else check_positive_real(lam, "lam")
     mechanism, sampler = resolve_release_choices(kind, calibration, pure, mechanism, sampler, plan)
-    if plan is None:
-        plan = release_plan(kind, pure, K, p, schedule, mechanism, sampler)
+    own = release_plan(kind, pure, K, p, schedule, mechanism, sampler)
+    plan = own if plan is None else plan
+    check_plan_shape(plan, own)
     leaves = linucb_leaves(kind, K, p, schedule)
     base = vtr.calibrate_ucrl_vtr(
         kind, epsilon, delta, 1, leaves, p, 1.0, prob, calibration, mechanism, plan, plan.sampler

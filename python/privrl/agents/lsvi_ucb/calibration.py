@@ -59,7 +59,7 @@ from privrl.privacy.common import (
     tight_scales,
 )
 from privrl.privacy.continual import resolve_mechanism, resolve_release_choices, user_entry
-from privrl.privacy.plans import ReleasedFamily, ReleasePlan, UserStatistic, check_plan
+from privrl.privacy.plans import ReleasedFamily, ReleasePlan, UserStatistic, check_plan, check_plan_shape
 
 __all__ = [
     "LSVIUCBCalibration",
@@ -290,8 +290,9 @@ def calibrate_lsvi_ucb(
     if lam is not None:
         lam = check_invertible(check_positive_real(lam, "lam"), "lam", "its inverse 1 / lam")
     B = resolve_batches(batches, kind, pure, eps, H, K, d, calibration, dlt, p, mechanism)
-    if plan is None:
-        plan = release_plan(kind, pure, H, K, d, B, mechanism, sampler)
+    own = release_plan(kind, pure, H, K, d, B, mechanism, sampler)
+    plan = own if plan is None else plan
+    check_plan_shape(plan, own)
     if calibration == "adaptive":  # the practical noise, the adaptive regret side (lam 1 unless given)
         lam = ADAPTIVE_LSVI_LAM if lam is None else lam
         cal = _calibrate(kind, eps, dlt, pure, H, K, d, p, batches, B, "practical", mechanism, plan, lam)

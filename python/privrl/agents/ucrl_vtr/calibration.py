@@ -72,6 +72,7 @@ from privrl.privacy.plans import (
     Site,
     UserStatistic,
     check_plan,
+    check_plan_shape,
     statistic_worst_case,
 )
 
@@ -317,8 +318,9 @@ def mixture_entry(
     p = check_probability(p, "p")
     calibration = check_calibration(calibration)
     mechanism, sampler = resolve_release_choices(kind, calibration, pure, mechanism, sampler, plan)
-    if plan is None:
-        plan = plan_of(kind, pure, H, K, d, mechanism, sampler)
+    own = plan_of(kind, pure, H, K, d, mechanism, sampler)
+    plan = own if plan is None else plan
+    check_plan_shape(plan, own)
     if calibration == "adaptive":  # the practical noise, the adaptive regret side
         cal = calibrate(kind, eps, dlt, pure, H, K, d, C_w, p, "practical", mechanism, plan)
         return cal.replace(calibration="adaptive", release_rule="adaptive")
