@@ -536,3 +536,32 @@ def test_report_names_the_angle_of_the_worst_pair():
     cos = sum(u * v for u, v in zip(x, xp, strict=True)) / (math.hypot(*x) * math.hypot(*xp))
     assert cos == pytest.approx(-1.0)  # x' = -x, as the doc derives
     assert "||x'|| = 3, y' = 3, cos(x, x') = -1" in format_privacy_report(rep)
+
+
+def test_the_report_refuses_guards_looser_than_its_plan_or_not_guards():
+    """privacy_report_from_calibration(guards=...) printed any guard as the enforcement: a guard of
+    ||x|| <= 50, y in [0, 50] (another H's agent) beside the x_bound 5 the accounting used was
+    reported within target (1.0, 1e-5); a non-guard failed with a bare AttributeError ('str' object
+    has no attribute 'mode'); a name of no statistic was dropped. Each is refused; the agent's own
+    guards and a tighter one are still described."""
+    from privrl.agents import SensitivityGuard
+    from privrl.envs import RiverSwimMixture
+    from privrl.exceptions import PrivacyParameterError
+
+    ag = UCRLVTR(RiverSwimMixture(S=4, H=5), JointDP(1.0, 1e-5), episodes=100, seed=0)
+    (name,) = ag.guards
+
+    def report(guards):
+        return privacy_report_from_calibration("ucrl_vtr", ag.calibration, guards=guards)
+
+    with pytest.raises(PrivacyParameterError, match=r"enforces \|\|x\|\| <= 50, y in \[0, 50\], looser than"):
+        report({name: SensitivityGuard(x_bound=50.0, y_low=0.0, y_high=50.0)})
+    with pytest.raises(PrivacyParameterError, match=r"y in \[-1, 5\], looser than"):
+        report({name: SensitivityGuard(x_bound=5.0, y_low=-1.0, y_high=5.0)})
+    with pytest.raises(TypeError, match=r"must be a SensitivityGuard, got str"):
+        report({name: "clip"})
+    with pytest.raises(PrivacyParameterError, match=r"the plan has no statistic 'x'"):
+        report({"x": ag.guards[name]})
+    assert report(ag.guards)["within_target"]["tight"]
+    tight = report({name: SensitivityGuard(x_bound=1.0, y_low=0.0, y_high=5.0)})
+    assert "<= 1," in tight["mechanisms"][0]["enforced_by"]

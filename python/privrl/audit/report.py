@@ -244,6 +244,25 @@ def _check_plan_fits(plan: ReleasePlan, cal: Calibration) -> None:
     check_plan_shape(plan, plan_of(cal.algorithm, cal))  # another K's tree nodes, another d's dims
 
 
+def _check_guards(plan: ReleasePlan, guards: Mapping[str, Any]) -> None:
+    """``guards`` describe the enforcement of the plan's statistics: a guard looser than the bound
+    the noise is counted for was printed as the enforcement of a certified report (a guard of
+    ||x|| <= 50 beside the x_bound 5 the report's accounting used: within target), another object
+    failed with a bare AttributeError, a name of no statistic was dropped silently."""
+    for name, g in guards.items():
+        stat = plan.statistic(name)
+        if not all(hasattr(g, k) for k in ("mode", "x_bound", "y_low", "y_high")):
+            raise TypeError(f"guards[{name!r}] must be a SensitivityGuard, got {type(g).__name__}")
+        # a constant y (PSRL's 1) is not what its guard's y range bounds (its rewards)
+        wide_y = stat.y_low < stat.y_high and (g.y_low < stat.y_low or g.y_high > stat.y_high)
+        if g.x_bound > stat.x_bound or wide_y:
+            raise PrivacyParameterError(
+                f"guards[{name!r}] enforces ||x|| <= {g.x_bound:g}, y in [{g.y_low:g}, {g.y_high:g}], looser "
+                f"than the plan's ||x|| <= {stat.x_bound:g}, y in [{stat.y_low:g}, {stat.y_high:g}] the "
+                "noise is counted for: pass the guards of this plan's agent"
+            )
+
+
 def privacy_report_from_calibration(
     algorithm: str,
     cal: Calibration,
@@ -308,6 +327,7 @@ def privacy_report_from_calibration(
         rep["target"] = {"epsilon": None, "delta": None}
         return rep
     guards = guards or {}
+    _check_guards(plan, guards)
     mechs = [_entry(f, plan, cal, guards) for f in plan.families]
     scales = {k: float(getattr(cal, k)) for k in plan.scale_keys}
     stats = _statistics(plan, scales)
