@@ -526,3 +526,22 @@ def test_a_calibration_and_the_report_refuse_a_plan_of_another_K_d_or_batches():
     assert vtr(1e-5, 2, wide).scale("sigma_B") > 1.9 * vtr(1e-5, 2, k1000).scale("sigma_B")
     assert vtr(1e-5, 2, k1000).scale("sigma_B") == own.scale("sigma_B")
     assert privacy_report_from_calibration("ucrl_vtr", own, plan=k1000)["within_target"]["tight"]
+
+
+def test_a_plan_without_continual_mechanisms_may_be_of_another_K():
+    """check_plan_shape compares the capacity only where a continual-release mechanism counts a
+    user's draws by it: the LDP randomizer's noise is the same for any K (sigma_B 12.23 at eps 4,
+    delta 1e-5, H 2, d 2, for the K = 8 and K = 1000 plans), so the agent's K = 1000 LDP plan is
+    taken by a K = 1000 calibration and by the K = 1 audit of the randomizer."""
+    from privrl.audit.shipped import audit_ldp_randomizer
+
+    def ldp(K, plan):
+        return ucrl_vtr.calibrate_ucrl_vtr("ldp", 4.0, 1e-5, 2, K, 2, 1.0, calibration="tight", plan=plan)
+
+    k1000 = ucrl_vtr.release_plan("ldp", False, 2, 1000, 2, None, None)
+    assert ldp(1000, ucrl_vtr.release_plan("ldp", False, 2, 8, 2, None, None)).scale("sigma_B") == (
+        ldp(1000, None).scale("sigma_B")
+    )
+    assert ldp(1, k1000).scale("sigma_B") == ldp(1000, None).scale("sigma_B")
+    res = audit_ldp_randomizer(4.0, 1e-5, H=2, d=2, n_trials=200, plan=k1000)
+    assert res.effective_epsilon == pytest.approx(4.0, rel=1e-3)
