@@ -545,3 +545,22 @@ def test_a_plan_without_continual_mechanisms_may_be_of_another_K():
     assert ldp(1, k1000).scale("sigma_B") == ldp(1000, None).scale("sigma_B")
     res = audit_ldp_randomizer(4.0, 1e-5, H=2, d=2, n_trials=200, plan=k1000)
     assert res.effective_epsilon == pytest.approx(4.0, rel=1e-3)
+
+
+def test_the_plan_functions_refuse_a_non_plan_with_a_type_error():
+    """tight_scales, plan_mu, plan_pure_epsilon and statistic_worst_case given another object than
+    a ReleasePlan failed inside with a bare AttributeError ('str' object has no attribute 'ratios'
+    / 'scale_keys' / 'statistic'); a TypeError names the argument, as the calibrations' check_plan."""
+    from privrl.privacy.plans import plan_pure_epsilon
+
+    calls = {
+        "tight_scales": lambda p: tight_scales(p, 1.0, 1e-5),
+        "plan_mu": lambda p: plan_mu(p, {"sigma_B": 1.0, "sigma_g": 1.0}),
+        "plan_pure_epsilon": lambda p: plan_pure_epsilon(p, {"sigma_B": 1.0, "sigma_g": 1.0}),
+        "statistic_worst_case": lambda p: statistic_worst_case(p, "X_{k,h}, y_{k,h}", {"sigma_B": 1.0}),
+    }
+    for call in calls.values():
+        with pytest.raises(TypeError, match=r"plan must be a ReleasePlan, got 'x'"):
+            call("x")
+    plan = ucrl_vtr.release_plan("jdp", False, 2, 8, 2, "tree", "float")
+    assert calls["plan_mu"](plan) > 0 and tight_scales(plan, 1.0, 1e-5)["sigma_B"] > 0

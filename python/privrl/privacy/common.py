@@ -28,6 +28,7 @@ from privrl.privacy.accounting import discrete_gaussian_draws, discrete_gaussian
 from privrl.privacy.plans import (
     DEFAULT_SAMPLER,
     ReleasePlan,
+    check_is_plan,
     default_sampler,
     has_discrete_sampler,
     plan_mu,
@@ -290,6 +291,7 @@ def tight_scales(plan: ReleasePlan, epsilon: float, delta: float) -> dict[str, f
     (Alg. 2: phi' = -phi leaves phi phi^T unchanged), and their noise buys no privacy there.
     Laplace (delta = 0): simple composition, epsilon proportional to 1/t (every family counts,
     nothing to lower; discrete: less the rounding)."""
+    check_is_plan(plan)
     return dict(_tight_scales(plan, epsilon, delta))
 
 

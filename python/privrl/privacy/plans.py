@@ -61,6 +61,7 @@ __all__ = [
     "UserStatistic",
     "WorstCase",
     "DEFAULT_SAMPLER",
+    "check_is_plan",
     "check_plan",
     "check_plan_shape",
     "default_sampler",
@@ -241,6 +242,13 @@ class ReleasePlan:
         return replace(self, statistics=tuple(new if s is old else s for s in self.statistics))
 
 
+def check_is_plan(plan: Any, alternative: str = "") -> None:
+    """TypeError unless ``plan`` is a ReleasePlan (another object failed deep inside with a bare
+    AttributeError: tight_scales('x'), plan_mu('x', ...): 'str' object has no attribute ...)."""
+    if not isinstance(plan, ReleasePlan):
+        raise TypeError(f"plan must be a ReleasePlan{alternative}, got {plan!r}")
+
+
 def check_plan(plan: Any, algorithms: tuple[str, ...], kind: str, pure: bool, H: int) -> None:
     """A release ``plan`` given to a calibration must be one of its algorithm, privacy model, noise
     law and H (None: the calibration builds its own). Another one was calibrated as if it were the
@@ -250,8 +258,7 @@ def check_plan(plan: Any, algorithms: tuple[str, ...], kind: str, pure: bool, H:
     (``privrl.audit.report``: a plan given with a calibration must fit it)."""
     if plan is None:
         return
-    if not isinstance(plan, ReleasePlan):
-        raise TypeError(f"plan must be a ReleasePlan or None, got {plan!r}")
+    check_is_plan(plan, " or None")
     noise = None if kind == "none" else ("laplace" if pure else "gaussian")
     pairs = {
         "algorithm": (plan.algorithm, algorithms),
@@ -337,8 +344,9 @@ def statistic_worst_case(plan: ReleasePlan, name: str, scales: Mapping[str, floa
     ||x'||^2 <= 2 R^2`` instead of ``4 R^2`` at x' = -x (a scaled family's mu falls by sqrt 2; an
     outer family's ``a^4 + b^4 - 2 a^2 b^2 c^2`` is worst at c = 0 either way). PSRL's counts and
     reward sums (R^2 = 2 m H, y = 1): ``||x - x'||^2 <= 4 m H``, mu = 2 sqrt(m H) / sigma."""
+    checked = _checked_scales(plan, scales)
     stat = plan.statistic(name)
-    wo, ws = _weights(plan, stat, _checked_scales(plan, scales))
+    wo, ws = _weights(plan, stat, checked)
     R = stat.x_bound
     A, S = wo * _sq(_sq(R)), ws * _sq(R)  # products: x_bound = 1e308 raised OverflowError in R**4
     if not all(math.isfinite(v) for v in (A, S * _sq(stat.y_low), S * _sq(stat.y_high))):
@@ -364,6 +372,7 @@ def _sq(x: float) -> float:
 def _checked_scales(plan: ReleasePlan, scales: Mapping[str, float]) -> dict[str, float]:
     """The plan's noise scales from ``scales`` (calibration key -> scale; other keys ignored), each
     a real > 0 (a missing key was a bare KeyError, a zero scale a ZeroDivisionError)."""
+    check_is_plan(plan)
     if not isinstance(scales, Mapping):
         raise TypeError(
             f"scales must be a mapping of calibration key -> noise scale, got {type(scales).__name__}"
