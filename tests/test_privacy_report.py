@@ -565,3 +565,26 @@ def test_the_report_refuses_guards_looser_than_its_plan_or_not_guards():
     assert report(ag.guards)["within_target"]["tight"]
     tight = report({name: SensitivityGuard(x_bound=1.0, y_low=0.0, y_high=5.0)})
     assert "<= 1," in tight["mechanisms"][0]["enforced_by"]
+
+
+def test_the_report_of_a_calibration_on_another_lattice_reads_that_lattice():
+    """A calibration made from a plan on a coarser lattice (grid_bits=6: its tight sigma_B covers
+    the rounding to sigma 2^-6) was reported on the default 2^-24 lattice (plan_of built the
+    default plan): eps 3.09 reported for a calibration that spends its whole 4.0, and a plan of
+    another lattice passed with it was accepted. plan_of now reads the calibration's grid_bits and
+    a given plan must have them."""
+    from dataclasses import replace
+
+    from privrl.agents.ucrl_vtr import calibration as u
+    from privrl.audit.report import privacy_report_from_calibration
+    from privrl.exceptions import PrivacyParameterError
+
+    own = u.release_plan("jdp", False, 2, 8, 2, None, "discrete")
+    coarse = replace(own, grid_bits=6)
+    cal = u.calibrate_ucrl_vtr("jdp", 4.0, 1e-5, 2, 8, 2, 1.0, calibration="tight", plan=coarse)
+    assert cal.grid_bits == 6
+    spent = privacy_report_from_calibration("ucrl_vtr", cal, plan=coarse)["tight"]["epsilon_at_target_delta"]
+    assert spent == pytest.approx(4.0, rel=1e-9)  # the tight calibration spends its target
+    assert privacy_report_from_calibration("ucrl_vtr", cal)["tight"]["epsilon_at_target_delta"] == spent
+    with pytest.raises(PrivacyParameterError, match=r"plan grid_bits 24 \(calibration: 6\)"):
+        privacy_report_from_calibration("ucrl_vtr", cal, plan=own)

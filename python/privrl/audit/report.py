@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from privrl.agents.linucb import calibration as linucb
@@ -66,7 +67,15 @@ _CALIBRATE: dict[str, Any] = {
 
 
 def plan_of(algorithm: str, cal: Any) -> ReleasePlan:
-    """The default release plan of ``algorithm`` for the structure a calibration was made for."""
+    """The default release plan of ``algorithm`` for the structure a calibration was made for, on
+    the calibration's lattice (its ``grid_bits``: a calibration made from a plan of a coarser
+    lattice was reported on the default 2^-24 one, its rounding's share of the budget left out)."""
+    plan = _default_plan(algorithm, cal)
+    bits = getattr(cal, "grid_bits", None)
+    return plan if bits is None or plan.sampler != "discrete" else replace(plan, grid_bits=bits)
+
+
+def _default_plan(algorithm: str, cal: Any) -> ReleasePlan:
     mod = _MODULES[algorithm]
     pure = bool(getattr(cal, "pure", False))
     tail = (getattr(cal, "mechanism", "tree"), getattr(cal, "sampler", None) or "float")
@@ -237,6 +246,7 @@ def _check_plan_fits(plan: ReleasePlan, cal: Calibration) -> None:
         "noise": (plan.noise, cal.noise if cal.kind != "none" else plan.noise),
         "sampler": (plan.sampler, sampler if sampler is not None else plan.sampler),
         "mechanism": (plan.mechanism, getattr(cal, "mechanism", plan.mechanism)),
+        "grid_bits": (plan.grid_bits, getattr(cal, "grid_bits", None) or plan.grid_bits),
     }
     wrong = [f"{k} {p!r} (calibration: {c!r})" for k, (p, c) in pairs.items() if p != c]
     if wrong:
