@@ -39,6 +39,7 @@ from privrl.privacy.plans import (
     ReleasePlan,
     check_plan_shape,
     law_factor,
+    refuse_unfit,
     statistic_worst_case,
 )
 from privrl.privacy.regret_side import SIMULATION_ONLY, regret_side, warn_if_over_target
@@ -248,9 +249,7 @@ def _check_plan_fits(plan: ReleasePlan, cal: Calibration) -> None:
         "mechanism": (plan.mechanism, getattr(cal, "mechanism", plan.mechanism)),
         "grid_bits": (plan.grid_bits, getattr(cal, "grid_bits", None) or plan.grid_bits),
     }
-    wrong = [f"{k} {p!r} (calibration: {c!r})" for k, (p, c) in pairs.items() if p != c]
-    if wrong:
-        raise PrivacyParameterError(f"the release plan does not fit the calibration: plan {', '.join(wrong)}")
+    refuse_unfit(pairs)
     check_plan_shape(plan, plan_of(cal.algorithm, cal))  # another K's tree nodes, another d's dims
 
 

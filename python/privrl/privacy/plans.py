@@ -64,6 +64,7 @@ __all__ = [
     "check_is_plan",
     "check_plan",
     "check_plan_shape",
+    "refuse_unfit",
     "default_sampler",
     "has_discrete_sampler",
     "law_factor",
@@ -285,13 +286,19 @@ def check_plan_shape(plan: ReleasePlan, own: ReleasePlan) -> None:
     capacity of a plan without continual-release mechanisms (LDP, PSRL: a user's draws do not
     depend on it; an audit of the LDP randomizer at K = 1 takes the agent's K = 1000 plan)."""
     trees = any(f.site == "tree" for f in own.families)
-    pairs = {
+    pairs: dict[str, Any] = {
         "capacity": (plan.capacity, own.capacity if trees else plan.capacity),
         "statistic dims": tuple(tuple(s.dim for s in p.statistics) for p in (plan, own)),
         "families (site, instances, draws)": tuple(
             tuple((f.site, f.instances, f.draws) for f in p.families) for p in (plan, own)
         ),
     }
+    refuse_unfit(pairs)
+
+
+def refuse_unfit(pairs: Mapping[str, tuple[Any, Any]]) -> None:
+    """The plan checks' refusal: each ``name: (plan's value, calibration's value)`` that differ
+    named in one PrivacyParameterError."""
     wrong = [f"{k} {p!r} (calibration: {c!r})" for k, (p, c) in pairs.items() if p != c]
     if wrong:
         raise PrivacyParameterError(f"the release plan does not fit the calibration: plan {', '.join(wrong)}")
