@@ -241,13 +241,13 @@ def _check_plan_fits(plan: ReleasePlan, cal: Calibration) -> None:
     (1, 1e-5) target, its 4 tree nodes per user counted as one release."""
     sampler = getattr(cal, "sampler", None)
     pairs = {
-        "algorithm": (plan.algorithm, cal.algorithm),
-        "model": (plan.model, cal.kind),
-        "H": (plan.H, getattr(cal, "H", plan.H)),
-        "noise": (plan.noise, cal.noise if cal.kind != "none" else plan.noise),
-        "sampler": (plan.sampler, sampler if sampler is not None else plan.sampler),
-        "mechanism": (plan.mechanism, getattr(cal, "mechanism", plan.mechanism)),
-        "grid_bits": (plan.grid_bits, getattr(cal, "grid_bits", None) or plan.grid_bits),
+        "algorithm": (plan.algorithm, (cal.algorithm,)),
+        "model": (plan.model, (cal.kind,)),
+        "H": (plan.H, (getattr(cal, "H", plan.H),)),
+        "noise": (plan.noise, (cal.noise if cal.kind != "none" else plan.noise,)),
+        "sampler": (plan.sampler, (sampler if sampler is not None else plan.sampler,)),
+        "mechanism": (plan.mechanism, (getattr(cal, "mechanism", plan.mechanism),)),
+        "grid_bits": (plan.grid_bits, (getattr(cal, "grid_bits", None) or plan.grid_bits,)),
     }
     refuse_unfit(pairs)
     check_plan_shape(plan, plan_of(cal.algorithm, cal))  # another K's tree nodes, another d's dims

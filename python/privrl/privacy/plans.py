@@ -267,13 +267,7 @@ def check_plan(plan: Any, algorithms: tuple[str, ...], kind: str, pure: bool, H:
         "noise": (plan.noise, (noise,)),
         "H": (plan.H, (H,)),
     }
-    wrong = [
-        f"{k} {p!r} (calibration: {' or '.join(map(repr, ok))})"
-        for k, (p, ok) in pairs.items()
-        if p not in ok
-    ]
-    if wrong:
-        raise PrivacyParameterError(f"the release plan does not fit the calibration: plan {', '.join(wrong)}")
+    refuse_unfit(pairs)
 
 
 def check_plan_shape(plan: ReleasePlan, own: ReleasePlan) -> None:
@@ -286,20 +280,27 @@ def check_plan_shape(plan: ReleasePlan, own: ReleasePlan) -> None:
     capacity of a plan without continual-release mechanisms (LDP, PSRL: a user's draws do not
     depend on it; an audit of the LDP randomizer at K = 1 takes the agent's K = 1000 plan)."""
     trees = any(f.site == "tree" for f in own.families)
-    pairs: dict[str, Any] = {
-        "capacity": (plan.capacity, own.capacity if trees else plan.capacity),
-        "statistic dims": tuple(tuple(s.dim for s in p.statistics) for p in (plan, own)),
-        "families (site, instances, draws)": tuple(
-            tuple((f.site, f.instances, f.draws) for f in p.families) for p in (plan, own)
-        ),
-    }
-    refuse_unfit(pairs)
+    (dims, fams), (own_dims, own_fams) = (
+        (tuple(s.dim for s in p.statistics), tuple((f.site, f.instances, f.draws) for f in p.families))
+        for p in (plan, own)
+    )
+    refuse_unfit(
+        {
+            "capacity": (plan.capacity, (own.capacity if trees else plan.capacity,)),
+            "statistic dims": (dims, (own_dims,)),
+            "families (site, instances, draws)": (fams, (own_fams,)),
+        }
+    )
 
 
-def refuse_unfit(pairs: Mapping[str, tuple[Any, Any]]) -> None:
-    """The plan checks' refusal: each ``name: (plan's value, calibration's value)`` that differ
-    named in one PrivacyParameterError."""
-    wrong = [f"{k} {p!r} (calibration: {c!r})" for k, (p, c) in pairs.items() if p != c]
+def refuse_unfit(pairs: Mapping[str, tuple[Any, tuple]]) -> None:
+    """The plan checks' one refusal: each ``name: (plan's value, the values the calibration
+    allows)`` whose value is not allowed named in one PrivacyParameterError."""
+    wrong = [
+        f"{k} {p!r} (calibration: {' or '.join(map(repr, ok))})"
+        for k, (p, ok) in pairs.items()
+        if p not in ok
+    ]
     if wrong:
         raise PrivacyParameterError(f"the release plan does not fit the calibration: plan {', '.join(wrong)}")
 
