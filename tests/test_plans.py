@@ -308,6 +308,7 @@ def test_plan_functions_refuse_bad_scales_names_and_bounds():
         RandomLinearMixtureMDP(S=4, A=2, d=3, H=3, seed=0), JointDP(1.0, 1e-5), episodes=20, seed=0
     )
     plan, scales = agent.release_plan(), agent.calibration.to_dict()
+    pure = ucrl_vtr.release_plan("jdp", True, 3, 20, 3)  # the same agent's Laplace plan
     name = plan.statistics[0].name
     for bad, match in [
         ({}, r"scales has no noise scale for \['sigma_B'"),
@@ -317,11 +318,12 @@ def test_plan_functions_refuse_bad_scales_names_and_bounds():
         ({"sigma_B": 1e-200, "sigma_g": 1.0}, "overflows a double"),
     ]:
         for f in (plan_mu, lambda p, s: statistic_worst_case(p, name, s), plan_pure_epsilon):
+            p = pure if f is plan_pure_epsilon else plan  # each law's own plan (same scale keys)
             if f is plan_pure_epsilon and match == "overflows a double":
-                assert f(plan, bad) > 1e199  # linear in 1 / scale: finite
+                assert f(p, bad) > 1e199  # linear in 1 / scale: finite
                 continue
             with pytest.raises(PrivacyParameterError, match=match):
-                f(plan, bad)
+                f(p, bad)
     for lookup in (plan.statistic, plan.family):
         with pytest.raises(PrivacyParameterError, match="the plan has no"):
             lookup("x")
@@ -564,3 +566,25 @@ def test_the_plan_functions_refuse_a_non_plan_with_a_type_error():
             call("x")
     plan = ucrl_vtr.release_plan("jdp", False, 2, 8, 2, "tree", "float")
     assert calls["plan_mu"](plan) > 0 and tight_scales(plan, 1.0, 1e-5)["sigma_B"] > 0
+
+
+def test_plan_mu_and_plan_pure_epsilon_refuse_a_plan_of_the_other_noise_law():
+    """plan_mu of a Laplace plan returned the GDP parameter of a Gaussian release with the Laplace
+    scales (and plan_pure_epsilon of a Gaussian plan the epsilon of a Laplace release): numbers of
+    a release the plan never makes, read as if they certified it. Each measures its own law (and a
+    plan without noise), and refuses the other."""
+    from privrl.common.errors import PrivacyParameterError
+    from privrl.privacy.plans import plan_pure_epsilon
+
+    gauss = ucrl_vtr.release_plan("jdp", False, 2, 8, 2, "tree", "float")
+    laplace = ucrl_vtr.release_plan("jdp", True, 2, 8, 2, "tree", "float")
+    assert (gauss.noise, laplace.noise) == ("gaussian", "laplace")
+    scales = dict.fromkeys(gauss.scale_keys, 3.0)
+    assert plan_mu(gauss, scales) > 0 and plan_pure_epsilon(laplace, scales) > 0
+    with pytest.raises(PrivacyParameterError, match="plan noise 'laplace': this function measures gaussian"):
+        plan_mu(laplace, scales)
+    with pytest.raises(PrivacyParameterError, match="plan noise 'gaussian': this function measures laplace"):
+        plan_pure_epsilon(gauss, scales)
+    # statistic_worst_case (the geometry of a worst pair, read by the audits of either law) takes both
+    name = gauss.statistics[0].name
+    assert min(statistic_worst_case(p, name, scales).value for p in (gauss, laplace)) > 0

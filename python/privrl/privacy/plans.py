@@ -377,10 +377,12 @@ def _sq(x: float) -> float:
     return float(x) * float(x)
 
 
-def _checked_scales(plan: ReleasePlan, scales: Mapping[str, float]) -> dict[str, float]:
-    """The plan's noise scales from ``scales`` (calibration key -> scale; other keys ignored), each
-    a real > 0 (a missing key was a bare KeyError, a zero scale a ZeroDivisionError)."""
+def _checked_scales(plan: ReleasePlan, scales: Mapping[str, float], law: str = "") -> dict[str, float]:
+    """The plan's noise scales from ``scales`` (key -> scale; other keys ignored), each a real > 0 (a
+    missing key was a bare KeyError, a zero scale a ZeroDivisionError), of a plan of noise ``law``."""
     check_is_plan(plan)
+    if law and plan.noise not in (law, None):  # plan_mu of a Laplace plan: a release it never makes
+        raise PrivacyParameterError(f"plan noise {plan.noise!r}: this function measures {law} noise")
     if not isinstance(scales, Mapping):
         raise TypeError(
             f"scales must be a mapping of calibration key -> noise scale, got {type(scales).__name__}"
@@ -395,7 +397,7 @@ def _checked_scales(plan: ReleasePlan, scales: Mapping[str, float]) -> dict[str,
 
 def plan_mu(plan: ReleasePlan, scales: Mapping[str, float]) -> float:
     """The GDP parameter of the whole Gaussian release of one user: every step, every statistic."""
-    scales = _checked_scales(plan, scales)
+    scales = _checked_scales(plan, scales, "gaussian")
     total = 0.0
     for stat in plan.statistics:
         fams = [f for f in plan.families if f.statistic == stat.name]
@@ -457,7 +459,7 @@ def plan_rounding_epsilon(plan: ReleasePlan) -> float:
 
 def plan_pure_epsilon(plan: ReleasePlan, scales: Mapping[str, float]) -> float:
     """Simple composition of the Laplace releases of one user: ``sum_f instances * draws * L1_f / b_f``."""
-    scales = _checked_scales(plan, scales)
+    scales = _checked_scales(plan, scales, "laplace")
     return sum(
         (f.instances * f.l1_multiplier * f.l1_sensitivity / scales[f.scale_key] for f in plan.families), 0.0
     )
