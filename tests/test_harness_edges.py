@@ -41,11 +41,13 @@ def test_a_non_private_agent_refuses_its_own_epsilons_and_delta(own):
         assert list(df.delta.unique()) == [own["delta"]]
 
 
-@pytest.mark.parametrize("name", ["", "  ", 3, ["x"]])
+@pytest.mark.parametrize("name", ["", "  ", 3, ["x"], ".", "..", "x/../..", "/tmp/privrl-nowhere"])
 def test_the_sweep_name_must_be_a_non_empty_string(name, tmp_path, monkeypatch, capsys):
     """The top-level `name` was str()-ed unchecked: name = 3 was accepted, and name = "" made
     `privrl run`'s default output folder privrl-results/ itself (every sweep's parent). A study's
-    name was already refused the same way."""
+    name was already refused the same way. name = "." did the same, ".." wrote the sweep into the
+    working folder and an absolute name into that folder: the default folder must be inside
+    privrl-results/."""
     from privrl.experiment import build_config
     from privrl.experiment.cli import main
 

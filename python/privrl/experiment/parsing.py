@@ -362,6 +362,10 @@ def build_config(raw: Mapping[str, Any]) -> SweepConfig:
     name = raw.get("name", "sweep")
     if not isinstance(name, str) or not name.strip():  # "" made the default outdir privrl-results itself
         raise ConfigError("name", f"expected a non-empty string, got {name!r}")
+    if Path(name).is_absolute() or not Path(name).parts or ".." in Path(name).parts:  # ".", "..", "/x"
+        raise ConfigError(
+            "name", f"must name a folder inside privrl-results/ (privrl run's default outdir), got {name!r}"
+        )
     band = raw.get("band", "std")  # the plot's band of `privrl run --plot`
     if not is_choice(band, ("std", "ci95")):
         raise ConfigError("band", f"must be 'std' or 'ci95', got {raw['band']!r}")
