@@ -80,3 +80,19 @@ def test_an_array_for_an_option_chosen_by_name_is_refused_naming_it(tmp_path):
     with pytest.raises(ConfigError, match=r"value: must be one of regret, return, cum_return, got array"):
         plot(df, tmp_path / "p.png", value=np.array(["regret", "return"]))
     assert not (tmp_path / "p.png").exists()
+
+
+@pytest.mark.parametrize("file", ["report.txt", 3])
+def test_report_and_sweep_refuse_a_file_or_outdir_that_is_not_one(file, tmp_path):
+    """report(outdir, file="report.txt") printed the table to a str: print's AttributeError "'str'
+    object has no attribute 'write'"; sweep(..., outdir=3) / run_sweep(config, 3) raised Path's
+    "expected str, bytes or os.PathLike object, not int", naming no argument (hB's input pass)."""
+    from privrl.experiment import ConfigError, report, sweep
+
+    env, agents = {"name": "RiverSwimMixture", "S": 3, "H": 3}, {"U": {"algorithm": "UCRL-VTR"}}
+    with pytest.raises(ConfigError, match=r"outdir: expected a path, got 3"):
+        sweep(env, agents, episodes=4, progress=False, outdir=3)
+    sweep(env, agents, episodes=4, progress=False, outdir=tmp_path / "r")
+    with pytest.raises(TypeError, match=r"file must be a text stream"):
+        report(tmp_path / "r", file=file)
+    assert not (tmp_path / "report.txt").exists()

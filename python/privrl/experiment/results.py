@@ -249,6 +249,8 @@ class ResultStore:
     """
 
     def __init__(self, outdir: str | os.PathLike, fmt: str = "auto"):
+        if not isinstance(outdir, (str, os.PathLike)):  # Path(3) named no argument (sweep, run_sweep)
+            raise ConfigError("outdir", f"expected a path, got {outdir!r}")
         self.root = Path(outdir).expanduser()  # ~/x as a shell gives it (pandas expanded it, mkdir did not)
         self.runs_dir = self.root / "runs"
         if fmt == "auto":

@@ -373,6 +373,8 @@ def report(outdir: str | os.PathLike, file: Any = None) -> pd.DataFrame:
     """Print the summary table of a results folder (to `file`, default stdout) and return it."""
     from privrl.experiment.results import load_manifest, load_results, load_run_records
 
+    if file is not None and not callable(getattr(file, "write", None)):  # print's AttributeError
+        raise TypeError(f"file must be a text stream (sys.stdout, open(path, 'w')) or None, got {file!r}")
     runs = load_manifest(outdir).get("runs", {})
     records = load_run_records(outdir)
     df = load_results(outdir)
