@@ -3,11 +3,13 @@
 as an integer", naming no argument; found by hB's bad-input fuzz); what was taken still is, with the
 same draw."""
 
+import re
+
 import numpy as np
 import pytest
 
-from privrl.envs import RiverSwim
-from privrl.exceptions import IndexRangeError
+from privrl.envs import HardToLearn, RandomLinearMixtureMDP, RiverSwim
+from privrl.exceptions import IndexRangeError, ShapeError
 
 
 @pytest.mark.parametrize("bad", [1.5, 1.0, "1", None, True, np.bool_(True), np.array(1.5), [1]])
@@ -57,3 +59,18 @@ def test_a_float16_policy_is_read_without_a_warning():
         trajectory = env.sample_episode(pi.astype(np.float16), np.random.default_rng(0))
     assert value == privrl.evaluate(pi, env).value
     assert np.array_equal(trajectory.actions, env.sample_episode(pi, np.random.default_rng(0)).actions)
+
+
+@pytest.mark.parametrize(
+    "make, given",
+    [
+        (lambda: RandomLinearMixtureMDP(d=10**9), "H=10, S=20, A=4, d=1000000000"),
+        (lambda: HardToLearn(30, 2, 100), "H=2, S=4, A=536870912, d=30"),
+    ],
+)
+def test_a_mixture_too_large_names_its_d_not_a_horizon(make, given):
+    """RandomLinearMixtureMDP(d=10**9) was refused as 'a dense model with H=1000000000, S=20, A=4'
+    and HardToLearn(d=30, H=2) as one 'with H=30': the features' d reported as the horizon, which
+    the user gave as 10 and 2 (hB's input pass). The limit is unchanged."""
+    with pytest.raises(ShapeError, match=re.escape(f"a dense model with {given} needs")):
+        make()

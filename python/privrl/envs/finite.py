@@ -129,12 +129,17 @@ def env_int(env: str, key: str, value: Any, low: int = 1, what: str | None = Non
         ) from None
 
 
-def check_dense_size(name: str, H: int, S: int, A: int, d: int | None = None) -> None:
+def check_dense_size(
+    name: str, H: int, S: int, A: int, d: int | None = None, mixture_d: int | None = None
+) -> None:
     """Refuse (ShapeError) sizes whose dense (H, S, A, S) tensor is too large; with `d`, also
-    counting a linear MDP's phi (S, A, d), mu (H, S, d) and theta (H, d)."""
-    n = H * S * A * S + (0 if d is None else d * (S * A + H * S + H))
+    counting a linear MDP's phi (S, A, d), mu (H, S, d) and theta (H, d); with `mixture_d`, the
+    larger of P and a linear mixture's features (S, A, S, d) (named as d: as H it named a horizon
+    the user did not give)."""
+    n = max(H, mixture_d or 0) * S * A * S + (0 if d is None else d * (S * A + H * S + H))
     if n > MAX_DENSE_ENTRIES:
-        dims = f"H={H}, S={S}, A={A}" + ("" if d is None else f", d={d}")
+        extra = d if mixture_d is None else mixture_d
+        dims = f"H={H}, S={S}, A={A}" + ("" if extra is None else f", d={extra}")
         raise ShapeError(
             f"{name}: a dense model with {dims} needs {n:.3g} entries, "
             f"above the limit of {MAX_DENSE_ENTRIES} (2 GiB)"

@@ -246,7 +246,7 @@ class HardToLearn(LinearMixtureMDP):
         beta = float(np.sqrt(Delta / (1.0 + Delta * (d - 1))))
         A = 2 ** (d - 1)
         S = H + 2
-        check_dense_size("HardToLearn", max(H, d), S, A)  # features (S, A, S, d), mu (H, ...)
+        check_dense_size("HardToLearn", H, S, A, mixture_d=d)  # features (S, A, S, d), mu (H, ...)
         bits = (np.arange(A)[:, None] >> np.arange(d - 2, -1, -1)) & 1
         avec = 2.0 * bits - 1.0  # (A, d-1)
         seed = model_seed(seed)  # None: drawn here, so the name tells the model drawn
@@ -297,7 +297,7 @@ class RandomLinearMixtureMDP(LinearMixtureMDP):
         S, A, d, H = (
             env_int("RandomLinearMixtureMDP", k, v) for k, v in (("S", S), ("A", A), ("d", d), ("H", H))
         )
-        check_dense_size("RandomLinearMixtureMDP", max(H, d), S, A)
+        check_dense_size("RandomLinearMixtureMDP", H, S, A, mixture_d=d)
         m = min(S, self.SUPPORT)
         seed = model_seed(seed)  # None: drawn here, so the name tells the model drawn
         rng = np.random.default_rng(seed)
