@@ -1147,10 +1147,18 @@ def test_from_gymnasium_names_a_malformed_transition_of_the_table():
         ([(1.0, 1, np.nan, False)], AssumptionError, "lists reward nan: not a finite number"),
         ([(1.0, 1, "0.5", False)], AssumptionError, "lists reward '0.5': not a finite number"),
         ([(1.0, 1, 0.5, "no")], AssumptionError, "lists terminated 'no': not True or False"),
+        # summed to one next state, the row was 1 and R 0.75 - 0.45 = 0.3 (hB's input pass)
+        ([(1.5, 1, 0.5, False), (-0.5, 1, 0.9, False)], AssumptionError, r"lists probability 1\.5: not in"),
+        ([(-0.5, 1, 0.9, False), (1.5, 1, 0.5, False)], AssumptionError, r"lists probability -0\.5: not in"),
     ]:
         Table.P = {0: {0: transitions}, 1: back}
         with pytest.raises(error, match=rf"^the gymnasium env's transition table P\[0\]\[0\] {match}"):
             from_gymnasium(Env(), 2)
+    Table.P = {0: [[(1.0, 1, 0.5, False)]], 1: back}  # a list per state: 'list' has no attribute 'items'
+    with pytest.raises(
+        ShapeError, match=r"^the gymnasium env's transition table P\[0\] is a list, not a dict"
+    ):
+        from_gymnasium(Env(), 2)
     Table.P = {0: {0: [(1.0, 1, 0.5, False)]}, 1: back}
     with pytest.raises(NonFiniteError, match=r"P\[0\]\[0\] pays 0\.5, rescaled to nan"):
         from_gymnasium(Env(), 2, reward=lambda r: r if r == 0.0 else float("nan"))

@@ -343,7 +343,7 @@ def _table_arrays(
     live = np.zeros((S, S), dtype=bool)
     for s_key, acts in table.items():
         s = _table_index(s_key, S, "state", "P")
-        for a_key, transitions in acts.items():
+        for a_key, transitions in _action_table(acts, s).items():
             a = _table_index(a_key, A, "action", f"P[{s}]")
             for entry in transitions:
                 prob, ns_key, rew, term = _transition(entry, f"P[{s}][{a}]")
@@ -419,6 +419,17 @@ def _check_absorbing(terminal: np.ndarray, live: np.ndarray, start: np.ndarray, 
     )
 
 
+def _action_table(acts: Any, s: int) -> dict:
+    """P[s] of a transition table, a dict a -> transitions (a list per state was "'list' object
+    has no attribute 'items'")."""
+    if not isinstance(acts, dict):
+        raise ShapeError(
+            f"the gymnasium env's transition table P[{s}] is a {type(acts).__name__}, not a dict "
+            "a -> [(probability, next_state, reward, terminated)]"
+        )
+    return acts
+
+
 def _transition(entry: Any, where: str) -> tuple[float, Any, float, bool]:
     """One (prob, next_state, reward, terminated) of a transition table, checked: a short tuple or
     a bare number was Python's "not enough values to unpack", a str reward numpy's "could not
@@ -438,6 +449,10 @@ def _transition(entry: Any, where: str) -> tuple[float, Any, float, bool]:
                 f"the gymnasium env's transition table {where} lists {name} {v!r}: not a finite number"
             )
         values.append(x)
+    if not 0.0 <= values[0] <= 1.0:  # -0.5 and 1.5 to one next state summed to a row of 1, accepted
+        raise AssumptionError(
+            f"the gymnasium env's transition table {where} lists probability {prob!r}: not in [0, 1]"
+        )
     if not isinstance(term, (bool, np.bool_)) and not (is_integer(term) and int(term) in (0, 1)):
         raise AssumptionError(
             f"the gymnasium env's transition table {where} lists terminated {term!r}: not True or False"
