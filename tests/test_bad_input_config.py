@@ -3,6 +3,7 @@ as not finite, with the key's name (a ConfigError, a ValueError). float() raised
 OverflowError ('int too large to convert to float') from check_number, the parser of config
 numbers (found by hB's bad-input fuzz: build_config / sweep with epsilons=[10**400])."""
 
+import contextlib
 import math
 
 import pytest
@@ -75,3 +76,38 @@ def test_frozen_lake_refuses_a_map_name_array_naming_it(value):
 
     with pytest.raises(AssumptionError, match=r"map_name must be one of"):
         frozen_lake(map_name=np.array(value))
+
+
+@pytest.mark.parametrize(
+    "flag, text, read",
+    [("--epsilons", "1e400", "inf"), ("--epsilons", "1,1E400", "inf"), ("--delta", "1e-400", "0.0")],
+)
+def test_a_float_literal_beyond_a_double_is_refused_not_read_as_inf_or_zero(
+    flag, text, read, tmp_path, monkeypatch, capsys
+):
+    """The float literal's sibling of the int above: epsilons = 1e400 (a TOML file or --epsilons)
+    was read as inf, so a jdp agent ran non-private where 1e20 is refused as out of range, and
+    delta = 1e-400 (--delta, or the file) as 0, pure DP, where 1e-200 is refused (hB's input
+    pass). Refused, naming the number; inf and 0 written as such are taken as before."""
+    from privrl.experiment.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    head = 'name = "t"\nepisodes = 3\n[env]\nname = "RiverSwimMixture"\nS = 3\nH = 2\n'
+    (tmp_path / "c.toml").write_text(head + '[agents.J]\nalgorithm = "UCRL-VTR"\nprivacy = "jdp"\n')
+    with pytest.raises(SystemExit, match=r"^2$") if flag == "--delta" else contextlib.nullcontext():
+        assert main(["run", "c.toml", "-o", "r", "--no-progress", flag, text]) == 2
+    assert (
+        f"the number {text.split(',')[-1]} is beyond a double's range, read as {read}"
+        in capsys.readouterr().err
+    )
+    key = "epsilons" if flag == "--epsilons" else "delta"
+    (tmp_path / "d.toml").write_text(
+        f"{key} = {'[' + text + ']' if key == 'epsilons' else text}\n{head}"
+        '[agents.J]\nalgorithm = "UCRL-VTR"\nprivacy = "jdp"\n'
+    )
+    with pytest.raises(ConfigError, match=r"^CONFIG: .*d\.toml: the number .* is beyond a double's range"):
+        from privrl.experiment import load_config
+
+        load_config(tmp_path / "d.toml")
+    assert not (tmp_path / "r").exists()
+    assert main(["run", "c.toml", "-o", "r", "--no-progress", flag, "inf" if read == "inf" else "0"]) == 0

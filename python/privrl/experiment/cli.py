@@ -14,6 +14,7 @@ from typing import Any
 from privrl.common.errors import PrivrlError
 from privrl.experiment.parsing import flag_list as _list
 from privrl.experiment.parsing import flag_literal as _literal
+from privrl.experiment.parsing import toml_float
 from privrl.experiment.parsing import top_level_items as _top_level_items
 
 DEMO_CONFIG = "demo.toml"
@@ -40,6 +41,16 @@ def _pairs(text: str, flag: str, seen: dict | None = None) -> dict:
             raise PrivrlError(f"{flag}: {k} is given twice ({earlier[k]!r} and {v}); give it once")
         out[k] = _literal(v)
     return out
+
+
+def _float_flag(text: str) -> float:
+    """--delta as argparse's float, refused where a double cannot hold it (toml_float: 1e-400 was 0)."""
+    try:
+        return toml_float(text)
+    except ValueError as exc:  # float()'s, or toml_float's ConfigError
+        raise argparse.ArgumentTypeError(
+            str(exc) if str(exc).startswith("the number") else f"invalid float value: {text!r}"
+        ) from None
 
 
 def _sweep_flags(args: argparse.Namespace) -> dict[str, Any]:
@@ -425,7 +436,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--delta",
-        type=float,
+        type=_float_flag,
         help="delta of (eps, delta)-DP, 0 = pure DP; replaces the config's delta, an agent's own too",
     )
     run.add_argument("--log-every", type=int, help="keep one row every N episodes (and the last)")

@@ -428,9 +428,11 @@ def read_config(path: str | os.PathLike) -> dict[str, Any]:
         return _read_manifest_config(path)
     tomllib = _tomllib()
     try:
-        raw: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"), parse_float=toml_float)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError("CONFIG", f"{path} is not valid TOML: {exc}") from exc
+    except ConfigError as exc:
+        raise ConfigError("CONFIG", f"{path}: {exc}") from None
     raw.setdefault("name", path.stem)
     return studies_as_study(raw)
 
@@ -440,10 +442,25 @@ def load_config(path: str | os.PathLike) -> SweepConfig:
     return build_config(read_config(path))
 
 
+def toml_float(text: str) -> float:
+    """A TOML float literal, refused (ConfigError) where a double cannot hold it: epsilons = 1e400
+    was read as inf, a non-private run, where 1e20 is refused, and delta = 1e-400 as 0, pure DP."""
+    x, low = float(text), text.lower()
+    if (math.isinf(x) and "inf" not in low) or (
+        x == 0.0 and any(c in "123456789" for c in low.split("e")[0])
+    ):
+        raise ConfigError(
+            "", f"the number {text} is beyond a double's range, read as {x} (write {x} if meant)"
+        )
+    return x
+
+
 def flag_literal(text: str) -> Any:
     """A flag value as a TOML literal (1e-5, inf, true, [1, 2], "x"), else the raw string."""
     try:
-        return _tomllib().loads(f"v = {text}")["v"]
+        return _tomllib().loads(f"v = {text}", parse_float=toml_float)["v"]
+    except ConfigError:
+        raise
     except Exception:  # not a TOML literal: a bare word such as jdp or UCRL-VTR
         return text
 
