@@ -123,6 +123,25 @@ def test_report_csv_into_a_new_folder_and_not_onto_a_folder(tmp_path, capsys):
     )
 
 
+@pytest.mark.parametrize("own", ["manifest.json", "results.csv", "results.parquet", "runs/t.csv"])
+def test_report_csv_refuses_a_file_of_the_results_folder(tmp_path, capsys, monkeypatch, own):
+    """privrl report OUT --csv OUT/results.csv replaced the sweep's merged table (format csv) by the
+    summary table, OUT/manifest.json the manifest (every later report / plot / resume: 'not valid
+    JSON'), both with exit status 0 (hB's input pass). Refused before printing; summary.csv beside
+    them is taken, given relative to the working folder too."""
+    out = tmp_path / "out"
+    argv = [*FLAGS, "--agent", "J:algorithm=UCRL-VTR", "--out", str(out), "--no-progress", "--format", "csv"]
+    assert main(argv) == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "out", "--csv", f"out/{own}"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "is a file of the results folder" in captured.err, captured
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert main(["report", str(out), "--csv", "out/summary.csv"]) == 0
+
+
 @pytest.mark.parametrize("where", ["config.toml", "config.toml/results"])
 def test_run_refuses_a_file_as_its_results_folder_before_printing_anything(tmp_path, capsys, where):
     (tmp_path / "config.toml").write_text("name = 'x'\n")

@@ -17,6 +17,8 @@ from privrl.experiment.parsing import flag_literal as _literal
 from privrl.experiment.parsing import toml_float
 from privrl.experiment.parsing import top_level_items as _top_level_items
 
+#: The files of a results folder the sweep writes (besides runs/): `report --csv` must not replace them.
+RESULT_FILES = ("manifest.json", "results.parquet", "results.csv")
 DEMO_CONFIG = "demo.toml"
 DEMO_BANDIT_CONFIG = "demo_bandit.toml"
 
@@ -360,6 +362,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if args.csv and Path(args.csv).is_dir():  # refused before the table is printed
         raise ConfigError("--csv", f"{args.csv} is a folder; give a file name such as {args.csv}/summary.csv")
+    own, csv = (Path(p).expanduser().resolve() for p in (args.outdir, args.csv or "."))
+    if args.csv and (own / "runs" in csv.parents or csv in {own / f for f in RESULT_FILES}):  # replaced
+        raise ConfigError("--csv", f"{args.csv} is a file of the results folder (the table would replace it)")
     summary = report(args.outdir)
     if args.csv:  # its folder made, as `privrl plot --output` makes its own (pandas refused a new one)
         Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
