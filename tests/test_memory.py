@@ -66,3 +66,25 @@ def test_the_public_sherman_morrison_kernel_refuses_what_cannot_fit():
     with pytest.raises(ShapeError, match="a d x d matrix does not fit in memory"):
         _core.ShermanMorrison(2**32, 1.0, 8)  # the Rust edge itself, past the Python check
     assert kernels.RankOneInverse(3, 2.0).inverse()[0, 0] == 0.5
+
+
+def test_a_sweep_whose_tables_cannot_fit_is_refused_before_it_runs(monkeypatch, tmp_path):
+    """sweep(K = 10^9, log_every = 1): its logged episodes and their time stamps alone (16 GB) were
+    allocated before privrl.run could refuse the run's own arrays, and the run table of 10^9 rows
+    after it: `privrl run` grew past 15 GiB in 25 s on this 24 GiB machine (hB's input pass). The
+    sweep counts its rows (16 numbers each) before anything is built or written."""
+    from privrl.experiment import sweep
+
+    agents = {"N": {"algorithm": "UCRL-VTR", "privacy": "none"}}
+    env = {"name": "RiverSwimMixture", "S": 3, "H": 2}
+    need = 8 * 16 * (100 + 100)  # two seeds, K = 100 logged every episode
+    monkeypatch.setattr(memory, "physical_memory", lambda: need - 1)
+    with pytest.raises(ResourceError, match=r"the sweep keeps 200 table rows.*larger log_every"):
+        sweep(env, agents, seeds=2, episodes=100, log_every=1, outdir=tmp_path / "r", progress=False)
+    assert not (tmp_path / "r").exists()
+    monkeypatch.setattr(memory, "physical_memory", lambda: need)
+    df, _ = sweep(env, agents, seeds=2, episodes=100, log_every=1, progress=False)
+    assert len(df) == 200
+    monkeypatch.undo()
+    with pytest.raises(ResourceError, match=r"the sweep keeps 1,000,000,000,000 table rows"):
+        sweep(env, agents, episodes=10**12, log_every=1, progress=False)
