@@ -36,6 +36,7 @@ from privrl.agents.lsvi_ucb.formulas import (
 )
 from privrl.agents.ucrl_vtr.calibration import _profile_fields
 from privrl.common.checks import (
+    check_flag,
     check_invertible,
     check_pos_int,
     check_positive_real,
@@ -152,6 +153,10 @@ def release_plan(
     paper's): 2 (L2, Lambda; the paper's "L1" used as L2) and ``2(H + 1)`` (u); L1: ``2d`` and
     ``2 sqrt(d)(H + 1)``. The paper's ratio ``sigma_u / sigma_Lambda = H / sqrt(B0)`` is kept
     (pure: equal budgets per family)."""
+    # checked as calibrate_lsvi_ucb checks them: kind=nan, d=nan or d=0 built a plan of model nan,
+    # of dimension nan or 0, and pure="no" a Laplace plan
+    kind, pure = check_kind(kind, ("none", "jdp")), check_flag(pure, "pure", PrivacyParameterError)
+    H, K, d, B = (check_pos_int(v, n) for v, n in ((H, "H"), (K, "K"), (d, "d"), (B, "B")))
     mechanism = resolve_mechanism(kind, DEFAULT_CALIBRATION, pure, mechanism)  # the models' default
     sampler = resolve_sampler(kind, mechanism, sampler)
     stat = UserStatistic(

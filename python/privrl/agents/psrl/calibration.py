@@ -85,6 +85,11 @@ def release_plan(
     multiplier 1, one instance per user). ``y`` is the constant 1 (the plan's vector family is
     ``x y``). ``capacity`` = the run's releases, B - 1. ``sampler`` None: DEFAULT_SAMPLER
     ("discrete") when private, "float" without noise (see SAMPLERS)."""
+    # checked as calibrate_psrl checks them: kind=nan, S=nan or A=0 built a plan of model nan, of
+    # dimension nan or 0
+    kind = check_kind(kind, ("none", "jdp"))
+    H, K, S, A = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(S, "S"), check_pos_int(A, "A")
+    B, m = check_pos_int(B, "B"), check_pos_int(m, "m")
     stat = UserStatistic(
         name="n(s, a, s'), R(s, a) of the capped visits",
         x="the user's counts n(s, a, s') and reward sums R(s, a) of its first m visits of each (s, a)",

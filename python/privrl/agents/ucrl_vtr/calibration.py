@@ -39,10 +39,12 @@ from privrl.agents.ucrl_vtr.formulas import (
     ucrl_vtr_upsilon_pure,
 )
 from privrl.common.checks import (
+    check_flag,
     check_pos_int,
     check_positive_real,
     check_probability,
 )
+from privrl.common.errors import PrivacyParameterError
 from privrl.kernels.continual import default_divisor
 from privrl.privacy import practical
 from privrl.privacy.accounting import gaussian_epsilon
@@ -123,7 +125,7 @@ def release_plan(
     through 2H continual-release mechanisms of capacity K (JDP: a user is one leaf) or the user's
     randomizer (LDP: one release each). Separate worst cases (the paper's): ``2 H^2`` (L2, both),
     ``2 d H^2`` / ``2 sqrt(d) H^2`` (L1, :func:`ucrl_vtr_l1_sensitivities`)."""
-    kind = check_kind(kind)
+    kind, pure = check_kind(kind), check_flag(pure, "pure", PrivacyParameterError)  # "no" was Laplace
     H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
     mechanism = resolve_mechanism(kind, DEFAULT_CALIBRATION, pure, mechanism)  # the models' default
     sampler = resolve_sampler(kind, mechanism, sampler)

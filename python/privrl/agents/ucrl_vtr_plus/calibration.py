@@ -28,7 +28,8 @@ from privrl.agents.ucrl_vtr_plus.formulas import (
     ucrl_vtr_plus_upsilon,
     ucrl_vtr_plus_upsilon_pure,
 )
-from privrl.common.checks import check_pos_int
+from privrl.common.checks import check_flag, check_pos_int
+from privrl.common.errors import PrivacyParameterError
 from privrl.kernels.continual import default_divisor
 from privrl.privacy import practical
 from privrl.privacy.bounds import check_bound_alpha
@@ -80,7 +81,7 @@ def release_plan(
     ``(phi_{V^2}, V^2)`` (norms <= H^2) feed ``Lambda~`` and ``u~``: 4H continual-release
     mechanisms (JDP) or 4H local releases (LDP). Separate L2 worst cases (the paper's): ``2d``
     and ``2 H^4``; L1: ``2 d^2``, ``2 d^{3/2}``, ``2 d H^4``, ``2 sqrt(d) H^4``."""
-    kind = check_kind(kind)
+    kind, pure = check_kind(kind), check_flag(pure, "pure", PrivacyParameterError)  # "no" was Laplace
     H, K, d = check_pos_int(H, "H"), check_pos_int(K, "K"), check_pos_int(d, "d")
     mechanism = resolve_mechanism(kind, DEFAULT_CALIBRATION, pure, mechanism)  # the models' default
     sampler = resolve_sampler(kind, mechanism, sampler)

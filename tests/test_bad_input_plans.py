@@ -1,0 +1,60 @@
+"""Bad inputs to the release-plan builders give a clear PrivacyParameterError naming the argument.
+
+Each algorithm's public ``release_plan`` (``privrl.agents.<algorithm>.calibration``) builds what the
+calibrations, reports and audits read. LSVI-UCB's and PSRL's checked none of their arguments and
+every builder read ``pure`` by truthiness: ``kind=nan`` gave a plan of model nan, ``d=nan`` (PSRL
+``S=nan``) one of dimension nan, ``d=0`` one of dimension 0 and ``pure="no"`` (or None, 0.5, an
+array) a Laplace plan of a Gaussian release, all accepted without a word (found by hA's
+adversarial-input pass). They check what their calibrations check now.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from privrl.agents.linucb.calibration import release_plan as linucb_plan
+from privrl.agents.lsvi_ucb.calibration import release_plan as lsvi_plan
+from privrl.agents.psrl.calibration import release_plan as psrl_plan
+from privrl.agents.ucrl_vtr.calibration import release_plan as vtr_plan
+from privrl.agents.ucrl_vtr_plus.calibration import release_plan as plus_plan
+from privrl.common.errors import PrivacyParameterError
+
+BUILDERS = {
+    "ucrl_vtr": (vtr_plan, dict(kind="jdp", pure=False, H=2, K=8, d=2)),
+    "ucrl_vtr_plus": (plus_plan, dict(kind="jdp", pure=False, H=2, K=8, d=2)),
+    "lsvi_ucb": (lsvi_plan, dict(kind="jdp", pure=False, H=2, K=8, d=2, B=2)),
+    "linucb": (linucb_plan, dict(kind="jdp", pure=False, K=8, p=2)),
+    "psrl": (psrl_plan, dict(kind="jdp", H=2, K=8, S=2, A=2, B=2)),
+}
+CASES = [(name, arg) for name, (_, kw) in BUILDERS.items() for arg in kw]
+BAD = {
+    "kind": [math.nan, None, "ldpp", 3],
+    "pure": ["no", None, 0.5, 1, np.array([True])],
+}
+BAD_INT = [math.nan, 0, -1, 2.5, None, "2", True]
+
+
+@pytest.mark.parametrize("name, arg", CASES)
+def test_a_bad_argument_is_refused_by_name(name, arg):
+    build, kw = BUILDERS[name]
+    for bad in BAD.get(arg, BAD_INT):
+        with pytest.raises(PrivacyParameterError, match=rf"^{arg} must be "):
+            build(**{**kw, arg: bad})
+
+
+@pytest.mark.parametrize("name", ["lsvi_ucb", "psrl"])
+def test_a_model_the_algorithm_has_not_is_refused(name):
+    build, kw = BUILDERS[name]
+    with pytest.raises(PrivacyParameterError, match=r"^kind must be one of 'none', 'jdp', got 'ldp'"):
+        build(**{**kw, "kind": "ldp"})
+
+
+@pytest.mark.parametrize("name", list(BUILDERS))
+def test_valid_arguments_build_the_same_plan(name):
+    build, kw = BUILDERS[name]
+    plan = build(**kw)
+    assert plan == build(**{k: np.int64(v) if type(v) is int else v for k, v in kw.items()})
+    if "pure" in kw:
+        assert build(**{**kw, "pure": np.bool_(True)}) == build(**{**kw, "pure": True})
+        assert build(**{**kw, "pure": True}).noise == "laplace" and plan.noise == "gaussian"
