@@ -42,3 +42,27 @@ def test_an_array_of_algorithm_names_is_refused_naming_algorithm():
     with pytest.raises(ValueError, match=r"algorithm must be one of .*, got array"):
         calibration_comparison(names, "jdp", 1.0, 1e-5, 3, 10, 3)
     assert privacy_report_from_calibration("ucrl_vtr", cal)["target"] == {"epsilon": 1.0, "delta": 1e-5}
+
+
+def test_plan_of_and_regret_side_refuse_what_the_report_refuses():
+    """plan_of and regret_side (privrl.audit.report's public helpers) took any algorithm and any
+    object: regret_side("x", cal) and regret_side("ucrl_vtr", None) returned the paper rule's
+    fields (radius None, a constant shift) as the regret side of nothing, plan_of("x", cal) raised
+    a bare KeyError and plan_of("psrl", a UCRL-VTR calibration) a bare AttributeError (hA's
+    adversarial-input pass). Both refuse them as privacy_report_from_calibration does."""
+    from privrl.agents.ucrl_vtr.calibration import calibrate_ucrl_vtr
+    from privrl.audit.report import plan_of, privacy_report_from_calibration, regret_side
+
+    cal = calibrate_ucrl_vtr("jdp", 4.0, 1e-5, 2, 8, 2, 1.0)
+    for fn in (plan_of, regret_side, privacy_report_from_calibration):
+        for alg in ("x", None, 3):
+            with pytest.raises(ValueError, match=r"^algorithm must be one of .*, got "):
+                fn(alg, cal)
+        for other in (None, "x", {}, cal.to_dict()):
+            with pytest.raises(TypeError, match=r"^cal must be a privrl Calibration, got "):
+                fn("ucrl_vtr", other)
+        with pytest.raises(ValueError, match=r"^cal is a calibration of 'ucrl_vtr', not of 'psrl'"):
+            fn("psrl", cal)
+    report = privacy_report_from_calibration("ucrl_vtr", cal)
+    assert report["regret_side"] == regret_side("ucrl_vtr", cal)
+    assert plan_of("ucrl_vtr", cal).algorithm == "ucrl_vtr" and report["regret_side"]["rule"] == "adaptive"

@@ -31,7 +31,6 @@ from privrl.agents.ucrl_vtr import calibration as ucrl_vtr
 from privrl.agents.ucrl_vtr_plus import calibration as ucrl_vtr_plus
 from privrl.audit.paper_argument import VACUOUS_EPSILON, _paper_lsvi, _paper_psrl, _paper_vtr
 from privrl.common.errors import PrivacyParameterError
-from privrl.common.kinds import is_choice
 from privrl.privacy.accounting import PrivacyAccountant
 from privrl.privacy.common import Calibration
 from privrl.privacy.plans import (
@@ -42,7 +41,13 @@ from privrl.privacy.plans import (
     refuse_unfit,
     statistic_worst_case,
 )
-from privrl.privacy.regret_side import SIMULATION_ONLY, regret_side, warn_if_over_target
+from privrl.privacy.regret_side import (
+    ALGORITHMS,
+    SIMULATION_ONLY,
+    check_calibration_of,
+    regret_side,
+    warn_if_over_target,
+)
 from privrl.privacy.samplers import discrete_tight, format_sampler, sampler_section, tight_section
 
 __all__ = [
@@ -55,7 +60,6 @@ __all__ = [
     "summarize_privacy_report",
 ]
 
-ALGORITHMS = ("ucrl_vtr", "ucrl_vtr_plus", "lsvi_ucb", "linucb", "psrl")
 _MODULES = {"ucrl_vtr": ucrl_vtr, "ucrl_vtr_plus": ucrl_vtr_plus, "lsvi_ucb": lsvi_ucb, "linucb": linucb}
 _MODULES["psrl"] = psrl
 _CALIBRATE: dict[str, Any] = {
@@ -71,6 +75,7 @@ def plan_of(algorithm: str, cal: Any) -> ReleasePlan:
     """The default release plan of ``algorithm`` for the structure a calibration was made for, on
     the calibration's lattice (its ``grid_bits``: a calibration made from a plan of a coarser
     lattice was reported on the default 2^-24 one, its rounding's share of the budget left out)."""
+    check_calibration_of(algorithm, cal)
     plan = _default_plan(algorithm, cal)
     bits = getattr(cal, "grid_bits", None)
     return plan if bits is None or plan.sampler != "discrete" else replace(plan, grid_bits=bits)
@@ -290,16 +295,7 @@ def privacy_report_from_calibration(
     in_tool_regime), tight (budget, epsilon_at_target_delta, delta_at_target_epsilon, mu, rho,
     method), within_target (paper, tight)``. ``NonPrivate`` gives ``mechanisms = []`` and
     ``epsilon = inf``."""
-    if not is_choice(algorithm, ALGORITHMS):
-        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
-    # another algorithm's calibration (or none) failed inside plan_of with a bare AttributeError
-    if not isinstance(cal, Calibration):
-        raise TypeError(f"cal must be a privrl Calibration, got {type(cal).__name__}")
-    if cal.algorithm != algorithm:
-        raise ValueError(
-            f"cal is a calibration of {cal.algorithm!r}, not of {algorithm!r}: "
-            f"pass algorithm={cal.algorithm!r}"
-        )
+    check_calibration_of(algorithm, cal)  # another algorithm's: a bare AttributeError in plan_of
     kind = cal.kind
     plan = plan if plan is not None else plan_of(algorithm, cal)
     _check_plan_fits(plan, cal)

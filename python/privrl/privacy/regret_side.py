@@ -10,6 +10,7 @@ from typing import Any
 
 from privrl.common.checks import check_nonneg_real
 from privrl.common.errors import PrivacyParameterError, PrivacyWarning
+from privrl.common.kinds import is_choice
 from privrl.privacy.common import PRACTICAL_RULES, Calibration
 
 #: Outputs of a simulated run that the (eps, delta) guarantee does not cover: the privacy report
@@ -26,9 +27,32 @@ SIMULATION_ONLY = {
 OVERRUN_TOL = 1e-6
 
 
+#: The algorithms a privacy report reads (privrl.audit.report.ALGORITHMS).
+ALGORITHMS = ("ucrl_vtr", "ucrl_vtr_plus", "lsvi_ucb", "linucb", "psrl")
+
+
+def check_calibration_of(algorithm: Any, cal: Any) -> None:
+    """``cal`` must be a privrl Calibration of ``algorithm`` (one of :data:`ALGORITHMS`): the one
+    check of the report's public entries (privacy_report_from_calibration, plan_of, regret_side).
+    regret_side read any object by getattr with defaults: regret_side("x", cal) and
+    regret_side("ucrl_vtr", None) returned the paper rule's fields (None radius, constant shift),
+    plan_of("x", cal) raised a bare KeyError, plan_of("psrl", a UCRL-VTR calibration) a bare
+    AttributeError; another algorithm's calibration failed inside plan_of the same way."""
+    if not is_choice(algorithm, ALGORITHMS):
+        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+    if not isinstance(cal, Calibration):
+        raise TypeError(f"cal must be a privrl Calibration, got {type(cal).__name__}")
+    if cal.algorithm != algorithm:
+        raise ValueError(
+            f"cal is a calibration of {cal.algorithm!r}, not of {algorithm!r}: "
+            f"pass algorithm={cal.algorithm!r}"
+        )
+
+
 def regret_side(algorithm: str, cal: Calibration) -> dict[str, Any]:
     """What the calibration sets on the regret side (never the privacy): the rule the released
     statistics are post-processed with, the regularization, the radius and the noise bounds."""
+    check_calibration_of(algorithm, cal)
     if algorithm == "psrl":
         return _psrl_side(cal)
     out: dict[str, Any] = {
