@@ -66,3 +66,30 @@ def test_plan_of_and_regret_side_refuse_what_the_report_refuses():
     report = privacy_report_from_calibration("ucrl_vtr", cal)
     assert report["regret_side"] == regret_side("ucrl_vtr", cal)
     assert plan_of("ucrl_vtr", cal).algorithm == "ucrl_vtr" and report["regret_side"]["rule"] == "adaptive"
+
+
+@pytest.mark.parametrize("guards", ["clip", [1], np.array([1.0])])
+def test_report_guards_that_are_not_a_mapping_are_refused_by_name(guards):
+    """privacy_report_from_calibration(guards=...) iterated guards.items(): a string or a list of
+    guards raised a bare AttributeError ('str' object has no attribute 'items') and an array numpy's
+    'truth value of an array is ambiguous' (hA's adversarial-input pass). None (the default) and a
+    mapping of the agent's guards still describe the enforcement."""
+    from privrl.agents import UCRLVTR
+    from privrl.audit.report import privacy_report_from_calibration
+    from privrl.envs import RiverSwimMixture
+    from privrl.privacy import JointDP
+
+    ag = UCRLVTR(RiverSwimMixture(S=3, H=3), JointDP(1.0, 1e-5), episodes=10, seed=0)
+    with pytest.raises(
+        TypeError, match=r"^guards must be a mapping of statistic name -> SensitivityGuard, got "
+    ):
+        privacy_report_from_calibration("ucrl_vtr", ag.calibration, guards=guards)
+    for ok in (None, {}, ag.guards):
+        rep = privacy_report_from_calibration("ucrl_vtr", ag.calibration, guards=ok)
+        assert rep["within_target"]["tight"]
+    assert (
+        "SensitivityGuard(mode='clip')"
+        in privacy_report_from_calibration("ucrl_vtr", ag.calibration, guards=ag.guards)["mechanisms"][0][
+            "enforced_by"
+        ]
+    )

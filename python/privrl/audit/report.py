@@ -263,6 +263,8 @@ def _check_guards(plan: ReleasePlan, guards: Mapping[str, Any]) -> None:
     the noise is counted for was printed as the enforcement of a certified report (a guard of
     ||x|| <= 50 beside the x_bound 5 the report's accounting used: within target), another object
     failed with a bare AttributeError, a name of no statistic was dropped silently."""
+    if not isinstance(guards, Mapping):  # "x", [g]: a bare AttributeError; an array numpy's ValueError
+        raise TypeError(f"guards must be a mapping of statistic name -> SensitivityGuard, got {guards!r}")
     for name, g in guards.items():
         stat = plan.statistic(name)
         if not all(hasattr(g, k) for k in ("mode", "x_bound", "y_low", "y_high")):
@@ -331,7 +333,7 @@ def privacy_report_from_calibration(
         )
         rep["target"] = {"epsilon": None, "delta": None}
         return rep
-    guards = guards or {}
+    guards = {} if guards is None else guards
     _check_guards(plan, guards)
     mechs = [_entry(f, plan, cal, guards) for f in plan.families]
     scales = {k: float(getattr(cal, k)) for k in plan.scale_keys}
