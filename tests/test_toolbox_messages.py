@@ -65,3 +65,17 @@ def test_mechanism_tools_refuse_an_out_of_range_value_in_their_own_words():
     assert f"|value| <= {limit:.6g}" in msg
     out = gaussian_mechanism(np.array([0.99 * limit]), 2.0, 0.5, 1e-5, rng)  # inside: released
     assert abs(out[0] - 0.99 * limit) < 10 * sigma
+
+
+@pytest.mark.parametrize("value", [1e308, np.array([0.0, -1.7e308]), np.finfo(float).max])
+def test_a_value_near_the_largest_double_is_refused_without_a_numpy_warning(value):
+    """The lattice-range check divided the value by the lattice unit (sigma 2^-24 < 1): a value
+    near the largest double overflowed to inf there, with numpy's 'RuntimeWarning: overflow
+    encountered in divide' before the refusal (an error under -W error; hA's adversarial-input
+    pass). The refusal is the same, without the warning."""
+    rng = np.random.default_rng(0)
+    for call in (
+        lambda v: gaussian_mechanism(v, 2.0, 0.5, 1e-5, rng),
+        lambda v: laplace_mechanism(v, 1.0, 1.0, rng),
+    ):
+        assert "is beyond the discrete sampler's exact range" in _message(lambda c=call: c(value))

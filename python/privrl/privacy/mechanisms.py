@@ -126,7 +126,8 @@ def _check_lattice_range(arr: np.ndarray, scale: float, unit: float | None) -> N
     tools do not take (their lattice is fixed at ``scale * 2^-DEFAULT_GRID_BITS``)."""
     if unit is None:
         return
-    steps = np.abs(np.rint(arr.reshape(-1) / unit))
+    with np.errstate(over="ignore"):  # |value| near the largest double: inf steps, refused below
+        steps = np.abs(np.rint(arr.reshape(-1) / unit))
     over = np.flatnonzero(~(steps <= 2.0**52))
     if over.size:
         i = int(over[0])
