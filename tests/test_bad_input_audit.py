@@ -93,3 +93,30 @@ def test_report_guards_that_are_not_a_mapping_are_refused_by_name(guards):
             "enforced_by"
         ]
     )
+
+
+def test_the_report_formatters_refuse_what_is_not_their_report():
+    """format_privacy_report, summarize_privacy_report and format_calibration_comparison read their
+    argument by key: {} or a report's "tight" section raised a bare KeyError ('target', 'algorithm',
+    'paper'), a string a TypeError about string indices (hA's adversarial-input pass). Each names
+    what it takes now; the reports they are given still print and digest as before."""
+    from privrl.agents.ucrl_vtr.calibration import calibrate_ucrl_vtr
+    from privrl.audit.comparison import calibration_comparison, format_calibration_comparison
+    from privrl.audit.report import (
+        format_privacy_report,
+        privacy_report_from_calibration,
+        summarize_privacy_report,
+    )
+
+    rep = privacy_report_from_calibration("ucrl_vtr", calibrate_ucrl_vtr("jdp", 4.0, 1e-5, 2, 8, 2, 1.0))
+    for fn in (format_privacy_report, summarize_privacy_report):
+        for bad in ({}, rep["tight"], "report", None):
+            with pytest.raises(TypeError, match=r"^report must be what privacy_report_from_calibration"):
+                fn(bad)
+    cmp = calibration_comparison("ucrl_vtr", "jdp", 1.0, 1e-5, 2, 8, 2)
+    for bad in ({}, rep, cmp["rows"]):
+        with pytest.raises(TypeError, match=r"^cmp must be what calibration_comparison returns"):
+            format_calibration_comparison(bad)
+    assert format_privacy_report(rep).startswith("Privacy report: UCRL-VTR (Alg. 1)")
+    assert summarize_privacy_report(rep)["target"] == {"epsilon": 4.0, "delta": 1e-5}
+    assert "paper/tight" in format_calibration_comparison(cmp)

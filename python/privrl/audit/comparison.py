@@ -14,6 +14,7 @@ from privrl.audit.report import (
     privacy_report_from_calibration,
 )
 from privrl.common.kinds import is_choice
+from privrl.privacy.regret_side import check_report
 
 __all__ = ["calibration_comparison", "format_calibration_comparison"]
 
@@ -94,6 +95,12 @@ def calibration_comparison(
 
 def format_calibration_comparison(cmp: dict[str, Any]) -> str:
     """Text table of :func:`calibration_comparison`."""
+    check_report(
+        cmp,
+        "cmp",
+        ("kind", "epsilon", "delta", "H", "K", "d", "sampler", "paper", "rows"),
+        "calibration_comparison",
+    )
     title = cmp["paper"].algorithm
     head = (
         f"{_MODULES[title].TITLE} {cmp['kind'].upper()} eps={cmp['epsilon']:g} "

@@ -45,6 +45,7 @@ from privrl.privacy.regret_side import (
     ALGORITHMS,
     SIMULATION_ONLY,
     check_calibration_of,
+    check_report,
     regret_side,
     warn_if_over_target,
 )
@@ -433,6 +434,7 @@ def _cosine(x: list[float], x_prime: list[float]) -> str:
 
 def format_privacy_report(report: Mapping[str, Any]) -> str:
     """A printable text form of :func:`privacy_report` (also ``str(report)``)."""
+    check_report(report)
     lines = []
     t = report["target"]
     lines.append(f"Privacy report: {report['title']}" + (f" - {report['agent']}" if report["agent"] else ""))
@@ -553,11 +555,10 @@ def summarize_privacy_report(report: dict[str, Any]) -> dict[str, Any]:
     ``mu``, and per released family its name, scale key and scale, instances, draws, norm and
     sensitivity (the summary's "sigma used" reads the first family). Infinite values become the
     string ``"inf"``."""
+    check_report(report)
 
     def num(x: Any) -> Any:
-        if isinstance(x, float) and math.isinf(x):
-            return "inf"
-        return x
+        return "inf" if isinstance(x, float) and math.isinf(x) else x
 
     return {
         "algorithm": report["algorithm"],

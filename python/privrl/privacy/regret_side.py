@@ -49,6 +49,25 @@ def check_calibration_of(algorithm: Any, cal: Any) -> None:
         )
 
 
+#: The keys of every privacy report (privrl.audit.report.privacy_report_from_calibration).
+REPORT_KEYS: tuple[str, ...] = ("algorithm", "title", "agent", "model", "pure", "calibration", "target")
+REPORT_KEYS += ("neighbouring", "mechanisms", "statistics", "paper", "tight", "within_target")
+
+
+def check_report(
+    value: Any, name: str = "report", keys: tuple[str, ...] = REPORT_KEYS, made_by: str = ""
+) -> None:
+    """``value`` must be a mapping with ``keys``, as ``made_by`` (default: the privacy reports)
+    returns it: the formatters and the digest read it by key, and another dict (a report's "tight"
+    section, {}) or object raised a bare KeyError / TypeError naming one key."""
+    if not (isinstance(value, Mapping) and all(k in value for k in keys)):
+        made_by = made_by or "privacy_report_from_calibration / agent.privacy_report()"
+        missing = [k for k in keys if k not in value] if isinstance(value, Mapping) else "all"
+        raise TypeError(
+            f"{name} must be what {made_by} returns; got {type(value).__name__} (missing: {missing})"
+        )
+
+
 def regret_side(algorithm: str, cal: Calibration) -> dict[str, Any]:
     """What the calibration sets on the regret side (never the privacy): the rule the released
     statistics are post-processed with, the regularization, the radius and the noise bounds."""
