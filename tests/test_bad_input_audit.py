@@ -120,3 +120,19 @@ def test_the_report_formatters_refuse_what_is_not_their_report():
     assert format_privacy_report(rep).startswith("Privacy report: UCRL-VTR (Alg. 1)")
     assert summarize_privacy_report(rep)["target"] == {"epsilon": 4.0, "delta": 1e-5}
     assert "paper/tight" in format_calibration_comparison(cmp)
+
+
+def test_calibration_comparison_does_not_offer_linucb():
+    """calibration_comparison listed 'linucb' among its algorithms, but calls every calibration with
+    H and d: calibration_comparison("linucb", ...) always failed with a bare TypeError
+    ('calibrate_linucb() got an unexpected keyword argument H'; hA's adversarial-input pass). LinUCB
+    (arms, context dimension) is refused by name now, as PSRL is; the others compare as before."""
+    from privrl.audit.comparison import calibration_comparison
+
+    for alg in ("linucb", "psrl"):
+        with pytest.raises(
+            ValueError, match=r"^algorithm must be one of \('ucrl_vtr', 'ucrl_vtr_plus', 'lsvi_ucb'\), got"
+        ):
+            calibration_comparison(alg, "jdp", 1.0, 1e-5, 1, 8, 2)
+    rows = calibration_comparison("ucrl_vtr", "jdp", 1.0, 1e-5, 2, 8, 2)["rows"]
+    assert rows[0]["quantity"] == "sigma_B" and rows[0]["ratio"] > 1.0

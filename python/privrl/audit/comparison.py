@@ -18,8 +18,10 @@ from privrl.privacy.regret_side import check_report
 
 __all__ = ["calibration_comparison", "format_calibration_comparison"]
 
-#: PSRL has one calibration (its own tight one, no paper's): nothing to compare
-_COMPARED = tuple(a for a in ALGORITHMS if a != "psrl")
+#: PSRL has one calibration (its own tight one, no paper's): nothing to compare. LinUCB's takes the
+#: arms and the context dimension, not H and d: calibration_comparison("linucb", ...) was offered by
+#: the refusal's list and always failed with a bare TypeError (unexpected keyword argument 'H').
+_COMPARED = tuple(a for a in ALGORITHMS if a not in ("psrl", "linucb"))
 
 _RADIUS_KEYS = {"ucrl_vtr": "beta", "ucrl_vtr_plus": "beta_hat", "lsvi_ucb": "beta"}
 _REGULARIZER_KEYS = {
