@@ -136,3 +136,24 @@ def test_calibration_comparison_does_not_offer_linucb():
             calibration_comparison(alg, "jdp", 1.0, 1e-5, 1, 8, 2)
     rows = calibration_comparison("ucrl_vtr", "jdp", 1.0, 1e-5, 2, 8, 2)["rows"]
     assert rows[0]["quantity"] == "sigma_B" and rows[0]["ratio"] > 1.0
+
+
+@pytest.mark.parametrize("K", [None, "4", float("nan"), 2.5])
+def test_the_agent_audits_refuse_a_bad_K_by_name(K):
+    """audit_ucrl_vtr_agent / audit_linucb_agent / audit_psrl_agent built their fixed users with
+    range(K - 1) before the agent checked K: K=None or "4" raised a bare 'unsupported operand
+    type(s) for -', nan or 2.5 "'float' object cannot be interpreted as an integer", naming no
+    argument (hA's adversarial-input pass). K is checked first now."""
+    from privrl.audit import audit_linucb_agent, audit_psrl_agent, audit_ucrl_vtr_agent
+
+    for audit in (audit_ucrl_vtr_agent, audit_linucb_agent, audit_psrl_agent):
+        with pytest.raises(PrivacyParameterError, match=r"^K must be an integer >= 1, got "):
+            audit(K=K, n_trials=60, n_fit=30)
+
+
+def test_an_agent_audit_with_a_numpy_K_runs_as_with_an_int():
+    from privrl.audit import audit_psrl_agent
+
+    a = audit_psrl_agent(K=np.int64(3), n_trials=60, n_fit=30)
+    b = audit_psrl_agent(K=3, n_trials=60, n_fit=30)
+    assert (a.epsilon_lower_bound, a.effective_epsilon) == (b.epsilon_lower_bound, b.effective_epsilon)

@@ -242,6 +242,7 @@ def audit_ucrl_vtr_agent(
     noise); ``effective_epsilon`` is the tight accountant's epsilon of that noise (the worst-case
     user, an upper bound on what these neighbours can reveal)."""
     noise_multiplier = check_positive_real(noise_multiplier, "noise_multiplier")
+    K = check_pos_int(K, "K")  # K=None / "4" / nan: a bare TypeError from range(K - 1) below
     from privrl.agents import UCRLVTR
     from privrl.envs import RandomLinearMixtureMDP
 
@@ -311,6 +312,7 @@ def audit_linucb_agent(
     before the last user, leaving nothing to audit: bound 0); ``schedule="every"`` releases after
     every user."""
     noise_multiplier = check_positive_real(noise_multiplier, "noise_multiplier")
+    K = check_pos_int(K, "K")  # K=None / "4" / nan: a bare TypeError from range(K - 1) below
     from privrl.agents import LinUCB
     from privrl.envs.bandit import ContextualBandit
 
@@ -375,6 +377,7 @@ def audit_psrl_agent(
     noise, Gaussian, and the GDP bound is exact); the output is every billboard (N~, R~). The
     noise is multiplied by ``noise_multiplier`` (0.5: a broken agent)."""
     noise_multiplier = check_positive_real(noise_multiplier, "noise_multiplier")
+    K = check_pos_int(K, "K")  # K=None / "4" / nan: a bare TypeError from range(K - 1) below
     from privrl.agents import PSRL
     from privrl.envs.features import FeatureMap
 
