@@ -58,3 +58,31 @@ def test_valid_arguments_build_the_same_plan(name):
     if "pure" in kw:
         assert build(**{**kw, "pure": np.bool_(True)}) == build(**{**kw, "pure": True})
         assert build(**{**kw, "pure": True}).noise == "laplace" and plan.noise == "gaussian"
+
+
+def test_the_tight_tools_check_the_budget_given_with_a_plan():
+    """tight_scales and plan_target (privrl.privacy.common) did not check the (epsilon, delta)
+    given with the plan: tight_scales(a Laplace plan, None, 0.0) raised a bare TypeError
+    ('unsupported operand type(s) for -'), an array epsilon or delta 'unhashable type' (the
+    cache), epsilon=True was read as 1 (sigma_B 49.95 for a (True, 1e-5) budget), and
+    plan_target / paper_lattice_factor of a non-plan a bare AttributeError (hA's adversarial-input
+    pass). Each is refused by name; the calibrations' own calls give the same scales."""
+    from privrl.privacy.common import paper_lattice_factor, plan_target, tight_scales
+
+    gauss = vtr_plan("jdp", False, 2, 8, 2)
+    lap = vtr_plan("jdp", True, 2, 8, 2, mechanism="tree")
+    for fn in (tight_scales, plan_target):
+        for plan in (gauss, lap):
+            for eps in (None, True, np.array([1.0]), math.nan, 0.0, -1.0):
+                with pytest.raises(PrivacyParameterError, match=r"^epsilon must be "):
+                    fn(plan, eps, 1e-5 if plan is gauss else 0.0)
+        for dlt in (None, np.array([1e-5]), 0.0, 1.0, math.nan):
+            with pytest.raises(PrivacyParameterError, match=r"^delta must be "):
+                fn(gauss, 1.0, dlt)
+        with pytest.raises(TypeError, match=r"^plan must be a ReleasePlan, got 'x'"):
+            fn("x", 1.0, 1e-5)
+    with pytest.raises(TypeError, match=r"^plan must be a ReleasePlan, got None"):
+        paper_lattice_factor(None, 1.0)
+    assert tight_scales(gauss, 1.0, 1e-5) == tight_scales(gauss, np.float64(1.0), np.float64(1e-5))
+    assert tight_scales(lap, 1.0, 0.0) == tight_scales(lap, 1, 0)
+    assert plan_target(gauss, 1.0, 1e-5) == pytest.approx(0.268, abs=1e-3)

@@ -17,7 +17,9 @@ from typing import Any, TypeVar
 
 from privrl.common.checks import (
     check_choice,
+    check_delta_open,
     check_delta_pure_ok,
+    check_epsilon,
     check_user_epsilon,
     did_you_mean,
     is_integer,
@@ -198,6 +200,16 @@ def node_noise(noise: str | None, sampler: str | None) -> str:
     return f"discrete_{noise}" if sampler == "discrete" else noise
 
 
+def _plan_budget(plan: Any, epsilon: Any, delta: Any) -> tuple[float, float]:
+    """(epsilon, delta) given with a ``plan`` to the tight tools: epsilon > 0, delta in (0, 1) for a
+    Gaussian plan, in [0, 1) for a Laplace one (pure DP reads none). Unchecked, tight_scales(plan,
+    None, 0.0) raised a bare TypeError from inside, an array epsilon or delta "unhashable type"
+    (its cache), epsilon=True was read as 1, and plan_target('x', ...) a bare AttributeError."""
+    check_is_plan(plan)
+    dlt = check_delta_pure_ok(delta) if plan.noise == "laplace" else check_delta_open(delta)
+    return check_epsilon(epsilon), dlt
+
+
 def plan_target(plan: ReleasePlan, epsilon: float, delta: float) -> float:
     """What the plan's own sensitivity may reach at (eps, delta): for Gaussian noise the GDP
     ``mu`` (float samplers: the exact curve, Balle & Wang 2018; discrete: the better of the same
@@ -206,6 +218,7 @@ def plan_target(plan: ReleasePlan, epsilon: float, delta: float) -> float:
     (less the rounding's ``plan_rounding_epsilon``). A PrivacyParameterError when the rounding
     alone uses the budget (fewer grid bits cannot help; a larger epsilon does). The discrete
     Gaussian's draw summary is :func:`~privrl.privacy.accounting.discrete_gaussian_draws`."""
+    epsilon, delta = _plan_budget(plan, epsilon, delta)
     if plan.noise == "laplace":
         target, rounding = epsilon, plan_rounding_epsilon(plan)
     elif plan.sampler == "discrete":
@@ -229,6 +242,7 @@ def paper_lattice_factor(plan: ReleasePlan, epsilon: float) -> float:
     reaches epsilon exactly, and the lattice rounding adds ``plan_rounding_epsilon``; scaling every
     b by ``eps / (eps - eps_rounding)`` gives it back (1 for Gaussian noise or the float sampler:
     the paper's Gaussian scales are checked by the report's accountant, not adjusted)."""
+    check_is_plan(plan)
     if plan.sampler != "discrete" or plan.noise != "laplace":
         return 1.0
     return epsilon / plan_target(plan, epsilon, 0.0)
@@ -291,8 +305,7 @@ def tight_scales(plan: ReleasePlan, epsilon: float, delta: float) -> dict[str, f
     (Alg. 2: phi' = -phi leaves phi phi^T unchanged), and their noise buys no privacy there.
     Laplace (delta = 0): simple composition, epsilon proportional to 1/t (every family counts,
     nothing to lower; discrete: less the rounding)."""
-    check_is_plan(plan)
-    return dict(_tight_scales(plan, epsilon, delta))
+    return dict(_tight_scales(plan, *_plan_budget(plan, epsilon, delta)))
 
 
 @functools.lru_cache(maxsize=256)
