@@ -157,3 +157,20 @@ def test_an_agent_audit_with_a_numpy_K_runs_as_with_an_int():
     a = audit_psrl_agent(K=np.int64(3), n_trials=60, n_fit=30)
     b = audit_psrl_agent(K=3, n_trials=60, n_fit=30)
     assert (a.epsilon_lower_bound, a.effective_epsilon) == (b.epsilon_lower_bound, b.effective_epsilon)
+
+
+@pytest.mark.parametrize("change", [{"sigma_B": 0.0}, {"sigma_B": -0.0}, {"sigma_g": 1e-300}])
+def test_the_report_of_a_calibration_with_a_degenerate_scale_names_it(change):
+    """A calibration's noise scale replaced by 0 (cal.replace(sigma_B=0.0), a what-if) made
+    privacy_report_from_calibration divide by it in the family inventory (a bare
+    ZeroDivisionError), and 1e-300 square past the doubles there (a bare OverflowError: 'Numerical
+    result out of range'), before the plan's worst case refused either (hA's adversarial-input
+    pass). The scales are checked, and the worst case computed, before the inventory."""
+    from privrl.agents.ucrl_vtr.calibration import calibrate_ucrl_vtr
+    from privrl.audit.report import privacy_report_from_calibration
+
+    cal = calibrate_ucrl_vtr("jdp", 4.0, 1e-5, 2, 8, 2, 1.0, calibration="tight")
+    with pytest.raises(PrivacyParameterError, match=r"^(cal\.sigma_B must be finite and > 0|the worst case)"):
+        privacy_report_from_calibration("ucrl_vtr", cal.replace(**change))
+    rep = privacy_report_from_calibration("ucrl_vtr", cal)
+    assert rep["tight"]["budget"][0] == pytest.approx(4.0) and rep["mechanisms"][0]["sigma"] == cal.sigma_B

@@ -30,6 +30,7 @@ from privrl.agents.psrl import calibration as psrl
 from privrl.agents.ucrl_vtr import calibration as ucrl_vtr
 from privrl.agents.ucrl_vtr_plus import calibration as ucrl_vtr_plus
 from privrl.audit.paper_argument import VACUOUS_EPSILON, _paper_lsvi, _paper_psrl, _paper_vtr
+from privrl.common.checks import check_positive_real
 from privrl.common.errors import PrivacyParameterError
 from privrl.privacy.accounting import PrivacyAccountant
 from privrl.privacy.common import Calibration
@@ -336,9 +337,9 @@ def privacy_report_from_calibration(
         return rep
     guards = {} if guards is None else guards
     _check_guards(plan, guards)
+    scales = {k: check_positive_real(getattr(cal, k), f"cal.{k}") for k in plan.scale_keys}
+    stats = _statistics(plan, scales)  # before _entry: sigma 0 / 1e-300 were ZeroDivision / OverflowError
     mechs = [_entry(f, plan, cal, guards) for f in plan.families]
-    scales = {k: float(getattr(cal, k)) for k in plan.scale_keys}
-    stats = _statistics(plan, scales)
     paper = {"lsvi_ucb": _paper_lsvi, "psrl": _paper_psrl}.get(algorithm, _paper_vtr)(cal, mechs)
     tight = _tight(cal, plan, stats, mechs)
     eps_t, dlt_t = cal.target()
