@@ -351,7 +351,7 @@ def _old_best_angle(A, S, a, b, y, yp, free_angle):
 
 def _old_refine(A, S, y, yp, a0, b0, free_angle):
     """_refine as it was (np.meshgrid, np.clip, np.unravel_index)."""
-    from privrl.privacy.plans import _objective
+    from privrl.privacy.quartic import _objective
 
     c0 = float(_old_best_angle(A, S, np.array(a0), np.array(b0), y, yp, free_angle))
     val = float(_objective(A, S, np.array(a0), np.array(b0), np.array(c0), y, yp))
@@ -379,8 +379,8 @@ def _old_refine(A, S, y, yp, a0, b0, free_angle):
 
 
 def _old_maximise(A, S, y_low, y_high, free_angle):
-    """_maximise as it was: per vertex a 101 x 101 grid, then _refine from its 3 best points, one by one."""
-    from privrl.privacy.plans import _objective
+    """maximise as it was: per vertex a 101 x 101 grid, then _refine from its 3 best points, one by one."""
+    from privrl.privacy.quartic import _objective
 
     ys = sorted({float(y_low), float(y_high)})
     best = (-math.inf, (0.0, 0.0, 1.0, 0.0, 0.0))
@@ -404,7 +404,7 @@ def test_the_worst_case_search_is_bit_identical_to_one_search_at_a_time():
     """_refine searches from every start at once (rows of (n, 9, 9) arrays) and clips with np.minimum /
     np.maximum (an LSVI-UCB calibration spent most of its time in the searches' numpy calls): the
     same searches, the same maximum, to the bit, whether a start is searched alone or with others."""
-    from privrl.privacy import plans
+    from privrl.privacy import quartic
 
     c = np.array([-np.inf, -2.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 3.0, np.inf, np.nan])
     np.testing.assert_array_equal(np.minimum(np.maximum(c, -1.0), 1.0), np.clip(c, -1.0, 1.0))
@@ -417,15 +417,15 @@ def test_the_worst_case_search_is_bit_identical_to_one_search_at_a_time():
             y, yp = (float(v) for v in rng.uniform(-2, 2, 2))
             a0, b0 = (float(v) for v in rng.integers(0, 101, 2) / 100)
             want = _old_refine(A, S, y, yp, a0, b0, free)
-            assert plans._refine(A, S, [(y, yp, (a0, b0))], 0.01, free) == [want]
+            assert quartic._refine(A, S, [(y, yp, (a0, b0))], 0.01, free) == [want]
             cases.append((A, S, y, yp, a0, b0))
             wants.append(want)
         A, S = cases[1][:2]  # one (A, S), many starts at once
-        together = plans._refine(A, S, [(y, yp, (a0, b0)) for _, _, y, yp, a0, b0 in cases], 0.01, free)
+        together = quartic._refine(A, S, [(y, yp, (a0, b0)) for _, _, y, yp, a0, b0 in cases], 0.01, free)
         assert together == [_old_refine(A, S, y, yp, a0, b0, free) for _, _, y, yp, a0, b0 in cases]
         for A, S, y, yp, _, _ in cases[:10]:
             y_low, y_high = min(y, yp, 0.0), max(y, yp)
-            assert plans._maximise.__wrapped__(A, S, y_low, y_high, free) == _old_maximise(
+            assert quartic.maximise.__wrapped__(A, S, y_low, y_high, free) == _old_maximise(
                 A, S, y_low, y_high, free
             )
 
