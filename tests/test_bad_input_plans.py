@@ -86,3 +86,46 @@ def test_the_tight_tools_check_the_budget_given_with_a_plan():
     assert tight_scales(gauss, 1.0, 1e-5) == tight_scales(gauss, np.float64(1.0), np.float64(1e-5))
     assert tight_scales(lap, 1.0, 0.0) == tight_scales(lap, 1, 0)
     assert plan_target(gauss, 1.0, 1e-5) == pytest.approx(0.268, abs=1e-3)
+
+
+def test_the_rounding_and_shape_helpers_refuse_a_non_plan_with_a_type_error():
+    """plan_rounding_mu, plan_rounding_epsilon, plan_rounded_draws, rounding_per_draw,
+    check_plan_shape, law_factor (privrl.privacy.plans) and sampler_fields (privrl.privacy.common)
+    given 'x' or None failed inside with a bare AttributeError ("'str' object has no attribute
+    'families'", ... 'is_matrix'; hA's adversarial-input pass). A TypeError names the argument, as
+    plan_mu / tight_scales do; a plan's own numbers are unchanged."""
+    from privrl.privacy.common import sampler_fields
+    from privrl.privacy.plans import (
+        check_plan_shape,
+        law_factor,
+        plan_rounded_draws,
+        plan_rounding_epsilon,
+        plan_rounding_mu,
+        rounding_per_draw,
+    )
+
+    plan = vtr_plan("jdp", False, 2, 8, 2)
+    fam = plan.families[0]
+    calls = {
+        "plan_rounding_mu": plan_rounding_mu,
+        "plan_rounding_epsilon": plan_rounding_epsilon,
+        "plan_rounded_draws": plan_rounded_draws,
+        "rounding_per_draw": lambda p: rounding_per_draw(p, fam),
+        "check_plan_shape": lambda p: check_plan_shape(p, plan),
+        "sampler_fields": lambda p: sampler_fields(p, "jdp"),
+        "sampler_fields none": lambda p: sampler_fields(p, "none"),
+    }
+    for bad in ("x", None):
+        for call in calls.values():
+            with pytest.raises(TypeError, match=rf"^plan must be a ReleasePlan, got {bad!r}$"):
+                call(bad)
+        with pytest.raises(TypeError, match=rf"^own must be a ReleasePlan, got {bad!r}$"):
+            check_plan_shape(plan, bad)
+        for call in (law_factor, lambda f: rounding_per_draw(plan, f)):
+            with pytest.raises(TypeError, match=rf"^f must be a ReleasedFamily, got {bad!r}$"):
+                call(bad)
+    assert law_factor(fam) == fam.sym_divisor / 2  # the matrix law (Z' + Z'^T)/c, d = 2
+    assert rounding_per_draw(plan, fam) == 2.0**-24 * (fam.sym_divisor / 2) * 2
+    assert plan_rounding_mu(plan) > 0 and plan_rounding_epsilon(plan) > 0 and plan_rounded_draws(plan) > 0
+    check_plan_shape(plan, plan)
+    assert sampler_fields(plan, "jdp") == {"sampler": "discrete", "grid_bits": 24}

@@ -188,6 +188,7 @@ def resolve_sampler(kind: str, mechanism: str, sampler: Any = None) -> str:
 
 def sampler_fields(plan: ReleasePlan, kind: str) -> dict[str, Any]:
     """The calibration's ``sampler`` / ``grid_bits``, read from its release plan (None: no noise)."""
+    check_is_plan(plan)
     if kind == "none":
         return {"sampler": None, "grid_bits": None}
     return {"sampler": plan.sampler, "grid_bits": plan.grid_bits if plan.sampler == "discrete" else None}

@@ -250,6 +250,12 @@ def check_is_plan(plan: Any, alternative: str = "") -> None:
         raise TypeError(f"plan must be a ReleasePlan{alternative}, got {plan!r}")
 
 
+def _check_is_family(f: Any, name: str = "f") -> None:
+    """TypeError unless ``f`` is a ReleasedFamily (law_factor('x') was a bare AttributeError)."""
+    if not isinstance(f, ReleasedFamily):
+        raise TypeError(f"{name} must be a ReleasedFamily, got {f!r}")
+
+
 def check_plan(plan: Any, algorithms: tuple[str, ...], kind: str, pure: bool, H: int) -> None:
     """A release ``plan`` given to a calibration must be one of its algorithm, privacy model, noise
     law and H (None: the calibration builds its own). Another one was calibrated as if it were the
@@ -279,6 +285,9 @@ def check_plan_shape(plan: ReleasePlan, own: ReleasePlan) -> None:
     (:meth:`ReleasePlan.with_statistic`: a what-if is the user's stated claim), and so may the
     capacity of a plan without continual-release mechanisms (LDP, PSRL: a user's draws do not
     depend on it; an audit of the LDP randomizer at K = 1 takes the agent's K = 1000 plan)."""
+    check_is_plan(plan)
+    if not isinstance(own, ReleasePlan):
+        raise TypeError(f"own must be a ReleasePlan, got {own!r}")
     trees = any(f.site == "tree" for f in own.families)
     (dims, fams), (own_dims, own_fams) = (
         (tuple(s.dim for s in p.statistics), tuple((f.site, f.instances, f.draws) for f in p.families))
@@ -309,6 +318,11 @@ def law_factor(f: ReleasedFamily) -> float:
     """Mahalanobis factor of the noise law: ``c/2`` for the symmetric matrix law
     ``(Z' + Z'^T)/c`` (``||D||_F`` in units of the entry scale becomes ``(c/2) ||D||_F``), 1 for
     vectors (i.i.d. entries)."""
+    _check_is_family(f)
+    return _law_factor(f)
+
+
+def _law_factor(f: ReleasedFamily) -> float:
     if f.is_matrix and f.sym_divisor is not None:
         return f.sym_divisor / 2.0
     return 1.0
@@ -332,7 +346,7 @@ def _weights(plan: ReleasePlan, stat: UserStatistic, scales: Mapping[str, float]
     for f in plan.families:
         if f.statistic != stat.name:
             continue
-        w = _sq(f.multiplier * law_factor(f) / scales[f.scale_key])  # 1e-200 ** 2 underflowed to 0
+        w = _sq(f.multiplier * _law_factor(f) / scales[f.scale_key])  # 1e-200 ** 2 underflowed to 0
         if f.is_matrix:
             wo += w
         else:
@@ -427,6 +441,12 @@ def rounding_per_draw(plan: ReleasePlan, f: ReleasedFamily) -> float:
     discrete Laplace the L1 epsilon of a lattice step in every entry, ``n 2^-k`` and, for a
     matrix, ``2^-k (c/2) d^2`` (a symmetric release of the full-matrix law with the diagonal on
     twice the lattice unit, privrl's rounding)."""
+    check_is_plan(plan)
+    _check_is_family(f)
+    return _rounding_per_draw(plan, f)
+
+
+def _rounding_per_draw(plan: ReleasePlan, f: ReleasedFamily) -> float:
     if plan.sampler != "discrete":
         return 0.0
     step = 2.0**-plan.grid_bits
@@ -440,21 +460,24 @@ def rounding_per_draw(plan: ReleasePlan, f: ReleasedFamily) -> float:
 def plan_rounded_draws(plan: ReleasePlan) -> float:
     """How many rounded draws one user's data enters over the whole release (every family's
     instances): what the discrete samplers' rounding grows with (H, K through the mechanism)."""
+    check_is_plan(plan)
     return sum((f.instances * _rounded_draws(plan, f) for f in plan.families), 0.0)  # no family: 0.0
 
 
 def plan_rounding_mu(plan: ReleasePlan) -> float:
     """mu_rounding of the discrete Gaussian release (module comment): the whole release is
     (plan_mu + plan_rounding_mu)-sensitive in whitened norm; 0 for the float samplers."""
+    check_is_plan(plan)
     return math.sqrt(
-        sum(f.instances * _rounded_draws(plan, f) * rounding_per_draw(plan, f) ** 2 for f in plan.families)
+        sum(f.instances * _rounded_draws(plan, f) * _rounding_per_draw(plan, f) ** 2 for f in plan.families)
     )
 
 
 def plan_rounding_epsilon(plan: ReleasePlan) -> float:
     """The discrete Laplace release's epsilon added by the rounding (simple composition of every
     rounded draw's lattice step); 0 for the float samplers."""
-    return sum((f.instances * f.l1_multiplier * rounding_per_draw(plan, f) for f in plan.families), 0.0)
+    check_is_plan(plan)
+    return sum((f.instances * f.l1_multiplier * _rounding_per_draw(plan, f) for f in plan.families), 0.0)
 
 
 def plan_pure_epsilon(plan: ReleasePlan, scales: Mapping[str, float]) -> float:
