@@ -129,3 +129,38 @@ def test_the_rounding_and_shape_helpers_refuse_a_non_plan_with_a_type_error():
     assert plan_rounding_mu(plan) > 0 and plan_rounding_epsilon(plan) > 0 and plan_rounded_draws(plan) > 0
     check_plan_shape(plan, plan)
     assert sampler_fields(plan, "jdp") == {"sampler": "discrete", "grid_bits": 24}
+
+
+def test_a_release_plan_checks_the_numbers_its_certificate_reads():
+    """ReleasePlan took any H, capacity, model, noise, sampler and grid_bits (hA's adversarial-input
+    pass): grid_bits=nan (or 0.0, -3, 2.5, True, 1000) was accepted and plan_rounding_mu returned
+    NaN (a Laplace plan at 1000 was certified with no rounding at all, a lattice no sampler has),
+    capacity=0 on BLT left the rounding out of the tight sigma_B (49.95131 for 49.95140), -3 a
+    bare 'math domain error', and sampler='Discrete' was accounted as the float release. A plan
+    refuses them as the calibrations do; the plans the builders make are the same."""
+    from dataclasses import replace
+
+    from privrl.privacy.plans import ReleasePlan
+
+    plan = vtr_plan("jdp", False, 2, 8, 2, mechanism="blt")
+    bad = {
+        "grid_bits": (r"must be an integer in \[0, 64\]", [math.nan, 0.0, -3, 2.5, True, 65, 1000, "24"]),
+        "capacity": ("must be an integer >= 1", [0, -3, math.nan, 2.5, True, "8", None]),
+        "H": ("must be an integer >= 1", [0, -1, math.nan, 2.5, True, "2", None]),
+        "model": ("must be one of 'none', 'jdp', 'ldp'", ["JDP", "dp", None, math.nan, 1]),
+        "noise": ("must be one of 'gaussian', 'laplace'", ["Gaussian", None, math.nan, 0]),
+        "sampler": ("must be one of 'discrete', 'float'", ["Discrete", "float ", math.nan, 1]),
+    }
+    for name, (words, values) in bad.items():
+        for value in values:
+            with pytest.raises(PrivacyParameterError, match=rf"^{name} {words}, got "):
+                replace(plan, **{name: value})
+    with pytest.raises(PrivacyParameterError, match=r"^noise must be None for model 'none', got 'gaussian'"):
+        replace(plan, model="none", noise="gaussian", sampler="float")
+    for name, value in {"grid_bits": 0, "capacity": np.int64(8), "H": np.int64(2)}.items():
+        same = replace(plan, **{name: value})
+        assert type(getattr(same, name)) is int and getattr(same, name) == value
+    assert replace(plan, grid_bits=64).grid_bits == 64 and replace(plan, grid_bits=np.int64(24)) == plan
+    for kind, pure in (("none", False), ("ldp", True), ("jdp", True)):
+        built = vtr_plan(kind, pure, 2, 8, 2)
+        assert ReleasePlan(**{k: getattr(built, k) for k in built.__dataclass_fields__}) == built

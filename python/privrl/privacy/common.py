@@ -29,6 +29,8 @@ from privrl.kernels.continual import DISCRETE_MECHANISMS
 from privrl.privacy.accounting import discrete_gaussian_draws, discrete_gaussian_mu, gaussian_mu, zcdp_mu
 from privrl.privacy.plans import (
     DEFAULT_SAMPLER,
+    KINDS,
+    SAMPLERS,
     ReleasePlan,
     check_is_plan,
     default_sampler,
@@ -71,10 +73,7 @@ DEFAULT_CALIBRATION = "adaptive"
 #: The calibrations whose noise is the tight one and whose release is post-processed per release
 #: (privrl.privacy.practical's bounds): the practical rule and the adaptive one.
 PRACTICAL_RULES = ("practical", "adaptive")
-#: The noise samplers: "discrete" (exact discrete Gaussian / Laplace on a lattice, Canonne,
-#: Kamath & Steinke 2020: no floating-point side channel) or "float" (the continuous laws).
-SAMPLERS = ("discrete", "float")
-KINDS = ("none", "jdp", "ldp")
+# SAMPLERS (the noise samplers) and KINDS (the privacy models): privrl.privacy.plans' (a plan checks its own).
 
 T = TypeVar("T", bound="Calibration")
 

@@ -48,7 +48,14 @@ from typing import Any, Literal
 
 import numpy as np
 
-from privrl.common.checks import check_flag, check_pos_int, check_positive_real, check_real
+from privrl.common.checks import (
+    check_choice,
+    check_flag,
+    check_int,
+    check_pos_int,
+    check_positive_real,
+    check_real,
+)
 from privrl.common.errors import PrivacyParameterError
 from privrl.kernels.continual import DEFAULT_GRID_BITS, DISCRETE_MECHANISMS
 from privrl.privacy.quartic import maximise
@@ -61,6 +68,8 @@ __all__ = [
     "UserStatistic",
     "WorstCase",
     "DEFAULT_SAMPLER",
+    "KINDS",
+    "SAMPLERS",
     "check_is_plan",
     "check_plan",
     "check_plan_shape",
@@ -147,6 +156,12 @@ class ReleasedFamily:
         return float(self.draws if self.draws is not None else self.multiplier**2)
 
 
+#: The noise samplers: "discrete" (exact discrete Gaussian / Laplace on a lattice, Canonne,
+#: Kamath & Steinke 2020: no floating-point side channel) or "float" (the continuous laws).
+SAMPLERS = ("discrete", "float")
+#: The privacy models: without noise, joint DP (the server's mechanisms), local DP (the users').
+KINDS = ("none", "jdp", "ldp")
+
 #: The noise sampler of every agent and public function that takes one (None there resolves to it
 #: wherever the mechanism has it: the binary tree, BLT and the LDP randomizer; privacy.common).
 DEFAULT_SAMPLER = "discrete"
@@ -191,8 +206,22 @@ class ReleasePlan:
     grid_bits: int = DEFAULT_GRID_BITS
 
     def __post_init__(self) -> None:
+        """The numbers every certificate reads are checked (unchecked, grid_bits=nan made
+        plan_rounding_mu NaN, capacity=0 on BLT left the rounding out, sampler='Discrete' was
+        accounted as the float sampler's release): H and capacity integers >= 1, the model one of
+        KINDS and its noise law (None without noise), the sampler one of SAMPLERS, grid_bits the
+        calibrations' range (accounting.discrete_gaussian_draws)."""
+        for name in ("H", "capacity"):
+            object.__setattr__(self, name, check_pos_int(getattr(self, name), name))
+        check_choice(self.model, KINDS, "model")
+        if self.model != "none":
+            check_choice(self.noise, ("gaussian", "laplace"), "noise")
+        elif self.noise is not None:
+            raise PrivacyParameterError(f"noise must be None for model 'none', got {self.noise!r}")
+        object.__setattr__(self, "grid_bits", check_int(self.grid_bits, "grid_bits", 0, 64))
         if self.sampler is None:
             object.__setattr__(self, "sampler", default_sampler(self.model, self.mechanism))
+        check_choice(self.sampler, SAMPLERS, "sampler")
         if self.sampler != "discrete" and self.grid_bits != DEFAULT_GRID_BITS:  # it was ignored
             raise PrivacyParameterError(
                 f"grid_bits applies to the discrete sampler only; sampler={self.sampler!r} has no "
