@@ -117,6 +117,40 @@ def test_a_malformed_reset_or_step_is_refused_naming_what_it_returned(out, step,
         privrl.evaluate(lambda s, h: 1, Malformed(out, 1, step), episodes=3, seed=0, H=H)
 
 
+@pytest.mark.parametrize("flag", ["no", math.nan, None, np.array([True, False]), 2])
+@pytest.mark.parametrize("which", [2, 3])
+def test_a_step_flag_that_is_not_a_bool_is_refused_naming_the_user_and_step(flag, which):
+    """terminated / truncated were read by their truthiness: the str "no" or a NaN ended the
+    episode (padded as ended), None went on, a bool array raised numpy's bare "truth value of an
+    array is ambiguous" from inside learn."""
+    name = ("terminated", "truncated")[which - 2]
+
+    def out(env):
+        got = [env.s, 0.0, False, False, {}]
+        got[which] = flag
+        return tuple(got)
+
+    agent = _agent()
+    with pytest.raises(TypeError, match=rf"env\.step\(\)'s {name} at user 2, step 1 is .*, not a bool"):
+        privrl.learn(agent, Malformed(out, 1, 1), episodes=4, seed=1)
+    assert agent.k == 1
+    with pytest.raises(TypeError, match=rf"{name} at episode 2, step 1 is .*, not a bool"):
+        privrl.evaluate(lambda s, h: 1, Malformed(out, 1, 1), episodes=3, seed=0, H=H)
+
+
+@pytest.mark.filterwarnings(SELF_LOOPS)
+def test_a_numpy_or_integer_step_flag_ends_the_episode_as_a_bool_does():
+    """np.bool_, a 0-d bool array and 0 / 1 are what bool() read them as, as before."""
+
+    def ends(flag):
+        return lambda env: (env.s, 1.0, flag, False, {})
+
+    want = privrl.learn(_agent(), Malformed(ends(True), 1, 1), episodes=4, seed=1).returns
+    for flag in (np.True_, np.array(True), 1, np.int64(1)):
+        got = privrl.learn(_agent(), Malformed(ends(flag), 1, 1), episodes=4, seed=1).returns
+        np.testing.assert_array_equal(got, want)
+
+
 class Raising(Chain):
     """Chain whose reset (step None) or step `step` of user `user` raises `error`."""
 

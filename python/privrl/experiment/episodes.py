@@ -113,6 +113,8 @@ def learn_episodes(
                         type(out) is tuple
                         and len(out) == 5
                         and raw
+                        and type(out[2]) is bool
+                        and type(out[3]) is bool
                         and (type(r := out[1]) is int or (type(r) is float and isfinite(r)))
                     ):
                         obs, r, terminated, truncated, _ = out  # an int reward is stored as float(r)

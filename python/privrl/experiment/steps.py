@@ -72,9 +72,29 @@ def step_parts(out: Any, reward: Callable[[float], float] | None, who: str, k: i
         obs, r_env, terminated, truncated, _ = out
     else:
         obs, r_env, terminated, truncated = step_result(out, who, k, h)
+    if type(terminated) is not bool or type(truncated) is not bool:
+        terminated, truncated = (
+            step_flag(terminated, "terminated", who, k, h),
+            step_flag(truncated, "truncated", who, k, h),
+        )
     if reward is None and type(r_env) is float and math.isfinite(r_env):
         return obs, r_env, terminated, truncated
     return obs, step_reward(r_env, reward, who, k, h), terminated, truncated
+
+
+def step_flag(flag: Any, name: str, who: str, k: int, h: int) -> bool:
+    """A step's `terminated` / `truncated`: a bool (numpy's too, a 0-d bool array, or an integer 0
+    / 1, as bool() read them before). Its truthiness was taken as is: the str "no" or a NaN ended
+    the episode, None continued it, and a bool array raised numpy's bare "truth value of an array
+    is ambiguous" from inside learn, naming no step."""
+    if isinstance(flag, np.ndarray) and flag.ndim == 0 and flag.dtype.kind in "biu":
+        flag = flag[()]
+    if isinstance(flag, (bool, np.bool_)) or (isinstance(flag, (int, np.integer)) and flag in (0, 1)):
+        return bool(flag)
+    raise TypeError(
+        f"env.step()'s {name} at {_where(who, k, h)} is {_short(flag)}, not a bool: gymnasium's step "
+        "returns (observation, reward, terminated, truncated, info) with bool terminated and truncated"
+    )
 
 
 def reset_observation(out: Any, who: str, k: int) -> Any:
