@@ -394,3 +394,30 @@ def test_a_clip_warning_points_at_the_users_line_and_says_what_to_do():
     bandit = ContextualBandit.from_classification(rng.normal(size=(20, 3)), np.arange(20) % 2, seed=1)
     arm = LinUCB(bandit, NonPrivate(), episodes=5, seed=0)
     warned(lambda: arm.update(bandit.contexts[0], 0, 5.0))
+
+
+@pytest.mark.skipif(not hasattr(BaseException, "add_note"), reason="exception notes: Python 3.11+")
+def test_a_clip_warning_made_an_error_says_the_user_was_taken():
+    """Under a filter that makes warnings errors (``-W error``, pytest's filterwarnings = error),
+    observe / update raised the SensitivityWarning after the agent had taken the user, with nothing
+    saying so: observing the user again, as after a refused one, counted it twice."""
+    from privrl.agents import LinUCB
+    from privrl.envs import ContextualBandit
+
+    env = RandomLinearMDP(S=6, A=2, d=D, H=H, seed=0)
+    lsvi = LSVIUCB(env, JointDP(1.0, 1e-5), episodes=USERS, seed=0)
+    bandit = ContextualBandit(np.eye(2) * 0.5, np.full((2, 2), 0.5))
+    linucb = LinUCB(bandit, JointDP(1.0, 1e-5), episodes=USERS, seed=0)
+    calls = [
+        (lsvi, lambda: lsvi.observe(Trajectory(np.zeros(H + 1, int), np.zeros(H, int), np.full(H, 5.0)))),
+        (linucb, lambda: linucb.update(0, 0, 5.0)),
+    ]
+    for agent, call in calls:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", SensitivityWarning)
+            with pytest.raises(SensitivityWarning) as got:
+                call()
+        assert agent.k == 1 and agent.clip_count > 0
+        notes = "\n".join(getattr(got.value, "__notes__", []))
+        assert "the agent took this user before" in notes and "agent.k = 1" in notes
+        assert "count it twice" in notes

@@ -6,7 +6,9 @@ builtin / numpy class a user would catch anyway (ValueError, numpy.linalg.LinAlg
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -122,3 +124,21 @@ def stacklevel_outside(module: str) -> int:
 
 def _within(name: str | None, module: str) -> bool:
     return name is not None and (name == module or name.startswith(module + "."))
+
+
+@contextlib.contextmanager
+def user_taken(k: Callable[[], int]) -> Iterator[None]:
+    """Around a warning an agent gives after it has taken a user (a clip, SensitivityWarning): a
+    filter that makes warnings errors (``-W error``) raises it from observe / update as if the
+    user had been refused; a note says the agent holds the user (``k()`` users now), so that it is
+    not observed again and counted twice (PEP 678 notes; Python 3.10 shows the warning alone)."""
+    try:
+        yield
+    except Warning as e:
+        add = getattr(e, "add_note", None)
+        if add is not None:
+            add(
+                f"the agent took this user before this warning was raised as an error (agent.k = {k()}, "
+                "its data clipped into the sums): observing the user again would count it twice"
+            )
+        raise

@@ -45,6 +45,7 @@ from privrl.common.errors import (
     SensitivityWarning,
     ShapeError,
     stacklevel_outside,
+    user_taken,
 )
 from privrl.common.seeds import noise_seeds
 from privrl.envs.bandit import ContextualBandit
@@ -328,9 +329,9 @@ class Agent(abc.ABC):
 
     def _sync_guards(self) -> None:
         for guard, clipped in zip(self.guards.values(), self._core.clips, strict=False):
-            if clipped != guard.clipped:
-                # at the user's line, through learn / run / observe (a fixed 4 named learn's own line)
-                guard.count(clipped, stacklevel=stacklevel_outside("privrl") + 1)
+            if clipped != guard.clipped:  # warned at the user's line, through learn / run / observe
+                with user_taken(lambda: self.k):  # (a fixed 4 named learn's own line)
+                    guard.count(clipped, stacklevel=stacklevel_outside("privrl") + 1)
 
     def __copy__(self) -> Agent:
         """``copy.copy(agent)``: an independent agent (its own Rust state, guards and streams) on the
