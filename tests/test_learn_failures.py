@@ -72,6 +72,27 @@ def test_a_reward_that_is_not_a_real_number_is_refused_naming_the_user_and_step(
         privrl.learn(_agent(), Chain(), episodes=5, seed=1, reward=rescaled)
 
 
+@pytest.mark.filterwarnings("ignore::privrl.exceptions.SensitivityWarning")
+@pytest.mark.parametrize(
+    "bad", [1e308, -1e200, np.float64(1e300), 10**400, -(10**400)], ids=["1e308", "-1e200", "np", "i", "-i"]
+)
+def test_a_reward_too_large_to_sum_is_refused_naming_the_user_and_step(bad):
+    """A finite reward of 1e308 made inf returns (numpy's RuntimeWarning "overflow encountered in
+    reduce" from inside learn; evaluate's "invalid value encountered in subtract" and an inf value),
+    an int of 10**400 float()'s bare OverflowError "int too large to convert to float"."""
+    agent = _agent()
+    with pytest.raises(NonFiniteError, match=r"reward at user 3, step 2 is .*beyond 1e\+100 in size"):
+        privrl.learn(agent, Chain(bad, user=2, step=2), episodes=5, seed=1)
+    assert agent.k == 2  # the failing user is not observed
+    with pytest.raises(NonFiniteError, match=r"reward at episode 2, step 1 is .*beyond 1e\+100"):
+        privrl.evaluate(lambda s, h: 1, Chain(bad, user=1, step=1), episodes=3, seed=0, H=H)
+    rescaled = lambda r: bad if r == 1.0 else r  # noqa: E731
+    with pytest.raises(NonFiniteError, match=r"reward\(r\) for 1\.0 at user \d+, step \d+ is .*beyond"):
+        privrl.learn(_agent(), Chain(), episodes=5, seed=1, reward=rescaled)
+    huge = privrl.learn(_agent(), Chain(1e100, user=2, step=2), episodes=5, seed=1)  # the bound itself
+    assert np.isfinite(huge.returns).all() and huge.returns[2] >= 1e100
+
+
 def test_a_real_reward_of_any_kind_is_learned_as_before():
     plain = privrl.learn(_agent(), Chain(), episodes=6, seed=1)
     for value in (np.float32(1.0), np.array(1.0), 1, True):

@@ -3,7 +3,6 @@ horizon, padded after the environment's end (the loop of experiment.interact.lea
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from contextlib import closing, nullcontext
 from typing import Any, TypeVar
@@ -17,6 +16,7 @@ from privrl.envs.gym import time_limit
 from privrl.experiment.progress import bar
 from privrl.experiment.spaces import absorbing_state, identity, state_index
 from privrl.experiment.steps import (
+    REWARD_RANGE,
     SelfLoops,
     attach_partial,
     learn_stop,
@@ -69,8 +69,8 @@ def learn_episodes(
     core = agent._core
     reset, step = env.reset, env.step  # learn checked that both exist
     mapped = state is not identity  # else the observation is the state index itself
-    raw = reward is None  # then a finite float or an int reward is stored as it is
-    isfinite = math.isfinite
+    raw = reward is None  # then a float or an int reward within REWARD_RANGE is stored as it is
+    big = REWARD_RANGE  # (NaN fails the comparison: step_parts refuses it, as inf and the larger)
     returns = np.empty(K)
     # the users' rewards, a row each, summed a block of users at a time (each row's sum the same bits
     # as rewards.sum() of that row alone: numpy's pairwise sum, row by row); blocks of one user with
@@ -115,7 +115,8 @@ def learn_episodes(
                         and raw
                         and type(out[2]) is bool
                         and type(out[3]) is bool
-                        and (type(r := out[1]) is int or (type(r) is float and isfinite(r)))
+                        and (type(r := out[1]) is int or type(r) is float)
+                        and -big <= r <= big
                     ):
                         obs, r, terminated, truncated, _ = out  # an int reward is stored as float(r)
                     else:

@@ -36,13 +36,23 @@ def check_reference(reference: Any, H: int) -> float:
     return v
 
 
+#: The largest reward magnitude a step may hand back (after the rescale): a return of H such
+#: steps, the sums over the users and evaluate's squared deviations stay finite (1e308 per step gave
+#: inf returns and numpy's RuntimeWarnings from inside learn / evaluate, an int of 10**400 float()'s
+#: bare OverflowError; the agent clips a reward into [0, 1] for its releases either way).
+REWARD_RANGE = 1e100
+
+
 def step_reward(r_env: Any, reward: Callable[[float], float] | None, who: str, k: int, h: int) -> float:
     """The reward of one step: the environment's `r_env` (a real number, a 0-d numeric array or a
     bool) or, with a rescale, ``reward(r_env)`` (a real number, by padding_reward's rule), finite;
     the messages name `who` k + 1 and step h (built only for a message: this runs at every step)."""
     out = r_env if reward is None else reward(r_env)
     # Python's float and int first (FrozenLake pays an int): real_value's general rule costs ~1 us
-    r = out if type(out) is float else float(out) if type(out) is int else real_value(out)
+    try:
+        r = out if type(out) is float else float(out) if type(out) is int else real_value(out)
+    except OverflowError:  # an integer beyond a double's range (10**400)
+        r = 2 * REWARD_RANGE  # refused below, named by its value
     if r is None and reward is None and isinstance(r_env, bool):  # a 0 / 1 reward, as float() took it
         r = float(r_env)
     if r is None:
@@ -61,6 +71,13 @@ def step_reward(r_env: Any, reward: Callable[[float], float] | None, who: str, k
         if reward is None:
             raise NonFiniteError(f"the environment's reward at {where} is {r}: rewards must be finite")
         raise NonFiniteError(f"reward(r) gave {r} for the environment's reward {r_env!r} at {where}")
+    if abs(r) > REWARD_RANGE:
+        where, size = _where(who, k, h), _short(out) if isinstance(out, int) else f"{r:.3g}"
+        what = "the environment's reward" if reward is None else f"reward(r) for {r_env!r}"
+        raise NonFiniteError(
+            f"{what} at {where} is {size}, beyond {REWARD_RANGE:g} in size: the returns' sums would "
+            "overflow; rescale the rewards (reward=lambda r: (r - lo) / (hi - lo), into [0, 1])"
+        )
     return r
 
 
@@ -77,7 +94,7 @@ def step_parts(out: Any, reward: Callable[[float], float] | None, who: str, k: i
             step_flag(terminated, "terminated", who, k, h),
             step_flag(truncated, "truncated", who, k, h),
         )
-    if reward is None and type(r_env) is float and math.isfinite(r_env):
+    if reward is None and type(r_env) is float and -REWARD_RANGE <= r_env <= REWARD_RANGE:
         return obs, r_env, terminated, truncated
     return obs, step_reward(r_env, reward, who, k, h), terminated, truncated
 
