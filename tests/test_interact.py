@@ -211,6 +211,23 @@ def test_evaluate_blames_a_missing_environment_and_checks_actions():
     assert privrl.evaluate(lambda s, h: 1, gym.make("FrozenLake-v1"), episodes=3, H=5, seed=0).episodes == 3
 
 
+def test_an_environment_whose_reset_or_step_is_not_callable_is_refused_up_front():
+    """A class with step = 3 passed the reset / step check and failed at user 1 with the bare
+    "'int' object is not callable"."""
+    agent = LSVIUCB(FeatureMap.one_hot(4, 2, H=3), NonPrivate(), episodes=3, seed=0)
+    for name in ("reset", "step"):
+        parts = {
+            "reset": lambda self, seed=None, options=None: (0, {}),
+            "step": lambda self, a: (0, 0.0, False, False, {}),
+        }
+        env = type("Broken", (), {**parts, name: 3})()
+        with pytest.raises(TypeError, match=rf"env\.{name} of Broken must be gymnasium's method, got a int"):
+            privrl.learn(agent, env, episodes=2, seed=0)
+        with pytest.raises(TypeError, match=rf"env\.{name} of Broken must be gymnasium's method"):
+            privrl.evaluate(lambda s, h: 0, env, episodes=2, H=3, seed=0)
+    assert agent.k == 0
+
+
 def test_evaluate_on_gymnasium_takes_h_from_an_array_policy():
     """Without H, an (H, S) array policy on a gymnasium env failed with "an (H, S) int array with
     H = 10000": its first dimension is now H; a different H, or a non-integer array, is named."""

@@ -39,6 +39,10 @@ def check_gym_env(env: Any, what: str) -> None:
     TypeError saying `what` it must be."""
     if not (hasattr(env, "reset") and hasattr(env, "step")):
         raise TypeError(f"env must be {what}, got {type(env).__name__}")
+    for name in ("reset", "step"):  # a value there was the bare "'int' object is not callable" at user 1
+        if not callable(method := getattr(env, name)):
+            got = type(method).__name__
+            raise TypeError(f"env.{name} of {type(env).__name__} must be gymnasium's method, got a {got}")
     refuse_vector_env(env)
 
 
