@@ -169,6 +169,21 @@ def test_live_client_refuses_like_update_and_draws_nothing_then():
             LinUCB(env, privacy, episodes=10, seed=SEED).ldp_client()
 
 
+def test_a_live_client_takes_a_0d_arm_and_reward_as_the_agent_does():
+    """agent.update(x, np.array(1), np.array(0.5)) is taken (a gymnasium Discrete's action);
+    client.privatize_update, which mirrors it, refused them ("arm must be an integer in [0, 4),
+    got array(1)"; the reward "must be a real number"). The message is the plain values' own."""
+    agent = LinUCB(_bandit(), LocalDP(2.0, 1e-5), episodes=10, seed=SEED)
+    client, twin = agent.ldp_client(seed=1), agent.ldp_client(seed=1)
+    x = np.array([0.6, 0.0, 0.0])
+    m, t = client.privatize_update(x, np.array(1), np.array(0.5)), twin.privatize_update(x, 1, 0.5)
+    np.testing.assert_array_equal(m.grams, t.grams)
+    np.testing.assert_array_equal(m.targets, t.targets)
+    for bad in (np.array([1]), np.array(1.0), True):
+        with pytest.raises(ShapeError, match="arm must be an integer"):
+            client.privatize_update(x, bad, 0.5)
+
+
 def test_a_shipped_live_client_keys_on_the_device():
     """A pickled unkeyed client carries no key; its first choose keys its streams from OS entropy
     (two devices draw apart under sampling), and its message enters the agent."""

@@ -36,7 +36,7 @@ from privrl.common.checks import (
     value_range,
 )
 from privrl.common.errors import AssumptionError, NonFiniteError, ShapeError
-from privrl.common.kinds import array_value
+from privrl.common.kinds import array_value, integer_value
 from privrl.envs.finite import Trajectory
 
 __all__ = ["RECEIVED", "LdpClient", "LdpMessage", "ReceivedMessages", "check_context", "check_message"]
@@ -168,13 +168,16 @@ class LdpClient:
         (clipped and counted in :attr:`clip_count`, or refused, as the agent), the randomizer's
         noise. One message per user; a refused user draws nothing."""
         v = self._live(x)
-        if not is_index(arm) or not 0 <= int(arm) < self.A:
+        a = integer_value(arm)  # a 0-d integer array too, as agent.update takes (gymnasium's Discrete)
+        if a is None or not 0 <= a < self.A:
             raise ShapeError(f"arm must be an integer in [0, {self.A}), got {arm!r}")
+        if isinstance(reward, np.ndarray) and reward.ndim == 0:  # np.array(0.5), as agent.update
+            reward = reward[()]
         r = check_real(reward, "reward")
         if not math.isfinite(r):
             raise NonFiniteError("reward must be finite")
         self._key_once()
-        grams, targets = self._core.privatize_x(v, int(arm), float(r))
+        grams, targets = self._core.privatize_x(v, a, float(r))
         return LdpMessage(self.agent, self.release, grams, targets, self.identity)
 
     def _live(self, x: Any) -> np.ndarray:
