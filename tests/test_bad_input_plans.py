@@ -164,3 +164,47 @@ def test_a_release_plan_checks_the_numbers_its_certificate_reads():
     for kind, pure in (("none", False), ("ldp", True), ("jdp", True)):
         built = vtr_plan(kind, pure, 2, 8, 2)
         assert ReleasePlan(**{k: getattr(built, k) for k in built.__dataclass_fields__}) == built
+
+
+@pytest.mark.parametrize(
+    "part, change, match",
+    [
+        ("family", {"instances": 0}, "instances must be an integer >= 1"),
+        ("family", {"draws": 0}, "draws must be an integer >= 1"),
+        ("family", {"draws_paper": -1}, "draws_paper must be an integer >= 1"),
+        ("family", {"multiplier": math.nan}, "multiplier must be finite and > 0"),
+        ("family", {"l2_sensitivity": -2.0}, "l2_sensitivity must be finite and > 0"),
+        ("family", {"l1_sensitivity": math.inf}, "l1_sensitivity must be finite and > 0"),
+        ("family", {"scale_ratio": 0.0}, "scale_ratio must be finite and > 0"),
+        ("family", {"sym_divisor": 0.0}, "sym_divisor must be finite and > 0"),
+        ("family", {"form": "outer product"}, "form must be one of"),
+        ("family", {"site": "server"}, "site must be one of"),
+        ("statistic", {"dim": 0}, "dim must be an integer >= 1"),
+        ("statistic", {"x_bound": math.nan}, "x_bound must be finite and > 0"),
+        ("statistic", {"y_low": 3.0, "y_high": 1.0}, r"need y_low <= y_high, got \[3.0, 1.0\]"),
+        ("statistic", {"nonnegative": "yes"}, "nonnegative"),
+    ],
+)
+def test_a_family_or_statistic_built_by_hand_checks_its_numbers(part, change, match):
+    """ReleasedFamily and UserStatistic checked nothing when built directly (or with
+    dataclasses.replace, as a what-if plan is): a family of instances=0 made plan_mu 0, no privacy
+    loss certified for a release that has one, draws=0 or a nan multiplier / sensitivity went into
+    the worst case, a nan x_bound was reported as 'overflows a double' (hA2's pass). Both check the
+    numbers a certificate reads where they are built; the builders' own are unchanged."""
+    from dataclasses import replace
+
+    from privrl.privacy.plans import plan_mu
+
+    plan = vtr_plan(kind="jdp", pure=False, H=2, K=8, d=2)
+    fam = plan.families[0]
+    if part == "family" and "sym_divisor" in change:
+        fam = next(f for f in plan.families if f.sym_divisor is not None)
+    scales = dict.fromkeys(plan.scale_keys, 3.0)
+    if change == {"instances": 0}:  # what it certified before: a release with no privacy loss
+        assert plan_mu(plan, scales) > 0
+    with pytest.raises(PrivacyParameterError, match=match):
+        replace(fam if part == "family" else plan.statistics[0], **change)
+    for b, kw in BUILDERS.values():  # every builder's plan passes its own checks
+        built = b(**kw)
+        assert [replace(f) for f in built.families] == list(built.families)
+        assert [replace(s) for s in built.statistics] == list(built.statistics)

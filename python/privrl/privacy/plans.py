@@ -109,6 +109,18 @@ class UserStatistic:
     source: str
     nonnegative: bool = False
 
+    def __post_init__(self) -> None:
+        """The bounds every worst case reads, checked (built by hand, dim=0 or x_bound=nan gave no
+        error until a worst case failed, y_low > y_high one of an empty range)."""
+        object.__setattr__(self, "dim", check_pos_int(self.dim, "dim"))  # dim=0 was IndexError
+        object.__setattr__(self, "x_bound", check_positive_real(self.x_bound, "x_bound"))
+        y_low, y_high = check_real(self.y_low, "y_low"), check_real(self.y_high, "y_high")
+        if not y_low <= y_high:
+            raise PrivacyParameterError(f"need y_low <= y_high, got [{y_low!r}, {y_high!r}]")
+        object.__setattr__(
+            self, "nonnegative", check_flag(self.nonnegative, "nonnegative", PrivacyParameterError)
+        )
+
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Unpickling (agent.save files): a statistic saved before ``nonnegative`` existed had
         none, i.e. the default False (the same worst case, the same noise)."""
@@ -145,6 +157,18 @@ class ReleasedFamily:
     sym_divisor: float | None
     mechanism: str
     instances: int
+
+    def __post_init__(self) -> None:
+        """The numbers a certificate reads, checked: built by hand, instances=0 made plan_mu 0 (no
+        privacy loss) and draws=0, a multiplier or a sensitivity of nan went into the worst case."""
+        check_choice(self.form, ("outer", "scaled"), "form")
+        check_choice(self.site, ("tree", "user", "release"), "site")
+        for name in ("instances", "draws_paper") + (() if self.draws is None else ("draws",)):
+            object.__setattr__(self, name, check_pos_int(getattr(self, name), name))
+        for name in ("scale_ratio", "multiplier", "l2_sensitivity", "l1_sensitivity") + (
+            () if self.sym_divisor is None else ("sym_divisor",)
+        ):
+            object.__setattr__(self, name, check_positive_real(getattr(self, name), name))
 
     @property
     def is_matrix(self) -> bool:
@@ -256,19 +280,7 @@ class ReleasePlan:
     def with_statistic(self, name: str, **changes: Any) -> ReleasePlan:
         """A copy with one statistic's bounds changed (tests and what-if reports)."""
         old = self.statistic(name)
-        checks = {
-            "dim": check_pos_int,
-            "x_bound": check_positive_real,
-            "y_low": check_real,
-            "y_high": check_real,
-            "nonnegative": lambda x, k: check_flag(x, k, PrivacyParameterError),
-        }
-        changes = {
-            k: checks[k](v, k) if k in checks else v for k, v in changes.items()
-        }  # dim=0 was IndexError
-        new = replace(old, **changes)
-        if not new.y_low <= new.y_high:
-            raise PrivacyParameterError(f"need y_low <= y_high, got [{new.y_low!r}, {new.y_high!r}]")
+        new = replace(old, **changes)  # its bounds checked by UserStatistic
         return replace(self, statistics=tuple(new if s is old else s for s in self.statistics))
 
 
