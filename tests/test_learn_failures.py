@@ -57,16 +57,24 @@ def _agent():
     return LSVIUCB(FeatureMap.one_hot(4, 2, H=H), JointDP(10.0, 1e-5), episodes=30, seed=0)
 
 
+def _refused_in_learn_and_evaluate(bad, exc, at_user, at_episode):
+    """`bad` as user 3's step-2 reward in learn (the user not observed) and as episode 2's step-1
+    reward in evaluate: refused with `exc`, naming where."""
+    agent = _agent()
+    with pytest.raises(exc, match=at_user):
+        privrl.learn(agent, Chain(bad, user=2, step=2), episodes=5, seed=1)
+    assert agent.k == 2  # the failing user is not observed
+    with pytest.raises(exc, match=at_episode):
+        privrl.evaluate(lambda s, h: 1, Chain(bad, user=1, step=1), episodes=3, seed=0, H=H)
+
+
 @pytest.mark.parametrize("bad", ["1.0", None, np.array([1.0]), 1j])
 def test_a_reward_that_is_not_a_real_number_is_refused_naming_the_user_and_step(bad):
     """A str reward "1.0" was converted by float() and learned from; None gave float()'s bare
     "argument must be a string or a real number" with no user or step."""
-    agent = _agent()
-    with pytest.raises(TypeError, match=r"user 3, step 2.*not a real number"):
-        privrl.learn(agent, Chain(bad, user=2, step=2), episodes=5, seed=1)
-    assert agent.k == 2  # the failing user is not observed
-    with pytest.raises(TypeError, match=r"episode 2, step 1.*not a real number"):
-        privrl.evaluate(lambda s, h: 1, Chain(bad, user=1, step=1), episodes=3, seed=0, H=H)
+    _refused_in_learn_and_evaluate(
+        bad, TypeError, r"user 3, step 2.*not a real number", r"episode 2, step 1.*not a real number"
+    )
     rescaled = lambda r: "0.5" if r == 1.0 else r  # noqa: E731  (a rescale wrong for some rewards only)
     with pytest.raises(TypeError, match=r"reward\(r\) returned '0\.5'.*at user \d+, step \d+"):
         privrl.learn(_agent(), Chain(), episodes=5, seed=1, reward=rescaled)
@@ -80,12 +88,12 @@ def test_a_reward_too_large_to_sum_is_refused_naming_the_user_and_step(bad):
     """A finite reward of 1e308 made inf returns (numpy's RuntimeWarning "overflow encountered in
     reduce" from inside learn; evaluate's "invalid value encountered in subtract" and an inf value),
     an int of 10**400 float()'s bare OverflowError "int too large to convert to float"."""
-    agent = _agent()
-    with pytest.raises(NonFiniteError, match=r"reward at user 3, step 2 is .*beyond 1e\+100 in size"):
-        privrl.learn(agent, Chain(bad, user=2, step=2), episodes=5, seed=1)
-    assert agent.k == 2  # the failing user is not observed
-    with pytest.raises(NonFiniteError, match=r"reward at episode 2, step 1 is .*beyond 1e\+100"):
-        privrl.evaluate(lambda s, h: 1, Chain(bad, user=1, step=1), episodes=3, seed=0, H=H)
+    _refused_in_learn_and_evaluate(
+        bad,
+        NonFiniteError,
+        r"reward at user 3, step 2 is .*beyond 1e\+100 in size",
+        r"reward at episode 2, step 1 is .*beyond 1e\+100",
+    )
     rescaled = lambda r: bad if r == 1.0 else r  # noqa: E731
     with pytest.raises(NonFiniteError, match=r"reward\(r\) for 1\.0 at user \d+, step \d+ is .*beyond"):
         privrl.learn(_agent(), Chain(), episodes=5, seed=1, reward=rescaled)
