@@ -242,7 +242,7 @@ def _within(budget: Any, eps_t: float, dlt_t: float, rel: float = 1e-9) -> bool:
     return bool(budget[0] <= eps_t * (1 + rel) and budget[1] <= dlt_t * (1 + rel) + 1e-300)
 
 
-def _check_plan_fits(plan: ReleasePlan, cal: Calibration) -> None:
+def _check_plan_fits(plan: ReleasePlan, cal: Calibration) -> ReleasePlan:
     """A ``plan`` given with ``cal`` must be one of its algorithm, model, H, noise, sampler and
     mechanism: a JDP calibration with an LDP plan was reported as (0.47, 1e-5), within its
     (1, 1e-5) target, its 4 tree nodes per user counted as one release."""
@@ -258,6 +258,7 @@ def _check_plan_fits(plan: ReleasePlan, cal: Calibration) -> None:
     }
     refuse_unfit(pairs)
     check_plan_shape(plan, plan_of(cal.algorithm, cal))  # another K's tree nodes, another d's dims
+    return plan
 
 
 def _check_guards(plan: ReleasePlan, guards: Mapping[str, Any]) -> None:
@@ -301,8 +302,7 @@ def privacy_report_from_calibration(
     ``epsilon = inf``."""
     check_calibration_of(algorithm, cal)  # another algorithm's: a bare AttributeError in plan_of
     kind = cal.kind
-    plan = plan if plan is not None else plan_of(algorithm, cal)
-    _check_plan_fits(plan, cal)
+    plan = plan_of(algorithm, cal) if plan is None else _check_plan_fits(plan, cal)  # a given one must fit
     rep: dict[str, Any] = {
         "algorithm": algorithm,
         "title": plan.title,
